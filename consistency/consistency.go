@@ -1,0 +1,163 @@
+// Package consistency defines kura's consistency levels and the arithmetic of how many
+// replica acknowledgements, and from which datacenters, each level needs.
+package consistency
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Level is a consistency level with Cassandra's meaning.
+type Level int
+
+// The levels, weakest first.
+const (
+	Any Level = iota + 1
+	One
+	Two
+	Quorum
+	LocalOne
+	LocalQuorum
+	EachQuorum
+	All
+)
+
+var levelNames = map[Level]string{
+	Any:         "ANY",
+	One:         "ONE",
+	Two:         "TWO",
+	Quorum:      "QUORUM",
+	LocalOne:    "LOCAL_ONE",
+	LocalQuorum: "LOCAL_QUORUM",
+	EachQuorum:  "EACH_QUORUM",
+	All:         "ALL",
+}
+
+// Levels lists every level, weakest first.
+func Levels() []Level {
+	return []Level{Any, One, Two, Quorum, LocalOne, LocalQuorum, EachQuorum, All}
+}
+
+// String returns the level's name as users write it ("LOCAL_QUORUM").
+func (l Level) String() string {
+	if name, ok := levelNames[l]; ok {
+		return name
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
+
+// ErrUnknownLevel is returned by Parse for a name that is not a level.
+var ErrUnknownLevel = errors.New("unknown consistency level")
+
+// Parse reads a level name, case-insensitively ("quorum", "LOCAL_ONE").
+func Parse(name string) (Level, error) {
+	upper := strings.ToUpper(strings.TrimSpace(name))
+	for l, n := range levelNames {
+		if n == upper {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q (want one of ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, ALL)", ErrUnknownLevel, name)
+}
+
+// Requirement says how many acknowledgements a request needs: Total in all, and at least
+// PerDC[dc] from each named datacenter. Hinted counts for ANY only.
+type Requirement struct {
+	Total  int
+	PerDC  map[string]int
+	Hinted bool // a stored hint counts as an acknowledgement (ANY)
+}
+
+// Quorum is a majority of n.
+func quorum(n int) int { return n/2 + 1 }
+
+// Require computes what level l needs from a replica set with rfPerDC replicas in each
+// datacenter, for a coordinator in localDC. A level that the replica set can never satisfy
+// (TWO with one replica, LOCAL_ONE with no local replica) yields a requirement larger than
+// the replica set; callers report that as unavailable.
+func (l Level) Require(rfPerDC map[string]int, localDC string) Requirement {
+	total := 0
+	for _, n := range rfPerDC {
+		total += n
+	}
+	switch l {
+	case Any:
+		return Requirement{Total: 1, Hinted: true}
+	case One:
+		return Requirement{Total: 1}
+	case Two:
+		return Requirement{Total: 2}
+	case Quorum:
+		return Requirement{Total: quorum(total)}
+	case LocalOne:
+		return Requirement{Total: 1, PerDC: map[string]int{localDC: 1}}
+	case LocalQuorum:
+		local := quorum(rfPerDC[localDC])
+		return Requirement{Total: local, PerDC: map[string]int{localDC: local}}
+	case EachQuorum:
+		perDC := make(map[string]int, len(rfPerDC))
+		sum := 0
+		for dc, n := range rfPerDC {
+			if n > 0 {
+				perDC[dc] = quorum(n)
+				sum += perDC[dc]
+			}
+		}
+		return Requirement{Total: sum, PerDC: perDC}
+	case All:
+		perDC := make(map[string]int, len(rfPerDC))
+		for dc, n := range rfPerDC {
+			if n > 0 {
+				perDC[dc] = n
+			}
+		}
+		return Requirement{Total: total, PerDC: perDC}
+	}
+	return Requirement{Total: total + 1} // an unknown level is never satisfiable
+}
+
+// Satisfied reports whether acks (acknowledgements counted per datacenter) meet r. Given
+// the live replicas per datacenter instead, it says whether r can be met at all.
+func (r Requirement) Satisfied(acks map[string]int) bool {
+	total := 0
+	for _, n := range acks {
+		total += n
+	}
+	if total < r.Total {
+		return false
+	}
+	for dc, need := range r.PerDC {
+		if acks[dc] < need {
+			return false
+		}
+	}
+	return true
+}
+
+// Counts tallies replicas per datacenter from a list of their datacenters.
+func Counts(dcs []string) map[string]int {
+	counts := make(map[string]int, len(dcs))
+	for _, dc := range dcs {
+		counts[dc]++
+	}
+	return counts
+}
+
+// String describes the requirement for error messages ("2 (dc1: 2)").
+func (r Requirement) String() string {
+	if len(r.PerDC) == 0 {
+		return fmt.Sprint(r.Total)
+	}
+	dcs := make([]string, 0, len(r.PerDC))
+	for dc := range r.PerDC {
+		dcs = append(dcs, dc)
+	}
+	sort.Strings(dcs)
+	parts := make([]string, len(dcs))
+	for i, dc := range dcs {
+		parts[i] = fmt.Sprintf("%s: %d", dc, r.PerDC[dc])
+	}
+	return fmt.Sprintf("%d (%s)", r.Total, strings.Join(parts, ", "))
+}

@@ -1,0 +1,87 @@
+package consistency
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, l := range Levels() {
+		got, err := Parse(l.String())
+		if err != nil || got != l {
+			t.Errorf("Parse(%q) = %v, %v; want %v", l.String(), got, err, l)
+		}
+	}
+	if got, err := Parse(" local_quorum "); err != nil || got != LocalQuorum {
+		t.Errorf("Parse lower case = %v, %v", got, err)
+	}
+	if _, err := Parse("MOST"); !errors.Is(err, ErrUnknownLevel) {
+		t.Errorf("Parse(MOST) error = %v, want ErrUnknownLevel", err)
+	}
+}
+
+func TestRequire(t *testing.T) {
+	twoDCs := map[string]int{"a": 3, "b": 2}
+	tests := []struct {
+		level Level
+		rf    map[string]int
+		want  Requirement
+	}{
+		{Any, twoDCs, Requirement{Total: 1, Hinted: true}},
+		{One, twoDCs, Requirement{Total: 1}},
+		{Two, twoDCs, Requirement{Total: 2}},
+		{Quorum, twoDCs, Requirement{Total: 3}},
+		{Quorum, map[string]int{"a": 1}, Requirement{Total: 1}},
+		{Quorum, map[string]int{"a": 2}, Requirement{Total: 2}},
+		{Quorum, map[string]int{"a": 1, "b": 1, "c": 1, "d": 1}, Requirement{Total: 3}},
+		{LocalOne, twoDCs, Requirement{Total: 1, PerDC: map[string]int{"a": 1}}},
+		{LocalQuorum, twoDCs, Requirement{Total: 2, PerDC: map[string]int{"a": 2}}},
+		{EachQuorum, twoDCs, Requirement{Total: 4, PerDC: map[string]int{"a": 2, "b": 2}}},
+		{All, twoDCs, Requirement{Total: 5, PerDC: map[string]int{"a": 3, "b": 2}}},
+	}
+	for _, tt := range tests {
+		got := tt.level.Require(tt.rf, "a")
+		if got.String() != tt.want.String() || got.Hinted != tt.want.Hinted {
+			t.Errorf("%v.Require(%v) = %v (hinted %v), want %v (hinted %v)", tt.level, tt.rf, got, got.Hinted, tt.want, tt.want.Hinted)
+		}
+	}
+}
+
+func TestSatisfied(t *testing.T) {
+	rf := map[string]int{"a": 3, "b": 3}
+	tests := []struct {
+		level Level
+		acks  map[string]int
+		want  bool
+	}{
+		{One, map[string]int{"b": 1}, true},
+		{One, map[string]int{}, false},
+		{Quorum, map[string]int{"a": 2, "b": 1}, false},
+		{Quorum, map[string]int{"a": 2, "b": 2}, true},
+		{Quorum, map[string]int{"a": 3}, false},
+		{Quorum, map[string]int{"a": 3, "b": 1}, true},
+		{LocalOne, map[string]int{"b": 3}, false},
+		{LocalOne, map[string]int{"a": 1}, true},
+		{LocalQuorum, map[string]int{"a": 1, "b": 3}, false},
+		{LocalQuorum, map[string]int{"a": 2}, true},
+		{EachQuorum, map[string]int{"a": 3, "b": 1}, false},
+		{EachQuorum, map[string]int{"a": 2, "b": 2}, true},
+		{All, map[string]int{"a": 3, "b": 2}, false},
+		{All, map[string]int{"a": 3, "b": 3}, true},
+	}
+	for _, tt := range tests {
+		if got := tt.level.Require(rf, "a").Satisfied(tt.acks); got != tt.want {
+			t.Errorf("%v satisfied by %v = %v, want %v", tt.level, tt.acks, got, tt.want)
+		}
+	}
+}
+
+func TestUnsatisfiable(t *testing.T) {
+	// A single replica in another DC can never meet LOCAL_ONE or TWO.
+	rf := map[string]int{"b": 1}
+	for _, l := range []Level{Two, LocalOne} {
+		if l.Require(rf, "a").Satisfied(rf) {
+			t.Errorf("%v should be unsatisfiable with replicas %v", l, rf)
+		}
+	}
+}

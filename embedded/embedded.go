@@ -1,0 +1,197 @@
+// Package embedded runs every node of a topology inside one process, over real loopback
+// sockets, with the topology's WAN emulated between datacenters: the cluster behind
+// `kura cluster`, `kura demo`, the integration tests and the benches.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/transport"
+)
+
+// Options configures an embedded cluster.
+type Options struct {
+	// DataDir, when set, gives each node durable storage in DataDir/<node id>; otherwise
+	// nodes keep their data in memory.
+	DataDir string
+	// EmulateWAN applies the topology's latency and bandwidth between nodes.
+	EmulateWAN bool
+	// ClientAPI starts each node's gRPC client API (on the topology's client_addr or a
+	// free loopback port).
+	ClientAPI bool
+	// Node is the template for every node's settings (limits, intervals, logger); its
+	// identity, addresses and storage fields are filled in per node.
+	Node node.Config
+	// Logger receives the nodes' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Cluster is a running embedded cluster.
+type Cluster struct {
+	Topology *topology.Topology
+	Nodes    []*node.Node
+	// Stats counts the transport traffic of every node of the cluster.
+	Stats *transport.Stats
+
+	configs []node.Config // as each node was started, for Restart
+	stopped []bool
+}
+
+// Start starts every node of topo and introduces them to each other.
+func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{Topology: topo, Stats: transport.NewStats()}
+	for _, spec := range topo.Nodes() {
+		cfg := opts.Node
+		cfg.ID, cfg.DC = spec.ID, spec.DC
+		cfg.Listen = orLoopback(spec.Addr)
+		if opts.ClientAPI {
+			cfg.ClientAddr = orLoopback(spec.ClientAddr)
+		}
+		cfg.InMemory = opts.DataDir == ""
+		if !cfg.InMemory {
+			cfg.DataDir = filepath.Join(opts.DataDir, spec.ID)
+		}
+		cfg.Topology, cfg.EmulateWAN = topo, opts.EmulateWAN
+		cfg.Stats = c.Stats
+		cfg.Logger = logger
+		n, err := node.Start(cfg)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("start node %s: %w", spec.ID, err)
+		}
+		c.Nodes = append(c.Nodes, n)
+		c.stopped = append(c.stopped, false)
+		cfg.Listen, cfg.ClientAddr = n.Addr(), n.ClientAddr()
+		c.configs = append(c.configs, cfg)
+	}
+	selves := make([]cluster.Node, len(c.Nodes))
+	for i, n := range c.Nodes {
+		selves[i] = n.Self()
+	}
+	for _, n := range c.Nodes {
+		n.AddPeers(selves...)
+	}
+	return c, nil
+}
+
+func orLoopback(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
+}
+
+// Node returns the node with the given id, or nil.
+func (c *Cluster) Node(id string) *node.Node {
+	if i := c.index(id); i >= 0 {
+		return c.Nodes[i]
+	}
+	return nil
+}
+
+func (c *Cluster) index(id string) int {
+	for i, n := range c.Nodes {
+		if n.ID() == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Stop stops one node, as a crash would (in-memory data is lost with it).
+func (c *Cluster) Stop(id string) error {
+	i := c.index(id)
+	if i < 0 {
+		return fmt.Errorf("no node %q", id)
+	}
+	c.stopped[i] = true
+	return c.Nodes[i].Close()
+}
+
+// Restart starts a stopped node again on its old addresses and introduces it to the
+// others.
+func (c *Cluster) Restart(id string) error {
+	i := c.index(id)
+	if i < 0 || !c.stopped[i] {
+		return fmt.Errorf("no stopped node %q", id)
+	}
+	n, err := node.Start(c.configs[i])
+	if err != nil {
+		return fmt.Errorf("restart node %s: %w", id, err)
+	}
+	c.Nodes[i], c.stopped[i] = n, false
+	for _, other := range c.Nodes {
+		n.AddPeers(other.Self())
+	}
+	return nil
+}
+
+// CreateKeyspace defines a keyspace through the first running node.
+func (c *Cluster) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
+	for i, n := range c.Nodes {
+		if !c.stopped[i] {
+			return n.CreateKeyspace(ctx, ks)
+		}
+	}
+	return errors.New("no node is running")
+}
+
+// WaitConverged waits until every running node sees every other running node alive and
+// knows the same keyspaces, or ctx ends.
+func (c *Cluster) WaitConverged(ctx context.Context) error {
+	for {
+		if c.converged() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster did not converge: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) converged() bool {
+	want := -1
+	for i, n := range c.Nodes {
+		if c.stopped[i] {
+			continue
+		}
+		if want < 0 {
+			want = len(n.Keyspaces())
+		}
+		if len(n.Keyspaces()) != want {
+			return false
+		}
+		for j, other := range c.Nodes {
+			if n.View().Alive(other.ID()) == c.stopped[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Close stops every node.
+func (c *Cluster) Close() error {
+	var errs []error
+	for i, n := range c.Nodes {
+		if !c.stopped[i] {
+			errs = append(errs, n.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,125 @@
+// Package hlc implements a hybrid logical clock: timestamps that follow wall-clock
+// time closely yet never go backwards and order every causally related event,
+// so last-writer-wins replicas agree on which write is the latest.
+package hlc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// logicalBits is the width of the logical counter in the low bits of a Timestamp.
+const logicalBits = 16
+
+// wallMillisMax is the largest wall time, in milliseconds since the Unix epoch, that
+// fits in the 48 high bits of a Timestamp (about the year 10889).
+const wallMillisMax = math.MaxUint64 >> logicalBits
+
+// DefaultMaxOffset is how far ahead of the local clock a remote timestamp may be
+// before Observe refuses it; it bounds how far one bad clock can drag the others.
+const DefaultMaxOffset = 500 * time.Millisecond
+
+// ErrClockOffset reports a remote timestamp further ahead of the local clock than the
+// maximum offset allows.
+var ErrClockOffset = errors.New("hlc: remote clock too far ahead")
+
+// Timestamp is a hybrid logical timestamp: the 48 high bits hold wall-clock
+// milliseconds since the Unix epoch, the 16 low bits a logical counter. Comparing two
+// Timestamps as integers orders them. The zero Timestamp means "none".
+type Timestamp uint64
+
+// FromTime returns the Timestamp of t with logical counter 0. Times before the Unix
+// epoch map to 0 and times beyond the 48-bit range to the largest wall time.
+func FromTime(t time.Time) Timestamp {
+	wallMillis := t.UnixMilli()
+	switch {
+	case wallMillis < 0:
+		wallMillis = 0
+	case uint64(wallMillis) > wallMillisMax:
+		wallMillis = wallMillisMax
+	}
+	return Timestamp(uint64(wallMillis) << logicalBits)
+}
+
+// WallTime returns the wall-clock part of t, at millisecond precision.
+func (t Timestamp) WallTime() time.Time {
+	return time.UnixMilli(int64(t >> logicalBits))
+}
+
+// Logical returns the logical counter of t, which orders events within one millisecond.
+func (t Timestamp) Logical() uint16 {
+	return uint16(t)
+}
+
+// String formats t as "<wall milliseconds>.<logical>", e.g. "1700000000123.5".
+func (t Timestamp) String() string {
+	return fmt.Sprintf("%d.%d", uint64(t>>logicalBits), t.Logical())
+}
+
+// Clock issues hybrid logical timestamps. It is safe for concurrent use.
+type Clock struct {
+	now func() time.Time
+
+	mu        sync.Mutex
+	last      Timestamp
+	maxOffset time.Duration
+}
+
+// NewClock returns a Clock reading physical time from now (time.Now when nil), with
+// the maximum offset set to DefaultMaxOffset.
+func NewClock(now func() time.Time) *Clock {
+	if now == nil {
+		now = time.Now
+	}
+	return &Clock{now: now, maxOffset: DefaultMaxOffset}
+}
+
+// SetMaxOffset changes how far ahead of local physical time Observe accepts a remote
+// timestamp; d <= 0 disables the check.
+func (c *Clock) SetMaxOffset(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxOffset = d
+}
+
+// Now returns a timestamp greater than every one this clock has issued or observed.
+// When physical time has not moved past the last timestamp, the logical counter is
+// incremented; its overflow carries into the wall part, keeping Now strictly increasing.
+func (c *Clock) Now() Timestamp {
+	return c.Update(0)
+}
+
+// Update merges a timestamp received from another node (the HLC receive rule) and
+// returns the new local time, which is greater than both remote and every timestamp
+// issued before. It accepts any remote value; use Observe for messages whose clock is
+// not trusted.
+func (c *Clock) Update(remote Timestamp) Timestamp {
+	physical := FromTime(c.now())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Because the logical counter sits in the low bits, the HLC rule reduces to taking
+	// the largest of: physical time, one past the last timestamp, one past the remote.
+	next := max(physical, c.last+1, remote+1)
+	c.last = next
+	return next
+}
+
+// Observe merges remote like Update unless remote's wall time is more than the
+// maximum offset ahead of local physical time, in which case it returns an error
+// wrapping ErrClockOffset and leaves the clock unchanged.
+func (c *Clock) Observe(remote Timestamp) error {
+	physicalNow := c.now()
+	c.mu.Lock()
+	maxOffset := c.maxOffset
+	c.mu.Unlock()
+	if maxOffset > 0 {
+		if ahead := remote.WallTime().Sub(physicalNow); ahead > maxOffset {
+			return fmt.Errorf("%w: remote %s is %v ahead, max offset %v", ErrClockOffset, remote, ahead, maxOffset)
+		}
+	}
+	c.Update(remote)
+	return nil
+}

@@ -1,0 +1,155 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/schema"
+)
+
+// maxScanResponseBytes bounds a scan answer to a client.
+const maxScanResponseBytes = 256 << 20
+
+// apiServer serves the gRPC client API (kura.v1) from the node's coordinator.
+type apiServer struct {
+	kurav1.UnimplementedKVServer
+	kurav1.UnimplementedAdminServer
+	node *Node
+}
+
+// levelFromProto maps the wire level to the coordinator's; unspecified means ONE.
+func levelFromProto(c kurav1.Consistency) (consistency.Level, error) {
+	if c == kurav1.Consistency_CONSISTENCY_UNSPECIFIED {
+		return consistency.One, nil
+	}
+	return consistency.Parse(c.String())
+}
+
+// LevelToProto maps a consistency level to its wire form.
+func LevelToProto(l consistency.Level) kurav1.Consistency {
+	return kurav1.Consistency(kurav1.Consistency_value[l.String()])
+}
+
+// statusOf maps coordinator errors to gRPC codes, keeping the message.
+func statusOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := codes.Internal
+	switch {
+	case errors.Is(err, coord.ErrInvalidArgument), errors.Is(err, consistency.ErrUnknownLevel), errors.Is(err, schema.ErrInvalidKeyspace):
+		code = codes.InvalidArgument
+	case errors.Is(err, schema.ErrNoKeyspace):
+		code = codes.NotFound
+	case errors.Is(err, coord.ErrUnavailable):
+		code = codes.Unavailable
+	case errors.Is(err, coord.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	}
+	return status.Error(code, err.Error())
+}
+
+func (s *apiServer) Put(ctx context.Context, req *kurav1.PutRequest) (*kurav1.PutResponse, error) {
+	cl, err := levelFromProto(req.GetConsistency())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	ts, err := s.node.coord.Put(ctx, req.GetKeyspace(), req.GetKey(), req.GetValue(), cl)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.PutResponse{Timestamp: uint64(ts)}, nil
+}
+
+func (s *apiServer) Get(ctx context.Context, req *kurav1.GetRequest) (*kurav1.GetResponse, error) {
+	cl, err := levelFromProto(req.GetConsistency())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	rec, found, err := s.node.coord.Get(ctx, req.GetKeyspace(), req.GetKey(), cl)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if !found {
+		return &kurav1.GetResponse{}, nil
+	}
+	return &kurav1.GetResponse{Found: true, Value: rec.Value, Timestamp: uint64(rec.Timestamp)}, nil
+}
+
+func (s *apiServer) Delete(ctx context.Context, req *kurav1.DeleteRequest) (*kurav1.DeleteResponse, error) {
+	cl, err := levelFromProto(req.GetConsistency())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	ts, err := s.node.coord.Delete(ctx, req.GetKeyspace(), req.GetKey(), cl)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.DeleteResponse{Timestamp: uint64(ts)}, nil
+}
+
+func (s *apiServer) Scan(ctx context.Context, req *kurav1.ScanRequest) (*kurav1.ScanResponse, error) {
+	cl, err := levelFromProto(req.GetConsistency())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	recs, err := s.node.coord.Scan(ctx, req.GetKeyspace(), nonEmpty(req.GetStart()), nonEmpty(req.GetEnd()), int(req.GetLimit()), cl)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	resp := &kurav1.ScanResponse{Items: make([]*kurav1.KeyValue, len(recs))}
+	for i, r := range recs {
+		resp.Items[i] = &kurav1.KeyValue{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp)}
+	}
+	return resp, nil
+}
+
+// nonEmpty turns an empty bound into an open one.
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func (s *apiServer) CreateKeyspace(ctx context.Context, req *kurav1.CreateKeyspaceRequest) (*kurav1.CreateKeyspaceResponse, error) {
+	ks := req.GetKeyspace()
+	err := s.node.CreateKeyspace(ctx, schema.Keyspace{Name: ks.GetName(), Replication: ks.GetReplication(), Partitioner: ks.GetPartitioner()})
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.CreateKeyspaceResponse{}, nil
+}
+
+func (s *apiServer) ListKeyspaces(context.Context, *kurav1.ListKeyspacesRequest) (*kurav1.ListKeyspacesResponse, error) {
+	var resp kurav1.ListKeyspacesResponse
+	for _, ks := range s.node.Keyspaces() {
+		resp.Keyspaces = append(resp.Keyspaces, keyspaceProto(ks))
+	}
+	return &resp, nil
+}
+
+func (s *apiServer) DescribeKeyspace(_ context.Context, req *kurav1.DescribeKeyspaceRequest) (*kurav1.Keyspace, error) {
+	ks, err := s.node.Keyspace(req.GetName())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return keyspaceProto(ks), nil
+}
+
+func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest) (*kurav1.ClusterStatusResponse, error) {
+	view := s.node.View()
+	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID}
+	for _, n := range view.Nodes() {
+		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: view.Alive(n.ID)})
+	}
+	return resp, nil
+}

@@ -1,0 +1,114 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/transport"
+)
+
+// CreateKeyspace defines a keyspace on this node and announces it to every live node,
+// waiting for them (a node that misses it learns it from the next heartbeat). It refuses
+// replication that names a datacenter the cluster does not have, the usual typo.
+func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
+	ks.Timestamp = n.clock.Now()
+	compiled, err := ks.Compile()
+	if err != nil {
+		return err
+	}
+	if dcStrategy, ok := compiled.Strategy().(ring.DCStrategy); ok {
+		known := map[string]bool{}
+		for _, node := range n.directory.Nodes() {
+			known[node.DC] = true
+		}
+		for dc := range dcStrategy.RFPerDC() {
+			if !known[dc] {
+				return fmt.Errorf("%w %s: replication names datacenter %q, but the cluster has %s",
+					schema.ErrInvalidKeyspace, ks.Name, dc, strings.Join(sortedKeys(known), ", "))
+			}
+		}
+	}
+	if existing, err := n.catalog.Get(ks.Name); err == nil {
+		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner {
+			return nil // creating what exists is a no-op, so scripts can re-run
+		}
+		return fmt.Errorf("%w %s: already exists with replication %s, partitioner %s",
+			schema.ErrInvalidKeyspace, ks.Name, existing.Replication, existing.Partitioner)
+	}
+	if _, err := n.catalog.Apply(compiled); err != nil {
+		return err
+	}
+	payload, err := proto.Marshal(schemaUpdate(compiled))
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, node := range n.directory.Nodes() {
+		if node.ID == n.cfg.ID || !n.directory.Alive(node.ID) {
+			continue
+		}
+		wg.Add(1)
+		go func(peer transport.Peer) {
+			defer wg.Done()
+			callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if _, err := n.transport.Call(callCtx, peer, kindSchema, payload); err != nil {
+				n.log.Warn("announce keyspace", "peer", peer.ID, "keyspace", ks.Name, "err", err)
+			}
+		}(transport.Peer{ID: node.ID, DC: node.DC, Addr: node.Addr})
+	}
+	wg.Wait()
+	return nil
+}
+
+// Keyspaces lists the keyspaces this node knows.
+func (n *Node) Keyspaces() []schema.Keyspace { return n.catalog.List() }
+
+// Keyspace returns one keyspace definition.
+func (n *Node) Keyspace(name string) (schema.Keyspace, error) { return n.catalog.Get(name) }
+
+func (n *Node) applySchemaUpdate(payload []byte) error {
+	var update kurav1.SchemaUpdate
+	if err := proto.Unmarshal(payload, &update); err != nil {
+		return fmt.Errorf("decode schema update: %w", err)
+	}
+	return n.applySchema(&update)
+}
+
+func (n *Node) applySchema(update *kurav1.SchemaUpdate) error {
+	ks := update.GetKeyspace()
+	_, err := n.catalog.Apply(schema.Keyspace{
+		Name:        ks.GetName(),
+		Replication: ks.GetReplication(),
+		Partitioner: ks.GetPartitioner(),
+		Timestamp:   hlc.Timestamp(update.GetTimestamp()),
+	})
+	return err
+}
+
+func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
+	return &kurav1.SchemaUpdate{Keyspace: keyspaceProto(ks), Timestamp: uint64(ks.Timestamp)}
+}
+
+func keyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {
+	return &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,277 @@
+// Package node wires one kura node together: storage, transport, cluster directory,
+// keyspace catalog, coordinator, the gRPC client API, and the background loops that keep
+// them going (heartbeats, hint replay, tombstone collection).
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/transport"
+)
+
+// Config configures one node.
+type Config struct {
+	ID         string
+	DC         string
+	Listen     string   // node-to-node address; "127.0.0.1:0" picks a port
+	ClientAddr string   // gRPC client API address; empty serves none
+	Seeds      []string // node-to-node addresses of nodes to join through
+	// Peers are nodes known in advance (from a topology file or an in-process cluster),
+	// with their addresses; the heartbeat finds the rest through seeds.
+	Peers []cluster.Node
+
+	DataDir  string // on-disk storage; ignored when InMemory
+	InMemory bool
+
+	// Topology, when set with EmulateWAN, shapes every message to a peer in another DC by
+	// the topology's latency and bandwidth (see transport).
+	Topology   *topology.Topology
+	EmulateWAN bool
+	// Stats, when set, collects this node's transport counters (shared by in-process
+	// clusters so one object counts the whole cluster).
+	Stats *transport.Stats
+
+	Limits            coord.Limits
+	Vnodes            int
+	HeartbeatInterval time.Duration // default 500 ms
+	// SuspectAfter is how long a peer may go without answering a heartbeat before it is
+	// considered down; default 2 s.
+	SuspectAfter   time.Duration
+	ReplicaTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Node is one running kura node.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	engine    *storage.Engine
+	clock     *hlc.Clock
+	directory *cluster.Directory
+	catalog   *schema.Catalog
+	transport *transport.Transport
+	coord     *coord.Coordinator
+	heartbeat *heartbeat
+
+	grpcServer   *grpc.Server
+	grpcListener net.Listener
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Start opens the node's storage, starts listening and joins the cluster.
+func Start(cfg Config) (*Node, error) {
+	if cfg.ID == "" || cfg.DC == "" {
+		return nil, errors.New("node: id and dc are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 500 * time.Millisecond
+	}
+	if cfg.SuspectAfter <= 0 {
+		cfg.SuspectAfter = 2 * time.Second
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{})}
+	if err := n.open(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.wg.Add(3)
+	go n.loop(cfg.HeartbeatInterval, n.heartbeat.round)
+	go n.loop(time.Second, n.replayHints)
+	go n.loop(time.Hour, n.collectGarbage)
+	return n, nil
+}
+
+func (n *Node) open() error {
+	var err error
+	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, Logger: n.log})
+	if err != nil {
+		return fmt.Errorf("open storage: %w", err)
+	}
+	n.clock = hlc.NewClock(nil)
+	n.catalog, err = schema.Open(n.engine)
+	if err != nil {
+		return err
+	}
+	var links transport.LinkModel
+	if n.cfg.EmulateWAN && n.cfg.Topology != nil {
+		links = knownLinks{n.cfg.Topology}
+	}
+	n.transport, err = transport.Listen(transport.Config{
+		Self:    transport.Peer{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.cfg.Listen},
+		Handler: transport.HandlerFunc(n.handle),
+		Links:   links,
+		Stats:   n.cfg.Stats,
+		Logger:  n.log,
+	})
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	self := cluster.Node{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.transport.Addr()}
+	if n.cfg.ClientAddr != "" {
+		n.grpcListener, err = net.Listen("tcp", n.cfg.ClientAddr)
+		if err != nil {
+			return fmt.Errorf("listen for clients: %w", err)
+		}
+		self.ClientAddr = n.grpcListener.Addr().String()
+	}
+	n.directory = cluster.NewDirectory(self)
+	for _, p := range n.cfg.Peers {
+		n.directory.Upsert(p)
+	}
+	n.heartbeat = newHeartbeat(n)
+	n.coord = coord.New(coord.Config{
+		Limits:         n.cfg.Limits,
+		ReplicaTimeout: n.cfg.ReplicaTimeout,
+		Vnodes:         n.cfg.Vnodes,
+		Logger:         n.log,
+	}, n.directory, n.catalog, n.engine, n.transport, n.clock, n.heartbeat)
+	if n.grpcListener != nil {
+		n.grpcServer = grpc.NewServer(
+			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+1<<16),
+			grpc.MaxSendMsgSize(maxScanResponseBytes),
+		)
+		api := &apiServer{node: n}
+		kurav1.RegisterKVServer(n.grpcServer, api)
+		kurav1.RegisterAdminServer(n.grpcServer, api)
+		go func() {
+			if err := n.grpcServer.Serve(n.grpcListener); err != nil {
+				n.log.Error("client API stopped", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Addr returns the node-to-node address.
+func (n *Node) Addr() string { return n.transport.Addr() }
+
+// ClientAddr returns the gRPC client API address, or "" when the node serves none.
+func (n *Node) ClientAddr() string { return n.directory.Self().ClientAddr }
+
+// Self returns the node as the cluster knows it.
+func (n *Node) Self() cluster.Node { return n.directory.Self() }
+
+// View returns the node's cluster directory.
+func (n *Node) View() cluster.View { return n.directory }
+
+// Coordinator returns the node's coordinator, for in-process callers.
+func (n *Node) Coordinator() *coord.Coordinator { return n.coord }
+
+// Stats returns the node's transport counters.
+func (n *Node) Stats() *transport.Stats { return n.transport.Stats() }
+
+// Close stops the node: the client API, the loops, the transport, then storage.
+func (n *Node) Close() error {
+	select {
+	case <-n.stop:
+		return nil
+	default:
+		close(n.stop)
+	}
+	if n.grpcServer != nil {
+		n.grpcServer.Stop()
+	} else if n.grpcListener != nil {
+		n.grpcListener.Close()
+	}
+	n.wg.Wait()
+	var errs []error
+	if n.transport != nil {
+		errs = append(errs, n.transport.Close())
+	}
+	if n.engine != nil {
+		errs = append(errs, n.engine.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// loop runs fn every interval until the node stops.
+func (n *Node) loop(interval time.Duration, fn func(context.Context)) {
+	defer n.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-n.stop
+		cancel()
+	}()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		fn(ctx)
+		select {
+		case <-ticker.C:
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+func (n *Node) replayHints(ctx context.Context) {
+	if delivered, err := n.coord.ReplayHints(ctx); err != nil {
+		n.log.Warn("replay hints", "err", err)
+	} else if delivered > 0 {
+		n.log.Info("replayed hints", "delivered", delivered)
+	}
+}
+
+func (n *Node) collectGarbage(context.Context) {
+	if removed, err := n.engine.CollectGarbage(time.Now()); err != nil {
+		n.log.Warn("collect tombstones", "err", err)
+	} else if removed > 0 {
+		n.log.Info("collected tombstones", "removed", removed)
+	}
+}
+
+// handle dispatches a message from another node.
+func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+	switch {
+	case coord.Handles(kind):
+		return n.coord.Handle(ctx, from, kind, payload)
+	case kind == kindPing:
+		return n.heartbeat.handlePing(payload)
+	case kind == kindSchema:
+		return nil, n.applySchemaUpdate(payload)
+	}
+	return nil, fmt.Errorf("unknown message kind %v from %s", kind, from.ID)
+}
+
+// knownLinks emulates the topology's links to peers of known DCs; messages to a seed
+// whose DC is not known yet travel unshaped.
+type knownLinks struct{ topology *topology.Topology }
+
+func (k knownLinks) Link(fromDC, toDC string) (topology.LinkSpec, error) {
+	if toDC == "" {
+		return topology.LinkSpec{}, nil
+	}
+	return k.topology.Link(fromDC, toDC)
+}
+
+// AddPeers tells the node of other nodes and their addresses, as a topology file would;
+// the heartbeat then checks that they answer.
+func (n *Node) AddPeers(peers ...cluster.Node) {
+	for _, p := range peers {
+		n.directory.Upsert(p)
+	}
+}

@@ -1,0 +1,169 @@
+// Package schema holds the keyspace catalog: each keyspace's name, replication and
+// partitioner, known to every node. Definitions are versioned by timestamp and merged last
+// writer wins, so nodes that exchange them in any order agree; each node persists its
+// catalog in its storage engine.
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/storage"
+)
+
+// Keyspace is one keyspace's definition.
+type Keyspace struct {
+	Name        string
+	Replication string // as ring.ParseReplication reads it: "dc1=2,dc2=1" or "simple=3"
+	Partitioner string // "hash" (default) or "ordered"
+	Timestamp   hlc.Timestamp
+
+	strategy    ring.Strategy
+	partitioner ring.Partitioner
+}
+
+// SystemPrefix starts the names of node-local keyspaces (hints, the catalog itself);
+// users cannot create keyspaces with it.
+const SystemPrefix = "system"
+
+// catalogKeyspace is where a node stores its catalog.
+const catalogKeyspace = SystemPrefix + "_schema"
+
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+
+// Errors callers distinguish.
+var (
+	ErrInvalidKeyspace = errors.New("invalid keyspace")
+	ErrNoKeyspace      = errors.New("no such keyspace")
+)
+
+// Compile validates the definition and prepares its strategy and partitioner.
+func (k Keyspace) Compile() (Keyspace, error) {
+	if !namePattern.MatchString(k.Name) {
+		return k, fmt.Errorf("%w: name %q must be 1-48 letters, digits or _ and start with a letter", ErrInvalidKeyspace, k.Name)
+	}
+	if strings.HasPrefix(strings.ToLower(k.Name), SystemPrefix) {
+		return k, fmt.Errorf("%w: name %q: names starting with %q are reserved", ErrInvalidKeyspace, k.Name, SystemPrefix)
+	}
+	strategy, err := ring.ParseReplication(k.Replication)
+	if err != nil {
+		return k, fmt.Errorf("%w %s: replication: %v", ErrInvalidKeyspace, k.Name, err)
+	}
+	if k.Partitioner == "" {
+		k.Partitioner = "hash"
+	}
+	partitioner, err := ring.PartitionerByName(k.Partitioner)
+	if err != nil {
+		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
+	}
+	k.Replication = strategy.String()
+	k.strategy, k.partitioner = strategy, partitioner
+	return k, nil
+}
+
+// Strategy is the keyspace's placement strategy; valid only on a compiled Keyspace.
+func (k Keyspace) Strategy() ring.Strategy { return k.strategy }
+
+// Partition is the keyspace's partitioner; valid only on a compiled Keyspace.
+func (k Keyspace) Partition() ring.Partitioner { return k.partitioner }
+
+// Catalog is a node's set of keyspaces, safe for concurrent use.
+type Catalog struct {
+	engine *storage.Engine
+
+	mu        sync.RWMutex
+	keyspaces map[string]Keyspace
+}
+
+// Open loads the catalog persisted in engine.
+func Open(engine *storage.Engine) (*Catalog, error) {
+	c := &Catalog{engine: engine, keyspaces: map[string]Keyspace{}}
+	records, err := engine.Scan(catalogKeyspace, nil, nil, 0, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load schema: %w", err)
+	}
+	for _, r := range records {
+		k, err := decode(r)
+		if err != nil {
+			return nil, fmt.Errorf("load schema: %w", err)
+		}
+		c.keyspaces[k.Name] = k
+	}
+	return c, nil
+}
+
+// Apply merges a definition: it replaces the stored one when its timestamp is newer and
+// is persisted before Apply returns. It reports whether the catalog changed.
+func (c *Catalog) Apply(k Keyspace) (bool, error) {
+	k, err := k.Compile()
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.keyspaces[k.Name]; ok && old.Timestamp >= k.Timestamp {
+		return false, nil
+	}
+	if _, err := c.engine.Apply(catalogKeyspace, encode(k)); err != nil {
+		return false, fmt.Errorf("store keyspace %s: %w", k.Name, err)
+	}
+	c.keyspaces[k.Name] = k
+	return true, nil
+}
+
+// Get returns a compiled keyspace, or an error wrapping ErrNoKeyspace.
+func (c *Catalog) Get(name string) (Keyspace, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.keyspaces[name]
+	if !ok {
+		return Keyspace{}, fmt.Errorf("%w %q", ErrNoKeyspace, name)
+	}
+	return k, nil
+}
+
+// List returns every keyspace sorted by name.
+func (c *Catalog) List() []Keyspace {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Keyspace, 0, len(c.keyspaces))
+	for _, k := range c.keyspaces {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Digest summarises the catalog in 8 bytes so two nodes can tell cheaply whether theirs
+// differ.
+func (c *Catalog) Digest() uint64 {
+	h := fnv.New64a()
+	for _, k := range c.List() {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00", k.Name, k.Replication, k.Partitioner, k.Timestamp)
+	}
+	return h.Sum64()
+}
+
+// The catalog stores a keyspace as key = name, value = "replication\x00partitioner".
+func encode(k Keyspace) storage.Record {
+	return storage.Record{
+		Key:       []byte(k.Name),
+		Value:     []byte(k.Replication + "\x00" + k.Partitioner),
+		Timestamp: k.Timestamp,
+	}
+}
+
+func decode(r storage.Record) (Keyspace, error) {
+	replication, partitioner, ok := strings.Cut(string(r.Value), "\x00")
+	if !ok {
+		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
+	}
+	return Keyspace{Name: string(r.Key), Replication: replication, Partitioner: partitioner, Timestamp: r.Timestamp}.Compile()
+}

@@ -1,0 +1,464 @@
+// Package storage is a node's storage engine: last-writer-wins records with hybrid
+// logical timestamps and tombstones, kept in ordered keyspaces on one Pebble database.
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/kuradb/kura/hlc"
+)
+
+// DefaultTombstoneGrace is how long a tombstone is kept before CollectGarbage may
+// remove it: Cassandra's gc_grace_seconds default. It must exceed the time a replica
+// can miss a delete (hints, repair), or the deleted value can come back from it.
+const DefaultTombstoneGrace = 10 * 24 * time.Hour
+
+// lockStripes is the number of mutexes guarding read-modify-write per key; enough that
+// unrelated keys rarely contend on a 2-core node, few enough to be a fixed array.
+const lockStripes = 256
+
+// gcChunkKeys bounds how many tombstones CollectGarbage removes under one set of
+// stripe locks and one batch, so garbage collection never stalls writers for long.
+const gcChunkKeys = 1024
+
+// ErrClosed reports a call on an Engine after Close.
+var ErrClosed = errors.New("storage: engine closed")
+
+// Options configures Open.
+type Options struct {
+	// Dir is the on-disk directory of the database; ignored when InMemory.
+	Dir string
+	// InMemory keeps the database in memory (for tests and emulated clusters).
+	InMemory bool
+	// TombstoneGrace is the age after which CollectGarbage removes a tombstone;
+	// zero means DefaultTombstoneGrace.
+	TombstoneGrace time.Duration
+	// Logger receives the engine's and Pebble's messages; nil discards them.
+	// Pebble's routine messages are logged at debug level.
+	Logger *slog.Logger
+
+	// fs replaces the filesystem under Dir; tests use it to simulate a crash that
+	// loses unsynced writes.
+	fs vfs.FS
+}
+
+// Stats holds approximate figures for metrics and gossiped load.
+type Stats struct {
+	// DiskBytes is the space the database's files take (Pebble's DiskSpaceUsage).
+	DiskBytes uint64
+}
+
+// Engine stores the records of many keyspaces in one Pebble database. It is safe for
+// concurrent use.
+type Engine struct {
+	db             *pebble.DB
+	logger         *slog.Logger
+	tombstoneGrace time.Duration
+
+	// stripes serialise the get-compare-set of Apply per key, so two concurrent writes
+	// of one key cannot both read the old record and the older one win.
+	stripes    [lockStripes]sync.Mutex
+	stripeSeed maphash.Seed
+
+	// closeMu makes Close wait for calls in flight and later calls fail with ErrClosed
+	// instead of reaching a closed Pebble database, which panics.
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+// Open opens (creating if needed) the engine described by opts.
+func Open(opts Options) (*Engine, error) {
+	if opts.TombstoneGrace < 0 {
+		return nil, fmt.Errorf("storage: open: negative tombstone grace %v", opts.TombstoneGrace)
+	}
+	if opts.TombstoneGrace == 0 {
+		opts.TombstoneGrace = DefaultTombstoneGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	fs, dir := opts.fs, opts.Dir
+	if opts.InMemory {
+		fs, dir = vfs.NewMem(), ""
+	} else {
+		if dir == "" {
+			return nil, errors.New("storage: open: no directory given for an on-disk engine")
+		}
+		if fs == nil {
+			fs = vfs.Default
+		}
+		if err := createDir(fs, dir); err != nil {
+			return nil, fmt.Errorf("storage: open %q: %w", dir, err)
+		}
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:            fs,
+		Logger:        pebbleLogger{logger: opts.Logger},
+		EventListener: eventListener(opts.Logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %q: %w", dir, err)
+	}
+	return &Engine{
+		db:             db,
+		logger:         opts.Logger,
+		tombstoneGrace: opts.TombstoneGrace,
+		stripeSeed:     maphash.MakeSeed(),
+	}, nil
+}
+
+// createDir creates dir if needed and syncs its parent, so a crash soon after the
+// first Open cannot lose the directory entry, and with it acknowledged writes.
+func createDir(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	parent, err := fs.OpenDir(fs.PathDir(dir))
+	if err != nil {
+		return err
+	}
+	return errors.Join(parent.Sync(), parent.Close())
+}
+
+// Close waits for calls in flight, then closes the database. Later calls, including
+// a second Close, return ErrClosed.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	e.closed = true
+	if err := e.db.Close(); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
+	return nil
+}
+
+// enter admits a call while the engine is open; on success the caller must call
+// e.closeMu.RUnlock when done.
+func (e *Engine) enter() error {
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Apply writes r into keyspace ks if it is Newer than the stored record of r.Key (or
+// none is stored) and reports whether it did. An applied write is synced to the
+// write-ahead log before Apply returns, so it survives the process being killed.
+func (e *Engine) Apply(ks string, r Record) (applied bool, err error) {
+	n, err := e.ApplyBatch(ks, []Record{r})
+	return n == 1, err
+}
+
+// ApplyBatch applies each record of rs to keyspace ks as Apply does, in order (so of
+// two records of one key the Newer wins), and commits them in one synced batch. It
+// returns how many records were written. An invalid record fails the whole batch
+// before anything is written.
+func (e *Engine) ApplyBatch(ks string, rs []Record) (applied int, err error) {
+	if err := validateKeyspace(ks); err != nil {
+		return 0, err
+	}
+	keys := make([][]byte, len(rs))
+	for i, r := range rs {
+		if err := r.validate(); err != nil {
+			return 0, err
+		}
+		keys[i] = encodeKey(ks, r.Key)
+	}
+	if err := e.enter(); err != nil {
+		return 0, err
+	}
+	defer e.closeMu.RUnlock()
+
+	unlock := e.lockKeys(keys)
+	defer unlock()
+	// An indexed batch reads its own writes, so a key repeated within rs is compared
+	// against the record written earlier in the batch.
+	batch := e.db.NewIndexedBatch()
+	defer batch.Close()
+	for i, r := range rs {
+		current, found, err := readRecord(batch, r.Key, keys[i])
+		if err != nil {
+			return 0, fmt.Errorf("storage: apply to keyspace %q: %w", ks, err)
+		}
+		if found && !Newer(r, current) {
+			continue
+		}
+		if err := batch.Set(keys[i], encodeValue(r), nil); err != nil {
+			return 0, fmt.Errorf("storage: apply key %q to keyspace %q: %w", r.Key, ks, err)
+		}
+		applied++
+	}
+	if applied == 0 {
+		return 0, nil
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("storage: apply %d records to keyspace %q: %w", applied, ks, err)
+	}
+	return applied, nil
+}
+
+// Get returns the record stored for key in keyspace ks. A tombstone is returned as
+// found with r.Tombstone set, so callers can reconcile it against other replicas.
+func (e *Engine) Get(ks string, key []byte) (r Record, found bool, err error) {
+	if err := validateKeyspace(ks); err != nil {
+		return Record{}, false, err
+	}
+	if err := e.enter(); err != nil {
+		return Record{}, false, err
+	}
+	defer e.closeMu.RUnlock()
+	r, found, err = readRecord(e.db, key, encodeKey(ks, key))
+	if err != nil {
+		return Record{}, false, fmt.Errorf("storage: get from keyspace %q: %w", ks, err)
+	}
+	return r, found, nil
+}
+
+// Scan returns, in key order, the records of keyspace ks with start <= key < end; a
+// nil start means from the first key of ks, a nil end up to its last. Tombstones are
+// included only when withTombstones. When filter is non-nil only keys it accepts are
+// returned; the key passed to it is valid only during the call. At most limit records
+// are returned, all when limit <= 0.
+func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]Record, error) {
+	if err := validateKeyspace(ks); err != nil {
+		return nil, err
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
+		return nil, nil
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.closeMu.RUnlock()
+
+	lower, upper := keyspaceBounds(ks)
+	if start != nil {
+		lower = encodeKey(ks, start)
+	}
+	if end != nil {
+		upper = encodeKey(ks, end)
+	}
+	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
+	}
+	var records []Record
+	prefixLen := len(ks) + 1
+	for valid := iter.First(); valid && (limit <= 0 || len(records) < limit); valid = iter.Next() {
+		userKey := iter.Key()[prefixLen:]
+		r, err := decodeValue(userKey, iter.Value())
+		if err != nil {
+			_ = iter.Close() // the decode error is the one worth reporting
+			return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
+		}
+		if r.Tombstone && !withTombstones {
+			continue
+		}
+		if filter != nil && !filter(userKey) {
+			continue
+		}
+		records = append(records, r)
+	}
+	if err := errors.Join(iter.Error(), iter.Close()); err != nil {
+		return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
+	}
+	return records, nil
+}
+
+// Remove deletes key from keyspace ks physically, leaving no tombstone: for node-local
+// bookkeeping such as delivered hints, never for replicated data.
+func (e *Engine) Remove(ks string, key []byte) error {
+	if err := validateKeyspace(ks); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.closeMu.RUnlock()
+	encoded := encodeKey(ks, key)
+	unlock := e.lockKeys([][]byte{encoded})
+	defer unlock()
+	if err := e.db.Delete(encoded, pebble.Sync); err != nil {
+		return fmt.Errorf("storage: remove key %q from keyspace %q: %w", key, ks, err)
+	}
+	return nil
+}
+
+// CollectGarbage physically removes, from every keyspace, the tombstones whose
+// timestamp is older than now minus the tombstone grace, and returns how many it
+// removed. A tombstone overwritten while collection runs is left alone.
+func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
+	if err := e.enter(); err != nil {
+		return 0, err
+	}
+	defer e.closeMu.RUnlock()
+
+	cutoff := hlc.FromTime(now.Add(-e.tombstoneGrace))
+	iter, err := e.db.NewIter(nil)
+	if err != nil {
+		return 0, fmt.Errorf("storage: collect garbage: %w", err)
+	}
+	// Expired tombstones are removed in chunks while the iterator, a consistent view,
+	// moves on; each chunk is re-checked under its locks.
+	var candidates [][]byte
+	removeCandidates := func() error {
+		n, err := e.removeExpiredTombstones(candidates, cutoff)
+		removed += n
+		candidates = candidates[:0]
+		return err
+	}
+	for valid := iter.First(); valid && err == nil; valid = iter.Next() {
+		var expired bool
+		if expired, err = isExpiredTombstone(iter.Key(), iter.Value(), cutoff); expired {
+			candidates = append(candidates, bytes.Clone(iter.Key()))
+			if len(candidates) == gcChunkKeys {
+				err = removeCandidates()
+			}
+		}
+	}
+	if err == nil && len(candidates) > 0 {
+		err = removeCandidates()
+	}
+	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
+		return removed, fmt.Errorf("storage: collect garbage: %w", err)
+	}
+	e.logger.Debug("storage: collected garbage", "tombstones_removed", removed, "cutoff", cutoff)
+	return removed, nil
+}
+
+// isExpiredTombstone reports whether the stored entry (encodedKey, encodedValue) is a
+// tombstone with a timestamp before cutoff.
+func isExpiredTombstone(encodedKey, encodedValue []byte, cutoff hlc.Timestamp) (bool, error) {
+	ks, userKey, err := splitKey(encodedKey)
+	if err != nil {
+		return false, err
+	}
+	r, err := decodeValue(userKey, encodedValue)
+	if err != nil {
+		return false, fmt.Errorf("keyspace %q: %w", ks, err)
+	}
+	return r.Tombstone && r.Timestamp < cutoff, nil
+}
+
+// removeExpiredTombstones deletes those of encodedKeys that still hold an expired
+// tombstone, checked under the stripe locks so a concurrent Apply is never undone.
+func (e *Engine) removeExpiredTombstones(encodedKeys [][]byte, cutoff hlc.Timestamp) (int, error) {
+	unlock := e.lockKeys(encodedKeys)
+	defer unlock()
+	batch := e.db.NewBatch()
+	defer batch.Close()
+	removed := 0
+	for _, key := range encodedKeys {
+		value, closer, err := e.db.Get(key)
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue // removed by someone else since the scan
+		}
+		if err != nil {
+			return 0, err
+		}
+		expired, err := isExpiredTombstone(key, value, cutoff)
+		closer.Close()
+		if err != nil {
+			return 0, err
+		}
+		if !expired {
+			continue
+		}
+		if err := batch.Delete(key, nil); err != nil {
+			return 0, err
+		}
+		removed++
+	}
+	if removed == 0 {
+		return 0, nil
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return 0, err
+	}
+	return removed, nil
+}
+
+// DropKeyspace removes every record of keyspace ks with one range deletion; the disk
+// space returns as Pebble compacts the range. Writes to ks racing with the drop may
+// survive it.
+func (e *Engine) DropKeyspace(ks string) error {
+	if err := validateKeyspace(ks); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.closeMu.RUnlock()
+	lower, upper := keyspaceBounds(ks)
+	if err := e.db.DeleteRange(lower, upper, pebble.Sync); err != nil {
+		return fmt.Errorf("storage: drop keyspace %q: %w", ks, err)
+	}
+	return nil
+}
+
+// Stats returns approximate figures about the engine; zero after Close.
+func (e *Engine) Stats() Stats {
+	if err := e.enter(); err != nil {
+		return Stats{}
+	}
+	defer e.closeMu.RUnlock()
+	return Stats{DiskBytes: e.db.Metrics().DiskSpaceUsage()}
+}
+
+// lockKeys locks the stripes of all encodedKeys and returns the function that unlocks
+// them. Stripes are taken once each, in ascending order, so concurrent callers with
+// overlapping keys cannot deadlock.
+func (e *Engine) lockKeys(encodedKeys [][]byte) (unlock func()) {
+	stripes := make([]int, len(encodedKeys))
+	for i, key := range encodedKeys {
+		stripes[i] = int(maphash.Bytes(e.stripeSeed, key) % lockStripes)
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, s := range stripes {
+		e.stripes[s].Lock()
+	}
+	return func() {
+		for _, s := range stripes {
+			e.stripes[s].Unlock()
+		}
+	}
+}
+
+// pebbleReader is the read side shared by a Pebble database and an indexed batch.
+type pebbleReader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+// readRecord reads and decodes the record at encodedKey, whose user key is userKey.
+func readRecord(reader pebbleReader, userKey, encodedKey []byte) (r Record, found bool, err error) {
+	value, closer, err := reader.Get(encodedKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read key %q: %w", userKey, err)
+	}
+	defer closer.Close()
+	r, err = decodeValue(userKey, value)
+	if err != nil {
+		return Record{}, false, err
+	}
+	return r, true, nil
+}
