@@ -31,11 +31,6 @@ func levelFromProto(c kurav1.Consistency) (consistency.Level, error) {
 	return consistency.Parse(c.String())
 }
 
-// LevelToProto maps a consistency level to its wire form.
-func LevelToProto(l consistency.Level) kurav1.Consistency {
-	return kurav1.Consistency(kurav1.Consistency_value[l.String()])
-}
-
 // statusOf maps coordinator errors to gRPC codes, keeping the message.
 func statusOf(err error) error {
 	if err == nil {

@@ -1,0 +1,394 @@
+// Package client is kura's Go client. It speaks the gRPC API (kura.v1) and sends each
+// request to a node of the caller's datacenter, preferring one that holds a replica of
+// the key, so that the coordinator's first replica read or write is local. It learns the
+// cluster and the keyspaces from the node it first reaches, refreshes them periodically,
+// and moves to another node when one stops answering.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+)
+
+// Options configures a client.
+type Options struct {
+	// LocalDC is the caller's datacenter; empty means the DC of the first node reached.
+	LocalDC string
+	// RefreshInterval is how often the cluster view is refreshed; default 10 s.
+	RefreshInterval time.Duration
+	// MaxMessageBytes bounds a message in either direction; default 64 MiB, enough for
+	// the largest value the server accepts by default.
+	MaxMessageBytes int
+}
+
+// KeyValue is one result of a scan.
+type KeyValue struct {
+	Key       []byte
+	Value     []byte
+	Timestamp hlc.Timestamp
+}
+
+// Client is safe for concurrent use.
+type Client struct {
+	opts  Options
+	seeds []string
+
+	mu        sync.Mutex
+	conns     map[string]*grpc.ClientConn // by client address
+	nodes     []*kurav1.NodeStatus
+	keyspaces map[string]schema.Keyspace
+	ring      *ring.Ring
+	refreshed time.Time
+	bad       map[string]time.Time // client address -> when it last failed
+}
+
+// Dial connects to the cluster through any of addrs (gRPC client addresses).
+func Dial(ctx context.Context, addrs []string, opts Options) (*Client, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("client: no address to dial")
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = 10 * time.Second
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = 64 << 20
+	}
+	c := &Client{opts: opts, seeds: addrs, conns: map[string]*grpc.ClientConn{}, bad: map[string]time.Time{}}
+	if err := c.refresh(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close releases the client's connections.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, conn := range c.conns {
+		errs = append(errs, conn.Close())
+	}
+	c.conns = map[string]*grpc.ClientConn{}
+	return errors.Join(errs...)
+}
+
+func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[addr]; ok {
+		return conn, nil
+	}
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(c.opts.MaxMessageBytes)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("client: connect %s: %w", addr, err)
+	}
+	c.conns[addr] = conn
+	return conn, nil
+}
+
+// refresh reloads the node list and the keyspaces from the first node that answers,
+// trying known nodes before the seeds.
+func (c *Client) refresh(ctx context.Context) error {
+	var candidates []string
+	c.mu.Lock()
+	for _, n := range c.nodes {
+		if n.GetAlive() && n.GetClientAddr() != "" {
+			candidates = append(candidates, n.GetClientAddr())
+		}
+	}
+	c.mu.Unlock()
+	candidates = append(candidates, c.seeds...)
+	var errs []error
+	for _, addr := range candidates {
+		err := c.refreshFrom(ctx, addr)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("client: no node answered: %w", errors.Join(errs...))
+}
+
+func (c *Client) refreshFrom(ctx context.Context, addr string) error {
+	conn, err := c.conn(addr)
+	if err != nil {
+		return err
+	}
+	admin := kurav1.NewAdminClient(conn)
+	st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+	if err != nil {
+		return err
+	}
+	list, err := admin.ListKeyspaces(ctx, &kurav1.ListKeyspacesRequest{})
+	if err != nil {
+		return err
+	}
+	members := make([]ring.Member, 0, len(st.GetNodes()))
+	for _, n := range st.GetNodes() {
+		members = append(members, ring.Member{ID: n.GetId(), DC: n.GetDc(), Tokens: ring.TokensFor(n.GetId(), ring.DefaultVnodes)})
+	}
+	r, err := ring.New(members)
+	if err != nil {
+		return fmt.Errorf("build ring: %w", err)
+	}
+	keyspaces := map[string]schema.Keyspace{}
+	for _, ks := range list.GetKeyspaces() {
+		compiled, err := schema.Keyspace{Name: ks.GetName(), Replication: ks.GetReplication(), Partitioner: ks.GetPartitioner()}.Compile()
+		if err == nil {
+			keyspaces[ks.GetName()] = compiled
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts.LocalDC == "" {
+		for _, n := range st.GetNodes() {
+			if n.GetId() == st.GetSelf() {
+				c.opts.LocalDC = n.GetDc()
+			}
+		}
+	}
+	c.nodes, c.keyspaces, c.ring, c.refreshed = st.GetNodes(), keyspaces, r, time.Now()
+	return nil
+}
+
+// LocalDC returns the datacenter the client prefers.
+func (c *Client) LocalDC() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opts.LocalDC
+}
+
+// route returns the client addresses to try for a key, best first: live replicas in the
+// local DC, other live nodes of the local DC, then every other live node.
+func (c *Client) route(keyspace string, key []byte) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	replica := map[string]bool{}
+	if ks, ok := c.keyspaces[keyspace]; ok && key != nil && c.ring != nil {
+		for _, m := range ks.Strategy().Replicas(c.ring, ks.Partition().Token(key)) {
+			replica[m.ID] = true
+		}
+	}
+	var tiers [4][]string
+	for _, n := range c.nodes {
+		if !n.GetAlive() || n.GetClientAddr() == "" {
+			continue
+		}
+		tier := 3
+		switch local := n.GetDc() == c.opts.LocalDC; {
+		case local && replica[n.GetId()]:
+			tier = 0
+		case local:
+			tier = 1
+		case replica[n.GetId()]:
+			tier = 2
+		}
+		if failed, ok := c.bad[n.GetClientAddr()]; ok && time.Since(failed) < c.opts.RefreshInterval {
+			tier = 3 // recently failed: last resort
+		}
+		tiers[tier] = append(tiers[tier], n.GetClientAddr())
+	}
+	var out []string
+	for _, t := range tiers {
+		out = append(out, t...)
+	}
+	return append(out, c.seeds...)
+}
+
+// call runs fn against the best node for key, moving to the next when a node cannot be
+// reached. Errors from a node that answered (unavailable replicas, invalid input) are
+// returned as they are.
+func (c *Client) call(ctx context.Context, keyspace string, key []byte, fn func(*grpc.ClientConn) error) error {
+	c.mu.Lock()
+	stale := time.Since(c.refreshed) > c.opts.RefreshInterval
+	c.mu.Unlock()
+	if stale {
+		_ = c.refresh(ctx) // keep the old view if no node answers; the call will say why
+	}
+	var lastErr error
+	tried := map[string]bool{}
+	for _, addr := range c.route(keyspace, key) {
+		if tried[addr] {
+			continue
+		}
+		tried[addr] = true
+		conn, err := c.conn(addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		err = fn(conn)
+		if !unreachable(err) {
+			return errorFromStatus(err)
+		}
+		lastErr = err
+		c.mu.Lock()
+		c.bad[addr] = time.Now()
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("client: no node reachable: %w", lastErr)
+}
+
+// unreachable tells a node that could not be reached from a node that answered "not
+// enough replicas": both arrive as codes.Unavailable, but the coordinator's message says
+// "unavailable:".
+func unreachable(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "unavailable:")
+}
+
+// Error is a server's answer that a request failed, with the gRPC code for programs and
+// the server's own message for people.
+type Error struct {
+	Code    codes.Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorFromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if st, ok := status.FromError(err); ok {
+		return &Error{Code: st.Code(), Message: st.Message()}
+	}
+	return err
+}
+
+// IsNotFound reports whether err says a keyspace does not exist.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == codes.NotFound
+}
+
+// Put writes value under key at level cl and returns the write's timestamp.
+func (c *Client) Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error) {
+	var resp *kurav1.PutResponse
+	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewKVClient(conn).Put(ctx, &kurav1.PutRequest{Keyspace: keyspace, Key: key, Value: value, Consistency: levelToProto(cl)})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return hlc.Timestamp(resp.GetTimestamp()), nil
+}
+
+// Get reads key at level cl; found is false for a missing or deleted key.
+func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (value []byte, found bool, err error) {
+	var resp *kurav1.GetResponse
+	err = c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewKVClient(conn).Get(ctx, &kurav1.GetRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return resp.GetValue(), resp.GetFound(), nil
+}
+
+// Delete removes key at level cl.
+func (c *Client) Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error) {
+	var resp *kurav1.DeleteResponse
+	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewKVClient(conn).Delete(ctx, &kurav1.DeleteRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return hlc.Timestamp(resp.GetTimestamp()), nil
+}
+
+// Scan returns up to limit keys in [start, end) in key order (nil bounds are open; limit
+// 0 is the server's default).
+func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]KeyValue, error) {
+	var resp *kurav1.ScanResponse
+	err := c.call(ctx, keyspace, start, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewKVClient(conn).Scan(ctx, &kurav1.ScanRequest{Keyspace: keyspace, Start: start, End: end, Limit: int32(limit), Consistency: levelToProto(cl)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyValue, len(resp.GetItems()))
+	for i, kv := range resp.GetItems() {
+		out[i] = KeyValue{Key: kv.GetKey(), Value: kv.GetValue(), Timestamp: hlc.Timestamp(kv.GetTimestamp())}
+	}
+	return out, nil
+}
+
+// CreateKeyspace defines a keyspace ("dc1=2,dc2=1" or "simple=3"; partitioner "hash" or
+// "ordered", "" for hash). Creating an identical keyspace again is not an error.
+func (c *Client) CreateKeyspace(ctx context.Context, name, replication, partitioner string) error {
+	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) error {
+		_, err := kurav1.NewAdminClient(conn).CreateKeyspace(ctx, &kurav1.CreateKeyspaceRequest{
+			Keyspace: &kurav1.Keyspace{Name: name, Replication: replication, Partitioner: partitioner},
+		})
+		return err
+	})
+	if err == nil {
+		_ = c.refresh(ctx) // route the new keyspace's keys to replicas from now on
+	}
+	return err
+}
+
+// Keyspaces lists the cluster's keyspaces.
+func (c *Client) Keyspaces(ctx context.Context) ([]*kurav1.Keyspace, error) {
+	var resp *kurav1.ListKeyspacesResponse
+	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewAdminClient(conn).ListKeyspaces(ctx, &kurav1.ListKeyspacesRequest{})
+		return err
+	})
+	return resp.GetKeyspaces(), err
+}
+
+// Keyspace describes one keyspace.
+func (c *Client) Keyspace(ctx context.Context, name string) (*kurav1.Keyspace, error) {
+	var resp *kurav1.Keyspace
+	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewAdminClient(conn).DescribeKeyspace(ctx, &kurav1.DescribeKeyspaceRequest{Name: name})
+		return err
+	})
+	return resp, err
+}
+
+// Status returns the cluster as the nearest node sees it.
+func (c *Client) Status(ctx context.Context) (*kurav1.ClusterStatusResponse, error) {
+	var resp *kurav1.ClusterStatusResponse
+	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewAdminClient(conn).ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+		return err
+	})
+	return resp, err
+}
+
+func levelToProto(l consistency.Level) kurav1.Consistency {
+	return kurav1.Consistency(kurav1.Consistency_value[l.String()])
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kuradb/kura/embedded"
+)
+
+func runCluster(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cluster", stderr)
+	topologyArg := fs.String("topology", "three-dc", "topology file or example name")
+	emulate := fs.Bool("emulate-wan", true, "shape traffic between DCs by the topology's latency and bandwidth")
+	dataDir := fs.String("data-dir", "", "durable storage under DIR/<node id> (default: in memory)")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	topo, err := loadTopology(*topologyArg)
+	if err != nil {
+		return err
+	}
+	c, err := embedded.Start(topo, embedded.Options{
+		DataDir: *dataDir, EmulateWAN: *emulate, ClientAPI: true, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cluster %s: %d nodes (WAN emulation %v)\n", topo.Name, len(c.Nodes), *emulate)
+	fmt.Fprintf(stdout, "%-16s %-12s %-22s %s\n", "NODE", "DC", "ADDR", "CLIENT")
+	for _, n := range c.Nodes {
+		self := n.Self()
+		fmt.Fprintf(stdout, "%-16s %-12s %-22s %s\n", self.ID, self.DC, self.Addr, self.ClientAddr)
+	}
+	fmt.Fprintf(stdout, "try: kura keyspace create default --replication simple=3 --addr %s\n", c.Nodes[0].ClientAddr())
+	fmt.Fprintln(stdout, "running until interrupted (Ctrl-C)")
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	<-stop
+	return c.Close()
+}

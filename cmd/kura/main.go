@@ -1,0 +1,136 @@
+// Command kura runs a kura node, an in-process cluster or the demo, talks to a cluster as
+// a client, and runs the benchmarks.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/kuradb/kura/topology"
+)
+
+// command is one `kura` subcommand.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"server":   {"run one node", runServer},
+	"cluster":  {"run every node of a topology in this process", runCluster},
+	"demo":     {"run a 3-datacenter cluster with a mixed workload and print a summary", runDemo},
+	"put":      {"write a key: put KEY [VALUE|-]", runPut},
+	"get":      {"read a key: get KEY", runGet},
+	"del":      {"delete a key: del KEY", runDel},
+	"scan":     {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
+	"keyspace": {"manage keyspaces: keyspace create|list|describe", runKeyspace},
+	"status":   {"show the cluster as a node sees it", runStatus},
+}
+
+// errUsage marks an error in the command line; main exits 2 for it.
+var errUsage = errors.New("usage")
+
+// errNotFound makes main exit 1 without printing an error (get already said so).
+var errNotFound = errors.New("not found")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "kura: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := cmd.run(args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errNotFound):
+		return 1
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "kura %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "kura %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "kura: a geo-distributed key-value store")
+	fmt.Fprintln(w, "\nUsage: kura <command> [flags] [args]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'kura <command> --help' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("kura "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args, letting flags follow positional arguments too
+// ("kura get KEY --addr X"), and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// loadTopology reads a topology file, or one of the shipped examples by name.
+func loadTopology(arg string) (*topology.Topology, error) {
+	if _, err := os.Stat(arg); err == nil || strings.ContainsAny(arg, "/.") {
+		return topology.Load(arg)
+	}
+	return topology.Example(arg)
+}
+
+// newLogger logs to stderr at the named level.
+func newLogger(stderr io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, level)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/topology"
+)
+
+// Default addresses of a node started without flags.
+const (
+	defaultListen     = "127.0.0.1:7100"
+	defaultClientAddr = "127.0.0.1:7200"
+)
+
+func runServer(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("server", stderr)
+	id := fs.String("id", "", "node id, unique in the cluster (required)")
+	dc := fs.String("dc", "", "datacenter of this node (required unless the topology names the node)")
+	listen := fs.String("listen", defaultListen, "node-to-node address")
+	clientAddr := fs.String("client", defaultClientAddr, "gRPC client API address (empty: none)")
+	seeds := fs.String("seeds", "", "comma-separated node-to-node addresses of nodes to join through")
+	dataDir := fs.String("data-dir", "", "directory for durable storage")
+	inMemory := fs.Bool("in-memory", false, "keep data in memory only (lost on exit)")
+	topologyArg := fs.String("topology", "", "topology file or example name: the DCs, their links, and nodes to know from the start")
+	emulate := fs.Bool("emulate-wan", false, "shape traffic to other DCs by the topology's latency and bandwidth")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	if *id == "" {
+		return fmt.Errorf("%w: --id is required", errUsage)
+	}
+	if (*dataDir == "") == !*inMemory {
+		return fmt.Errorf("%w: give exactly one of --data-dir DIR and --in-memory", errUsage)
+	}
+	cfg := node.Config{
+		ID: *id, DC: *dc, Listen: *listen, ClientAddr: *clientAddr,
+		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
+	}
+	if *seeds != "" {
+		cfg.Seeds = strings.Split(*seeds, ",")
+	}
+	if *topologyArg != "" {
+		topo, err := loadTopology(*topologyArg)
+		if err != nil {
+			return err
+		}
+		if err := applyTopology(&cfg, topo); err != nil {
+			return err
+		}
+		cfg.EmulateWAN = *emulate
+	} else if *emulate {
+		return fmt.Errorf("%w: --emulate-wan needs --topology", errUsage)
+	}
+	if cfg.DC == "" {
+		return fmt.Errorf("%w: --dc is required (or a --topology that names node %q)", errUsage, *id)
+	}
+
+	n, err := node.Start(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "node %s (dc %s) listening on %s, client API on %s\n", n.ID(), cfg.DC, n.Addr(), n.ClientAddr())
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	sig := <-stop
+	logger.Info("stopping", "signal", sig.String())
+	return n.Close()
+}
+
+// applyTopology takes the node's DC from the topology when it names the node, checks a
+// given --dc against it, and makes the topology's other nodes with addresses known peers.
+func applyTopology(cfg *node.Config, topo *topology.Topology) error {
+	cfg.Topology = topo
+	if dc, ok := topo.DCOf(cfg.ID); ok {
+		if cfg.DC != "" && cfg.DC != dc {
+			return fmt.Errorf("%w: --dc %s, but topology %s puts node %s in %s", errUsage, cfg.DC, topo.Name, cfg.ID, dc)
+		}
+		cfg.DC = dc
+	}
+	for _, spec := range topo.Nodes() {
+		if spec.ID != cfg.ID && spec.Addr != "" {
+			cfg.Peers = append(cfg.Peers, cluster.Node{ID: spec.ID, DC: spec.DC, Addr: spec.Addr, ClientAddr: spec.ClientAddr})
+		}
+	}
+	return nil
+}

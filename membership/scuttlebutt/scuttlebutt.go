@@ -1,0 +1,324 @@
+// Package scuttlebutt is the baseline membership core: the gossip of
+// Cassandra 0.6 measured in paper 001.
+//
+// Every round (one second) a node bumps its heartbeat and gossips with one
+// random live endpoint; with probability unreachable/(live+1) also with one
+// unreachable endpoint; and, when the live peer was not a seed (or fewer
+// endpoints are live than there are seeds), with probability
+// seeds/(live+unreachable) also with a seed, always when nothing is live.
+// An exchange is SYN (a digest of every endpoint: generation and highest
+// version) → ACK (states the initiator lacks, digests of what the receiver
+// lacks) → ACK2 (those states). Failure detection is Cassandra 0.6's
+// phi-accrual over heartbeat arrivals, convicting at phi > 8. Because every
+// SYN lists all n endpoints and heartbeats change every second, each round
+// costs O(n) bytes per node and O(n²) in total, which is what the paper fit.
+package scuttlebutt
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+)
+
+// LeaveRounds is how many rounds a leaving node keeps gossiping its status
+// "left" before it goes quiet.
+const LeaveRounds = 5
+
+// Protocol registers the core under the name "scuttlebutt".
+var Protocol = membership.Protocol{
+	Name:      "scuttlebutt",
+	New:       func(cfg membership.Config) (membership.Core, error) { return New(cfg) },
+	Unmarshal: Unmarshal,
+}
+
+// endpoint is what the node knows of one member.
+type endpoint struct {
+	state      membership.EndpointState
+	maxVersion uint64
+	alive      bool
+	left       bool
+	// downSince is when the member was convicted or left, for eviction.
+	downSince time.Duration
+	window    membership.ArrivalWindow
+}
+
+// Core is one node's Scuttlebutt state machine.
+type Core struct {
+	cfg   membership.Config
+	local *membership.LocalState
+	self  *endpoint
+	// endpoints is sorted by ID and includes self, as Cassandra's digests do.
+	endpoints  []*endpoint
+	seeds      []string
+	seedSet    map[string]bool
+	quarantine membership.Quarantine
+	phi        membership.PhiModel
+	// leaveRoundsLeft counts down after Leave; quiet once it reaches 0.
+	leaving         bool
+	leaveRoundsLeft int
+}
+
+// New starts a node that will join through cfg.Seeds.
+func New(cfg membership.Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scuttlebutt: %w", err)
+	}
+	c := &Core{cfg: cfg, local: membership.NewLocalState(cfg), seedSet: make(map[string]bool), phi: membership.CassandraPhi}
+	for _, s := range cfg.Seeds {
+		if s != cfg.ID && !c.seedSet[s] {
+			c.seeds = append(c.seeds, s)
+			c.seedSet[s] = true
+		}
+	}
+	c.self = &endpoint{alive: true}
+	c.syncSelf()
+	c.endpoints = []*endpoint{c.self}
+	return c, nil
+}
+
+// ID is the node's identifier.
+func (c *Core) ID() string { return c.cfg.ID }
+
+// syncSelf copies the local state into the node's own endpoint entry.
+func (c *Core) syncSelf() {
+	c.self.state = c.local.EndpointState
+	c.self.maxVersion = c.local.MaxVersion()
+	c.self.left = c.leaving
+}
+
+// quiet reports whether the node has left and stopped gossiping.
+func (c *Core) quiet() bool { return c.leaving && c.leaveRoundsLeft <= 0 }
+
+// find returns the index of id in endpoints, or where it would go.
+func (c *Core) find(id string) (int, bool) {
+	i := sort.Search(len(c.endpoints), func(i int) bool { return c.endpoints[i].state.ID >= id })
+	return i, i < len(c.endpoints) && c.endpoints[i].state.ID == id
+}
+
+// Tick runs one gossip round: heartbeat, up to three exchanges, status check.
+func (c *Core) Tick(now time.Duration) membership.Ready {
+	var r membership.Ready
+	if c.quiet() {
+		return r
+	}
+	if c.leaving {
+		c.leaveRoundsLeft--
+	}
+	c.local.Beat()
+	c.syncSelf()
+
+	var live, unreachable []string
+	for _, ep := range c.endpoints {
+		switch {
+		case ep == c.self || ep.left:
+		case ep.alive:
+			live = append(live, ep.state.ID)
+		default:
+			unreachable = append(unreachable, ep.state.ID)
+		}
+	}
+	syn := c.syn()
+	gossipedToSeed := false
+	if len(live) > 0 {
+		to := live[c.cfg.Rand.IntN(len(live))]
+		gossipedToSeed = c.seedSet[to]
+		r.Messages = append(r.Messages, membership.Outbound{To: to, Msg: syn})
+	}
+	if len(unreachable) > 0 && c.cfg.Rand.Float64() < float64(len(unreachable))/float64(len(live)+1) {
+		r.Messages = append(r.Messages, membership.Outbound{To: unreachable[c.cfg.Rand.IntN(len(unreachable))], Msg: syn})
+	}
+	if len(c.seeds) > 0 && (!gossipedToSeed || len(live) < len(c.seeds)) {
+		if len(live) == 0 || c.cfg.Rand.Float64() <= float64(len(c.seeds))/float64(len(live)+len(unreachable)) {
+			r.Messages = append(r.Messages, membership.Outbound{To: c.seeds[c.cfg.Rand.IntN(len(c.seeds))], Msg: syn})
+		}
+	}
+	c.statusCheck(now, &r)
+	return r
+}
+
+// syn builds the digest of every endpoint.
+func (c *Core) syn() *Syn {
+	ds := make([]Digest, len(c.endpoints))
+	for i, ep := range c.endpoints {
+		ds[i] = Digest{ID: ep.state.ID, Generation: ep.state.Generation, MaxVersion: ep.maxVersion}
+	}
+	return &Syn{Digests: ds}
+}
+
+// statusCheck convicts silent endpoints and evicts long-dead ones.
+func (c *Core) statusCheck(now time.Duration, r *membership.Ready) {
+	removeAfter := c.cfg.RemoveAfterOrDefault()
+	kept := c.endpoints[:0]
+	for _, ep := range c.endpoints {
+		if ep != c.self {
+			if ep.alive && !ep.left && ep.window.Convicted(now, c.phi) {
+				ep.alive = false
+				ep.downSince = now
+				r.Events = append(r.Events, membership.Event{Kind: membership.EventDead, ID: ep.state.ID, Generation: ep.state.Generation})
+			}
+			if (!ep.alive || ep.left) && now-ep.downSince > removeAfter {
+				c.quarantine.Add(ep.state.ID, ep.state.Generation, now+removeAfter)
+				r.Events = append(r.Events, membership.Event{Kind: membership.EventRemoved, ID: ep.state.ID, Generation: ep.state.Generation})
+				continue
+			}
+		}
+		kept = append(kept, ep)
+	}
+	clear(c.endpoints[len(kept):])
+	c.endpoints = kept
+}
+
+// Step handles one message of an exchange.
+func (c *Core) Step(now time.Duration, from string, m membership.Message) membership.Ready {
+	var r membership.Ready
+	if c.quiet() {
+		return r
+	}
+	switch m := m.(type) {
+	case *Syn:
+		r.Messages = append(r.Messages, membership.Outbound{To: from, Msg: c.ack(m)})
+	case *Ack:
+		c.apply(now, m.States, &r)
+		r.Messages = append(r.Messages, membership.Outbound{To: from, Msg: c.ack2(m)})
+	case *Ack2:
+		c.apply(now, m.States, &r)
+	}
+	return r
+}
+
+// ack compares a SYN's digests with what this node knows (both sorted by
+// ID) as Cassandra's examineGossiper does.
+func (c *Core) ack(syn *Syn) *Ack {
+	ack := &Ack{}
+	i := 0
+	for _, d := range syn.Digests {
+		for i < len(c.endpoints) && c.endpoints[i].state.ID < d.ID {
+			i++
+		}
+		if i == len(c.endpoints) || c.endpoints[i].state.ID != d.ID {
+			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation})
+			continue
+		}
+		ep := c.endpoints[i]
+		switch {
+		case d.Generation > ep.state.Generation:
+			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation})
+		case d.Generation < ep.state.Generation:
+			ack.States = append(ack.States, ep.state.Since(0))
+		case d.MaxVersion > ep.maxVersion:
+			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation, MaxVersion: ep.maxVersion})
+		case d.MaxVersion < ep.maxVersion:
+			ack.States = append(ack.States, ep.state.Since(d.MaxVersion))
+		}
+	}
+	return ack
+}
+
+// ack2 answers the requests of an ACK.
+func (c *Core) ack2(ack *Ack) *Ack2 {
+	out := &Ack2{}
+	for _, d := range ack.Requests {
+		i, ok := c.find(d.ID)
+		if !ok {
+			continue
+		}
+		ep := c.endpoints[i]
+		switch {
+		case ep.state.Generation > d.Generation:
+			out.States = append(out.States, ep.state.Since(0))
+		case ep.state.Generation == d.Generation && ep.maxVersion > d.MaxVersion:
+			out.States = append(out.States, ep.state.Since(d.MaxVersion))
+		}
+	}
+	return out
+}
+
+// apply merges received states and reports what changed. States arrive
+// sorted by ID, so inserts mostly land in order.
+func (c *Core) apply(now time.Duration, states []membership.EndpointState, r *membership.Ready) {
+	for _, s := range states {
+		if s.ID == c.cfg.ID || c.quarantine.Blocks(s.ID, s.Generation, now) {
+			continue
+		}
+		i, ok := c.find(s.ID)
+		if !ok {
+			ep := &endpoint{state: s, maxVersion: s.MaxVersion(), alive: true}
+			ep.window.Report(now, c.phi)
+			c.endpoints = append(c.endpoints, nil)
+			copy(c.endpoints[i+1:], c.endpoints[i:])
+			c.endpoints[i] = ep
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventJoined, ID: s.ID, Generation: s.Generation})
+			c.noteStatus(now, ep, r)
+			continue
+		}
+		ep := c.endpoints[i]
+		merged := ep.state.Merge(s)
+		if !merged.Any() {
+			continue
+		}
+		ep.maxVersion = ep.state.MaxVersion()
+		if merged.Restarted {
+			ep.window = membership.ArrivalWindow{}
+			ep.alive, ep.left = true, false
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventRestarted, ID: s.ID, Generation: s.Generation})
+		}
+		ep.window.Report(now, c.phi)
+		if !ep.alive && !ep.left {
+			ep.alive = true
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventAlive, ID: s.ID, Generation: s.Generation})
+		}
+		for _, v := range merged.Changed {
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventStateChanged, ID: s.ID, Generation: s.Generation, Key: v.Key, Value: v.Value})
+		}
+		if len(merged.Changed) > 0 {
+			c.noteStatus(now, ep, r)
+		}
+	}
+}
+
+// noteStatus marks a member that announced it left.
+func (c *Core) noteStatus(now time.Duration, ep *endpoint, r *membership.Ready) {
+	if status, _ := ep.state.Value(membership.KeyStatus); status == string(membership.StatusLeft) && !ep.left {
+		ep.left = true
+		ep.downSince = now
+		r.Events = append(r.Events, membership.Event{Kind: membership.EventLeft, ID: ep.state.ID, Generation: ep.state.Generation})
+	}
+}
+
+// SetAppState changes one of the node's own application states.
+func (c *Core) SetAppState(_ time.Duration, key, value string) membership.Ready {
+	c.local.Set(key, value)
+	c.syncSelf()
+	return membership.Ready{}
+}
+
+// Leave sets status left; the node gossips it for LeaveRounds rounds.
+func (c *Core) Leave(_ time.Duration) membership.Ready {
+	if !c.leaving {
+		c.local.Set(membership.KeyStatus, string(membership.StatusLeft))
+		c.leaving = true
+		c.leaveRoundsLeft = LeaveRounds
+		c.syncSelf()
+	}
+	return membership.Ready{}
+}
+
+// Members lists the known members sorted by ID.
+func (c *Core) Members() []membership.Member {
+	out := make([]membership.Member, len(c.endpoints))
+	for i, ep := range c.endpoints {
+		out[i] = ep.state.Member(ep.alive)
+	}
+	return out
+}
+
+// Member returns one known member.
+func (c *Core) Member(id string) (membership.Member, bool) {
+	i, ok := c.find(id)
+	if !ok {
+		return membership.Member{}, false
+	}
+	return c.endpoints[i].state.Member(c.endpoints[i].alive), true
+}

@@ -1,0 +1,292 @@
+// Package simcluster runs a cluster of membership cores in the simulator:
+// it wraps each core as a sim.Node, starts, crashes, restarts and retires
+// nodes, hands every event to a hook, and checks whether the views agree with
+// the truth the simulator knows. The datadriven scenarios and the gossip
+// experiment both build on it.
+package simcluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/sim"
+)
+
+// GenerationBase makes generations look like Cassandra's (boot time in unix
+// seconds), so digests have realistic sizes: generation = base + start second.
+const GenerationBase = 1_700_000_000
+
+// GossipInterval is the round length of both cores.
+const GossipInterval = time.Second
+
+// Sentinel errors.
+var (
+	// ErrNodeUp: Start of a node that is already running.
+	ErrNodeUp = errors.New("simcluster: node is running")
+	// ErrNodeDown: an action on a node that is not running.
+	ErrNodeDown = errors.New("simcluster: node is not running")
+	// ErrEncoding: a message did not survive Marshal/Unmarshal, or its
+	// WireSize was wrong (only checked with Config.CheckEncoding).
+	ErrEncoding = errors.New("simcluster: message encoding mismatch")
+)
+
+// Config sets up a cluster.
+type Config struct {
+	Protocol membership.Protocol
+	// Seed drives the simulator and every core.
+	Seed  uint64
+	DCs   []string
+	Links sim.LinkModel
+	Wire  sim.Wire
+	// Seeds are the IDs every node is given to join through.
+	Seeds []string
+	// RemoveAfter is passed to every core (0: the core's default).
+	RemoveAfter time.Duration
+	// CheckEncoding sends every message through Marshal and Unmarshal and
+	// checks WireSize; slower, for tests.
+	CheckEncoding bool
+	// OnEvent sees every event of every core.
+	OnEvent func(now time.Duration, observer string, e membership.Event)
+	// Trace, when set, sees every message (see sim.Config.Trace).
+	Trace func(sim.Trace)
+}
+
+// node adapts one core to sim.Node.
+type node struct {
+	id, dc     string
+	cluster    *Cluster
+	core       membership.Core
+	generation uint64
+	up         bool
+	left       bool
+}
+
+// Cluster is a simulated membership cluster.
+type Cluster struct {
+	cfg   Config
+	sim   *sim.Simulator
+	nodes map[string]*node
+	order []string
+	// err is the first encoding error seen; Err reports it.
+	err error
+}
+
+// New builds an empty cluster.
+func New(cfg Config) (*Cluster, error) {
+	s, err := sim.New(sim.Config{Seed: cfg.Seed, DCs: cfg.DCs, Links: cfg.Links, Wire: cfg.Wire, Trace: cfg.Trace})
+	if err != nil {
+		return nil, fmt.Errorf("simcluster: %w", err)
+	}
+	return &Cluster{cfg: cfg, sim: s, nodes: make(map[string]*node)}, nil
+}
+
+// Sim is the underlying simulator (clock, network, counters).
+func (c *Cluster) Sim() *sim.Simulator { return c.sim }
+
+// Err is the first encoding error, when Config.CheckEncoding is on.
+func (c *Cluster) Err() error { return c.err }
+
+// Start starts a new node, or restarts a crashed one with a new generation.
+func (c *Cluster) Start(id, dc string) error {
+	n, known := c.nodes[id]
+	if known && n.up {
+		return fmt.Errorf("start %s: %w", id, ErrNodeUp)
+	}
+	if known && n.dc != dc {
+		return fmt.Errorf("start %s in %s: it was in %s: %w", id, dc, n.dc, sim.ErrUnknownDC)
+	}
+	generation := uint64(GenerationBase + c.sim.Now()/time.Second)
+	if known {
+		generation = max(generation, n.generation+1)
+	}
+	core, err := c.cfg.Protocol.New(membership.Config{
+		ID: id, DC: dc, Addr: id + ":7000", Generation: generation,
+		Seeds: c.cfg.Seeds, Rand: c.sim.NewRand(), RemoveAfter: c.cfg.RemoveAfter,
+	})
+	if err != nil {
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	if !known {
+		n = &node{id: id, dc: dc, cluster: c}
+		c.nodes[id] = n
+		c.order = append(c.order, id)
+	}
+	n.core, n.generation, n.up, n.left = core, generation, true, false
+	if known {
+		return c.sim.Restart(id, n)
+	}
+	return c.sim.AddNode(sim.NodeSpec{ID: id, DC: dc, TickInterval: GossipInterval}, n)
+}
+
+// Crash stops a node abruptly.
+func (c *Cluster) Crash(id string) error {
+	n, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	n.up = false
+	return c.sim.Crash(id)
+}
+
+// Leave makes a node leave gracefully; it keeps running but counts as gone.
+func (c *Cluster) Leave(id string) error {
+	n, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	n.left = true
+	return c.sim.Do(id, func(now time.Duration) []sim.Envelope { return n.handle(now, n.core.Leave(now)) })
+}
+
+// SetAppState changes an application state of a node.
+func (c *Cluster) SetAppState(id, key, value string) error {
+	n, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	return c.sim.Do(id, func(now time.Duration) []sim.Envelope {
+		return n.handle(now, n.core.SetAppState(now, key, value))
+	})
+}
+
+// running returns a node that is up.
+func (c *Cluster) running(id string) (*node, error) {
+	n, ok := c.nodes[id]
+	if !ok || !n.up {
+		return nil, fmt.Errorf("%s: %w", id, ErrNodeDown)
+	}
+	return n, nil
+}
+
+// Core returns a running node's core.
+func (c *Cluster) Core(id string) (membership.Core, error) {
+	n, err := c.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return n.core, nil
+}
+
+// IDs lists every node ever started, in start order.
+func (c *Cluster) IDs() []string { return append([]string(nil), c.order...) }
+
+// Live lists the nodes that run and have not left, in start order.
+func (c *Cluster) Live() []string {
+	var out []string
+	for _, id := range c.order {
+		if n := c.nodes[id]; n.up && !n.left {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// IsLive reports whether a node runs and has not left.
+func (c *Cluster) IsLive(id string) bool {
+	n, ok := c.nodes[id]
+	return ok && n.up && !n.left
+}
+
+// Generation is the current generation of a node.
+func (c *Cluster) Generation(id string) uint64 {
+	if n, ok := c.nodes[id]; ok {
+		return n.generation
+	}
+	return 0
+}
+
+// DC is the DC of a node.
+func (c *Cluster) DC(id string) string {
+	if n, ok := c.nodes[id]; ok {
+		return n.dc
+	}
+	return ""
+}
+
+// Disagreement returns "" when every live node's view matches the truth:
+// it knows every live node as alive at its current generation, and holds
+// no other member as alive. Otherwise it describes the first mismatch.
+func (c *Cluster) Disagreement() string {
+	live := c.Live()
+	for _, observer := range live {
+		core := c.nodes[observer].core
+		for _, id := range live {
+			m, ok := core.Member(id)
+			switch {
+			case !ok:
+				return fmt.Sprintf("%s does not know %s", observer, id)
+			case m.Generation != c.nodes[id].generation:
+				return fmt.Sprintf("%s sees %s at generation %d, not %d", observer, id, m.Generation, c.nodes[id].generation)
+			case !m.Alive:
+				return fmt.Sprintf("%s sees live %s as down", observer, id)
+			}
+		}
+		for _, m := range core.Members() {
+			if m.Alive && !c.IsLive(m.ID) {
+				return fmt.Sprintf("%s sees %s as alive, but it is gone", observer, m.ID)
+			}
+		}
+	}
+	return ""
+}
+
+// RunUntilConverged runs until Disagreement is "" (checked every round) or
+// timeout passes; it returns the virtual time it took and whether it
+// converged.
+func (c *Cluster) RunUntilConverged(timeout time.Duration) (time.Duration, bool) {
+	start := c.sim.Now()
+	for c.sim.Now()-start <= timeout {
+		if c.Disagreement() == "" {
+			return c.sim.Now() - start, true
+		}
+		c.sim.RunFor(GossipInterval)
+	}
+	return c.sim.Now() - start, false
+}
+
+// Step implements sim.Node.
+func (n *node) Step(now time.Duration, env sim.Envelope) []sim.Envelope {
+	m := env.Msg.(membership.Message)
+	if n.cluster.cfg.CheckEncoding {
+		m = n.cluster.roundTrip(m)
+	}
+	return n.handle(now, n.core.Step(now, env.From, m))
+}
+
+// Tick implements sim.Node.
+func (n *node) Tick(now time.Duration) []sim.Envelope { return n.handle(now, n.core.Tick(now)) }
+
+// handle reports a Ready's events and turns its messages into envelopes.
+func (n *node) handle(now time.Duration, r membership.Ready) []sim.Envelope {
+	if hook := n.cluster.cfg.OnEvent; hook != nil {
+		for _, e := range r.Events {
+			hook(now, n.id, e)
+		}
+	}
+	if len(r.Messages) == 0 {
+		return nil
+	}
+	out := make([]sim.Envelope, len(r.Messages))
+	for i, m := range r.Messages {
+		out[i] = sim.Envelope{From: n.id, To: m.To, Kind: m.Msg.Kind(), Msg: m.Msg}
+	}
+	return out
+}
+
+// roundTrip encodes and decodes m, recording the first mismatch.
+func (c *Cluster) roundTrip(m membership.Message) membership.Message {
+	b := membership.Marshal(m)
+	if len(b) != m.WireSize() && c.err == nil {
+		c.err = fmt.Errorf("%w: %s: WireSize %d, encoded %d bytes", ErrEncoding, m.Kind(), m.WireSize(), len(b))
+	}
+	decoded, err := c.cfg.Protocol.Unmarshal(b)
+	if err != nil {
+		if c.err == nil {
+			c.err = fmt.Errorf("%w: %s: %w", ErrEncoding, m.Kind(), err)
+		}
+		return m
+	}
+	return decoded
+}

@@ -1,0 +1,227 @@
+package chord
+
+import (
+	"slices"
+	"time"
+)
+
+// Ring maintenance: Chord's stabilize, notify, fix_fingers and check_predecessor on each
+// ring, graceful leave, and the handling of failed peers. Successor lists are never
+// changed in place, only replaced, because messages in flight may share them.
+
+// request sends a GetNeighbors or Ping that expects an answer within RequestTimeout.
+func (n *Node) request(now time.Duration, to Peer, kind requestKind, layer Layer, t MsgType) {
+	n.nextSeq++
+	n.requests[n.nextSeq] = pendingRequest{kind: kind, layer: layer, to: to, deadline: now + n.cfg.RequestTimeout}
+	n.send(to, Message{Type: t, Layer: layer, Seq: n.nextSeq})
+}
+
+// stabilize asks the successor on a ring for its predecessor and successor list.
+func (n *Node) stabilize(now time.Duration, layer Layer) {
+	r := &n.rings[layer]
+	r.succs = n.trimSuccessors(layer, r.succs) // drops peers suspected since
+	if len(r.succs) > 0 {
+		n.request(now, r.succs[0], requestStabilize, layer, MsgGetNeighbors)
+	}
+}
+
+// handleNeighbors takes a successor's answer to stabilize, or one page of a gap walk.
+func (n *Node) handleNeighbors(now time.Duration, m Message) {
+	req, ok := n.requests[m.Seq]
+	if !ok || req.to.Name != m.From.Name {
+		return
+	}
+	delete(n.requests, m.Seq)
+	r := &n.rings[m.Layer]
+	switch req.kind {
+	case requestStabilize:
+		if len(r.succs) == 0 || r.succs[0].Name != m.From.Name {
+			return // the successor changed while the answer was on its way
+		}
+		if x := m.Pred; n.acceptable(x, m.Layer) && inOpen(x.ID, n.self.ID, m.From.ID) {
+			// A node joined between us and our successor: it is our successor now.
+			r.succs = n.trimSuccessors(m.Layer, append([]Peer{x}, r.succs...))
+		} else {
+			r.succs = n.trimSuccessors(m.Layer, append([]Peer{m.From}, m.Peers...))
+		}
+		n.send(r.succs[0], Message{Type: MsgNotify, Layer: m.Layer})
+	case requestWalk:
+		if len(r.succs) == 0 || r.succs[len(r.succs)-1].Name != m.From.Name {
+			return // the list changed under the walk; the next stabilize starts afresh
+		}
+		longer := n.trimSuccessors(m.Layer, append(slices.Clone(r.succs), m.Peers...))
+		if len(longer) == len(r.succs) {
+			return // the ring ends here (it wrapped round to us)
+		}
+		r.succs = longer
+	}
+	if m.Layer == LayerGlobal && n.cfg.Protocol == ProtocolMLChord {
+		n.afterGapListChange(now)
+	}
+}
+
+// afterGapListChange keeps mlchord's global successor list running to the own DC, paging
+// along the ring when the successor's list stops short of it, and lets the local ring
+// learn its successor from it: the first own-DC node on the global ring is by definition
+// the local successor, so a local ring split by a join through the wrong bootstrap heals.
+func (n *Node) afterGapListChange(now time.Duration) {
+	global, local := &n.rings[LayerGlobal], &n.rings[LayerLocal]
+	own := n.ownDC(global.succs)
+	if len(own) == 0 {
+		if len(global.succs) > 0 && len(global.succs) < n.cfg.GapListMax {
+			n.request(now, global.succs[len(global.succs)-1], requestWalk, LayerGlobal, MsgGetNeighbors)
+		}
+		return
+	}
+	s := own[0]
+	if len(local.succs) == 0 || inOpen(s.ID, n.self.ID, local.succs[0].ID) {
+		local.succs = n.trimSuccessors(LayerLocal, append([]Peer{s}, local.succs...))
+		n.send(s, Message{Type: MsgNotify, Layer: LayerLocal})
+	}
+}
+
+// trimSuccessors turns candidates into a successor list for a ring: peers in strictly
+// increasing distance from this node (which drops duplicates, the node itself and entries
+// out of order), none suspected, on the local ring only peers of the own DC. It keeps
+// SuccessorListLen peers; mlchord's global list goes on to the first own-DC peer, up to
+// GapListMax.
+func (n *Node) trimSuccessors(layer Layer, candidates []Peer) []Peer {
+	gapList := layer == LayerGlobal && n.cfg.Protocol == ProtocolMLChord
+	out := make([]Peer, 0, min(len(candidates), n.cfg.SuccessorListLen))
+	var last ID
+	reachedOwnDC := false
+	for _, p := range candidates {
+		if len(out) >= n.cfg.SuccessorListLen && (!gapList || reachedOwnDC || len(out) >= n.cfg.GapListMax) {
+			break
+		}
+		d := n.distance(p.ID)
+		if d <= last || !n.acceptable(p, layer) {
+			continue
+		}
+		out = append(out, p)
+		last = d
+		reachedOwnDC = reachedOwnDC || p.DC == n.self.DC
+	}
+	return out
+}
+
+// acceptable reports whether p may enter this node's tables on a ring.
+func (n *Node) acceptable(p Peer, layer Layer) bool {
+	return !p.IsZero() && p.Name != n.self.Name && !n.isSuspect(p) &&
+		(layer == LayerGlobal || p.DC == n.self.DC)
+}
+
+// handleNotify is Chord's notify: the sender thinks it may be our predecessor. A node
+// alone on the ring also takes it as its successor, which is how the ring's first node
+// learns of the second.
+func (n *Node) handleNotify(m Message) {
+	r := &n.rings[m.Layer]
+	p := m.From
+	if !n.acceptable(p, m.Layer) {
+		return
+	}
+	if r.pred.IsZero() || n.isSuspect(r.pred) || inOpen(p.ID, r.pred.ID, n.self.ID) {
+		r.pred = p
+	}
+	if len(r.succs) == 0 {
+		r.succs = []Peer{p}
+	}
+}
+
+// fixNextFinger is one round of fix_fingers on a ring. Slots whose start lies within
+// (self, successor] are the successor and need no message; the round goes on to the next
+// slot that needs a lookup and starts it, so a round costs at most one lookup.
+func (n *Node) fixNextFinger(now time.Duration, layer Layer) {
+	r := &n.rings[layer]
+	if len(r.succs) == 0 {
+		clear(r.fingers)
+		return
+	}
+	for range r.fingers {
+		i := r.nextFinger
+		r.nextFinger = (i + 1) % len(r.fingers)
+		start := fingerStart(n.self.ID, i, n.cfg.IDBits)
+		if inHalfOpen(start, n.self.ID, r.succs[0].ID) {
+			r.fingers[i] = r.succs[0]
+			continue
+		}
+		n.startLookup(now, &pendingLookup{key: start, layer: layer, purpose: PurposeFinger, finger: uint8(i)})
+		return
+	}
+}
+
+// handleLeave takes a departing neighbour's hand-over on one ring: its predecessor
+// replaces it as ours, or its successor list is spliced into ours where it stood.
+func (n *Node) handleLeave(now time.Duration, m Message) {
+	r := &n.rings[m.Layer]
+	leaver := m.From
+	if r.pred.Name == leaver.Name {
+		r.pred = Peer{}
+		if n.acceptable(m.Pred, m.Layer) {
+			r.pred = m.Pred
+		}
+	}
+	if i := slices.IndexFunc(r.succs, func(p Peer) bool { return p.Name == leaver.Name }); i >= 0 {
+		r.succs = append(append(slices.Clone(r.succs[:i]), m.Peers...), r.succs[i+1:]...)
+	}
+	n.markFailed(now, leaver) // also trims the spliced list, dropping the leaver
+	if m.Layer == LayerGlobal && n.cfg.Protocol == ProtocolMLChord {
+		n.afterGapListChange(now)
+	}
+}
+
+// markFailed takes p out of every table and routes around it the lookups this node had
+// forwarded to it. p stays suspected for SuspectFor, so neighbours' stale lists do not
+// bring it back. A node that loses its whole successor list falls back on its nearest
+// finger, as Chord does.
+func (n *Node) markFailed(now time.Duration, p Peer) {
+	n.suspects[p.Name] = now + n.cfg.SuspectFor
+	for l := range n.rings {
+		r := &n.rings[l]
+		if r.pred.Name == p.Name {
+			r.pred = Peer{}
+		}
+		for i, f := range r.fingers {
+			if f.Name == p.Name {
+				r.fingers[i] = Peer{}
+			}
+		}
+		r.succs = n.trimSuccessors(Layer(l), r.succs)
+		if len(r.succs) == 0 {
+			r.succs = n.trimSuccessors(Layer(l), n.fingersByDistance(r.fingers))
+		}
+	}
+	var orphans []hopKey
+	for k, f := range n.forwards {
+		if f.to.Name == p.Name {
+			orphans = append(orphans, k)
+		}
+	}
+	sortHopKeys(orphans)
+	for _, k := range orphans {
+		f := n.forwards[k]
+		delete(n.forwards, k)
+		n.handleFind(now, f.before)
+	}
+}
+
+// fingersByDistance returns the non-empty fingers, nearest first.
+func (n *Node) fingersByDistance(fingers []Peer) []Peer {
+	var out []Peer
+	for _, f := range fingers {
+		if !f.IsZero() {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b Peer) int {
+		da, db := n.distance(a.ID), n.distance(b.ID)
+		switch {
+		case da < db:
+			return -1
+		case da > db:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

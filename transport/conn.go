@@ -1,0 +1,330 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// bufferBytes sizes each connection's read and write buffers: big enough to batch many
+// small frames into one system call, small enough for dozens of connections per process.
+const bufferBytes = 32 << 10
+
+// conn is one TCP connection to a peer: a reader goroutine that dispatches incoming frames,
+// a writer goroutine that drains the send queue in order, and the calls waiting for
+// responses. A dialed conn carries this node's requests and the peer's responses; an
+// accepted one the peer's requests and this node's responses.
+type conn struct {
+	t        *Transport
+	nc       net.Conn
+	reader   io.Reader
+	peer     Peer
+	dialed   bool
+	link     *wanLink      // nil: no emulation, frames go out at once
+	counters *kindCounters // the (this DC, peer DC) flows
+
+	// ctx is handed to handlers; close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	wake      chan struct{} // signals the writer that the queue is not empty
+	done      chan struct{} // closed by close
+	closeOnce sync.Once
+	nextID    atomic.Uint64
+
+	mu            sync.Mutex
+	queue         []outFrame
+	lastDeliverAt time.Time                  // keeps jitter from reordering this conn's frames
+	pending       map[uint64]chan callResult // calls waiting for a response, by request id
+	closeErr      error                      // set once closed; pending calls failed with it
+}
+
+// outFrame is an encoded frame waiting for the writer.
+type outFrame struct {
+	buf       []byte
+	kind      Kind
+	deliverAt time.Time // zero: write at once
+}
+
+// callResult is what a pending call receives.
+type callResult struct {
+	payload []byte
+	err     error
+}
+
+// newConn wraps nc; reader is nil unless the caller already read from nc through a buffer.
+// The caller starts the conn once it is registered.
+func newConn(t *Transport, nc net.Conn, reader io.Reader, peer Peer, link *wanLink, dialed bool) *conn {
+	if reader == nil {
+		reader = newFrameReader(nc)
+	}
+	ctx, cancel := context.WithCancel(t.ctx)
+	return &conn{
+		t:        t,
+		nc:       nc,
+		reader:   reader,
+		peer:     peer,
+		dialed:   dialed,
+		link:     link,
+		counters: t.stats.counters(t.self.DC, peer.DC),
+		ctx:      ctx,
+		cancel:   cancel,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		pending:  make(map[uint64]chan callResult),
+	}
+}
+
+func newFrameReader(nc net.Conn) io.Reader {
+	return bufio.NewReaderSize(nc, bufferBytes)
+}
+
+// start runs the reader and the writer. The caller holds t.mu and has checked that the
+// transport is open, so that Close waits for both.
+func (c *conn) start() {
+	c.t.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// call sends a request and waits for its response, the loss of the connection, or ctx.
+func (c *conn) call(ctx context.Context, kind Kind, payload []byte) ([]byte, error) {
+	id := c.nextID.Add(1)
+	frame := encodeFrame(frameRequest, kind, id, payload)
+	result := make(chan callResult, 1)
+	c.mu.Lock()
+	if c.closeErr != nil {
+		err := c.closeErr
+		c.mu.Unlock()
+		return nil, fmt.Errorf("transport: call %s: %w", c.peer.ID, err)
+	}
+	c.pending[id] = result
+	c.pushLocked(frameRequest, kind, frame)
+	c.mu.Unlock()
+
+	select {
+	case r := <-result:
+		return r.payload, r.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("transport: call %s: %w", c.peer.ID, ctx.Err())
+	}
+}
+
+// enqueue queues a frame that expects no response.
+func (c *conn) enqueue(typ frameType, kind Kind, id uint64, payload []byte) error {
+	frame := encodeFrame(typ, kind, id, payload)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeErr != nil {
+		return fmt.Errorf("transport: send to %s: %w", c.peer.ID, c.closeErr)
+	}
+	c.pushLocked(typ, kind, frame)
+	return nil
+}
+
+// pushLocked applies the WAN emulation to a frame and queues it for the writer.
+func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) {
+	var deliverAt time.Time
+	if c.link != nil {
+		at, drop := c.link.schedule(time.Now(), len(frame), typ == frameRequest || typ == frameOneway)
+		if drop {
+			return
+		}
+		// Jitter must not reorder the frames of one connection: TCP would not.
+		if at.Before(c.lastDeliverAt) {
+			at = c.lastDeliverAt
+		}
+		c.lastDeliverAt = at
+		deliverAt = at
+	}
+	c.queue = append(c.queue, outFrame{buf: frame, kind: kind, deliverAt: deliverAt})
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// readLoop dispatches incoming frames until the connection ends. Handlers run in their own
+// goroutines so that a slow handler never stalls the responses behind it.
+func (c *conn) readLoop() {
+	defer c.t.wg.Done()
+	for {
+		h, payload, err := readFrame(c.reader, c.t.maxFrameBytes)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		switch h.typ {
+		case frameRequest, frameOneway:
+			go c.serve(h, payload)
+		case frameResponse, frameError:
+			c.deliver(h, payload)
+		default:
+			c.fail(fmt.Errorf("%w: hello in the middle of a connection", errMalformed))
+			return
+		}
+	}
+}
+
+// serve runs the handler for one request or one-way message and queues the response.
+func (c *conn) serve(h frameHeader, payload []byte) {
+	response, err := c.t.handler.Handle(c.ctx, c.peer, h.kind, payload)
+	if h.typ == frameOneway {
+		if err != nil {
+			c.t.log.Debug("transport: one-way handler failed", "from", c.peer.ID, "kind", h.kind, "err", err)
+		}
+		return
+	}
+	typ := frameResponse
+	if err == nil && frameHeaderBytes+len(response) > c.t.maxFrameBytes {
+		err = fmt.Errorf("%w: response of %d bytes, limit %d per frame", ErrFrameTooLarge, len(response), c.t.maxFrameBytes)
+	}
+	if err != nil {
+		typ = frameError
+		msg := err.Error()
+		response = []byte(msg[:min(len(msg), c.t.maxFrameBytes-frameHeaderBytes)])
+	}
+	// An error here means the connection is gone, and with it the caller.
+	_ = c.enqueue(typ, h.kind, h.id, response)
+}
+
+// deliver hands a response to its waiting call; a call that gave up has no entry.
+func (c *conn) deliver(h frameHeader, payload []byte) {
+	c.mu.Lock()
+	result, ok := c.pending[h.id]
+	delete(c.pending, h.id)
+	c.mu.Unlock()
+	switch {
+	case !ok:
+	case h.typ == frameError:
+		result <- callResult{err: &RemoteError{Msg: string(payload)}}
+	default:
+		result <- callResult{payload: payload}
+	}
+}
+
+// writeLoop writes queued frames in order, each no earlier than its delivery time, and
+// counts them. It flushes whenever no further frame is due, so frames are batched under
+// load but never held back.
+func (c *conn) writeLoop() {
+	defer c.t.wg.Done()
+	writer := bufio.NewWriterSize(c.nc, bufferBytes)
+	var timer *time.Timer // made on the first frame that must wait
+	for {
+		frame, ok := c.next()
+		if !ok {
+			return
+		}
+		if !frame.deliverAt.IsZero() {
+			if wait := time.Until(frame.deliverAt); wait > 0 {
+				if err := writer.Flush(); err != nil {
+					c.fail(err)
+					return
+				}
+				if timer == nil {
+					timer = time.NewTimer(wait)
+				} else {
+					timer.Reset(wait)
+				}
+				select {
+				case <-timer.C:
+				case <-c.done:
+					return
+				}
+			}
+		}
+		c.counters.add(frame.kind, len(frame.buf))
+		if _, err := writer.Write(frame.buf); err != nil {
+			c.fail(err)
+			return
+		}
+		if !c.hasDueFrame() {
+			if err := writer.Flush(); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+	}
+}
+
+// next takes the first queued frame, waiting for one; ok is false once the conn is closed.
+func (c *conn) next() (frame outFrame, ok bool) {
+	for {
+		c.mu.Lock()
+		if c.closeErr != nil {
+			c.mu.Unlock()
+			return outFrame{}, false
+		}
+		if len(c.queue) > 0 {
+			frame = c.queue[0]
+			c.queue[0] = outFrame{} // let the buffer be collected once written
+			c.queue = c.queue[1:]
+			c.mu.Unlock()
+			return frame, true
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return outFrame{}, false
+		}
+	}
+}
+
+// hasDueFrame reports whether the next queued frame may be written now.
+func (c *conn) hasDueFrame() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return false
+	}
+	deliverAt := c.queue[0].deliverAt
+	return deliverAt.IsZero() || !time.Now().Before(deliverAt)
+}
+
+// fail closes the connection after an I/O or protocol error; pending calls then fail
+// with ErrUnreachable.
+func (c *conn) fail(err error) {
+	if c.isClosed() {
+		return // the error is the consequence of closing, not news
+	}
+	c.t.logConnError(c.peer.ID, err)
+	c.close(fmt.Errorf("%w: %w", ErrUnreachable, err))
+}
+
+// close ends the connection once: it leaves the transport's tables first, so a caller that
+// sees it closed can dial afresh, then fails the pending calls with err at once.
+func (c *conn) close(err error) {
+	c.closeOnce.Do(func() {
+		c.t.forget(c)
+		c.mu.Lock()
+		c.closeErr = err
+		pending := c.pending
+		c.pending = nil
+		c.queue = nil
+		c.mu.Unlock()
+		close(c.done)
+		c.cancel()
+		c.nc.Close()
+		for _, result := range pending {
+			result <- callResult{err: fmt.Errorf("transport: call %s: %w", c.peer.ID, err)}
+		}
+	})
+}
+
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}

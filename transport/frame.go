@@ -1,0 +1,115 @@
+package transport
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A frame is a fixed header followed by the payload:
+//
+//	payload length u32 | kind u8 | type u8 | request id u64     (big endian)
+//
+// The length covers the payload only; MaxFrameBytes bounds header + payload.
+const frameHeaderBytes = 4 + 1 + 1 + 8
+
+// frameType says what a frame is for; exactly one type per frame.
+type frameType uint8
+
+const (
+	// frameRequest asks for a response with the same request id.
+	frameRequest frameType = iota + 1
+	// frameResponse carries a handler's result.
+	frameResponse
+	// frameError carries a handler's error message instead of a result.
+	frameError
+	// frameOneway is a request nobody answers (gossip).
+	frameOneway
+	// frameHello is the dialer's first frame: its Peer, so the receiver knows its DC.
+	frameHello
+)
+
+// errMalformed marks frames that break the protocol; the connection carrying one is closed.
+var errMalformed = errors.New("transport: malformed frame")
+
+// frameHeader is a decoded header.
+type frameHeader struct {
+	payloadBytes uint32
+	kind         Kind
+	typ          frameType
+	id           uint64
+}
+
+// encodeFrame returns header and payload in one buffer, a copy the caller may not change,
+// so that the payload the caller passed may be reused once Send or Call returns.
+func encodeFrame(typ frameType, kind Kind, id uint64, payload []byte) []byte {
+	frame := make([]byte, frameHeaderBytes+len(payload))
+	binary.BigEndian.PutUint32(frame[0:4], uint32(len(payload)))
+	frame[4] = byte(kind)
+	frame[5] = byte(typ)
+	binary.BigEndian.PutUint64(frame[6:14], id)
+	copy(frame[frameHeaderBytes:], payload)
+	return frame
+}
+
+// readFrame reads one frame, checking the header before it allocates the payload so that
+// a header declaring a huge length costs nothing.
+func readFrame(r io.Reader, maxFrameBytes int) (frameHeader, []byte, error) {
+	var raw [frameHeaderBytes]byte
+	if _, err := io.ReadFull(r, raw[:]); err != nil {
+		return frameHeader{}, nil, err
+	}
+	h := frameHeader{
+		payloadBytes: binary.BigEndian.Uint32(raw[0:4]),
+		kind:         Kind(raw[4]),
+		typ:          frameType(raw[5]),
+		id:           binary.BigEndian.Uint64(raw[6:14]),
+	}
+	if h.typ < frameRequest || h.typ > frameHello {
+		return frameHeader{}, nil, fmt.Errorf("%w: unknown frame type %d", errMalformed, h.typ)
+	}
+	if frameBytes := uint64(frameHeaderBytes) + uint64(h.payloadBytes); frameBytes > uint64(maxFrameBytes) {
+		return frameHeader{}, nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d: %w",
+			errMalformed, frameBytes, maxFrameBytes, ErrFrameTooLarge)
+	}
+	payload := make([]byte, h.payloadBytes)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return frameHeader{}, nil, err
+	}
+	return h, payload, nil
+}
+
+// encodePeer is the hello payload: id, dc and addr, each a u16 length and the bytes.
+func encodePeer(p Peer) []byte {
+	var buf []byte
+	for _, field := range []string{p.ID, p.DC, p.Addr} {
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(field)))
+		buf = append(buf, field...)
+	}
+	return buf
+}
+
+// decodePeer parses a hello payload; the id must be present and nothing may follow addr.
+func decodePeer(buf []byte) (Peer, error) {
+	var fields [3]string
+	for i := range fields {
+		if len(buf) < 2 {
+			return Peer{}, fmt.Errorf("%w: hello truncated", errMalformed)
+		}
+		n := int(binary.BigEndian.Uint16(buf))
+		buf = buf[2:]
+		if len(buf) < n {
+			return Peer{}, fmt.Errorf("%w: hello truncated", errMalformed)
+		}
+		fields[i] = string(buf[:n])
+		buf = buf[n:]
+	}
+	if len(buf) != 0 {
+		return Peer{}, fmt.Errorf("%w: %d stray bytes after hello", errMalformed, len(buf))
+	}
+	if fields[0] == "" {
+		return Peer{}, fmt.Errorf("%w: hello without a peer id", errMalformed)
+	}
+	return Peer{ID: fields[0], DC: fields[1], Addr: fields[2]}, nil
+}

@@ -1,0 +1,483 @@
+// Package transport carries framed messages between kura nodes over TCP. It counts bytes
+// and messages per (source DC, destination DC, message kind), and, given a LinkModel,
+// emulates the latency, bandwidth, jitter and loss between DCs at the sender, since the
+// machines kura's experiments run on have no netem.
+//
+// Each transport dials one TCP connection per peer and reuses it for all its calls to
+// that peer, matching responses to requests by id; the peer answers on the same
+// connection and dials its own for its own calls.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"sync"
+	"time"
+)
+
+// ErrUnreachable means the peer could not be dialed or its connection was lost before it
+// replied. The caller may retry: the next call dials again.
+var ErrUnreachable = errors.New("transport: peer unreachable")
+
+// ErrFrameTooLarge means a frame would exceed MaxFrameBytes; nothing was sent.
+var ErrFrameTooLarge = errors.New("transport: frame too large")
+
+// ErrClosed means the transport was closed.
+var ErrClosed = errors.New("transport: closed")
+
+// DefaultMaxFrameBytes bounds a frame (header + payload) when Config.MaxFrameBytes is 0.
+const DefaultMaxFrameBytes = 32 << 20
+
+// helloTimeout bounds how long an accepted connection may take to say who it is, so that
+// a stray client cannot hold a goroutine forever.
+const helloTimeout = 10 * time.Second
+
+// Peer identifies a node on the network.
+type Peer struct {
+	// ID names the node uniquely in the cluster.
+	ID string
+	// DC is the node's datacenter; accounting and WAN emulation key on it.
+	DC string
+	// Addr is the node's listen address.
+	Addr string
+}
+
+// Handler serves requests and one-way messages from peers.
+type Handler interface {
+	// Handle returns the response payload, or an error whose message travels back to the
+	// caller as a *RemoteError. For one-way messages the result is dropped. Each message
+	// gets its own goroutine, so messages from one peer may be handled out of order. ctx
+	// is cancelled when the connection or the transport closes; the caller's deadline is
+	// not carried over the wire.
+	Handle(ctx context.Context, from Peer, kind Kind, payload []byte) ([]byte, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, from Peer, kind Kind, payload []byte) ([]byte, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, from Peer, kind Kind, payload []byte) ([]byte, error) {
+	return f(ctx, from, kind, payload)
+}
+
+// RemoteError is a handler's error, returned by Call on the calling side.
+type RemoteError struct {
+	// Msg is the handler's error message.
+	Msg string
+}
+
+// Error implements error.
+func (e *RemoteError) Error() string {
+	return "transport: remote error: " + e.Msg
+}
+
+// Config configures a transport.
+type Config struct {
+	// Self is this node; Self.Addr is the listen address, and ":0" or "127.0.0.1:0" picks
+	// a free port (Addr then reports it).
+	Self Peer
+	// Handler serves incoming requests; required.
+	Handler Handler
+	// Links, when set, emulates the WAN: every frame sent to a peer in DC d follows
+	// Links.Link(Self.DC, d), resolved once per DC. Latency and jitter delay each frame,
+	// bandwidth serialises the frames of all connections to d, and loss drops requests and
+	// one-way messages only (never a hello or a response). *topology.Topology satisfies it.
+	Links LinkModel
+	// Stats receives the counters; nil gives the transport its own.
+	Stats *Stats
+	// MaxFrameBytes bounds a frame (header + payload), sent or received; 0 means
+	// DefaultMaxFrameBytes. A peer sending a bigger frame is disconnected.
+	MaxFrameBytes int
+	// Seed seeds the jitter and loss randomness.
+	Seed int64
+	// Logger receives connection errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Transport sends and serves framed messages. It is safe for concurrent use.
+type Transport struct {
+	self          Peer
+	handler       Handler
+	linkModel     LinkModel
+	stats         *Stats
+	maxFrameBytes int
+	seed          int64
+	log           *slog.Logger
+	listener      net.Listener
+
+	// ctx is the parent of every connection's context; Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	dialed   map[string]*dialEntry // by peer id: this node's connection for its own calls
+	accepted map[*conn]struct{}    // connections peers dialed to call this node
+	links    map[string]*wanLink   // by destination DC; nil value: no emulation
+
+	// wg tracks the accept loop and every connection's reader and writer; handlers are
+	// not tracked (see Close).
+	wg sync.WaitGroup
+}
+
+// dialEntry is the connection to one peer, or the dial in progress towards it.
+type dialEntry struct {
+	peer  Peer
+	ready chan struct{} // closed once the dial ended; conn is then set if it succeeded
+	conn  *conn
+}
+
+// Listen starts a transport listening on cfg.Self.Addr.
+func Listen(cfg Config) (*Transport, error) {
+	if cfg.Self.ID == "" {
+		return nil, errors.New("transport: Config.Self.ID is empty")
+	}
+	if cfg.Self.Addr == "" {
+		return nil, errors.New("transport: Config.Self.Addr is empty")
+	}
+	if cfg.Handler == nil {
+		return nil, errors.New("transport: Config.Handler is nil")
+	}
+	for _, field := range []string{cfg.Self.ID, cfg.Self.DC, cfg.Self.Addr} {
+		if len(field) > math.MaxUint16 {
+			return nil, fmt.Errorf("transport: Config.Self field of %d bytes does not fit the hello frame", len(field))
+		}
+	}
+	maxFrameBytes := cfg.MaxFrameBytes
+	switch {
+	case maxFrameBytes == 0:
+		maxFrameBytes = DefaultMaxFrameBytes
+	case maxFrameBytes < frameHeaderBytes || maxFrameBytes > frameHeaderBytes+math.MaxUint32:
+		return nil, fmt.Errorf("transport: Config.MaxFrameBytes %d outside [%d, %d]",
+			maxFrameBytes, frameHeaderBytes, frameHeaderBytes+math.MaxUint32)
+	}
+	listener, err := net.Listen("tcp", cfg.Self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen: %w", err)
+	}
+	t := &Transport{
+		self:          cfg.Self,
+		handler:       cfg.Handler,
+		linkModel:     cfg.Links,
+		stats:         cfg.Stats,
+		maxFrameBytes: maxFrameBytes,
+		seed:          cfg.Seed,
+		log:           cfg.Logger,
+		listener:      listener,
+		dialed:        make(map[string]*dialEntry),
+		accepted:      make(map[*conn]struct{}),
+		links:         make(map[string]*wanLink),
+	}
+	t.self.Addr = listener.Addr().String()
+	if t.stats == nil {
+		t.stats = NewStats()
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	t.log = t.log.With("node", t.self.ID)
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.wg.Add(1)
+	go t.acceptLoop()
+	return t, nil
+}
+
+// Addr returns the address the transport listens on.
+func (t *Transport) Addr() string {
+	return t.self.Addr
+}
+
+// Self returns this node, with the real listen address.
+func (t *Transport) Self() Peer {
+	return t.self
+}
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() *Stats {
+	return t.stats
+}
+
+// Call sends a request and waits for the response until ctx ends. Errors: ErrUnreachable
+// (dial failed, or the connection was lost before the reply), ctx's error, *RemoteError,
+// ErrFrameTooLarge, ErrClosed. Under WAN emulation a lost request surfaces as ctx's
+// deadline error, as it would on a real network.
+func (t *Transport) Call(ctx context.Context, to Peer, kind Kind, payload []byte) ([]byte, error) {
+	if err := t.checkSize(payload); err != nil {
+		return nil, fmt.Errorf("transport: call %s: %w", to.ID, err)
+	}
+	c, err := t.connTo(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	return c.call(ctx, kind, payload)
+}
+
+// Send sends a one-way message and returns once it is queued for the peer; ctx bounds only
+// the dial. It reports failures to reach the peer, never the handler's result, and a
+// message queued when the connection is lost is lost with it.
+func (t *Transport) Send(ctx context.Context, to Peer, kind Kind, payload []byte) error {
+	if err := t.checkSize(payload); err != nil {
+		return fmt.Errorf("transport: send to %s: %w", to.ID, err)
+	}
+	c, err := t.connTo(ctx, to)
+	if err != nil {
+		return err
+	}
+	return c.enqueue(frameOneway, kind, 0, payload)
+}
+
+// checkSize refuses a payload whose frame would exceed the limit, before anything is sent.
+func (t *Transport) checkSize(payload []byte) error {
+	if frameHeaderBytes+len(payload) > t.maxFrameBytes {
+		return fmt.Errorf("%w: %d payload bytes, limit %d per frame", ErrFrameTooLarge, len(payload), t.maxFrameBytes)
+	}
+	return nil
+}
+
+// Close stops listening, closes every connection and fails pending calls with ErrClosed.
+// It waits for the transport's own goroutines but not for handlers still running: their
+// contexts are cancelled, and a handler may itself be what called Close.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	var conns []*conn
+	for _, entry := range t.dialed {
+		if entry.conn != nil {
+			conns = append(conns, entry.conn)
+		}
+	}
+	for c := range t.accepted {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+
+	err := t.listener.Close()
+	for _, c := range conns {
+		c.close(ErrClosed)
+	}
+	// Handlers learn of the close only now: had they been cancelled first, their
+	// "context canceled" errors could reach callers ahead of the lost connection.
+	t.cancel()
+	t.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("transport: close: %w", err)
+	}
+	return nil
+}
+
+// connTo returns the connection to peer, dialing it if there is none. Concurrent callers
+// share one dial; if it fails, the callers that waited for it dial again with their own
+// contexts, since the failure may have been the first caller's deadline.
+func (t *Transport) connTo(ctx context.Context, to Peer) (*conn, error) {
+	for {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			return nil, ErrClosed
+		}
+		entry := t.dialed[to.ID]
+		if entry == nil {
+			entry = &dialEntry{peer: to, ready: make(chan struct{})}
+			t.dialed[to.ID] = entry
+			t.mu.Unlock()
+			return t.dial(ctx, entry)
+		}
+		t.mu.Unlock()
+
+		select {
+		case <-entry.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("transport: dial %s: %w", to.ID, ctx.Err())
+		}
+		switch {
+		case entry.conn == nil:
+			// That dial failed; the loop dials again with this caller's context.
+		case entry.conn.isClosed():
+			// close has already removed it from t.dialed; the loop dials again.
+		case entry.peer != to:
+			// The peer moved (new address or DC): replace the connection.
+			entry.conn.close(fmt.Errorf("%w: peer %s is now %+v", ErrUnreachable, to.ID, to))
+		default:
+			return entry.conn, nil
+		}
+	}
+}
+
+// dial opens the connection of entry, registered in t.dialed by the caller, and settles
+// the entry either way.
+func (t *Transport) dial(ctx context.Context, entry *dialEntry) (*conn, error) {
+	c, err := t.openConn(ctx, entry.peer)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	defer close(entry.ready)
+	if err == nil && t.closed {
+		c.nc.Close()
+		err = ErrClosed
+	}
+	if err != nil {
+		delete(t.dialed, entry.peer.ID)
+		return nil, err
+	}
+	entry.conn = c
+	c.start()
+	return c, nil
+}
+
+// openConn dials peer and queues the hello frame; the caller starts the connection.
+func (t *Transport) openConn(ctx context.Context, peer Peer) (*conn, error) {
+	link, err := t.linkTo(peer.DC)
+	if err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", peer.ID, err)
+	}
+	var dialer net.Dialer
+	nc, err := dialer.DialContext(ctx, "tcp", peer.Addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("transport: dial %s: %w", peer.ID, ctx.Err())
+		}
+		return nil, fmt.Errorf("transport: dial %s at %s: %w: %w", peer.ID, peer.Addr, ErrUnreachable, err)
+	}
+	c := newConn(t, nc, nil, peer, link, true)
+	if err := c.enqueue(frameHello, kindHello, 0, encodePeer(t.self)); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// linkTo returns the emulated link towards dc, resolving it once per DC.
+func (t *Transport) linkTo(dc string) (*wanLink, error) {
+	if t.linkModel == nil {
+		return nil, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if link, ok := t.links[dc]; ok {
+		return link, nil
+	}
+	spec, err := t.linkModel.Link(t.self.DC, dc)
+	if err != nil {
+		return nil, fmt.Errorf("WAN emulation from %q to %q: %w", t.self.DC, dc, err)
+	}
+	link := newWANLink(spec, t.seed, t.self.DC, dc)
+	t.links[dc] = link
+	return link, nil
+}
+
+// acceptLoop accepts connections until the listener closes, backing off on errors such as
+// running out of file descriptors.
+func (t *Transport) acceptLoop() {
+	defer t.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := t.listener.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			t.log.Warn("transport: accept", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-t.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		t.wg.Add(1)
+		go t.serveAccepted(nc)
+	}
+}
+
+// serveAccepted reads the hello that names the peer, then runs the connection.
+func (t *Transport) serveAccepted(nc net.Conn) {
+	defer t.wg.Done()
+	c, err := t.acceptConn(nc)
+	if err != nil {
+		t.logConnError(nc.RemoteAddr().String(), err)
+		nc.Close()
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		nc.Close()
+		return
+	}
+	t.accepted[c] = struct{}{}
+	c.start()
+}
+
+// acceptConn builds the connection for an accepted socket once its hello names the peer.
+func (t *Transport) acceptConn(nc net.Conn) (*conn, error) {
+	peer, reader, err := t.readHello(nc)
+	if err != nil {
+		return nil, err
+	}
+	link, err := t.linkTo(peer.DC)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(t, nc, reader, peer, link, false), nil
+}
+
+// readHello reads the first frame of an accepted connection, which must be a hello. The
+// reader it returns may already hold the frames that followed.
+func (t *Transport) readHello(nc net.Conn) (Peer, io.Reader, error) {
+	reader := newFrameReader(nc)
+	if err := nc.SetReadDeadline(time.Now().Add(helloTimeout)); err != nil {
+		return Peer{}, nil, err
+	}
+	h, payload, err := readFrame(reader, t.maxFrameBytes)
+	if err != nil {
+		return Peer{}, nil, fmt.Errorf("reading hello: %w", err)
+	}
+	if h.typ != frameHello {
+		return Peer{}, nil, fmt.Errorf("%w: first frame has type %d, want hello", errMalformed, h.typ)
+	}
+	peer, err := decodePeer(payload)
+	if err != nil {
+		return Peer{}, nil, err
+	}
+	if err := nc.SetReadDeadline(time.Time{}); err != nil {
+		return Peer{}, nil, err
+	}
+	return peer, reader, nil
+}
+
+// logConnError logs why a connection ended: ordinary disconnects quietly, protocol
+// violations and configuration errors (a peer from a DC the link model does not know)
+// loudly.
+func (t *Transport) logConnError(peer string, err error) {
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, ErrClosed):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.As(err, &opErr):
+		t.log.Debug("transport: connection ended", "peer", peer, "err", err)
+	default:
+		t.log.Warn("transport: closing connection", "peer", peer, "err", err)
+	}
+}
+
+// forget drops a closed connection from the transport's tables.
+func (t *Transport) forget(c *conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !c.dialed {
+		delete(t.accepted, c)
+		return
+	}
+	if entry := t.dialed[c.peer.ID]; entry != nil && entry.conn == c {
+		delete(t.dialed, c.peer.ID)
+	}
+}

@@ -1,0 +1,633 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/topology"
+)
+
+// *topology.Topology is the LinkModel nodes are built with.
+var _ LinkModel = (*topology.Topology)(nil)
+
+var (
+	kindEcho   = RegisterKind("test_echo")
+	kindWhoami = RegisterKind("test_whoami")
+	kindFail   = RegisterKind("test_fail")
+	kindBlock  = RegisterKind("test_block")
+	kindNotify = RegisterKind("test_notify")
+	kindDouble = RegisterKind("test_double")
+)
+
+// testServer is the handler of the transports under test: echo, doubling, who-is-calling, an error,
+// a call that blocks until released, and one-way notifications onto a channel.
+type testServer struct {
+	blocked  chan struct{} // receives one value when a blocking call has started
+	release  chan struct{} // closed to let blocking calls return
+	notified chan notification
+}
+
+type notification struct {
+	from    Peer
+	payload []byte
+}
+
+func newTestServer() *testServer {
+	return &testServer{
+		blocked:  make(chan struct{}, 100),
+		release:  make(chan struct{}),
+		notified: make(chan notification, 100),
+	}
+}
+
+func (s *testServer) Handle(ctx context.Context, from Peer, kind Kind, payload []byte) ([]byte, error) {
+	switch kind {
+	case kindEcho:
+		return payload, nil
+	case kindWhoami:
+		return fmt.Appendf(nil, "%s|%s|%s", from.ID, from.DC, from.Addr), nil
+	case kindDouble:
+		return bytes.Repeat(payload, 2), nil
+	case kindFail:
+		return nil, fmt.Errorf("no such key %q", payload)
+	case kindBlock:
+		s.blocked <- struct{}{}
+		select {
+		case <-s.release:
+			return []byte("released"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case kindNotify:
+		s.notified <- notification{from, payload}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unexpected kind %v", kind)
+}
+
+// node is a transport under test with its handler.
+type node struct {
+	*Transport
+	server *testServer
+}
+
+// startNode listens on a free loopback port; cfg.Self.ID names the node and cfg.Self.Addr,
+// when set, pins the address.
+func startNode(t *testing.T, cfg Config) *node {
+	t.Helper()
+	server := newTestServer()
+	if cfg.Self.Addr == "" {
+		cfg.Self.Addr = "127.0.0.1:0"
+	}
+	cfg.Handler = server
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	tr, err := Listen(cfg)
+	if err != nil {
+		t.Fatalf("Listen(%+v): %v", cfg.Self, err)
+	}
+	t.Cleanup(func() {
+		close(server.release)
+		tr.Close()
+	})
+	return &node{Transport: tr, server: server}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestListenConfigErrors(t *testing.T) {
+	handler := newTestServer()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no id", Config{Self: Peer{Addr: "127.0.0.1:0"}, Handler: handler}, "Self.ID is empty"},
+		{"no address", Config{Self: Peer{ID: "n"}, Handler: handler}, "Self.Addr is empty"},
+		{"no handler", Config{Self: Peer{ID: "n", Addr: "127.0.0.1:0"}}, "Handler is nil"},
+		{"negative frame limit", Config{Self: Peer{ID: "n", Addr: "127.0.0.1:0"}, Handler: handler, MaxFrameBytes: -1}, "MaxFrameBytes -1"},
+		{"frame limit below a header", Config{Self: Peer{ID: "n", Addr: "127.0.0.1:0"}, Handler: handler, MaxFrameBytes: 10}, "MaxFrameBytes 10"},
+		{"bad address", Config{Self: Peer{ID: "n", Addr: "127.0.0.1:99999"}, Handler: handler}, "listen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := Listen(tt.cfg)
+			if err == nil {
+				tr.Close()
+				t.Fatalf("Listen succeeded, want error containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Listen error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCall(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server", DC: "b"}})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}})
+	if strings.HasSuffix(server.Addr(), ":0") || server.Self().Addr != server.Addr() {
+		t.Fatalf("Addr() = %q, Self().Addr = %q: want the real port", server.Addr(), server.Self().Addr)
+	}
+	tests := []struct {
+		name    string
+		kind    Kind
+		payload []byte
+		want    []byte
+	}{
+		{"empty echo", kindEcho, nil, []byte{}},
+		{"small echo", kindEcho, []byte("hello"), []byte("hello")},
+		{"large echo", kindEcho, bytes.Repeat([]byte("0123456789"), 100_000), bytes.Repeat([]byte("0123456789"), 100_000)},
+		{"handler sees the caller", kindWhoami, nil, []byte("client|a|" + client.Addr())},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := client.Call(testContext(t), server.Self(), tt.kind, tt.payload)
+			if err != nil {
+				t.Fatalf("Call: %v", err)
+			}
+			if !bytes.Equal(got, tt.want) {
+				t.Errorf("Call returned %d bytes %.40q, want %d bytes %.40q", len(got), got, len(tt.want), tt.want)
+			}
+		})
+	}
+}
+
+func TestConcurrentCallsShareOneConnection(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server", DC: "b"}})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}})
+	ctx := testContext(t)
+	const calls = 200
+	errs := make(chan error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			want := fmt.Appendf(nil, "call %d", i)
+			got, err := client.Call(ctx, server.Self(), kindEcho, want)
+			if err == nil && !bytes.Equal(got, want) {
+				err = fmt.Errorf("call %d got %q", i, got)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := client.Stats().Snapshot()[Flow{"a", "b", kindHello}].Messages; got != 1 {
+		t.Errorf("client sent %d hellos, want 1: the calls did not share one connection", got)
+	}
+	server.mu.Lock()
+	accepted := len(server.accepted)
+	server.mu.Unlock()
+	if accepted != 1 {
+		t.Errorf("server has %d connections, want 1", accepted)
+	}
+}
+
+func TestRemoteError(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server"}})
+	client := startNode(t, Config{Self: Peer{ID: "client"}})
+	_, err := client.Call(testContext(t), server.Self(), kindFail, []byte("k1"))
+	var remote *RemoteError
+	if !errors.As(err, &remote) {
+		t.Fatalf("Call error = %v, want *RemoteError", err)
+	}
+	if remote.Msg != `no such key "k1"` {
+		t.Errorf("RemoteError.Msg = %q", remote.Msg)
+	}
+}
+
+func TestSend(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server", DC: "b"}})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}})
+	payload := []byte("gossip")
+	if err := client.Send(testContext(t), server.Self(), kindNotify, payload); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	payload[0] = 'X' // the transport must have copied it
+	select {
+	case got := <-server.server.notified:
+		if got.from != client.Self() || string(got.payload) != "gossip" {
+			t.Errorf("handler got %q from %+v, want %q from %+v", got.payload, got.from, "gossip", client.Self())
+		}
+	case <-testContext(t).Done():
+		t.Fatal("one-way message never arrived")
+	}
+}
+
+// closedAddr returns a loopback address nobody listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listener.Addr().String()
+	listener.Close()
+	return addr
+}
+
+func TestUnreachable(t *testing.T) {
+	t.Run("nobody listening", func(t *testing.T) {
+		client := startNode(t, Config{Self: Peer{ID: "client"}})
+		start := time.Now()
+		_, err := client.Call(testContext(t), Peer{ID: "ghost", Addr: closedAddr(t)}, kindEcho, nil)
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "ghost") {
+			t.Errorf("Call error = %v, want ErrUnreachable naming the peer", err)
+		}
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("failing took %v: it waited for the deadline", elapsed)
+		}
+		if err := client.Send(testContext(t), Peer{ID: "ghost", Addr: closedAddr(t)}, kindNotify, nil); !errors.Is(err, ErrUnreachable) {
+			t.Errorf("Send error = %v, want ErrUnreachable", err)
+		}
+	})
+	t.Run("peer dies during a call", func(t *testing.T) {
+		server := startNode(t, Config{Self: Peer{ID: "server"}})
+		client := startNode(t, Config{Self: Peer{ID: "client"}})
+		errc := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			_, err := client.Call(testContext(t), server.Self(), kindBlock, nil)
+			errc <- err
+		}()
+		<-server.server.blocked
+		server.Close()
+		err := <-errc
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "server") {
+			t.Errorf("Call error = %v, want ErrUnreachable naming the peer", err)
+		}
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("failing took %v: it waited for the deadline", elapsed)
+		}
+	})
+}
+
+func TestPeerRestart(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server"}})
+	client := startNode(t, Config{Self: Peer{ID: "client"}})
+	addr := server.Addr()
+	ctx := testContext(t)
+	if _, err := client.Call(ctx, server.Self(), kindEcho, []byte("before")); err != nil {
+		t.Fatalf("Call before restart: %v", err)
+	}
+	server.Close()
+	if _, err := client.Call(ctx, server.Self(), kindEcho, []byte("down")); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Call while down: %v, want ErrUnreachable", err)
+	}
+	restarted := startNode(t, Config{Self: Peer{ID: "server", Addr: addr}})
+	got, err := client.Call(ctx, restarted.Self(), kindEcho, []byte("after"))
+	if err != nil || string(got) != "after" {
+		t.Fatalf("Call after restart = %q, %v", got, err)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server"}})
+	client := startNode(t, Config{Self: Peer{ID: "client"}})
+	const timeout = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	_, err := client.Call(ctx, server.Self(), kindBlock, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Call error = %v, want context.DeadlineExceeded", err)
+	}
+	if elapsed := time.Since(start); elapsed < timeout {
+		t.Errorf("Call returned after %v, before its %v deadline", elapsed, timeout)
+	}
+	// The connection survives an abandoned call and forgets it.
+	if got, err := client.Call(testContext(t), server.Self(), kindEcho, []byte("still up")); err != nil || string(got) != "still up" {
+		t.Errorf("Call after a deadline = %q, %v", got, err)
+	}
+	c, err := client.connTo(testContext(t), server.Self())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	pending := len(c.pending)
+	c.mu.Unlock()
+	if pending != 0 {
+		t.Errorf("%d calls still pending, want 0", pending)
+	}
+}
+
+func TestClose(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server"}})
+	client := startNode(t, Config{Self: Peer{ID: "client"}})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Call(testContext(t), server.Self(), kindBlock, nil)
+		errc <- err
+	}()
+	<-server.server.blocked
+	if err := client.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Errorf("pending Call error = %v, want ErrClosed", err)
+	}
+	if _, err := client.Call(testContext(t), server.Self(), kindEcho, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Call after Close = %v, want ErrClosed", err)
+	}
+	if err := client.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestFrameTooLarge(t *testing.T) {
+	const limit = 1024
+	big := make([]byte, limit)
+	t.Run("sender refuses", func(t *testing.T) {
+		server := startNode(t, Config{Self: Peer{ID: "server"}})
+		client := startNode(t, Config{Self: Peer{ID: "client"}, MaxFrameBytes: limit})
+		if _, err := client.Call(testContext(t), server.Self(), kindEcho, big); !errors.Is(err, ErrFrameTooLarge) {
+			t.Errorf("Call error = %v, want ErrFrameTooLarge", err)
+		}
+		if err := client.Send(testContext(t), server.Self(), kindNotify, big); !errors.Is(err, ErrFrameTooLarge) {
+			t.Errorf("Send error = %v, want ErrFrameTooLarge", err)
+		}
+		if total := client.Stats().Total(); total != (Counter{}) {
+			t.Errorf("sent %+v, want nothing", total)
+		}
+		fits := big[:limit-frameHeaderBytes]
+		if got, err := client.Call(testContext(t), server.Self(), kindEcho, fits); err != nil || len(got) != len(fits) {
+			t.Errorf("Call at the limit = %d bytes, %v", len(got), err)
+		}
+	})
+	t.Run("receiver disconnects", func(t *testing.T) {
+		server := startNode(t, Config{Self: Peer{ID: "server"}, MaxFrameBytes: limit})
+		client := startNode(t, Config{Self: Peer{ID: "client"}})
+		if _, err := client.Call(testContext(t), server.Self(), kindEcho, big); !errors.Is(err, ErrUnreachable) {
+			t.Errorf("Call error = %v, want ErrUnreachable", err)
+		}
+		if got, err := client.Call(testContext(t), server.Self(), kindEcho, []byte("small")); err != nil || string(got) != "small" {
+			t.Errorf("small Call afterwards = %q, %v", got, err)
+		}
+	})
+	t.Run("response too large", func(t *testing.T) {
+		server := startNode(t, Config{Self: Peer{ID: "server"}, MaxFrameBytes: limit})
+		client := startNode(t, Config{Self: Peer{ID: "client"}})
+		_, err := client.Call(testContext(t), server.Self(), kindDouble, big[:limit/2+1])
+		var remote *RemoteError
+		if !errors.As(err, &remote) || !strings.Contains(remote.Msg, "frame too large") {
+			t.Errorf("Call error = %v, want a RemoteError saying the frame is too large", err)
+		}
+	})
+}
+
+func TestAccounting(t *testing.T) {
+	const calls, requestBytes, sendBytes = 5, 100, 10
+	tests := []struct {
+		name               string
+		clientDC, serverDC string
+		sharedStats        bool
+	}{
+		{"between DCs", "a", "b", false},
+		{"inside a DC", "a", "a", false},
+		{"shared counters", "a", "b", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var clientStats, serverStats *Stats
+			if tt.sharedStats {
+				clientStats = NewStats()
+				serverStats = clientStats
+			}
+			server := startNode(t, Config{Self: Peer{ID: "server", DC: tt.serverDC}, Stats: serverStats})
+			client := startNode(t, Config{Self: Peer{ID: "client", DC: tt.clientDC}, Stats: clientStats})
+			ctx := testContext(t)
+			// The one-way message goes first: the calls behind it on the same connection
+			// guarantee it has been written, and so counted, when they return.
+			if err := client.Send(ctx, server.Self(), kindNotify, make([]byte, sendBytes)); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			for range calls {
+				if _, err := client.Call(ctx, server.Self(), kindDouble, make([]byte, requestBytes)); err != nil {
+					t.Fatalf("Call: %v", err)
+				}
+			}
+			up := map[Flow]Counter{
+				{tt.clientDC, tt.serverDC, kindHello}:  {1, frameHeaderBytes + uint64(len(encodePeer(client.Self())))},
+				{tt.clientDC, tt.serverDC, kindNotify}: {1, frameHeaderBytes + sendBytes},
+				{tt.clientDC, tt.serverDC, kindDouble}: {calls, calls * (frameHeaderBytes + requestBytes)},
+			}
+			down := map[Flow]Counter{
+				{tt.serverDC, tt.clientDC, kindDouble}: {calls, calls * (frameHeaderBytes + 2*requestBytes)},
+			}
+			if tt.sharedStats {
+				for flow, counter := range down {
+					up[flow] = counter
+				}
+				down = up
+			}
+			if got := client.Stats().Snapshot(); !reflect.DeepEqual(got, up) {
+				t.Errorf("client counted %v, want %v", got, up)
+			}
+			if got := server.Stats().Snapshot(); !reflect.DeepEqual(got, down) {
+				t.Errorf("server counted %v, want %v", got, down)
+			}
+			var wantInterDC, wantTotal uint64
+			for _, counter := range up {
+				wantTotal += counter.Bytes
+			}
+			if tt.clientDC != tt.serverDC {
+				wantInterDC = wantTotal
+			}
+			if got := client.Stats().InterDCBytes(); got != wantInterDC {
+				t.Errorf("InterDCBytes() = %d, want %d", got, wantInterDC)
+			}
+			if got := client.Stats().Total().Bytes; got != wantTotal {
+				t.Errorf("Total().Bytes = %d, want %d", got, wantTotal)
+			}
+		})
+	}
+}
+
+// twoDCs is a topology of DCs a and b with the given path between them and none inside.
+func twoDCs(link topology.Link) *topology.Topology {
+	link.Between = [2]string{"a", "b"}
+	return &topology.Topology{
+		Datacenters: []topology.Datacenter{{Name: "a"}, {Name: "b"}},
+		Links:       []topology.Link{link},
+	}
+}
+
+func TestWANLatency(t *testing.T) {
+	const oneWay = 30 * time.Millisecond
+	links := twoDCs(topology.Link{LatencyMs: 30})
+	server := startNode(t, Config{Self: Peer{ID: "server", DC: "b"}, Links: links})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}, Links: links})
+	ctx := testContext(t)
+
+	start := time.Now()
+	if _, err := client.Call(ctx, server.Self(), kindEcho, []byte("x")); err != nil {
+		t.Fatalf("Call: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed < 2*oneWay || elapsed > 20*oneWay {
+		t.Errorf("one call took %v, want at least the %v round trip", elapsed, 2*oneWay)
+	}
+
+	const concurrent = 20
+	elapsed := make(chan time.Duration, concurrent)
+	start = time.Now()
+	var wg sync.WaitGroup
+	for range concurrent {
+		wg.Go(func() {
+			callStart := time.Now()
+			if _, err := client.Call(ctx, server.Self(), kindEcho, []byte("x")); err != nil {
+				t.Errorf("Call: %v", err)
+			}
+			elapsed <- time.Since(callStart)
+		})
+	}
+	wg.Wait()
+	close(elapsed)
+	for e := range elapsed {
+		if e < 2*oneWay {
+			t.Errorf("a concurrent call took %v, less than the %v round trip", e, 2*oneWay)
+		}
+	}
+	// Serialised, 20 calls would take 20 round trips; pipelined, about one.
+	if total := time.Since(start); total > 10*2*oneWay {
+		t.Errorf("%d concurrent calls took %v: latency is not pipelined", concurrent, total)
+	}
+}
+
+func TestWANBandwidthSharedByConnections(t *testing.T) {
+	const bandwidthBps, payloadBytes = 100e3, 2500
+	links := twoDCs(topology.Link{BandwidthMbps: bandwidthBps / 1e6})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}, Links: links})
+	servers := []*node{
+		startNode(t, Config{Self: Peer{ID: "server-1", DC: "b"}, Links: links}),
+		startNode(t, Config{Self: Peer{ID: "server-2", DC: "b"}, Links: links}),
+	}
+	ctx := testContext(t)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, server := range servers {
+		wg.Go(func() {
+			if _, err := client.Call(ctx, server.Self(), kindWhoami, make([]byte, payloadBytes)); err != nil {
+				t.Errorf("Call: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	// Both requests cross the one a->b link, one after the other.
+	serialised := time.Duration(float64(2*(frameHeaderBytes+payloadBytes)*8) / bandwidthBps * float64(time.Second))
+	if elapsed := time.Since(start); elapsed < serialised || elapsed > 10*serialised {
+		t.Errorf("two %d-byte requests over %v bps took %v, want at least %v", payloadBytes, bandwidthBps, elapsed, serialised)
+	}
+}
+
+// lossyLinks drops every droppable frame: a loss rate a topology file cannot state.
+type lossyLinks struct{}
+
+func (lossyLinks) Link(fromDC, toDC string) (topology.LinkSpec, error) {
+	return topology.LinkSpec{Loss: 1}, nil
+}
+
+func TestWANLoss(t *testing.T) {
+	server := startNode(t, Config{Self: Peer{ID: "server", DC: "b"}})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}, Links: lossyLinks{}})
+	if err := client.Send(testContext(t), server.Self(), kindNotify, []byte("lost")); err != nil {
+		t.Errorf("Send: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := client.Call(ctx, server.Self(), kindEcho, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Call over a lossy link: %v, want context.DeadlineExceeded", err)
+	}
+	// The hello went through (the connection stands); the request and message did not.
+	want := map[Flow]Counter{{"a", "b", kindHello}: {1, frameHeaderBytes + uint64(len(encodePeer(client.Self())))}}
+	if got := client.Stats().Snapshot(); !reflect.DeepEqual(got, want) {
+		t.Errorf("client counted %v, want only the hello %v", got, want)
+	}
+	select {
+	case got := <-server.server.notified:
+		t.Errorf("a dropped message arrived: %q", got.payload)
+	default:
+	}
+}
+
+func TestWANUnknownDC(t *testing.T) {
+	links := twoDCs(topology.Link{LatencyMs: 1})
+	t.Run("caller does not know the peer's DC", func(t *testing.T) {
+		server := startNode(t, Config{Self: Peer{ID: "server", DC: "c"}})
+		client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}, Links: links})
+		_, err := client.Call(testContext(t), server.Self(), kindEcho, nil)
+		if !errors.Is(err, topology.ErrUnknownDC) {
+			t.Errorf("Call error = %v, want topology.ErrUnknownDC", err)
+		}
+	})
+	t.Run("callee does not know the caller's DC", func(t *testing.T) {
+		server := startNode(t, Config{Self: Peer{ID: "server", DC: "a"}, Links: links})
+		client := startNode(t, Config{Self: Peer{ID: "client", DC: "c"}})
+		_, err := client.Call(testContext(t), server.Self(), kindEcho, nil)
+		if !errors.Is(err, ErrUnreachable) {
+			t.Errorf("Call error = %v, want ErrUnreachable", err)
+		}
+	})
+}
+
+func TestNoEmulationWithoutFigures(t *testing.T) {
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}, Links: twoDCs(topology.Link{LatencyMs: 5})})
+	tests := []struct {
+		dc       string
+		emulated bool
+	}{
+		{"a", false}, // a DC's own path has all figures 0
+		{"b", true},
+	}
+	for _, tt := range tests {
+		link, err := client.linkTo(tt.dc)
+		if err != nil || (link != nil) != tt.emulated {
+			t.Errorf("linkTo(%s) = %+v, %v; want emulated %v", tt.dc, link, err, tt.emulated)
+		}
+	}
+}
+
+// BenchmarkCall measures a round trip over loopback with no emulation, the cost every
+// in-process experiment pays per message.
+func BenchmarkCall(b *testing.B) {
+	handler := HandlerFunc(func(_ context.Context, _ Peer, _ Kind, payload []byte) ([]byte, error) {
+		return payload, nil
+	})
+	var transports []*Transport
+	for _, id := range []string{"server", "client"} {
+		tr, err := Listen(Config{Self: Peer{ID: id, Addr: "127.0.0.1:0"}, Handler: handler})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		transports = append(transports, tr)
+	}
+	server, client := transports[0], transports[1]
+	payload := make([]byte, 1024)
+	ctx := context.Background()
+	b.SetBytes(int64(len(payload)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := client.Call(ctx, server.Self(), kindEcho, payload); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
