@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"scan":     {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
 	"keyspace": {"manage keyspaces: keyspace create|list|describe", runKeyspace},
 	"status":   {"show the cluster as a node sees it", runStatus},
+	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 }
 
 // errUsage marks an error in the command line; main exits 2 for it.

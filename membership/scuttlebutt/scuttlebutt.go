@@ -109,33 +109,69 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 	c.local.Beat()
 	c.syncSelf()
 
-	var live, unreachable []string
-	for _, ep := range c.endpoints {
-		switch {
-		case ep == c.self || ep.left:
-		case ep.alive:
-			live = append(live, ep.state.ID)
-		default:
-			unreachable = append(unreachable, ep.state.ID)
-		}
-	}
+	live, unreachable := c.count()
 	syn := c.syn()
 	gossipedToSeed := false
-	if len(live) > 0 {
-		to := live[c.cfg.Rand.IntN(len(live))]
+	if live > 0 {
+		to := c.pick(true, c.cfg.Rand.IntN(live))
 		gossipedToSeed = c.seedSet[to]
 		r.Messages = append(r.Messages, membership.Outbound{To: to, Msg: syn})
 	}
-	if len(unreachable) > 0 && c.cfg.Rand.Float64() < float64(len(unreachable))/float64(len(live)+1) {
-		r.Messages = append(r.Messages, membership.Outbound{To: unreachable[c.cfg.Rand.IntN(len(unreachable))], Msg: syn})
+	if unreachable > 0 && c.cfg.Rand.Float64() < float64(unreachable)/float64(live+1) {
+		r.Messages = append(r.Messages, membership.Outbound{To: c.pick(false, c.cfg.Rand.IntN(unreachable)), Msg: syn})
 	}
-	if len(c.seeds) > 0 && (!gossipedToSeed || len(live) < len(c.seeds)) {
-		if len(live) == 0 || c.cfg.Rand.Float64() <= float64(len(c.seeds))/float64(len(live)+len(unreachable)) {
+	if len(c.seeds) > 0 && (!gossipedToSeed || live < len(c.seeds)) {
+		if live == 0 || c.cfg.Rand.Float64() <= float64(len(c.seeds))/float64(live+unreachable) {
 			r.Messages = append(r.Messages, membership.Outbound{To: c.seeds[c.cfg.Rand.IntN(len(c.seeds))], Msg: syn})
 		}
 	}
 	c.statusCheck(now, &r)
 	return r
+}
+
+// gossipable reports whether ep is a gossip target: not self, not left.
+func (c *Core) gossipable(ep *endpoint) bool { return ep != c.self && !ep.left }
+
+// count returns how many gossip targets are live and unreachable.
+func (c *Core) count() (live, unreachable int) {
+	for _, ep := range c.endpoints {
+		if c.gossipable(ep) {
+			if ep.alive {
+				live++
+			} else {
+				unreachable++
+			}
+		}
+	}
+	return live, unreachable
+}
+
+// pick returns the k-th live (or unreachable) gossip target in ID order;
+// counting twice beats building a list of n IDs every round.
+func (c *Core) pick(alive bool, k int) string {
+	for _, ep := range c.endpoints {
+		if c.gossipable(ep) && ep.alive == alive {
+			if k == 0 {
+				return ep.state.ID
+			}
+			k--
+		}
+	}
+	panic("scuttlebutt: pick past the end")
+}
+
+// seek returns the index of id in endpoints (or where it would go),
+// scanning forward from from: requests and states arrive sorted by ID, so a
+// whole message costs one pass instead of a search per entry.
+func (c *Core) seek(from int, id string) (int, bool) {
+	if from > 0 && (from > len(c.endpoints) || c.endpoints[from-1].state.ID >= id) {
+		return c.find(id)
+	}
+	i := from
+	for i < len(c.endpoints) && c.endpoints[i].state.ID < id {
+		i++
+	}
+	return i, i < len(c.endpoints) && c.endpoints[i].state.ID == id
 }
 
 // syn builds the digest of every endpoint.
@@ -219,9 +255,10 @@ func (c *Core) ack(syn *Syn) *Ack {
 // ack2 answers the requests of an ACK.
 func (c *Core) ack2(ack *Ack) *Ack2 {
 	out := &Ack2{}
+	i := 0
 	for _, d := range ack.Requests {
-		i, ok := c.find(d.ID)
-		if !ok {
+		var ok bool
+		if i, ok = c.seek(i, d.ID); !ok {
 			continue
 		}
 		ep := c.endpoints[i]
@@ -238,12 +275,13 @@ func (c *Core) ack2(ack *Ack) *Ack2 {
 // apply merges received states and reports what changed. States arrive
 // sorted by ID, so inserts mostly land in order.
 func (c *Core) apply(now time.Duration, states []membership.EndpointState, r *membership.Ready) {
+	i := 0
 	for _, s := range states {
 		if s.ID == c.cfg.ID || c.quarantine.Blocks(s.ID, s.Generation, now) {
 			continue
 		}
-		i, ok := c.find(s.ID)
-		if !ok {
+		var ok bool
+		if i, ok = c.seek(i, s.ID); !ok {
 			ep := &endpoint{state: s, maxVersion: s.MaxVersion(), alive: true}
 			ep.window.Report(now, c.phi)
 			c.endpoints = append(c.endpoints, nil)

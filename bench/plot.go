@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Series is one named line of a figure, or one named set of bars.
+type Series struct {
+	Name string
+	X    []float64 // ignored for bars
+	Y    []float64
+}
+
+// Figure describes a chart: lines over a numeric X axis, or bars grouped by category when
+// Categories is set (one bar per series in each category).
+type Figure struct {
+	Title      string
+	XLabel     string
+	YLabel     string
+	LogX, LogY bool
+	Categories []string
+	Series     []Series
+}
+
+// Save draws the figure to a PNG file.
+func (f Figure) Save(path string) error {
+	if !strings.EqualFold(filepath.Ext(path), ".png") {
+		return fmt.Errorf("plot %s: only .png is supported", path)
+	}
+	p := plot.New()
+	p.Title.Text = f.Title
+	p.X.Label.Text = f.XLabel
+	p.Y.Label.Text = f.YLabel
+	p.Legend.Top = true
+	if f.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if f.LogY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	var err error
+	if len(f.Categories) > 0 {
+		err = f.addBars(p)
+	} else {
+		err = f.addLines(p)
+	}
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+func (f Figure) addLines(p *plot.Plot) error {
+	for i, s := range f.Series {
+		if len(s.X) != len(s.Y) {
+			return fmt.Errorf("series %s has %d x and %d y values", s.Name, len(s.X), len(s.Y))
+		}
+		points := make(plotter.XYs, len(s.X))
+		for j := range s.X {
+			points[j] = plotter.XY{X: s.X[j], Y: s.Y[j]}
+		}
+		line, dots, err := plotter.NewLinePoints(points)
+		if err != nil {
+			return err
+		}
+		line.Color = plotutil.Color(i)
+		line.Dashes = plotutil.Dashes(i)
+		dots.Color = plotutil.Color(i)
+		dots.Shape = plotutil.Shape(i)
+		p.Add(line, dots)
+		p.Legend.Add(s.Name, line, dots)
+	}
+	p.Add(plotter.NewGrid())
+	return nil
+}
+
+func (f Figure) addBars(p *plot.Plot) error {
+	width := vg.Points(40 / float64(max(1, len(f.Series))))
+	for i, s := range f.Series {
+		if len(s.Y) != len(f.Categories) {
+			return fmt.Errorf("series %s has %d values for %d categories", s.Name, len(s.Y), len(f.Categories))
+		}
+		bars, err := plotter.NewBarChart(plotter.Values(s.Y), width)
+		if err != nil {
+			return err
+		}
+		bars.Color = plotutil.Color(i)
+		bars.LineStyle.Color = color.Black
+		bars.Offset = width * vg.Length(float64(i)-float64(len(f.Series)-1)/2)
+		p.Add(bars)
+		p.Legend.Add(s.Name, bars)
+	}
+	p.NominalX(f.Categories...)
+	return nil
+}

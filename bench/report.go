@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is a bench's result. Rows is a slice of structs whose JSON field names follow the
+// project's convention (snake_case, unit last); the table shows the same fields.
+type Report struct {
+	Bench     string         `json:"bench"`
+	Scale     string         `json:"scale"`
+	Rows      any            `json:"rows"`
+	Fits      any            `json:"fits,omitempty"`
+	Reduction any            `json:"reduction,omitempty"`
+	Summary   map[string]any `json:"summary,omitempty"`
+	// Notes are printed under the table (what a reader must know to read it).
+	Notes []string `json:"-"`
+	// Plot draws the report's figure to a PNG file; nil when the bench has none.
+	Plot func(path string) error `json:"-"`
+}
+
+// WriteJSON writes the report as one JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report for people: the scale, one table row per row, then the
+// fits, reduction, summary and notes.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "bench %s\nscale: %s\n\n", r.Bench, r.Scale)
+	if err := writeRows(w, r.Rows); err != nil {
+		return err
+	}
+	for _, extra := range []struct {
+		title string
+		value any
+	}{{"fits", r.Fits}, {"reduction", r.Reduction}, {"summary", r.Summary}} {
+		if extra.value == nil || reflect.ValueOf(extra.value).IsZero() {
+			continue
+		}
+		b, err := json.MarshalIndent(extra.value, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n%s: %s\n", extra.title, b)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "\nnote: %s\n", n)
+	}
+	return nil
+}
+
+// writeRows prints a slice of structs as an aligned table, one column per JSON field.
+func writeRows(w io.Writer, rows any) error {
+	v := reflect.ValueOf(rows)
+	if v.Kind() != reflect.Slice {
+		return fmt.Errorf("bench: rows must be a slice, not %T", rows)
+	}
+	if v.Len() == 0 {
+		_, err := fmt.Fprintln(w, "(no rows)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	elem := v.Index(0)
+	for elem.Kind() == reflect.Pointer {
+		elem = elem.Elem()
+	}
+	var headers []string
+	var fields []int
+	for i := 0; i < elem.NumField(); i++ {
+		name, _, _ := strings.Cut(elem.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		headers = append(headers, name)
+		fields = append(fields, i)
+	}
+	fmt.Fprintln(tw, strings.Join(headers, "\t")+"\t")
+	for i := 0; i < v.Len(); i++ {
+		row := v.Index(i)
+		for row.Kind() == reflect.Pointer {
+			row = row.Elem()
+		}
+		cells := make([]string, len(fields))
+		for j, f := range fields {
+			cells[j] = formatCell(row.Field(f))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+func formatCell(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		switch {
+		case f == 0:
+			return "0"
+		case f >= 1e6 || f <= -1e6:
+			return strconv.FormatFloat(f, 'g', 4, 64)
+		case f >= 100 || f <= -100:
+			return strconv.FormatFloat(f, 'f', 0, 64)
+		default:
+			return strconv.FormatFloat(f, 'g', 4, 64)
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			return "-"
+		}
+		return formatCell(v.Elem())
+	}
+	return fmt.Sprint(v.Interface())
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the kura binary: with KURA_AS_MAIN set it runs the command
+// line it was given, so the multi-process test needs no separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("KURA_AS_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// kura runs a client command in this process and returns its exit code and output.
+func kura(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serverProcess is one `kura server` child process.
+type serverProcess struct {
+	args   []string
+	client string
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+}
+
+func startServer(t *testing.T, p *serverProcess) {
+	t.Helper()
+	p.log = &bytes.Buffer{}
+	p.cmd = exec.Command(os.Args[0], append([]string{"server"}, p.args...)...)
+	p.cmd.Env = append(os.Environ(), "KURA_AS_MAIN=1")
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("server %v output:\n%s", p.args, p.log.String())
+		}
+	})
+}
+
+// waitFor retries a client command until it succeeds; the servers start asynchronously.
+func waitFor(t *testing.T, what string, args ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out, errOut := kura(args...)
+		if code == 0 {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: kura %v: exit %d: %s%s", what, args, code, out, errOut)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestMultiProcessClusterSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	var servers []*serverProcess
+	var seed string
+	for i, dc := range []string{"dc1", "dc1", "dc2"} {
+		listen, client := freeAddr(t), freeAddr(t)
+		args := []string{"--id", fmt.Sprintf("n%d", i+1), "--dc", dc, "--listen", listen, "--client", client,
+			"--data-dir", filepath.Join(dir, fmt.Sprintf("n%d", i+1)), "--log-level", "warn"}
+		if seed == "" {
+			seed = listen
+		} else {
+			args = append(args, "--seeds", seed)
+		}
+		p := &serverProcess{args: args, client: client}
+		startServer(t, p)
+		servers = append(servers, p)
+	}
+	n1, n2, n3 := servers[0].client, servers[1].client, servers[2].client
+	status := waitFor(t, "n1 answers", "status", "--addr", n1)
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(status, " up ") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the three nodes never saw each other:\n%s", status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		status = waitFor(t, "n1 answers", "status", "--addr", n1)
+	}
+
+	if code, _, errOut := kura("keyspace", "create", "app", "--replication", "dc1=2,dc2=1", "--addr", n1); code != 0 {
+		t.Fatalf("keyspace create: %s", errOut)
+	}
+	if code, _, errOut := kura("put", "--addr", n1, "--keyspace", "app", "--consistency", "QUORUM", "greeting", "hello, world"); code != 0 {
+		t.Fatalf("put: %s", errOut)
+	}
+	// ALL: acknowledged by every replica, n2 included, before n2 is killed.
+	if code, _, errOut := kura("put", "--addr", n2, "--keyspace", "app", "--consistency", "ALL", "durable", "on disk"); code != 0 {
+		t.Fatalf("put at ALL: %s", errOut)
+	}
+	if code, out, errOut := kura("get", "--addr", n3, "--keyspace", "app", "--consistency", "QUORUM", "greeting"); code != 0 || out != "hello, world" {
+		t.Fatalf("get through n3 = %q (exit %d, %s), want hello, world", out, code, errOut)
+	}
+	if code, _, errOut := kura("get", "--addr", n3, "--keyspace", "app", "missing"); code != 1 || errOut != "not found\n" {
+		t.Fatalf("get of a missing key: exit %d, stderr %q; want 1, not found", code, errOut)
+	}
+
+	// kill -9 a replica that holds the key on disk, restart it, and read its own copy.
+	victim := servers[1]
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	victim.cmd.Wait()
+	startServer(t, victim)
+	// ONE through n2 reads n2's own copy first.
+	got := waitFor(t, "n2 serves again", "get", "--addr", n2, "--keyspace", "app", "--consistency", "ONE", "durable")
+	if got != "on disk" {
+		t.Fatalf("after kill -9 and restart, n2 reads %q", got)
+	}
+}
+
+func TestCommandLineErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		text string
+	}{
+		{[]string{}, 2, "Usage: kura <command>"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"get"}, 2, "get KEY"},
+		{[]string{"get", "k", "--consistency", "MOST"}, 2, "unknown consistency level"},
+		{[]string{"server", "--dc", "x", "--in-memory"}, 2, "--id is required"},
+		{[]string{"server", "--id", "a", "--dc", "x"}, 2, "exactly one of --data-dir DIR and --in-memory"},
+		{[]string{"keyspace"}, 2, "keyspace create NAME"},
+		{[]string{"get", "k", "--addr", "127.0.0.1:1", "--timeout", "300ms"}, 1, "no node answered"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := kura(tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.text) {
+			t.Errorf("kura %v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.text)
+		}
+	}
+}
