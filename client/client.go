@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ring"
@@ -147,7 +148,7 @@ func (c *Client) refreshFrom(ctx context.Context, addr string) error {
 	}
 	members := make([]ring.Member, 0, len(st.GetNodes()))
 	for _, n := range st.GetNodes() {
-		members = append(members, ring.Member{ID: n.GetId(), DC: n.GetDc(), Tokens: ring.TokensFor(n.GetId(), ring.DefaultVnodes)})
+		members = append(members, ring.Member{ID: n.GetId(), DC: n.GetDc(), Tokens: cluster.Node{ID: n.GetId(), Tokens: n.GetTokens()}.RingTokens(ring.DefaultVnodes)})
 	}
 	r, err := ring.New(members)
 	if err != nil {

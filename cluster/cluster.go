@@ -5,8 +5,11 @@
 package cluster
 
 import (
+	"slices"
 	"sort"
 	"sync"
+
+	"github.com/kuradb/kura/ring"
 )
 
 // Node is a member of the cluster as the directory knows it.
@@ -15,6 +18,27 @@ type Node struct {
 	DC         string
 	Addr       string // node-to-node transport address
 	ClientAddr string // gRPC client API address; empty when the node serves none
+	// Tokens are the node's ring positions when chosen by hand (experiments that need
+	// evenly spaced tokens); empty means the positions derived from the id.
+	Tokens []uint64
+}
+
+// RingTokens returns the node's ring positions: those it was given, or else vnodes
+// positions derived from its id.
+func (n Node) RingTokens(vnodes int) []ring.Token {
+	if len(n.Tokens) == 0 {
+		return ring.TokensFor(n.ID, vnodes)
+	}
+	tokens := make([]ring.Token, len(n.Tokens))
+	for i, t := range n.Tokens {
+		tokens[i] = ring.Token(t)
+	}
+	return tokens
+}
+
+// Equal reports whether two entries are identical.
+func (n Node) Equal(o Node) bool {
+	return n.ID == o.ID && n.DC == o.DC && n.Addr == o.Addr && n.ClientAddr == o.ClientAddr && slices.Equal(n.Tokens, o.Tokens)
 }
 
 // View is the read side of the directory.
@@ -110,7 +134,7 @@ func (d *Directory) Upsert(n Node) bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.nodes[n.ID]; ok && old == n {
+	if old, ok := d.nodes[n.ID]; ok && old.Equal(n) {
 		return false
 	}
 	d.nodes[n.ID] = n

@@ -126,7 +126,7 @@ func (c *Coordinator) Ring() (*ring.Ring, error) {
 	nodes := c.view.Nodes()
 	members := make([]ring.Member, len(nodes))
 	for i, n := range nodes {
-		members[i] = ring.Member{ID: n.ID, DC: n.DC, Tokens: ring.TokensFor(n.ID, c.cfg.Vnodes)}
+		members[i] = ring.Member{ID: n.ID, DC: n.DC, Tokens: n.RingTokens(c.cfg.Vnodes)}
 	}
 	r, err := ring.New(members)
 	if err != nil {

@@ -190,15 +190,15 @@ func (h *heartbeat) Distance(id string) time.Duration {
 func nodesDigest(nodes []cluster.Node) uint64 {
 	h := fnv.New64a()
 	for _, n := range nodes {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", n.ID, n.DC, n.Addr, n.ClientAddr)
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%v\x00", n.ID, n.DC, n.Addr, n.ClientAddr, n.Tokens)
 	}
 	return h.Sum64()
 }
 
 func peerInfo(n cluster.Node) *kurav1.PeerInfo {
-	return &kurav1.PeerInfo{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr}
+	return &kurav1.PeerInfo{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Tokens: n.Tokens}
 }
 
 func fromPeerInfo(p *kurav1.PeerInfo) cluster.Node {
-	return cluster.Node{ID: p.GetId(), DC: p.GetDc(), Addr: p.GetAddr(), ClientAddr: p.GetClientAddr()}
+	return cluster.Node{ID: p.GetId(), DC: p.GetDc(), Addr: p.GetAddr(), ClientAddr: p.GetClientAddr(), Tokens: p.GetTokens()}
 }

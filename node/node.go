@@ -31,6 +31,9 @@ type Config struct {
 	Listen     string   // node-to-node address; "127.0.0.1:0" picks a port
 	ClientAddr string   // gRPC client API address; empty serves none
 	Seeds      []string // node-to-node addresses of nodes to join through
+	// Tokens places the node on the ring by hand (e.g. ring.EvenTokens for experiments);
+	// empty derives Vnodes tokens from the id.
+	Tokens []uint64
 	// Peers are nodes known in advance (from a topology file or an in-process cluster),
 	// with their addresses; the heartbeat finds the rest through seeds.
 	Peers []cluster.Node
@@ -126,7 +129,7 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	self := cluster.Node{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.transport.Addr()}
+	self := cluster.Node{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.transport.Addr(), Tokens: n.cfg.Tokens}
 	if n.cfg.ClientAddr != "" {
 		n.grpcListener, err = net.Listen("tcp", n.cfg.ClientAddr)
 		if err != nil {

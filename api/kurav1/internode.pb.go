@@ -468,6 +468,7 @@ type PeerInfo struct {
 	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
 	Addr          string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`
 	ClientAddr    string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
+	Tokens        []uint64               `protobuf:"varint,5,rep,packed,name=tokens,proto3" json:"tokens,omitempty"` // empty: the tokens derived from the id
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +529,13 @@ func (x *PeerInfo) GetClientAddr() string {
 		return x.ClientAddr
 	}
 	return ""
+}
+
+func (x *PeerInfo) GetTokens() []uint64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
 }
 
 // PingRequest is the directory's heartbeat. It carries digests of what the sender knows,
@@ -729,13 +737,14 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12+\n" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"_\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"w\n" +
 	"\bPeerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02dc\x18\x02 \x01(\tR\x02dc\x12\x12\n" +
 	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x1f\n" +
 	"\vclient_addr\x18\x04 \x01(\tR\n" +
-	"clientAddr\"\x80\x01\n" +
+	"clientAddr\x12\x16\n" +
+	"\x06tokens\x18\x05 \x03(\x04R\x06tokens\"\x80\x01\n" +
 	"\vPingRequest\x12)\n" +
 	"\x06sender\x18\x01 \x01(\v2\x11.kura.v1.PeerInfoR\x06sender\x12#\n" +
 	"\rschema_digest\x18\x02 \x01(\x04R\fschemaDigest\x12!\n" +

@@ -914,6 +914,7 @@ type NodeStatus struct {
 	Addr          string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`                               // node-to-node address
 	ClientAddr    string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"` // gRPC client API address
 	Alive         bool                   `protobuf:"varint,5,opt,name=alive,proto3" json:"alive,omitempty"`
+	Tokens        []uint64               `protobuf:"varint,6,rep,packed,name=tokens,proto3" json:"tokens,omitempty"` // empty: the tokens derived from the id
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -981,6 +982,13 @@ func (x *NodeStatus) GetAlive() bool {
 		return x.Alive
 	}
 	return false
+}
+
+func (x *NodeStatus) GetTokens() []uint64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
 }
 
 type ClusterStatusResponse struct {
@@ -1087,7 +1095,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
 	"\x17DescribeKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14ClusterStatusRequest\"w\n" +
+	"\x14ClusterStatusRequest\"\x8f\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -1095,7 +1103,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x1f\n" +
 	"\vclient_addr\x18\x04 \x01(\tR\n" +
 	"clientAddr\x12\x14\n" +
-	"\x05alive\x18\x05 \x01(\bR\x05alive\"V\n" +
+	"\x05alive\x18\x05 \x01(\bR\x05alive\x12\x16\n" +
+	"\x06tokens\x18\x06 \x03(\x04R\x06tokens\"V\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes*\x8c\x01\n" +
