@@ -1,0 +1,52 @@
+package embedded
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/topology"
+)
+
+func TestStartStopRestart(t *testing.T) {
+	topo, err := topology.Example("lan-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(topo, Options{ClientAPI: true, Node: node.Config{
+		HeartbeatInterval: 20 * time.Millisecond, SuspectAfter: 300 * time.Millisecond,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes) != len(topo.Nodes()) {
+		t.Fatalf("%d nodes, want %d", len(c.Nodes), len(topo.Nodes()))
+	}
+	victim := c.Nodes[1]
+	addr := victim.Addr()
+	if err := c.Stop(victim.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatalf("the others never saw %s down: %v", victim.ID(), err)
+	}
+	if err := c.Restart(victim.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Node(victim.ID()).Addr(); got != addr {
+		t.Fatalf("restarted on %s, want its old address %s", got, addr)
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatalf("the restarted node never rejoined: %v", err)
+	}
+	if err := c.Restart(victim.ID()); err == nil {
+		t.Fatal("restarting a running node succeeded")
+	}
+}

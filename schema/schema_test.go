@@ -1,0 +1,93 @@
+package schema
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kuradb/kura/storage"
+)
+
+func TestCompile(t *testing.T) {
+	tests := []struct {
+		ks   Keyspace
+		want error
+	}{
+		{Keyspace{Name: "app", Replication: "dc1=2,dc2=1"}, nil},
+		{Keyspace{Name: "App_2", Replication: "simple=3", Partitioner: "ordered"}, nil},
+		{Keyspace{Name: "", Replication: "simple=1"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "9lives", Replication: "simple=1"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "has space", Replication: "simple=1"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "system_x", Replication: "simple=1"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "app", Replication: "dc1=0"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "app", Replication: ""}, ErrInvalidKeyspace},
+		{Keyspace{Name: "app", Replication: "simple=1", Partitioner: "random"}, ErrInvalidKeyspace},
+	}
+	for _, tt := range tests {
+		got, err := tt.ks.Compile()
+		if !errors.Is(err, tt.want) {
+			t.Errorf("Compile(%+v) error = %v, want %v", tt.ks, err, tt.want)
+			continue
+		}
+		if err == nil && (got.Strategy() == nil || got.Partition() == nil || got.Partitioner == "") {
+			t.Errorf("Compile(%+v) left the keyspace unprepared: %+v", tt.ks, got)
+		}
+	}
+}
+
+func openEngine(t *testing.T, dir string) *storage.Engine {
+	t.Helper()
+	e, err := storage.Open(storage.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestCatalogMergesNewestAndPersists(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := c.Digest()
+	if changed, err := c.Apply(Keyspace{Name: "app", Replication: "simple=1", Timestamp: 10}); err != nil || !changed {
+		t.Fatalf("first Apply = %v, %v", changed, err)
+	}
+	if changed, _ := c.Apply(Keyspace{Name: "app", Replication: "simple=3", Timestamp: 5}); changed {
+		t.Fatal("an older definition replaced a newer one")
+	}
+	if changed, _ := c.Apply(Keyspace{Name: "app", Replication: "simple=2", Timestamp: 20}); !changed {
+		t.Fatal("a newer definition was not applied")
+	}
+	if _, err := c.Apply(Keyspace{Name: "bad name", Replication: "simple=2", Timestamp: 30}); !errors.Is(err, ErrInvalidKeyspace) {
+		t.Fatalf("invalid definition: err = %v", err)
+	}
+	if c.Digest() == empty {
+		t.Fatal("digest did not change")
+	}
+	digest := c.Digest()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e = openEngine(t, dir)
+	defer e.Close()
+	c, err = Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := c.Get("app")
+	if err != nil || ks.Replication != "simple=2" || ks.Strategy().ReplicationFactor() != 2 {
+		t.Fatalf("after reopen Get(app) = %+v, %v; want simple=2", ks, err)
+	}
+	if c.Digest() != digest {
+		t.Fatal("digest differs after reopen")
+	}
+	if _, err := c.Get("nope"); !errors.Is(err, ErrNoKeyspace) {
+		t.Fatalf("Get(nope) error = %v", err)
+	}
+	if list := c.List(); len(list) != 1 || list[0].Name != "app" {
+		t.Fatalf("List() = %+v", list)
+	}
+}
