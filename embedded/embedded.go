@@ -33,6 +33,9 @@ type Options struct {
 	Node node.Config
 	// Logger receives the nodes' logs; nil discards them.
 	Logger *slog.Logger
+	// Tokens, when set, places each node on the ring by hand (e.g. ring.EvenTokens for an
+	// experiment's layout): it gets the node's position in topology order and its spec.
+	Tokens func(index int, spec topology.NodeInDC) []uint64
 }
 
 // Cluster is a running embedded cluster.
@@ -53,9 +56,12 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Cluster{Topology: topo, Stats: transport.NewStats()}
-	for _, spec := range topo.Nodes() {
+	for i, spec := range topo.Nodes() {
 		cfg := opts.Node
 		cfg.ID, cfg.DC = spec.ID, spec.DC
+		if opts.Tokens != nil {
+			cfg.Tokens = opts.Tokens(i, spec)
+		}
 		cfg.Listen = orLoopback(spec.Addr)
 		if opts.ClientAPI {
 			cfg.ClientAddr = orLoopback(spec.ClientAddr)

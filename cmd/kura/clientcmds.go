@@ -48,6 +48,14 @@ func (f clientFlags) connect() (*client.Client, consistency.Level, context.Conte
 	return c, level, ctx, cancel, nil
 }
 
+// explain adds what to do next to errors a newcomer meets first.
+func (f clientFlags) explain(err error) error {
+	if client.IsNotFound(err) {
+		return fmt.Errorf("%w (create it first: kura keyspace create %s --replication simple=3)", err, *f.keyspace)
+	}
+	return err
+}
+
 func runPut(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("put", stderr)
 	cf := addClientFlags(fs)
@@ -71,7 +79,7 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	defer c.Close()
 	_, err = c.Put(ctx, *cf.keyspace, []byte(pos[0]), value, level)
-	return err
+	return cf.explain(err)
 }
 
 func runGet(args []string, stdout, stderr io.Writer) error {
@@ -92,7 +100,7 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 	defer c.Close()
 	value, found, err := c.Get(ctx, *cf.keyspace, []byte(pos[0]), level)
 	if err != nil {
-		return err
+		return cf.explain(err)
 	}
 	if !found {
 		fmt.Fprintln(stderr, "not found")
@@ -119,7 +127,7 @@ func runDel(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	defer c.Close()
 	_, err = c.Delete(ctx, *cf.keyspace, []byte(pos[0]), level)
-	return err
+	return cf.explain(err)
 }
 
 func runScan(args []string, stdout, stderr io.Writer) error {
@@ -144,7 +152,7 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 	defer c.Close()
 	items, err := c.Scan(ctx, *cf.keyspace, nonEmpty(*start), nonEmpty(*end), *limit, level)
 	if err != nil {
-		return err
+		return cf.explain(err)
 	}
 	if *asJSON {
 		type item struct {

@@ -5,15 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuradb/kura/membership/scuttlebutt"
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/ferry"
 	"github.com/kuradb/kura/sim"
 )
 
 func TestZZPerf(t *testing.T) {
-	n := 500
-	c, err := New(Config{Protocol: scuttlebutt.Protocol, Seed: 1, DCs: []string{"a", "b"},
+	n := 1000
+	evs := map[string]int{}
+	c, err := New(Config{Protocol: ferry.Protocol, Seed: 1, DCs: []string{"a", "b"},
 		Links: sim.UniformLinks{Local: sim.LinkSpec{Latency: 200 * time.Microsecond}, Remote: sim.LinkSpec{Latency: 50 * time.Millisecond}},
-		Wire:  sim.TCPIPv4, Seeds: []string{"n0000", "n0001"}})
+		Wire:  sim.TCPIPv4, Seeds: []string{"n0000", "n0001"}, OnEvent: func(now time.Duration, obs string, e membership.Event) {
+			if now > 200*time.Second && now < 201*time.Second {
+				evs[fmt.Sprint(e.Kind, " ", e.ID, " ", e.Key, "=", e.Value)]++
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +41,7 @@ func TestZZPerf(t *testing.T) {
 	c.Sim().RunUntil(300 * time.Second)
 	w := c.Sim().Network().Counters().Sub(before)
 	t.Logf("wall %v total %.0f bps interdc %.0f bps; disagreement %q", time.Since(start), float64(w.Total().Bytes)*8/100, float64(w.InterDC().Bytes)*8/100, c.Disagreement())
+	t.Log(evs)
 	for _, k := range w.Keys() {
 		t.Logf("%v %+v", k, w[k])
 	}

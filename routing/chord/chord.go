@@ -288,6 +288,10 @@ func (n *Node) Self() Peer { return n.self }
 // Protocol returns the protocol the node runs.
 func (n *Node) Protocol() Protocol { return n.cfg.Protocol }
 
+// Joined reports whether the node is on the global ring: it started one, its join found
+// a successor, or it was built stabilised.
+func (n *Node) Joined() bool { return n.joined }
+
 // Predecessor returns the node's predecessor on a ring; zero when unknown.
 func (n *Node) Predecessor(layer Layer) Peer { return n.rings[layer].pred }
 
@@ -367,7 +371,8 @@ func (n *Node) Step(now time.Duration, m Message) Output {
 	}
 	switch m.Type {
 	case MsgFindSuccessor:
-		n.send(m.From, Message{Type: MsgHopAck, Layer: m.Layer, Seq: m.Seq, Origin: m.Origin, Hops: m.Hops})
+		// The purpose lets a driver tell client lookups' traffic from maintenance.
+		n.send(m.From, Message{Type: MsgHopAck, Layer: m.Layer, Seq: m.Seq, Origin: m.Origin, Hops: m.Hops, Purpose: m.Purpose})
 		n.handleFind(now, m)
 	case MsgFoundSuccessor:
 		n.handleFound(now, m)
@@ -544,7 +549,11 @@ func (n *Node) answer(now time.Duration, m Message) {
 	reply.Type = MsgFoundSuccessor
 	reply.Final = false
 	reply.Owner = n.self
-	reply.Peers = r.succs[:min(len(r.succs), n.cfg.SuccessorListLen)]
+	if m.Purpose != PurposeFinger {
+		// The store places replicas on the owner's successors; a joining node starts its
+		// list with them. A finger needs only the owner.
+		reply.Peers = r.succs[:min(len(r.succs), n.cfg.SuccessorListLen)]
+	}
 	if m.Origin.Name == n.self.Name {
 		reply.From = n.self
 		n.handleFound(now, reply)
