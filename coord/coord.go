@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
@@ -44,6 +45,11 @@ type Config struct {
 	ReplicaTimeout time.Duration
 	// Vnodes is the number of tokens per node; every node of a cluster must use the same.
 	Vnodes int
+	// Router, when set, finds a key's owner by DHT lookup (chord, mlchord): the replicas
+	// are then the owner and its successors, as many as the keyspace's replication factor
+	// (datacenters are not considered). Nil places replicas on the full ring view with the
+	// keyspace's strategy (onehop).
+	Router routing.Router
 	Logger *slog.Logger
 }
 
@@ -163,12 +169,28 @@ type replicaSet struct {
 	rfPerDC  map[string]int
 }
 
-func (c *Coordinator) replicasFor(ks schema.Keyspace, token ring.Token) (replicaSet, error) {
-	p, err := c.placement(ks.Strategy())
-	if err != nil {
-		return replicaSet{}, err
+func (c *Coordinator) replicasFor(ctx context.Context, ks schema.Keyspace, key []byte) (replicaSet, error) {
+	var members []ring.Member
+	if c.cfg.Router != nil {
+		route, err := c.cfg.Router.Lookup(ctx, key)
+		if err != nil {
+			return replicaSet{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		ids := append([]string{route.Owner}, route.Successors...)
+		for _, id := range ids[:min(len(ids), ks.Strategy().ReplicationFactor())] {
+			n, ok := c.view.Node(id)
+			if !ok {
+				return replicaSet{}, fmt.Errorf("%w: routing named node %s, unknown to the directory", ErrUnavailable, id)
+			}
+			members = append(members, ring.Member{ID: n.ID, DC: n.DC})
+		}
+	} else {
+		p, err := c.placement(ks.Strategy())
+		if err != nil {
+			return replicaSet{}, err
+		}
+		members = p.ReplicasFor(ks.Partition().Token(key))
 	}
-	members := p.ReplicasFor(token)
 	dcs := make([]string, len(members))
 	for i, m := range members {
 		dcs[i] = m.DC

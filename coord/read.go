@@ -34,7 +34,10 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	if err != nil {
 		return storage.Record{}, false, err
 	}
-	set, err := c.replicasFor(ks, ks.Partition().Token(key))
+	if ks.Erasure.Enabled() {
+		return c.ldrGet(ctx, ks, key, cl)
+	}
+	set, err := c.replicasFor(ctx, ks, key)
 	if err != nil {
 		return storage.Record{}, false, err
 	}

@@ -36,6 +36,9 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	if err != nil {
 		return nil, err
 	}
+	if ks.Erasure.Enabled() {
+		return c.ldrScan(ctx, ks, start, end, limit, cl)
+	}
 	p, err := c.placement(ks.Strategy())
 	if err != nil {
 		return nil, err

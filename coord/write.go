@@ -44,7 +44,10 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec storage.Re
 	if err != nil {
 		return 0, err
 	}
-	set, err := c.replicasFor(ks, ks.Partition().Token(rec.Key))
+	if ks.Erasure.Enabled() {
+		return c.ldrWrite(ctx, ks, rec, cl)
+	}
+	set, err := c.replicasFor(ctx, ks, rec.Key)
 	if err != nil {
 		return 0, err
 	}

@@ -116,8 +116,7 @@ func nonEmpty(b []byte) []byte {
 }
 
 func (s *apiServer) CreateKeyspace(ctx context.Context, req *kurav1.CreateKeyspaceRequest) (*kurav1.CreateKeyspaceResponse, error) {
-	ks := req.GetKeyspace()
-	err := s.node.CreateKeyspace(ctx, schema.Keyspace{Name: ks.GetName(), Replication: ks.GetReplication(), Partitioner: ks.GetPartitioner()})
+	err := s.node.CreateKeyspace(ctx, keyspaceFromProto(req.GetKeyspace()))
 	if err != nil {
 		return nil, statusOf(err)
 	}

@@ -39,11 +39,11 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 		}
 	}
 	if existing, err := n.catalog.Get(ks.Name); err == nil {
-		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner {
+		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner && existing.Erasure == compiled.Erasure {
 			return nil // creating what exists is a no-op, so scripts can re-run
 		}
-		return fmt.Errorf("%w %s: already exists with replication %s, partitioner %s",
-			schema.ErrInvalidKeyspace, ks.Name, existing.Replication, existing.Partitioner)
+		return fmt.Errorf("%w %s: already exists with %s, partitioner %s",
+			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner)
 	}
 	if _, err := n.catalog.Apply(compiled); err != nil {
 		return err
@@ -86,13 +86,9 @@ func (n *Node) applySchemaUpdate(payload []byte) error {
 }
 
 func (n *Node) applySchema(update *kurav1.SchemaUpdate) error {
-	ks := update.GetKeyspace()
-	_, err := n.catalog.Apply(schema.Keyspace{
-		Name:        ks.GetName(),
-		Replication: ks.GetReplication(),
-		Partitioner: ks.GetPartitioner(),
-		Timestamp:   hlc.Timestamp(update.GetTimestamp()),
-	})
+	ks := keyspaceFromProto(update.GetKeyspace())
+	ks.Timestamp = hlc.Timestamp(update.GetTimestamp())
+	_, err := n.catalog.Apply(ks)
 	return err
 }
 
@@ -101,7 +97,29 @@ func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
 }
 
 func keyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {
-	return &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner}
+	out := &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner}
+	if ks.Erasure.Enabled() {
+		out.Erasure = &kurav1.Erasure{M: uint32(ks.Erasure.M), K: uint32(ks.Erasure.K)}
+	}
+	return out
+}
+
+// keyspaceFromProto reads a definition from the wire; Compile validates it.
+func keyspaceFromProto(ks *kurav1.Keyspace) schema.Keyspace {
+	return schema.Keyspace{
+		Name:        ks.GetName(),
+		Replication: ks.GetReplication(),
+		Partitioner: ks.GetPartitioner(),
+		Erasure:     schema.Erasure{M: int(ks.GetErasure().GetM()), K: int(ks.GetErasure().GetK())},
+	}
+}
+
+// describePlacement says how a keyspace keeps its values, for messages.
+func describePlacement(ks schema.Keyspace) string {
+	if ks.Erasure.Enabled() {
+		return "erasure " + ks.Erasure.String()
+	}
+	return "replication " + ks.Replication
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -16,8 +16,12 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/routing"
+	"github.com/kuradb/kura/routing/chord"
+	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/topology"
@@ -49,6 +53,23 @@ type Config struct {
 	// clusters so one object counts the whole cluster).
 	Stats *transport.Stats
 
+	// RESPAddr serves the Redis protocol (package resp) on this address; empty serves none.
+	RESPAddr string
+	// RESPPassword, when set, is the password Redis clients must give with AUTH or HELLO.
+	RESPPassword string
+	// RESPConsistency is the consistency level of a new Redis connection; default ONE.
+	RESPConsistency consistency.Level
+	// HTTPAddr serves /metrics, /healthz and /status on this address; empty serves none.
+	HTTPAddr string
+
+	// Routing picks how the coordinator finds a key's replicas: "onehop" (default: the
+	// full ring view), or a DHT: "chord", "mlchord" (kura's ML-Chord) or "mlchord-paper"
+	// (the paper's rule as printed).
+	Routing string
+	// DHTRequestTimeout bounds a DHT hop's acknowledgement; it must exceed the longest
+	// round trip between DCs. Default 1 s.
+	DHTRequestTimeout time.Duration
+
 	Limits            coord.Limits
 	Vnodes            int
 	HeartbeatInterval time.Duration // default 500 ms
@@ -70,9 +91,12 @@ type Node struct {
 	transport *transport.Transport
 	coord     *coord.Coordinator
 	heartbeat *heartbeat
+	dht       *dhtRuntime // nil with onehop routing
 
 	grpcServer   *grpc.Server
 	grpcListener net.Listener
+	metrics      *metrics.Registry
+	frontEnds    frontEnds // the Redis and HTTP servers
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -101,6 +125,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.loop(cfg.HeartbeatInterval, n.heartbeat.round)
 	go n.loop(time.Second, n.replayHints)
 	go n.loop(time.Hour, n.collectGarbage)
+	if n.dht != nil {
+		n.wg.Add(1)
+		go n.loop(dhtTick, n.dht.tick)
+	}
 	return n, nil
 }
 
@@ -142,16 +170,32 @@ func (n *Node) open() error {
 		n.directory.Upsert(p)
 	}
 	n.heartbeat = newHeartbeat(n)
-	n.coord = coord.New(coord.Config{
+	coordCfg := coord.Config{
 		Limits:         n.cfg.Limits,
 		ReplicaTimeout: n.cfg.ReplicaTimeout,
 		Vnodes:         n.cfg.Vnodes,
 		Logger:         n.log,
-	}, n.directory, n.catalog, n.engine, n.transport, n.clock, n.heartbeat)
+	}
+	if n.cfg.Routing != "" && n.cfg.Routing != "onehop" {
+		protocol, err := chord.ParseProtocol(n.cfg.Routing)
+		if err != nil {
+			return fmt.Errorf("routing: %w (want onehop, chord, mlchord or mlchord-paper)", err)
+		}
+		if n.dht, err = newDHTRuntime(n, protocol); err != nil {
+			return err
+		}
+		coordCfg.Router = n.dht.dht
+		// Scans read ranges from the directory's ring: with one token per node at the
+		// DHT's own positions it is the DHT's ring.
+		coordCfg.Vnodes = 1
+	}
+	n.coord = coord.New(coordCfg, n.directory, n.catalog, n.engine, n.transport, n.clock, n.heartbeat)
+	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
 		n.grpcServer = grpc.NewServer(
 			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+1<<16),
 			grpc.MaxSendMsgSize(maxScanResponseBytes),
+			grpc.UnaryInterceptor(n.observeUnary),
 		)
 		api := &apiServer{node: n}
 		kurav1.RegisterKVServer(n.grpcServer, api)
@@ -162,7 +206,7 @@ func (n *Node) open() error {
 			}
 		}()
 	}
-	return nil
+	return n.startFrontEnds()
 }
 
 // ID returns the node's id.
@@ -199,7 +243,11 @@ func (n *Node) Close() error {
 	} else if n.grpcListener != nil {
 		n.grpcListener.Close()
 	}
+	n.frontEnds.close()
 	n.wg.Wait()
+	if n.dht != nil {
+		n.dht.dht.Leave() // successor and predecessor learn at once, not by timeout
+	}
 	var errs []error
 	if n.transport != nil {
 		errs = append(errs, n.transport.Close())
@@ -256,6 +304,8 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return n.heartbeat.handlePing(payload)
 	case kind == kindSchema:
 		return nil, n.applySchemaUpdate(payload)
+	case kind == kindChord && n.dht != nil:
+		return nil, n.dht.handle(payload)
 	}
 	return nil, fmt.Errorf("unknown message kind %v from %s", kind, from.ID)
 }
@@ -277,4 +327,12 @@ func (n *Node) AddPeers(peers ...cluster.Node) {
 	for _, p := range peers {
 		n.directory.Upsert(p)
 	}
+}
+
+// Router returns the DHT router when the node routes with chord or mlchord, else nil.
+func (n *Node) Router() *routing.DHT {
+	if n.dht == nil {
+		return nil
+	}
+	return n.dht.dht
 }

@@ -54,6 +54,11 @@ func ParseProtocol(name string) (Protocol, error) {
 	return 0, fmt.Errorf("%w %q (want chord, mlchord-paper or mlchord)", ErrUnknownProtocol, name)
 }
 
+// DefaultSuccessorListLen is Chord's r unless configured: O(log N) for clusters up to tens
+// of thousands of nodes, and long enough that routing through the list cuts a third of
+// the hops at 1000 nodes.
+const DefaultSuccessorListLen = 16
+
 // Config sets up a Node. Zero durations and lengths take the defaults documented on each
 // field.
 type Config struct {
@@ -63,8 +68,8 @@ type Config struct {
 	// IDBits is the width m of the identifier circle; 0 means Bits (64). Tests narrow it
 	// to replay the paper's 4-bit example.
 	IDBits int
-	// SuccessorListLen is r, the successors kept for fault tolerance; 0 means 16, Chord's
-	// O(log N) for clusters up to tens of thousands of nodes. kura's mlchord keeps more on
+	// SuccessorListLen is r, the successors kept for fault tolerance; 0 means
+	// DefaultSuccessorListLen. kura's mlchord keeps more on
 	// its global ring when the gap to the own DC is longer, and routes through the list.
 	SuccessorListLen int
 	// GapListMax caps mlchord's global successor list; 0 means 1024. A DC whose gaps are
@@ -117,7 +122,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	setInt(&c.IDBits, Bits)
-	setInt(&c.SuccessorListLen, 16)
+	setInt(&c.SuccessorListLen, DefaultSuccessorListLen)
 	setInt(&c.GapListMax, 1024)
 	setInt(&c.LookupAttempts, 3)
 	setDuration(&c.StabilizeInterval, time.Second)
@@ -257,8 +262,8 @@ type pendingRequest struct {
 }
 
 type timers struct {
-	armed                                bool
-	stabilize, fixFingers, checkPredcsor time.Duration
+	armed                                   bool
+	stabilize, fixFingers, checkPredecessor time.Duration
 }
 
 // New returns a node that is on no ring yet; call Join, or build it with
@@ -373,6 +378,12 @@ func (n *Node) Step(now time.Duration, m Message) Output {
 	case MsgFindSuccessor:
 		// The purpose lets a driver tell client lookups' traffic from maintenance.
 		n.send(m.From, Message{Type: MsgHopAck, Layer: m.Layer, Seq: m.Seq, Origin: m.Origin, Hops: m.Hops, Purpose: m.Purpose})
+		if !n.joined {
+			// With no tables it would name itself the owner and lead a joining node into
+			// a ring of its own. The acknowledgement keeps the sender from suspecting it;
+			// the lookup's own timeout makes the joining node try again.
+			return n.flush()
+		}
 		n.handleFind(now, m)
 	case MsgFoundSuccessor:
 		n.handleFound(now, m)
@@ -408,10 +419,10 @@ func (n *Node) Tick(now time.Duration) Output {
 	if !n.timers.armed {
 		// A random first phase keeps nodes started together from stabilising in lockstep.
 		n.timers = timers{
-			armed:         true,
-			stabilize:     now + n.jitter(n.cfg.StabilizeInterval),
-			fixFingers:    now + n.jitter(n.cfg.FixFingersInterval),
-			checkPredcsor: now + n.jitter(n.cfg.CheckPredecessorInterval),
+			armed:            true,
+			stabilize:        now + n.jitter(n.cfg.StabilizeInterval),
+			fixFingers:       now + n.jitter(n.cfg.FixFingersInterval),
+			checkPredecessor: now + n.jitter(n.cfg.CheckPredecessorInterval),
 		}
 	}
 	if !n.joined {
@@ -429,8 +440,8 @@ func (n *Node) Tick(now time.Duration) Output {
 			n.fixNextFinger(now, l)
 		}
 	}
-	if now >= n.timers.checkPredcsor {
-		n.timers.checkPredcsor = now + n.jitter(n.cfg.CheckPredecessorInterval)
+	if now >= n.timers.checkPredecessor {
+		n.timers.checkPredecessor = now + n.jitter(n.cfg.CheckPredecessorInterval)
 		for _, l := range n.layers() {
 			if p := n.rings[l].pred; !p.IsZero() {
 				n.request(now, p, requestPing, l, MsgPing)
@@ -503,6 +514,11 @@ func (n *Node) attempt(now time.Duration, seq uint64) {
 	}
 	if p.purpose == PurposeJoin {
 		via := n.bootstraps(p.layer)
+		if len(via) == 0 {
+			// A later Join started the ring alone; this older join is moot.
+			delete(n.lookups, seq)
+			return
+		}
 		n.forward(now, m, via[(p.attempts-1)%len(via)], false)
 		return
 	}
@@ -607,7 +623,7 @@ func (n *Node) expire(now time.Duration) {
 	}
 	slices.Sort(lateRequests)
 	for _, seq := range lateRequests {
-		if req, ok := n.requests[seq]; ok {
+		if req, ok := n.requests[seq]; ok && now >= req.deadline {
 			delete(n.requests, seq)
 			n.markFailed(now, req.to)
 		}
@@ -620,7 +636,9 @@ func (n *Node) expire(now time.Duration) {
 	}
 	sortHopKeys(lateForwards)
 	for _, k := range lateForwards {
-		if f, ok := n.forwards[k]; ok {
+		// Routing around an earlier failure may have re-registered the key with a fresh
+		// deadline and another peer: only a forward still late counts.
+		if f, ok := n.forwards[k]; ok && now >= f.deadline {
 			n.markFailed(now, f.to) // routes f around the failed peer
 		}
 	}
@@ -632,7 +650,9 @@ func (n *Node) expire(now time.Duration) {
 	}
 	slices.Sort(lateLookups)
 	for _, seq := range lateLookups {
-		n.retryLookup(now, seq)
+		if p, ok := n.lookups[seq]; ok && now >= p.deadline {
+			n.retryLookup(now, seq)
+		}
 	}
 }
 

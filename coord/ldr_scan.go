@@ -1,0 +1,171 @@
+package coord
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/storage"
+)
+
+// wholeRing is the one range that covers every token: chunk keys are placed by their own
+// hash, so a node's chunks of a key interval are all it holds in that interval.
+var wholeRing = []ring.Range{{}}
+
+// ldrScan returns up to limit live keys of an erasure-coded keyspace with start <= key <
+// end, in key order, with their values. Each chunk is stored once, so every live node is
+// read, in rounds: one request per node per round for its chunks in [cursor, end), each
+// node's answer bounded (see ldrScanRound). A key's chunks are gathered from the answers
+// and its newest complete version rebuilt as a get would; the level counts, per key, the
+// chunks whose owners answered. Scans do not repair.
+func (c *Coordinator) ldrScan(ctx context.Context, ks schema.Keyspace, start, end []byte, limit int, cl consistency.Level) ([]storage.Record, error) {
+	var out []storage.Record
+	cursor := start
+	for len(out) < limit {
+		round, err := c.ldrScanRound(ctx, ks, cursor, end, limit-len(out), cl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, round.records[:min(len(round.records), limit-len(out))]...)
+		if round.complete {
+			break
+		}
+		// Keys before the cut-off are final; the cut-off key itself may be partial.
+		cursor = round.cutoff
+	}
+	return out, nil
+}
+
+// ldrScanRound reads [cursor, end) once from every live node. A node answers at most
+// m + 1 + 1.5 × limit × m / nodes chunk records: about 1.5 × limit keys' worth of its
+// share, and always more than the m chunks one key can have on it, so every round
+// finishes at least one key.
+func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, cursor, end []byte, limit int, cl consistency.Level) (roundResult, error) {
+	r, err := c.Ring()
+	if err != nil {
+		return roundResult{}, err
+	}
+	m := ks.Erasure.M
+	perNode := m + 1 + 3*limit*m/(2*r.Len())
+	var lower, upper []byte
+	if cursor != nil {
+		lower = chunkKeyBound(cursor)
+	}
+	if end != nil {
+		upper = chunkKeyBound(end)
+	}
+
+	type nodeAnswer struct {
+		member  ring.Member
+		records []storage.Record
+		err     error
+	}
+	var live []ring.Member
+	for _, member := range r.Members() {
+		if c.view.Alive(member.ID) {
+			live = append(live, member)
+		}
+	}
+	answers := make(chan nodeAnswer, len(live))
+	for _, member := range live {
+		go func() {
+			recs, err := c.scanReplica(member, ks, lower, upper, perNode, wholeRing)
+			answers <- nodeAnswer{member: member, records: recs, err: err}
+		}()
+	}
+	answered := map[string]bool{}
+	byKey := map[string]map[int]storage.Record{} // user key -> chunk index -> newest record
+	var cutoff []byte
+	truncated := false
+	for range live {
+		select {
+		case a := <-answers:
+			if a.err != nil {
+				c.log.Debug("scan of chunks", "node", a.member.ID, "err", a.err)
+				continue
+			}
+			answered[a.member.ID] = true
+			var last []byte
+			for _, rec := range a.records {
+				key, index, ok := parseChunkKey(rec.Key)
+				if !ok {
+					continue
+				}
+				last = key
+				chunks := byKey[string(key)]
+				if chunks == nil {
+					chunks = map[int]storage.Record{}
+					byKey[string(key)] = chunks
+				}
+				if old, ok := chunks[index]; !ok || storage.Newer(rec, old) {
+					chunks[index] = rec
+				}
+			}
+			if len(a.records) >= perNode && (!truncated || bytes.Compare(last, cutoff) < 0) {
+				cutoff, truncated = last, true
+			}
+		case <-ctx.Done():
+			return roundResult{}, &TimeoutError{Level: cl, Cause: ctx.Err()}
+		}
+	}
+
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		if !truncated || k < string(cutoff) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	result := roundResult{complete: !truncated, cutoff: cutoff}
+	for _, k := range keys {
+		rec, found, err := c.rebuildScanned(ctx, ks, []byte(k), byKey[k], answered, cl)
+		if err != nil {
+			return roundResult{}, err
+		}
+		if found {
+			result.records = append(result.records, rec)
+		}
+	}
+	return result, nil
+}
+
+// rebuildScanned resolves one key from the chunk records a scan found: the chunks of
+// owners that answered and had none count as missing, those of owners that did not answer
+// as unanswered.
+func (c *Coordinator) rebuildScanned(ctx context.Context, ks schema.Keyspace, key []byte, found map[int]storage.Record, answered map[string]bool, cl consistency.Level) (storage.Record, bool, error) {
+	code, slots, err := c.chunkSlots(ctx, ks, key)
+	if err != nil {
+		return storage.Record{}, false, err
+	}
+	gather := newChunkGather(code)
+	var reached []chunkSlot
+	for _, s := range slots {
+		rec, ok := found[s.index]
+		if ok || answered[s.owner.ID] {
+			gather.add(s.index, rec, ok)
+		}
+		if answered[s.owner.ID] {
+			reached = append(reached, s)
+		}
+	}
+	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
+	if got := slotCounts(reached); !required.Satisfied(got) {
+		return storage.Record{}, false, fmt.Errorf("scan at key %q: %w", key, chunkUnavailable(ks, cl, required, got))
+	}
+	v, err := gather.resolve()
+	if err != nil || v == nil || v.tombstone {
+		if err != nil {
+			err = fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
+		}
+		return storage.Record{}, false, err
+	}
+	value, err := code.Decode(v.chunks)
+	if err != nil {
+		return storage.Record{}, false, fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
+	}
+	return storage.Record{Key: key, Value: value, Timestamp: v.timestamp}, true, nil
+}

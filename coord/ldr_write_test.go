@@ -1,0 +1,131 @@
+package coord_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/erasure"
+)
+
+func TestLDREveryLevelWritesReadsAndDeletes(t *testing.T) {
+	c := startLDRCluster(t, "")
+	ctx := testContext(t)
+	for i, level := range consistency.Levels() {
+		for _, via := range []string{"a2", "b3"} {
+			co := coordOf(c, via)
+			key := []byte(fmt.Sprintf("key\x00%d-%s", i, via))
+			value := bytes.Repeat([]byte(level.String()), 100+i)
+			if _, err := co.Put(ctx, coded.Name, key, value, level); err != nil {
+				t.Fatalf("put at %v via %s: %v", level, via, err)
+			}
+			readLevel := level
+			if level == consistency.Any {
+				readLevel = consistency.All // ANY promises the write exists somewhere, not where
+			}
+			rec, found, err := co.Get(ctx, coded.Name, key, readLevel)
+			if err != nil || !found || !bytes.Equal(rec.Value, value) {
+				t.Fatalf("get at %v via %s = %d bytes, %v, %v; want %d bytes", readLevel, via, len(rec.Value), found, err, len(value))
+			}
+			if _, err := co.Delete(ctx, coded.Name, key, level); err != nil {
+				t.Fatalf("delete at %v via %s: %v", level, via, err)
+			}
+			if _, found, err := co.Get(ctx, coded.Name, key, readLevel); err != nil || found {
+				t.Fatalf("get after delete at %v via %s: found %v, err %v", readLevel, via, found, err)
+			}
+		}
+	}
+	if _, found, err := coordOf(c, "a1").Get(ctx, coded.Name, []byte("never written"), consistency.Quorum); err != nil || found {
+		t.Fatalf("get of a key never written: found %v, err %v", found, err)
+	}
+}
+
+// storedBytes sums what every running node stores for the coded keyspace.
+func storedBytes(t *testing.T, c *embedded.Cluster) (records int, total int64) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		r, b, err := n.Coordinator().StoredBytes(coded.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records += r
+		total += b
+	}
+	return records, total
+}
+
+func TestLDRPutStoresEachChunkOnce(t *testing.T) {
+	c := startLDRCluster(t, "")
+	ctx := testContext(t)
+	code, err := erasure.New(coded.Erasure.M, coded.Erasure.K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("sized")
+	value := bytes.Repeat([]byte("x"), 10240)
+	if _, err := coordOf(c, "b1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
+		t.Fatal(err)
+	}
+	records, total := storedBytes(t, c)
+	// Each chunk key is the key, a 2-byte terminator and the index byte.
+	want := int64(code.M() * (len(key) + 3 + code.ChunkBytes(len(value))))
+	if records != code.M() || total != want {
+		t.Fatalf("stored %d records of %d bytes, want %d of %d (m/k = %.3f of the value plus headers)",
+			records, total, code.M(), want, float64(code.M())/float64(code.K()))
+	}
+}
+
+func TestLDRWriteLevelsCountChunksAndHintDownOwners(t *testing.T) {
+	c := startLDRCluster(t, "")
+	ctx := testContext(t)
+	// Chunk 0's owner holds no other chunk of the key, and the others lie on distinct
+	// nodes, so stopping one owner removes one chunk and stopping three removes three.
+	key := findKey(t, c, "hinted", func(p placement) bool { return len(p.perNode) == coded.Erasure.M })
+	p := placementOf(t, c, key)
+	writer := nodeIn(c, "a", p)
+	if writer == nil {
+		writer = nodeIn(c, "b", p)
+	}
+	co := writer.Coordinator()
+	one := p.owners[0].ID
+	stopAndWait(t, c, writer, one)
+
+	if _, err := co.Put(ctx, coded.Name, key, []byte("v"), consistency.All); !errors.Is(err, coord.ErrUnavailable) {
+		t.Fatalf("ALL put with a chunk owner down: err = %v, want unavailable", err)
+	}
+	if _, err := co.Put(ctx, coded.Name, key, []byte("v"), consistency.Quorum); err != nil {
+		t.Fatalf("QUORUM put (4 of 5 chunks) with one owner down: %v", err)
+	}
+	if n, _ := co.HintsPending(); n != 1 {
+		t.Fatalf("hints pending = %d, want 1 (the down owner's chunk)", n)
+	}
+	more := []string{p.owners[1].ID, p.owners[2].ID}
+	stopAndWait(t, c, writer, more...)
+	if _, err := co.Put(ctx, coded.Name, key, []byte("w"), consistency.One); !errors.Is(err, coord.ErrUnavailable) {
+		t.Fatalf("ONE put with 2 of 5 chunk owners up (k = 3): err = %v, want unavailable", err)
+	}
+	if _, err := co.Put(ctx, coded.Name, key, []byte("w"), consistency.Any); err != nil {
+		t.Fatalf("ANY put with 2 of 5 chunk owners up: %v", err)
+	}
+	if n, _ := co.HintsPending(); n != 1+3 {
+		t.Fatalf("hints pending = %d, want 4", n)
+	}
+
+	for _, id := range append(more, one) {
+		if err := c.Restart(id); err != nil { // back empty: memory died with them
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the hints are delivered", func() bool {
+		n, _ := co.HintsPending()
+		return n == 0
+	})
+	rec, found, err := co.Get(ctx, coded.Name, key, consistency.All)
+	if err != nil || !found || string(rec.Value) != "w" {
+		t.Fatalf("ALL get after hint replay = %q, %v, %v; want w", rec.Value, found, err)
+	}
+}

@@ -1,0 +1,60 @@
+package node
+
+import (
+	"errors"
+	"net"
+	"net/http"
+
+	"github.com/kuradb/kura/resp"
+)
+
+// frontEnds are the node's servers besides the gRPC API: the Redis protocol and the HTTP
+// admin port (metrics, health, status).
+type frontEnds struct {
+	resp         *resp.Server
+	respListener net.Listener
+	http         *http.Server
+	httpListener net.Listener
+}
+
+// startFrontEnds starts the servers the configuration asks for.
+func (n *Node) startFrontEnds() error {
+	if err := n.startRESP(); err != nil {
+		return err
+	}
+	return n.startHTTP()
+}
+
+// close stops the servers and closes their connections.
+func (f *frontEnds) close() {
+	if f.resp != nil {
+		f.resp.Close()
+	}
+	if f.http != nil {
+		f.http.Close()
+	}
+}
+
+// RESPAddr returns the address of the Redis protocol server, or "" when the node serves
+// none.
+func (n *Node) RESPAddr() string { return listenerAddr(n.frontEnds.respListener) }
+
+// HTTPAddr returns the address of the HTTP admin server, or "" when the node serves none.
+func (n *Node) HTTPAddr() string { return listenerAddr(n.frontEnds.httpListener) }
+
+func listenerAddr(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
+}
+
+// serve runs a server's accept loop in the background, logging how it ended unless the
+// node closed it.
+func (n *Node) serve(what string, serve func() error, closed error) {
+	go func() {
+		if err := serve(); err != nil && !errors.Is(err, closed) {
+			n.log.Error(what+" stopped", "err", err)
+		}
+	}()
+}

@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/metrics"
+)
+
+// newMetrics returns the node's registry, reading traffic from its transport and gauges
+// from the node at each scrape.
+func (n *Node) newMetrics() *metrics.Registry {
+	return metrics.New(metrics.Config{Stats: n.transport.Stats(), Gauges: n.gauges})
+}
+
+// gauges reads the node's hints, membership and storage size.
+func (n *Node) gauges() metrics.Gauges {
+	g := metrics.Gauges{StorageDiskBytes: n.engine.Stats().DiskBytes}
+	for _, member := range n.directory.Nodes() {
+		if n.directory.Alive(member.ID) {
+			g.MembersAlive++
+		} else {
+			g.MembersDown++
+		}
+	}
+	if hints, err := n.coord.HintsPending(); err == nil {
+		g.HintsPending = hints
+	} else {
+		n.log.Warn("count hints for metrics", "err", err)
+	}
+	return g
+}
+
+// grpcOps names the metered gRPC methods by the operation they perform.
+var grpcOps = map[string]string{
+	kurav1.KV_Put_FullMethodName:    "put",
+	kurav1.KV_Get_FullMethodName:    "get",
+	kurav1.KV_Delete_FullMethodName: "delete",
+	kurav1.KV_Scan_FullMethodName:   "scan",
+}
+
+// observeUnary is the gRPC interceptor that reports each data request to the metrics, as
+// the Redis front end does.
+func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	op, metered := grpcOps[info.FullMethod]
+	if !metered {
+		return handler(ctx, req)
+	}
+	start := time.Now()
+	reply, err := handler(ctx, req)
+	level := consistency.One // what the API serves when the request names no valid level
+	if r, ok := req.(interface{ GetConsistency() kurav1.Consistency }); ok {
+		if l, lerr := levelFromProto(r.GetConsistency()); lerr == nil {
+			level = l
+		}
+	}
+	n.metrics.Observe("grpc", op, level, time.Since(start), err)
+	return reply, err
+}
