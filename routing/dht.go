@@ -102,4 +102,3 @@ func (d *DHT) dispatch(out chord.Output) {
 		}
 	}
 }
-
