@@ -152,7 +152,7 @@ func (n *Node) open() error {
 		Handler: transport.HandlerFunc(n.handle),
 		Links:   links,
 		Stats:   n.cfg.Stats,
-		Logger:  n.log,
+		Logger:  n.cfg.Logger, // the transport names the node itself
 	})
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
