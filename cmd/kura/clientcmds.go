@@ -12,8 +12,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/schema"
 )
 
 // clientFlags are the flags every client command takes.
@@ -33,24 +35,34 @@ func addClientFlags(fs *flag.FlagSet) clientFlags {
 	}
 }
 
-// connect parses the level and dials the cluster; the caller must cancel and close.
-func (f clientFlags) connect() (*client.Client, consistency.Level, context.Context, context.CancelFunc, error) {
-	level, err := consistency.Parse(*f.consistency)
+// parse parses args and checks that between minArgs and maxArgs arguments remain.
+func (f clientFlags) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int, usage string) ([]string, error) {
+	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return nil, 0, nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *f.timeout)
-	c, err := client.Dial(ctx, strings.Split(*f.addr, ","), client.Options{})
-	if err != nil {
-		cancel()
-		return nil, 0, nil, nil, err
+	if len(pos) < minArgs || len(pos) > maxArgs {
+		return nil, fmt.Errorf("%w: %s", errUsage, usage)
 	}
-	return c, level, ctx, cancel, nil
+	return pos, nil
 }
 
-// explain adds what to do next to errors a newcomer meets first.
-func (f clientFlags) explain(err error) error {
+// withClient dials the cluster as the flags say, runs fn, and closes the connection.
+func (f clientFlags) withClient(fn func(ctx context.Context, c *client.Client, level consistency.Level) error) error {
+	level, err := consistency.Parse(*f.consistency)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *f.timeout)
+	defer cancel()
+	c, err := client.Dial(ctx, strings.Split(*f.addr, ","), client.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	err = fn(ctx, c, level)
 	if client.IsNotFound(err) {
+		// The first error a newcomer meets: say what to do next.
 		return fmt.Errorf("%w (create it first: kura keyspace create %s --replication simple=3)", err, *f.keyspace)
 	}
 	return err
@@ -59,12 +71,9 @@ func (f clientFlags) explain(err error) error {
 func runPut(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("put", stderr)
 	cf := addClientFlags(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := cf.parse(fs, args, 1, 2, "put KEY [VALUE|-] (without VALUE, or with -, the value is read from standard input)")
 	if err != nil {
 		return err
-	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return fmt.Errorf("%w: put KEY [VALUE|-] (without VALUE, or with -, the value is read from standard input)", errUsage)
 	}
 	var value []byte
 	if len(pos) == 2 && pos[1] != "-" {
@@ -72,62 +81,44 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	} else if value, err = io.ReadAll(os.Stdin); err != nil {
 		return fmt.Errorf("read value from standard input: %w", err)
 	}
-	c, level, ctx, cancel, err := cf.connect()
-	if err != nil {
+	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
+		_, err := c.Put(ctx, *cf.keyspace, []byte(pos[0]), value, level)
 		return err
-	}
-	defer cancel()
-	defer c.Close()
-	_, err = c.Put(ctx, *cf.keyspace, []byte(pos[0]), value, level)
-	return cf.explain(err)
+	})
 }
 
 func runGet(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("get", stderr)
 	cf := addClientFlags(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := cf.parse(fs, args, 1, 1, "get KEY")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: get KEY", errUsage)
-	}
-	c, level, ctx, cancel, err := cf.connect()
-	if err != nil {
+	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
+		value, found, err := c.Get(ctx, *cf.keyspace, []byte(pos[0]), level)
+		if err != nil {
+			return err
+		}
+		if !found {
+			fmt.Fprintln(stderr, "not found")
+			return errNotFound
+		}
+		_, err = stdout.Write(value)
 		return err
-	}
-	defer cancel()
-	defer c.Close()
-	value, found, err := c.Get(ctx, *cf.keyspace, []byte(pos[0]), level)
-	if err != nil {
-		return cf.explain(err)
-	}
-	if !found {
-		fmt.Fprintln(stderr, "not found")
-		return errNotFound
-	}
-	_, err = stdout.Write(value)
-	return err
+	})
 }
 
 func runDel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("del", stderr)
 	cf := addClientFlags(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := cf.parse(fs, args, 1, 1, "del KEY")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: del KEY", errUsage)
-	}
-	c, level, ctx, cancel, err := cf.connect()
-	if err != nil {
+	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
+		_, err := c.Delete(ctx, *cf.keyspace, []byte(pos[0]), level)
 		return err
-	}
-	defer cancel()
-	defer c.Close()
-	_, err = c.Delete(ctx, *cf.keyspace, []byte(pos[0]), level)
-	return cf.explain(err)
+	})
 }
 
 func runScan(args []string, stdout, stderr io.Writer) error {
@@ -137,22 +128,16 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 	end := fs.String("end", "", "end key (exclusive; empty: to the last key)")
 	limit := fs.Int("limit", 0, "at most this many keys (0: the server's default, 1000)")
 	asJSON := fs.Bool("json", false, "print a JSON array of {key, value} (values base64)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if _, err := cf.parse(fs, args, 0, 0, "scan takes no arguments, only flags"); err != nil {
 		return err
 	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: scan takes no arguments, only flags", errUsage)
-	}
-	c, level, ctx, cancel, err := cf.connect()
+	var items []client.KeyValue
+	err := cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) (err error) {
+		items, err = c.Scan(ctx, *cf.keyspace, nonEmpty(*start), nonEmpty(*end), *limit, level)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	defer cancel()
-	defer c.Close()
-	items, err := c.Scan(ctx, *cf.keyspace, nonEmpty(*start), nonEmpty(*end), *limit, level)
-	if err != nil {
-		return cf.explain(err)
 	}
 	if *asJSON {
 		type item struct {
@@ -193,28 +178,39 @@ func printable(b []byte) string {
 
 func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | keyspace list | keyspace describe NAME", errUsage)
+		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | --erasure M,K | keyspace list | keyspace describe NAME", errUsage)
 	}
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
 	replication := fs.String("replication", "", `replicas per DC ("dc1=2,dc2=1") or in all ("simple=3")`)
 	partitioner := fs.String("partitioner", "hash", "hash (uniform) or ordered (order-preserving, for range scans)")
+	erasureCode := fs.String("erasure", "", `erasure-code values instead of replicating them: "M,K" stores M chunks, any K of which rebuild a value (e.g. 6,4)`)
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
-	c, _, ctx, cancel, err := cf.connect()
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	defer c.Close()
-	switch args[0] {
+	return cf.withClient(func(ctx context.Context, c *client.Client, _ consistency.Level) error {
+		return keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, stdout)
+	})
+}
+
+// keyspaceCommand runs one keyspace subcommand.
+func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []string, replication, partitioner, erasureCode string, stdout io.Writer) error {
+	switch sub {
 	case "create":
-		if len(pos) != 1 || *replication == "" {
-			return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 [--partitioner hash|ordered]", errUsage)
+		if len(pos) != 1 || (replication == "") == (erasureCode == "") {
+			return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered]", errUsage)
 		}
-		if err := c.CreateKeyspace(ctx, pos[0], *replication, *partitioner); err != nil {
+		if erasureCode != "" {
+			code, err := schema.ParseErasure(erasureCode)
+			if err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+			err = c.CreateErasureKeyspace(ctx, pos[0], code.M, code.K, partitioner)
+			if err != nil {
+				return err
+			}
+		} else if err := c.CreateKeyspace(ctx, pos[0], replication, partitioner); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "keyspace %s created\n", pos[0])
@@ -225,7 +221,11 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for _, ks := range list {
-			fmt.Fprintf(stdout, "%s\treplication=%s\tpartitioner=%s\n", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
+			fmt.Fprintf(stdout, "%s\treplication=%s\tpartitioner=%s", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
+			if e := ks.GetErasure(); e != nil {
+				fmt.Fprintf(stdout, "\terasure=%d,%d", e.GetM(), e.GetK())
+			}
+			fmt.Fprintln(stdout)
 		}
 		return nil
 	case "describe":
@@ -237,24 +237,25 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "name: %s\nreplication: %s\npartitioner: %s\n", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
+		if e := ks.GetErasure(); e != nil {
+			fmt.Fprintf(stdout, "erasure: %d,%d (%d chunks per value, any %d rebuild it)\n", e.GetM(), e.GetK(), e.GetM(), e.GetK())
+		}
 		return nil
 	}
-	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe)", errUsage, sub)
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	cf := addClientFlags(fs)
-	if _, err := parseFlags(fs, args); err != nil {
+	if _, err := cf.parse(fs, args, 0, 0, "status takes no arguments, only flags"); err != nil {
 		return err
 	}
-	c, _, ctx, cancel, err := cf.connect()
-	if err != nil {
+	var st *kurav1.ClusterStatusResponse
+	err := cf.withClient(func(ctx context.Context, c *client.Client, _ consistency.Level) (err error) {
+		st, err = c.Status(ctx)
 		return err
-	}
-	defer cancel()
-	defer c.Close()
-	st, err := c.Status(ctx)
+	})
 	if err != nil {
 		return err
 	}
