@@ -5,8 +5,10 @@
 // many such cores in one goroutine: it keeps a virtual clock and an event queue
 // (ordered by time, ties broken by insertion sequence), delivers messages over a
 // simulated network and ticks every node at its own interval. Everything random
-// (loss, jitter, tick phases, the cores' own sources from NewRand) derives from
-// Config.Seed, so the same seed gives the same run, byte for byte.
+// (loss, jitter, tick phases, and the cores' own *rand.Rand sources from
+// math/rand/v2, one per Simulator.NewRand call) derives from Config.Seed, so
+// the same seed gives the same run, byte for byte, as long as the driver
+// adds nodes and calls NewRand in the same order.
 //
 // # Using it from a core
 //

@@ -35,8 +35,10 @@ type eventQueue struct {
 	seq    uint64
 }
 
+// Len implements heap.Interface.
 func (q *eventQueue) Len() int { return len(q.events) }
 
+// Less implements heap.Interface: earlier time first, then earlier sequence.
 func (q *eventQueue) Less(i, j int) bool {
 	a, b := &q.events[i], &q.events[j]
 	if a.at != b.at {
@@ -45,6 +47,7 @@ func (q *eventQueue) Less(i, j int) bool {
 	return a.seq < b.seq
 }
 
+// Swap implements heap.Interface.
 func (q *eventQueue) Swap(i, j int) { q.events[i], q.events[j] = q.events[j], q.events[i] }
 
 // Push implements heap.Interface; use push instead.

@@ -16,6 +16,7 @@ package scuttlebutt
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -44,13 +45,22 @@ type endpoint struct {
 	window    membership.ArrivalWindow
 }
 
+// digest summarises the endpoint for a SYN.
+func (ep *endpoint) digest() Digest {
+	return Digest{ID: ep.state.ID, Generation: ep.state.Generation, MaxVersion: ep.maxVersion}
+}
+
 // Core is one node's Scuttlebutt state machine.
 type Core struct {
 	cfg   membership.Config
 	local *membership.LocalState
 	self  *endpoint
-	// endpoints is sorted by ID and includes self, as Cassandra's digests do.
+	// endpoints is sorted by ID and includes self, as Cassandra's digests
+	// do; digests holds their digests in the same order, contiguously, so
+	// matching a message against the table touches one compact array and
+	// the endpoints only where they differ.
 	endpoints  []*endpoint
+	digests    []Digest
 	seeds      []string
 	seedSet    map[string]bool
 	quarantine membership.Quarantine
@@ -75,6 +85,7 @@ func New(cfg membership.Config) (*Core, error) {
 	c.self = &endpoint{alive: true}
 	c.syncSelf()
 	c.endpoints = []*endpoint{c.self}
+	c.digests = []Digest{c.self.digest()}
 	return c, nil
 }
 
@@ -86,6 +97,9 @@ func (c *Core) syncSelf() {
 	c.self.state = c.local.EndpointState
 	c.self.maxVersion = c.local.MaxVersion()
 	c.self.left = c.leaving
+	if i, ok := c.find(c.cfg.ID); ok {
+		c.digests[i] = c.self.digest()
+	}
 }
 
 // quiet reports whether the node has left and stopped gossiping.
@@ -93,8 +107,8 @@ func (c *Core) quiet() bool { return c.leaving && c.leaveRoundsLeft <= 0 }
 
 // find returns the index of id in endpoints, or where it would go.
 func (c *Core) find(id string) (int, bool) {
-	i := sort.Search(len(c.endpoints), func(i int) bool { return c.endpoints[i].state.ID >= id })
-	return i, i < len(c.endpoints) && c.endpoints[i].state.ID == id
+	i := sort.Search(len(c.digests), func(i int) bool { return c.digests[i].ID >= id })
+	return i, i < len(c.digests) && c.digests[i].ID == id
 }
 
 // Tick runs one gossip round: heartbeat, up to three exchanges, status check.
@@ -164,29 +178,26 @@ func (c *Core) pick(alive bool, k int) string {
 // scanning forward from from: requests and states arrive sorted by ID, so a
 // whole message costs one pass instead of a search per entry.
 func (c *Core) seek(from int, id string) (int, bool) {
-	if from > 0 && (from > len(c.endpoints) || c.endpoints[from-1].state.ID >= id) {
+	if from > 0 && (from > len(c.digests) || c.digests[from-1].ID >= id) {
 		return c.find(id)
 	}
 	i := from
-	for i < len(c.endpoints) && c.endpoints[i].state.ID < id {
+	for i < len(c.digests) && c.digests[i].ID != id && c.digests[i].ID < id {
 		i++
 	}
-	return i, i < len(c.endpoints) && c.endpoints[i].state.ID == id
+	return i, i < len(c.digests) && c.digests[i].ID == id
 }
 
 // syn builds the digest of every endpoint.
 func (c *Core) syn() *Syn {
-	ds := make([]Digest, len(c.endpoints))
-	for i, ep := range c.endpoints {
-		ds[i] = Digest{ID: ep.state.ID, Generation: ep.state.Generation, MaxVersion: ep.maxVersion}
-	}
-	return &Syn{Digests: ds}
+	return &Syn{Digests: slices.Clone(c.digests)}
 }
 
 // statusCheck convicts silent endpoints and evicts long-dead ones.
 func (c *Core) statusCheck(now time.Duration, r *membership.Ready) {
 	removeAfter := c.cfg.RemoveAfterOrDefault()
 	kept := c.endpoints[:0]
+	keptDigests := c.digests[:0]
 	for _, ep := range c.endpoints {
 		if ep != c.self {
 			if ep.alive && !ep.left && ep.window.Convicted(now, c.phi) {
@@ -201,9 +212,10 @@ func (c *Core) statusCheck(now time.Duration, r *membership.Ready) {
 			}
 		}
 		kept = append(kept, ep)
+		keptDigests = append(keptDigests, ep.digest())
 	}
 	clear(c.endpoints[len(kept):])
-	c.endpoints = kept
+	c.endpoints, c.digests = kept, keptDigests
 }
 
 // Step handles one message of an exchange.
@@ -230,23 +242,25 @@ func (c *Core) ack(syn *Syn) *Ack {
 	ack := &Ack{}
 	i := 0
 	for _, d := range syn.Digests {
-		for i < len(c.endpoints) && c.endpoints[i].state.ID < d.ID {
+		// Test == before <: both lists are mostly the same IDs in the same
+		// order, and equality is the cheap comparison.
+		for i < len(c.digests) && c.digests[i].ID != d.ID && c.digests[i].ID < d.ID {
 			i++
 		}
-		if i == len(c.endpoints) || c.endpoints[i].state.ID != d.ID {
+		if i == len(c.digests) || c.digests[i].ID != d.ID {
 			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation})
 			continue
 		}
-		ep := c.endpoints[i]
+		mine := &c.digests[i]
 		switch {
-		case d.Generation > ep.state.Generation:
+		case d.Generation > mine.Generation:
 			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation})
-		case d.Generation < ep.state.Generation:
-			ack.States = append(ack.States, ep.state.Since(0))
-		case d.MaxVersion > ep.maxVersion:
-			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation, MaxVersion: ep.maxVersion})
-		case d.MaxVersion < ep.maxVersion:
-			ack.States = append(ack.States, ep.state.Since(d.MaxVersion))
+		case d.Generation < mine.Generation:
+			ack.States = append(ack.States, c.endpoints[i].state.Since(0))
+		case d.MaxVersion > mine.MaxVersion:
+			ack.Requests = append(ack.Requests, Digest{ID: d.ID, Generation: d.Generation, MaxVersion: mine.MaxVersion})
+		case d.MaxVersion < mine.MaxVersion:
+			ack.States = append(ack.States, c.endpoints[i].state.Since(d.MaxVersion))
 		}
 	}
 	return ack
@@ -284,9 +298,8 @@ func (c *Core) apply(now time.Duration, states []membership.EndpointState, r *me
 		if i, ok = c.seek(i, s.ID); !ok {
 			ep := &endpoint{state: s, maxVersion: s.MaxVersion(), alive: true}
 			ep.window.Report(now, c.phi)
-			c.endpoints = append(c.endpoints, nil)
-			copy(c.endpoints[i+1:], c.endpoints[i:])
-			c.endpoints[i] = ep
+			c.endpoints = slices.Insert(c.endpoints, i, ep)
+			c.digests = slices.Insert(c.digests, i, ep.digest())
 			r.Events = append(r.Events, membership.Event{Kind: membership.EventJoined, ID: s.ID, Generation: s.Generation})
 			c.noteStatus(now, ep, r)
 			continue
@@ -297,6 +310,7 @@ func (c *Core) apply(now time.Duration, states []membership.EndpointState, r *me
 			continue
 		}
 		ep.maxVersion = ep.state.MaxVersion()
+		c.digests[i] = ep.digest()
 		if merged.Restarted {
 			ep.window = membership.ArrivalWindow{}
 			ep.alive, ep.left = true, false

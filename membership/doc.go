@@ -1,0 +1,110 @@
+// Package membership defines what kura's gossip cores share: the versioned
+// per-node state, the Core interface every protocol implements, events,
+// the phi-accrual failure detector and the compact binary encoding helpers.
+// Two cores implement it: scuttlebutt (the baseline of paper 001) and ferry
+// (kura's DC-aware protocol); simcluster runs either in the simulator and
+// experiment measures them as `kura bench gossip` does.
+//
+// # The state model
+//
+// Each node owns an EndpointState: a generation (boot time; a restart brings
+// a larger one and replaces everything known before), a heartbeat version
+// and application states (addr, dc, status joining/normal/leaving/left,
+// tokens, load rows and bytes, power). Heartbeat and application states
+// draw versions from one per-node counter, so "what is newer than version
+// v" is a single comparison and a digest of a node is (generation, highest
+// version). Only the owner creates versions; everyone else merges copies.
+//
+// # Cores
+//
+// A Core is a deterministic state machine in the manner of etcd raft: Tick
+// (once per one-second round) and Step (one message) return a Ready with the
+// messages to send and the events seen (joined, restarted, alive, suspect,
+// dead, left, removed, state changed). A core owns no goroutine, socket,
+// timer or random source: time comes in as an argument, randomness from the
+// *rand.Rand in its Config. Every message has a hand-written binary encoding
+// (AppendTo / the protocol's Unmarshal) and WireSize computes its exact
+// length without encoding, which the simulator counts.
+//
+// # Scuttlebutt, the baseline
+//
+// Cassandra 0.6 as paper 001 describes it: each round a node bumps its
+// heartbeat and sends a SYN with a digest of every endpoint to a random live
+// peer, sometimes to an unreachable one and to a seed; ACK and ACK2 carry
+// the differences. Since heartbeats change every second, nearly every
+// digest entry differs and every exchange carries O(n): O(n²) in total, and
+// with two DCs about half of it crosses the WAN.
+//
+// # Ferry, the DC-aware protocol
+//
+// Ferry separates the three jobs Scuttlebutt does with one message — failure
+// detection, dissemination of changes and repair — and keeps all of them
+// O(1) per node per round, and cross-DC traffic independent of n.
+//
+// Failure detection stays inside each DC. The members of a DC form a ring
+// ordered by a hash of their IDs; every round each node sends a tiny
+// Heartbeat (generation, highest version) to its next Monitors (2) live
+// successors. A monitor runs a phi-accrual detector (normal model, 2 s of
+// acceptable pause) over the heartbeats it receives. When phi passes 8 it
+// probes the node directly; an answered probe ends it (the answer also says
+// whether the prober is still a monitor, so stale monitor assignments
+// during churn cause no suspicion); an unanswered one is a suspicion; three
+// unanswered probes convict. Conviction writes a death notice into the
+// node's entry: "dead at version v". A live node that hears of its own death
+// refutes it by bumping its heartbeat past v, which outranks the notice
+// everywhere — liveness is ordered like SWIM incarnations. Nobody watches
+// nodes of other DCs: their liveness arrives with their state.
+//
+// Steady state costs a constant. Heartbeats change nothing, so versions
+// only move on real changes. Each round a node sends one Summary to a
+// random live peer of its DC: per DC, the member count and the XOR of a hash
+// of every entry (ID, generation, highest version, dead flag) — O(number of
+// DCs), kept incrementally. Equal summaries need no answer. Per node per
+// round that is one ~26-byte summary and two ~8-byte heartbeats, plus the
+// transport headers: about 1.6 kbit/s, so the total is O(n).
+//
+// Changes travel as rumours, then are repaired by anti-entropy. A node that
+// learns a change pushes it for HotRounds (3) rounds inside the Summary
+// (at most MaxHot entries, fanout 3 while it has any): an epidemic that
+// reaches the DC in O(log n) rounds. Where summaries still differ, the
+// exchange narrows down Merkle-style: the bucket hashes of the differing DC
+// (32 per DC), then digests of the differing buckets only, then deltas (only
+// the application states newer than the receiver's version) and requests.
+// Only mismatches cost more than the summary.
+//
+// Gateways carry each DC's traffic across DC links. A DC's gateways are its
+// Gateways (2) live members lowest on the ring, computed by every node from
+// its own view, so all agree once views agree; when one dies or leaves, its
+// death notice makes the next one take over, and a node that found a change
+// (a monitor's conviction, a seed admitting a joiner, a node's own state
+// change or leave) hands it straight to its DC's gateways. A gateway ferries
+// every change of its own DC it learns, once, in a Push to one gateway of
+// each other DC, which pushes it on inside its DC. So a change crosses each
+// DC link at most once per gateway (plus repairs), not once per node, and
+// reaches every node in O(log n) rounds plus the WAN delay. Each round a
+// gateway also sends the other DCs' gateways its Summary with Reply set: the
+// repair path after loss or a partition, and the way it learns the remote
+// DC is reachable. Unanswered summaries widen the set of remote members it
+// tries, so a DC whose gateways all failed at once is still reached. The
+// WAN thus carries Gateways × DCs × (DCs−1) summaries per round whatever
+// the DC sizes: independent of n.
+//
+// Joining goes through a seed. A seed of the joiner's DC (or one that knows
+// nobody there) admits it, pushes its state and sends it the full state
+// once; a seed of another DC redirects it to the gateways of its own DC, so
+// the full state does not cross a DC link. Seeds that start together keep
+// asking each other until each knows the others, so the DCs meet.
+//
+// Departures: Leave sets status left, tells the monitors to stop and
+// gossips a few rounds more; others never suspect a node that left. Dead and
+// departed members are forgotten after Config.RemoveAfter and their
+// generation is quarantined as long again, so stale gossip cannot bring them
+// back. A WAN partition causes no deaths in Ferry (no cross-DC detection);
+// after it heals the gateways' summaries differ and the narrowing repair
+// brings both sides' changes across.
+//
+// A monitor also expects heartbeats from its own ring predecessors once
+// their entries have been unchanged for 10 s (views agree by then), so a
+// node that fails together with all its monitors is caught by the next
+// node in line once those are declared dead.
+package membership

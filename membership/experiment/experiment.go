@@ -1,0 +1,498 @@
+// Package experiment measures membership traffic the way paper 001 did, in
+// the simulator: nodes start in batches, traffic is averaged over a steady
+// window, then nodes are killed to time failure detection. It is what
+// `kura bench gossip` runs; RunExperiment is its entry point.
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/ferry"
+	"github.com/kuradb/kura/membership/scuttlebutt"
+	"github.com/kuradb/kura/membership/simcluster"
+	"github.com/kuradb/kura/sim"
+)
+
+// Paper 001's fit of Cassandra 0.6's total membership traffic, in bit/s:
+// T = PaperA·n² + PaperB·n.
+const (
+	PaperA = 224.6
+	PaperB = 4314.8
+)
+
+// Protocols lists the cores the experiment can run, by name.
+var Protocols = []membership.Protocol{scuttlebutt.Protocol, ferry.Protocol}
+
+// ErrBadConfig: the experiment's configuration cannot run.
+var ErrBadConfig = errors.New("experiment: invalid config")
+
+// Config describes a sweep. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	// Protocols to run, by name (see Protocols).
+	Protocols []string
+	// Sizes are the cluster sizes n.
+	Sizes []int
+	// DCs is the number of equal DCs; node i goes to DC i mod DCs.
+	DCs int
+	// Loss is the message loss probability on every link.
+	Loss float64
+	// Seed makes the sweep reproducible.
+	Seed uint64
+	// Links overrides the default links (100 µs inside a DC, 50 ms between,
+	// no bandwidth limit: paper 001 measured an unloaded LAN); Loss is still
+	// added to every link.
+	Links sim.LinkModel
+	// Batches and BatchInterval give the start schedule: n/Batches nodes
+	// start every BatchInterval.
+	Batches       int
+	BatchInterval time.Duration
+	// WindowStart and WindowEnd bound the steady window traffic is
+	// averaged over (paper: 200–300 s).
+	WindowStart, WindowEnd time.Duration
+	// Kills is how many nodes are killed after the window to time failure
+	// detection; DetectTimeout bounds the wait.
+	Kills         int
+	DetectTimeout time.Duration
+	// Progress, if set, is called as the sweep advances.
+	Progress func(Progress)
+}
+
+// DefaultConfig is the paper's sweep at this machine's scale.
+var DefaultConfig = Config{
+	Protocols:     []string{"scuttlebutt", "ferry"},
+	Sizes:         []int{10, 50, 100, 200, 500, 1000},
+	DCs:           2,
+	Seed:          1,
+	Batches:       10,
+	BatchInterval: 10 * time.Second,
+	WindowStart:   200 * time.Second,
+	WindowEnd:     300 * time.Second,
+	Kills:         3,
+	DetectTimeout: 90 * time.Second,
+}
+
+// Scale states how the experiment departs from paper 001's method.
+const Scale = "simulated cluster (virtual time, one process) instead of 10 machines; " +
+	"nodes start in 10 batches of n/10 every 10 s (paper: 10 per machine every 30 s) so every size is steady by 200 s; " +
+	"traffic averaged over 200-300 s as in the paper; bytes = encoded message + 52 B IPv4/TCP header per 1448 B segment " +
+	"(TCP ACKs and Ethernet framing not counted); kura's compact varint encoding, not Cassandra 0.6's Java serialisation"
+
+// Progress reports where a sweep is.
+type Progress struct {
+	Protocol string
+	N        int
+	// Phase is "joining", "steady", "detecting" or "done".
+	Phase string
+	// VirtualTime is the simulated time reached in this run.
+	VirtualTime time.Duration
+	// Run and Runs count (protocol, n) runs, Run from 1.
+	Run, Runs int
+	// Wall is the wall time spent in this run so far.
+	Wall time.Duration
+}
+
+// Row is the measurement of one (protocol, n).
+type Row struct {
+	Protocol string  `json:"protocol"`
+	N        int     `json:"n"`
+	DCs      int     `json:"dcs"`
+	Loss     float64 `json:"loss"`
+	// TotalBps is all membership traffic in bit/s over the window.
+	TotalBps float64 `json:"total_bps"`
+	// InterDCBps is the part that crossed a DC link.
+	InterDCBps float64 `json:"interdc_bps"`
+	// PerNodeBps is TotalBps / n.
+	PerNodeBps float64 `json:"per_node_bps"`
+	// PaperTotalBps is paper 001's fit at this n, for comparison.
+	PaperTotalBps float64 `json:"paper_total_bps"`
+	// MessagesPerNodePerS counts messages, not bytes.
+	MessagesPerNodePerS float64 `json:"messages_per_node_per_s"`
+	// JoinConvergenceSP50/Max: from a node's start until every node started
+	// no later knows it and it knows them all.
+	JoinConvergenceSP50 float64 `json:"join_convergence_s_p50"`
+	JoinConvergenceSMax float64 `json:"join_convergence_s_max"`
+	// JoinsUnconverged counts nodes whose join never converged.
+	JoinsUnconverged int `json:"joins_unconverged"`
+	// FailureDetectionSP50/Max: from a kill until every live node sees the
+	// node down.
+	FailureDetectionSP50 float64 `json:"failure_detection_s_p50"`
+	FailureDetectionSMax float64 `json:"failure_detection_s_max"`
+	// FailuresUndetected counts kills not seen by all within DetectTimeout.
+	FailuresUndetected int `json:"failures_undetected"`
+	// FalseSuspicions counts suspect or dead verdicts about running nodes
+	// during the steady window; FalseSuspicionsTotal over the whole run.
+	FalseSuspicions      int `json:"false_suspicions"`
+	FalseSuspicionsTotal int `json:"false_suspicions_total"`
+	// WallS is the wall time this run took.
+	WallS float64 `json:"wall_s"`
+}
+
+// Fit is the least-squares fit T = A·n² + B·n of one protocol's total_bps.
+type Fit struct {
+	Protocol string  `json:"protocol"`
+	A        float64 `json:"a"`
+	B        float64 `json:"b"`
+}
+
+// Result is a whole sweep.
+type Result struct {
+	Scale string `json:"scale"`
+	Rows  []Row  `json:"rows"`
+	Fits  []Fit  `json:"fits"`
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig
+	if len(c.Protocols) == 0 {
+		c.Protocols = d.Protocols
+	}
+	if len(c.Sizes) == 0 {
+		c.Sizes = d.Sizes
+	}
+	if c.DCs == 0 {
+		c.DCs = d.DCs
+	}
+	if c.Batches == 0 {
+		c.Batches = d.Batches
+	}
+	if c.BatchInterval == 0 {
+		c.BatchInterval = d.BatchInterval
+	}
+	if c.WindowStart == 0 && c.WindowEnd == 0 {
+		c.WindowStart, c.WindowEnd = d.WindowStart, d.WindowEnd
+	}
+	if c.Kills == 0 {
+		c.Kills = d.Kills
+	}
+	if c.DetectTimeout == 0 {
+		c.DetectTimeout = d.DetectTimeout
+	}
+	return c
+}
+
+// protocol finds a protocol by name.
+func protocol(name string) (membership.Protocol, error) {
+	for _, p := range Protocols {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return membership.Protocol{}, fmt.Errorf("%w: %q", membership.ErrUnknownProtocol, name)
+}
+
+// RunExperiment runs every (protocol, n) of the sweep and fits each
+// protocol's total traffic.
+func RunExperiment(cfg Config) (Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.WindowEnd <= cfg.WindowStart || cfg.Loss < 0 || cfg.Loss >= 1 || cfg.DCs < 1 {
+		return Result{}, fmt.Errorf("%w: window %v-%v, loss %v, dcs %d", ErrBadConfig, cfg.WindowStart, cfg.WindowEnd, cfg.Loss, cfg.DCs)
+	}
+	started := time.Duration(cfg.Batches-1) * cfg.BatchInterval
+	if started >= cfg.WindowStart {
+		return Result{}, fmt.Errorf("%w: last batch at %v is not before the window at %v", ErrBadConfig, started, cfg.WindowStart)
+	}
+	// A run allocates a digest of n entries per gossip round per node;
+	// collecting less often trades memory for a third off the wall time.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	res := Result{Scale: Scale}
+	runs := len(cfg.Protocols) * len(cfg.Sizes)
+	for pi, name := range cfg.Protocols {
+		p, err := protocol(name)
+		if err != nil {
+			return Result{}, err
+		}
+		var ns []int
+		var ts []float64
+		for si, n := range cfg.Sizes {
+			if n < cfg.DCs+cfg.Kills+1 {
+				return Result{}, fmt.Errorf("%w: n=%d too small for %d DCs and %d kills", ErrBadConfig, n, cfg.DCs, cfg.Kills)
+			}
+			row, err := runOne(cfg, p, n, pi*len(cfg.Sizes)+si+1, runs)
+			if err != nil {
+				return Result{}, fmt.Errorf("%s n=%d: %w", name, n, err)
+			}
+			res.Rows = append(res.Rows, row)
+			ns = append(ns, n)
+			ts = append(ts, row.TotalBps)
+		}
+		a, b := FitQuadratic(ns, ts)
+		res.Fits = append(res.Fits, Fit{Protocol: name, A: a, B: b})
+	}
+	return res, nil
+}
+
+// FitQuadratic returns the least-squares a, b of t = a·n² + b·n (no
+// constant term, like the paper's fit).
+func FitQuadratic(ns []int, ts []float64) (a, b float64) {
+	var s4, s3, s2, tn2, tn float64
+	for i, n := range ns {
+		x := float64(n)
+		s4 += x * x * x * x
+		s3 += x * x * x
+		s2 += x * x
+		tn2 += ts[i] * x * x
+		tn += ts[i] * x
+	}
+	det := s4*s2 - s3*s3
+	if det == 0 {
+		return 0, 0
+	}
+	return (tn2*s2 - tn*s3) / det, (s4*tn - s3*tn2) / det
+}
+
+// nodeID names node i.
+func nodeID(i int) string { return fmt.Sprintf("n%04d", i) }
+
+// lossy adds loss to every link of a model.
+type lossy struct {
+	base sim.LinkModel
+	loss float64
+}
+
+// Link is the base link with the experiment's loss.
+func (l lossy) Link(from, to string) (sim.LinkSpec, error) {
+	s, err := l.base.Link(from, to)
+	s.Loss = l.loss
+	return s, err
+}
+
+// runOne runs one protocol at one size.
+func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
+	wallStart := time.Now()
+	dcs := make([]string, cfg.DCs)
+	for i := range dcs {
+		dcs[i] = fmt.Sprintf("dc%d", i+1)
+	}
+	links := cfg.Links
+	if links == nil {
+		links = sim.UniformLinks{Local: sim.LinkSpec{Latency: 100 * time.Microsecond}, Remote: sim.LinkSpec{Latency: 50 * time.Millisecond}}
+	}
+	seeds := make([]string, cfg.DCs)
+	for i := range seeds {
+		seeds[i] = nodeID(i)
+	}
+	obs := newObserver(n)
+	c, err := simcluster.New(simcluster.Config{
+		Protocol: p, Seed: cfg.Seed, DCs: dcs, Links: lossy{links, cfg.Loss}, Wire: sim.TCPIPv4, Seeds: seeds,
+		OnEvent: obs.onEvent,
+	})
+	if err != nil {
+		return Row{}, err
+	}
+	obs.cluster = c
+	s := c.Sim()
+	progress := func(phase string) {
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Protocol: p.Name, N: n, Phase: phase, VirtualTime: s.Now(), Run: run, Runs: runs, Wall: time.Since(wallStart)})
+		}
+	}
+
+	progress("joining")
+	per := (n + cfg.Batches - 1) / cfg.Batches
+	for b := 0; b*per < n; b++ {
+		s.RunUntil(time.Duration(b) * cfg.BatchInterval)
+		for i := b * per; i < min(n, (b+1)*per); i++ {
+			obs.started(i, s.Now())
+			if err := c.Start(nodeID(i), dcs[i%cfg.DCs]); err != nil {
+				return Row{}, err
+			}
+		}
+	}
+	s.RunUntil(cfg.WindowStart)
+	progress("steady")
+	obs.steady = true
+	before := s.Network().Counters()
+	s.RunUntil(cfg.WindowEnd)
+	window := s.Network().Counters().Sub(before)
+	obs.steady = false
+	seconds := (cfg.WindowEnd - cfg.WindowStart).Seconds()
+	total := window.Total()
+	row := Row{
+		Protocol: p.Name, N: n, DCs: cfg.DCs, Loss: cfg.Loss,
+		TotalBps:            float64(total.Bytes) * 8 / seconds,
+		InterDCBps:          float64(window.InterDC().Bytes) * 8 / seconds,
+		PaperTotalBps:       PaperA*float64(n)*float64(n) + PaperB*float64(n),
+		MessagesPerNodePerS: float64(total.Messages) / seconds / float64(n),
+	}
+	row.PerNodeBps = row.TotalBps / float64(n)
+	row.JoinConvergenceSP50, row.JoinConvergenceSMax, row.JoinsUnconverged = obs.joinTimes()
+
+	progress("detecting")
+	obs.kill(c, cfg.Kills, cfg.DCs, cfg.Seed)
+	deadline := s.Now() + cfg.DetectTimeout
+	for !obs.allDetected() && s.Now() < deadline {
+		s.RunFor(time.Second)
+	}
+	row.FailureDetectionSP50, row.FailureDetectionSMax, row.FailuresUndetected = obs.detectTimes()
+	row.FalseSuspicions, row.FalseSuspicionsTotal = obs.falseSteady, obs.falseTotal
+	row.WallS = time.Since(wallStart).Seconds()
+	progress("done")
+	return row, nil
+}
+
+// observer turns the cores' events into join, detection and false-suspicion
+// measurements.
+type observer struct {
+	cluster *simcluster.Cluster
+	n       int
+	start   []time.Duration
+	index   map[string]int
+	// knows[o] is a bitset of the nodes o has learned of.
+	knows [][]uint64
+	// need[x] counts what x's join still waits for: nodes started no later
+	// than x that do not know x yet, plus those x does not know yet.
+	need      []int
+	converged []time.Duration
+	// killedAt and pendingDown track failure detection per killed node.
+	killedAt    map[int]time.Duration
+	seenDown    map[int][]uint64
+	pendingDown map[int]int
+	detected    map[int]time.Duration
+	steady      bool
+	falseSteady int
+	falseTotal  int
+}
+
+func newObserver(n int) *observer {
+	o := &observer{n: n, start: make([]time.Duration, n), index: make(map[string]int, n),
+		knows: make([][]uint64, n), need: make([]int, n), converged: make([]time.Duration, n),
+		killedAt: map[int]time.Duration{}, seenDown: map[int][]uint64{}, pendingDown: map[int]int{}, detected: map[int]time.Duration{}}
+	for i := range n {
+		o.index[nodeID(i)] = i
+		o.knows[i] = make([]uint64, (n+63)/64)
+		o.converged[i] = -1
+	}
+	return o
+}
+
+// started records node i's start; its join waits on every node already up.
+func (o *observer) started(i int, at time.Duration) {
+	o.start[i] = at
+	o.need[i] = 2 * i // nodes 0..i-1 started no later
+	if i == 0 {
+		o.converged[0] = 0
+	}
+}
+
+// learnedOf records that observer a knows b for the first time.
+func (o *observer) learnedOf(a, b int, now time.Duration) {
+	if o.knows[a][b/64]&(1<<(b%64)) != 0 {
+		return
+	}
+	o.knows[a][b/64] |= 1 << (b % 64)
+	if a < b { // a started no later than b and knows it
+		o.satisfy(b, now)
+	}
+	if b < a { // a knows b, which started no later than a
+		o.satisfy(a, now)
+	}
+}
+
+func (o *observer) satisfy(x int, now time.Duration) {
+	o.need[x]--
+	if o.need[x] == 0 {
+		o.converged[x] = now - o.start[x]
+	}
+}
+
+// onEvent is the cluster's event hook.
+func (o *observer) onEvent(now time.Duration, observerID string, e membership.Event) {
+	a, okA := o.index[observerID]
+	b, okB := o.index[e.ID]
+	if !okA || !okB {
+		return
+	}
+	switch e.Kind {
+	case membership.EventJoined, membership.EventRestarted:
+		o.learnedOf(a, b, now)
+	case membership.EventSuspect, membership.EventDead:
+		if _, killed := o.killedAt[b]; killed {
+			if e.Kind == membership.EventDead {
+				o.sawDown(a, b, now)
+			}
+			return
+		}
+		if o.cluster.IsLive(e.ID) && e.Generation == o.cluster.Generation(e.ID) {
+			o.falseTotal++
+			if o.steady {
+				o.falseSteady++
+			}
+		}
+	}
+}
+
+// kill crashes k random nodes other than the seeds (the first dcs nodes).
+func (o *observer) kill(c *simcluster.Cluster, k, dcs int, seed uint64) {
+	now := c.Sim().Now()
+	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
+	for _, j := range rng.Perm(o.n - dcs)[:k] {
+		victim := dcs + j
+		o.killedAt[victim] = now
+		o.seenDown[victim] = make([]uint64, (o.n+63)/64)
+		_ = c.Crash(nodeID(victim))
+	}
+	pending := 0
+	for _, id := range c.Live() {
+		if _, killed := o.killedAt[o.index[id]]; !killed {
+			pending++
+		}
+	}
+	for victim := range o.killedAt {
+		o.pendingDown[victim] = pending
+	}
+}
+
+// sawDown records that observer a saw killed node b down.
+func (o *observer) sawDown(a, b int, now time.Duration) {
+	if _, killed := o.killedAt[a]; killed || o.seenDown[b][a/64]&(1<<(a%64)) != 0 {
+		return
+	}
+	o.seenDown[b][a/64] |= 1 << (a % 64)
+	o.pendingDown[b]--
+	if o.pendingDown[b] == 0 {
+		o.detected[b] = now - o.killedAt[b]
+	}
+}
+
+func (o *observer) allDetected() bool { return len(o.detected) == len(o.killedAt) }
+
+// joinTimes summarises join convergence.
+func (o *observer) joinTimes() (p50, maxS float64, unconverged int) {
+	var ts []float64
+	for _, t := range o.converged {
+		if t < 0 {
+			unconverged++
+			continue
+		}
+		ts = append(ts, t.Seconds())
+	}
+	p50, maxS = summary(ts)
+	return p50, maxS, unconverged
+}
+
+// detectTimes summarises failure detection.
+func (o *observer) detectTimes() (p50, maxS float64, undetected int) {
+	var ts []float64
+	for _, t := range o.detected {
+		ts = append(ts, t.Seconds())
+	}
+	p50, maxS = summary(ts)
+	return p50, maxS, len(o.killedAt) - len(o.detected)
+}
+
+// summary is the median (upper) and maximum; zeros when empty (the
+// unconverged and undetected counts tell that case apart).
+func summary(ts []float64) (p50, maxV float64) {
+	if len(ts) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(ts)
+	return ts[len(ts)/2], ts[len(ts)-1]
+}

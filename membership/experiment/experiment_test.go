@@ -1,0 +1,117 @@
+package experiment
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+)
+
+func TestFitQuadraticRecoversTheCurve(t *testing.T) {
+	ns := []int{10, 50, 100, 200, 500, 1000}
+	ts := make([]float64, len(ns))
+	for i, n := range ns {
+		ts[i] = PaperA*float64(n*n) + PaperB*float64(n)
+	}
+	a, b := FitQuadratic(ns, ts)
+	if math.Abs(a-PaperA) > 1e-6 || math.Abs(b-PaperB) > 1e-3 {
+		t.Fatalf("fit a=%v b=%v, want %v %v", a, b, PaperA, PaperB)
+	}
+	if a, b := FitQuadratic([]int{5}, []float64{1}); a != 0 || b != 0 {
+		t.Fatalf("one point must not fit a curve: a=%v b=%v", a, b)
+	}
+}
+
+// small is a quick sweep: 40 s of joins compressed into 4 s, a 20 s window.
+func small(protocols ...string) Config {
+	return Config{
+		Protocols: protocols, Sizes: []int{20, 40}, Seed: 3,
+		BatchInterval: 500 * time.Millisecond, WindowStart: 30 * time.Second, WindowEnd: 50 * time.Second,
+		Kills: 2, DetectTimeout: 90 * time.Second,
+	}
+}
+
+func TestSweepMeasuresBothProtocols(t *testing.T) {
+	var phases []string
+	cfg := small("scuttlebutt", "ferry")
+	cfg.Progress = func(p Progress) {
+		if p.N == 20 && p.Protocol == "ferry" {
+			phases = append(phases, p.Phase)
+		}
+	}
+	res, err := RunExperiment(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 4 || len(res.Fits) != 2 || res.Scale == "" {
+		t.Fatalf("result shape: %d rows, %d fits", len(res.Rows), len(res.Fits))
+	}
+	if want := []string{"joining", "steady", "detecting", "done"}; len(phases) != 4 || phases[0] != want[0] || phases[3] != want[3] {
+		t.Fatalf("progress phases %v, want %v", phases, want)
+	}
+	type key struct {
+		protocol string
+		n        int
+	}
+	byKey := map[key]Row{}
+	for _, r := range res.Rows {
+		byKey[key{r.Protocol, r.N}] = r
+		if r.TotalBps <= 0 || r.PerNodeBps*float64(r.N) != r.TotalBps || r.InterDCBps >= r.TotalBps {
+			t.Fatalf("%s n=%d: implausible traffic %+v", r.Protocol, r.N, r)
+		}
+		if r.JoinsUnconverged != 0 || r.FailuresUndetected != 0 || r.FalseSuspicions != 0 {
+			t.Fatalf("%s n=%d: %+v", r.Protocol, r.N, r)
+		}
+		if r.FailureDetectionSP50 <= 0 || r.JoinConvergenceSMax < r.JoinConvergenceSP50 {
+			t.Fatalf("%s n=%d: timings %+v", r.Protocol, r.N, r)
+		}
+	}
+	sb, fe := byKey[key{"scuttlebutt", 40}], byKey[key{"ferry", 40}]
+	if fe.TotalBps >= sb.TotalBps || fe.InterDCBps*5 >= sb.InterDCBps {
+		t.Fatalf("ferry %v/%v bps is not well below scuttlebutt %v/%v", fe.TotalBps, fe.InterDCBps, sb.TotalBps, sb.InterDCBps)
+	}
+	// Scuttlebutt's per-node cost grows with n; Ferry's does not.
+	if sb.PerNodeBps <= byKey[key{"scuttlebutt", 20}].PerNodeBps {
+		t.Fatal("scuttlebutt per-node traffic did not grow with n")
+	}
+}
+
+func TestSameSeedSameResult(t *testing.T) {
+	a, err := RunExperiment(small("ferry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RunExperiment(small("ferry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Rows {
+		a.Rows[i].WallS, b.Rows[i].WallS = 0, 0
+		if a.Rows[i] != b.Rows[i] {
+			t.Fatalf("row %d differs:\n%+v\n%+v", i, a.Rows[i], b.Rows[i])
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want error
+	}{
+		{"unknown protocol", Config{Protocols: []string{"paxos"}, Sizes: []int{10}}, membership.ErrUnknownProtocol},
+		{"window backwards", Config{WindowStart: 300 * time.Second, WindowEnd: 200 * time.Second}, ErrBadConfig},
+		{"joins into the window", Config{BatchInterval: time.Minute}, ErrBadConfig},
+		{"too few nodes", Config{Sizes: []int{3}}, ErrBadConfig},
+		{"loss of one", Config{Loss: 1}, ErrBadConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := RunExperiment(tt.cfg); !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}

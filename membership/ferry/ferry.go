@@ -1,0 +1,902 @@
+// Package ferry is kura's DC-aware membership core. Its design (and why its
+// traffic is O(n) in total and independent of n across DC links) is in the
+// membership package documentation.
+package ferry
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+)
+
+// Options tune Ferry; DefaultOptions is what Protocol uses.
+type Options struct {
+	// Gateways is how many members of each DC carry its traffic to other
+	// DCs (the k lowest on the DC's ring among live members).
+	Gateways int
+	// Monitors is how many ring successors each node heartbeats to.
+	Monitors int
+	// Buckets is the number of hash buckets per DC summary.
+	Buckets int
+	// HotRounds is how many rounds a node pushes a change it just learned.
+	HotRounds int
+	// HotFanout is how many peers a node gossips with in a round while it
+	// has changes to push (one otherwise).
+	HotFanout int
+	// MaxHot caps the changes pushed in one Summary, keeping it O(1).
+	MaxHot int
+	// ProbeAttempts is how many unanswered probes convict a silent node.
+	ProbeAttempts int
+	// LeaveRounds is how long a leaving node keeps gossiping.
+	LeaveRounds int
+	// Phi decides when a monitored node's silence is worth probing.
+	Phi membership.PhiModel
+}
+
+// DefaultOptions: two gateways and two monitors; a silent node is probed
+// after about four missed heartbeats, suspected when a probe goes
+// unanswered and convicted after three, so 1 % loss never convicts a live
+// node.
+var DefaultOptions = Options{
+	Gateways:      2,
+	Monitors:      2,
+	Buckets:       32,
+	HotRounds:     3,
+	HotFanout:     3,
+	MaxHot:        16,
+	ProbeAttempts: 3,
+	LeaveRounds:   5,
+	Phi: membership.PhiModel{Normal: true, MinStdDev: 250 * time.Millisecond, AcceptablePause: 2 * time.Second,
+		Threshold: 8, FirstInterval: time.Second, WindowSamples: 100},
+}
+
+// expectGrace is how long an entry must stay unchanged before its ring
+// successors expect its heartbeats without having heard any.
+const expectGrace = 10 * time.Second
+
+// Protocol registers the core under the name "ferry".
+var Protocol = membership.Protocol{
+	Name:      "ferry",
+	New:       func(cfg membership.Config) (membership.Core, error) { return New(cfg, DefaultOptions) },
+	Unmarshal: Unmarshal,
+}
+
+// entry is what a node knows of one member.
+type entry struct {
+	state      membership.EndpointState
+	maxVersion uint64
+	// deadAt is the highest version a monitor declared dead; the entry is
+	// dead while no newer version exists (a live node refutes by bumping).
+	deadAt uint64
+	isLeft bool
+	ring   uint64
+	hash   uint64
+	dc     *dcView
+	// downSince is when the entry became dead or left, for removal;
+	// changedAt is when it last changed here.
+	downSince time.Duration
+	changedAt time.Duration
+	// hot counts the rounds left to push this change; forward marks an
+	// own-DC change a gateway has yet to ferry to the other DCs.
+	hot     int
+	forward bool
+}
+
+func (e *entry) dead() bool { return e.deadAt >= e.maxVersion }
+func (e *entry) live() bool { return !e.dead() && !e.isLeft }
+
+func (e *entry) delta() Delta { return Delta{State: e.state, DeadAt: e.deadAt} }
+
+func (e *entry) digest() Digest {
+	return Digest{ID: e.state.ID, Generation: e.state.Generation, MaxVersion: e.maxVersion, Dead: e.dead()}
+}
+
+// newer reports whether digest a is ahead of b: generation, then version,
+// then dead over alive.
+func newer(a, b Digest) bool {
+	if a.Generation != b.Generation {
+		return a.Generation > b.Generation
+	}
+	if a.MaxVersion != b.MaxVersion {
+		return a.MaxVersion > b.MaxVersion
+	}
+	return a.Dead && !b.Dead
+}
+
+// watch is a monitor's record of one node that heartbeats to it.
+type watch struct {
+	generation uint64
+	maxVersion uint64
+	window     membership.ArrivalWindow
+	probes     int
+	probeSeq   uint64
+	// convictedAt is the version this monitor declared dead (0: none).
+	convictedAt uint64
+}
+
+// Core is one node's Ferry state machine.
+type Core struct {
+	cfg   membership.Config
+	opts  Options
+	local *membership.LocalState
+	self  *entry
+	// entries holds every known member, self included.
+	entries map[string]*entry
+	// dcs lists the DC views sorted by name.
+	dcs        []*dcView
+	quarantine membership.Quarantine
+	// hot lists entries with changes still to push, oldest first; forward
+	// lists own-DC changes a gateway still has to ferry.
+	hot     []*entry
+	forward []*entry
+	// down lists dead or departed entries awaiting removal.
+	down []*entry
+	// watched are the nodes heartbeating to this one; monitors are the
+	// nodes this one heartbeats to.
+	watched  map[string]*watch
+	monitors []string
+	seeds    []string
+	// joined: this node has the cluster's state (or is the first seed).
+	joined   bool
+	probeSeq uint64
+	// wanMisses counts unanswered summaries per remote DC, to widen the set
+	// of remote nodes tried when its gateways do not answer.
+	wanMisses       map[string]int
+	leaving         bool
+	leaveRoundsLeft int
+}
+
+// New starts a node that will join through cfg.Seeds.
+func New(cfg membership.Config, opts Options) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("ferry: %w", err)
+	}
+	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 {
+		return nil, fmt.Errorf("ferry: %w: options %+v", membership.ErrBadConfig, opts)
+	}
+	c := &Core{
+		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg),
+		entries: make(map[string]*entry), watched: make(map[string]*watch), wanMisses: make(map[string]int),
+	}
+	c.self = &entry{ring: ringHash(cfg.ID)}
+	c.self.state = c.local.EndpointState
+	c.self.maxVersion = c.local.MaxVersion()
+	c.insert(c.self, cfg.DC)
+	isSeed := false
+	for _, s := range cfg.Seeds {
+		if s == cfg.ID {
+			isSeed = true
+		} else if !slices.Contains(c.seeds, s) {
+			c.seeds = append(c.seeds, s)
+		}
+	}
+	// A seed counts as joined at once so it can admit others; it still asks
+	// the other seeds to admit it until it knows them all.
+	c.joined = isSeed || len(c.seeds) == 0
+	return c, nil
+}
+
+// ID is the node's identifier.
+func (c *Core) ID() string { return c.cfg.ID }
+
+// view returns the DC view for name, creating it.
+func (c *Core) view(name string) *dcView {
+	i := sort.Search(len(c.dcs), func(i int) bool { return c.dcs[i].name >= name })
+	if i < len(c.dcs) && c.dcs[i].name == name {
+		return c.dcs[i]
+	}
+	v := newDCView(name, c.opts.Buckets)
+	c.dcs = slices.Insert(c.dcs, i, v)
+	return v
+}
+
+// findView returns the DC view for name if it exists.
+func (c *Core) findView(name string) *dcView {
+	i := sort.Search(len(c.dcs), func(i int) bool { return c.dcs[i].name >= name })
+	if i < len(c.dcs) && c.dcs[i].name == name {
+		return c.dcs[i]
+	}
+	return nil
+}
+
+// insert adds a new entry to the tables.
+func (c *Core) insert(e *entry, dc string) {
+	e.dc = c.view(dc)
+	e.hash = entryHash(e.ring, e.state.Generation, e.maxVersion, e.dead())
+	e.dc.add(e)
+	c.entries[e.state.ID] = e
+}
+
+// ownDC is the node's own DC view.
+func (c *Core) ownDC() *dcView { return c.self.dc }
+
+// quiet reports whether the node has left and stopped gossiping.
+func (c *Core) quiet() bool { return c.leaving && c.leaveRoundsLeft <= 0 }
+
+// isGateway reports whether this node carries its DC's cross-DC traffic.
+func (c *Core) isGateway() bool {
+	return slices.Contains(c.ownDC().firstLive(c.opts.Gateways, nil), c.self)
+}
+
+// send appends a message.
+func send(r *membership.Ready, to string, m membership.Message) {
+	r.Messages = append(r.Messages, membership.Outbound{To: to, Msg: m})
+}
+
+// event appends an event about e.
+func event(r *membership.Ready, kind membership.EventKind, e *entry) {
+	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.state.ID, Generation: e.state.Generation})
+}
+
+// Tick runs one round: join, heartbeats, failure checks, anti-entropy
+// inside the DC, summaries to other DCs (gateways only), removals.
+func (c *Core) Tick(now time.Duration) membership.Ready {
+	var r membership.Ready
+	if c.quiet() {
+		return r
+	}
+	if c.leaving {
+		c.leaveRoundsLeft--
+	}
+	if !c.joined {
+		send(&r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.state})
+		return r
+	}
+	c.joinUnknownSeeds(&r)
+	c.heartbeat(&r)
+	c.expectPredecessors(now)
+	c.checkWatched(now, &r)
+	c.gossip(&r)
+	if c.isGateway() {
+		c.wanRound(&r)
+	}
+	c.removeLongDown(now, &r)
+	c.flush(&r)
+	return r
+}
+
+// joinUnknownSeeds keeps a seed asking one other seed it has not heard of
+// per round: seeds start together, and until they know each other the DCs
+// they seed would never meet.
+func (c *Core) joinUnknownSeeds(r *membership.Ready) {
+	var unknown []string
+	for _, s := range c.seeds {
+		if c.entries[s] == nil {
+			unknown = append(unknown, s)
+		}
+	}
+	if len(unknown) > 0 {
+		send(r, unknown[c.cfg.Rand.IntN(len(unknown))], &Join{State: c.self.state})
+	}
+}
+
+// heartbeat sends a heartbeat to each monitor, and a last one with Stop to
+// nodes that are no longer monitors.
+func (c *Core) heartbeat(r *membership.Ready) {
+	var next []string
+	if !c.leaving {
+		for _, e := range c.ownDC().successors(c.self, c.opts.Monitors) {
+			next = append(next, e.state.ID)
+		}
+	}
+	hb := &Heartbeat{Generation: c.self.state.Generation, MaxVersion: c.self.maxVersion}
+	for _, id := range c.monitors {
+		if !slices.Contains(next, id) {
+			send(r, id, &Heartbeat{Generation: hb.Generation, MaxVersion: hb.MaxVersion, Stop: true})
+		}
+	}
+	for _, id := range next {
+		send(r, id, hb)
+	}
+	c.monitors = next
+}
+
+// expectPredecessors watches the ring predecessors that should heartbeat
+// here even before (or without) hearing from them: a node that failed
+// together with all its monitors is then still caught by the next monitor
+// in line once the others are declared dead. A predecessor that sends its
+// heartbeats elsewhere answers the probe with Monitored false.
+func (c *Core) expectPredecessors(now time.Duration) {
+	for _, p := range c.ownDC().predecessors(c.self, c.opts.Monitors) {
+		// While a change is fresh, views may still differ about who
+		// monitors whom; only a settled predecessor is expected here.
+		if c.watched[p.state.ID] == nil && now-p.changedAt > expectGrace {
+			w := &watch{generation: p.state.Generation, maxVersion: p.maxVersion}
+			w.window.Report(now, c.opts.Phi)
+			c.watched[p.state.ID] = w
+		}
+	}
+}
+
+// checkWatched probes silent nodes and convicts those that stay silent.
+func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
+	ids := make([]string, 0, len(c.watched))
+	for id := range c.watched {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		w := c.watched[id]
+		e := c.entries[id]
+		if e == nil || e.state.Generation != w.generation || e.isLeft {
+			if e == nil || e.state.Generation > w.generation || e.isLeft {
+				delete(c.watched, id)
+			}
+			continue
+		}
+		if w.convictedAt > 0 {
+			// Declared dead, yet a newer state turned up: a refutation or a
+			// change made just before dying. Probe again to tell which.
+			if !e.dead() {
+				w.convictedAt, w.probes = 0, 0
+			}
+			continue
+		}
+		if w.probes == 0 && !w.window.Convicted(now, c.opts.Phi) {
+			continue
+		}
+		if w.probes >= c.opts.ProbeAttempts {
+			c.convict(now, e, w, r)
+			continue
+		}
+		if w.probes == 1 {
+			// The first probe went unanswered: now it is a suspicion. (A
+			// node that merely stopped heartbeating here answers the first.)
+			event(r, membership.EventSuspect, e)
+		}
+		w.probes++
+		c.probeSeq++
+		w.probeSeq = c.probeSeq
+		send(r, id, &Probe{Seq: w.probeSeq})
+	}
+}
+
+// convict declares a watched node dead at the newest version known of it.
+func (c *Core) convict(now time.Duration, e *entry, w *watch, r *membership.Ready) {
+	w.convictedAt = max(w.maxVersion, e.maxVersion)
+	c.learn(now, Delta{State: e.state, DeadAt: w.convictedAt}, false, r)
+	c.originate(e, r)
+}
+
+// originate makes a change that started here travel: pushed in this DC and
+// handed straight to the DC's gateways, which ferry it to the other DCs.
+func (c *Core) originate(e *entry, r *membership.Ready) {
+	c.markHot(e)
+	if c.isGateway() {
+		c.markForward(e)
+		return
+	}
+	for _, g := range c.ownDC().firstLive(c.opts.Gateways, c.self) {
+		send(r, g.state.ID, &Push{Entries: []Delta{e.delta()}})
+	}
+}
+
+// markHot queues e to be pushed for HotRounds rounds. Beyond four
+// summaries' worth of changes (a burst of joins) the rest is left to
+// anti-entropy, so the queue never grows with n.
+func (c *Core) markHot(e *entry) {
+	if e.hot == 0 {
+		if len(c.hot) >= 4*c.opts.MaxHot {
+			return
+		}
+		c.hot = append(c.hot, e)
+	}
+	e.hot = c.opts.HotRounds
+}
+
+// markForward queues an own-DC change for the other DCs.
+func (c *Core) markForward(e *entry) {
+	if !e.forward {
+		e.forward = true
+		c.forward = append(c.forward, e)
+	}
+}
+
+// gossip sends this round's summaries inside the DC: to one random live
+// peer, or to HotFanout peers while there are changes to push.
+func (c *Core) gossip(r *membership.Ready) {
+	var hot []Delta
+	kept := c.hot[:0]
+	for _, e := range c.hot {
+		if len(hot) < c.opts.MaxHot {
+			hot = append(hot, e.delta())
+			e.hot--
+		}
+		if e.hot > 0 {
+			kept = append(kept, e)
+		}
+	}
+	clear(c.hot[len(kept):])
+	c.hot = kept
+	fanout := 1
+	if len(hot) > 0 {
+		fanout = c.opts.HotFanout
+	}
+	peers := c.randomPeers(c.ownDC(), fanout)
+	if len(peers) == 0 {
+		return
+	}
+	m := &Summary{Sums: c.sums(), Hot: hot}
+	for _, p := range peers {
+		send(r, p.state.ID, m)
+	}
+}
+
+// randomPeers picks up to k distinct live members of v other than self.
+func (c *Core) randomPeers(v *dcView, k int) []*entry {
+	var out []*entry
+	n := len(v.members)
+	for tries := 0; len(out) < k && tries < 4*k+8; tries++ {
+		e := v.members[c.cfg.Rand.IntN(n)]
+		if e != c.self && e.live() && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sums is the summary of every DC this node knows.
+func (c *Core) sums() []DCSum {
+	out := make([]DCSum, len(c.dcs))
+	for i, v := range c.dcs {
+		out[i] = v.sum()
+	}
+	return out
+}
+
+// wanRound sends a gateway's summary to each other DC, to one of that DC's
+// gateways — or, after unanswered summaries, to a widening set of its live
+// members, so a DC whose gateways all failed at once is still reached.
+func (c *Core) wanRound(r *membership.Ready) {
+	for _, v := range c.dcs {
+		if v == c.ownDC() {
+			continue
+		}
+		if t := c.remoteTarget(v); t != nil {
+			c.wanMisses[v.name]++
+			send(r, t.state.ID, &Summary{Sums: c.sums(), Reply: true})
+		}
+	}
+}
+
+// remoteTarget picks a node of another DC to talk to.
+func (c *Core) remoteTarget(v *dcView) *entry {
+	width := c.opts.Gateways << min(c.wanMisses[v.name]/3, 8)
+	candidates := v.firstLive(width, nil)
+	if len(candidates) == 0 {
+		return nil
+	}
+	return candidates[c.cfg.Rand.IntN(len(candidates))]
+}
+
+// flush sends what a gateway has to ferry: one Push per other DC.
+func (c *Core) flush(r *membership.Ready) {
+	if len(c.forward) == 0 {
+		return
+	}
+	var push Push
+	for _, e := range c.forward {
+		e.forward = false
+		push.Entries = append(push.Entries, e.delta())
+	}
+	clear(c.forward)
+	c.forward = c.forward[:0]
+	if !c.isGateway() {
+		return
+	}
+	for _, v := range c.dcs {
+		if v == c.ownDC() {
+			continue
+		}
+		if t := c.remoteTarget(v); t != nil {
+			send(r, t.state.ID, &push)
+		}
+	}
+}
+
+// removeLongDown forgets members dead or departed for RemoveAfter.
+func (c *Core) removeLongDown(now time.Duration, r *membership.Ready) {
+	removeAfter := c.cfg.RemoveAfterOrDefault()
+	kept := c.down[:0]
+	for _, e := range c.down {
+		if e.live() {
+			continue // came back; no longer awaiting removal
+		}
+		if now-e.downSince <= removeAfter {
+			kept = append(kept, e)
+			continue
+		}
+		e.dc.remove(e)
+		delete(c.entries, e.state.ID)
+		delete(c.watched, e.state.ID)
+		c.quarantine.Add(e.state.ID, e.state.Generation, now+removeAfter)
+		event(r, membership.EventRemoved, e)
+	}
+	clear(c.down[len(kept):])
+	c.down = kept
+}
+
+// Step handles one message.
+func (c *Core) Step(now time.Duration, from string, m membership.Message) membership.Ready {
+	var r membership.Ready
+	if c.quiet() {
+		return r
+	}
+	if e := c.entries[from]; e != nil && e.dc != c.ownDC() {
+		c.wanMisses[e.dc.name] = 0
+	}
+	switch m := m.(type) {
+	case *Summary:
+		c.learnAll(now, m.Hot, &r)
+		c.onSummary(from, m, &r)
+	case *Buckets:
+		c.onBuckets(from, m, &r)
+	case *Digests:
+		c.onDigests(from, m, &r)
+	case *Deltas:
+		c.learnAll(now, m.Entries, &r)
+		if len(m.Requests) > 0 {
+			if reply := c.answer(m.Requests); len(reply) > 0 {
+				send(&r, from, &Deltas{Entries: reply})
+			}
+		}
+	case *Push:
+		c.learnAll(now, m.Entries, &r)
+	case *Heartbeat:
+		c.onHeartbeat(now, from, m)
+	case *Probe:
+		send(&r, from, &ProbeAck{Seq: m.Seq, Monitored: slices.Contains(c.monitors, from)})
+	case *ProbeAck:
+		if w := c.watched[from]; w != nil && w.probeSeq == m.Seq {
+			w.probes = 0
+			w.window.Report(now, c.opts.Phi)
+			if !m.Monitored {
+				delete(c.watched, from)
+			}
+		}
+	case *Join:
+		c.onJoin(now, from, m, &r)
+	case *Welcome:
+		// The full state is news to this node only: nothing to push.
+		for _, d := range m.Entries {
+			c.learn(now, d, false, &r)
+		}
+		c.joined = true
+	case *Redirect:
+		if len(m.IDs) > 0 && !c.joined {
+			send(&r, m.IDs[c.cfg.Rand.IntN(len(m.IDs))], &Join{State: c.self.state})
+		}
+	}
+	c.flush(&r)
+	return r
+}
+
+// onSummary compares per-DC sums and answers with the bucket hashes of the
+// DCs that differ.
+func (c *Core) onSummary(from string, m *Summary, r *membership.Ready) {
+	var reply Buckets
+	theirs := make(map[string]DCSum, len(m.Sums))
+	for _, s := range m.Sums {
+		theirs[s.DC] = s
+		if v := c.findView(s.DC); v == nil || v.sum() != s {
+			reply.DCs = append(reply.DCs, c.bucketsOf(s.DC))
+		}
+	}
+	for _, v := range c.dcs {
+		if _, ok := theirs[v.name]; !ok && len(v.members) > 0 {
+			reply.DCs = append(reply.DCs, c.bucketsOf(v.name))
+		}
+	}
+	if len(reply.DCs) > 0 || m.Reply {
+		send(r, from, &reply)
+	}
+}
+
+// bucketsOf is the bucket hashes of a DC (all zero when unknown).
+func (c *Core) bucketsOf(dc string) DCBuckets {
+	if v := c.findView(dc); v != nil {
+		return DCBuckets{DC: dc, Hashes: slices.Clone(v.buckets)}
+	}
+	return DCBuckets{DC: dc, Hashes: make([]uint64, c.opts.Buckets)}
+}
+
+// onBuckets finds the buckets that differ and sends their digests.
+func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
+	var out Digests
+	for _, b := range m.DCs {
+		mine := c.bucketsOf(b.DC)
+		if len(b.Hashes) != len(mine.Hashes) {
+			continue
+		}
+		v := c.findView(b.DC)
+		for i, h := range b.Hashes {
+			if h == mine.Hashes[i] {
+				continue
+			}
+			out.Buckets = append(out.Buckets, BucketRef{DC: b.DC, Index: uint64(i)})
+			if v != nil {
+				for _, e := range v.inBucket(i) {
+					out.Entries = append(out.Entries, e.digest())
+				}
+			}
+		}
+	}
+	if len(out.Buckets) > 0 {
+		send(r, from, &out)
+	}
+}
+
+// onDigests compares entries bucket by bucket: sends what the other side
+// lacks, requests what this side lacks.
+func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
+	theirs := make(map[string]Digest, len(m.Entries))
+	for _, d := range m.Entries {
+		theirs[d.ID] = d
+	}
+	var out Deltas
+	for _, b := range m.Buckets {
+		v := c.findView(b.DC)
+		if v == nil || b.Index >= uint64(len(v.buckets)) {
+			continue
+		}
+		for _, e := range v.inBucket(int(b.Index)) {
+			mine := e.digest()
+			d, ok := theirs[e.state.ID]
+			switch {
+			case !ok || d.Generation < mine.Generation:
+				out.Entries = append(out.Entries, e.delta())
+			case newer(mine, d):
+				out.Entries = append(out.Entries, Delta{State: e.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+			}
+		}
+	}
+	for _, d := range m.Entries {
+		e := c.entries[d.ID]
+		if e == nil {
+			out.Requests = append(out.Requests, Digest{ID: d.ID})
+		} else if newer(d, e.digest()) {
+			out.Requests = append(out.Requests, e.digest())
+		}
+	}
+	if len(out.Entries) > 0 || len(out.Requests) > 0 {
+		send(r, from, &out)
+	}
+}
+
+// answer builds the deltas for requests (each carries the requester's
+// version of the entry, or none).
+func (c *Core) answer(requests []Digest) []Delta {
+	var out []Delta
+	for _, d := range requests {
+		e := c.entries[d.ID]
+		if e == nil {
+			continue
+		}
+		if d.Generation == e.state.Generation {
+			out = append(out, Delta{State: e.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+		} else {
+			out = append(out, e.delta())
+		}
+	}
+	return out
+}
+
+// onHeartbeat records a heartbeat from a node that chose this one as its
+// monitor.
+func (c *Core) onHeartbeat(now time.Duration, from string, m *Heartbeat) {
+	w := c.watched[from]
+	if m.Stop {
+		delete(c.watched, from)
+		return
+	}
+	if w == nil || m.Generation > w.generation {
+		w = &watch{generation: m.Generation}
+		c.watched[from] = w
+	}
+	if m.Generation < w.generation {
+		return
+	}
+	w.maxVersion = max(w.maxVersion, m.MaxVersion)
+	w.window.Report(now, c.opts.Phi)
+	w.probes = 0
+	w.convictedAt = 0
+}
+
+// onJoin admits a node: its state spreads from here; it gets the full
+// state, or, when it belongs to another DC whose members this node knows,
+// the names of that DC's gateways.
+func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Ready) {
+	if !c.joined || m.State.ID != from {
+		return
+	}
+	dc, _ := m.State.Value(membership.KeyDC)
+	if dc != c.cfg.DC {
+		if v := c.findView(dc); v != nil {
+			if gws := v.firstLive(c.opts.Gateways, c.entries[from]); len(gws) > 0 {
+				ids := make([]string, len(gws))
+				for i, g := range gws {
+					ids[i] = g.state.ID
+				}
+				send(r, from, &Redirect{IDs: ids})
+				return
+			}
+		}
+	}
+	if e := c.learn(now, Delta{State: m.State}, false, r); e != nil {
+		c.originate(e, r)
+	}
+	welcome := &Welcome{Entries: make([]Delta, 0, len(c.entries))}
+	for _, v := range c.dcs {
+		for _, e := range v.members {
+			welcome.Entries = append(welcome.Entries, e.delta())
+		}
+	}
+	send(r, from, welcome)
+}
+
+// learnAll folds in a list of deltas.
+func (c *Core) learnAll(now time.Duration, deltas []Delta, r *membership.Ready) {
+	for _, d := range deltas {
+		c.learn(now, d, true, r)
+	}
+}
+
+// learn folds one delta into the tables and reports what changed; with
+// spread it queues the change for pushing. It returns the entry when
+// something changed.
+func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Ready) *entry {
+	s := d.State
+	if s.ID == c.cfg.ID {
+		c.refute(d, r)
+		return nil
+	}
+	if c.quarantine.Blocks(s.ID, s.Generation, now) {
+		return nil
+	}
+	e := c.entries[s.ID]
+	if e == nil {
+		dc, ok := s.Value(membership.KeyDC)
+		if !ok || s.Generation == 0 {
+			return nil // a partial delta for a member we do not know
+		}
+		e = &entry{state: s, maxVersion: s.MaxVersion(), deadAt: d.DeadAt, ring: ringHash(s.ID), changedAt: now}
+		status, _ := s.Value(membership.KeyStatus)
+		e.isLeft = status == string(membership.StatusLeft)
+		c.insert(e, dc)
+		if e.live() {
+			event(r, membership.EventJoined, e)
+		} else {
+			c.markDown(now, e)
+		}
+		if spread {
+			c.changed(e)
+		}
+		return e
+	}
+	wasDead, wasLeft := e.dead(), e.isLeft
+	merged := e.state.Merge(s)
+	deadAt := e.deadAt
+	switch {
+	case merged.Restarted:
+		deadAt = d.DeadAt
+	case s.Generation == e.state.Generation:
+		deadAt = max(deadAt, d.DeadAt)
+	}
+	if !merged.Any() && deadAt == e.deadAt {
+		return nil
+	}
+	e.deadAt = deadAt
+	e.changedAt = now
+	e.maxVersion = e.state.MaxVersion()
+	status, _ := e.state.Value(membership.KeyStatus)
+	e.isLeft = status == string(membership.StatusLeft)
+	e.dc.rehash(e)
+	if merged.Restarted {
+		event(r, membership.EventRestarted, e)
+		wasDead, wasLeft = false, false
+	}
+	for _, v := range merged.Changed {
+		if !merged.Restarted {
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventStateChanged, ID: s.ID, Generation: e.state.Generation, Key: v.Key, Value: v.Value})
+		}
+	}
+	switch {
+	case e.isLeft && !wasLeft:
+		event(r, membership.EventLeft, e)
+		c.markDown(now, e)
+	case e.dead() && !wasDead:
+		event(r, membership.EventDead, e)
+		c.markDown(now, e)
+	case !e.dead() && wasDead && !merged.Restarted:
+		event(r, membership.EventAlive, e)
+	}
+	if spread {
+		c.changed(e)
+	}
+	return e
+}
+
+// changed queues a changed entry for pushing and, at a gateway, for the
+// other DCs when it is a member of this DC.
+func (c *Core) changed(e *entry) {
+	c.markHot(e)
+	if e.dc == c.ownDC() && c.isGateway() {
+		c.markForward(e)
+	}
+}
+
+// markDown records when an entry went down, for removal.
+func (c *Core) markDown(now time.Duration, e *entry) {
+	e.downSince = now
+	if !slices.Contains(c.down, e) {
+		c.down = append(c.down, e)
+	}
+}
+
+// refute answers news of this node's own death with a newer version.
+func (c *Core) refute(d Delta, r *membership.Ready) {
+	if c.leaving || d.State.Generation != c.self.state.Generation || d.DeadAt < c.self.maxVersion {
+		return
+	}
+	c.local.BeatPast(d.DeadAt)
+	c.syncSelf()
+	c.originate(c.self, r)
+}
+
+// syncSelf copies the local state into the node's own entry.
+func (c *Core) syncSelf() {
+	c.self.state = c.local.EndpointState
+	c.self.maxVersion = c.local.MaxVersion()
+	status, _ := c.self.state.Value(membership.KeyStatus)
+	c.self.isLeft = status == string(membership.StatusLeft)
+	c.self.dc.rehash(c.self)
+}
+
+// SetAppState changes one of the node's own application states.
+func (c *Core) SetAppState(_ time.Duration, key, value string) membership.Ready {
+	var r membership.Ready
+	c.local.Set(key, value)
+	c.syncSelf()
+	c.originate(c.self, &r)
+	c.flush(&r)
+	return r
+}
+
+// Leave announces a graceful leave: status left, pushed to the gateways,
+// monitors told to stop watching, gossip for LeaveRounds more rounds.
+func (c *Core) Leave(_ time.Duration) membership.Ready {
+	var r membership.Ready
+	if c.leaving {
+		return r
+	}
+	c.leaving = true
+	c.leaveRoundsLeft = c.opts.LeaveRounds
+	c.local.Set(membership.KeyStatus, string(membership.StatusLeft))
+	c.syncSelf()
+	c.originate(c.self, &r)
+	c.heartbeat(&r)
+	c.flush(&r)
+	return r
+}
+
+// Members lists the known members sorted by ID.
+func (c *Core) Members() []membership.Member {
+	out := make([]membership.Member, 0, len(c.entries))
+	for _, e := range c.entries {
+		out = append(out, e.state.Member(!e.dead()))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Member returns one known member.
+func (c *Core) Member(id string) (membership.Member, bool) {
+	e := c.entries[id]
+	if e == nil {
+		return membership.Member{}, false
+	}
+	return e.state.Member(!e.dead()), true
+}

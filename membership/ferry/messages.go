@@ -1,0 +1,403 @@
+package ferry
+
+import (
+	"fmt"
+
+	"github.com/kuradb/kura/membership"
+)
+
+// Message type bytes, the first byte of every encoded message.
+const (
+	typeSummary byte = iota + 1
+	typeBuckets
+	typeDigests
+	typeDeltas
+	typePush
+	typeHeartbeat
+	typeProbe
+	typeProbeAck
+	typeJoin
+	typeWelcome
+	typeRedirect
+)
+
+// DCSum is the constant-size summary of what a node knows about one DC: how
+// many members and the XOR of their entry hashes.
+type DCSum struct {
+	DC    string
+	Count uint64
+	Hash  uint64
+}
+
+// Delta is one member's state, or the part of it the receiver lacks, with
+// the version at which the member was declared dead (0: never).
+type Delta struct {
+	State  membership.EndpointState
+	DeadAt uint64
+}
+
+// Digest names one member's entry: generation, highest version, dead flag.
+type Digest struct {
+	ID         string
+	Generation uint64
+	MaxVersion uint64
+	Dead       bool
+}
+
+// BucketRef names one bucket of one DC.
+type BucketRef struct {
+	DC    string
+	Index uint64
+}
+
+// DCBuckets is the bucket hashes of one DC.
+type DCBuckets struct {
+	DC     string
+	Hashes []uint64
+}
+
+// Summary opens an anti-entropy exchange: per-DC sums (O(#DCs), not O(n)),
+// plus a few recently learned changes pushed along (rumour mongering).
+// Reply asks for an answer even when nothing differs (gateways use it to
+// know the remote DC is reachable).
+type Summary struct {
+	Sums  []DCSum
+	Hot   []Delta
+	Reply bool
+}
+
+// Buckets answers a Summary whose sums differ: the bucket hashes of each
+// DC that differs. Empty when everything matched and Reply was asked.
+type Buckets struct {
+	DCs []DCBuckets
+}
+
+// Digests lists the sender's entries in the buckets that differ.
+type Digests struct {
+	Buckets []BucketRef
+	Entries []Digest
+}
+
+// Deltas carries entries the receiver lacks and requests for entries the
+// sender lacks (each with the sender's version).
+type Deltas struct {
+	Entries  []Delta
+	Requests []Digest
+}
+
+// Push carries fresh changes to a DC's gateways, and from a gateway to the
+// gateways of the other DCs.
+type Push struct {
+	Entries []Delta
+}
+
+// Heartbeat goes every round to each of a node's monitors. It carries the
+// sender's generation and highest version so a monitor can name exactly
+// which state it declares dead. Stop tells the monitor to stop watching.
+type Heartbeat struct {
+	Generation uint64
+	MaxVersion uint64
+	Stop       bool
+}
+
+// Probe asks a silent node whether it is alive.
+type Probe struct {
+	Seq uint64
+}
+
+// ProbeAck answers a Probe; Monitored tells whether the prober is still one
+// of the sender's monitors.
+type ProbeAck struct {
+	Seq       uint64
+	Monitored bool
+}
+
+// Join asks a seed to admit the sender.
+type Join struct {
+	State membership.EndpointState
+}
+
+// Welcome admits a joining node: the full state (once per join, not per
+// round).
+type Welcome struct {
+	Entries []Delta
+}
+
+// Redirect sends a joining node to members of its own DC, so the full state
+// does not cross a DC link.
+type Redirect struct {
+	IDs []string
+}
+
+// Kind is "summary".
+func (*Summary) Kind() string { return "summary" }
+
+// Kind is "buckets".
+func (*Buckets) Kind() string { return "buckets" }
+
+// Kind is "digests".
+func (*Digests) Kind() string { return "digests" }
+
+// Kind is "deltas".
+func (*Deltas) Kind() string { return "deltas" }
+
+// Kind is "push".
+func (*Push) Kind() string { return "push" }
+
+// Kind is "heartbeat".
+func (*Heartbeat) Kind() string { return "heartbeat" }
+
+// Kind is "probe".
+func (*Probe) Kind() string { return "probe" }
+
+// Kind is "probe-ack".
+func (*ProbeAck) Kind() string { return "probe-ack" }
+
+// Kind is "join".
+func (*Join) Kind() string { return "join" }
+
+// Kind is "welcome".
+func (*Welcome) Kind() string { return "welcome" }
+
+// Kind is "redirect".
+func (*Redirect) Kind() string { return "redirect" }
+
+// codec of a list of T: size, append and decode of one element.
+type codec[T any] struct {
+	size     func(*T) int
+	append   func([]byte, *T) []byte
+	decode   func(*membership.Decoder) T
+	minBytes int
+}
+
+func (c codec[T]) listSize(xs []T) int {
+	n := membership.UvarintSize(uint64(len(xs)))
+	for i := range xs {
+		n += c.size(&xs[i])
+	}
+	return n
+}
+
+func (c codec[T]) appendList(b []byte, xs []T) []byte {
+	b = membership.AppendUvarint(b, uint64(len(xs)))
+	for i := range xs {
+		b = c.append(b, &xs[i])
+	}
+	return b
+}
+
+func (c codec[T]) decodeList(d *membership.Decoder) []T {
+	n := d.Count(c.minBytes)
+	if n == 0 {
+		return nil
+	}
+	xs := make([]T, n)
+	for i := range xs {
+		xs[i] = c.decode(d)
+	}
+	return xs
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+var (
+	sumCodec = codec[DCSum]{
+		size: func(s *DCSum) int { return membership.StringSize(s.DC) + membership.UvarintSize(s.Count) + 8 },
+		append: func(b []byte, s *DCSum) []byte {
+			return membership.AppendUint64(membership.AppendUvarint(membership.AppendString(b, s.DC), s.Count), s.Hash)
+		},
+		decode:   func(d *membership.Decoder) DCSum { return DCSum{DC: d.String(), Count: d.Uvarint(), Hash: d.Uint64()} },
+		minBytes: 10,
+	}
+	deltaCodec = codec[Delta]{
+		size: func(x *Delta) int { return x.State.WireSize() + membership.UvarintSize(x.DeadAt) },
+		append: func(b []byte, x *Delta) []byte {
+			return membership.AppendUvarint(x.State.AppendTo(b), x.DeadAt)
+		},
+		decode: func(d *membership.Decoder) Delta {
+			return Delta{State: membership.DecodeEndpointState(d), DeadAt: d.Uvarint()}
+		},
+		minBytes: 5,
+	}
+	digestCodec = codec[Digest]{
+		size: func(x *Digest) int {
+			return membership.StringSize(x.ID) + membership.UvarintSize(x.Generation) + membership.UvarintSize(x.MaxVersion) + 1
+		},
+		append: func(b []byte, x *Digest) []byte {
+			b = membership.AppendUvarint(membership.AppendString(b, x.ID), x.Generation)
+			return append(membership.AppendUvarint(b, x.MaxVersion), boolByte(x.Dead))
+		},
+		decode: func(d *membership.Decoder) Digest {
+			return Digest{ID: d.String(), Generation: d.Uvarint(), MaxVersion: d.Uvarint(), Dead: d.Byte() == 1}
+		},
+		minBytes: 4,
+	}
+	bucketRefCodec = codec[BucketRef]{
+		size: func(x *BucketRef) int { return membership.StringSize(x.DC) + membership.UvarintSize(x.Index) },
+		append: func(b []byte, x *BucketRef) []byte {
+			return membership.AppendUvarint(membership.AppendString(b, x.DC), x.Index)
+		},
+		decode:   func(d *membership.Decoder) BucketRef { return BucketRef{DC: d.String(), Index: d.Uvarint()} },
+		minBytes: 2,
+	}
+	hashCodec = codec[uint64]{
+		size:     func(*uint64) int { return 8 },
+		append:   func(b []byte, x *uint64) []byte { return membership.AppendUint64(b, *x) },
+		decode:   func(d *membership.Decoder) uint64 { return d.Uint64() },
+		minBytes: 8,
+	}
+	dcBucketsCodec = codec[DCBuckets]{
+		size: func(x *DCBuckets) int { return membership.StringSize(x.DC) + hashCodec.listSize(x.Hashes) },
+		append: func(b []byte, x *DCBuckets) []byte {
+			return hashCodec.appendList(membership.AppendString(b, x.DC), x.Hashes)
+		},
+		decode: func(d *membership.Decoder) DCBuckets {
+			return DCBuckets{DC: d.String(), Hashes: hashCodec.decodeList(d)}
+		},
+		minBytes: 2,
+	}
+	idCodec = codec[string]{
+		size:     func(s *string) int { return membership.StringSize(*s) },
+		append:   func(b []byte, s *string) []byte { return membership.AppendString(b, *s) },
+		decode:   func(d *membership.Decoder) string { return d.String() },
+		minBytes: 1,
+	}
+)
+
+// WireSize is the encoded size.
+func (m *Summary) WireSize() int { return 2 + sumCodec.listSize(m.Sums) + deltaCodec.listSize(m.Hot) }
+
+// AppendTo appends the encoding.
+func (m *Summary) AppendTo(b []byte) []byte {
+	b = sumCodec.appendList(append(b, typeSummary), m.Sums)
+	return append(deltaCodec.appendList(b, m.Hot), boolByte(m.Reply))
+}
+
+// WireSize is the encoded size.
+func (m *Buckets) WireSize() int { return 1 + dcBucketsCodec.listSize(m.DCs) }
+
+// AppendTo appends the encoding.
+func (m *Buckets) AppendTo(b []byte) []byte {
+	return dcBucketsCodec.appendList(append(b, typeBuckets), m.DCs)
+}
+
+// WireSize is the encoded size.
+func (m *Digests) WireSize() int {
+	return 1 + bucketRefCodec.listSize(m.Buckets) + digestCodec.listSize(m.Entries)
+}
+
+// AppendTo appends the encoding.
+func (m *Digests) AppendTo(b []byte) []byte {
+	return digestCodec.appendList(bucketRefCodec.appendList(append(b, typeDigests), m.Buckets), m.Entries)
+}
+
+// WireSize is the encoded size.
+func (m *Deltas) WireSize() int {
+	return 1 + deltaCodec.listSize(m.Entries) + digestCodec.listSize(m.Requests)
+}
+
+// AppendTo appends the encoding.
+func (m *Deltas) AppendTo(b []byte) []byte {
+	return digestCodec.appendList(deltaCodec.appendList(append(b, typeDeltas), m.Entries), m.Requests)
+}
+
+// WireSize is the encoded size.
+func (m *Push) WireSize() int { return 1 + deltaCodec.listSize(m.Entries) }
+
+// AppendTo appends the encoding.
+func (m *Push) AppendTo(b []byte) []byte {
+	return deltaCodec.appendList(append(b, typePush), m.Entries)
+}
+
+// WireSize is the encoded size.
+func (m *Heartbeat) WireSize() int {
+	return 2 + membership.UvarintSize(m.Generation) + membership.UvarintSize(m.MaxVersion)
+}
+
+// AppendTo appends the encoding.
+func (m *Heartbeat) AppendTo(b []byte) []byte {
+	b = membership.AppendUvarint(append(b, typeHeartbeat), m.Generation)
+	return append(membership.AppendUvarint(b, m.MaxVersion), boolByte(m.Stop))
+}
+
+// WireSize is the encoded size.
+func (m *Probe) WireSize() int { return 1 + membership.UvarintSize(m.Seq) }
+
+// AppendTo appends the encoding.
+func (m *Probe) AppendTo(b []byte) []byte {
+	return membership.AppendUvarint(append(b, typeProbe), m.Seq)
+}
+
+// WireSize is the encoded size.
+func (m *ProbeAck) WireSize() int { return 2 + membership.UvarintSize(m.Seq) }
+
+// AppendTo appends the encoding.
+func (m *ProbeAck) AppendTo(b []byte) []byte {
+	return append(membership.AppendUvarint(append(b, typeProbeAck), m.Seq), boolByte(m.Monitored))
+}
+
+// WireSize is the encoded size.
+func (m *Join) WireSize() int { return 1 + m.State.WireSize() }
+
+// AppendTo appends the encoding.
+func (m *Join) AppendTo(b []byte) []byte { return m.State.AppendTo(append(b, typeJoin)) }
+
+// WireSize is the encoded size.
+func (m *Welcome) WireSize() int { return 1 + deltaCodec.listSize(m.Entries) }
+
+// AppendTo appends the encoding.
+func (m *Welcome) AppendTo(b []byte) []byte {
+	return deltaCodec.appendList(append(b, typeWelcome), m.Entries)
+}
+
+// WireSize is the encoded size.
+func (m *Redirect) WireSize() int { return 1 + idCodec.listSize(m.IDs) }
+
+// AppendTo appends the encoding.
+func (m *Redirect) AppendTo(b []byte) []byte {
+	return idCodec.appendList(append(b, typeRedirect), m.IDs)
+}
+
+// Unmarshal decodes a Ferry message.
+func Unmarshal(data []byte) (membership.Message, error) {
+	d := membership.NewDecoder(data)
+	var m membership.Message
+	switch t := d.Byte(); t {
+	case typeSummary:
+		m = &Summary{Sums: sumCodec.decodeList(d), Hot: deltaCodec.decodeList(d), Reply: d.Byte() == 1}
+	case typeBuckets:
+		m = &Buckets{DCs: dcBucketsCodec.decodeList(d)}
+	case typeDigests:
+		m = &Digests{Buckets: bucketRefCodec.decodeList(d), Entries: digestCodec.decodeList(d)}
+	case typeDeltas:
+		m = &Deltas{Entries: deltaCodec.decodeList(d), Requests: digestCodec.decodeList(d)}
+	case typePush:
+		m = &Push{Entries: deltaCodec.decodeList(d)}
+	case typeHeartbeat:
+		m = &Heartbeat{Generation: d.Uvarint(), MaxVersion: d.Uvarint(), Stop: d.Byte() == 1}
+	case typeProbe:
+		m = &Probe{Seq: d.Uvarint()}
+	case typeProbeAck:
+		m = &ProbeAck{Seq: d.Uvarint(), Monitored: d.Byte() == 1}
+	case typeJoin:
+		m = &Join{State: membership.DecodeEndpointState(d)}
+	case typeWelcome:
+		m = &Welcome{Entries: deltaCodec.decodeList(d)}
+	case typeRedirect:
+		m = &Redirect{IDs: idCodec.decodeList(d)}
+	default:
+		if d.Err() != nil {
+			return nil, fmt.Errorf("ferry: %w", d.Err())
+		}
+		return nil, fmt.Errorf("ferry: %w: message type %d", membership.ErrMalformed, t)
+	}
+	if err := d.Finish(); err != nil {
+		return nil, fmt.Errorf("ferry: %s: %w", m.Kind(), err)
+	}
+	return m, nil
+}

@@ -1,0 +1,63 @@
+package ferry
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/kuradb/kura/membership"
+)
+
+func TestMessagesRoundTrip(t *testing.T) {
+	state := membership.EndpointState{ID: "a7", Generation: 1700000123, Heartbeat: 4,
+		App: []membership.AppValue{{Key: "dc", Value: "a", Version: 2}, {Key: "status", Value: "normal", Version: 3}}}
+	tests := []membership.Message{
+		&Summary{Sums: []DCSum{{DC: "a", Count: 500, Hash: 0xfeedface}}, Hot: []Delta{{State: state, DeadAt: 3}}, Reply: true},
+		&Summary{},
+		&Buckets{DCs: []DCBuckets{{DC: "b", Hashes: []uint64{1, 2, 3}}}},
+		&Digests{Buckets: []BucketRef{{DC: "a", Index: 31}}, Entries: []Digest{{ID: "a7", Generation: 9, MaxVersion: 4, Dead: true}}},
+		&Deltas{Entries: []Delta{{State: state}}, Requests: []Digest{{ID: "b1"}}},
+		&Push{Entries: []Delta{{State: state}}},
+		&Heartbeat{Generation: 1700000000, MaxVersion: 12, Stop: true},
+		&Probe{Seq: 77},
+		&ProbeAck{Seq: 77, Monitored: true},
+		&Join{State: state},
+		&Welcome{Entries: []Delta{{State: state}, {State: state, DeadAt: 9}}},
+		&Redirect{IDs: []string{"b1", "b2"}},
+	}
+	for _, m := range tests {
+		t.Run(m.Kind(), func(t *testing.T) {
+			b := membership.Marshal(m)
+			if len(b) != m.WireSize() {
+				t.Fatalf("WireSize %d, encoded %d bytes", m.WireSize(), len(b))
+			}
+			got, err := Unmarshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, m) {
+				t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
+			}
+		})
+	}
+}
+
+func TestSteadyStateMessagesAreSmall(t *testing.T) {
+	// What every node sends every round must not grow with n: a summary of
+	// two DCs and a heartbeat stay under 40 bytes whatever the cluster size.
+	sum := &Summary{Sums: []DCSum{{DC: "dc1", Count: 1 << 20, Hash: ^uint64(0)}, {DC: "dc2", Count: 1 << 20, Hash: ^uint64(0)}}}
+	hb := &Heartbeat{Generation: 1 << 40, MaxVersion: 1 << 20}
+	for _, m := range []membership.Message{sum, hb} {
+		if m.WireSize() > 40 {
+			t.Fatalf("%s is %d bytes", m.Kind(), m.WireSize())
+		}
+	}
+}
+
+func TestUnmarshalRejectsGarbage(t *testing.T) {
+	for _, data := range [][]byte{nil, {0}, {200}, {typeProbe}, append(membership.Marshal(&Probe{Seq: 1}), 7)} {
+		if _, err := Unmarshal(data); !errors.Is(err, membership.ErrMalformed) {
+			t.Fatalf("Unmarshal(%x): err = %v, want ErrMalformed", data, err)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package ferry
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// mix64 is the splitmix64 finaliser: a cheap, well-spread 64-bit mix.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// ringHash places a member on its DC's ring. The same order ranks gateways
+// (lowest first) and picks monitors (next on the ring), so every node with
+// the same view picks the same ones.
+func ringHash(id string) uint64 { return xxhash.Sum64String(id) }
+
+// entryHash is an entry's contribution to its DC's summary: it changes
+// whenever the generation, the highest version or the dead flag does.
+func entryHash(ring, generation, maxVersion uint64, dead bool) uint64 {
+	v := maxVersion << 1
+	if dead {
+		v |= 1
+	}
+	return mix64(ring ^ mix64(generation^mix64(v)))
+}
+
+// dcView is what a node knows about one DC: its members in ring order and
+// the XOR summaries over them, kept up to date entry by entry.
+type dcView struct {
+	name    string
+	members []*entry
+	hash    uint64
+	buckets []uint64
+}
+
+func newDCView(name string, buckets int) *dcView {
+	return &dcView{name: name, buckets: make([]uint64, buckets)}
+}
+
+// bucketOf is the bucket of a member.
+func (v *dcView) bucketOf(e *entry) int { return int(e.ring % uint64(len(v.buckets))) }
+
+// less orders members on the ring, ties by ID.
+func less(a, b *entry) bool {
+	if a.ring != b.ring {
+		return a.ring < b.ring
+	}
+	return a.state.ID < b.state.ID
+}
+
+// position is where e is, or would go, in members.
+func (v *dcView) position(e *entry) int {
+	return sort.Search(len(v.members), func(i int) bool { return !less(v.members[i], e) })
+}
+
+// add inserts a member and folds in its hash.
+func (v *dcView) add(e *entry) {
+	i := v.position(e)
+	v.members = append(v.members, nil)
+	copy(v.members[i+1:], v.members[i:])
+	v.members[i] = e
+	v.toggle(e)
+}
+
+// remove takes a member out and its hash with it.
+func (v *dcView) remove(e *entry) {
+	i := v.position(e)
+	if i < len(v.members) && v.members[i] == e {
+		v.members = append(v.members[:i], v.members[i+1:]...)
+		v.toggle(e)
+	}
+}
+
+// toggle XORs e's hash in or out of the summaries.
+func (v *dcView) toggle(e *entry) {
+	v.hash ^= e.hash
+	v.buckets[v.bucketOf(e)] ^= e.hash
+}
+
+// rehash updates the summaries after e's state changed.
+func (v *dcView) rehash(e *entry) {
+	v.toggle(e)
+	e.hash = entryHash(e.ring, e.state.Generation, e.maxVersion, e.dead())
+	v.toggle(e)
+}
+
+// sum is the constant-size summary of the DC.
+func (v *dcView) sum() DCSum { return DCSum{DC: v.name, Count: uint64(len(v.members)), Hash: v.hash} }
+
+// firstLive returns up to k live members in ring order, skipping except.
+func (v *dcView) firstLive(k int, except *entry) []*entry {
+	var out []*entry
+	for _, e := range v.members {
+		if len(out) == k {
+			break
+		}
+		if e != except && e.live() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// successors returns the next k live members after e on the ring.
+func (v *dcView) successors(e *entry, k int) []*entry {
+	var out []*entry
+	start := v.position(e)
+	for step := 1; step < len(v.members) && len(out) < k; step++ {
+		m := v.members[(start+step)%len(v.members)]
+		if m != e && m.live() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// predecessors returns the previous k live members before e on the ring:
+// the nodes that e, as their monitor, should hear from.
+func (v *dcView) predecessors(e *entry, k int) []*entry {
+	var out []*entry
+	start := v.position(e)
+	n := len(v.members)
+	for step := 1; step < n && len(out) < k; step++ {
+		m := v.members[(start-step+n)%n]
+		if m != e && m.live() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// inBucket lists the members of one bucket.
+func (v *dcView) inBucket(b int) []*entry {
+	var out []*entry
+	for _, e := range v.members {
+		if v.bucketOf(e) == b {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Gateways returns which of the given live members of one DC are its
+// gateways: the k lowest on the ring, as every node with the same view
+// computes them. Cores keep this incrementally; this is for tools and tests.
+func Gateways(liveIDs []string, k int) []string {
+	ids := slices.Clone(liveIDs)
+	slices.SortFunc(ids, func(a, b string) int {
+		ha, hb := ringHash(a), ringHash(b)
+		switch {
+		case ha < hb:
+			return -1
+		case ha > hb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return ids[:min(k, len(ids))]
+}
