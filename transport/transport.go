@@ -17,6 +17,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -120,6 +121,8 @@ type Transport struct {
 	accepted map[*conn]struct{}    // connections peers dialed to call this node
 	links    map[string]*wanLink   // by destination DC; nil value: no emulation
 
+	rtts sync.Map // peer id -> *atomic.Int64: smoothed call round trip in nanoseconds
+
 	// wg tracks the accept loop and every connection's reader and writer; handlers are
 	// not tracked (see Close).
 	wg sync.WaitGroup
@@ -214,7 +217,40 @@ func (t *Transport) Call(ctx context.Context, to Peer, kind Kind, payload []byte
 	if err != nil {
 		return nil, err
 	}
-	return c.call(ctx, kind, payload)
+	start := time.Now()
+	resp, err := c.call(ctx, kind, payload)
+	if err == nil {
+		t.observeRTT(to.ID, time.Since(start))
+	}
+	return resp, err
+}
+
+// RTT returns the smoothed round-trip time of recent calls to a peer: the network's
+// delay plus the peer's time to answer, which is what a coordinator choosing the nearest
+// replica wants. ok is false until a call to the peer has succeeded.
+func (t *Transport) RTT(peerID string) (rtt time.Duration, ok bool) {
+	v, ok := t.rtts.Load(peerID)
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(v.(*atomic.Int64).Load()), true
+}
+
+// observeRTT folds one call's round trip into the peer's moving average (weight 1/8, as
+// TCP's SRTT), so a single slow answer does not reorder replicas.
+func (t *Transport) observeRTT(peerID string, rtt time.Duration) {
+	v, loaded := t.rtts.LoadOrStore(peerID, new(atomic.Int64))
+	avg := v.(*atomic.Int64)
+	if !loaded {
+		avg.Store(int64(rtt))
+		return
+	}
+	for {
+		old := avg.Load()
+		if avg.CompareAndSwap(old, old+(int64(rtt)-old)/8) {
+			return
+		}
+	}
 }
 
 // Send sends a one-way message and returns once it is queued for the peer; ctx bounds only

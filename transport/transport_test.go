@@ -510,6 +510,24 @@ func TestWANLatency(t *testing.T) {
 	}
 }
 
+func TestRTTTracksCalls(t *testing.T) {
+	links := twoDCs(topology.Link{LatencyMs: 10})
+	server := startNode(t, Config{Self: Peer{ID: "server", DC: "b"}, Links: links})
+	client := startNode(t, Config{Self: Peer{ID: "client", DC: "a"}, Links: links})
+	if _, ok := client.RTT("server"); ok {
+		t.Fatal("RTT known before any call")
+	}
+	for range 3 {
+		if _, err := client.Call(testContext(t), server.Self(), kindEcho, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rtt, ok := client.RTT("server")
+	if !ok || rtt < 20*time.Millisecond || rtt > 200*time.Millisecond {
+		t.Fatalf("RTT = %v, %v; want about the emulated 20 ms round trip", rtt, ok)
+	}
+}
+
 func TestWANBandwidthSharedByConnections(t *testing.T) {
 	const bandwidthBps, payloadBytes = 100e3, 2500
 	links := twoDCs(topology.Link{BandwidthMbps: bandwidthBps / 1e6})
