@@ -71,11 +71,15 @@ func DefaultLevels() []consistency.Level {
 // Run starts the cluster, loads it, runs the workload and returns the summary.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	opts = withDefaults(opts)
-	c, err := embedded.Start(opts.Topology, embedded.Options{EmulateWAN: true, ClientAPI: true})
+	c, err := embedded.Start(opts.Topology, embedded.Options{EmulateWAN: true, ClientAPI: true, RESP: true, HTTP: true})
 	if err != nil {
 		return Result{}, err
 	}
 	defer c.Close()
+	if opts.Progress != nil {
+		first := c.Nodes[0]
+		fmt.Fprintf(opts.Progress, "while it runs: redis-cli -u redis://%s then KURA.KEYSPACE demo; metrics on http://%s/metrics\n", first.RESPAddr(), first.HTTPAddr())
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := c.WaitConverged(startCtx); err != nil {

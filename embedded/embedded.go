@@ -28,6 +28,9 @@ type Options struct {
 	// ClientAPI starts each node's gRPC client API (on the topology's client_addr or a
 	// free loopback port).
 	ClientAPI bool
+	// RESP and HTTP start each node's Redis protocol server and HTTP admin server on free
+	// loopback ports.
+	RESP, HTTP bool
 	// Node is the template for every node's settings (limits, intervals, logger); its
 	// identity, addresses and storage fields are filled in per node.
 	Node node.Config
@@ -66,6 +69,12 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		if opts.ClientAPI {
 			cfg.ClientAddr = orLoopback(spec.ClientAddr)
 		}
+		if opts.RESP {
+			cfg.RESPAddr = "127.0.0.1:0"
+		}
+		if opts.HTTP {
+			cfg.HTTPAddr = "127.0.0.1:0"
+		}
 		cfg.InMemory = opts.DataDir == ""
 		if !cfg.InMemory {
 			cfg.DataDir = filepath.Join(opts.DataDir, spec.ID)
@@ -81,6 +90,7 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, n)
 		c.stopped = append(c.stopped, false)
 		cfg.Listen, cfg.ClientAddr = n.Addr(), n.ClientAddr()
+		cfg.RESPAddr, cfg.HTTPAddr = n.RESPAddr(), n.HTTPAddr()
 		c.configs = append(c.configs, cfg)
 	}
 	selves := make([]cluster.Node, len(c.Nodes))

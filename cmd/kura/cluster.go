@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,18 +29,20 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c, err := embedded.Start(topo, embedded.Options{
-		DataDir: *dataDir, EmulateWAN: *emulate, ClientAPI: true, Logger: logger,
+		DataDir: *dataDir, EmulateWAN: *emulate, ClientAPI: true, RESP: true, HTTP: true, Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "cluster %s: %d nodes (WAN emulation %v)\n", topo.Name, len(c.Nodes), *emulate)
-	fmt.Fprintf(stdout, "%-16s %-12s %-22s %s\n", "NODE", "DC", "ADDR", "CLIENT")
+	fmt.Fprintf(stdout, "%-16s %-12s %-22s %-22s %-22s %s\n", "NODE", "DC", "ADDR", "CLIENT", "REDIS", "HTTP")
 	for _, n := range c.Nodes {
 		self := n.Self()
-		fmt.Fprintf(stdout, "%-16s %-12s %-22s %s\n", self.ID, self.DC, self.Addr, self.ClientAddr)
+		fmt.Fprintf(stdout, "%-16s %-12s %-22s %-22s %-22s %s\n", self.ID, self.DC, self.Addr, self.ClientAddr, n.RESPAddr(), n.HTTPAddr())
 	}
 	fmt.Fprintf(stdout, "try: kura keyspace create default --replication simple=3 --addr %s\n", c.Nodes[0].ClientAddr())
+	host, port, _ := net.SplitHostPort(c.Nodes[0].RESPAddr())
+	fmt.Fprintf(stdout, "then: redis-cli -h %s -p %s  (keyspace default; KURA.KEYSPACE and KURA.CONSISTENCY switch)\n", host, port)
 	fmt.Fprintln(stdout, "running until interrupted (Ctrl-C)")
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)

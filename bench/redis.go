@@ -1,0 +1,380 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/topology"
+)
+
+func init() {
+	Register(Bench{
+		Name:    "redis",
+		Summary: "kura's Redis front end against redis-server, both driven by redis-benchmark",
+		Setup:   setupRedis,
+	})
+}
+
+// redisOptions are the bench's flags.
+type redisOptions struct {
+	clients    int
+	requests   int
+	valueBytes int
+	keys       int
+	pipelines  []int
+}
+
+func setupRedis(fs *flag.FlagSet) Runner {
+	clients := fs.Int("clients", 50, "concurrent connections of redis-benchmark")
+	requests := fs.Int("requests", 200000, "requests per run (one target, one operation, one pipeline depth)")
+	valueBytes := fs.Int("value-bytes", 256, "size of SET's values")
+	keys := fs.Int("keys", 100000, "keys the requests pick from at random")
+	pipelines := fs.String("pipeline", "1,16", "comma-separated pipeline depths")
+	return func(ctx context.Context, env Env) (*Report, error) {
+		opts := redisOptions{clients: *clients, requests: *requests, valueBytes: *valueBytes, keys: *keys}
+		for _, p := range strings.Split(*pipelines, ",") {
+			depth, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || depth < 1 {
+				return nil, fmt.Errorf("--pipeline %q: want positive integers separated by commas", *pipelines)
+			}
+			opts.pipelines = append(opts.pipelines, depth)
+		}
+		if opts.clients < 1 || opts.requests < 1 || opts.valueBytes < 1 || opts.keys < 1 {
+			return nil, errors.New("--clients, --requests, --value-bytes and --keys must be positive")
+		}
+		return runRedis(ctx, env, opts)
+	}
+}
+
+// RedisRow is one run of redis-benchmark against one target.
+type RedisRow struct {
+	Target       string  `json:"target"`
+	Op           string  `json:"op"`
+	Pipeline     int     `json:"pipeline"`
+	OpsPerS      float64 `json:"ops_per_s"`
+	LatencyMsP50 float64 `json:"latency_ms_p50"`
+	LatencyMsP99 float64 `json:"latency_ms_p99"`
+	// RatioToRedis is OpsPerS over redis-server's for the same operation and depth.
+	RatioToRedis float64 `json:"ratio_to_redis"`
+}
+
+// The targets, in the order each measurement visits them.
+const (
+	targetRedis       = "redis"
+	targetKuraSingle  = "kura-1"
+	targetKuraCluster = "kura-3-quorum"
+)
+
+// redisTarget is a server redis-benchmark can be pointed at.
+type redisTarget struct {
+	name string
+	addr string
+	stop func()
+}
+
+// ErrNoRedisTools reports that redis-server or redis-benchmark is not installed.
+var ErrNoRedisTools = errors.New("redis-server and redis-benchmark are needed (Debian: apt-get install redis-tools redis-server)")
+
+func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) {
+	for _, tool := range []string{"redis-server", "redis-benchmark"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%w: %s not found", ErrNoRedisTools, tool)
+		}
+	}
+	var targets []redisTarget
+	defer func() {
+		for _, t := range targets {
+			t.stop()
+		}
+	}()
+	for _, start := range []func(context.Context) (redisTarget, error){
+		startRedisServer,
+		func(ctx context.Context) (redisTarget, error) {
+			return startKura(ctx, targetKuraSingle, 1, consistency.One)
+		},
+		func(ctx context.Context) (redisTarget, error) {
+			return startKura(ctx, targetKuraCluster, 3, consistency.Quorum)
+		},
+	} {
+		t, err := start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+		env.Progressf("started %s on %s", t.name, t.addr)
+	}
+
+	// Targets alternate within each measurement, so that a change in the machine's load
+	// (other processes, CPU frequency) hits them alike. Each target's SETs come before its
+	// GETs, so that GET finds the keys.
+	var rows []RedisRow
+	for _, depth := range opts.pipelines {
+		for _, op := range []string{"SET", "GET"} {
+			var redisOpsPerS float64
+			for _, t := range targets {
+				row, err := runRedisBenchmark(ctx, t, op, depth, opts)
+				if err != nil {
+					return nil, err
+				}
+				if t.name == targetRedis {
+					redisOpsPerS = row.OpsPerS
+				}
+				if redisOpsPerS > 0 {
+					row.RatioToRedis = row.OpsPerS / redisOpsPerS
+				}
+				env.Progressf("%-14s %s pipeline %-3d %9.0f ops/s  p50 %.3f ms  p99 %.3f ms",
+					t.name, op, depth, row.OpsPerS, row.LatencyMsP50, row.LatencyMsP99)
+				rows = append(rows, row)
+			}
+		}
+	}
+	return redisReport(rows, opts), nil
+}
+
+// startRedisServer runs redis-server on a free loopback port, without persistence.
+func startRedisServer(ctx context.Context) (redisTarget, error) {
+	port, err := freePort()
+	if err != nil {
+		return redisTarget{}, err
+	}
+	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		return redisTarget{}, fmt.Errorf("start redis-server: %w", err)
+	}
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := waitListening(ctx, addr); err != nil {
+		stop()
+		return redisTarget{}, fmt.Errorf("redis-server: %w\n%s", err, log.String())
+	}
+	return redisTarget{name: targetRedis, addr: addr, stop: stop}, nil
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitListening waits until addr accepts connections.
+func waitListening(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return nc.Close()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s does not accept connections: %w", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startKura runs an in-memory kura cluster of n nodes in one datacenter, in this process,
+// with keyspace "default" at replication factor n; redis-benchmark talks to the first node
+// at level cl.
+func startKura(ctx context.Context, name string, n int, cl consistency.Level) (redisTarget, error) {
+	var yaml strings.Builder
+	fmt.Fprintf(&yaml, "name: %s\ndatacenters:\n  - name: dc1\n    latency_ms: 0\n    bandwidth_mbps: 0\n    nodes:\n", name)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&yaml, "      - id: %s-%d\n", name, i)
+	}
+	topo, err := topology.Parse([]byte(yaml.String()))
+	if err != nil {
+		return redisTarget{}, err
+	}
+	c, err := embedded.Start(topo, embedded.Options{RESP: true, Node: node.Config{RESPConsistency: cl}})
+	if err != nil {
+		return redisTarget{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = c.WaitConverged(startCtx)
+	if err == nil {
+		err = c.CreateKeyspace(startCtx, schema.Keyspace{Name: "default", Replication: fmt.Sprintf("simple=%d", n)})
+	}
+	if err == nil {
+		err = c.WaitConverged(startCtx)
+	}
+	if err != nil {
+		c.Close()
+		return redisTarget{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	return redisTarget{name: name, addr: c.Nodes[0].RESPAddr(), stop: func() { c.Close() }}, nil
+}
+
+// runRedisBenchmark runs redis-benchmark for one operation against one target.
+func runRedisBenchmark(ctx context.Context, t redisTarget, op string, depth int, opts redisOptions) (RedisRow, error) {
+	host, port, err := net.SplitHostPort(t.addr)
+	if err != nil {
+		return RedisRow{}, err
+	}
+	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port,
+		"-c", strconv.Itoa(opts.clients), "-n", strconv.Itoa(opts.requests),
+		"-d", strconv.Itoa(opts.valueBytes), "-r", strconv.Itoa(opts.keys),
+		"-P", strconv.Itoa(depth), "-t", strings.ToLower(op), "--csv")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return RedisRow{}, fmt.Errorf("redis-benchmark %s against %s: %w\n%s", op, t.name, err, stderr.String())
+	}
+	row, err := parseBenchmarkCSV(stdout.Bytes(), op)
+	if err != nil {
+		return RedisRow{}, fmt.Errorf("redis-benchmark %s against %s: %w\n%s", op, t.name, err, stderr.String())
+	}
+	row.Target, row.Pipeline = t.name, depth
+	return row, nil
+}
+
+// parseBenchmarkCSV reads the row of test op from redis-benchmark's --csv output, whose
+// header names the columns ("test","rps",...,"p50_latency_ms",...,"p99_latency_ms",...).
+func parseBenchmarkCSV(out []byte, op string) (RedisRow, error) {
+	records, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil {
+		return RedisRow{}, fmt.Errorf("parse CSV output: %w", err)
+	}
+	if len(records) < 2 {
+		return RedisRow{}, fmt.Errorf("CSV output has no results: %q", out)
+	}
+	column := map[string]int{}
+	for i, name := range records[0] {
+		column[name] = i
+	}
+	for _, record := range records[1:] {
+		if record[column["test"]] != op {
+			continue
+		}
+		var row RedisRow
+		fields := []struct {
+			name string
+			dst  *float64
+		}{{"rps", &row.OpsPerS}, {"p50_latency_ms", &row.LatencyMsP50}, {"p99_latency_ms", &row.LatencyMsP99}}
+		for _, f := range fields {
+			i, ok := column[f.name]
+			if !ok || i >= len(record) {
+				return RedisRow{}, fmt.Errorf("CSV output lacks column %s", f.name)
+			}
+			if *f.dst, err = strconv.ParseFloat(record[i], 64); err != nil {
+				return RedisRow{}, fmt.Errorf("CSV column %s: %w", f.name, err)
+			}
+		}
+		row.Op = op
+		return row, nil
+	}
+	return RedisRow{}, fmt.Errorf("CSV output has no row for %s", op)
+}
+
+// The issue's targets for the single node at pipeline 1, relative to redis-server.
+const (
+	goalGetRatio = 1.0
+	goalSetRatio = 0.8
+	goalP99Ratio = 2.0
+)
+
+// redisReport builds the report; its summary checks the single node against the goals.
+func redisReport(rows []RedisRow, opts redisOptions) *Report {
+	find := func(target, op string, depth int) (RedisRow, bool) {
+		for _, r := range rows {
+			if r.Target == target && r.Op == op && r.Pipeline == depth {
+				return r, true
+			}
+		}
+		return RedisRow{}, false
+	}
+	summary := map[string]any{}
+	met := true
+	for _, op := range []string{"SET", "GET"} {
+		kura, okKura := find(targetKuraSingle, op, 1)
+		redis, okRedis := find(targetRedis, op, 1)
+		if !okKura || !okRedis || redis.LatencyMsP99 == 0 {
+			continue
+		}
+		goal := goalSetRatio
+		if op == "GET" {
+			goal = goalGetRatio
+		}
+		p99Ratio := kura.LatencyMsP99 / redis.LatencyMsP99
+		lower := strings.ToLower(op)
+		summary[lower+"_ratio_p1"] = round3(kura.RatioToRedis)
+		summary[lower+"_p99_ratio_p1"] = round3(p99Ratio)
+		met = met && kura.RatioToRedis >= goal && p99Ratio <= goalP99Ratio
+	}
+	if len(summary) > 0 {
+		summary["goals_met"] = met
+	}
+	return &Report{
+		Bench: "redis",
+		Scale: fmt.Sprintf("redis-benchmark, %d clients, %d requests per run, %d-byte values over %d random keys, pipeline %s; %d cores shared by every process",
+			opts.clients, opts.requests, opts.valueBytes, opts.keys, joinInts(opts.pipelines), runtime.NumCPU()),
+		Rows:    rows,
+		Summary: summary,
+		Notes: []string{
+			"targets: redis = redis-server without persistence; kura-1 = one in-memory kura node, replication 1, level ONE; kura-3-quorum = three in-memory nodes in one DC on loopback, replication 3, level QUORUM, every request through the first node",
+			fmt.Sprintf("goals (single node, pipeline 1): GET ops/s >= %.1fx redis, SET >= %.1fx, p99 <= %.0fx redis's; ratio_to_redis compares ops/s with redis's in the same measurement", goalGetRatio, goalSetRatio, goalP99Ratio),
+			"redis-benchmark, redis-server and kura share the machine: on few cores the client's own CPU use caps both servers",
+		},
+		Plot: func(path string) error { return redisFigure(rows, opts).Save(path) },
+	}
+}
+
+// redisFigure draws ops/s per target, grouped by operation and pipeline depth.
+func redisFigure(rows []RedisRow, opts redisOptions) Figure {
+	var categories []string
+	for _, depth := range opts.pipelines {
+		for _, op := range []string{"SET", "GET"} {
+			categories = append(categories, fmt.Sprintf("%s P%d", op, depth))
+		}
+	}
+	fig := Figure{Title: "kura vs redis-server under redis-benchmark", XLabel: "operation, pipeline depth", YLabel: "ops/s", Categories: categories}
+	for _, target := range []string{targetRedis, targetKuraSingle, targetKuraCluster} {
+		series := Series{Name: target, Y: make([]float64, len(categories))}
+		for _, r := range rows {
+			if r.Target != target {
+				continue
+			}
+			for i, c := range categories {
+				if c == fmt.Sprintf("%s P%d", r.Op, r.Pipeline) {
+					series.Y[i] = r.OpsPerS
+				}
+			}
+		}
+		fig.Series = append(fig.Series, series)
+	}
+	return fig
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func joinInts(values []int) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}

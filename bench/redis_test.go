@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseBenchmarkCSV(t *testing.T) {
+	out := "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n" +
+		"\"SET\",\"43715.85\",\"0.750\",\"0.096\",\"0.551\",\"2.247\",\"3.991\",\"77.567\"\n" +
+		"\"GET\",\"50137.88\",\"0.679\",\"0.096\",\"0.519\",\"1.431\",\"3.719\",\"105.215\"\n"
+	tests := []struct {
+		name    string
+		out     string
+		op      string
+		want    RedisRow
+		wantErr string
+	}{
+		{"set", out, "SET", RedisRow{Op: "SET", OpsPerS: 43715.85, LatencyMsP50: 0.551, LatencyMsP99: 3.991}, ""},
+		{"get", out, "GET", RedisRow{Op: "GET", OpsPerS: 50137.88, LatencyMsP50: 0.519, LatencyMsP99: 3.719}, ""},
+		{"missing op", out, "INCR", RedisRow{}, "no row for INCR"},
+		{"header only", "\"test\",\"rps\"\n", "SET", RedisRow{}, "no results"},
+		{"missing column", "\"test\",\"rps\"\n\"SET\",\"1\"\n", "SET", RedisRow{}, "lacks column p50_latency_ms"},
+		{"not a number", "\"test\",\"rps\",\"p50_latency_ms\",\"p99_latency_ms\"\n\"SET\",\"fast\",\"1\",\"2\"\n", "SET", RedisRow{}, "column rps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseBenchmarkCSV([]byte(tt.out), tt.op)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("= %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedisReportChecksTheGoals(t *testing.T) {
+	rows := func(getRatio, setRatio, kuraP99 float64) []RedisRow {
+		return []RedisRow{
+			{Target: targetRedis, Op: "SET", Pipeline: 1, OpsPerS: 1000, LatencyMsP99: 1, RatioToRedis: 1},
+			{Target: targetKuraSingle, Op: "SET", Pipeline: 1, OpsPerS: 1000 * setRatio, LatencyMsP99: kuraP99, RatioToRedis: setRatio},
+			{Target: targetRedis, Op: "GET", Pipeline: 1, OpsPerS: 1000, LatencyMsP99: 1, RatioToRedis: 1},
+			{Target: targetKuraSingle, Op: "GET", Pipeline: 1, OpsPerS: 1000 * getRatio, LatencyMsP99: kuraP99, RatioToRedis: getRatio},
+		}
+	}
+	tests := []struct {
+		name                        string
+		getRatio, setRatio, kuraP99 float64
+		met                         bool
+	}{
+		{"all met", 1.0, 0.8, 2, true},
+		{"get short", 0.99, 0.9, 1, false},
+		{"set short", 1.2, 0.79, 1, false},
+		{"p99 too high", 1.2, 0.9, 2.01, false},
+	}
+	opts := redisOptions{clients: 50, requests: 100, valueBytes: 256, keys: 10, pipelines: []int{1}}
+	for _, tt := range tests {
+		r := redisReport(rows(tt.getRatio, tt.setRatio, tt.kuraP99), opts)
+		if r.Summary["goals_met"] != tt.met {
+			t.Errorf("%s: summary %v, want goals_met %v", tt.name, r.Summary, tt.met)
+		}
+		if r.Summary["get_ratio_p1"] != round3(tt.getRatio) || r.Summary["set_p99_ratio_p1"] != round3(tt.kuraP99) {
+			t.Errorf("%s: summary %v", tt.name, r.Summary)
+		}
+	}
+}
+
+func TestRedisFigure(t *testing.T) {
+	rows := []RedisRow{
+		{Target: targetRedis, Op: "GET", Pipeline: 16, OpsPerS: 10},
+		{Target: targetKuraCluster, Op: "SET", Pipeline: 1, OpsPerS: 3},
+	}
+	fig := redisFigure(rows, redisOptions{pipelines: []int{1, 16}})
+	if strings.Join(fig.Categories, ",") != "SET P1,GET P1,SET P16,GET P16" {
+		t.Fatalf("categories %v", fig.Categories)
+	}
+	if len(fig.Series) != 3 || fig.Series[0].Y[3] != 10 || fig.Series[2].Y[0] != 3 {
+		t.Fatalf("series %+v", fig.Series)
+	}
+}
+
+func TestRedisBenchFlags(t *testing.T) {
+	b, ok := Lookup("redis")
+	if !ok {
+		t.Fatal("bench redis is not registered")
+	}
+	for _, args := range [][]string{{"--pipeline", "1,x"}, {"--pipeline", "0"}, {"--clients", "0"}} {
+		fs := flag.NewFlagSet("redis", flag.ContinueOnError)
+		run := b.Setup(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run(context.Background(), Env{}); err == nil || errors.Is(err, ErrNoRedisTools) {
+			t.Errorf("%v: error %v, want a flag error", args, err)
+		}
+	}
+}
+
+func TestRedisBenchEndToEnd(t *testing.T) {
+	for _, tool := range []string{"redis-server", "redis-benchmark"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (Debian: apt-get install redis-tools redis-server); .ci/run installs it", tool)
+		}
+	}
+	b, _ := Lookup("redis")
+	fs := flag.NewFlagSet("redis", flag.ContinueOnError)
+	run := b.Setup(fs)
+	if err := fs.Parse([]string{"--clients", "4", "--requests", "2000", "--keys", "100", "--pipeline", "1,4"}); err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	report, err := run(context.Background(), Env{Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := report.Rows.([]RedisRow)
+	if len(rows) != 12 {
+		t.Fatalf("%d rows, want 3 targets x 2 ops x 2 depths:\n%s", len(rows), progress.String())
+	}
+	for _, r := range rows {
+		if r.OpsPerS <= 0 || r.LatencyMsP99 < r.LatencyMsP50 || r.RatioToRedis <= 0 {
+			t.Errorf("implausible row %+v", r)
+		}
+		if r.Target == targetRedis && r.RatioToRedis != 1 {
+			t.Errorf("redis row with ratio %v", r.RatioToRedis)
+		}
+	}
+	if _, ok := report.Summary["goals_met"]; !ok {
+		t.Errorf("summary %v lacks goals_met", report.Summary)
+	}
+	var table bytes.Buffer
+	if err := report.WriteTable(&table); err != nil || !strings.Contains(table.String(), "kura-3-quorum") {
+		t.Fatalf("table: %v\n%s", err, table.String())
+	}
+	if err := report.Plot(filepath.Join(t.TempDir(), "redis.png")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadPassword(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content string
+		want, err     string
+	}{
+		{"one line", "s3cret\n", "s3cret", ""},
+		{"first line only", "s3cret\r\nignored\n", "s3cret", ""},
+		{"no newline", "s3cret", "s3cret", ""},
+		{"empty", "\nlater", "", "the first line is empty"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
+		if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readPassword(path)
+		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: %q, %v; want %q, %q", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+	if _, err := readPassword(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing password file was accepted")
+	}
+}
+
+func TestServerFrontEndFlagErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		text string
+	}{
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-consistency", "MOST"}, "--resp-consistency"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-password-file", "/nonexistent/pw"}, "read --resp-password-file"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := kura(tt.args...)
+		if code == 0 || !strings.Contains(errOut, tt.text) {
+			t.Errorf("kura %v: exit %d, stderr %q; want a failure mentioning %q", tt.args, code, errOut, tt.text)
+		}
+	}
+}
+
+func TestServerServesRedisAndHTTP(t *testing.T) {
+	passwordFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(passwordFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	respAddr, httpAddr := freeAddr(t), freeAddr(t)
+	startServer(t, &serverProcess{args: []string{"--id", "n1", "--dc", "dc1", "--in-memory", "--log-level", "warn",
+		"--listen", freeAddr(t), "--client", freeAddr(t), "--resp", respAddr, "--http", httpAddr,
+		"--resp-password-file", passwordFile, "--resp-consistency", "quorum"}})
+
+	var resp *http.Response
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		if resp, err = http.Get("http://" + httpAddr + "/healthz"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admin port never answered: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok\n" {
+		t.Fatalf("/healthz = %q", body)
+	}
+
+	nc, err := net.Dial("tcp", respAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(nc, "GET k\r\nAUTH s3cret\r\nKURA.CONSISTENCY\r\n")
+	r := bufio.NewReader(nc)
+	for _, want := range []string{"-NOAUTH Authentication required.\r\n", "+OK\r\n", "+QUORUM\r\n"} {
+		if line, err := r.ReadString('\n'); line != want {
+			t.Fatalf("reply %q (%v), want %q", line, err, want)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+// Package metrics owns a node's Prometheus metrics: request counts and latencies per
+// operation and consistency level, errors by kind, inter-node traffic per datacenter pair
+// and message kind, hints, membership and storage. The client front ends (gRPC and RESP)
+// report every request through Registry.Observe; the rest is read from the node at each
+// scrape.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/transport"
+)
+
+// Config says where the scrape-time figures come from.
+type Config struct {
+	// Stats are the transport counters exported per (from_dc, to_dc, kind); nil exports
+	// none. Nodes of an in-process cluster share one Stats, so each exports the cluster's.
+	Stats *transport.Stats
+	// Gauges reads the node's gauges at each scrape; nil exports none.
+	Gauges func() Gauges
+}
+
+// Gauges are a node's figures read at scrape time.
+type Gauges struct {
+	HintsPending     int    // writes held for replicas that missed them
+	MembersAlive     int    // known nodes believed reachable, this one included
+	MembersDown      int    // known nodes believed down
+	StorageDiskBytes uint64 // space the storage files take
+}
+
+// Registry is one node's metrics. Each node has its own, so that several nodes can run in
+// one process.
+type Registry struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+	// series caches each (api, op, level)'s request counter and histogram: Observe runs on
+	// every request, and resolving label values costs more than the observation itself.
+	series sync.Map // seriesKey -> *requestSeries
+}
+
+type seriesKey struct {
+	api, op string
+	level   consistency.Level
+}
+
+type requestSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+// New returns a registry with the request metrics, the node collector over cfg, and the
+// Go runtime and process collectors.
+func New(cfg Config) *Registry {
+	r := &Registry{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kura_requests_total",
+			Help: "Client requests served, by front end (grpc, resp), operation and consistency level.",
+		}, []string{"api", "op", "consistency"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kura_request_duration_seconds",
+			Help:    "Latency of client requests as the node served them, failed ones included.",
+			Buckets: prometheus.ExponentialBucketsRange(50e-6, 10, 18),
+		}, []string{"api", "op", "consistency"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kura_request_errors_total",
+			Help: "Failed client requests, by kind: invalid_argument, no_keyspace, unavailable, timeout, canceled, internal.",
+		}, []string{"api", "op", "kind"}),
+	}
+	r.registry.MustRegister(r.requests, r.latency, r.errors,
+		newNodeCollector(cfg),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return r
+}
+
+// Observe records one request: api is the front end ("grpc", "resp"), op the operation
+// ("get", "put", "delete", "scan"), err its outcome.
+func (r *Registry) Observe(api, op string, cl consistency.Level, elapsed time.Duration, err error) {
+	key := seriesKey{api: api, op: op, level: cl}
+	cached, ok := r.series.Load(key)
+	if !ok {
+		level := cl.String()
+		cached, _ = r.series.LoadOrStore(key, &requestSeries{
+			requests: r.requests.WithLabelValues(api, op, level),
+			latency:  r.latency.WithLabelValues(api, op, level),
+		})
+	}
+	s := cached.(*requestSeries)
+	s.requests.Inc()
+	s.latency.Observe(elapsed.Seconds())
+	if err != nil {
+		r.errors.WithLabelValues(api, op, ErrorKind(err)).Inc()
+	}
+}
+
+// Handler serves the metrics in the Prometheus exposition format.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{})
+}
+
+// ErrorKind classifies a request's error for the errors metric. It reads both the
+// coordinator's errors and gRPC status errors, whose codes the gRPC API derived from them.
+func ErrorKind(err error) string {
+	if st, ok := status.FromError(err); ok && err != nil {
+		switch st.Code() {
+		case codes.InvalidArgument:
+			return "invalid_argument"
+		case codes.NotFound:
+			return "no_keyspace"
+		case codes.Unavailable:
+			return "unavailable"
+		case codes.DeadlineExceeded:
+			return "timeout"
+		case codes.Canceled:
+			return "canceled"
+		}
+		return "internal"
+	}
+	switch {
+	case errors.Is(err, coord.ErrInvalidArgument), errors.Is(err, consistency.ErrUnknownLevel), errors.Is(err, schema.ErrInvalidKeyspace):
+		return "invalid_argument"
+	case errors.Is(err, schema.ErrNoKeyspace):
+		return "no_keyspace"
+	case errors.Is(err, coord.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, coord.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "internal"
+}

@@ -1,0 +1,117 @@
+package node
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/schema"
+)
+
+// startFrontEndNode starts an in-memory node serving RESP and HTTP on loopback ports.
+func startFrontEndNode(t *testing.T, id, dc string, seeds ...string) *Node {
+	t.Helper()
+	n, err := Start(Config{
+		ID: id, DC: dc, Listen: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		Seeds: seeds, InMemory: true,
+		HeartbeatInterval: 20 * time.Millisecond, SuspectAfter: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// startFrontEndCluster starts nodes in the given DCs, joined through the first, and creates
+// keyspace "default" with the given replication once they see each other.
+func startFrontEndCluster(t *testing.T, replication string, dcs ...string) []*Node {
+	t.Helper()
+	var nodes []*Node
+	for i, dc := range dcs {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{nodes[0].Addr()}
+		}
+		nodes = append(nodes, startFrontEndNode(t, "n"+string(rune('1'+i)), dc, seeds...))
+	}
+	waitUntil(t, "every node sees every other alive", func() bool {
+		for _, n := range nodes {
+			if len(n.View().Nodes()) != len(nodes) {
+				return false
+			}
+			for _, other := range nodes {
+				if !n.View().Alive(other.ID()) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if err := nodes[0].CreateKeyspace(context.Background(), schema.Keyspace{Name: "default", Replication: replication}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "every node knows keyspace default", func() bool {
+		for _, n := range nodes {
+			if _, err := n.Keyspace("default"); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+func TestFrontEndsStartOnlyWhenConfigured(t *testing.T) {
+	plain, err := Start(Config{ID: "plain", DC: "dc1", Listen: "127.0.0.1:0", InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if plain.RESPAddr() != "" || plain.HTTPAddr() != "" {
+		t.Fatalf("a node configured without front ends serves RESP %q, HTTP %q", plain.RESPAddr(), plain.HTTPAddr())
+	}
+
+	n := startFrontEndNode(t, "n1", "dc1")
+	addrs := []string{n.RESPAddr(), n.HTTPAddr()}
+	for _, addr := range addrs {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("front end %s: %v", addr, err)
+		}
+		nc.Close()
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range addrs {
+		if nc, err := net.Dial("tcp", addr); err == nil {
+			nc.Close()
+			t.Errorf("%s still accepts connections after Close", addr)
+		}
+	}
+}
+
+func TestFrontEndListenErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{RESPAddr: "127.0.0.1:-1"}, "listen for Redis clients"},
+		{Config{HTTPAddr: "127.0.0.1:-1"}, "listen for HTTP"},
+	}
+	for _, tt := range tests {
+		cfg := tt.cfg
+		cfg.ID, cfg.DC, cfg.Listen, cfg.InMemory = "n1", "dc1", "127.0.0.1:0", true
+		n, err := Start(cfg)
+		if err == nil {
+			n.Close()
+			t.Fatalf("Start with %+v succeeded", tt.cfg)
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("error %q, want %q", err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/consistency"
+)
+
+// redisCLI runs redis-cli against addr with args (and stdin, for -x) and returns its output.
+func redisCLI(t *testing.T, addr string, stdin []byte, args ...string) []byte {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", host, "-p", port}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("redis-cli %q: %v: %s", args, err, out)
+	}
+	return out
+}
+
+func TestRedisCLISetsAndGets(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli is not installed (Debian: apt-get install redis-tools); .ci/run installs it")
+	}
+	n := startFrontEndCluster(t, "simple=1", "dc1")[0]
+	addr := n.RESPAddr()
+	if out := redisCLI(t, addr, nil, "PING"); string(out) != "PONG\n" {
+		t.Fatalf("PING: %q", out)
+	}
+
+	binary := []byte("\x00\x01\xff\r\nbinary\x00 tail")
+	tests := []struct {
+		name  string
+		key   string
+		value []byte
+		stdin bool // pass the value on stdin (-x), so that it may hold any byte
+	}{
+		{"plain", "greeting", []byte("hello, world"), false},
+		{"empty value", "empty", []byte{}, false},
+		{"key with spaces", "key with spaces", []byte("v1"), false},
+		{"key with newlines", "key\nwith\r\nnewlines", []byte("v2"), false},
+		{"binary value", "bin", binary, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out []byte
+			if tt.stdin {
+				out = redisCLI(t, addr, tt.value, "-x", "SET", tt.key)
+			} else {
+				out = redisCLI(t, addr, nil, "SET", tt.key, string(tt.value))
+			}
+			if string(out) != "OK\n" {
+				t.Fatalf("SET: %q", out)
+			}
+			// Without a terminal redis-cli prints the raw value and a newline.
+			if got := redisCLI(t, addr, nil, "GET", tt.key); !bytes.Equal(got, append(append([]byte{}, tt.value...), '\n')) {
+				t.Fatalf("GET printed %q, want %q", got, tt.value)
+			}
+			rec, found, err := n.Coordinator().Get(context.Background(), "default", []byte(tt.key), consistency.One)
+			if err != nil || !found || !bytes.Equal(rec.Value, tt.value) {
+				t.Fatalf("the coordinator reads %q (found %v, %v), want %q", rec.Value, found, err, tt.value)
+			}
+		})
+	}
+	if out := redisCLI(t, addr, nil, "DBSIZE"); string(out) != fmt.Sprintf("%d\n", len(tests)) {
+		t.Fatalf("DBSIZE: %q", out)
+	}
+	if out := redisCLI(t, addr, nil, "GET", "missing"); string(out) != "\n" {
+		t.Fatalf("GET of a missing key printed %q", out)
+	}
+	if out := redisCLI(t, addr, nil, "INFO", "replication"); !strings.Contains(string(out), "kura_cluster_size:1") {
+		t.Fatalf("INFO replication: %s", out)
+	}
+}
+
+func TestGoRedisPipelinesAndScansAThreeNodeCluster(t *testing.T) {
+	nodes := startFrontEndCluster(t, "simple=3", "dc1", "dc1", "dc1")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		clients[i] = redis.NewClient(&redis.Options{
+			Addr: n.RESPAddr(),
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+				return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err()
+			},
+		})
+		defer clients[i].Close()
+	}
+
+	const keys, batch = 600, 50
+	want := map[string]string{}
+	pipe := clients[0].Pipeline()
+	for i := 0; i < keys; i += batch {
+		var pairs []any
+		for j := i; j < i+batch; j++ {
+			k, v := fmt.Sprintf("user:%04d", j), fmt.Sprintf("value %d\x00\n", j)
+			want[k] = v
+			pairs = append(pairs, k, v)
+		}
+		pipe.MSet(ctx, pairs...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("pipelined MSET: %v", err)
+	}
+
+	// Read back through another node, pipelined as well.
+	pipe = clients[1].Pipeline()
+	var gets []*redis.SliceCmd
+	for i := 0; i < keys; i += batch {
+		var names []string
+		for j := i; j < i+batch; j++ {
+			names = append(names, fmt.Sprintf("user:%04d", j))
+		}
+		gets = append(gets, pipe.MGet(ctx, append(names, "missing")...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("pipelined MGET: %v", err)
+	}
+	for i, cmd := range gets {
+		values := cmd.Val()
+		for j, v := range values[:batch] {
+			k := fmt.Sprintf("user:%04d", i*batch+j)
+			if v != want[k] {
+				t.Fatalf("MGET %s = %q, want %q", k, v, want[k])
+			}
+		}
+		if values[batch] != nil {
+			t.Fatalf("MGET of a missing key = %q", values[batch])
+		}
+	}
+
+	// SCAN through the third node walks the whole cluster: every key exactly once.
+	if err := clients[2].Set(ctx, "other:1", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var cursor uint64
+	calls := 0
+	for {
+		page, next, err := clients[2].Scan(ctx, cursor, "user:*", 64).Result()
+		if err != nil {
+			t.Fatalf("SCAN: %v", err)
+		}
+		for _, k := range page {
+			seen[k]++
+		}
+		calls++
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	if len(seen) != keys {
+		t.Fatalf("SCAN found %d keys, want %d", len(seen), keys)
+	}
+	for k, count := range seen {
+		if count != 1 || want[k] == "" {
+			t.Fatalf("SCAN returned %q %d times", k, count)
+		}
+	}
+	if calls != keys/64+1 {
+		t.Errorf("SCAN took %d calls for %d keys at COUNT 64", calls, keys)
+	}
+	// The iterator helper and RESP2 clients agree.
+	resp2 := redis.NewClient(&redis.Options{Addr: nodes[0].RESPAddr(), Protocol: 2})
+	defer resp2.Close()
+	var all []string
+	iter := resp2.Scan(ctx, 0, "", 100).Iterator()
+	for iter.Next(ctx) {
+		all = append(all, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != keys+1 || !sort.StringsAreSorted(all) {
+		t.Fatalf("SCAN over RESP2 returned %d keys (sorted %v), want %d in order", len(all), sort.StringsAreSorted(all), keys+1)
+	}
+	if size, err := resp2.DBSize(ctx).Result(); err != nil || size != keys+1 {
+		t.Fatalf("DBSIZE = %d, %v; want %d", size, err, keys+1)
+	}
+}
+
+func TestMalformedRESPLeavesTheNodeServing(t *testing.T) {
+	n := startFrontEndCluster(t, "simple=1", "dc1")[0]
+	ctx := context.Background()
+	healthy := redis.NewClient(&redis.Options{Addr: n.RESPAddr()})
+	defer healthy.Close()
+	if err := healthy.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		input string
+		reply string // the error line's start; "" when the frame is cut short and no reply comes
+	}{
+		{"bad array length", "*zz\r\n", "-ERR Protocol error: invalid multibulk length"},
+		{"bad bulk length", "*2\r\n$3\r\nGET\r\n$-7\r\n", "-ERR Protocol error: invalid bulk length"},
+		{"huge declared length", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9999999999\r\n", "-ERR Protocol error: bulk length 9999999999 exceeds the limit"},
+		{"too many arguments", "*99999999\r\n", "-ERR Protocol error: multibulk length 99999999 exceeds the limit"},
+		{"truncated frame", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nab", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", n.RESPAddr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(nc, tt.input)
+			if tt.reply == "" {
+				nc.(*net.TCPConn).CloseWrite() // the client gives up mid-frame
+			}
+			r := bufio.NewReader(nc)
+			line, _ := r.ReadString('\n')
+			if !strings.HasPrefix(line, tt.reply) || (tt.reply == "" && line != "") {
+				t.Fatalf("reply %q, want one starting with %q", line, tt.reply)
+			}
+			if rest, err := r.ReadByte(); err == nil {
+				t.Fatalf("the connection stayed open (read %q)", rest)
+			}
+			if v, err := healthy.Get(ctx, "k").Result(); err != nil || v != "v" {
+				t.Fatalf("another client then reads %q, %v", v, err)
+			}
+		})
+	}
+}

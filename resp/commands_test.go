@@ -1,0 +1,151 @@
+package resp
+
+import (
+	"strings"
+	"testing"
+)
+
+// step is one command of a conversation and its exact reply.
+type step struct {
+	args []string
+	want string
+}
+
+// converse runs the steps on one new connection.
+func converse(t *testing.T, addr string, steps []step) {
+	t.Helper()
+	c := dial(t, addr)
+	for _, s := range steps {
+		c.do(s.want, s.args...)
+	}
+}
+
+func cmd(args ...string) []string { return args }
+
+func TestConnectionCommands(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"ping", []step{
+			{cmd("PING"), "+PONG\r\n"},
+			{cmd("ping", "hi there"), "$8\r\nhi there\r\n"},
+			{cmd("PING", "a", "b"), "-ERR wrong number of arguments for 'ping' command\r\n"},
+		}},
+		{"echo", []step{{cmd("ECHO", "a\r\nb"), "$4\r\na\r\nb\r\n"}}},
+		{"unknown command", []step{
+			{cmd("FLUSHALL", "ASYNC"), "-ERR unknown command 'FLUSHALL', with args beginning with: 'ASYNC' \r\n"},
+		}},
+		{"arity", []step{
+			{cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n"},
+			{cmd("GET", "a", "b"), "-ERR wrong number of arguments for 'get' command\r\n"},
+			{cmd("MSET", "a", "1", "b"), "-ERR wrong number of arguments for 'mset' command\r\n"},
+		}},
+		{"hello 3 switches to RESP3", []step{
+			{cmd("HELLO", "3"), "%7\r\n$6\r\nserver\r\n$4\r\nkura\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:1\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"},
+			{cmd("GET", "missing"), "_\r\n"},
+			{cmd("HELLO", "2", "SETNAME", "app"), "*14\r\n$6\r\nserver\r\n$4\r\nkura\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:1\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"},
+			{cmd("GET", "missing"), "$-1\r\n"},
+			{cmd("CLIENT", "GETNAME"), "$3\r\napp\r\n"},
+			{cmd("HELLO", "4"), "-NOPROTO unsupported protocol version\r\n"},
+			{cmd("HELLO", "x"), "-ERR Protocol version is not an integer or out of range\r\n"},
+			{cmd("HELLO", "3", "BOGUS"), "-ERR syntax error\r\n"},
+		}},
+		{"auth without a password configured", []step{
+			{cmd("AUTH", "secret"), "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"},
+		}},
+		{"client", []step{
+			{cmd("CLIENT", "ID"), ":1\r\n"},
+			{cmd("CLIENT", "GETNAME"), "$-1\r\n"},
+			{cmd("CLIENT", "SETNAME", "worker-1"), "+OK\r\n"},
+			{cmd("CLIENT", "GETNAME"), "$8\r\nworker-1\r\n"},
+			{cmd("CLIENT", "SETNAME", "has space"), "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"},
+			{cmd("CLIENT", "SETINFO", "LIB-NAME", "go-redis"), "+OK\r\n"},
+			{cmd("CLIENT", "SETINFO", "lib-ver", "9.0"), "+OK\r\n"},
+			{cmd("CLIENT", "SETINFO", "color", "red"), "-ERR Unrecognized option 'color'\r\n"},
+			{cmd("CLIENT", "KILL"), "-ERR unknown subcommand or wrong number of arguments for 'KILL'. Try CLIENT HELP.\r\n"},
+		}},
+		{"select", []step{
+			{cmd("SELECT", "0"), "+OK\r\n"},
+			{cmd("SELECT", "1"), "-ERR DB index is out of range (kura serves database 0 only; KURA.KEYSPACE switches keyspaces)\r\n"},
+			{cmd("SELECT", "x"), "-ERR value is not an integer or out of range\r\n"},
+		}},
+		{"command", []step{
+			{cmd("COMMAND", "COUNT"), ":25\r\n"},
+			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
+			{cmd("COMMAND", "DOCS"), "*0\r\n"},
+			{cmd("COMMAND", "GETKEYS"), "-ERR unknown subcommand 'GETKEYS'. Try COMMAND HELP.\r\n"},
+		}},
+		{"config", []step{
+			{cmd("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
+			{cmd("CONFIG", "GET", "APPENDONLY", "nothing"), "*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n"},
+			{cmd("CONFIG", "GET", "d*"), "*2\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
+			{cmd("CONFIG", "SET", "save", ""), "-ERR kura does not support CONFIG SET: nodes are configured by their command line\r\n"},
+		}},
+		{"consistency", []step{
+			{cmd("KURA.CONSISTENCY"), "+ONE\r\n"},
+			{cmd("KURA.CONSISTENCY", "local_quorum"), "+OK\r\n"},
+			{cmd("KURA.CONSISTENCY"), "+LOCAL_QUORUM\r\n"},
+			{cmd("KURA.CONSISTENCY", "MOST"), "-ERR unknown consistency level \"MOST\" (want one of ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, ALL)\r\n"},
+			{cmd("KURA.CONSISTENCY", "a", "b"), "-ERR wrong number of arguments for 'kura.consistency' command\r\n"},
+		}},
+		{"keyspace", []step{
+			{cmd("KURA.KEYSPACE"), "$7\r\ndefault\r\n"},
+			{cmd("SET", "k", "in default"), "+OK\r\n"},
+			{cmd("KURA.KEYSPACE", "other"), "+OK\r\n"},
+			{cmd("GET", "k"), "$-1\r\n"},
+			{cmd("KURA.KEYSPACE", "nosuch"), "-ERR no such keyspace \"nosuch\"\r\n"},
+			{cmd("KURA.KEYSPACE"), "$5\r\nother\r\n"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, addr := startServer(t, Config{})
+			converse(t, addr, tt.steps)
+		})
+	}
+}
+
+func TestPassword(t *testing.T) {
+	_, _, addr := startServer(t, Config{Password: "s3cret"})
+	converse(t, addr, []step{
+		{cmd("GET", "k"), "-NOAUTH Authentication required.\r\n"},
+		{cmd("NOSUCH"), "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+		{cmd("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
+		{cmd("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{cmd("AUTH", "admin", "s3cret"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{cmd("AUTH", "s3cret"), "+OK\r\n"},
+		{cmd("GET", "k"), "$-1\r\n"},
+	})
+	converse(t, addr, []step{
+		{cmd("HELLO", "2", "AUTH", "default", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{cmd("HELLO", "2", "AUTH", "default", "s3cret", "SETNAME", "x"), "*14\r\n$6\r\nserver\r\n$4\r\nkura\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:2\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"},
+		{cmd("CLIENT", "GETNAME"), "$1\r\nx\r\n"},
+	})
+}
+
+func TestCommandListsEveryCommand(t *testing.T) {
+	s, _, addr := startServer(t, Config{})
+	c := dial(t, addr)
+	c.send(encode("COMMAND", "LIST"))
+	if got := c.line(); got != "*25\r\n" {
+		t.Fatalf("COMMAND LIST header %q", got)
+	}
+	var names []string
+	for range 25 {
+		c.line()
+		names = append(names, strings.TrimSpace(c.line()))
+	}
+	if strings.Join(names, " ") != strings.Join(s.commandNames(), " ") {
+		t.Fatalf("COMMAND LIST = %v", names)
+	}
+	for _, want := range []string{"get", "kura.range", "scan", "set"} {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
+			t.Errorf("COMMAND LIST lacks %s", want)
+		}
+	}
+	c.send(encode("COMMAND"))
+	if got := c.line(); got != "*25\r\n" {
+		t.Fatalf("COMMAND header %q", got)
+	}
+}

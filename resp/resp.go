@@ -1,0 +1,228 @@
+// Package resp is kura's Redis front end: it speaks RESP2 and RESP3 (the Redis
+// serialization protocol) so that redis-cli, redis-benchmark and Redis client libraries
+// can read and write a kura cluster. Each connection has its own consistency level and
+// keyspace (KURA.CONSISTENCY, KURA.KEYSPACE); every read and write goes through the
+// node's coordinator, so a node answers for the whole cluster.
+package resp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/storage"
+)
+
+// Backend is what the front end serves from: the node's coordinator for data, the node
+// for keyspaces and INFO.
+type Backend interface {
+	// Get, Put, Delete and Scan are the coordinator's operations (coord.Coordinator).
+	Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (storage.Record, bool, error)
+	Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error)
+	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
+	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]storage.Record, error)
+	// Keyspace returns a keyspace's definition, or an error wrapping schema.ErrNoKeyspace.
+	Keyspace(name string) (schema.Keyspace, error)
+	// Info returns the node's facts for INFO; it may be costly (it counts hints).
+	Info() Info
+}
+
+// Info is what INFO reports about the node and its cluster.
+type Info struct {
+	NodeID       string
+	DC           string
+	Nodes        []NodeState // every known node, this one included
+	Keyspaces    []schema.Keyspace
+	HintsPending int
+	// InterDCBytes counts bytes sent between datacenters by the transport this node uses
+	// (an in-process cluster shares one count).
+	InterDCBytes uint64
+	// Durable is true when acknowledged writes are on disk, false for an in-memory node.
+	Durable bool
+}
+
+// NodeState is one cluster member as this node sees it.
+type NodeState struct {
+	ID    string
+	DC    string
+	Addr  string
+	Alive bool
+}
+
+// Config configures a Server.
+type Config struct {
+	Backend Backend
+	// Limits are the coordinator's: they bound bulk strings (the largest of a key and a
+	// value) and SCAN's COUNT.
+	Limits coord.Limits
+	// Password, when set, must be given with AUTH or HELLO before any other command.
+	Password string
+	// DefaultLevel is a new connection's consistency level; default ONE.
+	DefaultLevel consistency.Level
+	// DefaultKeyspace is a new connection's keyspace; default "default".
+	DefaultKeyspace string
+	// Observe, when set, is told of every read and write the front end makes, for
+	// metrics; op is "get", "put", "delete" or "scan".
+	Observe func(op string, cl consistency.Level, elapsed time.Duration, err error)
+	// Logger receives accept errors, and connection errors at debug level; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server serves RESP connections.
+type Server struct {
+	cfg      Config
+	limits   ReadLimits
+	commands map[string]*command
+	cursors  *cursorTable
+	pageKeys int // records per scan of SCAN and DBSIZE at most
+	started  time.Time
+	nextID   atomic.Int64
+	// ctx is the context of every request; Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]bool
+	conns     map[net.Conn]bool
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("resp: server closed")
+
+// argsMax bounds the arguments of one command, as Redis does.
+const argsMax = 1 << 20
+
+// NewServer returns a server; call Serve to accept connections.
+func NewServer(cfg Config) *Server {
+	defaults := coord.DefaultLimits()
+	if cfg.Limits.KeyBytesMax <= 0 {
+		cfg.Limits.KeyBytesMax = defaults.KeyBytesMax
+	}
+	if cfg.Limits.ValueBytesMax <= 0 {
+		cfg.Limits.ValueBytesMax = defaults.ValueBytesMax
+	}
+	if cfg.Limits.ScanLimitMax <= 0 {
+		cfg.Limits.ScanLimitMax = defaults.ScanLimitMax
+	}
+	if cfg.DefaultLevel == 0 {
+		cfg.DefaultLevel = consistency.One
+	}
+	if cfg.DefaultKeyspace == "" {
+		cfg.DefaultKeyspace = "default"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	bulkMax := max(cfg.Limits.KeyBytesMax, cfg.Limits.ValueBytesMax)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg: cfg,
+		limits: ReadLimits{
+			BulkBytesMax: bulkMax,
+			// Room for a few of the largest values, or many small ones, in one command.
+			CommandBytesMax: max(4*bulkMax, 64<<20),
+			ArgsMax:         argsMax,
+		},
+		commands:  commandTable(),
+		cursors:   newCursorTable(cursorsMax),
+		pageKeys:  min(scanPageKeys, cfg.Limits.ScanLimitMax),
+		started:   time.Now(),
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: map[net.Listener]bool{},
+		conns:     map[net.Conn]bool{},
+	}
+}
+
+// Serve accepts connections on l until Close, serving each on its own goroutine. A failed
+// accept (out of file descriptors, say) is retried with a growing pause, as net/http does,
+// so that the node serves again once the cause is gone.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = true
+	s.mu.Unlock()
+	var pause time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.cfg.Logger.Error("resp: accept failed; retrying", "err", err, "pause", pause)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		if !s.track(nc) {
+			nc.Close()
+			return ErrServerClosed
+		}
+		go s.serveConn(nc)
+	}
+}
+
+// track registers a connection, unless the server is closing.
+func (s *Server) track(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[nc] = true
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(nc net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, nc)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// connectedClients counts the open connections, for INFO.
+func (s *Server) connectedClients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Close stops accepting, closes every connection, and waits for their goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for l := range s.listeners {
+		errs = append(errs, l.Close())
+	}
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}

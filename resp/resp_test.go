@@ -1,0 +1,355 @@
+package resp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/storage"
+)
+
+// fakeBackend is an in-memory Backend: keyspaces of sorted keys. Key "broken" fails
+// every operation as unavailable, so tests can see how errors are answered.
+type fakeBackend struct {
+	mu   sync.Mutex
+	data map[string]map[string][]byte // keyspace -> key -> value
+	ops  []string                     // "op keyspace level", in call order
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{data: map[string]map[string][]byte{"default": {}, "other": {}}}
+}
+
+var errBroken = &coord.UnavailableError{Level: consistency.Quorum, Alive: map[string]int{"dc1": 1}}
+
+func (f *fakeBackend) record(op, keyspace string, cl consistency.Level) (map[string][]byte, error) {
+	f.ops = append(f.ops, fmt.Sprintf("%s %s %v", op, keyspace, cl))
+	ks, ok := f.data[keyspace]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", schema.ErrNoKeyspace, keyspace)
+	}
+	return ks, nil
+}
+
+func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl consistency.Level) (storage.Record, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("get", keyspace, cl)
+	if err != nil {
+		return storage.Record{}, false, err
+	}
+	if string(key) == "broken" {
+		return storage.Record{}, false, errBroken
+	}
+	v, ok := ks[string(key)]
+	return storage.Record{Key: key, Value: v}, ok, nil
+}
+
+func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("put", keyspace, cl)
+	if err != nil {
+		return 0, err
+	}
+	if string(key) == "broken" {
+		return 0, errBroken
+	}
+	ks[string(key)] = value
+	return 1, nil
+}
+
+func (f *fakeBackend) Delete(_ context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("delete", keyspace, cl)
+	if err != nil {
+		return 0, err
+	}
+	delete(ks, string(key))
+	return 1, nil
+}
+
+func (f *fakeBackend) Scan(_ context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]storage.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("scan", keyspace, cl)
+	if err != nil {
+		return nil, err
+	}
+	if limit == 0 {
+		limit = 1000
+	}
+	var keys []string
+	for k := range ks {
+		if (start == nil || k >= string(start)) && (end == nil || k < string(end)) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []storage.Record
+	for _, k := range keys[:min(limit, len(keys))] {
+		out = append(out, storage.Record{Key: []byte(k), Value: ks[k]})
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Keyspace(name string) (schema.Keyspace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.data[name]; !ok {
+		return schema.Keyspace{}, fmt.Errorf("%w %q", schema.ErrNoKeyspace, name)
+	}
+	return schema.Keyspace{Name: name, Replication: "dc1=2,dc2=1", Partitioner: "hash"}, nil
+}
+
+func (f *fakeBackend) Info() Info {
+	return Info{
+		NodeID: "n1", DC: "dc1", HintsPending: 3, InterDCBytes: 12345, Durable: true,
+		Nodes: []NodeState{
+			{ID: "n1", DC: "dc1", Addr: "127.0.0.1:1", Alive: true},
+			{ID: "n2", DC: "dc2", Addr: "127.0.0.1:2", Alive: false},
+		},
+		Keyspaces: []schema.Keyspace{{Name: "default", Replication: "dc1=2,dc2=1", Partitioner: "hash"}},
+	}
+}
+
+// takeOps returns the operations recorded since the last call.
+func (f *fakeBackend) takeOps() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ops := f.ops
+	f.ops = nil
+	return ops
+}
+
+// startServer serves cfg (with a fake backend unless cfg has one) on a loopback port.
+func startServer(t *testing.T, cfg Config) (*Server, *fakeBackend, string) {
+	t.Helper()
+	fake := newFakeBackend()
+	if cfg.Backend == nil {
+		cfg.Backend = fake
+	}
+	s := NewServer(cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return s, fake, l.Addr().String()
+}
+
+// client is a raw RESP connection for tests.
+type client struct {
+	t  *testing.T
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	return &client{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
+// encode writes a command as a RESP array of bulk strings.
+func encode(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
+}
+
+func (c *client) send(raw string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.nc, raw); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// expect reads exactly len(want) bytes and compares them with want.
+func (c *client) expect(want string) {
+	c.t.Helper()
+	got := make([]byte, len(want))
+	n, err := io.ReadFull(c.br, got)
+	if err != nil {
+		c.t.Fatalf("reading %q: got %q, %v", want, got[:n], err)
+	}
+	if string(got) != want {
+		c.t.Fatalf("reply %q, want %q", got, want)
+	}
+}
+
+// do sends one command and checks its raw reply.
+func (c *client) do(want string, args ...string) {
+	c.t.Helper()
+	c.send(encode(args...))
+	c.expect(want)
+}
+
+// line reads one reply line, for replies whose length the test does not know.
+func (c *client) line() string {
+	c.t.Helper()
+	s, err := c.br.ReadString('\n')
+	if err != nil {
+		c.t.Fatalf("read line: %q, %v", s, err)
+	}
+	return s
+}
+
+// expectClosed checks that the server closed the connection.
+func (c *client) expectClosed() {
+	c.t.Helper()
+	if b, err := c.br.ReadByte(); err == nil {
+		c.t.Fatalf("connection still open: read %q", b)
+	}
+}
+
+func TestServerCloseEndsConnectionsAndServe(t *testing.T) {
+	fake := newFakeBackend()
+	s := NewServer(Config{Backend: fake})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	c := dial(t, l.Addr().String())
+	c.do("+PONG\r\n", "PING")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve returned %v, want ErrServerClosed", err)
+	}
+	c.expectClosed()
+	if err := s.Serve(l); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve after Close returned %v", err)
+	}
+}
+
+func TestNewServerDefaults(t *testing.T) {
+	s := NewServer(Config{Backend: newFakeBackend(), Limits: coord.Limits{KeyBytesMax: 10, ValueBytesMax: 100}})
+	if s.limits.BulkBytesMax != 100 {
+		t.Errorf("BulkBytesMax = %d, want the value limit 100", s.limits.BulkBytesMax)
+	}
+	if s.cfg.DefaultLevel != consistency.One || s.cfg.DefaultKeyspace != "default" {
+		t.Errorf("defaults: level %v keyspace %q, want ONE and default", s.cfg.DefaultLevel, s.cfg.DefaultKeyspace)
+	}
+	if s.cfg.Limits.ScanLimitMax != coord.DefaultLimits().ScanLimitMax {
+		t.Errorf("ScanLimitMax = %d", s.cfg.Limits.ScanLimitMax)
+	}
+}
+
+// reply reads one reply of any type: string for simple and bulk strings, int64, nil,
+// replyError, []any for arrays and maps (flattened).
+func (c *client) reply() any {
+	c.t.Helper()
+	line := strings.TrimSuffix(c.line(), "\r\n")
+	body := line[1:]
+	switch line[0] {
+	case '+':
+		return body
+	case '-':
+		return replyError(body)
+	case ':':
+		var n int64
+		fmt.Sscan(body, &n)
+		return n
+	case '_':
+		return nil
+	case '$':
+		var n int
+		fmt.Sscan(body, &n)
+		if n < 0 {
+			return nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(c.br, buf); err != nil {
+			c.t.Fatal(err)
+		}
+		return string(buf[:n])
+	case '*', '%':
+		var n int
+		fmt.Sscan(body, &n)
+		if line[0] == '%' {
+			n *= 2
+		}
+		items := make([]any, n)
+		for i := range items {
+			items[i] = c.reply()
+		}
+		return items
+	}
+	c.t.Fatalf("unexpected reply line %q", line)
+	return nil
+}
+
+// replyError is an error reply's text.
+type replyError string
+
+// call sends a command and returns its reply.
+func (c *client) call(args ...string) any {
+	c.t.Helper()
+	c.send(encode(args...))
+	return c.reply()
+}
+
+// flakyListener fails its first accepts, as a listener out of file descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, errors.New("accept: too many open files")
+	}
+	return l.Listener.Accept()
+}
+
+func TestServeOutlivesFailedAccepts(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &flakyListener{Listener: inner}
+	l.failures.Store(3)
+	s := NewServer(Config{Backend: newFakeBackend()})
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	dial(t, inner.Addr().String()).do("+PONG\r\n", "PING")
+	s.Close()
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve returned %v", err)
+	}
+}

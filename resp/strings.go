@@ -1,0 +1,252 @@
+package resp
+
+import (
+	"sync"
+
+	"github.com/kuradb/kura/storage"
+)
+
+// The string commands. Every key is a string in kura. Options that make Redis read before
+// it writes (SET NX, XX and GET; GETDEL; DEL's count) are a read at the connection's level
+// followed by a write: they are not atomic against concurrent writers of the key, whose
+// last write wins.
+
+func getCommand(c *conn, args [][]byte) {
+	rec, found, err := c.get(args[1])
+	c.replyGet(rec, found, err)
+}
+
+// replyGet answers a read: the value, null for a missing key, or the error.
+func (c *conn) replyGet(rec storage.Record, found bool, err error) {
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.writeValue(rec, found)
+}
+
+// writeValue writes a record's value, or null for a missing key.
+func (c *conn) writeValue(rec storage.Record, found bool) {
+	if !found {
+		c.w.Null()
+		return
+	}
+	c.w.Bulk(rec.Value)
+}
+
+// setCommand is SET key value [NX|XX] [GET] [KEEPTTL]; expiry options are refused until
+// kura has TTLs.
+func setCommand(c *conn, args [][]byte) {
+	var nx, xx, get bool
+	for _, option := range args[3:] {
+		switch upper(option) {
+		case "NX":
+			nx = true
+		case "XX":
+			xx = true
+		case "GET":
+			get = true
+		case "KEEPTTL":
+			// No key expires, so every key keeps its (absent) TTL.
+		case "EX", "PX", "EXAT", "PXAT":
+			c.w.Error(errNoExpiry)
+			return
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	if nx && xx {
+		c.w.Error(errSyntax)
+		return
+	}
+	key, value := args[1], args[2]
+	var old storage.Record
+	var found bool
+	if nx || xx || get {
+		var err error
+		if old, found, err = c.get(key); err != nil {
+			c.w.Error(errorReply(err))
+			return
+		}
+	}
+	if (nx && found) || (xx && !found) {
+		if get {
+			c.writeValue(old, found)
+		} else {
+			c.w.Null()
+		}
+		return
+	}
+	if err := c.put(key, value); err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	if get {
+		c.writeValue(old, found)
+		return
+	}
+	c.w.SimpleString("OK")
+}
+
+func getdelCommand(c *conn, args [][]byte) {
+	rec, found, err := c.get(args[1])
+	if err == nil && found {
+		err = c.delete(args[1])
+	}
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.writeValue(rec, found)
+}
+
+// delCommand deletes every key given and counts those that existed (per a read before the
+// delete); a key named twice counts once.
+func delCommand(c *conn, args [][]byte) {
+	keys := distinct(args[1:])
+	existed := make([]bool, len(keys))
+	err := forEach(len(keys), func(i int) error {
+		_, found, err := c.get(keys[i])
+		if err != nil {
+			return err
+		}
+		existed[i] = found
+		return c.delete(keys[i])
+	})
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(int64(countTrue(existed)))
+}
+
+// existsCommand counts the keys that exist; a key named twice counts twice, as in Redis.
+func existsCommand(c *conn, args [][]byte) {
+	keys := args[1:]
+	found := make([]bool, len(keys))
+	err := forEach(len(keys), func(i int) error {
+		var err error
+		_, found[i], err = c.get(keys[i])
+		return err
+	})
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(int64(countTrue(found)))
+}
+
+func mgetCommand(c *conn, args [][]byte) {
+	keys := args[1:]
+	recs := make([]storage.Record, len(keys))
+	found := make([]bool, len(keys))
+	err := forEach(len(keys), func(i int) error {
+		var err error
+		recs[i], found[i], err = c.get(keys[i])
+		return err
+	})
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.ArrayHeader(len(keys))
+	for i := range keys {
+		c.writeValue(recs[i], found[i])
+	}
+}
+
+// msetCommand writes every pair, in parallel; it is not atomic: on an error some pairs may
+// be written. Of a key named twice the last value is written, as in Redis.
+func msetCommand(c *conn, args [][]byte) {
+	if len(args)%2 == 0 {
+		c.w.Error("ERR wrong number of arguments for 'mset' command")
+		return
+	}
+	last := map[string]int{} // key -> index of its last pair
+	for i := 1; i < len(args); i += 2 {
+		last[string(args[i])] = i
+	}
+	pairs := make([]int, 0, len(last))
+	for i := 1; i < len(args); i += 2 {
+		if last[string(args[i])] == i {
+			pairs = append(pairs, i)
+		}
+	}
+	err := forEach(len(pairs), func(i int) error {
+		return c.put(args[pairs[i]], args[pairs[i]+1])
+	})
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.SimpleString("OK")
+}
+
+func expireCommand(c *conn, _ [][]byte) { c.w.Error(errNoExpiry) }
+
+// ttlCommand answers TTL and PTTL: no key expires, so -1 for a key that exists, -2 for
+// one that does not.
+func ttlCommand(c *conn, args [][]byte) {
+	_, found, err := c.get(args[1])
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+	case found:
+		c.w.Int(-1)
+	default:
+		c.w.Int(-2)
+	}
+}
+
+// fanoutMax bounds how many keys of one multi-key command are read or written at once.
+const fanoutMax = 32
+
+// forEach calls fn(0..n-1), up to fanoutMax at once, and returns the first error by
+// index. Keys of one command are independent, so their round trips overlap.
+func forEach(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	slots := make(chan struct{}, fanoutMax)
+	var wg sync.WaitGroup
+	for i := range n {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// distinct returns keys without repeats, in first-seen order.
+func distinct(keys [][]byte) [][]byte {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func countTrue(flags []bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}

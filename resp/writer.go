@@ -1,0 +1,110 @@
+package resp
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// writeBufferBytes is the reply buffer; replies are flushed when it fills or when the
+// client's pipeline is drained.
+const writeBufferBytes = 16 << 10
+
+// Writer encodes replies in RESP2 or RESP3. Write errors are sticky and reported by Flush,
+// so a command handler writes its whole reply without checking each call.
+type Writer struct {
+	bw      *bufio.Writer
+	version int // 2 or 3
+	scratch []byte
+}
+
+// NewWriter writes RESP2 replies to w until SetVersion changes the protocol.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{bw: bufio.NewWriterSize(w, writeBufferBytes), version: 2, scratch: make([]byte, 0, 24)}
+}
+
+// SetVersion switches between RESP2 and RESP3 (HELLO).
+func (w *Writer) SetVersion(version int) { w.version = version }
+
+// Version returns the protocol version replies are encoded in.
+func (w *Writer) Version() int { return w.version }
+
+// Flush sends the buffered replies.
+func (w *Writer) Flush() error { return w.bw.Flush() }
+
+// SimpleString writes a status reply such as +OK.
+func (w *Writer) SimpleString(s string) {
+	w.bw.WriteByte('+')
+	w.bw.WriteString(oneLine(s))
+	w.bw.WriteString("\r\n")
+}
+
+// Error writes an error reply; msg starts with the error code ("ERR syntax error").
+func (w *Writer) Error(msg string) {
+	w.bw.WriteByte('-')
+	w.bw.WriteString(oneLine(msg))
+	w.bw.WriteString("\r\n")
+}
+
+// Int writes an integer reply.
+func (w *Writer) Int(n int64) { w.header(':', n) }
+
+// Bulk writes a binary-safe string.
+func (w *Writer) Bulk(b []byte) {
+	w.header('$', int64(len(b)))
+	w.bw.Write(b)
+	w.bw.WriteString("\r\n")
+}
+
+// BulkString writes a string as a bulk string.
+func (w *Writer) BulkString(s string) {
+	w.header('$', int64(len(s)))
+	w.bw.WriteString(s)
+	w.bw.WriteString("\r\n")
+}
+
+// Null writes the absent value: RESP2's null bulk string, RESP3's null.
+func (w *Writer) Null() {
+	if w.version == 3 {
+		w.bw.WriteString("_\r\n")
+		return
+	}
+	w.bw.WriteString("$-1\r\n")
+}
+
+// ArrayHeader starts an array of n elements, which the caller writes next.
+func (w *Writer) ArrayHeader(n int) { w.header('*', int64(n)) }
+
+// MapHeader starts a map of n key-value pairs: a RESP3 map, or in RESP2 an array of 2n
+// elements alternating keys and values.
+func (w *Writer) MapHeader(n int) {
+	if w.version == 3 {
+		w.header('%', int64(n))
+		return
+	}
+	w.header('*', 2*int64(n))
+}
+
+// BulkStrings writes an array of strings.
+func (w *Writer) BulkStrings(items []string) {
+	w.ArrayHeader(len(items))
+	for _, s := range items {
+		w.BulkString(s)
+	}
+}
+
+func (w *Writer) header(prefix byte, n int64) {
+	w.scratch = append(w.scratch[:0], prefix)
+	w.scratch = strconv.AppendInt(w.scratch, n, 10)
+	w.scratch = append(w.scratch, '\r', '\n')
+	w.bw.Write(w.scratch)
+}
+
+// oneLine keeps a status or error on one line, as the protocol requires.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
