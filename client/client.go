@@ -156,7 +156,12 @@ func (c *Client) refreshFrom(ctx context.Context, addr string) error {
 	}
 	keyspaces := map[string]schema.Keyspace{}
 	for _, ks := range list.GetKeyspaces() {
-		compiled, err := schema.Keyspace{Name: ks.GetName(), Replication: ks.GetReplication(), Partitioner: ks.GetPartitioner()}.Compile()
+		compiled, err := schema.Keyspace{
+			Name:        ks.GetName(),
+			Replication: ks.GetReplication(),
+			Partitioner: ks.GetPartitioner(),
+			Erasure:     schema.Erasure{M: int(ks.GetErasure().GetM()), K: int(ks.GetErasure().GetK())},
+		}.Compile()
 		if err == nil {
 			keyspaces[ks.GetName()] = compiled
 		}
@@ -348,10 +353,19 @@ func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, l
 // CreateKeyspace defines a keyspace ("dc1=2,dc2=1" or "simple=3"; partitioner "hash" or
 // "ordered", "" for hash). Creating an identical keyspace again is not an error.
 func (c *Client) CreateKeyspace(ctx context.Context, name, replication, partitioner string) error {
+	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: name, Replication: replication, Partitioner: partitioner})
+}
+
+// CreateErasureKeyspace defines an erasure-coded keyspace: each value is stored as m
+// chunks, any k of which rebuild it, and a get fetches chunks from the caller's
+// datacenter first (LDR). Partitioner "" means hash.
+func (c *Client) CreateErasureKeyspace(ctx context.Context, name string, m, k int, partitioner string) error {
+	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: name, Partitioner: partitioner, Erasure: &kurav1.Erasure{M: uint32(m), K: uint32(k)}})
+}
+
+func (c *Client) createKeyspace(ctx context.Context, ks *kurav1.Keyspace) error {
 	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) error {
-		_, err := kurav1.NewAdminClient(conn).CreateKeyspace(ctx, &kurav1.CreateKeyspaceRequest{
-			Keyspace: &kurav1.Keyspace{Name: name, Replication: replication, Partitioner: partitioner},
-		})
+		_, err := kurav1.NewAdminClient(conn).CreateKeyspace(ctx, &kurav1.CreateKeyspaceRequest{Keyspace: ks})
 		return err
 	})
 	if err == nil {

@@ -160,6 +160,7 @@ type chunkGather struct {
 	// answered holds, by chunk index, the version its owner holds usably; 0 when the
 	// owner has none, or a chunk that is corrupt or does not fit its slot.
 	answered map[int]hlc.Timestamp
+	corrupt  int // chunks found damaged or misplaced
 }
 
 func newChunkGather(code *erasure.Code) *chunkGather {
@@ -181,6 +182,7 @@ func (g *chunkGather) add(index int, rec storage.Record, found bool) {
 		var err error
 		chunk, err = erasure.Parse(rec.Value)
 		if err != nil || chunk.Index != index || chunk.M != g.code.M() || chunk.K != g.code.K() || chunk.Timestamp != uint64(rec.Timestamp) {
+			g.corrupt++
 			return
 		}
 	}
@@ -209,10 +211,14 @@ func (g *chunkGather) deficit() int {
 	return g.code.K() - len(g.newest.chunks)
 }
 
-// resolve returns the newest complete version, nil when no owner had anything, or an
-// error wrapping ErrUnavailable when chunks were found but no version can be rebuilt.
+// resolve returns the newest complete version; nil when no owner had anything, or when
+// the only chunks found belong to one write that lacks chunks while the other owners
+// answered cleanly that they have none (a write still in flight, or one that failed
+// before k chunks landed, over no earlier value: like a replica the write has not reached
+// yet, the key reads as absent); otherwise an error wrapping ErrUnavailable: chunks of
+// other writes, or damaged ones, were found, but no version can be rebuilt.
 func (g *chunkGather) resolve() (*chunkVersion, error) {
-	if len(g.versions) == 0 {
+	if len(g.versions) == 0 || len(g.versions) == 1 && g.corrupt == 0 && !g.newest.complete(g.code.K()) {
 		return nil, nil
 	}
 	newestFirst := make([]*chunkVersion, 0, len(g.versions))

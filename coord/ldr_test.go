@@ -171,6 +171,8 @@ func TestChunkGatherServesTheNewestCompleteVersion(t *testing.T) {
 		{"chunk in the wrong slot counts as missing", []answer{mid(0), misplaced(1), mid(2), mid(4)}, 0, "middle", 20, []int{1}, false},
 		{"tombstone newer than the value deletes it", []answer{mid(0), mid(1), mid(2), tomb(3)}, 0, "", 30, []int{0, 1, 2}, false},
 		{"nothing anywhere", []answer{missing(0), missing(1), missing(2)}, 0, "", 0, nil, false},
+		{"a write in flight over nothing reads as absent", []answer{mid(0), missing(1), mid(2), missing(3), missing(4)}, 1, "", 0, nil, false},
+		{"chunks of two writes, neither complete", []answer{old(0), mid(1), missing(2), missing(3), missing(4)}, 2, "", 0, nil, true},
 		{"missing chunks are repaired", []answer{mid(0), missing(1), mid(2), mid(3)}, 0, "middle", 20, []int{1}, false},
 	}
 	for _, tt := range tests {

@@ -23,20 +23,27 @@ func TestLDREveryLevelWritesReadsAndDeletes(t *testing.T) {
 			if _, err := co.Put(ctx, coded.Name, key, value, level); err != nil {
 				t.Fatalf("put at %v via %s: %v", level, via, err)
 			}
-			readLevel := level
+			// ANY promises the write exists somewhere, not where nor when: its other
+			// chunks may still be in flight, so it is read back at ALL, eventually.
+			readLevel, settle := level, func(what string, cond func() bool) {
+				if !cond() {
+					t.Fatalf("%s at %v via %s", what, level, via)
+				}
+			}
 			if level == consistency.Any {
-				readLevel = consistency.All // ANY promises the write exists somewhere, not where
+				readLevel, settle = consistency.All, func(what string, cond func() bool) { eventually(t, what, cond) }
 			}
-			rec, found, err := co.Get(ctx, coded.Name, key, readLevel)
-			if err != nil || !found || !bytes.Equal(rec.Value, value) {
-				t.Fatalf("get at %v via %s = %d bytes, %v, %v; want %d bytes", readLevel, via, len(rec.Value), found, err, len(value))
-			}
+			settle("read back", func() bool {
+				rec, found, err := co.Get(ctx, coded.Name, key, readLevel)
+				return err == nil && found && bytes.Equal(rec.Value, value)
+			})
 			if _, err := co.Delete(ctx, coded.Name, key, level); err != nil {
 				t.Fatalf("delete at %v via %s: %v", level, via, err)
 			}
-			if _, found, err := co.Get(ctx, coded.Name, key, readLevel); err != nil || found {
-				t.Fatalf("get after delete at %v via %s: found %v, err %v", readLevel, via, found, err)
-			}
+			settle("read as deleted", func() bool {
+				_, found, err := co.Get(ctx, coded.Name, key, readLevel)
+				return err == nil && !found
+			})
 		}
 	}
 	if _, found, err := coordOf(c, "a1").Get(ctx, coded.Name, []byte("never written"), consistency.Quorum); err != nil || found {

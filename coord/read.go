@@ -65,6 +65,10 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 			next++
 			asked[m.DC]++
 			inFlight++
+			if m.ID == c.view.Self().ID {
+				results <- c.readReplica(m, keyspace, key, payload) // local: no goroutine
+				continue
+			}
 			go func() { results <- c.readReplica(m, keyspace, key, payload) }()
 		}
 	}

@@ -86,17 +86,28 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec storage.Re
 		return 0, fmt.Errorf("encode mutation: %w", err)
 	}
 	results := make(chan ackResult, len(live))
-	for _, m := range live {
-		go func(m ring.Member) {
-			err := c.mutateReplica(m, keyspace, rec, payload)
-			if err != nil {
-				// A replica that failed or missed the deadline gets the write later.
-				if herr := c.hints.add(m.ID, keyspace, rec); herr != nil {
-					c.log.Warn("store hint", "target", m.ID, "err", herr)
-				}
+	mutate := func(m ring.Member) {
+		err := c.mutateReplica(m, keyspace, rec, payload)
+		if err != nil {
+			// A replica that failed or missed the deadline gets the write later.
+			if herr := c.hints.add(m.ID, keyspace, rec); herr != nil {
+				c.log.Warn("store hint", "target", m.ID, "err", herr)
 			}
-			results <- ackResult{member: m, err: err}
-		}(m)
+		}
+		results <- ackResult{member: m, err: err}
+	}
+	// Remote replicas first, each in its own goroutine; this node's own copy is written
+	// inline meanwhile, which spares a goroutine on the common single-node path.
+	var self *ring.Member
+	for i, m := range live {
+		if m.ID == c.view.Self().ID {
+			self = &live[i]
+			continue
+		}
+		go mutate(m)
+	}
+	if self != nil {
+		mutate(*self)
 	}
 
 	acks := map[string]int{}

@@ -1,5 +1,5 @@
-// Package schema holds the keyspace catalog: each keyspace's name, replication and
-// partitioner, known to every node. Definitions are versioned by timestamp and merged last
+// Package schema holds the keyspace catalog: each keyspace's name, replication (or
+// erasure code) and partitioner, known to every node. Definitions are versioned by timestamp and merged last
 // writer wins, so nodes that exchange them in any order agree; each node persists its
 // catalog in its storage engine.
 package schema
@@ -10,9 +10,11 @@ import (
 	"hash/fnv"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/storage"
@@ -23,7 +25,12 @@ type Keyspace struct {
 	Name        string
 	Replication string // as ring.ParseReplication reads it: "dc1=2,dc2=1" or "simple=3"
 	Partitioner string // "hash" (default) or "ordered"
-	Timestamp   hlc.Timestamp
+	// Erasure, when set, makes the keyspace erasure-coded (LDR, paper 000): each value is
+	// stored as M chunks, any K of which rebuild it, each chunk once, at the owner of a
+	// chunk id derived from the key. Replication must then be empty or "simple=1", which
+	// is exactly that placement. The zero value means a replicated keyspace.
+	Erasure   Erasure
+	Timestamp hlc.Timestamp
 
 	strategy    ring.Strategy
 	partitioner ring.Partitioner
@@ -52,9 +59,15 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	if strings.HasPrefix(strings.ToLower(k.Name), SystemPrefix) {
 		return k, fmt.Errorf("%w: name %q: names starting with %q are reserved", ErrInvalidKeyspace, k.Name, SystemPrefix)
 	}
+	if k.Erasure.Enabled() && k.Replication == "" {
+		k.Replication = "simple=1"
+	}
 	strategy, err := ring.ParseReplication(k.Replication)
 	if err != nil {
 		return k, fmt.Errorf("%w %s: replication: %v", ErrInvalidKeyspace, k.Name, err)
+	}
+	if err := k.Erasure.validate(strategy); err != nil {
+		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
 	if k.Partitioner == "" {
 		k.Partitioner = "hash"
@@ -66,6 +79,53 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	k.Replication = strategy.String()
 	k.strategy, k.partitioner = strategy, partitioner
 	return k, nil
+}
+
+// Erasure is an erasure code's shape: M chunks per value, any K of which rebuild it.
+type Erasure struct {
+	M, K int
+}
+
+// Enabled reports whether a keyspace with this code is erasure-coded rather than
+// replicated.
+func (e Erasure) Enabled() bool { return e != Erasure{} }
+
+// String returns "M,K" as ParseErasure reads it, or "" for the zero value.
+func (e Erasure) String() string {
+	if !e.Enabled() {
+		return ""
+	}
+	return fmt.Sprintf("%d,%d", e.M, e.K)
+}
+
+// ParseErasure reads "M,K" ("6,4"); "" gives the zero value (replicated). It checks the
+// syntax only; Compile checks the bounds.
+func ParseErasure(setting string) (Erasure, error) {
+	if strings.TrimSpace(setting) == "" {
+		return Erasure{}, nil
+	}
+	ms, ks, ok := strings.Cut(setting, ",")
+	m, errM := strconv.Atoi(strings.TrimSpace(ms))
+	k, errK := strconv.Atoi(strings.TrimSpace(ks))
+	if !ok || errM != nil || errK != nil {
+		return Erasure{}, fmt.Errorf("%w: erasure %q: want M,K (e.g. 6,4: 6 chunks, any 4 rebuild a value)", ErrInvalidKeyspace, setting)
+	}
+	return Erasure{M: m, K: k}, nil
+}
+
+// validate checks the code's bounds and that the placement stores each chunk once.
+// K == M is allowed: plain striping without redundancy, the paper's comparison point.
+func (e Erasure) validate(placement ring.Strategy) error {
+	if !e.Enabled() {
+		return nil
+	}
+	if e.K < 1 || e.K > e.M || e.M < 2 || e.M > erasure.MaxChunks {
+		return fmt.Errorf("erasure %s: want 1 <= k <= m, 2 <= m <= %d", e, erasure.MaxChunks)
+	}
+	if placement.Name() != "simple" || placement.ReplicationFactor() != 1 {
+		return fmt.Errorf("erasure %s with replication %s: an erasure-coded keyspace stores each chunk once (its redundancy is m-k chunks); omit replication or give simple=1", e, placement)
+	}
+	return nil
 }
 
 // Strategy is the keyspace's placement strategy; valid only on a compiled Keyspace.
@@ -146,24 +206,33 @@ func (c *Catalog) List() []Keyspace {
 func (c *Catalog) Digest() uint64 {
 	h := fnv.New64a()
 	for _, k := range c.List() {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00", k.Name, k.Replication, k.Partitioner, k.Timestamp)
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00", k.Name, k.Replication, k.Partitioner, k.Erasure, k.Timestamp)
 	}
 	return h.Sum64()
 }
 
-// The catalog stores a keyspace as key = name, value = "replication\x00partitioner".
+// The catalog stores a keyspace as key = name, value = "replication\x00partitioner",
+// followed by "\x00M,K" for an erasure-coded keyspace (entries written before erasure
+// coding existed have two fields and read as replicated).
 func encode(k Keyspace) storage.Record {
-	return storage.Record{
-		Key:       []byte(k.Name),
-		Value:     []byte(k.Replication + "\x00" + k.Partitioner),
-		Timestamp: k.Timestamp,
+	value := k.Replication + "\x00" + k.Partitioner
+	if k.Erasure.Enabled() {
+		value += "\x00" + k.Erasure.String()
 	}
+	return storage.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
 }
 
 func decode(r storage.Record) (Keyspace, error) {
-	replication, partitioner, ok := strings.Cut(string(r.Value), "\x00")
-	if !ok {
+	fields := strings.Split(string(r.Value), "\x00")
+	if len(fields) != 2 && len(fields) != 3 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
-	return Keyspace{Name: string(r.Key), Replication: replication, Partitioner: partitioner, Timestamp: r.Timestamp}.Compile()
+	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp}
+	if len(fields) == 3 {
+		var err error
+		if k.Erasure, err = ParseErasure(fields[2]); err != nil {
+			return Keyspace{}, err
+		}
+	}
+	return k.Compile()
 }

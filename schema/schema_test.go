@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kuradb/kura/storage"
@@ -21,6 +22,16 @@ func TestCompile(t *testing.T) {
 		{Keyspace{Name: "app", Replication: "dc1=0"}, ErrInvalidKeyspace},
 		{Keyspace{Name: "app", Replication: ""}, ErrInvalidKeyspace},
 		{Keyspace{Name: "app", Replication: "simple=1", Partitioner: "random"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 4}}, nil},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 4}, Replication: "simple=1", Partitioner: "ordered"}, nil},
+		{Keyspace{Name: "striped", Erasure: Erasure{M: 4, K: 4}}, nil},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 255, K: 1}}, nil},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 4}, Replication: "simple=2"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 4}, Replication: "dc1=1"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 4, K: 6}}, ErrInvalidKeyspace},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 0}}, ErrInvalidKeyspace},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 1, K: 1}}, ErrInvalidKeyspace},
+		{Keyspace{Name: "coded", Erasure: Erasure{M: 256, K: 4}}, ErrInvalidKeyspace},
 	}
 	for _, tt := range tests {
 		got, err := tt.ks.Compile()
@@ -31,6 +42,85 @@ func TestCompile(t *testing.T) {
 		if err == nil && (got.Strategy() == nil || got.Partition() == nil || got.Partitioner == "") {
 			t.Errorf("Compile(%+v) left the keyspace unprepared: %+v", tt.ks, got)
 		}
+	}
+}
+
+func TestCompileGivesErasureCodedKeyspacesSingleChunkPlacement(t *testing.T) {
+	ks, err := Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 4}}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.Replication != "simple=1" || ks.Strategy().ReplicationFactor() != 1 {
+		t.Fatalf("erasure-coded keyspace compiled with replication %q", ks.Replication)
+	}
+}
+
+func TestParseErasure(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Erasure
+		ok   bool
+	}{
+		{"6,4", Erasure{M: 6, K: 4}, true},
+		{" 8 , 2 ", Erasure{M: 8, K: 2}, true},
+		{"", Erasure{}, true},
+		{"6", Erasure{}, false},
+		{"6;4", Erasure{}, false},
+		{"six,four", Erasure{}, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseErasure(tt.in)
+		if tt.ok != (err == nil) || got != tt.want {
+			t.Errorf("ParseErasure(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidKeyspace) {
+			t.Errorf("ParseErasure(%q) error %v does not wrap ErrInvalidKeyspace", tt.in, err)
+		}
+		if tt.ok && got.String() != strings.ReplaceAll(strings.TrimSpace(tt.in), " ", "") {
+			t.Errorf("ParseErasure(%q).String() = %q", tt.in, got.String())
+		}
+	}
+}
+
+func TestCatalogPersistsErasureAndDigestsIt(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 4}, Timestamp: 10}); err != nil {
+		t.Fatal(err)
+	}
+	digest := c.Digest()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir)
+	defer e.Close()
+	c, err = Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := c.Get("coded")
+	if err != nil || ks.Erasure != (Erasure{M: 6, K: 4}) || ks.Replication != "simple=1" {
+		t.Fatalf("after reopen Get(coded) = %+v, %v; want erasure 6,4", ks, err)
+	}
+	if c.Digest() != digest {
+		t.Fatal("digest differs after reopen")
+	}
+	// Another code under the same name and timestamp must not look like the same catalog.
+	otherEngine := openEngine(t, t.TempDir())
+	defer otherEngine.Close()
+	other, err := Open(otherEngine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Apply(Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 3}, Timestamp: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if other.Digest() == digest {
+		t.Fatal("catalogs differing only in the erasure code have the same digest")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/kuradb/kura/hlc"
@@ -47,11 +48,17 @@ type Options struct {
 	// Logger receives the engine's and Pebble's messages; nil discards them.
 	// Pebble's routine messages are logged at debug level.
 	Logger *slog.Logger
+	// CacheBytes sizes Pebble's block cache; zero means DefaultCacheBytes.
+	CacheBytes int64
 
 	// fs replaces the filesystem under Dir; tests use it to simulate a crash that
 	// loses unsynced writes.
 	fs vfs.FS
 }
+
+// DefaultCacheBytes is the block cache of an engine that names none: enough to keep a
+// small node's working set of blocks decoded in memory.
+const DefaultCacheBytes = 128 << 20
 
 // Stats holds approximate figures for metrics and gossiped load.
 type Stats struct {
@@ -102,11 +109,28 @@ func Open(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("storage: open %q: %w", dir, err)
 		}
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	cache := pebble.NewCache(opts.CacheBytes)
+	defer cache.Unref() // the open database holds its own reference
+	pebbleOpts := &pebble.Options{
 		FS:            fs,
+		Cache:         cache,
 		Logger:        pebbleLogger{logger: opts.Logger},
 		EventListener: eventListener(opts.Logger),
-	})
+		Levels:        make([]pebble.LevelOptions, 7),
+	}
+	for i := range pebbleOpts.Levels {
+		// Every Apply reads the key before writing it, and most keys read are in one
+		// level only: bloom filters spare the other levels' blocks.
+		pebbleOpts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		if opts.InMemory {
+			// Memory is not the bottleneck there, CPU is: keep blocks uncompressed.
+			pebbleOpts.Levels[i].Compression = pebble.NoCompression
+		}
+	}
+	db, err := pebble.Open(dir, pebbleOpts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", dir, err)
 	}

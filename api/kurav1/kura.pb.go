@@ -612,6 +612,7 @@ type Keyspace struct {
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Replication   string                 `protobuf:"bytes,2,opt,name=replication,proto3" json:"replication,omitempty"` // "dc1=2,dc2=1" (network) or "simple=3"
 	Partitioner   string                 `protobuf:"bytes,3,opt,name=partitioner,proto3" json:"partitioner,omitempty"` // "hash" or "ordered"
+	Erasure       *Erasure               `protobuf:"bytes,4,opt,name=erasure,proto3" json:"erasure,omitempty"`         // set for an erasure-coded keyspace; absent: replicated
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -667,6 +668,67 @@ func (x *Keyspace) GetPartitioner() string {
 	return ""
 }
 
+func (x *Keyspace) GetErasure() *Erasure {
+	if x != nil {
+		return x.Erasure
+	}
+	return nil
+}
+
+// Erasure makes a keyspace erasure-coded (LDR): each value is stored as m chunks, any k of
+// which rebuild it, each chunk once (replication is then "simple=1").
+type Erasure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	M             uint32                 `protobuf:"varint,1,opt,name=m,proto3" json:"m,omitempty"`
+	K             uint32                 `protobuf:"varint,2,opt,name=k,proto3" json:"k,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Erasure) Reset() {
+	*x = Erasure{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Erasure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Erasure) ProtoMessage() {}
+
+func (x *Erasure) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
+func (*Erasure) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Erasure) GetM() uint32 {
+	if x != nil {
+		return x.M
+	}
+	return 0
+}
+
+func (x *Erasure) GetK() uint32 {
+	if x != nil {
+		return x.K
+	}
+	return 0
+}
+
 type CreateKeyspaceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace      *Keyspace              `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
@@ -676,7 +738,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +750,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +763,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -719,7 +781,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +793,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +806,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
 }
 
 type ListKeyspacesRequest struct {
@@ -755,7 +817,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +829,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +842,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
 }
 
 type ListKeyspacesResponse struct {
@@ -792,7 +854,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +866,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +879,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -836,7 +898,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +910,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +923,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -879,7 +941,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +953,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +966,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 type NodeStatus struct {
@@ -921,7 +983,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +995,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1008,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -1001,7 +1063,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1075,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1088,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -1082,11 +1144,15 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\"7\n" +
 	"\fScanResponse\x12'\n" +
-	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"b\n" +
+	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\x8e\x01\n" +
 	"\bKeyspace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vreplication\x18\x02 \x01(\tR\vreplication\x12 \n" +
-	"\vpartitioner\x18\x03 \x01(\tR\vpartitioner\"F\n" +
+	"\vpartitioner\x18\x03 \x01(\tR\vpartitioner\x12*\n" +
+	"\aerasure\x18\x04 \x01(\v2\x10.kura.v1.ErasureR\aerasure\"%\n" +
+	"\aErasure\x12\f\n" +
+	"\x01m\x18\x01 \x01(\rR\x01m\x12\f\n" +
+	"\x01k\x18\x02 \x01(\rR\x01k\"F\n" +
 	"\x15CreateKeyspaceRequest\x12-\n" +
 	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\"\x18\n" +
 	"\x16CreateKeyspaceResponse\"\x16\n" +
@@ -1143,7 +1209,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -1156,14 +1222,15 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*KeyValue)(nil),                // 8: kura.v1.KeyValue
 	(*ScanResponse)(nil),            // 9: kura.v1.ScanResponse
 	(*Keyspace)(nil),                // 10: kura.v1.Keyspace
-	(*CreateKeyspaceRequest)(nil),   // 11: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),  // 12: kura.v1.CreateKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),    // 13: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),   // 14: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil), // 15: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),    // 16: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),              // 17: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),   // 18: kura.v1.ClusterStatusResponse
+	(*Erasure)(nil),                 // 11: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),   // 12: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),  // 13: kura.v1.CreateKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),    // 14: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),   // 15: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil), // 16: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),    // 17: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),              // 18: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),   // 19: kura.v1.ClusterStatusResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -1171,30 +1238,31 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 2: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 3: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
 	8,  // 4: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	10, // 5: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	10, // 6: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	17, // 7: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	1,  // 8: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 9: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 10: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	7,  // 11: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	11, // 12: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	13, // 13: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	15, // 14: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	16, // 15: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	2,  // 16: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 17: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 18: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 19: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	12, // 20: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	14, // 21: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 22: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	18, // 23: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	16, // [16:24] is the sub-list for method output_type
-	8,  // [8:16] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 5: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	10, // 6: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	18, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	1,  // 9: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	3,  // 10: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	5,  // 11: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	7,  // 12: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 13: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	14, // 14: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	16, // 15: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	17, // 16: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	2,  // 17: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 18: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 19: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 20: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 21: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 22: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 23: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 24: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -1208,7 +1276,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

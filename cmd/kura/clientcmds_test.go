@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/topology"
+)
+
+func TestKeyspaceCreateWithErasure(t *testing.T) {
+	topo, err := topology.Example("three-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr := c.Nodes[0].ClientAddr()
+
+	tests := []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"keyspace", "create", "coded", "--erasure", "5,3"}, 0, "keyspace coded created"},
+		{[]string{"keyspace", "list"}, 0, "coded\treplication=simple=1\tpartitioner=hash\terasure=5,3"},
+		{[]string{"keyspace", "describe", "coded"}, 0, "erasure: 5,3 (5 chunks per value, any 3 rebuild it)"},
+		{[]string{"put", "--keyspace", "coded", "--consistency", "QUORUM", "greeting", "hello"}, 0, ""},
+		{[]string{"get", "--keyspace", "coded", "greeting"}, 0, "hello"},
+		{[]string{"keyspace", "create", "bad", "--erasure", "3,5"}, 1, "want 1 <= k <= m"},
+		{[]string{"keyspace", "create", "bad", "--erasure", "5"}, 2, "want M,K"},
+		{[]string{"keyspace", "create", "both", "--erasure", "5,3", "--replication", "simple=3"}, 2, "--replication dc1=2,dc2=1 | --erasure M,K"},
+		{[]string{"keyspace", "create", "neither"}, 2, "--replication dc1=2,dc2=1 | --erasure M,K"},
+	}
+	for _, tt := range tests {
+		code, out, errOut := kura(append(tt.args, "--addr", addr)...)
+		if code != tt.code || !strings.Contains(out+errOut, tt.contains) {
+			t.Errorf("kura %v = exit %d, %q %q; want exit %d saying %q", tt.args, code, out, errOut, tt.code, tt.contains)
+		}
+	}
+}
