@@ -59,7 +59,8 @@ type Config struct {
 	RESPPassword string
 	// RESPConsistency is the consistency level of a new Redis connection; default ONE.
 	RESPConsistency consistency.Level
-	// HTTPAddr serves /metrics, /healthz and /status on this address; empty serves none.
+	// HTTPAddr serves /metrics, /healthz, /status and /debug/pprof on this address; empty
+	// serves none.
 	HTTPAddr string
 
 	// Routing picks how the coordinator finds a key's replicas: "onehop" (default: the
@@ -98,7 +99,8 @@ type Node struct {
 	metrics      *metrics.Registry
 	frontEnds    frontEnds // the Redis and HTTP servers
 
-	stop chan struct{}
+	stop  chan struct{}
+	ready chan struct{} // closed once open has built every part the handler uses
 	wg   sync.WaitGroup
 }
 
@@ -116,7 +118,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.SuspectAfter <= 0 {
 		cfg.SuspectAfter = 2 * time.Second
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{}), ready: make(chan struct{})}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
@@ -190,6 +192,7 @@ func (n *Node) open() error {
 		coordCfg.Vnodes = 1
 	}
 	n.coord = coord.New(coordCfg, n.directory, n.catalog, n.engine, n.transport, n.clock, n.heartbeat)
+	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
 		n.grpcServer = grpc.NewServer(
@@ -297,6 +300,12 @@ func (n *Node) collectGarbage(context.Context) {
 
 // handle dispatches a message from another node.
 func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+	// The transport listens before the coordinator exists; early messages wait for it.
+	select {
+	case <-n.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	switch {
 	case coord.Handles(kind):
 		return n.coord.Handle(ctx, from, kind, payload)
