@@ -9,7 +9,6 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 )
@@ -62,52 +61,15 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec stor
 		go func() {
 			chunk := records[s.index]
 			payload, err := proto.Marshal(&kurav1.MutateRequest{Keyspace: ks.Name, Records: []*kurav1.Record{toProto(chunk)}})
-			if err == nil {
-				err = c.mutateReplica(s.owner, ks.Name, chunk, payload)
-			}
 			if err != nil {
-				// An owner that failed or missed the deadline gets its chunk later.
-				if herr := c.hints.add(s.owner.ID, ks.Name, chunk); herr != nil {
-					c.log.Warn("store hint", "target", s.owner.ID, "err", herr)
-				}
+				results <- ackResult{member: s.owner, err: err}
+				return
 			}
-			results <- ackResult{member: s.owner, err: err}
+			results <- c.mutateOrHint(s.owner, ks.Name, chunk, payload)
 		}()
 	}
 	if err := awaitAcks(ctx, results, owners(live), required, cl, hinted); err != nil {
 		return 0, err
 	}
 	return rec.Timestamp, nil
-}
-
-// awaitAcks counts the answers of the targets (one per entry, an owner listed once per
-// chunk it holds) until required is met, can no longer be met, or ctx ends. A failed
-// target has been hinted by its sender; a hint counts for ANY only.
-func awaitAcks(ctx context.Context, results <-chan ackResult, targets []ring.Member, required consistency.Requirement, cl consistency.Level, hinted int) error {
-	acks := map[string]int{}
-	pending := dcCounts(targets)
-	var lastErr error
-	for range targets {
-		select {
-		case r := <-results:
-			pending[r.member.DC]--
-			if r.err != nil {
-				lastErr = r.err
-				if required.Hinted {
-					hinted++
-				}
-			} else {
-				acks[r.member.DC]++
-			}
-			if required.Satisfied(acks) || (required.Hinted && hinted > 0) {
-				return nil
-			}
-			if !required.Satisfied(addCounts(acks, pending)) {
-				return &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: lastErr}
-			}
-		case <-ctx.Done():
-			return &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: ctx.Err()}
-		}
-	}
-	return &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: lastErr}
 }

@@ -86,16 +86,6 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec storage.Re
 		return 0, fmt.Errorf("encode mutation: %w", err)
 	}
 	results := make(chan ackResult, len(live))
-	mutate := func(m ring.Member) {
-		err := c.mutateReplica(m, keyspace, rec, payload)
-		if err != nil {
-			// A replica that failed or missed the deadline gets the write later.
-			if herr := c.hints.add(m.ID, keyspace, rec); herr != nil {
-				c.log.Warn("store hint", "target", m.ID, "err", herr)
-			}
-		}
-		results <- ackResult{member: m, err: err}
-	}
 	// Remote replicas first, each in its own goroutine; this node's own copy is written
 	// inline meanwhile, which spares a goroutine on the common single-node path.
 	var self *ring.Member
@@ -104,38 +94,59 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec storage.Re
 			self = &live[i]
 			continue
 		}
-		go mutate(m)
+		go func() { results <- c.mutateOrHint(m, keyspace, rec, payload) }()
 	}
 	if self != nil {
-		mutate(*self)
+		results <- c.mutateOrHint(*self, keyspace, rec, payload)
 	}
+	if err := awaitAcks(ctx, results, live, required, cl, hinted); err != nil {
+		return 0, err
+	}
+	return rec.Timestamp, nil
+}
 
+// mutateOrHint applies rec on one replica; a replica that fails or misses the deadline
+// gets a hint, so it receives the write later.
+func (c *Coordinator) mutateOrHint(m ring.Member, keyspace string, rec storage.Record, payload []byte) ackResult {
+	err := c.mutateReplica(m, keyspace, rec, payload)
+	if err != nil {
+		if herr := c.hints.add(m.ID, keyspace, rec); herr != nil {
+			c.log.Warn("store hint", "target", m.ID, "err", herr)
+		}
+	}
+	return ackResult{member: m, err: err}
+}
+
+// awaitAcks counts the answers of the targets (one per entry, an owner listed once per
+// chunk it holds) until required is met, can no longer be met, or ctx ends. A failed
+// target has been hinted by its sender; a hint counts for ANY only.
+func awaitAcks(ctx context.Context, results <-chan ackResult, targets []ring.Member, required consistency.Requirement, cl consistency.Level, hinted int) error {
 	acks := map[string]int{}
-	pending := dcCounts(live)
+	pending := dcCounts(targets)
 	var lastErr error
-	for range live {
+	for range targets {
 		select {
 		case r := <-results:
 			pending[r.member.DC]--
 			if r.err != nil {
 				lastErr = r.err
 				if required.Hinted {
-					hinted++ // the failed replica got a hint above
+					hinted++
 				}
 			} else {
 				acks[r.member.DC]++
 			}
 			if required.Satisfied(acks) || (required.Hinted && hinted > 0) {
-				return rec.Timestamp, nil
+				return nil
 			}
 			if !required.Satisfied(addCounts(acks, pending)) {
-				return 0, &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: lastErr}
+				return &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: lastErr}
 			}
 		case <-ctx.Done():
-			return 0, &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: ctx.Err()}
+			return &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: ctx.Err()}
 		}
 	}
-	return 0, &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: lastErr}
+	return &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Hinted: hinted, Cause: lastErr}
 }
 
 // mutateReplica applies rec on one replica: directly when it is this node.
