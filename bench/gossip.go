@@ -1,0 +1,420 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/experiment"
+)
+
+func init() {
+	Register(Bench{
+		Name:    "gossip",
+		Summary: "membership traffic of Cassandra's Scuttlebutt against kura's Ferry as the cluster grows (paper 001), simulated or over real sockets",
+		Setup:   setupGossip,
+	})
+}
+
+// Defaults of the gossip bench's sizes: the paper's sweep in the simulator,
+// and what one process can run over real sockets in a couple of minutes.
+const (
+	gossipSimSizes  = "10,50,100,200,500,1000"
+	gossipRealSizes = "10,20,50"
+)
+
+// gossipOptions are the bench's flags.
+type gossipOptions struct {
+	protocols []string
+	sizes     []int
+	dcs       int
+	loss      float64
+	seed      uint64
+	real      bool
+	// realInterval is the real length of a gossip round with --real.
+	realInterval time.Duration
+	// schedule overrides the experiment's schedule (zero fields keep
+	// experiment.DefaultConfig's), for tests.
+	schedule experiment.Config
+}
+
+func setupGossip(fs *flag.FlagSet) Runner {
+	options := gossipFlags(fs)
+	return func(ctx context.Context, env Env) (*Report, error) {
+		o, err := options()
+		if err != nil {
+			return nil, err
+		}
+		return runGossip(ctx, env, o)
+	}
+}
+
+// gossipFlags registers the bench's flags and returns what reads them once
+// parsed.
+func gossipFlags(fs *flag.FlagSet) func() (gossipOptions, error) {
+	protocols := fs.String("protocols", "scuttlebutt,ferry", "comma-separated membership protocols")
+	nodes := fs.String("nodes", gossipSimSizes, "comma-separated cluster sizes (with --real the default is "+gossipRealSizes+")")
+	dcs := fs.Int("dcs", 2, "number of equal DCs")
+	loss := fs.Float64("loss", 0, "message loss probability on every link")
+	seed := fs.Uint64("seed", 1, "seed of the simulation and of the choice of nodes to kill")
+	realMode := fs.Bool("real", false, "also run each size over the real TCP transport on loopback and compare with the simulator")
+	realInterval := fs.Duration("real-interval", 50*time.Millisecond, "with --real, the real length of a gossip round (the protocol's schedule is compressed to match)")
+	return func() (gossipOptions, error) {
+		o := gossipOptions{dcs: *dcs, loss: *loss, seed: *seed, real: *realMode, realInterval: *realInterval}
+		for _, p := range strings.Split(*protocols, ",") {
+			if _, err := gossipProtocol(strings.TrimSpace(p)); err != nil {
+				return o, fmt.Errorf("--protocols: %w", err)
+			}
+			o.protocols = append(o.protocols, strings.TrimSpace(p))
+		}
+		sizes := *nodes
+		if o.real && !flagSet(fs, "nodes") {
+			sizes = gossipRealSizes
+		}
+		for _, s := range strings.Split(sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 {
+				return o, fmt.Errorf("--nodes %q: want positive integers separated by commas", sizes)
+			}
+			o.sizes = append(o.sizes, n)
+		}
+		if o.realInterval <= 0 {
+			return o, errors.New("--real-interval must be positive")
+		}
+		if o.dcs < 1 {
+			return o, errors.New("--dcs must be positive")
+		}
+		return o, nil
+	}
+}
+
+// flagSet reports whether a flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// GossipRow is one protocol at one cluster size, measured in the simulator
+// (source "sim") or over real sockets (source "real").
+type GossipRow struct {
+	Source   string `json:"source"`
+	Protocol string `json:"protocol"`
+	Nodes    int    `json:"nodes"`
+	// TotalBps is all membership traffic over the steady window, in wire
+	// bits per second (see the report's scale for what a wire byte is).
+	TotalBps float64 `json:"total_bps"`
+	// InterDCBps is the part that crossed a DC link.
+	InterDCBps float64 `json:"interdc_bps"`
+	PerNodeBps float64 `json:"per_node_bps"`
+	// PaperTotalBps is paper 001's fit of Cassandra 0.6 at this size.
+	PaperTotalBps       float64 `json:"paper_total_bps"`
+	MessagesPerNodePerS float64 `json:"messages_per_node_per_s"`
+	// Join convergence: from a node's start until every node started no later
+	// knows it and it knows them all, in protocol seconds.
+	JoinConvergenceSP50 float64 `json:"join_convergence_s_p50"`
+	JoinConvergenceSMax float64 `json:"join_convergence_s_max"`
+	JoinsUnconverged    int     `json:"joins_unconverged"`
+	// Failure detection: from a kill until every live node sees the node down.
+	FailureDetectionSP50 float64 `json:"failure_detection_s_p50"`
+	FailureDetectionSMax float64 `json:"failure_detection_s_max"`
+	FailuresUndetected   int     `json:"failures_undetected"`
+	// FalseSuspicions counts suspect or dead verdicts about running nodes in
+	// the steady window.
+	FalseSuspicions int `json:"false_suspicions"`
+	// Real rows only: the transport's own count (frame headers + payload),
+	// the share of the wall clock's rounds the drivers ran, and the
+	// differences from the simulator's row of the same size.
+	TransportFrameBps *float64 `json:"transport_frame_bps,omitempty"`
+	RoundsRunPct      *float64 `json:"rounds_run_pct,omitempty"`
+	TotalDiffPct      *float64 `json:"total_diff_pct,omitempty"`
+	InterDCDiffPct    *float64 `json:"interdc_diff_pct,omitempty"`
+}
+
+// GossipFit is T = a n² + b n fitted to one protocol's total traffic, with
+// the paper's fit of Cassandra beside it.
+type GossipFit struct {
+	Protocol string  `json:"protocol"`
+	A        float64 `json:"a"`
+	B        float64 `json:"b"`
+	PaperA   float64 `json:"paper_a"`
+	PaperB   float64 `json:"paper_b"`
+}
+
+// gossipSchedule is the experiment configuration of one (protocol, size)
+// run: the options' schedule over experiment.DefaultConfig.
+func (o gossipOptions) gossipSchedule(protocol string, n int) experiment.Config {
+	c := experiment.DefaultConfig
+	s := o.schedule
+	if s.Batches > 0 {
+		c.Batches = s.Batches
+	}
+	if s.BatchInterval > 0 {
+		c.BatchInterval = s.BatchInterval
+	}
+	if s.WindowEnd > 0 {
+		c.WindowStart, c.WindowEnd = s.WindowStart, s.WindowEnd
+	}
+	if s.Kills > 0 {
+		c.Kills = s.Kills
+	}
+	if s.DetectTimeout > 0 {
+		c.DetectTimeout = s.DetectTimeout
+	}
+	c.Protocols, c.Sizes = []string{protocol}, []int{n}
+	c.DCs, c.Loss, c.Seed = o.dcs, o.loss, o.seed
+	return c
+}
+
+// runGossip runs the sweep: every protocol at every size in the simulator
+// and, with --real, over real sockets too.
+func runGossip(ctx context.Context, env Env, o gossipOptions) (*Report, error) {
+	var rows []GossipRow
+	runs := len(o.protocols) * len(o.sizes)
+	for pi, p := range o.protocols {
+		for si, n := range o.sizes {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			run := pi*len(o.sizes) + si + 1
+			cfg := o.gossipSchedule(p, n)
+			cfg.Progress = func(pr experiment.Progress) {
+				env.Progressf("[%d/%d] sim %s n=%d: %s at %v virtual (%.1f s wall)",
+					run, runs, pr.Protocol, pr.N, pr.Phase, pr.VirtualTime, pr.Wall.Seconds())
+			}
+			res, err := experiment.RunExperiment(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("gossip bench: %w", err)
+			}
+			sim := simGossipRow(res.Rows[0])
+			rows = append(rows, sim)
+			if !o.real {
+				continue
+			}
+			measured, err := runRealGossip(ctx, env, o, cfg, fmt.Sprintf("[%d/%d]", run, runs))
+			if err != nil {
+				return nil, fmt.Errorf("gossip bench: real %s n=%d: %w", p, n, err)
+			}
+			measured.TotalDiffPct = diffPct(measured.TotalBps, sim.TotalBps)
+			measured.InterDCDiffPct = diffPct(measured.InterDCBps, sim.InterDCBps)
+			rows = append(rows, measured)
+		}
+	}
+	return gossipReport(rows, o), nil
+}
+
+// simGossipRow converts the experiment's row.
+func simGossipRow(r experiment.Row) GossipRow {
+	return GossipRow{
+		Source: "sim", Protocol: r.Protocol, Nodes: r.N,
+		TotalBps: r.TotalBps, InterDCBps: r.InterDCBps, PerNodeBps: r.PerNodeBps,
+		PaperTotalBps: r.PaperTotalBps, MessagesPerNodePerS: r.MessagesPerNodePerS,
+		JoinConvergenceSP50: r.JoinConvergenceSP50, JoinConvergenceSMax: r.JoinConvergenceSMax, JoinsUnconverged: r.JoinsUnconverged,
+		FailureDetectionSP50: r.FailureDetectionSP50, FailureDetectionSMax: r.FailureDetectionSMax, FailuresUndetected: r.FailuresUndetected,
+		FalseSuspicions: r.FalseSuspicions,
+	}
+}
+
+// gossipProtocol finds a protocol of the experiment by name.
+func gossipProtocol(name string) (membership.Protocol, error) {
+	for _, p := range experiment.Protocols {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return membership.Protocol{}, fmt.Errorf("%w: %q", membership.ErrUnknownProtocol, name)
+}
+
+// paperTotalBps is paper 001's fit of Cassandra 0.6's traffic at size n.
+func paperTotalBps(n int) float64 {
+	x := float64(n)
+	return experiment.PaperA*x*x + experiment.PaperB*x
+}
+
+// diffPct is (got - want) / want in percent; nil when want is 0.
+func diffPct(got, want float64) *float64 {
+	if want == 0 {
+		return nil
+	}
+	d := (got - want) / want * 100
+	return &d
+}
+
+// gossipReport assembles the rows, fits, summary, notes and figure.
+func gossipReport(rows []GossipRow, o gossipOptions) *Report {
+	r := &Report{
+		Bench: "gossip",
+		Scale: experiment.Scale,
+		Rows:  rows,
+		Notes: []string{
+			fmt.Sprintf("paper_total_bps is paper 001's fit of Cassandra 0.6 on 10 machines: T = %.1f n² + %.1f n bit/s", experiment.PaperA, experiment.PaperB),
+			fmt.Sprintf("%d DCs of equal size; loss %.3g on every link; seed %d", o.dcs, o.loss, o.seed),
+		},
+	}
+	if o.real {
+		r.Scale += "; --real: " + realGossipScale(o.realInterval)
+		r.Notes = append(r.Notes, realGossipNote)
+	}
+	fits := gossipFits(rows)
+	if len(fits) > 0 {
+		r.Fits = fits
+	}
+	r.Summary = gossipSummary(rows, fits)
+	r.Plot = func(path string) error { return gossipFigure(rows).Save(path) }
+	return r
+}
+
+// gossipFits fits T = a n² + b n to each protocol's simulated rows (at least
+// two sizes needed).
+func gossipFits(rows []GossipRow) []GossipFit {
+	var fits []GossipFit
+	for _, p := range gossipProtocols(rows) {
+		var ns []int
+		var ts []float64
+		for _, r := range rows {
+			if r.Source == "sim" && r.Protocol == p {
+				ns = append(ns, r.Nodes)
+				ts = append(ts, r.TotalBps)
+			}
+		}
+		if len(ns) < 2 {
+			continue
+		}
+		a, b := experiment.FitQuadratic(ns, ts)
+		fits = append(fits, GossipFit{Protocol: p, A: a, B: b, PaperA: experiment.PaperA, PaperB: experiment.PaperB})
+	}
+	return fits
+}
+
+// gossipProtocols lists the protocols of the rows in order of appearance.
+func gossipProtocols(rows []GossipRow) []string {
+	var out []string
+	for _, r := range rows {
+		if len(out) == 0 || out[len(out)-1] != r.Protocol {
+			out = append(out, r.Protocol)
+		}
+	}
+	return out
+}
+
+// gossipSummary states the figures issue 3 judges: per protocol, traffic at
+// the largest size, how inter-DC traffic grew from the smallest size of at
+// least 100 (else the smallest) to the largest, the slowest join, the false
+// suspicions; with --real, the largest differences from the simulator.
+func gossipSummary(rows []GossipRow, fits []GossipFit) map[string]any {
+	summary := map[string]any{}
+	for _, p := range gossipProtocols(rows) {
+		var small, large *GossipRow
+		joinMax, falseSuspicions := 0.0, 0
+		for i := range rows {
+			r := &rows[i]
+			if r.Source != "sim" || r.Protocol != p {
+				continue
+			}
+			if large == nil || r.Nodes > large.Nodes {
+				large = r
+			}
+			if small == nil || growthBase(r.Nodes, small.Nodes) {
+				small = r
+			}
+			joinMax = math.Max(joinMax, r.JoinConvergenceSMax)
+			falseSuspicions += r.FalseSuspicions
+		}
+		summary[p+"_total_bps_at_n"+strconv.Itoa(large.Nodes)] = large.TotalBps
+		if small.Nodes != large.Nodes && small.InterDCBps > 0 {
+			summary[fmt.Sprintf("%s_interdc_growth_n%d_to_n%d", p, small.Nodes, large.Nodes)] = large.InterDCBps / small.InterDCBps
+		}
+		summary[p+"_join_convergence_s_max"] = joinMax
+		summary[p+"_false_suspicions"] = falseSuspicions
+	}
+	for _, f := range fits {
+		summary[f.Protocol+"_a_over_paper_a"] = f.A / f.PaperA
+	}
+	worst := 0.0
+	for _, r := range rows {
+		for _, d := range []*float64{r.TotalDiffPct, r.InterDCDiffPct} {
+			if d != nil {
+				worst = math.Max(worst, math.Abs(*d))
+			}
+		}
+	}
+	if worst > 0 {
+		summary["real_vs_sim_max_abs_diff_pct"] = worst
+	}
+	return summary
+}
+
+// growthBase reports whether size n is a better base than size base to
+// measure inter-DC growth from: the smallest size of at least 100 (where the
+// paper's quadratic term dominates), else the smallest.
+func growthBase(n, base int) bool {
+	if (n >= 100) != (base >= 100) {
+		return n >= 100
+	}
+	return n < base
+}
+
+// gossipFigure draws total and inter-DC traffic against n, log-log, per
+// protocol and source, with the paper's fit.
+func gossipFigure(rows []GossipRow) Figure {
+	f := Figure{
+		Title:  "Membership traffic (paper 001): Scuttlebutt vs Ferry",
+		XLabel: "nodes", YLabel: "bit/s", LogX: true, LogY: true,
+	}
+	type key struct{ source, protocol, what string }
+	bySource := hasReal(rows)
+	var order []key
+	series := map[key]*Series{}
+	var sizes []float64
+	add := func(k key, x, y float64) {
+		if y <= 0 {
+			return // a log axis cannot show it
+		}
+		s, ok := series[k]
+		if !ok {
+			name := k.protocol + " " + k.what
+			if bySource {
+				name += " (" + k.source + ")"
+			}
+			s = &Series{Name: name}
+			series[k] = s
+			order = append(order, k)
+		}
+		s.X = append(s.X, x)
+		s.Y = append(s.Y, y)
+	}
+	for _, r := range rows {
+		x := float64(r.Nodes)
+		add(key{r.Source, r.Protocol, "total"}, x, r.TotalBps)
+		add(key{r.Source, r.Protocol, "inter-DC"}, x, r.InterDCBps)
+		if r.Source == "sim" && (len(sizes) == 0 || sizes[len(sizes)-1] < x) {
+			sizes = append(sizes, x)
+		}
+	}
+	for _, k := range order {
+		f.Series = append(f.Series, *series[k])
+	}
+	paper := Series{Name: fmt.Sprintf("paper 001: %.1f n² + %.1f n", experiment.PaperA, experiment.PaperB)}
+	for _, x := range sizes {
+		paper.X = append(paper.X, x)
+		paper.Y = append(paper.Y, paperTotalBps(int(x)))
+	}
+	f.Series = append(f.Series, paper)
+	return f
+}
+
+// hasReal reports whether any row was measured over real sockets.
+func hasReal(rows []GossipRow) bool {
+	for _, r := range rows {
+		if r.Source == "real" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,323 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/ferry"
+	"github.com/kuradb/kura/membership/scuttlebutt"
+	"github.com/kuradb/kura/transport"
+)
+
+// testInterval is the real round length of the tests: every protocol timeout
+// runs 1/testInterval times faster than in production.
+const testInterval = 30 * time.Millisecond
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// testNode is one node: a loopback transport and its driver.
+type testNode struct {
+	id, dc string
+	tr     *transport.Transport
+	drv    atomic.Pointer[Driver]
+
+	mu      sync.Mutex
+	changes []Change
+}
+
+// listen opens a node's transport; start runs its driver.
+func listen(t *testing.T, id, dc string) *testNode {
+	t.Helper()
+	n := &testNode{id: id, dc: dc}
+	tr, err := transport.Listen(transport.Config{
+		Self: transport.Peer{ID: id, DC: dc, Addr: "127.0.0.1:0"}, Logger: quiet,
+		Handler: transport.HandlerFunc(func(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+			if d := n.drv.Load(); d != nil && Handles(kind) {
+				return d.Handle(ctx, from, kind, payload)
+			}
+			return nil, fmt.Errorf("%s: kind %v not served", id, kind)
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.tr = tr
+	t.Cleanup(n.stop)
+	return n
+}
+
+// start runs the node's driver, joining through seeds.
+func (n *testNode) start(t *testing.T, p membership.Protocol, seeds []string, generation uint64) {
+	t.Helper()
+	d, err := New(Config{
+		Protocol: p, Transport: n.tr, Seeds: seeds, Generation: generation,
+		AppState: map[string]string{"client_addr": "client-" + n.id},
+		Interval: testInterval, SeedWait: 10 * testInterval, Logger: quiet,
+		OnChange: func(c Change) {
+			n.mu.Lock()
+			n.changes = append(n.changes, c)
+			n.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.drv.Store(d)
+	d.Start()
+}
+
+// stop crashes the node: no leave, its sockets closed.
+func (n *testNode) stop() {
+	if d := n.drv.Load(); d != nil {
+		d.Close()
+	}
+	n.tr.Close()
+}
+
+// saw reports whether the node was told of an event of that kind about id
+// with the member's state passing check.
+func (n *testNode) saw(kind membership.EventKind, id string, check func(membership.Member) bool) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.changes {
+		if c.Event.Kind == kind && c.Event.ID == id && check(c.Member) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls cond until it returns "" or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		problem := cond()
+		if problem == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v: %s", what, timeout, problem)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// everyone checks every observer's view of member id.
+func everyone(observers []*testNode, id string, want func(m membership.Member, known bool) string) func() string {
+	return func() string {
+		for _, o := range observers {
+			m, ok := o.drv.Load().Member(id)
+			if problem := want(m, ok); problem != "" {
+				return fmt.Sprintf("%s about %s: %s", o.id, id, problem)
+			}
+		}
+		return ""
+	}
+}
+
+// closedAddr is a loopback address nobody listens on: an unreachable seed.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// aliveAt wants a live member at a generation, placed where its node listens.
+func aliveAt(n *testNode, generation uint64) func(membership.Member, bool) string {
+	return func(m membership.Member, known bool) string {
+		switch {
+		case !known:
+			return "unknown"
+		case !m.Alive:
+			return "down"
+		case m.Generation != generation:
+			return fmt.Sprintf("generation %d, want %d", m.Generation, generation)
+		case m.DC != n.dc || m.Addr != n.tr.Addr() || m.AppState["client_addr"] != "client-"+n.id:
+			return fmt.Sprintf("state %+v", m)
+		}
+		return ""
+	}
+}
+
+func TestClusterLifecycle(t *testing.T) {
+	for _, p := range []membership.Protocol{scuttlebutt.Protocol, ferry.Protocol} {
+		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
+			const generation = 1_700_000_000
+			const timeout = 5 * time.Second
+			nodes := make([]*testNode, 5)
+			for i := range nodes {
+				nodes[i] = listen(t, fmt.Sprintf("n%d", i), []string{"a", "b"}[i%2])
+			}
+			// Two real seeds, and one that never answers: it only delays the
+			// start by SeedWait.
+			seeds := []string{nodes[0].tr.Addr(), nodes[1].tr.Addr(), closedAddr(t)}
+			for _, n := range nodes {
+				n.start(t, p, seeds, generation)
+			}
+			for _, n := range nodes {
+				waitFor(t, timeout, "join", everyone(nodes, n.id, aliveAt(n, generation)))
+			}
+			if !nodes[0].saw(membership.EventJoined, "n3", func(m membership.Member) bool {
+				return m.AppState["client_addr"] == "client-n3" && m.Addr == nodes[3].tr.Addr()
+			}) {
+				t.Error("n0 was not told that n3 joined, with its state")
+			}
+
+			nodes[2].drv.Load().SetAppState(membership.KeyTokens, "1,2,3")
+			waitFor(t, timeout, "state change", everyone(nodes, "n2", func(m membership.Member, _ bool) string {
+				if m.AppState[membership.KeyTokens] != "1,2,3" {
+					return "old tokens"
+				}
+				return ""
+			}))
+
+			nodes[4].stop()
+			live := nodes[:4]
+			waitFor(t, timeout, "failure detection", everyone(live, "n4", func(m membership.Member, known bool) string {
+				if known && m.Alive {
+					return "still alive"
+				}
+				return ""
+			}))
+			if !nodes[1].saw(membership.EventDead, "n4", func(membership.Member) bool { return true }) {
+				t.Error("n1 was not told that n4 died")
+			}
+
+			// n3 comes back on another port with a newer generation.
+			nodes[3].stop()
+			nodes[3] = listen(t, "n3", "b")
+			nodes[3].start(t, p, seeds[:2], generation+1)
+			waitFor(t, timeout, "restart", everyone(live, "n3", aliveAt(nodes[3], generation+1)))
+			if !nodes[0].saw(membership.EventRestarted, "n3", func(m membership.Member) bool { return m.Generation == generation+1 }) {
+				t.Error("n0 was not told that n3 restarted")
+			}
+
+			// The test has run for well over ten rounds by now.
+			if r := nodes[0].drv.Load().Rounds(); r < 10 {
+				t.Errorf("n0 ran %d rounds", r)
+			}
+
+			nodes[2].drv.Load().Leave()
+			waitFor(t, timeout, "leave", everyone([]*testNode{nodes[0], nodes[1], nodes[3]}, "n2", func(m membership.Member, known bool) string {
+				if known && (m.Alive || m.Status != membership.StatusLeft) {
+					return fmt.Sprintf("alive %v, status %s", m.Alive, m.Status)
+				}
+				return ""
+			}))
+		})
+	}
+}
+
+func TestHandle(t *testing.T) {
+	n := listen(t, "x", "a")
+	d, err := New(Config{Protocol: ferry.Protocol, Transport: n.tr, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := transport.Peer{ID: "y", DC: "a", Addr: "127.0.0.1:1"}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		kind    transport.Kind
+		payload []byte
+		wantErr error
+	}{
+		{"whois before start", KindWhois, nil, nil},
+		{"gossip before start is dropped", KindGossip, membership.Marshal(&ferry.Probe{Seq: 1}), nil},
+		{"malformed gossip", KindGossip, []byte{0xff, 1, 2}, membership.ErrMalformed},
+		{"foreign kind", transport.RegisterKind("driver_test_other"), nil, ErrUnknownKind},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := d.Handle(ctx, from, tc.kind, tc.payload)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+	answer, err := d.Handle(ctx, from, KindWhois, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodePeer(answer)
+	if want := n.tr.Self(); err != nil || got != want {
+		t.Fatalf("whois answer %+v (err %v), want %+v", got, err, want)
+	}
+	if d.Members() != nil {
+		t.Fatal("members known before the core started")
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	n := listen(t, "x", "a")
+	noDC := listen(t, "y", "")
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no protocol", Config{Transport: n.tr}},
+		{"no transport", Config{Protocol: ferry.Protocol}},
+		{"transport without DC", Config{Protocol: ferry.Protocol, Transport: noDC.tr}},
+		{"negative interval", Config{Protocol: ferry.Protocol, Transport: n.tr, Interval: -time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.cfg); !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("err = %v, want ErrBadConfig", err)
+			}
+		})
+	}
+	before := uint64(time.Now().Unix())
+	d, err := New(Config{Protocol: ferry.Protocol, Transport: n.tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Generation(); g < before || g > uint64(time.Now().Unix()) {
+		t.Fatalf("default generation %d is not the boot time in seconds (%d)", g, before)
+	}
+}
+
+func TestCoreTime(t *testing.T) {
+	for _, tc := range []struct {
+		elapsed, interval, want time.Duration
+	}{
+		{3 * time.Second, time.Second, 3 * time.Second},
+		{300 * time.Millisecond, 100 * time.Millisecond, 3 * time.Second},
+		{25 * time.Millisecond, 50 * time.Millisecond, 500 * time.Millisecond},
+		{72 * time.Hour, 10 * time.Millisecond, 7200 * time.Hour},
+	} {
+		if got := coreTime(tc.elapsed, float64(Round)/float64(tc.interval)); got != tc.want {
+			t.Errorf("coreTime(%v) at interval %v = %v, want %v", tc.elapsed, tc.interval, got, tc.want)
+		}
+	}
+}
+
+func TestDecodePeerRejects(t *testing.T) {
+	good := encodePeer(transport.Peer{ID: "a", DC: "b", Addr: "c"})
+	for _, tc := range []struct {
+		name string
+		raw  []byte
+	}{
+		{"empty", nil},
+		{"truncated", good[:len(good)-1]},
+		{"trailing bytes", append(append([]byte(nil), good...), 0)},
+		{"no DC", encodePeer(transport.Peer{ID: "a", Addr: "c"})},
+	} {
+		if _, err := decodePeer(tc.raw); !errors.Is(err, membership.ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", tc.name, err)
+		}
+	}
+}
