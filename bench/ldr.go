@@ -297,8 +297,8 @@ func ldrTopology(nodesPerDC []int) *topology.Topology {
 func startLDRCluster(ctx context.Context, topo *topology.Topology, emulateWAN bool, schemes []ldrScheme) (*ldrCluster, error) {
 	c, err := embedded.Start(topo, embedded.Options{
 		EmulateWAN: emulateWAN,
-		// Slow heartbeats leave the two cores to the experiment; nobody fails here.
-		Node: node.Config{HeartbeatInterval: time.Second, SuspectAfter: time.Minute, ReplicaTimeout: time.Minute},
+		// Gossip at its default pace leaves the two cores to the experiment.
+		Node: node.Config{ReplicaTimeout: time.Minute},
 	})
 	if err != nil {
 		return nil, err

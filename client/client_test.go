@@ -17,7 +17,7 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true, Node: node.Config{
-		HeartbeatInterval: 20 * time.Millisecond, SuspectAfter: 300 * time.Millisecond,
+		GossipInterval: 50 * time.Millisecond,
 	}})
 	if err != nil {
 		t.Fatal(err)

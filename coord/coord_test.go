@@ -40,10 +40,9 @@ func startCluster(t *testing.T, keyspaces ...schema.Keyspace) *embedded.Cluster 
 	c, err := embedded.Start(topo, embedded.Options{
 		EmulateWAN: true,
 		Node: node.Config{
-			HeartbeatInterval: 50 * time.Millisecond,
-			SuspectAfter:      400 * time.Millisecond,
-			ReplicaTimeout:    2 * time.Second,
-			Limits:            coord.Limits{KeyBytesMax: 1024, ValueBytesMax: 64 << 10},
+			GossipInterval: 50 * time.Millisecond,
+			ReplicaTimeout: 2 * time.Second,
+			Limits:         coord.Limits{KeyBytesMax: 1024, ValueBytesMax: 64 << 10},
 		},
 	})
 	if err != nil {

@@ -38,9 +38,8 @@ func startLDRCluster(t *testing.T, dataDir string) *embedded.Cluster {
 		DataDir:    dataDir,
 		EmulateWAN: true,
 		Node: node.Config{
-			HeartbeatInterval: 50 * time.Millisecond,
-			SuspectAfter:      400 * time.Millisecond,
-			ReplicaTimeout:    2 * time.Second,
+			GossipInterval: 50 * time.Millisecond,
+			ReplicaTimeout: 2 * time.Second,
 		},
 	})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/topology"
@@ -52,7 +51,11 @@ type Cluster struct {
 	stopped []bool
 }
 
-// Start starts every node of topo and introduces them to each other.
+// startTimeout bounds how long Start waits for the nodes to find each other.
+const startTimeout = time.Minute
+
+// Start starts every node of topo and returns once they all see each other; they find
+// each other by gossip through the first.
 func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -82,6 +85,10 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		cfg.Topology, cfg.EmulateWAN = topo, opts.EmulateWAN
 		cfg.Stats = c.Stats
 		cfg.Logger = logger
+		if len(c.Nodes) > 0 {
+			// Every node joins the cluster's gossip through the first one.
+			cfg.Seeds = []string{c.Nodes[0].Addr()}
+		}
 		n, err := node.Start(cfg)
 		if err != nil {
 			c.Close()
@@ -93,12 +100,12 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		cfg.RESPAddr, cfg.HTTPAddr = n.RESPAddr(), n.HTTPAddr()
 		c.configs = append(c.configs, cfg)
 	}
-	selves := make([]cluster.Node, len(c.Nodes))
-	for i, n := range c.Nodes {
-		selves[i] = n.Self()
-	}
-	for _, n := range c.Nodes {
-		n.AddPeers(selves...)
+	// Started means usable: every node sees every other through gossip.
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := c.WaitConverged(ctx); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }
@@ -144,14 +151,18 @@ func (c *Cluster) Restart(id string) error {
 	if i < 0 || !c.stopped[i] {
 		return fmt.Errorf("no stopped node %q", id)
 	}
-	n, err := node.Start(c.configs[i])
+	cfg := c.configs[i]
+	cfg.Seeds = nil
+	for j, other := range c.Nodes {
+		if !c.stopped[j] {
+			cfg.Seeds = append(cfg.Seeds, other.Addr())
+		}
+	}
+	n, err := node.Start(cfg)
 	if err != nil {
 		return fmt.Errorf("restart node %s: %w", id, err)
 	}
 	c.Nodes[i], c.stopped[i] = n, false
-	for _, other := range c.Nodes {
-		n.AddPeers(other.Self())
-	}
 	return nil
 }
 

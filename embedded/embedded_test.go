@@ -15,7 +15,7 @@ func TestStartStopRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := Start(topo, Options{ClientAPI: true, Node: node.Config{
-		HeartbeatInterval: 20 * time.Millisecond, SuspectAfter: 300 * time.Millisecond,
+		GossipInterval: 50 * time.Millisecond,
 	}})
 	if err != nil {
 		t.Fatal(err)

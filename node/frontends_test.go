@@ -16,7 +16,7 @@ func startFrontEndNode(t *testing.T, id, dc string, seeds ...string) *Node {
 	n, err := Start(Config{
 		ID: id, DC: dc, Listen: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		Seeds: seeds, InMemory: true,
-		HeartbeatInterval: 20 * time.Millisecond, SuspectAfter: 300 * time.Millisecond,
+		GossipInterval: 50 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,11 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
+// kindSchema announces a new keyspace to every node.
+var kindSchema = transport.RegisterKind("schema")
+
 // CreateKeyspace defines a keyspace on this node and announces it to every live node,
-// waiting for them (a node that misses it learns it from the next heartbeat). It refuses
+// waiting for them (a node that misses it notices the gossiped schema digest and pulls the catalog). It refuses
 // replication that names a datacenter the cluster does not have, the usual typo.
 func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 	ks.Timestamp = n.clock.Now()
@@ -48,6 +51,7 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 	if _, err := n.catalog.Apply(compiled); err != nil {
 		return err
 	}
+	n.gossip.schemaChanged()
 	payload, err := proto.Marshal(schemaUpdate(compiled))
 	if err != nil {
 		return err
@@ -88,7 +92,10 @@ func (n *Node) applySchemaUpdate(payload []byte) error {
 func (n *Node) applySchema(update *kurav1.SchemaUpdate) error {
 	ks := keyspaceFromProto(update.GetKeyspace())
 	ks.Timestamp = hlc.Timestamp(update.GetTimestamp())
-	_, err := n.catalog.Apply(ks)
+	changed, err := n.catalog.Apply(ks)
+	if changed {
+		n.gossip.schemaChanged()
+	}
 	return err
 }
 

@@ -1,6 +1,6 @@
 // Package node wires one kura node together: storage, transport, cluster directory,
 // keyspace catalog, coordinator, the gRPC client API, and the background loops that keep
-// them going (heartbeats, hint replay, tombstone collection).
+// them going (gossip membership, hint replay, tombstone collection).
 package node
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
@@ -39,8 +40,15 @@ type Config struct {
 	// empty derives Vnodes tokens from the id.
 	Tokens []uint64
 	// Peers are nodes known in advance (from a topology file or an in-process cluster),
-	// with their addresses; the heartbeat finds the rest through seeds.
+	// with their addresses; they serve as seeds too, and gossip finds the rest.
 	Peers []cluster.Node
+
+	// Membership names the gossip protocol that keeps the cluster view: "ferry"
+	// (default; kura's DC-aware protocol) or "scuttlebutt" (Cassandra's).
+	Membership string
+	// GossipInterval is the length of a gossip round; default 1 s. Every timeout of the
+	// protocol (failure detection included) scales with it, so tests shorten it.
+	GossipInterval time.Duration
 
 	DataDir  string // on-disk storage; ignored when InMemory
 	InMemory bool
@@ -71,12 +79,8 @@ type Config struct {
 	// round trip between DCs. Default 1 s.
 	DHTRequestTimeout time.Duration
 
-	Limits            coord.Limits
-	Vnodes            int
-	HeartbeatInterval time.Duration // default 500 ms
-	// SuspectAfter is how long a peer may go without answering a heartbeat before it is
-	// considered down; default 2 s.
-	SuspectAfter   time.Duration
+	Limits         coord.Limits
+	Vnodes         int
 	ReplicaTimeout time.Duration
 	Logger         *slog.Logger
 }
@@ -91,7 +95,7 @@ type Node struct {
 	catalog   *schema.Catalog
 	transport *transport.Transport
 	coord     *coord.Coordinator
-	heartbeat *heartbeat
+	gossip    *gossip
 	dht       *dhtRuntime // nil with onehop routing
 
 	grpcServer   *grpc.Server
@@ -101,7 +105,7 @@ type Node struct {
 
 	stop  chan struct{}
 	ready chan struct{} // closed once open has built every part the handler uses
-	wg   sync.WaitGroup
+	wg    sync.WaitGroup
 }
 
 // Start opens the node's storage, starts listening and joins the cluster.
@@ -112,19 +116,13 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 500 * time.Millisecond
-	}
-	if cfg.SuspectAfter <= 0 {
-		cfg.SuspectAfter = 2 * time.Second
-	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{}), ready: make(chan struct{})}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
 	}
-	n.wg.Add(3)
-	go n.loop(cfg.HeartbeatInterval, n.heartbeat.round)
+	n.gossip.driver.Start()
+	n.wg.Add(2)
 	go n.loop(time.Second, n.replayHints)
 	go n.loop(time.Hour, n.collectGarbage)
 	if n.dht != nil {
@@ -171,7 +169,9 @@ func (n *Node) open() error {
 	for _, p := range n.cfg.Peers {
 		n.directory.Upsert(p)
 	}
-	n.heartbeat = newHeartbeat(n)
+	if n.gossip, err = newGossip(n); err != nil {
+		return err
+	}
 	coordCfg := coord.Config{
 		Limits:         n.cfg.Limits,
 		ReplicaTimeout: n.cfg.ReplicaTimeout,
@@ -191,7 +191,7 @@ func (n *Node) open() error {
 		// DHT's own positions it is the DHT's ring.
 		coordCfg.Vnodes = 1
 	}
-	n.coord = coord.New(coordCfg, n.directory, n.catalog, n.engine, n.transport, n.clock, n.heartbeat)
+	n.coord = coord.New(coordCfg, n.directory, n.catalog, n.engine, n.transport, n.clock, proximity{n})
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
@@ -248,6 +248,9 @@ func (n *Node) Close() error {
 	}
 	n.frontEnds.close()
 	n.wg.Wait()
+	if n.gossip != nil {
+		n.gossip.driver.Close() // no Leave: a node that stops stays on the ring, down
+	}
 	if n.dht != nil {
 		n.dht.dht.Leave() // successor and predecessor learn at once, not by timeout
 	}
@@ -309,8 +312,10 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	switch {
 	case coord.Handles(kind):
 		return n.coord.Handle(ctx, from, kind, payload)
-	case kind == kindPing:
-		return n.heartbeat.handlePing(payload)
+	case driver.Handles(kind):
+		return n.gossip.driver.Handle(ctx, from, kind, payload)
+	case kind == kindSchemaPull:
+		return n.handleSchemaPull()
 	case kind == kindSchema:
 		return nil, n.applySchemaUpdate(payload)
 	case kind == kindChord && n.dht != nil:
@@ -328,14 +333,6 @@ func (k knownLinks) Link(fromDC, toDC string) (topology.LinkSpec, error) {
 		return topology.LinkSpec{}, nil
 	}
 	return k.topology.Link(fromDC, toDC)
-}
-
-// AddPeers tells the node of other nodes and their addresses, as a topology file would;
-// the heartbeat then checks that they answer.
-func (n *Node) AddPeers(peers ...cluster.Node) {
-	for _, p := range peers {
-		n.directory.Upsert(p)
-	}
 }
 
 // Router returns the DHT router when the node routes with chord or mlchord, else nil.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func startNode(t *testing.T, id, dc string, seeds ...string) *Node {
 	t.Helper()
 	n, err := Start(Config{
 		ID: id, DC: dc, Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", Seeds: seeds, InMemory: true,
-		HeartbeatInterval: 20 * time.Millisecond, SuspectAfter: 300 * time.Millisecond,
+		GossipInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

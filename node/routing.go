@@ -47,9 +47,13 @@ func newDHTRuntime(n *Node, protocol chord.Protocol) (*dhtRuntime, error) {
 }
 
 // foundPatience is how long a node tries to join an existing ring before it concludes
-// there is none. Nodes that are not on a ring stay silent to join requests, so a node
-// that hears nothing for this long knows no ring exists among the nodes it knows.
+// there is none. Nodes that are not on a ring hold join requests without answering, so a
+// node that hears nothing for this long knows no ring exists among the nodes it knows.
 const foundPatience = 2 * time.Second
+
+// foundFallback is how long the nodes wait for the designated founder (see founds) before
+// the smallest live one founds the ring instead.
+const foundFallback = 10 * foundPatience
 
 // send transmits the core's messages; a message to a node the directory does not know
 // (yet) is dropped, and the core's timeouts deal with it as with any loss.
@@ -78,30 +82,44 @@ func (r *dhtRuntime) tick(context.Context) {
 	r.dht.Tick()
 }
 
-// join tries to join the ring through the live nodes the directory knows. When none
-// has answered for foundPatience, the node with the smallest id among them starts the
-// ring alone, and the others join it on their next try. A restarted node joins the ring
-// that exists, since its members answer.
+// join tries to join the ring through the live nodes the directory knows, and founds it
+// when founds says so. known is sorted by id, so the first bootstrap is the designated
+// founder: it holds the join requests until it founds the ring, then answers them all at
+// once. A restarted node joins the ring that exists, since its members answer.
 func (r *dhtRuntime) join() {
 	var known []chord.Peer
-	smallest := true
 	for _, node := range r.n.directory.Nodes() {
 		if node.ID != r.n.cfg.ID && r.n.directory.Alive(node.ID) {
 			known = append(known, peerOf(node))
-			smallest = smallest && r.n.cfg.ID < node.ID
 		}
 	}
-	if smallest && time.Since(r.started) > foundPatience {
+	if r.founds() {
 		r.dht.Join()
 		return
 	}
 	if len(known) == 0 {
 		return // the heartbeat has not met anyone yet
 	}
-	// known is sorted by id, so the first bootstrap is the node that founds the ring when
-	// there is none, or a member of the ring that exists.
 	r.dht.Join(known...)
 	r.joinAt = time.Now().Add(time.Second)
+}
+
+// founds reports whether this node starts the ring alone: it has heard from no ring for
+// foundPatience and has the smallest id of all the nodes the directory knows, alive or
+// not. Two nodes that know the same nodes thus never both found a ring, which Chord could
+// not merge, even when one of them misses the other's heartbeats. Only if the designated
+// founder stays away for foundFallback does the smallest live node found the ring.
+func (r *dhtRuntime) founds() bool {
+	waited := time.Since(r.started)
+	if waited <= foundPatience {
+		return false
+	}
+	for _, node := range r.n.directory.Nodes() {
+		if node.ID < r.n.cfg.ID && (waited <= foundFallback || r.n.directory.Alive(node.ID)) {
+			return false
+		}
+	}
+	return true
 }
 
 func peerOf(n cluster.Node) chord.Peer {

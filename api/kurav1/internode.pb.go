@@ -461,32 +461,29 @@ func (x *ReplicaScanResponse) GetRecords() []*Record {
 	return nil
 }
 
-// PeerInfo describes a node as the cluster directory knows it.
-type PeerInfo struct {
+// SchemaPullResponse carries a node's whole keyspace catalog, to a node whose gossiped
+// schema digest differs.
+type SchemaPullResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
-	Addr          string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`
-	ClientAddr    string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
-	Tokens        []uint64               `protobuf:"varint,5,rep,packed,name=tokens,proto3" json:"tokens,omitempty"` // empty: the tokens derived from the id
+	Keyspaces     []*SchemaUpdate        `protobuf:"bytes,1,rep,name=keyspaces,proto3" json:"keyspaces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PeerInfo) Reset() {
-	*x = PeerInfo{}
+func (x *SchemaPullResponse) Reset() {
+	*x = SchemaPullResponse{}
 	mi := &file_api_kurav1_internode_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PeerInfo) String() string {
+func (x *SchemaPullResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PeerInfo) ProtoMessage() {}
+func (*SchemaPullResponse) ProtoMessage() {}
 
-func (x *PeerInfo) ProtoReflect() protoreflect.Message {
+func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_api_kurav1_internode_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -498,155 +495,12 @@ func (x *PeerInfo) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PeerInfo.ProtoReflect.Descriptor instead.
-func (*PeerInfo) Descriptor() ([]byte, []int) {
+// Deprecated: Use SchemaPullResponse.ProtoReflect.Descriptor instead.
+func (*SchemaPullResponse) Descriptor() ([]byte, []int) {
 	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *PeerInfo) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *PeerInfo) GetDc() string {
-	if x != nil {
-		return x.Dc
-	}
-	return ""
-}
-
-func (x *PeerInfo) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *PeerInfo) GetClientAddr() string {
-	if x != nil {
-		return x.ClientAddr
-	}
-	return ""
-}
-
-func (x *PeerInfo) GetTokens() []uint64 {
-	if x != nil {
-		return x.Tokens
-	}
-	return nil
-}
-
-// PingRequest is the directory's heartbeat. It carries digests of what the sender knows,
-// so that the answer carries the node list and the schema only when they differ: nodes
-// started from seeds discover each other, and steady-state pings stay small.
-type PingRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Sender        *PeerInfo              `protobuf:"bytes,1,opt,name=sender,proto3" json:"sender,omitempty"`
-	SchemaDigest  uint64                 `protobuf:"varint,2,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"`
-	NodesDigest   uint64                 `protobuf:"varint,3,opt,name=nodes_digest,json=nodesDigest,proto3" json:"nodes_digest,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PingRequest) Reset() {
-	*x = PingRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PingRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PingRequest) ProtoMessage() {}
-
-func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
-func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
-}
-
-func (x *PingRequest) GetSender() *PeerInfo {
-	if x != nil {
-		return x.Sender
-	}
-	return nil
-}
-
-func (x *PingRequest) GetSchemaDigest() uint64 {
-	if x != nil {
-		return x.SchemaDigest
-	}
-	return 0
-}
-
-func (x *PingRequest) GetNodesDigest() uint64 {
-	if x != nil {
-		return x.NodesDigest
-	}
-	return 0
-}
-
-type PingResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Known         []*PeerInfo            `protobuf:"bytes,1,rep,name=known,proto3" json:"known,omitempty"`         // sent only when the node digests differ
-	Keyspaces     []*SchemaUpdate        `protobuf:"bytes,2,rep,name=keyspaces,proto3" json:"keyspaces,omitempty"` // sent only when the schema digests differ
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PingResponse) Reset() {
-	*x = PingResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PingResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PingResponse) ProtoMessage() {}
-
-func (x *PingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
-func (*PingResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *PingResponse) GetKnown() []*PeerInfo {
-	if x != nil {
-		return x.Known
-	}
-	return nil
-}
-
-func (x *PingResponse) GetKeyspaces() []*SchemaUpdate {
+func (x *SchemaPullResponse) GetKeyspaces() []*SchemaUpdate {
 	if x != nil {
 		return x.Keyspaces
 	}
@@ -664,7 +518,7 @@ type SchemaUpdate struct {
 
 func (x *SchemaUpdate) Reset() {
 	*x = SchemaUpdate{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +530,7 @@ func (x *SchemaUpdate) String() string {
 func (*SchemaUpdate) ProtoMessage() {}
 
 func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +543,7 @@ func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaUpdate.ProtoReflect.Descriptor instead.
 func (*SchemaUpdate) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SchemaUpdate) GetKeyspace() *Keyspace {
@@ -737,21 +591,9 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12+\n" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"w\n" +
-	"\bPeerInfo\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
-	"\x02dc\x18\x02 \x01(\tR\x02dc\x12\x12\n" +
-	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x1f\n" +
-	"\vclient_addr\x18\x04 \x01(\tR\n" +
-	"clientAddr\x12\x16\n" +
-	"\x06tokens\x18\x05 \x03(\x04R\x06tokens\"\x80\x01\n" +
-	"\vPingRequest\x12)\n" +
-	"\x06sender\x18\x01 \x01(\v2\x11.kura.v1.PeerInfoR\x06sender\x12#\n" +
-	"\rschema_digest\x18\x02 \x01(\x04R\fschemaDigest\x12!\n" +
-	"\fnodes_digest\x18\x03 \x01(\x04R\vnodesDigest\"l\n" +
-	"\fPingResponse\x12'\n" +
-	"\x05known\x18\x01 \x03(\v2\x11.kura.v1.PeerInfoR\x05known\x123\n" +
-	"\tkeyspaces\x18\x02 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"[\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"I\n" +
+	"\x12SchemaPullResponse\x123\n" +
+	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"[\n" +
 	"\fSchemaUpdate\x12-\n" +
 	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\x12\x1c\n" +
 	"\ttimestamp\x18\x02 \x01(\x04R\ttimestampB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
@@ -768,7 +610,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),              // 0: kura.v1.Record
 	(*MutateRequest)(nil),       // 1: kura.v1.MutateRequest
@@ -778,26 +620,22 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*TokenRange)(nil),          // 5: kura.v1.TokenRange
 	(*ReplicaScanRequest)(nil),  // 6: kura.v1.ReplicaScanRequest
 	(*ReplicaScanResponse)(nil), // 7: kura.v1.ReplicaScanResponse
-	(*PeerInfo)(nil),            // 8: kura.v1.PeerInfo
-	(*PingRequest)(nil),         // 9: kura.v1.PingRequest
-	(*PingResponse)(nil),        // 10: kura.v1.PingResponse
-	(*SchemaUpdate)(nil),        // 11: kura.v1.SchemaUpdate
-	(*Keyspace)(nil),            // 12: kura.v1.Keyspace
+	(*SchemaPullResponse)(nil),  // 8: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),        // 9: kura.v1.SchemaUpdate
+	(*Keyspace)(nil),            // 10: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
 	0,  // 1: kura.v1.ReadResponse.record:type_name -> kura.v1.Record
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
-	8,  // 4: kura.v1.PingRequest.sender:type_name -> kura.v1.PeerInfo
-	8,  // 5: kura.v1.PingResponse.known:type_name -> kura.v1.PeerInfo
-	11, // 6: kura.v1.PingResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	12, // 7: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	9,  // 4: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
+	10, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	6,  // [6:6] is the sub-list for method output_type
+	6,  // [6:6] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -812,7 +650,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

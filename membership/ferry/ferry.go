@@ -566,8 +566,12 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 		}
 		c.joined = true
 	case *Redirect:
-		if len(m.IDs) > 0 && !c.joined {
-			send(&r, m.IDs[c.cfg.Rand.IntN(len(m.IDs))], &Join{State: c.self.state})
+		if len(m.Gateways) > 0 && !c.joined {
+			for _, g := range m.Gateways {
+				c.learn(now, g, false, &r) // so that the driver can reach them
+			}
+			gw := m.Gateways[c.cfg.Rand.IntN(len(m.Gateways))]
+			send(&r, gw.State.ID, &Join{State: c.self.state})
 		}
 	}
 	c.flush(&r)
@@ -716,11 +720,11 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	if dc != c.cfg.DC {
 		if v := c.findView(dc); v != nil {
 			if gws := v.firstLive(c.opts.Gateways, c.entries[from]); len(gws) > 0 {
-				ids := make([]string, len(gws))
+				redirect := &Redirect{Gateways: make([]Delta, len(gws))}
 				for i, g := range gws {
-					ids[i] = g.state.ID
+					redirect.Gateways[i] = g.delta()
 				}
-				send(r, from, &Redirect{IDs: ids})
+				send(r, from, redirect)
 				return
 			}
 		}

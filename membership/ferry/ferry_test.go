@@ -71,12 +71,16 @@ func TestJoinWelcomeAndRedirect(t *testing.T) {
 	}
 	b2 := newCore(t, "b2", "b", "a1")
 	redirect := only(t, seed.Step(3*time.Second, "b2", only(t, b2.Tick(3*time.Second)).Msg))
-	if m, ok := redirect.Msg.(*Redirect); !ok || len(m.IDs) != 1 || m.IDs[0] != "b1" {
+	if m, ok := redirect.Msg.(*Redirect); !ok || len(m.Gateways) != 1 || m.Gateways[0].State.ID != "b1" {
 		t.Fatalf("answer to a joiner of b = %+v, want a redirect to b1", redirect)
 	}
 	join = only(t, b2.Step(3*time.Second, "a1", redirect.Msg))
 	if join.To != "b1" || join.Msg.Kind() != "join" {
 		t.Fatalf("after a redirect = %+v", join)
+	}
+	// The redirect carried b1's state, so the joiner's driver can place it.
+	if _, ok := b2.Member("b1"); !ok {
+		t.Fatal("after a redirect the joiner does not know b1")
 	}
 }
 

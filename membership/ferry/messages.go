@@ -124,9 +124,10 @@ type Welcome struct {
 }
 
 // Redirect sends a joining node to members of its own DC, so the full state
-// does not cross a DC link.
+// does not cross a DC link. It carries those members' states, not just their
+// IDs: the joiner knows nobody yet and needs their addresses to reach them.
 type Redirect struct {
-	IDs []string
+	Gateways []Delta
 }
 
 // Kind is "summary".
@@ -261,12 +262,6 @@ var (
 		},
 		minBytes: 2,
 	}
-	idCodec = codec[string]{
-		size:     func(s *string) int { return membership.StringSize(*s) },
-		append:   func(b []byte, s *string) []byte { return membership.AppendString(b, *s) },
-		decode:   func(d *membership.Decoder) string { return d.String() },
-		minBytes: 1,
-	}
 )
 
 // WireSize is the encoded size.
@@ -356,11 +351,11 @@ func (m *Welcome) AppendTo(b []byte) []byte {
 }
 
 // WireSize is the encoded size.
-func (m *Redirect) WireSize() int { return 1 + idCodec.listSize(m.IDs) }
+func (m *Redirect) WireSize() int { return 1 + deltaCodec.listSize(m.Gateways) }
 
 // AppendTo appends the encoding.
 func (m *Redirect) AppendTo(b []byte) []byte {
-	return idCodec.appendList(append(b, typeRedirect), m.IDs)
+	return deltaCodec.appendList(append(b, typeRedirect), m.Gateways)
 }
 
 // Unmarshal decodes a Ferry message.
@@ -389,7 +384,7 @@ func Unmarshal(data []byte) (membership.Message, error) {
 	case typeWelcome:
 		m = &Welcome{Entries: deltaCodec.decodeList(d)}
 	case typeRedirect:
-		m = &Redirect{IDs: idCodec.decodeList(d)}
+		m = &Redirect{Gateways: deltaCodec.decodeList(d)}
 	default:
 		if d.Err() != nil {
 			return nil, fmt.Errorf("ferry: %w", d.Err())

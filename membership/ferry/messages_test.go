@@ -23,7 +23,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		&ProbeAck{Seq: 77, Monitored: true},
 		&Join{State: state},
 		&Welcome{Entries: []Delta{{State: state}, {State: state, DeadAt: 9}}},
-		&Redirect{IDs: []string{"b1", "b2"}},
+		&Redirect{Gateways: []Delta{{State: state}}},
 	}
 	for _, m := range tests {
 		t.Run(m.Kind(), func(t *testing.T) {

@@ -1,0 +1,194 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/driver"
+	"github.com/kuradb/kura/membership/ferry"
+	"github.com/kuradb/kura/membership/scuttlebutt"
+	"github.com/kuradb/kura/transport"
+)
+
+// Application states this node gossips besides the core's own (address, DC, status).
+const (
+	keyClientAddr = "client_addr"
+	keySchema     = "schema" // the catalog's digest, so that a node missing a keyspace notices
+)
+
+// kindSchemaPull asks a node for its whole keyspace catalog.
+var kindSchemaPull = transport.RegisterKind("schema_pull")
+
+// protocols are the membership cores a node can run (--membership).
+var protocols = map[string]membership.Protocol{
+	"ferry":       ferry.Protocol,
+	"scuttlebutt": scuttlebutt.Protocol,
+}
+
+// gossip keeps the node's cluster directory from a membership core: members become
+// directory entries (their client address and tokens travel as application states), the
+// core's verdicts become liveness, and a member gossiping another schema digest is asked
+// for its keyspaces.
+type gossip struct {
+	n      *Node
+	driver *driver.Driver
+}
+
+func newGossip(n *Node) (*gossip, error) {
+	name := n.cfg.Membership
+	if name == "" {
+		name = "ferry"
+	}
+	protocol, ok := protocols[name]
+	if !ok {
+		return nil, fmt.Errorf("membership %q: want ferry or scuttlebutt", name)
+	}
+	g := &gossip{n: n}
+	self := n.directory.Self()
+	appState := map[string]string{
+		keyClientAddr: self.ClientAddr,
+		keySchema:     digestString(n.catalog.Digest()),
+	}
+	if len(self.Tokens) > 0 {
+		appState[membership.KeyTokens] = formatTokens(self.Tokens)
+	}
+	// Nodes named with addresses up front (a topology file) serve as seeds too.
+	seeds := append([]string(nil), n.cfg.Seeds...)
+	for _, p := range n.cfg.Peers {
+		if p.Addr != "" {
+			seeds = append(seeds, p.Addr)
+		}
+	}
+	var err error
+	g.driver, err = driver.New(driver.Config{
+		Protocol:  protocol,
+		Transport: n.transport,
+		Seeds:     seeds,
+		AppState:  appState,
+		// Milliseconds, not the usual seconds: a node restarted within the same second
+		// must still come back with a newer generation.
+		Generation: uint64(time.Now().UnixMilli()),
+		Interval:   n.cfg.GossipInterval,
+		OnChange:   g.onChange,
+		Logger:     n.cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// onChange mirrors one membership event into the directory. Nodes that die or leave stay
+// on the ring as down: taking a node off the ring moves data and is an operator's call.
+func (g *gossip) onChange(ch driver.Change) {
+	m := ch.Member
+	if m.ID == g.n.cfg.ID {
+		return
+	}
+	if ch.Known {
+		tokens, err := parseTokens(m.AppState[membership.KeyTokens])
+		if err != nil {
+			g.n.log.Warn("member gossips bad tokens", "member", m.ID, "err", err)
+			return
+		}
+		g.n.directory.Upsert(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens})
+	}
+	alive := ch.Known && m.Alive
+	if g.n.directory.SetAlive(m.ID, alive) {
+		g.n.log.Info("peer state", "peer", m.ID, "alive", alive, "event", ch.Event.Kind)
+	}
+	if digest := m.AppState[keySchema]; alive && digest != "" && digest != digestString(g.n.catalog.Digest()) {
+		go g.pullSchema(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr})
+	}
+}
+
+// schemaChanged gossips the catalog's new digest.
+func (g *gossip) schemaChanged() {
+	g.driver.SetAppState(keySchema, digestString(g.n.catalog.Digest()))
+}
+
+// pullSchema fetches another node's keyspaces and merges them.
+func (g *gossip) pullSchema(from cluster.Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	raw, err := g.n.transport.Call(ctx, toPeer(from), kindSchemaPull, nil)
+	if err != nil {
+		g.n.log.Debug("pull schema", "peer", from.ID, "err", err)
+		return
+	}
+	var resp kurav1.SchemaPullResponse
+	if err := proto.Unmarshal(raw, &resp); err != nil {
+		g.n.log.Warn("pull schema", "peer", from.ID, "err", err)
+		return
+	}
+	for _, update := range resp.GetKeyspaces() {
+		if err := g.n.applySchema(update); err != nil {
+			g.n.log.Warn("schema from peer", "peer", from.ID, "err", err)
+		}
+	}
+}
+
+// handleSchemaPull answers pullSchema.
+func (n *Node) handleSchemaPull() ([]byte, error) {
+	var resp kurav1.SchemaPullResponse
+	for _, ks := range n.catalog.List() {
+		resp.Keyspaces = append(resp.Keyspaces, schemaUpdate(ks))
+	}
+	return proto.Marshal(&resp)
+}
+
+func toPeer(n cluster.Node) transport.Peer {
+	return transport.Peer{ID: n.ID, DC: n.DC, Addr: n.Addr}
+}
+
+func digestString(d uint64) string { return strconv.FormatUint(d, 16) }
+
+func formatTokens(tokens []uint64) string {
+	parts := make([]string, len(tokens))
+	for i, t := range tokens {
+		parts[i] = strconv.FormatUint(t, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseTokens(s string) ([]uint64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	tokens := make([]uint64, len(parts))
+	for i, p := range parts {
+		t, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("token %q: %w", p, err)
+		}
+		tokens[i] = t
+	}
+	return tokens, nil
+}
+
+// proximity ranks replicas for the coordinator: the measured round trip of recent calls,
+// else twice the topology's one-way latency, else unknown (last).
+type proximity struct{ n *Node }
+
+func (p proximity) Distance(id string) time.Duration {
+	if rtt, ok := p.n.transport.RTT(id); ok {
+		return rtt
+	}
+	if topo := p.n.cfg.Topology; topo != nil {
+		if peer, ok := p.n.directory.Node(id); ok {
+			if link, err := topo.Link(p.n.cfg.DC, peer.DC); err == nil {
+				return 2 * link.Latency
+			}
+		}
+	}
+	return time.Hour
+}
