@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -35,6 +36,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	inMemory := fs.Bool("in-memory", false, "keep data in memory only (lost on exit)")
 	topologyArg := fs.String("topology", "", "topology file or example name: the DCs, their links, and nodes to know from the start")
 	emulate := fs.Bool("emulate-wan", false, "shape traffic to other DCs by the topology's latency and bandwidth")
+	membershipName := fs.String("membership", "ferry", "gossip protocol: ferry (DC-aware) or scuttlebutt (Cassandra's)")
+	gossipInterval := fs.Duration("gossip-interval", time.Second, "length of a gossip round; failure detection scales with it")
+	routingName := fs.String("routing", "onehop", "how replicas are found: onehop, chord, mlchord or mlchord-paper")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -53,6 +57,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		ID: *id, DC: *dc, Listen: *listen, ClientAddr: *clientAddr,
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
+		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
