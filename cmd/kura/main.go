@@ -32,6 +32,7 @@ var commands = map[string]command{
 	"keyspace": {"manage keyspaces: keyspace create|list|describe", runKeyspace},
 	"status":   {"show the cluster as a node sees it", runStatus},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
+	"model":    {"predict the latency a consistency level costs from the ring and the links", runModel},
 }
 
 // errUsage marks an error in the command line; main exits 2 for it.
