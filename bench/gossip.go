@@ -104,30 +104,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // GossipRow is one protocol at one cluster size, measured in the simulator
 // (source "sim") or over real sockets (source "real").
 type GossipRow struct {
-	Source   string `json:"source"`
-	Protocol string `json:"protocol"`
-	Nodes    int    `json:"nodes"`
-	// TotalBps is all membership traffic over the steady window, in wire
-	// bits per second (see the report's scale for what a wire byte is).
-	TotalBps float64 `json:"total_bps"`
-	// InterDCBps is the part that crossed a DC link.
-	InterDCBps float64 `json:"interdc_bps"`
-	PerNodeBps float64 `json:"per_node_bps"`
-	// PaperTotalBps is paper 001's fit of Cassandra 0.6 at this size.
-	PaperTotalBps       float64 `json:"paper_total_bps"`
-	MessagesPerNodePerS float64 `json:"messages_per_node_per_s"`
-	// Join convergence: from a node's start until every node started no later
-	// knows it and it knows them all, in protocol seconds.
-	JoinConvergenceSP50 float64 `json:"join_convergence_s_p50"`
-	JoinConvergenceSMax float64 `json:"join_convergence_s_max"`
-	JoinsUnconverged    int     `json:"joins_unconverged"`
-	// Failure detection: from a kill until every live node sees the node down.
-	FailureDetectionSP50 float64 `json:"failure_detection_s_p50"`
-	FailureDetectionSMax float64 `json:"failure_detection_s_max"`
-	FailuresUndetected   int     `json:"failures_undetected"`
-	// FalseSuspicions counts suspect or dead verdicts about running nodes in
-	// the steady window.
-	FalseSuspicions int `json:"false_suspicions"`
+	Source string `json:"source"`
+	experiment.Row
 	// Real rows only: the transport's own count (frame headers + payload),
 	// the share of the wall clock's rounds the drivers ran, and the
 	// differences from the simulator's row of the same size.
@@ -211,14 +189,7 @@ func runGossip(ctx context.Context, env Env, o gossipOptions) (*Report, error) {
 
 // simGossipRow converts the experiment's row.
 func simGossipRow(r experiment.Row) GossipRow {
-	return GossipRow{
-		Source: "sim", Protocol: r.Protocol, Nodes: r.N,
-		TotalBps: r.TotalBps, InterDCBps: r.InterDCBps, PerNodeBps: r.PerNodeBps,
-		PaperTotalBps: r.PaperTotalBps, MessagesPerNodePerS: r.MessagesPerNodePerS,
-		JoinConvergenceSP50: r.JoinConvergenceSP50, JoinConvergenceSMax: r.JoinConvergenceSMax, JoinsUnconverged: r.JoinsUnconverged,
-		FailureDetectionSP50: r.FailureDetectionSP50, FailureDetectionSMax: r.FailureDetectionSMax, FailuresUndetected: r.FailuresUndetected,
-		FalseSuspicions: r.FalseSuspicions,
-	}
+	return GossipRow{Source: "sim", Row: r}
 }
 
 // gossipProtocol finds a protocol of the experiment by name.
@@ -279,7 +250,7 @@ func gossipFits(rows []GossipRow) []GossipFit {
 		var ts []float64
 		for _, r := range rows {
 			if r.Source == "sim" && r.Protocol == p {
-				ns = append(ns, r.Nodes)
+				ns = append(ns, r.N)
 				ts = append(ts, r.TotalBps)
 			}
 		}
@@ -317,18 +288,18 @@ func gossipSummary(rows []GossipRow, fits []GossipFit) map[string]any {
 			if r.Source != "sim" || r.Protocol != p {
 				continue
 			}
-			if large == nil || r.Nodes > large.Nodes {
+			if large == nil || r.N > large.N {
 				large = r
 			}
-			if small == nil || growthBase(r.Nodes, small.Nodes) {
+			if small == nil || growthBase(r.N, small.N) {
 				small = r
 			}
 			joinMax = math.Max(joinMax, r.JoinConvergenceSMax)
 			falseSuspicions += r.FalseSuspicions
 		}
-		summary[p+"_total_bps_at_n"+strconv.Itoa(large.Nodes)] = large.TotalBps
-		if small.Nodes != large.Nodes && small.InterDCBps > 0 {
-			summary[fmt.Sprintf("%s_interdc_growth_n%d_to_n%d", p, small.Nodes, large.Nodes)] = large.InterDCBps / small.InterDCBps
+		summary[p+"_total_bps_at_n"+strconv.Itoa(large.N)] = large.TotalBps
+		if small.N != large.N && small.InterDCBps > 0 {
+			summary[fmt.Sprintf("%s_interdc_growth_n%d_to_n%d", p, small.N, large.N)] = large.InterDCBps / small.InterDCBps
 		}
 		summary[p+"_join_convergence_s_max"] = joinMax
 		summary[p+"_false_suspicions"] = falseSuspicions
@@ -390,7 +361,7 @@ func gossipFigure(rows []GossipRow) Figure {
 		s.Y = append(s.Y, y)
 	}
 	for _, r := range rows {
-		x := float64(r.Nodes)
+		x := float64(r.N)
 		add(key{r.Source, r.Protocol, "total"}, x, r.TotalBps)
 		add(key{r.Source, r.Protocol, "inter-DC"}, x, r.InterDCBps)
 		if r.Source == "sim" && (len(sizes) == 0 || sizes[len(sizes)-1] < x) {

@@ -201,13 +201,13 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	}
 	roundsRunPct := seconds / (wallSeconds * scale) * 100
 
-	row := GossipRow{
-		Source: "real", Protocol: p.Name, Nodes: n,
+	row := GossipRow{Source: "real", Row: experiment.Row{
+		Protocol: p.Name, N: n, DCs: cfg.DCs,
 		TotalBps:            simWireBytes(window.total) * 8 / seconds,
 		InterDCBps:          simWireBytes(window.interDC) * 8 / seconds,
 		PaperTotalBps:       paperTotalBps(n),
 		MessagesPerNodePerS: float64(window.total.Messages) / seconds / float64(n),
-	}
+	}}
 	frameBps := float64(window.total.Bytes) * 8 / seconds
 	row.TransportFrameBps, row.RoundsRunPct = &frameBps, &roundsRunPct
 	row.PerNodeBps = row.TotalBps / float64(n)

@@ -40,13 +40,13 @@ func TestGossipBenchTinySweep(t *testing.T) {
 		if x.Source != "sim" || x.JoinsUnconverged != 0 || x.FailuresUndetected != 0 || x.InterDCBps <= 0 || x.InterDCBps >= x.TotalBps {
 			t.Errorf("implausible row %+v", x)
 		}
-		if x.PaperTotalBps != experiment.PaperA*float64(x.Nodes*x.Nodes)+experiment.PaperB*float64(x.Nodes) {
-			t.Errorf("paper T(%d) = %v", x.Nodes, x.PaperTotalBps)
+		if x.PaperTotalBps != experiment.PaperA*float64(x.N*x.N)+experiment.PaperB*float64(x.N) {
+			t.Errorf("paper T(%d) = %v", x.N, x.PaperTotalBps)
 		}
 		if row[x.Protocol] == nil {
 			row[x.Protocol] = map[int]GossipRow{}
 		}
-		row[x.Protocol][x.Nodes] = x
+		row[x.Protocol][x.N] = x
 	}
 	// Scuttlebutt's per-node traffic grows with n; Ferry's does not.
 	if sb := row["scuttlebutt"]; sb[20].PerNodeBps < 1.3*sb[10].PerNodeBps {
@@ -143,10 +143,10 @@ func TestGossipFlags(t *testing.T) {
 func TestGossipSummary(t *testing.T) {
 	diff := -12.5
 	rows := []GossipRow{
-		{Source: "sim", Protocol: "ferry", Nodes: 10, InterDCBps: 100, TotalBps: 1000, JoinConvergenceSMax: 2},
-		{Source: "sim", Protocol: "ferry", Nodes: 100, InterDCBps: 200, TotalBps: 10000, JoinConvergenceSMax: 4},
-		{Source: "sim", Protocol: "ferry", Nodes: 1000, InterDCBps: 260, TotalBps: 100000, JoinConvergenceSMax: 3, FalseSuspicions: 1},
-		{Source: "real", Protocol: "ferry", Nodes: 10, InterDCBps: 90, TotalBps: 900, TotalDiffPct: &diff},
+		{Source: "sim", Row: experiment.Row{Protocol: "ferry", N: 10, InterDCBps: 100, TotalBps: 1000, JoinConvergenceSMax: 2}},
+		{Source: "sim", Row: experiment.Row{Protocol: "ferry", N: 100, InterDCBps: 200, TotalBps: 10000, JoinConvergenceSMax: 4}},
+		{Source: "sim", Row: experiment.Row{Protocol: "ferry", N: 1000, InterDCBps: 260, TotalBps: 100000, JoinConvergenceSMax: 3, FalseSuspicions: 1}},
+		{Source: "real", Row: experiment.Row{Protocol: "ferry", N: 10, InterDCBps: 90, TotalBps: 900}, TotalDiffPct: &diff},
 	}
 	s := gossipSummary(rows, nil)
 	for key, want := range map[string]any{
@@ -191,9 +191,9 @@ func TestDiffPct(t *testing.T) {
 
 func TestGossipFigure(t *testing.T) {
 	rows := []GossipRow{
-		{Source: "sim", Protocol: "ferry", Nodes: 10, TotalBps: 1000, InterDCBps: 100},
-		{Source: "sim", Protocol: "ferry", Nodes: 100, TotalBps: 10000, InterDCBps: 0},
-		{Source: "real", Protocol: "ferry", Nodes: 10, TotalBps: 990, InterDCBps: 99},
+		{Source: "sim", Row: experiment.Row{Protocol: "ferry", N: 10, TotalBps: 1000, InterDCBps: 100}},
+		{Source: "sim", Row: experiment.Row{Protocol: "ferry", N: 100, TotalBps: 10000, InterDCBps: 0}},
+		{Source: "real", Row: experiment.Row{Protocol: "ferry", N: 10, TotalBps: 990, InterDCBps: 99}},
 	}
 	f := gossipFigure(rows)
 	names := map[string]int{}

@@ -73,15 +73,10 @@ func writeRows(w io.Writer, rows any) error {
 	for elem.Kind() == reflect.Pointer {
 		elem = elem.Elem()
 	}
-	var headers []string
-	var fields []int
-	for i := 0; i < elem.NumField(); i++ {
-		name, _, _ := strings.Cut(elem.Type().Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		headers = append(headers, name)
-		fields = append(fields, i)
+	columns := tableColumns(elem.Type(), nil)
+	headers := make([]string, len(columns))
+	for i, c := range columns {
+		headers[i] = c.name
 	}
 	fmt.Fprintln(tw, strings.Join(headers, "\t")+"\t")
 	for i := 0; i < v.Len(); i++ {
@@ -89,13 +84,39 @@ func writeRows(w io.Writer, rows any) error {
 		for row.Kind() == reflect.Pointer {
 			row = row.Elem()
 		}
-		cells := make([]string, len(fields))
-		for j, f := range fields {
-			cells[j] = formatCell(row.Field(f))
+		cells := make([]string, len(columns))
+		for j, c := range columns {
+			cells[j] = formatCell(row.FieldByIndex(c.index))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	return tw.Flush()
+}
+
+// column is one table column: a JSON field name and where the field sits in the row.
+type column struct {
+	name  string
+	index []int
+}
+
+// tableColumns lists the JSON-named fields of a row type in order, flattening embedded
+// structs as encoding/json does, so a row that embeds another shows all its columns.
+func tableColumns(t reflect.Type, prefix []int) []column {
+	var out []column
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		index := append(append([]int(nil), prefix...), i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, tableColumns(f.Type, index)...)
+			continue
+		}
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		out = append(out, column{name: name, index: index})
+	}
+	return out
 }
 
 func formatCell(v reflect.Value) string {

@@ -58,3 +58,24 @@ func TestReportTableAndJSON(t *testing.T) {
 		t.Errorf("JSON has an empty fits: %s", js.String())
 	}
 }
+
+func TestReportTableFlattensEmbeddedRows(t *testing.T) {
+	type inner struct {
+		Nodes    int     `json:"nodes"`
+		TotalBps float64 `json:"total_bps"`
+	}
+	type outer struct {
+		Source string `json:"source"`
+		inner
+		Extra *float64 `json:"extra,omitempty"`
+	}
+	var table bytes.Buffer
+	r := &Report{Bench: "x", Rows: []outer{{Source: "sim", inner: inner{Nodes: 7, TotalBps: 12}}}}
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	header := strings.Fields(strings.Split(table.String(), "\n")[3])
+	if strings.Join(header, " ") != "source nodes total_bps extra" {
+		t.Fatalf("header = %v, want the embedded row's columns in place:\n%s", header, table.String())
+	}
+}

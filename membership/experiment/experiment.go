@@ -100,7 +100,7 @@ type Progress struct {
 // Row is the measurement of one (protocol, n).
 type Row struct {
 	Protocol string  `json:"protocol"`
-	N        int     `json:"n"`
+	N        int     `json:"nodes"`
 	DCs      int     `json:"dcs"`
 	Loss     float64 `json:"loss"`
 	// TotalBps is all membership traffic in bit/s over the window.
