@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"net"
 	"os/exec"
 	"runtime"
@@ -321,8 +320,8 @@ func redisReport(rows []RedisRow, opts redisOptions) *Report {
 		}
 		p99Ratio := kura.LatencyMsP99 / redis.LatencyMsP99
 		lower := strings.ToLower(op)
-		summary[lower+"_ratio_p1"] = round3(kura.RatioToRedis)
-		summary[lower+"_p99_ratio_p1"] = round3(p99Ratio)
+		summary[lower+"_ratio_p1"] = round(kura.RatioToRedis, 3)
+		summary[lower+"_p99_ratio_p1"] = round(p99Ratio, 3)
 		met = met && kura.RatioToRedis >= goal && p99Ratio <= goalP99Ratio
 	}
 	if len(summary) > 0 {
@@ -368,8 +367,6 @@ func redisFigure(rows []RedisRow, opts redisOptions) Figure {
 	}
 	return fig
 }
-
-func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func joinInts(values []int) string {
 	parts := make([]string, len(values))

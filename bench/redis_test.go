@@ -70,7 +70,7 @@ func TestRedisReportChecksTheGoals(t *testing.T) {
 		if r.Summary["goals_met"] != tt.met {
 			t.Errorf("%s: summary %v, want goals_met %v", tt.name, r.Summary, tt.met)
 		}
-		if r.Summary["get_ratio_p1"] != round3(tt.getRatio) || r.Summary["set_p99_ratio_p1"] != round3(tt.kuraP99) {
+		if r.Summary["get_ratio_p1"] != round(tt.getRatio, 3) || r.Summary["set_p99_ratio_p1"] != round(tt.kuraP99, 3) {
 			t.Errorf("%s: summary %v", tt.name, r.Summary)
 		}
 	}
