@@ -23,13 +23,17 @@ func TestReadRepairsStaleReplica(t *testing.T) {
 	if _, err := co.Coordinator().Put(ctx, "spread", key, []byte("new"), consistency.Quorum); err != nil {
 		t.Fatal(err)
 	}
-	// Drop the hint path: the restarted replica is empty and only read repair or the
-	// hint can fix it; reading at ALL must answer "new" either way and leave it repaired.
+	// The writer holds the only hint for the stale replica; stopping it (its memory dies
+	// with it) leaves read repair as the only way the replica can learn "new".
+	if err := c.Stop(co.ID()); err != nil {
+		t.Fatal(err)
+	}
+	reader := coordinatorOutside(c, append(replicas, co.ID()))
 	if err := c.Restart(stale); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, stale+" is back", func() bool { return co.View().Alive(stale) })
-	rec, found, err := co.Coordinator().Get(ctx, "spread", key, consistency.All)
+	eventually(t, stale+" is back", func() bool { return reader.View().Alive(stale) })
+	rec, found, err := reader.Coordinator().Get(ctx, "spread", key, consistency.All)
 	if err != nil || !found || string(rec.Value) != "new" {
 		t.Fatalf("ALL read = %q, %v, %v; want new", rec.Value, found, err)
 	}
