@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math"
@@ -38,6 +39,8 @@ type ldrConfig struct {
 	dcsNodes    string
 	valueBytes  int
 	keys        int
+	keysMax     int
+	stderrPct   float64
 	grid        string
 	remoteShare string
 	shareStep   float64
@@ -50,7 +53,9 @@ func setupLDR(fs *flag.FlagSet) Runner {
 	cfg := &ldrConfig{}
 	fs.StringVar(&cfg.dcsNodes, "dcs-nodes", "20,10", "nodes per DC of the Fig. 9 cluster (the paper simulated 500,500); the Fig. 10 clusters have as many nodes in all")
 	fs.IntVar(&cfg.valueBytes, "value-bytes", 10240, "value size (the paper: 10 KB random values)")
-	fs.IntVar(&cfg.keys, "keys", 3000, "keys per scheme, each read once from every DC (the paper: 10,000)")
+	fs.IntVar(&cfg.keys, "keys", 3000, "keys per scheme read from every DC (the paper: 10,000); rows whose expectation is small cover more (see --placement-stderr-pct)")
+	fs.Float64Var(&cfg.stderrPct, "placement-stderr-pct", 1.5, "each row covers enough keys that the standard error their random chunk placement gives its mean is at most this % of the expectation (at least --keys, at most --keys-max)")
+	fs.IntVar(&cfg.keysMax, "keys-max", 2000000, "most keys a row covers")
 	fs.StringVar(&cfg.grid, "grid", "2..8", "Fig. 9: every (m, k) with lo <= k < m <= hi, and stripes (k = m) for lo <= m <= hi")
 	fs.StringVar(&cfg.remoteShare, "remote-share", "0.1..0.9", "Fig. 10: the remote DC's share of the nodes, lo..hi in steps of --remote-share-step, or a list")
 	fs.Float64Var(&cfg.shareStep, "remote-share-step", 0.1, "step of the --remote-share range")
@@ -71,6 +76,8 @@ type ldrPlan struct {
 	dcsNodes       []int
 	valueBytes     int
 	keys           int
+	keysMax        int
+	stderrPct      float64
 	gridLo, gridHi int
 	shares         []float64
 	sweep          schema.Erasure
@@ -79,7 +86,7 @@ type ldrPlan struct {
 }
 
 func (c ldrConfig) plan() (ldrPlan, error) {
-	p := ldrPlan{valueBytes: c.valueBytes, keys: c.keys, latencyKeys: c.latencyKeys, seed: c.seed}
+	p := ldrPlan{valueBytes: c.valueBytes, keys: c.keys, keysMax: c.keysMax, stderrPct: c.stderrPct, latencyKeys: c.latencyKeys, seed: c.seed}
 	for _, f := range strings.Split(c.dcsNodes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -107,6 +114,9 @@ func (c ldrConfig) plan() (ldrPlan, error) {
 	}
 	if p.valueBytes < 1 || p.keys < 1 || p.latencyKeys < 0 {
 		return p, fmt.Errorf("--value-bytes and --keys must be positive, --latency-keys not negative")
+	}
+	if p.keysMax < p.keys || !(p.stderrPct > 0) {
+		return p, fmt.Errorf("--keys-max must be at least --keys, --placement-stderr-pct positive")
 	}
 	return p, nil
 }
@@ -152,7 +162,10 @@ type ldrRow struct {
 	// RemoteShare is the ring share of the nodes outside the reader's DC: where a chunk
 	// lands with that probability.
 	RemoteShare float64 `json:"remote_share"`
-	Gets        int     `json:"gets"`
+	// Keys is how many keys of the stream the row covers; Gets how many of them it read
+	// (see ldrSample): the mean and stddev are over the Keys keys.
+	Keys int `json:"keys"`
+	Gets int `json:"gets"`
 	// StorageRatio is the bytes stored (keys and values of every record on every node)
 	// over the raw bytes (keys and values put); StorageRatioExpected is m/k plus the chunk
 	// metadata (see the notes).
@@ -164,8 +177,8 @@ type ldrRow struct {
 	// share); PlacedInterDCBytesPerGet the same mean over the keys' actual chunk
 	// placement, which removes the sampling of placement from the comparison.
 	ExpectedInterDCBytesPerGet float64 `json:"expected_interdc_bytes_per_get"`
-	// ExpectedInterDCBytesPerGetStderr is the standard error of a mean over Gets random placements: how far
-	// the mean may stray from the expectation by chance.
+	// ExpectedInterDCBytesPerGetStderr is the standard error of a mean over Keys random
+	// placements: how far the mean may stray from the expectation by chance.
 	ExpectedInterDCBytesPerGetStderr float64 `json:"expected_interdc_bytes_per_get_stderr"`
 	PlacedInterDCBytesPerGet         float64 `json:"placed_interdc_bytes_per_get"`
 	// ErrorPct is (mean - expected) / expected; absent when nothing is expected.
@@ -201,34 +214,38 @@ func baselineSchemes(dcs []string) []ldrScheme {
 // ldrKeyBytes is the paper's 160-bit key.
 const ldrKeyBytes = 20
 
-// ldrData is the bench's keys and values: uniformly random, as the paper's. Keys avoid
-// the 0x00 byte, so every chunk key is exactly the key plus 3 bytes and the stated
-// metadata overhead is exact.
-type ldrData struct {
-	keys, values [][]byte
+// ldrKeys is the bench's stream of keys and values, uniformly random as the paper's. Key
+// i and its value derive from the seed and i alone, so a row can cover many keys while
+// only those it reads are ever generated and stored. Keys avoid the 0x00 byte, so every
+// chunk key is exactly the key plus 3 bytes and the stated metadata overhead is exact.
+type ldrKeys struct {
+	seed       uint64
+	valueBytes int
 }
 
-func newLDRData(rng *rand.Rand, keys, valueBytes int) ldrData {
-	d := ldrData{keys: make([][]byte, keys), values: make([][]byte, keys)}
-	for i := range d.keys {
-		d.keys[i] = make([]byte, ldrKeyBytes)
-		for j := range d.keys[i] {
-			d.keys[i][j] = byte(1 + rng.IntN(255))
-		}
-		d.values[i] = make([]byte, valueBytes)
-		for j := range d.values[i] {
-			d.values[i][j] = byte(rng.Uint32())
-		}
+// key returns key i: ldrKeyBytes bytes from 1 to 255.
+func (d ldrKeys) key(i int) []byte {
+	src := rand.NewPCG(d.seed, uint64(i))
+	key := make([]byte, ldrKeyBytes)
+	for j := range key {
+		key[j] = byte(1 + src.Uint64()%255)
 	}
-	return d
+	return key
 }
 
-func (d ldrData) rawBytes() int64 {
-	var total int64
-	for i := range d.keys {
-		total += int64(len(d.keys[i]) + len(d.values[i]))
-	}
-	return total
+// value returns key i's value, random bytes from a ChaCha8 stream of its own.
+func (d ldrKeys) value(i int) []byte {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:8], d.seed)
+	binary.LittleEndian.PutUint64(seed[8:16], uint64(i))
+	value := make([]byte, d.valueBytes)
+	_, _ = rand.NewChaCha8(seed).Read(value) // never fails
+	return value
+}
+
+// rawBytes is what n keys and their values take.
+func (d ldrKeys) rawBytes(n int) int64 {
+	return int64(n) * int64(ldrKeyBytes+d.valueBytes)
 }
 
 // expectedStorageRatio is what a scheme should store per raw byte: copies for the
@@ -274,7 +291,8 @@ type ldrCluster struct {
 	nodesByDC map[string][]*node.Node
 	share     map[string]float64 // ring share per DC
 	ring      *ring.Ring
-	readKind  transport.Kind
+	// readKinds are the messages of a get: chunk_read (erasure-coded) and read (replicated).
+	readKinds []transport.Kind
 }
 
 // ldrTopology builds a topology with the given nodes per DC ("dc1", "dc2", ...); its
@@ -303,7 +321,8 @@ func startLDRCluster(ctx context.Context, topo *topology.Topology, emulateWAN bo
 	if err != nil {
 		return nil, err
 	}
-	lc := &ldrCluster{Cluster: c, nodesByDC: map[string][]*node.Node{}, share: map[string]float64{}, readKind: transport.RegisterKind("read")}
+	lc := &ldrCluster{Cluster: c, nodesByDC: map[string][]*node.Node{}, share: map[string]float64{},
+		readKinds: []transport.Kind{transport.RegisterKind("chunk_read"), transport.RegisterKind("read")}}
 	fail := func(err error) (*ldrCluster, error) {
 		c.Close()
 		return nil, err
@@ -330,10 +349,12 @@ func startLDRCluster(ctx context.Context, topo *topology.Topology, emulateWAN bo
 	return lc, nil
 }
 
-// load puts every key of d into the scheme's keyspace at ALL, so that every chunk is in
-// place before the gets, through random coordinators, a few at a time.
-func (lc *ldrCluster) load(ctx context.Context, s ldrScheme, d ldrData, seed uint64) error {
+// load puts the keys of d with the given indexes into the scheme's keyspace at ALL, so
+// that every chunk is in place before the gets, through random coordinators, a few at a
+// time.
+func (lc *ldrCluster) load(ctx context.Context, s ldrScheme, d ldrKeys, indexes []int, rng *rand.Rand) error {
 	const workers = 4
+	seed := rng.Uint64()
 	jobs := make(chan int)
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
@@ -344,7 +365,7 @@ func (lc *ldrCluster) load(ctx context.Context, s ldrScheme, d ldrData, seed uin
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			for i := range jobs {
 				co := lc.Nodes[rng.IntN(len(lc.Nodes))].Coordinator()
-				if _, err := co.Put(ctx, s.keyspace.Name, d.keys[i], d.values[i], consistency.All); err != nil {
+				if _, err := co.Put(ctx, s.keyspace.Name, d.key(i), d.value(i), consistency.All); err != nil {
 					errs <- fmt.Errorf("put into %s: %w", s.keyspace.Name, err)
 					return
 				}
@@ -353,7 +374,7 @@ func (lc *ldrCluster) load(ctx context.Context, s ldrScheme, d ldrData, seed uin
 	}
 	var err error
 feed:
-	for i := range d.keys {
+	for _, i := range indexes {
 		select {
 		case jobs <- i:
 		case err = <-errs:
@@ -368,8 +389,9 @@ feed:
 	return err
 }
 
-// storageRatio is the bytes every node stores for the scheme over the raw bytes.
-func (lc *ldrCluster) storageRatio(s ldrScheme, d ldrData) (float64, error) {
+// storageRatio is the bytes every node stores for the scheme over the raw bytes of the
+// keys put.
+func (lc *ldrCluster) storageRatio(s ldrScheme, d ldrKeys, keysPut int) (float64, error) {
 	var stored int64
 	for _, n := range lc.Nodes {
 		_, b, err := n.Coordinator().StoredBytes(s.keyspace.Name)
@@ -378,7 +400,7 @@ func (lc *ldrCluster) storageRatio(s ldrScheme, d ldrData) (float64, error) {
 		}
 		stored += b
 	}
-	return float64(stored) / float64(d.rawBytes()), nil
+	return float64(stored) / float64(d.rawBytes(keysPut)), nil
 }
 
 // interDCReadBytes is the read traffic (chunk or replica requests and their answers)
@@ -386,31 +408,35 @@ func (lc *ldrCluster) storageRatio(s ldrScheme, d ldrData) (float64, error) {
 func (lc *ldrCluster) interDCReadBytes() uint64 {
 	var total uint64
 	for flow, counter := range lc.Stats.Snapshot() {
-		if flow.Kind == lc.readKind && flow.FromDC != flow.ToDC {
+		if slices.Contains(lc.readKinds, flow.Kind) && flow.FromDC != flow.ToDC {
 			total += counter.Bytes
 		}
 	}
 	return total
 }
 
-// localCopies counts the chunks (or copies) of key the reader's DC holds.
-func (lc *ldrCluster) localCopies(ctx context.Context, s ldrScheme, key []byte, dc string) (int, error) {
+// localCopies counts, per DC, the chunks (or copies) of key it holds.
+func (lc *ldrCluster) localCopies(ctx context.Context, s ldrScheme, key []byte) (map[string]int, error) {
+	perDC := map[string]int{}
 	switch s.name {
 	case "replicate":
-		return 1, nil
+		for _, dc := range lc.dcs {
+			perDC[dc] = 1
+		}
+		return perDC, nil
 	case "single":
 		owner := ring.Simple(1).Replicas(lc.ring, ring.HashPartitioner().Token(key))[0]
-		return boolInt(owner.DC == dc), nil
+		perDC[owner.DC] = 1
+		return perDC, nil
 	}
 	owners, err := lc.Nodes[0].Coordinator().ChunkOwners(ctx, s.keyspace.Name, key)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	local := 0
 	for _, o := range owners {
-		local += boolInt(o.DC == dc)
+		perDC[o.DC]++
 	}
-	return local, nil
+	return perDC, nil
 }
 
 func boolInt(b bool) int {
@@ -420,56 +446,142 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// coveredKeys is how many keys a row of scheme s read from a DC holding localShare of
+// the ring covers: the fewest whose random chunk placement leaves the mean a standard
+// error of at most p.stderrPct % of the expectation, (sd/mean / stderr)^2 for the
+// per-key mean and sd of remoteChunks; at least p.keys and at most p.keysMax. Only the
+// keys' placement makes the mean stray (a remote chunk always costs the same), so rows
+// whose expectation is a rare event need many keys, and more gets of the same keys would
+// not help.
+func coveredKeys(s ldrScheme, localShare float64, p ldrPlan) int {
+	if s.name == "replicate" {
+		return p.keys
+	}
+	mean, sd := remoteChunks(s.m, s.k, localShare)
+	if mean == 0 {
+		return p.keys
+	}
+	relative := sd / mean / (p.stderrPct / 100)
+	return int(min(float64(p.keysMax), max(float64(p.keys), math.Ceil(relative*relative))))
+}
+
+// ldrSample is the keys one row covers, keys 0 to covered-1 of the stream, and those it
+// reads: every one of the first --keys, and beyond them every key whose reader DC holds
+// fewer than k chunks. A key with k local chunks costs no inter-DC byte (the bench
+// checks it on every such key it reads), so the unread ones count with the mean of
+// those read; the keys that need remote chunks, where the bytes are, are all read.
+type ldrSample struct {
+	covered int
+	read    []int // key indexes, ascending
+	local   []int // the reader DC's chunks of each key read
+	unread  int   // keys beyond the first --keys with k chunks in the reader DC
+	// remoteChunks sums max(0, k - L) over the covered keys: their placed expectation.
+	remoteChunks int
+}
+
+// samples places the keys of d for scheme s, as far as the longest row needs, and returns
+// each reader DC's sample.
+func (lc *ldrCluster) samples(ctx context.Context, s ldrScheme, d ldrKeys, readers []string, p ldrPlan) (map[string]*ldrSample, error) {
+	out := map[string]*ldrSample{}
+	keys := 0
+	for _, dc := range readers {
+		out[dc] = &ldrSample{covered: coveredKeys(s, lc.share[dc], p)}
+		keys = max(keys, out[dc].covered)
+	}
+	for i := range keys {
+		perDC, err := lc.localCopies(ctx, s, d.key(i))
+		if err != nil {
+			return nil, err
+		}
+		for dc, sample := range out {
+			local := perDC[dc]
+			switch {
+			case i >= sample.covered:
+				continue
+			case i < p.keys || local < s.k:
+				sample.read = append(sample.read, i)
+				sample.local = append(sample.local, local)
+			default:
+				sample.unread++
+			}
+			sample.remoteChunks += max(0, s.k-local)
+		}
+	}
+	return out, nil
+}
+
 // getStats is what the gets of one scheme from one DC measured.
 type getStats struct {
 	bytes      []float64 // inter-DC bytes of each get
 	latencies  []time.Duration
-	placed     float64 // mean of max(0, k - L) x size / k over the keys read
-	localGets  int     // gets of keys whose reader DC held >= k chunks
-	localWAN   int     // of which sent inter-DC bytes (must stay 0)
+	localBytes []float64 // of the gets of keys whose reader DC held >= k chunks
+	localWAN   int       // of those, the gets that sent inter-DC bytes (must stay 0)
 	wrongValue int
 }
 
-// measureGets reads every key once at ONE from random nodes of dc, one get at a time,
-// counting each get's inter-DC read bytes from the transport's counters.
-func (lc *ldrCluster) measureGets(ctx context.Context, s ldrScheme, d ldrData, dc string, rng *rand.Rand) (getStats, error) {
+// measureGets reads the sample's keys once each at ONE from random nodes of dc, one get
+// at a time and in random order, counting each get's inter-DC read bytes from the
+// transport's counters.
+func (lc *ldrCluster) measureGets(ctx context.Context, s ldrScheme, d ldrKeys, dc string, sample *ldrSample, rng *rand.Rand) (getStats, error) {
 	var st getStats
-	size := float64(len(d.values[0]))
-	for _, i := range rng.Perm(len(d.keys)) {
-		local, err := lc.localCopies(ctx, s, d.keys[i], dc)
-		if err != nil {
-			return st, err
-		}
+	for _, j := range rng.Perm(len(sample.read)) {
+		i := sample.read[j]
 		co := lc.nodesByDC[dc][rng.IntN(len(lc.nodesByDC[dc]))].Coordinator()
 		before := lc.interDCReadBytes()
 		start := time.Now()
-		rec, found, err := co.Get(ctx, s.keyspace.Name, d.keys[i], consistency.One)
+		rec, found, err := co.Get(ctx, s.keyspace.Name, d.key(i), consistency.One)
 		elapsed := time.Since(start)
 		if err != nil {
 			return st, fmt.Errorf("get from %s of %s: %w", dc, s.keyspace.Name, err)
 		}
 		crossed := float64(lc.interDCReadBytes() - before)
-		if !found || !bytes.Equal(rec.Value, d.values[i]) {
+		if !found || !bytes.Equal(rec.Value, d.value(i)) {
 			st.wrongValue++
 		}
 		st.bytes = append(st.bytes, crossed)
 		st.latencies = append(st.latencies, elapsed)
-		st.placed += float64(max(0, s.k-local)) * size / float64(s.k)
-		if local >= s.k {
-			st.localGets++
+		if sample.local[j] >= s.k {
+			st.localBytes = append(st.localBytes, crossed)
 			st.localWAN += boolInt(crossed > 0)
 		}
 	}
-	st.placed /= float64(len(d.keys))
 	if st.wrongValue > 0 {
 		return st, fmt.Errorf("%d gets from %s of %s returned a wrong value", st.wrongValue, dc, s.keyspace.Name)
 	}
 	return st, nil
 }
 
+// coveredMeanStddev returns the mean and standard deviation of inter-DC bytes per get over
+// the sample's covered keys: the gets measured, and the unread keys, each counted as the
+// gets of keys with k local chunks measured (their mean and mean square).
+func coveredMeanStddev(st getStats, sample *ldrSample) (mean, stddev float64, err error) {
+	if sample.unread > 0 && len(st.localBytes) == 0 {
+		return 0, 0, fmt.Errorf("%d unread keys with k local chunks, and no get of such a key measured to count them by", sample.unread)
+	}
+	var sum, squares float64
+	for _, b := range st.bytes {
+		sum, squares = sum+b, squares+b*b
+	}
+	if sample.unread > 0 {
+		var localSum, localSquares float64
+		for _, b := range st.localBytes {
+			localSum, localSquares = localSum+b, localSquares+b*b
+		}
+		scale := float64(sample.unread) / float64(len(st.localBytes))
+		sum, squares = sum+scale*localSum, squares+scale*localSquares
+	}
+	n := float64(len(st.bytes) + sample.unread)
+	mean = sum / n
+	return mean, math.Sqrt(max(0, squares/n-mean*mean)), nil
+}
+
 // row turns a scheme's measurements into a report row.
-func (lc *ldrCluster) row(experiment string, s ldrScheme, dc string, st getStats, storage float64, valueBytes int, withLatency bool) ldrRow {
-	mean, stddev := meanStddev(st.bytes)
+func (lc *ldrCluster) row(experiment string, s ldrScheme, dc string, sample *ldrSample, st getStats, storage float64, valueBytes int, withLatency bool) (ldrRow, error) {
+	mean, stddev, err := coveredMeanStddev(st, sample)
+	if err != nil {
+		return ldrRow{}, fmt.Errorf("%s %s (m=%d, k=%d) from %s: %w", experiment, s.name, s.m, s.k, dc, err)
+	}
+	chunkBytes := float64(valueBytes) / float64(s.k)
 	r := ldrRow{
 		Experiment:               experiment,
 		Scheme:                   s.name,
@@ -477,19 +589,19 @@ func (lc *ldrCluster) row(experiment string, s ldrScheme, dc string, st getStats
 		K:                        s.k,
 		ReaderDC:                 dc,
 		RemoteShare:              round(1-lc.share[dc], 4),
+		Keys:                     sample.covered,
 		Gets:                     len(st.bytes),
 		StorageRatio:             round(storage, 4),
 		StorageRatioExpected:     round(expectedStorageRatio(s, len(lc.dcs), ldrKeyBytes, valueBytes), 4),
 		InterDCBytesPerGetMean:   round(mean, 1),
 		InterDCBytesPerGetStddev: round(stddev, 1),
-		PlacedInterDCBytesPerGet: round(st.placed, 1),
+		PlacedInterDCBytesPerGet: round(float64(sample.remoteChunks)*chunkBytes/float64(sample.covered), 1),
 	}
 	if s.name != "replicate" {
 		chunks, spread := remoteChunks(s.m, s.k, lc.share[dc])
-		chunkBytes := float64(valueBytes) / float64(s.k)
 		r.ExpectedInterDCBytesPerGet = round(chunks*chunkBytes, 1)
-		// The standard error the mean of this many gets has from placement alone.
-		r.ExpectedInterDCBytesPerGetStderr = round(spread*chunkBytes/math.Sqrt(float64(len(st.bytes))), 1)
+		// The standard error the mean over this many keys has from placement alone.
+		r.ExpectedInterDCBytesPerGetStderr = round(spread*chunkBytes/math.Sqrt(float64(sample.covered)), 1)
 	}
 	if r.ExpectedInterDCBytesPerGet > 0 {
 		r.ErrorPct = ptr(round(100*(mean-r.ExpectedInterDCBytesPerGet)/r.ExpectedInterDCBytesPerGet, 2))
@@ -505,7 +617,7 @@ func (lc *ldrCluster) row(experiment string, s ldrScheme, dc string, st getStats
 		r.LatencyMsP50 = ptr(round(percentile(ms, 0.50), 2))
 		r.LatencyMsP99 = ptr(round(percentile(ms, 0.99), 2))
 	}
-	return r
+	return r, nil
 }
 
 func meanStddev(xs []float64) (mean, stddev float64) {
@@ -543,31 +655,48 @@ type ldrTally struct {
 	storageErrorPctMax          float64
 }
 
-// runSchemes loads and reads every scheme on one cluster, from every DC.
-func runSchemes(ctx context.Context, env Env, lc *ldrCluster, experiment string, schemes []ldrScheme, d ldrData, rng *rand.Rand, seed uint64, withLatency bool, tally *ldrTally) ([]ldrRow, error) {
+// runSchemes loads and reads every scheme on one cluster, from each reader DC: first
+// places the keys each row covers, then puts the keys any row reads, then reads.
+func runSchemes(ctx context.Context, env Env, lc *ldrCluster, experiment string, schemes []ldrScheme, readers []string, d ldrKeys, p ldrPlan, rng *rand.Rand, withLatency bool, tally *ldrTally) ([]ldrRow, error) {
 	var rows []ldrRow
 	for _, s := range schemes {
 		start := time.Now()
-		if err := lc.load(ctx, s, d, seed); err != nil {
-			return nil, err
-		}
-		storage, err := lc.storageRatio(s, d)
+		samples, err := lc.samples(ctx, s, d, readers, p)
 		if err != nil {
 			return nil, err
 		}
-		expected := expectedStorageRatio(s, len(lc.dcs), ldrKeyBytes, len(d.values[0]))
+		var put []int
+		for _, dc := range readers {
+			put = append(put, samples[dc].read...)
+		}
+		slices.Sort(put)
+		put = slices.Compact(put)
+		if err := lc.load(ctx, s, d, put, rng); err != nil {
+			return nil, err
+		}
+		storage, err := lc.storageRatio(s, d, len(put))
+		if err != nil {
+			return nil, err
+		}
+		expected := expectedStorageRatio(s, len(lc.dcs), ldrKeyBytes, d.valueBytes)
 		tally.storageErrorPctMax = max(tally.storageErrorPctMax, 100*math.Abs(storage-expected)/expected)
-		for _, dc := range lc.dcs {
-			st, err := lc.measureGets(ctx, s, d, dc, rng)
+		var covered []string
+		for _, dc := range readers {
+			st, err := lc.measureGets(ctx, s, d, dc, samples[dc], rng)
 			if err != nil {
 				return nil, err
 			}
-			tally.localGets += st.localGets
+			tally.localGets += len(st.localBytes)
 			tally.localGetsWithWAN += st.localWAN
-			rows = append(rows, lc.row(experiment, s, dc, st, storage, len(d.values[0]), withLatency))
+			r, err := lc.row(experiment, s, dc, samples[dc], st, storage, d.valueBytes, withLatency)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, r)
+			covered = append(covered, fmt.Sprintf("%s %d of %d", dc, r.Gets, r.Keys))
 		}
-		env.Progressf("ldr %s: %s (m=%d, k=%d): %d keys put and read from %d DCs in %.1fs",
-			experiment, s.name, s.m, s.k, len(d.keys), len(lc.dcs), time.Since(start).Seconds())
+		env.Progressf("ldr %s: %s (m=%d, k=%d): %d keys put; read (of keys covered) from %s; %.1fs",
+			experiment, s.name, s.m, s.k, len(put), strings.Join(covered, ", "), time.Since(start).Seconds())
 	}
 	return rows, nil
 }
@@ -607,11 +736,15 @@ func sweepSplits(shares []float64, total int) (splits [][2]int, readers map[[2]i
 	return splits, readers
 }
 
+// ldrSchemesPerCluster bounds the memory the stored values take (a peak of about 4.5 GB
+// at the defaults) while sparing most cluster starts, each seconds of gossip convergence.
+const ldrSchemesPerCluster = 6
+
 func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 	// The codec is timed first, alone: the clusters' goroutines would share its cores.
 	codec := codecCost(p.valueBytes, p.sweep)
 	rng := rand.New(rand.NewPCG(p.seed, 0x1d2))
-	data := newLDRData(rng, p.keys, p.valueBytes)
+	data := ldrKeys{seed: p.seed, valueBytes: p.valueBytes}
 	total := 0
 	for _, n := range p.dcsNodes {
 		total += n
@@ -620,8 +753,8 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 	var tally ldrTally
 	walls := map[string]float64{}
 
-	// Fig. 9: the grid and the baselines, each on a fresh cluster of the same nodes (so
-	// the same ring), which bounds the memory the stored values take.
+	// Fig. 9: the grid and the baselines, a few schemes to a fresh cluster of the same
+	// nodes (so the same ring).
 	start := time.Now()
 	topo := ldrTopology(p.dcsNodes)
 	var dcs []string
@@ -630,12 +763,12 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 	}
 	schemes := append(gridSchemes(p.gridLo, p.gridHi), baselineSchemes(dcs)...)
 	env.Progressf("ldr fig9: %d nodes in %v, %d schemes, %d keys of %d bytes", total, p.dcsNodes, len(schemes), p.keys, p.valueBytes)
-	for _, s := range schemes {
-		lc, err := startLDRCluster(ctx, topo, false, []ldrScheme{s})
+	for batch := range slices.Chunk(schemes, ldrSchemesPerCluster) {
+		lc, err := startLDRCluster(ctx, topo, false, batch)
 		if err != nil {
 			return nil, err
 		}
-		grid, err := runSchemes(ctx, env, lc, "fig9", []ldrScheme{s}, data, rng, p.seed, false, &tally)
+		grid, err := runSchemes(ctx, env, lc, "fig9", batch, lc.dcs, data, p, rng, false, &tally)
 		lc.Close()
 		if err != nil {
 			return nil, err
@@ -654,16 +787,12 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		fig10, err := runSchemes(ctx, env, lc, "fig10", []ldrScheme{sweep}, data, rng, p.seed, false, &tally)
+		fig10, err := runSchemes(ctx, env, lc, "fig10", []ldrScheme{sweep}, readers[split], data, p, rng, false, &tally)
 		lc.Close()
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range fig10 {
-			if slices.Contains(readers[split], r.ReaderDC) {
-				rows = append(rows, r)
-			}
-		}
+		rows = append(rows, fig10...)
 	}
 	walls["fig10_seconds"] = round(time.Since(start).Seconds(), 1)
 
@@ -687,16 +816,19 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 	}
 	return &Report{
 		Bench: "ldr",
-		Scale: fmt.Sprintf("Fig. 9 on %d nodes %v (the paper simulated 2 DCs x 500), Fig. 10 on %d nodes split by share; %d keys per scheme (the paper: 10,000), each read once from every DC; "+
+		Scale: fmt.Sprintf("Fig. 9 on %d nodes %v (the paper simulated 2 DCs x 500), Fig. 10 on %d nodes split by share; "+
+			"each row covers N keys, N the fewest for which random chunk placement leaves the mean a standard error of at most %g %% of the expectation (N >= (sd/mean / %g)^2 for the per-key mean and sd of max(0, k - L)), at least %d (the paper: 10,000) and at most %d; "+
+			"a row reads once at ONE, through a random node of its DC, each of the first %d keys and every further key its DC holds fewer than k chunks of (where the inter-DC bytes are), and counts the unread keys, which have k local chunks, with the mean of such keys read (0 bytes); "+
 			"%d-byte random values, %d-byte random keys; real nodes in one process over loopback, WAN emulation off for byte counting; latency on paper 000's Tokyo/Sao Paulo topology with its WAN emulated, %d keys per scheme",
-			total, p.dcsNodes, total, p.keys, p.valueBytes, ldrKeyBytes, p.latencyKeys),
+			total, p.dcsNodes, total, p.stderrPct, p.stderrPct/100, p.keys, p.keysMax, p.keys, p.valueBytes, ldrKeyBytes, p.latencyKeys),
 		Rows:    rows,
 		Summary: summary,
 		Notes: []string{
-			"interdc_bytes_per_get counts every byte of the get's read requests and answers that crossed DCs (frame headers, keyspace, chunk key, chunk header, shard): the transport's counters, snapshot around each get; the expectation counts shard payload only, so requests and headers add ~120 bytes per remote chunk",
+			"interdc_bytes_per_get counts every byte of the get's requests and answers that crossed DCs (chunk_read for erasure codes, read for the replicated baselines; frame headers, keyspace, chunk key, status byte, chunk header, shard): the transport's counters, snapshot around each get; the expectation counts shard payload only, so each remote chunk adds about 80 bytes (a 20-byte chunk header, two 14-byte frame headers, a 31-byte request, a status byte)",
+			"keys is how many keys a row's mean covers, gets how many of them it read: the keys its DC holds k chunks of, beyond the first --keys, are not read and count with the mean of the ones read (every get of such a key is checked to send no inter-DC byte)",
 			"storage_ratio_expected = m/k plus the metadata each of the m chunks carries: a 3-byte chunk-key suffix (terminator and index), a 20-byte chunk header (version, m, k, index, length, timestamp, CRC-32C) and the shard's zero padding to ceil(size/k)",
 			"stripe is k = m (no redundancy: every chunk needed); replicate keeps one copy per DC (read locally); single keeps one copy on the key's owner",
-			"placed_interdc_bytes_per_get is the expectation over the actual placement of the keys read: the gap between it and expected_interdc_bytes_per_get is placement sampling, the gap between it and the mean is protocol overhead",
+			"placed_interdc_bytes_per_get is the expectation over the actual placement of the keys covered: the gap between it and expected_interdc_bytes_per_get is placement sampling, the gap between it and the mean is protocol overhead",
 		},
 		Plot: func(path string) error { return plotLDR(rows, p.valueBytes, path) },
 	}, nil
@@ -720,8 +852,10 @@ func runLDRLatency(ctx context.Context, env Env, p ldrPlan, rng *rand.Rand, tall
 		return nil, err
 	}
 	defer lc.Close()
-	data := newLDRData(rng, p.latencyKeys, p.valueBytes)
-	return runSchemes(ctx, env, lc, "latency", schemes, data, rng, p.seed, true, tally)
+	// Other keys than the byte counts', and no row covers more keys than it reads.
+	data := ldrKeys{seed: p.seed + 1, valueBytes: p.valueBytes}
+	p.keys, p.keysMax = p.latencyKeys, p.latencyKeys
+	return runSchemes(ctx, env, lc, "latency", schemes, lc.dcs, data, p, rng, true, tally)
 }
 
 // ldrSummary checks the done criteria over the rows.

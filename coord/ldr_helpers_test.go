@@ -96,15 +96,19 @@ func findKey(t *testing.T, c *embedded.Cluster, prefix string, want func(placeme
 	return nil
 }
 
-// interDCReads counts the chunk read requests sent from dc to other DCs so far.
-func interDCReads(c *embedded.Cluster, dc string) uint64 {
-	var n uint64
+// chunkReadTraffic returns the chunk_read requests dc sent to other DCs so far, and the
+// bytes of chunk_read frames (requests and answers) that crossed between dc and the others.
+func chunkReadTraffic(c *embedded.Cluster, dc string) (requests, crossedBytes uint64) {
 	for flow, counter := range c.Stats.Snapshot() {
-		if flow.Kind.String() == "read" && flow.FromDC == dc && flow.ToDC != dc {
-			n += counter.Messages
+		if flow.Kind.String() != "chunk_read" || (flow.FromDC == dc) == (flow.ToDC == dc) {
+			continue
 		}
+		if flow.FromDC == dc {
+			requests += counter.Messages
+		}
+		crossedBytes += counter.Bytes
 	}
-	return n
+	return requests, crossedBytes
 }
 
 // nodeIn returns a running node of dc that holds no chunk in p, or nil.

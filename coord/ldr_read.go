@@ -2,6 +2,8 @@ package coord
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,12 +17,94 @@ import (
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/transport"
 )
 
-// chunkRead is one chunk owner's answer to a read.
+// kindChunkRead asks a chunk owner for one chunk. Its request is a ReadRequest (the
+// keyspace and the chunk key); its answer is the stored chunk itself (encodeChunkAnswer),
+// so a remote chunk costs its shard, its 20-byte header and about 60 bytes of framing and
+// request: the generic read's answer would echo the key and wrap the record as well.
+var kindChunkRead = transport.RegisterKind("chunk_read")
+
+// A chunk_read answer is a status byte, then what the status announces.
+const (
+	chunkAbsent    byte = iota + 1 // nothing follows: no record under the chunk key
+	chunkTombstone                 // the delete's timestamp follows, u64 big endian
+	chunkStored                    // the stored chunk follows, header and shard as written
+)
+
+// encodeChunkAnswer is the replica's answer to a chunk_read for what its engine holds.
+// A stored chunk is sent as it is: its header carries the write's timestamp, the code,
+// the index, the length and a checksum, so the record around it adds nothing.
+func encodeChunkAnswer(rec storage.Record, found bool) []byte {
+	switch {
+	case !found:
+		return []byte{chunkAbsent}
+	case rec.Tombstone:
+		return binary.BigEndian.AppendUint64([]byte{chunkTombstone}, uint64(rec.Timestamp))
+	}
+	return append([]byte{chunkStored}, rec.Value...)
+}
+
+// decodeChunkAnswer turns a chunk_read answer for the chunk key back into the record the
+// owner holds. A chunk's record takes the timestamp its header names, unverified:
+// chunkGather.add verifies the chunk and counts a damaged one as missing.
+func decodeChunkAnswer(key, answer []byte) (storage.Record, bool, error) {
+	if len(answer) == 0 {
+		return storage.Record{}, false, errors.New("empty chunk_read answer")
+	}
+	body := answer[1:]
+	switch answer[0] {
+	case chunkAbsent:
+		if len(body) == 0 {
+			return storage.Record{}, false, nil
+		}
+	case chunkTombstone:
+		if len(body) == 8 {
+			return storage.Record{Key: key, Tombstone: true, Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(body))}, true, nil
+		}
+	case chunkStored:
+		timestamp, _ := erasure.HeaderTimestamp(body)
+		return storage.Record{Key: key, Value: body, Timestamp: hlc.Timestamp(timestamp)}, true, nil
+	}
+	return storage.Record{}, false, fmt.Errorf("malformed chunk_read answer: status %d with %d bytes", answer[0], len(body))
+}
+
+// chunkRead is one chunk owner's answer.
 type chunkRead struct {
 	slot chunkSlot
 	readResult
+}
+
+// readChunk asks the owner of slot s for its chunk: directly when it is this node, with a
+// chunk_read otherwise.
+func (c *Coordinator) readChunk(keyspace string, s chunkSlot) chunkRead {
+	fail := func(err error) chunkRead {
+		return chunkRead{slot: s, readResult: readResult{member: s.owner, err: fmt.Errorf("chunk owner %s: %w", s.owner.ID, err)}}
+	}
+	if s.owner.ID == c.view.Self().ID {
+		rec, found, err := c.engine.Get(keyspace, s.key)
+		return chunkRead{slot: s, readResult: readResult{member: s.owner, record: rec, found: found, err: err}}
+	}
+	payload, err := proto.Marshal(&kurav1.ReadRequest{Keyspace: keyspace, Key: s.key})
+	if err != nil {
+		return fail(fmt.Errorf("encode chunk_read: %w", err))
+	}
+	peer, err := c.peer(s.owner)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := c.replicaContext()
+	defer cancel()
+	answer, err := c.transport.Call(ctx, peer, kindChunkRead, payload)
+	if err != nil {
+		return fail(err)
+	}
+	rec, found, err := decodeChunkAnswer(s.key, answer)
+	if err != nil {
+		return fail(err)
+	}
+	return chunkRead{slot: s, readResult: readResult{member: s.owner, record: rec, found: found}}
 }
 
 // ldrGet reads an erasure-coded key local-first. It asks the nearest chunk owners the
@@ -49,14 +133,7 @@ func (c *Coordinator) ldrGet(ctx context.Context, ks schema.Keyspace, key []byte
 		remaining = slices.Delete(remaining, i, i+1)
 		asked[s.owner.DC]++
 		inFlight++
-		go func() {
-			payload, err := proto.Marshal(&kurav1.ReadRequest{Keyspace: ks.Name, Key: s.key})
-			if err != nil {
-				results <- chunkRead{slot: s, readResult: readResult{member: s.owner, err: fmt.Errorf("encode read: %w", err)}}
-				return
-			}
-			results <- chunkRead{slot: s, readResult: c.readReplica(s.owner, ks.Name, s.key, payload)}
-		}()
+		go func() { results <- c.readChunk(ks.Name, s) }()
 	}
 	// askMore sends the requests the level still needs, preferring datacenters it names,
 	// then as many as the newest version lacks chunks beyond those in flight.

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/erasure"
 )
 
 func TestLDRGetAsksLocalChunksFirst(t *testing.T) {
@@ -39,14 +43,50 @@ func TestLDRGetAsksLocalChunksFirst(t *testing.T) {
 			if reader == nil {
 				t.Fatal("every node of the reader DC holds a chunk of the key: pick another key prefix")
 			}
-			before := interDCReads(c, tt.readerDC)
+			before, _ := chunkReadTraffic(c, tt.readerDC)
 			rec, found, err := reader.Coordinator().Get(ctx, coded.Name, key, tt.level)
 			if err != nil || !found || !bytes.Equal(rec.Value, value) {
 				t.Fatalf("get = %d bytes, %v, %v; want the %d-byte value", len(rec.Value), found, err, len(value))
 			}
-			remote := interDCReads(c, tt.readerDC) - before
+			after, _ := chunkReadTraffic(c, tt.readerDC)
+			remote := after - before
 			if want := tt.wantRemote(p.perDC[tt.readerDC]); remote != want {
 				t.Fatalf("get from %s with %d local chunks sent %d inter-DC chunk requests, want %d", reader.ID(), p.perDC[tt.readerDC], remote, want)
+			}
+		})
+	}
+}
+
+// TestLDRRemoteChunkCostsTheChunkAndItsFraming checks that a chunk fetched across the
+// WAN carries nothing but the chunk (header and shard), one status byte, the request
+// (keyspace and chunk key) and two transport frame headers.
+func TestLDRRemoteChunkCostsTheChunkAndItsFraming(t *testing.T) {
+	c := startLDRCluster(t, "")
+	ctx := testContext(t)
+	const frameHeaderBytes = 14 // the transport's: length u32, kind u8, type u8, id u64
+	k := coded.Erasure.K
+	for _, valueBytes := range []int{3000, 1} {
+		t.Run(fmt.Sprintf("%d-byte value", valueBytes), func(t *testing.T) {
+			// No chunk in b: a get from b fetches exactly k chunks from a.
+			key := findKey(t, c, fmt.Sprintf("framing-%d", valueBytes), func(p placement) bool { return p.perDC["b"] == 0 })
+			value := bytes.Repeat([]byte{'v'}, valueBytes)
+			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
+				t.Fatal(err)
+			}
+			requests0, bytes0 := chunkReadTraffic(c, "b")
+			rec, found, err := coordOf(c, "b1").Get(ctx, coded.Name, key, consistency.One)
+			if err != nil || !found || !bytes.Equal(rec.Value, value) {
+				t.Fatalf("get = %d bytes, %v, %v; want the %d-byte value", len(rec.Value), found, err, valueBytes)
+			}
+			requests1, bytes1 := chunkReadTraffic(c, "b")
+			chunkBytes := erasure.HeaderBytes + erasure.ShardBytes(valueBytes, k)
+			chunkKeyBytes := len(key) + 3 // the key has no 0x00 byte: terminator and index
+			request := proto.Size(&kurav1.ReadRequest{Keyspace: coded.Name, Key: make([]byte, chunkKeyBytes)})
+			overhead := request + 1 + 2*frameHeaderBytes
+			perChunk := float64(bytes1-bytes0) / float64(k)
+			if requests1-requests0 != uint64(k) || perChunk < float64(chunkBytes) || perChunk > float64(chunkBytes+overhead) {
+				t.Fatalf("%d remote chunk reads of %.1f bytes each; want %d of %d-byte chunks plus at most %d bytes of request and framing",
+					requests1-requests0, perChunk, k, chunkBytes, overhead)
 			}
 		})
 	}

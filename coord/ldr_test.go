@@ -253,3 +253,55 @@ func TestChunkSlotsFollowTheRouter(t *testing.T) {
 		t.Fatalf("unroutable chunk: err = %v, want unavailable", err)
 	}
 }
+
+func TestChunkAnswerCarriesTheStoredChunkAlone(t *testing.T) {
+	code, err := erasure.New(5, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := chunkKey([]byte("k"), 2)
+	chunk := chunkRecord(t, code, "a value", 20, 2)
+	tombstone := storage.Record{Key: key, Tombstone: true, Timestamp: 30}
+	tests := []struct {
+		name        string
+		rec         storage.Record
+		found       bool
+		answerBytes int
+	}{
+		{"absent", storage.Record{}, false, 1},
+		{"tombstone: its timestamp", tombstone, true, 1 + 8},
+		{"chunk: status byte and the chunk", chunk, true, 1 + len(chunk.Value)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			answer := encodeChunkAnswer(tt.rec, tt.found)
+			if len(answer) != tt.answerBytes {
+				t.Fatalf("answer of %d bytes, want %d", len(answer), tt.answerBytes)
+			}
+			rec, found, err := decodeChunkAnswer(key, answer)
+			if err != nil || found != tt.found {
+				t.Fatalf("decode = found %v, %v; want found %v", found, err, tt.found)
+			}
+			if found && (!bytes.Equal(rec.Key, key) || !bytes.Equal(rec.Value, tt.rec.Value) || rec.Timestamp != tt.rec.Timestamp || rec.Tombstone != tt.rec.Tombstone) {
+				t.Fatalf("decoded %+v, want %+v", rec, tt.rec)
+			}
+		})
+	}
+	for _, malformed := range [][]byte{nil, {chunkAbsent, 0}, {chunkTombstone, 1, 2, 3}, {chunkStored + 1}} {
+		if _, _, err := decodeChunkAnswer(key, malformed); err == nil {
+			t.Errorf("decodeChunkAnswer(%v) accepted a malformed answer", malformed)
+		}
+	}
+	// A damaged chunk is passed on as found; the gather counts it missing.
+	damaged := bytes.Clone(chunk.Value)
+	damaged[erasure.HeaderBytes] ^= 1
+	rec, found, err := decodeChunkAnswer(key, encodeChunkAnswer(storage.Record{Key: key, Value: damaged, Timestamp: 20}, true))
+	if err != nil || !found {
+		t.Fatalf("decode of a damaged chunk = found %v, %v", found, err)
+	}
+	g := newChunkGather(code)
+	g.add(2, rec, found)
+	if g.corrupt != 1 || len(g.versions) != 0 {
+		t.Fatalf("gather of a damaged chunk: %d corrupt, %d versions; want it counted damaged", g.corrupt, len(g.versions))
+	}
+}

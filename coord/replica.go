@@ -14,7 +14,7 @@ import (
 
 // Handles reports whether kind is a coordinator message that Handle serves.
 func Handles(kind transport.Kind) bool {
-	return kind == kindMutate || kind == kindRead || kind == kindScan
+	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead
 }
 
 // Handle serves the replica side of another coordinator's request.
@@ -50,6 +50,16 @@ func (c *Coordinator) Handle(_ context.Context, from transport.Peer, kind transp
 			resp.Record = toProto(rec)
 		}
 		return proto.Marshal(resp)
+	case kindChunkRead:
+		var req kurav1.ReadRequest
+		if err := proto.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("decode chunk_read from %s: %w", from.ID, err)
+		}
+		rec, found, err := c.engine.Get(req.GetKeyspace(), req.GetKey())
+		if err != nil {
+			return nil, err
+		}
+		return encodeChunkAnswer(rec, found), nil
 	case kindScan:
 		var req kurav1.ReplicaScanRequest
 		if err := proto.Unmarshal(payload, &req); err != nil {

@@ -75,6 +75,16 @@ func Parse(raw []byte) (Chunk, error) {
 	return c, nil
 }
 
+// HeaderTimestamp returns the write timestamp a chunk's header names, without verifying
+// the chunk (Parse does): a chunk sent without its record is filed under this version,
+// then parsed. ok is false when raw is too short to hold a header.
+func HeaderTimestamp(raw []byte) (timestamp uint64, ok bool) {
+	if len(raw) < HeaderBytes {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(raw[8:16]), true
+}
+
 // putHeader writes the header of chunk index into raw, whose shard is already in place.
 func putHeader(raw []byte, m, k, index, length int, timestamp uint64) {
 	raw[0] = chunkVersion

@@ -30,6 +30,12 @@ func TestParseReadsBackTheHeader(t *testing.T) {
 		if fmt.Sprint(c) != fmt.Sprint(want) {
 			t.Fatalf("chunk %d parsed as %+v, want %+v", i, c, want)
 		}
+		if ts, ok := HeaderTimestamp(raw); !ok || ts != want.Timestamp {
+			t.Fatalf("chunk %d: HeaderTimestamp = %x, %v; want %x", i, ts, ok, want.Timestamp)
+		}
+	}
+	if _, ok := HeaderTimestamp(chunks[0][:HeaderBytes-1]); ok {
+		t.Fatal("HeaderTimestamp read a timestamp from a chunk shorter than its header")
 	}
 	// The data shards are the value itself, in order, zero-padded.
 	var joined []byte
