@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/kuradb/kura/cluster"
@@ -46,13 +47,14 @@ func newDHTRuntime(n *Node, protocol chord.Protocol) (*dhtRuntime, error) {
 	return r, nil
 }
 
-// foundPatience is how long a node tries to join an existing ring before it concludes
-// there is none. Nodes that are not on a ring hold join requests without answering, so a
-// node that hears nothing for this long knows no ring exists among the nodes it knows.
+// foundPatience is how long the founder tries to join an existing ring before it
+// concludes there is none. Nodes that are not on a ring hold join requests without
+// answering, so a founder that hears nothing for this long knows no ring exists among the
+// nodes it knows.
 const foundPatience = 2 * time.Second
 
-// foundFallback is how long the nodes wait for the designated founder (see founds) before
-// the smallest live one founds the ring instead.
+// foundFallback is how long the nodes of a topology wait for its designated founder (see
+// founder) before the smallest live one founds the ring instead.
 const foundFallback = 10 * foundPatience
 
 // send transmits the core's messages; a message to a node the directory does not know
@@ -74,52 +76,83 @@ func (r *dhtRuntime) send(envelopes []chord.Envelope) {
 	}
 }
 
-// tick runs the core's timers and, until the node is on the ring, (re)tries to join.
+// tick runs the core's timers and, while the node is on no ring or alone on one, (re)tries
+// to join. A node is alone on its ring when it lost every successor and its predecessor,
+// as when its links stalled for longer than the request timeout and its neighbours took
+// it for failed: nobody will contact it again, so it joins anew through the nodes its
+// directory knows, and the ring's answer reconnects it.
 func (r *dhtRuntime) tick(context.Context) {
-	if !r.dht.Joined() && time.Now().After(r.joinAt) {
+	if time.Now().After(r.joinAt) && (!r.dht.Joined() || r.alone()) {
 		r.join()
 	}
 	r.dht.Tick()
 }
 
-// join tries to join the ring through the live nodes the directory knows, and founds it
-// when founds says so. known is sorted by id, so the first bootstrap is the designated
-// founder: it holds the join requests until it founds the ring, then answers them all at
-// once. A restarted node joins the ring that exists, since its members answer.
+// alone reports whether the node has neither a successor nor a predecessor on the global
+// ring: the founder before the first join, or a node cut off from its ring.
+func (r *dhtRuntime) alone() bool {
+	pred, succs := r.dht.Neighbors()
+	return pred == "" && len(succs) == 0
+}
+
+// join tries to join the ring through the founder (see founder) and the live nodes the
+// directory knows, by id; until the directory knows the founder, only after foundFallback.
+// The founder holds the join requests until it founds the ring, then answers them all at
+// once; a restarted node joins the ring that exists, since its members answer. The
+// founder itself tries to join too, and founds the ring only when no ring has answered it
+// for foundPatience.
 func (r *dhtRuntime) join() {
-	var known []chord.Peer
-	for _, node := range r.n.directory.Nodes() {
-		if node.ID != r.n.cfg.ID && r.n.directory.Alive(node.ID) {
-			known = append(known, peerOf(node))
-		}
-	}
-	if r.founds() {
+	founder, known := r.founder()
+	if founder == r.n.cfg.ID && !r.dht.Joined() && time.Since(r.started) > foundPatience {
 		r.dht.Join()
 		return
 	}
-	if len(known) == 0 {
-		return // the heartbeat has not met anyone yet
+	var via []chord.Peer
+	if node, ok := r.n.directory.Node(founder); ok && founder != r.n.cfg.ID {
+		via = append(via, peerOf(node))
 	}
-	r.dht.Join(known...)
+	for _, node := range r.n.directory.Nodes() {
+		if node.ID != r.n.cfg.ID && node.ID != founder && r.n.directory.Alive(node.ID) {
+			via = append(via, peerOf(node))
+		}
+	}
+	if len(via) == 0 || (!known && time.Since(r.started) <= foundFallback) {
+		return // no one is known yet, or not the founder, which the others wait for
+	}
+	r.dht.Join(via...)
 	r.joinAt = time.Now().Add(time.Second)
 }
 
-// founds reports whether this node starts the ring alone: it has heard from no ring for
-// foundPatience and has the smallest id of all the nodes the directory knows, alive or
-// not. Two nodes that know the same nodes thus never both found a ring, which Chord could
-// not merge, even when one of them misses the other's heartbeats. Only if the designated
-// founder stays away for foundFallback does the smallest live node found the ring.
-func (r *dhtRuntime) founds() bool {
-	waited := time.Since(r.started)
-	if waited <= foundPatience {
-		return false
+// founder returns the id of the one node that may start the ring alone, and whether it
+// is known yet. Chord cannot merge two rings, so the choice must not depend on what a
+// node's directory happens to hold while gossip is still filling it in:
+//   - with a topology given up front (Config.Peers, the same on every node), the node
+//     with the smallest id in it; only if no ring exists after foundFallback does the
+//     smallest live one take its place;
+//   - otherwise the cluster's first node, the one started with no seeds, which every
+//     other node joins the cluster through: the node itself, or the node the directory
+//     lists at a seed's address.
+func (r *dhtRuntime) founder() (string, bool) {
+	self := r.n.cfg.ID
+	if len(r.n.cfg.Peers) > 0 {
+		fallback := time.Since(r.started) > foundFallback
+		founder := self
+		for _, p := range r.n.cfg.Peers {
+			if p.ID < founder && (!fallback || r.n.directory.Alive(p.ID)) {
+				founder = p.ID
+			}
+		}
+		return founder, true
+	}
+	if len(r.n.cfg.Seeds) == 0 {
+		return self, true
 	}
 	for _, node := range r.n.directory.Nodes() {
-		if node.ID < r.n.cfg.ID && (waited <= foundFallback || r.n.directory.Alive(node.ID)) {
-			return false
+		if slices.Contains(r.n.cfg.Seeds, node.Addr) {
+			return node.ID, true
 		}
 	}
-	return true
+	return "", false
 }
 
 func peerOf(n cluster.Node) chord.Peer {

@@ -53,6 +53,10 @@ func TestDHTRoutingServesTheStore(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
+					for _, n := range c.Nodes {
+						pred, succs := n.Router().Neighbors()
+						t.Logf("%s: joined %v, predecessor %q, successors %v", n.ID(), n.Router().Joined(), pred, succs)
+					}
 					t.Fatalf("%d lookups still find wrong replicas, e.g. %s", len(wrong), wrong[0])
 				}
 				time.Sleep(100 * time.Millisecond)

@@ -69,6 +69,17 @@ func (d *DHT) Joined() bool {
 	return d.node.Joined()
 }
 
+// Neighbors returns the node's predecessor ("" when unknown) and successor list on the
+// global ring, by name: what a status page or a failing test shows of the ring.
+func (d *DHT) Neighbors() (pred string, succs []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.node.Successors(chord.LayerGlobal) {
+		succs = append(succs, p.Name)
+	}
+	return d.node.Predecessor(chord.LayerGlobal).Name, succs
+}
+
 // Deliver hands the core a message received from another node.
 func (d *DHT) Deliver(m chord.Message) {
 	d.do(func(now time.Duration) chord.Output { return d.node.Step(now, m) })

@@ -77,6 +77,15 @@ func TestDHTLookup(t *testing.T) {
 				t.Errorf("%v: owner of %q = %s, want %s", protocol, key, route.Owner, want)
 			}
 		}
+		// The ring's order by identifier: each node's predecessor and successor list.
+		order := layout.Peers()
+		for i, p := range order {
+			pred, succs := c.dhts[p.Name].Neighbors()
+			want := order[(i+len(order)-1)%len(order)].Name
+			if pred != want || len(succs) != len(order)-1 || succs[0] != order[(i+1)%len(order)].Name {
+				t.Errorf("%v: %s's neighbours: pred %s succs %v; want pred %s and the %d others from %s", protocol, p.Name, pred, succs, want, len(order)-1, order[(i+1)%len(order)].Name)
+			}
+		}
 		if got := c.dhts["a"].Name(); got != protocol.String() {
 			t.Errorf("Name() = %q, want %q", got, protocol)
 		}

@@ -214,7 +214,7 @@ func experimentNotes(cfg ExperimentConfig) []string {
 		fmt.Sprintf("identifiers: 64-bit (node: its ring token; key: the hash partitioner's); successor lists of %d", chord.DefaultSuccessorListLen),
 		"hops as the paper counts them: every hop of the request from the coordinator until it reaches the owner; the owner replies directly",
 		"onehop: the full ring view from membership, exact; its one hop is the request going straight to the owner, so its inter-DC hops are the lower bound; its view is kept by membership, whose traffic is not counted here",
-		"mlchord-paper: the paper's Fig. 4 rule as printed; mlchord: kura's, with the gap list and successor-list routing (see routing/chord/ML-CHORD.md)",
+		"mlchord-paper: the paper's Fig. 4 rule as printed; mlchord: kura's, with the gap list and successor-list routing (see docs/routing.md)",
 	}
 	if cfg.ChurnPerMinute == 0 {
 		notes = append(notes, fmt.Sprintf("no churn: DHT tables built fully stabilised, lookups run on the simulator; maintenance measured over %v of the protocol running on stabilised rings", cfg.MaintenanceWindow))

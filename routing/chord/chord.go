@@ -3,6 +3,7 @@ package chord
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -200,12 +201,14 @@ type Node struct {
 	forwards map[hopKey]pendingForward
 	// requests are GetNeighbors and Ping requests awaiting an answer, by Seq.
 	requests map[uint64]pendingRequest
-	// suspects maps a failed or departed peer's name to when it may be trusted again.
-	suspects map[string]time.Duration
+	// suspects maps a failed or departed peer's name to the suspicion (see markFailed).
+	suspects map[string]suspicion
 	// joinVia lists the peers Join was given, for retrying through another.
 	joinVia []Peer
-	timers  timers
-	out     Output
+	// held are lookups that reached the node before it was on a ring (see hold).
+	held   []heldFind
+	timers timers
+	out    Output
 }
 
 // ringState is a node's view of one ring: Chord's predecessor, successor list and fingers.
@@ -228,6 +231,21 @@ type pendingLookup struct {
 	finger   uint8
 	attempts int
 	deadline time.Duration
+}
+
+// suspicion keeps a peer out of the node's tables until a time.
+type suspicion struct {
+	until time.Duration
+	// left is set for a peer that announced its departure: only its joining again clears
+	// the suspicion early, not a message it sent before leaving that arrives late.
+	left bool
+}
+
+// heldFind is a lookup held until the node is on a ring, or until the origin has given up
+// on it.
+type heldFind struct {
+	msg   Message
+	until time.Duration
 }
 
 // hopKey names one forwarding hop of one lookup: a lookup passes a node at most once per
@@ -279,7 +297,7 @@ func New(cfg Config) (*Node, error) {
 		lookups:  make(map[uint64]*pendingLookup),
 		forwards: make(map[hopKey]pendingForward),
 		requests: make(map[uint64]pendingRequest),
-		suspects: make(map[string]time.Duration),
+		suspects: make(map[string]suspicion),
 	}
 	for l := range n.rings {
 		n.rings[l].fingers = make([]Peer, cfg.IDBits)
@@ -325,17 +343,81 @@ func (n *Node) RoutingEntries() int {
 // looks up its successor on the global ring through known[0] (then the others, if that
 // fails) and, for the ML protocols, on its DC's local ring through the first known peer of
 // its own DC; with none, it starts its local ring alone, as the paper says.
+//
+// A Join while one is in progress replaces the bootstraps. The lookups under way go on,
+// since a bootstrap not yet on a ring holds them until it is, and then answers; but when
+// the first bootstrap changed (a driver that learns of more nodes names another one
+// first), the join also asks the new first one at once rather than after the lookup
+// timeout of the attempt held elsewhere. A Join on a node that is on a ring but lost every
+// successor reconnects it: the answer gives it a successor again.
 func (n *Node) Join(now time.Duration, known ...Peer) Output {
+	before := map[Layer]Peer{}
+	for _, layer := range n.layers() {
+		if via := n.bootstraps(layer); len(via) > 0 {
+			before[layer] = via[0]
+		}
+	}
 	n.joinVia = slices.DeleteFunc(slices.Clone(known), func(p Peer) bool { return p.Name == n.self.Name })
 	if len(n.joinVia) == 0 {
 		n.joined = true
+		n.serveHeld(now)
 		return n.flush()
 	}
-	n.startLookup(now, &pendingLookup{key: n.self.ID, layer: LayerGlobal, purpose: PurposeJoin})
-	if n.cfg.Protocol.multiLayer() && len(n.bootstraps(LayerLocal)) > 0 {
-		n.startLookup(now, &pendingLookup{key: n.self.ID, layer: LayerLocal, purpose: PurposeJoin})
+	for _, layer := range n.layers() {
+		via := n.bootstraps(layer)
+		if len(via) == 0 {
+			continue // the local ring, with no bootstrap of the own DC: alone
+		}
+		seq, joining := n.joining(layer)
+		switch {
+		case !joining:
+			// The successor owns the identifier right after the node's own: for a new node
+			// the same as its own, and for a node the ring still counts (one cut off from
+			// it) not the node itself.
+			key := fingerStart(n.self.ID, 0, n.cfg.IDBits)
+			n.startLookup(now, &pendingLookup{key: key, layer: layer, purpose: PurposeJoin})
+		case via[0].Name != before[layer].Name:
+			p := n.lookups[seq]
+			p.attempts, p.deadline = 1, now+n.cfg.LookupTimeout
+			n.attempt(now, seq)
+		}
 	}
 	return n.flush()
+}
+
+// joining returns the join lookup under way on the ring, if any.
+func (n *Node) joining(layer Layer) (uint64, bool) {
+	for seq, p := range n.lookups {
+		if p.purpose == PurposeJoin && p.layer == layer {
+			return seq, true
+		}
+	}
+	return 0, false
+}
+
+// maxHeld bounds the lookups a node not yet on a ring holds.
+const maxHeld = 256
+
+// hold keeps a lookup that reached this node before it is on a ring. Answering it now
+// would name this node the owner and lead a joining node into a ring of its own; dropping
+// it would leave the joining node waiting for its lookup timeout after the ring exists. A
+// held lookup is served as soon as the node joins or starts the ring, which is how the
+// nodes of a cluster started together all join the moment the first one founds the ring.
+func (n *Node) hold(now time.Duration, m Message) {
+	if len(n.held) < maxHeld {
+		n.held = append(n.held, heldFind{msg: m, until: now + n.cfg.LookupTimeout})
+	}
+}
+
+// serveHeld routes the lookups held while the node was not on a ring.
+func (n *Node) serveHeld(now time.Duration) {
+	held := n.held
+	n.held = nil
+	for _, h := range held {
+		if now < h.until {
+			n.handleFind(now, h.msg)
+		}
+	}
 }
 
 // Lookup starts a lookup of key from this node and returns its sequence number; the
@@ -374,14 +456,13 @@ func (n *Node) Step(now time.Duration, m Message) Output {
 	if n.left {
 		return Output{}
 	}
+	n.heardFrom(m)
 	switch m.Type {
 	case MsgFindSuccessor:
 		// The purpose lets a driver tell client lookups' traffic from maintenance.
 		n.send(m.From, Message{Type: MsgHopAck, Layer: m.Layer, Seq: m.Seq, Origin: m.Origin, Hops: m.Hops, Purpose: m.Purpose})
 		if !n.joined {
-			// With no tables it would name itself the owner and lead a joining node into
-			// a ring of its own. The acknowledgement keeps the sender from suspecting it;
-			// the lookup's own timeout makes the joining node try again.
+			n.hold(now, m) // the acknowledgement keeps the sender from suspecting us
 			return n.flush()
 		}
 		n.handleFind(now, m)
@@ -596,9 +677,21 @@ func (n *Node) handleFound(now time.Duration, m Message) {
 		if m.Owner.Name == n.self.Name {
 			return
 		}
-		r.succs = n.trimSuccessors(p.layer, append([]Peer{m.Owner}, m.Peers...))
-		n.joined = true
+		if len(r.succs) > 0 && !inOpen(m.Owner.ID, n.self.ID, r.succs[0].ID) {
+			return // stabilize found as near a successor meanwhile (the local ring's, by the gap list)
+		}
+		succs := n.trimSuccessors(p.layer, append([]Peer{m.Owner}, m.Peers...))
+		if len(succs) == 0 {
+			return // only suspects: joining "alone" would found a second ring
+		}
+		r.succs = succs
 		n.stabilize(now, p.layer)
+		// Only the global ring makes the node joined: a node on its local ring alone
+		// would answer every global lookup as the owner and gather a ring of its own.
+		if p.layer == LayerGlobal && !n.joined {
+			n.joined = true
+			n.serveHeld(now)
+		}
 	case PurposeFinger:
 		if m.Owner.Name == n.self.Name {
 			r.fingers[p.finger] = Peer{}
@@ -610,11 +703,8 @@ func (n *Node) handleFound(now time.Duration, m Message) {
 
 // expire handles everything that waited past its deadline, in a deterministic order.
 func (n *Node) expire(now time.Duration) {
-	for name, until := range n.suspects {
-		if now >= until {
-			delete(n.suspects, name)
-		}
-	}
+	maps.DeleteFunc(n.suspects, func(_ string, s suspicion) bool { return now >= s.until })
+	n.held = slices.DeleteFunc(n.held, func(h heldFind) bool { return now >= h.until })
 	var lateRequests []uint64
 	for seq, req := range n.requests {
 		if now >= req.deadline {

@@ -357,3 +357,123 @@ func TestLookupTimesOut(t *testing.T) {
 		t.Errorf("result %+v, want ErrLookupTimeout", res)
 	}
 }
+
+// TestJoinThroughNodeNotYetOnRing: a node's bootstrap holds its join request until the
+// bootstrap founds the ring, then answers at once; joining again meanwhile sends nothing
+// new.
+func TestJoinThroughNodeNotYetOnRing(t *testing.T) {
+	a, b := Peer{ID: 3, Name: "a", DC: "A"}, Peer{ID: 9, Name: "b", DC: "A"}
+	tn := newTestNet(t)
+	for i, p := range []Peer{a, b} {
+		n, err := New(Config{Self: p, Protocol: ProtocolChord, IDBits: 4, Rand: rand.New(rand.NewPCG(uint64(i), 1))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn.nodes[p.Name] = n
+	}
+	tn.take(tn.nodes["b"].Join(0, a))
+	tn.deliverAll()
+	if out := tn.nodes["b"].Join(100*time.Millisecond, a); len(out.Messages) != 0 {
+		t.Errorf("joining again while the first join is under way sent %v", out.Messages)
+	}
+	if tn.nodes["b"].Joined() {
+		t.Fatal("b joined through a node on no ring")
+	}
+	tn.take(tn.nodes["a"].Join(time.Second))
+	tn.deliverAll()
+	if !tn.nodes["b"].Joined() || !slices.Equal(tn.nodes["b"].Successors(LayerGlobal), []Peer{a}) {
+		t.Errorf("b joined=%v successors %s once a founded the ring, want a", tn.nodes["b"].Joined(), peerList(tn.nodes["b"].Successors(LayerGlobal)))
+	}
+	if got := tn.nodes["a"].Predecessor(LayerGlobal); got != b {
+		t.Errorf("a's predecessor %v, want b", got)
+	}
+}
+
+// TestJoinBootstraps: how a join picks its bootstraps while no ring answers it.
+func TestJoinBootstraps(t *testing.T) {
+	a, b, c := Peer{ID: 3, Name: "a", DC: "A"}, Peer{ID: 9, Name: "b", DC: "A"}, Peer{ID: 12, Name: "c", DC: "B"}
+	newNet := func(protocol Protocol) *testNet {
+		tn := newTestNet(t)
+		for i, p := range []Peer{a, b, c} {
+			n, err := New(Config{Self: p, Protocol: protocol, IDBits: 4, Rand: rand.New(rand.NewPCG(uint64(i), 1))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tn.nodes[p.Name] = n
+		}
+		tn.verbose = true
+		return tn
+	}
+	findsTo := func(tn *testNet) []string {
+		var to []string
+		for _, l := range tn.log {
+			if l.env.Msg.Type == MsgFindSuccessor && l.env.Msg.From == b {
+				to = append(to, l.env.To.Name)
+			}
+		}
+		return to
+	}
+
+	t.Run("a silent bootstrap is passed over at once, not suspected", func(t *testing.T) {
+		tn := newNet(ProtocolChord)
+		tn.down["a"] = true
+		tn.take(tn.nodes["b"].Join(0, a, c))
+		tn.deliverAll()
+		for range 11 {
+			tn.tickAll(100 * time.Millisecond)
+		}
+		if got := findsTo(tn); !slices.Equal(got, []string{"a", "c"}) {
+			t.Errorf("join requests went to %v, want a then c after a's HopAck timeout (1 s)", got)
+		}
+		if tn.nodes["b"].isSuspect(a) {
+			t.Error("b suspects a, a bootstrap that did not answer before any ring existed")
+		}
+	})
+
+	t.Run("a new first bootstrap is asked at once", func(t *testing.T) {
+		tn := newNet(ProtocolChord)
+		tn.take(tn.nodes["b"].Join(0, c))
+		tn.deliverAll()
+		tn.take(tn.nodes["b"].Join(100*time.Millisecond, c)) // same bootstraps: nothing new
+		tn.take(tn.nodes["b"].Join(200*time.Millisecond, a, c))
+		tn.deliverAll()
+		if got := findsTo(tn); !slices.Equal(got, []string{"c", "a"}) {
+			t.Errorf("join requests went to %v, want c, then a when it came first", got)
+		}
+		tn.take(tn.nodes["a"].Join(time.Second))
+		tn.deliverAll()
+		if !tn.nodes["b"].Joined() {
+			t.Error("b did not join when a founded the ring")
+		}
+	})
+
+	t.Run("a node cut off from its ring joins again", func(t *testing.T) {
+		tn := newNet(ProtocolChord)
+		tn.take(tn.nodes["a"].Join(0))
+		tn.take(tn.nodes["b"].Join(0, a))
+		tn.deliverAll()
+		tn.nodes["b"].markFailed(0, a) // its one neighbour taken for failed: b is alone
+		if len(tn.nodes["b"].Successors(LayerGlobal)) != 0 {
+			t.Fatal("b still has a successor")
+		}
+		tn.take(tn.nodes["b"].Join(time.Second, a))
+		tn.deliverAll()
+		if got := tn.nodes["b"].Successors(LayerGlobal); !slices.Equal(got, []Peer{a}) {
+			t.Errorf("b's successors %s after joining again, want a", peerList(got))
+		}
+	})
+
+	t.Run("the local ring alone does not make a node joined", func(t *testing.T) {
+		tn := newNet(ProtocolMLChord)
+		tn.take(tn.nodes["a"].Join(0)) // a: on both rings, alone
+		tn.deliverAll()
+		tn.take(tn.nodes["b"].Join(0, c, a)) // global through c, on no ring yet; local through a
+		tn.deliverAll()
+		if got := tn.nodes["b"].Successors(LayerLocal); !slices.Equal(got, []Peer{a}) {
+			t.Errorf("b's local successors %s, want a", peerList(got))
+		}
+		if tn.nodes["b"].Joined() {
+			t.Error("b counts as joined with no global successor: it would answer every lookup as the owner")
+		}
+	})
+}

@@ -13,9 +13,16 @@
 // Every node keeps, per ring, a predecessor, a successor list and a finger table, and
 // runs Chord's join, stabilize / notify, fix_fingers and check_predecessor, a graceful
 // leave, and failure handling: a peer that misses a request's deadline (a GetNeighbors, a
-// Ping, or the HopAck of a forwarded lookup) is taken out of every table, and lookups
-// forwarded to it are routed around it. Lookups are recursive: each hop forwards the
-// request, counting hops and inter-DC hops; the owner answers the origin directly.
+// Ping, or the HopAck of a forwarded lookup) is taken out of every table until it speaks
+// again, and lookups forwarded to it are routed around it. Lookups are recursive: each hop
+// forwards the request, counting hops and inter-DC hops; the owner answers the origin
+// directly.
+//
+// Three rules beyond the paper's Chord let a cluster started all at once converge in a
+// few rounds instead of one round per node: a node that hears of a predecessor it does
+// not keep passes it on to its predecessor (handleNotify); stabilize walks to a nearer
+// successor at once (handleNeighbors); and a node not yet on a ring holds the join
+// requests it gets and answers them the moment it is on one (hold).
 //
 // Three protocols share this machinery (see route.go for the exact next-hop rules):
 //

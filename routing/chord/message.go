@@ -56,7 +56,7 @@ const (
 	MsgHopAck
 	MsgGetNeighbors // stabilize: ask a successor for its predecessor and successor list
 	MsgNeighbors
-	MsgNotify // "I might be your predecessor"
+	MsgNotify // "I (or Pred) might be your predecessor"
 	MsgPing   // check_predecessor
 	MsgPong
 	MsgLeave // graceful leave: hands the leaver's neighbours to its neighbours
@@ -111,7 +111,8 @@ type Message struct {
 	// Finger is the finger slot a PurposeFinger lookup refreshes.
 	Finger uint8
 	// Hops and InterDCHops count the forwarding hops of a lookup so far; in FoundSuccessor
-	// and HopAck they are the totals of the request's path.
+	// and HopAck they are the totals of the request's path. Hops also counts how often a
+	// Notify was passed on.
 	Hops        int
 	InterDCHops int
 	// Final marks a forward to the node the sender believes owns Key.
@@ -120,7 +121,8 @@ type Message struct {
 	Path []ID
 	// Owner is the node that owns Key, in FoundSuccessor.
 	Owner Peer
-	// Pred is a predecessor: the sender's in Neighbors and Leave.
+	// Pred is a predecessor: the sender's in Neighbors and Leave; in a Notify the sender
+	// passes on, the node that may be the receiver's predecessor.
 	Pred Peer
 	// Peers is a successor list: the sender's in Neighbors and Leave, the owner's in
 	// FoundSuccessor (where the store finds replicas).

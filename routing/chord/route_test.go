@@ -175,7 +175,7 @@ func TestClosestPreceding(t *testing.T) {
 			t.Errorf("closestPreceding(%s, %v) = %v, want %v", tt.key, tt.lists, got, tt.want)
 		}
 	}
-	n.suspects["n13"] = 1
+	n.suspects["n13"] = suspicion{until: 1}
 	if got := n.closestPreceding(14, []Peer{p(12), p(13)}); got != p(12) {
 		t.Errorf("with 13 suspected: got %v, want 12", got)
 	}

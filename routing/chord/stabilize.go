@@ -39,12 +39,17 @@ func (n *Node) handleNeighbors(now time.Duration, m Message) {
 			return // the successor changed while the answer was on its way
 		}
 		if x := m.Pred; n.acceptable(x, m.Layer) && inOpen(x.ID, n.self.ID, m.From.ID) {
-			// A node joined between us and our successor: it is our successor now.
+			// A node joined between us and our successor: it is our successor now. Ask it
+			// at once rather than at the next round: after many simultaneous joins the true
+			// successor may lie several predecessors back, and a walk of one step per round
+			// would take as many rounds.
 			r.succs = n.trimSuccessors(m.Layer, append([]Peer{x}, r.succs...))
+			n.send(x, Message{Type: MsgNotify, Layer: m.Layer})
+			n.request(now, x, requestStabilize, m.Layer, MsgGetNeighbors)
 		} else {
 			r.succs = n.trimSuccessors(m.Layer, append([]Peer{m.From}, m.Peers...))
+			n.send(r.succs[0], Message{Type: MsgNotify, Layer: m.Layer})
 		}
-		n.send(r.succs[0], Message{Type: MsgNotify, Layer: m.Layer})
 	case requestWalk:
 		if len(r.succs) == 0 || r.succs[len(r.succs)-1].Name != m.From.Name {
 			return // the list changed under the walk; the next stabilize starts afresh
@@ -111,20 +116,43 @@ func (n *Node) acceptable(p Peer, layer Layer) bool {
 		(layer == LayerGlobal || p.DC == n.self.DC)
 }
 
-// handleNotify is Chord's notify: the sender thinks it may be our predecessor. A node
-// alone on the ring also takes it as its successor, which is how the ring's first node
-// learns of the second.
+// handleNotify is Chord's notify: the sender, or the node a forwarded Notify names in
+// Pred, thinks it may be our predecessor. A node alone on the ring also takes it as its
+// successor, which is how the ring's first node learns of the second.
+//
+// Chord keeps only the nearest of the nodes that notify it, so when many nodes join at once
+// through one node, each round of stabilize places one of them and the ring needs as many
+// rounds as there were joins. kura forwards the node it does not keep (the notifier, or the
+// predecessor it displaced) to its predecessor, which is nearer to it: the notice travels
+// back until it reaches the node it precedes, so every predecessor is right within a few
+// round trips, and the walk in handleNeighbors then finds every successor as fast.
 func (n *Node) handleNotify(m Message) {
 	r := &n.rings[m.Layer]
 	p := m.From
+	if !m.Pred.IsZero() {
+		p = m.Pred
+	}
 	if !n.acceptable(p, m.Layer) {
 		return
 	}
-	if r.pred.IsZero() || n.isSuspect(r.pred) || inOpen(p.ID, r.pred.ID, n.self.ID) {
+	var passOn Message
+	switch {
+	case r.pred.IsZero() || n.isSuspect(r.pred) || inOpen(p.ID, r.pred.ID, n.self.ID):
+		if n.acceptable(r.pred, m.Layer) && r.pred.Name != p.Name {
+			passOn = Message{Type: MsgNotify, Layer: m.Layer, Pred: r.pred}
+		}
 		r.pred = p
+	case p.Name != r.pred.Name:
+		passOn = Message{Type: MsgNotify, Layer: m.Layer, Pred: p}
 	}
 	if len(r.succs) == 0 {
 		r.succs = []Peer{p}
+	}
+	// Each forward goes to a node nearer the named one, or follows a predecessor that got
+	// nearer, so a chain ends; the cap guards it against tables in flux all the same.
+	if !passOn.Pred.IsZero() && m.Hops < maxHops {
+		passOn.Hops = m.Hops + 1
+		n.send(r.pred, passOn)
 	}
 }
 
@@ -165,6 +193,7 @@ func (n *Node) handleLeave(now time.Duration, m Message) {
 		r.succs = append(append(slices.Clone(r.succs[:i]), m.Peers...), r.succs[i+1:]...)
 	}
 	n.markFailed(now, leaver) // also trims the spliced list, dropping the leaver
+	n.suspects[leaver.Name] = suspicion{until: now + n.cfg.SuspectFor, left: true}
 	if m.Layer == LayerGlobal && n.cfg.Protocol == ProtocolMLChord {
 		n.afterGapListChange(now)
 	}
@@ -172,10 +201,14 @@ func (n *Node) handleLeave(now time.Duration, m Message) {
 
 // markFailed takes p out of every table and routes around it the lookups this node had
 // forwarded to it. p stays suspected for SuspectFor, so neighbours' stale lists do not
-// bring it back. A node that loses its whole successor list falls back on its nearest
-// finger, as Chord does.
+// bring it back, unless p itself speaks to us first (see heardFrom). A node that loses its
+// whole successor list falls back on its nearest finger, as Chord does.
 func (n *Node) markFailed(now time.Duration, p Peer) {
-	n.suspects[p.Name] = now + n.cfg.SuspectFor
+	if !n.joined {
+		n.bootstrapFailed(now, p)
+		return
+	}
+	n.suspects[p.Name] = suspicion{until: now + n.cfg.SuspectFor}
 	for l := range n.rings {
 		r := &n.rings[l]
 		if r.pred.Name == p.Name {
@@ -202,6 +235,46 @@ func (n *Node) markFailed(now time.Duration, p Peer) {
 		f := n.forwards[k]
 		delete(n.forwards, k)
 		n.handleFind(now, f.before)
+	}
+}
+
+// bootstrapFailed handles a bootstrap that did not acknowledge a join request in time,
+// before the node is on a ring: the join tries the next bootstrap at once. The bootstrap
+// is not suspected: the node has no tables to keep it out of, and a bootstrap that was
+// merely not listening yet, as when a cluster starts, would otherwise stay out of them
+// for SuspectFor once the ring exists.
+func (n *Node) bootstrapFailed(now time.Duration, p Peer) {
+	var retry []uint64
+	for k, f := range n.forwards {
+		if f.to.Name != p.Name {
+			continue
+		}
+		delete(n.forwards, k)
+		if k.origin == n.self.Name {
+			retry = append(retry, k.seq)
+		}
+	}
+	slices.Sort(retry)
+	for _, seq := range retry {
+		if _, ok := n.lookups[seq]; ok {
+			n.retryLookup(now, seq)
+		}
+	}
+}
+
+// heardFrom clears the suspicion of a peer that sends us a message: it is alive, and was
+// only slow (an answer that missed its deadline) or has restarted. Without this, one late
+// answer, as under load or while connections are still being set up, would keep a live
+// node out of every table for SuspectFor, and lookups would find wrong owners meanwhile. A
+// peer that left gracefully is cleared only by its joining again.
+func (n *Node) heardFrom(m Message) {
+	s, ok := n.suspects[m.From.Name]
+	if !ok {
+		return
+	}
+	rejoining := m.Type == MsgFindSuccessor && m.Purpose == PurposeJoin && m.Origin.Name == m.From.Name
+	if !s.left || rejoining {
+		delete(n.suspects, m.From.Name)
 	}
 }
 
