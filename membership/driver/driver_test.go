@@ -95,7 +95,9 @@ func (n *testNode) saw(kind membership.EventKind, id string, check func(membersh
 	return false
 }
 
-// waitFor polls cond until it returns "" or the timeout passes.
+// waitFor polls cond until it returns "" or the timeout passes. The driver is the I/O
+// runtime, tested over real loopback sockets, so it runs on the wall clock; the protocol
+// cores' scenarios run on the simulator (membership/testdata).
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
