@@ -23,6 +23,10 @@ const testInterval = 30 * time.Millisecond
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// changed wakes waitFor whenever any test node's driver reports a change; extra
+// wake-ups (from other tests' nodes) only cost a re-check.
+var changed = make(chan struct{}, 1)
+
 // testNode is one node: a loopback transport and its driver.
 type testNode struct {
 	id, dc string
@@ -65,6 +69,10 @@ func (n *testNode) start(t *testing.T, p membership.Protocol, seeds []string, ge
 			n.mu.Lock()
 			n.changes = append(n.changes, c)
 			n.mu.Unlock()
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 		},
 	})
 	if err != nil {
@@ -95,21 +103,27 @@ func (n *testNode) saw(kind membership.EventKind, id string, check func(membersh
 	return false
 }
 
-// waitFor polls cond until it returns "" or the timeout passes. The driver is the I/O
-// runtime, tested over real loopback sockets, so it runs on the wall clock; the protocol
-// cores' scenarios run on the simulator (membership/testdata).
+// waitFor re-checks cond each time a driver reports a change, until it returns "" or
+// the timeout passes. The driver is the I/O runtime, tested over real loopback sockets,
+// so the timeout is wall-clock time; the protocol cores' scenarios run on the simulator
+// (membership/testdata).
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
 		problem := cond()
 		if problem == "" {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v: %s", what, timeout, problem)
+		select {
+		case <-changed:
+		case <-deadline.C:
+			if problem = cond(); problem != "" {
+				t.Fatalf("%s: not after %v: %s", what, timeout, problem)
+			}
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
