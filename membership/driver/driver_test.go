@@ -90,6 +90,17 @@ func (n *testNode) stop() {
 	n.tr.Close()
 }
 
+// told is a waitFor condition: the node's driver has reported that event. Reports come
+// from the driver's own goroutine, a little after the core's state changed.
+func (n *testNode) told(kind membership.EventKind, id string, check func(membership.Member) bool) func() string {
+	return func() string {
+		if n.saw(kind, id, check) {
+			return ""
+		}
+		return fmt.Sprintf("%s not told of %v about %s", n.id, kind, id)
+	}
+}
+
 // saw reports whether the node was told of an event of that kind about id
 // with the member's state passing check.
 func (n *testNode) saw(kind membership.EventKind, id string, check func(membership.Member) bool) bool {
@@ -188,11 +199,9 @@ func TestClusterLifecycle(t *testing.T) {
 			for _, n := range nodes {
 				waitFor(t, timeout, "join", everyone(nodes, n.id, aliveAt(n, generation)))
 			}
-			if !nodes[0].saw(membership.EventJoined, "n3", func(m membership.Member) bool {
+			waitFor(t, timeout, "n0 was not told that n3 joined, with its state", nodes[0].told(membership.EventJoined, "n3", func(m membership.Member) bool {
 				return m.AppState["client_addr"] == "client-n3" && m.Addr == nodes[3].tr.Addr()
-			}) {
-				t.Error("n0 was not told that n3 joined, with its state")
-			}
+			}))
 
 			nodes[2].drv.Load().SetAppState(membership.KeyTokens, "1,2,3")
 			waitFor(t, timeout, "state change", everyone(nodes, "n2", func(m membership.Member, _ bool) string {
@@ -210,18 +219,14 @@ func TestClusterLifecycle(t *testing.T) {
 				}
 				return ""
 			}))
-			if !nodes[1].saw(membership.EventDead, "n4", func(membership.Member) bool { return true }) {
-				t.Error("n1 was not told that n4 died")
-			}
+			waitFor(t, timeout, "n1 was not told that n4 died", nodes[1].told(membership.EventDead, "n4", func(membership.Member) bool { return true }))
 
 			// n3 comes back on another port with a newer generation.
 			nodes[3].stop()
 			nodes[3] = listen(t, "n3", "b")
 			nodes[3].start(t, p, seeds[:2], generation+1)
 			waitFor(t, timeout, "restart", everyone(live, "n3", aliveAt(nodes[3], generation+1)))
-			if !nodes[0].saw(membership.EventRestarted, "n3", func(m membership.Member) bool { return m.Generation == generation+1 }) {
-				t.Error("n0 was not told that n3 restarted")
-			}
+			waitFor(t, timeout, "n0 was not told that n3 restarted", nodes[0].told(membership.EventRestarted, "n3", func(m membership.Member) bool { return m.Generation == generation+1 }))
 
 			// The test has run for well over ten rounds by now.
 			if r := nodes[0].drv.Load().Rounds(); r < 10 {
