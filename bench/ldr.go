@@ -335,7 +335,7 @@ func startLDRCluster(ctx context.Context, topo *topology.Topology, emulateWAN bo
 	if err := c.WaitConverged(ctx); err != nil {
 		return fail(err)
 	}
-	if lc.ring, err = c.Nodes[0].Coordinator().Ring(); err != nil {
+	if lc.ring, err = c.Nodes[0].Ring(); err != nil {
 		return fail(err)
 	}
 	for _, n := range c.Nodes {
@@ -394,7 +394,7 @@ feed:
 func (lc *ldrCluster) storageRatio(s ldrScheme, d ldrKeys, keysPut int) (float64, error) {
 	var stored int64
 	for _, n := range lc.Nodes {
-		_, b, err := n.Coordinator().StoredBytes(s.keyspace.Name)
+		_, b, err := n.StoredBytes(s.keyspace.Name)
 		if err != nil {
 			return 0, err
 		}

@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -41,6 +42,57 @@ func (n Node) Equal(o Node) bool {
 	return n.ID == o.ID && n.DC == o.DC && n.Addr == o.Addr && n.ClientAddr == o.ClientAddr && slices.Equal(n.Tokens, o.Tokens)
 }
 
+// State is what a node is doing as far as the data path is concerned. The coordinator
+// decides per state: whom to ask for reads, whom to write to, whose writes to hint.
+type State uint8
+
+// The states of a node. The zero value is StateDown, so a node nobody vouched for is
+// never asked.
+const (
+	// StateDown: not reachable. Skipped without waiting; its writes are hinted.
+	StateDown State = iota
+	// StateUp: serves reads and writes.
+	StateUp
+	// StateJoining: taking over ranges. It gets writes as a pending replica, in addition
+	// to the current ones and never counted for the level, and serves no reads.
+	StateJoining
+	// StateLeaving: handing its ranges over. It still serves reads and writes.
+	StateLeaving
+	// StateAsleep: powered down on purpose. Skipped at once; its writes are hinted for
+	// it (offloaded) until it wakes.
+	StateAsleep
+)
+
+// String names the state as status pages print it.
+func (s State) String() string {
+	switch s {
+	case StateDown:
+		return "down"
+	case StateUp:
+		return "up"
+	case StateJoining:
+		return "joining"
+	case StateLeaving:
+		return "leaving"
+	case StateAsleep:
+		return "asleep"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Readable reports whether a node in this state may be asked for reads.
+func (s State) Readable() bool { return s == StateUp || s == StateLeaving }
+
+// Writable reports whether a node in this state takes writes that count for a level.
+func (s State) Writable() bool { return s == StateUp || s == StateLeaving }
+
+// Pending reports whether a node in this state takes writes that do not count for a
+// level: it is still receiving the ranges it will own.
+func (s State) Pending() bool { return s == StateJoining }
+
+// Reachable reports whether the node answers messages at all.
+func (s State) Reachable() bool { return s == StateUp || s == StateJoining || s == StateLeaving }
+
 // View is the read side of the directory.
 type View interface {
 	// Self is the node this view belongs to.
@@ -49,8 +101,9 @@ type View interface {
 	Nodes() []Node
 	// Node looks up one node.
 	Node(id string) (Node, bool)
-	// Alive reports whether a node is believed reachable; the local node always is.
-	Alive(id string) bool
+	// State reports what a node is doing; an unknown node is StateDown, and the local
+	// node is StateUp unless it was set otherwise.
+	State(id string) State
 	// Version changes whenever the set of nodes or their addresses change (not liveness),
 	// so readers can cache what they derive from Nodes, such as the token ring.
 	Version() uint64
@@ -62,7 +115,7 @@ type Directory struct {
 
 	mu      sync.RWMutex
 	nodes   map[string]Node
-	down    map[string]bool
+	states  map[string]State
 	version uint64
 	sorted  []Node // cached Nodes(); nil after a change
 }
@@ -70,9 +123,9 @@ type Directory struct {
 // NewDirectory returns a directory that knows only self.
 func NewDirectory(self Node) *Directory {
 	return &Directory{
-		self:  self,
-		nodes: map[string]Node{self.ID: self},
-		down:  map[string]bool{},
+		self:   self,
+		nodes:  map[string]Node{self.ID: self},
+		states: map[string]State{self.ID: StateUp},
 	}
 }
 
@@ -108,15 +161,11 @@ func (d *Directory) Node(id string) (Node, bool) {
 	return n, ok
 }
 
-// Alive reports whether id is believed reachable. Unknown nodes are not alive.
-func (d *Directory) Alive(id string) bool {
-	if id == d.self.ID {
-		return true
-	}
+// State reports what id is doing. Unknown nodes are down.
+func (d *Directory) State(id string) State {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	_, known := d.nodes[id]
-	return known && !d.down[id]
+	return d.states[id]
 }
 
 // Version counts changes of the node set.
@@ -137,15 +186,19 @@ func (d *Directory) Upsert(n Node) bool {
 	if old, ok := d.nodes[n.ID]; ok && old.Equal(n) {
 		return false
 	}
+	if _, known := d.nodes[n.ID]; !known {
+		d.states[n.ID] = StateUp // a node is presumed up when first heard of
+	}
 	d.nodes[n.ID] = n
 	d.version++
 	d.sorted = nil
 	return true
 }
 
-// SetAlive records whether a node is reachable; it reports whether that changed.
-func (d *Directory) SetAlive(id string, alive bool) bool {
-	if id == d.self.ID {
+// SetState records what a known node is doing; it reports whether that changed. The local
+// node may change its own state (joining, leaving, asleep) but is never down to itself.
+func (d *Directory) SetState(id string, state State) bool {
+	if id == d.self.ID && state == StateDown {
 		return false
 	}
 	d.mu.Lock()
@@ -153,13 +206,9 @@ func (d *Directory) SetAlive(id string, alive bool) bool {
 	if _, ok := d.nodes[id]; !ok {
 		return false
 	}
-	if d.down[id] == !alive {
+	if d.states[id] == state {
 		return false
 	}
-	if alive {
-		delete(d.down, id)
-	} else {
-		d.down[id] = true
-	}
+	d.states[id] = state
 	return true
 }

@@ -4,11 +4,11 @@ import "testing"
 
 func TestDirectory(t *testing.T) {
 	d := NewDirectory(Node{ID: "b", DC: "x", Addr: "127.0.0.1:1"})
-	if !d.Alive("b") {
+	if d.State("b") != StateUp {
 		t.Fatal("self must be alive")
 	}
-	if d.Alive("a") {
-		t.Fatal("unknown node must not be alive")
+	if d.State("a") != StateDown {
+		t.Fatal("unknown node must be down")
 	}
 	v0 := d.Version()
 	if !d.Upsert(Node{ID: "a", DC: "y", Addr: "127.0.0.1:2"}) {
@@ -27,22 +27,50 @@ func TestDirectory(t *testing.T) {
 	if len(nodes) != 2 || nodes[0].ID != "a" || nodes[1].ID != "b" {
 		t.Fatalf("Nodes() = %v, want a, b sorted", nodes)
 	}
-	if !d.Alive("a") {
-		t.Fatal("a known node starts alive")
+	if d.State("a") != StateUp {
+		t.Fatal("a known node starts up")
 	}
-	if !d.SetAlive("a", false) || d.Alive("a") {
-		t.Fatal("SetAlive(false) did not take")
+	if !d.SetState("a", StateDown) || d.State("a") != StateDown {
+		t.Fatal("SetState(down) did not take")
 	}
-	if d.SetAlive("a", false) {
-		t.Fatal("repeated SetAlive(false) reported a change")
+	if d.SetState("a", StateDown) {
+		t.Fatal("repeated SetState(down) reported a change")
 	}
 	if d.Version() != v0+1 {
-		t.Fatal("liveness must not change the version")
+		t.Fatal("a state change must not change the version")
 	}
-	if !d.SetAlive("a", true) || !d.Alive("a") {
-		t.Fatal("SetAlive(true) did not take")
+	if !d.SetState("a", StateJoining) || d.State("a") != StateJoining {
+		t.Fatal("SetState(joining) did not take")
 	}
-	if d.SetAlive("b", false) || !d.Alive("b") {
+	if d.SetState("b", StateDown) || d.State("b") != StateUp {
 		t.Fatal("self cannot be marked down")
+	}
+	if !d.SetState("b", StateAsleep) || d.State("b") != StateAsleep {
+		t.Fatal("self may fall asleep")
+	}
+	if d.SetState("nosuch", StateUp) {
+		t.Fatal("an unknown node took a state")
+	}
+}
+
+func TestStateDecisions(t *testing.T) {
+	tests := []struct {
+		state                                  State
+		name                                   string
+		readable, writable, pending, reachable bool
+	}{
+		{StateDown, "down", false, false, false, false},
+		{StateUp, "up", true, true, false, true},
+		{StateJoining, "joining", false, false, true, true},
+		{StateLeaving, "leaving", true, true, false, true},
+		{StateAsleep, "asleep", false, false, false, false},
+	}
+	for _, tt := range tests {
+		if tt.state.String() != tt.name || tt.state.Readable() != tt.readable || tt.state.Writable() != tt.writable ||
+			tt.state.Pending() != tt.pending || tt.state.Reachable() != tt.reachable {
+			t.Errorf("%v: readable %t writable %t pending %t reachable %t, want %s %t %t %t %t", tt.state,
+				tt.state.Readable(), tt.state.Writable(), tt.state.Pending(), tt.state.Reachable(),
+				tt.name, tt.readable, tt.writable, tt.pending, tt.reachable)
+		}
 	}
 }

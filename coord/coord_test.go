@@ -84,7 +84,7 @@ func replicasOf(t *testing.T, c *embedded.Cluster, ks schema.Keyspace, key []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.Nodes[0].Coordinator().Ring()
+	r, err := c.Nodes[0].Ring()
 	if err != nil {
 		t.Fatal(err)
 	}

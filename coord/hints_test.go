@@ -19,7 +19,7 @@ func TestQuorumWriteWithReplicaDownLeavesHintThatConverges(t *testing.T) {
 	if err := c.Stop(down); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, down+" is seen down", func() bool { return !co.View().Alive(down) })
+	eventually(t, down+" is seen down", func() bool { return !co.View().State(down).Reachable() })
 
 	if _, err := co.Coordinator().Put(ctx, "spread", key, []byte("v1"), consistency.Quorum); err != nil {
 		t.Fatalf("QUORUM put with one of %d replicas down: %v", len(replicas), err)
@@ -55,7 +55,7 @@ func TestAnySucceedsWithEveryReplicaDown(t *testing.T) {
 	if err := c.Stop(replica); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, replica+" is seen down", func() bool { return !co.View().Alive(replica) })
+	eventually(t, replica+" is seen down", func() bool { return !co.View().State(replica).Reachable() })
 
 	if _, err := co.Coordinator().Put(ctx, "single", key, []byte("kept"), consistency.One); !errors.Is(err, coord.ErrUnavailable) {
 		t.Fatalf("ONE with the only replica down: err = %v, want unavailable", err)

@@ -3,16 +3,13 @@ package coord
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"sort"
-	"sync"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/erasure"
-	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/storage"
 )
 
 // LDR (local-first data rebuilding, paper 000) serves the erasure-coded keyspaces; the
@@ -88,63 +85,35 @@ func parseChunkKey(stored []byte) (key []byte, index int, ok bool) {
 type chunkSlot struct {
 	index int
 	key   []byte // the chunk key
-	owner ring.Member
+	owner placement.Member
 }
 
-// chunkSlots returns the keyspace's code and the m slots of key, by index. Chunk keys are
-// placed by their hash token on the ring view, or, when the coordinator has a Router
-// (chord, mlchord), by looking each one up, all m at once.
+// chunkSlots returns the keyspace's code and the m slots of key, by index, each with the
+// owner Placement names for its chunk key.
 func (c *Coordinator) chunkSlots(ctx context.Context, ks schema.Keyspace, key []byte) (*erasure.Code, []chunkSlot, error) {
 	code, err := erasure.New(ks.Erasure.M, ks.Erasure.K)
 	if err != nil {
 		return nil, nil, fmt.Errorf("keyspace %s: %w", ks.Name, err)
 	}
+	keys := make([][]byte, code.M())
+	for i := range keys {
+		keys[i] = chunkKey(key, i)
+	}
+	owners, err := c.placement.ChunkOwners(ctx, ks, keys)
+	if err != nil {
+		return nil, nil, routed(err)
+	}
 	slots := make([]chunkSlot, code.M())
 	for i := range slots {
-		slots[i] = chunkSlot{index: i, key: chunkKey(key, i)}
-	}
-	if c.cfg.Router != nil {
-		return code, slots, c.routeChunks(ctx, slots)
-	}
-	p, err := c.placement(ks.Strategy())
-	if err != nil {
-		return nil, nil, err
-	}
-	for i := range slots {
-		slots[i].owner = p.ReplicasFor(ring.HashPartitioner().Token(slots[i].key))[0]
+		slots[i] = chunkSlot{index: i, key: keys[i], owner: owners[i]}
 	}
 	return code, slots, nil
 }
 
-// routeChunks finds each slot's owner through the coordinator's Router.
-func (c *Coordinator) routeChunks(ctx context.Context, slots []chunkSlot) error {
-	errs := make([]error, len(slots))
-	var wg sync.WaitGroup
-	for i := range slots {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			route, err := c.cfg.Router.Lookup(ctx, slots[i].key)
-			if err != nil {
-				errs[i] = fmt.Errorf("%w: route chunk %d: %v", ErrUnavailable, i, err)
-				return
-			}
-			n, ok := c.view.Node(route.Owner)
-			if !ok {
-				errs[i] = fmt.Errorf("%w: routing named node %s for chunk %d, unknown to the directory", ErrUnavailable, route.Owner, i)
-				return
-			}
-			slots[i].owner = ring.Member{ID: n.ID, DC: n.DC}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // ChunkOwners returns, for a key of an erasure-coded keyspace, the node that stores each
 // of its chunks, by chunk index: where a get will look.
-func (c *Coordinator) ChunkOwners(ctx context.Context, keyspace string, key []byte) ([]ring.Member, error) {
-	ks, err := c.catalog.Get(keyspace)
+func (c *Coordinator) ChunkOwners(ctx context.Context, keyspace string, key []byte) ([]placement.Member, error) {
+	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +124,7 @@ func (c *Coordinator) ChunkOwners(ctx context.Context, keyspace string, key []by
 	if err != nil {
 		return nil, err
 	}
-	owners := make([]ring.Member, len(slots))
+	owners := make([]placement.Member, len(slots))
 	for i, s := range slots {
 		owners[i] = s.owner
 	}
@@ -172,30 +141,16 @@ func slotCounts(slots []chunkSlot) map[string]int {
 	return counts
 }
 
-// liveSlotsByDistance returns the slots whose owners are alive, nearest owner first (this
-// node, its DC, then the others, as liveByDistance ranks them), by index among equals.
-func (c *Coordinator) liveSlotsByDistance(slots []chunkSlot) []chunkSlot {
-	owners := map[string]ring.Member{}
+// readableSlots returns the slots whose owners may be asked for reads, as targets, the
+// nearest owner first (by index among equals).
+func (c *Coordinator) readableSlots(slots []chunkSlot) []target {
+	var out []target
 	for _, s := range slots {
-		owners[s.owner.ID] = s.owner
-	}
-	distinct := make([]ring.Member, 0, len(owners))
-	for _, m := range owners {
-		distinct = append(distinct, m)
-	}
-	sort.Slice(distinct, func(i, j int) bool { return distinct[i].ID < distinct[j].ID })
-	rank := map[string]int{}
-	for i, m := range c.liveByDistance(distinct) {
-		rank[m.ID] = i
-	}
-	var live []chunkSlot
-	for _, s := range slots {
-		if _, ok := rank[s.owner.ID]; ok {
-			live = append(live, s)
+		if s.owner.State.Readable() {
+			out = append(out, target{Member: s.owner, slot: s.index})
 		}
 	}
-	sort.SliceStable(live, func(i, j int) bool { return rank[live[i].owner.ID] < rank[live[j].owner.ID] })
-	return live
+	return c.nearestFirst(out)
 }
 
 // chunkRequirement translates level cl into chunks for an (m, k) code whose m chunks lie
@@ -266,35 +221,13 @@ func chunkUnavailable(ks schema.Keyspace, cl consistency.Level, required consist
 		&UnavailableError{Level: cl, Required: required, Alive: alive})
 }
 
-// StoredBytes returns how many records this node stores for keyspace (tombstones
-// included) and their key and value bytes: with the other nodes' figures, the storage a
-// keyspace costs, which experiments compare with the raw data.
-func (c *Coordinator) StoredBytes(keyspace string) (records int, total int64, err error) {
-	const page = 1024
-	var start []byte
-	for {
-		recs, err := c.engine.Scan(keyspace, start, nil, page, true, nil)
-		if err != nil {
-			return 0, 0, fmt.Errorf("measure keyspace %s: %w", keyspace, err)
-		}
-		for _, r := range recs {
-			records++
-			total += int64(len(r.Key) + len(r.Value))
-		}
-		if len(recs) < page {
-			return records, total, nil
-		}
-		start = append(recs[len(recs)-1].Key, 0)
-	}
-}
-
 // chunkRecords returns the m records a write of rec stores, by index: the value's chunks
 // or, for a delete, a tombstone per chunk key.
-func chunkRecords(code *erasure.Code, slots []chunkSlot, rec storage.Record) ([]storage.Record, error) {
-	out := make([]storage.Record, len(slots))
+func chunkRecords(code *erasure.Code, slots []chunkSlot, rec lww.Record) ([]lww.Record, error) {
+	out := make([]lww.Record, len(slots))
 	if rec.Tombstone {
 		for i, s := range slots {
-			out[i] = storage.Record{Key: s.key, Tombstone: true, Timestamp: rec.Timestamp}
+			out[i] = lww.Record{Key: s.key, Tombstone: true, Timestamp: rec.Timestamp}
 		}
 		return out, nil
 	}
@@ -303,7 +236,7 @@ func chunkRecords(code *erasure.Code, slots []chunkSlot, rec storage.Record) ([]
 		return nil, err
 	}
 	for i, s := range slots {
-		out[i] = storage.Record{Key: s.key, Value: chunks[i], Timestamp: rec.Timestamp}
+		out[i] = lww.Record{Key: s.key, Value: chunks[i], Timestamp: rec.Timestamp}
 	}
 	return out, nil
 }

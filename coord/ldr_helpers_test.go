@@ -2,13 +2,13 @@ package coord_test
 
 import (
 	"fmt"
+	"github.com/kuradb/kura/placement"
 	"testing"
 	"time"
 
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
-	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/topology"
 )
@@ -57,7 +57,7 @@ func startLDRCluster(t *testing.T, dataDir string) *embedded.Cluster {
 }
 
 // chunkOwners returns the nodes holding each chunk of key in the coded keyspace.
-func chunkOwners(t *testing.T, c *embedded.Cluster, key []byte) []ring.Member {
+func chunkOwners(t *testing.T, c *embedded.Cluster, key []byte) []placement.Member {
 	t.Helper()
 	owners, err := c.Nodes[0].Coordinator().ChunkOwners(testContext(t), coded.Name, key)
 	if err != nil {
@@ -66,15 +66,15 @@ func chunkOwners(t *testing.T, c *embedded.Cluster, key []byte) []ring.Member {
 	return owners
 }
 
-// placement summarises where a key's chunks are.
-type placement struct {
-	owners  []ring.Member
+// chunkPlacement summarises where a key's chunks are.
+type chunkPlacement struct {
+	owners  []placement.Member
 	perDC   map[string]int
 	perNode map[string]int
 }
 
-func placementOf(t *testing.T, c *embedded.Cluster, key []byte) placement {
-	p := placement{owners: chunkOwners(t, c, key), perDC: map[string]int{}, perNode: map[string]int{}}
+func placementOf(t *testing.T, c *embedded.Cluster, key []byte) chunkPlacement {
+	p := chunkPlacement{owners: chunkOwners(t, c, key), perDC: map[string]int{}, perNode: map[string]int{}}
 	for _, o := range p.owners {
 		p.perDC[o.DC]++
 		p.perNode[o.ID]++
@@ -82,9 +82,9 @@ func placementOf(t *testing.T, c *embedded.Cluster, key []byte) placement {
 	return p
 }
 
-// findKey returns the first key "prefix-N" whose chunk placement satisfies want; keys
-// hash uniformly, so a few hundred tries find any placement these tests ask for.
-func findKey(t *testing.T, c *embedded.Cluster, prefix string, want func(placement) bool) []byte {
+// findKey returns the first key "prefix-N" whose chunk chunkPlacement satisfies want; keys
+// hash uniformly, so a few hundred tries find any chunkPlacement these tests ask for.
+func findKey(t *testing.T, c *embedded.Cluster, prefix string, want func(chunkPlacement) bool) []byte {
 	t.Helper()
 	for i := 0; i < 5000; i++ {
 		key := []byte(fmt.Sprintf("%s-%d", prefix, i))
@@ -92,7 +92,7 @@ func findKey(t *testing.T, c *embedded.Cluster, prefix string, want func(placeme
 			return key
 		}
 	}
-	t.Fatalf("no key with the wanted chunk placement among 5000")
+	t.Fatalf("no key with the wanted chunk chunkPlacement among 5000")
 	return nil
 }
 
@@ -112,7 +112,7 @@ func chunkReadTraffic(c *embedded.Cluster, dc string) (requests, crossedBytes ui
 }
 
 // nodeIn returns a running node of dc that holds no chunk in p, or nil.
-func nodeIn(c *embedded.Cluster, dc string, p placement, not ...string) *node.Node {
+func nodeIn(c *embedded.Cluster, dc string, p chunkPlacement, not ...string) *node.Node {
 	for _, n := range c.Nodes {
 		excluded := p.perNode[n.ID()] > 0 || n.Self().DC != dc
 		for _, id := range not {
@@ -134,7 +134,7 @@ func stopAndWait(t *testing.T, c *embedded.Cluster, observer *node.Node, ids ...
 		}
 	}
 	for _, id := range ids {
-		eventually(t, id+" is seen down", func() bool { return !observer.View().Alive(id) })
+		eventually(t, id+" is seen down", func() bool { return !observer.View().State(id).Reachable() })
 	}
 }
 

@@ -2,110 +2,16 @@ package coord
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"slices"
 	"sort"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/storage"
-	"github.com/kuradb/kura/transport"
 )
-
-// kindChunkRead asks a chunk owner for one chunk. Its request is a ReadRequest (the
-// keyspace and the chunk key); its answer is the stored chunk itself (encodeChunkAnswer),
-// so a remote chunk costs its shard, its 20-byte header and about 60 bytes of framing and
-// request: the generic read's answer would echo the key and wrap the record as well.
-var kindChunkRead = transport.RegisterKind("chunk_read")
-
-// A chunk_read answer is a status byte, then what the status announces.
-const (
-	chunkAbsent    byte = iota + 1 // nothing follows: no record under the chunk key
-	chunkTombstone                 // the delete's timestamp follows, u64 big endian
-	chunkStored                    // the stored chunk follows, header and shard as written
-)
-
-// encodeChunkAnswer is the replica's answer to a chunk_read for what its engine holds.
-// A stored chunk is sent as it is: its header carries the write's timestamp, the code,
-// the index, the length and a checksum, so the record around it adds nothing.
-func encodeChunkAnswer(rec storage.Record, found bool) []byte {
-	switch {
-	case !found:
-		return []byte{chunkAbsent}
-	case rec.Tombstone:
-		return binary.BigEndian.AppendUint64([]byte{chunkTombstone}, uint64(rec.Timestamp))
-	}
-	return append([]byte{chunkStored}, rec.Value...)
-}
-
-// decodeChunkAnswer turns a chunk_read answer for the chunk key back into the record the
-// owner holds. A chunk's record takes the timestamp its header names, unverified:
-// chunkGather.add verifies the chunk and counts a damaged one as missing.
-func decodeChunkAnswer(key, answer []byte) (storage.Record, bool, error) {
-	if len(answer) == 0 {
-		return storage.Record{}, false, errors.New("empty chunk_read answer")
-	}
-	body := answer[1:]
-	switch answer[0] {
-	case chunkAbsent:
-		if len(body) == 0 {
-			return storage.Record{}, false, nil
-		}
-	case chunkTombstone:
-		if len(body) == 8 {
-			return storage.Record{Key: key, Tombstone: true, Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(body))}, true, nil
-		}
-	case chunkStored:
-		timestamp, _ := erasure.HeaderTimestamp(body)
-		return storage.Record{Key: key, Value: body, Timestamp: hlc.Timestamp(timestamp)}, true, nil
-	}
-	return storage.Record{}, false, fmt.Errorf("malformed chunk_read answer: status %d with %d bytes", answer[0], len(body))
-}
-
-// chunkRead is one chunk owner's answer.
-type chunkRead struct {
-	slot chunkSlot
-	readResult
-}
-
-// readChunk asks the owner of slot s for its chunk: directly when it is this node, with a
-// chunk_read otherwise.
-func (c *Coordinator) readChunk(keyspace string, s chunkSlot) chunkRead {
-	fail := func(err error) chunkRead {
-		return chunkRead{slot: s, readResult: readResult{member: s.owner, err: fmt.Errorf("chunk owner %s: %w", s.owner.ID, err)}}
-	}
-	if s.owner.ID == c.view.Self().ID {
-		rec, found, err := c.engine.Get(keyspace, s.key)
-		return chunkRead{slot: s, readResult: readResult{member: s.owner, record: rec, found: found, err: err}}
-	}
-	payload, err := proto.Marshal(&kurav1.ReadRequest{Keyspace: keyspace, Key: s.key})
-	if err != nil {
-		return fail(fmt.Errorf("encode chunk_read: %w", err))
-	}
-	peer, err := c.peer(s.owner)
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := c.replicaContext()
-	defer cancel()
-	answer, err := c.transport.Call(ctx, peer, kindChunkRead, payload)
-	if err != nil {
-		return fail(err)
-	}
-	rec, found, err := decodeChunkAnswer(s.key, answer)
-	if err != nil {
-		return fail(err)
-	}
-	return chunkRead{slot: s, readResult: readResult{member: s.owner, record: rec, found: found}}
-}
 
 // ldrGet reads an erasure-coded key local-first. It asks the nearest chunk owners the
 // level needs (this node, then its DC: when the DC holds k chunks of the key, no request
@@ -113,87 +19,77 @@ func (c *Coordinator) readChunk(keyspace string, s chunkSlot) chunkRead {
 // the missing number more, nearest first, and one more for each failure. It serves the
 // newest version it can rebuild and repairs, in the background, the chunks it found older,
 // missing or corrupt.
-func (c *Coordinator) ldrGet(ctx context.Context, ks schema.Keyspace, key []byte, cl consistency.Level) (storage.Record, bool, error) {
+func (c *Coordinator) ldrGet(ctx context.Context, ks schema.Keyspace, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	code, slots, err := c.chunkSlots(ctx, ks, key)
 	if err != nil {
-		return storage.Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
-	remaining := c.liveSlotsByDistance(slots)
-	if alive := slotCounts(remaining); !required.Satisfied(alive) {
-		return storage.Record{}, false, chunkUnavailable(ks, cl, required, alive)
+	candidates := c.readableSlots(slots)
+	if alive := dcCounts(candidates); !required.Satisfied(alive) {
+		return lww.Record{}, false, chunkUnavailable(ks, cl, required, alive)
 	}
+	gathered := newChunkGather(code)
+	q := &quorum{
+		self:   c.view.Self().ID,
+		groups: []*group{newGroup(required, candidates)},
+		// As many more chunks as the newest version seen lacks beyond those in flight.
+		more:   func(inFlight int) int { return gathered.deficit() - inFlight },
+		enough: func() bool { return gathered.deficit() == 0 },
+	}
+	out, err := gather(ctx, q, func(m placement.Member, ts []target) (chunkAnswer, error) {
+		return c.readChunk(ks.Name, slots[ts[0].slot])
+	}, func(ts []target, a chunkAnswer) { gathered.add(ts[0].slot, a.record, a.found) })
+	switch {
+	case err != nil:
+		return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
+	case out.met || q.groups[0].met():
+		// Met, or every live owner answered and the newest version still lacks chunks:
+		// serve the newest one that can be rebuilt.
+		return c.serveChunks(ks, key, slots, gathered)
+	}
+	return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
+}
 
-	results := make(chan chunkRead, len(remaining))
-	gather := newChunkGather(code)
-	asked := map[string]int{} // per DC, requests sent and not failed
-	inFlight := 0
-	send := func(i int) {
-		s := remaining[i]
-		remaining = slices.Delete(remaining, i, i+1)
-		asked[s.owner.DC]++
-		inFlight++
-		go func() { results <- c.readChunk(ks.Name, s) }()
-	}
-	// askMore sends the requests the level still needs, preferring datacenters it names,
-	// then as many as the newest version lacks chunks beyond those in flight.
-	askMore := func() {
-		for !required.Satisfied(asked) && len(remaining) > 0 {
-			send(pickNeeded(owners(remaining), required, asked))
-		}
-		for deficit := gather.deficit() - inFlight; deficit > 0 && len(remaining) > 0; deficit-- {
-			send(0)
-		}
-	}
-	askMore()
+// chunkAnswer is what a chunk owner holds under one chunk key.
+type chunkAnswer struct {
+	record lww.Record
+	found  bool
+}
 
-	acks := map[string]int{}
-	var lastErr error
-	for inFlight > 0 {
-		select {
-		case r := <-results:
-			inFlight--
-			if r.err != nil {
-				lastErr = r.err
-				asked[r.slot.owner.DC]--
-			} else {
-				acks[r.slot.owner.DC]++
-				gather.add(r.slot.index, r.record, r.found)
-				if required.Satisfied(acks) && gather.deficit() == 0 {
-					return c.serveChunks(ks, key, slots, gather)
-				}
-			}
-			askMore()
-		case <-ctx.Done():
-			return storage.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Cause: ctx.Err()}
-		}
+// readChunk asks the owner of slot s for its chunk, within the replica timeout.
+func (c *Coordinator) readChunk(keyspace string, s chunkSlot) (chunkAnswer, error) {
+	r, err := c.replica(s.owner)
+	if err != nil {
+		return chunkAnswer{}, err
 	}
-	if required.Satisfied(acks) {
-		// Every live owner answered and the newest version still lacks chunks: serve the
-		// newest one that can be rebuilt.
-		return c.serveChunks(ks, key, slots, gather)
+	ctx, cancel := c.replicaContext()
+	defer cancel()
+	rec, found, err := r.ReadChunk(ctx, keyspace, s.key)
+	if err != nil {
+		return chunkAnswer{}, fmt.Errorf("chunk owner %s: %w", s.owner.ID, err)
 	}
-	return storage.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: sum(acks), Cause: lastErr}
+	return chunkAnswer{record: rec, found: found}, nil
 }
 
 // serveChunks rebuilds the version the answers settle on and repairs the chunks that
 // answered with less.
-func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkSlot, gather *chunkGather) (storage.Record, bool, error) {
-	v, err := gather.resolve()
+func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkSlot, chunks *chunkGather) (lww.Record, bool, error) {
+	v, err := chunks.resolve()
 	if err != nil {
-		return storage.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
+		return lww.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
 	}
 	if v == nil {
-		return storage.Record{}, false, nil
+		return lww.Record{}, false, nil
 	}
-	rec := storage.Record{Key: key, Timestamp: v.timestamp, Tombstone: v.tombstone}
+	rec := lww.Record{Key: key, Timestamp: v.timestamp, Tombstone: v.tombstone}
 	if !v.tombstone {
-		if rec.Value, err = gather.code.Decode(v.chunks); err != nil {
-			return storage.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
+		if rec.Value, err = chunks.code.Decode(v.chunks); err != nil {
+			return lww.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
 		}
 	}
-	if stale := gather.stale(v.timestamp); len(stale) > 0 {
-		repairs, err := chunkRecords(gather.code, slots, rec)
+	if stale := chunks.stale(v.timestamp); len(stale) > 0 {
+		repairs, err := chunkRecords(chunks.code, slots, rec)
 		if err != nil {
 			c.log.Warn("read repair of chunks", "keyspace", ks.Name, "err", err)
 		} else {
@@ -203,13 +99,13 @@ func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkS
 		}
 	}
 	if rec.Tombstone {
-		return storage.Record{}, false, nil
+		return lww.Record{}, false, nil
 	}
 	return rec, true, nil
 }
 
-func owners(slots []chunkSlot) []ring.Member {
-	out := make([]ring.Member, len(slots))
+func owners(slots []chunkSlot) []placement.Member {
+	out := make([]placement.Member, len(slots))
 	for i, s := range slots {
 		out[i] = s.owner
 	}
@@ -246,7 +142,7 @@ func newChunkGather(code *erasure.Code) *chunkGather {
 
 // add records what the owner of chunk index answered. A chunk that fails its checksum,
 // or whose header does not match its slot and record, counts as missing.
-func (g *chunkGather) add(index int, rec storage.Record, found bool) {
+func (g *chunkGather) add(index int, rec lww.Record, found bool) {
 	if _, dup := g.answered[index]; dup {
 		return
 	}

@@ -33,7 +33,7 @@ func TestLDRGetAsksLocalChunksFirst(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := findKey(t, c, fmt.Sprintf("local-first-%d", i), func(p placement) bool { return tt.localCount(p.perDC[tt.readerDC]) })
+			key := findKey(t, c, fmt.Sprintf("local-first-%d", i), func(p chunkPlacement) bool { return tt.localCount(p.perDC[tt.readerDC]) })
 			p := placementOf(t, c, key)
 			value := bytes.Repeat([]byte{byte(i)}, 3000)
 			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
@@ -68,7 +68,7 @@ func TestLDRRemoteChunkCostsTheChunkAndItsFraming(t *testing.T) {
 	for _, valueBytes := range []int{3000, 1} {
 		t.Run(fmt.Sprintf("%d-byte value", valueBytes), func(t *testing.T) {
 			// No chunk in b: a get from b fetches exactly k chunks from a.
-			key := findKey(t, c, fmt.Sprintf("framing-%d", valueBytes), func(p placement) bool { return p.perDC["b"] == 0 })
+			key := findKey(t, c, fmt.Sprintf("framing-%d", valueBytes), func(p chunkPlacement) bool { return p.perDC["b"] == 0 })
 			value := bytes.Repeat([]byte{'v'}, valueBytes)
 			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestLDRDegradedReadsWithMMinusKOwnersDown(t *testing.T) {
 	down := coded.Erasure.M - coded.Erasure.K
 	// A key whose chunks lie on m distinct nodes, so that stopping m-k of them removes
 	// exactly m-k chunks.
-	key := findKey(t, c, "degraded", func(p placement) bool { return len(p.perNode) == coded.Erasure.M })
+	key := findKey(t, c, "degraded", func(p chunkPlacement) bool { return len(p.perNode) == coded.Erasure.M })
 	p := placementOf(t, c, key)
 	reader := nodeIn(c, "a", p)
 	if reader == nil {
@@ -129,7 +129,7 @@ func TestLDRDegradedReadsWithMMinusKOwnersDown(t *testing.T) {
 func TestLDRGetServesNewestVersionAndRepairsAnOlderChunk(t *testing.T) {
 	c := startLDRCluster(t, t.TempDir()) // on disk: a restarted node keeps its old chunk
 	ctx := testContext(t)
-	key := findKey(t, c, "versions", func(p placement) bool { return len(p.perNode) == coded.Erasure.M })
+	key := findKey(t, c, "versions", func(p chunkPlacement) bool { return len(p.perNode) == coded.Erasure.M })
 	p := placementOf(t, c, key)
 	stale := p.owners[0].ID
 	writer := nodeIn(c, "a", p)
@@ -153,7 +153,7 @@ func TestLDRGetServesNewestVersionAndRepairsAnOlderChunk(t *testing.T) {
 	if err := c.Restart(stale); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, stale+" is back", func() bool { return reader.View().Alive(stale) })
+	eventually(t, stale+" is back", func() bool { return reader.View().State(stale).Reachable() })
 
 	rec, found, err := reader.Coordinator().Get(ctx, coded.Name, key, consistency.All)
 	if err != nil || !found || string(rec.Value) != "v2" {

@@ -7,9 +7,11 @@ import (
 	"sort"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/storage"
 )
 
 // wholeRing is the one range that covers every token: chunk keys are placed by their own
@@ -22,8 +24,8 @@ var wholeRing = []ring.Range{{}}
 // node's answer bounded (see ldrScanRound). A key's chunks are gathered from the answers
 // and its newest complete version rebuilt as a get would; the level counts, per key, the
 // chunks whose owners answered. Scans do not repair.
-func (c *Coordinator) ldrScan(ctx context.Context, ks schema.Keyspace, start, end []byte, limit int, cl consistency.Level) ([]storage.Record, error) {
-	var out []storage.Record
+func (c *Coordinator) ldrScan(ctx context.Context, ks schema.Keyspace, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
+	var out []lww.Record
 	cursor := start
 	for len(out) < limit {
 		round, err := c.ldrScanRound(ctx, ks, cursor, end, limit-len(out), cl)
@@ -40,17 +42,18 @@ func (c *Coordinator) ldrScan(ctx context.Context, ks schema.Keyspace, start, en
 	return out, nil
 }
 
-// ldrScanRound reads [cursor, end) once from every live node. A node answers at most
+// ldrScanRound reads [cursor, end) once from every readable node. A node answers at most
 // m + 1 + 1.5 × limit × m / nodes chunk records: about 1.5 × limit keys' worth of its
 // share, and always more than the m chunks one key can have on it, so every round
-// finishes at least one key.
+// finishes at least one key. The gatherer asks every node and waits for every answer; the
+// level is judged per key, by the chunks whose owners answered.
 func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, cursor, end []byte, limit int, cl consistency.Level) (roundResult, error) {
-	r, err := c.Ring()
+	members, err := c.placement.Members(ctx)
 	if err != nil {
-		return roundResult{}, err
+		return roundResult{}, routed(err)
 	}
 	m := ks.Erasure.M
-	perNode := m + 1 + 3*limit*m/(2*r.Len())
+	perNode := m + 1 + 3*limit*m/(2*len(members))
 	var lower, upper []byte
 	if cursor != nil {
 		lower = chunkKeyBound(cursor)
@@ -58,59 +61,47 @@ func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, curs
 	if end != nil {
 		upper = chunkKeyBound(end)
 	}
-
-	type nodeAnswer struct {
-		member  ring.Member
-		records []storage.Record
-		err     error
-	}
-	var live []ring.Member
-	for _, member := range r.Members() {
-		if c.view.Alive(member.ID) {
-			live = append(live, member)
+	var live []target
+	for _, member := range members {
+		if member.State.Readable() {
+			live = append(live, target{Member: member})
 		}
 	}
-	answers := make(chan nodeAnswer, len(live))
-	for _, member := range live {
-		go func() {
-			recs, err := c.scanReplica(member, ks, lower, upper, perNode, wholeRing)
-			answers <- nodeAnswer{member: member, records: recs, err: err}
-		}()
-	}
+	q := &quorum{self: c.view.Self().ID, groups: []*group{newGroup(consistency.Requirement{Total: len(live)}, live)}, askAll: true, waitAll: true}
 	answered := map[string]bool{}
-	byKey := map[string]map[int]storage.Record{} // user key -> chunk index -> newest record
+	byKey := map[string]map[int]lww.Record{} // user key -> chunk index -> newest record
 	var cutoff []byte
 	truncated := false
-	for range live {
-		select {
-		case a := <-answers:
-			if a.err != nil {
-				c.log.Debug("scan of chunks", "node", a.member.ID, "err", a.err)
+	_, err = gather(ctx, q, func(member placement.Member, _ []target) ([]lww.Record, error) {
+		recs, err := c.scanReplica(member, replica.ScanRequest{Keyspace: ks.Name, Start: lower, End: upper, Limit: perNode, Ranges: wholeRing})
+		if err != nil {
+			c.log.Debug("scan of chunks", "node", member.ID, "err", err)
+		}
+		return recs, err
+	}, func(ts []target, recs []lww.Record) {
+		answered[ts[0].ID] = true
+		var last []byte
+		for _, rec := range recs {
+			key, index, ok := parseChunkKey(rec.Key)
+			if !ok {
 				continue
 			}
-			answered[a.member.ID] = true
-			var last []byte
-			for _, rec := range a.records {
-				key, index, ok := parseChunkKey(rec.Key)
-				if !ok {
-					continue
-				}
-				last = key
-				chunks := byKey[string(key)]
-				if chunks == nil {
-					chunks = map[int]storage.Record{}
-					byKey[string(key)] = chunks
-				}
-				if old, ok := chunks[index]; !ok || storage.Newer(rec, old) {
-					chunks[index] = rec
-				}
+			last = key
+			chunks := byKey[string(key)]
+			if chunks == nil {
+				chunks = map[int]lww.Record{}
+				byKey[string(key)] = chunks
 			}
-			if len(a.records) >= perNode && (!truncated || bytes.Compare(last, cutoff) < 0) {
-				cutoff, truncated = last, true
+			if old, ok := chunks[index]; !ok || lww.Newer(rec, old) {
+				chunks[index] = rec
 			}
-		case <-ctx.Done():
-			return roundResult{}, &TimeoutError{Level: cl, Cause: ctx.Err()}
 		}
+		if len(recs) >= perNode && (!truncated || bytes.Compare(last, cutoff) < 0) {
+			cutoff, truncated = last, true
+		}
+	})
+	if err != nil {
+		return roundResult{}, &TimeoutError{Level: cl, Cause: err}
 	}
 
 	keys := make([]string, 0, len(byKey))
@@ -136,10 +127,10 @@ func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, curs
 // rebuildScanned resolves one key from the chunk records a scan found: the chunks of
 // owners that answered and had none count as missing, those of owners that did not answer
 // as unanswered.
-func (c *Coordinator) rebuildScanned(ctx context.Context, ks schema.Keyspace, key []byte, found map[int]storage.Record, answered map[string]bool, cl consistency.Level) (storage.Record, bool, error) {
+func (c *Coordinator) rebuildScanned(ctx context.Context, ks schema.Keyspace, key []byte, found map[int]lww.Record, answered map[string]bool, cl consistency.Level) (lww.Record, bool, error) {
 	code, slots, err := c.chunkSlots(ctx, ks, key)
 	if err != nil {
-		return storage.Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	gather := newChunkGather(code)
 	var reached []chunkSlot
@@ -154,18 +145,18 @@ func (c *Coordinator) rebuildScanned(ctx context.Context, ks schema.Keyspace, ke
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
 	if got := slotCounts(reached); !required.Satisfied(got) {
-		return storage.Record{}, false, fmt.Errorf("scan at key %q: %w", key, chunkUnavailable(ks, cl, required, got))
+		return lww.Record{}, false, fmt.Errorf("scan at key %q: %w", key, chunkUnavailable(ks, cl, required, got))
 	}
 	v, err := gather.resolve()
 	if err != nil || v == nil || v.tombstone {
 		if err != nil {
 			err = fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
 		}
-		return storage.Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	value, err := code.Decode(v.chunks)
 	if err != nil {
-		return storage.Record{}, false, fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
+		return lww.Record{}, false, fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
 	}
-	return storage.Record{Key: key, Value: value, Timestamp: v.timestamp}, true, nil
+	return lww.Record{Key: key, Value: value, Timestamp: v.timestamp}, true, nil
 }

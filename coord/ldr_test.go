@@ -2,19 +2,16 @@ package coord
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"testing"
 
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/routing"
-	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/lww"
 )
 
 func TestChunkKeysSortAsTheirUserKeys(t *testing.T) {
@@ -122,13 +119,13 @@ func TestChunkRequirementTable(t *testing.T) {
 }
 
 // chunkRecord returns chunk index of value as its owner would store it.
-func chunkRecord(t *testing.T, code *erasure.Code, value string, ts hlc.Timestamp, index int) storage.Record {
+func chunkRecord(t *testing.T, code *erasure.Code, value string, ts hlc.Timestamp, index int) lww.Record {
 	t.Helper()
 	chunks, err := code.Encode([]byte(value), uint64(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return storage.Record{Key: chunkKey([]byte("k"), index), Value: chunks[index], Timestamp: ts}
+	return lww.Record{Key: chunkKey([]byte("k"), index), Value: chunks[index], Timestamp: ts}
 }
 
 func TestChunkGatherServesTheNewestCompleteVersion(t *testing.T) {
@@ -138,13 +135,13 @@ func TestChunkGatherServesTheNewestCompleteVersion(t *testing.T) {
 	}
 	type answer struct {
 		index int
-		rec   storage.Record
+		rec   lww.Record
 		found bool
 	}
 	old := func(i int) answer { return answer{i, chunkRecord(t, code, "old", 10, i), true} }
 	mid := func(i int) answer { return answer{i, chunkRecord(t, code, "middle", 20, i), true} }
 	tomb := func(i int) answer {
-		return answer{i, storage.Record{Key: chunkKey([]byte("k"), i), Tombstone: true, Timestamp: 30}, true}
+		return answer{i, lww.Record{Key: chunkKey([]byte("k"), i), Tombstone: true, Timestamp: 30}, true}
 	}
 	missing := func(i int) answer { return answer{index: i} }
 	corrupt := func(i int) answer {
@@ -217,90 +214,16 @@ func TestChunkGatherServesTheNewestCompleteVersion(t *testing.T) {
 	}
 }
 
-// fakeRouter owns each key by a fixed table.
-type fakeRouter map[string]string
-
-func (f fakeRouter) Lookup(_ context.Context, key []byte) (routing.Route, error) {
-	owner, ok := f[string(key)]
-	if !ok {
-		return routing.Route{}, routing.ErrNoRing
-	}
-	return routing.Route{Owner: owner}, nil
-}
-
-func (fakeRouter) Name() string { return "fake" }
-
-func TestChunkSlotsFollowTheRouter(t *testing.T) {
-	dir := cluster.NewDirectory(cluster.Node{ID: "n1", DC: "a"})
-	dir.Upsert(cluster.Node{ID: "n2", DC: "b"})
-	router := fakeRouter{}
-	for i := range 3 {
-		router[string(chunkKey([]byte("key"), i))] = []string{"n1", "n2", "n2"}[i]
-	}
-	c := &Coordinator{cfg: Config{Router: router}, view: dir}
-	slots := []chunkSlot{{index: 0, key: chunkKey([]byte("key"), 0)}, {index: 1, key: chunkKey([]byte("key"), 1)}, {index: 2, key: chunkKey([]byte("key"), 2)}}
-	if err := c.routeChunks(context.Background(), slots); err != nil {
-		t.Fatal(err)
-	}
-	if got := fmt.Sprint(slotCounts(slots)); got != "map[a:1 b:2]" {
-		t.Fatalf("chunks per DC = %s, want a:1 b:2", got)
-	}
-	if slots[1].owner.ID != "n2" || slots[0].owner.ID != "n1" {
-		t.Fatalf("owners = %v, %v", slots[0].owner, slots[1].owner)
-	}
-	unrouted := []chunkSlot{{index: 0, key: []byte("nobody owns this")}}
-	if err := c.routeChunks(context.Background(), unrouted); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("unroutable chunk: err = %v, want unavailable", err)
-	}
-}
-
-func TestChunkAnswerCarriesTheStoredChunkAlone(t *testing.T) {
+func TestChunkGatherCountsADamagedChunkMissing(t *testing.T) {
 	code, err := erasure.New(5, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := chunkKey([]byte("k"), 2)
 	chunk := chunkRecord(t, code, "a value", 20, 2)
-	tombstone := storage.Record{Key: key, Tombstone: true, Timestamp: 30}
-	tests := []struct {
-		name        string
-		rec         storage.Record
-		found       bool
-		answerBytes int
-	}{
-		{"absent", storage.Record{}, false, 1},
-		{"tombstone: its timestamp", tombstone, true, 1 + 8},
-		{"chunk: status byte and the chunk", chunk, true, 1 + len(chunk.Value)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			answer := encodeChunkAnswer(tt.rec, tt.found)
-			if len(answer) != tt.answerBytes {
-				t.Fatalf("answer of %d bytes, want %d", len(answer), tt.answerBytes)
-			}
-			rec, found, err := decodeChunkAnswer(key, answer)
-			if err != nil || found != tt.found {
-				t.Fatalf("decode = found %v, %v; want found %v", found, err, tt.found)
-			}
-			if found && (!bytes.Equal(rec.Key, key) || !bytes.Equal(rec.Value, tt.rec.Value) || rec.Timestamp != tt.rec.Timestamp || rec.Tombstone != tt.rec.Tombstone) {
-				t.Fatalf("decoded %+v, want %+v", rec, tt.rec)
-			}
-		})
-	}
-	for _, malformed := range [][]byte{nil, {chunkAbsent, 0}, {chunkTombstone, 1, 2, 3}, {chunkStored + 1}} {
-		if _, _, err := decodeChunkAnswer(key, malformed); err == nil {
-			t.Errorf("decodeChunkAnswer(%v) accepted a malformed answer", malformed)
-		}
-	}
-	// A damaged chunk is passed on as found; the gather counts it missing.
 	damaged := bytes.Clone(chunk.Value)
 	damaged[erasure.HeaderBytes] ^= 1
-	rec, found, err := decodeChunkAnswer(key, encodeChunkAnswer(storage.Record{Key: key, Value: damaged, Timestamp: 20}, true))
-	if err != nil || !found {
-		t.Fatalf("decode of a damaged chunk = found %v, %v", found, err)
-	}
 	g := newChunkGather(code)
-	g.add(2, rec, found)
+	g.add(2, lww.Record{Key: chunk.Key, Value: damaged, Timestamp: 20}, true)
 	if g.corrupt != 1 || len(g.versions) != 0 {
 		t.Fatalf("gather of a damaged chunk: %d corrupt, %d versions; want it counted damaged", g.corrupt, len(g.versions))
 	}

@@ -55,7 +55,7 @@ func TestLDREveryLevelWritesReadsAndDeletes(t *testing.T) {
 func storedBytes(t *testing.T, c *embedded.Cluster) (records int, total int64) {
 	t.Helper()
 	for _, n := range c.Nodes {
-		r, b, err := n.Coordinator().StoredBytes(coded.Name)
+		r, b, err := n.StoredBytes(coded.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestLDRWriteLevelsCountChunksAndHintDownOwners(t *testing.T) {
 	ctx := testContext(t)
 	// Chunk 0's owner holds no other chunk of the key, and the others lie on distinct
 	// nodes, so stopping one owner removes one chunk and stopping three removes three.
-	key := findKey(t, c, "hinted", func(p placement) bool { return len(p.perNode) == coded.Erasure.M })
+	key := findKey(t, c, "hinted", func(p chunkPlacement) bool { return len(p.perNode) == coded.Erasure.M })
 	p := placementOf(t, c, key)
 	writer := nodeIn(c, "a", p)
 	if writer == nil {

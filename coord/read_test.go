@@ -19,7 +19,7 @@ func TestReadRepairsStaleReplica(t *testing.T) {
 	if err := c.Stop(stale); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, stale+" is seen down", func() bool { return !co.View().Alive(stale) })
+	eventually(t, stale+" is seen down", func() bool { return !co.View().State(stale).Reachable() })
 	if _, err := co.Coordinator().Put(ctx, "spread", key, []byte("new"), consistency.Quorum); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestReadRepairsStaleReplica(t *testing.T) {
 	if err := c.Restart(stale); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, stale+" is back", func() bool { return reader.View().Alive(stale) })
+	eventually(t, stale+" is back", func() bool { return reader.View().State(stale).Reachable() })
 	rec, found, err := reader.Coordinator().Get(ctx, "spread", key, consistency.All)
 	if err != nil || !found || string(rec.Value) != "new" {
 		t.Fatalf("ALL read = %q, %v, %v; want new", rec.Value, found, err)

@@ -204,7 +204,7 @@ func (c *Cluster) converged() bool {
 			return false
 		}
 		for j, other := range c.Nodes {
-			if n.View().Alive(other.ID()) == c.stopped[j] {
+			if n.View().State(other.ID()).Reachable() == c.stopped[j] {
 				return false
 			}
 		}

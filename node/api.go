@@ -143,7 +143,7 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 	view := s.node.View()
 	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID}
 	for _, n := range view.Nodes() {
-		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: view.Alive(n.ID), Tokens: n.Tokens})
+		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: view.State(n.ID).Reachable(), Tokens: n.Tokens})
 	}
 	return resp, nil
 }

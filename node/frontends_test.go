@@ -43,7 +43,7 @@ func startFrontEndCluster(t *testing.T, replication string, dcs ...string) []*No
 				return false
 			}
 			for _, other := range nodes {
-				if !n.View().Alive(other.ID()) {
+				if !n.View().State(other.ID()).Reachable() {
 					return false
 				}
 			}

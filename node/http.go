@@ -55,13 +55,14 @@ type PeerStatus struct {
 	Addr       string  `json:"addr"`
 	ClientAddr string  `json:"client_addr,omitempty"`
 	Alive      bool    `json:"alive"`
+	State      string  `json:"state"` // up, down, joining, leaving, asleep
 	RingShare  float64 `json:"ring_share"`
 }
 
 // Status describes the node. A node's ring share is the fraction of the token space whose
 // first replica it is.
 func (n *Node) Status() (Status, error) {
-	r, err := n.coord.Ring()
+	r, err := n.Ring()
 	if err != nil {
 		return Status{}, err
 	}
@@ -76,7 +77,7 @@ func (n *Node) Status() (Status, error) {
 		}
 		st.Peers = append(st.Peers, PeerStatus{
 			ID: p.ID, DC: p.DC, Addr: p.Addr, ClientAddr: p.ClientAddr,
-			Alive: n.directory.Alive(p.ID), RingShare: r.Share(p.ID),
+			Alive: n.directory.State(p.ID).Reachable(), State: n.directory.State(p.ID).String(), RingShare: r.Share(p.ID),
 		})
 	}
 	return st, nil

@@ -58,7 +58,7 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 	}
 	var wg sync.WaitGroup
 	for _, node := range n.directory.Nodes() {
-		if node.ID == n.cfg.ID || !n.directory.Alive(node.ID) {
+		if node.ID == n.cfg.ID || !n.directory.State(node.ID).Reachable() {
 			continue
 		}
 		wg.Add(1)

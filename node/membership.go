@@ -102,8 +102,12 @@ func (g *gossip) onChange(ch driver.Change) {
 		g.n.directory.Upsert(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens})
 	}
 	alive := ch.Known && m.Alive
-	if g.n.directory.SetAlive(m.ID, alive) {
-		g.n.log.Info("peer state", "peer", m.ID, "alive", alive, "event", ch.Event.Kind)
+	state := cluster.StateDown
+	if alive {
+		state = cluster.StateUp
+	}
+	if g.n.directory.SetState(m.ID, state) {
+		g.n.log.Info("peer state", "peer", m.ID, "state", state, "event", ch.Event.Kind)
 	}
 	if digest := m.AppState[keySchema]; alive && digest != "" && digest != digestString(g.n.catalog.Digest()) {
 		go g.pullSchema(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr})

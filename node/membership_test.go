@@ -29,7 +29,7 @@ func TestMissedKeyspaceArrivesThroughGossip(t *testing.T) {
 	a := startNode(t, "a", "dc1")
 	b := startNode(t, "b", "dc1", a.Addr())
 	waitUntil(t, "a and b know each other", func() bool {
-		return a.View().Alive("b") && b.View().Alive("a")
+		return a.View().State("b").Reachable() && b.View().State("a").Reachable()
 	})
 	// Define the keyspace on a alone, as if the announcement to b had been lost.
 	ks, err := schema.Keyspace{Name: "quiet", Replication: "simple=1", Timestamp: a.clock.Now()}.Compile()

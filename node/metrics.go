@@ -21,7 +21,7 @@ func (n *Node) newMetrics() *metrics.Registry {
 func (n *Node) gauges() metrics.Gauges {
 	g := metrics.Gauges{StorageDiskBytes: n.engine.Stats().DiskBytes}
 	for _, member := range n.directory.Nodes() {
-		if n.directory.Alive(member.ID) {
+		if n.directory.State(member.ID).Reachable() {
 			g.MembersAlive++
 		} else {
 			g.MembersDown++

@@ -18,9 +18,13 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hints"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/metrics"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/schema"
@@ -94,6 +98,9 @@ type Node struct {
 	directory *cluster.Directory
 	catalog   *schema.Catalog
 	transport *transport.Transport
+	ring      *placement.Ring
+	local     *replica.Local
+	replicas  *replica.Server
 	coord     *coord.Coordinator
 	gossip    *gossip
 	dht       *dhtRuntime // nil with onehop routing
@@ -172,12 +179,7 @@ func (n *Node) open() error {
 	if n.gossip, err = newGossip(n); err != nil {
 		return err
 	}
-	coordCfg := coord.Config{
-		Limits:         n.cfg.Limits,
-		ReplicaTimeout: n.cfg.ReplicaTimeout,
-		Vnodes:         n.cfg.Vnodes,
-		Logger:         n.log,
-	}
+	var place placement.Placement
 	if n.cfg.Routing != "" && n.cfg.Routing != "onehop" {
 		protocol, err := chord.ParseProtocol(n.cfg.Routing)
 		if err != nil {
@@ -186,12 +188,25 @@ func (n *Node) open() error {
 		if n.dht, err = newDHTRuntime(n, protocol); err != nil {
 			return err
 		}
-		coordCfg.Router = n.dht.dht
 		// Scans read ranges from the directory's ring: with one token per node at the
 		// DHT's own positions it is the DHT's ring.
-		coordCfg.Vnodes = 1
+		n.ring = placement.NewRing(n.directory, 1)
+		place = placement.NewDHT(n.dht.dht, n.directory, n.ring)
+	} else {
+		n.ring = placement.NewRing(n.directory, n.cfg.Vnodes)
+		place = n.ring
 	}
-	n.coord = coord.New(coordCfg, n.directory, n.catalog, n.engine, n.transport, n.clock, proximity{n})
+	n.local = replica.NewLocal(n.engine, n.catalog)
+	n.replicas = replica.NewServer(n.local, n.clock)
+	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
+		View:      n.directory,
+		Keyspaces: n.catalog,
+		Placement: place,
+		Replicas:  replica.NewSet(n.cfg.ID, n.local, n.transport),
+		Hints:     hints.NewStore(n.engine),
+		Clock:     n.clock,
+		Proximity: proximity{n},
+	})
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
@@ -229,6 +244,14 @@ func (n *Node) View() cluster.View { return n.directory }
 
 // Coordinator returns the node's coordinator, for in-process callers.
 func (n *Node) Coordinator() *coord.Coordinator { return n.coord }
+
+// Ring returns the token ring of the nodes this node knows.
+func (n *Node) Ring() (*ring.Ring, error) { return n.ring.Ring() }
+
+// StoredBytes returns how many records this node stores for keyspace and their bytes.
+func (n *Node) StoredBytes(keyspace string) (records int, total int64, err error) {
+	return n.local.StoredBytes(keyspace)
+}
 
 // Stats returns the node's transport counters.
 func (n *Node) Stats() *transport.Stats { return n.transport.Stats() }
@@ -310,8 +333,8 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return nil, ctx.Err()
 	}
 	switch {
-	case coord.Handles(kind):
-		return n.coord.Handle(ctx, from, kind, payload)
+	case replica.Handles(kind):
+		return n.replicas.Handle(ctx, from, kind, payload)
 	case driver.Handles(kind):
 		return n.gossip.driver.Handle(ctx, from, kind, payload)
 	case kind == kindSchemaPull:

@@ -69,7 +69,7 @@ func TestNodesJoinThroughSeedsAndShareKeyspaces(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a sees b down", func() bool { return !a.View().Alive("b") })
+	waitUntil(t, "a sees b down", func() bool { return !a.View().State("b").Reachable() })
 	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), consistency.All); err == nil {
 		t.Fatal("ALL succeeded with a replica down")
 	}

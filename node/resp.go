@@ -56,7 +56,7 @@ func (b respBackend) Info() resp.Info {
 		Durable:      !n.cfg.InMemory,
 	}
 	for _, member := range n.directory.Nodes() {
-		info.Nodes = append(info.Nodes, resp.NodeState{ID: member.ID, DC: member.DC, Addr: member.Addr, Alive: n.directory.Alive(member.ID)})
+		info.Nodes = append(info.Nodes, resp.NodeState{ID: member.ID, DC: member.DC, Addr: member.Addr, Alive: n.directory.State(member.ID).Reachable()})
 	}
 	if hints, err := n.coord.HintsPending(); err == nil {
 		info.HintsPending = hints

@@ -112,7 +112,7 @@ func (r *dhtRuntime) join() {
 		via = append(via, peerOf(node))
 	}
 	for _, node := range r.n.directory.Nodes() {
-		if node.ID != r.n.cfg.ID && node.ID != founder && r.n.directory.Alive(node.ID) {
+		if node.ID != r.n.cfg.ID && node.ID != founder && r.n.directory.State(node.ID).Reachable() {
 			via = append(via, peerOf(node))
 		}
 	}
@@ -138,7 +138,7 @@ func (r *dhtRuntime) founder() (string, bool) {
 		fallback := time.Since(r.started) > foundFallback
 		founder := self
 		for _, p := range r.n.cfg.Peers {
-			if p.ID < founder && (!fallback || r.n.directory.Alive(p.ID)) {
+			if p.ID < founder && (!fallback || r.n.directory.State(p.ID).Reachable()) {
 				founder = p.ID
 			}
 		}

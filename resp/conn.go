@@ -3,12 +3,12 @@ package resp
 import (
 	"context"
 	"errors"
+	"github.com/kuradb/kura/lww"
 	"io"
 	"net"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/storage"
 )
 
 // conn is one client connection and its state.
@@ -100,7 +100,7 @@ func (c *conn) ctx() context.Context { return c.s.ctx }
 
 // The four operations the commands are made of, each reported to Config.Observe.
 
-func (c *conn) get(key []byte) (storage.Record, bool, error) {
+func (c *conn) get(key []byte) (lww.Record, bool, error) {
 	start := time.Now()
 	rec, found, err := c.s.cfg.Backend.Get(c.ctx(), c.keyspace, key, c.level)
 	c.observe("get", start, err)
@@ -121,7 +121,7 @@ func (c *conn) delete(key []byte) error {
 	return err
 }
 
-func (c *conn) scan(start, end []byte, limit int) ([]storage.Record, error) {
+func (c *conn) scan(start, end []byte, limit int) ([]lww.Record, error) {
 	began := time.Now()
 	recs, err := c.s.cfg.Backend.Scan(c.ctx(), c.keyspace, start, end, limit, c.level)
 	c.observe("scan", began, err)

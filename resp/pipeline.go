@@ -1,7 +1,5 @@
 package resp
 
-import "github.com/kuradb/kura/storage"
-
 // Pipelined reads run concurrently. A client that pipelines GETs waits for all their
 // replies anyway, and each read may cross the network to replicas, so the connection
 // issues them together instead of one round trip after the other; the replies keep the
@@ -10,6 +8,8 @@ import "github.com/kuradb/kura/storage"
 // Concurrent reads are like reads sent on separate connections: of two keys written in
 // order by another client, a pipeline may see the second key's new value and the first
 // key's old one.
+
+import "github.com/kuradb/kura/lww"
 
 // readBatchMax bounds the reads of one concurrent batch.
 const readBatchMax = 64
@@ -26,7 +26,7 @@ func (c *conn) isRead(args [][]byte) bool {
 // read is one GET of a batch and its outcome.
 type read struct {
 	key   []byte
-	rec   storage.Record
+	rec   lww.Record
 	found bool
 	err   error
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kuradb/kura/lww"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/storage"
 )
 
 // gatedBackend holds every Get until want Gets are in flight together, so that only
@@ -23,7 +23,7 @@ type gatedBackend struct {
 	open    chan struct{}
 }
 
-func (g *gatedBackend) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (storage.Record, bool, error) {
+func (g *gatedBackend) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	g.mu.Lock()
 	if g.waiting++; g.waiting == g.want {
 		close(g.open)
@@ -33,7 +33,7 @@ func (g *gatedBackend) Get(ctx context.Context, keyspace string, key []byte, cl 
 	case <-g.open:
 		return g.fakeBackend.Get(ctx, keyspace, key, cl)
 	case <-time.After(2 * time.Second):
-		return storage.Record{}, false, errors.New("reads were not concurrent")
+		return lww.Record{}, false, errors.New("reads were not concurrent")
 	}
 }
 

@@ -8,6 +8,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"github.com/kuradb/kura/lww"
 	"log/slog"
 	"net"
 	"sync"
@@ -18,17 +19,16 @@ import (
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/storage"
 )
 
 // Backend is what the front end serves from: the node's coordinator for data, the node
 // for keyspaces and INFO.
 type Backend interface {
 	// Get, Put, Delete and Scan are the coordinator's operations (coord.Coordinator).
-	Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (storage.Record, bool, error)
+	Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error)
 	Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error)
 	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
-	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]storage.Record, error)
+	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error)
 	// Keyspace returns a keyspace's definition, or an error wrapping schema.ErrNoKeyspace.
 	Keyspace(name string) (schema.Keyspace, error)
 	// Info returns the node's facts for INFO; it may be costly (it counts hints).

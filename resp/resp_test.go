@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kuradb/kura/lww"
 	"io"
 	"net"
 	"sort"
@@ -18,7 +19,6 @@ import (
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/storage"
 )
 
 // fakeBackend is an in-memory Backend: keyspaces of sorted keys. Key "broken" fails
@@ -44,18 +44,18 @@ func (f *fakeBackend) record(op, keyspace string, cl consistency.Level) (map[str
 	return ks, nil
 }
 
-func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl consistency.Level) (storage.Record, bool, error) {
+func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ks, err := f.record("get", keyspace, cl)
 	if err != nil {
-		return storage.Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	if string(key) == "broken" {
-		return storage.Record{}, false, errBroken
+		return lww.Record{}, false, errBroken
 	}
 	v, ok := ks[string(key)]
-	return storage.Record{Key: key, Value: v}, ok, nil
+	return lww.Record{Key: key, Value: v}, ok, nil
 }
 
 func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error) {
@@ -83,7 +83,7 @@ func (f *fakeBackend) Delete(_ context.Context, keyspace string, key []byte, cl 
 	return 1, nil
 }
 
-func (f *fakeBackend) Scan(_ context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]storage.Record, error) {
+func (f *fakeBackend) Scan(_ context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ks, err := f.record("scan", keyspace, cl)
@@ -100,9 +100,9 @@ func (f *fakeBackend) Scan(_ context.Context, keyspace string, start, end []byte
 		}
 	}
 	sort.Strings(keys)
-	var out []storage.Record
+	var out []lww.Record
 	for _, k := range keys[:min(limit, len(keys))] {
-		out = append(out, storage.Record{Key: []byte(k), Value: ks[k]})
+		out = append(out, lww.Record{Key: []byte(k), Value: ks[k]})
 	}
 	return out, nil
 }

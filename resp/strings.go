@@ -1,9 +1,8 @@
 package resp
 
 import (
+	"github.com/kuradb/kura/lww"
 	"sync"
-
-	"github.com/kuradb/kura/storage"
 )
 
 // The string commands. Every key is a string in kura. Options that make Redis read before
@@ -17,7 +16,7 @@ func getCommand(c *conn, args [][]byte) {
 }
 
 // replyGet answers a read: the value, null for a missing key, or the error.
-func (c *conn) replyGet(rec storage.Record, found bool, err error) {
+func (c *conn) replyGet(rec lww.Record, found bool, err error) {
 	if err != nil {
 		c.w.Error(errorReply(err))
 		return
@@ -26,7 +25,7 @@ func (c *conn) replyGet(rec storage.Record, found bool, err error) {
 }
 
 // writeValue writes a record's value, or null for a missing key.
-func (c *conn) writeValue(rec storage.Record, found bool) {
+func (c *conn) writeValue(rec lww.Record, found bool) {
 	if !found {
 		c.w.Null()
 		return
@@ -61,7 +60,7 @@ func setCommand(c *conn, args [][]byte) {
 		return
 	}
 	key, value := args[1], args[2]
-	var old storage.Record
+	var old lww.Record
 	var found bool
 	if nx || xx || get {
 		var err error
@@ -139,7 +138,7 @@ func existsCommand(c *conn, args [][]byte) {
 
 func mgetCommand(c *conn, args [][]byte) {
 	keys := args[1:]
-	recs := make([]storage.Record, len(keys))
+	recs := make([]lww.Record, len(keys))
 	found := make([]bool, len(keys))
 	err := forEach(len(keys), func(i int) error {
 		var err error

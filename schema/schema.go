@@ -7,6 +7,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"github.com/kuradb/kura/lww"
 	"hash/fnv"
 	"regexp"
 	"sort"
@@ -214,15 +215,15 @@ func (c *Catalog) Digest() uint64 {
 // The catalog stores a keyspace as key = name, value = "replication\x00partitioner",
 // followed by "\x00M,K" for an erasure-coded keyspace (entries written before erasure
 // coding existed have two fields and read as replicated).
-func encode(k Keyspace) storage.Record {
+func encode(k Keyspace) lww.Record {
 	value := k.Replication + "\x00" + k.Partitioner
 	if k.Erasure.Enabled() {
 		value += "\x00" + k.Erasure.String()
 	}
-	return storage.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
+	return lww.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
 }
 
-func decode(r storage.Record) (Keyspace, error) {
+func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
 	if len(fields) != 2 && len(fields) != 3 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)

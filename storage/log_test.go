@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"github.com/kuradb/kura/lww"
 	"log/slog"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestOpenRoutesPebbleLogsToDebug(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Apply("ks", Record{Key: []byte("k"), Timestamp: 1}); err != nil {
+			if _, err := e.Apply("ks", lww.Record{Key: []byte("k"), Timestamp: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if err := e.Close(); err != nil {

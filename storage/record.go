@@ -7,16 +7,8 @@ import (
 	"fmt"
 
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 )
-
-// Record is one versioned value of a key. Records of a key are reconciled by Newer,
-// last writer wins.
-type Record struct {
-	Key       []byte
-	Value     []byte // empty (possibly nil) for a tombstone
-	Timestamp hlc.Timestamp
-	Tombstone bool // a delete, kept so that it wins over older values on other replicas
-}
 
 // ErrInvalidRecord reports a record the engine refuses to store.
 var ErrInvalidRecord = errors.New("storage: invalid record")
@@ -24,24 +16,10 @@ var ErrInvalidRecord = errors.New("storage: invalid record")
 // ErrCorrupt reports a stored key or value that cannot be decoded.
 var ErrCorrupt = errors.New("storage: corrupt record")
 
-// Newer reports whether a should replace b. The higher timestamp wins; on equal
-// timestamps a tombstone beats a value, then the larger value (bytes.Compare) wins.
-// The order is total on (timestamp, tombstone, value), so replicas converge to the same
-// record whatever order the writes arrive in. Keys are not compared.
-func Newer(a, b Record) bool {
-	if a.Timestamp != b.Timestamp {
-		return a.Timestamp > b.Timestamp
-	}
-	if a.Tombstone != b.Tombstone {
-		return a.Tombstone
-	}
-	return bytes.Compare(a.Value, b.Value) > 0
-}
-
-// validate refuses records that would break reconciliation: a zero timestamp means
+// validateRecord refuses records that would break reconciliation: a zero timestamp means
 // "none" and cannot be ordered, and a tombstone carrying a value would compare
 // differently on replicas that dropped it.
-func (r Record) validate() error {
+func validateRecord(r lww.Record) error {
 	if r.Timestamp == 0 {
 		return fmt.Errorf("%w: key %q has no timestamp", ErrInvalidRecord, r.Key)
 	}
@@ -66,7 +44,7 @@ const (
 )
 
 // encodeValue returns the on-disk form of r's timestamp, tombstone flag and value.
-func encodeValue(r Record) []byte {
+func encodeValue(r lww.Record) []byte {
 	encoded := make([]byte, valueHeaderSize, valueHeaderSize+len(r.Value))
 	encoded[0] = valueVersion
 	if r.Tombstone {
@@ -79,25 +57,25 @@ func encodeValue(r Record) []byte {
 // decodeValue parses an on-disk value into a Record for key, copying the bytes so the
 // result outlives Pebble's buffer. Malformed input yields an error wrapping ErrCorrupt
 // that names the key.
-func decodeValue(key, encoded []byte) (Record, error) {
+func decodeValue(key, encoded []byte) (lww.Record, error) {
 	if len(encoded) < valueHeaderSize {
-		return Record{}, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, key, len(encoded), valueHeaderSize)
+		return lww.Record{}, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, key, len(encoded), valueHeaderSize)
 	}
 	if encoded[0] != valueVersion {
-		return Record{}, fmt.Errorf("%w: key %q: unknown value format version %d", ErrCorrupt, key, encoded[0])
+		return lww.Record{}, fmt.Errorf("%w: key %q: unknown value format version %d", ErrCorrupt, key, encoded[0])
 	}
 	flags := encoded[1]
 	if flags&^flagTombstone != 0 {
-		return Record{}, fmt.Errorf("%w: key %q: unknown flags %#x", ErrCorrupt, key, flags)
+		return lww.Record{}, fmt.Errorf("%w: key %q: unknown flags %#x", ErrCorrupt, key, flags)
 	}
-	r := Record{
+	r := lww.Record{
 		Key:       bytes.Clone(key),
 		Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(encoded[2:valueHeaderSize])),
 		Tombstone: flags&flagTombstone != 0,
 	}
 	if value := encoded[valueHeaderSize:]; len(value) > 0 {
 		if r.Tombstone {
-			return Record{}, fmt.Errorf("%w: key %q: tombstone carries a %d-byte value", ErrCorrupt, key, len(value))
+			return lww.Record{}, fmt.Errorf("%w: key %q: tombstone carries a %d-byte value", ErrCorrupt, key, len(value))
 		}
 		r.Value = bytes.Clone(value)
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kuradb/kura/lww"
 	"hash/maphash"
 	"io"
 	"log/slog"
@@ -184,8 +185,8 @@ func (e *Engine) enter() error {
 // Apply writes r into keyspace ks if it is Newer than the stored record of r.Key (or
 // none is stored) and reports whether it did. An applied write is synced to the
 // write-ahead log before Apply returns, so it survives the process being killed.
-func (e *Engine) Apply(ks string, r Record) (applied bool, err error) {
-	n, err := e.ApplyBatch(ks, []Record{r})
+func (e *Engine) Apply(ks string, r lww.Record) (applied bool, err error) {
+	n, err := e.ApplyBatch(ks, []lww.Record{r})
 	return n == 1, err
 }
 
@@ -193,13 +194,13 @@ func (e *Engine) Apply(ks string, r Record) (applied bool, err error) {
 // two records of one key the Newer wins), and commits them in one synced batch. It
 // returns how many records were written. An invalid record fails the whole batch
 // before anything is written.
-func (e *Engine) ApplyBatch(ks string, rs []Record) (applied int, err error) {
+func (e *Engine) ApplyBatch(ks string, rs []lww.Record) (applied int, err error) {
 	if err := validateKeyspace(ks); err != nil {
 		return 0, err
 	}
 	keys := make([][]byte, len(rs))
 	for i, r := range rs {
-		if err := r.validate(); err != nil {
+		if err := validateRecord(r); err != nil {
 			return 0, err
 		}
 		keys[i] = encodeKey(ks, r.Key)
@@ -220,7 +221,7 @@ func (e *Engine) ApplyBatch(ks string, rs []Record) (applied int, err error) {
 		if err != nil {
 			return 0, fmt.Errorf("storage: apply to keyspace %q: %w", ks, err)
 		}
-		if found && !Newer(r, current) {
+		if found && !lww.Newer(r, current) {
 			continue
 		}
 		if err := batch.Set(keys[i], encodeValue(r), nil); err != nil {
@@ -239,17 +240,17 @@ func (e *Engine) ApplyBatch(ks string, rs []Record) (applied int, err error) {
 
 // Get returns the record stored for key in keyspace ks. A tombstone is returned as
 // found with r.Tombstone set, so callers can reconcile it against other replicas.
-func (e *Engine) Get(ks string, key []byte) (r Record, found bool, err error) {
+func (e *Engine) Get(ks string, key []byte) (r lww.Record, found bool, err error) {
 	if err := validateKeyspace(ks); err != nil {
-		return Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	if err := e.enter(); err != nil {
-		return Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	defer e.closeMu.RUnlock()
 	r, found, err = readRecord(e.db, key, encodeKey(ks, key))
 	if err != nil {
-		return Record{}, false, fmt.Errorf("storage: get from keyspace %q: %w", ks, err)
+		return lww.Record{}, false, fmt.Errorf("storage: get from keyspace %q: %w", ks, err)
 	}
 	return r, found, nil
 }
@@ -259,7 +260,7 @@ func (e *Engine) Get(ks string, key []byte) (r Record, found bool, err error) {
 // included only when withTombstones. When filter is non-nil only keys it accepts are
 // returned; the key passed to it is valid only during the call. At most limit records
 // are returned, all when limit <= 0.
-func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]Record, error) {
+func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error) {
 	if err := validateKeyspace(ks); err != nil {
 		return nil, err
 	}
@@ -282,7 +283,7 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 	if err != nil {
 		return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
 	}
-	var records []Record
+	var records []lww.Record
 	prefixLen := len(ks) + 1
 	for valid := iter.First(); valid && (limit <= 0 || len(records) < limit); valid = iter.Next() {
 		userKey := iter.Key()[prefixLen:]
@@ -471,18 +472,18 @@ type pebbleReader interface {
 }
 
 // readRecord reads and decodes the record at encodedKey, whose user key is userKey.
-func readRecord(reader pebbleReader, userKey, encodedKey []byte) (r Record, found bool, err error) {
+func readRecord(reader pebbleReader, userKey, encodedKey []byte) (r lww.Record, found bool, err error) {
 	value, closer, err := reader.Get(encodedKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return Record{}, false, nil
+		return lww.Record{}, false, nil
 	}
 	if err != nil {
-		return Record{}, false, fmt.Errorf("read key %q: %w", userKey, err)
+		return lww.Record{}, false, fmt.Errorf("read key %q: %w", userKey, err)
 	}
 	defer closer.Close()
 	r, err = decodeValue(userKey, value)
 	if err != nil {
-		return Record{}, false, err
+		return lww.Record{}, false, err
 	}
 	return r, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kuradb/kura/lww"
 	"os"
 	"os/exec"
 	"slices"
@@ -32,16 +33,16 @@ func openMem(t *testing.T, opts Options) *Engine {
 	return e
 }
 
-func put(key, value string, ts hlc.Timestamp) Record {
-	return Record{Key: []byte(key), Value: []byte(value), Timestamp: ts}
+func put(key, value string, ts hlc.Timestamp) lww.Record {
+	return lww.Record{Key: []byte(key), Value: []byte(value), Timestamp: ts}
 }
 
-func del(key string, ts hlc.Timestamp) Record {
-	return Record{Key: []byte(key), Timestamp: ts, Tombstone: true}
+func del(key string, ts hlc.Timestamp) lww.Record {
+	return lww.Record{Key: []byte(key), Timestamp: ts, Tombstone: true}
 }
 
 // describe renders records compactly for comparison in failure messages.
-func describe(rs ...Record) string {
+func describe(rs ...lww.Record) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		if r.Tombstone {
@@ -54,7 +55,7 @@ func describe(rs ...Record) string {
 }
 
 // mustApply applies rs one by one to ks and fails the test on error.
-func mustApply(t *testing.T, e *Engine, ks string, rs ...Record) {
+func mustApply(t *testing.T, e *Engine, ks string, rs ...lww.Record) {
 	t.Helper()
 	for _, r := range rs {
 		if _, err := e.Apply(ks, r); err != nil {
@@ -64,7 +65,7 @@ func mustApply(t *testing.T, e *Engine, ks string, rs ...Record) {
 }
 
 // mustGet returns the record of key in ks, or fails the test.
-func mustGet(t *testing.T, e *Engine, ks, key string) (Record, bool) {
+func mustGet(t *testing.T, e *Engine, ks, key string) (lww.Record, bool) {
 	t.Helper()
 	r, found, err := e.Get(ks, []byte(key))
 	if err != nil {
@@ -76,21 +77,21 @@ func mustGet(t *testing.T, e *Engine, ks, key string) (Record, bool) {
 func TestApplyLastWriterWins(t *testing.T) {
 	tests := []struct {
 		name        string
-		writes      []Record
+		writes      []lww.Record
 		wantApplied []bool
-		want        Record
+		want        lww.Record
 	}{
-		{"first write", []Record{put("k", "a", 1)}, []bool{true}, put("k", "a", 1)},
-		{"newer replaces", []Record{put("k", "a", 1), put("k", "b", 2)}, []bool{true, true}, put("k", "b", 2)},
-		{"older after newer is not applied", []Record{put("k", "b", 2), put("k", "a", 1)}, []bool{true, false}, put("k", "b", 2)},
-		{"duplicate is not applied", []Record{put("k", "a", 1), put("k", "a", 1)}, []bool{true, false}, put("k", "a", 1)},
-		{"equal timestamp, larger value wins", []Record{put("k", "a", 5), put("k", "b", 5)}, []bool{true, true}, put("k", "b", 5)},
-		{"equal timestamp, smaller value loses", []Record{put("k", "b", 5), put("k", "a", 5)}, []bool{true, false}, put("k", "b", 5)},
-		{"tombstone replaces older value", []Record{put("k", "a", 1), del("k", 2)}, []bool{true, true}, del("k", 2)},
-		{"tombstone beats value at equal timestamp", []Record{put("k", "a", 5), del("k", 5)}, []bool{true, true}, del("k", 5)},
-		{"value loses to tombstone at equal timestamp", []Record{del("k", 5), put("k", "a", 5)}, []bool{true, false}, del("k", 5)},
-		{"older value does not resurrect", []Record{del("k", 5), put("k", "a", 4)}, []bool{true, false}, del("k", 5)},
-		{"newer value after tombstone", []Record{del("k", 5), put("k", "a", 6)}, []bool{true, true}, put("k", "a", 6)},
+		{"first write", []lww.Record{put("k", "a", 1)}, []bool{true}, put("k", "a", 1)},
+		{"newer replaces", []lww.Record{put("k", "a", 1), put("k", "b", 2)}, []bool{true, true}, put("k", "b", 2)},
+		{"older after newer is not applied", []lww.Record{put("k", "b", 2), put("k", "a", 1)}, []bool{true, false}, put("k", "b", 2)},
+		{"duplicate is not applied", []lww.Record{put("k", "a", 1), put("k", "a", 1)}, []bool{true, false}, put("k", "a", 1)},
+		{"equal timestamp, larger value wins", []lww.Record{put("k", "a", 5), put("k", "b", 5)}, []bool{true, true}, put("k", "b", 5)},
+		{"equal timestamp, smaller value loses", []lww.Record{put("k", "b", 5), put("k", "a", 5)}, []bool{true, false}, put("k", "b", 5)},
+		{"tombstone replaces older value", []lww.Record{put("k", "a", 1), del("k", 2)}, []bool{true, true}, del("k", 2)},
+		{"tombstone beats value at equal timestamp", []lww.Record{put("k", "a", 5), del("k", 5)}, []bool{true, true}, del("k", 5)},
+		{"value loses to tombstone at equal timestamp", []lww.Record{del("k", 5), put("k", "a", 5)}, []bool{true, false}, del("k", 5)},
+		{"older value does not resurrect", []lww.Record{del("k", 5), put("k", "a", 4)}, []bool{true, false}, del("k", 5)},
+		{"newer value after tombstone", []lww.Record{del("k", 5), put("k", "a", 6)}, []bool{true, true}, put("k", "a", 6)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,18 +116,18 @@ func TestApplyLastWriterWins(t *testing.T) {
 func TestApplyBatch(t *testing.T) {
 	tests := []struct {
 		name        string
-		stored      []Record
-		batch       []Record
+		stored      []lww.Record
+		batch       []lww.Record
 		wantApplied int
 		wantScan    string
 	}{
 		{"empty batch", nil, nil, 0, ""},
-		{"new keys", nil, []Record{put("a", "1", 1), put("b", "2", 1)}, 2, "a@1=1 b@1=2"},
-		{"mix of newer and older", []Record{put("a", "old", 5), put("b", "old", 5)},
-			[]Record{put("a", "new", 6), put("b", "stale", 4)}, 1, "a@6=new b@5=old"},
+		{"new keys", nil, []lww.Record{put("a", "1", 1), put("b", "2", 1)}, 2, "a@1=1 b@1=2"},
+		{"mix of newer and older", []lww.Record{put("a", "old", 5), put("b", "old", 5)},
+			[]lww.Record{put("a", "new", 6), put("b", "stale", 4)}, 1, "a@6=new b@5=old"},
 		{"repeated key: newest wins in either order", nil,
-			[]Record{put("a", "x", 2), put("a", "y", 1), put("b", "y", 1), put("b", "x", 2)}, 3, "a@2=x b@2=x"},
-		{"tombstone in batch", []Record{put("a", "1", 1)}, []Record{del("a", 2)}, 1, "a@2:deleted"},
+			[]lww.Record{put("a", "x", 2), put("a", "y", 1), put("b", "y", 1), put("b", "x", 2)}, 3, "a@2=x b@2=x"},
+		{"tombstone in batch", []lww.Record{put("a", "1", 1)}, []lww.Record{del("a", 2)}, 1, "a@2:deleted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,7 +153,7 @@ func TestApplyBatch(t *testing.T) {
 
 func TestApplyBatchInvalidRecordWritesNothing(t *testing.T) {
 	e := openMem(t, Options{})
-	batch := []Record{put("a", "1", 1), put("b", "2", 0)}
+	batch := []lww.Record{put("a", "1", 1), put("b", "2", 0)}
 	if _, err := e.ApplyBatch("ks", batch); !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("ApplyBatch error = %v, want ErrInvalidRecord", err)
 	}
@@ -335,7 +336,7 @@ func TestCollectGarbage(t *testing.T) {
 		put("old-value", "v", age(100*grace)))
 	mustApply(t, e, "y", del("old-tombstone", age(2*grace)))
 	// Enough expired tombstones to span several collection chunks.
-	var many []Record
+	var many []lww.Record
 	for i := range 2*gcChunkKeys + 1 {
 		many = append(many, del(fmt.Sprintf("k%05d", i), age(2*grace)))
 	}
@@ -394,7 +395,7 @@ func TestInvalidInputIsRefused(t *testing.T) {
 		call func(ks string) error
 	}{
 		{"Apply", func(ks string) error { _, err := e.Apply(ks, valid); return err }},
-		{"ApplyBatch", func(ks string) error { _, err := e.ApplyBatch(ks, []Record{valid}); return err }},
+		{"ApplyBatch", func(ks string) error { _, err := e.ApplyBatch(ks, []lww.Record{valid}); return err }},
 		{"Get", func(ks string) error { _, _, err := e.Get(ks, []byte("k")); return err }},
 		{"Scan", func(ks string) error { _, err := e.Scan(ks, nil, nil, 0, true, nil); return err }},
 		{"Remove", func(ks string) error { return e.Remove(ks, []byte("k")) }},
@@ -407,13 +408,13 @@ func TestInvalidInputIsRefused(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range []Record{put("k", "v", 0), {Key: []byte("k"), Value: []byte("v"), Timestamp: 1, Tombstone: true}} {
+	for _, r := range []lww.Record{put("k", "v", 0), {Key: []byte("k"), Value: []byte("v"), Timestamp: 1, Tombstone: true}} {
 		if _, err := e.Apply("ks", r); !errors.Is(err, ErrInvalidRecord) {
 			t.Errorf("Apply(%+v) error = %v, want ErrInvalidRecord", r, err)
 		}
 	}
 	// A nil key and a nil value are legal.
-	if applied, err := e.Apply("ks", Record{Timestamp: 1}); err != nil || !applied {
+	if applied, err := e.Apply("ks", lww.Record{Timestamp: 1}); err != nil || !applied {
 		t.Errorf("Apply of nil key = %t, %v; want applied", applied, err)
 	}
 }
@@ -560,7 +561,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 		wantFound bool
 	}{
 		{"Apply", func(e *Engine) error { _, err := e.Apply("ks", put("k", "v", 1)); return err }, true},
-		{"ApplyBatch", func(e *Engine) error { _, err := e.ApplyBatch("ks", []Record{put("k", "v", 1)}); return err }, true},
+		{"ApplyBatch", func(e *Engine) error { _, err := e.ApplyBatch("ks", []lww.Record{put("k", "v", 1)}); return err }, true},
 		{"unsynced control", func(e *Engine) error {
 			return e.db.Set(encodeKey("ks", []byte("k")), encodeValue(put("k", "v", 1)), pebble.NoSync)
 		}, false},
@@ -599,7 +600,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 const crashChildDirEnv = "KURA_STORAGE_CRASH_CHILD_DIR"
 
 // crashRecords are what the child applies before it is killed.
-var crashRecords = []Record{put("single", "applied", 7), put("batch-1", "x", 8), del("batch-2", 9)}
+var crashRecords = []lww.Record{put("single", "applied", 7), put("batch-1", "x", 8), del("batch-2", 9)}
 
 // TestApplySurvivesKill runs a child process that applies records and is killed with
 // SIGKILL the moment Apply returns, with no Close; the parent then reopens the
@@ -631,7 +632,7 @@ func TestApplySurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := slices.Clone(crashRecords)
-	slices.SortFunc(want, func(a, b Record) int { return bytes.Compare(a.Key, b.Key) })
+	slices.SortFunc(want, func(a, b lww.Record) int { return bytes.Compare(a.Key, b.Key) })
 	if describe(got...) != describe(want...) {
 		t.Errorf("after SIGKILL Scan = %q, want %q", describe(got...), describe(want...))
 	}

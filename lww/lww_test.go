@@ -1,0 +1,70 @@
+package lww
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/kuradb/kura/hlc"
+)
+
+func TestNewer(t *testing.T) {
+	value := func(ts hlc.Timestamp, v string) Record { return Record{Value: []byte(v), Timestamp: ts} }
+	tombstone := func(ts hlc.Timestamp) Record { return Record{Timestamp: ts, Tombstone: true} }
+	tests := []struct {
+		name string
+		a, b Record
+		want bool
+	}{
+		{"higher timestamp wins", value(2, "a"), value(1, "z"), true},
+		{"lower timestamp loses", value(1, "z"), value(2, "a"), false},
+		{"higher-timestamp value beats tombstone", value(2, "a"), tombstone(1), true},
+		{"higher-timestamp tombstone beats value", tombstone(2), value(1, "a"), true},
+		{"equal timestamps: tombstone beats value", tombstone(5), value(5, "zzz"), true},
+		{"equal timestamps: value loses to tombstone", value(5, "zzz"), tombstone(5), false},
+		{"equal timestamps: larger value wins", value(5, "b"), value(5, "a"), true},
+		{"equal timestamps: smaller value loses", value(5, "a"), value(5, "b"), false},
+		{"equal timestamps: longer value with same prefix wins", value(5, "ab"), value(5, "a"), true},
+		{"identical values do not replace", value(5, "a"), value(5, "a"), false},
+		{"identical tombstones do not replace", tombstone(5), tombstone(5), false},
+		{"empty value equals nil value", Record{Value: []byte{}, Timestamp: 5}, value(5, ""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Newer(tt.a, tt.b); got != tt.want {
+				t.Errorf("Newer(%+v, %+v) = %t, want %t", tt.a, tt.b, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNewerConvergesInAnyOrder folds every arrival order of a set of competing writes
+// and checks all replicas end on the same record.
+func TestNewerConvergesInAnyOrder(t *testing.T) {
+	writes := []Record{
+		{Value: []byte("b"), Timestamp: 7},
+		{Value: []byte("a"), Timestamp: 7},
+		{Timestamp: 7, Tombstone: true},
+		{Value: []byte("z"), Timestamp: 6},
+	}
+	want := writes[2]
+	var permute func(order []Record, rest []Record)
+	permute = func(order []Record, rest []Record) {
+		if len(rest) == 0 {
+			winner := order[0]
+			for _, r := range order[1:] {
+				if Newer(r, winner) {
+					winner = r
+				}
+			}
+			if winner.Tombstone != want.Tombstone || winner.Timestamp != want.Timestamp || !bytes.Equal(winner.Value, want.Value) {
+				t.Errorf("arrival order %v converged to %+v, want %+v", order, winner, want)
+			}
+			return
+		}
+		for i := range rest {
+			others := append(append([]Record{}, rest[:i]...), rest[i+1:]...)
+			permute(append(order, rest[i]), others)
+		}
+	}
+	permute(nil, writes)
+}

@@ -1,0 +1,77 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/routing"
+	"github.com/kuradb/kura/schema"
+)
+
+// fakeRouter routes each key by a fixed table: the owner, then its successors.
+type fakeRouter map[string][]string
+
+func (f fakeRouter) Lookup(_ context.Context, key []byte) (routing.Route, error) {
+	ids, ok := f[string(key)]
+	if !ok {
+		return routing.Route{}, routing.ErrNoRing
+	}
+	return routing.Route{Owner: ids[0], Successors: ids[1:]}, nil
+}
+
+func (fakeRouter) Name() string { return "fake" }
+
+func threeNodes() *cluster.Directory {
+	dir := cluster.NewDirectory(cluster.Node{ID: "n1", DC: "a"})
+	dir.Upsert(cluster.Node{ID: "n2", DC: "b"})
+	dir.Upsert(cluster.Node{ID: "n3", DC: "b"})
+	dir.SetState("n3", cluster.StateDown)
+	return dir
+}
+
+func TestDHTChunkOwnersFollowTheRouter(t *testing.T) {
+	dir := threeNodes()
+	router := fakeRouter{"c0": {"n1"}, "c1": {"n2"}, "c2": {"n3"}}
+	d := NewDHT(router, dir, NewRing(dir, 1))
+	owners, err := d.ChunkOwners(context.Background(), schema.Keyspace{}, [][]byte{[]byte("c0"), []byte("c1"), []byte("c2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(owners); got != "[{n1 a up} {n2 b up} {n3 b down}]" {
+		t.Fatalf("owners = %s", got)
+	}
+	if _, err := d.ChunkOwners(context.Background(), schema.Keyspace{}, [][]byte{[]byte("nobody owns this")}); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("unroutable chunk: err = %v, want ErrNoRoute", err)
+	}
+}
+
+func TestDHTReplicasTakeSuccessorsPerDC(t *testing.T) {
+	dir := threeNodes()
+	router := fakeRouter{"k": {"n2", "n3", "n1"}, "lost": {"n9"}}
+	d := NewDHT(router, dir, NewRing(dir, 1))
+	tests := []struct {
+		replication string
+		want        string
+	}{
+		{"simple=2", "[{n2 b up} {n3 b down}]"},
+		{"a=1,b=1", "[{n2 b up} {n1 a up}]"},
+		{"b=2", "[{n2 b up} {n3 b down}]"},
+	}
+	for _, tt := range tests {
+		ks, err := schema.Keyspace{Name: "ks", Replication: tt.replication}.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Replicas(context.Background(), ks, []byte("k"))
+		if err != nil || fmt.Sprint(got) != tt.want {
+			t.Errorf("%s: replicas = %v, %v; want %s", tt.replication, got, err, tt.want)
+		}
+	}
+	ks, _ := schema.Keyspace{Name: "ks", Replication: "simple=1"}.Compile()
+	if _, err := d.Replicas(context.Background(), ks, []byte("lost")); !errors.Is(err, ErrNoRoute) {
+		t.Errorf("an owner unknown to the view: err = %v, want ErrNoRoute", err)
+	}
+}

@@ -1,0 +1,58 @@
+// Package placement answers the coordinator's one placement question, "which nodes hold
+// this key (or this range), and what is each of them doing", for every routing mode
+// behind one interface: Ring places replicas on the full ring view with the keyspace's
+// strategy (onehop); DHT finds a key's owner by a chord or mlchord lookup and places the
+// further replicas on its successors, per DC where the keyspace asks for it. The
+// power-aware placement of paper 003 will be a third implementation.
+package placement
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+)
+
+// Member is a node that holds a key's data, with its state as the view reports it.
+type Member struct {
+	ID    string
+	DC    string
+	State cluster.State
+}
+
+// RangeReplicas is a token range and the members that hold it, primary first.
+type RangeReplicas struct {
+	Range    ring.Range
+	Replicas []Member
+}
+
+// Placement is where data lives.
+type Placement interface {
+	// Replicas returns the replica set of key, primary first.
+	Replicas(ctx context.Context, ks schema.Keyspace, key []byte) ([]Member, error)
+	// ChunkOwners returns the node that stores each chunk key of an erasure-coded
+	// keyspace, by index: the primary owner of the chunk key's hash token.
+	ChunkOwners(ctx context.Context, ks schema.Keyspace, chunkKeys [][]byte) ([]Member, error)
+	// ScanRanges returns the token ranges a scan of [start, end) must read (all of them
+	// with the hash partitioner, those the interval maps to with the ordered one), each
+	// with its replicas.
+	ScanRanges(ctx context.Context, ks schema.Keyspace, start, end []byte) ([]RangeReplicas, error)
+	// Members returns every node that holds data, by id.
+	Members(ctx context.Context) ([]Member, error)
+}
+
+// ErrNoRoute means the placement could not tell where a key lives: the ring is empty,
+// or a DHT lookup failed or named a node the view does not know. The coordinator
+// answers it with unavailable.
+var ErrNoRoute = errors.New("placement: no route")
+
+// withStates attaches each member's state from the view.
+func withStates(view cluster.View, members []ring.Member) []Member {
+	out := make([]Member, len(members))
+	for i, m := range members {
+		out[i] = Member{ID: m.ID, DC: m.DC, State: view.State(m.ID)}
+	}
+	return out
+}

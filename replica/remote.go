@@ -1,0 +1,106 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/transport"
+)
+
+// Caller sends a request to a peer and waits for its answer, counting the bytes per DC
+// pair and kind: *transport.Transport over TCP, or the simulator's network.
+type Caller interface {
+	Call(ctx context.Context, to transport.Peer, kind transport.Kind, payload []byte) ([]byte, error)
+}
+
+// Remote is another node's replica, reached through a Caller.
+type Remote struct {
+	net  Caller
+	peer transport.Peer
+}
+
+// call sends one request, naming the replica in the error and saying when the deadline,
+// not the replica, ended it.
+func (r *Remote) call(ctx context.Context, kind transport.Kind, req proto.Message) ([]byte, error) {
+	payload, err := proto.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode %v for replica %s: %w", kind, r.peer.ID, err)
+	}
+	answer, err := r.net.Call(ctx, r.peer, kind, payload)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("replica %s: no answer in time: %w", r.peer.ID, err)
+		}
+		return nil, fmt.Errorf("replica %s: %w", r.peer.ID, err)
+	}
+	return answer, nil
+}
+
+// Apply sends a mutate request.
+func (r *Remote) Apply(ctx context.Context, keyspace string, records []lww.Record) error {
+	_, err := r.call(ctx, kindMutate, mutateRequest(keyspace, records))
+	return err
+}
+
+func mutateRequest(keyspace string, records []lww.Record) *kurav1.MutateRequest {
+	req := &kurav1.MutateRequest{Keyspace: keyspace, Records: make([]*kurav1.Record, len(records))}
+	for i, rec := range records {
+		req.Records[i] = ToProto(rec)
+	}
+	return req
+}
+
+// Get sends a read request.
+func (r *Remote) Get(ctx context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
+	raw, err := r.call(ctx, kindRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: key})
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	var resp kurav1.ReadResponse
+	if err := proto.Unmarshal(raw, &resp); err != nil {
+		return lww.Record{}, false, fmt.Errorf("replica %s: decode read: %w", r.peer.ID, err)
+	}
+	if !resp.GetFound() {
+		return lww.Record{}, false, nil
+	}
+	return FromProto(resp.GetRecord()), true, nil
+}
+
+// ReadChunk sends a chunk_read request.
+func (r *Remote) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte) (lww.Record, bool, error) {
+	raw, err := r.call(ctx, kindChunkRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: chunkKey})
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	rec, found, err := decodeChunkAnswer(chunkKey, raw)
+	if err != nil {
+		return lww.Record{}, false, fmt.Errorf("replica %s: %w", r.peer.ID, err)
+	}
+	return rec, found, nil
+}
+
+// Scan sends a scan request.
+func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error) {
+	wire := &kurav1.ReplicaScanRequest{Keyspace: req.Keyspace, Start: req.Start, End: req.End, Limit: int32(req.Limit)}
+	for _, rg := range req.Ranges {
+		wire.Ranges = append(wire.Ranges, &kurav1.TokenRange{Start: uint64(rg.Start), End: uint64(rg.End)})
+	}
+	raw, err := r.call(ctx, kindScan, wire)
+	if err != nil {
+		return nil, err
+	}
+	var resp kurav1.ReplicaScanResponse
+	if err := proto.Unmarshal(raw, &resp); err != nil {
+		return nil, fmt.Errorf("replica %s: decode scan: %w", r.peer.ID, err)
+	}
+	out := make([]lww.Record, len(resp.GetRecords()))
+	for i, rec := range resp.GetRecords() {
+		out[i] = FromProto(rec)
+	}
+	return out, nil
+}

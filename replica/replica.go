@@ -1,0 +1,63 @@
+// Package replica owns what a coordinator asks of one node that holds data: apply a
+// mutation, read a key, read an erasure-coded chunk, scan token ranges (and, to come,
+// stream a range and compare Merkle digests). Replica is that seam. Local serves it from
+// this node's storage engine, and is the one place local reads will pass through the
+// read stage; Remote serves it over any Caller (the real transport, or the simulator's
+// network); Server answers other coordinators' requests with the Local replica.
+package replica
+
+import (
+	"context"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
+)
+
+// Replica is one node's data as a coordinator sees it. Every method honours ctx's
+// deadline; an error means the replica did not answer (or refused), never "not found".
+type Replica interface {
+	// Apply stores records of keyspace, last writer wins, and returns once they are
+	// durable.
+	Apply(ctx context.Context, keyspace string, records []lww.Record) error
+	// Get returns the newest record of key; found is false when the replica has none.
+	// A tombstone is returned as found.
+	Get(ctx context.Context, keyspace string, key []byte) (rec lww.Record, found bool, err error)
+	// ReadChunk is Get for the chunk key of an erasure-coded keyspace. Over the wire its
+	// answer is the chunk alone, with no record around it.
+	ReadChunk(ctx context.Context, keyspace string, chunkKey []byte) (rec lww.Record, found bool, err error)
+	// Scan returns the records, tombstones included, with Start <= key < End whose
+	// token lies in one of Ranges, in key order, at most Limit.
+	Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
+}
+
+// ScanRequest asks one replica for a slice of its data.
+type ScanRequest struct {
+	Keyspace   string
+	Start, End []byte // nil bounds are open
+	Limit      int
+	// Ranges are the token ranges the replica is asked for; a key whose token lies in
+	// none of them is skipped. The range {0, 0} covers the whole ring.
+	Ranges []ring.Range
+}
+
+// Set hands out the Replica of any node: the local one for this node, a Remote over the
+// network for the others.
+type Set struct {
+	self  string
+	local Replica
+	net   Caller
+}
+
+// NewSet returns the replicas of a cluster seen from node self.
+func NewSet(self string, local Replica, net Caller) *Set {
+	return &Set{self: self, local: local, net: net}
+}
+
+// Replica returns n's replica.
+func (s *Set) Replica(n cluster.Node) Replica {
+	if n.ID == s.self {
+		return s.local
+	}
+	return &Remote{net: s.net, peer: peerOf(n)}
+}

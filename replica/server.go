@@ -1,0 +1,101 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/transport"
+)
+
+// Clock is what the server needs of the node's hybrid logical clock: every timestamp a
+// remote coordinator stamped is observed, and refused when too far ahead.
+type Clock interface {
+	Observe(remote hlc.Timestamp) error
+}
+
+// Server answers other coordinators' replica requests from the local replica.
+type Server struct {
+	local Replica
+	clock Clock
+}
+
+// NewServer returns a server over the node's local replica and clock.
+func NewServer(local Replica, clock Clock) *Server {
+	return &Server{local: local, clock: clock}
+}
+
+// Handle serves one request of a kind Handles accepts.
+func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+	switch kind {
+	case kindMutate:
+		var req kurav1.MutateRequest
+		if err := proto.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("decode mutate from %s: %w", from.ID, err)
+		}
+		records, err := s.observe(req.GetRecords())
+		if err != nil {
+			return nil, fmt.Errorf("mutate from %s: %w", from.ID, err)
+		}
+		return nil, s.local.Apply(ctx, req.GetKeyspace(), records)
+	case kindRead, kindChunkRead:
+		var req kurav1.ReadRequest
+		if err := proto.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("decode %v from %s: %w", kind, from.ID, err)
+		}
+		if kind == kindChunkRead {
+			rec, found, err := s.local.ReadChunk(ctx, req.GetKeyspace(), req.GetKey())
+			if err != nil {
+				return nil, err
+			}
+			return encodeChunkAnswer(rec, found), nil
+		}
+		rec, found, err := s.local.Get(ctx, req.GetKeyspace(), req.GetKey())
+		if err != nil {
+			return nil, err
+		}
+		resp := &kurav1.ReadResponse{Found: found}
+		if found {
+			resp.Record = ToProto(rec)
+		}
+		return proto.Marshal(resp)
+	case kindScan:
+		var req kurav1.ReplicaScanRequest
+		if err := proto.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("decode scan from %s: %w", from.ID, err)
+		}
+		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit())}
+		for _, rg := range req.GetRanges() {
+			scan.Ranges = append(scan.Ranges, ring.Range{Start: ring.Token(rg.GetStart()), End: ring.Token(rg.GetEnd())})
+		}
+		recs, err := s.local.Scan(ctx, scan)
+		if err != nil {
+			return nil, err
+		}
+		resp := &kurav1.ReplicaScanResponse{Records: make([]*kurav1.Record, len(recs))}
+		for i, r := range recs {
+			resp.Records[i] = ToProto(r)
+		}
+		return proto.Marshal(resp)
+	}
+	return nil, fmt.Errorf("replica: unexpected message kind %v from %s", kind, from.ID)
+}
+
+// observe converts a mutation's records, observing each timestamp on the node's clock so
+// that this node never stamps a later write below one it stored, and refusing a
+// timestamp too far ahead of it.
+func (s *Server) observe(wire []*kurav1.Record) ([]lww.Record, error) {
+	records := make([]lww.Record, len(wire))
+	for i, r := range wire {
+		records[i] = FromProto(r)
+		if err := s.clock.Observe(records[i].Timestamp); err != nil {
+			return nil, err
+		}
+	}
+	return records, nil
+}

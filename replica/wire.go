@@ -1,0 +1,90 @@
+package replica
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/erasure"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/transport"
+)
+
+// Message kinds between a coordinator and its remote replicas.
+var (
+	kindMutate = transport.RegisterKind("mutate")
+	kindRead   = transport.RegisterKind("read")
+	kindScan   = transport.RegisterKind("scan")
+	// kindChunkRead asks a chunk owner for one chunk. Its request is a ReadRequest (the
+	// keyspace and the chunk key); its answer is the stored chunk itself
+	// (encodeChunkAnswer), so a remote chunk costs its shard, its 20-byte header and
+	// about 60 bytes of framing and request: the generic read's answer would echo the
+	// key and wrap the record as well.
+	kindChunkRead = transport.RegisterKind("chunk_read")
+)
+
+// Handles reports whether kind is a replica request that Server serves.
+func Handles(kind transport.Kind) bool {
+	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead
+}
+
+func peerOf(n cluster.Node) transport.Peer {
+	return transport.Peer{ID: n.ID, DC: n.DC, Addr: n.Addr}
+}
+
+// ToProto converts a record to its wire form.
+func ToProto(r lww.Record) *kurav1.Record {
+	return &kurav1.Record{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Tombstone: r.Tombstone}
+}
+
+// FromProto converts a record from its wire form.
+func FromProto(r *kurav1.Record) lww.Record {
+	return lww.Record{Key: r.GetKey(), Value: r.GetValue(), Timestamp: hlc.Timestamp(r.GetTimestamp()), Tombstone: r.GetTombstone()}
+}
+
+// A chunk_read answer is a status byte, then what the status announces.
+const (
+	chunkAbsent    byte = iota + 1 // nothing follows: no record under the chunk key
+	chunkTombstone                 // the delete's timestamp follows, u64 big endian
+	chunkStored                    // the stored chunk follows, header and shard as written
+)
+
+// encodeChunkAnswer is the replica's answer to a chunk_read for what its engine holds.
+// A stored chunk is sent as it is: its header carries the write's timestamp, the code,
+// the index, the length and a checksum, so the record around it adds nothing.
+func encodeChunkAnswer(rec lww.Record, found bool) []byte {
+	switch {
+	case !found:
+		return []byte{chunkAbsent}
+	case rec.Tombstone:
+		return binary.BigEndian.AppendUint64([]byte{chunkTombstone}, uint64(rec.Timestamp))
+	}
+	return append([]byte{chunkStored}, rec.Value...)
+}
+
+// decodeChunkAnswer turns a chunk_read answer for the chunk key back into the record the
+// owner holds. A chunk's record takes the timestamp its header names, unverified: the
+// coordinator verifies the chunk and counts a damaged one as missing.
+func decodeChunkAnswer(key, answer []byte) (lww.Record, bool, error) {
+	if len(answer) == 0 {
+		return lww.Record{}, false, errors.New("empty chunk_read answer")
+	}
+	body := answer[1:]
+	switch answer[0] {
+	case chunkAbsent:
+		if len(body) == 0 {
+			return lww.Record{}, false, nil
+		}
+	case chunkTombstone:
+		if len(body) == 8 {
+			return lww.Record{Key: key, Tombstone: true, Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(body))}, true, nil
+		}
+	case chunkStored:
+		timestamp, _ := erasure.HeaderTimestamp(body)
+		return lww.Record{Key: key, Value: body, Timestamp: hlc.Timestamp(timestamp)}, true, nil
+	}
+	return lww.Record{}, false, fmt.Errorf("malformed chunk_read answer: status %d with %d bytes", answer[0], len(body))
+}
