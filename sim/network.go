@@ -86,6 +86,30 @@ type Network struct {
 	counters [][]map[string]*Counter
 }
 
+// NewNetwork returns a network of the given DCs on its own, for drivers that keep their
+// own clock and queue (the data path's, in sim/datapath): they call Transmit for every
+// message and deliver it at the time it returns. Loss and jitter draw from seed.
+func NewNetwork(dcs []string, model LinkModel, wire Wire, seed uint64) (*Network, error) {
+	return newNetwork(dcs, model, wire, rand.New(rand.NewPCG(seed, 0)))
+}
+
+// Transmit counts one message of payloadBytes from fromDC to toDC sent at now and
+// decides its fate, as the Simulator does for its own messages: the time it arrives, or
+// dropped (lost, or blocked by a partition). nicFree is the sender's NIC queue, which
+// serialises its traffic inside a DC.
+func (n *Network) Transmit(now time.Duration, fromDC, toDC, kind string, payloadBytes int, nicFree *time.Duration) (arrive time.Duration, dropped bool, err error) {
+	i, ok := n.dcIndex[fromDC]
+	if !ok {
+		return 0, false, fmt.Errorf("sim: DC %q: %w", fromDC, ErrUnknownDC)
+	}
+	j, ok := n.dcIndex[toDC]
+	if !ok {
+		return 0, false, fmt.Errorf("sim: DC %q: %w", toDC, ErrUnknownDC)
+	}
+	arrive, dropped = n.transmit(now, i, j, kind, payloadBytes, nicFree)
+	return arrive, dropped, nil
+}
+
 // newNetwork resolves every link of the model for the given DCs.
 func newNetwork(dcs []string, model LinkModel, wire Wire, rng *rand.Rand) (*Network, error) {
 	if len(dcs) == 0 {

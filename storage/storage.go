@@ -52,9 +52,10 @@ type Options struct {
 	// CacheBytes sizes Pebble's block cache; zero means DefaultCacheBytes.
 	CacheBytes int64
 
-	// fs replaces the filesystem under Dir; tests use it to simulate a crash that
-	// loses unsynced writes.
-	fs vfs.FS
+	// FS replaces the filesystem under Dir (default: the operating system's). The crash
+	// tests and the simulator give a strict in-memory filesystem, which can forget
+	// everything not synced, as a machine that loses power does.
+	FS vfs.FS
 }
 
 // DefaultCacheBytes is the block cache of an engine that names none: enough to keep a
@@ -96,7 +97,7 @@ func Open(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	fs, dir := opts.fs, opts.Dir
+	fs, dir := opts.FS, opts.Dir
 	if opts.InMemory {
 		fs, dir = vfs.NewMem(), ""
 	} else {

@@ -569,7 +569,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := vfs.NewStrictMem()
-			e, err := Open(Options{Dir: "db", fs: fs})
+			e, err := Open(Options{Dir: "db", FS: fs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -583,7 +583,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 			fs.ResetToSyncedState()
 			fs.SetIgnoreSyncs(false)
 
-			e, err = Open(Options{Dir: "db", fs: fs})
+			e, err = Open(Options{Dir: "db", FS: fs})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,316 @@
+// Package datapath runs kura's data path in virtual time: every node's coordinator,
+// replicas and storage (Pebble on a strict in-memory filesystem, which forgets what was
+// not synced when a node crashes), connected by a simulated network with the latency,
+// bandwidth, jitter, loss and partitions of sim.Network. It runs inside a
+// testing/synctest bubble, whose clock stands still until every goroutine is blocked:
+// the coordinator's own code, goroutines, deadlines and all, runs unchanged, and a
+// 9-node, 3-DC scenario of writes, crashes, hints and read repair takes milliseconds of
+// real time. With the same seed, a scenario gives the same run, message for message:
+// the network puts every message on its links in an order independent of goroutine
+// scheduling, and the links draw their randomness from the seed.
+//
+// Membership is not simulated: a scenario says when nodes see each other's state
+// (SetState), as a perfect failure detector would.
+package datapath
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hints"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/transport"
+)
+
+// Config describes a simulated cluster.
+type Config struct {
+	// Seed drives the links' loss and jitter.
+	Seed uint64
+	// Nodes lists every node with its DC, in the order they are started.
+	Nodes []NodeSpec
+	// Links gives latency, bandwidth, jitter and loss per DC pair.
+	Links sim.LinkModel
+	// ReplicaTimeout bounds each request to a replica; default 2 s.
+	ReplicaTimeout time.Duration
+	// Vnodes per node; default 8, so that small clusters still spread their ranges.
+	Vnodes int
+	// Trace, when set, sees every message delivered, lost or dropped.
+	Trace func(string)
+}
+
+// NodeSpec places one node.
+type NodeSpec struct {
+	ID, DC string
+}
+
+// Cluster is a simulated cluster. Start it, and use it, inside synctest.Test.
+type Cluster struct {
+	cfg     Config
+	net     *network
+	nodes   map[string]*Node
+	order   []string
+	schemas []schema.Keyspace
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// Node is one simulated node: its disk survives a crash, everything else is rebuilt on
+// restart.
+type Node struct {
+	spec    NodeSpec
+	fs      *vfs.MemFS
+	engine  *storage.Engine
+	dir     *cluster.Directory
+	catalog *schema.Catalog
+	local   *replica.Local
+	coord   *coord.Coordinator
+	up      bool
+}
+
+// Start builds the cluster and starts its network's driver.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.ReplicaTimeout <= 0 {
+		cfg.ReplicaTimeout = 2 * time.Second
+	}
+	if cfg.Vnodes <= 0 {
+		cfg.Vnodes = 8
+	}
+	var dcs []string
+	seen := map[string]bool{}
+	for _, n := range cfg.Nodes {
+		if !seen[n.DC] {
+			seen[n.DC] = true
+			dcs = append(dcs, n.DC)
+		}
+	}
+	links, err := sim.NewNetwork(dcs, cfg.Links, sim.TCPIPv4, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, net: newNetwork(links, cfg.Trace), nodes: map[string]*Node{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, spec := range cfg.Nodes {
+		if _, dup := c.nodes[spec.ID]; dup {
+			return nil, fmt.Errorf("datapath: node %s listed twice", spec.ID)
+		}
+		c.nodes[spec.ID] = &Node{spec: spec, fs: vfs.NewStrictMem()}
+		c.order = append(c.order, spec.ID)
+	}
+	for _, id := range c.order {
+		if err := c.open(c.nodes[id]); err != nil {
+			return nil, err
+		}
+	}
+	go func() {
+		defer close(c.done)
+		c.net.run(c.stop)
+	}()
+	return c, nil
+}
+
+// open builds a node's parts over its disk and puts it on the network.
+func (c *Cluster) open(n *Node) error {
+	var err error
+	n.engine, err = storage.Open(storage.Options{Dir: "data", FS: n.fs, CacheBytes: 1 << 20})
+	if err != nil {
+		return fmt.Errorf("datapath: open %s: %w", n.spec.ID, err)
+	}
+	catalog, err := schema.Open(n.engine)
+	if err != nil {
+		return err
+	}
+	n.catalog = catalog
+	for _, ks := range c.schemas {
+		if _, err := catalog.Apply(ks); err != nil {
+			return err
+		}
+	}
+	n.dir = cluster.NewDirectory(c.clusterNode(n.spec))
+	for _, id := range c.order {
+		if id != n.spec.ID {
+			n.dir.Upsert(c.clusterNode(c.nodes[id].spec))
+		}
+	}
+	for _, id := range c.order {
+		if other := c.nodes[id]; other != n && other.engine != nil && !other.up {
+			n.dir.SetState(id, cluster.StateDown)
+		}
+	}
+	clock := hlc.NewClock(nil)
+	n.local = replica.NewLocal(n.engine, catalog)
+	n.coord = coord.New(coord.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, coord.Parts{
+		View:      n.dir,
+		Keyspaces: catalog,
+		Placement: placement.NewRing(n.dir, c.cfg.Vnodes),
+		Replicas:  replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID}),
+		Hints:     hints.NewStore(n.engine),
+		Clock:     clock,
+		Proximity: sameDistance{},
+	})
+	c.net.attach(transport.Peer{ID: n.spec.ID, DC: n.spec.DC}, replica.NewServer(n.local, clock))
+	n.up = true
+	return nil
+}
+
+func (c *Cluster) clusterNode(spec NodeSpec) cluster.Node {
+	return cluster.Node{ID: spec.ID, DC: spec.DC, Addr: "sim:" + spec.ID}
+}
+
+// sameDistance ranks every peer alike: the coordinator then orders by DC alone.
+type sameDistance struct{}
+
+func (sameDistance) Distance(string) time.Duration { return 0 }
+
+// node returns a node by id.
+func (c *Cluster) node(id string) (*Node, error) {
+	n, ok := c.nodes[id]
+	if !ok {
+		return nil, fmt.Errorf("datapath: no node %s", id)
+	}
+	return n, nil
+}
+
+// Coordinator returns a running node's coordinator.
+func (c *Cluster) Coordinator(id string) (*coord.Coordinator, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return nil, err
+	}
+	if !n.up {
+		return nil, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.coord, nil
+}
+
+// CreateKeyspace defines a keyspace on every node, as schema propagation would.
+func (c *Cluster) CreateKeyspace(ks schema.Keyspace) error {
+	ks.Timestamp = hlc.FromTime(time.Now())
+	compiled, err := ks.Compile()
+	if err != nil {
+		return err
+	}
+	c.schemas = append(c.schemas, compiled)
+	for _, id := range c.order {
+		if n := c.nodes[id]; n.up {
+			if _, err := n.catalog.Apply(compiled); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Crash stops a node as a power loss would: messages to it are lost, and its disk keeps
+// only what was synced.
+func (c *Cluster) Crash(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if !n.up {
+		return fmt.Errorf("datapath: node %s is already crashed", id)
+	}
+	n.up = false
+	c.net.detach(id)
+	n.fs.SetIgnoreSyncs(true)
+	err = n.engine.Close()
+	n.fs.ResetToSyncedState()
+	n.fs.SetIgnoreSyncs(false)
+	return err
+}
+
+// Restart brings a crashed node back over its disk. The others still see it in the
+// state they last set.
+func (c *Cluster) Restart(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.up {
+		return fmt.Errorf("datapath: node %s is running", id)
+	}
+	return c.open(n)
+}
+
+// SetState makes every running node see id in state.
+func (c *Cluster) SetState(id string, state cluster.State) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	for _, other := range c.order {
+		if n := c.nodes[other]; n.up {
+			n.dir.SetState(id, state)
+		}
+	}
+	return nil
+}
+
+// Partition blocks every message between DCs a and b; Heal lets them through again.
+func (c *Cluster) Partition(a, b string) error { return c.net.links.Partition(a, b) }
+
+// Heal ends a partition.
+func (c *Cluster) Heal(a, b string) error { return c.net.links.Heal(a, b) }
+
+// Peek reads a running node's own copy of key, not through any coordinator.
+func (c *Cluster) Peek(id, keyspace string, key []byte) (lww.Record, bool, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	if !n.up {
+		return lww.Record{}, false, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.local.Get(context.Background(), keyspace, key)
+}
+
+// Replicas returns key's replica set as node id places it.
+func (c *Cluster) Replicas(id string, keyspace string, key []byte) ([]placement.Member, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := n.catalog.Get(keyspace)
+	if err != nil {
+		return nil, err
+	}
+	return placement.NewRing(n.dir, c.cfg.Vnodes).Replicas(context.Background(), ks, key)
+}
+
+// Counters returns the network's traffic so far, per DC pair and message kind.
+func (c *Cluster) Counters() sim.Counters { return c.net.links.Counters() }
+
+// Nodes returns the node ids in start order.
+func (c *Cluster) Nodes() []string { return append([]string(nil), c.order...) }
+
+// Close stops the driver, fails the calls in flight and closes every running node's
+// storage. Call it before the bubble ends, then let background work drain
+// (synctest.Wait) so no goroutine outlives it.
+func (c *Cluster) Close() error {
+	close(c.stop)
+	<-c.done
+	c.net.close()
+	var firstErr error
+	ids := append([]string(nil), c.order...)
+	sort.Strings(ids)
+	for _, id := range ids {
+		if n := c.nodes[id]; n.up {
+			n.up = false
+			if err := n.engine.Close(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}

@@ -1,0 +1,279 @@
+package datapath
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/sim"
+)
+
+// threeDCs is the scenarios' topology: three DCs of three nodes, a short hop inside a
+// DC, tens of milliseconds between them, and jitter everywhere so that no two messages
+// arrive at the same instant by accident.
+func threeDCs(seed uint64, trace func(string)) Config {
+	cfg := Config{Seed: seed, Trace: trace, Links: sim.LinkFunc(func(from, to string) (sim.LinkSpec, error) {
+		if from == to {
+			return sim.LinkSpec{Latency: 500 * time.Microsecond, Jitter: 100 * time.Microsecond, BandwidthBps: 1e9}, nil
+		}
+		oneWay := map[string]time.Duration{"ab": 20 * time.Millisecond, "ac": 40 * time.Millisecond, "bc": 30 * time.Millisecond}
+		pair := from + to
+		if from > to {
+			pair = to + from
+		}
+		return sim.LinkSpec{Latency: oneWay[pair], Jitter: time.Millisecond, BandwidthBps: 100e6}, nil
+	})}
+	for _, dc := range []string{"a", "b", "c"} {
+		for i := 1; i <= 3; i++ {
+			cfg.Nodes = append(cfg.Nodes, NodeSpec{ID: fmt.Sprintf("%s%d", dc, i), DC: dc})
+		}
+	}
+	return cfg
+}
+
+// TestScenarios runs the scripts in testdata/: each reads like a story of one cluster
+// (writes, crashes, hints, repair, partitions), in virtual time. Every script runs twice
+// with its seed, and the two runs must agree byte for byte, every message included.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var runs [2]string
+		for i := range runs {
+			synctest.Test(t, func(t *testing.T) {
+				var log strings.Builder
+				s := &scenario{log: &log}
+				defer s.close(t)
+				datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+					out := s.do(t, d)
+					fmt.Fprintf(&log, "> %s %v\n%s\n", d.Cmd, d.CmdArgs, out)
+					return out
+				})
+				runs[i] = log.String()
+			})
+		}
+		if runs[0] != runs[1] {
+			t.Errorf("%s: two runs from one seed differ:\n%s", filepath.Base(path), firstDifference(runs[0], runs[1]))
+		}
+	})
+}
+
+func firstDifference(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d:\n  %s\n  %s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("one run is longer: %d against %d lines", len(al), len(bl))
+}
+
+// scenario is one script's cluster.
+type scenario struct {
+	c   *Cluster
+	log *strings.Builder
+}
+
+func (s *scenario) close(t *testing.T) {
+	if s.c != nil {
+		if err := s.c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		synctest.Wait() // background writes and repairs drain
+	}
+}
+
+func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
+	if d.Cmd == "cluster" {
+		var seed uint64
+		d.ScanArgs(t, "seed", &seed)
+		c, err := Start(threeDCs(seed, func(line string) { fmt.Fprintln(s.log, line) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.c = c
+		return fmt.Sprintf("%d nodes in a, b, c", len(c.Nodes()))
+	}
+	if s.c == nil {
+		t.Fatalf("%s: no cluster yet", d.Pos)
+	}
+	out, err := s.command(t, d)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return out
+}
+
+func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error) {
+	arg := func(key string) string {
+		var v string
+		if d.HasArg(key) {
+			d.ScanArgs(t, key, &v)
+		}
+		return v
+	}
+	level := func() consistency.Level {
+		cl, err := consistency.Parse(arg("cl"))
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		return cl
+	}
+	timed := func(f func(ctx context.Context) (string, error)) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		out, err := f(ctx)
+		took := time.Since(start).Round(100 * time.Microsecond)
+		if err != nil {
+			return "", fmt.Errorf("%w (after %v)", err, took)
+		}
+		return fmt.Sprintf("%s (%v)", out, took), nil
+	}
+	const keyspace = "ks"
+	switch d.Cmd {
+	case "keyspace":
+		return "ok", s.c.CreateKeyspace(schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "=")})
+	case "replicas":
+		members, err := s.c.Replicas(arg("node"), keyspace, []byte(arg("key")))
+		var ids []string
+		for _, m := range members {
+			ids = append(ids, m.ID)
+		}
+		return strings.Join(ids, " "), err
+	case "put", "delete":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		return timed(func(ctx context.Context) (string, error) {
+			if d.Cmd == "delete" {
+				_, err := co.Delete(ctx, keyspace, []byte(arg("key")), level())
+				return "ok", err
+			}
+			_, err := co.Put(ctx, keyspace, []byte(arg("key")), []byte(arg("value")), level())
+			return "ok", err
+		})
+	case "get":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		return timed(func(ctx context.Context) (string, error) {
+			rec, found, err := co.Get(ctx, keyspace, []byte(arg("key")), level())
+			if !found {
+				return "not found", err
+			}
+			return string(rec.Value), err
+		})
+	case "scan":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		return timed(func(ctx context.Context) (string, error) {
+			var limit int
+			d.ScanArgs(t, "limit", &limit)
+			recs, err := co.Scan(ctx, keyspace, nil, nil, limit, level())
+			var kv []string
+			for _, r := range recs {
+				kv = append(kv, string(r.Key)+"="+string(r.Value))
+			}
+			return strings.Join(kv, " "), err
+		})
+	case "peek":
+		var parts []string
+		for _, id := range s.c.Nodes() {
+			rec, found, err := s.c.Peek(id, keyspace, []byte(arg("key")))
+			switch {
+			case err != nil:
+				parts = append(parts, id+":crashed")
+			case !found:
+				parts = append(parts, id+":-")
+			case rec.Tombstone:
+				parts = append(parts, id+":deleted")
+			default:
+				parts = append(parts, id+":"+string(rec.Value))
+			}
+		}
+		return strings.Join(parts, " "), nil
+	case "crash":
+		if after := arg("after"); after != "" {
+			delay, err := time.ParseDuration(after)
+			if err != nil {
+				return "", err
+			}
+			node := arg("node")
+			time.AfterFunc(delay, func() {
+				if err := s.c.Crash(node); err != nil {
+					t.Errorf("crash: %v", err)
+				}
+			})
+			return "crash scheduled", nil
+		}
+		return "ok", s.c.Crash(arg("node"))
+	case "restart":
+		return "ok", s.c.Restart(arg("node"))
+	case "state":
+		state, ok := map[string]cluster.State{"up": cluster.StateUp, "down": cluster.StateDown, "joining": cluster.StateJoining,
+			"leaving": cluster.StateLeaving, "asleep": cluster.StateAsleep}[arg("state")]
+		if !ok {
+			t.Fatalf("%s: unknown state %q", d.Pos, arg("state"))
+		}
+		for _, id := range strings.Split(arg("node"), ",") {
+			if err := s.c.SetState(id, state); err != nil {
+				return "", err
+			}
+		}
+		return "ok", nil
+	case "partition":
+		return "ok", s.c.Partition(arg("between")[:1], arg("between")[2:])
+	case "heal":
+		return "ok", s.c.Heal(arg("between")[:1], arg("between")[2:])
+	case "run":
+		delay, err := time.ParseDuration(arg("for"))
+		if err != nil {
+			return "", err
+		}
+		time.Sleep(delay)
+		return "ok", nil
+	case "hints":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		n, err := co.HintsPending()
+		return fmt.Sprintf("%d pending", n), err
+	case "replay":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		n, err := co.ReplayHints(context.Background())
+		return fmt.Sprintf("%d delivered", n), err
+	case "traffic":
+		return traffic(s.c.Counters()), nil
+	}
+	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	return "", nil
+}
+
+// traffic prints the messages and bytes that crossed between DCs, per pair and kind.
+func traffic(counters sim.Counters) string {
+	var lines []string
+	for key, c := range counters {
+		if key.FromDC != key.ToDC && c.Messages > 0 {
+			lines = append(lines, fmt.Sprintf("%s->%s %s: %d messages, %d bytes", key.FromDC, key.ToDC, key.Kind, c.Messages, c.Bytes))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
