@@ -78,9 +78,9 @@ type Coordinator struct {
 
 // Message kinds the coordinator sends between nodes.
 var (
-	kindMutate = transport.RegisterKind("mutate")
-	kindRead   = transport.RegisterKind("read")
-	kindScan   = transport.RegisterKind("scan")
+	kindMutate = transport.RegisterKind(2, "mutate")
+	kindRead   = transport.RegisterKind(3, "read")
+	kindScan   = transport.RegisterKind(4, "scan")
 )
 
 // New returns a coordinator over the node's parts.

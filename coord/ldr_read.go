@@ -24,7 +24,7 @@ import (
 // keyspace and the chunk key); its answer is the stored chunk itself (encodeChunkAnswer),
 // so a remote chunk costs its shard, its 20-byte header and about 60 bytes of framing and
 // request: the generic read's answer would echo the key and wrap the record as well.
-var kindChunkRead = transport.RegisterKind("chunk_read")
+var kindChunkRead = transport.RegisterKind(5, "chunk_read")
 
 // A chunk_read answer is a status byte, then what the status announces.
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 func TestFrameRoundTrip(t *testing.T) {
-	kind := RegisterKind("test_frame")
+	kind := RegisterKind(206, "test_frame")
 	tests := []struct {
 		name    string
 		typ     frameType

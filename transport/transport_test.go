@@ -20,12 +20,12 @@ import (
 var _ LinkModel = (*topology.Topology)(nil)
 
 var (
-	kindEcho   = RegisterKind("test_echo")
-	kindWhoami = RegisterKind("test_whoami")
-	kindFail   = RegisterKind("test_fail")
-	kindBlock  = RegisterKind("test_block")
-	kindNotify = RegisterKind("test_notify")
-	kindDouble = RegisterKind("test_double")
+	kindEcho   = RegisterKind(200, "test_echo")
+	kindWhoami = RegisterKind(201, "test_whoami")
+	kindFail   = RegisterKind(202, "test_fail")
+	kindBlock  = RegisterKind(203, "test_block")
+	kindNotify = RegisterKind(204, "test_notify")
+	kindDouble = RegisterKind(205, "test_double")
 )
 
 // testServer is the handler of the transports under test: echo, doubling, who-is-calling, an error,
