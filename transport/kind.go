@@ -13,7 +13,7 @@ import (
 // The numbers of kura's internode wire:
 //
 //	 0  reserved: never a kind, so a zeroed header cannot pass for a message
-//	 1  hello          transport: a dialer's first frame
+//	 1  hello          transport: a dialer's first frame, and an acceptor's refusal
 //	 2  mutate         coord
 //	 3  read           coord
 //	 4  scan           coord
@@ -32,8 +32,8 @@ import (
 // are left to tests, which register kinds of their own.
 type Kind uint8
 
-// kindHello marks the handshake frame a dialer sends first; its bytes are counted too,
-// because they cross the wire like any other.
+// kindHello marks the handshake frames: a dialer's hello, whose bytes are counted because
+// they cross the wire like any other, and an acceptor's refusal.
 var kindHello = RegisterKind(1, "hello")
 
 // kinds is the process-wide registry behind RegisterKind, KindByName and Kind.String.
