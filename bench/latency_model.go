@@ -528,7 +528,7 @@ func predictRows(setup paperSetup, run latencyRun, processing time.Duration, cfg
 func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // kindLatencyProbe is the bare transports' ping.
-var kindLatencyProbe = transport.RegisterKind("latency_probe")
+var kindLatencyProbe = transport.RegisterKind(11, "latency_probe")
 
 // probedLinks is a topology with the round trips measured from one DC put in place of the
 // nominal latency of that DC's paths (half each way). On an idle Go runtime the

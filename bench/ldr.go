@@ -312,7 +312,25 @@ func ldrTopology(nodesPerDC []int) *topology.Topology {
 	return topo
 }
 
+// kindsNamed looks up the kinds of messages that package coord, which keeps its kinds to
+// itself, registers.
+func kindsNamed(names ...string) ([]transport.Kind, error) {
+	kinds := make([]transport.Kind, len(names))
+	for i, name := range names {
+		kind, ok := transport.KindByName(name)
+		if !ok {
+			return nil, fmt.Errorf("no message kind %q is registered", name)
+		}
+		kinds[i] = kind
+	}
+	return kinds, nil
+}
+
 func startLDRCluster(ctx context.Context, topo *topology.Topology, emulateWAN bool, schemes []ldrScheme) (*ldrCluster, error) {
+	readKinds, err := kindsNamed("chunk_read", "read")
+	if err != nil {
+		return nil, err
+	}
 	c, err := embedded.Start(topo, embedded.Options{
 		EmulateWAN: emulateWAN,
 		// Gossip at its default pace leaves the two cores to the experiment.
@@ -322,7 +340,7 @@ func startLDRCluster(ctx context.Context, topo *topology.Topology, emulateWAN bo
 		return nil, err
 	}
 	lc := &ldrCluster{Cluster: c, nodesByDC: map[string][]*node.Node{}, share: map[string]float64{},
-		readKinds: []transport.Kind{transport.RegisterKind("chunk_read"), transport.RegisterKind("read")}}
+		readKinds: readKinds}
 	fail := func(err error) (*ldrCluster, error) {
 		c.Close()
 		return nil, err

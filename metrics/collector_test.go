@@ -10,7 +10,7 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-var kindProbe = transport.RegisterKind("metrics_test_probe")
+var kindProbe = transport.RegisterKind(200, "metrics_test_probe")
 
 // collect gathers one collector through a pedantic registry.
 func collect(t *testing.T, c prometheus.Collector) map[string]map[string]float64 {

@@ -18,7 +18,7 @@ import (
 )
 
 // kindSchema announces a new keyspace to every node.
-var kindSchema = transport.RegisterKind("schema")
+var kindSchema = transport.RegisterKind(8, "schema")
 
 // CreateKeyspace defines a keyspace on this node and announces it to every live node,
 // waiting for them (a node that misses it notices the gossiped schema digest and pulls the catalog). It refuses

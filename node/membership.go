@@ -25,7 +25,7 @@ const (
 )
 
 // kindSchemaPull asks a node for its whole keyspace catalog.
-var kindSchemaPull = transport.RegisterKind("schema_pull")
+var kindSchemaPull = transport.RegisterKind(9, "schema_pull")
 
 // protocols are the membership cores a node can run (--membership).
 var protocols = map[string]membership.Protocol{

@@ -15,7 +15,7 @@ import (
 )
 
 // kindChord carries the DHT cores' messages between nodes.
-var kindChord = transport.RegisterKind("chord")
+var kindChord = transport.RegisterKind(10, "chord")
 
 // dhtTick is how often the DHT core's timers run.
 const dhtTick = 100 * time.Millisecond

@@ -15,15 +15,15 @@ import (
 
 // Message kinds between a coordinator and its remote replicas.
 var (
-	kindMutate = transport.RegisterKind("mutate")
-	kindRead   = transport.RegisterKind("read")
-	kindScan   = transport.RegisterKind("scan")
+	kindMutate = transport.RegisterKind(2, "mutate")
+	kindRead   = transport.RegisterKind(3, "read")
+	kindScan   = transport.RegisterKind(4, "scan")
 	// kindChunkRead asks a chunk owner for one chunk. Its request is a ReadRequest (the
 	// keyspace and the chunk key); its answer is the stored chunk itself
 	// (encodeChunkAnswer), so a remote chunk costs its shard, its 20-byte header and
 	// about 60 bytes of framing and request: the generic read's answer would echo the
 	// key and wrap the record as well.
-	kindChunkRead = transport.RegisterKind("chunk_read")
+	kindChunkRead = transport.RegisterKind(5, "chunk_read")
 )
 
 // Handles reports whether kind is a replica request that Server serves.

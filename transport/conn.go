@@ -167,11 +167,27 @@ func (c *conn) readLoop() {
 			go c.serve(h, payload)
 		case frameResponse, frameError:
 			c.deliver(h, payload)
+		case frameRefuse:
+			c.fail(c.refused(payload))
+			return
 		default:
 			c.fail(fmt.Errorf("%w: hello in the middle of a connection", errMalformed))
 			return
 		}
 	}
+}
+
+// refused returns why the peer sent a refusal: the *VersionError it announces to a dialer,
+// or errMalformed, as only an acceptor refuses.
+func (c *conn) refused(payload []byte) error {
+	if !c.dialed {
+		return fmt.Errorf("%w: refusal from a dialer", errMalformed)
+	}
+	version, err := decodeRefusal(payload)
+	if err != nil {
+		return err
+	}
+	return &VersionError{Peer: c.peer.ID, PeerVersion: version, Version: c.t.version}
 }
 
 // serve runs the handler for one request or one-way message and queues the response.

@@ -11,7 +11,10 @@ import (
 //
 //	payload length u32 | kind u8 | type u8 | request id u64     (big endian)
 //
-// The length covers the payload only; MaxFrameBytes bounds header + payload.
+// The length covers the payload only; MaxFrameBytes bounds header + payload. The header,
+// the frame types hello and refuse, the version at the start of a hello and the refusal
+// keep their encoding in every protocol version: they are how two nodes find out that
+// their versions differ.
 const frameHeaderBytes = 4 + 1 + 1 + 8
 
 // frameType says what a frame is for; exactly one type per frame.
@@ -26,8 +29,12 @@ const (
 	frameError
 	// frameOneway is a request nobody answers (gossip).
 	frameOneway
-	// frameHello is the dialer's first frame: its Peer, so the receiver knows its DC.
+	// frameHello is the dialer's first frame: its protocol version and its Peer, so the
+	// receiver knows whether it can talk to it and in which DC it is.
 	frameHello
+	// frameRefuse is an acceptor's only frame to a dialer whose protocol version it does
+	// not speak: the acceptor's version, so that the dialer can say what went wrong.
+	frameRefuse
 )
 
 // errMalformed marks frames that break the protocol; the connection carrying one is closed.
@@ -66,7 +73,7 @@ func readFrame(r io.Reader, maxFrameBytes int) (frameHeader, []byte, error) {
 		typ:          frameType(raw[5]),
 		id:           binary.BigEndian.Uint64(raw[6:14]),
 	}
-	if h.typ < frameRequest || h.typ > frameHello {
+	if h.typ < frameRequest || h.typ > frameRefuse {
 		return frameHeader{}, nil, fmt.Errorf("%w: unknown frame type %d", errMalformed, h.typ)
 	}
 	if frameBytes := uint64(frameHeaderBytes) + uint64(h.payloadBytes); frameBytes > uint64(maxFrameBytes) {
@@ -80,9 +87,14 @@ func readFrame(r io.Reader, maxFrameBytes int) (frameHeader, []byte, error) {
 	return h, payload, nil
 }
 
-// encodePeer is the hello payload: id, dc and addr, each a u16 length and the bytes.
-func encodePeer(p Peer) []byte {
-	var buf []byte
+// A hello payload is the dialer's protocol version, then its Peer:
+//
+//	version u16 | id len u16 | id | dc len u16 | dc | addr len u16 | addr     (big endian)
+//
+// The version comes first and keeps its encoding in every version, so that a node can
+// read any peer's version however the rest of that peer's hello looks.
+func encodeHello(version uint16, p Peer) []byte {
+	buf := binary.BigEndian.AppendUint16(nil, version)
 	for _, field := range []string{p.ID, p.DC, p.Addr} {
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(field)))
 		buf = append(buf, field...)
@@ -90,7 +102,17 @@ func encodePeer(p Peer) []byte {
 	return buf
 }
 
-// decodePeer parses a hello payload; the id must be present and nothing may follow addr.
+// decodeHelloVersion splits a hello payload into the dialer's version and the rest, which
+// only decodePeer of a node speaking that version can parse.
+func decodeHelloVersion(buf []byte) (version uint16, rest []byte, err error) {
+	if len(buf) < 2 {
+		return 0, nil, fmt.Errorf("%w: hello truncated", errMalformed)
+	}
+	return binary.BigEndian.Uint16(buf), buf[2:], nil
+}
+
+// decodePeer parses the Peer that follows the version in a hello payload; the id must be
+// present and nothing may follow addr.
 func decodePeer(buf []byte) (Peer, error) {
 	var fields [3]string
 	for i := range fields {
@@ -112,4 +134,21 @@ func decodePeer(buf []byte) (Peer, error) {
 		return Peer{}, fmt.Errorf("%w: hello without a peer id", errMalformed)
 	}
 	return Peer{ID: fields[0], DC: fields[1], Addr: fields[2]}, nil
+}
+
+// A refusal payload is the refusing node's protocol version, a u16 (big endian). Nodes of
+// every version must understand it, so it never changes.
+const refusalBytes = 2
+
+// encodeRefusal returns the payload of a refusal from a node speaking version.
+func encodeRefusal(version uint16) []byte {
+	return binary.BigEndian.AppendUint16(nil, version)
+}
+
+// decodeRefusal returns the version of the node that refused.
+func decodeRefusal(buf []byte) (uint16, error) {
+	if len(buf) != refusalBytes {
+		return 0, fmt.Errorf("%w: refusal of %d bytes, want %d", errMalformed, len(buf), refusalBytes)
+	}
+	return binary.BigEndian.Uint16(buf), nil
 }

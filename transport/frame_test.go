@@ -10,7 +10,7 @@ import (
 )
 
 func TestFrameRoundTrip(t *testing.T) {
-	kind := RegisterKind("test_frame")
+	kind := RegisterKind(206, "test_frame")
 	tests := []struct {
 		name    string
 		typ     frameType
@@ -21,7 +21,8 @@ func TestFrameRoundTrip(t *testing.T) {
 		{"response", frameResponse, 1 << 40, []byte("value")},
 		{"error", frameError, 7, []byte("boom")},
 		{"one-way", frameOneway, 0, bytes.Repeat([]byte{0xab}, 5000)},
-		{"hello", frameHello, 0, encodePeer(Peer{ID: "n1", DC: "tokyo", Addr: "127.0.0.1:1"})},
+		{"hello", frameHello, 0, encodeHello(ProtocolVersion, Peer{ID: "n1", DC: "tokyo", Addr: "127.0.0.1:1"})},
+		{"refusal", frameRefuse, 0, encodeRefusal(ProtocolVersion)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +59,7 @@ func TestReadFrameErrors(t *testing.T) {
 		{"nothing", nil, io.EOF},
 		{"truncated header", header(0, frameRequest)[:9], io.ErrUnexpectedEOF},
 		{"frame type 0", header(0, 0), errMalformed},
-		{"unknown frame type", header(0, frameHello+1), errMalformed},
+		{"unknown frame type", header(0, frameRefuse+1), errMalformed},
 		{"1 GiB declared", header(1<<30, frameRequest), ErrFrameTooLarge},
 		{"one byte over the limit", header(1024-frameHeaderBytes+1, frameRequest), ErrFrameTooLarge},
 		{"truncated payload", append(header(10, frameRequest), "short"...), io.ErrUnexpectedEOF},
@@ -73,29 +74,62 @@ func TestReadFrameErrors(t *testing.T) {
 	}
 }
 
-func TestPeerCodec(t *testing.T) {
+func TestHelloCodec(t *testing.T) {
 	peer := Peer{ID: "tokyo-1", DC: "tokyo", Addr: "127.0.0.1:7101"}
-	got, err := decodePeer(encodePeer(peer))
-	if err != nil || got != peer {
-		t.Fatalf("decodePeer(encodePeer(%+v)) = %+v, %v", peer, got, err)
+	for _, version := range []uint16{ProtocolVersion, ProtocolVersion + 1, 0xffff} {
+		gotVersion, rest, err := decodeHelloVersion(encodeHello(version, peer))
+		if err != nil || gotVersion != version {
+			t.Fatalf("decodeHelloVersion(encodeHello(%d, ...)) = %d, %v", version, gotVersion, err)
+		}
+		if got, err := decodePeer(rest); err != nil || got != peer {
+			t.Fatalf("decodePeer of a version %d hello = %+v, %v; want %+v", version, got, err, peer)
+		}
 	}
-	encoded := encodePeer(peer)
+	encoded := encodeHello(ProtocolVersion, peer)
 	tests := []struct {
 		name  string
 		input []byte
 		want  string
 	}{
 		{"empty", nil, "truncated"},
-		{"cut in a length", encoded[:1], "truncated"},
-		{"cut in a field", encoded[:5], "truncated"},
-		{"stray bytes", append(encodePeer(peer), 0), "stray"},
-		{"no id", encodePeer(Peer{DC: "tokyo"}), "without a peer id"},
+		{"cut in the version", encoded[:1], "truncated"},
+		{"version only", encoded[:2], "truncated"},
+		{"cut in a length", encoded[:3], "truncated"},
+		{"cut in a field", encoded[:7], "truncated"},
+		{"cut before addr", encoded[:len(encoded)-len(peer.Addr)-2], "truncated"},
+		{"cut in addr", encoded[:len(encoded)-1], "truncated"},
+		{"stray bytes", append(encodeHello(ProtocolVersion, peer), 0), "stray"},
+		{"no id", encodeHello(ProtocolVersion, Peer{DC: "tokyo"}), "without a peer id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodePeer(tt.input)
+			_, rest, err := decodeHelloVersion(tt.input)
+			if err == nil {
+				_, err = decodePeer(rest)
+			}
 			if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("decodePeer error = %v, want errMalformed containing %q", err, tt.want)
+				t.Errorf("decoding error = %v, want errMalformed containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRefusalCodec(t *testing.T) {
+	if got, err := decodeRefusal(encodeRefusal(7)); err != nil || got != 7 {
+		t.Fatalf("decodeRefusal(encodeRefusal(7)) = %d, %v", got, err)
+	}
+	tests := []struct {
+		name  string
+		input []byte
+	}{
+		{"empty", nil},
+		{"truncated", []byte{0}},
+		{"stray bytes", append(encodeRefusal(7), 0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := decodeRefusal(tt.input); !errors.Is(err, errMalformed) {
+				t.Errorf("decodeRefusal(%v) error = %v, want errMalformed", tt.input, err)
 			}
 		})
 	}

@@ -5,23 +5,53 @@ import (
 	"sync"
 )
 
-// Kind names a message type for accounting ("mutate", "read", "gossip_syn" ...). The
-// package that owns a message type registers its kind once, at init, and every node of
-// one build gets the same numbers because registration order is fixed by the program.
+// Kind names a message type on the wire and in the accounting ("mutate", "read",
+// "gossip" ...). Its number travels in every frame header, so two nodes agree on what a
+// frame is only if they agree on the numbers: each kind has a fixed number, chosen once
+// and kept for good, which the package that owns the kind passes to RegisterKind at init.
+//
+// The numbers of kura's internode wire:
+//
+//	 0  reserved: never a kind, so a zeroed header cannot pass for a message
+//	 1  hello          transport: a dialer's first frame, and an acceptor's refusal
+//	 2  mutate         coord
+//	 3  read           coord
+//	 4  scan           coord
+//	 5  chunk_read     coord
+//	 6  gossip         membership/driver
+//	 7  gossip_whois   membership/driver
+//	 8  schema         node
+//	 9  schema_pull    node
+//	10  chord          node
+//	11  latency_probe  bench
+//	12  stream_range   reserved for range streaming (not registered yet)
+//	13  tree_digest    reserved for anti-entropy digests (not registered yet)
+//
+// A new kind takes the next free number and a line here. Numbers are never reused for
+// another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255
+// are left to tests, which register kinds of their own.
 type Kind uint8
 
-// kindHello marks the handshake frame a dialer sends first; its bytes are counted too,
-// because they cross the wire like any other.
-var kindHello = RegisterKind("hello")
+// kindHello marks the handshake frames: a dialer's hello, whose bytes are counted because
+// they cross the wire like any other, and an acceptor's refusal.
+var kindHello = RegisterKind(1, "hello")
 
-// kinds is the process-wide registry behind RegisterKind and Kind.String.
+// kinds is the process-wide registry behind RegisterKind, KindByName and Kind.String.
 var kinds kindRegistry
 
-// RegisterKind returns the Kind for name, registering it on first use. Registering the same
-// name again returns the same Kind. It panics on an empty name or past 255 kinds: both are
-// programming errors found at start-up.
-func RegisterKind(name string) Kind {
-	return kinds.register(name)
+// RegisterKind registers name as Kind number and returns it; packages call it at init,
+// with the number the table in Kind's documentation gives. Registering the same number
+// and name again returns the same Kind. It panics on number 0, on an empty name, and on
+// a number or name already registered with a different partner: all are programming
+// errors, found at start-up.
+func RegisterKind(number uint8, name string) Kind {
+	return kinds.register(number, name)
+}
+
+// KindByName returns the Kind registered as name, for code that counts another
+// package's messages without importing the package; ok is false if none is.
+func KindByName(name string) (kind Kind, ok bool) {
+	return kinds.byName(name)
 }
 
 // String returns the registered name, or "kind(N)" for a number nobody registered.
@@ -29,40 +59,52 @@ func (k Kind) String() string {
 	return kinds.name(k)
 }
 
-// kindRegistry maps names to kinds. Kind 0 is never handed out, so a zeroed frame header
-// cannot pass for a real message type.
+// kindRegistry maps numbers to names and back.
 type kindRegistry struct {
-	mu     sync.RWMutex
-	names  []string // names[k-1] is the name of Kind k
-	byName map[string]Kind
+	mu      sync.RWMutex
+	names   [256]string // names[k] is the name of Kind k, "" if unregistered
+	numbers map[string]Kind
 }
 
-func (r *kindRegistry) register(name string) Kind {
+func (r *kindRegistry) register(number uint8, name string) Kind {
+	if number == 0 {
+		panic(fmt.Sprintf("transport: RegisterKind(0, %q): kind 0 is reserved", name))
+	}
 	if name == "" {
-		panic("transport: RegisterKind with an empty name")
+		panic(fmt.Sprintf("transport: RegisterKind(%d, \"\"): empty name", number))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if k, ok := r.byName[name]; ok {
+	k := Kind(number)
+	switch taken := r.names[k]; {
+	case taken == name:
 		return k
+	case taken != "":
+		panic(fmt.Sprintf("transport: RegisterKind(%d, %q): %d is already %q", number, name, number, taken))
 	}
-	if len(r.names) == 255 {
-		panic(fmt.Sprintf("transport: RegisterKind(%q): all 255 kinds are taken", name))
+	if other, ok := r.numbers[name]; ok {
+		panic(fmt.Sprintf("transport: RegisterKind(%d, %q): %q is already kind %d", number, name, name, uint8(other)))
 	}
-	if r.byName == nil {
-		r.byName = make(map[string]Kind)
+	if r.numbers == nil {
+		r.numbers = make(map[string]Kind)
 	}
-	r.names = append(r.names, name)
-	k := Kind(len(r.names))
-	r.byName[name] = k
+	r.names[k] = name
+	r.numbers[name] = k
 	return k
+}
+
+func (r *kindRegistry) byName(name string) (Kind, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	k, ok := r.numbers[name]
+	return k, ok
 }
 
 func (r *kindRegistry) name(k Kind) string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if k == 0 || int(k) > len(r.names) {
+	if r.names[k] == "" {
 		return fmt.Sprintf("kind(%d)", uint8(k))
 	}
-	return r.names[k-1]
+	return r.names[k]
 }

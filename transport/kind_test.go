@@ -2,58 +2,87 @@ package transport
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
 func TestRegisterKind(t *testing.T) {
-	first := RegisterKind("test_kind_registry")
-	again := RegisterKind("test_kind_registry")
-	other := RegisterKind("test_kind_registry_other")
-	if first != again {
-		t.Errorf("RegisterKind is not idempotent: %d then %d", first, again)
+	var r kindRegistry
+	first := r.register(200, "test_kind")
+	again := r.register(200, "test_kind")
+	other := r.register(255, "test_kind_other")
+	if first != 200 || again != 200 || other != 255 {
+		t.Errorf("register gave %d, %d and %d, want 200, 200 and 255", first, again, other)
 	}
-	if first == other || first == 0 || other == 0 {
-		t.Errorf("kinds %d and %d: want distinct, non-zero", first, other)
+	lookups := []struct {
+		name string
+		kind Kind
+		ok   bool
+	}{
+		{"test_kind", 200, true},
+		{"test_kind_other", 255, true},
+		{"nobody", 0, false},
 	}
-	if got := first.String(); got != "test_kind_registry" {
-		t.Errorf("String() = %q", got)
+	for _, tt := range lookups {
+		if kind, ok := r.byName(tt.name); kind != tt.kind || ok != tt.ok {
+			t.Errorf("byName(%q) = %d, %v; want %d, %v", tt.name, kind, ok, tt.kind, tt.ok)
+		}
 	}
+	names := []struct {
+		kind Kind
+		want string
+	}{
+		{200, "test_kind"},
+		{255, "test_kind_other"},
+		{0, "kind(0)"},
+		{201, "kind(201)"},
+	}
+	for _, tt := range names {
+		if got := r.name(tt.kind); got != tt.want {
+			t.Errorf("name(%d) = %q, want %q", tt.kind, got, tt.want)
+		}
+	}
+}
+
+func TestRegisterKindPanics(t *testing.T) {
+	tests := []struct {
+		name   string
+		number uint8
+		kind   string
+		want   string
+	}{
+		{"kind 0", 0, "zero", "reserved"},
+		{"empty name", 201, "", "empty name"},
+		{"number taken by another name", 200, "test_b", `200 is already "test_a"`},
+		{"name taken by another number", 201, "test_a", `"test_a" is already kind 200`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r kindRegistry
+			r.register(200, "test_a")
+			defer func() {
+				msg := fmt.Sprint(recover())
+				if !strings.Contains(msg, tt.want) {
+					t.Errorf("register(%d, %q) panicked with %q, want a panic containing %q", tt.number, tt.kind, msg, tt.want)
+				}
+				// A refused registration leaves the registry as it was.
+				if got, _ := r.byName("test_a"); got != 200 || r.name(201) != "kind(201)" {
+					t.Errorf("after the panic: test_a is %d, kind 201 is %q", got, r.name(201))
+				}
+			}()
+			r.register(tt.number, tt.kind)
+		})
+	}
+}
+
+func TestKindString(t *testing.T) {
 	if got := kindHello.String(); got != "hello" {
 		t.Errorf("kindHello.String() = %q", got)
 	}
 	if got := Kind(0).String(); got != "kind(0)" {
 		t.Errorf("Kind(0).String() = %q", got)
 	}
-}
-
-func TestKindRegistryFull(t *testing.T) {
-	var r kindRegistry
-	for i := range 255 {
-		if k := r.register(fmt.Sprintf("k%d", i)); int(k) != i+1 {
-			t.Fatalf("register #%d gave %d", i, k)
-		}
-	}
-	if got := r.name(255); got != "k254" {
-		t.Errorf("name(255) = %q", got)
-	}
-	if k := r.register("k7"); k != 8 {
-		t.Errorf("re-registering a name on a full registry gave %d, want 8", k)
-	}
-	tests := []struct {
-		name string
-		kind string
-	}{
-		{"256th kind", "one-too-many"},
-		{"empty name", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("register(%q) did not panic", tt.kind)
-				}
-			}()
-			r.register(tt.kind)
-		})
+	if kind, ok := KindByName("hello"); kind != kindHello || !ok {
+		t.Errorf(`KindByName("hello") = %d, %v`, kind, ok)
 	}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 func TestStats(t *testing.T) {
-	mutate := RegisterKind("test_stats_mutate")
-	read := RegisterKind("test_stats_read")
+	mutate := RegisterKind(207, "test_stats_mutate")
+	read := RegisterKind(208, "test_stats_read")
 	var stats Stats // the zero value must be usable
 	adds := []struct {
 		from, to string
@@ -42,7 +42,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestStatsConcurrent(t *testing.T) {
-	kind := RegisterKind("test_stats_concurrent")
+	kind := RegisterKind(209, "test_stats_concurrent")
 	stats := NewStats()
 	const goroutines, perGoroutine = 8, 500
 	var wg sync.WaitGroup

@@ -31,6 +31,31 @@ var ErrFrameTooLarge = errors.New("transport: frame too large")
 // ErrClosed means the transport was closed.
 var ErrClosed = errors.New("transport: closed")
 
+// ProtocolVersion is the version of the internode protocol this build speaks: the frame
+// layout, the hello, the kind numbers and their payloads. Nodes exchange it in the hello
+// and an acceptor refuses a dialer of another version, so raise it with any change that a
+// node of the previous version would misread.
+const ProtocolVersion = 1
+
+// VersionError means a peer speaks a protocol version this node does not, so the two
+// cannot talk until one of them is upgraded. The acceptor refuses the dialer, and the
+// dialer's calls fail with ErrUnreachable wrapping a *VersionError: another replica may
+// answer instead, and the next call dials again, by when the peer may be upgraded.
+type VersionError struct {
+	// Peer names the other node: its id on the dialing side, its address on the
+	// accepting side, which cannot trust the rest of a hello of another version.
+	Peer string
+	// PeerVersion is the version the peer speaks.
+	PeerVersion uint16
+	// Version is the version this node speaks.
+	Version uint16
+}
+
+// Error implements error.
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("transport: peer %s speaks protocol %d, this node speaks %d", e.Peer, e.PeerVersion, e.Version)
+}
+
 // DefaultMaxFrameBytes bounds a frame (header + payload) when Config.MaxFrameBytes is 0.
 const DefaultMaxFrameBytes = 32 << 20
 
@@ -103,6 +128,7 @@ type Config struct {
 // Transport sends and serves framed messages. It is safe for concurrent use.
 type Transport struct {
 	self          Peer
+	version       uint16 // the protocol spoken: ProtocolVersion, unless a test says otherwise
 	handler       Handler
 	linkModel     LinkModel
 	stats         *Stats
@@ -137,6 +163,12 @@ type dialEntry struct {
 
 // Listen starts a transport listening on cfg.Self.Addr.
 func Listen(cfg Config) (*Transport, error) {
+	return listen(cfg, ProtocolVersion)
+}
+
+// listen is Listen speaking the given protocol version, so that tests can stand up a
+// node of another version.
+func listen(cfg Config, version uint16) (*Transport, error) {
 	if cfg.Self.ID == "" {
 		return nil, errors.New("transport: Config.Self.ID is empty")
 	}
@@ -165,6 +197,7 @@ func Listen(cfg Config) (*Transport, error) {
 	}
 	t := &Transport{
 		self:          cfg.Self,
+		version:       version,
 		handler:       cfg.Handler,
 		linkModel:     cfg.Links,
 		stats:         cfg.Stats,
@@ -383,7 +416,7 @@ func (t *Transport) openConn(ctx context.Context, peer Peer) (*conn, error) {
 		return nil, fmt.Errorf("transport: dial %s at %s: %w: %w", peer.ID, peer.Addr, ErrUnreachable, err)
 	}
 	c := newConn(t, nc, nil, peer, link, true)
-	if err := c.enqueue(frameHello, kindHello, 0, encodePeer(t.self)); err != nil {
+	if err := c.enqueue(frameHello, kindHello, 0, encodeHello(t.version, t.self)); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -467,21 +500,32 @@ func (t *Transport) acceptConn(nc net.Conn) (*conn, error) {
 	return newConn(t, nc, reader, peer, link, false), nil
 }
 
-// readHello reads the first frame of an accepted connection, which must be a hello. The
-// reader it returns may already hold the frames that followed.
+// readHello reads the first frame of an accepted connection, which must be a hello, and
+// refuses a dialer of another protocol version with a *VersionError. The reader it
+// returns may already hold the frames that followed.
 func (t *Transport) readHello(nc net.Conn) (Peer, io.Reader, error) {
 	reader := newFrameReader(nc)
 	if err := nc.SetReadDeadline(time.Now().Add(helloTimeout)); err != nil {
 		return Peer{}, nil, err
 	}
+	// A client of another protocol (HTTP, gRPC) fails here, on a header no kura node sends.
 	h, payload, err := readFrame(reader, t.maxFrameBytes)
 	if err != nil {
-		return Peer{}, nil, fmt.Errorf("reading hello: %w", err)
+		return Peer{}, nil, fmt.Errorf("reading hello (is the peer a kura node?): %w", err)
 	}
 	if h.typ != frameHello {
 		return Peer{}, nil, fmt.Errorf("%w: first frame has type %d, want hello", errMalformed, h.typ)
 	}
-	peer, err := decodePeer(payload)
+	version, rest, err := decodeHelloVersion(payload)
+	if err != nil {
+		return Peer{}, nil, err
+	}
+	if version != t.version {
+		refused := &VersionError{Peer: nc.RemoteAddr().String(), PeerVersion: version, Version: t.version}
+		t.refuse(nc, reader)
+		return Peer{}, nil, refused
+	}
+	peer, err := decodePeer(rest)
 	if err != nil {
 		return Peer{}, nil, err
 	}
@@ -489,6 +533,23 @@ func (t *Transport) readHello(nc net.Conn) (Peer, io.Reader, error) {
 		return Peer{}, nil, err
 	}
 	return peer, reader, nil
+}
+
+// refuse tells a dialer of another protocol version which version this node speaks, then
+// waits for the dialer to hang up, discarding whatever it sent behind its hello: closing
+// a socket with unread bytes resets the connection, and the reset could overtake the
+// refusal. The hello's read deadline still bounds the wait. Errors are not reported: the
+// refusal is the news, and a dialer that is gone needs no answer.
+func (t *Transport) refuse(nc net.Conn, reader io.Reader) {
+	if err := nc.SetWriteDeadline(time.Now().Add(helloTimeout)); err != nil {
+		return
+	}
+	// Not counted in Stats: the peer's DC is in the part of its hello this node cannot
+	// trust, and a refusal is an incident to log, not traffic to measure.
+	if _, err := nc.Write(encodeFrame(frameRefuse, kindHello, 0, encodeRefusal(t.version))); err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, reader)
 }
 
 // logConnError logs why a connection ended: ordinary disconnects quietly, protocol

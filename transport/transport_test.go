@@ -20,12 +20,12 @@ import (
 var _ LinkModel = (*topology.Topology)(nil)
 
 var (
-	kindEcho   = RegisterKind("test_echo")
-	kindWhoami = RegisterKind("test_whoami")
-	kindFail   = RegisterKind("test_fail")
-	kindBlock  = RegisterKind("test_block")
-	kindNotify = RegisterKind("test_notify")
-	kindDouble = RegisterKind("test_double")
+	kindEcho   = RegisterKind(200, "test_echo")
+	kindWhoami = RegisterKind(201, "test_whoami")
+	kindFail   = RegisterKind(202, "test_fail")
+	kindBlock  = RegisterKind(203, "test_block")
+	kindNotify = RegisterKind(204, "test_notify")
+	kindDouble = RegisterKind(205, "test_double")
 )
 
 // testServer is the handler of the transports under test: echo, doubling, who-is-calling, an error,
@@ -81,16 +81,24 @@ type node struct {
 }
 
 // startNode listens on a free loopback port; cfg.Self.ID names the node and cfg.Self.Addr,
-// when set, pins the address.
+// when set, pins the address. Without cfg.Logger the node logs to the test's output.
 func startNode(t *testing.T, cfg Config) *node {
+	t.Helper()
+	return startNodeSpeaking(t, cfg, ProtocolVersion)
+}
+
+// startNodeSpeaking is startNode for a node of the given protocol version.
+func startNodeSpeaking(t *testing.T, cfg Config, version uint16) *node {
 	t.Helper()
 	server := newTestServer()
 	if cfg.Self.Addr == "" {
 		cfg.Self.Addr = "127.0.0.1:0"
 	}
 	cfg.Handler = server
-	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-	tr, err := Listen(cfg)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	}
+	tr, err := listen(cfg, version)
 	if err != nil {
 		t.Fatalf("Listen(%+v): %v", cfg.Self, err)
 	}
@@ -279,6 +287,66 @@ func TestUnreachable(t *testing.T) {
 	})
 }
 
+// lineCounter is a log destination that counts the lines containing a string.
+type lineCounter struct {
+	substr string
+	mu     sync.Mutex
+	n      int
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += strings.Count(string(p), c.substr)
+	return len(p), nil
+}
+
+func (c *lineCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func TestProtocolVersionRefused(t *testing.T) {
+	tests := []struct {
+		name                         string
+		clientVersion, serverVersion uint16
+	}{
+		{"newer dialer", ProtocolVersion + 1, ProtocolVersion},
+		{"older dialer", ProtocolVersion, ProtocolVersion + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			serverLog := &lineCounter{substr: "speaks protocol"}
+			server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}, Logger: slog.New(slog.NewTextHandler(serverLog, nil))}, tt.serverVersion)
+			client := startNodeSpeaking(t, Config{Self: Peer{ID: "client"}}, tt.clientVersion)
+			want := VersionError{Peer: "server", PeerVersion: tt.serverVersion, Version: tt.clientVersion}
+			const calls = 2 // each dials afresh and is refused afresh
+			for range calls {
+				_, err := client.Call(testContext(t), server.Self(), kindNotify, []byte("unheard"))
+				var versionErr *VersionError
+				if !errors.As(err, &versionErr) || *versionErr != want || !errors.Is(err, ErrUnreachable) {
+					t.Fatalf("Call error = %v, want ErrUnreachable and %+v", err, want)
+				}
+				if msg := fmt.Sprintf("transport: peer server speaks protocol %d, this node speaks %d", tt.serverVersion, tt.clientVersion); !strings.Contains(err.Error(), msg) {
+					t.Errorf("Call error = %q, want it to say %q", err, msg)
+				}
+			}
+			// Close waits for the accepting goroutines, so their logging is over.
+			client.Close()
+			server.Close()
+			if got := serverLog.count(); got != calls {
+				t.Errorf("server logged %d refusals, want one per connection: %d", got, calls)
+			}
+			select {
+			case got := <-server.server.notified:
+				t.Errorf("the refused dialer's request was handled: %q", got.payload)
+			default:
+			}
+		})
+	}
+}
+
 func TestPeerRestart(t *testing.T) {
 	server := startNode(t, Config{Self: Peer{ID: "server"}})
 	client := startNode(t, Config{Self: Peer{ID: "client"}})
@@ -424,7 +492,7 @@ func TestAccounting(t *testing.T) {
 				}
 			}
 			up := map[Flow]Counter{
-				{tt.clientDC, tt.serverDC, kindHello}:  {1, frameHeaderBytes + uint64(len(encodePeer(client.Self())))},
+				{tt.clientDC, tt.serverDC, kindHello}:  {1, frameHeaderBytes + uint64(len(encodeHello(ProtocolVersion, client.Self())))},
 				{tt.clientDC, tt.serverDC, kindNotify}: {1, frameHeaderBytes + sendBytes},
 				{tt.clientDC, tt.serverDC, kindDouble}: {calls, calls * (frameHeaderBytes + requestBytes)},
 			}
@@ -573,7 +641,7 @@ func TestWANLoss(t *testing.T) {
 		t.Errorf("Call over a lossy link: %v, want context.DeadlineExceeded", err)
 	}
 	// The hello went through (the connection stands); the request and message did not.
-	want := map[Flow]Counter{{"a", "b", kindHello}: {1, frameHeaderBytes + uint64(len(encodePeer(client.Self())))}}
+	want := map[Flow]Counter{{"a", "b", kindHello}: {1, frameHeaderBytes + uint64(len(encodeHello(ProtocolVersion, client.Self())))}}
 	if got := client.Stats().Snapshot(); !reflect.DeepEqual(got, want) {
 		t.Errorf("client counted %v, want only the hello %v", got, want)
 	}

@@ -45,8 +45,8 @@ const Round = time.Second
 // (its first byte names the message type), and KindWhois asks a seed known
 // only by address for its ID.
 var (
-	KindGossip = transport.RegisterKind("gossip")
-	KindWhois  = transport.RegisterKind("gossip_whois")
+	KindGossip = transport.RegisterKind(6, "gossip")
+	KindWhois  = transport.RegisterKind(7, "gossip_whois")
 )
 
 // Handles reports whether a transport message kind belongs to the driver, for

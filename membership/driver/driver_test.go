@@ -261,7 +261,7 @@ func TestHandle(t *testing.T) {
 		{"whois before start", KindWhois, nil, nil},
 		{"gossip before start is dropped", KindGossip, membership.Marshal(&ferry.Probe{Seq: 1}), nil},
 		{"malformed gossip", KindGossip, []byte{0xff, 1, 2}, membership.ErrMalformed},
-		{"foreign kind", transport.RegisterKind("driver_test_other"), nil, ErrUnknownKind},
+		{"foreign kind", transport.RegisterKind(200, "driver_test_other"), nil, ErrUnknownKind},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := d.Handle(ctx, from, tc.kind, tc.payload)
