@@ -141,9 +141,27 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	const keyspace = "ks"
 	switch d.Cmd {
 	case "keyspace":
-		return "ok", s.c.CreateKeyspace(schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "=")})
+		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "=")}
+		if code := arg("erasure"); code != "" {
+			var err error
+			if ks.Erasure, err = schema.ParseErasure(strings.ReplaceAll(code, "/", ",")); err != nil {
+				return "", err
+			}
+		}
+		return "ok", s.c.CreateKeyspace(ks)
 	case "replicas":
 		members, err := s.c.Replicas(arg("node"), keyspace, []byte(arg("key")))
+		var ids []string
+		for _, m := range members {
+			ids = append(ids, m.ID)
+		}
+		return strings.Join(ids, " "), err
+	case "owners":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		members, err := co.ChunkOwners(context.Background(), keyspace, []byte(arg("key")))
 		var ids []string
 		for _, m := range members {
 			ids = append(ids, m.ID)
