@@ -1,4 +1,4 @@
-package routing
+package experiment
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func rowByProtocol(t *testing.T, res Result, protocol string) Row {
 // TestExperimentPaperScale is the acceptance run: 2 × 500 nodes, 10,000 uniform
 // lookups, no churn.
 func TestExperimentPaperScale(t *testing.T) {
-	res, err := RunExperiment(ExperimentConfig{
+	res, err := RunExperiment(Config{
 		DCs: []DCSize{{"tokyo", 500}, {"saopaulo", 500}}, Lookups: 10_000, Seed: 1,
 		MaintenanceWindow: 5 * time.Second,
 	})
@@ -56,7 +56,7 @@ func TestExperimentPaperScale(t *testing.T) {
 
 // TestExperimentThreeDCs: the bound holds for any number of DCs of unequal sizes.
 func TestExperimentThreeDCs(t *testing.T) {
-	res, err := RunExperiment(ExperimentConfig{
+	res, err := RunExperiment(Config{
 		DCs: []DCSize{{"a", 200}, {"b", 300}, {"c", 500}}, Lookups: 3000, Seed: 2,
 		MaintenanceWindow: time.Second,
 	})
@@ -73,7 +73,7 @@ func TestExperimentThreeDCs(t *testing.T) {
 // TestExperimentChurn runs the protocols on the simulator while 5 % of the nodes are
 // replaced per minute (crashes, leaves, joins): lookups still find the true owner.
 func TestExperimentChurn(t *testing.T) {
-	cfg := ExperimentConfig{
+	cfg := Config{
 		DCs: []DCSize{{"a", 120}, {"b", 80}}, Lookups: 3000, Seed: 3, ChurnPerMinute: 0.05,
 		LookupsPerSecond: 20,
 	}
@@ -97,7 +97,7 @@ func TestExperimentChurn(t *testing.T) {
 
 // TestExperimentDeterministic: the same seed gives the same figures.
 func TestExperimentDeterministic(t *testing.T) {
-	cfg := ExperimentConfig{DCs: []DCSize{{"a", 30}, {"b", 20}}, Lookups: 300, Seed: 4, ChurnPerMinute: 0.1, LookupsPerSecond: 10}
+	cfg := Config{DCs: []DCSize{{"a", 30}, {"b", 20}}, Lookups: 300, Seed: 4, ChurnPerMinute: 0.1, LookupsPerSecond: 10}
 	first, err := RunExperiment(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestExperimentDeterministic(t *testing.T) {
 }
 
 func TestExperimentRejects(t *testing.T) {
-	tests := map[string]ExperimentConfig{
+	tests := map[string]Config{
 		"no DCs":        {Lookups: 1},
 		"one node":      {DCs: []DCSize{{"a", 1}}, Lookups: 1},
 		"empty DC":      {DCs: []DCSize{{"a", 5}, {"b", 0}}, Lookups: 1},
@@ -123,8 +123,8 @@ func TestExperimentRejects(t *testing.T) {
 		"negative rate": {DCs: []DCSize{{"a", 5}}, Lookups: 1, LookupsPerSecond: -1},
 	}
 	for name, cfg := range tests {
-		if _, err := RunExperiment(cfg); !errors.Is(err, ErrBadExperiment) {
-			t.Errorf("%s: error %v, want ErrBadExperiment", name, err)
+		if _, err := RunExperiment(cfg); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: error %v, want ErrBadConfig", name, err)
 		}
 	}
 }

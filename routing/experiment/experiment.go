@@ -1,4 +1,8 @@
-package routing
+// Package experiment is `kura bench routing`'s simulated experiment (paper 000, Fig. 8):
+// onehop, chord, the paper's ML-Chord rule as printed and kura's mlchord side by side on
+// the same nodes and lookups, on the simulator. It lives apart from package routing so
+// that the server, which routes with package routing, does not link the simulator.
+package experiment
 
 import (
 	"errors"
@@ -23,8 +27,8 @@ type DCSize struct {
 	Nodes int
 }
 
-// ExperimentConfig sets up `kura bench routing`.
-type ExperimentConfig struct {
+// Config sets up `kura bench routing`.
+type Config struct {
 	// DCs lists the datacenters and their node counts; any number, unequal sizes allowed.
 	DCs []DCSize
 	// Lookups is the number of lookups per protocol, of uniform random keys from uniform
@@ -99,10 +103,10 @@ type Result struct {
 	WallSeconds float64 `json:"wall_seconds"`
 }
 
-// ErrBadExperiment marks an ExperimentConfig that RunExperiment rejects.
-var ErrBadExperiment = errors.New("routing: bad experiment")
+// ErrBadConfig marks a Config that RunExperiment rejects.
+var ErrBadConfig = errors.New("routing experiment: bad config")
 
-func (c ExperimentConfig) withDefaults() (ExperimentConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	if c.Link == nil {
 		c.Link = func(from, to string) time.Duration {
 			if from == to {
@@ -126,19 +130,19 @@ func (c ExperimentConfig) withDefaults() (ExperimentConfig, error) {
 	nodes := 0
 	for _, dc := range c.DCs {
 		if dc.Name == "" || dc.Nodes < 1 {
-			return c, fmt.Errorf("%w: DC %q with %d nodes", ErrBadExperiment, dc.Name, dc.Nodes)
+			return c, fmt.Errorf("%w: DC %q with %d nodes", ErrBadConfig, dc.Name, dc.Nodes)
 		}
 		nodes += dc.Nodes
 	}
 	switch {
 	case nodes < 2:
-		return c, fmt.Errorf("%w: %d nodes, want at least 2", ErrBadExperiment, nodes)
+		return c, fmt.Errorf("%w: %d nodes, want at least 2", ErrBadConfig, nodes)
 	case c.Lookups < 1:
-		return c, fmt.Errorf("%w: %d lookups", ErrBadExperiment, c.Lookups)
+		return c, fmt.Errorf("%w: %d lookups", ErrBadConfig, c.Lookups)
 	case c.ChurnPerMinute < 0 || c.ChurnPerMinute > 1:
-		return c, fmt.Errorf("%w: churn %v per minute, want a fraction in [0, 1]", ErrBadExperiment, c.ChurnPerMinute)
+		return c, fmt.Errorf("%w: churn %v per minute, want a fraction in [0, 1]", ErrBadConfig, c.ChurnPerMinute)
 	case c.LookupsPerSecond < 0:
-		return c, fmt.Errorf("%w: %v lookups per second", ErrBadExperiment, c.LookupsPerSecond)
+		return c, fmt.Errorf("%w: %v lookups per second", ErrBadConfig, c.LookupsPerSecond)
 	}
 	return c, nil
 }
@@ -156,7 +160,7 @@ type plannedLookup struct {
 // maintenance traffic is measured in a separate window of the protocol running. With
 // churn, everything runs on the simulator: stabilize, fix_fingers and the rest keep the
 // rings while nodes crash, leave and join under the lookups.
-func RunExperiment(cfg ExperimentConfig) (Result, error) {
+func RunExperiment(cfg Config) (Result, error) {
 	started := time.Now()
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -209,7 +213,7 @@ func newPeer(dc string, i int) chord.Peer {
 	return chord.Peer{ID: chord.NodeID(name), Name: name, DC: dc}
 }
 
-func experimentNotes(cfg ExperimentConfig) []string {
+func experimentNotes(cfg Config) []string {
 	notes := []string{
 		fmt.Sprintf("identifiers: 64-bit (node: its ring token; key: the hash partitioner's); successor lists of %d", chord.DefaultSuccessorListLen),
 		"hops as the paper counts them: every hop of the request from the coordinator until it reaches the owner; the owner replies directly",
@@ -225,7 +229,7 @@ func experimentNotes(cfg ExperimentConfig) []string {
 }
 
 // oneHopRow computes onehop's figures: the coordinator sends straight to the owner.
-func oneHopRow(cfg ExperimentConfig, layout *chord.Layout, plan []plannedLookup) Row {
+func oneHopRow(cfg Config, layout *chord.Layout, plan []plannedLookup) Row {
 	peers := layout.Peers()
 	var s lookupStats
 	for _, l := range plan {
@@ -297,7 +301,7 @@ func percentile[T int | time.Duration](values []T, q float64) T {
 
 // trial is one protocol's run on the simulator.
 type trial struct {
-	cfg      ExperimentConfig
+	cfg      Config
 	protocol chord.Protocol
 	sim      *sim.Simulator
 	nodes    map[string]*simNode
@@ -373,7 +377,7 @@ func (t *trial) finish(now time.Duration, coordinator string, res chord.LookupRe
 }
 
 // runProtocol measures one DHT protocol.
-func runProtocol(cfg ExperimentConfig, layout *chord.Layout, protocol chord.Protocol, plan []plannedLookup) (Row, error) {
+func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan []plannedLookup) (Row, error) {
 	churn := cfg.ChurnPerMinute > 0
 	var dcs []string
 	for _, dc := range cfg.DCs {
@@ -429,7 +433,7 @@ func runProtocol(cfg ExperimentConfig, layout *chord.Layout, protocol chord.Prot
 
 // simLinks turns the experiment's latencies into the simulator's links: latency only,
 // since lookups and maintenance messages are far too small for bandwidth to matter.
-func simLinks(cfg ExperimentConfig) sim.LinkModel {
+func simLinks(cfg Config) sim.LinkModel {
 	return sim.LinkFunc(func(from, to string) (sim.LinkSpec, error) {
 		return sim.LinkSpec{Latency: cfg.Link(from, to)}, nil
 	})
@@ -552,7 +556,7 @@ func (t *trial) replaceNode() {
 
 // measureMaintenance runs the protocol on stabilised rings for the maintenance window,
 // after a warm-up, and returns the traffic counted in the window.
-func measureMaintenance(cfg ExperimentConfig, layout *chord.Layout, protocol chord.Protocol, links sim.LinkModel, dcs []string) (sim.Counters, time.Duration, error) {
+func measureMaintenance(cfg Config, layout *chord.Layout, protocol chord.Protocol, links sim.LinkModel, dcs []string) (sim.Counters, time.Duration, error) {
 	s, err := sim.New(sim.Config{Seed: cfg.Seed + 1, DCs: dcs, Links: links, Wire: sim.TCPIPv4})
 	if err != nil {
 		return nil, 0, fmt.Errorf("routing: experiment simulator: %w", err)
