@@ -21,6 +21,7 @@ import (
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/routing/experiment"
+	"github.com/kuradb/kura/stats"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -555,14 +556,11 @@ func emulatedRow(protocol string, measured []realLookup) RoutingEmulatedRow {
 		row.InterDCHopsMax = max(row.InterDCHopsMax, m.interDC)
 	}
 	row.CorrectFraction = float64(correct) / float64(max(1, len(measured)))
-	for _, values := range [][]float64{hops, interDC, latencyMs} {
-		slices.Sort(values)
-	}
-	row.HopsMean, _ = meanStddev(hops)
-	row.HopsP99 = percentile(hops, 0.99)
-	row.InterDCHopsMean, _ = meanStddev(interDC)
-	row.LatencyMsMean, _ = meanStddev(latencyMs)
-	row.LatencyMsP99 = percentile(latencyMs, 0.99)
+	row.HopsMean = stats.Mean(hops)
+	row.HopsP99 = stats.Percentile(hops, 0.99)
+	row.InterDCHopsMean = stats.Mean(interDC)
+	row.LatencyMsMean = stats.Mean(latencyMs)
+	row.LatencyMsP99 = stats.Percentile(latencyMs, 0.99)
 	return row
 }
 

@@ -7,7 +7,6 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/stats"
 )
 
 // LinkModel gives the one-way latency from a node of one DC to a node of another (or the
@@ -274,29 +274,14 @@ func (s *lookupStats) row(protocol string) Row {
 	}
 	// A failed lookup found no owner: it counts as wrong, and has no hops or latency.
 	row.CorrectFraction = float64(s.correct) / float64(row.Lookups)
-	row.HopsMean = mean(s.hops)
-	row.HopsP99 = float64(percentile(s.hops, 0.99))
-	row.InterDCHopsMean = mean(s.interDC)
+	row.HopsMean = stats.Mean(s.hops)
+	row.HopsP99 = float64(stats.Percentile(s.hops, 0.99))
+	row.InterDCHopsMean = stats.Mean(s.interDC)
 	row.InterDCHopsMax = slices.Max(s.interDC)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	row.LatencyMsMean = mean(s.latencies) / float64(time.Millisecond)
-	row.LatencyMsP99 = ms(percentile(s.latencies, 0.99))
+	// The mean is taken in nanoseconds and then scaled, so the sum is exact.
+	row.LatencyMsMean = stats.Mean(s.latencies) / float64(time.Millisecond)
+	row.LatencyMsP99 = float64(stats.Percentile(s.latencies, 0.99)) / float64(time.Millisecond)
 	return row
-}
-
-func mean[T int | time.Duration](values []T) float64 {
-	var sum float64
-	for _, v := range values {
-		sum += float64(v)
-	}
-	return sum / float64(len(values))
-}
-
-// percentile returns the nearest-rank percentile q of values.
-func percentile[T int | time.Duration](values []T, q float64) T {
-	sorted := slices.Clone(values)
-	slices.Sort(sorted)
-	return sorted[max(0, int(math.Ceil(q*float64(len(sorted))))-1)]
 }
 
 // trial is one protocol's run on the simulator.

@@ -129,16 +129,3 @@ func TestExperimentRejects(t *testing.T) {
 		}
 	}
 }
-
-func TestPercentile(t *testing.T) {
-	values := []int{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
-	tests := []struct {
-		q    float64
-		want int
-	}{{0.5, 5}, {0.99, 10}, {0.1, 1}, {0, 1}}
-	for _, tt := range tests {
-		if got := percentile(values, tt.q); got != tt.want {
-			t.Errorf("percentile(%v) = %d, want %d", tt.q, got, tt.want)
-		}
-	}
-}
