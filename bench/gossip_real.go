@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/membership/experiment"
 	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/stats"
 	"github.com/kuradb/kura/topology"
 	"github.com/kuradb/kura/transport"
 )
@@ -79,10 +80,10 @@ type gossipTraffic struct {
 	total, interDC transport.Counter
 }
 
-// countGossip sums the gossip flows of stats.
-func countGossip(stats *transport.Stats) gossipTraffic {
+// countGossip sums the gossip flows of traffic.
+func countGossip(traffic *transport.Stats) gossipTraffic {
 	var t gossipTraffic
-	for flow, c := range stats.Snapshot() {
+	for flow, c := range traffic.Snapshot() {
 		if flow.Kind != driver.KindGossip {
 			continue
 		}
@@ -129,7 +130,7 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 		env.Progressf("%s real %s n=%d: %s (%.1f s wall)", tag, p.Name, n, phase, time.Since(begin).Seconds())
 	}
 
-	stats := transport.NewStats()
+	traffic := transport.NewStats()
 	links := realGossipLinks{remote: wall(remoteLatency), loss: cfg.Loss}
 	quiet := slog.New(slog.DiscardHandler)
 	obs := newRealObserver(n, scale)
@@ -143,7 +144,7 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 		node := &realGossipNode{}
 		node.tr, err = transport.Listen(transport.Config{
 			Self:  transport.Peer{ID: gossipNodeID(i), DC: fmt.Sprintf("dc%d", i%cfg.DCs+1), Addr: "127.0.0.1:0"},
-			Stats: stats, Links: links, Seed: int64(i), Logger: quiet,
+			Stats: traffic, Links: links, Seed: int64(i), Logger: quiet,
 			Handler: transport.HandlerFunc(func(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 				if d := node.drv.Load(); d != nil && driver.Handles(kind) {
 					return d.Handle(ctx, from, kind, payload)
@@ -186,11 +187,11 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	}
 	progress("steady", begin)
 	obs.setSteady(true)
-	before, roundsBefore, windowStart := countGossip(stats), rounds(nodes), time.Now()
+	before, roundsBefore, windowStart := countGossip(traffic), rounds(nodes), time.Now()
 	if err := sleepUntil(ctx, begin.Add(wall(cfg.WindowEnd))); err != nil {
 		return GossipRow{}, err
 	}
-	window, roundsRun, wallSeconds := countGossip(stats).sub(before), rounds(nodes)-roundsBefore, time.Since(windowStart).Seconds()
+	window, roundsRun, wallSeconds := countGossip(traffic).sub(before), rounds(nodes)-roundsBefore, time.Since(windowStart).Seconds()
 	obs.setSteady(false)
 	// The simulator runs one round per node per second. A loaded machine
 	// drops rounds here, so a protocol second is one round per node run,
@@ -398,7 +399,7 @@ func (o *realObserver) joinTimes() (p50, maxS float64, unconverged int) {
 		}
 		ts = append(ts, t.Seconds()*o.scale)
 	}
-	p50, maxS = upperMedianAndMax(ts)
+	p50, maxS = p50AndMax(ts)
 	return p50, maxS, unconverged
 }
 
@@ -410,16 +411,15 @@ func (o *realObserver) detectTimes() (p50, maxS float64, undetected int) {
 	for _, t := range o.detected {
 		ts = append(ts, t.Seconds()*o.scale)
 	}
-	p50, maxS = upperMedianAndMax(ts)
+	p50, maxS = p50AndMax(ts)
 	return p50, maxS, len(o.killed) - len(o.detected)
 }
 
-// upperMedianAndMax is what the experiment reports: the upper median and
-// the maximum, zeros when empty.
-func upperMedianAndMax(ts []float64) (p50, maxV float64) {
+// p50AndMax is what the simulated experiment reports: the p50
+// (stats.Percentile) and the maximum, zeros when empty.
+func p50AndMax(ts []float64) (p50, maxV float64) {
 	if len(ts) == 0 {
 		return 0, 0
 	}
-	sort.Float64s(ts)
-	return ts[len(ts)/2], ts[len(ts)-1]
+	return stats.Percentile(ts, 0.5), slices.Max(ts)
 }

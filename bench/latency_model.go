@@ -19,6 +19,7 @@ import (
 	"github.com/kuradb/kura/model"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/stats"
 	"github.com/kuradb/kura/topology"
 	"github.com/kuradb/kura/transport"
 )
@@ -182,7 +183,7 @@ type latencyRun struct {
 
 // measured is cell i's measurement: the median of its block means. A block that another
 // process's burst of CPU use slowed is outvoted by the others.
-func (r latencyRun) measured(i int) time.Duration { return median(r.blockMeans[i]) }
+func (r latencyRun) measured(i int) time.Duration { return stats.Median(r.blockMeans[i]) }
 
 // allOps is cell i's plain mean over all its operations (blocks are of equal size).
 func (r latencyRun) allOps(i int) time.Duration {
@@ -191,16 +192,6 @@ func (r latencyRun) allOps(i int) time.Duration {
 		total += mean
 	}
 	return total / time.Duration(len(r.blockMeans[i]))
-}
-
-// median of a non-empty list; the mean of the middle two for an even count.
-func median(values []time.Duration) time.Duration {
-	sorted := slices.Sorted(slices.Values(values))
-	mid := len(sorted) / 2
-	if len(sorted)%2 == 0 {
-		return (sorted[mid-1] + sorted[mid]) / 2
-	}
-	return sorted[mid]
 }
 
 // latencyCoordinator is the node every request goes to: node 1, as in the paper.
@@ -399,7 +390,7 @@ func runLatencyCluster(ctx context.Context, env Env, topo *topology.Topology, cf
 	}
 	run.probed = probedLinks{topo: topo, from: coordinatorDC, roundTrip: map[string]time.Duration{}}
 	for dc, rtts := range probes {
-		run.probed.roundTrip[dc] = median(rtts)
+		run.probed.roundTrip[dc] = stats.Median(rtts)
 	}
 	return run, nil
 }

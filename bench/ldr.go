@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/stats"
 	"github.com/kuradb/kura/topology"
 	"github.com/kuradb/kura/transport"
 )
@@ -629,35 +630,11 @@ func (lc *ldrCluster) row(experiment string, s ldrScheme, dc string, sample *ldr
 		for i, l := range st.latencies {
 			ms[i] = float64(l) / float64(time.Millisecond)
 		}
-		slices.Sort(ms)
-		m, _ := meanStddev(ms)
-		r.LatencyMsMean = ptr(round(m, 2))
-		r.LatencyMsP50 = ptr(round(percentile(ms, 0.50), 2))
-		r.LatencyMsP99 = ptr(round(percentile(ms, 0.99), 2))
+		r.LatencyMsMean = ptr(round(stats.Mean(ms), 2))
+		r.LatencyMsP50 = ptr(round(stats.Percentile(ms, 0.50), 2))
+		r.LatencyMsP99 = ptr(round(stats.Percentile(ms, 0.99), 2))
 	}
 	return r, nil
-}
-
-func meanStddev(xs []float64) (mean, stddev float64) {
-	if len(xs) == 0 {
-		return 0, 0
-	}
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	for _, x := range xs {
-		stddev += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(stddev / float64(len(xs)))
-}
-
-// percentile of sorted values, nearest rank.
-func percentile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(math.Ceil(q*float64(len(sorted))))-1)]
 }
 
 func round(x float64, digits int) float64 {

@@ -20,6 +20,8 @@ import (
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
+	"github.com/kuradb/kura/routing/experiment"
+	"github.com/kuradb/kura/stats"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -48,7 +50,7 @@ const (
 
 // The paper's figures (paper 000): Fig. 8's reductions at 2 × 500 simulated nodes, and the
 // lookup latency measured on its Tokyo / São Paulo deployment.
-var paperRoutingReduction = routing.Reduction{InterDCHopsMean: 0.74, HopsMean: 0.30, LatencyMsMean: 0.74}
+var paperRoutingReduction = experiment.Reduction{InterDCHopsMean: 0.74, HopsMean: 0.30, LatencyMsMean: 0.74}
 
 // paperMLChordInterDCHopsMax is the paper's claim: an ML-Chord lookup crosses at most once.
 const paperMLChordInterDCHopsMax = 1
@@ -130,12 +132,12 @@ func parseNodesPerDC(list string, dcs int) ([]int, error) {
 
 // routingReduction is mlchord's reduction against chord, with the paper's beside it.
 type routingReduction struct {
-	routing.Reduction
-	Paper routing.Reduction `json:"paper"`
+	experiment.Reduction
+	Paper experiment.Reduction `json:"paper"`
 }
 
 func runRoutingSimulated(env Env, opts routingOptions) (*Report, error) {
-	cfg := routing.ExperimentConfig{
+	cfg := experiment.Config{
 		Lookups:        cmp.Or(opts.lookups, routingSimulatedLookups),
 		ChurnPerMinute: opts.churnPercentPerMin / 100,
 		Seed:           opts.seed,
@@ -154,10 +156,10 @@ func runRoutingSimulated(env Env, opts routingOptions) (*Report, error) {
 		if opts.nodesPerDC != nil {
 			n = opts.nodesPerDC[i]
 		}
-		cfg.DCs = append(cfg.DCs, routing.DCSize{Name: dc.Name, Nodes: n})
+		cfg.DCs = append(cfg.DCs, experiment.DCSize{Name: dc.Name, Nodes: n})
 		sizes = append(sizes, fmt.Sprintf("%s %d", dc.Name, n))
 	}
-	res, err := routing.RunExperiment(cfg)
+	res, err := experiment.RunExperiment(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +189,7 @@ func runRoutingSimulated(env Env, opts routingOptions) (*Report, error) {
 }
 
 // routingFigure draws bars per protocol of mean hops, inter-DC hops and latency.
-func routingFigure(title string, rows []routing.Row) Figure {
+func routingFigure(title string, rows []experiment.Row) Figure {
 	f := Figure{
 		Title:      title,
 		YLabel:     "hops; latency in units of 100 ms",
@@ -221,7 +223,7 @@ type RoutingEmulatedRow struct {
 // routingEmulatedReduction is mlchord's reduction against chord on one layout.
 type routingEmulatedReduction struct {
 	Layout string `json:"layout"`
-	routing.Reduction
+	experiment.Reduction
 	PaperLatencyMsMean float64 `json:"paper_latency_ms_mean"`
 }
 
@@ -284,7 +286,7 @@ func runRoutingEmulated(ctx context.Context, env Env, opts routingOptions) (*Rep
 		if okChord && okML {
 			reductions = append(reductions, routingEmulatedReduction{
 				Layout: name,
-				Reduction: routing.Reduction{
+				Reduction: experiment.Reduction{
 					InterDCHopsMean: 1 - mlchordRow.InterDCHopsMean/chordRow.InterDCHopsMean,
 					HopsMean:        1 - mlchordRow.HopsMean/chordRow.HopsMean,
 					LatencyMsMean:   1 - mlchordRow.LatencyMsMean/chordRow.LatencyMsMean,
@@ -554,14 +556,11 @@ func emulatedRow(protocol string, measured []realLookup) RoutingEmulatedRow {
 		row.InterDCHopsMax = max(row.InterDCHopsMax, m.interDC)
 	}
 	row.CorrectFraction = float64(correct) / float64(max(1, len(measured)))
-	for _, values := range [][]float64{hops, interDC, latencyMs} {
-		slices.Sort(values)
-	}
-	row.HopsMean, _ = meanStddev(hops)
-	row.HopsP99 = percentile(hops, 0.99)
-	row.InterDCHopsMean, _ = meanStddev(interDC)
-	row.LatencyMsMean, _ = meanStddev(latencyMs)
-	row.LatencyMsP99 = percentile(latencyMs, 0.99)
+	row.HopsMean = stats.Mean(hops)
+	row.HopsP99 = stats.Percentile(hops, 0.99)
+	row.InterDCHopsMean = stats.Mean(interDC)
+	row.LatencyMsMean = stats.Mean(latencyMs)
+	row.LatencyMsP99 = stats.Percentile(latencyMs, 0.99)
 	return row
 }
 

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kuradb/kura/routing"
+	"github.com/kuradb/kura/routing/experiment"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -34,9 +34,9 @@ func TestRoutingBenchSimulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := r.Rows.([]routing.Row)
+	rows := r.Rows.([]experiment.Row)
 	var protocols []string
-	byProtocol := map[string]routing.Row{}
+	byProtocol := map[string]experiment.Row{}
 	for _, row := range rows {
 		protocols = append(protocols, row.Protocol)
 		byProtocol[row.Protocol] = row
@@ -61,10 +61,10 @@ func TestRoutingBenchSimulated(t *testing.T) {
 	var decoded struct {
 		Rows      []map[string]any `json:"rows"`
 		Reduction struct {
-			InterDCHopsMean float64           `json:"interdc_hops_mean"`
-			HopsMean        float64           `json:"hops_mean"`
-			LatencyMsMean   float64           `json:"latency_ms_mean"`
-			Paper           routing.Reduction `json:"paper"`
+			InterDCHopsMean float64              `json:"interdc_hops_mean"`
+			HopsMean        float64              `json:"hops_mean"`
+			LatencyMsMean   float64              `json:"latency_ms_mean"`
+			Paper           experiment.Reduction `json:"paper"`
 		} `json:"reduction"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &decoded); err != nil {

@@ -49,7 +49,9 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 	if got := c.Node(localReplica).ClientAddr(); route[0] != got {
 		t.Fatalf("first choice %s, want the dc2 replica %s at %s", route[0], localReplica, got)
 	}
-	if _, err := cl.Put(ctx, "app", key, []byte("v"), consistency.One); err != nil {
+	// ALL, so that the dc1 replica holds the value too before the dc2 one dies: at ONE the
+	// write to dc1 could still be in flight when the Get below reads there.
+	if _, err := cl.Put(ctx, "app", key, []byte("v"), consistency.All); err != nil {
 		t.Fatal(err)
 	}
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/stats"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -346,14 +346,9 @@ func (w *workload) result(c *embedded.Cluster, elapsed time.Duration) Result {
 	return r
 }
 
+// percentileMs is stats.Percentile of latencies, in milliseconds.
 func percentileMs(latencies []time.Duration, q float64) float64 {
-	if len(latencies) == 0 {
-		return 0
-	}
-	sorted := append([]time.Duration(nil), latencies...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	i := int(q * float64(len(sorted)-1))
-	return float64(sorted[i]) / float64(time.Millisecond)
+	return float64(stats.Percentile(latencies, q)) / float64(time.Millisecond)
 }
 
 // WriteSummary prints the result for people.

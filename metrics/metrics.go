@@ -6,8 +6,6 @@
 package metrics
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -15,12 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
-	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -91,7 +86,9 @@ func New(cfg Config) *Registry {
 }
 
 // Observe records one request: api is the front end ("grpc", "resp"), op the operation
-// ("get", "put", "delete", "scan"), err its outcome.
+// ("get", "put", "delete", "scan"), err its outcome. A failure is counted under its
+// coord.Classify class, the one the front ends answer the client with; err must therefore
+// wrap the coordinator's error (the gRPC API's status errors do).
 func (r *Registry) Observe(api, op string, cl consistency.Level, elapsed time.Duration, err error) {
 	key := seriesKey{api: api, op: op, level: cl}
 	cached, ok := r.series.Load(key)
@@ -106,44 +103,11 @@ func (r *Registry) Observe(api, op string, cl consistency.Level, elapsed time.Du
 	s.requests.Inc()
 	s.latency.Observe(elapsed.Seconds())
 	if err != nil {
-		r.errors.WithLabelValues(api, op, ErrorKind(err)).Inc()
+		r.errors.WithLabelValues(api, op, coord.Classify(err).String()).Inc()
 	}
 }
 
 // Handler serves the metrics in the Prometheus exposition format.
 func (r *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{})
-}
-
-// ErrorKind classifies a request's error for the errors metric. It reads both the
-// coordinator's errors and gRPC status errors, whose codes the gRPC API derived from them.
-func ErrorKind(err error) string {
-	if st, ok := status.FromError(err); ok && err != nil {
-		switch st.Code() {
-		case codes.InvalidArgument:
-			return "invalid_argument"
-		case codes.NotFound:
-			return "no_keyspace"
-		case codes.Unavailable:
-			return "unavailable"
-		case codes.DeadlineExceeded:
-			return "timeout"
-		case codes.Canceled:
-			return "canceled"
-		}
-		return "internal"
-	}
-	switch {
-	case errors.Is(err, coord.ErrInvalidArgument), errors.Is(err, consistency.ErrUnknownLevel), errors.Is(err, schema.ErrInvalidKeyspace):
-		return "invalid_argument"
-	case errors.Is(err, schema.ErrNoKeyspace):
-		return "no_keyspace"
-	case errors.Is(err, coord.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, coord.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	}
-	return "internal"
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -10,7 +9,6 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
-	"github.com/kuradb/kura/schema"
 )
 
 // maxScanResponseBytes bounds a scan answer to a client.
@@ -31,26 +29,40 @@ func levelFromProto(c kurav1.Consistency) (consistency.Level, error) {
 	return consistency.Parse(c.String())
 }
 
-// statusOf maps coordinator errors to gRPC codes, keeping the message.
+// grpcCodes is the gRPC status code of each error class.
+var grpcCodes = map[coord.ErrorClass]codes.Code{
+	coord.ClassInvalidArgument: codes.InvalidArgument,
+	coord.ClassNoKeyspace:      codes.NotFound,
+	coord.ClassUnavailable:     codes.Unavailable,
+	coord.ClassTimeout:         codes.DeadlineExceeded,
+	coord.ClassCanceled:        codes.Canceled,
+	coord.ClassInternal:        codes.Internal,
+}
+
+// statusOf turns a coordinator error into the gRPC status of its class (coord.Classify),
+// keeping the message. The status error still wraps err, so that the metrics interceptor
+// classifies the request by the coordinator's error, as the Redis front end does, rather
+// than by mapping the code back.
 func statusOf(err error) error {
 	if err == nil {
 		return nil
 	}
-	code := codes.Internal
-	switch {
-	case errors.Is(err, coord.ErrInvalidArgument), errors.Is(err, consistency.ErrUnknownLevel), errors.Is(err, schema.ErrInvalidKeyspace):
-		code = codes.InvalidArgument
-	case errors.Is(err, schema.ErrNoKeyspace):
-		code = codes.NotFound
-	case errors.Is(err, coord.ErrUnavailable):
-		code = codes.Unavailable
-	case errors.Is(err, coord.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
-	}
-	return status.Error(code, err.Error())
+	return &statusError{status: status.New(grpcCodes[coord.Classify(err)], err.Error()), cause: err}
 }
+
+// statusError is a gRPC status error that keeps the error it was made from.
+type statusError struct {
+	status *status.Status
+	cause  error
+}
+
+func (e *statusError) Error() string { return e.status.Err().Error() }
+
+// GRPCStatus is the status gRPC sends to the client.
+func (e *statusError) GRPCStatus() *status.Status { return e.status }
+
+// Unwrap gives errors.Is the coordinator's error.
+func (e *statusError) Unwrap() error { return e.cause }
 
 func (s *apiServer) Put(ctx context.Context, req *kurav1.PutRequest) (*kurav1.PutResponse, error) {
 	cl, err := levelFromProto(req.GetConsistency())

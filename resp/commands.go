@@ -2,7 +2,6 @@ package resp
 
 import (
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
-	"github.com/kuradb/kura/schema"
 )
 
 // command is one command of the table.
@@ -115,15 +113,16 @@ const (
 	errNoExpiry = "ERR kura does not support key expiry yet"
 )
 
-// errorReply words a backend error, with a code clients can tell apart: UNAVAILABLE when
-// too few replicas are alive for the level, TIMEOUT when they did not answer in time.
+// errorReply words a backend error by its class (coord.Classify), with a code clients can
+// tell apart: UNAVAILABLE when too few replicas are alive for the level, TIMEOUT when they
+// did not answer in time; ERR otherwise.
 func errorReply(err error) string {
-	switch {
-	case errors.Is(err, coord.ErrUnavailable):
+	switch coord.Classify(err) {
+	case coord.ClassUnavailable:
 		return "UNAVAILABLE " + err.Error()
-	case errors.Is(err, coord.ErrTimeout):
+	case coord.ClassTimeout:
 		return "TIMEOUT " + err.Error()
-	case errors.Is(err, schema.ErrNoKeyspace):
+	case coord.ClassNoKeyspace:
 		return "ERR " + err.Error() + ": create it (kura keyspace create) or choose another with KURA.KEYSPACE"
 	}
 	return "ERR " + err.Error()

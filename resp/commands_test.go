@@ -1,8 +1,15 @@
 package resp
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/schema"
 )
 
 // step is one command of a conversation and its exact reply.
@@ -147,5 +154,31 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	c.send(encode("COMMAND"))
 	if got := c.line(); got != "*25\r\n" {
 		t.Fatalf("COMMAND header %q", got)
+	}
+}
+
+// TestErrorReply: a backend error's reply code follows its coord.Classify class, the one
+// the gRPC API and the errors metric use too.
+func TestErrorReply(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"unavailable", &coord.UnavailableError{Level: consistency.Quorum, Alive: map[string]int{"dc1": 1}},
+			"UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]"},
+		{"coordinator timeout", &coord.TimeoutError{Level: consistency.All, Acked: 1},
+			"TIMEOUT timeout: ALL needs 0 acknowledgements, 1 received"},
+		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), "TIMEOUT get: context deadline exceeded"},
+		{"no keyspace", fmt.Errorf("%w %q", schema.ErrNoKeyspace, "nope"),
+			`ERR no such keyspace "nope": create it (kura keyspace create) or choose another with KURA.KEYSPACE`},
+		{"invalid argument", fmt.Errorf("%w: empty key", coord.ErrInvalidArgument), "ERR invalid argument: empty key"},
+		{"canceled", context.Canceled, "ERR context canceled"},
+		{"internal", errors.New("disk on fire"), "ERR disk on fire"},
+	}
+	for _, tt := range tests {
+		if got := errorReply(tt.err); got != tt.want {
+			t.Errorf("%s: errorReply = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

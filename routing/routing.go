@@ -3,8 +3,8 @@
 // membership; no forwarding), chord and mlchord (the DHT cores of routing/chord, where a
 // lookup is forwarded node to node). `--routing onehop|chord|mlchord` picks one.
 //
-// RunExperiment is `kura bench routing`: the three protocols (and the paper's ML-Chord
-// rule as printed) side by side on the simulator.
+// `kura bench routing` compares the three (and the paper's ML-Chord rule as printed) on
+// the simulator; that experiment is package routing/experiment.
 package routing
 
 import (

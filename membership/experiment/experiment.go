@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/kuradb/kura/membership"
@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/membership/scuttlebutt"
 	"github.com/kuradb/kura/membership/simcluster"
 	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/stats"
 )
 
 // Paper 001's fit of Cassandra 0.6's total membership traffic, in bit/s:
@@ -487,12 +488,11 @@ func (o *observer) detectTimes() (p50, maxS float64, undetected int) {
 	return p50, maxS, len(o.killedAt) - len(o.detected)
 }
 
-// summary is the median (upper) and maximum; zeros when empty (the
+// summary is the p50 (stats.Percentile) and maximum; zeros when empty (the
 // unconverged and undetected counts tell that case apart).
 func summary(ts []float64) (p50, maxV float64) {
 	if len(ts) == 0 {
 		return 0, 0
 	}
-	sort.Float64s(ts)
-	return ts[len(ts)/2], ts[len(ts)-1]
+	return stats.Percentile(ts, 0.5), slices.Max(ts)
 }

@@ -1,9 +1,12 @@
-package routing
+// Package experiment is `kura bench routing`'s simulated experiment (paper 000, Fig. 8):
+// onehop, chord, the paper's ML-Chord rule as printed and kura's mlchord side by side on
+// the same nodes and lookups, on the simulator. It lives apart from package routing so
+// that the server, which routes with package routing, does not link the simulator.
+package experiment
 
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/stats"
 )
 
 // LinkModel gives the one-way latency from a node of one DC to a node of another (or the
@@ -23,8 +27,8 @@ type DCSize struct {
 	Nodes int
 }
 
-// ExperimentConfig sets up `kura bench routing`.
-type ExperimentConfig struct {
+// Config sets up `kura bench routing`.
+type Config struct {
 	// DCs lists the datacenters and their node counts; any number, unequal sizes allowed.
 	DCs []DCSize
 	// Lookups is the number of lookups per protocol, of uniform random keys from uniform
@@ -99,10 +103,10 @@ type Result struct {
 	WallSeconds float64 `json:"wall_seconds"`
 }
 
-// ErrBadExperiment marks an ExperimentConfig that RunExperiment rejects.
-var ErrBadExperiment = errors.New("routing: bad experiment")
+// ErrBadConfig marks a Config that RunExperiment rejects.
+var ErrBadConfig = errors.New("routing experiment: bad config")
 
-func (c ExperimentConfig) withDefaults() (ExperimentConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	if c.Link == nil {
 		c.Link = func(from, to string) time.Duration {
 			if from == to {
@@ -126,19 +130,19 @@ func (c ExperimentConfig) withDefaults() (ExperimentConfig, error) {
 	nodes := 0
 	for _, dc := range c.DCs {
 		if dc.Name == "" || dc.Nodes < 1 {
-			return c, fmt.Errorf("%w: DC %q with %d nodes", ErrBadExperiment, dc.Name, dc.Nodes)
+			return c, fmt.Errorf("%w: DC %q with %d nodes", ErrBadConfig, dc.Name, dc.Nodes)
 		}
 		nodes += dc.Nodes
 	}
 	switch {
 	case nodes < 2:
-		return c, fmt.Errorf("%w: %d nodes, want at least 2", ErrBadExperiment, nodes)
+		return c, fmt.Errorf("%w: %d nodes, want at least 2", ErrBadConfig, nodes)
 	case c.Lookups < 1:
-		return c, fmt.Errorf("%w: %d lookups", ErrBadExperiment, c.Lookups)
+		return c, fmt.Errorf("%w: %d lookups", ErrBadConfig, c.Lookups)
 	case c.ChurnPerMinute < 0 || c.ChurnPerMinute > 1:
-		return c, fmt.Errorf("%w: churn %v per minute, want a fraction in [0, 1]", ErrBadExperiment, c.ChurnPerMinute)
+		return c, fmt.Errorf("%w: churn %v per minute, want a fraction in [0, 1]", ErrBadConfig, c.ChurnPerMinute)
 	case c.LookupsPerSecond < 0:
-		return c, fmt.Errorf("%w: %v lookups per second", ErrBadExperiment, c.LookupsPerSecond)
+		return c, fmt.Errorf("%w: %v lookups per second", ErrBadConfig, c.LookupsPerSecond)
 	}
 	return c, nil
 }
@@ -156,7 +160,7 @@ type plannedLookup struct {
 // maintenance traffic is measured in a separate window of the protocol running. With
 // churn, everything runs on the simulator: stabilize, fix_fingers and the rest keep the
 // rings while nodes crash, leave and join under the lookups.
-func RunExperiment(cfg ExperimentConfig) (Result, error) {
+func RunExperiment(cfg Config) (Result, error) {
 	started := time.Now()
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -209,7 +213,7 @@ func newPeer(dc string, i int) chord.Peer {
 	return chord.Peer{ID: chord.NodeID(name), Name: name, DC: dc}
 }
 
-func experimentNotes(cfg ExperimentConfig) []string {
+func experimentNotes(cfg Config) []string {
 	notes := []string{
 		fmt.Sprintf("identifiers: 64-bit (node: its ring token; key: the hash partitioner's); successor lists of %d", chord.DefaultSuccessorListLen),
 		"hops as the paper counts them: every hop of the request from the coordinator until it reaches the owner; the owner replies directly",
@@ -225,7 +229,7 @@ func experimentNotes(cfg ExperimentConfig) []string {
 }
 
 // oneHopRow computes onehop's figures: the coordinator sends straight to the owner.
-func oneHopRow(cfg ExperimentConfig, layout *chord.Layout, plan []plannedLookup) Row {
+func oneHopRow(cfg Config, layout *chord.Layout, plan []plannedLookup) Row {
 	peers := layout.Peers()
 	var s lookupStats
 	for _, l := range plan {
@@ -270,34 +274,19 @@ func (s *lookupStats) row(protocol string) Row {
 	}
 	// A failed lookup found no owner: it counts as wrong, and has no hops or latency.
 	row.CorrectFraction = float64(s.correct) / float64(row.Lookups)
-	row.HopsMean = mean(s.hops)
-	row.HopsP99 = float64(percentile(s.hops, 0.99))
-	row.InterDCHopsMean = mean(s.interDC)
+	row.HopsMean = stats.Mean(s.hops)
+	row.HopsP99 = float64(stats.Percentile(s.hops, 0.99))
+	row.InterDCHopsMean = stats.Mean(s.interDC)
 	row.InterDCHopsMax = slices.Max(s.interDC)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	row.LatencyMsMean = mean(s.latencies) / float64(time.Millisecond)
-	row.LatencyMsP99 = ms(percentile(s.latencies, 0.99))
+	// The mean is taken in nanoseconds and then scaled, so the sum is exact.
+	row.LatencyMsMean = stats.Mean(s.latencies) / float64(time.Millisecond)
+	row.LatencyMsP99 = float64(stats.Percentile(s.latencies, 0.99)) / float64(time.Millisecond)
 	return row
-}
-
-func mean[T int | time.Duration](values []T) float64 {
-	var sum float64
-	for _, v := range values {
-		sum += float64(v)
-	}
-	return sum / float64(len(values))
-}
-
-// percentile returns the nearest-rank percentile q of values.
-func percentile[T int | time.Duration](values []T, q float64) T {
-	sorted := slices.Clone(values)
-	slices.Sort(sorted)
-	return sorted[max(0, int(math.Ceil(q*float64(len(sorted))))-1)]
 }
 
 // trial is one protocol's run on the simulator.
 type trial struct {
-	cfg      ExperimentConfig
+	cfg      Config
 	protocol chord.Protocol
 	sim      *sim.Simulator
 	nodes    map[string]*simNode
@@ -373,7 +362,7 @@ func (t *trial) finish(now time.Duration, coordinator string, res chord.LookupRe
 }
 
 // runProtocol measures one DHT protocol.
-func runProtocol(cfg ExperimentConfig, layout *chord.Layout, protocol chord.Protocol, plan []plannedLookup) (Row, error) {
+func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan []plannedLookup) (Row, error) {
 	churn := cfg.ChurnPerMinute > 0
 	var dcs []string
 	for _, dc := range cfg.DCs {
@@ -429,7 +418,7 @@ func runProtocol(cfg ExperimentConfig, layout *chord.Layout, protocol chord.Prot
 
 // simLinks turns the experiment's latencies into the simulator's links: latency only,
 // since lookups and maintenance messages are far too small for bandwidth to matter.
-func simLinks(cfg ExperimentConfig) sim.LinkModel {
+func simLinks(cfg Config) sim.LinkModel {
 	return sim.LinkFunc(func(from, to string) (sim.LinkSpec, error) {
 		return sim.LinkSpec{Latency: cfg.Link(from, to)}, nil
 	})
@@ -552,7 +541,7 @@ func (t *trial) replaceNode() {
 
 // measureMaintenance runs the protocol on stabilised rings for the maintenance window,
 // after a warm-up, and returns the traffic counted in the window.
-func measureMaintenance(cfg ExperimentConfig, layout *chord.Layout, protocol chord.Protocol, links sim.LinkModel, dcs []string) (sim.Counters, time.Duration, error) {
+func measureMaintenance(cfg Config, layout *chord.Layout, protocol chord.Protocol, links sim.LinkModel, dcs []string) (sim.Counters, time.Duration, error) {
 	s, err := sim.New(sim.Config{Seed: cfg.Seed + 1, DCs: dcs, Links: links, Wire: sim.TCPIPv4})
 	if err != nil {
 		return nil, 0, fmt.Errorf("routing: experiment simulator: %w", err)

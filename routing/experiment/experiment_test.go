@@ -1,4 +1,4 @@
-package routing
+package experiment
 
 import (
 	"errors"
@@ -20,9 +20,13 @@ func rowByProtocol(t *testing.T, res Result, protocol string) Row {
 }
 
 // TestExperimentPaperScale is the acceptance run: 2 × 500 nodes, 10,000 uniform
-// lookups, no churn.
+// lookups, no churn. It takes tens of seconds of CPU, so -short skips it; how long it
+// takes is not asserted, since that depends on what else the machine runs.
 func TestExperimentPaperScale(t *testing.T) {
-	res, err := RunExperiment(ExperimentConfig{
+	if testing.Short() {
+		t.Skip("paper scale: 2 × 500 nodes, 10,000 lookups per protocol")
+	}
+	res, err := RunExperiment(Config{
 		DCs: []DCSize{{"tokyo", 500}, {"saopaulo", 500}}, Lookups: 10_000, Seed: 1,
 		MaintenanceWindow: 5 * time.Second,
 	})
@@ -49,14 +53,11 @@ func TestExperimentPaperScale(t *testing.T) {
 	if r := res.Reduction; r.InterDCHopsMean < 0.74 || r.HopsMean < 0.30 || r.LatencyMsMean < 0.5 {
 		t.Errorf("reduction %+v; want inter-DC hops ≥ 0.74, hops ≥ 0.30, latency ≥ 0.5", r)
 	}
-	if res.WallSeconds > 30 {
-		t.Errorf("took %.1f s, want under 30", res.WallSeconds)
-	}
 }
 
 // TestExperimentThreeDCs: the bound holds for any number of DCs of unequal sizes.
 func TestExperimentThreeDCs(t *testing.T) {
-	res, err := RunExperiment(ExperimentConfig{
+	res, err := RunExperiment(Config{
 		DCs: []DCSize{{"a", 200}, {"b", 300}, {"c", 500}}, Lookups: 3000, Seed: 2,
 		MaintenanceWindow: time.Second,
 	})
@@ -73,7 +74,7 @@ func TestExperimentThreeDCs(t *testing.T) {
 // TestExperimentChurn runs the protocols on the simulator while 5 % of the nodes are
 // replaced per minute (crashes, leaves, joins): lookups still find the true owner.
 func TestExperimentChurn(t *testing.T) {
-	cfg := ExperimentConfig{
+	cfg := Config{
 		DCs: []DCSize{{"a", 120}, {"b", 80}}, Lookups: 3000, Seed: 3, ChurnPerMinute: 0.05,
 		LookupsPerSecond: 20,
 	}
@@ -97,7 +98,7 @@ func TestExperimentChurn(t *testing.T) {
 
 // TestExperimentDeterministic: the same seed gives the same figures.
 func TestExperimentDeterministic(t *testing.T) {
-	cfg := ExperimentConfig{DCs: []DCSize{{"a", 30}, {"b", 20}}, Lookups: 300, Seed: 4, ChurnPerMinute: 0.1, LookupsPerSecond: 10}
+	cfg := Config{DCs: []DCSize{{"a", 30}, {"b", 20}}, Lookups: 300, Seed: 4, ChurnPerMinute: 0.1, LookupsPerSecond: 10}
 	first, err := RunExperiment(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestExperimentDeterministic(t *testing.T) {
 }
 
 func TestExperimentRejects(t *testing.T) {
-	tests := map[string]ExperimentConfig{
+	tests := map[string]Config{
 		"no DCs":        {Lookups: 1},
 		"one node":      {DCs: []DCSize{{"a", 1}}, Lookups: 1},
 		"empty DC":      {DCs: []DCSize{{"a", 5}, {"b", 0}}, Lookups: 1},
@@ -123,21 +124,8 @@ func TestExperimentRejects(t *testing.T) {
 		"negative rate": {DCs: []DCSize{{"a", 5}}, Lookups: 1, LookupsPerSecond: -1},
 	}
 	for name, cfg := range tests {
-		if _, err := RunExperiment(cfg); !errors.Is(err, ErrBadExperiment) {
-			t.Errorf("%s: error %v, want ErrBadExperiment", name, err)
-		}
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	values := []int{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
-	tests := []struct {
-		q    float64
-		want int
-	}{{0.5, 5}, {0.99, 10}, {0.1, 1}, {0, 1}}
-	for _, tt := range tests {
-		if got := percentile(values, tt.q); got != tt.want {
-			t.Errorf("percentile(%v) = %d, want %d", tt.q, got, tt.want)
+		if _, err := RunExperiment(cfg); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: error %v, want ErrBadConfig", name, err)
 		}
 	}
 }

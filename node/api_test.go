@@ -1,0 +1,47 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/schema"
+)
+
+// TestStatusOf: the gRPC code follows the error's class, the message is the coordinator's,
+// and the status error still classifies as the error it came from, which the errors
+// metric relies on.
+func TestStatusOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		code codes.Code
+	}{
+		{fmt.Errorf("%w: empty key", coord.ErrInvalidArgument), codes.InvalidArgument},
+		{fmt.Errorf("%w: MOST", consistency.ErrUnknownLevel), codes.InvalidArgument},
+		{fmt.Errorf("%w %q", schema.ErrNoKeyspace, "nope"), codes.NotFound},
+		{&coord.UnavailableError{Level: consistency.Two}, codes.Unavailable},
+		{&coord.TimeoutError{Level: consistency.All}, codes.DeadlineExceeded},
+		{context.DeadlineExceeded, codes.DeadlineExceeded},
+		{context.Canceled, codes.Canceled},
+		{errors.New("disk on fire"), codes.Internal},
+	}
+	for _, tt := range tests {
+		err := statusOf(tt.err)
+		st, ok := status.FromError(err)
+		if !ok || st.Code() != tt.code || st.Message() != tt.err.Error() {
+			t.Errorf("statusOf(%v) = %v; want code %v and the error's message", tt.err, err, tt.code)
+		}
+		if got, want := coord.Classify(err), coord.Classify(tt.err); got != want {
+			t.Errorf("statusOf(%v) classifies as %v, want %v", tt.err, got, want)
+		}
+	}
+	if statusOf(nil) != nil {
+		t.Error("statusOf(nil) is not nil")
+	}
+}
