@@ -20,8 +20,11 @@ func TestEveryLevelWritesAndReadsBack(t *testing.T) {
 				t.Fatalf("put at %v via %s: %v", level, via, err)
 			}
 			readLevel := level
-			if level == consistency.Any {
-				readLevel = consistency.All // ANY promises the write exists somewhere, not where
+			switch level {
+			case consistency.Any, consistency.One, consistency.Two, consistency.LocalOne:
+				// These promise the write exists on that many replicas, not which: a read
+				// at the same level may meet others, which it has not reached yet.
+				readLevel = consistency.All
 			}
 			rec, found, err := co.Get(ctx, "spread", key, readLevel)
 			if err != nil || !found || !bytes.Equal(rec.Value, value) {
