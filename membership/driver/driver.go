@@ -334,12 +334,17 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 	resolved := make(map[string]transport.Peer)
 	deadline := time.Now().Add(d.cfg.SeedWait)
 	for {
+		// The whois goroutines write resolved, so which seeds to ask is decided before
+		// the first of them starts.
+		var unresolved []string
+		for _, addr := range d.cfg.Seeds {
+			if _, done := resolved[addr]; !done {
+				unresolved = append(unresolved, addr)
+			}
+		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for _, addr := range d.cfg.Seeds {
-			if _, done := resolved[addr]; done {
-				continue
-			}
+		for _, addr := range unresolved {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

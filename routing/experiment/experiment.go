@@ -1,7 +1,7 @@
 // Package experiment is `kura bench routing`'s simulated experiment (paper 000, Fig. 8):
 // onehop, chord, the paper's ML-Chord rule as printed and kura's mlchord side by side on
 // the same nodes and lookups, on the simulator. It lives apart from package routing so
-// that the server, which routes with package routing, does not link the simulator.
+// that the packages that route (node, coord) do not import the simulator.
 package experiment
 
 import (
