@@ -288,6 +288,20 @@ func (c *Cluster) Replicas(id string, keyspace string, key []byte) ([]placement.
 	return placement.NewRing(n.dir, c.cfg.Vnodes).Replicas(context.Background(), ks, key)
 }
 
+// Run lets d of virtual time pass: every node's work, messages and deadlines in that
+// span happen before it returns. Inside the bubble it takes no real time.
+func (c *Cluster) Run(d time.Duration) { time.Sleep(d) }
+
+// CrashAfter crashes node id once d of virtual time has passed, in the middle of whatever
+// is in flight then.
+func (c *Cluster) CrashAfter(id string, d time.Duration, failed func(error)) {
+	time.AfterFunc(d, func() {
+		if err := c.Crash(id); err != nil {
+			failed(err)
+		}
+	})
+}
+
 // Counters returns the network's traffic so far, per DC pair and message kind.
 func (c *Cluster) Counters() sim.Counters { return c.net.links.Counters() }
 

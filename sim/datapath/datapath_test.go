@@ -229,12 +229,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			if err != nil {
 				return "", err
 			}
-			node := arg("node")
-			time.AfterFunc(delay, func() {
-				if err := s.c.Crash(node); err != nil {
-					t.Errorf("crash: %v", err)
-				}
-			})
+			s.c.CrashAfter(arg("node"), delay, func(err error) { t.Errorf("crash: %v", err) })
 			return "crash scheduled", nil
 		}
 		return "ok", s.c.Crash(arg("node"))
@@ -261,7 +256,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		if err != nil {
 			return "", err
 		}
-		time.Sleep(delay)
+		s.c.Run(delay)
 		return "ok", nil
 	case "hints":
 		co, err := s.c.Coordinator(arg("node"))
