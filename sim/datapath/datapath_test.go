@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -49,12 +50,12 @@ func TestScenarios(t *testing.T) {
 		var runs [2]string
 		for i := range runs {
 			synctest.Test(t, func(t *testing.T) {
-				var log strings.Builder
-				s := &scenario{log: &log}
+				log := &runLog{}
+				s := &scenario{log: log}
 				defer s.close(t)
 				datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 					out := s.do(t, d)
-					fmt.Fprintf(&log, "> %s %v\n%s\n", d.Cmd, d.CmdArgs, out)
+					log.printf("> %s %v\n%s\n", d.Cmd, d.CmdArgs, out)
 					return out
 				})
 				runs[i] = log.String()
@@ -79,7 +80,27 @@ func firstDifference(a, b string) string {
 // scenario is one script's cluster.
 type scenario struct {
 	c   *Cluster
-	log *strings.Builder
+	log *runLog
+}
+
+// runLog is one run's record: the commands and the network's trace. The driver writes to
+// it from its own goroutine; the lock orders those writes for the race detector, since
+// virtual time alone orders them but does not say so in the memory model.
+type runLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *runLog) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.b, format, args...)
+}
+
+func (l *runLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (s *scenario) close(t *testing.T) {
@@ -95,7 +116,7 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 	if d.Cmd == "cluster" {
 		var seed uint64
 		d.ScanArgs(t, "seed", &seed)
-		c, err := Start(threeDCs(seed, func(line string) { fmt.Fprintln(s.log, line) }))
+		c, err := Start(threeDCs(seed, func(line string) { s.log.printf("%s\n", line) }))
 		if err != nil {
 			t.Fatal(err)
 		}
