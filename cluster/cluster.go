@@ -1,7 +1,9 @@
 // Package cluster holds a node's view of the cluster: which nodes exist, where they
-// listen, which datacenter they are in, and which of them are reachable now. Whatever
-// maintains the view (the seed heartbeat today, gossip membership later) writes into a
-// Directory; the coordinator and the client API only read it through View.
+// listen, which datacenter they are in, where they stand on the ring (joining, normal,
+// leaving, left, removed) and which of them are reachable now. Gossip membership writes
+// into a Directory, which persists the ring in the node's own storage (Open), so that a
+// restarted node starts from its last ring; the coordinator and the client API only read
+// it through View.
 package cluster
 
 import (
@@ -20,8 +22,18 @@ type Node struct {
 	Addr       string // node-to-node transport address
 	ClientAddr string // gRPC client API address; empty when the node serves none
 	// Tokens are the node's ring positions when chosen by hand (experiments that need
-	// evenly spaced tokens); empty means the positions derived from the id.
+	// evenly spaced tokens, or a replacement taking a dead node's place); empty means the
+	// positions derived from the id.
 	Tokens []uint64
+	// Status is where the node stands on the ring, as it announced it (or, for a removed
+	// node, as an operator decided).
+	Status Status
+	// Replaces names the dead node whose tokens this one takes over (kura server
+	// --replace); the dead node leaves the ring once this one is normal.
+	Replaces string
+	// Generation is the node's gossip generation when this entry was learned: a removed
+	// node stays removed until it comes back with a newer one.
+	Generation uint64
 }
 
 // RingTokens returns the node's ring positions: those it was given, or else vnodes
@@ -39,8 +51,64 @@ func (n Node) RingTokens(vnodes int) []ring.Token {
 
 // Equal reports whether two entries are identical.
 func (n Node) Equal(o Node) bool {
-	return n.ID == o.ID && n.DC == o.DC && n.Addr == o.Addr && n.ClientAddr == o.ClientAddr && slices.Equal(n.Tokens, o.Tokens)
+	return n.ID == o.ID && n.DC == o.DC && n.Addr == o.Addr && n.ClientAddr == o.ClientAddr && slices.Equal(n.Tokens, o.Tokens) &&
+		n.Status == o.Status && n.Replaces == o.Replaces && n.Generation == o.Generation
 }
+
+// Status is a node's place on the ring. It is independent of liveness: a normal node may
+// be down, and stays on the ring, so its replicas do not move.
+type Status uint8
+
+// The ring statuses, in the order a node goes through them. The zero value is normal, so
+// nodes known up front (a topology file, an in-process cluster) own their ranges.
+const (
+	// StatusNormal: owns its ranges.
+	StatusNormal Status = iota
+	// StatusJoining: has claimed its tokens and is streaming the ranges it gains. It
+	// receives writes for them as a pending replica and serves no reads.
+	StatusJoining
+	// StatusLeaving: streaming its ranges to the nodes that take them over; it still
+	// serves reads and writes, and those nodes receive its writes as pending replicas.
+	StatusLeaving
+	// StatusLeft: decommissioned; off the ring.
+	StatusLeft
+	// StatusRemoved: a dead node an operator removed (or a replacement took over); off
+	// the ring.
+	StatusRemoved
+	// StatusBooting: a new node still learning the ring from its seeds, before it claims
+	// tokens; off the ring.
+	StatusBooting
+)
+
+var statusNames = [...]string{"normal", "joining", "leaving", "left", "removed", "booting"}
+
+// String names the status as gossip and status pages carry it.
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// ParseStatus reads a status name; the empty string is normal.
+func ParseStatus(name string) (Status, error) {
+	if name == "" {
+		return StatusNormal, nil
+	}
+	for i, n := range statusNames {
+		if n == name {
+			return Status(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown ring status %q", name)
+}
+
+// OnRing reports whether a node of this status owns ranges now (its current replicas).
+func (s Status) OnRing() bool { return s == StatusNormal || s == StatusLeaving }
+
+// WillOwn reports whether a node of this status owns ranges once the moves in progress
+// complete.
+func (s Status) WillOwn() bool { return s == StatusNormal || s == StatusJoining }
 
 // State is what a node is doing as far as the data path is concerned. The coordinator
 // decides per state: whom to ask for reads, whom to write to, whose writes to hint.
@@ -101,9 +169,13 @@ type View interface {
 	Nodes() []Node
 	// Node looks up one node.
 	Node(id string) (Node, bool)
-	// State reports what a node is doing; an unknown node is StateDown, and the local
-	// node is StateUp unless it was set otherwise.
+	// State reports what a node is doing: its liveness, then its ring status (joining,
+	// leaving); an unknown node, and a node off the ring, is StateDown, and the local node
+	// is StateUp unless it was set otherwise.
 	State(id string) State
+	// Trusted reports whether the view is complete enough to coordinate on: loaded from
+	// the persisted ring, or learned from a seed. Until then requests are refused.
+	Trusted() bool
 	// Version changes whenever the set of nodes or their addresses change (not liveness),
 	// so readers can cache what they derive from Nodes, such as the token ring.
 	Version() uint64
@@ -111,26 +183,98 @@ type View interface {
 
 // Directory is a concurrency-safe, writable View.
 type Directory struct {
-	self Node
+	store Store // nil keeps the ring in memory only
 
 	mu      sync.RWMutex
+	self    Node
 	nodes   map[string]Node
-	states  map[string]State
+	states  map[string]State // liveness: up, down or asleep (or a state set by hand)
 	version uint64
 	sorted  []Node // cached Nodes(); nil after a change
+	trusted bool
 }
 
-// NewDirectory returns a directory that knows only self.
+// NewDirectory returns an in-memory directory that knows only self, trusted from the start
+// (a cluster whose members are all given up front).
 func NewDirectory(self Node) *Directory {
 	return &Directory{
-		self:   self,
-		nodes:  map[string]Node{self.ID: self},
-		states: map[string]State{self.ID: StateUp},
+		self:    self,
+		nodes:   map[string]Node{self.ID: self},
+		states:  map[string]State{self.ID: StateUp},
+		trusted: true,
 	}
 }
 
+// Open returns a directory persisted in store. The nodes stored before a restart come
+// back, down until they are heard from, and self takes its stored status and tokens (a
+// node that restarts mid-join is still joining). The directory is trusted when the store
+// knew other nodes; otherwise the caller trusts it once it has learned the ring from a
+// seed (SetTrusted).
+func Open(self Node, store Store) (*Directory, error) {
+	stored, err := store.Nodes()
+	if err != nil {
+		return nil, fmt.Errorf("load ring: %w", err)
+	}
+	d := NewDirectory(self)
+	d.store, d.trusted = store, false
+	for _, n := range stored {
+		if n.ID == self.ID {
+			d.self.Status, d.self.Replaces = n.Status, n.Replaces
+			if len(n.Tokens) > 0 {
+				d.self.Tokens = n.Tokens
+			}
+			continue
+		}
+		d.nodes[n.ID] = n
+		d.states[n.ID] = StateDown
+		d.trusted = true
+	}
+	d.nodes[self.ID] = d.self
+	if err := store.SaveNode(d.self); err != nil {
+		return nil, fmt.Errorf("store ring: %w", err)
+	}
+	return d, nil
+}
+
 // Self returns the local node.
-func (d *Directory) Self() Node { return d.self }
+func (d *Directory) Self() Node {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.self
+}
+
+// Trusted reports whether the view may be coordinated on.
+func (d *Directory) Trusted() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.trusted
+}
+
+// SetTrusted marks the view complete enough to coordinate on.
+func (d *Directory) SetTrusted() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.trusted = true
+}
+
+// SetSelf changes the local node's ring status and tokens (joining, then normal; leaving,
+// then left) and persists it before returning.
+func (d *Directory) SetSelf(status Status, tokens []uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.self
+	n.Status, n.Tokens = status, tokens
+	if n.Equal(d.self) {
+		return nil
+	}
+	if err := d.saveLocked(n); err != nil {
+		return err
+	}
+	d.self = n
+	d.nodes[n.ID] = n
+	d.changedLocked()
+	return nil
+}
 
 // Nodes returns every known node sorted by id. The slice must not be modified.
 func (d *Directory) Nodes() []Node {
@@ -161,11 +305,23 @@ func (d *Directory) Node(id string) (Node, bool) {
 	return n, ok
 }
 
-// State reports what id is doing. Unknown nodes are down.
+// State reports what id is doing. Unknown nodes, and nodes off the ring, are down.
 func (d *Directory) State(id string) State {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.states[id]
+	n, ok := d.nodes[id]
+	state := d.states[id]
+	switch {
+	case !ok || state != StateUp:
+		return state
+	case n.Status == StatusJoining:
+		return StateJoining
+	case n.Status == StatusLeaving:
+		return StateLeaving
+	case n.Status == StatusLeft || n.Status == StatusRemoved || n.Status == StatusBooting:
+		return StateDown
+	}
+	return StateUp
 }
 
 // Version counts changes of the node set.
@@ -175,34 +331,105 @@ func (d *Directory) Version() uint64 {
 	return d.version
 }
 
-// Upsert adds a node or updates its addresses; it reports whether anything changed. The
-// local node's own entry cannot be overwritten from outside.
-func (d *Directory) Upsert(n Node) bool {
+// Upsert adds a node or updates its entry, and persists it; it reports whether anything
+// changed. The local node's own entry cannot be overwritten from outside, and a removed
+// node stays removed until it comes back with a newer generation.
+func (d *Directory) Upsert(n Node) (bool, error) {
 	if n.ID == "" || n.ID == d.self.ID {
-		return false
+		return false, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.nodes[n.ID]; ok && old.Equal(n) {
-		return false
+	old, known := d.nodes[n.ID]
+	if known && (old.Equal(n) || old.Status == StatusRemoved && n.Generation <= old.Generation) {
+		return false, nil
 	}
-	if _, known := d.nodes[n.ID]; !known {
+	if err := d.saveLocked(n); err != nil {
+		return false, err
+	}
+	if !known {
 		d.states[n.ID] = StateUp // a node is presumed up when first heard of
 	}
 	d.nodes[n.ID] = n
-	d.version++
-	d.sorted = nil
-	return true
+	d.changedLocked()
+	return true, nil
 }
 
-// SetState records what a known node is doing; it reports whether that changed. The local
-// node may change its own state (joining, leaving, asleep) but is never down to itself.
-func (d *Directory) SetState(id string, state State) bool {
-	if id == d.self.ID && state == StateDown {
-		return false
+// Learn adds a node this node had not heard of, from another node's ring (a new node
+// learning the ring from a seed), with that node's verdict on its liveness. Known nodes
+// are left to gossip. It reports whether the node was new.
+func (d *Directory) Learn(e RingEntry) (bool, error) {
+	if e.ID == "" || e.ID == d.self.ID {
+		return false, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if _, known := d.nodes[e.ID]; known {
+		return false, nil
+	}
+	if err := d.saveLocked(e.Node); err != nil {
+		return false, err
+	}
+	d.nodes[e.ID] = e.Node
+	d.states[e.ID] = StateDown
+	if e.Up {
+		d.states[e.ID] = StateUp
+	}
+	d.changedLocked()
+	return true, nil
+}
+
+// Remove takes a node off the ring for good (kura node remove, or a replacement that
+// completed): it is removed at generation and every older one. It reports whether that
+// changed anything.
+func (d *Directory) Remove(id string, generation uint64) (bool, error) {
+	if id == d.self.ID {
+		return false, fmt.Errorf("node %s cannot remove itself; decommission it instead", id)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, ok := d.nodes[id]
+	if !ok {
+		return false, fmt.Errorf("node %s is not in the cluster", id)
+	}
+	if n.Status == StatusRemoved && n.Generation >= generation {
+		return false, nil
+	}
+	n.Status, n.Generation = StatusRemoved, max(n.Generation, generation)
+	if err := d.saveLocked(n); err != nil {
+		return false, err
+	}
+	d.nodes[id] = n
+	d.changedLocked()
+	return true, nil
+}
+
+// saveLocked persists n when the directory has a store; d.mu is held.
+func (d *Directory) saveLocked(n Node) error {
+	if d.store == nil {
+		return nil
+	}
+	if err := d.store.SaveNode(n); err != nil {
+		return fmt.Errorf("store ring entry of %s: %w", n.ID, err)
+	}
+	return nil
+}
+
+// changedLocked invalidates what readers derived from the node set; d.mu is held.
+func (d *Directory) changedLocked() {
+	d.version++
+	d.sorted = nil
+}
+
+// SetState records what a known node is doing (its liveness: up, down, asleep; tests and
+// the simulator may also set joining or leaving by hand); it reports whether that changed.
+// The local node is never down to itself.
+func (d *Directory) SetState(id string, state State) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id == d.self.ID && state == StateDown {
+		return false
+	}
 	if _, ok := d.nodes[id]; !ok {
 		return false
 	}

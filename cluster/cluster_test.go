@@ -11,13 +11,13 @@ func TestDirectory(t *testing.T) {
 		t.Fatal("unknown node must be down")
 	}
 	v0 := d.Version()
-	if !d.Upsert(Node{ID: "a", DC: "y", Addr: "127.0.0.1:2"}) {
+	if !upsert(t, d, Node{ID: "a", DC: "y", Addr: "127.0.0.1:2"}) {
 		t.Fatal("Upsert of a new node reported no change")
 	}
-	if d.Upsert(Node{ID: "a", DC: "y", Addr: "127.0.0.1:2"}) {
+	if upsert(t, d, Node{ID: "a", DC: "y", Addr: "127.0.0.1:2"}) {
 		t.Fatal("Upsert of an identical node reported a change")
 	}
-	if d.Upsert(Node{ID: "b", DC: "z"}) {
+	if upsert(t, d, Node{ID: "b", DC: "z"}) {
 		t.Fatal("the local node was overwritten")
 	}
 	if d.Version() != v0+1 {
@@ -73,4 +73,13 @@ func TestStateDecisions(t *testing.T) {
 				tt.name, tt.readable, tt.writable, tt.pending, tt.reachable)
 		}
 	}
+}
+
+func upsert(t *testing.T, d *Directory, n Node) bool {
+	t.Helper()
+	changed, err := d.Upsert(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return changed
 }

@@ -164,7 +164,7 @@ func (c *Coordinator) replica(m placement.Member) (replica.Replica, error) {
 func countedPerDC(members []placement.Member) map[string]int {
 	counts := map[string]int{}
 	for _, m := range members {
-		if !m.State.Pending() {
+		if !m.Pending && !m.State.Pending() {
 			counts[m.DC]++
 		}
 	}

@@ -146,7 +146,7 @@ func slotCounts(slots []chunkSlot) map[string]int {
 func (c *Coordinator) readableSlots(slots []chunkSlot) []target {
 	var out []target
 	for _, s := range slots {
-		if s.owner.State.Readable() {
+		if s.owner.Reads() {
 			out = append(out, target{Member: s.owner, slot: s.index})
 		}
 	}

@@ -63,7 +63,7 @@ func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, curs
 	}
 	var live []target
 	for _, member := range members {
-		if member.State.Readable() {
+		if member.Reads() {
 			live = append(live, target{Member: member})
 		}
 	}

@@ -233,7 +233,7 @@ func (c *Coordinator) nearestFirst(targets []target) []target {
 func (c *Coordinator) readable(members []placement.Member, group int) []target {
 	var out []target
 	for i, m := range members {
-		if m.State.Readable() {
+		if m.Reads() {
 			out = append(out, target{Member: m, group: group, slot: i})
 		}
 	}

@@ -65,7 +65,7 @@ type replicaWrite struct {
 func checkWritable(members []placement.Member, required consistency.Requirement, unavailable func(alive map[string]int) error) error {
 	alive := map[string]int{}
 	for _, m := range members {
-		if m.State.Writable() {
+		if m.Counts() {
 			alive[m.DC]++
 		}
 	}
@@ -85,9 +85,9 @@ func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes [
 	hinted := 0
 	for i, w := range writes {
 		switch {
-		case w.member.State.Writable():
+		case w.member.Counts():
 			counted = append(counted, target{Member: w.member, slot: i})
-		case w.member.State.Pending():
+		case w.member.Receives():
 			go c.applyOrHint(w, keyspace)
 		default:
 			if err := c.hints.Add(w.member.ID, keyspace, w.record); err != nil {

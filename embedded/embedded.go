@@ -85,6 +85,7 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		cfg.Topology, cfg.EmulateWAN = topo, opts.EmulateWAN
 		cfg.Stats = c.Stats
 		cfg.Logger = logger
+		cfg.Founding = true // the topology's nodes make a new cluster together
 		if len(c.Nodes) > 0 {
 			// Every node joins the cluster's gossip through the first one.
 			cfg.Seeds = []string{c.Nodes[0].Addr()}

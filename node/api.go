@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -153,9 +154,51 @@ func (s *apiServer) DescribeKeyspace(_ context.Context, req *kurav1.DescribeKeys
 
 func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest) (*kurav1.ClusterStatusResponse, error) {
 	view := s.node.View()
-	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID}
+	p := s.node.streamer.Progress()
+	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID, Streaming: &kurav1.StreamProgress{
+		RangesTotal: p.RangesTotal.Load(), RangesDone: p.RangesDone.Load(), Records: p.Records.Load(), Bytes: p.Bytes.Load(), BytesCrossDc: p.BytesCrossDC.Load(),
+	}}
 	for _, n := range view.Nodes() {
-		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: view.State(n.ID).Reachable(), Tokens: n.Tokens})
+		state := view.State(n.ID)
+		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: state.Reachable(), Tokens: n.Tokens,
+			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces})
 	}
 	return resp, nil
+}
+
+func (s *apiServer) Decommission(ctx context.Context, _ *kurav1.DecommissionRequest) (*kurav1.MoveResponse, error) {
+	st, err := s.node.Decommission(ctx)
+	if err != nil {
+		return nil, moveStatus(err)
+	}
+	return moveResponse(st), nil
+}
+
+func (s *apiServer) RemoveNode(ctx context.Context, req *kurav1.RemoveNodeRequest) (*kurav1.MoveResponse, error) {
+	st, err := s.node.RemoveNode(ctx, req.GetId())
+	if err != nil {
+		return nil, moveStatus(err)
+	}
+	return moveResponse(st), nil
+}
+
+func (s *apiServer) Cleanup(ctx context.Context, req *kurav1.CleanupRequest) (*kurav1.CleanupResponse, error) {
+	records, bytes, err := s.node.Cleanup(ctx, req.GetKeyspace())
+	if err != nil {
+		return nil, moveStatus(err)
+	}
+	return &kurav1.CleanupResponse{RecordsRemoved: records, BytesRemoved: bytes}, nil
+}
+
+// moveStatus maps a refused ring change to failed-precondition, anything else as usual.
+func moveStatus(err error) error {
+	if errors.Is(err, errBadMove) {
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return statusOf(err)
+}
+
+func moveResponse(st MoveStats) *kurav1.MoveResponse {
+	return &kurav1.MoveResponse{Gainers: st.Gainers, Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes,
+		BytesCrossDc: st.BytesCrossDC, Seconds: st.Took.Seconds()}
 }

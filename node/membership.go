@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -40,6 +41,15 @@ var protocols = map[string]membership.Protocol{
 type gossip struct {
 	n      *Node
 	driver *driver.Driver
+
+	mu sync.Mutex
+	// removing and removed are this node's own removals (kura node remove), gossiped.
+	removing, removed map[string]uint64
+	// removingBy holds every member's removing list: a node some member is removing is
+	// treated as leaving, so its ranges stream to their new owners.
+	removingBy map[string]map[string]uint64
+	// heard is each member's entry as gossiped, before removals override its status.
+	heard map[string]cluster.Node
 }
 
 func newGossip(n *Node) (*gossip, error) {
@@ -51,14 +61,18 @@ func newGossip(n *Node) (*gossip, error) {
 	if !ok {
 		return nil, fmt.Errorf("membership %q: want ferry or scuttlebutt", name)
 	}
-	g := &gossip{n: n}
+	g := &gossip{n: n, removing: map[string]uint64{}, removed: map[string]uint64{}, removingBy: map[string]map[string]uint64{}, heard: map[string]cluster.Node{}}
 	self := n.directory.Self()
 	appState := map[string]string{
-		keyClientAddr: self.ClientAddr,
-		keySchema:     digestString(n.catalog.Digest()),
+		keyClientAddr:        self.ClientAddr,
+		keySchema:            digestString(n.catalog.Digest()),
+		membership.KeyStatus: self.Status.String(),
 	}
 	if len(self.Tokens) > 0 {
 		appState[membership.KeyTokens] = formatTokens(self.Tokens)
+	}
+	if self.Replaces != "" {
+		appState[keyReplaces] = self.Replaces
 	}
 	// Nodes named with addresses up front (a topology file) serve as seeds too.
 	seeds := append([]string(nil), n.cfg.Seeds...)
@@ -99,7 +113,19 @@ func (g *gossip) onChange(ch driver.Change) {
 			g.n.log.Warn("member gossips bad tokens", "member", m.ID, "err", err)
 			return
 		}
-		g.n.directory.Upsert(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens})
+		status, err := cluster.ParseStatus(string(m.Status))
+		if err != nil {
+			// A status only liveness cares about (a node shutting down): its place on the
+			// ring does not change.
+			old, _ := g.n.directory.Node(m.ID)
+			status = old.Status
+		}
+		g.mu.Lock()
+		g.upsertLocked(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens,
+			Status: status, Replaces: m.AppState[keyReplaces], Generation: m.Generation})
+		g.applyMarksLocked(m.ID, keyRemoving, m.AppState[keyRemoving])
+		g.applyMarksLocked(m.ID, keyRemoved, m.AppState[keyRemoved])
+		g.mu.Unlock()
 	}
 	alive := ch.Known && m.Alive
 	state := cluster.StateDown
@@ -112,6 +138,62 @@ func (g *gossip) onChange(ch driver.Change) {
 	if digest := m.AppState[keySchema]; alive && digest != "" && digest != digestString(g.n.catalog.Digest()) {
 		go g.pullSchema(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr})
 	}
+}
+
+// upsertLocked records a member's gossiped entry, as leaving while a member removes it;
+// g.mu is held.
+func (g *gossip) upsertLocked(node cluster.Node) {
+	g.heard[node.ID] = node
+	if node.Status.OnRing() {
+		for _, marks := range g.removingBy {
+			if gen, ok := marks[node.ID]; ok && gen >= node.Generation {
+				node.Status = cluster.StatusLeaving
+			}
+		}
+	}
+	if _, err := g.n.directory.Upsert(node); err != nil {
+		g.n.log.Error("record a member", "member", node.ID, "err", err)
+	}
+}
+
+// applyMarksLocked takes one member's removing or removed list into the directory; g.mu
+// is held.
+func (g *gossip) applyMarksLocked(from, key, value string) {
+	marks := parseMarks(value)
+	switch key {
+	case keyRemoved:
+		for id, gen := range marks {
+			if id == g.n.cfg.ID {
+				g.n.log.Error("this node was removed from the cluster; wipe its data dir to join again", "by", from)
+				continue
+			}
+			if _, err := g.n.directory.Remove(id, gen); err != nil {
+				g.n.log.Debug("apply a removal", "node", id, "err", err)
+			}
+		}
+	case keyRemoving:
+		old := g.removingBy[from]
+		g.removingBy[from] = marks
+		for id := range old {
+			if node, ok := g.heard[id]; ok {
+				g.upsertLocked(node)
+			}
+		}
+		for id := range marks {
+			if node, ok := g.heard[id]; ok {
+				g.upsertLocked(node)
+			} else if node, ok := g.n.directory.Node(id); ok {
+				g.upsertLocked(node)
+			}
+		}
+	}
+}
+
+func (g *gossip) interval() time.Duration {
+	if g.n.cfg.GossipInterval > 0 {
+		return g.n.cfg.GossipInterval
+	}
+	return time.Second
 }
 
 // schemaChanged gossips the catalog's new digest.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -29,6 +30,7 @@ import (
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/stream"
 	"github.com/kuradb/kura/topology"
 	"github.com/kuradb/kura/transport"
 )
@@ -83,6 +85,21 @@ type Config struct {
 	// round trip between DCs. Default 1 s.
 	DHTRequestTimeout time.Duration
 
+	// Founding marks a node of a new cluster whose members are all given up front (an
+	// in-process cluster): it owns its ranges at once and never streams. Other new nodes
+	// join: they learn the ring from a seed and, when the cluster holds data, stream the
+	// ranges they gain before they serve reads.
+	Founding bool
+	// Replace names a dead node whose tokens this new node takes over; it streams the
+	// dead node's ranges from the other replicas, then the dead node leaves the ring.
+	Replace string
+	// RingDelay is how long a node waits after announcing a ring change before it streams,
+	// so every coordinator has learned the change; default five gossip rounds.
+	RingDelay time.Duration
+	// StreamThroughput caps the bytes per second a node pulls when it streams; 0 is
+	// unthrottled.
+	StreamThroughput int64
+
 	Limits         coord.Limits
 	Vnodes         int
 	ReplicaTimeout time.Duration
@@ -104,6 +121,8 @@ type Node struct {
 	coord     *coord.Coordinator
 	gossip    *gossip
 	dht       *dhtRuntime // nil with onehop routing
+	streamer  *stream.Streamer
+	fresh     bool // started with no ring of its own: a new node
 
 	grpcServer   *grpc.Server
 	grpcListener net.Listener
@@ -129,7 +148,13 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.gossip.driver.Start()
-	n.wg.Add(2)
+	n.wg.Add(3)
+	go func() {
+		defer n.wg.Done()
+		ctx, cancel := n.stopContext()
+		defer cancel()
+		n.joinRing(ctx, n.fresh)
+	}()
 	go n.loop(time.Second, n.replayHints)
 	go n.loop(time.Hour, n.collectGarbage)
 	if n.dht != nil {
@@ -172,9 +197,33 @@ func (n *Node) open() error {
 		}
 		self.ClientAddr = n.grpcListener.Addr().String()
 	}
-	n.directory = cluster.NewDirectory(self)
+	store := cluster.NewEngineStore(n.engine)
+	stored, err := store.Nodes()
+	if err != nil {
+		return fmt.Errorf("load ring: %w", err)
+	}
+	n.fresh = len(stored) == 0
+	switch {
+	case n.cfg.Founding:
+	case n.fresh && n.cfg.Replace == "" && !n.hasSeeds():
+		// The first node of a new cluster owns the whole ring.
+	case n.fresh:
+		self.Status = cluster.StatusBooting
+		self.Replaces = n.cfg.Replace
+	}
+	if n.directory, err = cluster.Open(self, store); err != nil {
+		return err
+	}
+	if st := n.directory.Self().Status; st == cluster.StatusLeft || st == cluster.StatusRemoved {
+		return fmt.Errorf("this node %s the ring; start it with an empty data dir to join again", map[cluster.Status]string{cluster.StatusLeft: "was decommissioned and left", cluster.StatusRemoved: "was removed from"}[st])
+	}
 	for _, p := range n.cfg.Peers {
-		n.directory.Upsert(p)
+		if _, err := n.directory.Upsert(p); err != nil {
+			return err
+		}
+	}
+	if n.cfg.Founding {
+		n.directory.SetTrusted()
 	}
 	if n.gossip, err = newGossip(n); err != nil {
 		return err
@@ -198,15 +247,22 @@ func (n *Node) open() error {
 	}
 	n.local = replica.NewLocal(n.engine, n.catalog)
 	n.replicas = replica.NewServer(n.local, n.clock)
+	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
 	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
 		View:      n.directory,
 		Keyspaces: n.catalog,
 		Placement: place,
-		Replicas:  replica.NewSet(n.cfg.ID, n.local, n.transport),
+		Replicas:  replicas,
 		Hints:     hints.NewStore(n.engine),
 		Clock:     n.clock,
 		Proximity: proximity{n},
 	})
+	var limiter *rate.Limiter
+	if n.cfg.StreamThroughput > 0 {
+		limiter = rate.NewLimiter(rate.Limit(n.cfg.StreamThroughput), int(max(n.cfg.StreamThroughput/10, 1<<20)))
+	}
+	n.streamer = stream.New(stream.Config{View: n.directory, Keyspaces: n.catalog, Moves: n.ring, Replicas: replicas,
+		Proximity: proximity{n}, Limiter: limiter, Logger: n.log})
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
@@ -287,15 +343,24 @@ func (n *Node) Close() error {
 	return errors.Join(errs...)
 }
 
+// stopContext returns a context that ends when the node stops.
+func (n *Node) stopContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-n.stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, cancel
+}
+
 // loop runs fn every interval until the node stops.
 func (n *Node) loop(interval time.Duration, fn func(context.Context)) {
 	defer n.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := n.stopContext()
 	defer cancel()
-	go func() {
-		<-n.stop
-		cancel()
-	}()
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -341,6 +406,10 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return n.handleSchemaPull()
 	case kind == kindSchema:
 		return nil, n.applySchemaUpdate(payload)
+	case kind == kindStreamGains:
+		return n.handleStreamGains(ctx, payload)
+	case kind == kindRingPull:
+		return n.handleRingPull()
 	case kind == kindChord && n.dht != nil:
 		return nil, n.dht.handle(payload)
 	}

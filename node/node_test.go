@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/kuradb/kura/client"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/schema"
 )
@@ -26,6 +27,17 @@ func startNode(t *testing.T, id, dc string, seeds ...string) *Node {
 	}
 	t.Cleanup(func() { n.Close() })
 	return n
+}
+
+// normalNodes counts the nodes n sees normal and up.
+func normalNodes(n *Node) int {
+	count := 0
+	for _, other := range n.View().Nodes() {
+		if other.Status == cluster.StatusNormal && n.View().State(other.ID) == cluster.StateUp {
+			count++
+		}
+	}
+	return count
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -44,7 +56,7 @@ func TestNodesJoinThroughSeedsAndShareKeyspaces(t *testing.T) {
 	b := startNode(t, "b", "dc2", a.Addr())
 	c := startNode(t, "c", "dc2", a.Addr())
 	for _, n := range []*Node{a, b, c} {
-		waitUntil(t, n.ID()+" knows all three", func() bool { return len(n.View().Nodes()) == 3 })
+		waitUntil(t, n.ID()+" knows all three normal", func() bool { return normalNodes(n) == 3 })
 	}
 	ctx := context.Background()
 	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "dc1=1,dc2=2"}); err != nil {

@@ -40,7 +40,7 @@ func TestDHTChunkOwnersFollowTheRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(owners); got != "[{n1 a up} {n2 b up} {n3 b down}]" {
+	if got := fmt.Sprint(owners); got != "[{n1 a up false} {n2 b up false} {n3 b down false}]" {
 		t.Fatalf("owners = %s", got)
 	}
 	if _, err := d.ChunkOwners(context.Background(), schema.Keyspace{}, [][]byte{[]byte("nobody owns this")}); !errors.Is(err, ErrNoRoute) {
@@ -56,9 +56,9 @@ func TestDHTReplicasTakeSuccessorsPerDC(t *testing.T) {
 		replication string
 		want        string
 	}{
-		{"simple=2", "[{n2 b up} {n3 b down}]"},
-		{"a=1,b=1", "[{n2 b up} {n1 a up}]"},
-		{"b=2", "[{n2 b up} {n3 b down}]"},
+		{"simple=2", "[{n2 b up false} {n3 b down false}]"},
+		{"a=1,b=1", "[{n2 b up false} {n1 a up false}]"},
+		{"b=2", "[{n2 b up false} {n3 b down false}]"},
 	}
 	for _, tt := range tests {
 		ks, err := schema.Keyspace{Name: "ks", Replication: tt.replication}.Compile()

@@ -20,7 +20,21 @@ type Member struct {
 	ID    string
 	DC    string
 	State cluster.State
+	// Pending: the member will hold the data once a move in progress completes (it joins,
+	// replaces a dead node, or takes over from a leaving one). It receives writes, which
+	// never count for a level, and serves no reads.
+	Pending bool
 }
+
+// Counts reports whether the member's acknowledgement of a write counts for a level.
+func (m Member) Counts() bool { return !m.Pending && m.State.Writable() }
+
+// Reads reports whether the member may be asked for reads.
+func (m Member) Reads() bool { return !m.Pending && m.State.Readable() }
+
+// Receives reports whether the member is sent writes that do not count: a pending
+// member, or a joining one.
+func (m Member) Receives() bool { return (m.Pending || m.State.Pending()) && m.State.Reachable() }
 
 // RangeReplicas is a token range and the members that hold it, primary first.
 type RangeReplicas struct {

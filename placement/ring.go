@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/kuradb/kura/cluster"
@@ -10,16 +11,26 @@ import (
 	"github.com/kuradb/kura/schema"
 )
 
-// Ring places data on the token ring of every node the view knows, with the keyspace's
-// strategy. Down nodes stay on the ring: replicas do not move because a node is down.
+// Ring places data on the token ring with the keyspace's strategy. Down nodes stay on
+// the ring: replicas do not move because a node is down. While nodes join, leave or
+// replace others, two rings exist: the current one (normal and leaving nodes), whose
+// replicas serve reads and count for writes, and the future one (normal and joining
+// nodes), whose extra replicas receive writes as pending ones, so that nothing written
+// during a move is missing once it completes.
 type Ring struct {
 	view   cluster.View
 	vnodes int
 
-	mu         sync.Mutex
+	mu      sync.Mutex
+	version uint64
+	current *rings
+	future  *rings // the same as current when no move is in progress
+}
+
+// rings is one ring with its replica sets per strategy.
+type rings struct {
 	ring       *ring.Ring
-	version    uint64
-	placements map[string]*ring.Placement // by strategy, for the current ring
+	placements map[string]*ring.Placement
 }
 
 // NewRing returns the ring placement over view, with vnodes tokens for every node that
@@ -31,63 +42,184 @@ func NewRing(view cluster.View, vnodes int) *Ring {
 	return &Ring{view: view, vnodes: vnodes}
 }
 
-// Ring returns the token ring of the nodes currently known, rebuilt when the view changes.
+// Ring returns the current token ring (normal and leaving nodes), rebuilt when the view
+// changes.
 func (p *Ring) Ring() (*ring.Ring, error) {
+	current, _, err := p.rings()
+	if err != nil {
+		return nil, err
+	}
+	return current.ring, nil
+}
+
+// FutureRing returns the ring once the moves in progress complete (normal and joining
+// nodes, without those being replaced).
+func (p *Ring) FutureRing() (*ring.Ring, error) {
+	_, future, err := p.rings()
+	if err != nil {
+		return nil, err
+	}
+	return future.ring, nil
+}
+
+// rings returns the current and future rings of the view, refusing a view that is not
+// trusted yet: coordinating on a partial ring would acknowledge writes on wrong replicas.
+func (p *Ring) rings() (current, future *rings, err error) {
+	if !p.view.Trusted() {
+		return nil, nil, fmt.Errorf("%w: this node has not learned the ring yet", ErrNoRoute)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	version := p.view.Version()
-	if p.ring != nil && p.version == version {
-		return p.ring, nil
+	if p.current != nil && p.version == version {
+		return p.current, p.future, nil
 	}
 	nodes := p.view.Nodes()
-	members := make([]ring.Member, len(nodes))
-	for i, n := range nodes {
-		members[i] = ring.Member{ID: n.ID, DC: n.DC, Tokens: n.RingTokens(p.vnodes)}
+	replaced := map[string]cluster.Status{} // a dead node's id -> its replacement's status
+	for _, n := range nodes {
+		if n.Replaces != "" {
+			replaced[n.Replaces] = n.Status
+		}
 	}
-	r, err := ring.New(members)
+	var now, later []ring.Member
+	for _, n := range nodes {
+		m := ring.Member{ID: n.ID, DC: n.DC, Tokens: n.RingTokens(p.vnodes)}
+		by, isReplaced := replaced[n.ID]
+		if n.Status.OnRing() && !(isReplaced && by == cluster.StatusNormal) {
+			now = append(now, m)
+		}
+		if n.Status.WillOwn() && !(isReplaced && by.WillOwn()) {
+			later = append(later, m)
+		}
+	}
+	cur, err := ring.New(now)
 	if err != nil {
-		return nil, fmt.Errorf("%w: build ring: %w", ErrNoRoute, err)
+		return nil, nil, fmt.Errorf("%w: build ring: %w", ErrNoRoute, err)
 	}
-	p.ring, p.version = r, version
-	p.placements = map[string]*ring.Placement{}
-	return r, nil
+	fut, err := ring.New(later)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: build the ring after the moves in progress: %w", ErrNoRoute, err)
+	}
+	p.current = &rings{ring: cur, placements: map[string]*ring.Placement{}}
+	p.future = p.current
+	if !sameMembers(now, later) {
+		p.future = &rings{ring: fut, placements: map[string]*ring.Placement{}}
+	}
+	p.version = version
+	return p.current, p.future, nil
 }
 
-// placement returns the precomputed replica sets of a strategy on the current ring.
-func (p *Ring) placement(s ring.Strategy) (*ring.Placement, error) {
-	r, err := p.Ring()
-	if err != nil {
-		return nil, err
+func sameMembers(a, b []ring.Member) bool {
+	if len(a) != len(b) {
+		return false
 	}
+	for i := range a {
+		if a[i].ID != b[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+// placement returns the precomputed replica sets of a strategy on one of the rings.
+func (p *Ring) placement(r *rings, s ring.Strategy) *ring.Placement {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ring != r {
-		return r.Placement(s), nil // the ring changed meanwhile; do not cache against it
-	}
-	pl, ok := p.placements[s.String()]
+	pl, ok := r.placements[s.String()]
 	if !ok {
-		pl = r.Placement(s)
-		p.placements[s.String()] = pl
+		pl = r.ring.Placement(s)
+		r.placements[s.String()] = pl
 	}
-	return pl, nil
+	return pl
 }
 
-// Replicas returns the strategy's replica set of key's token.
+// Replicas returns the strategy's replica set of key's token on the current ring, then
+// the replicas that will hold it once the moves in progress complete, as pending ones.
 func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte) ([]Member, error) {
-	pl, err := p.placement(ks.Strategy())
+	current, future, err := p.rings()
 	if err != nil {
 		return nil, err
 	}
-	return withStates(p.view, pl.ReplicasFor(ks.Partition().Token(key))), nil
+	token := ks.Partition().Token(key)
+	members := withStates(p.view, p.placement(current, ks.Strategy()).ReplicasFor(token))
+	if future == current {
+		return members, nil
+	}
+	return p.withPending(members, p.placement(future, ks.Strategy()).ReplicasFor(token)), nil
+}
+
+// withPending appends the future replicas that are not current ones, marked pending.
+func (p *Ring) withPending(members []Member, future []ring.Member) []Member {
+	for _, f := range future {
+		if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == f.ID }) {
+			members = append(members, Member{ID: f.ID, DC: f.DC, State: p.view.State(f.ID), Pending: true})
+		}
+	}
+	return members
+}
+
+// Moves returns, for every range of the future ring, the members that gain it (they
+// will hold it and do not now) and the current replicas that hold it: what must be
+// streamed before the moves in progress complete. Empty when nothing moves.
+func (p *Ring) Moves(ks schema.Keyspace) ([]Move, error) {
+	current, future, err := p.rings()
+	if err != nil || future == current {
+		return nil, err
+	}
+	now, later := p.placement(current, ks.Strategy()), p.placement(future, ks.Strategy())
+	var moves []Move
+	for _, rg := range splitRanges(current.ring.Ranges(), future.ring.Ranges()) {
+		holders := withStates(p.view, now.ReplicasFor(rg.End))
+		var gainers []Member
+		for _, f := range later.ReplicasFor(rg.End) {
+			if !slices.ContainsFunc(holders, func(m Member) bool { return m.ID == f.ID }) {
+				gainers = append(gainers, Member{ID: f.ID, DC: f.DC, State: p.view.State(f.ID), Pending: true})
+			}
+		}
+		if len(gainers) > 0 {
+			moves = append(moves, Move{Range: rg, Gainers: gainers, Holders: holders})
+		}
+	}
+	return moves, nil
+}
+
+// Move is one range that changes hands.
+type Move struct {
+	Range ring.Range
+	// Gainers will hold the range and do not now.
+	Gainers []Member
+	// Holders are the range's current replicas, primary first: the sources of a stream.
+	Holders []Member
+}
+
+// splitRanges returns the ranges bounded by the tokens of both rings, so that every
+// range has one replica set on each.
+func splitRanges(a, b []ring.Range) []ring.Range {
+	var bounds []ring.Token
+	for _, rg := range a {
+		bounds = append(bounds, rg.End)
+	}
+	for _, rg := range b {
+		bounds = append(bounds, rg.End)
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	out := make([]ring.Range, len(bounds))
+	for i, end := range bounds {
+		start := bounds[(i+len(bounds)-1)%len(bounds)]
+		out[i] = ring.Range{Start: start, End: end}
+	}
+	return out
 }
 
 // ChunkOwners returns the primary owner of each chunk key's hash token, whatever the
 // keyspace's partitioner: that spreads a key's chunks independently and uniformly.
 func (p *Ring) ChunkOwners(_ context.Context, ks schema.Keyspace, chunkKeys [][]byte) ([]Member, error) {
-	pl, err := p.placement(ks.Strategy())
+	current, _, err := p.rings()
 	if err != nil {
 		return nil, err
 	}
+	pl := p.placement(current, ks.Strategy())
 	owners := make([]ring.Member, len(chunkKeys))
 	for i, key := range chunkKeys {
 		owners[i] = pl.ReplicasFor(ring.HashPartitioner().Token(key))[0]
@@ -97,10 +229,11 @@ func (p *Ring) ChunkOwners(_ context.Context, ks schema.Keyspace, chunkKeys [][]
 
 // ScanRanges returns the ranges of [start, end) with their replica sets.
 func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []byte) ([]RangeReplicas, error) {
-	pl, err := p.placement(ks.Strategy())
+	current, _, err := p.rings()
 	if err != nil {
 		return nil, err
 	}
+	pl := p.placement(current, ks.Strategy())
 	ranges := scanRanges(pl.Ring(), ks, start, end)
 	out := make([]RangeReplicas, len(ranges))
 	for i, rg := range ranges {
@@ -109,7 +242,7 @@ func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []by
 	return out, nil
 }
 
-// Members returns every node on the ring.
+// Members returns every node on the current ring.
 func (p *Ring) Members(context.Context) ([]Member, error) {
 	r, err := p.Ring()
 	if err != nil {

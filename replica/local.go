@@ -75,6 +75,33 @@ func (l *Local) StoredBytes(keyspace string) (records int, total int64, err erro
 	}
 }
 
+// DropUnless removes the records of keyspace whose key keep rejects (the data a node no
+// longer owns after a move) and returns how many it removed and their bytes.
+func (l *Local) DropUnless(keyspace string, keep func(key []byte) bool) (removed int64, bytes int64, err error) {
+	const page = 1024
+	var start []byte
+	for {
+		recs, err := l.engine.Scan(keyspace, start, nil, page, true, nil)
+		if err != nil {
+			return removed, bytes, fmt.Errorf("clean up keyspace %s: %w", keyspace, err)
+		}
+		for _, r := range recs {
+			if keep(r.Key) {
+				continue
+			}
+			if err := l.engine.Remove(keyspace, r.Key); err != nil {
+				return removed, bytes, fmt.Errorf("clean up keyspace %s: %w", keyspace, err)
+			}
+			removed++
+			bytes += int64(len(r.Key) + len(r.Value))
+		}
+		if len(recs) < page {
+			return removed, bytes, nil
+		}
+		start = append(recs[len(recs)-1].Key, 0)
+	}
+}
+
 // inRanges returns a key filter that accepts keys whose token lies in one of ranges.
 func inRanges(p ring.Partitioner, ranges []ring.Range) func([]byte) bool {
 	return func(key []byte) bool {

@@ -90,7 +90,11 @@ func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error
 	for _, rg := range req.Ranges {
 		wire.Ranges = append(wire.Ranges, &kurav1.TokenRange{Start: uint64(rg.Start), End: uint64(rg.End)})
 	}
-	raw, err := r.call(ctx, kindScan, wire)
+	kind := kindScan
+	if req.Stream {
+		kind = kindStreamRange
+	}
+	raw, err := r.call(ctx, kind, wire)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,10 @@ type ScanRequest struct {
 	// Ranges are the token ranges the replica is asked for; a key whose token lies in
 	// none of them is skipped. The range {0, 0} covers the whole ring.
 	Ranges []ring.Range
+	// Stream marks a page of a range being streamed to another node (a join, a
+	// decommission, a removal): the same scan, sent as its own message kind so that the
+	// transport counts streaming bytes apart from clients' scans.
+	Stream bool
 }
 
 // Set hands out the Replica of any node: the local one for this node, a Remote over the

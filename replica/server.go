@@ -64,7 +64,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 			resp.Record = ToProto(rec)
 		}
 		return proto.Marshal(resp)
-	case kindScan:
+	case kindScan, kindStreamRange:
 		var req kurav1.ReplicaScanRequest
 		if err := proto.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("decode scan from %s: %w", from.ID, err)

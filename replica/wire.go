@@ -24,11 +24,13 @@ var (
 	// about 60 bytes of framing and request: the generic read's answer would echo the
 	// key and wrap the record as well.
 	kindChunkRead = transport.RegisterKind(5, "chunk_read")
+	// kindStreamRange is a scan page of a range being streamed (ScanRequest.Stream).
+	kindStreamRange = transport.RegisterKind(12, "stream_range")
 )
 
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
-	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead
+	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead || kind == kindStreamRange
 }
 
 func peerOf(n cluster.Node) transport.Peer {

@@ -24,8 +24,10 @@ import (
 //	 9  schema_pull    node
 //	10  chord          node
 //	11  latency_probe  bench
-//	12  stream_range   reserved for range streaming (not registered yet)
+//	12  stream_range   a page of a range being streamed (replica)
 //	13  tree_digest    reserved for anti-entropy digests (not registered yet)
+//	14  stream_gains   node: pull the ranges gained from a leaving or removed node
+//	15  ring_pull      node: a new node learns the whole ring from a member
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

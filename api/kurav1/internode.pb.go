@@ -560,6 +560,129 @@ func (x *SchemaUpdate) GetTimestamp() uint64 {
 	return 0
 }
 
+// StreamGainsRequest asks a node to pull every range it gains in the moves in progress
+// (kind stream_gains), because node moving is leaving or being removed.
+type StreamGainsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Moving        string                 `protobuf:"bytes,1,opt,name=moving,proto3" json:"moving,omitempty"`    // the node whose ranges move
+	Exclude       bool                   `protobuf:"varint,2,opt,name=exclude,proto3" json:"exclude,omitempty"` // never pull from it (it is dead)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamGainsRequest) Reset() {
+	*x = StreamGainsRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamGainsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamGainsRequest) ProtoMessage() {}
+
+func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamGainsRequest.ProtoReflect.Descriptor instead.
+func (*StreamGainsRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *StreamGainsRequest) GetMoving() string {
+	if x != nil {
+		return x.Moving
+	}
+	return ""
+}
+
+func (x *StreamGainsRequest) GetExclude() bool {
+	if x != nil {
+		return x.Exclude
+	}
+	return false
+}
+
+// StreamGainsResponse says what the node pulled.
+type StreamGainsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ranges        int64                  `protobuf:"varint,1,opt,name=ranges,proto3" json:"ranges,omitempty"`
+	Records       int64                  `protobuf:"varint,2,opt,name=records,proto3" json:"records,omitempty"`
+	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	BytesCrossDc  int64                  `protobuf:"varint,4,opt,name=bytes_cross_dc,json=bytesCrossDc,proto3" json:"bytes_cross_dc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamGainsResponse) Reset() {
+	*x = StreamGainsResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamGainsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamGainsResponse) ProtoMessage() {}
+
+func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamGainsResponse.ProtoReflect.Descriptor instead.
+func (*StreamGainsResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StreamGainsResponse) GetRanges() int64 {
+	if x != nil {
+		return x.Ranges
+	}
+	return 0
+}
+
+func (x *StreamGainsResponse) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *StreamGainsResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *StreamGainsResponse) GetBytesCrossDc() int64 {
+	if x != nil {
+		return x.BytesCrossDc
+	}
+	return 0
+}
+
 var File_api_kurav1_internode_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_internode_proto_rawDesc = "" +
@@ -596,7 +719,15 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"[\n" +
 	"\fSchemaUpdate\x12-\n" +
 	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\x12\x1c\n" +
-	"\ttimestamp\x18\x02 \x01(\x04R\ttimestampB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\"F\n" +
+	"\x12StreamGainsRequest\x12\x16\n" +
+	"\x06moving\x18\x01 \x01(\tR\x06moving\x12\x18\n" +
+	"\aexclude\x18\x02 \x01(\bR\aexclude\"\x83\x01\n" +
+	"\x13StreamGainsResponse\x12\x16\n" +
+	"\x06ranges\x18\x01 \x01(\x03R\x06ranges\x12\x18\n" +
+	"\arecords\x18\x02 \x01(\x03R\arecords\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12$\n" +
+	"\x0ebytes_cross_dc\x18\x04 \x01(\x03R\fbytesCrossDcB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_internode_proto_rawDescOnce sync.Once
@@ -610,7 +741,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),              // 0: kura.v1.Record
 	(*MutateRequest)(nil),       // 1: kura.v1.MutateRequest
@@ -622,7 +753,9 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*ReplicaScanResponse)(nil), // 7: kura.v1.ReplicaScanResponse
 	(*SchemaPullResponse)(nil),  // 8: kura.v1.SchemaPullResponse
 	(*SchemaUpdate)(nil),        // 9: kura.v1.SchemaUpdate
-	(*Keyspace)(nil),            // 10: kura.v1.Keyspace
+	(*StreamGainsRequest)(nil),  // 10: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil), // 11: kura.v1.StreamGainsResponse
+	(*Keyspace)(nil),            // 12: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
@@ -630,7 +763,7 @@ var file_api_kurav1_internode_proto_depIdxs = []int32{
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
 	9,  // 4: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	10, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	12, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
 	6,  // [6:6] is the sub-list for method output_type
 	6,  // [6:6] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -650,7 +783,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -977,6 +977,9 @@ type NodeStatus struct {
 	ClientAddr    string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"` // gRPC client API address
 	Alive         bool                   `protobuf:"varint,5,opt,name=alive,proto3" json:"alive,omitempty"`
 	Tokens        []uint64               `protobuf:"varint,6,rep,packed,name=tokens,proto3" json:"tokens,omitempty"` // empty: the tokens derived from the id
+	Status        string                 `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`         // on the ring: normal, joining, leaving, left, removed
+	State         string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`           // to the data path: up, down, joining, leaving, asleep
+	Replaces      string                 `protobuf:"bytes,9,opt,name=replaces,proto3" json:"replaces,omitempty"`     // the dead node whose tokens this one takes over
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1053,10 +1056,32 @@ func (x *NodeStatus) GetTokens() []uint64 {
 	return nil
 }
 
+func (x *NodeStatus) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetReplaces() string {
+	if x != nil {
+		return x.Replaces
+	}
+	return ""
+}
+
 type ClusterStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
 	Nodes         []*NodeStatus          `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Streaming     *StreamProgress        `protobuf:"bytes,3,opt,name=streaming,proto3" json:"streaming,omitempty"` // what the answering node has streamed since it started
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1128,351 @@ func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *ClusterStatusResponse) GetStreaming() *StreamProgress {
+	if x != nil {
+		return x.Streaming
+	}
+	return nil
+}
+
+// StreamProgress counts the ranges a node pulled when the ring changed.
+type StreamProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RangesTotal   int64                  `protobuf:"varint,1,opt,name=ranges_total,json=rangesTotal,proto3" json:"ranges_total,omitempty"`
+	RangesDone    int64                  `protobuf:"varint,2,opt,name=ranges_done,json=rangesDone,proto3" json:"ranges_done,omitempty"`
+	Records       int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
+	Bytes         int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	BytesCrossDc  int64                  `protobuf:"varint,5,opt,name=bytes_cross_dc,json=bytesCrossDc,proto3" json:"bytes_cross_dc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamProgress) Reset() {
+	*x = StreamProgress{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamProgress) ProtoMessage() {}
+
+func (x *StreamProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
+func (*StreamProgress) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *StreamProgress) GetRangesTotal() int64 {
+	if x != nil {
+		return x.RangesTotal
+	}
+	return 0
+}
+
+func (x *StreamProgress) GetRangesDone() int64 {
+	if x != nil {
+		return x.RangesDone
+	}
+	return 0
+}
+
+func (x *StreamProgress) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *StreamProgress) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *StreamProgress) GetBytesCrossDc() int64 {
+	if x != nil {
+		return x.BytesCrossDc
+	}
+	return 0
+}
+
+type DecommissionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionRequest) Reset() {
+	*x = DecommissionRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionRequest) ProtoMessage() {}
+
+func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
+func (*DecommissionRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+}
+
+type RemoveNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeRequest) Reset() {
+	*x = RemoveNodeRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeRequest) ProtoMessage() {}
+
+func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
+func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RemoveNodeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// MoveResponse says what a decommission or removal moved.
+type MoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Gainers       []string               `protobuf:"bytes,1,rep,name=gainers,proto3" json:"gainers,omitempty"` // the nodes that took ranges over
+	Ranges        int64                  `protobuf:"varint,2,opt,name=ranges,proto3" json:"ranges,omitempty"`
+	Records       int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
+	Bytes         int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	BytesCrossDc  int64                  `protobuf:"varint,5,opt,name=bytes_cross_dc,json=bytesCrossDc,proto3" json:"bytes_cross_dc,omitempty"`
+	Seconds       float64                `protobuf:"fixed64,6,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveResponse) Reset() {
+	*x = MoveResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveResponse) ProtoMessage() {}
+
+func (x *MoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
+func (*MoveResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *MoveResponse) GetGainers() []string {
+	if x != nil {
+		return x.Gainers
+	}
+	return nil
+}
+
+func (x *MoveResponse) GetRanges() int64 {
+	if x != nil {
+		return x.Ranges
+	}
+	return 0
+}
+
+func (x *MoveResponse) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *MoveResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *MoveResponse) GetBytesCrossDc() int64 {
+	if x != nil {
+		return x.BytesCrossDc
+	}
+	return 0
+}
+
+func (x *MoveResponse) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+type CleanupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"` // empty: every keyspace
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanupRequest) Reset() {
+	*x = CleanupRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanupRequest) ProtoMessage() {}
+
+func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
+func (*CleanupRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CleanupRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+type CleanupResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RecordsRemoved int64                  `protobuf:"varint,1,opt,name=records_removed,json=recordsRemoved,proto3" json:"records_removed,omitempty"`
+	BytesRemoved   int64                  `protobuf:"varint,2,opt,name=bytes_removed,json=bytesRemoved,proto3" json:"bytes_removed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CleanupResponse) Reset() {
+	*x = CleanupResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanupResponse) ProtoMessage() {}
+
+func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
+func (*CleanupResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CleanupResponse) GetRecordsRemoved() int64 {
+	if x != nil {
+		return x.RecordsRemoved
+	}
+	return 0
+}
+
+func (x *CleanupResponse) GetBytesRemoved() int64 {
+	if x != nil {
+		return x.BytesRemoved
+	}
+	return 0
 }
 
 var File_api_kurav1_kura_proto protoreflect.FileDescriptor
@@ -1161,7 +1531,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
 	"\x17DescribeKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14ClusterStatusRequest\"\x8f\x01\n" +
+	"\x14ClusterStatusRequest\"\xd9\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -1170,10 +1540,36 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\vclient_addr\x18\x04 \x01(\tR\n" +
 	"clientAddr\x12\x14\n" +
 	"\x05alive\x18\x05 \x01(\bR\x05alive\x12\x16\n" +
-	"\x06tokens\x18\x06 \x03(\x04R\x06tokens\"V\n" +
+	"\x06tokens\x18\x06 \x03(\x04R\x06tokens\x12\x16\n" +
+	"\x06status\x18\a \x01(\tR\x06status\x12\x14\n" +
+	"\x05state\x18\b \x01(\tR\x05state\x12\x1a\n" +
+	"\breplaces\x18\t \x01(\tR\breplaces\"\x8d\x01\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
-	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes*\x8c\x01\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\x125\n" +
+	"\tstreaming\x18\x03 \x01(\v2\x17.kura.v1.StreamProgressR\tstreaming\"\xaa\x01\n" +
+	"\x0eStreamProgress\x12!\n" +
+	"\franges_total\x18\x01 \x01(\x03R\vrangesTotal\x12\x1f\n" +
+	"\vranges_done\x18\x02 \x01(\x03R\n" +
+	"rangesDone\x12\x18\n" +
+	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12$\n" +
+	"\x0ebytes_cross_dc\x18\x05 \x01(\x03R\fbytesCrossDc\"\x15\n" +
+	"\x13DecommissionRequest\"#\n" +
+	"\x11RemoveNodeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xb0\x01\n" +
+	"\fMoveResponse\x12\x18\n" +
+	"\againers\x18\x01 \x03(\tR\againers\x12\x16\n" +
+	"\x06ranges\x18\x02 \x01(\x03R\x06ranges\x12\x18\n" +
+	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12$\n" +
+	"\x0ebytes_cross_dc\x18\x05 \x01(\x03R\fbytesCrossDc\x12\x18\n" +
+	"\aseconds\x18\x06 \x01(\x01R\aseconds\",\n" +
+	"\x0eCleanupRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\"_\n" +
+	"\x0fCleanupResponse\x12'\n" +
+	"\x0frecords_removed\x18\x01 \x01(\x03R\x0erecordsRemoved\x12#\n" +
+	"\rbytes_removed\x18\x02 \x01(\x03R\fbytesRemoved*\x8c\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -1189,12 +1585,16 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xc3\x02\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\x87\x04\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
 	"\x10DescribeKeyspace\x12 .kura.v1.DescribeKeyspaceRequest\x1a\x11.kura.v1.Keyspace\x12N\n" +
-	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponse\x12C\n" +
+	"\fDecommission\x12\x1c.kura.v1.DecommissionRequest\x1a\x15.kura.v1.MoveResponse\x12?\n" +
+	"\n" +
+	"RemoveNode\x12\x1a.kura.v1.RemoveNodeRequest\x1a\x15.kura.v1.MoveResponse\x12<\n" +
+	"\aCleanup\x12\x17.kura.v1.CleanupRequest\x1a\x18.kura.v1.CleanupResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -1209,7 +1609,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -1231,6 +1631,12 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),    // 17: kura.v1.ClusterStatusRequest
 	(*NodeStatus)(nil),              // 18: kura.v1.NodeStatus
 	(*ClusterStatusResponse)(nil),   // 19: kura.v1.ClusterStatusResponse
+	(*StreamProgress)(nil),          // 20: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),     // 21: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),       // 22: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),            // 23: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),          // 24: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),         // 25: kura.v1.CleanupResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -1242,27 +1648,34 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	10, // 6: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
 	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
 	18, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	1,  // 9: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 10: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 11: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	7,  // 12: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	12, // 13: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	14, // 14: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	16, // 15: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	17, // 16: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	2,  // 17: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 18: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 19: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 20: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 21: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 22: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 23: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 24: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	20, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	1,  // 10: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	3,  // 11: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	5,  // 12: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	7,  // 13: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 14: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	14, // 15: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	16, // 16: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	17, // 17: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	21, // 18: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	22, // 19: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	24, // 20: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	2,  // 21: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 22: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 23: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 24: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 25: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 26: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 27: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 28: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	23, // 29: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	23, // 30: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	25, // 31: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	21, // [21:32] is the sub-list for method output_type
+	10, // [10:21] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -1276,7 +1689,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -245,6 +245,9 @@ const (
 	Admin_ListKeyspaces_FullMethodName    = "/kura.v1.Admin/ListKeyspaces"
 	Admin_DescribeKeyspace_FullMethodName = "/kura.v1.Admin/DescribeKeyspace"
 	Admin_ClusterStatus_FullMethodName    = "/kura.v1.Admin/ClusterStatus"
+	Admin_Decommission_FullMethodName     = "/kura.v1.Admin/Decommission"
+	Admin_RemoveNode_FullMethodName       = "/kura.v1.Admin/RemoveNode"
+	Admin_Cleanup_FullMethodName          = "/kura.v1.Admin/Cleanup"
 )
 
 // AdminClient is the client API for Admin service.
@@ -257,6 +260,14 @@ type AdminClient interface {
 	ListKeyspaces(ctx context.Context, in *ListKeyspacesRequest, opts ...grpc.CallOption) (*ListKeyspacesResponse, error)
 	DescribeKeyspace(ctx context.Context, in *DescribeKeyspaceRequest, opts ...grpc.CallOption) (*Keyspace, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	// Decommission streams every range the node holds to the nodes that take it over,
+	// then takes the node off the ring (left). Sent to the leaving node itself.
+	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*MoveResponse, error)
+	// RemoveNode takes a dead node off the ring: the surviving replicas stream its ranges
+	// to their new owners first.
+	RemoveNode(ctx context.Context, in *RemoveNodeRequest, opts ...grpc.CallOption) (*MoveResponse, error)
+	// Cleanup drops the data this node no longer owns, once no move is in progress.
+	Cleanup(ctx context.Context, in *CleanupRequest, opts ...grpc.CallOption) (*CleanupResponse, error)
 }
 
 type adminClient struct {
@@ -307,6 +318,36 @@ func (c *adminClient) ClusterStatus(ctx context.Context, in *ClusterStatusReques
 	return out, nil
 }
 
+func (c *adminClient) Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*MoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveResponse)
+	err := c.cc.Invoke(ctx, Admin_Decommission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RemoveNode(ctx context.Context, in *RemoveNodeRequest, opts ...grpc.CallOption) (*MoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveResponse)
+	err := c.cc.Invoke(ctx, Admin_RemoveNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Cleanup(ctx context.Context, in *CleanupRequest, opts ...grpc.CallOption) (*CleanupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CleanupResponse)
+	err := c.cc.Invoke(ctx, Admin_Cleanup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -317,6 +358,14 @@ type AdminServer interface {
 	ListKeyspaces(context.Context, *ListKeyspacesRequest) (*ListKeyspacesResponse, error)
 	DescribeKeyspace(context.Context, *DescribeKeyspaceRequest) (*Keyspace, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	// Decommission streams every range the node holds to the nodes that take it over,
+	// then takes the node off the ring (left). Sent to the leaving node itself.
+	Decommission(context.Context, *DecommissionRequest) (*MoveResponse, error)
+	// RemoveNode takes a dead node off the ring: the surviving replicas stream its ranges
+	// to their new owners first.
+	RemoveNode(context.Context, *RemoveNodeRequest) (*MoveResponse, error)
+	// Cleanup drops the data this node no longer owns, once no move is in progress.
+	Cleanup(context.Context, *CleanupRequest) (*CleanupResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -338,6 +387,15 @@ func (UnimplementedAdminServer) DescribeKeyspace(context.Context, *DescribeKeysp
 }
 func (UnimplementedAdminServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedAdminServer) Decommission(context.Context, *DecommissionRequest) (*MoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Decommission not implemented")
+}
+func (UnimplementedAdminServer) RemoveNode(context.Context, *RemoveNodeRequest) (*MoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveNode not implemented")
+}
+func (UnimplementedAdminServer) Cleanup(context.Context, *CleanupRequest) (*CleanupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Cleanup not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -432,6 +490,60 @@ func _Admin_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Decommission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecommissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Decommission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Decommission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Decommission(ctx, req.(*DecommissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RemoveNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RemoveNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RemoveNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RemoveNode(ctx, req.(*RemoveNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Cleanup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CleanupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Cleanup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Cleanup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Cleanup(ctx, req.(*CleanupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -454,6 +566,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClusterStatus",
 			Handler:    _Admin_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "Decommission",
+			Handler:    _Admin_Decommission_Handler,
+		},
+		{
+			MethodName: "RemoveNode",
+			Handler:    _Admin_RemoveNode_Handler,
+		},
+		{
+			MethodName: "Cleanup",
+			Handler:    _Admin_Cleanup_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

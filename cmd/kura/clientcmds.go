@@ -259,13 +259,17 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "seen from %s\n%-16s %-12s %-6s %-22s %s\n", st.GetSelf(), "NODE", "DC", "STATE", "ADDR", "CLIENT")
+	fmt.Fprintf(stdout, "seen from %s\n%-16s %-12s %-8s %-8s %-22s %s\n", st.GetSelf(), "NODE", "DC", "STATUS", "STATE", "ADDR", "CLIENT")
 	for _, n := range st.GetNodes() {
-		state := "up"
-		if !n.GetAlive() {
-			state = "down"
+		status := n.GetStatus()
+		if r := n.GetReplaces(); r != "" {
+			status += " (replacing " + r + ")"
 		}
-		fmt.Fprintf(stdout, "%-16s %-12s %-6s %-22s %s\n", n.GetId(), n.GetDc(), state, n.GetAddr(), n.GetClientAddr())
+		fmt.Fprintf(stdout, "%-16s %-12s %-8s %-8s %-22s %s\n", n.GetId(), n.GetDc(), status, n.GetState(), n.GetAddr(), n.GetClientAddr())
+	}
+	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
+		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %d records, %s (%s across DCs)\n", st.GetSelf(),
+			p.GetRangesDone(), p.GetRangesTotal(), p.GetRecords(), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ var commands = map[string]command{
 	"scan":     {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
 	"keyspace": {"manage keyspaces: keyspace create|list|describe", runKeyspace},
 	"status":   {"show the cluster as a node sees it", runStatus},
+	"node":     {"change the ring: node decommission | node remove ID", runNode},
+	"cleanup":  {"drop the data a node no longer owns after the ring changed", runCleanup},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":    {"predict the latency a consistency level costs from the ring and the links", runModel},
 }

@@ -39,6 +39,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	membershipName := fs.String("membership", "ferry", "gossip protocol: ferry (DC-aware) or scuttlebutt (Cassandra's)")
 	gossipInterval := fs.Duration("gossip-interval", time.Second, "length of a gossip round; failure detection scales with it")
 	routingName := fs.String("routing", "onehop", "how replicas are found: onehop, chord, mlchord or mlchord-paper")
+	replace := fs.String("replace", "", "id of a dead node whose place (tokens, data) this new node takes over")
+	ringDelay := fs.Duration("ring-delay", 0, "wait after announcing a ring change before streaming, so every node has learned it (0: five gossip rounds)")
+	streamMiBps := fs.Float64("stream-throughput", 0, "cap on the MiB per second this node pulls when it streams ranges (0: no cap)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -58,6 +61,10 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
+		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+	}
+	if *streamMiBps < 0 {
+		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
@@ -124,6 +131,8 @@ func readPassword(path string) (string, error) {
 func applyTopology(cfg *node.Config, topo *topology.Topology) error {
 	cfg.Topology = topo
 	if dc, ok := topo.DCOf(cfg.ID); ok {
+		// The nodes a topology file names found the cluster together; others join it.
+		cfg.Founding = cfg.Replace == ""
 		if cfg.DC != "" && cfg.DC != dc {
 			return fmt.Errorf("%w: --dc %s, but topology %s puts node %s in %s", errUsage, cfg.DC, topo.Name, cfg.ID, dc)
 		}

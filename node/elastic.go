@@ -1,0 +1,477 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/stream"
+	"github.com/kuradb/kura/transport"
+)
+
+// Application states of the ring's life cycle, besides the core's status.
+const (
+	// keyReplaces names the dead node a new node replaces (kura server --replace).
+	keyReplaces = "replaces"
+	// keyRemoving lists the dead nodes this node is removing, as id@generation: every
+	// node treats them as leaving, so their ranges are streamed to their new owners.
+	keyRemoving = "removing"
+	// keyRemoved lists the nodes this node removed, as id@generation, for good.
+	keyRemoved = "removed"
+)
+
+// Message kinds of the ring's life cycle.
+var (
+	// kindStreamGains asks a node to pull the ranges it gains from a leaving or removed
+	// node.
+	kindStreamGains = transport.RegisterKind(14, "stream_gains")
+	// kindRingPull asks a node for its ring, every entry with its liveness: how a new node
+	// learns the whole ring, dead nodes included, before it trusts its view.
+	kindRingPull = transport.RegisterKind(15, "ring_pull")
+)
+
+// ringDelayRounds is how many gossip rounds a node waits after announcing a ring change
+// before it streams: time for every coordinator to learn the change, so that no write
+// misses both the stream and the pending replica (Cassandra's RING_DELAY, 30 s).
+const ringDelayRounds = 5
+
+// joinRing takes the node to normal: it learns the ring, and a node that joins a cluster
+// holding data streams the ranges it gains first. It runs in the background from Start.
+func (n *Node) joinRing(ctx context.Context, fresh bool) {
+	if err := n.waitForRing(ctx); err != nil {
+		return
+	}
+	self := n.directory.Self()
+	switch self.Status {
+	case cluster.StatusNormal:
+		return
+	case cluster.StatusLeaving:
+		// Restarted mid-decommission: the ranges are still ours; the operator runs it again.
+		n.log.Warn("restarted while leaving; back to normal: run the decommission again")
+		n.setStatus(cluster.StatusNormal, self.Tokens)
+		return
+	}
+	tokens := self.Tokens
+	if n.cfg.Replace != "" {
+		// Gossip brings dead members after the live ones; give it a few rounds.
+		dead, ok := n.directory.Node(n.cfg.Replace)
+		for i := 0; !ok; i++ {
+			if i == 4*ringDelayRounds || !sleepCtx(ctx, n.gossip.interval()) {
+				n.log.Error("cannot replace: the node is not in the cluster", "replace", n.cfg.Replace)
+				return
+			}
+			dead, ok = n.directory.Node(n.cfg.Replace)
+		}
+		// A node first heard of is presumed up until gossip's verdict on it arrives.
+		for i := 0; n.directory.State(dead.ID).Reachable(); i++ {
+			if i == ringDelayRounds || !sleepCtx(ctx, n.gossip.interval()) {
+				n.log.Error("cannot replace a node that is up; decommission it instead", "replace", dead.ID)
+				return
+			}
+		}
+		tokens = nil
+		vnodes := n.cfg.Vnodes
+		if vnodes <= 0 {
+			vnodes = ring.DefaultVnodes
+		}
+		for _, t := range dead.RingTokens(vnodes) {
+			tokens = append(tokens, uint64(t))
+		}
+	}
+	if !fresh && self.Status != cluster.StatusJoining && self.Status != cluster.StatusBooting {
+		return
+	}
+	if n.cfg.Replace == "" && !n.othersOnRing() {
+		n.log.Info("first node of the cluster: normal without streaming")
+		n.setStatus(cluster.StatusNormal, tokens)
+		return
+	}
+	n.setStatus(cluster.StatusJoining, tokens)
+	n.log.Info("joining: waiting for the ring to learn it", "ring_delay", n.ringDelay())
+	if !sleepCtx(ctx, n.ringDelay()) {
+		return
+	}
+	start := time.Now()
+	st, err := n.streamer.Gain(ctx, n.cfg.Replace)
+	if err != nil {
+		n.log.Error("bootstrap streaming stopped; it resumes at the next start", "err", err)
+		return
+	}
+	n.log.Info("joined", "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	n.setStatus(cluster.StatusNormal, tokens)
+	if n.cfg.Replace != "" {
+		if dead, ok := n.directory.Node(n.cfg.Replace); ok {
+			n.gossip.markRemoved(dead)
+		}
+	}
+}
+
+// waitForRing returns once the directory can be trusted: at once when it was persisted
+// or the node has no seeds but itself, else once gossip has heard from the cluster.
+func (n *Node) waitForRing(ctx context.Context) error {
+	if n.directory.Trusted() {
+		return nil
+	}
+	if !n.hasSeeds() {
+		n.directory.SetTrusted()
+		return nil
+	}
+	for {
+		// Gossip finds the cluster's members; the first one up hands over its whole ring.
+		for _, other := range n.directory.Nodes() {
+			if other.ID == n.cfg.ID || !n.directory.State(other.ID).Reachable() {
+				continue
+			}
+			if err := n.pullRing(ctx, other); err != nil {
+				n.log.Debug("pull the ring", "peer", other.ID, "err", err)
+				continue
+			}
+			n.directory.SetTrusted()
+			n.log.Info("learned the ring", "from", other.ID, "nodes", len(n.directory.Nodes()))
+			return nil
+		}
+		if !sleepCtx(ctx, n.gossip.interval()) {
+			return ctx.Err()
+		}
+	}
+}
+
+// pullRing learns the ring of another node.
+func (n *Node) pullRing(ctx context.Context, from cluster.Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	raw, err := n.transport.Call(ctx, toPeer(from), kindRingPull, nil)
+	if err != nil {
+		return err
+	}
+	entries, err := cluster.DecodeRing(raw)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if _, err := n.directory.Learn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handleRingPull answers pullRing.
+func (n *Node) handleRingPull() ([]byte, error) {
+	nodes := n.directory.Nodes()
+	entries := make([]cluster.RingEntry, len(nodes))
+	for i, node := range nodes {
+		entries[i] = cluster.RingEntry{Node: node, Up: n.directory.State(node.ID).Reachable()}
+	}
+	return cluster.EncodeRing(entries)
+}
+
+// hasSeeds reports whether the node was given seeds other than itself.
+func (n *Node) hasSeeds() bool {
+	self := n.transport.Addr()
+	for _, s := range n.cfg.Seeds {
+		if s != self && s != n.cfg.Listen {
+			return true
+		}
+	}
+	return len(n.cfg.Peers) > 0
+}
+
+// othersOnRing reports whether another node owns ranges already.
+func (n *Node) othersOnRing() bool {
+	for _, other := range n.directory.Nodes() {
+		if other.ID != n.cfg.ID && other.Status.OnRing() {
+			return true
+		}
+	}
+	return false
+}
+
+// setStatus persists and gossips the node's ring status.
+func (n *Node) setStatus(status cluster.Status, tokens []uint64) {
+	if err := n.directory.SetSelf(status, tokens); err != nil {
+		n.log.Error("persist the ring status", "status", status, "err", err)
+	}
+	if len(tokens) > 0 {
+		n.gossip.driver.SetAppState(membership.KeyTokens, formatTokens(tokens))
+	}
+	n.gossip.driver.SetAppState(membership.KeyStatus, status.String())
+	n.log.Info("ring status", "status", status)
+}
+
+func (n *Node) ringDelay() time.Duration {
+	if n.cfg.RingDelay > 0 {
+		return n.cfg.RingDelay
+	}
+	return ringDelayRounds * n.gossip.interval()
+}
+
+// MoveStats is what a decommission or removal streamed.
+type MoveStats struct {
+	Gainers []string
+	stream.Stats
+	Took time.Duration
+}
+
+// Decommission hands this node's ranges to the nodes that take them over, then leaves the
+// ring. Writes keep reaching both sides until it has left.
+func (n *Node) Decommission(ctx context.Context) (MoveStats, error) {
+	self := n.directory.Self()
+	if self.Status != cluster.StatusNormal {
+		return MoveStats{}, fmt.Errorf("%w: node %s is %s, not normal", errBadMove, self.ID, self.Status)
+	}
+	if err := n.checkNoMoves(); err != nil {
+		return MoveStats{}, err
+	}
+	start := time.Now()
+	n.setStatus(cluster.StatusLeaving, self.Tokens)
+	st, err := n.streamGains(ctx, self.ID, false)
+	if err != nil {
+		n.setStatus(cluster.StatusNormal, self.Tokens)
+		return st, fmt.Errorf("decommission aborted, the node stays normal: %w", err)
+	}
+	n.setStatus(cluster.StatusLeft, self.Tokens)
+	st.Took = time.Since(start)
+	n.log.Info("decommissioned: left the ring", "gainers", st.Gainers, "bytes", st.Bytes, "took", st.Took.Round(time.Millisecond))
+	return st, nil
+}
+
+// RemoveNode takes a dead node off the ring: its ranges are streamed from the surviving
+// replicas to their new owners first.
+func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
+	dead, ok := n.directory.Node(id)
+	switch {
+	case id == n.cfg.ID:
+		return MoveStats{}, fmt.Errorf("%w: a node cannot remove itself; decommission it", errBadMove)
+	case !ok:
+		return MoveStats{}, fmt.Errorf("%w: node %s is not in the cluster", errBadMove, id)
+	case !dead.Status.OnRing():
+		return MoveStats{}, fmt.Errorf("%w: node %s is %s, not on the ring", errBadMove, id, dead.Status)
+	case n.directory.State(id).Reachable():
+		return MoveStats{}, fmt.Errorf("%w: node %s is up; decommission it instead", errBadMove, id)
+	}
+	if err := n.checkNoMoves(); err != nil {
+		return MoveStats{}, err
+	}
+	start := time.Now()
+	n.gossip.markRemoving(dead, true)
+	st, err := n.streamGains(ctx, id, true)
+	n.gossip.markRemoving(dead, false)
+	if err != nil {
+		return st, fmt.Errorf("removal of %s aborted, it stays on the ring: %w", id, err)
+	}
+	n.gossip.markRemoved(dead)
+	st.Took = time.Since(start)
+	return st, nil
+}
+
+var errBadMove = errors.New("invalid ring change")
+
+// checkNoMoves refuses a ring change while another is in progress.
+func (n *Node) checkNoMoves() error {
+	for _, other := range n.directory.Nodes() {
+		if other.Status == cluster.StatusJoining || other.Status == cluster.StatusLeaving {
+			return fmt.Errorf("%w: node %s is %s; wait until it completes", errBadMove, other.ID, other.Status)
+		}
+	}
+	return nil
+}
+
+// streamGains waits for the cluster to learn that moving is leaving, then asks every node
+// that gains one of its ranges to pull them, and waits for all.
+func (n *Node) streamGains(ctx context.Context, moving string, exclude bool) (MoveStats, error) {
+	if !sleepCtx(ctx, n.ringDelay()) {
+		return MoveStats{}, ctx.Err()
+	}
+	gainers := map[string]bool{}
+	for _, ks := range n.catalog.List() {
+		moves, err := n.ring.Moves(ks)
+		if err != nil {
+			return MoveStats{}, err
+		}
+		for _, m := range moves {
+			for _, g := range m.Gainers {
+				gainers[g.ID] = true
+			}
+		}
+	}
+	var st MoveStats
+	for id := range gainers {
+		st.Gainers = append(st.Gainers, id)
+	}
+	sort.Strings(st.Gainers)
+	req, err := proto.Marshal(&kurav1.StreamGainsRequest{Moving: moving, Exclude: exclude})
+	if err != nil {
+		return st, err
+	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, id := range st.Gainers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := n.askToStream(ctx, id, req)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+				return
+			}
+			st.Ranges += got.Ranges
+			st.Records += got.Records
+			st.Bytes += got.Bytes
+			st.BytesCrossDC += got.BytesCrossDC
+		}()
+	}
+	wg.Wait()
+	return st, errors.Join(errs...)
+}
+
+// askToStream has node id pull its gains, retrying while it has not learned the move yet.
+func (n *Node) askToStream(ctx context.Context, id string, req []byte) (stream.Stats, error) {
+	for {
+		var raw []byte
+		var err error
+		if id == n.cfg.ID {
+			raw, err = n.handleStreamGains(ctx, req)
+		} else if node, ok := n.directory.Node(id); !ok {
+			return stream.Stats{}, fmt.Errorf("node %s is not in the directory", id)
+		} else {
+			raw, err = n.transport.Call(ctx, toPeer(node), kindStreamGains, req)
+		}
+		if err == nil {
+			var resp kurav1.StreamGainsResponse
+			if err := proto.Unmarshal(raw, &resp); err != nil {
+				return stream.Stats{}, err
+			}
+			return stream.Stats{Ranges: int(resp.GetRanges()), Records: resp.GetRecords(), Bytes: resp.GetBytes(), BytesCrossDC: resp.GetBytesCrossDc()}, nil
+		}
+		n.log.Warn("a gainer could not stream yet; retrying", "gainer", id, "err", err)
+		if !sleepCtx(ctx, n.ringDelay()) {
+			return stream.Stats{}, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		}
+	}
+}
+
+// handleStreamGains pulls the ranges this node gains from a moving node, once its own
+// view shows the move (else the gains it computes would miss them).
+func (n *Node) handleStreamGains(ctx context.Context, payload []byte) ([]byte, error) {
+	var req kurav1.StreamGainsRequest
+	if err := proto.Unmarshal(payload, &req); err != nil {
+		return nil, fmt.Errorf("decode stream_gains: %w", err)
+	}
+	if m, ok := n.directory.Node(req.GetMoving()); !ok || m.Status != cluster.StatusLeaving {
+		return nil, fmt.Errorf("node %s does not see %s leaving yet", n.cfg.ID, req.GetMoving())
+	}
+	exclude := ""
+	if req.GetExclude() {
+		exclude = req.GetMoving()
+	}
+	st, err := n.streamer.Gain(ctx, exclude)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(&kurav1.StreamGainsResponse{Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes, BytesCrossDc: st.BytesCrossDC})
+}
+
+// Cleanup drops the records of keyspace (every keyspace when empty) that this node no
+// longer holds on the current ring. It refuses while a move is in progress: the data may
+// still be needed.
+func (n *Node) Cleanup(_ context.Context, keyspace string) (records int64, bytes int64, err error) {
+	if err := n.checkNoMoves(); err != nil {
+		return 0, 0, err
+	}
+	r, err := n.ring.Ring()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, ks := range n.catalog.List() {
+		if keyspace != "" && ks.Name != keyspace || ks.Erasure.Enabled() {
+			continue // chunk ownership follows chunk keys, not the keyspace's ring ranges
+		}
+		pl := r.Placement(ks.Strategy())
+		owned := func(key []byte) bool {
+			return slices.ContainsFunc(pl.ReplicasFor(ks.Partition().Token(key)), func(m ring.Member) bool { return m.ID == n.cfg.ID })
+		}
+		removed, size, err := n.local.DropUnless(ks.Name, owned)
+		records += removed
+		bytes += size
+		if err != nil {
+			return records, bytes, err
+		}
+	}
+	return records, bytes, nil
+}
+
+// markRemoving and markRemoved keep the ring's removals in this node's gossip, where the
+// other nodes learn them.
+func (g *gossip) markRemoving(dead cluster.Node, on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if on {
+		g.removing[dead.ID] = dead.Generation
+	} else {
+		delete(g.removing, dead.ID)
+	}
+	g.driver.SetAppState(keyRemoving, formatMarks(g.removing))
+	g.applyMarksLocked(g.n.cfg.ID, keyRemoving, formatMarks(g.removing))
+}
+
+func (g *gossip) markRemoved(dead cluster.Node) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removed[dead.ID] = dead.Generation
+	g.driver.SetAppState(keyRemoved, formatMarks(g.removed))
+	g.applyMarksLocked(g.n.cfg.ID, keyRemoved, formatMarks(g.removed))
+}
+
+// formatMarks writes id@generation, sorted by id.
+func formatMarks(marks map[string]uint64) string {
+	parts := make([]string, 0, len(marks))
+	for id, gen := range marks {
+		parts = append(parts, id+"@"+strconv.FormatUint(gen, 10))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// parseMarks reads what formatMarks wrote, skipping malformed entries.
+func parseMarks(s string) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, part := range strings.Split(s, ",") {
+		id, gen, ok := strings.Cut(part, "@")
+		if !ok {
+			continue
+		}
+		g, err := strconv.ParseUint(gen, 10, 64)
+		if err == nil {
+			out[id] = g
+		}
+	}
+	return out
+}
+
+// sleepCtx waits d, or less when ctx ends first; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

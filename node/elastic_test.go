@@ -1,0 +1,149 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/schema"
+)
+
+// startJoiner starts a node that joins through seed, optionally replacing a dead node.
+func startJoiner(t *testing.T, id, replace string, seed string) *Node {
+	t.Helper()
+	n, err := Start(Config{
+		ID: id, DC: "dc1", Listen: "127.0.0.1:0", Seeds: []string{seed}, InMemory: true, Replace: replace,
+		GossipInterval: 50 * time.Millisecond, ReplicaTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// writer writes keys at QUORUM through n until stopped and remembers those acknowledged.
+type writer struct {
+	mu    sync.Mutex
+	acked []string
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startWriter(n *Node, prefix string) *writer {
+	w := &writer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			key := fmt.Sprintf("%s-%05d", prefix, i)
+			if _, err := n.Coordinator().Put(context.Background(), "app", []byte(key), []byte("v"), consistency.Quorum); err == nil {
+				w.mu.Lock()
+				w.acked = append(w.acked, key)
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+func (w *writer) finish() []string {
+	close(w.stop)
+	<-w.done
+	return w.acked
+}
+
+// checkEveryKey reads every key at ONE through every node and fails on any not found.
+func checkEveryKey(t *testing.T, step string, keys []string, nodes ...*Node) {
+	t.Helper()
+	for _, n := range nodes {
+		missing := 0
+		for _, k := range keys {
+			_, found, err := n.Coordinator().Get(context.Background(), "app", []byte(k), consistency.One)
+			if err != nil || !found {
+				missing++
+			}
+		}
+		if missing > 0 {
+			t.Errorf("%s: %d of %d keys missing at ONE through %s", step, missing, len(keys), n.ID())
+		}
+	}
+}
+
+func waitAllNormal(t *testing.T, want int, nodes ...*Node) {
+	t.Helper()
+	for _, n := range nodes {
+		waitUntil(t, fmt.Sprintf("%s sees %d nodes normal", n.ID(), want), func() bool { return normalNodes(n) == want })
+	}
+}
+
+// TestRingGrowsAndShrinksWithoutLosingAWrite runs the elastic life of a cluster on real
+// nodes: three nodes, three join under write load, one is decommissioned, a dead one is
+// removed, a dead one is replaced; after every step each acknowledged key is read at ONE
+// through every node.
+func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
+	a := startNode(t, "a", "dc1")
+	b := startJoiner(t, "b", "", a.Addr())
+	c := startJoiner(t, "c", "", a.Addr())
+	waitAllNormal(t, 3, a, b, c)
+	ctx := context.Background()
+	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "dc1=2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{b, c} {
+		waitUntil(t, n.ID()+" knows the keyspace", func() bool { _, err := n.Keyspace("app"); return err == nil })
+	}
+	var keys []string
+	for i := range 300 {
+		key := fmt.Sprintf("before-%03d", i)
+		if _, err := a.Coordinator().Put(ctx, "app", []byte(key), []byte("v"), consistency.All); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+
+	w := startWriter(a, "join")
+	d := startJoiner(t, "d", "", a.Addr())
+	e := startJoiner(t, "e", "", a.Addr())
+	f := startJoiner(t, "f", "", a.Addr())
+	all := []*Node{a, b, c, d, e, f}
+	waitAllNormal(t, 6, all...)
+	keys = append(keys, w.finish()...)
+	checkEveryKey(t, "after three joins", keys, all...)
+
+	w = startWriter(a, "decommission")
+	if _, err := d.Decommission(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, w.finish()...)
+	d.Close()
+	checkEveryKey(t, "after a decommission", keys, a, b, c, e, f)
+
+	e.Close()
+	waitUntil(t, "a sees e down", func() bool { return !a.View().State("e").Reachable() })
+	if _, err := a.RemoveNode(ctx, "e"); err != nil {
+		t.Fatal(err)
+	}
+	checkEveryKey(t, "after a removal", keys, a, b, c, f)
+
+	f.Close()
+	waitUntil(t, "a sees f down", func() bool { return !a.View().State("f").Reachable() })
+	g := startJoiner(t, "g", "f", a.Addr())
+	waitAllNormal(t, 4, a, b, c, g)
+	checkEveryKey(t, "after a replacement", keys, a, b, c, g)
+
+	removed, _, err := a.Cleanup(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cleanup on a removed %d records", removed)
+	checkEveryKey(t, "after cleanup", keys, a, b, c, g)
+}

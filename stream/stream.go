@@ -1,0 +1,240 @@
+// Package stream moves token ranges between replicas when the ring changes: a joining
+// node pulls the ranges it gains, and the nodes that take over a leaving or removed
+// node's ranges pull them too. Every stream is a pull by the node that gains the range,
+// page by page through the Replica seam (a scan page on its own message kind), from a
+// current holder in the gainer's own DC when one can answer, so that a move crosses the
+// WAN only where the DC holds no copy. Pages are applied last-writer-wins, so a stream
+// that is retried, or races with writes, never undoes a newer write.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+)
+
+// PageRecords is how many records one stream page carries at most.
+const PageRecords = 256
+
+// Replicas hands out the Replica of any node; *replica.Set is one.
+type Replicas interface {
+	Replica(n cluster.Node) replica.Replica
+}
+
+// Proximity ranks nodes by network distance; the coordinator's proximity is one.
+type Proximity interface {
+	Distance(id string) time.Duration
+}
+
+// Moves returns what moves in a keyspace; *placement.Ring is one.
+type Moves interface {
+	Moves(ks schema.Keyspace) ([]placement.Move, error)
+}
+
+// Config is what a node's streams need.
+type Config struct {
+	View      cluster.View
+	Keyspaces interface{ List() []schema.Keyspace }
+	Moves     Moves
+	Replicas  Replicas
+	Proximity Proximity
+	// Limiter throttles the bytes this node pulls (--stream-throughput); nil is unthrottled.
+	Limiter *rate.Limiter
+	// Retry is the pause before a range whose every source failed is tried again.
+	Retry  time.Duration
+	Logger *slog.Logger
+}
+
+// Progress is a running count of what this node has streamed.
+type Progress struct {
+	RangesTotal, RangesDone atomic.Int64
+	Records, Bytes          atomic.Int64
+	// BytesCrossDC counts the bytes pulled from a node of another DC.
+	BytesCrossDC atomic.Int64
+}
+
+// Stats is what one Gain streamed.
+type Stats struct {
+	Ranges       int   `json:"ranges"`
+	Records      int64 `json:"records"`
+	Bytes        int64 `json:"bytes"`
+	BytesCrossDC int64 `json:"bytes_cross_dc"`
+}
+
+// Streamer pulls the ranges its node gains.
+type Streamer struct {
+	cfg      Config
+	progress Progress
+}
+
+// New returns a node's streamer.
+func New(cfg Config) *Streamer {
+	if cfg.Retry <= 0 {
+		cfg.Retry = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Streamer{cfg: cfg}
+}
+
+// Progress returns the node's running counts, for status pages and metrics.
+func (s *Streamer) Progress() *Progress { return &s.progress }
+
+// Gain pulls every range this node gains in the moves in progress, in every keyspace,
+// and returns once all have arrived. A source that fails mid-range is replaced by the
+// next holder; a range no holder can serve now is retried until ctx ends. exclude names
+// a node never to pull from (a dead node being removed or replaced).
+func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
+	self := s.cfg.View.Self()
+	type work struct {
+		ks   schema.Keyspace
+		move placement.Move
+	}
+	var todo []work
+	for _, ks := range s.cfg.Keyspaces.List() {
+		moves, err := s.cfg.Moves.Moves(ks)
+		if err != nil {
+			return Stats{}, err
+		}
+		for _, m := range moves {
+			if slices.ContainsFunc(m.Gainers, func(g placement.Member) bool { return g.ID == self.ID }) {
+				todo = append(todo, work{ks, m})
+			}
+		}
+	}
+	s.progress.RangesTotal.Add(int64(len(todo)))
+	var total Stats
+	for _, w := range todo {
+		st, err := s.pullRange(ctx, w.ks, w.move, exclude)
+		if err != nil {
+			return total, err
+		}
+		total.Ranges++
+		total.Records += st.Records
+		total.Bytes += st.Bytes
+		total.BytesCrossDC += st.BytesCrossDC
+		s.progress.RangesDone.Add(1)
+	}
+	return total, nil
+}
+
+// pullRange pulls one range from its holders, nearest first, until one serves it whole.
+func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placement.Move, exclude string) (Stats, error) {
+	self := s.cfg.View.Self()
+	for {
+		sources := s.sources(m.Holders, self, exclude)
+		var lastErr error = errors.New("no holder is up")
+		for _, src := range sources {
+			node, ok := s.cfg.View.Node(src.ID)
+			if !ok {
+				continue
+			}
+			st, err := s.copy(ctx, s.cfg.Replicas.Replica(node), s.cfg.Replicas.Replica(self), ks.Name, m.Range, src.DC != self.DC)
+			if err == nil {
+				return st, nil
+			}
+			lastErr = err
+			s.cfg.Logger.Warn("stream from a holder failed; trying the next", "keyspace", ks.Name, "range", m.Range, "source", src.ID, "err", err)
+			if ctx.Err() != nil {
+				return Stats{}, ctx.Err()
+			}
+		}
+		s.cfg.Logger.Warn("no holder could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "err", lastErr)
+		select {
+		case <-ctx.Done():
+			return Stats{}, fmt.Errorf("stream %s %v: %w (last: %v)", ks.Name, m.Range, ctx.Err(), lastErr)
+		case <-time.After(s.cfg.Retry):
+		}
+	}
+}
+
+// sources orders a range's readable holders: this node's DC first, then by distance.
+func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclude string) []placement.Member {
+	var out []placement.Member
+	for _, h := range holders {
+		if h.ID != self.ID && h.ID != exclude && h.State.Readable() {
+			out = append(out, h)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b placement.Member) int {
+		if (a.DC == self.DC) != (b.DC == self.DC) {
+			if a.DC == self.DC {
+				return -1
+			}
+			return 1
+		}
+		if s.cfg.Proximity == nil {
+			return 0
+		}
+		return int(s.cfg.Proximity.Distance(a.ID) - s.cfg.Proximity.Distance(b.ID))
+	})
+	return out
+}
+
+// copy pulls one range from src into dst, page by page, throttled.
+func (s *Streamer) copy(ctx context.Context, src, dst replica.Replica, keyspace string, rg ring.Range, crossDC bool) (Stats, error) {
+	var st Stats
+	var start []byte
+	for {
+		page, err := src.Scan(ctx, replica.ScanRequest{Keyspace: keyspace, Start: start, Limit: PageRecords, Ranges: []ring.Range{rg}, Stream: true})
+		if err != nil {
+			return st, err
+		}
+		if len(page) == 0 {
+			return st, nil
+		}
+		bytes := int64(0)
+		for _, r := range page {
+			bytes += recordBytes(r)
+		}
+		if s.cfg.Limiter != nil {
+			if err := waitBytes(ctx, s.cfg.Limiter, bytes); err != nil {
+				return st, err
+			}
+		}
+		if err := dst.Apply(ctx, keyspace, page); err != nil {
+			return st, fmt.Errorf("apply a streamed page: %w", err)
+		}
+		st.Records += int64(len(page))
+		st.Bytes += bytes
+		s.progress.Records.Add(int64(len(page)))
+		s.progress.Bytes.Add(bytes)
+		if crossDC {
+			st.BytesCrossDC += bytes
+			s.progress.BytesCrossDC.Add(bytes)
+		}
+		if len(page) < PageRecords {
+			return st, nil
+		}
+		start = append(slices.Clone(page[len(page)-1].Key), 0)
+	}
+}
+
+// recordBytes is a record's payload on the wire, as streaming counts it.
+func recordBytes(r lww.Record) int64 { return int64(len(r.Key) + len(r.Value) + 9) }
+
+// waitBytes takes n bytes from the limiter, in bursts it allows.
+func waitBytes(ctx context.Context, l *rate.Limiter, n int64) error {
+	for n > 0 {
+		take := min(n, int64(l.Burst()))
+		if err := l.WaitN(ctx, int(take)); err != nil {
+			return err
+		}
+		n -= take
+	}
+	return nil
+}
