@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -146,4 +147,53 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 	}
 	t.Logf("cleanup on a removed %d records", removed)
 	checkEveryKey(t, "after cleanup", keys, a, b, c, g)
+}
+
+// TestNodeRefusesBeforeItHasARing: a new node whose seeds do not answer has no ring it
+// can trust, so it refuses requests (unavailable) instead of acknowledging them on itself.
+func TestNodeRefusesBeforeItHasARing(t *testing.T) {
+	n := startJoiner(t, "lonely", "", "127.0.0.1:1")
+	if err := n.CreateKeyspace(context.Background(), schema.Keyspace{Name: "app", Replication: "simple=1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := n.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.One)
+	if coord.Classify(err) != coord.ClassUnavailable {
+		t.Fatalf("put before the ring is known: err = %v, want unavailable", err)
+	}
+}
+
+// TestRestartedNodeCoordinatesOnItsPersistedRing: a node restarted from its data dir
+// starts from the ring it persisted, dead peers included, so it neither coordinates on a
+// partial ring nor acknowledges a write its down replicas cannot take.
+func TestRestartedNodeCoordinatesOnItsPersistedRing(t *testing.T) {
+	dir := t.TempDir()
+	start := func(id string, seeds ...string) *Node {
+		n, err := Start(Config{ID: id, DC: "dc1", Listen: "127.0.0.1:0", Seeds: seeds, DataDir: dir + "/" + id,
+			GossipInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	a := start("a")
+	b := start("b", a.Addr())
+	waitAllNormal(t, 2, a, b)
+	if err := a.CreateKeyspace(context.Background(), schema.Keyspace{Name: "app", Replication: "simple=2"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "b knows the keyspace", func() bool { _, err := b.Keyspace("app"); return err == nil })
+	a.Close()
+	b.Close()
+	a = start("a") // b stays dead
+	if got := len(a.View().Nodes()); got != 2 {
+		t.Fatalf("restarted a knows %d nodes, want 2 from its persisted ring", got)
+	}
+	_, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.All)
+	if coord.Classify(err) != coord.ClassUnavailable {
+		t.Fatalf("ALL with the other replica dead after a restart: err = %v, want unavailable", err)
+	}
+	if _, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.One); err != nil {
+		t.Fatalf("ONE on the restarted node's own replica: %v", err)
+	}
 }
