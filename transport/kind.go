@@ -14,17 +14,17 @@ import (
 //
 //	 0  reserved: never a kind, so a zeroed header cannot pass for a message
 //	 1  hello          transport: a dialer's first frame, and an acceptor's refusal
-//	 2  mutate         coord
-//	 3  read           coord
-//	 4  scan           coord
-//	 5  chunk_read     coord
+//	 2  mutate         replica
+//	 3  read           replica
+//	 4  scan           replica
+//	 5  chunk_read     replica
 //	 6  gossip         membership/driver
 //	 7  gossip_whois   membership/driver
 //	 8  schema         node
 //	 9  schema_pull    node
 //	10  chord          node
 //	11  latency_probe  bench
-//	12  stream_range   a page of a range being streamed (replica)
+//	12  stream_range   replica: a page of a range being streamed
 //	13  tree_digest    reserved for anti-entropy digests (not registered yet)
 //	14  stream_gains   node: pull the ranges gained from a leaving or removed node
 //	15  ring_pull      node: a new node learns the whole ring from a member

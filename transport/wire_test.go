@@ -31,8 +31,10 @@ func TestWireKinds(t *testing.T) {
 		{9, "schema_pull", false},
 		{10, "chord", false},
 		{11, "latency_probe", false},
-		{12, "stream_range", true},
+		{12, "stream_range", false},
 		{13, "tree_digest", true},
+		{14, "stream_gains", false},
+		{15, "ring_pull", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {
