@@ -1,0 +1,91 @@
+package placement
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/schema"
+)
+
+// TestRingPendingReplicas: while nodes join, leave or replace a dead one, a key's
+// replicas are its current ones, then the future-only ones marked pending; Moves names
+// every range that changes hands, with who gains it.
+func TestRingPendingReplicas(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []cluster.Node
+		// gainer is the node every move must name as gaining (empty: nothing moves).
+		gainer string
+	}{
+		{"still", []cluster.Node{{ID: "b"}, {ID: "c"}}, ""},
+		{"joining", []cluster.Node{{ID: "b"}, {ID: "c"}, {ID: "d", Status: cluster.StatusJoining}}, "d"},
+		{"booting nodes own nothing", []cluster.Node{{ID: "b"}, {ID: "c"}, {ID: "d", Status: cluster.StatusBooting}}, ""},
+		{"leaving", []cluster.Node{{ID: "b"}, {ID: "c", Status: cluster.StatusLeaving}, {ID: "d"}}, ""},
+		{"replacing", []cluster.Node{{ID: "b"}, {ID: "c"}, {ID: "d", Status: cluster.StatusJoining, Replaces: "c", Tokens: tokensOf("c")}}, "d"},
+		{"left", []cluster.Node{{ID: "b"}, {ID: "c", Status: cluster.StatusLeft}}, ""},
+	}
+	ks, err := schema.Keyspace{Name: "ks", Replication: "dc=2"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "dc"})
+			for _, n := range tt.nodes {
+				n.DC = "dc"
+				if _, err := dir.Upsert(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := NewRing(dir, 16)
+			moves, err := p.Moves(ks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range moves {
+				for _, h := range m.Holders {
+					if h.Pending {
+						t.Errorf("range %v: holder %s is pending", m.Range, h.ID)
+					}
+				}
+				if tt.gainer != "" && (len(m.Gainers) != 1 || m.Gainers[0].ID != tt.gainer) {
+					t.Errorf("range %v: gainers %v, want %s", m.Range, m.Gainers, tt.gainer)
+				}
+			}
+			if tt.gainer != "" && len(moves) == 0 {
+				t.Fatalf("nothing moves, want ranges gained by %s", tt.gainer)
+			}
+			for _, key := range []string{"k1", "k2", "k3", "k4", "k5", "k6"} {
+				members, err := p.Replicas(context.Background(), ks, []byte(key))
+				if err != nil {
+					t.Fatal(err)
+				}
+				counted := 0
+				for _, m := range members {
+					if m.Pending && (m.Counts() || m.Reads()) {
+						t.Errorf("%s: pending %s counts or reads", key, m.ID)
+					}
+					if !m.Pending {
+						counted++
+						if m.ID == tt.gainer {
+							t.Errorf("%s: gainer %s is a current replica", key, m.ID)
+						}
+					}
+				}
+				if counted != 2 {
+					t.Errorf("%s: %d current replicas %v, want 2", key, counted, members)
+				}
+			}
+		})
+	}
+}
+
+// tokensOf returns the tokens a node derives from its id, as uint64s.
+func tokensOf(id string) []uint64 {
+	var out []uint64
+	for _, t := range (cluster.Node{ID: id}).RingTokens(16) {
+		out = append(out, uint64(t))
+	}
+	return out
+}
