@@ -309,6 +309,11 @@ func (n *Node) StoredBytes(keyspace string) (records int, total int64, err error
 	return n.local.StoredBytes(keyspace)
 }
 
+// StreamProgress returns the running counts of what this node has streamed (the ranges it
+// gained when it joined or took over a leaving node's ranges), as ClusterStatus reports
+// them; in-process callers (benches) read it without the client API.
+func (n *Node) StreamProgress() *stream.Progress { return n.streamer.Progress() }
+
 // Stats returns the node's transport counters.
 func (n *Node) Stats() *transport.Stats { return n.transport.Stats() }
 
