@@ -28,7 +28,8 @@ var (
 
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
-	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead
+	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead ||
+		kind == kindTreeDigest
 }
 
 func peerOf(n cluster.Node) transport.Peer {

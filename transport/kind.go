@@ -25,7 +25,7 @@ import (
 //	10  chord          node
 //	11  latency_probe  bench
 //	12  stream_range   reserved for range streaming (not registered yet)
-//	13  tree_digest    reserved for anti-entropy digests (not registered yet)
+//	13  tree_digest    replica (anti-entropy repair)
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

@@ -1105,6 +1105,216 @@ func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
 	return nil
 }
 
+type RepairRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"` // empty: every keyspace
+	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`             // empty: replicas in every DC; else only those in dc (and this node)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepairRequest) Reset() {
+	*x = RepairRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairRequest) ProtoMessage() {}
+
+func (x *RepairRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
+func (*RepairRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RepairRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *RepairRequest) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+// RepairResponse says what a repair compared and moved. Bytes count payloads to and
+// from other nodes.
+type RepairResponse struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Node               string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"` // the node that ran the repair
+	Keyspaces          int64                  `protobuf:"varint,2,opt,name=keyspaces,proto3" json:"keyspaces,omitempty"`
+	Ranges             int64                  `protobuf:"varint,3,opt,name=ranges,proto3" json:"ranges,omitempty"`                                 // token ranges compared
+	RangesFailed       int64                  `protobuf:"varint,4,opt,name=ranges_failed,json=rangesFailed,proto3" json:"ranges_failed,omitempty"` // ranges left unrepaired: a replica did not answer
+	Subranges          int64                  `protobuf:"varint,5,opt,name=subranges,proto3" json:"subranges,omitempty"`                           // Merkle leaves compared
+	DifferingSubranges int64                  `protobuf:"varint,6,opt,name=differing_subranges,json=differingSubranges,proto3" json:"differing_subranges,omitempty"`
+	RecordsRead        int64                  `protobuf:"varint,7,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"` // records read in differing sub-ranges
+	RecordsSent        int64                  `protobuf:"varint,8,opt,name=records_sent,json=recordsSent,proto3" json:"records_sent,omitempty"` // records a replica lacked or held older
+	Skipped            int64                  `protobuf:"varint,9,opt,name=skipped,proto3" json:"skipped,omitempty"`                            // records not sent: a collected tombstone may cover them
+	BytesTrees         int64                  `protobuf:"varint,10,opt,name=bytes_trees,json=bytesTrees,proto3" json:"bytes_trees,omitempty"`
+	BytesRecords       int64                  `protobuf:"varint,11,opt,name=bytes_records,json=bytesRecords,proto3" json:"bytes_records,omitempty"`
+	ChunkKeysListed    int64                  `protobuf:"varint,12,opt,name=chunk_keys_listed,json=chunkKeysListed,proto3" json:"chunk_keys_listed,omitempty"` // erasure-coded keyspaces: chunk keys other nodes listed
+	BytesListing       int64                  `protobuf:"varint,13,opt,name=bytes_listing,json=bytesListing,proto3" json:"bytes_listing,omitempty"`
+	ChunksRebuilt      int64                  `protobuf:"varint,14,opt,name=chunks_rebuilt,json=chunksRebuilt,proto3" json:"chunks_rebuilt,omitempty"`
+	Seconds            float64                `protobuf:"fixed64,15,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RepairResponse) Reset() {
+	*x = RepairResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairResponse) ProtoMessage() {}
+
+func (x *RepairResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
+func (*RepairResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RepairResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RepairResponse) GetKeyspaces() int64 {
+	if x != nil {
+		return x.Keyspaces
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRanges() int64 {
+	if x != nil {
+		return x.Ranges
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRangesFailed() int64 {
+	if x != nil {
+		return x.RangesFailed
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetSubranges() int64 {
+	if x != nil {
+		return x.Subranges
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetDifferingSubranges() int64 {
+	if x != nil {
+		return x.DifferingSubranges
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRecordsRead() int64 {
+	if x != nil {
+		return x.RecordsRead
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRecordsSent() int64 {
+	if x != nil {
+		return x.RecordsSent
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetSkipped() int64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetBytesTrees() int64 {
+	if x != nil {
+		return x.BytesTrees
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetBytesRecords() int64 {
+	if x != nil {
+		return x.BytesRecords
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetChunkKeysListed() int64 {
+	if x != nil {
+		return x.ChunkKeysListed
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetBytesListing() int64 {
+	if x != nil {
+		return x.BytesListing
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetChunksRebuilt() int64 {
+	if x != nil {
+		return x.ChunksRebuilt
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
 var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
@@ -1173,7 +1383,28 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06tokens\x18\x06 \x03(\x04R\x06tokens\"V\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
-	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes*\x8c\x01\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\";\n" +
+	"\rRepairRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x0e\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\"\x86\x04\n" +
+	"\x0eRepairResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
+	"\tkeyspaces\x18\x02 \x01(\x03R\tkeyspaces\x12\x16\n" +
+	"\x06ranges\x18\x03 \x01(\x03R\x06ranges\x12#\n" +
+	"\rranges_failed\x18\x04 \x01(\x03R\frangesFailed\x12\x1c\n" +
+	"\tsubranges\x18\x05 \x01(\x03R\tsubranges\x12/\n" +
+	"\x13differing_subranges\x18\x06 \x01(\x03R\x12differingSubranges\x12!\n" +
+	"\frecords_read\x18\a \x01(\x03R\vrecordsRead\x12!\n" +
+	"\frecords_sent\x18\b \x01(\x03R\vrecordsSent\x12\x18\n" +
+	"\askipped\x18\t \x01(\x03R\askipped\x12\x1f\n" +
+	"\vbytes_trees\x18\n" +
+	" \x01(\x03R\n" +
+	"bytesTrees\x12#\n" +
+	"\rbytes_records\x18\v \x01(\x03R\fbytesRecords\x12*\n" +
+	"\x11chunk_keys_listed\x18\f \x01(\x03R\x0fchunkKeysListed\x12#\n" +
+	"\rbytes_listing\x18\r \x01(\x03R\fbytesListing\x12%\n" +
+	"\x0echunks_rebuilt\x18\x0e \x01(\x03R\rchunksRebuilt\x12\x18\n" +
+	"\aseconds\x18\x0f \x01(\x01R\aseconds*\x8c\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -1189,12 +1420,13 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xc3\x02\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xfe\x02\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
 	"\x10DescribeKeyspace\x12 .kura.v1.DescribeKeyspaceRequest\x1a\x11.kura.v1.Keyspace\x12N\n" +
-	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponse\x129\n" +
+	"\x06Repair\x12\x16.kura.v1.RepairRequest\x1a\x17.kura.v1.RepairResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -1209,7 +1441,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -1231,6 +1463,8 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),    // 17: kura.v1.ClusterStatusRequest
 	(*NodeStatus)(nil),              // 18: kura.v1.NodeStatus
 	(*ClusterStatusResponse)(nil),   // 19: kura.v1.ClusterStatusResponse
+	(*RepairRequest)(nil),           // 20: kura.v1.RepairRequest
+	(*RepairResponse)(nil),          // 21: kura.v1.RepairResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -1250,16 +1484,18 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	14, // 14: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
 	16, // 15: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
 	17, // 16: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	2,  // 17: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 18: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 19: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 20: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 21: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 22: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 23: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 24: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
+	20, // 17: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	2,  // 18: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 19: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 20: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 21: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 22: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 23: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 24: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 25: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	21, // 26: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	18, // [18:27] is the sub-list for method output_type
+	9,  // [9:18] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
 	9,  // [9:9] is the sub-list for extension extendee
 	0,  // [0:9] is the sub-list for field type_name
@@ -1276,7 +1512,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -245,6 +245,7 @@ const (
 	Admin_ListKeyspaces_FullMethodName    = "/kura.v1.Admin/ListKeyspaces"
 	Admin_DescribeKeyspace_FullMethodName = "/kura.v1.Admin/DescribeKeyspace"
 	Admin_ClusterStatus_FullMethodName    = "/kura.v1.Admin/ClusterStatus"
+	Admin_Repair_FullMethodName           = "/kura.v1.Admin/Repair"
 )
 
 // AdminClient is the client API for Admin service.
@@ -257,6 +258,10 @@ type AdminClient interface {
 	ListKeyspaces(ctx context.Context, in *ListKeyspacesRequest, opts ...grpc.CallOption) (*ListKeyspacesResponse, error)
 	DescribeKeyspace(ctx context.Context, in *DescribeKeyspaceRequest, opts ...grpc.CallOption) (*Keyspace, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	// Repair compares this node's token ranges with the other replicas' (Merkle trees)
+	// and sends each replica the newest version of what it lacks; on erasure-coded
+	// keyspaces, it rebuilds the chunks this node lost. Sent to the node to repair.
+	Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error)
 }
 
 type adminClient struct {
@@ -307,6 +312,16 @@ func (c *adminClient) ClusterStatus(ctx context.Context, in *ClusterStatusReques
 	return out, nil
 }
 
+func (c *adminClient) Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RepairResponse)
+	err := c.cc.Invoke(ctx, Admin_Repair_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -317,6 +332,10 @@ type AdminServer interface {
 	ListKeyspaces(context.Context, *ListKeyspacesRequest) (*ListKeyspacesResponse, error)
 	DescribeKeyspace(context.Context, *DescribeKeyspaceRequest) (*Keyspace, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	// Repair compares this node's token ranges with the other replicas' (Merkle trees)
+	// and sends each replica the newest version of what it lacks; on erasure-coded
+	// keyspaces, it rebuilds the chunks this node lost. Sent to the node to repair.
+	Repair(context.Context, *RepairRequest) (*RepairResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -338,6 +357,9 @@ func (UnimplementedAdminServer) DescribeKeyspace(context.Context, *DescribeKeysp
 }
 func (UnimplementedAdminServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedAdminServer) Repair(context.Context, *RepairRequest) (*RepairResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Repair not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -432,6 +454,24 @@ func _Admin_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Repair_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RepairRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Repair(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Repair_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Repair(ctx, req.(*RepairRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -454,6 +494,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClusterStatus",
 			Handler:    _Admin_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "Repair",
+			Handler:    _Admin_Repair_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
