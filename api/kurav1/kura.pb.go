@@ -1163,9 +1163,9 @@ type RepairResponse struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	Node               string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"` // the node that ran the repair
 	Keyspaces          int64                  `protobuf:"varint,2,opt,name=keyspaces,proto3" json:"keyspaces,omitempty"`
-	Ranges             int64                  `protobuf:"varint,3,opt,name=ranges,proto3" json:"ranges,omitempty"`                                 // token ranges compared
-	RangesFailed       int64                  `protobuf:"varint,4,opt,name=ranges_failed,json=rangesFailed,proto3" json:"ranges_failed,omitempty"` // ranges left unrepaired: a replica did not answer
-	Subranges          int64                  `protobuf:"varint,5,opt,name=subranges,proto3" json:"subranges,omitempty"`                           // Merkle leaves compared
+	Ranges             int64                  `protobuf:"varint,3,opt,name=ranges,proto3" json:"ranges,omitempty"`       // token ranges compared
+	Failed             int64                  `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`       // ranges or chunk listings left unfinished: a node did not answer
+	Subranges          int64                  `protobuf:"varint,5,opt,name=subranges,proto3" json:"subranges,omitempty"` // Merkle leaves compared
 	DifferingSubranges int64                  `protobuf:"varint,6,opt,name=differing_subranges,json=differingSubranges,proto3" json:"differing_subranges,omitempty"`
 	RecordsRead        int64                  `protobuf:"varint,7,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"` // records read in differing sub-ranges
 	RecordsSent        int64                  `protobuf:"varint,8,opt,name=records_sent,json=recordsSent,proto3" json:"records_sent,omitempty"` // records a replica lacked or held older
@@ -1231,9 +1231,9 @@ func (x *RepairResponse) GetRanges() int64 {
 	return 0
 }
 
-func (x *RepairResponse) GetRangesFailed() int64 {
+func (x *RepairResponse) GetFailed() int64 {
 	if x != nil {
-		return x.RangesFailed
+		return x.Failed
 	}
 	return 0
 }
@@ -1386,12 +1386,12 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\";\n" +
 	"\rRepairRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x0e\n" +
-	"\x02dc\x18\x02 \x01(\tR\x02dc\"\x86\x04\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\"\xf9\x03\n" +
 	"\x0eRepairResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\tkeyspaces\x18\x02 \x01(\x03R\tkeyspaces\x12\x16\n" +
-	"\x06ranges\x18\x03 \x01(\x03R\x06ranges\x12#\n" +
-	"\rranges_failed\x18\x04 \x01(\x03R\frangesFailed\x12\x1c\n" +
+	"\x06ranges\x18\x03 \x01(\x03R\x06ranges\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\x12\x1c\n" +
 	"\tsubranges\x18\x05 \x01(\x03R\tsubranges\x12/\n" +
 	"\x13differing_subranges\x18\x06 \x01(\x03R\x12differingSubranges\x12!\n" +
 	"\frecords_read\x18\a \x01(\x03R\vrecordsRead\x12!\n" +
