@@ -2,10 +2,12 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
@@ -158,4 +160,29 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: view.State(n.ID).Reachable(), Tokens: n.Tokens})
 	}
 	return resp, nil
+}
+
+func (s *apiServer) Repair(ctx context.Context, req *kurav1.RepairRequest) (*kurav1.RepairResponse, error) {
+	start := time.Now()
+	st, err := s.node.Repair(ctx, antientropy.Request{Keyspace: req.GetKeyspace(), DC: req.GetDc()})
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.RepairResponse{
+		Node:               s.node.ID(),
+		Keyspaces:          int64(st.Keyspaces),
+		Ranges:             int64(st.Ranges),
+		Failed:             int64(st.Failed),
+		Subranges:          int64(st.Subranges),
+		DifferingSubranges: int64(st.DifferingSubranges),
+		RecordsRead:        int64(st.RecordsRead),
+		RecordsSent:        int64(st.RecordsSent),
+		Skipped:            int64(st.Skipped),
+		BytesTrees:         st.BytesTrees,
+		BytesRecords:       st.BytesRecords,
+		ChunkKeysListed:    int64(st.ChunkKeysListed),
+		BytesListing:       st.BytesListing,
+		ChunksRebuilt:      int64(st.ChunksRebuilt),
+		Seconds:            time.Since(start).Seconds(),
+	}, nil
 }

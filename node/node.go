@@ -1,6 +1,6 @@
 // Package node wires one kura node together: storage, transport, cluster directory,
 // keyspace catalog, coordinator, the gRPC client API, and the background loops that keep
-// them going (gossip membership, hint replay, tombstone collection).
+// them going (gossip membership, hint replay, tombstone collection, anti-entropy repair).
 package node
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -83,6 +84,11 @@ type Config struct {
 	// round trip between DCs. Default 1 s.
 	DHTRequestTimeout time.Duration
 
+	// RepairInterval is how long one background anti-entropy repair of every keyspace
+	// takes: the node walks its ranges slowly, spread over the interval, then starts
+	// again. 0 runs none (repairs then run only when asked, with kura repair).
+	RepairInterval time.Duration
+
 	Limits         coord.Limits
 	Vnodes         int
 	ReplicaTimeout time.Duration
@@ -104,6 +110,7 @@ type Node struct {
 	coord     *coord.Coordinator
 	gossip    *gossip
 	dht       *dhtRuntime // nil with onehop routing
+	repairer  *antientropy.Repairer
 
 	grpcServer   *grpc.Server
 	grpcListener net.Listener
@@ -135,6 +142,10 @@ func Start(cfg Config) (*Node, error) {
 	if n.dht != nil {
 		n.wg.Add(1)
 		go n.loop(dhtTick, n.dht.tick)
+	}
+	if n.cfg.RepairInterval > 0 {
+		n.wg.Add(1)
+		go n.loop(n.cfg.RepairInterval, n.repairPass)
 	}
 	return n, nil
 }
@@ -207,6 +218,7 @@ func (n *Node) open() error {
 		Clock:     n.clock,
 		Proximity: proximity{n},
 	})
+	n.repairer = n.newRepairer(place)
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
