@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"scan":     {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
 	"keyspace": {"manage keyspaces: keyspace create|list|describe", runKeyspace},
 	"status":   {"show the cluster as a node sees it", runStatus},
+	"repair":   {"bring a node's replicas in agreement (Merkle trees): repair [--keyspace KS] [--dc DC]", runRepair},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":    {"predict the latency a consistency level costs from the ring and the links", runModel},
 }

@@ -40,6 +40,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	gossipInterval := fs.Duration("gossip-interval", time.Second, "length of a gossip round; failure detection scales with it")
 	routingName := fs.String("routing", "onehop", "how replicas are found: onehop, chord, mlchord or mlchord-paper")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +59,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
+		RepairInterval: *repairInterval,
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
