@@ -20,14 +20,24 @@ import (
 // newest version it can rebuild and repairs, in the background, the chunks it found older,
 // missing or corrupt.
 func (c *Coordinator) ldrGet(ctx context.Context, ks schema.Keyspace, key []byte, cl consistency.Level) (lww.Record, bool, error) {
-	code, slots, err := c.chunkSlots(ctx, ks, key)
+	slots, gathered, err := c.gatherChunks(ctx, ks, key, cl)
 	if err != nil {
 		return lww.Record{}, false, err
+	}
+	return c.serveChunks(ks, key, slots, gathered)
+}
+
+// gatherChunks reads key's chunks local-first, as level cl needs (see ldrGet), and
+// returns the slots and what their owners answered; an error when the level is not met.
+func (c *Coordinator) gatherChunks(ctx context.Context, ks schema.Keyspace, key []byte, cl consistency.Level) ([]chunkSlot, *chunkGather, error) {
+	code, slots, err := c.chunkSlots(ctx, ks, key)
+	if err != nil {
+		return nil, nil, err
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
 	candidates := c.readableSlots(slots)
 	if alive := dcCounts(candidates); !required.Satisfied(alive) {
-		return lww.Record{}, false, chunkUnavailable(ks, cl, required, alive)
+		return nil, nil, chunkUnavailable(ks, cl, required, alive)
 	}
 	gathered := newChunkGather(code)
 	q := &quorum{
@@ -42,13 +52,13 @@ func (c *Coordinator) ldrGet(ctx context.Context, ks schema.Keyspace, key []byte
 	}, func(ts []target, a chunkAnswer) { gathered.add(ts[0].slot, a.record, a.found) })
 	switch {
 	case err != nil:
-		return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
+		return nil, nil, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
 	case out.met || q.groups[0].met():
 		// Met, or every live owner answered and the newest version still lacks chunks:
-		// serve the newest one that can be rebuilt.
-		return c.serveChunks(ks, key, slots, gathered)
+		// the newest one that can be rebuilt is served.
+		return slots, gathered, nil
 	}
-	return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
+	return nil, nil, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
 }
 
 // chunkAnswer is what a chunk owner holds under one chunk key.
@@ -75,20 +85,14 @@ func (c *Coordinator) readChunk(keyspace string, s chunkSlot) (chunkAnswer, erro
 // serveChunks rebuilds the version the answers settle on and repairs the chunks that
 // answered with less.
 func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkSlot, chunks *chunkGather) (lww.Record, bool, error) {
-	v, err := chunks.resolve()
+	rec, found, err := chunks.rebuild(key)
 	if err != nil {
 		return lww.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
 	}
-	if v == nil {
+	if !found {
 		return lww.Record{}, false, nil
 	}
-	rec := lww.Record{Key: key, Timestamp: v.timestamp, Tombstone: v.tombstone}
-	if !v.tombstone {
-		if rec.Value, err = chunks.code.Decode(v.chunks); err != nil {
-			return lww.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
-		}
-	}
-	if stale := chunks.stale(v.timestamp); len(stale) > 0 {
+	if stale := chunks.stale(rec.Timestamp); len(stale) > 0 {
 		repairs, err := chunkRecords(chunks.code, slots, rec)
 		if err != nil {
 			c.log.Warn("read repair of chunks", "keyspace", ks.Name, "err", err)
@@ -173,6 +177,23 @@ func (g *chunkGather) add(index int, rec lww.Record, found bool) {
 		v.chunks = append(v.chunks, chunk)
 	}
 	g.answered[index] = rec.Timestamp
+}
+
+// rebuild returns the record of key's newest version the answers can rebuild (see
+// resolve), its value decoded; a tombstone for a delete; found is false when there is
+// none.
+func (g *chunkGather) rebuild(key []byte) (rec lww.Record, found bool, err error) {
+	v, err := g.resolve()
+	if err != nil || v == nil {
+		return lww.Record{}, false, err
+	}
+	rec = lww.Record{Key: key, Timestamp: v.timestamp, Tombstone: v.tombstone}
+	if !v.tombstone {
+		if rec.Value, err = g.code.Decode(v.chunks); err != nil {
+			return lww.Record{}, false, err
+		}
+	}
+	return rec, true, nil
 }
 
 // deficit is how many chunks the newest version seen lacks to be rebuilt; 0 when it is

@@ -1,8 +1,8 @@
 // Package metrics owns a node's Prometheus metrics: request counts and latencies per
 // operation and consistency level, errors by kind, inter-node traffic per datacenter pair
-// and message kind, hints, membership and storage. The client front ends (gRPC and RESP)
-// report every request through Registry.Observe; the rest is read from the node at each
-// scrape.
+// and message kind, hints, membership, storage and anti-entropy repairs. The client front
+// ends (gRPC and RESP) report every request through Registry.Observe and the node every
+// repair through Registry.ObserveRepair; the rest is read from the node at each scrape.
 package metrics
 
 import (
@@ -43,6 +43,7 @@ type Registry struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
+	repair   *repairMetrics
 	// series caches each (api, op, level)'s request counter and histogram: Observe runs on
 	// every request, and resolving label values costs more than the observation itself.
 	series sync.Map // seriesKey -> *requestSeries
@@ -82,6 +83,7 @@ func New(cfg Config) *Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	r.repair = newRepairMetrics(r.registry)
 	return r
 }
 

@@ -3,10 +3,12 @@ package node
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
@@ -201,4 +203,29 @@ func moveStatus(err error) error {
 func moveResponse(st MoveStats) *kurav1.MoveResponse {
 	return &kurav1.MoveResponse{Gainers: st.Gainers, Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes,
 		BytesCrossDc: st.BytesCrossDC, Seconds: st.Took.Seconds()}
+}
+
+func (s *apiServer) Repair(ctx context.Context, req *kurav1.RepairRequest) (*kurav1.RepairResponse, error) {
+	start := time.Now()
+	st, err := s.node.Repair(ctx, antientropy.Request{Keyspace: req.GetKeyspace(), DC: req.GetDc()})
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.RepairResponse{
+		Node:               s.node.ID(),
+		Keyspaces:          int64(st.Keyspaces),
+		Ranges:             int64(st.Ranges),
+		Failed:             int64(st.Failed),
+		Subranges:          int64(st.Subranges),
+		DifferingSubranges: int64(st.DifferingSubranges),
+		RecordsRead:        int64(st.RecordsRead),
+		RecordsSent:        int64(st.RecordsSent),
+		Skipped:            int64(st.Skipped),
+		BytesTrees:         st.BytesTrees,
+		BytesRecords:       st.BytesRecords,
+		ChunkKeysListed:    int64(st.ChunkKeysListed),
+		BytesListing:       st.BytesListing,
+		ChunksRebuilt:      int64(st.ChunksRebuilt),
+		Seconds:            time.Since(start).Seconds(),
+	}, nil
 }

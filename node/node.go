@@ -1,6 +1,6 @@
 // Package node wires one kura node together: storage, transport, cluster directory,
 // keyspace catalog, coordinator, the gRPC client API, and the background loops that keep
-// them going (gossip membership, hint replay, tombstone collection).
+// them going (gossip membership, hint replay, tombstone collection, anti-entropy repair).
 package node
 
 import (
@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
+	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -99,6 +100,10 @@ type Config struct {
 	// StreamThroughput caps the bytes per second a node pulls when it streams; 0 is
 	// unthrottled.
 	StreamThroughput int64
+	// RepairInterval is how long one background anti-entropy repair of every keyspace
+	// takes: the node walks its ranges slowly, spread over the interval, then starts
+	// again. 0 runs none (repairs then run only when asked, with kura repair).
+	RepairInterval time.Duration
 
 	Limits         coord.Limits
 	Vnodes         int
@@ -123,6 +128,7 @@ type Node struct {
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
 	fresh     bool // started with no ring of its own: a new node
+	repairer  *antientropy.Repairer
 
 	grpcServer   *grpc.Server
 	grpcListener net.Listener
@@ -160,6 +166,10 @@ func Start(cfg Config) (*Node, error) {
 	if n.dht != nil {
 		n.wg.Add(1)
 		go n.loop(dhtTick, n.dht.tick)
+	}
+	if n.cfg.RepairInterval > 0 {
+		n.wg.Add(1)
+		go n.loop(n.cfg.RepairInterval, n.repairPass)
 	}
 	return n, nil
 }
@@ -263,6 +273,7 @@ func (n *Node) open() error {
 	}
 	n.streamer = stream.New(stream.Config{View: n.directory, Keyspaces: n.catalog, Moves: n.ring, Replicas: replicas,
 		Proximity: proximity{n}, Limiter: limiter, Logger: n.log})
+	n.repairer = n.newRepairer(place)
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {

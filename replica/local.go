@@ -50,7 +50,13 @@ func (l *Local) Scan(_ context.Context, req ScanRequest) ([]lww.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.engine.Scan(ks.Name, req.Start, req.End, req.Limit, true, inRanges(ks.Partition(), req.Ranges))
+	recs, err := l.engine.Scan(ks.Name, req.Start, req.End, req.Limit, true, inRanges(ks.Partition(), req.Ranges))
+	if req.KeysOnly {
+		for i := range recs {
+			recs[i].Value = nil
+		}
+	}
+	return recs, err
 }
 
 // StoredBytes returns how many records this node stores for keyspace (tombstones

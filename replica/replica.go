@@ -1,6 +1,7 @@
 // Package replica owns what a coordinator asks of one node that holds data: apply a
-// mutation, read a key, read an erasure-coded chunk, scan token ranges (and, to come,
-// stream a range and compare Merkle digests). Replica is that seam. Local serves it from
+// mutation, read a key, read an erasure-coded chunk, scan token ranges, digest a token
+// range as a Merkle tree for anti-entropy repair (and, to come, stream a range). Replica
+// is that seam. Local serves it from
 // this node's storage engine, and is the one place local reads will pass through the
 // read stage; Remote serves it over any Caller (the real transport, or the simulator's
 // network); Server answers other coordinators' requests with the Local replica.
@@ -29,6 +30,9 @@ type Replica interface {
 	// Scan returns the records, tombstones included, with Start <= key < End whose
 	// token lies in one of Ranges, in key order, at most Limit.
 	Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
+	// TreeDigest returns the Merkle tree of the replica's records, tombstones included,
+	// in one token range, with its tombstone watermark (anti-entropy repair).
+	TreeDigest(ctx context.Context, req TreeRequest) (Tree, error)
 }
 
 // ScanRequest asks one replica for a slice of its data.
@@ -43,6 +47,9 @@ type ScanRequest struct {
 	// decommission, a removal): the same scan, sent as its own message kind so that the
 	// transport counts streaming bytes apart from clients' scans.
 	Stream bool
+	// KeysOnly asks for the records without their values: a listing of the keys and
+	// versions held, far smaller than the data (a repair finding the keys of lost chunks).
+	KeysOnly bool
 }
 
 // Set hands out the Replica of any node: the local one for this node, a Remote over the

@@ -33,6 +33,8 @@ func NewServer(local Replica, clock Clock) *Server {
 // Handle serves one request of a kind Handles accepts.
 func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	switch kind {
+	case kindTreeDigest:
+		return s.treeDigest(ctx, from, payload)
 	case kindMutate:
 		var req kurav1.MutateRequest
 		if err := proto.Unmarshal(payload, &req); err != nil {
@@ -69,7 +71,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		if err := proto.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("decode scan from %s: %w", from.ID, err)
 		}
-		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit())}
+		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly()}
 		for _, rg := range req.GetRanges() {
 			scan.Ranges = append(scan.Ranges, ring.Range{Start: ring.Token(rg.GetStart()), End: ring.Token(rg.GetEnd())})
 		}
@@ -77,11 +79,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		if err != nil {
 			return nil, err
 		}
-		resp := &kurav1.ReplicaScanResponse{Records: make([]*kurav1.Record, len(recs))}
-		for i, r := range recs {
-			resp.Records[i] = ToProto(r)
-		}
-		return proto.Marshal(resp)
+		return proto.Marshal(scanResponse(recs))
 	}
 	return nil, fmt.Errorf("replica: unexpected message kind %v from %s", kind, from.ID)
 }
@@ -98,4 +96,12 @@ func (s *Server) observe(wire []*kurav1.Record) ([]lww.Record, error) {
 		}
 	}
 	return records, nil
+}
+
+func scanResponse(records []lww.Record) *kurav1.ReplicaScanResponse {
+	resp := &kurav1.ReplicaScanResponse{Records: make([]*kurav1.Record, len(records))}
+	for i, r := range records {
+		resp.Records[i] = ToProto(r)
+	}
+	return resp
 }

@@ -30,7 +30,8 @@ var (
 
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
-	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead || kind == kindStreamRange
+	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead ||
+		kind == kindStreamRange || kind == kindTreeDigest
 }
 
 func peerOf(n cluster.Node) transport.Peer {

@@ -210,7 +210,12 @@ func (e *Engine) ApplyBatch(ks string, rs []lww.Record) (applied int, err error)
 		return 0, err
 	}
 	defer e.closeMu.RUnlock()
+	return e.applyBatch(ks, rs, keys)
+}
 
+// applyBatch is ApplyBatch for validated records, whose encoded keys are keys, on an
+// engine the caller has entered.
+func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied int, err error) {
 	unlock := e.lockKeys(keys)
 	defer unlock()
 	// An indexed batch reads its own writes, so a key repeated within rs is compared
@@ -328,7 +333,9 @@ func (e *Engine) Remove(ks string, key []byte) error {
 
 // CollectGarbage physically removes, from every keyspace, the tombstones whose
 // timestamp is older than now minus the tombstone grace, and returns how many it
-// removed. A tombstone overwritten while collection runs is left alone.
+// removed. A tombstone overwritten while collection runs is left alone. Once done, it
+// raises the watermark of every keyspace it walked (see TombstoneWatermark), so that a repair
+// never brings back a value whose tombstone it removed.
 func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
 	if err := e.enter(); err != nil {
 		return 0, err
@@ -349,7 +356,15 @@ func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
 		candidates = candidates[:0]
 		return err
 	}
+	var walked []string // the keyspaces met, in order
 	for valid := iter.First(); valid && err == nil; valid = iter.Next() {
+		if len(walked) == 0 || !inKeyspace(iter.Key(), walked[len(walked)-1]) {
+			var ks string
+			if ks, _, err = splitKey(iter.Key()); err != nil {
+				break
+			}
+			walked = append(walked, ks)
+		}
 		var expired bool
 		if expired, err = isExpiredTombstone(iter.Key(), iter.Value(), cutoff); expired {
 			candidates = append(candidates, bytes.Clone(iter.Key()))
@@ -362,6 +377,9 @@ func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
 		err = removeCandidates()
 	}
 	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
+		return removed, fmt.Errorf("storage: collect garbage: %w", err)
+	}
+	if err := e.raiseWatermarks(walked, cutoff); err != nil {
 		return removed, fmt.Errorf("storage: collect garbage: %w", err)
 	}
 	e.logger.Debug("storage: collected garbage", "tombstones_removed", removed, "cutoff", cutoff)

@@ -25,7 +25,7 @@ import (
 //	10  chord          node
 //	11  latency_probe  bench
 //	12  stream_range   replica: a page of a range being streamed
-//	13  tree_digest    reserved for anti-entropy digests (not registered yet)
+//	13  tree_digest    replica (anti-entropy repair)
 //	14  stream_gains   node: pull the ranges gained from a leaving or removed node
 //	15  ring_pull      node: a new node learns the whole ring from a member
 //

@@ -32,7 +32,7 @@ func TestWireKinds(t *testing.T) {
 		{10, "chord", false},
 		{11, "latency_probe", false},
 		{12, "stream_range", false},
-		{13, "tree_digest", true},
+		{13, "tree_digest", false},
 		{14, "stream_gains", false},
 		{15, "ring_pull", false},
 	}

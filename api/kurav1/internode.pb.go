@@ -348,6 +348,7 @@ type ReplicaScanRequest struct {
 	End           []byte                 `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
 	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	Ranges        []*TokenRange          `protobuf:"bytes,5,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	KeysOnly      bool                   `protobuf:"varint,6,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"` // records without their values: a listing of keys and versions
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +416,13 @@ func (x *ReplicaScanRequest) GetRanges() []*TokenRange {
 		return x.Ranges
 	}
 	return nil
+}
+
+func (x *ReplicaScanRequest) GetKeysOnly() bool {
+	if x != nil {
+		return x.KeysOnly
+	}
+	return false
 }
 
 type ReplicaScanResponse struct {
@@ -683,6 +691,131 @@ func (x *StreamGainsResponse) GetBytesCrossDc() int64 {
 	return 0
 }
 
+// TreeDigestRequest asks a replica for the Merkle tree of its records of keyspace in one
+// token range (kind tree_digest), for anti-entropy repair.
+type TreeDigestRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Range         *TokenRange            `protobuf:"bytes,2,opt,name=range,proto3" json:"range,omitempty"`
+	Depth         uint32                 `protobuf:"varint,3,opt,name=depth,proto3" json:"depth,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TreeDigestRequest) Reset() {
+	*x = TreeDigestRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TreeDigestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TreeDigestRequest) ProtoMessage() {}
+
+func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TreeDigestRequest.ProtoReflect.Descriptor instead.
+func (*TreeDigestRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TreeDigestRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *TreeDigestRequest) GetRange() *TokenRange {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+func (x *TreeDigestRequest) GetDepth() uint32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+// TreeDigestResponse is the tree's leaves in token order (the receiver derives the inner
+// nodes), how many records it was built from, and the replica's tombstone watermark for
+// the keyspace.
+type TreeDigestResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leaves        []uint64               `protobuf:"fixed64,1,rep,packed,name=leaves,proto3" json:"leaves,omitempty"`
+	Records       uint64                 `protobuf:"varint,2,opt,name=records,proto3" json:"records,omitempty"`
+	Watermark     uint64                 `protobuf:"varint,3,opt,name=watermark,proto3" json:"watermark,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TreeDigestResponse) Reset() {
+	*x = TreeDigestResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TreeDigestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TreeDigestResponse) ProtoMessage() {}
+
+func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TreeDigestResponse.ProtoReflect.Descriptor instead.
+func (*TreeDigestResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TreeDigestResponse) GetLeaves() []uint64 {
+	if x != nil {
+		return x.Leaves
+	}
+	return nil
+}
+
+func (x *TreeDigestResponse) GetRecords() uint64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *TreeDigestResponse) GetWatermark() uint64 {
+	if x != nil {
+		return x.Watermark
+	}
+	return 0
+}
+
 var File_api_kurav1_internode_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_internode_proto_rawDesc = "" +
@@ -706,13 +839,14 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\x9b\x01\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\xb8\x01\n" +
 	"\x12ReplicaScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x03 \x01(\fR\x03end\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12+\n" +
-	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\"@\n" +
+	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x1b\n" +
+	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"I\n" +
 	"\x12SchemaPullResponse\x123\n" +
@@ -727,7 +861,15 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x06ranges\x18\x01 \x01(\x03R\x06ranges\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12$\n" +
-	"\x0ebytes_cross_dc\x18\x04 \x01(\x03R\fbytesCrossDcB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\x0ebytes_cross_dc\x18\x04 \x01(\x03R\fbytesCrossDc\"p\n" +
+	"\x11TreeDigestRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12)\n" +
+	"\x05range\x18\x02 \x01(\v2\x13.kura.v1.TokenRangeR\x05range\x12\x14\n" +
+	"\x05depth\x18\x03 \x01(\rR\x05depth\"d\n" +
+	"\x12TreeDigestResponse\x12\x16\n" +
+	"\x06leaves\x18\x01 \x03(\x06R\x06leaves\x12\x18\n" +
+	"\arecords\x18\x02 \x01(\x04R\arecords\x12\x1c\n" +
+	"\twatermark\x18\x03 \x01(\x04R\twatermarkB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_internode_proto_rawDescOnce sync.Once
@@ -741,7 +883,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),              // 0: kura.v1.Record
 	(*MutateRequest)(nil),       // 1: kura.v1.MutateRequest
@@ -755,7 +897,9 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*SchemaUpdate)(nil),        // 9: kura.v1.SchemaUpdate
 	(*StreamGainsRequest)(nil),  // 10: kura.v1.StreamGainsRequest
 	(*StreamGainsResponse)(nil), // 11: kura.v1.StreamGainsResponse
-	(*Keyspace)(nil),            // 12: kura.v1.Keyspace
+	(*TreeDigestRequest)(nil),   // 12: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),  // 13: kura.v1.TreeDigestResponse
+	(*Keyspace)(nil),            // 14: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
@@ -763,12 +907,13 @@ var file_api_kurav1_internode_proto_depIdxs = []int32{
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
 	9,  // 4: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	12, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	14, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	5,  // 6: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -783,7 +928,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

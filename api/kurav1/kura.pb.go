@@ -1475,6 +1475,216 @@ func (x *CleanupResponse) GetBytesRemoved() int64 {
 	return 0
 }
 
+type RepairRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"` // empty: every keyspace
+	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`             // empty: replicas in every DC; else only those in dc (and this node)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepairRequest) Reset() {
+	*x = RepairRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairRequest) ProtoMessage() {}
+
+func (x *RepairRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
+func (*RepairRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RepairRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *RepairRequest) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+// RepairResponse says what a repair compared and moved. Bytes count payloads to and
+// from other nodes.
+type RepairResponse struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Node               string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"` // the node that ran the repair
+	Keyspaces          int64                  `protobuf:"varint,2,opt,name=keyspaces,proto3" json:"keyspaces,omitempty"`
+	Ranges             int64                  `protobuf:"varint,3,opt,name=ranges,proto3" json:"ranges,omitempty"`       // token ranges compared
+	Failed             int64                  `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`       // ranges or chunk listings left unfinished: a node did not answer
+	Subranges          int64                  `protobuf:"varint,5,opt,name=subranges,proto3" json:"subranges,omitempty"` // Merkle leaves compared
+	DifferingSubranges int64                  `protobuf:"varint,6,opt,name=differing_subranges,json=differingSubranges,proto3" json:"differing_subranges,omitempty"`
+	RecordsRead        int64                  `protobuf:"varint,7,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"` // records read in differing sub-ranges
+	RecordsSent        int64                  `protobuf:"varint,8,opt,name=records_sent,json=recordsSent,proto3" json:"records_sent,omitempty"` // records a replica lacked or held older
+	Skipped            int64                  `protobuf:"varint,9,opt,name=skipped,proto3" json:"skipped,omitempty"`                            // records not sent: a collected tombstone may cover them
+	BytesTrees         int64                  `protobuf:"varint,10,opt,name=bytes_trees,json=bytesTrees,proto3" json:"bytes_trees,omitempty"`
+	BytesRecords       int64                  `protobuf:"varint,11,opt,name=bytes_records,json=bytesRecords,proto3" json:"bytes_records,omitempty"`
+	ChunkKeysListed    int64                  `protobuf:"varint,12,opt,name=chunk_keys_listed,json=chunkKeysListed,proto3" json:"chunk_keys_listed,omitempty"` // erasure-coded keyspaces: chunk keys other nodes listed
+	BytesListing       int64                  `protobuf:"varint,13,opt,name=bytes_listing,json=bytesListing,proto3" json:"bytes_listing,omitempty"`
+	ChunksRebuilt      int64                  `protobuf:"varint,14,opt,name=chunks_rebuilt,json=chunksRebuilt,proto3" json:"chunks_rebuilt,omitempty"`
+	Seconds            float64                `protobuf:"fixed64,15,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RepairResponse) Reset() {
+	*x = RepairResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairResponse) ProtoMessage() {}
+
+func (x *RepairResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
+func (*RepairResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RepairResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RepairResponse) GetKeyspaces() int64 {
+	if x != nil {
+		return x.Keyspaces
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRanges() int64 {
+	if x != nil {
+		return x.Ranges
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetSubranges() int64 {
+	if x != nil {
+		return x.Subranges
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetDifferingSubranges() int64 {
+	if x != nil {
+		return x.DifferingSubranges
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRecordsRead() int64 {
+	if x != nil {
+		return x.RecordsRead
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetRecordsSent() int64 {
+	if x != nil {
+		return x.RecordsSent
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetSkipped() int64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetBytesTrees() int64 {
+	if x != nil {
+		return x.BytesTrees
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetBytesRecords() int64 {
+	if x != nil {
+		return x.BytesRecords
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetChunkKeysListed() int64 {
+	if x != nil {
+		return x.ChunkKeysListed
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetBytesListing() int64 {
+	if x != nil {
+		return x.BytesListing
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetChunksRebuilt() int64 {
+	if x != nil {
+		return x.ChunksRebuilt
+	}
+	return 0
+}
+
+func (x *RepairResponse) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
 var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
@@ -1569,7 +1779,28 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\"_\n" +
 	"\x0fCleanupResponse\x12'\n" +
 	"\x0frecords_removed\x18\x01 \x01(\x03R\x0erecordsRemoved\x12#\n" +
-	"\rbytes_removed\x18\x02 \x01(\x03R\fbytesRemoved*\x8c\x01\n" +
+	"\rbytes_removed\x18\x02 \x01(\x03R\fbytesRemoved\";\n" +
+	"\rRepairRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x0e\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\"\xf9\x03\n" +
+	"\x0eRepairResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
+	"\tkeyspaces\x18\x02 \x01(\x03R\tkeyspaces\x12\x16\n" +
+	"\x06ranges\x18\x03 \x01(\x03R\x06ranges\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\x12\x1c\n" +
+	"\tsubranges\x18\x05 \x01(\x03R\tsubranges\x12/\n" +
+	"\x13differing_subranges\x18\x06 \x01(\x03R\x12differingSubranges\x12!\n" +
+	"\frecords_read\x18\a \x01(\x03R\vrecordsRead\x12!\n" +
+	"\frecords_sent\x18\b \x01(\x03R\vrecordsSent\x12\x18\n" +
+	"\askipped\x18\t \x01(\x03R\askipped\x12\x1f\n" +
+	"\vbytes_trees\x18\n" +
+	" \x01(\x03R\n" +
+	"bytesTrees\x12#\n" +
+	"\rbytes_records\x18\v \x01(\x03R\fbytesRecords\x12*\n" +
+	"\x11chunk_keys_listed\x18\f \x01(\x03R\x0fchunkKeysListed\x12#\n" +
+	"\rbytes_listing\x18\r \x01(\x03R\fbytesListing\x12%\n" +
+	"\x0echunks_rebuilt\x18\x0e \x01(\x03R\rchunksRebuilt\x12\x18\n" +
+	"\aseconds\x18\x0f \x01(\x01R\aseconds*\x8c\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -1585,7 +1816,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\x87\x04\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xc2\x04\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -1594,7 +1825,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\fDecommission\x12\x1c.kura.v1.DecommissionRequest\x1a\x15.kura.v1.MoveResponse\x12?\n" +
 	"\n" +
 	"RemoveNode\x12\x1a.kura.v1.RemoveNodeRequest\x1a\x15.kura.v1.MoveResponse\x12<\n" +
-	"\aCleanup\x12\x17.kura.v1.CleanupRequest\x1a\x18.kura.v1.CleanupResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\aCleanup\x12\x17.kura.v1.CleanupRequest\x1a\x18.kura.v1.CleanupResponse\x129\n" +
+	"\x06Repair\x12\x16.kura.v1.RepairRequest\x1a\x17.kura.v1.RepairResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -1609,7 +1841,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -1637,6 +1869,8 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*MoveResponse)(nil),            // 23: kura.v1.MoveResponse
 	(*CleanupRequest)(nil),          // 24: kura.v1.CleanupRequest
 	(*CleanupResponse)(nil),         // 25: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),           // 26: kura.v1.RepairRequest
+	(*RepairResponse)(nil),          // 27: kura.v1.RepairResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -1660,19 +1894,21 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	21, // 18: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
 	22, // 19: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
 	24, // 20: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	2,  // 21: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 22: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 23: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 24: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 25: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 26: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 27: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 28: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	23, // 29: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	23, // 30: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	25, // 31: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	21, // [21:32] is the sub-list for method output_type
-	10, // [10:21] is the sub-list for method input_type
+	26, // 21: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	2,  // 22: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 23: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 24: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 25: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 26: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 27: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 28: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 29: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	23, // 30: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	23, // 31: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	25, // 32: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	27, // 33: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	22, // [22:34] is the sub-list for method output_type
+	10, // [10:22] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -1689,7 +1925,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

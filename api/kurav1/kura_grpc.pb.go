@@ -248,6 +248,7 @@ const (
 	Admin_Decommission_FullMethodName     = "/kura.v1.Admin/Decommission"
 	Admin_RemoveNode_FullMethodName       = "/kura.v1.Admin/RemoveNode"
 	Admin_Cleanup_FullMethodName          = "/kura.v1.Admin/Cleanup"
+	Admin_Repair_FullMethodName           = "/kura.v1.Admin/Repair"
 )
 
 // AdminClient is the client API for Admin service.
@@ -268,6 +269,10 @@ type AdminClient interface {
 	RemoveNode(ctx context.Context, in *RemoveNodeRequest, opts ...grpc.CallOption) (*MoveResponse, error)
 	// Cleanup drops the data this node no longer owns, once no move is in progress.
 	Cleanup(ctx context.Context, in *CleanupRequest, opts ...grpc.CallOption) (*CleanupResponse, error)
+	// Repair compares this node's token ranges with the other replicas' (Merkle trees)
+	// and sends each replica the newest version of what it lacks; on erasure-coded
+	// keyspaces, it rebuilds the chunks this node lost. Sent to the node to repair.
+	Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error)
 }
 
 type adminClient struct {
@@ -348,6 +353,16 @@ func (c *adminClient) Cleanup(ctx context.Context, in *CleanupRequest, opts ...g
 	return out, nil
 }
 
+func (c *adminClient) Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RepairResponse)
+	err := c.cc.Invoke(ctx, Admin_Repair_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -366,6 +381,10 @@ type AdminServer interface {
 	RemoveNode(context.Context, *RemoveNodeRequest) (*MoveResponse, error)
 	// Cleanup drops the data this node no longer owns, once no move is in progress.
 	Cleanup(context.Context, *CleanupRequest) (*CleanupResponse, error)
+	// Repair compares this node's token ranges with the other replicas' (Merkle trees)
+	// and sends each replica the newest version of what it lacks; on erasure-coded
+	// keyspaces, it rebuilds the chunks this node lost. Sent to the node to repair.
+	Repair(context.Context, *RepairRequest) (*RepairResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -396,6 +415,9 @@ func (UnimplementedAdminServer) RemoveNode(context.Context, *RemoveNodeRequest) 
 }
 func (UnimplementedAdminServer) Cleanup(context.Context, *CleanupRequest) (*CleanupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cleanup not implemented")
+}
+func (UnimplementedAdminServer) Repair(context.Context, *RepairRequest) (*RepairResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Repair not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -544,6 +566,24 @@ func _Admin_Cleanup_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Repair_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RepairRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Repair(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Repair_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Repair(ctx, req.(*RepairRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -578,6 +618,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Cleanup",
 			Handler:    _Admin_Cleanup_Handler,
+		},
+		{
+			MethodName: "Repair",
+			Handler:    _Admin_Repair_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -43,6 +43,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	ringDelay := fs.Duration("ring-delay", 0, "wait after announcing a ring change before streaming, so every node has learned it (0: five gossip rounds)")
 	streamMiBps := fs.Float64("stream-throughput", 0, "cap on the MiB per second this node pulls when it streams ranges (0: no cap)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,7 +62,8 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
-		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+		RepairInterval: *repairInterval,
+		Replace:        *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
 	}
 	if *streamMiBps < 0 {
 		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)

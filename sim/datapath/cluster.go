@@ -22,6 +22,7 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hints"
@@ -49,6 +50,8 @@ type Config struct {
 	Vnodes int
 	// Trace, when set, sees every message delivered, lost or dropped.
 	Trace func(string)
+	// TombstoneGrace is every engine's tombstone grace; default storage's.
+	TombstoneGrace time.Duration
 }
 
 // NodeSpec places one node.
@@ -77,6 +80,7 @@ type Node struct {
 	catalog *schema.Catalog
 	local   *replica.Local
 	coord   *coord.Coordinator
+	repair  *antientropy.Repairer
 	up      bool
 }
 
@@ -123,7 +127,7 @@ func Start(cfg Config) (*Cluster, error) {
 // open builds a node's parts over its disk and puts it on the network.
 func (c *Cluster) open(n *Node) error {
 	var err error
-	n.engine, err = storage.Open(storage.Options{Dir: "data", FS: n.fs, CacheBytes: 1 << 20})
+	n.engine, err = storage.Open(storage.Options{Dir: "data", FS: n.fs, CacheBytes: 1 << 20, TombstoneGrace: c.cfg.TombstoneGrace})
 	if err != nil {
 		return fmt.Errorf("datapath: open %s: %w", n.spec.ID, err)
 	}
@@ -150,14 +154,24 @@ func (c *Cluster) open(n *Node) error {
 	}
 	clock := hlc.NewClock(nil)
 	n.local = replica.NewLocal(n.engine, catalog)
+	place := placement.NewRing(n.dir, c.cfg.Vnodes)
+	replicas := replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID})
 	n.coord = coord.New(coord.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, coord.Parts{
 		View:      n.dir,
 		Keyspaces: catalog,
-		Placement: placement.NewRing(n.dir, c.cfg.Vnodes),
-		Replicas:  replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID}),
+		Placement: place,
+		Replicas:  replicas,
 		Hints:     hints.NewStore(n.engine),
 		Clock:     clock,
 		Proximity: sameDistance{},
+	})
+	n.repair = antientropy.New(antientropy.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, antientropy.Parts{
+		View:       n.dir,
+		Keyspaces:  catalog,
+		Placement:  place,
+		Replicas:   replicas,
+		Chunks:     n.coord,
+		Watermarks: n.engine,
 	})
 	c.net.attach(transport.Peer{ID: n.spec.ID, DC: n.spec.DC}, replica.NewServer(n.local, clock))
 	n.up = true
@@ -242,6 +256,58 @@ func (c *Cluster) Restart(id string) error {
 		return fmt.Errorf("datapath: node %s is running", id)
 	}
 	return c.open(n)
+}
+
+// Wipe empties a crashed node's disk, as a replaced drive would: it restarts with no
+// data, and no tombstone watermark.
+func (c *Cluster) Wipe(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.up {
+		return fmt.Errorf("datapath: node %s is running; crash it first", id)
+	}
+	n.fs = vfs.NewStrictMem()
+	return nil
+}
+
+// Repair runs an anti-entropy repair from a running node.
+func (c *Cluster) Repair(ctx context.Context, id string, req antientropy.Request) (antientropy.Stats, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return antientropy.Stats{}, err
+	}
+	if !n.up {
+		return antientropy.Stats{}, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.repair.Repair(ctx, req)
+}
+
+// CollectGarbage collects a running node's expired tombstones, as its hourly loop does.
+func (c *Cluster) CollectGarbage(id string) (int, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return 0, err
+	}
+	if !n.up {
+		return 0, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.engine.CollectGarbage(time.Now())
+}
+
+// Stored returns how many records a running node stores for keyspace, tombstones
+// included.
+func (c *Cluster) Stored(id, keyspace string) (int, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return 0, err
+	}
+	if !n.up {
+		return 0, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	records, _, err := n.local.StoredBytes(keyspace)
+	return records, err
 }
 
 // SetState makes every running node see id in state.

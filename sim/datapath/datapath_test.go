@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/schema"
@@ -81,6 +82,8 @@ func firstDifference(a, b string) string {
 type scenario struct {
 	c   *Cluster
 	log *runLog
+	// traffic is the network's counters at the last traffic command, for "traffic new".
+	traffic sim.Counters
 }
 
 // runLog is one run's record: the commands and the network's trace. The driver writes to
@@ -116,7 +119,16 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 	if d.Cmd == "cluster" {
 		var seed uint64
 		d.ScanArgs(t, "seed", &seed)
-		c, err := Start(threeDCs(seed, func(line string) { s.log.printf("%s\n", line) }))
+		cfg := threeDCs(seed, func(line string) { s.log.printf("%s\n", line) })
+		if d.HasArg("grace") {
+			var grace string
+			d.ScanArgs(t, "grace", &grace)
+			var err error
+			if cfg.TombstoneGrace, err = time.ParseDuration(grace); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := Start(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +306,79 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		n, err := co.ReplayHints(context.Background())
 		return fmt.Sprintf("%d delivered", n), err
 	case "traffic":
-		return traffic(s.c.Counters()), nil
+		now := s.c.Counters()
+		shown := now
+		if d.HasArg("new") {
+			shown = now.Sub(s.traffic)
+		}
+		s.traffic = now
+		return traffic(shown), nil
+	case "load":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		var keys int
+		d.ScanArgs(t, "keys", &keys)
+		return timed(func(ctx context.Context) (string, error) {
+			for i := range keys {
+				if _, err := co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), level()); err != nil {
+					return "", err
+				}
+			}
+			return fmt.Sprintf("%d keys written", keys), nil
+		})
+	case "check":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		var keys int
+		d.ScanArgs(t, "keys", &keys)
+		return timed(func(ctx context.Context) (string, error) {
+			var missing []string
+			for i := range keys {
+				rec, found, err := co.Get(ctx, keyspace, loadKey(i), level())
+				if err != nil {
+					return "", err
+				}
+				if !found || string(rec.Value) != string(loadValue(arg("value"), i)) {
+					missing = append(missing, string(loadKey(i)))
+				}
+			}
+			out := fmt.Sprintf("%d keys, %d missing", keys, len(missing))
+			if len(missing) > 0 && len(missing) <= 5 {
+				out += ": " + strings.Join(missing, " ")
+			}
+			return out, nil
+		})
+	case "wipe":
+		return "ok", s.c.Wipe(arg("node"))
+	case "collect":
+		var parts []string
+		for _, id := range strings.Split(arg("node"), ",") {
+			n, err := s.c.CollectGarbage(id)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, fmt.Sprintf("%s:%d", id, n))
+		}
+		return "tombstones collected " + strings.Join(parts, " "), nil
+	case "stored":
+		var parts []string
+		for _, id := range s.c.Nodes() {
+			n, err := s.c.Stored(id, keyspace)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, fmt.Sprintf("%s:%d", id, n))
+		}
+		return strings.Join(parts, " "), nil
+	case "repair":
+		return timed(func(ctx context.Context) (string, error) {
+			st, err := s.c.Repair(ctx, arg("node"), antientropy.Request{Keyspace: keyspace, DC: arg("dc")})
+			return repairStats(st), err
+		})
 	}
 	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	return "", nil
@@ -310,4 +394,28 @@ func traffic(counters sim.Counters) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// loadKey is the i-th key the load command writes.
+func loadKey(i int) []byte { return fmt.Appendf(nil, "key-%03d", i) }
+
+// loadValue is the value the load command writes to the i-th key: prefix-i, where the
+// prefix is "value" unless the command names one.
+func loadValue(prefix string, i int) []byte {
+	if prefix == "" {
+		prefix = "value"
+	}
+	return fmt.Appendf(nil, "%s-%03d", prefix, i)
+}
+
+// repairStats prints what a repair did, one line per kind of figure.
+func repairStats(st antientropy.Stats) string {
+	return fmt.Sprintf("ranges %d, failed %d, sub-ranges %d, differing %d\n"+
+		"records: read %d, sent %d, skipped %d\n"+
+		"bytes: trees %d, records %d, chunk listing %d\n"+
+		"chunks: keys listed %d, rebuilt %d",
+		st.Ranges, st.Failed, st.Subranges, st.DifferingSubranges,
+		st.RecordsRead, st.RecordsSent, st.Skipped,
+		st.BytesTrees, st.BytesRecords, st.BytesListing,
+		st.ChunkKeysListed, st.ChunksRebuilt)
 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/topology"
+)
+
+func TestRepairPrintsWhatEachNodeDid(t *testing.T) {
+	topo, err := topology.Example("three-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, second := c.Nodes[0].ClientAddr(), c.Nodes[1].ClientAddr()
+	if code, out, errOut := kura("keyspace", "create", "app", "--replication", "simple=3", "--addr", first); code != 0 {
+		t.Fatalf("keyspace create: exit %d, %s %s", code, out, errOut)
+	}
+	if code, out, errOut := kura("put", "--keyspace", "app", "--consistency", "ALL", "k", "v", "--addr", first); code != 0 {
+		t.Fatalf("put: exit %d, %s %s", code, out, errOut)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		contains []string
+	}{
+		{"two nodes, one keyspace", []string{"--keyspace", "app", "--addr", first + "," + second}, 0,
+			[]string{"NODE ", "RANGES  DIFFERING", c.Nodes[0].ID() + " ", c.Nodes[1].ID() + " "}},
+		{"every keyspace, one DC", []string{"--dc", c.Nodes[0].Self().DC, "--addr", first}, 0, []string{c.Nodes[0].ID() + " "}},
+		{"unknown keyspace", []string{"--keyspace", "nope", "--addr", first}, 1, []string{`keyspace "nope"`}},
+		{"an argument", []string{"app", "--addr", first}, 2, []string{"no arguments"}},
+	}
+	for _, tt := range tests {
+		code, out, errOut := kura(append([]string{"repair"}, tt.args...)...)
+		for _, want := range tt.contains {
+			if code != tt.code || !strings.Contains(out+errOut, want) {
+				t.Errorf("%s: kura repair %v = exit %d, %q %q; want exit %d saying %q", tt.name, tt.args, code, out, errOut, tt.code, want)
+			}
+		}
+	}
+}

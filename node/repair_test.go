@@ -1,0 +1,76 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/schema"
+)
+
+// TestRepairRPC gives node a records its replica b lacks, and repairs through the Admin
+// API: b gets exactly those, and a second repair moves nothing but trees.
+func TestRepairRPC(t *testing.T) {
+	ctx := context.Background()
+	b := startNode(t, "b", "dc1")
+	a, err := Start(Config{
+		ID: "a", DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", InMemory: true,
+		Peers: []cluster.Node{b.Self()}, Founding: true, GossipInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	for _, n := range []*Node{b, a} {
+		if err := n.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "simple=2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var only []lww.Record // written to a alone, as if b had missed them
+	for i := range 3 {
+		only = append(only, lww.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v"), Timestamp: a.clock.Now()})
+	}
+	if err := a.local.Apply(ctx, "app", only); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(a.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	admin := kurav1.NewAdminClient(conn)
+
+	first, err := admin.Repair(ctx, &kurav1.RepairRequest{Keyspace: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.GetNode() != "a" || first.GetRanges() == 0 || first.GetRecordsSent() != 3 || first.GetBytesRecords() == 0 || first.GetFailed() != 0 {
+		t.Fatalf("first repair: %v", first)
+	}
+	for _, r := range only {
+		if _, found, err := b.local.Get(ctx, "app", r.Key); err != nil || !found {
+			t.Fatalf("b lacks %s after the repair (%v)", r.Key, err)
+		}
+	}
+	second, err := admin.Repair(ctx, &kurav1.RepairRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.GetRecordsSent() != 0 || second.GetBytesRecords() != 0 || second.GetBytesTrees() == 0 || second.GetKeyspaces() != 1 {
+		t.Fatalf("repair of agreeing replicas: %v", second)
+	}
+	_, err = admin.Repair(ctx, &kurav1.RepairRequest{Keyspace: "nope"})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("repair of an unknown keyspace: %v, want NotFound", err)
+	}
+}

@@ -1,0 +1,133 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/transport"
+)
+
+// loopback is a Caller that hands every request to a Server in this process, and keeps
+// the size of the last answer.
+type loopback struct {
+	server     *Server
+	lastAnswer int
+}
+
+func (l *loopback) Call(ctx context.Context, to transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+	answer, err := l.server.Handle(ctx, transport.Peer{ID: "caller"}, kind, payload)
+	l.lastAnswer = len(answer)
+	return answer, err
+}
+
+type keepClock struct{}
+
+func (keepClock) Observe(hlc.Timestamp) error { return nil }
+
+// newReplica returns a Local replica over an in-memory engine holding keyspace "ks", and
+// a Remote reaching it over a loopback.
+func newReplica(t *testing.T, opts storage.Options) (*storage.Engine, *Local, *Remote, *loopback) {
+	t.Helper()
+	opts.InMemory = true
+	engine, err := storage.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	catalog, err := schema.Open(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := schema.Keyspace{Name: "ks", Replication: "simple=1", Timestamp: 1}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Apply(ks); err != nil {
+		t.Fatal(err)
+	}
+	local := NewLocal(engine, catalog)
+	net := &loopback{server: NewServer(local, keepClock{})}
+	remote := NewSet("caller", nil, net).Replica(cluster.Node{ID: "replica"}).(*Remote)
+	return engine, local, remote, net
+}
+
+func TestTreeDigestLocalAndRemoteAgree(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	engine, local, remote, net := newReplica(t, storage.Options{TombstoneGrace: time.Hour})
+	var recs []lww.Record
+	for i := range 3000 { // several pages of the tree's scan
+		recs = append(recs, lww.Record{Key: fmt.Appendf(nil, "k%04d", i), Value: []byte("v"), Timestamp: hlc.FromTime(now)})
+	}
+	recs = append(recs, lww.Record{Key: []byte("gone"), Timestamp: hlc.FromTime(now.Add(-2 * time.Hour)), Tombstone: true})
+	if _, err := engine.ApplyBatch("ks", recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.CollectGarbage(now); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, req := range []TreeRequest{
+		{Keyspace: "ks", Range: ring.Range{}, Depth: 8},
+		{Keyspace: "ks", Range: ring.Range{Start: 1 << 62, End: 1 << 63}, Depth: 3},
+	} {
+		mine, err := local.TreeDigest(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := remote.TreeDigest(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mine.Merkle.Root() != theirs.Merkle.Root() || !slices.Equal(mine.Merkle.Leaves(), theirs.Merkle.Leaves()) ||
+			mine.Merkle.Records() != theirs.Merkle.Records() || mine.Watermark != theirs.Watermark {
+			t.Fatalf("range %v: the remote tree (%d records) differs from the local one (%d)", req.Range, theirs.Merkle.Records(), mine.Merkle.Records())
+		}
+		if theirs.WireBytes() != net.lastAnswer {
+			t.Errorf("WireBytes = %d, the answer was %d bytes", theirs.WireBytes(), net.lastAnswer)
+		}
+		if want := hlc.FromTime(now.Add(-time.Hour)) - 1; mine.Watermark != want {
+			t.Errorf("watermark %v, want %v", mine.Watermark, want)
+		}
+	}
+	whole, _ := local.TreeDigest(ctx, TreeRequest{Keyspace: "ks", Depth: 0})
+	if whole.Merkle.Records() != 3000 {
+		t.Errorf("the whole ring's tree counts %d records, want 3000", whole.Merkle.Records())
+	}
+	for _, bad := range []TreeRequest{{Keyspace: "ks", Depth: 17}, {Keyspace: "none"}} {
+		if _, err := remote.TreeDigest(ctx, bad); err == nil {
+			t.Errorf("TreeDigest(%+v) succeeded", bad)
+		}
+	}
+}
+
+func TestScanKeysOnly(t *testing.T) {
+	engine, _, remote, _ := newReplica(t, storage.Options{})
+	if _, err := engine.ApplyBatch("ks", []lww.Record{
+		{Key: []byte("a"), Value: []byte("a value"), Timestamp: 5},
+		{Key: []byte("b"), Timestamp: 6, Tombstone: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := remote.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, KeysOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []lww.Record{{Key: []byte("a"), Timestamp: 5}, {Key: []byte("b"), Timestamp: 6, Tombstone: true}}
+	if len(recs) != len(want) {
+		t.Fatalf("listed %d records, want %d", len(recs), len(want))
+	}
+	for i, r := range recs {
+		if string(r.Key) != string(want[i].Key) || len(r.Value) != 0 || r.Timestamp != want[i].Timestamp || r.Tombstone != want[i].Tombstone {
+			t.Errorf("listed %+v, want %+v", r, want[i])
+		}
+	}
+}
