@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
@@ -69,13 +70,14 @@ func (r *Repairer) rebuildChunks(ctx context.Context, ks schema.Keyspace, dc str
 // listChunks pages through the chunk keys member holds, and calls fn once for each user
 // key with the newest version listed among its chunks there. Chunk keys sort as their
 // user keys do, so a key's chunks are adjacent; a page cut short by the limit leaves its
-// last key to the next page, which starts at that key's first chunk.
+// last key to the next page, which starts at that key's first chunk. A page holds more
+// chunks than a key can have, so every page but the last finishes at least one key.
 func (r *Repairer) listChunks(ctx context.Context, ks schema.Keyspace, member placement.Member, fn func(key []byte, newest lww.Record), st *Stats) error {
 	source, err := r.replica(member)
 	if err != nil {
 		return err
 	}
-	page := r.cfg.PageRecords
+	page := max(r.cfg.PageRecords, erasure.MaxChunks+1)
 	var cursor []byte
 	for {
 		askCtx, cancel := context.WithTimeout(ctx, r.cfg.ReplicaTimeout)
@@ -113,7 +115,7 @@ func (r *Repairer) listChunks(ctx context.Context, ks schema.Keyspace, member pl
 			fn(key, newest)
 			return nil
 		case bytes.Equal(groupStart, cursor):
-			return fmt.Errorf("one key has more chunks than a page of %d records", page)
+			return fmt.Errorf("%s listed more chunks of one key than a code has, from %q on", member.ID, cursor)
 		}
 		cursor = groupStart
 	}

@@ -124,12 +124,6 @@ func build(rg ring.Range, depth, records int, leaves []uint64) *Tree {
 	return &Tree{rg: rg, depth: depth, records: records, nodes: nodes}
 }
 
-// Range returns the token range the tree covers.
-func (t *Tree) Range() ring.Range { return t.rg }
-
-// Depth returns the tree's depth: it has 2^Depth leaves.
-func (t *Tree) Depth() int { return t.depth }
-
 // Records returns how many records the tree was built from.
 func (t *Tree) Records() int { return t.records }
 
