@@ -1534,7 +1534,7 @@ type RepairResponse struct {
 	Node               string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"` // the node that ran the repair
 	Keyspaces          int64                  `protobuf:"varint,2,opt,name=keyspaces,proto3" json:"keyspaces,omitempty"`
 	Ranges             int64                  `protobuf:"varint,3,opt,name=ranges,proto3" json:"ranges,omitempty"`       // token ranges compared
-	Failed             int64                  `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`       // ranges or chunk listings left unfinished: a node did not answer
+	Failed             int64                  `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`       // ranges, chunk listings or chunk keys left unfinished
 	Subranges          int64                  `protobuf:"varint,5,opt,name=subranges,proto3" json:"subranges,omitempty"` // Merkle leaves compared
 	DifferingSubranges int64                  `protobuf:"varint,6,opt,name=differing_subranges,json=differingSubranges,proto3" json:"differing_subranges,omitempty"`
 	RecordsRead        int64                  `protobuf:"varint,7,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"` // records read in differing sub-ranges
