@@ -333,11 +333,13 @@ func (d *Driver) tell(ctx context.Context, o outbox) {
 
 // Synced returns a channel that is closed once this node knows the
 // cluster's membership as a member of it does: the core reported
-// EventSynced (it got a seed's or a gateway's full state when it joined, or
-// found its view equal to a peer's), or the node has no other seed to learn
-// from (it is its own only seed, or has none), in which case it is closed as
-// soon as the core starts. A node that restarts or joins waits on it before
-// it coordinates, so that it does not act on a partial ring.
+// membership.EventSynced (Ferry: the Welcome of the seed or gateway that
+// admitted it, or a summary equal to its own view; Scuttlebutt: a member's
+// full digest and the states it lacked), or the node has no other seed to
+// learn from (it is its own only seed, or no other seed was given or
+// answered), in which case it is closed as soon as the core starts. A node
+// that restarts or joins waits on it before it coordinates, so that it does
+// not act on a partial ring.
 func (d *Driver) Synced() <-chan struct{} { return d.synced }
 
 // markSyncedLocked closes the Synced channel, once.
