@@ -36,7 +36,9 @@ type gossipOptions struct {
 	dcs       int
 	loss      float64
 	seed      uint64
-	real      bool
+	// crossDC adds the cross-DC failure scenario to every simulated run.
+	crossDC bool
+	real    bool
 	// realInterval is the real length of a gossip round with --real.
 	realInterval time.Duration
 	// schedule overrides the experiment's schedule (zero fields keep
@@ -63,10 +65,11 @@ func gossipFlags(fs *flag.FlagSet) func() (gossipOptions, error) {
 	dcs := fs.Int("dcs", 2, "number of equal DCs")
 	loss := fs.Float64("loss", 0, "message loss probability on every link")
 	seed := fs.Uint64("seed", 1, "seed of the simulation and of the choice of nodes to kill")
+	crossDC := fs.Bool("cross-dc", true, "also time, on a second cluster with one more DC holding a single node, a whole DC going dark and the lone node killed (needs --dcs 2 or more)")
 	realMode := fs.Bool("real", false, "also run each size over the real TCP transport on loopback and compare with the simulator")
 	realInterval := fs.Duration("real-interval", 50*time.Millisecond, "with --real, the real length of a gossip round (the protocol's schedule is compressed to match)")
 	return func() (gossipOptions, error) {
-		o := gossipOptions{dcs: *dcs, loss: *loss, seed: *seed, real: *realMode, realInterval: *realInterval}
+		o := gossipOptions{dcs: *dcs, loss: *loss, seed: *seed, crossDC: *crossDC, real: *realMode, realInterval: *realInterval}
 		for _, p := range strings.Split(*protocols, ",") {
 			if _, err := gossipProtocol(strings.TrimSpace(p)); err != nil {
 				return o, fmt.Errorf("--protocols: %w", err)
@@ -89,6 +92,12 @@ func gossipFlags(fs *flag.FlagSet) func() (gossipOptions, error) {
 		}
 		if o.dcs < 1 {
 			return o, errors.New("--dcs must be positive")
+		}
+		if o.crossDC && o.dcs < 2 {
+			if flagSet(fs, "cross-dc") {
+				return o, errors.New("--cross-dc needs --dcs 2 or more: one DC goes dark while others watch")
+			}
+			o.crossDC = false
 		}
 		return o, nil
 	}
@@ -146,7 +155,7 @@ func (o gossipOptions) gossipSchedule(protocol string, n int) experiment.Config 
 		c.DetectTimeout = s.DetectTimeout
 	}
 	c.Protocols, c.Sizes = []string{protocol}, []int{n}
-	c.DCs, c.Loss, c.Seed = o.dcs, o.loss, o.seed
+	c.DCs, c.Loss, c.Seed, c.CrossDC = o.dcs, o.loss, o.seed, o.crossDC
 	return c
 }
 
@@ -228,6 +237,10 @@ func gossipReport(rows []GossipRow, o gossipOptions) *Report {
 			fmt.Sprintf("%d DCs of equal size; loss %.3g on every link; seed %d", o.dcs, o.loss, o.seed),
 		},
 	}
+	if o.crossDC {
+		r.Scale += "; " + crossDCScale
+		r.Notes = append(r.Notes, crossDCNote)
+	}
 	if o.real {
 		r.Scale += "; --real: " + realGossipScale(o.realInterval)
 		r.Notes = append(r.Notes, realGossipNote)
@@ -240,6 +253,18 @@ func gossipReport(rows []GossipRow, o gossipOptions) *Report {
 	r.Plot = func(path string) error { return gossipFigure(rows).Save(path) }
 	return r
 }
+
+// crossDCScale and crossDCNote tell how the cross-DC columns were measured.
+const (
+	crossDCScale = "cross-DC columns from a second simulated cluster of the same n, the same schedule and seed, " +
+		"with one more DC holding a single node (simulator only)"
+	crossDCNote = "cross-DC columns (simulator rows): lone_dc_interdc_bps is the inter-DC traffic of that cluster over the same window " +
+		"(the WAN cost of the extra DC, which must not grow with n); dark_dc_detection_s_p50/max time, per node of the sweep's last DC " +
+		"killed all at once, until every live node holds it dead, and dark_dc_interdc_bps is the inter-DC traffic meanwhile; " +
+		"lone_node_detection_s is the same time for the single node of the extra DC, killed next; cross_dc_undetected counts those kills " +
+		"not seen by all within the detection timeout; lone_dc_false_suspicions counts verdicts about running nodes in that cluster's window. " +
+		"Compare with failure_detection_s_p50/max, a node killed inside a DC"
+)
 
 // gossipFits fits T = a n² + b n to each protocol's simulated rows (at least
 // two sizes needed).
@@ -283,6 +308,8 @@ func gossipSummary(rows []GossipRow, fits []GossipFit) map[string]any {
 	for _, p := range gossipProtocols(rows) {
 		var small, large *GossipRow
 		joinMax, falseSuspicions := 0.0, 0
+		var detectMax, crossDCMax float64
+		crossDC, crossUndetected, smallLone, largeLone := false, 0, 0.0, 0.0
 		for i := range rows {
 			r := &rows[i]
 			if r.Source != "sim" || r.Protocol != p {
@@ -296,6 +323,24 @@ func gossipSummary(rows []GossipRow, fits []GossipFit) map[string]any {
 			}
 			joinMax = math.Max(joinMax, r.JoinConvergenceSMax)
 			falseSuspicions += r.FalseSuspicions
+			detectMax = math.Max(detectMax, r.FailureDetectionSMax)
+			if r.DarkDCDetectionSMax != nil {
+				crossDC = true
+				crossDCMax = math.Max(crossDCMax, math.Max(*r.DarkDCDetectionSMax, *r.LoneNodeDetectionS))
+				crossUndetected += *r.CrossDCUndetected
+				falseSuspicions += *r.LoneDCFalseSuspicions
+			}
+		}
+		if crossDC {
+			summary[p+"_failure_detection_s_max"] = detectMax
+			summary[p+"_cross_dc_detection_s_max"] = crossDCMax
+			summary[p+"_cross_dc_undetected"] = crossUndetected
+			if small.LoneDCInterDCBps != nil && large.LoneDCInterDCBps != nil {
+				smallLone, largeLone = *small.LoneDCInterDCBps, *large.LoneDCInterDCBps
+			}
+			if small.N != large.N && smallLone > 0 {
+				summary[fmt.Sprintf("%s_lone_dc_interdc_growth_n%d_to_n%d", p, small.N, large.N)] = largeLone / smallLone
+			}
 		}
 		summary[p+"_total_bps_at_n"+strconv.Itoa(large.N)] = large.TotalBps
 		if small.N != large.N && small.InterDCBps > 0 {

@@ -25,7 +25,7 @@ var tinySchedule = experiment.Config{
 
 func TestGossipBenchTinySweep(t *testing.T) {
 	var progress bytes.Buffer
-	o := gossipOptions{protocols: []string{"scuttlebutt", "ferry"}, sizes: []int{10, 20}, dcs: 2, seed: 1,
+	o := gossipOptions{protocols: []string{"scuttlebutt", "ferry"}, sizes: []int{10, 20}, dcs: 2, seed: 1, crossDC: true,
 		realInterval: time.Second, schedule: tinySchedule}
 	r, err := runGossip(context.Background(), Env{Progress: &progress}, o)
 	if err != nil {
@@ -43,6 +43,10 @@ func TestGossipBenchTinySweep(t *testing.T) {
 		if x.PaperTotalBps != experiment.PaperA*float64(x.N*x.N)+experiment.PaperB*float64(x.N) {
 			t.Errorf("paper T(%d) = %v", x.N, x.PaperTotalBps)
 		}
+		if x.DarkDCDetectionSMax == nil || x.LoneNodeDetectionS == nil || *x.CrossDCUndetected != 0 || *x.LoneDCFalseSuspicions != 0 ||
+			*x.LoneDCInterDCBps <= 0 || *x.DarkDCInterDCBps <= 0 {
+			t.Errorf("%s n=%d: cross-DC columns %+v", x.Protocol, x.N, x)
+		}
 		if row[x.Protocol] == nil {
 			row[x.Protocol] = map[int]GossipRow{}
 		}
@@ -54,6 +58,17 @@ func TestGossipBenchTinySweep(t *testing.T) {
 	}
 	if f := row["ferry"]; f[20].PerNodeBps > 1.1*f[10].PerNodeBps {
 		t.Errorf("ferry per node: %.0f at 10, %.0f at 20: grows", f[10].PerNodeBps, f[20].PerNodeBps)
+	}
+	// Ferry's gateways catch a lone node and a dark DC as its monitors catch
+	// a node inside a DC, with a WAN cost that does not grow with n.
+	for _, n := range []int{10, 20} {
+		f := row["ferry"][n]
+		if *f.DarkDCDetectionSMax > 12 || *f.LoneNodeDetectionS > 12 || f.FailureDetectionSMax > 12 {
+			t.Errorf("ferry n=%d detection: dark DC %.1f s, lone node %.1f s, inside a DC %.1f s", n, *f.DarkDCDetectionSMax, *f.LoneNodeDetectionS, f.FailureDetectionSMax)
+		}
+	}
+	if f := row["ferry"]; *f[20].LoneDCInterDCBps != *f[10].LoneDCInterDCBps {
+		t.Errorf("ferry's WAN traffic with a lone DC: %.0f at 10, %.0f at 20", *f[10].LoneDCInterDCBps, *f[20].LoneDCInterDCBps)
 	}
 	fits := r.Fits.([]GossipFit)
 	if len(fits) != 2 || fits[0].Protocol != "scuttlebutt" || fits[0].PaperA != experiment.PaperA || fits[0].A <= 0 {
@@ -68,6 +83,7 @@ func TestGossipBenchTinySweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"protocol", "nodes", "total_bps", "interdc_bps", "per_node_bps", "join_convergence_s_p50",
+		"lone_dc_interdc_bps", "dark_dc_detection_s_max", "lone_node_detection_s",
 		"join_convergence_s_max", "failure_detection_s_p50", "false_suspicions", "paper_total_bps", "paper_a", "224.6"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
@@ -102,14 +118,19 @@ func TestGossipFlags(t *testing.T) {
 		args      []string
 		wantSizes []int
 		wantErr   string
+		// noCrossDC: the cross-DC scenario is off.
+		noCrossDC bool
 	}{
-		{"defaults", nil, []int{10, 50, 100, 200, 500, 1000}, ""},
-		{"real defaults to small sizes", []string{"--real"}, []int{10, 20, 50}, ""},
-		{"real with sizes", []string{"--real", "--nodes", "5, 7"}, []int{5, 7}, ""},
-		{"bad size", []string{"--nodes", "10,x"}, nil, "--nodes"},
-		{"unknown protocol", []string{"--protocols", "ferry,swim"}, nil, "swim"},
-		{"zero interval", []string{"--real-interval", "0s"}, nil, "--real-interval"},
-		{"no DC", []string{"--dcs", "0"}, nil, "--dcs"},
+		{"defaults", nil, []int{10, 50, 100, 200, 500, 1000}, "", false},
+		{"real defaults to small sizes", []string{"--real"}, []int{10, 20, 50}, "", false},
+		{"real with sizes", []string{"--real", "--nodes", "5, 7"}, []int{5, 7}, "", false},
+		{"bad size", []string{"--nodes", "10,x"}, nil, "--nodes", false},
+		{"unknown protocol", []string{"--protocols", "ferry,swim"}, nil, "swim", false},
+		{"zero interval", []string{"--real-interval", "0s"}, nil, "--real-interval", false},
+		{"no DC", []string{"--dcs", "0"}, nil, "--dcs", false},
+		{"one DC drops the cross-DC scenario", []string{"--dcs", "1"}, []int{10, 50, 100, 200, 500, 1000}, "", true},
+		{"cross-DC off", []string{"--cross-dc=false"}, []int{10, 50, 100, 200, 500, 1000}, "", true},
+		{"cross-DC asked with one DC", []string{"--dcs", "1", "--cross-dc"}, nil, "--cross-dc", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("gossip", flag.ContinueOnError)
@@ -127,6 +148,9 @@ func TestGossipFlags(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if o.crossDC == tc.noCrossDC {
+				t.Fatalf("crossDC %v", o.crossDC)
 			}
 			if len(o.sizes) != len(tc.wantSizes) {
 				t.Fatalf("sizes %v, want %v", o.sizes, tc.wantSizes)

@@ -9,19 +9,22 @@
 //
 // Each node owns an EndpointState: a generation (boot time; a restart brings
 // a larger one and replaces everything known before), a heartbeat version
-// and application states (addr, dc, status joining/normal/leaving/left,
-// tokens, load rows and bytes, power). Heartbeat and application states
-// draw versions from one per-node counter, so "what is newer than version
-// v" is a single comparison and a digest of a node is (generation, highest
-// version). Only the owner creates versions; everyone else merges copies.
+// and application states (addr, dc, status joining/normal/leaving/left/
+// shutdown, tokens, load rows and bytes, power; shutdown marks a node
+// stopped on purpose: down, not gone, until it restarts). Heartbeat and
+// application states draw versions from one per-node counter, so "what is
+// newer than version v" is a single comparison and a digest of a node is
+// (generation, highest version). Only the owner creates versions; everyone else merges copies.
 //
 // # Cores
 //
 // A Core is a deterministic state machine in the manner of etcd raft: Tick
 // (once per one-second round) and Step (one message) return a Ready with the
 // messages to send and the events seen (joined, restarted, alive, suspect,
-// dead, left, removed, state changed). A core owns no goroutine, socket,
-// timer or random source: time comes in as an argument, randomness from the
+// dead, left, removed, state changed, synced). Shutdown announces a stop
+// the node will come back from; EventSynced comes once, when the node has a
+// member's view of the cluster. A core owns no goroutine, socket, timer or
+// random source: time comes in as an argument, randomness from the
 // *rand.Rand in its Config. Every message has a hand-written binary encoding
 // (AppendTo / the protocol's Unmarshal) and WireSize computes its exact
 // length without encoding, which the simulator counts.
@@ -41,7 +44,7 @@
 // detection, dissemination of changes and repair — and keeps all of them
 // O(1) per node per round, and cross-DC traffic independent of n.
 //
-// Failure detection stays inside each DC. The members of a DC form a ring
+// Failure detection starts inside each DC. The members of a DC form a ring
 // ordered by a hash of their IDs; every round each node sends a tiny
 // Heartbeat (generation, highest version) to its next Monitors (2) live
 // successors. A monitor runs a phi-accrual detector (normal model, 2 s of
@@ -52,8 +55,20 @@
 // unanswered probes convict. Conviction writes a death notice into the
 // node's entry: "dead at version v". A live node that hears of its own death
 // refutes it by bumping its heartbeat past v, which outranks the notice
-// everywhere — liveness is ordered like SWIM incarnations. Nobody watches
-// nodes of other DCs: their liveness arrives with their state.
+// everywhere — liveness is ordered like SWIM incarnations.
+//
+// A node alone in its DC has no monitors, and a DC that goes dark takes its
+// monitors with it; the gateways catch both. Each gateway treats the first
+// message it gets from another DC in a round (the answer to its per-round
+// summary, or that DC's gateways' own) as the DC's heartbeat, under the
+// monitors' phi model; a DC silent that long is probed, DCProbes (3) members
+// spread over its ring each round, and when no member answers for
+// ProbeAttempts rounds every live member is convicted at once: within the
+// same 8.3 s of the crash as inside a DC, plus the WAN latency. The verdict
+// spreads in the gateway's DC only; each DC judges the others itself. No
+// message is added in steady state. A node does not believe another DC's
+// verdict about a live member of its own DC (that member's monitors know
+// better) but hands it to the member, which refutes it.
 //
 // Steady state costs a constant. Heartbeats change nothing, so versions
 // only move on real changes. Each round a node sends one Summary to a
@@ -96,12 +111,23 @@
 // asking each other until each knows the others, so the DCs meet.
 //
 // Departures: Leave sets status left, tells the monitors to stop and
-// gossips a few rounds more; others never suspect a node that left. Dead and
+// gossips a few rounds more; others never suspect a node that left.
+// Shutdown sets status shutdown, pushes it at once to every live member of
+// the node's DC (and across, when the node was a gateway) and goes quiet;
+// peers hold it down, not left, until it restarts with a newer generation. Dead and
 // departed members are forgotten after Config.RemoveAfter and their
 // generation is quarantined as long again, so stale gossip cannot bring them
-// back. A WAN partition causes no deaths in Ferry (no cross-DC detection);
-// after it heals the gateways' summaries differ and the narrowing repair
+// back. A WAN partition looks, from each side, like the other DC going
+// dark, and each side's gateways convict the other side's members; they
+// keep sending summaries to a DC they hold dead, so after the heal the
+// gateways meet again, the verdicts are refuted and the narrowing repair
 // brings both sides' changes across.
+//
+// A joining node is synced (EventSynced) by the Welcome that admits it; a
+// seed, which counts as joined from its first round so that it can admit
+// others, once a summary shows its view equals a peer's. A seed that has not
+// synced after a few rounds (it restarted, or joins a running cluster, and
+// nobody comes to it) follows redirects like any joiner.
 //
 // A monitor also expects heartbeats from its own ring predecessors once
 // their entries have been unchanged for 10 s (views agree by then), so a

@@ -36,6 +36,12 @@ const (
 	StatusNormal  Status = "normal"
 	StatusLeaving Status = "leaving"
 	StatusLeft    Status = "left"
+	// StatusShutdown: the node was stopped on purpose (SIGTERM) and said so
+	// on its way out. It is down, not gone: it keeps its place in the
+	// cluster (and its ranges on the ring) until it comes back with a newer
+	// generation, unlike StatusLeft. Cores report such a member not Alive at
+	// once, without waiting for their failure detectors.
+	StatusShutdown Status = "shutdown"
 )
 
 // Sentinel errors.
@@ -88,6 +94,11 @@ const (
 	EventRemoved
 	// EventStateChanged: one of a member's application states changed.
 	EventStateChanged
+	// EventSynced: this node has received another member's view of the
+	// cluster (ID names that member; this node itself when it has no other
+	// seed to learn from). It comes once per core, so a node can wait for it
+	// before it acts on its view of the ring.
+	EventSynced
 )
 
 // String names the event kind.
@@ -109,6 +120,8 @@ func (k EventKind) String() string {
 		return "removed"
 	case EventStateChanged:
 		return "state-changed"
+	case EventSynced:
+		return "synced"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -135,7 +148,7 @@ type Member struct {
 	Addr       string
 	Generation uint64
 	Status     Status
-	// Alive is this core's verdict: not dead and not left.
+	// Alive is this core's verdict: not dead, not left and not shut down.
 	Alive    bool
 	AppState map[string]string
 }
@@ -208,6 +221,12 @@ type Core interface {
 	// Leave announces a graceful leave: status left, gossiped for a few
 	// rounds, after which the core goes quiet.
 	Leave(now time.Duration) Ready
+	// Shutdown announces that the node is stopping and will be back (a
+	// restart, not a departure): status shutdown, sent at once to the
+	// members the node knows best, which spread it, so that peers hold the
+	// node down without waiting for their failure detectors. The core goes
+	// quiet at once: the driver sends the returned messages and stops.
+	Shutdown(now time.Duration) Ready
 	// Members lists every member this node knows, itself included, by ID.
 	Members() []Member
 	// Member returns one member.

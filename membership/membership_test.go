@@ -26,7 +26,8 @@ import (
 //	cluster protocol=P seed=S dcs=(a,b) seeds=(a1,b1) [loss=L] [remove-after=D]
 //	start a=N b=M      start N new nodes in DC a (a1, a2, ...) and M in b
 //	start id=X         restart crashed node X with a new generation
-//	crash id=X | leave id=X | set id=X key=K value=V
+//	crash id=X | leave id=X | shutdown id=X | set id=X key=K value=V
+//	crash dc=A         crash every running node of DC A at once
 //	partition a b | heal a b
 //	run for=D
 //	converge timeout=D  run until every live view matches the truth
@@ -93,9 +94,24 @@ func (h *harness) do(t *testing.T, d *datadriven.TestData) (string, error) {
 		}
 		return "started " + strings.Join(started, " ") + "\n", nil
 	case "crash":
+		if d.HasArg("dc") {
+			dc := argString(t, d, "dc")
+			var crashed []string
+			for _, id := range h.cluster.Live() {
+				if h.cluster.DC(id) == dc {
+					if err := h.cluster.Crash(id); err != nil {
+						return "", err
+					}
+					crashed = append(crashed, id)
+				}
+			}
+			return "crashed " + strings.Join(crashed, " ") + "\n", nil
+		}
 		return "", h.cluster.Crash(argString(t, d, "id"))
 	case "leave":
 		return "", h.cluster.Leave(argString(t, d, "id"))
+	case "shutdown":
+		return "", h.cluster.Shutdown(argString(t, d, "id"))
 	case "set":
 		return "", h.cluster.SetAppState(argString(t, d, "id"), argString(t, d, "key"), argString(t, d, "value"))
 	case "partition", "heal":
@@ -297,6 +313,7 @@ func TestMarshalAndEventNames(t *testing.T) {
 		membership.EventJoined: "joined", membership.EventRestarted: "restarted", membership.EventAlive: "alive",
 		membership.EventSuspect: "suspect", membership.EventDead: "dead", membership.EventLeft: "left",
 		membership.EventRemoved: "removed", membership.EventStateChanged: "state-changed",
+		membership.EventSynced: "synced",
 	}
 	for k, want := range names {
 		if k.String() != want {

@@ -166,7 +166,7 @@ func (s *EndpointState) Member(alive bool) Member {
 	m.DC = m.AppState[KeyDC]
 	m.Addr = m.AppState[KeyAddr]
 	m.Status = Status(m.AppState[KeyStatus])
-	m.Alive = alive && m.Status != StatusLeft
+	m.Alive = alive && m.Status != StatusLeft && m.Status != StatusShutdown
 	return m
 }
 

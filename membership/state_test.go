@@ -106,6 +106,10 @@ func TestMemberView(t *testing.T) {
 	if l.Member(true).Alive {
 		t.Fatal("a member that left is not alive")
 	}
+	l.Set(KeyStatus, string(StatusShutdown))
+	if m := l.Member(true); m.Alive || m.Status != StatusShutdown {
+		t.Fatalf("a member that shut down is down, with its status: %+v", m)
+	}
 }
 
 func TestQuarantine(t *testing.T) {

@@ -17,6 +17,13 @@
 // seed is recognised as the member it is (Ferry's seeds stop asking each
 // other once they know each other; placeholder IDs would never be known).
 //
+// A node stopped on purpose calls Shutdown before Close: the core announces
+// status shutdown to the members it knows best, and Shutdown waits (bounded
+// by its context) until they have taken it, so peers hold the node down at
+// once rather than suspecting it rounds later. Synced tells a starting node
+// when it has learned the cluster's membership from a member of it, so that
+// it does not act on a partial view of the ring.
+//
 // The cores measure time in rounds of one second (Round). The driver runs
 // the core's clock at Round/Interval times real time, so a short Interval
 // compresses every timeout of the protocol alike: tests and the real-socket
@@ -133,6 +140,10 @@ type Driver struct {
 	appState map[string]string // states set before the core started
 	running  bool
 	closed   bool
+	// synced is closed once the core reports EventSynced (or has no other
+	// seed to learn from); syncedDone says it is.
+	synced     chan struct{}
+	syncedDone bool
 
 	changesMu sync.Mutex
 	changes   []Change
@@ -173,7 +184,7 @@ func New(cfg Config) (*Driver, error) {
 		cfg: cfg, self: self, scale: float64(Round) / float64(cfg.Interval),
 		log:   log.With("node", self.ID, "protocol", cfg.Protocol.Name),
 		seeds: make(map[string]transport.Peer), appState: make(map[string]string),
-		changed: make(chan struct{}, 1),
+		changed: make(chan struct{}, 1), synced: make(chan struct{}),
 	}
 	for k, v := range cfg.AppState {
 		d.appState[k] = v
@@ -198,7 +209,9 @@ func (d *Driver) Start() {
 }
 
 // Close stops the driver (the transport stays open) and waits for its
-// goroutines. It announces nothing: call Leave first for a graceful exit.
+// goroutines. It announces nothing: call Shutdown first when the node stops
+// on purpose and will be back, Leave (and a few rounds) when it departs for
+// good.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	d.closed = true
@@ -261,6 +274,82 @@ func (d *Driver) Leave() {
 	}
 }
 
+// Shutdown announces that the node is stopping and will be back (status
+// shutdown; see membership.Core): the core sends the news straight to the
+// members it knows best and goes quiet. Shutdown waits until each of them
+// has taken it (the messages go as calls, answered once the peer's core has
+// stepped them), or until ctx ends, whose error it then returns. Peers hold
+// the node down at once, not after their failure detectors' seconds, and
+// keep it in the cluster until it restarts with a newer generation. Before
+// the core has started nobody knows the node: Shutdown returns at once.
+// Call Close afterwards.
+func (d *Driver) Shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	if d.core == nil || d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	r := d.core.Shutdown(d.nowLocked())
+	d.reportLocked(r.Events)
+	out := d.placeLocked(r.Messages, transport.Peer{})
+	var wg sync.WaitGroup
+	for _, o := range out {
+		wg.Add(1)
+		d.wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.tell(ctx, o)
+		}()
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("driver: shutdown announced, not all taken: %w", ctx.Err())
+	}
+}
+
+// tell sends payloads to one peer as calls, in order, so that it returns
+// once the peer has handled them; ctx and Close end it early.
+func (d *Driver) tell(ctx context.Context, o outbox) {
+	defer d.wg.Done()
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
+	defer cancel()
+	stop := context.AfterFunc(d.ctx, cancel)
+	defer stop()
+	for _, p := range o.payloads {
+		if _, err := d.cfg.Transport.Call(ctx, o.to, KindGossip, p); err != nil {
+			d.log.Debug("shutdown notice not taken", "to", o.to.ID, "err", err)
+			return
+		}
+	}
+}
+
+// Synced returns a channel that is closed once this node knows the
+// cluster's membership as a member of it does: the core reported
+// membership.EventSynced (Ferry: the Welcome of the seed or gateway that
+// admitted it, or a summary equal to its own view; Scuttlebutt: a member's
+// full digest and the states it lacked), or the node has no other seed to
+// learn from (it is its own only seed, or no other seed was given or
+// answered), in which case it is closed as soon as the core starts. A node
+// that restarts or joins waits on it before it coordinates, so that it does
+// not act on a partial ring.
+func (d *Driver) Synced() <-chan struct{} { return d.synced }
+
+// markSyncedLocked closes the Synced channel, once.
+func (d *Driver) markSyncedLocked() {
+	if !d.syncedDone {
+		d.syncedDone = true
+		close(d.synced)
+	}
+}
+
 // Handle serves the driver's message kinds; the node's transport handler
 // calls it for every kind Handles accepts.
 func (d *Driver) Handle(_ context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
@@ -310,6 +399,10 @@ func (d *Driver) run() {
 		return
 	}
 	d.core, d.started, d.appState = core, time.Now(), nil
+	if len(d.seeds) == 0 {
+		// No other seed answered or was given: nobody to learn from.
+		d.markSyncedLocked()
+	}
 	d.mu.Unlock()
 
 	ticker := time.NewTicker(d.cfg.Interval)
@@ -408,25 +501,54 @@ func (d *Driver) whois(addr string) (transport.Peer, error) {
 // node delays neither the round nor the other destinations. sender is the
 // peer whose message the core answers (zero for a round or a local call).
 func (d *Driver) dispatchLocked(r membership.Ready, sender transport.Peer) {
-	if len(r.Events) > 0 && d.cfg.OnChange != nil {
-		changes := make([]Change, len(r.Events))
-		for i, e := range r.Events {
+	d.reportLocked(r.Events)
+	if d.closed {
+		return
+	}
+	for _, o := range d.placeLocked(r.Messages, sender) {
+		d.wg.Add(1)
+		go d.send(o.to, o.payloads)
+	}
+}
+
+// reportLocked queues events for OnChange and notes EventSynced.
+func (d *Driver) reportLocked(events []membership.Event) {
+	for _, e := range events {
+		if e.Kind == membership.EventSynced {
+			d.markSyncedLocked()
+		}
+	}
+	if len(events) > 0 && d.cfg.OnChange != nil {
+		changes := make([]Change, len(events))
+		for i, e := range events {
 			m, known := d.core.Member(e.ID)
 			changes[i] = Change{Event: e, Member: m, Known: known}
 		}
 		d.queueChanges(changes)
 	}
-	if d.closed || len(r.Messages) == 0 {
-		return
+}
+
+// outbox is what goes to one peer, in order.
+type outbox struct {
+	to       transport.Peer
+	payloads [][]byte
+}
+
+// placeLocked encodes messages and groups them by destination, placed on
+// the network, in the order the destinations first appear.
+func (d *Driver) placeLocked(messages []membership.Outbound, sender transport.Peer) []outbox {
+	if len(messages) == 0 {
+		return nil
 	}
 	var order []string
 	batches := make(map[string][][]byte)
-	for _, out := range r.Messages {
+	for _, out := range messages {
 		if _, seen := batches[out.To]; !seen {
 			order = append(order, out.To)
 		}
 		batches[out.To] = append(batches[out.To], membership.Marshal(out.Msg))
 	}
+	var out []outbox
 	for _, id := range order {
 		peer, ok := sender, id == sender.ID
 		if !ok {
@@ -436,9 +558,9 @@ func (d *Driver) dispatchLocked(r membership.Ready, sender transport.Peer) {
 			d.log.Debug("no address for member; message dropped", "to", id)
 			continue
 		}
-		d.wg.Add(1)
-		go d.send(peer, batches[id])
+		out = append(out, outbox{to: peer, payloads: batches[id]})
 	}
+	return out
 }
 
 // peerLocked places a member ID on the network: from the member's gossiped

@@ -342,3 +342,124 @@ func TestDecodePeerRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestShutdownIsTakenAtOnce(t *testing.T) {
+	for _, p := range []membership.Protocol{scuttlebutt.Protocol, ferry.Protocol} {
+		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
+			const generation = 1_700_000_000
+			const timeout = 5 * time.Second
+			nodes := make([]*testNode, 4)
+			for i := range nodes {
+				nodes[i] = listen(t, fmt.Sprintf("n%d", i), []string{"a", "b"}[i%2])
+			}
+			seeds := []string{nodes[0].tr.Addr(), nodes[1].tr.Addr()}
+			for _, n := range nodes {
+				n.start(t, p, seeds, generation)
+			}
+			for _, n := range nodes {
+				waitFor(t, timeout, "join", everyone(nodes, n.id, aliveAt(n, generation)))
+			}
+
+			// n2 (DC a) stops on purpose. Shutdown returns once the members it
+			// told directly have stepped the news: n0, its DC's other member,
+			// for both protocols (Scuttlebutt tells every live member).
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := nodes[2].drv.Load().Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			nodes[2].stop()
+			if m, ok := nodes[0].drv.Load().Member("n2"); !ok || m.Alive || m.Status != membership.StatusShutdown {
+				t.Fatalf("right after Shutdown returned, n0 sees n2 as %+v", m)
+			}
+			// The other DC hears of it through the gateways. The down verdict
+			// carries status shutdown: it is the announcement, not a failure
+			// detector's conviction (which would leave status normal).
+			live := []*testNode{nodes[0], nodes[1], nodes[3]}
+			for _, o := range live {
+				waitFor(t, timeout, "shutdown announced", o.told(membership.EventDead, "n2", func(m membership.Member) bool {
+					return !m.Alive && m.Status == membership.StatusShutdown
+				}))
+			}
+			for _, o := range live {
+				if o.saw(membership.EventSuspect, "n2", func(membership.Member) bool { return true }) {
+					t.Errorf("%s suspected n2, which announced its shutdown", o.id)
+				}
+			}
+
+			// A restart with a newer generation brings it back.
+			nodes[2] = listen(t, "n2", "a")
+			nodes[2].start(t, p, seeds, generation+1)
+			waitFor(t, timeout, "restart after shutdown", everyone(live, "n2", aliveAt(nodes[2], generation+1)))
+			if err := nodes[2].drv.Load().Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// A second call has nothing more to say.
+			if err := nodes[2].drv.Load().Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// closedWithin reports whether ch is closed within timeout (wall clock: the
+// driver runs in real time; the cores' own tests run in virtual time).
+func closedWithin(ch <-chan struct{}, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+func TestSynced(t *testing.T) {
+	for _, p := range []membership.Protocol{scuttlebutt.Protocol, ferry.Protocol} {
+		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
+			const generation = 1_700_000_000
+			const timeout = 5 * time.Second
+			seed, joiner, orphan := listen(t, "s", "a"), listen(t, "j", "b"), listen(t, "o", "a")
+
+			// A node whose only seed never answers has learned nothing, and
+			// cannot have by now: its core has not even started.
+			orphan.start(t, p, []string{closedAddr(t)}, generation)
+			select {
+			case <-orphan.drv.Load().Synced():
+				t.Fatal("synced without a seed that answers")
+			default:
+			}
+			if err := orphan.drv.Load().Shutdown(context.Background()); err != nil {
+				t.Fatalf("shutdown before the core started: %v", err)
+			}
+
+			// A seed that is its own only seed has nobody to learn from.
+			seed.start(t, p, []string{seed.tr.Addr()}, generation)
+			if !closedWithin(seed.drv.Load().Synced(), timeout) {
+				t.Fatal("the only seed is not synced")
+			}
+
+			// A joiner is synced once it has the seed's view, the seed in it.
+			seed.drv.Load().SetAppState(membership.KeyTokens, "7")
+			waitFor(t, timeout, "seed's own state", func() string {
+				if m, _ := seed.drv.Load().Member("s"); m.AppState[membership.KeyTokens] != "7" {
+					return "tokens not set"
+				}
+				return ""
+			})
+			joiner.start(t, p, []string{seed.tr.Addr()}, generation)
+			if !closedWithin(joiner.drv.Load().Synced(), timeout) {
+				t.Fatal("the joiner never synced")
+			}
+			if m, ok := joiner.drv.Load().Member("s"); !ok || !m.Alive || m.AppState[membership.KeyTokens] != "7" {
+				t.Fatalf("synced joiner sees the seed as %+v (known %v)", m, ok)
+			}
+			// OnChange hears of it too (reports trail the channel): from the
+			// seed, whose Welcome (Ferry) or digest (Scuttlebutt) it took.
+			waitFor(t, timeout, "joiner told it synced", joiner.told(membership.EventSynced, "s", func(membership.Member) bool { return true }))
+		})
+	}
+}

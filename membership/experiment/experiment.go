@@ -1,7 +1,9 @@
 // Package experiment measures membership traffic the way paper 001 did, in
 // the simulator: nodes start in batches, traffic is averaged over a steady
-// window, then nodes are killed to time failure detection. It is what
-// `kura bench gossip` runs; RunExperiment is its entry point.
+// window, then nodes are killed to time failure detection. With CrossDC it
+// also times the failures a DC cannot see for itself: a node alone in its
+// DC and a whole DC going dark. It is what `kura bench gossip` runs;
+// RunExperiment is its entry point.
 package experiment
 
 import (
@@ -60,6 +62,12 @@ type Config struct {
 	// detection; DetectTimeout bounds the wait.
 	Kills         int
 	DetectTimeout time.Duration
+	// CrossDC also runs, for each protocol and size, a second cluster of n
+	// nodes (see runCrossDC): the sweep's DCs share n-1 of them and one more
+	// DC holds a single node; after the same schedule and window, every node
+	// of the sweep's last DC is killed at once, then the lone node. Needs
+	// at least two DCs.
+	CrossDC bool
 	// Progress, if set, is called as the sweep advances.
 	Progress func(Progress)
 }
@@ -88,7 +96,8 @@ const Scale = "simulated cluster (virtual time, one process) instead of 10 machi
 type Progress struct {
 	Protocol string
 	N        int
-	// Phase is "joining", "steady", "detecting" or "done".
+	// Phase is "joining", "steady", "detecting" or "done"; with CrossDC
+	// then "cross-dc joining", "cross-dc steady", "dark dc" and "lone node".
 	Phase string
 	// VirtualTime is the simulated time reached in this run.
 	VirtualTime time.Duration
@@ -130,6 +139,23 @@ type Row struct {
 	// during the steady window; FalseSuspicionsTotal over the whole run.
 	FalseSuspicions      int `json:"false_suspicions"`
 	FalseSuspicionsTotal int `json:"false_suspicions_total"`
+	// The cross-DC scenario (Config.CrossDC; nil without it), on its own
+	// cluster of n nodes with one more DC holding a single node:
+	// LoneDCInterDCBps is its inter-DC traffic over the steady window, and
+	// LoneDCFalseSuspicions its suspect or dead verdicts about running nodes
+	// there; DarkDCDetectionSP50/Max time, per node of the DC killed at
+	// once, from the kill until every live node holds it dead, and
+	// DarkDCInterDCBps is the inter-DC traffic over that time;
+	// LoneNodeDetectionS is the same time for the lone node, killed next;
+	// CrossDCUndetected counts those kills not seen by all within
+	// DetectTimeout.
+	LoneDCInterDCBps      *float64 `json:"lone_dc_interdc_bps,omitempty"`
+	LoneDCFalseSuspicions *int     `json:"lone_dc_false_suspicions,omitempty"`
+	DarkDCDetectionSP50   *float64 `json:"dark_dc_detection_s_p50,omitempty"`
+	DarkDCDetectionSMax   *float64 `json:"dark_dc_detection_s_max,omitempty"`
+	DarkDCInterDCBps      *float64 `json:"dark_dc_interdc_bps,omitempty"`
+	LoneNodeDetectionS    *float64 `json:"lone_node_detection_s,omitempty"`
+	CrossDCUndetected     *int     `json:"cross_dc_undetected,omitempty"`
 	// WallS is the wall time this run took.
 	WallS float64 `json:"wall_s"`
 }
@@ -192,8 +218,8 @@ func protocol(name string) (membership.Protocol, error) {
 // protocol's total traffic.
 func RunExperiment(cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	if cfg.WindowEnd <= cfg.WindowStart || cfg.Loss < 0 || cfg.Loss >= 1 || cfg.DCs < 1 {
-		return Result{}, fmt.Errorf("%w: window %v-%v, loss %v, dcs %d", ErrBadConfig, cfg.WindowStart, cfg.WindowEnd, cfg.Loss, cfg.DCs)
+	if cfg.WindowEnd <= cfg.WindowStart || cfg.Loss < 0 || cfg.Loss >= 1 || cfg.DCs < 1 || (cfg.CrossDC && cfg.DCs < 2) {
+		return Result{}, fmt.Errorf("%w: window %v-%v, loss %v, dcs %d, cross-DC %v", ErrBadConfig, cfg.WindowStart, cfg.WindowEnd, cfg.Loss, cfg.DCs, cfg.CrossDC)
 	}
 	started := time.Duration(cfg.Batches-1) * cfg.BatchInterval
 	if started >= cfg.WindowStart {
@@ -333,9 +359,112 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 	}
 	row.FailureDetectionSP50, row.FailureDetectionSMax, row.FailuresUndetected = obs.detectTimes()
 	row.FalseSuspicions, row.FalseSuspicionsTotal = obs.falseSteady, obs.falseTotal
+	if cfg.CrossDC {
+		if err := runCrossDC(cfg, p, n, &row, func(phase string, now time.Duration) {
+			if cfg.Progress != nil {
+				cfg.Progress(Progress{Protocol: p.Name, N: n, Phase: phase, VirtualTime: now, Run: run, Runs: runs, Wall: time.Since(wallStart)})
+			}
+		}); err != nil {
+			return Row{}, err
+		}
+	}
 	row.WallS = time.Since(wallStart).Seconds()
 	progress("done")
 	return row, nil
+}
+
+// runCrossDC times the failures no DC can see for itself, on a cluster of n
+// nodes: the sweep's DCs share n-1 of them as in the sweep, and one more DC
+// holds the last node alone. It starts on the sweep's schedule (the lone
+// node, a seed, in the first batch), measures the steady window, then kills
+// every node of the sweep's last DC at once and waits until every live node
+// holds them all dead, then kills the lone node and waits again.
+func runCrossDC(cfg Config, p membership.Protocol, n int, row *Row, progress func(string, time.Duration)) error {
+	dcs := make([]string, cfg.DCs+1)
+	for i := range dcs {
+		dcs[i] = fmt.Sprintf("dc%d", i+1)
+	}
+	lone := n - 1
+	dcOf := func(i int) string {
+		if i == lone {
+			return dcs[cfg.DCs]
+		}
+		return dcs[i%cfg.DCs]
+	}
+	links := cfg.Links
+	if links == nil {
+		links = sim.UniformLinks{Local: sim.LinkSpec{Latency: 100 * time.Microsecond}, Remote: sim.LinkSpec{Latency: 50 * time.Millisecond}}
+	}
+	seeds := []string{nodeID(lone)}
+	for i := range cfg.DCs {
+		seeds = append(seeds, nodeID(i))
+	}
+	obs := newObserver(n)
+	c, err := simcluster.New(simcluster.Config{
+		Protocol: p, Seed: cfg.Seed, DCs: dcs, Links: lossy{links, cfg.Loss}, Wire: sim.TCPIPv4, Seeds: seeds,
+		OnEvent: obs.onEvent,
+	})
+	if err != nil {
+		return err
+	}
+	obs.cluster = c
+	s := c.Sim()
+
+	progress("cross-dc joining", s.Now())
+	order := make([]int, 0, n)
+	order = append(order, lone)
+	for i := range lone {
+		order = append(order, i)
+	}
+	per := (n + cfg.Batches - 1) / cfg.Batches
+	for b := 0; b*per < n; b++ {
+		s.RunUntil(time.Duration(b) * cfg.BatchInterval)
+		for _, i := range order[b*per : min(n, (b+1)*per)] {
+			if err := c.Start(nodeID(i), dcOf(i)); err != nil {
+				return err
+			}
+		}
+	}
+	s.RunUntil(cfg.WindowStart)
+	progress("cross-dc steady", s.Now())
+	obs.steady = true
+	before := s.Network().Counters()
+	s.RunUntil(cfg.WindowEnd)
+	obs.steady = false
+	steadyBps := float64(s.Network().Counters().Sub(before).InterDC().Bytes) * 8 / (cfg.WindowEnd - cfg.WindowStart).Seconds()
+	falseSteady := obs.falseSteady
+
+	// wait runs until the victims are seen down by all, or DetectTimeout.
+	wait := func(victims []int) {
+		deadline := s.Now() + cfg.DetectTimeout
+		for !obs.detectedAll(victims) && s.Now() < deadline {
+			s.RunFor(time.Second)
+		}
+	}
+	progress("dark dc", s.Now())
+	var dark []int
+	for i := range lone {
+		if dcOf(i) == dcs[cfg.DCs-1] {
+			dark = append(dark, i)
+		}
+	}
+	blackout := s.Now()
+	before = s.Network().Counters()
+	obs.killSet(c, dark, blackout)
+	wait(dark)
+	darkBps := float64(s.Network().Counters().Sub(before).InterDC().Bytes) * 8 / (s.Now() - blackout).Seconds()
+	darkP50, darkMax, darkMissed := obs.detectTimesOf(dark)
+
+	progress("lone node", s.Now())
+	obs.killSet(c, []int{lone}, s.Now())
+	wait([]int{lone})
+	loneS, _, loneMissed := obs.detectTimesOf([]int{lone})
+
+	undetected := darkMissed + loneMissed
+	row.LoneDCInterDCBps, row.LoneDCFalseSuspicions = &steadyBps, &falseSteady
+	row.DarkDCDetectionSP50, row.DarkDCDetectionSMax, row.DarkDCInterDCBps = &darkP50, &darkMax, &darkBps
+	row.LoneNodeDetectionS, row.CrossDCUndetected = &loneS, &undetected
+	return nil
 }
 
 // observer turns the cores' events into join, detection and false-suspicion
@@ -431,10 +560,18 @@ func (o *observer) onEvent(now time.Duration, observerID string, e membership.Ev
 
 // kill crashes k random nodes other than the seeds (the first dcs nodes).
 func (o *observer) kill(c *simcluster.Cluster, k, dcs int, seed uint64) {
-	now := c.Sim().Now()
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
+	var victims []int
 	for _, j := range rng.Perm(o.n - dcs)[:k] {
-		victim := dcs + j
+		victims = append(victims, dcs+j)
+	}
+	o.killSet(c, victims, c.Sim().Now())
+}
+
+// killSet crashes the victims at now; each is detected once every node
+// still running holds it dead.
+func (o *observer) killSet(c *simcluster.Cluster, victims []int, now time.Duration) {
+	for _, victim := range victims {
 		o.killedAt[victim] = now
 		o.seenDown[victim] = make([]uint64, (o.n+63)/64)
 		_ = c.Crash(nodeID(victim))
@@ -445,7 +582,7 @@ func (o *observer) kill(c *simcluster.Cluster, k, dcs int, seed uint64) {
 			pending++
 		}
 	}
-	for victim := range o.killedAt {
+	for _, victim := range victims {
 		o.pendingDown[victim] = pending
 	}
 }
@@ -463,6 +600,30 @@ func (o *observer) sawDown(a, b int, now time.Duration) {
 }
 
 func (o *observer) allDetected() bool { return len(o.detected) == len(o.killedAt) }
+
+// detectedAll reports whether every victim was seen down by all.
+func (o *observer) detectedAll(victims []int) bool {
+	for _, v := range victims {
+		if _, ok := o.detected[v]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// detectTimesOf summarises failure detection of some victims.
+func (o *observer) detectTimesOf(victims []int) (p50, maxS float64, undetected int) {
+	var ts []float64
+	for _, v := range victims {
+		if t, ok := o.detected[v]; ok {
+			ts = append(ts, t.Seconds())
+		} else {
+			undetected++
+		}
+	}
+	p50, maxS = summary(ts)
+	return p50, maxS, undetected
+}
 
 // joinTimes summarises join convergence.
 func (o *observer) joinTimes() (p50, maxS float64, unconverged int) {

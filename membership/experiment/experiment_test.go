@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -78,18 +79,63 @@ func TestSweepMeasuresBothProtocols(t *testing.T) {
 	}
 }
 
-func TestSameSeedSameResult(t *testing.T) {
-	a, err := RunExperiment(small("ferry"))
+func TestCrossDCFailuresAreDetectedWithinTheBound(t *testing.T) {
+	cfg := small("scuttlebutt", "ferry")
+	cfg.CrossDC = true
+	var phases []string
+	cfg.Progress = func(p Progress) {
+		if p.N == 40 && p.Protocol == "ferry" {
+			phases = append(phases, p.Phase)
+		}
+	}
+	res, err := RunExperiment(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := RunExperiment(small("ferry"))
+	if want := []string{"joining", "steady", "detecting", "cross-dc joining", "cross-dc steady", "dark dc", "lone node", "done"}; !reflect.DeepEqual(phases, want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	lone := map[string][]float64{}
+	for _, r := range res.Rows {
+		if r.DarkDCDetectionSMax == nil || *r.CrossDCUndetected != 0 || *r.LoneDCFalseSuspicions != 0 || *r.LoneDCInterDCBps <= 0 {
+			t.Fatalf("%s n=%d: cross-DC columns %+v", r.Protocol, r.N, r)
+		}
+		lone[r.Protocol] = append(lone[r.Protocol], *r.LoneDCInterDCBps)
+		if r.Protocol != "ferry" {
+			continue
+		}
+		// The monitors' bound: conviction within 8.3 s of the crash, a
+		// couple of rounds to reach everyone at these sizes.
+		for what, s := range map[string]float64{"dark DC": *r.DarkDCDetectionSMax, "lone node": *r.LoneNodeDetectionS, "inside a DC": r.FailureDetectionSMax} {
+			if s <= 0 || s > 11 {
+				t.Errorf("ferry n=%d: %s detected everywhere after %.1f s", r.N, what, s)
+			}
+		}
+	}
+	// Ferry's WAN traffic with the extra DC does not depend on n;
+	// Scuttlebutt's grows with it.
+	if f := lone["ferry"]; f[0] != f[1] {
+		t.Errorf("ferry's inter-DC traffic with a lone DC: %v", f)
+	}
+	if sb := lone["scuttlebutt"]; sb[1] < 2*sb[0] {
+		t.Errorf("scuttlebutt's inter-DC traffic with a lone DC: %v", sb)
+	}
+}
+
+func TestSameSeedSameResult(t *testing.T) {
+	cfg := small("ferry")
+	cfg.CrossDC = true
+	a, err := RunExperiment(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RunExperiment(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range a.Rows {
 		a.Rows[i].WallS, b.Rows[i].WallS = 0, 0
-		if a.Rows[i] != b.Rows[i] {
+		if !reflect.DeepEqual(a.Rows[i], b.Rows[i]) {
 			t.Fatalf("row %d differs:\n%+v\n%+v", i, a.Rows[i], b.Rows[i])
 		}
 	}
@@ -106,6 +152,7 @@ func TestBadConfig(t *testing.T) {
 		{"joins into the window", Config{BatchInterval: time.Minute}, ErrBadConfig},
 		{"too few nodes", Config{Sizes: []int{3}}, ErrBadConfig},
 		{"loss of one", Config{Loss: 1}, ErrBadConfig},
+		{"cross-DC with one DC", Config{DCs: 1, CrossDC: true}, ErrBadConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,8 +28,13 @@ type Options struct {
 	HotFanout int
 	// MaxHot caps the changes pushed in one Summary, keeping it O(1).
 	MaxHot int
-	// ProbeAttempts is how many unanswered probes convict a silent node.
+	// ProbeAttempts is how many unanswered probes convict a silent node (or,
+	// at a gateway, a silent DC).
 	ProbeAttempts int
+	// DCProbes is how many members of another DC a gateway probes in each
+	// round once it has heard nothing from that DC for too long: spread over
+	// the DC's ring, so that a DC whose gateways alone died still answers.
+	DCProbes int
 	// LeaveRounds is how long a leaving node keeps gossiping.
 	LeaveRounds int
 	// Phi decides when a monitored node's silence is worth probing.
@@ -48,6 +53,7 @@ var DefaultOptions = Options{
 	HotFanout:     3,
 	MaxHot:        16,
 	ProbeAttempts: 3,
+	DCProbes:      3,
 	LeaveRounds:   5,
 	Phi: membership.PhiModel{Normal: true, MinStdDev: 250 * time.Millisecond, AcceptablePause: 2 * time.Second,
 		Threshold: 8, FirstInterval: time.Second, WindowSamples: 100},
@@ -56,6 +62,12 @@ var DefaultOptions = Options{
 // expectGrace is how long an entry must stay unchanged before its ring
 // successors expect its heartbeats without having heard any.
 const expectGrace = 10 * time.Second
+
+// syncPatience is how long a seed waits to meet the cluster (see lost)
+// before it follows redirects. At a cluster's start the seeds meet within a
+// round or two, and stop asking each other once they have, so the wait
+// never delays a start.
+const syncPatience = 5 * time.Second
 
 // Protocol registers the core under the name "ferry".
 var Protocol = membership.Protocol{
@@ -72,9 +84,11 @@ type entry struct {
 	// dead while no newer version exists (a live node refutes by bumping).
 	deadAt uint64
 	isLeft bool
-	ring   uint64
-	hash   uint64
-	dc     *dcView
+	// isShutdown: the member announced a shutdown; down until it restarts.
+	isShutdown bool
+	ring       uint64
+	hash       uint64
+	dc         *dcView
 	// downSince is when the entry became dead or left, for removal;
 	// changedAt is when it last changed here.
 	downSince time.Duration
@@ -86,7 +100,18 @@ type entry struct {
 }
 
 func (e *entry) dead() bool { return e.deadAt >= e.maxVersion }
-func (e *entry) live() bool { return !e.dead() && !e.isLeft }
+func (e *entry) live() bool { return !e.dead() && !e.isLeft && !e.isShutdown }
+
+// down reports whether the member counts as down: convicted, or shut down.
+// (A member that left is gone, which the callers tell apart.)
+func (e *entry) down() bool { return e.dead() || e.isShutdown }
+
+// setStatus reads the member's gossiped status into the entry's flags.
+func (e *entry) setStatus() {
+	status, _ := e.state.Value(membership.KeyStatus)
+	e.isLeft = status == string(membership.StatusLeft)
+	e.isShutdown = status == string(membership.StatusShutdown)
+}
 
 func (e *entry) delta() Delta { return Delta{State: e.state, DeadAt: e.deadAt} }
 
@@ -117,6 +142,34 @@ type watch struct {
 	convictedAt uint64
 }
 
+// dcWatch is a gateway's failure detector for another DC as a whole. Each
+// round the gateway sends that DC a Summary asking for an answer, and the
+// DC's own gateways send it theirs: a live DC is heard from every round,
+// as a monitor hears a node's heartbeat. The first message of each round is
+// reported to a phi-accrual window with the monitors' model, so the same
+// silence that gets a node probed gets a DC probed: then DCProbes of its
+// members, spread over its ring, each round; ProbeAttempts rounds without
+// any answer from any member convict every live member of the DC. This is
+// what catches a node alone in its DC (nobody inside watches it) and a DC
+// that goes dark at once (its monitors died with it).
+type dcWatch struct {
+	window membership.ArrivalWindow
+	// heard: a message from the DC arrived since this node's last round.
+	heard  bool
+	probes int
+}
+
+// hear records a message from a member of the watched DC.
+func (w *dcWatch) hear(now time.Duration, phi membership.PhiModel) {
+	if !w.heard {
+		// One arrival per round, like one heartbeat per round: the window's
+		// intervals then stay near a round whichever messages the DC sends.
+		w.heard = true
+		w.window.Report(now, phi)
+	}
+	w.probes = 0
+}
+
 // Core is one node's Ferry state machine.
 type Core struct {
 	cfg   membership.Config
@@ -144,9 +197,18 @@ type Core struct {
 	probeSeq uint64
 	// wanMisses counts unanswered summaries per remote DC, to widen the set
 	// of remote nodes tried when its gateways do not answer.
-	wanMisses       map[string]int
+	wanMisses map[string]int
+	// remote watches the other DCs, by name, while this node is a gateway.
+	remote          map[string]*dcWatch
 	leaving         bool
 	leaveRoundsLeft int
+	// stopped: the node announced a shutdown and went quiet.
+	stopped bool
+	// synced: EventSynced was reported.
+	synced bool
+	// firstTick is when the core ran its first round (ticked says it has).
+	firstTick time.Duration
+	ticked    bool
 }
 
 // New starts a node that will join through cfg.Seeds.
@@ -154,12 +216,13 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
-	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 {
+	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 {
 		return nil, fmt.Errorf("ferry: %w: options %+v", membership.ErrBadConfig, opts)
 	}
 	c := &Core{
 		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg),
 		entries: make(map[string]*entry), watched: make(map[string]*watch), wanMisses: make(map[string]int),
+		remote: make(map[string]*dcWatch),
 	}
 	c.self = &entry{ring: ringHash(cfg.ID)}
 	c.self.state = c.local.EndpointState
@@ -213,8 +276,9 @@ func (c *Core) insert(e *entry, dc string) {
 // ownDC is the node's own DC view.
 func (c *Core) ownDC() *dcView { return c.self.dc }
 
-// quiet reports whether the node has left and stopped gossiping.
-func (c *Core) quiet() bool { return c.leaving && c.leaveRoundsLeft <= 0 }
+// quiet reports whether the node has left or shut down and stopped
+// gossiping.
+func (c *Core) quiet() bool { return c.stopped || (c.leaving && c.leaveRoundsLeft <= 0) }
 
 // isGateway reports whether this node carries its DC's cross-DC traffic.
 func (c *Core) isGateway() bool {
@@ -231,8 +295,9 @@ func event(r *membership.Ready, kind membership.EventKind, e *entry) {
 	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.state.ID, Generation: e.state.Generation})
 }
 
-// Tick runs one round: join, heartbeats, failure checks, anti-entropy
-// inside the DC, summaries to other DCs (gateways only), removals.
+// Tick runs one round: join, heartbeats, failure checks (of other DCs too,
+// at gateways), anti-entropy inside the DC, summaries to other DCs
+// (gateways only), removals.
 func (c *Core) Tick(now time.Duration) membership.Ready {
 	var r membership.Ready
 	if c.quiet() {
@@ -241,14 +306,23 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 	if c.leaving {
 		c.leaveRoundsLeft--
 	}
+	if !c.ticked {
+		c.firstTick, c.ticked = now, true
+	}
 	if !c.joined {
 		send(&r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.state})
 		return r
+	}
+	if len(c.seeds) == 0 {
+		// No other seed to learn the cluster from: this node's view is the
+		// cluster's.
+		c.markSynced(c.self, &r)
 	}
 	c.joinUnknownSeeds(&r)
 	c.heartbeat(&r)
 	c.expectPredecessors(now)
 	c.checkWatched(now, &r)
+	c.watchRemoteDCs(now, &r)
 	c.gossip(&r)
 	if c.isGateway() {
 		c.wanRound(&r)
@@ -321,8 +395,8 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 	for _, id := range ids {
 		w := c.watched[id]
 		e := c.entries[id]
-		if e == nil || e.state.Generation != w.generation || e.isLeft {
-			if e == nil || e.state.Generation > w.generation || e.isLeft {
+		if e == nil || e.state.Generation != w.generation || e.isLeft || e.isShutdown {
+			if e == nil || e.state.Generation > w.generation || e.isLeft || e.isShutdown {
 				delete(c.watched, id)
 			}
 			continue
@@ -359,6 +433,81 @@ func (c *Core) convict(now time.Duration, e *entry, w *watch, r *membership.Read
 	w.convictedAt = max(w.maxVersion, e.maxVersion)
 	c.learn(now, Delta{State: e.state, DeadAt: w.convictedAt}, false, r)
 	c.originate(e, r)
+}
+
+// watchRemoteDCs runs a gateway's watch of every other DC (see dcWatch): a
+// DC silent for as long as a monitor lets a node be silent is probed, and
+// convicted after ProbeAttempts rounds of probes that no member answers. A
+// node that is not a gateway sends no summaries across, so it expects no
+// answers and watches nothing.
+func (c *Core) watchRemoteDCs(now time.Duration, r *membership.Ready) {
+	if !c.isGateway() {
+		clear(c.remote)
+		return
+	}
+	for _, v := range c.dcs {
+		if v == c.ownDC() {
+			continue
+		}
+		w := c.remote[v.name]
+		if !v.anyLive() {
+			// Nothing left to convict; a member that comes back (a restart,
+			// a refutation after a partition) starts a fresh watch.
+			delete(c.remote, v.name)
+			continue
+		}
+		if w == nil {
+			// Expect the DC from now on, as a monitor expects a settled
+			// predecessor, even before hearing from it.
+			w = &dcWatch{}
+			w.window.Report(now, c.opts.Phi)
+			c.remote[v.name] = w
+			continue
+		}
+		w.heard = false
+		if w.probes == 0 && !w.window.Convicted(now, c.opts.Phi) {
+			continue
+		}
+		live := v.firstLive(len(v.members), nil)
+		if w.probes >= c.opts.ProbeAttempts {
+			c.convictDC(now, live, r)
+			delete(c.remote, v.name)
+			continue
+		}
+		if w.probes == 1 {
+			for _, e := range live {
+				event(r, membership.EventSuspect, e)
+			}
+		}
+		for _, e := range spread(live, c.opts.DCProbes, w.probes) {
+			// Seq 0 matches no watch of a monitor: any answer from the DC
+			// clears the DC's watch, whoever sends it.
+			send(r, e.state.ID, &Probe{})
+		}
+		w.probes++
+	}
+}
+
+// spread picks up to k of members evenly over the ring, shifted by round so
+// that successive rounds probe other members.
+func spread(members []*entry, k, round int) []*entry {
+	n := len(members)
+	k = min(k, n)
+	out := make([]*entry, 0, k)
+	for i := range k {
+		out = append(out, members[(i*n/k+round)%n])
+	}
+	return out
+}
+
+// convictDC declares every live member of a silent DC dead at the newest
+// version known of it. The verdict spreads in this DC as a rumour; it is
+// not ferried on: every other DC's gateways judge the silent DC themselves.
+func (c *Core) convictDC(now time.Duration, live []*entry, r *membership.Ready) {
+	for _, e := range live {
+		c.learn(now, Delta{State: e.state, DeadAt: e.maxVersion}, false, r)
+		c.markHot(e)
+	}
 }
 
 // originate makes a change that started here travel: pushed in this DC and
@@ -462,10 +611,16 @@ func (c *Core) wanRound(r *membership.Ready) {
 	}
 }
 
-// remoteTarget picks a node of another DC to talk to.
+// remoteTarget picks a node of another DC to talk to. When every member
+// of that DC is down here (it went dark, or a WAN partition made it look
+// so) the gateways keep calling on its members all the same, so that the
+// two sides find each other again once it is back.
 func (c *Core) remoteTarget(v *dcView) *entry {
 	width := c.opts.Gateways << min(c.wanMisses[v.name]/3, 8)
 	candidates := v.firstLive(width, nil)
+	if len(candidates) == 0 {
+		candidates = v.members[:min(width, len(v.members))]
+	}
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -525,26 +680,39 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	if c.quiet() {
 		return r
 	}
+	remote := false
 	if e := c.entries[from]; e != nil && e.dc != c.ownDC() {
-		c.wanMisses[e.dc.name] = 0
+		remote = true
+		// A probe's answer shows that the DC is up, not that the members
+		// this node sends its summaries to answer them.
+		if _, ack := m.(*ProbeAck); !ack {
+			c.wanMisses[e.dc.name] = 0
+		}
+		if w := c.remote[e.dc.name]; w != nil {
+			w.hear(now, c.opts.Phi)
+		}
 	}
 	switch m := m.(type) {
 	case *Summary:
-		c.learnAll(now, m.Hot, &r)
+		c.learnAll(now, m.Hot, remote, &r)
 		c.onSummary(from, m, &r)
 	case *Buckets:
+		if len(m.DCs) == 0 {
+			// The answer to a summary that matched: this view is theirs.
+			c.markSynced(c.entries[from], &r)
+		}
 		c.onBuckets(from, m, &r)
 	case *Digests:
 		c.onDigests(from, m, &r)
 	case *Deltas:
-		c.learnAll(now, m.Entries, &r)
+		c.learnAll(now, m.Entries, remote, &r)
 		if len(m.Requests) > 0 {
 			if reply := c.answer(m.Requests); len(reply) > 0 {
 				send(&r, from, &Deltas{Entries: reply})
 			}
 		}
 	case *Push:
-		c.learnAll(now, m.Entries, &r)
+		c.learnAll(now, m.Entries, remote, &r)
 	case *Heartbeat:
 		c.onHeartbeat(now, from, m)
 	case *Probe:
@@ -565,8 +733,9 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 			c.learn(now, d, false, &r)
 		}
 		c.joined = true
+		c.markSynced(c.entries[from], &r)
 	case *Redirect:
-		if len(m.Gateways) > 0 && !c.joined {
+		if len(m.Gateways) > 0 && (!c.joined || c.lost(now)) {
 			for _, g := range m.Gateways {
 				c.learn(now, g, false, &r) // so that the driver can reach them
 			}
@@ -594,9 +763,37 @@ func (c *Core) onSummary(from string, m *Summary, r *membership.Ready) {
 			reply.DCs = append(reply.DCs, c.bucketsOf(v.name))
 		}
 	}
+	if len(reply.DCs) == 0 {
+		// The sender's view is this node's: whatever it learned from, it
+		// now knows what a member of the cluster knows.
+		c.markSynced(c.entries[from], r)
+	}
 	if len(reply.DCs) > 0 || m.Reply {
 		send(r, from, &reply)
 	}
+}
+
+// lost reports whether this node is a seed that has run for syncPatience
+// without meeting the cluster. A seed counts as joined from its first round
+// so that it can admit others, and at a cluster's start the others come to
+// it; a seed that restarts, or joins a running cluster, finds nobody coming
+// (its old self is dead to them, its new self unknown) and, as long as it
+// ignores redirects, no seed admits it. Once lost it follows redirects like
+// any joiner, so that its DC admits it and sends it the cluster's state.
+func (c *Core) lost(now time.Duration) bool {
+	return !c.synced && c.ticked && now-c.firstTick >= syncPatience
+}
+
+// markSynced reports EventSynced, once: this node's view is now (at least)
+// that of from, a member already in the cluster. A node that joins gets it
+// with its Welcome; a seed, which admits others before it knows anyone, gets
+// it once a summary shows that its view matches another member's.
+func (c *Core) markSynced(from *entry, r *membership.Ready) {
+	if c.synced || from == nil {
+		return
+	}
+	c.synced = true
+	event(r, membership.EventSynced, from)
 }
 
 // bucketsOf is the bucket hashes of a DC (all zero when unknown).
@@ -741,11 +938,32 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	send(r, from, welcome)
 }
 
-// learnAll folds in a list of deltas.
-func (c *Core) learnAll(now time.Duration, deltas []Delta, r *membership.Ready) {
+// learnAll folds in a list of deltas; remote says they came from another
+// DC.
+func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membership.Ready) {
 	for _, d := range deltas {
+		if remote {
+			d = c.screen(d, r)
+		}
 		c.learn(now, d, true, r)
 	}
+}
+
+// screen keeps another DC's verdict from killing a live member of this
+// node's own DC. Another DC convicts this DC's members only when it hears
+// nothing from the whole DC (a WAN partition, seen from the other side);
+// the member's own monitors, one LAN hop away, know better. The notice goes
+// on to the member itself: alive, it refutes it, and the refutation tells
+// the other DC it was wrong; dead, its monitors convict it anyway.
+func (c *Core) screen(d Delta, r *membership.Ready) Delta {
+	e := c.entries[d.State.ID]
+	if e == nil || e == c.self || e.dc != c.ownDC() || !e.live() || d.State.Generation != e.state.Generation ||
+		d.DeadAt < max(e.maxVersion, d.State.MaxVersion()) {
+		return d
+	}
+	send(r, e.state.ID, &Push{Entries: []Delta{d}})
+	d.DeadAt = 0
+	return d
 }
 
 // learn folds one delta into the tables and reports what changed; with
@@ -767,8 +985,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 			return nil // a partial delta for a member we do not know
 		}
 		e = &entry{state: s, maxVersion: s.MaxVersion(), deadAt: d.DeadAt, ring: ringHash(s.ID), changedAt: now}
-		status, _ := s.Value(membership.KeyStatus)
-		e.isLeft = status == string(membership.StatusLeft)
+		e.setStatus()
 		c.insert(e, dc)
 		if e.live() {
 			event(r, membership.EventJoined, e)
@@ -780,7 +997,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		}
 		return e
 	}
-	wasDead, wasLeft := e.dead(), e.isLeft
+	wasDown, wasLeft := e.down(), e.isLeft
 	merged := e.state.Merge(s)
 	deadAt := e.deadAt
 	switch {
@@ -795,12 +1012,11 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	e.deadAt = deadAt
 	e.changedAt = now
 	e.maxVersion = e.state.MaxVersion()
-	status, _ := e.state.Value(membership.KeyStatus)
-	e.isLeft = status == string(membership.StatusLeft)
+	e.setStatus()
 	e.dc.rehash(e)
 	if merged.Restarted {
 		event(r, membership.EventRestarted, e)
-		wasDead, wasLeft = false, false
+		wasDown, wasLeft = false, false
 	}
 	for _, v := range merged.Changed {
 		if !merged.Restarted {
@@ -811,10 +1027,11 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	case e.isLeft && !wasLeft:
 		event(r, membership.EventLeft, e)
 		c.markDown(now, e)
-	case e.dead() && !wasDead:
+	case e.down() && !wasDown:
+		// Convicted, or shut down: either way peers must not count on it.
 		event(r, membership.EventDead, e)
 		c.markDown(now, e)
-	case !e.dead() && wasDead && !merged.Restarted:
+	case !e.down() && wasDown && !merged.Restarted:
 		event(r, membership.EventAlive, e)
 	}
 	if spread {
@@ -854,8 +1071,7 @@ func (c *Core) refute(d Delta, r *membership.Ready) {
 func (c *Core) syncSelf() {
 	c.self.state = c.local.EndpointState
 	c.self.maxVersion = c.local.MaxVersion()
-	status, _ := c.self.state.Value(membership.KeyStatus)
-	c.self.isLeft = status == string(membership.StatusLeft)
+	c.self.setStatus()
 	c.self.dc.rehash(c.self)
 }
 
@@ -873,7 +1089,7 @@ func (c *Core) SetAppState(_ time.Duration, key, value string) membership.Ready 
 // monitors told to stop watching, gossip for LeaveRounds more rounds.
 func (c *Core) Leave(_ time.Duration) membership.Ready {
 	var r membership.Ready
-	if c.leaving {
+	if c.leaving || c.stopped {
 		return r
 	}
 	c.leaving = true
@@ -883,6 +1099,41 @@ func (c *Core) Leave(_ time.Duration) membership.Ready {
 	c.originate(c.self, &r)
 	c.heartbeat(&r)
 	c.flush(&r)
+	return r
+}
+
+// Shutdown announces that the node is stopping and goes quiet: status
+// shutdown, pushed at once to every live member of its DC (its monitors and
+// gateways among them, so nobody there waits for a failure detector) and,
+// when it was a gateway itself, to one node of each other DC as a gateway
+// ferries a change. Other DCs' gateways spread it in their DCs as a rumour.
+// Unlike Leave it keeps the node in the cluster: peers hold it down until
+// it restarts with a newer generation.
+func (c *Core) Shutdown(_ time.Duration) membership.Ready {
+	var r membership.Ready
+	if c.leaving || c.stopped {
+		return r
+	}
+	wasGateway := c.isGateway()
+	c.local.Set(membership.KeyStatus, string(membership.StatusShutdown))
+	c.syncSelf()
+	push := &Push{Entries: []Delta{c.self.delta()}}
+	for _, e := range c.ownDC().members {
+		if e != c.self && e.live() {
+			send(&r, e.state.ID, push)
+		}
+	}
+	if wasGateway {
+		for _, v := range c.dcs {
+			if v == c.ownDC() {
+				continue
+			}
+			if t := c.remoteTarget(v); t != nil {
+				send(&r, t.state.ID, push)
+			}
+		}
+	}
+	c.stopped = true
 	return r
 }
 

@@ -2,11 +2,15 @@ package ferry
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/simcluster"
+	"github.com/kuradb/kura/sim"
 )
 
 func newCore(t *testing.T, id, dc string, seeds ...string) *Core {
@@ -198,5 +202,398 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	_, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1, Rand: rand.New(rand.NewPCG(1, 1))}, opts)
 	if !errors.Is(err, membership.ErrBadConfig) {
 		t.Fatalf("err = %v, want ErrBadConfig", err)
+	}
+}
+
+// know makes c learn the members' states, as from a push inside its DC.
+func know(c *Core, now time.Duration, members ...*Core) {
+	var p Push
+	for _, m := range members {
+		p.Entries = append(p.Entries, m.self.delta())
+	}
+	c.Step(now, c.ID(), &p)
+}
+
+func kindsAbout(r membership.Ready, id string) []membership.EventKind {
+	var out []membership.EventKind
+	for _, e := range r.Events {
+		if e.ID == id {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+// probesTo counts the probes in r addressed to id.
+func probesTo(r membership.Ready, id string) int {
+	n := 0
+	for _, o := range r.Messages {
+		if o.To == id && o.Msg.Kind() == "probe" {
+			n++
+		}
+	}
+	return n
+}
+
+// lonePair is a1, the gateway of DC a, which has heard from c1, alone in DC
+// c, every round for ten rounds; it returns the time of the last round.
+func lonePair(t *testing.T) (g, lone *Core, last time.Duration) {
+	t.Helper()
+	g, lone = newCore(t, "a1", "a", "a1"), newCore(t, "c1", "c", "a1")
+	know(g, 0, lone)
+	for i := 1; i <= 10; i++ {
+		last = time.Duration(i) * time.Second
+		g.Tick(last)
+		// c1's answer to a1's summary, a little later in the round.
+		g.Step(last+100*time.Millisecond, "c1", &Buckets{})
+	}
+	return g, lone, last
+}
+
+func TestGatewayConvictsANodeAloneInItsDC(t *testing.T) {
+	g, _, last := lonePair(t)
+	heardAt := last + 100*time.Millisecond
+	var probedAt, suspectedAt, deadAt time.Duration
+	for now := last + time.Second; now < last+30*time.Second && deadAt == 0; now += time.Second {
+		r := g.Tick(now)
+		if probesTo(r, "c1") > 0 && probedAt == 0 {
+			probedAt = now
+		}
+		for _, k := range kindsAbout(r, "c1") {
+			switch k {
+			case membership.EventSuspect:
+				suspectedAt = now
+			case membership.EventDead:
+				deadAt = now
+			}
+		}
+	}
+	// The monitors' schedule: phi passes 8 about 4.3 s after the last
+	// arrival, suspicion one round after the first probe, conviction after
+	// three unanswered probe rounds.
+	if silence := probedAt - heardAt; silence < 4*time.Second || silence > 5500*time.Millisecond {
+		t.Fatalf("first probe of the silent DC after %v of silence", silence)
+	}
+	if suspectedAt != probedAt+time.Second || deadAt != probedAt+3*time.Second {
+		t.Fatalf("probe %v, suspect %v, dead %v", probedAt, suspectedAt, deadAt)
+	}
+	if m, _ := g.Member("c1"); m.Alive {
+		t.Fatal("convicted lone node still alive")
+	}
+	// Its DC is dark now: nothing left to watch, yet the gateway keeps
+	// sending it its summary, so that it is found again when it is back.
+	r := g.Tick(deadAt + time.Second)
+	if _, watching := g.remote["c"]; watching {
+		t.Fatal("still watching a DC with no live member")
+	}
+	sent := false
+	for _, o := range r.Messages {
+		sent = sent || (o.To == "c1" && o.Msg.Kind() == "summary")
+	}
+	if !sent {
+		t.Fatalf("no summary to the dark DC: %+v", r.Messages)
+	}
+}
+
+func TestAnsweredDCProbeIsNoSuspicion(t *testing.T) {
+	g, lone, last := lonePair(t)
+	misses := 0
+	for now := last + time.Second; now < last+40*time.Second; now += time.Second {
+		r := g.Tick(now)
+		if k := kindsAbout(r, "c1"); len(k) > 0 {
+			t.Fatalf("at %v: events about a DC that answers its probes: %v", now, k)
+		}
+		for _, o := range r.Messages {
+			if o.To == "c1" && o.Msg.Kind() == "probe" {
+				misses = g.wanMisses["c"]
+				g.Step(now+100*time.Millisecond, "c1", only(t, lone.Step(now, "a1", o.Msg)).Msg)
+				if g.wanMisses["c"] != misses {
+					// A probe's answer shows the DC is up, not that the node
+					// the summaries go to answers them.
+					t.Fatal("a probe's answer reset the unanswered summaries")
+				}
+			}
+		}
+	}
+	if misses == 0 {
+		t.Fatal("the silent DC was never probed")
+	}
+}
+
+func TestOnlyGatewaysWatchOtherDCs(t *testing.T) {
+	ids := []string{"a1", "a2", "a3"}
+	gws := Gateways(ids, DefaultOptions.Gateways)
+	var other *Core
+	cores := map[string]*Core{}
+	for _, id := range ids {
+		cores[id] = newCore(t, id, "a", "a1")
+		if !slices.Contains(gws, id) {
+			other = cores[id]
+		}
+	}
+	lone := newCore(t, "c1", "c", "a1")
+	know(other, 0, cores["a1"], cores["a2"], cores["a3"], lone)
+	for now := time.Second; now < time.Minute; now += time.Second {
+		r := other.Tick(now)
+		if probesTo(r, "c1") > 0 || len(kindsAbout(r, "c1")) > 0 {
+			t.Fatalf("a node that is not a gateway watched another DC: %+v", r)
+		}
+		// Its DC's other members, silent otherwise, answer its probes, so it
+		// stays a node that is not a gateway.
+		for _, o := range r.Messages {
+			if p, ok := o.Msg.(*Probe); ok {
+				other.Step(now, o.To, &ProbeAck{Seq: p.Seq, Monitored: true})
+			}
+		}
+	}
+	if len(other.remote) != 0 {
+		t.Fatalf("non-gateway watches %v", other.remote)
+	}
+}
+
+func TestAnotherDCsVerdictGoesToTheMember(t *testing.T) {
+	a1, a2, a3, b1 := newCore(t, "a1", "a", "a1"), newCore(t, "a2", "a", "a1"), newCore(t, "a3", "a", "a1"), newCore(t, "b1", "b", "a1")
+	know(a1, 0, a2, a3, b1)
+	notice := &Push{Entries: []Delta{{State: a2.self.state, DeadAt: a2.self.maxVersion}}}
+
+	// From b1 (another DC, which could only have found a's whole DC
+	// silent): a1 keeps a2 alive and hands the notice to a2, which refutes.
+	r := a1.Step(time.Second, "b1", notice)
+	if m, _ := a1.Member("a2"); !m.Alive || len(kindsAbout(r, "a2")) != 0 {
+		t.Fatalf("a verdict from another DC killed a live member of a1's DC: %+v, events %v", m, r.Events)
+	}
+	var forwarded membership.Message
+	for _, o := range r.Messages {
+		if o.To == "a2" && o.Msg.Kind() == "push" {
+			forwarded = o.Msg
+		}
+	}
+	if forwarded == nil {
+		t.Fatalf("the notice did not go to a2: %+v", r.Messages)
+	}
+	before := a2.self.maxVersion
+	a2.Step(time.Second, "a1", forwarded)
+	if a2.self.maxVersion <= before {
+		t.Fatal("a2 did not refute the notice handed to it")
+	}
+
+	// From a3, a member of a1's own DC (its monitor), the verdict stands.
+	r = a1.Step(2*time.Second, "a3", notice)
+	if m, _ := a1.Member("a2"); m.Alive || !hasEvent(r, membership.EventDead, "a2") {
+		t.Fatalf("a monitor's verdict did not stand: %+v", m)
+	}
+}
+
+func TestShutdownTellsItsDCAndGoesQuiet(t *testing.T) {
+	byID := map[string]*Core{}
+	var cores []*Core
+	for _, id := range []string{"a1", "a2", "a3", "b1"} {
+		byID[id] = newCore(t, id, id[:1], "a1")
+		cores = append(cores, byID[id])
+	}
+	for _, c := range cores {
+		know(c, 0, cores...)
+	}
+	// Fifteen rounds of heartbeats: every node of a has its monitors.
+	for now := time.Second; now <= 15*time.Second; now += time.Second {
+		for _, c := range cores {
+			for _, o := range c.Tick(now).Messages {
+				if hb, ok := o.Msg.(*Heartbeat); ok {
+					byID[o.To].Step(now, c.ID(), hb)
+				}
+			}
+		}
+	}
+	// The gateway of a shuts down.
+	x := byID[Gateways([]string{"a1", "a2", "a3"}, DefaultOptions.Gateways)[0]]
+	var monitor *Core
+	for _, c := range cores {
+		if c != x && c.watched[x.ID()] != nil {
+			monitor = c
+		}
+	}
+	if monitor == nil {
+		t.Fatalf("nobody watches %s", x.ID())
+	}
+	r := x.Shutdown(16 * time.Second)
+	to := map[string]bool{}
+	for _, o := range r.Messages {
+		to[o.To] = true
+		if p, ok := o.Msg.(*Push); !ok || len(p.Entries) != 1 || p.Entries[0].State.ID != x.ID() {
+			t.Fatalf("shutdown sent %+v", o)
+		}
+	}
+	// Its DC at once, and, as it was a gateway, the other DC too.
+	if len(to) != 3 || !to["b1"] {
+		t.Fatalf("shutdown told %v", to)
+	}
+	for _, c := range cores {
+		if c == x {
+			continue
+		}
+		got := c.Step(16*time.Second, x.ID(), r.Messages[0].Msg)
+		if !hasEvent(got, membership.EventDead, x.ID()) {
+			t.Fatalf("%s not told %s is down: %v", c.ID(), x.ID(), got.Events)
+		}
+		if m, _ := c.Member(x.ID()); m.Alive || m.Status != membership.StatusShutdown {
+			t.Fatalf("%s sees %s as %+v", c.ID(), x.ID(), m)
+		}
+	}
+	if r := x.Tick(17 * time.Second); len(r.Messages) != 0 {
+		t.Fatalf("a shut-down node still sends %+v", r.Messages)
+	}
+	if r := x.Leave(17 * time.Second); len(r.Messages) != 0 {
+		t.Fatal("a shut-down node announced a leave")
+	}
+	// Its monitor drops the watch: no probe, no suspicion, however long it
+	// stays silent.
+	for now := 17 * time.Second; now < time.Minute; now += time.Second {
+		r := monitor.Tick(now)
+		if probesTo(r, x.ID()) > 0 || len(kindsAbout(r, x.ID())) > 0 {
+			t.Fatalf("at %v %s still watches the shut-down %s: %+v", now, monitor.ID(), x.ID(), r)
+		}
+	}
+}
+
+func TestSynced(t *testing.T) {
+	// Alone: synced in the first round.
+	alone := newCore(t, "a1", "a", "a1")
+	if k := kindsAbout(alone.Tick(time.Second), "a1"); len(k) != 1 || k[0] != membership.EventSynced {
+		t.Fatalf("lone seed's first round: %v", k)
+	}
+	if k := kindsAbout(alone.Tick(2*time.Second), "a1"); len(k) != 0 {
+		t.Fatalf("synced twice: %v", k)
+	}
+
+	// A joiner: with the seed's Welcome.
+	seed, joiner := newCore(t, "a1", "a", "a1", "b1"), newCore(t, "a2", "a", "a1")
+	r := seed.Step(time.Second, "a2", only(t, joiner.Tick(time.Second)).Msg)
+	if hasEvent(r, membership.EventSynced, "a2") {
+		t.Fatal("admitting a joiner synced the seed")
+	}
+	var welcome membership.Message
+	for _, o := range r.Messages {
+		if o.Msg.Kind() == "welcome" {
+			welcome = o.Msg
+		}
+	}
+	if !hasEvent(joiner.Step(time.Second, "a1", welcome), membership.EventSynced, "a1") {
+		t.Fatal("the Welcome did not sync the joiner")
+	}
+
+	// A seed with another seed: once a summary shows its view is a peer's.
+	if hasEvent(seed.Tick(2*time.Second), membership.EventSynced, "a1") {
+		t.Fatal("a seed with another seed synced on its own")
+	}
+	if hasEvent(seed.Step(3*time.Second, "a2", &Summary{Sums: []DCSum{{DC: "a"}}}), membership.EventSynced, "a2") {
+		t.Fatal("synced on a summary that differs")
+	}
+	if !hasEvent(seed.Step(3*time.Second, "a2", &Summary{Sums: joiner.sums()}), membership.EventSynced, "a2") {
+		t.Fatal("a matching summary did not sync the seed")
+	}
+}
+
+func TestLostSeedFollowsRedirects(t *testing.T) {
+	b1 := newCore(t, "b1", "b", "a1", "b1")
+	b2 := newCore(t, "b2", "b", "a1")
+	redirect := &Redirect{Gateways: []Delta{b2.self.delta()}}
+	b1.Tick(time.Second) // its first round; a seed counts as joined
+	if r := b1.Step(2*time.Second, "a1", redirect); len(r.Messages) != 0 {
+		t.Fatalf("a seed just started followed a redirect: %+v", r.Messages)
+	}
+	r := b1.Step(time.Second+syncPatience, "a1", redirect)
+	if join := only(t, r); join.To != "b2" || join.Msg.Kind() != "join" {
+		t.Fatalf("a seed lost for %v answered a redirect with %+v", syncPatience, join)
+	}
+}
+
+// detectBound is what docs/gossip.md promises for a node that stops, inside
+// its DC or across: conviction at most 8.3 s after the crash (phi passes 8
+// about 4.3 s after the last heartbeat, then three probe rounds) plus the
+// WAN latency, and a few rounds for the verdict to reach every live node.
+const detectBound = 10 * time.Second
+
+// downTimes runs a cluster until every running node holds each victim down
+// or the bound has passed twice over, and returns, per victim, how long
+// after now the last observer took.
+func downTimes(t *testing.T, c *simcluster.Cluster, seen map[string]map[string]time.Duration, victims []string) map[string]time.Duration {
+	t.Helper()
+	start := c.Sim().Now()
+	for _, v := range victims {
+		seen[v] = map[string]time.Duration{}
+	}
+	c.Sim().RunFor(2 * detectBound)
+	out := map[string]time.Duration{}
+	for _, v := range victims {
+		for _, o := range c.Live() {
+			at, ok := seen[v][o]
+			if !ok {
+				t.Fatalf("%s never held %s down", o, v)
+			}
+			out[v] = max(out[v], at-start)
+		}
+	}
+	return out
+}
+
+// TestCrossDCDetectionWithinTheBound checks the bound of docs/gossip.md on
+// several seeds: a node alone in its DC, a whole DC going dark, and, for
+// comparison, a node inside a DC.
+func TestCrossDCDetectionWithinTheBound(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			seen := map[string]map[string]time.Duration{}
+			c, err := simcluster.New(simcluster.Config{
+				Protocol: Protocol, Seed: seed, DCs: []string{"a", "b", "c"}, Seeds: []string{"a1", "b1", "c1"},
+				Links: sim.UniformLinks{
+					Local:  sim.LinkSpec{Latency: 100 * time.Microsecond},
+					Remote: sim.LinkSpec{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond},
+				},
+				Wire: sim.TCPIPv4,
+				OnEvent: func(now time.Duration, observer string, e membership.Event) {
+					if e.Kind == membership.EventSuspect || e.Kind == membership.EventDead {
+						if seen[e.ID] == nil {
+							t.Fatalf("at %v %s suspects %s, which runs", now, observer, e.ID)
+						}
+						if _, ok := seen[e.ID][observer]; !ok && e.Kind == membership.EventDead {
+							seen[e.ID][observer] = now
+						}
+					}
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "b1", "b2", "b3", "b4", "b5", "b6", "c1"} {
+				if err := c.Start(id, id[:1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, ok := c.RunUntilConverged(time.Minute); !ok {
+				t.Fatal(c.Disagreement())
+			}
+			// A minute of health, with phases spread by the seed.
+			c.Sim().RunFor(time.Minute + time.Duration(seed)*137*time.Millisecond)
+
+			check := func(what string, victims ...string) {
+				for _, v := range victims {
+					if err := c.Crash(v); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for v, took := range downTimes(t, c, seen, victims) {
+					t.Logf("%s: %s down everywhere after %v", what, v, took)
+					if took > detectBound {
+						t.Errorf("%s: %s held down by all only after %v, bound %v", what, v, took, detectBound)
+					}
+				}
+				if _, ok := c.RunUntilConverged(time.Second); !ok {
+					t.Fatalf("%s: %s", what, c.Disagreement())
+				}
+			}
+			check("inside a DC", "a4")
+			check("alone in its DC", "c1")
+			check("a DC dark", "b1", "b2", "b3", "b4", "b5", "b6")
+		})
 	}
 }

@@ -109,6 +109,16 @@ func (v *dcView) firstLive(k int, except *entry) []*entry {
 	return out
 }
 
+// anyLive reports whether the DC has a live member.
+func (v *dcView) anyLive() bool {
+	for _, e := range v.members {
+		if e.live() {
+			return true
+		}
+	}
+	return false
+}
+
 // successors returns the next k live members after e on the ring.
 func (v *dcView) successors(e *entry, k int) []*entry {
 	var out []*entry

@@ -40,6 +40,8 @@ type endpoint struct {
 	maxVersion uint64
 	alive      bool
 	left       bool
+	// shutdown: the member announced a shutdown; down until it restarts.
+	shutdown bool
 	// downSince is when the member was convicted or left, for eviction.
 	downSince time.Duration
 	window    membership.ArrivalWindow
@@ -68,6 +70,12 @@ type Core struct {
 	// leaveRoundsLeft counts down after Leave; quiet once it reaches 0.
 	leaving         bool
 	leaveRoundsLeft int
+	// stopped: the node announced a shutdown and went quiet.
+	stopped bool
+	// synced: EventSynced was reported; syncWith holds, until then, the
+	// members whose SYN listed this node and whose ACK2 is awaited.
+	synced   bool
+	syncWith map[string]bool
 }
 
 // New starts a node that will join through cfg.Seeds.
@@ -75,7 +83,8 @@ func New(cfg membership.Config) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("scuttlebutt: %w", err)
 	}
-	c := &Core{cfg: cfg, local: membership.NewLocalState(cfg), seedSet: make(map[string]bool), phi: membership.CassandraPhi}
+	c := &Core{cfg: cfg, local: membership.NewLocalState(cfg), seedSet: make(map[string]bool), phi: membership.CassandraPhi,
+		syncWith: make(map[string]bool)}
 	for _, s := range cfg.Seeds {
 		if s != cfg.ID && !c.seedSet[s] {
 			c.seeds = append(c.seeds, s)
@@ -102,8 +111,9 @@ func (c *Core) syncSelf() {
 	}
 }
 
-// quiet reports whether the node has left and stopped gossiping.
-func (c *Core) quiet() bool { return c.leaving && c.leaveRoundsLeft <= 0 }
+// quiet reports whether the node has left or shut down and stopped
+// gossiping.
+func (c *Core) quiet() bool { return c.stopped || (c.leaving && c.leaveRoundsLeft <= 0) }
 
 // find returns the index of id in endpoints, or where it would go.
 func (c *Core) find(id string) (int, bool) {
@@ -119,6 +129,11 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 	}
 	if c.leaving {
 		c.leaveRoundsLeft--
+	}
+	if len(c.seeds) == 0 {
+		// No other seed to learn the cluster from: this node's view is the
+		// cluster's.
+		c.markSynced(c.self, &r)
 	}
 	c.local.Beat()
 	c.syncSelf()
@@ -226,14 +241,44 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	}
 	switch m := m.(type) {
 	case *Syn:
-		r.Messages = append(r.Messages, membership.Outbound{To: from, Msg: c.ack(m)})
+		ack := c.ack(m)
+		if !c.synced && c.listsSelf(m) {
+			c.syncWith[from] = true
+		}
+		r.Messages = append(r.Messages, membership.Outbound{To: from, Msg: ack})
 	case *Ack:
 		c.apply(now, m.States, &r)
 		r.Messages = append(r.Messages, membership.Outbound{To: from, Msg: c.ack2(m)})
 	case *Ack2:
 		c.apply(now, m.States, &r)
+		// The last leg of an exchange the sender opened with a digest of
+		// every member it knows, this node among them: this node has asked
+		// for what it lacked, so it knows what a member of the cluster
+		// knew. (An ACK never carries that view: Cassandra answers a SYN
+		// about the members it lists only, so a joining node learns the
+		// cluster when others gossip to it.)
+		if i, ok := c.find(from); ok && c.syncWith[from] {
+			c.markSynced(c.endpoints[i], &r)
+		}
 	}
 	return r
+}
+
+// listsSelf reports whether a SYN's digest names this node at its current
+// generation: the sender learned of it through the cluster, so its view is
+// the cluster's, not a fresh joiner's that knows nobody.
+func (c *Core) listsSelf(syn *Syn) bool {
+	i := sort.Search(len(syn.Digests), func(i int) bool { return syn.Digests[i].ID >= c.cfg.ID })
+	return i < len(syn.Digests) && syn.Digests[i].ID == c.cfg.ID && syn.Digests[i].Generation == c.self.state.Generation
+}
+
+// markSynced reports EventSynced, once.
+func (c *Core) markSynced(from *endpoint, r *membership.Ready) {
+	if c.synced {
+		return
+	}
+	c.synced, c.syncWith = true, nil
+	r.Events = append(r.Events, membership.Event{Kind: membership.EventSynced, ID: from.state.ID, Generation: from.state.Generation})
 }
 
 // ack compares a SYN's digests with what this node knows (both sorted by
@@ -313,11 +358,12 @@ func (c *Core) apply(now time.Duration, states []membership.EndpointState, r *me
 		c.digests[i] = ep.digest()
 		if merged.Restarted {
 			ep.window = membership.ArrivalWindow{}
-			ep.alive, ep.left = true, false
+			ep.alive, ep.left, ep.shutdown = true, false, false
 			r.Events = append(r.Events, membership.Event{Kind: membership.EventRestarted, ID: s.ID, Generation: s.Generation})
 		}
 		ep.window.Report(now, c.phi)
-		if !ep.alive && !ep.left {
+		// News of a shutdown is no sign of life.
+		if !ep.alive && !ep.left && !ep.shutdown && !statusIs(&ep.state, membership.StatusShutdown) {
 			ep.alive = true
 			r.Events = append(r.Events, membership.Event{Kind: membership.EventAlive, ID: s.ID, Generation: s.Generation})
 		}
@@ -330,13 +376,27 @@ func (c *Core) apply(now time.Duration, states []membership.EndpointState, r *me
 	}
 }
 
-// noteStatus marks a member that announced it left.
+// noteStatus marks a member that announced it left, or that it shut down.
 func (c *Core) noteStatus(now time.Duration, ep *endpoint, r *membership.Ready) {
-	if status, _ := ep.state.Value(membership.KeyStatus); status == string(membership.StatusLeft) && !ep.left {
+	switch {
+	case statusIs(&ep.state, membership.StatusLeft) && !ep.left:
 		ep.left = true
 		ep.downSince = now
 		r.Events = append(r.Events, membership.Event{Kind: membership.EventLeft, ID: ep.state.ID, Generation: ep.state.Generation})
+	case statusIs(&ep.state, membership.StatusShutdown) && !ep.shutdown:
+		ep.shutdown = true
+		if ep.alive {
+			ep.alive = false
+			ep.downSince = now
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventDead, ID: ep.state.ID, Generation: ep.state.Generation})
+		}
 	}
+}
+
+// statusIs reports whether a state's gossiped status is want.
+func statusIs(s *membership.EndpointState, want membership.Status) bool {
+	status, _ := s.Value(membership.KeyStatus)
+	return status == string(want)
 }
 
 // SetAppState changes one of the node's own application states.
@@ -348,13 +408,33 @@ func (c *Core) SetAppState(_ time.Duration, key, value string) membership.Ready 
 
 // Leave sets status left; the node gossips it for LeaveRounds rounds.
 func (c *Core) Leave(_ time.Duration) membership.Ready {
-	if !c.leaving {
+	if !c.leaving && !c.stopped {
 		c.local.Set(membership.KeyStatus, string(membership.StatusLeft))
 		c.leaving = true
 		c.leaveRoundsLeft = LeaveRounds
 		c.syncSelf()
 	}
 	return membership.Ready{}
+}
+
+// Shutdown sets status shutdown and sends the node's state at once to every
+// live member, as Cassandra's shutdown message does, then goes quiet. Peers
+// hold the node down until it restarts with a newer generation.
+func (c *Core) Shutdown(_ time.Duration) membership.Ready {
+	var r membership.Ready
+	if c.leaving || c.stopped {
+		return r
+	}
+	c.local.Set(membership.KeyStatus, string(membership.StatusShutdown))
+	c.syncSelf()
+	news := &Ack2{States: []membership.EndpointState{c.self.state}}
+	for _, ep := range c.endpoints {
+		if c.gossipable(ep) && ep.alive {
+			r.Messages = append(r.Messages, membership.Outbound{To: ep.state.ID, Msg: news})
+		}
+	}
+	c.stopped = true
+	return r
 }
 
 // Members lists the known members sorted by ID.

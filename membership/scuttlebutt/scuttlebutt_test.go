@@ -130,3 +130,107 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBadConfig", err)
 	}
 }
+
+// trio is a seed and two nodes that have gossiped until each knows all.
+func trio(t *testing.T) (cores map[string]*Core, now time.Duration) {
+	t.Helper()
+	cores = map[string]*Core{"s": newCore(t, "s", "s"), "x": newCore(t, "x", "s"), "y": newCore(t, "y", "s")}
+	for range 10 {
+		now += time.Second
+		for _, id := range []string{"s", "x", "y"} {
+			deliver(now, id, cores[id].Tick(now), cores)
+		}
+	}
+	for id, c := range cores {
+		if n := len(c.Members()); n != 3 {
+			t.Fatalf("%s knows %d members after ten rounds", id, n)
+		}
+	}
+	return cores, now
+}
+
+func TestShutdownIsHeldDownUntilRestart(t *testing.T) {
+	cores, now := trio(t)
+	r := cores["x"].Shutdown(now)
+	if len(r.Messages) != 2 {
+		t.Fatalf("shutdown sent %d messages, want one to each live member", len(r.Messages))
+	}
+	events := deliver(now, "x", r, cores)
+	if got := kinds(events, "x"); len(got) != 4 { // per observer: state-changed, dead
+		t.Fatalf("events about x: %v, want state-changed and dead at each of two peers", got)
+	}
+	for _, id := range []string{"s", "y"} {
+		if m, _ := cores[id].Member("x"); m.Alive || m.Status != membership.StatusShutdown {
+			t.Fatalf("%s sees the shut-down x as %+v", id, m)
+		}
+	}
+	if r := cores["x"].Tick(now + time.Second); len(r.Messages) != 0 {
+		t.Fatalf("a shut-down node still gossips: %v", r.Messages)
+	}
+	if r := cores["x"].Shutdown(now + time.Second); len(r.Messages) != 0 {
+		t.Fatal("a second shutdown announced again")
+	}
+	// Rounds of gossip between the others neither revive it nor report it
+	// again.
+	for range 40 {
+		now += time.Second
+		for _, id := range []string{"s", "y"} {
+			r := cores[id].Tick(now)
+			if got := kinds(deliver(now, id, r, cores), "x"); len(got) > 0 {
+				t.Fatalf("at %v: events about the shut-down x: %v", now, got)
+			}
+		}
+	}
+	// A restart, with a newer generation, brings it back.
+	x, err := New(membership.Config{ID: "x", DC: "a", Generation: 1700000100, Seeds: []string{"s"}, Rand: rand.New(rand.NewPCG(2, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores["x"] = x
+	for range 5 {
+		now += time.Second
+		for _, id := range []string{"s", "x", "y"} {
+			deliver(now, id, cores[id].Tick(now), cores)
+		}
+	}
+	if m, _ := cores["s"].Member("x"); !m.Alive || m.Status != membership.StatusNormal || m.Generation != 1700000100 {
+		t.Fatalf("after the restart s sees x as %+v", m)
+	}
+}
+
+func TestSyncedOnceAMemberGossipedItsView(t *testing.T) {
+	// A seed with no other seed is synced in its first round.
+	alone := newCore(t, "s", "s")
+	if got := kinds(alone.Tick(time.Second).Events, "s"); len(got) != 1 || got[0] != membership.EventSynced {
+		t.Fatalf("lone seed's first round events %v, want synced", got)
+	}
+	if got := kinds(alone.Tick(2*time.Second).Events, "s"); len(got) != 0 {
+		t.Fatalf("synced reported twice: %v", got)
+	}
+
+	// A joiner's own exchange with the seed teaches it nothing (the ACK
+	// answers only for the members its SYN listed); the seed's SYN, which
+	// lists the joiner, and its ACK2 do.
+	seed, joiner := newCore(t, "s", "s"), newCore(t, "j", "s")
+	cores := map[string]*Core{"s": seed, "j": joiner}
+	seed.Tick(time.Second) // the seed's own synced event, out of the way
+	r := joiner.Tick(time.Second)
+	if got := kinds(deliver(time.Second, "j", r, cores), "s"); len(got) != 0 {
+		t.Fatalf("joiner's own exchange gave events about s: %v", got)
+	}
+	// A fresh joiner's SYN does not list the seed: the seed, even unsynced,
+	// would learn nothing of the cluster from it.
+	if seed.listsSelf(&Syn{Digests: []Digest{{ID: "j", Generation: 1}}}) {
+		t.Fatal("a digest without the node counts as listing it")
+	}
+	events := deliver(2*time.Second, "s", seed.Tick(2*time.Second), cores)
+	var synced []membership.Event
+	for _, e := range events {
+		if e.Kind == membership.EventSynced {
+			synced = append(synced, e)
+		}
+	}
+	if len(synced) != 1 || synced[0].ID != "s" {
+		t.Fatalf("synced events after the seed's round: %+v, want one, from s", synced)
+	}
+}

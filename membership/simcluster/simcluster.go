@@ -140,6 +140,21 @@ func (c *Cluster) Leave(id string) error {
 	return c.sim.Do(id, func(now time.Duration) []sim.Envelope { return n.handle(now, n.core.Leave(now)) })
 }
 
+// Shutdown stops a node gracefully: its core announces the shutdown, the
+// messages it returns leave, and the node stops as in Crash. Restart it with
+// Start.
+func (c *Cluster) Shutdown(id string) error {
+	n, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	if err := c.sim.Do(id, func(now time.Duration) []sim.Envelope { return n.handle(now, n.core.Shutdown(now)) }); err != nil {
+		return err
+	}
+	n.up = false
+	return c.sim.Crash(id)
+}
+
 // SetAppState changes an application state of a node.
 func (c *Cluster) SetAppState(id, key, value string) error {
 	n, err := c.running(id)
