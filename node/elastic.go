@@ -243,6 +243,10 @@ func (n *Node) Decommission(ctx context.Context) (MoveStats, error) {
 		return st, fmt.Errorf("decommission aborted, the node stays normal: %w", err)
 	}
 	n.setStatus(cluster.StatusLeft, self.Tokens)
+	// Stay up a ring delay so every node learns "left" before this one stops: gossip
+	// carries only a node's latest status, and a shutdown announced sooner would leave
+	// the others holding it as leaving.
+	sleepCtx(ctx, n.ringDelay())
 	st.Took = time.Since(start)
 	n.log.Info("decommissioned: left the ring", "gainers", st.Gainers, "bytes", st.Bytes, "took", st.Took.Round(time.Millisecond))
 	return st, nil

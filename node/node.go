@@ -344,7 +344,14 @@ func (n *Node) Close() error {
 	n.frontEnds.close()
 	n.wg.Wait()
 	if n.gossip != nil {
-		n.gossip.driver.Close() // no Leave: a node that stops stays on the ring, down
+		// Announce the shutdown so peers mark this node down at once instead of by
+		// suspicion seconds later; it stays on the ring (no Leave).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := n.gossip.driver.Shutdown(ctx); err != nil {
+			n.log.Debug("announce shutdown", "err", err)
+		}
+		cancel()
+		n.gossip.driver.Close()
 	}
 	if n.dht != nil {
 		n.dht.dht.Leave() // successor and predecessor learn at once, not by timeout
