@@ -122,7 +122,7 @@ const (
 	// StateUp: serves reads and writes.
 	StateUp
 	// StateJoining: taking over ranges. It gets writes as a pending replica, in addition
-	// to the current ones and never counted for the level, and serves no reads.
+	// to the current ones (the level is raised by one for it), and serves no reads.
 	StateJoining
 	// StateLeaving: handing its ranges over. It still serves reads and writes.
 	StateLeaving

@@ -136,6 +136,30 @@ func (r Requirement) Satisfied(acks map[string]int) bool {
 	return true
 }
 
+// WithPending raises r by one acknowledgement for a pending replica in dc (a node taking
+// the range over), counted where the level counts that DC. As in Cassandra, a write
+// during a move then sits on the level's share of both the old and the new replica set,
+// so a read on either ring finds it.
+func (r Requirement) WithPending(dc string) Requirement {
+	if r.Hinted {
+		return r
+	}
+	if len(r.PerDC) == 0 {
+		r.Total++
+		return r
+	}
+	if _, counted := r.PerDC[dc]; !counted {
+		return r
+	}
+	perDC := make(map[string]int, len(r.PerDC))
+	for d, n := range r.PerDC {
+		perDC[d] = n
+	}
+	perDC[dc]++
+	r.PerDC, r.Total = perDC, r.Total+1
+	return r
+}
+
 // Counts tallies replicas per datacenter from a list of their datacenters.
 func Counts(dcs []string) map[string]int {
 	counts := make(map[string]int, len(dcs))

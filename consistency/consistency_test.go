@@ -85,3 +85,29 @@ func TestUnsatisfiable(t *testing.T) {
 		}
 	}
 }
+
+func TestRequirementWithPending(t *testing.T) {
+	rf := map[string]int{"a": 3, "b": 2}
+	tests := []struct {
+		level     Level
+		pendingDC string
+		want      string
+	}{
+		{One, "b", Requirement{Total: 2}.String()},
+		{Quorum, "a", Requirement{Total: 4}.String()},
+		{LocalQuorum, "a", Requirement{Total: 3, PerDC: map[string]int{"a": 3}}.String()},
+		{LocalQuorum, "b", Requirement{Total: 2, PerDC: map[string]int{"a": 2}}.String()},
+		{EachQuorum, "b", Requirement{Total: 5, PerDC: map[string]int{"a": 2, "b": 3}}.String()},
+		{Any, "a", Requirement{Total: 1, Hinted: true}.String()},
+	}
+	for _, tt := range tests {
+		base := tt.level.Require(rf, "a")
+		before := base.String()
+		if got := base.WithPending(tt.pendingDC).String(); got != tt.want {
+			t.Errorf("%v with a pending replica in %s: %s, want %s", tt.level, tt.pendingDC, got, tt.want)
+		}
+		if base.String() != before {
+			t.Errorf("%v: WithPending changed the requirement it was called on", tt.level)
+		}
+	}
+}

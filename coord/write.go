@@ -38,7 +38,7 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if err != nil {
 		return 0, err
 	}
-	required := cl.Require(countedPerDC(members), c.view.Self().DC)
+	required := withPending(cl.Require(countedPerDC(members), c.view.Self().DC), members)
 	unavailable := func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
 	}
@@ -60,12 +60,28 @@ type replicaWrite struct {
 	record lww.Record
 }
 
+// acknowledges reports whether a member's acknowledgement is awaited: a current replica
+// that takes writes, or a reachable pending one (whose share the level was raised by).
+func acknowledges(m placement.Member) bool { return m.Counts() || m.Receives() }
+
+// withPending raises the level's requirement by every pending member (a node taking the
+// range over, or a joining one), reachable or not: a write during a move must reach the
+// level on the new replica set too, and is unavailable when it cannot.
+func withPending(required consistency.Requirement, members []placement.Member) consistency.Requirement {
+	for _, m := range members {
+		if m.Pending || m.State.Pending() {
+			required = required.WithPending(m.DC)
+		}
+	}
+	return required
+}
+
 // checkWritable fails with unavailable, before anything is written, when the members that
 // take writes cannot meet the level (a hint meets ANY).
 func checkWritable(members []placement.Member, required consistency.Requirement, unavailable func(alive map[string]int) error) error {
 	alive := map[string]int{}
 	for _, m := range members {
-		if m.Counts() {
+		if acknowledges(m) {
 			alive[m.DC]++
 		}
 	}
@@ -78,17 +94,15 @@ func checkWritable(members []placement.Member, required consistency.Requirement,
 // applyWrites sends each write to its replica and returns once the level's
 // acknowledgements are in. Replicas that are down or asleep, and replicas that fail or
 // time out, get a hint stored on this node, so they receive the write later; a hint
-// counts as an acknowledgement only for ANY. Pending replicas (joining) get the write too,
-// but their acknowledgement never counts: a write is not acknowledged on their strength.
+// counts as an acknowledgement only for ANY. Pending replicas get the write too, and
+// required was raised for them (withPending), so their acknowledgements are awaited.
 func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes []replicaWrite, required consistency.Requirement, cl consistency.Level, unavailable func(alive map[string]int) error) error {
 	var counted []target
 	hinted := 0
 	for i, w := range writes {
 		switch {
-		case w.member.Counts():
+		case acknowledges(w.member):
 			counted = append(counted, target{Member: w.member, slot: i})
-		case w.member.Receives():
-			go c.applyOrHint(w, keyspace)
 		default:
 			if err := c.hints.Add(w.member.ID, keyspace, w.record); err != nil {
 				c.log.Warn("store hint", "target", w.member.ID, "err", err)

@@ -21,8 +21,8 @@ type Member struct {
 	DC    string
 	State cluster.State
 	// Pending: the member will hold the data once a move in progress completes (it joins,
-	// replaces a dead node, or takes over from a leaving one). It receives writes, which
-	// never count for a level, and serves no reads.
+	// replaces a dead node, or takes over from a leaving one). It receives writes, and
+	// the level is raised by one for it; it serves no reads.
 	Pending bool
 }
 
