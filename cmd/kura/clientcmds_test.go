@@ -11,20 +11,7 @@ import (
 )
 
 func TestKeyspaceCreateWithErasure(t *testing.T) {
-	topo, err := topology.Example("three-dc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := startThreeDC(t)
 	addr := c.Nodes[0].ClientAddr()
 
 	tests := []struct {
@@ -48,4 +35,25 @@ func TestKeyspaceCreateWithErasure(t *testing.T) {
 			t.Errorf("kura %v = exit %d, %q %q; want exit %d saying %q", tt.args, code, out, errOut, tt.code, tt.contains)
 		}
 	}
+}
+
+// startThreeDC starts the three-dc example in this process with client APIs, converged,
+// and closes it when the test ends.
+func startThreeDC(t *testing.T) *embedded.Cluster {
+	t.Helper()
+	topo, err := topology.Example("three-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -1,30 +1,12 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/kuradb/kura/embedded"
-	"github.com/kuradb/kura/topology"
 )
 
 func TestRepairPrintsWhatEachNodeDid(t *testing.T) {
-	topo, err := topology.Example("three-dc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := startThreeDC(t)
 	first, second := c.Nodes[0].ClientAddr(), c.Nodes[1].ClientAddr()
 	if code, out, errOut := kura("keyspace", "create", "app", "--replication", "simple=3", "--addr", first); code != 0 {
 		t.Fatalf("keyspace create: exit %d, %s %s", code, out, errOut)
