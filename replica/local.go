@@ -63,46 +63,54 @@ func (l *Local) Scan(_ context.Context, req ScanRequest) ([]lww.Record, error) {
 // included) and their key and value bytes: with the other nodes' figures, the storage a
 // keyspace costs, which experiments compare with the raw data.
 func (l *Local) StoredBytes(keyspace string) (records int, total int64, err error) {
-	const page = 1024
-	var start []byte
-	for {
-		recs, err := l.engine.Scan(keyspace, start, nil, page, true, nil)
-		if err != nil {
-			return 0, 0, fmt.Errorf("measure keyspace %s: %w", keyspace, err)
-		}
-		for _, r := range recs {
-			records++
-			total += int64(len(r.Key) + len(r.Value))
-		}
-		if len(recs) < page {
-			return records, total, nil
-		}
-		start = append(recs[len(recs)-1].Key, 0)
+	err = l.each(keyspace, func(r lww.Record) error {
+		records++
+		total += int64(len(r.Key) + len(r.Value))
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("measure keyspace %s: %w", keyspace, err)
 	}
+	return records, total, nil
 }
 
 // DropUnless removes the records of keyspace whose key keep rejects (the data a node no
 // longer owns after a move) and returns how many it removed and their bytes.
 func (l *Local) DropUnless(keyspace string, keep func(key []byte) bool) (removed int64, bytes int64, err error) {
+	err = l.each(keyspace, func(r lww.Record) error {
+		if keep(r.Key) {
+			return nil
+		}
+		if err := l.engine.Remove(keyspace, r.Key); err != nil {
+			return err
+		}
+		removed++
+		bytes += int64(len(r.Key) + len(r.Value))
+		return nil
+	})
+	if err != nil {
+		return removed, bytes, fmt.Errorf("clean up keyspace %s: %w", keyspace, err)
+	}
+	return removed, bytes, nil
+}
+
+// each calls fn for every record of keyspace, tombstones included, in key order, a page
+// at a time so a large keyspace is never held in memory whole.
+func (l *Local) each(keyspace string, fn func(lww.Record) error) error {
 	const page = 1024
 	var start []byte
 	for {
 		recs, err := l.engine.Scan(keyspace, start, nil, page, true, nil)
 		if err != nil {
-			return removed, bytes, fmt.Errorf("clean up keyspace %s: %w", keyspace, err)
+			return err
 		}
 		for _, r := range recs {
-			if keep(r.Key) {
-				continue
+			if err := fn(r); err != nil {
+				return err
 			}
-			if err := l.engine.Remove(keyspace, r.Key); err != nil {
-				return removed, bytes, fmt.Errorf("clean up keyspace %s: %w", keyspace, err)
-			}
-			removed++
-			bytes += int64(len(r.Key) + len(r.Value))
 		}
 		if len(recs) < page {
-			return removed, bytes, nil
+			return nil
 		}
 		start = append(recs[len(recs)-1].Key, 0)
 	}
