@@ -118,14 +118,10 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	}
 }
 
-// waitForRing returns once the directory can be trusted: at once when it was persisted
-// or the node has no seeds but itself, else once gossip has heard from the cluster.
+// waitForRing returns once the directory can be trusted: at once when it was persisted,
+// founding or seedless (open trusts those), else once a member has handed over its ring.
 func (n *Node) waitForRing(ctx context.Context) error {
 	if n.directory.Trusted() {
-		return nil
-	}
-	if !n.hasSeeds() {
-		n.directory.SetTrusted()
 		return nil
 	}
 	for {

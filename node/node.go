@@ -232,7 +232,9 @@ func (n *Node) open() error {
 			return err
 		}
 	}
-	if n.cfg.Founding {
+	if n.cfg.Founding || !n.hasSeeds() {
+		// Its own ring is the whole ring: trust it before Start returns, not in the
+		// background, so the first request already has one.
 		n.directory.SetTrusted()
 	}
 	if n.gossip, err = newGossip(n); err != nil {
