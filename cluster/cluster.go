@@ -185,6 +185,8 @@ type View interface {
 type Directory struct {
 	store Store // nil keeps the ring in memory only
 
+	selfID string // never changes; read without mu
+
 	mu      sync.RWMutex
 	self    Node
 	nodes   map[string]Node
@@ -198,6 +200,7 @@ type Directory struct {
 // (a cluster whose members are all given up front).
 func NewDirectory(self Node) *Directory {
 	return &Directory{
+		selfID:  self.ID,
 		self:    self,
 		nodes:   map[string]Node{self.ID: self},
 		states:  map[string]State{self.ID: StateUp},
@@ -335,7 +338,7 @@ func (d *Directory) Version() uint64 {
 // changed. The local node's own entry cannot be overwritten from outside, and a removed
 // node stays removed until it comes back with a newer generation.
 func (d *Directory) Upsert(n Node) (bool, error) {
-	if n.ID == "" || n.ID == d.self.ID {
+	if n.ID == "" || n.ID == d.selfID {
 		return false, nil
 	}
 	d.mu.Lock()
@@ -359,7 +362,7 @@ func (d *Directory) Upsert(n Node) (bool, error) {
 // learning the ring from a seed), with that node's verdict on its liveness. Known nodes
 // are left to gossip. It reports whether the node was new.
 func (d *Directory) Learn(e RingEntry) (bool, error) {
-	if e.ID == "" || e.ID == d.self.ID {
+	if e.ID == "" || e.ID == d.selfID {
 		return false, nil
 	}
 	d.mu.Lock()
@@ -383,7 +386,7 @@ func (d *Directory) Learn(e RingEntry) (bool, error) {
 // completed): it is removed at generation and every older one. It reports whether that
 // changed anything.
 func (d *Directory) Remove(id string, generation uint64) (bool, error) {
-	if id == d.self.ID {
+	if id == d.selfID {
 		return false, fmt.Errorf("node %s cannot remove itself; decommission it instead", id)
 	}
 	d.mu.Lock()
@@ -427,7 +430,7 @@ func (d *Directory) changedLocked() {
 func (d *Directory) SetState(id string, state State) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if id == d.self.ID && state == StateDown {
+	if id == d.selfID && state == StateDown {
 		return false
 	}
 	if _, ok := d.nodes[id]; !ok {
