@@ -1685,6 +1685,167 @@ func (x *RepairResponse) GetSeconds() float64 {
 	return 0
 }
 
+// Faults are what a node started with --enable-faults injects, for testing: partitions,
+// loss and delay on its links, and an offset on its wall clock.
+type Faults struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Peers cut off both ways: frames to and from them are dropped. Each is a node id, or
+	// "dc:NAME" for every node of a DC.
+	Partitioned   []string     `protobuf:"bytes,1,rep,name=partitioned,proto3" json:"partitioned,omitempty"`
+	Links         []*LinkFault `protobuf:"bytes,2,rep,name=links,proto3" json:"links,omitempty"`
+	ClockOffsetMs int64        `protobuf:"varint,3,opt,name=clock_offset_ms,json=clockOffsetMs,proto3" json:"clock_offset_ms,omitempty"` // added to the node's wall clock (negative: behind)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Faults) Reset() {
+	*x = Faults{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Faults) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Faults) ProtoMessage() {}
+
+func (x *Faults) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Faults.ProtoReflect.Descriptor instead.
+func (*Faults) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Faults) GetPartitioned() []string {
+	if x != nil {
+		return x.Partitioned
+	}
+	return nil
+}
+
+func (x *Faults) GetLinks() []*LinkFault {
+	if x != nil {
+		return x.Links
+	}
+	return nil
+}
+
+func (x *Faults) GetClockOffsetMs() int64 {
+	if x != nil {
+		return x.ClockOffsetMs
+	}
+	return 0
+}
+
+// LinkFault degrades the frames a node sends to some peers.
+type LinkFault struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Target        string                 `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`                   // a node id, "dc:NAME", or "*" for every peer
+	Loss          float64                `protobuf:"fixed64,2,opt,name=loss,proto3" json:"loss,omitempty"`                     // probability that a request or one-way message is dropped
+	DelayMs       int64                  `protobuf:"varint,3,opt,name=delay_ms,json=delayMs,proto3" json:"delay_ms,omitempty"` // added to the delivery of every frame
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkFault) Reset() {
+	*x = LinkFault{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkFault) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkFault) ProtoMessage() {}
+
+func (x *LinkFault) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
+func (*LinkFault) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *LinkFault) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *LinkFault) GetLoss() float64 {
+	if x != nil {
+		return x.Loss
+	}
+	return 0
+}
+
+func (x *LinkFault) GetDelayMs() int64 {
+	if x != nil {
+		return x.DelayMs
+	}
+	return 0
+}
+
+type GetFaultsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFaultsRequest) Reset() {
+	*x = GetFaultsRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFaultsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFaultsRequest) ProtoMessage() {}
+
+func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
+func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+}
+
 var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
@@ -1800,7 +1961,16 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x11chunk_keys_listed\x18\f \x01(\x03R\x0fchunkKeysListed\x12#\n" +
 	"\rbytes_listing\x18\r \x01(\x03R\fbytesListing\x12%\n" +
 	"\x0echunks_rebuilt\x18\x0e \x01(\x03R\rchunksRebuilt\x12\x18\n" +
-	"\aseconds\x18\x0f \x01(\x01R\aseconds*\x8c\x01\n" +
+	"\aseconds\x18\x0f \x01(\x01R\aseconds\"|\n" +
+	"\x06Faults\x12 \n" +
+	"\vpartitioned\x18\x01 \x03(\tR\vpartitioned\x12(\n" +
+	"\x05links\x18\x02 \x03(\v2\x12.kura.v1.LinkFaultR\x05links\x12&\n" +
+	"\x0fclock_offset_ms\x18\x03 \x01(\x03R\rclockOffsetMs\"R\n" +
+	"\tLinkFault\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12\x12\n" +
+	"\x04loss\x18\x02 \x01(\x01R\x04loss\x12\x19\n" +
+	"\bdelay_ms\x18\x03 \x01(\x03R\adelayMs\"\x12\n" +
+	"\x10GetFaultsRequest*\x8c\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -1816,7 +1986,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xc2\x04\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xaa\x05\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -1826,7 +1996,9 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
 	"RemoveNode\x12\x1a.kura.v1.RemoveNodeRequest\x1a\x15.kura.v1.MoveResponse\x12<\n" +
 	"\aCleanup\x12\x17.kura.v1.CleanupRequest\x1a\x18.kura.v1.CleanupResponse\x129\n" +
-	"\x06Repair\x12\x16.kura.v1.RepairRequest\x1a\x17.kura.v1.RepairResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\x06Repair\x12\x16.kura.v1.RepairRequest\x1a\x17.kura.v1.RepairResponse\x12-\n" +
+	"\tSetFaults\x12\x0f.kura.v1.Faults\x1a\x0f.kura.v1.Faults\x127\n" +
+	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.FaultsB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -1841,7 +2013,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -1871,6 +2043,9 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*CleanupResponse)(nil),         // 25: kura.v1.CleanupResponse
 	(*RepairRequest)(nil),           // 26: kura.v1.RepairRequest
 	(*RepairResponse)(nil),          // 27: kura.v1.RepairResponse
+	(*Faults)(nil),                  // 28: kura.v1.Faults
+	(*LinkFault)(nil),               // 29: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),        // 30: kura.v1.GetFaultsRequest
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -1883,35 +2058,40 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
 	18, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
 	20, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	1,  // 10: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 11: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 12: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	7,  // 13: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	12, // 14: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	14, // 15: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	16, // 16: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	17, // 17: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	21, // 18: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	22, // 19: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	24, // 20: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	26, // 21: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	2,  // 22: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 23: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 24: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 25: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 26: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 27: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 28: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 29: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	23, // 30: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	23, // 31: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	25, // 32: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	27, // 33: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	22, // [22:34] is the sub-list for method output_type
-	10, // [10:22] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	29, // 10: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	1,  // 11: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	3,  // 12: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	5,  // 13: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	7,  // 14: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 15: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	14, // 16: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	16, // 17: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	17, // 18: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	21, // 19: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	22, // 20: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	24, // 21: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	26, // 22: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	28, // 23: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	30, // 24: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	2,  // 25: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 26: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 27: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 28: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 29: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 30: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 31: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 32: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	23, // 33: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	23, // 34: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	25, // 35: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	27, // 36: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	28, // 37: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	28, // 38: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	25, // [25:39] is the sub-list for method output_type
+	11, // [11:25] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -1925,7 +2105,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -249,6 +249,8 @@ const (
 	Admin_RemoveNode_FullMethodName       = "/kura.v1.Admin/RemoveNode"
 	Admin_Cleanup_FullMethodName          = "/kura.v1.Admin/Cleanup"
 	Admin_Repair_FullMethodName           = "/kura.v1.Admin/Repair"
+	Admin_SetFaults_FullMethodName        = "/kura.v1.Admin/SetFaults"
+	Admin_GetFaults_FullMethodName        = "/kura.v1.Admin/GetFaults"
 )
 
 // AdminClient is the client API for Admin service.
@@ -273,6 +275,12 @@ type AdminClient interface {
 	// and sends each replica the newest version of what it lacks; on erasure-coded
 	// keyspaces, it rebuilds the chunks this node lost. Sent to the node to repair.
 	Repair(ctx context.Context, in *RepairRequest, opts ...grpc.CallOption) (*RepairResponse, error)
+	// SetFaults replaces the faults the node injects into its own traffic and clock; an
+	// empty Faults heals it. Refused (FAILED_PRECONDITION) unless the node was started with
+	// --enable-faults.
+	SetFaults(ctx context.Context, in *Faults, opts ...grpc.CallOption) (*Faults, error)
+	// GetFaults returns the faults the node injects now.
+	GetFaults(ctx context.Context, in *GetFaultsRequest, opts ...grpc.CallOption) (*Faults, error)
 }
 
 type adminClient struct {
@@ -363,6 +371,26 @@ func (c *adminClient) Repair(ctx context.Context, in *RepairRequest, opts ...grp
 	return out, nil
 }
 
+func (c *adminClient) SetFaults(ctx context.Context, in *Faults, opts ...grpc.CallOption) (*Faults, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Faults)
+	err := c.cc.Invoke(ctx, Admin_SetFaults_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) GetFaults(ctx context.Context, in *GetFaultsRequest, opts ...grpc.CallOption) (*Faults, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Faults)
+	err := c.cc.Invoke(ctx, Admin_GetFaults_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -385,6 +413,12 @@ type AdminServer interface {
 	// and sends each replica the newest version of what it lacks; on erasure-coded
 	// keyspaces, it rebuilds the chunks this node lost. Sent to the node to repair.
 	Repair(context.Context, *RepairRequest) (*RepairResponse, error)
+	// SetFaults replaces the faults the node injects into its own traffic and clock; an
+	// empty Faults heals it. Refused (FAILED_PRECONDITION) unless the node was started with
+	// --enable-faults.
+	SetFaults(context.Context, *Faults) (*Faults, error)
+	// GetFaults returns the faults the node injects now.
+	GetFaults(context.Context, *GetFaultsRequest) (*Faults, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -418,6 +452,12 @@ func (UnimplementedAdminServer) Cleanup(context.Context, *CleanupRequest) (*Clea
 }
 func (UnimplementedAdminServer) Repair(context.Context, *RepairRequest) (*RepairResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Repair not implemented")
+}
+func (UnimplementedAdminServer) SetFaults(context.Context, *Faults) (*Faults, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetFaults not implemented")
+}
+func (UnimplementedAdminServer) GetFaults(context.Context, *GetFaultsRequest) (*Faults, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetFaults not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -584,6 +624,42 @@ func _Admin_Repair_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_SetFaults_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Faults)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SetFaults(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SetFaults_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SetFaults(ctx, req.(*Faults))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_GetFaults_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetFaultsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).GetFaults(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_GetFaults_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).GetFaults(ctx, req.(*GetFaultsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -622,6 +698,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Repair",
 			Handler:    _Admin_Repair_Handler,
+		},
+		{
+			MethodName: "SetFaults",
+			Handler:    _Admin_SetFaults_Handler,
+		},
+		{
+			MethodName: "GetFaults",
+			Handler:    _Admin_GetFaults_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
