@@ -1846,6 +1846,211 @@ func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
 	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
+type LocalScanRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Start         []byte                 `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`  // empty: from the first key
+	End           []byte                 `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`      // exclusive; empty: to the last key
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"` // 0: the server's page size
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalScanRequest) Reset() {
+	*x = LocalScanRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalScanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalScanRequest) ProtoMessage() {}
+
+func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
+func (*LocalScanRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *LocalScanRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *LocalScanRequest) GetStart() []byte {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *LocalScanRequest) GetEnd() []byte {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *LocalScanRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// LocalVersion is one record as one node stores it.
+type LocalVersion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Timestamp     uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`  // a tombstone
+	Replicas      []string               `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"` // the nodes this node places the key on (not pending ones)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalVersion) Reset() {
+	*x = LocalVersion{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalVersion) ProtoMessage() {}
+
+func (x *LocalVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
+func (*LocalVersion) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *LocalVersion) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LocalVersion) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *LocalVersion) GetTimestamp() uint64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+func (x *LocalVersion) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+func (x *LocalVersion) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+type LocalScanResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Versions      []*LocalVersion        `protobuf:"bytes,2,rep,name=versions,proto3" json:"versions,omitempty"`
+	Next          []byte                 `protobuf:"bytes,3,opt,name=next,proto3" json:"next,omitempty"` // the start of the next page; empty when the range is done
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalScanResponse) Reset() {
+	*x = LocalScanResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalScanResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalScanResponse) ProtoMessage() {}
+
+func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
+func (*LocalScanResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *LocalScanResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *LocalScanResponse) GetVersions() []*LocalVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *LocalScanResponse) GetNext() []byte {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
 var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
@@ -1970,7 +2175,22 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x12\n" +
 	"\x04loss\x18\x02 \x01(\x01R\x04loss\x12\x19\n" +
 	"\bdelay_ms\x18\x03 \x01(\x03R\adelayMs\"\x12\n" +
-	"\x10GetFaultsRequest*\x8c\x01\n" +
+	"\x10GetFaultsRequest\"l\n" +
+	"\x10LocalScanRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
+	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
+	"\x03end\x18\x03 \x01(\fR\x03end\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\x8a\x01\n" +
+	"\fLocalVersion\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
+	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\x12\x18\n" +
+	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x1a\n" +
+	"\breplicas\x18\x05 \x03(\tR\breplicas\"n\n" +
+	"\x11LocalScanResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
+	"\bversions\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\bversions\x12\x12\n" +
+	"\x04next\x18\x03 \x01(\fR\x04next*\x8c\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -1986,7 +2206,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xaa\x05\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xee\x05\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -1998,7 +2218,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\aCleanup\x12\x17.kura.v1.CleanupRequest\x1a\x18.kura.v1.CleanupResponse\x129\n" +
 	"\x06Repair\x12\x16.kura.v1.RepairRequest\x1a\x17.kura.v1.RepairResponse\x12-\n" +
 	"\tSetFaults\x12\x0f.kura.v1.Faults\x1a\x0f.kura.v1.Faults\x127\n" +
-	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.FaultsB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.Faults\x12B\n" +
+	"\tLocalScan\x12\x19.kura.v1.LocalScanRequest\x1a\x1a.kura.v1.LocalScanResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -2013,7 +2234,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -2046,6 +2267,9 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*Faults)(nil),                  // 28: kura.v1.Faults
 	(*LinkFault)(nil),               // 29: kura.v1.LinkFault
 	(*GetFaultsRequest)(nil),        // 30: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),        // 31: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),            // 32: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),       // 33: kura.v1.LocalScanResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -2059,39 +2283,42 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	18, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
 	20, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
 	29, // 10: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	1,  // 11: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 12: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 13: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	7,  // 14: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	12, // 15: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	14, // 16: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	16, // 17: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	17, // 18: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	21, // 19: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	22, // 20: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	24, // 21: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	26, // 22: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	28, // 23: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	30, // 24: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	2,  // 25: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 26: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 27: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 28: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 29: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 30: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 31: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 32: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	23, // 33: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	23, // 34: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	25, // 35: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	27, // 36: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	28, // 37: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	28, // 38: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	25, // [25:39] is the sub-list for method output_type
-	11, // [11:25] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	32, // 11: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	1,  // 12: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	3,  // 13: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	5,  // 14: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	7,  // 15: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 16: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	14, // 17: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	16, // 18: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	17, // 19: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	21, // 20: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	22, // 21: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	24, // 22: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	26, // 23: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	28, // 24: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	30, // 25: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	31, // 26: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	2,  // 27: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 28: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 29: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 30: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 31: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 32: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 33: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 34: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	23, // 35: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	23, // 36: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	25, // 37: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	27, // 38: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	28, // 39: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	28, // 40: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	33, // 41: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	27, // [27:42] is the sub-list for method output_type
+	12, // [12:27] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -2105,7 +2332,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

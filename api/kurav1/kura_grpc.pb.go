@@ -251,6 +251,7 @@ const (
 	Admin_Repair_FullMethodName           = "/kura.v1.Admin/Repair"
 	Admin_SetFaults_FullMethodName        = "/kura.v1.Admin/SetFaults"
 	Admin_GetFaults_FullMethodName        = "/kura.v1.Admin/GetFaults"
+	Admin_LocalScan_FullMethodName        = "/kura.v1.Admin/LocalScan"
 )
 
 // AdminClient is the client API for Admin service.
@@ -281,6 +282,10 @@ type AdminClient interface {
 	SetFaults(ctx context.Context, in *Faults, opts ...grpc.CallOption) (*Faults, error)
 	// GetFaults returns the faults the node injects now.
 	GetFaults(ctx context.Context, in *GetFaultsRequest, opts ...grpc.CallOption) (*Faults, error)
+	// LocalScan returns the versions this node itself stores in a key range, tombstones
+	// included, without asking any other replica, each with the replicas the node places
+	// the key on: how a checker compares replicas after a test.
+	LocalScan(ctx context.Context, in *LocalScanRequest, opts ...grpc.CallOption) (*LocalScanResponse, error)
 }
 
 type adminClient struct {
@@ -391,6 +396,16 @@ func (c *adminClient) GetFaults(ctx context.Context, in *GetFaultsRequest, opts 
 	return out, nil
 }
 
+func (c *adminClient) LocalScan(ctx context.Context, in *LocalScanRequest, opts ...grpc.CallOption) (*LocalScanResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LocalScanResponse)
+	err := c.cc.Invoke(ctx, Admin_LocalScan_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -419,6 +434,10 @@ type AdminServer interface {
 	SetFaults(context.Context, *Faults) (*Faults, error)
 	// GetFaults returns the faults the node injects now.
 	GetFaults(context.Context, *GetFaultsRequest) (*Faults, error)
+	// LocalScan returns the versions this node itself stores in a key range, tombstones
+	// included, without asking any other replica, each with the replicas the node places
+	// the key on: how a checker compares replicas after a test.
+	LocalScan(context.Context, *LocalScanRequest) (*LocalScanResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -458,6 +477,9 @@ func (UnimplementedAdminServer) SetFaults(context.Context, *Faults) (*Faults, er
 }
 func (UnimplementedAdminServer) GetFaults(context.Context, *GetFaultsRequest) (*Faults, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetFaults not implemented")
+}
+func (UnimplementedAdminServer) LocalScan(context.Context, *LocalScanRequest) (*LocalScanResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LocalScan not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -660,6 +682,24 @@ func _Admin_GetFaults_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_LocalScan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LocalScanRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).LocalScan(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_LocalScan_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).LocalScan(ctx, req.(*LocalScanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -706,6 +746,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetFaults",
 			Handler:    _Admin_GetFaults_Handler,
+		},
+		{
+			MethodName: "LocalScan",
+			Handler:    _Admin_LocalScan_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
