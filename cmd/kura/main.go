@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"node":     {"change the ring: node decommission | node remove ID", runNode},
 	"cleanup":  {"drop the data a node no longer owns after the ring changed", runCleanup},
 	"repair":   {"bring a node's replicas in agreement (Merkle trees): repair [--keyspace KS] [--dc DC]", runRepair},
+	"certs":    {"make a CA and node certificates for TLS: certs --dir DIR --nodes n1,n2,n3", runCerts},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":    {"predict the latency a consistency level costs from the ring and the links", runModel},
 }
