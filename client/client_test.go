@@ -2,9 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/certs/certstest"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
@@ -62,5 +66,56 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 	v, found, err := cl.Get(ctx, "app", key, consistency.One)
 	if err != nil || !found || string(v) != "v" {
 		t.Fatalf("Get after the preferred node died = %q, %v, %v", v, found, err)
+	}
+}
+
+// TestTLSAndToken: a client with the cluster's CA and the token works with a node that
+// serves TLS and requires a token; one lacking either is turned away, saying why.
+func TestTLSAndToken(t *testing.T) {
+	ca := certstest.NewCA(t)
+	identity := certstest.Identity(t, ca, "a", "127.0.0.1")
+	n, err := node.Start(node.Config{ID: "a", DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", InMemory: true,
+		TLS: identity, AuthToken: "s3cret", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	trusting := &tls.Config{RootCAs: identity.CA}
+	tests := []struct {
+		name string
+		opts Options
+		want string // "" when Dial must succeed
+	}{
+		{"TLS and token", Options{TLS: trusting, Token: "s3cret"}, ""},
+		{"no TLS", Options{Token: "s3cret"}, "Unavailable"},
+		{"TLS without the CA", Options{TLS: &tls.Config{}, Token: "s3cret"}, "certificate signed by unknown authority"},
+		{"no token", Options{TLS: trusting}, "this node requires a token"},
+		{"wrong token", Options{TLS: trusting, Token: "guess"}, "the authorization token is wrong"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cl, err := Dial(ctx, []string{n.ClientAddr()}, tt.opts)
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Dial: err = %v, want it to say %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if err := cl.CreateKeyspace(ctx, "app", "simple=1", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Put(ctx, "app", []byte("k"), []byte("v"), consistency.One); err != nil {
+				t.Fatal(err)
+			}
+			if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v) != "v" {
+				t.Fatalf("Get = %q, %t, %v", v, found, err)
+			}
+		})
 	}
 }

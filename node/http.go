@@ -10,7 +10,7 @@ import (
 )
 
 // startHTTP serves the admin endpoints on Config.HTTPAddr, if set: /metrics (Prometheus),
-// /healthz, /status (JSON) and /debug/pprof.
+// /healthz, /status (JSON), and /debug/pprof with Config.EnablePprof.
 func (n *Node) startHTTP() error {
 	if n.cfg.HTTPAddr == "" {
 		return nil
@@ -25,11 +25,13 @@ func (n *Node) startHTTP() error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /status", n.serveStatus)
-	// The Go profiler, for operators chasing a hot spot (go tool pprof HOST:PORT/debug/pprof/profile).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if n.cfg.EnablePprof {
+		// The Go profiler, for operators chasing a hot spot (go tool pprof HOST:PORT/debug/pprof/profile).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.frontEnds.http, n.frontEnds.httpListener = server, l
 	n.serve("HTTP admin server", func() error { return server.Serve(l) }, http.ErrServerClosed)

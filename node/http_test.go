@@ -151,3 +151,23 @@ func TestHealthAndStatus(t *testing.T) {
 		t.Errorf("ring shares %v and %v do not split the ring", st.RingShare, st.Peers[0].RingShare)
 	}
 }
+
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("enabled=%t", enabled), func(t *testing.T) {
+			n := mustStartNodeWith(t, "a", Config{HTTPAddr: "127.0.0.1:0", EnablePprof: enabled})
+			resp, err := http.Get("http://" + n.HTTPAddr() + "/debug/pprof/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want := http.StatusNotFound
+			if enabled {
+				want = http.StatusOK
+			}
+			if resp.StatusCode != want {
+				t.Fatalf("GET /debug/pprof/: %s, want %d", resp.Status, want)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/certs"
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -77,9 +78,18 @@ type Config struct {
 	RESPPassword string
 	// RESPConsistency is the consistency level of a new Redis connection; default ONE.
 	RESPConsistency consistency.Level
-	// HTTPAddr serves /metrics, /healthz, /status and /debug/pprof on this address; empty
-	// serves none.
+	// HTTPAddr serves /metrics, /healthz and /status on this address; empty serves none.
 	HTTPAddr string
+	// EnablePprof also serves the Go profiler, /debug/pprof, on HTTPAddr. It is off by
+	// default: a profile shows the node's code paths and memory to whoever reaches the port.
+	EnablePprof bool
+
+	// TLS, when set, is the node's certificate and the cluster's CA (docs/security.md):
+	// node-to-node connections then run over mutual TLS, and the gRPC and Redis ports
+	// serve TLS. It must name ID.
+	TLS *certs.Identity
+	// AuthToken, when set, is the bearer token every gRPC call must carry.
+	AuthToken string
 
 	// Routing picks how the coordinator finds a key's replicas: "onehop" (default: the
 	// full ring view), or a DHT: "chord", "mlchord" (kura's ML-Chord) or "mlchord-paper"
@@ -229,6 +239,7 @@ func (n *Node) open() error {
 		Logger:  n.cfg.Logger, // the transport names the node itself
 		Wall:    wall,
 		Clocks:  n.guard,
+		TLS:     n.cfg.TLS,
 	}
 	if n.faults != nil {
 		tcfg.Faults = n.faults
@@ -320,11 +331,13 @@ func (n *Node) open() error {
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
-		n.grpcServer = grpc.NewServer(
+		// The security options come first, so that their interceptors run before the
+		// metrics': a refused call is not a request.
+		n.grpcServer = grpc.NewServer(append(n.grpcSecurity(),
 			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+1<<16),
 			grpc.MaxSendMsgSize(maxScanResponseBytes),
-			grpc.UnaryInterceptor(n.observeUnary),
-		)
+			grpc.ChainUnaryInterceptor(n.observeUnary),
+		)...)
 		api := &apiServer{node: n}
 		kurav1.RegisterKVServer(n.grpcServer, api)
 		kurav1.RegisterAdminServer(n.grpcServer, api)
@@ -462,6 +475,9 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	case <-n.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if err := n.admit(from, kind); err != nil {
+		return nil, err
 	}
 	switch {
 	case replica.Handles(kind):

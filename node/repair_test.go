@@ -31,6 +31,8 @@ func TestRepairRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
+	// b serves a's repair requests once it knows a as a member, which gossip tells it.
+	waitUntil(t, "b knows a", func() bool { _, known := b.View().Node("a"); return known })
 	for _, n := range []*Node{b, a} {
 		if err := n.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "simple=2"}); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -19,6 +20,9 @@ func (n *Node) startRESP() error {
 	l, err := net.Listen("tcp", n.cfg.RESPAddr)
 	if err != nil {
 		return fmt.Errorf("listen for Redis clients: %w", err)
+	}
+	if n.cfg.TLS != nil {
+		l = tls.NewListener(l, n.clientTLS())
 	}
 	server := resp.NewServer(resp.Config{
 		Backend:      respBackend{Coordinator: n.coord, node: n},

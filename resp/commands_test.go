@@ -129,6 +129,11 @@ func TestPassword(t *testing.T) {
 		{cmd("HELLO", "2", "AUTH", "default", "s3cret", "SETNAME", "x"), "*14\r\n$6\r\nserver\r\n$4\r\nkura\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:2\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"},
 		{cmd("CLIENT", "GETNAME"), "$1\r\nx\r\n"},
 	})
+	converse(t, addr, []step{
+		{cmd("AUTH", "default", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{cmd("AUTH", "default", "s3cret"), "+OK\r\n"}, // Redis 6's ACL form, as redis-cli --user default sends it
+		{cmd("GET", "k"), "$-1\r\n"},
+	})
 }
 
 func TestCommandListsEveryCommand(t *testing.T) {

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kuradb/kura/certs"
 )
 
 // ErrUnreachable means the peer could not be dialed or its connection was lost before it
@@ -135,6 +137,10 @@ type Config struct {
 	// injection a node started with --enable-faults applies to its links. Nil injects
 	// nothing.
 	Faults Faults
+	// TLS, when set, runs every connection over mutual TLS 1.3 against TLS.CA: peers
+	// must hold a certificate the CA issued, naming the id they claim (see mutualTLS).
+	// It must name Self.ID. Nil speaks plain TCP, and refuses dialers that speak TLS.
+	TLS *certs.Identity
 }
 
 // ClockSampler takes measurements of peers' clocks; *clockguard.Guard is one.
@@ -169,6 +175,7 @@ type Transport struct {
 	wall          func() time.Time
 	clocks        ClockSampler
 	faults        Faults
+	tls           *mutualTLS // nil: plain TCP
 
 	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
@@ -225,6 +232,10 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		return nil, fmt.Errorf("transport: Config.MaxFrameBytes %d outside [%d, %d]",
 			maxFrameBytes, frameHeaderBytes, frameHeaderBytes+math.MaxUint32)
 	}
+	secure, err := newMutualTLS(cfg.TLS, cfg.Self.ID)
+	if err != nil {
+		return nil, err
+	}
 	listener, err := net.Listen("tcp", cfg.Self.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen: %w", err)
@@ -242,6 +253,7 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		wall:          cfg.Wall,
 		clocks:        cfg.Clocks,
 		faults:        cfg.Faults,
+		tls:           secure,
 		dialed:        make(map[string]*dialEntry),
 		accepted:      make(map[*conn]struct{}),
 		greeting:      make(map[net.Conn]struct{}),
@@ -468,6 +480,11 @@ func (t *Transport) openConn(ctx context.Context, peer Peer) (*conn, error) {
 		}
 		return nil, fmt.Errorf("transport: dial %s at %s: %w: %w", peer.ID, peer.Addr, ErrUnreachable, err)
 	}
+	if t.tls != nil {
+		if nc, err = t.tls.dial(ctx, nc, peer.ID); err != nil {
+			return nil, fmt.Errorf("transport: dial %s at %s: %w: %w", peer.ID, peer.Addr, ErrUnreachable, err)
+		}
+	}
 	c := newConn(t, nc, nil, peer, link, true)
 	if err := c.enqueue(frameHello, kindHello, 0, encodeHello(t.version, t.self)); err != nil {
 		nc.Close()
@@ -552,10 +569,21 @@ func (t *Transport) serveAccepted(nc net.Conn) {
 }
 
 // acceptConn builds the connection for an accepted socket once its hello names the peer.
+// Under TLS the peer must be the node its certificate names.
 func (t *Transport) acceptConn(nc net.Conn) (*conn, error) {
+	certified := "" // the node the peer's verified certificate names
+	if t.tls != nil {
+		var err error
+		if nc, certified, err = t.tls.accept(nc); err != nil {
+			return nil, err
+		}
+	}
 	peer, reader, err := t.readHello(nc)
 	if err != nil {
 		return nil, err
+	}
+	if t.tls != nil && peer.ID != certified {
+		return nil, fmt.Errorf("transport: refused a peer claiming to be node %s: its certificate names node %s", peer.ID, certified)
 	}
 	link, err := t.linkTo(peer.DC)
 	if err != nil {
@@ -571,6 +599,9 @@ func (t *Transport) readHello(nc net.Conn) (Peer, io.Reader, error) {
 	reader := newFrameReader(nc)
 	if err := nc.SetReadDeadline(time.Now().Add(helloTimeout)); err != nil {
 		return Peer{}, nil, err
+	}
+	if t.tls == nil && startsTLSHandshake(reader) {
+		return Peer{}, nil, errPeerSpeaksTLS
 	}
 	// A client of another protocol (HTTP, gRPC) fails here, on a header no kura node sends.
 	h, payload, err := readFrame(reader, t.maxFrameBytes)

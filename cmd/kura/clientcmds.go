@@ -24,6 +24,7 @@ type clientFlags struct {
 	keyspace    *string
 	consistency *string
 	timeout     *time.Duration
+	security    securityFlags
 }
 
 func addClientFlags(fs *flag.FlagSet) clientFlags {
@@ -32,6 +33,7 @@ func addClientFlags(fs *flag.FlagSet) clientFlags {
 		keyspace:    fs.String("keyspace", "default", "keyspace"),
 		consistency: fs.String("consistency", "ONE", "ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM or ALL"),
 		timeout:     fs.Duration("timeout", 10*time.Second, "how long to wait for the answer"),
+		security:    addSecurityFlags(fs),
 	}
 }
 
@@ -53,9 +55,13 @@ func (f clientFlags) withClient(fn func(ctx context.Context, c *client.Client, l
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	opts, err := f.security.options()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *f.timeout)
 	defer cancel()
-	c, err := client.Dial(ctx, strings.Split(*f.addr, ","), client.Options{})
+	c, err := client.Dial(ctx, strings.Split(*f.addr, ","), opts)
 	if err != nil {
 		return err
 	}

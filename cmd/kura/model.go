@@ -33,6 +33,7 @@ type modelFlags struct {
 	valueBytes  int
 	ranges      bool
 	asJSON      bool
+	security    securityFlags
 }
 
 func runModel(args []string, stdout, stderr io.Writer) error {
@@ -52,6 +53,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.valueBytes, "value-bytes", 256, "value size, for serialisation on narrow links")
 	fs.BoolVar(&f.ranges, "ranges", false, "show every token range: replicas, awaited replies, latency")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object instead of the table")
+	f.security = addSecurityFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -180,9 +182,13 @@ func (f modelFlags) ringAndReplication(topo *topology.Topology) (*ring.Ring, str
 		}
 		return r, f.replication, f.tokens, nil
 	}
+	opts, err := f.security.options()
+	if err != nil {
+		return nil, "", "", err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, strings.Split(f.addr, ","), client.Options{})
+	c, err := client.Dial(ctx, strings.Split(f.addr, ","), opts)
 	if err != nil {
 		return nil, "", "", err
 	}

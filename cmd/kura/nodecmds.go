@@ -7,31 +7,35 @@ import (
 	"io"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/client"
 )
 
 // nodeFlags are the flags of the commands that act on one node: its client address, and
 // a timeout long enough for streaming.
 type nodeFlags struct {
-	addr    *string
-	timeout *time.Duration
+	addr     *string
+	timeout  *time.Duration
+	security securityFlags
 }
 
 func addNodeFlags(fs *flag.FlagSet) nodeFlags {
 	return nodeFlags{
-		addr:    fs.String("addr", defaultClientAddr, "client API address of the node to act on"),
-		timeout: fs.Duration("timeout", time.Hour, "how long to wait for the operation to complete"),
+		addr:     fs.String("addr", defaultClientAddr, "client API address of the node to act on"),
+		timeout:  fs.Duration("timeout", time.Hour, "how long to wait for the operation to complete"),
+		security: addSecurityFlags(fs),
 	}
 }
 
 // withAdmin dials the one node the flags name, runs fn, and closes the connection.
 func (f nodeFlags) withAdmin(fn func(ctx context.Context, admin kurav1.AdminClient) error) error {
-	conn, err := grpc.NewClient(*f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts, err := f.security.options()
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", *f.addr, err)
+		return err
+	}
+	conn, err := client.DialNode(*f.addr, opts)
+	if err != nil {
+		return err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *f.timeout)

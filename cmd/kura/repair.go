@@ -8,11 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/client"
 )
 
 // runRepair asks nodes, one after the other, to repair their ranges against the other
@@ -24,6 +23,7 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	keyspace := fs.String("keyspace", "", "keyspace to repair (empty: every keyspace)")
 	dc := fs.String("dc", "", "compare only with the replicas in this datacenter (empty: all)")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for each node's repair")
+	security := addSecurityFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -31,9 +31,13 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: repair takes no arguments, only flags", errUsage)
 	}
+	opts, err := security.options()
+	if err != nil {
+		return err
+	}
 	var done []*kurav1.RepairResponse
 	for _, a := range strings.Split(*addr, ",") {
-		resp, err := repairNode(a, &kurav1.RepairRequest{Keyspace: *keyspace, Dc: *dc}, *timeout)
+		resp, err := repairNode(a, &kurav1.RepairRequest{Keyspace: *keyspace, Dc: *dc}, *timeout, opts)
 		if err != nil {
 			printRepairs(stdout, done)
 			return err
@@ -45,10 +49,10 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 }
 
 // repairNode runs one node's repair.
-func repairNode(addr string, req *kurav1.RepairRequest, timeout time.Duration) (*kurav1.RepairResponse, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func repairNode(addr string, req *kurav1.RepairRequest, timeout time.Duration, opts client.Options) (*kurav1.RepairResponse, error) {
+	conn, err := client.DialNode(addr, opts)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
+		return nil, err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

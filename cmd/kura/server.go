@@ -31,7 +31,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	respAddr := fs.String("resp", "", "Redis protocol address, e.g. 127.0.0.1:6379 (empty: none)")
 	respPasswordFile := fs.String("resp-password-file", "", "file whose first line is the password Redis clients must give (AUTH)")
 	respLevel := fs.String("resp-consistency", "ONE", "consistency level of a new Redis connection (KURA.CONSISTENCY changes it)")
-	httpAddr := fs.String("http", "", "HTTP admin address serving /metrics, /healthz, /status and /debug/pprof (empty: none)")
+	httpAddr := fs.String("http", "", "HTTP admin address serving /metrics, /healthz and /status (empty: none)")
+	enablePprof := fs.Bool("enable-pprof", false, "also serve the Go profiler, /debug/pprof, on the --http port")
+	security := addServerSecurityFlags(fs)
 	seeds := fs.String("seeds", "", "comma-separated node-to-node addresses of nodes to join through")
 	dataDir := fs.String("data-dir", "", "directory for durable storage")
 	inMemory := fs.Bool("in-memory", false, "keep data in memory only (lost on exit)")
@@ -62,7 +64,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := node.Config{
 		ID: *id, DC: *dc, Listen: *listen, ClientAddr: *clientAddr,
-		RESPAddr: *respAddr, HTTPAddr: *httpAddr,
+		RESPAddr: *respAddr, HTTPAddr: *httpAddr, EnablePprof: *enablePprof,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
 		RepairInterval: *repairInterval, MaxClockOffset: *maxClockOffset, EnableFaults: *enableFaults,
@@ -78,9 +80,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
 	}
 	if *respPasswordFile != "" {
-		if cfg.RESPPassword, err = readPassword(*respPasswordFile); err != nil {
+		if cfg.RESPPassword, err = readSecret("resp-password-file", *respPasswordFile); err != nil {
 			return err
 		}
+	}
+	if err := security.apply(&cfg); err != nil {
+		return err
 	}
 	if *seeds != "" {
 		cfg.Seeds = strings.Split(*seeds, ",")
@@ -110,28 +115,13 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Redis protocol on %s\n", addr)
 	}
 	if addr := n.HTTPAddr(); addr != "" {
-		fmt.Fprintf(stdout, "HTTP admin (/metrics, /healthz, /status, /debug/pprof) on %s\n", addr)
+		fmt.Fprintf(stdout, "HTTP admin (/metrics, /healthz, /status) on %s\n", addr)
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	sig := <-stop
 	logger.Info("stopping", "signal", sig.String())
 	return n.Close()
-}
-
-// readPassword reads the first line of a password file; an empty password is an error,
-// since it would silently leave the Redis port open.
-func readPassword(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read --resp-password-file: %w", err)
-	}
-	password, _, _ := strings.Cut(string(data), "\n")
-	password = strings.TrimRight(password, "\r")
-	if password == "" {
-		return "", fmt.Errorf("%w: --resp-password-file %s: the first line is empty", errUsage, path)
-	}
-	return password, nil
 }
 
 // applyTopology takes the node's DC from the topology when it names the node, checks a

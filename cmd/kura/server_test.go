@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-func TestReadPassword(t *testing.T) {
+func TestReadSecret(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
 		name, content string
@@ -28,13 +28,13 @@ func TestReadPassword(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readPassword(path)
+		got, err := readSecret("resp-password-file", path)
 		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%s: %q, %v; want %q, %q", tt.name, got, err, tt.want, tt.err)
 		}
 	}
-	if _, err := readPassword(filepath.Join(dir, "missing")); err == nil {
-		t.Error("a missing password file was accepted")
+	if _, err := readSecret("resp-password-file", filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing secret file was accepted")
 	}
 }
 
@@ -45,6 +45,9 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 	}{
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-consistency", "MOST"}, "--resp-consistency"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-password-file", "/nonexistent/pw"}, "read --resp-password-file"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--tls-cert", "a.crt"}, "give all of --tls-cert, --tls-key and --tls-ca, or none (missing --tls-key, --tls-ca)"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--tls-cert", "a.crt", "--tls-key", "a.key", "--tls-ca", "/nonexistent/ca.crt"}, "read node certificate"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--auth-token-file", "/nonexistent/token"}, "read --auth-token-file"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)

@@ -485,7 +485,7 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 func (d *Driver) whois(addr string) (transport.Peer, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.SendTimeout)
 	defer cancel()
-	raw, err := d.cfg.Transport.Call(ctx, transport.Peer{ID: "seed@" + addr, Addr: addr}, KindWhois, nil)
+	raw, err := d.cfg.Transport.Call(ctx, transport.AnyNodeAt(addr), KindWhois, nil)
 	if err != nil {
 		return transport.Peer{}, err
 	}

@@ -1,0 +1,102 @@
+package node
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/membership/driver"
+	"github.com/kuradb/kura/transport"
+)
+
+// errNotMember is a node's refusal of a request that only members may make.
+var errNotMember = errors.New("not a member")
+
+// admit refuses the messages a node takes only from members of its cluster (replica
+// reads and writes, hints, streaming, repair, ring changes, keyspace announcements) when
+// the sender is a node its directory does not know, or knows as gone for good. Anyone may
+// send what keeps the overlays together while nodes are still learning of each other:
+// gossip, which is how a node becomes a member, the DHT's messages, which the ring
+// forwards between nodes that may not have heard of the sender yet, the ring and
+// keyspace pulls a new node needs before it can take part, and clock pings, which
+// answer nothing but the time.
+//
+// Without TLS the sender's id is only what it claims, so this keeps out strays (a node
+// of another cluster, a removed node still running), not impostors; with TLS the id is
+// the one its certificate names.
+func (n *Node) admit(from transport.Peer, kind transport.Kind) error {
+	if driver.Handles(kind) || kind == kindChord || kind == kindRingPull || kind == kindSchemaPull || kind == kindClockPing {
+		return nil
+	}
+	member, known := n.directory.Node(from.ID)
+	switch {
+	case !known:
+		return fmt.Errorf("%w: node %s does not know node %s, and serves %v only to members of its cluster", errNotMember, n.cfg.ID, from.ID, kind)
+	case member.Status == cluster.StatusLeft || member.Status == cluster.StatusRemoved:
+		return fmt.Errorf("%w: node %s knows node %s as %s, and serves %v only to members of its cluster", errNotMember, n.cfg.ID, from.ID, member.Status, kind)
+	}
+	return nil
+}
+
+// grpcSecurity returns the client API's server options for Config.TLS (server-side TLS;
+// a client certificate is verified when given, not required) and Config.AuthToken.
+func (n *Node) grpcSecurity() []grpc.ServerOption {
+	var opts []grpc.ServerOption
+	if n.cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(n.clientTLS())))
+	}
+	if n.cfg.AuthToken != "" {
+		// Every method, the Admin service's included; the stream interceptor keeps a
+		// streaming method added later from being served unauthenticated.
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				if err := checkToken(ctx, n.cfg.AuthToken); err != nil {
+					return nil, err
+				}
+				return handler(ctx, req)
+			}),
+			grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+				if err := checkToken(ss.Context(), n.cfg.AuthToken); err != nil {
+					return err
+				}
+				return handler(srv, ss)
+			}))
+	}
+	return opts
+}
+
+// clientTLS is the TLS configuration of the client front ends (gRPC, Redis): the node's
+// certificate, and client certificates verified against the CA when given.
+func (n *Node) clientTLS() *tls.Config {
+	return n.cfg.TLS.ServerConfig(tls.VerifyClientCertIfGiven)
+}
+
+// bearerPrefix starts the authorization metadata a client sends: "Bearer <token>".
+const bearerPrefix = "Bearer "
+
+// checkToken admits a call whose "authorization" metadata is "Bearer <token>", and
+// answers any other with Unauthenticated, saying how to send the token.
+func checkToken(ctx context.Context, token string) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get("authorization")
+	if len(values) == 0 {
+		return status.Error(codes.Unauthenticated, `this node requires a token: send "authorization: Bearer <token>" metadata `+
+			"(kura commands: --token-file FILE; Go client: Options.Token)")
+	}
+	given, ok := strings.CutPrefix(values[0], bearerPrefix)
+	if !ok || subtle.ConstantTimeCompare([]byte(given), []byte(token)) != 1 {
+		return status.Error(codes.Unauthenticated, `the authorization token is wrong: send "authorization: Bearer <token>" `+
+			"with the token of the node's --auth-token-file")
+	}
+	return nil
+}
