@@ -1,0 +1,116 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// inject starts a fault.
+func (c *Cluster) inject(ctx context.Context, f Fault) error {
+	if f.Kind.Process() && c.attached {
+		return errAttached
+	}
+	switch f.Kind {
+	case Kill, Wipe:
+		return c.eachNode(f.Nodes, c.kill)
+	case Pause:
+		return c.eachNode(f.Nodes, func(n *node) error { return c.signal(n, syscall.SIGSTOP) })
+	}
+	var errs []error
+	for id, faults := range f.apiFaults() {
+		n, err := c.node(id)
+		if err == nil {
+			err = c.setFaults(ctx, n, faults)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// heal ends a fault: restarts killed nodes (wiped first, then repaired), resumes paused
+// ones, clears injected faults.
+func (c *Cluster) heal(ctx context.Context, f Fault, keyspace string) error {
+	switch f.Kind {
+	case Kill:
+		return c.eachNode(f.Nodes, c.restart)
+	case Wipe:
+		return c.eachNode(f.Nodes, func(n *node) error {
+			if err := os.RemoveAll(n.dataDir); err != nil {
+				return err
+			}
+			if err := c.restart(n); err != nil {
+				return err
+			}
+			// Repair once the node takes requests; until then it answers without the data
+			// it lost, which is why the history marks the span.
+			if err := c.clearFaults(ctx, n, time.Minute); err != nil {
+				return err
+			}
+			_, err := c.Repair(ctx, n.ID, keyspace, time.Minute)
+			return err
+		})
+	case Pause:
+		return c.eachNode(f.Nodes, func(n *node) error { return c.signal(n, syscall.SIGCONT) })
+	}
+	var errs []error
+	for id := range f.apiFaults() {
+		n, err := c.node(id)
+		if err == nil {
+			err = c.setFaults(ctx, n, nil)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// HealAll undoes every fault the harness may have left: resumes every process, restarts
+// the dead ones and clears every node's injected faults.
+func (c *Cluster) HealAll(ctx context.Context) error {
+	var errs []error
+	for _, n := range c.nodes {
+		if !c.attached {
+			if n.running() {
+				errs = append(errs, c.signal(n, syscall.SIGCONT))
+			} else {
+				errs = append(errs, c.restart(n))
+			}
+		}
+	}
+	for _, n := range c.nodes {
+		errs = append(errs, c.clearFaults(ctx, n, time.Minute))
+	}
+	return errors.Join(errs...)
+}
+
+// clearFaults heals one node's injected faults, retrying while the node starts: it
+// doubles as the wait for a restarted node to answer.
+func (c *Cluster) clearFaults(ctx context.Context, n *node, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.setFaults(ctx, n, nil)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("nemesis: %s did not answer in %v: %w", n.ID, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// eachNode runs fn on the named nodes, all of them even when one fails.
+func (c *Cluster) eachNode(ids []string, fn func(*node) error) error {
+	var errs []error
+	for _, id := range ids {
+		n, err := c.node(id)
+		if err == nil {
+			err = fn(n)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
