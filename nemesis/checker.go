@@ -237,75 +237,93 @@ func (h *history) tombstoneFrom(key string, ts hlc.Timestamp) bool {
 // failed, or from one invoked after the read answered; and, when the level makes read
 // and write replica sets overlap (R + W > RF), a read invoked after a put or delete was
 // acknowledged returns that version or a newer one. Reads overlapping a wiped disk's
-// repair are not held to freshness: that node answers without the data it lost.
+// rebuild are not held to freshness (the wiped node streams its ranges from one replica,
+// which may have missed a write); their stale ones are counted apart.
 func checkReads(h *history, c *Counts) Verdict {
 	fresh, why := h.freshReads()
 	v := newVerdict("stale-reads", true)
-	var checked, unknown, wiped int
+	var checked, unknown, wiped, wipedStale int
 	for _, r := range h.reads {
-		if r.found {
-			src := h.puts[r.value]
-			switch {
-			case src == nil || src.Key != r.key:
-				v.violation("%s: read %q (op %d), which was never written to it", r.key, r.value, r.op.Op)
-				c.Impossible++
-				continue
-			case !src.possible():
-				v.violation("%s: read %q (op %d) from a put that failed (op %d: %s)", r.key, r.value, r.op.Op, src.Op, src.Error)
-				c.Impossible++
-				continue
-			case src.invoke.After(r.op.complete):
-				v.violation("%s: read %q (op %d) before its put was invoked (op %d)", r.key, r.value, r.op.Op, src.Op)
-				c.Impossible++
-				continue
-			}
+		if bad := h.impossible(r); bad != "" {
+			v.violation("%s", bad)
+			c.Impossible++
+			continue
 		}
 		if !fresh {
 			continue
 		}
-		if h.inWipe(r.op) {
+		stale, known := h.stale(r)
+		switch {
+		case !known:
+			unknown++
+		case h.inWipe(r.op):
 			wiped++
-			continue
-		}
-		bound := h.acknowledgedBefore(r.key, r.op)
-		if bound == nil {
-			checked++
-			continue
-		}
-		if r.found {
-			ts := r.ts
-			if ts == 0 {
-				ts = h.puts[r.value].ts
+			if stale != "" {
+				wipedStale++
 			}
-			if ts == 0 {
-				unknown++
-				continue
-			}
+		default:
 			checked++
-			got := lww.Record{Key: []byte(r.key), Value: []byte(r.value), Timestamp: ts}
-			if lww.Newer(bound.record(), got) {
-				v.violation("%s: stale read of %q at %v (op %d), invoked after %s at %v was acknowledged (op %d)",
-					r.key, r.value, ts, r.op.Op, bound, bound.ts, bound.Op)
+			if stale != "" {
+				v.violation("%s", stale)
 				c.Stale++
 			}
-			continue
-		}
-		checked++
-		if bound.F == Put && !h.deleteCouldHide(r, bound) {
-			v.violation("%s: read not found (op %d), invoked after put %s at %v was acknowledged (op %d), and no delete could hide it",
-				r.key, r.op.Op, bound.Value, bound.ts, bound.Op)
-			c.Stale++
 		}
 	}
-	switch {
-	case fresh:
-		v.Summary = fmt.Sprintf("%d key reads (%s): %d checked for freshness, %d with no known timestamp, %d during a wiped node's repair; %d stale, %d impossible",
-			len(h.reads), why, checked, unknown, wiped, c.Stale, c.Impossible)
-	default:
+	if !fresh {
 		v.Summary = fmt.Sprintf("%d key reads (%s: stale reads are allowed, only impossible ones are checked); %d impossible",
 			len(h.reads), why, c.Impossible)
+		return v.Verdict
 	}
+	v.Summary = fmt.Sprintf("%d key reads (%s): %d checked for freshness, %d with no known timestamp, %d during a wiped node's rebuild (%d of them stale, allowed); %d stale, %d impossible",
+		len(h.reads), why, checked, unknown, wiped, wipedStale, c.Stale, c.Impossible)
 	return v.Verdict
+}
+
+// impossible describes what is wrong with a read no cluster may return: a value never
+// written to its key, a value of a put that failed, or of one invoked after the read
+// answered; "" when the read is possible.
+func (h *history) impossible(r read) string {
+	if !r.found {
+		return ""
+	}
+	src := h.puts[r.value]
+	switch {
+	case src == nil || src.Key != r.key:
+		return fmt.Sprintf("%s: read %q (op %d), which was never written to it", r.key, r.value, r.op.Op)
+	case !src.possible():
+		return fmt.Sprintf("%s: read %q (op %d) from a put that failed (op %d: %s)", r.key, r.value, r.op.Op, src.Op, src.Error)
+	case src.invoke.After(r.op.complete):
+		return fmt.Sprintf("%s: read %q (op %d) before its put was invoked (op %d)", r.key, r.value, r.op.Op, src.Op)
+	}
+	return ""
+}
+
+// stale describes how a read missed a put or delete acknowledged before it was invoked,
+// "" when it did not; known is false when the version read has no known timestamp.
+func (h *history) stale(r read) (stale string, known bool) {
+	bound := h.acknowledgedBefore(r.key, r.op)
+	if bound == nil {
+		return "", true
+	}
+	if r.found {
+		ts := r.ts
+		if ts == 0 {
+			ts = h.puts[r.value].ts
+		}
+		if ts == 0 {
+			return "", false
+		}
+		if lww.Newer(bound.record(), lww.Record{Key: []byte(r.key), Value: []byte(r.value), Timestamp: ts}) {
+			return fmt.Sprintf("%s: stale read of %q at %v (op %d), invoked after %s at %v was acknowledged (op %d)",
+				r.key, r.value, ts, r.op.Op, bound, bound.ts, bound.Op), true
+		}
+		return "", true
+	}
+	if bound.F == Put && !h.deleteCouldHide(r, bound) {
+		return fmt.Sprintf("%s: read not found (op %d), invoked after %s at %v was acknowledged (op %d), and no delete could hide it",
+			r.key, r.op.Op, bound, bound.ts, bound.Op), true
+	}
+	return "", true
 }
 
 // acknowledgedBefore is the newest put or delete of key, with a known timestamp,

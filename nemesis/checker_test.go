@@ -356,3 +356,16 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Error("the loaded history checks differently from the recorded one")
 	}
 }
+
+// TestCheckCountsStaleReadsDuringAWipeApart: a stale read while a wiped node is rebuilt
+// is no violation, but the verdict still says it happened.
+func TestCheckCountsStaleReadsDuringAWipeApart(t *testing.T) {
+	r := Check(h(put(1, "a", "v1", 0, ok(1), 10), nemesis("wipe n2", "start", 2, true), get(2, "a", 3, ok(4), "", 0),
+		nemesis("wipe n2", "heal", 5, true), everywhere("a", "v1", 10, false)))
+	if !r.OK() {
+		t.Fatalf("a stale read during a wipe is a violation: %+v", r.Verdicts)
+	}
+	if v := r.Verdicts[2]; !strings.Contains(v.Summary, "1 during a wiped node's rebuild (1 of them stale, allowed)") {
+		t.Errorf("%s: %s", v.Check, v.Summary)
+	}
+}

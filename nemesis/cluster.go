@@ -221,14 +221,15 @@ func (c *Cluster) start(n *node, seeds []string) error {
 	return nil
 }
 
-// restart starts the node again on its data dir, with every other node as a seed: a
-// wiped node learns the ring from any of them.
+// restart starts the node again on its data dir, with every node as a seed, itself
+// included: a wiped node learns the ring from any other. Seeding each node with the
+// others only would leave a cluster restarted as a whole without gossip: Ferry admits
+// a joiner only through a node that is joined, and a restarted node that is not its own
+// seed is not joined until admitted.
 func (c *Cluster) restart(n *node) error {
-	var seeds []string
-	for _, other := range c.nodes {
-		if other != n {
-			seeds = append(seeds, other.listen)
-		}
+	seeds := make([]string, len(c.nodes))
+	for i, other := range c.nodes {
+		seeds[i] = other.listen
 	}
 	return c.start(n, seeds)
 }

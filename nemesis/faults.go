@@ -7,6 +7,9 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // inject starts a fault.
@@ -36,7 +39,14 @@ func (c *Cluster) inject(ctx context.Context, f Fault) error {
 func (c *Cluster) heal(ctx context.Context, f Fault, keyspace string) error {
 	switch f.Kind {
 	case Kill:
-		return c.eachNode(f.Nodes, c.restart)
+		// Healed once the nodes answer: a fault that followed at once would otherwise hit
+		// nodes still starting.
+		return c.eachNode(f.Nodes, func(n *node) error {
+			if err := c.restart(n); err != nil {
+				return err
+			}
+			return c.clearFaults(ctx, n, time.Minute)
+		})
 	case Wipe:
 		return c.eachNode(f.Nodes, func(n *node) error {
 			if err := os.RemoveAll(n.dataDir); err != nil {
@@ -87,12 +97,13 @@ func (c *Cluster) HealAll(ctx context.Context) error {
 }
 
 // clearFaults heals one node's injected faults, retrying while the node starts: it
-// doubles as the wait for a restarted node to answer.
+// doubles as the wait for a restarted node to answer. A node that refuses faults
+// (started without --enable-faults) has none to clear.
 func (c *Cluster) clearFaults(ctx context.Context, n *node, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := c.setFaults(ctx, n, nil)
-		if err == nil {
+		if err == nil || status.Code(err) == codes.FailedPrecondition {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

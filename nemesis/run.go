@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config, rec *Recorder) (Report, error) {
 		}
 	}
 	w := cfg.Workload
-	w.Keyspace = fmt.Sprintf("nemesis_%d_%s", cfg.Seed, start.Format("20060102_150405"))
+	w.Keyspace = fmt.Sprintf("nemesis_%x_%s", uint64(cfg.Seed), start.Format("20060102_150405"))
 	if err := c.CreateKeyspace(ctx, w.Keyspace, cfg.Replication); err != nil {
 		return Report{}, err
 	}
@@ -85,10 +85,11 @@ func Run(ctx context.Context, cfg Config, rec *Recorder) (Report, error) {
 		meta.Faults = append(meta.Faults, fmt.Sprintf("%v+%v %v", f.At, f.For, f))
 	}
 	rec.Record(Event{Type: TypeMeta, Meta: meta})
+
+	// From here on, progress lines count from the workload's start, as the plan does.
+	p.start = time.Now()
 	p.say("keyspace %s (%s); %d clients at %s for %v; %d faults from seed %d",
 		w.Keyspace, cfg.Replication, w.Clients, w.Level, cfg.Duration, len(plan), cfg.Seed)
-
-	p.start = time.Now()
 	wctx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	counts := &tally{}
@@ -141,7 +142,8 @@ func Run(ctx context.Context, cfg Config, rec *Recorder) (Report, error) {
 }
 
 // DefaultReplication puts two replicas in the first DC (one if it has a single node) and
-// one in every other DC: a QUORUM then spans DCs, and a DC alone cannot meet it.
+// one in every other DC: every DC holds a copy, and with more nodes than replicas each
+// key has its own replica set, so that a fault hits some keys' replicas and not others'.
 func DefaultReplication(members []Member) string {
 	perDC := map[string]int{}
 	for _, m := range members {
@@ -161,15 +163,19 @@ func DefaultReplication(members []Member) string {
 
 // runFaults carries out the plan, each fault at its time, while the workload runs; a
 // fault is always healed, even when the workload ends first.
+// A heal that overran its slot (a slow restart) pushes the next fault back to keep the
+// gap between them.
 func (c *Cluster) runFaults(ctx, workload context.Context, plan []Fault, keyspace string, rec *Recorder, p *progress) {
+	healed := p.start
 	for i, f := range plan {
 		select {
 		case <-workload.Done():
 			return
-		case <-time.After(time.Until(p.start.Add(f.At))):
+		case <-time.After(time.Until(later(p.start.Add(f.At), healed.Add(gapMin)))):
 		}
 		name := fmt.Sprintf("#%d %v", i+1, f)
-		e := Event{Type: TypeNemesis, Fault: name, Phase: "start", Wipe: f.Kind == Wipe}
+		// Stamped before the fault acts, so that the span it marks covers all of it.
+		e := Event{Type: TypeNemesis, Time: time.Now(), Fault: name, Phase: "start", Wipe: f.Kind == Wipe}
 		if err := c.inject(ctx, f); err != nil {
 			e.Error = err.Error()
 		}
@@ -183,9 +189,17 @@ func (c *Cluster) runFaults(ctx, workload context.Context, plan []Fault, keyspac
 		if err := c.heal(ctx, f, keyspace); err != nil {
 			e.Error = err.Error()
 		}
-		rec.Record(e)
+		e = rec.Record(e)
 		p.fault(e)
+		healed = e.Time
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // finalVersions reads every node's own copy of the keyspace, as final history lines.

@@ -71,6 +71,9 @@ func (t *tally) String() string {
 // Even clients speak gRPC, odd ones the Redis protocol when the nodes have RESP
 // addresses (not when attached).
 func (c *Cluster) runWorkload(ctx context.Context, w Workload, rec *Recorder, counts *tally) {
+	// go-redis logs every failed dial; refused connections are the faults at work, and
+	// the history records each failed operation already.
+	redis.SetLogger(silent{})
 	var ids atomic.Int64
 	var wg sync.WaitGroup
 	for i := range w.Clients {
@@ -270,7 +273,7 @@ func (w *worker) redisClient(n *node) *redis.Client {
 	ks, level := w.w.Keyspace, w.w.Level.String()
 	rdb := redis.NewClient(&redis.Options{
 		Addr: n.resp, Protocol: 2, DisableIdentity: true,
-		PoolSize: 1, MaxRetries: -1, ContextTimeoutEnabled: true,
+		PoolSize: 1, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
 		DialTimeout: w.w.OpTimeout, ReadTimeout: w.w.OpTimeout, WriteTimeout: w.w.OpTimeout,
 		OnConnect: func(ctx context.Context, cn *redis.Conn) error {
 			if err := cn.Do(ctx, "KURA.KEYSPACE", ks).Err(); err != nil {
@@ -288,3 +291,8 @@ func (w *worker) close() {
 		rdb.Close()
 	}
 }
+
+// silent is a go-redis logger that drops everything.
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}
