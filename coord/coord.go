@@ -67,9 +67,11 @@ type Hints interface {
 	Delivered(h hints.Hint) error
 }
 
-// Clock stamps writes; *hlc.Clock is one.
+// Clock stamps writes; *clockguard.Guard is one. Stamp fails when this node's clock is
+// too far from its peers' for its timestamps to be trusted; the write is then refused as
+// unavailable before anything is stored.
 type Clock interface {
-	Now() hlc.Timestamp
+	Stamp() (hlc.Timestamp, error)
 }
 
 // Proximity ranks nodes for reads: a smaller distance is asked first.

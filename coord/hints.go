@@ -2,7 +2,9 @@ package coord
 
 import (
 	"context"
+	"errors"
 
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -23,6 +25,7 @@ func (c *Coordinator) ReplayHints(ctx context.Context) (int, error) {
 			return delivered, err
 		}
 		target := c.replicas.Replica(n)
+	replay:
 		for _, h := range pending {
 			if ctx.Err() != nil {
 				return delivered, ctx.Err()
@@ -30,13 +33,19 @@ func (c *Coordinator) ReplayHints(ctx context.Context) (int, error) {
 			callCtx, cancel := c.replicaContext()
 			err := target.Apply(callCtx, h.Keyspace, []lww.Record{h.Record})
 			cancel()
-			if err != nil {
-				break // the target is unreachable again; try on a later pass
+			switch {
+			case errors.Is(err, clockguard.ErrClockOffset):
+				// A hint the target refuses as too far ahead was stamped by a bad clock:
+				// delivered later, it would overwrite the writes made until then.
+				c.log.Warn("dropping a hint the target refuses for its timestamp", "target", n.ID, "keyspace", h.Keyspace, "timestamp", h.Record.Timestamp, "err", err)
+			case err != nil:
+				break replay // the target is unreachable again; try on a later pass
+			default:
+				delivered++
 			}
 			if err := c.hints.Delivered(h); err != nil {
 				return delivered, err
 			}
-			delivered++
 		}
 	}
 	return delivered, nil

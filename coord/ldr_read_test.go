@@ -59,11 +59,13 @@ func TestLDRGetAsksLocalChunksFirst(t *testing.T) {
 
 // TestLDRRemoteChunkCostsTheChunkAndItsFraming checks that a chunk fetched across the
 // WAN carries nothing but the chunk (header and shard), one status byte, the request
-// (keyspace and chunk key) and two transport frame headers.
+// (keyspace and chunk key), two transport frame headers and the response's wall-clock
+// stamp.
 func TestLDRRemoteChunkCostsTheChunkAndItsFraming(t *testing.T) {
 	c := startLDRCluster(t, "")
 	ctx := testContext(t)
 	const frameHeaderBytes = 14 // the transport's: length u32, kind u8, type u8, id u64
+	const stampBytes = 8        // the responder's wall clock, on every response
 	k := coded.Erasure.K
 	for _, valueBytes := range []int{3000, 1} {
 		t.Run(fmt.Sprintf("%d-byte value", valueBytes), func(t *testing.T) {
@@ -82,7 +84,7 @@ func TestLDRRemoteChunkCostsTheChunkAndItsFraming(t *testing.T) {
 			chunkBytes := erasure.HeaderBytes + erasure.ShardBytes(valueBytes, k)
 			chunkKeyBytes := len(key) + 3 // the key has no 0x00 byte: terminator and index
 			request := proto.Size(&kurav1.ReadRequest{Keyspace: coded.Name, Key: make([]byte, chunkKeyBytes)})
-			overhead := request + 1 + 2*frameHeaderBytes
+			overhead := request + 1 + 2*frameHeaderBytes + stampBytes
 			perChunk := float64(bytes1-bytes0) / float64(k)
 			if requests1-requests0 != uint64(k) || perChunk < float64(chunkBytes) || perChunk > float64(chunkBytes+overhead) {
 				t.Fatalf("%d remote chunk reads of %.1f bytes each; want %d of %d-byte chunks plus at most %d bytes of request and framing",

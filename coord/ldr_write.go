@@ -24,7 +24,9 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 	if err := checkWritable(owners(slots), required, unavailable); err != nil {
 		return 0, err
 	}
-	rec.Timestamp = c.clock.Now()
+	if rec.Timestamp, err = c.stamp(); err != nil {
+		return 0, err
+	}
 	records, err := chunkRecords(code, slots, rec)
 	if err != nil {
 		return 0, fmt.Errorf("key %q of keyspace %s: %w", rec.Key, ks.Name, err)

@@ -2,7 +2,10 @@ package coord
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
@@ -45,12 +48,24 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if err := checkWritable(members, required, unavailable); err != nil {
 		return 0, err
 	}
-	rec.Timestamp = c.clock.Now()
+	if rec.Timestamp, err = c.stamp(); err != nil {
+		return 0, err
+	}
 	writes := make([]replicaWrite, len(members))
 	for i, m := range members {
 		writes[i] = replicaWrite{member: m, record: rec}
 	}
 	return rec.Timestamp, c.applyWrites(ctx, keyspace, writes, required, cl, unavailable)
+}
+
+// stamp gives a write its timestamp, or refuses it as unavailable when this node's clock
+// cannot be trusted: better no write than one that beats, or loses to, the wrong writes.
+func (c *Coordinator) stamp() (hlc.Timestamp, error) {
+	ts, err := c.clock.Stamp()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return ts, nil
 }
 
 // replicaWrite is one record for one replica: the same record for every replica of a
@@ -139,9 +154,15 @@ func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes [
 }
 
 // applyOrHint applies one write on its replica; a replica that fails or misses the
-// deadline gets a hint, so it receives the write later.
+// deadline gets a hint, so it receives the write later. A replica that refused the
+// write's timestamp as too far ahead gets none: the hint would carry the same timestamp,
+// and overwrite newer writes once real time caught up with it.
 func (c *Coordinator) applyOrHint(w replicaWrite, keyspace string) error {
 	err := c.apply(w.member, keyspace, w.record)
+	if errors.Is(err, clockguard.ErrClockOffset) {
+		c.log.Warn("replica refused the write's timestamp; no hint stored", "target", w.member.ID, "err", err)
+		return err
+	}
 	if err != nil {
 		if herr := c.hints.Add(w.member.ID, keyspace, w.record); herr != nil {
 			c.log.Warn("store hint", "target", w.member.ID, "err", herr)

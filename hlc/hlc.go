@@ -4,7 +4,6 @@
 package hlc
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -17,14 +16,6 @@ const logicalBits = 16
 // wallMillisMax is the largest wall time, in milliseconds since the Unix epoch, that
 // fits in the 48 high bits of a Timestamp (about the year 10889).
 const wallMillisMax = math.MaxUint64 >> logicalBits
-
-// DefaultMaxOffset is how far ahead of the local clock a remote timestamp may be
-// before Observe refuses it; it bounds how far one bad clock can drag the others.
-const DefaultMaxOffset = 500 * time.Millisecond
-
-// ErrClockOffset reports a remote timestamp further ahead of the local clock than the
-// maximum offset allows.
-var ErrClockOffset = errors.New("hlc: remote clock too far ahead")
 
 // Timestamp is a hybrid logical timestamp: the 48 high bits hold wall-clock
 // milliseconds since the Unix epoch, the 16 low bits a logical counter. Comparing two
@@ -63,26 +54,16 @@ func (t Timestamp) String() string {
 type Clock struct {
 	now func() time.Time
 
-	mu        sync.Mutex
-	last      Timestamp
-	maxOffset time.Duration
+	mu   sync.Mutex
+	last Timestamp
 }
 
-// NewClock returns a Clock reading physical time from now (time.Now when nil), with
-// the maximum offset set to DefaultMaxOffset.
+// NewClock returns a Clock reading physical time from now (time.Now when nil).
 func NewClock(now func() time.Time) *Clock {
 	if now == nil {
 		now = time.Now
 	}
-	return &Clock{now: now, maxOffset: DefaultMaxOffset}
-}
-
-// SetMaxOffset changes how far ahead of local physical time Observe accepts a remote
-// timestamp; d <= 0 disables the check.
-func (c *Clock) SetMaxOffset(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.maxOffset = d
+	return &Clock{now: now}
 }
 
 // Now returns a timestamp greater than every one this clock has issued or observed.
@@ -94,8 +75,8 @@ func (c *Clock) Now() Timestamp {
 
 // Update merges a timestamp received from another node (the HLC receive rule) and
 // returns the new local time, which is greater than both remote and every timestamp
-// issued before. It accepts any remote value; use Observe for messages whose clock is
-// not trusted.
+// issued before. It accepts any remote value: the node's clock guard (package
+// clockguard) refuses a timestamp too far ahead before it gets here.
 func (c *Clock) Update(remote Timestamp) Timestamp {
 	physical := FromTime(c.now())
 	c.mu.Lock()
@@ -105,21 +86,4 @@ func (c *Clock) Update(remote Timestamp) Timestamp {
 	next := max(physical, c.last+1, remote+1)
 	c.last = next
 	return next
-}
-
-// Observe merges remote like Update unless remote's wall time is more than the
-// maximum offset ahead of local physical time, in which case it returns an error
-// wrapping ErrClockOffset and leaves the clock unchanged.
-func (c *Clock) Observe(remote Timestamp) error {
-	physicalNow := c.now()
-	c.mu.Lock()
-	maxOffset := c.maxOffset
-	c.mu.Unlock()
-	if maxOffset > 0 {
-		if ahead := remote.WallTime().Sub(physicalNow); ahead > maxOffset {
-			return fmt.Errorf("%w: remote %s is %v ahead, max offset %v", ErrClockOffset, remote, ahead, maxOffset)
-		}
-	}
-	c.Update(remote)
-	return nil
 }

@@ -1,7 +1,6 @@
 package hlc
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -131,37 +130,6 @@ func TestClockUpdate(t *testing.T) {
 			}
 			if got := c.Now(); got <= tt.want {
 				t.Errorf("Now() after Update = %s, want > %s", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestClockObserve(t *testing.T) {
-	tests := []struct {
-		name      string
-		maxOffset time.Duration // 0 keeps the default
-		remote    Timestamp
-		wantErr   bool
-		wantNext  Timestamp // Now() after Observe, physical time fixed at base
-	}{
-		{"remote behind", 0, ts(-100, 4), false, ts(0, 1)},
-		{"remote at max offset", 0, ts(500, 4), false, ts(500, 6)},
-		{"remote beyond max offset", 0, ts(501, 0), true, ts(0, 0)},
-		{"custom offset refuses", 10 * time.Millisecond, ts(11, 0), true, ts(0, 0)},
-		{"offset check disabled", -1, ts(1_000_000, 0), false, ts(1_000_000, 2)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := NewClock((&fakeTime{t: base}).now)
-			if tt.maxOffset != 0 {
-				c.SetMaxOffset(tt.maxOffset)
-			}
-			err := c.Observe(tt.remote)
-			if gotErr := errors.Is(err, ErrClockOffset); gotErr != tt.wantErr {
-				t.Fatalf("Observe(%s) error = %v, want ErrClockOffset: %t", tt.remote, err, tt.wantErr)
-			}
-			if got := c.Now(); got != tt.wantNext {
-				t.Errorf("Now() after Observe = %s, want %s", got, tt.wantNext)
 			}
 		})
 	}

@@ -123,6 +123,10 @@ func (h *harness) do(t *testing.T, d *datadriven.TestData) (string, error) {
 			return "", net.Partition(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
 		}
 		return "", net.Heal(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
+	case "isolate":
+		return "", h.cluster.Sim().Isolate(argString(t, d, "id"))
+	case "reconnect":
+		return "", h.cluster.Sim().Reconnect(argString(t, d, "id"))
 	case "run":
 		var span time.Duration
 		scanDuration(t, d, "for", &span)

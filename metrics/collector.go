@@ -14,6 +14,9 @@ type nodeCollector struct {
 	hintsPending      *prometheus.Desc
 	members           *prometheus.Desc
 	storageDiskBytes  *prometheus.Desc
+	clockOffset       *prometheus.Desc
+	clockOK           *prometheus.Desc
+	clockAheadMax     *prometheus.Desc
 }
 
 func newNodeCollector(cfg Config) *nodeCollector {
@@ -30,6 +33,12 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"Cluster members this node knows, by state (alive, down).", []string{"state"}, nil),
 		storageDiskBytes: prometheus.NewDesc("kura_storage_disk_bytes",
 			"Space the node's storage files take.", nil, nil),
+		clockOffset: prometheus.NewDesc("kura_clock_offset_seconds",
+			"This node's clock minus the cluster's (the median of its peers'), as its clock guard measures it.", nil, nil),
+		clockOK: prometheus.NewDesc("kura_clock_ok",
+			"1 when the node's clock is within the max offset of its peers' and it coordinates writes, 0 when it refuses them.", nil, nil),
+		clockAheadMax: prometheus.NewDesc("kura_clock_ahead_max_seconds",
+			"How far the largest timestamp the node stamped or stored is ahead of the cluster's clock (0: not ahead).", nil, nil),
 	}
 }
 
@@ -40,6 +49,9 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.hintsPending
 	ch <- c.members
 	ch <- c.storageDiskBytes
+	ch <- c.clockOffset
+	ch <- c.clockOK
+	ch <- c.clockAheadMax
 }
 
 // Collect reads the counters and gauges.
@@ -57,5 +69,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.MembersAlive), "alive")
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.MembersDown), "down")
 		ch <- prometheus.MustNewConstMetric(c.storageDiskBytes, prometheus.GaugeValue, float64(g.StorageDiskBytes))
+		ch <- prometheus.MustNewConstMetric(c.clockOffset, prometheus.GaugeValue, g.ClockOffsetSeconds)
+		ok := 0.0
+		if g.ClockOK {
+			ok = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.clockOK, prometheus.GaugeValue, ok)
+		ch <- prometheus.MustNewConstMetric(c.clockAheadMax, prometheus.GaugeValue, g.ClockAheadMaxSeconds)
 	}
 }

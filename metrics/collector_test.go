@@ -93,7 +93,8 @@ func TestCollectorExportsTransportFlows(t *testing.T) {
 
 func TestCollectorExportsGauges(t *testing.T) {
 	gauges := func() Gauges {
-		return Gauges{HintsPending: 7, MembersAlive: 4, MembersDown: 1, StorageDiskBytes: 1 << 20}
+		return Gauges{HintsPending: 7, MembersAlive: 4, MembersDown: 1, StorageDiskBytes: 1 << 20,
+			ClockOffsetSeconds: -0.25, ClockOK: true, ClockAheadMaxSeconds: 30}
 	}
 	got := collect(t, newNodeCollector(Config{Gauges: gauges}))
 	tests := []struct {
@@ -104,6 +105,9 @@ func TestCollectorExportsGauges(t *testing.T) {
 		{"kura_members", "alive", 4},
 		{"kura_members", "down", 1},
 		{"kura_storage_disk_bytes", "", 1 << 20},
+		{"kura_clock_offset_seconds", "", -0.25},
+		{"kura_clock_ok", "", 1},
+		{"kura_clock_ahead_max_seconds", "", 30},
 	}
 	for _, tt := range tests {
 		if v, ok := got[tt.name][tt.labels]; !ok || v != tt.want {

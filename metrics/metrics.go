@@ -34,6 +34,12 @@ type Gauges struct {
 	MembersAlive     int    // known nodes believed reachable, this one included
 	MembersDown      int    // known nodes believed down
 	StorageDiskBytes uint64 // space the storage files take
+	// ClockOffsetSeconds is the node's clock minus the cluster's; ClockOK whether its
+	// clock guard lets it coordinate writes; ClockAheadMaxSeconds how far the largest
+	// timestamp it stamped or stored is ahead of the cluster's clock.
+	ClockOffsetSeconds   float64
+	ClockOK              bool
+	ClockAheadMaxSeconds float64
 }
 
 // Registry is one node's metrics. Each node has its own, so that several nodes can run in

@@ -160,10 +160,18 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID, Streaming: &kurav1.StreamProgress{
 		RangesTotal: p.RangesTotal.Load(), RangesDone: p.RangesDone.Load(), Records: p.Records.Load(), Bytes: p.Bytes.Load(), BytesCrossDc: p.BytesCrossDC.Load(),
 	}}
+	clock := s.node.guard.Status()
+	resp.Clock = &kurav1.ClockStatus{OffsetMs: clock.Offset.Milliseconds(), Peers: int32(clock.Peers), Ok: clock.OK, Refusal: clock.Refusal,
+		AheadMaxMs: clock.AheadMax.Milliseconds(), MaxOffsetMs: s.node.guard.MaxOffset().Milliseconds()}
+	offsets := map[string]time.Duration{}
+	for _, p := range s.node.guard.Peers() {
+		offsets[p.Peer] = p.Offset
+	}
 	for _, n := range view.Nodes() {
 		state := view.State(n.ID)
+		offset, measured := offsets[n.ID]
 		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: state.Reachable(), Tokens: n.Tokens,
-			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces})
+			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds()})
 	}
 	return resp, nil
 }

@@ -17,9 +17,11 @@ func (n *Node) newMetrics() *metrics.Registry {
 	return metrics.New(metrics.Config{Stats: n.transport.Stats(), Gauges: n.gauges})
 }
 
-// gauges reads the node's hints, membership and storage size.
+// gauges reads the node's hints, membership, storage size and clock.
 func (n *Node) gauges() metrics.Gauges {
-	g := metrics.Gauges{StorageDiskBytes: n.engine.Stats().DiskBytes}
+	clock := n.guard.Status()
+	g := metrics.Gauges{StorageDiskBytes: n.engine.Stats().DiskBytes,
+		ClockOffsetSeconds: clock.Offset.Seconds(), ClockOK: clock.OK, ClockAheadMaxSeconds: clock.AheadMax.Seconds()}
 	for _, member := range n.directory.Nodes() {
 		if n.directory.State(member.ID).Reachable() {
 			g.MembersAlive++

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net"
 	"sync"
@@ -17,9 +18,11 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/faults"
 	"github.com/kuradb/kura/hints"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/membership/driver"
@@ -105,6 +108,14 @@ type Config struct {
 	// again. 0 runs none (repairs then run only when asked, with kura repair).
 	RepairInterval time.Duration
 
+	// MaxClockOffset bounds how far this node's clock may be from its peers' before it
+	// refuses to coordinate writes, and how far ahead of the cluster's clock a timestamp
+	// it stores may be; default clockguard.DefaultMaxOffset (500 ms).
+	MaxClockOffset time.Duration
+	// EnableFaults lets the admin API inject faults into this node (partitions, loss,
+	// delay, clock offset; see package faults): for test clusters only.
+	EnableFaults bool
+
 	Limits         coord.Limits
 	Vnodes         int
 	ReplicaTimeout time.Duration
@@ -117,6 +128,8 @@ type Node struct {
 	log       *slog.Logger
 	engine    *storage.Engine
 	clock     *hlc.Clock
+	guard     *clockguard.Guard
+	faults    *faults.Injector // nil unless Config.EnableFaults
 	directory *cluster.Directory
 	catalog   *schema.Catalog
 	transport *transport.Transport
@@ -162,6 +175,8 @@ func Start(cfg Config) (*Node, error) {
 		n.joinRing(ctx, n.fresh)
 	}()
 	go n.loop(time.Second, n.replayHints)
+	n.wg.Add(1)
+	go n.loop(n.clockInterval(), n.pingClocks)
 	go n.loop(time.Hour, n.collectGarbage)
 	if n.dht != nil {
 		n.wg.Add(1)
@@ -180,7 +195,24 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}
-	n.clock = hlc.NewClock(nil)
+	wall := time.Now
+	if n.cfg.EnableFaults {
+		// Seeded by the id, so each node of a test cluster drops its own frames.
+		id := fnv.New64a()
+		id.Write([]byte(n.cfg.ID))
+		n.faults = faults.New(id.Sum64())
+		wall = n.faults.Now
+	}
+	n.clock = hlc.NewClock(wall)
+	n.guard = clockguard.New(clockguard.Config{
+		Clock: n.clock, Wall: wall, MaxOffset: n.cfg.MaxClockOffset,
+		Others: func() int { return len(n.reachablePeers()) },
+		Measure: func() {
+			ctx, cancel := n.stopContext()
+			defer cancel()
+			n.pingClocks(ctx)
+		},
+	})
 	n.catalog, err = schema.Open(n.engine)
 	if err != nil {
 		return err
@@ -189,13 +221,19 @@ func (n *Node) open() error {
 	if n.cfg.EmulateWAN && n.cfg.Topology != nil {
 		links = knownLinks{n.cfg.Topology}
 	}
-	n.transport, err = transport.Listen(transport.Config{
+	tcfg := transport.Config{
 		Self:    transport.Peer{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.cfg.Listen},
 		Handler: transport.HandlerFunc(n.handle),
 		Links:   links,
 		Stats:   n.cfg.Stats,
 		Logger:  n.cfg.Logger, // the transport names the node itself
-	})
+		Wall:    wall,
+		Clocks:  n.guard,
+	}
+	if n.faults != nil {
+		tcfg.Faults = n.faults
+	}
+	n.transport, err = transport.Listen(tcfg)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -258,7 +296,7 @@ func (n *Node) open() error {
 		place = n.ring
 	}
 	n.local = replica.NewLocal(n.engine, n.catalog)
-	n.replicas = replica.NewServer(n.local, n.clock)
+	n.replicas = replica.NewServer(n.local, n.guard)
 	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
 	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
 		View:      n.directory,
@@ -266,7 +304,7 @@ func (n *Node) open() error {
 		Placement: place,
 		Replicas:  replicas,
 		Hints:     hints.NewStore(n.engine),
-		Clock:     n.clock,
+		Clock:     n.guard,
 		Proximity: proximity{n},
 	})
 	var limiter *rate.Limiter
@@ -435,6 +473,8 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return n.handleStreamGains(ctx, payload)
 	case kind == kindRingPull:
 		return n.handleRingPull()
+	case kind == kindClockPing:
+		return nil, nil // the answer's wall-clock stamp is the point
 	case kind == kindChord && n.dht != nil:
 		return nil, n.dht.handle(payload)
 	}

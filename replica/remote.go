@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/transport"
 )
@@ -33,8 +35,14 @@ func (r *Remote) call(ctx context.Context, kind transport.Kind, req proto.Messag
 	}
 	answer, err := r.net.Call(ctx, r.peer, kind, payload)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		var remote *transport.RemoteError
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
 			return nil, fmt.Errorf("replica %s: no answer in time: %w", r.peer.ID, err)
+		case errors.As(err, &remote) && strings.Contains(remote.Msg, clockguard.ErrClockOffset.Error()):
+			// Errors cross the wire as text: give the refusal of a timestamp its identity
+			// back, since the coordinator must not hint such a write.
+			return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, clockguard.ErrClockOffset, remote.Msg)
 		}
 		return nil, fmt.Errorf("replica %s: %w", r.peer.ID, err)
 	}

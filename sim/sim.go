@@ -118,6 +118,8 @@ type nodeSlot struct {
 	dc    int
 	node  Node
 	alive bool
+	// isolated: cut off from every other node, both ways (Isolate).
+	isolated bool
 	// incarnation counts restarts; ticks carry it so stale ones are skipped.
 	incarnation uint64
 	// nicFree is when the node's NIC has sent everything queued on it.
@@ -232,6 +234,23 @@ func (s *Simulator) Restart(id string, n Node) error {
 	return nil
 }
 
+// Isolate cuts a running node off from every other node, both ways, as a network
+// partition around it would: it keeps running, and what it sends or is sent is dropped
+// until Reconnect. Messages already in flight still arrive.
+func (s *Simulator) Isolate(id string) error { return s.setIsolated(id, true) }
+
+// Reconnect ends Isolate.
+func (s *Simulator) Reconnect(id string) error { return s.setIsolated(id, false) }
+
+func (s *Simulator) setIsolated(id string, isolated bool) error {
+	slot, err := s.slot(id)
+	if err != nil {
+		return err
+	}
+	slot.isolated = isolated
+	return nil
+}
+
 // Alive reports whether the node exists and is not crashed.
 func (s *Simulator) Alive(id string) bool {
 	slot, err := s.slot(id)
@@ -285,6 +304,10 @@ func (s *Simulator) send(envs []Envelope) {
 		to, ok := s.byID[env.To]
 		if !ok {
 			s.net.countUnroutable(fromDC, env.Kind, env.Msg.WireSize())
+			s.emit(TraceDropped, env)
+			continue
+		}
+		if s.nodes[from].isolated || s.nodes[to].isolated {
 			s.emit(TraceDropped, env)
 			continue
 		}

@@ -54,6 +54,7 @@ type outFrame struct {
 // callResult is what a pending call receives.
 type callResult struct {
 	payload []byte
+	wall    time.Time // the responder's wall clock as it answered; zero without an answer
 	err     error
 }
 
@@ -93,7 +94,8 @@ func (c *conn) start() {
 }
 
 // call sends a request and waits for its response, the loss of the connection, or ctx.
-func (c *conn) call(ctx context.Context, kind Kind, payload []byte) ([]byte, error) {
+// remoteWall is the responder's wall clock as it answered, zero when it did not.
+func (c *conn) call(ctx context.Context, kind Kind, payload []byte) (response []byte, remoteWall time.Time, err error) {
 	id := c.nextID.Add(1)
 	frame := encodeFrame(frameRequest, kind, id, payload)
 	result := make(chan callResult, 1)
@@ -101,7 +103,7 @@ func (c *conn) call(ctx context.Context, kind Kind, payload []byte) ([]byte, err
 	if c.closeErr != nil {
 		err := c.closeErr
 		c.mu.Unlock()
-		return nil, fmt.Errorf("transport: call %s: %w", c.peer.ID, err)
+		return nil, time.Time{}, fmt.Errorf("transport: call %s: %w", c.peer.ID, err)
 	}
 	c.pending[id] = result
 	c.pushLocked(frameRequest, kind, frame)
@@ -109,18 +111,24 @@ func (c *conn) call(ctx context.Context, kind Kind, payload []byte) ([]byte, err
 
 	select {
 	case r := <-result:
-		return r.payload, r.err
+		return r.payload, r.wall, r.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
-		return nil, fmt.Errorf("transport: call %s: %w", c.peer.ID, ctx.Err())
+		return nil, time.Time{}, fmt.Errorf("transport: call %s: %w", c.peer.ID, ctx.Err())
 	}
 }
 
-// enqueue queues a frame that expects no response.
+// enqueue queues a frame that expects no response; a response or error is stamped with
+// this node's wall clock.
 func (c *conn) enqueue(typ frameType, kind Kind, id uint64, payload []byte) error {
-	frame := encodeFrame(typ, kind, id, payload)
+	var frame []byte
+	if typ.stamped() {
+		frame = encodeStampedFrame(typ, kind, id, c.t.wall(), payload)
+	} else {
+		frame = encodeFrame(typ, kind, id, payload)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closeErr != nil {
@@ -130,20 +138,38 @@ func (c *conn) enqueue(typ frameType, kind Kind, id uint64, payload []byte) erro
 	return nil
 }
 
-// pushLocked applies the WAN emulation to a frame and queues it for the writer.
+// pushLocked applies the injected faults and the WAN emulation to a frame and queues it
+// for the writer.
 func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) {
+	lossy := typ == frameRequest || typ == frameOneway
 	var deliverAt time.Time
-	if c.link != nil {
-		at, drop := c.link.schedule(time.Now(), len(frame), typ == frameRequest || typ == frameOneway)
+	if c.t.faults != nil && typ != frameHello {
+		drop, delay := c.t.faults.Outgoing(c.peer, lossy)
 		if drop {
 			return
 		}
-		// Jitter must not reorder the frames of one connection: TCP would not.
-		if at.Before(c.lastDeliverAt) {
-			at = c.lastDeliverAt
+		if delay > 0 {
+			deliverAt = time.Now().Add(delay)
 		}
-		c.lastDeliverAt = at
+	}
+	if c.link != nil {
+		now := time.Now()
+		if deliverAt.After(now) {
+			now = deliverAt
+		}
+		at, drop := c.link.schedule(now, len(frame), lossy)
+		if drop {
+			return
+		}
 		deliverAt = at
+	}
+	if !deliverAt.IsZero() {
+		// Jitter and injected delay must not reorder the frames of one connection: TCP
+		// would not.
+		if deliverAt.Before(c.lastDeliverAt) {
+			deliverAt = c.lastDeliverAt
+		}
+		c.lastDeliverAt = deliverAt
 	}
 	c.queue = append(c.queue, outFrame{buf: frame, kind: kind, deliverAt: deliverAt})
 	select {
@@ -162,11 +188,17 @@ func (c *conn) readLoop() {
 			c.fail(err)
 			return
 		}
+		if c.t.faults != nil && h.typ != frameRefuse && c.t.faults.Incoming(c.peer) {
+			continue
+		}
 		switch h.typ {
 		case frameRequest, frameOneway:
 			go c.serve(h, payload)
 		case frameResponse, frameError:
-			c.deliver(h, payload)
+			if err := c.deliver(h, payload); err != nil {
+				c.fail(err)
+				return
+			}
 		case frameRefuse:
 			c.fail(c.refused(payload))
 			return
@@ -200,20 +232,25 @@ func (c *conn) serve(h frameHeader, payload []byte) {
 		return
 	}
 	typ := frameResponse
-	if err == nil && frameHeaderBytes+len(response) > c.t.maxFrameBytes {
+	if err == nil && frameHeaderBytes+stampBytes+len(response) > c.t.maxFrameBytes {
 		err = fmt.Errorf("%w: response of %d bytes, limit %d per frame", ErrFrameTooLarge, len(response), c.t.maxFrameBytes)
 	}
 	if err != nil {
 		typ = frameError
 		msg := err.Error()
-		response = []byte(msg[:min(len(msg), c.t.maxFrameBytes-frameHeaderBytes)])
+		response = []byte(msg[:min(len(msg), c.t.maxFrameBytes-frameHeaderBytes-stampBytes)])
 	}
 	// An error here means the connection is gone, and with it the caller.
 	_ = c.enqueue(typ, h.kind, h.id, response)
 }
 
-// deliver hands a response to its waiting call; a call that gave up has no entry.
-func (c *conn) deliver(h frameHeader, payload []byte) {
+// deliver hands a response to its waiting call; a call that gave up has no entry. A
+// response without its stamp breaks the protocol.
+func (c *conn) deliver(h frameHeader, payload []byte) error {
+	wall, payload, err := unstamp(payload)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	result, ok := c.pending[h.id]
 	delete(c.pending, h.id)
@@ -221,10 +258,11 @@ func (c *conn) deliver(h frameHeader, payload []byte) {
 	switch {
 	case !ok:
 	case h.typ == frameError:
-		result <- callResult{err: &RemoteError{Msg: string(payload)}}
+		result <- callResult{wall: wall, err: &RemoteError{Msg: string(payload)}}
 	default:
-		result <- callResult{payload: payload}
+		result <- callResult{wall: wall, payload: payload}
 	}
+	return nil
 }
 
 // writeLoop writes queued frames in order, each no earlier than its delivery time, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // A frame is a fixed header followed by the payload:
@@ -37,6 +38,24 @@ const (
 	frameRefuse
 )
 
+// stampBytes is the size of the wall-clock stamp that starts the payload of every
+// response and error frame (protocol version 2 on): the responder's wall time in
+// microseconds since the Unix epoch, a signed u64 (big endian). With the call's round
+// trip, it lets the caller measure the responder's clock against its own at no extra
+// message (Config.Clocks).
+const stampBytes = 8
+
+// stamped reports whether frames of typ carry a wall-clock stamp.
+func (typ frameType) stamped() bool { return typ == frameResponse || typ == frameError }
+
+// unstamp splits a response or error payload into the responder's wall time and the rest.
+func unstamp(payload []byte) (time.Time, []byte, error) {
+	if len(payload) < stampBytes {
+		return time.Time{}, nil, fmt.Errorf("%w: response of %d bytes has no wall-clock stamp", errMalformed, len(payload))
+	}
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(payload))), payload[stampBytes:], nil
+}
+
 // errMalformed marks frames that break the protocol; the connection carrying one is closed.
 var errMalformed = errors.New("transport: malformed frame")
 
@@ -52,12 +71,27 @@ type frameHeader struct {
 // so that the payload the caller passed may be reused once Send or Call returns.
 func encodeFrame(typ frameType, kind Kind, id uint64, payload []byte) []byte {
 	frame := make([]byte, frameHeaderBytes+len(payload))
-	binary.BigEndian.PutUint32(frame[0:4], uint32(len(payload)))
+	putHeader(frame, typ, kind, id, len(payload))
+	copy(frame[frameHeaderBytes:], payload)
+	return frame
+}
+
+// encodeStampedFrame is encodeFrame for a response or error: the payload starts with the
+// responder's wall time.
+func encodeStampedFrame(typ frameType, kind Kind, id uint64, wall time.Time, payload []byte) []byte {
+	frame := make([]byte, frameHeaderBytes+stampBytes+len(payload))
+	putHeader(frame, typ, kind, id, stampBytes+len(payload))
+	binary.BigEndian.PutUint64(frame[frameHeaderBytes:], uint64(wall.UnixMicro()))
+	copy(frame[frameHeaderBytes+stampBytes:], payload)
+	return frame
+}
+
+// putHeader writes a frame header at the start of frame.
+func putHeader(frame []byte, typ frameType, kind Kind, id uint64, payloadBytes int) {
+	binary.BigEndian.PutUint32(frame[0:4], uint32(payloadBytes))
 	frame[4] = byte(kind)
 	frame[5] = byte(typ)
 	binary.BigEndian.PutUint64(frame[6:14], id)
-	copy(frame[frameHeaderBytes:], payload)
-	return frame
 }
 
 // readFrame reads one frame, checking the header before it allocates the payload so that

@@ -34,8 +34,9 @@ var ErrClosed = errors.New("transport: closed")
 // ProtocolVersion is the version of the internode protocol this build speaks: the frame
 // layout, the hello, the kind numbers and their payloads. Nodes exchange it in the hello
 // and an acceptor refuses a dialer of another version, so raise it with any change that a
-// node of the previous version would misread.
-const ProtocolVersion = 1
+// node of the previous version would misread. Version 2 stamps responses with the
+// responder's wall time (stampBytes).
+const ProtocolVersion = 2
 
 // VersionError means a peer speaks a protocol version this node does not, so the two
 // cannot talk until one of them is upgraded. The acceptor refuses the dialer, and the
@@ -123,6 +124,35 @@ type Config struct {
 	Seed int64
 	// Logger receives connection errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Wall reads the wall clock the transport stamps on its responses and measures peers'
+	// stamps against: the node's own clock, the one its timestamps come from. Nil means
+	// time.Now.
+	Wall func() time.Time
+	// Clocks, when set, receives a measurement of the peer's clock from every answered
+	// call.
+	Clocks ClockSampler
+	// Faults, when set, decides the fate of every frame to and from a peer: the fault
+	// injection a node started with --enable-faults applies to its links. Nil injects
+	// nothing.
+	Faults Faults
+}
+
+// ClockSampler takes measurements of peers' clocks; *clockguard.Guard is one.
+type ClockSampler interface {
+	// Sample reports that peer's wall clock read remote when this node's read local,
+	// give or take uncertainty.
+	Sample(peer string, remote, local time.Time, uncertainty time.Duration)
+}
+
+// Faults injects faults into a transport's links, for tests.
+type Faults interface {
+	// Outgoing decides the fate of a frame about to be queued for peer: dropped, or
+	// delivered after delay. lossy says whether the frame may be lost to packet loss (a
+	// request or a one-way message); a partition drops every frame but the hello.
+	Outgoing(peer Peer, lossy bool) (drop bool, delay time.Duration)
+	// Incoming reports whether a frame that arrived from peer is dropped unread (the
+	// peer is partitioned from this node).
+	Incoming(peer Peer) bool
 }
 
 // Transport sends and serves framed messages. It is safe for concurrent use.
@@ -136,6 +166,9 @@ type Transport struct {
 	seed          int64
 	log           *slog.Logger
 	listener      net.Listener
+	wall          func() time.Time
+	clocks        ClockSampler
+	faults        Faults
 
 	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
@@ -205,6 +238,9 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		seed:          cfg.Seed,
 		log:           cfg.Logger,
 		listener:      listener,
+		wall:          cfg.Wall,
+		clocks:        cfg.Clocks,
+		faults:        cfg.Faults,
 		dialed:        make(map[string]*dialEntry),
 		accepted:      make(map[*conn]struct{}),
 		links:         make(map[string]*wanLink),
@@ -215,6 +251,9 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 	}
 	if t.log == nil {
 		t.log = slog.Default()
+	}
+	if t.wall == nil {
+		t.wall = time.Now
 	}
 	t.log = t.log.With("node", t.self.ID)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -250,10 +289,18 @@ func (t *Transport) Call(ctx context.Context, to Peer, kind Kind, payload []byte
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	resp, err := c.call(ctx, kind, payload)
+	start, wallStart := time.Now(), t.wall()
+	resp, remoteWall, err := c.call(ctx, kind, payload)
+	if remoteWall.IsZero() {
+		return resp, err
+	}
+	rtt := time.Since(start)
 	if err == nil {
-		t.observeRTT(to.ID, time.Since(start))
+		t.observeRTT(to.ID, rtt)
+	}
+	if t.clocks != nil {
+		// The peer read its clock somewhere within the round trip: take the middle.
+		t.clocks.Sample(to.ID, remoteWall, wallStart.Add(rtt/2), rtt/2)
 	}
 	return resp, err
 }

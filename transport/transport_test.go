@@ -434,7 +434,8 @@ func TestFrameTooLarge(t *testing.T) {
 		if total := client.Stats().Total(); total != (Counter{}) {
 			t.Errorf("sent %+v, want nothing", total)
 		}
-		fits := big[:limit-frameHeaderBytes]
+		// The echo's response must fit too, with its wall-clock stamp.
+		fits := big[:limit-frameHeaderBytes-stampBytes]
 		if got, err := client.Call(testContext(t), server.Self(), kindEcho, fits); err != nil || len(got) != len(fits) {
 			t.Errorf("Call at the limit = %d bytes, %v", len(got), err)
 		}
@@ -497,7 +498,7 @@ func TestAccounting(t *testing.T) {
 				{tt.clientDC, tt.serverDC, kindDouble}: {calls, calls * (frameHeaderBytes + requestBytes)},
 			}
 			down := map[Flow]Counter{
-				{tt.serverDC, tt.clientDC, kindDouble}: {calls, calls * (frameHeaderBytes + 2*requestBytes)},
+				{tt.serverDC, tt.clientDC, kindDouble}: {calls, calls * (frameHeaderBytes + stampBytes + 2*requestBytes)},
 			}
 			if tt.sharedStats {
 				for flow, counter := range down {

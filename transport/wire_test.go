@@ -35,6 +35,7 @@ func TestWireKinds(t *testing.T) {
 		{13, "tree_digest", false},
 		{14, "stream_gains", false},
 		{15, "ring_pull", false},
+		{16, "clock_ping", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {

@@ -976,10 +976,12 @@ type NodeStatus struct {
 	Addr          string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`                               // node-to-node address
 	ClientAddr    string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"` // gRPC client API address
 	Alive         bool                   `protobuf:"varint,5,opt,name=alive,proto3" json:"alive,omitempty"`
-	Tokens        []uint64               `protobuf:"varint,6,rep,packed,name=tokens,proto3" json:"tokens,omitempty"` // empty: the tokens derived from the id
-	Status        string                 `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`         // on the ring: normal, joining, leaving, left, removed
-	State         string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`           // to the data path: up, down, joining, leaving, asleep
-	Replaces      string                 `protobuf:"bytes,9,opt,name=replaces,proto3" json:"replaces,omitempty"`     // the dead node whose tokens this one takes over
+	Tokens        []uint64               `protobuf:"varint,6,rep,packed,name=tokens,proto3" json:"tokens,omitempty"`                                // empty: the tokens derived from the id
+	Status        string                 `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`                                        // on the ring: normal, joining, leaving, left, removed
+	State         string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`                                          // to the data path: up, down, joining, leaving, asleep
+	Replaces      string                 `protobuf:"bytes,9,opt,name=replaces,proto3" json:"replaces,omitempty"`                                    // the dead node whose tokens this one takes over
+	ClockMeasured bool                   `protobuf:"varint,10,opt,name=clock_measured,json=clockMeasured,proto3" json:"clock_measured,omitempty"`   // the answering node has measured this node's clock
+	ClockOffsetMs int64                  `protobuf:"varint,11,opt,name=clock_offset_ms,json=clockOffsetMs,proto3" json:"clock_offset_ms,omitempty"` // this node's clock minus the answering node's, when measured
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1077,11 +1079,26 @@ func (x *NodeStatus) GetReplaces() string {
 	return ""
 }
 
+func (x *NodeStatus) GetClockMeasured() bool {
+	if x != nil {
+		return x.ClockMeasured
+	}
+	return false
+}
+
+func (x *NodeStatus) GetClockOffsetMs() int64 {
+	if x != nil {
+		return x.ClockOffsetMs
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
 	Nodes         []*NodeStatus          `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	Streaming     *StreamProgress        `protobuf:"bytes,3,opt,name=streaming,proto3" json:"streaming,omitempty"` // what the answering node has streamed since it started
+	Clock         *ClockStatus           `protobuf:"bytes,4,opt,name=clock,proto3" json:"clock,omitempty"`         // the answering node's clock against its peers'
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1137,6 +1154,98 @@ func (x *ClusterStatusResponse) GetStreaming() *StreamProgress {
 	return nil
 }
 
+func (x *ClusterStatusResponse) GetClock() *ClockStatus {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
+// ClockStatus is a node's clock as its clock guard measures it.
+type ClockStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OffsetMs      int64                  `protobuf:"varint,1,opt,name=offset_ms,json=offsetMs,proto3" json:"offset_ms,omitempty"`            // this node's clock minus the cluster's (the median of its peers')
+	Peers         int32                  `protobuf:"varint,2,opt,name=peers,proto3" json:"peers,omitempty"`                                  // how many peers it was measured against
+	Ok            bool                   `protobuf:"varint,3,opt,name=ok,proto3" json:"ok,omitempty"`                                        // the node coordinates writes: its clock is within the max offset
+	Refusal       string                 `protobuf:"bytes,4,opt,name=refusal,proto3" json:"refusal,omitempty"`                               // why it last refused a write or a timestamp, if it did
+	AheadMaxMs    int64                  `protobuf:"varint,5,opt,name=ahead_max_ms,json=aheadMaxMs,proto3" json:"ahead_max_ms,omitempty"`    // how far the largest timestamp it stamped or stored is ahead of the cluster's clock
+	MaxOffsetMs   int64                  `protobuf:"varint,6,opt,name=max_offset_ms,json=maxOffsetMs,proto3" json:"max_offset_ms,omitempty"` // the bound (--max-clock-offset)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockStatus) Reset() {
+	*x = ClockStatus{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockStatus) ProtoMessage() {}
+
+func (x *ClockStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
+func (*ClockStatus) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ClockStatus) GetOffsetMs() int64 {
+	if x != nil {
+		return x.OffsetMs
+	}
+	return 0
+}
+
+func (x *ClockStatus) GetPeers() int32 {
+	if x != nil {
+		return x.Peers
+	}
+	return 0
+}
+
+func (x *ClockStatus) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *ClockStatus) GetRefusal() string {
+	if x != nil {
+		return x.Refusal
+	}
+	return ""
+}
+
+func (x *ClockStatus) GetAheadMaxMs() int64 {
+	if x != nil {
+		return x.AheadMaxMs
+	}
+	return 0
+}
+
+func (x *ClockStatus) GetMaxOffsetMs() int64 {
+	if x != nil {
+		return x.MaxOffsetMs
+	}
+	return 0
+}
+
 // StreamProgress counts the ranges a node pulled when the ring changed.
 type StreamProgress struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1151,7 +1260,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1272,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1285,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -1222,7 +1331,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1343,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1356,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 type RemoveNodeRequest struct {
@@ -1259,7 +1368,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1380,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1393,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -1309,7 +1418,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1430,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1443,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -1388,7 +1497,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1509,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1522,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -1433,7 +1542,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1554,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1567,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -1485,7 +1594,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1606,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1619,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -1552,7 +1661,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1673,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1686,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -1700,7 +1809,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +1821,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1834,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -1761,7 +1870,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1882,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1895,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -1818,7 +1927,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +1939,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +1952,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 type LocalScanRequest struct {
@@ -1858,7 +1967,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +1979,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +1992,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -1928,7 +2037,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2049,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2062,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2002,7 +2111,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2123,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2136,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -2107,7 +2216,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
 	"\x17DescribeKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xd9\x01\n" +
+	"\x14ClusterStatusRequest\"\xa8\x02\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -2119,11 +2228,23 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06tokens\x18\x06 \x03(\x04R\x06tokens\x12\x16\n" +
 	"\x06status\x18\a \x01(\tR\x06status\x12\x14\n" +
 	"\x05state\x18\b \x01(\tR\x05state\x12\x1a\n" +
-	"\breplaces\x18\t \x01(\tR\breplaces\"\x8d\x01\n" +
+	"\breplaces\x18\t \x01(\tR\breplaces\x12%\n" +
+	"\x0eclock_measured\x18\n" +
+	" \x01(\bR\rclockMeasured\x12&\n" +
+	"\x0fclock_offset_ms\x18\v \x01(\x03R\rclockOffsetMs\"\xb9\x01\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\x125\n" +
-	"\tstreaming\x18\x03 \x01(\v2\x17.kura.v1.StreamProgressR\tstreaming\"\xaa\x01\n" +
+	"\tstreaming\x18\x03 \x01(\v2\x17.kura.v1.StreamProgressR\tstreaming\x12*\n" +
+	"\x05clock\x18\x04 \x01(\v2\x14.kura.v1.ClockStatusR\x05clock\"\xb0\x01\n" +
+	"\vClockStatus\x12\x1b\n" +
+	"\toffset_ms\x18\x01 \x01(\x03R\boffsetMs\x12\x14\n" +
+	"\x05peers\x18\x02 \x01(\x05R\x05peers\x12\x0e\n" +
+	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x18\n" +
+	"\arefusal\x18\x04 \x01(\tR\arefusal\x12 \n" +
+	"\fahead_max_ms\x18\x05 \x01(\x03R\n" +
+	"aheadMaxMs\x12\"\n" +
+	"\rmax_offset_ms\x18\x06 \x01(\x03R\vmaxOffsetMs\"\xaa\x01\n" +
 	"\x0eStreamProgress\x12!\n" +
 	"\franges_total\x18\x01 \x01(\x03R\vrangesTotal\x12\x1f\n" +
 	"\vranges_done\x18\x02 \x01(\x03R\n" +
@@ -2234,7 +2355,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                // 0: kura.v1.Consistency
 	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
@@ -2256,20 +2377,21 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),    // 17: kura.v1.ClusterStatusRequest
 	(*NodeStatus)(nil),              // 18: kura.v1.NodeStatus
 	(*ClusterStatusResponse)(nil),   // 19: kura.v1.ClusterStatusResponse
-	(*StreamProgress)(nil),          // 20: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),     // 21: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),       // 22: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),            // 23: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),          // 24: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),         // 25: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),           // 26: kura.v1.RepairRequest
-	(*RepairResponse)(nil),          // 27: kura.v1.RepairResponse
-	(*Faults)(nil),                  // 28: kura.v1.Faults
-	(*LinkFault)(nil),               // 29: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),        // 30: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),        // 31: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),            // 32: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),       // 33: kura.v1.LocalScanResponse
+	(*ClockStatus)(nil),             // 20: kura.v1.ClockStatus
+	(*StreamProgress)(nil),          // 21: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),     // 22: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),       // 23: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),            // 24: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),          // 25: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),         // 26: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),           // 27: kura.v1.RepairRequest
+	(*RepairResponse)(nil),          // 28: kura.v1.RepairResponse
+	(*Faults)(nil),                  // 29: kura.v1.Faults
+	(*LinkFault)(nil),               // 30: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),        // 31: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),        // 32: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),            // 33: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),       // 34: kura.v1.LocalScanResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -2281,44 +2403,45 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	10, // 6: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
 	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
 	18, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	20, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	29, // 10: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	32, // 11: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	1,  // 12: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 13: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 14: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	7,  // 15: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	12, // 16: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	14, // 17: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	16, // 18: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	17, // 19: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	21, // 20: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	22, // 21: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	24, // 22: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	26, // 23: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	28, // 24: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	30, // 25: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	31, // 26: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	2,  // 27: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 28: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 29: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 30: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 31: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 32: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 33: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 34: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	23, // 35: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	23, // 36: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	25, // 37: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	27, // 38: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	28, // 39: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	28, // 40: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	33, // 41: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	27, // [27:42] is the sub-list for method output_type
-	12, // [12:27] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	21, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	20, // 10: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	30, // 11: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	33, // 12: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	1,  // 13: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	3,  // 14: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	5,  // 15: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	7,  // 16: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 17: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	14, // 18: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	16, // 19: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	17, // 20: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	22, // 21: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	23, // 22: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	25, // 23: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	27, // 24: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	29, // 25: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	31, // 26: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	32, // 27: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	2,  // 28: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 29: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 30: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 31: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 32: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	15, // 33: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 34: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	19, // 35: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	24, // 36: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	24, // 37: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	26, // 38: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	28, // 39: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	29, // 40: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	29, // 41: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	34, // 42: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	28, // [28:43] is the sub-list for method output_type
+	13, // [13:28] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -2332,7 +2455,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

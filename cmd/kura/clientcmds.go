@@ -259,17 +259,36 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "seen from %s\n%-16s %-12s %-8s %-8s %-22s %s\n", st.GetSelf(), "NODE", "DC", "STATUS", "STATE", "ADDR", "CLIENT")
+	fmt.Fprintf(stdout, "seen from %s\n%-16s %-12s %-8s %-8s %-8s %-22s %s\n", st.GetSelf(), "NODE", "DC", "STATUS", "STATE", "CLOCK", "ADDR", "CLIENT")
 	for _, n := range st.GetNodes() {
 		status := n.GetStatus()
 		if r := n.GetReplaces(); r != "" {
 			status += " (replacing " + r + ")"
 		}
-		fmt.Fprintf(stdout, "%-16s %-12s %-8s %-8s %-22s %s\n", n.GetId(), n.GetDc(), status, n.GetState(), n.GetAddr(), n.GetClientAddr())
+		clock := "-"
+		if n.GetClockMeasured() {
+			clock = fmt.Sprintf("%+dms", n.GetClockOffsetMs())
+		}
+		fmt.Fprintf(stdout, "%-16s %-12s %-8s %-8s %-8s %-22s %s\n", n.GetId(), n.GetDc(), status, n.GetState(), clock, n.GetAddr(), n.GetClientAddr())
 	}
+	printClock(stdout, st.GetSelf(), st.GetClock())
 	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
 		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %d records, %s (%s across DCs)\n", st.GetSelf(),
 			p.GetRangesDone(), p.GetRangesTotal(), p.GetRecords(), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
 	}
 	return nil
+}
+
+// printClock says how the answering node's clock stands against its peers', and why it
+// refuses writes when it does.
+func printClock(w io.Writer, self string, c *kurav1.ClockStatus) {
+	fmt.Fprintf(w, "clock of %s: %+dms from its %d measured peers (max offset %dms)", self, c.GetOffsetMs(), c.GetPeers(), c.GetMaxOffsetMs())
+	if c.GetOk() {
+		fmt.Fprintln(w, ", coordinating writes")
+	} else {
+		fmt.Fprintf(w, ", REFUSING WRITES: %s\n", c.GetRefusal())
+	}
+	if ahead := c.GetAheadMaxMs(); ahead > 0 {
+		fmt.Fprintf(w, "largest timestamp %s stamped or stored is %dms ahead of the cluster's clock\n", self, ahead)
+	}
 }

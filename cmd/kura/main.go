@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"status":   {"show the cluster as a node sees it", runStatus},
 	"node":     {"change the ring: node decommission | node remove ID", runNode},
 	"cleanup":  {"drop the data a node no longer owns after the ring changed", runCleanup},
+	"faults":   {"inject faults into nodes started with --enable-faults: faults set|clear|show", runFaults},
 	"repair":   {"bring a node's replicas in agreement (Merkle trees): repair [--keyspace KS] [--dc DC]", runRepair},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":    {"predict the latency a consistency level costs from the ring and the links", runModel},

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/node"
@@ -44,6 +45,8 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	streamMiBps := fs.Float64("stream-throughput", 0, "cap on the MiB per second this node pulls when it streams ranges (0: no cap)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
+	maxClockOffset := fs.Duration("max-clock-offset", clockguard.DefaultMaxOffset, "how far this node's clock may be from its peers' before it refuses to coordinate writes")
+	enableFaults := fs.Bool("enable-faults", false, "let the admin API inject faults into this node (kura faults, kura nemesis): test clusters only")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -62,8 +65,11 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
-		RepairInterval: *repairInterval,
-		Replace:        *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+		RepairInterval: *repairInterval, MaxClockOffset: *maxClockOffset, EnableFaults: *enableFaults,
+		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+	}
+	if *maxClockOffset <= 0 {
+		return fmt.Errorf("%w: --max-clock-offset must be positive", errUsage)
 	}
 	if *streamMiBps < 0 {
 		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)

@@ -565,6 +565,9 @@ func (c *Core) gossip(r *membership.Ready) {
 		fanout = c.opts.HotFanout
 	}
 	peers := c.randomPeers(c.ownDC(), fanout)
+	if dead := c.gossipToTheDead(); dead != nil {
+		peers = append(peers, dead)
+	}
 	if len(peers) == 0 {
 		return
 	}
@@ -572,6 +575,30 @@ func (c *Core) gossip(r *membership.Ready) {
 	for _, p := range peers {
 		send(r, p.state.ID, m)
 	}
+}
+
+// gossipToTheDead picks, now and then, a convicted member of the DC to send the round's
+// summary to: a member convicted while alive on the far side of a partition hears of
+// nobody and is watched by nobody once the partition heals, and inside one DC (or a DC
+// cut off whole) no gateway calls on it either. As in Cassandra, a round picks one with
+// probability dead/(live+1), so the cost is nothing while all are up and one message a
+// round at most.
+func (c *Core) gossipToTheDead() *entry {
+	var dead []*entry
+	live := 0
+	for _, e := range c.ownDC().members {
+		switch {
+		case e == c.self:
+		case e.live():
+			live++
+		case e.dead() && !e.isShutdown && !e.isLeft:
+			dead = append(dead, e)
+		}
+	}
+	if len(dead) == 0 || c.cfg.Rand.Float64() >= float64(len(dead))/float64(live+1) {
+		return nil
+	}
+	return dead[c.cfg.Rand.IntN(len(dead))]
 }
 
 // randomPeers picks up to k distinct live members of v other than self.

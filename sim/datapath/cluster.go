@@ -23,6 +23,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/kuradb/kura/antientropy"
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hints"
@@ -152,7 +153,9 @@ func (c *Cluster) open(n *Node) error {
 			n.dir.SetState(id, cluster.StateDown)
 		}
 	}
-	clock := hlc.NewClock(nil)
+	// The simulated nodes share the bubble's one clock: their guards have no peer to
+	// measure and never refuse.
+	clock := clockguard.New(clockguard.Config{Clock: hlc.NewClock(nil)})
 	n.local = replica.NewLocal(n.engine, catalog)
 	place := placement.NewRing(n.dir, c.cfg.Vnodes)
 	replicas := replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID})

@@ -1,0 +1,55 @@
+package node
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kuradb/kura/transport"
+)
+
+// kindClockPing asks a peer for nothing but the wall-clock stamp on its answer: how a node
+// measures its clock against peers it has no other call to.
+var kindClockPing = transport.RegisterKind(16, "clock_ping")
+
+// clockPingsFirst is how many peers a node pings at once while it has measured none: its
+// guard refuses writes until it has.
+const clockPingsFirst = 3
+
+// pingClocks measures this node's clock against one random reachable peer each round
+// (every peer answers calls with its wall clock, so calls the node makes anyway measure
+// too). One peer a round keeps the traffic linear in the cluster's size; the guard's
+// samples stay valid between rounds, as it follows this node's clock with the monotonic
+// clock. While it has no sample, it pings a few peers at once.
+func (n *Node) pingClocks(ctx context.Context) {
+	peers := n.reachablePeers()
+	if len(peers) == 0 {
+		return
+	}
+	count := 1
+	if _, sampled := n.guard.Offset(); sampled == 0 {
+		count = clockPingsFirst
+	}
+	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
+	for _, p := range peers[:min(count, len(peers))] {
+		callCtx, cancel := context.WithTimeout(ctx, n.gossip.interval())
+		if _, err := n.transport.Call(callCtx, p, kindClockPing, nil); err != nil {
+			n.log.Debug("clock ping", "peer", p.ID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// reachablePeers returns the other nodes the directory sees reachable.
+func (n *Node) reachablePeers() []transport.Peer {
+	var peers []transport.Peer
+	for _, other := range n.directory.Nodes() {
+		if other.ID != n.cfg.ID && n.directory.State(other.ID).Reachable() {
+			peers = append(peers, toPeer(other))
+		}
+	}
+	return peers
+}
+
+// clockInterval is how often pingClocks runs: once a gossip round.
+func (n *Node) clockInterval() time.Duration { return n.gossip.interval() }
