@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,18 +70,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	c := &Cluster{bin: cfg.Bin, gossip: cfg.GossipInterval}
 	for i := range cfg.Nodes {
-		host := fmt.Sprintf("127.0.0.%d", i+2)
 		n := &node{Member: Member{ID: fmt.Sprintf("n%d", i+1), DC: fmt.Sprintf("dc%d", i*cfg.DCs/cfg.Nodes+1)}}
-		var err error
-		for _, addr := range []*string{&n.listen, &n.client, &n.resp} {
-			if *addr, err = freeAddr(host); err != nil {
-				return nil, err
-			}
-		}
 		n.dataDir = filepath.Join(cfg.Dir, n.ID)
 		n.logPath = filepath.Join(cfg.Dir, n.ID+".log")
-		if n.conn, err = dial(n.client); err != nil {
-			return nil, err
+		if _, err := os.Stat(n.dataDir); err == nil {
+			return nil, fmt.Errorf("nemesis: %s exists: the nodes must start empty (give an empty dir)", n.dataDir)
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -89,7 +84,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if i > 0 {
 			seeds = []string{c.nodes[0].listen}
 		}
-		if err := c.start(n, seeds); err != nil {
+		if err := c.launch(ctx, n, fmt.Sprintf("127.0.0.%d", i+2), seeds); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -101,11 +96,62 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	return c, nil
 }
 
+// launchAttempts bounds the ports a node's first start tries.
+const launchAttempts = 3
+
+// launch starts a node's first process on free ports of host and waits until it
+// answers. A port that another program took between the choice and the bind (one
+// listening on every address, say) makes the process exit at once: it is started again
+// on other ports.
+func (c *Cluster) launch(ctx context.Context, n *node, host string, seeds []string) error {
+	for attempt := 1; ; attempt++ {
+		for _, addr := range []*string{&n.listen, &n.client, &n.resp} {
+			var err error
+			if *addr, err = freeAddr(host); err != nil {
+				return err
+			}
+		}
+		if n.conn != nil {
+			n.conn.Close()
+		}
+		var err error
+		if n.conn, err = dial(n.client); err != nil {
+			return err
+		}
+		if err := c.start(n, seeds); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(time.Minute)
+		for n.running() {
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := n.admin().ClusterStatus(sctx, &kurav1.ClusterStatusRequest{})
+			cancel()
+			switch {
+			case err == nil:
+				return nil
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case time.Now().After(deadline):
+				return fmt.Errorf("nemesis: %s did not answer in a minute: %w (log %s)", n.ID, err, n.logPath)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		n.mu.Lock()
+		exits := n.unexpected
+		n.unexpected = nil
+		n.mu.Unlock()
+		if attempt == launchAttempts {
+			return fmt.Errorf("nemesis: %s did not start: %s", n.ID, strings.Join(exits, "; "))
+		}
+	}
+}
+
 // AttachCluster connects to a running cluster through the client addresses of its
 // nodes: every node must be listed, since faults and final reads go to each. Only faults
 // through the admin API are possible then.
 func AttachCluster(ctx context.Context, addrs []string) (*Cluster, error) {
 	c := &Cluster{attached: true}
+	ring := map[string]bool{} // the nodes on the ring, as the nodes given see it
 	for _, addr := range addrs {
 		conn, err := dial(addr)
 		if err != nil {
@@ -126,7 +172,17 @@ func AttachCluster(ctx context.Context, addrs []string) (*Cluster, error) {
 			if other.GetId() == n.ID {
 				n.DC = other.GetDc()
 			}
+			if other.GetStatus() == "normal" {
+				ring[other.GetId()] = true
+			}
 		}
+	}
+	for _, n := range c.nodes {
+		delete(ring, n.ID)
+	}
+	if len(ring) > 0 {
+		c.Close()
+		return nil, fmt.Errorf("nemesis: attach: give the client address of every node; missing %s", strings.Join(slices.Sorted(maps.Keys(ring)), ", "))
 	}
 	return c, nil
 }
@@ -158,18 +214,6 @@ func (c *Cluster) Members() []Member {
 	out := make([]Member, len(c.nodes))
 	for i, n := range c.nodes {
 		out[i] = n.Member
-	}
-	return out
-}
-
-// Attached reports whether the harness attached to a cluster it did not start.
-func (c *Cluster) Attached() bool { return c.attached }
-
-// ClientAddrs returns the nodes' gRPC client addresses.
-func (c *Cluster) ClientAddrs() []string {
-	out := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		out[i] = n.client
 	}
 	return out
 }

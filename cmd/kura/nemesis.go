@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,9 +39,10 @@ func runNemesis(args []string, stdout, stderr io.Writer) error {
 	keys := fs.Int("keys", 200, "cold keys")
 	hotKeys := fs.Int("hot-keys", 8, "hot keys, which get half of all operations")
 	opTimeout := fs.Duration("op-timeout", time.Second, "timeout of each operation (then indeterminate)")
-	history := fs.String("history", "", "file to keep the history in, as JSON lines (default: history.jsonl in a new temporary dir)")
+	history := fs.String("history", "", "file to keep the history in, as JSON lines (default: history.jsonl in --dir)")
 	attach := fs.String("attach", "", "comma-separated client addresses of every node of a running cluster to use instead (API faults only: no kill, pause or wipe)")
 	bin := fs.String("bin", "", "kura binary to run the nodes with (default: this one)")
+	dirFlag := fs.String("dir", "", "directory for the nodes' data dirs and logs, and the history (default: a new temporary dir)")
 	keep := fs.Bool("keep", false, "keep the nodes' data dirs (their logs are kept anyway)")
 	gossip := fs.Duration("gossip-interval", 200*time.Millisecond, "the nodes' gossip round")
 	pos, err := parseFlags(fs, args)
@@ -53,6 +55,10 @@ func runNemesis(args []string, stdout, stderr io.Writer) error {
 	kinds, err := nemesis.ParseKinds(*faults)
 	if err != nil {
 		return fmt.Errorf("%w: --faults: %v", errUsage, err)
+	}
+	if *attach != "" && *faults == "all" {
+		// All that an attached cluster allows.
+		kinds = slices.DeleteFunc(kinds, nemesis.Kind.Process)
 	}
 	cl, err := consistency.Parse(*level)
 	if err != nil {
@@ -77,7 +83,12 @@ func runNemesis(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("find the kura binary (give --bin): %w", err)
 		}
 	}
-	dir, err := os.MkdirTemp("", "kura-nemesis-")
+	dir := *dirFlag
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "kura-nemesis-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 )
 
 // TestNemesisFindsNoViolationUnderKillPausePartition runs `kura nemesis` end to end:
-// three `kura server` processes in two DCs, twelve seconds of gRPC and Redis clients at
-// QUORUM under the kill, pause and partition faults drawn from a fixed seed, then heal,
+// three `kura server` processes in two DCs, fifteen seconds of gRPC and Redis clients at
+// QUORUM under the faults seed 34 draws (a kill, a partition, a pause), then heal,
 // repair and the checks, which must find nothing. The saved history must check the
 // same with `kura nemesis check`. No assertion depends on timing: a loaded machine only
 // makes more operations indeterminate.
@@ -17,9 +17,10 @@ func TestNemesisFindsNoViolationUnderKillPausePartition(t *testing.T) {
 		t.Skip("multi-process nemesis run: builds kura and runs three servers")
 	}
 	bin := buildKura(t)
-	history := filepath.Join(t.TempDir(), "history.jsonl")
-	code, out, errOut := kura("nemesis", "--bin", bin, "--nodes", "3", "--dcs", "2", "--duration", "12s",
-		"--faults", "kill,pause,partition", "--seed", "7", "--clients", "4", "--rate", "25", "--keys", "50",
+	dir := t.TempDir()
+	history := filepath.Join(dir, "history.jsonl")
+	code, out, errOut := kura("nemesis", "--bin", bin, "--dir", dir, "--nodes", "3", "--dcs", "2", "--duration", "15s",
+		"--faults", "kill,pause,partition", "--seed", "34", "--clients", "4", "--rate", "25", "--keys", "50",
 		"--consistency", "QUORUM", "--history", history)
 	t.Logf("kura nemesis:\n%s%s", out, errOut)
 	if code != 0 {
