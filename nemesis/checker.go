@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -100,16 +101,12 @@ func Check(events []Event) Report {
 	return r
 }
 
-// verdict collects one check's violations.
-type verdict struct {
-	Verdict
+func newVerdict(check string, checked bool) *Verdict {
+	return &Verdict{Check: check, Checked: checked}
 }
 
-func newVerdict(check string, checked bool) *verdict {
-	return &verdict{Verdict{Check: check, Checked: checked}}
-}
-
-func (v *verdict) violation(format string, args ...any) {
+// violation counts one violation, and describes it while there are few.
+func (v *Verdict) violation(format string, args ...any) {
 	v.Violations++
 	if len(v.Examples) < maxExamples {
 		v.Examples = append(v.Examples, fmt.Sprintf(format, args...))
@@ -123,14 +120,16 @@ const noFinal = "not checked: the history has no final versions (the run stopped
 // or its tombstone), or superseded: the final version is newer, or a put or delete that
 // may have happened has a higher timestamp. A write whose timestamp is unknown (Redis,
 // never read back) can only be found lost when no version of its key survives at all;
-// tombstones are kept for days, far longer than a run.
+// tombstones are kept for days, far longer than a run. At a level that acknowledges one
+// copy (ANY, ONE, LOCAL_ONE), a write lost after a wipe is counted apart: the wiped disk
+// may have held that copy.
 func checkLost(h *history, c *Counts) Verdict {
 	v := newVerdict("lost", len(h.final) > 0)
 	if !v.Checked {
 		v.Summary = noFinal
-		return v.Verdict
+		return *v
 	}
-	var acked, present, superseded, unknown int
+	var acked, present, superseded, unknown, wiped int
 	for _, o := range h.ops {
 		if (o.F != Put && o.F != Delete) || o.status != TypeOK {
 			continue
@@ -144,6 +143,8 @@ func checkLost(h *history, c *Counts) Verdict {
 			superseded++
 		case o.ts == 0 && ok:
 			unknown++
+		case h.lostToWipe(o):
+			wiped++
 		default:
 			v.violation("%s acknowledged at %v (op %d) is lost: %s", o, o.ts, o.Op, describe(f, ok))
 		}
@@ -151,7 +152,10 @@ func checkLost(h *history, c *Counts) Verdict {
 	c.Lost = v.Violations
 	v.Summary = fmt.Sprintf("%d acknowledged puts and deletes: %d present, %d superseded by a newer version, %d with no known timestamp and a surviving version; %d lost",
 		acked, present, superseded, unknown, v.Violations)
-	return v.Verdict
+	if wiped > 0 {
+		v.Summary += fmt.Sprintf(" (and %d lost after a wipe, allowed: the level acknowledges one copy)", wiped)
+	}
+	return *v
 }
 
 // holds reports whether a final version is the one o wrote: its value, or a tombstone
@@ -181,7 +185,7 @@ func checkNewest(h *history, c *Counts) Verdict {
 	v := newVerdict("final-lww", len(h.final) > 0)
 	if !v.Checked {
 		v.Summary = noFinal
-		return v.Verdict
+		return *v
 	}
 	for _, o := range h.ops {
 		if o.F == Put && o.conflict != 0 {
@@ -210,7 +214,7 @@ func checkNewest(h *history, c *Counts) Verdict {
 			}
 		}
 		switch {
-		case newest == nil:
+		case newest == nil, h.lostToWipe(newest):
 		case !ok && newest.F == Put:
 			v.violation("%s: no version survives; the newest acknowledged is put %s at %v (op %d)", key, newest.Value, newest.ts, newest.Op)
 		case ok && lww.Newer(newest.record(), f):
@@ -219,7 +223,7 @@ func checkNewest(h *history, c *Counts) Verdict {
 	}
 	c.NotNewest = v.Violations
 	v.Summary = fmt.Sprintf("%d keys: %d whose final version is not one last-writer-wins allows", len(keys), v.Violations)
-	return v.Verdict
+	return *v
 }
 
 // tombstoneFrom reports whether a delete that may have happened could have written a
@@ -272,11 +276,11 @@ func checkReads(h *history, c *Counts) Verdict {
 	if !fresh {
 		v.Summary = fmt.Sprintf("%d key reads (%s: stale reads are allowed, only impossible ones are checked); %d impossible",
 			len(h.reads), why, c.Impossible)
-		return v.Verdict
+		return *v
 	}
 	v.Summary = fmt.Sprintf("%d key reads (%s): %d checked for freshness, %d with no known timestamp, %d during a wiped node's rebuild (%d of them stale, allowed); %d stale, %d impossible",
 		len(h.reads), why, checked, unknown, wiped, wipedStale, c.Stale, c.Impossible)
-	return v.Verdict
+	return *v
 }
 
 // impossible describes what is wrong with a read no cluster may return: a value never
@@ -354,36 +358,68 @@ func (h *history) deleteCouldHide(r read, p *op) bool {
 // it, whichever DCs coordinate them (R + W > RF, in total or within one DC), and says
 // which levels and replication it judged.
 func (h *history) freshReads() (bool, string) {
-	if h.meta == nil {
-		return false, "no meta line: levels unknown"
-	}
-	what := fmt.Sprintf("%s on %s", h.meta.Consistency, h.meta.Replication)
-	level, err := consistency.Parse(h.meta.Consistency)
+	level, rf, strategy, err := h.levelOn()
 	if err != nil {
-		return false, what + ": " + err.Error()
+		return false, err.Error()
 	}
-	strategy, err := ring.ParseReplication(h.meta.Replication)
-	if err != nil {
-		return false, what + ": " + err.Error()
-	}
-	rf := map[string]int{"": strategy.ReplicationFactor()}
-	if dcs, ok := strategy.(ring.DCStrategy); ok {
-		rf = dcs.RFPerDC()
-	} else if level == consistency.LocalOne || level == consistency.LocalQuorum {
+	what := fmt.Sprintf("%s on %s", level, strategy)
+	if _, perDC := strategy.(ring.DCStrategy); !perDC && (level == consistency.LocalOne || level == consistency.LocalQuorum) {
 		// Simple placement puts replicas in any DC: two local levels need not meet.
 		return false, what + ": R + W <= RF"
 	}
-	total := strategy.ReplicationFactor()
 	coordinators := slices.Sorted(maps.Keys(rf))
 	for _, readDC := range coordinators {
 		for _, writeDC := range coordinators {
 			r, w := level.Require(rf, readDC), level.Require(rf, writeDC)
-			if r.Hinted || w.Hinted || !overlap(r, w, rf, total) {
+			if r.Hinted || w.Hinted || !overlap(r, w, rf, strategy.ReplicationFactor()) {
 				return false, what + ": R + W <= RF"
 			}
 		}
 	}
 	return true, what + ": R + W > RF"
+}
+
+// lostToWipe reports whether a wiped disk may have taken an acknowledged write along: the
+// run's level acknowledges a write held by a single node (a replica, or a hint's holder
+// at ANY), and a disk was wiped after the acknowledgement. The checks do not count such
+// a write's absence against kura.
+func (h *history) lostToWipe(o *op) bool {
+	return h.wipedAfter(o) && h.oneCopy()
+}
+
+// oneCopy reports whether the run's level acknowledges a write held by a single node.
+func (h *history) oneCopy() bool {
+	level, rf, _, err := h.levelOn()
+	if err != nil {
+		return false
+	}
+	for dc := range rf {
+		if w := level.Require(rf, dc); w.Hinted || w.Total <= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// levelOn parses the run's level and replication; rf counts replicas per DC ("" for
+// simple placement, which ignores DCs).
+func (h *history) levelOn() (consistency.Level, map[string]int, ring.Strategy, error) {
+	if h.meta == nil {
+		return 0, nil, nil, errors.New("no meta line: levels unknown")
+	}
+	level, err := consistency.Parse(h.meta.Consistency)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	strategy, err := ring.ParseReplication(h.meta.Replication)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	rf := map[string]int{"": strategy.ReplicationFactor()}
+	if dcs, ok := strategy.(ring.DCStrategy); ok {
+		rf = dcs.RFPerDC()
+	}
+	return level, rf, strategy, nil
 }
 
 // overlap reports whether any replicas meeting r and any meeting w share one.
@@ -405,7 +441,7 @@ func checkReplicas(h *history, c *Counts) Verdict {
 	v := newVerdict("replicas", len(h.final) > 0)
 	if !v.Checked {
 		v.Summary = noFinal
-		return v.Verdict
+		return *v
 	}
 	scanned := map[string]bool{}
 	for _, n := range h.scanned {
@@ -445,7 +481,7 @@ func checkReplicas(h *history, c *Counts) Verdict {
 	}
 	c.Divergent = v.Violations
 	v.Summary = fmt.Sprintf("%d keys on %d nodes: %d divergent", len(keys), len(h.scanned), v.Violations)
-	return v.Verdict
+	return *v
 }
 
 // checkDeletes: a key whose newest acknowledged operation is a delete is not found after
@@ -454,12 +490,12 @@ func checkDeletes(h *history, c *Counts) Verdict {
 	v := newVerdict("resurrection", len(h.final) > 0)
 	if !v.Checked {
 		v.Summary = noFinal
-		return v.Verdict
+		return *v
 	}
 	deletedLast := 0
 	for _, key := range h.keys() {
 		newest := h.newestAcknowledged(key)
-		if newest == nil || newest.F != Delete {
+		if newest == nil || newest.F != Delete || h.lostToWipe(newest) {
 			continue
 		}
 		deletedLast++
@@ -470,7 +506,7 @@ func checkDeletes(h *history, c *Counts) Verdict {
 	}
 	c.Resurrected = v.Violations
 	v.Summary = fmt.Sprintf("%d keys deleted last: %d resurrected", deletedLast, v.Violations)
-	return v.Verdict
+	return *v
 }
 
 // keys returns every key the history writes or the final versions hold, sorted.

@@ -369,3 +369,19 @@ func TestCheckCountsStaleReadsDuringAWipeApart(t *testing.T) {
 		t.Errorf("%s: %s", v.Check, v.Summary)
 	}
 }
+
+// TestCheckLostAfterAWipe: a write lost after a node's disk was wiped is a violation at
+// QUORUM, but not at ONE, whose acknowledgement may rest on the wiped node alone.
+func TestCheckLostAfterAWipe(t *testing.T) {
+	for _, tc := range []struct {
+		level string
+		lost  int
+	}{{"QUORUM", 1}, {"ONE", 0}, {"ANY", 0}} {
+		history := h(put(1, "a", "v1", 0, ok(1), 10), nemesis("wipe n2", "start", 2, true), nemesis("wipe n2", "heal", 5, true),
+			put(2, "b", "w1", 6, ok(7), 11), everywhere("b", "w1", 11, false))
+		history[0].Meta.Consistency = tc.level
+		if r := Check(history); r.Counts.Lost != tc.lost || r.OK() != (tc.lost == 0) {
+			t.Errorf("%s: %d lost, want %d; violations %+v", tc.level, r.Counts.Lost, tc.lost, violations(r.Counts))
+		}
+	}
+}

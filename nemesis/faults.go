@@ -23,15 +23,8 @@ func (c *Cluster) inject(ctx context.Context, f Fault) error {
 	case Pause:
 		return c.eachNode(f.Nodes, func(n *node) error { return c.signal(n, syscall.SIGSTOP) })
 	}
-	var errs []error
-	for id, faults := range f.apiFaults() {
-		n, err := c.node(id)
-		if err == nil {
-			err = c.setFaults(ctx, n, faults)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	faults := f.apiFaults()
+	return c.eachNode(f.Nodes, func(n *node) error { return c.setFaults(ctx, n, faults[n.ID]) })
 }
 
 // heal ends a fault: restarts killed nodes (wiped first, then repaired), resumes paused
@@ -41,12 +34,10 @@ func (c *Cluster) heal(ctx context.Context, f Fault, keyspace string) error {
 	case Kill:
 		// Healed once the nodes answer: a fault that followed at once would otherwise hit
 		// nodes still starting.
-		return c.eachNode(f.Nodes, func(n *node) error {
-			if err := c.restart(n); err != nil {
-				return err
-			}
-			return c.clearFaults(ctx, n, time.Minute)
-		})
+		if err := c.eachNode(f.Nodes, c.restart); err != nil {
+			return err
+		}
+		return c.eachNode(f.Nodes, func(n *node) error { return c.clearFaults(ctx, n, time.Minute) })
 	case Wipe:
 		return c.eachNode(f.Nodes, func(n *node) error {
 			if err := os.RemoveAll(n.dataDir); err != nil {
@@ -55,8 +46,9 @@ func (c *Cluster) heal(ctx context.Context, f Fault, keyspace string) error {
 			if err := c.restart(n); err != nil {
 				return err
 			}
-			// Repair once the node takes requests; until then it answers without the data
-			// it lost, which is why the history marks the span.
+			// The node rejoins and streams its ranges, each from one replica that may
+			// lack a write; the repair brings what they lacked, and the history marks
+			// the span until it ends.
 			if err := c.clearFaults(ctx, n, time.Minute); err != nil {
 				return err
 			}
@@ -66,15 +58,7 @@ func (c *Cluster) heal(ctx context.Context, f Fault, keyspace string) error {
 	case Pause:
 		return c.eachNode(f.Nodes, func(n *node) error { return c.signal(n, syscall.SIGCONT) })
 	}
-	var errs []error
-	for id := range f.apiFaults() {
-		n, err := c.node(id)
-		if err == nil {
-			err = c.setFaults(ctx, n, nil)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return c.eachNode(f.Nodes, func(n *node) error { return c.setFaults(ctx, n, nil) })
 }
 
 // HealAll undoes every fault the harness may have left: resumes every process, restarts

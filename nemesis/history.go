@@ -24,21 +24,21 @@ type Type string
 
 // The types of history lines.
 const (
-	// Meta is the first line: how the run was set up (Meta).
+	// TypeMeta is the first line: how the run was set up (Meta).
 	TypeMeta Type = "meta"
-	// Invoke: a client sends an operation.
+	// TypeInvoke: a client sends an operation.
 	TypeInvoke Type = "invoke"
-	// OK: the operation happened, with its result.
+	// TypeOK: the operation happened, with its result.
 	TypeOK Type = "ok"
-	// Fail: the operation definitely did not happen (refused as unavailable before
+	// TypeFail: the operation definitely did not happen (refused as unavailable before
 	// anything was written, an invalid argument, a connection never made).
 	TypeFail Type = "fail"
-	// Info: indeterminate (a timeout, a connection lost mid-request): the operation may
+	// TypeInfo: indeterminate (a timeout, a connection lost mid-request): the operation may
 	// or may not have happened, and may still happen later.
 	TypeInfo Type = "info"
-	// Nemesis: a fault started or healed.
+	// TypeNemesis: a fault started or healed.
 	TypeNemesis Type = "nemesis"
-	// Final: one version one node stores after the run, as Admin.LocalScan returned it.
+	// TypeFinal: one version one node stores after the run, as Admin.LocalScan returned it.
 	TypeFinal Type = "final"
 )
 

@@ -2,8 +2,8 @@ package nemesis
 
 import (
 	"fmt"
-	"math"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kuradb/kura/hlc"
@@ -12,7 +12,7 @@ import (
 
 // never is the completion time of an operation the history does not complete: it may
 // take effect at any time after its invoke.
-var never = time.Unix(math.MaxInt32, 0)
+var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // op is one operation rebuilt from its invoke and completion.
 type op struct {
@@ -55,7 +55,6 @@ type read struct {
 
 // window is a span of the run, from a nemesis event's start to its heal.
 type window struct {
-	fault      string
 	start, end time.Time
 }
 
@@ -108,7 +107,7 @@ func rebuild(events []Event) *history {
 				open[e.Fault] = e.Time
 			case "heal":
 				if e.Wipe {
-					h.wipes = append(h.wipes, window{fault: e.Fault, start: open[e.Fault], end: e.Time})
+					h.wipes = append(h.wipes, window{start: open[e.Fault], end: e.Time})
 				}
 				delete(open, e.Fault)
 			}
@@ -148,23 +147,14 @@ func (h *history) finalNodes() []string {
 			seen[node] = true
 		}
 	}
-	nodes := make([]string, 0, len(seen))
-	for node := range seen {
-		nodes = append(nodes, node)
-	}
-	sort.Strings(nodes)
-	return nodes
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // collectReads turns every acknowledged get and scan into observations of keys. A scan
 // observes every key of the history in its range as absent unless it returned it; when
 // it stopped at its limit, only up to the last key returned.
 func (h *history) collectReads() {
-	keys := make([]string, 0, len(h.writes))
-	for k := range h.writes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(h.writes))
 	for _, o := range h.ops {
 		if o.status != TypeOK {
 			continue
@@ -255,6 +245,16 @@ func (h *history) newestAcknowledged(key string) *op {
 func (h *history) inWipe(o *op) bool {
 	for _, w := range h.wipes {
 		if o.invoke.Before(w.end) && o.complete.After(w.start) {
+			return true
+		}
+	}
+	return false
+}
+
+// wipedAfter reports whether a node's disk was wiped after o was acknowledged.
+func (h *history) wipedAfter(o *op) bool {
+	for _, w := range h.wipes {
+		if w.end.After(o.complete) {
 			return true
 		}
 	}

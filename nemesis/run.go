@@ -103,42 +103,51 @@ func Run(ctx context.Context, cfg Config, rec *Recorder) (Report, error) {
 	<-workloadDone
 	p.say("workload done: %v", counts)
 
-	if err := c.HealAll(ctx); err != nil {
-		return Report{}, fmt.Errorf("nemesis: heal: %w", err)
-	}
-	p.say("healed; waiting for every node to see every node up and normal")
-	if err := c.WaitConverged(ctx, 2*time.Minute); err != nil {
+	if err := c.settle(ctx, meta, rec, p); err != nil {
 		return Report{}, err
-	}
-	for round := 1; ; round++ {
-		for _, m := range members {
-			resp, err := c.Repair(ctx, m.ID, w.Keyspace, 2*time.Minute)
-			if err != nil {
-				return Report{}, err
-			}
-			p.say("repaired %s: %d ranges, %d differing sub-ranges, %d records sent", m.ID, resp.GetRanges(), resp.GetDifferingSubranges(), resp.GetRecordsSent())
-		}
-		final, err := c.finalVersions(ctx, members, w.Keyspace)
-		if err != nil {
-			return Report{}, err
-		}
-		divergent := Check(append([]Event{{Type: TypeMeta, Meta: meta}}, final...)).Counts.Divergent
-		if divergent == 0 || round == repairRounds {
-			for _, e := range final {
-				rec.Record(e)
-			}
-			if round > 1 {
-				p.say("replicas agree after %d rounds of repair, not one: the report counts what the last round left", round)
-			}
-			break
-		}
-		p.say("after repair round %d, %d keys still differ between replicas; repairing again", round, divergent)
-		time.Sleep(2 * time.Second)
 	}
 	if crashed := c.Unexpected(); len(crashed) > 0 {
 		return Check(rec.Events()), fmt.Errorf("nemesis: kura processes exited by themselves: %s", strings.Join(crashed, "; "))
 	}
 	return Check(rec.Events()), nil
+}
+
+// settle heals every fault, waits until every node sees every node up and normal,
+// repairs every node and records every node's stored versions as final lines.
+func (c *Cluster) settle(ctx context.Context, meta *Meta, rec *Recorder, p *progress) error {
+	if err := c.HealAll(ctx); err != nil {
+		return fmt.Errorf("nemesis: heal: %w", err)
+	}
+	p.say("healed; waiting for every node to see every node up and normal")
+	if err := c.WaitConverged(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	for round := 1; ; round++ {
+		for _, n := range c.nodes {
+			resp, err := c.Repair(ctx, n.ID, meta.Keyspace, 2*time.Minute)
+			if err != nil {
+				return err
+			}
+			p.say("repaired %s: %d ranges, %d differing sub-ranges, %d records sent", n.ID, resp.GetRanges(), resp.GetDifferingSubranges(), resp.GetRecordsSent())
+		}
+		final, err := c.finalVersions(ctx, meta.Keyspace)
+		if err != nil {
+			return err
+		}
+		divergent := Check(append([]Event{{Type: TypeMeta, Meta: meta}}, final...)).Counts.Divergent
+		if divergent > 0 && round < repairRounds {
+			p.say("after repair round %d, %d keys still differ between replicas; repairing again", round, divergent)
+			time.Sleep(2 * time.Second)
+			continue
+		}
+		for _, e := range final {
+			rec.Record(e)
+		}
+		if round > 1 {
+			p.say("after %d rounds of repair, %d keys differ between replicas; the report counts what the last round left", round, divergent)
+		}
+		return nil
+	}
 }
 
 // DefaultReplication puts two replicas in the first DC (one if it has a single node) and
@@ -203,15 +212,15 @@ func later(a, b time.Time) time.Time {
 }
 
 // finalVersions reads every node's own copy of the keyspace, as final history lines.
-func (c *Cluster) finalVersions(ctx context.Context, members []Member, keyspace string) ([]Event, error) {
+func (c *Cluster) finalVersions(ctx context.Context, keyspace string) ([]Event, error) {
 	var out []Event
-	for _, m := range members {
-		versions, err := c.LocalScan(ctx, m.ID, keyspace)
+	for _, n := range c.nodes {
+		versions, err := c.LocalScan(ctx, n.ID, keyspace)
 		if err != nil {
 			return nil, err
 		}
 		for _, v := range versions {
-			out = append(out, Event{Type: TypeFinal, Time: time.Now(), Node: m.ID, Key: string(v.GetKey()), Value: string(v.GetValue()),
+			out = append(out, Event{Type: TypeFinal, Time: time.Now(), Node: n.ID, Key: string(v.GetKey()), Value: string(v.GetValue()),
 				Timestamp: v.GetTimestamp(), Deleted: v.GetDeleted(), Replicas: v.GetReplicas()})
 		}
 	}

@@ -81,7 +81,7 @@ type Member struct {
 type Fault struct {
 	Kind    Kind
 	Variant string   // "one", "majority", "all"; "node", "dc", "bridge"; "forward", "back"
-	Nodes   []string // the nodes acted on
+	Nodes   []string // the nodes acted on (for a partition, those that cut peers)
 	// Cut lists, per node, the peers (ids or "dc:NAME") it drops frames to and from.
 	Cut map[string][]string
 	// Loss, Delay and Offset are the link and clock faults' sizes.

@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,8 +62,8 @@ func TestDraw(t *testing.T) {
 			case f.Kind == Partition:
 				checkCut(t, f)
 			}
-			if len(f.apiFaults()) == 0 && !f.Kind.Process() {
-				t.Errorf("%v injects nothing through the API", f)
+			if injected := slices.Sorted(maps.Keys(f.apiFaults())); !f.Kind.Process() && (len(injected) == 0 || !slices.Equal(injected, f.Nodes)) {
+				t.Errorf("%v injects through the API on %v, acts on %v", f, injected, f.Nodes)
 			}
 		}
 	}

@@ -117,6 +117,9 @@ func runNemesis(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "node logs in %s\n", dir)
 	}
 	if runErr != nil {
+		if len(report.Verdicts) > 0 {
+			report.Print(stdout) // the run finished, but something else went wrong
+		}
 		return runErr
 	}
 	return printReport(stdout, report, *history)
