@@ -196,12 +196,13 @@ func TestLDRBenchSmallRun(t *testing.T) {
 		if r.Scheme == "replicate" && r.InterDCBytesPerGetMean != 0 {
 			t.Fatalf("replicate read from %s crossed the WAN: %v bytes per get", r.ReaderDC, r.InterDCBytesPerGetMean)
 		}
-		// A remote chunk costs its shard, its header and at most 64 bytes of request and
-		// framing; a remote copy (single) its value and the generic read's 128.
+		// A remote chunk costs its shard, its header and at most 72 bytes of request,
+		// framing and the response's wall-clock stamp; a remote copy (single) its value and
+		// the generic read's 136.
 		remoteChunks := r.PlacedInterDCBytesPerGet / (float64(valueBytes) / float64(r.K))
-		perChunk := float64(erasure.ShardBytes(valueBytes, r.K) + erasure.HeaderBytes + 64)
+		perChunk := float64(erasure.ShardBytes(valueBytes, r.K) + erasure.HeaderBytes + 72)
 		if r.Scheme == "single" {
-			perChunk = valueBytes + 128
+			perChunk = valueBytes + 136
 		}
 		if low, high := r.PlacedInterDCBytesPerGet, remoteChunks*perChunk; r.InterDCBytesPerGetMean < low-1 || r.InterDCBytesPerGetMean > high+1 {
 			t.Fatalf("%s (%d,%d) from %s: %v inter-DC bytes per get, want within [%v, %v]", r.Scheme, r.M, r.K, r.ReaderDC, r.InterDCBytesPerGetMean, low, high)

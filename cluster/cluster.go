@@ -78,9 +78,13 @@ const (
 	// StatusBooting: a new node still learning the ring from its seeds, before it claims
 	// tokens; off the ring.
 	StatusBooting
+	// StatusRebuilding: a member that came back with its data lost (a wiped or replaced
+	// disk) and pulls its ranges from the other replicas. It stays on the ring with its
+	// tokens, so no range moves; it takes writes that count and serves no reads.
+	StatusRebuilding
 )
 
-var statusNames = [...]string{"normal", "joining", "leaving", "left", "removed", "booting"}
+var statusNames = [...]string{"normal", "joining", "leaving", "left", "removed", "booting", "rebuilding"}
 
 // String names the status as gossip and status pages carry it.
 func (s Status) String() string {
@@ -104,11 +108,15 @@ func ParseStatus(name string) (Status, error) {
 }
 
 // OnRing reports whether a node of this status owns ranges now (its current replicas).
-func (s Status) OnRing() bool { return s == StatusNormal || s == StatusLeaving }
+func (s Status) OnRing() bool {
+	return s == StatusNormal || s == StatusLeaving || s == StatusRebuilding
+}
 
 // WillOwn reports whether a node of this status owns ranges once the moves in progress
 // complete.
-func (s Status) WillOwn() bool { return s == StatusNormal || s == StatusJoining }
+func (s Status) WillOwn() bool {
+	return s == StatusNormal || s == StatusJoining || s == StatusRebuilding
+}
 
 // State is what a node is doing as far as the data path is concerned. The coordinator
 // decides per state: whom to ask for reads, whom to write to, whose writes to hint.
@@ -129,6 +137,10 @@ const (
 	// StateAsleep: powered down on purpose. Skipped at once; its writes are hinted for
 	// it (offloaded) until it wakes.
 	StateAsleep
+	// StateRebuilding: pulling back the data it lost. Its acknowledgements of writes
+	// count, and it serves no reads: a read quorum then comes from the other replicas,
+	// which hold every write the level acknowledged (W + R > RF still holds without it).
+	StateRebuilding
 )
 
 // String names the state as status pages print it.
@@ -144,6 +156,8 @@ func (s State) String() string {
 		return "leaving"
 	case StateAsleep:
 		return "asleep"
+	case StateRebuilding:
+		return "rebuilding"
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
@@ -152,14 +166,16 @@ func (s State) String() string {
 func (s State) Readable() bool { return s == StateUp || s == StateLeaving }
 
 // Writable reports whether a node in this state takes writes that count for a level.
-func (s State) Writable() bool { return s == StateUp || s == StateLeaving }
+func (s State) Writable() bool { return s == StateUp || s == StateLeaving || s == StateRebuilding }
 
 // Pending reports whether a node in this state takes writes that do not count for a
 // level: it is still receiving the ranges it will own.
 func (s State) Pending() bool { return s == StateJoining }
 
 // Reachable reports whether the node answers messages at all.
-func (s State) Reachable() bool { return s == StateUp || s == StateJoining || s == StateLeaving }
+func (s State) Reachable() bool {
+	return s == StateUp || s == StateJoining || s == StateLeaving || s == StateRebuilding
+}
 
 // View is the read side of the directory.
 type View interface {
@@ -321,6 +337,8 @@ func (d *Directory) State(id string) State {
 		return StateJoining
 	case n.Status == StatusLeaving:
 		return StateLeaving
+	case n.Status == StatusRebuilding:
+		return StateRebuilding
 	case n.Status == StatusLeft || n.Status == StatusRemoved || n.Status == StatusBooting:
 		return StateDown
 	}

@@ -241,8 +241,8 @@ func (h *history) tombstoneFrom(key string, ts hlc.Timestamp) bool {
 // failed, or from one invoked after the read answered; and, when the level makes read
 // and write replica sets overlap (R + W > RF), a read invoked after a put or delete was
 // acknowledged returns that version or a newer one. Reads overlapping a wiped disk's
-// rebuild are not held to freshness (the wiped node streams its ranges from one replica,
-// which may have missed a write); their stale ones are counted apart.
+// rebuild are not held to freshness (the wiped node pulls each range from one other
+// replica, which may have missed a write); their stale ones are counted apart.
 func checkReads(h *history, c *Counts) Verdict {
 	fresh, why := h.freshReads()
 	v := newVerdict("stale-reads", true)

@@ -46,9 +46,9 @@ func (c *Cluster) heal(ctx context.Context, f Fault, keyspace string) error {
 			if err := c.restart(n); err != nil {
 				return err
 			}
-			// The node rejoins and streams its ranges, each from one replica that may
-			// lack a write; the repair brings what they lacked, and the history marks
-			// the span until it ends.
+			// The node comes back rebuilding and pulls each range from one other
+			// replica, which may lack a write the wiped disk had acknowledged; the repair
+			// brings what it lacked, and the history marks the span until it ends.
 			if err := c.clearFaults(ctx, n, time.Minute); err != nil {
 				return err
 			}

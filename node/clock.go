@@ -12,6 +12,11 @@ import (
 // measures its clock against peers it has no other call to.
 var kindClockPing = transport.RegisterKind(16, "clock_ping")
 
+// clockPingTimeout bounds a clock ping. It is generous: the first write after a start
+// waits for the pings, and is refused if none came back, so a loaded machine must not
+// fail them.
+const clockPingTimeout = 2 * time.Second
+
 // clockPingsFirst is how many peers a node pings at once while it has measured none: its
 // guard refuses writes until it has.
 const clockPingsFirst = 3
@@ -32,7 +37,7 @@ func (n *Node) pingClocks(ctx context.Context) {
 	}
 	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
 	for _, p := range peers[:min(count, len(peers))] {
-		callCtx, cancel := context.WithTimeout(ctx, n.gossip.interval())
+		callCtx, cancel := context.WithTimeout(ctx, clockPingTimeout)
 		if _, err := n.transport.Call(callCtx, p, kindClockPing, nil); err != nil {
 			n.log.Debug("clock ping", "peer", p.ID, "err", err)
 		}

@@ -57,6 +57,9 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	switch self.Status {
 	case cluster.StatusNormal:
 		return
+	case cluster.StatusRebuilding:
+		n.rebuild(ctx)
+		return
 	case cluster.StatusLeaving:
 		// Restarted mid-decommission: the ranges are still ours; the operator runs it again.
 		n.log.Warn("restarted while leaving; back to normal: run the decommission again")
@@ -118,6 +121,56 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	}
 }
 
+// lostDataCheckTimeout bounds how long a founding node with an empty data dir asks its
+// peers whether it was a member before.
+const lostDataCheckTimeout = 3 * time.Second
+
+// checkLostData asks the founding node's peers, before it serves anything, whether it
+// owned ranges in an earlier life, and if so starts a rebuild: a founding node trusts
+// its ring without asking anyone, so an empty data dir would otherwise pass for a new
+// cluster's. With no peer answering (the first node of a new cluster, or every peer
+// down), it cannot tell and starts as founded.
+func (n *Node) checkLostData() {
+	ctx, cancel := context.WithTimeout(context.Background(), lostDataCheckTimeout)
+	defer cancel()
+	for _, p := range n.cfg.Peers {
+		self, known, err := n.pullRing(ctx, p)
+		if err != nil {
+			n.log.Debug("ask a peer whether this node was a member", "peer", p.ID, "err", err)
+			continue
+		}
+		if known && lostData(self) {
+			n.startRebuild(self)
+		}
+		return
+	}
+}
+
+// startRebuild puts a node that lost its data back on the ring as rebuilding, with the
+// tokens it had, before it serves anything: it takes writes, serves no reads, and pulls
+// its ranges back (rebuild).
+func (n *Node) startRebuild(prior cluster.RingEntry) {
+	n.log.Warn("this node was a member and its data dir is empty: rebuilding its ranges from the other replicas before it serves reads",
+		"status_before", prior.Status, "generation_before", prior.Generation)
+	n.setStatus(cluster.StatusRebuilding, prior.Tokens)
+}
+
+// rebuild pulls every range of a rebuilding node from the other replicas, then makes it
+// normal. The ring delay first lets every coordinator learn that it serves no reads.
+func (n *Node) rebuild(ctx context.Context) {
+	if !sleepCtx(ctx, n.ringDelay()) {
+		return
+	}
+	start := time.Now()
+	st, err := n.streamer.Gain(ctx, "")
+	if err != nil {
+		n.log.Error("rebuild stopped; it resumes at the next start", "err", err)
+		return
+	}
+	n.log.Info("rebuilt", "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	n.setStatus(cluster.StatusNormal, n.directory.Self().Tokens)
+}
+
 // waitForRing returns once the directory can be trusted: at once when it was persisted,
 // founding or seedless (open trusts those), else once a member has handed over its ring.
 func (n *Node) waitForRing(ctx context.Context) error {
@@ -130,9 +183,13 @@ func (n *Node) waitForRing(ctx context.Context) error {
 			if other.ID == n.cfg.ID || !n.directory.State(other.ID).Reachable() {
 				continue
 			}
-			if err := n.pullRing(ctx, other); err != nil {
+			self, known, err := n.pullRing(ctx, other)
+			if err != nil {
 				n.log.Debug("pull the ring", "peer", other.ID, "err", err)
 				continue
+			}
+			if known && lostData(self) {
+				n.startRebuild(self)
 			}
 			n.directory.SetTrusted()
 			n.log.Info("learned the ring", "from", other.ID, "nodes", len(n.directory.Nodes()))
@@ -144,24 +201,37 @@ func (n *Node) waitForRing(ctx context.Context) error {
 	}
 }
 
-// pullRing learns the ring of another node.
-func (n *Node) pullRing(ctx context.Context, from cluster.Node) error {
+// pullRing learns the ring of another node. It also returns that node's entry for this
+// node, if it has one: how a node whose data dir was wiped finds out that it was a member.
+func (n *Node) pullRing(ctx context.Context, from cluster.Node) (self cluster.RingEntry, known bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	raw, err := n.transport.Call(ctx, toPeer(from), kindRingPull, nil)
 	if err != nil {
-		return err
+		return cluster.RingEntry{}, false, err
 	}
 	entries, err := cluster.DecodeRing(raw)
 	if err != nil {
-		return err
+		return cluster.RingEntry{}, false, err
 	}
 	for _, e := range entries {
+		if e.ID == n.cfg.ID {
+			self, known = e, true
+			continue
+		}
 		if _, err := n.directory.Learn(e); err != nil {
-			return err
+			return cluster.RingEntry{}, false, err
 		}
 	}
-	return nil
+	return self, known, nil
+}
+
+// lostData reports whether a ring entry for this node, held by another member, shows
+// that this node owned ranges in an earlier life: a node that starts with an empty data
+// dir then lost its data and must rebuild it, not serve reads from nothing. Generation 0
+// is an entry no incarnation of the node ever gossiped (a topology file's).
+func lostData(self cluster.RingEntry) bool {
+	return self.Generation > 0 && self.Status.OnRing()
 }
 
 // handleRingPull answers pullRing.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/schema"
@@ -195,5 +196,67 @@ func TestRestartedNodeCoordinatesOnItsPersistedRing(t *testing.T) {
 	}
 	if _, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.One); err != nil {
 		t.Fatalf("ONE on the restarted node's own replica: %v", err)
+	}
+}
+
+// TestWipedNodeRebuildsBeforeItServesReads restarts a member with an empty data dir, as
+// after a disk loss, both ways a node can start: joining through a seed, and founding
+// with its peers given. It must come back rebuilding (its reads served by the others),
+// pull its ranges, and only then serve reads of its own.
+func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
+	for _, founding := range []bool{false, true} {
+		t.Run(fmt.Sprintf("founding=%v", founding), func(t *testing.T) {
+			a := startNode(t, "a", "dc1")
+			b := startJoiner(t, "b", "", a.Addr())
+			c := startJoiner(t, "c", "", a.Addr())
+			waitAllNormal(t, 3, a, b, c)
+			ctx := context.Background()
+			if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "simple=3"}); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "c knows keyspace app", func() bool { _, err := c.Keyspace("app"); return err == nil })
+			var keys []string
+			for i := range 100 {
+				key := fmt.Sprintf("k%03d", i)
+				if _, err := a.coord.Put(ctx, "app", []byte(key), []byte("v"), consistency.All); err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, key)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "a sees c down", func() bool { return !a.View().State("c").Reachable() })
+
+			cfg := Config{ID: "c", DC: "dc1", Listen: "127.0.0.1:0", InMemory: true,
+				GossipInterval: 50 * time.Millisecond, ReplicaTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+			if founding {
+				cfg.Founding, cfg.Peers = true, []cluster.Node{a.Self(), b.Self()}
+			} else {
+				cfg.Seeds = []string{a.Addr()}
+			}
+			wiped, err := Start(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { wiped.Close() })
+			// Until it is normal again, every read through it finds every key: it never
+			// answers from its empty storage.
+			for normalNodes(wiped) != 3 || wiped.directory.Self().Status != cluster.StatusNormal {
+				for _, key := range keys[:10] {
+					rec, found, err := wiped.coord.Get(ctx, "app", []byte(key), consistency.One)
+					if err == nil && (!found || string(rec.Value) != "v") {
+						t.Fatalf("%s read through the rebuilding node at ONE: found %v", key, found)
+					}
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for _, key := range keys {
+				if _, found, err := wiped.local.Get(ctx, "app", []byte(key)); err != nil || !found {
+					t.Fatalf("%s not rebuilt on c (%v)", key, err)
+				}
+			}
+			waitUntil(t, "a sees c normal", func() bool { return a.View().State("c") == cluster.StateUp })
+		})
 	}
 }

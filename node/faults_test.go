@@ -150,7 +150,9 @@ func TestPartitionAndHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a sees c down", func() bool { return !a.View().State("c").Reachable() })
-	waitUntil(t, "c sees a down", func() bool { return !c.View().State("a").Reachable() })
+	waitUntil(t, "c sees a and b down", func() bool {
+		return !c.View().State("a").Reachable() && !c.View().State("b").Reachable()
+	})
 	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("v"), consistency.Quorum); err != nil {
 		t.Fatalf("put at QUORUM with c cut off: %v", err)
 	}

@@ -25,9 +25,17 @@ func startFrontEndNode(t *testing.T, id, dc string, seeds ...string) *Node {
 	return n
 }
 
-// startFrontEndCluster starts nodes in the given DCs, joined through the first, and creates
-// keyspace "default" with the given replication once they see each other.
+// startFrontEndCluster starts front-end nodes in the given DCs, joined through the first,
+// and creates keyspace "default" with the given replication once they see each other.
 func startFrontEndCluster(t *testing.T, replication string, dcs ...string) []*Node {
+	t.Helper()
+	return startCluster(t, startFrontEndNode, replication, dcs...)
+}
+
+// startCluster starts nodes n1, n2 ... in the given DCs with start, joined through the
+// first, and creates keyspace "default" with the given replication once they see each
+// other.
+func startCluster(t *testing.T, start func(t *testing.T, id, dc string, seeds ...string) *Node, replication string, dcs ...string) []*Node {
 	t.Helper()
 	var nodes []*Node
 	for i, dc := range dcs {
@@ -35,7 +43,7 @@ func startFrontEndCluster(t *testing.T, replication string, dcs ...string) []*No
 		if i > 0 {
 			seeds = []string{nodes[0].Addr()}
 		}
-		nodes = append(nodes, startFrontEndNode(t, "n"+string(rune('1'+i)), dc, seeds...))
+		nodes = append(nodes, start(t, "n"+string(rune('1'+i)), dc, seeds...))
 	}
 	waitUntil(t, "every node sees every other alive", func() bool {
 		for _, n := range nodes {

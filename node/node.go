@@ -278,6 +278,9 @@ func (n *Node) open() error {
 	if n.gossip, err = newGossip(n); err != nil {
 		return err
 	}
+	if n.fresh && n.cfg.Founding {
+		n.checkLostData()
+	}
 	var place placement.Placement
 	if n.cfg.Routing != "" && n.cfg.Routing != "onehop" {
 		protocol, err := chord.ParseProtocol(n.cfg.Routing)

@@ -159,11 +159,11 @@ func (p *Ring) withPending(members []Member, future []ring.Member) []Member {
 }
 
 // Moves returns, for every range of the future ring, the members that gain it (they
-// will hold it and do not now) and the current replicas that hold it: what must be
-// streamed before the moves in progress complete. Empty when nothing moves.
+// will hold it and do not now) and its current holders: what the gainers must stream. A
+// rebuilding member gains every range it holds: it lost them.
 func (p *Ring) Moves(ks schema.Keyspace) ([]Move, error) {
 	current, future, err := p.rings()
-	if err != nil || future == current {
+	if err != nil {
 		return nil, err
 	}
 	now, later := p.placement(current, ks.Strategy()), p.placement(future, ks.Strategy())
@@ -171,6 +171,11 @@ func (p *Ring) Moves(ks schema.Keyspace) ([]Move, error) {
 	for _, rg := range splitRanges(current.ring.Ranges(), future.ring.Ranges()) {
 		holders := withStates(p.view, now.ReplicasFor(rg.End))
 		var gainers []Member
+		for _, h := range holders {
+			if h.State == cluster.StateRebuilding {
+				gainers = append(gainers, h)
+			}
+		}
 		for _, f := range later.ReplicasFor(rg.End) {
 			if !slices.ContainsFunc(holders, func(m Member) bool { return m.ID == f.ID }) {
 				gainers = append(gainers, Member{ID: f.ID, DC: f.DC, State: p.view.State(f.ID), Pending: true})

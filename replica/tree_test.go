@@ -35,7 +35,7 @@ func (keepClock) Observe(hlc.Timestamp) error { return nil }
 
 // newReplica returns a Local replica over an in-memory engine holding keyspace "ks", and
 // a Remote reaching it over a loopback.
-func newReplica(t *testing.T, opts storage.Options) (*storage.Engine, *Local, *Remote, *loopback) {
+func newReplica(t testing.TB, opts storage.Options) (*storage.Engine, *Local, *Remote, *loopback) {
 	t.Helper()
 	opts.InMemory = true
 	engine, err := storage.Open(opts)

@@ -131,7 +131,8 @@ func Load(path string) (*Topology, error) {
 // Validate checks what Parse checks; callers that build a Topology in code (e.g. the
 // simulator's generated layouts) call it themselves. Rules: at least one DC; DC names and
 // node ids present and unique; node addresses unique; every link joins two distinct known
-// DCs; every pair of distinct DCs has exactly one link; figures finite and non-negative;
+// DCs; every pair of distinct DCs has exactly one link; figures finite, non-negative and
+// small enough for a LinkSpec (delays within a time.Duration, bandwidth up to 1e15 Mbps);
 // loss below 1.
 func (t *Topology) Validate() error {
 	if len(t.Datacenters) == 0 {
@@ -213,20 +214,32 @@ func (t *Topology) validateLinks() error {
 	return nil
 }
 
+// maxDelayMs is the longest latency or jitter a time.Duration holds, about 292 years: a
+// longer one would wrap around to a negative delay in the LinkSpec.
+const maxDelayMs = float64(math.MaxInt64 / int64(time.Millisecond))
+
+// maxBandwidthMbps, a zettabit per second, is beyond any link, and keeps the LinkSpec's
+// bits per second finite: near float64's limit they would overflow to infinity.
+const maxBandwidthMbps = 1e15
+
 // validateFigures checks the four path figures shared by datacenters and links.
 func validateFigures(where string, latencyMs, bandwidthMbps, jitterMs, loss float64) error {
 	for _, figure := range []struct {
 		name  string
 		value float64
+		max   float64
 	}{
-		{"latency_ms", latencyMs},
-		{"bandwidth_mbps", bandwidthMbps},
-		{"jitter_ms", jitterMs},
-		{"loss", loss},
+		{"latency_ms", latencyMs, maxDelayMs},
+		{"bandwidth_mbps", bandwidthMbps, maxBandwidthMbps},
+		{"jitter_ms", jitterMs, maxDelayMs},
+		{"loss", loss, 1},
 	} {
 		// The negated comparison also rejects NaN.
 		if !(figure.value >= 0) || math.IsInf(figure.value, 0) {
 			return fmt.Errorf("%w: %s: %s %v must be a finite, non-negative number", ErrInvalid, where, figure.name, figure.value)
+		}
+		if figure.value > figure.max {
+			return fmt.Errorf("%w: %s: %s %v exceeds the largest usable value, %v", ErrInvalid, where, figure.name, figure.value, figure.max)
 		}
 	}
 	if loss >= 1 {

@@ -95,7 +95,8 @@ func putHeader(frame []byte, typ frameType, kind Kind, id uint64, payloadBytes i
 }
 
 // readFrame reads one frame, checking the header before it allocates the payload so that
-// a header declaring a huge length costs nothing.
+// a header declaring a huge length costs nothing, and one declaring a length within the
+// limit costs what was sent (readPayload).
 func readFrame(r io.Reader, maxFrameBytes int) (frameHeader, []byte, error) {
 	var raw [frameHeaderBytes]byte
 	if _, err := io.ReadFull(r, raw[:]); err != nil {
@@ -114,11 +115,37 @@ func readFrame(r io.Reader, maxFrameBytes int) (frameHeader, []byte, error) {
 		return frameHeader{}, nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d: %w",
 			errMalformed, frameBytes, maxFrameBytes, ErrFrameTooLarge)
 	}
-	payload := make([]byte, h.payloadBytes)
-	if _, err := io.ReadFull(r, payload); err != nil {
+	payload, err := readPayload(r, int(h.payloadBytes))
+	if err != nil {
 		return frameHeader{}, nil, err
 	}
 	return h, payload, nil
+}
+
+// payloadChunkBytes is how far ahead of the bytes received readPayload allocates.
+const payloadChunkBytes = 64 << 10
+
+// readPayload reads an n-byte payload into a buffer that starts at payloadChunkBytes and
+// doubles as the bytes arrive: anyone who can connect may send a header, before any hello,
+// and one declaring the largest frame allowed must not cost that much memory per
+// connection unless its bytes are sent. An end of input is io.ErrUnexpectedEOF: the
+// header came before it.
+func readPayload(r io.Reader, n int) ([]byte, error) {
+	payload := make([]byte, min(n, payloadChunkBytes))
+	read := 0
+	for {
+		m, err := io.ReadFull(r, payload[read:])
+		read += m
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, io.ErrUnexpectedEOF
+		case err != nil:
+			return nil, err
+		case read == n:
+			return payload, nil
+		}
+		payload = append(payload, make([]byte, min(read, n-read))...)
+	}
 }
 
 // A hello payload is the dialer's protocol version, then its Peer:

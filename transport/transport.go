@@ -178,6 +178,7 @@ type Transport struct {
 	closed   bool
 	dialed   map[string]*dialEntry // by peer id: this node's connection for its own calls
 	accepted map[*conn]struct{}    // connections peers dialed to call this node
+	greeting map[net.Conn]struct{} // accepted sockets whose hello has not arrived yet
 	links    map[string]*wanLink   // by destination DC; nil value: no emulation
 
 	rtts sync.Map // peer id -> *atomic.Int64: smoothed call round trip in nanoseconds
@@ -243,6 +244,7 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		faults:        cfg.Faults,
 		dialed:        make(map[string]*dialEntry),
 		accepted:      make(map[*conn]struct{}),
+		greeting:      make(map[net.Conn]struct{}),
 		links:         make(map[string]*wanLink),
 	}
 	t.self.Addr = listener.Addr().String()
@@ -373,6 +375,10 @@ func (t *Transport) Close() error {
 	}
 	for c := range t.accepted {
 		conns = append(conns, c)
+	}
+	// A socket still waiting for its hello would hold Close for the hello's timeout.
+	for nc := range t.greeting {
+		nc.Close()
 	}
 	t.mu.Unlock()
 
@@ -518,7 +524,18 @@ func (t *Transport) acceptLoop() {
 // serveAccepted reads the hello that names the peer, then runs the connection.
 func (t *Transport) serveAccepted(nc net.Conn) {
 	defer t.wg.Done()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		nc.Close()
+		return
+	}
+	t.greeting[nc] = struct{}{}
+	t.mu.Unlock()
 	c, err := t.acceptConn(nc)
+	t.mu.Lock()
+	delete(t.greeting, nc)
+	t.mu.Unlock()
 	if err != nil {
 		t.logConnError(nc.RemoteAddr().String(), err)
 		nc.Close()

@@ -419,6 +419,35 @@ func TestClose(t *testing.T) {
 	}
 }
 
+// TestCloseDropsSilentDialers: a dialer that never sends its hello does not hold Close
+// for the hello's timeout.
+func TestCloseDropsSilentDialers(t *testing.T) {
+	server, err := Listen(Config{Self: Peer{ID: "server", Addr: "127.0.0.1:0"}, Handler: HandlerFunc(func(context.Context, Peer, Kind, []byte) ([]byte, error) { return nil, nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.Dial("tcp", server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	for greeting := 0; greeting == 0; time.Sleep(time.Millisecond) {
+		server.mu.Lock()
+		greeting = len(server.greeting)
+		server.mu.Unlock()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- server.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(helloTimeout / 2):
+		t.Fatalf("Close still waiting after %v for a dialer that never said hello", helloTimeout/2)
+	}
+}
+
 func TestFrameTooLarge(t *testing.T) {
 	const limit = 1024
 	big := make([]byte, limit)

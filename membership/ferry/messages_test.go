@@ -8,10 +8,12 @@ import (
 	"github.com/kuradb/kura/membership"
 )
 
-func TestMessagesRoundTrip(t *testing.T) {
+// exampleMessages returns one message of every type, with and without optional parts:
+// the round-trip test's cases and the fuzz test's seeds.
+func exampleMessages() []membership.Message {
 	state := membership.EndpointState{ID: "a7", Generation: 1700000123, Heartbeat: 4,
 		App: []membership.AppValue{{Key: "dc", Value: "a", Version: 2}, {Key: "status", Value: "normal", Version: 3}}}
-	tests := []membership.Message{
+	return []membership.Message{
 		&Summary{Sums: []DCSum{{DC: "a", Count: 500, Hash: 0xfeedface}}, Hot: []Delta{{State: state, DeadAt: 3}}, Reply: true},
 		&Summary{},
 		&Buckets{DCs: []DCBuckets{{DC: "b", Hashes: []uint64{1, 2, 3}}}},
@@ -25,7 +27,10 @@ func TestMessagesRoundTrip(t *testing.T) {
 		&Welcome{Entries: []Delta{{State: state}, {State: state, DeadAt: 9}}},
 		&Redirect{Gateways: []Delta{{State: state}}},
 	}
-	for _, m := range tests {
+}
+
+func TestMessagesRoundTrip(t *testing.T) {
+	for _, m := range exampleMessages() {
 		t.Run(m.Kind(), func(t *testing.T) {
 			b := membership.Marshal(m)
 			if len(b) != m.WireSize() {
