@@ -255,7 +255,9 @@ func (p *progress) report(ctx context.Context, counts *tally) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.say("%v", counts)
+			if ctx.Err() == nil { // both may be ready at the end; the end has its own line
+				p.say("%v", counts)
+			}
 		}
 	}
 }
