@@ -38,6 +38,7 @@ var commands = map[string]command{
 	"certs":    {"make a CA and node certificates for TLS: certs --dir DIR --nodes n1,n2,n3", runCerts},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":    {"predict the latency a consistency level costs from the ring and the links", runModel},
+	"nemesis":  {"run a workload under faults and check the history: nemesis [--faults all] | nemesis check FILE", runNemesis},
 }
 
 // errUsage marks an error in the command line; main exits 2 for it.
