@@ -937,7 +937,10 @@ func (c *Core) onHeartbeat(now time.Duration, from string, m *Heartbeat) {
 // state, or, when it belongs to another DC whose members this node knows,
 // the names of that DC's gateways.
 func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Ready) {
-	if !c.joined || m.State.ID != from {
+	// A node not admitted yet admits nobody, unless it has waited syncPatience in vain:
+	// its seeds may all be waiting to be admitted themselves (a whole cluster restarted,
+	// each node seeded by the others only), and the first Welcome ends the wait for all.
+	if !c.joined && !c.lost(now) || m.State.ID != from {
 		return
 	}
 	dc, _ := m.State.Value(membership.KeyDC)

@@ -41,6 +41,43 @@ func hasEvent(r membership.Ready, kind membership.EventKind, id string) bool {
 	return false
 }
 
+// TestClusterSeededOnlyByOthersMeets restarts a whole cluster whose nodes are each
+// seeded by the others only: no node is a seed of itself, so at first none admits
+// anyone. After syncPatience they admit each other and every view holds all three.
+func TestClusterSeededOnlyByOthersMeets(t *testing.T) {
+	cores := map[string]*Core{
+		"a1": newCore(t, "a1", "a", "a2", "a3"),
+		"a2": newCore(t, "a2", "a", "a1", "a3"),
+		"a3": newCore(t, "a3", "a", "a1", "a2"),
+	}
+	var inbox []membership.Outbound
+	var from []string
+	deliver := func(id string, r membership.Ready) {
+		for _, m := range r.Messages {
+			inbox, from = append(inbox, m), append(from, id)
+		}
+	}
+	ids := []string{"a1", "a2", "a3"}
+	for round := 1; round <= 20; round++ {
+		now := time.Duration(round) * time.Second
+		for _, id := range ids {
+			deliver(id, cores[id].Tick(now))
+		}
+		for len(inbox) > 0 {
+			m, sender := inbox[0], from[0]
+			inbox, from = inbox[1:], from[1:]
+			if c := cores[m.To]; c != nil {
+				deliver(m.To, c.Step(now, sender, m.Msg))
+			}
+		}
+	}
+	for _, id := range ids {
+		if members := cores[id].Members(); len(members) != 3 {
+			t.Errorf("%s knows %d members after 20 rounds, want 3: %+v", id, len(members), members)
+		}
+	}
+}
+
 func TestJoinWelcomeAndRedirect(t *testing.T) {
 	seed := newCore(t, "a1", "a", "a1")
 	local := newCore(t, "a2", "a", "a1")
