@@ -2,9 +2,10 @@
 // node pulls the ranges it gains, and the nodes that take over a leaving or removed
 // node's ranges pull them too. Every stream is a pull by the node that gains the range,
 // page by page through the Replica seam (a scan page on its own message kind), from a
-// current holder in the gainer's own DC when one can answer, so that a move crosses the
-// WAN only where the DC holds no copy. Pages are applied last-writer-wins, so a stream
-// that is retried, or races with writes, never undoes a newer write.
+// quorum of the range's current holders, those in the gainer's own DC first, so that the
+// gainer holds every write a quorum acknowledged and a move crosses the WAN only where
+// the DC holds too few copies. Pages are applied last-writer-wins, so a stream that is
+// retried, pulled from several holders, or races with writes, never undoes a newer write.
 package stream
 
 import (
@@ -95,8 +96,9 @@ func New(cfg Config) *Streamer {
 func (s *Streamer) Progress() *Progress { return &s.progress }
 
 // Gain pulls every range this node gains in the moves in progress, in every keyspace,
-// and returns once all have arrived. A source that fails mid-range is replaced by the
-// next holder; a range no holder can serve now is retried until ctx ends. exclude names
+// and returns once all have arrived, each from a quorum of its holders (pullRange). A
+// source that fails mid-range is replaced by the next holder; a range too few holders
+// can serve now is retried until ctx ends. exclude names
 // a node never to pull from (a dead node being removed or replaced).
 func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
 	self := s.cfg.View.Self()
@@ -132,31 +134,58 @@ func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
 	return total, nil
 }
 
-// pullRange pulls one range from its holders, nearest first, until one serves it whole.
+// pullRange pulls one range from a quorum of its holders, nearest first: one holder may
+// have missed a write a quorum acknowledged (its hint not yet replayed), and the node
+// pulling would then miss it too, and answer a quorum read without it once it serves.
+// Any quorum of the holders shares a holder with every write quorum. A holder that fails
+// mid-range gives way to the next; while fewer than a quorum served the range, it is
+// retried until ctx ends.
 func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placement.Move, exclude string) (Stats, error) {
 	self := s.cfg.View.Self()
+	others := 0
+	for _, h := range m.Holders {
+		if h.ID != self.ID && h.ID != exclude {
+			others++
+		}
+	}
+	if others == 0 {
+		s.cfg.Logger.Warn("no other node holds a range: nothing to pull", "keyspace", ks.Name, "range", m.Range)
+		return Stats{}, nil
+	}
+	need := min(len(m.Holders)/2+1, others)
+	var total Stats
+	served := map[string]bool{}
 	for {
-		sources := s.sources(m.Holders, self, exclude)
 		var lastErr error = errors.New("no holder is up")
-		for _, src := range sources {
+		for _, src := range s.sources(m.Holders, self, exclude) {
+			if served[src.ID] {
+				continue
+			}
 			node, ok := s.cfg.View.Node(src.ID)
 			if !ok {
 				continue
 			}
 			st, err := s.copy(ctx, s.cfg.Replicas.Replica(node), s.cfg.Replicas.Replica(self), ks.Name, m.Range, src.DC != self.DC)
+			total.Records += st.Records
+			total.Bytes += st.Bytes
+			total.BytesCrossDC += st.BytesCrossDC
 			if err == nil {
-				return st, nil
+				served[src.ID] = true
+				if len(served) == need {
+					return total, nil
+				}
+				continue
 			}
 			lastErr = err
 			s.cfg.Logger.Warn("stream from a holder failed; trying the next", "keyspace", ks.Name, "range", m.Range, "source", src.ID, "err", err)
 			if ctx.Err() != nil {
-				return Stats{}, ctx.Err()
+				return total, ctx.Err()
 			}
 		}
-		s.cfg.Logger.Warn("no holder could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "err", lastErr)
+		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "err", lastErr)
 		select {
 		case <-ctx.Done():
-			return Stats{}, fmt.Errorf("stream %s %v: %w (last: %v)", ks.Name, m.Range, ctx.Err(), lastErr)
+			return total, fmt.Errorf("stream %s %v from %d of %d holders: %w (last: %v)", ks.Name, m.Range, len(served), need, ctx.Err(), lastErr)
 		case <-time.After(s.cfg.Retry):
 		}
 	}
