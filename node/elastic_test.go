@@ -242,7 +242,9 @@ func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 			t.Cleanup(func() { wiped.Close() })
 			// Until it is normal again, every read through it finds every key: it never
 			// answers from its empty storage.
+			sawRebuilding := false
 			for normalNodes(wiped) != 3 || wiped.directory.Self().Status != cluster.StatusNormal {
+				sawRebuilding = sawRebuilding || wiped.directory.Self().Status == cluster.StatusRebuilding
 				for _, key := range keys[:10] {
 					rec, found, err := wiped.coord.Get(ctx, "app", []byte(key), consistency.One)
 					if err == nil && (!found || string(rec.Value) != "v") {
@@ -250,6 +252,9 @@ func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 					}
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+			if !sawRebuilding {
+				t.Error("the wiped node never went through rebuilding: it joined as a new node")
 			}
 			for _, key := range keys {
 				if _, found, err := wiped.local.Get(ctx, "app", []byte(key)); err != nil || !found {

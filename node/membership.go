@@ -114,11 +114,17 @@ func (g *gossip) onChange(ch driver.Change) {
 			return
 		}
 		status, err := cluster.ParseStatus(string(m.Status))
-		if err != nil {
+		old, known := g.n.directory.Node(m.ID)
+		switch {
+		case err != nil:
 			// A status only liveness cares about (a node shutting down): its place on the
 			// ring does not change.
-			old, _ := g.n.directory.Node(m.ID)
 			status = old.Status
+		case status == cluster.StatusBooting && known && old.Status.OnRing():
+			// A member back with an empty data dir: it lost its data. It stays on the
+			// ring with its tokens, and nobody reads from it until it has rebuilt them
+			// (its own ring pull then shows it so, and it starts the rebuild).
+			status, tokens = cluster.StatusRebuilding, old.Tokens
 		}
 		g.mu.Lock()
 		g.upsertLocked(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens,
