@@ -58,3 +58,15 @@ func (n *Node) reachablePeers() []transport.Peer {
 
 // clockInterval is how often pingClocks runs: once a gossip round.
 func (n *Node) clockInterval() time.Duration { return n.gossip.interval() }
+
+// memberClocks passes the transport's clock samples to the guard for members of the
+// directory only: the gossip driver also calls seeds by address, under ids of its own
+// ("seed@addr"), and those samples would count a peer twice.
+type memberClocks struct{ n *Node }
+
+// Sample implements transport.ClockSampler.
+func (m memberClocks) Sample(peer string, remote, local time.Time, uncertainty time.Duration) {
+	if _, known := m.n.directory.Node(peer); known {
+		m.n.guard.Sample(peer, remote, local, uncertainty)
+	}
+}

@@ -238,7 +238,7 @@ func (n *Node) open() error {
 		Stats:   n.cfg.Stats,
 		Logger:  n.cfg.Logger, // the transport names the node itself
 		Wall:    wall,
-		Clocks:  n.guard,
+		Clocks:  memberClocks{n},
 		TLS:     n.cfg.TLS,
 	}
 	if n.faults != nil {
