@@ -12,6 +12,7 @@
 package clockguard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,16 +64,25 @@ type Guard struct {
 
 	mu         sync.Mutex
 	samples    map[string]sample // by peer id: the latest
+	byAnchor   []sample          // the samples sorted by anchor; nil once they change
 	aheadMax   hlc.Timestamp     // the largest timestamp admitted
 	lastRefuse string            // the last refusal, for status
 }
 
-// sample is one measurement of a peer's clock.
+// resampleAfter is how old a peer's sample must be before a new one replaces it: every
+// response carries a sample, and one a second per peer is plenty, as the guard follows
+// this node's clock between samples itself.
+const resampleAfter = time.Second
+
+// sample is one measurement of a peer's clock. Its anchor is the peer's offset plus this
+// node's skew (wall clock minus monotonic clock) when it was taken; the peer's offset now
+// is the anchor minus the skew now. A jump of this node's wall clock moves the skew, and
+// so every peer's offset at once, without a new sample; and since one skew applies to
+// all, the samples sorted by anchor are sorted by offset at any time.
 type sample struct {
-	offset      time.Duration // peer's wall clock minus this node's, when taken
+	anchor      time.Duration
 	uncertainty time.Duration
-	wall        time.Time     // this node's wall clock when taken
-	mono        time.Duration // time.Since(Guard.start) when taken
+	taken       time.Duration // time.Since(Guard.start)
 }
 
 // New returns a guard with no samples.
@@ -105,12 +115,24 @@ func (g *Guard) MaxOffset() time.Duration { return g.maxOffset }
 // take uncertainty (half a round trip: the transport's estimate of how long the reading
 // took to arrive).
 func (g *Guard) Sample(peer string, remote, local time.Time, uncertainty time.Duration) {
-	// The drift of the wall clock is measured from now on, not from local: the two are
-	// a moment apart, too little for the wall clock to have been set in between.
-	s := sample{offset: remote.Round(0).Sub(local.Round(0)), uncertainty: uncertainty, wall: g.wall(), mono: time.Since(g.start)}
+	// The skew is read now, not at local: the two are a moment apart, too little for the
+	// wall clock to have been set in between.
+	_, skew := g.now()
+	taken := time.Since(g.start)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.samples[peer] = s
+	if old, ok := g.samples[peer]; ok && taken-old.taken < resampleAfter {
+		return
+	}
+	g.samples[peer] = sample{anchor: remote.Round(0).Sub(local.Round(0)) + skew, uncertainty: uncertainty, taken: taken}
+	g.byAnchor = nil
+}
+
+// now reads this node's wall clock and its skew (wall clock minus monotonic clock).
+func (g *Guard) now() (wall time.Time, skew time.Duration) {
+	mono := time.Since(g.start)
+	wall = g.wall()
+	return wall, time.Duration(wall.UnixNano()) - mono
 }
 
 // Forget drops a peer's sample: the peer left the cluster.
@@ -118,6 +140,7 @@ func (g *Guard) Forget(peer string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.samples, peer)
+	g.byAnchor = nil
 }
 
 // PeerOffset is a peer's clock as this node measures it now.
@@ -129,44 +152,47 @@ type PeerOffset struct {
 
 // Peers returns the current offset of every sampled peer, by peer id.
 func (g *Guard) Peers() []PeerOffset {
+	_, skew := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.peersLocked()
-}
-
-// peersLocked returns every peer's offset now: the sampled offset, minus how far this
-// node's wall clock has moved apart from the monotonic clock since the sample.
-func (g *Guard) peersLocked() []PeerOffset {
-	wall, mono := g.wall(), time.Since(g.start)
 	out := make([]PeerOffset, 0, len(g.samples))
 	for peer, s := range g.samples {
-		drift := wall.Sub(s.wall) - (mono - s.mono)
-		out = append(out, PeerOffset{Peer: peer, Offset: s.offset - drift, Uncertainty: s.uncertainty})
+		out = append(out, PeerOffset{Peer: peer, Offset: s.anchor - skew, Uncertainty: s.uncertainty})
 	}
 	slices.SortFunc(out, func(a, b PeerOffset) int { return strings.Compare(a.Peer, b.Peer) })
 	return out
 }
 
+// sortedLocked returns the samples sorted by anchor, sorting them once after a change:
+// what every write's check reads.
+func (g *Guard) sortedLocked() []sample {
+	if g.byAnchor == nil {
+		g.byAnchor = make([]sample, 0, len(g.samples))
+		for _, s := range g.samples {
+			g.byAnchor = append(g.byAnchor, s)
+		}
+		slices.SortFunc(g.byAnchor, func(a, b sample) int { return cmp.Compare(a.anchor, b.anchor) })
+	}
+	return g.byAnchor
+}
+
 // Offset returns this node's clock minus the cluster's (the median of its peers'),
 // positive when this node is ahead, and how many peers it was measured against.
 func (g *Guard) Offset() (offset time.Duration, peers int) {
+	_, skew := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	offset, peers = g.offsetLocked()
+	offset, peers = g.offsetLocked(skew)
 	return offset, peers
 }
 
-func (g *Guard) offsetLocked() (time.Duration, int) {
-	ps := g.peersLocked()
-	if len(ps) == 0 {
+// offsetLocked is Offset at the given skew: minus the median peer's offset.
+func (g *Guard) offsetLocked(skew time.Duration) (time.Duration, int) {
+	sorted := g.sortedLocked()
+	if len(sorted) == 0 {
 		return 0, 0
 	}
-	offsets := make([]time.Duration, len(ps))
-	for i, p := range ps {
-		offsets[i] = p.Offset
-	}
-	slices.Sort(offsets)
-	return -offsets[len(offsets)/2], len(ps)
+	return skew - sorted[len(sorted)/2].anchor, len(sorted)
 }
 
 // Check returns nil when this node's clock may stamp writes: a majority of its sampled
@@ -180,9 +206,10 @@ func (g *Guard) Check() error {
 
 // checkNow is Check without measuring first.
 func (g *Guard) checkNow() error {
+	_, skew := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ps := g.peersLocked()
+	ps := g.sortedLocked()
 	if len(ps) == 0 {
 		if others := g.others(); others > 0 {
 			return g.refuseLocked(fmt.Errorf("%w: this node has not compared its clock with any of its %d peers yet", ErrClockOffset, others))
@@ -191,14 +218,14 @@ func (g *Guard) checkNow() error {
 	}
 	far := 0
 	for _, p := range ps {
-		if max(p.Offset, -p.Offset)-p.Uncertainty > g.maxOffset {
+		if offset := p.anchor - skew; max(offset, -offset)-p.uncertainty > g.maxOffset {
 			far++
 		}
 	}
 	if 2*far <= len(ps) {
 		return nil
 	}
-	offset, _ := g.offsetLocked()
+	offset, _ := g.offsetLocked(skew)
 	direction := "ahead of"
 	if offset < 0 {
 		direction, offset = "behind", -offset
@@ -248,8 +275,9 @@ func (g *Guard) Stamp() (hlc.Timestamp, error) {
 // clusterNowLocked estimates the cluster's wall clock now: this node's, corrected by its
 // measured offset.
 func (g *Guard) clusterNowLocked() time.Time {
-	offset, _ := g.offsetLocked()
-	return g.wall().Add(-offset)
+	wall, skew := g.now()
+	offset, _ := g.offsetLocked(skew)
+	return wall.Add(-offset)
 }
 
 // Admit returns an error wrapping ErrClockOffset when ts is further ahead of the
@@ -304,7 +332,8 @@ func (g *Guard) Status() Status {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := Status{OK: err == nil, Refusal: g.lastRefuse}
-	st.Offset, st.Peers = g.offsetLocked()
+	_, skew := g.now()
+	st.Offset, st.Peers = g.offsetLocked(skew)
 	if ahead := g.aheadMax.WallTime().Sub(g.clusterNowLocked()); g.aheadMax != 0 && ahead > 0 {
 		st.AheadMax = ahead
 	}
