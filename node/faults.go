@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -61,7 +60,7 @@ func (s *apiServer) LocalScan(ctx context.Context, req *kurav1.LocalScanRequest)
 	resp := &kurav1.LocalScanResponse{Node: s.node.ID()}
 	for _, r := range recs {
 		members, err := s.node.ring.Replicas(ctx, ks, r.Key)
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil {
 			return nil, statusOf(err)
 		}
 		v := &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone}
