@@ -58,7 +58,7 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	case cluster.StatusNormal:
 		return
 	case cluster.StatusRebuilding:
-		n.rebuild(ctx)
+		n.gainThenNormal(ctx, "rebuilt", "")
 		return
 	case cluster.StatusLeaving:
 		// Restarted mid-decommission: the ranges are still ours; the operator runs it again.
@@ -102,18 +102,9 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 		return
 	}
 	n.setStatus(cluster.StatusJoining, tokens)
-	n.log.Info("joining: waiting for the ring to learn it", "ring_delay", n.ringDelay())
-	if !sleepCtx(ctx, n.ringDelay()) {
+	if !n.gainThenNormal(ctx, "joined", n.cfg.Replace) {
 		return
 	}
-	start := time.Now()
-	st, err := n.streamer.Gain(ctx, n.cfg.Replace)
-	if err != nil {
-		n.log.Error("bootstrap streaming stopped; it resumes at the next start", "err", err)
-		return
-	}
-	n.log.Info("joined", "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
-	n.setStatus(cluster.StatusNormal, tokens)
 	if n.cfg.Replace != "" {
 		if dead, ok := n.directory.Node(n.cfg.Replace); ok {
 			n.gossip.markRemoved(dead)
@@ -148,27 +139,31 @@ func (n *Node) checkLostData() {
 
 // startRebuild puts a node that lost its data back on the ring as rebuilding, with the
 // tokens it had, before it serves anything: it takes writes, serves no reads, and pulls
-// its ranges back (rebuild).
+// its ranges back (gainThenNormal).
 func (n *Node) startRebuild(prior cluster.RingEntry) {
 	n.log.Warn("this node was a member and its data dir is empty: rebuilding its ranges from the other replicas before it serves reads",
 		"status_before", prior.Status, "generation_before", prior.Generation)
 	n.setStatus(cluster.StatusRebuilding, prior.Tokens)
 }
 
-// rebuild pulls every range of a rebuilding node from the other replicas, then makes it
-// normal. The ring delay first lets every coordinator learn that it serves no reads.
-func (n *Node) rebuild(ctx context.Context) {
+// gainThenNormal takes a joining or rebuilding node to normal: it waits a ring delay, so
+// every coordinator has learned its status (it serves no reads, and takes writes), pulls
+// every range it gains (all it holds, when rebuilding), never from exclude, and logs what
+// it streamed as done. It reports whether the node is normal.
+func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) bool {
+	n.log.Info("waiting for the ring to learn this node's status", "status", n.directory.Self().Status, "ring_delay", n.ringDelay())
 	if !sleepCtx(ctx, n.ringDelay()) {
-		return
+		return false
 	}
 	start := time.Now()
-	st, err := n.streamer.Gain(ctx, "")
+	st, err := n.streamer.Gain(ctx, exclude)
 	if err != nil {
-		n.log.Error("rebuild stopped; it resumes at the next start", "err", err)
-		return
+		n.log.Error("streaming stopped; it resumes at the next start", "status", n.directory.Self().Status, "err", err)
+		return false
 	}
-	n.log.Info("rebuilt", "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	n.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
 	n.setStatus(cluster.StatusNormal, n.directory.Self().Tokens)
+	return true
 }
 
 // waitForRing returns once the directory can be trusted: at once when it was persisted,
