@@ -56,9 +56,6 @@ func (n *Node) reachablePeers() []transport.Peer {
 	return peers
 }
 
-// clockInterval is how often pingClocks runs: once a gossip round.
-func (n *Node) clockInterval() time.Duration { return n.gossip.interval() }
-
 // memberClocks passes the transport's clock samples to the guard for members of the
 // directory only: the gossip driver also calls seeds by address, under ids of its own
 // ("seed@addr"), and those samples would count a peer twice.

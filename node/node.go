@@ -186,7 +186,7 @@ func Start(cfg Config) (*Node, error) {
 	}()
 	go n.loop(time.Second, n.replayHints)
 	n.wg.Add(1)
-	go n.loop(n.clockInterval(), n.pingClocks)
+	go n.loop(n.gossip.interval(), n.pingClocks) // once a gossip round
 	go n.loop(time.Hour, n.collectGarbage)
 	if n.dht != nil {
 		n.wg.Add(1)
