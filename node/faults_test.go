@@ -87,8 +87,10 @@ func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
 	if _, err := c.coord.Delete(ctx, "app", []byte("k"), consistency.One); coord.Classify(err) != coord.ClassUnavailable {
 		t.Errorf("delete through the skewed node: %v; want unavailable", err)
 	}
-	// The skewed node still serves as a replica: a correct node's write reaches it.
-	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("after"), consistency.Quorum); err != nil {
+	// The skewed node still serves as a replica: a correct node's write reaches it. ALL
+	// makes c's acknowledgement part of the write, so a read at ONE through c cannot
+	// race the third replica's copy.
+	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("after"), consistency.All); err != nil {
 		t.Fatalf("put through a correct node: %v", err)
 	}
 	for _, level := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All} {
