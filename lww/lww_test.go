@@ -27,6 +27,10 @@ func TestNewer(t *testing.T) {
 		{"identical values do not replace", value(5, "a"), value(5, "a"), false},
 		{"identical tombstones do not replace", tombstone(5), tombstone(5), false},
 		{"empty value equals nil value", Record{Value: []byte{}, Timestamp: 5}, value(5, ""), false},
+		{"equal value: later expiry wins", Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 9}, Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 8}, true},
+		{"equal value: no expiry beats a deadline", value(5, "a"), Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 8}, true},
+		{"equal value: a deadline loses to no expiry", Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 8}, value(5, "a"), false},
+		{"a newer expiring value beats an older permanent one", Record{Value: []byte("a"), Timestamp: 6, ExpiresAt: 7}, value(5, "z"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,4 +71,26 @@ func TestNewerConvergesInAnyOrder(t *testing.T) {
 		}
 	}
 	permute(nil, writes)
+}
+
+func TestLive(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  Record
+		now  hlc.Timestamp
+		want bool
+	}{
+		{"a value without expiry", Record{Value: []byte("v"), Timestamp: 1}, 100, true},
+		{"a tombstone", Record{Timestamp: 1, Tombstone: true}, 100, false},
+		{"before its deadline", Record{Value: []byte("v"), Timestamp: 1, ExpiresAt: 50}, 49, true},
+		{"at its deadline", Record{Value: []byte("v"), Timestamp: 1, ExpiresAt: 50}, 50, false},
+		{"after its deadline", Record{Value: []byte("v"), Timestamp: 1, ExpiresAt: 50}, 51, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rec.Live(tt.now); got != tt.want {
+				t.Errorf("%+v.Live(%d) = %t, want %t", tt.rec, tt.now, got, tt.want)
+			}
+		})
+	}
 }

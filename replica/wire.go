@@ -40,12 +40,12 @@ func peerOf(n cluster.Node) transport.Peer {
 
 // ToProto converts a record to its wire form.
 func ToProto(r lww.Record) *kurav1.Record {
-	return &kurav1.Record{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Tombstone: r.Tombstone}
+	return &kurav1.Record{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Tombstone: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt)}
 }
 
 // FromProto converts a record from its wire form.
 func FromProto(r *kurav1.Record) lww.Record {
-	return lww.Record{Key: r.GetKey(), Value: r.GetValue(), Timestamp: hlc.Timestamp(r.GetTimestamp()), Tombstone: r.GetTombstone()}
+	return lww.Record{Key: r.GetKey(), Value: r.GetValue(), Timestamp: hlc.Timestamp(r.GetTimestamp()), Tombstone: r.GetTombstone(), ExpiresAt: hlc.Timestamp(r.GetExpiresAt())}
 }
 
 // A chunk_read answer is a status byte, then what the status announces.

@@ -30,6 +30,7 @@ type Record struct {
 	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	Timestamp     uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	Tombstone     bool                   `protobuf:"varint,4,opt,name=tombstone,proto3" json:"tombstone,omitempty"`
+	ExpiresAt     uint64                 `protobuf:"varint,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // hlc.Timestamp of the value's expiry; 0: never
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -90,6 +91,13 @@ func (x *Record) GetTombstone() bool {
 		return x.Tombstone
 	}
 	return false
+}
+
+func (x *Record) GetExpiresAt() uint64 {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return 0
 }
 
 // MutateRequest asks a replica to apply records of one keyspace (last writer wins).
@@ -820,12 +828,14 @@ var File_api_kurav1_internode_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x1aapi/kurav1/internode.proto\x12\akura.v1\x1a\x15api/kurav1/kura.proto\"l\n" +
+	"\x1aapi/kurav1/internode.proto\x12\akura.v1\x1a\x15api/kurav1/kura.proto\"\x8b\x01\n" +
 	"\x06Record\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\x12\x1c\n" +
-	"\ttombstone\x18\x04 \x01(\bR\ttombstone\"V\n" +
+	"\ttombstone\x18\x04 \x01(\bR\ttombstone\x12\x1d\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\x04R\texpiresAt\"V\n" +
 	"\rMutateRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12)\n" +
 	"\arecords\x18\x02 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\x10\n" +
