@@ -17,7 +17,6 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
-	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -208,20 +207,13 @@ func startKura(ctx context.Context, name string, n int, cl consistency.Level) (r
 	if err != nil {
 		return redisTarget{}, err
 	}
-	c, err := embedded.Start(topo, embedded.Options{RESP: true, Node: node.Config{RESPConsistency: cl}})
+	c, err := embedded.Start(topo, embedded.Options{RESP: true, Node: node.Config{RESPConsistency: cl, DefaultReplication: fmt.Sprintf("simple=%d", n)}})
 	if err != nil {
 		return redisTarget{}, fmt.Errorf("start %s: %w", name, err)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err = c.WaitConverged(startCtx)
-	if err == nil {
-		err = c.CreateKeyspace(startCtx, schema.Keyspace{Name: "default", Replication: fmt.Sprintf("simple=%d", n)})
-	}
-	if err == nil {
-		err = c.WaitConverged(startCtx)
-	}
-	if err != nil {
+	if err = c.WaitConverged(startCtx); err != nil {
 		c.Close()
 		return redisTarget{}, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"net"
 	"strings"
 	"testing"
@@ -11,11 +10,11 @@ import (
 )
 
 // startFrontEndNode starts an in-memory node serving RESP and HTTP on loopback ports.
-func startFrontEndNode(t *testing.T, id, dc string, seeds ...string) *Node {
+func startFrontEndNode(t *testing.T, id, dc, defaultReplication string, seeds ...string) *Node {
 	t.Helper()
 	n, err := Start(Config{
 		ID: id, DC: dc, Listen: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		Seeds: seeds, InMemory: true,
+		Seeds: seeds, InMemory: true, DefaultReplication: defaultReplication,
 		GossipInterval: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -26,16 +25,16 @@ func startFrontEndNode(t *testing.T, id, dc string, seeds ...string) *Node {
 }
 
 // startFrontEndCluster starts front-end nodes in the given DCs, joined through the first,
-// and creates keyspace "default" with the given replication once they see each other.
+// whose default keyspace has the given replication, and returns once they see each other.
 func startFrontEndCluster(t *testing.T, replication string, dcs ...string) []*Node {
 	t.Helper()
 	return startCluster(t, startFrontEndNode, replication, dcs...)
 }
 
 // startCluster starts nodes n1, n2 ... in the given DCs with start, joined through the
-// first, and creates keyspace "default" with the given replication once they see each
+// first, whose default keyspace has the given replication, and returns once they see each
 // other.
-func startCluster(t *testing.T, start func(t *testing.T, id, dc string, seeds ...string) *Node, replication string, dcs ...string) []*Node {
+func startCluster(t *testing.T, start func(t *testing.T, id, dc, defaultReplication string, seeds ...string) *Node, replication string, dcs ...string) []*Node {
 	t.Helper()
 	var nodes []*Node
 	for i, dc := range dcs {
@@ -43,7 +42,7 @@ func startCluster(t *testing.T, start func(t *testing.T, id, dc string, seeds ..
 		if i > 0 {
 			seeds = []string{nodes[0].Addr()}
 		}
-		nodes = append(nodes, start(t, "n"+string(rune('1'+i)), dc, seeds...))
+		nodes = append(nodes, start(t, "n"+string(rune('1'+i)), dc, replication, seeds...))
 	}
 	waitUntil(t, "every node sees every other alive", func() bool {
 		for _, n := range nodes {
@@ -58,17 +57,11 @@ func startCluster(t *testing.T, start func(t *testing.T, id, dc string, seeds ..
 		}
 		return true
 	})
-	if err := nodes[0].CreateKeyspace(context.Background(), schema.Keyspace{Name: "default", Replication: replication}); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "every node knows keyspace default", func() bool {
-		for _, n := range nodes {
-			if _, err := n.Keyspace("default"); err != nil {
-				return false
-			}
+	for _, n := range nodes {
+		if ks, err := n.Keyspace(schema.DefaultKeyspace); err != nil || ks.Replication != replication {
+			t.Fatalf("%s: default keyspace %+v, %v; want replication %s", n.ID(), ks, err, replication)
 		}
-		return true
-	})
+	}
 	return nodes
 }
 
@@ -82,7 +75,7 @@ func TestFrontEndsStartOnlyWhenConfigured(t *testing.T) {
 		t.Fatalf("a node configured without front ends serves RESP %q, HTTP %q", plain.RESPAddr(), plain.HTTPAddr())
 	}
 
-	n := startFrontEndNode(t, "n1", "dc1")
+	n := startFrontEndNode(t, "n1", "dc1", "")
 	addrs := []string{n.RESPAddr(), n.HTTPAddr()}
 	for _, addr := range addrs {
 		nc, err := net.Dial("tcp", addr)

@@ -31,11 +31,11 @@ const hostileTimeout = 60 * time.Second
 
 // startAllPortsNode starts an in-memory node serving every port: internode, gRPC, RESP and
 // HTTP. Its logs are discarded: the hostile-bytes test makes it log a warning per attack.
-func startAllPortsNode(t *testing.T, id, dc string, seeds ...string) *Node {
+func startAllPortsNode(t *testing.T, id, dc, defaultReplication string, seeds ...string) *Node {
 	t.Helper()
 	n, err := Start(Config{
 		ID: id, DC: dc, Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0",
-		HTTPAddr: "127.0.0.1:0", Seeds: seeds, InMemory: true,
+		HTTPAddr: "127.0.0.1:0", Seeds: seeds, InMemory: true, DefaultReplication: defaultReplication,
 		// Longer than the other tests' rounds, so that a loaded machine does not make
 		// gossip suspect a live node while the attack runs.
 		GossipInterval: 100 * time.Millisecond,

@@ -45,6 +45,10 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner && existing.Erasure == compiled.Erasure {
 			return nil // creating what exists is a no-op, so scripts can re-run
 		}
+		if existing.Timestamp == schema.ImplicitTimestamp {
+			return fmt.Errorf("%w %s: every node defines it with %s (--default-replication); drop it first (kura keyspace drop %s) or choose another name",
+				schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), ks.Name)
+		}
 		return fmt.Errorf("%w %s: already exists with %s, partitioner %s",
 			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner)
 	}

@@ -4,6 +4,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,11 +127,25 @@ type Config struct {
 	// delay, clock offset; see package faults): for test clusters only.
 	EnableFaults bool
 
+	// DefaultReplication is the replication of the default keyspace a node defines at
+	// its first start (schema.DefaultKeyspace), so clients that name no keyspace work on
+	// a fresh cluster: default "each=3" (three replicas in every DC, all of a smaller
+	// DC's nodes); NoDefaultKeyspace defines none. It should be the same on every node;
+	// where nodes differ, they all settle on one of the definitions.
+	DefaultReplication string
+
 	Limits         coord.Limits
 	Vnodes         int
 	ReplicaTimeout time.Duration
 	Logger         *slog.Logger
 }
+
+// DefaultReplication is Config.DefaultReplication's default; NoDefaultKeyspace, given
+// instead, defines no default keyspace.
+const (
+	DefaultReplication = "each=3"
+	NoDefaultKeyspace  = "none"
+)
 
 // Node is one running kura node.
 type Node struct {
@@ -226,6 +241,11 @@ func (n *Node) open() error {
 	n.catalog, err = schema.Open(n.engine)
 	if err != nil {
 		return err
+	}
+	if n.cfg.DefaultReplication != NoDefaultKeyspace {
+		if err := n.catalog.EnsureDefault(cmp.Or(n.cfg.DefaultReplication, DefaultReplication)); err != nil {
+			return err
+		}
 	}
 	var links transport.LinkModel
 	if n.cfg.EmulateWAN && n.cfg.Topology != nil {

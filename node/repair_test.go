@@ -68,7 +68,7 @@ func TestRepairRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.GetRecordsSent() != 0 || second.GetBytesRecords() != 0 || second.GetBytesTrees() == 0 || second.GetKeyspaces() != 1 {
+	if second.GetRecordsSent() != 0 || second.GetBytesRecords() != 0 || second.GetBytesTrees() == 0 || second.GetKeyspaces() != 2 { // app and default
 		t.Fatalf("repair of agreeing replicas: %v", second)
 	}
 	_, err = admin.Repair(ctx, &kurav1.RepairRequest{Keyspace: "nope"})

@@ -262,9 +262,6 @@ func TestRedisOverTLS(t *testing.T) {
 	ca := certstest.NewCA(t)
 	identity := certstest.Identity(t, ca, "a", "127.0.0.1")
 	a := mustStartNodeWith(t, "a", Config{RESPAddr: "127.0.0.1:0", RESPPassword: "s3cret", TLS: identity})
-	if err := a.CreateKeyspace(context.Background(), schema.Keyspace{Name: "default", Replication: "simple=1"}); err != nil {
-		t.Fatal(err)
-	}
 	rdb := redis.NewClient(&redis.Options{Addr: a.RESPAddr(), Username: "default", Password: "s3cret",
 		TLSConfig: &tls.Config{RootCAs: identity.CA, MinVersion: tls.VersionTLS13}})
 	defer rdb.Close()

@@ -33,7 +33,7 @@ func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte) ([]M
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoRoute, err)
 	}
-	want := wanted(ks.Strategy())
+	want := ks.Strategy().Wants
 	taken := map[string]int{}
 	chosen := map[string]bool{}
 	var out []Member
@@ -52,29 +52,18 @@ func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte) ([]M
 		}
 		take(n.ID, n.DC)
 	}
-	if len(out) < ks.Strategy().ReplicationFactor() {
-		// The successor list was too short for the strategy (a DC far along the ring):
-		// go on along the view's ring, which is the DHT's ring.
-		r, err := d.ring.Ring()
-		if err != nil {
-			return nil, err
-		}
-		r.Walk(ring.HashPartitioner().Token(key), func(m ring.Member) bool {
-			take(m.ID, m.DC)
-			return len(out) < ks.Strategy().ReplicationFactor()
-		})
+	// The successor list may be too short for the strategy (a DC far along the ring, or
+	// Each, which wants every DC): go on along the view's ring, which is the DHT's ring.
+	// take refuses whom the strategy does not want, so the walk is cheap next to a lookup.
+	r, err := d.ring.Ring()
+	if err != nil {
+		return nil, err
 	}
+	r.Walk(ring.HashPartitioner().Token(key), func(m ring.Member) bool {
+		take(m.ID, m.DC)
+		return true
+	})
 	return out, nil
-}
-
-// wanted returns whether a strategy wants one more replica in dc, given how many it has
-// there and in all.
-func wanted(s ring.Strategy) func(dc string, inDC, total int) bool {
-	if perDC, ok := s.(ring.DCStrategy); ok {
-		rf := perDC.RFPerDC()
-		return func(dc string, inDC, _ int) bool { return inDC < rf[dc] }
-	}
-	return func(_ string, _, total int) bool { return total < s.ReplicationFactor() }
 }
 
 // ChunkOwners looks every chunk key up, all at once.

@@ -11,14 +11,19 @@ import (
 
 // Strategy decides which members hold the replicas of a token.
 type Strategy interface {
-	// Name returns "simple" or "network".
+	// Name returns "simple", "network" or "each".
 	Name() string
 	// Replicas returns the replica set for t, primary first, on distinct members. The
 	// members share their Tokens with the ring: callers must not modify them.
 	Replicas(r *Ring, t Token) []Member
 	// ReplicationFactor returns the total number of replicas asked for (the sum over DCs
-	// for a network strategy); a small ring may yield fewer.
+	// for a network strategy, the count per DC for Each, whose total depends on the
+	// ring); a small ring may yield fewer.
 	ReplicationFactor() int
+	// Wants reports whether a replica set that already holds inDC members of dc, and
+	// total members in all, takes one more member of dc. Placements that walk a ring of
+	// their own (the DHT's) choose replicas with it.
+	Wants(dc string, inDC, total int) bool
 	// Validate reports, for users, why r cannot hold the replicas asked for. Callers may
 	// still proceed: Replicas then returns as many members as there are.
 	Validate(r *Ring) error
@@ -44,9 +49,12 @@ var (
 	ErrTooFewNodes = errors.New("ring: too few nodes for replication factor")
 )
 
-// simpleName is the strategy name of Simple; in ParseReplication's syntax it is reserved
-// and cannot name a datacenter.
-const simpleName = "simple"
+// simpleName and eachName are the strategy names of Simple and Each; in
+// ParseReplication's syntax they are reserved and cannot name a datacenter.
+const (
+	simpleName = "simple"
+	eachName   = "each"
+)
 
 // Simple places rf replicas on the first rf distinct members walking clockwise from the
 // token, ignoring datacenters (Cassandra's SimpleStrategy).
@@ -67,8 +75,16 @@ func Network(rfPerDC map[string]int) DCStrategy {
 	return s
 }
 
+// Each places rf replicas in every datacenter the ring has, all of a DC's nodes where it
+// has fewer: the replication that suits a cluster whose DCs are not known in advance,
+// such as the default keyspace's. A DC that joins the ring gains its replicas.
+func Each(rf int) Strategy {
+	return eachStrategy{rf: rf}
+}
+
 // ParseReplication parses a replication setting: "3" or "simple=3" give Simple(3);
-// "dc1=2,dc2=1" gives Network with those counts. Spaces around entries are ignored.
+// "each=3" gives Each(3); "dc1=2,dc2=1" gives Network with those counts. Spaces around
+// entries are ignored.
 func ParseReplication(setting string) (Strategy, error) {
 	trimmed := strings.TrimSpace(setting)
 	if trimmed == "" {
@@ -96,10 +112,13 @@ func ParseReplication(setting string) (Strategy, error) {
 		if _, dup := rfPerDC[dc]; dup {
 			return nil, fmt.Errorf("%w %q: dc %q given twice", ErrBadReplication, setting, dc)
 		}
-		if dc == simpleName {
+		if dc == simpleName || dc == eachName {
 			if len(entries) > 1 {
 				return nil, fmt.Errorf("%w %q: %q cannot be combined with datacenters",
-					ErrBadReplication, setting, simpleName)
+					ErrBadReplication, setting, dc)
+			}
+			if dc == eachName {
+				return Each(rf), nil
 			}
 			return Simple(rf), nil
 		}
@@ -129,6 +148,8 @@ func (s simpleStrategy) Name() string { return simpleName }
 func (s simpleStrategy) ReplicationFactor() int { return s.rf }
 
 func (s simpleStrategy) String() string { return simpleName + "=" + strconv.Itoa(s.rf) }
+
+func (s simpleStrategy) Wants(_ string, _, total int) bool { return total < s.rf }
 
 func (s simpleStrategy) Replicas(r *Ring, t Token) []Member {
 	if s.rf <= 0 {
@@ -191,6 +212,15 @@ func (s *networkStrategy) String() string {
 	return strings.Join(entries, ",")
 }
 
+func (s *networkStrategy) Wants(dc string, inDC, _ int) bool {
+	for _, d := range s.perDC {
+		if d.dc == dc {
+			return inDC < d.rf
+		}
+	}
+	return false
+}
+
 func (s *networkStrategy) Replicas(r *Ring, t Token) []Member {
 	needed := make([]int, len(s.perDC))
 	total := 0
@@ -232,4 +262,42 @@ func (s *networkStrategy) Validate(r *Ring) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+type eachStrategy struct {
+	rf int
+}
+
+func (s eachStrategy) Name() string { return eachName }
+
+func (s eachStrategy) ReplicationFactor() int { return s.rf }
+
+func (s eachStrategy) String() string { return eachName + "=" + strconv.Itoa(s.rf) }
+
+func (s eachStrategy) Wants(_ string, inDC, _ int) bool { return inDC < s.rf }
+
+// Replicas walks the whole ring: which DCs it has is known only at the end of the walk.
+func (s eachStrategy) Replicas(r *Ring, t Token) []Member {
+	if s.rf <= 0 {
+		return nil
+	}
+	var replicas []Member
+	inDC := map[string]int{}
+	r.Walk(t, func(m Member) bool {
+		if inDC[m.DC] < s.rf {
+			inDC[m.DC]++
+			replicas = append(replicas, m)
+		}
+		return true
+	})
+	return replicas
+}
+
+// Validate refuses only a count that is not positive: a DC with fewer nodes than rf
+// holds its replicas on all of them by design.
+func (s eachStrategy) Validate(*Ring) error {
+	if s.rf <= 0 {
+		return fmt.Errorf("%w: replication factor %d is not positive", ErrBadReplication, s.rf)
+	}
+	return nil
 }

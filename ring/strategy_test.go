@@ -39,6 +39,55 @@ func TestSimpleReplicas(t *testing.T) {
 	}
 }
 
+func TestEachReplicas(t *testing.T) {
+	r := mixedRing(t) // n1 a, n2 a, n3 b, n4 a, n5 b, n6 c, in token order
+	tokens := EvenTokens(6)
+	tests := []struct {
+		name  string
+		rf    int
+		token Token
+		want  []string
+	}{
+		{"one in every dc", 1, 0, []string{"n1", "n3", "n6"}},
+		{"two in every dc, all of a dc that has fewer", 2, 0, []string{"n1", "n2", "n3", "n5", "n6"}},
+		{"more than any dc has gives every node", 5, 0, []string{"n1", "n2", "n3", "n4", "n5", "n6"}},
+		{"primary is the token's successor", 1, tokens[3] + 1, []string{"n5", "n6", "n1"}},
+		{"rf zero gives none", 0, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ids(Each(tt.rf).Replicas(r, tt.token)); !slices.Equal(got, tt.want) {
+				t.Errorf("Each(%d).Replicas(%d) = %v, want %v", tt.rf, tt.token, got, tt.want)
+			}
+			if err := Each(tt.rf).Validate(r); (err != nil) != (tt.rf <= 0) {
+				t.Errorf("Each(%d).Validate = %v", tt.rf, err)
+			}
+		})
+	}
+}
+
+func TestWants(t *testing.T) {
+	tests := []struct {
+		strategy    Strategy
+		dc          string
+		inDC, total int
+		want        bool
+	}{
+		{Simple(2), "a", 0, 1, true},
+		{Simple(2), "a", 0, 2, false},
+		{Network(map[string]int{"a": 2}), "a", 1, 5, true},
+		{Network(map[string]int{"a": 2}), "a", 2, 2, false},
+		{Network(map[string]int{"a": 2}), "b", 0, 0, false},
+		{Each(2), "z", 1, 9, true},
+		{Each(2), "z", 2, 2, false},
+	}
+	for _, tt := range tests {
+		if got := tt.strategy.Wants(tt.dc, tt.inDC, tt.total); got != tt.want {
+			t.Errorf("%s.Wants(%q, %d, %d) = %t, want %t", tt.strategy, tt.dc, tt.inDC, tt.total, got, tt.want)
+		}
+	}
+}
+
 func TestNetworkReplicas(t *testing.T) {
 	r := mixedRing(t)
 	tokens := EvenTokens(6)
@@ -113,6 +162,7 @@ func TestParseReplication(t *testing.T) {
 		{"dc1=2,dc2=1", "network", "dc1=2,dc2=1", 3, map[string]int{"dc1": 2, "dc2": 1}},
 		{"dc2=1, dc1=2", "network", "dc1=2,dc2=1", 3, map[string]int{"dc1": 2, "dc2": 1}},
 		{"us-east = 3", "network", "us-east=3", 3, map[string]int{"us-east": 3}},
+		{"each=3", "each", "each=3", 3, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.setting, func(t *testing.T) {
@@ -143,7 +193,7 @@ func TestParseReplicationErrors(t *testing.T) {
 	for _, setting := range []string{
 		"", "  ", "0", "-1", "x", "3.5", "simple=0", "simple=-2",
 		"dc1", "dc1=", "=2", " =2", "dc1=two", "dc1=2,", ",", "dc1=0", "dc1=-1",
-		"dc1=2,dc1=1", "dc1=2, dc1 =1", "simple=3,dc1=1", "dc1=1,simple=2", "3,dc1=1", "dc1=1=2",
+		"dc1=2,dc1=1", "dc1=2, dc1 =1", "simple=3,dc1=1", "each=0", "each=2,dc1=1", "dc1=1,simple=2", "3,dc1=1", "dc1=1=2",
 	} {
 		t.Run(setting, func(t *testing.T) {
 			s, err := ParseReplication(setting)

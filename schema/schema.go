@@ -46,6 +46,16 @@ const catalogKeyspace = SystemPrefix + "_schema"
 
 var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
+// DefaultKeyspace is the keyspace every node serves from its first start (see
+// Catalog.EnsureDefault), so that a client that names none, as a Redis client never
+// does, has somewhere to write.
+const DefaultKeyspace = "default"
+
+// ImplicitTimestamp versions the default keyspace a node defines by itself. It is below
+// any clock reading, so a keyspace an operator creates under that name wins over it,
+// and the same on every node, so nodes that define it alike agree from the start.
+const ImplicitTimestamp hlc.Timestamp = 1
+
 // Errors callers distinguish.
 var (
 	ErrInvalidKeyspace = errors.New("invalid keyspace")
@@ -169,7 +179,9 @@ func (c *Catalog) Apply(k Keyspace) (bool, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.keyspaces[k.Name]; ok && old.Timestamp >= k.Timestamp {
+	if old, ok := c.keyspaces[k.Name]; ok && !lww.Newer(encode(k), encode(old)) {
+		// Of two definitions with one timestamp (two nodes whose implicit defaults
+		// differ) both nodes keep the same one, as replicas keep the same record.
 		return false, nil
 	}
 	if _, err := c.engine.Apply(catalogKeyspace, encode(k)); err != nil {
@@ -177,6 +189,22 @@ func (c *Catalog) Apply(k Keyspace) (bool, error) {
 	}
 	c.keyspaces[k.Name] = k
 	return true, nil
+}
+
+// EnsureDefault defines DefaultKeyspace with replication, at ImplicitTimestamp, unless
+// the catalog already holds a definition of it (implicit or created), which it never
+// replaces: a restart with another --default-replication must not move data.
+func (c *Catalog) EnsureDefault(replication string) error {
+	c.mu.RLock()
+	_, ok := c.keyspaces[DefaultKeyspace]
+	c.mu.RUnlock()
+	if ok {
+		return nil
+	}
+	if _, err := c.Apply(Keyspace{Name: DefaultKeyspace, Replication: replication, Timestamp: ImplicitTimestamp}); err != nil {
+		return fmt.Errorf("define the default keyspace: %w", err)
+	}
+	return nil
 }
 
 // Get returns a compiled keyspace, or an error wrapping ErrNoKeyspace.

@@ -181,3 +181,55 @@ func TestCatalogMergesNewestAndPersists(t *testing.T) {
 		t.Fatalf("List() = %+v", list)
 	}
 }
+
+// TestDefaultKeyspaceIsImplicitAndYields checks the implicit default keyspace: defined
+// once, never replaced by another implicit definition of the same node, chosen alike by
+// two nodes whose definitions differ, and replaced by any created one.
+func TestDefaultKeyspaceIsImplicitAndYields(t *testing.T) {
+	catalog := func() *Catalog {
+		e := openEngine(t, t.TempDir())
+		t.Cleanup(func() { e.Close() })
+		c, err := Open(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := catalog(), catalog()
+	if err := a.EnsureDefault("each=3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EnsureDefault("simple=1"); err != nil {
+		t.Fatal(err)
+	}
+	if ks, err := a.Get(DefaultKeyspace); err != nil || ks.Replication != "each=3" || ks.Timestamp != ImplicitTimestamp {
+		t.Fatalf("default keyspace = %+v, %v; want the first implicit definition, each=3", ks, err)
+	}
+	if err := b.EnsureDefault("simple=1"); err != nil {
+		t.Fatal(err)
+	}
+	// Each node learns the other's implicit definition: both keep the same one.
+	aDefault, _ := a.Get(DefaultKeyspace)
+	bDefault, _ := b.Get(DefaultKeyspace)
+	if _, err := a.Apply(bDefault); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Apply(aDefault); err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest() != b.Digest() {
+		t.Fatalf("two nodes with different implicit defaults disagree: %v and %v", a.List(), b.List())
+	}
+	if changed, err := a.Apply(Keyspace{Name: DefaultKeyspace, Replication: "dc1=2", Timestamp: 100}); err != nil || !changed {
+		t.Fatalf("a created default keyspace did not replace the implicit one: %v, %v", changed, err)
+	}
+	if err := a.EnsureDefault("each=3"); err != nil {
+		t.Fatal(err)
+	}
+	if ks, _ := a.Get(DefaultKeyspace); ks.Replication != "dc1=2" {
+		t.Fatalf("EnsureDefault replaced a created default keyspace: %+v", ks)
+	}
+	if _, err := a.Apply(Keyspace{Name: DefaultKeyspace, Replication: "bad", Timestamp: ImplicitTimestamp}); err == nil {
+		t.Fatal("an invalid definition was accepted")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/node"
 )
 
 func runCluster(args []string, stdout, stderr io.Writer) error {
@@ -40,9 +41,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		self := n.Self()
 		fmt.Fprintf(stdout, "%-16s %-12s %-22s %-22s %-22s %s\n", self.ID, self.DC, self.Addr, self.ClientAddr, n.RESPAddr(), n.HTTPAddr())
 	}
-	fmt.Fprintf(stdout, "try: kura keyspace create default --replication simple=3 --addr %s\n", c.Nodes[0].ClientAddr())
 	host, port, _ := net.SplitHostPort(c.Nodes[0].RESPAddr())
-	fmt.Fprintf(stdout, "then: redis-cli -h %s -p %s  (keyspace default; KURA.KEYSPACE and KURA.CONSISTENCY switch)\n", host, port)
+	fmt.Fprintf(stdout, "try: redis-cli -h %s -p %s  (keyspace default, %s; KURA.KEYSPACE and KURA.CONSISTENCY switch)\n", host, port, node.DefaultReplication)
+	fmt.Fprintf(stdout, "or:  kura put k v --addr %s\n", c.Nodes[0].ClientAddr())
 	fmt.Fprintln(stdout, "running until interrupted (Ctrl-C)")
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)

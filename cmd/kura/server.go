@@ -13,6 +13,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -48,6 +49,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
 	maxClockOffset := fs.Duration("max-clock-offset", clockguard.DefaultMaxOffset, "how far this node's clock may be from its peers' before it refuses to coordinate writes")
+	defaultReplication := fs.String("default-replication", node.DefaultReplication, "replication of the default keyspace a new node defines (e.g. each=3, dc1=3,dc2=2; none: no default keyspace)")
 	enableFaults := fs.Bool("enable-faults", false, "let the admin API inject faults into this node (kura faults, kura nemesis): test clusters only")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -68,7 +70,13 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
 		RepairInterval: *repairInterval, MaxClockOffset: *maxClockOffset, EnableFaults: *enableFaults,
-		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+		DefaultReplication: *defaultReplication,
+		Replace:            *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+	}
+	if *defaultReplication != node.NoDefaultKeyspace {
+		if _, err := ring.ParseReplication(*defaultReplication); err != nil {
+			return fmt.Errorf("%w: --default-replication: %v", errUsage, err)
+		}
 	}
 	if *maxClockOffset <= 0 {
 		return fmt.Errorf("%w: --max-clock-offset must be positive", errUsage)
