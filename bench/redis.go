@@ -78,11 +78,28 @@ const (
 	targetKuraCluster = "kura-3-quorum"
 )
 
+// redisOps are the operations measured, in order. SETNX and INCR are conditional: kura
+// runs them as lightweight transactions (a Paxos round among the key's replicas, with
+// SERIAL on the three-node cluster), redis-server as any other command.
+var redisOps = []string{"SET", "GET", "SETNX", "INCR"}
+
+// benchmarkArgs returns redis-benchmark's arguments that run op. SETNX is Redis's SET
+// with NX, a command redis-benchmark has no test for, so it is given as a command: its
+// keys are drawn from the same --keys as SET's, under a prefix of their own, so the first
+// of a key's requests sets it and the others find it taken.
+func benchmarkArgs(op string, opts redisOptions) []string {
+	if op == "SETNX" {
+		return []string{"SET", "nx:__rand_int__", strings.Repeat("x", opts.valueBytes), "NX"}
+	}
+	return []string{"-t", strings.ToLower(op)}
+}
+
 // redisTarget is a server redis-benchmark can be pointed at.
 type redisTarget struct {
-	name string
-	addr string
-	stop func()
+	name  string
+	addr  string   // the node redis-benchmark talks to
+	addrs []string // every node's (a cluster's), addr first
+	stop  func()
 }
 
 // ErrNoRedisTools reports that redis-server or redis-benchmark is not installed.
@@ -122,7 +139,7 @@ func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) 
 	// GETs, so that GET finds the keys.
 	var rows []RedisRow
 	for _, depth := range opts.pipelines {
-		for _, op := range []string{"SET", "GET"} {
+		for _, op := range redisOps {
 			var redisOpsPerS float64
 			for _, t := range targets {
 				row, err := runRedisBenchmark(ctx, t, op, depth, opts)
@@ -166,7 +183,7 @@ func startRedisServer(ctx context.Context) (redisTarget, error) {
 		stop()
 		return redisTarget{}, fmt.Errorf("redis-server: %w\n%s", err, log.String())
 	}
-	return redisTarget{name: targetRedis, addr: addr, stop: stop}, nil
+	return redisTarget{name: targetRedis, addr: addr, addrs: []string{addr}, stop: stop}, nil
 }
 
 // freePort returns a loopback port nobody listens on now.
@@ -198,16 +215,34 @@ func waitListening(ctx context.Context, addr string) error {
 // with keyspace "default" at replication factor n; redis-benchmark talks to the first node
 // at level cl.
 func startKura(ctx context.Context, name string, n int, cl consistency.Level) (redisTarget, error) {
+	return startKuraDCs(ctx, name, []int{n}, fmt.Sprintf("simple=%d", n), cl)
+}
+
+// startKuraDCs runs an in-memory kura cluster in this process with nodesPerDC[i] nodes in
+// datacenter dc<i+1>, no WAN emulation, keyspace "default" replicated as replication, and
+// Redis connections at level cl.
+func startKuraDCs(ctx context.Context, name string, nodesPerDC []int, replication string, cl consistency.Level) (redisTarget, error) {
 	var yaml strings.Builder
-	fmt.Fprintf(&yaml, "name: %s\ndatacenters:\n  - name: dc1\n    latency_ms: 0\n    bandwidth_mbps: 0\n    nodes:\n", name)
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&yaml, "      - id: %s-%d\n", name, i)
+	fmt.Fprintf(&yaml, "name: %s\ndatacenters:\n", name)
+	for dc, n := range nodesPerDC {
+		fmt.Fprintf(&yaml, "  - name: dc%d\n    latency_ms: 0\n    bandwidth_mbps: 0\n    nodes:\n", dc+1)
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&yaml, "      - id: %s-%d-%d\n", name, dc+1, i)
+		}
+	}
+	if len(nodesPerDC) > 1 {
+		yaml.WriteString("links:\n")
+		for a := range nodesPerDC {
+			for b := a + 1; b < len(nodesPerDC); b++ {
+				fmt.Fprintf(&yaml, "  - between: [dc%d, dc%d]\n    latency_ms: 0\n    bandwidth_mbps: 0\n", a+1, b+1)
+			}
+		}
 	}
 	topo, err := topology.Parse([]byte(yaml.String()))
 	if err != nil {
 		return redisTarget{}, err
 	}
-	c, err := embedded.Start(topo, embedded.Options{RESP: true, Node: node.Config{RESPConsistency: cl, DefaultReplication: fmt.Sprintf("simple=%d", n)}})
+	c, err := embedded.Start(topo, embedded.Options{RESP: true, Node: node.Config{RESPConsistency: cl, DefaultReplication: replication}})
 	if err != nil {
 		return redisTarget{}, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -217,7 +252,11 @@ func startKura(ctx context.Context, name string, n int, cl consistency.Level) (r
 		c.Close()
 		return redisTarget{}, fmt.Errorf("start %s: %w", name, err)
 	}
-	return redisTarget{name: name, addr: c.Nodes[0].RESPAddr(), stop: func() { c.Close() }}, nil
+	target := redisTarget{name: name, addr: c.Nodes[0].RESPAddr(), stop: func() { c.Close() }}
+	for _, n := range c.Nodes {
+		target.addrs = append(target.addrs, n.RESPAddr())
+	}
+	return target, nil
 }
 
 // runRedisBenchmark runs redis-benchmark for one operation against one target.
@@ -229,7 +268,8 @@ func runRedisBenchmark(ctx context.Context, t redisTarget, op string, depth int,
 	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port,
 		"-c", strconv.Itoa(opts.clients), "-n", strconv.Itoa(opts.requests),
 		"-d", strconv.Itoa(opts.valueBytes), "-r", strconv.Itoa(opts.keys),
-		"-P", strconv.Itoa(depth), "-t", strings.ToLower(op), "--csv")
+		"-P", strconv.Itoa(depth), "--csv")
+	cmd.Args = append(cmd.Args, benchmarkArgs(op, opts)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -258,7 +298,8 @@ func parseBenchmarkCSV(out []byte, op string) (RedisRow, error) {
 		column[name] = i
 	}
 	for _, record := range records[1:] {
-		if record[column["test"]] != op {
+		// A command given on the command line is named by its text: it is the only row.
+		if record[column["test"]] != op && len(records) != 2 {
 			continue
 		}
 		var row RedisRow
@@ -338,7 +379,7 @@ func redisReport(rows []RedisRow, opts redisOptions) *Report {
 func redisFigure(rows []RedisRow, opts redisOptions) Figure {
 	var categories []string
 	for _, depth := range opts.pipelines {
-		for _, op := range []string{"SET", "GET"} {
+		for _, op := range redisOps {
 			categories = append(categories, fmt.Sprintf("%s P%d", op, depth))
 		}
 	}
