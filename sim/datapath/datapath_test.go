@@ -210,7 +210,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 				_, err := co.Delete(ctx, keyspace, []byte(arg("key")), level())
 				return "ok", err
 			}
-			_, err := co.Put(ctx, keyspace, []byte(arg("key")), []byte(arg("value")), level())
+			_, err := co.Put(ctx, keyspace, []byte(arg("key")), []byte(arg("value")), 0, level())
 			return "ok", err
 		})
 	case "get":
@@ -322,7 +322,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		d.ScanArgs(t, "keys", &keys)
 		return timed(func(ctx context.Context) (string, error) {
 			for i := range keys {
-				if _, err := co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), level()); err != nil {
+				if _, err := co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), 0, level()); err != nil {
 					return "", err
 				}
 			}
