@@ -104,8 +104,8 @@ func TestClientAPIErrorsCarryCodes(t *testing.T) {
 	if _, err := cl.Put(ctx, "app", []byte("k"), []byte("v"), consistency.One); err != nil {
 		t.Fatal(err)
 	}
-	if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v) != "v" {
-		t.Fatalf("Get = %q, %v, %v", v, found, err)
+	if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v.Value) != "v" {
+		t.Fatalf("Get = %q, %v, %v", v.Value, found, err)
 	}
 	tests := []struct {
 		name string
