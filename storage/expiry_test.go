@@ -304,3 +304,22 @@ func TestExpiryIndexSurvivesACrash(t *testing.T) {
 		t.Errorf("index after the second crash = %q, want the entry due for removal", got)
 	}
 }
+
+// TestExpiredRecordsAreReadAsTheyAre: the engine judges no deadline on reads. Get and
+// Scan return an expired record with its expiry, for the coordinator to reconcile (it
+// shadows older values) and to report absent.
+func TestExpiredRecordsAreReadAsTheyAre(t *testing.T) {
+	e := openMem(t, Options{})
+	mustApply(t, e, "ks", expiring("k", "v", 1, 2))
+	want := "k@1=v(expires 2)"
+	if r, found := mustGet(t, e, "ks", "k"); !found || describe(r) != want {
+		t.Errorf("Get = %s (found %t), want %s", describe(r), found, want)
+	}
+	got, err := e.Scan("ks", nil, nil, 0, false, nil)
+	if err != nil || describe(got...) != want {
+		t.Errorf("Scan = %s, %v; want %s", describe(got...), err, want)
+	}
+	if applied, err := e.Apply("ks", put("k", "older", 1)); err != nil || applied {
+		t.Errorf("Apply of an older value over an expired one = %t, %v; want not applied", applied, err)
+	}
+}

@@ -269,9 +269,9 @@ func (e *Engine) Get(ks string, key []byte) (r lww.Record, found bool, err error
 
 // Scan returns, in key order, the records of keyspace ks with start <= key < end; a
 // nil start means from the first key of ks, a nil end up to its last. Tombstones are
-// included only when withTombstones; expired records are included as they are. When filter is non-nil only keys it accepts are
-// returned; the key passed to it is valid only during the call. At most limit records
-// are returned, all when limit <= 0.
+// included only when withTombstones; expired records are included as they are. When
+// filter is non-nil only keys it accepts are returned; the key passed to it is valid
+// only during the call. At most limit records are returned, all when limit <= 0.
 func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error) {
 	if err := validateKeyspace(ks); err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ type Collected struct {
 //     passed at now are rewritten as tombstones with the same timestamp;
 //   - tombstones, and records whose ExpiresAt passed, are removed physically once they
 //     have been gone for longer than the tombstone grace;
-//   - the records of a keyspace of truncations with a timestamp at or before its
+//   - the records of each keyspace named in truncations written at or before its
 //     truncation are removed physically (see Truncate).
 //
 // A record overwritten while collection runs is left alone. Once done, it raises the
