@@ -310,8 +310,8 @@ func TestExpiryIndexSurvivesACrash(t *testing.T) {
 // shadows older values) and to report absent.
 func TestExpiredRecordsAreReadAsTheyAre(t *testing.T) {
 	e := openMem(t, Options{})
-	mustApply(t, e, "ks", expiring("k", "v", 1, 2))
-	want := "k@1=v(expires 2)"
+	mustApply(t, e, "ks", expiring("k", "v", 2, 3))
+	want := "k@2=v(expires 3)"
 	if r, found := mustGet(t, e, "ks", "k"); !found || describe(r) != want {
 		t.Errorf("Get = %s (found %t), want %s", describe(r), found, want)
 	}
