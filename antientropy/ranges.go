@@ -188,6 +188,9 @@ func (r *Repairer) syncRecords(ctx context.Context, ks schema.Keyspace, members 
 		sends := make([][]lww.Record, len(members))
 		for _, k := range keys {
 			newest, to, skipped := reconcile(copies[k], watermarks)
+			if newest.Timestamp <= ks.TruncatedAt {
+				continue // truncated: every replica drops it, none is given it
+			}
 			st.Skipped += skipped
 			for _, i := range to {
 				sends[i] = append(sends[i], newest)

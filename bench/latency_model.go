@@ -408,7 +408,7 @@ func measureCell(ctx context.Context, co *coord.Coordinator, cell latencyCell, k
 		start := time.Now()
 		var err error
 		if cell.op == model.Write {
-			_, err = co.Put(ctx, keyspace, key, value, cell.level)
+			_, err = co.Put(ctx, keyspace, key, value, 0, cell.level)
 		} else {
 			var found bool
 			_, found, err = co.Get(ctx, keyspace, key, cell.level)

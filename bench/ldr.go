@@ -384,7 +384,7 @@ func (lc *ldrCluster) load(ctx context.Context, s ldrScheme, d ldrKeys, indexes 
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			for i := range jobs {
 				co := lc.Nodes[rng.IntN(len(lc.Nodes))].Coordinator()
-				if _, err := co.Put(ctx, s.keyspace.Name, d.key(i), d.value(i), consistency.All); err != nil {
+				if _, err := co.Put(ctx, s.keyspace.Name, d.key(i), d.value(i), 0, consistency.All); err != nil {
 					errs <- fmt.Errorf("put into %s: %w", s.keyspace.Name, err)
 					return
 				}

@@ -141,7 +141,7 @@ func startClientLoad(coords []*node.Node, clients, loaded, valueBytes int) *clie
 				key := fmt.Sprintf("live-%d-%07d", i, seq)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				start := time.Now()
-				_, err := c.Put(ctx, rebalanceKeyspace, []byte(key), value, consistency.LocalQuorum)
+				_, err := c.Put(ctx, rebalanceKeyspace, []byte(key), value, 0, consistency.LocalQuorum)
 				w := sample{at: start, latency: time.Since(start), write: true, failed: err != nil}
 				start = time.Now()
 				_, found, err := c.Get(ctx, rebalanceKeyspace, loadedKey(rng.IntN(loaded)), consistency.One)
@@ -392,7 +392,7 @@ func loadKeys(ctx context.Context, nodes []*node.Node, keys, valueBytes int) err
 				if i >= keys || ctx.Err() != nil {
 					return
 				}
-				if _, err := c.Put(ctx, rebalanceKeyspace, loadedKey(i), value, consistency.All); err != nil {
+				if _, err := c.Put(ctx, rebalanceKeyspace, loadedKey(i), value, 0, consistency.All); err != nil {
 					errs <- fmt.Errorf("load key %d: %w", i, err)
 					return
 				}

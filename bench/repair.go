@@ -145,7 +145,7 @@ func loadRepairKeys(ctx context.Context, c *embedded.Cluster, keyspace string, k
 		wg.Go(func() {
 			co := c.Nodes[w%len(c.Nodes)].Coordinator()
 			for i := w; i < keys && errs[w] == nil; i += writers {
-				_, errs[w] = co.Put(ctx, keyspace, repairKey(i), value, consistency.All)
+				_, errs[w] = co.Put(ctx, keyspace, repairKey(i), value, 0, consistency.All)
 			}
 		})
 	}

@@ -341,11 +341,42 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.Code == codes.NotFound
 }
 
-// Put writes value under key at level cl and returns the write's timestamp.
-func (c *Client) Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error) {
+// PutOption adjusts a put; WithTTL and WithExpiresAt give it an expiry.
+type PutOption func(*kurav1.PutRequest)
+
+// WithTTL makes the value expire ttl after the coordinating node receives the put,
+// rounded up to a whole millisecond (a positive TTL never becomes "never"); from then on
+// it reads as absent everywhere, as if deleted. Zero means no expiry; a negative TTL is
+// refused as an invalid argument.
+func WithTTL(ttl time.Duration) PutOption {
+	return func(req *kurav1.PutRequest) {
+		req.TtlMs = int64(ttl / time.Millisecond)
+		if ttl%time.Millisecond > 0 {
+			req.TtlMs++
+		}
+	}
+}
+
+// WithExpiresAt makes the value expire at t (to the millisecond), judged by each node's
+// clock. A time already past makes the put a delete; the zero time means no expiry.
+func WithExpiresAt(t time.Time) PutOption {
+	return func(req *kurav1.PutRequest) {
+		if !t.IsZero() {
+			req.ExpiresAtUnixMs = t.UnixMilli()
+		}
+	}
+}
+
+// Put writes value under key at level cl and returns the write's timestamp. Options may
+// give the value an expiry (WithTTL, WithExpiresAt; at most one).
+func (c *Client) Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level, opts ...PutOption) (hlc.Timestamp, error) {
+	req := &kurav1.PutRequest{Keyspace: keyspace, Key: key, Value: value, Consistency: levelToProto(cl)}
+	for _, opt := range opts {
+		opt(req)
+	}
 	var resp *kurav1.PutResponse
 	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
-		resp, err = kurav1.NewKVClient(conn).Put(ctx, &kurav1.PutRequest{Keyspace: keyspace, Key: key, Value: value, Consistency: levelToProto(cl)})
+		resp, err = kurav1.NewKVClient(conn).Put(ctx, req)
 		return err
 	})
 	if err != nil {
@@ -354,17 +385,29 @@ func (c *Client) Put(ctx context.Context, keyspace string, key, value []byte, cl
 	return hlc.Timestamp(resp.GetTimestamp()), nil
 }
 
-// Get reads key at level cl; found is false for a missing or deleted key.
-func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (value []byte, found bool, err error) {
+// Item is a key's value as a get found it.
+type Item struct {
+	Value     []byte
+	Timestamp hlc.Timestamp // the write's
+	ExpiresAt time.Time     // when the value expires (to the millisecond); zero: never
+}
+
+// Get reads key at level cl; found is false for a missing, deleted, expired or truncated
+// key.
+func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (item Item, found bool, err error) {
 	var resp *kurav1.GetResponse
 	err = c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).Get(ctx, &kurav1.GetRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
 		return err
 	})
-	if err != nil {
-		return nil, false, err
+	if err != nil || !resp.GetFound() {
+		return Item{}, false, err
 	}
-	return resp.GetValue(), resp.GetFound(), nil
+	item = Item{Value: resp.GetValue(), Timestamp: hlc.Timestamp(resp.GetTimestamp())}
+	if ms := resp.GetExpiresAtUnixMs(); ms != 0 {
+		item.ExpiresAt = time.UnixMilli(ms)
+	}
+	return item, true, nil
 }
 
 // Delete removes key at level cl.
@@ -420,6 +463,21 @@ func (c *Client) createKeyspace(ctx context.Context, ks *kurav1.Keyspace) error 
 		_ = c.refresh(ctx) // route the new keyspace's keys to replicas from now on
 	}
 	return err
+}
+
+// TruncateKeyspace removes every value of keyspace name written until now (Redis's
+// FLUSHDB) and returns the truncation's timestamp: values written before it read as
+// absent at once, those written after it stay.
+func (c *Client) TruncateKeyspace(ctx context.Context, name string) (hlc.Timestamp, error) {
+	var resp *kurav1.TruncateKeyspaceResponse
+	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewAdminClient(conn).TruncateKeyspace(ctx, &kurav1.TruncateKeyspaceRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return hlc.Timestamp(resp.GetTruncatedAt()), nil
 }
 
 // Keyspaces lists the cluster's keyspaces.

@@ -64,8 +64,8 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, found, err := cl.Get(ctx, "app", key, consistency.One)
-	if err != nil || !found || string(v) != "v" {
-		t.Fatalf("Get after the preferred node died = %q, %v, %v", v, found, err)
+	if err != nil || !found || string(v.Value) != "v" {
+		t.Fatalf("Get after the preferred node died = %q, %v, %v", v.Value, found, err)
 	}
 }
 
@@ -113,8 +113,8 @@ func TestTLSAndToken(t *testing.T) {
 			if _, err := cl.Put(ctx, "app", []byte("k"), []byte("v"), consistency.One); err != nil {
 				t.Fatal(err)
 			}
-			if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v) != "v" {
-				t.Fatalf("Get = %q, %t, %v", v, found, err)
+			if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v.Value) != "v" {
+				t.Fatalf("Get = %q, %t, %v", v.Value, found, err)
 			}
 		})
 	}

@@ -272,6 +272,11 @@ func (g *Guard) Stamp() (hlc.Timestamp, error) {
 	return ts, nil
 }
 
+// Now returns this node's wall clock as a timestamp, to compare expiry deadlines with
+// (lww.Record.Live). Unlike Stamp it never refuses and leaves the hybrid logical clock
+// alone: judging whether a value expired orders no write.
+func (g *Guard) Now() hlc.Timestamp { return hlc.FromTime(g.wall()) }
+
 // clusterNowLocked estimates the cluster's wall clock now: this node's, corrected by its
 // measured offset.
 func (g *Guard) clusterNowLocked() time.Time {

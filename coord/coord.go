@@ -67,11 +67,13 @@ type Hints interface {
 	Delivered(h hints.Hint) error
 }
 
-// Clock stamps writes; *clockguard.Guard is one. Stamp fails when this node's clock is
-// too far from its peers' for its timestamps to be trusted; the write is then refused as
-// unavailable before anything is stored.
+// Clock stamps writes and tells the time expiry deadlines are compared with;
+// *clockguard.Guard is one. Stamp fails when this node's clock is too far from its peers'
+// for its timestamps to be trusted; the write is then refused as unavailable before
+// anything is stored.
 type Clock interface {
 	Stamp() (hlc.Timestamp, error)
+	Now() hlc.Timestamp
 }
 
 // Proximity ranks nodes for reads: a smaller distance is asked first.
@@ -181,6 +183,14 @@ func (c *Coordinator) checkKey(key []byte) error {
 		return invalid("key of %d bytes exceeds the limit of %d bytes", len(key), c.cfg.Limits.KeyBytesMax)
 	}
 	return nil
+}
+
+// visible reports whether rec, the newest version of its key in keyspace ks, is a value
+// a client sees at now: neither deleted nor expired (lww.Record.Live), and written after
+// the keyspace's last truncation. A version that is not still wins reconciliation: it
+// shadows the older ones.
+func visible(ks schema.Keyspace, rec lww.Record, now hlc.Timestamp) bool {
+	return rec.Live(now) && rec.Timestamp > ks.TruncatedAt
 }
 
 // Limits returns the limits the coordinator enforces.

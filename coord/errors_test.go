@@ -21,15 +21,15 @@ func TestBadInputGetsClearErrorsAndNodeKeepsServing(t *testing.T) {
 		text string
 	}{
 		{"empty key", func() error {
-			_, err := co.Put(ctx, "spread", nil, []byte("v"), consistency.One)
+			_, err := co.Put(ctx, "spread", nil, []byte("v"), 0, consistency.One)
 			return err
 		}, coord.ErrInvalidArgument, "empty key"},
 		{"key too large", func() error {
-			_, err := co.Put(ctx, "spread", make([]byte, 1025), []byte("v"), consistency.One)
+			_, err := co.Put(ctx, "spread", make([]byte, 1025), []byte("v"), 0, consistency.One)
 			return err
 		}, coord.ErrInvalidArgument, "key of 1025 bytes exceeds the limit of 1024 bytes"},
 		{"value too large", func() error {
-			_, err := co.Put(ctx, "spread", []byte("k"), make([]byte, 64<<10+1), consistency.One)
+			_, err := co.Put(ctx, "spread", []byte("k"), make([]byte, 64<<10+1), 0, consistency.One)
 			return err
 		}, coord.ErrInvalidArgument, "value of 65537 bytes exceeds the limit of 65536 bytes"},
 		{"read key too large", func() error {
@@ -37,7 +37,7 @@ func TestBadInputGetsClearErrorsAndNodeKeepsServing(t *testing.T) {
 			return err
 		}, coord.ErrInvalidArgument, "exceeds the limit"},
 		{"unknown keyspace", func() error {
-			_, err := co.Put(ctx, "nope", []byte("k"), []byte("v"), consistency.One)
+			_, err := co.Put(ctx, "nope", []byte("k"), []byte("v"), 0, consistency.One)
 			return err
 		}, schema.ErrNoKeyspace, `no such keyspace "nope"`},
 		{"read at ANY", func() error {
@@ -49,7 +49,7 @@ func TestBadInputGetsClearErrorsAndNodeKeepsServing(t *testing.T) {
 			return err
 		}, coord.ErrInvalidArgument, "scan limit"},
 		{"unknown level", func() error {
-			_, err := co.Put(ctx, "spread", []byte("k"), []byte("v"), consistency.Level(99))
+			_, err := co.Put(ctx, "spread", []byte("k"), []byte("v"), 0, consistency.Level(99))
 			return err
 		}, coord.ErrUnavailable, "unavailable"},
 	}
@@ -64,7 +64,7 @@ func TestBadInputGetsClearErrorsAndNodeKeepsServing(t *testing.T) {
 			}
 		})
 	}
-	if _, err := co.Put(ctx, "spread", []byte("still"), []byte("serving"), consistency.Quorum); err != nil {
+	if _, err := co.Put(ctx, "spread", []byte("still"), []byte("serving"), 0, consistency.Quorum); err != nil {
 		t.Fatalf("node stopped serving after bad input: %v", err)
 	}
 }

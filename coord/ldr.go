@@ -222,12 +222,13 @@ func chunkUnavailable(ks schema.Keyspace, cl consistency.Level, required consist
 }
 
 // chunkRecords returns the m records a write of rec stores, by index: the value's chunks
-// or, for a delete, a tombstone per chunk key.
+// or, for a delete, a tombstone per chunk key. Each carries rec's expiry, so that every
+// chunk owner expires its chunk at the same deadline.
 func chunkRecords(code *erasure.Code, slots []chunkSlot, rec lww.Record) ([]lww.Record, error) {
 	out := make([]lww.Record, len(slots))
 	if rec.Tombstone {
 		for i, s := range slots {
-			out[i] = lww.Record{Key: s.key, Tombstone: true, Timestamp: rec.Timestamp}
+			out[i] = lww.Record{Key: s.key, Tombstone: true, Timestamp: rec.Timestamp, ExpiresAt: rec.ExpiresAt}
 		}
 		return out, nil
 	}
@@ -236,7 +237,7 @@ func chunkRecords(code *erasure.Code, slots []chunkSlot, rec lww.Record) ([]lww.
 		return nil, err
 	}
 	for i, s := range slots {
-		out[i] = lww.Record{Key: s.key, Value: chunks[i], Timestamp: rec.Timestamp}
+		out[i] = lww.Record{Key: s.key, Value: chunks[i], Timestamp: rec.Timestamp, ExpiresAt: rec.ExpiresAt}
 	}
 	return out, nil
 }

@@ -89,8 +89,8 @@ func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkS
 	if err != nil {
 		return lww.Record{}, false, fmt.Errorf("key %q of keyspace %s: %w", key, ks.Name, err)
 	}
-	if !found {
-		return lww.Record{}, false, nil
+	if !found || rec.Timestamp <= ks.TruncatedAt {
+		return lww.Record{}, false, nil // a truncated version is not repaired: its owners drop it
 	}
 	if stale := chunks.stale(rec.Timestamp); len(stale) > 0 {
 		repairs, err := chunkRecords(chunks.code, slots, rec)
@@ -102,7 +102,7 @@ func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkS
 			}
 		}
 	}
-	if rec.Tombstone {
+	if !visible(ks, rec, c.clock.Now()) {
 		return lww.Record{}, false, nil
 	}
 	return rec, true, nil
@@ -120,6 +120,7 @@ func owners(slots []chunkSlot) []placement.Member {
 type chunkVersion struct {
 	timestamp hlc.Timestamp
 	tombstone bool
+	expiresAt hlc.Timestamp   // the write's deadline, which all its chunks carry
 	chunks    []erasure.Chunk // usable chunks, distinct indexes
 }
 
@@ -165,7 +166,7 @@ func (g *chunkGather) add(index int, rec lww.Record, found bool) {
 	}
 	v, ok := g.versions[rec.Timestamp]
 	if !ok {
-		v = &chunkVersion{timestamp: rec.Timestamp}
+		v = &chunkVersion{timestamp: rec.Timestamp, expiresAt: rec.ExpiresAt}
 		g.versions[rec.Timestamp] = v
 		if g.newest == nil || v.timestamp > g.newest.timestamp {
 			g.newest = v
@@ -187,7 +188,7 @@ func (g *chunkGather) rebuild(key []byte) (rec lww.Record, found bool, err error
 	if err != nil || v == nil {
 		return lww.Record{}, false, err
 	}
-	rec = lww.Record{Key: key, Timestamp: v.timestamp, Tombstone: v.tombstone}
+	rec = lww.Record{Key: key, Timestamp: v.timestamp, Tombstone: v.tombstone, ExpiresAt: v.expiresAt}
 	if !v.tombstone {
 		if rec.Value, err = g.code.Decode(v.chunks); err != nil {
 			return lww.Record{}, false, err

@@ -36,7 +36,7 @@ func TestLDRGetAsksLocalChunksFirst(t *testing.T) {
 			key := findKey(t, c, fmt.Sprintf("local-first-%d", i), func(p chunkPlacement) bool { return tt.localCount(p.perDC[tt.readerDC]) })
 			p := placementOf(t, c, key)
 			value := bytes.Repeat([]byte{byte(i)}, 3000)
-			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
+			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, 0, consistency.All); err != nil {
 				t.Fatal(err)
 			}
 			reader := nodeIn(c, tt.readerDC, p)
@@ -72,7 +72,7 @@ func TestLDRRemoteChunkCostsTheChunkAndItsFraming(t *testing.T) {
 			// No chunk in b: a get from b fetches exactly k chunks from a.
 			key := findKey(t, c, fmt.Sprintf("framing-%d", valueBytes), func(p chunkPlacement) bool { return p.perDC["b"] == 0 })
 			value := bytes.Repeat([]byte{'v'}, valueBytes)
-			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
+			if _, err := coordOf(c, "a1").Put(ctx, coded.Name, key, value, 0, consistency.All); err != nil {
 				t.Fatal(err)
 			}
 			requests0, bytes0 := chunkReadTraffic(c, "b")
@@ -107,7 +107,7 @@ func TestLDRDegradedReadsWithMMinusKOwnersDown(t *testing.T) {
 		reader = nodeIn(c, "b", p)
 	}
 	value := []byte("still readable with m-k chunk owners down")
-	if _, err := reader.Coordinator().Put(ctx, coded.Name, key, value, consistency.All); err != nil {
+	if _, err := reader.Coordinator().Put(ctx, coded.Name, key, value, 0, consistency.All); err != nil {
 		t.Fatal(err)
 	}
 	var stopped []string
@@ -142,13 +142,13 @@ func TestLDRGetServesNewestVersionAndRepairsAnOlderChunk(t *testing.T) {
 	if reader == nil {
 		reader = nodeIn(c, "b", p, writer.ID())
 	}
-	if _, err := writer.Coordinator().Put(ctx, coded.Name, key, []byte("v1"), consistency.All); err != nil {
+	if _, err := writer.Coordinator().Put(ctx, coded.Name, key, []byte("v1"), 0, consistency.All); err != nil {
 		t.Fatal(err)
 	}
 	// Chunk 0's owner misses v2; the writer's hint for it is lost with the writer, so the
 	// owner comes back holding v1's chunk 0 beside four chunks of v2.
 	stopAndWait(t, c, writer, stale)
-	if _, err := writer.Coordinator().Put(ctx, coded.Name, key, []byte("v2"), consistency.Quorum); err != nil {
+	if _, err := writer.Coordinator().Put(ctx, coded.Name, key, []byte("v2"), 0, consistency.Quorum); err != nil {
 		t.Fatal(err)
 	}
 	stopAndWait(t, c, reader, writer.ID())

@@ -19,7 +19,8 @@ func ParseChunkKey(stored []byte) (key []byte, index int, ok bool) { return pars
 // repair of a node that lost them. It reads key as a ONE read does: local first (this
 // node, then its DC, then the others), until k chunks of the newest version answered,
 // then decodes that version and encodes it again, and returns node's chunks of it in index
-// order (tombstones, for a delete). It returns none when no version exists. Unlike a
+// order (tombstones, for a delete; an expiring version's chunks carry its deadline). It
+// returns none when no version exists, or the newest is truncated. Unlike a
 // read, it repairs nothing itself: the caller decides which chunks to store.
 func (c *Coordinator) RebuildChunks(ctx context.Context, keyspace string, key []byte, node string) ([]lww.Record, error) {
 	ks, err := c.keyspaces.Get(keyspace)
@@ -34,7 +35,7 @@ func (c *Coordinator) RebuildChunks(ctx context.Context, keyspace string, key []
 		return nil, err
 	}
 	rec, found, err := gathered.rebuild(key)
-	if err != nil || !found {
+	if err != nil || !found || rec.Timestamp <= ks.TruncatedAt {
 		if err != nil {
 			err = fmt.Errorf("rebuild key %q of keyspace %s: %w", key, ks.Name, err)
 		}

@@ -147,16 +147,12 @@ func (c *Coordinator) rebuildScanned(ctx context.Context, ks schema.Keyspace, ke
 	if got := slotCounts(reached); !required.Satisfied(got) {
 		return lww.Record{}, false, fmt.Errorf("scan at key %q: %w", key, chunkUnavailable(ks, cl, required, got))
 	}
-	v, err := gather.resolve()
-	if err != nil || v == nil || v.tombstone {
-		if err != nil {
-			err = fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
-		}
-		return lww.Record{}, false, err
-	}
-	value, err := code.Decode(v.chunks)
+	rec, ok, err := gather.rebuild(key)
 	if err != nil {
 		return lww.Record{}, false, fmt.Errorf("scan at key %q of keyspace %s: %w", key, ks.Name, err)
 	}
-	return lww.Record{Key: key, Value: value, Timestamp: v.timestamp}, true, nil
+	if !ok || !visible(ks, rec, c.clock.Now()) {
+		return lww.Record{}, false, nil
+	}
+	return rec, true, nil
 }

@@ -20,7 +20,7 @@ func TestLDRScanListsEachUserKeyOnceInOrder(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("k%03d", i))
 	}
 	for i, key := range keys {
-		if _, err := co.Put(ctx, coded.Name, []byte(key), []byte("v-"+key), consistency.All); err != nil {
+		if _, err := co.Put(ctx, coded.Name, []byte(key), []byte("v-"+key), 0, consistency.All); err != nil {
 			t.Fatal(err)
 		}
 		if i%5 == 0 {

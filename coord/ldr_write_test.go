@@ -20,7 +20,7 @@ func TestLDREveryLevelWritesReadsAndDeletes(t *testing.T) {
 			co := coordOf(c, via)
 			key := []byte(fmt.Sprintf("key\x00%d-%s", i, via))
 			value := bytes.Repeat([]byte(level.String()), 100+i)
-			if _, err := co.Put(ctx, coded.Name, key, value, level); err != nil {
+			if _, err := co.Put(ctx, coded.Name, key, value, 0, level); err != nil {
 				t.Fatalf("put at %v via %s: %v", level, via, err)
 			}
 			// ANY promises the write exists somewhere, not where nor when: its other
@@ -74,7 +74,7 @@ func TestLDRPutStoresEachChunkOnce(t *testing.T) {
 	}
 	key := []byte("sized")
 	value := bytes.Repeat([]byte("x"), 10240)
-	if _, err := coordOf(c, "b1").Put(ctx, coded.Name, key, value, consistency.All); err != nil {
+	if _, err := coordOf(c, "b1").Put(ctx, coded.Name, key, value, 0, consistency.All); err != nil {
 		t.Fatal(err)
 	}
 	records, total := storedBytes(t, c)
@@ -101,10 +101,10 @@ func TestLDRWriteLevelsCountChunksAndHintDownOwners(t *testing.T) {
 	one := p.owners[0].ID
 	stopAndWait(t, c, writer, one)
 
-	if _, err := co.Put(ctx, coded.Name, key, []byte("v"), consistency.All); !errors.Is(err, coord.ErrUnavailable) {
+	if _, err := co.Put(ctx, coded.Name, key, []byte("v"), 0, consistency.All); !errors.Is(err, coord.ErrUnavailable) {
 		t.Fatalf("ALL put with a chunk owner down: err = %v, want unavailable", err)
 	}
-	if _, err := co.Put(ctx, coded.Name, key, []byte("v"), consistency.Quorum); err != nil {
+	if _, err := co.Put(ctx, coded.Name, key, []byte("v"), 0, consistency.Quorum); err != nil {
 		t.Fatalf("QUORUM put (4 of 5 chunks) with one owner down: %v", err)
 	}
 	if n, _ := co.HintsPending(); n != 1 {
@@ -112,10 +112,10 @@ func TestLDRWriteLevelsCountChunksAndHintDownOwners(t *testing.T) {
 	}
 	more := []string{p.owners[1].ID, p.owners[2].ID}
 	stopAndWait(t, c, writer, more...)
-	if _, err := co.Put(ctx, coded.Name, key, []byte("w"), consistency.One); !errors.Is(err, coord.ErrUnavailable) {
+	if _, err := co.Put(ctx, coded.Name, key, []byte("w"), 0, consistency.One); !errors.Is(err, coord.ErrUnavailable) {
 		t.Fatalf("ONE put with 2 of 5 chunk owners up (k = 3): err = %v, want unavailable", err)
 	}
-	if _, err := co.Put(ctx, coded.Name, key, []byte("w"), consistency.Any); err != nil {
+	if _, err := co.Put(ctx, coded.Name, key, []byte("w"), 0, consistency.Any); err != nil {
 		t.Fatalf("ANY put with 2 of 5 chunk owners up: %v", err)
 	}
 	if n, _ := co.HintsPending(); n != 1+3 {

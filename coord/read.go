@@ -6,6 +6,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/schema"
 )
 
 // readAnswer is one replica's answer to a read.
@@ -16,8 +17,8 @@ type readAnswer struct {
 }
 
 // Get reads key at level cl: it asks the nearest replicas the level needs, answers with
-// the newest version among them, and repairs those that were stale. A deleted key is
-// reported as not found.
+// the newest version among them, and repairs those that were stale. A deleted, expired
+// or truncated key is reported as not found. A found record carries its ExpiresAt.
 func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return lww.Record{}, false, err
@@ -59,12 +60,15 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	case !out.met:
 		return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
 	}
-	return c.resolve(keyspace, answers)
+	return c.resolve(ks, answers)
 }
 
 // resolve picks the newest answer and sends it to the replicas that answered with an
-// older version or none (read repair, in the background).
-func (c *Coordinator) resolve(keyspace string, answers []readAnswer) (lww.Record, bool, error) {
+// older version or none (read repair, in the background). A tombstone or an expired
+// record is repaired like a value, so that it shadows the older values on every replica,
+// and then reported as not found. A version at or before the keyspace's truncation is
+// neither repaired nor reported: every replica drops it.
+func (c *Coordinator) resolve(ks schema.Keyspace, answers []readAnswer) (lww.Record, bool, error) {
 	var newest lww.Record
 	found := false
 	for _, a := range answers {
@@ -72,15 +76,15 @@ func (c *Coordinator) resolve(keyspace string, answers []readAnswer) (lww.Record
 			newest, found = a.record, true
 		}
 	}
-	if !found {
+	if !found || newest.Timestamp <= ks.TruncatedAt {
 		return lww.Record{}, false, nil
 	}
 	for _, a := range answers {
 		if !a.found || lww.Newer(newest, a.record) {
-			go c.repair(a.member, keyspace, newest)
+			go c.repair(a.member, ks.Name, newest)
 		}
 	}
-	if newest.Tombstone {
+	if !visible(ks, newest, c.clock.Now()) {
 		return lww.Record{}, false, nil
 	}
 	return newest, true, nil

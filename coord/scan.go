@@ -15,7 +15,7 @@ import (
 )
 
 // Scan returns up to limit live records with start <= key < end in key order (nil bounds
-// are open), reading every token range of the ring from as many replicas as level cl
+// are open; deleted, expired and truncated keys are left out), reading every token range of the ring from as many replicas as level cl
 // needs and keeping the newest version of each key. With the hash partitioner every range
 // is read; with the ordered one only the ranges the key interval maps to.
 func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
@@ -48,13 +48,14 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 
 	var out []lww.Record
 	cursor := start
+	now := c.clock.Now()
 	for len(out) < limit {
 		round, err := c.scanRound(ctx, ks, ranges, cursor, end, limit-len(out), cl)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range round.records {
-			if !rec.Tombstone && len(out) < limit {
+			if visible(ks, rec, now) && len(out) < limit {
 				out = append(out, rec)
 			}
 		}

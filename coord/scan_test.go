@@ -21,7 +21,7 @@ func TestScanReturnsNewestLiveKeysInOrder(t *testing.T) {
 			var want []string
 			for i := 0; i < 120; i++ {
 				key := fmt.Sprintf("k%03d", i)
-				if _, err := co.Put(ctx, "scanned", []byte(key), []byte("v-"+key), consistency.All); err != nil {
+				if _, err := co.Put(ctx, "scanned", []byte(key), []byte("v-"+key), 0, consistency.All); err != nil {
 					t.Fatal(err)
 				}
 				if i%5 == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/consistency"
@@ -12,12 +13,46 @@ import (
 	"github.com/kuradb/kura/placement"
 )
 
-// Put writes value under key at level cl and returns the write's timestamp.
-func (c *Coordinator) Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error) {
+// Put writes value under key at level cl and returns the write's timestamp. A non-zero
+// expiresAt is the value's deadline: from then on the value reads as absent everywhere,
+// as if deleted, and storage drops it (a deadline already past makes the put a delete
+// that takes effect at once). Zero means the value never expires. The deadline is part of
+// the version every replica stores, so replicas agree on it.
+func (c *Coordinator) Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error) {
 	if len(value) > c.cfg.Limits.ValueBytesMax {
 		return 0, invalid("value of %d bytes exceeds the limit of %d bytes", len(value), c.cfg.Limits.ValueBytesMax)
 	}
-	return c.write(ctx, keyspace, lww.Record{Key: key, Value: value}, cl)
+	return c.write(ctx, keyspace, lww.Record{Key: key, Value: value, ExpiresAt: expiresAt}, cl)
+}
+
+// maxExpiryUnixMs is the latest deadline a timestamp holds, in ms since the Unix epoch
+// (hlc keeps 48 bits of milliseconds: the year 10889).
+var maxExpiryUnixMs = (^hlc.Timestamp(0)).WallTime().UnixMilli()
+
+// ExpiresAt returns the deadline of an expiry given either relatively, ttlMs from now on
+// this node's clock (the clock reads compare deadlines with), or absolutely, atUnixMs
+// milliseconds since the Unix epoch; zero when both are zero (never expires). A negative
+// value, both at once, or a deadline past what a timestamp holds is an invalid argument.
+// A deadline in the past is valid: Put then writes a value that is expired at once.
+func (c *Coordinator) ExpiresAt(ttlMs, atUnixMs int64) (hlc.Timestamp, error) {
+	switch {
+	case ttlMs < 0 || atUnixMs < 0:
+		return 0, invalid("negative expiry (ttl %d ms, at %d ms since the epoch)", ttlMs, atUnixMs)
+	case ttlMs > 0 && atUnixMs > 0:
+		return 0, invalid("an expiry is either relative (ttl) or absolute (at), not both")
+	case ttlMs > 0:
+		now := c.clock.Now().WallTime().UnixMilli()
+		if ttlMs > maxExpiryUnixMs-now {
+			return 0, invalid("ttl of %d ms ends past the latest deadline a timestamp holds", ttlMs)
+		}
+		atUnixMs = now + ttlMs
+	case atUnixMs == 0:
+		return 0, nil
+	}
+	if atUnixMs > maxExpiryUnixMs {
+		return 0, invalid("expiry at %d ms since the epoch is past the latest deadline a timestamp holds (%d)", atUnixMs, maxExpiryUnixMs)
+	}
+	return hlc.FromTime(time.UnixMilli(atUnixMs)), nil
 }
 
 // Delete writes a tombstone for key at level cl.

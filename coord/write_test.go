@@ -16,7 +16,7 @@ func TestEveryLevelWritesAndReadsBack(t *testing.T) {
 			co := c.Node(via).Coordinator()
 			key := []byte(fmt.Sprintf("key-%d-%s", i, via))
 			value := []byte("value at " + level.String())
-			if _, err := co.Put(ctx, "spread", key, value, level); err != nil {
+			if _, err := co.Put(ctx, "spread", key, value, 0, level); err != nil {
 				t.Fatalf("put at %v via %s: %v", level, via, err)
 			}
 			readLevel := level

@@ -4,7 +4,7 @@
 //
 // The range is cut by token into 2^Depth sub-ranges of equal width, the leaves. A leaf's
 // hash is the sum (mod 2^64) of the hashes of its records, each over the key, the
-// timestamp, the tombstone flag and a hash of the value; an inner node hashes its two
+// timestamp, the tombstone flag, a hash of the value and the expiry, if any; an inner node hashes its two
 // children. Replicas whose roots agree hold the same records in the range; where they do
 // not, Diff walks down to the leaves that differ, and only those sub-ranges' records
 // need to move.
@@ -176,10 +176,10 @@ func Diff(a, b *Tree) ([]int, error) {
 }
 
 // recordHash hashes what makes two versions of a record differ: the key, the timestamp,
-// the tombstone flag and the value (through its own hash, so that a record's hash input
-// stays small whatever the value's size).
+// the tombstone flag, the value (through its own hash, so that a record's hash input
+// stays small whatever the value's size) and the expiry.
 func recordHash(r lww.Record) uint64 {
-	buf := make([]byte, 0, binary.MaxVarintLen64+len(r.Key)+8+1+8)
+	buf := make([]byte, 0, binary.MaxVarintLen64+len(r.Key)+8+1+8+8)
 	buf = binary.AppendUvarint(buf, uint64(len(r.Key)))
 	buf = append(buf, r.Key...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(r.Timestamp))
@@ -189,6 +189,11 @@ func recordHash(r lww.Record) uint64 {
 		buf = append(buf, 0)
 	}
 	buf = binary.BigEndian.AppendUint64(buf, xxhash.Sum64(r.Value))
+	if r.ExpiresAt != 0 {
+		// Only when set, so a record without expiry hashes as it did before expiry
+		// existed, and trees of such records stay equal across versions.
+		buf = binary.BigEndian.AppendUint64(buf, uint64(r.ExpiresAt))
+	}
 	return xxhash.Sum64(buf)
 }
 

@@ -72,7 +72,11 @@ func (s *apiServer) Put(ctx context.Context, req *kurav1.PutRequest) (*kurav1.Pu
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	ts, err := s.node.coord.Put(ctx, req.GetKeyspace(), req.GetKey(), req.GetValue(), cl)
+	expiresAt, err := s.node.coord.ExpiresAt(req.GetTtlMs(), req.GetExpiresAtUnixMs())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	ts, err := s.node.coord.Put(ctx, req.GetKeyspace(), req.GetKey(), req.GetValue(), expiresAt, cl)
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -91,7 +95,11 @@ func (s *apiServer) Get(ctx context.Context, req *kurav1.GetRequest) (*kurav1.Ge
 	if !found {
 		return &kurav1.GetResponse{}, nil
 	}
-	return &kurav1.GetResponse{Found: true, Value: rec.Value, Timestamp: uint64(rec.Timestamp)}, nil
+	resp := &kurav1.GetResponse{Found: true, Value: rec.Value, Timestamp: uint64(rec.Timestamp)}
+	if rec.ExpiresAt != 0 {
+		resp.ExpiresAtUnixMs = rec.ExpiresAt.WallTime().UnixMilli()
+	}
+	return resp, nil
 }
 
 func (s *apiServer) Delete(ctx context.Context, req *kurav1.DeleteRequest) (*kurav1.DeleteResponse, error) {
@@ -136,6 +144,14 @@ func (s *apiServer) CreateKeyspace(ctx context.Context, req *kurav1.CreateKeyspa
 		return nil, statusOf(err)
 	}
 	return &kurav1.CreateKeyspaceResponse{}, nil
+}
+
+func (s *apiServer) TruncateKeyspace(ctx context.Context, req *kurav1.TruncateKeyspaceRequest) (*kurav1.TruncateKeyspaceResponse, error) {
+	ts, err := s.node.Truncate(ctx, req.GetName())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.TruncateKeyspaceResponse{TruncatedAt: uint64(ts)}, nil
 }
 
 func (s *apiServer) ListKeyspaces(context.Context, *kurav1.ListKeyspacesRequest) (*kurav1.ListKeyspacesResponse, error) {

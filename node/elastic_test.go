@@ -47,7 +47,7 @@ func startWriter(n *Node, prefix string) *writer {
 			default:
 			}
 			key := fmt.Sprintf("%s-%05d", prefix, i)
-			if _, err := n.Coordinator().Put(context.Background(), "app", []byte(key), []byte("v"), consistency.Quorum); err == nil {
+			if _, err := n.Coordinator().Put(context.Background(), "app", []byte(key), []byte("v"), 0, consistency.Quorum); err == nil {
 				w.mu.Lock()
 				w.acked = append(w.acked, key)
 				w.mu.Unlock()
@@ -106,7 +106,7 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 	var keys []string
 	for i := range 300 {
 		key := fmt.Sprintf("before-%03d", i)
-		if _, err := a.Coordinator().Put(ctx, "app", []byte(key), []byte("v"), consistency.All); err != nil {
+		if _, err := a.Coordinator().Put(ctx, "app", []byte(key), []byte("v"), 0, consistency.All); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, key)
@@ -157,7 +157,7 @@ func TestNodeRefusesBeforeItHasARing(t *testing.T) {
 	if err := n.CreateKeyspace(context.Background(), schema.Keyspace{Name: "app", Replication: "simple=1"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := n.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.One)
+	_, err := n.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), 0, consistency.One)
 	if coord.Classify(err) != coord.ClassUnavailable {
 		t.Fatalf("put before the ring is known: err = %v, want unavailable", err)
 	}
@@ -190,11 +190,11 @@ func TestRestartedNodeCoordinatesOnItsPersistedRing(t *testing.T) {
 	if got := len(a.View().Nodes()); got != 2 {
 		t.Fatalf("restarted a knows %d nodes, want 2 from its persisted ring", got)
 	}
-	_, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.All)
+	_, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), 0, consistency.All)
 	if coord.Classify(err) != coord.ClassUnavailable {
 		t.Fatalf("ALL with the other replica dead after a restart: err = %v, want unavailable", err)
 	}
-	if _, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), consistency.One); err != nil {
+	if _, err := a.Coordinator().Put(context.Background(), "app", []byte("k"), []byte("v"), 0, consistency.One); err != nil {
 		t.Fatalf("ONE on the restarted node's own replica: %v", err)
 	}
 }
@@ -218,7 +218,7 @@ func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 			var keys []string
 			for i := range 100 {
 				key := fmt.Sprintf("k%03d", i)
-				if _, err := a.coord.Put(ctx, "app", []byte(key), []byte("v"), consistency.All); err != nil {
+				if _, err := a.coord.Put(ctx, "app", []byte(key), []byte("v"), 0, consistency.All); err != nil {
 					t.Fatal(err)
 				}
 				keys = append(keys, key)

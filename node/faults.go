@@ -63,7 +63,7 @@ func (s *apiServer) LocalScan(ctx context.Context, req *kurav1.LocalScanRequest)
 		if err != nil {
 			return nil, statusOf(err)
 		}
-		v := &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone}
+		v := &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt)}
 		for _, m := range members {
 			if !m.Pending {
 				v.Replicas = append(v.Replicas, m.ID)

@@ -71,7 +71,7 @@ func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
 	nodes := startFaultyCluster(t)
 	a, c := nodes[0], nodes[2]
 	ctx := context.Background()
-	if _, err := c.coord.Put(ctx, "app", []byte("k"), []byte("before"), consistency.All); err != nil {
+	if _, err := c.coord.Put(ctx, "app", []byte("k"), []byte("before"), 0, consistency.All); err != nil {
 		t.Fatalf("put through c before the skew: %v", err)
 	}
 	if _, err := adminOf(t, c).SetFaults(ctx, &kurav1.Faults{ClockOffsetMs: 30_000}); err != nil {
@@ -79,7 +79,7 @@ func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
 	}
 
 	for _, level := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All, consistency.Any} {
-		_, err := c.coord.Put(ctx, "app", []byte("k"), []byte("skewed-"+level.String()), level)
+		_, err := c.coord.Put(ctx, "app", []byte("k"), []byte("skewed-"+level.String()), 0, level)
 		if coord.Classify(err) != coord.ClassUnavailable || !errors.Is(err, clockguard.ErrClockOffset) || !strings.Contains(err.Error(), "ahead of its peers") {
 			t.Errorf("put at %v through the skewed node: %v; want unavailable for its clock", level, err)
 		}
@@ -90,7 +90,7 @@ func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
 	// The skewed node still serves as a replica: a correct node's write reaches it. ALL
 	// makes c's acknowledgement part of the write, so a read at ONE through c cannot
 	// race the third replica's copy.
-	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("after"), consistency.All); err != nil {
+	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("after"), 0, consistency.All); err != nil {
 		t.Fatalf("put through a correct node: %v", err)
 	}
 	for _, level := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All} {
@@ -142,7 +142,7 @@ func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
 	if _, err := adminOf(t, c).SetFaults(ctx, &kurav1.Faults{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.coord.Put(ctx, "app", []byte("k"), []byte("healed"), consistency.All); err != nil {
+	if _, err := c.coord.Put(ctx, "app", []byte("k"), []byte("healed"), 0, consistency.All); err != nil {
 		t.Errorf("put through c once its clock is back: %v", err)
 	}
 }
@@ -161,10 +161,10 @@ func TestPartitionAndHeal(t *testing.T) {
 	waitUntil(t, "c sees a and b down", func() bool {
 		return !c.View().State("a").Reachable() && !c.View().State("b").Reachable()
 	})
-	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("v"), consistency.Quorum); err != nil {
+	if _, err := a.coord.Put(ctx, "app", []byte("k"), []byte("v"), 0, consistency.Quorum); err != nil {
 		t.Fatalf("put at QUORUM with c cut off: %v", err)
 	}
-	if _, err := a.coord.Put(ctx, "app", []byte("k2"), []byte("v"), consistency.All); coord.Classify(err) != coord.ClassUnavailable {
+	if _, err := a.coord.Put(ctx, "app", []byte("k2"), []byte("v"), 0, consistency.All); coord.Classify(err) != coord.ClassUnavailable {
 		t.Errorf("put at ALL with c cut off: %v, want unavailable", err)
 	}
 	if _, _, err := c.coord.Get(ctx, "app", []byte("k"), consistency.Quorum); coord.Classify(err) != coord.ClassUnavailable {

@@ -174,7 +174,7 @@ func checkServesEveryPort(ctx context.Context, t *testing.T, n, peer *Node, kv k
 	if err != nil || !bytes.Contains(answer, []byte(n.ID())) {
 		t.Errorf("whois over a new internode connection: %q, %v", answer, err)
 	}
-	if _, err := peer.Coordinator().Put(ctx, "default", []byte("after-internode"), []byte("via "+peer.ID()), consistency.All); err != nil {
+	if _, err := peer.Coordinator().Put(ctx, "default", []byte("after-internode"), []byte("via "+peer.ID()), 0, consistency.All); err != nil {
 		t.Errorf("write at ALL coordinated by %s: %v", peer.ID(), err)
 	}
 	acked["after-internode"] = "via " + peer.ID()

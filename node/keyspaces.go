@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
@@ -56,7 +57,34 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 		return err
 	}
 	n.gossip.schemaChanged()
-	payload, err := proto.Marshal(schemaUpdate(compiled))
+	return n.announce(ctx, compiled)
+}
+
+// Truncate truncates keyspace name (Redis's FLUSHDB): every value written until now
+// reads as absent from then on, and each replica drops such values from its disk in the
+// background. The truncation is a timestamp, stamped by the clock that stamps writes
+// (refused as unavailable when this node's clock is off), recorded in the keyspace's
+// definition and announced to every live node as CreateKeyspace does; each node that
+// learns it moves its clock past it, so that a write any of them coordinates after
+// Truncate returned is stamped later and survives.
+func (n *Node) Truncate(ctx context.Context, name string) (hlc.Timestamp, error) {
+	ts, err := n.guard.Stamp()
+	if err != nil {
+		return 0, fmt.Errorf("%w: truncate keyspace %s: %w", coord.ErrUnavailable, name, err)
+	}
+	ks, err := n.catalog.Truncate(name, ts)
+	if err != nil {
+		return 0, err
+	}
+	n.gossip.schemaChanged()
+	n.learnedTruncation(ks.TruncatedAt)
+	return ts, n.announce(ctx, ks)
+}
+
+// announce sends ks's definition to every live node and waits for them; a node that
+// misses it notices the gossiped schema digest and pulls the catalog.
+func (n *Node) announce(ctx context.Context, ks schema.Keyspace) error {
+	payload, err := proto.Marshal(schemaUpdate(ks))
 	if err != nil {
 		return err
 	}
@@ -79,6 +107,46 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 	return nil
 }
 
+// learnedTruncation moves this node's clock past a truncation it learned, so the writes
+// it coordinates from now on are not hidden by it, and wakes the loop that drops the
+// truncated records.
+func (n *Node) learnedTruncation(at hlc.Timestamp) {
+	if err := n.guard.Observe(at); err != nil {
+		n.log.Warn("truncation ahead of the cluster's clock", "truncated_at", at, "err", err)
+	}
+	select {
+	case n.truncated <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// dropTruncatedLoop removes from this node's disk the records hidden by the truncations
+// the catalog learns while the node runs, each keyspace's once per truncation; those of
+// truncations learned before the node started are left to the hourly garbage collection.
+func (n *Node) dropTruncatedLoop() {
+	defer n.wg.Done()
+	dropped := n.catalog.Truncations()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.truncated:
+		}
+		for ks, at := range n.catalog.Truncations() {
+			if at <= dropped[ks] {
+				continue
+			}
+			removed, err := n.engine.Truncate(ks, at)
+			if err != nil {
+				n.log.Warn("drop truncated records", "keyspace", ks, "err", err)
+				continue
+			}
+			dropped[ks] = at
+			n.log.Info("dropped truncated records", "keyspace", ks, "truncated_at", at, "removed", removed)
+		}
+	}
+}
+
 // Keyspaces lists the keyspaces this node knows.
 func (n *Node) Keyspaces() []schema.Keyspace { return n.catalog.List() }
 
@@ -96,15 +164,20 @@ func (n *Node) applySchemaUpdate(payload []byte) error {
 func (n *Node) applySchema(update *kurav1.SchemaUpdate) error {
 	ks := keyspaceFromProto(update.GetKeyspace())
 	ks.Timestamp = hlc.Timestamp(update.GetTimestamp())
+	ks.TruncatedAt = hlc.Timestamp(update.GetTruncatedAt())
+	before, _ := n.catalog.Get(ks.Name)
 	changed, err := n.catalog.Apply(ks)
 	if changed {
 		n.gossip.schemaChanged()
+		if after, _ := n.catalog.Get(ks.Name); after.TruncatedAt > before.TruncatedAt {
+			n.learnedTruncation(after.TruncatedAt)
+		}
 	}
 	return err
 }
 
 func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
-	return &kurav1.SchemaUpdate{Keyspace: keyspaceProto(ks), Timestamp: uint64(ks.Timestamp)}
+	return &kurav1.SchemaUpdate{Keyspace: keyspaceProto(ks), Timestamp: uint64(ks.Timestamp), TruncatedAt: uint64(ks.TruncatedAt)}
 }
 
 func keyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {

@@ -51,7 +51,7 @@ func TestErasureCodedKeyspaceThroughTheClientAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	value, found, err := cl.Get(ctx, "coded", []byte("k"), consistency.One)
-	if err != nil || !found || string(value) != "rebuilt from chunks" {
-		t.Fatalf("get = %q, %v, %v", value, found, err)
+	if err != nil || !found || string(value.Value) != "rebuilt from chunks" {
+		t.Fatalf("get = %q, %v, %v", value.Value, found, err)
 	}
 }

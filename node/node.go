@@ -175,7 +175,9 @@ type Node struct {
 
 	stop  chan struct{}
 	ready chan struct{} // closed once open has built every part the handler uses
-	wg    sync.WaitGroup
+	// truncated wakes the loop that drops truncated records (dropTruncatedLoop).
+	truncated chan struct{}
+	wg        sync.WaitGroup
 }
 
 // Start opens the node's storage, starts listening and joins the cluster.
@@ -186,7 +188,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{}), ready: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{}), ready: make(chan struct{}), truncated: make(chan struct{}, 1)}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
@@ -203,6 +205,8 @@ func Start(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.loop(n.gossip.interval(), n.pingClocks) // once a gossip round
 	go n.loop(time.Hour, n.collectGarbage)
+	n.wg.Add(1)
+	go n.dropTruncatedLoop()
 	if n.dht != nil {
 		n.wg.Add(1)
 		go n.loop(dhtTick, n.dht.tick)
@@ -480,11 +484,12 @@ func (n *Node) replayHints(ctx context.Context) {
 	}
 }
 
+// collectGarbage runs the storage's collection on the clock reads compare expiry with.
 func (n *Node) collectGarbage(context.Context) {
-	if removed, err := n.engine.CollectGarbage(time.Now()); err != nil {
-		n.log.Warn("collect tombstones", "err", err)
-	} else if removed > 0 {
-		n.log.Info("collected tombstones", "removed", removed)
+	if collected, err := n.engine.CollectGarbage(n.guard.Now().WallTime(), n.catalog.Truncations()); err != nil {
+		n.log.Warn("collect garbage", "err", err)
+	} else if collected != (storage.Collected{}) {
+		n.log.Info("collected garbage", "expired", collected.Expired, "removed", collected.Removed)
 	}
 }
 

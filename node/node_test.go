@@ -82,10 +82,10 @@ func TestNodesJoinThroughSeedsAndShareKeyspaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a sees b down", func() bool { return !a.View().State("b").Reachable() })
-	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), consistency.All); err == nil {
+	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), 0, consistency.All); err == nil {
 		t.Fatal("ALL succeeded with a replica down")
 	}
-	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), consistency.Quorum); err != nil {
+	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), 0, consistency.Quorum); err != nil {
 		t.Fatalf("QUORUM with one of three replicas down: %v", err)
 	}
 }
@@ -104,8 +104,8 @@ func TestClientAPIErrorsCarryCodes(t *testing.T) {
 	if _, err := cl.Put(ctx, "app", []byte("k"), []byte("v"), consistency.One); err != nil {
 		t.Fatal(err)
 	}
-	if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v) != "v" {
-		t.Fatalf("Get = %q, %v, %v", v, found, err)
+	if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v.Value) != "v" {
+		t.Fatalf("Get = %q, %v, %v", v.Value, found, err)
 	}
 	tests := []struct {
 		name string

@@ -69,7 +69,7 @@ func TestDHTRoutingServesTheStore(t *testing.T) {
 			}
 			for i, k := range keys {
 				via := c.Nodes[i%len(c.Nodes)].Coordinator()
-				if _, err := via.Put(ctx, "app", k, k, consistency.Quorum); err != nil {
+				if _, err := via.Put(ctx, "app", k, k, 0, consistency.Quorum); err != nil {
 					t.Fatalf("put %s: %v", k, err)
 				}
 				other := c.Nodes[(i+4)%len(c.Nodes)].Coordinator()

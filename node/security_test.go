@@ -154,7 +154,7 @@ func TestNodesWithCertificatesReplicate(t *testing.T) {
 	}
 	waitUntil(t, "b knows the keyspace", func() bool { _, err := b.Keyspace("app"); return err == nil })
 	// At ALL the write is acknowledged only once b stored it, over TLS.
-	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), consistency.All); err != nil {
+	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), 0, consistency.All); err != nil {
 		t.Fatal(err)
 	}
 	if rec, found, err := b.Coordinator().Get(ctx, "app", []byte("k"), consistency.All); err != nil || !found || string(rec.Value) != "v" {

@@ -71,7 +71,7 @@ func TestTreeDigestLocalAndRemoteAgree(t *testing.T) {
 	if _, err := engine.ApplyBatch("ks", recs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.CollectGarbage(now); err != nil {
+	if _, err := engine.CollectGarbage(now, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -50,20 +50,28 @@ func FromProto(r *kurav1.Record) lww.Record {
 
 // A chunk_read answer is a status byte, then what the status announces.
 const (
-	chunkAbsent    byte = iota + 1 // nothing follows: no record under the chunk key
-	chunkTombstone                 // the delete's timestamp follows, u64 big endian
-	chunkStored                    // the stored chunk follows, header and shard as written
+	chunkAbsent         byte = iota + 1 // nothing follows: no record under the chunk key
+	chunkTombstone                      // the delete's timestamp follows, u64 big endian, then its expiry if it has one
+	chunkStored                         // the stored chunk follows, header and shard as written
+	chunkStoredExpiring                 // the chunk's expiry follows, u64 big endian, then the chunk as for chunkStored
 )
 
 // encodeChunkAnswer is the replica's answer to a chunk_read for what its engine holds.
 // A stored chunk is sent as it is: its header carries the write's timestamp, the code,
-// the index, the length and a checksum, so the record around it adds nothing.
+// the index, the length and a checksum, so the record around it adds nothing but the
+// expiry of an expiring value.
 func encodeChunkAnswer(rec lww.Record, found bool) []byte {
 	switch {
 	case !found:
 		return []byte{chunkAbsent}
 	case rec.Tombstone:
-		return binary.BigEndian.AppendUint64([]byte{chunkTombstone}, uint64(rec.Timestamp))
+		answer := binary.BigEndian.AppendUint64([]byte{chunkTombstone}, uint64(rec.Timestamp))
+		if rec.ExpiresAt != 0 {
+			answer = binary.BigEndian.AppendUint64(answer, uint64(rec.ExpiresAt))
+		}
+		return answer
+	case rec.ExpiresAt != 0:
+		return append(binary.BigEndian.AppendUint64([]byte{chunkStoredExpiring}, uint64(rec.ExpiresAt)), rec.Value...)
 	}
 	return append([]byte{chunkStored}, rec.Value...)
 }
@@ -82,12 +90,21 @@ func decodeChunkAnswer(key, answer []byte) (lww.Record, bool, error) {
 			return lww.Record{}, false, nil
 		}
 	case chunkTombstone:
-		if len(body) == 8 {
-			return lww.Record{Key: key, Tombstone: true, Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(body))}, true, nil
+		if len(body) == 8 || len(body) == 16 && binary.BigEndian.Uint64(body[8:]) != 0 {
+			rec := lww.Record{Key: key, Tombstone: true, Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(body))}
+			if len(body) == 16 {
+				rec.ExpiresAt = hlc.Timestamp(binary.BigEndian.Uint64(body[8:]))
+			}
+			return rec, true, nil
 		}
 	case chunkStored:
 		timestamp, _ := erasure.HeaderTimestamp(body)
 		return lww.Record{Key: key, Value: body, Timestamp: hlc.Timestamp(timestamp)}, true, nil
+	case chunkStoredExpiring:
+		if len(body) >= 8 && binary.BigEndian.Uint64(body) != 0 {
+			timestamp, _ := erasure.HeaderTimestamp(body[8:])
+			return lww.Record{Key: key, Value: body[8:], Timestamp: hlc.Timestamp(timestamp), ExpiresAt: hlc.Timestamp(binary.BigEndian.Uint64(body))}, true, nil
+		}
 	}
 	return lww.Record{}, false, fmt.Errorf("malformed chunk_read answer: status %d with %d bytes", answer[0], len(body))
 }

@@ -20,6 +20,8 @@ func TestChunkAnswerCarriesTheStoredChunkAlone(t *testing.T) {
 	}
 	chunk := lww.Record{Key: key, Value: chunks[2], Timestamp: 20}
 	tombstone := lww.Record{Key: key, Tombstone: true, Timestamp: 30}
+	expiringChunk := lww.Record{Key: key, Value: chunks[2], Timestamp: 20, ExpiresAt: 40}
+	expiredTombstone := lww.Record{Key: key, Tombstone: true, Timestamp: 30, ExpiresAt: 40}
 	tests := []struct {
 		name        string
 		rec         lww.Record
@@ -29,6 +31,8 @@ func TestChunkAnswerCarriesTheStoredChunkAlone(t *testing.T) {
 		{"absent", lww.Record{}, false, 1},
 		{"tombstone: its timestamp", tombstone, true, 1 + 8},
 		{"chunk: status byte and the chunk", chunk, true, 1 + len(chunk.Value)},
+		{"expiring chunk: its expiry too", expiringChunk, true, 1 + 8 + len(chunk.Value)},
+		{"expired tombstone: its timestamp and expiry", expiredTombstone, true, 1 + 8 + 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,12 +44,18 @@ func TestChunkAnswerCarriesTheStoredChunkAlone(t *testing.T) {
 			if err != nil || found != tt.found {
 				t.Fatalf("decode = found %v, %v; want found %v", found, err, tt.found)
 			}
-			if found && (!bytes.Equal(rec.Key, key) || !bytes.Equal(rec.Value, tt.rec.Value) || rec.Timestamp != tt.rec.Timestamp || rec.Tombstone != tt.rec.Tombstone) {
+			if found && (!bytes.Equal(rec.Key, key) || !bytes.Equal(rec.Value, tt.rec.Value) || rec.Timestamp != tt.rec.Timestamp || rec.Tombstone != tt.rec.Tombstone || rec.ExpiresAt != tt.rec.ExpiresAt) {
 				t.Fatalf("decoded %+v, want %+v", rec, tt.rec)
 			}
 		})
 	}
-	for _, malformed := range [][]byte{nil, {chunkAbsent, 0}, {chunkTombstone, 1, 2, 3}, {chunkStored + 1}} {
+	malformedAnswers := [][]byte{nil, {chunkAbsent, 0}, {chunkTombstone, 1, 2, 3}, {chunkStoredExpiring + 1},
+		{chunkStoredExpiring, 1, 2, 3},                      // shorter than its expiry
+		{chunkStoredExpiring, 0, 0, 0, 0, 0, 0, 0, 0},       // a zero expiry
+		append([]byte{chunkTombstone}, make([]byte, 16)...), // a zero expiry
+		append([]byte{chunkTombstone}, make([]byte, 12)...), // neither a timestamp nor both
+	}
+	for _, malformed := range malformedAnswers {
 		if _, _, err := decodeChunkAnswer(key, malformed); err == nil {
 			t.Errorf("decodeChunkAnswer(%v) accepted a malformed answer", malformed)
 		}

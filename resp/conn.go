@@ -109,7 +109,7 @@ func (c *conn) get(key []byte) (lww.Record, bool, error) {
 
 func (c *conn) put(key, value []byte) error {
 	start := time.Now()
-	_, err := c.s.cfg.Backend.Put(c.ctx(), c.keyspace, key, value, c.level)
+	_, err := c.s.cfg.Backend.Put(c.ctx(), c.keyspace, key, value, 0, c.level) // 0: never expires
 	c.observe("put", start, err)
 	return err
 }

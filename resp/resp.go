@@ -26,7 +26,7 @@ import (
 type Backend interface {
 	// Get, Put, Delete and Scan are the coordinator's operations (coord.Coordinator).
 	Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error)
-	Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error)
+	Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error)
 	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
 	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error)
 	// Keyspace returns a keyspace's definition, or an error wrapping schema.ErrNoKeyspace.

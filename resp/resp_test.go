@@ -58,12 +58,16 @@ func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl con
 	return lww.Record{Key: key, Value: v}, ok, nil
 }
 
-func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte, cl consistency.Level) (hlc.Timestamp, error) {
+func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ks, err := f.record("put", keyspace, cl)
 	if err != nil {
 		return 0, err
+	}
+	if expiresAt != 0 {
+		// The fake keeps values only: a command that sets an expiry needs it modelled.
+		return 0, fmt.Errorf("fakeBackend: put of %q with an expiry, which the fake does not model", key)
 	}
 	if string(key) == "broken" {
 		return 0, errBroken

@@ -5,6 +5,7 @@
 package schema
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/kuradb/kura/lww"
@@ -32,6 +33,12 @@ type Keyspace struct {
 	// is exactly that placement. The zero value means a replicated keyspace.
 	Erasure   Erasure
 	Timestamp hlc.Timestamp
+	// TruncatedAt is the keyspace's last truncation (Redis's FLUSHDB): every record
+	// written at or before it reads as absent, and each replica removes such records in
+	// its own time. Zero means never truncated. It merges apart from the rest of the
+	// definition: the later truncation wins, whichever definition does, so a truncation
+	// is never lost to a concurrent change of the definition.
+	TruncatedAt hlc.Timestamp
 
 	strategy    ring.Strategy
 	partitioner ring.Partitioner
@@ -170,8 +177,9 @@ func Open(engine *storage.Engine) (*Catalog, error) {
 	return c, nil
 }
 
-// Apply merges a definition: it replaces the stored one when its timestamp is newer and
-// is persisted before Apply returns. It reports whether the catalog changed.
+// Apply merges a definition: it replaces the stored one when its timestamp is newer,
+// and the later of the two truncations is kept either way. The result is persisted
+// before Apply returns. It reports whether the catalog changed.
 func (c *Catalog) Apply(k Keyspace) (bool, error) {
 	k, err := k.Compile()
 	if err != nil {
@@ -179,10 +187,15 @@ func (c *Catalog) Apply(k Keyspace) (bool, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.keyspaces[k.Name]; ok && !lww.Newer(encode(k), encode(old)) {
-		// Of two definitions with one timestamp (two nodes whose implicit defaults
-		// differ) both nodes keep the same one, as replicas keep the same record.
-		return false, nil
+	if old, ok := c.keyspaces[k.Name]; ok {
+		truncatedAt := max(old.TruncatedAt, k.TruncatedAt)
+		if !newerDefinition(k, old) {
+			k = old
+		}
+		k.TruncatedAt = truncatedAt
+		if k.Timestamp == old.Timestamp && bytes.Equal(encode(k).Value, encode(old).Value) {
+			return false, nil
+		}
 	}
 	if _, err := c.engine.Apply(catalogKeyspace, encode(k)); err != nil {
 		return false, fmt.Errorf("store keyspace %s: %w", k.Name, err)
@@ -205,6 +218,43 @@ func (c *Catalog) EnsureDefault(replication string) error {
 		return fmt.Errorf("define the default keyspace: %w", err)
 	}
 	return nil
+}
+
+// Truncate records a truncation of keyspace name at truncatedAt (merged as Apply does)
+// and returns the definition as it is now, or an error wrapping ErrNoKeyspace.
+func (c *Catalog) Truncate(name string, truncatedAt hlc.Timestamp) (Keyspace, error) {
+	k, err := c.Get(name)
+	if err != nil {
+		return Keyspace{}, err
+	}
+	k.TruncatedAt = truncatedAt
+	if _, err := c.Apply(k); err != nil {
+		return Keyspace{}, err
+	}
+	return c.Get(name)
+}
+
+// Truncations returns the truncation of every keyspace that has one, by name: what
+// storage.Engine.CollectGarbage removes.
+func (c *Catalog) Truncations() map[string]hlc.Timestamp {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]hlc.Timestamp{}
+	for name, k := range c.keyspaces {
+		if k.TruncatedAt != 0 {
+			out[name] = k.TruncatedAt
+		}
+	}
+	return out
+}
+
+// newerDefinition reports whether a's definition replaces b's, truncations aside (they
+// merge by max): the later timestamp wins, and of two with one timestamp (two nodes
+// whose implicit defaults differ) every node keeps the same one, as replicas keep the
+// same record.
+func newerDefinition(a, b Keyspace) bool {
+	a.TruncatedAt, b.TruncatedAt = 0, 0
+	return lww.Newer(encode(a), encode(b))
 }
 
 // Get returns a compiled keyspace, or an error wrapping ErrNoKeyspace.
@@ -236,32 +286,50 @@ func (c *Catalog) Digest() uint64 {
 	h := fnv.New64a()
 	for _, k := range c.List() {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00", k.Name, k.Replication, k.Partitioner, k.Erasure, k.Timestamp)
+		if k.TruncatedAt != 0 {
+			fmt.Fprintf(h, "%d\x00", k.TruncatedAt)
+		}
 	}
 	return h.Sum64()
 }
 
 // The catalog stores a keyspace as key = name, value = "replication\x00partitioner",
 // followed by "\x00M,K" for an erasure-coded keyspace (entries written before erasure
-// coding existed have two fields and read as replicated).
+// coding existed have two fields and read as replicated), and by "\x00" then the
+// truncation as 16 hex digits for a truncated one (the erasure field then present,
+// empty for a replicated keyspace). The record's timestamp is the definition's; a later
+// truncation of the same definition writes a value that extends the stored one or
+// differs in its larger, fixed-width hex digits, so the engine's tie-break on equal
+// timestamps (the larger value wins) keeps the later truncation.
 func encode(k Keyspace) lww.Record {
 	value := k.Replication + "\x00" + k.Partitioner
-	if k.Erasure.Enabled() {
+	if k.Erasure.Enabled() || k.TruncatedAt != 0 {
 		value += "\x00" + k.Erasure.String()
+	}
+	if k.TruncatedAt != 0 {
+		value += fmt.Sprintf("\x00%016x", uint64(k.TruncatedAt))
 	}
 	return lww.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
 }
 
 func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
-	if len(fields) != 2 && len(fields) != 3 {
+	if len(fields) < 2 || len(fields) > 4 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
 	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp}
-	if len(fields) == 3 {
+	if len(fields) >= 3 {
 		var err error
 		if k.Erasure, err = ParseErasure(fields[2]); err != nil {
 			return Keyspace{}, err
 		}
+	}
+	if len(fields) == 4 {
+		truncatedAt, err := strconv.ParseUint(fields[3], 16, 64)
+		if err != nil || len(fields[3]) != 16 {
+			return Keyspace{}, fmt.Errorf("keyspace %q: malformed truncation %q in the catalog", r.Key, fields[3])
+		}
+		k.TruncatedAt = hlc.Timestamp(truncatedAt)
 	}
 	return k.Compile()
 }

@@ -2,9 +2,12 @@ package schema
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/storage"
 )
 
@@ -231,5 +234,77 @@ func TestDefaultKeyspaceIsImplicitAndYields(t *testing.T) {
 	}
 	if _, err := a.Apply(Keyspace{Name: DefaultKeyspace, Replication: "bad", Timestamp: ImplicitTimestamp}); err == nil {
 		t.Fatal("an invalid definition was accepted")
+	}
+}
+
+// TestTruncationMerges checks that the later truncation wins whichever definition does,
+// in any order, and survives a restart.
+func TestTruncationMerges(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Truncate("app", 5); !errors.Is(err, ErrNoKeyspace) {
+		t.Fatalf("Truncate of an unknown keyspace: err = %v, want ErrNoKeyspace", err)
+	}
+	mustApply := func(k Keyspace, wantChanged bool) {
+		t.Helper()
+		changed, err := c.Apply(k)
+		if err != nil || changed != wantChanged {
+			t.Fatalf("Apply(%+v) = %t, %v; want changed %t", k, changed, err, wantChanged)
+		}
+	}
+	mustApply(Keyspace{Name: "app", Replication: "simple=1", Timestamp: 10}, true)
+	mustApply(Keyspace{Name: "coded", Erasure: Erasure{M: 3, K: 2}, Timestamp: 10}, true)
+	before := c.Digest()
+	ks, err := c.Truncate("app", 15)
+	if err != nil || ks.TruncatedAt != 15 || ks.Timestamp != 10 {
+		t.Fatalf("Truncate(app, 15) = %+v, %v; want truncated at 15, definition of 10", ks, err)
+	}
+	if c.Digest() == before {
+		t.Error("a truncation left the digest unchanged: peers would never pull it")
+	}
+	steps := []struct {
+		name        string
+		apply       Keyspace
+		wantChanged bool
+		want        string // replication@timestamp/truncatedAt
+	}{
+		{"an earlier truncation is ignored", Keyspace{Name: "app", Replication: "simple=1", Timestamp: 10, TruncatedAt: 12}, false, "simple=1@10/15"},
+		{"the same truncation is no change", Keyspace{Name: "app", Replication: "simple=1", Timestamp: 10, TruncatedAt: 15}, false, "simple=1@10/15"},
+		{"a newer definition keeps the truncation", Keyspace{Name: "app", Replication: "simple=2", Timestamp: 20}, true, "simple=2@20/15"},
+		{"a later truncation on an older definition", Keyspace{Name: "app", Replication: "simple=1", Timestamp: 10, TruncatedAt: 30}, true, "simple=2@20/30"},
+		{"a newer definition with an older truncation", Keyspace{Name: "app", Replication: "simple=3", Timestamp: 40, TruncatedAt: 25}, true, "simple=3@40/30"},
+		{"an erasure-coded keyspace truncated", Keyspace{Name: "coded", Erasure: Erasure{M: 3, K: 2}, Timestamp: 10, TruncatedAt: 0xabcdef}, true, "simple=1@10/11259375"},
+	}
+	describe := func(k Keyspace) string {
+		return fmt.Sprintf("%s@%d/%d", k.Replication, k.Timestamp, k.TruncatedAt)
+	}
+	for _, step := range steps {
+		mustApply(step.apply, step.wantChanged)
+		if ks, err := c.Get(step.apply.Name); err != nil || describe(ks) != step.want {
+			t.Errorf("%s: %s = %s, %v; want %s", step.name, step.apply.Name, describe(ks), err, step.want)
+		}
+	}
+	want := map[string]hlc.Timestamp{"app": 30, "coded": 0xabcdef}
+	if got := c.Truncations(); !maps.Equal(got, want) {
+		t.Errorf("Truncations() = %v, want %v", got, want)
+	}
+	digest := c.Digest()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir)
+	defer e.Close()
+	if c, err = Open(e); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Truncations(); !maps.Equal(got, want) || c.Digest() != digest {
+		t.Errorf("after reopen Truncations() = %v (digest changed: %t), want %v", got, c.Digest() != digest, want)
+	}
+	if ks, err := c.Get("coded"); err != nil || ks.Erasure != (Erasure{M: 3, K: 2}) {
+		t.Errorf("after reopen coded = %+v, %v; want erasure 3,2", ks, err)
 	}
 }

@@ -16,6 +16,15 @@ var ErrInvalidKeyspace = errors.New("storage: invalid keyspace")
 // keyspace is a prefix of another's range ("a\x00…" sorts apart from "ab\x00…").
 const keySeparator = 0x00
 
+// Pebble keys of the engine's own indexes start with internalKeyPrefix, followed by a
+// byte naming the index ('x': expiry). A record's key starts with its keyspace's name,
+// never empty, so no record key starts with 0x00, and a walk of every record starts at
+// firstRecordKey.
+const internalKeyPrefix = 0x00
+
+// firstRecordKey is the lowest possible record key: past every internal key.
+var firstRecordKey = []byte{internalKeyPrefix + 1}
+
 // validateKeyspace returns an error wrapping ErrInvalidKeyspace when ks cannot be encoded.
 func validateKeyspace(ks string) error {
 	if ks == "" {

@@ -29,28 +29,47 @@ func validateRecord(r lww.Record) error {
 	return nil
 }
 
-// On-disk value layout, version 1:
+// On-disk value layout. A record without an expiry is written in version 1:
 //
-//	byte 0      format version (valueVersion)
+//	byte 0      format version: 1
 //	byte 1      flags: bit 0 set for a tombstone; other bits must be zero
 //	bytes 2-9   hlc.Timestamp, big-endian uint64
 //	bytes 10-   the value bytes (none for a tombstone)
 //
-// The version byte lets a later format be read beside this one without a migration.
+// A record with an expiry (lww.Record.ExpiresAt set) is written in version 2, which adds
+// the deadline after the timestamp:
+//
+//	byte 0      format version: 2
+//	bytes 1-9   as version 1
+//	bytes 10-17 ExpiresAt, big-endian uint64, never zero
+//	bytes 18-   the value bytes (none for a tombstone)
+//
+// Records without an expiry keep the version 1 bytes, so data written before expiry
+// existed reads unchanged and each record has exactly one encoding.
 const (
-	valueVersion    = 1
-	flagTombstone   = 1 << 0
-	valueHeaderSize = 10
+	valueVersion         = 1
+	valueVersionExpiring = 2
+	flagTombstone        = 1 << 0
+	valueHeaderSize      = 10
+	expiringHeaderSize   = valueHeaderSize + 8
 )
 
-// encodeValue returns the on-disk form of r's timestamp, tombstone flag and value.
+// encodeValue returns the on-disk form of r's timestamp, tombstone flag, expiry and value.
 func encodeValue(r lww.Record) []byte {
-	encoded := make([]byte, valueHeaderSize, valueHeaderSize+len(r.Value))
+	size := valueHeaderSize
+	if r.ExpiresAt != 0 {
+		size = expiringHeaderSize
+	}
+	encoded := make([]byte, valueHeaderSize, size+len(r.Value))
 	encoded[0] = valueVersion
 	if r.Tombstone {
 		encoded[1] = flagTombstone
 	}
 	binary.BigEndian.PutUint64(encoded[2:valueHeaderSize], uint64(r.Timestamp))
+	if r.ExpiresAt != 0 {
+		encoded[0] = valueVersionExpiring
+		encoded = binary.BigEndian.AppendUint64(encoded, uint64(r.ExpiresAt))
+	}
 	return append(encoded, r.Value...)
 }
 
@@ -61,7 +80,15 @@ func decodeValue(key, encoded []byte) (lww.Record, error) {
 	if len(encoded) < valueHeaderSize {
 		return lww.Record{}, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, key, len(encoded), valueHeaderSize)
 	}
-	if encoded[0] != valueVersion {
+	headerSize := valueHeaderSize
+	switch encoded[0] {
+	case valueVersion:
+	case valueVersionExpiring:
+		headerSize = expiringHeaderSize
+		if len(encoded) < headerSize {
+			return lww.Record{}, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header of version %d", ErrCorrupt, key, len(encoded), headerSize, valueVersionExpiring)
+		}
+	default:
 		return lww.Record{}, fmt.Errorf("%w: key %q: unknown value format version %d", ErrCorrupt, key, encoded[0])
 	}
 	flags := encoded[1]
@@ -73,7 +100,15 @@ func decodeValue(key, encoded []byte) (lww.Record, error) {
 		Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(encoded[2:valueHeaderSize])),
 		Tombstone: flags&flagTombstone != 0,
 	}
-	if value := encoded[valueHeaderSize:]; len(value) > 0 {
+	if headerSize == expiringHeaderSize {
+		r.ExpiresAt = hlc.Timestamp(binary.BigEndian.Uint64(encoded[valueHeaderSize:headerSize]))
+		if r.ExpiresAt == 0 {
+			// Version 2 exists for a deadline: a zero one would be a second encoding of
+			// a version 1 record.
+			return lww.Record{}, fmt.Errorf("%w: key %q: version %d value has no expiry", ErrCorrupt, key, valueVersionExpiring)
+		}
+	}
+	if value := encoded[headerSize:]; len(value) > 0 {
 		if r.Tombstone {
 			return lww.Record{}, fmt.Errorf("%w: key %q: tombstone carries a %d-byte value", ErrCorrupt, key, len(value))
 		}

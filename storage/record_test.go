@@ -39,6 +39,10 @@ func TestValueRoundTrip(t *testing.T) {
 		{"binary value", lww.Record{Key: []byte{0, 0xff}, Value: []byte{0, 1, 0xff}, Timestamp: 1}},
 		{"empty value", lww.Record{Key: []byte("k"), Timestamp: 2}},
 		{"tombstone", lww.Record{Key: []byte("k"), Timestamp: 3, Tombstone: true}},
+		{"expiring value", lww.Record{Key: []byte("k"), Value: []byte("hello"), Timestamp: 4, ExpiresAt: 0xfedcba9876543210}},
+		{"expiring empty value", lww.Record{Key: []byte("k"), Timestamp: 5, ExpiresAt: 1}},
+		{"expired value rewritten as tombstone", lww.Record{Key: []byte("k"), Timestamp: 6, Tombstone: true, ExpiresAt: 7}},
+		{"deadline before the write", lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 9, ExpiresAt: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +52,7 @@ func TestValueRoundTrip(t *testing.T) {
 				t.Fatalf("decodeValue: %v", err)
 			}
 			if !bytes.Equal(got.Key, tt.r.Key) || !bytes.Equal(got.Value, tt.r.Value) ||
-				got.Timestamp != tt.r.Timestamp || got.Tombstone != tt.r.Tombstone {
+				got.Timestamp != tt.r.Timestamp || got.Tombstone != tt.r.Tombstone || got.ExpiresAt != tt.r.ExpiresAt {
 				t.Errorf("round trip = %+v, want %+v", got, tt.r)
 			}
 			encoded[len(encoded)-1] ^= 0xff // the decoded record must not alias the input
@@ -59,15 +63,55 @@ func TestValueRoundTrip(t *testing.T) {
 	}
 }
 
+// TestValueEncodingVersions pins the bytes of both versions: a record without expiry
+// keeps version 1's layout, so values written before expiry existed decode unchanged,
+// and one with an expiry takes version 2, its deadline after the timestamp.
+func TestValueEncodingVersions(t *testing.T) {
+	tests := []struct {
+		name    string
+		r       lww.Record
+		encoded []byte
+	}{
+		{"version 1 value", lww.Record{Key: []byte("k"), Value: []byte("ab"), Timestamp: 0x0102},
+			[]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 2, 'a', 'b'}},
+		{"version 1 tombstone", lww.Record{Key: []byte("k"), Timestamp: 0x0102, Tombstone: true},
+			[]byte{1, 1, 0, 0, 0, 0, 0, 0, 1, 2}},
+		{"version 2 value", lww.Record{Key: []byte("k"), Value: []byte("ab"), Timestamp: 0x0102, ExpiresAt: 0x0304},
+			[]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 3, 4, 'a', 'b'}},
+		{"version 2 tombstone", lww.Record{Key: []byte("k"), Timestamp: 0x0102, Tombstone: true, ExpiresAt: 0x0304},
+			[]byte{2, 1, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 3, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := encodeValue(tt.r); !bytes.Equal(got, tt.encoded) {
+				t.Errorf("encodeValue = %x, want %x", got, tt.encoded)
+			}
+			got, err := decodeValue([]byte("k"), tt.encoded)
+			if err != nil {
+				t.Fatalf("decodeValue: %v", err)
+			}
+			if describe(got) != describe(tt.r) || got.ExpiresAt != tt.r.ExpiresAt {
+				t.Errorf("decodeValue = %+v, want %+v", got, tt.r)
+			}
+		})
+	}
+}
+
 func TestDecodeValueCorrupt(t *testing.T) {
 	valid := encodeValue(lww.Record{Value: []byte("v"), Timestamp: 9})
+	expiring := encodeValue(lww.Record{Value: []byte("v"), Timestamp: 9, ExpiresAt: 10})
 	tests := []struct {
 		name    string
 		encoded []byte
 	}{
 		{"nil", nil},
 		{"shorter than header", valid[:valueHeaderSize-1]},
-		{"unknown version", append([]byte{2}, valid[1:]...)},
+		{"unknown version", append([]byte{3}, valid[1:]...)},
+		{"version 2 shorter than its header", expiring[:expiringHeaderSize-1]},
+		{"version 2 without expiry", append([]byte{valueVersionExpiring}, valid[1:]...)},
+		{"version 2 with a zero expiry", append(append([]byte{valueVersionExpiring}, valid[1:valueHeaderSize]...), make([]byte, 8)...)},
+		{"version 2 tombstone with value", append([]byte{valueVersionExpiring, flagTombstone}, expiring[2:]...)},
+		{"version 2 unknown flag", append([]byte{valueVersionExpiring, 0x04}, expiring[2:]...)},
 		{"unknown flag", append([]byte{valueVersion, 0x02}, valid[2:]...)},
 		{"tombstone with value", append([]byte{valueVersion, flagTombstone}, valid[2:]...)},
 	}
@@ -89,7 +133,10 @@ func TestDecodeValueCorrupt(t *testing.T) {
 func FuzzDecodeValue(f *testing.F) {
 	f.Add(encodeValue(lww.Record{Value: []byte("v"), Timestamp: 9}))
 	f.Add(encodeValue(lww.Record{Timestamp: 9, Tombstone: true}))
+	f.Add(encodeValue(lww.Record{Value: []byte("v"), Timestamp: 9, ExpiresAt: 10}))
+	f.Add(encodeValue(lww.Record{Timestamp: 9, Tombstone: true, ExpiresAt: 10}))
 	f.Add([]byte{valueVersion})
+	f.Add([]byte{valueVersionExpiring})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, encoded []byte) {
 		r, err := decodeValue([]byte("k"), encoded)

@@ -233,6 +233,11 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 		if err := batch.Set(keys[i], encodeValue(r), nil); err != nil {
 			return 0, fmt.Errorf("storage: apply key %q to keyspace %q: %w", r.Key, ks, err)
 		}
+		if r.ExpiresAt != 0 {
+			if err := batch.Set(expiryIndexKey(r.ExpiresAt, keys[i]), expiryIndexValue(r.ExpiresAt), nil); err != nil {
+				return 0, fmt.Errorf("storage: index the expiry of key %q of keyspace %q: %w", r.Key, ks, err)
+			}
+		}
 		applied++
 	}
 	if applied == 0 {
@@ -245,7 +250,8 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 }
 
 // Get returns the record stored for key in keyspace ks. A tombstone is returned as
-// found with r.Tombstone set, so callers can reconcile it against other replicas.
+// found with r.Tombstone set, and an expired record as it is, so callers can reconcile
+// them against other replicas: both shadow older values.
 func (e *Engine) Get(ks string, key []byte) (r lww.Record, found bool, err error) {
 	if err := validateKeyspace(ks); err != nil {
 		return lww.Record{}, false, err
@@ -263,9 +269,9 @@ func (e *Engine) Get(ks string, key []byte) (r lww.Record, found bool, err error
 
 // Scan returns, in key order, the records of keyspace ks with start <= key < end; a
 // nil start means from the first key of ks, a nil end up to its last. Tombstones are
-// included only when withTombstones. When filter is non-nil only keys it accepts are
-// returned; the key passed to it is valid only during the call. At most limit records
-// are returned, all when limit <= 0.
+// included only when withTombstones; expired records are included as they are. When
+// filter is non-nil only keys it accepts are returned; the key passed to it is valid
+// only during the call. At most limit records are returned, all when limit <= 0.
 func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error) {
 	if err := validateKeyspace(ks); err != nil {
 		return nil, err
@@ -331,42 +337,102 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	return nil
 }
 
-// CollectGarbage physically removes, from every keyspace, the tombstones whose
-// timestamp is older than now minus the tombstone grace, and returns how many it
-// removed. A tombstone overwritten while collection runs is left alone. Once done, it
-// raises the watermark of every keyspace it walked (see TombstoneWatermark), so that a repair
-// never brings back a value whose tombstone it removed.
-func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
+// Collected is what one CollectGarbage did.
+type Collected struct {
+	// Expired counts the expired values rewritten as tombstones (their space returns).
+	Expired int
+	// Removed counts the records removed physically: tombstones and expired records gone
+	// for longer than the tombstone grace, and truncated records.
+	Removed int
+}
+
+// CollectGarbage collects what no replica needs any more, in every keyspace:
+//   - through the expiry index (no walk of the store), the records whose ExpiresAt has
+//     passed at now are rewritten as tombstones with the same timestamp;
+//   - tombstones, and records whose ExpiresAt passed, are removed physically once they
+//     have been gone for longer than the tombstone grace;
+//   - the records of each keyspace named in truncations written at or before its
+//     truncation are removed physically (see Truncate).
+//
+// A record overwritten while collection runs is left alone. Once done, it raises the
+// watermark of every keyspace it walked (see TombstoneWatermark), so that a repair never
+// brings back a value whose tombstone, or expired successor, it removed.
+func (e *Engine) CollectGarbage(now time.Time, truncations map[string]hlc.Timestamp) (Collected, error) {
 	if err := e.enter(); err != nil {
-		return 0, err
+		return Collected{}, err
 	}
 	defer e.closeMu.RUnlock()
 
 	cutoff := hlc.FromTime(now.Add(-e.tombstoneGrace))
-	iter, err := e.db.NewIter(nil)
+	grace := hlc.FromTime(time.UnixMilli(e.tombstoneGrace.Milliseconds()))
+	expired, removedExpired, walked, err := e.collectExpired(hlc.FromTime(now), cutoff, grace)
 	if err != nil {
-		return 0, fmt.Errorf("storage: collect garbage: %w", err)
+		return Collected{Expired: expired, Removed: removedExpired}, fmt.Errorf("storage: collect expired records: %w", err)
 	}
-	// Expired tombstones are removed in chunks while the iterator, a consistent view,
-	// moves on; each chunk is re-checked under its locks.
+	removed, met, err := e.sweep(firstRecordKey, nil, func(ks string, r lww.Record) bool {
+		return goneBefore(r, cutoff) || r.Timestamp <= truncations[ks]
+	})
+	collected := Collected{Expired: expired, Removed: removedExpired + removed}
+	if err != nil {
+		return collected, fmt.Errorf("storage: collect garbage: %w", err)
+	}
+	for _, ks := range met {
+		walked[ks] = true
+	}
+	if err := e.raiseWatermarks(walked, cutoff); err != nil {
+		return collected, fmt.Errorf("storage: collect garbage: %w", err)
+	}
+	e.logger.Debug("storage: collected garbage", "expired", collected.Expired, "removed", collected.Removed, "cutoff", cutoff)
+	return collected, nil
+}
+
+// Truncate removes physically every record of keyspace ks with a timestamp at or before
+// truncatedAt, and returns how many it removed: a keyspace's truncation (a Redis
+// FLUSHDB), applied by one replica. Records written after it stay. The caller hides
+// the truncated records from reads until they are gone (schema.Keyspace.TruncatedAt).
+func (e *Engine) Truncate(ks string, truncatedAt hlc.Timestamp) (removed int, err error) {
+	if err := validateKeyspace(ks); err != nil {
+		return 0, err
+	}
+	if err := e.enter(); err != nil {
+		return 0, err
+	}
+	defer e.closeMu.RUnlock()
+	lower, upper := keyspaceBounds(ks)
+	removed, _, err = e.sweep(lower, upper, func(_ string, r lww.Record) bool { return r.Timestamp <= truncatedAt })
+	if err != nil {
+		return removed, fmt.Errorf("storage: truncate keyspace %q: %w", ks, err)
+	}
+	return removed, nil
+}
+
+// sweep walks the records in [lower, upper) (nil upper: to the end) and removes
+// physically those doomed reports, given each record's keyspace. It returns how many it
+// removed and the keyspaces it met, in order. The caller has entered the engine.
+func (e *Engine) sweep(lower, upper []byte, doomed func(ks string, r lww.Record) bool) (removed int, met []string, err error) {
+	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return 0, nil, err
+	}
+	// Doomed records are removed in chunks while the iterator, a consistent view, moves
+	// on; each chunk is re-checked under its locks.
 	var candidates [][]byte
 	removeCandidates := func() error {
-		n, err := e.removeExpiredTombstones(candidates, cutoff)
+		n, err := e.removeDoomed(candidates, doomed)
 		removed += n
 		candidates = candidates[:0]
 		return err
 	}
-	var walked []string // the keyspaces met, in order
 	for valid := iter.First(); valid && err == nil; valid = iter.Next() {
-		if len(walked) == 0 || !inKeyspace(iter.Key(), walked[len(walked)-1]) {
+		if len(met) == 0 || !inKeyspace(iter.Key(), met[len(met)-1]) {
 			var ks string
 			if ks, _, err = splitKey(iter.Key()); err != nil {
 				break
 			}
-			walked = append(walked, ks)
+			met = append(met, ks)
 		}
-		var expired bool
-		if expired, err = isExpiredTombstone(iter.Key(), iter.Value(), cutoff); expired {
+		var isDoomed bool
+		if isDoomed, err = isDoomedRecord(iter.Key(), iter.Value(), doomed); isDoomed {
 			candidates = append(candidates, bytes.Clone(iter.Key()))
 			if len(candidates) == gcChunkKeys {
 				err = removeCandidates()
@@ -376,19 +442,11 @@ func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
 	if err == nil && len(candidates) > 0 {
 		err = removeCandidates()
 	}
-	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
-		return removed, fmt.Errorf("storage: collect garbage: %w", err)
-	}
-	if err := e.raiseWatermarks(walked, cutoff); err != nil {
-		return removed, fmt.Errorf("storage: collect garbage: %w", err)
-	}
-	e.logger.Debug("storage: collected garbage", "tombstones_removed", removed, "cutoff", cutoff)
-	return removed, nil
+	return removed, met, errors.Join(err, iter.Error(), iter.Close())
 }
 
-// isExpiredTombstone reports whether the stored entry (encodedKey, encodedValue) is a
-// tombstone with a timestamp before cutoff.
-func isExpiredTombstone(encodedKey, encodedValue []byte, cutoff hlc.Timestamp) (bool, error) {
+// isDoomedRecord decodes the stored entry (encodedKey, encodedValue) and asks doomed.
+func isDoomedRecord(encodedKey, encodedValue []byte, doomed func(ks string, r lww.Record) bool) (bool, error) {
 	ks, userKey, err := splitKey(encodedKey)
 	if err != nil {
 		return false, err
@@ -397,12 +455,12 @@ func isExpiredTombstone(encodedKey, encodedValue []byte, cutoff hlc.Timestamp) (
 	if err != nil {
 		return false, fmt.Errorf("keyspace %q: %w", ks, err)
 	}
-	return r.Tombstone && r.Timestamp < cutoff, nil
+	return doomed(ks, r), nil
 }
 
-// removeExpiredTombstones deletes those of encodedKeys that still hold an expired
-// tombstone, checked under the stripe locks so a concurrent Apply is never undone.
-func (e *Engine) removeExpiredTombstones(encodedKeys [][]byte, cutoff hlc.Timestamp) (int, error) {
+// removeDoomed deletes those of encodedKeys whose record doomed still reports, checked
+// under the stripe locks so a concurrent Apply is never undone.
+func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed func(ks string, r lww.Record) bool) (int, error) {
 	unlock := e.lockKeys(encodedKeys)
 	defer unlock()
 	batch := e.db.NewBatch()
@@ -416,12 +474,12 @@ func (e *Engine) removeExpiredTombstones(encodedKeys [][]byte, cutoff hlc.Timest
 		if err != nil {
 			return 0, err
 		}
-		expired, err := isExpiredTombstone(key, value, cutoff)
+		isDoomed, err := isDoomedRecord(key, value, doomed)
 		closer.Close()
 		if err != nil {
 			return 0, err
 		}
-		if !expired {
+		if !isDoomed {
 			continue
 		}
 		if err := batch.Delete(key, nil); err != nil {

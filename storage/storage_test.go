@@ -50,6 +50,9 @@ func describe(rs ...lww.Record) string {
 		} else {
 			parts[i] = fmt.Sprintf("%s@%d=%s", r.Key, r.Timestamp, r.Value)
 		}
+		if r.ExpiresAt != 0 {
+			parts[i] += fmt.Sprintf("(expires %d)", r.ExpiresAt)
+		}
 	}
 	return strings.Join(parts, " ")
 }
@@ -344,12 +347,12 @@ func TestCollectGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	removed, err := e.CollectGarbage(now)
+	collected, err := e.CollectGarbage(now, nil)
 	if err != nil {
 		t.Fatalf("CollectGarbage: %v", err)
 	}
-	if want := 2 + len(many); removed != want {
-		t.Errorf("removed = %d, want %d", removed, want)
+	if want := (Collected{Removed: 2 + len(many)}); collected != want {
+		t.Errorf("collected = %+v, want %+v", collected, want)
 	}
 	tests := []struct {
 		ks, key   string
@@ -368,8 +371,8 @@ func TestCollectGarbage(t *testing.T) {
 			t.Errorf("after CollectGarbage: %s/%s found = %t, want %t", tt.ks, tt.key, found, tt.wantFound)
 		}
 	}
-	if removed, err := e.CollectGarbage(now); err != nil || removed != 0 {
-		t.Errorf("second CollectGarbage = %d, %v; want 0, nil", removed, err)
+	if collected, err := e.CollectGarbage(now, nil); err != nil || collected != (Collected{}) {
+		t.Errorf("second CollectGarbage = %+v, %v; want nothing, nil", collected, err)
 	}
 }
 
@@ -379,8 +382,8 @@ func TestCollectGarbageDefaultGrace(t *testing.T) {
 	mustApply(t, e, "ks",
 		del("eleven-days", hlc.FromTime(now.Add(-11*24*time.Hour))),
 		del("nine-days", hlc.FromTime(now.Add(-9*24*time.Hour))))
-	if removed, err := e.CollectGarbage(now); err != nil || removed != 1 {
-		t.Fatalf("CollectGarbage = %d, %v; want 1, nil", removed, err)
+	if collected, err := e.CollectGarbage(now, nil); err != nil || collected.Removed != 1 {
+		t.Fatalf("CollectGarbage = %+v, %v; want 1 removed, nil", collected, err)
 	}
 	if _, found := mustGet(t, e, "ks", "nine-days"); !found {
 		t.Errorf("tombstone within the default grace was collected")
@@ -447,7 +450,7 @@ func TestCorruptValueIsAnErrorNamingTheKey(t *testing.T) {
 		{"Get", func() error { _, _, err := e.Get("ks", []byte("bad-key")); return err }},
 		{"Scan", func() error { _, err := e.Scan("ks", nil, nil, 0, false, nil); return err }},
 		{"Apply", func() error { _, err := e.Apply("ks", put("bad-key", "v", 9)); return err }},
-		{"CollectGarbage", func() error { _, err := e.CollectGarbage(time.Now()); return err }},
+		{"CollectGarbage", func() error { _, err := e.CollectGarbage(time.Now(), nil); return err }},
 	}
 	for _, c := range calls {
 		err := c.call()
@@ -474,7 +477,7 @@ func TestClosedEngineReturnsErrClosed(t *testing.T) {
 		{"Get", func() error { _, _, err := e.Get("ks", []byte("k")); return err }},
 		{"Scan", func() error { _, err := e.Scan("ks", nil, nil, 0, false, nil); return err }},
 		{"Remove", func() error { return e.Remove("ks", []byte("k")) }},
-		{"CollectGarbage", func() error { _, err := e.CollectGarbage(time.Now()); return err }},
+		{"CollectGarbage", func() error { _, err := e.CollectGarbage(time.Now(), nil); return err }},
 		{"DropKeyspace", func() error { return e.DropKeyspace("ks") }},
 	}
 	for _, c := range calls {

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
@@ -14,8 +16,8 @@ import (
 const watermarkKeyspace = "system_gc"
 
 // TombstoneWatermark returns the watermark of keyspace ks: CollectGarbage may have removed any
-// tombstone of ks with a timestamp at or below it, so a value at or below it that this
-// engine lacks may be one whose delete it has forgotten. Zero means no tombstone of ks
+// tombstone or expired record of ks with a timestamp at or below it, so a value at or
+// below it that this engine lacks may be one whose delete (or expiry) it has forgotten. Zero means no tombstone of ks
 // was ever collected here, as on a new or wiped node. The watermark is stored in the
 // engine, so it survives restarts.
 func (e *Engine) TombstoneWatermark(ks string) (hlc.Timestamp, error) {
@@ -26,20 +28,20 @@ func (e *Engine) TombstoneWatermark(ks string) (hlc.Timestamp, error) {
 	return r.Timestamp, nil
 }
 
-// raiseWatermarks records that every tombstone of the keyspaces walked older than cutoff
-// has been collected. The watermark is kept as a record's timestamp, so last writer wins
+// raiseWatermarks records that every tombstone and expired record of the keyspaces
+// walked gone before cutoff has been collected. The watermark is kept as a record's timestamp, so last writer wins
 // keeps the highest one even if two collections race. The caller has entered the engine.
-func (e *Engine) raiseWatermarks(walked []string, cutoff hlc.Timestamp) error {
+func (e *Engine) raiseWatermarks(walked map[string]bool, cutoff hlc.Timestamp) error {
 	if cutoff <= 1 {
 		return nil // nothing older than cutoff can exist: timestamps start at 1
 	}
 	var marks []lww.Record
 	var keys [][]byte
-	for _, ks := range walked {
+	for _, ks := range slices.Sorted(maps.Keys(walked)) {
 		if ks == watermarkKeyspace {
 			continue
 		}
-		// Collection removes tombstones strictly older than cutoff.
+		// Collection removes records gone strictly before cutoff, so written before it.
 		marks = append(marks, lww.Record{Key: []byte(ks), Timestamp: cutoff - 1})
 		keys = append(keys, encodeKey(watermarkKeyspace, []byte(ks)))
 	}

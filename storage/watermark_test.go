@@ -20,11 +20,11 @@ func TestTombstoneWatermark(t *testing.T) {
 	}
 	mustApply(t, e, "live", put("k", "v", hlc.FromTime(now)))
 	mustApply(t, e, "dead", del("k", hlc.FromTime(now.Add(-2*grace))))
-	if _, err := e.CollectGarbage(now); err != nil {
+	if _, err := e.CollectGarbage(now, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A later collection with an earlier clock must not lower a watermark.
-	if _, err := e.CollectGarbage(now.Add(-time.Minute)); err != nil {
+	if _, err := e.CollectGarbage(now.Add(-time.Minute), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {

@@ -528,6 +528,7 @@ type SchemaUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace      *Keyspace              `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
 	Timestamp     uint64                 `protobuf:"varint,2,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	TruncatedAt   uint64                 `protobuf:"varint,3,opt,name=truncated_at,json=truncatedAt,proto3" json:"truncated_at,omitempty"` // the keyspace's last truncation (0: never); merged by max
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -572,6 +573,13 @@ func (x *SchemaUpdate) GetKeyspace() *Keyspace {
 func (x *SchemaUpdate) GetTimestamp() uint64 {
 	if x != nil {
 		return x.Timestamp
+	}
+	return 0
+}
+
+func (x *SchemaUpdate) GetTruncatedAt() uint64 {
+	if x != nil {
+		return x.TruncatedAt
 	}
 	return 0
 }
@@ -860,10 +868,11 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x13ReplicaScanResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"I\n" +
 	"\x12SchemaPullResponse\x123\n" +
-	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"[\n" +
+	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"~\n" +
 	"\fSchemaUpdate\x12-\n" +
 	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\x12\x1c\n" +
-	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\"F\n" +
+	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\x12!\n" +
+	"\ftruncated_at\x18\x03 \x01(\x04R\vtruncatedAt\"F\n" +
 	"\x12StreamGainsRequest\x12\x16\n" +
 	"\x06moving\x18\x01 \x01(\tR\x06moving\x12\x18\n" +
 	"\aexclude\x18\x02 \x01(\bR\aexclude\"\x83\x01\n" +

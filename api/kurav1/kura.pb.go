@@ -92,13 +92,18 @@ func (Consistency) EnumDescriptor() ([]byte, []int) {
 }
 
 type PutRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
-	Consistency   Consistency            `protobuf:"varint,4,opt,name=consistency,proto3,enum=kura.v1.Consistency" json:"consistency,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace    string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Key         []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Value       []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Consistency Consistency            `protobuf:"varint,4,opt,name=consistency,proto3,enum=kura.v1.Consistency" json:"consistency,omitempty"`
+	// An expiry, at most one of the two (0: the value never expires). From its deadline on
+	// the value reads as absent everywhere, as if deleted; a deadline already past makes
+	// the put a delete. Negative values are invalid.
+	TtlMs           int64 `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`                                   // relative: the deadline is the node's clock plus ttl_ms
+	ExpiresAtUnixMs int64 `protobuf:"varint,6,opt,name=expires_at_unix_ms,json=expiresAtUnixMs,proto3" json:"expires_at_unix_ms,omitempty"` // absolute: milliseconds since the Unix epoch
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PutRequest) Reset() {
@@ -157,6 +162,20 @@ func (x *PutRequest) GetConsistency() Consistency {
 		return x.Consistency
 	}
 	return Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+func (x *PutRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *PutRequest) GetExpiresAtUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresAtUnixMs
+	}
+	return 0
 }
 
 type PutResponse struct {
@@ -264,12 +283,13 @@ func (x *GetRequest) GetConsistency() Consistency {
 }
 
 type GetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Timestamp     uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Found           bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Value           []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Timestamp       uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	ExpiresAtUnixMs int64                  `protobuf:"varint,4,opt,name=expires_at_unix_ms,json=expiresAtUnixMs,proto3" json:"expires_at_unix_ms,omitempty"` // when the value expires, ms since the Unix epoch; 0: never
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetResponse) Reset() {
@@ -319,6 +339,13 @@ func (x *GetResponse) GetValue() []byte {
 func (x *GetResponse) GetTimestamp() uint64 {
 	if x != nil {
 		return x.Timestamp
+	}
+	return 0
+}
+
+func (x *GetResponse) GetExpiresAtUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresAtUnixMs
 	}
 	return 0
 }
@@ -809,6 +836,94 @@ func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
 	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
 }
 
+type TruncateKeyspaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TruncateKeyspaceRequest) Reset() {
+	*x = TruncateKeyspaceRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateKeyspaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateKeyspaceRequest) ProtoMessage() {}
+
+func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
+func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TruncateKeyspaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type TruncateKeyspaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TruncatedAt   uint64                 `protobuf:"varint,1,opt,name=truncated_at,json=truncatedAt,proto3" json:"truncated_at,omitempty"` // the truncation's hybrid-logical-clock timestamp
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TruncateKeyspaceResponse) Reset() {
+	*x = TruncateKeyspaceResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateKeyspaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateKeyspaceResponse) ProtoMessage() {}
+
+func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
+func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
+	if x != nil {
+		return x.TruncatedAt
+	}
+	return 0
+}
+
 type ListKeyspacesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -817,7 +932,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +944,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +957,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
 }
 
 type ListKeyspacesResponse struct {
@@ -854,7 +969,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +981,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +994,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -898,7 +1013,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1025,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1038,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -941,7 +1056,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1068,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1081,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 type NodeStatus struct {
@@ -988,7 +1103,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1115,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1128,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -1105,7 +1220,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1232,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1245,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -1176,7 +1291,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1303,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1316,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -1260,7 +1375,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1387,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1400,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -1331,7 +1446,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1458,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1471,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 type RemoveNodeRequest struct {
@@ -1368,7 +1483,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1495,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1508,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -1418,7 +1533,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1545,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1558,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -1497,7 +1612,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1624,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1637,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -1542,7 +1657,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1669,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1682,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -1594,7 +1709,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1721,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1734,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -1661,7 +1776,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +1788,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1686,7 +1801,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -1809,7 +1924,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1936,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1949,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -1870,7 +1985,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +1997,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2010,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -1927,7 +2042,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2054,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2067,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 type LocalScanRequest struct {
@@ -1967,7 +2082,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +2094,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +2107,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -2029,15 +2144,16 @@ type LocalVersion struct {
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	Timestamp     uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`  // a tombstone
-	Replicas      []string               `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"` // the nodes this node places the key on (not pending ones)
+	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`                      // a tombstone
+	Replicas      []string               `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`                     // the nodes this node places the key on (not pending ones)
+	ExpiresAt     uint64                 `protobuf:"varint,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // the version's deadline (hybrid-logical-clock timestamp); 0: never
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2165,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2178,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2100,6 +2216,13 @@ func (x *LocalVersion) GetReplicas() []string {
 	return nil
 }
 
+func (x *LocalVersion) GetExpiresAt() uint64 {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return 0
+}
+
 type LocalScanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -2111,7 +2234,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2246,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2259,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -2164,24 +2287,27 @@ var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
-	"\x15api/kurav1/kura.proto\x12\akura.v1\"\x88\x01\n" +
+	"\x15api/kurav1/kura.proto\x12\akura.v1\"\xcc\x01\n" +
 	"\n" +
 	"PutRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x126\n" +
-	"\vconsistency\x18\x04 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\"+\n" +
+	"\vconsistency\x18\x04 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\x12\x15\n" +
+	"\x06ttl_ms\x18\x05 \x01(\x03R\x05ttlMs\x12+\n" +
+	"\x12expires_at_unix_ms\x18\x06 \x01(\x03R\x0fexpiresAtUnixMs\"+\n" +
 	"\vPutResponse\x12\x1c\n" +
 	"\ttimestamp\x18\x01 \x01(\x04R\ttimestamp\"r\n" +
 	"\n" +
 	"GetRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x126\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\"W\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\"\x84\x01\n" +
 	"\vGetResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
-	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\"u\n" +
+	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\x12+\n" +
+	"\x12expires_at_unix_ms\x18\x04 \x01(\x03R\x0fexpiresAtUnixMs\"u\n" +
 	"\rDeleteRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x126\n" +
@@ -2210,7 +2336,11 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x01k\x18\x02 \x01(\rR\x01k\"F\n" +
 	"\x15CreateKeyspaceRequest\x12-\n" +
 	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\"\x18\n" +
-	"\x16CreateKeyspaceResponse\"\x16\n" +
+	"\x16CreateKeyspaceResponse\"-\n" +
+	"\x17TruncateKeyspaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"=\n" +
+	"\x18TruncateKeyspaceResponse\x12!\n" +
+	"\ftruncated_at\x18\x01 \x01(\x04R\vtruncatedAt\"\x16\n" +
 	"\x14ListKeyspacesRequest\"H\n" +
 	"\x15ListKeyspacesResponse\x12/\n" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
@@ -2301,13 +2431,15 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x03 \x01(\fR\x03end\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\x8a\x01\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\xa9\x01\n" +
 	"\fLocalVersion\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\x12\x18\n" +
 	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x1a\n" +
-	"\breplicas\x18\x05 \x03(\tR\breplicas\"n\n" +
+	"\breplicas\x18\x05 \x03(\tR\breplicas\x12\x1d\n" +
+	"\n" +
+	"expires_at\x18\x06 \x01(\x04R\texpiresAt\"n\n" +
 	"\x11LocalScanResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
 	"\bversions\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\bversions\x12\x12\n" +
@@ -2327,11 +2459,12 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xee\x05\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xc7\x06\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
-	"\x10DescribeKeyspace\x12 .kura.v1.DescribeKeyspaceRequest\x1a\x11.kura.v1.Keyspace\x12N\n" +
+	"\x10DescribeKeyspace\x12 .kura.v1.DescribeKeyspaceRequest\x1a\x11.kura.v1.Keyspace\x12W\n" +
+	"\x10TruncateKeyspace\x12 .kura.v1.TruncateKeyspaceRequest\x1a!.kura.v1.TruncateKeyspaceResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponse\x12C\n" +
 	"\fDecommission\x12\x1c.kura.v1.DecommissionRequest\x1a\x15.kura.v1.MoveResponse\x12?\n" +
 	"\n" +
@@ -2355,43 +2488,45 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_api_kurav1_kura_proto_goTypes = []any{
-	(Consistency)(0),                // 0: kura.v1.Consistency
-	(*PutRequest)(nil),              // 1: kura.v1.PutRequest
-	(*PutResponse)(nil),             // 2: kura.v1.PutResponse
-	(*GetRequest)(nil),              // 3: kura.v1.GetRequest
-	(*GetResponse)(nil),             // 4: kura.v1.GetResponse
-	(*DeleteRequest)(nil),           // 5: kura.v1.DeleteRequest
-	(*DeleteResponse)(nil),          // 6: kura.v1.DeleteResponse
-	(*ScanRequest)(nil),             // 7: kura.v1.ScanRequest
-	(*KeyValue)(nil),                // 8: kura.v1.KeyValue
-	(*ScanResponse)(nil),            // 9: kura.v1.ScanResponse
-	(*Keyspace)(nil),                // 10: kura.v1.Keyspace
-	(*Erasure)(nil),                 // 11: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),   // 12: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),  // 13: kura.v1.CreateKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),    // 14: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),   // 15: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil), // 16: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),    // 17: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),              // 18: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),   // 19: kura.v1.ClusterStatusResponse
-	(*ClockStatus)(nil),             // 20: kura.v1.ClockStatus
-	(*StreamProgress)(nil),          // 21: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),     // 22: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),       // 23: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),            // 24: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),          // 25: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),         // 26: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),           // 27: kura.v1.RepairRequest
-	(*RepairResponse)(nil),          // 28: kura.v1.RepairResponse
-	(*Faults)(nil),                  // 29: kura.v1.Faults
-	(*LinkFault)(nil),               // 30: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),        // 31: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),        // 32: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),            // 33: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),       // 34: kura.v1.LocalScanResponse
+	(Consistency)(0),                 // 0: kura.v1.Consistency
+	(*PutRequest)(nil),               // 1: kura.v1.PutRequest
+	(*PutResponse)(nil),              // 2: kura.v1.PutResponse
+	(*GetRequest)(nil),               // 3: kura.v1.GetRequest
+	(*GetResponse)(nil),              // 4: kura.v1.GetResponse
+	(*DeleteRequest)(nil),            // 5: kura.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 6: kura.v1.DeleteResponse
+	(*ScanRequest)(nil),              // 7: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 8: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 9: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 10: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 11: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 12: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 13: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 14: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 15: kura.v1.TruncateKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 16: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 17: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 18: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 19: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 20: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 21: kura.v1.ClusterStatusResponse
+	(*ClockStatus)(nil),              // 22: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 23: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 24: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 25: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 26: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 27: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 28: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 29: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 30: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 31: kura.v1.Faults
+	(*LinkFault)(nil),                // 32: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 33: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 34: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 35: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 36: kura.v1.LocalScanResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -2402,43 +2537,45 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	11, // 5: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
 	10, // 6: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
 	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	18, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	21, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	20, // 10: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	30, // 11: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	33, // 12: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	20, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	23, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	22, // 10: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	32, // 11: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	35, // 12: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
 	1,  // 13: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
 	3,  // 14: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
 	5,  // 15: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
 	7,  // 16: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
 	12, // 17: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	14, // 18: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	16, // 19: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	17, // 20: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	22, // 21: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	23, // 22: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	25, // 23: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	27, // 24: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	29, // 25: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	31, // 26: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	32, // 27: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	2,  // 28: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 29: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 30: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 31: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 32: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	15, // 33: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 34: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	19, // 35: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	24, // 36: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	24, // 37: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	26, // 38: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	28, // 39: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	29, // 40: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	29, // 41: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	34, // 42: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	28, // [28:43] is the sub-list for method output_type
-	13, // [13:28] is the sub-list for method input_type
+	16, // 18: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	18, // 19: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	14, // 20: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	19, // 21: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	24, // 22: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	25, // 23: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	27, // 24: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	29, // 25: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	31, // 26: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	33, // 27: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	34, // 28: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	2,  // 29: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 30: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 31: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 32: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 33: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	17, // 34: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 35: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	15, // 36: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	21, // 37: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	26, // 38: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	26, // 39: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	28, // 40: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	30, // 41: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	31, // 42: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	31, // 43: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	36, // 44: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	29, // [29:45] is the sub-list for method output_type
+	13, // [13:29] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -2455,7 +2592,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

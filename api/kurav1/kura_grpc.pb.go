@@ -244,6 +244,7 @@ const (
 	Admin_CreateKeyspace_FullMethodName   = "/kura.v1.Admin/CreateKeyspace"
 	Admin_ListKeyspaces_FullMethodName    = "/kura.v1.Admin/ListKeyspaces"
 	Admin_DescribeKeyspace_FullMethodName = "/kura.v1.Admin/DescribeKeyspace"
+	Admin_TruncateKeyspace_FullMethodName = "/kura.v1.Admin/TruncateKeyspace"
 	Admin_ClusterStatus_FullMethodName    = "/kura.v1.Admin/ClusterStatus"
 	Admin_Decommission_FullMethodName     = "/kura.v1.Admin/Decommission"
 	Admin_RemoveNode_FullMethodName       = "/kura.v1.Admin/RemoveNode"
@@ -263,6 +264,11 @@ type AdminClient interface {
 	CreateKeyspace(ctx context.Context, in *CreateKeyspaceRequest, opts ...grpc.CallOption) (*CreateKeyspaceResponse, error)
 	ListKeyspaces(ctx context.Context, in *ListKeyspacesRequest, opts ...grpc.CallOption) (*ListKeyspacesResponse, error)
 	DescribeKeyspace(ctx context.Context, in *DescribeKeyspaceRequest, opts ...grpc.CallOption) (*Keyspace, error)
+	// TruncateKeyspace removes every value of a keyspace written until now (Redis's
+	// FLUSHDB): one timestamp recorded in the keyspace's definition and spread to every
+	// node, not a delete per key. Values written before it read as absent at once; each
+	// replica drops them from its disk in the background.
+	TruncateKeyspace(ctx context.Context, in *TruncateKeyspaceRequest, opts ...grpc.CallOption) (*TruncateKeyspaceResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
 	// Decommission streams every range the node holds to the nodes that take it over,
 	// then takes the node off the ring (left). Sent to the leaving node itself.
@@ -320,6 +326,16 @@ func (c *adminClient) DescribeKeyspace(ctx context.Context, in *DescribeKeyspace
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Keyspace)
 	err := c.cc.Invoke(ctx, Admin_DescribeKeyspace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) TruncateKeyspace(ctx context.Context, in *TruncateKeyspaceRequest, opts ...grpc.CallOption) (*TruncateKeyspaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TruncateKeyspaceResponse)
+	err := c.cc.Invoke(ctx, Admin_TruncateKeyspace_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -415,6 +431,11 @@ type AdminServer interface {
 	CreateKeyspace(context.Context, *CreateKeyspaceRequest) (*CreateKeyspaceResponse, error)
 	ListKeyspaces(context.Context, *ListKeyspacesRequest) (*ListKeyspacesResponse, error)
 	DescribeKeyspace(context.Context, *DescribeKeyspaceRequest) (*Keyspace, error)
+	// TruncateKeyspace removes every value of a keyspace written until now (Redis's
+	// FLUSHDB): one timestamp recorded in the keyspace's definition and spread to every
+	// node, not a delete per key. Values written before it read as absent at once; each
+	// replica drops them from its disk in the background.
+	TruncateKeyspace(context.Context, *TruncateKeyspaceRequest) (*TruncateKeyspaceResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	// Decommission streams every range the node holds to the nodes that take it over,
 	// then takes the node off the ring (left). Sent to the leaving node itself.
@@ -456,6 +477,9 @@ func (UnimplementedAdminServer) ListKeyspaces(context.Context, *ListKeyspacesReq
 }
 func (UnimplementedAdminServer) DescribeKeyspace(context.Context, *DescribeKeyspaceRequest) (*Keyspace, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeKeyspace not implemented")
+}
+func (UnimplementedAdminServer) TruncateKeyspace(context.Context, *TruncateKeyspaceRequest) (*TruncateKeyspaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TruncateKeyspace not implemented")
 }
 func (UnimplementedAdminServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
@@ -552,6 +576,24 @@ func _Admin_DescribeKeyspace_Handler(srv interface{}, ctx context.Context, dec f
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).DescribeKeyspace(ctx, req.(*DescribeKeyspaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_TruncateKeyspace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TruncateKeyspaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).TruncateKeyspace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_TruncateKeyspace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).TruncateKeyspace(ctx, req.(*TruncateKeyspaceRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -718,6 +760,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeKeyspace",
 			Handler:    _Admin_DescribeKeyspace_Handler,
+		},
+		{
+			MethodName: "TruncateKeyspace",
+			Handler:    _Admin_TruncateKeyspace_Handler,
 		},
 		{
 			MethodName: "ClusterStatus",

@@ -77,9 +77,13 @@ func (f clientFlags) withClient(fn func(ctx context.Context, c *client.Client, l
 func runPut(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("put", stderr)
 	cf := addClientFlags(fs)
-	pos, err := cf.parse(fs, args, 1, 2, "put KEY [VALUE|-] (without VALUE, or with -, the value is read from standard input)")
+	ttl := fs.Duration("ttl", 0, "expire the value this long after the put (e.g. 10s, 1h); 0: never")
+	pos, err := cf.parse(fs, args, 1, 2, "put KEY [VALUE|-] [--ttl DURATION] (without VALUE, or with -, the value is read from standard input)")
 	if err != nil {
 		return err
+	}
+	if *ttl < 0 {
+		return fmt.Errorf("%w: --ttl %v is negative", errUsage, *ttl)
 	}
 	var value []byte
 	if len(pos) == 2 && pos[1] != "-" {
@@ -88,7 +92,7 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("read value from standard input: %w", err)
 	}
 	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
-		_, err := c.Put(ctx, *cf.keyspace, []byte(pos[0]), value, level)
+		_, err := c.Put(ctx, *cf.keyspace, []byte(pos[0]), value, level, client.WithTTL(*ttl))
 		return err
 	})
 }
@@ -101,7 +105,7 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
-		value, found, err := c.Get(ctx, *cf.keyspace, []byte(pos[0]), level)
+		item, found, err := c.Get(ctx, *cf.keyspace, []byte(pos[0]), level)
 		if err != nil {
 			return err
 		}
@@ -109,7 +113,11 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "not found")
 			return errNotFound
 		}
-		_, err = stdout.Write(value)
+		if !item.ExpiresAt.IsZero() {
+			// On standard error, so that standard output stays the value alone.
+			fmt.Fprintf(stderr, "expires in %v (at %s)\n", time.Until(item.ExpiresAt).Round(time.Millisecond), item.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+		_, err = stdout.Write(item.Value)
 		return err
 	})
 }
@@ -184,7 +192,7 @@ func printable(b []byte) string {
 
 func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | --erasure M,K | keyspace list | keyspace describe NAME", errUsage)
+		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | --erasure M,K | keyspace list | keyspace describe NAME | keyspace truncate NAME", errUsage)
 	}
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
@@ -247,8 +255,18 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 			fmt.Fprintf(stdout, "erasure: %d,%d (%d chunks per value, any %d rebuild it)\n", e.GetM(), e.GetK(), e.GetM(), e.GetK())
 		}
 		return nil
+	case "truncate":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: keyspace truncate NAME", errUsage)
+		}
+		ts, err := c.TruncateKeyspace(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "keyspace %s truncated at %s: values written before it are gone\n", pos[0], ts.WallTime().UTC().Format(time.RFC3339Nano))
+		return nil
 	}
-	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe)", errUsage, sub)
+	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe, truncate)", errUsage, sub)
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {

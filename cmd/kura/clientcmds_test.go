@@ -37,11 +37,48 @@ func TestKeyspaceCreateWithErasure(t *testing.T) {
 	}
 }
 
+// TestPutTTLAndTruncate writes with --ttl, reads the remaining TTL back, and truncates.
+func TestPutTTLAndTruncate(t *testing.T) {
+	c := startExample(t, "lan-3")
+	addr := c.Nodes[0].ClientAddr()
+	steps := []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"keyspace", "create", "app", "--replication", "simple=3"}, 0, "keyspace app created"},
+		{[]string{"put", "--keyspace", "app", "--ttl", "1h", "session", "s1"}, 0, ""},
+		{[]string{"get", "--keyspace", "app", "session"}, 0, "s1expires in 59m"},
+		{[]string{"put", "--keyspace", "app", "--ttl", "-1s", "session", "s2"}, 2, "--ttl -1s is negative"},
+		{[]string{"put", "--keyspace", "app", "forever", "f"}, 0, ""},
+		{[]string{"keyspace", "truncate", "app"}, 0, "keyspace app truncated at"},
+		{[]string{"get", "--keyspace", "app", "session"}, 1, "not found"},
+		{[]string{"get", "--keyspace", "app", "forever"}, 1, "not found"},
+		{[]string{"put", "--keyspace", "app", "forever", "again"}, 0, ""},
+		{[]string{"get", "--keyspace", "app", "forever"}, 0, "again"},
+		{[]string{"keyspace", "truncate", "nope"}, 1, "no such keyspace"},
+		{[]string{"keyspace", "truncate"}, 2, "keyspace truncate NAME"},
+	}
+	for _, step := range steps {
+		code, out, errOut := kura(append(step.args, "--addr", addr)...)
+		if code != step.code || !strings.Contains(out+errOut, step.contains) {
+			t.Errorf("kura %v = exit %d, %q %q; want exit %d saying %q", step.args, code, out, errOut, step.code, step.contains)
+		}
+		if step.args[0] == "get" && step.code == 0 && !strings.Contains(step.contains, "expires") && strings.Contains(errOut, "expires") {
+			t.Errorf("kura %v reports an expiry for a value written without one: %q", step.args, errOut)
+		}
+	}
+}
+
 // startThreeDC starts the three-dc example in this process with client APIs, converged,
 // and closes it when the test ends.
-func startThreeDC(t *testing.T) *embedded.Cluster {
+func startThreeDC(t *testing.T) *embedded.Cluster { return startExample(t, "three-dc") }
+
+// startExample starts a shipped topology example in this process with client APIs,
+// converged, and closes it when the test ends.
+func startExample(t *testing.T, name string) *embedded.Cluster {
 	t.Helper()
-	topo, err := topology.Example("three-dc")
+	topo, err := topology.Example(name)
 	if err != nil {
 		t.Fatal(err)
 	}

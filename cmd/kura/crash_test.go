@@ -328,7 +328,7 @@ func TestEveryAcknowledgedWriteSurvivesKill9OfTheWholeCluster(t *testing.T) {
 			value, found, err := c.Get(rctx, "app", []byte(a.key), consistency.All)
 			cancel()
 			if err == nil {
-				if !found || string(value) != "v-"+a.key {
+				if !found || string(value.Value) != "v-"+a.key {
 					lost = append(lost, a)
 				}
 				break

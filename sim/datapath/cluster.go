@@ -80,6 +80,7 @@ type Node struct {
 	dir     *cluster.Directory
 	catalog *schema.Catalog
 	local   *replica.Local
+	clock   *clockguard.Guard
 	coord   *coord.Coordinator
 	repair  *antientropy.Repairer
 	up      bool
@@ -156,6 +157,7 @@ func (c *Cluster) open(n *Node) error {
 	// The simulated nodes share the bubble's one clock: their guards have no peer to
 	// measure and never refuse.
 	clock := clockguard.New(clockguard.Config{Clock: hlc.NewClock(nil)})
+	n.clock = clock
 	n.local = replica.NewLocal(n.engine, catalog)
 	place := placement.NewRing(n.dir, c.cfg.Vnodes)
 	replicas := replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID})
@@ -287,8 +289,25 @@ func (c *Cluster) Repair(ctx context.Context, id string, req antientropy.Request
 	return n.repair.Repair(ctx, req)
 }
 
-// CollectGarbage collects a running node's expired tombstones, as its hourly loop does.
-func (c *Cluster) CollectGarbage(id string) (int, error) {
+// CollectGarbage collects a running node's expired records and tombstones, and its
+// truncated records, as its hourly loop does.
+func (c *Cluster) CollectGarbage(id string) (storage.Collected, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return storage.Collected{}, err
+	}
+	if !n.up {
+		return storage.Collected{}, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.engine.CollectGarbage(time.Now(), n.catalog.Truncations())
+}
+
+// Truncate truncates keyspace from node id as the node does: the truncation is stamped by
+// id's clock, every running node's catalog learns it and moves its clock past it, and a
+// crashed node learns it when it restarts, as from a schema pull. Unlike the node, it
+// leaves the truncated records on every disk, for CollectGarbage to remove, so that
+// scenarios see reads hide them first.
+func (c *Cluster) Truncate(id, keyspace string) (hlc.Timestamp, error) {
 	n, err := c.node(id)
 	if err != nil {
 		return 0, err
@@ -296,7 +315,26 @@ func (c *Cluster) CollectGarbage(id string) (int, error) {
 	if !n.up {
 		return 0, fmt.Errorf("datapath: node %s is crashed", id)
 	}
-	return n.engine.CollectGarbage(time.Now())
+	ts, err := n.clock.Stamp()
+	if err != nil {
+		return 0, err
+	}
+	for i, ks := range c.schemas {
+		if ks.Name == keyspace {
+			c.schemas[i].TruncatedAt = ts
+		}
+	}
+	for _, other := range c.order {
+		if o := c.nodes[other]; o.up {
+			if _, err := o.catalog.Truncate(keyspace, ts); err != nil {
+				return 0, err
+			}
+			if err := o.clock.Observe(ts); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return ts, nil
 }
 
 // Stored returns how many records a running node stores for keyspace, tombstones

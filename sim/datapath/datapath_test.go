@@ -16,6 +16,8 @@ import (
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
 )
@@ -66,6 +68,19 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("%s: two runs from one seed differ:\n%s", filepath.Base(path), firstDifference(runs[0], runs[1]))
 		}
 	})
+}
+
+// expiry describes a record's deadline against the bubble's clock: "" for none,
+// " (expires in 1s)" before it, " (expired 1s ago)" from it on.
+func expiry(rec lww.Record) string {
+	if rec.ExpiresAt == 0 {
+		return ""
+	}
+	left := time.Until(rec.ExpiresAt.WallTime()).Round(time.Millisecond)
+	if left > 0 {
+		return fmt.Sprintf(" (expires in %v)", left)
+	}
+	return fmt.Sprintf(" (expired %v ago)", -left)
 }
 
 func firstDifference(a, b string) string {
@@ -210,7 +225,16 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 				_, err := co.Delete(ctx, keyspace, []byte(arg("key")), level())
 				return "ok", err
 			}
-			_, err := co.Put(ctx, keyspace, []byte(arg("key")), []byte(arg("value")), level())
+			var expiresAt hlc.Timestamp
+			if ttl := arg("ttl"); ttl != "" {
+				// A duration from now, negative for a deadline already past.
+				d, err := time.ParseDuration(ttl)
+				if err != nil {
+					return "", err
+				}
+				expiresAt = hlc.FromTime(time.Now().Add(d))
+			}
+			_, err := co.Put(ctx, keyspace, []byte(arg("key")), []byte(arg("value")), expiresAt, level())
 			return "ok", err
 		})
 	case "get":
@@ -223,7 +247,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			if !found {
 				return "not found", err
 			}
-			return string(rec.Value), err
+			return string(rec.Value) + expiry(rec), err
 		})
 	case "scan":
 		co, err := s.c.Coordinator(arg("node"))
@@ -250,9 +274,9 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			case !found:
 				parts = append(parts, id+":-")
 			case rec.Tombstone:
-				parts = append(parts, id+":deleted")
+				parts = append(parts, id+":deleted"+expiry(rec))
 			default:
-				parts = append(parts, id+":"+string(rec.Value))
+				parts = append(parts, id+":"+string(rec.Value)+expiry(rec))
 			}
 		}
 		return strings.Join(parts, " "), nil
@@ -322,7 +346,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		d.ScanArgs(t, "keys", &keys)
 		return timed(func(ctx context.Context) (string, error) {
 			for i := range keys {
-				if _, err := co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), level()); err != nil {
+				if _, err := co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), 0, level()); err != nil {
 					return "", err
 				}
 			}
@@ -355,15 +379,25 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	case "wipe":
 		return "ok", s.c.Wipe(arg("node"))
 	case "collect":
-		var parts []string
+		var removed, expired []string
 		for _, id := range strings.Split(arg("node"), ",") {
 			n, err := s.c.CollectGarbage(id)
 			if err != nil {
 				return "", err
 			}
-			parts = append(parts, fmt.Sprintf("%s:%d", id, n))
+			removed = append(removed, fmt.Sprintf("%s:%d", id, n.Removed))
+			if n.Expired > 0 {
+				expired = append(expired, fmt.Sprintf("%s:%d", id, n.Expired))
+			}
 		}
-		return "tombstones collected " + strings.Join(parts, " "), nil
+		out := "removed " + strings.Join(removed, " ")
+		if len(expired) > 0 {
+			out += "; expired values turned to tombstones " + strings.Join(expired, " ")
+		}
+		return out, nil
+	case "truncate":
+		_, err := s.c.Truncate(arg("node"), keyspace)
+		return "ok", err
 	case "stored":
 		var parts []string
 		for _, id := range s.c.Nodes() {
