@@ -82,10 +82,10 @@ func TestRedisFigure(t *testing.T) {
 		{Target: targetKuraCluster, Op: "SET", Pipeline: 1, OpsPerS: 3},
 	}
 	fig := redisFigure(rows, redisOptions{pipelines: []int{1, 16}})
-	if strings.Join(fig.Categories, ",") != "SET P1,GET P1,SET P16,GET P16" {
+	if strings.Join(fig.Categories, ",") != "SET P1,GET P1,SETNX P1,INCR P1,SET P16,GET P16,SETNX P16,INCR P16" {
 		t.Fatalf("categories %v", fig.Categories)
 	}
-	if len(fig.Series) != 3 || fig.Series[0].Y[3] != 10 || fig.Series[2].Y[0] != 3 {
+	if len(fig.Series) != 3 || fig.Series[0].Y[5] != 10 || fig.Series[2].Y[0] != 3 {
 		t.Fatalf("series %+v", fig.Series)
 	}
 }
@@ -125,8 +125,8 @@ func TestRedisBenchEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := report.Rows.([]RedisRow)
-	if len(rows) != 12 {
-		t.Fatalf("%d rows, want 3 targets x 2 ops x 2 depths:\n%s", len(rows), progress.String())
+	if len(rows) != 24 {
+		t.Fatalf("%d rows, want 3 targets x 4 ops x 2 depths:\n%s", len(rows), progress.String())
 	}
 	for _, r := range rows {
 		if r.OpsPerS <= 0 || r.LatencyMsP99 < r.LatencyMsP50 || r.RatioToRedis <= 0 {
