@@ -480,6 +480,21 @@ func (c *Client) TruncateKeyspace(ctx context.Context, name string) (hlc.Timesta
 	return hlc.Timestamp(resp.GetTruncatedAt()), nil
 }
 
+// DropKeyspace drops keyspace name, its values with it, and returns the drop's
+// timestamp. A keyspace created again under the name starts empty.
+func (c *Client) DropKeyspace(ctx context.Context, name string) (hlc.Timestamp, error) {
+	var resp *kurav1.DropKeyspaceResponse
+	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewAdminClient(conn).DropKeyspace(ctx, &kurav1.DropKeyspaceRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	_ = c.refresh(ctx) // stop routing the dropped keyspace's keys
+	return hlc.Timestamp(resp.GetDroppedAt()), nil
+}
+
 // Keyspaces lists the cluster's keyspaces.
 func (c *Client) Keyspaces(ctx context.Context) ([]*kurav1.Keyspace, error) {
 	var resp *kurav1.ListKeyspacesResponse

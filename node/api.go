@@ -154,6 +154,14 @@ func (s *apiServer) TruncateKeyspace(ctx context.Context, req *kurav1.TruncateKe
 	return &kurav1.TruncateKeyspaceResponse{TruncatedAt: uint64(ts)}, nil
 }
 
+func (s *apiServer) DropKeyspace(ctx context.Context, req *kurav1.DropKeyspaceRequest) (*kurav1.DropKeyspaceResponse, error) {
+	ts, err := s.node.DropKeyspace(ctx, req.GetName())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.DropKeyspaceResponse{DroppedAt: uint64(ts)}, nil
+}
+
 func (s *apiServer) ListKeyspaces(context.Context, *kurav1.ListKeyspacesRequest) (*kurav1.ListKeyspacesResponse, error) {
 	var resp kurav1.ListKeyspacesResponse
 	for _, ks := range s.node.Keyspaces() {

@@ -81,6 +81,23 @@ func (n *Node) Truncate(ctx context.Context, name string) (hlc.Timestamp, error)
 	return ts, n.announce(ctx, ks)
 }
 
+// DropKeyspace drops keyspace name: a definition stamped like a write (so it is refused
+// on a bad clock), which hides the keyspace and truncates it at the drop, announced to
+// every live node.
+func (n *Node) DropKeyspace(ctx context.Context, name string) (hlc.Timestamp, error) {
+	ts, err := n.guard.Stamp()
+	if err != nil {
+		return 0, fmt.Errorf("%w: drop keyspace %s: %w", coord.ErrUnavailable, name, err)
+	}
+	ks, err := n.catalog.Drop(name, ts)
+	if err != nil {
+		return 0, err
+	}
+	n.gossip.schemaChanged()
+	n.learnedTruncation(ks.TruncatedAt)
+	return ts, n.announce(ctx, ks)
+}
+
 // announce sends ks's definition to every live node and waits for them; a node that
 // misses it notices the gossiped schema digest and pulls the catalog.
 func (n *Node) announce(ctx context.Context, ks schema.Keyspace) error {
@@ -165,19 +182,20 @@ func (n *Node) applySchema(update *kurav1.SchemaUpdate) error {
 	ks := keyspaceFromProto(update.GetKeyspace())
 	ks.Timestamp = hlc.Timestamp(update.GetTimestamp())
 	ks.TruncatedAt = hlc.Timestamp(update.GetTruncatedAt())
-	before, _ := n.catalog.Get(ks.Name)
+	ks.Dropped = update.GetDropped()
+	before := n.catalog.Truncations()[ks.Name]
 	changed, err := n.catalog.Apply(ks)
 	if changed {
 		n.gossip.schemaChanged()
-		if after, _ := n.catalog.Get(ks.Name); after.TruncatedAt > before.TruncatedAt {
-			n.learnedTruncation(after.TruncatedAt)
+		if after := n.catalog.Truncations()[ks.Name]; after > before {
+			n.learnedTruncation(after)
 		}
 	}
 	return err
 }
 
 func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
-	return &kurav1.SchemaUpdate{Keyspace: keyspaceProto(ks), Timestamp: uint64(ks.Timestamp), TruncatedAt: uint64(ks.TruncatedAt)}
+	return &kurav1.SchemaUpdate{Keyspace: keyspaceProto(ks), Timestamp: uint64(ks.Timestamp), TruncatedAt: uint64(ks.TruncatedAt), Dropped: ks.Dropped}
 }
 
 func keyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {

@@ -231,7 +231,7 @@ func (g *gossip) pullSchema(from cluster.Node) {
 // handleSchemaPull answers pullSchema.
 func (n *Node) handleSchemaPull() ([]byte, error) {
 	var resp kurav1.SchemaPullResponse
-	for _, ks := range n.catalog.List() {
+	for _, ks := range n.catalog.Definitions() {
 		resp.Keyspaces = append(resp.Keyspaces, schemaUpdate(ks))
 	}
 	return proto.Marshal(&resp)

@@ -11,6 +11,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,12 @@ type Keyspace struct {
 	// definition: the later truncation wins, whichever definition does, so a truncation
 	// is never lost to a concurrent change of the definition.
 	TruncatedAt hlc.Timestamp
+	// Dropped marks a dropped keyspace: a definition like any other (so the drop wins
+	// over older definitions everywhere and loses to a later create), truncated at the
+	// drop, which the catalog hides from Get and List. A keyspace created again under the
+	// name keeps the drop's truncation, so no record of the dropped one reappears, even
+	// from a node that missed the drop.
+	Dropped bool
 
 	strategy    ring.Strategy
 	partitioner ring.Partitioner
@@ -257,12 +264,27 @@ func newerDefinition(a, b Keyspace) bool {
 	return lww.Newer(encode(a), encode(b))
 }
 
-// Get returns a compiled keyspace, or an error wrapping ErrNoKeyspace.
+// Drop records the drop of keyspace name at droppedAt (merged as Apply does) and returns
+// the dropped definition, or an error wrapping ErrNoKeyspace.
+func (c *Catalog) Drop(name string, droppedAt hlc.Timestamp) (Keyspace, error) {
+	k, err := c.Get(name)
+	if err != nil {
+		return Keyspace{}, err
+	}
+	k.Timestamp, k.TruncatedAt, k.Dropped = droppedAt, droppedAt, true
+	if _, err := c.Apply(k); err != nil {
+		return Keyspace{}, err
+	}
+	return k, nil
+}
+
+// Get returns a compiled keyspace, or an error wrapping ErrNoKeyspace (for a dropped one
+// too).
 func (c *Catalog) Get(name string) (Keyspace, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	k, ok := c.keyspaces[name]
-	if !ok {
+	if !ok || k.Dropped {
 		return Keyspace{}, fmt.Errorf("%w %q", ErrNoKeyspace, name)
 	}
 	return k, nil
@@ -270,6 +292,12 @@ func (c *Catalog) Get(name string) (Keyspace, error) {
 
 // List returns every keyspace sorted by name.
 func (c *Catalog) List() []Keyspace {
+	return slices.DeleteFunc(c.Definitions(), func(k Keyspace) bool { return k.Dropped })
+}
+
+// Definitions returns every definition sorted by name, those of dropped keyspaces
+// included: what nodes exchange, so that a node that missed a drop learns it.
+func (c *Catalog) Definitions() []Keyspace {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := make([]Keyspace, 0, len(c.keyspaces))
@@ -280,14 +308,17 @@ func (c *Catalog) List() []Keyspace {
 	return out
 }
 
-// Digest summarises the catalog in 8 bytes so two nodes can tell cheaply whether theirs
-// differ.
+// Digest summarises the catalog, drops included, in 8 bytes so two nodes can tell
+// cheaply whether theirs differ.
 func (c *Catalog) Digest() uint64 {
 	h := fnv.New64a()
-	for _, k := range c.List() {
+	for _, k := range c.Definitions() {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00", k.Name, k.Replication, k.Partitioner, k.Erasure, k.Timestamp)
 		if k.TruncatedAt != 0 {
 			fmt.Fprintf(h, "%d\x00", k.TruncatedAt)
+		}
+		if k.Dropped {
+			h.Write([]byte("dropped\x00"))
 		}
 	}
 	return h.Sum64()
@@ -300,24 +331,35 @@ func (c *Catalog) Digest() uint64 {
 // empty for a replicated keyspace). The record's timestamp is the definition's; a later
 // truncation of the same definition writes a value that extends the stored one or
 // differs in its larger, fixed-width hex digits, so the engine's tie-break on equal
-// timestamps (the larger value wins) keeps the later truncation.
+// timestamps (the larger value wins) keeps the later truncation. A dropped keyspace's
+// entry has all four fields, then "\x00dropped".
 func encode(k Keyspace) lww.Record {
 	value := k.Replication + "\x00" + k.Partitioner
-	if k.Erasure.Enabled() || k.TruncatedAt != 0 {
+	if k.Erasure.Enabled() || k.TruncatedAt != 0 || k.Dropped {
 		value += "\x00" + k.Erasure.String()
 	}
-	if k.TruncatedAt != 0 {
+	if k.TruncatedAt != 0 || k.Dropped {
 		value += fmt.Sprintf("\x00%016x", uint64(k.TruncatedAt))
+	}
+	if k.Dropped {
+		value += "\x00" + droppedField
 	}
 	return lww.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
 }
 
+// droppedField ends the catalog entry of a dropped keyspace.
+const droppedField = "dropped"
+
 func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
+	dropped := len(fields) == 5 && fields[4] == droppedField
+	if dropped {
+		fields = fields[:4]
+	}
 	if len(fields) < 2 || len(fields) > 4 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
-	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp}
+	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp, Dropped: dropped}
 	if len(fields) >= 3 {
 		var err error
 		if k.Erasure, err = ParseErasure(fields[2]); err != nil {

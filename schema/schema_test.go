@@ -308,3 +308,51 @@ func TestTruncationMerges(t *testing.T) {
 		t.Errorf("after reopen coded = %+v, %v; want erasure 3,2", ks, err)
 	}
 }
+
+// TestDropHidesAndRecreateStartsEmpty checks a drop: hidden from Get and List, kept in
+// Definitions and the digest, persisted, and a later create keeps the drop's truncation
+// (so the dropped keyspace's records stay hidden), while an older create loses to it.
+func TestDropHidesAndRecreateStartsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(Keyspace{Name: "app", Replication: "simple=1", Timestamp: 10}); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Digest()
+	if _, err := c.Drop("app", 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get("app"); !errors.Is(err, ErrNoKeyspace) {
+		t.Fatalf("Get after drop: %v, want ErrNoKeyspace", err)
+	}
+	if len(c.List()) != 0 || len(c.Definitions()) != 1 || c.Digest() == before {
+		t.Fatalf("after drop: List %v, Definitions %v, digest changed %t", c.List(), c.Definitions(), c.Digest() != before)
+	}
+	if _, err := c.Drop("app", 30); !errors.Is(err, ErrNoKeyspace) {
+		t.Fatalf("second drop: %v, want ErrNoKeyspace", err)
+	}
+	if changed, _ := c.Apply(Keyspace{Name: "app", Replication: "simple=3", Timestamp: 15}); changed {
+		t.Fatal("a create older than the drop undid it")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir)
+	defer e.Close()
+	if c, err = Open(e); err != nil {
+		t.Fatal(err)
+	}
+	if defs := c.Definitions(); len(defs) != 1 || !defs[0].Dropped || defs[0].TruncatedAt != 20 {
+		t.Fatalf("after reopen: %+v, want app dropped and truncated at 20", defs)
+	}
+	if _, err := c.Apply(Keyspace{Name: "app", Replication: "simple=2", Timestamp: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if ks, err := c.Get("app"); err != nil || ks.Replication != "simple=2" || ks.TruncatedAt != 20 || ks.Dropped {
+		t.Fatalf("created again: %+v, %v; want simple=2, truncated at the drop", ks, err)
+	}
+}

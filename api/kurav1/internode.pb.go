@@ -529,6 +529,7 @@ type SchemaUpdate struct {
 	Keyspace      *Keyspace              `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
 	Timestamp     uint64                 `protobuf:"varint,2,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	TruncatedAt   uint64                 `protobuf:"varint,3,opt,name=truncated_at,json=truncatedAt,proto3" json:"truncated_at,omitempty"` // the keyspace's last truncation (0: never); merged by max
+	Dropped       bool                   `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`                            // the definition is a drop (kura keyspace drop)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -582,6 +583,13 @@ func (x *SchemaUpdate) GetTruncatedAt() uint64 {
 		return x.TruncatedAt
 	}
 	return 0
+}
+
+func (x *SchemaUpdate) GetDropped() bool {
+	if x != nil {
+		return x.Dropped
+	}
+	return false
 }
 
 // StreamGainsRequest asks a node to pull every range it gains in the moves in progress
@@ -868,11 +876,12 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x13ReplicaScanResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"I\n" +
 	"\x12SchemaPullResponse\x123\n" +
-	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"~\n" +
+	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"\x98\x01\n" +
 	"\fSchemaUpdate\x12-\n" +
 	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\x12\x1c\n" +
 	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\x12!\n" +
-	"\ftruncated_at\x18\x03 \x01(\x04R\vtruncatedAt\"F\n" +
+	"\ftruncated_at\x18\x03 \x01(\x04R\vtruncatedAt\x12\x18\n" +
+	"\adropped\x18\x04 \x01(\bR\adropped\"F\n" +
 	"\x12StreamGainsRequest\x12\x16\n" +
 	"\x06moving\x18\x01 \x01(\tR\x06moving\x12\x18\n" +
 	"\aexclude\x18\x02 \x01(\bR\aexclude\"\x83\x01\n" +

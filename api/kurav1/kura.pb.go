@@ -924,6 +924,94 @@ func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
 	return 0
 }
 
+type DropKeyspaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropKeyspaceRequest) Reset() {
+	*x = DropKeyspaceRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropKeyspaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropKeyspaceRequest) ProtoMessage() {}
+
+func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
+func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DropKeyspaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DropKeyspaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DroppedAt     uint64                 `protobuf:"varint,1,opt,name=dropped_at,json=droppedAt,proto3" json:"dropped_at,omitempty"` // the drop's hybrid-logical-clock timestamp
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropKeyspaceResponse) Reset() {
+	*x = DropKeyspaceResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropKeyspaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropKeyspaceResponse) ProtoMessage() {}
+
+func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
+func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
+	if x != nil {
+		return x.DroppedAt
+	}
+	return 0
+}
+
 type ListKeyspacesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -932,7 +1020,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1032,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1045,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 type ListKeyspacesResponse struct {
@@ -969,7 +1057,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1069,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1082,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -1013,7 +1101,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1113,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1126,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -1056,7 +1144,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1156,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1169,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 type NodeStatus struct {
@@ -1103,7 +1191,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1203,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1216,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -1220,7 +1308,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1320,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1333,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -1291,7 +1379,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1391,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1404,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -1375,7 +1463,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1475,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1488,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -1446,7 +1534,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1546,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1559,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 type RemoveNodeRequest struct {
@@ -1483,7 +1571,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1583,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1596,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -1533,7 +1621,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1633,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1646,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -1612,7 +1700,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1712,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1725,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -1657,7 +1745,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1757,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1770,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -1709,7 +1797,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1809,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1822,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -1776,7 +1864,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +1876,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +1889,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -1924,7 +2012,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2024,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2037,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -1985,7 +2073,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2085,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2098,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -2042,7 +2130,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2142,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2155,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 type LocalScanRequest struct {
@@ -2082,7 +2170,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2182,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2195,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -2153,7 +2241,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2253,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2266,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2234,7 +2322,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2334,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2347,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -2340,7 +2428,12 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x17TruncateKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"=\n" +
 	"\x18TruncateKeyspaceResponse\x12!\n" +
-	"\ftruncated_at\x18\x01 \x01(\x04R\vtruncatedAt\"\x16\n" +
+	"\ftruncated_at\x18\x01 \x01(\x04R\vtruncatedAt\")\n" +
+	"\x13DropKeyspaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"5\n" +
+	"\x14DropKeyspaceResponse\x12\x1d\n" +
+	"\n" +
+	"dropped_at\x18\x01 \x01(\x04R\tdroppedAt\"\x16\n" +
 	"\x14ListKeyspacesRequest\"H\n" +
 	"\x15ListKeyspacesResponse\x12/\n" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
@@ -2459,12 +2552,13 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\xc7\x06\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\x94\a\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
 	"\x10DescribeKeyspace\x12 .kura.v1.DescribeKeyspaceRequest\x1a\x11.kura.v1.Keyspace\x12W\n" +
-	"\x10TruncateKeyspace\x12 .kura.v1.TruncateKeyspaceRequest\x1a!.kura.v1.TruncateKeyspaceResponse\x12N\n" +
+	"\x10TruncateKeyspace\x12 .kura.v1.TruncateKeyspaceRequest\x1a!.kura.v1.TruncateKeyspaceResponse\x12K\n" +
+	"\fDropKeyspace\x12\x1c.kura.v1.DropKeyspaceRequest\x1a\x1d.kura.v1.DropKeyspaceResponse\x12N\n" +
 	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponse\x12C\n" +
 	"\fDecommission\x12\x1c.kura.v1.DecommissionRequest\x1a\x15.kura.v1.MoveResponse\x12?\n" +
 	"\n" +
@@ -2488,7 +2582,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
 	(*PutRequest)(nil),               // 1: kura.v1.PutRequest
@@ -2506,27 +2600,29 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*CreateKeyspaceResponse)(nil),   // 13: kura.v1.CreateKeyspaceResponse
 	(*TruncateKeyspaceRequest)(nil),  // 14: kura.v1.TruncateKeyspaceRequest
 	(*TruncateKeyspaceResponse)(nil), // 15: kura.v1.TruncateKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 16: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 17: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 18: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 19: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 20: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 21: kura.v1.ClusterStatusResponse
-	(*ClockStatus)(nil),              // 22: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 23: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 24: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 25: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 26: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 27: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 28: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 29: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 30: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 31: kura.v1.Faults
-	(*LinkFault)(nil),                // 32: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 33: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 34: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 35: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 36: kura.v1.LocalScanResponse
+	(*DropKeyspaceRequest)(nil),      // 16: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 17: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 18: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 19: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 20: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 21: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 22: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 23: kura.v1.ClusterStatusResponse
+	(*ClockStatus)(nil),              // 24: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 25: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 26: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 27: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 28: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 29: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 30: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 31: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 32: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 33: kura.v1.Faults
+	(*LinkFault)(nil),                // 34: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 35: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 36: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 37: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 38: kura.v1.LocalScanResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -2537,45 +2633,47 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	11, // 5: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
 	10, // 6: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
 	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	20, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	23, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	22, // 10: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	32, // 11: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	35, // 12: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	22, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	25, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	24, // 10: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	34, // 11: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	37, // 12: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
 	1,  // 13: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
 	3,  // 14: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
 	5,  // 15: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
 	7,  // 16: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
 	12, // 17: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	16, // 18: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	18, // 19: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	18, // 18: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	20, // 19: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
 	14, // 20: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	19, // 21: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	24, // 22: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	25, // 23: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	27, // 24: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	29, // 25: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	31, // 26: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	33, // 27: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	34, // 28: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	2,  // 29: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 30: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 31: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 32: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 33: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	17, // 34: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 35: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	15, // 36: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	21, // 37: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	26, // 38: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	26, // 39: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	28, // 40: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	30, // 41: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	31, // 42: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	31, // 43: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	36, // 44: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	29, // [29:45] is the sub-list for method output_type
-	13, // [13:29] is the sub-list for method input_type
+	16, // 21: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	21, // 22: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	26, // 23: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	27, // 24: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	29, // 25: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	31, // 26: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	33, // 27: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	35, // 28: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	36, // 29: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	2,  // 30: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 31: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 32: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	9,  // 33: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	13, // 34: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	19, // 35: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	10, // 36: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	15, // 37: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	17, // 38: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	23, // 39: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	28, // 40: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	28, // 41: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	30, // 42: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	32, // 43: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	33, // 44: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	33, // 45: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	38, // 46: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	30, // [30:47] is the sub-list for method output_type
+	13, // [13:30] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -2592,7 +2690,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

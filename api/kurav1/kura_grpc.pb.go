@@ -245,6 +245,7 @@ const (
 	Admin_ListKeyspaces_FullMethodName    = "/kura.v1.Admin/ListKeyspaces"
 	Admin_DescribeKeyspace_FullMethodName = "/kura.v1.Admin/DescribeKeyspace"
 	Admin_TruncateKeyspace_FullMethodName = "/kura.v1.Admin/TruncateKeyspace"
+	Admin_DropKeyspace_FullMethodName     = "/kura.v1.Admin/DropKeyspace"
 	Admin_ClusterStatus_FullMethodName    = "/kura.v1.Admin/ClusterStatus"
 	Admin_Decommission_FullMethodName     = "/kura.v1.Admin/Decommission"
 	Admin_RemoveNode_FullMethodName       = "/kura.v1.Admin/RemoveNode"
@@ -269,6 +270,9 @@ type AdminClient interface {
 	// node, not a delete per key. Values written before it read as absent at once; each
 	// replica drops them from its disk in the background.
 	TruncateKeyspace(ctx context.Context, in *TruncateKeyspaceRequest, opts ...grpc.CallOption) (*TruncateKeyspaceResponse, error)
+	// DropKeyspace removes a keyspace: its definition and, as a truncation does, every
+	// value written until now. A keyspace created again under the name starts empty.
+	DropKeyspace(ctx context.Context, in *DropKeyspaceRequest, opts ...grpc.CallOption) (*DropKeyspaceResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
 	// Decommission streams every range the node holds to the nodes that take it over,
 	// then takes the node off the ring (left). Sent to the leaving node itself.
@@ -336,6 +340,16 @@ func (c *adminClient) TruncateKeyspace(ctx context.Context, in *TruncateKeyspace
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(TruncateKeyspaceResponse)
 	err := c.cc.Invoke(ctx, Admin_TruncateKeyspace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DropKeyspace(ctx context.Context, in *DropKeyspaceRequest, opts ...grpc.CallOption) (*DropKeyspaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DropKeyspaceResponse)
+	err := c.cc.Invoke(ctx, Admin_DropKeyspace_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -436,6 +450,9 @@ type AdminServer interface {
 	// node, not a delete per key. Values written before it read as absent at once; each
 	// replica drops them from its disk in the background.
 	TruncateKeyspace(context.Context, *TruncateKeyspaceRequest) (*TruncateKeyspaceResponse, error)
+	// DropKeyspace removes a keyspace: its definition and, as a truncation does, every
+	// value written until now. A keyspace created again under the name starts empty.
+	DropKeyspace(context.Context, *DropKeyspaceRequest) (*DropKeyspaceResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	// Decommission streams every range the node holds to the nodes that take it over,
 	// then takes the node off the ring (left). Sent to the leaving node itself.
@@ -480,6 +497,9 @@ func (UnimplementedAdminServer) DescribeKeyspace(context.Context, *DescribeKeysp
 }
 func (UnimplementedAdminServer) TruncateKeyspace(context.Context, *TruncateKeyspaceRequest) (*TruncateKeyspaceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TruncateKeyspace not implemented")
+}
+func (UnimplementedAdminServer) DropKeyspace(context.Context, *DropKeyspaceRequest) (*DropKeyspaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropKeyspace not implemented")
 }
 func (UnimplementedAdminServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
@@ -594,6 +614,24 @@ func _Admin_TruncateKeyspace_Handler(srv interface{}, ctx context.Context, dec f
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).TruncateKeyspace(ctx, req.(*TruncateKeyspaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DropKeyspace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DropKeyspaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DropKeyspace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DropKeyspace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DropKeyspace(ctx, req.(*DropKeyspaceRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -764,6 +802,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TruncateKeyspace",
 			Handler:    _Admin_TruncateKeyspace_Handler,
+		},
+		{
+			MethodName: "DropKeyspace",
+			Handler:    _Admin_DropKeyspace_Handler,
 		},
 		{
 			MethodName: "ClusterStatus",

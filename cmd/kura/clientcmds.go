@@ -192,7 +192,7 @@ func printable(b []byte) string {
 
 func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | --erasure M,K | keyspace list | keyspace describe NAME | keyspace truncate NAME", errUsage)
+		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | --erasure M,K | keyspace list | keyspace describe NAME | keyspace truncate NAME | keyspace drop NAME", errUsage)
 	}
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
@@ -265,8 +265,18 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		}
 		fmt.Fprintf(stdout, "keyspace %s truncated at %s: values written before it are gone\n", pos[0], ts.WallTime().UTC().Format(time.RFC3339Nano))
 		return nil
+	case "drop":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: keyspace drop NAME", errUsage)
+		}
+		ts, err := c.DropKeyspace(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "keyspace %s dropped at %s, with its values\n", pos[0], ts.WallTime().UTC().Format(time.RFC3339Nano))
+		return nil
 	}
-	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe, truncate)", errUsage, sub)
+	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe, truncate, drop)", errUsage, sub)
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {

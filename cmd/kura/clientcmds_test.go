@@ -37,8 +37,9 @@ func TestKeyspaceCreateWithErasure(t *testing.T) {
 	}
 }
 
-// TestPutTTLAndTruncate writes with --ttl, reads the remaining TTL back, and truncates.
-func TestPutTTLAndTruncate(t *testing.T) {
+// TestPutTTLTruncateAndDrop writes with --ttl, reads the remaining TTL back, truncates,
+// and drops keyspaces, the implicit default one included, then creates them again empty.
+func TestPutTTLTruncateAndDrop(t *testing.T) {
 	c := startExample(t, "lan-3")
 	addr := c.Nodes[0].ClientAddr()
 	steps := []struct {
@@ -58,6 +59,17 @@ func TestPutTTLAndTruncate(t *testing.T) {
 		{[]string{"get", "--keyspace", "app", "forever"}, 0, "again"},
 		{[]string{"keyspace", "truncate", "nope"}, 1, "no such keyspace"},
 		{[]string{"keyspace", "truncate"}, 2, "keyspace truncate NAME"},
+		{[]string{"keyspace", "drop", "app"}, 0, "keyspace app dropped at"},
+		{[]string{"get", "--keyspace", "app", "forever"}, 1, "no such keyspace"},
+		{[]string{"keyspace", "drop", "app"}, 1, "no such keyspace"},
+		{[]string{"keyspace", "create", "app", "--replication", "simple=2"}, 0, "keyspace app created"},
+		{[]string{"get", "--keyspace", "app", "forever"}, 1, "not found"},
+		{[]string{"put", "k", "in-default"}, 0, ""},
+		{[]string{"keyspace", "create", "default", "--replication", "simple=1"}, 1, "drop it first"},
+		{[]string{"keyspace", "drop", "default"}, 0, "keyspace default dropped at"},
+		{[]string{"keyspace", "create", "default", "--replication", "simple=1"}, 0, "keyspace default created"},
+		{[]string{"get", "k"}, 1, "not found"},
+		{[]string{"keyspace", "drop"}, 2, "keyspace drop NAME"},
 	}
 	for _, step := range steps {
 		code, out, errOut := kura(append(step.args, "--addr", addr)...)

@@ -29,7 +29,7 @@ var commands = map[string]command{
 	"get":      {"read a key: get KEY", runGet},
 	"del":      {"delete a key: del KEY", runDel},
 	"scan":     {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
-	"keyspace": {"manage keyspaces: keyspace create|list|describe|truncate", runKeyspace},
+	"keyspace": {"manage keyspaces: keyspace create|list|describe|truncate|drop", runKeyspace},
 	"status":   {"show the cluster as a node sees it", runStatus},
 	"node":     {"change the ring: node decommission | node remove ID", runNode},
 	"cleanup":  {"drop the data a node no longer owns after the ring changed", runCleanup},
