@@ -322,7 +322,10 @@ func splitInline(line []byte, dst [][]byte) ([][]byte, bool) {
 				word = append(word, b)
 			}
 		}
-		dst = append(dst, bytes.Clone(word))
+		if word == nil {
+			word = []byte{} // an empty quoted word ("" or '') is an argument
+		}
+		dst = append(dst, word) // built by append, so it does not share line's bytes
 	}
 }
 
