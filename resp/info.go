@@ -7,7 +7,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -192,16 +191,20 @@ func writeReplicationInfo(b *strings.Builder, _ *conn, info Info) {
 	}
 }
 
-// writeCPUInfo reports the process's CPU time (getrusage), its own and its children's.
+// writeCPUInfo reports the process's CPU time, its own and its children's, in seconds
+// with microseconds as Redis prints them.
 func writeCPUInfo(b *strings.Builder, _ *conn, _ Info) {
-	var self, children syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-	seconds := func(t syscall.Timeval) string { return fmt.Sprintf("%d.%06d", t.Sec, t.Usec) }
-	infoLine(b, "used_cpu_sys", seconds(self.Stime))
-	infoLine(b, "used_cpu_user", seconds(self.Utime))
-	infoLine(b, "used_cpu_sys_children", seconds(children.Stime))
-	infoLine(b, "used_cpu_user_children", seconds(children.Utime))
+	sys, user, childrenSys, childrenUser, ok := processCPU()
+	if !ok {
+		return
+	}
+	seconds := func(d time.Duration) string {
+		return fmt.Sprintf("%d.%06d", d/time.Second, d%time.Second/time.Microsecond)
+	}
+	infoLine(b, "used_cpu_sys", seconds(sys))
+	infoLine(b, "used_cpu_user", seconds(user))
+	infoLine(b, "used_cpu_sys_children", seconds(childrenSys))
+	infoLine(b, "used_cpu_user_children", seconds(childrenUser))
 }
 
 // writeClusterInfo: kura's cluster is not a Redis Cluster, so clients must not look for
