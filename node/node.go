@@ -79,6 +79,9 @@ type Config struct {
 	RESPPassword string
 	// RESPConsistency is the consistency level of a new Redis connection; default ONE.
 	RESPConsistency consistency.Level
+	// RESPIdleTimeout closes a Redis connection whose client sends nothing for that long
+	// (Redis's timeout; CONFIG SET timeout changes it); 0 never does.
+	RESPIdleTimeout time.Duration
 	// HTTPAddr serves /metrics, /healthz and /status on this address; empty serves none.
 	HTTPAddr string
 	// EnablePprof also serves the Go profiler, /debug/pprof, on HTTPAddr. It is off by
@@ -134,6 +137,9 @@ type Config struct {
 	// where nodes differ, they all settle on one of the definitions.
 	DefaultReplication string
 
+	// Limits bound a request's key and value (and a scan's length); zero fields take
+	// coord.DefaultLimits. A key and a value at their limits must fit a replica message
+	// (see CheckLimits): values up to just under 32 MiB.
 	Limits         coord.Limits
 	Vnodes         int
 	ReplicaTimeout time.Duration
@@ -184,6 +190,9 @@ type Node struct {
 func Start(cfg Config) (*Node, error) {
 	if cfg.ID == "" || cfg.DC == "" {
 		return nil, errors.New("node: id and dc are required")
+	}
+	if err := CheckLimits(cfg.Limits); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -358,7 +367,7 @@ func (n *Node) open() error {
 		// The security options come first, so that their interceptors run before the
 		// metrics': a refused call is not a request.
 		n.grpcServer = grpc.NewServer(append(n.grpcSecurity(),
-			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+1<<16),
+			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+requestOverheadBytes),
 			grpc.MaxSendMsgSize(maxScanResponseBytes),
 			grpc.ChainUnaryInterceptor(n.observeUnary),
 		)...)

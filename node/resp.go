@@ -28,6 +28,7 @@ func (n *Node) startRESP() error {
 		Backend:      respBackend{Coordinator: n.coord, node: n},
 		Limits:       n.coord.Limits(),
 		Password:     n.cfg.RESPPassword,
+		IdleTimeout:  n.cfg.RESPIdleTimeout,
 		DefaultLevel: n.cfg.RESPConsistency,
 		Observe: func(op string, cl consistency.Level, elapsed time.Duration, err error) {
 			n.metrics.Observe("resp", op, cl, elapsed, err)

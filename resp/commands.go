@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
@@ -13,8 +14,9 @@ import (
 
 // command is one command of the table.
 type command struct {
-	name string // lower case, as COMMAND lists it
+	name string // lower case, as COMMAND lists it; "container|sub" for a subcommand
 	// arity counts the name: n means exactly n arguments, -n at least n (Redis's rule).
+	// A subcommand's counts the container's name and its own.
 	arity int
 	// flags, firstKey, lastKey and keyStep are what COMMAND reports, for client libraries
 	// that route by key.
@@ -22,7 +24,12 @@ type command struct {
 	firstKey, lastKey, keyStep int
 	// beforeAuth marks the commands a client may send before authenticating.
 	beforeAuth bool
-	run        func(c *conn, args [][]byte)
+	// subcommands are a container command's (CLIENT, CONFIG, COMMAND) by lower-case
+	// name; its run then serves the container named alone, if its arity allows that.
+	subcommands map[string]*command
+	// usage and summary describe a subcommand in its container's HELP.
+	usage, summary string
+	run            func(c *conn, args [][]byte)
 }
 
 // commandTable returns every command by lower-case name.
@@ -33,19 +40,25 @@ func commandTable() map[string]*command {
 	table := []*command{
 		{name: "ping", arity: -1, flags: admin, run: pingCommand},
 		{name: "echo", arity: 2, flags: admin, run: echoCommand},
+		{name: "time", arity: 1, flags: admin, run: timeCommand},
 		{name: "hello", arity: -1, flags: admin, beforeAuth: true, run: helloCommand},
 		{name: "auth", arity: -2, flags: admin, beforeAuth: true, run: authCommand},
-		{name: "client", arity: -2, flags: admin, run: clientCommand},
+		{name: "client", arity: -2, subcommands: subcommands("client", clientSubcommands())},
 		{name: "select", arity: 2, flags: admin, run: selectCommand},
-		{name: "command", arity: -1, flags: admin, run: commandCommand},
-		{name: "config", arity: -2, flags: admin, run: configCommand},
+		{name: "command", arity: -1, flags: admin, subcommands: subcommands("command", commandSubcommands()), run: commandCommand},
+		{name: "config", arity: -2, subcommands: subcommands("config", configSubcommands())},
 		{name: "info", arity: -1, flags: admin, run: infoCommand},
 		{name: "quit", arity: -1, flags: admin, beforeAuth: true, run: quitCommand},
 		{name: "dbsize", arity: 1, flags: []string{"readonly"}, run: dbsizeCommand},
 		{name: "get", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getCommand},
 		{name: "set", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setCommand},
 		{name: "getdel", arity: 2, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getdelCommand},
+		{name: "strlen", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: strlenCommand},
+		{name: "getrange", arity: 4, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, keyStep: 1, run: getrangeCommand},
+		{name: "substr", arity: 4, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, keyStep: 1, run: getrangeCommand},
+		{name: "type", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: typeCommand},
 		{name: "del", arity: -2, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 1, run: delCommand},
+		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: -1, keyStep: 1, run: delCommand},
 		{name: "exists", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
@@ -64,18 +77,59 @@ func commandTable() map[string]*command {
 	return byName
 }
 
-// execute runs one command and writes its reply.
+// subcommands names a container's subcommands "container|sub", adds HELP, and indexes
+// them by their own lower-case name.
+func subcommands(container string, subs []*command) map[string]*command {
+	byName := make(map[string]*command, len(subs)+1)
+	for _, sub := range subs {
+		byName[sub.name] = sub
+	}
+	byName["help"] = &command{name: "help", arity: 2, flags: []string{"loading", "stale"},
+		run: func(c *conn, _ [][]byte) { helpCommand(c, container, subs) }}
+	for name, sub := range byName {
+		sub.name = container + "|" + name
+	}
+	return byName
+}
+
+// helpCommand lists a container's subcommands, as Redis's HELP does.
+func helpCommand(c *conn, container string, subs []*command) {
+	lines := []string{strings.ToUpper(container) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
+	for _, sub := range subs {
+		lines = append(lines, sub.usage, "    "+sub.summary)
+	}
+	lines = append(lines, "HELP", "    Print this help.")
+	c.w.ArrayHeader(len(lines))
+	for _, line := range lines {
+		c.w.SimpleString(line)
+	}
+}
+
+// execute runs one command and writes its reply. The checks come in Redis's order: an
+// unknown command or subcommand, then the number of arguments, then authentication.
 func (c *conn) execute(args [][]byte) {
 	c.lowerName = appendLower(c.lowerName[:0], args[0])
 	cmd, ok := c.s.commands[string(c.lowerName)]
-	switch {
-	case !ok:
+	if !ok {
 		c.w.Error(unknownCommand(args))
-	case !c.authenticated && !cmd.beforeAuth:
-		c.w.Error("NOAUTH Authentication required.")
+		return
+	}
+	if cmd.subcommands != nil && len(args) > 1 {
+		c.lowerName = appendLower(c.lowerName[:0], args[1])
+		sub, ok := cmd.subcommands[string(c.lowerName)]
+		if !ok {
+			c.w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", clip(args[1], 128), strings.ToUpper(cmd.name)))
+			return
+		}
+		cmd = sub
+	}
+	switch {
 	case cmd.arity > 0 && len(args) != cmd.arity, cmd.arity < 0 && len(args) < -cmd.arity:
 		c.w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name))
+	case !c.authenticated && !cmd.beforeAuth:
+		c.w.Error("NOAUTH Authentication required.")
 	default:
+		c.ran(cmd.name, 1)
 		cmd.run(c, args)
 	}
 }
@@ -93,18 +147,22 @@ func appendLower(dst, name []byte) []byte {
 // upper returns an option word in upper case, for comparing options case-insensitively.
 func upper(b []byte) string { return strings.ToUpper(string(b)) }
 
-// unknownCommand words the error as Redis does, quoting the first arguments.
+// unknownCommand words the error as Redis does, quoting the first arguments up to 128
+// bytes of them.
 func unknownCommand(args [][]byte) string {
-	var msg strings.Builder
-	fmt.Fprintf(&msg, "ERR unknown command '%.128s', with args beginning with: ", args[0])
+	var quoted strings.Builder
 	for _, a := range args[1:] {
-		if msg.Len() > 256 {
+		if quoted.Len() >= 128 {
 			break
 		}
-		fmt.Fprintf(&msg, "'%.128s' ", a)
+		fmt.Fprintf(&quoted, "'%s' ", clip(a, 128-quoted.Len()))
 	}
-	return msg.String()
+	return fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", clip(args[0], 128), quoted.String())
 }
+
+// clip returns at most the first n bytes of b, as C's "%.*s" prints them (Go's counts
+// runes).
+func clip(b []byte, n int) []byte { return b[:min(len(b), n)] }
 
 // Replies shared by several commands.
 const (
@@ -152,12 +210,13 @@ const redisVersion = "7.0.0"
 
 // helloCommand switches protocol version, optionally authenticating and naming the
 // connection, and describes the server: HELLO [protover [AUTH user pass] [SETNAME name]].
+// As in Redis, the options are all checked before the authentication is tried, and the
+// name is set only once the client is authenticated.
 func helloCommand(c *conn, args [][]byte) {
 	version := c.w.Version()
-	i := 1
 	if len(args) > 1 {
-		v, err := strconv.Atoi(string(args[1]))
-		if err != nil {
+		v, ok := parseInt(args[1])
+		if !ok {
 			c.w.Error("ERR Protocol version is not an integer or out of range")
 			return
 		}
@@ -165,37 +224,44 @@ func helloCommand(c *conn, args [][]byte) {
 			c.w.Error("NOPROTO unsupported protocol version")
 			return
 		}
-		version, i = v, 2
+		version = int(v)
 	}
-	name, rename := c.name, false
-	for ; i < len(args); i++ {
+	var user, password, name []byte
+	for i := 2; i < len(args); i++ {
+		more := len(args) - 1 - i
 		switch option := upper(args[i]); {
-		case option == "AUTH" && i+2 < len(args):
-			if msg := c.s.checkPassword(args[i+1], args[i+2], true); msg != "" {
-				c.w.Error(msg)
-				return
-			}
-			c.authenticated = true
+		case option == "AUTH" && more >= 2:
+			user, password = args[i+1], args[i+2]
 			i += 2
-		case option == "SETNAME" && i+1 < len(args):
+		case option == "SETNAME" && more >= 1:
 			if !validClientName(args[i+1]) {
 				c.w.Error(errClientName)
 				return
 			}
-			name, rename = string(args[i+1]), true
+			name = args[i+1]
 			i++
 		default:
-			c.w.Error(errSyntax)
+			c.w.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
 			return
 		}
 	}
+	if user != nil {
+		if msg := c.s.checkPassword(user, password); msg != "" {
+			c.w.Error(msg)
+			return
+		}
+		c.authenticated = true
+	}
 	if !c.authenticated {
-		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	if rename {
-		c.name = name
-	}
+	c.update(func() {
+		if name != nil {
+			c.name = string(name)
+		}
+		c.resp = version
+	})
 	c.w.SetVersion(version)
 	c.w.MapHeader(7)
 	c.w.BulkString("server")
@@ -218,15 +284,17 @@ func helloCommand(c *conn, args [][]byte) {
 // "default", as on a Redis server with requirepass.
 func authCommand(c *conn, args [][]byte) {
 	user, password := []byte("default"), args[1]
-	switch len(args) {
-	case 2:
-	case 3:
+	switch {
+	case len(args) == 2 && c.s.cfg.Password == "":
+		c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	case len(args) == 3:
 		user, password = args[1], args[2]
-	default:
+	case len(args) > 3:
 		c.w.Error(errSyntax)
 		return
 	}
-	if msg := c.s.checkPassword(user, password, false); msg != "" {
+	if msg := c.s.checkPassword(user, password); msg != "" {
 		c.w.Error(msg)
 		return
 	}
@@ -235,77 +303,22 @@ func authCommand(c *conn, args [][]byte) {
 }
 
 // checkPassword returns the error reply for a failed authentication, or "" on success.
-// Without a configured password AUTH is an error, as in Redis, but HELLO's AUTH succeeds.
-func (s *Server) checkPassword(user, password []byte, fromHello bool) string {
-	if s.cfg.Password == "" {
-		if fromHello {
-			return ""
-		}
-		return "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	}
+// Without a configured password the default user takes any password, as Redis's
+// "nopass" default user does.
+func (s *Server) checkPassword(user, password []byte) string {
 	userOK := string(user) == "default"
-	passwordOK := subtle.ConstantTimeCompare(password, []byte(s.cfg.Password)) == 1
+	passwordOK := s.cfg.Password == "" || subtle.ConstantTimeCompare(password, []byte(s.cfg.Password)) == 1
 	if !userOK || !passwordOK {
 		return "WRONGPASS invalid username-password pair or user is disabled."
 	}
 	return ""
 }
 
-const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
-
-// validClientName accepts printable ASCII without spaces, as Redis does.
-func validClientName(name []byte) bool {
-	for _, b := range name {
-		if b < '!' || b > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// clientCommand serves CLIENT SETNAME, GETNAME, ID, INFO and SETINFO.
-func clientCommand(c *conn, args [][]byte) {
-	sub := upper(args[1])
-	switch {
-	case sub == "SETNAME" && len(args) == 3:
-		if !validClientName(args[2]) {
-			c.w.Error(errClientName)
-			return
-		}
-		c.name = string(args[2])
-		c.w.SimpleString("OK")
-	case sub == "GETNAME" && len(args) == 2:
-		if c.name == "" {
-			c.w.Null()
-			return
-		}
-		c.w.BulkString(c.name)
-	case sub == "ID" && len(args) == 2:
-		c.w.Int(c.id)
-	case sub == "INFO" && len(args) == 2:
-		c.w.BulkString(fmt.Sprintf("id=%d addr=%s laddr=%s name=%s db=0 resp=%d lib-name=%s lib-ver=%s kura-keyspace=%s kura-consistency=%s\n",
-			c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, c.w.Version(), c.libName, c.libVersion, c.keyspace, c.level))
-	case sub == "SETINFO" && len(args) == 4:
-		switch upper(args[2]) {
-		case "LIB-NAME":
-			c.libName = string(args[3])
-		case "LIB-VER":
-			c.libVersion = string(args[3])
-		default:
-			c.w.Error(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
-			return
-		}
-		c.w.SimpleString("OK")
-	default:
-		c.w.Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.64s'. Try CLIENT HELP.", args[1]))
-	}
-}
-
 // selectCommand accepts database 0 only: kura's namespaces are keyspaces.
 func selectCommand(c *conn, args [][]byte) {
-	db, err := strconv.Atoi(string(args[1]))
+	db, ok := parseInt(args[1])
 	switch {
-	case err != nil:
+	case !ok || db != int64(int32(db)):
 		c.w.Error(errNotInt)
 	case db != 0:
 		c.w.Error("ERR DB index is out of range (kura serves database 0 only; KURA.KEYSPACE switches keyspaces)")
@@ -314,35 +327,74 @@ func selectCommand(c *conn, args [][]byte) {
 	}
 }
 
-// commandCommand describes the commands: COMMAND, COMMAND COUNT, COMMAND INFO name...,
-// COMMAND LIST, and COMMAND DOCS (empty: clients fall back to their own help).
-func commandCommand(c *conn, args [][]byte) {
-	if len(args) == 1 {
-		names := c.s.commandNames()
-		c.w.ArrayHeader(len(names))
-		for _, name := range names {
-			c.writeCommandInfo(c.s.commands[name])
-		}
-		return
+// timeCommand answers the node's clock: seconds and microseconds since the Unix epoch.
+func timeCommand(c *conn, _ [][]byte) {
+	now := time.Now()
+	c.w.ArrayHeader(2)
+	c.w.BulkString(strconv.FormatInt(now.Unix(), 10))
+	c.w.BulkString(strconv.Itoa(now.Nanosecond() / 1000))
+}
+
+// commandCommand describes every command (COMMAND alone); its subcommands are COUNT,
+// LIST, INFO and DOCS (empty: clients fall back to their own help).
+func commandCommand(c *conn, _ [][]byte) {
+	names := c.s.commandNames()
+	c.w.ArrayHeader(len(names))
+	for _, name := range names {
+		c.writeCommandInfo(c.s.commands[name])
 	}
-	switch upper(args[1]) {
-	case "COUNT":
-		c.w.Int(int64(len(c.s.commands)))
-	case "LIST":
-		c.w.BulkStrings(c.s.commandNames())
-	case "INFO":
-		c.w.ArrayHeader(len(args) - 2)
-		for _, name := range args[2:] {
-			if cmd, ok := c.s.commands[string(appendLower(nil, name))]; ok {
-				c.writeCommandInfo(cmd)
-			} else {
-				c.w.Null()
+}
+
+func commandSubcommands() []*command {
+	flags := []string{"loading", "stale"}
+	return []*command{
+		{name: "count", arity: 2, flags: flags, usage: "COUNT", summary: "Return the total number of commands in this server.",
+			run: func(c *conn, _ [][]byte) { c.w.Int(int64(len(c.s.commands))) }},
+		{name: "list", arity: -2, flags: flags, usage: "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+			summary: "Return a list of all commands in this server.", run: commandListCommand},
+		{name: "info", arity: -2, flags: flags, usage: "INFO [<command-name> ...]",
+			summary: "Return details about multiple commands, or all commands.", run: commandInfoCommand},
+		{name: "docs", arity: -2, flags: flags, usage: "DOCS [<command-name> ...]",
+			summary: "Return no documentation: kura has none to give.", run: func(c *conn, _ [][]byte) { c.w.MapHeader(0) }},
+	}
+}
+
+// commandListCommand is COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN
+// pattern]. kura has no modules and reports no ACL categories, so those filters keep none.
+func commandListCommand(c *conn, args [][]byte) {
+	names := c.s.commandNames()
+	switch {
+	case len(args) == 2:
+	case len(args) == 5 && upper(args[2]) == "FILTERBY" && upper(args[3]) == "PATTERN":
+		var kept []string
+		for _, name := range names {
+			if matchGlob(appendLower(nil, args[4]), []byte(name)) {
+				kept = append(kept, name)
 			}
 		}
-	case "DOCS":
-		c.w.MapHeader(0)
+		names = kept
+	case len(args) == 5 && upper(args[2]) == "FILTERBY" && (upper(args[3]) == "MODULE" || upper(args[3]) == "ACLCAT"):
+		names = nil
 	default:
-		c.w.Error(fmt.Sprintf("ERR unknown subcommand '%.64s'. Try COMMAND HELP.", args[1]))
+		c.w.Error(errSyntax)
+		return
+	}
+	c.w.BulkStrings(names)
+}
+
+// commandInfoCommand is COMMAND INFO [name ...]: every command without names.
+func commandInfoCommand(c *conn, args [][]byte) {
+	if len(args) == 2 {
+		commandCommand(c, args)
+		return
+	}
+	c.w.ArrayHeader(len(args) - 2)
+	for _, name := range args[2:] {
+		if cmd, ok := c.s.commands[string(appendLower(nil, name))]; ok {
+			c.writeCommandInfo(cmd)
+		} else {
+			c.w.Null()
+		}
 	}
 }
 
@@ -355,7 +407,8 @@ func (s *Server) commandNames() []string {
 	return names
 }
 
-// writeCommandInfo writes Redis 7's ten-field command description.
+// writeCommandInfo writes Redis 7's ten-field command description, a container's
+// subcommands in the last field.
 func (c *conn) writeCommandInfo(cmd *command) {
 	c.w.ArrayHeader(10)
 	c.w.BulkString(cmd.name)
@@ -367,37 +420,17 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.w.Int(int64(cmd.firstKey))
 	c.w.Int(int64(cmd.lastKey))
 	c.w.Int(int64(cmd.keyStep))
-	for range 4 { // ACL categories, tips, key specifications, subcommands
+	for range 3 { // ACL categories, tips, key specifications
 		c.w.ArrayHeader(0)
 	}
-}
-
-// configCommand answers CONFIG GET for the few parameters with a meaning in kura (tools
-// such as redis-benchmark ask for save and appendonly); kura is configured by flags, so
-// CONFIG SET and the rest are refused.
-func configCommand(c *conn, args [][]byte) {
-	if upper(args[1]) != "GET" || len(args) < 3 {
-		c.w.Error(fmt.Sprintf("ERR kura does not support CONFIG %.64s: nodes are configured by their command line", args[1]))
-		return
+	names := make([]string, 0, len(cmd.subcommands))
+	for name := range cmd.subcommands {
+		names = append(names, name)
 	}
-	appendonly := "no"
-	if c.s.cfg.Backend.Info().Durable {
-		appendonly = "yes" // every acknowledged write is synced to the write-ahead log
-	}
-	params := [][2]string{{"appendonly", appendonly}, {"databases", "1"}, {"save", ""}}
-	var matched [][2]string
-	for _, p := range params {
-		for _, pattern := range args[2:] {
-			if matchGlob(appendLower(nil, pattern), []byte(p[0])) {
-				matched = append(matched, p)
-				break
-			}
-		}
-	}
-	c.w.MapHeader(len(matched))
-	for _, p := range matched {
-		c.w.BulkString(p[0])
-		c.w.BulkString(p[1])
+	sort.Strings(names)
+	c.w.ArrayHeader(len(names))
+	for _, name := range names {
+		c.writeCommandInfo(cmd.subcommands[name])
 	}
 }
 
@@ -413,7 +446,7 @@ func consistencyCommand(c *conn, args [][]byte) {
 			c.w.Error("ERR " + err.Error())
 			return
 		}
-		c.level = level
+		c.update(func() { c.level = level })
 		c.w.SimpleString("OK")
 	default:
 		c.w.Error("ERR wrong number of arguments for 'kura.consistency' command")
@@ -431,7 +464,7 @@ func keyspaceCommand(c *conn, args [][]byte) {
 			c.w.Error("ERR " + err.Error())
 			return
 		}
-		c.keyspace = ks.Name
+		c.update(func() { c.keyspace = ks.Name })
 		c.w.SimpleString("OK")
 	default:
 		c.w.Error("ERR wrong number of arguments for 'kura.keyspace' command")

@@ -56,10 +56,17 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CLIENT", "GETNAME"), "$3\r\napp\r\n"},
 			{cmd("HELLO", "4"), "-NOPROTO unsupported protocol version\r\n"},
 			{cmd("HELLO", "x"), "-ERR Protocol version is not an integer or out of range\r\n"},
-			{cmd("HELLO", "3", "BOGUS"), "-ERR syntax error\r\n"},
+			{cmd("HELLO", "3", "BOGUS"), "-ERR Syntax error in HELLO option 'BOGUS'\r\n"},
+			{cmd("HELLO", "3", "AUTH", "default"), "-ERR Syntax error in HELLO option 'AUTH'\r\n"},
+			{cmd("HELLO", "+3"), "-ERR Protocol version is not an integer or out of range\r\n"},
+			{cmd("HELLO", "-1"), "-NOPROTO unsupported protocol version\r\n"},
 		}},
 		{"auth without a password configured", []step{
 			{cmd("AUTH", "secret"), "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"},
+			{cmd("AUTH", "default", "anything"), "+OK\r\n"},
+			{cmd("AUTH", "bob", "anything"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+			{cmd("AUTH", "a", "b", "c"), "-ERR syntax error\r\n"},
+			{cmd("HELLO", "3", "AUTH", "bob", "x"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
 		}},
 		{"client", []step{
 			{cmd("CLIENT", "ID"), ":1\r\n"},
@@ -70,24 +77,72 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CLIENT", "SETINFO", "LIB-NAME", "go-redis"), "+OK\r\n"},
 			{cmd("CLIENT", "SETINFO", "lib-ver", "9.0"), "+OK\r\n"},
 			{cmd("CLIENT", "SETINFO", "color", "red"), "-ERR Unrecognized option 'color'\r\n"},
-			{cmd("CLIENT", "KILL"), "-ERR unknown subcommand or wrong number of arguments for 'KILL'. Try CLIENT HELP.\r\n"},
+			{cmd("CLIENT", "SETINFO", "lib-name", "a b"), "-ERR lib-name cannot contain spaces, newlines or special characters.\r\n"},
+			{cmd("CLIENT", "SETNAME", ""), "+OK\r\n"},
+			{cmd("CLIENT", "GETNAME"), "$-1\r\n"},
+			{cmd("CLIENT", "KILL"), "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n"},
+			{cmd("CLIENT"), "-ERR wrong number of arguments for 'client' command\r\n"},
+			{cmd("CLIENT", "ID", "x"), "-ERR wrong number of arguments for 'client|id' command\r\n"},
+			{cmd("CLIENT", "SETNAME"), "-ERR wrong number of arguments for 'client|setname' command\r\n"},
+			{cmd("CLIENT", "LIST", "TYPE", "bogus"), "-ERR Unknown client type 'bogus'\r\n"},
+			{cmd("CLIENT", "LIST", "TYPE", "pubsub"), "$0\r\n\r\n"},
+			{cmd("CLIENT", "LIST", "ID", "+5"), "-ERR Invalid client ID\r\n"},
+			{cmd("CLIENT", "LIST", "ID", "0", "-1"), "$0\r\n\r\n"},
+			{cmd("CLIENT", "LIST", "foo"), "-ERR syntax error\r\n"},
+		}},
+		{"time", []step{
+			{cmd("TIME", "x"), "-ERR wrong number of arguments for 'time' command\r\n"},
+		}},
+		{"help", []step{
+			{cmd("CONFIG", "HELP"), "*11\r\n+CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n" +
+				"+GET <pattern> [<pattern> ...]\r\n+    Return parameters matching the glob-like <pattern> and their values.\r\n" +
+				"+SET <directive> <value> [<directive> <value> ...]\r\n+    Set the configuration <directive> to <value>: kura changes timeout only.\r\n" +
+				"+RESETSTAT\r\n+    Reset statistics reported by the INFO command.\r\n" +
+				"+REWRITE\r\n+    Refused: kura has no configuration file.\r\n" +
+				"+HELP\r\n+    Print this help.\r\n"},
+			{cmd("CONFIG", "HELP", "x"), "-ERR wrong number of arguments for 'config|help' command\r\n"},
 		}},
 		{"select", []step{
 			{cmd("SELECT", "0"), "+OK\r\n"},
 			{cmd("SELECT", "1"), "-ERR DB index is out of range (kura serves database 0 only; KURA.KEYSPACE switches keyspaces)\r\n"},
 			{cmd("SELECT", "x"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("SELECT", "+0"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":25\r\n"},
+			{cmd("COMMAND", "COUNT"), ":31\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR unknown subcommand 'GETKEYS'. Try COMMAND HELP.\r\n"},
+			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "get*"), "*3\r\n$3\r\nget\r\n$6\r\ngetdel\r\n$8\r\ngetrange\r\n"},
+			{cmd("COMMAND", "LIST", "FILTERBY", "MODULE", "json"), "*0\r\n"},
+			{cmd("COMMAND", "LIST", "nonsense"), "-ERR syntax error\r\n"},
+			{cmd("COMMAND", "COUNT", "x"), "-ERR wrong number of arguments for 'command|count' command\r\n"},
 		}},
 		{"config", []step{
 			{cmd("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
 			{cmd("CONFIG", "GET", "APPENDONLY", "nothing"), "*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n"},
 			{cmd("CONFIG", "GET", "d*"), "*2\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
-			{cmd("CONFIG", "SET", "save", ""), "-ERR kura does not support CONFIG SET: nodes are configured by their command line\r\n"},
+			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*8\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n" +
+				"$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n"},
+			{cmd("CONFIG", "GET", "client-query-buffer-limit", "timeout"), "*4\r\n$25\r\nclient-query-buffer-limit\r\n$8\r\n67108864\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"},
+			{cmd("CONFIG", "GET", "nosuch*"), "*0\r\n"},
+			{cmd("CONFIG", "SET", "save", ""), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
+			{cmd("CONFIG", "SET", "foo", "1"), "-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"},
+			{cmd("CONFIG", "SET", "timeout", "abc"), "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer\r\n"},
+			{cmd("CONFIG", "SET", "timeout", "-1"), "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive\r\n"},
+			{cmd("CONFIG", "SET", "timeout", "5", "TIMEOUT", "6"), "-ERR CONFIG SET failed (possibly related to argument 'TIMEOUT') - duplicate parameter\r\n"},
+			{cmd("CONFIG", "SET", "timeout", "abc", "foo", "1"), "-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"},
+			{cmd("CONFIG", "SET", "timeout", "1", "maxmemory"), "-ERR syntax error\r\n"},
+			{cmd("CONFIG", "SET", "timeout"), "-ERR wrong number of arguments for 'config|set' command\r\n"},
+			{cmd("CONFIG", "SET", "Timeout", "3600"), "+OK\r\n"},
+			{cmd("CONFIG", "GET", "timeout"), "*2\r\n$7\r\ntimeout\r\n$4\r\n3600\r\n"},
+			{cmd("CONFIG", "RESETSTAT"), "+OK\r\n"},
+			{cmd("CONFIG", "RESETSTAT", "x"), "-ERR wrong number of arguments for 'config|resetstat' command\r\n"},
+			{cmd("CONFIG", "REWRITE"), "-ERR The server is running without a config file\r\n"},
+			{cmd("CONFIG"), "-ERR wrong number of arguments for 'config' command\r\n"},
+			{cmd("CONFIG", "GET"), "-ERR wrong number of arguments for 'config|get' command\r\n"},
+			{cmd("CONFIG", "FOO"), "-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n"},
 		}},
 		{"consistency", []step{
 			{cmd("KURA.CONSISTENCY"), "+ONE\r\n"},
@@ -118,7 +173,12 @@ func TestPassword(t *testing.T) {
 	converse(t, addr, []step{
 		{cmd("GET", "k"), "-NOAUTH Authentication required.\r\n"},
 		{cmd("NOSUCH"), "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
-		{cmd("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
+		{cmd("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
+		{cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n"}, // arity first, as in Redis
+		{cmd("CONFIG", "FOO"), "-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n"},
+		{cmd("CLIENT", "ID"), "-NOAUTH Authentication required.\r\n"},
+		{cmd("HELLO", "3", "AUTH", "default", "s3cret", "SETNAME", "a b"), "-ERR Client names cannot contain spaces, newlines or special characters.\r\n"},
+		{cmd("GET", "k"), "-NOAUTH Authentication required.\r\n"}, // the refused HELLO did not authenticate
 		{cmd("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
 		{cmd("AUTH", "admin", "s3cret"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
 		{cmd("AUTH", "s3cret"), "+OK\r\n"},
@@ -140,24 +200,24 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*25\r\n" {
+	if got := c.line(); got != "*31\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 25 {
+	for range 31 {
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
 	if strings.Join(names, " ") != strings.Join(s.commandNames(), " ") {
 		t.Fatalf("COMMAND LIST = %v", names)
 	}
-	for _, want := range []string{"get", "kura.range", "scan", "set"} {
+	for _, want := range []string{"get", "kura.range", "scan", "set", "strlen", "getrange", "substr", "type", "unlink", "time"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("COMMAND LIST lacks %s", want)
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*25\r\n" {
+	if got := c.line(); got != "*31\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

@@ -2,70 +2,113 @@ package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
-	"github.com/kuradb/kura/lww"
 	"io"
 	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/lww"
 )
 
 // conn is one client connection and its state.
 type conn struct {
 	s  *Server
 	nc net.Conn
+	io *connIO
 	r  *Reader
 	w  *Writer
 
-	id            int64
-	level         consistency.Level
-	keyspace      string
-	name          string
-	libName       string
-	libVersion    string
+	id      int64
+	fd      int // the socket's file descriptor, for CLIENT LIST; -1 when unknown
+	created time.Time
+
 	authenticated bool
 	quit          bool // the client sent QUIT: reply, then close
-	// held is a command read while collecting a batch of reads, not run yet.
-	held [][]byte
+	// held is a command read while collecting a batch of reads, not run yet; heldErr is
+	// the reader's refusal of such a command (ErrTooLarge), to answer in its turn.
+	held    [][]byte
+	heldErr error
+	// consumed counts the bytes the reader has parsed, so that a command's size on the
+	// wire is the difference across its read.
+	consumed int64
 
 	// lowerName is scratch space for the lower-cased command name.
 	lowerName []byte
+
+	// mu guards what CLIENT LIST shows of this connection to the others. Only the
+	// connection's own goroutine changes these fields, under mu; it reads them without.
+	mu         sync.Mutex
+	level      consistency.Level
+	keyspace   string
+	name       string
+	libName    string
+	libVersion string
+	resp       int       // protocol version, 2 or 3
+	command    string    // the latest command's name, "client|list" for a subcommand
+	lastRead   time.Time // when the latest command arrived
+	argvBytes  int       // the running command's arguments; 0 between commands
+	queryBytes int       // the running command on the wire plus what is buffered after it
+	queryPeak  int       // the largest queryBytes yet
+	replyBytes int       // replies buffered and not yet sent
+	commands   int64     // commands run
+}
+
+// newConn wraps an accepted connection.
+func (s *Server) newConn(nc net.Conn) *conn {
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		tcp.SetNoDelay(true)
+	}
+	cio := &connIO{nc: nc, s: s}
+	now := time.Now()
+	return &conn{
+		s:             s,
+		nc:            nc,
+		io:            cio,
+		r:             NewReader(cio, s.limits),
+		w:             NewWriter(cio),
+		id:            s.nextID.Add(1),
+		fd:            socketFD(nc),
+		created:       now,
+		authenticated: s.cfg.Password == "",
+		level:         s.cfg.DefaultLevel,
+		keyspace:      s.cfg.DefaultKeyspace,
+		resp:          2,
+		command:       "NULL", // Redis's word for no command yet
+		lastRead:      now,
+	}
 }
 
 // serveConn reads commands and writes their replies in order until the client leaves or
 // breaks the protocol. Replies are flushed when no further command is buffered, so a
 // pipelined batch costs one write; reads of a pipeline run concurrently (see runReads).
-func (s *Server) serveConn(nc net.Conn) {
-	defer s.untrack(nc)
-	defer nc.Close()
-	if tcp, ok := nc.(*net.TCPConn); ok {
-		tcp.SetNoDelay(true)
-	}
-	c := &conn{
-		s:             s,
-		nc:            nc,
-		r:             NewReader(nc, s.limits),
-		w:             NewWriter(nc),
-		id:            s.nextID.Add(1),
-		level:         s.cfg.DefaultLevel,
-		keyspace:      s.cfg.DefaultKeyspace,
-		authenticated: s.cfg.Password == "",
-	}
+func (s *Server) serveConn(c *conn) {
+	defer s.untrack(c)
+	defer c.nc.Close()
 	for !c.quit {
 		args, err := c.nextCommand()
-		if err == nil && len(args) > 0 {
-			if c.r.Buffered() > 0 && c.isRead(args) {
-				err = c.runReads(args)
-			} else {
-				c.execute(args)
-			}
+		switch {
+		case errors.Is(err, ErrTooLarge):
+			c.w.Error("ERR " + err.Error())
+			err = nil
+		case err != nil:
+		case len(args) == 0:
+		case c.r.Buffered() > 0 && c.isRead(args):
+			err = c.runReads(args)
+		default:
+			c.execute(args)
 		}
+		c.finish()
 		if err != nil {
 			c.closeAfter(err)
 			return
 		}
-		if (c.r.Buffered() == 0 && c.held == nil) || c.quit {
+		if (c.r.Buffered() == 0 && c.held == nil && c.heldErr == nil) || c.quit {
 			if err := c.w.Flush(); err != nil {
 				return
 			}
@@ -75,15 +118,64 @@ func (s *Server) serveConn(nc net.Conn) {
 
 // nextCommand returns the held command, if any, or reads the next one.
 func (c *conn) nextCommand() ([][]byte, error) {
-	if args := c.held; args != nil {
-		c.held = nil
-		return args, nil
+	if args, err := c.held, c.heldErr; args != nil || err != nil {
+		c.held, c.heldErr = nil, nil
+		return args, err
 	}
-	return c.r.ReadCommand()
+	return c.readCommand()
+}
+
+// readCommand reads a command and notes its arrival for CLIENT LIST.
+func (c *conn) readCommand() ([][]byte, error) {
+	args, err := c.r.ReadCommand()
+	consumed := c.io.in.Load() - int64(c.r.Buffered())
+	wire := int(consumed - c.consumed)
+	c.consumed = consumed
+	argv := 0
+	for _, a := range args {
+		argv += len(a)
+	}
+	c.mu.Lock()
+	c.lastRead = time.Now()
+	c.argvBytes = argv
+	c.queryBytes = wire + c.r.Buffered()
+	c.queryPeak = max(c.queryPeak, c.queryBytes)
+	c.mu.Unlock()
+	return args, err
+}
+
+// finish notes the end of a command (or a batch of reads) for CLIENT LIST, and moves
+// the error replies it wrote to INFO's count.
+func (c *conn) finish() {
+	c.mu.Lock()
+	c.argvBytes = 0
+	c.queryBytes = c.r.Buffered()
+	c.replyBytes = c.w.Buffered()
+	c.mu.Unlock()
+	if n := c.w.errorReplies; n > 0 {
+		c.s.stats.errorReplies.Add(n)
+		c.w.errorReplies = 0
+	}
+}
+
+// ran counts n commands run under one name, for INFO and CLIENT LIST.
+func (c *conn) ran(name string, n int) {
+	c.mu.Lock()
+	c.command = name
+	c.commands += int64(n)
+	c.mu.Unlock()
+	c.s.stats.commandsProcessed.Add(int64(n))
+}
+
+// update changes the state CLIENT LIST shows, under the connection's lock.
+func (c *conn) update(change func()) {
+	c.mu.Lock()
+	change()
+	c.mu.Unlock()
 }
 
 // closeAfter answers a protocol error before the connection closes; other read errors
-// (the client left) need no answer.
+// (the client left, or stayed idle past the timeout) need no answer.
 func (c *conn) closeAfter(err error) {
 	if errors.Is(err, ErrProtocol) {
 		c.w.Error("ERR " + err.Error())
@@ -92,6 +184,81 @@ func (c *conn) closeAfter(err error) {
 		c.s.cfg.Logger.Debug("resp: connection read failed", "remote", c.nc.RemoteAddr(), "err", err)
 	}
 	c.w.Flush()
+}
+
+// socketFD returns the connection's file descriptor, or -1 when it has none.
+func socketFD(nc net.Conn) int {
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	raw.Control(func(s uintptr) { fd = int(s) })
+	return fd
+}
+
+// connIO is a connection's socket as its reader and writer use it: it counts the bytes
+// each way, for CLIENT LIST and INFO, and closes the connection when a read waits longer
+// than the server's idle timeout (Redis's timeout).
+type connIO struct {
+	nc      net.Conn
+	s       *Server
+	in, out atomic.Int64
+	// mu orders a read's deadline against wake: a read either sees the new timeout or is
+	// woken to look again.
+	mu sync.Mutex
+	// deadline is set while the socket may have a read deadline, so that a server
+	// without an idle timeout leaves the socket alone.
+	deadline bool
+}
+
+// Read reads from the socket. A read that waits longer than the idle timeout fails; the
+// timeout is looked up again whenever wake interrupts the read, so a change applies to
+// connections already waiting.
+func (cio *connIO) Read(p []byte) (int, error) {
+	began := time.Now()
+	for {
+		cio.mu.Lock()
+		timeout := cio.s.IdleTimeout()
+		switch {
+		case timeout > 0:
+			cio.nc.SetReadDeadline(began.Add(timeout))
+			cio.deadline = true
+		case cio.deadline:
+			cio.nc.SetReadDeadline(time.Time{})
+			cio.deadline = false
+		}
+		cio.mu.Unlock()
+		n, err := cio.nc.Read(p)
+		cio.in.Add(int64(n))
+		cio.s.stats.netInputBytes.Add(int64(n))
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || (timeout > 0 && time.Since(began) >= timeout) {
+			return n, err
+		}
+	}
+}
+
+// wake interrupts a waiting read so that it looks up the idle timeout again.
+func (cio *connIO) wake() {
+	cio.mu.Lock()
+	cio.nc.SetReadDeadline(time.Now())
+	cio.deadline = true
+	cio.mu.Unlock()
+}
+
+// Write writes to the socket.
+func (cio *connIO) Write(p []byte) (int, error) {
+	n, err := cio.nc.Write(p)
+	cio.out.Add(int64(n))
+	cio.s.stats.netOutputBytes.Add(int64(n))
+	return n, err
 }
 
 // ctx is the context of the connection's requests: it ends when the server closes. Each
@@ -104,6 +271,20 @@ func (c *conn) get(key []byte) (lww.Record, bool, error) {
 	start := time.Now()
 	rec, found, err := c.s.cfg.Backend.Get(c.ctx(), c.keyspace, key, c.level)
 	c.observe("get", start, err)
+	return rec, found, err
+}
+
+// lookup is get for a command that reads the key for the client (GET, EXISTS, STRLEN...),
+// counted in INFO's keyspace_hits and keyspace_misses as Redis counts them.
+func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
+	rec, found, err := c.get(key)
+	switch {
+	case err != nil:
+	case found:
+		c.s.stats.keyspaceHits.Add(1)
+	default:
+		c.s.stats.keyspaceMisses.Add(1)
+	}
 	return rec, found, err
 }
 

@@ -32,10 +32,12 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 		input   string
 		errPart string
 	}{
-		{"bad array length", "*abc\r\n", "-ERR Protocol error: invalid multibulk length"},
-		{"bad bulk length", "*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"huge declared length", "*2\r\n$3\r\nSET\r\n$999999999999\r\n", "-ERR Protocol error: bulk length 999999999999 exceeds the limit"},
-		{"bulk longer than declared", "*1\r\n$1\r\nPING\r\n", "-ERR Protocol error: bulk string not terminated by CRLF"},
+		{"bad array length", "*abc\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"bad bulk length", "*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"bulk length with a plus sign", "*1\r\n$+4\r\nPING\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"huge declared length", "*2\r\n$3\r\nSET\r\n$999999999999\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"bulk longer than declared", "*1\r\n$1\r\nPING\r\n", "-ERR Protocol error: bulk string not terminated by CRLF\r\n"},
+		{"unbalanced quotes", "ECHO \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
 	}
 	_, _, addr := startServer(t, Config{Limits: coord.Limits{KeyBytesMax: 1 << 10, ValueBytesMax: 1 << 20}})
 	other := dial(t, addr)
@@ -43,16 +45,68 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bad := dial(t, addr)
-			// The header alone must be refused: the server may not wait for a body it
-			// would refuse anyway.
+			// The header alone must be refused, as Redis refuses it: the server may not
+			// wait for a body it would refuse anyway.
 			bad.send(tt.input)
-			if line := bad.line(); !strings.HasPrefix(line, tt.errPart) {
-				t.Fatalf("reply %q, want it to start with %q", line, tt.errPart)
+			if line := bad.line(); line != tt.errPart {
+				t.Fatalf("reply %q, want %q", line, tt.errPart)
 			}
 			bad.expectClosed()
 			other.do("$3\r\nyes\r\n", "GET", "survivor")
 		})
 	}
+}
+
+// TestOversizedCommandsAreAnsweredAndTheConnectionStays: a bulk string over the limit is
+// read to its end without being kept, its command is refused with an error and not run
+// (no part of an MSET is written), and the same connection goes on.
+func TestOversizedCommandsAreAnsweredAndTheConnectionStays(t *testing.T) {
+	// The coordinator refuses a key over its own limit (node/resp_test.go checks that
+	// error); the front end refuses what exceeds the larger of the two limits.
+	const keyMax, valueMax = 1 << 10, 1 << 20
+	_, _, addr := startServer(t, Config{Limits: coord.Limits{KeyBytesMax: keyMax, ValueBytesMax: valueMax}})
+	c := dial(t, addr)
+	tooLong := "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"value at the limit", cmd("SET", "k", strings.Repeat("v", valueMax)), "+OK\r\n"},
+		{"value one byte over", cmd("SET", "k", strings.Repeat("w", valueMax+1)), tooLong},
+		{"value four times over", cmd("SET", "k", strings.Repeat("w", 4*valueMax)), tooLong},
+		{"key over the value limit", cmd("GET", strings.Repeat("k", valueMax+1)), tooLong},
+		{"one value of an MSET over", cmd("MSET", "a", "1", "b", strings.Repeat("v", valueMax+1)), tooLong},
+	}
+	for _, tt := range tests {
+		t.Log(tt.name)
+		c.do(tt.want, tt.args...)
+		c.do(fmt.Sprintf(":%d\r\n", valueMax), "STRLEN", "k")
+		c.do(":0\r\n", "EXISTS", "a")
+	}
+}
+
+// TestIdleTimeoutClosesSilentConnections: with a timeout, a connection that sends
+// nothing is closed without a reply, as Redis closes it; CONFIG SET timeout reaches
+// connections already waiting.
+func TestIdleTimeoutClosesSilentConnections(t *testing.T) {
+	_, _, addr := startServer(t, Config{IdleTimeout: 100 * time.Millisecond})
+	c := dial(t, addr)
+	c.do("+PONG\r\n", "PING")
+	c.expectClosed()
+	c = dial(t, addr)
+	c.send("*1\r\n$4\r\nPI") // a command cut short waits no longer
+	c.expectClosed()
+
+	_, _, addr = startServer(t, Config{})
+	idle := dial(t, addr)
+	idle.do("+PONG\r\n", "PING")
+	admin := dial(t, addr)
+	admin.do("*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n", "CONFIG", "GET", "timeout")
+	admin.do("+OK\r\n", "CONFIG", "SET", "timeout", "1")
+	idle.expectClosed()
+	admin.expectClosed() // idle too, while the test waited
+	dial(t, addr).do("*2\r\n$7\r\ntimeout\r\n$1\r\n1\r\n", "CONFIG", "GET", "timeout")
 }
 
 func TestTruncatedFrameLeavesServerServing(t *testing.T) {

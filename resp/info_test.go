@@ -1,8 +1,11 @@
 package resp
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInfo(t *testing.T) {
@@ -12,23 +15,37 @@ func TestInfo(t *testing.T) {
 
 	all := c.call("INFO").(string)
 	for _, want := range []string{
-		"# Server\r\n", "redis_version:7.0.0\r\n", "kura_node_id:n1\r\n", "kura_dc:dc1\r\n",
-		"\r\n\r\n# Clients\r\nconnected_clients:2\r\n",
-		"# Replication\r\nrole:master\r\nkura_cluster_size:2\r\nkura_alive_nodes:1\r\nkura_hints_pending:3\r\nkura_interdc_bytes:12345\r\n",
+		"# Server\r\n", "redis_version:7.0.0\r\n", "redis_mode:standalone\r\n", "arch_bits:", "run_id:",
+		"tcp_port:" + addr[strings.LastIndex(addr, ":")+1:] + "\r\n", "kura_node_id:n1\r\n", "kura_dc:dc1\r\n",
+		"\r\n\r\n# Clients\r\nconnected_clients:2\r\ncluster_connections:0\r\nmaxclients:10000\r\n",
+		"\r\n\r\n# Memory\r\nused_memory:", "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n",
+		"\r\n\r\n# Persistence\r\nloading:0\r\n", "aof_enabled:1\r\n",
+		"\r\n\r\n# Stats\r\ntotal_connections_received:2\r\n",
+		"# Replication\r\nrole:master\r\nconnected_slaves:0\r\nkura_cluster_size:2\r\nkura_alive_nodes:1\r\nkura_hints_pending:3\r\nkura_interdc_bytes:12345\r\n",
 		"node0:id=n1,dc=dc1,addr=127.0.0.1:1,state=up\r\n", "node1:id=n2,dc=dc2,addr=127.0.0.1:2,state=down\r\n",
-		"# Keyspace\r\ndefault:replication=dc1=2;dc2=1,partitioner=hash\r\n",
+		"\r\n\r\n# CPU\r\nused_cpu_sys:", "\r\n\r\n# Cluster\r\ncluster_enabled:0\r\n",
+		"\r\n\r\n# Keyspace\r\n",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("INFO lacks %q:\n%s", want, all)
 		}
+	}
+	for _, field := range []string{"used_cpu_sys", "used_cpu_user", "used_cpu_sys_children", "used_cpu_user_children"} {
+		if !regexp.MustCompile(`\r\n` + field + `:\d+\.\d{6}\r\n`).MatchString(all) {
+			t.Errorf("INFO's %s is not seconds with six decimals:\n%s", field, all)
+		}
+	}
+	if used := infoField(t, all, "used_memory"); used <= 0 {
+		t.Errorf("used_memory = %d", used)
 	}
 
 	tests := []struct {
 		sections []string
 		want     []string // section titles, in order
 	}{
-		{[]string{"everything"}, []string{"Server", "Clients", "Replication", "Keyspace"}},
+		{[]string{"everything"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Cluster", "Keyspace"}},
 		{[]string{"keyspace", "SERVER"}, []string{"Server", "Keyspace"}},
+		{[]string{"cpu", "memory", "stats"}, []string{"Memory", "Stats", "CPU"}},
 		{[]string{"replication"}, []string{"Replication"}},
 		{[]string{"nosuch"}, nil},
 	}
@@ -43,5 +60,72 @@ func TestInfo(t *testing.T) {
 		if strings.Join(titles, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("INFO %v has sections %v, want %v", tt.sections, titles, tt.want)
 		}
+	}
+}
+
+// infoField returns an integer field of an INFO text.
+func infoField(t *testing.T, text, field string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + field + `:(-?\d+)\r$`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("INFO has no integer %s:\n%s", field, text)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// TestInfoStats: the Stats section counts connections, commands, bytes, lookups that
+// found a key or not, and error replies, and CONFIG RESETSTAT zeroes the counts.
+func TestInfoStats(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	c := dial(t, addr)
+	c.do("+OK\r\n", "CONFIG", "RESETSTAT")
+	c.do("+OK\r\n", "SET", "k", "v")
+	c.do("*2\r\n$1\r\nv\r\n$-1\r\n", "MGET", "k", "nokey")
+	c.send(encode("GET", "k") + encode("GET", "nokey") + encode("GET", "k")) // a batch of reads
+	c.expect("$1\r\nv\r\n$-1\r\n$1\r\nv\r\n")
+	c.do(":1\r\n", "STRLEN", "k")
+	c.do("-ERR syntax error\r\n", "SET", "k", "v", "BOGUS")
+	c.do("-ERR wrong number of arguments for 'get' command\r\n", "GET")
+	stats := c.call("INFO", "stats").(string)
+	for field, want := range map[string]int64{
+		"total_connections_received": 0, // since the reset
+		"total_commands_processed":   8, // SET MGET 3×GET STRLEN SET INFO; a refused GET does not run
+		"keyspace_hits":              4,
+		"keyspace_misses":            2,
+		"total_error_replies":        2,
+	} {
+		if got := infoField(t, stats, field); got != want {
+			t.Errorf("%s = %d, want %d", field, got, want)
+		}
+	}
+	if in, out := infoField(t, stats, "total_net_input_bytes"), infoField(t, stats, "total_net_output_bytes"); in <= 0 || out <= 0 {
+		t.Errorf("net bytes in %d, out %d", in, out)
+	}
+	c.do("+OK\r\n", "CONFIG", "RESETSTAT")
+	if got := infoField(t, c.call("INFO", "stats").(string), "keyspace_hits"); got != 0 {
+		t.Errorf("keyspace_hits after CONFIG RESETSTAT = %d", got)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0B", 1023: "1023B", 1024: "1.00K", 1536: "1.50K", 1048575: "1024.00K",
+		1 << 20: "1.00M", 3 << 30: "3.00G", 5 << 40: "5.00T"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestTime(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	before := time.Now()
+	reply := dial(t, addr).call("TIME").([]any)
+	after := time.Now()
+	seconds, err1 := strconv.ParseInt(reply[0].(string), 10, 64)
+	micros, err2 := strconv.ParseInt(reply[1].(string), 10, 64)
+	got := time.Unix(seconds, micros*1000)
+	if err1 != nil || err2 != nil || micros < 0 || micros >= 1e6 || got.Before(before.Truncate(time.Microsecond)) || got.After(after) {
+		t.Fatalf("TIME = %q, want the clock between %v and %v", reply, before, after)
 	}
 }

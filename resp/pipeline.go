@@ -9,7 +9,11 @@ package resp
 // order by another client, a pipeline may see the second key's new value and the first
 // key's old one.
 
-import "github.com/kuradb/kura/lww"
+import (
+	"errors"
+
+	"github.com/kuradb/kura/lww"
+)
 
 // readBatchMax bounds the reads of one concurrent batch.
 const readBatchMax = 64
@@ -32,13 +36,18 @@ type read struct {
 }
 
 // runReads runs first and the GETs buffered after it concurrently and answers them in
-// order. It stops at the first other command, which it holds for the caller to run next;
-// a read error ends the batch after the reads before it are answered.
+// order. It stops at the first other command, which it holds for the caller to run next
+// (or answer, if the reader refused it as too large); a read error ends the batch after
+// the reads before it are answered.
 func (c *conn) runReads(first [][]byte) error {
 	batch := []read{{key: first[1]}}
 	var readErr error
 	for len(batch) < readBatchMax && c.r.Buffered() > 0 {
-		args, err := c.r.ReadCommand()
+		args, err := c.readCommand()
+		if errors.Is(err, ErrTooLarge) {
+			c.heldErr = err
+			break
+		}
 		if err != nil {
 			readErr = err
 			break
@@ -54,9 +63,10 @@ func (c *conn) runReads(first [][]byte) error {
 	}
 	forEach(len(batch), func(i int) error {
 		r := &batch[i]
-		r.rec, r.found, r.err = c.get(r.key)
+		r.rec, r.found, r.err = c.lookup(r.key)
 		return nil
 	})
+	c.ran("get", len(batch))
 	for _, r := range batch {
 		c.replyGet(r.rec, r.found, r.err)
 	}

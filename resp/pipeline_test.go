@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kuradb/kura/lww"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/lww"
 )
 
 // gatedBackend holds every Get until want Gets are in flight together, so that only
@@ -67,8 +68,18 @@ func TestReadsBeforeAProtocolErrorAreAnswered(t *testing.T) {
 	_, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("GET", "a") + encode("GET", "b") + "*x\r\n")
-	c.expect("$-1\r\n$-1\r\n-ERR Protocol error: invalid multibulk length \"x\"\r\n")
+	c.expect("$-1\r\n$-1\r\n-ERR Protocol error: invalid multibulk length\r\n")
 	c.expectClosed()
+}
+
+// TestOversizedCommandInAPipelineIsAnsweredInTurn: a command the reader refuses for its
+// size, pipelined behind reads, is answered after them and before what follows it.
+func TestOversizedCommandInAPipelineIsAnsweredInTurn(t *testing.T) {
+	_, _, addr := startServer(t, Config{Limits: coord.Limits{KeyBytesMax: 16, ValueBytesMax: 32}})
+	c := dial(t, addr)
+	c.send(encode("GET", "a") + encode("GET", "b") + encode("SET", "k", strings.Repeat("v", 33)) + encode("GET", "c") + encode("SET", "k", "fits"))
+	c.expect("$-1\r\n$-1\r\n-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n$-1\r\n+OK\r\n")
+	c.do("$4\r\nfits\r\n", "GET", "k")
 }
 
 func TestLongPipelinesOfReadsSpanBatches(t *testing.T) {

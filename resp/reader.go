@@ -6,18 +6,37 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
-// ErrProtocol marks input that is not a well-formed command within the limits: the
-// connection cannot be resynchronised after it, so the server answers with an error and
-// closes it.
+// ErrProtocol marks input that is not a well-formed command: the connection cannot be
+// resynchronised after it, so the server answers with an error and closes it.
 var ErrProtocol = errors.New("Protocol error")
 
-// ReadLimits bound what one command may make the server buffer.
+// ErrTooLarge marks a well-formed command over a limit of ReadLimits. The reader read
+// and discarded its bytes without keeping them, so the connection is still in step with
+// the client: the server answers the command with an error (the error's text) and
+// serves the next one.
+var ErrTooLarge = errors.New("command over a size limit")
+
+// tooLarge is an ErrTooLarge whose text is the reply, Redis's wording where Redis has one.
+type tooLarge string
+
+func (e tooLarge) Error() string        { return string(e) }
+func (e tooLarge) Is(target error) bool { return target == ErrTooLarge }
+
+// The refusals of a command over a limit.
+const (
+	errBulkTooLarge    = tooLarge("string exceeds maximum allowed size (proto-max-bulk-len)")
+	errCommandTooLarge = tooLarge("command exceeds maximum allowed size (client-query-buffer-limit)")
+	errTooManyArgs     = tooLarge("command has too many arguments")
+)
+
+// ReadLimits bound what one command may make the server buffer. A command over them is
+// read to its end and discarded (ErrTooLarge).
 type ReadLimits struct {
-	// BulkBytesMax is the largest bulk string accepted; a longer declared length is
-	// refused before any of its bytes are read.
+	// BulkBytesMax is the largest bulk string accepted (Redis's proto-max-bulk-len).
 	BulkBytesMax int
 	// CommandBytesMax bounds the sum of a command's bulk strings (an MSET of many large
 	// values).
@@ -25,6 +44,11 @@ type ReadLimits struct {
 	// ArgsMax bounds the number of arguments of one command.
 	ArgsMax int
 }
+
+// bulkLengthMax is Redis's default proto-max-bulk-len, 512 MB. A longer declared length
+// is taken, as Redis takes it, for a broken stream rather than a string to skip: the
+// connection is closed.
+const bulkLengthMax = 512 << 20
 
 // readBufferBytes is the reader's buffer, and so the longest inline command or header line.
 const readBufferBytes = 16 << 10
@@ -54,8 +78,9 @@ func (r *Reader) Buffered() int { return r.br.Buffered() }
 // ReadCommand returns the next command's arguments, the command name first. An empty
 // command (an empty inline line, "*0") yields no arguments. The returned slice is reused
 // by the next call; the byte slices it holds are not, so callers may keep them (the
-// coordinator does, in writes that finish in the background). Malformed input yields an
-// error wrapping ErrProtocol; a failed read, the read's error.
+// coordinator does, in writes that finish in the background). A command over the limits
+// yields an error wrapping ErrTooLarge, after which the reader goes on with the next
+// command; malformed input, an error wrapping ErrProtocol; a failed read, the read's error.
 func (r *Reader) ReadCommand() ([][]byte, error) {
 	r.args = r.args[:0]
 	first, err := r.br.Peek(1)
@@ -65,32 +90,55 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	if first[0] != '*' {
 		return r.readInline()
 	}
-	count, err := r.readLength('*', r.limits.ArgsMax, "multibulk")
+	count, err := r.readLength('*', math.MaxInt32, "multibulk")
 	if err != nil {
 		return nil, err
 	}
+	// refused is the first limit the command broke; from then on its bulk strings are
+	// skipped instead of kept.
+	var refused error
+	if count > r.limits.ArgsMax {
+		refused = errTooManyArgs
+	}
 	total := 0
 	for i := 0; i < count; i++ {
-		size, err := r.readLength('$', r.limits.BulkBytesMax, "bulk")
+		size, err := r.readLength('$', bulkLengthMax, "bulk")
 		if err != nil {
 			return nil, err
 		}
-		if total += size; total > r.limits.CommandBytesMax {
-			return nil, fmt.Errorf("%w: command larger than the limit of %d bytes", ErrProtocol, r.limits.CommandBytesMax)
+		switch total += size; {
+		case refused != nil:
+		case size > r.limits.BulkBytesMax:
+			refused = errBulkTooLarge
+		case total > r.limits.CommandBytesMax:
+			refused = errCommandTooLarge
 		}
-		arg, err := r.readBulkBody(size)
+		if refused != nil {
+			err = r.skipBulkBody(size)
+		} else {
+			var arg []byte
+			arg, err = r.readBulkBody(size)
+			r.args = append(r.args, arg)
+		}
 		if err != nil {
 			return nil, err
 		}
-		r.args = append(r.args, arg)
+	}
+	if refused != nil {
+		r.args = r.args[:0]
+		return nil, refused
 	}
 	return r.args, nil
 }
 
-// readLength reads a header line "<prefix><n>\r\n" with 0 <= n <= limit. A negative
-// multibulk length counts as zero, as Redis reads it.
+// readLength reads a header line "<prefix><n>\r\n" with n <= limit, n >= 0 for a bulk
+// string. A negative multibulk length counts as zero, as Redis reads it.
 func (r *Reader) readLength(prefix byte, limit int, what string) (int, error) {
-	line, err := r.readLine()
+	tooLong := "too big bulk count string" // Redis's words
+	if prefix == '*' {
+		tooLong = "too big mbulk count string"
+	}
+	line, err := r.readLine(tooLong)
 	if err != nil {
 		return 0, err
 	}
@@ -101,26 +149,54 @@ func (r *Reader) readLength(prefix byte, limit int, what string) (int, error) {
 		}
 		return 0, fmt.Errorf("%w: expected '%c', got %s", ErrProtocol, prefix, got)
 	}
-	n, err := strconv.ParseInt(string(line[1:]), 10, 64)
+	n, ok := parseInt(line[1:])
 	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%w: invalid %s length %q", ErrProtocol, what, line[1:])
-	case n < 0 && prefix == '*':
-		return 0, nil
+	case !ok, n < 0 && prefix == '$', n > int64(limit):
+		return 0, fmt.Errorf("%w: invalid %s length", ErrProtocol, what)
 	case n < 0:
-		return 0, fmt.Errorf("%w: invalid %s length %d", ErrProtocol, what, n)
-	case n > int64(limit):
-		return 0, fmt.Errorf("%w: %s length %d exceeds the limit of %d", ErrProtocol, what, n, limit)
+		return 0, nil
 	}
 	return int(n), nil
 }
 
-// readLine returns one line without its "\r\n"; the slice is valid until the next read.
-func (r *Reader) readLine() ([]byte, error) {
+// parseInt reads a decimal integer as Redis does (string2ll): an optional minus sign,
+// digits without a leading zero, no sign "+", no spaces, within int64. Commands use it
+// for their integer arguments too, so that what Redis refuses kura refuses.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	negative := len(b) > 0 && b[0] == '-'
+	digits := b
+	if negative {
+		digits = b[1:]
+	}
+	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, d := range digits {
+		if d < '0' || d > '9' || v > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(d-'0')
+	}
+	switch {
+	case negative && v <= 1<<63:
+		return int64(-v), true
+	case !negative && v <= math.MaxInt64:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// readLine returns one header line without its "\r\n"; the slice is valid until the next
+// read. tooLong is the error for a line longer than the buffer.
+func (r *Reader) readLine(tooLong string) ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull):
-		return nil, fmt.Errorf("%w: line longer than %d bytes", ErrProtocol, readBufferBytes)
+		return nil, fmt.Errorf("%w: %s", ErrProtocol, tooLong)
 	case err != nil:
 		return nil, err
 	case len(line) < 2 || line[len(line)-2] != '\r':
@@ -151,6 +227,21 @@ func (r *Reader) readBulkBody(size int) ([]byte, error) {
 	return body[:size:size], nil
 }
 
+// skipBulkBody reads size bytes and the "\r\n" after them without keeping them.
+func (r *Reader) skipBulkBody(size int) error {
+	if _, err := r.br.Discard(size); err != nil {
+		return truncated(err)
+	}
+	end := make([]byte, 2)
+	if _, err := io.ReadFull(r.br, end); err != nil {
+		return truncated(err)
+	}
+	if end[0] != '\r' || end[1] != '\n' {
+		return fmt.Errorf("%w: bulk string not terminated by CRLF", ErrProtocol)
+	}
+	return nil
+}
+
 // truncated turns an end of input inside a frame into io.ErrUnexpectedEOF.
 func truncated(err error) error {
 	if errors.Is(err, io.EOF) {
@@ -159,8 +250,8 @@ func truncated(err error) error {
 	return err
 }
 
-// readInline reads a line of space-separated words. Quoting is not supported: clients
-// that send binary data use RESP arrays.
+// readInline reads a line of words separated by spaces, quoted as Redis quotes them (see
+// splitInline).
 func (r *Reader) readInline() ([][]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	switch {
@@ -169,12 +260,97 @@ func (r *Reader) readInline() ([][]byte, error) {
 	case err != nil:
 		return nil, truncated(err)
 	}
-	words := bytes.Fields(line)
-	if len(words) > r.limits.ArgsMax {
-		return nil, fmt.Errorf("%w: inline command has %d arguments, over the limit of %d", ErrProtocol, len(words), r.limits.ArgsMax)
+	words, ok := splitInline(line, r.args)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: unbalanced quotes in request", ErrProtocol)
+	case len(words) > r.limits.ArgsMax:
+		return nil, errTooManyArgs
 	}
-	for _, w := range words {
-		r.args = append(r.args, bytes.Clone(w))
-	}
+	r.args = words
 	return r.args, nil
+}
+
+// splitInline appends the words of an inline command to dst, as Redis splits them
+// (sdssplitargs): words are separated by white space; "double quotes" take the escapes
+// \n \r \t \b \a \xHH and a backslash before any other character; 'single quotes' take
+// only \'. A closing quote must end the word. It returns false for unbalanced quotes.
+func splitInline(line []byte, dst [][]byte) ([][]byte, bool) {
+	isSpace := func(b byte) bool { return b == ' ' || ('\t' <= b && b <= '\r') }
+	i := 0
+	for {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			return dst, true
+		}
+		var word []byte
+		var quote byte // the open quote, or 0
+	scan:
+		for ; ; i++ {
+			if i == len(line) {
+				if quote != 0 {
+					return dst, false
+				}
+				break
+			}
+			b := line[i]
+			switch {
+			case quote == '"' && b == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+				word = append(word, unhex(line[i+2])<<4|unhex(line[i+3]))
+				i += 3
+			case quote == '"' && b == '\\' && i+1 < len(line):
+				i++
+				word = append(word, unescape(line[i]))
+			case quote == '\'' && b == '\\' && i+1 < len(line) && line[i+1] == '\'':
+				word = append(word, '\'')
+				i++
+			case quote != 0 && b == quote:
+				if i+1 < len(line) && !isSpace(line[i+1]) {
+					return dst, false
+				}
+				i++
+				break scan
+			case quote != 0:
+				word = append(word, b)
+			case isSpace(b):
+				break scan
+			case b == '"' || b == '\'':
+				quote = b
+			default:
+				word = append(word, b)
+			}
+		}
+		if word == nil {
+			word = []byte{} // an empty quoted word ("" or '') is an argument
+		}
+		dst = append(dst, word) // built by append, so it does not share line's bytes
+	}
+}
+
+// unescape returns the byte a backslash escape stands for inside double quotes.
+func unescape(b byte) byte {
+	switch b {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
+	}
+	return b
+}
+
+func isHex(b byte) bool { return ('0' <= b && b <= '9') || ('a' <= b|0x20 && b|0x20 <= 'f') }
+
+func unhex(b byte) byte {
+	if b <= '9' {
+		return b - '0'
+	}
+	return (b | 0x20) - 'a' + 10
 }

@@ -23,6 +23,9 @@ func TestReadCommand(t *testing.T) {
 		{"empty array", "*0\r\n*1\r\n$4\r\nPING\r\n", [][]string{{}, {"PING"}}},
 		{"negative array", "*-1\r\n", [][]string{{}}},
 		{"inline", "SET k  v\r\nGET k\n", [][]string{{"SET", "k", "v"}, {"GET", "k"}}},
+		{"inline quoted", "SET \"a b\" 'c d'\r\n", [][]string{{"SET", "a b", "c d"}}},
+		{"inline escapes", `ECHO "\x41\n\t\"\\\q" 'it\'s' ""` + "\r\n", [][]string{{"ECHO", "A\n\t\"\\q", "it's", ""}}},
+		{"inline quote inside a word", "ECHO a\"b c\"\r\n", [][]string{{"ECHO", "ab c"}}},
 		{"empty inline", "\r\n", [][]string{{}}},
 		{"bulk at the limit", "*1\r\n$100\r\n" + strings.Repeat("x", 100) + "\r\n", [][]string{{strings.Repeat("x", 100)}}},
 	}
@@ -56,18 +59,26 @@ func TestReadCommandRefusesMalformedInput(t *testing.T) {
 		want  string // in the error; "" means a truncation, not a protocol error
 	}{
 		{"bad array length", "*x\r\n", "invalid multibulk length"},
-		{"too many arguments", "*5\r\n", "multibulk length 5 exceeds the limit of 4"},
+		{"array length with a plus sign", "*+1\r\n", "invalid multibulk length"},
+		{"array length with a leading zero", "*01\r\n", "invalid multibulk length"},
+		{"array length over 2^31-1", "*2147483648\r\n", "invalid multibulk length"},
 		{"missing dollar", "*1\r\n:3\r\n", "expected '$', got ':'"},
 		{"bad bulk length", "*1\r\n$abc\r\n", "invalid bulk length"},
-		{"negative bulk length", "*1\r\n$-1\r\n", "invalid bulk length -1"},
-		{"bulk over the limit", "*1\r\n$101\r\n", "bulk length 101 exceeds the limit of 100"},
+		{"bulk length with a plus sign", "*1\r\n$+3\r\nabc\r\n", "invalid bulk length"},
+		{"bulk length with a leading zero", "*1\r\n$03\r\nabc\r\n", "invalid bulk length"},
+		{"bulk length minus zero", "*1\r\n$-0\r\n\r\n", "invalid bulk length"},
+		{"bulk length with a space", "*1\r\n$ 3\r\nabc\r\n", "invalid bulk length"},
+		{"negative bulk length", "*1\r\n$-1\r\n", "invalid bulk length"},
+		{"bulk over Redis's proto-max-bulk-len", "*1\r\n$536870913\r\n", "invalid bulk length"},
 		{"huge declared length", "*1\r\n$99999999999999999999\r\n", "invalid bulk length"},
-		{"command over the limit", "*2\r\n$100\r\n" + strings.Repeat("x", 100) + "\r\n$60\r\n", "command larger than the limit of 150 bytes"},
 		{"bulk without CRLF", "*1\r\n$2\r\nabcd\r\n", "bulk string not terminated by CRLF"},
+		{"skipped bulk without CRLF", "*1\r\n$101\r\n" + strings.Repeat("x", 103), "bulk string not terminated by CRLF"},
 		{"header without CR", "*1\n", "line not terminated by CRLF"},
-		{"header too long", "*" + strings.Repeat("1", readBufferBytes+10), "line longer than"},
+		{"array header too long", "*" + strings.Repeat("1", readBufferBytes+10), "too big mbulk count string"},
+		{"bulk header too long", "*1\r\n$" + strings.Repeat("1", readBufferBytes+10), "too big bulk count string"},
 		{"inline too long", strings.Repeat("a", readBufferBytes+10), "too big inline request"},
-		{"inline with too many words", "a b c d e\r\n", "inline command has 5 arguments"},
+		{"inline with an open quote", "ECHO \"a\r\n", "unbalanced quotes in request"},
+		{"inline with a closing quote inside a word", "ECHO \"a\"b\r\n", "unbalanced quotes in request"},
 		{"truncated bulk", "*1\r\n$10\r\nabc", ""},
 		{"truncated header", "*2\r\n$3\r\nGET\r\n", ""},
 	}
@@ -86,6 +97,69 @@ func TestReadCommandRefusesMalformedInput(t *testing.T) {
 				t.Fatalf("error %v, want a protocol error with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestReadCommandSkipsCommandsOverTheLimits: a command over a limit is read to its end
+// and refused with Redis's words where Redis has them, and the command after it is read
+// as usual: the connection stays in step.
+func TestReadCommandSkipsCommandsOverTheLimits(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{"bulk over the limit", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$101\r\n" + strings.Repeat("v", 101) + "\r\n",
+			"string exceeds maximum allowed size (proto-max-bulk-len)"},
+		{"first bulk over the limit", "*2\r\n$101\r\n" + strings.Repeat("v", 101) + "\r\n$1\r\nk\r\n",
+			"string exceeds maximum allowed size (proto-max-bulk-len)"},
+		{"command over the limit", "*3\r\n$3\r\nSET\r\n$100\r\n" + strings.Repeat("k", 100) + "\r\n$60\r\n" + strings.Repeat("v", 60) + "\r\n",
+			"command exceeds maximum allowed size (client-query-buffer-limit)"},
+		{"too many arguments", "*5\r\n" + strings.Repeat("$1\r\na\r\n", 5), "command has too many arguments"},
+		{"inline with too many words", "a b c d e\r\n", "command has too many arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReader(strings.NewReader(tt.input+encode("PING")), testLimits)
+			args, err := r.ReadCommand()
+			if !errors.Is(err, ErrTooLarge) || err.Error() != tt.want || len(args) != 0 {
+				t.Fatalf("ReadCommand = %q, %v; want no arguments and %q", args, err, tt.want)
+			}
+			if args, err := r.ReadCommand(); err != nil || len(args) != 1 || string(args[0]) != "PING" {
+				t.Fatalf("the next command read as %q, %v", args, err)
+			}
+		})
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"7", 7, true},
+		{"-12", -12, true},
+		{"9223372036854775807", 9223372036854775807, true},
+		{"-9223372036854775808", -9223372036854775808, true},
+		{"9223372036854775808", 0, false},
+		{"-9223372036854775809", 0, false},
+		{"99999999999999999999999", 0, false},
+		{"", 0, false},
+		{"-", 0, false},
+		{"+1", 0, false},
+		{"-0", 0, false},
+		{"01", 0, false},
+		{" 1", 0, false},
+		{"1 ", 0, false},
+		{"1.5", 0, false},
+		{"1e3", 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := parseInt([]byte(tt.in)); got != tt.want || ok != tt.ok {
+			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
 	}
 }
 

@@ -7,10 +7,12 @@ package resp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
-	"github.com/kuradb/kura/lww"
 	"log/slog"
 	"net"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -65,6 +68,9 @@ type Config struct {
 	Limits coord.Limits
 	// Password, when set, must be given with AUTH or HELLO before any other command.
 	Password string
+	// IdleTimeout closes a connection whose client sends nothing for that long; 0 never
+	// does. It is Redis's timeout, which CONFIG SET timeout changes at run time.
+	IdleTimeout time.Duration
 	// DefaultLevel is a new connection's consistency level; default ONE.
 	DefaultLevel consistency.Level
 	// DefaultKeyspace is a new connection's keyspace; default "default".
@@ -84,14 +90,18 @@ type Server struct {
 	cursors  *cursorTable
 	pageKeys int // records per scan of SCAN and DBSIZE at most
 	started  time.Time
+	runID    string // random, new at each start, as Redis's run_id
 	nextID   atomic.Int64
+	// idleTimeoutNs is Config.IdleTimeout, as CONFIG SET timeout last set it.
+	idleTimeoutNs atomic.Int64
+	stats         stats
 	// ctx is the context of every request; Close cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
-	conns     map[net.Conn]bool
+	conns     map[*conn]bool
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -125,7 +135,9 @@ func NewServer(cfg Config) *Server {
 	}
 	bulkMax := max(cfg.Limits.KeyBytesMax, cfg.Limits.ValueBytesMax)
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	runID := make([]byte, 20)
+	rand.Read(runID)
+	s := &Server{
 		cfg: cfg,
 		limits: ReadLimits{
 			BulkBytesMax: bulkMax,
@@ -137,11 +149,14 @@ func NewServer(cfg Config) *Server {
 		cursors:   newCursorTable(cursorsMax),
 		pageKeys:  min(scanPageKeys, cfg.Limits.ScanLimitMax),
 		started:   time.Now(),
+		runID:     hex.EncodeToString(runID),
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: map[net.Listener]bool{},
-		conns:     map[net.Conn]bool{},
+		conns:     map[*conn]bool{},
 	}
+	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
+	return s
 }
 
 // Serve accepts connections on l until Close, serving each on its own goroutine. A failed
@@ -172,29 +187,31 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		pause = 0
-		if !s.track(nc) {
+		c := s.newConn(nc)
+		if !s.track(c) {
 			nc.Close()
 			return ErrServerClosed
 		}
-		go s.serveConn(nc)
+		s.stats.connectionsReceived.Add(1)
+		go s.serveConn(c)
 	}
 }
 
 // track registers a connection, unless the server is closing.
-func (s *Server) track(nc net.Conn) bool {
+func (s *Server) track(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	s.conns[nc] = true
+	s.conns[c] = true
 	s.wg.Add(1)
 	return true
 }
 
-func (s *Server) untrack(nc net.Conn) {
+func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
-	delete(s.conns, nc)
+	delete(s.conns, c)
 	s.mu.Unlock()
 	s.wg.Done()
 }
@@ -204,6 +221,50 @@ func (s *Server) connectedClients() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// clients returns the open connections in the order they were accepted, for CLIENT LIST.
+func (s *Server) clients() []*conn {
+	s.mu.Lock()
+	all := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		all = append(all, c)
+	}
+	s.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+	return all
+}
+
+// IdleTimeout returns how long a connection may stay silent before the server closes it;
+// 0 is forever.
+func (s *Server) IdleTimeout() time.Duration { return time.Duration(s.idleTimeoutNs.Load()) }
+
+// SetIdleTimeout changes the idle timeout (CONFIG SET timeout), for the connections
+// already open too: each waiting read looks the timeout up again.
+func (s *Server) SetIdleTimeout(timeout time.Duration) {
+	s.idleTimeoutNs.Store(int64(max(timeout, 0)))
+	for _, c := range s.clients() {
+		c.io.wake()
+	}
+}
+
+// stats are INFO's counters since the start or the last CONFIG RESETSTAT.
+type stats struct {
+	connectionsReceived atomic.Int64
+	commandsProcessed   atomic.Int64
+	netInputBytes       atomic.Int64
+	netOutputBytes      atomic.Int64
+	keyspaceHits        atomic.Int64
+	keyspaceMisses      atomic.Int64
+	errorReplies        atomic.Int64
+}
+
+// reset zeroes the counters (CONFIG RESETSTAT).
+func (st *stats) reset() {
+	for _, counter := range []*atomic.Int64{&st.connectionsReceived, &st.commandsProcessed, &st.netInputBytes,
+		&st.netOutputBytes, &st.keyspaceHits, &st.keyspaceMisses, &st.errorReplies} {
+		counter.Store(0)
+	}
 }
 
 // Close stops accepting, closes every connection, and waits for their goroutines.
@@ -218,8 +279,8 @@ func (s *Server) Close() error {
 	for l := range s.listeners {
 		errs = append(errs, l.Close())
 	}
-	for nc := range s.conns {
-		nc.Close()
+	for c := range s.conns {
+		c.nc.Close()
 	}
 	s.mu.Unlock()
 	s.cancel()

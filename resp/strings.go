@@ -1,8 +1,11 @@
 package resp
 
 import (
-	"github.com/kuradb/kura/lww"
+	"math"
 	"sync"
+	"time"
+
+	"github.com/kuradb/kura/lww"
 )
 
 // The string commands. Every key is a string in kura. Options that make Redis read before
@@ -11,7 +14,7 @@ import (
 // last write wins.
 
 func getCommand(c *conn, args [][]byte) {
-	rec, found, err := c.get(args[1])
+	rec, found, err := c.lookup(args[1])
 	c.replyGet(rec, found, err)
 }
 
@@ -33,32 +36,82 @@ func (c *conn) writeValue(rec lww.Record, found bool) {
 	c.w.Bulk(rec.Value)
 }
 
-// setCommand is SET key value [NX|XX] [GET] [KEEPTTL]; expiry options are refused until
-// kura has TTLs.
-func setCommand(c *conn, args [][]byte) {
-	var nx, xx, get bool
-	for _, option := range args[3:] {
-		switch upper(option) {
-		case "NX":
-			nx = true
-		case "XX":
-			xx = true
-		case "GET":
-			get = true
-		case "KEEPTTL":
-			// No key expires, so every key keeps its (absent) TTL.
-		case "EX", "PX", "EXAT", "PXAT":
-			c.w.Error(errNoExpiry)
-			return
+// setOptions are SET's options, parsed.
+type setOptions struct {
+	nx, xx, get, keepTTL bool
+	// expiresAtMs is the deadline EX, PX, EXAT or PXAT gives, in Unix milliseconds; 0
+	// when none does.
+	expiresAtMs int64
+}
+
+// errExpireTime is Redis's refusal of an expiry that is not positive or overflows.
+const errExpireTime = "ERR invalid expire time in 'set' command"
+
+// parseSetOptions reads SET's options (the arguments after key and value) as Redis 7 reads
+// them: first the words, which may repeat but not conflict (NX with XX, KEEPTTL or two
+// kinds of expiry together: a syntax error), then the expiry's integer, which must be
+// positive and keep the deadline within int64 milliseconds. It returns the error reply
+// for options Redis refuses, or "".
+func parseSetOptions(options [][]byte, now time.Time) (setOptions, string) {
+	var opts setOptions
+	var expiry string // EX, PX, EXAT or PXAT, the kind given
+	var expiryArg []byte
+	for i := 0; i < len(options); i++ {
+		switch word := upper(options[i]); {
+		case word == "NX" && !opts.xx:
+			opts.nx = true
+		case word == "XX" && !opts.nx:
+			opts.xx = true
+		case word == "GET":
+			opts.get = true
+		case word == "KEEPTTL" && expiry == "":
+			opts.keepTTL = true
+		case (word == "EX" || word == "PX" || word == "EXAT" || word == "PXAT") &&
+			!opts.keepTTL && (expiry == "" || expiry == word) && i+1 < len(options):
+			expiry, expiryArg = word, options[i+1]
+			i++
 		default:
-			c.w.Error(errSyntax)
-			return
+			return setOptions{}, errSyntax
 		}
 	}
-	if nx && xx {
-		c.w.Error(errSyntax)
+	if expiry == "" {
+		return opts, ""
+	}
+	ms, ok := parseInt(expiryArg)
+	if !ok {
+		return setOptions{}, errNotInt
+	}
+	seconds := expiry == "EX" || expiry == "EXAT"
+	if ms <= 0 || (seconds && ms > math.MaxInt64/1000) {
+		return setOptions{}, errExpireTime
+	}
+	if seconds {
+		ms *= 1000
+	}
+	if expiry == "EX" || expiry == "PX" {
+		nowMs := now.UnixMilli()
+		if ms > math.MaxInt64-nowMs {
+			return setOptions{}, errExpireTime
+		}
+		ms += nowMs
+	}
+	opts.expiresAtMs = ms
+	return opts, ""
+}
+
+// setCommand is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]. A valid
+// expiry is refused until kura has TTLs.
+func setCommand(c *conn, args [][]byte) {
+	opts, msg := parseSetOptions(args[3:], time.Now())
+	switch {
+	case msg != "":
+		c.w.Error(msg)
+		return
+	case opts.expiresAtMs != 0:
+		c.w.Error(errNoExpiry)
 		return
 	}
+	nx, xx, get := opts.nx, opts.xx, opts.get
 	key, value := args[1], args[2]
 	var old lww.Record
 	var found bool
@@ -100,8 +153,9 @@ func getdelCommand(c *conn, args [][]byte) {
 	c.writeValue(rec, found)
 }
 
-// delCommand deletes every key given and counts those that existed (per a read before the
-// delete); a key named twice counts once.
+// delCommand is DEL and UNLINK: it deletes every key given and counts those that existed
+// (per a read before the delete); a key named twice counts once. UNLINK frees memory in
+// the background in Redis; kura's delete is a tombstone either way.
 func delCommand(c *conn, args [][]byte) {
 	keys := distinct(args[1:])
 	existed := make([]bool, len(keys))
@@ -126,7 +180,7 @@ func existsCommand(c *conn, args [][]byte) {
 	found := make([]bool, len(keys))
 	err := forEach(len(keys), func(i int) error {
 		var err error
-		_, found[i], err = c.get(keys[i])
+		_, found[i], err = c.lookup(keys[i])
 		return err
 	})
 	if err != nil {
@@ -142,7 +196,7 @@ func mgetCommand(c *conn, args [][]byte) {
 	found := make([]bool, len(keys))
 	err := forEach(len(keys), func(i int) error {
 		var err error
-		recs[i], found[i], err = c.get(keys[i])
+		recs[i], found[i], err = c.lookup(keys[i])
 		return err
 	})
 	if err != nil {
@@ -187,7 +241,7 @@ func expireCommand(c *conn, _ [][]byte) { c.w.Error(errNoExpiry) }
 // ttlCommand answers TTL and PTTL: no key expires, so -1 for a key that exists, -2 for
 // one that does not.
 func ttlCommand(c *conn, args [][]byte) {
-	_, found, err := c.get(args[1])
+	_, found, err := c.lookup(args[1])
 	switch {
 	case err != nil:
 		c.w.Error(errorReply(err))
@@ -196,6 +250,68 @@ func ttlCommand(c *conn, args [][]byte) {
 	default:
 		c.w.Int(-2)
 	}
+}
+
+// strlenCommand answers a value's length in bytes, 0 for a missing key.
+func strlenCommand(c *conn, args [][]byte) {
+	rec, _, err := c.lookup(args[1])
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(int64(len(rec.Value)))
+}
+
+// typeCommand answers "string" for a key that exists (every kura value is a string) and
+// "none" for one that does not.
+func typeCommand(c *conn, args [][]byte) {
+	_, found, err := c.lookup(args[1])
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+	case found:
+		c.w.SimpleString("string")
+	default:
+		c.w.SimpleString("none")
+	}
+}
+
+// getrangeCommand is GETRANGE (and its old name SUBSTR) key start end: the bytes from
+// start to end inclusive, negative offsets counting from the end, clamped to the value,
+// as Redis 7.0 cuts them; an empty string for a missing key.
+func getrangeCommand(c *conn, args [][]byte) {
+	start, okStart := parseInt(args[2])
+	end, okEnd := parseInt(args[3])
+	if !okStart || !okEnd {
+		c.w.Error(errNotInt)
+		return
+	}
+	rec, _, err := c.lookup(args[1])
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Bulk(substring(rec.Value, start, end))
+}
+
+// substring cuts value[start..end] as Redis's GETRANGE does.
+func substring(value []byte, start, end int64) []byte {
+	n := int64(len(value))
+	if start < 0 && end < 0 && start > end {
+		return nil
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start, end = max(start, 0), max(end, 0)
+	end = min(end, n-1)
+	if start > end || n == 0 {
+		return nil
+	}
+	return value[start : end+1]
 }
 
 // fanoutMax bounds how many keys of one multi-key command are read or written at once.

@@ -2,10 +2,13 @@ package resp
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestStringCommands(t *testing.T) {
@@ -35,6 +38,65 @@ func TestStringCommands(t *testing.T) {
 			{cmd("SET", "k", "v", "EX", "10"), "-ERR kura does not support key expiry yet\r\n"},
 			{cmd("SET", "k", "v", "px", "10"), "-ERR kura does not support key expiry yet\r\n"},
 			{cmd("GET", "k"), "$2\r\nv4\r\n"},
+		}},
+		{"set options refused as Redis refuses them", []step{
+			{cmd("SET", "k", "v", "EX", "0"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "EX", "-5"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "PX", "0"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "EXAT", "0"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "EX", "9223372036854775"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "EX", "9223372036854775807"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "PX", "9223372036854775807"), "-ERR invalid expire time in 'set' command\r\n"},
+			{cmd("SET", "k", "v", "EX", "abc"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("SET", "k", "v", "EX", "1.5"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("SET", "k", "v", "EX", "010"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("SET", "k", "v", "EX", "abc", "XX", "NX"), "-ERR syntax error\r\n"}, // words before numbers
+			{cmd("SET", "k", "v", "EX"), "-ERR syntax error\r\n"},
+			{cmd("SET", "k", "v", "EX", "10", "PX", "10"), "-ERR syntax error\r\n"},
+			{cmd("SET", "k", "v", "KEEPTTL", "EX", "10"), "-ERR syntax error\r\n"},
+			{cmd("SET", "k", "v", "EX", "10", "KEEPTTL"), "-ERR syntax error\r\n"},
+			{cmd("SET", "k", "v", "XX", "NX"), "-ERR syntax error\r\n"},
+			{cmd("SET", "k", "v", "EXAT", "9223372036854775"), "-ERR kura does not support key expiry yet\r\n"},
+			{cmd("SET", "k", "v", "EX", "10", "EX", "20"), "-ERR kura does not support key expiry yet\r\n"},
+			{cmd("SET", "k", "v", "NX", "NX", "GET", "GET", "KEEPTTL", "KEEPTTL"), "$-1\r\n"},
+			{cmd("SET", "k"), "-ERR wrong number of arguments for 'set' command\r\n"},
+			{cmd("GET", "k"), "$1\r\nv\r\n"},
+		}},
+		{"strlen and type", []step{
+			{cmd("STRLEN", "k"), ":0\r\n"},
+			{cmd("TYPE", "k"), "+none\r\n"},
+			{cmd("SET", "k", "hello"), "+OK\r\n"},
+			{cmd("STRLEN", "k"), ":5\r\n"},
+			{cmd("TYPE", "k"), "+string\r\n"},
+			{cmd("STRLEN"), "-ERR wrong number of arguments for 'strlen' command\r\n"},
+			{cmd("STRLEN", "k", "x"), "-ERR wrong number of arguments for 'strlen' command\r\n"},
+			{cmd("TYPE"), "-ERR wrong number of arguments for 'type' command\r\n"},
+			{cmd("TYPE", "broken"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]\r\n"},
+		}},
+		{"getrange", []step{
+			{cmd("GETRANGE", "k", "0", "-1"), "$0\r\n\r\n"},
+			{cmd("SET", "k", "hello"), "+OK\r\n"},
+			{cmd("GETRANGE", "k", "0", "-1"), "$5\r\nhello\r\n"},
+			{cmd("GETRANGE", "k", "-3", "-1"), "$3\r\nllo\r\n"},
+			{cmd("GETRANGE", "k", "-1", "-3"), "$0\r\n\r\n"},
+			{cmd("GETRANGE", "k", "3", "1"), "$0\r\n\r\n"},
+			{cmd("GETRANGE", "k", "1", "100"), "$4\r\nello\r\n"},
+			{cmd("GETRANGE", "k", "-100", "-100"), "$1\r\nh\r\n"},
+			{cmd("GETRANGE", "k", "-100", "0"), "$1\r\nh\r\n"},
+			{cmd("GETRANGE", "k", "9223372036854775807", "9223372036854775807"), "$0\r\n\r\n"},
+			{cmd("GETRANGE", "k", "-9223372036854775808", "9223372036854775807"), "$5\r\nhello\r\n"},
+			{cmd("GETRANGE", "k", "0", "9223372036854775808"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("GETRANGE", "k", "01", "2"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("GETRANGE", "k", "1"), "-ERR wrong number of arguments for 'getrange' command\r\n"},
+			{cmd("SUBSTR", "k", "1", "2"), "$2\r\nel\r\n"},
+			{cmd("SET", "empty", ""), "+OK\r\n"},
+			{cmd("GETRANGE", "empty", "0", "-1"), "$0\r\n\r\n"},
+		}},
+		{"unlink", []step{
+			{cmd("MSET", "a", "1", "b", "2"), "+OK\r\n"},
+			{cmd("UNLINK", "a", "a", "nokey"), ":1\r\n"},
+			{cmd("EXISTS", "a", "b"), ":1\r\n"},
+			{cmd("UNLINK"), "-ERR wrong number of arguments for 'unlink' command\r\n"},
 		}},
 		{"getdel", []step{
 			{cmd("SET", "k", "v"), "+OK\r\n"},
@@ -125,5 +187,41 @@ func TestDistinct(t *testing.T) {
 	}
 	if n := countTrue([]bool{true, false, true}); n != 2 {
 		t.Fatalf("countTrue = %d, want 2", n)
+	}
+}
+
+func TestParseSetOptions(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	nowMs := now.UnixMilli()
+	tests := []struct {
+		options []string
+		want    setOptions
+		err     string
+	}{
+		{nil, setOptions{}, ""},
+		{[]string{"nx", "GET"}, setOptions{nx: true, get: true}, ""},
+		{[]string{"XX", "KEEPTTL"}, setOptions{xx: true, keepTTL: true}, ""},
+		{[]string{"EX", "10"}, setOptions{expiresAtMs: nowMs + 10_000}, ""},
+		{[]string{"px", "5"}, setOptions{expiresAtMs: nowMs + 5}, ""},
+		{[]string{"EXAT", "100"}, setOptions{expiresAtMs: 100_000}, ""},
+		{[]string{"PXAT", "7", "NX"}, setOptions{nx: true, expiresAtMs: 7}, ""},
+		{[]string{"PX", strconv.FormatInt(math.MaxInt64-nowMs, 10)}, setOptions{expiresAtMs: math.MaxInt64}, ""},
+		{[]string{"PX", strconv.FormatInt(math.MaxInt64-nowMs+1, 10)}, setOptions{}, errExpireTime},
+		{[]string{"EXAT", strconv.FormatInt(math.MaxInt64/1000, 10)}, setOptions{expiresAtMs: math.MaxInt64 / 1000 * 1000}, ""},
+		{[]string{"EXAT", strconv.FormatInt(math.MaxInt64/1000+1, 10)}, setOptions{}, errExpireTime},
+		{[]string{"EX", "-1"}, setOptions{}, errExpireTime},
+		{[]string{"EX", "+1"}, setOptions{}, errNotInt},
+		{[]string{"NX", "XX"}, setOptions{}, errSyntax},
+		{[]string{"PERSIST"}, setOptions{}, errSyntax}, // GETEX's, not SET's
+	}
+	for _, tt := range tests {
+		options := make([][]byte, len(tt.options))
+		for i, o := range tt.options {
+			options[i] = []byte(o)
+		}
+		got, msg := parseSetOptions(options, now)
+		if got != tt.want || msg != tt.err {
+			t.Errorf("parseSetOptions(%q) = %+v, %q; want %+v, %q", tt.options, got, msg, tt.want, tt.err)
+		}
 	}
 }

@@ -17,6 +17,8 @@ type Writer struct {
 	bw      *bufio.Writer
 	version int // 2 or 3
 	scratch []byte
+	// errorReplies counts the error replies written, for INFO's total_error_replies.
+	errorReplies int64
 }
 
 // NewWriter writes RESP2 replies to w until SetVersion changes the protocol.
@@ -30,6 +32,9 @@ func (w *Writer) SetVersion(version int) { w.version = version }
 // Version returns the protocol version replies are encoded in.
 func (w *Writer) Version() int { return w.version }
 
+// Buffered returns the bytes of replies written and not yet sent.
+func (w *Writer) Buffered() int { return w.bw.Buffered() }
+
 // Flush sends the buffered replies.
 func (w *Writer) Flush() error { return w.bw.Flush() }
 
@@ -42,6 +47,7 @@ func (w *Writer) SimpleString(s string) {
 
 // Error writes an error reply; msg starts with the error code ("ERR syntax error").
 func (w *Writer) Error(msg string) {
+	w.errorReplies++
 	w.bw.WriteByte('-')
 	w.bw.WriteString(oneLine(msg))
 	w.bw.WriteString("\r\n")
@@ -60,6 +66,19 @@ func (w *Writer) Bulk(b []byte) {
 // BulkString writes a string as a bulk string.
 func (w *Writer) BulkString(s string) {
 	w.header('$', int64(len(s)))
+	w.bw.WriteString(s)
+	w.bw.WriteString("\r\n")
+}
+
+// Text writes a human-readable text (INFO, CLIENT LIST): a RESP3 verbatim string of
+// format "txt", as Redis answers, or in RESP2 a bulk string.
+func (w *Writer) Text(s string) {
+	if w.version != 3 {
+		w.BulkString(s)
+		return
+	}
+	w.header('=', int64(len("txt:")+len(s)))
+	w.bw.WriteString("txt:")
 	w.bw.WriteString(s)
 	w.bw.WriteString("\r\n")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/topology"
@@ -32,6 +33,10 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	respAddr := fs.String("resp", "", "Redis protocol address, e.g. 127.0.0.1:6379 (empty: none)")
 	respPasswordFile := fs.String("resp-password-file", "", "file whose first line is the password Redis clients must give (AUTH)")
 	respLevel := fs.String("resp-consistency", "ONE", "consistency level of a new Redis connection (KURA.CONSISTENCY changes it)")
+	respTimeout := fs.Duration("resp-timeout", 0, "close a Redis connection idle for this long, as Redis's timeout (0: never; CONFIG SET timeout changes it)")
+	defaultLimits := coord.DefaultLimits()
+	maxKeyBytes := fs.Int("max-key-bytes", defaultLimits.KeyBytesMax, "largest key accepted, in bytes")
+	maxValueBytes := fs.Int("max-value-bytes", defaultLimits.ValueBytesMax, "largest value accepted, in bytes (with the key limit, at most 32 MiB less 64 KiB: one replica message)")
 	httpAddr := fs.String("http", "", "HTTP admin address serving /metrics, /healthz and /status (empty: none)")
 	enablePprof := fs.Bool("enable-pprof", false, "also serve the Go profiler, /debug/pprof, on the --http port")
 	security := addServerSecurityFlags(fs)
@@ -72,11 +77,22 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		RepairInterval: *repairInterval, MaxClockOffset: *maxClockOffset, EnableFaults: *enableFaults,
 		DefaultReplication: *defaultReplication,
 		Replace:            *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+		RESPIdleTimeout: *respTimeout,
 	}
 	if *defaultReplication != node.NoDefaultKeyspace {
 		if _, err := ring.ParseReplication(*defaultReplication); err != nil {
 			return fmt.Errorf("%w: --default-replication: %v", errUsage, err)
 		}
+	}
+	if *maxKeyBytes <= 0 || *maxValueBytes <= 0 {
+		return fmt.Errorf("%w: --max-key-bytes and --max-value-bytes must be positive", errUsage)
+	}
+	cfg.Limits.KeyBytesMax, cfg.Limits.ValueBytesMax = *maxKeyBytes, *maxValueBytes
+	if err := node.CheckLimits(cfg.Limits); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *respTimeout < 0 {
+		return fmt.Errorf("%w: --resp-timeout must not be negative", errUsage)
 	}
 	if *maxClockOffset <= 0 {
 		return fmt.Errorf("%w: --max-clock-offset must be positive", errUsage)

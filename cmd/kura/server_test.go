@@ -48,6 +48,9 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--tls-cert", "a.crt"}, "give all of --tls-cert, --tls-key and --tls-ca, or none (missing --tls-key, --tls-ca)"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--tls-cert", "a.crt", "--tls-key", "a.key", "--tls-ca", "/nonexistent/ca.crt"}, "read node certificate"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--auth-token-file", "/nonexistent/token"}, "read --auth-token-file"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--max-value-bytes", "67108864"}, "does not fit a replica message"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--max-key-bytes", "0"}, "--max-key-bytes and --max-value-bytes must be positive"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-timeout", "-1s"}, "--resp-timeout must not be negative"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)
@@ -65,7 +68,8 @@ func TestServerServesRedisAndHTTP(t *testing.T) {
 	respAddr, httpAddr := freeAddr(t), freeAddr(t)
 	startServer(t, &serverProcess{args: []string{"--id", "n1", "--dc", "dc1", "--in-memory", "--log-level", "warn",
 		"--listen", freeAddr(t), "--client", freeAddr(t), "--resp", respAddr, "--http", httpAddr,
-		"--resp-password-file", passwordFile, "--resp-consistency", "quorum"}})
+		"--resp-password-file", passwordFile, "--resp-consistency", "quorum",
+		"--resp-timeout", "90s", "--max-key-bytes", "512", "--max-value-bytes", "1048576"}})
 
 	var resp *http.Response
 	deadline := time.Now().Add(20 * time.Second)
@@ -91,9 +95,10 @@ func TestServerServesRedisAndHTTP(t *testing.T) {
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(nc, "GET k\r\nAUTH s3cret\r\nKURA.CONSISTENCY\r\n")
+	io.WriteString(nc, "GET k\r\nAUTH s3cret\r\nKURA.CONSISTENCY\r\nCONFIG GET timeout proto-max-bulk-len\r\n")
 	r := bufio.NewReader(nc)
-	for _, want := range []string{"-NOAUTH Authentication required.\r\n", "+OK\r\n", "+QUORUM\r\n"} {
+	for _, want := range []string{"-NOAUTH Authentication required.\r\n", "+OK\r\n", "+QUORUM\r\n",
+		"*4\r\n", "$18\r\n", "proto-max-bulk-len\r\n", "$7\r\n", "1048576\r\n", "$7\r\n", "timeout\r\n", "$2\r\n", "90\r\n"} {
 		if line, err := r.ReadString('\n'); line != want {
 			t.Fatalf("reply %q (%v), want %q", line, err, want)
 		}

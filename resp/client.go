@@ -1,0 +1,182 @@
+package resp
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The CLIENT command: a connection's identity and what the server knows of each open
+// connection.
+
+func clientSubcommands() []*command {
+	flags := []string{"loading", "stale"}
+	return []*command{
+		{name: "id", arity: 2, flags: flags, usage: "ID", summary: "Return the ID of the current connection.",
+			run: func(c *conn, _ [][]byte) { c.w.Int(c.id) }},
+		{name: "info", arity: 2, flags: flags, usage: "INFO", summary: "Return information about the current client connection.",
+			run: func(c *conn, _ [][]byte) { c.w.Text(c.s.describe(c, time.Now()) + "\n") }},
+		{name: "list", arity: -2, flags: flags, usage: "LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <id> [<id> ...]]",
+			summary: "Return information about client connections.", run: clientListCommand},
+		{name: "setname", arity: 3, flags: flags, usage: "SETNAME <name>", summary: "Assign the name <name> to the current connection.",
+			run: clientSetnameCommand},
+		{name: "getname", arity: 2, flags: flags, usage: "GETNAME", summary: "Return the name of the current connection.",
+			run: clientGetnameCommand},
+		{name: "setinfo", arity: 4, flags: flags, usage: "SETINFO <option> <value>",
+			summary: "Set client meta attributes: LIB-NAME or LIB-VER.", run: clientSetinfoCommand},
+	}
+}
+
+const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientName accepts printable ASCII without spaces, as Redis does.
+func validClientName(name []byte) bool {
+	for _, b := range name {
+		if b < '!' || b > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// clientSetnameCommand names the connection; an empty name removes it, as in Redis.
+func clientSetnameCommand(c *conn, args [][]byte) {
+	if !validClientName(args[2]) {
+		c.w.Error(errClientName)
+		return
+	}
+	c.update(func() { c.name = string(args[2]) })
+	c.w.SimpleString("OK")
+}
+
+func clientGetnameCommand(c *conn, _ [][]byte) {
+	if c.name == "" {
+		c.w.Null()
+		return
+	}
+	c.w.BulkString(c.name)
+}
+
+// clientSetinfoCommand records the client library's name or version (Redis 7.2's CLIENT
+// SETINFO, which client libraries send on connecting).
+func clientSetinfoCommand(c *conn, args [][]byte) {
+	option := upper(args[2])
+	if option != "LIB-NAME" && option != "LIB-VER" {
+		c.w.Error(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
+		return
+	}
+	if !validClientName(args[3]) {
+		c.w.Error(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", args[2]))
+		return
+	}
+	c.update(func() {
+		if option == "LIB-NAME" {
+			c.libName = string(args[3])
+		} else {
+			c.libVersion = string(args[3])
+		}
+	})
+	c.w.SimpleString("OK")
+}
+
+// clientListCommand is CLIENT LIST [TYPE type] [ID id ...]. Every kura client is of type
+// normal: there are no replicas, masters or subscribers.
+func clientListCommand(c *conn, args [][]byte) {
+	clients := c.s.clients()
+	switch {
+	case len(args) == 2:
+	case len(args) == 4 && upper(args[2]) == "TYPE":
+		switch strings.ToLower(string(args[3])) {
+		case "normal":
+		case "master", "replica", "slave", "pubsub":
+			clients = nil
+		default:
+			c.w.Error(fmt.Sprintf("ERR Unknown client type '%s'", args[3]))
+			return
+		}
+	case len(args) > 3 && upper(args[2]) == "ID":
+		byID := make(map[int64]*conn, len(clients))
+		for _, other := range clients {
+			byID[other.id] = other
+		}
+		clients = nil
+		for _, arg := range args[3:] {
+			id, ok := parseInt(arg)
+			if !ok {
+				c.w.Error("ERR Invalid client ID")
+				return
+			}
+			if other, ok := byID[id]; ok {
+				clients = append(clients, other)
+			}
+		}
+	default:
+		c.w.Error(errSyntax)
+		return
+	}
+	now := time.Now()
+	var b strings.Builder
+	for _, other := range clients {
+		b.WriteString(c.s.describe(other, now))
+		b.WriteByte('\n')
+	}
+	c.w.Text(b.String())
+}
+
+// describe is one connection's line of CLIENT LIST, with Redis 7's fields in Redis's
+// order, then Redis 7.2's and 8's (lib-name, lib-ver, tot-net-in, tot-net-out,
+// tot-cmds), then kura's own (kura-keyspace, kura-consistency). Fields for what kura
+// does not have (databases, subscriptions, MULTI, reply lists) hold the value a Redis
+// client without them shows. The memory fields count the connection's buffers:
+// rbs the read buffer, qbuf the bytes of it holding the running command and those after
+// it, argv-mem the running command's arguments, obl the replies not yet sent, tot-mem
+// the read and write buffers and the arguments.
+func (s *Server) describe(c *conn, now time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fields := []any{
+		"id", c.id,
+		"addr", c.nc.RemoteAddr(),
+		"laddr", c.nc.LocalAddr(),
+		"fd", c.fd,
+		"name", c.name,
+		"age", int64(now.Sub(c.created).Seconds()),
+		"idle", int64(now.Sub(c.lastRead).Seconds()),
+		"flags", "N",
+		"db", 0,
+		"sub", 0,
+		"psub", 0,
+		"ssub", 0,
+		"multi", -1,
+		"qbuf", c.queryBytes,
+		"qbuf-free", max(readBufferBytes-c.queryBytes, 0),
+		"argv-mem", c.argvBytes,
+		"multi-mem", 0,
+		"rbs", readBufferBytes,
+		"rbp", c.queryPeak,
+		"obl", c.replyBytes,
+		"oll", 0,
+		"omem", 0,
+		"tot-mem", readBufferBytes + writeBufferBytes + c.argvBytes,
+		"events", "r",
+		"cmd", c.command,
+		"user", "default",
+		"redir", -1,
+		"resp", c.resp,
+		"lib-name", c.libName,
+		"lib-ver", c.libVersion,
+		"tot-net-in", c.io.in.Load(),
+		"tot-net-out", c.io.out.Load(),
+		"tot-cmds", c.commands,
+		"kura-keyspace", c.keyspace,
+		"kura-consistency", c.level,
+	}
+	var b strings.Builder
+	for i := 0; i < len(fields); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%v", fields[i], fields[i+1])
+	}
+	return b.String()
+}

@@ -1,0 +1,92 @@
+package resp
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// clientFields splits one CLIENT LIST line into its fields, in order.
+func clientFields(t *testing.T, line string) (keys []string, fields map[string]string) {
+	t.Helper()
+	fields = map[string]string{}
+	for _, kv := range strings.Fields(line) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("field %q without '=' in %q", kv, line)
+		}
+		keys = append(keys, k)
+		fields[k] = v
+	}
+	return keys, fields
+}
+
+// checkFields compares fields with want, where want holds them.
+func checkFields(t *testing.T, who string, fields, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("%s: %s=%q, want %q", who, k, fields[k], v)
+		}
+	}
+}
+
+func TestClientInfoAndList(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	a, b := dial(t, addr), dial(t, addr)
+	b.do("+OK\r\n", "CLIENT", "SETNAME", "worker")
+	b.do("+OK\r\n", "KURA.KEYSPACE", "other")
+	b.do("$-1\r\n", "GET", "k")
+
+	info := a.call("CLIENT", "INFO").(string)
+	if !strings.HasSuffix(info, "\n") || strings.Count(info, "\n") != 1 {
+		t.Fatalf("CLIENT INFO = %q, want one line", info)
+	}
+	keys, fields := clientFields(t, info)
+	// Redis 7's fields in Redis's order, then those of later versions and kura's.
+	redis7 := "id addr laddr fd name age idle flags db sub psub ssub multi qbuf qbuf-free argv-mem multi-mem rbs rbp obl oll omem tot-mem events cmd user redir resp"
+	if got := strings.Join(keys, " "); got != redis7+" lib-name lib-ver tot-net-in tot-net-out tot-cmds kura-keyspace kura-consistency" {
+		t.Errorf("CLIENT INFO fields: %s", got)
+	}
+	const command = "*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n"
+	checkFields(t, "CLIENT INFO", fields, map[string]string{
+		"id": "1", "addr": a.nc.LocalAddr().String(), "laddr": a.nc.RemoteAddr().String(), "name": "",
+		"flags": "N", "db": "0", "sub": "0", "psub": "0", "ssub": "0", "multi": "-1",
+		"qbuf": strconv.Itoa(len(command)), "qbuf-free": strconv.Itoa(readBufferBytes - len(command)),
+		"argv-mem": "10", "multi-mem": "0", "rbs": strconv.Itoa(readBufferBytes), "obl": "0", "oll": "0", "omem": "0",
+		"events": "r", "cmd": "client|info", "user": "default", "redir": "-1", "resp": "2",
+		"tot-net-in": strconv.Itoa(len(command)), "tot-net-out": "0", "tot-cmds": "1",
+		"kura-keyspace": "default", "kura-consistency": "ONE",
+	})
+	for _, k := range []string{"fd", "age", "idle", "rbp", "tot-mem"} {
+		if n, err := strconv.Atoi(fields[k]); err != nil || n < 0 {
+			t.Errorf("CLIENT INFO: %s=%q, want a count", k, fields[k])
+		}
+	}
+
+	list := a.call("CLIENT", "LIST").(string)
+	lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("CLIENT LIST has %d lines, want 2: %q", len(lines), list)
+	}
+	_, fields = clientFields(t, lines[1])
+	checkFields(t, "CLIENT LIST of the other client", fields, map[string]string{
+		"id": "2", "addr": b.nc.LocalAddr().String(), "name": "worker", "cmd": "get", "tot-cmds": "3",
+		"qbuf": "0", "argv-mem": "0", "kura-keyspace": "other",
+	})
+	if only := a.call("CLIENT", "LIST", "ID", "2", "7").(string); only != lines[1]+"\n" {
+		t.Errorf("CLIENT LIST ID 2 7 = %q, want the other client's line", only)
+	}
+	if normal := a.call("CLIENT", "LIST", "TYPE", "NORMAL").(string); strings.Count(normal, "\n") != 2 {
+		t.Errorf("CLIENT LIST TYPE NORMAL = %q, want both clients", normal)
+	}
+
+	// RESP3 sends the text as a verbatim string, as Redis does.
+	a.call("HELLO", "3")
+	a.send(encode("CLIENT", "INFO"))
+	header := a.line()
+	body := a.line()
+	if !strings.HasPrefix(header, "=") || !strings.HasPrefix(body, "txt:id=1 ") || !strings.Contains(body, " resp=3 ") {
+		t.Fatalf("CLIENT INFO in RESP3: %q %q", header, body)
+	}
+}

@@ -1,0 +1,173 @@
+package resp
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"time"
+)
+
+// The CONFIG command. kura is configured by its node's flags, so CONFIG GET reports the
+// parameters clients and tools ask for, and CONFIG SET changes only timeout. Each
+// parameter's value is kura's own where kura has the setting, and otherwise the value a
+// Redis server has when the feature is unused, so that a tool reads what it would expect
+// (docs/redis.md lists which is which).
+
+// configParam is one parameter of CONFIG GET.
+type configParam struct {
+	name string
+	get  func(c *conn) string
+	// set checks a value and returns how to apply it, or why it is refused (Redis's
+	// words). It is nil for a parameter CONFIG SET refuses; fixed then says why.
+	set   func(s *Server, value []byte) (apply func(), why string)
+	fixed string
+}
+
+// configParams are CONFIG's parameters, in the order CONFIG GET lists them.
+var configParams = []configParam{
+	{name: "appendfsync", get: func(c *conn) string { return c.s.durability("always", "no") },
+		fixed: "kura syncs every acknowledged write to its write-ahead log"},
+	{name: "appendonly", get: func(c *conn) string { return c.s.durability("yes", "no") },
+		fixed: "kura writes every acknowledged write to its write-ahead log unless the node runs --in-memory"},
+	{name: "client-query-buffer-limit", get: func(c *conn) string { return strconv.Itoa(c.s.limits.CommandBytesMax) },
+		fixed: "kura derives it from the node's --max-value-bytes"},
+	{name: "cluster-enabled", get: fixedValue("no"), fixed: "kura's cluster is not a Redis Cluster: every node serves every key"},
+	{name: "databases", get: fixedValue("1"), fixed: "kura serves database 0 only (KURA.KEYSPACE switches keyspaces)"},
+	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
+	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
+	{name: "maxmemory-policy", get: fixedValue("noeviction"), fixed: "kura never evicts keys"},
+	{name: "notify-keyspace-events", get: fixedValue(""), fixed: "kura has no keyspace notifications"},
+	{name: "port", get: func(c *conn) string { return localPort(c) }, fixed: "kura sets it with the node's --resp address"},
+	{name: "proto-max-bulk-len", get: func(c *conn) string { return strconv.Itoa(c.s.limits.BulkBytesMax) },
+		fixed: "kura sets it with the node's --max-key-bytes and --max-value-bytes"},
+	{name: "save", get: fixedValue(""), fixed: "kura takes no snapshots: it writes every acknowledged write to its write-ahead log"},
+	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
+		set: setTimeout},
+}
+
+func fixedValue(v string) func(*conn) string { return func(*conn) string { return v } }
+
+// durability returns ifDurable when acknowledged writes are on disk, else ifInMemory.
+func (s *Server) durability(ifDurable, ifInMemory string) string {
+	if s.cfg.Backend.Info().Durable {
+		return ifDurable
+	}
+	return ifInMemory
+}
+
+// localPort is the port the client connected to.
+func localPort(c *conn) string {
+	_, port, err := net.SplitHostPort(c.nc.LocalAddr().String())
+	if err != nil {
+		return "0"
+	}
+	return port
+}
+
+// setTimeout is CONFIG SET timeout seconds, Redis's range 0..2^31-1 (0: never).
+func setTimeout(s *Server, value []byte) (func(), string) {
+	seconds, ok := parseInt(value)
+	switch {
+	case !ok:
+		return nil, "argument couldn't be parsed into an integer"
+	case seconds < 0 || seconds > math.MaxInt32:
+		return nil, "argument must be between 0 and 2147483647 inclusive"
+	}
+	return func() { s.SetIdleTimeout(time.Duration(seconds) * time.Second) }, ""
+}
+
+func configSubcommands() []*command {
+	flags := []string{"admin", "noscript", "loading", "stale"}
+	return []*command{
+		{name: "get", arity: -3, flags: flags, usage: "GET <pattern> [<pattern> ...]",
+			summary: "Return parameters matching the glob-like <pattern> and their values.", run: configGetCommand},
+		{name: "set", arity: -4, flags: flags, usage: "SET <directive> <value> [<directive> <value> ...]",
+			summary: "Set the configuration <directive> to <value>: kura changes timeout only.", run: configSetCommand},
+		{name: "resetstat", arity: 2, flags: flags, usage: "RESETSTAT", summary: "Reset statistics reported by the INFO command.",
+			run: func(c *conn, _ [][]byte) {
+				c.s.stats.reset()
+				c.w.SimpleString("OK")
+			}},
+		{name: "rewrite", arity: 2, flags: flags, usage: "REWRITE", summary: "Refused: kura has no configuration file.",
+			run: func(c *conn, _ [][]byte) { c.w.Error("ERR The server is running without a config file") }},
+	}
+}
+
+// configGetCommand is CONFIG GET pattern [pattern ...]: each parameter matching any of
+// the glob patterns (case-insensitively), once.
+func configGetCommand(c *conn, args [][]byte) {
+	patterns := make([][]byte, len(args)-2)
+	for i, p := range args[2:] {
+		patterns[i] = appendLower(nil, p)
+	}
+	var matched []configParam
+	for _, p := range configParams {
+		for _, pattern := range patterns {
+			if matchGlob(pattern, []byte(p.name)) {
+				matched = append(matched, p)
+				break
+			}
+		}
+	}
+	c.w.MapHeader(len(matched))
+	for _, p := range matched {
+		c.w.BulkString(p.name)
+		c.w.BulkString(p.get(c))
+	}
+}
+
+// configSetCommand is CONFIG SET parameter value [parameter value ...]. As in Redis it
+// changes all the parameters or, when one is refused, none.
+func configSetCommand(c *conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.w.Error(errSyntax)
+		return
+	}
+	failed := func(name []byte, why string) {
+		c.w.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, why))
+	}
+	// As in Redis, every name is checked before any value.
+	var params []configParam
+	for i := 2; i < len(args); i += 2 {
+		p, ok := lookupConfigParam(args[i])
+		switch {
+		case !ok:
+			c.w.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
+			return
+		case p.set == nil:
+			failed(args[i], "can't set immutable config: "+p.fixed)
+			return
+		}
+		for _, earlier := range params {
+			if earlier.name == p.name {
+				failed(args[i], "duplicate parameter")
+				return
+			}
+		}
+		params = append(params, p)
+	}
+	applies := make([]func(), len(params))
+	for i, p := range params {
+		var why string
+		if applies[i], why = p.set(c.s, args[3+2*i]); why != "" {
+			failed(args[2+2*i], why)
+			return
+		}
+	}
+	for _, apply := range applies {
+		apply()
+	}
+	c.w.SimpleString("OK")
+}
+
+// lookupConfigParam finds a parameter by its name, in any case.
+func lookupConfigParam(name []byte) (configParam, bool) {
+	lower := string(appendLower(nil, name))
+	for _, p := range configParams {
+		if p.name == lower {
+			return p, true
+		}
+	}
+	return configParam{}, false
+}
