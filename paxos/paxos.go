@@ -145,9 +145,9 @@ type Promise struct {
 
 // Summary is what a quorum of promises says.
 type Summary struct {
-	// InProgress is the highest-ballot proposal accepted above the most recent commit:
-	// a round that may have been chosen and must be completed before any other (zero:
-	// none).
+	// InProgress is the highest-ballot proposal accepted above the most recent commit,
+	// of an origin not committed yet: a round that may have been chosen and must be
+	// completed before any other (zero: none).
 	InProgress Proposal
 	// Committed is the most recent commit any replica knows of.
 	Committed Commit
@@ -183,7 +183,10 @@ func Summarize(promises []Promise) Summary {
 		}
 	}
 	for i, p := range promises {
-		if s.Committed.Ballot.Less(p.Accepted.Ballot) && s.InProgress.Ballot.Less(p.Accepted.Ballot) {
+		// A proposal whose origin was committed already is a round that completed it
+		// again, racing that commit: completing it once more would only apply the same
+		// record again, and two coordinators could go on completing each other's.
+		if s.Committed.Ballot.Less(p.Accepted.Ballot) && s.InProgress.Ballot.Less(p.Accepted.Ballot) && !s.origins[p.Accepted.Origin] {
 			s.InProgress = p.Accepted
 		}
 		if last(p.Commits).Ballot.Less(s.Committed.Ballot) {

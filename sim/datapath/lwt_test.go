@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
@@ -106,9 +107,10 @@ func increment(level consistency.Level) func(ctx context.Context, i int, co *coo
 	}
 }
 
-// raceTwice runs one race scenario twice from its seed, checks that the two runs agree
-// outcome for outcome, and returns the outcomes and the key's serial value afterwards.
-func raceTwice(t *testing.T, cfg Config, replication string, key string, level consistency.Level, clients int, coordinators []string,
+// raceTwice runs one race scenario twice from its seed, with the nodes down crashed
+// first, checks that the two runs agree outcome for outcome, and returns the outcomes
+// and the key's serial value afterwards.
+func raceTwice(t *testing.T, cfg Config, replication string, down []string, key string, level consistency.Level, clients int, coordinators []string,
 	op func(ctx context.Context, i int, co *coord.Coordinator) outcome) ([]outcome, string) {
 	t.Helper()
 	var runs [2]string
@@ -128,6 +130,14 @@ func raceTwice(t *testing.T, cfg Config, replication string, key string, level c
 			}()
 			if err := c.CreateKeyspace(schema.Keyspace{Name: "ks", Replication: replication}); err != nil {
 				t.Fatal(err)
+			}
+			for _, id := range down {
+				if err := c.Crash(id); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.SetState(id, cluster.StateDown); err != nil {
+					t.Fatal(err)
+				}
 			}
 			start := time.Now()
 			outcomes = race(t, c, clients, coordinators, op)
@@ -156,20 +166,23 @@ func TestLWTPutIfAbsentHasOneWinner(t *testing.T) {
 		name         string
 		cfg          Config
 		replication  string
+		down         []string
 		level        consistency.Level
 		coordinators []string
 	}{
-		{"3 nodes, SERIAL", lwtCluster(1, map[string]int{"a": 3}, 0), "a=3", consistency.Serial, []string{"a1", "a2", "a3"}},
-		{"3 nodes, LOCAL_SERIAL", lwtCluster(2, map[string]int{"a": 3}, 0), "a=3", consistency.LocalSerial, []string{"a1", "a2", "a3"}},
-		{"2 DCs, SERIAL", lwtCluster(3, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3", consistency.Serial,
+		{"3 nodes, SERIAL", lwtCluster(1, map[string]int{"a": 3}, 0), "a=3", nil, consistency.Serial, []string{"a1", "a2", "a3"}},
+		{"3 nodes, LOCAL_SERIAL", lwtCluster(2, map[string]int{"a": 3}, 0), "a=3", nil, consistency.LocalSerial, []string{"a1", "a2", "a3"}},
+		{"2 DCs, SERIAL", lwtCluster(3, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3", nil, consistency.Serial,
 			[]string{"a1", "b1", "a2", "b2", "a3", "b3"}},
-		{"2 DCs, uneven, SERIAL", lwtCluster(4, map[string]int{"a": 3, "b": 2}, 20*time.Millisecond), "a=2,b=1", consistency.Serial,
+		{"2 DCs, uneven, SERIAL", lwtCluster(4, map[string]int{"a": 3, "b": 2}, 20*time.Millisecond), "a=2,b=1", nil, consistency.Serial,
 			[]string{"b1", "a1", "b2", "a2", "a3"}},
+		{"2 DCs, a replica down in each, SERIAL", lwtCluster(8, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3",
+			[]string{"a3", "b3"}, consistency.Serial, []string{"a1", "b1", "a2", "b2"}},
 	}
 	const clients = 12
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			outcomes, final := raceTwice(t, tt.cfg, tt.replication, "lock", tt.level, clients, tt.coordinators, putIfAbsent(tt.level))
+			outcomes, final := raceTwice(t, tt.cfg, tt.replication, tt.down, "lock", tt.level, clients, tt.coordinators, putIfAbsent(tt.level))
 			var winners []string
 			for i, o := range outcomes {
 				if o.applied {
@@ -201,19 +214,21 @@ func TestLWTIncrementsLoseNothing(t *testing.T) {
 		name         string
 		cfg          Config
 		replication  string
+		down         []string
 		level        consistency.Level
 		coordinators []string
 	}{
-		{"3 nodes, SERIAL", lwtCluster(5, map[string]int{"a": 3}, 0), "a=3", consistency.Serial, []string{"a1", "a2", "a3"}},
-		{"2 DCs, SERIAL", lwtCluster(6, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3", consistency.Serial,
+		{"3 nodes, SERIAL", lwtCluster(5, map[string]int{"a": 3}, 0), "a=3", nil, consistency.Serial, []string{"a1", "a2", "a3"}},
+		{"3 nodes, one down, SERIAL", lwtCluster(9, map[string]int{"a": 3}, 0), "a=3", []string{"a2"}, consistency.Serial, []string{"a1", "a3"}},
+		{"2 DCs, SERIAL", lwtCluster(6, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3", nil, consistency.Serial,
 			[]string{"a1", "b1", "a2", "b2", "a3", "b3"}},
-		{"2 DCs, LOCAL_SERIAL in one", lwtCluster(7, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3", consistency.LocalSerial,
+		{"2 DCs, LOCAL_SERIAL in one", lwtCluster(7, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond), "a=3,b=3", nil, consistency.LocalSerial,
 			[]string{"a1", "a2", "a3"}},
 	}
 	const clients = 12
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			outcomes, final := raceTwice(t, tt.cfg, tt.replication, "counter", tt.level, clients, tt.coordinators, increment(tt.level))
+			outcomes, final := raceTwice(t, tt.cfg, tt.replication, tt.down, "counter", tt.level, clients, tt.coordinators, increment(tt.level))
 			seen := map[string]int{}
 			applied, unknown := 0, 0
 			for i, o := range outcomes {
