@@ -464,17 +464,23 @@ type Condition struct {
 
 // IfAbsent holds when the key has no live value.
 func IfAbsent() Condition {
-	return Condition{func(r *kurav1.CompareAndSetRequest) { r.Condition = &kurav1.CompareAndSetRequest_IfAbsent{IfAbsent: true} }}
+	return Condition{func(r *kurav1.CompareAndSetRequest) {
+		r.Condition = &kurav1.CompareAndSetRequest_IfAbsent{IfAbsent: true}
+	}}
 }
 
 // IfPresent holds when the key has a live value.
 func IfPresent() Condition {
-	return Condition{func(r *kurav1.CompareAndSetRequest) { r.Condition = &kurav1.CompareAndSetRequest_IfPresent{IfPresent: true} }}
+	return Condition{func(r *kurav1.CompareAndSetRequest) {
+		r.Condition = &kurav1.CompareAndSetRequest_IfPresent{IfPresent: true}
+	}}
 }
 
 // IfEquals holds when the key's live value is exactly value.
 func IfEquals(value []byte) Condition {
-	return Condition{func(r *kurav1.CompareAndSetRequest) { r.Condition = &kurav1.CompareAndSetRequest_IfEquals{IfEquals: value} }}
+	return Condition{func(r *kurav1.CompareAndSetRequest) {
+		r.Condition = &kurav1.CompareAndSetRequest_IfEquals{IfEquals: value}
+	}}
 }
 
 // Action is what a compare-and-set does when its condition holds: build it with PutValue
