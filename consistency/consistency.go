@@ -59,6 +59,19 @@ func SerialLevels() []Level { return []Level{Serial, LocalSerial} }
 // cannot use.
 func (l Level) IsSerial() bool { return l == Serial || l == LocalSerial }
 
+// Commit returns the level a lightweight transaction at serial level l waits for when it
+// commits its write to the replicas: QUORUM for SERIAL, LOCAL_QUORUM for LOCAL_SERIAL
+// (whose rounds never leave the coordinator's DC). Other levels are their own.
+func (l Level) Commit() Level {
+	switch l {
+	case Serial:
+		return Quorum
+	case LocalSerial:
+		return LocalQuorum
+	}
+	return l
+}
+
 // String returns the level's name as users write it ("LOCAL_QUORUM").
 func (l Level) String() string {
 	if name, ok := levelNames[l]; ok {

@@ -114,3 +114,21 @@ func TestRequirementWithPending(t *testing.T) {
 		}
 	}
 }
+
+func TestSerialLevels(t *testing.T) {
+	tests := []struct {
+		level  Level
+		serial bool
+		commit Level
+	}{
+		{Serial, true, Quorum},
+		{LocalSerial, true, LocalQuorum},
+		{Quorum, false, Quorum},
+		{One, false, One},
+	}
+	for _, tt := range tests {
+		if tt.level.IsSerial() != tt.serial || tt.level.Commit() != tt.commit {
+			t.Errorf("%v: serial %v, commit %v; want %v, %v", tt.level, tt.level.IsSerial(), tt.level.Commit(), tt.serial, tt.commit)
+		}
+	}
+}

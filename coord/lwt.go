@@ -119,11 +119,8 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, s
 		return nil, err
 	}
 	self := c.view.Self()
-	l := &lwt{c: c, keyspace: keyspace, key: key, serial: serial, commit: consistency.Quorum, members: members,
+	l := &lwt{c: c, keyspace: keyspace, key: key, serial: serial, commit: serial.Commit(), members: members,
 		required: withPending(serial.Require(countedPerDC(members), self.DC), members)}
-	if serial == consistency.LocalSerial {
-		l.commit = consistency.LocalQuorum
-	}
 	alive := map[string]int{}
 	for _, m := range members {
 		// A rebuilding replica is no acceptor: it lost its promises with its data. A
