@@ -285,8 +285,8 @@ func (m *Model) predictSerial(self ring.Member, replicas []ring.Member, counts m
 		return rp
 	}
 	type phase struct {
-		members               []ring.Member
-		required              consistency.Requirement
+		members                     []ring.Member
+		required                    consistency.Requirement
 		requestBytes, responseBytes int
 	}
 	phases := []phase{{acceptors, required, m.frames.prepareRequest, m.frames.prepareResponse}}
