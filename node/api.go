@@ -36,6 +36,15 @@ func levelFromProto(c kurav1.Consistency) (consistency.Level, error) {
 	return consistency.Parse(c.String())
 }
 
+// serialFromProto maps a CompareAndSet's wire level to the coordinator's; unspecified
+// means SERIAL.
+func serialFromProto(c kurav1.Consistency) (consistency.Level, error) {
+	if c == kurav1.Consistency_CONSISTENCY_UNSPECIFIED {
+		return consistency.Serial, nil
+	}
+	return consistency.Parse(c.String())
+}
+
 // grpcCodes is the gRPC status code of each error class.
 var grpcCodes = map[coord.ErrorClass]codes.Code{
 	coord.ClassInvalidArgument: codes.InvalidArgument,
@@ -129,12 +138,9 @@ func (s *apiServer) Scan(ctx context.Context, req *kurav1.ScanRequest) (*kurav1.
 // CompareAndSet runs a lightweight transaction: the action, if the key's live value
 // meets the condition.
 func (s *apiServer) CompareAndSet(ctx context.Context, req *kurav1.CompareAndSetRequest) (*kurav1.CompareAndSetResponse, error) {
-	serial := consistency.Serial
-	if c := req.GetSerialConsistency(); c != kurav1.Consistency_CONSISTENCY_UNSPECIFIED {
-		var err error
-		if serial, err = consistency.Parse(c.String()); err != nil {
-			return nil, statusOf(err)
-		}
+	serial, err := serialFromProto(req.GetSerialConsistency())
+	if err != nil {
+		return nil, statusOf(err)
 	}
 	fn, err := compareAndSet(req, s.node.clock.Now())
 	if err != nil {

@@ -60,6 +60,15 @@ func TestCompareAndSetOverGRPC(t *testing.T) {
 		if len(winners) != 1 {
 			t.Fatalf("winners %v, want exactly one", winners)
 		}
+		cas := 0.0
+		for _, n := range nodes {
+			cas += sumMetric(scrape(t, n), "kura_requests_total", func(l map[string]string) bool {
+				return l["api"] == "grpc" && l["op"] == "cas" && l["consistency"] == "SERIAL"
+			})
+		}
+		if cas != clients {
+			t.Errorf("the nodes counted %v compare-and-set requests at SERIAL, want %d", cas, clients)
+		}
 		got, err := kvs[0].Get(ctx, &kurav1.GetRequest{Keyspace: "default", Key: []byte("lock"), Consistency: kurav1.Consistency_SERIAL})
 		if err != nil || string(got.GetValue()) != strconv.Itoa(winners[0]) {
 			t.Errorf("serial get = %q, %v; want the winner %d", got.GetValue(), err, winners[0])
