@@ -31,7 +31,10 @@ import (
 //     replicas that are down, as a write does.
 //
 // A round refused for a higher ballot backs off for a random time below a ceiling that
-// doubles with each lost round, then tries again with a higher ballot.
+// doubles with each lost round, then tries again with a higher ballot. A proposal of its
+// own that got no clear answer is followed through the acceptors' commit histories
+// (paxos.Summary.Fate), so a transaction tells "applied" from "not applied" where
+// Cassandra answers a timeout. docs/lwt.md tells the whole story.
 
 // UpdateFunc computes a key's next record from its current one. current is the key's
 // live record: zero, with found false, when the key is absent, deleted or expired. It
