@@ -16,6 +16,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/model"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
@@ -131,16 +132,17 @@ type latencyCell struct {
 	op    model.Op
 }
 
-// latencyCells lists the rows of one cluster: per RF, inserts at the paper's four levels,
-// then reads at the three read levels of the keys the ALL inserts wrote (so every replica
+// latencyCells lists the rows of one cluster: per RF, inserts at the paper's four levels
+// and at SERIAL (a lightweight transaction that writes whatever it finds), then reads at
+// the three read levels and at SERIAL of the keys the ALL inserts wrote (so every replica
 // holds them and no read repairs).
 func latencyCells() []latencyCell {
 	var cells []latencyCell
 	for rf := 1; rf <= 3; rf++ {
-		for _, level := range []consistency.Level{consistency.Any, consistency.One, consistency.Quorum, consistency.All} {
+		for _, level := range []consistency.Level{consistency.Any, consistency.One, consistency.Quorum, consistency.All, consistency.Serial} {
 			cells = append(cells, latencyCell{rf, level, model.Write})
 		}
-		for _, level := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All} {
+		for _, level := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All, consistency.Serial} {
 			cells = append(cells, latencyCell{rf, level, model.Read})
 		}
 	}
@@ -157,6 +159,9 @@ type latencyModelRow struct {
 	// P is kura's p derived from the placement; PaperP the paper's printed one (inserts).
 	P      float64  `json:"p"`
 	PaperP *float64 `json:"paper_p"`
+	// RoundTrips is how many times a request waits for the level's replies: 3 for a
+	// SERIAL insert (prepare, propose, commit), 1 otherwise.
+	RoundTrips int `json:"round_trips"`
 	// LatencyMsPredicted uses the calibrated t_proc and the measured round trips of the
 	// emulated links; LatencyMsNominal the same t_proc with the topology's nominal latency.
 	LatencyMsPredicted float64 `json:"latency_ms_predicted"`
@@ -270,7 +275,7 @@ func runLatencyModel(ctx context.Context, env Env, cfg latencyModelConfig) (*Rep
 		Summary: summary,
 		Notes: []string{
 			"p: share of the key space whose request must wait on a reply from outside node 1's DC, derived from the ring; in the 3-node setup every node is its own DC, so it is the paper's \"other node\" rate. paper_p is the paper's printed value (it gives inserts only); see docs/latency-model.md for its slips.",
-			"t_proc (fits) is calibrated per setup: the mean, over the setup's 0 ms rows, of measured latency minus the model's network wait. It is the only figure fitted to the workload.",
+			"t_proc (fits) is calibrated per setup: measured latency minus the model's network wait over the setup's 0 ms rows, per round trip (a SERIAL insert waits three times: prepare, propose, commit). It is the only figure fitted to the workload.",
 			"latency_ms_predicted feeds the model the round trips the emulated links actually deliver, measured with bare transports before each block (fits: round_trip_ms_from_node_1, the median of the block means); latency_ms_nominal uses the topology's nominal delay. The difference is the emulator's timer lateness: Go's netpoller sleeps in whole milliseconds, so a delayed frame arrives up to 1 ms late.",
 			"Each row's operations run in blocks at different times (block 1 of every row, then block 2 ...), each block a complete stratified sample; latency_ms_measured is the median of the block means, so a few blocks slowed by another process's burst of CPU use (summary: load_average_1m at start and end) do not decide the row. latency_ms_all_ops is the plain mean.",
 			"Keys change with every insert and are stratified: the i-th of n keys of a row hashes into the i-th of n equal slices of the ring, so a few hundred operations weigh each token range by its exact share, as the paper's 100,000 random keys do by volume. Operations go in a shuffled order.",
@@ -407,9 +412,14 @@ func measureCell(ctx context.Context, co *coord.Coordinator, cell latencyCell, k
 		}
 		start := time.Now()
 		var err error
-		if cell.op == model.Write {
+		switch {
+		case cell.op == model.Write && cell.level.IsSerial():
+			_, err = co.Update(ctx, keyspace, key, cell.level, func(lww.Record, bool) (lww.Record, bool, error) {
+				return lww.Record{Value: value}, true, nil
+			})
+		case cell.op == model.Write:
 			_, err = co.Put(ctx, keyspace, key, value, 0, cell.level)
-		} else {
+		default:
 			var found bool
 			_, found, err = co.Get(ctx, keyspace, key, cell.level)
 			if err == nil && !found {
@@ -446,18 +456,21 @@ func stratifiedKeys(prefix string, n int) [][]byte {
 	return keys
 }
 
-// calibrateProcessing fits t_proc to the 0 ms run: the mean of measured latency minus the
-// model's network wait over its rows.
+// calibrateProcessing fits t_proc to the 0 ms run: measured latency minus the model's
+// network wait, summed over its rows, per round trip (a lightweight transaction's row
+// pays it three times).
 func calibrateProcessing(zero latencyRun, cfg latencyModelConfig) (time.Duration, error) {
 	waits, err := predictRun(zero, zero.probed, 0, cfg)
 	if err != nil {
 		return 0, err
 	}
 	var excess time.Duration
+	roundTrips := 0
 	for i, wait := range waits {
 		excess += zero.measured(i) - wait.Latency
+		roundTrips += wait.RoundTrips // t_proc is paid once per round trip
 	}
-	return max(0, excess/time.Duration(len(waits))), nil
+	return max(0, excess/time.Duration(roundTrips)), nil
 }
 
 // predictRun predicts every cell of a run with the given links and t_proc.
@@ -502,6 +515,7 @@ func predictRows(setup paperSetup, run latencyRun, processing time.Duration, cfg
 			Consistency:        cell.level.String(),
 			Op:                 cell.op.String(),
 			P:                  predicted[i].P,
+			RoundTrips:         predicted[i].RoundTrips,
 			LatencyMsPredicted: pred,
 			LatencyMsNominal:   milliseconds(nominal[i].Latency),
 			LatencyMsMeasured:  meas,

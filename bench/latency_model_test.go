@@ -33,13 +33,20 @@ func TestLatencyModelEndToEnd(t *testing.T) {
 	}
 	const roundTripMs = 4
 	for _, r := range rows {
-		if r.Op == "write" && r.Setup == "6-node-2dc" && (r.PaperP == nil || math.Abs(*r.PaperP-r.P) > 1e-9) {
+		if r.Op == "write" && r.Setup == "6-node-2dc" && r.Consistency != "SERIAL" && (r.PaperP == nil || math.Abs(*r.PaperP-r.P) > 1e-9) {
 			t.Errorf("%+v: p %v differs from the paper's, which is right for six nodes", r, r.P)
+		}
+		wantRoundTrips := 1
+		if r.Op == "write" && r.Consistency == "SERIAL" {
+			wantRoundTrips = 3 // prepare, propose, commit
+		}
+		if r.RoundTrips != wantRoundTrips {
+			t.Errorf("%+v: %d round trips, want %d", r, r.RoundTrips, wantRoundTrips)
 		}
 		if r.DelayMs == 0 {
 			continue
 		}
-		floor := r.P * roundTripMs
+		floor := r.P * roundTripMs * float64(r.RoundTrips)
 		if r.LatencyMsMeasured < floor || r.LatencyMsPredicted < floor {
 			t.Errorf("%s RF %d %s %s: measured %v, predicted %v ms; both must be at least p × RTT = %v ms",
 				r.Setup, r.RF, r.Consistency, r.Op, r.LatencyMsMeasured, r.LatencyMsPredicted, floor)

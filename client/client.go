@@ -528,3 +528,99 @@ func (c *Client) Status(ctx context.Context) (*kurav1.ClusterStatusResponse, err
 func levelToProto(l consistency.Level) kurav1.Consistency {
 	return kurav1.Consistency(kurav1.Consistency_value[l.String()])
 }
+
+// Condition is what a compare-and-set requires of the key's current live value: build it
+// with IfAbsent, IfPresent or IfEquals. An expired value counts as absent.
+type Condition struct {
+	set func(*kurav1.CompareAndSetRequest)
+}
+
+// IfAbsent holds when the key has no live value.
+func IfAbsent() Condition {
+	return Condition{func(r *kurav1.CompareAndSetRequest) {
+		r.Condition = &kurav1.CompareAndSetRequest_IfAbsent{IfAbsent: true}
+	}}
+}
+
+// IfPresent holds when the key has a live value.
+func IfPresent() Condition {
+	return Condition{func(r *kurav1.CompareAndSetRequest) {
+		r.Condition = &kurav1.CompareAndSetRequest_IfPresent{IfPresent: true}
+	}}
+}
+
+// IfEquals holds when the key's live value is exactly value.
+func IfEquals(value []byte) Condition {
+	return Condition{func(r *kurav1.CompareAndSetRequest) {
+		r.Condition = &kurav1.CompareAndSetRequest_IfEquals{IfEquals: value}
+	}}
+}
+
+// Action is what a compare-and-set does when its condition holds: build it with PutValue
+// or DeleteValue.
+type Action struct {
+	set func(*kurav1.CompareAndSetRequest)
+}
+
+// PutValue writes value; a ttl above zero makes it expire that long after the request
+// (rounded down to milliseconds), zero never.
+func PutValue(value []byte, ttl time.Duration) Action {
+	return Action{func(r *kurav1.CompareAndSetRequest) {
+		r.Action = &kurav1.CompareAndSetRequest_Put{Put: &kurav1.CompareAndSetPut{Value: value, TtlMs: ttl.Milliseconds()}}
+	}}
+}
+
+// DeleteValue deletes the key.
+func DeleteValue() Action {
+	return Action{func(r *kurav1.CompareAndSetRequest) { r.Action = &kurav1.CompareAndSetRequest_Delete{Delete: true} }}
+}
+
+// CASResult is a compare-and-set's answer.
+type CASResult struct {
+	// Applied: the condition held and the action was written.
+	Applied bool
+	// Found, Value, Timestamp and ExpiresAt describe the key's live value the condition
+	// was checked against: the one the action replaced when applied, the one that failed
+	// the condition when not. ExpiresAt is zero for a value that never expires.
+	Found     bool
+	Value     []byte
+	Timestamp hlc.Timestamp
+	ExpiresAt hlc.Timestamp
+	// WriteTimestamp is the applied action's timestamp; zero when not applied.
+	WriteTimestamp hlc.Timestamp
+}
+
+// CompareAndSet runs action on key only if the key's current value meets cond,
+// atomically: a lightweight transaction, Paxos among the key's replicas at serial level
+// consistency.Serial or consistency.LocalSerial (zero: SERIAL). Writes to a key must all
+// go through CompareAndSet, at one serial level, for them to be linearizable. An error
+// of code DeadlineExceeded may leave the action applied or not: read the key at a serial
+// level to learn which.
+func (c *Client) CompareAndSet(ctx context.Context, keyspace string, key []byte, cond Condition, action Action, serial consistency.Level) (CASResult, error) {
+	req := &kurav1.CompareAndSetRequest{Keyspace: keyspace, Key: key}
+	if cond.set != nil {
+		cond.set(req)
+	}
+	if action.set != nil {
+		action.set(req)
+	}
+	if serial != 0 {
+		req.SerialConsistency = levelToProto(serial)
+	}
+	var resp *kurav1.CompareAndSetResponse
+	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+		resp, err = kurav1.NewKVClient(conn).CompareAndSet(ctx, req)
+		return err
+	})
+	if err != nil {
+		return CASResult{}, err
+	}
+	return CASResult{
+		Applied:        resp.GetApplied(),
+		Found:          resp.GetFound(),
+		Value:          resp.GetValue(),
+		Timestamp:      hlc.Timestamp(resp.GetTimestamp()),
+		ExpiresAt:      hlc.Timestamp(resp.GetExpiresAt()),
+		WriteTimestamp: hlc.Timestamp(resp.GetWriteTimestamp()),
+	}, nil
+}

@@ -12,7 +12,8 @@ import (
 // Level is a consistency level with Cassandra's meaning.
 type Level int
 
-// The levels, weakest first.
+// The levels of plain reads and writes, weakest first, then the two serial levels of
+// lightweight transactions. The numbers are the client API's (kura.v1 Consistency).
 const (
 	Any Level = iota + 1
 	One
@@ -22,6 +23,14 @@ const (
 	LocalQuorum
 	EachQuorum
 	All
+	// Serial runs a lightweight transaction's Paxos rounds among every replica of the
+	// key, a quorum of them answering: linearizable across DCs, at the cost of WAN round
+	// trips.
+	Serial
+	// LocalSerial runs them among the replicas in the coordinator's DC only, a quorum of
+	// those answering: linearizable among the clients of that DC, with no WAN round trip
+	// before the answer.
+	LocalSerial
 )
 
 var levelNames = map[Level]string{
@@ -33,11 +42,34 @@ var levelNames = map[Level]string{
 	LocalQuorum: "LOCAL_QUORUM",
 	EachQuorum:  "EACH_QUORUM",
 	All:         "ALL",
+	Serial:      "SERIAL",
+	LocalSerial: "LOCAL_SERIAL",
 }
 
-// Levels lists every level, weakest first.
+// Levels lists the levels of plain reads and writes, weakest first.
 func Levels() []Level {
 	return []Level{Any, One, Two, Quorum, LocalOne, LocalQuorum, EachQuorum, All}
+}
+
+// SerialLevels lists the levels of lightweight transactions (compare-and-set, serial
+// reads).
+func SerialLevels() []Level { return []Level{Serial, LocalSerial} }
+
+// IsSerial reports whether l is a level of lightweight transactions, which plain writes
+// cannot use.
+func (l Level) IsSerial() bool { return l == Serial || l == LocalSerial }
+
+// Commit returns the level a lightweight transaction at serial level l waits for when it
+// commits its write to the replicas: QUORUM for SERIAL, LOCAL_QUORUM for LOCAL_SERIAL
+// (whose rounds never leave the coordinator's DC). Other levels are their own.
+func (l Level) Commit() Level {
+	switch l {
+	case Serial:
+		return Quorum
+	case LocalSerial:
+		return LocalQuorum
+	}
+	return l
 }
 
 // String returns the level's name as users write it ("LOCAL_QUORUM").
@@ -59,7 +91,7 @@ func Parse(name string) (Level, error) {
 			return l, nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q (want one of ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, ALL)", ErrUnknownLevel, name)
+	return 0, fmt.Errorf("%w %q (want one of ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, ALL, SERIAL, LOCAL_SERIAL)", ErrUnknownLevel, name)
 }
 
 // Requirement says how many acknowledgements a request needs: Total in all, and at least
@@ -74,7 +106,9 @@ type Requirement struct {
 func quorum(n int) int { return n/2 + 1 }
 
 // Require computes what level l needs from a replica set with rfPerDC replicas in each
-// datacenter, for a coordinator in localDC. A level that the replica set can never satisfy
+// datacenter, for a coordinator in localDC. A serial level needs what its Paxos rounds
+// wait for: SERIAL a quorum of all replicas (as QUORUM), LOCAL_SERIAL a quorum of the
+// local DC's (as LOCAL_QUORUM). A level that the replica set can never satisfy
 // (TWO with one replica, LOCAL_ONE with no local replica) yields a requirement larger than
 // the replica set; callers report that as unavailable.
 func (l Level) Require(rfPerDC map[string]int, localDC string) Requirement {
@@ -89,11 +123,11 @@ func (l Level) Require(rfPerDC map[string]int, localDC string) Requirement {
 		return Requirement{Total: 1}
 	case Two:
 		return Requirement{Total: 2}
-	case Quorum:
+	case Quorum, Serial:
 		return Requirement{Total: quorum(total)}
 	case LocalOne:
 		return Requirement{Total: 1, PerDC: map[string]int{localDC: 1}}
-	case LocalQuorum:
+	case LocalQuorum, LocalSerial:
 		local := quorum(rfPerDC[localDC])
 		return Requirement{Total: local, PerDC: map[string]int{localDC: local}}
 	case EachQuorum:

@@ -6,7 +6,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	for _, l := range Levels() {
+	for _, l := range append(Levels(), SerialLevels()...) {
 		got, err := Parse(l.String())
 		if err != nil || got != l {
 			t.Errorf("Parse(%q) = %v, %v; want %v", l.String(), got, err, l)
@@ -38,6 +38,9 @@ func TestRequire(t *testing.T) {
 		{LocalQuorum, twoDCs, Requirement{Total: 2, PerDC: map[string]int{"a": 2}}},
 		{EachQuorum, twoDCs, Requirement{Total: 4, PerDC: map[string]int{"a": 2, "b": 2}}},
 		{All, twoDCs, Requirement{Total: 5, PerDC: map[string]int{"a": 3, "b": 2}}},
+		{Serial, twoDCs, Requirement{Total: 3}},
+		{LocalSerial, twoDCs, Requirement{Total: 2, PerDC: map[string]int{"a": 2}}},
+		{LocalSerial, map[string]int{"a": 1, "b": 3}, Requirement{Total: 1, PerDC: map[string]int{"a": 1}}},
 	}
 	for _, tt := range tests {
 		got := tt.level.Require(tt.rf, "a")
@@ -108,6 +111,24 @@ func TestRequirementWithPending(t *testing.T) {
 		}
 		if base.String() != before {
 			t.Errorf("%v: WithPending changed the requirement it was called on", tt.level)
+		}
+	}
+}
+
+func TestSerialLevels(t *testing.T) {
+	tests := []struct {
+		level  Level
+		serial bool
+		commit Level
+	}{
+		{Serial, true, Quorum},
+		{LocalSerial, true, LocalQuorum},
+		{Quorum, false, Quorum},
+		{One, false, One},
+	}
+	for _, tt := range tests {
+		if tt.level.IsSerial() != tt.serial || tt.level.Commit() != tt.commit {
+			t.Errorf("%v: serial %v, commit %v; want %v, %v", tt.level, tt.level.IsSerial(), tt.level.Commit(), tt.serial, tt.commit)
 		}
 	}
 }

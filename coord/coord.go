@@ -46,7 +46,15 @@ type Config struct {
 	// that finish a write after the client was answered; a replica that misses it gets
 	// a hint. Default 10 s (several WAN round trips).
 	ReplicaTimeout time.Duration
-	Logger         *slog.Logger
+	// LWTRounds bounds the Paxos rounds one lightweight transaction tries, each lost to
+	// another coordinator's higher ballot followed by a back-off, before it gives up
+	// with a timeout. Default 16.
+	LWTRounds int
+	// LWTBackoff is the first back-off's ceiling after a lost round: the wait is drawn
+	// uniformly below a ceiling that doubles with each lost round, up to LWTBackoffMax.
+	// Defaults 2 ms and 1 s.
+	LWTBackoff, LWTBackoffMax time.Duration
+	Logger                    *slog.Logger
 }
 
 // Keyspaces looks keyspace definitions up; *schema.Catalog is one.
@@ -70,10 +78,13 @@ type Hints interface {
 // Clock stamps writes and tells the time expiry deadlines are compared with;
 // *clockguard.Guard is one. Stamp fails when this node's clock is too far from its peers'
 // for its timestamps to be trusted; the write is then refused as unavailable before
-// anything is stored.
+// anything is stored. Observe merges a timestamp seen elsewhere (a higher Paxos ballot,
+// the record a lightweight transaction overwrites), so that the next stamp is above it,
+// and refuses one too far ahead of the cluster's clock.
 type Clock interface {
 	Stamp() (hlc.Timestamp, error)
 	Now() hlc.Timestamp
+	Observe(ts hlc.Timestamp) error
 }
 
 // Proximity ranks nodes for reads: a smaller distance is asked first.
@@ -104,6 +115,8 @@ type Coordinator struct {
 	clock     Clock
 	proximity Proximity
 	log       *slog.Logger
+	// lwtKeys queues this coordinator's lightweight transactions per key.
+	lwtKeys keyQueue
 }
 
 // New returns a coordinator over the node's parts.
@@ -123,6 +136,15 @@ func New(cfg Config, parts Parts) *Coordinator {
 	}
 	if cfg.ReplicaTimeout <= 0 {
 		cfg.ReplicaTimeout = 10 * time.Second
+	}
+	if cfg.LWTRounds <= 0 {
+		cfg.LWTRounds = 16
+	}
+	if cfg.LWTBackoff <= 0 {
+		cfg.LWTBackoff = 2 * time.Millisecond
+	}
+	if cfg.LWTBackoffMax <= 0 {
+		cfg.LWTBackoffMax = time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -63,3 +63,37 @@ func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
+
+// ContentionError says that a lightweight transaction lost every round it tried to other
+// coordinators' rounds on the key (their higher ballots, or their proposals in progress
+// that it completed), backing off between them. Nothing of it was written.
+type ContentionError struct {
+	Level  consistency.Level
+	Rounds int // rounds tried
+	Lost   int // rounds lost to a higher ballot
+}
+
+func (e *ContentionError) Error() string {
+	return fmt.Sprintf("timeout: %v lightweight transaction gave up after %d rounds under contention (%d lost to other coordinators' ballots)", e.Level, e.Rounds, e.Lost)
+}
+
+// Is makes errors.Is(err, ErrTimeout) true: as with a timeout, the caller may retry.
+func (e *ContentionError) Is(target error) bool { return target == ErrTimeout }
+
+// UnknownOutcomeError says that a lightweight transaction gave up while a proposal of its
+// write was accepted by some replicas but not, as far as it could tell, by the quorum
+// that chooses it: a later round on the key may still complete the write, or never will.
+// Read the key (at a serial level) before retrying a write that must not be applied
+// twice.
+type UnknownOutcomeError struct {
+	Level consistency.Level
+	Cause error // why it gave up
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	return fmt.Sprintf("timeout: %v lightweight transaction outcome unknown: its write may or may not be applied (%v)", e.Level, e.Cause)
+}
+
+// Is makes errors.Is(err, ErrTimeout) true: a write whose outcome is unknown, as after a
+// timeout.
+func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrTimeout }

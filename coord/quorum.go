@@ -65,6 +65,10 @@ type quorum struct {
 	more func(inFlight int) int
 	// enough, when set, must hold besides the requirements before the gathering ends.
 	enough func() bool
+	// abort, when set, sees every failed answer's error; returning true ends the
+	// gathering at once, unmet (a Paxos prepare refused for a higher ballot: the round
+	// is lost, whatever the other replicas answer).
+	abort func(err error) bool
 }
 
 // outcome is what a gathering established.
@@ -166,6 +170,9 @@ func gather[T any](ctx context.Context, q *quorum, ask func(placement.Member, []
 				out.lastErr = a.err
 				for _, t := range a.targets {
 					q.groups[t.group].asked[t.DC]--
+				}
+				if q.abort != nil && q.abort(a.err) {
+					return out, nil
 				}
 			} else {
 				accept(a.targets, a.value)

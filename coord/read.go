@@ -18,13 +18,18 @@ type readAnswer struct {
 
 // Get reads key at level cl: it asks the nearest replicas the level needs, answers with
 // the newest version among them, and repairs those that were stale. A deleted, expired
-// or truncated key is reported as not found. A found record carries its ExpiresAt.
+// or truncated key is reported as not found. A found record carries its ExpiresAt. At a
+// serial level the read is linearizable: a Paxos prepare round that completes any
+// proposal left in progress (serialGet).
 func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return lww.Record{}, false, err
 	}
 	if cl == consistency.Any {
 		return lww.Record{}, false, invalid("ANY is a write level; read at ONE or above")
+	}
+	if cl.IsSerial() {
+		return c.serialGet(ctx, keyspace, key, cl)
 	}
 	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil {
@@ -92,7 +97,7 @@ func (c *Coordinator) resolve(ks schema.Keyspace, answers []readAnswer) (lww.Rec
 
 // repair writes rec to a replica that answered a read with less.
 func (c *Coordinator) repair(m placement.Member, keyspace string, rec lww.Record) {
-	if err := c.apply(m, keyspace, rec); err != nil {
+	if err := c.apply(replicaWrite{member: m, record: rec}, keyspace); err != nil {
 		c.log.Debug("read repair", "replica", m.ID, "err", err)
 	}
 }

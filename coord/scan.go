@@ -28,6 +28,9 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	if cl == consistency.Any {
 		return nil, invalid("ANY is a write level; scan at ONE or above")
 	}
+	if cl.IsSerial() {
+		return nil, invalid("%v is the level of lightweight transactions on one key; scan at ONE or above", cl)
+	}
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
 		return nil, nil
 	}

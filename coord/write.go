@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
 )
 
@@ -65,6 +66,9 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if err := c.checkKey(rec.Key); err != nil {
 		return 0, err
 	}
+	if cl.IsSerial() {
+		return 0, invalid("%v is the level of lightweight transactions (compare-and-set); a plain write takes ANY to ALL", cl)
+	}
 	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil {
 		return 0, err
@@ -108,6 +112,10 @@ func (c *Coordinator) stamp() (hlc.Timestamp, error) {
 type replicaWrite struct {
 	member placement.Member
 	record lww.Record
+	// commit, when set, is the lightweight transaction's proposal whose record this is:
+	// the replica gets it as a Paxos commit, which also ends the round there. A hint
+	// carries the record alone, applied last writer wins as any write.
+	commit *paxos.Proposal
 }
 
 // acknowledges reports whether a member's acknowledgement is awaited: a current replica
@@ -193,7 +201,7 @@ func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes [
 // write's timestamp as too far ahead gets none: the hint would carry the same timestamp,
 // and overwrite newer writes once real time caught up with it.
 func (c *Coordinator) applyOrHint(w replicaWrite, keyspace string) error {
-	err := c.apply(w.member, keyspace, w.record)
+	err := c.apply(w, keyspace)
 	if errors.Is(err, clockguard.ErrClockOffset) {
 		c.log.Warn("replica refused the write's timestamp; no hint stored", "target", w.member.ID, "err", err)
 		return err
@@ -206,13 +214,16 @@ func (c *Coordinator) applyOrHint(w replicaWrite, keyspace string) error {
 	return err
 }
 
-// apply applies rec on one replica within the replica timeout.
-func (c *Coordinator) apply(m placement.Member, keyspace string, rec lww.Record) error {
-	r, err := c.replica(m)
+// apply applies one write on its replica within the replica timeout.
+func (c *Coordinator) apply(w replicaWrite, keyspace string) error {
+	r, err := c.replica(w.member)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := c.replicaContext()
 	defer cancel()
-	return r.Apply(ctx, keyspace, []lww.Record{rec})
+	if w.commit != nil {
+		return r.Commit(ctx, keyspace, *w.commit)
+	}
+	return r.Apply(ctx, keyspace, []lww.Record{w.record})
 }

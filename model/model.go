@@ -3,7 +3,9 @@
 // waits for and when they arrive over the topology's links, and weighs each range by its
 // share of the key space. It generalises the paper's two-point model, insert time =
 // (1 − p) × t_proc + p × (t_proc + RTT), to any number of DCs, unequal latencies and
-// narrow links, and reports the paper's p beside the exact mean.
+// narrow links, and reports the paper's p beside the exact mean. At the serial levels a
+// write is a lightweight transaction, three such waits (prepare, propose, commit), and a
+// read is one (prepare).
 package model
 
 import (
@@ -20,6 +22,7 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/transport"
 )
@@ -28,7 +31,9 @@ import (
 type Op int
 
 // The operations: a write goes to every replica and waits for the level's
-// acknowledgements; a read asks only the nearest replicas the level needs.
+// acknowledgements; a read asks only the nearest replicas the level needs. At a serial
+// level a write is a lightweight transaction (compare-and-set: prepare, propose, commit)
+// and a read is a serial read (prepare).
 const (
 	Write Op = iota + 1
 	Read
@@ -133,6 +138,10 @@ type Prediction struct {
 	// Latency is the mean over the key space that can meet the level; LatencyMax is the
 	// slowest range's.
 	Latency, LatencyMax time.Duration
+	// RoundTrips is how many times the request waits for the level's replies: 1, or for a
+	// lightweight transaction 3 (prepare, which also reads; propose; commit), for a
+	// serial read 1 (prepare).
+	RoundTrips int
 	// UnavailableShare is the share of the key space whose replicas can never meet the
 	// level (LOCAL_ONE with no local replica, TWO with one replica).
 	UnavailableShare float64
@@ -160,7 +169,7 @@ type RangePrediction struct {
 	// Awaited lists the replicas whose replies complete the request: the acknowledgements
 	// that meet the level for a write, the replicas asked for a read.
 	Awaited []string
-	// Latency is Processing plus the wait for the last awaited reply.
+	// Latency is Processing plus the wait for the last awaited reply, for each round trip.
 	Latency time.Duration
 	// Remote is true when the level cannot be met by replicas in the coordinator's DC
 	// alone, so the request must wait on a reply from another DC whatever the latencies.
@@ -186,7 +195,10 @@ func (m *Model) Predict(coordinator string, s ring.Strategy, cl consistency.Leve
 		return Prediction{}, fmt.Errorf("model: replication %s: %w", s, err)
 	}
 	placement := m.ring.Placement(s)
-	pred := Prediction{Coordinator: self.ID, DC: self.DC, Op: op, Level: cl, Strategy: s}
+	pred := Prediction{Coordinator: self.ID, DC: self.DC, Op: op, Level: cl, Strategy: s, RoundTrips: 1}
+	if cl.IsSerial() && op == Write {
+		pred.RoundTrips = 3
+	}
 	var availableShare, weightedNanos, remoteShare float64
 	for _, rg := range m.ring.Ranges() {
 		rp := m.predictRange(self, placement.ReplicasFor(rg.End), cl, op)
@@ -220,6 +232,9 @@ func (m *Model) predictRange(self ring.Member, replicas []ring.Member, cl consis
 	}
 	counts := consistency.Counts(dcs)
 	required := cl.Require(counts, self.DC)
+	if cl.IsSerial() {
+		return m.predictSerial(self, replicas, counts, required, cl, op, rp)
+	}
 	if !required.Hinted && !required.Satisfied(counts) {
 		rp.Unavailable = true
 		return rp
@@ -239,6 +254,60 @@ func (m *Model) predictRange(self ring.Member, replicas []ring.Member, cl consis
 	// Whether the request must cross depends on the placement only, not on which reply
 	// happens to arrive first: p stays the paper's at any delay, 0 included.
 	rp.Remote = !required.Satisfied(map[string]int{self.DC: counts[self.DC]})
+	return rp
+}
+
+// predictSerial computes one range's latency at a serial level, as coord runs a
+// lightweight transaction that meets no other on its key: each phase is a request to
+// every acceptor (every replica for SERIAL, those of the coordinator's DC for
+// LOCAL_SERIAL) that waits for the level's quorum of them, and costs Processing besides.
+// A transaction is three phases, prepare (which also reads the key), propose and commit
+// (sent to every replica, awaiting QUORUM or LOCAL_QUORUM); a serial read is the
+// prepare alone. Cassandra's LWT reads in a separate round trip: four, and two for a
+// serial read.
+func (m *Model) predictSerial(self ring.Member, replicas []ring.Member, counts map[string]int, required consistency.Requirement,
+	cl consistency.Level, op Op, rp RangePrediction) RangePrediction {
+	acceptors := replicas
+	if cl == consistency.LocalSerial {
+		acceptors = nil
+		for _, r := range replicas {
+			if r.DC == self.DC {
+				acceptors = append(acceptors, r)
+			}
+		}
+	}
+	inDC := map[string]int{}
+	for _, a := range acceptors {
+		inDC[a.DC]++
+	}
+	if !required.Satisfied(inDC) {
+		rp.Unavailable = true
+		return rp
+	}
+	type phase struct {
+		members                     []ring.Member
+		required                    consistency.Requirement
+		requestBytes, responseBytes int
+	}
+	phases := []phase{{acceptors, required, m.frames.prepareRequest, m.frames.prepareResponse}}
+	if op == Write {
+		phases = append(phases,
+			phase{acceptors, required, m.frames.proposeRequest, m.frames.proposeResponse},
+			phase{replicas, cl.Commit().Require(counts, self.DC), m.frames.commitRequest, m.frames.commitResponse})
+	}
+	seen := map[string]bool{}
+	for _, ph := range phases {
+		var wait time.Duration
+		for _, r := range awaitedAcks(m.replies(self, ph.members, ph.requestBytes, ph.responseBytes), ph.required) {
+			wait = max(wait, r.at)
+			if !seen[r.member.ID] {
+				seen[r.member.ID] = true
+				rp.Awaited = append(rp.Awaited, r.member.ID)
+			}
+		}
+		rp.Latency += m.params.Processing + wait
+	}
+	rp.Remote = !required.Satisfied(map[string]int{self.DC: inDC[self.DC]})
 	return rp
 }
 
@@ -353,9 +422,14 @@ const frameHeaderBytes = 4 + 1 + 1 + 8
 // keyspace; a longer name adds a byte per character.
 const sizingKeyspace = "default"
 
+// sizingNode names the coordinator in the ballots the model sizes.
+const sizingNode = "node-1"
+
 // frameSizes are the bytes on the wire of each message of a request.
 type frameSizes struct {
 	writeRequest, writeResponse, readRequest, readResponse int
+	// The phases of a lightweight transaction.
+	prepareRequest, prepareResponse, proposeRequest, proposeResponse, commitRequest, commitResponse int
 }
 
 // newFrameSizes sizes the coordinator's messages exactly as it encodes them.
@@ -363,10 +437,24 @@ func newFrameSizes(p Params) frameSizes {
 	key, value := make([]byte, p.KeyBytes), make([]byte, p.ValueBytes)
 	// Any timestamp of this era encodes to the same number of bytes.
 	record := &kurav1.Record{Key: key, Value: value, Timestamp: uint64(hlc.FromTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))}
+	ballot := &kurav1.Ballot{Time: record.Timestamp, Node: sizingNode}
+	proposal := &kurav1.PaxosProposal{Ballot: ballot, Origin: ballot, Record: record}
+	// A key that has seen many transactions: its replicas answer with a full history.
+	commits := make([]*kurav1.PaxosCommit, paxos.HistoryLen)
+	for i := range commits {
+		commits[i] = &kurav1.PaxosCommit{Ballot: ballot, Origin: ballot}
+	}
 	return frameSizes{
 		writeRequest:  frameHeaderBytes + proto.Size(&kurav1.MutateRequest{Keyspace: sizingKeyspace, Records: []*kurav1.Record{record}}),
 		writeResponse: frameHeaderBytes, // an acknowledgement has no payload
 		readRequest:   frameHeaderBytes + proto.Size(&kurav1.ReadRequest{Keyspace: sizingKeyspace, Key: key}),
 		readResponse:  frameHeaderBytes + proto.Size(&kurav1.ReadResponse{Found: true, Record: record}),
+
+		prepareRequest:  frameHeaderBytes + proto.Size(&kurav1.PaxosPrepareRequest{Keyspace: sizingKeyspace, Key: key, Ballot: ballot}),
+		prepareResponse: frameHeaderBytes + proto.Size(&kurav1.PaxosPrepareResponse{Promised: true, Ballot: ballot, Commits: commits, Found: true, Record: record}),
+		proposeRequest:  frameHeaderBytes + proto.Size(&kurav1.PaxosProposeRequest{Keyspace: sizingKeyspace, Proposal: proposal}),
+		proposeResponse: frameHeaderBytes + proto.Size(&kurav1.PaxosProposeResponse{Accepted: true, Promised: ballot}),
+		commitRequest:   frameHeaderBytes + proto.Size(&kurav1.PaxosCommitRequest{Keyspace: sizingKeyspace, Proposal: proposal}),
+		commitResponse:  frameHeaderBytes, // an acknowledgement has no payload
 	}
 }

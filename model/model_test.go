@@ -188,6 +188,38 @@ func TestUnequalLatencies(t *testing.T) {
 	}
 }
 
+// TestSerialLevels: on the unequal latencies (a-b 10 ms, b-c 20 ms, a-c 30 ms one way),
+// a compare-and-set waits three times for the nearest other replica (prepare, propose,
+// commit), a serial read once, each adding t_proc; LOCAL_SERIAL, with the coordinator a
+// replica alone in its DC, needs no one else.
+func TestSerialLevels(t *testing.T) {
+	topo := singleNodeDCs(map[[2]string]float64{{"a", "b"}: 10, {"b", "c"}: 20, {"a", "c"}: 30}, "a", "b", "c")
+	m := newModel(t, topo, VnodeLayout(16), Params{Processing: time.Millisecond})
+	tests := []struct {
+		coordinator string
+		level       consistency.Level
+		op          Op
+		want        time.Duration
+		roundTrips  int
+		p           float64
+	}{
+		{"a-1", consistency.Serial, Write, 3 * (20 + 1) * time.Millisecond, 3, 1},
+		{"a-1", consistency.Serial, Read, (20 + 1) * time.Millisecond, 1, 1},
+		{"c-1", consistency.Serial, Write, 3 * (40 + 1) * time.Millisecond, 3, 1},
+		{"c-1", consistency.LocalSerial, Write, 3 * time.Millisecond, 3, 0},
+		{"b-1", consistency.LocalSerial, Read, time.Millisecond, 1, 0},
+		{"a-1", consistency.Quorum, Write, (20 + 1) * time.Millisecond, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%v/%v", tt.coordinator, tt.level, tt.op), func(t *testing.T) {
+			pred := predict(t, m, tt.coordinator, ring.Simple(3), tt.level, tt.op)
+			if !near(pred.Latency, tt.want) || pred.RoundTrips != tt.roundTrips || pred.P != tt.p {
+				t.Errorf("latency %v, %d round trips, p %v; want %v, %d, p %v", pred.Latency, pred.RoundTrips, pred.P, tt.want, tt.roundTrips, tt.p)
+			}
+		})
+	}
+}
+
 // TestReadPrefersOwnDC: coord asks its own DC first even when another DC answers
 // sooner, so a read at ONE can take longer than a write at ONE. Neither must cross: the
 // local replica could meet the level, so the range does not count towards p.
@@ -279,6 +311,7 @@ func TestUnavailable(t *testing.T) {
 	}{
 		{"no local replica for LOCAL_ONE", ring.Network(map[string]int{"dc2": 2}), consistency.LocalOne},
 		{"TWO with one replica", ring.Simple(1), consistency.Two},
+		{"no local replica for LOCAL_SERIAL", ring.Network(map[string]int{"dc2": 2}), consistency.LocalSerial},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -12,6 +14,8 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 )
 
 // maxScanResponseBytes bounds a scan answer to a client.
@@ -28,6 +32,15 @@ type apiServer struct {
 func levelFromProto(c kurav1.Consistency) (consistency.Level, error) {
 	if c == kurav1.Consistency_CONSISTENCY_UNSPECIFIED {
 		return consistency.One, nil
+	}
+	return consistency.Parse(c.String())
+}
+
+// serialFromProto maps a CompareAndSet's wire level to the coordinator's; unspecified
+// means SERIAL.
+func serialFromProto(c kurav1.Consistency) (consistency.Level, error) {
+	if c == kurav1.Consistency_CONSISTENCY_UNSPECIFIED {
+		return consistency.Serial, nil
 	}
 	return consistency.Parse(c.String())
 }
@@ -128,6 +141,67 @@ func (s *apiServer) Scan(ctx context.Context, req *kurav1.ScanRequest) (*kurav1.
 		resp.Items[i] = &kurav1.KeyValue{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp)}
 	}
 	return resp, nil
+}
+
+// CompareAndSet runs a lightweight transaction: the action, if the key's live value
+// meets the condition.
+func (s *apiServer) CompareAndSet(ctx context.Context, req *kurav1.CompareAndSetRequest) (*kurav1.CompareAndSetResponse, error) {
+	serial, err := serialFromProto(req.GetSerialConsistency())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	fn, err := compareAndSet(req, s.node.clock.Now())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	res, err := s.node.coord.Update(ctx, req.GetKeyspace(), req.GetKey(), serial, fn)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	resp := &kurav1.CompareAndSetResponse{Applied: res.Applied, Found: res.PreviousFound}
+	if res.PreviousFound {
+		resp.Value, resp.Timestamp, resp.ExpiresAt = res.Previous.Value, uint64(res.Previous.Timestamp), uint64(res.Previous.ExpiresAt)
+	}
+	if res.Applied {
+		resp.WriteTimestamp = uint64(res.Record.Timestamp)
+	}
+	return resp, nil
+}
+
+// compareAndSet turns a CompareAndSet request into the update it runs, or refuses a
+// request that names no condition or no action. A TTL counts from now, when the request
+// arrived.
+func compareAndSet(req *kurav1.CompareAndSetRequest, now hlc.Timestamp) (coord.UpdateFunc, error) {
+	var meets func(cur lww.Record, found bool) bool
+	switch c := req.GetCondition().(type) {
+	case *kurav1.CompareAndSetRequest_IfAbsent:
+		meets = func(_ lww.Record, found bool) bool { return !found }
+	case *kurav1.CompareAndSetRequest_IfPresent:
+		meets = func(_ lww.Record, found bool) bool { return found }
+	case *kurav1.CompareAndSetRequest_IfEquals:
+		meets = func(cur lww.Record, found bool) bool { return found && bytes.Equal(cur.Value, c.IfEquals) }
+	default:
+		return nil, fmt.Errorf("%w: compare-and-set without a condition (if_absent, if_present or if_equals)", coord.ErrInvalidArgument)
+	}
+	var next lww.Record
+	switch a := req.GetAction().(type) {
+	case *kurav1.CompareAndSetRequest_Put:
+		ttlMs := a.Put.GetTtlMs()
+		if ttlMs < 0 {
+			return nil, fmt.Errorf("%w: negative ttl_ms %d", coord.ErrInvalidArgument, ttlMs)
+		}
+		next.Value = a.Put.GetValue()
+		if ttlMs > 0 {
+			next.ExpiresAt = hlc.FromTime(now.WallTime().Add(time.Duration(ttlMs) * time.Millisecond))
+		}
+	case *kurav1.CompareAndSetRequest_Delete:
+		next.Tombstone = true
+	default:
+		return nil, fmt.Errorf("%w: compare-and-set without an action (put or delete)", coord.ErrInvalidArgument)
+	}
+	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		return next, meets(cur, found), nil
+	}, nil
 }
 
 // nonEmpty turns an empty bound into an open one.

@@ -43,6 +43,8 @@ var grpcOps = map[string]string{
 	kurav1.KV_Get_FullMethodName:    "get",
 	kurav1.KV_Delete_FullMethodName: "delete",
 	kurav1.KV_Scan_FullMethodName:   "scan",
+	// A lightweight transaction, labelled with its serial level.
+	kurav1.KV_CompareAndSet_FullMethodName: "cas",
 }
 
 // observeUnary is the gRPC interceptor that reports each data request to the metrics, as
@@ -55,8 +57,13 @@ func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 	start := time.Now()
 	reply, err := handler(ctx, req)
 	level := consistency.One // what the API serves when the request names no valid level
-	if r, ok := req.(interface{ GetConsistency() kurav1.Consistency }); ok {
+	switch r := req.(type) {
+	case interface{ GetConsistency() kurav1.Consistency }:
 		if l, lerr := levelFromProto(r.GetConsistency()); lerr == nil {
+			level = l
+		}
+	case *kurav1.CompareAndSetRequest:
+		if l, lerr := serialFromProto(r.GetSerialConsistency()); lerr == nil {
 			level = l
 		}
 	}

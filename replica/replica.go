@@ -1,6 +1,7 @@
 // Package replica owns what a coordinator asks of one node that holds data: apply a
 // mutation, read a key, read an erasure-coded chunk, scan token ranges, digest a token
-// range as a Merkle tree for anti-entropy repair (and, to come, stream a range). Replica
+// range as a Merkle tree for anti-entropy repair, and take part in a lightweight
+// transaction's Paxos round as its acceptor (and, to come, stream a range). Replica
 // is that seam. Local serves it from
 // this node's storage engine, and is the one place local reads will pass through the
 // read stage; Remote serves it over any Caller (the real transport, or the simulator's
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/ring"
 )
 
@@ -33,6 +35,18 @@ type Replica interface {
 	// TreeDigest returns the Merkle tree of the replica's records, tombstones included,
 	// in one token range, with its tombstone watermark (anti-entropy repair).
 	TreeDigest(ctx context.Context, req TreeRequest) (Tree, error)
+
+	// Prepare, Propose and Commit are the replica's side of a lightweight transaction's
+	// Paxos round on one key (package paxos), its acceptor state stored durably before
+	// it answers. Prepare promises ballot unless a higher one was promised, and answers
+	// with the acceptor state and the replica's record of the key; a refusal is an
+	// answer (Promised false, with the higher ballot), not an error.
+	Prepare(ctx context.Context, keyspace string, key []byte, ballot paxos.Ballot) (paxos.Promise, error)
+	// Propose accepts p unless a higher ballot was promised since; a refusal answers
+	// false with the promised ballot.
+	Propose(ctx context.Context, keyspace string, p paxos.Proposal) (accepted bool, promised paxos.Ballot, err error)
+	// Commit applies p's record, last writer wins, and records the commit.
+	Commit(ctx context.Context, keyspace string, p paxos.Proposal) error
 }
 
 // ScanRequest asks one replica for a slice of its data.

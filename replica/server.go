@@ -33,6 +33,8 @@ func NewServer(local Replica, clock Clock) *Server {
 // Handle serves one request of a kind Handles accepts.
 func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	switch kind {
+	case kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit:
+		return s.handlePaxos(ctx, from, kind, payload)
 	case kindTreeDigest:
 		return s.treeDigest(ctx, from, payload)
 	case kindMutate:

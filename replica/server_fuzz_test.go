@@ -17,7 +17,10 @@ import (
 func FuzzServerHandle(f *testing.F) {
 	_, _, _, net := newReplica(f, storage.Options{})
 	server := net.server
-	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest}
+	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest,
+		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit}
+	ballot := &kurav1.Ballot{Time: 1 << 20, Node: "n"}
+	proposal := &kurav1.PaxosProposal{Ballot: ballot, Origin: ballot, Record: &kurav1.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 20}}
 	seeds := []proto.Message{
 		&kurav1.MutateRequest{Keyspace: "ks", Records: []*kurav1.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 20}}},
 		&kurav1.ReadRequest{Keyspace: "ks", Key: []byte("k")},
@@ -25,6 +28,9 @@ func FuzzServerHandle(f *testing.F) {
 		&kurav1.ReadRequest{Keyspace: "ks", Key: []byte("k")},
 		&kurav1.ReplicaScanRequest{Keyspace: "ks", Start: []byte("z"), End: []byte("a"), KeysOnly: true},
 		&kurav1.TreeDigestRequest{Keyspace: "ks", Range: &kurav1.TokenRange{Start: 1, End: 3}, Depth: 1 << 31},
+		&kurav1.PaxosPrepareRequest{Keyspace: "ks", Key: []byte("k"), Ballot: ballot},
+		&kurav1.PaxosProposeRequest{Keyspace: "ks", Proposal: proposal},
+		&kurav1.PaxosCommitRequest{Keyspace: "ks", Proposal: proposal},
 	}
 	for i, seed := range seeds {
 		payload, err := proto.Marshal(seed)
@@ -47,6 +53,10 @@ func FuzzServerHandle(f *testing.F) {
 			decoded = &kurav1.ReplicaScanResponse{}
 		case kindTreeDigest:
 			decoded = &kurav1.TreeDigestResponse{}
+		case kindPaxosPrepare:
+			decoded = &kurav1.PaxosPrepareResponse{}
+		case kindPaxosPropose:
+			decoded = &kurav1.PaxosProposeResponse{}
 		case kindChunkRead:
 			if _, _, err := decodeChunkAnswer([]byte("k"), answer); err != nil {
 				t.Fatalf("chunk_read answer %x does not decode: %v", answer, err)

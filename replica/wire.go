@@ -31,7 +31,8 @@ var (
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
 	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead ||
-		kind == kindStreamRange || kind == kindTreeDigest
+		kind == kindStreamRange || kind == kindTreeDigest || kind == kindPaxosPrepare || kind == kindPaxosPropose ||
+		kind == kindPaxosCommit
 }
 
 func peerOf(n cluster.Node) transport.Peer {

@@ -148,7 +148,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("KURA.CONSISTENCY"), "+ONE\r\n"},
 			{cmd("KURA.CONSISTENCY", "local_quorum"), "+OK\r\n"},
 			{cmd("KURA.CONSISTENCY"), "+LOCAL_QUORUM\r\n"},
-			{cmd("KURA.CONSISTENCY", "MOST"), "-ERR unknown consistency level \"MOST\" (want one of ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, ALL)\r\n"},
+			{cmd("KURA.CONSISTENCY", "MOST"), "-ERR unknown consistency level \"MOST\" (want one of ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM, ALL, SERIAL, LOCAL_SERIAL)\r\n"},
 			{cmd("KURA.CONSISTENCY", "a", "b"), "-ERR wrong number of arguments for 'kura.consistency' command\r\n"},
 		}},
 		{"keyspace", []step{

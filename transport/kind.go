@@ -29,6 +29,9 @@ import (
 //	14  stream_gains   node: pull the ranges gained from a leaving or removed node
 //	15  ring_pull      node: a new node learns the whole ring from a member
 //	16  clock_ping     node: a call answered only with the wall-clock stamp (clock guard)
+//	17  paxos_prepare  replica: a lightweight transaction's prepare (promise, state, data)
+//	18  paxos_propose  replica: a lightweight transaction's proposal
+//	19  paxos_commit   replica: a lightweight transaction's commit
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

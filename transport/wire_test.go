@@ -36,6 +36,9 @@ func TestWireKinds(t *testing.T) {
 		{14, "stream_gains", false},
 		{15, "ring_pull", false},
 		{16, "clock_ping", false},
+		{17, "paxos_prepare", false},
+		{18, "paxos_propose", false},
+		{19, "paxos_commit", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {

@@ -840,6 +840,544 @@ func (x *TreeDigestResponse) GetWatermark() uint64 {
 	return 0
 }
 
+// Ballot orders the Paxos rounds of lightweight transactions on one key: the proposing
+// coordinator's hybrid-logical-clock time, then its node id, so no two coordinators share
+// one. Absent or zero: none.
+type Ballot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Time          uint64                 `protobuf:"varint,1,opt,name=time,proto3" json:"time,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ballot) Reset() {
+	*x = Ballot{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ballot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ballot) ProtoMessage() {}
+
+func (x *Ballot) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ballot.ProtoReflect.Descriptor instead.
+func (*Ballot) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Ballot) GetTime() uint64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *Ballot) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// PaxosProposal is a record proposed under a ballot; origin is the ballot of the round that
+// computed the record, kept when another round completes it.
+type PaxosProposal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *Ballot                `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Origin        *Ballot                `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	Record        *Record                `protobuf:"bytes,3,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosProposal) Reset() {
+	*x = PaxosProposal{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosProposal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosProposal) ProtoMessage() {}
+
+func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosProposal.ProtoReflect.Descriptor instead.
+func (*PaxosProposal) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PaxosProposal) GetBallot() *Ballot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosProposal) GetOrigin() *Ballot {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+func (x *PaxosProposal) GetRecord() *Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+// PaxosPrepareRequest asks a replica to promise ballot for key (kind paxos_prepare).
+type PaxosPrepareRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Ballot        *Ballot                `protobuf:"bytes,3,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosPrepareRequest) Reset() {
+	*x = PaxosPrepareRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosPrepareRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosPrepareRequest) ProtoMessage() {}
+
+func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosPrepareRequest.ProtoReflect.Descriptor instead.
+func (*PaxosPrepareRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PaxosPrepareRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *PaxosPrepareRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PaxosPrepareRequest) GetBallot() *Ballot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+// PaxosCommit is a commit as an acceptor remembers it: its ballot and its proposal's origin.
+type PaxosCommit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *Ballot                `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Origin        *Ballot                `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosCommit) Reset() {
+	*x = PaxosCommit{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosCommit) ProtoMessage() {}
+
+func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosCommit.ProtoReflect.Descriptor instead.
+func (*PaxosCommit) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PaxosCommit) GetBallot() *Ballot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosCommit) GetOrigin() *Ballot {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+// PaxosPrepareResponse is a replica's promise with its acceptor state and its data for the
+// key, or its refusal with the higher ballot it promised before.
+type PaxosPrepareResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Promised      bool                   `protobuf:"varint,1,opt,name=promised,proto3" json:"promised,omitempty"`
+	Ballot        *Ballot                `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`     // the replica's promise now: the one asked for, or a higher one
+	Accepted      *PaxosProposal         `protobuf:"bytes,3,opt,name=accepted,proto3" json:"accepted,omitempty"` // accepted and not yet committed; absent: none
+	Commits       []*PaxosCommit         `protobuf:"bytes,4,rep,name=commits,proto3" json:"commits,omitempty"`   // the most recent commits it recorded, lowest ballot first
+	Found         bool                   `protobuf:"varint,5,opt,name=found,proto3" json:"found,omitempty"`
+	Record        *Record                `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"` // the replica's data, read after the promise; may be a tombstone
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosPrepareResponse) Reset() {
+	*x = PaxosPrepareResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosPrepareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosPrepareResponse) ProtoMessage() {}
+
+func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosPrepareResponse.ProtoReflect.Descriptor instead.
+func (*PaxosPrepareResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PaxosPrepareResponse) GetPromised() bool {
+	if x != nil {
+		return x.Promised
+	}
+	return false
+}
+
+func (x *PaxosPrepareResponse) GetBallot() *Ballot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetAccepted() *PaxosProposal {
+	if x != nil {
+		return x.Accepted
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetCommits() []*PaxosCommit {
+	if x != nil {
+		return x.Commits
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *PaxosPrepareResponse) GetRecord() *Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+// PaxosProposeRequest asks a replica to accept a proposal (kind paxos_propose).
+type PaxosProposeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Proposal      *PaxosProposal         `protobuf:"bytes,2,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosProposeRequest) Reset() {
+	*x = PaxosProposeRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosProposeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosProposeRequest) ProtoMessage() {}
+
+func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosProposeRequest.ProtoReflect.Descriptor instead.
+func (*PaxosProposeRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PaxosProposeRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *PaxosProposeRequest) GetProposal() *PaxosProposal {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+// PaxosProposeResponse says whether the replica accepted, and its promise if it refused.
+type PaxosProposeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Promised      *Ballot                `protobuf:"bytes,2,opt,name=promised,proto3" json:"promised,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosProposeResponse) Reset() {
+	*x = PaxosProposeResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosProposeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosProposeResponse) ProtoMessage() {}
+
+func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosProposeResponse.ProtoReflect.Descriptor instead.
+func (*PaxosProposeResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PaxosProposeResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *PaxosProposeResponse) GetPromised() *Ballot {
+	if x != nil {
+		return x.Promised
+	}
+	return nil
+}
+
+// PaxosCommitRequest asks a replica to apply a chosen proposal's record (last writer wins)
+// and record the commit (kind paxos_commit). Its answer is empty.
+type PaxosCommitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Proposal      *PaxosProposal         `protobuf:"bytes,2,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosCommitRequest) Reset() {
+	*x = PaxosCommitRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosCommitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosCommitRequest) ProtoMessage() {}
+
+func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosCommitRequest.ProtoReflect.Descriptor instead.
+func (*PaxosCommitRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PaxosCommitRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *PaxosCommitRequest) GetProposal() *PaxosProposal {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+// PaxosState is one key's acceptor state as a replica stores it (keyspace system_paxos).
+type PaxosState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Promised      *Ballot                `protobuf:"bytes,1,opt,name=promised,proto3" json:"promised,omitempty"`
+	Accepted      *PaxosProposal         `protobuf:"bytes,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Commits       []*PaxosCommit         `protobuf:"bytes,3,rep,name=commits,proto3" json:"commits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosState) Reset() {
+	*x = PaxosState{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosState) ProtoMessage() {}
+
+func (x *PaxosState) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosState.ProtoReflect.Descriptor instead.
+func (*PaxosState) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PaxosState) GetPromised() *Ballot {
+	if x != nil {
+		return x.Promised
+	}
+	return nil
+}
+
+func (x *PaxosState) GetAccepted() *PaxosProposal {
+	if x != nil {
+		return x.Accepted
+	}
+	return nil
+}
+
+func (x *PaxosState) GetCommits() []*PaxosCommit {
+	if x != nil {
+		return x.Commits
+	}
+	return nil
+}
+
 var File_api_kurav1_internode_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_internode_proto_rawDesc = "" +
@@ -897,7 +1435,42 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x12TreeDigestResponse\x12\x16\n" +
 	"\x06leaves\x18\x01 \x03(\x06R\x06leaves\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\x04R\arecords\x12\x1c\n" +
-	"\twatermark\x18\x03 \x01(\x04R\twatermarkB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\twatermark\x18\x03 \x01(\x04R\twatermark\"0\n" +
+	"\x06Ballot\x12\x12\n" +
+	"\x04time\x18\x01 \x01(\x04R\x04time\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"\x8a\x01\n" +
+	"\rPaxosProposal\x12'\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x12'\n" +
+	"\x06origin\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06origin\x12'\n" +
+	"\x06record\x18\x03 \x01(\v2\x0f.kura.v1.RecordR\x06record\"l\n" +
+	"\x13PaxosPrepareRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12'\n" +
+	"\x06ballot\x18\x03 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\"_\n" +
+	"\vPaxosCommit\x12'\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x12'\n" +
+	"\x06origin\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06origin\"\xfe\x01\n" +
+	"\x14PaxosPrepareResponse\x12\x1a\n" +
+	"\bpromised\x18\x01 \x01(\bR\bpromised\x12'\n" +
+	"\x06ballot\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x122\n" +
+	"\baccepted\x18\x03 \x01(\v2\x16.kura.v1.PaxosProposalR\baccepted\x12.\n" +
+	"\acommits\x18\x04 \x03(\v2\x14.kura.v1.PaxosCommitR\acommits\x12\x14\n" +
+	"\x05found\x18\x05 \x01(\bR\x05found\x12'\n" +
+	"\x06record\x18\x06 \x01(\v2\x0f.kura.v1.RecordR\x06record\"e\n" +
+	"\x13PaxosProposeRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x122\n" +
+	"\bproposal\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\bproposal\"_\n" +
+	"\x14PaxosProposeResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\x12+\n" +
+	"\bpromised\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\bpromised\"d\n" +
+	"\x12PaxosCommitRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x122\n" +
+	"\bproposal\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\bproposal\"\x9d\x01\n" +
+	"\n" +
+	"PaxosState\x12+\n" +
+	"\bpromised\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\bpromised\x122\n" +
+	"\baccepted\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\baccepted\x12.\n" +
+	"\acommits\x18\x03 \x03(\v2\x14.kura.v1.PaxosCommitR\acommitsB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_internode_proto_rawDescOnce sync.Once
@@ -911,23 +1484,32 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_api_kurav1_internode_proto_goTypes = []any{
-	(*Record)(nil),              // 0: kura.v1.Record
-	(*MutateRequest)(nil),       // 1: kura.v1.MutateRequest
-	(*MutateResponse)(nil),      // 2: kura.v1.MutateResponse
-	(*ReadRequest)(nil),         // 3: kura.v1.ReadRequest
-	(*ReadResponse)(nil),        // 4: kura.v1.ReadResponse
-	(*TokenRange)(nil),          // 5: kura.v1.TokenRange
-	(*ReplicaScanRequest)(nil),  // 6: kura.v1.ReplicaScanRequest
-	(*ReplicaScanResponse)(nil), // 7: kura.v1.ReplicaScanResponse
-	(*SchemaPullResponse)(nil),  // 8: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),        // 9: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),  // 10: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil), // 11: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),   // 12: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),  // 13: kura.v1.TreeDigestResponse
-	(*Keyspace)(nil),            // 14: kura.v1.Keyspace
+	(*Record)(nil),               // 0: kura.v1.Record
+	(*MutateRequest)(nil),        // 1: kura.v1.MutateRequest
+	(*MutateResponse)(nil),       // 2: kura.v1.MutateResponse
+	(*ReadRequest)(nil),          // 3: kura.v1.ReadRequest
+	(*ReadResponse)(nil),         // 4: kura.v1.ReadResponse
+	(*TokenRange)(nil),           // 5: kura.v1.TokenRange
+	(*ReplicaScanRequest)(nil),   // 6: kura.v1.ReplicaScanRequest
+	(*ReplicaScanResponse)(nil),  // 7: kura.v1.ReplicaScanResponse
+	(*SchemaPullResponse)(nil),   // 8: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),         // 9: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),   // 10: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil),  // 11: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),    // 12: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),   // 13: kura.v1.TreeDigestResponse
+	(*Ballot)(nil),               // 14: kura.v1.Ballot
+	(*PaxosProposal)(nil),        // 15: kura.v1.PaxosProposal
+	(*PaxosPrepareRequest)(nil),  // 16: kura.v1.PaxosPrepareRequest
+	(*PaxosCommit)(nil),          // 17: kura.v1.PaxosCommit
+	(*PaxosPrepareResponse)(nil), // 18: kura.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),  // 19: kura.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil), // 20: kura.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),   // 21: kura.v1.PaxosCommitRequest
+	(*PaxosState)(nil),           // 22: kura.v1.PaxosState
+	(*Keyspace)(nil),             // 23: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
@@ -935,13 +1517,29 @@ var file_api_kurav1_internode_proto_depIdxs = []int32{
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
 	9,  // 4: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	14, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	23, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
 	5,  // 6: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	14, // 7: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
+	14, // 8: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
+	0,  // 9: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
+	14, // 10: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
+	14, // 11: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
+	14, // 12: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
+	14, // 13: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
+	15, // 14: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
+	17, // 15: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
+	0,  // 16: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
+	15, // 17: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
+	14, // 18: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
+	15, // 19: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
+	14, // 20: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
+	15, // 21: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
+	17, // 22: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -956,7 +1554,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

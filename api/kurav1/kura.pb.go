@@ -36,20 +36,26 @@ const (
 	Consistency_LOCAL_QUORUM            Consistency = 6
 	Consistency_EACH_QUORUM             Consistency = 7
 	Consistency_ALL                     Consistency = 8
+	// The serial levels of lightweight transactions (CompareAndSet, and linearizable Gets):
+	// Paxos among all the key's replicas, or among those of the coordinator's DC.
+	Consistency_SERIAL       Consistency = 9
+	Consistency_LOCAL_SERIAL Consistency = 10
 )
 
 // Enum value maps for Consistency.
 var (
 	Consistency_name = map[int32]string{
-		0: "CONSISTENCY_UNSPECIFIED",
-		1: "ANY",
-		2: "ONE",
-		3: "TWO",
-		4: "QUORUM",
-		5: "LOCAL_ONE",
-		6: "LOCAL_QUORUM",
-		7: "EACH_QUORUM",
-		8: "ALL",
+		0:  "CONSISTENCY_UNSPECIFIED",
+		1:  "ANY",
+		2:  "ONE",
+		3:  "TWO",
+		4:  "QUORUM",
+		5:  "LOCAL_ONE",
+		6:  "LOCAL_QUORUM",
+		7:  "EACH_QUORUM",
+		8:  "ALL",
+		9:  "SERIAL",
+		10: "LOCAL_SERIAL",
 	}
 	Consistency_value = map[string]int32{
 		"CONSISTENCY_UNSPECIFIED": 0,
@@ -61,6 +67,8 @@ var (
 		"LOCAL_QUORUM":            6,
 		"EACH_QUORUM":             7,
 		"ALL":                     8,
+		"SERIAL":                  9,
+		"LOCAL_SERIAL":            10,
 	}
 )
 
@@ -454,6 +462,316 @@ func (x *DeleteResponse) GetTimestamp() uint64 {
 	return 0
 }
 
+// CompareAndSetRequest names a key, the condition its current value must meet, and what
+// to do when it does. A value that expired counts as absent.
+type CompareAndSetRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Key      []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Types that are valid to be assigned to Condition:
+	//
+	//	*CompareAndSetRequest_IfAbsent
+	//	*CompareAndSetRequest_IfPresent
+	//	*CompareAndSetRequest_IfEquals
+	Condition isCompareAndSetRequest_Condition `protobuf_oneof:"condition"`
+	// Types that are valid to be assigned to Action:
+	//
+	//	*CompareAndSetRequest_Put
+	//	*CompareAndSetRequest_Delete
+	Action            isCompareAndSetRequest_Action `protobuf_oneof:"action"`
+	SerialConsistency Consistency                   `protobuf:"varint,8,opt,name=serial_consistency,json=serialConsistency,proto3,enum=kura.v1.Consistency" json:"serial_consistency,omitempty"` // SERIAL or LOCAL_SERIAL; unspecified: SERIAL
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *CompareAndSetRequest) Reset() {
+	*x = CompareAndSetRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompareAndSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompareAndSetRequest) ProtoMessage() {}
+
+func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompareAndSetRequest.ProtoReflect.Descriptor instead.
+func (*CompareAndSetRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CompareAndSetRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *CompareAndSetRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CompareAndSetRequest) GetCondition() isCompareAndSetRequest_Condition {
+	if x != nil {
+		return x.Condition
+	}
+	return nil
+}
+
+func (x *CompareAndSetRequest) GetIfAbsent() bool {
+	if x != nil {
+		if x, ok := x.Condition.(*CompareAndSetRequest_IfAbsent); ok {
+			return x.IfAbsent
+		}
+	}
+	return false
+}
+
+func (x *CompareAndSetRequest) GetIfPresent() bool {
+	if x != nil {
+		if x, ok := x.Condition.(*CompareAndSetRequest_IfPresent); ok {
+			return x.IfPresent
+		}
+	}
+	return false
+}
+
+func (x *CompareAndSetRequest) GetIfEquals() []byte {
+	if x != nil {
+		if x, ok := x.Condition.(*CompareAndSetRequest_IfEquals); ok {
+			return x.IfEquals
+		}
+	}
+	return nil
+}
+
+func (x *CompareAndSetRequest) GetAction() isCompareAndSetRequest_Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *CompareAndSetRequest) GetPut() *CompareAndSetPut {
+	if x != nil {
+		if x, ok := x.Action.(*CompareAndSetRequest_Put); ok {
+			return x.Put
+		}
+	}
+	return nil
+}
+
+func (x *CompareAndSetRequest) GetDelete() bool {
+	if x != nil {
+		if x, ok := x.Action.(*CompareAndSetRequest_Delete); ok {
+			return x.Delete
+		}
+	}
+	return false
+}
+
+func (x *CompareAndSetRequest) GetSerialConsistency() Consistency {
+	if x != nil {
+		return x.SerialConsistency
+	}
+	return Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+type isCompareAndSetRequest_Condition interface {
+	isCompareAndSetRequest_Condition()
+}
+
+type CompareAndSetRequest_IfAbsent struct {
+	IfAbsent bool `protobuf:"varint,3,opt,name=if_absent,json=ifAbsent,proto3,oneof"` // the key has no live value (set it true)
+}
+
+type CompareAndSetRequest_IfPresent struct {
+	IfPresent bool `protobuf:"varint,4,opt,name=if_present,json=ifPresent,proto3,oneof"` // the key has a live value (set it true)
+}
+
+type CompareAndSetRequest_IfEquals struct {
+	IfEquals []byte `protobuf:"bytes,5,opt,name=if_equals,json=ifEquals,proto3,oneof"` // the key's live value is exactly these bytes
+}
+
+func (*CompareAndSetRequest_IfAbsent) isCompareAndSetRequest_Condition() {}
+
+func (*CompareAndSetRequest_IfPresent) isCompareAndSetRequest_Condition() {}
+
+func (*CompareAndSetRequest_IfEquals) isCompareAndSetRequest_Condition() {}
+
+type isCompareAndSetRequest_Action interface {
+	isCompareAndSetRequest_Action()
+}
+
+type CompareAndSetRequest_Put struct {
+	Put *CompareAndSetPut `protobuf:"bytes,6,opt,name=put,proto3,oneof"`
+}
+
+type CompareAndSetRequest_Delete struct {
+	Delete bool `protobuf:"varint,7,opt,name=delete,proto3,oneof"` // write a tombstone (set it true)
+}
+
+func (*CompareAndSetRequest_Put) isCompareAndSetRequest_Action() {}
+
+func (*CompareAndSetRequest_Delete) isCompareAndSetRequest_Action() {}
+
+// CompareAndSetPut is the value a CompareAndSet writes.
+type CompareAndSetPut struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         []byte                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	TtlMs         int64                  `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"` // > 0: the value expires this long after the request; 0: never
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompareAndSetPut) Reset() {
+	*x = CompareAndSetPut{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompareAndSetPut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompareAndSetPut) ProtoMessage() {}
+
+func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompareAndSetPut.ProtoReflect.Descriptor instead.
+func (*CompareAndSetPut) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CompareAndSetPut) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *CompareAndSetPut) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+// CompareAndSetResponse says whether the action was applied, and the key's value the
+// condition was checked against: the one the write replaced when applied, the one that
+// failed the condition when not.
+type CompareAndSetResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Applied        bool                   `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	Found          bool                   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"` // the key had a live value
+	Value          []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Timestamp      uint64                 `protobuf:"varint,4,opt,name=timestamp,proto3" json:"timestamp,omitempty"`                                 // that value's write timestamp
+	ExpiresAt      uint64                 `protobuf:"varint,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`                // that value's expiry (hlc timestamp); 0: never
+	WriteTimestamp uint64                 `protobuf:"varint,6,opt,name=write_timestamp,json=writeTimestamp,proto3" json:"write_timestamp,omitempty"` // the applied write's timestamp; 0 when not applied
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CompareAndSetResponse) Reset() {
+	*x = CompareAndSetResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompareAndSetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompareAndSetResponse) ProtoMessage() {}
+
+func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompareAndSetResponse.ProtoReflect.Descriptor instead.
+func (*CompareAndSetResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CompareAndSetResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *CompareAndSetResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *CompareAndSetResponse) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *CompareAndSetResponse) GetTimestamp() uint64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+func (x *CompareAndSetResponse) GetExpiresAt() uint64 {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return 0
+}
+
+func (x *CompareAndSetResponse) GetWriteTimestamp() uint64 {
+	if x != nil {
+		return x.WriteTimestamp
+	}
+	return 0
+}
+
 type ScanRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
@@ -467,7 +785,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +797,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +810,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScanRequest) GetKeyspace() string {
@@ -541,7 +859,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +871,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +884,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -599,7 +917,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +929,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +942,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScanResponse) GetItems() []*KeyValue {
@@ -646,7 +964,7 @@ type Keyspace struct {
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +976,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +989,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Keyspace) GetName() string {
@@ -714,7 +1032,7 @@ type Erasure struct {
 
 func (x *Erasure) Reset() {
 	*x = Erasure{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +1044,7 @@ func (x *Erasure) String() string {
 func (*Erasure) ProtoMessage() {}
 
 func (x *Erasure) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +1057,7 @@ func (x *Erasure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
 func (*Erasure) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Erasure) GetM() uint32 {
@@ -765,7 +1083,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +1095,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +1108,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -808,7 +1126,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +1138,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +1151,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
 }
 
 type TruncateKeyspaceRequest struct {
@@ -845,7 +1163,7 @@ type TruncateKeyspaceRequest struct {
 
 func (x *TruncateKeyspaceRequest) Reset() {
 	*x = TruncateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +1175,7 @@ func (x *TruncateKeyspaceRequest) String() string {
 func (*TruncateKeyspaceRequest) ProtoMessage() {}
 
 func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +1188,7 @@ func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TruncateKeyspaceRequest) GetName() string {
@@ -889,7 +1207,7 @@ type TruncateKeyspaceResponse struct {
 
 func (x *TruncateKeyspaceResponse) Reset() {
 	*x = TruncateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +1219,7 @@ func (x *TruncateKeyspaceResponse) String() string {
 func (*TruncateKeyspaceResponse) ProtoMessage() {}
 
 func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +1232,7 @@ func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
@@ -933,7 +1251,7 @@ type DropKeyspaceRequest struct {
 
 func (x *DropKeyspaceRequest) Reset() {
 	*x = DropKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1263,7 @@ func (x *DropKeyspaceRequest) String() string {
 func (*DropKeyspaceRequest) ProtoMessage() {}
 
 func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1276,7 @@ func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DropKeyspaceRequest) GetName() string {
@@ -977,7 +1295,7 @@ type DropKeyspaceResponse struct {
 
 func (x *DropKeyspaceResponse) Reset() {
 	*x = DropKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1307,7 @@ func (x *DropKeyspaceResponse) String() string {
 func (*DropKeyspaceResponse) ProtoMessage() {}
 
 func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1320,7 @@ func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
@@ -1020,7 +1338,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1350,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1363,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 type ListKeyspacesResponse struct {
@@ -1057,7 +1375,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1387,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1400,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -1101,7 +1419,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1431,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1444,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -1144,7 +1462,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1474,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1487,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 type NodeStatus struct {
@@ -1191,7 +1509,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1521,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1534,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -1308,7 +1626,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1638,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1651,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -1379,7 +1697,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1709,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1722,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -1463,7 +1781,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1793,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1806,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -1534,7 +1852,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1864,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1877,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 type RemoveNodeRequest struct {
@@ -1571,7 +1889,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1901,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1914,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -1621,7 +1939,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1951,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1964,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -1700,7 +2018,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +2030,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +2043,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -1745,7 +2063,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +2075,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +2088,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -1797,7 +2115,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +2127,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +2140,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -1864,7 +2182,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +2194,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2207,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -2012,7 +2330,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2342,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2355,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -2073,7 +2391,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2403,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2416,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -2130,7 +2448,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2460,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2473,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 type LocalScanRequest struct {
@@ -2170,7 +2488,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2500,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2513,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -2241,7 +2559,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2571,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2584,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2322,7 +2640,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2652,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2665,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -2401,7 +2719,30 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x126\n" +
 	"\vconsistency\x18\x03 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\".\n" +
 	"\x0eDeleteResponse\x12\x1c\n" +
-	"\ttimestamp\x18\x01 \x01(\x04R\ttimestamp\"\x9f\x01\n" +
+	"\ttimestamp\x18\x01 \x01(\x04R\ttimestamp\"\xc8\x02\n" +
+	"\x14CompareAndSetRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1d\n" +
+	"\tif_absent\x18\x03 \x01(\bH\x00R\bifAbsent\x12\x1f\n" +
+	"\n" +
+	"if_present\x18\x04 \x01(\bH\x00R\tifPresent\x12\x1d\n" +
+	"\tif_equals\x18\x05 \x01(\fH\x00R\bifEquals\x12-\n" +
+	"\x03put\x18\x06 \x01(\v2\x19.kura.v1.CompareAndSetPutH\x01R\x03put\x12\x18\n" +
+	"\x06delete\x18\a \x01(\bH\x01R\x06delete\x12C\n" +
+	"\x12serial_consistency\x18\b \x01(\x0e2\x14.kura.v1.ConsistencyR\x11serialConsistencyB\v\n" +
+	"\tconditionB\b\n" +
+	"\x06action\"?\n" +
+	"\x10CompareAndSetPut\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\fR\x05value\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"\xc3\x01\n" +
+	"\x15CompareAndSetResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x1c\n" +
+	"\ttimestamp\x18\x04 \x01(\x04R\ttimestamp\x12\x1d\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\x04R\texpiresAt\x12'\n" +
+	"\x0fwrite_timestamp\x18\x06 \x01(\x04R\x0ewriteTimestamp\"\x9f\x01\n" +
 	"\vScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -2536,7 +2877,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x11LocalScanResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
 	"\bversions\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\bversions\x12\x12\n" +
-	"\x04next\x18\x03 \x01(\fR\x04next*\x8c\x01\n" +
+	"\x04next\x18\x03 \x01(\fR\x04next*\xaa\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -2547,12 +2888,17 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tLOCAL_ONE\x10\x05\x12\x10\n" +
 	"\fLOCAL_QUORUM\x10\x06\x12\x0f\n" +
 	"\vEACH_QUORUM\x10\a\x12\a\n" +
-	"\x03ALL\x10\b2\xd8\x01\n" +
+	"\x03ALL\x10\b\x12\n" +
+	"\n" +
+	"\x06SERIAL\x10\t\x12\x10\n" +
+	"\fLOCAL_SERIAL\x10\n" +
+	"2\xa8\x02\n" +
 	"\x02KV\x120\n" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
-	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse2\x94\a\n" +
+	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
+	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x94\a\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -2582,7 +2928,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
 	(*PutRequest)(nil),               // 1: kura.v1.PutRequest
@@ -2591,92 +2937,99 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*GetResponse)(nil),              // 4: kura.v1.GetResponse
 	(*DeleteRequest)(nil),            // 5: kura.v1.DeleteRequest
 	(*DeleteResponse)(nil),           // 6: kura.v1.DeleteResponse
-	(*ScanRequest)(nil),              // 7: kura.v1.ScanRequest
-	(*KeyValue)(nil),                 // 8: kura.v1.KeyValue
-	(*ScanResponse)(nil),             // 9: kura.v1.ScanResponse
-	(*Keyspace)(nil),                 // 10: kura.v1.Keyspace
-	(*Erasure)(nil),                  // 11: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),    // 12: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),   // 13: kura.v1.CreateKeyspaceResponse
-	(*TruncateKeyspaceRequest)(nil),  // 14: kura.v1.TruncateKeyspaceRequest
-	(*TruncateKeyspaceResponse)(nil), // 15: kura.v1.TruncateKeyspaceResponse
-	(*DropKeyspaceRequest)(nil),      // 16: kura.v1.DropKeyspaceRequest
-	(*DropKeyspaceResponse)(nil),     // 17: kura.v1.DropKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 18: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 19: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 20: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 21: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 22: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 23: kura.v1.ClusterStatusResponse
-	(*ClockStatus)(nil),              // 24: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 25: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 26: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 27: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 28: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 29: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 30: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 31: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 32: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 33: kura.v1.Faults
-	(*LinkFault)(nil),                // 34: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 35: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 36: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 37: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 38: kura.v1.LocalScanResponse
+	(*CompareAndSetRequest)(nil),     // 7: kura.v1.CompareAndSetRequest
+	(*CompareAndSetPut)(nil),         // 8: kura.v1.CompareAndSetPut
+	(*CompareAndSetResponse)(nil),    // 9: kura.v1.CompareAndSetResponse
+	(*ScanRequest)(nil),              // 10: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 11: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 12: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 13: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 14: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 15: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 16: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 17: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 18: kura.v1.TruncateKeyspaceResponse
+	(*DropKeyspaceRequest)(nil),      // 19: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 20: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 21: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 22: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 23: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 24: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 25: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 26: kura.v1.ClusterStatusResponse
+	(*ClockStatus)(nil),              // 27: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 28: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 29: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 30: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 31: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 32: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 33: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 34: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 35: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 36: kura.v1.Faults
+	(*LinkFault)(nil),                // 37: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 38: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 39: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 40: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 41: kura.v1.LocalScanResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 1: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 2: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 3: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
-	8,  // 4: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	11, // 5: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
-	10, // 6: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	10, // 7: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	22, // 8: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	25, // 9: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	24, // 10: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	34, // 11: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	37, // 12: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	1,  // 13: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 14: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 15: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	7,  // 16: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	12, // 17: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	18, // 18: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	20, // 19: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	14, // 20: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	16, // 21: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	21, // 22: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	26, // 23: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	27, // 24: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	29, // 25: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	31, // 26: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	33, // 27: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	35, // 28: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	36, // 29: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	2,  // 30: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 31: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 32: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	9,  // 33: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	13, // 34: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	19, // 35: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	10, // 36: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	15, // 37: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	17, // 38: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	23, // 39: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	28, // 40: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	28, // 41: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	30, // 42: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	32, // 43: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	33, // 44: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	33, // 45: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	38, // 46: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	30, // [30:47] is the sub-list for method output_type
-	13, // [13:30] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	8,  // 3: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
+	0,  // 4: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
+	0,  // 5: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
+	11, // 6: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
+	14, // 7: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	13, // 8: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	13, // 9: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	25, // 10: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	28, // 11: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	27, // 12: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	37, // 13: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	40, // 14: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	1,  // 15: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	3,  // 16: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	5,  // 17: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	10, // 18: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	7,  // 19: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	15, // 20: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	21, // 21: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	23, // 22: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	17, // 23: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	19, // 24: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	24, // 25: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	29, // 26: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	30, // 27: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	32, // 28: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	34, // 29: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	36, // 30: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	38, // 31: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	39, // 32: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	2,  // 33: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	4,  // 34: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	6,  // 35: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	12, // 36: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	9,  // 37: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	16, // 38: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	22, // 39: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	13, // 40: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	18, // 41: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	20, // 42: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	26, // 43: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	31, // 44: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	31, // 45: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	33, // 46: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	35, // 47: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	36, // 48: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	36, // 49: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	41, // 50: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	33, // [33:51] is the sub-list for method output_type
+	15, // [15:33] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -2684,13 +3037,20 @@ func file_api_kurav1_kura_proto_init() {
 	if File_api_kurav1_kura_proto != nil {
 		return
 	}
+	file_api_kurav1_kura_proto_msgTypes[6].OneofWrappers = []any{
+		(*CompareAndSetRequest_IfAbsent)(nil),
+		(*CompareAndSetRequest_IfPresent)(nil),
+		(*CompareAndSetRequest_IfEquals)(nil),
+		(*CompareAndSetRequest_Put)(nil),
+		(*CompareAndSetRequest_Delete)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

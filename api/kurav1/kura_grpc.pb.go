@@ -21,10 +21,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	KV_Put_FullMethodName    = "/kura.v1.KV/Put"
-	KV_Get_FullMethodName    = "/kura.v1.KV/Get"
-	KV_Delete_FullMethodName = "/kura.v1.KV/Delete"
-	KV_Scan_FullMethodName   = "/kura.v1.KV/Scan"
+	KV_Put_FullMethodName           = "/kura.v1.KV/Put"
+	KV_Get_FullMethodName           = "/kura.v1.KV/Get"
+	KV_Delete_FullMethodName        = "/kura.v1.KV/Delete"
+	KV_Scan_FullMethodName          = "/kura.v1.KV/Scan"
+	KV_CompareAndSet_FullMethodName = "/kura.v1.KV/CompareAndSet"
 )
 
 // KVClient is the client API for KV service.
@@ -37,6 +38,10 @@ type KVClient interface {
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	Scan(ctx context.Context, in *ScanRequest, opts ...grpc.CallOption) (*ScanResponse, error)
+	// CompareAndSet writes or deletes a key only if its current value meets a condition,
+	// atomically: a lightweight transaction, Paxos among the key's replicas at a serial
+	// level. It answers whether it wrote, and the value the condition was checked against.
+	CompareAndSet(ctx context.Context, in *CompareAndSetRequest, opts ...grpc.CallOption) (*CompareAndSetResponse, error)
 }
 
 type kVClient struct {
@@ -87,6 +92,16 @@ func (c *kVClient) Scan(ctx context.Context, in *ScanRequest, opts ...grpc.CallO
 	return out, nil
 }
 
+func (c *kVClient) CompareAndSet(ctx context.Context, in *CompareAndSetRequest, opts ...grpc.CallOption) (*CompareAndSetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompareAndSetResponse)
+	err := c.cc.Invoke(ctx, KV_CompareAndSet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KVServer is the server API for KV service.
 // All implementations must embed UnimplementedKVServer
 // for forward compatibility.
@@ -97,6 +112,10 @@ type KVServer interface {
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	Scan(context.Context, *ScanRequest) (*ScanResponse, error)
+	// CompareAndSet writes or deletes a key only if its current value meets a condition,
+	// atomically: a lightweight transaction, Paxos among the key's replicas at a serial
+	// level. It answers whether it wrote, and the value the condition was checked against.
+	CompareAndSet(context.Context, *CompareAndSetRequest) (*CompareAndSetResponse, error)
 	mustEmbedUnimplementedKVServer()
 }
 
@@ -118,6 +137,9 @@ func (UnimplementedKVServer) Delete(context.Context, *DeleteRequest) (*DeleteRes
 }
 func (UnimplementedKVServer) Scan(context.Context, *ScanRequest) (*ScanResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Scan not implemented")
+}
+func (UnimplementedKVServer) CompareAndSet(context.Context, *CompareAndSetRequest) (*CompareAndSetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompareAndSet not implemented")
 }
 func (UnimplementedKVServer) mustEmbedUnimplementedKVServer() {}
 func (UnimplementedKVServer) testEmbeddedByValue()            {}
@@ -212,6 +234,24 @@ func _KV_Scan_Handler(srv interface{}, ctx context.Context, dec func(interface{}
 	return interceptor(ctx, in, info, handler)
 }
 
+func _KV_CompareAndSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompareAndSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).CompareAndSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_CompareAndSet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).CompareAndSet(ctx, req.(*CompareAndSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // KV_ServiceDesc is the grpc.ServiceDesc for KV service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -234,6 +274,10 @@ var KV_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Scan",
 			Handler:    _KV_Scan_Handler,
+		},
+		{
+			MethodName: "CompareAndSet",
+			Handler:    _KV_CompareAndSet_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

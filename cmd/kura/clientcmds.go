@@ -31,7 +31,7 @@ func addClientFlags(fs *flag.FlagSet) clientFlags {
 	return clientFlags{
 		addr:        fs.String("addr", defaultClientAddr, "client API address of a node (comma-separated for several)"),
 		keyspace:    fs.String("keyspace", "default", "keyspace"),
-		consistency: fs.String("consistency", "ONE", "ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM or ALL"),
+		consistency: fs.String("consistency", "ONE", "ANY, ONE, TWO, QUORUM, LOCAL_ONE, LOCAL_QUORUM, EACH_QUORUM or ALL; for a linearizable get, SERIAL or LOCAL_SERIAL"),
 		timeout:     fs.Duration("timeout", 10*time.Second, "how long to wait for the answer"),
 		security:    addSecurityFlags(fs),
 	}
@@ -132,6 +132,64 @@ func runDel(args []string, stdout, stderr io.Writer) error {
 	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
 		_, err := c.Delete(ctx, *cf.keyspace, []byte(pos[0]), level)
 		return err
+	})
+}
+
+func runCas(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cas", stderr)
+	cf := addClientFlags(fs)
+	if err := fs.Set("consistency", consistency.Serial.String()); err != nil {
+		return err
+	}
+	ifAbsent := fs.Bool("if-absent", false, "write only if the key has no value")
+	ifPresent := fs.Bool("if-present", false, "write only if the key has a value")
+	ifEquals := fs.String("if-equals", "", "write only if the key's value is exactly this")
+	del := fs.Bool("delete", false, "delete the key instead of writing VALUE")
+	ttl := fs.Duration("ttl", 0, "the written value expires this long after the request (0: never)")
+	pos, err := cf.parse(fs, args, 1, 2, "cas KEY [VALUE] --if-absent | --if-present | --if-equals OLD [--delete] [--ttl D] [--consistency SERIAL|LOCAL_SERIAL]")
+	if err != nil {
+		return err
+	}
+	var cond client.Condition
+	conditions := 0
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *ifAbsent {
+		cond, conditions = client.IfAbsent(), conditions+1
+	}
+	if *ifPresent {
+		cond, conditions = client.IfPresent(), conditions+1
+	}
+	if set["if-equals"] {
+		cond, conditions = client.IfEquals([]byte(*ifEquals)), conditions+1
+	}
+	if conditions != 1 {
+		return fmt.Errorf("%w: cas takes one condition: --if-absent, --if-present or --if-equals OLD", errUsage)
+	}
+	var action client.Action
+	switch {
+	case *del && len(pos) == 1:
+		action = client.DeleteValue()
+	case !*del && len(pos) == 2:
+		action = client.PutValue([]byte(pos[1]), *ttl)
+	default:
+		return fmt.Errorf("%w: cas KEY VALUE writes VALUE, cas KEY --delete deletes the key", errUsage)
+	}
+	return cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) error {
+		res, err := c.CompareAndSet(ctx, *cf.keyspace, []byte(pos[0]), cond, action, level)
+		if err != nil {
+			return err
+		}
+		value := "(none)"
+		if res.Found {
+			value = printable(res.Value)
+		}
+		if res.Applied {
+			fmt.Fprintf(stdout, "applied (was %s)\n", value)
+			return nil
+		}
+		fmt.Fprintf(stdout, "not applied (is %s)\n", value)
+		return errNotApplied
 	})
 }
 

@@ -82,6 +82,38 @@ func TestPutTTLTruncateAndDrop(t *testing.T) {
 	}
 }
 
+// TestCas runs kura cas: each condition, both serial levels, and the usage errors.
+func TestCas(t *testing.T) {
+	c := startThreeDC(t)
+	addr := c.Nodes[0].ClientAddr()
+	tests := []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"keyspace", "create", "app", "--replication", "simple=3"}, 0, "keyspace app created"},
+		{[]string{"cas", "--keyspace", "app", "lock", "alice", "--if-absent"}, 0, "applied (was (none))"},
+		{[]string{"cas", "--keyspace", "app", "lock", "bob", "--if-absent"}, 1, "not applied (is alice)"},
+		{[]string{"cas", "--keyspace", "app", "lock", "bob", "--if-equals", "alice", "--consistency", "LOCAL_SERIAL"}, 0, "applied (was alice)"},
+		{[]string{"get", "--keyspace", "app", "--consistency", "SERIAL", "lock"}, 0, "bob"},
+		{[]string{"cas", "--keyspace", "app", "lock", "--delete", "--if-equals", "alice"}, 1, "not applied (is bob)"},
+		{[]string{"cas", "--keyspace", "app", "lock", "--delete", "--if-present"}, 0, "applied (was bob)"},
+		{[]string{"get", "--keyspace", "app", "--consistency", "SERIAL", "lock"}, 1, "not found"},
+		{[]string{"cas", "--keyspace", "app", "lock", "v", "--if-absent", "--consistency", "QUORUM"}, 1, "SERIAL or LOCAL_SERIAL, not QUORUM"},
+		{[]string{"put", "--keyspace", "app", "--consistency", "SERIAL", "lock", "v"}, 1, "level of lightweight transactions"},
+		{[]string{"cas", "--keyspace", "app", "lock", "v"}, 2, "one condition"},
+		{[]string{"cas", "--keyspace", "app", "lock", "v", "--if-absent", "--if-present"}, 2, "one condition"},
+		{[]string{"cas", "--keyspace", "app", "lock", "v", "--delete", "--if-present"}, 2, "--delete deletes the key"},
+		{[]string{"cas", "--keyspace", "app", "lock", "--if-present"}, 2, "--delete deletes the key"},
+	}
+	for _, tt := range tests {
+		code, out, errOut := kura(append(tt.args, "--addr", addr)...)
+		if code != tt.code || !strings.Contains(out+errOut, tt.contains) {
+			t.Errorf("kura %v = exit %d, %q %q; want exit %d saying %q", tt.args, code, out, errOut, tt.code, tt.contains)
+		}
+	}
+}
+
 // startThreeDC starts the three-dc example in this process with client APIs, converged,
 // and closes it when the test ends.
 func startThreeDC(t *testing.T) *embedded.Cluster { return startExample(t, "three-dc") }

@@ -28,6 +28,7 @@ var commands = map[string]command{
 	"put":      {"write a key: put KEY [VALUE|-] [--ttl 10s]", runPut},
 	"get":      {"read a key: get KEY", runGet},
 	"del":      {"delete a key: del KEY", runDel},
+	"cas":      {"compare-and-set a key, atomically: cas KEY [VALUE] --if-absent|--if-present|--if-equals OLD [--delete]", runCas},
 	"scan":     {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
 	"keyspace": {"manage keyspaces: keyspace create|list|describe|truncate|drop", runKeyspace},
 	"status":   {"show the cluster as a node sees it", runStatus},
@@ -46,6 +47,9 @@ var errUsage = errors.New("usage")
 
 // errNotFound makes main exit 1 without printing an error (get already said so).
 var errNotFound = errors.New("not found")
+
+// errNotApplied makes main exit 1 without printing an error (cas already said so).
+var errNotApplied = errors.New("not applied")
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -71,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, errNotFound), errors.Is(err, errNotApplied):
 		return 1
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "kura %s: %v\n", args[0], err)

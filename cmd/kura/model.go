@@ -45,7 +45,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.addr, "addr", "", "client API address of a running cluster: take its nodes, tokens and (with --keyspace) replication from it")
 	fs.StringVar(&f.keyspace, "keyspace", "", "with --addr: the keyspace whose replication to model")
 	fs.StringVar(&f.replication, "replication", "", "replication to model: 3, simple=3 or dc1=2,dc2=1")
-	fs.StringVar(&f.levels, "consistency", "ANY,ONE,QUORUM,ALL", "consistency levels, comma-separated")
+	fs.StringVar(&f.levels, "consistency", "ANY,ONE,QUORUM,ALL", "consistency levels, comma-separated; at SERIAL and LOCAL_SERIAL a write is a compare-and-set (3 round trips) and a read a serial read (1)")
 	fs.StringVar(&f.coordinator, "coordinator", "each", "node that coordinates the requests, or each")
 	fs.StringVar(&f.ops, "op", "write,read", "operations: write, read or both comma-separated")
 	fs.Float64Var(&f.processing, "proc-ms", 1, "t_proc: a request's time apart from the network wait (paper 002 measured ~1 ms; kura bench latency-model calibrates it for this machine)")
@@ -90,6 +90,9 @@ type modelRow struct {
 	Op          string  `json:"op"`
 	Consistency string  `json:"consistency"`
 	P           float64 `json:"p"`
+	// RoundTrips is how many times a request waits for the level's replies (3 for a
+	// compare-and-set).
+	RoundTrips int `json:"round_trips"`
 	// LatencyMs and LatencyMsMax are absent when no key can meet the level.
 	LatencyMs        *float64        `json:"latency_ms,omitempty"`
 	LatencyMsMax     *float64        `json:"latency_ms_max,omitempty"`
@@ -275,6 +278,7 @@ func newModelRow(pred model.Prediction, withRanges bool) modelRow {
 		Op:               pred.Op.String(),
 		Consistency:      pred.Level.String(),
 		P:                pred.P,
+		RoundTrips:       pred.RoundTrips,
 		UnavailableShare: pred.UnavailableShare,
 	}
 	if pred.Available() {
@@ -303,13 +307,13 @@ func (r *modelResult) writeTable(w io.Writer, withRanges bool) error {
 	fmt.Fprintln(w, "p: share of the key space that waits on a reply from another DC (paper 002)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "COORDINATOR\tDC\tOP\tCONSISTENCY\tP\tLATENCY_MS\tLATENCY_MS_MAX\tUNAVAILABLE")
+	fmt.Fprintln(tw, "COORDINATOR\tDC\tOP\tCONSISTENCY\tROUND_TRIPS\tP\tLATENCY_MS\tLATENCY_MS_MAX\tUNAVAILABLE")
 	for _, row := range r.Rows {
 		mean, worst := "unavailable", "-"
 		if row.LatencyMs != nil {
 			mean, worst = fmt.Sprintf("%.3f", *row.LatencyMs), fmt.Sprintf("%.3f", *row.LatencyMsMax)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4f\t%s\t%s\t%.4f\n", row.Coordinator, row.DC, row.Op, row.Consistency, row.P, mean, worst, row.UnavailableShare)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\t%s\t%.4f\n", row.Coordinator, row.DC, row.Op, row.Consistency, row.RoundTrips, row.P, mean, worst, row.UnavailableShare)
 	}
 	if err := tw.Flush(); err != nil || !withRanges {
 		return err

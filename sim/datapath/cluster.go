@@ -29,6 +29,7 @@ import (
 	"github.com/kuradb/kura/hints"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/schema"
@@ -362,6 +363,24 @@ func (c *Cluster) SetState(id string, state cluster.State) error {
 		}
 	}
 	return nil
+}
+
+// DropKinds loses every request of the named message kinds sent from now on, between
+// any two nodes ("paxos_commit": a coordinator that stops between two phases of a round,
+// as seen by the replicas); none delivers them all again. Their callers wait until
+// their deadlines.
+func (c *Cluster) DropKinds(kinds ...string) { c.net.dropKinds(kinds) }
+
+// PaxosState returns a running node's acceptor state of key.
+func (c *Cluster) PaxosState(id, keyspace string, key []byte) (paxos.State, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return paxos.State{}, err
+	}
+	if !n.up {
+		return paxos.State{}, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.local.PaxosState(keyspace, key)
 }
 
 // Partition blocks every message between DCs a and b; Heal lets them through again.

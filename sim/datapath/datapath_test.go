@@ -16,6 +16,7 @@ import (
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/schema"
@@ -264,6 +265,53 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			}
 			return strings.Join(kv, " "), err
 		})
+	case "cas":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		return timed(func(ctx context.Context) (string, error) {
+			res, err := co.Update(ctx, keyspace, []byte(arg("key")), level(), casFunc(arg("if"), arg("value"), d.HasArg("delete")))
+			if err != nil {
+				return "", err
+			}
+			previous := "absent"
+			if res.PreviousFound {
+				previous = string(res.Previous.Value)
+			}
+			if res.Applied {
+				return "applied, was " + previous, nil
+			}
+			return "not applied, is " + previous, nil
+		})
+	case "paxos":
+		var parts []string
+		for _, id := range s.c.Nodes() {
+			st, err := s.c.PaxosState(id, keyspace, []byte(arg("key")))
+			switch {
+			case err != nil:
+				parts = append(parts, id+": crashed")
+			case st.Promised.IsZero():
+				continue
+			default:
+				line := fmt.Sprintf("%s: promised %s", id, st.Promised.Node)
+				if !st.Accepted.IsZero() {
+					line += fmt.Sprintf(", accepted %q from %s", st.Accepted.Record.Value, st.Accepted.Origin.Node)
+				}
+				if c := st.Committed(); !c.Ballot.IsZero() {
+					line += fmt.Sprintf(", %d commits, last from %s", len(st.Commits), c.Origin.Node)
+				}
+				parts = append(parts, line)
+			}
+		}
+		return strings.Join(parts, "\n"), nil
+	case "drop":
+		var kinds []string
+		if k := arg("kinds"); k != "" {
+			kinds = strings.Split(k, ",")
+		}
+		s.c.DropKinds(kinds...)
+		return "ok", nil
 	case "peek":
 		var parts []string
 		for _, id := range s.c.Nodes() {
@@ -416,6 +464,23 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	}
 	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	return "", nil
+}
+
+// casFunc is the cas command's update: write value (or delete) when the key's current
+// value meets cond: "absent", "present", "=old", or "" for always.
+func casFunc(cond, value string, del bool) coord.UpdateFunc {
+	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		met := true
+		switch {
+		case cond == "absent":
+			met = !found
+		case cond == "present":
+			met = found
+		case strings.HasPrefix(cond, "="):
+			met = found && string(cur.Value) == cond[1:]
+		}
+		return lww.Record{Value: []byte(value), Tombstone: del}, met, nil
+	}
 }
 
 // traffic prints the messages and bytes that crossed between DCs, per pair and kind.

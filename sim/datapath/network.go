@@ -36,6 +36,8 @@ type network struct {
 	callSeq uint64
 	closed  bool
 	wake    chan struct{}
+	// lost names the message kinds whose requests are lost on the way (dropKinds).
+	lost map[string]bool
 }
 
 // endpoint is one node on the network.
@@ -243,7 +245,7 @@ func (n *network) flush() {
 			n.seq++
 			heap.Push(&n.queue, &message{from: m.from, to: m.to, kind: m.kind, call: m.call, expiry: true, at: m.deadline, seq: n.seq})
 		}
-		if dropped {
+		if dropped || (!m.response && n.lost[m.kind.String()]) {
 			n.tracef(now, "drop", m)
 			continue
 		}
@@ -304,6 +306,17 @@ func (n *network) deliver(m *message) {
 	n.mu.Lock()
 	n.outbox = append(n.outbox, resp)
 	n.mu.Unlock()
+}
+
+// dropKinds makes every request of the named kinds sent from now on lost; none delivers
+// them all again.
+func (n *network) dropKinds(kinds []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lost = map[string]bool{}
+	for _, k := range kinds {
+		n.lost[k] = true
+	}
 }
 
 // close fails every call in flight and every later one.

@@ -1,0 +1,576 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/schema"
+)
+
+// Lightweight transactions: a linearizable read-modify-write of one key, by Paxos among
+// the key's replicas as Cassandra's LWT (Paxos v1) runs it, with the read folded into the
+// prepare. A round that meets no other takes three round trips to a quorum of acceptors:
+//
+//   - prepare: each acceptor promises the ballot and answers with the proposal it
+//     accepted and did not see committed, its most recent commit, and its record of the
+//     key. A proposal left in progress by an interrupted round is completed first, under
+//     this round's ballot, and the round starts over; replicas behind on the most recent
+//     commit are sent it.
+//   - propose: fn computes the next record from the newest one the promises carried, and
+//     the acceptors accept it unless they promised a higher ballot since.
+//   - commit: every replica applies the record (last writer wins) and ends the round; the
+//     coordinator waits for QUORUM (SERIAL) or LOCAL_QUORUM (LOCAL_SERIAL) and hints the
+//     replicas that are down, as a write does.
+//
+// A round refused for a higher ballot backs off for a random time below a ceiling that
+// doubles with each lost round, then tries again with a higher ballot. A proposal of its
+// own that got no clear answer is followed through the acceptors' commit histories
+// (paxos.Summary.Fate), so a transaction tells "applied" from "not applied" where
+// Cassandra answers a timeout. docs/lwt.md tells the whole story.
+
+// UpdateFunc computes a key's next record from its current one. current is the key's
+// live record: zero, with found false, when the key is absent, deleted or expired. It
+// returns the record to write (Value, Tombstone, ExpiresAt: the coordinator sets Key and
+// Timestamp) and whether to write at all. It runs once per round that gets that far,
+// possibly more than once, so it must be pure.
+type UpdateFunc func(current lww.Record, found bool) (next lww.Record, write bool, err error)
+
+// UpdateResult is what a lightweight transaction found and did.
+type UpdateResult struct {
+	// Applied is true when fn asked for a write and the write was chosen and committed.
+	Applied bool
+	// Previous is the live record fn was given in the deciding round, PreviousFound
+	// whether there was one: the value the write replaced, or the one that made fn
+	// decline.
+	Previous      lww.Record
+	PreviousFound bool
+	// Record is the record written when Applied, with the timestamp it was given.
+	Record lww.Record
+}
+
+// Update runs a linearizable read-modify-write of key at serial level SERIAL or
+// LOCAL_SERIAL: fn sees the key's current live record and returns the next one, which is
+// written only if no other write of a lightweight transaction on the key came between.
+// The written record's timestamp is above the replaced record's, so a plain write stamped
+// by a clock slightly ahead does not make it lose. Plain writes mixed with lightweight
+// transactions on one key, and SERIAL mixed with LOCAL_SERIAL, are not linearizable.
+func (c *Coordinator) Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn UpdateFunc) (UpdateResult, error) {
+	if fn == nil {
+		return UpdateResult{}, invalid("no update function")
+	}
+	l, err := c.newLWT(ctx, keyspace, key, serial)
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	return l.run(ctx, fn)
+}
+
+// serialGet is a linearizable read: a prepare round, completing any proposal left in
+// progress, whose promises carry the newest record.
+func (c *Coordinator) serialGet(ctx context.Context, keyspace string, key []byte, serial consistency.Level) (lww.Record, bool, error) {
+	l, err := c.newLWT(ctx, keyspace, key, serial)
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	res, err := l.run(ctx, nil)
+	return res.Previous, res.PreviousFound, err
+}
+
+// lwt is one lightweight transaction on one key: the key's replicas, the acceptors its
+// Paxos phases ask, and the levels they wait for.
+type lwt struct {
+	c        *Coordinator
+	ks       schema.Keyspace
+	keyspace string
+	key      []byte
+	serial   consistency.Level
+	// commit is the level the commit waits for.
+	commit consistency.Level
+	// members are every replica of the key, pending ones included: the commit goes to all.
+	members []placement.Member
+	// acceptors are the replicas the Paxos phases ask, and required what each phase
+	// waits for from them.
+	acceptors []placement.Member
+	required  consistency.Requirement
+}
+
+// newLWT checks a lightweight transaction's request and finds its acceptors; it fails
+// with unavailable when they cannot meet the serial level.
+func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, serial consistency.Level) (*lwt, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	if !serial.IsSerial() {
+		return nil, invalid("a lightweight transaction runs at SERIAL or LOCAL_SERIAL, not %v", serial)
+	}
+	ks, err := c.keyspaces.Get(keyspace)
+	if err != nil {
+		return nil, err
+	}
+	if ks.Erasure.Enabled() {
+		return nil, invalid("keyspace %s is erasure-coded: a value has no replicas to run Paxos among, so it takes no lightweight transaction", keyspace)
+	}
+	members, err := c.replicaSet(ctx, ks, key)
+	if err != nil {
+		return nil, err
+	}
+	self := c.view.Self()
+	l := &lwt{c: c, ks: ks, keyspace: keyspace, key: key, serial: serial, commit: serial.Commit(), members: members,
+		required: withPending(serial.Require(countedPerDC(members), self.DC), members)}
+	alive := map[string]int{}
+	for _, m := range members {
+		// A rebuilding replica is no acceptor: it lost its promises with its data. A
+		// pending one is, and the requirement was raised for it, so that a quorum of the
+		// current replicas answers in every phase whichever of them answer (Cassandra's
+		// rule).
+		if (m.Reads() || m.Receives()) && (serial == consistency.Serial || m.DC == self.DC) {
+			l.acceptors = append(l.acceptors, m)
+			alive[m.DC]++
+		}
+	}
+	if !l.required.Satisfied(alive) {
+		return nil, &UnavailableError{Level: serial, Required: l.required, Alive: alive}
+	}
+	return l, nil
+}
+
+// pendingProposal is a proposal of this transaction that some acceptors accepted, or may
+// have, with no quorum known to: a later round may yet complete it.
+type pendingProposal struct {
+	proposal paxos.Proposal
+	result   UpdateResult
+	// dead: known never to be committed.
+	dead bool
+	// chosen: known chosen, its commit short of the commit level with commitErr.
+	chosen    bool
+	commitErr error
+}
+
+// run runs rounds until one decides: with fn, the transaction; without, a serial read.
+func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
+	unlock, err := l.c.lwtKeys.lock(ctx, l.keyspace+"\x00"+string(l.key))
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	defer unlock()
+	var pending []*pendingProposal
+	var above paxos.Ballot // the highest ballot that beat a round of this transaction
+	lost := 0              // rounds lost to other coordinators: the back-off grows with them
+	for round := 0; round < l.c.cfg.LWTRounds; round++ {
+		start := time.Now()
+		ballot, err := l.c.ballot(above)
+		if err != nil {
+			return l.fail(pending, err)
+		}
+		pr, err := l.prepare(ctx, ballot)
+		if err != nil {
+			return l.fail(pending, err)
+		}
+		if !pr.refused.IsZero() {
+			above = paxos.Max(above, pr.refused)
+			if err := l.backoff(ctx, ballot, lost, time.Since(start)); err != nil {
+				return l.fail(pending, err)
+			}
+			lost++
+			continue
+		}
+		s := pr.summary
+		for _, p := range pending {
+			if !p.dead && s.Fate(p.proposal.Origin, p.proposal.Ballot) == paxos.Chosen {
+				return p.result, nil // committed by a round that completed it
+			}
+		}
+		if !s.InProgress.IsZero() {
+			mine := pendingWith(pending, s.InProgress.Origin)
+			outcome, promised, err := l.complete(ctx, ballot, s.InProgress)
+			switch {
+			case outcome == accepted && mine != nil && err == nil:
+				return mine.result, nil
+			case outcome == accepted && mine != nil:
+				mine.chosen, mine.commitErr = true, err
+				fallthrough
+			case outcome == accepted:
+				// This round's ballot is spent; the next one is this transaction's, or
+				// completes a commit that fell short.
+				if ctx.Err() != nil {
+					return l.fail(pending, ctx.Err())
+				}
+				continue
+			case ctx.Err() != nil:
+				return l.fail(pending, ctx.Err())
+			}
+			above = paxos.Max(above, promised)
+			if err := l.backoff(ctx, ballot, lost, time.Since(start)); err != nil {
+				return l.fail(pending, err)
+			}
+			lost++
+			continue
+		}
+		for _, p := range pending {
+			if p.dead {
+				continue
+			}
+			switch s.Fate(p.proposal.Origin, p.proposal.Ballot) {
+			case paxos.Lost:
+				p.dead = true
+			case paxos.Unknown:
+				return l.fail(pending, fmt.Errorf("more writes on the key were committed since than the replicas remember"))
+			}
+		}
+		cur, found := lww.Record{}, false
+		if s.Found && visible(l.ks, s.Newest, ballot.Time) {
+			cur, found = s.Newest, true
+		}
+		if fn == nil {
+			go l.repairBehind(pr)
+			return UpdateResult{Previous: cur, PreviousFound: found}, nil
+		}
+		if len(s.Behind) > 0 && s.Found {
+			// A value of its own is proposed only once every acceptor that promised has
+			// recorded the most recent commit (the rule Summary.Fate rests on).
+			l.repairBehind(pr)
+			continue
+		}
+		next, write, err := fn(cur, found)
+		switch {
+		case err != nil:
+			return l.fail(pending, err)
+		case !write && live(pending):
+			return l.fail(pending, fmt.Errorf("the update declined to write in a later round"))
+		case !write:
+			return UpdateResult{Previous: cur, PreviousFound: found}, nil
+		}
+		rec, err := l.record(next, ballot, s)
+		if err != nil {
+			return l.fail(pending, err)
+		}
+		p := paxos.Proposal{Ballot: ballot, Origin: ballot, Record: rec}
+		result := UpdateResult{Applied: true, Previous: cur, PreviousFound: found, Record: rec}
+		outcome, promised, err := l.propose(ctx, p)
+		switch outcome {
+		case accepted:
+			// Chosen in a round that found every earlier proposal of this transaction
+			// open or lost: none of them can be committed now.
+			err := l.commitRound(ctx, p)
+			if err == nil {
+				return result, nil
+			}
+			// Its commit fell short: the next round finds it committed or in progress,
+			// and completes it.
+			for _, p := range pending {
+				p.dead = true
+			}
+			pending = append(pending, &pendingProposal{proposal: p, result: result, chosen: true, commitErr: err})
+			if ctx.Err() != nil {
+				return l.fail(pending, err)
+			}
+			continue
+		case refused:
+			above = paxos.Max(above, promised)
+		case uncertain:
+			pending = append(pending, &pendingProposal{proposal: p, result: result})
+			if ctx.Err() != nil {
+				return l.fail(pending, err)
+			}
+			// No back-off: the next round most likely finds this proposal in progress
+			// and completes it, which is progress, not contention; waiting would let
+			// other commits bury it beyond what the replicas remember.
+			continue
+		}
+		if err := l.backoff(ctx, ballot, lost, time.Since(start)); err != nil {
+			return l.fail(pending, err)
+		}
+		lost++
+	}
+	return l.fail(pending, &ContentionError{Level: l.serial, Rounds: l.c.cfg.LWTRounds, Lost: lost})
+}
+
+// fail returns err: the commit's error when a proposal of this transaction was chosen
+// and its commit fell short (the write took effect, and is not yet on the commit
+// level's replicas), an UnknownOutcomeError when one may still be chosen (the caller
+// cannot know whether its write took effect).
+func (l *lwt) fail(pending []*pendingProposal, err error) (UpdateResult, error) {
+	for _, p := range pending {
+		if p.chosen {
+			return UpdateResult{}, p.commitErr
+		}
+	}
+	if live(pending) {
+		return UpdateResult{}, &UnknownOutcomeError{Level: l.serial, Cause: err}
+	}
+	return UpdateResult{}, err
+}
+
+// live reports whether any pending proposal may still be chosen.
+func live(pending []*pendingProposal) bool {
+	for _, p := range pending {
+		if !p.dead {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingWith returns the pending proposal of the given origin, nil if none.
+func pendingWith(pending []*pendingProposal, origin paxos.Ballot) *pendingProposal {
+	for _, p := range pending {
+		if p.proposal.Origin == origin {
+			return p
+		}
+	}
+	return nil
+}
+
+// ballot returns a ballot of this node above above: its clock merges above first, so
+// the stamp exceeds it.
+func (c *Coordinator) ballot(above paxos.Ballot) (paxos.Ballot, error) {
+	if !above.IsZero() {
+		if err := c.clock.Observe(above.Time); err != nil {
+			return paxos.Ballot{}, fmt.Errorf("%w: a higher ballot on the key is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
+		}
+	}
+	ts, err := c.stamp()
+	return paxos.Ballot{Time: ts, Node: c.view.Self().ID}, err
+}
+
+// record completes fn's next record: the key, no value for a tombstone, and a timestamp
+// above the record it replaces. The ballot's time is that timestamp unless the replaced
+// record was stamped later, by a clock ahead of this one (a plain write from a node a
+// little ahead): one past it then, which the clock observes, or the new record would
+// lose to the old one under last writer wins.
+func (l *lwt) record(next lww.Record, ballot paxos.Ballot, s paxos.Summary) (lww.Record, error) {
+	if len(next.Value) > l.c.cfg.Limits.ValueBytesMax {
+		return lww.Record{}, invalid("value of %d bytes exceeds the limit of %d bytes", len(next.Value), l.c.cfg.Limits.ValueBytesMax)
+	}
+	next.Key = l.key
+	if next.Tombstone {
+		next.Value = nil
+	}
+	next.Timestamp = ballot.Time
+	if s.Found && s.Newest.Timestamp >= next.Timestamp {
+		next.Timestamp = s.Newest.Timestamp + 1
+		if err := l.c.clock.Observe(next.Timestamp); err != nil {
+			return lww.Record{}, fmt.Errorf("%w: the key's record is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
+		}
+	}
+	return next, nil
+}
+
+// backoff waits after a lost round: a random time below a ceiling that starts at the
+// longer of LWTBackoff and the lost round's duration (a WAN round trip or more, so that
+// across DCs a winner's round can finish) and doubles with each round lost. The
+// randomness is drawn from the ballot, unique to the round, so that a run in virtual time
+// is reproducible.
+func (l *lwt) backoff(ctx context.Context, ballot paxos.Ballot, lost int, roundTook time.Duration) error {
+	ceiling := l.c.cfg.LWTBackoffMax
+	if lost < 30 {
+		ceiling = min(max(l.c.cfg.LWTBackoff, roundTook)<<lost, ceiling)
+	}
+	node := fnv.New64a()
+	node.Write([]byte(ballot.Node))
+	wait := time.Duration(rand.New(rand.NewPCG(uint64(ballot.Time), node.Sum64())).Int64N(int64(ceiling) + 1))
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// targets are the acceptors as the gatherer asks them, nearest first.
+func (l *lwt) targets() []target {
+	out := make([]target, len(l.acceptors))
+	for i, m := range l.acceptors {
+		out[i] = target{Member: m, slot: i}
+	}
+	return l.c.nearestFirst(out)
+}
+
+// refusal is an acceptor's answer that it promised a higher ballot. It travels as an
+// error so that the gatherer does not count it as a promise or an acceptance.
+type refusal struct{ promised paxos.Ballot }
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("ballot refused: %s of %s promised", r.promised.Time, r.promised.Node)
+}
+
+// prepared is a prepare phase's outcome: a quorum's promises summarised, with the
+// acceptors that made them (in the summary's order), or the higher ballot that refused
+// the round.
+type prepared struct {
+	summary paxos.Summary
+	from    []placement.Member
+	refused paxos.Ballot
+}
+
+// prepare asks every acceptor to promise ballot and waits for the requirement's
+// promises; the first refusal ends it, the round being lost.
+func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot) (prepared, error) {
+	var out prepared
+	var promises []paxos.Promise
+	q := &quorum{self: l.c.view.Self().ID, groups: []*group{newGroup(l.required, l.targets())}, askAll: true,
+		abort: func(err error) bool {
+			var r *refusal
+			if errors.As(err, &r) {
+				out.refused = paxos.Max(out.refused, r.promised)
+				return true
+			}
+			return false
+		}}
+	res, err := gather(ctx, q, func(m placement.Member, _ []target) (paxos.Promise, error) {
+		r, err := l.c.replica(m)
+		if err != nil {
+			return paxos.Promise{}, err
+		}
+		rctx, cancel := l.c.replicaContext()
+		defer cancel()
+		promise, err := r.Prepare(rctx, l.keyspace, l.key, ballot)
+		if err == nil && !promise.Promised {
+			return promise, &refusal{promised: promise.Ballot}
+		}
+		return promise, err
+	}, func(ts []target, p paxos.Promise) {
+		promises = append(promises, p)
+		out.from = append(out.from, ts[0].Member)
+	})
+	switch {
+	case !out.refused.IsZero():
+		return out, nil
+	case err != nil:
+		return out, &TimeoutError{Level: l.serial, Required: l.required, Acked: res.acked, Cause: err}
+	case !res.met:
+		return out, &TimeoutError{Level: l.serial, Required: l.required, Acked: res.acked, Cause: res.lastErr}
+	}
+	out.summary = paxos.Summarize(promises)
+	return out, nil
+}
+
+// proposed is a propose phase's outcome.
+type proposed int
+
+const (
+	// accepted: the requirement's acceptors accepted; the proposal is chosen.
+	accepted proposed = iota + 1
+	// refused: every acceptor asked answered, and each refused: nothing was accepted,
+	// and the round can simply be tried again.
+	refused
+	// uncertain: some acceptors accepted, or may have (no answer), short of the
+	// requirement: a later round may complete the proposal, or not.
+	uncertain
+)
+
+// propose asks every acceptor to accept p. Unless the requirement is met, it waits for
+// every answer: only when all refused is the proposal known never to be completed.
+func (l *lwt) propose(ctx context.Context, p paxos.Proposal) (proposed, paxos.Ballot, error) {
+	targets := l.targets()
+	var (
+		mu                 sync.Mutex
+		acceptedN, failedN int
+		promised           paxos.Ballot
+		answered           sync.WaitGroup
+	)
+	q := &quorum{self: l.c.view.Self().ID, groups: []*group{newGroup(l.required, targets)}, askAll: true}
+	answered.Add(len(targets)) // askAll asks every target, each once
+	res, err := gather(ctx, q, func(m placement.Member, _ []target) (struct{}, error) {
+		defer answered.Done()
+		ok, prom, err := l.proposeTo(m, p)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			failedN++
+			return struct{}{}, err
+		case !ok:
+			promised = paxos.Max(promised, prom)
+			return struct{}{}, &refusal{promised: prom}
+		}
+		acceptedN++
+		return struct{}{}, nil
+	}, func([]target, struct{}) {})
+	if res.met {
+		return accepted, paxos.Ballot{}, nil
+	}
+	if err != nil {
+		return uncertain, paxos.Ballot{}, err
+	}
+	answered.Wait() // each answers within the replica timeout
+	mu.Lock()
+	defer mu.Unlock()
+	if acceptedN == 0 && failedN == 0 {
+		return refused, promised, nil
+	}
+	return uncertain, promised, res.lastErr
+}
+
+// proposeTo sends p to one acceptor within the replica timeout.
+func (l *lwt) proposeTo(m placement.Member, p paxos.Proposal) (bool, paxos.Ballot, error) {
+	r, err := l.c.replica(m)
+	if err != nil {
+		return false, paxos.Ballot{}, err
+	}
+	ctx, cancel := l.c.replicaContext()
+	defer cancel()
+	return r.Propose(ctx, l.keyspace, p)
+}
+
+// complete re-proposes a proposal found in progress under this round's ballot, keeping
+// its origin, and commits it once chosen.
+func (l *lwt) complete(ctx context.Context, ballot paxos.Ballot, inProgress paxos.Proposal) (proposed, paxos.Ballot, error) {
+	p := paxos.Proposal{Ballot: ballot, Origin: inProgress.Origin, Record: inProgress.Record}
+	outcome, promised, err := l.propose(ctx, p)
+	if outcome != accepted {
+		return outcome, promised, err
+	}
+	return accepted, paxos.Ballot{}, l.commitRound(ctx, p)
+}
+
+// commitRound sends the chosen proposal to every replica, as a write: those down get a
+// hint of its record. It waits for the commit level. A commit short of it leaves the
+// proposal chosen; the next round on the key completes it.
+func (l *lwt) commitRound(ctx context.Context, p paxos.Proposal) error {
+	required := withPending(l.commit.Require(countedPerDC(l.members), l.c.view.Self().DC), l.members)
+	writes := make([]replicaWrite, len(l.members))
+	for i, m := range l.members {
+		writes[i] = replicaWrite{member: m, record: p.Record, commit: &p}
+	}
+	err := l.c.applyWrites(ctx, l.keyspace, writes, required, l.commit, func(alive map[string]int) error {
+		return &TimeoutError{Level: l.commit, Required: required, Cause: fmt.Errorf("no replica takes writes, %v alive", alive)}
+	})
+	if err != nil {
+		return fmt.Errorf("the write was chosen, but its commit is short of %v (the next round on the key completes it): %w", l.commit, err)
+	}
+	return nil
+}
+
+// repairBehind sends the most recent commit to the acceptors that promised without
+// having recorded it, with the newest record the promises carried (the committed one or
+// a newer one; last writer wins keeps it right), and returns once each answered.
+func (l *lwt) repairBehind(pr prepared) {
+	s := pr.summary
+	if !s.Found {
+		return // no record left anywhere (a collected tombstone): nothing to send
+	}
+	fix := paxos.Proposal{Ballot: s.Committed.Ballot, Origin: s.Committed.Origin, Record: s.Newest}
+	var done sync.WaitGroup
+	for _, i := range s.Behind {
+		done.Add(1)
+		go func(m placement.Member) {
+			defer done.Done()
+			if err := l.c.apply(replicaWrite{member: m, record: fix.Record, commit: &fix}, l.keyspace); err != nil {
+				l.c.log.Debug("paxos commit repair", "replica", m.ID, "err", err)
+			}
+		}(pr.from[i])
+	}
+	done.Wait()
+}

@@ -1,0 +1,243 @@
+package paxos
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+)
+
+// b is the ballot of node at time t.
+func b(t hlc.Timestamp, node string) Ballot { return Ballot{Time: t, Node: node} }
+
+// prop is a proposal of value under ballot, computed by the round origin.
+func prop(ballot, origin Ballot, value string) Proposal {
+	return Proposal{Ballot: ballot, Origin: origin, Record: lww.Record{Key: []byte("k"), Value: []byte(value), Timestamp: ballot.Time}}
+}
+
+func TestBallotOrder(t *testing.T) {
+	tests := []struct {
+		a, b Ballot
+		want int
+	}{
+		{b(1, "n1"), b(2, "n1"), -1},
+		{b(2, "n1"), b(1, "n2"), 1},
+		{b(5, "n1"), b(5, "n2"), -1}, // a tie on time: the node id decides
+		{b(5, "n2"), b(5, "n2"), 0},
+		{Ballot{}, b(1, ""), -1},
+	}
+	for _, tt := range tests {
+		if got := tt.a.Compare(tt.b); got != tt.want {
+			t.Errorf("%v.Compare(%v) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := tt.a.Less(tt.b); got != (tt.want < 0) {
+			t.Errorf("%v.Less(%v) = %v", tt.a, tt.b, got)
+		}
+	}
+	if got := Max(b(3, "a"), b(3, "b")); got != b(3, "b") {
+		t.Errorf("Max = %v", got)
+	}
+}
+
+// step is one acceptor transition and what it must answer.
+type step struct {
+	op       string // prepare, propose or commit
+	ballot   Ballot
+	proposal Proposal
+	ok       bool // prepare: promised; propose: accepted; commit: changed
+}
+
+func TestAcceptor(t *testing.T) {
+	p5 := prop(b(5, "x"), b(5, "x"), "five")
+	p7 := prop(b(7, "y"), b(7, "y"), "seven")
+	p9 := prop(b(9, "z"), b(7, "y"), "seven") // p7 completed by z's round
+	tests := []struct {
+		name  string
+		steps []step
+		want  State
+	}{
+		{"a first prepare is promised", []step{{op: "prepare", ballot: b(5, "x"), ok: true}},
+			State{Promised: b(5, "x")}},
+		{"a lower or equal ballot is refused", []step{
+			{op: "prepare", ballot: b(5, "x"), ok: true},
+			{op: "prepare", ballot: b(5, "x"), ok: false},
+			{op: "prepare", ballot: b(4, "z"), ok: false},
+			{op: "prepare", ballot: b(5, "w"), ok: false}, // same time, lower node
+		}, State{Promised: b(5, "x")}},
+		{"the promised ballot's proposal is accepted", []step{
+			{op: "prepare", ballot: b(5, "x"), ok: true},
+			{op: "propose", proposal: p5, ok: true},
+		}, State{Promised: b(5, "x"), Accepted: p5}},
+		{"a proposal below a later promise is refused", []step{
+			{op: "prepare", ballot: b(5, "x"), ok: true},
+			{op: "prepare", ballot: b(7, "y"), ok: true},
+			{op: "propose", proposal: p5, ok: false},
+		}, State{Promised: b(7, "y")}},
+		{"a proposal above the promise is accepted, and raises it", []step{
+			{op: "prepare", ballot: b(5, "x"), ok: true},
+			{op: "propose", proposal: p7, ok: true},
+			{op: "prepare", ballot: b(6, "x"), ok: false},
+		}, State{Promised: b(7, "y"), Accepted: p7}},
+		{"a commit clears its proposal and is remembered", []step{
+			{op: "prepare", ballot: b(5, "x"), ok: true},
+			{op: "propose", proposal: p5, ok: true},
+			{op: "commit", proposal: p5, ok: true},
+		}, State{Promised: b(5, "x"), Commits: []Commit{{b(5, "x"), b(5, "x")}}}},
+		{"a commit raises the promise, so older rounds get nothing more", []step{
+			{op: "prepare", ballot: b(5, "x"), ok: true},
+			{op: "commit", proposal: p7, ok: true},
+			{op: "propose", proposal: p5, ok: false},
+			{op: "prepare", ballot: b(6, "q"), ok: false},
+		}, State{Promised: b(7, "y"), Commits: []Commit{{b(7, "y"), b(7, "y")}}}},
+		{"an older commit leaves a newer proposal in progress", []step{
+			{op: "propose", proposal: p7, ok: true},
+			{op: "commit", proposal: p5, ok: true},
+		}, State{Promised: b(7, "y"), Accepted: p7, Commits: []Commit{{b(5, "x"), b(5, "x")}}}},
+		{"a commit received twice changes nothing the second time", []step{
+			{op: "commit", proposal: p5, ok: true},
+			{op: "commit", proposal: p5, ok: false},
+		}, State{Promised: b(5, "x"), Commits: []Commit{{b(5, "x"), b(5, "x")}}}},
+		{"a completion's commit replaces its origin's earlier one", []step{
+			{op: "commit", proposal: p7, ok: true},
+			{op: "commit", proposal: p9, ok: true},
+			{op: "commit", proposal: p7, ok: false},
+		}, State{Promised: b(9, "z"), Commits: []Commit{{b(9, "z"), b(7, "y")}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s State
+			for i, st := range tt.steps {
+				var ok bool
+				switch st.op {
+				case "prepare":
+					s, ok = s.Prepare(st.ballot)
+				case "propose":
+					s, ok = s.Propose(st.proposal)
+				case "commit":
+					s, ok = s.Commit(st.proposal)
+				}
+				if ok != st.ok {
+					t.Fatalf("step %d (%s): got %v, want %v", i, st.op, ok, st.ok)
+				}
+			}
+			if got, want := fmt.Sprint(s), fmt.Sprint(tt.want); got != want {
+				t.Errorf("state = %s\nwant    %s", got, want)
+			}
+		})
+	}
+}
+
+func TestHistoryKeepsTheHighestCommits(t *testing.T) {
+	var s State
+	for i := range HistoryLen + 4 {
+		ballot := b(hlc.Timestamp(10+2*i), "n")
+		s, _ = s.Commit(prop(ballot, ballot, "v"))
+	}
+	if len(s.Commits) != HistoryLen || s.Commits[0].Ballot != b(10+2*4, "n") || s.Committed().Ballot != b(10+2*(HistoryLen+3), "n") {
+		t.Fatalf("history = %v", s.Commits)
+	}
+	// A late commit below every one remembered is not remembered, nor recorded twice.
+	late := b(11, "n")
+	if next, changed := s.Commit(prop(late, late, "v")); changed || !slices.Equal(next.Commits, s.Commits) {
+		t.Errorf("a late old commit changed the history: %v", next.Commits)
+	}
+	// One between them pushes the lowest out.
+	between := b(19, "n")
+	next, changed := s.Commit(prop(between, between, "v"))
+	if !changed || next.Commits[0].Ballot != between || len(next.Commits) != HistoryLen {
+		t.Errorf("history after a commit in between = %v", next.Commits)
+	}
+	if s.Commits[0].Ballot != b(18, "n") {
+		t.Errorf("Commit changed the state it was called on: %v", s.Commits)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	rec := func(value string, ts hlc.Timestamp) lww.Record {
+		return lww.Record{Key: []byte("k"), Value: []byte(value), Timestamp: ts}
+	}
+	c3, c8 := Commit{b(3, "a"), b(3, "a")}, Commit{b(8, "b"), b(6, "c")}
+	p7 := prop(b(7, "x"), b(7, "x"), "seven")
+	p9 := prop(b(9, "y"), b(2, "z"), "nine")
+	tests := []struct {
+		name       string
+		promises   []Promise
+		inProgress Proposal
+		committed  Commit
+		newest     string
+		behind     []int
+	}{
+		{"nothing yet", []Promise{{Promised: true}, {Promised: true}}, Proposal{}, Commit{}, "", nil},
+		{"the newest record wins, tombstones included", []Promise{
+			{Promised: true, Found: true, Record: rec("old", 5)},
+			{Promised: true, Found: true, Record: rec("new", 6)},
+		}, Proposal{}, Commit{}, "new", nil},
+		{"a replica behind on the latest commit", []Promise{
+			{Promised: true, Commits: []Commit{c3}},
+			{Promised: true, Commits: []Commit{c3, c8}},
+			{Promised: true},
+		}, Proposal{}, c8, "", []int{0, 2}},
+		{"a proposal accepted below the latest commit is done with", []Promise{
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}},
+			{Promised: true, Commits: []Commit{c3, c8}},
+		}, Proposal{}, c8, "", []int{0}},
+		{"the highest proposal above the latest commit is in progress", []Promise{
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}},
+			{Promised: true, Accepted: p9, Commits: []Commit{c3, c8}},
+			{Promised: true, Commits: []Commit{c3, c8}},
+		}, p9, c8, "", []int{0}},
+		{"a proposal completed again, racing its commit, is not in progress", []Promise{
+			{Promised: true, Accepted: prop(b(9, "y"), b(6, "c"), "six"), Commits: []Commit{c3}},
+			{Promised: true, Commits: []Commit{c3, c8}},
+		}, Proposal{}, c8, "", []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize(tt.promises)
+			if fmt.Sprint(s.InProgress) != fmt.Sprint(tt.inProgress) || s.Committed != tt.committed ||
+				string(s.Newest.Value) != tt.newest || s.Found != (tt.newest != "") || !slices.Equal(s.Behind, tt.behind) {
+				t.Errorf("summary: in progress %v, committed %v, newest %q (found %v), behind %v\nwant %v, %v, %q, %v",
+					s.InProgress, s.Committed, s.Newest.Value, s.Found, s.Behind, tt.inProgress, tt.committed, tt.newest, tt.behind)
+			}
+		})
+	}
+}
+
+func TestFate(t *testing.T) {
+	mine := b(10, "me")
+	history := func(first, n int) []Commit { // n commits of other origins from ballot time first, 2 apart
+		var out []Commit
+		for i := range n {
+			ballot := b(hlc.Timestamp(first+2*i), "other")
+			out = append(out, Commit{ballot, ballot})
+		}
+		return out
+	}
+	completed := Commit{b(12, "other"), mine} // mine, completed by another round
+	full := history(11, HistoryLen)
+	tests := []struct {
+		name     string
+		promises []Promise
+		want     Fate
+	}{
+		{"nothing committed at all", []Promise{{Promised: true}, {Promised: true}}, Open},
+		{"nothing committed since it", []Promise{{Commits: history(1, 3)}, {Commits: history(1, 4)}}, Open},
+		{"committed by a round that completed it, on one replica only", []Promise{
+			{Commits: history(1, 3)}, {Commits: append(history(1, 4), completed)}}, Chosen},
+		{"another proposal committed since, and all replicas remember back to it", []Promise{
+			{Commits: history(1, 8)}, {Commits: history(1, 9)}}, Lost},
+		{"a full history reaching back to it", []Promise{{Commits: history(1, 2)}, {Commits: history(9, HistoryLen)}}, Lost},
+		{"a full history that starts after it", []Promise{{Commits: history(1, 12)}, {Commits: full}}, Unknown},
+		{"a full history that starts after it, yet the commit is remembered elsewhere", []Promise{
+			{Commits: append(history(1, 3), completed)}, {Commits: full}}, Chosen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Summarize(tt.promises).Fate(mine, mine); got != tt.want {
+				t.Errorf("Fate = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
