@@ -84,6 +84,10 @@ type Engine struct {
 	// instead of reaching a closed Pebble database, which panics.
 	closeMu sync.RWMutex
 	closed  bool
+
+	// compactor compacts the spans of the live-key index that deletions slowed down.
+	compactor liveCompactor
+	liveStats liveStats
 }
 
 // Open opens (creating if needed) the engine described by opts.
@@ -135,6 +139,9 @@ func Open(opts Options) (*Engine, error) {
 	db, err := pebble.Open(dir, pebbleOpts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", dir, err)
+	}
+	if err := buildLiveIndex(db, opts.Logger); err != nil {
+		return nil, errors.Join(fmt.Errorf("storage: open %q: %w", dir, err), db.Close())
 	}
 	return &Engine{
 		db:             db,
@@ -233,6 +240,9 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 		if err := batch.Set(keys[i], encodeValue(r), nil); err != nil {
 			return 0, fmt.Errorf("storage: apply key %q to keyspace %q: %w", r.Key, ks, err)
 		}
+		if err := e.reindex(batch, ks, r.Key, found && !current.Tombstone, !r.Tombstone); err != nil {
+			return 0, fmt.Errorf("storage: index key %q of keyspace %q: %w", r.Key, ks, err)
+		}
 		applied++
 	}
 	if applied == 0 {
@@ -325,7 +335,20 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	encoded := encodeKey(ks, key)
 	unlock := e.lockKeys([][]byte{encoded})
 	defer unlock()
-	if err := e.db.Delete(encoded, pebble.Sync); err != nil {
+	current, found, err := readRecord(e.db, key, encoded)
+	if err != nil {
+		return fmt.Errorf("storage: remove key %q from keyspace %q: %w", key, ks, err)
+	}
+	batch := e.db.NewBatch()
+	defer batch.Close()
+	err = batch.Delete(encoded, nil)
+	if err == nil && found && !current.Tombstone {
+		err = e.unindexLive(batch, ks, key)
+	}
+	if err == nil {
+		err = batch.Commit(pebble.Sync)
+	}
+	if err != nil {
 		return fmt.Errorf("storage: remove key %q from keyspace %q: %w", key, ks, err)
 	}
 	return nil
@@ -343,7 +366,7 @@ func (e *Engine) CollectGarbage(now time.Time) (removed int, err error) {
 	defer e.closeMu.RUnlock()
 
 	cutoff := hlc.FromTime(now.Add(-e.tombstoneGrace))
-	iter, err := e.db.NewIter(nil)
+	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: recordsLower})
 	if err != nil {
 		return 0, fmt.Errorf("storage: collect garbage: %w", err)
 	}
@@ -438,9 +461,9 @@ func (e *Engine) removeExpiredTombstones(encodedKeys [][]byte, cutoff hlc.Timest
 	return removed, nil
 }
 
-// DropKeyspace removes every record of keyspace ks with one range deletion; the disk
-// space returns as Pebble compacts the range. Writes to ks racing with the drop may
-// survive it.
+// DropKeyspace removes every record of keyspace ks, and its live-key index, with range
+// deletions in one batch; the disk space returns as Pebble compacts the ranges. Writes
+// to ks racing with the drop may survive it.
 func (e *Engine) DropKeyspace(ks string) error {
 	if err := validateKeyspace(ks); err != nil {
 		return err
@@ -449,8 +472,18 @@ func (e *Engine) DropKeyspace(ks string) error {
 		return err
 	}
 	defer e.closeMu.RUnlock()
+	batch := e.db.NewBatch()
+	defer batch.Close()
 	lower, upper := keyspaceBounds(ks)
-	if err := e.db.DeleteRange(lower, upper, pebble.Sync); err != nil {
+	indexLower, indexUpper := liveIndexBounds(ks)
+	err := batch.DeleteRange(lower, upper, nil)
+	if err == nil {
+		err = batch.DeleteRange(indexLower, indexUpper, nil)
+	}
+	if err == nil {
+		err = batch.Commit(pebble.Sync)
+	}
+	if err != nil {
 		return fmt.Errorf("storage: drop keyspace %q: %w", ks, err)
 	}
 	return nil

@@ -1,0 +1,343 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
+)
+
+// The live-key index lets a client walk a keyspace's keys (Redis's SCAN, KEYS, DBSIZE)
+// without meeting its tombstones. Each replicated keyspace has one entry per key whose
+// record exists and is not a tombstone, ordered by the key's position: the hash
+// partitioner's token of the key (ring.HashPartitioner), whatever the keyspace's own
+// partitioner, so that a walk's cursor is one 64-bit number that any node understands.
+//
+//	entry key    0x00 's' <keyspace> 0x00 <position, 8 bytes big-endian> <user key>
+//	entry value  empty
+//
+// applyBatch keeps the entries in the same batch as the records, under the same stripe
+// locks: a live record written over none or a tombstone sets the entry, a tombstone
+// written over a live record deletes it. A deleted key therefore has no entry, and a
+// walk never steps on it, except on the deletions Pebble has not compacted away yet:
+// the engine compacts an index span once enough of its entries were deleted (see
+// liveCompactor). Expired records keep their entry until garbage collection turns them
+// into tombstones (which must call unindexLive); a walk reads each entry's record and
+// skips those not Live at its time.
+//
+// Node-local keyspaces (schema's "system" prefix: hints, the ring, the catalog,
+// watermarks) are never scanned by clients and are not indexed.
+
+const (
+	// internalKeyByte starts every Pebble key that is not a record: keyspace names are
+	// never empty and hold no 0x00, so no record key starts with it.
+	internalKeyByte = 0x00
+	// liveIndexTag follows internalKeyByte in the live-key index's keys.
+	liveIndexTag = 's'
+	// liveIndexVersion is the index's format, stored in its marker. Open (re)builds the
+	// index when the marker is absent or names another version.
+	liveIndexVersion = 1
+	// nodeLocalPrefix starts the names of node-local keyspaces (schema.SystemPrefix,
+	// which storage cannot import); users cannot create keyspaces with it in any case.
+	nodeLocalPrefix = "system"
+	// positionBytes is the size of an entry's position.
+	positionBytes = 8
+)
+
+var (
+	// liveIndexMarker records that the index is complete: 0x00 's' 0x00 sorts before
+	// every keyspace's entries, since keyspace names are never empty.
+	liveIndexMarker = []byte{internalKeyByte, liveIndexTag, 0x00}
+	// liveIndexLower and liveIndexUpper bound every keyspace's entries, the marker
+	// excluded.
+	liveIndexLower = []byte{internalKeyByte, liveIndexTag, 0x01}
+	liveIndexUpper = []byte{internalKeyByte, liveIndexTag + 1}
+	// recordsLower is at or below every record's key and above every internal key: a
+	// walk of the records starts there.
+	recordsLower = []byte{internalKeyByte + 1}
+)
+
+// indexed reports whether keyspace ks has a live-key index.
+func indexed(ks string) bool {
+	return !strings.HasPrefix(strings.ToLower(ks), nodeLocalPrefix)
+}
+
+// KeyPosition returns a key's position in the live-key index: the hash partitioner's
+// token of the key. A walk of the index (ScanLive) runs in position order.
+func KeyPosition(key []byte) uint64 {
+	return uint64(ring.HashPartitioner().Token(key))
+}
+
+// liveIndexPrefix returns the prefix of every entry of keyspace ks.
+func liveIndexPrefix(ks string) []byte {
+	prefix := make([]byte, 0, 3+len(ks)+positionBytes)
+	prefix = append(prefix, internalKeyByte, liveIndexTag)
+	prefix = append(prefix, ks...)
+	return append(prefix, keySeparator)
+}
+
+// liveIndexBounds returns the Pebble key range holding exactly the entries of ks.
+func liveIndexBounds(ks string) (lower, upper []byte) {
+	lower = liveIndexPrefix(ks)
+	upper = bytes.Clone(lower)
+	upper[len(upper)-1] = keySeparator + 1
+	return lower, upper
+}
+
+// liveIndexKey returns the entry key of userKey in keyspace ks.
+func liveIndexKey(ks string, userKey []byte) []byte {
+	key := binary.BigEndian.AppendUint64(liveIndexPrefix(ks), KeyPosition(userKey))
+	return append(key, userKey...)
+}
+
+// reindex keeps ks's index in step with a record of key written to b over one that was
+// (wasLive) or was not a live entry of the index; isLive says whether the new record is
+// not a tombstone. Overwriting a live record with another one leaves the entry as it is.
+func (e *Engine) reindex(b *pebble.Batch, ks string, key []byte, wasLive, isLive bool) error {
+	switch {
+	case !indexed(ks) || wasLive == isLive:
+		return nil
+	case isLive:
+		return b.Set(liveIndexKey(ks, key), nil, nil)
+	}
+	return e.unindexLive(b, ks, key)
+}
+
+// unindexLive deletes key's entry from keyspace ks's live-key index in batch b. Every
+// write that removes a non-tombstone record, or turns one into a tombstone, outside
+// applyBatch must call it in the batch that does so: garbage collection of expired
+// records, physical removals. Deleting an entry that does not exist is harmless.
+func (e *Engine) unindexLive(b *pebble.Batch, ks string, key []byte) error {
+	if !indexed(ks) {
+		return nil
+	}
+	entry := liveIndexKey(ks, key)
+	if err := b.Delete(entry, nil); err != nil {
+		return err
+	}
+	e.compactor.owe(e, ks, int64(len(entry)))
+	return nil
+}
+
+// LiveScan is one walk of a keyspace's live-key index (ScanLive).
+type LiveScan struct {
+	// From and To bound the walk to the positions From <= position <= To.
+	From, To uint64
+	// Filter, when set, skips the keys it rejects (a scan of some token ranges of a
+	// keyspace with the ordered partitioner); the key passed to it is valid only during
+	// the call. Skipped keys count as visited.
+	Filter func(key []byte) bool
+	// Limit bounds the live records returned; CountOnly ignores it.
+	Limit int
+	// VisitMax bounds the entries visited, live or not, so that one walk's work stays
+	// bounded even where many records have expired; <= 0 means no bound.
+	VisitMax int
+	// CountOnly counts the live records (Live, Expiring) without returning them.
+	CountOnly bool
+	// Now is the time records must be Live at.
+	Now hlc.Timestamp
+}
+
+// LivePage is what one walk found.
+type LivePage struct {
+	// Records are the live records met, in position order (keys of equal position in
+	// key order), without their values; none with CountOnly.
+	Records []lww.Record
+	// Live counts the live records met, and Expiring those of them with an expiry.
+	Live, Expiring int
+	// Visited counts the entries visited.
+	Visited int
+	// Done reports that the walk reached To. Otherwise it stopped before position Next
+	// (From < Next <= To): it visited every entry with From <= position < Next. A walk
+	// never stops between two entries of one position, so Next can resume it.
+	Done bool
+	Next uint64
+}
+
+// ScanLive walks keyspace ks's live-key index from position req.From, reading each
+// visited entry's record and keeping those Live at req.Now, until it has req.Limit
+// live records or has visited req.VisitMax entries (and finished the position it is
+// at), or reaches req.To. A walk always visits at least one position. Tombstoned keys
+// have no entry, so they cost nothing; a keyspace that is not indexed (node-local)
+// yields nothing.
+func (e *Engine) ScanLive(ks string, req LiveScan) (LivePage, error) {
+	if err := validateKeyspace(ks); err != nil {
+		return LivePage{}, err
+	}
+	if req.From > req.To {
+		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: position %d after %d", ks, req.From, req.To)
+	}
+	if !req.CountOnly && req.Limit <= 0 {
+		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: limit %d, want at least 1", ks, req.Limit)
+	}
+	if err := e.enter(); err != nil {
+		return LivePage{}, err
+	}
+	defer e.closeMu.RUnlock()
+	if !indexed(ks) {
+		return LivePage{Done: true}, nil
+	}
+
+	prefix, upper := liveIndexBounds(ks)
+	lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), req.From)
+	if req.To < math.MaxUint64 {
+		upper = binary.BigEndian.AppendUint64(bytes.Clone(prefix), req.To+1)
+	}
+	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: %w", ks, err)
+	}
+	page, err := e.walkLive(iter, ks, len(prefix), req)
+	stepped := iter.Stats().InternalStats.PointCount
+	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
+		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: %w", ks, err)
+	}
+	e.liveStats.walks.Add(1)
+	e.liveStats.visited.Add(int64(page.Visited))
+	e.liveStats.stepped.Add(int64(stepped))
+	if int64(stepped)-int64(page.Visited) >= compactAfterSteps {
+		e.compactor.stepped(e, ks)
+	}
+	return page, nil
+}
+
+// walkLive runs ScanLive's walk over iter, whose keys have a prefix of prefixLen bytes.
+func (e *Engine) walkLive(iter *pebble.Iterator, ks string, prefixLen int, req LiveScan) (LivePage, error) {
+	var page LivePage
+	stop := false
+	var at uint64 // the position of the last entry visited
+	for valid := iter.First(); valid; valid = iter.Next() {
+		entry := iter.Key()
+		if len(entry) < prefixLen+positionBytes {
+			return page, fmt.Errorf("%w: live-key index entry %q is too short", ErrCorrupt, entry)
+		}
+		position := binary.BigEndian.Uint64(entry[prefixLen:])
+		if stop && position != at {
+			page.Next = position
+			return page, nil
+		}
+		at = position
+		page.Visited++
+		userKey := entry[prefixLen+positionBytes:]
+		if req.Filter == nil || req.Filter(userKey) {
+			r, found, err := readRecord(e.db, userKey, encodeKey(ks, userKey))
+			if err != nil {
+				return page, err
+			}
+			if found && r.Live(req.Now) {
+				page.Live++
+				if r.ExpiresAt != 0 {
+					page.Expiring++
+				}
+				if !req.CountOnly {
+					r.Value = nil
+					page.Records = append(page.Records, r)
+				}
+			}
+		}
+		stop = (!req.CountOnly && len(page.Records) >= req.Limit) || (req.VisitMax > 0 && page.Visited >= req.VisitMax)
+	}
+	page.Done = true
+	return page, nil
+}
+
+// buildLiveIndex builds the live-key index of the records written before it existed,
+// once: when the marker is absent (a database from an earlier version, or a build cut
+// short by a crash) or names another version. It first clears whatever entries a build
+// cut short left, then writes an entry for every live record, and the marker last, in a
+// synced batch: the write-ahead log keeps batches in order, so a marker that survives a
+// crash vouches for every entry before it. Open runs it before any write.
+func buildLiveIndex(db *pebble.DB, logger *slog.Logger) error {
+	marker, closer, err := db.Get(liveIndexMarker)
+	switch {
+	case err == nil:
+		current := len(marker) == 1 && marker[0] == liveIndexVersion
+		closer.Close()
+		if current {
+			return nil
+		}
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("read the live-key index marker: %w", err)
+	}
+	began := time.Now()
+	if err := db.DeleteRange(liveIndexLower, liveIndexUpper, pebble.NoSync); err != nil {
+		return fmt.Errorf("clear the live-key index: %w", err)
+	}
+	iter, err := db.NewIter(&pebble.IterOptions{LowerBound: recordsLower})
+	if err != nil {
+		return fmt.Errorf("build the live-key index: %w", err)
+	}
+	entries, err := writeLiveEntries(db, iter)
+	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
+		return fmt.Errorf("build the live-key index: %w", err)
+	}
+	if err := db.Set(liveIndexMarker, []byte{liveIndexVersion}, pebble.Sync); err != nil {
+		return fmt.Errorf("build the live-key index: %w", err)
+	}
+	logger.Info("storage: built the live-key index", "entries", entries, "took", time.Since(began))
+	return nil
+}
+
+// backfillBatchBytes bounds a batch of the index build; a variable so that tests can
+// build in many batches.
+var backfillBatchBytes = 1 << 20
+
+// backfillCommitted, when set by a test, is called after each batch of the index build
+// is committed; an error stops the build, as a crash would.
+var backfillCommitted func(db *pebble.DB) error
+
+// writeLiveEntries writes an index entry for every live record iter walks, in unsynced
+// batches, and returns how many it wrote.
+func writeLiveEntries(db *pebble.DB, iter *pebble.Iterator) (entries int, err error) {
+	batch := db.NewBatch()
+	defer func() { batch.Close() }()
+	commit := func() error {
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		batch.Close()
+		batch = db.NewBatch()
+		if backfillCommitted != nil {
+			return backfillCommitted(db)
+		}
+		return nil
+	}
+	for valid := iter.First(); valid; {
+		ks, userKey, err := splitKey(iter.Key())
+		if err != nil {
+			return entries, err
+		}
+		if !indexed(ks) {
+			_, upper := keyspaceBounds(ks)
+			valid = iter.SeekGE(upper)
+			continue
+		}
+		r, err := decodeValue(userKey, iter.Value())
+		if err != nil {
+			return entries, fmt.Errorf("keyspace %q: %w", ks, err)
+		}
+		if !r.Tombstone {
+			if err := batch.Set(liveIndexKey(ks, userKey), nil, nil); err != nil {
+				return entries, err
+			}
+			entries++
+		}
+		if batch.Len() >= backfillBatchBytes {
+			if err := commit(); err != nil {
+				return entries, err
+			}
+		}
+		valid = iter.Next()
+	}
+	return entries, commit()
+}
