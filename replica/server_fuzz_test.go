@@ -17,7 +17,7 @@ import (
 func FuzzServerHandle(f *testing.F) {
 	_, _, _, net := newReplica(f, storage.Options{})
 	server := net.server
-	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest}
+	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest, kindScanKeys}
 	seeds := []proto.Message{
 		&kurav1.MutateRequest{Keyspace: "ks", Records: []*kurav1.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 20}}},
 		&kurav1.ReadRequest{Keyspace: "ks", Key: []byte("k")},
@@ -25,6 +25,7 @@ func FuzzServerHandle(f *testing.F) {
 		&kurav1.ReadRequest{Keyspace: "ks", Key: []byte("k")},
 		&kurav1.ReplicaScanRequest{Keyspace: "ks", Start: []byte("z"), End: []byte("a"), KeysOnly: true},
 		&kurav1.TreeDigestRequest{Keyspace: "ks", Range: &kurav1.TokenRange{Start: 1, End: 3}, Depth: 1 << 31},
+		&kurav1.ScanKeysRequest{Keyspace: "ks", From: 9, To: 3, Limit: -1, Ranges: []*kurav1.TokenRange{{Start: 5, End: 5}}},
 	}
 	for i, seed := range seeds {
 		payload, err := proto.Marshal(seed)
@@ -47,6 +48,8 @@ func FuzzServerHandle(f *testing.F) {
 			decoded = &kurav1.ReplicaScanResponse{}
 		case kindTreeDigest:
 			decoded = &kurav1.TreeDigestResponse{}
+		case kindScanKeys:
+			decoded = &kurav1.ScanKeysResponse{}
 		case kindChunkRead:
 			if _, _, err := decodeChunkAnswer([]byte("k"), answer); err != nil {
 				t.Fatalf("chunk_read answer %x does not decode: %v", answer, err)

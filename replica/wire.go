@@ -31,7 +31,7 @@ var (
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
 	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead ||
-		kind == kindStreamRange || kind == kindTreeDigest
+		kind == kindStreamRange || kind == kindTreeDigest || kind == kindScanKeys
 }
 
 func peerOf(n cluster.Node) transport.Peer {

@@ -29,6 +29,7 @@ import (
 //	14  stream_gains   node: pull the ranges gained from a leaving or removed node
 //	15  ring_pull      node: a new node learns the whole ring from a member
 //	16  clock_ping     node: a call answered only with the wall-clock stamp (clock guard)
+//	20  scan_keys      replica: a page of a replica's live keys in hash order (SCAN)
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

@@ -36,6 +36,7 @@ func TestWireKinds(t *testing.T) {
 		{14, "stream_gains", false},
 		{15, "ring_pull", false},
 		{16, "clock_ping", false},
+		{20, "scan_keys", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {

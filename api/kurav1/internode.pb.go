@@ -477,6 +477,197 @@ func (x *ReplicaScanResponse) GetRecords() []*Record {
 	return nil
 }
 
+// ScanKeysRequest asks a replica for its live keys of keyspace at the positions from..to
+// (both included), in position order (kind scan_keys): a walk of its live-key index, in
+// which tombstones have no entry. A key's position is the hash partitioner's token of the
+// key, whatever the keyspace's partitioner. ranges, when set, keeps only the keys whose
+// token under the keyspace's partitioner lies in one of them (ordered keyspaces).
+type ScanKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	From          uint64                 `protobuf:"fixed64,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            uint64                 `protobuf:"fixed64,3,opt,name=to,proto3" json:"to,omitempty"`
+	Ranges        []*TokenRange          `protobuf:"bytes,4,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	Limit         int32                  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`                          // live keys at most
+	VisitMax      int32                  `protobuf:"varint,6,opt,name=visit_max,json=visitMax,proto3" json:"visit_max,omitempty"`    // index entries visited at most, live or not
+	CountOnly     bool                   `protobuf:"varint,7,opt,name=count_only,json=countOnly,proto3" json:"count_only,omitempty"` // count the live keys, return none
+	Now           uint64                 `protobuf:"varint,8,opt,name=now,proto3" json:"now,omitempty"`                              // the HLC timestamp the keys must be live at (expiry)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanKeysRequest) Reset() {
+	*x = ScanKeysRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanKeysRequest) ProtoMessage() {}
+
+func (x *ScanKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanKeysRequest.ProtoReflect.Descriptor instead.
+func (*ScanKeysRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ScanKeysRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *ScanKeysRequest) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *ScanKeysRequest) GetTo() uint64 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *ScanKeysRequest) GetRanges() []*TokenRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+func (x *ScanKeysRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ScanKeysRequest) GetVisitMax() int32 {
+	if x != nil {
+		return x.VisitMax
+	}
+	return 0
+}
+
+func (x *ScanKeysRequest) GetCountOnly() bool {
+	if x != nil {
+		return x.CountOnly
+	}
+	return false
+}
+
+func (x *ScanKeysRequest) GetNow() uint64 {
+	if x != nil {
+		return x.Now
+	}
+	return 0
+}
+
+// ScanKeysResponse carries the live records met, without their values, or with
+// count_only their counts; and where the walk stopped: at to (done), or before next.
+type ScanKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	Live          int64                  `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	Expiring      int64                  `protobuf:"varint,3,opt,name=expiring,proto3" json:"expiring,omitempty"`
+	Visited       int64                  `protobuf:"varint,4,opt,name=visited,proto3" json:"visited,omitempty"`
+	Done          bool                   `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	Next          uint64                 `protobuf:"fixed64,6,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanKeysResponse) Reset() {
+	*x = ScanKeysResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanKeysResponse) ProtoMessage() {}
+
+func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanKeysResponse.ProtoReflect.Descriptor instead.
+func (*ScanKeysResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ScanKeysResponse) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ScanKeysResponse) GetLive() int64 {
+	if x != nil {
+		return x.Live
+	}
+	return 0
+}
+
+func (x *ScanKeysResponse) GetExpiring() int64 {
+	if x != nil {
+		return x.Expiring
+	}
+	return 0
+}
+
+func (x *ScanKeysResponse) GetVisited() int64 {
+	if x != nil {
+		return x.Visited
+	}
+	return 0
+}
+
+func (x *ScanKeysResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *ScanKeysResponse) GetNext() uint64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
 // SchemaPullResponse carries a node's whole keyspace catalog, to a node whose gossiped
 // schema digest differs.
 type SchemaPullResponse struct {
@@ -488,7 +679,7 @@ type SchemaPullResponse struct {
 
 func (x *SchemaPullResponse) Reset() {
 	*x = SchemaPullResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +691,7 @@ func (x *SchemaPullResponse) String() string {
 func (*SchemaPullResponse) ProtoMessage() {}
 
 func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +704,7 @@ func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPullResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPullResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchemaPullResponse) GetKeyspaces() []*SchemaUpdate {
@@ -534,7 +725,7 @@ type SchemaUpdate struct {
 
 func (x *SchemaUpdate) Reset() {
 	*x = SchemaUpdate{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +737,7 @@ func (x *SchemaUpdate) String() string {
 func (*SchemaUpdate) ProtoMessage() {}
 
 func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +750,7 @@ func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaUpdate.ProtoReflect.Descriptor instead.
 func (*SchemaUpdate) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchemaUpdate) GetKeyspace() *Keyspace {
@@ -588,7 +779,7 @@ type StreamGainsRequest struct {
 
 func (x *StreamGainsRequest) Reset() {
 	*x = StreamGainsRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +791,7 @@ func (x *StreamGainsRequest) String() string {
 func (*StreamGainsRequest) ProtoMessage() {}
 
 func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +804,7 @@ func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsRequest.ProtoReflect.Descriptor instead.
 func (*StreamGainsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StreamGainsRequest) GetMoving() string {
@@ -643,7 +834,7 @@ type StreamGainsResponse struct {
 
 func (x *StreamGainsResponse) Reset() {
 	*x = StreamGainsResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +846,7 @@ func (x *StreamGainsResponse) String() string {
 func (*StreamGainsResponse) ProtoMessage() {}
 
 func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +859,7 @@ func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsResponse.ProtoReflect.Descriptor instead.
 func (*StreamGainsResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamGainsResponse) GetRanges() int64 {
@@ -712,7 +903,7 @@ type TreeDigestRequest struct {
 
 func (x *TreeDigestRequest) Reset() {
 	*x = TreeDigestRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +915,7 @@ func (x *TreeDigestRequest) String() string {
 func (*TreeDigestRequest) ProtoMessage() {}
 
 func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +928,7 @@ func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestRequest.ProtoReflect.Descriptor instead.
 func (*TreeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TreeDigestRequest) GetKeyspace() string {
@@ -775,7 +966,7 @@ type TreeDigestResponse struct {
 
 func (x *TreeDigestResponse) Reset() {
 	*x = TreeDigestResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +978,7 @@ func (x *TreeDigestResponse) String() string {
 func (*TreeDigestResponse) ProtoMessage() {}
 
 func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +991,7 @@ func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestResponse.ProtoReflect.Descriptor instead.
 func (*TreeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TreeDigestResponse) GetLeaves() []uint64 {
@@ -858,7 +1049,24 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x1b\n" +
 	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"I\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\xe2\x01\n" +
+	"\x0fScanKeysRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x06R\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x06R\x02to\x12+\n" +
+	"\x06ranges\x18\x04 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tvisit_max\x18\x06 \x01(\x05R\bvisitMax\x12\x1d\n" +
+	"\n" +
+	"count_only\x18\a \x01(\bR\tcountOnly\x12\x10\n" +
+	"\x03now\x18\b \x01(\x04R\x03now\"\xaf\x01\n" +
+	"\x10ScanKeysResponse\x12)\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\x12\x12\n" +
+	"\x04live\x18\x02 \x01(\x03R\x04live\x12\x1a\n" +
+	"\bexpiring\x18\x03 \x01(\x03R\bexpiring\x12\x18\n" +
+	"\avisited\x18\x04 \x01(\x03R\avisited\x12\x12\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done\x12\x12\n" +
+	"\x04next\x18\x06 \x01(\x06R\x04next\"I\n" +
 	"\x12SchemaPullResponse\x123\n" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"[\n" +
 	"\fSchemaUpdate\x12-\n" +
@@ -893,7 +1101,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),              // 0: kura.v1.Record
 	(*MutateRequest)(nil),       // 1: kura.v1.MutateRequest
@@ -903,27 +1111,31 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*TokenRange)(nil),          // 5: kura.v1.TokenRange
 	(*ReplicaScanRequest)(nil),  // 6: kura.v1.ReplicaScanRequest
 	(*ReplicaScanResponse)(nil), // 7: kura.v1.ReplicaScanResponse
-	(*SchemaPullResponse)(nil),  // 8: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),        // 9: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),  // 10: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil), // 11: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),   // 12: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),  // 13: kura.v1.TreeDigestResponse
-	(*Keyspace)(nil),            // 14: kura.v1.Keyspace
+	(*ScanKeysRequest)(nil),     // 8: kura.v1.ScanKeysRequest
+	(*ScanKeysResponse)(nil),    // 9: kura.v1.ScanKeysResponse
+	(*SchemaPullResponse)(nil),  // 10: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),        // 11: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),  // 12: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil), // 13: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),   // 14: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),  // 15: kura.v1.TreeDigestResponse
+	(*Keyspace)(nil),            // 16: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
 	0,  // 1: kura.v1.ReadResponse.record:type_name -> kura.v1.Record
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
-	9,  // 4: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	14, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
-	5,  // 6: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	5,  // 4: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
+	0,  // 5: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
+	11, // 6: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
+	16, // 7: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	5,  // 8: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -938,7 +1150,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
