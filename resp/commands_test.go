@@ -78,7 +78,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "x"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":25\r\n"},
+			{cmd("COMMAND", "COUNT"), ":26\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR unknown subcommand 'GETKEYS'. Try COMMAND HELP.\r\n"},
@@ -140,11 +140,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*25\r\n" {
+	if got := c.line(); got != "*26\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 25 {
+	for range 26 {
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -157,7 +157,7 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*25\r\n" {
+	if got := c.line(); got != "*26\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

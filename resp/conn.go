@@ -17,6 +17,10 @@ type conn struct {
 	nc net.Conn
 	r  *Reader
 	w  *Writer
+	// ctx is the context of every backend call the connection makes: it ends when the
+	// client hangs up (see watchHangup) or the server closes, so that work for a client
+	// that is gone stops.
+	ctx context.Context
 
 	id            int64
 	level         consistency.Level
@@ -38,15 +42,18 @@ type conn struct {
 // pipelined batch costs one write; reads of a pipeline run concurrently (see runReads).
 func (s *Server) serveConn(nc net.Conn) {
 	defer s.untrack(nc)
-	defer nc.Close()
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	received, stopWatching := watchHangup(nc, cancel)
+	defer stopWatching()
 	c := &conn{
 		s:             s,
 		nc:            nc,
-		r:             NewReader(nc, s.limits),
+		r:             NewReader(received, s.limits),
 		w:             NewWriter(nc),
+		ctx:           ctx,
 		id:            s.nextID.Add(1),
 		level:         s.cfg.DefaultLevel,
 		keyspace:      s.cfg.DefaultKeyspace,
@@ -94,36 +101,70 @@ func (c *conn) closeAfter(err error) {
 	c.w.Flush()
 }
 
-// ctx is the context of the connection's requests: it ends when the server closes. Each
-// request to a replica is bounded by the coordinator's replica timeout.
-func (c *conn) ctx() context.Context { return c.s.ctx }
+// hangupReadBytes is the most watchHangup reads from the client at once.
+const hangupReadBytes = 16 << 10
+
+// watchHangup reads the client's bytes on a goroutine of its own and hands them on
+// through a pipe, the connection's reader reading the other end. A command does not wait
+// for the client's next bytes, so it is that goroutine that sees the client hang up (end
+// of file, a reset, the server closing the connection) while the command runs, and
+// cancels the connection's context: a SCAN, KEYS or DBSIZE walk, or a read waiting on
+// slow replicas, stops working for a client that is gone. As net/http does, a client
+// that only shuts down its sending side is taken as gone too. stop closes the connection
+// and waits for the goroutine to end.
+func watchHangup(nc net.Conn, cancel context.CancelFunc) (received io.Reader, stop func()) {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		buf := make([]byte, hangupReadBytes)
+		for {
+			n, err := nc.Read(buf)
+			if n > 0 {
+				if _, werr := pw.Write(buf[:n]); werr != nil {
+					return // the connection is done reading
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr, func() {
+		nc.Close()
+		pr.Close()
+		<-done
+	}
+}
 
 // The four operations the commands are made of, each reported to Config.Observe.
 
 func (c *conn) get(key []byte) (lww.Record, bool, error) {
 	start := time.Now()
-	rec, found, err := c.s.cfg.Backend.Get(c.ctx(), c.keyspace, key, c.level)
+	rec, found, err := c.s.cfg.Backend.Get(c.ctx, c.keyspace, key, c.level)
 	c.observe("get", start, err)
 	return rec, found, err
 }
 
 func (c *conn) put(key, value []byte) error {
 	start := time.Now()
-	_, err := c.s.cfg.Backend.Put(c.ctx(), c.keyspace, key, value, c.level)
+	_, err := c.s.cfg.Backend.Put(c.ctx, c.keyspace, key, value, c.level)
 	c.observe("put", start, err)
 	return err
 }
 
 func (c *conn) delete(key []byte) error {
 	start := time.Now()
-	_, err := c.s.cfg.Backend.Delete(c.ctx(), c.keyspace, key, c.level)
+	_, err := c.s.cfg.Backend.Delete(c.ctx, c.keyspace, key, c.level)
 	c.observe("delete", start, err)
 	return err
 }
 
 func (c *conn) scan(start, end []byte, limit int) ([]lww.Record, error) {
 	began := time.Now()
-	recs, err := c.s.cfg.Backend.Scan(c.ctx(), c.keyspace, start, end, limit, c.level)
+	recs, err := c.s.cfg.Backend.Scan(c.ctx, c.keyspace, start, end, limit, c.level)
 	c.observe("scan", began, err)
 	return recs, err
 }
