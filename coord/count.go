@@ -22,7 +22,7 @@ const countPage = 1 << 16
 // CountKeys counts a keyspace's live keys (Redis's DBSIZE, INFO's keyspace line). Each
 // token range is counted by one replica, the nearest readable one, as a read at ONE
 // would be; each replica counts all the ranges it was chosen for, walking its live-key
-// index a page of countPage entries per request, the replicas in parallel. The cost is
+// index, a page of countPage entries per request, the replicas in parallel. The cost is
 // an index entry and a record read per live key on the replicas, tombstones none, and
 // no key crosses the network. A replica that fails fails the count.
 func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount, error) {
@@ -33,10 +33,8 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	// counting is one replica's walk of the spans of the ranges it was chosen for.
 	type counting struct {
 		member placement.Member
-		spans  []segment
-		ranges []ring.Range // ordered partitioner: the ranges to keep
-		at     int          // the span being walked
-		from   uint64       // where in it
+		spans  []replica.Span // what is left to walk
+		ranges []ring.Range   // ordered partitioner: the ranges to keep
 	}
 	var work []*counting
 	chosen := map[string]*counting{}
@@ -59,14 +57,11 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	}
 	if plan.ordered {
 		for _, w := range work {
-			w.spans = []segment{{0, math.MaxUint64, 0}}
+			w.spans = []replica.Span{{From: 0, To: math.MaxUint64}}
 		}
 	}
 	for _, s := range plan.segments {
-		owner[s.rangeIndex].spans = append(owner[s.rangeIndex].spans, s)
-	}
-	for _, w := range work {
-		w.from = w.spans[0].from
+		owner[s.rangeIndex].spans = append(owner[s.rangeIndex].spans, replica.Span{From: s.from, To: s.to})
 	}
 
 	var total KeyCount
@@ -75,7 +70,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 		var active []*counting
 		q := &quorum{self: c.view.Self().ID}
 		for _, w := range work {
-			if w.at < len(w.spans) {
+			if len(w.spans) > 0 {
 				q.groups = append(q.groups, newGroup(consistency.Requirement{Total: 1}, []target{{Member: w.member, group: len(active)}}))
 				active = append(active, w)
 			}
@@ -85,19 +80,20 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 		}
 		out, err := gather(ctx, q, func(m placement.Member, ts []target) (replica.KeysPage, error) {
 			w := active[ts[0].group]
-			req := replica.KeysRequest{Keyspace: plan.ks.Name, From: w.from, To: w.spans[w.at].to, Ranges: w.ranges, CountOnly: true, VisitMax: countPage, Now: now}
+			req := replica.KeysRequest{Keyspace: plan.ks.Name, Spans: w.spans, Ranges: w.ranges, CountOnly: true, VisitMax: countPage, Now: now}
 			return c.scanKeysReplica(ctx, m, req)
 		}, func(ts []target, page replica.KeysPage) {
 			w := active[ts[0].group]
 			total.Keys += int64(page.Live)
 			total.Expiring += int64(page.Expiring)
-			if !page.Done {
-				w.from = page.Next
+			for !page.Done && len(w.spans) > 0 && w.spans[0].To < page.Next {
+				w.spans = w.spans[1:]
+			}
+			if page.Done || len(w.spans) == 0 {
+				w.spans = nil
 				return
 			}
-			if w.at++; w.at < len(w.spans) {
-				w.from = w.spans[w.at].from
-			}
+			w.spans[0].From = page.Next
 		})
 		switch {
 		case err != nil:

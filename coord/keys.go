@@ -26,8 +26,8 @@ import (
 // tombstones have no entry, so deleted keys cost the walk nothing.
 //
 // A walk reads, in rounds, the token ranges that hold the next positions (with the hash
-// partitioner the ranges are intervals of positions: the range holding the cursor, then
-// the following ones, twice as many each round while keys are scarce; with the ordered
+// partitioner the ranges are intervals of positions: the ranges from the one holding the
+// cursor on, more each round while keys are scarce; with the ordered
 // partitioner every range holds keys at every position, so all of them are read at once),
 // each from as many replicas as level cl needs. Keys that all the replicas asked for a
 // range hold are live; a key that only some of them hold is read at cl to learn which
@@ -50,7 +50,7 @@ func (c *Coordinator) ScanKeys(ctx context.Context, keyspace string, cursor uint
 	}
 	now := c.now()
 	var out []positionedKey
-	visited, window := 0, 1
+	visited, window := 0, scanWindowFirst
 	for {
 		want := count - len(out)
 		groups := plan.round(cursor, window)
@@ -79,9 +79,20 @@ func (c *Coordinator) ScanKeys(ctx context.Context, keyspace string, cursor uint
 		case len(out) >= count || visited >= scanKeysVisitBudget(count):
 			return keysOf(out), frontier, nil
 		}
-		cursor, window = frontier, 2*window
+		cursor, window = frontier, scanWindowGrowth*window
 	}
 }
+
+// A walk of a keyspace with the hash partitioner reads scanWindowFirst ranges in its
+// first round, and scanWindowGrowth times more in each next one: a dense keyspace
+// answers from a few ranges' replicas, and a sparse one, which must be read whole to
+// find count keys, in a few rounds (four for the 144 ranges of 9 nodes of 16 tokens).
+// Each node answers one request a round, with at most the keys still wanted, however
+// many of its ranges the round reads.
+const (
+	scanWindowFirst  = 4
+	scanWindowGrowth = 4
+)
 
 // scanVisitMax bounds the index entries one replica visits for a request of limit keys:
 // a walk through expired entries ends after it, and resumes at the next call.
@@ -175,11 +186,12 @@ func (p *keysPlan) round(cursor uint64, window int) []*keysGroup {
 }
 
 // keysRound asks each group's replicas, as many as cl needs, for up to limit keys, and
-// returns how many index entries they visited. With the ordered partitioner each node
-// gets one request for all the ranges it was chosen for; it answers for each of them.
+// returns how many index entries they visited. Each node gets one request for all the
+// groups it was chosen for (their spans, and with the ordered partitioner their ranges),
+// and its answer is shared out among them.
 func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*keysGroup, limit int, now hlc.Timestamp, cl consistency.Level) (visited int, err error) {
 	localDC := c.view.Self().DC
-	q := &quorum{self: c.view.Self().ID, byNode: plan.ordered}
+	q := &quorum{self: c.view.Self().ID, byNode: true}
 	for i, g := range groups {
 		replicas := plan.ranges[g.rangeIndex].Replicas
 		required := cl.Require(countedPerDC(replicas), localDC)
@@ -189,31 +201,25 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 		}
 		q.groups = append(q.groups, newGroup(required, candidates))
 	}
-	partitioner := plan.ks.Partition()
 	out, err := gather(ctx, q, func(m placement.Member, ts []target) (replica.KeysPage, error) {
-		g := groups[ts[0].group]
-		req := replica.KeysRequest{Keyspace: plan.ks.Name, From: g.from, To: g.to, Limit: limit, VisitMax: scanVisitMax(limit), Now: now}
-		if plan.ordered {
-			for _, t := range ts {
-				req.Ranges = append(req.Ranges, plan.ranges[groups[t.group].rangeIndex].Range)
+		req := replica.KeysRequest{Keyspace: plan.ks.Name, Limit: limit, VisitMax: scanVisitMax(limit), Now: now}
+		slices.SortFunc(ts, func(a, b target) int { return cmp.Compare(a.group, b.group) })
+		for _, t := range ts {
+			g := groups[t.group]
+			if plan.ordered {
+				req.Ranges = append(req.Ranges, plan.ranges[g.rangeIndex].Range)
+			} else {
+				req.Spans = append(req.Spans, replica.Span{From: g.from, To: g.to})
 			}
+		}
+		if plan.ordered { // every group of the round walks the same positions
+			req.Spans = []replica.Span{{From: groups[0].from, To: groups[0].to}}
 		}
 		return c.scanKeysReplica(ctx, m, req)
 	}, func(ts []target, page replica.KeysPage) {
 		visited += page.Visited
 		for _, t := range ts {
-			g := groups[t.group]
-			own := page
-			if len(ts) > 1 { // keep the group's keys only
-				rg := plan.ranges[g.rangeIndex].Range
-				own.Records = nil
-				for _, r := range page.Records {
-					if rg.Contains(partitioner.Token(r.Key)) {
-						own.Records = append(own.Records, r)
-					}
-				}
-			}
-			g.answers = append(g.answers, own)
+			groups[t.group].take(plan, page, len(ts) > 1)
 		}
 	})
 	switch {
@@ -224,6 +230,31 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 	}
 	return visited, nil
 }
+
+// take records a node's answer for the group: with shared, the answer covers other
+// groups too, so only the group's keys are kept (by position, or with the ordered
+// partitioner by token), and a walk that stopped after the group's span covered it all.
+func (g *keysGroup) take(plan *keysPlan, page replica.KeysPage, shared bool) {
+	if shared {
+		rg, partitioner := plan.ranges[g.rangeIndex].Range, plan.ks.Partition()
+		own := page.Records
+		page.Records = nil
+		for _, r := range own {
+			mine := g.holds(keyPosition(r.Key))
+			if plan.ordered {
+				mine = rg.Contains(partitioner.Token(r.Key))
+			}
+			if mine {
+				page.Records = append(page.Records, r)
+			}
+		}
+		page.Done = page.Done || page.Next > g.to
+	}
+	g.answers = append(g.answers, page)
+}
+
+// holds reports whether position lies in the segment.
+func (s segment) holds(position uint64) bool { return s.from <= position && position <= s.to }
 
 // scanKeysReplica sends one scan_keys request within the replica timeout. A walk's
 // requests serve its caller alone, so they end with the caller's context.

@@ -18,12 +18,13 @@ import (
 // SCAN's substrate); its request is a ScanKeysRequest, its answer a ScanKeysResponse.
 var kindScanKeys = transport.RegisterKind(20, "scan_keys")
 
-// KeysRequest asks one replica for its live keys of Keyspace at the positions From..To,
-// both included, in position order. A key's position is the hash partitioner's token of
-// the key (storage.KeyPosition), whatever the keyspace's partitioner.
+// KeysRequest asks one replica for its live keys of Keyspace at the positions of Spans,
+// in position order. A key's position is the hash partitioner's token of the key
+// (storage.KeyPosition), whatever the keyspace's partitioner.
 type KeysRequest struct {
 	Keyspace string
-	From, To uint64
+	// Spans are ascending and disjoint.
+	Spans []Span
 	// Ranges, when set, keeps only the keys whose token under the keyspace's partitioner
 	// lies in one of them: with the ordered partitioner, positions and tokens differ.
 	Ranges []ring.Range
@@ -37,6 +38,11 @@ type KeysRequest struct {
 	Now hlc.Timestamp
 }
 
+// Span is the positions From..To, both included.
+type Span struct {
+	From, To uint64
+}
+
 // KeysPage is a replica's answer to a KeysRequest.
 type KeysPage struct {
 	// Records are the live records met, in position order, without their values.
@@ -44,8 +50,8 @@ type KeysPage struct {
 	// Live and Expiring count the live keys met and those of them with an expiry;
 	// Visited counts the index entries visited.
 	Live, Expiring, Visited int
-	// Done reports that the walk reached To; otherwise it visited every entry before
-	// position Next, and no entry at or after it.
+	// Done reports that the walk reached the end of its spans; otherwise it visited
+	// every entry of its spans before position Next, and none at or after it.
 	Done bool
 	Next uint64
 }
@@ -56,7 +62,10 @@ func (l *Local) ScanKeys(_ context.Context, req KeysRequest) (KeysPage, error) {
 	if err != nil {
 		return KeysPage{}, err
 	}
-	scan := storage.LiveScan{From: req.From, To: req.To, Limit: req.Limit, VisitMax: req.VisitMax, CountOnly: req.CountOnly, Now: req.Now}
+	scan := storage.LiveScan{Limit: req.Limit, VisitMax: req.VisitMax, CountOnly: req.CountOnly, Now: req.Now}
+	for _, sp := range req.Spans {
+		scan.Spans = append(scan.Spans, storage.Span{From: sp.From, To: sp.To})
+	}
 	if len(req.Ranges) > 0 {
 		scan.Filter = inRanges(ks.Partition(), req.Ranges)
 	}
@@ -111,8 +120,11 @@ func (s *Server) scanKeys(ctx context.Context, from transport.Peer, payload []by
 
 func keysRequestToProto(req KeysRequest) *kurav1.ScanKeysRequest {
 	wire := &kurav1.ScanKeysRequest{
-		Keyspace: req.Keyspace, From: req.From, To: req.To,
-		Limit: int32(req.Limit), VisitMax: int32(req.VisitMax), CountOnly: req.CountOnly, Now: uint64(req.Now),
+		Keyspace: req.Keyspace,
+		Limit:    int32(req.Limit), VisitMax: int32(req.VisitMax), CountOnly: req.CountOnly, Now: uint64(req.Now),
+	}
+	for _, sp := range req.Spans {
+		wire.Spans = append(wire.Spans, &kurav1.PositionSpan{From: sp.From, To: sp.To})
 	}
 	for _, rg := range req.Ranges {
 		wire.Ranges = append(wire.Ranges, &kurav1.TokenRange{Start: uint64(rg.Start), End: uint64(rg.End)})
@@ -122,8 +134,11 @@ func keysRequestToProto(req KeysRequest) *kurav1.ScanKeysRequest {
 
 func keysRequestFromProto(wire *kurav1.ScanKeysRequest) KeysRequest {
 	req := KeysRequest{
-		Keyspace: wire.GetKeyspace(), From: wire.GetFrom(), To: wire.GetTo(),
-		Limit: int(wire.GetLimit()), VisitMax: int(wire.GetVisitMax()), CountOnly: wire.GetCountOnly(), Now: hlc.Timestamp(wire.GetNow()),
+		Keyspace: wire.GetKeyspace(),
+		Limit:    int(wire.GetLimit()), VisitMax: int(wire.GetVisitMax()), CountOnly: wire.GetCountOnly(), Now: hlc.Timestamp(wire.GetNow()),
+	}
+	for _, sp := range wire.GetSpans() {
+		req.Spans = append(req.Spans, Span{From: sp.GetFrom(), To: sp.GetTo()})
 	}
 	for _, rg := range wire.GetRanges() {
 		req.Ranges = append(req.Ranges, ring.Range{Start: ring.Token(rg.GetStart()), End: ring.Token(rg.GetEnd())})

@@ -25,7 +25,7 @@ func FuzzServerHandle(f *testing.F) {
 		&kurav1.ReadRequest{Keyspace: "ks", Key: []byte("k")},
 		&kurav1.ReplicaScanRequest{Keyspace: "ks", Start: []byte("z"), End: []byte("a"), KeysOnly: true},
 		&kurav1.TreeDigestRequest{Keyspace: "ks", Range: &kurav1.TokenRange{Start: 1, End: 3}, Depth: 1 << 31},
-		&kurav1.ScanKeysRequest{Keyspace: "ks", From: 9, To: 3, Limit: -1, Ranges: []*kurav1.TokenRange{{Start: 5, End: 5}}},
+		&kurav1.ScanKeysRequest{Keyspace: "ks", Spans: []*kurav1.PositionSpan{{From: 9, To: 3}}, Limit: -1, Ranges: []*kurav1.TokenRange{{Start: 5, End: 5}}},
 	}
 	for i, seed := range seeds {
 		payload, err := proto.Marshal(seed)

@@ -129,10 +129,15 @@ func (e *Engine) unindexLive(b *pebble.Batch, ks string, key []byte) error {
 	return nil
 }
 
+// Span is the positions From..To, both included.
+type Span struct {
+	From, To uint64
+}
+
 // LiveScan is one walk of a keyspace's live-key index (ScanLive).
 type LiveScan struct {
-	// From and To bound the walk to the positions From <= position <= To.
-	From, To uint64
+	// Spans are the positions to walk, in ascending order, disjoint.
+	Spans []Span
 	// Filter, when set, skips the keys it rejects (a scan of some token ranges of a
 	// keyspace with the ordered partitioner); the key passed to it is valid only during
 	// the call. Skipped keys count as visited.
@@ -157,25 +162,26 @@ type LivePage struct {
 	Live, Expiring int
 	// Visited counts the entries visited.
 	Visited int
-	// Done reports that the walk reached To. Otherwise it stopped before position Next
-	// (From < Next <= To): it visited every entry with From <= position < Next. A walk
-	// never stops between two entries of one position, so Next can resume it.
+	// Done reports that the walk reached the end of its last span. Otherwise it stopped
+	// before position Next, an entry's: it visited every entry of its spans before Next,
+	// and none at or after it. A walk never stops between two entries of one position,
+	// so Next can resume it.
 	Done bool
 	Next uint64
 }
 
-// ScanLive walks keyspace ks's live-key index from position req.From, reading each
-// visited entry's record and keeping those Live at req.Now, until it has req.Limit
-// live records or has visited req.VisitMax entries (and finished the position it is
-// at), or reaches req.To. A walk always visits at least one position. Tombstoned keys
-// have no entry, so they cost nothing; a keyspace that is not indexed (node-local)
-// yields nothing.
+// ScanLive walks keyspace ks's live-key index through req.Spans, reading each visited
+// entry's record and keeping those Live at req.Now, until it has req.Limit live records
+// or has visited req.VisitMax entries (and finished the position it is at), or reaches
+// the end of its spans. A walk always visits at least one position. Tombstoned keys have
+// no entry, so they cost nothing; a keyspace that is not indexed (node-local) yields
+// nothing.
 func (e *Engine) ScanLive(ks string, req LiveScan) (LivePage, error) {
 	if err := validateKeyspace(ks); err != nil {
 		return LivePage{}, err
 	}
-	if req.From > req.To {
-		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: position %d after %d", ks, req.From, req.To)
+	if err := validateSpans(req.Spans); err != nil {
+		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: %w", ks, err)
 	}
 	if !req.CountOnly && req.Limit <= 0 {
 		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: limit %d, want at least 1", ks, req.Limit)
@@ -184,20 +190,19 @@ func (e *Engine) ScanLive(ks string, req LiveScan) (LivePage, error) {
 		return LivePage{}, err
 	}
 	defer e.closeMu.RUnlock()
-	if !indexed(ks) {
+	if !indexed(ks) || len(req.Spans) == 0 {
 		return LivePage{Done: true}, nil
 	}
 
-	prefix, upper := liveIndexBounds(ks)
-	lower := binary.BigEndian.AppendUint64(bytes.Clone(prefix), req.From)
-	if req.To < math.MaxUint64 {
-		upper = binary.BigEndian.AppendUint64(bytes.Clone(prefix), req.To+1)
-	}
+	prefix, _ := liveIndexBounds(ks)
+	lower := positionKey(prefix, req.Spans[0].From)
+	upper := spanEnd(prefix, req.Spans[len(req.Spans)-1].To)
 	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: %w", ks, err)
 	}
-	page, err := e.walkLive(iter, ks, len(prefix), req)
+	walk := liveWalk{e: e, ks: ks, iter: iter, prefixLen: len(prefix), req: req}
+	page, err := walk.run(prefix)
 	stepped := iter.Stats().InternalStats.PointCount
 	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
 		return LivePage{}, fmt.Errorf("storage: scan live keys of keyspace %q: %w", ks, err)
@@ -211,44 +216,94 @@ func (e *Engine) ScanLive(ks string, req LiveScan) (LivePage, error) {
 	return page, nil
 }
 
-// walkLive runs ScanLive's walk over iter, whose keys have a prefix of prefixLen bytes.
-func (e *Engine) walkLive(iter *pebble.Iterator, ks string, prefixLen int, req LiveScan) (LivePage, error) {
-	var page LivePage
+// validateSpans refuses spans out of order, overlapping or upside down.
+func validateSpans(spans []Span) error {
+	for i, sp := range spans {
+		if sp.From > sp.To {
+			return fmt.Errorf("span %d: position %d after %d", i, sp.From, sp.To)
+		}
+		if i > 0 && sp.From <= spans[i-1].To {
+			return fmt.Errorf("span %d starts at %d, not after the previous one's end %d", i, sp.From, spans[i-1].To)
+		}
+	}
+	return nil
+}
+
+// positionKey returns the first index key at position in the keyspace of prefix.
+func positionKey(prefix []byte, position uint64) []byte {
+	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), position)
+}
+
+// spanEnd returns the index key after every entry at or before position to.
+func spanEnd(prefix []byte, to uint64) []byte {
+	if to == math.MaxUint64 {
+		end := bytes.Clone(prefix)
+		end[len(end)-1] = keySeparator + 1
+		return end
+	}
+	return positionKey(prefix, to+1)
+}
+
+// liveWalk is one ScanLive's walk.
+type liveWalk struct {
+	e         *Engine
+	ks        string
+	iter      *pebble.Iterator
+	prefixLen int
+	req       LiveScan
+	page      LivePage
+}
+
+// run walks the spans in order: a seek to each span's start, then entry by entry to its
+// end.
+func (w *liveWalk) run(prefix []byte) (LivePage, error) {
 	stop := false
 	var at uint64 // the position of the last entry visited
-	for valid := iter.First(); valid; valid = iter.Next() {
-		entry := iter.Key()
-		if len(entry) < prefixLen+positionBytes {
-			return page, fmt.Errorf("%w: live-key index entry %q is too short", ErrCorrupt, entry)
-		}
-		position := binary.BigEndian.Uint64(entry[prefixLen:])
-		if stop && position != at {
-			page.Next = position
-			return page, nil
-		}
-		at = position
-		page.Visited++
-		userKey := entry[prefixLen+positionBytes:]
-		if req.Filter == nil || req.Filter(userKey) {
-			r, found, err := readRecord(e.db, userKey, encodeKey(ks, userKey))
-			if err != nil {
-				return page, err
+	for _, sp := range w.req.Spans {
+		for valid := w.iter.SeekGE(positionKey(prefix, sp.From)); valid; valid = w.iter.Next() {
+			entry := w.iter.Key()
+			if len(entry) < w.prefixLen+positionBytes {
+				return w.page, fmt.Errorf("%w: live-key index entry %q is too short", ErrCorrupt, entry)
 			}
-			if found && r.Live(req.Now) {
-				page.Live++
-				if r.ExpiresAt != 0 {
-					page.Expiring++
-				}
-				if !req.CountOnly {
-					r.Value = nil
-					page.Records = append(page.Records, r)
-				}
+			position := binary.BigEndian.Uint64(entry[w.prefixLen:])
+			if position > sp.To {
+				break
 			}
+			if stop && position != at {
+				w.page.Next = position
+				return w.page, nil
+			}
+			at = position
+			if err := w.visit(entry[w.prefixLen+positionBytes:]); err != nil {
+				return w.page, err
+			}
+			stop = (!w.req.CountOnly && len(w.page.Records) >= w.req.Limit) ||
+				(w.req.VisitMax > 0 && w.page.Visited >= w.req.VisitMax)
 		}
-		stop = (!req.CountOnly && len(page.Records) >= req.Limit) || (req.VisitMax > 0 && page.Visited >= req.VisitMax)
 	}
-	page.Done = true
-	return page, nil
+	w.page.Done = true
+	return w.page, nil
+}
+
+// visit counts one entry, and keeps its record if it passes the filter and is live.
+func (w *liveWalk) visit(userKey []byte) error {
+	w.page.Visited++
+	if w.req.Filter != nil && !w.req.Filter(userKey) {
+		return nil
+	}
+	r, found, err := readRecord(w.e.db, userKey, encodeKey(w.ks, userKey))
+	if err != nil || !found || !r.Live(w.req.Now) {
+		return err
+	}
+	w.page.Live++
+	if r.ExpiresAt != 0 {
+		w.page.Expiring++
+	}
+	if !w.req.CountOnly {
+		r.Value = nil
+		w.page.Records = append(w.page.Records, r)
+	}
+	return nil
 }
 
 // buildLiveIndex builds the live-key index of the records written before it existed,

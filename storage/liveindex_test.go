@@ -46,7 +46,7 @@ func scanAllLive(t *testing.T, e *Engine, ks string, limit int) []string {
 	var keys []string
 	from := uint64(0)
 	for {
-		page, err := e.ScanLive(ks, LiveScan{From: from, To: math.MaxUint64, Limit: limit, Now: 100})
+		page, err := e.ScanLive(ks, LiveScan{Spans: []Span{{from, math.MaxUint64}}, Limit: limit, Now: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestLiveIndexOnRemoveDropAndSystemKeyspaces(t *testing.T) {
 	if got := indexedKeys(t, e, "system_hints"); got != nil {
 		t.Errorf("a node-local keyspace is indexed: %q", got)
 	}
-	if page, err := e.ScanLive("system_hints", LiveScan{To: math.MaxUint64, Limit: 10}); err != nil || !page.Done || page.Visited != 0 {
+	if page, err := e.ScanLive("system_hints", LiveScan{Spans: []Span{{0, math.MaxUint64}}, Limit: 10}); err != nil || !page.Done || page.Visited != 0 {
 		t.Errorf("ScanLive of a node-local keyspace = %+v, %v", page, err)
 	}
 	if err := e.DropKeyspace("ks"); err != nil {
@@ -163,11 +163,16 @@ func TestScanLivePagesInPositionOrder(t *testing.T) {
 	// Bounds are inclusive, and records come without their values.
 	target := []byte("key-001")
 	at := KeyPosition(target)
-	page, err := e.ScanLive("ks", LiveScan{From: at, To: at, Limit: 10})
+	page, err := e.ScanLive("ks", LiveScan{Spans: []Span{{at, at}}, Limit: 10})
 	if err != nil || !page.Done || len(page.Records) != 1 || string(page.Records[0].Key) != "key-001" || page.Records[0].Value != nil {
 		t.Errorf("a walk of [%d, %d] = %+v, %v; want key-001 alone, without its value", at, at, page, err)
 	}
-	for _, bad := range []LiveScan{{From: 2, To: 1, Limit: 1}, {To: 1}} {
+	for _, bad := range []LiveScan{
+		{Spans: []Span{{2, 1}}, Limit: 1},
+		{Spans: []Span{{0, 5}, {5, 9}}, Limit: 1},
+		{Spans: []Span{{6, 9}, {0, 5}}, Limit: 1},
+		{Spans: []Span{{0, 1}}},
+	} {
 		if _, err := e.ScanLive("ks", bad); err == nil {
 			t.Errorf("ScanLive(%+v) succeeded", bad)
 		}
@@ -217,11 +222,14 @@ func TestScanLiveStopsOnlyBetweenPositions(t *testing.T) {
 		next     uint64
 		liveSeen int
 	}{
-		{"a limit inside a position finishes it", LiveScan{From: 100, To: 300, Limit: 1}, []string{"x", "y", "z"}, 3, false, 200, 3},
-		{"dead entries are visited, not returned", LiveScan{From: 0, To: 99, Limit: 5}, nil, 2, true, 0, 0},
-		{"the visit bound stops the walk", LiveScan{From: 0, To: 300, Limit: 5, VisitMax: 1}, nil, 1, false, 60, 0},
-		{"count only", LiveScan{From: 0, To: 300, CountOnly: true}, nil, 6, true, 0, 4},
-		{"a filter skips keys", LiveScan{From: 0, To: 300, Limit: 5, Filter: func(k []byte) bool { return string(k) != "y" }}, []string{"x", "z", "w"}, 6, true, 0, 3},
+		{"a limit inside a position finishes it", LiveScan{Spans: []Span{{100, 300}}, Limit: 1}, []string{"x", "y", "z"}, 3, false, 200, 3},
+		{"dead entries are visited, not returned", LiveScan{Spans: []Span{{0, 99}}, Limit: 5}, nil, 2, true, 0, 0},
+		{"the visit bound stops the walk", LiveScan{Spans: []Span{{0, 300}}, Limit: 5, VisitMax: 1}, nil, 1, false, 60, 0},
+		{"count only", LiveScan{Spans: []Span{{0, 300}}, CountOnly: true}, nil, 6, true, 0, 4},
+		{"a filter skips keys", LiveScan{Spans: []Span{{0, 300}}, Limit: 5, Filter: func(k []byte) bool { return string(k) != "y" }}, []string{"x", "z", "w"}, 6, true, 0, 3},
+		{"several spans", LiveScan{Spans: []Span{{0, 55}, {100, 100}, {150, 250}}, Limit: 5}, []string{"x", "y", "z", "w"}, 5, true, 0, 4},
+		{"a stop at a span's end resumes in a later span", LiveScan{Spans: []Span{{0, 55}, {70, 80}, {100, 300}}, Limit: 5, VisitMax: 1}, nil, 1, false, 100, 0},
+		{"no span", LiveScan{Limit: 5}, nil, 0, true, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,7 +281,7 @@ func TestScanLiveWorkStaysBoundedAfterManyDeletes(t *testing.T) {
 			}
 			e.compactor.running.Wait()
 			before := e.IndexStats()
-			page, err := e.ScanLive("ks", LiveScan{To: math.MaxUint64, Limit: 10, Now: 10})
+			page, err := e.ScanLive("ks", LiveScan{Spans: []Span{{0, math.MaxUint64}}, Limit: 10, Now: 10})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -477,21 +477,20 @@ func (x *ReplicaScanResponse) GetRecords() []*Record {
 	return nil
 }
 
-// ScanKeysRequest asks a replica for its live keys of keyspace at the positions from..to
-// (both included), in position order (kind scan_keys): a walk of its live-key index, in
-// which tombstones have no entry. A key's position is the hash partitioner's token of the
-// key, whatever the keyspace's partitioner. ranges, when set, keeps only the keys whose
-// token under the keyspace's partitioner lies in one of them (ordered keyspaces).
+// ScanKeysRequest asks a replica for its live keys of keyspace at the positions of spans,
+// in position order (kind scan_keys): a walk of its live-key index, in which tombstones
+// have no entry. A key's position is the hash partitioner's token of the key, whatever
+// the keyspace's partitioner. ranges, when set, keeps only the keys whose token under the
+// keyspace's partitioner lies in one of them (ordered keyspaces).
 type ScanKeysRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
-	From          uint64                 `protobuf:"fixed64,2,opt,name=from,proto3" json:"from,omitempty"`
-	To            uint64                 `protobuf:"fixed64,3,opt,name=to,proto3" json:"to,omitempty"`
-	Ranges        []*TokenRange          `protobuf:"bytes,4,rep,name=ranges,proto3" json:"ranges,omitempty"`
-	Limit         int32                  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`                          // live keys at most
-	VisitMax      int32                  `protobuf:"varint,6,opt,name=visit_max,json=visitMax,proto3" json:"visit_max,omitempty"`    // index entries visited at most, live or not
-	CountOnly     bool                   `protobuf:"varint,7,opt,name=count_only,json=countOnly,proto3" json:"count_only,omitempty"` // count the live keys, return none
-	Now           uint64                 `protobuf:"varint,8,opt,name=now,proto3" json:"now,omitempty"`                              // the HLC timestamp the keys must be live at (expiry)
+	Spans         []*PositionSpan        `protobuf:"bytes,2,rep,name=spans,proto3" json:"spans,omitempty"`
+	Ranges        []*TokenRange          `protobuf:"bytes,3,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`                          // live keys at most
+	VisitMax      int32                  `protobuf:"varint,5,opt,name=visit_max,json=visitMax,proto3" json:"visit_max,omitempty"`    // index entries visited at most, live or not
+	CountOnly     bool                   `protobuf:"varint,6,opt,name=count_only,json=countOnly,proto3" json:"count_only,omitempty"` // count the live keys, return none
+	Now           uint64                 `protobuf:"varint,7,opt,name=now,proto3" json:"now,omitempty"`                              // the HLC timestamp the keys must be live at (expiry)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -533,18 +532,11 @@ func (x *ScanKeysRequest) GetKeyspace() string {
 	return ""
 }
 
-func (x *ScanKeysRequest) GetFrom() uint64 {
+func (x *ScanKeysRequest) GetSpans() []*PositionSpan {
 	if x != nil {
-		return x.From
+		return x.Spans
 	}
-	return 0
-}
-
-func (x *ScanKeysRequest) GetTo() uint64 {
-	if x != nil {
-		return x.To
-	}
-	return 0
+	return nil
 }
 
 func (x *ScanKeysRequest) GetRanges() []*TokenRange {
@@ -582,8 +574,62 @@ func (x *ScanKeysRequest) GetNow() uint64 {
 	return 0
 }
 
+// PositionSpan is the positions from..to, both included.
+type PositionSpan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          uint64                 `protobuf:"fixed64,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            uint64                 `protobuf:"fixed64,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PositionSpan) Reset() {
+	*x = PositionSpan{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PositionSpan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PositionSpan) ProtoMessage() {}
+
+func (x *PositionSpan) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PositionSpan.ProtoReflect.Descriptor instead.
+func (*PositionSpan) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PositionSpan) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *PositionSpan) GetTo() uint64 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
 // ScanKeysResponse carries the live records met, without their values, or with
-// count_only their counts; and where the walk stopped: at to (done), or before next.
+// count_only their counts; and where the walk stopped: at its spans' end (done), or
+// before next.
 type ScanKeysResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Records       []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
@@ -598,7 +644,7 @@ type ScanKeysResponse struct {
 
 func (x *ScanKeysResponse) Reset() {
 	*x = ScanKeysResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +656,7 @@ func (x *ScanKeysResponse) String() string {
 func (*ScanKeysResponse) ProtoMessage() {}
 
 func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +669,7 @@ func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanKeysResponse.ProtoReflect.Descriptor instead.
 func (*ScanKeysResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ScanKeysResponse) GetRecords() []*Record {
@@ -679,7 +725,7 @@ type SchemaPullResponse struct {
 
 func (x *SchemaPullResponse) Reset() {
 	*x = SchemaPullResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +737,7 @@ func (x *SchemaPullResponse) String() string {
 func (*SchemaPullResponse) ProtoMessage() {}
 
 func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +750,7 @@ func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPullResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPullResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchemaPullResponse) GetKeyspaces() []*SchemaUpdate {
@@ -725,7 +771,7 @@ type SchemaUpdate struct {
 
 func (x *SchemaUpdate) Reset() {
 	*x = SchemaUpdate{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +783,7 @@ func (x *SchemaUpdate) String() string {
 func (*SchemaUpdate) ProtoMessage() {}
 
 func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +796,7 @@ func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaUpdate.ProtoReflect.Descriptor instead.
 func (*SchemaUpdate) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SchemaUpdate) GetKeyspace() *Keyspace {
@@ -779,7 +825,7 @@ type StreamGainsRequest struct {
 
 func (x *StreamGainsRequest) Reset() {
 	*x = StreamGainsRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +837,7 @@ func (x *StreamGainsRequest) String() string {
 func (*StreamGainsRequest) ProtoMessage() {}
 
 func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +850,7 @@ func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsRequest.ProtoReflect.Descriptor instead.
 func (*StreamGainsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamGainsRequest) GetMoving() string {
@@ -834,7 +880,7 @@ type StreamGainsResponse struct {
 
 func (x *StreamGainsResponse) Reset() {
 	*x = StreamGainsResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +892,7 @@ func (x *StreamGainsResponse) String() string {
 func (*StreamGainsResponse) ProtoMessage() {}
 
 func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +905,7 @@ func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsResponse.ProtoReflect.Descriptor instead.
 func (*StreamGainsResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamGainsResponse) GetRanges() int64 {
@@ -903,7 +949,7 @@ type TreeDigestRequest struct {
 
 func (x *TreeDigestRequest) Reset() {
 	*x = TreeDigestRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +961,7 @@ func (x *TreeDigestRequest) String() string {
 func (*TreeDigestRequest) ProtoMessage() {}
 
 func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +974,7 @@ func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestRequest.ProtoReflect.Descriptor instead.
 func (*TreeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TreeDigestRequest) GetKeyspace() string {
@@ -966,7 +1012,7 @@ type TreeDigestResponse struct {
 
 func (x *TreeDigestResponse) Reset() {
 	*x = TreeDigestResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1024,7 @@ func (x *TreeDigestResponse) String() string {
 func (*TreeDigestResponse) ProtoMessage() {}
 
 func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1037,7 @@ func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestResponse.ProtoReflect.Descriptor instead.
 func (*TreeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TreeDigestResponse) GetLeaves() []uint64 {
@@ -1049,17 +1095,19 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x1b\n" +
 	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\xe2\x01\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\xeb\x01\n" +
 	"\x0fScanKeysRequest\x12\x1a\n" +
-	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x12\n" +
-	"\x04from\x18\x02 \x01(\x06R\x04from\x12\x0e\n" +
-	"\x02to\x18\x03 \x01(\x06R\x02to\x12+\n" +
-	"\x06ranges\x18\x04 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
-	"\tvisit_max\x18\x06 \x01(\x05R\bvisitMax\x12\x1d\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12+\n" +
+	"\x05spans\x18\x02 \x03(\v2\x15.kura.v1.PositionSpanR\x05spans\x12+\n" +
+	"\x06ranges\x18\x03 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tvisit_max\x18\x05 \x01(\x05R\bvisitMax\x12\x1d\n" +
 	"\n" +
-	"count_only\x18\a \x01(\bR\tcountOnly\x12\x10\n" +
-	"\x03now\x18\b \x01(\x04R\x03now\"\xaf\x01\n" +
+	"count_only\x18\x06 \x01(\bR\tcountOnly\x12\x10\n" +
+	"\x03now\x18\a \x01(\x04R\x03now\"2\n" +
+	"\fPositionSpan\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\x06R\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\x06R\x02to\"\xaf\x01\n" +
 	"\x10ScanKeysResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\x12\x12\n" +
 	"\x04live\x18\x02 \x01(\x03R\x04live\x12\x1a\n" +
@@ -1101,7 +1149,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),              // 0: kura.v1.Record
 	(*MutateRequest)(nil),       // 1: kura.v1.MutateRequest
@@ -1112,30 +1160,32 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*ReplicaScanRequest)(nil),  // 6: kura.v1.ReplicaScanRequest
 	(*ReplicaScanResponse)(nil), // 7: kura.v1.ReplicaScanResponse
 	(*ScanKeysRequest)(nil),     // 8: kura.v1.ScanKeysRequest
-	(*ScanKeysResponse)(nil),    // 9: kura.v1.ScanKeysResponse
-	(*SchemaPullResponse)(nil),  // 10: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),        // 11: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),  // 12: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil), // 13: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),   // 14: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),  // 15: kura.v1.TreeDigestResponse
-	(*Keyspace)(nil),            // 16: kura.v1.Keyspace
+	(*PositionSpan)(nil),        // 9: kura.v1.PositionSpan
+	(*ScanKeysResponse)(nil),    // 10: kura.v1.ScanKeysResponse
+	(*SchemaPullResponse)(nil),  // 11: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),        // 12: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),  // 13: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil), // 14: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),   // 15: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),  // 16: kura.v1.TreeDigestResponse
+	(*Keyspace)(nil),            // 17: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
 	0,  // 1: kura.v1.ReadResponse.record:type_name -> kura.v1.Record
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
-	5,  // 4: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
-	0,  // 5: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
-	11, // 6: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	16, // 7: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
-	5,  // 8: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	9,  // 4: kura.v1.ScanKeysRequest.spans:type_name -> kura.v1.PositionSpan
+	5,  // 5: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
+	0,  // 6: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
+	12, // 7: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
+	17, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	5,  // 9: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -1150,7 +1200,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
