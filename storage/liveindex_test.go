@@ -256,7 +256,7 @@ func TestScanLiveStopsOnlyBetweenPositions(t *testing.T) {
 // deleted; without them it would step over every deleted key twice (its entry and the
 // entry's deletion).
 func TestScanLiveWorkStaysBoundedAfterManyDeletes(t *testing.T) {
-	for _, deleted := range []int{20_000, 60_000} {
+	for _, deleted := range []int{20_000, 40_000} {
 		t.Run(fmt.Sprint(deleted), func(t *testing.T) {
 			e := openMem(t, Options{})
 			var live []string
