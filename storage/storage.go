@@ -335,15 +335,15 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	encoded := encodeKey(ks, key)
 	unlock := e.lockKeys([][]byte{encoded})
 	defer unlock()
-	current, found, err := readRecord(e.db, key, encoded)
-	if err != nil {
-		return fmt.Errorf("storage: remove key %q from keyspace %q: %w", key, ks, err)
-	}
 	batch := e.db.NewBatch()
 	defer batch.Close()
-	err = batch.Delete(encoded, nil)
-	if err == nil && found && !current.Tombstone {
-		err = e.unindexLive(batch, ks, key)
+	err := batch.Delete(encoded, nil)
+	if err == nil && indexed(ks) {
+		// A record that cannot be decoded may have an index entry: drop it too.
+		current, found, readErr := readRecord(e.db, key, encoded)
+		if readErr != nil || found && !current.Tombstone {
+			err = e.unindexLive(batch, ks, key)
+		}
 	}
 	if err == nil {
 		err = batch.Commit(pebble.Sync)
