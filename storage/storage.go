@@ -322,8 +322,9 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 	return records, nil
 }
 
-// Remove deletes key from keyspace ks physically, leaving no tombstone: for node-local
-// bookkeeping such as delivered hints, never for replicated data.
+// Remove deletes key from keyspace ks physically, with its live-key index entry, leaving
+// no tombstone: for node-local bookkeeping such as delivered hints, never for replicated
+// data.
 func (e *Engine) Remove(ks string, key []byte) error {
 	if err := validateKeyspace(ks); err != nil {
 		return err
