@@ -255,25 +255,33 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 	defer cancel()
 	clients := make([]*redis.Client, len(nodes))
 	for i, n := range nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr()})
+		// Writes of a pipeline run one after the other: a long one on a busy machine
+		// outlasts go-redis's default read timeout.
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second})
 		defer clients[i].Close()
 	}
-	const deleted = 3000
-	pipe := clients[0].Pipeline()
-	for i := range deleted {
-		pipe.Set(ctx, fmt.Sprintf("gone:%05d", i), "x", 0)
-	}
-	for i := range deleted {
-		pipe.Del(ctx, fmt.Sprintf("gone:%05d", i))
+	const deleted, batch = 3000, 500
+	for _, write := range []func(redis.Pipeliner, string){
+		func(p redis.Pipeliner, k string) { p.Set(ctx, k, "x", 0) },
+		func(p redis.Pipeliner, k string) { p.Del(ctx, k) },
+	} {
+		for start := 0; start < deleted; start += batch {
+			pipe := clients[0].Pipeline()
+			for i := start; i < start+batch; i++ {
+				write(pipe, fmt.Sprintf("gone:%05d", i))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	want := map[string]bool{}
 	for i := range 10 {
 		k := fmt.Sprintf("live:%d", i)
 		want[k] = true
-		pipe.Set(ctx, k, "v", 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
+		if err := clients[0].Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	seen := map[string]int{}
