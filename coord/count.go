@@ -65,6 +65,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	}
 
 	var total KeyCount
+	var failed error
 	now := c.now()
 	for {
 		var active []*counting
@@ -93,9 +94,15 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 				w.spans = nil
 				return
 			}
+			if page.Next <= w.spans[0].From { // every walk visits a position: a replica misbehaves
+				failed = fmt.Errorf("count keys of %s: replica %s stopped at position %d, before %d", plan.ks.Name, w.member.ID, page.Next, w.spans[0].From)
+				return
+			}
 			w.spans[0].From = page.Next
 		})
 		switch {
+		case failed != nil:
+			return KeyCount{}, failed
 		case err != nil:
 			return KeyCount{}, &TimeoutError{Level: consistency.One, Required: consistency.Requirement{Total: 1}, Acked: out.acked, Cause: err}
 		case !out.met:

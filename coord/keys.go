@@ -63,6 +63,9 @@ func (c *Coordinator) ScanKeys(ctx context.Context, keyspace string, cursor uint
 		}
 		visited += visits
 		found, disputed, frontier, end := mergeKeys(groups)
+		if !end && frontier <= cursor { // every walk visits a position: a replica misbehaves
+			return nil, 0, fmt.Errorf("scan keys of %s: the replicas' walks from position %d stopped at %d", plan.ks.Name, cursor, frontier)
+		}
 		live, err := c.settle(ctx, plan.ks.Name, disputed, cl)
 		if err != nil {
 			return nil, 0, err
