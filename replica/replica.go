@@ -1,11 +1,11 @@
 // Package replica owns what a coordinator asks of one node that holds data: apply a
-// mutation, read a key, read an erasure-coded chunk, scan token ranges, digest a token
-// range as a Merkle tree for anti-entropy repair, and take part in a lightweight
-// transaction's Paxos round as its acceptor (and, to come, stream a range). Replica
-// is that seam. Local serves it from
-// this node's storage engine, and is the one place local reads will pass through the
-// read stage; Remote serves it over any Caller (the real transport, or the simulator's
-// network); Server answers other coordinators' requests with the Local replica.
+// mutation, read a key, read an erasure-coded chunk, scan token ranges, list live keys in
+// hash order, digest a token range as a Merkle tree for anti-entropy repair, and take
+// part in a lightweight transaction's Paxos round as its acceptor (and, to come, stream a
+// range). Replica is that seam. Local serves it from this node's storage engine, and is
+// the one place local reads will pass through the read stage; Remote serves it over any
+// Caller (the real transport, or the simulator's network); Server answers other
+// coordinators' requests with the Local replica.
 package replica
 
 import (
@@ -35,6 +35,9 @@ type Replica interface {
 	// TreeDigest returns the Merkle tree of the replica's records, tombstones included,
 	// in one token range, with its tombstone watermark (anti-entropy repair).
 	TreeDigest(ctx context.Context, req TreeRequest) (Tree, error)
+	// ScanKeys returns a page of the replica's live keys in position order (SCAN): a
+	// walk of its live-key index, which tombstones do not slow down.
+	ScanKeys(ctx context.Context, req KeysRequest) (KeysPage, error)
 
 	// Prepare, Propose and Commit are the replica's side of a lightweight transaction's
 	// Paxos round on one key (package paxos), its acceptor state stored durably before

@@ -37,6 +37,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		return s.handlePaxos(ctx, from, kind, payload)
 	case kindTreeDigest:
 		return s.treeDigest(ctx, from, payload)
+	case kindScanKeys:
+		return s.scanKeys(ctx, from, payload)
 	case kindMutate:
 		var req kurav1.MutateRequest
 		if err := proto.Unmarshal(payload, &req); err != nil {

@@ -18,7 +18,7 @@ func FuzzServerHandle(f *testing.F) {
 	_, _, _, net := newReplica(f, storage.Options{})
 	server := net.server
 	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest,
-		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit}
+		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit, kindScanKeys}
 	ballot := &kurav1.Ballot{Time: 1 << 20, Node: "n"}
 	proposal := &kurav1.PaxosProposal{Ballot: ballot, Origin: ballot, Record: &kurav1.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 20}}
 	seeds := []proto.Message{
@@ -31,6 +31,7 @@ func FuzzServerHandle(f *testing.F) {
 		&kurav1.PaxosPrepareRequest{Keyspace: "ks", Key: []byte("k"), Ballot: ballot},
 		&kurav1.PaxosProposeRequest{Keyspace: "ks", Proposal: proposal},
 		&kurav1.PaxosCommitRequest{Keyspace: "ks", Proposal: proposal},
+		&kurav1.ScanKeysRequest{Keyspace: "ks", Spans: []*kurav1.PositionSpan{{From: 9, To: 3}}, Limit: -1, Ranges: []*kurav1.TokenRange{{Start: 5, End: 5}}},
 	}
 	for i, seed := range seeds {
 		payload, err := proto.Marshal(seed)
@@ -57,6 +58,8 @@ func FuzzServerHandle(f *testing.F) {
 			decoded = &kurav1.PaxosPrepareResponse{}
 		case kindPaxosPropose:
 			decoded = &kurav1.PaxosProposeResponse{}
+		case kindScanKeys:
+			decoded = &kurav1.ScanKeysResponse{}
 		case kindChunkRead:
 			if _, _, err := decodeChunkAnswer([]byte("k"), answer); err != nil {
 				t.Fatalf("chunk_read answer %x does not decode: %v", answer, err)

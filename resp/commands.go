@@ -66,6 +66,7 @@ func commandTable() map[string]*command {
 		{name: "ttl", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
 		{name: "pttl", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
 		{name: "scan", arity: -2, flags: []string{"readonly"}, run: scanCommand},
+		{name: "keys", arity: 2, flags: []string{"readonly"}, run: keysCommand},
 		{name: "kura.consistency", arity: -1, flags: admin, run: consistencyCommand},
 		{name: "kura.keyspace", arity: -1, flags: admin, run: keyspaceCommand},
 		{name: "kura.range", arity: 4, flags: []string{"readonly"}, run: rangeCommand},

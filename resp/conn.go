@@ -23,6 +23,12 @@ type conn struct {
 	io *connIO
 	r  *Reader
 	w  *Writer
+	// ctx is the context of every backend call the connection makes: it ends when the
+	// client hangs up (see watchHangup) or the server closes, so that work for a client
+	// that is gone stops.
+	ctx context.Context
+	// stopWatching closes the socket and waits for watchHangup's goroutine to end.
+	stopWatching func()
 
 	id      int64
 	fd      int // the socket's file descriptor, for CLIENT LIST; -1 when unknown
@@ -65,12 +71,16 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		tcp.SetNoDelay(true)
 	}
 	cio := &connIO{nc: nc, s: s}
+	ctx, cancel := context.WithCancel(s.ctx)
+	received, stopWatching := watchHangup(cio, nc, cancel)
 	now := time.Now()
 	return &conn{
 		s:             s,
 		nc:            nc,
 		io:            cio,
-		r:             NewReader(cio, s.limits),
+		ctx:           ctx,
+		stopWatching:  stopWatching,
+		r:             NewReader(received, s.limits),
 		w:             NewWriter(cio),
 		id:            s.nextID.Add(1),
 		fd:            socketFD(nc),
@@ -89,7 +99,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 // pipelined batch costs one write; reads of a pipeline run concurrently (see runReads).
 func (s *Server) serveConn(c *conn) {
 	defer s.untrack(c)
-	defer c.nc.Close()
+	defer c.stopWatching()
 	for !c.quit {
 		args, err := c.nextCommand()
 		switch {
@@ -261,15 +271,49 @@ func (cio *connIO) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ctx is the context of the connection's requests: it ends when the server closes. Each
-// request to a replica is bounded by the coordinator's replica timeout.
-func (c *conn) ctx() context.Context { return c.s.ctx }
+// hangupReadBytes is the most watchHangup reads from the client at once.
+const hangupReadBytes = 16 << 10
+
+// watchHangup reads the client's bytes on a goroutine of its own and hands them on
+// through a pipe, the connection's reader reading the other end. A command does not wait
+// for the client's next bytes, so it is that goroutine that sees the client hang up (end
+// of file, a reset, the server closing the connection) while the command runs, and
+// cancels the connection's context: a SCAN, KEYS or DBSIZE walk, or a read waiting on
+// slow replicas, stops working for a client that is gone. As net/http does, a client
+// that only shuts down its sending side is taken as gone too. stop closes the connection
+// and waits for the goroutine to end.
+func watchHangup(socket io.Reader, nc io.Closer, cancel context.CancelFunc) (received io.Reader, stop func()) {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		buf := make([]byte, hangupReadBytes)
+		for {
+			n, err := socket.Read(buf)
+			if n > 0 {
+				if _, werr := pw.Write(buf[:n]); werr != nil {
+					return // the connection is done reading
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr, func() {
+		nc.Close()
+		pr.Close()
+		<-done
+	}
+}
 
 // The four operations the commands are made of, each reported to Config.Observe.
 
 func (c *conn) get(key []byte) (lww.Record, bool, error) {
 	start := time.Now()
-	rec, found, err := c.s.cfg.Backend.Get(c.ctx(), c.keyspace, key, c.level)
+	rec, found, err := c.s.cfg.Backend.Get(c.ctx, c.keyspace, key, c.level)
 	c.observe("get", start, err)
 	return rec, found, err
 }
@@ -290,21 +334,21 @@ func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
 
 func (c *conn) put(key, value []byte) error {
 	start := time.Now()
-	_, err := c.s.cfg.Backend.Put(c.ctx(), c.keyspace, key, value, 0, c.level) // 0: never expires
+	_, err := c.s.cfg.Backend.Put(c.ctx, c.keyspace, key, value, 0, c.level) // 0: never expires
 	c.observe("put", start, err)
 	return err
 }
 
 func (c *conn) delete(key []byte) error {
 	start := time.Now()
-	_, err := c.s.cfg.Backend.Delete(c.ctx(), c.keyspace, key, c.level)
+	_, err := c.s.cfg.Backend.Delete(c.ctx, c.keyspace, key, c.level)
 	c.observe("delete", start, err)
 	return err
 }
 
 func (c *conn) scan(start, end []byte, limit int) ([]lww.Record, error) {
 	began := time.Now()
-	recs, err := c.s.cfg.Backend.Scan(c.ctx(), c.keyspace, start, end, limit, c.level)
+	recs, err := c.s.cfg.Backend.Scan(c.ctx, c.keyspace, start, end, limit, c.level)
 	c.observe("scan", began, err)
 	return recs, err
 }

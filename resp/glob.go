@@ -81,34 +81,3 @@ func matchClass(pattern []byte, c byte) (width int, ok bool) {
 	}
 	return i, matched != negate
 }
-
-// globPrefix returns the literal bytes every match of pattern starts with, so a SCAN with
-// MATCH "user:*" need only read the keys from "user:" on.
-func globPrefix(pattern []byte) []byte {
-	var prefix []byte
-	for i := 0; i < len(pattern); i++ {
-		switch pattern[i] {
-		case '*', '?', '[':
-			return prefix
-		case '\\':
-			if i+1 < len(pattern) {
-				i++
-			}
-		}
-		prefix = append(prefix, pattern[i])
-	}
-	return prefix
-}
-
-// prefixEnd returns the smallest key greater than every key starting with prefix, or nil
-// when there is none (an empty prefix, or one of 0xff bytes only).
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}

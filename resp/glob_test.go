@@ -50,28 +50,3 @@ func TestMatchGlobIsNotExponential(t *testing.T) {
 		t.Fatal("matched a string without b")
 	}
 }
-
-func TestGlobPrefixAndPrefixEnd(t *testing.T) {
-	tests := []struct {
-		pattern, prefix, end string
-		endIsNil             bool
-	}{
-		{"user:*", "user:", "user;", false},
-		{`a\*b*`, "a*b", "a*c", false},
-		{"*", "", "", true},
-		{"ab?", "ab", "ac", false},
-		{"exact", "exact", "exacu", false},
-		{"a\xff*", "a\xff", "b", false},
-		{"\xff\xff*", "\xff\xff", "", true},
-	}
-	for _, tt := range tests {
-		prefix := globPrefix([]byte(tt.pattern))
-		if string(prefix) != tt.prefix {
-			t.Errorf("globPrefix(%q) = %q, want %q", tt.pattern, prefix, tt.prefix)
-		}
-		end := prefixEnd(prefix)
-		if (end == nil) != tt.endIsNil || string(end) != tt.end {
-			t.Errorf("prefixEnd(%q) = %q, want %q (nil %v)", prefix, end, tt.end, tt.endIsNil)
-		}
-	}
-}

@@ -213,10 +213,16 @@ func writeClusterInfo(b *strings.Builder, _ *conn, _ Info) {
 	infoLine(b, "cluster_enabled", 0)
 }
 
-// writeKeyspaceInfo lists the keyspaces. Redis prints key counts here; kura would have to
-// scan the cluster for them (DBSIZE does), so it prints each keyspace's replication
-// instead, with ';' between datacenters so that ',' still separates fields.
-func writeKeyspaceInfo(b *strings.Builder, _ *conn, info Info) {
+// writeKeyspaceInfo writes Redis's line for the connection's keyspace, db0, with the
+// count DBSIZE makes (each replica walks its live-key index, one replica per range), and
+// only when it holds keys, as Redis does; then each keyspace's replication, with ';'
+// between datacenters so that ',' still separates fields.
+func writeKeyspaceInfo(b *strings.Builder, c *conn, info Info) {
+	if n, err := c.countKeys(); err != nil {
+		c.s.cfg.Logger.Debug("resp: count keys for INFO", "keyspace", c.keyspace, "err", err)
+	} else if n.Keys > 0 {
+		infoLine(b, "db0", fmt.Sprintf("keys=%d,expires=%d", n.Keys, n.Expiring))
+	}
 	for _, ks := range info.Keyspaces {
 		infoLine(b, ks.Name, fmt.Sprintf("replication=%s,partitioner=%s", strings.ReplaceAll(ks.Replication, ",", ";"), ks.Partitioner))
 	}

@@ -32,6 +32,10 @@ type Backend interface {
 	Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error)
 	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
 	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error)
+	// ScanKeys and CountKeys walk a keyspace's live keys by position (coord.Coordinator):
+	// SCAN, KEYS, DBSIZE and INFO's keyspace line.
+	ScanKeys(ctx context.Context, keyspace string, cursor uint64, count int, cl consistency.Level) (keys [][]byte, next uint64, err error)
+	CountKeys(ctx context.Context, keyspace string) (coord.KeyCount, error)
 	// Keyspace returns a keyspace's definition, or an error wrapping schema.ErrNoKeyspace.
 	Keyspace(name string) (schema.Keyspace, error)
 	// Info returns the node's facts for INFO; it may be costly (it counts hints).
@@ -87,15 +91,13 @@ type Server struct {
 	cfg      Config
 	limits   ReadLimits
 	commands map[string]*command
-	cursors  *cursorTable
-	pageKeys int // records per scan of SCAN and DBSIZE at most
 	started  time.Time
 	runID    string // random, new at each start, as Redis's run_id
 	nextID   atomic.Int64
 	// idleTimeoutNs is Config.IdleTimeout, as CONFIG SET timeout last set it.
 	idleTimeoutNs atomic.Int64
 	stats         stats
-	// ctx is the context of every request; Close cancels it.
+	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -146,8 +148,6 @@ func NewServer(cfg Config) *Server {
 			ArgsMax:         argsMax,
 		},
 		commands:  commandTable(),
-		cursors:   newCursorTable(cursorsMax),
-		pageKeys:  min(scanPageKeys, cfg.Limits.ScanLimitMax),
 		started:   time.Now(),
 		runID:     hex.EncodeToString(runID),
 		ctx:       ctx,

@@ -18,6 +18,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -109,6 +110,47 @@ func (f *fakeBackend) Scan(_ context.Context, keyspace string, start, end []byte
 		out = append(out, lww.Record{Key: []byte(k), Value: ks[k]})
 	}
 	return out, nil
+}
+
+// ScanKeys walks the keys in the order of their position, the hash partitioner's token,
+// as the coordinator does, never splitting a position.
+func (f *fakeBackend) ScanKeys(_ context.Context, keyspace string, cursor uint64, count int, cl consistency.Level) ([][]byte, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("scankeys", keyspace, cl)
+	if err != nil {
+		return nil, 0, err
+	}
+	var keys []string
+	for k := range ks {
+		if position(k) >= cursor {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return position(keys[i]) < position(keys[j]) })
+	var out [][]byte
+	for i, k := range keys {
+		if i >= count && position(k) != position(keys[i-1]) {
+			return out, position(k), nil
+		}
+		out = append(out, []byte(k))
+	}
+	return out, 0, nil
+}
+
+func position(key string) uint64 { return uint64(ring.HashPartitioner().Token([]byte(key))) }
+
+func (f *fakeBackend) CountKeys(_ context.Context, keyspace string) (coord.KeyCount, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("countkeys", keyspace, consistency.One)
+	if err != nil {
+		return coord.KeyCount{}, err
+	}
+	if _, ok := ks["broken"]; ok {
+		return coord.KeyCount{}, errBroken
+	}
+	return coord.KeyCount{Keys: int64(len(ks)), Expiring: int64(len(ks) / 2)}, nil
 }
 
 func (f *fakeBackend) Keyspace(name string) (schema.Keyspace, error) {

@@ -1,25 +1,28 @@
 package resp
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/binary"
 	"strconv"
-	"sync"
+	"time"
+
+	"github.com/kuradb/kura/coord"
 )
 
-// SCAN walks the connection's keyspace across the whole cluster in key order, through the
-// coordinator's ordered scan: each call reads the next COUNT keys after where the previous
-// call stopped, then keeps those matching MATCH (so a call may return fewer keys than
+// SCAN walks the connection's keyspace across the whole cluster through the coordinator's
+// ScanKeys, in the order of the keys' hash (the hash partitioner's token of each key,
+// whatever the keyspace's partitioner). The cursor is the position where the next call
+// resumes, an unsigned 64-bit integer as in Redis: it carries the whole state of the
+// scan, so any node resumes any cursor and nothing is kept between calls. Each call reads
+// about COUNT keys, then keeps those matching MATCH (so a call may return fewer keys than
 // COUNT, or none, before the scan ends). Every key present for the whole scan is returned
-// exactly once. Cursor "0" starts a scan, and a reply with cursor "0" ends it.
+// once; cursor 0 starts a scan, and a reply with cursor 0 ends it. Deleted keys cost the
+// walk nothing (replicas walk a live-key index), so a keyspace of a few live keys among
+// many deleted ones answers at once.
 
 // scanCountDefault is SCAN's COUNT when the client gives none, as in Redis.
 const scanCountDefault = 10
 
-// scanPageKeys caps SCAN's COUNT and is DBSIZE's page (lower when the coordinator's scan
-// limit is): the coordinator's scan carries every record's value, so a page's memory grows
-// with it.
+// scanPageKeys is KEYS's page: the keys one ScanKeys call walks (lower when the
+// coordinator's scan limit is).
 const scanPageKeys = 1000
 
 // scanCommand is SCAN cursor [MATCH pattern] [COUNT count] [TYPE type].
@@ -49,7 +52,7 @@ func scanCommand(c *conn, args [][]byte) {
 				c.w.Error(errSyntax)
 				return
 			}
-			count = min(count, c.s.pageKeys)
+			count = min(count, c.s.cfg.Limits.ScanLimitMax)
 		case "TYPE":
 			onlyStrings = upper(args[i+1]) == "STRING" // the only type kura has
 		default:
@@ -57,37 +60,15 @@ func scanCommand(c *conn, args [][]byte) {
 			return
 		}
 	}
-	var start, end []byte
-	if cursor != 0 {
-		pos, ok := c.s.cursors.load(cursor)
-		if !ok || pos.keyspace != c.keyspace {
-			c.w.Error("ERR invalid cursor: unknown to this node, expired, or from another keyspace")
-			return
-		}
-		start = successor(pos.lastKey)
-	}
-	if prefix := globPrefix(pattern); len(prefix) > 0 {
-		if bytes.Compare(start, prefix) < 0 {
-			start = prefix
-		}
-		end = prefixEnd(prefix)
-	}
 	var keys [][]byte
 	next := uint64(0)
 	if onlyStrings {
-		recs, err := c.scan(start, end, count)
+		page, after, err := c.scanKeys(cursor, count)
 		if err != nil {
 			c.w.Error(errorReply(err))
 			return
 		}
-		for _, rec := range recs {
-			if pattern == nil || matchGlob(pattern, rec.Key) {
-				keys = append(keys, rec.Key)
-			}
-		}
-		if len(recs) == count {
-			next = c.s.cursors.save(scanPosition{keyspace: c.keyspace, lastKey: recs[len(recs)-1].Key})
-		}
+		keys, next = matching(page, pattern), after
 	}
 	c.w.ArrayHeader(2)
 	c.w.BulkString(strconv.FormatUint(next, 10))
@@ -97,9 +78,53 @@ func scanCommand(c *conn, args [][]byte) {
 	}
 }
 
-// successor returns the smallest key after key.
-func successor(key []byte) []byte {
-	return append(bytes.Clone(key), 0)
+// matching returns the keys that match pattern, all of them for a nil pattern.
+func matching(keys [][]byte, pattern []byte) [][]byte {
+	if pattern == nil {
+		return keys
+	}
+	var out [][]byte
+	for _, k := range keys {
+		if matchGlob(pattern, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// keysCommand is KEYS pattern: the keyspace's keys matching pattern, found by walking
+// the whole keyspace as SCAN does, a page at a time. Its cost grows with the keyspace,
+// as Redis's does, but the walk stops as soon as the client disconnects.
+func keysCommand(c *conn, args [][]byte) {
+	var keys [][]byte
+	page := min(scanPageKeys, c.s.cfg.Limits.ScanLimitMax)
+	for cursor := uint64(0); ; {
+		found, next, err := c.scanKeys(cursor, page)
+		if err != nil {
+			c.w.Error(errorReply(err))
+			return
+		}
+		keys = append(keys, matching(found, args[1])...)
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	c.w.ArrayHeader(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
+}
+
+// dbsizeCommand counts the keyspace's live keys (coord.CountKeys): each token range is
+// counted by one replica walking its live-key index, so the cost is one index entry per
+// live key on the replicas, and no key crosses the network.
+func dbsizeCommand(c *conn, _ [][]byte) {
+	n, err := c.countKeys()
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(n.Keys)
 }
 
 // rangeCommand is KURA.RANGE start end limit: up to limit records with start <= key < end
@@ -131,79 +156,19 @@ func openIfEmpty(bound []byte) []byte {
 	return bound
 }
 
-// dbsizeCommand counts the keyspace's keys by scanning it whole at the connection's level:
-// its cost grows with the keyspace (every record, values included, crosses the network
-// once), so it is meant for small keyspaces and checks, not for monitoring.
-func dbsizeCommand(c *conn, _ [][]byte) {
-	count := 0
-	var start []byte
-	for {
-		recs, err := c.scan(start, nil, c.s.pageKeys)
-		if err != nil {
-			c.w.Error(errorReply(err))
-			return
-		}
-		count += len(recs)
-		if len(recs) < c.s.pageKeys {
-			break
-		}
-		start = successor(recs[len(recs)-1].Key)
-	}
-	c.w.Int(int64(count))
+// scanKeys and countKeys are the connection's walks of its keyspace, reported to
+// Config.Observe as "scan".
+
+func (c *conn) scanKeys(cursor uint64, count int) ([][]byte, uint64, error) {
+	began := time.Now()
+	keys, next, err := c.s.cfg.Backend.ScanKeys(c.ctx, c.keyspace, cursor, count, c.level)
+	c.observe("scan", began, err)
+	return keys, next, err
 }
 
-// cursorsMax bounds the SCAN cursors a server remembers; the oldest are forgotten first.
-const cursorsMax = 4096
-
-// cursorTable maps SCAN cursors to where the scan resumes. Clients parse a cursor as an
-// unsigned 64-bit integer, too small to hold a key, so the cursor is a random handle the
-// node keeps; it is valid on this node, from any connection, until cursorsMax newer
-// cursors push it out.
-type cursorTable struct {
-	mu      sync.Mutex
-	max     int
-	resume  map[uint64]scanPosition
-	byAge   []uint64 // handles, oldest first
-	dropped int      // handles at the front of byAge already forgotten
-}
-
-// scanPosition is where a SCAN stopped: its keyspace and the last key it returned.
-type scanPosition struct {
-	keyspace string
-	lastKey  []byte
-}
-
-func newCursorTable(max int) *cursorTable {
-	return &cursorTable{max: max, resume: map[uint64]scanPosition{}}
-}
-
-// save remembers pos and returns its cursor, never 0 (which starts and ends a scan).
-func (t *cursorTable) save(pos scanPosition) uint64 {
-	var b [8]byte
-	cursor := uint64(0)
-	for cursor == 0 {
-		rand.Read(b[:])
-		cursor = binary.LittleEndian.Uint64(b[:]) >> 1 // below 2^63: safe for signed parsers
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.resume[cursor] = pos
-	t.byAge = append(t.byAge, cursor)
-	for len(t.resume) > t.max {
-		delete(t.resume, t.byAge[t.dropped])
-		t.dropped++
-	}
-	if t.dropped > t.max {
-		t.byAge = append([]uint64(nil), t.byAge[t.dropped:]...)
-		t.dropped = 0
-	}
-	return cursor
-}
-
-// load returns the position a cursor stands for.
-func (t *cursorTable) load(cursor uint64) (scanPosition, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	pos, ok := t.resume[cursor]
-	return pos, ok
+func (c *conn) countKeys() (coord.KeyCount, error) {
+	began := time.Now()
+	n, err := c.s.cfg.Backend.CountKeys(c.ctx, c.keyspace)
+	c.observe("scan", began, err)
+	return n, err
 }

@@ -1,12 +1,15 @@
 package resp
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 )
 
@@ -47,23 +50,25 @@ func TestScanWalksEveryKeyOnce(t *testing.T) {
 	sort.Strings(all)
 	c := dial(t, addr)
 
+	calls := func(count int) int { return (len(all) + count - 1) / count }
 	tests := []struct {
 		name      string
 		options   []string
 		want      []string
 		callsWant int
 	}{
-		{"default count", nil, all, len(all)/scanCountDefault + 1},
-		{"count 7", []string{"COUNT", "7"}, all, len(all)/7 + 1},
-		{"match prefix", []string{"MATCH", "user:*", "COUNT", "20"}, users, len(users)/20 + 1},
+		{"default count", nil, all, calls(scanCountDefault)},
+		{"count 7", []string{"COUNT", "7"}, all, calls(7)},
+		{"match prefix", []string{"MATCH", "user:*", "COUNT", "20"}, users, calls(20)},
 		{"match inside", []string{"COUNT", "1000", "MATCH", "*:05?"}, users[50:57], 1},
-		{"match nothing", []string{"MATCH", "nope*"}, nil, 1},
+		{"match nothing", []string{"MATCH", "nope*"}, nil, calls(scanCountDefault)},
 		{"type string", []string{"TYPE", "string", "COUNT", "100"}, all, 1},
 		{"type hash", []string{"TYPE", "hash"}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keys, calls := scanAll(t, c, tt.options...)
+			sort.Strings(keys)
 			if !reflect.DeepEqual(keys, tt.want) {
 				t.Fatalf("keys %q, want %q", keys, tt.want)
 			}
@@ -74,92 +79,146 @@ func TestScanWalksEveryKeyOnce(t *testing.T) {
 	}
 }
 
-func TestScanRefusesBadArguments(t *testing.T) {
+// TestScanCursorsNeedNoState resumes a scan on another connection (and so, since the
+// cursor is a position every node knows, on another node), at any cursor a client sends.
+func TestScanCursorsNeedNoState(t *testing.T) {
 	_, fake, addr := startServer(t, Config{})
 	for i := range 20 {
 		fake.data["default"][fmt.Sprint(i)] = nil
 	}
-	c := dial(t, addr)
-	first := c.call("SCAN", "0").([]any)
+	first := dial(t, addr).call("SCAN", "0").([]any)
 	cursor := first[0].(string)
-	if cursor == "0" {
-		t.Fatal("a scan of 20 keys ended after 10")
+	if cursor == "0" || len(first[1].([]any)) != 10 {
+		t.Fatalf("SCAN 0 of 20 keys: %v", first)
 	}
+	fake.takeOps()
+	next := dial(t, addr).call("SCAN", cursor).([]any)
+	if next[0] != "0" || len(next[1].([]any)) != 10 {
+		t.Errorf("continuing on another connection: %v, want the other 10 keys and the end", next)
+	}
+	if ops := fake.takeOps(); !reflect.DeepEqual(ops, []string{"scankeys default ONE"}) {
+		t.Errorf("the second call made %q, want one scankeys", ops)
+	}
+	// The largest cursor a client can send is a position like any other.
+	if reply := dial(t, addr).call("SCAN", "18446744073709551615").([]any); reply[0] != "0" {
+		t.Errorf("SCAN at the last position: %v", reply)
+	}
+}
+
+func TestScanRefusesBadArguments(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	c := dial(t, addr)
 	tests := []struct {
 		args []string
 		want string
 	}{
 		{cmd("SCAN", "abc"), "ERR invalid cursor"},
-		{cmd("SCAN", "12345"), "ERR invalid cursor: unknown to this node, expired, or from another keyspace"},
+		{cmd("SCAN", "-1"), "ERR invalid cursor"},
+		{cmd("SCAN", "18446744073709551616"), "ERR invalid cursor"},
 		{cmd("SCAN", "0", "COUNT", "0"), "ERR syntax error"},
 		{cmd("SCAN", "0", "COUNT", "x"), "ERR value is not an integer or out of range"},
 		{cmd("SCAN", "0", "MATCH"), "ERR syntax error"},
 		{cmd("SCAN", "0", "LIMIT", "3"), "ERR syntax error"},
+		{cmd("KEYS"), "ERR wrong number of arguments for 'keys' command"},
 	}
 	for _, tt := range tests {
 		if got := c.call(tt.args...); got != replyError(tt.want) {
 			t.Errorf("%q: %v, want %q", tt.args, got, tt.want)
 		}
 	}
-	// A cursor belongs to its keyspace.
-	c.call("KURA.KEYSPACE", "other")
-	if got := c.call("SCAN", cursor); got != replyError("ERR invalid cursor: unknown to this node, expired, or from another keyspace") {
-		t.Errorf("cursor of another keyspace: %v", got)
-	}
-	// Any connection of the node may continue a scan.
-	c.call("KURA.KEYSPACE", "default")
-	next := dial(t, addr).call("SCAN", cursor).([]any)
-	if len(next[1].([]any)) != 10 {
-		t.Errorf("continuing on another connection: %v", next)
-	}
 }
 
-func TestCursorTableForgetsTheOldest(t *testing.T) {
-	table := newCursorTable(3)
-	var cursors []uint64
-	for i := range 10 {
-		c := table.save(scanPosition{keyspace: "ks", lastKey: []byte{byte(i)}})
-		if c == 0 || c >= 1<<63 {
-			t.Fatalf("cursor %d: 0 is reserved and clients may parse cursors as signed", c)
-		}
-		cursors = append(cursors, c)
-	}
-	for i, c := range cursors {
-		pos, ok := table.load(c)
-		if want := i >= 7; ok != want {
-			t.Fatalf("cursor %d known %v, want %v", i, ok, want)
-		}
-		if ok && pos.lastKey[0] != byte(i) {
-			t.Fatalf("cursor %d resumes after %v", i, pos.lastKey)
-		}
-	}
-	if len(table.byAge)-table.dropped != 3 || table.dropped > 3 {
-		t.Fatalf("the age list keeps %d entries, %d dropped", len(table.byAge), table.dropped)
-	}
-}
-
-func TestScanPagesAreCapped(t *testing.T) {
+func TestScanCountIsCappedAtTheScanLimit(t *testing.T) {
 	tests := []struct {
 		scanLimitMax int
 		count        string
 		wantPage     int
 	}{
-		{0, "5000", scanPageKeys},
+		{0, "5000", 5000},
 		{7, "100", 7},
 		{7, "3", 3},
 	}
 	for _, tt := range tests {
 		_, fake, addr := startServer(t, Config{Limits: coord.Limits{ScanLimitMax: tt.scanLimitMax}})
-		for i := range scanPageKeys + 10 {
+		for i := range 5010 {
 			fake.data["default"][fmt.Sprintf("k%05d", i)] = nil
 		}
 		reply := dial(t, addr).call("SCAN", "0", "COUNT", tt.count).([]any)
 		if got := len(reply[1].([]any)); got != tt.wantPage || reply[0] == "0" {
 			t.Errorf("scan limit %d, COUNT %s: %d keys and cursor %v, want %d and a cursor", tt.scanLimitMax, tt.count, got, reply[0], tt.wantPage)
 		}
-		if got := dial(t, addr).call("DBSIZE"); got != int64(scanPageKeys+10) {
-			t.Errorf("scan limit %d: DBSIZE = %v", tt.scanLimitMax, got)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	_, fake, addr := startServer(t, Config{Limits: coord.Limits{ScanLimitMax: 100}})
+	var all, users []string
+	for i := range 250 {
+		k := fmt.Sprintf("user:%03d", i)
+		all, users = append(all, k), append(users, k)
+	}
+	all = append(all, "item:1", "a[b]")
+	for _, k := range all {
+		fake.data["default"][k] = nil
+	}
+	sort.Strings(all)
+	c := dial(t, addr)
+	tests := []struct {
+		pattern string
+		want    []string
+	}{
+		{"*", all},
+		{"user:*", users},
+		{"user:1?9", []string{"user:109", "user:119", "user:129", "user:139", "user:149", "user:159", "user:169", "user:179", "user:189", "user:199"}},
+		{`a\[b\]`, []string{"a[b]"}},
+		{"nope", nil},
+	}
+	for _, tt := range tests {
+		fake.takeOps()
+		reply := c.call("KEYS", tt.pattern).([]any)
+		var got []string
+		for _, k := range reply {
+			got = append(got, k.(string))
 		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("KEYS %s = %q, want %q", tt.pattern, got, tt.want)
+		}
+		// Pages of the scan limit: three for 252 keys.
+		if ops := fake.takeOps(); len(ops) != 3 {
+			t.Errorf("KEYS %s walked %d pages, want 3", tt.pattern, len(ops))
+		}
+	}
+}
+
+func TestDBSizeAndInfoCount(t *testing.T) {
+	_, fake, addr := startServer(t, Config{})
+	c := dial(t, addr)
+	if got := c.call("DBSIZE"); got != int64(0) {
+		t.Fatalf("DBSIZE of an empty keyspace = %v", got)
+	}
+	if info := c.call("INFO", "keyspace").(string); strings.Contains(info, "db0:") {
+		t.Errorf("INFO shows db0 for an empty keyspace, as Redis does not:\n%s", info)
+	}
+	for i := range 1234 {
+		fake.data["default"][fmt.Sprintf("k%05d", i)] = nil
+	}
+	fake.takeOps()
+	if got := c.call("DBSIZE"); got != int64(1234) {
+		t.Fatalf("DBSIZE = %v, want 1234", got)
+	}
+	if ops := fake.takeOps(); !reflect.DeepEqual(ops, []string{"countkeys default ONE"}) {
+		t.Fatalf("DBSIZE made %q, want one count", ops)
+	}
+	if info := c.call("INFO", "keyspace").(string); !strings.Contains(info, "# Keyspace\r\ndb0:keys=1234,expires=617\r\ndefault:replication=") {
+		t.Errorf("INFO keyspace:\n%s", info)
+	}
+	fake.data["default"]["broken"] = nil
+	if got := c.call("DBSIZE"); got != replyError("UNAVAILABLE "+errBroken.Error()) {
+		t.Errorf("DBSIZE of a keyspace that cannot be counted = %v", got)
+	}
+	if info := c.call("INFO", "keyspace").(string); strings.Contains(info, "db0:") || !strings.Contains(info, "default:replication=") {
+		t.Errorf("INFO when the count fails:\n%s", info)
 	}
 }
 
@@ -187,20 +246,46 @@ func TestRange(t *testing.T) {
 	}
 }
 
-func TestDBSizeCountsAcrossPages(t *testing.T) {
-	_, fake, addr := startServer(t, Config{})
-	c := dial(t, addr)
-	if got := c.call("DBSIZE"); got != int64(0) {
-		t.Fatalf("DBSIZE of an empty keyspace = %v", got)
+// stuckBackend holds every ScanKeys until its context ends, and reports that end.
+type stuckBackend struct {
+	*fakeBackend
+	started chan struct{}
+	ended   chan error
+}
+
+func (b *stuckBackend) ScanKeys(ctx context.Context, _ string, _ uint64, _ int, _ consistency.Level) ([][]byte, uint64, error) {
+	b.started <- struct{}{}
+	select {
+	case <-ctx.Done():
+		b.ended <- ctx.Err()
+		return nil, 0, ctx.Err()
+	case <-time.After(30 * time.Second):
+		b.ended <- nil
+		return nil, 0, nil
 	}
-	for i := range 2*scanPageKeys + 5 {
-		fake.data["default"][fmt.Sprintf("k%05d", i)] = nil
-	}
-	fake.takeOps()
-	if got := c.call("DBSIZE"); got != int64(2*scanPageKeys+5) {
-		t.Fatalf("DBSIZE = %v, want %d", got, 2*scanPageKeys+5)
-	}
-	if ops := fake.takeOps(); len(ops) != 3 {
-		t.Fatalf("DBSIZE made %d scans, want 3: %q", len(ops), ops)
+}
+
+// TestHangingUpStopsTheWork closes connections while their KEYS and SCAN wait on the
+// backend: the work's context ends, abruptly closed or half-closed alike.
+func TestHangingUpStopsTheWork(t *testing.T) {
+	for _, hangUp := range []string{"close", "close write"} {
+		t.Run(hangUp, func(t *testing.T) {
+			stuck := &stuckBackend{fakeBackend: newFakeBackend(), started: make(chan struct{}, 1), ended: make(chan error, 1)}
+			_, _, addr := startServer(t, Config{Backend: stuck})
+			c := dial(t, addr)
+			c.send(encode("KEYS", "*"))
+			<-stuck.started
+			if hangUp == "close" {
+				c.nc.Close()
+			} else if err := c.nc.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-stuck.ended; err != context.Canceled {
+				t.Fatalf("the backend's work ended with %v, want it canceled", err)
+			}
+			// Other connections are not affected.
+			other := dial(t, addr)
+			other.do("+PONG\r\n", "PING")
+		})
 	}
 }

@@ -148,12 +148,18 @@ func (e *Engine) expireChunk(entries []expiryEntry, cutoff, grace hlc.Timestamp,
 			continue // stale: the record was overwritten or removed since
 		case goneBefore(r, cutoff):
 			err = batch.Delete(entry.recordKey, nil)
+			if err == nil && !r.Tombstone {
+				err = e.unindexLive(batch, ks, userKey)
+			}
 			removed++
 			touched[ks] = true
 		default:
 			if !r.Tombstone {
 				r.Tombstone, r.Value = true, nil
 				if err := batch.Set(entry.recordKey, encodeValue(r), nil); err != nil {
+					return 0, 0, err
+				}
+				if err := e.unindexLive(batch, ks, userKey); err != nil {
 					return 0, 0, err
 				}
 				expired++

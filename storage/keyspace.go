@@ -17,7 +17,7 @@ var ErrInvalidKeyspace = errors.New("storage: invalid keyspace")
 const keySeparator = 0x00
 
 // Pebble keys of the engine's own indexes start with internalKeyPrefix, followed by a
-// byte naming the index ('x': expiry). A record's key starts with its keyspace's name,
+// byte naming the index ('x': expiry, 's': live keys). A record's key starts with its keyspace's name,
 // never empty, so no record key starts with 0x00, and a walk of every record starts at
 // firstRecordKey.
 const internalKeyPrefix = 0x00

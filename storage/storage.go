@@ -84,6 +84,10 @@ type Engine struct {
 	// instead of reaching a closed Pebble database, which panics.
 	closeMu sync.RWMutex
 	closed  bool
+
+	// compactor compacts the spans of the live-key index that deletions slowed down.
+	compactor liveCompactor
+	liveStats liveStats
 }
 
 // Open opens (creating if needed) the engine described by opts.
@@ -135,6 +139,9 @@ func Open(opts Options) (*Engine, error) {
 	db, err := pebble.Open(dir, pebbleOpts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", dir, err)
+	}
+	if err := buildLiveIndex(db, opts.Logger); err != nil {
+		return nil, errors.Join(fmt.Errorf("storage: open %q: %w", dir, err), db.Close())
 	}
 	return &Engine{
 		db:             db,
@@ -238,6 +245,9 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 				return 0, fmt.Errorf("storage: index the expiry of key %q of keyspace %q: %w", r.Key, ks, err)
 			}
 		}
+		if err := e.reindex(batch, ks, r.Key, found && !current.Tombstone, !r.Tombstone); err != nil {
+			return 0, fmt.Errorf("storage: index key %q of keyspace %q: %w", r.Key, ks, err)
+		}
 		applied++
 	}
 	if applied == 0 {
@@ -318,8 +328,9 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 	return records, nil
 }
 
-// Remove deletes key from keyspace ks physically, leaving no tombstone: for node-local
-// bookkeeping such as delivered hints, never for replicated data.
+// Remove deletes key from keyspace ks physically, with its live-key index entry, leaving
+// no tombstone: for node-local bookkeeping such as delivered hints, never for replicated
+// data.
 func (e *Engine) Remove(ks string, key []byte) error {
 	if err := validateKeyspace(ks); err != nil {
 		return err
@@ -331,7 +342,20 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	encoded := encodeKey(ks, key)
 	unlock := e.lockKeys([][]byte{encoded})
 	defer unlock()
-	if err := e.db.Delete(encoded, pebble.Sync); err != nil {
+	batch := e.db.NewBatch()
+	defer batch.Close()
+	err := batch.Delete(encoded, nil)
+	if err == nil && indexed(ks) {
+		// A record that cannot be decoded may have an index entry: drop it too.
+		current, found, readErr := readRecord(e.db, key, encoded)
+		if readErr != nil || found && !current.Tombstone {
+			err = e.unindexLive(batch, ks, key)
+		}
+	}
+	if err == nil {
+		err = batch.Commit(pebble.Sync)
+	}
+	if err != nil {
 		return fmt.Errorf("storage: remove key %q from keyspace %q: %w", key, ks, err)
 	}
 	return nil
@@ -447,15 +471,24 @@ func (e *Engine) sweep(lower, upper []byte, doomed func(ks string, r lww.Record)
 
 // isDoomedRecord decodes the stored entry (encodedKey, encodedValue) and asks doomed.
 func isDoomedRecord(encodedKey, encodedValue []byte, doomed func(ks string, r lww.Record) bool) (bool, error) {
-	ks, userKey, err := splitKey(encodedKey)
+	ks, r, err := decodeEntry(encodedKey, encodedValue)
 	if err != nil {
 		return false, err
 	}
+	return doomed(ks, r), nil
+}
+
+// decodeEntry decodes a stored record entry into its keyspace and record.
+func decodeEntry(encodedKey, encodedValue []byte) (string, lww.Record, error) {
+	ks, userKey, err := splitKey(encodedKey)
+	if err != nil {
+		return "", lww.Record{}, err
+	}
 	r, err := decodeValue(userKey, encodedValue)
 	if err != nil {
-		return false, fmt.Errorf("keyspace %q: %w", ks, err)
+		return "", lww.Record{}, fmt.Errorf("keyspace %q: %w", ks, err)
 	}
-	return doomed(ks, r), nil
+	return ks, r, nil
 }
 
 // removeDoomed deletes those of encodedKeys whose record doomed still reports, checked
@@ -474,16 +507,21 @@ func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed func(ks string, r lww
 		if err != nil {
 			return 0, err
 		}
-		isDoomed, err := isDoomedRecord(key, value, doomed)
+		ks, r, err := decodeEntry(key, value)
 		closer.Close()
 		if err != nil {
 			return 0, err
 		}
-		if !isDoomed {
+		if !doomed(ks, r) {
 			continue
 		}
 		if err := batch.Delete(key, nil); err != nil {
 			return 0, err
+		}
+		if !r.Tombstone { // a truncated or expired value: its live-key entry goes with it
+			if err := e.unindexLive(batch, ks, r.Key); err != nil {
+				return 0, err
+			}
 		}
 		removed++
 	}
@@ -496,9 +534,9 @@ func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed func(ks string, r lww
 	return removed, nil
 }
 
-// DropKeyspace removes every record of keyspace ks with one range deletion; the disk
-// space returns as Pebble compacts the range. Writes to ks racing with the drop may
-// survive it.
+// DropKeyspace removes every record of keyspace ks, and its live-key index, with range
+// deletions in one batch; the disk space returns as Pebble compacts the ranges. Writes
+// to ks racing with the drop may survive it.
 func (e *Engine) DropKeyspace(ks string) error {
 	if err := validateKeyspace(ks); err != nil {
 		return err
@@ -507,8 +545,18 @@ func (e *Engine) DropKeyspace(ks string) error {
 		return err
 	}
 	defer e.closeMu.RUnlock()
+	batch := e.db.NewBatch()
+	defer batch.Close()
 	lower, upper := keyspaceBounds(ks)
-	if err := e.db.DeleteRange(lower, upper, pebble.Sync); err != nil {
+	indexLower, indexUpper := liveIndexBounds(ks)
+	err := batch.DeleteRange(lower, upper, nil)
+	if err == nil {
+		err = batch.DeleteRange(indexLower, indexUpper, nil)
+	}
+	if err == nil {
+		err = batch.Commit(pebble.Sync)
+	}
+	if err != nil {
 		return fmt.Errorf("storage: drop keyspace %q: %w", ks, err)
 	}
 	return nil

@@ -32,6 +32,7 @@ import (
 //	17  paxos_prepare  replica: a lightweight transaction's prepare (promise, state, data)
 //	18  paxos_propose  replica: a lightweight transaction's proposal
 //	19  paxos_commit   replica: a lightweight transaction's commit
+//	20  scan_keys      replica: a page of a replica's live keys in hash order (SCAN)
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

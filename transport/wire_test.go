@@ -39,6 +39,7 @@ func TestWireKinds(t *testing.T) {
 		{17, "paxos_prepare", false},
 		{18, "paxos_propose", false},
 		{19, "paxos_commit", false},
+		{20, "scan_keys", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {

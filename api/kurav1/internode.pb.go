@@ -477,6 +477,243 @@ func (x *ReplicaScanResponse) GetRecords() []*Record {
 	return nil
 }
 
+// ScanKeysRequest asks a replica for its live keys of keyspace at the positions of spans,
+// in position order (kind scan_keys): a walk of its live-key index, in which tombstones
+// have no entry. A key's position is the hash partitioner's token of the key, whatever
+// the keyspace's partitioner. ranges, when set, keeps only the keys whose token under the
+// keyspace's partitioner lies in one of them (ordered keyspaces).
+type ScanKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Spans         []*PositionSpan        `protobuf:"bytes,2,rep,name=spans,proto3" json:"spans,omitempty"`
+	Ranges        []*TokenRange          `protobuf:"bytes,3,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`                          // live keys at most
+	VisitMax      int32                  `protobuf:"varint,5,opt,name=visit_max,json=visitMax,proto3" json:"visit_max,omitempty"`    // index entries visited at most, live or not
+	CountOnly     bool                   `protobuf:"varint,6,opt,name=count_only,json=countOnly,proto3" json:"count_only,omitempty"` // count the live keys, return none
+	Now           uint64                 `protobuf:"varint,7,opt,name=now,proto3" json:"now,omitempty"`                              // the HLC timestamp the keys must be live at (expiry)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanKeysRequest) Reset() {
+	*x = ScanKeysRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanKeysRequest) ProtoMessage() {}
+
+func (x *ScanKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanKeysRequest.ProtoReflect.Descriptor instead.
+func (*ScanKeysRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ScanKeysRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *ScanKeysRequest) GetSpans() []*PositionSpan {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+func (x *ScanKeysRequest) GetRanges() []*TokenRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+func (x *ScanKeysRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ScanKeysRequest) GetVisitMax() int32 {
+	if x != nil {
+		return x.VisitMax
+	}
+	return 0
+}
+
+func (x *ScanKeysRequest) GetCountOnly() bool {
+	if x != nil {
+		return x.CountOnly
+	}
+	return false
+}
+
+func (x *ScanKeysRequest) GetNow() uint64 {
+	if x != nil {
+		return x.Now
+	}
+	return 0
+}
+
+// PositionSpan is the positions from..to, both included.
+type PositionSpan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          uint64                 `protobuf:"fixed64,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            uint64                 `protobuf:"fixed64,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PositionSpan) Reset() {
+	*x = PositionSpan{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PositionSpan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PositionSpan) ProtoMessage() {}
+
+func (x *PositionSpan) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PositionSpan.ProtoReflect.Descriptor instead.
+func (*PositionSpan) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PositionSpan) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *PositionSpan) GetTo() uint64 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+// ScanKeysResponse carries the live records met, without their values, or with
+// count_only their counts; and where the walk stopped: at its spans' end (done), or
+// before next.
+type ScanKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	Live          int64                  `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	Expiring      int64                  `protobuf:"varint,3,opt,name=expiring,proto3" json:"expiring,omitempty"`
+	Visited       int64                  `protobuf:"varint,4,opt,name=visited,proto3" json:"visited,omitempty"`
+	Done          bool                   `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
+	Next          uint64                 `protobuf:"fixed64,6,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanKeysResponse) Reset() {
+	*x = ScanKeysResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanKeysResponse) ProtoMessage() {}
+
+func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanKeysResponse.ProtoReflect.Descriptor instead.
+func (*ScanKeysResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ScanKeysResponse) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ScanKeysResponse) GetLive() int64 {
+	if x != nil {
+		return x.Live
+	}
+	return 0
+}
+
+func (x *ScanKeysResponse) GetExpiring() int64 {
+	if x != nil {
+		return x.Expiring
+	}
+	return 0
+}
+
+func (x *ScanKeysResponse) GetVisited() int64 {
+	if x != nil {
+		return x.Visited
+	}
+	return 0
+}
+
+func (x *ScanKeysResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *ScanKeysResponse) GetNext() uint64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
 // SchemaPullResponse carries a node's whole keyspace catalog, to a node whose gossiped
 // schema digest differs.
 type SchemaPullResponse struct {
@@ -488,7 +725,7 @@ type SchemaPullResponse struct {
 
 func (x *SchemaPullResponse) Reset() {
 	*x = SchemaPullResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +737,7 @@ func (x *SchemaPullResponse) String() string {
 func (*SchemaPullResponse) ProtoMessage() {}
 
 func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +750,7 @@ func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPullResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPullResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchemaPullResponse) GetKeyspaces() []*SchemaUpdate {
@@ -536,7 +773,7 @@ type SchemaUpdate struct {
 
 func (x *SchemaUpdate) Reset() {
 	*x = SchemaUpdate{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +785,7 @@ func (x *SchemaUpdate) String() string {
 func (*SchemaUpdate) ProtoMessage() {}
 
 func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +798,7 @@ func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaUpdate.ProtoReflect.Descriptor instead.
 func (*SchemaUpdate) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SchemaUpdate) GetKeyspace() *Keyspace {
@@ -604,7 +841,7 @@ type StreamGainsRequest struct {
 
 func (x *StreamGainsRequest) Reset() {
 	*x = StreamGainsRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +853,7 @@ func (x *StreamGainsRequest) String() string {
 func (*StreamGainsRequest) ProtoMessage() {}
 
 func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +866,7 @@ func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsRequest.ProtoReflect.Descriptor instead.
 func (*StreamGainsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamGainsRequest) GetMoving() string {
@@ -659,7 +896,7 @@ type StreamGainsResponse struct {
 
 func (x *StreamGainsResponse) Reset() {
 	*x = StreamGainsResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +908,7 @@ func (x *StreamGainsResponse) String() string {
 func (*StreamGainsResponse) ProtoMessage() {}
 
 func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +921,7 @@ func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsResponse.ProtoReflect.Descriptor instead.
 func (*StreamGainsResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamGainsResponse) GetRanges() int64 {
@@ -728,7 +965,7 @@ type TreeDigestRequest struct {
 
 func (x *TreeDigestRequest) Reset() {
 	*x = TreeDigestRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +977,7 @@ func (x *TreeDigestRequest) String() string {
 func (*TreeDigestRequest) ProtoMessage() {}
 
 func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +990,7 @@ func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestRequest.ProtoReflect.Descriptor instead.
 func (*TreeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TreeDigestRequest) GetKeyspace() string {
@@ -791,7 +1028,7 @@ type TreeDigestResponse struct {
 
 func (x *TreeDigestResponse) Reset() {
 	*x = TreeDigestResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +1040,7 @@ func (x *TreeDigestResponse) String() string {
 func (*TreeDigestResponse) ProtoMessage() {}
 
 func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +1053,7 @@ func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestResponse.ProtoReflect.Descriptor instead.
 func (*TreeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TreeDigestResponse) GetLeaves() []uint64 {
@@ -853,7 +1090,7 @@ type Ballot struct {
 
 func (x *Ballot) Reset() {
 	*x = Ballot{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1102,7 @@ func (x *Ballot) String() string {
 func (*Ballot) ProtoMessage() {}
 
 func (x *Ballot) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1115,7 @@ func (x *Ballot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ballot.ProtoReflect.Descriptor instead.
 func (*Ballot) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Ballot) GetTime() uint64 {
@@ -908,7 +1145,7 @@ type PaxosProposal struct {
 
 func (x *PaxosProposal) Reset() {
 	*x = PaxosProposal{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1157,7 @@ func (x *PaxosProposal) String() string {
 func (*PaxosProposal) ProtoMessage() {}
 
 func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1170,7 @@ func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposal.ProtoReflect.Descriptor instead.
 func (*PaxosProposal) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PaxosProposal) GetBallot() *Ballot {
@@ -969,7 +1206,7 @@ type PaxosPrepareRequest struct {
 
 func (x *PaxosPrepareRequest) Reset() {
 	*x = PaxosPrepareRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1218,7 @@ func (x *PaxosPrepareRequest) String() string {
 func (*PaxosPrepareRequest) ProtoMessage() {}
 
 func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1231,7 @@ func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareRequest.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PaxosPrepareRequest) GetKeyspace() string {
@@ -1029,7 +1266,7 @@ type PaxosCommit struct {
 
 func (x *PaxosCommit) Reset() {
 	*x = PaxosCommit{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1278,7 @@ func (x *PaxosCommit) String() string {
 func (*PaxosCommit) ProtoMessage() {}
 
 func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1291,7 @@ func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommit.ProtoReflect.Descriptor instead.
 func (*PaxosCommit) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PaxosCommit) GetBallot() *Ballot {
@@ -1087,7 +1324,7 @@ type PaxosPrepareResponse struct {
 
 func (x *PaxosPrepareResponse) Reset() {
 	*x = PaxosPrepareResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1336,7 @@ func (x *PaxosPrepareResponse) String() string {
 func (*PaxosPrepareResponse) ProtoMessage() {}
 
 func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1349,7 @@ func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareResponse.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PaxosPrepareResponse) GetPromised() bool {
@@ -1168,7 +1405,7 @@ type PaxosProposeRequest struct {
 
 func (x *PaxosProposeRequest) Reset() {
 	*x = PaxosProposeRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1417,7 @@ func (x *PaxosProposeRequest) String() string {
 func (*PaxosProposeRequest) ProtoMessage() {}
 
 func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1430,7 @@ func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeRequest.ProtoReflect.Descriptor instead.
 func (*PaxosProposeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PaxosProposeRequest) GetKeyspace() string {
@@ -1221,7 +1458,7 @@ type PaxosProposeResponse struct {
 
 func (x *PaxosProposeResponse) Reset() {
 	*x = PaxosProposeResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1470,7 @@ func (x *PaxosProposeResponse) String() string {
 func (*PaxosProposeResponse) ProtoMessage() {}
 
 func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1483,7 @@ func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeResponse.ProtoReflect.Descriptor instead.
 func (*PaxosProposeResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PaxosProposeResponse) GetAccepted() bool {
@@ -1275,7 +1512,7 @@ type PaxosCommitRequest struct {
 
 func (x *PaxosCommitRequest) Reset() {
 	*x = PaxosCommitRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1524,7 @@ func (x *PaxosCommitRequest) String() string {
 func (*PaxosCommitRequest) ProtoMessage() {}
 
 func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1537,7 @@ func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommitRequest.ProtoReflect.Descriptor instead.
 func (*PaxosCommitRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaxosCommitRequest) GetKeyspace() string {
@@ -1329,7 +1566,7 @@ type PaxosState struct {
 
 func (x *PaxosState) Reset() {
 	*x = PaxosState{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1578,7 @@ func (x *PaxosState) String() string {
 func (*PaxosState) ProtoMessage() {}
 
 func (x *PaxosState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1591,7 @@ func (x *PaxosState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosState.ProtoReflect.Descriptor instead.
 func (*PaxosState) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaxosState) GetPromised() *Ballot {
@@ -1412,7 +1649,26 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x1b\n" +
 	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"I\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\xeb\x01\n" +
+	"\x0fScanKeysRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12+\n" +
+	"\x05spans\x18\x02 \x03(\v2\x15.kura.v1.PositionSpanR\x05spans\x12+\n" +
+	"\x06ranges\x18\x03 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tvisit_max\x18\x05 \x01(\x05R\bvisitMax\x12\x1d\n" +
+	"\n" +
+	"count_only\x18\x06 \x01(\bR\tcountOnly\x12\x10\n" +
+	"\x03now\x18\a \x01(\x04R\x03now\"2\n" +
+	"\fPositionSpan\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\x06R\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\x06R\x02to\"\xaf\x01\n" +
+	"\x10ScanKeysResponse\x12)\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\x12\x12\n" +
+	"\x04live\x18\x02 \x01(\x03R\x04live\x12\x1a\n" +
+	"\bexpiring\x18\x03 \x01(\x03R\bexpiring\x12\x18\n" +
+	"\avisited\x18\x04 \x01(\x03R\avisited\x12\x12\n" +
+	"\x04done\x18\x05 \x01(\bR\x04done\x12\x12\n" +
+	"\x04next\x18\x06 \x01(\x06R\x04next\"I\n" +
 	"\x12SchemaPullResponse\x123\n" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x15.kura.v1.SchemaUpdateR\tkeyspaces\"\x98\x01\n" +
 	"\fSchemaUpdate\x12-\n" +
@@ -1484,7 +1740,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),               // 0: kura.v1.Record
 	(*MutateRequest)(nil),        // 1: kura.v1.MutateRequest
@@ -1494,52 +1750,58 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*TokenRange)(nil),           // 5: kura.v1.TokenRange
 	(*ReplicaScanRequest)(nil),   // 6: kura.v1.ReplicaScanRequest
 	(*ReplicaScanResponse)(nil),  // 7: kura.v1.ReplicaScanResponse
-	(*SchemaPullResponse)(nil),   // 8: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),         // 9: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),   // 10: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil),  // 11: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),    // 12: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),   // 13: kura.v1.TreeDigestResponse
-	(*Ballot)(nil),               // 14: kura.v1.Ballot
-	(*PaxosProposal)(nil),        // 15: kura.v1.PaxosProposal
-	(*PaxosPrepareRequest)(nil),  // 16: kura.v1.PaxosPrepareRequest
-	(*PaxosCommit)(nil),          // 17: kura.v1.PaxosCommit
-	(*PaxosPrepareResponse)(nil), // 18: kura.v1.PaxosPrepareResponse
-	(*PaxosProposeRequest)(nil),  // 19: kura.v1.PaxosProposeRequest
-	(*PaxosProposeResponse)(nil), // 20: kura.v1.PaxosProposeResponse
-	(*PaxosCommitRequest)(nil),   // 21: kura.v1.PaxosCommitRequest
-	(*PaxosState)(nil),           // 22: kura.v1.PaxosState
-	(*Keyspace)(nil),             // 23: kura.v1.Keyspace
+	(*ScanKeysRequest)(nil),      // 8: kura.v1.ScanKeysRequest
+	(*PositionSpan)(nil),         // 9: kura.v1.PositionSpan
+	(*ScanKeysResponse)(nil),     // 10: kura.v1.ScanKeysResponse
+	(*SchemaPullResponse)(nil),   // 11: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),         // 12: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),   // 13: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil),  // 14: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),    // 15: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),   // 16: kura.v1.TreeDigestResponse
+	(*Ballot)(nil),               // 17: kura.v1.Ballot
+	(*PaxosProposal)(nil),        // 18: kura.v1.PaxosProposal
+	(*PaxosPrepareRequest)(nil),  // 19: kura.v1.PaxosPrepareRequest
+	(*PaxosCommit)(nil),          // 20: kura.v1.PaxosCommit
+	(*PaxosPrepareResponse)(nil), // 21: kura.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),  // 22: kura.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil), // 23: kura.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),   // 24: kura.v1.PaxosCommitRequest
+	(*PaxosState)(nil),           // 25: kura.v1.PaxosState
+	(*Keyspace)(nil),             // 26: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
 	0,  // 1: kura.v1.ReadResponse.record:type_name -> kura.v1.Record
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
-	9,  // 4: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	23, // 5: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
-	5,  // 6: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
-	14, // 7: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
-	14, // 8: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
-	0,  // 9: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
-	14, // 10: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
-	14, // 11: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
-	14, // 12: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
-	14, // 13: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
-	15, // 14: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
-	17, // 15: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
-	0,  // 16: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
-	15, // 17: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
-	14, // 18: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
-	15, // 19: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
-	14, // 20: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
-	15, // 21: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
-	17, // 22: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	9,  // 4: kura.v1.ScanKeysRequest.spans:type_name -> kura.v1.PositionSpan
+	5,  // 5: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
+	0,  // 6: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
+	12, // 7: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
+	26, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	5,  // 9: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
+	17, // 10: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
+	17, // 11: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
+	0,  // 12: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
+	17, // 13: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
+	17, // 14: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
+	17, // 15: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
+	17, // 16: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
+	18, // 17: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
+	20, // 18: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
+	0,  // 19: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
+	18, // 20: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
+	17, // 21: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
+	18, // 22: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
+	17, // 23: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
+	18, // 24: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
+	20, // 25: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -1554,7 +1816,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

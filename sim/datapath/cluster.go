@@ -352,6 +352,19 @@ func (c *Cluster) Stored(id, keyspace string) (int, error) {
 	return records, err
 }
 
+// IndexStats returns a running node's live-key index counters (storage.Engine.IndexStats),
+// counted since the node last started.
+func (c *Cluster) IndexStats(id string) (storage.IndexStats, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return storage.IndexStats{}, err
+	}
+	if !n.up {
+		return storage.IndexStats{}, fmt.Errorf("datapath: node %s is crashed", id)
+	}
+	return n.engine.IndexStats(), nil
+}
+
 // SetState makes every running node see id in state.
 func (c *Cluster) SetState(id string, state cluster.State) error {
 	if _, err := c.node(id); err != nil {

@@ -100,6 +100,8 @@ type scenario struct {
 	log *runLog
 	// traffic is the network's counters at the last traffic command, for "traffic new".
 	traffic sim.Counters
+	// visited is the index entries every node had visited at the last indexwork command.
+	visited map[string]int64
 }
 
 // runLog is one run's record: the commands and the network's trace. The driver writes to
@@ -385,7 +387,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		}
 		s.traffic = now
 		return traffic(shown), nil
-	case "load":
+	case "load", "unload":
 		co, err := s.c.Coordinator(arg("node"))
 		if err != nil {
 			return "", err
@@ -394,12 +396,35 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		d.ScanArgs(t, "keys", &keys)
 		return timed(func(ctx context.Context) (string, error) {
 			for i := range keys {
-				if _, err := co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), 0, level()); err != nil {
+				var err error
+				if d.Cmd == "unload" {
+					_, err = co.Delete(ctx, keyspace, loadKey(i), level())
+				} else {
+					_, err = co.Put(ctx, keyspace, loadKey(i), loadValue(arg("value"), i), 0, level())
+				}
+				if err != nil {
 					return "", err
 				}
 			}
-			return fmt.Sprintf("%d keys written", keys), nil
+			return fmt.Sprintf("%d keys %s", keys, map[string]string{"load": "written", "unload": "deleted"}[d.Cmd]), nil
 		})
+	case "scankeys":
+		return s.scanKeys(t, d, keyspace, arg, level())
+	case "indexwork":
+		now := map[string]int64{}
+		var parts []string
+		for _, id := range s.c.Nodes() {
+			st, err := s.c.IndexStats(id)
+			if err != nil {
+				return "", err
+			}
+			now[id] = st.Visited
+			if n := st.Visited - s.visited[id]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s:%d", id, n))
+			}
+		}
+		s.visited = now
+		return "index entries visited: " + strings.Join(parts, " "), nil
 	case "check":
 		co, err := s.c.Coordinator(arg("node"))
 		if err != nil {
@@ -481,6 +506,44 @@ func casFunc(cond, value string, del bool) coord.UpdateFunc {
 		}
 		return lww.Record{Value: []byte(value), Tombstone: del}, met, nil
 	}
+}
+
+// scanKeys walks the keyspace with ScanKeys: calls=N calls (all, until the walk ends,
+// when not given) from cursor=C (0), count=K keys each, through node=ID, or through each
+// node of nodes=ID,ID,... in turn. It prints a line per call: the cursor, and the keys.
+func (s *scenario) scanKeys(t *testing.T, d *datadriven.TestData, keyspace string, arg func(string) string, cl consistency.Level) (string, error) {
+	nodes := strings.Split(arg("node")+arg("nodes"), ",")
+	var count, calls int
+	d.ScanArgs(t, "count", &count)
+	if d.HasArg("calls") {
+		d.ScanArgs(t, "calls", &calls)
+	}
+	var cursor uint64
+	if d.HasArg("cursor") {
+		d.ScanArgs(t, "cursor", &cursor)
+	}
+	var lines []string
+	for call := 0; calls == 0 || call < calls; call++ {
+		co, err := s.c.Coordinator(nodes[call%len(nodes)])
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		keys, next, err := co.ScanKeys(ctx, keyspace, cursor, count, cl)
+		cancel()
+		if err != nil {
+			return strings.Join(append(lines, "error: "+err.Error()), "\n"), nil
+		}
+		var names []string
+		for _, k := range keys {
+			names = append(names, string(k))
+		}
+		lines = append(lines, fmt.Sprintf("%s: %d -> %d: %s", nodes[call%len(nodes)], cursor, next, strings.Join(names, " ")))
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // traffic prints the messages and bytes that crossed between DCs, per pair and kind.
