@@ -66,7 +66,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 
 	var total KeyCount
 	var failed error
-	now := c.now()
+	now := c.clock.Now()
 	for {
 		var active []*counting
 		q := &quorum{self: c.view.Self().ID}

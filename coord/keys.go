@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
@@ -48,7 +47,7 @@ func (c *Coordinator) ScanKeys(ctx context.Context, keyspace string, cursor uint
 	if err != nil || len(plan.ranges) == 0 {
 		return nil, 0, err
 	}
-	now := c.now()
+	now := c.clock.Now()
 	var out []positionedKey
 	visited, window := 0, scanWindowFirst
 	for {
@@ -105,8 +104,6 @@ func scanVisitMax(limit int) int { return 8*limit + 1024 }
 // returns what it found: a few requests' worth.
 func scanKeysVisitBudget(count int) int { return 4 * scanVisitMax(count) }
 
-// now is the time keys must be live at.
-func (c *Coordinator) now() hlc.Timestamp { return hlc.FromTime(time.Now()) }
 
 // keysPlan is a keyspace's token ranges, laid out for a walk in position order.
 type keysPlan struct {

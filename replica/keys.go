@@ -62,7 +62,7 @@ func (l *Local) ScanKeys(_ context.Context, req KeysRequest) (KeysPage, error) {
 	if err != nil {
 		return KeysPage{}, err
 	}
-	scan := storage.LiveScan{Limit: req.Limit, VisitMax: req.VisitMax, CountOnly: req.CountOnly, Now: req.Now}
+	scan := storage.LiveScan{Limit: req.Limit, VisitMax: req.VisitMax, CountOnly: req.CountOnly, Now: req.Now, TruncatedAt: ks.TruncatedAt}
 	for _, sp := range req.Spans {
 		scan.Spans = append(scan.Spans, storage.Span{From: sp.From, To: sp.To})
 	}

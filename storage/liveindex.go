@@ -145,6 +145,9 @@ type LiveScan struct {
 	CountOnly bool
 	// Now is the time records must be Live at.
 	Now hlc.Timestamp
+	// TruncatedAt is the keyspace's truncation: a record written at or before it is not
+	// live, though collection may not have removed it yet.
+	TruncatedAt hlc.Timestamp
 }
 
 // LivePage is what one walk found.
@@ -286,7 +289,7 @@ func (w *liveWalk) visit(userKey []byte) error {
 		return nil
 	}
 	r, found, err := readRecord(w.e.db, userKey, encodeKey(w.ks, userKey))
-	if err != nil || !found || !r.Live(w.req.Now) {
+	if err != nil || !found || !r.Live(w.req.Now) || r.Timestamp <= w.req.TruncatedAt {
 		return err
 	}
 	w.page.Live++
