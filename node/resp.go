@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/resp"
 	"github.com/kuradb/kura/schema"
 )
@@ -45,6 +47,11 @@ func (n *Node) startRESP() error {
 type respBackend struct {
 	*coord.Coordinator
 	node *Node
+}
+
+// Truncate truncates a keyspace (FLUSHDB).
+func (b respBackend) Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error) {
+	return b.node.Truncate(ctx, keyspace)
 }
 
 // Keyspace returns a keyspace's definition.

@@ -62,9 +62,33 @@ func commandTable() map[string]*command {
 		{name: "exists", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
+		{name: "setnx", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setnxCommand},
+		{name: "setex", arity: 4, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setexCommand},
+		{name: "psetex", arity: 4, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setexCommand},
+		{name: "getset", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getsetCommand},
+		{name: "getex", arity: -2, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getexCommand},
+		{name: "msetnx", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetnxCommand},
+		{name: "incr", arity: 2, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: incrCommand},
+		{name: "decr", arity: 2, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: incrCommand},
+		{name: "incrby", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: incrCommand},
+		{name: "decrby", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: incrCommand},
+		{name: "incrbyfloat", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: incrbyfloatCommand},
+		{name: "append", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: appendCommand},
+		{name: "setrange", arity: 4, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setrangeCommand},
+		{name: "rename", arity: 3, flags: writeKey, firstKey: 1, lastKey: 2, keyStep: 1, run: renameCommand},
+		{name: "renamenx", arity: 3, flags: writeKey, firstKey: 1, lastKey: 2, keyStep: 1, run: renameCommand},
+		{name: "copy", arity: -3, flags: writeKey, firstKey: 1, lastKey: 2, keyStep: 1, run: copyCommand},
 		{name: "expire", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: expireCommand},
+		{name: "pexpire", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: expireCommand},
+		{name: "expireat", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: expireCommand},
+		{name: "pexpireat", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: expireCommand},
+		{name: "persist", arity: 2, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: persistCommand},
 		{name: "ttl", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
 		{name: "pttl", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
+		{name: "expiretime", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
+		{name: "pexpiretime", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
+		{name: "flushdb", arity: -1, flags: []string{"write"}, run: flushCommand},
+		{name: "flushall", arity: -1, flags: []string{"write"}, run: flushCommand},
 		{name: "scan", arity: -2, flags: []string{"readonly"}, run: scanCommand},
 		{name: "keys", arity: 2, flags: []string{"readonly"}, run: keysCommand},
 		{name: "kura.consistency", arity: -1, flags: admin, run: consistencyCommand},
@@ -167,9 +191,8 @@ func clip(b []byte, n int) []byte { return b[:min(len(b), n)] }
 
 // Replies shared by several commands.
 const (
-	errSyntax   = "ERR syntax error"
-	errNotInt   = "ERR value is not an integer or out of range"
-	errNoExpiry = "ERR kura does not support key expiry yet"
+	errSyntax = "ERR syntax error"
+	errNotInt = "ERR value is not an integer or out of range"
 )
 
 // errorReply words a backend error by its class (coord.Classify), with a code clients can
@@ -470,4 +493,29 @@ func keyspaceCommand(c *conn, args [][]byte) {
 	default:
 		c.w.Error("ERR wrong number of arguments for 'kura.keyspace' command")
 	}
+}
+
+// flushCommand is FLUSHDB and FLUSHALL [ASYNC|SYNC]: a truncation of the connection's
+// keyspace, or of every keyspace, spread to every node (one timestamp each, not a delete
+// per key). Both modes return once every live node has the truncation; each replica
+// drops the values from its disk in the background.
+func flushCommand(c *conn, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && upper(args[1]) != "ASYNC" && upper(args[1]) != "SYNC") {
+		c.w.Error(errSyntax)
+		return
+	}
+	keyspaces := []string{c.keyspace}
+	if string(c.lowerName) == "flushall" {
+		keyspaces = keyspaces[:0]
+		for _, ks := range c.s.cfg.Backend.Info().Keyspaces {
+			keyspaces = append(keyspaces, ks.Name)
+		}
+	}
+	for _, ks := range keyspaces {
+		if _, err := c.s.cfg.Backend.Truncate(c.ctx, ks); err != nil {
+			c.w.Error(errorReply(err))
+			return
+		}
+	}
+	c.w.SimpleString("OK")
 }

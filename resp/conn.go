@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -314,7 +315,7 @@ func watchHangup(socket io.Reader, nc io.Closer, cancel context.CancelFunc) (rec
 func (c *conn) get(key []byte) (lww.Record, bool, error) {
 	start := time.Now()
 	rec, found, err := c.s.cfg.Backend.Get(c.ctx, c.keyspace, key, c.level)
-	c.observe("get", start, err)
+	c.observe("get", c.level, start, err)
 	return rec, found, err
 }
 
@@ -332,29 +333,36 @@ func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
 	return rec, found, err
 }
 
-func (c *conn) put(key, value []byte) error {
+// put writes value under key, expiring at expiresAt (0: never). At a serial level the
+// write is a lightweight transaction, so that it is ordered with the others.
+func (c *conn) put(key, value []byte, expiresAt hlc.Timestamp) error {
+	if c.level.IsSerial() {
+		_, err := c.transact(key, writeIf(func(lww.Record, bool) bool { return true },
+			func(lww.Record, bool) lww.Record { return lww.Record{Value: value, ExpiresAt: expiresAt} }))
+		return err
+	}
 	start := time.Now()
-	_, err := c.s.cfg.Backend.Put(c.ctx, c.keyspace, key, value, 0, c.level) // 0: never expires
-	c.observe("put", start, err)
+	_, err := c.s.cfg.Backend.Put(c.ctx, c.keyspace, key, value, expiresAt, c.level)
+	c.observe("put", c.level, start, err)
 	return err
 }
 
 func (c *conn) delete(key []byte) error {
 	start := time.Now()
 	_, err := c.s.cfg.Backend.Delete(c.ctx, c.keyspace, key, c.level)
-	c.observe("delete", start, err)
+	c.observe("delete", c.level, start, err)
 	return err
 }
 
 func (c *conn) scan(start, end []byte, limit int) ([]lww.Record, error) {
 	began := time.Now()
 	recs, err := c.s.cfg.Backend.Scan(c.ctx, c.keyspace, start, end, limit, c.level)
-	c.observe("scan", began, err)
+	c.observe("scan", c.level, began, err)
 	return recs, err
 }
 
-func (c *conn) observe(op string, start time.Time, err error) {
+func (c *conn) observe(op string, cl consistency.Level, start time.Time, err error) {
 	if c.s.cfg.Observe != nil {
-		c.s.cfg.Observe(op, c.level, time.Since(start), err)
+		c.s.cfg.Observe(op, cl, time.Since(start), err)
 	}
 }

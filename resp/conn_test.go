@@ -145,7 +145,7 @@ func TestObserveSeesEveryOperationAtTheConnectionLevel(t *testing.T) {
 	if line := c.line(); !strings.HasPrefix(line, "-UNAVAILABLE unavailable: ") {
 		t.Fatalf("GET of a key without live replicas: %q, want an UNAVAILABLE error", line)
 	}
-	want := []string{"put QUORUM false", "get QUORUM false", "get ALL false", "delete ALL false", "get ALL true"}
+	want := []string{"put QUORUM false", "get QUORUM false", "cas SERIAL false", "get ALL true"}
 	mu.Lock()
 	defer mu.Unlock()
 	if !reflect.DeepEqual(seen, want) {

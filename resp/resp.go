@@ -32,6 +32,12 @@ type Backend interface {
 	Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error)
 	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
 	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error)
+	// Update is the coordinator's lightweight transaction: a linearizable
+	// read-modify-write of one key at SERIAL or LOCAL_SERIAL (coord.Coordinator).
+	Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error)
+	// Truncate removes every value of a keyspace written until now (FLUSHDB): one
+	// timestamp spread to every node (node.Node.Truncate).
+	Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error)
 	// ScanKeys and CountKeys walk a keyspace's live keys by position (coord.Coordinator):
 	// SCAN, KEYS, DBSIZE and INFO's keyspace line.
 	ScanKeys(ctx context.Context, keyspace string, cursor uint64, count int, cl consistency.Level) (keys [][]byte, next uint64, err error)

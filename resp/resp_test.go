@@ -27,11 +27,82 @@ import (
 type fakeBackend struct {
 	mu   sync.Mutex
 	data map[string]map[string][]byte // keyspace -> key -> value
-	ops  []string                     // "op keyspace level", in call order
+	// expiry holds the deadlines of the values that have one, by keyspace and key; an
+	// expired value reads as missing, as the coordinator's do.
+	expiry map[string]map[string]hlc.Timestamp
+	ops    []string // "op keyspace level", in call order
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{data: map[string]map[string][]byte{"default": {}, "other": {}}}
+	return &fakeBackend{
+		data:   map[string]map[string][]byte{"default": {}, "other": {}},
+		expiry: map[string]map[string]hlc.Timestamp{"default": {}, "other": {}},
+	}
+}
+
+// live returns key's value in keyspace ks (whose map is data), dropping it when expired.
+func (f *fakeBackend) live(ks string, data map[string][]byte, key string) (lww.Record, bool) {
+	v, ok := data[key]
+	at := f.expiry[ks][key]
+	if ok && at != 0 && hlc.FromTime(time.Now()) >= at {
+		delete(data, key)
+		delete(f.expiry[ks], key)
+		ok = false
+	}
+	if !ok {
+		return lww.Record{}, false
+	}
+	return lww.Record{Key: []byte(key), Value: v, ExpiresAt: at, Timestamp: 1}, true
+}
+
+// store sets or deletes key as rec says.
+func (f *fakeBackend) store(ks string, data map[string][]byte, key string, rec lww.Record) {
+	if rec.Tombstone {
+		delete(data, key)
+		delete(f.expiry[ks], key)
+		return
+	}
+	data[key] = rec.Value
+	if rec.ExpiresAt != 0 {
+		if f.expiry[ks] == nil {
+			f.expiry[ks] = map[string]hlc.Timestamp{}
+		}
+		f.expiry[ks][key] = rec.ExpiresAt
+	} else {
+		delete(f.expiry[ks], key)
+	}
+}
+
+// Update runs fn under the backend's lock: a transaction nothing else can interleave.
+func (f *fakeBackend) Update(_ context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("cas", keyspace, serial)
+	if err != nil {
+		return coord.UpdateResult{}, err
+	}
+	if string(key) == "broken" {
+		return coord.UpdateResult{}, errBroken
+	}
+	cur, found := f.live(keyspace, ks, string(key))
+	next, write, err := fn(cur, found)
+	if err != nil || !write {
+		return coord.UpdateResult{Previous: cur, PreviousFound: found}, err
+	}
+	next.Key, next.Timestamp = key, 2
+	f.store(keyspace, ks, string(key), next)
+	return coord.UpdateResult{Applied: true, Previous: cur, PreviousFound: found, Record: next}, nil
+}
+
+// Truncate empties keyspace.
+func (f *fakeBackend) Truncate(_ context.Context, keyspace string) (hlc.Timestamp, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.record("truncate", keyspace, 0); err != nil {
+		return 0, err
+	}
+	f.data[keyspace], f.expiry[keyspace] = map[string][]byte{}, map[string]hlc.Timestamp{}
+	return 1, nil
 }
 
 var errBroken = &coord.UnavailableError{Level: consistency.Quorum, Alive: map[string]int{"dc1": 1}}
@@ -55,8 +126,8 @@ func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl con
 	if string(key) == "broken" {
 		return lww.Record{}, false, errBroken
 	}
-	v, ok := ks[string(key)]
-	return lww.Record{Key: key, Value: v}, ok, nil
+	rec, ok := f.live(keyspace, ks, string(key))
+	return rec, ok, nil
 }
 
 func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error) {
@@ -66,14 +137,10 @@ func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte,
 	if err != nil {
 		return 0, err
 	}
-	if expiresAt != 0 {
-		// The fake keeps values only: a command that sets an expiry needs it modelled.
-		return 0, fmt.Errorf("fakeBackend: put of %q with an expiry, which the fake does not model", key)
-	}
 	if string(key) == "broken" {
 		return 0, errBroken
 	}
-	ks[string(key)] = value
+	f.store(keyspace, ks, string(key), lww.Record{Value: value, ExpiresAt: expiresAt})
 	return 1, nil
 }
 
@@ -84,7 +151,7 @@ func (f *fakeBackend) Delete(_ context.Context, keyspace string, key []byte, cl 
 	if err != nil {
 		return 0, err
 	}
-	delete(ks, string(key))
+	f.store(keyspace, ks, string(key), lww.Record{Tombstone: true})
 	return 1, nil
 }
 

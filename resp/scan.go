@@ -162,13 +162,13 @@ func openIfEmpty(bound []byte) []byte {
 func (c *conn) scanKeys(cursor uint64, count int) ([][]byte, uint64, error) {
 	began := time.Now()
 	keys, next, err := c.s.cfg.Backend.ScanKeys(c.ctx, c.keyspace, cursor, count, c.level)
-	c.observe("scan", began, err)
+	c.observe("scan", c.level, began, err)
 	return keys, next, err
 }
 
 func (c *conn) countKeys() (coord.KeyCount, error) {
 	began := time.Now()
 	n, err := c.s.cfg.Backend.CountKeys(c.ctx, c.keyspace)
-	c.observe("scan", began, err)
+	c.observe("scan", c.level, began, err)
 	return n, err
 }

@@ -8,10 +8,8 @@ import (
 	"github.com/kuradb/kura/lww"
 )
 
-// The string commands. Every key is a string in kura. Options that make Redis read before
-// it writes (SET NX, XX and GET; GETDEL; DEL's count) are a read at the connection's level
-// followed by a write: they are not atomic against concurrent writers of the key, whose
-// last write wins.
+// The string commands. Every key is a string in kura; see transact.go for those that
+// read the key they write.
 
 func getCommand(c *conn, args [][]byte) {
 	rec, found, err := c.lookup(args[1])
@@ -99,79 +97,98 @@ func parseSetOptions(options [][]byte, now time.Time) (setOptions, string) {
 	return opts, ""
 }
 
-// setCommand is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]. A valid
-// expiry is refused until kura has TTLs.
+// setCommand is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]. Without
+// NX, XX, GET or KEEPTTL it is one last-writer-wins write; with any of them it reads the
+// key it writes, as one lightweight transaction.
 func setCommand(c *conn, args [][]byte) {
 	opts, msg := parseSetOptions(args[3:], time.Now())
-	switch {
-	case msg != "":
+	if msg != "" {
 		c.w.Error(msg)
 		return
-	case opts.expiresAtMs != 0:
-		c.w.Error(errNoExpiry)
-		return
 	}
-	nx, xx, get := opts.nx, opts.xx, opts.get
-	key, value := args[1], args[2]
-	var old lww.Record
-	var found bool
-	if nx || xx || get {
-		var err error
-		if old, found, err = c.get(key); err != nil {
+	key, value, expiresAt := args[1], args[2], expiryOf(opts.expiresAtMs)
+	if !opts.nx && !opts.xx && !opts.get && !opts.keepTTL {
+		if err := c.put(key, value, expiresAt); err != nil {
 			c.w.Error(errorReply(err))
 			return
 		}
-	}
-	if (nx && found) || (xx && !found) {
-		if get {
-			c.writeValue(old, found)
-		} else {
-			c.w.Null()
-		}
+		c.w.SimpleString("OK")
 		return
 	}
-	if err := c.put(key, value); err != nil {
-		c.w.Error(errorReply(err))
-		return
+	res, err := c.transact(key, writeIf(
+		func(_ lww.Record, found bool) bool { return !(opts.nx && found) && !(opts.xx && !found) },
+		func(cur lww.Record, found bool) lww.Record {
+			if opts.keepTTL && found {
+				expiresAt = cur.ExpiresAt
+			}
+			return lww.Record{Value: value, ExpiresAt: expiresAt}
+		}))
+	switch {
+	case err != nil:
+		c.replyTransactError(err)
+	case opts.get:
+		c.writeValue(res.Previous, res.PreviousFound)
+	case res.Applied:
+		c.w.SimpleString("OK")
+	default:
+		c.w.Null()
 	}
-	if get {
-		c.writeValue(old, found)
-		return
-	}
-	c.w.SimpleString("OK")
 }
 
-func getdelCommand(c *conn, args [][]byte) {
-	rec, found, err := c.get(args[1])
-	if err == nil && found {
-		err = c.delete(args[1])
-	}
+// setnxCommand is SETNX key value: 1 when it set the key, 0 when the key held a value.
+func setnxCommand(c *conn, args [][]byte) {
+	value := args[2]
+	res, err := c.transact(args[1], writeIf(
+		func(_ lww.Record, found bool) bool { return !found },
+		func(lww.Record, bool) lww.Record { return lww.Record{Value: value} }))
 	if err != nil {
-		c.w.Error(errorReply(err))
+		c.replyTransactError(err)
 		return
 	}
-	c.writeValue(rec, found)
+	c.w.Int(boolInt(res.Applied))
 }
 
-// delCommand is DEL and UNLINK: it deletes every key given and counts those that existed
-// (per a read before the delete); a key named twice counts once. UNLINK frees memory in
-// the background in Redis; kura's delete is a tombstone either way.
+// getsetCommand is GETSET key value: SET key value GET, the expiry dropped.
+func getsetCommand(c *conn, args [][]byte) {
+	value := args[2]
+	res, err := c.transact(args[1], writeIf(
+		func(lww.Record, bool) bool { return true },
+		func(lww.Record, bool) lww.Record { return lww.Record{Value: value} }))
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.writeValue(res.Previous, res.PreviousFound)
+}
+
+// getdelCommand is GETDEL key: the value, deleted in the same step, so that of clients
+// racing for it one gets it.
+func getdelCommand(c *conn, args [][]byte) {
+	res, err := c.transact(args[1], deleteIfFound)
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.writeValue(res.Previous, res.PreviousFound)
+}
+
+// delCommand is DEL and UNLINK: it deletes every key given and counts those it deleted,
+// each key's delete a transaction, so that of clients racing to delete a key one counts
+// it; a key named twice counts once. UNLINK frees memory in the background in Redis;
+// kura's delete is a tombstone either way.
 func delCommand(c *conn, args [][]byte) {
 	keys := distinct(args[1:])
-	existed := make([]bool, len(keys))
+	deleted := make([]bool, len(keys))
 	err := forEach(len(keys), func(i int) error {
-		_, found, err := c.get(keys[i])
-		if err != nil {
-			return err
-		}
-		existed[i] = found
-		return c.delete(keys[i])
+		res, err := c.transact(keys[i], deleteIfFound)
+		deleted[i] = res.Applied
+		return err
 	})
 	if err != nil {
-		c.w.Error(errorReply(err))
+		c.replyTransactError(err)
 		return
 	}
-	c.w.Int(int64(countTrue(existed)))
+	c.w.Int(int64(countTrue(deleted)))
 }
 
 // existsCommand counts the keys that exist; a key named twice counts twice, as in Redis.
@@ -227,29 +244,13 @@ func msetCommand(c *conn, args [][]byte) {
 		}
 	}
 	err := forEach(len(pairs), func(i int) error {
-		return c.put(args[pairs[i]], args[pairs[i]+1])
+		return c.put(args[pairs[i]], args[pairs[i]+1], 0)
 	})
 	if err != nil {
 		c.w.Error(errorReply(err))
 		return
 	}
 	c.w.SimpleString("OK")
-}
-
-func expireCommand(c *conn, _ [][]byte) { c.w.Error(errNoExpiry) }
-
-// ttlCommand answers TTL and PTTL: no key expires, so -1 for a key that exists, -2 for
-// one that does not.
-func ttlCommand(c *conn, args [][]byte) {
-	_, found, err := c.lookup(args[1])
-	switch {
-	case err != nil:
-		c.w.Error(errorReply(err))
-	case found:
-		c.w.Int(-1)
-	default:
-		c.w.Int(-2)
-	}
 }
 
 // strlenCommand answers a value's length in bytes, 0 for a missing key.
@@ -364,4 +365,209 @@ func countTrue(flags []bool) int {
 		}
 	}
 	return n
+}
+
+// boolInt is Redis's integer reply for a yes or no.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// appendCommand is APPEND key value: the length after appending, in one transaction.
+func appendCommand(c *conn, args [][]byte) {
+	suffix := args[2]
+	limit := c.s.cfg.Limits.ValueBytesMax
+	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		if len(cur.Value)+len(suffix) > limit {
+			return lww.Record{}, false, redisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		}
+		value := append(append(make([]byte, 0, len(cur.Value)+len(suffix)), cur.Value...), suffix...)
+		return lww.Record{Value: value, ExpiresAt: cur.ExpiresAt}, true, nil
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(int64(len(res.Record.Value)))
+}
+
+// setrangeCommand is SETRANGE key offset value: the length after overwriting from offset,
+// zero bytes padding a value shorter than offset. Writing nothing to a missing key
+// leaves it missing.
+func setrangeCommand(c *conn, args [][]byte) {
+	offset, ok := parseInt(args[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	if offset < 0 {
+		c.w.Error("ERR offset is out of range")
+		return
+	}
+	patch := args[3]
+	limit := int64(c.s.cfg.Limits.ValueBytesMax)
+	if len(patch) > 0 && offset+int64(len(patch)) > limit {
+		c.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
+	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		if len(patch) == 0 {
+			return lww.Record{}, false, nil
+		}
+		value := make([]byte, max(len(cur.Value), int(offset)+len(patch)))
+		copy(value, cur.Value)
+		copy(value[offset:], patch)
+		return lww.Record{Value: value, ExpiresAt: cur.ExpiresAt}, true, nil
+	})
+	switch {
+	case err != nil:
+		c.replyTransactError(err)
+	case res.Applied:
+		c.w.Int(int64(len(res.Record.Value)))
+	default:
+		c.w.Int(int64(len(res.Previous.Value)))
+	}
+}
+
+// renameCommand is RENAME and RENAMENX source destination. Each key's step is a
+// transaction, but the two keys are not one: the value is written to destination first,
+// then source is deleted if it still holds what was copied, so a crash between the two
+// leaves both keys, never neither, and a concurrent write to source survives.
+func renameCommand(c *conn, args [][]byte) {
+	nx := string(c.lowerName) == "renamenx"
+	src, dst := args[1], args[2]
+	moved, found, err := c.serialGet(src)
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+		return
+	case !found:
+		c.w.Error("ERR no such key")
+		return
+	case string(src) == string(dst):
+		if nx {
+			c.w.Int(0)
+		} else {
+			c.w.SimpleString("OK")
+		}
+		return
+	}
+	wrote, err := c.transact(dst, writeIf(
+		func(_ lww.Record, found bool) bool { return !nx || !found },
+		func(lww.Record, bool) lww.Record { return lww.Record{Value: moved.Value, ExpiresAt: moved.ExpiresAt} }))
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	if wrote.Applied {
+		_, err = c.transact(src, writeIf(
+			func(cur lww.Record, found bool) bool { return found && cur.Timestamp == moved.Timestamp },
+			func(lww.Record, bool) lww.Record { return lww.Record{Tombstone: true} }))
+		if err != nil {
+			c.replyTransactError(err)
+			return
+		}
+	}
+	if nx {
+		c.w.Int(boolInt(wrote.Applied))
+		return
+	}
+	c.w.SimpleString("OK")
+}
+
+// copyCommand is COPY source destination [DB 0] [REPLACE]: 1 when it copied the value and
+// its deadline, 0 when source is missing or destination holds a value (without REPLACE).
+func copyCommand(c *conn, args [][]byte) {
+	replace := false
+	for i := 3; i < len(args); i++ {
+		switch upper(args[i]) {
+		case "REPLACE":
+			replace = true
+		case "DB":
+			if i+1 >= len(args) {
+				c.w.Error(errSyntax)
+				return
+			}
+			if db, ok := parseInt(args[i+1]); !ok || db != 0 {
+				c.w.Error("ERR DB index is out of range")
+				return
+			}
+			i++
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	src, dst := args[1], args[2]
+	if string(src) == string(dst) {
+		c.w.Error("ERR source and destination objects are the same")
+		return
+	}
+	value, found, err := c.serialGet(src)
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	if !found {
+		c.w.Int(0)
+		return
+	}
+	wrote, err := c.transact(dst, writeIf(
+		func(_ lww.Record, found bool) bool { return replace || !found },
+		func(lww.Record, bool) lww.Record { return lww.Record{Value: value.Value, ExpiresAt: value.ExpiresAt} }))
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(boolInt(wrote.Applied))
+}
+
+// msetnxCommand is MSETNX key value [key value ...]: 1 when it set every key, none of
+// which held a value, 0 otherwise. Each key's set-if-absent is a transaction, but the
+// keys are not one: keys are first read (serially), and if a racing client sets one of
+// them between that read and its own set, the keys set before it stay set.
+func msetnxCommand(c *conn, args [][]byte) {
+	if len(args)%2 == 0 {
+		c.w.Error("ERR wrong number of arguments for 'msetnx' command")
+		return
+	}
+	keys := make([][]byte, 0, len(args)/2)
+	for i := 1; i < len(args); i += 2 {
+		keys = append(keys, args[i])
+	}
+	keys = distinct(keys)
+	exists := make([]bool, len(keys))
+	err := forEach(len(keys), func(i int) error {
+		var err error
+		_, exists[i], err = c.serialGet(keys[i])
+		return err
+	})
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	if countTrue(exists) > 0 {
+		c.w.Int(0)
+		return
+	}
+	last := map[string][]byte{} // of a key named twice, the last value is written
+	for i := 1; i < len(args); i += 2 {
+		last[string(args[i])] = args[i+1]
+	}
+	set := make([]bool, len(keys))
+	err = forEach(len(keys), func(i int) error {
+		value := last[string(keys[i])]
+		res, err := c.transact(keys[i], writeIf(
+			func(_ lww.Record, found bool) bool { return !found },
+			func(lww.Record, bool) lww.Record { return lww.Record{Value: value} }))
+		set[i] = res.Applied
+		return err
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(boolInt(countTrue(set) == len(keys)))
 }

@@ -1,0 +1,98 @@
+package resp
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/kuradb/kura/lww"
+)
+
+// Counters: INCR and its kin read the value, add, and write the sum in one lightweight
+// transaction, so that no increment is lost to a concurrent one. The key's deadline stays.
+
+const (
+	errOverflow   = "ERR increment or decrement would overflow"
+	errNotFloat   = "ERR value is not a valid float"
+	errNaNOrInfty = "ERR increment would produce NaN or Infinity"
+)
+
+// incrCommand is INCR, DECR, INCRBY and DECRBY: the value after adding the step.
+func incrCommand(c *conn, args [][]byte) {
+	step := int64(1)
+	name := string(c.lowerName)
+	if name == "incrby" || name == "decrby" {
+		var ok bool
+		if step, ok = parseInt(args[2]); !ok {
+			c.w.Error(errNotInt)
+			return
+		}
+	}
+	if name == "decr" || name == "decrby" {
+		if step == math.MinInt64 {
+			c.w.Error("ERR decrement would overflow")
+			return
+		}
+		step = -step
+	}
+	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		var n int64
+		if found {
+			var ok bool
+			if n, ok = parseInt(cur.Value); !ok {
+				return lww.Record{}, false, redisError(errNotInt)
+			}
+		}
+		if (step > 0 && n > math.MaxInt64-step) || (step < 0 && n < math.MinInt64-step) {
+			return lww.Record{}, false, redisError(errOverflow)
+		}
+		return lww.Record{Value: strconv.AppendInt(nil, n+step, 10), ExpiresAt: cur.ExpiresAt}, true, nil
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	// The written record is the reply: the function may have run in more than one round.
+	sum, _ := parseInt(res.Record.Value)
+	c.w.Int(sum)
+}
+
+// incrbyfloatCommand is INCRBYFLOAT key increment: the sum, written as the shortest
+// decimal that reads back as it.
+func incrbyfloatCommand(c *conn, args [][]byte) {
+	step, ok := parseFloat(args[2])
+	if !ok {
+		c.w.Error(errNotFloat)
+		return
+	}
+	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		var n float64
+		if found {
+			var ok bool
+			if n, ok = parseFloat(cur.Value); !ok {
+				return lww.Record{}, false, redisError(errNotFloat)
+			}
+		}
+		f := n + step
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return lww.Record{}, false, redisError(errNaNOrInfty)
+		}
+		return lww.Record{Value: strconv.AppendFloat(nil, f, 'f', -1, 64), ExpiresAt: cur.ExpiresAt}, true, nil
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Bulk(res.Record.Value)
+}
+
+// parseFloat reads a float as Redis does: no spaces around it, not NaN, finite.
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 5000 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
