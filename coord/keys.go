@@ -104,7 +104,6 @@ func scanVisitMax(limit int) int { return 8*limit + 1024 }
 // returns what it found: a few requests' worth.
 func scanKeysVisitBudget(count int) int { return 4 * scanVisitMax(count) }
 
-
 // keysPlan is a keyspace's token ranges, laid out for a walk in position order.
 type keysPlan struct {
 	ks      schema.Keyspace
