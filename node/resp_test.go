@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,6 +124,31 @@ func TestRedisCLIPrintsWhatRedisPrints(t *testing.T) {
 		{[]string{"GETRANGE", "k", "a", "1"}, "ERR value is not an integer or out of range\n\n"},
 		{[]string{"STRLEN"}, "ERR wrong number of arguments for 'strlen' command\n\n"},
 		{[]string{"TIME", "x"}, "ERR wrong number of arguments for 'time' command\n\n"},
+		{[]string{"SET", "lock", "owner1", "NX", "EX", "30"}, "OK\n"},
+		{[]string{"SET", "lock", "owner2", "NX", "EX", "30"}, "\n"},
+		{[]string{"GET", "lock"}, "owner1\n"},
+		{[]string{"SETNX", "lock", "owner3"}, "0\n"},
+		{[]string{"INCR", "hits"}, "1\n"},
+		{[]string{"INCRBY", "hits", "10"}, "11\n"},
+		{[]string{"INCR", "lock"}, "ERR value is not an integer or out of range\n\n"},
+		{[]string{"INCRBYFLOAT", "price", "1.5"}, "1.5\n"},
+		{[]string{"APPEND", "hits", "0"}, "3\n"},
+		{[]string{"GETDEL", "hits"}, "110\n"},
+		{[]string{"GETDEL", "hits"}, "\n"},
+		{[]string{"EXPIRE", "lock", "10", "GT"}, "0\n"},
+		{[]string{"EXPIREAT", "lock", "4102444800"}, "1\n"},
+		{[]string{"EXPIRETIME", "lock"}, "4102444800\n"},
+		{[]string{"PERSIST", "lock"}, "1\n"},
+		{[]string{"TTL", "lock"}, "-1\n"},
+		{[]string{"RENAME", "lock", "mutex"}, "OK\n"},
+		{[]string{"RENAME", "lock", "mutex"}, "ERR no such key\n\n"},
+		{[]string{"GETSET", "mutex", "owner4"}, "owner1\n"},
+		{[]string{"SETEX", "session", "0", "v"}, "ERR invalid expire time in 'setex' command\n\n"},
+		{[]string{"MSETNX", "a", "1", "b", "2"}, "1\n"},
+		{[]string{"MSETNX", "b", "3", "c", "4"}, "0\n"},
+		{[]string{"DEL", "a", "b", "c"}, "2\n"},
+		{[]string{"FLUSHDB"}, "OK\n"},
+		{[]string{"EXISTS", "mutex"}, "0\n"},
 		{[]string{"CONFIG", "GET", "maxmemory"}, "maxmemory\n0\n"},
 		{[]string{"CONFIG", "GET", "maxmemory-policy"}, "maxmemory-policy\nnoeviction\n"},
 		{[]string{"CONFIG", "GET", "databases"}, "databases\n1\n"}, // Redis: 16
@@ -386,5 +414,78 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 	}
 	if info, err := clients[0].Info(ctx, "keyspace").Result(); err != nil || !strings.Contains(info, "db0:keys=10,expires=0") {
 		t.Errorf("INFO keyspace = %q, %v", info, err)
+	}
+}
+
+// TestRedisConditionalWritesRaceThroughEveryNode races go-redis clients, one per node of
+// a three-node cluster, on Redis's conditional writes: exactly one SET NX wins a lock,
+// exactly one GETDEL takes a value, no INCR is lost, and a key's deadline set through
+// one node is the one every node reports.
+func TestRedisConditionalWritesRaceThroughEveryNode(t *testing.T) {
+	nodes := startFrontEndCluster(t, "simple=3", "dc1", "dc1", "dc1")
+	ctx := context.Background()
+	var clients []*redis.Client
+	for i := range 6 {
+		c := redis.NewClient(&redis.Options{Addr: nodes[i%len(nodes)].RESPAddr(), MaxRetries: -1, ReadTimeout: 20 * time.Second})
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	race := func(fn func(i int, c *redis.Client) error) {
+		t.Helper()
+		errs := make([]error, len(clients))
+		var wg sync.WaitGroup
+		for i, c := range clients {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = fn(i, c) }()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const trials, increments = 5, 5
+	for trial := range trials {
+		lock, prize, counter := fmt.Sprint("lock", trial), fmt.Sprint("prize", trial), fmt.Sprint("counter", trial)
+		if err := clients[0].Set(ctx, prize, "gold", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var winners, takers atomic.Int32
+		race(func(i int, c *redis.Client) error {
+			won, err := c.SetNX(ctx, lock, i, time.Minute).Result()
+			if won {
+				winners.Add(1)
+			}
+			if err != nil {
+				return err
+			}
+			v, err := c.GetDel(ctx, prize).Result()
+			if v == "gold" {
+				takers.Add(1)
+			}
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			for range increments {
+				if err := c.Incr(ctx, counter).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if winners.Load() != 1 || takers.Load() != 1 {
+			t.Errorf("trial %d: %d SET NX winners, %d GETDEL takers; want one each", trial, winners.Load(), takers.Load())
+		}
+		if got, err := clients[1].Get(ctx, counter).Int(); err != nil || got != len(clients)*increments {
+			t.Errorf("trial %d: counter %d (%v) after %d INCRs", trial, got, err, len(clients)*increments)
+		}
+	}
+	deadline := time.Unix(4102444800, 0)
+	if err := clients[0].ExpireAt(ctx, "lock0", deadline).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients[:len(nodes)] {
+		if got, err := c.ExpireTime(ctx, "lock0").Result(); err != nil || got != time.Duration(deadline.Unix())*time.Second {
+			t.Errorf("EXPIRETIME through %s = %v, %v; want %v", c.Options().Addr, got, err, deadline.Unix())
+		}
 	}
 }
