@@ -66,8 +66,9 @@ func (r Report) OK() bool {
 const maxExamples = 10
 
 // notLinearizable is the verdict on linearizability, which kura does not promise.
-const notLinearizable = "not checked: kura promises no linearizable single-key operation " +
-	"(last-writer-wins on hybrid-logical-clock timestamps, no lightweight transactions)"
+const notLinearizable = "not checked: the workload's plain reads and writes are last-writer-wins " +
+	"on hybrid-logical-clock timestamps, which kura does not promise to be linearizable " +
+	"(its lightweight transactions are, and are not part of this workload)"
 
 // Check checks a history, final versions included, against what kura promises. It is
 // pure: the same history gives the same report.
