@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -101,6 +102,13 @@ func (s *Server) newConn(nc net.Conn) *conn {
 func (s *Server) serveConn(c *conn) {
 	defer s.untrack(c)
 	defer c.stopWatching()
+	// A command that panics is a bug; as net/http does for a handler, it costs the
+	// connection, logged with its stack, not the node and every other client.
+	defer func() {
+		if r := recover(); r != nil {
+			s.cfg.Logger.Error("resp: a command panicked; its connection is closed", "client", c.nc.RemoteAddr().String(), "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	for !c.quit {
 		args, err := c.nextCommand()
 		switch {

@@ -152,3 +152,15 @@ func TestObserveSeesEveryOperationAtTheConnectionLevel(t *testing.T) {
 		t.Fatalf("observed %q, want %q", seen, want)
 	}
 }
+
+// TestPanickingCommandCostsItsConnectionOnly: a command that panics (a bug) closes its
+// own connection; the server and its other clients go on.
+func TestPanickingCommandCostsItsConnectionOnly(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	other := dial(t, addr)
+	c := dial(t, addr)
+	c.send(encode("GET", "panic"))
+	c.expectClosed()
+	other.do("+PONG\r\n", "PING")
+	dial(t, addr).do("$-1\r\n", "GET", "k")
+}

@@ -23,7 +23,8 @@ import (
 )
 
 // fakeBackend is an in-memory Backend: keyspaces of sorted keys. Key "broken" fails
-// every operation as unavailable, so tests can see how errors are answered.
+// every operation as unavailable, so tests can see how errors are answered, and a read of
+// key "panic" panics, as a bug would.
 type fakeBackend struct {
 	mu   sync.Mutex
 	data map[string]map[string][]byte // keyspace -> key -> value
@@ -125,6 +126,9 @@ func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl con
 	}
 	if string(key) == "broken" {
 		return lww.Record{}, false, errBroken
+	}
+	if string(key) == "panic" {
+		panic("fakeBackend: a read of key panic")
 	}
 	rec, ok := f.live(keyspace, ks, string(key))
 	return rec, ok, nil

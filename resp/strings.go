@@ -408,7 +408,7 @@ func setrangeCommand(c *conn, args [][]byte) {
 	}
 	patch := args[3]
 	limit := int64(c.s.cfg.Limits.ValueBytesMax)
-	if len(patch) > 0 && offset+int64(len(patch)) > limit {
+	if len(patch) > 0 && offset > limit-int64(len(patch)) { // offset+len could overflow
 		c.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
@@ -490,7 +490,12 @@ func copyCommand(c *conn, args [][]byte) {
 				c.w.Error(errSyntax)
 				return
 			}
-			if db, ok := parseInt(args[i+1]); !ok || db != 0 {
+			db, ok := parseInt(args[i+1])
+			if !ok {
+				c.w.Error(errNotInt)
+				return
+			}
+			if db != 0 {
 				c.w.Error("ERR DB index is out of range")
 				return
 			}

@@ -157,6 +157,8 @@ func TestStringCommands(t *testing.T) {
 			{cmd("SETRANGE", "r", "3", "x"), ":4\r\n"},
 			{cmd("GET", "r"), "$4\r\n\x00\x00\x00x\r\n"},
 			{cmd("SETRANGE", "empty", "5", ""), ":0\r\n"},
+			{cmd("SETRANGE", "huge", "9223372036854775807", "A"), "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"},
+			{cmd("COPY", "a", "b", "DB", "x"), "-ERR value is not an integer or out of range\r\n"},
 			{cmd("EXISTS", "empty"), ":0\r\n"},
 			{cmd("SETRANGE", "a", "-1", "x"), "-ERR offset is out of range\r\n"},
 			{cmd("SET", "s", "v"), "+OK\r\n"},
