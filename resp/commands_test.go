@@ -110,11 +110,11 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":56\r\n"},
+			{cmd("COMMAND", "COUNT"), ":59\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR unknown subcommand 'GETKEYS'. Try COMMAND HELP.\r\n"},
-			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "get*"), "*5\r\n$3\r\nget\r\n$6\r\ngetdel\r\n$5\r\ngetex\r\n$8\r\ngetrange\r\n$6\r\ngetset\r\n"},
+			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "get*"), "*6\r\n$3\r\nget\r\n$6\r\ngetbit\r\n$6\r\ngetdel\r\n$5\r\ngetex\r\n$8\r\ngetrange\r\n$6\r\ngetset\r\n"},
 			{cmd("COMMAND", "LIST", "FILTERBY", "MODULE", "json"), "*0\r\n"},
 			{cmd("COMMAND", "LIST", "nonsense"), "-ERR syntax error\r\n"},
 			{cmd("COMMAND", "COUNT", "x"), "-ERR wrong number of arguments for 'command|count' command\r\n"},
@@ -200,11 +200,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*56\r\n" {
+	if got := c.line(); got != "*59\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 56 {
+	for range 59 {
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -217,7 +217,7 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*56\r\n" {
+	if got := c.line(); got != "*59\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -171,4 +172,29 @@ func (c *conn) countKeys() (coord.KeyCount, error) {
 	n, err := c.s.cfg.Backend.CountKeys(c.ctx, c.keyspace)
 	c.observe("scan", c.level, began, err)
 	return n, err
+}
+
+// randomkeyCommand is RANDOMKEY: a key from a walk started at a random position, wrapping
+// once to the start; null for an empty keyspace. Keys are not equally likely: a key after
+// a wide gap in position order comes up more often, as in Redis a key in a sparse bucket
+// does.
+func randomkeyCommand(c *conn, _ [][]byte) {
+	cursor, wrapped := rand.Uint64(), false
+	for {
+		keys, next, err := c.scanKeys(cursor, 1)
+		switch {
+		case err != nil:
+			c.w.Error(errorReply(err))
+			return
+		case len(keys) > 0:
+			c.w.Bulk(keys[0])
+			return
+		case next == 0 && (wrapped || cursor == 0):
+			c.w.Null()
+			return
+		case next == 0:
+			wrapped = true
+		}
+		cursor = next
+	}
 }

@@ -576,3 +576,71 @@ func msetnxCommand(c *conn, args [][]byte) {
 	}
 	c.w.Int(boolInt(countTrue(set) == len(keys)))
 }
+
+// errBitOffset is Redis's refusal of a bit offset outside 0 .. 2^32-1.
+const errBitOffset = "ERR bit offset is not an integer or out of range"
+
+// bitOffset reads a bit offset as Redis does: an integer in 0 .. 2^32-1.
+func bitOffset(arg []byte) (int64, bool) {
+	n, ok := parseInt(arg)
+	return n, ok && n >= 0 && n < 1<<32
+}
+
+// getbitCommand is GETBIT key offset: the bit at offset (bit 0 is the first byte's most
+// significant), 0 past the value's end or for a missing key.
+func getbitCommand(c *conn, args [][]byte) {
+	offset, ok := bitOffset(args[2])
+	if !ok {
+		c.w.Error(errBitOffset)
+		return
+	}
+	rec, _, err := c.lookup(args[1])
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(int64(bitAt(rec.Value, offset)))
+}
+
+// setbitCommand is SETBIT key offset 0|1: the bit's former value, the value grown with
+// zero bytes to reach offset, in one lightweight transaction. The key keeps its deadline.
+func setbitCommand(c *conn, args [][]byte) {
+	offset, ok := bitOffset(args[2])
+	if !ok {
+		c.w.Error(errBitOffset)
+		return
+	}
+	bit, ok := parseInt(args[3])
+	if !ok || (bit != 0 && bit != 1) {
+		c.w.Error("ERR bit is not an integer or out of range")
+		return
+	}
+	if offset/8 >= int64(c.s.cfg.Limits.ValueBytesMax) {
+		c.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
+	res, err := c.transact(args[1], func(cur lww.Record, _ bool) (lww.Record, bool, error) {
+		value := make([]byte, max(len(cur.Value), int(offset/8)+1))
+		copy(value, cur.Value)
+		mask := byte(0x80) >> (offset % 8)
+		if bit == 1 {
+			value[offset/8] |= mask
+		} else {
+			value[offset/8] &^= mask
+		}
+		return lww.Record{Value: value, ExpiresAt: cur.ExpiresAt}, true, nil
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(int64(bitAt(res.Previous.Value, offset)))
+}
+
+// bitAt returns the bit at offset of value, 0 past its end.
+func bitAt(value []byte, offset int64) int {
+	if offset/8 >= int64(len(value)) {
+		return 0
+	}
+	return int(value[offset/8]>>(7-offset%8)) & 1
+}
