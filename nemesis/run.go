@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -232,10 +233,15 @@ func (c *Cluster) finalVersions(ctx context.Context, keyspace string) ([]Event, 
 type progress struct {
 	out   io.Writer
 	start time.Time
+	// mu keeps lines whole: the fault schedule and the tallies' reporter both say things.
+	mu sync.Mutex
 }
 
 func (p *progress) say(format string, args ...any) {
-	fmt.Fprintf(p.out, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+	line := fmt.Sprintf("[%6.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.out, line)
 }
 
 func (p *progress) fault(e Event) {

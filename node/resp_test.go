@@ -345,8 +345,10 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 	clients := make([]*redis.Client, len(nodes))
 	for i, n := range nodes {
 		// Writes of a pipeline run one after the other: a long one on a busy machine
-		// outlasts go-redis's default read timeout.
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second})
+		// outlasts go-redis's default read timeout. QUORUM (both replicas of simple=2):
+		// at ONE a scan may ask a replica the write has not reached yet.
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err() }})
 		defer clients[i].Close()
 	}
 	const deleted, batch = 3000, 500
@@ -426,7 +428,9 @@ func TestRedisConditionalWritesRaceThroughEveryNode(t *testing.T) {
 	ctx := context.Background()
 	var clients []*redis.Client
 	for i := range 6 {
-		c := redis.NewClient(&redis.Options{Addr: nodes[i%len(nodes)].RESPAddr(), MaxRetries: -1, ReadTimeout: 20 * time.Second})
+		// At QUORUM, the plain reads below meet a quorum the transactions committed to.
+		c := redis.NewClient(&redis.Options{Addr: nodes[i%len(nodes)].RESPAddr(), MaxRetries: -1, ReadTimeout: 20 * time.Second,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err() }})
 		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
 	}
