@@ -57,7 +57,7 @@ func race(t *testing.T, c *Cluster, clients int, coordinators []string, op func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(i) * 37 * time.Microsecond)
+			c.Run(time.Duration(i) * 37 * time.Microsecond) // virtual time: this client's start
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			out[i] = op(ctx, i, co)
