@@ -100,8 +100,8 @@ func (r *Remote) ScanKeys(ctx context.Context, req KeysRequest) (KeysPage, error
 // scanKeys serves a scan_keys request from the local replica.
 func (s *Server) scanKeys(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var wire kurav1.ScanKeysRequest
-	if err := proto.Unmarshal(payload, &wire); err != nil {
-		return nil, fmt.Errorf("decode scan_keys from %s: %w", from.ID, err)
+	if err := decodeRequest(payload, &wire, kindScanKeys, from); err != nil {
+		return nil, err
 	}
 	page, err := s.local.ScanKeys(ctx, keysRequestFromProto(&wire))
 	if err != nil {

@@ -153,8 +153,8 @@ func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind tran
 	switch kind {
 	case kindPaxosPrepare:
 		var req kurav1.PaxosPrepareRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("decode paxos_prepare from %s: %w", from.ID, err)
+		if err := decodeRequest(payload, &req, kindPaxosPrepare, from); err != nil {
+			return nil, err
 		}
 		ballot := ballotFromProto(req.GetBallot())
 		if err := s.observeBallot(ballot); err != nil {
@@ -167,8 +167,8 @@ func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind tran
 		return proto.Marshal(promiseToProto(promise))
 	case kindPaxosPropose:
 		var req kurav1.PaxosProposeRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("decode paxos_propose from %s: %w", from.ID, err)
+		if err := decodeRequest(payload, &req, kindPaxosPropose, from); err != nil {
+			return nil, err
 		}
 		p, err := s.observeProposal(req.GetProposal())
 		if err != nil {
@@ -181,8 +181,8 @@ func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind tran
 		return proto.Marshal(&kurav1.PaxosProposeResponse{Accepted: accepted, Promised: ballotToProto(promised)})
 	default: // kindPaxosCommit
 		var req kurav1.PaxosCommitRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("decode paxos_commit from %s: %w", from.ID, err)
+		if err := decodeRequest(payload, &req, kindPaxosCommit, from); err != nil {
+			return nil, err
 		}
 		p, err := s.observeProposal(req.GetProposal())
 		if err != nil {

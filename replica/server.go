@@ -41,8 +41,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		return s.scanKeys(ctx, from, payload)
 	case kindMutate:
 		var req kurav1.MutateRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("decode mutate from %s: %w", from.ID, err)
+		if err := decodeRequest(payload, &req, kindMutate, from); err != nil {
+			return nil, err
 		}
 		records, err := s.observe(req.GetRecords())
 		if err != nil {
@@ -51,8 +51,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		return nil, s.local.Apply(ctx, req.GetKeyspace(), records)
 	case kindRead, kindChunkRead:
 		var req kurav1.ReadRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("decode %v from %s: %w", kind, from.ID, err)
+		if err := decodeRequest(payload, &req, kind, from); err != nil {
+			return nil, err
 		}
 		if kind == kindChunkRead {
 			rec, found, err := s.local.ReadChunk(ctx, req.GetKeyspace(), req.GetKey())
@@ -72,8 +72,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		return proto.Marshal(resp)
 	case kindScan, kindStreamRange:
 		var req kurav1.ReplicaScanRequest
-		if err := proto.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("decode scan from %s: %w", from.ID, err)
+		if err := decodeRequest(payload, &req, kind, from); err != nil {
+			return nil, err
 		}
 		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly()}
 		for _, rg := range req.GetRanges() {
@@ -108,4 +108,13 @@ func scanResponse(records []lww.Record) *kurav1.ReplicaScanResponse {
 		resp.Records[i] = ToProto(r)
 	}
 	return resp
+}
+
+// decodeRequest unmarshals a request's payload into req, naming its kind and sender when
+// it cannot.
+func decodeRequest(payload []byte, req proto.Message, kind transport.Kind, from transport.Peer) error {
+	if err := proto.Unmarshal(payload, req); err != nil {
+		return fmt.Errorf("decode %v from %s: %w", kind, from.ID, err)
+	}
+	return nil
 }

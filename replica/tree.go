@@ -106,8 +106,8 @@ func (r *Remote) TreeDigest(ctx context.Context, req TreeRequest) (Tree, error) 
 // treeDigest serves a tree_digest request.
 func (s *Server) treeDigest(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var req kurav1.TreeDigestRequest
-	if err := proto.Unmarshal(payload, &req); err != nil {
-		return nil, fmt.Errorf("decode tree_digest from %s: %w", from.ID, err)
+	if err := decodeRequest(payload, &req, kindTreeDigest, from); err != nil {
+		return nil, err
 	}
 	tree, err := s.local.TreeDigest(ctx, TreeRequest{
 		Keyspace: req.GetKeyspace(),
