@@ -42,6 +42,18 @@ func deadlineMs(arg []byte, seconds, relative bool, name string, now time.Time) 
 	return n, ""
 }
 
+// withDeadline is the next record of a transaction that gives the current value the
+// deadline deadlineMs (Unix milliseconds; 0: none): a tombstone when that deadline has
+// passed at now, as Redis deletes a key given a deadline in the past.
+func withDeadline(deadlineMs int64, now time.Time) func(lww.Record, bool) lww.Record {
+	return func(cur lww.Record, _ bool) lww.Record {
+		if deadlineMs != 0 && deadlineMs <= now.UnixMilli() {
+			return lww.Record{Tombstone: true}
+		}
+		return lww.Record{Value: cur.Value, ExpiresAt: expiryOf(deadlineMs)}
+	}
+}
+
 // expireCommand is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key time [NX|XX|GT|LT]: 1 when
 // the deadline was set (or the key deleted, for a deadline already past), 0 when the key
 // is missing or the condition failed. No deadline counts as an infinite one for GT and LT.
@@ -80,7 +92,6 @@ func expireCommand(c *conn, args [][]byte) {
 		return
 	}
 	expiresAt := expiryOf(ms)
-	past := ms <= now.UnixMilli()
 	res, err := c.transact(args[1], writeIf(
 		func(cur lww.Record, found bool) bool {
 			has := cur.ExpiresAt != 0
@@ -98,12 +109,7 @@ func expireCommand(c *conn, args [][]byte) {
 			}
 			return true
 		},
-		func(cur lww.Record, _ bool) lww.Record {
-			if past {
-				return lww.Record{Tombstone: true}
-			}
-			return lww.Record{Value: cur.Value, ExpiresAt: expiresAt}
-		}))
+		withDeadline(ms, now)))
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -116,7 +122,7 @@ func expireCommand(c *conn, args [][]byte) {
 func persistCommand(c *conn, args [][]byte) {
 	res, err := c.transact(args[1], writeIf(
 		func(cur lww.Record, found bool) bool { return found && cur.ExpiresAt != 0 },
-		func(cur lww.Record, _ bool) lww.Record { return lww.Record{Value: cur.Value} }))
+		withDeadline(0, time.Now())))
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -213,16 +219,9 @@ func getexCommand(c *conn, args [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	expiresAt := expiryOf(ms)
-	past := !persist && ms <= time.Now().UnixMilli()
 	res, err := c.transact(args[1], writeIf(
 		func(cur lww.Record, found bool) bool { return found && !(persist && cur.ExpiresAt == 0) },
-		func(cur lww.Record, _ bool) lww.Record {
-			if past {
-				return lww.Record{Tombstone: true}
-			}
-			return lww.Record{Value: cur.Value, ExpiresAt: expiresAt}
-		}))
+		withDeadline(ms, time.Now())))
 	if err != nil {
 		c.replyTransactError(err)
 		return
