@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
 )
 
@@ -141,6 +142,13 @@ const (
 	// count, and it serves no reads: a read quorum then comes from the other replicas,
 	// which hold every write the level acknowledged (W + R > RF still holds without it).
 	StateRebuilding
+	// StateDraining: about to sleep (paper 003). Its acknowledgements of writes count,
+	// so a coordinator that has not learned the change yet loses nothing by writing to
+	// it, and it serves no reads, so that nobody reads from it once it sleeps.
+	StateDraining
+	// StateWaking: back from sleep, taking the writes offloaded for it while it slept.
+	// Its acknowledgements of writes count; it serves no reads until it has them all.
+	StateWaking
 )
 
 // String names the state as status pages print it.
@@ -158,6 +166,10 @@ func (s State) String() string {
 		return "asleep"
 	case StateRebuilding:
 		return "rebuilding"
+	case StateDraining:
+		return "draining"
+	case StateWaking:
+		return "waking"
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
@@ -166,16 +178,16 @@ func (s State) String() string {
 func (s State) Readable() bool { return s == StateUp || s == StateLeaving }
 
 // Writable reports whether a node in this state takes writes that count for a level.
-func (s State) Writable() bool { return s == StateUp || s == StateLeaving || s == StateRebuilding }
+func (s State) Writable() bool {
+	return s == StateUp || s == StateLeaving || s == StateRebuilding || s == StateDraining || s == StateWaking
+}
 
 // Pending reports whether a node in this state takes writes that do not count for a
 // level: it is still receiving the ranges it will own.
 func (s State) Pending() bool { return s == StateJoining }
 
 // Reachable reports whether the node answers messages at all.
-func (s State) Reachable() bool {
-	return s == StateUp || s == StateJoining || s == StateLeaving || s == StateRebuilding
-}
+func (s State) Reachable() bool { return s != StateDown && s != StateAsleep }
 
 // View is the read side of the directory.
 type View interface {
@@ -192,6 +204,9 @@ type View interface {
 	// Trusted reports whether the view is complete enough to coordinate on: loaded from
 	// the persisted ring, or learned from a seed. Until then requests are refused.
 	Trusted() bool
+	// Power reports where a node stands in its power cycle, as it gossips it; the zero
+	// value (active, no holders) for a node that never slept.
+	Power(id string) Power
 	// Version changes whenever the set of nodes or their addresses change (not liveness),
 	// so readers can cache what they derive from Nodes, such as the token ring.
 	Version() uint64
@@ -207,6 +222,7 @@ type Directory struct {
 	self    Node
 	nodes   map[string]Node
 	states  map[string]State // liveness: up, down or asleep (or a state set by hand)
+	power   map[string]Power
 	version uint64
 	sorted  []Node // cached Nodes(); nil after a change
 	trusted bool
@@ -220,6 +236,7 @@ func NewDirectory(self Node) *Directory {
 		self:    self,
 		nodes:   map[string]Node{self.ID: self},
 		states:  map[string]State{self.ID: StateUp},
+		power:   map[string]Power{},
 		trusted: true,
 	}
 }
@@ -330,7 +347,11 @@ func (d *Directory) State(id string) State {
 	defer d.mu.RUnlock()
 	n, ok := d.nodes[id]
 	state := d.states[id]
+	cycle := d.power[id].State
 	switch {
+	case ok && cycle == power.Asleep && n.Status.OnRing():
+		// Asleep whatever its liveness: it stopped gossiping on purpose.
+		return StateAsleep
 	case !ok || state != StateUp:
 		return state
 	case n.Status == StatusJoining:
@@ -341,8 +362,43 @@ func (d *Directory) State(id string) State {
 		return StateRebuilding
 	case n.Status == StatusLeft || n.Status == StatusRemoved || n.Status == StatusBooting:
 		return StateDown
+	case cycle == power.Draining:
+		return StateDraining
+	case cycle == power.Waking:
+		return StateWaking
 	}
 	return StateUp
+}
+
+// Power is a node's place in its power cycle (paper 003), as it gossips it.
+type Power struct {
+	State power.State
+	// Holders are the awake nodes, in order of preference, that keep the writes offloaded
+	// for this node while it sleeps; the first is also its stand-in, which answers on its
+	// released addresses. Empty while it is active.
+	Holders []string
+}
+
+// Equal reports whether two power entries are identical.
+func (p Power) Equal(o Power) bool { return p.State == o.State && slices.Equal(p.Holders, o.Holders) }
+
+// Power reports a node's power cycle entry.
+func (d *Directory) Power(id string) Power {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.power[id]
+}
+
+// SetPower records a known node's power cycle entry; it reports whether that changed.
+func (d *Directory) SetPower(id string, p Power) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.nodes[id]; !ok || d.power[id].Equal(p) {
+		return false
+	}
+	p.Holders = slices.Clone(p.Holders)
+	d.power[id] = p
+	return true
 }
 
 // Version counts changes of the node set.

@@ -21,7 +21,8 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
 	unavailable := func(alive map[string]int) error { return chunkUnavailable(ks, cl, required, alive) }
-	if err := checkWritable(owners(slots), required, unavailable); err != nil {
+	writes := c.planWrites(owners(slots))
+	if err := checkWritable(writes, required, unavailable); err != nil {
 		return 0, err
 	}
 	if rec.Timestamp, err = c.stamp(); err != nil {
@@ -31,9 +32,8 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 	if err != nil {
 		return 0, fmt.Errorf("key %q of keyspace %s: %w", rec.Key, ks.Name, err)
 	}
-	writes := make([]replicaWrite, len(slots))
-	for i, s := range slots {
-		writes[i] = replicaWrite{member: s.owner, record: records[i]}
+	for i := range writes {
+		writes[i].record = records[i]
 	}
 	return rec.Timestamp, c.applyWrites(ctx, ks.Name, writes, required, cl, unavailable)
 }

@@ -540,9 +540,9 @@ func (l *lwt) complete(ctx context.Context, ballot paxos.Ballot, inProgress paxo
 // proposal chosen; the next round on the key completes it.
 func (l *lwt) commitRound(ctx context.Context, p paxos.Proposal) error {
 	required := withPending(l.commit.Require(countedPerDC(l.members), l.c.view.Self().DC), l.members)
-	writes := make([]replicaWrite, len(l.members))
-	for i, m := range l.members {
-		writes[i] = replicaWrite{member: m, record: p.Record, commit: &p}
+	writes := l.c.planWrites(l.members)
+	for i := range writes {
+		writes[i].record, writes[i].commit = p.Record, &p
 	}
 	err := l.c.applyWrites(ctx, l.keyspace, writes, required, l.commit, func(alive map[string]int) error {
 		return &TimeoutError{Level: l.commit, Required: required, Cause: fmt.Errorf("no replica takes writes, %v alive", alive)}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kuradb/kura/clockguard"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
@@ -84,15 +86,15 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	unavailable := func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
 	}
-	if err := checkWritable(members, required, unavailable); err != nil {
+	writes := c.planWrites(members)
+	if err := checkWritable(writes, required, unavailable); err != nil {
 		return 0, err
 	}
 	if rec.Timestamp, err = c.stamp(); err != nil {
 		return 0, err
 	}
-	writes := make([]replicaWrite, len(members))
-	for i, m := range members {
-		writes[i] = replicaWrite{member: m, record: rec}
+	for i := range writes {
+		writes[i].record = rec
 	}
 	return rec.Timestamp, c.applyWrites(ctx, keyspace, writes, required, cl, unavailable)
 }
@@ -116,11 +118,53 @@ type replicaWrite struct {
 	// the replica gets it as a Paxos commit, which also ends the round there. A hint
 	// carries the record alone, applied last writer wins as any write.
 	commit *paxos.Proposal
+	// holder, when set, is the awake node that keeps the write for the member while it
+	// sleeps (its offload log); its acknowledgement counts as the member's.
+	holder *cluster.Node
 }
 
-// acknowledges reports whether a member's acknowledgement is awaited: a current replica
-// that takes writes, or a reachable pending one (whose share the level was raised by).
-func acknowledges(m placement.Member) bool { return m.Counts() || m.Receives() }
+// acknowledged reports whether the write's acknowledgement is awaited: from a current
+// replica that takes writes, a reachable pending one (whose share the level was raised
+// by), or the offload holder of a sleeping one.
+func (w replicaWrite) acknowledged() bool {
+	return w.member.Counts() || w.member.Receives() || w.holder != nil
+}
+
+// planWrites returns one write per member, without its record yet, each sleeping member
+// given the node that keeps its write (offloadHolder), so that whether the level can be
+// met is known before anything is stamped.
+func (c *Coordinator) planWrites(members []placement.Member) []replicaWrite {
+	writes := make([]replicaWrite, len(members))
+	for i, m := range members {
+		writes[i] = replicaWrite{member: m}
+		if holder, ok := c.offloadHolder(m, members); ok {
+			writes[i].holder = &holder
+		}
+	}
+	return writes
+}
+
+// offloadHolder returns the node that keeps a write for a sleeping member (paper 003's
+// write offloading): the first of the holders the member named before it slept that
+// takes writes and is not itself one of the write's members. A holder among the members
+// would keep two of the write's copies on one node, so the level would count one node
+// twice; the sleeping node names enough holders that one is always outside a replica
+// set.
+func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Member) (cluster.Node, bool) {
+	if m.State != cluster.StateAsleep || m.Pending {
+		return cluster.Node{}, false
+	}
+	for _, id := range c.view.Power(m.ID).Holders {
+		member := slices.ContainsFunc(members, func(o placement.Member) bool { return o.ID == id })
+		if member || c.view.State(id) != cluster.StateUp {
+			continue
+		}
+		if n, ok := c.view.Node(id); ok {
+			return n, true
+		}
+	}
+	return cluster.Node{}, false
+}
 
 // withPending raises the level's requirement by every pending member (a node taking the
 // range over, or a joining one), reachable or not: a write during a move must reach the
@@ -134,13 +178,13 @@ func withPending(required consistency.Requirement, members []placement.Member) c
 	return required
 }
 
-// checkWritable fails with unavailable, before anything is written, when the members that
-// take writes cannot meet the level (a hint meets ANY).
-func checkWritable(members []placement.Member, required consistency.Requirement, unavailable func(alive map[string]int) error) error {
+// checkWritable fails with unavailable, before anything is written, when the writes
+// whose acknowledgements count cannot meet the level (a hint meets ANY).
+func checkWritable(writes []replicaWrite, required consistency.Requirement, unavailable func(alive map[string]int) error) error {
 	alive := map[string]int{}
-	for _, m := range members {
-		if acknowledges(m) {
-			alive[m.DC]++
+	for _, w := range writes {
+		if w.acknowledged() {
+			alive[w.member.DC]++
 		}
 	}
 	if !required.Hinted && !required.Satisfied(alive) {
@@ -149,17 +193,18 @@ func checkWritable(members []placement.Member, required consistency.Requirement,
 	return nil
 }
 
-// applyWrites sends each write to its replica and returns once the level's
-// acknowledgements are in. Replicas that are down or asleep, and replicas that fail or
-// time out, get a hint stored on this node, so they receive the write later; a hint
-// counts as an acknowledgement only for ANY. Pending replicas get the write too, and
-// required was raised for them (withPending), so their acknowledgements are awaited.
+// applyWrites sends each write to its replica, or to its offload holder, and returns once
+// the level's acknowledgements are in. Replicas that are down, asleep with no holder
+// that takes writes, and replicas that fail or time out get a hint stored on this node,
+// so they receive the write later; a hint counts as an acknowledgement only for ANY.
+// Pending replicas get the write too, and required was raised for them (withPending), so
+// their acknowledgements are awaited.
 func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes []replicaWrite, required consistency.Requirement, cl consistency.Level, unavailable func(alive map[string]int) error) error {
 	var counted []target
 	hinted := 0
 	for i, w := range writes {
 		switch {
-		case acknowledges(w.member):
+		case w.acknowledged():
 			counted = append(counted, target{Member: w.member, slot: i})
 		default:
 			if err := c.hints.Add(w.member.ID, keyspace, w.record); err != nil {
@@ -222,6 +267,11 @@ func (c *Coordinator) apply(w replicaWrite, keyspace string) error {
 	}
 	ctx, cancel := c.replicaContext()
 	defer cancel()
+	if w.holder != nil {
+		// The record alone, as a hint carries it: the commit reaches the sleeping
+		// replica's acceptor state when the next round on the key repairs it.
+		return c.replicas.Replica(*w.holder).Offload(ctx, w.member.ID, keyspace, []lww.Record{w.record})
+	}
 	if w.commit != nil {
 		return r.Commit(ctx, keyspace, *w.commit)
 	}

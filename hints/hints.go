@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -47,9 +48,11 @@ func (s *Store) Add(target, ks string, rec lww.Record) error {
 	if err != nil {
 		return err
 	}
-	// The sequence starts at the record's timestamp so that hints stay ordered across
-	// restarts of this node.
-	s.seq.CompareAndSwap(0, uint64(rec.Timestamp))
+	// The sequence starts at the wall clock in nanoseconds, above every sequence stored
+	// before a restart (those counted up from an earlier clock reading, or, before this
+	// store kept writes offloaded to it, from a record's timestamp, which is smaller): a
+	// new hint never takes a stored one's key, and hints stay ordered across restarts.
+	s.seq.CompareAndSwap(0, uint64(time.Now().UnixNano()))
 	key := binary.BigEndian.AppendUint64(prefix(target), s.seq.Add(1))
 	_, err = s.engine.Apply(keyspace, lww.Record{Key: key, Value: value, Timestamp: rec.Timestamp})
 	return err

@@ -166,6 +166,7 @@ type Node struct {
 	transport *transport.Transport
 	ring      *placement.Ring
 	local     *replica.Local
+	hints     *hints.Store
 	replicas  *replica.Server
 	coord     *coord.Coordinator
 	gossip    *gossip
@@ -342,7 +343,10 @@ func (n *Node) open() error {
 		n.ring = placement.NewRing(n.directory, n.cfg.Vnodes)
 		place = n.ring
 	}
-	n.local = replica.NewLocal(n.engine, n.catalog)
+	// One hint store per engine: the coordinator's hints and the writes offloaded to this
+	// node share its sequence, so no two entries get the same key.
+	n.hints = hints.NewStore(n.engine)
+	n.local = replica.NewLocal(n.engine, n.catalog, n.hints)
 	n.replicas = replica.NewServer(n.local, n.guard)
 	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
 	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
@@ -350,7 +354,7 @@ func (n *Node) open() error {
 		Keyspaces: n.catalog,
 		Placement: place,
 		Replicas:  replicas,
-		Hints:     hints.NewStore(n.engine),
+		Hints:     n.hints,
 		Clock:     n.guard,
 		Proximity: proximity{n},
 	})

@@ -21,11 +21,13 @@ type Keyspaces interface {
 type Local struct {
 	engine    *storage.Engine
 	keyspaces Keyspaces
+	offloads  OffloadLog // nil: the node holds no offloaded writes
 }
 
-// NewLocal returns the replica over engine; keyspaces gives scans their partitioner.
-func NewLocal(engine *storage.Engine, keyspaces Keyspaces) *Local {
-	return &Local{engine: engine, keyspaces: keyspaces}
+// NewLocal returns the replica over engine; keyspaces gives scans their partitioner, and
+// offloads keeps the writes this node holds for sleeping replicas.
+func NewLocal(engine *storage.Engine, keyspaces Keyspaces, offloads OffloadLog) *Local {
+	return &Local{engine: engine, keyspaces: keyspaces, offloads: offloads}
 }
 
 // Apply stores records durably (the engine syncs its WAL before it returns).

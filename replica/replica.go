@@ -50,6 +50,11 @@ type Replica interface {
 	Propose(ctx context.Context, keyspace string, p paxos.Proposal) (accepted bool, promised paxos.Ballot, err error)
 	// Commit applies p's record, last writer wins, and records the commit.
 	Commit(ctx context.Context, keyspace string, p paxos.Proposal) error
+
+	// Offload keeps records of keyspace, durably, for the sleeping replica named by
+	// target, and returns once they are durable: this node is one of target's offload
+	// holders, and delivers them when target wakes (paper 003's write offloading).
+	Offload(ctx context.Context, target, keyspace string, records []lww.Record) error
 }
 
 // ScanRequest asks one replica for a slice of its data.

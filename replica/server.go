@@ -39,6 +39,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		return s.treeDigest(ctx, from, payload)
 	case kindScanKeys:
 		return s.scanKeys(ctx, from, payload)
+	case kindOffload:
+		return s.offload(ctx, from, payload)
 	case kindMutate:
 		var req kurav1.MutateRequest
 		if err := decodeRequest(payload, &req, kindMutate, from); err != nil {

@@ -54,7 +54,7 @@ func newReplica(t testing.TB, opts storage.Options) (*storage.Engine, *Local, *R
 	if _, err := catalog.Apply(ks); err != nil {
 		t.Fatal(err)
 	}
-	local := NewLocal(engine, catalog)
+	local := NewLocal(engine, catalog, nil)
 	net := &loopback{server: NewServer(local, keepClock{})}
 	remote := NewSet("caller", nil, net).Replica(cluster.Node{ID: "replica"}).(*Remote)
 	return engine, local, remote, net

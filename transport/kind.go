@@ -33,6 +33,9 @@ import (
 //	18  paxos_propose  replica: a lightweight transaction's proposal
 //	19  paxos_commit   replica: a lightweight transaction's commit
 //	20  scan_keys      replica: a page of a replica's live keys in hash order (SCAN)
+//	21  offload        replica: writes kept for a sleeping replica (paper 003)
+//	22  hints_flush    node: deliver every hint held for the caller now (it is waking)
+//	23  power          node: a power transition asked of a node (kura power)
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

@@ -102,9 +102,12 @@ func (x *Record) GetExpiresAt() uint64 {
 
 // MutateRequest asks a replica to apply records of one keyspace (last writer wins).
 type MutateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
-	Records       []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Records  []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	// offload_for, on an offload request, names the sleeping replica the receiver keeps
+	// the records for (paper 003's write offloading); empty on a plain mutate.
+	OffloadFor    string `protobuf:"bytes,3,opt,name=offload_for,json=offloadFor,proto3" json:"offload_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -151,6 +154,13 @@ func (x *MutateRequest) GetRecords() []*Record {
 		return x.Records
 	}
 	return nil
+}
+
+func (x *MutateRequest) GetOffloadFor() string {
+	if x != nil {
+		return x.OffloadFor
+	}
+	return ""
 }
 
 type MutateResponse struct {
@@ -1626,10 +1636,12 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\x12\x1c\n" +
 	"\ttombstone\x18\x04 \x01(\bR\ttombstone\x12\x1d\n" +
 	"\n" +
-	"expires_at\x18\x05 \x01(\x04R\texpiresAt\"V\n" +
+	"expires_at\x18\x05 \x01(\x04R\texpiresAt\"w\n" +
 	"\rMutateRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12)\n" +
-	"\arecords\x18\x02 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\x10\n" +
+	"\arecords\x18\x02 \x03(\v2\x0f.kura.v1.RecordR\arecords\x12\x1f\n" +
+	"\voffload_for\x18\x03 \x01(\tR\n" +
+	"offloadFor\"\x10\n" +
 	"\x0eMutateResponse\";\n" +
 	"\vReadRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +

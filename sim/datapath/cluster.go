@@ -159,7 +159,10 @@ func (c *Cluster) open(n *Node) error {
 	// measure and never refuse.
 	clock := clockguard.New(clockguard.Config{Clock: hlc.NewClock(nil)})
 	n.clock = clock
-	n.local = replica.NewLocal(n.engine, catalog)
+	// One hint store per engine: the coordinator's hints and the writes offloaded to this
+	// node share its sequence, so no two entries get the same key.
+	hinted := hints.NewStore(n.engine)
+	n.local = replica.NewLocal(n.engine, catalog, hinted)
 	place := placement.NewRing(n.dir, c.cfg.Vnodes)
 	replicas := replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID})
 	n.coord = coord.New(coord.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, coord.Parts{
@@ -167,7 +170,7 @@ func (c *Cluster) open(n *Node) error {
 		Keyspaces: catalog,
 		Placement: place,
 		Replicas:  replicas,
-		Hints:     hints.NewStore(n.engine),
+		Hints:     hinted,
 		Clock:     clock,
 		Proximity: sameDistance{},
 	})
