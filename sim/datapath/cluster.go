@@ -68,6 +68,7 @@ type Cluster struct {
 	nodes   map[string]*Node
 	order   []string
 	schemas []schema.Keyspace
+	power   map[string]cluster.Power // set by SetPower, known to every node that starts
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -107,7 +108,7 @@ func Start(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, net: newNetwork(links, cfg.Trace), nodes: map[string]*Node{}, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Cluster{cfg: cfg, net: newNetwork(links, cfg.Trace), nodes: map[string]*Node{}, power: map[string]cluster.Power{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, spec := range cfg.Nodes {
 		if _, dup := c.nodes[spec.ID]; dup {
 			return nil, fmt.Errorf("datapath: node %s listed twice", spec.ID)
@@ -153,6 +154,9 @@ func (c *Cluster) open(n *Node) error {
 	for _, id := range c.order {
 		if other := c.nodes[id]; other != n && other.engine != nil && !other.up {
 			n.dir.SetState(id, cluster.StateDown)
+		}
+		if p, ok := c.power[id]; ok {
+			n.dir.SetPower(id, p)
 		}
 	}
 	// The simulated nodes share the bubble's one clock: their guards have no peer to
@@ -376,6 +380,21 @@ func (c *Cluster) SetState(id string, state cluster.State) error {
 	for _, other := range c.order {
 		if n := c.nodes[other]; n.up {
 			n.dir.SetState(id, state)
+		}
+	}
+	return nil
+}
+
+// SetPower sets a node's power cycle entry (its state and offload holders) in the view
+// of every running node, as gossip would; restarted nodes learn it from the next call.
+func (c *Cluster) SetPower(id string, p cluster.Power) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	c.power[id] = p
+	for _, other := range c.order {
+		if n := c.nodes[other]; n.up {
+			n.dir.SetPower(id, p)
 		}
 	}
 	return nil

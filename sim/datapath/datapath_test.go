@@ -15,6 +15,7 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
@@ -354,6 +355,23 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			}
 		}
 		return "ok", nil
+	case "power":
+		state, err := power.ParseState(arg("state"))
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		p := cluster.Power{State: state}
+		if holders := arg("holders"); holders != "" {
+			p.Holders = strings.Split(holders, ",")
+		}
+		return "ok", s.c.SetPower(arg("node"), p)
+	case "flush":
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		n, err := co.FlushHints(context.Background(), arg("target"))
+		return fmt.Sprintf("%d delivered", n), err
 	case "partition":
 		return "ok", s.c.Partition(arg("between")[:1], arg("between")[2:])
 	case "heal":
