@@ -265,13 +265,25 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 	for _, p := range s.node.guard.Peers() {
 		offsets[p.Peer] = p.Offset
 	}
+	now := time.Now()
 	for _, n := range view.Nodes() {
 		state := view.State(n.ID)
 		offset, measured := offsets[n.ID]
+		watts, joules := s.node.power.energy(n.ID, now)
 		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: state.Reachable(), Tokens: n.Tokens,
-			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds()})
+			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds(),
+			Power: view.Power(n.ID).State.String(), PowerTier: int32(n.Tier), PowerWatts: watts, EnergyJoules: joules})
 	}
 	return resp, nil
+}
+
+// SetPower puts a node to sleep or wakes it.
+func (s *apiServer) SetPower(ctx context.Context, req *kurav1.SetPowerRequest) (*kurav1.SetPowerResponse, error) {
+	state, err := s.node.SetPower(ctx, req.GetNodeId(), req.GetAction())
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &kurav1.SetPowerResponse{Power: state.String()}, nil
 }
 
 func (s *apiServer) Decommission(ctx context.Context, _ *kurav1.DecommissionRequest) (*kurav1.MoveResponse, error) {

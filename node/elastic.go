@@ -266,9 +266,9 @@ func (n *Node) setStatus(status cluster.Status, tokens []uint64) {
 		n.log.Error("persist the ring status", "status", status, "err", err)
 	}
 	if len(tokens) > 0 {
-		n.gossip.driver.SetAppState(membership.KeyTokens, formatTokens(tokens))
+		n.gossip.current().SetAppState(membership.KeyTokens, formatTokens(tokens))
 	}
-	n.gossip.driver.SetAppState(membership.KeyStatus, status.String())
+	n.gossip.current().SetAppState(membership.KeyStatus, status.String())
 	n.log.Info("ring status", "status", status)
 }
 
@@ -491,7 +491,7 @@ func (g *gossip) markRemoving(dead cluster.Node, on bool) {
 	} else {
 		delete(g.removing, dead.ID)
 	}
-	g.driver.SetAppState(keyRemoving, formatMarks(g.removing))
+	g.current().SetAppState(keyRemoving, formatMarks(g.removing))
 	g.applyMarksLocked(g.n.cfg.ID, keyRemoving, formatMarks(g.removing))
 }
 
@@ -499,7 +499,7 @@ func (g *gossip) markRemoved(dead cluster.Node) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.removed[dead.ID] = dead.Generation
-	g.driver.SetAppState(keyRemoved, formatMarks(g.removed))
+	g.current().SetAppState(keyRemoved, formatMarks(g.removed))
 	g.applyMarksLocked(g.n.cfg.ID, keyRemoved, formatMarks(g.removed))
 }
 

@@ -22,7 +22,14 @@ func (n *Node) startFrontEnds() error {
 	if err := n.startRESP(); err != nil {
 		return err
 	}
-	return n.startHTTP()
+	if err := n.startHTTP(); err != nil {
+		return err
+	}
+	// A stand-in takes the Redis address over while the node sleeps, and the HTTP port
+	// is where it is woken.
+	n.gossip.current().SetAppState(keyRESPAddr, n.RESPAddr())
+	n.gossip.current().SetAppState(keyWakeAddr, n.HTTPAddr())
+	return nil
 }
 
 // close stops the servers and closes their connections.

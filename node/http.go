@@ -25,6 +25,9 @@ func (n *Node) startHTTP() error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /status", n.serveStatus)
+	// The HTTP port stays up while the node sleeps, as a machine's management
+	// controller does: it is how the node is woken.
+	mux.HandleFunc("POST /power/wake", n.serveWake)
 	if n.cfg.EnablePprof {
 		// The Go profiler, for operators chasing a hot spot (go tool pprof HOST:PORT/debug/pprof/profile).
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

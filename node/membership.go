@@ -1,8 +1,10 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/membership/ferry"
 	"github.com/kuradb/kura/membership/scuttlebutt"
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -39,8 +42,12 @@ var protocols = map[string]membership.Protocol{
 // core's verdicts become liveness, and a member gossiping another schema digest is asked
 // for its keyspaces.
 type gossip struct {
-	n      *Node
-	driver *driver.Driver
+	n *Node
+
+	driverMu sync.RWMutex
+	driver   *driver.Driver // replaced when the node wakes from sleep (restart)
+	protocol membership.Protocol
+	seeds    []string
 
 	mu sync.Mutex
 	// removing and removed are this node's own removals (kura node remove), gossiped.
@@ -67,6 +74,8 @@ func newGossip(n *Node) (*gossip, error) {
 		keyClientAddr:        self.ClientAddr,
 		keySchema:            digestString(n.catalog.Digest()),
 		membership.KeyStatus: self.Status.String(),
+		keyPower:             power.Active.String(),
+		keyTier:              strconv.Itoa(self.Tier),
 	}
 	if len(self.Tokens) > 0 {
 		appState[membership.KeyTokens] = formatTokens(self.Tokens)
@@ -81,23 +90,57 @@ func newGossip(n *Node) (*gossip, error) {
 			seeds = append(seeds, p.Addr)
 		}
 	}
+	g.protocol, g.seeds = protocol, seeds
 	var err error
-	g.driver, err = driver.New(driver.Config{
-		Protocol:  protocol,
-		Transport: n.transport,
-		Seeds:     seeds,
+	if g.driver, err = g.newDriver(appState); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// newDriver builds a membership driver that gossips appState under a new generation.
+func (g *gossip) newDriver(appState map[string]string) (*driver.Driver, error) {
+	return driver.New(driver.Config{
+		Protocol:  g.protocol,
+		Transport: g.n.transport,
+		Seeds:     g.seeds,
 		AppState:  appState,
 		// Milliseconds, not the usual seconds: a node restarted within the same second
 		// must still come back with a newer generation.
 		Generation: uint64(time.Now().UnixMilli()),
-		Interval:   n.cfg.GossipInterval,
+		Interval:   g.n.cfg.GossipInterval,
 		OnChange:   g.onChange,
-		Logger:     n.cfg.Logger,
+		Logger:     g.n.cfg.Logger,
 	})
-	if err != nil {
-		return nil, err
+}
+
+// current returns the running membership driver.
+func (g *gossip) current() *driver.Driver {
+	g.driverMu.RLock()
+	defer g.driverMu.RUnlock()
+	return g.driver
+}
+
+// restart replaces the driver, which was shut down when the node went to sleep, by a
+// new one with the same application states (set overrides some) under a newer
+// generation: to its peers, a node back from sleep is a node restarted, with no stale
+// failure-detector history either way.
+func (g *gossip) restart(set map[string]string) error {
+	g.driverMu.Lock()
+	defer g.driverMu.Unlock()
+	appState := map[string]string{}
+	if self, ok := g.driver.Member(g.n.cfg.ID); ok {
+		maps.Copy(appState, self.AppState)
 	}
-	return g, nil
+	maps.Copy(appState, set)
+	d, err := g.newDriver(appState)
+	if err != nil {
+		return err
+	}
+	g.driver.Close()
+	g.driver = d
+	d.Start()
+	return nil
 }
 
 // onChange mirrors one membership event into the directory. Nodes that die or leave stay
@@ -126,14 +169,22 @@ func (g *gossip) onChange(ch driver.Change) {
 			// (its own ring pull then shows it so, and it starts the rebuild).
 			status, tokens = cluster.StatusRebuilding, old.Tokens
 		}
+		tier, err := strconv.Atoi(cmp.Or(m.AppState[keyTier], "0"))
+		if err != nil {
+			g.n.log.Warn("member gossips a bad power tier", "member", m.ID, "err", err)
+			return
+		}
 		g.mu.Lock()
 		g.upsertLocked(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens,
-			Status: status, Replaces: m.AppState[keyReplaces], Generation: m.Generation})
+			Status: status, Replaces: m.AppState[keyReplaces], Generation: m.Generation, Tier: tier})
 		g.applyMarksLocked(m.ID, keyRemoving, m.AppState[keyRemoving])
 		g.applyMarksLocked(m.ID, keyRemoved, m.AppState[keyRemoved])
 		g.mu.Unlock()
 	}
 	alive := ch.Known && m.Alive
+	if ch.Known {
+		g.n.power.observePower(m, alive)
+	}
 	state := cluster.StateDown
 	if alive {
 		state = cluster.StateUp
@@ -204,7 +255,7 @@ func (g *gossip) interval() time.Duration {
 
 // schemaChanged gossips the catalog's new digest.
 func (g *gossip) schemaChanged() {
-	g.driver.SetAppState(keySchema, digestString(g.n.catalog.Digest()))
+	g.current().SetAppState(keySchema, digestString(g.n.catalog.Digest()))
 }
 
 // pullSchema fetches another node's keyspaces and merges them.

@@ -30,6 +30,7 @@ import (
 	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing"
@@ -137,6 +138,23 @@ type Config struct {
 	// where nodes differ, they all settle on one of the definitions.
 	DefaultReplication string
 
+	// PowerTier is the node's power tier (paper 003; docs/power.md): 0, the default,
+	// never sleeps; 1 and above may. The ring keeps one replica of every range on tier 0.
+	// It is fixed at the node's first start, as its tokens are.
+	PowerTier int
+	// PowerProfile names the sleep state whose draw and transition times model the
+	// node's energy: "s4" (hibernation, the default) or "s1".
+	PowerProfile string
+	// NoTimeoutSuppression runs the paper's "no control" baseline: a sleeping node's
+	// addresses are not taken over by a stand-in that redirects its clients at once; it
+	// freezes instead, as a stopped process does, and clients with a stale view wait for
+	// their timeout.
+	NoTimeoutSuppression bool
+	// PowerController, when set, lets the cluster's power controller put nodes to sleep
+	// and wake them from the measured load (power.ControllerConfig); the controller runs
+	// on one node at a time.
+	PowerController *power.ControllerConfig
+
 	// Limits bound a request's key and value (and a scan's length); zero fields take
 	// coord.DefaultLimits. A key and a value at their limits must fit a replica message
 	// (see CheckLimits): values up to just under 32 MiB.
@@ -167,6 +185,7 @@ type Node struct {
 	ring      *placement.Ring
 	local     *replica.Local
 	hints     *hints.Store
+	power     *powerCycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
 	gossip    *gossip
@@ -203,7 +222,7 @@ func Start(cfg Config) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	n.gossip.driver.Start()
+	n.gossip.current().Start()
 	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
@@ -261,6 +280,9 @@ func (n *Node) open() error {
 			return err
 		}
 	}
+	if n.power, err = newPowerCycle(n); err != nil {
+		return err
+	}
 	var links transport.LinkModel
 	if n.cfg.EmulateWAN && n.cfg.Topology != nil {
 		links = knownLinks{n.cfg.Topology}
@@ -274,6 +296,7 @@ func (n *Node) open() error {
 		Wall:    wall,
 		Clocks:  memberClocks{n},
 		TLS:     n.cfg.TLS,
+		Gate:    n.power.gate,
 	}
 	if n.faults != nil {
 		tcfg.Faults = n.faults
@@ -282,9 +305,9 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	self := cluster.Node{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.transport.Addr(), Tokens: n.cfg.Tokens}
+	self := cluster.Node{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.transport.Addr(), Tokens: n.cfg.Tokens, Tier: n.cfg.PowerTier}
 	if n.cfg.ClientAddr != "" {
-		n.grpcListener, err = net.Listen("tcp", n.cfg.ClientAddr)
+		n.grpcListener, err = n.power.gate.Listen(n.cfg.ClientAddr)
 		if err != nil {
 			return fmt.Errorf("listen for clients: %w", err)
 		}
@@ -436,15 +459,18 @@ func (n *Node) Close() error {
 	}
 	n.frontEnds.close()
 	n.wg.Wait()
-	if n.gossip != nil {
+	if n.power != nil {
+		n.power.close()
+	}
+	if n.gossip != nil && !n.power.isQuiet() {
 		// Announce the shutdown so peers mark this node down at once instead of by
 		// suspicion seconds later; it stays on the ring (no Leave).
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := n.gossip.driver.Shutdown(ctx); err != nil {
+		if err := n.gossip.current().Shutdown(ctx); err != nil {
 			n.log.Debug("announce shutdown", "err", err)
 		}
 		cancel()
-		n.gossip.driver.Close()
+		n.gossip.current().Close()
 	}
 	if n.dht != nil {
 		n.dht.dht.Leave() // successor and predecessor learn at once, not by timeout
@@ -480,7 +506,9 @@ func (n *Node) loop(interval time.Duration, fn func(context.Context)) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		fn(ctx)
+		if !n.power.isQuiet() {
+			fn(ctx)
+		}
 		select {
 		case <-ticker.C:
 		case <-n.stop:
@@ -521,7 +549,7 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	case replica.Handles(kind):
 		return n.replicas.Handle(ctx, from, kind, payload)
 	case driver.Handles(kind):
-		return n.gossip.driver.Handle(ctx, from, kind, payload)
+		return n.gossip.current().Handle(ctx, from, kind, payload)
 	case kind == kindSchemaPull:
 		return n.handleSchemaPull()
 	case kind == kindSchema:
@@ -530,6 +558,10 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return n.handleStreamGains(ctx, payload)
 	case kind == kindRingPull:
 		return n.handleRingPull()
+	case kind == kindHintsFlush:
+		return n.handleHintsFlush(ctx, from, payload)
+	case kind == kindPower:
+		return n.handlePower(ctx, from, payload)
 	case kind == kindClockPing:
 		return nil, nil // the answer's wall-clock stamp is the point
 	case kind == kindChord && n.dht != nil:

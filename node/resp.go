@@ -19,7 +19,7 @@ func (n *Node) startRESP() error {
 	if n.cfg.RESPAddr == "" {
 		return nil
 	}
-	l, err := net.Listen("tcp", n.cfg.RESPAddr)
+	l, err := n.power.gate.Listen(n.cfg.RESPAddr)
 	if err != nil {
 		return fmt.Errorf("listen for Redis clients: %w", err)
 	}

@@ -141,6 +141,16 @@ type Config struct {
 	// must hold a certificate the CA issued, naming the id they claim (see mutualTLS).
 	// It must name Self.ID. Nil speaks plain TCP, and refuses dialers that speak TLS.
 	TLS *certs.Identity
+	// Gate, when set, opens the listener and wraps every connection the transport dials,
+	// so that the node can stop serving them all at once: a sleeping node (package
+	// power's Gate). Nil listens and dials plainly.
+	Gate Gate
+}
+
+// Gate opens a node's listeners and wraps the connections it dials; *power.Gate is one.
+type Gate interface {
+	Listen(addr string) (net.Listener, error)
+	Conn(c net.Conn) net.Conn
 }
 
 // ClockSampler takes measurements of peers' clocks; *clockguard.Guard is one.
@@ -176,6 +186,7 @@ type Transport struct {
 	clocks        ClockSampler
 	faults        Faults
 	tls           *mutualTLS // nil: plain TCP
+	gate          Gate       // nil: connections are not gated
 
 	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
@@ -236,7 +247,11 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	listener, err := net.Listen("tcp", cfg.Self.Addr)
+	listen := func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	if cfg.Gate != nil {
+		listen = cfg.Gate.Listen
+	}
+	listener, err := listen(cfg.Self.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen: %w", err)
 	}
@@ -254,6 +269,7 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		clocks:        cfg.Clocks,
 		faults:        cfg.Faults,
 		tls:           secure,
+		gate:          cfg.Gate,
 		dialed:        make(map[string]*dialEntry),
 		accepted:      make(map[*conn]struct{}),
 		greeting:      make(map[net.Conn]struct{}),
@@ -479,6 +495,9 @@ func (t *Transport) openConn(ctx context.Context, peer Peer) (*conn, error) {
 			return nil, fmt.Errorf("transport: dial %s: %w", peer.ID, ctx.Err())
 		}
 		return nil, fmt.Errorf("transport: dial %s at %s: %w: %w", peer.ID, peer.Addr, ErrUnreachable, err)
+	}
+	if t.gate != nil {
+		nc = t.gate.Conn(nc)
 	}
 	if t.tls != nil {
 		if nc, err = t.tls.dial(ctx, nc, peer.ID); err != nil {

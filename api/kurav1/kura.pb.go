@@ -99,6 +99,102 @@ func (Consistency) EnumDescriptor() ([]byte, []int) {
 	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
 }
 
+type SetPowerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Action        string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"` // sleep or wake
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPowerRequest) Reset() {
+	*x = SetPowerRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPowerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPowerRequest) ProtoMessage() {}
+
+func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPowerRequest.ProtoReflect.Descriptor instead.
+func (*SetPowerRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SetPowerRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SetPowerRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+type SetPowerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Power         string                 `protobuf:"bytes,1,opt,name=power,proto3" json:"power,omitempty"` // the node's power state afterwards: active, draining, asleep, waking
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPowerResponse) Reset() {
+	*x = SetPowerResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPowerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPowerResponse) ProtoMessage() {}
+
+func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPowerResponse.ProtoReflect.Descriptor instead.
+func (*SetPowerResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetPowerResponse) GetPower() string {
+	if x != nil {
+		return x.Power
+	}
+	return ""
+}
+
 type PutRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace    string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
@@ -116,7 +212,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	mi := &file_api_kurav1_kura_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -128,7 +224,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	mi := &file_api_kurav1_kura_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -141,7 +237,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PutRequest) GetKeyspace() string {
@@ -195,7 +291,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	mi := &file_api_kurav1_kura_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -207,7 +303,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	mi := &file_api_kurav1_kura_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -220,7 +316,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{1}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PutResponse) GetTimestamp() uint64 {
@@ -241,7 +337,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	mi := &file_api_kurav1_kura_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -253,7 +349,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	mi := &file_api_kurav1_kura_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -266,7 +362,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{2}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetRequest) GetKeyspace() string {
@@ -302,7 +398,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	mi := &file_api_kurav1_kura_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +410,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	mi := &file_api_kurav1_kura_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +423,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{3}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -369,7 +465,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +477,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +490,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{4}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeleteRequest) GetKeyspace() string {
@@ -427,7 +523,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +535,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +548,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{5}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteResponse) GetTimestamp() uint64 {
@@ -486,7 +582,7 @@ type CompareAndSetRequest struct {
 
 func (x *CompareAndSetRequest) Reset() {
 	*x = CompareAndSetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +594,7 @@ func (x *CompareAndSetRequest) String() string {
 func (*CompareAndSetRequest) ProtoMessage() {}
 
 func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +607,7 @@ func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetRequest.ProtoReflect.Descriptor instead.
 func (*CompareAndSetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CompareAndSetRequest) GetKeyspace() string {
@@ -643,7 +739,7 @@ type CompareAndSetPut struct {
 
 func (x *CompareAndSetPut) Reset() {
 	*x = CompareAndSetPut{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +751,7 @@ func (x *CompareAndSetPut) String() string {
 func (*CompareAndSetPut) ProtoMessage() {}
 
 func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +764,7 @@ func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetPut.ProtoReflect.Descriptor instead.
 func (*CompareAndSetPut) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompareAndSetPut) GetValue() []byte {
@@ -702,7 +798,7 @@ type CompareAndSetResponse struct {
 
 func (x *CompareAndSetResponse) Reset() {
 	*x = CompareAndSetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +810,7 @@ func (x *CompareAndSetResponse) String() string {
 func (*CompareAndSetResponse) ProtoMessage() {}
 
 func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +823,7 @@ func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetResponse.ProtoReflect.Descriptor instead.
 func (*CompareAndSetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompareAndSetResponse) GetApplied() bool {
@@ -785,7 +881,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +893,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +906,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScanRequest) GetKeyspace() string {
@@ -859,7 +955,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +967,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +980,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -917,7 +1013,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1025,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1038,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScanResponse) GetItems() []*KeyValue {
@@ -964,7 +1060,7 @@ type Keyspace struct {
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1072,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1085,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Keyspace) GetName() string {
@@ -1032,7 +1128,7 @@ type Erasure struct {
 
 func (x *Erasure) Reset() {
 	*x = Erasure{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1140,7 @@ func (x *Erasure) String() string {
 func (*Erasure) ProtoMessage() {}
 
 func (x *Erasure) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1153,7 @@ func (x *Erasure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
 func (*Erasure) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Erasure) GetM() uint32 {
@@ -1083,7 +1179,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1191,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1204,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -1126,7 +1222,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1234,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1247,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 type TruncateKeyspaceRequest struct {
@@ -1163,7 +1259,7 @@ type TruncateKeyspaceRequest struct {
 
 func (x *TruncateKeyspaceRequest) Reset() {
 	*x = TruncateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1271,7 @@ func (x *TruncateKeyspaceRequest) String() string {
 func (*TruncateKeyspaceRequest) ProtoMessage() {}
 
 func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1284,7 @@ func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TruncateKeyspaceRequest) GetName() string {
@@ -1207,7 +1303,7 @@ type TruncateKeyspaceResponse struct {
 
 func (x *TruncateKeyspaceResponse) Reset() {
 	*x = TruncateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1315,7 @@ func (x *TruncateKeyspaceResponse) String() string {
 func (*TruncateKeyspaceResponse) ProtoMessage() {}
 
 func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1328,7 @@ func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
@@ -1251,7 +1347,7 @@ type DropKeyspaceRequest struct {
 
 func (x *DropKeyspaceRequest) Reset() {
 	*x = DropKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1359,7 @@ func (x *DropKeyspaceRequest) String() string {
 func (*DropKeyspaceRequest) ProtoMessage() {}
 
 func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1372,7 @@ func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DropKeyspaceRequest) GetName() string {
@@ -1295,7 +1391,7 @@ type DropKeyspaceResponse struct {
 
 func (x *DropKeyspaceResponse) Reset() {
 	*x = DropKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1403,7 @@ func (x *DropKeyspaceResponse) String() string {
 func (*DropKeyspaceResponse) ProtoMessage() {}
 
 func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1416,7 @@ func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
@@ -1338,7 +1434,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1446,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1459,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 type ListKeyspacesResponse struct {
@@ -1375,7 +1471,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1483,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1496,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -1419,7 +1515,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1527,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1540,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -1462,7 +1558,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1570,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1583,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 type NodeStatus struct {
@@ -1503,13 +1599,17 @@ type NodeStatus struct {
 	Replaces      string                 `protobuf:"bytes,9,opt,name=replaces,proto3" json:"replaces,omitempty"`                                    // the dead node whose tokens this one takes over
 	ClockMeasured bool                   `protobuf:"varint,10,opt,name=clock_measured,json=clockMeasured,proto3" json:"clock_measured,omitempty"`   // the answering node has measured this node's clock
 	ClockOffsetMs int64                  `protobuf:"varint,11,opt,name=clock_offset_ms,json=clockOffsetMs,proto3" json:"clock_offset_ms,omitempty"` // this node's clock minus the answering node's, when measured
+	Power         string                 `protobuf:"bytes,12,opt,name=power,proto3" json:"power,omitempty"`                                         // its power state: active, draining, asleep, waking
+	PowerTier     int32                  `protobuf:"varint,13,opt,name=power_tier,json=powerTier,proto3" json:"power_tier,omitempty"`               // 0 never sleeps
+	PowerWatts    float64                `protobuf:"fixed64,14,opt,name=power_watts,json=powerWatts,proto3" json:"power_watts,omitempty"`           // its modelled draw now, as the answering node saw its states
+	EnergyJoules  float64                `protobuf:"fixed64,15,opt,name=energy_joules,json=energyJoules,proto3" json:"energy_joules,omitempty"`     // its modelled energy since the answering node started
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1621,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1634,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -1614,6 +1714,34 @@ func (x *NodeStatus) GetClockOffsetMs() int64 {
 	return 0
 }
 
+func (x *NodeStatus) GetPower() string {
+	if x != nil {
+		return x.Power
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetPowerTier() int32 {
+	if x != nil {
+		return x.PowerTier
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetPowerWatts() float64 {
+	if x != nil {
+		return x.PowerWatts
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetEnergyJoules() float64 {
+	if x != nil {
+		return x.EnergyJoules
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
@@ -1626,7 +1754,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1766,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1779,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -1697,7 +1825,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1837,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1850,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -1781,7 +1909,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1921,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1934,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -1852,7 +1980,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1992,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2005,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 type RemoveNodeRequest struct {
@@ -1889,7 +2017,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2029,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2042,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -1939,7 +2067,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2079,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2092,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -2018,7 +2146,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2158,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2171,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -2063,7 +2191,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2203,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2216,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -2115,7 +2243,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2255,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2268,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -2182,7 +2310,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2322,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2335,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -2330,7 +2458,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2470,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2483,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -2391,7 +2519,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2531,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2544,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -2448,7 +2576,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2588,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2601,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 type LocalScanRequest struct {
@@ -2488,7 +2616,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2628,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2641,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -2559,7 +2687,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2699,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2712,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2640,7 +2768,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2780,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2793,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -2693,7 +2821,12 @@ var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
-	"\x15api/kurav1/kura.proto\x12\akura.v1\"\xcc\x01\n" +
+	"\x15api/kurav1/kura.proto\x12\akura.v1\"B\n" +
+	"\x0fSetPowerRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\"(\n" +
+	"\x10SetPowerResponse\x12\x14\n" +
+	"\x05power\x18\x01 \x01(\tR\x05power\"\xcc\x01\n" +
 	"\n" +
 	"PutRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
@@ -2780,7 +2913,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
 	"\x17DescribeKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xa8\x02\n" +
+	"\x14ClusterStatusRequest\"\xa3\x03\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -2795,7 +2928,13 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\breplaces\x18\t \x01(\tR\breplaces\x12%\n" +
 	"\x0eclock_measured\x18\n" +
 	" \x01(\bR\rclockMeasured\x12&\n" +
-	"\x0fclock_offset_ms\x18\v \x01(\x03R\rclockOffsetMs\"\xb9\x01\n" +
+	"\x0fclock_offset_ms\x18\v \x01(\x03R\rclockOffsetMs\x12\x14\n" +
+	"\x05power\x18\f \x01(\tR\x05power\x12\x1d\n" +
+	"\n" +
+	"power_tier\x18\r \x01(\x05R\tpowerTier\x12\x1f\n" +
+	"\vpower_watts\x18\x0e \x01(\x01R\n" +
+	"powerWatts\x12#\n" +
+	"\renergy_joules\x18\x0f \x01(\x01R\fenergyJoules\"\xb9\x01\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\x125\n" +
@@ -2898,7 +3037,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
 	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
-	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x94\a\n" +
+	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\xd5\a\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -2913,7 +3052,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06Repair\x12\x16.kura.v1.RepairRequest\x1a\x17.kura.v1.RepairResponse\x12-\n" +
 	"\tSetFaults\x12\x0f.kura.v1.Faults\x1a\x0f.kura.v1.Faults\x127\n" +
 	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.Faults\x12B\n" +
-	"\tLocalScan\x12\x19.kura.v1.LocalScanRequest\x1a\x1a.kura.v1.LocalScanResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\tLocalScan\x12\x19.kura.v1.LocalScanRequest\x1a\x1a.kura.v1.LocalScanResponse\x12?\n" +
+	"\bSetPower\x12\x18.kura.v1.SetPowerRequest\x1a\x19.kura.v1.SetPowerResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -2928,105 +3068,109 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
-	(*PutRequest)(nil),               // 1: kura.v1.PutRequest
-	(*PutResponse)(nil),              // 2: kura.v1.PutResponse
-	(*GetRequest)(nil),               // 3: kura.v1.GetRequest
-	(*GetResponse)(nil),              // 4: kura.v1.GetResponse
-	(*DeleteRequest)(nil),            // 5: kura.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 6: kura.v1.DeleteResponse
-	(*CompareAndSetRequest)(nil),     // 7: kura.v1.CompareAndSetRequest
-	(*CompareAndSetPut)(nil),         // 8: kura.v1.CompareAndSetPut
-	(*CompareAndSetResponse)(nil),    // 9: kura.v1.CompareAndSetResponse
-	(*ScanRequest)(nil),              // 10: kura.v1.ScanRequest
-	(*KeyValue)(nil),                 // 11: kura.v1.KeyValue
-	(*ScanResponse)(nil),             // 12: kura.v1.ScanResponse
-	(*Keyspace)(nil),                 // 13: kura.v1.Keyspace
-	(*Erasure)(nil),                  // 14: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),    // 15: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),   // 16: kura.v1.CreateKeyspaceResponse
-	(*TruncateKeyspaceRequest)(nil),  // 17: kura.v1.TruncateKeyspaceRequest
-	(*TruncateKeyspaceResponse)(nil), // 18: kura.v1.TruncateKeyspaceResponse
-	(*DropKeyspaceRequest)(nil),      // 19: kura.v1.DropKeyspaceRequest
-	(*DropKeyspaceResponse)(nil),     // 20: kura.v1.DropKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 21: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 22: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 23: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 24: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 25: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 26: kura.v1.ClusterStatusResponse
-	(*ClockStatus)(nil),              // 27: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 28: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 29: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 30: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 31: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 32: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 33: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 34: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 35: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 36: kura.v1.Faults
-	(*LinkFault)(nil),                // 37: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 38: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 39: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 40: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 41: kura.v1.LocalScanResponse
+	(*SetPowerRequest)(nil),          // 1: kura.v1.SetPowerRequest
+	(*SetPowerResponse)(nil),         // 2: kura.v1.SetPowerResponse
+	(*PutRequest)(nil),               // 3: kura.v1.PutRequest
+	(*PutResponse)(nil),              // 4: kura.v1.PutResponse
+	(*GetRequest)(nil),               // 5: kura.v1.GetRequest
+	(*GetResponse)(nil),              // 6: kura.v1.GetResponse
+	(*DeleteRequest)(nil),            // 7: kura.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 8: kura.v1.DeleteResponse
+	(*CompareAndSetRequest)(nil),     // 9: kura.v1.CompareAndSetRequest
+	(*CompareAndSetPut)(nil),         // 10: kura.v1.CompareAndSetPut
+	(*CompareAndSetResponse)(nil),    // 11: kura.v1.CompareAndSetResponse
+	(*ScanRequest)(nil),              // 12: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 13: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 14: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 15: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 16: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 17: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 18: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 19: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 20: kura.v1.TruncateKeyspaceResponse
+	(*DropKeyspaceRequest)(nil),      // 21: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 22: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 23: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 24: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 25: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 26: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 27: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 28: kura.v1.ClusterStatusResponse
+	(*ClockStatus)(nil),              // 29: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 30: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 31: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 32: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 33: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 34: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 35: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 36: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 37: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 38: kura.v1.Faults
+	(*LinkFault)(nil),                // 39: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 40: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 41: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 42: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 43: kura.v1.LocalScanResponse
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 1: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 2: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
-	8,  // 3: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
+	10, // 3: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
 	0,  // 4: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
 	0,  // 5: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
-	11, // 6: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	14, // 7: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
-	13, // 8: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	13, // 9: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	25, // 10: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	28, // 11: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	27, // 12: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	37, // 13: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	40, // 14: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	1,  // 15: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	3,  // 16: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	5,  // 17: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	10, // 18: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	7,  // 19: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	15, // 20: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	21, // 21: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	23, // 22: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	17, // 23: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	19, // 24: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	24, // 25: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	29, // 26: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	30, // 27: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	32, // 28: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	34, // 29: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	36, // 30: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	38, // 31: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	39, // 32: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	2,  // 33: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	4,  // 34: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	6,  // 35: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	12, // 36: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	9,  // 37: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	16, // 38: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	22, // 39: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	13, // 40: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	18, // 41: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	20, // 42: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	26, // 43: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	31, // 44: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	31, // 45: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	33, // 46: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	35, // 47: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	36, // 48: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	36, // 49: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	41, // 50: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	33, // [33:51] is the sub-list for method output_type
-	15, // [15:33] is the sub-list for method input_type
+	13, // 6: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
+	16, // 7: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	15, // 8: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	15, // 9: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	27, // 10: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	30, // 11: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	29, // 12: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	39, // 13: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	42, // 14: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	3,  // 15: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	5,  // 16: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	7,  // 17: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	12, // 18: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	9,  // 19: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	17, // 20: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	23, // 21: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	25, // 22: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	19, // 23: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	21, // 24: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	26, // 25: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	31, // 26: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	32, // 27: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	34, // 28: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	36, // 29: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	38, // 30: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	40, // 31: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	41, // 32: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	1,  // 33: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	4,  // 34: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	6,  // 35: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	8,  // 36: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	14, // 37: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	11, // 38: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	18, // 39: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	24, // 40: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	15, // 41: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	20, // 42: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	22, // 43: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	28, // 44: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	33, // 45: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	33, // 46: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	35, // 47: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	37, // 48: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	38, // 49: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	38, // 50: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	43, // 51: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	2,  // 52: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	34, // [34:53] is the sub-list for method output_type
+	15, // [15:34] is the sub-list for method input_type
 	15, // [15:15] is the sub-list for extension type_name
 	15, // [15:15] is the sub-list for extension extendee
 	0,  // [0:15] is the sub-list for field type_name
@@ -3037,7 +3181,7 @@ func file_api_kurav1_kura_proto_init() {
 	if File_api_kurav1_kura_proto != nil {
 		return
 	}
-	file_api_kurav1_kura_proto_msgTypes[6].OneofWrappers = []any{
+	file_api_kurav1_kura_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompareAndSetRequest_IfAbsent)(nil),
 		(*CompareAndSetRequest_IfPresent)(nil),
 		(*CompareAndSetRequest_IfEquals)(nil),
@@ -3050,7 +3194,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -298,6 +298,7 @@ const (
 	Admin_SetFaults_FullMethodName        = "/kura.v1.Admin/SetFaults"
 	Admin_GetFaults_FullMethodName        = "/kura.v1.Admin/GetFaults"
 	Admin_LocalScan_FullMethodName        = "/kura.v1.Admin/LocalScan"
+	Admin_SetPower_FullMethodName         = "/kura.v1.Admin/SetPower"
 )
 
 // AdminClient is the client API for Admin service.
@@ -340,6 +341,10 @@ type AdminClient interface {
 	// included, without asking any other replica, each with the replicas the node places
 	// the key on: how a checker compares replicas after a test.
 	LocalScan(ctx context.Context, in *LocalScanRequest, opts ...grpc.CallOption) (*LocalScanResponse, error)
+	// SetPower puts a node to sleep or wakes it (paper 003; kura power). A sleep runs on
+	// the node itself and returns once it sleeps; a wake reaches the sleeping node through
+	// its HTTP admin port and returns once it is active again.
+	SetPower(ctx context.Context, in *SetPowerRequest, opts ...grpc.CallOption) (*SetPowerResponse, error)
 }
 
 type adminClient struct {
@@ -480,6 +485,16 @@ func (c *adminClient) LocalScan(ctx context.Context, in *LocalScanRequest, opts 
 	return out, nil
 }
 
+func (c *adminClient) SetPower(ctx context.Context, in *SetPowerRequest, opts ...grpc.CallOption) (*SetPowerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPowerResponse)
+	err := c.cc.Invoke(ctx, Admin_SetPower_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -520,6 +535,10 @@ type AdminServer interface {
 	// included, without asking any other replica, each with the replicas the node places
 	// the key on: how a checker compares replicas after a test.
 	LocalScan(context.Context, *LocalScanRequest) (*LocalScanResponse, error)
+	// SetPower puts a node to sleep or wakes it (paper 003; kura power). A sleep runs on
+	// the node itself and returns once it sleeps; a wake reaches the sleeping node through
+	// its HTTP admin port and returns once it is active again.
+	SetPower(context.Context, *SetPowerRequest) (*SetPowerResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -568,6 +587,9 @@ func (UnimplementedAdminServer) GetFaults(context.Context, *GetFaultsRequest) (*
 }
 func (UnimplementedAdminServer) LocalScan(context.Context, *LocalScanRequest) (*LocalScanResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LocalScan not implemented")
+}
+func (UnimplementedAdminServer) SetPower(context.Context, *SetPowerRequest) (*SetPowerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPower not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -824,6 +846,24 @@ func _Admin_LocalScan_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_SetPower_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPowerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SetPower(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SetPower_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SetPower(ctx, req.(*SetPowerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -882,6 +922,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LocalScan",
 			Handler:    _Admin_LocalScan_Handler,
+		},
+		{
+			MethodName: "SetPower",
+			Handler:    _Admin_SetPower_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"node":     {"change the ring: node decommission | node remove ID", runNode},
 	"cleanup":  {"drop the data a node no longer owns after the ring changed", runCleanup},
 	"faults":   {"inject faults into nodes started with --enable-faults: faults set|clear|show", runFaults},
+	"power":    {"put a node to sleep or wake it (paper 003): power sleep NODE | power wake NODE | power status", runPower},
 	"repair":   {"bring a node's replicas in agreement (Merkle trees): repair [--keyspace KS] [--dc DC]", runRepair},
 	"certs":    {"make a CA and node certificates for TLS: certs --dir DIR --nodes n1,n2,n3", runCerts},
 	"bench":    {"run an experiment that reproduces a paper's figure: bench <name>", runBench},

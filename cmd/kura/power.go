@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/client"
+)
+
+// runPower drives a node's power cycle by hand (paper 003; docs/power.md): power sleep
+// NODE, power wake NODE, or power status.
+func runPower(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("power", stderr)
+	addr := fs.String("addr", defaultClientAddr, "client API address of any awake node")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the transition")
+	security := addSecurityFlags(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	opts, err := security.options()
+	if err != nil {
+		return err
+	}
+	conn, err := client.DialNode(*addr, opts)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	admin := kurav1.NewAdminClient(conn)
+	switch {
+	case len(pos) == 1 && pos[0] == "status":
+		st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+		if err != nil {
+			return err
+		}
+		printPower(stdout, st)
+		return nil
+	case len(pos) == 2 && (pos[0] == "sleep" || pos[0] == "wake"):
+		resp, err := admin.SetPower(ctx, &kurav1.SetPowerRequest{NodeId: pos[1], Action: pos[0]})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s is %s\n", pos[1], resp.GetPower())
+		return nil
+	}
+	return fmt.Errorf("%w: power sleep NODE | power wake NODE | power status", errUsage)
+}
+
+// printPower lists every node's power state and modelled energy, and the cluster's.
+func printPower(w io.Writer, st *kurav1.ClusterStatusResponse) {
+	fmt.Fprintf(w, "seen from %s\n%-16s %-6s %-9s %9s %12s\n", st.GetSelf(), "NODE", "TIER", "POWER", "WATTS", "ENERGY_KJ")
+	var watts, joules float64
+	for _, n := range st.GetNodes() {
+		fmt.Fprintf(w, "%-16s %-6d %-9s %9.1f %12.1f\n", n.GetId(), n.GetPowerTier(), n.GetPower(), n.GetPowerWatts(), n.GetEnergyJoules()/1000)
+		watts += n.GetPowerWatts()
+		joules += n.GetEnergyJoules()
+	}
+	fmt.Fprintf(w, "%-16s %-6s %-9s %9.1f %12.1f\n", "cluster", "", "", watts, joules/1000)
+}
