@@ -4,6 +4,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// powerStates are the values of kura_power_state's label, every one exported so that a
+// query sees the state change rather than a series appear.
+var powerStates = []string{"active", "draining", "asleep", "waking"}
+
 // nodeCollector exports the figures the node keeps itself, read at scrape time: the
 // transport's counters and the node's gauges.
 type nodeCollector struct {
@@ -17,6 +21,9 @@ type nodeCollector struct {
 	clockOffset       *prometheus.Desc
 	clockOK           *prometheus.Desc
 	clockAheadMax     *prometheus.Desc
+	powerState        *prometheus.Desc
+	powerWatts        *prometheus.Desc
+	energyJoules      *prometheus.Desc
 }
 
 func newNodeCollector(cfg Config) *nodeCollector {
@@ -39,6 +46,12 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"1 when the node's clock is within the max offset of its peers' and it coordinates writes, 0 when it refuses them.", nil, nil),
 		clockAheadMax: prometheus.NewDesc("kura_clock_ahead_max_seconds",
 			"How far the largest timestamp the node stamped or stored is ahead of the cluster's clock (0: not ahead).", nil, nil),
+		powerState: prometheus.NewDesc("kura_power_state",
+			"1 for the node's power state (active, draining, asleep, waking), 0 for the others.", []string{"state"}, nil),
+		powerWatts: prometheus.NewDesc("kura_power_watts",
+			"The node's modelled power draw (paper 003's figures, transition times applied).", nil, nil),
+		energyJoules: prometheus.NewDesc("kura_energy_joules_total",
+			"The node's modelled energy since it started.", nil, nil),
 	}
 }
 
@@ -52,6 +65,9 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.clockOffset
 	ch <- c.clockOK
 	ch <- c.clockAheadMax
+	ch <- c.powerState
+	ch <- c.powerWatts
+	ch <- c.energyJoules
 }
 
 // Collect reads the counters and gauges.
@@ -76,5 +92,14 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.clockOK, prometheus.GaugeValue, ok)
 		ch <- prometheus.MustNewConstMetric(c.clockAheadMax, prometheus.GaugeValue, g.ClockAheadMaxSeconds)
+		for _, state := range powerStates {
+			on := 0.0
+			if state == g.PowerState {
+				on = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.powerState, prometheus.GaugeValue, on, state)
+		}
+		ch <- prometheus.MustNewConstMetric(c.powerWatts, prometheus.GaugeValue, g.PowerWatts)
+		ch <- prometheus.MustNewConstMetric(c.energyJoules, prometheus.CounterValue, g.EnergyJoules)
 	}
 }

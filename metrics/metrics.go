@@ -40,6 +40,11 @@ type Gauges struct {
 	ClockOffsetSeconds   float64
 	ClockOK              bool
 	ClockAheadMaxSeconds float64
+	// PowerState is the node's power state (active, draining, asleep, waking); PowerWatts
+	// its modelled draw and EnergyJoules its modelled energy since it started (paper 003).
+	PowerState   string
+	PowerWatts   float64
+	EnergyJoules float64
 }
 
 // Registry is one node's metrics. Each node has its own, so that several nodes can run in

@@ -21,7 +21,9 @@ func (n *Node) newMetrics() *metrics.Registry {
 func (n *Node) gauges() metrics.Gauges {
 	clock := n.guard.Status()
 	g := metrics.Gauges{StorageDiskBytes: n.engine.Stats().DiskBytes,
-		ClockOffsetSeconds: clock.Offset.Seconds(), ClockOK: clock.OK, ClockAheadMaxSeconds: clock.AheadMax.Seconds()}
+		ClockOffsetSeconds: clock.Offset.Seconds(), ClockOK: clock.OK, ClockAheadMaxSeconds: clock.AheadMax.Seconds(),
+		PowerState: n.Power().String()}
+	g.PowerWatts, g.EnergyJoules = n.Energy(time.Now())
 	for _, member := range n.directory.Nodes() {
 		if n.directory.State(member.ID).Reachable() {
 			g.MembersAlive++
@@ -67,6 +69,8 @@ func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 			level = l
 		}
 	}
-	n.metrics.Observe("grpc", op, level, time.Since(start), err)
+	elapsed := time.Since(start)
+	n.metrics.Observe("grpc", op, level, elapsed, err)
+	n.power.load.observe(elapsed)
 	return reply, err
 }

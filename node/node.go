@@ -244,6 +244,12 @@ func Start(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go n.loop(n.cfg.RepairInterval, n.repairPass)
 	}
+	n.wg.Add(1)
+	go n.loop(loadWindow, n.publishLoad)
+	if n.power.controller != nil {
+		n.wg.Add(1)
+		go n.loop(time.Second, n.controlPower)
+	}
 	return n, nil
 }
 

@@ -62,6 +62,11 @@ type powerCycle struct {
 	// released holds, per sleeping node, the generation whose addresses this node gave
 	// back when it woke: the stand-in does not take them again until a newer sleep.
 	released map[string]uint64
+	// entered is when each node entered its power state, as this node learned it.
+	entered map[string]time.Time
+
+	load       loadMeter         // the client requests this node coordinates
+	controller *power.Controller // nil unless Config.PowerController
 }
 
 func newPowerCycle(n *Node) (*powerCycle, error) {
@@ -73,9 +78,36 @@ func newPowerCycle(n *Node) (*powerCycle, error) {
 		return nil, fmt.Errorf("power tier %d: want 0 (never sleeps) or more", n.cfg.PowerTier)
 	}
 	p := &powerCycle{n: n, gate: power.NewGate(), profile: profile, meters: map[string]*power.Meter{},
-		standIns: map[string]*standIn{}, released: map[string]uint64{}}
+		standIns: map[string]*standIn{}, released: map[string]uint64{}, entered: map[string]time.Time{}}
 	p.meters[n.cfg.ID] = power.NewMeter(profile, time.Now())
+	if cfg := n.cfg.PowerController; cfg != nil {
+		c := *cfg
+		c.Profile = profile
+		if p.controller, err = power.NewController(c); err != nil {
+			return nil, fmt.Errorf("power controller: %w", err)
+		}
+	}
 	return p, nil
+}
+
+// since returns when a node entered its power state, as this node learned it.
+func (p *powerCycle) since(id string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.entered[id]
+}
+
+// record notes a node's power state in its meter, and when it changed; p.mu is held.
+func (p *powerCycle) recordLocked(id string, state power.State, now time.Time) {
+	meter := p.meters[id]
+	if meter == nil {
+		meter = power.NewMeter(p.profile, now)
+		p.meters[id] = meter
+	}
+	if meter.State() != state || p.entered[id].IsZero() {
+		p.entered[id] = now
+	}
+	meter.Set(now, state)
 }
 
 // State returns this node's power state.
@@ -97,8 +129,8 @@ func (p *powerCycle) isQuiet() bool {
 func (p *powerCycle) set(state power.State, holders []string, standIn string) {
 	p.mu.Lock()
 	p.state, p.holders = state, holders
+	p.recordLocked(p.n.cfg.ID, state, time.Now())
 	p.mu.Unlock()
-	p.meter(p.n.cfg.ID).Set(time.Now(), state)
 	p.n.directory.SetPower(p.n.cfg.ID, cluster.Power{State: state, Holders: holders})
 	d := p.n.gossip.current()
 	d.SetAppState(keyHolders, strings.Join(holders, ","))
@@ -147,7 +179,7 @@ func (n *Node) Sleep(ctx context.Context) error {
 	if state := p.State(); state != power.Active {
 		return fmt.Errorf("node %s is %v, not active", n.cfg.ID, state)
 	}
-	if err := n.maySleep(); err != nil {
+	if err := n.maySleep(n.cfg.ID); err != nil {
 		return err
 	}
 	holders := n.chooseHolders()
@@ -166,7 +198,7 @@ func (n *Node) Sleep(ctx context.Context) error {
 	if !sleepCtx(ctx, n.ringDelay()) {
 		return giveUp(ctx.Err())
 	}
-	if err := n.maySleep(); err != nil {
+	if err := n.maySleep(n.cfg.ID); err != nil {
 		return giveUp(fmt.Errorf("gave up draining: %w", err))
 	}
 	p.set(power.Asleep, holders, standIn)
@@ -215,7 +247,9 @@ func (n *Node) Wake(ctx context.Context) error {
 	if state != power.Asleep {
 		return fmt.Errorf("node %s is %v, not asleep", n.cfg.ID, state)
 	}
-	p.meter(n.cfg.ID).Set(time.Now(), power.Waking)
+	p.mu.Lock()
+	p.recordLocked(n.cfg.ID, power.Waking, time.Now())
+	p.mu.Unlock()
 	if len(holders) > 0 && !n.cfg.NoTimeoutSuppression {
 		if err := n.askPower(ctx, holders[0], "release"); err != nil {
 			n.log.Warn("stand-in did not release the addresses", "stand_in", holders[0], "err", err)
@@ -280,13 +314,15 @@ func (n *Node) takeOffloaded(ctx context.Context, holders []string) error {
 	return nil
 }
 
-// maySleep reports why this node may not sleep now, or nil: it must be a normal member
-// of power tier 1 or above, keep no writes for a sleeping node, and leave every range of
+// maySleep reports why node id may not sleep now, or nil: it must be a normal member of
+// power tier 1 or above, keep no writes for a sleeping node, and leave every range of
 // every replicated keyspace with an awake replica, counting the nodes asleep and those
 // draining with a lower id (of two nodes draining at once, the higher id gives way).
-func (n *Node) maySleep() error {
-	self := n.directory.Self()
+func (n *Node) maySleep(id string) error {
+	self, ok := n.directory.Node(id)
 	switch {
+	case !ok:
+		return fmt.Errorf("unknown node %q", id)
 	case self.Tier == 0:
 		return fmt.Errorf("node %s is of power tier 0, which never sleeps (--power-tier)", self.ID)
 	case self.Status != cluster.StatusNormal:
@@ -295,7 +331,7 @@ func (n *Node) maySleep() error {
 	asleep := map[string]bool{self.ID: true}
 	for _, other := range n.directory.Nodes() {
 		pw := n.directory.Power(other.ID)
-		if other.ID == self.ID || pw.State == power.Active {
+		if other.ID == self.ID || pw.State == power.Active || pw.State == power.Waking {
 			continue
 		}
 		if slices.Contains(pw.Holders, self.ID) {
@@ -449,12 +485,7 @@ func (p *powerCycle) observePower(m membership.Member, alive bool) {
 	p.n.directory.SetPower(m.ID, cluster.Power{State: state, Holders: holders})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	meter := p.meters[m.ID]
-	if meter == nil {
-		meter = power.NewMeter(p.profile, time.Now())
-		p.meters[m.ID] = meter
-	}
-	meter.Set(time.Now(), state)
+	p.recordLocked(m.ID, state, time.Now())
 	standing := p.standIns[m.ID]
 	wanted := state == power.Asleep && !alive && m.AppState[keyStandIn] == p.n.cfg.ID && m.Generation > p.released[m.ID]
 	switch {
