@@ -35,6 +35,9 @@ type Node struct {
 	// Generation is the node's gossip generation when this entry was learned: a removed
 	// node stays removed until it comes back with a newer one.
 	Generation uint64
+	// Tier is the node's power tier (kura server --power-tier): 0 never sleeps, 1 and
+	// above may sleep; the ring keeps one tier-0 replica of every range.
+	Tier int
 }
 
 // RingTokens returns the node's ring positions: those it was given, or else vnodes
@@ -53,7 +56,7 @@ func (n Node) RingTokens(vnodes int) []ring.Token {
 // Equal reports whether two entries are identical.
 func (n Node) Equal(o Node) bool {
 	return n.ID == o.ID && n.DC == o.DC && n.Addr == o.Addr && n.ClientAddr == o.ClientAddr && slices.Equal(n.Tokens, o.Tokens) &&
-		n.Status == o.Status && n.Replaces == o.Replaces && n.Generation == o.Generation
+		n.Status == o.Status && n.Replaces == o.Replaces && n.Generation == o.Generation && n.Tier == o.Tier
 }
 
 // Status is a node's place on the ring. It is independent of liveness: a normal node may

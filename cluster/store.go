@@ -42,11 +42,13 @@ type storedNode struct {
 	Status     string   `json:"status"`
 	Replaces   string   `json:"replaces,omitempty"`
 	Generation uint64   `json:"generation,omitempty"`
+	// Tier is omitted at 0, so entries stored before tiers existed read as tier 0.
+	Tier int `json:"tier,omitempty"`
 }
 
 func toStored(n Node) storedNode {
 	return storedNode{ID: n.ID, DC: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Tokens: n.Tokens,
-		Status: n.Status.String(), Replaces: n.Replaces, Generation: n.Generation}
+		Status: n.Status.String(), Replaces: n.Replaces, Generation: n.Generation, Tier: n.Tier}
 }
 
 func (sn storedNode) node() (Node, error) {
@@ -55,7 +57,7 @@ func (sn storedNode) node() (Node, error) {
 		return Node{}, fmt.Errorf("ring entry %q: %w", sn.ID, err)
 	}
 	return Node{ID: sn.ID, DC: sn.DC, Addr: sn.Addr, ClientAddr: sn.ClientAddr, Tokens: sn.Tokens,
-		Status: status, Replaces: sn.Replaces, Generation: sn.Generation}, nil
+		Status: status, Replaces: sn.Replaces, Generation: sn.Generation, Tier: sn.Tier}, nil
 }
 
 // RingEntry is a ring entry with its node's liveness, as one node tells another.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/storage"
 )
 
@@ -65,5 +66,65 @@ func TestDirectoryPersistsTheRing(t *testing.T) {
 	}
 	if changed, _ := again.Upsert(Node{ID: "b", DC: "x", Generation: 8}); !changed {
 		t.Error("a removed node that restarted with a new generation stays removed")
+	}
+}
+
+// TestStoreKeepsTheTier: a node's power tier survives the store and the ring a seed
+// sends, and an entry stored before tiers existed (no "tier" field) reads as tier 0.
+func TestStoreKeepsTheTier(t *testing.T) {
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	store := NewEngineStore(engine)
+	old := `{"id":"old","dc":"x","addr":"127.0.0.1:1","status":"normal"}`
+	if _, err := engine.Apply(ringKeyspace, lww.Record{Key: []byte("old"), Value: []byte(old), Timestamp: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []Node{{ID: "sleepy", DC: "x", Tier: 2}, {ID: "steady", DC: "x"}} {
+		if err := store.SaveNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes, err := store.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]RingEntry, len(nodes))
+	for i, n := range nodes {
+		entries[i] = RingEntry{Node: n, Up: true}
+	}
+	data, err := EncodeRing(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := DecodeRing(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"old": 0, "sleepy": 2, "steady": 0}
+	for _, e := range decoded {
+		if tier, ok := want[e.ID]; !ok || e.Tier != tier {
+			t.Errorf("%s: tier %d after the store and the wire, want %d (known %v)", e.ID, e.Tier, tier, ok)
+		}
+	}
+	if len(decoded) != len(want) {
+		t.Errorf("%d entries after the store and the wire, want %d", len(decoded), len(want))
+	}
+}
+
+func TestNodeEqualComparesTheTier(t *testing.T) {
+	tests := []struct {
+		a, b Node
+		want bool
+	}{
+		{Node{ID: "a", Tier: 1}, Node{ID: "a", Tier: 1}, true},
+		{Node{ID: "a"}, Node{ID: "a", Tier: 1}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.a.Equal(tt.b); got != tt.want {
+			t.Errorf("%+v.Equal(%+v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
 	}
 }

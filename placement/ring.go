@@ -83,7 +83,7 @@ func (p *Ring) rings() (current, future *rings, err error) {
 	}
 	var now, later []ring.Member
 	for _, n := range nodes {
-		m := ring.Member{ID: n.ID, DC: n.DC, Tokens: n.RingTokens(p.vnodes)}
+		m := ring.Member{ID: n.ID, DC: n.DC, Tier: n.Tier, Tokens: n.RingTokens(p.vnodes)}
 		by, isReplaced := replaced[n.ID]
 		if n.Status.OnRing() && !(isReplaced && by == cluster.StatusNormal) {
 			now = append(now, m)

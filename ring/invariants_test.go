@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -88,24 +89,7 @@ func randomNetwork(rng *rand.Rand, dcs []string) Strategy {
 // the clockwise distance from tok to their nearest token, then filtered by what the
 // strategy still needs.
 func oracleReplicas(r *Ring, s Strategy, tok Token) []Member {
-	members := r.Members()
-	distance := func(m Member) Token {
-		nearest := Token(math.MaxUint64)
-		for _, own := range m.Tokens {
-			nearest = min(nearest, own-tok) // unsigned wrap gives the clockwise distance
-		}
-		return nearest
-	}
-	slices.SortFunc(members, func(a, b Member) int {
-		da, db := distance(a), distance(b)
-		switch {
-		case da < db:
-			return -1
-		case da > db:
-			return 1
-		}
-		return 0
-	})
+	members := byDistance(r, tok)
 	needed := map[string]int{}
 	total := s.ReplicationFactor()
 	if dcs, ok := s.(DCStrategy); ok {
@@ -125,6 +109,21 @@ func oracleReplicas(r *Ring, s Strategy, tok Token) []Member {
 		replicas = append(replicas, m)
 	}
 	return replicas
+}
+
+// byDistance returns the members ordered by the clockwise distance from tok to their
+// nearest token: the order a walk from tok meets them, computed without walking.
+func byDistance(r *Ring, tok Token) []Member {
+	members := r.Members()
+	distance := func(m Member) Token {
+		nearest := Token(math.MaxUint64)
+		for _, own := range m.Tokens {
+			nearest = min(nearest, own-tok) // unsigned wrap gives the clockwise distance
+		}
+		return nearest
+	}
+	slices.SortFunc(members, func(a, b Member) int { return cmp.Compare(distance(a), distance(b)) })
+	return members
 }
 
 // checkReplicaCounts asserts that replicas are distinct and that each DC (or the ring,

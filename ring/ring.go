@@ -18,10 +18,16 @@ import (
 // Token is a position on the ring, in [0, 2^64).
 type Token uint64
 
-// Member is a node on the ring: its id, its datacenter and the vnode tokens it owns.
+// Member is a node on the ring: its id, its datacenter, its power tier and the vnode
+// tokens it owns.
 type Member struct {
-	ID     string
-	DC     string
+	ID string
+	DC string
+	// Tier is the member's power tier (kura server --power-tier): 0 never sleeps, 1 and
+	// above may sleep. Placement keeps a tier-0 member in every replica set, in each DC
+	// under network and each, wherever there is one (see Ring.ReplicasFor), so that a
+	// range never has all its replicas asleep.
+	Tier   int
 	Tokens []Token
 }
 
@@ -36,6 +42,8 @@ var (
 	ErrDuplicateMember = errors.New("ring: duplicate member id")
 	// ErrDuplicateToken means a token is claimed twice, so its range would have two owners.
 	ErrDuplicateToken = errors.New("ring: duplicate token")
+	// ErrNegativeTier means a member has a power tier below 0, which names no tier.
+	ErrNegativeTier = errors.New("ring: negative power tier")
 )
 
 // Ring is an immutable token ring. Its vnodes are kept as parallel sorted slices so that
@@ -47,6 +55,11 @@ type Ring struct {
 	nodesPerDC map[string]int
 	tokens     []Token // every vnode's token, ascending
 	owners     []int   // owners[i] indexes members: the owner of tokens[i]
+	// tiered is set when some member may sleep (tier above 0): only then does placement
+	// look at tiers, so a ring of tier-0 members places exactly as the strategies do.
+	tiered bool
+	// alwaysOnPerDC counts the tier-0 members of each DC; a DC without one is absent.
+	alwaysOnPerDC map[string]int
 }
 
 // New builds a ring from members. It copies its input, so later changes to members do not
@@ -56,9 +69,10 @@ func New(members []Member) (*Ring, error) {
 		return nil, fmt.Errorf("%w: no members", ErrNoTokens)
 	}
 	r := &Ring{
-		members:    make([]Member, len(members)),
-		byID:       make(map[string]int, len(members)),
-		nodesPerDC: make(map[string]int),
+		members:       make([]Member, len(members)),
+		byID:          make(map[string]int, len(members)),
+		nodesPerDC:    make(map[string]int),
+		alwaysOnPerDC: make(map[string]int),
 	}
 	for i, m := range members {
 		m.Tokens = slices.Clone(m.Tokens)
@@ -79,6 +93,12 @@ func New(members []Member) (*Ring, error) {
 			return nil, fmt.Errorf("%w: %q", ErrDuplicateMember, m.ID)
 		case len(m.Tokens) == 0:
 			return nil, fmt.Errorf("%w: member %q has none", ErrNoTokens, m.ID)
+		case m.Tier < 0:
+			return nil, fmt.Errorf("%w: member %q has tier %d", ErrNegativeTier, m.ID, m.Tier)
+		}
+		r.tiered = r.tiered || m.Tier > 0
+		if m.Tier == 0 {
+			r.alwaysOnPerDC[m.DC]++
 		}
 		r.byID[m.ID] = i
 		r.nodesPerDC[m.DC]++

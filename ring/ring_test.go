@@ -73,6 +73,7 @@ func TestNewErrors(t *testing.T) {
 		{"duplicate id", []Member{{ID: "a", Tokens: []Token{1}}, {ID: "a", Tokens: []Token{2}}}, ErrDuplicateMember},
 		{"token shared by two members", []Member{{ID: "a", Tokens: []Token{1, 5}}, {ID: "b", Tokens: []Token{5}}}, ErrDuplicateToken},
 		{"token repeated by one member", []Member{{ID: "a", Tokens: []Token{7, 7}}}, ErrDuplicateToken},
+		{"negative tier", []Member{{ID: "a", Tier: -1, Tokens: []Token{1}}}, ErrNegativeTier},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
