@@ -258,7 +258,9 @@ func Open(self Node, store Store) (*Directory, error) {
 	d.store, d.trusted = store, false
 	for _, n := range stored {
 		if n.ID == self.ID {
-			d.self.Status, d.self.Replaces = n.Status, n.Replaces
+			// The tier, like the tokens, is the one the node first started with: it
+			// decided where replicas live.
+			d.self.Status, d.self.Replaces, d.self.Tier = n.Status, n.Replaces, n.Tier
 			if len(n.Tokens) > 0 {
 				d.self.Tokens = n.Tokens
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/topology"
 )
@@ -56,6 +57,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	maxClockOffset := fs.Duration("max-clock-offset", clockguard.DefaultMaxOffset, "how far this node's clock may be from its peers' before it refuses to coordinate writes")
 	defaultReplication := fs.String("default-replication", node.DefaultReplication, "replication of the default keyspace a new node defines (e.g. each=3, dc1=3,dc2=2; none: no default keyspace)")
 	enableFaults := fs.Bool("enable-faults", false, "let the admin API inject faults into this node (kura faults, kura nemesis): test clusters only")
+	powerTier := fs.Int("power-tier", 0, "power tier, fixed at the first start: 0 never sleeps, 1 may sleep (kura power; docs/power.md)")
+	powerProfile := fs.String("power-profile", "s4", "sleep state whose draw and transition times model the node's energy: s4 or s1")
+	noSuppression := fs.Bool("no-timeout-suppression", false, "when asleep, leave the addresses frozen instead of letting a neighbour redirect clients (the paper's \"no control\" baseline)")
+	powerController := fs.Bool("power-controller", false, "let the power controller put nodes to sleep and wake them from the measured load (every node should agree)")
+	capacity := fs.Float64("power-capacity", 1000, "requests per second one awake node serves within the latency target (for the power controller)")
+	latencyTarget := fs.Duration("power-latency-target", 20*time.Millisecond, "p99 the power controller keeps requests within")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -76,8 +83,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
 		RepairInterval: *repairInterval, MaxClockOffset: *maxClockOffset, EnableFaults: *enableFaults,
 		DefaultReplication: *defaultReplication,
-		Replace:            *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
+		PowerTier:          *powerTier, PowerProfile: *powerProfile, NoTimeoutSuppression: *noSuppression,
+		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
 		RESPIdleTimeout: *respTimeout,
+	}
+	if *powerController {
+		cfg.PowerController = &power.ControllerConfig{CapacityOpsPerSecond: *capacity, LatencyTarget: *latencyTarget}
 	}
 	if *defaultReplication != node.NoDefaultKeyspace {
 		if _, err := ring.ParseReplication(*defaultReplication); err != nil {

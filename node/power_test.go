@@ -1,0 +1,118 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/schema"
+)
+
+// startPowerNode starts a node of the power tests: tier 1 may sleep.
+func startPowerNode(t *testing.T, id string, tier int, suppress bool, seeds ...string) *Node {
+	t.Helper()
+	n, err := Start(Config{
+		ID: id, DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		Seeds: seeds, InMemory: true, GossipInterval: 50 * time.Millisecond, RingDelay: 300 * time.Millisecond,
+		ReplicaTimeout: 2 * time.Second, PowerTier: tier, NoTimeoutSuppression: !suppress, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// startPowerCluster starts n1 and n2 of tier 0 and n3 and n4 of tier 1, with keyspace
+// app at simple=3, and returns once they see each other.
+func startPowerCluster(t *testing.T, suppress bool) []*Node {
+	t.Helper()
+	nodes := []*Node{startPowerNode(t, "n1", 0, suppress)}
+	for i, tier := range []int{0, 1, 1} {
+		nodes = append(nodes, startPowerNode(t, fmt.Sprintf("n%d", i+2), tier, suppress, nodes[0].Addr()))
+	}
+	waitUntil(t, "every node sees every other alive", func() bool {
+		for _, n := range nodes {
+			for _, other := range nodes {
+				if !n.View().State(other.ID()).Reachable() {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	ks, err := schema.Keyspace{Name: "app", Replication: "simple=3"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].CreateKeyspace(context.Background(), ks); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "every node knows keyspace app", func() bool {
+		for _, n := range nodes {
+			if _, err := n.Keyspace("app"); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+// TestSleepAndWakeLoseNothing puts a node to sleep and wakes it while a writer keeps
+// writing at QUORUM through another: every acknowledged write reads back at ONE through
+// the woken node itself (its own copy first: the writes offloaded while it slept were
+// delivered), and a tier-0 node, or a second sleeper holding the first one's writes, is
+// refused.
+func TestSleepAndWakeLoseNothing(t *testing.T) {
+	nodes := startPowerCluster(t, true)
+	n1, n4 := nodes[0], nodes[3]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	if _, err := n1.SetPower(ctx, "n2", "sleep"); err == nil || !strings.Contains(err.Error(), "tier 0") {
+		t.Fatalf("tier-0 n2 put to sleep: %v", err)
+	}
+	w := startWriter(n1, "k")
+	if state, err := n1.SetPower(ctx, "n4", "sleep"); err != nil || state != power.Asleep {
+		t.Fatalf("sleep n4: %v, %v", state, err)
+	}
+	waitUntil(t, "n1 sees n4 asleep", func() bool { return n1.View().State("n4").String() == "asleep" })
+	if err := nodes[2].maySleep("n3"); err == nil {
+		holders := n1.View().Power("n4").Holders
+		if strings.Contains(strings.Join(holders, ","), "n3") {
+			t.Fatalf("n3 holds n4's writes (%v) and may still sleep", holders)
+		}
+	}
+	if _, found, err := n1.Coordinator().Get(ctx, "app", []byte("k-00000"), consistency.Quorum); err != nil || !found {
+		t.Fatalf("QUORUM read while n4 sleeps: found %v, %v", found, err)
+	}
+	watts, _ := n4.Energy(time.Now().Add(time.Minute))
+	if watts != power.S4.SleepWatts {
+		t.Errorf("n4 draws %.2f W a minute into its sleep, want %.2f", watts, power.S4.SleepWatts)
+	}
+	if _, err := n1.SetPower(ctx, "n4", "wake"); err != nil {
+		t.Fatalf("wake n4: %v", err)
+	}
+	if n4.Power() != power.Active {
+		t.Fatalf("n4 is %v after waking", n4.Power())
+	}
+	keys := w.finish()
+	if len(keys) == 0 {
+		t.Fatal("no write acknowledged")
+	}
+	missing := 0
+	for _, k := range keys {
+		if _, found, err := n4.Coordinator().Get(ctx, "app", []byte(k), consistency.One); err != nil || !found {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d acknowledged keys missing at ONE through the woken n4", missing, len(keys))
+	}
+}
