@@ -2,7 +2,8 @@
 // request to a node of the caller's datacenter, preferring one that holds a replica of
 // the key, so that the coordinator's first replica read or write is local. It learns the
 // cluster and the keyspaces from the node it first reaches, refreshes them periodically,
-// and moves to another node when one stops answering.
+// and moves to another node when one stops answering (within Options.AttemptTimeout) or
+// turns it away because it sleeps (the redirect of the sleeping node's stand-in).
 package client
 
 import (
@@ -10,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,21 @@ type Options struct {
 	// nodes started with --auth-token-file require. Without TLS it crosses the network
 	// in the clear.
 	Token string
+	// AttemptTimeout bounds each attempt of a request on one node: a node that accepts
+	// the connection and never answers (a stopped process, a powered-off machine nobody
+	// stands in for) costs that long, then the request goes to the next node. A compare-
+	// and-set or a keyspace drop whose attempt times out is not sent again, since the
+	// node may have applied it: its DeadlineExceeded error is returned. Default 15 s,
+	// longer than a node's default replica timeout (10 s), so that a node waiting on slow
+	// replicas answers with its own error before the client gives up on it.
+	AttemptTimeout time.Duration
+	// StaticNodes never refreshes the node list: Dial loads it once, keeping only the
+	// nodes whose client address is among Dial's addresses, and the client routes by
+	// that view for good, marking no node as failed or asleep, so that every request
+	// meets what the view says (a client with a stale node list: the paper's 003 second
+	// experiment). A redirect is still followed, for the one request it answered.
+	// Keyspaces are refreshed as usual.
+	StaticNodes bool
 }
 
 // withDefaults fills in the defaults of the fields left zero.
@@ -54,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = 64 << 20
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 15 * time.Second
 	}
 	return o
 }
@@ -104,15 +124,27 @@ type KeyValue struct {
 type Client struct {
 	opts  Options
 	seeds []string
+	// ctx ends at Close, stopping a background refresh.
+	ctx        context.Context
+	cancel     context.CancelFunc
+	background sync.WaitGroup // the background refresh
 
-	mu        sync.Mutex
-	conns     map[string]*grpc.ClientConn // by client address
-	nodes     []*kurav1.NodeStatus
-	keyspaces map[string]schema.Keyspace
-	ring      *ring.Ring
-	refreshed time.Time
-	bad       map[string]time.Time // client address -> when it last failed
+	mu         sync.Mutex
+	closed     bool
+	refreshing bool                        // a background refresh is under way
+	conns      map[string]*grpc.ClientConn // by client address
+	nodes      []*kurav1.NodeStatus
+	keyspaces  map[string]schema.Keyspace
+	ring       *ring.Ring
+	refreshed  time.Time
+	bad        map[string]time.Time // client address -> when it last failed
+	// asleep holds the client addresses of the nodes that sleep, as the view says or as
+	// a redirect from a node's stand-in told since the last refresh of the nodes.
+	asleep map[string]bool
 }
+
+// errClosed is the refusal of a closed client.
+var errClosed = errors.New("client: closed")
 
 // Dial connects to the cluster through any of addrs (gRPC client addresses).
 func Dial(ctx context.Context, addrs []string, opts Options) (*Client, error) {
@@ -120,7 +152,8 @@ func Dial(ctx context.Context, addrs []string, opts Options) (*Client, error) {
 		return nil, errors.New("client: no address to dial")
 	}
 	opts = opts.withDefaults()
-	c := &Client{opts: opts, seeds: addrs, conns: map[string]*grpc.ClientConn{}, bad: map[string]time.Time{}}
+	c := &Client{opts: opts, seeds: addrs, conns: map[string]*grpc.ClientConn{}, bad: map[string]time.Time{}, asleep: map[string]bool{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.refresh(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -128,8 +161,13 @@ func Dial(ctx context.Context, addrs []string, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// Close releases the client's connections.
+// Close releases the client's connections, once a background refresh has stopped.
 func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.background.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
@@ -143,6 +181,9 @@ func (c *Client) Close() error {
 func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
 	if conn, ok := c.conns[addr]; ok {
 		return conn, nil
 	}
@@ -155,24 +196,20 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 }
 
 // refresh reloads the node list and the keyspaces from the first node that answers,
-// trying known nodes before the seeds.
+// trying known nodes in the order of route before the seeds, and the nodes a redirect
+// names first.
 func (c *Client) refresh(ctx context.Context) error {
-	var candidates []string
-	c.mu.Lock()
-	for _, n := range c.nodes {
-		if n.GetAlive() && n.GetClientAddr() != "" {
-			candidates = append(candidates, n.GetClientAddr())
-		}
-	}
-	c.mu.Unlock()
-	candidates = append(candidates, c.seeds...)
+	q := newTries(c.route("", nil))
 	var errs []error
-	for _, addr := range candidates {
-		err := c.refreshFrom(ctx, addr)
+	for addr, ok := q.next(); ok; addr, ok = q.next() {
+		err := c.attempt(ctx, addr, c.refreshFrom)
 		if err == nil {
 			return nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		if r := redirectOf(err); r != nil {
+			q.redirect(r, c.LocalDC())
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -180,19 +217,62 @@ func (c *Client) refresh(ctx context.Context) error {
 	return fmt.Errorf("client: no node answered: %w", errors.Join(errs...))
 }
 
-func (c *Client) refreshFrom(ctx context.Context, addr string) error {
-	conn, err := c.conn(addr)
+// refreshSoon refreshes the view in the background, unless a refresh is under way or
+// the view is static: a node turned a request away because it sleeps, so the view is
+// out of date.
+func (c *Client) refreshSoon() {
+	if c.opts.StaticNodes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refreshing || c.closed {
+		return
+	}
+	c.refreshing = true
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		_ = c.refresh(c.ctx) // on failure the view stays, and calls refresh it once stale
+		c.mu.Lock()
+		c.refreshing = false
+		c.mu.Unlock()
+	}()
+}
+
+// refreshFrom reloads the view from the node conn leads to. A static view, once loaded,
+// keeps its nodes: only the keyspaces are reloaded.
+func (c *Client) refreshFrom(ctx context.Context, conn *grpc.ClientConn) error {
+	admin := kurav1.NewAdminClient(conn)
+	c.mu.Lock()
+	keepNodes := c.opts.StaticNodes && c.ring != nil
+	c.mu.Unlock()
+	var st *kurav1.ClusterStatusResponse
+	var r *ring.Ring
+	if !keepNodes {
+		var err error
+		if st, r, err = loadNodes(ctx, admin); err != nil {
+			return err
+		}
+	}
+	keyspaces, err := loadKeyspaces(ctx, admin)
 	if err != nil {
 		return err
 	}
-	admin := kurav1.NewAdminClient(conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keyspaces, c.refreshed = keyspaces, time.Now()
+	if !keepNodes {
+		c.setNodes(st, r)
+	}
+	return nil
+}
+
+// loadNodes asks a node for the cluster as it sees it, and builds the ring from it.
+func loadNodes(ctx context.Context, admin kurav1.AdminClient) (*kurav1.ClusterStatusResponse, *ring.Ring, error) {
 	st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
 	if err != nil {
-		return err
-	}
-	list, err := admin.ListKeyspaces(ctx, &kurav1.ListKeyspacesRequest{})
-	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	members := make([]ring.Member, 0, len(st.GetNodes()))
 	for _, n := range st.GetNodes() {
@@ -200,7 +280,16 @@ func (c *Client) refreshFrom(ctx context.Context, addr string) error {
 	}
 	r, err := ring.New(members)
 	if err != nil {
-		return fmt.Errorf("build ring: %w", err)
+		return nil, nil, fmt.Errorf("build ring: %w", err)
+	}
+	return st, r, nil
+}
+
+// loadKeyspaces asks a node for the keyspaces, keeping those this client can compile.
+func loadKeyspaces(ctx context.Context, admin kurav1.AdminClient) (map[string]schema.Keyspace, error) {
+	list, err := admin.ListKeyspaces(ctx, &kurav1.ListKeyspacesRequest{})
+	if err != nil {
+		return nil, err
 	}
 	keyspaces := map[string]schema.Keyspace{}
 	for _, ks := range list.GetKeyspaces() {
@@ -214,8 +303,13 @@ func (c *Client) refreshFrom(ctx context.Context, addr string) error {
 			keyspaces[ks.GetName()] = compiled
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	return keyspaces, nil
+}
+
+// setNodes takes the nodes of a cluster status as the view: with StaticNodes only those
+// Dial was given. The nodes the status shows asleep replace those redirects told of.
+// The caller holds c.mu.
+func (c *Client) setNodes(st *kurav1.ClusterStatusResponse, r *ring.Ring) {
 	if c.opts.LocalDC == "" {
 		for _, n := range st.GetNodes() {
 			if n.GetId() == st.GetSelf() {
@@ -223,8 +317,17 @@ func (c *Client) refreshFrom(ctx context.Context, addr string) error {
 			}
 		}
 	}
-	c.nodes, c.keyspaces, c.ring, c.refreshed = st.GetNodes(), keyspaces, r, time.Now()
-	return nil
+	nodes := st.GetNodes()
+	if c.opts.StaticNodes {
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *kurav1.NodeStatus) bool { return !slices.Contains(c.seeds, n.GetClientAddr()) })
+	}
+	clear(c.asleep)
+	for _, n := range nodes {
+		if n.GetState() == cluster.StateAsleep.String() {
+			c.asleep[n.GetClientAddr()] = true
+		}
+	}
+	c.nodes, c.ring = nodes, r
 }
 
 // LocalDC returns the datacenter the client prefers.
@@ -235,7 +338,8 @@ func (c *Client) LocalDC() string {
 }
 
 // route returns the client addresses to try for a key, best first: live replicas in the
-// local DC, other live nodes of the local DC, then every other live node.
+// local DC, other live nodes of the local DC, every other live node, the seeds, then the
+// nodes that sleep (whose stand-ins only redirect).
 func (c *Client) route(keyspace string, key []byte) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -246,8 +350,14 @@ func (c *Client) route(keyspace string, key []byte) []string {
 		}
 	}
 	var tiers [4][]string
+	var asleep []string
 	for _, n := range c.nodes {
-		if !n.GetAlive() || n.GetClientAddr() == "" {
+		addr := n.GetClientAddr()
+		if !n.GetAlive() || addr == "" {
+			continue
+		}
+		if c.asleep[addr] {
+			asleep = append(asleep, addr)
 			continue
 		}
 		tier := 3
@@ -259,22 +369,102 @@ func (c *Client) route(keyspace string, key []byte) []string {
 		case replica[n.GetId()]:
 			tier = 2
 		}
-		if failed, ok := c.bad[n.GetClientAddr()]; ok && time.Since(failed) < c.opts.RefreshInterval {
+		if failed, ok := c.bad[addr]; ok && time.Since(failed) < c.opts.RefreshInterval {
 			tier = 3 // recently failed: last resort
 		}
-		tiers[tier] = append(tiers[tier], n.GetClientAddr())
+		tiers[tier] = append(tiers[tier], addr)
 	}
 	var out []string
 	for _, t := range tiers {
 		out = append(out, t...)
 	}
-	return append(out, c.seeds...)
+	for _, seed := range c.seeds {
+		if c.asleep[seed] {
+			asleep = append(asleep, seed)
+		} else {
+			out = append(out, seed)
+		}
+	}
+	return append(out, asleep...)
+}
+
+// tries is the queue of nodes a request goes to, best first, each at most once.
+type tries struct {
+	queue []string
+	tried map[string]bool
+}
+
+func newTries(addrs []string) *tries { return &tries{queue: addrs, tried: map[string]bool{}} }
+
+// next returns the next node not tried yet, and false when there is none.
+func (q *tries) next() (string, bool) {
+	for len(q.queue) > 0 {
+		addr := q.queue[0]
+		q.queue = q.queue[1:]
+		if !q.tried[addr] {
+			q.tried[addr] = true
+			return addr, true
+		}
+	}
+	return "", false
+}
+
+// redirect puts the targets of a redirect first, those of datacenter dc before the
+// others, each in the redirect's order.
+func (q *tries) redirect(r *kurav1.Redirect, dc string) {
+	var local, other []string
+	for _, t := range r.GetTargets() {
+		switch {
+		case t.GetClientAddr() == "":
+		case t.GetDc() == dc:
+			local = append(local, t.GetClientAddr())
+		default:
+			other = append(other, t.GetClientAddr())
+		}
+	}
+	q.queue = slices.Concat(local, other, q.queue)
+}
+
+// Whether a request whose attempt timed out may be sent to another node, since the node
+// that timed out may have applied it.
+const (
+	resend   = true  // reads, and writes whose second copy the caller cannot tell from the first
+	sendOnce = false // compare-and-set and keyspace drops, whose answers would tell
+)
+
+// errAttemptTimeout marks an attempt that ran out of Options.AttemptTimeout.
+var errAttemptTimeout = errors.New("no answer within the attempt timeout")
+
+// attempt runs fn on the node at addr within Options.AttemptTimeout.
+func (c *Client) attempt(ctx context.Context, addr string, fn func(context.Context, *grpc.ClientConn) error) error {
+	conn, err := c.conn(addr)
+	if err != nil {
+		return err
+	}
+	attemptCtx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+	defer cancel()
+	err = fn(attemptCtx, conn)
+	if err != nil && ctx.Err() == nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w: %w", addr, errAttemptTimeout, err)
+	}
+	return err
+}
+
+// remember records what a request learned of a node, unless the view is static.
+func (c *Client) remember(record func()) {
+	if c.opts.StaticNodes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	record()
 }
 
 // call runs fn against the best node for key, moving to the next when a node cannot be
-// reached. Errors from a node that answered (unavailable replicas, invalid input) are
-// returned as they are.
-func (c *Client) call(ctx context.Context, keyspace string, key []byte, fn func(*grpc.ClientConn) error) error {
+// reached or does not answer in time (if mayResend), and to the nodes a sleeping
+// node's stand-in names, at once. Errors from a node that answered (unavailable
+// replicas, invalid input) are returned as they are.
+func (c *Client) call(ctx context.Context, keyspace string, key []byte, mayResend bool, fn func(context.Context, *grpc.ClientConn) error) error {
 	c.mu.Lock()
 	stale := time.Since(c.refreshed) > c.opts.RefreshInterval
 	c.mu.Unlock()
@@ -282,25 +472,26 @@ func (c *Client) call(ctx context.Context, keyspace string, key []byte, fn func(
 		_ = c.refresh(ctx) // keep the old view if no node answers; the call will say why
 	}
 	var lastErr error
-	tried := map[string]bool{}
-	for _, addr := range c.route(keyspace, key) {
-		if tried[addr] {
-			continue
-		}
-		tried[addr] = true
-		conn, err := c.conn(addr)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		err = fn(conn)
-		if !unreachable(err) {
+	q := newTries(c.route(keyspace, key))
+	for addr, ok := q.next(); ok; addr, ok = q.next() {
+		err := c.attempt(ctx, addr, fn)
+		redirect := redirectOf(err)
+		switch {
+		case redirect != nil:
+			c.remember(func() { c.asleep[addr] = true })
+			q.redirect(redirect, c.LocalDC())
+			c.refreshSoon()
+		case errors.Is(err, errAttemptTimeout):
+			c.remember(func() { c.bad[addr] = time.Now() })
+			if !mayResend {
+				return errorFromStatus(err)
+			}
+		case unreachable(err):
+			c.remember(func() { c.bad[addr] = time.Now() })
+		default:
 			return errorFromStatus(err)
 		}
 		lastErr = err
-		c.mu.Lock()
-		c.bad[addr] = time.Now()
-		c.mu.Unlock()
 		if ctx.Err() != nil {
 			break
 		}
@@ -308,12 +499,27 @@ func (c *Client) call(ctx context.Context, keyspace string, key []byte, fn func(
 	return fmt.Errorf("client: no node reachable: %w", lastErr)
 }
 
+// redirectOf returns the redirect a sleeping node's stand-in answered with, or nil.
+func redirectOf(err error) *kurav1.Redirect {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return nil
+	}
+	for _, detail := range st.Details() {
+		if r, ok := detail.(*kurav1.Redirect); ok {
+			return r
+		}
+	}
+	return nil
+}
+
 // unreachable tells a node that could not be reached from a node that answered "not
 // enough replicas": both arrive as codes.Unavailable, but the coordinator's message says
-// "unavailable:".
+// "unavailable:". An error that is no gRPC status is the client's own failure to set up
+// a connection to the node.
 func unreachable(err error) bool {
 	st, ok := status.FromError(err)
-	return ok && st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "unavailable:")
+	return !ok || st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "unavailable:")
 }
 
 // Error is a server's answer that a request failed, with the gRPC code for programs and
@@ -375,7 +581,7 @@ func (c *Client) Put(ctx context.Context, keyspace string, key, value []byte, cl
 		opt(req)
 	}
 	var resp *kurav1.PutResponse
-	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, keyspace, key, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).Put(ctx, req)
 		return err
 	})
@@ -396,7 +602,7 @@ type Item struct {
 // key.
 func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (item Item, found bool, err error) {
 	var resp *kurav1.GetResponse
-	err = c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+	err = c.call(ctx, keyspace, key, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).Get(ctx, &kurav1.GetRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
 		return err
 	})
@@ -413,7 +619,7 @@ func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consis
 // Delete removes key at level cl.
 func (c *Client) Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error) {
 	var resp *kurav1.DeleteResponse
-	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, keyspace, key, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).Delete(ctx, &kurav1.DeleteRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
 		return err
 	})
@@ -427,7 +633,7 @@ func (c *Client) Delete(ctx context.Context, keyspace string, key []byte, cl con
 // 0 is the server's default).
 func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]KeyValue, error) {
 	var resp *kurav1.ScanResponse
-	err := c.call(ctx, keyspace, start, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, keyspace, start, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).Scan(ctx, &kurav1.ScanRequest{Keyspace: keyspace, Start: start, End: end, Limit: int32(limit), Consistency: levelToProto(cl)})
 		return err
 	})
@@ -455,7 +661,7 @@ func (c *Client) CreateErasureKeyspace(ctx context.Context, name string, m, k in
 }
 
 func (c *Client) createKeyspace(ctx context.Context, ks *kurav1.Keyspace) error {
-	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) error {
+	err := c.call(ctx, "", nil, resend, func(ctx context.Context, conn *grpc.ClientConn) error {
 		_, err := kurav1.NewAdminClient(conn).CreateKeyspace(ctx, &kurav1.CreateKeyspaceRequest{Keyspace: ks})
 		return err
 	})
@@ -470,7 +676,7 @@ func (c *Client) createKeyspace(ctx context.Context, ks *kurav1.Keyspace) error 
 // absent at once, those written after it stay.
 func (c *Client) TruncateKeyspace(ctx context.Context, name string) (hlc.Timestamp, error) {
 	var resp *kurav1.TruncateKeyspaceResponse
-	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, "", nil, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewAdminClient(conn).TruncateKeyspace(ctx, &kurav1.TruncateKeyspaceRequest{Name: name})
 		return err
 	})
@@ -484,7 +690,7 @@ func (c *Client) TruncateKeyspace(ctx context.Context, name string) (hlc.Timesta
 // timestamp. A keyspace created again under the name starts empty.
 func (c *Client) DropKeyspace(ctx context.Context, name string) (hlc.Timestamp, error) {
 	var resp *kurav1.DropKeyspaceResponse
-	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, "", nil, sendOnce, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewAdminClient(conn).DropKeyspace(ctx, &kurav1.DropKeyspaceRequest{Name: name})
 		return err
 	})
@@ -498,7 +704,7 @@ func (c *Client) DropKeyspace(ctx context.Context, name string) (hlc.Timestamp, 
 // Keyspaces lists the cluster's keyspaces.
 func (c *Client) Keyspaces(ctx context.Context) ([]*kurav1.Keyspace, error) {
 	var resp *kurav1.ListKeyspacesResponse
-	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, "", nil, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewAdminClient(conn).ListKeyspaces(ctx, &kurav1.ListKeyspacesRequest{})
 		return err
 	})
@@ -508,7 +714,7 @@ func (c *Client) Keyspaces(ctx context.Context) ([]*kurav1.Keyspace, error) {
 // Keyspace describes one keyspace.
 func (c *Client) Keyspace(ctx context.Context, name string) (*kurav1.Keyspace, error) {
 	var resp *kurav1.Keyspace
-	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, "", nil, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewAdminClient(conn).DescribeKeyspace(ctx, &kurav1.DescribeKeyspaceRequest{Name: name})
 		return err
 	})
@@ -518,7 +724,7 @@ func (c *Client) Keyspace(ctx context.Context, name string) (*kurav1.Keyspace, e
 // Status returns the cluster as the nearest node sees it.
 func (c *Client) Status(ctx context.Context) (*kurav1.ClusterStatusResponse, error) {
 	var resp *kurav1.ClusterStatusResponse
-	err := c.call(ctx, "", nil, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, "", nil, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewAdminClient(conn).ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
 		return err
 	})
@@ -608,7 +814,7 @@ func (c *Client) CompareAndSet(ctx context.Context, keyspace string, key []byte,
 		req.SerialConsistency = levelToProto(serial)
 	}
 	var resp *kurav1.CompareAndSetResponse
-	err := c.call(ctx, keyspace, key, func(conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, keyspace, key, sendOnce, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).CompareAndSet(ctx, req)
 		return err
 	})

@@ -3,15 +3,24 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"log/slog"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/certs/certstest"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -115,6 +124,228 @@ func TestTLSAndToken(t *testing.T) {
 			}
 			if v, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One); err != nil || !found || string(v.Value) != "v" {
 				t.Fatalf("Get = %q, %t, %v", v.Value, found, err)
+			}
+		})
+	}
+}
+
+// fakeNode is a gRPC server standing for a kura node: it answers ClusterStatus with the
+// view the test gives it, ListKeyspaces with none, Get with its own id as the value,
+// and CompareAndSet as applied.
+type fakeNode struct {
+	kurav1.UnimplementedKVServer
+	kurav1.UnimplementedAdminServer
+	id   string
+	addr string
+	view func() []*kurav1.NodeStatus
+	// statusCalls receives a value at each ClusterStatus call.
+	statusCalls chan struct{}
+}
+
+// startFake serves a fake node on l (a fresh loopback port when nil).
+func startFake(t *testing.T, id string, l net.Listener) *fakeNode {
+	t.Helper()
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fakeNode{id: id, addr: l.Addr().String(), statusCalls: make(chan struct{}, 100)}
+	s := grpc.NewServer()
+	kurav1.RegisterKVServer(s, f)
+	kurav1.RegisterAdminServer(s, f)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return f
+}
+
+func (f *fakeNode) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest) (*kurav1.ClusterStatusResponse, error) {
+	f.statusCalls <- struct{}{}
+	return &kurav1.ClusterStatusResponse{Self: f.id, Nodes: f.view()}, nil
+}
+
+func (f *fakeNode) ListKeyspaces(context.Context, *kurav1.ListKeyspacesRequest) (*kurav1.ListKeyspacesResponse, error) {
+	return &kurav1.ListKeyspacesResponse{}, nil
+}
+
+func (f *fakeNode) Get(context.Context, *kurav1.GetRequest) (*kurav1.GetResponse, error) {
+	return &kurav1.GetResponse{Found: true, Value: []byte(f.id)}, nil
+}
+
+func (f *fakeNode) CompareAndSet(context.Context, *kurav1.CompareAndSetRequest) (*kurav1.CompareAndSetResponse, error) {
+	return &kurav1.CompareAndSetResponse{Applied: true}, nil
+}
+
+// startStandIn serves a sleeping node a's stand-in, as a node serves it: every call is
+// answered UNAVAILABLE with a redirect to targets. It returns the address and the number
+// of calls answered so far.
+func startStandIn(t *testing.T, targets ...*kurav1.RedirectTarget) (string, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := new(atomic.Int32)
+	st, err := status.New(codes.Unavailable, "node a is asleep").WithDetails(&kurav1.Redirect{NodeId: "a", Reason: "asleep", Targets: targets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
+		calls.Add(1)
+		return st.Err()
+	}))
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return l.Addr().String(), calls
+}
+
+func nodeStatus(id, dc, addr, state string) *kurav1.NodeStatus {
+	return &kurav1.NodeStatus{Id: id, Dc: dc, ClientAddr: addr, Alive: true, State: state}
+}
+
+// sleepingCluster is a cluster whose node a sleeps: b (dc1) and c (dc2) are fake nodes,
+// and a's stand-in redirects to both, c first. b's view lists a at its stand-in's
+// address, up until the stand-in answers a call and asleep from then on when
+// learnsAsleep, up for good otherwise.
+func sleepingCluster(t *testing.T, learnsAsleep bool) (b, c *fakeNode, standIn string, standInCalls *atomic.Int32) {
+	b, c = startFake(t, "b", nil), startFake(t, "c", nil)
+	standIn, standInCalls = startStandIn(t,
+		&kurav1.RedirectTarget{Id: "c", Dc: "dc2", ClientAddr: c.addr},
+		&kurav1.RedirectTarget{Id: "b", Dc: "dc1", ClientAddr: b.addr})
+	b.view = func() []*kurav1.NodeStatus {
+		state := "up"
+		if learnsAsleep && standInCalls.Load() > 0 {
+			state = "asleep"
+		}
+		return []*kurav1.NodeStatus{nodeStatus("a", "dc1", standIn, state), nodeStatus("b", "dc1", b.addr, "up"), nodeStatus("c", "dc2", c.addr, "up")}
+	}
+	return b, c, standIn, standInCalls
+}
+
+func getValue(t *testing.T, ctx context.Context, cl *Client, want string) {
+	t.Helper()
+	item, found, err := cl.Get(ctx, "app", []byte("k"), consistency.One)
+	if err != nil || !found || string(item.Value) != want {
+		t.Fatalf("Get = %q, %t, %v; want %q from node %s", item.Value, found, err, want, want)
+	}
+}
+
+// TestFollowsRedirect: the client's first choice sleeps; its stand-in's redirect sends
+// the request at once to the awake node of the client's DC, which answers; the client
+// then refreshes its view in the background and leaves the sleeping node alone.
+func TestFollowsRedirect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, _, _, standInCalls := sleepingCluster(t, true)
+	cl, err := Dial(ctx, []string{b.addr}, Options{LocalDC: "dc1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	<-b.statusCalls // Dial's
+
+	getValue(t, ctx, cl, "b")
+	if n := standInCalls.Load(); n != 1 {
+		t.Fatalf("the stand-in got %d calls, want 1", n)
+	}
+	select {
+	case <-b.statusCalls: // the refresh the redirect set off
+	case <-ctx.Done():
+		t.Fatal("no refresh after the redirect")
+	}
+	getValue(t, ctx, cl, "b")
+	if n := standInCalls.Load(); n != 1 {
+		t.Fatalf("the stand-in got %d calls, want 1: the client went back to the sleeping node", n)
+	}
+}
+
+// TestStaticNodes: a client that knows only node a, which went to sleep after the
+// client's view was taken, loads the node list once, through the stand-in's redirect,
+// and never again; every request still goes to a, and follows the redirect.
+func TestStaticNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, c, standIn, standInCalls := sleepingCluster(t, false)
+	// A refresh interval so short that every call finds the view stale.
+	cl, err := Dial(ctx, []string{standIn}, Options{LocalDC: "dc1", StaticNodes: true, RefreshInterval: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const gets = 3
+	for range gets {
+		getValue(t, ctx, cl, "b")
+	}
+	// Dial's refresh, then each get's refresh of the keyspaces and the get itself.
+	if n, want := standInCalls.Load(), int32(1+2*gets); n != want {
+		t.Fatalf("the stand-in got %d calls, want %d", n, want)
+	}
+	if n := len(b.statusCalls) + len(c.statusCalls); n != 1 {
+		t.Fatalf("%d ClusterStatus calls, want Dial's alone", n)
+	}
+}
+
+// TestAttemptTimeout: a node that takes requests and never answers costs one attempt
+// timeout, after which the request goes to the next node; a compare-and-set, which the
+// silent node may have applied, is not sent again.
+func TestAttemptTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		// silent starts the node that will not answer and returns its address; the
+		// node answers as fake node f until freeze is called.
+		silent func(t *testing.T) (addr string, freeze func())
+	}{
+		{"listener never accepting", func(t *testing.T) (string, func()) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			return l.Addr().String(), nil
+		}},
+		{"frozen node", func(t *testing.T) (string, func()) {
+			g := power.NewGate()
+			l, err := g.Listen("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return startFake(t, "f", l).addr, g.Freeze
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			silent, freeze := tt.silent(t)
+			b := startFake(t, "b", nil)
+			b.view = func() []*kurav1.NodeStatus {
+				return []*kurav1.NodeStatus{nodeStatus("f", "dc1", silent, "up"), nodeStatus("b", "dc1", b.addr, "up")}
+			}
+			opts := Options{LocalDC: "dc1", AttemptTimeout: 50 * time.Millisecond}
+			cl, err := Dial(ctx, []string{b.addr}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if freeze != nil {
+				getValue(t, ctx, cl, "f") // connected, and then the node stops
+				freeze()
+			}
+			getValue(t, ctx, cl, "b")
+
+			fresh, err := Dial(ctx, []string{b.addr}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			_, err = fresh.CompareAndSet(ctx, "app", []byte("k"), IfAbsent(), PutValue([]byte("v"), 0), consistency.Serial)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != codes.DeadlineExceeded {
+				t.Fatalf("CompareAndSet on the silent node: %v, want DeadlineExceeded", err)
+			}
+			if _, err := fresh.CompareAndSet(ctx, "app", []byte("k"), IfAbsent(), PutValue([]byte("v"), 0), consistency.Serial); err != nil {
+				t.Fatalf("CompareAndSet once the silent node is known: %v", err)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"slices"
@@ -62,6 +63,8 @@ type powerCycle struct {
 	// released holds, per sleeping node, the generation whose addresses this node gave
 	// back when it woke: the stand-in does not take them again until a newer sleep.
 	released map[string]uint64
+	// standingFor holds the generation of each sleeping node this node stands in for.
+	standingFor map[string]uint64
 	// entered is when each node entered its power state, as this node learned it.
 	entered map[string]time.Time
 
@@ -78,7 +81,7 @@ func newPowerCycle(n *Node) (*powerCycle, error) {
 		return nil, fmt.Errorf("power tier %d: want 0 (never sleeps) or more", n.cfg.PowerTier)
 	}
 	p := &powerCycle{n: n, gate: power.NewGate(), profile: profile, meters: map[string]*power.Meter{},
-		standIns: map[string]*standIn{}, released: map[string]uint64{}, entered: map[string]time.Time{}}
+		standIns: map[string]*standIn{}, released: map[string]uint64{}, standingFor: map[string]uint64{}, entered: map[string]time.Time{}}
 	p.meters[n.cfg.ID] = power.NewMeter(profile, time.Now())
 	if cfg := n.cfg.PowerController; cfg != nil {
 		c := *cfg
@@ -173,6 +176,26 @@ func (p *powerCycle) meter(id string) *power.Meter {
 // goes quiet: its loops stop, it leaves gossip, and it releases (or, without
 // suppression, freezes) its listeners and connections. It returns once asleep.
 func (n *Node) Sleep(ctx context.Context) error {
+	if err := n.enterSleep(ctx); err != nil {
+		return err
+	}
+	n.power.goQuiet()
+	return nil
+}
+
+// sleepAnswering is Sleep for a node asked by another (kindPower): it answers once it
+// has announced that it sleeps, and goes quiet a gossip round later, so the answer
+// leaves before the connection it travels on is closed.
+func (n *Node) sleepAnswering(ctx context.Context) error {
+	if err := n.enterSleep(ctx); err != nil {
+		return err
+	}
+	time.AfterFunc(n.gossip.interval(), n.power.goQuiet)
+	return nil
+}
+
+// enterSleep runs Sleep up to going quiet: the node is then asleep to the cluster.
+func (n *Node) enterSleep(ctx context.Context) error {
 	p := n.power
 	p.transition.Lock()
 	defer p.transition.Unlock()
@@ -207,14 +230,19 @@ func (n *Node) Sleep(ctx context.Context) error {
 	if !sleepCtx(ctx, 2*n.gossip.interval()) {
 		return giveUp(ctx.Err())
 	}
-	p.goQuiet()
 	return nil
 }
 
 // goQuiet stops the node's work: its loops, its gossip (announced, so peers mark it down
-// at once) and its network endpoints.
+// at once) and its network endpoints. A node woken meanwhile stays awake.
 func (p *powerCycle) goQuiet() {
+	p.transition.Lock()
+	defer p.transition.Unlock()
 	p.mu.Lock()
+	if p.state != power.Asleep || p.quiet {
+		p.mu.Unlock()
+		return
+	}
 	p.quiet = true
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -401,7 +429,7 @@ func (n *Node) askPower(ctx context.Context, id, action string) error {
 func (n *Node) handlePower(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	switch action := string(payload); action {
 	case "sleep":
-		return nil, n.Sleep(ctx)
+		return nil, n.sleepAnswering(ctx)
 	case "release":
 		n.power.release(from.ID)
 		return nil, nil
@@ -494,10 +522,10 @@ func (p *powerCycle) observePower(m membership.Member, alive bool) {
 			For:     m.ID,
 			Addrs:   standInAddrs{Internode: m.Addr, Client: m.AppState[keyClientAddr], RESP: m.AppState[keyRESPAddr]},
 			Targets: func() []*kurav1.RedirectTarget { return p.n.redirectTargets(m.ID) },
-			TLS:     p.n.standInTLS(),
+			TLS:     p.n.frontEndTLS(),
 			Logger:  p.n.log,
 		})
-		p.released[m.ID] = m.Generation
+		p.standingFor[m.ID] = m.Generation
 		p.n.log.Info("standing in for a sleeping node", "node", m.ID)
 	case !wanted && standing != nil:
 		delete(p.standIns, m.ID)
@@ -510,6 +538,9 @@ func (p *powerCycle) release(id string) {
 	p.mu.Lock()
 	s := p.standIns[id]
 	delete(p.standIns, id)
+	if s != nil {
+		p.released[id] = p.standingFor[id]
+	}
 	p.mu.Unlock()
 	if s != nil {
 		s.Close()
@@ -560,4 +591,13 @@ func boolRank(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// frontEndTLS is the server TLS of the client and Redis ports, nil without TLS: a
+// stand-in serves a sleeping node's ports as this node serves its own.
+func (n *Node) frontEndTLS() *tls.Config {
+	if n.cfg.TLS == nil {
+		return nil
+	}
+	return n.clientTLS()
 }

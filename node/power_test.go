@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/schema"
@@ -36,16 +41,7 @@ func startPowerCluster(t *testing.T, suppress bool) []*Node {
 	for i, tier := range []int{0, 1, 1} {
 		nodes = append(nodes, startPowerNode(t, fmt.Sprintf("n%d", i+2), tier, suppress, nodes[0].Addr()))
 	}
-	waitUntil(t, "every node sees every other alive", func() bool {
-		for _, n := range nodes {
-			for _, other := range nodes {
-				if !n.View().State(other.ID()).Reachable() {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	waitAllNormal(t, len(nodes), nodes...)
 	ks, err := schema.Keyspace{Name: "app", Replication: "simple=3"}.Compile()
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +87,20 @@ func TestSleepAndWakeLoseNothing(t *testing.T) {
 	}
 	if _, found, err := n1.Coordinator().Get(ctx, "app", []byte("k-00000"), consistency.Quorum); err != nil || !found {
 		t.Fatalf("QUORUM read while n4 sleeps: found %v, %v", found, err)
+	}
+	// A client that knows only n4 is redirected by its stand-in, and never refreshes its
+	// view (the paper's stale clients): every request costs a redirect, no timeout.
+	waitUntil(t, "a stand-in answers on n4's client address", func() bool {
+		_, err := kvClient(t, n4).Get(ctx, &kurav1.GetRequest{Keyspace: "app", Key: []byte("k-00000")})
+		return status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "asleep")
+	})
+	stale, err := client.Dial(ctx, []string{n4.ClientAddr()}, client.Options{StaticNodes: true, AttemptTimeout: time.Hour})
+	if err != nil {
+		t.Fatalf("dial n4's stand-in: %v", err)
+	}
+	defer stale.Close()
+	if _, found, err := stale.Get(ctx, "app", []byte("k-00000"), consistency.Quorum); err != nil || !found {
+		t.Fatalf("read through n4's stand-in: found %v, %v", found, err)
 	}
 	watts, _ := n4.Energy(time.Now().Add(time.Minute))
 	if watts != power.S4.SleepWatts {

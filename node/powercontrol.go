@@ -47,7 +47,7 @@ func (l *loadMeter) take(now time.Time) (opsPerSecond float64, p99 time.Duration
 	if since.IsZero() || !now.After(since) {
 		return 0, 0
 	}
-	return float64(len(latencies)) / now.Sub(since).Seconds(), stats.Percentile(latencies, 99)
+	return float64(len(latencies)) / now.Sub(since).Seconds(), stats.Percentile(latencies, 0.99)
 }
 
 // publishLoad gossips this node's load; the node's loop calls it every load window.

@@ -2817,6 +2817,141 @@ func (x *LocalScanResponse) GetNext() []byte {
 	return nil
 }
 
+// Redirect is the detail of the UNAVAILABLE status the stand-in of a sleeping node
+// answers every call with: while a node sleeps to save power, a neighbour binds its
+// released addresses so that a client with a stale node list is turned away at once
+// instead of waiting for a timeout, and told where to go instead. A client marks the
+// node as asleep and sends the same request to the targets, those of its own
+// datacenter first.
+type Redirect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"` // the sleeping node
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`               // why it does not serve, for people ("asleep")
+	Targets       []*RedirectTarget      `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`             // awake nodes to send the request to instead
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Redirect) Reset() {
+	*x = Redirect{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Redirect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Redirect) ProtoMessage() {}
+
+func (x *Redirect) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
+func (*Redirect) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *Redirect) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Redirect) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Redirect) GetTargets() []*RedirectTarget {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+// RedirectTarget is an awake node a redirect sends clients to.
+type RedirectTarget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
+	ClientAddr    string                 `protobuf:"bytes,3,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"` // gRPC client API address
+	RespAddr      string                 `protobuf:"bytes,4,opt,name=resp_addr,json=respAddr,proto3" json:"resp_addr,omitempty"`       // Redis protocol address; empty when the node serves none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedirectTarget) Reset() {
+	*x = RedirectTarget{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedirectTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedirectTarget) ProtoMessage() {}
+
+func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedirectTarget.ProtoReflect.Descriptor instead.
+func (*RedirectTarget) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RedirectTarget) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RedirectTarget) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+func (x *RedirectTarget) GetClientAddr() string {
+	if x != nil {
+		return x.ClientAddr
+	}
+	return ""
+}
+
+func (x *RedirectTarget) GetRespAddr() string {
+	if x != nil {
+		return x.RespAddr
+	}
+	return ""
+}
+
 var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
@@ -3016,7 +3151,17 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x11LocalScanResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
 	"\bversions\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\bversions\x12\x12\n" +
-	"\x04next\x18\x03 \x01(\fR\x04next*\xaa\x01\n" +
+	"\x04next\x18\x03 \x01(\fR\x04next\"n\n" +
+	"\bRedirect\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x121\n" +
+	"\atargets\x18\x03 \x03(\v2\x17.kura.v1.RedirectTargetR\atargets\"n\n" +
+	"\x0eRedirectTarget\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\x12\x1f\n" +
+	"\vclient_addr\x18\x03 \x01(\tR\n" +
+	"clientAddr\x12\x1b\n" +
+	"\tresp_addr\x18\x04 \x01(\tR\brespAddr*\xaa\x01\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ANY\x10\x01\x12\a\n" +
@@ -3068,7 +3213,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
 	(*SetPowerRequest)(nil),          // 1: kura.v1.SetPowerRequest
@@ -3114,6 +3259,8 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*LocalScanRequest)(nil),         // 41: kura.v1.LocalScanRequest
 	(*LocalVersion)(nil),             // 42: kura.v1.LocalVersion
 	(*LocalScanResponse)(nil),        // 43: kura.v1.LocalScanResponse
+	(*Redirect)(nil),                 // 44: kura.v1.Redirect
+	(*RedirectTarget)(nil),           // 45: kura.v1.RedirectTarget
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
@@ -3131,49 +3278,50 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	29, // 12: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
 	39, // 13: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
 	42, // 14: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	3,  // 15: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	5,  // 16: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	7,  // 17: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	12, // 18: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	9,  // 19: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	17, // 20: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	23, // 21: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	25, // 22: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	19, // 23: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	21, // 24: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	26, // 25: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	31, // 26: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	32, // 27: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	34, // 28: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	36, // 29: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	38, // 30: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	40, // 31: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	41, // 32: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	1,  // 33: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
-	4,  // 34: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	6,  // 35: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	8,  // 36: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	14, // 37: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	11, // 38: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	18, // 39: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	24, // 40: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	15, // 41: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	20, // 42: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	22, // 43: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	28, // 44: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	33, // 45: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	33, // 46: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	35, // 47: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	37, // 48: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	38, // 49: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	38, // 50: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	43, // 51: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	2,  // 52: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
-	34, // [34:53] is the sub-list for method output_type
-	15, // [15:34] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	45, // 15: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
+	3,  // 16: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	5,  // 17: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	7,  // 18: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	12, // 19: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	9,  // 20: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	17, // 21: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	23, // 22: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	25, // 23: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	19, // 24: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	21, // 25: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	26, // 26: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	31, // 27: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	32, // 28: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	34, // 29: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	36, // 30: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	38, // 31: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	40, // 32: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	41, // 33: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	1,  // 34: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	4,  // 35: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	6,  // 36: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	8,  // 37: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	14, // 38: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	11, // 39: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	18, // 40: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	24, // 41: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	15, // 42: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	20, // 43: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	22, // 44: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	28, // 45: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	33, // 46: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	33, // 47: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	35, // 48: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	37, // 49: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	38, // 50: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	38, // 51: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	43, // 52: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	2,  // 53: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	35, // [35:54] is the sub-list for method output_type
+	16, // [16:35] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -3194,7 +3342,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   43,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
