@@ -15,11 +15,11 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
-	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
 )
