@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -10,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Series is one named line of a figure, or one named set of bars.
@@ -32,9 +35,57 @@ type Figure struct {
 
 // Save draws the figure to a PNG file.
 func (f Figure) Save(path string) error {
+	if err := checkPNG(path); err != nil {
+		return err
+	}
+	p, err := f.build()
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// SavePanels draws several figures into one PNG file, as panels in rows of columns
+// (side by side when columns is the number of figures), each the size Save gives a
+// figure alone.
+func SavePanels(path string, columns int, figures ...Figure) error {
+	if err := checkPNG(path); err != nil {
+		return err
+	}
+	if columns < 1 || len(figures) == 0 {
+		return fmt.Errorf("plot %s: want at least one figure and one column", path)
+	}
+	rows := (len(figures) + columns - 1) / columns
+	img := vgimg.New(vg.Length(columns)*8*vg.Inch, vg.Length(rows)*5*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: rows, Cols: columns}
+	for i, f := range figures {
+		p, err := f.build()
+		if err != nil {
+			return fmt.Errorf("plot %s: panel %q: %w", path, f.Title, err)
+		}
+		p.Draw(tiles.At(dc, i%columns, i/columns))
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(out); err != nil {
+		out.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return out.Close()
+}
+
+func checkPNG(path string) error {
 	if !strings.EqualFold(filepath.Ext(path), ".png") {
 		return fmt.Errorf("plot %s: only .png is supported", path)
 	}
+	return nil
+}
+
+// build lays the figure out as a plot.
+func (f Figure) build() (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = f.Title
 	p.X.Label.Text = f.XLabel
@@ -54,10 +105,7 @@ func (f Figure) Save(path string) error {
 	} else {
 		err = f.addLines(p)
 	}
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return p, err
 }
 
 func (f Figure) addLines(p *plot.Plot) error {

@@ -38,6 +38,10 @@ type Options struct {
 	// Tokens, when set, places each node on the ring by hand (e.g. ring.EvenTokens for an
 	// experiment's layout): it gets the node's position in topology order and its spec.
 	Tokens func(index int, spec topology.NodeInDC) []uint64
+	// PowerTier, when set, gives each node its power tier (node.Config.PowerTier: 0 never
+	// sleeps, 1 and above may): it gets the node's position in topology order and its
+	// spec, so an experiment decides which nodes may sleep.
+	PowerTier func(index int, spec topology.NodeInDC) int
 }
 
 // Cluster is a running embedded cluster.
@@ -67,6 +71,9 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		cfg.ID, cfg.DC = spec.ID, spec.DC
 		if opts.Tokens != nil {
 			cfg.Tokens = opts.Tokens(i, spec)
+		}
+		if opts.PowerTier != nil {
+			cfg.PowerTier = opts.PowerTier(i, spec)
 		}
 		cfg.Listen = orLoopback(spec.Addr)
 		if opts.ClientAPI {

@@ -50,3 +50,24 @@ func TestStartStopRestart(t *testing.T) {
 		t.Fatal("restarting a running node succeeded")
 	}
 }
+
+func TestPowerTier(t *testing.T) {
+	topo, err := topology.Example("lan-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The option sees each node's position and spec: here the last node may sleep.
+	c, err := Start(topo, Options{
+		Node:      node.Config{GossipInterval: 50 * time.Millisecond},
+		PowerTier: func(index int, _ topology.NodeInDC) int { return index / 2 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, n := range c.Nodes {
+		if got, want := n.Self().Tier, i/2; got != want {
+			t.Errorf("%s is of tier %d, want %d", n.ID(), got, want)
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 )
 
 func TestExampleNames(t *testing.T) {
-	want := []string{"lan-3", "three-dc", "tokyo-saopaulo", "two-dc-6"}
+	want := []string{"lan-3", "power-16", "three-dc", "tokyo-saopaulo", "two-dc-6"}
 	if got := ExampleNames(); !reflect.DeepEqual(got, want) {
 		t.Errorf("ExampleNames() = %v, want %v", got, want)
 	}
@@ -30,6 +30,7 @@ func TestExamples(t *testing.T) {
 		{"three-dc", map[string]int{"tokyo": 3, "frankfurt": 3, "virginia": 3}, "virginia", "virginia",
 			LinkSpec{Latency: 250 * time.Microsecond, BandwidthBps: 10e9}},
 		{"lan-3", map[string]int{"lan": 3}, "lan", "lan", LinkSpec{}},
+		{"power-16", map[string]int{"lan": 16}, "lan", "lan", LinkSpec{Latency: 50 * time.Microsecond, BandwidthBps: 1e9}},
 		{"two-dc-6", map[string]int{"dc1": 3, "dc2": 3}, "dc1", "dc2", LinkSpec{Latency: 4 * time.Millisecond}},
 	}
 	for _, tt := range tests {
