@@ -136,15 +136,7 @@ func TestSleepAndWakeLoseNothing(t *testing.T) {
 	if failed := <-readsFailed; failed > 0 {
 		t.Errorf("%d QUORUM reads failed while n4 slept and woke", failed)
 	}
-	missing := 0
-	for _, k := range keys {
-		if _, found, err := n4.Coordinator().Get(ctx, "app", []byte(k), consistency.One); err != nil || !found {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Errorf("%d of %d acknowledged keys missing at ONE through the woken n4", missing, len(keys))
-	}
+	checkEveryKey(t, "after n4 woke", keys, n4)
 }
 
 // TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica: with no tier-0 node (plain
@@ -210,13 +202,5 @@ func TestWakeRepairsWhenAHolderIsGone(t *testing.T) {
 	if _, err := n2.SetPower(ctx, "n4", "wake"); err != nil {
 		t.Fatalf("wake n4: %v", err)
 	}
-	missing := 0
-	for _, k := range keys {
-		if _, found, err := n4.Coordinator().Get(ctx, "app", []byte(k), consistency.One); err != nil || !found {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Errorf("%d of %d acknowledged keys missing at ONE through n4", missing, len(keys))
-	}
+	checkEveryKey(t, "after n4 woke without its holder", keys, n4)
 }
