@@ -13,6 +13,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/schema"
@@ -75,6 +76,24 @@ func TestSleepAndWakeLoseNothing(t *testing.T) {
 		t.Fatalf("tier-0 n2 put to sleep: %v", err)
 	}
 	w := startWriter(n1, "k")
+	waitUntil(t, "a first write", func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.acked) > 0 })
+	// A reader at QUORUM through n2 all along: n4's transitions never fail a read.
+	readsFailed := make(chan int)
+	stopReads := make(chan struct{})
+	go func() {
+		failed := 0
+		for {
+			select {
+			case <-stopReads:
+				readsFailed <- failed
+				return
+			default:
+			}
+			if _, found, err := nodes[1].Coordinator().Get(ctx, "app", []byte("k-00000"), consistency.Quorum); err != nil || !found {
+				failed++
+			}
+		}
+	}()
 	if state, err := n1.SetPower(ctx, "n4", "sleep"); err != nil || state != power.Asleep {
 		t.Fatalf("sleep n4: %v, %v", state, err)
 	}
@@ -113,16 +132,75 @@ func TestSleepAndWakeLoseNothing(t *testing.T) {
 		t.Fatalf("n4 is %v after waking", n4.Power())
 	}
 	keys := w.finish()
-	if len(keys) == 0 {
-		t.Fatal("no write acknowledged")
+	close(stopReads)
+	if failed := <-readsFailed; failed > 0 {
+		t.Errorf("%d QUORUM reads failed while n4 slept and woke", failed)
 	}
-	missing := 0
-	for _, k := range keys {
-		if _, found, err := n4.Coordinator().Get(ctx, "app", []byte(k), consistency.One); err != nil || !found {
-			missing++
-		}
+	checkEveryKey(t, "after n4 woke", keys, n4)
+}
+
+// TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica: with no tier-0 node (plain
+// consistent hashing), three of four nodes at simple=3 asleep would leave ranges with no
+// awake replica, so the third sleep is refused, whoever asks.
+func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
+	nodes := []*Node{startPowerNode(t, "n1", 1, true)}
+	for i := 2; i <= 4; i++ {
+		nodes = append(nodes, startPowerNode(t, fmt.Sprintf("n%d", i), 1, true, nodes[0].Addr()))
 	}
-	if missing > 0 {
-		t.Errorf("%d of %d acknowledged keys missing at ONE through the woken n4", missing, len(keys))
+	waitAllNormal(t, len(nodes), nodes...)
+	ks, err := schema.Keyspace{Name: "app", Replication: "simple=3"}.Compile()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := nodes[0].CreateKeyspace(context.Background(), ks); err != nil {
+		t.Fatal(err)
+	}
+	n1 := nodes[0]
+	waitUntil(t, "n1 knows keyspace app", func() bool { _, err := n1.Keyspace("app"); return err == nil })
+	if err := n1.maySleep("n4"); err != nil {
+		t.Fatalf("n4 alone may not sleep: %v", err)
+	}
+	// As gossip would tell it: n3 and n4 asleep.
+	for _, id := range []string{"n3", "n4"} {
+		n1.directory.SetPower(id, cluster.Power{State: power.Asleep, Holders: []string{"n1"}})
+	}
+	if err := n1.maySleep("n2"); err == nil || !strings.Contains(err.Error(), "no awake replica") {
+		t.Fatalf("n2 may sleep with n3 and n4 asleep: %v", err)
+	}
+	if err := n1.maySleep("n1"); err == nil || !strings.Contains(err.Error(), "keeps the writes") {
+		t.Fatalf("n1, holding n3's writes, may sleep: %v", err)
+	}
+	// Of two nodes draining at once, the higher id gives way.
+	n1.directory.SetPower("n4", cluster.Power{State: power.Draining, Holders: []string{"n1"}})
+	n1.directory.SetPower("n3", cluster.Power{})
+	if err := n1.maySleep("n3"); err != nil {
+		t.Fatalf("n3 may not sleep beside a draining n4 of higher id: %v", err)
+	}
+}
+
+// TestWakeRepairsWhenAHolderIsGone: the holder of a sleeping node's writes dies with
+// them (its store was in memory); the node wakes, cannot reach it, and repairs its
+// ranges from the other replicas before it serves reads, so every acknowledged write
+// reads back through it.
+func TestWakeRepairsWhenAHolderIsGone(t *testing.T) {
+	nodes := startPowerCluster(t, true)
+	n1, n2, n4 := nodes[0], nodes[1], nodes[3]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := n4.Sleep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	holders := n2.View().Power("n4").Holders
+	if len(holders) == 0 || holders[0] != "n1" {
+		t.Fatalf("n4's holders %v, want n1 first", holders)
+	}
+	w := startWriter(n2, "k")
+	waitUntil(t, "n1 keeps writes for n4", func() bool { p, _ := n1.hints.Pending(); return p > 0 })
+	keys := w.finish()
+	n1.Close()
+	waitUntil(t, "n2 sees n1 down", func() bool { return !n2.View().State("n1").Reachable() })
+	if _, err := n2.SetPower(ctx, "n4", "wake"); err != nil {
+		t.Fatalf("wake n4: %v", err)
+	}
+	checkEveryKey(t, "after n4 woke without its holder", keys, n4)
 }

@@ -40,6 +40,9 @@ func TestWireKinds(t *testing.T) {
 		{18, "paxos_propose", false},
 		{19, "paxos_commit", false},
 		{20, "scan_keys", false},
+		{21, "offload", false},
+		{22, "hints_flush", false},
+		{23, "power", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {
