@@ -284,7 +284,7 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 func powerScale(o powerOptions) string {
 	enter := func(name string) time.Duration { p, _ := power.ProfileByName(name); return p.Enter }
 	return fmt.Sprintf("16 real nodes in one process (topology %s: one DC, 0.05 ms one-way, 1 Gbps, emulated), keyspace %s, %d tier-0 nodes that never sleep, gossip %s; %d cores shared by every node and client. "+
-		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE) a random object every %v, "+
+		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE) a random object every %v (the timeline starts after a row's length of load, a warm-up), "+
 		"%d nodes put to sleep %v apart (the paper: 3 nodes, 3 min apart), profile %s (%v to enter sleep), rows of %v. "+
 		"Exp. 2: %d requests from %d clients, one per %v each, a node put to sleep at %v (the paper: 1,600 requests, 30 s), an attempt at a node that does not answer costs %v (the paper: TCP timeouts of seconds to tens of seconds). "+
 		"Controller: 24 hours of load in %v, %.0f %% to 100 %% of %.0f requests/s, %d-byte objects, profile %s (%v to enter sleep), %.1f requests/s per node of capacity, latency target %v",
@@ -310,18 +310,18 @@ func powerNotes(o powerOptions) []string {
 		"writes_lost: every object is read back at QUORUM; lost when the read finds no value or one older than the newest write acknowledged before the read began; exp1 checks with the nodes asleep and again after they woke",
 		"no-control: sleeping nodes freeze like stopped processes (node.Config.NoTimeoutSuppression); suppression: a neighbour answers on their addresses with a redirect at once",
 		"exp2 clients (client.Options.StaticNodes) load the node list once and never refresh it; each request goes where the client's routing sends it first (a replica of the key), which spreads the requests over the 16 nodes as round-robin would; paced_s = (requests per client - 1) x 200 ms, what the pacing alone takes",
+		"the controller wakes a node through its HTTP admin port, which the bench's nodes serve; the load pauses while exp1 reads every object back, so that the check's reads weigh on no request's latency",
 		"exp1 clients write at QUORUM and read at ONE; the checks read at QUORUM: a range with two of its three replicas asleep (ranges_one_replica_awake) has a single awake replica, too few for QUORUM, so its objects count as unreadable (not lost) in check_asleep",
 	}
 }
 
 // runResult is what one run adds to the report.
 type runResult struct {
-	name     string
-	rows     []PowerRow
-	summary  map[string]any
-	timeline []PowerRow // the rows its figure draws
-	ideal    func(asleep int) float64
-	target   time.Duration
+	name    string
+	rows    []PowerRow
+	summary map[string]any
+	ideal   func(asleep int) float64 // exp1's ideal power, % of full, for the figure
+	target  time.Duration            // the controller's latency target, for the figure
 }
 
 // powerCluster is one embedded cluster of the bench, with what the runs need of it.
@@ -399,8 +399,9 @@ func spread(nodes []*node.Node, k int) []*node.Node {
 	return out
 }
 
-// dialClients connects n clients through every node; client i starts its list at node i,
-// so that clients that never refresh it spread their first requests.
+// dialClients connects n clients, each given every node's address; client i's list
+// starts i/n of the way round, so that clients that dial through the first address they
+// are given do not all start at one node.
 func (pc *powerCluster) dialClients(ctx context.Context, n int, opts client.Options) ([]*client.Client, error) {
 	var clients []*client.Client
 	for i := range n {
@@ -1054,7 +1055,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		"asleep":                      len(sleepers),
 		"power_pct_after_transitions": round(after, 2),
 		"power_pct_ideal":             round(ideal, 2),
-		"power_points_above_ideal":    round(after-ideal, 2),
+		"power_points_above_ideal":    round(round(after, 2)-round(ideal, 2), 2), // never -0
 		"window_after_transitions_s":  round(asleepEnd.Sub(settled).Seconds(), 1),
 		"latency_ms_mean_all_awake":   before.meanMs,
 		"latency_ms_max_all_awake":    before.maxMs,
@@ -1078,7 +1079,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		"nothing_lost_or_failed":      checkAsleep.Lost+checkWoken.Lost+checkAsleep.Unreadable+checkWoken.Unreadable+all.failed == 0,
 		"run_s":                       round(end.Sub(start).Seconds(), 1),
 	}
-	return &runResult{name: runExp1, rows: rows, summary: summary, timeline: rows,
+	return &runResult{name: runExp1, rows: rows, summary: summary,
 		ideal: func(k int) float64 { return idealPct(pc.profile, len(pc.Nodes), k) }}, nil
 }
 
@@ -1302,7 +1303,7 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 		"energy_wh_always_on":  round(pc.fullWatts()*end.Sub(start).Hours(), 3),
 		"energy_wh_controlled": round(used/100*pc.fullWatts()*end.Sub(start).Hours(), 3),
 	}
-	return &runResult{name: runController, rows: rows, summary: summary, timeline: rows, target: o.latencyTarget}, nil
+	return &runResult{name: runController, rows: rows, summary: summary, target: o.latencyTarget}, nil
 }
 
 // ---- the figure
@@ -1317,7 +1318,7 @@ func powerFigures(exp1, controller *runResult) []Figure {
 		lat := Figure{Title: "Exp. 1: request latency", XLabel: "time (s)", YLabel: "latency (ms)"}
 		measured, ideal := Series{Name: "measured"}, Series{Name: "ideal for the nodes asleep"}
 		meanS, maxS := Series{Name: "mean"}, Series{Name: "max"}
-		for _, r := range exp1.timeline {
+		for _, r := range exp1.rows {
 			x := mid(r)
 			measured.X, measured.Y = append(measured.X, x), append(measured.Y, r.PowerPct)
 			ideal.X, ideal.Y = append(ideal.X, x), append(ideal.Y, exp1.ideal(r.Asleep))
@@ -1332,7 +1333,7 @@ func powerFigures(exp1, controller *runResult) []Figure {
 		lat := Figure{Title: "Controller: request latency", XLabel: "time (s)", YLabel: "latency (ms)"}
 		load, used, asleep := Series{Name: "offered load"}, Series{Name: "power"}, Series{Name: "nodes asleep (x 100/16)"}
 		meanS, maxS, target := Series{Name: "mean"}, Series{Name: "max"}, Series{Name: "target"}
-		for _, r := range controller.timeline {
+		for _, r := range controller.rows {
 			x := mid(r)
 			if r.LoadPct != nil {
 				load.X, load.Y = append(load.X, x), append(load.Y, *r.LoadPct)

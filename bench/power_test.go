@@ -247,15 +247,15 @@ func TestPowerReportAndFigure(t *testing.T) {
 	row := func(run string, from, to float64, asleep int, pct float64, events string) PowerRow {
 		return PowerRow{Run: run, FromS: from, toS: to, Asleep: asleep, PowerPct: pct, Ops: 400, LatencyMsMean: 3.2, LatencyMsMax: 41, Events: events}
 	}
-	exp1 := &runResult{name: runExp1, timeline: []PowerRow{
+	exp1 := &runResult{name: runExp1, rows: []PowerRow{
 		row(runExp1, 0, 5, 0, 100, ""), row(runExp1, 5, 10, 1, 98.1, "sleep node-02"), row(runExp1, 10, 15, 1, 93.8, ""),
 	}, ideal: func(k int) float64 { return idealPct(power.S4, topologyNodes, k) }}
 	load := 40.0
-	controller := &runResult{name: runController, target: 100 * time.Millisecond, timeline: []PowerRow{
+	controller := &runResult{name: runController, target: 100 * time.Millisecond, rows: []PowerRow{
 		{Run: runController, FromS: 0, toS: 10, LoadPct: &load, PowerPct: 100},
 		{Run: runController, FromS: 10, toS: 20, LoadPct: &load, PowerPct: 99, Asleep: 1},
 	}}
-	rows := append(append([]PowerRow(nil), exp1.timeline...), controller.timeline...)
+	rows := append(append([]PowerRow(nil), exp1.rows...), controller.rows...)
 	report := &Report{Bench: "power", Scale: "test", Rows: rows, Summary: map[string]any{runExp1: map[string]any{"writes_lost": 0}}}
 	var table bytes.Buffer
 	if err := report.WriteTable(&table); err != nil {
