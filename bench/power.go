@@ -1241,8 +1241,14 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 	const pace = 10 * time.Millisecond
 	ticker := time.NewTicker(pace)
 	due, last := 0.0, start
+	report := start.Add(o.day / 12)
 	for now := start; now.Before(start.Add(o.day)); now = <-ticker.C {
 		hour := 24 * now.Sub(start).Seconds() / o.day.Seconds()
+		if now.After(report) {
+			env.Progressf("controller %5.1fs: hour %4.1f, load %5.1f%% of the peak, %d asleep",
+				now.Sub(start).Seconds(), hour, 100*dayLoad(hour, o.troughPct/100), smp.nearest(now).asleep())
+			report = report.Add(o.day / 12)
+		}
 		due += o.peakOpsPerSecond * dayLoad(hour, o.troughPct/100) * now.Sub(last).Seconds()
 		last = now
 		for ; due >= 1; due-- {
@@ -1272,9 +1278,6 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 		from, to := w[0], w[1]
 		load := 100 * float64(len(offered.between(from, to))) / to.Sub(from).Seconds() / o.peakOpsPerSecond
 		rows[i].LoadPct = ptr(round(load, 1))
-		r := rows[i]
-		env.Progressf("controller %5.1f-%5.1fs load %5.1f%% asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d %s",
-			r.FromS, r.toS, load, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.Events)
 	}
 	samples := smp.all()
 	asleepMax := 0
