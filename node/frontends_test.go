@@ -57,6 +57,9 @@ func startCluster(t *testing.T, start func(t *testing.T, id, dc, defaultReplicat
 		}
 		return true
 	})
+	// Reachable is not enough: a node joined through a seed owns its ranges only once
+	// normal, and a write before that reaches the other DC by streaming, not as a write.
+	waitAllNormal(t, len(nodes), nodes...)
 	for _, n := range nodes {
 		if ks, err := n.Keyspace(schema.DefaultKeyspace); err != nil || ks.Replication != replication {
 			t.Fatalf("%s: default keyspace %+v, %v; want replication %s", n.ID(), ks, err, replication)
