@@ -417,6 +417,22 @@ func (pc *powerCluster) dialClients(ctx context.Context, n int, opts client.Opti
 	return clients, nil
 }
 
+// loadAndDial loads the run's objects at ALL, then dials its clients and one more, the
+// checker that reads every object back at the end.
+func (pc *powerCluster) loadAndDial(ctx context.Context, env Env, run string, o powerOptions, opts client.Options) (objs *objects, clients []*client.Client, checker *client.Client, err error) {
+	objs = newObjects(o.objects, o.valueBytes)
+	loadStart := time.Now()
+	if err := objs.load(ctx, pc.Nodes); err != nil {
+		return nil, nil, nil, err
+	}
+	env.Progressf("%s: %d objects of %d bytes loaded at ALL in %.1f s", run, o.objects, o.valueBytes, time.Since(loadStart).Seconds())
+	all, err := pc.dialClients(ctx, o.clients+1, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return objs, all[:o.clients], all[o.clients], nil
+}
+
 func closeClients(clients []*client.Client) {
 	for _, c := range clients {
 		c.Close()
@@ -936,19 +952,11 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		return nil, err
 	}
 	defer pc.Close()
-	objs := newObjects(o.objects, o.valueBytes)
-	loadStart := time.Now()
-	if err := objs.load(ctx, pc.Nodes); err != nil {
-		return nil, err
-	}
-	env.Progressf("exp1: %d objects of %d bytes loaded at ALL in %.1f s", o.objects, o.valueBytes, time.Since(loadStart).Seconds())
-	clientOpts := client.Options{AttemptTimeout: o.attemptTimeout}
-	clients, err := pc.dialClients(ctx, o.clients+1, clientOpts)
+	objs, clients, checker, err := pc.loadAndDial(ctx, env, "exp1", o, client.Options{AttemptTimeout: o.attemptTimeout})
 	if err != nil {
 		return nil, err
 	}
-	defer closeClients(clients)
-	checker, clients := clients[o.clients], clients[:o.clients]
+	defer closeClients(append(clients, checker))
 
 	smp := startSampler(pc)
 	defer smp.finish()
@@ -1102,18 +1110,12 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 		return nil, err
 	}
 	defer pc.Close()
-	objs := newObjects(o.objects, o.valueBytes)
-	if err := objs.load(ctx, pc.Nodes); err != nil {
-		return nil, err
-	}
-	// Each client knows every node from the start and never asks again; one more checks
-	// at the end.
-	clients, err := pc.dialClients(ctx, o.clients+1, client.Options{StaticNodes: true, AttemptTimeout: o.attemptTimeout})
+	// Each client knows every node from the start and never asks again.
+	objs, clients, checker, err := pc.loadAndDial(ctx, env, name, o, client.Options{StaticNodes: true, AttemptTimeout: o.attemptTimeout})
 	if err != nil {
 		return nil, err
 	}
-	defer closeClients(clients)
-	checker, clients := clients[o.clients], clients[:o.clients]
+	defer closeClients(append(clients, checker))
 
 	smp := startSampler(pc)
 	defer smp.finish()
