@@ -71,6 +71,6 @@ func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 	}
 	elapsed := time.Since(start)
 	n.metrics.Observe("grpc", op, level, elapsed, err)
-	n.power.load.observe(elapsed)
+	n.power.observeRequest(elapsed)
 	return reply, err
 }

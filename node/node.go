@@ -244,10 +244,11 @@ func Start(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go n.loop(n.cfg.RepairInterval, n.repairPass)
 	}
-	n.wg.Add(1)
-	go n.loop(loadWindow, n.publishLoad)
 	if n.power.controller != nil {
-		n.wg.Add(1)
+		// Every node of a controlled cluster publishes its load; the controller runs on
+		// one of them. Without a controller, nobody reads the load: no gossip for it.
+		n.wg.Add(2)
+		go n.loop(loadWindow, n.publishLoad)
 		go n.loop(time.Second, n.controlPower)
 	}
 	return n, nil

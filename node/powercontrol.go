@@ -29,6 +29,13 @@ type loadMeter struct {
 	latencies []time.Duration
 }
 
+// observe records one request, unless no controller reads the load.
+func (p *powerCycle) observeRequest(elapsed time.Duration) {
+	if p.controller != nil {
+		p.load.observe(elapsed)
+	}
+}
+
 // observe records one request.
 func (l *loadMeter) observe(elapsed time.Duration) {
 	l.mu.Lock()

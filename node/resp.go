@@ -33,7 +33,7 @@ func (n *Node) startRESP() error {
 		DefaultLevel: n.cfg.RESPConsistency,
 		Observe: func(op string, cl consistency.Level, elapsed time.Duration, err error) {
 			n.metrics.Observe("resp", op, cl, elapsed, err)
-			n.power.load.observe(elapsed)
+			n.power.observeRequest(elapsed)
 		},
 		Logger: n.log,
 	})
