@@ -131,6 +131,16 @@ func TestCheck(t *testing.T) {
 			want:    Counts{Lost: 1},
 		},
 		{
+			name:    "a Redis DEL that deleted nothing wrote nothing: no tombstone is missing",
+			history: h(operation(1, Event{F: Delete, Key: "a"}, 0, ok(1), Event{Noop: true}), put(2, "b", "w", 0, ok(1), 3), everywhere("b", "w", 3, false)),
+		},
+		{
+			name: "a Redis DEL that deleted nothing read the key absent: stale after an acknowledged put",
+			history: h(put(1, "a", "v1", 0, ok(1), 10), operation(2, Event{F: Delete, Key: "a"}, 2, ok(3), Event{Noop: true}),
+				everywhere("a", "v1", 10, false)),
+			want: Counts{Stale: 1},
+		},
+		{
 			name:    "final-lww: the final value comes from a failed put",
 			history: h(put(1, "a", "v1", 0, ok(1), 10), put(2, "a", "v2", 2, fail(3), 0), everywhere("a", "v2", 20, false)),
 			want:    Counts{NotNewest: 1},

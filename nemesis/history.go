@@ -79,6 +79,9 @@ type Event struct {
 	Value string `json:"value,omitempty"`
 	// Found says whether a get found the key.
 	Found bool `json:"found,omitempty"`
+	// Noop marks a Redis DEL that deleted nothing (it replied 0): the key was absent
+	// and nothing was written.
+	Noop bool `json:"noop,omitempty"`
 	// Timestamp is the hybrid-logical-clock timestamp of a put or delete (as the server
 	// acknowledged it), of the value a get read, or of a final version; 0 when unknown
 	// (the Redis protocol returns none).

@@ -99,6 +99,12 @@ func rebuild(events []Event) *history {
 				if o.F == Get {
 					o.Value = e.Value
 				}
+				if o.F == Delete && e.Noop {
+					// DEL deletes only a key it finds (through a lightweight
+					// transaction): one that replied 0 wrote nothing and read the
+					// key absent, so it is checked as a get that found nothing.
+					o.F = Get
+				}
 			}
 		case TypeNemesis:
 			switch e.Phase {

@@ -231,7 +231,9 @@ func (w *worker) resp(ctx context.Context, n *node, e Event) Event {
 	case Put:
 		err = rdb.Set(ctx, e.Key, e.Value, 0).Err()
 	case Delete:
-		err = rdb.Del(ctx, e.Key).Err()
+		var deleted int64
+		deleted, err = rdb.Del(ctx, e.Key).Result()
+		done.Noop = err == nil && deleted == 0
 	case Get:
 		done.Value, err = rdb.Get(ctx, e.Key).Result()
 		done.Found = err == nil
