@@ -6,9 +6,9 @@ package schema
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/kuradb/kura/lww"
 	"hash/fnv"
 	"regexp"
 	"slices"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/storage"
 )
@@ -46,10 +47,32 @@ type Keyspace struct {
 	// name keeps the drop's truncation, so no record of the dropped one reappears, even
 	// from a node that missed the drop.
 	Dropped bool
+	// Splits balance the ordered partitioner (see ring.SplitPartitioner): sorted,
+	// distinct, non-empty keys, usually quantiles of a key sample (SplitsFromSample), so
+	// that keys spread over the ring as the sample did. Empty: the token is a key's first
+	// 8 bytes, as before splits existed, so data placed that way stays where it is.
+	Splits [][]byte
+	// Moving marks a rebalance in progress (kura rebalance, node/rebalance.go): reads
+	// and the level use the replicas keys have under Splits, and writes also go to those
+	// they have under NextSplits, as pending replicas, until every record has been copied
+	// there and the definition switches. NextSplits may be empty: the partitioner without
+	// splits.
+	Moving     bool
+	NextSplits [][]byte
 
 	strategy    ring.Strategy
 	partitioner ring.Partitioner
+	next        ring.Partitioner // nil unless Moving
 }
+
+// Bounds of a keyspace's splits, which every definition carries to every node (and the
+// catalog pull carries all of them in one message): 4096 buckets are finer than any
+// ring's vnodes, and a longer split key would distinguish nothing the partitioner reads,
+// which is the 8 bytes after the prefix two neighbouring splits share.
+const (
+	MaxSplits        = 4096
+	MaxSplitKeyBytes = 64
+)
 
 // SystemPrefix starts the names of node-local keyspaces (hints, the catalog itself);
 // users cannot create keyspaces with it.
@@ -101,9 +124,58 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	if err != nil {
 		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
+	if err := k.validateSplits(); err != nil {
+		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
+	}
+	if k.Partitioner == "ordered" {
+		partitioner = ring.SplitPartitioner(k.Splits)
+	}
+	k.next = nil
+	if k.Moving {
+		k.next = ring.SplitPartitioner(k.NextSplits)
+	}
 	k.Replication = strategy.String()
 	k.strategy, k.partitioner = strategy, partitioner
 	return k, nil
+}
+
+// validateSplits checks Splits and NextSplits: only an ordered, replicated keyspace has
+// them (an erasure-coded one places chunks by their own hash), each sorted, distinct and
+// within the bounds.
+func (k Keyspace) validateSplits() error {
+	if len(k.Splits) == 0 && !k.Moving && len(k.NextSplits) == 0 {
+		return nil
+	}
+	switch {
+	case k.Partitioner != "ordered":
+		return fmt.Errorf("split keys balance the ordered partitioner; partitioner %s places keys by their hash", k.Partitioner)
+	case k.Erasure.Enabled():
+		return fmt.Errorf("split keys with erasure %s: an erasure-coded keyspace places each chunk by its own hash", k.Erasure)
+	case !k.Moving && len(k.NextSplits) > 0:
+		return errors.New("next split keys without a rebalance in progress")
+	}
+	if err := checkSplits(k.Splits); err != nil {
+		return err
+	}
+	if err := checkSplits(k.NextSplits); err != nil {
+		return fmt.Errorf("next %v", err)
+	}
+	return nil
+}
+
+func checkSplits(splits [][]byte) error {
+	if len(splits) > MaxSplits {
+		return fmt.Errorf("split keys: %d, at most %d", len(splits), MaxSplits)
+	}
+	for i, s := range splits {
+		switch {
+		case len(s) == 0 || len(s) > MaxSplitKeyBytes:
+			return fmt.Errorf("split key %d has %d bytes; want 1 to %d", i, len(s), MaxSplitKeyBytes)
+		case i > 0 && bytes.Compare(splits[i-1], s) >= 0:
+			return fmt.Errorf("split keys %d and %d (%q, %q) are not in ascending order, or equal", i-1, i, splits[i-1], s)
+		}
+	}
+	return nil
 }
 
 // Erasure is an erasure code's shape: M chunks per value, any K of which rebuild it.
@@ -156,8 +228,13 @@ func (e Erasure) validate(placement ring.Strategy) error {
 // Strategy is the keyspace's placement strategy; valid only on a compiled Keyspace.
 func (k Keyspace) Strategy() ring.Strategy { return k.strategy }
 
-// Partition is the keyspace's partitioner; valid only on a compiled Keyspace.
+// Partition is the keyspace's partitioner (with its Splits); valid only on a compiled
+// Keyspace.
 func (k Keyspace) Partition() ring.Partitioner { return k.partitioner }
+
+// NextPartition is the partitioner under NextSplits while a rebalance is in progress
+// (Moving), else nil; valid only on a compiled Keyspace.
+func (k Keyspace) NextPartition() ring.Partitioner { return k.next }
 
 // Catalog is a node's set of keyspaces, safe for concurrent use.
 type Catalog struct {
@@ -320,6 +397,9 @@ func (c *Catalog) Digest() uint64 {
 		if k.Dropped {
 			h.Write([]byte("dropped\x00"))
 		}
+		if hasSplitFields(k) {
+			fmt.Fprintf(h, "%s\x00", splitFields(k))
+		}
 	}
 	return h.Sum64()
 }
@@ -332,19 +412,69 @@ func (c *Catalog) Digest() uint64 {
 // truncation of the same definition writes a value that extends the stored one or
 // differs in its larger, fixed-width hex digits, so the engine's tie-break on equal
 // timestamps (the larger value wins) keeps the later truncation. A dropped keyspace's
-// entry has all four fields, then "\x00dropped".
+// entry has all four fields, then "\x00dropped". A keyspace with split keys, or moving
+// to others, has all four fields, the fifth ("dropped" or empty), then
+// "\x00s" and its splits in hex, comma-separated, and while it moves "\x00n" and the
+// next splits likewise: hex never holds the separator, and entries without splits keep
+// the bytes they had before splits existed.
 func encode(k Keyspace) lww.Record {
 	value := k.Replication + "\x00" + k.Partitioner
-	if k.Erasure.Enabled() || k.TruncatedAt != 0 || k.Dropped {
+	extended := hasSplitFields(k)
+	if k.Erasure.Enabled() || k.TruncatedAt != 0 || k.Dropped || extended {
 		value += "\x00" + k.Erasure.String()
 	}
-	if k.TruncatedAt != 0 || k.Dropped {
+	if k.TruncatedAt != 0 || k.Dropped || extended {
 		value += fmt.Sprintf("\x00%016x", uint64(k.TruncatedAt))
 	}
-	if k.Dropped {
+	switch {
+	case extended && k.Dropped:
+		value += "\x00" + droppedField + "\x00" + splitFields(k)
+	case extended:
+		value += "\x00\x00" + splitFields(k)
+	case k.Dropped:
 		value += "\x00" + droppedField
 	}
 	return lww.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
+}
+
+// hasSplitFields reports whether k's catalog entry carries split fields.
+func hasSplitFields(k Keyspace) bool { return len(k.Splits) > 0 || k.Moving }
+
+// splitFields is the "s..." field, then "\x00n..." while the keyspace moves.
+func splitFields(k Keyspace) string {
+	out := "s" + hexList(k.Splits)
+	if k.Moving {
+		out += "\x00n" + hexList(k.NextSplits)
+	}
+	return out
+}
+
+func hexList(keys [][]byte) string {
+	parts := make([]string, len(keys))
+	for i, key := range keys {
+		parts[i] = hex.EncodeToString(key)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseHexList reads what hexList wrote after the one-letter tag it expects.
+func parseHexList(field string, tag byte) ([][]byte, error) {
+	if len(field) == 0 || field[0] != tag {
+		return nil, fmt.Errorf("want a field starting with %q, got %.20q", tag, field)
+	}
+	if len(field) == 1 {
+		return nil, nil
+	}
+	parts := strings.Split(field[1:], ",")
+	out := make([][]byte, len(parts))
+	for i, p := range parts {
+		key, err := hex.DecodeString(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = key
+	}
+	return out, nil
 }
 
 // droppedField ends the catalog entry of a dropped keyspace.
@@ -352,26 +482,47 @@ const droppedField = "dropped"
 
 func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
-	dropped := len(fields) == 5 && fields[4] == droppedField
-	if dropped {
-		fields = fields[:4]
-	}
-	if len(fields) < 2 || len(fields) > 4 {
+	if len(fields) < 2 || len(fields) > 7 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
-	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp, Dropped: dropped}
+	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp}
 	if len(fields) >= 3 {
 		var err error
 		if k.Erasure, err = ParseErasure(fields[2]); err != nil {
 			return Keyspace{}, err
 		}
 	}
-	if len(fields) == 4 {
+	if len(fields) >= 4 {
 		truncatedAt, err := strconv.ParseUint(fields[3], 16, 64)
 		if err != nil || len(fields[3]) != 16 {
 			return Keyspace{}, fmt.Errorf("keyspace %q: malformed truncation %q in the catalog", r.Key, fields[3])
 		}
 		k.TruncatedAt = hlc.Timestamp(truncatedAt)
+	}
+	if len(fields) >= 5 {
+		switch fields[4] {
+		case droppedField:
+			k.Dropped = true
+		case "":
+			if len(fields) == 5 {
+				return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
+			}
+		default:
+			return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
+		}
+	}
+	if len(fields) >= 6 {
+		var err error
+		if k.Splits, err = parseHexList(fields[5], 's'); err != nil {
+			return Keyspace{}, fmt.Errorf("keyspace %q: malformed split keys in the catalog: %w", r.Key, err)
+		}
+	}
+	if len(fields) == 7 {
+		var err error
+		if k.NextSplits, err = parseHexList(fields[6], 'n'); err != nil {
+			return Keyspace{}, fmt.Errorf("keyspace %q: malformed next split keys in the catalog: %w", r.Key, err)
+		}
+		k.Moving = true
 	}
 	return k.Compile()
 }
