@@ -1,0 +1,61 @@
+package sched
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Device emulates a storage device's service time per read, held by the worker after the
+// real Pebble read: Access per read plus PerKiB per KiB read. The zero Device adds nothing.
+//
+// It exists because on one machine the rows of a bench sit in the page cache, so a read
+// costs microseconds and a read stage never queues; the paper's nodes read from disk.
+// Like the transport's WAN emulation it is a production feature the benches switch on
+// (--emulate-disk), not a test hook: the worker stays busy as if the device were.
+type Device struct {
+	Access time.Duration // per read: a seek or a flash read
+	PerKiB time.Duration // per KiB the read returned: the transfer
+}
+
+// ParseDevice reads "ACCESS+PERKIB", e.g. "2ms+20us", or "ACCESS" alone; "" or "0" is
+// none. Both are Go durations, not negative.
+func ParseDevice(s string) (Device, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return Device{}, nil
+	}
+	parts := strings.Split(s, "+")
+	if len(parts) > 2 {
+		return Device{}, fmt.Errorf("sched: device %q: want ACCESS+PERKIB, e.g. 2ms+20us", s)
+	}
+	var ds [2]time.Duration
+	for i, part := range parts {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil {
+			return Device{}, fmt.Errorf("sched: device %q: want ACCESS+PERKIB, e.g. 2ms+20us: %v", s, err)
+		}
+		if d < 0 {
+			return Device{}, fmt.Errorf("sched: device %q: negative duration %v", s, d)
+		}
+		ds[i] = d
+	}
+	return Device{Access: ds[0], PerKiB: ds[1]}, nil
+}
+
+// String is the form ParseDevice reads: "0" for none, else "ACCESS+PERKIB".
+func (d Device) String() string {
+	if d == (Device{}) {
+		return "0"
+	}
+	return d.Access.String() + "+" + d.PerKiB.String()
+}
+
+// Time is how long a read of bytesRead bytes holds the device: Access plus PerKiB per
+// KiB, pro rata. A negative byte count counts as none.
+func (d Device) Time(bytesRead int) time.Duration {
+	if bytesRead < 0 {
+		bytesRead = 0
+	}
+	return d.Access + time.Duration(int64(d.PerKiB)*int64(bytesRead)/1024)
+}

@@ -1,0 +1,348 @@
+package sched
+
+import (
+	"container/heap"
+	"container/list"
+	"time"
+)
+
+// Scan pages: a scan is served in pages so that a long scan yields its worker between
+// pages and gets interleave with it. A page ends after PageRows rows or once it holds
+// PageBytes bytes, whichever comes first.
+//
+// With ~1 KB rows a page costs about as much device time as a handful of gets (at the
+// bench's 2ms+20us, about 7ms against 2ms), so a get that finds every worker on a page
+// waits little, while a 10,000-row scan needs only ~40 queue slots per node.
+const (
+	PageRows  = 256
+	PageBytes = 256 << 10
+)
+
+// Defaults of Slack: see the package doc for how they trade gets against scans.
+const (
+	DefaultScanSlack   = 50 * time.Millisecond
+	DefaultRemoteSlack = time.Millisecond
+)
+
+// Slack is how long the Fair discipline lets a read wait before it goes ahead of reads
+// that arrived after it: a read's deadline is its arrival plus its class's slack, and
+// Fair serves the earliest deadline. Local gets have none. The zero Slack is the
+// defaults. Other disciplines ignore it.
+type Slack struct {
+	// Remote is a remote get's slack; 0 means DefaultRemoteSlack.
+	Remote time.Duration
+	// Scan is a scan page's slack; 0 means DefaultScanSlack. Under RaS it is a base that
+	// grows with the nodes the scan waits for and with its limit, up to 5×Scan (see
+	// the package doc).
+	Scan time.Duration
+}
+
+func (s Slack) withDefaults() Slack {
+	if s.Remote == 0 {
+		s.Remote = DefaultRemoteSlack
+	}
+	if s.Scan == 0 {
+		s.Scan = DefaultScanSlack
+	}
+	return s
+}
+
+// RaS weights under Fair: each node the scan waits for beyond the first adds
+// Scan/rasNodeStep to a page's slack, up to rasMaxNodes nodes, and its limit adds up to
+// one more step in proportion to min(limit, rasLimitScale)/rasLimitScale. Nodes weigh
+// more than the limit, as in RaS's order; the caps keep the slack, hence the bound,
+// finite: at most Scan + (rasMaxNodes-1+1)·Scan/rasNodeStep = 5×Scan.
+const (
+	rasNodeStep   = 4
+	rasMaxNodes   = 16
+	rasLimitScale = 10000 // the paper's largest limit
+)
+
+// rasMemory bounds how many scans' progress a queue remembers for pages not yet queued.
+// A scan's pages at one node are queued one after another, so its count must outlive
+// its queued pages; a scan's ids are not retired explicitly, so the oldest are forgotten.
+const rasMemory = 4096
+
+// Item is a task in a Queue, from Push until Pop or Remove.
+type Item struct {
+	task    Task
+	arrival time.Time
+	seq     uint64        // push order, the tie-break everywhere
+	index   int           // in Queue.scans; -1 when not there
+	elem    *list.Element // in its class's arrival list
+}
+
+// Task is the task as queued: its Nodes is lowered by RaS progress updates.
+func (it *Item) Task() Task { return it.task }
+
+// Arrival is when the task was pushed (never before an earlier push's arrival).
+func (it *Item) Arrival() time.Time { return it.arrival }
+
+// Queue orders the read stage's tasks by a Policy. It is pure and deterministic: no
+// goroutines, no clock (times come in as arguments), ties broken by push order. It is not
+// safe for concurrent use; the Stage locks it.
+type Queue struct {
+	policy Policy
+	slack  Slack
+
+	// arrivals holds each class's items in push order: the gets' FIFO order under every
+	// discipline (within a class, arrival order is also deadline order) and the oldest
+	// scan page, whose turn FIFO gives to the scan page RaS picks.
+	arrivals [NumClasses]list.List
+	// scans holds the scan pages in the order scanLess defines for the policy.
+	scans scanHeap
+
+	byScan map[ScanID][]*Item // queued pages of each scan, for Update
+	known  map[ScanID]int     // RaS progress, for pages queued later
+	order  []ScanID           // known's keys, a ring from next on oldest first
+	next   int                // where order's oldest key is once the ring is full
+
+	seq  uint64
+	last time.Time // latest arrival, so arrivals never go back
+}
+
+// NewQueue returns an empty queue ordering by p, with Fair's slack s (zero fields are
+// the defaults).
+func NewQueue(p Policy, s Slack) *Queue {
+	q := &Queue{
+		policy: p,
+		slack:  s.withDefaults(),
+		byScan: map[ScanID][]*Item{},
+		known:  map[ScanID]int{},
+	}
+	q.scans.q = q
+	return q
+}
+
+// Policy is the queue's current policy.
+func (q *Queue) Policy() Policy { return q.policy }
+
+// SetPolicy orders the queue by p from the next Pop on, queued tasks included.
+func (q *Queue) SetPolicy(p Policy) {
+	q.policy = p
+	heap.Init(&q.scans)
+}
+
+// Len is the number of queued tasks.
+func (q *Queue) Len() int {
+	n := 0
+	for c := range q.arrivals {
+		n += q.arrivals[c].Len()
+	}
+	return n
+}
+
+// Queued is the number of queued tasks of class c.
+func (q *Queue) Queued(c Class) int { return q.arrivals[c].Len() }
+
+// Push queues t, arrived at now. A scan page whose scan had a progress update (Update)
+// is queued with the smaller of its own Nodes and the updated count: the update is
+// newer than the request the page belongs to. A class beyond ScanPage is queued as a
+// scan page.
+func (q *Queue) Push(t Task, now time.Time) *Item {
+	if t.Class > ScanPage {
+		t.Class = ScanPage
+	}
+	if now.Before(q.last) {
+		now = q.last
+	}
+	q.last = now
+	q.seq++
+	it := &Item{task: t, arrival: now, seq: q.seq, index: -1}
+	it.elem = q.arrivals[t.Class].PushBack(it)
+	if t.Class == ScanPage {
+		if t.Scan != 0 {
+			if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
+				it.task.Nodes = n
+			}
+			q.byScan[t.Scan] = append(q.byScan[t.Scan], it)
+		}
+		heap.Push(&q.scans, it)
+	}
+	return it
+}
+
+// Pop removes and returns the task the policy serves next, nil when the queue is empty.
+//
+//   - FIFO: the oldest task; when that is a scan page, the scan page first in the scan
+//     order (itself, unless RaS picks another: RaS reorders scan pages among the turns
+//     FIFO gives to scan pages).
+//   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
+//   - Fair: the earliest deadline (arrival + slack), ties by push order.
+func (q *Queue) Pop() *Item {
+	var it *Item
+	switch q.policy.Queue {
+	case ReS:
+		for c := range q.arrivals {
+			if it = q.head(Class(c)); it != nil {
+				break
+			}
+		}
+	case Fair:
+		for c := range q.arrivals {
+			if cand := q.head(Class(c)); cand != nil && (it == nil || q.fairLess(cand, it)) {
+				it = cand
+			}
+		}
+	default:
+		// The oldest class head; its class then picks (the scan order for scan pages).
+		for c := range q.arrivals {
+			if e := q.arrivals[c].Front(); e != nil {
+				if cand := e.Value.(*Item); it == nil || cand.seq < it.seq {
+					it = cand
+				}
+			}
+		}
+		if it != nil {
+			it = q.head(it.task.Class)
+		}
+	}
+	if it != nil {
+		q.Remove(it)
+	}
+	return it
+}
+
+// head is the task class c would serve next: the oldest get, or the first scan page.
+func (q *Queue) head(c Class) *Item {
+	if c == ScanPage {
+		if len(q.scans.items) == 0 {
+			return nil
+		}
+		return q.scans.items[0]
+	}
+	if e := q.arrivals[c].Front(); e != nil {
+		return e.Value.(*Item)
+	}
+	return nil
+}
+
+// Remove takes it out of the queue (a caller that gave up); false if it was no longer
+// queued.
+func (q *Queue) Remove(it *Item) bool {
+	if it.elem == nil {
+		return false
+	}
+	q.arrivals[it.task.Class].Remove(it.elem)
+	it.elem = nil
+	if it.index >= 0 {
+		heap.Remove(&q.scans, it.index)
+	}
+	if s := it.task.Scan; s != 0 && it.task.Class == ScanPage {
+		pages := q.byScan[s]
+		for i, p := range pages {
+			if p == it {
+				pages[i] = pages[len(pages)-1]
+				pages = pages[:len(pages)-1]
+				break
+			}
+		}
+		if len(pages) == 0 {
+			delete(q.byScan, s)
+		} else {
+			q.byScan[s] = pages
+		}
+	}
+	return true
+}
+
+// Update is RaS's priority update: scan now waits for nodes nodes. Its queued pages are
+// reordered with that count, and pages queued later take it too (see Push). The queue
+// remembers the counts of its rasMemory most recently updated scans. Only RaS orders
+// by the count, but it is kept under every policy so that switching RaS on finds it.
+func (q *Queue) Update(scan ScanID, nodes int) {
+	if scan == 0 {
+		return
+	}
+	if _, ok := q.known[scan]; !ok {
+		if len(q.order) < rasMemory {
+			q.order = append(q.order, scan)
+		} else {
+			delete(q.known, q.order[q.next])
+			q.order[q.next] = scan
+			q.next = (q.next + 1) % rasMemory
+		}
+	}
+	q.known[scan] = nodes
+	for _, it := range q.byScan[scan] {
+		it.task.Nodes = nodes
+		heap.Fix(&q.scans, it.index)
+	}
+}
+
+// deadline is the task's Fair deadline: arrival plus its class's slack.
+func (q *Queue) deadline(it *Item) time.Time {
+	switch it.task.Class {
+	case LocalGet:
+		return it.arrival
+	case RemoteGet:
+		return it.arrival.Add(q.slack.Remote)
+	}
+	return it.arrival.Add(q.scanSlack(it.task))
+}
+
+// scanSlack is a scan page's slack: Slack.Scan, grown under RaS by the nodes the scan
+// waits for and its limit, so that Fair leans the RaS way among scan pages while
+// keeping every page's wait bounded.
+func (q *Queue) scanSlack(t Task) time.Duration {
+	s := q.slack.Scan
+	if !q.policy.RaS {
+		return s
+	}
+	nodes := min(max(t.Nodes, 1), rasMaxNodes)
+	limit := min(max(t.Limit, 0), rasLimitScale)
+	step := s / rasNodeStep
+	return s + time.Duration(nodes-1)*step + time.Duration(int64(step)*int64(limit)/rasLimitScale)
+}
+
+// fairLess orders by deadline, then push order.
+func (q *Queue) fairLess(a, b *Item) bool {
+	da, db := q.deadline(a), q.deadline(b)
+	if !da.Equal(db) {
+		return da.Before(db)
+	}
+	return a.seq < b.seq
+}
+
+// scanLess is the order among scan pages: Fair's deadlines (which RaS shapes through the
+// slack), else RaS's fewer nodes then smaller limit, else push order.
+func (q *Queue) scanLess(a, b *Item) bool {
+	if q.policy.Queue == Fair {
+		return q.fairLess(a, b)
+	}
+	if q.policy.RaS {
+		if a.task.Nodes != b.task.Nodes {
+			return a.task.Nodes < b.task.Nodes
+		}
+		if a.task.Limit != b.task.Limit {
+			return a.task.Limit < b.task.Limit
+		}
+	}
+	return a.seq < b.seq
+}
+
+// scanHeap is the heap.Interface of the queued scan pages, ordered by scanLess.
+type scanHeap struct {
+	q     *Queue
+	items []*Item
+}
+
+func (h *scanHeap) Len() int           { return len(h.items) }
+func (h *scanHeap) Less(i, j int) bool { return h.q.scanLess(h.items[i], h.items[j]) }
+func (h *scanHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].index = i
+	h.items[j].index = j
+}
+func (h *scanHeap) Push(x any) {
+	it := x.(*Item)
+	it.index = len(h.items)
+	h.items = append(h.items, it)
+}
+func (h *scanHeap) Pop() any {
+	it := h.items[len(h.items)-1]
+	h.items[len(h.items)-1] = nil
+	h.items = h.items[:len(h.items)-1]
+	it.index = -1
+	return it
+}

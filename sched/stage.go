@@ -1,0 +1,220 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ScanID names one scan across the nodes it reads (chosen by its coordinator).
+type ScanID uint64
+
+// Task is what the queue knows about one read.
+type Task struct {
+	Class Class
+	Scan  ScanID // ScanPage only; 0 when none
+	Nodes int    // ScanPage: how many nodes the scan still waits for (RaS)
+	Limit int    // ScanPage: the scan's limit (RaS)
+}
+
+// DefaultWorkers is the read stage's default pool size: Cassandra's concurrent_reads.
+const DefaultWorkers = 32
+
+// ErrClosed is returned by Do on a closed Stage, and to the reads still queued when it
+// closes.
+var ErrClosed = errors.New("sched: read stage closed")
+
+// Config configures a Stage.
+type Config struct {
+	Workers int // bounded pool size; 0 means DefaultWorkers (Cassandra's concurrent_reads: 32)
+	Policy  Policy
+	Device  Device
+	Slack   Slack // the Fair discipline's slack; zero fields are the defaults
+}
+
+// Stage is a node's read stage: a bounded pool of workers fed by a Queue ordered by the
+// node's read policy. Every read the node serves goes through Do.
+//
+// A worker is a slot, not a goroutine: a read runs on its caller's goroutine once it
+// holds a slot, and hands the slot to the next queued read when done. At most Workers
+// reads run (or hold their emulated device) at once, the rest wait in the queue in the
+// policy's order, and the Stage starts no goroutine of its own, so it cannot leak one.
+// Its methods are safe for concurrent use.
+type Stage struct {
+	workers int
+	device  Device
+
+	mu      sync.Mutex
+	q       *Queue
+	idle    int                 // free slots; while > 0 the queue is empty
+	waiting map[*Item]chan bool // queued reads: true hands them a slot, false says closed
+	closed  bool
+	served  [NumClasses]uint64
+	wait    [NumClasses]time.Duration
+}
+
+// NewStage returns a read stage configured by cfg; it rejects negative workers, device
+// times or slacks.
+func NewStage(cfg Config) (*Stage, error) {
+	switch {
+	case cfg.Workers < 0:
+		return nil, fmt.Errorf("sched: %d read workers: want 0 (default %d) or more", cfg.Workers, DefaultWorkers)
+	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0:
+		return nil, fmt.Errorf("sched: device %v: negative time", cfg.Device)
+	case cfg.Slack.Remote < 0 || cfg.Slack.Scan < 0:
+		return nil, fmt.Errorf("sched: slack %+v: negative", cfg.Slack)
+	case cfg.Policy.Queue > Fair:
+		return nil, fmt.Errorf("sched: unknown queue discipline %v", cfg.Policy.Queue)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	return &Stage{
+		workers: cfg.Workers,
+		device:  cfg.Device,
+		q:       NewQueue(cfg.Policy, cfg.Slack),
+		idle:    cfg.Workers,
+		waiting: map[*Item]chan bool{},
+	}, nil
+}
+
+// Do queues t, waits for a worker as the policy orders, runs fn on it, then holds the
+// worker for the device time of the bytes fn reports. A ctx done while queued removes t
+// and returns ctx.Err() without running fn. It returns ErrClosed, without running fn,
+// when the stage is or gets closed before t has a worker.
+func (s *Stage) Do(ctx context.Context, t Task, fn func() (bytesRead int)) error {
+	if err := s.acquire(ctx, t); err != nil {
+		return err
+	}
+	defer s.release()
+	// The device is held even if ctx ends meanwhile: a real device would be busy too.
+	if d := s.device.Time(fn()); d > 0 {
+		time.Sleep(d)
+	}
+	return nil
+}
+
+// acquire returns once the calling read holds a worker, or with why it will not.
+func (s *Stage) acquire(ctx context.Context, t Task) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	c := min(t.Class, ScanPage)
+	if s.idle > 0 {
+		s.idle--
+		s.served[c]++
+		s.mu.Unlock()
+		return nil
+	}
+	it := s.q.Push(t, time.Now())
+	ready := make(chan bool, 1)
+	s.waiting[it] = ready
+	s.mu.Unlock()
+
+	select {
+	case ok := <-ready:
+		if !ok {
+			return ErrClosed
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	if s.q.Remove(it) {
+		delete(s.waiting, it)
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+	s.mu.Unlock()
+	// It was handed a slot (or the stage closed) as ctx ended: pass the slot on.
+	if <-ready {
+		s.release()
+	}
+	return ctx.Err()
+}
+
+// release hands the caller's worker to the read the policy serves next, or frees it.
+func (s *Stage) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it := s.q.Pop()
+	if it == nil {
+		s.idle++
+		return
+	}
+	c := it.task.Class
+	s.served[c]++
+	s.wait[c] += time.Since(it.arrival)
+	ready := s.waiting[it]
+	delete(s.waiting, it)
+	ready <- true
+}
+
+// SetPolicy switches the policy; it takes effect for the next pop, queued tasks
+// re-ordered.
+func (s *Stage) SetPolicy(p Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.q.SetPolicy(p)
+}
+
+// Policy is the stage's current policy.
+func (s *Stage) Policy() Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.Policy()
+}
+
+// Progress is RaS's priority update: scan now waits for nodes nodes; its queued pages
+// (and later ones) are ordered with that count. Ignored unless the policy has RaS.
+func (s *Stage) Progress(scan ScanID, nodes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q.Policy().RaS {
+		s.q.Update(scan, nodes)
+	}
+}
+
+// ClassStats is the read stage's account of one class of reads.
+type ClassStats struct {
+	Queued int           // waiting for a worker now
+	Served uint64        // given a worker since the stage started
+	Wait   time.Duration // total time the served ones waited in the queue
+}
+
+// Stats is a snapshot of the read stage, for metrics.
+type Stats struct {
+	ByClass [NumClasses]ClassStats // indexed by Class
+	Workers int                    // the pool size
+	Busy    int                    // workers running a read or holding its device time
+}
+
+// Stats returns a snapshot of the stage's counters.
+func (s *Stage) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Workers: s.workers, Busy: s.workers - s.idle}
+	for c := range st.ByClass {
+		st.ByClass[c] = ClassStats{Queued: s.q.Queued(Class(c)), Served: s.served[c], Wait: s.wait[c]}
+	}
+	return st
+}
+
+// Close stops the stage: queued reads return ErrClosed, and so does Do from now on.
+// Reads already running finish. Close may be called more than once.
+func (s *Stage) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for it := s.q.Pop(); it != nil; it = s.q.Pop() {
+		s.waiting[it] <- false
+		delete(s.waiting, it)
+	}
+}
