@@ -653,6 +653,23 @@ func (c *Client) CreateKeyspace(ctx context.Context, name, replication, partitio
 	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: name, Replication: replication, Partitioner: partitioner})
 }
 
+// KeyspaceSpec is a keyspace for CreateKeyspaceWith.
+type KeyspaceSpec struct {
+	Name        string
+	Replication string // "dc1=2,dc2=1" or "simple=3"
+	Partitioner string // "hash" or "ordered"; "" means hash
+	// Splits balance the ordered partitioner: quantiles of a sample of the keys the
+	// keyspace will hold (schema.SplitsFromSample), so that they spread over the nodes
+	// as the sample does rather than by their first 8 bytes.
+	Splits [][]byte
+}
+
+// CreateKeyspaceWith defines a keyspace as spec says. Creating an identical keyspace
+// again is not an error.
+func (c *Client) CreateKeyspaceWith(ctx context.Context, spec KeyspaceSpec) error {
+	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: spec.Name, Replication: spec.Replication, Partitioner: spec.Partitioner, Splits: spec.Splits})
+}
+
 // CreateErasureKeyspace defines an erasure-coded keyspace: each value is stored as m
 // chunks, any k of which rebuild it, and a get fetches chunks from the caller's
 // datacenter first (LDR). Partitioner "" means hash.

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +27,9 @@ var kindSchema = transport.RegisterKind(8, "schema")
 // waiting for them (a node that misses it notices the gossiped schema digest and pulls the catalog). It refuses
 // replication that names a datacenter the cluster does not have, the usual typo.
 func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
+	if ks.Moving || len(ks.NextSplits) > 0 {
+		return fmt.Errorf("%w %s: a keyspace is created with its split keys; moving to others is kura rebalance's", schema.ErrInvalidKeyspace, ks.Name)
+	}
 	ks.Timestamp = n.clock.Now()
 	compiled, err := ks.Compile()
 	if err != nil {
@@ -43,15 +48,18 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 		}
 	}
 	if existing, err := n.catalog.Get(ks.Name); err == nil {
-		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner && existing.Erasure == compiled.Erasure {
-			return nil // creating what exists is a no-op, so scripts can re-run
+		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner && existing.Erasure == compiled.Erasure &&
+			(len(compiled.Splits) == 0 || slices.EqualFunc(existing.Splits, compiled.Splits, bytes.Equal)) {
+			// Creating what exists is a no-op, so scripts can re-run; without split keys
+			// that holds whatever splits a rebalance gave the keyspace since.
+			return nil
 		}
 		if existing.Timestamp == schema.ImplicitTimestamp {
 			return fmt.Errorf("%w %s: every node defines it with %s (--default-replication); drop it first (kura keyspace drop %s) or choose another name",
 				schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), ks.Name)
 		}
-		return fmt.Errorf("%w %s: already exists with %s, partitioner %s",
-			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner)
+		return fmt.Errorf("%w %s: already exists with %s, partitioner %s, %d split keys",
+			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner, len(existing.Splits))
 	}
 	if _, err := n.catalog.Apply(compiled); err != nil {
 		return err
@@ -199,7 +207,8 @@ func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
 }
 
 func keyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {
-	out := &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner}
+	out := &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner,
+		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits}
 	if ks.Erasure.Enabled() {
 		out.Erasure = &kurav1.Erasure{M: uint32(ks.Erasure.M), K: uint32(ks.Erasure.K)}
 	}
@@ -213,6 +222,9 @@ func keyspaceFromProto(ks *kurav1.Keyspace) schema.Keyspace {
 		Replication: ks.GetReplication(),
 		Partitioner: ks.GetPartitioner(),
 		Erasure:     schema.Erasure{M: int(ks.GetErasure().GetM()), K: int(ks.GetErasure().GetK())},
+		Splits:      ks.GetSplits(),
+		Moving:      ks.GetMoving(),
+		NextSplits:  ks.GetNextSplits(),
 	}
 }
 

@@ -1625,6 +1625,145 @@ func (x *PaxosState) GetCommits() []*PaxosCommit {
 	return nil
 }
 
+// RebalanceStepRequest asks a node for one step of a rebalance (kind rebalance), once
+// its catalog holds the keyspace's definition of the given timestamp: the step is
+// refused before, so that no node acts on a definition it does not know yet.
+type RebalanceStepRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Definition    uint64                 `protobuf:"varint,2,opt,name=definition,proto3" json:"definition,omitempty"` // the timestamp of the definition the step belongs to
+	Step          string                 `protobuf:"bytes,3,opt,name=step,proto3" json:"step,omitempty"`              // sample, copy or drop
+	Sample        uint32                 `protobuf:"varint,4,opt,name=sample,proto3" json:"sample,omitempty"`         // sample: at most this many keys
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceStepRequest) Reset() {
+	*x = RebalanceStepRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceStepRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceStepRequest) ProtoMessage() {}
+
+func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceStepRequest.ProtoReflect.Descriptor instead.
+func (*RebalanceStepRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RebalanceStepRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *RebalanceStepRequest) GetDefinition() uint64 {
+	if x != nil {
+		return x.Definition
+	}
+	return 0
+}
+
+func (x *RebalanceStepRequest) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *RebalanceStepRequest) GetSample() uint32 {
+	if x != nil {
+		return x.Sample
+	}
+	return 0
+}
+
+type RebalanceStepResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          int64                  `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`       // sample: live rows the node holds as a replica
+	Keys          [][]byte               `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`        // sample: a uniform sample of their keys
+	Copied        int64                  `protobuf:"varint,3,opt,name=copied,proto3" json:"copied,omitempty"`   // copy: records sent to their next replicas
+	Dropped       int64                  `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"` // drop: records removed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceStepResponse) Reset() {
+	*x = RebalanceStepResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceStepResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceStepResponse) ProtoMessage() {}
+
+func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceStepResponse.ProtoReflect.Descriptor instead.
+func (*RebalanceStepResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RebalanceStepResponse) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *RebalanceStepResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *RebalanceStepResponse) GetCopied() int64 {
+	if x != nil {
+		return x.Copied
+	}
+	return 0
+}
+
+func (x *RebalanceStepResponse) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
 var File_api_kurav1_internode_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_internode_proto_rawDesc = "" +
@@ -1738,7 +1877,19 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"PaxosState\x12+\n" +
 	"\bpromised\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\bpromised\x122\n" +
 	"\baccepted\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\baccepted\x12.\n" +
-	"\acommits\x18\x03 \x03(\v2\x14.kura.v1.PaxosCommitR\acommitsB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\acommits\x18\x03 \x03(\v2\x14.kura.v1.PaxosCommitR\acommits\"~\n" +
+	"\x14RebalanceStepRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x1e\n" +
+	"\n" +
+	"definition\x18\x02 \x01(\x04R\n" +
+	"definition\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\tR\x04step\x12\x16\n" +
+	"\x06sample\x18\x04 \x01(\rR\x06sample\"q\n" +
+	"\x15RebalanceStepResponse\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\x03R\x04rows\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\fR\x04keys\x12\x16\n" +
+	"\x06copied\x18\x03 \x01(\x03R\x06copied\x12\x18\n" +
+	"\adropped\x18\x04 \x01(\x03R\adroppedB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_internode_proto_rawDescOnce sync.Once
@@ -1752,35 +1903,37 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_api_kurav1_internode_proto_goTypes = []any{
-	(*Record)(nil),               // 0: kura.v1.Record
-	(*MutateRequest)(nil),        // 1: kura.v1.MutateRequest
-	(*MutateResponse)(nil),       // 2: kura.v1.MutateResponse
-	(*ReadRequest)(nil),          // 3: kura.v1.ReadRequest
-	(*ReadResponse)(nil),         // 4: kura.v1.ReadResponse
-	(*TokenRange)(nil),           // 5: kura.v1.TokenRange
-	(*ReplicaScanRequest)(nil),   // 6: kura.v1.ReplicaScanRequest
-	(*ReplicaScanResponse)(nil),  // 7: kura.v1.ReplicaScanResponse
-	(*ScanKeysRequest)(nil),      // 8: kura.v1.ScanKeysRequest
-	(*PositionSpan)(nil),         // 9: kura.v1.PositionSpan
-	(*ScanKeysResponse)(nil),     // 10: kura.v1.ScanKeysResponse
-	(*SchemaPullResponse)(nil),   // 11: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),         // 12: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),   // 13: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil),  // 14: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),    // 15: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),   // 16: kura.v1.TreeDigestResponse
-	(*Ballot)(nil),               // 17: kura.v1.Ballot
-	(*PaxosProposal)(nil),        // 18: kura.v1.PaxosProposal
-	(*PaxosPrepareRequest)(nil),  // 19: kura.v1.PaxosPrepareRequest
-	(*PaxosCommit)(nil),          // 20: kura.v1.PaxosCommit
-	(*PaxosPrepareResponse)(nil), // 21: kura.v1.PaxosPrepareResponse
-	(*PaxosProposeRequest)(nil),  // 22: kura.v1.PaxosProposeRequest
-	(*PaxosProposeResponse)(nil), // 23: kura.v1.PaxosProposeResponse
-	(*PaxosCommitRequest)(nil),   // 24: kura.v1.PaxosCommitRequest
-	(*PaxosState)(nil),           // 25: kura.v1.PaxosState
-	(*Keyspace)(nil),             // 26: kura.v1.Keyspace
+	(*Record)(nil),                // 0: kura.v1.Record
+	(*MutateRequest)(nil),         // 1: kura.v1.MutateRequest
+	(*MutateResponse)(nil),        // 2: kura.v1.MutateResponse
+	(*ReadRequest)(nil),           // 3: kura.v1.ReadRequest
+	(*ReadResponse)(nil),          // 4: kura.v1.ReadResponse
+	(*TokenRange)(nil),            // 5: kura.v1.TokenRange
+	(*ReplicaScanRequest)(nil),    // 6: kura.v1.ReplicaScanRequest
+	(*ReplicaScanResponse)(nil),   // 7: kura.v1.ReplicaScanResponse
+	(*ScanKeysRequest)(nil),       // 8: kura.v1.ScanKeysRequest
+	(*PositionSpan)(nil),          // 9: kura.v1.PositionSpan
+	(*ScanKeysResponse)(nil),      // 10: kura.v1.ScanKeysResponse
+	(*SchemaPullResponse)(nil),    // 11: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),          // 12: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),    // 13: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil),   // 14: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),     // 15: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),    // 16: kura.v1.TreeDigestResponse
+	(*Ballot)(nil),                // 17: kura.v1.Ballot
+	(*PaxosProposal)(nil),         // 18: kura.v1.PaxosProposal
+	(*PaxosPrepareRequest)(nil),   // 19: kura.v1.PaxosPrepareRequest
+	(*PaxosCommit)(nil),           // 20: kura.v1.PaxosCommit
+	(*PaxosPrepareResponse)(nil),  // 21: kura.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),   // 22: kura.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil),  // 23: kura.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),    // 24: kura.v1.PaxosCommitRequest
+	(*PaxosState)(nil),            // 25: kura.v1.PaxosState
+	(*RebalanceStepRequest)(nil),  // 26: kura.v1.RebalanceStepRequest
+	(*RebalanceStepResponse)(nil), // 27: kura.v1.RebalanceStepResponse
+	(*Keyspace)(nil),              // 28: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
@@ -1791,7 +1944,7 @@ var file_api_kurav1_internode_proto_depIdxs = []int32{
 	5,  // 5: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 6: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
 	12, // 7: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	26, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	28, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
 	5,  // 9: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
 	17, // 10: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
 	17, // 11: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
@@ -1828,7 +1981,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -99,6 +99,172 @@ func (Consistency) EnumDescriptor() ([]byte, []int) {
 	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
 }
 
+type RebalanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Splits        uint32                 `protobuf:"varint,2,opt,name=splits,proto3" json:"splits,omitempty"` // how many split keys to compute; 0: 1024
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceRequest) Reset() {
+	*x = RebalanceRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceRequest) ProtoMessage() {}
+
+func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
+func (*RebalanceRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RebalanceRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *RebalanceRequest) GetSplits() uint32 {
+	if x != nil {
+		return x.Splits
+	}
+	return 0
+}
+
+// RebalanceProgress is one step of a rebalance.
+type RebalanceProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          string                 `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`     // what was done, for people
+	Before        []*NodeRows            `protobuf:"bytes,2,rep,name=before,proto3" json:"before,omitempty"` // rows each node held before the move (with the sampling step)
+	After         []*NodeRows            `protobuf:"bytes,3,rep,name=after,proto3" json:"after,omitempty"`   // rows each node holds afterwards (the last message)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceProgress) Reset() {
+	*x = RebalanceProgress{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceProgress) ProtoMessage() {}
+
+func (x *RebalanceProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceProgress.ProtoReflect.Descriptor instead.
+func (*RebalanceProgress) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RebalanceProgress) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *RebalanceProgress) GetBefore() []*NodeRows {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *RebalanceProgress) GetAfter() []*NodeRows {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+// NodeRows is how many live rows of a keyspace a node holds as a replica.
+type NodeRows struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Rows          int64                  `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeRows) Reset() {
+	*x = NodeRows{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeRows) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeRows) ProtoMessage() {}
+
+func (x *NodeRows) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeRows.ProtoReflect.Descriptor instead.
+func (*NodeRows) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NodeRows) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeRows) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
 type SetPowerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -109,7 +275,7 @@ type SetPowerRequest struct {
 
 func (x *SetPowerRequest) Reset() {
 	*x = SetPowerRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	mi := &file_api_kurav1_kura_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -121,7 +287,7 @@ func (x *SetPowerRequest) String() string {
 func (*SetPowerRequest) ProtoMessage() {}
 
 func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	mi := &file_api_kurav1_kura_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -134,7 +300,7 @@ func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerRequest.ProtoReflect.Descriptor instead.
 func (*SetPowerRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SetPowerRequest) GetNodeId() string {
@@ -160,7 +326,7 @@ type SetPowerResponse struct {
 
 func (x *SetPowerResponse) Reset() {
 	*x = SetPowerResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	mi := &file_api_kurav1_kura_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -172,7 +338,7 @@ func (x *SetPowerResponse) String() string {
 func (*SetPowerResponse) ProtoMessage() {}
 
 func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	mi := &file_api_kurav1_kura_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -185,7 +351,7 @@ func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerResponse.ProtoReflect.Descriptor instead.
 func (*SetPowerResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{1}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetPowerResponse) GetPower() string {
@@ -212,7 +378,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	mi := &file_api_kurav1_kura_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +390,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	mi := &file_api_kurav1_kura_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +403,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{2}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PutRequest) GetKeyspace() string {
@@ -291,7 +457,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +469,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +482,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{3}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutResponse) GetTimestamp() uint64 {
@@ -337,7 +503,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +515,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +528,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{4}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetRequest) GetKeyspace() string {
@@ -398,7 +564,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +576,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +589,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{5}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -465,7 +631,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +643,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +656,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteRequest) GetKeyspace() string {
@@ -523,7 +689,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +701,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +714,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteResponse) GetTimestamp() uint64 {
@@ -582,7 +748,7 @@ type CompareAndSetRequest struct {
 
 func (x *CompareAndSetRequest) Reset() {
 	*x = CompareAndSetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +760,7 @@ func (x *CompareAndSetRequest) String() string {
 func (*CompareAndSetRequest) ProtoMessage() {}
 
 func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +773,7 @@ func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetRequest.ProtoReflect.Descriptor instead.
 func (*CompareAndSetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompareAndSetRequest) GetKeyspace() string {
@@ -739,7 +905,7 @@ type CompareAndSetPut struct {
 
 func (x *CompareAndSetPut) Reset() {
 	*x = CompareAndSetPut{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +917,7 @@ func (x *CompareAndSetPut) String() string {
 func (*CompareAndSetPut) ProtoMessage() {}
 
 func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +930,7 @@ func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetPut.ProtoReflect.Descriptor instead.
 func (*CompareAndSetPut) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompareAndSetPut) GetValue() []byte {
@@ -798,7 +964,7 @@ type CompareAndSetResponse struct {
 
 func (x *CompareAndSetResponse) Reset() {
 	*x = CompareAndSetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +976,7 @@ func (x *CompareAndSetResponse) String() string {
 func (*CompareAndSetResponse) ProtoMessage() {}
 
 func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +989,7 @@ func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetResponse.ProtoReflect.Descriptor instead.
 func (*CompareAndSetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompareAndSetResponse) GetApplied() bool {
@@ -881,7 +1047,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +1059,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1072,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScanRequest) GetKeyspace() string {
@@ -955,7 +1121,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1133,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1146,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -1013,7 +1179,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1191,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1204,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ScanResponse) GetItems() []*KeyValue {
@@ -1049,18 +1215,27 @@ func (x *ScanResponse) GetItems() []*KeyValue {
 }
 
 type Keyspace struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Replication   string                 `protobuf:"bytes,2,opt,name=replication,proto3" json:"replication,omitempty"` // "dc1=2,dc2=1" (network) or "simple=3"
-	Partitioner   string                 `protobuf:"bytes,3,opt,name=partitioner,proto3" json:"partitioner,omitempty"` // "hash" or "ordered"
-	Erasure       *Erasure               `protobuf:"bytes,4,opt,name=erasure,proto3" json:"erasure,omitempty"`         // set for an erasure-coded keyspace; absent: replicated
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Replication string                 `protobuf:"bytes,2,opt,name=replication,proto3" json:"replication,omitempty"` // "dc1=2,dc2=1" (network) or "simple=3"
+	Partitioner string                 `protobuf:"bytes,3,opt,name=partitioner,proto3" json:"partitioner,omitempty"` // "hash" or "ordered"
+	Erasure     *Erasure               `protobuf:"bytes,4,opt,name=erasure,proto3" json:"erasure,omitempty"`         // set for an erasure-coded keyspace; absent: replicated
+	// Split keys balancing the ordered partitioner: sorted, distinct quantiles of a key
+	// sample (kura keyspace create --key-sample), so that keys spread over the ring as the
+	// sample did. Empty: a key's token is its first 8 bytes.
+	Splits [][]byte `protobuf:"bytes,5,rep,name=splits,proto3" json:"splits,omitempty"`
+	// A rebalance is in progress (kura rebalance): writes also go to the replicas keys
+	// have under next_splits (empty: no splits), until the definition switches. Set by
+	// the rebalance only; CreateKeyspace refuses it.
+	Moving        bool     `protobuf:"varint,6,opt,name=moving,proto3" json:"moving,omitempty"`
+	NextSplits    [][]byte `protobuf:"bytes,7,rep,name=next_splits,json=nextSplits,proto3" json:"next_splits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1247,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1260,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Keyspace) GetName() string {
@@ -1116,6 +1291,27 @@ func (x *Keyspace) GetErasure() *Erasure {
 	return nil
 }
 
+func (x *Keyspace) GetSplits() [][]byte {
+	if x != nil {
+		return x.Splits
+	}
+	return nil
+}
+
+func (x *Keyspace) GetMoving() bool {
+	if x != nil {
+		return x.Moving
+	}
+	return false
+}
+
+func (x *Keyspace) GetNextSplits() [][]byte {
+	if x != nil {
+		return x.NextSplits
+	}
+	return nil
+}
+
 // Erasure makes a keyspace erasure-coded (LDR): each value is stored as m chunks, any k of
 // which rebuild it, each chunk once (replication is then "simple=1").
 type Erasure struct {
@@ -1128,7 +1324,7 @@ type Erasure struct {
 
 func (x *Erasure) Reset() {
 	*x = Erasure{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1336,7 @@ func (x *Erasure) String() string {
 func (*Erasure) ProtoMessage() {}
 
 func (x *Erasure) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1349,7 @@ func (x *Erasure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
 func (*Erasure) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Erasure) GetM() uint32 {
@@ -1179,7 +1375,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1387,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1400,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -1222,7 +1418,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1430,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1443,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 type TruncateKeyspaceRequest struct {
@@ -1259,7 +1455,7 @@ type TruncateKeyspaceRequest struct {
 
 func (x *TruncateKeyspaceRequest) Reset() {
 	*x = TruncateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1467,7 @@ func (x *TruncateKeyspaceRequest) String() string {
 func (*TruncateKeyspaceRequest) ProtoMessage() {}
 
 func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1480,7 @@ func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TruncateKeyspaceRequest) GetName() string {
@@ -1303,7 +1499,7 @@ type TruncateKeyspaceResponse struct {
 
 func (x *TruncateKeyspaceResponse) Reset() {
 	*x = TruncateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1511,7 @@ func (x *TruncateKeyspaceResponse) String() string {
 func (*TruncateKeyspaceResponse) ProtoMessage() {}
 
 func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1524,7 @@ func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
@@ -1347,7 +1543,7 @@ type DropKeyspaceRequest struct {
 
 func (x *DropKeyspaceRequest) Reset() {
 	*x = DropKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1555,7 @@ func (x *DropKeyspaceRequest) String() string {
 func (*DropKeyspaceRequest) ProtoMessage() {}
 
 func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1568,7 @@ func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DropKeyspaceRequest) GetName() string {
@@ -1391,7 +1587,7 @@ type DropKeyspaceResponse struct {
 
 func (x *DropKeyspaceResponse) Reset() {
 	*x = DropKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1599,7 @@ func (x *DropKeyspaceResponse) String() string {
 func (*DropKeyspaceResponse) ProtoMessage() {}
 
 func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1612,7 @@ func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
@@ -1434,7 +1630,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1642,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1655,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 type ListKeyspacesResponse struct {
@@ -1471,7 +1667,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1679,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1692,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -1515,7 +1711,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1723,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1736,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -1558,7 +1754,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +1766,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +1779,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 type NodeStatus struct {
@@ -1609,7 +1805,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1817,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1830,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -1754,7 +1950,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1962,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1975,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -1825,7 +2021,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +2033,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +2046,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -1909,7 +2105,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +2117,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2130,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -1980,7 +2176,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2188,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2201,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 type RemoveNodeRequest struct {
@@ -2017,7 +2213,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2225,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2238,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -2067,7 +2263,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2275,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2288,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -2146,7 +2342,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2354,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2367,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -2191,7 +2387,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2399,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2412,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -2243,7 +2439,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2451,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2464,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -2310,7 +2506,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +2518,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +2531,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -2458,7 +2654,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2666,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2679,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -2519,7 +2715,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2727,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2740,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -2576,7 +2772,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2588,7 +2784,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2601,7 +2797,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
 }
 
 type LocalScanRequest struct {
@@ -2616,7 +2812,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2824,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2837,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -2687,7 +2883,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2895,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2908,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2768,7 +2964,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2976,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2989,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -2834,7 +3030,7 @@ type Redirect struct {
 
 func (x *Redirect) Reset() {
 	*x = Redirect{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3042,7 @@ func (x *Redirect) String() string {
 func (*Redirect) ProtoMessage() {}
 
 func (x *Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3055,7 @@ func (x *Redirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
 func (*Redirect) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Redirect) GetNodeId() string {
@@ -2896,7 +3092,7 @@ type RedirectTarget struct {
 
 func (x *RedirectTarget) Reset() {
 	*x = RedirectTarget{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2908,7 +3104,7 @@ func (x *RedirectTarget) String() string {
 func (*RedirectTarget) ProtoMessage() {}
 
 func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2921,7 +3117,7 @@ func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedirectTarget.ProtoReflect.Descriptor instead.
 func (*RedirectTarget) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RedirectTarget) GetId() string {
@@ -2956,7 +3152,17 @@ var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
-	"\x15api/kurav1/kura.proto\x12\akura.v1\"B\n" +
+	"\x15api/kurav1/kura.proto\x12\akura.v1\"F\n" +
+	"\x10RebalanceRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x16\n" +
+	"\x06splits\x18\x02 \x01(\rR\x06splits\"{\n" +
+	"\x11RebalanceProgress\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\x12)\n" +
+	"\x06before\x18\x02 \x03(\v2\x11.kura.v1.NodeRowsR\x06before\x12'\n" +
+	"\x05after\x18\x03 \x03(\v2\x11.kura.v1.NodeRowsR\x05after\"2\n" +
+	"\bNodeRows\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\"B\n" +
 	"\x0fSetPowerRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\"(\n" +
@@ -3022,12 +3228,16 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\"7\n" +
 	"\fScanResponse\x12'\n" +
-	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\x8e\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\xdf\x01\n" +
 	"\bKeyspace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vreplication\x18\x02 \x01(\tR\vreplication\x12 \n" +
 	"\vpartitioner\x18\x03 \x01(\tR\vpartitioner\x12*\n" +
-	"\aerasure\x18\x04 \x01(\v2\x10.kura.v1.ErasureR\aerasure\"%\n" +
+	"\aerasure\x18\x04 \x01(\v2\x10.kura.v1.ErasureR\aerasure\x12\x16\n" +
+	"\x06splits\x18\x05 \x03(\fR\x06splits\x12\x16\n" +
+	"\x06moving\x18\x06 \x01(\bR\x06moving\x12\x1f\n" +
+	"\vnext_splits\x18\a \x03(\fR\n" +
+	"nextSplits\"%\n" +
 	"\aErasure\x12\f\n" +
 	"\x01m\x18\x01 \x01(\rR\x01m\x12\f\n" +
 	"\x01k\x18\x02 \x01(\rR\x01k\"F\n" +
@@ -3182,7 +3392,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
 	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
-	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\xd5\a\n" +
+	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x9b\b\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -3198,7 +3408,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tSetFaults\x12\x0f.kura.v1.Faults\x1a\x0f.kura.v1.Faults\x127\n" +
 	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.Faults\x12B\n" +
 	"\tLocalScan\x12\x19.kura.v1.LocalScanRequest\x1a\x1a.kura.v1.LocalScanResponse\x12?\n" +
-	"\bSetPower\x12\x18.kura.v1.SetPowerRequest\x1a\x19.kura.v1.SetPowerResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\bSetPower\x12\x18.kura.v1.SetPowerRequest\x1a\x19.kura.v1.SetPowerResponse\x12D\n" +
+	"\tRebalance\x12\x19.kura.v1.RebalanceRequest\x1a\x1a.kura.v1.RebalanceProgress0\x01B#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -3213,115 +3424,122 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
-	(*SetPowerRequest)(nil),          // 1: kura.v1.SetPowerRequest
-	(*SetPowerResponse)(nil),         // 2: kura.v1.SetPowerResponse
-	(*PutRequest)(nil),               // 3: kura.v1.PutRequest
-	(*PutResponse)(nil),              // 4: kura.v1.PutResponse
-	(*GetRequest)(nil),               // 5: kura.v1.GetRequest
-	(*GetResponse)(nil),              // 6: kura.v1.GetResponse
-	(*DeleteRequest)(nil),            // 7: kura.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 8: kura.v1.DeleteResponse
-	(*CompareAndSetRequest)(nil),     // 9: kura.v1.CompareAndSetRequest
-	(*CompareAndSetPut)(nil),         // 10: kura.v1.CompareAndSetPut
-	(*CompareAndSetResponse)(nil),    // 11: kura.v1.CompareAndSetResponse
-	(*ScanRequest)(nil),              // 12: kura.v1.ScanRequest
-	(*KeyValue)(nil),                 // 13: kura.v1.KeyValue
-	(*ScanResponse)(nil),             // 14: kura.v1.ScanResponse
-	(*Keyspace)(nil),                 // 15: kura.v1.Keyspace
-	(*Erasure)(nil),                  // 16: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),    // 17: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),   // 18: kura.v1.CreateKeyspaceResponse
-	(*TruncateKeyspaceRequest)(nil),  // 19: kura.v1.TruncateKeyspaceRequest
-	(*TruncateKeyspaceResponse)(nil), // 20: kura.v1.TruncateKeyspaceResponse
-	(*DropKeyspaceRequest)(nil),      // 21: kura.v1.DropKeyspaceRequest
-	(*DropKeyspaceResponse)(nil),     // 22: kura.v1.DropKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 23: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 24: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 25: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 26: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 27: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 28: kura.v1.ClusterStatusResponse
-	(*ClockStatus)(nil),              // 29: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 30: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 31: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 32: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 33: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 34: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 35: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 36: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 37: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 38: kura.v1.Faults
-	(*LinkFault)(nil),                // 39: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 40: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 41: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 42: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 43: kura.v1.LocalScanResponse
-	(*Redirect)(nil),                 // 44: kura.v1.Redirect
-	(*RedirectTarget)(nil),           // 45: kura.v1.RedirectTarget
+	(*RebalanceRequest)(nil),         // 1: kura.v1.RebalanceRequest
+	(*RebalanceProgress)(nil),        // 2: kura.v1.RebalanceProgress
+	(*NodeRows)(nil),                 // 3: kura.v1.NodeRows
+	(*SetPowerRequest)(nil),          // 4: kura.v1.SetPowerRequest
+	(*SetPowerResponse)(nil),         // 5: kura.v1.SetPowerResponse
+	(*PutRequest)(nil),               // 6: kura.v1.PutRequest
+	(*PutResponse)(nil),              // 7: kura.v1.PutResponse
+	(*GetRequest)(nil),               // 8: kura.v1.GetRequest
+	(*GetResponse)(nil),              // 9: kura.v1.GetResponse
+	(*DeleteRequest)(nil),            // 10: kura.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 11: kura.v1.DeleteResponse
+	(*CompareAndSetRequest)(nil),     // 12: kura.v1.CompareAndSetRequest
+	(*CompareAndSetPut)(nil),         // 13: kura.v1.CompareAndSetPut
+	(*CompareAndSetResponse)(nil),    // 14: kura.v1.CompareAndSetResponse
+	(*ScanRequest)(nil),              // 15: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 16: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 17: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 18: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 19: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 20: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 21: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 22: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 23: kura.v1.TruncateKeyspaceResponse
+	(*DropKeyspaceRequest)(nil),      // 24: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 25: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 26: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 27: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 28: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 29: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 30: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 31: kura.v1.ClusterStatusResponse
+	(*ClockStatus)(nil),              // 32: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 33: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 34: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 35: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 36: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 37: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 38: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 39: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 40: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 41: kura.v1.Faults
+	(*LinkFault)(nil),                // 42: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 43: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 44: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 45: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 46: kura.v1.LocalScanResponse
+	(*Redirect)(nil),                 // 47: kura.v1.Redirect
+	(*RedirectTarget)(nil),           // 48: kura.v1.RedirectTarget
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
-	0,  // 0: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 1: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 2: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
-	10, // 3: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
-	0,  // 4: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
-	0,  // 5: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
-	13, // 6: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	16, // 7: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
-	15, // 8: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	15, // 9: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	27, // 10: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	30, // 11: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	29, // 12: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	39, // 13: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	42, // 14: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	45, // 15: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
-	3,  // 16: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	5,  // 17: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	7,  // 18: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	12, // 19: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	9,  // 20: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	17, // 21: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	23, // 22: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	25, // 23: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	19, // 24: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	21, // 25: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	26, // 26: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	31, // 27: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	32, // 28: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	34, // 29: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	36, // 30: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	38, // 31: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	40, // 32: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	41, // 33: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	1,  // 34: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
-	4,  // 35: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	6,  // 36: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	8,  // 37: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	14, // 38: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	11, // 39: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	18, // 40: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	24, // 41: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	15, // 42: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	20, // 43: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	22, // 44: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	28, // 45: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	33, // 46: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	33, // 47: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	35, // 48: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	37, // 49: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	38, // 50: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	38, // 51: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	43, // 52: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	2,  // 53: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
-	35, // [35:54] is the sub-list for method output_type
-	16, // [16:35] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	3,  // 0: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
+	3,  // 1: kura.v1.RebalanceProgress.after:type_name -> kura.v1.NodeRows
+	0,  // 2: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
+	0,  // 3: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
+	0,  // 4: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
+	13, // 5: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
+	0,  // 6: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
+	0,  // 7: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
+	16, // 8: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
+	19, // 9: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	18, // 10: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	18, // 11: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	30, // 12: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	33, // 13: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	32, // 14: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	42, // 15: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	45, // 16: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	48, // 17: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
+	6,  // 18: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	8,  // 19: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	10, // 20: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	15, // 21: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 22: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	20, // 23: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	26, // 24: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	28, // 25: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	22, // 26: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	24, // 27: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	29, // 28: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	34, // 29: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	35, // 30: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	37, // 31: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	39, // 32: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	41, // 33: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	43, // 34: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	44, // 35: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	4,  // 36: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	1,  // 37: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
+	7,  // 38: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	9,  // 39: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	11, // 40: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	17, // 41: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	14, // 42: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	21, // 43: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	27, // 44: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	18, // 45: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	23, // 46: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	25, // 47: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	31, // 48: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	36, // 49: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	36, // 50: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	38, // 51: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	40, // 52: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	41, // 53: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	41, // 54: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	46, // 55: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	5,  // 56: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	2,  // 57: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
+	38, // [38:58] is the sub-list for method output_type
+	18, // [18:38] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -3329,7 +3547,7 @@ func file_api_kurav1_kura_proto_init() {
 	if File_api_kurav1_kura_proto != nil {
 		return
 	}
-	file_api_kurav1_kura_proto_msgTypes[8].OneofWrappers = []any{
+	file_api_kurav1_kura_proto_msgTypes[11].OneofWrappers = []any{
 		(*CompareAndSetRequest_IfAbsent)(nil),
 		(*CompareAndSetRequest_IfPresent)(nil),
 		(*CompareAndSetRequest_IfEquals)(nil),
@@ -3342,7 +3560,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -299,6 +299,7 @@ const (
 	Admin_GetFaults_FullMethodName        = "/kura.v1.Admin/GetFaults"
 	Admin_LocalScan_FullMethodName        = "/kura.v1.Admin/LocalScan"
 	Admin_SetPower_FullMethodName         = "/kura.v1.Admin/SetPower"
+	Admin_Rebalance_FullMethodName        = "/kura.v1.Admin/Rebalance"
 )
 
 // AdminClient is the client API for Admin service.
@@ -345,6 +346,11 @@ type AdminClient interface {
 	// the node itself and returns once it sleeps; a wake reaches the sleeping node through
 	// its HTTP admin port and returns once it is active again.
 	SetPower(ctx context.Context, in *SetPowerRequest, opts ...grpc.CallOption) (*SetPowerResponse, error)
+	// Rebalance balances an ordered keyspace: it samples the keys every node holds,
+	// computes split keys from the sample, and moves the data to the placement they give
+	// without losing an acknowledged write (kura rebalance). It streams its progress; the
+	// last message carries every node's row count before and after.
+	Rebalance(ctx context.Context, in *RebalanceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RebalanceProgress], error)
 }
 
 type adminClient struct {
@@ -495,6 +501,25 @@ func (c *adminClient) SetPower(ctx context.Context, in *SetPowerRequest, opts ..
 	return out, nil
 }
 
+func (c *adminClient) Rebalance(ctx context.Context, in *RebalanceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RebalanceProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[0], Admin_Rebalance_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RebalanceRequest, RebalanceProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_RebalanceClient = grpc.ServerStreamingClient[RebalanceProgress]
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -539,6 +564,11 @@ type AdminServer interface {
 	// the node itself and returns once it sleeps; a wake reaches the sleeping node through
 	// its HTTP admin port and returns once it is active again.
 	SetPower(context.Context, *SetPowerRequest) (*SetPowerResponse, error)
+	// Rebalance balances an ordered keyspace: it samples the keys every node holds,
+	// computes split keys from the sample, and moves the data to the placement they give
+	// without losing an acknowledged write (kura rebalance). It streams its progress; the
+	// last message carries every node's row count before and after.
+	Rebalance(*RebalanceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -590,6 +620,9 @@ func (UnimplementedAdminServer) LocalScan(context.Context, *LocalScanRequest) (*
 }
 func (UnimplementedAdminServer) SetPower(context.Context, *SetPowerRequest) (*SetPowerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetPower not implemented")
+}
+func (UnimplementedAdminServer) Rebalance(*RebalanceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error {
+	return status.Error(codes.Unimplemented, "method Rebalance not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -864,6 +897,17 @@ func _Admin_SetPower_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Rebalance_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RebalanceRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).Rebalance(m, &grpc.GenericServerStream[RebalanceRequest, RebalanceProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_RebalanceServer = grpc.ServerStreamingServer[RebalanceProgress]
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -928,6 +972,12 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Admin_SetPower_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Rebalance",
+			Handler:       _Admin_Rebalance_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "api/kurav1/kura.proto",
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -257,21 +259,68 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	replication := fs.String("replication", "", `replicas per DC ("dc1=2,dc2=1") or in all ("simple=3")`)
 	partitioner := fs.String("partitioner", "hash", "hash (uniform) or ordered (order-preserving, for range scans)")
 	erasureCode := fs.String("erasure", "", `erasure-code values instead of replicating them: "M,K" stores M chunks, any K of which rebuild a value (e.g. 6,4)`)
+	keySample := fs.String("key-sample", "", "with --partitioner ordered: a file of sample keys, one per line, to balance the nodes by (split keys at its quantiles)")
+	splits := fs.Int("splits", defaultSplits, "with --key-sample: how many split keys to take from the sample")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
+	var splitKeys [][]byte
+	if *keySample != "" {
+		if splitKeys, err = splitsFromFile(*keySample, *partitioner, *erasureCode, *splits); err != nil {
+			return err
+		}
+	}
 	return cf.withClient(func(ctx context.Context, c *client.Client, _ consistency.Level) error {
-		return keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, stdout)
+		return keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, splitKeys, stdout)
 	})
 }
 
+// defaultSplits is how many split keys a sample gives unless --splits says otherwise:
+// finer than any ring's vnodes (the partitioner interpolates inside each bucket, but a
+// bucket's keys sit where their bytes put them), and about 25 KB of definition for
+// YCSB-shaped keys.
+const defaultSplits = 1024
+
+// splitsFromFile reads a key sample, one key per line, and returns its split keys.
+func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, error) {
+	switch {
+	case partitioner != "ordered":
+		return nil, fmt.Errorf("%w: --key-sample balances the ordered partitioner; add --partitioner ordered (the hash partitioner spreads keys by itself)", errUsage)
+	case erasureCode != "":
+		return nil, fmt.Errorf("%w: --key-sample with --erasure: an erasure-coded keyspace places each chunk by its own hash", errUsage)
+	case n < 1 || n > schema.MaxSplits:
+		return nil, fmt.Errorf("%w: --splits %d: want 1 to %d", errUsage, n, schema.MaxSplits)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("key sample: %w", err)
+	}
+	defer f.Close()
+	var keys [][]byte
+	lines := bufio.NewScanner(f)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	for lines.Scan() {
+		if key := bytes.TrimSuffix(lines.Bytes(), []byte("\r")); len(key) > 0 {
+			keys = append(keys, bytes.Clone(key))
+		}
+	}
+	if err := lines.Err(); err != nil {
+		return nil, fmt.Errorf("key sample %s: %w", path, err)
+	}
+	splits := schema.SplitsFromSample(keys, n)
+	if len(splits) == 0 {
+		return nil, fmt.Errorf("%w: key sample %s holds no keys (one per line)", errUsage, path)
+	}
+	return splits, nil
+}
+
 // keyspaceCommand runs one keyspace subcommand.
-func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []string, replication, partitioner, erasureCode string, stdout io.Writer) error {
+func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []string, replication, partitioner, erasureCode string, splits [][]byte, stdout io.Writer) error {
 	switch sub {
 	case "create":
 		if len(pos) != 1 || (replication == "") == (erasureCode == "") {
-			return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered]", errUsage)
+			return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered [--key-sample FILE [--splits N]]]", errUsage)
 		}
 		if erasureCode != "" {
 			code, err := schema.ParseErasure(erasureCode)
@@ -282,10 +331,14 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 			if err != nil {
 				return err
 			}
-		} else if err := c.CreateKeyspace(ctx, pos[0], replication, partitioner); err != nil {
+		} else if err := c.CreateKeyspaceWith(ctx, client.KeyspaceSpec{Name: pos[0], Replication: replication, Partitioner: partitioner, Splits: splits}); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "keyspace %s created\n", pos[0])
+		fmt.Fprintf(stdout, "keyspace %s created", pos[0])
+		if len(splits) > 0 {
+			fmt.Fprintf(stdout, " with %d split keys from the sample", len(splits))
+		}
+		fmt.Fprintln(stdout)
 		return nil
 	case "list":
 		list, err := c.Keyspaces(ctx)
@@ -296,6 +349,12 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 			fmt.Fprintf(stdout, "%s\treplication=%s\tpartitioner=%s", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
 			if e := ks.GetErasure(); e != nil {
 				fmt.Fprintf(stdout, "\terasure=%d,%d", e.GetM(), e.GetK())
+			}
+			if n := len(ks.GetSplits()); n > 0 {
+				fmt.Fprintf(stdout, "\tsplits=%d", n)
+			}
+			if ks.GetMoving() {
+				fmt.Fprint(stdout, "\trebalancing")
 			}
 			fmt.Fprintln(stdout)
 		}
@@ -311,6 +370,12 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		fmt.Fprintf(stdout, "name: %s\nreplication: %s\npartitioner: %s\n", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
 		if e := ks.GetErasure(); e != nil {
 			fmt.Fprintf(stdout, "erasure: %d,%d (%d chunks per value, any %d rebuild it)\n", e.GetM(), e.GetK(), e.GetM(), e.GetK())
+		}
+		if splits := ks.GetSplits(); len(splits) > 0 {
+			fmt.Fprintf(stdout, "split keys: %d, from %s to %s\n", len(splits), printable(splits[0]), printable(splits[len(splits)-1]))
+		}
+		if ks.GetMoving() {
+			fmt.Fprintf(stdout, "rebalancing: writes also go to the replicas under %d next split keys\n", len(ks.GetNextSplits()))
 		}
 		return nil
 	case "truncate":
