@@ -67,9 +67,18 @@ const rasMemory = 4096
 type Item struct {
 	task    Task
 	arrival time.Time
-	seq     uint64        // push order, the tie-break everywhere
-	index   int           // in Queue.scans; -1 when not there
-	elem    *list.Element // in its class's arrival list
+	seq     uint64 // push order, the tie-break everywhere
+	queued  bool
+	index   int // in Queue.scans; -1 when not there
+	// elem is a get's place in its class's arrival list, or the FIFO turn a scan page
+	// holds (a *turn; nil once another scan page took it: see Queue.turns).
+	elem *list.Element
+}
+
+// turn is a place in FIFO's order that a scan page's arrival made, held by a page.
+type turn struct {
+	seq   uint64
+	owner *Item
 }
 
 // Task is the task as queued: its Nodes is lowered by RaS progress updates.
@@ -85,12 +94,17 @@ type Queue struct {
 	policy Policy
 	slack  Slack
 
-	// arrivals holds each class's items in push order: the gets' FIFO order under every
-	// discipline (within a class, arrival order is also deadline order) and the oldest
-	// scan page, whose turn FIFO gives to the scan page RaS picks.
-	arrivals [NumClasses]list.List
+	// gets holds each class of gets in push order, their order under every discipline
+	// (within a class, arrival order is also Fair's deadline order).
+	gets [ScanPage]list.List
 	// scans holds the scan pages in the order scanLess defines for the policy.
 	scans scanHeap
+	// turns holds one *turn per queued scan page, in push order: FIFO serves a scan page
+	// when the first turn is older than every queued get, and serves in it the first
+	// scan page in RaS order, which need not be the page that made the turn. The turns
+	// keep their arrival order, so FIFO's order across classes is the paper's O with or
+	// without RaS.
+	turns list.List
 
 	byScan map[ScanID][]*Item // queued pages of each scan, for Update
 	known  map[ScanID]int     // RaS progress, for pages queued later
@@ -125,15 +139,16 @@ func (q *Queue) SetPolicy(p Policy) {
 
 // Len is the number of queued tasks.
 func (q *Queue) Len() int {
-	n := 0
-	for c := range q.arrivals {
-		n += q.arrivals[c].Len()
-	}
-	return n
+	return q.gets[LocalGet].Len() + q.gets[RemoteGet].Len() + len(q.scans.items)
 }
 
 // Queued is the number of queued tasks of class c.
-func (q *Queue) Queued(c Class) int { return q.arrivals[c].Len() }
+func (q *Queue) Queued(c Class) int {
+	if c < ScanPage {
+		return q.gets[c].Len()
+	}
+	return len(q.scans.items)
+}
 
 // Push queues t, arrived at now. A scan page whose scan had a progress update (Update)
 // is queued with the smaller of its own Nodes and the updated count: the update is
@@ -148,23 +163,25 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 	}
 	q.last = now
 	q.seq++
-	it := &Item{task: t, arrival: now, seq: q.seq, index: -1}
-	it.elem = q.arrivals[t.Class].PushBack(it)
-	if t.Class == ScanPage {
-		if t.Scan != 0 {
-			if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
-				it.task.Nodes = n
-			}
-			q.byScan[t.Scan] = append(q.byScan[t.Scan], it)
-		}
-		heap.Push(&q.scans, it)
+	it := &Item{task: t, arrival: now, seq: q.seq, queued: true, index: -1}
+	if t.Class < ScanPage {
+		it.elem = q.gets[t.Class].PushBack(it)
+		return it
 	}
+	it.elem = q.turns.PushBack(&turn{seq: it.seq, owner: it})
+	if t.Scan != 0 {
+		if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
+			it.task.Nodes = n
+		}
+		q.byScan[t.Scan] = append(q.byScan[t.Scan], it)
+	}
+	heap.Push(&q.scans, it)
 	return it
 }
 
 // Pop removes and returns the task the policy serves next, nil when the queue is empty.
 //
-//   - FIFO: the oldest task; when that is a scan page, the scan page first in the scan
+//   - FIFO: the oldest task; when that is a scan page, the first scan page in the scan
 //     order (itself, unless RaS picks another: RaS reorders scan pages among the turns
 //     FIFO gives to scan pages).
 //   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
@@ -173,34 +190,44 @@ func (q *Queue) Pop() *Item {
 	var it *Item
 	switch q.policy.Queue {
 	case ReS:
-		for c := range q.arrivals {
-			if it = q.head(Class(c)); it != nil {
-				break
-			}
+		for c := LocalGet; c <= ScanPage && it == nil; c++ {
+			it = q.head(c)
 		}
 	case Fair:
-		for c := range q.arrivals {
-			if cand := q.head(Class(c)); cand != nil && (it == nil || q.fairLess(cand, it)) {
+		for c := LocalGet; c <= ScanPage; c++ {
+			if cand := q.head(c); cand != nil && (it == nil || q.fairLess(cand, it)) {
 				it = cand
 			}
 		}
 	default:
-		// The oldest class head; its class then picks (the scan order for scan pages).
-		for c := range q.arrivals {
-			if e := q.arrivals[c].Front(); e != nil {
-				if cand := e.Value.(*Item); it == nil || cand.seq < it.seq {
-					it = cand
-				}
+		for c := LocalGet; c < ScanPage; c++ {
+			if cand := q.head(c); cand != nil && (it == nil || cand.seq < it.seq) {
+				it = cand
 			}
 		}
-		if it != nil {
-			it = q.head(it.task.Class)
+		if e := q.turns.Front(); e != nil && (it == nil || e.Value.(*turn).seq < it.seq) {
+			it = q.head(ScanPage)
+			q.takeTurn(e.Value.(*turn).owner, it)
 		}
 	}
 	if it != nil {
 		q.Remove(it)
 	}
 	return it
+}
+
+// takeTurn hands owner's turn, the first, to the scan page top that FIFO serves in it:
+// top's own turn, if it still has one, goes to owner, so every queued page but one
+// keeps a turn no earlier than it had.
+func (q *Queue) takeTurn(owner, top *Item) {
+	if owner == top {
+		return
+	}
+	owner.elem, top.elem = top.elem, owner.elem
+	if owner.elem != nil {
+		owner.elem.Value.(*turn).owner = owner
+	}
+	top.elem.Value.(*turn).owner = top
 }
 
 // head is the task class c would serve next: the oldest get, or the first scan page.
@@ -211,24 +238,34 @@ func (q *Queue) head(c Class) *Item {
 		}
 		return q.scans.items[0]
 	}
-	if e := q.arrivals[c].Front(); e != nil {
+	if e := q.gets[c].Front(); e != nil {
 		return e.Value.(*Item)
 	}
 	return nil
 }
 
 // Remove takes it out of the queue (a caller that gave up); false if it was no longer
-// queued.
+// queued. A scan page gives up its turn, or, if another page took it, the last turn,
+// so no page moves ahead in FIFO's order because another left.
 func (q *Queue) Remove(it *Item) bool {
-	if it.elem == nil {
+	if !it.queued {
 		return false
 	}
-	q.arrivals[it.task.Class].Remove(it.elem)
-	it.elem = nil
-	if it.index >= 0 {
-		heap.Remove(&q.scans, it.index)
+	it.queued = false
+	if it.task.Class < ScanPage {
+		q.gets[it.task.Class].Remove(it.elem)
+		it.elem = nil
+		return true
 	}
-	if s := it.task.Scan; s != 0 && it.task.Class == ScanPage {
+	if it.elem == nil {
+		last := q.turns.Back()
+		last.Value.(*turn).owner.elem = nil
+		it.elem = last
+	}
+	q.turns.Remove(it.elem)
+	it.elem = nil
+	heap.Remove(&q.scans, it.index)
+	if s := it.task.Scan; s != 0 {
 		pages := q.byScan[s]
 		for i, p := range pages {
 			if p == it {
