@@ -10,50 +10,56 @@ import (
 // pages and gets interleave with it. A page ends after PageRows rows or once it holds
 // PageBytes bytes, whichever comes first.
 //
-// With ~1 KB rows a page costs about as much device time as a handful of gets (at the
-// bench's 2ms+20us, about 7ms against 2ms), so a get that finds every worker on a page
-// waits little, while a 10,000-row scan needs only ~40 queue slots per node.
+// With ~1 KB rows a page costs the device time of a few gets (with a Device of
+// 2ms+20us, about 7ms against 2ms), so a get that finds every worker on a page waits
+// little, while a 10,000-row scan needs only ~40 queue slots per node.
 const (
 	PageRows  = 256
 	PageBytes = 256 << 10
 )
 
-// Defaults of Slack: see the package doc for how they trade gets against scans.
+// Defaults of Fairness: see the package doc for how they trade gets against scans.
 const (
-	DefaultScanSlack   = 50 * time.Millisecond
+	DefaultGetRun      = 16
 	DefaultRemoteSlack = time.Millisecond
+	DefaultNodeSlack   = 50 * time.Millisecond
 )
 
-// Slack is how long the Fair discipline lets a read wait before it goes ahead of reads
-// that arrived after it: a read's deadline is its arrival plus its class's slack, and
-// Fair serves the earliest deadline. Local gets have none. The zero Slack is the
-// defaults. Other disciplines ignore it.
-type Slack struct {
-	// Remote is a remote get's slack; 0 means DefaultRemoteSlack.
-	Remote time.Duration
-	// Scan is a scan page's slack; 0 means DefaultScanSlack. Under RaS it is a base that
-	// grows with the nodes the scan waits for and with its limit, up to 5×Scan (see
-	// the package doc).
-	Scan time.Duration
+// Fairness tunes the Fair discipline; the zero Fairness is the defaults, and other
+// disciplines ignore it.
+type Fairness struct {
+	// GetRun is how many gets Fair serves in a row while a scan page waits before it
+	// serves a scan page: the bound on how long gets can hold scans back. 0 means
+	// DefaultGetRun.
+	GetRun int
+	// RemoteSlack is how long a remote get lets local gets that arrived after it go
+	// first: gets are served by deadline, a local get's its arrival and a remote get's
+	// its arrival plus RemoteSlack. 0 means DefaultRemoteSlack.
+	RemoteSlack time.Duration
+	// NodeSlack, under RaS, is how much later a scan page whose scan waits for one node
+	// fewer may arrive and still go first: scan pages are served by deadline, their
+	// arrival plus NodeSlack per node waited for beyond the first (up to 16) plus up to
+	// NodeSlack/2 for the limit (up to 10,000). 0 means DefaultNodeSlack.
+	NodeSlack time.Duration
 }
 
-func (s Slack) withDefaults() Slack {
-	if s.Remote == 0 {
-		s.Remote = DefaultRemoteSlack
+func (f Fairness) withDefaults() Fairness {
+	if f.GetRun == 0 {
+		f.GetRun = DefaultGetRun
 	}
-	if s.Scan == 0 {
-		s.Scan = DefaultScanSlack
+	if f.RemoteSlack == 0 {
+		f.RemoteSlack = DefaultRemoteSlack
 	}
-	return s
+	if f.NodeSlack == 0 {
+		f.NodeSlack = DefaultNodeSlack
+	}
+	return f
 }
 
-// RaS weights under Fair: each node the scan waits for beyond the first adds
-// Scan/rasNodeStep to a page's slack, up to rasMaxNodes nodes, and its limit adds up to
-// one more step in proportion to min(limit, rasLimitScale)/rasLimitScale. Nodes weigh
-// more than the limit, as in RaS's order; the caps keep the slack, hence the bound,
-// finite: at most Scan + (rasMaxNodes-1+1)·Scan/rasNodeStep = 5×Scan.
+// RaS's weights in a scan page's deadline under Fair (see Fairness.NodeSlack). Nodes
+// weigh more than the limit, as in RaS's order; the caps keep the offset, hence the
+// bound among scan pages, finite: less than rasMaxNodes·NodeSlack.
 const (
-	rasNodeStep   = 4
 	rasMaxNodes   = 16
 	rasLimitScale = 10000 // the paper's largest limit
 )
@@ -81,7 +87,7 @@ type turn struct {
 	owner *Item
 }
 
-// Task is the task as queued: its Nodes is lowered by RaS progress updates.
+// Task is the task as queued: RaS progress updates (Queue.Update) set its Nodes.
 func (it *Item) Task() Task { return it.task }
 
 // Arrival is when the task was pushed (never before an earlier push's arrival).
@@ -92,7 +98,10 @@ func (it *Item) Arrival() time.Time { return it.arrival }
 // safe for concurrent use; the Stage locks it.
 type Queue struct {
 	policy Policy
-	slack  Slack
+	fair   Fairness
+	// run counts the gets Fair served since it last served a scan page while scan pages
+	// waited.
+	run int
 
 	// gets holds each class of gets in push order, their order under every discipline
 	// (within a class, arrival order is also Fair's deadline order).
@@ -115,12 +124,12 @@ type Queue struct {
 	last time.Time // latest arrival, so arrivals never go back
 }
 
-// NewQueue returns an empty queue ordering by p, with Fair's slack s (zero fields are
+// NewQueue returns an empty queue ordering by p, with Fair tuned by f (zero fields are
 // the defaults).
-func NewQueue(p Policy, s Slack) *Queue {
+func NewQueue(p Policy, f Fairness) *Queue {
 	q := &Queue{
 		policy: p,
-		slack:  s.withDefaults(),
+		fair:   f.withDefaults(),
 		byScan: map[ScanID][]*Item{},
 		known:  map[ScanID]int{},
 	}
@@ -134,6 +143,7 @@ func (q *Queue) Policy() Policy { return q.policy }
 // SetPolicy orders the queue by p from the next Pop on, queued tasks included.
 func (q *Queue) SetPolicy(p Policy) {
 	q.policy = p
+	q.run = 0
 	heap.Init(&q.scans)
 }
 
@@ -169,6 +179,9 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 		return it
 	}
 	it.elem = q.turns.PushBack(&turn{seq: it.seq, owner: it})
+	if len(q.scans.items) == 0 {
+		q.run = 0 // gets served while no scan page waited held none back
+	}
 	if t.Scan != 0 {
 		if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
 			it.task.Nodes = n
@@ -185,7 +198,9 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 //     order (itself, unless RaS picks another: RaS reorders scan pages among the turns
 //     FIFO gives to scan pages).
 //   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
-//   - Fair: the earliest deadline (arrival + slack), ties by push order.
+//   - Fair: the gets first, by deadline (a local get's arrival, a remote get's arrival
+//     plus RemoteSlack), but after GetRun gets in a row while scan pages waited, the first
+//     scan page (by deadline too: under RaS, arrival plus the RaS offset).
 func (q *Queue) Pop() *Item {
 	var it *Item
 	switch q.policy.Queue {
@@ -194,10 +209,17 @@ func (q *Queue) Pop() *Item {
 			it = q.head(c)
 		}
 	case Fair:
-		for c := LocalGet; c <= ScanPage; c++ {
-			if cand := q.head(c); cand != nil && (it == nil || q.fairLess(cand, it)) {
-				it = cand
-			}
+		it = q.head(LocalGet)
+		if r := q.head(RemoteGet); r != nil && (it == nil || q.fairLess(r, it)) {
+			it = r
+		}
+		switch scan := q.head(ScanPage); {
+		case scan == nil:
+		case it == nil || q.run >= q.fair.GetRun:
+			it = scan
+			q.run = 0
+		default:
+			q.run++
 		}
 	default:
 		for c := LocalGet; c < ScanPage; c++ {
@@ -307,29 +329,31 @@ func (q *Queue) Update(scan ScanID, nodes int) {
 	}
 }
 
-// deadline is the task's Fair deadline: arrival plus its class's slack.
+// deadline is the task's Fair deadline, which orders it within its kind (gets, scan
+// pages): its arrival, plus RemoteSlack for a remote get, plus the RaS offset for a
+// scan page.
 func (q *Queue) deadline(it *Item) time.Time {
 	switch it.task.Class {
 	case LocalGet:
 		return it.arrival
 	case RemoteGet:
-		return it.arrival.Add(q.slack.Remote)
+		return it.arrival.Add(q.fair.RemoteSlack)
 	}
-	return it.arrival.Add(q.scanSlack(it.task))
+	return it.arrival.Add(q.rasOffset(it.task))
 }
 
-// scanSlack is a scan page's slack: Slack.Scan, grown under RaS by the nodes the scan
-// waits for and its limit, so that Fair leans the RaS way among scan pages while
-// keeping every page's wait bounded.
-func (q *Queue) scanSlack(t Task) time.Duration {
-	s := q.slack.Scan
+// rasOffset is how much later than its arrival a scan page's deadline is under Fair with
+// RaS: NodeSlack per node it waits for beyond the first, and up to NodeSlack/2 for its
+// limit, so that Fair orders scan pages the RaS way among those arriving close together
+// while no page waits for pages pushed much later than itself.
+func (q *Queue) rasOffset(t Task) time.Duration {
 	if !q.policy.RaS {
-		return s
+		return 0
 	}
 	nodes := min(max(t.Nodes, 1), rasMaxNodes)
 	limit := min(max(t.Limit, 0), rasLimitScale)
-	step := s / rasNodeStep
-	return s + time.Duration(nodes-1)*step + time.Duration(int64(step)*int64(limit)/rasLimitScale)
+	step := q.fair.NodeSlack
+	return time.Duration(nodes-1)*step + time.Duration(int64(step/2)*int64(limit)/rasLimitScale)
 }
 
 // fairLess orders by deadline, then push order.

@@ -19,7 +19,7 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 //
 // Commands:
 //
-//	new policy=P [scan-slack=DUR] [remote-slack=DUR]  an empty queue
+//	new policy=P [get-run=N] [remote-slack=DUR] [node-slack=DUR]  an empty queue
 //	push at=DUR       push the tasks listed in the input at virtual time DUR, one per line:
 //	                  "NAME local", "NAME remote" or "NAME scan [scan=N] [nodes=N] [limit=N]"
 //	pop [n=N]         pop N tasks (default: all); prints their names in pop order
@@ -51,10 +51,11 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}
-		var slack Slack
-		slack.Scan = durArg(t, d, "scan-slack")
-		slack.Remote = durArg(t, d, "remote-slack")
-		s.q = NewQueue(p, slack)
+		var fair Fairness
+		d.MaybeScanArgs(t, "get-run", &fair.GetRun)
+		fair.RemoteSlack = durArg(t, d, "remote-slack")
+		fair.NodeSlack = durArg(t, d, "node-slack")
+		s.q = NewQueue(p, fair)
 		s.names = map[*Item]string{}
 		s.items = map[string]*Item{}
 		return ""
@@ -159,97 +160,92 @@ func parseTask(t *testing.T, d *datadriven.TestData, line string) (string, Task)
 	return f[0], task
 }
 
-// maxSlack is the documented most a task of class c can have under p (the bound).
-func maxSlack(p Policy, s Slack, c Class) time.Duration {
-	s = s.withDefaults()
-	switch {
-	case c == LocalGet:
-		return 0
-	case c == RemoteGet:
-		return s.Remote
-	case p.RaS:
-		return 5 * s.Scan
-	}
-	return s.Scan
-}
-
 // TestFairBoundUnderGetStream is the test: gets keep arriving faster than they
-// are served (two local and one remote get per tick, one pop per tick, virtual time), and
-// a scan page pushed at tick 5 must pop within its bound under Fair, before every task
-// pushed after its deadline, while ReS starves it.
+// are served (two local and one remote get per tick, one pop per tick, virtual time),
+// and scan pages pushed at tick 5 must all pop within their bound under Fair, GetRun+1
+// pops each, while ReS starves them.
 func TestFairBoundUnderGetStream(t *testing.T) {
 	const tick = time.Millisecond
 	const arrive = 5 * tick
 	const horizon = 2000 * tick
+	page := func(scan ScanID, nodes, limit int) Task {
+		return Task{Class: ScanPage, Scan: scan, Nodes: nodes, Limit: limit}
+	}
 	for _, tc := range []struct {
 		name    string
 		policy  string
-		slack   Slack
-		page    Task
+		fair    Fairness
+		pages   []Task
 		starves bool
 	}{
-		{name: "fair", policy: "fair", page: Task{Class: ScanPage, Scan: 1, Nodes: 12, Limit: 10000}},
-		{name: "fair short slack", policy: "fair", slack: Slack{Scan: 3 * tick}, page: Task{Class: ScanPage}},
-		{name: "kura one node", policy: "kura", page: Task{Class: ScanPage, Scan: 1, Nodes: 1, Limit: 1}},
-		{name: "kura 12 nodes", policy: "kura", page: Task{Class: ScanPage, Scan: 1, Nodes: 12, Limit: 10000}},
-		{name: "kura beyond the caps", policy: "kura", page: Task{Class: ScanPage, Scan: 1, Nodes: 100, Limit: 1 << 30}},
-		{name: "res starves it", policy: "res", page: Task{Class: ScanPage, Scan: 1, Nodes: 1}, starves: true},
-		{name: "A starves it", policy: "A", page: Task{Class: ScanPage, Scan: 1, Nodes: 1}, starves: true},
+		{name: "fair", policy: "fair", pages: []Task{page(1, 12, 10000)}},
+		{name: "fair, one get per page", policy: "fair", fair: Fairness{GetRun: 1}, pages: []Task{page(0, 0, 0)}},
+		{name: "kura, three scans", policy: "kura", fair: Fairness{GetRun: 4},
+			pages: []Task{page(1, 12, 10000), page(2, 1, 1), page(3, 100, 1<<30)}},
+		{name: "res starves it", policy: "res", pages: []Task{page(1, 1, 1)}, starves: true},
+		{name: "A starves it", policy: "A", pages: []Task{page(1, 1, 1)}, starves: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := ParsePolicy(tc.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := NewQueue(p, tc.slack)
-			due := epoch.Add(arrive + maxSlack(p, tc.slack, ScanPage))
-			var page *Item
+			q := NewQueue(p, tc.fair)
+			bound := len(tc.pages) * (tc.fair.withDefaults().GetRun + 1)
+			waiting := map[*Item]bool{}
+			pops := 0
 			for now := epoch; now.Before(epoch.Add(horizon)); now = now.Add(tick) {
 				q.Push(Task{Class: LocalGet}, now)
 				q.Push(Task{Class: LocalGet}, now)
 				q.Push(Task{Class: RemoteGet}, now)
 				if now.Equal(epoch.Add(arrive)) {
-					page = q.Push(tc.page, now)
+					for _, task := range tc.pages {
+						waiting[q.Push(task, now)] = true
+					}
 				}
 				it := q.Pop()
-				if it == page {
-					if tc.starves {
-						t.Fatalf("the scan page popped at %v; want it starved", now.Sub(epoch))
-					}
-					// One pop per tick serves at most the tasks pushed by the page's
-					// deadline (three per tick, and the page) before the page.
-					bound := 3 * (due.Sub(epoch) + tick)
-					if now.Sub(epoch) > bound {
-						t.Fatalf("the scan page popped at %v, after its bound %v", now.Sub(epoch), bound)
-					}
-					return
+				if len(waiting) > 0 {
+					pops++
 				}
-				if page != nil && !tc.starves && it.Arrival().After(due) {
-					t.Fatalf("at %v a task pushed at %v popped before the scan page due at %v",
-						now.Sub(epoch), it.Arrival().Sub(epoch), due.Sub(epoch))
+				delete(waiting, it)
+				if it.Task().Class == ScanPage && tc.starves {
+					t.Fatalf("a scan page popped at %v; want them starved", now.Sub(epoch))
+				}
+				if len(waiting) > 0 && pops >= bound && !tc.starves {
+					t.Fatalf("%d scan pages still queued after %d pops, the bound", len(waiting), pops)
 				}
 			}
-			if !tc.starves {
-				t.Fatalf("the scan page did not pop in %v", horizon)
+			if len(waiting) == 0 && tc.starves {
+				t.Fatalf("the scan pages popped; want them starved")
 			}
 		})
 	}
 }
 
-// TestFairBoundRandom checks the bound on random scripts: under Fair no task pops while
-// a task queued before it is past arrival + its largest slack at the popped task's
-// arrival, whatever the mix, progress updates, removals and policy switches among Fair
-// variants.
+// TestFairBoundRandom checks Fair's bounds on random scripts of pushes, pops, progress
+// updates, removals and switches between fair and fair+ras: while scan pages wait, at
+// most GetRun gets pop in a row; no get pops while a get pushed more than RemoteSlack
+// before it waits; no scan page pops while one pushed more than its largest RaS offset
+// (16 NodeSlack) before it waits.
 func TestFairBoundRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(15))
 	for run := 0; run < 200; run++ {
 		p := Policy{Queue: Fair, RaS: rng.Intn(2) == 0}
-		slack := Slack{Scan: time.Duration(rng.Intn(20)) * time.Millisecond, Remote: time.Duration(rng.Intn(3)) * time.Millisecond}
-		q := NewQueue(p, slack)
+		fair := Fairness{
+			GetRun:      rng.Intn(5),
+			RemoteSlack: time.Duration(rng.Intn(3)) * time.Millisecond,
+			NodeSlack:   time.Duration(rng.Intn(5)) * time.Millisecond,
+		}
+		q := NewQueue(p, fair)
+		fair = fair.withDefaults()
 		queued := map[*Item]bool{}
+		scans, gets := 0, 0 // scan pages queued; gets popped in a row while scan pages waited
 		now := epoch
 		for step := 0; step < 300; step++ {
 			now = now.Add(time.Duration(rng.Intn(2000)) * time.Microsecond)
+			if scans == 0 {
+				gets = 0
+			}
 			switch r := rng.Intn(10); {
 			case r < 5:
 				task := Task{Class: Class(rng.Intn(NumClasses))}
@@ -257,6 +253,7 @@ func TestFairBoundRandom(t *testing.T) {
 					task.Scan = ScanID(1 + rng.Intn(8))
 					task.Nodes = rng.Intn(20)
 					task.Limit = rng.Intn(20000)
+					scans++
 				}
 				queued[q.Push(task, now)] = true
 			case r < 8:
@@ -265,8 +262,28 @@ func TestFairBoundRandom(t *testing.T) {
 					continue
 				}
 				delete(queued, it)
+				if it.Task().Class == ScanPage {
+					scans--
+					gets = 0
+				} else if scans > 0 {
+					if gets++; gets > fair.GetRun {
+						t.Fatalf("run %d: %d gets in a row while scan pages waited, GetRun %d", run, gets, fair.GetRun)
+					}
+				}
 				for other := range queued {
-					if due := other.Arrival().Add(maxSlack(p, slack, other.Task().Class)); it.Arrival().After(due) {
+					if (other.Task().Class == ScanPage) != (it.Task().Class == ScanPage) {
+						continue
+					}
+					var due time.Time
+					switch other.Task().Class {
+					case LocalGet:
+						due = other.Arrival()
+					case RemoteGet:
+						due = other.Arrival().Add(fair.RemoteSlack)
+					default:
+						due = other.Arrival().Add(rasMaxNodes * fair.NodeSlack)
+					}
+					if it.Arrival().After(due) {
 						t.Fatalf("run %d: %+v pushed at %v popped before %+v due at %v", run,
 							it.Task(), it.Arrival().Sub(epoch), other.Task(), due.Sub(epoch))
 					}
@@ -278,14 +295,18 @@ func TestFairBoundRandom(t *testing.T) {
 					if !q.Remove(it) {
 						t.Fatalf("run %d: a queued task was not removed", run)
 					}
+					if it.Task().Class == ScanPage {
+						scans--
+					}
 					delete(queued, it)
 					break
 				}
 				p.RaS = rng.Intn(2) == 0
 				q.SetPolicy(p)
+				gets = 0
 			}
-			if q.Len() != len(queued) {
-				t.Fatalf("run %d: Len %d, want %d", run, q.Len(), len(queued))
+			if q.Len() != len(queued) || q.Queued(ScanPage) != scans {
+				t.Fatalf("run %d: Len %d, %d scan pages; want %d, %d", run, q.Len(), q.Queued(ScanPage), len(queued), scans)
 			}
 		}
 	}
@@ -297,8 +318,8 @@ func TestFairBoundRandom(t *testing.T) {
 func TestRaSKeepsFIFOTurns(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
 	for run := 0; run < 200; run++ {
-		plain := NewQueue(Policy{Queue: FIFO}, Slack{})
-		ras := NewQueue(Policy{Queue: FIFO, RaS: true}, Slack{})
+		plain := NewQueue(Policy{Queue: FIFO}, Fairness{})
+		ras := NewQueue(Policy{Queue: FIFO, RaS: true}, Fairness{})
 		now := epoch
 		for step := 0; step < 300; step++ {
 			now = now.Add(time.Millisecond)

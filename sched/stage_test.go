@@ -81,8 +81,8 @@ func (r *recorder) order() string {
 
 // TestStageOrder checks, with one worker held by a blocked read, the order in which the
 // queued reads then run: each policy's, a policy switched while they wait, and RaS
-// progress. Fair's slack is an hour so that its order does not depend on how fast the
-// reads were queued.
+// progress. Fair's slacks are an hour so that its order does not depend on how fast
+// the reads were queued.
 func TestStageOrder(t *testing.T) {
 	type progress struct {
 		scan  ScanID
@@ -99,7 +99,7 @@ func TestStageOrder(t *testing.T) {
 		{name: "res", policy: "res", want: "l1 r1 s1 s2"},
 		{name: "A", policy: "A", want: "l1 r1 s2 s1"},
 		{name: "P+RaS", policy: "P+RaS", want: "s2 r1 s1 l1"},
-		{name: "fair", policy: "fair", want: "l1 s1 r1 s2"},
+		{name: "fair", policy: "fair", want: "l1 r1 s1 s2"},
 		{name: "kura", policy: "kura", want: "l1 r1 s2 s1"},
 		{name: "switched to res", policy: "fifo", switchTo: "res", want: "l1 r1 s1 s2"},
 		{name: "switched to fifo", policy: "A", switchTo: "fifo", want: "s1 r1 s2 l1"},
@@ -111,7 +111,7 @@ func TestStageOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := NewStage(Config{Workers: 1, Policy: p, Slack: Slack{Scan: time.Hour, Remote: time.Hour}})
+			s, err := NewStage(Config{Workers: 1, Policy: p, Fair: Fairness{RemoteSlack: time.Hour, NodeSlack: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +278,8 @@ func TestNewStage(t *testing.T) {
 		{name: "workers", cfg: Config{Workers: 4}, workers: 4},
 		{name: "negative workers", cfg: Config{Workers: -1}, wantErr: "-1 read workers"},
 		{name: "negative device", cfg: Config{Device: Device{Access: -time.Millisecond}}, wantErr: "negative time"},
-		{name: "negative slack", cfg: Config{Slack: Slack{Scan: -time.Millisecond}}, wantErr: "negative"},
+		{name: "negative slack", cfg: Config{Fair: Fairness{NodeSlack: -time.Millisecond}}, wantErr: "negative"},
+		{name: "negative get run", cfg: Config{Fair: Fairness{GetRun: -1}}, wantErr: "negative"},
 		{name: "unknown discipline", cfg: Config{Policy: Policy{Queue: 7}}, wantErr: "unknown queue discipline"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
