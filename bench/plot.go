@@ -31,18 +31,14 @@ type Figure struct {
 	LogX, LogY bool
 	Categories []string
 	Series     []Series
+	// LegendOutside puts the legend to the right of the axes instead of in the data's top
+	// right corner, where it would hide the lines that rise to the right.
+	LegendOutside bool
 }
 
 // Save draws the figure to a PNG file.
 func (f Figure) Save(path string) error {
-	if err := checkPNG(path); err != nil {
-		return err
-	}
-	p, err := f.build()
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return SavePanels(path, 1, f)
 }
 
 // SavePanels draws several figures into one PNG file, as panels in rows of columns
@@ -62,9 +58,23 @@ func SavePanels(path string, columns int, figures ...Figure) error {
 	for i, f := range figures {
 		p, err := f.build()
 		if err != nil {
+			if len(figures) == 1 {
+				return fmt.Errorf("plot %s: %w", path, err)
+			}
 			return fmt.Errorf("plot %s: panel %q: %w", path, f.Title, err)
 		}
-		p.Draw(tiles.At(dc, i%columns, i/columns))
+		tile := tiles.At(dc, i%columns, i/columns)
+		if !f.LegendOutside {
+			p.Draw(tile)
+			continue
+		}
+		// The legend gets a strip of its own at the right; the plot draws without it.
+		legend := p.Legend
+		p.Legend = plot.NewLegend()
+		legend.Top, legend.Left = true, true
+		strip := legend.Rectangle(tile).Size().X + legend.ThumbnailWidth
+		p.Draw(draw.Crop(tile, 0, -strip, 0, 0))
+		legend.Draw(draw.Crop(tile, tile.Size().X-strip+legend.ThumbnailWidth/2, 0, 0, -p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y-p.Title.Padding))
 	}
 	out, err := os.Create(path)
 	if err != nil {

@@ -131,7 +131,7 @@ func setupPower(fs *flag.FlagSet) Runner {
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run in about two minutes: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
-			if err := applyQuick(fs); err != nil {
+			if err := applyQuick(fs, quickSettings); err != nil {
 				return nil, err
 			}
 		}
@@ -150,11 +150,11 @@ func setupPower(fs *flag.FlagSet) Runner {
 	}
 }
 
-// applyQuick gives the flags not set on the command line their quickSettings.
-func applyQuick(fs *flag.FlagSet) error {
+// applyQuick gives the flags not set on the command line the values of a bench's --quick.
+func applyQuick(fs *flag.FlagSet, settings map[string]string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, value := range quickSettings {
+	for name, value := range settings {
 		if !set[name] {
 			if err := fs.Set(name, value); err != nil {
 				return fmt.Errorf("--quick: %w", err)

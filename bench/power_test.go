@@ -203,7 +203,7 @@ func TestApplyQuick(t *testing.T) {
 	if err := fs.Parse([]string{"--quick", "--interval", "9s"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyQuick(fs); err != nil {
+	if err := applyQuick(fs, quickSettings); err != nil {
 		t.Fatal(err)
 	}
 	// A flag given keeps its value; the others take the quick ones.

@@ -11,7 +11,11 @@ import (
 )
 
 // Report is a bench's result. Rows is a slice of structs whose JSON field names follow the
-// project's convention (snake_case, unit last); the table shows the same fields.
+// project's convention (snake_case, unit last); the table shows the same fields. A field
+// tagged `table:"group"` (e.g. the mix a run used) is not a column: the table prints it in
+// a heading above each run of rows that share its value, which keeps a table of many such
+// fields narrow; a field tagged `table:"-"` is in the JSON only, for detail the table has
+// no room for. Reduction, too, is printed as such a table when it is a slice of structs.
 type Report struct {
 	Bench     string         `json:"bench"`
 	Scale     string         `json:"scale"`
@@ -46,6 +50,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if extra.value == nil || reflect.ValueOf(extra.value).IsZero() {
 			continue
 		}
+		if extra.title == "reduction" && isStructSlice(extra.value) {
+			fmt.Fprintf(w, "\n%s:\n", extra.title)
+			if err := writeRows(w, extra.value); err != nil {
+				return err
+			}
+			continue
+		}
 		b, err := json.MarshalIndent(extra.value, "", "  ")
 		if err != nil {
 			return err
@@ -58,7 +69,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// writeRows prints a slice of structs as an aligned table, one column per JSON field.
+// isStructSlice reports whether v is a slice of structs (or of pointers to structs).
+func isStructSlice(v any) bool {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Slice {
+		return false
+	}
+	elem := t.Elem()
+	for elem.Kind() == reflect.Pointer {
+		elem = elem.Elem()
+	}
+	return elem.Kind() == reflect.Struct
+}
+
+// writeRows prints a slice of structs as an aligned table, one column per JSON field but
+// the group fields, whose values head each run of rows that share them; every run gets
+// the column names again, so that it reads on its own.
 func writeRows(w io.Writer, rows any) error {
 	v := reflect.ValueOf(rows)
 	if v.Kind() != reflect.Slice {
@@ -68,21 +94,45 @@ func writeRows(w io.Writer, rows any) error {
 		_, err := fmt.Fprintln(w, "(no rows)")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	elem := v.Index(0)
 	for elem.Kind() == reflect.Pointer {
 		elem = elem.Elem()
 	}
-	columns := tableColumns(elem.Type(), nil)
+	var columns, groups []column
+	for _, c := range tableColumns(elem.Type(), nil) {
+		if c.group {
+			groups = append(groups, c)
+		} else {
+			columns = append(columns, c)
+		}
+	}
 	headers := make([]string, len(columns))
 	for i, c := range columns {
 		headers[i] = c.name
 	}
-	fmt.Fprintln(tw, strings.Join(headers, "\t")+"\t")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	heading := ""
 	for i := 0; i < v.Len(); i++ {
 		row := v.Index(i)
 		for row.Kind() == reflect.Pointer {
 			row = row.Elem()
+		}
+		parts := make([]string, len(groups))
+		for j, g := range groups {
+			parts[j] = g.name + " " + formatCell(row.FieldByIndex(g.index))
+		}
+		if h := strings.Join(parts, ", "); i == 0 || h != heading {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if h != "" {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				fmt.Fprintln(w, h)
+			}
+			heading = h
+			fmt.Fprintln(tw, strings.Join(headers, "\t")+"\t")
 		}
 		cells := make([]string, len(columns))
 		for j, c := range columns {
@@ -93,10 +143,12 @@ func writeRows(w io.Writer, rows any) error {
 	return tw.Flush()
 }
 
-// column is one table column: a JSON field name and where the field sits in the row.
+// column is one table column: a JSON field name and where the field sits in the row;
+// group marks a field tagged `table:"group"`, printed in headings rather than as a column.
 type column struct {
 	name  string
 	index []int
+	group bool
 }
 
 // tableColumns lists the JSON-named fields of a row type in order, flattening embedded
@@ -111,10 +163,10 @@ func tableColumns(t reflect.Type, prefix []int) []column {
 			out = append(out, tableColumns(f.Type, index)...)
 			continue
 		}
-		if name == "" || name == "-" || !f.IsExported() {
+		if name == "" || name == "-" || !f.IsExported() || f.Tag.Get("table") == "-" {
 			continue
 		}
-		out = append(out, column{name: name, index: index})
+		out = append(out, column{name: name, index: index, group: f.Tag.Get("table") == "group"})
 	}
 	return out
 }

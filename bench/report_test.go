@@ -79,3 +79,41 @@ func TestReportTableFlattensEmbeddedRows(t *testing.T) {
 		t.Fatalf("header = %v, want the embedded row's columns in place:\n%s", header, table.String())
 	}
 }
+
+func TestReportTableGroups(t *testing.T) {
+	type row struct {
+		Mix     string  `json:"mix" table:"group"`
+		Clients int     `json:"clients"`
+		Mean    float64 `json:"latency_ms_mean"`
+		Detail  float64 `json:"detail_ms" table:"-"`
+	}
+	type reduction struct {
+		Mix     string  `json:"mix" table:"group"`
+		MeanPct float64 `json:"mean_pct"`
+	}
+	r := &Report{Bench: "x", Rows: []row{{"9:1", 1, 2.5, 7}, {"9:1", 2, 3, 7}, {"5:5", 1, 4, 7}},
+		Reduction: []reduction{{"9:1", 25}, {"5:5", 80}}}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(table.String(), "\n")[3:] {
+		got = append(got, strings.Join(strings.Fields(line), " "))
+	}
+	want := []string{
+		"mix 9:1", "clients latency_ms_mean", "1 2.5", "2 3", "",
+		"mix 5:5", "clients latency_ms_mean", "1 4", "",
+		"reduction:", "mix 9:1", "mean_pct", "25", "", "mix 5:5", "mean_pct", "80", "",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("table:\n%s\nwant the group fields as headings and no detail:\n%s", table.String(), strings.Join(want, "\n"))
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"detail_ms": 7`) || !strings.Contains(js.String(), `"mix": "9:1"`) {
+		t.Fatalf("JSON lacks the fields the table leaves out: %s", js.String())
+	}
+}
