@@ -67,7 +67,7 @@ func (l *Local) ScanKeys(_ context.Context, req KeysRequest) (KeysPage, error) {
 		scan.Spans = append(scan.Spans, storage.Span{From: sp.From, To: sp.To})
 	}
 	if len(req.Ranges) > 0 {
-		scan.Filter = inRanges(ks.Partition(), req.Ranges)
+		scan.Filter = inRanges(ks, req.Ranges)
 	}
 	page, err := l.engine.ScanLive(ks.Name, scan)
 	if err != nil {

@@ -52,7 +52,7 @@ func (l *Local) Scan(_ context.Context, req ScanRequest) ([]lww.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := l.engine.Scan(ks.Name, req.Start, req.End, req.Limit, true, inRanges(ks.Partition(), req.Ranges))
+	recs, err := l.engine.Scan(ks.Name, req.Start, req.End, req.Limit, true, inRanges(ks, req.Ranges))
 	if req.KeysOnly {
 		for i := range recs {
 			recs[i].Value = nil
@@ -119,7 +119,24 @@ func (l *Local) each(keyspace string, fn func(lww.Record) error) error {
 }
 
 // inRanges returns a key filter that accepts keys whose token lies in one of ranges.
-func inRanges(p ring.Partitioner, ranges []ring.Range) func([]byte) bool {
+// During a rebalance (ks.Moving) a key's token under the next split keys counts too:
+// the coordinator that planned the ranges may already read with the splits this node
+// holds as next, or not yet with those it holds as current, for as long as the
+// definition takes to reach every node; the extra keys are ones this replica holds, and
+// the coordinator reconciles them like any other answer.
+func inRanges(ks schema.Keyspace, ranges []ring.Range) func([]byte) bool {
+	current := tokenIn(ks.Partition(), ranges)
+	next := ks.NextPartition()
+	if next == nil {
+		return current
+	}
+	alsoNext := tokenIn(next, ranges)
+	return func(key []byte) bool { return current(key) || alsoNext(key) }
+}
+
+// tokenIn returns a key filter that accepts keys whose token under p lies in one of
+// ranges.
+func tokenIn(p ring.Partitioner, ranges []ring.Range) func([]byte) bool {
 	return func(key []byte) bool {
 		t := p.Token(key)
 		for _, rg := range ranges {

@@ -60,7 +60,7 @@ func (l *Local) TreeDigest(_ context.Context, req TreeRequest) (Tree, error) {
 		return Tree{}, err
 	}
 	p := ks.Partition()
-	inRange := inRanges(p, []ring.Range{req.Range})
+	inRange := tokenIn(p, []ring.Range{req.Range})
 	var start []byte
 	for {
 		recs, err := l.engine.Scan(ks.Name, start, nil, treePage, true, inRange)
