@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuradb/kura/cluster"
@@ -23,6 +24,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -102,6 +104,22 @@ type Parts struct {
 	Hints     Hints
 	Clock     Clock
 	Proximity Proximity
+	// Reads gives the node's read policy, whose scan-side options (paper 004's P and
+	// RaS) the coordinator applies; nil is FIFO with sequential scans.
+	Reads ReadPolicy
+	// Rows estimates the rows each node holds, for parallel scans; nil knows none.
+	Rows RowEstimates
+}
+
+// ReadPolicy gives the node's current read policy; *sched.Stage is one.
+type ReadPolicy interface {
+	Policy() sched.Policy
+}
+
+// RowEstimates gives the rows a node holds of a keyspace, as it last published them
+// (gossiped per node); ok is false when the node published none.
+type RowEstimates interface {
+	Rows(node, keyspace string) (rows int64, ok bool)
 }
 
 // Coordinator serves client requests of one node.
@@ -114,9 +132,13 @@ type Coordinator struct {
 	hints     Hints
 	clock     Clock
 	proximity Proximity
+	reads     ReadPolicy
+	rows      RowEstimates
 	log       *slog.Logger
 	// lwtKeys queues this coordinator's lightweight transactions per key.
 	lwtKeys keyQueue
+	// scans numbers this coordinator's scans (nextScanID).
+	scans atomic.Uint64
 }
 
 // New returns a coordinator over the node's parts.
@@ -158,6 +180,8 @@ func New(cfg Config, parts Parts) *Coordinator {
 		hints:     parts.Hints,
 		clock:     parts.Clock,
 		proximity: parts.Proximity,
+		reads:     parts.Reads,
+		rows:      parts.Rows,
 		log:       cfg.Logger,
 	}
 }

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sort"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -45,15 +50,32 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	if err != nil {
 		return nil, routed(err)
 	}
-	if len(ranges) == 0 {
-		return nil, nil
+	policy := c.readPolicy()
+	tag := scanTag{id: c.nextScanID(), ras: policy.RaS}
+	// With the hash partitioner every range holds keys anywhere in [start, end): each
+	// round reads all of them. With the ordered one, ranges follow key order: a round
+	// reads the next range (the paper's O), or as many as the row estimates say the
+	// limit needs (P), and later ranges are read only if the limit is not met.
+	pieces := ranges
+	ordered := ks.Partitioner == "ordered"
+	if ordered {
+		first, last := tokenBounds(ks, start, end)
+		pieces = inTokenOrder(ranges, first, last)
 	}
 
 	var out []lww.Record
 	cursor := start
 	now := c.clock.Now()
-	for len(out) < limit {
-		round, err := c.scanRound(ctx, ks, ranges, cursor, end, limit-len(out), cl)
+	for next := 0; len(out) < limit && next < len(pieces); {
+		n := len(pieces) - next
+		if ordered {
+			n = 1
+			if policy.Parallel {
+				n = c.piecesNeeded(ctx, ks, pieces[next:], limit-len(out))
+			}
+		}
+		batch := pieces[next : next+n]
+		round, err := c.scanRound(ctx, ks, batch, cursor, end, limit-len(out), cl, tag)
 		if err != nil {
 			return nil, err
 		}
@@ -63,12 +85,159 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 			}
 		}
 		if round.complete {
-			break
+			next += n
+			continue
 		}
-		// Everything up to the cut-off key is known; go on just after it.
+		// Everything up to the cut-off key is known; go on just after it, from the
+		// range that holds it (the ranges before it in the batch are exhausted).
 		cursor = append(append([]byte(nil), round.cutoff...), 0)
+		if ordered {
+			next += pieceOf(batch, ks.Partition().Token(round.cutoff))
+		}
 	}
 	return out, nil
+}
+
+// readPolicy is the node's read policy; FIFO with sequential scans without one.
+func (c *Coordinator) readPolicy() sched.Policy {
+	if c.reads == nil {
+		return sched.Policy{}
+	}
+	return c.reads.Policy()
+}
+
+// nextScanID names a new scan: this coordinator's id hashed in the high half, so that
+// scans of different coordinators meeting in one read stage differ, and a sequence in
+// the low half. No randomness: a simulated run stays the same from one seed.
+func (c *Coordinator) nextScanID() sched.ScanID {
+	return sched.ScanID(xxhash.Sum64String(c.view.Self().ID)<<32 | c.scans.Add(1)&0xffffffff)
+}
+
+// scanTag is what every replica request of one scan carries: the scan's id, and whether
+// its replicas are told as others answer (paper 004's RaS priority updates).
+type scanTag struct {
+	id  sched.ScanID
+	ras bool
+}
+
+// tokenBounds returns the tokens of the keys in [start, end) under the keyspace's
+// order-preserving partitioner: between first and last, both included.
+func tokenBounds(ks schema.Keyspace, start, end []byte) (first, last ring.Token) {
+	first, last = ks.Partition().Token(start), ^ring.Token(0)
+	if end != nil {
+		last = ks.Partition().Token(end)
+	}
+	return first, last
+}
+
+// piece is a token range read as one unit of an ordered scan, with the tokens it covers,
+// first to last, both included: a ring range, or one of the two halves of the range
+// that wraps past the ring's end, whose keys are at both ends of the key order.
+type piece struct {
+	placement.RangeReplicas
+	first, last ring.Token
+}
+
+// inTokenOrder cuts the wrapping range in two and returns the pieces that hold tokens in
+// [first, last], in token order: the order of their keys.
+func inTokenOrder(ranges []placement.RangeReplicas, first, last ring.Token) []placement.RangeReplicas {
+	const top = ^ring.Token(0)
+	var pieces []piece
+	add := func(rr placement.RangeReplicas, rg ring.Range, from, to ring.Token) {
+		if from <= last && to >= first {
+			rr.Range = rg
+			pieces = append(pieces, piece{RangeReplicas: rr, first: from, last: to})
+		}
+	}
+	for _, rr := range ranges {
+		rg := rr.Range
+		switch {
+		case rg.Start < rg.End:
+			add(rr, rg, rg.Start+1, rg.End)
+		case rg.Start == top && rg.End == top:
+			add(rr, rg, 0, top) // the whole ring
+		default:
+			// (Start, top] and [0, End]; the range (top, End] holds exactly [0, End].
+			add(rr, ring.Range{Start: top, End: rg.End}, 0, rg.End)
+			if rg.Start != top {
+				add(rr, ring.Range{Start: rg.Start, End: top}, rg.Start+1, top)
+			}
+		}
+	}
+	sort.Slice(pieces, func(i, j int) bool { return pieces[i].first < pieces[j].first })
+	out := make([]placement.RangeReplicas, len(pieces))
+	for i, p := range pieces {
+		out[i] = p.RangeReplicas
+	}
+	return out
+}
+
+// pieceOf returns the index of the piece of batch that holds token t.
+func pieceOf(batch []placement.RangeReplicas, t ring.Token) int {
+	for i, rr := range batch {
+		if rr.Range.Contains(t) {
+			return i
+		}
+	}
+	return 0
+}
+
+// piecesNeeded is paper 004's estimate for P: how many of the pieces, from the first, a
+// scan must read to find remaining rows, by the rows each replica published. The first
+// piece counts as none, since the scan may start anywhere in it; a piece whose replicas
+// published nothing counts as enough.
+func (c *Coordinator) piecesNeeded(ctx context.Context, ks schema.Keyspace, pieces []placement.RangeReplicas, remaining int) int {
+	owned := c.ownedFractions(ctx, ks)
+	var rows float64
+	for i := 1; i < len(pieces); i++ {
+		rows += c.pieceRows(ks, pieces[i], owned)
+		if rows >= float64(remaining) {
+			return i + 1
+		}
+	}
+	return len(pieces)
+}
+
+// pieceRows estimates the rows of one piece: each readable replica's published rows, in
+// proportion to the share of the ring the piece is of what the replica holds, averaged
+// over the replicas. +Inf when none published any.
+func (c *Coordinator) pieceRows(ks schema.Keyspace, p placement.RangeReplicas, owned map[string]float64) float64 {
+	var sum float64
+	var known int
+	for _, m := range p.Replicas {
+		rows, ok := c.rowsOf(m.ID, ks.Name)
+		if !ok || !m.Reads() || owned[m.ID] == 0 {
+			continue
+		}
+		sum += float64(rows) * p.Range.Fraction() / owned[m.ID]
+		known++
+	}
+	if known == 0 {
+		return math.Inf(1)
+	}
+	return sum / float64(known)
+}
+
+func (c *Coordinator) rowsOf(node, keyspace string) (int64, bool) {
+	if c.rows == nil {
+		return 0, false
+	}
+	return c.rows.Rows(node, keyspace)
+}
+
+// ownedFractions returns the share of the ring each node holds a replica of for ks.
+func (c *Coordinator) ownedFractions(ctx context.Context, ks schema.Keyspace) map[string]float64 {
+	owned := map[string]float64{}
+	all, err := c.placement.ScanRanges(ctx, ks, nil, nil)
+	if err != nil {
+		return owned
+	}
+	for _, rr := range all {
+		for _, m := range rr.Replicas {
+			owned[m.ID] += rr.Range.Fraction()
+		}
+	}
+	return owned
 }
 
 // roundResult is what one pass over the ranges established.
@@ -119,7 +288,7 @@ func (s *scanMerge) result() roundResult {
 
 // scanRound reads [cursor, end) once from every range: each range is a group of the
 // gatherer, and each node gets one request for all the ranges it was chosen for.
-func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level) (roundResult, error) {
+func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag) (roundResult, error) {
 	localDC := c.view.Self().DC
 	q := &quorum{self: c.view.Self().ID, byNode: true}
 	for i, rg := range ranges {
@@ -131,13 +300,22 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		q.groups = append(q.groups, newGroup(required, candidates))
 	}
 	merge := &scanMerge{newest: map[string]lww.Record{}}
+	waiting := &scanWaiting{members: map[string]placement.Member{}}
+	nodes := firstCandidates(q.groups)
 	out, err := gather(ctx, q, func(m placement.Member, ts []target) ([]lww.Record, error) {
-		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, End: end, Limit: limit, Ranges: make([]ring.Range, len(ts))}
+		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, End: end, Limit: limit, Ranges: make([]ring.Range, len(ts)),
+			Scan: tag.id, Nodes: nodes}
 		for i, t := range ts {
 			req.Ranges[i] = ranges[t.group].Range
 		}
+		waiting.add(m)
 		return c.scanReplica(m, req)
-	}, func(_ []target, recs []lww.Record) { merge.add(recs, limit) })
+	}, func(ts []target, recs []lww.Record) {
+		merge.add(recs, limit)
+		if left := waiting.answered(ts[0].ID); tag.ras && len(left) > 0 {
+			c.tellProgress(tag.id, left)
+		}
+	})
 	switch {
 	case err != nil:
 		return roundResult{}, &TimeoutError{Level: cl, Required: q.groups[0].required, Acked: out.acked, Cause: err}
@@ -156,4 +334,59 @@ func (c *Coordinator) scanReplica(m placement.Member, req replica.ScanRequest) (
 	ctx, cancel := c.replicaContext()
 	defer cancel()
 	return r.Scan(ctx, req)
+}
+
+// firstCandidates counts the distinct nodes a round asks first, one per group: how many
+// nodes the scan waits for, as RaS orders scans.
+func firstCandidates(groups []*group) int {
+	seen := map[string]bool{}
+	for _, g := range groups {
+		if len(g.candidates) > 0 {
+			seen[g.candidates[0].ID] = true
+		}
+	}
+	return max(len(seen), 1)
+}
+
+// scanWaiting tracks the nodes a scan round asked and that have not answered yet. Asks
+// run in their own goroutines; answers arrive in the gathering one.
+type scanWaiting struct {
+	mu      sync.Mutex
+	members map[string]placement.Member
+}
+
+func (w *scanWaiting) add(m placement.Member) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.members[m.ID] = m
+}
+
+// answered removes the node that answered and returns those still waited for.
+func (w *scanWaiting) answered(id string) []placement.Member {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.members, id)
+	left := make([]placement.Member, 0, len(w.members))
+	for _, m := range w.members {
+		left = append(left, m)
+	}
+	return left
+}
+
+// tellProgress tells each node still working on a scan how many nodes it waits for, in
+// the background: the update is advice, and the scan does not wait for it.
+func (c *Coordinator) tellProgress(scan sched.ScanID, left []placement.Member) {
+	for _, m := range left {
+		r, err := c.replica(m)
+		if err != nil {
+			continue
+		}
+		go func() {
+			ctx, cancel := c.replicaContext()
+			defer cancel()
+			if err := r.ScanProgress(ctx, scan, len(left)); err != nil {
+				c.log.Debug("scan progress not delivered", "node", m.ID, "err", err)
+			}
+		}()
+	}
 }

@@ -19,7 +19,8 @@ const (
 	KeyStatus = "status"
 	// KeyTokens is the node's ring tokens, in the ring package's encoding.
 	KeyTokens = "tokens"
-	// KeyLoadRows is the number of rows the node stores.
+	// KeyLoadRows is the live rows the node holds of each ordered keyspace, as
+	// "keyspace=rows,...": what parallel scans size their rounds by.
 	KeyLoadRows = "load_rows"
 	// KeyLoadBytes is the number of bytes the node stores.
 	KeyLoadBytes = "load_bytes"

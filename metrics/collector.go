@@ -24,6 +24,10 @@ type nodeCollector struct {
 	powerState        *prometheus.Desc
 	powerWatts        *prometheus.Desc
 	energyJoules      *prometheus.Desc
+	readQueued        *prometheus.Desc
+	readServed        *prometheus.Desc
+	readWait          *prometheus.Desc
+	readBusy          *prometheus.Desc
 }
 
 func newNodeCollector(cfg Config) *nodeCollector {
@@ -52,6 +56,14 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"The node's modelled power draw (paper 003's figures, transition times applied).", nil, nil),
 		energyJoules: prometheus.NewDesc("kura_energy_joules_total",
 			"The node's modelled energy since it started.", nil, nil),
+		readQueued: prometheus.NewDesc("kura_read_queued",
+			"Reads waiting for a worker of the node's read stage, by class (local_get, remote_get, scan_page).", []string{"class"}, nil),
+		readServed: prometheus.NewDesc("kura_read_served_total",
+			"Reads the node's read stage gave a worker, by class.", []string{"class"}, nil),
+		readWait: prometheus.NewDesc("kura_read_wait_seconds_total",
+			"Time the served reads waited in the read stage's queue, by class.", []string{"class"}, nil),
+		readBusy: prometheus.NewDesc("kura_read_workers_busy",
+			"Workers of the node's read stage at work.", nil, nil),
 	}
 }
 
@@ -68,6 +80,10 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.powerState
 	ch <- c.powerWatts
 	ch <- c.energyJoules
+	ch <- c.readQueued
+	ch <- c.readServed
+	ch <- c.readWait
+	ch <- c.readBusy
 }
 
 // Collect reads the counters and gauges.
@@ -101,5 +117,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.powerWatts, prometheus.GaugeValue, g.PowerWatts)
 		ch <- prometheus.MustNewConstMetric(c.energyJoules, prometheus.CounterValue, g.EnergyJoules)
+		for _, rc := range g.ReadClasses {
+			ch <- prometheus.MustNewConstMetric(c.readQueued, prometheus.GaugeValue, float64(rc.Queued), rc.Class)
+			ch <- prometheus.MustNewConstMetric(c.readServed, prometheus.CounterValue, float64(rc.Served), rc.Class)
+			ch <- prometheus.MustNewConstMetric(c.readWait, prometheus.CounterValue, rc.WaitSeconds, rc.Class)
+		}
+		ch <- prometheus.MustNewConstMetric(c.readBusy, prometheus.GaugeValue, float64(g.ReadWorkersBusy))
 	}
 }

@@ -45,6 +45,18 @@ type Gauges struct {
 	PowerState   string
 	PowerWatts   float64
 	EnergyJoules float64
+	// ReadClasses are the read stage's figures per class of read (paper 004), and
+	// ReadWorkersBusy its workers at work.
+	ReadClasses     []ReadClass
+	ReadWorkersBusy int
+}
+
+// ReadClass is the read stage's figures for one class of read.
+type ReadClass struct {
+	Class       string  // local_get, remote_get, scan_page
+	Queued      int     // waiting for a worker now
+	Served      uint64  // given a worker since the node started
+	WaitSeconds float64 // the served ones' total time in the queue
 }
 
 // Registry is one node's metrics. Each node has its own, so that several nodes can run in

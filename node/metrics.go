@@ -9,6 +9,7 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/metrics"
+	"github.com/kuradb/kura/sched"
 )
 
 // newMetrics returns the node's registry, reading traffic from its transport and gauges
@@ -24,6 +25,11 @@ func (n *Node) gauges() metrics.Gauges {
 		ClockOffsetSeconds: clock.Offset.Seconds(), ClockOK: clock.OK, ClockAheadMaxSeconds: clock.AheadMax.Seconds(),
 		PowerState: n.Power().String()}
 	g.PowerWatts, g.EnergyJoules = n.Energy(time.Now())
+	reads := n.stage.Stats()
+	for class, cs := range reads.ByClass {
+		g.ReadClasses = append(g.ReadClasses, metrics.ReadClass{Class: sched.Class(class).String(), Queued: cs.Queued, Served: cs.Served, WaitSeconds: cs.Wait.Seconds()})
+	}
+	g.ReadWorkersBusy = reads.Busy
 	for _, member := range n.directory.Nodes() {
 		if n.directory.State(member.ID).Reachable() {
 			g.MembersAlive++

@@ -35,6 +35,7 @@ import (
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/stream"
@@ -155,6 +156,16 @@ type Config struct {
 	// on one node at a time.
 	PowerController *power.ControllerConfig
 
+	// ReadWorkers bounds the reads the node serves at once, for itself and for other
+	// coordinators (its read stage, Cassandra's concurrent_reads); 0 means
+	// sched.DefaultWorkers. ReadPolicy orders the reads waiting for a worker and says
+	// whether scans are sent in parallel (docs/scheduling.md); the zero value is FIFO
+	// with sequential scans. ReadDevice, when set, holds a worker for an emulated
+	// storage device's time after each read (benches on data that sits in memory).
+	ReadWorkers int
+	ReadPolicy  sched.Policy
+	ReadDevice  sched.Device
+
 	// Limits bound a request's key and value (and a scan's length); zero fields take
 	// coord.DefaultLimits. A key and a value at their limits must fit a replica message
 	// (see CheckLimits): values up to just under 32 MiB.
@@ -185,6 +196,8 @@ type Node struct {
 	ring      *placement.Ring
 	local     *replica.Local
 	hints     *hints.Store
+	stage     *sched.Stage // the read stage every read of local data passes through
+	rows      rowCounts    // rows per node and ordered keyspace, as gossiped
 	power     *powerCycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
@@ -234,6 +247,8 @@ func Start(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.loop(n.gossip.interval(), n.pingClocks) // once a gossip round
 	go n.loop(time.Hour, n.collectGarbage)
+	n.wg.Add(1)
+	go n.loop(rowsInterval, n.publishRows)
 	n.wg.Add(1)
 	go n.dropTruncatedLoop()
 	if n.dht != nil {
@@ -376,7 +391,12 @@ func (n *Node) open() error {
 	// One hint store per engine: the coordinator's hints and the writes offloaded to this
 	// node share its sequence, so no two entries get the same key.
 	n.hints = hints.NewStore(n.engine)
-	n.local = replica.NewLocal(n.engine, n.catalog, n.hints)
+	stage, err := sched.NewStage(sched.Config{Workers: n.cfg.ReadWorkers, Policy: n.cfg.ReadPolicy, Device: n.cfg.ReadDevice})
+	if err != nil {
+		return fmt.Errorf("read stage: %w", err)
+	}
+	n.stage = stage
+	n.local = replica.NewLocal(n.engine, n.catalog, n.hints, n.stage)
 	n.replicas = replica.NewServer(n.local, n.guard)
 	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
 	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
@@ -387,6 +407,8 @@ func (n *Node) open() error {
 		Hints:     n.hints,
 		Clock:     n.guard,
 		Proximity: proximity{n},
+		Reads:     n.stage,
+		Rows:      &n.rows,
 	})
 	var limiter *rate.Limiter
 	if n.cfg.StreamThroughput > 0 {
@@ -485,6 +507,9 @@ func (n *Node) Close() error {
 	var errs []error
 	if n.transport != nil {
 		errs = append(errs, n.transport.Close())
+	}
+	if n.stage != nil {
+		n.stage.Close()
 	}
 	if n.engine != nil {
 		errs = append(errs, n.engine.Close())

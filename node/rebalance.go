@@ -26,7 +26,7 @@ import (
 
 // kindRebalance asks a node for one step of a rebalance: sample its keys, copy its
 // records to their next replicas, or drop what it no longer holds.
-var kindRebalance = transport.RegisterKind(24, "rebalance")
+var kindRebalance = transport.RegisterKind(25, "rebalance")
 
 // Steps of a rebalance a node is asked for (kurav1.RebalanceStepRequest's step).
 const (

@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
 )
@@ -57,7 +58,7 @@ type KeysPage struct {
 }
 
 // ScanKeys walks the engine's live-key index.
-func (l *Local) ScanKeys(_ context.Context, req KeysRequest) (KeysPage, error) {
+func (l *Local) ScanKeys(ctx context.Context, req KeysRequest) (KeysPage, error) {
 	ks, err := l.keyspaces.Get(req.Keyspace)
 	if err != nil {
 		return KeysPage{}, err
@@ -67,9 +68,12 @@ func (l *Local) ScanKeys(_ context.Context, req KeysRequest) (KeysPage, error) {
 		scan.Spans = append(scan.Spans, storage.Span{From: sp.From, To: sp.To})
 	}
 	if len(req.Ranges) > 0 {
-		scan.Filter = inRanges(ks, req.Ranges)
+		scan.Filter = inRanges(ks.Partition(), req.Ranges)
 	}
-	page, err := l.engine.ScanLive(ks.Name, scan)
+	page, err := staged(ctx, l, sched.Task{Class: sched.ScanPage}, func() (storage.LivePage, int, error) {
+		page, err := l.engine.ScanLive(ks.Name, scan)
+		return page, recordBytes(page.Records), err
+	})
 	if err != nil {
 		return KeysPage{}, err
 	}

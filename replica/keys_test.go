@@ -9,11 +9,12 @@ import (
 
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 )
 
 func TestScanKeysLocalAndRemoteAgree(t *testing.T) {
-	engine, local, remote, _ := newReplica(t, storage.Options{})
+	engine, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
 	var recs []lww.Record
 	for i := range 100 {
 		rec := lww.Record{Key: fmt.Appendf(nil, "k%03d", i), Value: []byte("value"), Timestamp: 5}

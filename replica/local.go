@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 )
@@ -16,18 +18,50 @@ type Keyspaces interface {
 }
 
 // Local is this node's replica: its storage engine. Writes go straight to the engine;
-// reads will pass through the read stage here once it exists, so that every read the
-// node serves, for itself or for another coordinator, shares one queue.
+// every read passes through the node's read stage (package sched), so that every read
+// the node serves, for itself or for another coordinator, shares one bounded pool and
+// one queue ordered by the node's read policy.
 type Local struct {
 	engine    *storage.Engine
 	keyspaces Keyspaces
 	offloads  OffloadLog // nil: the node holds no offloaded writes
+	stage     *sched.Stage
 }
 
-// NewLocal returns the replica over engine; keyspaces gives scans their partitioner, and
-// offloads keeps the writes this node holds for sleeping replicas.
-func NewLocal(engine *storage.Engine, keyspaces Keyspaces, offloads OffloadLog) *Local {
-	return &Local{engine: engine, keyspaces: keyspaces, offloads: offloads}
+// NewLocal returns the replica over engine; keyspaces gives scans their partitioner,
+// offloads keeps the writes this node holds for sleeping replicas, and stage runs its
+// reads.
+func NewLocal(engine *storage.Engine, keyspaces Keyspaces, offloads OffloadLog, stage *sched.Stage) *Local {
+	return &Local{engine: engine, keyspaces: keyspaces, offloads: offloads, stage: stage}
+}
+
+// scanPageRows bounds the rows one scan page reads while it holds a worker of the read
+// stage: a long scan goes back to the queue between pages, so that point reads queued
+// behind it wait for one page, not for the whole scan.
+const scanPageRows = 100
+
+// staged runs read, one read of the engine, on l's read stage as task t. read returns
+// its result and how many bytes it read (the emulated device time depends on them).
+func staged[T any](ctx context.Context, l *Local, t sched.Task, read func() (T, int, error)) (T, error) {
+	var out T
+	var err error
+	if doErr := l.stage.Do(ctx, t, func() int {
+		var n int
+		out, n, err = read()
+		return n
+	}); doErr != nil {
+		return out, doErr
+	}
+	return out, err
+}
+
+// getClass is a point read's class in the read stage: a remote coordinator's, when the
+// Server marked ctx, or this node's own.
+func getClass(ctx context.Context) sched.Class {
+	if servedRemotely(ctx) {
+		return sched.RemoteGet
+	}
+	return sched.LocalGet
 }
 
 // Apply stores records durably (the engine syncs its WAL before it returns).
@@ -37,8 +71,16 @@ func (l *Local) Apply(_ context.Context, keyspace string, records []lww.Record) 
 }
 
 // Get reads key from the engine.
-func (l *Local) Get(_ context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
-	return l.engine.Get(keyspace, key)
+func (l *Local) Get(ctx context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
+	type found struct {
+		rec lww.Record
+		ok  bool
+	}
+	f, err := staged(ctx, l, sched.Task{Class: getClass(ctx)}, func() (found, int, error) {
+		rec, ok, err := l.engine.Get(keyspace, key)
+		return found{rec, ok}, len(rec.Key) + len(rec.Value), err
+	})
+	return f.rec, f.ok, err
 }
 
 // ReadChunk reads a chunk key from the engine.
@@ -46,19 +88,51 @@ func (l *Local) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte)
 	return l.Get(ctx, keyspace, chunkKey)
 }
 
-// Scan reads the engine's records of the requested ranges.
-func (l *Local) Scan(_ context.Context, req ScanRequest) ([]lww.Record, error) {
+// Scan reads the engine's records of the requested ranges, a page at a time on the
+// read stage.
+func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error) {
 	ks, err := l.keyspaces.Get(req.Keyspace)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := l.engine.Scan(ks.Name, req.Start, req.End, req.Limit, true, inRanges(ks, req.Ranges))
+	filter := inRanges(ks.Partition(), req.Ranges)
+	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit}
+	var out []lww.Record
+	start := req.Start
+	for req.Limit <= 0 || len(out) < req.Limit {
+		page := scanPageRows
+		if req.Limit > 0 {
+			page = min(page, req.Limit-len(out))
+		}
+		recs, err := staged(ctx, l, task, func() ([]lww.Record, int, error) {
+			recs, err := l.engine.Scan(ks.Name, start, req.End, page, true, filter)
+			return recs, recordBytes(recs), err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recs...)
+		if len(recs) < page {
+			break
+		}
+		start = append(bytes.Clone(recs[len(recs)-1].Key), 0)
+	}
 	if req.KeysOnly {
-		for i := range recs {
-			recs[i].Value = nil
+		for i := range out {
+			out[i].Value = nil
 		}
 	}
-	return recs, err
+	return out, nil
+}
+
+// recordBytes is the key and value bytes of records: what a read of them cost the
+// device.
+func recordBytes(records []lww.Record) int {
+	n := 0
+	for _, r := range records {
+		n += len(r.Key) + len(r.Value)
+	}
+	return n
 }
 
 // StoredBytes returns how many records this node stores for keyspace (tombstones
@@ -119,24 +193,7 @@ func (l *Local) each(keyspace string, fn func(lww.Record) error) error {
 }
 
 // inRanges returns a key filter that accepts keys whose token lies in one of ranges.
-// During a rebalance (ks.Moving) a key's token under the next split keys counts too:
-// the coordinator that planned the ranges may already read with the splits this node
-// holds as next, or not yet with those it holds as current, for as long as the
-// definition takes to reach every node; the extra keys are ones this replica holds, and
-// the coordinator reconciles them like any other answer.
-func inRanges(ks schema.Keyspace, ranges []ring.Range) func([]byte) bool {
-	current := tokenIn(ks.Partition(), ranges)
-	next := ks.NextPartition()
-	if next == nil {
-		return current
-	}
-	alsoNext := tokenIn(next, ranges)
-	return func(key []byte) bool { return current(key) || alsoNext(key) }
-}
-
-// tokenIn returns a key filter that accepts keys whose token under p lies in one of
-// ranges.
-func tokenIn(p ring.Partitioner, ranges []ring.Range) func([]byte) bool {
+func inRanges(p ring.Partitioner, ranges []ring.Range) func([]byte) bool {
 	return func(key []byte) bool {
 		t := p.Token(key)
 		for _, rg := range ranges {

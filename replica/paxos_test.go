@@ -9,6 +9,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 )
 
@@ -27,7 +28,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 	none, never := paxos.Ballot{}, hlc.Timestamp(0)
 	for _, via := range []string{"local", "remote"} {
 		t.Run(via, func(t *testing.T) {
-			_, local, remote, _ := newReplica(t, storage.Options{})
+			_, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
 			var r Replica = local
 			if via == "remote" {
 				r = remote
@@ -93,7 +94,7 @@ var errAhead = errors.New("too far ahead")
 func (refuseClock) Observe(hlc.Timestamp) error { return errAhead }
 
 func TestServerRefusesBallotsItCannotObserve(t *testing.T) {
-	_, local, remote, net := newReplica(t, storage.Options{})
+	_, local, remote, net := newReplica(t, storage.Options{}, sched.Config{})
 	net.server = NewServer(local, refuseClock{})
 	ctx := context.Background()
 	b := paxos.Ballot{Time: 1 << 40, Node: "ahead"}

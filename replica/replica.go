@@ -1,9 +1,9 @@
 // Package replica owns what a coordinator asks of one node that holds data: apply a
 // mutation, read a key, read an erasure-coded chunk, scan token ranges, list live keys in
 // hash order, digest a token range as a Merkle tree for anti-entropy repair, and take
-// part in a lightweight transaction's Paxos round as its acceptor (and, to come, stream a
-// range). Replica is that seam. Local serves it from this node's storage engine, and is
-// the one place local reads will pass through the read stage; Remote serves it over any
+// part in a lightweight transaction's Paxos round as its acceptor, and take a scan's
+// priority updates. Replica is that seam. Local serves it from this node's storage
+// engine, every read through the node's read stage (package sched); Remote serves it over any
 // Caller (the real transport, or the simulator's network); Server answers other
 // coordinators' requests with the Local replica.
 package replica
@@ -15,6 +15,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 )
 
 // Replica is one node's data as a coordinator sees it. Every method honours ctx's
@@ -55,6 +56,11 @@ type Replica interface {
 	// target, and returns once they are durable: this node is one of target's offload
 	// holders, and delivers them when target wakes (paper 003's write offloading).
 	Offload(ctx context.Context, target, keyspace string, records []lww.Record) error
+
+	// ScanProgress tells the replica that scan now waits for nodes nodes, so that its
+	// read stage can raise the priority of the scan's pages still queued (paper 004's
+	// RaS priority update). It is advice: an error only means it did not arrive.
+	ScanProgress(ctx context.Context, scan sched.ScanID, nodes int) error
 }
 
 // ScanRequest asks one replica for a slice of its data.
@@ -72,6 +78,11 @@ type ScanRequest struct {
 	// KeysOnly asks for the records without their values: a listing of the keys and
 	// versions held, far smaller than the data (a repair finding the keys of lost chunks).
 	KeysOnly bool
+	// Scan names the client scan this request serves and Nodes how many nodes that scan
+	// waits for: the read stage orders the scan's pages by them (paper 004's RaS). Zero
+	// for scans that are not a client's (streaming, repair).
+	Scan  sched.ScanID
+	Nodes int
 }
 
 // Set hands out the Replica of any node: the local one for this node, a Remote over the

@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -32,7 +33,10 @@ func NewServer(local Replica, clock Clock) *Server {
 
 // Handle serves one request of a kind Handles accepts.
 func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+	ctx = context.WithValue(ctx, remoteKey{}, true)
 	switch kind {
+	case kindScanProgress:
+		return s.scanProgress(ctx, from, payload)
 	case kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit:
 		return s.handlePaxos(ctx, from, kind, payload)
 	case kindTreeDigest:
@@ -77,7 +81,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		if err := decodeRequest(payload, &req, kind, from); err != nil {
 			return nil, err
 		}
-		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly()}
+		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly(),
+			Scan: sched.ScanID(req.GetScanId()), Nodes: int(req.GetNodes())}
 		for _, rg := range req.GetRanges() {
 			scan.Ranges = append(scan.Ranges, ring.Range{Start: ring.Token(rg.GetStart()), End: ring.Token(rg.GetEnd())})
 		}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
 )
@@ -15,7 +16,7 @@ import (
 // in-memory replica holding keyspace "ks", as a node's handler does with whatever a peer
 // sends. Handling must not panic; what it answers must decode as that kind's answer.
 func FuzzServerHandle(f *testing.F) {
-	_, _, _, net := newReplica(f, storage.Options{})
+	_, _, _, net := newReplica(f, storage.Options{}, sched.Config{})
 	server := net.server
 	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest,
 		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit, kindScanKeys}

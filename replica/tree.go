@@ -11,6 +11,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/merkle"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -50,7 +51,7 @@ const treePage = 1024
 
 // TreeDigest builds the tree of the engine's records in the requested range, reading
 // them page by page.
-func (l *Local) TreeDigest(_ context.Context, req TreeRequest) (Tree, error) {
+func (l *Local) TreeDigest(ctx context.Context, req TreeRequest) (Tree, error) {
 	ks, err := l.keyspaces.Get(req.Keyspace)
 	if err != nil {
 		return Tree{}, err
@@ -60,10 +61,13 @@ func (l *Local) TreeDigest(_ context.Context, req TreeRequest) (Tree, error) {
 		return Tree{}, err
 	}
 	p := ks.Partition()
-	inRange := tokenIn(p, []ring.Range{req.Range})
+	inRange := inRanges(p, []ring.Range{req.Range})
 	var start []byte
 	for {
-		recs, err := l.engine.Scan(ks.Name, start, nil, treePage, true, inRange)
+		recs, err := staged(ctx, l, sched.Task{Class: sched.ScanPage}, func() ([]lww.Record, int, error) {
+			recs, err := l.engine.Scan(ks.Name, start, nil, treePage, true, inRange)
+			return recs, recordBytes(recs), err
+		})
 		if err != nil {
 			return Tree{}, fmt.Errorf("tree of keyspace %s: %w", ks.Name, err)
 		}

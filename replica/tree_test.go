@@ -11,6 +11,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
@@ -33,9 +34,9 @@ type keepClock struct{}
 
 func (keepClock) Observe(hlc.Timestamp) error { return nil }
 
-// newReplica returns a Local replica over an in-memory engine holding keyspace "ks", and
-// a Remote reaching it over a loopback.
-func newReplica(t testing.TB, opts storage.Options) (*storage.Engine, *Local, *Remote, *loopback) {
+// newReplica returns a Local replica over an in-memory engine holding keyspace "ks", its
+// reads on a read stage of config stage, and a Remote reaching it over a loopback.
+func newReplica(t testing.TB, opts storage.Options, stage sched.Config) (*storage.Engine, *Local, *Remote, *loopback) {
 	t.Helper()
 	opts.InMemory = true
 	engine, err := storage.Open(opts)
@@ -54,7 +55,12 @@ func newReplica(t testing.TB, opts storage.Options) (*storage.Engine, *Local, *R
 	if _, err := catalog.Apply(ks); err != nil {
 		t.Fatal(err)
 	}
-	local := NewLocal(engine, catalog, nil)
+	reads, err := sched.NewStage(stage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reads.Close)
+	local := NewLocal(engine, catalog, nil, reads)
 	net := &loopback{server: NewServer(local, keepClock{})}
 	remote := NewSet("caller", nil, net).Replica(cluster.Node{ID: "replica"}).(*Remote)
 	return engine, local, remote, net
@@ -62,7 +68,7 @@ func newReplica(t testing.TB, opts storage.Options) (*storage.Engine, *Local, *R
 
 func TestTreeDigestLocalAndRemoteAgree(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
-	engine, local, remote, net := newReplica(t, storage.Options{TombstoneGrace: time.Hour})
+	engine, local, remote, net := newReplica(t, storage.Options{TombstoneGrace: time.Hour}, sched.Config{})
 	var recs []lww.Record
 	for i := range 3000 { // several pages of the tree's scan
 		recs = append(recs, lww.Record{Key: fmt.Appendf(nil, "k%04d", i), Value: []byte("v"), Timestamp: hlc.FromTime(now)})
@@ -110,7 +116,7 @@ func TestTreeDigestLocalAndRemoteAgree(t *testing.T) {
 }
 
 func TestScanKeysOnly(t *testing.T) {
-	engine, _, remote, _ := newReplica(t, storage.Options{})
+	engine, _, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
 	if _, err := engine.ApplyBatch("ks", []lww.Record{
 		{Key: []byte("a"), Value: []byte("a value"), Timestamp: 5},
 		{Key: []byte("b"), Timestamp: 6, Tombstone: true},

@@ -32,7 +32,7 @@ var (
 func Handles(kind transport.Kind) bool {
 	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead ||
 		kind == kindStreamRange || kind == kindTreeDigest || kind == kindPaxosPrepare || kind == kindPaxosPropose ||
-		kind == kindPaxosCommit || kind == kindScanKeys || kind == kindOffload
+		kind == kindPaxosCommit || kind == kindScanKeys || kind == kindOffload || kind == kindScanProgress
 }
 
 func peerOf(n cluster.Node) transport.Peer {

@@ -360,13 +360,18 @@ func (x *TokenRange) GetEnd() uint64 {
 // ReplicaScanRequest asks a replica for its records in [start, end) whose tokens fall in
 // one of ranges, so that a coordinator reads every range from a replica it chose.
 type ReplicaScanRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
-	Start         []byte                 `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
-	End           []byte                 `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
-	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
-	Ranges        []*TokenRange          `protobuf:"bytes,5,rep,name=ranges,proto3" json:"ranges,omitempty"`
-	KeysOnly      bool                   `protobuf:"varint,6,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"` // records without their values: a listing of keys and versions
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Start    []byte                 `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	End      []byte                 `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	Limit    int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Ranges   []*TokenRange          `protobuf:"bytes,5,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	KeysOnly bool                   `protobuf:"varint,6,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"` // records without their values: a listing of keys and versions
+	// scan_id names the client scan this request serves across the nodes it reads, and
+	// nodes how many nodes that scan waits for: the read stage orders scan pages by them
+	// (paper 004's RaS). 0 when unknown (streaming, repair).
+	ScanId        uint64 `protobuf:"varint,7,opt,name=scan_id,json=scanId,proto3" json:"scan_id,omitempty"`
+	Nodes         int32  `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,6 +448,75 @@ func (x *ReplicaScanRequest) GetKeysOnly() bool {
 	return false
 }
 
+func (x *ReplicaScanRequest) GetScanId() uint64 {
+	if x != nil {
+		return x.ScanId
+	}
+	return 0
+}
+
+func (x *ReplicaScanRequest) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+// ScanProgressRequest tells a replica that the scan scan_id now waits for nodes nodes
+// (kind scan_progress): its read stage raises the priority of the scan's pages under
+// RaS. The answer is empty.
+type ScanProgressRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScanId        uint64                 `protobuf:"varint,1,opt,name=scan_id,json=scanId,proto3" json:"scan_id,omitempty"`
+	Nodes         int32                  `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanProgressRequest) Reset() {
+	*x = ScanProgressRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanProgressRequest) ProtoMessage() {}
+
+func (x *ScanProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanProgressRequest.ProtoReflect.Descriptor instead.
+func (*ScanProgressRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ScanProgressRequest) GetScanId() uint64 {
+	if x != nil {
+		return x.ScanId
+	}
+	return 0
+}
+
+func (x *ScanProgressRequest) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
 type ReplicaScanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Records       []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"` // tombstones included, so that deletes win over stale copies
@@ -452,7 +526,7 @@ type ReplicaScanResponse struct {
 
 func (x *ReplicaScanResponse) Reset() {
 	*x = ReplicaScanResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[7]
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +538,7 @@ func (x *ReplicaScanResponse) String() string {
 func (*ReplicaScanResponse) ProtoMessage() {}
 
 func (x *ReplicaScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[7]
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +551,7 @@ func (x *ReplicaScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaScanResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReplicaScanResponse) GetRecords() []*Record {
@@ -507,7 +581,7 @@ type ScanKeysRequest struct {
 
 func (x *ScanKeysRequest) Reset() {
 	*x = ScanKeysRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +593,7 @@ func (x *ScanKeysRequest) String() string {
 func (*ScanKeysRequest) ProtoMessage() {}
 
 func (x *ScanKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +606,7 @@ func (x *ScanKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanKeysRequest.ProtoReflect.Descriptor instead.
 func (*ScanKeysRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScanKeysRequest) GetKeyspace() string {
@@ -595,7 +669,7 @@ type PositionSpan struct {
 
 func (x *PositionSpan) Reset() {
 	*x = PositionSpan{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +681,7 @@ func (x *PositionSpan) String() string {
 func (*PositionSpan) ProtoMessage() {}
 
 func (x *PositionSpan) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +694,7 @@ func (x *PositionSpan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PositionSpan.ProtoReflect.Descriptor instead.
 func (*PositionSpan) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PositionSpan) GetFrom() uint64 {
@@ -654,7 +728,7 @@ type ScanKeysResponse struct {
 
 func (x *ScanKeysResponse) Reset() {
 	*x = ScanKeysResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +740,7 @@ func (x *ScanKeysResponse) String() string {
 func (*ScanKeysResponse) ProtoMessage() {}
 
 func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +753,7 @@ func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanKeysResponse.ProtoReflect.Descriptor instead.
 func (*ScanKeysResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScanKeysResponse) GetRecords() []*Record {
@@ -735,7 +809,7 @@ type SchemaPullResponse struct {
 
 func (x *SchemaPullResponse) Reset() {
 	*x = SchemaPullResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +821,7 @@ func (x *SchemaPullResponse) String() string {
 func (*SchemaPullResponse) ProtoMessage() {}
 
 func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +834,7 @@ func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPullResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPullResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SchemaPullResponse) GetKeyspaces() []*SchemaUpdate {
@@ -783,7 +857,7 @@ type SchemaUpdate struct {
 
 func (x *SchemaUpdate) Reset() {
 	*x = SchemaUpdate{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +869,7 @@ func (x *SchemaUpdate) String() string {
 func (*SchemaUpdate) ProtoMessage() {}
 
 func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +882,7 @@ func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaUpdate.ProtoReflect.Descriptor instead.
 func (*SchemaUpdate) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SchemaUpdate) GetKeyspace() *Keyspace {
@@ -851,7 +925,7 @@ type StreamGainsRequest struct {
 
 func (x *StreamGainsRequest) Reset() {
 	*x = StreamGainsRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +937,7 @@ func (x *StreamGainsRequest) String() string {
 func (*StreamGainsRequest) ProtoMessage() {}
 
 func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +950,7 @@ func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsRequest.ProtoReflect.Descriptor instead.
 func (*StreamGainsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamGainsRequest) GetMoving() string {
@@ -906,7 +980,7 @@ type StreamGainsResponse struct {
 
 func (x *StreamGainsResponse) Reset() {
 	*x = StreamGainsResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +992,7 @@ func (x *StreamGainsResponse) String() string {
 func (*StreamGainsResponse) ProtoMessage() {}
 
 func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1005,7 @@ func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsResponse.ProtoReflect.Descriptor instead.
 func (*StreamGainsResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StreamGainsResponse) GetRanges() int64 {
@@ -975,7 +1049,7 @@ type TreeDigestRequest struct {
 
 func (x *TreeDigestRequest) Reset() {
 	*x = TreeDigestRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1061,7 @@ func (x *TreeDigestRequest) String() string {
 func (*TreeDigestRequest) ProtoMessage() {}
 
 func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1074,7 @@ func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestRequest.ProtoReflect.Descriptor instead.
 func (*TreeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TreeDigestRequest) GetKeyspace() string {
@@ -1038,7 +1112,7 @@ type TreeDigestResponse struct {
 
 func (x *TreeDigestResponse) Reset() {
 	*x = TreeDigestResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1124,7 @@ func (x *TreeDigestResponse) String() string {
 func (*TreeDigestResponse) ProtoMessage() {}
 
 func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1137,7 @@ func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestResponse.ProtoReflect.Descriptor instead.
 func (*TreeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TreeDigestResponse) GetLeaves() []uint64 {
@@ -1100,7 +1174,7 @@ type Ballot struct {
 
 func (x *Ballot) Reset() {
 	*x = Ballot{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1186,7 @@ func (x *Ballot) String() string {
 func (*Ballot) ProtoMessage() {}
 
 func (x *Ballot) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1199,7 @@ func (x *Ballot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ballot.ProtoReflect.Descriptor instead.
 func (*Ballot) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Ballot) GetTime() uint64 {
@@ -1155,7 +1229,7 @@ type PaxosProposal struct {
 
 func (x *PaxosProposal) Reset() {
 	*x = PaxosProposal{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1241,7 @@ func (x *PaxosProposal) String() string {
 func (*PaxosProposal) ProtoMessage() {}
 
 func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1254,7 @@ func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposal.ProtoReflect.Descriptor instead.
 func (*PaxosProposal) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PaxosProposal) GetBallot() *Ballot {
@@ -1216,7 +1290,7 @@ type PaxosPrepareRequest struct {
 
 func (x *PaxosPrepareRequest) Reset() {
 	*x = PaxosPrepareRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1302,7 @@ func (x *PaxosPrepareRequest) String() string {
 func (*PaxosPrepareRequest) ProtoMessage() {}
 
 func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1315,7 @@ func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareRequest.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PaxosPrepareRequest) GetKeyspace() string {
@@ -1276,7 +1350,7 @@ type PaxosCommit struct {
 
 func (x *PaxosCommit) Reset() {
 	*x = PaxosCommit{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1362,7 @@ func (x *PaxosCommit) String() string {
 func (*PaxosCommit) ProtoMessage() {}
 
 func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1375,7 @@ func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommit.ProtoReflect.Descriptor instead.
 func (*PaxosCommit) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PaxosCommit) GetBallot() *Ballot {
@@ -1334,7 +1408,7 @@ type PaxosPrepareResponse struct {
 
 func (x *PaxosPrepareResponse) Reset() {
 	*x = PaxosPrepareResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1420,7 @@ func (x *PaxosPrepareResponse) String() string {
 func (*PaxosPrepareResponse) ProtoMessage() {}
 
 func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1433,7 @@ func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareResponse.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PaxosPrepareResponse) GetPromised() bool {
@@ -1415,7 +1489,7 @@ type PaxosProposeRequest struct {
 
 func (x *PaxosProposeRequest) Reset() {
 	*x = PaxosProposeRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1501,7 @@ func (x *PaxosProposeRequest) String() string {
 func (*PaxosProposeRequest) ProtoMessage() {}
 
 func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1514,7 @@ func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeRequest.ProtoReflect.Descriptor instead.
 func (*PaxosProposeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PaxosProposeRequest) GetKeyspace() string {
@@ -1468,7 +1542,7 @@ type PaxosProposeResponse struct {
 
 func (x *PaxosProposeResponse) Reset() {
 	*x = PaxosProposeResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1554,7 @@ func (x *PaxosProposeResponse) String() string {
 func (*PaxosProposeResponse) ProtoMessage() {}
 
 func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1567,7 @@ func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeResponse.ProtoReflect.Descriptor instead.
 func (*PaxosProposeResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaxosProposeResponse) GetAccepted() bool {
@@ -1522,7 +1596,7 @@ type PaxosCommitRequest struct {
 
 func (x *PaxosCommitRequest) Reset() {
 	*x = PaxosCommitRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[24]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1608,7 @@ func (x *PaxosCommitRequest) String() string {
 func (*PaxosCommitRequest) ProtoMessage() {}
 
 func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[24]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1621,7 @@ func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommitRequest.ProtoReflect.Descriptor instead.
 func (*PaxosCommitRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaxosCommitRequest) GetKeyspace() string {
@@ -1576,7 +1650,7 @@ type PaxosState struct {
 
 func (x *PaxosState) Reset() {
 	*x = PaxosState{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[25]
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1662,7 @@ func (x *PaxosState) String() string {
 func (*PaxosState) ProtoMessage() {}
 
 func (x *PaxosState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[25]
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1675,7 @@ func (x *PaxosState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosState.ProtoReflect.Descriptor instead.
 func (*PaxosState) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaxosState) GetPromised() *Ballot {
@@ -1640,7 +1714,7 @@ type RebalanceStepRequest struct {
 
 func (x *RebalanceStepRequest) Reset() {
 	*x = RebalanceStepRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1726,7 @@ func (x *RebalanceStepRequest) String() string {
 func (*RebalanceStepRequest) ProtoMessage() {}
 
 func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1739,7 @@ func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStepRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceStepRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RebalanceStepRequest) GetKeyspace() string {
@@ -1708,7 +1782,7 @@ type RebalanceStepResponse struct {
 
 func (x *RebalanceStepResponse) Reset() {
 	*x = RebalanceStepResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	mi := &file_api_kurav1_internode_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1794,7 @@ func (x *RebalanceStepResponse) String() string {
 func (*RebalanceStepResponse) ProtoMessage() {}
 
 func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	mi := &file_api_kurav1_internode_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1807,7 @@ func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStepResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceStepResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RebalanceStepResponse) GetRows() int64 {
@@ -1791,14 +1865,19 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\xb8\x01\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\xe7\x01\n" +
 	"\x12ReplicaScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x03 \x01(\fR\x03end\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12+\n" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x1b\n" +
-	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\"@\n" +
+	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\x12\x17\n" +
+	"\ascan_id\x18\a \x01(\x04R\x06scanId\x12\x14\n" +
+	"\x05nodes\x18\b \x01(\x05R\x05nodes\"D\n" +
+	"\x13ScanProgressRequest\x12\x17\n" +
+	"\ascan_id\x18\x01 \x01(\x04R\x06scanId\x12\x14\n" +
+	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\"@\n" +
 	"\x13ReplicaScanResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.kura.v1.RecordR\arecords\"\xeb\x01\n" +
 	"\x0fScanKeysRequest\x12\x1a\n" +
@@ -1903,7 +1982,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),                // 0: kura.v1.Record
 	(*MutateRequest)(nil),         // 1: kura.v1.MutateRequest
@@ -1912,56 +1991,57 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*ReadResponse)(nil),          // 4: kura.v1.ReadResponse
 	(*TokenRange)(nil),            // 5: kura.v1.TokenRange
 	(*ReplicaScanRequest)(nil),    // 6: kura.v1.ReplicaScanRequest
-	(*ReplicaScanResponse)(nil),   // 7: kura.v1.ReplicaScanResponse
-	(*ScanKeysRequest)(nil),       // 8: kura.v1.ScanKeysRequest
-	(*PositionSpan)(nil),          // 9: kura.v1.PositionSpan
-	(*ScanKeysResponse)(nil),      // 10: kura.v1.ScanKeysResponse
-	(*SchemaPullResponse)(nil),    // 11: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),          // 12: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),    // 13: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil),   // 14: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),     // 15: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),    // 16: kura.v1.TreeDigestResponse
-	(*Ballot)(nil),                // 17: kura.v1.Ballot
-	(*PaxosProposal)(nil),         // 18: kura.v1.PaxosProposal
-	(*PaxosPrepareRequest)(nil),   // 19: kura.v1.PaxosPrepareRequest
-	(*PaxosCommit)(nil),           // 20: kura.v1.PaxosCommit
-	(*PaxosPrepareResponse)(nil),  // 21: kura.v1.PaxosPrepareResponse
-	(*PaxosProposeRequest)(nil),   // 22: kura.v1.PaxosProposeRequest
-	(*PaxosProposeResponse)(nil),  // 23: kura.v1.PaxosProposeResponse
-	(*PaxosCommitRequest)(nil),    // 24: kura.v1.PaxosCommitRequest
-	(*PaxosState)(nil),            // 25: kura.v1.PaxosState
-	(*RebalanceStepRequest)(nil),  // 26: kura.v1.RebalanceStepRequest
-	(*RebalanceStepResponse)(nil), // 27: kura.v1.RebalanceStepResponse
-	(*Keyspace)(nil),              // 28: kura.v1.Keyspace
+	(*ScanProgressRequest)(nil),   // 7: kura.v1.ScanProgressRequest
+	(*ReplicaScanResponse)(nil),   // 8: kura.v1.ReplicaScanResponse
+	(*ScanKeysRequest)(nil),       // 9: kura.v1.ScanKeysRequest
+	(*PositionSpan)(nil),          // 10: kura.v1.PositionSpan
+	(*ScanKeysResponse)(nil),      // 11: kura.v1.ScanKeysResponse
+	(*SchemaPullResponse)(nil),    // 12: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),          // 13: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),    // 14: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil),   // 15: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),     // 16: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),    // 17: kura.v1.TreeDigestResponse
+	(*Ballot)(nil),                // 18: kura.v1.Ballot
+	(*PaxosProposal)(nil),         // 19: kura.v1.PaxosProposal
+	(*PaxosPrepareRequest)(nil),   // 20: kura.v1.PaxosPrepareRequest
+	(*PaxosCommit)(nil),           // 21: kura.v1.PaxosCommit
+	(*PaxosPrepareResponse)(nil),  // 22: kura.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),   // 23: kura.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil),  // 24: kura.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),    // 25: kura.v1.PaxosCommitRequest
+	(*PaxosState)(nil),            // 26: kura.v1.PaxosState
+	(*RebalanceStepRequest)(nil),  // 27: kura.v1.RebalanceStepRequest
+	(*RebalanceStepResponse)(nil), // 28: kura.v1.RebalanceStepResponse
+	(*Keyspace)(nil),              // 29: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
 	0,  // 1: kura.v1.ReadResponse.record:type_name -> kura.v1.Record
 	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
-	9,  // 4: kura.v1.ScanKeysRequest.spans:type_name -> kura.v1.PositionSpan
+	10, // 4: kura.v1.ScanKeysRequest.spans:type_name -> kura.v1.PositionSpan
 	5,  // 5: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 6: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
-	12, // 7: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	28, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	13, // 7: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
+	29, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
 	5,  // 9: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
-	17, // 10: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
-	17, // 11: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
+	18, // 10: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
+	18, // 11: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
 	0,  // 12: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
-	17, // 13: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
-	17, // 14: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
-	17, // 15: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
-	17, // 16: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
-	18, // 17: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
-	20, // 18: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
+	18, // 13: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
+	18, // 14: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
+	18, // 15: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
+	18, // 16: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
+	19, // 17: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
+	21, // 18: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
 	0,  // 19: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
-	18, // 20: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
-	17, // 21: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
-	18, // 22: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
-	17, // 23: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
-	18, // 24: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
-	20, // 25: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
+	19, // 20: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
+	18, // 21: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
+	19, // 22: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
+	18, // 23: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
+	19, // 24: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
+	21, // 25: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
 	26, // [26:26] is the sub-list for method output_type
 	26, // [26:26] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
@@ -1981,7 +2061,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

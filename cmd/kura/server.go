@@ -16,6 +16,7 @@ import (
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -63,6 +64,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	powerController := fs.Bool("power-controller", false, "let the power controller put nodes to sleep and wake them from the measured load (every node should agree)")
 	capacity := fs.Float64("power-capacity", 1000, "requests per second one awake node serves within the latency target (for the power controller)")
 	latencyTarget := fs.Duration("power-latency-target", 20*time.Millisecond, "p99 the power controller keeps requests within")
+	readWorkers := fs.Int("read-workers", sched.DefaultWorkers, "reads the node serves at once, for itself and for other coordinators (its read stage; Cassandra's concurrent_reads)")
+	readPolicy := fs.String("read-policy", "fifo", "how waiting reads are ordered and scans sent: fifo, res, fair, with +parallel and +ras, or O, ReS, P, ReS+P, P+RaS, A, kura (docs/scheduling.md)")
+	emulateDisk := fs.String("emulate-disk", "", "hold a read worker for an emulated device time after each read, ACCESS+PER_KIB (e.g. 2ms+20us): benches on data held in memory")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -76,8 +80,20 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if (*dataDir == "") == !*inMemory {
 		return fmt.Errorf("%w: give exactly one of --data-dir DIR and --in-memory", errUsage)
 	}
+	if *readWorkers <= 0 {
+		return fmt.Errorf("%w: --read-workers must be positive", errUsage)
+	}
+	policy, err := sched.ParsePolicy(*readPolicy)
+	if err != nil {
+		return fmt.Errorf("%w: --read-policy: %v", errUsage, err)
+	}
+	device, err := sched.ParseDevice(*emulateDisk)
+	if err != nil {
+		return fmt.Errorf("%w: --emulate-disk: %v", errUsage, err)
+	}
 	cfg := node.Config{
 		ID: *id, DC: *dc, Listen: *listen, ClientAddr: *clientAddr,
+		ReadWorkers: *readWorkers, ReadPolicy: policy, ReadDevice: device,
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr, EnablePprof: *enablePprof,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,

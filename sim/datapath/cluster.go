@@ -32,6 +32,7 @@ import (
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
 	"github.com/kuradb/kura/storage"
@@ -54,6 +55,13 @@ type Config struct {
 	Trace func(string)
 	// TombstoneGrace is every engine's tombstone grace; default storage's.
 	TombstoneGrace time.Duration
+	// ReadWorkers and ReadPolicy set every node's read stage (package sched); defaults
+	// sched's, and FIFO with sequential scans.
+	ReadWorkers int
+	ReadPolicy  sched.Policy
+	// Rows, when set, are the row estimates every coordinator sizes parallel scans by;
+	// nil gives each node's exact live row count, as if gossip were instant.
+	Rows coord.RowEstimates
 }
 
 // NodeSpec places one node.
@@ -69,6 +77,7 @@ type Cluster struct {
 	order   []string
 	schemas []schema.Keyspace
 	power   map[string]cluster.Power // set by SetPower, known to every node that starts
+	rows    coord.RowEstimates
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -82,6 +91,7 @@ type Node struct {
 	dir     *cluster.Directory
 	catalog *schema.Catalog
 	local   *replica.Local
+	stage   *sched.Stage
 	clock   *clockguard.Guard
 	coord   *coord.Coordinator
 	repair  *antientropy.Repairer
@@ -109,6 +119,10 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, net: newNetwork(links, cfg.Trace), nodes: map[string]*Node{}, power: map[string]cluster.Power{}, stop: make(chan struct{}), done: make(chan struct{})}
+	c.rows = cfg.Rows
+	if c.rows == nil {
+		c.rows = exactRows{c}
+	}
 	for _, spec := range cfg.Nodes {
 		if _, dup := c.nodes[spec.ID]; dup {
 			return nil, fmt.Errorf("datapath: node %s listed twice", spec.ID)
@@ -166,7 +180,12 @@ func (c *Cluster) open(n *Node) error {
 	// One hint store per engine: the coordinator's hints and the writes offloaded to this
 	// node share its sequence, so no two entries get the same key.
 	hinted := hints.NewStore(n.engine)
-	n.local = replica.NewLocal(n.engine, catalog, hinted)
+	stage, err := sched.NewStage(sched.Config{Workers: c.cfg.ReadWorkers, Policy: c.cfg.ReadPolicy})
+	if err != nil {
+		return err
+	}
+	n.stage = stage
+	n.local = replica.NewLocal(n.engine, catalog, hinted, stage)
 	place := placement.NewRing(n.dir, c.cfg.Vnodes)
 	replicas := replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID})
 	n.coord = coord.New(coord.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, coord.Parts{
@@ -177,6 +196,8 @@ func (c *Cluster) open(n *Node) error {
 		Hints:     hinted,
 		Clock:     clock,
 		Proximity: sameDistance{},
+		Reads:     stage,
+		Rows:      c.rows,
 	})
 	n.repair = antientropy.New(antientropy.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, antientropy.Parts{
 		View:       n.dir,
@@ -193,6 +214,23 @@ func (c *Cluster) open(n *Node) error {
 
 func (c *Cluster) clusterNode(spec NodeSpec) cluster.Node {
 	return cluster.Node{ID: spec.ID, DC: spec.DC, Addr: "sim:" + spec.ID}
+}
+
+// exactRows are every node's live row counts, read from its engine when asked: the
+// estimates a coordinator would have if gossip were instant.
+type exactRows struct{ c *Cluster }
+
+// Rows counts node's live rows of keyspace; not ok while the node is down.
+func (r exactRows) Rows(node, keyspace string) (int64, bool) {
+	n, ok := r.c.nodes[node]
+	if !ok || !n.up {
+		return 0, false
+	}
+	page, err := n.engine.ScanLive(keyspace, storage.LiveScan{Spans: []storage.Span{{From: 0, To: ^uint64(0)}}, CountOnly: true})
+	if err != nil {
+		return 0, false
+	}
+	return int64(page.Live), true
 }
 
 // sameDistance ranks every peer alike: the coordinator then orders by DC alone.
@@ -252,6 +290,7 @@ func (c *Cluster) Crash(id string) error {
 	n.up = false
 	c.net.detach(id)
 	n.fs.SetIgnoreSyncs(true)
+	n.stage.Close()
 	err = n.engine.Close()
 	n.fs.ResetToSyncedState()
 	n.fs.SetIgnoreSyncs(false)
@@ -400,6 +439,14 @@ func (c *Cluster) SetPower(id string, p cluster.Power) error {
 	return nil
 }
 
+// SetReadPolicy switches every node's read policy (package sched), as an operator's
+// `--read-policy` would; a node restarted later starts with Config.ReadPolicy.
+func (c *Cluster) SetReadPolicy(p sched.Policy) {
+	for _, n := range c.nodes {
+		n.stage.SetPolicy(p)
+	}
+}
+
 // DropKinds loses every request of the named message kinds sent from now on, between
 // any two nodes ("paxos_commit": a coordinator that stops between two phases of a round,
 // as seen by the replicas); none delivers them all again. Their callers wait until
@@ -482,6 +529,7 @@ func (c *Cluster) Close() error {
 	for _, id := range ids {
 		if n := c.nodes[id]; n.up {
 			n.up = false
+			n.stage.Close()
 			if err := n.engine.Close(); err != nil && firstErr == nil {
 				firstErr = err
 			}

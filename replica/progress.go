@@ -1,0 +1,48 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/sched"
+	"github.com/kuradb/kura/transport"
+)
+
+// kindScanProgress tells a replica how many nodes a scan it serves still waits for
+// (paper 004's RaS priority update); its request is a ScanProgressRequest, its answer
+// empty.
+var kindScanProgress = transport.RegisterKind(24, "scan_progress")
+
+// ScanProgress passes the update to the read stage.
+func (l *Local) ScanProgress(_ context.Context, scan sched.ScanID, nodes int) error {
+	l.stage.Progress(scan, nodes)
+	return nil
+}
+
+// ScanProgress sends a scan_progress message.
+func (r *Remote) ScanProgress(ctx context.Context, scan sched.ScanID, nodes int) error {
+	_, err := r.call(ctx, kindScanProgress, &kurav1.ScanProgressRequest{ScanId: uint64(scan), Nodes: int32(nodes)})
+	return err
+}
+
+// scanProgress serves a scan_progress message from the local replica.
+func (s *Server) scanProgress(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
+	var req kurav1.ScanProgressRequest
+	if err := decodeRequest(payload, &req, kindScanProgress, from); err != nil {
+		return nil, err
+	}
+	if req.GetNodes() < 0 {
+		return nil, fmt.Errorf("scan_progress from %s: %d nodes", from.ID, req.GetNodes())
+	}
+	return nil, s.local.ScanProgress(ctx, sched.ScanID(req.GetScanId()), int(req.GetNodes()))
+}
+
+// remoteKey marks the context of a request the Server serves for another coordinator.
+type remoteKey struct{}
+
+// servedRemotely reports whether ctx is a request served for another coordinator: its
+// point reads queue as remote gets (paper 004's ReS puts them after this node's own).
+func servedRemotely(ctx context.Context) bool {
+	return ctx.Value(remoteKey{}) != nil
+}
