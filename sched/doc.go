@@ -22,47 +22,55 @@
 //   - ReS: strict priority, LocalGet > RemoteGet > ScanPage. Gets never wait behind a
 //     queued scan page; a scan page waits while any get is queued, so a steady stream of
 //     gets starves scans.
-//   - Fair, kura's own: earliest deadline first, described below.
+//   - Fair, kura's own: ReS with a bound on how long gets hold scans back, below.
 //
 // RaS (Policy.RaS) orders scan pages among themselves under any discipline: fewer nodes
-// the scan still waits for (Task.Nodes) first, then smaller limit, then arrival. Under
-// FIFO it picks which scan page takes each turn FIFO gives to a scan page. Progress
-// updates (Stage.Progress, Queue.Update) lower a scan's count as its other nodes answer
-// and re-order its queued pages, and its pages queued later.
+// the scan still waits for (Task.Nodes) first, then smaller limit, then arrival (under
+// Fair, the bounded form below). Under FIFO it picks which scan page takes each turn
+// FIFO gives to a scan page, so gets keep their FIFO places. Progress updates
+// (Stage.Progress, Queue.Update) lower a scan's count as its other nodes answer and
+// re-order its queued pages, and its pages queued later.
 //
-// # Fair: earliest deadline first
+// # Fair: gets first, scans never held back for long
 //
-// Each read gets a deadline, its arrival plus its class's slack (Slack): a local get
-// none, a remote get Slack.Remote (1 ms by default) and a scan page Slack.Scan (50 ms by
-// default). Fair serves the earliest deadline, ties by arrival. So while no scan page
-// has waited longer than its slack, gets go first exactly as under ReS (and local before
-// remote ones that waited less than 1 ms); a scan page that has waited its slack goes
-// ahead of every get that arrived after its deadline.
+// Fair is ReS with a bound on how long gets can hold scan pages back. It serves gets
+// before scan pages, but never more than Fairness.GetRun gets (16 by default) in a row
+// while a scan page waits: after that run, the first scan page goes, and the count
+// starts again. Gets served while no scan page waits do not count.
 //
-// Under RaS a scan page's slack grows with the scan: each node it waits for beyond the
-// first adds Slack.Scan/4 (counting up to 16 nodes) and its limit adds up to another
-// Slack.Scan/4 (in proportion, up to a limit of 10,000, the paper's largest). So among
-// scan pages that arrive close together, the ones RaS would pick go first, and one that
-// waits for 12 nodes yields to gets for 3.75 × Slack.Scan instead of 1×. A Progress
-// update shortens the slack of the scan's queued pages: as in RaS, a scan its other
-// nodes have finished is raised.
+// Within each kind the order is by deadline, so that nothing waits unboundedly behind
+// its own kind either. A local get's deadline is its arrival and a remote get's its
+// arrival plus Fairness.RemoteSlack (1 ms by default): local gets go first, as under
+// ReS, but not ahead of a remote get that has waited 1 ms. A scan page's deadline is its
+// arrival, plus under RaS an offset that orders scan pages the RaS way: NodeSlack (50 ms
+// by default) per node its scan waits for beyond the first (counting up to 16 nodes) and
+// up to NodeSlack/2 for its limit (up to 10,000, the paper's largest). A Progress update
+// moves the offset of the scan's pages, raising a scan whose other nodes answered.
 //
-// The bound. A read pushed at time a with slack s is popped before every read pushed
-// after a+s: any such read has a deadline no earlier than its arrival, later than a+s
-// (arrivals are kept non-decreasing, and ties go to the earlier push). The slack is at
-// most Slack.Remote for gets and 5 × Slack.Scan for scan pages (Slack.Scan without
-// RaS). In time: a scan page waits at most its slack plus the time the workers take to
-// serve the reads with an earlier deadline, all of which arrived by a+s; with W workers,
-// reads taking at most R each (read plus device time) and gets arriving at no more than
-// λ per second, that is at most s + R·⌈(Q+λs+1)/W⌉ for Q reads queued when it arrived.
-// However long the stream of gets, later gets cannot push it back; under ReS nothing
-// bounds its wait.
+// The bound. While scan pages wait, at most GetRun gets pop between two scan pages. A
+// scan page waits for the scan pages with an earlier deadline, which were all pushed
+// before its own deadline (arrival plus less than 16 × NodeSlack under RaS; arrival
+// without RaS: the pages queued before it). So a page pushed while n such pages are
+// ahead of it pops within (n+1)·(GetRun+1) pops, however many gets keep arriving; with
+// W workers and reads taking at most R each (read plus device time), within
+// R·⌈(n+1)·(GetRun+1)/W⌉, since every worker that finishes pops the next read. Under ReS
+// nothing bounds it: a steady stream of gets starves the scans. Likewise a get pops
+// before every get pushed after its deadline.
 //
-// What it costs and gives: gets are delayed only by scan pages already past their
-// deadline, which under ReS would have waited longer still; scans wait at most their
-// slack behind newer gets, so their wait is FIFO's plus at most about a slack's worth of
-// gets, and less when gets do not saturate the workers. A larger Slack.Scan makes gets
-// more like ReS and the scan bound longer; a smaller one the other way.
+// What it costs and gives. A get waits behind a scan page only when GetRun gets have
+// just gone ahead of waiting scan pages, that is when gets themselves queue up: one
+// scan page per GetRun+1 pops at most, so gets keep nearly all of ReS's benefit.
+// Scan pages take their turns no later than under ReS, and get a bounded share when
+// gets saturate the workers; among themselves they keep RaS's order within NodeSlack,
+// while a scan waiting for many nodes is not starved by a stream of smaller ones. A
+// larger GetRun makes Fair closer to ReS for gets and the scan bound longer.
+//
+// Why a count and not a deadline across classes: the first design gave scan pages a
+// deadline too (arrival plus a 50 ms slack) and served the earliest deadline across all
+// reads. But under the bench's load the queue is mostly scan pages, which wait long
+// behind one another, not behind gets; they are past any such slack, so every new get
+// would queue behind them as under FIFO, losing ReS's benefit. The starvation to bound
+// is gets holding scans back, and that is what GetRun counts.
 //
 // # The stage
 //

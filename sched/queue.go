@@ -10,50 +10,56 @@ import (
 // pages and gets interleave with it. A page ends after PageRows rows or once it holds
 // PageBytes bytes, whichever comes first.
 //
-// With ~1 KB rows a page costs about as much device time as a handful of gets (at the
-// bench's 2ms+20us, about 7ms against 2ms), so a get that finds every worker on a page
-// waits little, while a 10,000-row scan needs only ~40 queue slots per node.
+// With ~1 KB rows a page costs the device time of a few gets (with a Device of
+// 2ms+20us, about 7ms against 2ms), so a get that finds every worker on a page waits
+// little, while a 10,000-row scan needs only ~40 queue slots per node.
 const (
 	PageRows  = 256
 	PageBytes = 256 << 10
 )
 
-// Defaults of Slack: see the package doc for how they trade gets against scans.
+// Defaults of Fairness: see the package doc for how they trade gets against scans.
 const (
-	DefaultScanSlack   = 50 * time.Millisecond
+	DefaultGetRun      = 16
 	DefaultRemoteSlack = time.Millisecond
+	DefaultNodeSlack   = 50 * time.Millisecond
 )
 
-// Slack is how long the Fair discipline lets a read wait before it goes ahead of reads
-// that arrived after it: a read's deadline is its arrival plus its class's slack, and
-// Fair serves the earliest deadline. Local gets have none. The zero Slack is the
-// defaults. Other disciplines ignore it.
-type Slack struct {
-	// Remote is a remote get's slack; 0 means DefaultRemoteSlack.
-	Remote time.Duration
-	// Scan is a scan page's slack; 0 means DefaultScanSlack. Under RaS it is a base that
-	// grows with the nodes the scan waits for and with its limit, up to 5×Scan (see
-	// the package doc).
-	Scan time.Duration
+// Fairness tunes the Fair discipline; the zero Fairness is the defaults, and other
+// disciplines ignore it.
+type Fairness struct {
+	// GetRun is how many gets Fair serves in a row while a scan page waits before it
+	// serves a scan page: the bound on how long gets can hold scans back. 0 means
+	// DefaultGetRun.
+	GetRun int
+	// RemoteSlack is how long a remote get lets local gets that arrived after it go
+	// first: gets are served by deadline, a local get's its arrival and a remote get's
+	// its arrival plus RemoteSlack. 0 means DefaultRemoteSlack.
+	RemoteSlack time.Duration
+	// NodeSlack, under RaS, is how much later a scan page whose scan waits for one node
+	// fewer may arrive and still go first: scan pages are served by deadline, their
+	// arrival plus NodeSlack per node waited for beyond the first (up to 16) plus up to
+	// NodeSlack/2 for the limit (up to 10,000). 0 means DefaultNodeSlack.
+	NodeSlack time.Duration
 }
 
-func (s Slack) withDefaults() Slack {
-	if s.Remote == 0 {
-		s.Remote = DefaultRemoteSlack
+func (f Fairness) withDefaults() Fairness {
+	if f.GetRun == 0 {
+		f.GetRun = DefaultGetRun
 	}
-	if s.Scan == 0 {
-		s.Scan = DefaultScanSlack
+	if f.RemoteSlack == 0 {
+		f.RemoteSlack = DefaultRemoteSlack
 	}
-	return s
+	if f.NodeSlack == 0 {
+		f.NodeSlack = DefaultNodeSlack
+	}
+	return f
 }
 
-// RaS weights under Fair: each node the scan waits for beyond the first adds
-// Scan/rasNodeStep to a page's slack, up to rasMaxNodes nodes, and its limit adds up to
-// one more step in proportion to min(limit, rasLimitScale)/rasLimitScale. Nodes weigh
-// more than the limit, as in RaS's order; the caps keep the slack, hence the bound,
-// finite: at most Scan + (rasMaxNodes-1+1)·Scan/rasNodeStep = 5×Scan.
+// RaS's weights in a scan page's deadline under Fair (see Fairness.NodeSlack). Nodes
+// weigh more than the limit, as in RaS's order; the caps keep the offset, hence the
+// bound among scan pages, finite: less than rasMaxNodes·NodeSlack.
 const (
-	rasNodeStep   = 4
 	rasMaxNodes   = 16
 	rasLimitScale = 10000 // the paper's largest limit
 )
@@ -67,12 +73,21 @@ const rasMemory = 4096
 type Item struct {
 	task    Task
 	arrival time.Time
-	seq     uint64        // push order, the tie-break everywhere
-	index   int           // in Queue.scans; -1 when not there
-	elem    *list.Element // in its class's arrival list
+	seq     uint64 // push order, the tie-break everywhere
+	queued  bool
+	index   int // in Queue.scans; -1 when not there
+	// elem is a get's place in its class's arrival list, or the FIFO turn a scan page
+	// holds (a *turn; nil once another scan page took it: see Queue.turns).
+	elem *list.Element
 }
 
-// Task is the task as queued: its Nodes is lowered by RaS progress updates.
+// turn is a place in FIFO's order that a scan page's arrival made, held by a page.
+type turn struct {
+	seq   uint64
+	owner *Item
+}
+
+// Task is the task as queued: RaS progress updates (Queue.Update) set its Nodes.
 func (it *Item) Task() Task { return it.task }
 
 // Arrival is when the task was pushed (never before an earlier push's arrival).
@@ -83,14 +98,22 @@ func (it *Item) Arrival() time.Time { return it.arrival }
 // safe for concurrent use; the Stage locks it.
 type Queue struct {
 	policy Policy
-	slack  Slack
+	fair   Fairness
+	// run counts the gets Fair served since it last served a scan page while scan pages
+	// waited.
+	run int
 
-	// arrivals holds each class's items in push order: the gets' FIFO order under every
-	// discipline (within a class, arrival order is also deadline order) and the oldest
-	// scan page, whose turn FIFO gives to the scan page RaS picks.
-	arrivals [NumClasses]list.List
+	// gets holds each class of gets in push order, their order under every discipline
+	// (within a class, arrival order is also Fair's deadline order).
+	gets [ScanPage]list.List
 	// scans holds the scan pages in the order scanLess defines for the policy.
 	scans scanHeap
+	// turns holds one *turn per queued scan page, in push order: FIFO serves a scan page
+	// when the first turn is older than every queued get, and serves in it the first
+	// scan page in RaS order, which need not be the page that made the turn. The turns
+	// keep their arrival order, so FIFO's order across classes is the paper's O with or
+	// without RaS.
+	turns list.List
 
 	byScan map[ScanID][]*Item // queued pages of each scan, for Update
 	known  map[ScanID]int     // RaS progress, for pages queued later
@@ -101,12 +124,12 @@ type Queue struct {
 	last time.Time // latest arrival, so arrivals never go back
 }
 
-// NewQueue returns an empty queue ordering by p, with Fair's slack s (zero fields are
+// NewQueue returns an empty queue ordering by p, with Fair tuned by f (zero fields are
 // the defaults).
-func NewQueue(p Policy, s Slack) *Queue {
+func NewQueue(p Policy, f Fairness) *Queue {
 	q := &Queue{
 		policy: p,
-		slack:  s.withDefaults(),
+		fair:   f.withDefaults(),
 		byScan: map[ScanID][]*Item{},
 		known:  map[ScanID]int{},
 	}
@@ -120,20 +143,22 @@ func (q *Queue) Policy() Policy { return q.policy }
 // SetPolicy orders the queue by p from the next Pop on, queued tasks included.
 func (q *Queue) SetPolicy(p Policy) {
 	q.policy = p
+	q.run = 0
 	heap.Init(&q.scans)
 }
 
 // Len is the number of queued tasks.
 func (q *Queue) Len() int {
-	n := 0
-	for c := range q.arrivals {
-		n += q.arrivals[c].Len()
-	}
-	return n
+	return q.gets[LocalGet].Len() + q.gets[RemoteGet].Len() + len(q.scans.items)
 }
 
 // Queued is the number of queued tasks of class c.
-func (q *Queue) Queued(c Class) int { return q.arrivals[c].Len() }
+func (q *Queue) Queued(c Class) int {
+	if c < ScanPage {
+		return q.gets[c].Len()
+	}
+	return len(q.scans.items)
+}
 
 // Push queues t, arrived at now. A scan page whose scan had a progress update (Update)
 // is queued with the smaller of its own Nodes and the updated count: the update is
@@ -148,59 +173,83 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 	}
 	q.last = now
 	q.seq++
-	it := &Item{task: t, arrival: now, seq: q.seq, index: -1}
-	it.elem = q.arrivals[t.Class].PushBack(it)
-	if t.Class == ScanPage {
-		if t.Scan != 0 {
-			if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
-				it.task.Nodes = n
-			}
-			q.byScan[t.Scan] = append(q.byScan[t.Scan], it)
-		}
-		heap.Push(&q.scans, it)
+	it := &Item{task: t, arrival: now, seq: q.seq, queued: true, index: -1}
+	if t.Class < ScanPage {
+		it.elem = q.gets[t.Class].PushBack(it)
+		return it
 	}
+	it.elem = q.turns.PushBack(&turn{seq: it.seq, owner: it})
+	if len(q.scans.items) == 0 {
+		q.run = 0 // gets served while no scan page waited held none back
+	}
+	if t.Scan != 0 {
+		if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
+			it.task.Nodes = n
+		}
+		q.byScan[t.Scan] = append(q.byScan[t.Scan], it)
+	}
+	heap.Push(&q.scans, it)
 	return it
 }
 
 // Pop removes and returns the task the policy serves next, nil when the queue is empty.
 //
-//   - FIFO: the oldest task; when that is a scan page, the scan page first in the scan
+//   - FIFO: the oldest task; when that is a scan page, the first scan page in the scan
 //     order (itself, unless RaS picks another: RaS reorders scan pages among the turns
 //     FIFO gives to scan pages).
 //   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
-//   - Fair: the earliest deadline (arrival + slack), ties by push order.
+//   - Fair: the gets first, by deadline (a local get's arrival, a remote get's arrival
+//     plus RemoteSlack), but after GetRun gets in a row while scan pages waited, the first
+//     scan page (by deadline too: under RaS, arrival plus the RaS offset).
 func (q *Queue) Pop() *Item {
 	var it *Item
 	switch q.policy.Queue {
 	case ReS:
-		for c := range q.arrivals {
-			if it = q.head(Class(c)); it != nil {
-				break
-			}
+		for c := LocalGet; c <= ScanPage && it == nil; c++ {
+			it = q.head(c)
 		}
 	case Fair:
-		for c := range q.arrivals {
-			if cand := q.head(Class(c)); cand != nil && (it == nil || q.fairLess(cand, it)) {
+		it = q.head(LocalGet)
+		if r := q.head(RemoteGet); r != nil && (it == nil || q.fairLess(r, it)) {
+			it = r
+		}
+		switch scan := q.head(ScanPage); {
+		case scan == nil:
+		case it == nil || q.run >= q.fair.GetRun:
+			it = scan
+			q.run = 0
+		default:
+			q.run++
+		}
+	default:
+		for c := LocalGet; c < ScanPage; c++ {
+			if cand := q.head(c); cand != nil && (it == nil || cand.seq < it.seq) {
 				it = cand
 			}
 		}
-	default:
-		// The oldest class head; its class then picks (the scan order for scan pages).
-		for c := range q.arrivals {
-			if e := q.arrivals[c].Front(); e != nil {
-				if cand := e.Value.(*Item); it == nil || cand.seq < it.seq {
-					it = cand
-				}
-			}
-		}
-		if it != nil {
-			it = q.head(it.task.Class)
+		if e := q.turns.Front(); e != nil && (it == nil || e.Value.(*turn).seq < it.seq) {
+			it = q.head(ScanPage)
+			q.takeTurn(e.Value.(*turn).owner, it)
 		}
 	}
 	if it != nil {
 		q.Remove(it)
 	}
 	return it
+}
+
+// takeTurn hands owner's turn, the first, to the scan page top that FIFO serves in it:
+// top's own turn, if it still has one, goes to owner, so every queued page but one
+// keeps a turn no earlier than it had.
+func (q *Queue) takeTurn(owner, top *Item) {
+	if owner == top {
+		return
+	}
+	owner.elem, top.elem = top.elem, owner.elem
+	if owner.elem != nil {
+		owner.elem.Value.(*turn).owner = owner
+	}
+	top.elem.Value.(*turn).owner = top
 }
 
 // head is the task class c would serve next: the oldest get, or the first scan page.
@@ -211,24 +260,34 @@ func (q *Queue) head(c Class) *Item {
 		}
 		return q.scans.items[0]
 	}
-	if e := q.arrivals[c].Front(); e != nil {
+	if e := q.gets[c].Front(); e != nil {
 		return e.Value.(*Item)
 	}
 	return nil
 }
 
 // Remove takes it out of the queue (a caller that gave up); false if it was no longer
-// queued.
+// queued. A scan page gives up its turn, or, if another page took it, the last turn,
+// so no page moves ahead in FIFO's order because another left.
 func (q *Queue) Remove(it *Item) bool {
-	if it.elem == nil {
+	if !it.queued {
 		return false
 	}
-	q.arrivals[it.task.Class].Remove(it.elem)
-	it.elem = nil
-	if it.index >= 0 {
-		heap.Remove(&q.scans, it.index)
+	it.queued = false
+	if it.task.Class < ScanPage {
+		q.gets[it.task.Class].Remove(it.elem)
+		it.elem = nil
+		return true
 	}
-	if s := it.task.Scan; s != 0 && it.task.Class == ScanPage {
+	if it.elem == nil {
+		last := q.turns.Back()
+		last.Value.(*turn).owner.elem = nil
+		it.elem = last
+	}
+	q.turns.Remove(it.elem)
+	it.elem = nil
+	heap.Remove(&q.scans, it.index)
+	if s := it.task.Scan; s != 0 {
 		pages := q.byScan[s]
 		for i, p := range pages {
 			if p == it {
@@ -270,29 +329,31 @@ func (q *Queue) Update(scan ScanID, nodes int) {
 	}
 }
 
-// deadline is the task's Fair deadline: arrival plus its class's slack.
+// deadline is the task's Fair deadline, which orders it within its kind (gets, scan
+// pages): its arrival, plus RemoteSlack for a remote get, plus the RaS offset for a
+// scan page.
 func (q *Queue) deadline(it *Item) time.Time {
 	switch it.task.Class {
 	case LocalGet:
 		return it.arrival
 	case RemoteGet:
-		return it.arrival.Add(q.slack.Remote)
+		return it.arrival.Add(q.fair.RemoteSlack)
 	}
-	return it.arrival.Add(q.scanSlack(it.task))
+	return it.arrival.Add(q.rasOffset(it.task))
 }
 
-// scanSlack is a scan page's slack: Slack.Scan, grown under RaS by the nodes the scan
-// waits for and its limit, so that Fair leans the RaS way among scan pages while
-// keeping every page's wait bounded.
-func (q *Queue) scanSlack(t Task) time.Duration {
-	s := q.slack.Scan
+// rasOffset is how much later than its arrival a scan page's deadline is under Fair with
+// RaS: NodeSlack per node it waits for beyond the first, and up to NodeSlack/2 for its
+// limit, so that Fair orders scan pages the RaS way among those arriving close together
+// while no page waits for pages pushed much later than itself.
+func (q *Queue) rasOffset(t Task) time.Duration {
 	if !q.policy.RaS {
-		return s
+		return 0
 	}
 	nodes := min(max(t.Nodes, 1), rasMaxNodes)
 	limit := min(max(t.Limit, 0), rasLimitScale)
-	step := s / rasNodeStep
-	return s + time.Duration(nodes-1)*step + time.Duration(int64(step)*int64(limit)/rasLimitScale)
+	step := q.fair.NodeSlack
+	return time.Duration(nodes-1)*step + time.Duration(int64(step/2)*int64(limit)/rasLimitScale)
 }
 
 // fairLess orders by deadline, then push order.

@@ -31,7 +31,7 @@ type Config struct {
 	Workers int // bounded pool size; 0 means DefaultWorkers (Cassandra's concurrent_reads: 32)
 	Policy  Policy
 	Device  Device
-	Slack   Slack // the Fair discipline's slack; zero fields are the defaults
+	Fair    Fairness // tunes the Fair discipline; zero fields are the defaults
 }
 
 // Stage is a node's read stage: a bounded pool of workers fed by a Queue ordered by the
@@ -56,15 +56,15 @@ type Stage struct {
 }
 
 // NewStage returns a read stage configured by cfg; it rejects negative workers, device
-// times or slacks.
+// times or fairness settings.
 func NewStage(cfg Config) (*Stage, error) {
 	switch {
 	case cfg.Workers < 0:
 		return nil, fmt.Errorf("sched: %d read workers: want 0 (default %d) or more", cfg.Workers, DefaultWorkers)
 	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0:
 		return nil, fmt.Errorf("sched: device %v: negative time", cfg.Device)
-	case cfg.Slack.Remote < 0 || cfg.Slack.Scan < 0:
-		return nil, fmt.Errorf("sched: slack %+v: negative", cfg.Slack)
+	case cfg.Fair.GetRun < 0 || cfg.Fair.RemoteSlack < 0 || cfg.Fair.NodeSlack < 0:
+		return nil, fmt.Errorf("sched: fairness %+v: negative", cfg.Fair)
 	case cfg.Policy.Queue > Fair:
 		return nil, fmt.Errorf("sched: unknown queue discipline %v", cfg.Policy.Queue)
 	}
@@ -74,7 +74,7 @@ func NewStage(cfg Config) (*Stage, error) {
 	return &Stage{
 		workers: cfg.Workers,
 		device:  cfg.Device,
-		q:       NewQueue(cfg.Policy, cfg.Slack),
+		q:       NewQueue(cfg.Policy, cfg.Fair),
 		idle:    cfg.Workers,
 		waiting: map[*Item]chan bool{},
 	}, nil

@@ -1,0 +1,66 @@
+package sched
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDevice(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Device
+		wantErr string
+	}{
+		{in: "", want: Device{}},
+		{in: "0", want: Device{}},
+		{in: "2ms+20us", want: Device{Access: 2 * time.Millisecond, PerKiB: 20 * time.Microsecond}},
+		{in: " 2ms + 20µs ", want: Device{Access: 2 * time.Millisecond, PerKiB: 20 * time.Microsecond}},
+		{in: "100us", want: Device{Access: 100 * time.Microsecond}},
+		{in: "0+1us", want: Device{PerKiB: time.Microsecond}},
+		{in: "2ms+20us+1s", wantErr: "want ACCESS+PERKIB"},
+		{in: "fast", wantErr: "want ACCESS+PERKIB"},
+		{in: "2+20us", wantErr: "missing unit"},
+		{in: "-2ms", wantErr: "negative duration"},
+		{in: "2ms+-1us", wantErr: "negative duration"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseDevice(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseDevice(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ParseDevice(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+			if back, err := ParseDevice(got.String()); err != nil || back != got {
+				t.Fatalf("ParseDevice(%q) = %+v, %v; want %+v back", got.String(), back, err, got)
+			}
+		})
+	}
+}
+
+func TestDeviceTime(t *testing.T) {
+	d := Device{Access: 2 * time.Millisecond, PerKiB: 20 * time.Microsecond}
+	for _, tc := range []struct {
+		dev   Device
+		bytes int
+		want  time.Duration
+	}{
+		{Device{}, 1 << 20, 0},
+		{d, 0, 2 * time.Millisecond},
+		{d, -5, 2 * time.Millisecond},
+		{d, 1024, 2*time.Millisecond + 20*time.Microsecond},
+		{d, 512, 2*time.Millisecond + 10*time.Microsecond},
+		{d, PageBytes, 2*time.Millisecond + 256*20*time.Microsecond},
+	} {
+		if got := tc.dev.Time(tc.bytes); got != tc.want {
+			t.Errorf("%v.Time(%d) = %v, want %v", tc.dev, tc.bytes, got, tc.want)
+		}
+	}
+	if got := (Device{}).String(); got != "0" {
+		t.Errorf("Device{}.String() = %q, want 0", got)
+	}
+}
