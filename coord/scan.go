@@ -88,12 +88,22 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 			next += n
 			continue
 		}
-		// Everything up to the cut-off key is known; go on just after it, from the
-		// range that holds it (the ranges before it in the batch are exhausted).
-		cursor = append(append([]byte(nil), round.cutoff...), 0)
-		if ordered {
-			next += pieceOf(batch, ks.Partition().Token(round.cutoff))
+		if !ordered {
+			cursor = append(append([]byte(nil), round.cutoff...), 0)
+			continue
 		}
+		// Everything of the batch up to the cut-off key is known. The cut-off lies in
+		// one of its ranges: go on just after it, from that range (the ones before it
+		// are exhausted). A replica of a keyspace moving to new split keys may cut off
+		// at a key this coordinator places after the batch: then the whole batch is
+		// known, and the ranges between it and the cut-off are not read yet.
+		i, after := pieceOf(batch, ks.Partition().Token(round.cutoff))
+		if after {
+			next += n
+			continue
+		}
+		cursor = append(append([]byte(nil), round.cutoff...), 0)
+		next += i
 	}
 	return out, nil
 }
@@ -172,14 +182,15 @@ func inTokenOrder(ranges []placement.RangeReplicas, first, last ring.Token) []pl
 	return out
 }
 
-// pieceOf returns the index of the piece of batch that holds token t.
-func pieceOf(batch []placement.RangeReplicas, t ring.Token) int {
+// pieceOf returns the index of the piece of batch that holds token t, or reports that
+// t lies after every piece of batch; a token before the batch gives 0.
+func pieceOf(batch []placement.RangeReplicas, t ring.Token) (i int, after bool) {
 	for i, rr := range batch {
 		if rr.Range.Contains(t) {
-			return i
+			return i, false
 		}
 	}
-	return 0
+	return 0, t > batch[len(batch)-1].Range.End
 }
 
 // piecesNeeded is paper 004's estimate for P: how many of the pieces, from the first, a
@@ -255,8 +266,11 @@ type scanMerge struct {
 	cutoff    []byte
 }
 
-func (s *scanMerge) add(recs []lww.Record, limit int) {
+func (s *scanMerge) add(recs []lww.Record, limit int, keep func(key []byte) bool) {
 	for _, rec := range recs {
+		if !keep(rec.Key) {
+			continue
+		}
 		if old, ok := s.newest[string(rec.Key)]; !ok || lww.Newer(rec, old) {
 			s.newest[string(rec.Key)] = rec
 		}
@@ -267,6 +281,26 @@ func (s *scanMerge) add(recs []lww.Record, limit int) {
 			s.cutoff = last
 		}
 		s.truncated = true
+	}
+}
+
+// inAsked returns a filter of the keys whose token, as this coordinator places them,
+// lies in the ranges a node was asked for. A replica of an ordered keyspace moving to new
+// split keys answers the keys under either definition (replica.Local.Scan); a key it
+// answers for a range this coordinator places elsewhere belongs to another group.
+func inAsked(ks schema.Keyspace, ranges []placement.RangeReplicas, ts []target) func([]byte) bool {
+	if ks.Partitioner != "ordered" {
+		return func([]byte) bool { return true }
+	}
+	p := ks.Partition()
+	return func(key []byte) bool {
+		t := p.Token(key)
+		for _, tg := range ts {
+			if ranges[tg.group].Range.Contains(t) {
+				return true
+			}
+		}
+		return false
 	}
 }
 
@@ -311,7 +345,7 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		waiting.add(m)
 		return c.scanReplica(m, req)
 	}, func(ts []target, recs []lww.Record) {
-		merge.add(recs, limit)
+		merge.add(recs, limit, inAsked(ks, ranges, ts))
 		if left := waiting.answered(ts[0].ID); tag.ras && len(left) > 0 {
 			c.tellProgress(tag.id, left)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -459,17 +458,14 @@ func (n *Node) Cleanup(_ context.Context, keyspace string) (records int64, bytes
 	if err := n.checkNoMoves(); err != nil {
 		return 0, 0, err
 	}
-	r, err := n.ring.Ring()
-	if err != nil {
-		return 0, 0, err
-	}
 	for _, ks := range n.catalog.List() {
 		if keyspace != "" && ks.Name != keyspace || ks.Erasure.Enabled() {
 			continue // chunk ownership follows chunk keys, not the keyspace's ring ranges
 		}
-		pl := r.Placement(ks.Strategy())
-		owned := func(key []byte) bool {
-			return slices.ContainsFunc(pl.ReplicasFor(ks.Partition().Token(key)), func(m ring.Member) bool { return m.ID == n.cfg.ID })
+		// During a rebalance the records of the next split keys' replicas are needed too.
+		owned, err := n.keeps(ks)
+		if err != nil {
+			return records, bytes, err
 		}
 		removed, size, err := n.local.DropUnless(ks.Name, owned)
 		records += removed

@@ -588,6 +588,8 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return nil, n.applySchemaUpdate(payload)
 	case kind == kindStreamGains:
 		return n.handleStreamGains(ctx, payload)
+	case kind == kindRebalance:
+		return n.handleRebalanceStep(ctx, payload)
 	case kind == kindRingPull:
 		return n.handleRingPull()
 	case kind == kindHintsFlush:

@@ -134,7 +134,10 @@ func (p *Ring) placement(r *rings, s ring.Strategy) *ring.Placement {
 }
 
 // Replicas returns the strategy's replica set of key's token on the current ring, then
-// the replicas that will hold it once the moves in progress complete, as pending ones.
+// the replicas that will hold it once the moves in progress complete, as pending ones:
+// those of the future ring, and during a rebalance of the keyspace (schema.Keyspace's
+// Moving) those of its token under the next split keys, which receive writes until
+// every record has been copied there and the definition switches.
 func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte) ([]Member, error) {
 	current, future, err := p.rings()
 	if err != nil {
@@ -142,10 +145,13 @@ func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte) ([]Me
 	}
 	token := ks.Partition().Token(key)
 	members := withStates(p.view, p.placement(current, ks.Strategy()).ReplicasFor(token))
-	if future == current {
-		return members, nil
+	if future != current {
+		members = p.withPending(members, p.placement(future, ks.Strategy()).ReplicasFor(token))
 	}
-	return p.withPending(members, p.placement(future, ks.Strategy()).ReplicasFor(token)), nil
+	if next := ks.NextPartition(); next != nil {
+		members = p.withPending(members, p.placement(current, ks.Strategy()).ReplicasFor(next.Token(key)))
+	}
+	return members, nil
 }
 
 // withPending appends the future replicas that are not current ones, marked pending.

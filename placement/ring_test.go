@@ -2,6 +2,8 @@ package placement
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/kuradb/kura/cluster"
@@ -88,4 +90,67 @@ func tokensOf(id string) []uint64 {
 		out = append(out, uint64(t))
 	}
 	return out
+}
+
+// TestRingPendingReplicasUnderNextSplits: during a rebalance a key's replicas are those
+// of its token under the current split keys, then those under the next ones that differ,
+// pending; with no rebalance, only the current ones.
+func TestRingPendingReplicasUnderNextSplits(t *testing.T) {
+	dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "dc"})
+	for _, id := range []string{"b", "c", "d", "e"} {
+		if _, err := dir.Upsert(cluster.Node{ID: id, DC: "dc"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := NewRing(dir, 16)
+	still, err := schema.Keyspace{Name: "ks", Replication: "dc=2", Partitioner: "ordered"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	moving := still
+	moving.Moving = true
+	moving.NextSplits = [][]byte{[]byte("user2"), []byte("user4"), []byte("user6"), []byte("user8")}
+	if moving, err = moving.Compile(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := r.Placement(moving.Strategy())
+	pendingSeen := 0
+	for i := range 50 {
+		key := []byte(fmt.Sprintf("user%d", i*1999))
+		now, err := p.Replicas(context.Background(), still, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		during, err := p.Replicas(context.Background(), moving, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(during[:len(now)], now) {
+			t.Fatalf("%s: current replicas %v during the move, %v before", key, during[:len(now)], now)
+		}
+		var want []string
+		for _, m := range pl.ReplicasFor(moving.NextPartition().Token(key)) {
+			if !slices.ContainsFunc(now, func(c Member) bool { return c.ID == m.ID }) {
+				want = append(want, m.ID)
+			}
+		}
+		var got []string
+		for _, m := range during[len(now):] {
+			if !m.Pending {
+				t.Errorf("%s: extra replica %s is not pending", key, m.ID)
+			}
+			got = append(got, m.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: pending replicas %v, want %v (its replicas under the next splits, less the current ones)", key, got, want)
+		}
+		pendingSeen += len(got)
+	}
+	if pendingSeen == 0 {
+		t.Error("no key has a pending replica: the test moves nothing")
+	}
 }

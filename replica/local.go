@@ -35,11 +35,6 @@ func NewLocal(engine *storage.Engine, keyspaces Keyspaces, offloads OffloadLog, 
 	return &Local{engine: engine, keyspaces: keyspaces, offloads: offloads, stage: stage}
 }
 
-// scanPageRows bounds the rows one scan page reads while it holds a worker of the read
-// stage: a long scan goes back to the queue between pages, so that point reads queued
-// behind it wait for one page, not for the whole scan.
-const scanPageRows = 100
-
 // staged runs read, one read of the engine, on l's read stage as task t. read returns
 // its result and how many bytes it read (the emulated device time depends on them).
 func staged[T any](ctx context.Context, l *Local, t sched.Task, read func() (T, int, error)) (T, error) {
@@ -96,24 +91,37 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		return nil, err
 	}
 	filter := inRanges(ks.Partition(), req.Ranges)
+	if next := ks.NextPartition(); next != nil {
+		// While the keyspace moves to new split keys, the coordinator may plan its scan
+		// under either definition: answer the keys in the ranges under both, and let
+		// it keep those in its own (a superset, in key order, so a cut-off still holds).
+		inNext := inRanges(next, req.Ranges)
+		current := filter
+		filter = func(key []byte) bool { return current(key) || inNext(key) }
+	}
 	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit}
 	var out []lww.Record
 	start := req.Start
+	// Each page holds a worker for at most sched.PageRows rows or sched.PageBytes bytes:
+	// a long scan goes back to the queue between pages, so that reads queued behind it
+	// wait for one page, not for the whole scan.
 	for req.Limit <= 0 || len(out) < req.Limit {
-		page := scanPageRows
+		page := sched.PageRows
 		if req.Limit > 0 {
 			page = min(page, req.Limit-len(out))
 		}
+		var size int
 		recs, err := staged(ctx, l, task, func() ([]lww.Record, int, error) {
-			recs, err := l.engine.Scan(ks.Name, start, req.End, page, true, filter)
-			return recs, recordBytes(recs), err
+			recs, err := l.engine.ScanPage(ks.Name, start, req.End, page, sched.PageBytes, true, filter)
+			size = recordBytes(recs)
+			return recs, size, err
 		})
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, recs...)
-		if len(recs) < page {
-			break
+		if len(recs) < page && size < sched.PageBytes {
+			break // the range is exhausted
 		}
 		start = append(bytes.Clone(recs[len(recs)-1].Key), 0)
 	}

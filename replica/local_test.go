@@ -21,7 +21,7 @@ func TestScanPagesLetGetsThrough(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		device := sched.Device{Access: time.Millisecond}
 		engine, local, _, _ := newReplica(t, storage.Options{}, sched.Config{Workers: 1, Device: device})
-		const rows = 10 * scanPageRows
+		const rows = 10 * sched.PageRows
 		records := make([]lww.Record, rows)
 		for i := range records {
 			records[i] = lww.Record{Key: fmt.Appendf(nil, "k%05d", i), Value: []byte("v"), Timestamp: 1}

@@ -8,6 +8,7 @@ import (
 // Class is the kind of a read, which is what ReS prioritises by.
 type Class uint8
 
+// The classes of reads, in ReS's order of priority.
 const (
 	LocalGet  Class = iota // a point read (get, LDR chunk read) this node coordinates
 	RemoteGet              // a point read served for another coordinator
@@ -33,6 +34,7 @@ func (c Class) String() string {
 // Discipline is how the read stage's queue orders reads of different classes.
 type Discipline uint8
 
+// The queue disciplines.
 const (
 	FIFO Discipline = iota // the paper's O: arrival order
 	ReS                    // strict priority: local gets > remote gets > scan pages

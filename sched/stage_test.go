@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
 	"strings"
 	"sync"
@@ -296,6 +297,53 @@ func TestNewStage(t *testing.T) {
 			defer s.Close()
 			if got := s.Stats().Workers; got != tc.workers {
 				t.Fatalf("%d workers, want %d", got, tc.workers)
+			}
+		})
+	}
+}
+
+// TestStagePagingInterleaves checks why scans are paged: a scan that queues its pages
+// one after another yields its worker between pages, so gets queued meanwhile run
+// between them under every policy, even with one worker.
+func TestStagePagingInterleaves(t *testing.T) {
+	for _, policy := range []string{"fifo", "res", "A", "kura"} {
+		t.Run(policy, func(t *testing.T) {
+			p, err := ParsePolicy(policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewStage(Config{Workers: 1, Policy: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var r recorder
+			page1 := make(chan struct{})
+			scanDone := make(chan struct{})
+			go func() {
+				defer close(scanDone)
+				for i := 1; i <= 3; i++ {
+					err := s.Do(context.Background(), Task{Class: ScanPage, Scan: 1, Nodes: 1, Limit: 3 * PageRows}, func() int {
+						if i == 1 {
+							<-page1
+						}
+						r.mu.Lock()
+						r.ran = append(r.ran, fmt.Sprintf("p%d", i))
+						r.mu.Unlock()
+						return PageBytes
+					})
+					if err != nil {
+						t.Errorf("page %d: %v", i, err)
+					}
+				}
+			}()
+			waitFor(func() bool { return s.Stats().Busy == 1 })
+			r.start(s, context.Background(), "g1", Task{Class: LocalGet})
+			r.start(s, context.Background(), "g2", Task{Class: LocalGet})
+			close(page1)
+			<-scanDone
+			if got, want := r.order(), "p1 g1 g2 p2 p3"; got != want {
+				t.Fatalf("ran %s, want %s", got, want)
 			}
 		})
 	}

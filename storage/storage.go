@@ -283,6 +283,13 @@ func (e *Engine) Get(ks string, key []byte) (r lww.Record, found bool, err error
 // filter is non-nil only keys it accepts are returned; the key passed to it is valid
 // only during the call. At most limit records are returned, all when limit <= 0.
 func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error) {
+	return e.ScanPage(ks, start, end, limit, 0, withTombstones, filter)
+}
+
+// ScanPage is Scan that also stops once the records it returns hold maxBytes bytes of
+// keys and values (the record that reaches the bound included; no bound when maxBytes
+// <= 0): one page of a long scan, bounded in work whatever the row size.
+func (e *Engine) ScanPage(ks string, start, end []byte, limit, maxBytes int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error) {
 	if err := validateKeyspace(ks); err != nil {
 		return nil, err
 	}
@@ -307,7 +314,8 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 	}
 	var records []lww.Record
 	prefixLen := len(ks) + 1
-	for valid := iter.First(); valid && (limit <= 0 || len(records) < limit); valid = iter.Next() {
+	size := 0
+	for valid := iter.First(); valid && (limit <= 0 || len(records) < limit) && (maxBytes <= 0 || size < maxBytes); valid = iter.Next() {
 		userKey := iter.Key()[prefixLen:]
 		r, err := decodeValue(userKey, iter.Value())
 		if err != nil {
@@ -321,6 +329,7 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 			continue
 		}
 		records = append(records, r)
+		size += len(r.Key) + len(r.Value)
 	}
 	if err := errors.Join(iter.Error(), iter.Close()); err != nil {
 		return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)

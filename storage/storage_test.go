@@ -660,3 +660,33 @@ func applyThenDie(dir string) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // SIGKILL cannot be caught; wait for it to land
 }
+
+// TestScanPageStopsAtItsBytes: a page ends at its row limit or once its records hold
+// maxBytes of keys and values, the record that reaches the bound included.
+func TestScanPageStopsAtItsBytes(t *testing.T) {
+	e := openMem(t, Options{})
+	for i := range 10 {
+		// 2-byte key, 8-byte value: 10 bytes a record.
+		if _, err := e.Apply("ks", lww.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("12345678"), Timestamp: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		rows, maxBytes, want int
+	}{
+		{0, 0, 10},
+		{4, 0, 4},
+		{0, 25, 3},
+		{0, 30, 3},
+		{0, 31, 4},
+		{2, 25, 2},
+	} {
+		recs, err := e.ScanPage("ks", nil, nil, tt.rows, tt.maxBytes, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != tt.want {
+			t.Errorf("ScanPage(rows %d, bytes %d): %d records, want %d", tt.rows, tt.maxBytes, len(recs), tt.want)
+		}
+	}
+}

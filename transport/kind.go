@@ -36,6 +36,8 @@ import (
 //	21  offload        replica: writes kept for a sleeping replica (paper 003)
 //	22  hints_flush    node: deliver every hint held for the caller now (it is waking)
 //	23  power          node: a power transition asked of a node (kura power)
+//	24  scan_progress  replica: how many nodes a scan still waits for (RaS priority update)
+//	25  rebalance      node: a step of a keyspace's rebalance (sample, copy, drop)
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255

@@ -43,6 +43,8 @@ func TestWireKinds(t *testing.T) {
 		{21, "offload", false},
 		{22, "hints_flush", false},
 		{23, "power", false},
+		{24, "scan_progress", false},
+		{25, "rebalance", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {

@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -276,11 +277,9 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	})
 }
 
-// defaultSplits is how many split keys a sample gives unless --splits says otherwise:
-// finer than any ring's vnodes (the partitioner interpolates inside each bucket, but a
-// bucket's keys sit where their bytes put them), and about 25 KB of definition for
-// YCSB-shaped keys.
-const defaultSplits = 1024
+// defaultSplits is how many split keys a key sample or a rebalance gives unless --splits
+// says otherwise: the node's own default for a rebalance.
+const defaultSplits = node.DefaultRebalanceSplits
 
 // splitsFromFile reads a key sample, one key per line, and returns its split keys.
 func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, error) {
