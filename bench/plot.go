@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -34,6 +35,9 @@ type Figure struct {
 	// LegendOutside puts the legend to the right of the axes instead of in the data's top
 	// right corner, where it would hide the lines that rise to the right.
 	LegendOutside bool
+	// XTicks, when set, are the only labelled ticks of the X axis: the values measured,
+	// such as client counts, rather than round numbers between them.
+	XTicks []float64
 }
 
 // Save draws the figure to a PNG file.
@@ -104,6 +108,13 @@ func (f Figure) build() (*plot.Plot, error) {
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if len(f.XTicks) > 0 {
+		ticks := make([]plot.Tick, len(f.XTicks))
+		for i, x := range f.XTicks {
+			ticks[i] = plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)}
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}

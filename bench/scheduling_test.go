@@ -131,17 +131,18 @@ func TestSchedReductionsAndDoneWhen(t *testing.T) {
 	}
 }
 
-// TestSchedulingQuick runs the whole bench at --quick and checks the report's shape: a
-// row per point and variant, measured latencies, a reduction per variant but O, no
-// failed or wrong query, a table that fits 120 columns, the JSON and the figure. It
-// asserts nothing about which variant is faster: that needs the default scale.
+// TestSchedulingQuick runs the whole bench at --quick, each point twice, and checks the
+// report's shape: a row per point and variant, measured latencies, a reduction per
+// variant but O, no failed or wrong query, a table that fits 120 columns, the JSON and
+// the figure. It asserts nothing about which variant is faster: that needs the default
+// scale.
 func TestSchedulingQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 12-node cluster")
 	}
 	fs := flag.NewFlagSet("scheduling", flag.ContinueOnError)
 	runner := setupScheduling(fs)
-	if err := fs.Parse([]string{"--quick"}); err != nil {
+	if err := fs.Parse([]string{"--quick", "--repeat", "2"}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
