@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
@@ -99,7 +100,7 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		current := filter
 		filter = func(key []byte) bool { return current(key) || inNext(key) }
 	}
-	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit}
+	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit, Since: time.Now()}
 	var out []lww.Record
 	start := req.Start
 	// Each page holds a worker for at most sched.PageRows rows or sched.PageBytes bytes:

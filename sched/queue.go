@@ -20,49 +20,32 @@ const (
 
 // Defaults of Fairness: see the package doc for how they trade gets against scans.
 const (
-	DefaultGetRun      = 16
+	DefaultScanWait    = 2 * time.Second
 	DefaultRemoteSlack = time.Millisecond
-	DefaultNodeSlack   = 50 * time.Millisecond
 )
 
 // Fairness tunes the Fair discipline; the zero Fairness is the defaults, and other
 // disciplines ignore it.
 type Fairness struct {
-	// GetRun is how many gets Fair serves in a row while a scan page waits before it
-	// serves a scan page: the bound on how long gets can hold scans back. 0 means
-	// DefaultGetRun.
-	GetRun int
+	// ScanWait is how long a scan request may wait at the node, from the arrival of its
+	// first page, before its pages stop yielding to gets: from then on they alternate
+	// with gets. It bounds how long gets can hold a scan back. 0 means DefaultScanWait.
+	ScanWait time.Duration
 	// RemoteSlack is how long a remote get lets local gets that arrived after it go
 	// first: gets are served by deadline, a local get's its arrival and a remote get's
 	// its arrival plus RemoteSlack. 0 means DefaultRemoteSlack.
 	RemoteSlack time.Duration
-	// NodeSlack, under RaS, is how much later a scan page whose scan waits for one node
-	// fewer may arrive and still go first: scan pages are served by deadline, their
-	// arrival plus NodeSlack per node waited for beyond the first (up to 16) plus up to
-	// NodeSlack/2 for the limit (up to 10,000). 0 means DefaultNodeSlack.
-	NodeSlack time.Duration
 }
 
 func (f Fairness) withDefaults() Fairness {
-	if f.GetRun == 0 {
-		f.GetRun = DefaultGetRun
+	if f.ScanWait == 0 {
+		f.ScanWait = DefaultScanWait
 	}
 	if f.RemoteSlack == 0 {
 		f.RemoteSlack = DefaultRemoteSlack
 	}
-	if f.NodeSlack == 0 {
-		f.NodeSlack = DefaultNodeSlack
-	}
 	return f
 }
-
-// RaS's weights in a scan page's deadline under Fair (see Fairness.NodeSlack). Nodes
-// weigh more than the limit, as in RaS's order; the caps keep the offset, hence the
-// bound among scan pages, finite: less than rasMaxNodes·NodeSlack.
-const (
-	rasMaxNodes   = 16
-	rasLimitScale = 10000 // the paper's largest limit
-)
 
 // rasMemory bounds how many scans' progress a queue remembers for pages not yet queued.
 // A scan's pages at one node are queued one after another, so its count must outlive
@@ -73,7 +56,8 @@ const rasMemory = 4096
 type Item struct {
 	task    Task
 	arrival time.Time
-	seq     uint64 // push order, the tie-break everywhere
+	since   time.Time // the arrival of the scan request's first page (Task.Since), else arrival
+	seq     uint64    // push order, the tie-break everywhere
 	queued  bool
 	index   int // in Queue.scans; -1 when not there
 	// elem is a get's place in its class's arrival list, or the FIFO turn a scan page
@@ -99,9 +83,9 @@ func (it *Item) Arrival() time.Time { return it.arrival }
 type Queue struct {
 	policy Policy
 	fair   Fairness
-	// run counts the gets Fair served since it last served a scan page while scan pages
-	// waited.
-	run int
+	// overdue says Fair's last pop was an overdue scan page: the next goes to a get,
+	// if one waits.
+	overdue bool
 
 	// gets holds each class of gets in push order, their order under every discipline
 	// (within a class, arrival order is also Fair's deadline order).
@@ -143,7 +127,7 @@ func (q *Queue) Policy() Policy { return q.policy }
 // SetPolicy orders the queue by p from the next Pop on, queued tasks included.
 func (q *Queue) SetPolicy(p Policy) {
 	q.policy = p
-	q.run = 0
+	q.overdue = false
 	heap.Init(&q.scans)
 }
 
@@ -173,15 +157,15 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 	}
 	q.last = now
 	q.seq++
-	it := &Item{task: t, arrival: now, seq: q.seq, queued: true, index: -1}
+	it := &Item{task: t, arrival: now, since: now, seq: q.seq, queued: true, index: -1}
+	if !t.Since.IsZero() && t.Since.Before(now) {
+		it.since = t.Since
+	}
 	if t.Class < ScanPage {
 		it.elem = q.gets[t.Class].PushBack(it)
 		return it
 	}
 	it.elem = q.turns.PushBack(&turn{seq: it.seq, owner: it})
-	if len(q.scans.items) == 0 {
-		q.run = 0 // gets served while no scan page waited held none back
-	}
 	if t.Scan != 0 {
 		if n, ok := q.known[t.Scan]; ok && n < it.task.Nodes {
 			it.task.Nodes = n
@@ -192,16 +176,18 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 	return it
 }
 
-// Pop removes and returns the task the policy serves next, nil when the queue is empty.
+// Pop removes and returns the task the policy serves next at now, nil when the queue is
+// empty.
 //
 //   - FIFO: the oldest task; when that is a scan page, the first scan page in the scan
 //     order (itself, unless RaS picks another: RaS reorders scan pages among the turns
 //     FIFO gives to scan pages).
 //   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
 //   - Fair: the gets first, by deadline (a local get's arrival, a remote get's arrival
-//     plus RemoteSlack), but after GetRun gets in a row while scan pages waited, the first
-//     scan page (by deadline too: under RaS, arrival plus the RaS offset).
-func (q *Queue) Pop() *Item {
+//     plus RemoteSlack), then the first scan page; but a scan page whose request has
+//     waited ScanWait is overdue, and overdue pages, oldest request first, alternate
+//     with the gets.
+func (q *Queue) Pop(now time.Time) *Item {
 	var it *Item
 	switch q.policy.Queue {
 	case ReS:
@@ -213,13 +199,16 @@ func (q *Queue) Pop() *Item {
 		if r := q.head(RemoteGet); r != nil && (it == nil || q.fairLess(r, it)) {
 			it = r
 		}
-		switch scan := q.head(ScanPage); {
-		case scan == nil:
-		case it == nil || q.run >= q.fair.GetRun:
-			it = scan
-			q.run = 0
+		overdue := q.overdueScan(now)
+		switch {
+		case overdue != nil && (it == nil || !q.overdue):
+			it = overdue
+			q.overdue = true
+		case it != nil:
+			q.overdue = false
 		default:
-			q.run++
+			it = q.head(ScanPage)
+			q.overdue = false
 		}
 	default:
 		for c := LocalGet; c < ScanPage; c++ {
@@ -236,6 +225,22 @@ func (q *Queue) Pop() *Item {
 		q.Remove(it)
 	}
 	return it
+}
+
+// overdueScan is the queued scan page of the oldest request that has waited ScanWait
+// at now, nil when none has. The scan pages queued are at most the reads in flight of
+// the node's clients, so a walk over them costs less than the read it schedules.
+func (q *Queue) overdueScan(now time.Time) *Item {
+	var oldest *Item
+	for _, it := range q.scans.items {
+		if now.Sub(it.since) < q.fair.ScanWait {
+			continue
+		}
+		if oldest == nil || it.since.Before(oldest.since) || (it.since.Equal(oldest.since) && it.seq < oldest.seq) {
+			oldest = it
+		}
+	}
+	return oldest
 }
 
 // takeTurn hands owner's turn, the first, to the scan page top that FIFO serves in it:
@@ -329,34 +334,16 @@ func (q *Queue) Update(scan ScanID, nodes int) {
 	}
 }
 
-// deadline is the task's Fair deadline, which orders it within its kind (gets, scan
-// pages): its arrival, plus RemoteSlack for a remote get, plus the RaS offset for a
-// scan page.
+// deadline is a get's Fair deadline, which orders the gets: its arrival, plus
+// RemoteSlack for a remote get.
 func (q *Queue) deadline(it *Item) time.Time {
-	switch it.task.Class {
-	case LocalGet:
-		return it.arrival
-	case RemoteGet:
+	if it.task.Class == RemoteGet {
 		return it.arrival.Add(q.fair.RemoteSlack)
 	}
-	return it.arrival.Add(q.rasOffset(it.task))
+	return it.arrival
 }
 
-// rasOffset is how much later than its arrival a scan page's deadline is under Fair with
-// RaS: NodeSlack per node it waits for beyond the first, and up to NodeSlack/2 for its
-// limit, so that Fair orders scan pages the RaS way among those arriving close together
-// while no page waits for pages pushed much later than itself.
-func (q *Queue) rasOffset(t Task) time.Duration {
-	if !q.policy.RaS {
-		return 0
-	}
-	nodes := min(max(t.Nodes, 1), rasMaxNodes)
-	limit := min(max(t.Limit, 0), rasLimitScale)
-	step := q.fair.NodeSlack
-	return time.Duration(nodes-1)*step + time.Duration(int64(step/2)*int64(limit)/rasLimitScale)
-}
-
-// fairLess orders by deadline, then push order.
+// fairLess orders gets by deadline, then push order.
 func (q *Queue) fairLess(a, b *Item) bool {
 	da, db := q.deadline(a), q.deadline(b)
 	if !da.Equal(db) {
@@ -365,12 +352,10 @@ func (q *Queue) fairLess(a, b *Item) bool {
 	return a.seq < b.seq
 }
 
-// scanLess is the order among scan pages: Fair's deadlines (which RaS shapes through the
-// slack), else RaS's fewer nodes then smaller limit, else push order.
+// scanLess is the order among scan pages: under RaS, fewer nodes first, then the
+// smaller limit; else, and then, push order. Fair keeps it: its overdue pages, which go
+// oldest request first, are what bounds a scan's wait.
 func (q *Queue) scanLess(a, b *Item) bool {
-	if q.policy.Queue == Fair {
-		return q.fairLess(a, b)
-	}
 	if q.policy.RaS {
 		if a.task.Nodes != b.task.Nodes {
 			return a.task.Nodes < b.task.Nodes

@@ -17,12 +17,14 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // push and pop by pop in virtual time. Regenerate the expected output with:
 // go test ./sched -run TestScripts -rewrite
 //
-// Commands:
+// Commands (DUR is a virtual time since the script's epoch, e.g. 0, 1ms, 2s):
 //
-//	new policy=P [get-run=N] [remote-slack=DUR] [node-slack=DUR]  an empty queue
-//	push at=DUR       push the tasks listed in the input at virtual time DUR, one per line:
-//	                  "NAME local", "NAME remote" or "NAME scan [scan=N] [nodes=N] [limit=N]"
-//	pop [n=N]         pop N tasks (default: all); prints their names in pop order
+//	new policy=P [scan-wait=DUR] [remote-slack=DUR]   an empty queue; the clock at 0
+//	push at=DUR       move the clock to DUR and push the tasks listed in the input, one per
+//	                  line: "NAME local", "NAME remote" or
+//	                  "NAME scan [scan=N] [nodes=N] [limit=N] [since=DUR]"
+//	pop [n=N] [at=DUR]  pop N tasks (default: all) at the clock, moved to DUR first if
+//	                  given; prints their names in pop order
 //	update scan=N nodes=N                             a RaS progress update
 //	policy P          switch the policy (queued tasks re-ordered)
 //	remove NAME       remove a queued task; prints whether it was queued
@@ -35,6 +37,7 @@ func TestScripts(t *testing.T) {
 
 type script struct {
 	q     *Queue
+	now   time.Duration // the virtual clock: the latest push or pop time
 	names map[*Item]string
 	items map[string]*Item
 }
@@ -51,22 +54,23 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}
-		var fair Fairness
-		d.MaybeScanArgs(t, "get-run", &fair.GetRun)
-		fair.RemoteSlack = durArg(t, d, "remote-slack")
-		fair.NodeSlack = durArg(t, d, "node-slack")
+		fair := Fairness{
+			ScanWait:    durArg(t, d, "scan-wait"),
+			RemoteSlack: durArg(t, d, "remote-slack"),
+		}
 		s.q = NewQueue(p, fair)
+		s.now = 0
 		s.names = map[*Item]string{}
 		s.items = map[string]*Item{}
 		return ""
 	case "push":
-		at := durArg(t, d, "at")
+		s.advance(t, d)
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 			name, task := parseTask(t, d, line)
 			if _, dup := s.items[name]; dup {
 				d.Fatalf(t, "task %s pushed twice", name)
 			}
-			it := s.q.Push(task, epoch.Add(at))
+			it := s.q.Push(task, epoch.Add(s.now))
 			s.names[it] = name
 			s.items[name] = it
 		}
@@ -74,9 +78,10 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "pop":
 		n := -1
 		d.MaybeScanArgs(t, "n", &n)
+		s.advance(t, d)
 		var out []string
 		for ; n != 0; n-- {
-			it := s.q.Pop()
+			it := s.q.Pop(epoch.Add(s.now))
 			if it == nil {
 				break
 			}
@@ -110,6 +115,19 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
+// advance moves the clock to the command's at=DUR, if given; the clock never goes back,
+// as the Stage's does not.
+func (s *script) advance(t *testing.T, d *datadriven.TestData) {
+	if !d.HasArg("at") {
+		return
+	}
+	at := durArg(t, d, "at")
+	if at < s.now {
+		d.Fatalf(t, "at=%v: the clock is already at %v", at, s.now)
+	}
+	s.now = at
+}
+
 // durArg reads an optional duration argument; absent is 0.
 func durArg(t *testing.T, d *datadriven.TestData, key string) time.Duration {
 	var v string
@@ -123,11 +141,11 @@ func durArg(t *testing.T, d *datadriven.TestData, key string) time.Duration {
 	return dur
 }
 
-// parseTask reads "NAME CLASS [key=N ...]".
+// parseTask reads "NAME CLASS [key=N ...] [since=DUR]".
 func parseTask(t *testing.T, d *datadriven.TestData, line string) (string, Task) {
 	f := strings.Fields(line)
 	if len(f) < 2 {
-		d.Fatalf(t, "task %q: want NAME CLASS [scan=N nodes=N limit=N]", line)
+		d.Fatalf(t, "task %q: want NAME CLASS [scan=N nodes=N limit=N since=DUR]", line)
 	}
 	var task Task
 	switch f[1] {
@@ -141,6 +159,14 @@ func parseTask(t *testing.T, d *datadriven.TestData, line string) (string, Task)
 		d.Fatalf(t, "task %q: class %q: want local, remote or scan", line, f[1])
 	}
 	for _, kv := range f[2:] {
+		if since, ok := strings.CutPrefix(kv, "since="); ok {
+			dur, err := time.ParseDuration(since)
+			if err != nil {
+				d.Fatalf(t, "task %q: %q: %v", line, kv, err)
+			}
+			task.Since = epoch.Add(dur)
+			continue
+		}
 		var key string
 		var v int
 		if _, err := fmt.Sscanf(strings.Replace(kv, "=", " ", 1), "%s %d", &key, &v); err != nil {
@@ -160,92 +186,324 @@ func parseTask(t *testing.T, d *datadriven.TestData, line string) (string, Task)
 	return f[0], task
 }
 
+// fairBound checks, pop by pop, the bound the package doc states for Fair: once a scan
+// page is overdue (its request has waited ScanWait, counted from Task.Since or else the
+// page's arrival), it pops within 2(k+1) pops, k the overdue pages of older requests
+// that pop ahead of it; and overdue pages pop oldest request first. It works from the
+// tasks as pushed, not from the queue's fields.
+type fairBound struct {
+	wait  time.Duration
+	seq   int
+	pages map[*Item]*pageWait // the queued scan pages
+}
+
+// pageWait is what fairBound knows of a queued scan page.
+type pageWait struct {
+	since time.Time
+	seq   int // push order
+	pops  int // pops since it became overdue, its own included
+	ahead int // of those, overdue pages of older requests
+}
+
+func newFairBound(wait time.Duration) *fairBound {
+	return &fairBound{wait: wait, pages: map[*Item]*pageWait{}}
+}
+
+// older says a's request is older than b's: its first page arrived earlier, or at the
+// same time and a was pushed first.
+func (w *pageWait) older(b *pageWait) bool {
+	if !w.since.Equal(b.since) {
+		return w.since.Before(b.since)
+	}
+	return w.seq < b.seq
+}
+
+func (b *fairBound) overdue(w *pageWait, now time.Time) bool { return now.Sub(w.since) >= b.wait }
+
+// push records a pushed task.
+func (b *fairBound) push(it *Item) {
+	if it.Task().Class != ScanPage {
+		return
+	}
+	b.seq++
+	since := it.Arrival()
+	if s := it.Task().Since; !s.IsZero() && s.Before(since) {
+		since = s
+	}
+	b.pages[it] = &pageWait{since: since, seq: b.seq}
+}
+
+// remove records a removed task.
+func (b *fairBound) remove(it *Item) { delete(b.pages, it) }
+
+// popped records that it popped at now and checks the bound; it returns, for a scan
+// page that was overdue, what it waited for (nil otherwise).
+func (b *fairBound) popped(it *Item, now time.Time) (*pageWait, error) {
+	for _, w := range b.pages {
+		if b.overdue(w, now) {
+			w.pops++
+		}
+	}
+	p := b.pages[it]
+	delete(b.pages, it)
+	if p == nil || !b.overdue(p, now) {
+		p = nil
+	}
+	for _, w := range b.pages {
+		if !b.overdue(w, now) {
+			continue
+		}
+		if p != nil {
+			if w.older(p) {
+				return nil, fmt.Errorf("an overdue page of a request since %v popped while one since %v waited", p.since.Sub(epoch), w.since.Sub(epoch))
+			}
+			w.ahead++
+		}
+		if w.pops > 2*w.ahead+1 {
+			return nil, fmt.Errorf("a page overdue since %v still queued after %d pops, %d of older requests' pages: the bound is 2(k+1)",
+				w.since.Add(b.wait).Sub(epoch), w.pops, w.ahead)
+		}
+	}
+	return p, nil
+}
+
 // TestFairBoundUnderGetStream is the test: gets keep arriving faster than they
 // are served (two local and one remote get per tick, one pop per tick, virtual time),
-// and scan pages pushed at tick 5 must all pop within their bound under Fair, GetRun+1
-// pops each, while ReS starves them.
+// and scan requests of one or more pages arrive among them. Under Fair every page must
+// pop within its bound, 2(k+1) pops (here ticks) once its request has waited ScanWait,
+// k counting the pages of older requests: a later page of a request is overdue as soon
+// as it is pushed (Since is kept). ReS and A starve them all.
 func TestFairBoundUnderGetStream(t *testing.T) {
 	const tick = time.Millisecond
-	const arrive = 5 * tick
-	const horizon = 2000 * tick
-	page := func(scan ScanID, nodes, limit int) Task {
-		return Task{Class: ScanPage, Scan: scan, Nodes: nodes, Limit: limit}
+	const horizon = 2500 * tick
+	type request struct {
+		at           time.Duration // when its first page is pushed
+		since        time.Duration // its Task.Since, if not at (a request begun earlier)
+		pages        int
+		nodes, limit int
 	}
 	for _, tc := range []struct {
-		name    string
-		policy  string
-		fair    Fairness
-		pages   []Task
-		starves bool
+		name     string
+		policy   string
+		scanWait time.Duration
+		requests []request
+		starves  bool
 	}{
-		{name: "fair", policy: "fair", pages: []Task{page(1, 12, 10000)}},
-		{name: "fair, one get per page", policy: "fair", fair: Fairness{GetRun: 1}, pages: []Task{page(0, 0, 0)}},
-		{name: "kura, three scans", policy: "kura", fair: Fairness{GetRun: 4},
-			pages: []Task{page(1, 12, 10000), page(2, 1, 1), page(3, 100, 1<<30)}},
-		{name: "res starves it", policy: "res", pages: []Task{page(1, 1, 1)}, starves: true},
-		{name: "A starves it", policy: "A", pages: []Task{page(1, 1, 1)}, starves: true},
+		{name: "fair, default ScanWait", policy: "fair", requests: []request{{at: 5 * tick, pages: 1}}},
+		{name: "fair, one page", policy: "fair", scanWait: 100 * tick, requests: []request{{at: 5 * tick, pages: 1}}},
+		{name: "fair, a long scan", policy: "fair", scanWait: 100 * tick, requests: []request{{at: 5 * tick, pages: 40}}},
+		{name: "fair, a request begun earlier", policy: "fair", scanWait: 100 * tick,
+			requests: []request{{at: 5 * tick, pages: 1}, {at: 50 * tick, since: 2 * tick, pages: 3}}},
+		{name: "kura, three scans", policy: "kura", scanWait: 100 * tick, requests: []request{
+			{at: 5 * tick, pages: 4, nodes: 12, limit: 10000},
+			{at: 5 * tick, pages: 2, nodes: 1, limit: 1},
+			{at: 30 * tick, pages: 3, nodes: 100, limit: 1 << 30},
+		}},
+		{name: "res starves it", policy: "res", scanWait: 100 * tick, requests: []request{{at: 5 * tick, pages: 1, nodes: 1, limit: 1}}, starves: true},
+		{name: "A starves it", policy: "A", scanWait: 100 * tick, requests: []request{{at: 5 * tick, pages: 1, nodes: 1, limit: 1}}, starves: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := ParsePolicy(tc.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := NewQueue(p, tc.fair)
-			bound := len(tc.pages) * (tc.fair.withDefaults().GetRun + 1)
-			waiting := map[*Item]bool{}
-			pops := 0
+			q := NewQueue(p, Fairness{ScanWait: tc.scanWait})
+			wait := Fairness{ScanWait: tc.scanWait}.withDefaults().ScanWait
+			b := newFairBound(wait)
+			left := make([]int, len(tc.requests))       // pages not yet popped
+			next := make([]time.Time, len(tc.requests)) // when its next page is pushed; zero: queued
+			for i, r := range tc.requests {
+				left[i], next[i] = r.pages, epoch.Add(r.at)
+			}
+			req := map[*Item]int{}
 			for now := epoch; now.Before(epoch.Add(horizon)); now = now.Add(tick) {
-				q.Push(Task{Class: LocalGet}, now)
-				q.Push(Task{Class: LocalGet}, now)
-				q.Push(Task{Class: RemoteGet}, now)
-				if now.Equal(epoch.Add(arrive)) {
-					for _, task := range tc.pages {
-						waiting[q.Push(task, now)] = true
+				for range 2 {
+					b.push(q.Push(Task{Class: LocalGet}, now))
+				}
+				b.push(q.Push(Task{Class: RemoteGet}, now))
+				for i, r := range tc.requests {
+					if next[i].IsZero() || now.Before(next[i]) {
+						continue
 					}
+					since := epoch.Add(r.at)
+					if r.since != 0 {
+						since = epoch.Add(r.since)
+					}
+					it := q.Push(Task{Class: ScanPage, Scan: ScanID(i + 1), Nodes: r.nodes, Limit: r.limit, Since: since}, now)
+					b.push(it)
+					req[it], next[i] = i, time.Time{}
 				}
-				it := q.Pop()
-				if len(waiting) > 0 {
-					pops++
+				it := q.Pop(now)
+				if _, err := b.popped(it, now); err != nil && !tc.starves {
+					t.Fatalf("at %v: %v", now.Sub(epoch), err)
 				}
-				delete(waiting, it)
-				if it.Task().Class == ScanPage && tc.starves {
+				if it.Task().Class != ScanPage {
+					continue
+				}
+				if tc.starves {
 					t.Fatalf("a scan page popped at %v; want them starved", now.Sub(epoch))
 				}
-				if len(waiting) > 0 && pops >= bound && !tc.starves {
-					t.Fatalf("%d scan pages still queued after %d pops, the bound", len(waiting), pops)
+				i := req[it]
+				if left[i]--; left[i] > 0 {
+					next[i] = now.Add(tick) // the page is read, then the next one queued
 				}
 			}
-			if len(waiting) == 0 && tc.starves {
-				t.Fatalf("the scan pages popped; want them starved")
+			for i, n := range left {
+				if n > 0 && !tc.starves {
+					t.Errorf("request %d: %d of its %d pages still queued after %v", i, n, tc.requests[i].pages, horizon)
+				}
 			}
 		})
 	}
 }
 
-// TestFairBoundRandom checks Fair's bounds on random scripts of pushes, pops, progress
-// updates, removals and switches between fair and fair+ras: while scan pages wait, at
-// most GetRun gets pop in a row; no get pops while a get pushed more than RemoteSlack
-// before it waits; no scan page pops while one pushed more than its largest RaS offset
-// (16 NodeSlack) before it waits.
+// TestFairTimeBound checks the bound in time: with W workers and reads of at most R
+// each, a scan page starts within R·⌈2(k+1)/W⌉ of becoming overdue (its request's
+// arrival plus ScanWait, or its push if later), k the overdue pages of older requests
+// that pop ahead of it. A discrete-event simulation in virtual time: gets arrive faster
+// than the workers serve them, scan requests of a few pages arrive at random times, and
+// each read holds its worker for a random time up to R.
+func TestFairTimeBound(t *testing.T) {
+	const r = 10 * time.Millisecond
+	const horizon = 2 * time.Second
+	for _, tc := range []struct {
+		name     string
+		policy   string
+		workers  int
+		scanWait time.Duration
+	}{
+		{name: "fair, one worker", policy: "fair", workers: 1, scanWait: 50 * time.Millisecond},
+		{name: "kura, three workers", policy: "kura", workers: 3, scanWait: 50 * time.Millisecond},
+		{name: "kura, 32 workers", policy: "kura", workers: 32, scanWait: 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePolicy(tc.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewSource(int64(tc.workers)))
+			q := NewQueue(p, Fairness{ScanWait: tc.scanWait})
+			b := newFairBound(tc.scanWait)
+			type request struct {
+				since time.Time
+				left  int
+				nodes int
+				next  time.Time // when its next page is pushed; zero: queued or done
+			}
+			var reqs []*request
+			for i := 0; i < 40; i++ {
+				at := epoch.Add(time.Duration(rng.Int63n(int64(horizon / 2))))
+				reqs = append(reqs, &request{since: at, left: 1 + rng.Intn(6), nodes: 1 + rng.Intn(12), next: at})
+			}
+			getEvery := r / time.Duration(4*tc.workers) // 4W gets per R: more than W workers serve
+			nextGet := epoch
+			type worker struct {
+				until time.Time
+				page  *request // the scan request whose page it reads, if any
+			}
+			busy := map[*worker]bool{}
+			idle := tc.workers
+			owner := map[*Item]*request{}
+			served := 0
+			for now := epoch; now.Before(epoch.Add(horizon)); {
+				// Reads ending now free their workers; a scan's next page is queued then.
+				for w := range busy {
+					if w.until.After(now) {
+						continue
+					}
+					delete(busy, w)
+					idle++
+					if w.page != nil && w.page.left > 0 {
+						w.page.next = now
+					}
+				}
+				for !nextGet.After(now) {
+					b.push(q.Push(Task{Class: Class(rng.Intn(2))}, nextGet))
+					nextGet = nextGet.Add(getEvery)
+				}
+				for i, rq := range reqs {
+					if rq.next.IsZero() || rq.next.After(now) {
+						continue
+					}
+					it := q.Push(Task{Class: ScanPage, Scan: ScanID(i + 1), Nodes: rq.nodes, Limit: 100, Since: rq.since}, now)
+					b.push(it)
+					owner[it], rq.next = rq, time.Time{}
+				}
+				for ; idle > 0; idle-- {
+					it := q.Pop(now)
+					if it == nil {
+						break
+					}
+					w, err := b.popped(it, now)
+					if err != nil {
+						t.Fatalf("at %v: %v", now.Sub(epoch), err)
+					}
+					if w != nil {
+						overdue := w.since.Add(tc.scanWait)
+						if it.Arrival().After(overdue) {
+							overdue = it.Arrival()
+						}
+						rounds := (2*(w.ahead+1) + tc.workers - 1) / tc.workers
+						if late := now.Sub(overdue); late > time.Duration(rounds)*r {
+							t.Fatalf("a page overdue at %v started at %v, %v late; the bound with k=%d is %v",
+								overdue.Sub(epoch), now.Sub(epoch), late, w.ahead, time.Duration(rounds)*r)
+						}
+					}
+					rw := &worker{until: now.Add(r/10 + time.Duration(rng.Int63n(int64(r-r/10)+1)))}
+					if rq := owner[it]; rq != nil {
+						rq.left--
+						rw.page = rq
+						served++
+					}
+					busy[rw] = true
+				}
+				// The next event: a read ending, a get arriving or a scan page queued.
+				next := nextGet
+				for w := range busy {
+					if w.until.Before(next) {
+						next = w.until
+					}
+				}
+				for _, rq := range reqs {
+					if !rq.next.IsZero() && rq.next.Before(next) {
+						next = rq.next
+					}
+				}
+				now = next
+			}
+			for i, rq := range reqs {
+				if rq.left > 0 {
+					t.Errorf("request %d: %d pages not served by %v", i, rq.left, horizon)
+				}
+			}
+			if served == 0 {
+				t.Fatal("no scan page served")
+			}
+		})
+	}
+}
+
+// TestFairBoundRandom checks Fair's order and bound on random scripts of pushes (scan
+// pages with and without a Since), pops at advancing times, progress updates, removals
+// and switches between fair and fair+ras: gets pop by deadline; a scan page that is not
+// overdue pops only when no get and no overdue page waits; a get pops while an overdue
+// page waits only right after an overdue page; and fairBound's checks.
 func TestFairBoundRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(15))
-	for run := 0; run < 200; run++ {
+	for run := 0; run < 300; run++ {
 		p := Policy{Queue: Fair, RaS: rng.Intn(2) == 0}
 		fair := Fairness{
-			GetRun:      rng.Intn(5),
+			ScanWait:    time.Duration(rng.Intn(10)) * time.Millisecond,
 			RemoteSlack: time.Duration(rng.Intn(3)) * time.Millisecond,
-			NodeSlack:   time.Duration(rng.Intn(5)) * time.Millisecond,
 		}
 		q := NewQueue(p, fair)
 		fair = fair.withDefaults()
+		b := newFairBound(fair.ScanWait)
 		queued := map[*Item]bool{}
-		scans, gets := 0, 0 // scan pages queued; gets popped in a row while scan pages waited
+		lastOverdue := false // the last pop was an overdue page
 		now := epoch
-		for step := 0; step < 300; step++ {
+		for step := 0; step < 400; step++ {
 			now = now.Add(time.Duration(rng.Intn(2000)) * time.Microsecond)
-			if scans == 0 {
-				gets = 0
-			}
 			switch r := rng.Intn(10); {
 			case r < 5:
 				task := Task{Class: Class(rng.Intn(NumClasses))}
@@ -253,39 +511,56 @@ func TestFairBoundRandom(t *testing.T) {
 					task.Scan = ScanID(1 + rng.Intn(8))
 					task.Nodes = rng.Intn(20)
 					task.Limit = rng.Intn(20000)
-					scans++
+					if rng.Intn(2) == 0 { // a later page: its request arrived up to 20ms ago
+						task.Since = now.Add(-time.Duration(rng.Intn(20000)) * time.Microsecond)
+					}
 				}
-				queued[q.Push(task, now)] = true
+				it := q.Push(task, now)
+				b.push(it)
+				queued[it] = true
 			case r < 8:
-				it := q.Pop()
+				overdueWaits, getWaits := false, false
+				for other := range queued {
+					if w := b.pages[other]; w != nil && b.overdue(w, now) {
+						overdueWaits = true
+					} else if w == nil {
+						getWaits = true
+					}
+				}
+				it := q.Pop(now)
 				if it == nil {
 					continue
 				}
 				delete(queued, it)
-				if it.Task().Class == ScanPage {
-					scans--
-					gets = 0
-				} else if scans > 0 {
-					if gets++; gets > fair.GetRun {
-						t.Fatalf("run %d: %d gets in a row while scan pages waited, GetRun %d", run, gets, fair.GetRun)
-					}
+				w := b.pages[it]
+				wasOverdue := w != nil && b.overdue(w, now)
+				if _, err := b.popped(it, now); err != nil {
+					t.Fatalf("run %d: %v", run, err)
+				}
+				switch {
+				case w != nil && !wasOverdue && (getWaits || overdueWaits):
+					t.Fatalf("run %d: a scan page not overdue popped while a get or an overdue page waited", run)
+				case w == nil && overdueWaits && !lastOverdue:
+					t.Fatalf("run %d: a get popped while an overdue page waited, after a pop that was not one", run)
+				}
+				lastOverdue = wasOverdue
+				if w != nil {
+					continue
 				}
 				for other := range queued {
-					if (other.Task().Class == ScanPage) != (it.Task().Class == ScanPage) {
+					if b.pages[other] != nil {
 						continue
 					}
-					var due time.Time
-					switch other.Task().Class {
-					case LocalGet:
-						due = other.Arrival()
-					case RemoteGet:
-						due = other.Arrival().Add(fair.RemoteSlack)
-					default:
-						due = other.Arrival().Add(rasMaxNodes * fair.NodeSlack)
+					due, odue := it.Arrival(), other.Arrival()
+					if it.Task().Class == RemoteGet {
+						due = due.Add(fair.RemoteSlack)
 					}
-					if it.Arrival().After(due) {
-						t.Fatalf("run %d: %+v pushed at %v popped before %+v due at %v", run,
-							it.Task(), it.Arrival().Sub(epoch), other.Task(), due.Sub(epoch))
+					if other.Task().Class == RemoteGet {
+						odue = odue.Add(fair.RemoteSlack)
+					}
+					if odue.Before(due) || (odue.Equal(due) && other.seq < it.seq) {
+						t.Fatalf("run %d: %v due at %v popped before %v due at %v", run,
+							it.Task().Class, due.Sub(epoch), other.Task().Class, odue.Sub(epoch))
 					}
 				}
 			case r < 9:
@@ -295,18 +570,16 @@ func TestFairBoundRandom(t *testing.T) {
 					if !q.Remove(it) {
 						t.Fatalf("run %d: a queued task was not removed", run)
 					}
-					if it.Task().Class == ScanPage {
-						scans--
-					}
+					b.remove(it)
 					delete(queued, it)
 					break
 				}
 				p.RaS = rng.Intn(2) == 0
 				q.SetPolicy(p)
-				gets = 0
+				lastOverdue = false
 			}
-			if q.Len() != len(queued) || q.Queued(ScanPage) != scans {
-				t.Fatalf("run %d: Len %d, %d scan pages; want %d, %d", run, q.Len(), q.Queued(ScanPage), len(queued), scans)
+			if q.Len() != len(queued) || q.Queued(ScanPage) != len(b.pages) {
+				t.Fatalf("run %d: Len %d, %d scan pages; want %d, %d", run, q.Len(), q.Queued(ScanPage), len(queued), len(b.pages))
 			}
 		}
 	}
@@ -340,7 +613,7 @@ func TestRaSKeepsFIFOTurns(t *testing.T) {
 					best = it
 				}
 			}
-			a, b := plain.Pop(), ras.Pop()
+			a, b := plain.Pop(now), ras.Pop(now)
 			if (a == nil) != (b == nil) {
 				t.Fatalf("run %d step %d: FIFO popped %v, FIFO+RaS %v", run, step, a, b)
 			}

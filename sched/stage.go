@@ -17,6 +17,10 @@ type Task struct {
 	Scan  ScanID // ScanPage only; 0 when none
 	Nodes int    // ScanPage: how many nodes the scan still waits for (RaS)
 	Limit int    // ScanPage: the scan's limit (RaS)
+	// Since is, for a scan page, when its request's first page arrived (zero: this
+	// page's arrival): Fair counts a request's wait from there, so that a long scan is
+	// overdue as a whole, not page by page.
+	Since time.Time
 }
 
 // DefaultWorkers is the read stage's default pool size: Cassandra's concurrent_reads.
@@ -63,7 +67,7 @@ func NewStage(cfg Config) (*Stage, error) {
 		return nil, fmt.Errorf("sched: %d read workers: want 0 (default %d) or more", cfg.Workers, DefaultWorkers)
 	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0:
 		return nil, fmt.Errorf("sched: device %v: negative time", cfg.Device)
-	case cfg.Fair.GetRun < 0 || cfg.Fair.RemoteSlack < 0 || cfg.Fair.NodeSlack < 0:
+	case cfg.Fair.ScanWait < 0 || cfg.Fair.RemoteSlack < 0:
 		return nil, fmt.Errorf("sched: fairness %+v: negative", cfg.Fair)
 	case cfg.Policy.Queue > Fair:
 		return nil, fmt.Errorf("sched: unknown queue discipline %v", cfg.Policy.Queue)
@@ -144,7 +148,7 @@ func (s *Stage) acquire(ctx context.Context, t Task) error {
 func (s *Stage) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	it := s.q.Pop()
+	it := s.q.Pop(time.Now())
 	if it == nil {
 		s.idle++
 		return
@@ -213,7 +217,7 @@ func (s *Stage) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	for it := s.q.Pop(); it != nil; it = s.q.Pop() {
+	for it := s.q.Pop(time.Now()); it != nil; it = s.q.Pop(time.Now()) {
 		s.waiting[it] <- false
 		delete(s.waiting, it)
 	}

@@ -82,8 +82,8 @@ func (r *recorder) order() string {
 
 // TestStageOrder checks, with one worker held by a blocked read, the order in which the
 // queued reads then run: each policy's, a policy switched while they wait, and RaS
-// progress. Fair's slacks are an hour so that its order does not depend on how fast
-// the reads were queued.
+// progress. Fair's RemoteSlack and ScanWait are an hour so that its order does not
+// depend on how fast the reads were queued.
 func TestStageOrder(t *testing.T) {
 	type progress struct {
 		scan  ScanID
@@ -112,7 +112,7 @@ func TestStageOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := NewStage(Config{Workers: 1, Policy: p, Fair: Fairness{RemoteSlack: time.Hour, NodeSlack: time.Hour}})
+			s, err := NewStage(Config{Workers: 1, Policy: p, Fair: Fairness{RemoteSlack: time.Hour, ScanWait: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,8 +279,8 @@ func TestNewStage(t *testing.T) {
 		{name: "workers", cfg: Config{Workers: 4}, workers: 4},
 		{name: "negative workers", cfg: Config{Workers: -1}, wantErr: "-1 read workers"},
 		{name: "negative device", cfg: Config{Device: Device{Access: -time.Millisecond}}, wantErr: "negative time"},
-		{name: "negative slack", cfg: Config{Fair: Fairness{NodeSlack: -time.Millisecond}}, wantErr: "negative"},
-		{name: "negative get run", cfg: Config{Fair: Fairness{GetRun: -1}}, wantErr: "negative"},
+		{name: "negative slack", cfg: Config{Fair: Fairness{RemoteSlack: -time.Millisecond}}, wantErr: "negative"},
+		{name: "negative scan wait", cfg: Config{Fair: Fairness{ScanWait: -time.Second}}, wantErr: "negative"},
 		{name: "unknown discipline", cfg: Config{Policy: Policy{Queue: 7}}, wantErr: "unknown queue discipline"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
