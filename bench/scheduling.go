@@ -348,7 +348,7 @@ func schedScale(o schedOptions) string {
 
 func schedNotes() []string {
 	return []string{
-		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, gets first as under ReS but never more than sched.DefaultGetRun in a row while a scan page waits, so that no stream of gets starves a scan",
+		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node, whose pages then alternate with gets, so that no stream of gets starves a scan",
 		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between points (node.SetReadPolicy)",
 		"reduction: 100 x (O - variant) / O of the mean and p99 latency at the same point; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
 		"throughput_qps: the point's queries over the time from the first sent to the last answered",
