@@ -371,7 +371,7 @@ func (n *Node) sampleLocal(ks schema.Keyspace, size int) (int64, [][]byte, error
 	now := n.guard.Now()
 	var rows int64
 	var sample [][]byte
-	err = n.eachRecord(ks.Name, false, func(r lww.Record) error {
+	err = n.engine.Each(ks.Name, false, func(r lww.Record) error {
 		if !r.Live(now) || r.Timestamp <= ks.TruncatedAt || !replicaOf(r.Key) {
 			return nil
 		}
@@ -422,7 +422,7 @@ func (n *Node) copyToNext(ctx context.Context, ks schema.Keyspace) (int64, error
 		copied += int64(len(batch))
 		return nil
 	}
-	err = n.eachRecord(ks.Name, true, func(r lww.Record) error {
+	err = n.engine.Each(ks.Name, true, func(r lww.Record) error {
 		if !replicaOf(r.Key) {
 			return nil // a leftover of an older placement: the replicas hold the truth
 		}
@@ -452,28 +452,6 @@ func (n *Node) copyToNext(ctx context.Context, ks schema.Keyspace) (int64, error
 		}
 	}
 	return copied, nil
-}
-
-// eachRecord calls fn for every record of keyspace on this node, tombstones only when
-// asked, in key order, a page at a time.
-func (n *Node) eachRecord(keyspace string, tombstones bool, fn func(lww.Record) error) error {
-	const page = 1024
-	var start []byte
-	for {
-		recs, err := n.engine.Scan(keyspace, start, nil, page, tombstones, nil)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(recs) < page {
-			return nil
-		}
-		start = append(recs[len(recs)-1].Key, 0)
-	}
 }
 
 // replicaOf returns whether this node is one of a key's replicas on the current ring

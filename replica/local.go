@@ -148,7 +148,7 @@ func recordBytes(records []lww.Record) int {
 // included) and their key and value bytes: with the other nodes' figures, the storage a
 // keyspace costs, which experiments compare with the raw data.
 func (l *Local) StoredBytes(keyspace string) (records int, total int64, err error) {
-	err = l.each(keyspace, func(r lww.Record) error {
+	err = l.engine.Each(keyspace, true, func(r lww.Record) error {
 		records++
 		total += int64(len(r.Key) + len(r.Value))
 		return nil
@@ -162,7 +162,7 @@ func (l *Local) StoredBytes(keyspace string) (records int, total int64, err erro
 // DropUnless removes the records of keyspace whose key keep rejects (the data a node no
 // longer owns after a move) and returns how many it removed and their bytes.
 func (l *Local) DropUnless(keyspace string, keep func(key []byte) bool) (removed int64, bytes int64, err error) {
-	err = l.each(keyspace, func(r lww.Record) error {
+	err = l.engine.Each(keyspace, true, func(r lww.Record) error {
 		if keep(r.Key) {
 			return nil
 		}
@@ -177,28 +177,6 @@ func (l *Local) DropUnless(keyspace string, keep func(key []byte) bool) (removed
 		return removed, bytes, fmt.Errorf("clean up keyspace %s: %w", keyspace, err)
 	}
 	return removed, bytes, nil
-}
-
-// each calls fn for every record of keyspace, tombstones included, in key order, a page
-// at a time so a large keyspace is never held in memory whole.
-func (l *Local) each(keyspace string, fn func(lww.Record) error) error {
-	const page = 1024
-	var start []byte
-	for {
-		recs, err := l.engine.Scan(keyspace, start, nil, page, true, nil)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(recs) < page {
-			return nil
-		}
-		start = append(recs[len(recs)-1].Key, 0)
-	}
 }
 
 // inRanges returns a key filter that accepts keys whose token lies in one of ranges.

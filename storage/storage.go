@@ -286,6 +286,29 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 	return e.ScanPage(ks, start, end, limit, 0, withTombstones, filter)
 }
 
+// Each calls fn for every record of keyspace ks in key order, tombstones only when
+// withTombstones, reading a page at a time so that a large keyspace is never held in
+// memory whole. It stops at fn's first error and returns it.
+func (e *Engine) Each(ks string, withTombstones bool, fn func(lww.Record) error) error {
+	const page = 1024
+	var start []byte
+	for {
+		recs, err := e.Scan(ks, start, nil, page, withTombstones, nil)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(recs) < page {
+			return nil
+		}
+		start = append(recs[len(recs)-1].Key, 0)
+	}
+}
+
 // ScanPage is Scan that also stops once the records it returns hold maxBytes bytes of
 // keys and values (the record that reaches the bound included; no bound when maxBytes
 // <= 0): one page of a long scan, bounded in work whatever the row size.
