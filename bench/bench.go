@@ -19,10 +19,11 @@ type Env struct {
 	Progress io.Writer
 }
 
-// Progressf writes one progress line.
+// Progressf writes one line about an event of the run (a node started, a step's
+// outcome); how far the run is goes through a Progress (StartProgress).
 func (e Env) Progressf(format string, args ...any) {
 	if e.Progress != nil {
-		fmt.Fprintf(e.Progress, format+"\n", args...)
+		fmt.Fprintf(e.Progress, progressLine(e.Progress)+format+"\n", args...)
 	}
 }
 

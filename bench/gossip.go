@@ -114,14 +114,16 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // (source "sim") or over real sockets (source "real").
 type GossipRow struct {
 	Source string `json:"source"`
-	experiment.Row
+	// The table shows the traffic, the detection times and the cross-DC scenario's
+	// WAN traffic and detection; the JSON every figure.
+	experiment.Row `table:"protocol,nodes,total_bps,interdc_bps,join_convergence_s_max,failure_detection_s_max,false_suspicions,lone_dc_interdc_bps,dark_dc_detection_s_max"`
 	// Real rows only: the transport's own count (frame headers + payload),
 	// the share of the wall clock's rounds the drivers ran, and the
 	// differences from the simulator's row of the same size.
-	TransportFrameBps *float64 `json:"transport_frame_bps,omitempty"`
-	RoundsRunPct      *float64 `json:"rounds_run_pct,omitempty"`
+	TransportFrameBps *float64 `json:"transport_frame_bps,omitempty" table:"-"`
+	RoundsRunPct      *float64 `json:"rounds_run_pct,omitempty" table:"-"`
 	TotalDiffPct      *float64 `json:"total_diff_pct,omitempty"`
-	InterDCDiffPct    *float64 `json:"interdc_diff_pct,omitempty"`
+	InterDCDiffPct    *float64 `json:"interdc_diff_pct,omitempty" table:"-"`
 }
 
 // GossipFit is T = a n² + b n fitted to one protocol's total traffic, with

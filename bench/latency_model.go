@@ -151,8 +151,8 @@ func latencyCells() []latencyCell {
 
 // latencyModelRow is one row of the report.
 type latencyModelRow struct {
-	Setup       string  `json:"setup"`
-	DelayMs     float64 `json:"delay_ms"`
+	Setup       string  `json:"setup" table:"group"`
+	DelayMs     float64 `json:"delay_ms" table:"group"`
 	RF          int     `json:"rf"`
 	Consistency string  `json:"consistency"`
 	Op          string  `json:"op"`
@@ -169,7 +169,7 @@ type latencyModelRow struct {
 	// LatencyMsMeasured is the median of the row's block means; LatencyMsAllOps the plain
 	// mean of all its operations, for comparison.
 	LatencyMsMeasured float64 `json:"latency_ms_measured"`
-	LatencyMsAllOps   float64 `json:"latency_ms_all_ops"`
+	LatencyMsAllOps   float64 `json:"latency_ms_all_ops" table:"-"`
 	// ErrorFraction is |predicted - measured| / measured.
 	ErrorFraction float64 `json:"error_fraction"`
 	// WithinBound: |predicted - measured| <= max(10 % of measured, 0.5 ms).

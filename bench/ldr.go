@@ -155,8 +155,8 @@ func parseShares(spec string, step float64) ([]float64, error) {
 
 // ldrRow is one measured case: a scheme read from one DC.
 type ldrRow struct {
-	Experiment string `json:"experiment"` // fig9, fig10 or latency
-	Scheme     string `json:"scheme"`     // ldr, stripe (k = m), replicate (a copy per DC), single (one copy)
+	Experiment string `json:"experiment" table:"group"` // fig9, fig10 or latency
+	Scheme     string `json:"scheme"`                   // ldr, stripe (k = m), replicate (a copy per DC), single (one copy)
 	M          int    `json:"m"`
 	K          int    `json:"k"`
 	ReaderDC   string `json:"reader_dc"`
@@ -166,26 +166,26 @@ type ldrRow struct {
 	// Keys is how many keys of the stream the row covers; Gets how many of them it read
 	// (see ldrSample): the mean and stddev are over the Keys keys.
 	Keys int `json:"keys"`
-	Gets int `json:"gets"`
+	Gets int `json:"gets" table:"-"`
 	// StorageRatio is the bytes stored (keys and values of every record on every node)
 	// over the raw bytes (keys and values put); StorageRatioExpected is m/k plus the chunk
 	// metadata (see the notes).
 	StorageRatio             float64 `json:"storage_ratio"`
-	StorageRatioExpected     float64 `json:"storage_ratio_expected"`
+	StorageRatioExpected     float64 `json:"storage_ratio_expected" table:"-"`
 	InterDCBytesPerGetMean   float64 `json:"interdc_bytes_per_get_mean"`
-	InterDCBytesPerGetStddev float64 `json:"interdc_bytes_per_get_stddev"`
+	InterDCBytesPerGetStddev float64 `json:"interdc_bytes_per_get_stddev" table:"-"`
 	// ExpectedInterDCBytesPerGet is E[max(0, k-L)] x size / k, L ~ Binomial(m, local
 	// share); PlacedInterDCBytesPerGet the same mean over the keys' actual chunk
 	// placement, which removes the sampling of placement from the comparison.
 	ExpectedInterDCBytesPerGet float64 `json:"expected_interdc_bytes_per_get"`
 	// ExpectedInterDCBytesPerGetStderr is the standard error of a mean over Keys random
 	// placements: how far the mean may stray from the expectation by chance.
-	ExpectedInterDCBytesPerGetStderr float64 `json:"expected_interdc_bytes_per_get_stderr"`
-	PlacedInterDCBytesPerGet         float64 `json:"placed_interdc_bytes_per_get"`
+	ExpectedInterDCBytesPerGetStderr float64 `json:"expected_interdc_bytes_per_get_stderr" table:"-"`
+	PlacedInterDCBytesPerGet         float64 `json:"placed_interdc_bytes_per_get" table:"-"`
 	// ErrorPct is (mean - expected) / expected; absent when nothing is expected.
 	ErrorPct      *float64 `json:"error_pct,omitempty"`
 	LatencyMsMean *float64 `json:"latency_ms_mean,omitempty"`
-	LatencyMsP50  *float64 `json:"latency_ms_p50,omitempty"`
+	LatencyMsP50  *float64 `json:"latency_ms_p50,omitempty" table:"-"`
 	LatencyMsP99  *float64 `json:"latency_ms_p99,omitempty"`
 }
 

@@ -203,7 +203,7 @@ func (o powerOptions) capacity() float64 {
 // PowerRow is one window of a run: a bucket of Exp. 1's or the controller's timeline, or
 // the part of an Exp. 2 variant before or after its node sleeps.
 type PowerRow struct {
-	Run string `json:"run"`
+	Run string `json:"run" table:"group"`
 	// FromS is when the window starts, seconds into the run; it ends where the run's
 	// next row starts, the last at the run's end (run_s or total_s in the summary).
 	FromS float64 `json:"from_s"`

@@ -72,34 +72,34 @@ type RebalanceRow struct {
 	// Seconds runs from the first node started (join) or the first Decommission call
 	// (decommission) until every node of the cluster sees the ring change complete.
 	Seconds float64 `json:"seconds"`
-	Ranges  int64   `json:"ranges"`
-	Records int64   `json:"records"`
+	Ranges  int64   `json:"ranges" table:"-"`
+	Records int64   `json:"records" table:"-"`
 	// StreamedBytes and StreamedBytesInterDC are the streamers' own counts (keys, values
 	// and 9 bytes of metadata per record; stream.Progress, summed over every node).
 	StreamedBytes        int64 `json:"streamed_bytes"`
 	StreamedBytesInterDC int64 `json:"streamed_bytes_inter_dc"`
 	// MinBytesInterDC is the least inter-DC streaming possible: 0 when every gainer's DC
 	// already holds a replica of every range it gains.
-	MinBytesInterDC int64 `json:"min_bytes_inter_dc"`
+	MinBytesInterDC int64 `json:"min_bytes_inter_dc" table:"-"`
 	// WireBytes and WireBytesInterDC are the transport's frames of kind stream_range, both
 	// directions (page requests and pages), as counted at the sender.
-	WireBytes        uint64 `json:"wire_stream_range_bytes"`
-	WireBytesInterDC uint64 `json:"wire_stream_range_bytes_inter_dc"`
+	WireBytes        uint64 `json:"wire_stream_range_bytes" table:"-"`
+	WireBytesInterDC uint64 `json:"wire_stream_range_bytes_inter_dc" table:"-"`
 	// Client latencies in the baseline window before the step and during the step.
-	WriteMsP50Before float64 `json:"write_ms_p50_before"`
+	WriteMsP50Before float64 `json:"write_ms_p50_before" table:"-"`
 	WriteMsP99Before float64 `json:"write_ms_p99_before"`
-	WriteMsP50During float64 `json:"write_ms_p50_during"`
+	WriteMsP50During float64 `json:"write_ms_p50_during" table:"-"`
 	WriteMsP99During float64 `json:"write_ms_p99_during"`
-	ReadMsP50Before  float64 `json:"read_ms_p50_before"`
+	ReadMsP50Before  float64 `json:"read_ms_p50_before" table:"-"`
 	ReadMsP99Before  float64 `json:"read_ms_p99_before"`
-	ReadMsP50During  float64 `json:"read_ms_p50_during"`
+	ReadMsP50During  float64 `json:"read_ms_p50_during" table:"-"`
 	ReadMsP99During  float64 `json:"read_ms_p99_during"`
-	OpsDuring        int     `json:"ops_during"`
+	OpsDuring        int     `json:"ops_during" table:"-"`
 	ErrorsDuring     int     `json:"errors_during"`
 	// KeysChecked is every loaded key plus every write acknowledged so far; KeysMissing
 	// counts the (key, node) pairs where a read at ONE through that node found nothing.
-	KeysChecked int `json:"keys_checked"`
-	CheckNodes  int `json:"check_nodes"`
+	KeysChecked int `json:"keys_checked" table:"-"`
+	CheckNodes  int `json:"check_nodes" table:"-"`
 	KeysMissing int `json:"keys_missing_at_one"`
 }
 

@@ -5,17 +5,30 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strconv"
+	"slices"
+	"sort"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 )
 
+// MaxWidth is the most columns a line of a bench's text output takes, so that it reads
+// in a terminal without wrapping; whatever has no room is in the JSON (--json).
+const MaxWidth = 120
+
 // Report is a bench's result. Rows is a slice of structs whose JSON field names follow the
-// project's convention (snake_case, unit last); the table shows the same fields. A field
-// tagged `table:"group"` (e.g. the mix a run used) is not a column: the table prints it in
-// a heading above each run of rows that share its value, which keeps a table of many such
-// fields narrow; a field tagged `table:"-"` is in the JSON only, for detail the table has
-// no room for. Reduction, too, is printed as such a table when it is a slice of structs.
+// project's convention (snake_case, unit last); the table shows those fields, each under
+// its JSON name, written in the one number format of format.go. The text output is for
+// people and never wider than MaxWidth; the JSON has every field:
+//   - a field tagged `table:"-"` is in the JSON only, for detail the table has no room for;
+//   - a field tagged `table:"group"` (e.g. the mix a run used) is not a column: the table
+//     prints it in a heading above each run of rows that share its value;
+//   - an embedded struct tagged with a list of its fields' JSON names, `table:"a,b,c"`,
+//     shows those of its fields only (for a row type of another package, whose fields
+//     this package cannot tag).
+//
+// Should the chosen columns still not fit (a long string), the last ones are left out
+// of the table and named under it. Fits, Reduction and Summary are printed as tables when
+// they are slices of structs, else as lists of names and values.
 type Report struct {
 	Bench     string         `json:"bench"`
 	Scale     string         `json:"scale"`
@@ -29,7 +42,7 @@ type Report struct {
 	Plot func(path string) error `json:"-"`
 }
 
-// WriteJSON writes the report as one JSON object.
+// WriteJSON writes the report as one JSON object, and nothing else.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -37,159 +50,418 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteTable writes the report for people: the scale, one table row per row, then the
-// fits, reduction, summary and notes.
+// fits, reduction, summary and notes, no line wider than MaxWidth.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "bench %s\nscale: %s\n\n", r.Bench, r.Scale)
-	if err := writeRows(w, r.Rows); err != nil {
-		return err
-	}
-	for _, extra := range []struct {
+	out := &textWriter{w: w}
+	out.line("bench " + r.Bench)
+	out.wrapped("scale: ", r.Scale)
+	out.line("")
+	writeRows(out, r.Rows)
+	for _, section := range []struct {
 		title string
 		value any
 	}{{"fits", r.Fits}, {"reduction", r.Reduction}, {"summary", r.Summary}} {
-		if extra.value == nil || reflect.ValueOf(extra.value).IsZero() {
+		if section.value == nil || reflect.ValueOf(section.value).IsZero() {
 			continue
 		}
-		if extra.title == "reduction" && isStructSlice(extra.value) {
-			fmt.Fprintf(w, "\n%s:\n", extra.title)
-			if err := writeRows(w, extra.value); err != nil {
-				return err
-			}
-			continue
-		}
-		b, err := json.MarshalIndent(extra.value, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\n%s: %s\n", extra.title, b)
+		out.line("")
+		writeSection(out, section.title, reflect.ValueOf(section.value))
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "\nnote: %s\n", n)
+		out.line("")
+		out.wrapped("note: ", n)
 	}
-	return nil
+	return out.err
+}
+
+// textWriter writes lines, keeping the first error.
+type textWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *textWriter) line(s string) {
+	if t.err == nil {
+		_, t.err = io.WriteString(t.w, s+"\n")
+	}
+}
+
+// wrapped writes prefix and text as lines of at most MaxWidth, breaking between words;
+// the lines after the first are indented as deep as the prefix.
+func (t *textWriter) wrapped(prefix, text string) {
+	for _, l := range wrap(prefix, text) {
+		t.line(l)
+	}
+}
+
+// wrap breaks prefix+text into lines of at most MaxWidth between words (a word longer
+// than a line gets a line of its own), indenting the lines after the first as deep as
+// the prefix.
+func wrap(prefix, text string) []string {
+	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
+	var lines []string
+	current := prefix
+	empty := true // current holds no word yet
+	for _, word := range strings.Fields(text) {
+		if !empty && utf8.RuneCountInString(current)+1+utf8.RuneCountInString(word) > MaxWidth {
+			lines = append(lines, current)
+			current, empty = indent, true
+		}
+		if !empty {
+			current += " "
+		}
+		current += word
+		empty = false
+	}
+	return append(lines, strings.TrimRight(current, " "))
+}
+
+// writeSection writes a titled part of the report: a table when v is a slice of structs,
+// else a list of names and values (nested structs and maps flattened with dotted names),
+// followed by a table for each slice of structs among the values.
+func writeSection(out *textWriter, title string, v reflect.Value) {
+	if isStructSlice(v) {
+		out.line(title + ":")
+		writeRows(out, v.Interface())
+		return
+	}
+	var items []item
+	var tables []item
+	flatten("", v, &items, &tables)
+	out.line(title + ":")
+	keyWidth := 0
+	for _, it := range items {
+		keyWidth = max(keyWidth, utf8.RuneCountInString(it.name))
+	}
+	for _, it := range items {
+		pad := strings.Repeat(" ", keyWidth-utf8.RuneCountInString(it.name))
+		out.wrapped("  "+it.name+pad+"  ", formatValue(lastName(it.name), it.value))
+	}
+	for _, table := range tables {
+		out.line("")
+		out.line(title + "." + table.name + ":")
+		writeRows(out, table.value.Interface())
+	}
+}
+
+// item is one named value of a section.
+type item struct {
+	name  string
+	value reflect.Value
+}
+
+// lastName is the field's own name in a dotted path, which picks its number format.
+func lastName(path string) string {
+	return path[strings.LastIndex(path, ".")+1:]
+}
+
+// flatten lists v's values under dotted names: the fields of a struct by JSON name, the
+// entries of a map by sorted key, recursively; slices of structs go to tables.
+func flatten(prefix string, v reflect.Value, items, tables *[]item) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			*items = append(*items, item{prefix, v})
+			return
+		}
+		v = v.Elem()
+	}
+	join := func(name string) string {
+		if prefix == "" {
+			return name
+		}
+		return prefix + "." + name
+	}
+	switch {
+	case v.Kind() == reflect.Struct:
+		for _, c := range jsonFields(v.Type(), nil) {
+			flatten(join(c.name), v.FieldByIndex(c.index), items, tables)
+		}
+	case v.Kind() == reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			flatten(join(fmt.Sprint(k)), v.MapIndex(k), items, tables)
+		}
+	case isStructSlice(v) && v.Len() > 0:
+		*tables = append(*tables, item{prefix, v})
+	default:
+		*items = append(*items, item{prefix, v})
+	}
 }
 
 // isStructSlice reports whether v is a slice of structs (or of pointers to structs).
-func isStructSlice(v any) bool {
-	t := reflect.TypeOf(v)
-	if t.Kind() != reflect.Slice {
+func isStructSlice(v reflect.Value) bool {
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Slice {
 		return false
 	}
-	elem := t.Elem()
+	elem := v.Type().Elem()
 	for elem.Kind() == reflect.Pointer {
 		elem = elem.Elem()
 	}
 	return elem.Kind() == reflect.Struct
 }
 
-// writeRows prints a slice of structs as an aligned table, one column per JSON field but
-// the group fields, whose values head each run of rows that share them; every run gets
-// the column names again, so that it reads on its own.
-func writeRows(w io.Writer, rows any) error {
+// writeRows prints a slice of structs as an aligned table, one column per shown field
+// (see Report), numbers to the right and text to the left; the group fields' values head
+// each run of rows that share them, and every run gets the column names again, so that
+// it reads on its own. Columns that do not fit MaxWidth are named under the table.
+func writeRows(out *textWriter, rows any) {
 	v := reflect.ValueOf(rows)
 	if v.Kind() != reflect.Slice {
-		return fmt.Errorf("bench: rows must be a slice, not %T", rows)
+		if out.err == nil {
+			out.err = fmt.Errorf("bench: rows must be a slice, not %T", rows)
+		}
+		return
 	}
 	if v.Len() == 0 {
-		_, err := fmt.Fprintln(w, "(no rows)")
-		return err
+		out.line("(no rows)")
+		return
 	}
-	elem := v.Index(0)
+	elem := v.Type().Elem()
 	for elem.Kind() == reflect.Pointer {
 		elem = elem.Elem()
 	}
 	var columns, groups []column
-	for _, c := range tableColumns(elem.Type(), nil) {
+	for _, c := range tableColumns(elem, nil) {
 		if c.group {
 			groups = append(groups, c)
 		} else {
 			columns = append(columns, c)
 		}
 	}
-	headers := make([]string, len(columns))
-	for i, c := range columns {
-		headers[i] = c.name
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	heading := ""
-	for i := 0; i < v.Len(); i++ {
+	headings := make([]string, v.Len())
+	cells := make([][]string, v.Len())
+	widths := make([]int, len(columns))
+	for i := range v.Len() {
 		row := v.Index(i)
 		for row.Kind() == reflect.Pointer {
 			row = row.Elem()
 		}
 		parts := make([]string, len(groups))
 		for j, g := range groups {
-			parts[j] = g.name + " " + formatCell(row.FieldByIndex(g.index))
+			parts[j] = g.name + " " + formatValue(g.name, row.FieldByIndex(g.index))
 		}
-		if h := strings.Join(parts, ", "); i == 0 || h != heading {
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if h != "" {
-				if i > 0 {
-					fmt.Fprintln(w)
-				}
-				fmt.Fprintln(w, h)
-			}
-			heading = h
-			fmt.Fprintln(tw, strings.Join(headers, "\t")+"\t")
-		}
-		cells := make([]string, len(columns))
+		headings[i] = strings.Join(parts, ", ")
+		cells[i] = make([]string, len(columns))
 		for j, c := range columns {
-			cells[j] = formatCell(row.FieldByIndex(c.index))
+			cells[i][j] = formatValue(c.name, row.FieldByIndex(c.index))
+			widths[j] = max(widths[j], utf8.RuneCountInString(cells[i][j]))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
-	return tw.Flush()
+	// A long name is broken after its underscores into a header of up to headerLines
+	// lines, so that it widens its column no more than its values do.
+	header := make([][]string, len(columns))
+	depth := 1
+	for j, c := range columns {
+		header[j] = splitName(c.name, widths[j])
+		for _, part := range header[j] {
+			widths[j] = max(widths[j], utf8.RuneCountInString(part))
+		}
+		depth = max(depth, len(header[j]))
+	}
+	// The columns that fit, two spaces between two of them.
+	shown, total := 0, -2
+	for shown < len(columns) && total+2+widths[shown] <= MaxWidth {
+		total += 2 + widths[shown]
+		shown++
+	}
+	// A last column of text that alone does not fit (events, a description) gets the
+	// width left, its values wrapped onto further lines.
+	if last := len(columns) - 1; shown == last && !columns[last].numeric && MaxWidth-total-2 >= minTextWidth {
+		widths[last] = MaxWidth - total - 2
+		shown++
+	}
+	shown = max(shown, 1)
+	line := func(values []string) string {
+		var b strings.Builder
+		for j := range shown {
+			if j > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(values[j]))
+			if columns[j].numeric {
+				b.WriteString(pad + values[j])
+			} else {
+				b.WriteString(values[j] + pad)
+			}
+		}
+		return strings.TrimRight(b.String(), " ")
+	}
+	// The header's lines, the names' last parts on the last line.
+	headerRows := make([][]string, depth)
+	for k := range headerRows {
+		headerRows[k] = make([]string, len(columns))
+		for j := range columns {
+			if at := k - (depth - len(header[j])); at >= 0 {
+				headerRows[k][j] = header[j][at]
+			}
+		}
+	}
+	names := make([]string, len(columns))
+	for j, c := range columns {
+		names[j] = c.name
+	}
+	for i := range cells {
+		if i == 0 || headings[i] != headings[i-1] {
+			if headings[i] != "" {
+				if i > 0 {
+					out.line("")
+				}
+				out.wrapped("", headings[i])
+			}
+			for _, h := range headerRows {
+				out.line(line(h))
+			}
+		}
+		// A cell wider than its column (only a last column of text) goes on below.
+		for k := 0; ; k++ {
+			values := make([]string, len(columns))
+			more := false
+			for j := range shown {
+				parts := wrapText(cells[i][j], widths[j])
+				if k < len(parts) {
+					values[j] = parts[k]
+				}
+				more = more || k+1 < len(parts)
+			}
+			out.line(line(values))
+			if !more {
+				break
+			}
+		}
+	}
+	if shown < len(columns) {
+		out.wrapped("(only in --json: ", strings.Join(names[shown:], ", ")+")")
+	}
+}
+
+// minTextWidth is the narrowest a last column of text is made to fit the table.
+const minTextWidth = 16
+
+// wrapText breaks s into lines of at most width between words, a word longer than a line
+// cut; s when it fits.
+func wrapText(s string, width int) []string {
+	if utf8.RuneCountInString(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	current := ""
+	for _, word := range strings.Fields(s) {
+		for utf8.RuneCountInString(word) > width {
+			if current != "" {
+				lines, current = append(lines, current), ""
+			}
+			r := []rune(word)
+			lines, word = append(lines, string(r[:width])), string(r[width:])
+		}
+		switch {
+		case current == "":
+			current = word
+		case utf8.RuneCountInString(current)+1+utf8.RuneCountInString(word) <= width:
+			current += " " + word
+		default:
+			lines, current = append(lines, current), word
+		}
+	}
+	return append(lines, current)
+}
+
+// headerLines is the most lines a column's name is broken into.
+const headerLines = 3
+
+// splitName breaks a field's name after underscores into at most headerLines parts, each
+// as wide as width allows (widened as much as the name needs): "latency_ms_mean" at width
+// 8 is "latency_" over "ms_mean". Each part but the last keeps its underscore, so the name
+// reads whole, as the JSON has it.
+func splitName(name string, width int) []string {
+	tokens := strings.SplitAfter(name, "_")
+	for _, t := range tokens {
+		width = max(width, utf8.RuneCountInString(t))
+	}
+	for {
+		var parts []string
+		for _, t := range tokens {
+			if n := len(parts); n > 0 && utf8.RuneCountInString(parts[n-1])+utf8.RuneCountInString(t) <= width {
+				parts[n-1] += t
+				continue
+			}
+			parts = append(parts, t)
+		}
+		if len(parts) <= headerLines {
+			return parts
+		}
+		width++
+	}
 }
 
 // column is one table column: a JSON field name and where the field sits in the row;
-// group marks a field tagged `table:"group"`, printed in headings rather than as a column.
+// group marks a field tagged `table:"group"`, printed in headings rather than as a
+// column, and numeric a number, aligned to the right.
 type column struct {
-	name  string
-	index []int
-	group bool
+	name    string
+	index   []int
+	group   bool
+	numeric bool
 }
 
-// tableColumns lists the JSON-named fields of a row type in order, flattening embedded
-// structs as encoding/json does, so a row that embeds another shows all its columns.
+// tableColumns lists the fields of a row type the table shows, in order (see Report).
 func tableColumns(t reflect.Type, prefix []int) []column {
 	var out []column
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		index := append(append([]int(nil), prefix...), i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			out = append(out, tableColumns(f.Type, index)...)
+	for _, c := range jsonFields(t, prefix) {
+		if c.tag == "-" {
 			continue
 		}
-		if name == "" || name == "-" || !f.IsExported() || f.Tag.Get("table") == "-" {
-			continue
-		}
-		out = append(out, column{name: name, index: index, group: f.Tag.Get("table") == "group"})
+		out = append(out, c.column)
 	}
 	return out
 }
 
-func formatCell(v reflect.Value) string {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		switch {
-		case f == 0:
-			return "0"
-		case f >= 1e6 || f <= -1e6:
-			return strconv.FormatFloat(f, 'g', 4, 64)
-		case f >= 100 || f <= -100:
-			return strconv.FormatFloat(f, 'f', 0, 64)
-		default:
-			return strconv.FormatFloat(f, 'g', 4, 64)
+// field is a JSON-named field of a row type, with its table tag.
+type field struct {
+	column
+	tag string
+}
+
+// jsonFields lists the JSON-named fields of a struct type in order, flattening embedded
+// structs as encoding/json does; an embedded struct's `table:"a,b"` list marks its other
+// fields `table:"-"` (a name not among them is a programming error: it panics).
+func jsonFields(t reflect.Type, prefix []int) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		index := append(append([]int(nil), prefix...), i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		tag := f.Tag.Get("table")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			inner := jsonFields(f.Type, index)
+			if tag != "" {
+				only := strings.Split(tag, ",")
+				for _, name := range only {
+					if !slices.ContainsFunc(inner, func(g field) bool { return g.name == name }) {
+						panic(fmt.Sprintf("bench: %s has no field %q for its table tag", f.Type, name))
+					}
+				}
+				for k := range inner {
+					if !slices.Contains(only, inner[k].name) {
+						inner[k].tag = "-"
+					}
+				}
+			}
+			out = append(out, inner...)
+			continue
 		}
-	case reflect.Pointer:
-		if v.IsNil() {
-			return "-"
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
 		}
-		return formatCell(v.Elem())
+		kind := f.Type.Kind()
+		if kind == reflect.Pointer {
+			kind = f.Type.Elem().Kind()
+		}
+		numeric := kind >= reflect.Int && kind <= reflect.Float64
+		out = append(out, field{column{name: name, index: index, group: tag == "group", numeric: numeric}, tag})
 	}
-	return fmt.Sprint(v.Interface())
+	return out
 }

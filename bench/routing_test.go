@@ -34,9 +34,9 @@ func TestRoutingBenchSimulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := r.Rows.([]experiment.Row)
+	rows := r.Rows.([]RoutingRow)
 	var protocols []string
-	byProtocol := map[string]experiment.Row{}
+	byProtocol := map[string]RoutingRow{}
 	for _, row := range rows {
 		protocols = append(protocols, row.Protocol)
 		byProtocol[row.Protocol] = row
