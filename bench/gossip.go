@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,18 +166,35 @@ func (o gossipOptions) gossipSchedule(protocol string, n int) experiment.Config 
 // and, with --real, over real sockets too.
 func runGossip(ctx context.Context, env Env, o gossipOptions) (*Report, error) {
 	var rows []GossipRow
-	runs := len(o.protocols) * len(o.sizes)
-	for pi, p := range o.protocols {
-		for si, n := range o.sizes {
+	// A run's work grows about as n² (every node gossips state about every other), and
+	// each of its phases is counted done as the next begins.
+	weight := func(n int) float64 { return float64(n) * float64(n) }
+	total := 0.0
+	for _, n := range o.sizes {
+		total += weight(n) * float64(len(o.protocols))
+		if o.real {
+			total += weight(n) * float64(len(o.protocols))
+		}
+	}
+	progress := env.StartProgress("gossip", total)
+	defer progress.Done()
+	phases := gossipPhases(o.crossDC)
+	track := func(source, protocol string, n int) func(string) {
+		at := 0
+		return func(phase string) {
+			next := max(at, slices.Index(phases, phase))
+			progress.Add(weight(n)*float64(next-at)/float64(len(phases)-1), "%s %s n=%d: %s", source, protocol, n, phase)
+			at = next
+		}
+	}
+	for _, p := range o.protocols {
+		for _, n := range o.sizes {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			run := pi*len(o.sizes) + si + 1
 			cfg := o.gossipSchedule(p, n)
-			cfg.Progress = func(pr experiment.Progress) {
-				env.Progressf("[%d/%d] sim %s n=%d: %s at %v virtual (%.1f s wall)",
-					run, runs, pr.Protocol, pr.N, pr.Phase, pr.VirtualTime, pr.Wall.Seconds())
-			}
+			simPhase := track("sim", p, n)
+			cfg.Progress = func(pr experiment.Progress) { simPhase(pr.Phase) }
 			res, err := experiment.RunExperiment(cfg)
 			if err != nil {
 				return nil, fmt.Errorf("gossip bench: %w", err)
@@ -186,7 +204,7 @@ func runGossip(ctx context.Context, env Env, o gossipOptions) (*Report, error) {
 			if !o.real {
 				continue
 			}
-			measured, err := runRealGossip(ctx, env, o, cfg, fmt.Sprintf("[%d/%d]", run, runs))
+			measured, err := runRealGossip(ctx, o, cfg, track("real", p, n))
 			if err != nil {
 				return nil, fmt.Errorf("gossip bench: real %s n=%d: %w", p, n, err)
 			}
@@ -196,6 +214,15 @@ func runGossip(ctx context.Context, env Env, o gossipOptions) (*Report, error) {
 		}
 	}
 	return gossipReport(rows, o), nil
+}
+
+// gossipPhases are the phases of a run in order, as experiment.Progress names them.
+func gossipPhases(crossDC bool) []string {
+	phases := []string{"joining", "steady", "detecting"}
+	if crossDC {
+		phases = append(phases, "cross-dc joining", "cross-dc steady", "dark dc", "lone node")
+	}
+	return append(phases, "done")
 }
 
 // simGossipRow converts the experiment's row.

@@ -117,8 +117,9 @@ func gossipNodeID(i int) string { return fmt.Sprintf("n%04d", i) }
 
 // runRealGossip runs one (protocol, size) of cfg over real sockets with the
 // schedule compressed to o.realInterval per round, and measures it as the
-// experiment does.
-func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment.Config, tag string) (GossipRow, error) {
+// experiment does; it tells phase each phase it enters (joining, steady,
+// detecting, done).
+func runRealGossip(ctx context.Context, o gossipOptions, cfg experiment.Config, phase func(string)) (GossipRow, error) {
 	p, err := gossipProtocol(cfg.Protocols[0])
 	if err != nil {
 		return GossipRow{}, err
@@ -126,9 +127,6 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	n := cfg.Sizes[0]
 	scale := float64(driver.Round) / float64(o.realInterval)
 	wall := func(d time.Duration) time.Duration { return time.Duration(float64(d) / scale) }
-	progress := func(phase string, begin time.Time) {
-		env.Progressf("%s real %s n=%d: %s (%.1f s wall)", tag, p.Name, n, phase, time.Since(begin).Seconds())
-	}
 
 	traffic := transport.NewStats()
 	links := realGossipLinks{remote: wall(remoteLatency), loss: cfg.Loss}
@@ -163,7 +161,7 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	}
 
 	begin := time.Now()
-	progress("joining", begin)
+	phase("joining")
 	per := (n + cfg.Batches - 1) / cfg.Batches
 	for b := 0; b*per < n; b++ {
 		if err := sleepUntil(ctx, begin.Add(wall(time.Duration(b)*cfg.BatchInterval))); err != nil {
@@ -185,7 +183,7 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	if err := sleepUntil(ctx, begin.Add(wall(cfg.WindowStart))); err != nil {
 		return GossipRow{}, err
 	}
-	progress("steady", begin)
+	phase("steady")
 	obs.setSteady(true)
 	before, roundsBefore, windowStart := countGossip(traffic), rounds(nodes), time.Now()
 	if err := sleepUntil(ctx, begin.Add(wall(cfg.WindowEnd))); err != nil {
@@ -214,7 +212,7 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	row.PerNodeBps = row.TotalBps / float64(n)
 	row.JoinConvergenceSP50, row.JoinConvergenceSMax, row.JoinsUnconverged = obs.joinTimes()
 
-	progress("detecting", begin)
+	phase("detecting")
 	rng := rand.New(rand.NewPCG(o.seed, 0x6b696c6c))
 	victims := rng.Perm(n - cfg.DCs)[:cfg.Kills] // never a seed
 	for i := range victims {
@@ -232,7 +230,7 @@ func runRealGossip(ctx context.Context, env Env, o gossipOptions, cfg experiment
 	}
 	row.FailureDetectionSP50, row.FailureDetectionSMax, row.FailuresUndetected = obs.detectTimes()
 	row.FalseSuspicions = obs.falseSuspicions()
-	progress("done", begin)
+	phase("done")
 	return row, nil
 }
 

@@ -219,18 +219,37 @@ func runLatencyModel(ctx context.Context, env Env, cfg latencyModelConfig) (*Rep
 			return nil, err
 		}
 	}
+	delaysOf := func(setup paperSetup) []float64 {
+		if overrideDelays != nil {
+			return withZero(overrideDelays)
+		}
+		return withZero(setup.delaysMs)
+	}
+	// A block's operations wait on the delayed links: its cost grows with the delay.
+	blockWeight := func(delayMs float64) float64 { return 1 + delayMs }
+	total := 0.0
+	for _, setup := range setups {
+		for _, delayMs := range delaysOf(setup) {
+			total += blockWeight(delayMs) * float64(cfg.blocks)
+		}
+	}
+	progress := env.StartProgress("latency-model", total)
+	defer progress.Done()
 	var rows []latencyModelRow
 	processingMs := map[string]float64{}
 	roundTripMs := map[string]map[string]float64{}
 	for _, setup := range setups {
-		delays := setup.delaysMs
-		if overrideDelays != nil {
-			delays = overrideDelays
-		}
 		var runs []latencyRun
-		for _, delayMs := range withZero(delays) {
-			env.Progressf("latency-model: %s, %v ms one way: %d rows of %d operations", setup.name, delayMs, len(latencyCells()), cfg.ops)
-			run, err := runLatencyCluster(ctx, env, setup.topology(delayMs), cfg)
+		for _, delayMs := range delaysOf(setup) {
+			block := func(b int) {
+				doing := fmt.Sprintf("block %d of %d", b+1, cfg.blocks)
+				if b == cfg.blocks {
+					doing = "measured"
+				}
+				progress.Add(blockWeight(delayMs)*float64(min(b, 1)), "%s, %v ms one way, %d rows of %d operations: %s",
+					setup.name, delayMs, len(latencyCells()), cfg.ops, doing)
+			}
+			run, err := runLatencyCluster(ctx, setup.topology(delayMs), cfg, block)
 			if err != nil {
 				return nil, fmt.Errorf("latency-model %s at %v ms: %w", setup.name, delayMs, err)
 			}
@@ -333,8 +352,9 @@ func withZero(delays []float64) []float64 {
 }
 
 // runLatencyCluster starts the cluster of topo with one evenly spaced token per node,
-// measures its links and runs every cell through node 1.
-func runLatencyCluster(ctx context.Context, env Env, topo *topology.Topology, cfg latencyModelConfig) (latencyRun, error) {
+// measures its links and runs every cell through node 1; it calls block with each
+// block's index as the block starts (those before it done), and with cfg.blocks at the end.
+func runLatencyCluster(ctx context.Context, topo *topology.Topology, cfg latencyModelConfig, block func(int)) (latencyRun, error) {
 	layout := model.EvenLayout(len(topo.Nodes()))
 	c, err := embedded.Start(topo, embedded.Options{
 		EmulateWAN: true,
@@ -367,8 +387,8 @@ func runLatencyCluster(ctx context.Context, env Env, topo *topology.Topology, cf
 	probes := map[string][]time.Duration{} // by DC: each block's mean round trip
 	co := c.Node(latencyCoordinator).Coordinator()
 	value := make([]byte, cfg.valueBytes)
-	for block := range cfg.blocks {
-		env.Progressf("latency-model:   block %d of %d", block+1, cfg.blocks)
+	for b := range cfg.blocks {
+		block(b)
 		roundTrips, err := probeLinks(ctx, topo, coordinatorDC, cfg.pings)
 		if err != nil {
 			return latencyRun{}, err
@@ -380,7 +400,7 @@ func runLatencyCluster(ctx context.Context, env Env, topo *topology.Topology, cf
 		for i, cell := range cells {
 			keys := written[cell.rf]
 			if cell.op == model.Write {
-				keys = stratifiedKeys(fmt.Sprintf("%s/rf%d/%v/%d", topo.Name, cell.rf, cell.level, block), cfg.ops/cfg.blocks)
+				keys = stratifiedKeys(fmt.Sprintf("%s/rf%d/%v/%d", topo.Name, cell.rf, cell.level, b), cfg.ops/cfg.blocks)
 				if cell.level == consistency.All {
 					written[cell.rf] = keys
 				}
@@ -393,6 +413,7 @@ func runLatencyCluster(ctx context.Context, env Env, topo *topology.Topology, cf
 			run.blockMeans[i] = append(run.blockMeans[i], mean)
 		}
 	}
+	block(cfg.blocks)
 	run.probed = probedLinks{topo: topo, from: coordinatorDC, roundTrip: map[string]time.Duration{}}
 	for dc, rtts := range probes {
 		run.probed.roundTrip[dc] = stats.Median(rtts)

@@ -652,7 +652,7 @@ type ldrTally struct {
 
 // runSchemes loads and reads every scheme on one cluster, from each reader DC: first
 // places the keys each row covers, then puts the keys any row reads, then reads.
-func runSchemes(ctx context.Context, env Env, lc *ldrCluster, experiment string, schemes []ldrScheme, readers []string, d ldrKeys, p ldrPlan, rng *rand.Rand, withLatency bool, tally *ldrTally) ([]ldrRow, error) {
+func runSchemes(ctx context.Context, progress *Progress, lc *ldrCluster, experiment string, schemes []ldrScheme, readers []string, d ldrKeys, p ldrPlan, rng *rand.Rand, withLatency bool, tally *ldrTally) ([]ldrRow, error) {
 	var rows []ldrRow
 	for _, s := range schemes {
 		start := time.Now()
@@ -690,7 +690,7 @@ func runSchemes(ctx context.Context, env Env, lc *ldrCluster, experiment string,
 			rows = append(rows, r)
 			covered = append(covered, fmt.Sprintf("%s %d of %d", dc, r.Gets, r.Keys))
 		}
-		env.Progressf("ldr %s: %s (m=%d, k=%d): %d keys put; read (of keys covered) from %s; %.1fs",
+		progress.Add(1, "%s: %s (m=%d, k=%d): %d keys put; read (of keys covered) from %s; %.1fs",
 			experiment, s.name, s.m, s.k, len(put), strings.Join(covered, ", "), time.Since(start).Seconds())
 	}
 	return rows, nil
@@ -757,13 +757,23 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 		dcs = append(dcs, dc.Name)
 	}
 	schemes := append(gridSchemes(p.gridLo, p.gridHi), baselineSchemes(dcs)...)
+	sweep := erasureScheme("ldr", p.sweep.M, p.sweep.K)
+	splits, readers := sweepSplits(p.shares, total)
+	// A unit of work is a scheme loaded and read on a cluster; the latency run's schemes
+	// are LDR's sweep and the baselines.
+	units := len(schemes) + len(splits)
+	if p.latencyKeys > 0 {
+		units += 1 + len(baselineSchemes(dcs))
+	}
+	progress := env.StartProgress("ldr", float64(units))
+	defer progress.Done()
 	env.Progressf("ldr fig9: %d nodes in %v, %d schemes, %d keys of %d bytes", total, p.dcsNodes, len(schemes), p.keys, p.valueBytes)
 	for batch := range slices.Chunk(schemes, ldrSchemesPerCluster) {
 		lc, err := startLDRCluster(ctx, topo, false, batch)
 		if err != nil {
 			return nil, err
 		}
-		grid, err := runSchemes(ctx, env, lc, "fig9", batch, lc.dcs, data, p, rng, false, &tally)
+		grid, err := runSchemes(ctx, progress, lc, "fig9", batch, lc.dcs, data, p, rng, false, &tally)
 		lc.Close()
 		if err != nil {
 			return nil, err
@@ -774,15 +784,13 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 
 	// Fig. 10: the remote DC's share, one two-DC cluster per split.
 	start = time.Now()
-	sweep := erasureScheme("ldr", p.sweep.M, p.sweep.K)
-	splits, readers := sweepSplits(p.shares, total)
 	for _, split := range splits {
-		env.Progressf("ldr fig10: %d + %d nodes, (m=%d, k=%d), read from %v", split[0], split[1], sweep.m, sweep.k, readers[split])
+		progress.Add(0, "fig10: %d + %d nodes, (m=%d, k=%d), read from %s", split[0], split[1], sweep.m, sweep.k, strings.Join(readers[split], " and "))
 		lc, err := startLDRCluster(ctx, ldrTopology(split[:]), false, []ldrScheme{sweep})
 		if err != nil {
 			return nil, err
 		}
-		fig10, err := runSchemes(ctx, env, lc, "fig10", []ldrScheme{sweep}, readers[split], data, p, rng, false, &tally)
+		fig10, err := runSchemes(ctx, progress, lc, "fig10", []ldrScheme{sweep}, readers[split], data, p, rng, false, &tally)
 		lc.Close()
 		if err != nil {
 			return nil, err
@@ -794,7 +802,7 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 	// Get latency on paper 000's EC2 topology, WAN emulated.
 	if p.latencyKeys > 0 {
 		start = time.Now()
-		latency, err := runLDRLatency(ctx, env, p, rng, &tally)
+		latency, err := runLDRLatency(ctx, progress, p, rng, &tally)
 		if err != nil {
 			return nil, err
 		}
@@ -831,7 +839,7 @@ func runLDR(ctx context.Context, env Env, p ldrPlan) (*Report, error) {
 
 // runLDRLatency measures get latency of LDR, replicate and single on the Tokyo/Sao Paulo
 // topology with its WAN emulated (RTT 384 ms, 3.29 Mbps between the DCs).
-func runLDRLatency(ctx context.Context, env Env, p ldrPlan, rng *rand.Rand, tally *ldrTally) ([]ldrRow, error) {
+func runLDRLatency(ctx context.Context, progress *Progress, p ldrPlan, rng *rand.Rand, tally *ldrTally) ([]ldrRow, error) {
 	topo, err := topology.Example("tokyo-saopaulo")
 	if err != nil {
 		return nil, err
@@ -841,7 +849,7 @@ func runLDRLatency(ctx context.Context, env Env, p ldrPlan, rng *rand.Rand, tall
 		dcs = append(dcs, dc.Name)
 	}
 	schemes := append([]ldrScheme{erasureScheme("ldr", p.sweep.M, p.sweep.K)}, baselineSchemes(dcs)...)
-	env.Progressf("ldr latency: %s, %d keys per scheme, WAN emulated", topo.Name, p.latencyKeys)
+	progress.Add(0, "latency: %s, %d keys per scheme, WAN emulated: starting the nodes", topo.Name, p.latencyKeys)
 	lc, err := startLDRCluster(ctx, topo, true, schemes)
 	if err != nil {
 		return nil, err
@@ -850,7 +858,7 @@ func runLDRLatency(ctx context.Context, env Env, p ldrPlan, rng *rand.Rand, tall
 	// Other keys than the byte counts', and no row covers more keys than it reads.
 	data := ldrKeys{seed: p.seed + 1, valueBytes: p.valueBytes}
 	p.keys, p.keysMax = p.latencyKeys, p.latencyKeys
-	return runSchemes(ctx, env, lc, "latency", schemes, lc.dcs, data, p, rng, true, tally)
+	return runSchemes(ctx, progress, lc, "latency", schemes, lc.dcs, data, p, rng, true, tally)
 }
 
 // ldrSummary checks the done criteria over the rows.

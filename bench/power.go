@@ -234,7 +234,20 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 	var rows []PowerRow
 	summary := map[string]any{}
 	var exp1, controller *runResult
+	// The runs keep to schedules: each is measured by its planned length.
+	planned := map[string]time.Duration{
+		runExp1:       o.bucket + time.Duration(o.sleepers+2)*o.interval,
+		runExp2:       2 * time.Duration(o.requests/max(1, o.clients)) * exp2Period,
+		runController: o.day,
+	}
+	total := time.Duration(0)
 	for _, run := range o.runs {
+		total += planned[run]
+	}
+	progress := env.StartProgress("power", total.Seconds())
+	defer progress.Done()
+	for _, run := range o.runs {
+		progress.Add(0, "%s: running, about %v planned", run, planned[run])
 		switch run {
 		case runExp1:
 			r, err := runExp1Sleeps(ctx, env, topo, o)
@@ -264,6 +277,7 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 			rows = append(rows, r.rows...)
 			summary[runController] = r.summary
 		}
+		progress.Add(planned[run].Seconds(), "%s: done", run)
 	}
 	return &Report{
 		Bench:   "power",

@@ -238,6 +238,10 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 	if err != nil {
 		return nil, err
 	}
+	// The work: the load, then two steps of a baseline, the change and the check.
+	progress := env.StartProgress("rebalance", 7)
+	defer progress.Done()
+	progress.Add(0, "starting 6 nodes")
 	template := node.Config{GossipInterval: opts.gossipInterval, ReplicaTimeout: 2 * time.Second}
 	c, err := embedded.Start(topo, embedded.Options{Node: template})
 	if err != nil {
@@ -261,12 +265,12 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 		return nil, err
 	}
 
-	env.Progressf("loading %d keys of %d bytes at ALL", opts.keys, opts.valueBytes)
+	progress.Add(0, "loading %d keys of %d bytes at ALL", opts.keys, opts.valueBytes)
 	loadStart := time.Now()
 	if err := loadKeys(ctx, originals, opts.keys, opts.valueBytes); err != nil {
 		return nil, err
 	}
-	env.Progressf("loaded in %.1f s", time.Since(loadStart).Seconds())
+	progress.Add(1, "loaded in %.1f s; client load for the baseline", time.Since(loadStart).Seconds())
 
 	load := startClientLoad(originals, opts.clients, opts.keys, opts.valueBytes)
 	defer load.finish()
@@ -281,7 +285,7 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 		everyNode := append(append([]*node.Node(nil), originals...), joiners...)
 		before := snapshotStreams(everyNode, c.Stats)
 		start := time.Now()
-		env.Progressf("%s: started", name)
+		progress.Add(1, "%s: started", name)
 		stepCtx, cancel := context.WithTimeout(ctx, opts.stepTimeout)
 		err := change(stepCtx)
 		cancel()
@@ -291,7 +295,7 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 		end := time.Now()
 		everyNode = append(append([]*node.Node(nil), originals...), joiners...)
 		after := snapshotStreams(everyNode, c.Stats)
-		env.Progressf("%s: complete in %.1f s", name, end.Sub(start).Seconds())
+		progress.Add(1, "%s: complete in %.1f s", name, end.Sub(start).Seconds())
 
 		row := RebalanceRow{Step: name, Nodes: nodes, Seconds: round(end.Sub(start).Seconds(), 2),
 			Ranges: after.ranges - before.ranges, Records: after.records - before.records,
@@ -312,11 +316,12 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 			keys = append(keys, string(loadedKey(i)))
 		}
 		check := survivors()
-		env.Progressf("%s: reading %d keys at ONE through each of %d nodes", name, len(keys), len(check))
+		progress.Add(0, "%s: reading %d keys at ONE through each of %d nodes", name, len(keys), len(check))
 		missing, err := missingAtOne(ctx, check, keys)
 		if err != nil {
 			return err
 		}
+		progress.Add(1, "%s: %d (key, node) pairs missing", name, missing)
 		row.KeysChecked, row.CheckNodes, row.KeysMissing = len(keys), len(check), missing
 		rows = append(rows, row)
 		return nil

@@ -138,6 +138,8 @@ func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) 
 	// (other processes, CPU frequency) hits them alike. Each target's SETs come before its
 	// GETs, so that GET finds the keys.
 	var rows []RedisRow
+	progress := env.StartProgress("redis", float64(len(opts.pipelines)*len(redisOps)*len(targets)))
+	defer progress.Done()
 	for _, depth := range opts.pipelines {
 		for _, op := range redisOps {
 			var redisOpsPerS float64
@@ -152,8 +154,8 @@ func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) 
 				if redisOpsPerS > 0 {
 					row.RatioToRedis = row.OpsPerS / redisOpsPerS
 				}
-				env.Progressf("%-14s %s pipeline %-3d %9.0f ops/s  p50 %.3f ms  p99 %.3f ms",
-					t.name, op, depth, row.OpsPerS, row.LatencyMsP50, row.LatencyMsP99)
+				progress.Add(1, "%s %s pipeline %d: %s ops/s, p50 %s ms, p99 %s ms", t.name, op, depth,
+					formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP50), formatFixed(row.LatencyMsP99))
 				rows = append(rows, row)
 			}
 		}

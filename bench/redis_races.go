@@ -95,6 +95,8 @@ func runRedisRaces(ctx context.Context, env Env, opts raceOptions) (*Report, err
 		env.Progressf("started %s on %v", t.name, t.addrs)
 	}
 	var rows []RaceRow
+	progress := env.StartProgress("redis-races", float64(len(targets)*len(raceChecks)*opts.trials))
+	defer progress.Done()
 	for _, t := range targets {
 		// One client per racer, each on the next node, so that a cluster's racers go
 		// through different coordinators.
@@ -105,7 +107,9 @@ func runRedisRaces(ctx context.Context, env Env, opts raceOptions) (*Report, err
 		}
 		for _, check := range raceChecks {
 			row := RaceRow{Target: t.name, Check: check.name, Trials: opts.trials}
+			progress.Add(0, "%s: %s, %d trials", t.name, check.name, opts.trials)
 			for trial := range opts.trials {
+				progress.Add(float64(min(trial, 1)), "")
 				key := fmt.Sprintf("race:%s:%d", check.name, trial)
 				violation, err := check.trial(ctx, clients, key, opts)
 				switch {
@@ -124,7 +128,7 @@ func runRedisRaces(ctx context.Context, env Env, opts raceOptions) (*Report, err
 					return nil, ctx.Err()
 				}
 			}
-			env.Progressf("%-16s %-18s %d trials: %d violations, %d with errors", t.name, check.name, row.Trials, row.Violations, row.Errors)
+			progress.Add(1, "%s: %s, %d trials: %d violations, %d with errors", t.name, check.name, row.Trials, row.Violations, row.Errors)
 			rows = append(rows, row)
 		}
 	}

@@ -90,7 +90,10 @@ func MeasureRepair(ctx context.Context, env Env, c *embedded.Cluster, ks schema.
 	if err := c.CreateKeyspace(ctx, ks); err != nil {
 		return f, err
 	}
-	env.Progressf("writing %d keys of %d bytes at ALL", keys, valueBytes)
+	// The work: the writes, the repairs of agreeing replicas, the rebuild.
+	progress := env.StartProgress("repair", 3)
+	defer progress.Done()
+	progress.Add(0, "writing %d keys of %d bytes at ALL", keys, valueBytes)
 	var err error
 	if f.DataBytes, err = loadRepairKeys(ctx, c, ks.Name, keys, valueBytes); err != nil {
 		return f, err
@@ -108,12 +111,12 @@ func MeasureRepair(ctx context.Context, env Env, c *embedded.Cluster, ks schema.
 		}
 	}
 
-	env.Progressf("repairing from each of the %d nodes, every replica agreeing", len(c.Nodes))
+	progress.Add(1, "repairing from each of the %d nodes, every replica agreeing", len(c.Nodes))
 	if f.InSync, err = measureRepairs(ctx, c, c.Nodes, ks.Name); err != nil {
 		return f, err
 	}
 
-	env.Progressf("wiping %s and repairing it", wiped)
+	progress.Add(1, "wiping %s and repairing it", wiped)
 	if err := c.Stop(wiped); err != nil {
 		return f, err
 	}
@@ -131,6 +134,7 @@ func MeasureRepair(ctx context.Context, env Env, c *embedded.Cluster, ks schema.
 		return f, err
 	}
 	f.RebuiltRecords, _, err = n.StoredBytes(ks.Name)
+	progress.Add(1, "%s rebuilt", wiped)
 	return f, err
 }
 

@@ -275,6 +275,15 @@ func runRoutingEmulated(ctx context.Context, env Env, opts routingOptions) (*Rep
 	var rows []RoutingEmulatedRow
 	var reductions []routingEmulatedReduction
 	var layoutNames []string
+	// A DHT's cluster costs about its number of nodes to start and settle, and as much
+	// again for its lookups; onehop's probes a fifth of that.
+	weight := func(topo *topology.Topology) float64 { return float64(len(topo.Nodes())) }
+	total := 0.0
+	for _, topo := range layouts {
+		total += weight(topo) * (0.2 + 2*float64(len(opts.protocols)))
+	}
+	progress := env.StartProgress("routing", total)
+	defer progress.Done()
 	for _, topo := range layouts {
 		name := layoutName(topo)
 		layoutNames = append(layoutNames, name)
@@ -282,17 +291,25 @@ func runRoutingEmulated(ctx context.Context, env Env, opts routingOptions) (*Rep
 		if err != nil {
 			return nil, err
 		}
-		env.Progressf("routing: %s: probing the emulated links", name)
+		progress.Add(0, "%s: probing the emulated links", name)
 		oneHop, err := emulatedOneHopRow(ctx, topo, layout, plan)
 		if err != nil {
 			return nil, err
 		}
+		progress.Add(0.2*weight(topo), "")
 		oneHop.Layout = name
 		rows = append(rows, oneHop)
 		byProtocol := map[string]RoutingEmulatedRow{}
 		for _, protocol := range opts.protocols {
-			env.Progressf("routing: %s: %s, %d real lookups", name, protocol, lookups)
-			row, err := runEmulatedProtocol(ctx, topo, protocol, layout, plan)
+			progress.Add(0, "%s: %s: starting the nodes, waiting for the ring to settle", name, protocol)
+			step := func(settled bool, looked int) {
+				if settled {
+					progress.Add(weight(topo), "%s: %s: settled; %d real lookups", name, protocol, lookups)
+					return
+				}
+				progress.Add(weight(topo)*float64(looked)/float64(lookups), "")
+			}
+			row, err := runEmulatedProtocol(ctx, topo, protocol, layout, plan, step)
 			if err != nil {
 				return nil, fmt.Errorf("routing: %s, %s: %w", name, protocol, err)
 			}
@@ -428,8 +445,9 @@ func emulatedDHTTimeout(topo *topology.Topology) time.Duration {
 }
 
 // runEmulatedProtocol starts the topology's nodes routing with protocol over the emulated
-// WAN, waits for the ring to settle, and times the planned lookups.
-func runEmulatedProtocol(ctx context.Context, topo *topology.Topology, protocol string, layout *chord.Layout, plan []plannedRealLookup) (RoutingEmulatedRow, error) {
+// WAN, waits for the ring to settle, and times the planned lookups; it tells step once
+// the ring settled (settled set), then as each lookup ends (looked 1).
+func runEmulatedProtocol(ctx context.Context, topo *topology.Topology, protocol string, layout *chord.Layout, plan []plannedRealLookup, step func(settled bool, looked int)) (RoutingEmulatedRow, error) {
 	c, err := embedded.Start(topo, embedded.Options{
 		EmulateWAN: true,
 		Node: node.Config{
@@ -449,6 +467,7 @@ func runEmulatedProtocol(ctx context.Context, topo *topology.Topology, protocol 
 	if err := settleDHT(ctx, nodes, layout); err != nil {
 		return RoutingEmulatedRow{}, err
 	}
+	step(true, 0)
 	measured := make([]realLookup, len(plan))
 	var next sync.Mutex
 	i := 0
@@ -466,6 +485,7 @@ func runEmulatedProtocol(ctx context.Context, topo *topology.Topology, protocol 
 					return
 				}
 				measured[mine] = timeLookup(ctx, nodes[plan[mine].from], layout, plan[mine].key)
+				step(false, 1)
 			}
 		}()
 	}

@@ -268,6 +268,13 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	var rows []SchedulingRow
 	var failed, wrong int
 	var scanRows []int
+	// Every point runs the same number of queries: a point is a unit of work.
+	points := 0
+	for _, run := range o.runs() {
+		points += len(schedMixes) * len(run.clients) * len(o.variants) * o.repeat
+	}
+	progress := env.StartProgress("scheduling", float64(points))
+	defer progress.Done()
 	for _, run := range o.runs() {
 		for _, mix := range schedMixes {
 			for _, clients := range run.clients {
@@ -284,9 +291,12 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 						}
 						failed, wrong = failed+res.failed, wrong+res.wrong
 						scanRows = append(scanRows, res.scanRows...)
-						env.Progressf("scheduling rf %d %s %4d clients %-5s gets %6.1f ms (p99 %6.1f), scans %6.1f ms (p99 %6.1f), %5.0f q/s in %4.1f s; %.1f pages per scan; waits: stage %.1f ms per get, %.1f per page, Go scheduler %.2f; failed %d%s",
-							run.rf, mix.name, clients, v.Name, row.GetLatencyMsMean, row.GetLatencyMsP99, row.ScanLatencyMsMean, row.ScanLatencyMsP99,
-							row.ThroughputQPS, res.elapsed.Seconds(), row.ScanPagesMean, row.GetStageWaitMsMean, row.ScanPageStageWaitMsMean, row.GoSchedWaitMsMean, res.failed, errSuffix(res.lastErr))
+						point := fmt.Sprintf("rf %d, %s, %d clients, %s", run.rf, mix.name, clients, v.Name)
+						if res.failed > 0 {
+							env.Progressf("scheduling %s: %d queries failed (last error: %v)", point, res.failed, res.lastErr)
+						}
+						progress.Add(1, "%s: gets %s ms, scans %s ms, %s q/s", point, formatFixed(row.GetLatencyMsMean),
+							formatFixed(row.ScanLatencyMsMean), formatNumber("throughput_qps", row.ThroughputQPS, false))
 					}
 					rows = append(rows, best)
 				}
@@ -319,13 +329,6 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 			return SavePanels(path, 2, schedFigures(rows)...)
 		},
 	}, nil
-}
-
-func errSuffix(err error) string {
-	if err == nil {
-		return ""
-	}
-	return fmt.Sprintf(" (last error: %v)", err)
 }
 
 func schedScale(o schedOptions) string {
