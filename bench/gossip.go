@@ -410,7 +410,7 @@ func growthBase(n, base int) bool {
 func gossipFigure(rows []GossipRow) Figure {
 	f := Figure{
 		Title:  "Membership traffic (paper 001): Scuttlebutt vs Ferry",
-		XLabel: "nodes", YLabel: "bit/s", LogX: true, LogY: true,
+		XLabel: "nodes", YLabel: "membership traffic (bit/s)", LogX: true, LogY: true,
 	}
 	type key struct{ source, protocol, what string }
 	bySource := hasReal(rows)

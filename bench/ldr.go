@@ -937,7 +937,7 @@ func codecCost(valueBytes int, e schema.Erasure) map[string]any {
 // against the remote share) goes beside it as NAME-fig10.png.
 func plotLDR(rows []ldrRow, valueBytes int, path string) error {
 	fig9 := Figure{Title: "LDR (paper 000 Fig. 9): inter-DC bytes per get vs storage, lines of fixed k as m grows",
-		XLabel: "storage ratio (bytes stored / raw)", YLabel: "inter-DC bytes per get / value size"}
+		XLabel: "storage ratio (bytes stored / bytes put)", YLabel: "inter-DC bytes per get (share of the value)"}
 	index := map[string]int{}
 	for _, r := range rows {
 		if r.Experiment != "fig9" || r.Scheme == "stripe" {
@@ -960,7 +960,7 @@ func plotLDR(rows []ldrRow, valueBytes int, path string) error {
 		return err
 	}
 
-	fig10 := Figure{Title: "LDR (paper 000 Fig. 10): inter-DC bytes per get vs remote share", XLabel: "remote DC's share of the ring", YLabel: "bytes per get"}
+	fig10 := Figure{Title: "LDR (paper 000 Fig. 10): inter-DC bytes per get vs remote share", XLabel: "remote DC's share of the ring", YLabel: "inter-DC bytes per get (bytes)"}
 	mean, expected, stddev := Series{Name: "mean"}, Series{Name: "expected"}, Series{Name: "stddev"}
 	var fig10Rows []ldrRow
 	for _, r := range rows {

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +25,11 @@ type Series struct {
 }
 
 // Figure describes a chart: lines over a numeric X axis, or bars grouped by category when
-// Categories is set (one bar per series in each category).
+// Categories is set (one bar per series in each category). Every figure is drawn alike,
+// so that each reads on its own: the legend in a strip to the right of the axes, never
+// over the data; every tick labelled, in the number format of the tables (no e-notation);
+// and, by the bench's care, one quantity per axis whose label names its unit (two units
+// make two panels, see SavePanels).
 type Figure struct {
 	Title      string
 	XLabel     string
@@ -32,11 +37,8 @@ type Figure struct {
 	LogX, LogY bool
 	Categories []string
 	Series     []Series
-	// LegendOutside puts the legend to the right of the axes instead of in the data's top
-	// right corner, where it would hide the lines that rise to the right.
-	LegendOutside bool
-	// XTicks, when set, are the only labelled ticks of the X axis: the values measured,
-	// such as client counts, rather than round numbers between them.
+	// XTicks, when set, are the only ticks of the X axis: the values measured, such as
+	// client counts, rather than round numbers between them.
 	XTicks []float64
 }
 
@@ -68,17 +70,13 @@ func SavePanels(path string, columns int, figures ...Figure) error {
 			return fmt.Errorf("plot %s: panel %q: %w", path, f.Title, err)
 		}
 		tile := tiles.At(dc, i%columns, i/columns)
-		if !f.LegendOutside {
-			p.Draw(tile)
-			continue
-		}
 		// The legend gets a strip of its own at the right; the plot draws without it.
 		legend := p.Legend
 		p.Legend = plot.NewLegend()
 		legend.Top, legend.Left = true, true
-		strip := legend.Rectangle(tile).Size().X + legend.ThumbnailWidth
+		strip := legend.Rectangle(tile).Size().X + 2*legend.ThumbnailWidth
 		p.Draw(draw.Crop(tile, 0, -strip, 0, 0))
-		legend.Draw(draw.Crop(tile, tile.Size().X-strip+legend.ThumbnailWidth/2, 0, 0, -p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y-p.Title.Padding))
+		legend.Draw(draw.Crop(tile, tile.Size().X-strip+legend.ThumbnailWidth, 0, 0, -p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y-p.Title.Padding))
 	}
 	out, err := os.Create(path)
 	if err != nil {
@@ -105,20 +103,21 @@ func (f Figure) build() (*plot.Plot, error) {
 	p.X.Label.Text = f.XLabel
 	p.Y.Label.Text = f.YLabel
 	p.Legend.Top = true
+	p.X.Tick.Marker, p.Y.Tick.Marker = labelledTicks{}, labelledTicks{}
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = labelledTicks{log: true}
 	}
 	if len(f.XTicks) > 0 {
 		ticks := make([]plot.Tick, len(f.XTicks))
 		for i, x := range f.XTicks {
-			ticks[i] = plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)}
+			ticks[i] = plot.Tick{Value: x, Label: formatTick(x)}
 		}
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = labelledTicks{log: true}
 	}
 	var err error
 	if len(f.Categories) > 0 {
@@ -154,7 +153,8 @@ func (f Figure) addLines(p *plot.Plot) error {
 }
 
 func (f Figure) addBars(p *plot.Plot) error {
-	width := vg.Points(40 / float64(max(1, len(f.Series))))
+	// The bars of a category fill about half its share of the panel's 6 inches of data.
+	width := min(vg.Points(36), 3*vg.Inch/vg.Length(max(1, len(f.Categories)*len(f.Series))))
 	for i, s := range f.Series {
 		if len(s.Y) != len(f.Categories) {
 			return fmt.Errorf("series %s has %d values for %d categories", s.Name, len(s.Y), len(f.Categories))
@@ -170,5 +170,77 @@ func (f Figure) addBars(p *plot.Plot) error {
 		p.Legend.Add(s.Name, bars)
 	}
 	p.NominalX(f.Categories...)
+	// Room above the tallest bar, so that it does not touch the title.
+	if p.Y.Max > 0 && !f.LogY {
+		p.Y.Max *= 1.05
+	}
 	return nil
+}
+
+// labelledTicks marks an axis with ticks that all carry a label, written by formatTick:
+// gonum's defaults leave the minor ticks bare and write large values as 1e+06. A linear
+// axis gets 4 to 10 ticks at a round step (1, 2, 2.5 or 5 times a power of ten); a log
+// axis gets 1, 2 and 5 times each power of ten, or the powers alone when the axis spans
+// more than three decades.
+type labelledTicks struct{ log bool }
+
+// Ticks returns the ticks between lo and hi.
+func (t labelledTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return []plot.Tick{{Value: lo, Label: formatTick(lo)}}
+	}
+	if !t.log {
+		magnitude := math.Pow(10, math.Floor(math.Log10((hi-lo)/4)))
+		step := magnitude
+		for _, m := range []float64{1, 2, 2.5, 5, 10} {
+			if step = m * magnitude; (hi-lo)/step <= 9 {
+				break
+			}
+		}
+		var ticks []plot.Tick
+		for i := math.Ceil(lo / step); i*step <= hi*(1+1e-9); i++ {
+			ticks = append(ticks, plot.Tick{Value: i * step, Label: formatTick(i * step)})
+		}
+		return ticks
+	}
+	if lo <= 0 {
+		return nil
+	}
+	steps := []float64{1, 2, 5}
+	if math.Log10(hi/lo) > 3 {
+		steps = []float64{1}
+	}
+	var ticks []plot.Tick
+	for decade := math.Pow(10, math.Floor(math.Log10(lo))); decade <= hi; decade *= 10 {
+		for _, step := range steps {
+			if v := decade * step; v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+				ticks = append(ticks, plot.Tick{Value: v, Label: formatTick(v)})
+			}
+		}
+	}
+	return ticks
+}
+
+// formatTick writes a tick's value as briefly as it is exact: 0.25, 40, 1,500, and from
+// ten thousand on with an SI prefix, 20 k, 1.5 M.
+func formatTick(v float64) string {
+	a := math.Abs(v)
+	if a >= 1e4 {
+		prefix := -1
+		for a >= 1000 && prefix < len(siPrefixes)-1 {
+			a /= 1000
+			prefix++
+		}
+		digits := strconv.FormatFloat(math.Copysign(a, v), 'f', -1, 64)
+		if len(digits) > 5 {
+			digits = strconv.FormatFloat(math.Copysign(a, v), 'f', 2, 64)
+		}
+		return digits + " " + siPrefixes[prefix]
+	}
+	// Rounded to 9 decimals, the noise of a tick computed as a sum of steps goes.
+	s := strconv.FormatFloat(math.Round(v*1e9)/1e9, 'f', -1, 64)
+	if s == "-0" {
+		s = "0"
+	}
+	return groupThousands(s)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,35 @@ func TestFigureSave(t *testing.T) {
 	}
 	if err := figures["lines.png"].Save(filepath.Join(dir, "x.svg")); err == nil {
 		t.Fatal("a non-PNG path was accepted")
+	}
+}
+
+// Every tick of an axis carries a label in the tables' format, linear or log.
+func TestLabelledTicks(t *testing.T) {
+	for _, c := range []struct {
+		ticker labelledTicks
+		lo, hi float64
+		want   []string // the labels, all of them when set
+		min    int
+	}{
+		{labelledTicks{log: true}, 10, 1000, []string{"10", "20", "50", "100", "200", "500", "1,000"}, 0},
+		{labelledTicks{log: true}, 1e3, 1e9, []string{"1,000", "10 k", "100 k", "1 M", "10 M", "100 M", "1 G"}, 0},
+		{labelledTicks{}, 0, 2.5e6, nil, 3},
+		{labelledTicks{}, 0, 0.3, nil, 3},
+	} {
+		ticks := c.ticker.Ticks(c.lo, c.hi)
+		var labels []string
+		for _, tick := range ticks {
+			if tick.Label == "" || eNotation.MatchString(tick.Label) {
+				t.Errorf("%v..%v: tick %v labelled %q", c.lo, c.hi, tick.Value, tick.Label)
+			}
+			labels = append(labels, tick.Label)
+		}
+		if c.want != nil && strings.Join(labels, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%v..%v: labels %q, want %q", c.lo, c.hi, labels, c.want)
+		}
+		if len(ticks) < c.min {
+			t.Errorf("%v..%v: %d ticks %q, want at least %d", c.lo, c.hi, len(ticks), labels, c.min)
+		}
 	}
 }

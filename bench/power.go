@@ -1348,9 +1348,9 @@ func powerFigures(exp1, controller *runResult) []Figure {
 		figures = append(figures, pw, lat)
 	}
 	if controller != nil {
-		pw := Figure{Title: "Controller over a compressed day: load and power", XLabel: "time (s)", YLabel: "% of peak load / % of full power"}
+		pw := Figure{Title: "Controller over a compressed day: load and power", XLabel: "time (s)", YLabel: "percent (of the peak load, of full power, of the nodes)"}
 		lat := Figure{Title: "Controller: request latency", XLabel: "time (s)", YLabel: "latency (ms)"}
-		load, used, asleep := Series{Name: "offered load"}, Series{Name: "power"}, Series{Name: "nodes asleep (x 100/16)"}
+		load, used, asleep := Series{Name: "offered load"}, Series{Name: "power"}, Series{Name: "nodes asleep"}
 		meanS, maxS, target := Series{Name: "mean"}, Series{Name: "max"}, Series{Name: "target"}
 		for _, r := range controller.rows {
 			x := mid(r)

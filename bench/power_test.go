@@ -6,10 +6,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/power"
@@ -261,21 +263,23 @@ func TestPowerReportAndFigure(t *testing.T) {
 	if err := report.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(table.String(), "\n")
-	header := lines[3]
-	for _, column := range []string{"run", "from_s", "asleep", "load_pct", "power_pct", "latency_ms_mean", "latency_ms_max", "failed", "timeouts", "events"} {
-		if !strings.Contains(header, column) {
-			t.Errorf("table header %q lacks %s", header, column)
-		}
+	var columns []string
+	for _, c := range tableColumns(reflect.TypeFor[PowerRow](), nil) {
+		columns = append(columns, c.name)
 	}
-	// A person reads the table in a terminal: rows with a sleep fit 120 columns.
-	for _, line := range lines[3:8] {
-		if width := len(strings.TrimRight(line, " ")); width > 120 {
+	if want := "run from_s asleep load_pct power_pct ops latency_ms_mean latency_ms_max failed timeouts events"; strings.Join(columns, " ") != want {
+		t.Errorf("table columns %v, want %s", columns, want)
+	}
+	// A person reads the table in a terminal: every line fits 120 columns; the runs head
+	// their rows, and exp1's rows show no load.
+	lines := strings.Split(table.String(), "\n")
+	for _, line := range lines {
+		if width := utf8.RuneCountInString(line); width > MaxWidth {
 			t.Errorf("a line is %d characters wide:\n%s", width, line)
 		}
 	}
-	if !strings.Contains(lines[4], " - ") {
-		t.Errorf("exp1 rows should show no load: %q", lines[4])
+	if lines[3] != "run exp1" || !strings.Contains(lines[7], "  sleep node-02") || strings.Fields(lines[6])[2] != "-" {
+		t.Errorf("exp1 rows should follow their heading and show no load:\n%s", table.String())
 	}
 	var js bytes.Buffer
 	if err := report.WriteJSON(&js); err != nil {

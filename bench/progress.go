@@ -14,7 +14,7 @@ import (
 // on a terminal one line is rewritten in place every progressRedraw.
 const (
 	progressEvery  = 5 * time.Second
-	progressQuiet  = 30 * time.Second
+	progressQuiet  = 15 * time.Second
 	progressRedraw = time.Second
 )
 

@@ -385,7 +385,7 @@ func redisFigure(rows []RedisRow, opts redisOptions) Figure {
 			categories = append(categories, fmt.Sprintf("%s P%d", op, depth))
 		}
 	}
-	fig := Figure{Title: "kura vs redis-server under redis-benchmark", XLabel: "operation, pipeline depth", YLabel: "ops/s", Categories: categories}
+	fig := Figure{Title: "kura vs redis-server under redis-benchmark", XLabel: "operation, pipeline depth", YLabel: "throughput (ops/s)", Categories: categories}
 	for _, target := range []string{targetRedis, targetKuraSingle, targetKuraCluster} {
 		series := Series{Name: target, Y: make([]float64, len(categories))}
 		for _, r := range rows {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,22 +201,21 @@ func runRoutingSimulated(env Env, opts routingOptions) (*Report, error) {
 			"interdc_hops_lower_bound_mean: the share of lookups whose owner is in another DC than the coordinator; the paper claims ML-Chord never crosses more than once (paper_mlchord_interdc_hops_max)"),
 	}
 	report.Plot = func(path string) error {
-		return routingFigure("kura bench routing: simulated, "+strings.Join(sizes, " + "), res.Rows).Save(path)
+		return SavePanels(path, 2, routingFigures("simulated, "+strings.Join(sizes, " + "), res.Rows)...)
 	}
 	return report, nil
 }
 
-// routingFigure draws bars per protocol of mean hops, inter-DC hops and latency.
-func routingFigure(title string, rows []experiment.Row) Figure {
-	f := Figure{
-		Title:      title,
-		YLabel:     "hops; latency in units of 100 ms",
-		Categories: []string{"hops mean", "inter-DC hops mean", "latency mean (100 ms)"},
-	}
+// routingFigures draws bars per protocol: the mean hops and inter-DC hops of a lookup in
+// one panel, its mean and p99 latency in another.
+func routingFigures(title string, rows []experiment.Row) []Figure {
+	hops := Figure{Title: "Lookup hops (" + title + ")", YLabel: "hops per lookup", Categories: []string{"hops, mean", "inter-DC hops, mean"}}
+	latency := Figure{Title: "Lookup latency (" + title + ")", YLabel: "latency (ms)", Categories: []string{"mean", "p99"}}
 	for _, row := range rows {
-		f.Series = append(f.Series, Series{Name: row.Protocol, Y: []float64{row.HopsMean, row.InterDCHopsMean, row.LatencyMsMean / 100}})
+		hops.Series = append(hops.Series, Series{Name: row.Protocol, Y: []float64{row.HopsMean, row.InterDCHopsMean}})
+		latency.Series = append(latency.Series, Series{Name: row.Protocol, Y: []float64{row.LatencyMsMean, row.LatencyMsP99}})
 	}
-	return f
+	return []Figure{hops, latency}
 }
 
 // RoutingEmulatedRow is one protocol's real lookups on one emulated layout.
@@ -344,7 +342,9 @@ func runRoutingEmulated(ctx context.Context, env Env, opts routingOptions) (*Rep
 			"reduction: 1 - mlchord/chord per layout; paper_latency_ms_mean: the paper's -74 % on its 2 + 1 node Tokyo/Sao Paulo deployment",
 		},
 	}
-	report.Plot = func(path string) error { return emulatedRoutingFigure(opts.topo.Name, rows, layoutNames).Save(path) }
+	report.Plot = func(path string) error {
+		return SavePanels(path, 2, emulatedRoutingFigures(opts.topo.Name, rows, layoutNames)...)
+	}
 	return report, nil
 }
 
@@ -603,16 +603,12 @@ func emulatedRow(protocol string, measured []realLookup) RoutingEmulatedRow {
 	return row
 }
 
-// regexpDigits finds the node counts in a layout's name.
-var regexpDigits = regexp.MustCompile(`[0-9]+`)
-
-// emulatedRoutingFigure draws bars per protocol of mean latency and hops on each layout.
-func emulatedRoutingFigure(topoName string, rows []RoutingEmulatedRow, layouts []string) Figure {
-	f := Figure{Title: "kura bench routing --emulated: " + topoName, YLabel: "hops; latency in units of 100 ms"}
-	for _, layout := range layouts {
-		short := strings.Join(regexpDigits.FindAllString(layout, -1), "+") // "2+1"
-		f.Categories = append(f.Categories, "latency "+short+" (100 ms)", "hops "+short)
-	}
+// emulatedRoutingFigures draws bars per protocol on each layout: the mean hops of a
+// lookup in one panel, its mean latency in another.
+func emulatedRoutingFigures(topoName string, rows []RoutingEmulatedRow, layouts []string) []Figure {
+	hops := Figure{Title: "Lookup hops, real nodes, emulated WAN (" + topoName + ")", XLabel: "nodes per DC", YLabel: "hops per lookup, mean"}
+	latency := Figure{Title: "Lookup latency, real nodes, emulated WAN (" + topoName + ")", XLabel: "nodes per DC", YLabel: "latency, mean (ms)"}
+	hops.Categories, latency.Categories = layouts, layouts
 	var protocols []string
 	for _, row := range rows {
 		if !slices.Contains(protocols, row.Protocol) {
@@ -620,16 +616,16 @@ func emulatedRoutingFigure(topoName string, rows []RoutingEmulatedRow, layouts [
 		}
 	}
 	for _, protocol := range protocols {
-		s := Series{Name: protocol}
+		h, l := Series{Name: protocol}, Series{Name: protocol}
 		for _, layout := range layouts {
 			i := slices.IndexFunc(rows, func(r RoutingEmulatedRow) bool { return r.Layout == layout && r.Protocol == protocol })
 			if i < 0 {
-				s.Y = append(s.Y, 0, 0)
+				h.Y, l.Y = append(h.Y, 0), append(l.Y, 0)
 				continue
 			}
-			s.Y = append(s.Y, rows[i].LatencyMsMean/100, rows[i].HopsMean)
+			h.Y, l.Y = append(h.Y, rows[i].HopsMean), append(l.Y, rows[i].LatencyMsMean)
 		}
-		f.Series = append(f.Series, s)
+		hops.Series, latency.Series = append(hops.Series, h), append(latency.Series, l)
 	}
-	return f
+	return []Figure{hops, latency}
 }

@@ -865,7 +865,7 @@ func schedFigures(rows []SchedulingRow) []Figure {
 	fig := 5
 	for _, mix := range schedMixes {
 		for _, kind := range []string{"gets", "scans"} {
-			f := Figure{Title: fmt.Sprintf("Fig. %d: %s, single:scan %s", fig, kind, mix.name), XLabel: "clients", YLabel: "mean latency (ms)", LegendOutside: true}
+			f := Figure{Title: fmt.Sprintf("Fig. %d: %s, single:scan %s", fig, kind, mix.name), XLabel: "clients", YLabel: "mean latency (ms)"}
 			fig++
 			var order []string
 			byVariant := map[string]*Series{}

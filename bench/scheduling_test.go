@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kuradb/kura/sched"
 )
@@ -177,10 +178,7 @@ func TestSchedulingQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(table.String(), "\n") {
-		if strings.HasPrefix(line, "scale: ") || strings.HasPrefix(line, "note: ") {
-			continue
-		}
-		if width := len(line); width > 120 {
+		if width := utf8.RuneCountInString(line); width > MaxWidth {
 			t.Errorf("a line of the table is %d characters wide:\n%s", width, line)
 		}
 	}
