@@ -149,6 +149,18 @@ func (f Figure) addLines(p *plot.Plot) error {
 		p.Legend.Add(s.Name, line, dots)
 	}
 	p.Add(plotter.NewGrid())
+	// A margin, so that no point sits on the frame; an axis from 0 stays at 0.
+	for _, axis := range []struct {
+		a   *plot.Axis
+		log bool
+	}{{&p.X, f.LogX || len(f.XTicks) > 0}, {&p.Y, f.LogY}} {
+		if margin := (axis.a.Max - axis.a.Min) * 0.04; !axis.log && margin > 0 {
+			if axis.a.Min != 0 {
+				axis.a.Min -= margin
+			}
+			axis.a.Max += margin
+		}
+	}
 	return nil
 }
 

@@ -139,6 +139,10 @@ func (p *Progress) writeLocked() {
 	p.lastLine, p.news = now, false
 	line := p.lineLocked(now)
 	if p.tty {
+		// A line rewritten in place must not wrap.
+		if r := []rune(line); len(r) > MaxWidth {
+			line = string(r[:MaxWidth-1]) + "…"
+		}
 		fmt.Fprint(p.w, clearLine+line)
 		return
 	}
@@ -152,9 +156,12 @@ func (p *Progress) lineLocked(now time.Time) string {
 	if p.done >= p.total {
 		left = "0:00"
 	} else if p.done > 0 {
-		// The pace of the units done, less the time spent since on the next ones.
+		// The pace of the units done, less the time spent since on the next ones; a step
+		// that outlasts the estimate leaves it unknown.
 		estimate := time.Duration(float64(p.doneAt.Sub(p.start)) * (p.total - p.done) / p.done)
-		left = "~" + clock(max(0, estimate-now.Sub(p.doneAt)))
+		if rest := estimate - now.Sub(p.doneAt); rest > 0 {
+			left = "~" + clock(rest)
+		}
 	}
 	pct := 100.0
 	if p.total > 0 {

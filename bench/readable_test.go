@@ -21,7 +21,7 @@ var tableSamples = map[string][]any{
 	"rebalance":     {RebalanceRow{Step: "decommission", Nodes: "dc1-n4, dc2-n4"}},
 	"redis":         {RedisRow{Target: "kura-3-quorum", Op: "SETNX"}},
 	"redis-races":   {RaceRow{Target: "kura-3-quorum", Check: "SETNX one winner"}},
-	"repair":        {RepairRow{Case: "rebuild wiped dc3-n1"}},
+	"repair":        {RepairRow{Case: "rebuild wiped virginia-3"}},
 	"routing": {RoutingRow{},
 		RoutingEmulatedRow{Layout: "tokyo 10 + saopaulo 5", Protocol: "mlchord-paper"},
 		routingEmulatedReduction{Layout: "tokyo 10 + saopaulo 5"}},

@@ -90,8 +90,8 @@ func MeasureRepair(ctx context.Context, env Env, c *embedded.Cluster, ks schema.
 	if err := c.CreateKeyspace(ctx, ks); err != nil {
 		return f, err
 	}
-	// The work: the writes, the repairs of agreeing replicas, the rebuild.
-	progress := env.StartProgress("repair", 3)
+	// The work: the writes, a repair from each node, the rebuild's repair.
+	progress := env.StartProgress("repair", float64(len(c.Nodes)+2))
 	defer progress.Done()
 	progress.Add(0, "writing %d keys of %d bytes at ALL", keys, valueBytes)
 	var err error
@@ -112,11 +112,11 @@ func MeasureRepair(ctx context.Context, env Env, c *embedded.Cluster, ks schema.
 	}
 
 	progress.Add(1, "repairing from each of the %d nodes, every replica agreeing", len(c.Nodes))
-	if f.InSync, err = measureRepairs(ctx, c, c.Nodes, ks.Name); err != nil {
+	if f.InSync, err = measureRepairs(ctx, c, c.Nodes, ks.Name, progress); err != nil {
 		return f, err
 	}
 
-	progress.Add(1, "wiping %s and repairing it", wiped)
+	progress.Add(0, "wiping %s and repairing it", wiped)
 	if err := c.Stop(wiped); err != nil {
 		return f, err
 	}
@@ -130,11 +130,10 @@ func MeasureRepair(ctx context.Context, env Env, c *embedded.Cluster, ks schema.
 	if err := waitForKeyspace(ctx, n, ks.Name); err != nil {
 		return f, err
 	}
-	if f.Rebuild, err = measureRepairs(ctx, c, []*node.Node{n}, ks.Name); err != nil {
+	if f.Rebuild, err = measureRepairs(ctx, c, []*node.Node{n}, ks.Name, progress); err != nil {
 		return f, err
 	}
 	f.RebuiltRecords, _, err = n.StoredBytes(ks.Name)
-	progress.Add(1, "%s rebuilt", wiped)
 	return f, err
 }
 
@@ -183,7 +182,7 @@ func waitForKeyspace(ctx context.Context, n *node.Node, keyspace string) error {
 var repairKinds = map[string]bool{"tree_digest": true, "scan": true, "mutate": true}
 
 // measureRepairs repairs keyspace from each of nodes in turn and adds up what it cost.
-func measureRepairs(ctx context.Context, c *embedded.Cluster, nodes []*node.Node, keyspace string) (RepairCost, error) {
+func measureRepairs(ctx context.Context, c *embedded.Cluster, nodes []*node.Node, keyspace string, progress *Progress) (RepairCost, error) {
 	before := c.Stats.Snapshot()
 	start := time.Now()
 	var st antientropy.Stats
@@ -200,6 +199,7 @@ func measureRepairs(ctx context.Context, c *embedded.Cluster, nodes []*node.Node
 		st.RecordsSent += s.RecordsSent
 		st.BytesTrees += s.BytesTrees
 		st.BytesRecords += s.BytesRecords
+		progress.Add(1, "repaired from %s", n.ID())
 	}
 	cost := RepairCost{
 		Seconds:            time.Since(start).Seconds(),
@@ -224,8 +224,8 @@ func measureRepairs(ctx context.Context, c *embedded.Cluster, nodes []*node.Node
 
 // RepairRow is one measured repair of the bench's table.
 type RepairRow struct {
-	Case string `json:"case"`
-	RepairCost
+	Case       string `json:"case"`
+	RepairCost `table:"seconds,differing_subranges,records_sent,tree_bytes,record_bytes,transport_bytes,interdc_bytes"`
 	// TransportBytesPerDataByte is the repair's traffic over the data written once.
 	TransportBytesPerDataByte float64 `json:"transport_bytes_per_data_byte"`
 	RecordsRebuilt            int     `json:"records_rebuilt"`
