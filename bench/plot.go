@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,7 +50,7 @@ func (f Figure) Save(path string) error {
 
 // SavePanels draws several figures into one PNG file, as panels in rows of columns
 // (side by side when columns is the number of figures), each the size Save gives a
-// figure alone.
+// figure alone: 8 x 5 inches of plot and a strip for the legend.
 func SavePanels(path string, columns int, figures ...Figure) error {
 	if err := checkPNG(path); err != nil {
 		return err
@@ -58,9 +59,12 @@ func SavePanels(path string, columns int, figures ...Figure) error {
 		return fmt.Errorf("plot %s: want at least one figure and one column", path)
 	}
 	rows := (len(figures) + columns - 1) / columns
-	img := vgimg.New(vg.Length(columns)*8*vg.Inch, vg.Length(rows)*5*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: rows, Cols: columns}
+	plots := make([]*plot.Plot, len(figures))
+	legends := make([]plot.Legend, len(figures))
+	// Each panel is 8 x 5 inches of plot, and to its right a strip as wide as the widest
+	// legend, so that no legend hides data and no plot is squeezed by its legend.
+	scratch := draw.New(vgimg.New(8*vg.Inch, 5*vg.Inch))
+	strip := vg.Length(0)
 	for i, f := range figures {
 		p, err := f.build()
 		if err != nil {
@@ -69,14 +73,19 @@ func SavePanels(path string, columns int, figures ...Figure) error {
 			}
 			return fmt.Errorf("plot %s: panel %q: %w", path, f.Title, err)
 		}
-		tile := tiles.At(dc, i%columns, i/columns)
-		// The legend gets a strip of its own at the right; the plot draws without it.
-		legend := p.Legend
+		plots[i], legends[i] = p, p.Legend
 		p.Legend = plot.NewLegend()
-		legend.Top, legend.Left = true, true
-		strip := legend.Rectangle(tile).Size().X + 2*legend.ThumbnailWidth
+		legends[i].Top, legends[i].Left = true, true
+		strip = max(strip, legends[i].Rectangle(scratch).Size().X+2*legends[i].ThumbnailWidth)
+	}
+	img := vgimg.New(vg.Length(columns)*(8*vg.Inch+strip), vg.Length(rows)*5*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: rows, Cols: columns}
+	for i, p := range plots {
+		tile := tiles.At(dc, i%columns, i/columns)
 		p.Draw(draw.Crop(tile, 0, -strip, 0, 0))
-		legend.Draw(draw.Crop(tile, tile.Size().X-strip+legend.ThumbnailWidth, 0, 0, -p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y-p.Title.Padding))
+		title := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+		legends[i].Draw(draw.Crop(tile, tile.Size().X-strip+legends[i].ThumbnailWidth, 0, 0, -title))
 	}
 	out, err := os.Create(path)
 	if err != nil {
@@ -111,7 +120,7 @@ func (f Figure) build() (*plot.Plot, error) {
 	if len(f.XTicks) > 0 {
 		ticks := make([]plot.Tick, len(f.XTicks))
 		for i, x := range f.XTicks {
-			ticks[i] = plot.Tick{Value: x, Label: formatTick(x)}
+			ticks[i] = plot.Tick{Value: x, Label: formatTick(x, slices.Max(f.XTicks) >= 1e4)}
 		}
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
@@ -198,8 +207,11 @@ type labelledTicks struct{ log bool }
 
 // Ticks returns the ticks between lo and hi.
 func (t labelledTicks) Ticks(lo, hi float64) []plot.Tick {
+	// An axis that reaches ten thousand writes all its thousands with SI prefixes.
+	si := max(math.Abs(lo), math.Abs(hi)) >= 1e4
+	label := func(v float64) plot.Tick { return plot.Tick{Value: v, Label: formatTick(v, si)} }
 	if hi <= lo {
-		return []plot.Tick{{Value: lo, Label: formatTick(lo)}}
+		return []plot.Tick{label(lo)}
 	}
 	if !t.log {
 		magnitude := math.Pow(10, math.Floor(math.Log10((hi-lo)/4)))
@@ -211,7 +223,7 @@ func (t labelledTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 		var ticks []plot.Tick
 		for i := math.Ceil(lo / step); i*step <= hi*(1+1e-9); i++ {
-			ticks = append(ticks, plot.Tick{Value: i * step, Label: formatTick(i * step)})
+			ticks = append(ticks, label(i*step))
 		}
 		return ticks
 	}
@@ -226,18 +238,18 @@ func (t labelledTicks) Ticks(lo, hi float64) []plot.Tick {
 	for decade := math.Pow(10, math.Floor(math.Log10(lo))); decade <= hi; decade *= 10 {
 		for _, step := range steps {
 			if v := decade * step; v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
-				ticks = append(ticks, plot.Tick{Value: v, Label: formatTick(v)})
+				ticks = append(ticks, label(v))
 			}
 		}
 	}
 	return ticks
 }
 
-// formatTick writes a tick's value as briefly as it is exact: 0.25, 40, 1,500, and from
-// ten thousand on with an SI prefix, 20 k, 1.5 M.
-func formatTick(v float64) string {
+// formatTick writes a tick's value as briefly as it is exact: 0.25, 40, 1,500, or with si
+// from a thousand on with an SI prefix, 5 k, 20 k, 1.5 M.
+func formatTick(v float64, si bool) string {
 	a := math.Abs(v)
-	if a >= 1e4 {
+	if si && a >= 1000 {
 		prefix := -1
 		for a >= 1000 && prefix < len(siPrefixes)-1 {
 			a /= 1000

@@ -48,7 +48,9 @@ func TestLabelledTicks(t *testing.T) {
 		min    int
 	}{
 		{labelledTicks{log: true}, 10, 1000, []string{"10", "20", "50", "100", "200", "500", "1,000"}, 0},
-		{labelledTicks{log: true}, 1e3, 1e9, []string{"1,000", "10 k", "100 k", "1 M", "10 M", "100 M", "1 G"}, 0},
+		{labelledTicks{log: true}, 1e3, 1e9, []string{"1 k", "10 k", "100 k", "1 M", "10 M", "100 M", "1 G"}, 0},
+		{labelledTicks{log: true}, 4000, 30000, []string{"5 k", "10 k", "20 k"}, 0},
+		{labelledTicks{}, 0, 1200, []string{"0", "200", "400", "600", "800", "1,000", "1,200"}, 0},
 		{labelledTicks{}, 0, 2.5e6, nil, 3},
 		{labelledTicks{}, 0, 0.3, nil, 3},
 	} {

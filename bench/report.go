@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -102,7 +103,7 @@ func wrap(prefix, text string) []string {
 	var lines []string
 	current := prefix
 	empty := true // current holds no word yet
-	for _, word := range strings.Fields(text) {
+	for _, word := range unbroken(strings.Fields(text)) {
 		if !empty && utf8.RuneCountInString(current)+1+utf8.RuneCountInString(word) > MaxWidth {
 			lines = append(lines, current)
 			current, empty = indent, true
@@ -114,6 +115,21 @@ func wrap(prefix, text string) []string {
 		empty = false
 	}
 	return append(lines, strings.TrimRight(current, " "))
+}
+
+// unbroken joins a number and the short unit after it (10 s, 1.5 %, 64 KB) into one
+// word, so that no line ends with a figure whose unit starts the next.
+func unbroken(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if n := len(out); n > 0 && len(w) <= 3 && !unicode.IsDigit([]rune(w)[0]) &&
+			unicode.IsDigit([]rune(out[n-1])[utf8.RuneCountInString(out[n-1])-1]) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // writeSection writes a titled part of the report: a table when v is a slice of structs,

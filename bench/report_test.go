@@ -201,3 +201,17 @@ func TestReportTableFitsMaxWidth(t *testing.T) {
 		}
 	}
 }
+
+// Text is wrapped at MaxWidth between words, never between a number and its unit.
+func TestWrap(t *testing.T) {
+	text := strings.Repeat("x", 104) + " every 10 s (paper: 10 per machine every 30 s) so that every size is steady by 200 s"
+	lines := wrap("scale: ", text)
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], " every") || !strings.HasPrefix(lines[1], "       10 s (paper:") {
+		t.Errorf("wrapped:\n%s", strings.Join(lines, "\n"))
+	}
+	for _, l := range lines {
+		if len(l) > MaxWidth {
+			t.Errorf("a line of %d columns: %q", len(l), l)
+		}
+	}
+}
