@@ -27,9 +27,13 @@ const MaxWidth = 120
 //     shows those of its fields only (for a row type of another package, whose fields
 //     this package cannot tag).
 //
-// Should the chosen columns still not fit (a long string), the last ones are left out
-// of the table and named under it. Fits, Reduction and Summary are printed as tables when
-// they are slices of structs, else as lists of names and values.
+// A long name is broken after its underscores over up to three header lines, so that a
+// column is hardly wider than its values. Should the chosen columns still not fit, a last
+// column of text (events, a description) is wrapped within the width left, or else the
+// last columns are left out of the table and named under it; the test in
+// readable_test.go keeps every bench's chosen columns within MaxWidth. Fits, Reduction
+// and Summary are printed as tables when they are slices of structs, else as lists of
+// names and values; scale and notes are wrapped at MaxWidth.
 type Report struct {
 	Bench     string         `json:"bench"`
 	Scale     string         `json:"scale"`
