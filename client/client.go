@@ -559,7 +559,15 @@ var dialFailure = regexp.MustCompile(`dial tcp ([^ ]+?): (?:connect: )?([^"]+)"?
 // notReached rewrites gRPC's "connection error: desc = ..." into which address failed, why,
 // and what to check, or returns nil for any other status.
 func notReached(st *status.Status) *Error {
-	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "Error while dialing") {
+	if st.Code() != codes.Unavailable {
+		return nil
+	}
+	if strings.Contains(st.Message(), "error reading server preface") {
+		// The server hung up on a plaintext connection: it speaks TLS.
+		return &Error{Code: codes.Unavailable, Message: "the node closed the connection before answering: " +
+			"if it serves TLS, give --tls-ca (the CA certificate kura certs made)"}
+	}
+	if !strings.Contains(st.Message(), "Error while dialing") {
 		return nil
 	}
 	m := dialFailure.FindStringSubmatch(st.Message())

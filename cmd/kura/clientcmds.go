@@ -324,7 +324,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 		err := keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, splitKeys, stdout)
 		if client.IsNotFound(err) && len(pos) == 1 {
 			// Not wrapped, so that withClient does not suggest creating --keyspace.
-			return fmt.Errorf("no keyspace %q: kura keyspace list shows the keyspaces there are", pos[0])
+			return fmt.Errorf("no such keyspace %q: kura keyspace list shows the keyspaces there are", pos[0])
 		}
 		return err
 	})

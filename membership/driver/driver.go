@@ -137,12 +137,12 @@ type Driver struct {
 	started time.Time       // real time of the core's time 0
 	// seeds places the resolved seeds, which the core may name before it
 	// knows their state.
-	seeds    map[string]transport.Peer
+	seeds map[string]transport.Peer
 	// seedStatus is what each seed address last answered, for operators (Seeds).
 	seedStatus map[string]SeedStatus
 	appState   map[string]string // states set before the core started
-	running  bool
-	closed   bool
+	running    bool
+	closed     bool
 	// synced is closed once the core reports EventSynced (or has no other
 	// seed to learn from); syncedDone says it is.
 	synced     chan struct{}
