@@ -115,10 +115,13 @@ function renderNodes(r, colours) {
     if (!byDC.has(n.dc)) byDC.set(n.dc, []);
     byDC.get(n.dc).push(n);
   }
-  const cards = [];
-  for (const dc of [...byDC.keys()].sort()) {
+  // One table, one body per DC under a header row, so that the columns line up across DCs.
+  const bodies = [...byDC.keys()].sort().map((dc) => {
     const nodes = byDC.get(dc);
     const up = nodes.filter((n) => n.state === "up").length;
+    const head = el("tr", { class: "dc-row" }, el("td", { colspan: 9 },
+      el("span", { class: "dc-name" }, dc),
+      el("span", { class: "dc-count " + (up === nodes.length ? "ok" : "warn") }, up + " / " + nodes.length + " up")));
     const rows = nodes.map((n) =>
       el("tr", { "data-node": n.id, "data-state": n.state, class: n.self ? "self" : null },
         el("td", {}, el("span", { class: "swatch", style: "background:" + colours.get(n.id) }), n.id,
@@ -131,15 +134,10 @@ function renderNodes(r, colours) {
         el("td", { class: "num" }, fmtUptime(n.uptime_seconds)),
         el("td", { class: "mono muted" }, n.addr),
         el("td", { class: "num muted" }, n.tier)));
-    cards.push(el("div", { class: "dc", "data-dc": dc },
-      el("div", { class: "dc-head" }, el("span", { class: "dc-name" }, dc),
-        el("span", { class: up === nodes.length ? "ok" : "warn" }, up + " / " + nodes.length + " up")),
-      el("table", { class: "data" },
-        el("thead", {}, el("tr", {}, ...["Node", "State", "Ring status", "Ownership", "Load", "Keys", "Uptime", "Address", "Tier"]
-          .map((h, i) => el("th", { class: i >= 3 && i !== 7 ? "num" : null }, h)))),
-        el("tbody", {}, ...rows))));
-  }
-  $("dcs").replaceChildren(...cards);
+    return el("tbody", { "data-dc": dc }, head, ...rows);
+  });
+  const table = $("dcs");
+  table.replaceChildren(table.tHead, ...bodies);
 }
 
 // arcPath draws a donut segment between two fractions of the ring, clockwise from the top.
@@ -175,7 +173,8 @@ function renderRing(r, colours) {
   $("ring-legend").replaceChildren(...onRing.map((n) =>
     el("li", { "data-node": n.id },
       el("span", { class: "swatch", style: "background:" + colours.get(n.id) }),
-      el("span", { class: "legend-id" }, n.id), el("span", { class: "muted" }, n.dc),
+      el("span", { class: "legend-id" }, n.id, n.state === "up" ? null : el("span", { class: "legend-state state-text-" + n.state }, n.state)),
+      el("span", { class: "muted" }, n.dc),
       el("span", { class: "legend-share" }, fmtShare(n.share)))));
 }
 
