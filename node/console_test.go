@@ -2,10 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +17,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/console"
 	"github.com/kuradb/kura/faults"
+	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -137,6 +145,78 @@ func TestConsoleInBrowserShowsTheClusterAndAKilledNode(t *testing.T) {
 	waitFor("n3 down", `document.querySelector('#dcs tr[data-node="n3"]')?.dataset.state === "down"`)
 	waitFor("n1 and n2 still up", `["n1", "n2"].every(id => document.querySelector('#dcs tr[data-node="' + id + '"]')?.dataset.state === "up")`)
 	t.Logf("screenshot of n1's console with n3 down: %s", screenshot(t, browserCtx, dir, "console.png"))
+}
+
+// consoleReport fetches n's /api/console.
+func consoleReport(t *testing.T, n *Node) console.Report {
+	t.Helper()
+	var report console.Report
+	if err := json.Unmarshal([]byte(httpGet(t, n, "/api/console")), &report); err != nil {
+		t.Fatalf("/api/console of %s: %v", n.ID(), err)
+	}
+	return report
+}
+
+// TestConsoleReportShowsEachNodesView puts n4 to sleep and reads the console's JSON from
+// n1 and from n4 itself (whose admin port stays up while it sleeps): each names itself,
+// both see n4 asleep and the others up, with the ring and the keyspaces.
+func TestConsoleReportShowsEachNodesView(t *testing.T) {
+	nodes := startPowerCluster(t, true)
+	n1, n4 := nodes[0], nodes[3]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if state, err := n1.SetPower(ctx, "n4", "sleep"); err != nil || state != power.Asleep {
+		t.Fatalf("sleep n4: %v, %v", state, err)
+	}
+	waitUntil(t, "n1 sees n4 asleep", func() bool { return n1.View().State("n4") == cluster.StateAsleep })
+
+	for _, n := range []*Node{n1, n4} {
+		report := consoleReport(t, n)
+		if report.Self.ID != n.ID() || report.Self.HTTPAddr != n.HTTPAddr() {
+			t.Errorf("%s's console names %+v", n.ID(), report.Self)
+		}
+		states, share := map[string]string{}, 0.0
+		for _, node := range report.Nodes {
+			states[node.ID] = node.State
+			share += node.Share
+			if node.Self != (node.ID == n.ID()) {
+				t.Errorf("%s's console marks %s self=%v", n.ID(), node.ID, node.Self)
+			}
+		}
+		want := map[string]string{"n1": "up", "n2": "up", "n3": "up", "n4": "asleep"}
+		if !maps.Equal(states, want) {
+			t.Errorf("%s's console: states %v, want %v", n.ID(), states, want)
+		}
+		if math.Abs(share-1) > 1e-9 {
+			t.Errorf("%s's console: shares sum to %v", n.ID(), share)
+		}
+		if owners := ringOwners(report.Ring); len(report.Ring) != 4*ring.DefaultVnodes || len(owners) != 4 {
+			t.Errorf("%s's console: %d arcs of %d owners, want %d of 4", n.ID(), len(report.Ring), len(owners), 4*ring.DefaultVnodes)
+		}
+		var keyspaces []string
+		for _, ks := range report.Keyspaces {
+			keyspaces = append(keyspaces, ks.Name+" "+ks.Replication+" "+ks.Partitioner)
+		}
+		if want := []string{"app simple=3 hash", "default " + DefaultReplication + " hash"}; !slices.Equal(keyspaces, want) {
+			t.Errorf("%s's console: keyspaces %q, want %q", n.ID(), keyspaces, want)
+		}
+	}
+	if power := consoleReport(t, n4).Self.Power; power != "asleep" {
+		t.Errorf("n4's console says it is %s, want asleep", power)
+	}
+	// The other admin endpoints are still served beside the console.
+	for _, path := range []string{"/healthz", "/status", "/metrics", "/"} {
+		httpGet(t, n1, path)
+	}
+}
+
+// ringOwners counts the arcs of each owner.
+func ringOwners(arcs []console.Arc) map[string]int {
+	owners := map[string]int{}
+	for _, a := range arcs {
+		owners[a.Node]++
+	}
+	return owners
 }
 
 // keepBusy sends requests through rdb, writes or reads, at most one every 10 ms until ctx
