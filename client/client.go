@@ -536,9 +536,45 @@ func errorFromStatus(err error) error {
 		return nil
 	}
 	if st, ok := status.FromError(err); ok {
+		if e := tooLarge(st); e != nil {
+			return e
+		}
 		return &Error{Code: st.Code(), Message: st.Message()}
 	}
 	return err
+}
+
+// tooLarge turns gRPC's refusal of an oversized message, by the node or by this client,
+// into kura's invalid argument with what to do, or returns nil for any other status.
+// gRPC refuses the message before kura sees it, so the node cannot say so itself.
+func tooLarge(st *status.Status) *Error {
+	if st.Code() != codes.ResourceExhausted {
+		return nil
+	}
+	var size, limit int64
+	var who string
+	switch {
+	case scanSizes(st.Message(), "grpc: received message larger than max (%d vs. %d)", &size, &limit):
+		who = "the node accepts in one request"
+	case scanSizes(st.Message(), "grpc: trying to send message larger than max (%d vs. %d)", &size, &limit):
+		who = "this client sends in one request (Options.MaxMessageBytes)"
+	default:
+		return nil
+	}
+	return &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf(
+		"invalid argument: the request takes %s, more than the %s %s: a value may be at most the nodes' --max-value-bytes (default 16 MiB); split the value, or raise the limit on every node",
+		formatMiB(size), formatMiB(limit), who)}
+}
+
+// scanSizes reads the two sizes of one of gRPC's size messages; false if msg is not one.
+func scanSizes(msg, format string, size, limit *int64) bool {
+	n, err := fmt.Sscanf(msg, format, size, limit)
+	return err == nil && n == 2
+}
+
+// formatMiB prints a byte count in MiB with one decimal, the unit of the limits.
+func formatMiB(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // IsNotFound reports whether err says a keyspace does not exist.

@@ -350,3 +350,32 @@ func TestAttemptTimeout(t *testing.T) {
 		})
 	}
 }
+
+// gRPC's refusals of oversized messages come back as kura's invalid argument, with what
+// to do; other errors pass through.
+func TestErrorFromStatusExplainsOversizedRequests(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		wantCode codes.Code
+		want     string
+	}{
+		{"node refuses", status.Error(codes.ResourceExhausted, "grpc: received message larger than max (20971541 vs. 16908288)"),
+			codes.InvalidArgument, "the request takes 20.0 MiB, more than the 16.1 MiB the node accepts in one request"},
+		{"client refuses", status.Error(codes.ResourceExhausted, "grpc: trying to send message larger than max (70000000 vs. 67108864)"),
+			codes.InvalidArgument, "more than the 64.0 MiB this client sends"},
+		{"other exhaustion", status.Error(codes.ResourceExhausted, "quota"), codes.ResourceExhausted, "quota"},
+		{"unavailable", status.Error(codes.Unavailable, "unavailable: ONE needs 1 replicas"), codes.Unavailable, "unavailable: ONE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e *Error
+			if !errors.As(errorFromStatus(tt.err), &e) {
+				t.Fatalf("errorFromStatus(%v) is no *Error", tt.err)
+			}
+			if e.Code != tt.wantCode || !strings.Contains(e.Message, tt.want) {
+				t.Errorf("errorFromStatus = %v %q, want %v containing %q", e.Code, e.Message, tt.wantCode, tt.want)
+			}
+		})
+	}
+}

@@ -231,7 +231,7 @@ func TestErrorReply(t *testing.T) {
 		want string
 	}{
 		{"unavailable", &coord.UnavailableError{Level: consistency.Quorum, Alive: map[string]int{"dc1": 1}},
-			"UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]"},
+			"UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 (dc1: 1) alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level"},
 		{"coordinator timeout", &coord.TimeoutError{Level: consistency.All, Acked: 1},
 			"TIMEOUT timeout: ALL needs 0 acknowledgements, 1 received"},
 		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), "TIMEOUT get: context deadline exceeded"},
