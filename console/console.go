@@ -53,6 +53,8 @@ type Self struct {
 	Addr       string `json:"addr"`
 	ClientAddr string `json:"client_addr,omitempty"`
 	HTTPAddr   string `json:"http_addr,omitempty"`
+	// Version is the build the node runs (package version).
+	Version string `json:"version"`
 	// Power is the node's power state: active, draining, asleep or waking.
 	Power string `json:"power"`
 	// ClockOffsetSeconds is the node's clock minus the cluster's.
@@ -77,12 +79,14 @@ type Node struct {
 	Share float64 `json:"share"`
 	// Self marks the node that answered.
 	Self bool `json:"self,omitempty"`
-	// LoadBytes and LoadKeys are the data the node stores, and UptimeSeconds how long it
-	// has run; zero when the answering node does not know them, which the page shows as
-	// "-".
-	LoadBytes     uint64  `json:"load_bytes"`
-	LoadKeys      uint64  `json:"load_keys"`
-	UptimeSeconds float64 `json:"uptime_seconds"`
+	// LoadBytes and LoadKeys are the disk space the node's storage takes and the live
+	// records it stores, as it last gossiped them; nil until it has. The page shows "-".
+	LoadBytes *int64 `json:"load_bytes"`
+	LoadKeys  *int64 `json:"load_keys"`
+	// UptimeSeconds is how long the node's process has run, from the start time it
+	// gossiped; nil when that is not known or the node is down (then nobody knows whether
+	// it still runs).
+	UptimeSeconds *float64 `json:"uptime_seconds"`
 }
 
 // Arc is one vnode's range of the ring: the tokens after Start up to End, as fractions of

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/console"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/transport"
+	"github.com/kuradb/kura/version"
 )
 
 // consoleSnapshot is the node's side of the web console (package console): its view of
@@ -23,20 +25,29 @@ func (n *Node) consoleSnapshot() (console.Snapshot, error) {
 	snap := console.Snapshot{
 		At: time.Now(),
 		Self: console.Self{ID: self.ID, DC: self.DC, Addr: self.Addr, ClientAddr: self.ClientAddr, HTTPAddr: n.HTTPAddr(),
-			Power: n.Power().String(), ClockOffsetSeconds: n.guard.Status().Offset.Seconds()},
+			Version: version.Get().String(), Power: n.Power().String(), ClockOffsetSeconds: n.guard.Status().Offset.Seconds()},
 		Nodes:     []console.Node{},
 		Ring:      ringArcs(r),
 		Keyspaces: []console.Keyspace{},
 		Requests:  n.metrics.Requests(),
 	}
+	loads := n.NodeLoads()
 	for _, member := range n.directory.Nodes() {
-		// LoadBytes, LoadKeys and UptimeSeconds stay zero (the page shows "-") until
-		// nodes gossip their load and start time.
-		snap.Nodes = append(snap.Nodes, console.Node{
+		state := n.directory.State(member.ID)
+		node := console.Node{
 			ID: member.ID, DC: member.DC, Addr: member.Addr, ClientAddr: member.ClientAddr,
-			State: n.directory.State(member.ID).String(), Status: member.Status.String(), Tier: member.Tier,
+			State: state.String(), Status: member.Status.String(), Tier: member.Tier,
 			Share: r.Share(member.ID), Self: member.ID == self.ID,
-		})
+		}
+		load := loads[member.ID]
+		if load.Known {
+			node.LoadBytes, node.LoadKeys = &load.Bytes, &load.Keys
+		}
+		if !load.StartedAt.IsZero() && state != cluster.StateDown {
+			uptime := snap.At.Sub(load.StartedAt).Seconds()
+			node.UptimeSeconds = &uptime
+		}
+		snap.Nodes = append(snap.Nodes, node)
 	}
 	for _, ks := range n.Keyspaces() {
 		snap.Keyspaces = append(snap.Keyspaces, console.Keyspace{Name: ks.Name, Replication: ks.Replication,

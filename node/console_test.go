@@ -23,6 +23,7 @@ import (
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/version"
 )
 
 // browserDeadline bounds each wait for the page to show something: generous, since a
@@ -183,6 +184,12 @@ func TestConsoleReportShowsEachNodesView(t *testing.T) {
 				t.Errorf("%s's console marks %s self=%v", n.ID(), node.ID, node.Self)
 			}
 		}
+		for _, node := range report.Nodes {
+			// Every node gossips its start time from its first round; asleep is not down.
+			if node.UptimeSeconds == nil || *node.UptimeSeconds <= 0 {
+				t.Errorf("%s's console: %s's uptime %v", n.ID(), node.ID, node.UptimeSeconds)
+			}
+		}
 		want := map[string]string{"n1": "up", "n2": "up", "n3": "up", "n4": "asleep"}
 		if !maps.Equal(states, want) {
 			t.Errorf("%s's console: states %v, want %v", n.ID(), states, want)
@@ -201,9 +208,18 @@ func TestConsoleReportShowsEachNodesView(t *testing.T) {
 			t.Errorf("%s's console: keyspaces %q, want %q", n.ID(), keyspaces, want)
 		}
 	}
-	if power := consoleReport(t, n4).Self.Power; power != "asleep" {
-		t.Errorf("n4's console says it is %s, want asleep", power)
+	if self := consoleReport(t, n4).Self; self.Power != "asleep" || self.Version != version.Get().String() {
+		t.Errorf("n4's console says it is %s and runs %q, want asleep and %q", self.Power, self.Version, version.Get())
 	}
+	// A node counts its own load when it starts, and again every ten seconds.
+	waitUntil(t, "n1's console shows its own load", func() bool {
+		for _, node := range consoleReport(t, n1).Nodes {
+			if node.ID == "n1" {
+				return node.LoadBytes != nil && node.LoadKeys != nil
+			}
+		}
+		return false
+	})
 	// The other admin endpoints are still served beside the console.
 	for _, path := range []string{"/healthz", "/status", "/metrics", "/"} {
 		httpGet(t, n1, path)

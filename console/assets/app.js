@@ -40,7 +40,7 @@ function fmtInt(n) {
 }
 
 function fmtBytes(n) {
-  if (!n) return dash;
+  if (n === null || n === undefined) return dash;
   const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
   let i = 0;
   while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
@@ -68,7 +68,7 @@ function fmtSeconds(s) {
 }
 
 function fmtUptime(s) {
-  if (!s) return dash;
+  if (s === null || s === undefined) return dash;
   const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60;
   if (d) return d + "d " + h + "h";
   if (h) return h + "h " + m + "m";
@@ -92,6 +92,7 @@ function renderHeader(r) {
   const s = r.self;
   $("self-node").textContent = s.id;
   $("self-detail").textContent = "· " + s.dc + " · " + (s.http_addr || s.addr);
+  $("self-version").textContent = s.id + " runs " + s.version + ".";
   document.title = "kura console · " + s.id;
 }
 
@@ -130,7 +131,7 @@ function renderNodes(r, colours) {
         el("td", { class: "muted" }, n.status),
         el("td", { class: "num" }, el("span", { class: "meter" }, el("span", { style: "width:" + (n.share * 100).toFixed(1) + "%" })), fmtShare(n.share)),
         el("td", { class: "num" }, fmtBytes(n.load_bytes)),
-        el("td", { class: "num" }, n.load_keys ? fmtInt(n.load_keys) : dash),
+        el("td", { class: "num" }, n.load_keys === null ? dash : fmtInt(n.load_keys)),
         el("td", { class: "num" }, fmtUptime(n.uptime_seconds)),
         el("td", { class: "mono muted" }, n.addr),
         el("td", { class: "num muted" }, n.tier)));
