@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -206,7 +207,7 @@ func (c *Client) refresh(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		errs = append(errs, Explain(err))
 		if r := redirectOf(err); r != nil {
 			q.redirect(r, c.LocalDC())
 		}
@@ -539,9 +540,34 @@ func errorFromStatus(err error) error {
 		if e := tooLarge(st); e != nil {
 			return e
 		}
+		if e := notReached(st); e != nil {
+			return e
+		}
 		return &Error{Code: st.Code(), Message: st.Message()}
 	}
 	return err
+}
+
+// Explain turns an error of a call made on a connection from DialNode into the error the
+// client's own methods return: kura's message for people, with what to do where gRPC's
+// says only what failed.
+func Explain(err error) error { return errorFromStatus(err) }
+
+// dialFailure matches gRPC's message for a connection it could not set up.
+var dialFailure = regexp.MustCompile(`dial tcp ([^ ]+?): (?:connect: )?([^"]+)"?$`)
+
+// notReached rewrites gRPC's "connection error: desc = ..." into which address failed, why,
+// and what to check, or returns nil for any other status.
+func notReached(st *status.Status) *Error {
+	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "Error while dialing") {
+		return nil
+	}
+	m := dialFailure.FindStringSubmatch(st.Message())
+	if m == nil {
+		return nil
+	}
+	return &Error{Code: codes.Unavailable, Message: fmt.Sprintf(
+		"cannot reach %s: %s: is a kura server running there, and is it the node's client API address (its --client)?", m[1], m[2])}
 }
 
 // tooLarge turns gRPC's refusal of an oversized message, by the node or by this client,

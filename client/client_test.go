@@ -351,9 +351,10 @@ func TestAttemptTimeout(t *testing.T) {
 	}
 }
 
-// gRPC's refusals of oversized messages come back as kura's invalid argument, with what
-// to do; other errors pass through.
-func TestErrorFromStatusExplainsOversizedRequests(t *testing.T) {
+// gRPC's refusals of oversized messages come back as kura's invalid argument and its
+// dial failures as the address that failed, each with what to do; other errors pass
+// through.
+func TestErrorFromStatusSaysWhatToDo(t *testing.T) {
 	tests := []struct {
 		name     string
 		err      error
@@ -364,6 +365,8 @@ func TestErrorFromStatusExplainsOversizedRequests(t *testing.T) {
 			codes.InvalidArgument, "the request takes 20.0 MiB, more than the 16.1 MiB the node accepts in one request"},
 		{"client refuses", status.Error(codes.ResourceExhausted, "grpc: trying to send message larger than max (70000000 vs. 67108864)"),
 			codes.InvalidArgument, "more than the 64.0 MiB this client sends"},
+		{"nothing listens", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7200: connect: connection refused"`),
+			codes.Unavailable, "cannot reach 127.0.0.1:7200: connection refused: is a kura server running there"},
 		{"other exhaustion", status.Error(codes.ResourceExhausted, "quota"), codes.ResourceExhausted, "quota"},
 		{"unavailable", status.Error(codes.Unavailable, "unavailable: ONE needs 1 replicas"), codes.Unavailable, "unavailable: ONE"},
 	}

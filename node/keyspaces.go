@@ -85,13 +85,13 @@ func (n *Node) checkReplication(ks schema.Keyspace) error {
 					schema.ErrInvalidKeyspace, ks.Name, dc, strings.Join(slices.Sorted(maps.Keys(nodesIn)), ", "))
 			}
 			if rf := rfPerDC[dc]; rf > nodesIn[dc] {
-				return fmt.Errorf("%w %s: %d replicas in %s, but %s has %d nodes: %s",
+				return fmt.Errorf("%w %s: %d replicas in %s, but %s has %d node(s): %s",
 					schema.ErrInvalidKeyspace, ks.Name, rf, dc, dc, nodesIn[dc], fix)
 			}
 		}
 	default:
 		if rf := s.ReplicationFactor(); s.Name() == "simple" && rf > total {
-			return fmt.Errorf("%w %s: %d replicas, but the cluster has %d nodes: %s",
+			return fmt.Errorf("%w %s: %d replicas, but the cluster has %d node(s): %s",
 				schema.ErrInvalidKeyspace, ks.Name, rf, total, fix)
 		}
 	}
