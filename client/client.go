@@ -565,7 +565,7 @@ func notReached(st *status.Status) *Error {
 	if strings.Contains(st.Message(), "error reading server preface") {
 		// The server hung up on a plaintext connection: it speaks TLS.
 		return &Error{Code: codes.Unavailable, Message: "the node closed the connection before answering: " +
-			"if it serves TLS, give --tls-ca (the CA certificate kura certs made)"}
+			"if it serves TLS, give the client its CA (--tls-ca on the command line, Options.TLS in Go)"}
 	}
 	if !strings.Contains(st.Message(), "Error while dialing") {
 		return nil
