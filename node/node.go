@@ -84,7 +84,8 @@ type Config struct {
 	// RESPIdleTimeout closes a Redis connection whose client sends nothing for that long
 	// (Redis's timeout; CONFIG SET timeout changes it); 0 never does.
 	RESPIdleTimeout time.Duration
-	// HTTPAddr serves /metrics, /healthz and /status on this address; empty serves none.
+	// HTTPAddr serves the web console (/), /metrics, /healthz and /status on this address;
+	// empty serves none.
 	HTTPAddr string
 	// EnablePprof also serves the Go profiler, /debug/pprof, on HTTPAddr. It is off by
 	// default: a profile shows the node's code paths and memory to whoever reaches the port.
