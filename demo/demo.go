@@ -69,7 +69,8 @@ type Result struct {
 // inside one).
 type DCPairBytes struct {
 	FromDC string `json:"from_dc"`
-	// ToDC is empty for frames sent to a seed before its DC was known.
+	// ToDC is "seed" for frames sent to a seed address before the node there, and so its
+	// DC, was known.
 	ToDC  string `json:"to_dc"`
 	Bytes uint64 `json:"bytes"`
 }
@@ -335,7 +336,7 @@ func (w *workload) result(c *embedded.Cluster, elapsed time.Duration) Result {
 	}
 	pairs := map[[2]string]uint64{}
 	for flow, counter := range c.Stats.Snapshot() {
-		pairs[[2]string{flow.FromDC, flow.ToDC}] += counter.Bytes
+		pairs[[2]string{flow.FromDC, cmp.Or(flow.ToDC, "seed")}] += counter.Bytes
 		if flow.FromDC != flow.ToDC {
 			r.InterDCBytes += counter.Bytes
 		} else {
