@@ -56,7 +56,8 @@ func (e *TimeoutError) Error() string {
 	if e.Cause != nil {
 		msg += fmt.Sprintf(" (last replica error: %v)", e.Cause)
 	}
-	return msg
+	// What to do next: a write may have landed, so the answer is to retry, not to assume.
+	return msg + "; it may have taken effect on some replicas: retry it, and look for down or slow nodes with kura status"
 }
 
 // Is makes errors.Is(err, ErrTimeout) true.
