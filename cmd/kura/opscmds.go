@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -258,13 +260,20 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// printJSON prints a node's answer as indented JSON with the proto field names.
+// printJSON prints a node's answer in the proto3 JSON mapping (proto field names, 64-bit
+// integers as strings), indented by encoding/json: protojson varies its own whitespace
+// from run to run on purpose, and scripts diff outputs.
 func printJSON(w io.Writer, m proto.Message) error {
-	out, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(m)
+	out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, string(out))
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, out, "", "  "); err != nil {
+		return err
+	}
+	indented.WriteByte('\n')
+	_, err = indented.WriteTo(w)
 	return err
 }
 
