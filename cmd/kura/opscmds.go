@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -27,22 +28,12 @@ const opsTimeout = 10 * time.Second
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	nf := addNodeFlags(fs, opsTimeout)
-	asJSON := fs.Bool("json", false, "print the node's answer as JSON")
-	if pos, err := parseFlags(fs, args); err != nil {
+	st, err := askNode(fs, nf, args, "status takes no arguments, only flags", stdout,
+		func(ctx context.Context, admin kurav1.AdminClient) (*kurav1.ClusterStatusResponse, error) {
+			return admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+		})
+	if st == nil || err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("%w: status takes no arguments, only flags", errUsage)
-	}
-	var st *kurav1.ClusterStatusResponse
-	err := nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
-		st, err = admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, st)
 	}
 	now := time.Now()
 	up := 0
@@ -90,22 +81,12 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 	nf := addNodeFlags(fs, opsTimeout)
 	keyspace := fs.String("keyspace", "", "also show the share of this keyspace each node holds replicas of")
 	tokens := fs.Bool("tokens", false, "list every token, in ring order, instead of a line per node")
-	asJSON := fs.Bool("json", false, "print the node's answer as JSON")
-	if pos, err := parseFlags(fs, args); err != nil {
+	r, err := askNode(fs, nf, args, "ring takes no arguments, only flags (ring [--keyspace KS] [--tokens])", stdout,
+		func(ctx context.Context, admin kurav1.AdminClient) (*kurav1.RingResponse, error) {
+			return admin.Ring(ctx, &kurav1.RingRequest{Keyspace: *keyspace})
+		})
+	if r == nil || err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("%w: ring takes no arguments, only flags (ring [--keyspace KS] [--tokens])", errUsage)
-	}
-	var r *kurav1.RingResponse
-	err := nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
-		r, err = admin.Ring(ctx, &kurav1.RingRequest{Keyspace: *keyspace})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, r)
 	}
 	if *tokens {
 		type position struct {
@@ -160,22 +141,12 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 func runInfo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("info", stderr)
 	nf := addNodeFlags(fs, opsTimeout)
-	asJSON := fs.Bool("json", false, "print the node's answer as JSON")
-	if pos, err := parseFlags(fs, args); err != nil {
+	info, err := askNode(fs, nf, args, "info takes no arguments, only flags", stdout,
+		func(ctx context.Context, admin kurav1.AdminClient) (*kurav1.NodeInfo, error) {
+			return admin.Info(ctx, &kurav1.InfoRequest{})
+		})
+	if info == nil || err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("%w: info takes no arguments, only flags", errUsage)
-	}
-	var info *kurav1.NodeInfo
-	err := nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
-		info, err = admin.Info(ctx, &kurav1.InfoRequest{})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, info)
 	}
 	dataDir := info.GetDataDir()
 	if dataDir == "" {
@@ -216,6 +187,31 @@ func runVersion(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, version.Get())
 	return nil
+}
+
+// askNode adds --json to fs, parses args (flags only; usage says so), and asks the node
+// nf names with call. With --json it prints the answer and returns nil, nil: the caller
+// prints an answer only when it gets one.
+func askNode[T proto.Message](fs *flag.FlagSet, nf nodeFlags, args []string, usage string, stdout io.Writer,
+	call func(context.Context, kurav1.AdminClient) (T, error)) (T, error) {
+	var answer, none T
+	asJSON := fs.Bool("json", false, "print the node's answer as JSON")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return none, err
+	} else if len(pos) > 0 {
+		return none, fmt.Errorf("%w: %s", errUsage, usage)
+	}
+	err := nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
+		answer, err = call(ctx, admin)
+		return err
+	})
+	if err != nil {
+		return none, err
+	}
+	if *asJSON {
+		return none, printJSON(stdout, answer)
+	}
+	return answer, nil
 }
 
 // printMembership warns when a node has not joined a cluster, or knows no other node
