@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -206,7 +207,7 @@ func (c *Client) refresh(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		errs = append(errs, Explain(err))
 		if r := redirectOf(err); r != nil {
 			q.redirect(r, c.LocalDC())
 		}
@@ -536,9 +537,78 @@ func errorFromStatus(err error) error {
 		return nil
 	}
 	if st, ok := status.FromError(err); ok {
+		if e := tooLarge(st); e != nil {
+			return e
+		}
+		if e := notReached(st); e != nil {
+			return e
+		}
 		return &Error{Code: st.Code(), Message: st.Message()}
 	}
 	return err
+}
+
+// Explain turns an error of a call made on a connection from DialNode into the error the
+// client's own methods return: kura's message for people, with what to do where gRPC's
+// says only what failed.
+func Explain(err error) error { return errorFromStatus(err) }
+
+// dialFailure matches gRPC's message for a connection it could not set up.
+var dialFailure = regexp.MustCompile(`dial tcp ([^ ]+?): (?:connect: )?([^"]+)"?$`)
+
+// notReached rewrites gRPC's "connection error: desc = ..." into which address failed, why,
+// and what to check, or returns nil for any other status.
+func notReached(st *status.Status) *Error {
+	if st.Code() != codes.Unavailable {
+		return nil
+	}
+	if strings.Contains(st.Message(), "error reading server preface") {
+		// The server hung up on a plaintext connection: it speaks TLS.
+		return &Error{Code: codes.Unavailable, Message: "the node closed the connection before answering: " +
+			"if it serves TLS, give the client its CA (--tls-ca on the command line, Options.TLS in Go)"}
+	}
+	if !strings.Contains(st.Message(), "Error while dialing") {
+		return nil
+	}
+	m := dialFailure.FindStringSubmatch(st.Message())
+	if m == nil {
+		return nil
+	}
+	return &Error{Code: codes.Unavailable, Message: fmt.Sprintf(
+		"cannot reach %s: %s: is a kura server running there, and is it the node's client API address (its --client)?", m[1], m[2])}
+}
+
+// tooLarge turns gRPC's refusal of an oversized message, by the node or by this client,
+// into kura's invalid argument with what to do, or returns nil for any other status.
+// gRPC refuses the message before kura sees it, so the node cannot say so itself.
+func tooLarge(st *status.Status) *Error {
+	if st.Code() != codes.ResourceExhausted {
+		return nil
+	}
+	var size, limit int64
+	var who string
+	switch {
+	case scanSizes(st.Message(), "grpc: received message larger than max (%d vs. %d)", &size, &limit):
+		who = "the node accepts in one request"
+	case scanSizes(st.Message(), "grpc: trying to send message larger than max (%d vs. %d)", &size, &limit):
+		who = "this client sends in one request (Options.MaxMessageBytes)"
+	default:
+		return nil
+	}
+	return &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf(
+		"invalid argument: the request takes %s, more than the %s %s: a value may be at most the nodes' --max-value-bytes (default 16 MiB); split the value, or raise the limit on every node",
+		formatMiB(size), formatMiB(limit), who)}
+}
+
+// scanSizes reads the two sizes of one of gRPC's size messages; false if msg is not one.
+func scanSizes(msg, format string, size, limit *int64) bool {
+	n, err := fmt.Sscanf(msg, format, size, limit)
+	return err == nil && n == 2
+}
+
+// formatMiB prints a byte count in MiB with one decimal, the unit of the limits.
+func formatMiB(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // IsNotFound reports whether err says a keyspace does not exist.

@@ -96,7 +96,7 @@ func TestTLSAndToken(t *testing.T) {
 		want string // "" when Dial must succeed
 	}{
 		{"TLS and token", Options{TLS: trusting, Token: "s3cret"}, ""},
-		{"no TLS", Options{Token: "s3cret"}, "Unavailable"},
+		{"no TLS", Options{Token: "s3cret"}, "if it serves TLS, give the client its CA"},
 		{"TLS without the CA", Options{TLS: &tls.Config{}, Token: "s3cret"}, "certificate signed by unknown authority"},
 		{"no token", Options{TLS: trusting}, "this node requires a token"},
 		{"wrong token", Options{TLS: trusting, Token: "guess"}, "the authorization token is wrong"},
@@ -346,6 +346,38 @@ func TestAttemptTimeout(t *testing.T) {
 			}
 			if _, err := fresh.CompareAndSet(ctx, "app", []byte("k"), IfAbsent(), PutValue([]byte("v"), 0), consistency.Serial); err != nil {
 				t.Fatalf("CompareAndSet once the silent node is known: %v", err)
+			}
+		})
+	}
+}
+
+// gRPC's refusals of oversized messages come back as kura's invalid argument and its
+// dial failures as the address that failed, each with what to do; other errors pass
+// through.
+func TestErrorFromStatusSaysWhatToDo(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		wantCode codes.Code
+		want     string
+	}{
+		{"node refuses", status.Error(codes.ResourceExhausted, "grpc: received message larger than max (20971541 vs. 16908288)"),
+			codes.InvalidArgument, "the request takes 20.0 MiB, more than the 16.1 MiB the node accepts in one request"},
+		{"client refuses", status.Error(codes.ResourceExhausted, "grpc: trying to send message larger than max (70000000 vs. 67108864)"),
+			codes.InvalidArgument, "more than the 64.0 MiB this client sends"},
+		{"nothing listens", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7200: connect: connection refused"`),
+			codes.Unavailable, "cannot reach 127.0.0.1:7200: connection refused: is a kura server running there"},
+		{"other exhaustion", status.Error(codes.ResourceExhausted, "quota"), codes.ResourceExhausted, "quota"},
+		{"unavailable", status.Error(codes.Unavailable, "unavailable: ONE needs 1 replicas"), codes.Unavailable, "unavailable: ONE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e *Error
+			if !errors.As(errorFromStatus(tt.err), &e) {
+				t.Fatalf("errorFromStatus(%v) is no *Error", tt.err)
+			}
+			if e.Code != tt.wantCode || !strings.Contains(e.Message, tt.want) {
+				t.Errorf("errorFromStatus = %v %q, want %v containing %q", e.Code, e.Message, tt.wantCode, tt.want)
 			}
 		})
 	}

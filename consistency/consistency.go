@@ -208,14 +208,20 @@ func (r Requirement) String() string {
 	if len(r.PerDC) == 0 {
 		return fmt.Sprint(r.Total)
 	}
-	dcs := make([]string, 0, len(r.PerDC))
-	for dc := range r.PerDC {
+	return CountPerDC(r.Total, r.PerDC)
+}
+
+// CountPerDC prints a count and its split over datacenters in name order, "3 (dc1: 2,
+// dc2: 1)", the way errors and status lines show replicas per DC.
+func CountPerDC(total int, perDC map[string]int) string {
+	dcs := make([]string, 0, len(perDC))
+	for dc := range perDC {
 		dcs = append(dcs, dc)
 	}
 	sort.Strings(dcs)
 	parts := make([]string, len(dcs))
 	for i, dc := range dcs {
-		parts[i] = fmt.Sprintf("%s: %d", dc, r.PerDC[dc])
+		parts[i] = fmt.Sprintf("%s: %d", dc, perDC[dc])
 	}
-	return fmt.Sprintf("%d (%s)", r.Total, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }

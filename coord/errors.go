@@ -31,7 +31,9 @@ func (e *UnavailableError) Error() string {
 	for _, n := range e.Alive {
 		total += n
 	}
-	return fmt.Sprintf("unavailable: %v needs %v replicas, %d alive %v", e.Level, e.Required, total, e.Alive)
+	// Says what to do next: the operator either brings replicas back or asks for less.
+	return fmt.Sprintf("unavailable: %v needs %v replicas, %s alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level",
+		e.Level, e.Required, consistency.CountPerDC(total, e.Alive))
 }
 
 // Is makes errors.Is(err, ErrUnavailable) true.
@@ -54,7 +56,8 @@ func (e *TimeoutError) Error() string {
 	if e.Cause != nil {
 		msg += fmt.Sprintf(" (last replica error: %v)", e.Cause)
 	}
-	return msg
+	// What to do next: a write may have landed, so the answer is to retry, not to assume.
+	return msg + "; it may have taken effect on some replicas: retry it, and look for down or slow nodes with kura status"
 }
 
 // Is makes errors.Is(err, ErrTimeout) true.

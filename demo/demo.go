@@ -5,11 +5,13 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,10 +59,26 @@ type Result struct {
 	InterDCBytes  uint64                 `json:"interdc_bytes"`
 	IntraDCBytes  uint64                 `json:"intradc_bytes"`
 	ByConsistency map[string]LevelResult `json:"by_consistency"`
-	BytesByDCPair map[string]uint64      `json:"bytes_by_dc_pair"`
+	BytesByDCPair []DCPairBytes          `json:"bytes_by_dc_pair"`
 	FirstErrors   []string               `json:"first_errors,omitempty"`
-	LinkLatencyMs map[string]float64     `json:"link_latency_ms"`
+	Links         []Link                 `json:"links"`
 	levelsInOrder []string
+}
+
+// DCPairBytes is the traffic of one direction between two DCs (the same DC for traffic
+// inside one).
+type DCPairBytes struct {
+	FromDC string `json:"from_dc"`
+	// ToDC is "seed" for frames sent to a seed address before the node there, and so its
+	// DC, was known.
+	ToDC  string `json:"to_dc"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// Link is the emulated link between two DCs.
+type Link struct {
+	DCs       [2]string `json:"dcs"`
+	LatencyMs float64   `json:"latency_ms"` // one way
 }
 
 // DefaultLevels are the levels the demo exercises, cheapest first.
@@ -314,22 +332,27 @@ func (w *workload) result(c *embedded.Cluster, elapsed time.Duration) Result {
 		DurationS:     elapsed.Seconds(),
 		OpsPerS:       float64(w.ops.Load()) / elapsed.Seconds(),
 		ByConsistency: map[string]LevelResult{},
-		BytesByDCPair: map[string]uint64{},
-		LinkLatencyMs: map[string]float64{},
 		FirstErrors:   w.firstErrors,
 	}
+	pairs := map[[2]string]uint64{}
 	for flow, counter := range c.Stats.Snapshot() {
-		r.BytesByDCPair[flow.FromDC+"->"+flow.ToDC] += counter.Bytes
+		pairs[[2]string{flow.FromDC, cmp.Or(flow.ToDC, "seed")}] += counter.Bytes
 		if flow.FromDC != flow.ToDC {
 			r.InterDCBytes += counter.Bytes
 		} else {
 			r.IntraDCBytes += counter.Bytes
 		}
 	}
-	for _, a := range c.Topology.Datacenters {
-		for _, b := range c.Topology.Datacenters {
-			if spec, err := c.Topology.Link(a.Name, b.Name); err == nil && a.Name < b.Name {
-				r.LinkLatencyMs[a.Name+"-"+b.Name] = float64(spec.Latency) / float64(time.Millisecond)
+	for pair, bytes := range pairs {
+		r.BytesByDCPair = append(r.BytesByDCPair, DCPairBytes{FromDC: pair[0], ToDC: pair[1], Bytes: bytes})
+	}
+	slices.SortFunc(r.BytesByDCPair, func(a, b DCPairBytes) int {
+		return cmp.Or(cmp.Compare(a.FromDC, b.FromDC), cmp.Compare(a.ToDC, b.ToDC))
+	})
+	for i, a := range c.Topology.Datacenters {
+		for _, b := range c.Topology.Datacenters[i+1:] {
+			if spec, err := c.Topology.Link(a.Name, b.Name); err == nil {
+				r.Links = append(r.Links, Link{DCs: [2]string{a.Name, b.Name}, LatencyMs: float64(spec.Latency) / float64(time.Millisecond)})
 			}
 		}
 	}
@@ -355,7 +378,15 @@ func percentileMs(latencies []time.Duration, q float64) float64 {
 func (r Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "\nkura demo: %d nodes in topology %s, keyspace replication %s, %d keys loaded\n",
 		r.Nodes, r.Topology, r.Replication, r.LoadedKeys)
-	fmt.Fprintf(w, "emulated one-way latency between DCs (ms): %v\n\n", r.LinkLatencyMs)
+	fmt.Fprint(w, "emulated one-way latency between DCs:")
+	for i, l := range r.Links {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(w, "%s %s-%s %.0f ms", sep, l.DCs[0], l.DCs[1], l.LatencyMs)
+	}
+	fmt.Fprint(w, "\n\n")
 	fmt.Fprintf(w, "%-13s %8s %7s %10s %10s\n", "consistency", "ops", "errors", "p50 ms", "p99 ms")
 	for _, name := range r.levelsInOrder {
 		l := r.ByConsistency[name]

@@ -4,6 +4,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ type Options struct {
 	// RESP and HTTP start each node's Redis protocol server and HTTP admin server on free
 	// loopback ports.
 	RESP, HTTP bool
+	// BasePort, when set, gives node i (in topology order) fixed loopback ports instead
+	// of free ones: BasePort+i between nodes, BasePort+100+i for clients, +200+i for
+	// Redis and +300+i for HTTP, so at most 100 nodes. Addresses the topology gives win.
+	BasePort int
 	// Node is the template for every node's settings (limits, intervals, logger); its
 	// identity, addresses and storage fields are filled in per node.
 	Node node.Config
@@ -65,6 +70,9 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if nodes := len(topo.Nodes()); opts.BasePort != 0 && (nodes > 100 || opts.BasePort < 1 || opts.BasePort+300+nodes > 65536) {
+		return nil, fmt.Errorf("embedded: base port %d: needs ports up to %d+300+%d nodes below 65536, and at most 100 nodes", opts.BasePort, opts.BasePort, nodes)
+	}
 	c := &Cluster{Topology: topo, Stats: transport.NewStats()}
 	for i, spec := range topo.Nodes() {
 		cfg := opts.Node
@@ -75,15 +83,21 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		if opts.PowerTier != nil {
 			cfg.PowerTier = opts.PowerTier(i, spec)
 		}
-		cfg.Listen = orLoopback(spec.Addr)
+		port := func(offset int) string {
+			if opts.BasePort == 0 {
+				return "127.0.0.1:0"
+			}
+			return fmt.Sprintf("127.0.0.1:%d", opts.BasePort+offset+i)
+		}
+		cfg.Listen = cmp.Or(spec.Addr, port(0))
 		if opts.ClientAPI {
-			cfg.ClientAddr = orLoopback(spec.ClientAddr)
+			cfg.ClientAddr = cmp.Or(spec.ClientAddr, port(100))
 		}
 		if opts.RESP {
-			cfg.RESPAddr = "127.0.0.1:0"
+			cfg.RESPAddr = port(200)
 		}
 		if opts.HTTP {
-			cfg.HTTPAddr = "127.0.0.1:0"
+			cfg.HTTPAddr = port(300)
 		}
 		cfg.InMemory = opts.DataDir == ""
 		if !cfg.InMemory {
@@ -116,13 +130,6 @@ func Start(topo *topology.Topology, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-func orLoopback(addr string) string {
-	if addr == "" {
-		return "127.0.0.1:0"
-	}
-	return addr
 }
 
 // Node returns the node with the given id, or nil.

@@ -18,7 +18,7 @@ func TestClassifyGRPC(t *testing.T) {
 		want Type
 	}{
 		{nil, TypeOK},
-		{status.Error(codes.Unavailable, "unavailable: QUORUM needs 2 replicas, 1 alive map[dc1:1]"), TypeFail},
+		{status.Error(codes.Unavailable, "unavailable: QUORUM needs 2 replicas, 1 (dc1: 1) alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level"), TypeFail},
 		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.2:1: connect: connection refused"`), TypeFail},
 		{status.Error(codes.Unavailable, "error reading from server: EOF"), TypeInfo},
 		{status.Error(codes.InvalidArgument, "invalid argument: empty key"), TypeFail},

@@ -258,21 +258,25 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID, Streaming: &kurav1.StreamProgress{
 		RangesTotal: p.RangesTotal.Load(), RangesDone: p.RangesDone.Load(), Records: p.Records.Load(), Bytes: p.Bytes.Load(), BytesCrossDc: p.BytesCrossDC.Load(),
 	}}
-	clock := s.node.guard.Status()
-	resp.Clock = &kurav1.ClockStatus{OffsetMs: clock.Offset.Milliseconds(), Peers: int32(clock.Peers), Ok: clock.OK, Refusal: clock.Refusal,
-		AheadMaxMs: clock.AheadMax.Milliseconds(), MaxOffsetMs: s.node.guard.MaxOffset().Milliseconds()}
+	resp.Clock, resp.Membership = s.node.clockStatus(), s.node.membershipStatus()
 	offsets := map[string]time.Duration{}
 	for _, p := range s.node.guard.Peers() {
 		offsets[p.Peer] = p.Offset
 	}
 	now := time.Now()
+	loads := s.node.NodeLoads()
+	r, _ := s.node.Ring() // no ring yet: every share 0
 	for _, n := range view.Nodes() {
 		state := view.State(n.ID)
 		offset, measured := offsets[n.ID]
 		watts, joules := s.node.power.energy(n.ID, now)
 		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: state.Reachable(), Tokens: n.Tokens,
 			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds(),
-			Power: view.Power(n.ID).State.String(), PowerTier: int32(n.Tier), PowerWatts: watts, EnergyJoules: joules})
+			Power: view.Power(n.ID).State.String(), PowerTier: int32(n.Tier), PowerWatts: watts, EnergyJoules: joules,
+			LoadBytes: loads[n.ID].Bytes, LoadKeys: loads[n.ID].Keys, LoadKnown: loads[n.ID].Known, StartedAtUnixMs: startedAtMs(loads[n.ID])})
+		if r != nil {
+			resp.Nodes[len(resp.Nodes)-1].Ownership = r.Share(n.ID)
+		}
 	}
 	return resp, nil
 }

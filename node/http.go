@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/kuradb/kura/console"
 )
 
-// startHTTP serves the admin endpoints on Config.HTTPAddr, if set: /metrics (Prometheus),
-// /healthz, /status (JSON), and /debug/pprof with Config.EnablePprof.
+// startHTTP serves the admin endpoints on Config.HTTPAddr, if set: the web console (/,
+// /console/ and /api/console; package console), /metrics (Prometheus), /healthz, /status
+// (JSON), and /debug/pprof with Config.EnablePprof.
 func (n *Node) startHTTP() error {
 	if n.cfg.HTTPAddr == "" {
 		return nil
@@ -25,6 +28,7 @@ func (n *Node) startHTTP() error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /status", n.serveStatus)
+	console.New(n.consoleSnapshot).Register(mux)
 	// The HTTP port stays up while the node sleeps, as a machine's management
 	// controller does: it is how the node is woken.
 	mux.HandleFunc("POST /power/wake", n.serveWake)

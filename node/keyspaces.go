@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ring"
@@ -35,18 +36,6 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 	if err != nil {
 		return err
 	}
-	if dcStrategy, ok := compiled.Strategy().(ring.DCStrategy); ok {
-		known := map[string]bool{}
-		for _, node := range n.directory.Nodes() {
-			known[node.DC] = true
-		}
-		for dc := range dcStrategy.RFPerDC() {
-			if !known[dc] {
-				return fmt.Errorf("%w %s: replication names datacenter %q, but the cluster has %s",
-					schema.ErrInvalidKeyspace, ks.Name, dc, strings.Join(sortedKeys(known), ", "))
-			}
-		}
-	}
 	if existing, err := n.catalog.Get(ks.Name); err == nil {
 		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner && existing.Erasure == compiled.Erasure &&
 			(len(compiled.Splits) == 0 || slices.EqualFunc(existing.Splits, compiled.Splits, bytes.Equal)) {
@@ -61,11 +50,52 @@ func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 		return fmt.Errorf("%w %s: already exists with %s, partitioner %s, %d split keys",
 			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner, len(existing.Splits))
 	}
+	if err := n.checkReplication(compiled); err != nil {
+		return err
+	}
 	if _, err := n.catalog.Apply(compiled); err != nil {
 		return err
 	}
 	n.gossip.schemaChanged()
 	return n.announce(ctx, compiled)
+}
+
+// checkReplication refuses a keyspace whose replication the cluster cannot hold: a
+// datacenter it does not have, or more replicas than a DC (or the cluster) has nodes,
+// which would leave every write at ALL, and at QUORUM when short by more than one,
+// unavailable. Nodes count whatever their state, joining and down ones included; only
+// those that left the ring do not.
+func (n *Node) checkReplication(ks schema.Keyspace) error {
+	nodesIn := map[string]int{}
+	total := 0
+	for _, node := range n.directory.Nodes() {
+		if node.Status == cluster.StatusLeft || node.Status == cluster.StatusRemoved {
+			continue
+		}
+		nodesIn[node.DC]++
+		total++
+	}
+	const fix = "add nodes first, or ask for fewer replicas"
+	switch s := ks.Strategy().(type) {
+	case ring.DCStrategy:
+		rfPerDC := s.RFPerDC()
+		for _, dc := range slices.Sorted(maps.Keys(rfPerDC)) {
+			if nodesIn[dc] == 0 {
+				return fmt.Errorf("%w %s: replication names datacenter %q, but the cluster has %s",
+					schema.ErrInvalidKeyspace, ks.Name, dc, strings.Join(slices.Sorted(maps.Keys(nodesIn)), ", "))
+			}
+			if rf := rfPerDC[dc]; rf > nodesIn[dc] {
+				return fmt.Errorf("%w %s: %d replicas in %s, but %s has %d node(s): %s",
+					schema.ErrInvalidKeyspace, ks.Name, rf, dc, dc, nodesIn[dc], fix)
+			}
+		}
+	default:
+		if rf := s.ReplicationFactor(); s.Name() == "simple" && rf > total {
+			return fmt.Errorf("%w %s: %d replicas, but the cluster has %d node(s): %s",
+				schema.ErrInvalidKeyspace, ks.Name, rf, total, fix)
+		}
+	}
+	return nil
 }
 
 // Truncate truncates keyspace name (Redis's FLUSHDB): every value written until now
@@ -234,13 +264,4 @@ func describePlacement(ks schema.Keyspace) string {
 		return "erasure " + ks.Erasure.String()
 	}
 	return "replication " + ks.Replication
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -76,6 +76,7 @@ func newGossip(n *Node) (*gossip, error) {
 		membership.KeyStatus: self.Status.String(),
 		keyPower:             power.Active.String(),
 		keyTier:              strconv.Itoa(self.Tier),
+		keyStartedAt:         strconv.FormatInt(n.started.UnixMilli(), 10),
 	}
 	if len(self.Tokens) > 0 {
 		appState[membership.KeyTokens] = formatTokens(self.Tokens)

@@ -84,7 +84,8 @@ type Config struct {
 	// RESPIdleTimeout closes a Redis connection whose client sends nothing for that long
 	// (Redis's timeout; CONFIG SET timeout changes it); 0 never does.
 	RESPIdleTimeout time.Duration
-	// HTTPAddr serves /metrics, /healthz and /status on this address; empty serves none.
+	// HTTPAddr serves the web console (/), /metrics, /healthz and /status on this address;
+	// empty serves none.
 	HTTPAddr string
 	// EnablePprof also serves the Go profiler, /debug/pprof, on HTTPAddr. It is off by
 	// default: a profile shows the node's code paths and memory to whoever reaches the port.
@@ -205,6 +206,7 @@ type Node struct {
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
 	fresh     bool // started with no ring of its own: a new node
+	started   time.Time
 	repairer  *antientropy.Repairer
 
 	grpcServer   *grpc.Server
@@ -230,7 +232,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), stop: make(chan struct{}), ready: make(chan struct{}), truncated: make(chan struct{}, 1)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(), stop: make(chan struct{}), ready: make(chan struct{}), truncated: make(chan struct{}, 1)}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
@@ -249,6 +251,8 @@ func Start(cfg Config) (*Node, error) {
 	go n.loop(time.Hour, n.collectGarbage)
 	n.wg.Add(1)
 	go n.loop(rowsInterval, n.publishRows)
+	n.wg.Add(1)
+	go n.loop(loadInterval, n.publishStored)
 	n.wg.Add(1)
 	go n.dropTruncatedLoop()
 	if n.dht != nil {

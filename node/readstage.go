@@ -10,6 +10,7 @@ import (
 
 	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/sched"
+	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 )
 
@@ -44,15 +45,12 @@ func (n *Node) publishRows(context.Context) {
 		if ks.Partitioner != "ordered" || ks.Erasure.Enabled() {
 			continue
 		}
-		page, err := n.engine.ScanLive(ks.Name, storage.LiveScan{
-			Spans: []storage.Span{{From: 0, To: ^uint64(0)}}, CountOnly: true,
-			Now: n.guard.Now(), TruncatedAt: ks.TruncatedAt,
-		})
+		live, err := n.countLive(ks)
 		if err != nil {
 			n.log.Debug("count rows", "keyspace", ks.Name, "err", err)
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s=%d", ks.Name, page.Live))
+		parts = append(parts, fmt.Sprintf("%s=%d", ks.Name, live))
 	}
 	if rows := strings.Join(parts, ","); rows != n.rows.published {
 		n.gossip.current().SetAppState(membership.KeyLoadRows, rows)
@@ -65,6 +63,16 @@ func (n *Node) publishRows(context.Context) {
 		}
 	}
 	n.rows.known.Store(&all)
+}
+
+// countLive counts the live records this node holds of keyspace ks, walking only its
+// live-key index.
+func (n *Node) countLive(ks schema.Keyspace) (int64, error) {
+	page, err := n.engine.ScanLive(ks.Name, storage.LiveScan{
+		Spans: []storage.Span{{From: 0, To: ^uint64(0)}}, CountOnly: true,
+		Now: n.guard.Now(), TruncatedAt: ks.TruncatedAt,
+	})
+	return int64(page.Live), err
 }
 
 // parseRows reads "keyspace=rows,...", skipping what it cannot read.

@@ -231,9 +231,9 @@ func TestErrorReply(t *testing.T) {
 		want string
 	}{
 		{"unavailable", &coord.UnavailableError{Level: consistency.Quorum, Alive: map[string]int{"dc1": 1}},
-			"UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]"},
+			"UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 (dc1: 1) alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level"},
 		{"coordinator timeout", &coord.TimeoutError{Level: consistency.All, Acked: 1},
-			"TIMEOUT timeout: ALL needs 0 acknowledgements, 1 received"},
+			"TIMEOUT timeout: ALL needs 0 acknowledgements, 1 received; it may have taken effect on some replicas: retry it, and look for down or slow nodes with kura status"},
 		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), "TIMEOUT get: context deadline exceeded"},
 		{"no keyspace", fmt.Errorf("%w %q", schema.ErrNoKeyspace, "nope"),
 			`ERR no such keyspace "nope": create it (kura keyspace create) or choose another with KURA.KEYSPACE`},

@@ -72,7 +72,7 @@ func TestStringCommands(t *testing.T) {
 			{cmd("STRLEN"), "-ERR wrong number of arguments for 'strlen' command\r\n"},
 			{cmd("STRLEN", "k", "x"), "-ERR wrong number of arguments for 'strlen' command\r\n"},
 			{cmd("TYPE"), "-ERR wrong number of arguments for 'type' command\r\n"},
-			{cmd("TYPE", "broken"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]\r\n"},
+			{cmd("TYPE", "broken"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 (dc1: 1) alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level\r\n"},
 		}},
 		{"getrange", []step{
 			{cmd("GETRANGE", "k", "0", "-1"), "$0\r\n\r\n"},
@@ -251,8 +251,8 @@ func TestStringCommands(t *testing.T) {
 			{cmd("RANDOMKEY"), "$-1\r\n"},
 		}},
 		{"errors", []step{
-			{cmd("SET", "broken", "v"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]\r\n"},
-			{cmd("MGET", "a", "broken"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 alive map[dc1:1]\r\n"},
+			{cmd("SET", "broken", "v"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 (dc1: 1) alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level\r\n"},
+			{cmd("MGET", "a", "broken"), "-UNAVAILABLE unavailable: QUORUM needs 0 replicas, 1 (dc1: 1) alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level\r\n"},
 		}},
 	}
 	for _, tt := range tests {

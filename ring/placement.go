@@ -57,3 +57,15 @@ func (p *Placement) ReplicasFor(t Token) []Member {
 func (p *Placement) Sets() [][]Member {
 	return slices.Clone(p.replicas)
 }
+
+// Ownership returns, per member id, the share of the key space it holds a replica of
+// (nodetool's effective ownership): the shares add up to the replication factor.
+func (p *Placement) Ownership() map[string]float64 {
+	owned := map[string]float64{}
+	for i, rg := range p.ring.Ranges() {
+		for _, m := range p.replicas[i] {
+			owned[m.ID] += rg.Fraction()
+		}
+	}
+	return owned
+}

@@ -72,3 +72,28 @@ func BenchmarkReplicas(b *testing.B) {
 		})
 	}
 }
+
+// Effective ownership adds up to the replicas each range has, and the primary shares of
+// Simple(1) are Ring.Share.
+func TestPlacementOwnership(t *testing.T) {
+	r := mustRing(t, vnodeMembers(12, 8, "a", "b", "c")...)
+	for _, s := range []Strategy{Simple(1), Simple(3), Network(map[string]int{"a": 2, "b": 1})} {
+		t.Run(s.String(), func(t *testing.T) {
+			p := r.Placement(s)
+			owned := p.Ownership()
+			var total, want float64
+			for _, rg := range r.Ranges() {
+				want += rg.Fraction() * float64(len(p.ReplicasFor(rg.End)))
+			}
+			for id, share := range owned {
+				total += share
+				if s.String() == Simple(1).String() && math.Abs(share-r.Share(id)) > 1e-9 {
+					t.Errorf("Simple(1) ownership of %s = %v, Share = %v", id, share, r.Share(id))
+				}
+			}
+			if math.Abs(total-want) > 1e-9 {
+				t.Errorf("ownership adds up to %v, want %v", total, want)
+			}
+		})
+	}
+}

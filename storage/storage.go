@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -36,6 +37,9 @@ const gcChunkKeys = 1024
 
 // ErrClosed reports a call on an Engine after Close.
 var ErrClosed = errors.New("storage: engine closed")
+
+// ErrDirInUse is returned by Open when another process holds the directory's lock.
+var ErrDirInUse = errors.New("the data directory is in use by another process")
 
 // Options configures Open.
 type Options struct {
@@ -137,6 +141,10 @@ func Open(opts Options) (*Engine, error) {
 		}
 	}
 	db, err := pebble.Open(dir, pebbleOpts)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Pebble's LOCK file is held by another process: its flock would block.
+		return nil, fmt.Errorf("storage: open %q: %w: is another kura server running on it? Stop it, or give this node a directory of its own (--data-dir)", dir, ErrDirInUse)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", dir, err)
 	}

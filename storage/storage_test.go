@@ -1,10 +1,11 @@
 package storage
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/kuradb/kura/lww"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 )
 
 // openMem opens an in-memory engine closed at the end of the test.
@@ -689,4 +691,59 @@ func TestScanPageStopsAtItsBytes(t *testing.T) {
 			t.Errorf("ScanPage(rows %d, bytes %d): %d records, want %d", tt.rows, tt.maxBytes, len(recs), tt.want)
 		}
 	}
+}
+
+// lockChildDirEnv, when set, turns TestOpenRefusesADirectoryInUse into the child process
+// that holds the named directory open until its standard input closes.
+const lockChildDirEnv = "KURA_STORAGE_LOCK_CHILD_DIR"
+
+// TestOpenRefusesADirectoryInUse: a second process opening a directory another holds
+// gets ErrDirInUse, whose message says what to do, not the system's "resource
+// temporarily unavailable".
+func TestOpenRefusesADirectoryInUse(t *testing.T) {
+	if dir := os.Getenv(lockChildDirEnv); dir != "" {
+		holdOpen(dir)
+		return
+	}
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestOpenRefusesADirectoryInUse$", "-test.count=1")
+	child.Env = append(os.Environ(), lockChildDirEnv+"="+dir)
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	defer stdin.Close()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if line != "open\n" {
+		t.Fatalf("child said %q (%v), want it to hold the directory open", line, err)
+	}
+	e, err := Open(Options{Dir: dir})
+	if err == nil {
+		e.Close()
+		t.Fatal("Open of a directory another process holds succeeded")
+	}
+	if !errors.Is(err, ErrDirInUse) || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("Open error = %v, want ErrDirInUse naming --data-dir", err)
+	}
+}
+
+// holdOpen is the child side of TestOpenRefusesADirectoryInUse.
+func holdOpen(dir string) {
+	e, err := Open(Options{Dir: dir})
+	if err != nil {
+		fmt.Println("open failed:", err)
+		os.Exit(2)
+	}
+	fmt.Println("open")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = e.Close()
+	os.Exit(0)
 }

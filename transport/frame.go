@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -109,17 +110,37 @@ func readFrame(r io.Reader, maxFrameBytes int) (frameHeader, []byte, error) {
 		id:           binary.BigEndian.Uint64(raw[6:14]),
 	}
 	if h.typ < frameRequest || h.typ > frameRefuse {
-		return frameHeader{}, nil, fmt.Errorf("%w: unknown frame type %d", errMalformed, h.typ)
+		return frameHeader{}, nil, fmt.Errorf("%w: unknown frame type %d%s", errMalformed, h.typ, foreignProtocol(raw[:]))
 	}
 	if frameBytes := uint64(frameHeaderBytes) + uint64(h.payloadBytes); frameBytes > uint64(maxFrameBytes) {
-		return frameHeader{}, nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d: %w",
-			errMalformed, frameBytes, maxFrameBytes, ErrFrameTooLarge)
+		return frameHeader{}, nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d%s: %w",
+			errMalformed, frameBytes, maxFrameBytes, foreignProtocol(raw[:]), ErrFrameTooLarge)
 	}
 	payload, err := readPayload(r, int(h.payloadBytes))
 	if err != nil {
 		return frameHeader{}, nil, err
 	}
 	return h, payload, nil
+}
+
+// foreignProtocol names the protocol a peer that is no kura node speaks, from the first
+// bytes it sent, and what the operator likely mixed up: a seed given as another node's
+// client, Redis or HTTP port is the common mistake. It is empty when the bytes look like
+// nothing it knows.
+func foreignProtocol(head []byte) string {
+	const notKura = ": the peer speaks %s, not kura's internode protocol: is it %s rather than a node's --listen address?"
+	switch {
+	case head[3] == 0x04 && head[5]&0x7f == 0 && head[6] == 0 && head[7] == 0 && head[8] == 0:
+		// An HTTP/2 server's first frame is its SETTINGS (type 4) on stream 0.
+		return fmt.Sprintf(notKura, "HTTP/2 (gRPC)", "a node's --client port")
+	case bytes.HasPrefix(head, []byte("HTTP/")):
+		return fmt.Sprintf(notKura, "HTTP/1", "a node's --http admin port")
+	case head[0] == 0x15 && head[1] == 0x03:
+		return fmt.Sprintf(notKura, "TLS", "a TLS port (do all nodes have the same --tls-* flags?)")
+	case bytes.IndexByte([]byte("+-:$*"), head[0]) >= 0:
+		return fmt.Sprintf(notKura, "the Redis protocol", "a node's --resp port")
+	}
+	return ""
 }
 
 // payloadChunkBytes is how far ahead of the bytes received readPayload allocates.

@@ -74,6 +74,31 @@ func TestReadFrameErrors(t *testing.T) {
 	}
 }
 
+// A seed given as the wrong port answers in another protocol; the error must say which.
+func TestReadFrameNamesForeignProtocols(t *testing.T) {
+	tests := []struct {
+		name, input, want string
+	}{
+		{"grpc client port", "\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x05\x00\x00\x40\x00", "HTTP/2 (gRPC)"},
+		{"http admin port", "HTTP/1.1 400 Bad Request\r\n", "--http admin port"},
+		{"resp port", "-ERR unknown command 'x'\r\n", "--resp port"},
+		{"tls port", "\x15\x03\x03\x00\x02\x02\x46\x00\x00\x00\x00\x00\x00\x00", "TLS"},
+		{"garbage", "\x00\x00\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00\x00", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := readFrame(strings.NewReader(tt.input), 1024)
+			if !errors.Is(err, errMalformed) {
+				t.Fatalf("readFrame error = %v, want errMalformed", err)
+			}
+			named := strings.Contains(err.Error(), "the peer speaks")
+			if tt.want == "" && named || tt.want != "" && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("readFrame error = %q, want it to name %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestHelloCodec(t *testing.T) {
 	peer := Peer{ID: "tokyo-1", DC: "tokyo", Addr: "127.0.0.1:7101"}
 	for _, version := range []uint16{ProtocolVersion, ProtocolVersion + 1, 0xffff} {

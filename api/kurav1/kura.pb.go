@@ -1783,24 +1783,29 @@ func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
 }
 
 type NodeStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
-	Addr          string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`                               // node-to-node address
-	ClientAddr    string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"` // gRPC client API address
-	Alive         bool                   `protobuf:"varint,5,opt,name=alive,proto3" json:"alive,omitempty"`
-	Tokens        []uint64               `protobuf:"varint,6,rep,packed,name=tokens,proto3" json:"tokens,omitempty"`                                // empty: the tokens derived from the id
-	Status        string                 `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`                                        // on the ring: normal, joining, leaving, left, removed
-	State         string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`                                          // to the data path: up, down, joining, leaving, asleep
-	Replaces      string                 `protobuf:"bytes,9,opt,name=replaces,proto3" json:"replaces,omitempty"`                                    // the dead node whose tokens this one takes over
-	ClockMeasured bool                   `protobuf:"varint,10,opt,name=clock_measured,json=clockMeasured,proto3" json:"clock_measured,omitempty"`   // the answering node has measured this node's clock
-	ClockOffsetMs int64                  `protobuf:"varint,11,opt,name=clock_offset_ms,json=clockOffsetMs,proto3" json:"clock_offset_ms,omitempty"` // this node's clock minus the answering node's, when measured
-	Power         string                 `protobuf:"bytes,12,opt,name=power,proto3" json:"power,omitempty"`                                         // its power state: active, draining, asleep, waking
-	PowerTier     int32                  `protobuf:"varint,13,opt,name=power_tier,json=powerTier,proto3" json:"power_tier,omitempty"`               // 0 never sleeps
-	PowerWatts    float64                `protobuf:"fixed64,14,opt,name=power_watts,json=powerWatts,proto3" json:"power_watts,omitempty"`           // its modelled draw now, as the answering node saw its states
-	EnergyJoules  float64                `protobuf:"fixed64,15,opt,name=energy_joules,json=energyJoules,proto3" json:"energy_joules,omitempty"`     // its modelled energy since the answering node started
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dc              string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
+	Addr            string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`                               // node-to-node address
+	ClientAddr      string                 `protobuf:"bytes,4,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"` // gRPC client API address
+	Alive           bool                   `protobuf:"varint,5,opt,name=alive,proto3" json:"alive,omitempty"`
+	Tokens          []uint64               `protobuf:"varint,6,rep,packed,name=tokens,proto3" json:"tokens,omitempty"`                                        // empty: the tokens derived from the id
+	Status          string                 `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`                                                // on the ring: normal, joining, leaving, left, removed
+	State           string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`                                                  // to the data path: up, down, joining, leaving, asleep
+	Replaces        string                 `protobuf:"bytes,9,opt,name=replaces,proto3" json:"replaces,omitempty"`                                            // the dead node whose tokens this one takes over
+	ClockMeasured   bool                   `protobuf:"varint,10,opt,name=clock_measured,json=clockMeasured,proto3" json:"clock_measured,omitempty"`           // the answering node has measured this node's clock
+	ClockOffsetMs   int64                  `protobuf:"varint,11,opt,name=clock_offset_ms,json=clockOffsetMs,proto3" json:"clock_offset_ms,omitempty"`         // this node's clock minus the answering node's, when measured
+	Power           string                 `protobuf:"bytes,12,opt,name=power,proto3" json:"power,omitempty"`                                                 // its power state: active, draining, asleep, waking
+	PowerTier       int32                  `protobuf:"varint,13,opt,name=power_tier,json=powerTier,proto3" json:"power_tier,omitempty"`                       // 0 never sleeps
+	PowerWatts      float64                `protobuf:"fixed64,14,opt,name=power_watts,json=powerWatts,proto3" json:"power_watts,omitempty"`                   // its modelled draw now, as the answering node saw its states
+	EnergyJoules    float64                `protobuf:"fixed64,15,opt,name=energy_joules,json=energyJoules,proto3" json:"energy_joules,omitempty"`             // its modelled energy since the answering node started
+	LoadBytes       int64                  `protobuf:"varint,16,opt,name=load_bytes,json=loadBytes,proto3" json:"load_bytes,omitempty"`                       // disk space its storage takes, as it last gossiped
+	LoadKeys        int64                  `protobuf:"varint,17,opt,name=load_keys,json=loadKeys,proto3" json:"load_keys,omitempty"`                          // records it stores (live keys and chunks), as it last gossiped
+	LoadKnown       bool                   `protobuf:"varint,18,opt,name=load_known,json=loadKnown,proto3" json:"load_known,omitempty"`                       // it has gossiped its load
+	Ownership       float64                `protobuf:"fixed64,19,opt,name=ownership,proto3" json:"ownership,omitempty"`                                       // the share of the token space whose first replica it is
+	StartedAtUnixMs int64                  `protobuf:"varint,20,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"` // when its process started; 0: not known
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -1938,12 +1943,48 @@ func (x *NodeStatus) GetEnergyJoules() float64 {
 	return 0
 }
 
+func (x *NodeStatus) GetLoadBytes() int64 {
+	if x != nil {
+		return x.LoadBytes
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetLoadKeys() int64 {
+	if x != nil {
+		return x.LoadKeys
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetLoadKnown() bool {
+	if x != nil {
+		return x.LoadKnown
+	}
+	return false
+}
+
+func (x *NodeStatus) GetOwnership() float64 {
+	if x != nil {
+		return x.Ownership
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StartedAtUnixMs
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
 	Nodes         []*NodeStatus          `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Streaming     *StreamProgress        `protobuf:"bytes,3,opt,name=streaming,proto3" json:"streaming,omitempty"` // what the answering node has streamed since it started
-	Clock         *ClockStatus           `protobuf:"bytes,4,opt,name=clock,proto3" json:"clock,omitempty"`         // the answering node's clock against its peers'
+	Streaming     *StreamProgress        `protobuf:"bytes,3,opt,name=streaming,proto3" json:"streaming,omitempty"`   // what the answering node has streamed since it started
+	Clock         *ClockStatus           `protobuf:"bytes,4,opt,name=clock,proto3" json:"clock,omitempty"`           // the answering node's clock against its peers'
+	Membership    *Membership            `protobuf:"bytes,5,opt,name=membership,proto3" json:"membership,omitempty"` // how the answering node joined the cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2006,6 +2047,574 @@ func (x *ClusterStatusResponse) GetClock() *ClockStatus {
 	return nil
 }
 
+func (x *ClusterStatusResponse) GetMembership() *Membership {
+	if x != nil {
+		return x.Membership
+	}
+	return nil
+}
+
+// Membership is how a node's gossip stands: whether it joined a cluster, and what its
+// seeds answered.
+type Membership struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Protocol      string                 `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"` // ferry or scuttlebutt
+	Joined        bool                   `protobuf:"varint,2,opt,name=joined,proto3" json:"joined,omitempty"`    // a seed answered (or the node has none) and gossip runs
+	Seeds         []*SeedStatus          `protobuf:"bytes,3,rep,name=seeds,proto3" json:"seeds,omitempty"`
+	Members       int32                  `protobuf:"varint,4,opt,name=members,proto3" json:"members,omitempty"`                      // nodes it knows, itself included
+	MembersUp     int32                  `protobuf:"varint,5,opt,name=members_up,json=membersUp,proto3" json:"members_up,omitempty"` // of which it believes reachable
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Membership) Reset() {
+	*x = Membership{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Membership) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Membership) ProtoMessage() {}
+
+func (x *Membership) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Membership.ProtoReflect.Descriptor instead.
+func (*Membership) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *Membership) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *Membership) GetJoined() bool {
+	if x != nil {
+		return x.Joined
+	}
+	return false
+}
+
+func (x *Membership) GetSeeds() []*SeedStatus {
+	if x != nil {
+		return x.Seeds
+	}
+	return nil
+}
+
+func (x *Membership) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *Membership) GetMembersUp() int32 {
+	if x != nil {
+		return x.MembersUp
+	}
+	return 0
+}
+
+// SeedStatus is what one seed address answered.
+type SeedStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Addr          string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`       // the node that answered; empty: none yet
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"` // why the last attempt failed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeedStatus) Reset() {
+	*x = SeedStatus{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeedStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeedStatus) ProtoMessage() {}
+
+func (x *SeedStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeedStatus.ProtoReflect.Descriptor instead.
+func (*SeedStatus) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SeedStatus) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *SeedStatus) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SeedStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type InfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InfoRequest) Reset() {
+	*x = InfoRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InfoRequest) ProtoMessage() {}
+
+func (x *InfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
+func (*InfoRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+}
+
+// NodeInfo is one node's own account of itself.
+type NodeInfo struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dc               string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
+	Version          string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	StartedAtUnixMs  int64                  `protobuf:"varint,4,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
+	Addr             string                 `protobuf:"bytes,5,opt,name=addr,proto3" json:"addr,omitempty"`
+	ClientAddr       string                 `protobuf:"bytes,6,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
+	RespAddr         string                 `protobuf:"bytes,7,opt,name=resp_addr,json=respAddr,proto3" json:"resp_addr,omitempty"`
+	HttpAddr         string                 `protobuf:"bytes,8,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	DataDir          string                 `protobuf:"bytes,9,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"` // empty: in memory
+	StorageDiskBytes int64                  `protobuf:"varint,10,opt,name=storage_disk_bytes,json=storageDiskBytes,proto3" json:"storage_disk_bytes,omitempty"`
+	StorageKeys      int64                  `protobuf:"varint,11,opt,name=storage_keys,json=storageKeys,proto3" json:"storage_keys,omitempty"` // records stored, every keyspace
+	Keyspaces        int32                  `protobuf:"varint,12,opt,name=keyspaces,proto3" json:"keyspaces,omitempty"`
+	HintsPending     int64                  `protobuf:"varint,13,opt,name=hints_pending,json=hintsPending,proto3" json:"hints_pending,omitempty"`
+	Clock            *ClockStatus           `protobuf:"bytes,14,opt,name=clock,proto3" json:"clock,omitempty"`
+	Membership       *Membership            `protobuf:"bytes,15,opt,name=membership,proto3" json:"membership,omitempty"`
+	RingStatus       string                 `protobuf:"bytes,16,opt,name=ring_status,json=ringStatus,proto3" json:"ring_status,omitempty"` // normal, joining, leaving, ...
+	Power            string                 `protobuf:"bytes,17,opt,name=power,proto3" json:"power,omitempty"`                             // active, draining, asleep, waking
+	ReadPolicy       string                 `protobuf:"bytes,18,opt,name=read_policy,json=readPolicy,proto3" json:"read_policy,omitempty"`
+	Ownership        float64                `protobuf:"fixed64,19,opt,name=ownership,proto3" json:"ownership,omitempty"` // share of the token space whose first replica it is
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *NodeInfo) Reset() {
+	*x = NodeInfo{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeInfo) ProtoMessage() {}
+
+func (x *NodeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
+func (*NodeInfo) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *NodeInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StartedAtUnixMs
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetClientAddr() string {
+	if x != nil {
+		return x.ClientAddr
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetRespAddr() string {
+	if x != nil {
+		return x.RespAddr
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetDataDir() string {
+	if x != nil {
+		return x.DataDir
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetStorageDiskBytes() int64 {
+	if x != nil {
+		return x.StorageDiskBytes
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetStorageKeys() int64 {
+	if x != nil {
+		return x.StorageKeys
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetKeyspaces() int32 {
+	if x != nil {
+		return x.Keyspaces
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetHintsPending() int64 {
+	if x != nil {
+		return x.HintsPending
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetClock() *ClockStatus {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
+func (x *NodeInfo) GetMembership() *Membership {
+	if x != nil {
+		return x.Membership
+	}
+	return nil
+}
+
+func (x *NodeInfo) GetRingStatus() string {
+	if x != nil {
+		return x.RingStatus
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetPower() string {
+	if x != nil {
+		return x.Power
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetReadPolicy() string {
+	if x != nil {
+		return x.ReadPolicy
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetOwnership() float64 {
+	if x != nil {
+		return x.Ownership
+	}
+	return 0
+}
+
+type RingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"` // empty: the token space alone, no keyspace's replicas
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingRequest) Reset() {
+	*x = RingRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingRequest) ProtoMessage() {}
+
+func (x *RingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingRequest.ProtoReflect.Descriptor instead.
+func (*RingRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RingRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+type RingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	Keyspace      string                 `protobuf:"bytes,2,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Replication   string                 `protobuf:"bytes,3,opt,name=replication,proto3" json:"replication,omitempty"`
+	Nodes         []*RingNode            `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingResponse) Reset() {
+	*x = RingResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingResponse) ProtoMessage() {}
+
+func (x *RingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingResponse.ProtoReflect.Descriptor instead.
+func (*RingResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RingResponse) GetSelf() string {
+	if x != nil {
+		return x.Self
+	}
+	return ""
+}
+
+func (x *RingResponse) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *RingResponse) GetReplication() string {
+	if x != nil {
+		return x.Replication
+	}
+	return ""
+}
+
+func (x *RingResponse) GetNodes() []*RingNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// RingNode is one node's place on the ring.
+type RingNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Tokens        []uint64               `protobuf:"varint,4,rep,packed,name=tokens,proto3" json:"tokens,omitempty"`
+	Ownership     float64                `protobuf:"fixed64,5,opt,name=ownership,proto3" json:"ownership,omitempty"` // share of the token space whose first replica it is
+	Effective     float64                `protobuf:"fixed64,6,opt,name=effective,proto3" json:"effective,omitempty"` // share of the keyspace's token space it holds a replica (or chunk) of
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RingNode) Reset() {
+	*x = RingNode{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RingNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RingNode) ProtoMessage() {}
+
+func (x *RingNode) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RingNode.ProtoReflect.Descriptor instead.
+func (*RingNode) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RingNode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RingNode) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+func (x *RingNode) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *RingNode) GetTokens() []uint64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *RingNode) GetOwnership() float64 {
+	if x != nil {
+		return x.Ownership
+	}
+	return 0
+}
+
+func (x *RingNode) GetEffective() float64 {
+	if x != nil {
+		return x.Effective
+	}
+	return 0
+}
+
 // ClockStatus is a node's clock as its clock guard measures it.
 type ClockStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2021,7 +2630,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2642,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2655,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -2105,7 +2714,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2726,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2739,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -2176,7 +2785,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2797,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2810,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 type RemoveNodeRequest struct {
@@ -2213,7 +2822,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2834,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2847,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -2263,7 +2872,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2884,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2897,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -2342,7 +2951,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2963,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2976,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -2387,7 +2996,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +3008,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +3021,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -2439,7 +3048,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +3060,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +3073,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -2506,7 +3115,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +3127,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +3140,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -2654,7 +3263,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +3275,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +3288,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -2715,7 +3324,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +3336,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +3349,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -2772,7 +3381,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2784,7 +3393,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2797,7 +3406,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
 }
 
 type LocalScanRequest struct {
@@ -2812,7 +3421,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +3433,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +3446,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -2883,7 +3492,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2895,7 +3504,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2908,7 +3517,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -2964,7 +3573,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2976,7 +3585,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2989,7 +3598,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -3030,7 +3639,7 @@ type Redirect struct {
 
 func (x *Redirect) Reset() {
 	*x = Redirect{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3042,7 +3651,7 @@ func (x *Redirect) String() string {
 func (*Redirect) ProtoMessage() {}
 
 func (x *Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3055,7 +3664,7 @@ func (x *Redirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
 func (*Redirect) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Redirect) GetNodeId() string {
@@ -3092,7 +3701,7 @@ type RedirectTarget struct {
 
 func (x *RedirectTarget) Reset() {
 	*x = RedirectTarget{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3713,7 @@ func (x *RedirectTarget) String() string {
 func (*RedirectTarget) ProtoMessage() {}
 
 func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3726,7 @@ func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedirectTarget.ProtoReflect.Descriptor instead.
 func (*RedirectTarget) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RedirectTarget) GetId() string {
@@ -3258,7 +3867,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
 	"\x17DescribeKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xa3\x03\n" +
+	"\x14ClusterStatusRequest\"\xc9\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -3279,12 +3888,76 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"power_tier\x18\r \x01(\x05R\tpowerTier\x12\x1f\n" +
 	"\vpower_watts\x18\x0e \x01(\x01R\n" +
 	"powerWatts\x12#\n" +
-	"\renergy_joules\x18\x0f \x01(\x01R\fenergyJoules\"\xb9\x01\n" +
+	"\renergy_joules\x18\x0f \x01(\x01R\fenergyJoules\x12\x1d\n" +
+	"\n" +
+	"load_bytes\x18\x10 \x01(\x03R\tloadBytes\x12\x1b\n" +
+	"\tload_keys\x18\x11 \x01(\x03R\bloadKeys\x12\x1d\n" +
+	"\n" +
+	"load_known\x18\x12 \x01(\bR\tloadKnown\x12\x1c\n" +
+	"\townership\x18\x13 \x01(\x01R\townership\x12+\n" +
+	"\x12started_at_unix_ms\x18\x14 \x01(\x03R\x0fstartedAtUnixMs\"\xee\x01\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\x125\n" +
 	"\tstreaming\x18\x03 \x01(\v2\x17.kura.v1.StreamProgressR\tstreaming\x12*\n" +
-	"\x05clock\x18\x04 \x01(\v2\x14.kura.v1.ClockStatusR\x05clock\"\xb0\x01\n" +
+	"\x05clock\x18\x04 \x01(\v2\x14.kura.v1.ClockStatusR\x05clock\x123\n" +
+	"\n" +
+	"membership\x18\x05 \x01(\v2\x13.kura.v1.MembershipR\n" +
+	"membership\"\xa4\x01\n" +
+	"\n" +
+	"Membership\x12\x1a\n" +
+	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x16\n" +
+	"\x06joined\x18\x02 \x01(\bR\x06joined\x12)\n" +
+	"\x05seeds\x18\x03 \x03(\v2\x13.kura.v1.SeedStatusR\x05seeds\x12\x18\n" +
+	"\amembers\x18\x04 \x01(\x05R\amembers\x12\x1d\n" +
+	"\n" +
+	"members_up\x18\x05 \x01(\x05R\tmembersUp\"F\n" +
+	"\n" +
+	"SeedStatus\x12\x12\n" +
+	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\r\n" +
+	"\vInfoRequest\"\xe6\x04\n" +
+	"\bNodeInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
+	"\x12started_at_unix_ms\x18\x04 \x01(\x03R\x0fstartedAtUnixMs\x12\x12\n" +
+	"\x04addr\x18\x05 \x01(\tR\x04addr\x12\x1f\n" +
+	"\vclient_addr\x18\x06 \x01(\tR\n" +
+	"clientAddr\x12\x1b\n" +
+	"\tresp_addr\x18\a \x01(\tR\brespAddr\x12\x1b\n" +
+	"\thttp_addr\x18\b \x01(\tR\bhttpAddr\x12\x19\n" +
+	"\bdata_dir\x18\t \x01(\tR\adataDir\x12,\n" +
+	"\x12storage_disk_bytes\x18\n" +
+	" \x01(\x03R\x10storageDiskBytes\x12!\n" +
+	"\fstorage_keys\x18\v \x01(\x03R\vstorageKeys\x12\x1c\n" +
+	"\tkeyspaces\x18\f \x01(\x05R\tkeyspaces\x12#\n" +
+	"\rhints_pending\x18\r \x01(\x03R\fhintsPending\x12*\n" +
+	"\x05clock\x18\x0e \x01(\v2\x14.kura.v1.ClockStatusR\x05clock\x123\n" +
+	"\n" +
+	"membership\x18\x0f \x01(\v2\x13.kura.v1.MembershipR\n" +
+	"membership\x12\x1f\n" +
+	"\vring_status\x18\x10 \x01(\tR\n" +
+	"ringStatus\x12\x14\n" +
+	"\x05power\x18\x11 \x01(\tR\x05power\x12\x1f\n" +
+	"\vread_policy\x18\x12 \x01(\tR\n" +
+	"readPolicy\x12\x1c\n" +
+	"\townership\x18\x13 \x01(\x01R\townership\")\n" +
+	"\vRingRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\"\x89\x01\n" +
+	"\fRingResponse\x12\x12\n" +
+	"\x04self\x18\x01 \x01(\tR\x04self\x12\x1a\n" +
+	"\bkeyspace\x18\x02 \x01(\tR\bkeyspace\x12 \n" +
+	"\vreplication\x18\x03 \x01(\tR\vreplication\x12'\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x11.kura.v1.RingNodeR\x05nodes\"\x94\x01\n" +
+	"\bRingNode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06tokens\x18\x04 \x03(\x04R\x06tokens\x12\x1c\n" +
+	"\townership\x18\x05 \x01(\x01R\townership\x12\x1c\n" +
+	"\teffective\x18\x06 \x01(\x01R\teffective\"\xb0\x01\n" +
 	"\vClockStatus\x12\x1b\n" +
 	"\toffset_ms\x18\x01 \x01(\x03R\boffsetMs\x12\x14\n" +
 	"\x05peers\x18\x02 \x01(\x05R\x05peers\x12\x0e\n" +
@@ -3392,14 +4065,16 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
 	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
-	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x9b\b\n" +
+	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x81\t\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
 	"\x10DescribeKeyspace\x12 .kura.v1.DescribeKeyspaceRequest\x1a\x11.kura.v1.Keyspace\x12W\n" +
 	"\x10TruncateKeyspace\x12 .kura.v1.TruncateKeyspaceRequest\x1a!.kura.v1.TruncateKeyspaceResponse\x12K\n" +
 	"\fDropKeyspace\x12\x1c.kura.v1.DropKeyspaceRequest\x1a\x1d.kura.v1.DropKeyspaceResponse\x12N\n" +
-	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponse\x12C\n" +
+	"\rClusterStatus\x12\x1d.kura.v1.ClusterStatusRequest\x1a\x1e.kura.v1.ClusterStatusResponse\x12/\n" +
+	"\x04Info\x12\x14.kura.v1.InfoRequest\x1a\x11.kura.v1.NodeInfo\x123\n" +
+	"\x04Ring\x12\x14.kura.v1.RingRequest\x1a\x15.kura.v1.RingResponse\x12C\n" +
 	"\fDecommission\x12\x1c.kura.v1.DecommissionRequest\x1a\x15.kura.v1.MoveResponse\x12?\n" +
 	"\n" +
 	"RemoveNode\x12\x1a.kura.v1.RemoveNodeRequest\x1a\x15.kura.v1.MoveResponse\x12<\n" +
@@ -3424,7 +4099,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
 	(*RebalanceRequest)(nil),         // 1: kura.v1.RebalanceRequest
@@ -3458,23 +4133,30 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),     // 29: kura.v1.ClusterStatusRequest
 	(*NodeStatus)(nil),               // 30: kura.v1.NodeStatus
 	(*ClusterStatusResponse)(nil),    // 31: kura.v1.ClusterStatusResponse
-	(*ClockStatus)(nil),              // 32: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 33: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 34: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 35: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 36: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 37: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 38: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 39: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 40: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 41: kura.v1.Faults
-	(*LinkFault)(nil),                // 42: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 43: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 44: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 45: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 46: kura.v1.LocalScanResponse
-	(*Redirect)(nil),                 // 47: kura.v1.Redirect
-	(*RedirectTarget)(nil),           // 48: kura.v1.RedirectTarget
+	(*Membership)(nil),               // 32: kura.v1.Membership
+	(*SeedStatus)(nil),               // 33: kura.v1.SeedStatus
+	(*InfoRequest)(nil),              // 34: kura.v1.InfoRequest
+	(*NodeInfo)(nil),                 // 35: kura.v1.NodeInfo
+	(*RingRequest)(nil),              // 36: kura.v1.RingRequest
+	(*RingResponse)(nil),             // 37: kura.v1.RingResponse
+	(*RingNode)(nil),                 // 38: kura.v1.RingNode
+	(*ClockStatus)(nil),              // 39: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 40: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 41: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 42: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 43: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 44: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 45: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 46: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 47: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 48: kura.v1.Faults
+	(*LinkFault)(nil),                // 49: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 50: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 51: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 52: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 53: kura.v1.LocalScanResponse
+	(*Redirect)(nil),                 // 54: kura.v1.Redirect
+	(*RedirectTarget)(nil),           // 55: kura.v1.RedirectTarget
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	3,  // 0: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
@@ -3490,56 +4172,65 @@ var file_api_kurav1_kura_proto_depIdxs = []int32{
 	18, // 10: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
 	18, // 11: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
 	30, // 12: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	33, // 13: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	32, // 14: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	42, // 15: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	45, // 16: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	48, // 17: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
-	6,  // 18: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	8,  // 19: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	10, // 20: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	15, // 21: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	12, // 22: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	20, // 23: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	26, // 24: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	28, // 25: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	22, // 26: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	24, // 27: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	29, // 28: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	34, // 29: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	35, // 30: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	37, // 31: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	39, // 32: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	41, // 33: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	43, // 34: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	44, // 35: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	4,  // 36: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
-	1,  // 37: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
-	7,  // 38: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	9,  // 39: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	11, // 40: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	17, // 41: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	14, // 42: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	21, // 43: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	27, // 44: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	18, // 45: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	23, // 46: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	25, // 47: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	31, // 48: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	36, // 49: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	36, // 50: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	38, // 51: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	40, // 52: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	41, // 53: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	41, // 54: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	46, // 55: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	5,  // 56: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
-	2,  // 57: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
-	38, // [38:58] is the sub-list for method output_type
-	18, // [18:38] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	40, // 13: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	39, // 14: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	32, // 15: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
+	33, // 16: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
+	39, // 17: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
+	32, // 18: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
+	38, // 19: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
+	49, // 20: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	52, // 21: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	55, // 22: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
+	6,  // 23: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	8,  // 24: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	10, // 25: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	15, // 26: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	12, // 27: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	20, // 28: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	26, // 29: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	28, // 30: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	22, // 31: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	24, // 32: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	29, // 33: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	34, // 34: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
+	36, // 35: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
+	41, // 36: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	42, // 37: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	44, // 38: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	46, // 39: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	48, // 40: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	50, // 41: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	51, // 42: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	4,  // 43: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	1,  // 44: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
+	7,  // 45: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	9,  // 46: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	11, // 47: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	17, // 48: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	14, // 49: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	21, // 50: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	27, // 51: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	18, // 52: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	23, // 53: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	25, // 54: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	31, // 55: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	35, // 56: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
+	37, // 57: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
+	43, // 58: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	43, // 59: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	45, // 60: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	47, // 61: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	48, // 62: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	48, // 63: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	53, // 64: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	5,  // 65: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	2,  // 66: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
+	45, // [45:67] is the sub-list for method output_type
+	23, // [23:45] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -3560,7 +4251,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -291,6 +291,8 @@ const (
 	Admin_TruncateKeyspace_FullMethodName = "/kura.v1.Admin/TruncateKeyspace"
 	Admin_DropKeyspace_FullMethodName     = "/kura.v1.Admin/DropKeyspace"
 	Admin_ClusterStatus_FullMethodName    = "/kura.v1.Admin/ClusterStatus"
+	Admin_Info_FullMethodName             = "/kura.v1.Admin/Info"
+	Admin_Ring_FullMethodName             = "/kura.v1.Admin/Ring"
 	Admin_Decommission_FullMethodName     = "/kura.v1.Admin/Decommission"
 	Admin_RemoveNode_FullMethodName       = "/kura.v1.Admin/RemoveNode"
 	Admin_Cleanup_FullMethodName          = "/kura.v1.Admin/Cleanup"
@@ -319,7 +321,15 @@ type AdminClient interface {
 	// DropKeyspace removes a keyspace: its definition and, as a truncation does, every
 	// value written until now. A keyspace created again under the name starts empty.
 	DropKeyspace(ctx context.Context, in *DropKeyspaceRequest, opts ...grpc.CallOption) (*DropKeyspaceResponse, error)
+	// ClusterStatus is the cluster as the answering node sees it: every node it knows with
+	// its state, load, ownership and uptime.
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	// Info describes the answering node alone: its build, uptime, storage, hints, clock,
+	// membership and seeds (kura info).
+	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*NodeInfo, error)
+	// Ring lists every node's tokens and the share of a keyspace's token space it holds
+	// replicas of, on the answering node's ring (kura ring).
+	Ring(ctx context.Context, in *RingRequest, opts ...grpc.CallOption) (*RingResponse, error)
 	// Decommission streams every range the node holds to the nodes that take it over,
 	// then takes the node off the ring (left). Sent to the leaving node itself.
 	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*MoveResponse, error)
@@ -415,6 +425,26 @@ func (c *adminClient) ClusterStatus(ctx context.Context, in *ClusterStatusReques
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ClusterStatusResponse)
 	err := c.cc.Invoke(ctx, Admin_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*NodeInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodeInfo)
+	err := c.cc.Invoke(ctx, Admin_Info_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Ring(ctx context.Context, in *RingRequest, opts ...grpc.CallOption) (*RingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RingResponse)
+	err := c.cc.Invoke(ctx, Admin_Ring_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -537,7 +567,15 @@ type AdminServer interface {
 	// DropKeyspace removes a keyspace: its definition and, as a truncation does, every
 	// value written until now. A keyspace created again under the name starts empty.
 	DropKeyspace(context.Context, *DropKeyspaceRequest) (*DropKeyspaceResponse, error)
+	// ClusterStatus is the cluster as the answering node sees it: every node it knows with
+	// its state, load, ownership and uptime.
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	// Info describes the answering node alone: its build, uptime, storage, hints, clock,
+	// membership and seeds (kura info).
+	Info(context.Context, *InfoRequest) (*NodeInfo, error)
+	// Ring lists every node's tokens and the share of a keyspace's token space it holds
+	// replicas of, on the answering node's ring (kura ring).
+	Ring(context.Context, *RingRequest) (*RingResponse, error)
 	// Decommission streams every range the node holds to the nodes that take it over,
 	// then takes the node off the ring (left). Sent to the leaving node itself.
 	Decommission(context.Context, *DecommissionRequest) (*MoveResponse, error)
@@ -596,6 +634,12 @@ func (UnimplementedAdminServer) DropKeyspace(context.Context, *DropKeyspaceReque
 }
 func (UnimplementedAdminServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedAdminServer) Info(context.Context, *InfoRequest) (*NodeInfo, error) {
+	return nil, status.Error(codes.Unimplemented, "method Info not implemented")
+}
+func (UnimplementedAdminServer) Ring(context.Context, *RingRequest) (*RingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ring not implemented")
 }
 func (UnimplementedAdminServer) Decommission(context.Context, *DecommissionRequest) (*MoveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Decommission not implemented")
@@ -749,6 +793,42 @@ func _Admin_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).ClusterStatus(ctx, req.(*ClusterStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Info_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Info(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Info_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Info(ctx, req.(*InfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Ring_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Ring(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Ring_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Ring(ctx, req.(*RingRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -938,6 +1018,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClusterStatus",
 			Handler:    _Admin_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "Info",
+			Handler:    _Admin_Info_Handler,
+		},
+		{
+			MethodName: "Ring",
+			Handler:    _Admin_Ring_Handler,
 		},
 		{
 			MethodName: "Decommission",

@@ -4,17 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/node"
@@ -202,10 +203,17 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 	start := fs.String("start", "", "first key (inclusive)")
 	end := fs.String("end", "", "end key (exclusive; empty: to the last key)")
 	limit := fs.Int("limit", 0, "at most this many keys (0: the server's default, 1000)")
-	asJSON := fs.Bool("json", false, "print a JSON array of {key, value} (values base64)")
+	keysOnly := fs.Bool("keys-only", false, "print the keys alone (the default when standard output is a terminal)")
+	values := fs.Bool("values", false, "print each key and its value, tab-separated (the default when standard output is not a terminal)")
+	asHex := fs.Bool("hex", false, "print keys and values in hexadecimal, for binary data")
+	asJSON := fs.Bool("json", false, "print a JSON array of {key, value} (values base64; keys alone with --keys-only)")
 	if _, err := cf.parse(fs, args, 0, 0, "scan takes no arguments, only flags"); err != nil {
 		return err
 	}
+	if *keysOnly && *values {
+		return fmt.Errorf("%w: --keys-only and --values contradict each other", errUsage)
+	}
+	withValues := *values || !*keysOnly && !isTerminal(stdout)
 	var items []client.KeyValue
 	err := cf.withClient(func(ctx context.Context, c *client.Client, level consistency.Level) (err error) {
 		items, err = c.Scan(ctx, *cf.keyspace, nonEmpty(*start), nonEmpty(*end), *limit, level)
@@ -217,18 +225,41 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		type item struct {
 			Key   string `json:"key"`
-			Value []byte `json:"value"`
+			Value []byte `json:"value,omitempty"`
 		}
 		out := make([]item, len(items))
 		for i, kv := range items {
-			out[i] = item{Key: string(kv.Key), Value: kv.Value}
+			out[i] = item{Key: string(kv.Key)}
+			if !*keysOnly {
+				out[i].Value = kv.Value
+			}
 		}
 		return json.NewEncoder(stdout).Encode(out)
 	}
-	for _, kv := range items {
-		fmt.Fprintf(stdout, "%s\t%s\n", printable(kv.Key), printable(kv.Value))
+	show := func(b []byte) []byte { return b }
+	if *asHex {
+		show = func(b []byte) []byte { return hex.AppendEncode(nil, b) }
 	}
-	return nil
+	w := bufio.NewWriter(stdout)
+	for _, kv := range items {
+		w.Write(show(kv.Key))
+		if withValues {
+			w.WriteByte('\t')
+			w.Write(show(kv.Value))
+		}
+		w.WriteByte('\n')
+	}
+	return w.Flush()
+}
+
+// isTerminal reports whether w is a terminal, where people read rather than programs.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 func nonEmpty(s string) []byte {
@@ -251,9 +282,26 @@ func printable(b []byte) string {
 	return strconv.Quote(s)
 }
 
+// keyspaceUsage lists the keyspace subcommands.
+const keyspaceUsage = `keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered]
+       keyspace list
+       keyspace describe NAME
+       keyspace truncate NAME
+       keyspace drop NAME
+Run 'kura keyspace SUBCOMMAND --help' for its flags.`
+
+// keyspaceSubcommands are the subcommands runKeyspace knows.
+var keyspaceSubcommands = []string{"create", "list", "describe", "truncate", "drop"}
+
 func runKeyspace(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: keyspace create NAME --replication dc1=2,dc2=1 | --erasure M,K | keyspace list | keyspace describe NAME | keyspace truncate NAME | keyspace drop NAME", errUsage)
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("%w: %s", errUsage, keyspaceUsage)
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help":
+		fmt.Fprintf(stderr, "Usage: kura %s\n", keyspaceUsage)
+		return flag.ErrHelp
+	case !slices.Contains(keyspaceSubcommands, args[0]):
+		return fmt.Errorf("%w: unknown keyspace subcommand %q: want one of %s", errUsage, args[0], strings.Join(keyspaceSubcommands, ", "))
 	}
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
@@ -273,7 +321,12 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return cf.withClient(func(ctx context.Context, c *client.Client, _ consistency.Level) error {
-		return keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, splitKeys, stdout)
+		err := keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, splitKeys, stdout)
+		if client.IsNotFound(err) && len(pos) == 1 {
+			// Not wrapped, so that withClient does not suggest creating --keyspace.
+			return fmt.Errorf("no such keyspace %q: kura keyspace list shows the keyspaces there are", pos[0])
+		}
+		return err
 	})
 }
 
@@ -398,53 +451,5 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		fmt.Fprintf(stdout, "keyspace %s dropped at %s, with its values\n", pos[0], ts.WallTime().UTC().Format(time.RFC3339Nano))
 		return nil
 	}
-	return fmt.Errorf("%w: unknown keyspace subcommand %q (create, list, describe, truncate, drop)", errUsage, sub)
-}
-
-func runStatus(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", stderr)
-	cf := addClientFlags(fs)
-	if _, err := cf.parse(fs, args, 0, 0, "status takes no arguments, only flags"); err != nil {
-		return err
-	}
-	var st *kurav1.ClusterStatusResponse
-	err := cf.withClient(func(ctx context.Context, c *client.Client, _ consistency.Level) (err error) {
-		st, err = c.Status(ctx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "seen from %s\n%-16s %-12s %-8s %-8s %-8s %-22s %s\n", st.GetSelf(), "NODE", "DC", "STATUS", "STATE", "CLOCK", "ADDR", "CLIENT")
-	for _, n := range st.GetNodes() {
-		status := n.GetStatus()
-		if r := n.GetReplaces(); r != "" {
-			status += " (replacing " + r + ")"
-		}
-		clock := "-"
-		if n.GetClockMeasured() {
-			clock = fmt.Sprintf("%+dms", n.GetClockOffsetMs())
-		}
-		fmt.Fprintf(stdout, "%-16s %-12s %-8s %-8s %-8s %-22s %s\n", n.GetId(), n.GetDc(), status, n.GetState(), clock, n.GetAddr(), n.GetClientAddr())
-	}
-	printClock(stdout, st.GetSelf(), st.GetClock())
-	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
-		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %d records, %s (%s across DCs)\n", st.GetSelf(),
-			p.GetRangesDone(), p.GetRangesTotal(), p.GetRecords(), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
-	}
-	return nil
-}
-
-// printClock says how the answering node's clock stands against its peers', and why it
-// refuses writes when it does.
-func printClock(w io.Writer, self string, c *kurav1.ClockStatus) {
-	fmt.Fprintf(w, "clock of %s: %+dms from its %d measured peers (max offset %dms)", self, c.GetOffsetMs(), c.GetPeers(), c.GetMaxOffsetMs())
-	if c.GetOk() {
-		fmt.Fprintln(w, ", coordinating writes")
-	} else {
-		fmt.Fprintf(w, ", REFUSING WRITES: %s\n", c.GetRefusal())
-	}
-	if ahead := c.GetAheadMaxMs(); ahead > 0 {
-		fmt.Fprintf(w, "largest timestamp %s stamped or stored is %dms ahead of the cluster's clock\n", self, ahead)
-	}
+	return fmt.Errorf("%w: unknown keyspace subcommand %q: want one of %s", errUsage, sub, strings.Join(keyspaceSubcommands, ", "))
 }

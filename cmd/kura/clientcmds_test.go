@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +138,49 @@ func startExample(t *testing.T, name string) *embedded.Cluster {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestOperatorCommands runs the commands an operator reaches for first, each against the
+// node it names, and the errors that must say what to do.
+func TestOperatorCommands(t *testing.T) {
+	c := startExample(t, "lan-3")
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.ClientAddr()
+	}
+	tests := []struct {
+		args     []string
+		code     int
+		contains []string
+	}{
+		{[]string{"status", "--addr", addrs[1]}, 0, []string{"as seen by " + c.Nodes[1].ID(), "3 nodes, 3 up", "LOAD", "OWNS", "UPTIME"}},
+		{[]string{"status", "--addr", addrs[2], "--json"}, 0, []string{`"self": "` + c.Nodes[2].ID() + `"`}},
+		{[]string{"info", "--addr", addrs[2]}, 0, []string{c.Nodes[2].ID(), "version", "kura ", "hints pending", "gossip"}},
+		{[]string{"keyspace", "create", "app", "--replication", "simple=2", "--addr", addrs[0]}, 0, []string{"keyspace app created"}},
+		{[]string{"keyspace", "create", "big", "--replication", "simple=5", "--addr", addrs[0]}, 1, []string{"5 replicas, but the cluster has 3 node(s)"}},
+		{[]string{"ring", "--keyspace", "app", "--addr", addrs[0]}, 0, []string{"replication simple=2", "REPLICA OF"}},
+		{[]string{"ring", "--tokens", "--addr", addrs[0]}, 0, []string{"TOKEN", c.Nodes[0].ID()}},
+		{[]string{"ring", "--keyspace", "nope", "--addr", addrs[0]}, 1, []string{"no such keyspace"}},
+		{[]string{"put", "--keyspace", "app", "k1", "v1", "--addr", addrs[0]}, 0, nil},
+		{[]string{"put", "--keyspace", "app", "k2", "v\x002", "--addr", addrs[0]}, 0, nil},
+		{[]string{"scan", "--keyspace", "app", "--addr", addrs[0]}, 0, []string{"k1\tv1\n", "k2\tv\x002\n"}},
+		{[]string{"scan", "--keyspace", "app", "--keys-only", "--addr", addrs[0]}, 0, []string{"k1\nk2\n"}},
+		{[]string{"scan", "--keyspace", "app", "--hex", "--addr", addrs[0]}, 0, []string{"6b32\t760032\n"}},
+		{[]string{"keyspace", "describe", "nosuch", "--addr", addrs[0]}, 1, []string{`no such keyspace "nosuch": kura keyspace list`}},
+		{[]string{"version"}, 0, []string{"kura "}},
+		// Nothing listens on port 1: these must not dial, or must say what to check.
+		{[]string{"keyspace", "--help", "--addr", "127.0.0.1:1"}, 0, []string{"keyspace create NAME"}},
+		{[]string{"keyspace", "nosuch", "--addr", "127.0.0.1:1"}, 2, []string{"unknown keyspace subcommand"}},
+		{[]string{"status", "--addr", "127.0.0.1:1"}, 1, []string{"cannot reach 127.0.0.1:1", "--client"}},
+	}
+	for _, tt := range tests {
+		code, out, errOut := kura(tt.args...)
+		missing := slices.ContainsFunc(tt.contains, func(s string) bool { return !strings.Contains(out+errOut, s) })
+		if code != tt.code || missing {
+			t.Errorf("kura %q = exit %d, %q %q; want exit %d saying %q", tt.args, code, out, errOut, tt.code, tt.contains)
+		}
+	}
+	if _, out, _ := kura("scan", "--keyspace", "app", "--addr", addrs[0]); strings.Contains(out, `"`) {
+		t.Errorf("kura scan quotes values: %q", out)
+	}
 }

@@ -19,10 +19,11 @@ type nodeFlags struct {
 	security securityFlags
 }
 
-func addNodeFlags(fs *flag.FlagSet) nodeFlags {
+// addNodeFlags adds them, with timeout the default of --timeout.
+func addNodeFlags(fs *flag.FlagSet, timeout time.Duration) nodeFlags {
 	return nodeFlags{
 		addr:     fs.String("addr", defaultClientAddr, "client API address of the node to act on"),
-		timeout:  fs.Duration("timeout", time.Hour, "how long to wait for the operation to complete"),
+		timeout:  fs.Duration("timeout", timeout, "how long to wait for the operation to complete"),
 		security: addSecurityFlags(fs),
 	}
 }
@@ -40,7 +41,7 @@ func (f nodeFlags) withAdmin(fn func(ctx context.Context, admin kurav1.AdminClie
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *f.timeout)
 	defer cancel()
-	return fn(ctx, kurav1.NewAdminClient(conn))
+	return client.Explain(fn(ctx, kurav1.NewAdminClient(conn)))
 }
 
 // runNode is `kura node decommission` and `kura node remove ID`.
@@ -51,7 +52,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	sub := args[0]
 	fs := newFlagSet("node "+sub, stderr)
-	nf := addNodeFlags(fs)
+	nf := addNodeFlags(fs, time.Hour)
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 // runCleanup is `kura cleanup [--keyspace KS]`.
 func runCleanup(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup", stderr)
-	nf := addNodeFlags(fs)
+	nf := addNodeFlags(fs, time.Hour)
 	keyspace := fs.String("keyspace", "", "keyspace to clean up (empty: every keyspace)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err

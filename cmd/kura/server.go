@@ -39,7 +39,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	defaultLimits := coord.DefaultLimits()
 	maxKeyBytes := fs.Int("max-key-bytes", defaultLimits.KeyBytesMax, "largest key accepted, in bytes")
 	maxValueBytes := fs.Int("max-value-bytes", defaultLimits.ValueBytesMax, "largest value accepted, in bytes (with the key limit, at most 32 MiB less 64 KiB: one replica message)")
-	httpAddr := fs.String("http", "", "HTTP admin address serving /metrics, /healthz and /status (empty: none)")
+	httpAddr := fs.String("http", "", "HTTP admin address serving the web console (/), /metrics, /healthz and /status (empty: none)")
 	enablePprof := fs.Bool("enable-pprof", false, "also serve the Go profiler, /debug/pprof, on the --http port")
 	security := addServerSecurityFlags(fs)
 	seeds := fs.String("seeds", "", "comma-separated node-to-node addresses of nodes to join through")
@@ -166,7 +166,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Redis protocol on %s\n", addr)
 	}
 	if addr := n.HTTPAddr(); addr != "" {
-		fmt.Fprintf(stdout, "HTTP admin (/metrics, /healthz, /status) on %s\n", addr)
+		fmt.Fprintf(stdout, "web console on http://%s/ (and /metrics, /healthz, /status)\n", addr)
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)

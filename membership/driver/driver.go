@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,10 +137,12 @@ type Driver struct {
 	started time.Time       // real time of the core's time 0
 	// seeds places the resolved seeds, which the core may name before it
 	// knows their state.
-	seeds    map[string]transport.Peer
-	appState map[string]string // states set before the core started
-	running  bool
-	closed   bool
+	seeds map[string]transport.Peer
+	// seedStatus is what each seed address last answered, for operators (Seeds).
+	seedStatus map[string]SeedStatus
+	appState   map[string]string // states set before the core started
+	running    bool
+	closed     bool
 	// synced is closed once the core reports EventSynced (or has no other
 	// seed to learn from); syncedDone says it is.
 	synced     chan struct{}
@@ -183,7 +186,7 @@ func New(cfg Config) (*Driver, error) {
 	d := &Driver{
 		cfg: cfg, self: self, scale: float64(Round) / float64(cfg.Interval),
 		log:   log.With("node", self.ID, "protocol", cfg.Protocol.Name),
-		seeds: make(map[string]transport.Peer), appState: make(map[string]string),
+		seeds: make(map[string]transport.Peer), seedStatus: make(map[string]SeedStatus), appState: make(map[string]string),
 		changed: make(chan struct{}, 1), synced: make(chan struct{}),
 	}
 	for k, v := range cfg.AppState {
@@ -441,13 +444,17 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if p, err := d.whois(addr); err == nil {
-					mu.Lock()
-					resolved[addr] = p
-					mu.Unlock()
-				} else {
+				p, err := d.whois(addr)
+				d.mu.Lock()
+				d.seedStatus[addr] = SeedStatus{Addr: addr, ID: p.ID, Err: err}
+				d.mu.Unlock()
+				if err != nil {
 					d.log.Debug("seed did not answer", "seed", addr, "err", err)
+					return
 				}
+				mu.Lock()
+				resolved[addr] = p
+				mu.Unlock()
 			}()
 		}
 		wg.Wait()
@@ -455,7 +462,8 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 			break
 		}
 		if time.Now().After(deadline) {
-			d.log.Warn("no seed answers yet; still trying", "seeds", d.cfg.Seeds)
+			// Says why, so that a wrong address (a client port, a typo) shows at once.
+			d.log.Warn("no seed answers yet; still trying: check that --seeds names other nodes' --listen addresses", "seeds", d.cfg.Seeds, "errors", d.seedErrors())
 			deadline = time.Now().Add(d.cfg.SeedWait)
 		}
 		select {
@@ -478,6 +486,44 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 		}
 	}
 	return ids, true
+}
+
+// SeedStatus is what one seed address answered when the driver last asked it.
+type SeedStatus struct {
+	Addr string
+	ID   string // the node that answered; empty when none did
+	Err  error  // why the last attempt failed; nil once it answered
+}
+
+// Seeds returns what each seed address answered, in the order of Config.Seeds; a seed
+// not asked yet has neither ID nor Err.
+func (d *Driver) Seeds() []SeedStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]SeedStatus, len(d.cfg.Seeds))
+	for i, addr := range d.cfg.Seeds {
+		out[i] = d.seedStatus[addr]
+		out[i].Addr = addr
+	}
+	return out
+}
+
+// seedErrors joins the last error of every seed that failed, for a log line.
+func (d *Driver) seedErrors() string {
+	var parts []string
+	for _, s := range d.Seeds() {
+		if s.Err != nil {
+			parts = append(parts, s.Addr+": "+s.Err.Error())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Joined reports whether the core runs: some seed answered, or the node had none.
+func (d *Driver) Joined() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.core != nil
 }
 
 // whois asks the node at addr who it is; a seed at this node's own address
