@@ -154,16 +154,8 @@ func runRoutingSimulated(env Env, opts routingOptions) (*Report, error) {
 			return spec.Latency
 		},
 	}
-	// The experiment names each DHT as it starts it: the three take about as long, and
-	// onehop, computed first, no time.
-	progress := env.StartProgress("routing", 3)
-	defer progress.Done()
-	started := 0
-	cfg.Progress = func(msg string) {
-		progress.Add(float64(min(started, 1)), "%s", strings.TrimPrefix(msg, "routing: "))
-		started++
-	}
 	var sizes []string
+	nodes := 0
 	for i, dc := range opts.topo.Datacenters {
 		n := routingSimulatedNodesPerDC
 		if opts.nodesPerDC != nil {
@@ -171,12 +163,25 @@ func runRoutingSimulated(env Env, opts routingOptions) (*Report, error) {
 		}
 		cfg.DCs = append(cfg.DCs, experiment.DCSize{Name: dc.Name, Nodes: n})
 		sizes = append(sizes, fmt.Sprintf("%s %d", dc.Name, n))
+		nodes += n
+	}
+	// The experiment tells each step as it starts, two per DHT (onehop, computed first,
+	// takes no time); a step is one unit, done when the next starts.
+	var progress *Progress
+	cfg.Progress = func(p experiment.Progress) {
+		if progress == nil {
+			progress = env.StartProgress("routing", float64(p.Steps))
+		}
+		progress.Add(float64(min(p.Step, 1)), "%s: %s, %d nodes, %d lookups", p.Protocol, p.Phase, nodes, cfg.Lookups)
 	}
 	res, err := experiment.RunExperiment(cfg)
+	if progress != nil {
+		progress.Add(1, "done")
+		progress.Done()
+	}
 	if err != nil {
 		return nil, err
 	}
-	progress.Add(1, "done")
 	rows := make([]RoutingRow, len(res.Rows))
 	for i, r := range res.Rows {
 		rows[i] = RoutingRow{r}

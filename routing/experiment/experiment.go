@@ -49,8 +49,20 @@ type Config struct {
 	MaintenanceWindow time.Duration
 	// TickInterval is how often the simulator ticks each node; 0 means 100 ms.
 	TickInterval time.Duration
-	// Progress, when set, is told what the experiment is doing.
-	Progress func(msg string)
+	// Progress, when set, is told each step of the experiment as it starts.
+	Progress func(Progress)
+}
+
+// Progress is one step of an experiment: one phase of one DHT's run. Steps take about
+// as long as each other for one protocol; the phases differ.
+type Progress struct {
+	Protocol string
+	// Phase is what the step does: "building tables" (the nodes join and stabilise),
+	// then "lookups, then maintenance" (the lookups, then the maintenance traffic
+	// measured on stabilised rings) or "lookups under churn".
+	Phase string
+	// Step counts the steps done before this one, of Steps in all.
+	Step, Steps int
 }
 
 // Row is one protocol's figures.
@@ -125,7 +137,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.TickInterval = 100 * time.Millisecond
 	}
 	if c.Progress == nil {
-		c.Progress = func(string) {}
+		c.Progress = func(Progress) {}
 	}
 	nodes := 0
 	for _, dc := range c.DCs {
@@ -183,9 +195,12 @@ func RunExperiment(cfg Config) (Result, error) {
 	}
 	result := Result{Rows: []Row{oneHopRow(cfg, layout, plan)}}
 	result.InterDCHopsLowerBoundMean = result.Rows[0].InterDCHopsMean
-	for _, protocol := range []chord.Protocol{chord.ProtocolChord, chord.ProtocolMLChordPaper, chord.ProtocolMLChord} {
-		cfg.Progress(fmt.Sprintf("routing: %s, %d nodes, %d lookups", protocol, len(peers), len(plan)))
-		row, err := runProtocol(cfg, layout, protocol, plan)
+	protocols := []chord.Protocol{chord.ProtocolChord, chord.ProtocolMLChordPaper, chord.ProtocolMLChord}
+	for i, protocol := range protocols {
+		phase := func(step int, name string) {
+			cfg.Progress(Progress{Protocol: protocol.String(), Phase: name, Step: i*phasesPerRun + step, Steps: len(protocols) * phasesPerRun})
+		}
+		row, err := runProtocol(cfg, layout, protocol, plan, phase)
 		if err != nil {
 			return Result{}, err
 		}
@@ -362,7 +377,11 @@ func (t *trial) finish(now time.Duration, coordinator string, res chord.LookupRe
 }
 
 // runProtocol measures one DHT protocol.
-func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan []plannedLookup) (Row, error) {
+// phasesPerRun is the steps of one protocol's run that runProtocol reports.
+const phasesPerRun = 2
+
+// runProtocol runs one protocol's trial, telling phase each of its phasesPerRun steps.
+func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan []plannedLookup, phase func(step int, name string)) (Row, error) {
 	churn := cfg.ChurnPerMinute > 0
 	var dcs []string
 	for _, dc := range cfg.DCs {
@@ -383,6 +402,7 @@ func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan
 	if churn {
 		tick = cfg.TickInterval
 	}
+	phase(0, "building tables")
 	for _, p := range layout.Peers() {
 		if err := t.addNode(p, tick, true); err != nil {
 			return Row{}, err
@@ -391,8 +411,10 @@ func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan
 	var maintenance sim.Counters
 	var window time.Duration
 	if churn {
+		phase(1, "lookups under churn")
 		maintenance, window = t.runChurn(plan)
 	} else {
+		phase(1, "lookups, then maintenance")
 		t.runLookups(plan, time.Millisecond)
 		maintenance, window, err = measureMaintenance(cfg, layout, protocol, links, dcs)
 		if err != nil {
