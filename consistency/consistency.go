@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -205,15 +206,16 @@ func Counts(dcs []string) map[string]int {
 
 // String describes the requirement for error messages ("2 (dc1: 2)").
 func (r Requirement) String() string {
-	if len(r.PerDC) == 0 {
-		return fmt.Sprint(r.Total)
-	}
 	return CountPerDC(r.Total, r.PerDC)
 }
 
 // CountPerDC prints a count and its split over datacenters in name order, "3 (dc1: 2,
-// dc2: 1)", the way errors and status lines show replicas per DC.
+// dc2: 1)", the way errors and status lines show replicas per DC; with no DCs, the count
+// alone.
 func CountPerDC(total int, perDC map[string]int) string {
+	if len(perDC) == 0 {
+		return strconv.Itoa(total)
+	}
 	dcs := make([]string, 0, len(perDC))
 	for dc := range perDC {
 		dcs = append(dcs, dc)

@@ -27,13 +27,19 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	total := 0
-	for _, n := range e.Alive {
-		total += n
-	}
+	total := sumPerDC(e.Alive)
 	// Says what to do next: the operator either brings replicas back or asks for less.
 	return fmt.Sprintf("unavailable: %v needs %v replicas, %s alive, so no replica was asked: bring the down replicas back (kura status shows them) or use a lower consistency level",
 		e.Level, e.Required, consistency.CountPerDC(total, e.Alive))
+}
+
+// sumPerDC adds up a count per DC.
+func sumPerDC(perDC map[string]int) int {
+	total := 0
+	for _, n := range perDC {
+		total += n
+	}
+	return total
 }
 
 // Is makes errors.Is(err, ErrUnavailable) true.

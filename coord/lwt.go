@@ -545,7 +545,7 @@ func (l *lwt) commitRound(ctx context.Context, p paxos.Proposal) error {
 		writes[i].record, writes[i].commit = p.Record, &p
 	}
 	err := l.c.applyWrites(ctx, l.keyspace, writes, required, l.commit, func(alive map[string]int) error {
-		return &TimeoutError{Level: l.commit, Required: required, Cause: fmt.Errorf("no replica takes writes, %v alive", alive)}
+		return &TimeoutError{Level: l.commit, Required: required, Cause: fmt.Errorf("no replica takes writes, %s alive", consistency.CountPerDC(sumPerDC(alive), alive))}
 	})
 	if err != nil {
 		return fmt.Errorf("the write was chosen, but its commit is short of %v (the next round on the key completes it): %w", l.commit, err)
