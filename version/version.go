@@ -51,7 +51,7 @@ func (b Build) String() string {
 	if b.Revision != "" {
 		source = append(source, b.Revision[:min(len(b.Revision), 12)])
 	} else {
-		source = append(source, "revision unknown: built by go run or outside a git checkout")
+		source = append(source, "revision not stamped: go run, or -buildvcs=false")
 	}
 	if b.Time != "" {
 		source = append(source, b.Time)

@@ -12,7 +12,7 @@ func TestBuildString(t *testing.T) {
 		{Build{Release: "dev", Revision: "abc", Modified: true, Go: "go1.26.8"},
 			"kura dev (abc, modified) go1.26.8"},
 		{Build{Release: "dev", Go: "go1.26.8"},
-			"kura dev (revision unknown: built by go run or outside a git checkout) go1.26.8"},
+			"kura dev (revision not stamped: go run, or -buildvcs=false) go1.26.8"},
 	}
 	for _, tt := range tests {
 		if got := tt.build.String(); got != tt.want {
