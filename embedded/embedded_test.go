@@ -71,3 +71,17 @@ func TestPowerTier(t *testing.T) {
 		}
 	}
 }
+
+// A base port whose ports would pass 65535 is refused before any node starts.
+func TestBasePortRefusedPastThePortRange(t *testing.T) {
+	topo, err := topology.Example("lan-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range []int{-5, 65300} {
+		if c, err := Start(topo, Options{BasePort: base}); err == nil {
+			c.Close()
+			t.Errorf("Start with base port %d succeeded, want an error", base)
+		}
+	}
+}
