@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // The pace of progress lines. Written to a log (stderr not a terminal), a line goes out
@@ -191,11 +193,7 @@ const clearLine = "\r\x1b[K"
 // line is rewritten in place rather than appended.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // progressLine is the prefix Progressf writes before an event line: on a terminal the

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/term"
+
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/node"
@@ -255,11 +257,7 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 // isTerminal reports whether w is a terminal, where people read rather than programs.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func nonEmpty(s string) []byte {
