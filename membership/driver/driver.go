@@ -532,6 +532,12 @@ func (d *Driver) whois(addr string) (transport.Peer, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.SendTimeout)
 	defer cancel()
 	raw, err := d.cfg.Transport.Call(ctx, transport.AnyNodeAt(addr), KindWhois, nil)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A Redis or HTTP port accepts the connection and waits for a request that never
+		// comes, as a stopped node would: say both.
+		return transport.Peer{}, fmt.Errorf("%w: the address took the connection but answered nothing in %v: "+
+			"is it a node's internode --listen address (a Redis or HTTP port answers nothing), and is that node running?", err, d.cfg.SendTimeout)
+	}
 	if err != nil {
 		return transport.Peer{}, err
 	}
