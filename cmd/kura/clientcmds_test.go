@@ -184,3 +184,22 @@ func TestOperatorCommands(t *testing.T) {
 		t.Errorf("kura scan quotes values: %q", out)
 	}
 }
+
+func TestFormatCountAndUptime(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := formatCount(n); got != want {
+			t.Errorf("formatCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+	now := time.UnixMilli(10 * 24 * 3600 * 1000)
+	for ago, want := range map[time.Duration]string{
+		0: "0s", 59 * time.Second: "59s", 61 * time.Second: "1m1s", 3*time.Hour + 5*time.Minute: "3h5m", 50 * time.Hour: "2d2h",
+	} {
+		if got := formatUptime(now.Add(-ago).UnixMilli(), now); got != want {
+			t.Errorf("formatUptime(%v ago) = %q, want %q", ago, got, want)
+		}
+	}
+	if got := formatUptime(0, now); got != "-" {
+		t.Errorf("formatUptime of an unknown start = %q, want -", got)
+	}
+}

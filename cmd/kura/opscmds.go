@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -273,22 +273,11 @@ func printJSON(w io.Writer, m proto.Message) error {
 	return err
 }
 
-// formatCount prints a count with thousands separators: 1,234,567.
-func formatCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	sign := ""
-	if n < 0 {
-		sign, s = "-", s[1:]
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return sign + b.String()
-}
+// counts prints numbers for people, with thousands separators: 1,234,567.
+var counts = message.NewPrinter(language.English)
+
+// formatCount prints a count with thousands separators.
+func formatCount(n int64) string { return counts.Sprintf("%d", n) }
 
 // formatUptime prints how long ago a node started, to the second and in its two largest
 // units ("3d4h", "2h5m", "4m12s"); "-" when not known.
