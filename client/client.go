@@ -207,7 +207,11 @@ func (c *Client) refresh(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, Explain(err))
+		explained := Explain(err)
+		if !strings.Contains(explained.Error(), addr) {
+			explained = fmt.Errorf("%s: %w", addr, explained)
+		}
+		errs = append(errs, explained)
 		if r := redirectOf(err); r != nil {
 			q.redirect(r, c.LocalDC())
 		}
