@@ -160,22 +160,32 @@ func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
 	if err := n1.maySleep("n4"); err != nil {
 		t.Fatalf("n4 alone may not sleep: %v", err)
 	}
-	// As gossip would tell it: n3 and n4 asleep.
-	for _, id := range []string{"n3", "n4"} {
-		n1.directory.SetPower(id, cluster.Power{State: power.Asleep, Holders: []string{"n1"}})
+	// As gossip would tell it: n3 and n4 asleep. The real gossip of n3 and n4 (their
+	// load, every few seconds) sets their power back to active in n1's directory, so
+	// each check sets the states it needs again, until one runs before gossip undoes them.
+	asleep := func() {
+		for _, id := range []string{"n3", "n4"} {
+			n1.directory.SetPower(id, cluster.Power{State: power.Asleep, Holders: []string{"n1"}})
+		}
 	}
-	if err := n1.maySleep("n2"); err == nil || !strings.Contains(err.Error(), "no awake replica") {
-		t.Fatalf("n2 may sleep with n3 and n4 asleep: %v", err)
+	var errN2, errN1 error
+	waitUntil(t, "n1 refuses n2 and itself with n3 and n4 asleep", func() bool {
+		asleep()
+		errN2, errN1 = n1.maySleep("n2"), n1.maySleep("n1")
+		return errN2 != nil && errN1 != nil
+	})
+	if !strings.Contains(errN2.Error(), "no awake replica") {
+		t.Fatalf("n2 may not sleep with n3 and n4 asleep, but for another reason: %v", errN2)
 	}
-	if err := n1.maySleep("n1"); err == nil || !strings.Contains(err.Error(), "keeps the writes") {
-		t.Fatalf("n1, holding n3's writes, may sleep: %v", err)
+	if !strings.Contains(errN1.Error(), "keeps the writes") {
+		t.Fatalf("n1, holding n3's writes, may not sleep, but for another reason: %v", errN1)
 	}
 	// Of two nodes draining at once, the higher id gives way.
-	n1.directory.SetPower("n4", cluster.Power{State: power.Draining, Holders: []string{"n1"}})
-	n1.directory.SetPower("n3", cluster.Power{})
-	if err := n1.maySleep("n3"); err != nil {
-		t.Fatalf("n3 may not sleep beside a draining n4 of higher id: %v", err)
-	}
+	waitUntil(t, "n3 may sleep beside a draining n4", func() bool {
+		n1.directory.SetPower("n4", cluster.Power{State: power.Draining, Holders: []string{"n1"}})
+		n1.directory.SetPower("n3", cluster.Power{})
+		return n1.maySleep("n3") == nil
+	})
 }
 
 // TestWakeRepairsWhenAHolderIsGone: the holder of a sleeping node's writes dies with
