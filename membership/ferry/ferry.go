@@ -76,19 +76,19 @@ var Protocol = membership.Protocol{
 	Unmarshal: Unmarshal,
 }
 
-// entry is what a node knows of one member.
+// entry is what a node knows of one member. Every node holds one per
+// member, so a simulated cluster holds n² of them: the flags come last,
+// together, so that they share one word and the entry fits the allocator's
+// 128-byte size class (scattered between the words they took 144).
 type entry struct {
 	state      membership.EndpointState
 	maxVersion uint64
 	// deadAt is the highest version a monitor declared dead; the entry is
 	// dead while no newer version exists (a live node refutes by bumping).
 	deadAt uint64
-	isLeft bool
-	// isShutdown: the member announced a shutdown; down until it restarts.
-	isShutdown bool
-	ring       uint64
-	hash       uint64
-	dc         *dcView
+	ring   uint64
+	hash   uint64
+	dc     *dcView
 	// downSince is when the entry became dead or left, for removal;
 	// changedAt is when it last changed here.
 	downSince time.Duration
@@ -97,6 +97,9 @@ type entry struct {
 	// own-DC change a gateway has yet to ferry to the other DCs.
 	hot     int
 	forward bool
+	isLeft  bool
+	// isShutdown: the member announced a shutdown; down until it restarts.
+	isShutdown bool
 }
 
 func (e *entry) dead() bool { return e.deadAt >= e.maxVersion }

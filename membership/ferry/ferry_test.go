@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/membership/simcluster"
@@ -632,5 +633,15 @@ func TestCrossDCDetectionWithinTheBound(t *testing.T) {
 			check("alone in its DC", "c1")
 			check("a DC dark", "b1", "b2", "b3", "b4", "b5", "b6")
 		})
+	}
+}
+
+// TestEntryFitsSizeClass keeps an entry within the allocator's 128-byte size
+// class: a simulated cluster holds one per node per member, so a field that
+// pushes it to the next class (144) costs 16 bytes times n² (1.6 GB at
+// 10,000 nodes). A new field may well be worth it; this says what it costs.
+func TestEntryFitsSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(entry{}); size > 128 {
+		t.Errorf("entry is %d bytes, over the 128-byte size class", size)
 	}
 }
