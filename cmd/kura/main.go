@@ -29,7 +29,7 @@ var commands = map[string]command{
 	"get":       {"read a key: get KEY", runGet},
 	"del":       {"delete a key: del KEY", runDel},
 	"cas":       {"compare-and-set a key, atomically: cas KEY [VALUE] --if-absent|--if-present|--if-equals OLD [--delete]", runCas},
-	"scan":      {"list keys in order: scan [--start K] [--end K] [--limit N]", runScan},
+	"scan":      {"list keys in order: scan [--start K] [--end K] [--limit N] [--values] [--hex]", runScan},
 	"keyspace":  {"manage keyspaces: keyspace create|list|describe|truncate|drop", runKeyspace},
 	"status":    {"show every node as one node sees it: state, load, ownership, uptime", runStatus},
 	"ring":      {"show every node's tokens and ownership, of a keyspace too: ring [--keyspace KS]", runRing},
@@ -67,6 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" {
+		args[0] = "version"
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
