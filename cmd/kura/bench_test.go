@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -45,5 +47,26 @@ func TestBenchOutput(t *testing.T) {
 				t.Errorf("stdout lacks the table:\n%s", stdout.String())
 			}
 		})
+	}
+}
+
+// --cpuprofile and --memprofile leave pprof files (gzipped protobuf) behind,
+// whatever the bench printed.
+func TestBenchProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	var stdout, stderr bytes.Buffer
+	args := []string{"routing", "--nodes-per-dc", "8,8", "--lookups", "50", "--cpuprofile", cpu, "--memprofile", mem}
+	if err := runBench(args, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{cpu, mem} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s is not a gzipped pprof profile (%d bytes)", filepath.Base(path), len(b))
+		}
 	}
 }
