@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,15 +37,26 @@ func buildKura(t *testing.T) string {
 }
 
 // freeAddrOn returns a free port on one loopback address (127.0.0.x): each node gets its
-// own address, so a port taken by another program between kill and restart is unlikely.
+// own address, and a port outside the kernel's ephemeral range, so a port taken by
+// another program between the check and the bind, or between kill and restart, is
+// unlikely.
 func freeAddrOn(t *testing.T, host string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
+	// Below the kernel's ephemeral range (32768-60999 by default): a port the kernel hands
+	// out for :0 or to an outgoing connection, as other tests make by the thousand, may
+	// be taken again between this check and the server's bind; a port below it is only
+	// ever taken on purpose.
+	const low, high = 20000, 32768
+	for range 1000 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(low+rand.IntN(high-low))))
+		if err != nil {
+			continue // taken: try another
+		}
+		defer l.Close()
+		return l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("no free port on %s in [%d, %d)", host, low, high)
+	return ""
 }
 
 // crashNode is one `kura server` process that the test kills and restarts on the same

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,15 +28,8 @@ func kura(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freeAddr is freeAddrOn 127.0.0.1.
+func freeAddr(t *testing.T) string { return freeAddrOn(t, "127.0.0.1") }
 
 // serverProcess is one `kura server` child process.
 type serverProcess struct {
