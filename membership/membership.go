@@ -176,6 +176,10 @@ type Config struct {
 	// forgotten; later gossip about the same generation is ignored for as
 	// long again (quarantine). 0 means DefaultRemoveAfter.
 	RemoveAfter time.Duration
+	// Shared, when set, is what the cores of one simulated cluster share, so
+	// that n cores do not each hold a copy of what is the same in all of them
+	// (Protocol.NewShared makes it). Real nodes leave it nil.
+	Shared any
 }
 
 // DefaultRemoveAfter is Cassandra's "very long time" before a dead endpoint
@@ -242,4 +246,7 @@ type Protocol struct {
 	New func(cfg Config) (Core, error)
 	// Unmarshal decodes one of the protocol's messages.
 	Unmarshal func(data []byte) (Message, error)
+	// NewShared, if set, makes what the cores of one simulated cluster
+	// share: the simulator passes one value to them all as Config.Shared.
+	NewShared func() any
 }

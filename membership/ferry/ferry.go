@@ -5,6 +5,7 @@ package ferry
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -74,52 +75,53 @@ var Protocol = membership.Protocol{
 	Name:      "ferry",
 	New:       func(cfg membership.Config) (membership.Core, error) { return New(cfg, DefaultOptions) },
 	Unmarshal: Unmarshal,
+	NewShared: func() any { return NewTable() },
 }
 
 // entry is what a node knows of one member. Every node holds one per
-// member, so a simulated cluster holds n² of them: the flags come last,
-// together, so that they share one word and the entry fits the allocator's
-// 128-byte size class (scattered between the words they took 144).
+// member, so a simulated cluster holds n² of them: what is the same on every
+// node (the member's state and what derives from it) lives in the shared
+// version, and an entry keeps only this node's view of it, in one 32-byte
+// allocation (TestEntryFitsSizeClass).
 type entry struct {
-	state      membership.EndpointState
-	maxVersion uint64
+	v *version
 	// deadAt is the highest version a monitor declared dead; the entry is
 	// dead while no newer version exists (a live node refutes by bumping).
 	deadAt uint64
-	ring   uint64
-	hash   uint64
-	dc     *dcView
-	// downSince is when the entry became dead or left, for removal;
-	// changedAt is when it last changed here.
-	downSince time.Duration
+	// changedAt is when the entry last changed here.
 	changedAt time.Duration
+	// dc indexes Core.views.
+	dc uint16
 	// hot counts the rounds left to push this change; forward marks an
 	// own-DC change a gateway has yet to ferry to the other DCs.
-	hot     int
+	hot     int8
 	forward bool
-	isLeft  bool
-	// isShutdown: the member announced a shutdown; down until it restarts.
-	isShutdown bool
 }
 
-func (e *entry) dead() bool { return e.deadAt >= e.maxVersion }
-func (e *entry) live() bool { return !e.dead() && !e.isLeft && !e.isShutdown }
+func (e *entry) id() string      { return e.v.state.ID }
+func (e *entry) ring() uint64    { return e.v.member.ring }
+func (e *entry) isLeft() bool    { return e.v.isLeft }
+func (e *entry) dead() bool      { return e.deadAt >= e.v.maxVersion }
+func (e *entry) live() bool      { return !e.dead() && !e.v.isLeft && !e.v.isShutdown }
+func (e *entry) shutdown() bool  { return e.v.isShutdown }
+func (e *entry) convicted() bool { return e.dead() && !e.v.isShutdown && !e.v.isLeft }
 
 // down reports whether the member counts as down: convicted, or shut down.
 // (A member that left is gone, which the callers tell apart.)
-func (e *entry) down() bool { return e.dead() || e.isShutdown }
+func (e *entry) down() bool { return e.dead() || e.v.isShutdown }
 
-// setStatus reads the member's gossiped status into the entry's flags.
-func (e *entry) setStatus() {
-	status, _ := e.state.Value(membership.KeyStatus)
-	e.isLeft = status == string(membership.StatusLeft)
-	e.isShutdown = status == string(membership.StatusShutdown)
+// hash is the entry's contribution to its DC's summary.
+func (e *entry) hash() uint64 {
+	if e.dead() {
+		return e.v.hashes[1]
+	}
+	return e.v.hashes[0]
 }
 
-func (e *entry) delta() Delta { return Delta{State: e.state, DeadAt: e.deadAt} }
+func (e *entry) delta() Delta { return Delta{State: e.v.state, DeadAt: e.deadAt} }
 
 func (e *entry) digest() Digest {
-	return Digest{ID: e.state.ID, Generation: e.state.Generation, MaxVersion: e.maxVersion, Dead: e.dead()}
+	return Digest{ID: e.v.state.ID, Generation: e.v.state.Generation, MaxVersion: e.v.maxVersion, Dead: e.dead()}
 }
 
 // newer reports whether digest a is ahead of b: generation, then version,
@@ -179,17 +181,25 @@ type Core struct {
 	opts  Options
 	local *membership.LocalState
 	self  *entry
-	// entries holds every known member, self included.
-	entries map[string]*entry
-	// dcs lists the DC views sorted by name.
+	// table numbers the members and shares their versions (see Table).
+	table *Table
+	// entries holds every known member, self included, by member number
+	// (nil: unknown); known counts them.
+	entries []*entry
+	known   int
+	// dcs lists the DC views sorted by name; views lists the same in the
+	// order they were made, which entries index.
 	dcs        []*dcView
+	views      []*dcView
 	quarantine membership.Quarantine
 	// hot lists entries with changes still to push, oldest first; forward
 	// lists own-DC changes a gateway still has to ferry.
 	hot     []*entry
 	forward []*entry
 	// down lists dead or departed entries awaiting removal.
-	down []*entry
+	down []downEntry
+	// theirs is onDigests' scratch index of the digests it was sent.
+	theirs map[string]Digest
 	// watched are the nodes heartbeating to this one; monitors are the
 	// nodes this one heartbeats to.
 	watched  map[string]*watch
@@ -214,22 +224,37 @@ type Core struct {
 	ticked    bool
 }
 
-// New starts a node that will join through cfg.Seeds.
+// downEntry is an entry awaiting removal, and since when it is down.
+type downEntry struct {
+	e     *entry
+	since time.Duration
+}
+
+// New starts a node that will join through cfg.Seeds. cfg.Shared, when
+// set, must be the *Table the node shares with the other cores of its
+// simulated cluster.
 func New(cfg membership.Config, opts Options) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
-	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 {
+	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
+		opts.HotRounds > math.MaxInt8 {
 		return nil, fmt.Errorf("ferry: %w: options %+v", membership.ErrBadConfig, opts)
 	}
-	c := &Core{
-		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg),
-		entries: make(map[string]*entry), watched: make(map[string]*watch), wanMisses: make(map[string]int),
-		remote: make(map[string]*dcWatch),
+	table := ownTable()
+	if cfg.Shared != nil {
+		t, ok := cfg.Shared.(*Table)
+		if !ok {
+			return nil, fmt.Errorf("ferry: %w: Shared is a %T, not a *ferry.Table", membership.ErrBadConfig, cfg.Shared)
+		}
+		table = t
 	}
-	c.self = &entry{ring: ringHash(cfg.ID)}
-	c.self.state = c.local.EndpointState
-	c.self.maxVersion = c.local.MaxVersion()
+	c := &Core{
+		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table,
+		watched: make(map[string]*watch), wanMisses: make(map[string]int),
+		remote: make(map[string]*dcWatch), theirs: make(map[string]Digest),
+	}
+	c.self = &entry{v: table.version(c.local.EndpointState)}
 	c.insert(c.self, cfg.DC)
 	isSeed := false
 	for _, s := range cfg.Seeds {
@@ -254,9 +279,22 @@ func (c *Core) view(name string) *dcView {
 	if i < len(c.dcs) && c.dcs[i].name == name {
 		return c.dcs[i]
 	}
-	v := newDCView(name, c.opts.Buckets)
+	v := newDCView(name, len(c.views), c.opts.Buckets)
 	c.dcs = slices.Insert(c.dcs, i, v)
+	c.views = append(c.views, v)
 	return v
+}
+
+// viewOf is the view of e's DC.
+func (c *Core) viewOf(e *entry) *dcView { return c.views[e.dc] }
+
+// entry returns the entry of the member with this ID, or nil.
+func (c *Core) entry(id string) *entry {
+	m := c.table.lookup(id)
+	if m == nil || m.num >= len(c.entries) {
+		return nil
+	}
+	return c.entries[m.num]
 }
 
 // findView returns the DC view for name if it exists.
@@ -270,14 +308,21 @@ func (c *Core) findView(name string) *dcView {
 
 // insert adds a new entry to the tables.
 func (c *Core) insert(e *entry, dc string) {
-	e.dc = c.view(dc)
-	e.hash = entryHash(e.ring, e.state.Generation, e.maxVersion, e.dead())
-	e.dc.add(e)
-	c.entries[e.state.ID] = e
+	v := c.view(dc)
+	e.dc = uint16(v.index)
+	v.add(e)
+	num := e.v.member.num
+	if num >= len(c.entries) {
+		// Grow to every member the table knows: in a shared table that is
+		// the whole cluster, which this node is about to learn of anyway.
+		c.entries = slices.Grow(c.entries, c.table.size()-len(c.entries))[:c.table.size()]
+	}
+	c.entries[num] = e
+	c.known++
 }
 
 // ownDC is the node's own DC view.
-func (c *Core) ownDC() *dcView { return c.self.dc }
+func (c *Core) ownDC() *dcView { return c.viewOf(c.self) }
 
 // quiet reports whether the node has left or shut down and stopped
 // gossiping.
@@ -295,7 +340,7 @@ func send(r *membership.Ready, to string, m membership.Message) {
 
 // event appends an event about e.
 func event(r *membership.Ready, kind membership.EventKind, e *entry) {
-	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.state.ID, Generation: e.state.Generation})
+	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.v.state.ID, Generation: e.v.state.Generation})
 }
 
 // Tick runs one round: join, heartbeats, failure checks (of other DCs too,
@@ -313,7 +358,7 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 		c.firstTick, c.ticked = now, true
 	}
 	if !c.joined {
-		send(&r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.state})
+		send(&r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.v.state})
 		return r
 	}
 	if len(c.seeds) == 0 {
@@ -341,12 +386,12 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 func (c *Core) joinUnknownSeeds(r *membership.Ready) {
 	var unknown []string
 	for _, s := range c.seeds {
-		if c.entries[s] == nil {
+		if c.entry(s) == nil {
 			unknown = append(unknown, s)
 		}
 	}
 	if len(unknown) > 0 {
-		send(r, unknown[c.cfg.Rand.IntN(len(unknown))], &Join{State: c.self.state})
+		send(r, unknown[c.cfg.Rand.IntN(len(unknown))], &Join{State: c.self.v.state})
 	}
 }
 
@@ -356,10 +401,10 @@ func (c *Core) heartbeat(r *membership.Ready) {
 	var next []string
 	if !c.leaving {
 		for _, e := range c.ownDC().successors(c.self, c.opts.Monitors) {
-			next = append(next, e.state.ID)
+			next = append(next, e.v.state.ID)
 		}
 	}
-	hb := &Heartbeat{Generation: c.self.state.Generation, MaxVersion: c.self.maxVersion}
+	hb := &Heartbeat{Generation: c.self.v.state.Generation, MaxVersion: c.self.v.maxVersion}
 	for _, id := range c.monitors {
 		if !slices.Contains(next, id) {
 			send(r, id, &Heartbeat{Generation: hb.Generation, MaxVersion: hb.MaxVersion, Stop: true})
@@ -380,10 +425,10 @@ func (c *Core) expectPredecessors(now time.Duration) {
 	for _, p := range c.ownDC().predecessors(c.self, c.opts.Monitors) {
 		// While a change is fresh, views may still differ about who
 		// monitors whom; only a settled predecessor is expected here.
-		if c.watched[p.state.ID] == nil && now-p.changedAt > expectGrace {
-			w := &watch{generation: p.state.Generation, maxVersion: p.maxVersion}
+		if c.watched[p.v.state.ID] == nil && now-p.changedAt > expectGrace {
+			w := &watch{generation: p.v.state.Generation, maxVersion: p.v.maxVersion}
 			w.window.Report(now, c.opts.Phi)
-			c.watched[p.state.ID] = w
+			c.watched[p.v.state.ID] = w
 		}
 	}
 }
@@ -397,9 +442,9 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		w := c.watched[id]
-		e := c.entries[id]
-		if e == nil || e.state.Generation != w.generation || e.isLeft || e.isShutdown {
-			if e == nil || e.state.Generation > w.generation || e.isLeft || e.isShutdown {
+		e := c.entry(id)
+		if e == nil || e.v.state.Generation != w.generation || e.isLeft() || e.shutdown() {
+			if e == nil || e.v.state.Generation > w.generation || e.isLeft() || e.shutdown() {
 				delete(c.watched, id)
 			}
 			continue
@@ -433,8 +478,8 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 
 // convict declares a watched node dead at the newest version known of it.
 func (c *Core) convict(now time.Duration, e *entry, w *watch, r *membership.Ready) {
-	w.convictedAt = max(w.maxVersion, e.maxVersion)
-	c.learn(now, Delta{State: e.state, DeadAt: w.convictedAt}, false, r)
+	w.convictedAt = max(w.maxVersion, e.v.maxVersion)
+	c.learn(now, Delta{State: e.v.state, DeadAt: w.convictedAt}, false, r)
 	c.originate(e, r)
 }
 
@@ -485,7 +530,7 @@ func (c *Core) watchRemoteDCs(now time.Duration, r *membership.Ready) {
 		for _, e := range spread(live, c.opts.DCProbes, w.probes) {
 			// Seq 0 matches no watch of a monitor: any answer from the DC
 			// clears the DC's watch, whoever sends it.
-			send(r, e.state.ID, &Probe{})
+			send(r, e.v.state.ID, &Probe{})
 		}
 		w.probes++
 	}
@@ -508,7 +553,7 @@ func spread(members []*entry, k, round int) []*entry {
 // not ferried on: every other DC's gateways judge the silent DC themselves.
 func (c *Core) convictDC(now time.Duration, live []*entry, r *membership.Ready) {
 	for _, e := range live {
-		c.learn(now, Delta{State: e.state, DeadAt: e.maxVersion}, false, r)
+		c.learn(now, Delta{State: e.v.state, DeadAt: e.v.maxVersion}, false, r)
 		c.markHot(e)
 	}
 }
@@ -522,7 +567,7 @@ func (c *Core) originate(e *entry, r *membership.Ready) {
 		return
 	}
 	for _, g := range c.ownDC().firstLive(c.opts.Gateways, c.self) {
-		send(r, g.state.ID, &Push{Entries: []Delta{e.delta()}})
+		send(r, g.v.state.ID, &Push{Entries: []Delta{e.delta()}})
 	}
 }
 
@@ -536,7 +581,7 @@ func (c *Core) markHot(e *entry) {
 		}
 		c.hot = append(c.hot, e)
 	}
-	e.hot = c.opts.HotRounds
+	e.hot = int8(c.opts.HotRounds)
 }
 
 // markForward queues an own-DC change for the other DCs.
@@ -576,7 +621,7 @@ func (c *Core) gossip(r *membership.Ready) {
 	}
 	m := &Summary{Sums: c.sums(), Hot: hot}
 	for _, p := range peers {
-		send(r, p.state.ID, m)
+		send(r, p.v.state.ID, m)
 	}
 }
 
@@ -587,21 +632,27 @@ func (c *Core) gossip(r *membership.Ready) {
 // probability dead/(live+1), so the cost is nothing while all are up and one message a
 // round at most.
 func (c *Core) gossipToTheDead() *entry {
-	var dead []*entry
-	live := 0
-	for _, e := range c.ownDC().members {
-		switch {
-		case e == c.self:
-		case e.live():
-			live++
-		case e.dead() && !e.isShutdown && !e.isLeft:
-			dead = append(dead, e)
-		}
+	v := c.ownDC()
+	live, dead := v.live, v.convicted
+	if c.self.live() {
+		live--
 	}
-	if len(dead) == 0 || c.cfg.Rand.Float64() >= float64(len(dead))/float64(live+1) {
+	if c.self.convicted() {
+		dead--
+	}
+	if dead == 0 || c.cfg.Rand.Float64() >= float64(dead)/float64(live+1) {
 		return nil
 	}
-	return dead[c.cfg.Rand.IntN(len(dead))]
+	pick := c.cfg.Rand.IntN(dead)
+	for _, e := range v.members {
+		if e != c.self && e.convicted() {
+			if pick == 0 {
+				return e
+			}
+			pick--
+		}
+	}
+	return nil
 }
 
 // randomPeers picks up to k distinct live members of v other than self.
@@ -636,7 +687,7 @@ func (c *Core) wanRound(r *membership.Ready) {
 		}
 		if t := c.remoteTarget(v); t != nil {
 			c.wanMisses[v.name]++
-			send(r, t.state.ID, &Summary{Sums: c.sums(), Reply: true})
+			send(r, t.v.state.ID, &Summary{Sums: c.sums(), Reply: true})
 		}
 	}
 }
@@ -677,7 +728,7 @@ func (c *Core) flush(r *membership.Ready) {
 			continue
 		}
 		if t := c.remoteTarget(v); t != nil {
-			send(r, t.state.ID, &push)
+			send(r, t.v.state.ID, &push)
 		}
 	}
 }
@@ -686,18 +737,20 @@ func (c *Core) flush(r *membership.Ready) {
 func (c *Core) removeLongDown(now time.Duration, r *membership.Ready) {
 	removeAfter := c.cfg.RemoveAfterOrDefault()
 	kept := c.down[:0]
-	for _, e := range c.down {
+	for _, d := range c.down {
+		e := d.e
 		if e.live() {
 			continue // came back; no longer awaiting removal
 		}
-		if now-e.downSince <= removeAfter {
-			kept = append(kept, e)
+		if now-d.since <= removeAfter {
+			kept = append(kept, d)
 			continue
 		}
-		e.dc.remove(e)
-		delete(c.entries, e.state.ID)
-		delete(c.watched, e.state.ID)
-		c.quarantine.Add(e.state.ID, e.state.Generation, now+removeAfter)
+		c.viewOf(e).remove(e)
+		c.entries[e.v.member.num] = nil
+		c.known--
+		delete(c.watched, e.v.state.ID)
+		c.quarantine.Add(e.v.state.ID, e.v.state.Generation, now+removeAfter)
 		event(r, membership.EventRemoved, e)
 	}
 	clear(c.down[len(kept):])
@@ -711,14 +764,14 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 		return r
 	}
 	remote := false
-	if e := c.entries[from]; e != nil && e.dc != c.ownDC() {
+	if e := c.entry(from); e != nil && c.viewOf(e) != c.ownDC() {
 		remote = true
 		// A probe's answer shows that the DC is up, not that the members
 		// this node sends its summaries to answer them.
 		if _, ack := m.(*ProbeAck); !ack {
-			c.wanMisses[e.dc.name] = 0
+			c.wanMisses[c.viewOf(e).name] = 0
 		}
-		if w := c.remote[e.dc.name]; w != nil {
+		if w := c.remote[c.viewOf(e).name]; w != nil {
 			w.hear(now, c.opts.Phi)
 		}
 	}
@@ -729,7 +782,7 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	case *Buckets:
 		if len(m.DCs) == 0 {
 			// The answer to a summary that matched: this view is theirs.
-			c.markSynced(c.entries[from], &r)
+			c.markSynced(c.entry(from), &r)
 		}
 		c.onBuckets(from, m, &r)
 	case *Digests:
@@ -763,14 +816,14 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 			c.learn(now, d, false, &r)
 		}
 		c.joined = true
-		c.markSynced(c.entries[from], &r)
+		c.markSynced(c.entry(from), &r)
 	case *Redirect:
 		if len(m.Gateways) > 0 && (!c.joined || c.lost(now)) {
 			for _, g := range m.Gateways {
 				c.learn(now, g, false, &r) // so that the driver can reach them
 			}
 			gw := m.Gateways[c.cfg.Rand.IntN(len(m.Gateways))]
-			send(&r, gw.State.ID, &Join{State: c.self.state})
+			send(&r, gw.State.ID, &Join{State: c.self.v.state})
 		}
 	}
 	c.flush(&r)
@@ -796,7 +849,7 @@ func (c *Core) onSummary(from string, m *Summary, r *membership.Ready) {
 	if len(reply.DCs) == 0 {
 		// The sender's view is this node's: whatever it learned from, it
 		// now knows what a member of the cluster knows.
-		c.markSynced(c.entries[from], r)
+		c.markSynced(c.entry(from), r)
 	}
 	if len(reply.DCs) > 0 || m.Reply {
 		send(r, from, &reply)
@@ -849,7 +902,7 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 			}
 			out.Buckets = append(out.Buckets, BucketRef{DC: b.DC, Index: uint64(i)})
 			if v != nil {
-				for _, e := range v.inBucket(i) {
+				for e := range v.inBucket(i) {
 					out.Entries = append(out.Entries, e.digest())
 				}
 			}
@@ -863,7 +916,8 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 // onDigests compares entries bucket by bucket: sends what the other side
 // lacks, requests what this side lacks.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	theirs := make(map[string]Digest, len(m.Entries))
+	theirs := c.theirs
+	clear(theirs)
 	for _, d := range m.Entries {
 		theirs[d.ID] = d
 	}
@@ -873,19 +927,19 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 		if v == nil || b.Index >= uint64(len(v.buckets)) {
 			continue
 		}
-		for _, e := range v.inBucket(int(b.Index)) {
+		for e := range v.inBucket(int(b.Index)) {
 			mine := e.digest()
-			d, ok := theirs[e.state.ID]
+			d, ok := theirs[e.v.state.ID]
 			switch {
 			case !ok || d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, e.delta())
 			case newer(mine, d):
-				out.Entries = append(out.Entries, Delta{State: e.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+				out.Entries = append(out.Entries, Delta{State: e.v.state.Since(d.MaxVersion), DeadAt: e.deadAt})
 			}
 		}
 	}
 	for _, d := range m.Entries {
-		e := c.entries[d.ID]
+		e := c.entry(d.ID)
 		if e == nil {
 			out.Requests = append(out.Requests, Digest{ID: d.ID})
 		} else if newer(d, e.digest()) {
@@ -902,12 +956,12 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 func (c *Core) answer(requests []Digest) []Delta {
 	var out []Delta
 	for _, d := range requests {
-		e := c.entries[d.ID]
+		e := c.entry(d.ID)
 		if e == nil {
 			continue
 		}
-		if d.Generation == e.state.Generation {
-			out = append(out, Delta{State: e.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+		if d.Generation == e.v.state.Generation {
+			out = append(out, Delta{State: e.v.state.Since(d.MaxVersion), DeadAt: e.deadAt})
 		} else {
 			out = append(out, e.delta())
 		}
@@ -949,7 +1003,7 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	dc, _ := m.State.Value(membership.KeyDC)
 	if dc != c.cfg.DC {
 		if v := c.findView(dc); v != nil {
-			if gws := v.firstLive(c.opts.Gateways, c.entries[from]); len(gws) > 0 {
+			if gws := v.firstLive(c.opts.Gateways, c.entry(from)); len(gws) > 0 {
 				redirect := &Redirect{Gateways: make([]Delta, len(gws))}
 				for i, g := range gws {
 					redirect.Gateways[i] = g.delta()
@@ -962,7 +1016,7 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	if e := c.learn(now, Delta{State: m.State}, false, r); e != nil {
 		c.originate(e, r)
 	}
-	welcome := &Welcome{Entries: make([]Delta, 0, len(c.entries))}
+	welcome := &Welcome{Entries: make([]Delta, 0, c.known)}
 	for _, v := range c.dcs {
 		for _, e := range v.members {
 			welcome.Entries = append(welcome.Entries, e.delta())
@@ -989,12 +1043,12 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 // on to the member itself: alive, it refutes it, and the refutation tells
 // the other DC it was wrong; dead, its monitors convict it anyway.
 func (c *Core) screen(d Delta, r *membership.Ready) Delta {
-	e := c.entries[d.State.ID]
-	if e == nil || e == c.self || e.dc != c.ownDC() || !e.live() || d.State.Generation != e.state.Generation ||
-		d.DeadAt < max(e.maxVersion, d.State.MaxVersion()) {
+	e := c.entry(d.State.ID)
+	if e == nil || e == c.self || c.viewOf(e) != c.ownDC() || !e.live() || d.State.Generation != e.v.state.Generation ||
+		d.DeadAt < max(e.v.maxVersion, d.State.MaxVersion()) {
 		return d
 	}
-	send(r, e.state.ID, &Push{Entries: []Delta{d}})
+	send(r, e.v.state.ID, &Push{Entries: []Delta{d}})
 	d.DeadAt = 0
 	return d
 }
@@ -1011,14 +1065,16 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	if c.quarantine.Blocks(s.ID, s.Generation, now) {
 		return nil
 	}
-	e := c.entries[s.ID]
+	e := c.entry(s.ID)
 	if e == nil {
 		dc, ok := s.Value(membership.KeyDC)
 		if !ok || s.Generation == 0 {
 			return nil // a partial delta for a member we do not know
 		}
-		e = &entry{state: s, maxVersion: s.MaxVersion(), deadAt: d.DeadAt, ring: ringHash(s.ID), changedAt: now}
-		e.setStatus()
+		if len(c.views) > math.MaxUint16 && c.findView(dc) == nil {
+			return nil // more DCs than an entry can index: not a real cluster
+		}
+		e = &entry{v: c.table.version(s), deadAt: d.DeadAt, changedAt: now}
 		c.insert(e, dc)
 		if e.live() {
 			event(r, membership.EventJoined, e)
@@ -1030,34 +1086,39 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		}
 		return e
 	}
-	wasDown, wasLeft := e.down(), e.isLeft
-	merged := e.state.Merge(s)
+	wasDown, wasLeft := e.down(), e.isLeft()
+	// Versions are shared and immutable: merge into a copy.
+	state := e.v.state
+	merged := state.Merge(s)
 	deadAt := e.deadAt
 	switch {
 	case merged.Restarted:
 		deadAt = d.DeadAt
-	case s.Generation == e.state.Generation:
+	case s.Generation == state.Generation:
 		deadAt = max(deadAt, d.DeadAt)
 	}
 	if !merged.Any() && deadAt == e.deadAt {
 		return nil
 	}
+	v := c.viewOf(e)
+	v.unlink(e)
+	if merged.Any() {
+		e.v = c.table.version(state)
+	}
 	e.deadAt = deadAt
 	e.changedAt = now
-	e.maxVersion = e.state.MaxVersion()
-	e.setStatus()
-	e.dc.rehash(e)
+	v.link(e)
 	if merged.Restarted {
 		event(r, membership.EventRestarted, e)
 		wasDown, wasLeft = false, false
 	}
-	for _, v := range merged.Changed {
+	for _, a := range merged.Changed {
 		if !merged.Restarted {
-			r.Events = append(r.Events, membership.Event{Kind: membership.EventStateChanged, ID: s.ID, Generation: e.state.Generation, Key: v.Key, Value: v.Value})
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventStateChanged, ID: s.ID, Generation: e.v.state.Generation, Key: a.Key, Value: a.Value})
 		}
 	}
 	switch {
-	case e.isLeft && !wasLeft:
+	case e.isLeft() && !wasLeft:
 		event(r, membership.EventLeft, e)
 		c.markDown(now, e)
 	case e.down() && !wasDown:
@@ -1077,22 +1138,25 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 // other DCs when it is a member of this DC.
 func (c *Core) changed(e *entry) {
 	c.markHot(e)
-	if e.dc == c.ownDC() && c.isGateway() {
+	if c.viewOf(e) == c.ownDC() && c.isGateway() {
 		c.markForward(e)
 	}
 }
 
 // markDown records when an entry went down, for removal.
 func (c *Core) markDown(now time.Duration, e *entry) {
-	e.downSince = now
-	if !slices.Contains(c.down, e) {
-		c.down = append(c.down, e)
+	for i := range c.down {
+		if c.down[i].e == e {
+			c.down[i].since = now
+			return
+		}
 	}
+	c.down = append(c.down, downEntry{e: e, since: now})
 }
 
 // refute answers news of this node's own death with a newer version.
 func (c *Core) refute(d Delta, r *membership.Ready) {
-	if c.leaving || d.State.Generation != c.self.state.Generation || d.DeadAt < c.self.maxVersion {
+	if c.leaving || d.State.Generation != c.self.v.state.Generation || d.DeadAt < c.self.v.maxVersion {
 		return
 	}
 	c.local.BeatPast(d.DeadAt)
@@ -1102,10 +1166,10 @@ func (c *Core) refute(d Delta, r *membership.Ready) {
 
 // syncSelf copies the local state into the node's own entry.
 func (c *Core) syncSelf() {
-	c.self.state = c.local.EndpointState
-	c.self.maxVersion = c.local.MaxVersion()
-	c.self.setStatus()
-	c.self.dc.rehash(c.self)
+	v := c.ownDC()
+	v.unlink(c.self)
+	c.self.v = c.table.version(c.local.EndpointState)
+	v.link(c.self)
 }
 
 // SetAppState changes one of the node's own application states.
@@ -1153,7 +1217,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 	push := &Push{Entries: []Delta{c.self.delta()}}
 	for _, e := range c.ownDC().members {
 		if e != c.self && e.live() {
-			send(&r, e.state.ID, push)
+			send(&r, e.v.state.ID, push)
 		}
 	}
 	if wasGateway {
@@ -1162,7 +1226,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 				continue
 			}
 			if t := c.remoteTarget(v); t != nil {
-				send(&r, t.state.ID, push)
+				send(&r, t.v.state.ID, push)
 			}
 		}
 	}
@@ -1172,9 +1236,11 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 
 // Members lists the known members sorted by ID.
 func (c *Core) Members() []membership.Member {
-	out := make([]membership.Member, 0, len(c.entries))
+	out := make([]membership.Member, 0, c.known)
 	for _, e := range c.entries {
-		out = append(out, e.state.Member(!e.dead()))
+		if e != nil {
+			out = append(out, e.v.state.Member(!e.dead()))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -1182,9 +1248,9 @@ func (c *Core) Members() []membership.Member {
 
 // Member returns one known member.
 func (c *Core) Member(id string) (membership.Member, bool) {
-	e := c.entries[id]
+	e := c.entry(id)
 	if e == nil {
 		return membership.Member{}, false
 	}
-	return e.state.Member(!e.dead()), true
+	return e.v.state.Member(!e.dead()), true
 }

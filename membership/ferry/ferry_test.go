@@ -128,18 +128,18 @@ func TestJoinWelcomeAndRedirect(t *testing.T) {
 
 func TestRefutesOwnDeathNotice(t *testing.T) {
 	c := newCore(t, "a1", "a", "a1")
-	before := c.self.maxVersion
-	notice := &Push{Entries: []Delta{{State: c.self.state, DeadAt: before}}}
+	before := c.self.v.maxVersion
+	notice := &Push{Entries: []Delta{{State: c.self.v.state, DeadAt: before}}}
 	c.Step(time.Second, "a2", notice)
-	if c.self.dead() || c.self.maxVersion <= before {
-		t.Fatalf("not refuted: version %d, deadAt notice %d", c.self.maxVersion, before)
+	if c.self.dead() || c.self.v.maxVersion <= before {
+		t.Fatalf("not refuted: version %d, deadAt notice %d", c.self.v.maxVersion, before)
 	}
 	// A notice about an older generation is no news.
-	old := c.self.state
+	old := c.self.v.state
 	old.Generation--
-	v := c.self.maxVersion
+	v := c.self.v.maxVersion
 	c.Step(2*time.Second, "a2", &Push{Entries: []Delta{{State: old, DeadAt: 1 << 40}}})
-	if c.self.maxVersion != v {
+	if c.self.v.maxVersion != v {
 		t.Fatal("refuted a notice about an older generation")
 	}
 }
@@ -151,7 +151,7 @@ func watchedPair(t *testing.T) (m, x *Core, last time.Duration) {
 	m.Step(0, "a2", &Push{Entries: []Delta{x.self.delta()}})
 	for i := 1; i <= 10; i++ {
 		last = time.Duration(i) * time.Second
-		m.Step(last, "a2", &Heartbeat{Generation: x.self.state.Generation, MaxVersion: x.self.maxVersion})
+		m.Step(last, "a2", &Heartbeat{Generation: x.self.v.state.Generation, MaxVersion: x.self.v.maxVersion})
 		m.Tick(last)
 	}
 	return m, x, last
@@ -392,7 +392,7 @@ func TestOnlyGatewaysWatchOtherDCs(t *testing.T) {
 func TestAnotherDCsVerdictGoesToTheMember(t *testing.T) {
 	a1, a2, a3, b1 := newCore(t, "a1", "a", "a1"), newCore(t, "a2", "a", "a1"), newCore(t, "a3", "a", "a1"), newCore(t, "b1", "b", "a1")
 	know(a1, 0, a2, a3, b1)
-	notice := &Push{Entries: []Delta{{State: a2.self.state, DeadAt: a2.self.maxVersion}}}
+	notice := &Push{Entries: []Delta{{State: a2.self.v.state, DeadAt: a2.self.v.maxVersion}}}
 
 	// From b1 (another DC, which could only have found a's whole DC
 	// silent): a1 keeps a2 alive and hands the notice to a2, which refutes.
@@ -409,9 +409,9 @@ func TestAnotherDCsVerdictGoesToTheMember(t *testing.T) {
 	if forwarded == nil {
 		t.Fatalf("the notice did not go to a2: %+v", r.Messages)
 	}
-	before := a2.self.maxVersion
+	before := a2.self.v.maxVersion
 	a2.Step(time.Second, "a1", forwarded)
-	if a2.self.maxVersion <= before {
+	if a2.self.v.maxVersion <= before {
 		t.Fatal("a2 did not refute the notice handed to it")
 	}
 
@@ -636,12 +636,13 @@ func TestCrossDCDetectionWithinTheBound(t *testing.T) {
 	}
 }
 
-// TestEntryFitsSizeClass keeps an entry within the allocator's 128-byte size
+// TestEntryFitsSizeClass keeps an entry within the allocator's 32-byte size
 // class: a simulated cluster holds one per node per member, so a field that
-// pushes it to the next class (144) costs 16 bytes times n² (1.6 GB at
-// 10,000 nodes). A new field may well be worth it; this says what it costs.
+// pushes it to the next class (48) costs 16 bytes times n² (1.6 GB at
+// 10,000 nodes). A new field may well be worth it (or may belong in the
+// shared version); this says what it costs.
 func TestEntryFitsSizeClass(t *testing.T) {
-	if size := unsafe.Sizeof(entry{}); size > 128 {
-		t.Errorf("entry is %d bytes, over the 128-byte size class", size)
+	if size := unsafe.Sizeof(entry{}); size > 32 {
+		t.Errorf("entry is %d bytes, over the 32-byte size class", size)
 	}
 }

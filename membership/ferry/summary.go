@@ -1,6 +1,7 @@
 package ferry
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -35,25 +36,30 @@ func entryHash(ring, generation, maxVersion uint64, dead bool) uint64 {
 // dcView is what a node knows about one DC: its members in ring order and
 // the XOR summaries over them, kept up to date entry by entry.
 type dcView struct {
-	name    string
+	name string
+	// index is the view's place in Core.views, which entries keep.
+	index   int
 	members []*entry
 	hash    uint64
 	buckets []uint64
+	// live counts the live members; convicted those declared dead that
+	// neither left nor shut down.
+	live, convicted int
 }
 
-func newDCView(name string, buckets int) *dcView {
-	return &dcView{name: name, buckets: make([]uint64, buckets)}
+func newDCView(name string, index, buckets int) *dcView {
+	return &dcView{name: name, index: index, buckets: make([]uint64, buckets)}
 }
 
 // bucketOf is the bucket of a member.
-func (v *dcView) bucketOf(e *entry) int { return int(e.ring % uint64(len(v.buckets))) }
+func (v *dcView) bucketOf(e *entry) int { return int(e.ring() % uint64(len(v.buckets))) }
 
 // less orders members on the ring, ties by ID.
 func less(a, b *entry) bool {
-	if a.ring != b.ring {
-		return a.ring < b.ring
+	if a.ring() != b.ring() {
+		return a.ring() < b.ring()
 	}
-	return a.state.ID < b.state.ID
+	return a.id() < b.id()
 }
 
 // position is where e is, or would go, in members.
@@ -67,7 +73,7 @@ func (v *dcView) add(e *entry) {
 	v.members = append(v.members, nil)
 	copy(v.members[i+1:], v.members[i:])
 	v.members[i] = e
-	v.toggle(e)
+	v.link(e)
 }
 
 // remove takes a member out and its hash with it.
@@ -75,21 +81,25 @@ func (v *dcView) remove(e *entry) {
 	i := v.position(e)
 	if i < len(v.members) && v.members[i] == e {
 		v.members = append(v.members[:i], v.members[i+1:]...)
-		v.toggle(e)
+		v.unlink(e)
 	}
 }
 
-// toggle XORs e's hash in or out of the summaries.
-func (v *dcView) toggle(e *entry) {
-	v.hash ^= e.hash
-	v.buckets[v.bucketOf(e)] ^= e.hash
-}
+// link folds e into the summaries and counts; unlink takes it out. A change
+// to an entry is made between the two: its hash and counts derive from it.
+func (v *dcView) link(e *entry)   { v.fold(e, 1) }
+func (v *dcView) unlink(e *entry) { v.fold(e, -1) }
 
-// rehash updates the summaries after e's state changed.
-func (v *dcView) rehash(e *entry) {
-	v.toggle(e)
-	e.hash = entryHash(e.ring, e.state.Generation, e.maxVersion, e.dead())
-	v.toggle(e)
+func (v *dcView) fold(e *entry, sign int) {
+	h := e.hash()
+	v.hash ^= h
+	v.buckets[v.bucketOf(e)] ^= h
+	if e.live() {
+		v.live += sign
+	}
+	if e.convicted() {
+		v.convicted += sign
+	}
 }
 
 // sum is the constant-size summary of the DC.
@@ -110,14 +120,7 @@ func (v *dcView) firstLive(k int, except *entry) []*entry {
 }
 
 // anyLive reports whether the DC has a live member.
-func (v *dcView) anyLive() bool {
-	for _, e := range v.members {
-		if e.live() {
-			return true
-		}
-	}
-	return false
-}
+func (v *dcView) anyLive() bool { return v.live > 0 }
 
 // successors returns the next k live members after e on the ring.
 func (v *dcView) successors(e *entry, k int) []*entry {
@@ -147,15 +150,15 @@ func (v *dcView) predecessors(e *entry, k int) []*entry {
 	return out
 }
 
-// inBucket lists the members of one bucket.
-func (v *dcView) inBucket(b int) []*entry {
-	var out []*entry
-	for _, e := range v.members {
-		if v.bucketOf(e) == b {
-			out = append(out, e)
+// inBucket yields the members of one bucket in ring order.
+func (v *dcView) inBucket(b int) iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, e := range v.members {
+			if v.bucketOf(e) == b && !yield(e) {
+				return
+			}
 		}
 	}
-	return out
 }
 
 // Gateways returns which of the given live members of one DC are its

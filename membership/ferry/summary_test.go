@@ -4,40 +4,60 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/kuradb/kura/membership"
 )
 
-func testEntry(id string, version uint64) *entry {
-	e := &entry{ring: ringHash(id), maxVersion: version}
-	e.state.ID, e.state.Generation = id, 1
-	e.hash = entryHash(e.ring, 1, version, false)
-	return e
+// testState is a member's state at generation 1 whose highest version is
+// version.
+func testState(id string, version uint64) membership.EndpointState {
+	return membership.EndpointState{ID: id, Generation: 1, Heartbeat: version}
 }
 
-// recomputed is the XOR summary computed from scratch.
-func recomputed(v *dcView) (root uint64, buckets []uint64) {
+func testEntry(t *Table, id string, version uint64) *entry {
+	return &entry{v: t.version(testState(id, version))}
+}
+
+// recomputed is the summary and counts computed from scratch.
+func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) {
 	buckets = make([]uint64, len(v.buckets))
 	for _, e := range v.members {
-		root ^= e.hash
-		buckets[v.bucketOf(e)] ^= e.hash
+		h := entryHash(e.ring(), e.v.state.Generation, e.v.maxVersion, e.dead())
+		root ^= h
+		buckets[v.bucketOf(e)] ^= h
+		if e.live() {
+			live++
+		}
+		if e.convicted() {
+			convicted++
+		}
 	}
-	return root, buckets
+	return root, buckets, live, convicted
 }
 
 func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
-	v := newDCView("a", 8)
+	v := newDCView("a", 0, 8)
+	table := ownTable()
 	var entries []*entry
 	for i := range 50 {
-		e := testEntry(fmt.Sprintf("n%d", i), 1)
+		e := testEntry(table, fmt.Sprintf("n%d", i), 1)
 		entries = append(entries, e)
 		v.add(e)
 	}
-	entries[7].maxVersion = 9
-	v.rehash(entries[7])
+	v.unlink(entries[7])
+	entries[7].v = table.version(testState("n7", 9))
+	v.link(entries[7])
+	v.unlink(entries[8])
+	entries[8].deadAt = 1
+	v.link(entries[8])
 	v.remove(entries[3])
 	v.remove(entries[3]) // removing twice is harmless
-	root, buckets := recomputed(v)
+	root, buckets, live, convicted := recomputed(v)
 	if v.hash != root || !slices.Equal(v.buckets, buckets) {
 		t.Fatal("incremental summary differs from a recomputation")
+	}
+	if v.live != live || v.convicted != convicted || live != 48 || convicted != 1 {
+		t.Fatalf("counts live %d convicted %d, recomputed %d and %d, want 48 and 1", v.live, v.convicted, live, convicted)
 	}
 	if got := v.sum().Count; got != 49 {
 		t.Fatalf("count %d, want 49", got)
@@ -65,23 +85,24 @@ func TestSummaryChangesWithEveryField(t *testing.T) {
 }
 
 func TestGatewaysMatchTheRing(t *testing.T) {
-	v := newDCView("a", 4)
+	v := newDCView("a", 0, 4)
+	table := ownTable()
 	var ids []string
 	for i := range 20 {
 		id := fmt.Sprintf("n%d", i)
 		ids = append(ids, id)
-		v.add(testEntry(id, 1))
+		v.add(testEntry(table, id, 1))
 	}
 	var fromView []string
 	for _, e := range v.firstLive(3, nil) {
-		fromView = append(fromView, e.state.ID)
+		fromView = append(fromView, e.id())
 	}
 	if got := Gateways(ids, 3); !slices.Equal(got, fromView) {
 		t.Fatalf("Gateways = %v, view elects %v", got, fromView)
 	}
 	// A dead gateway is replaced by the next on the ring.
 	first := v.members[0]
-	first.deadAt = first.maxVersion
+	first.deadAt = first.v.maxVersion
 	if slices.Contains(v.firstLive(3, nil), first) {
 		t.Fatal("dead member still a gateway")
 	}
@@ -91,9 +112,10 @@ func TestGatewaysMatchTheRing(t *testing.T) {
 }
 
 func TestSuccessorsWrapAndSkipDead(t *testing.T) {
-	v := newDCView("a", 4)
+	v := newDCView("a", 0, 4)
+	table := ownTable()
 	for i := range 5 {
-		v.add(testEntry(fmt.Sprintf("n%d", i), 1))
+		v.add(testEntry(table, fmt.Sprintf("n%d", i), 1))
 	}
 	last := v.members[4]
 	v.members[0].deadAt = 1

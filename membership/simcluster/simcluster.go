@@ -69,6 +69,8 @@ type Cluster struct {
 	sim   *sim.Simulator
 	nodes map[string]*node
 	order []string
+	// shared is what the cores share (Protocol.NewShared), or nil.
+	shared any
 	// err is the first encoding error seen; Err reports it.
 	err error
 }
@@ -79,7 +81,11 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simcluster: %w", err)
 	}
-	return &Cluster{cfg: cfg, sim: s, nodes: make(map[string]*node)}, nil
+	c := &Cluster{cfg: cfg, sim: s, nodes: make(map[string]*node)}
+	if cfg.Protocol.NewShared != nil {
+		c.shared = cfg.Protocol.NewShared()
+	}
+	return c, nil
 }
 
 // Sim is the underlying simulator (clock, network, counters).
@@ -103,7 +109,7 @@ func (c *Cluster) Start(id, dc string) error {
 	}
 	core, err := c.cfg.Protocol.New(membership.Config{
 		ID: id, DC: dc, Addr: id + ":7000", Generation: generation,
-		Seeds: c.cfg.Seeds, Rand: c.sim.NewRand(), RemoveAfter: c.cfg.RemoveAfter,
+		Seeds: c.cfg.Seeds, Rand: c.sim.NewRand(), RemoveAfter: c.cfg.RemoveAfter, Shared: c.shared,
 	})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", id, err)
