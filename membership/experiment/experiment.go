@@ -41,8 +41,13 @@ type Config struct {
 	Protocols []string
 	// Sizes are the cluster sizes n.
 	Sizes []int
-	// DCs is the number of equal DCs; node i goes to DC i mod DCs.
+	// DCs is the number of DCs; node i goes to DC i mod DCs unless
+	// DCWeights says otherwise.
 	DCs int
+	// DCWeights, when set, makes the DCs unequal: one weight per DC, and
+	// nodes are dealt to the DCs in proportion, interleaved (a smooth
+	// weighted round robin), so that every start batch keeps the proportions.
+	DCWeights []int
 	// Loss is the message loss probability on every link.
 	Loss float64
 	// Seed makes the sweep reproducible.
@@ -139,6 +144,10 @@ type Row struct {
 	// during the steady window; FalseSuspicionsTotal over the whole run.
 	FalseSuspicions      int `json:"false_suspicions"`
 	FalseSuspicionsTotal int `json:"false_suspicions_total"`
+	// DCNodes is how many nodes each DC has, in order; WANLinks is the
+	// traffic over the steady window between each pair of DCs, both ways.
+	DCNodes  []int     `json:"dc_nodes"`
+	WANLinks []WANLink `json:"wan_links,omitempty"`
 	// The cross-DC scenario (Config.CrossDC; nil without it), on its own
 	// cluster of n nodes with one more DC holding a single node:
 	// LoneDCInterDCBps is its inter-DC traffic over the steady window, and
@@ -158,6 +167,12 @@ type Row struct {
 	CrossDCUndetected     *int     `json:"cross_dc_undetected,omitempty"`
 	// WallS is the wall time this run took.
 	WallS float64 `json:"wall_s"`
+}
+
+// WANLink is the membership traffic between two DCs, both ways.
+type WANLink struct {
+	DCs string  `json:"dcs"`
+	Bps float64 `json:"bps"`
 }
 
 // Fit is the least-squares fit T = A·n² + B·n of one protocol's total_bps.
@@ -221,6 +236,9 @@ func RunExperiment(cfg Config) (Result, error) {
 	if cfg.WindowEnd <= cfg.WindowStart || cfg.Loss < 0 || cfg.Loss >= 1 || cfg.DCs < 1 || (cfg.CrossDC && cfg.DCs < 2) {
 		return Result{}, fmt.Errorf("%w: window %v-%v, loss %v, dcs %d, cross-DC %v", ErrBadConfig, cfg.WindowStart, cfg.WindowEnd, cfg.Loss, cfg.DCs, cfg.CrossDC)
 	}
+	if cfg.DCWeights != nil && (len(cfg.DCWeights) != cfg.DCs || slices.Min(cfg.DCWeights) < 1) {
+		return Result{}, fmt.Errorf("%w: DC weights %v for %d DCs: want one positive weight per DC", ErrBadConfig, cfg.DCWeights, cfg.DCs)
+	}
 	started := time.Duration(cfg.Batches-1) * cfg.BatchInterval
 	if started >= cfg.WindowStart {
 		return Result{}, fmt.Errorf("%w: last batch at %v is not before the window at %v", ErrBadConfig, started, cfg.WindowStart)
@@ -238,8 +256,8 @@ func RunExperiment(cfg Config) (Result, error) {
 		var ns []int
 		var ts []float64
 		for si, n := range cfg.Sizes {
-			if n < cfg.DCs+cfg.Kills+1 {
-				return Result{}, fmt.Errorf("%w: n=%d too small for %d DCs and %d kills", ErrBadConfig, n, cfg.DCs, cfg.Kills)
+			if n < cfg.DCs+cfg.Kills+1 || slices.Contains(dealDCs(n, cfg.DCs, cfg.DCWeights).sizes(cfg.DCs), 0) {
+				return Result{}, fmt.Errorf("%w: n=%d too small for %d DCs (weights %v) and %d kills", ErrBadConfig, n, cfg.DCs, cfg.DCWeights, cfg.Kills)
 			}
 			row, err := runOne(cfg, p, n, pi*len(cfg.Sizes)+si+1, runs)
 			if err != nil {
@@ -274,6 +292,77 @@ func FitQuadratic(ns []int, ts []float64) (a, b float64) {
 	return (tn2*s2 - tn*s3) / det, (s4*tn - s3*tn2) / det
 }
 
+// deal is which DC each node goes to, by index.
+type deal []int
+
+// dealDCs deals n nodes to dcs DCs: round robin, or in proportion to
+// weights (smooth weighted round robin: each step adds every DC's weight to
+// its credit, picks the DC with the most, lowest index first, and charges
+// it the total).
+func dealDCs(n, dcs int, weights []int) deal {
+	out := make(deal, n)
+	if weights == nil {
+		for i := range out {
+			out[i] = i % dcs
+		}
+		return out
+	}
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	credit := make([]int, dcs)
+	for i := range out {
+		best := 0
+		for d, w := range weights {
+			credit[d] += w
+			if credit[d] > credit[best] {
+				best = d
+			}
+		}
+		credit[best] -= total
+		out[i] = best
+	}
+	return out
+}
+
+// sizes counts the nodes of each DC.
+func (d deal) sizes(dcs int) []int {
+	out := make([]int, dcs)
+	for _, dc := range d {
+		out[dc]++
+	}
+	return out
+}
+
+// firsts is the first node of each DC: the seeds.
+func (d deal) firsts(dcs int) []int {
+	out := make([]int, 0, dcs)
+	seen := make([]bool, dcs)
+	for i, dc := range d {
+		if !seen[dc] {
+			seen[dc] = true
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// wanLinks is the traffic between each pair of DCs over a window, both ways.
+func wanLinks(window sim.Counters, dcs []string, seconds float64) []WANLink {
+	var out []WANLink
+	for i, a := range dcs {
+		for _, b := range dcs[i+1:] {
+			c := window.Sum(func(k sim.CounterKey) bool {
+				return (k.FromDC == a && k.ToDC == b) || (k.FromDC == b && k.ToDC == a)
+			})
+			out = append(out, WANLink{DCs: a + "-" + b, Bps: float64(c.Bytes) * 8 / seconds})
+		}
+	}
+	return out
+}
+
 // nodeID names node i.
 func nodeID(i int) string { return fmt.Sprintf("n%04d", i) }
 
@@ -301,9 +390,11 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 	if links == nil {
 		links = sim.UniformLinks{Local: sim.LinkSpec{Latency: 100 * time.Microsecond}, Remote: sim.LinkSpec{Latency: 50 * time.Millisecond}}
 	}
-	seeds := make([]string, cfg.DCs)
-	for i := range seeds {
-		seeds[i] = nodeID(i)
+	dealt := dealDCs(n, cfg.DCs, cfg.DCWeights)
+	firsts := dealt.firsts(cfg.DCs)
+	var seeds []string
+	for _, i := range firsts {
+		seeds = append(seeds, nodeID(i))
 	}
 	obs := newObserver(n)
 	c, err := simcluster.New(simcluster.Config{
@@ -327,7 +418,7 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 		s.RunUntil(time.Duration(b) * cfg.BatchInterval)
 		for i := b * per; i < min(n, (b+1)*per); i++ {
 			obs.started(i, s.Now())
-			if err := c.Start(nodeID(i), dcs[i%cfg.DCs]); err != nil {
+			if err := c.Start(nodeID(i), dcs[dealt[i]]); err != nil {
 				return Row{}, err
 			}
 		}
@@ -347,12 +438,16 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 		InterDCBps:          float64(window.InterDC().Bytes) * 8 / seconds,
 		PaperTotalBps:       PaperA*float64(n)*float64(n) + PaperB*float64(n),
 		MessagesPerNodePerS: float64(total.Messages) / seconds / float64(n),
+		DCNodes:             dealt.sizes(cfg.DCs),
+	}
+	if cfg.DCs > 1 {
+		row.WANLinks = wanLinks(window, dcs, seconds)
 	}
 	row.PerNodeBps = row.TotalBps / float64(n)
 	row.JoinConvergenceSP50, row.JoinConvergenceSMax, row.JoinsUnconverged = obs.joinTimes()
 
 	progress("detecting")
-	obs.kill(c, cfg.Kills, cfg.DCs, cfg.Seed)
+	obs.kill(c, cfg.Kills, firsts, cfg.Seed)
 	deadline := s.Now() + cfg.DetectTimeout
 	for !obs.allDetected() && s.Now() < deadline {
 		s.RunFor(time.Second)
@@ -385,18 +480,19 @@ func runCrossDC(cfg Config, p membership.Protocol, n int, row *Row, progress fun
 		dcs[i] = fmt.Sprintf("dc%d", i+1)
 	}
 	lone := n - 1
+	dealt := dealDCs(lone, cfg.DCs, cfg.DCWeights)
 	dcOf := func(i int) string {
 		if i == lone {
 			return dcs[cfg.DCs]
 		}
-		return dcs[i%cfg.DCs]
+		return dcs[dealt[i]]
 	}
 	links := cfg.Links
 	if links == nil {
 		links = sim.UniformLinks{Local: sim.LinkSpec{Latency: 100 * time.Microsecond}, Remote: sim.LinkSpec{Latency: 50 * time.Millisecond}}
 	}
 	seeds := []string{nodeID(lone)}
-	for i := range cfg.DCs {
+	for _, i := range dealt.firsts(cfg.DCs) {
 		seeds = append(seeds, nodeID(i))
 	}
 	obs := newObserver(n)
@@ -558,12 +654,18 @@ func (o *observer) onEvent(now time.Duration, observerID string, e membership.Ev
 	}
 }
 
-// kill crashes k random nodes other than the seeds (the first dcs nodes).
-func (o *observer) kill(c *simcluster.Cluster, k, dcs int, seed uint64) {
+// kill crashes k random nodes other than the seeds.
+func (o *observer) kill(c *simcluster.Cluster, k int, seeds []int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
+	var others []int
+	for i := range o.n {
+		if !slices.Contains(seeds, i) {
+			others = append(others, i)
+		}
+	}
 	var victims []int
-	for _, j := range rng.Perm(o.n - dcs)[:k] {
-		victims = append(victims, dcs+j)
+	for _, j := range rng.Perm(len(others))[:k] {
+		victims = append(victims, others[j])
 	}
 	o.killSet(c, victims, c.Sim().Now())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,6 +159,46 @@ func TestBadConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := RunExperiment(tt.cfg); !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDealDCs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, dcs  int
+		weights []int
+		sizes   []int
+		firsts  []int
+	}{
+		{"round robin", 7, 3, nil, []int{3, 2, 2}, []int{0, 1, 2}},
+		{"equal weights deal as round robin", 6, 3, []int{1, 1, 1}, []int{2, 2, 2}, []int{0, 1, 2}},
+		{"unequal", 1000, 5, []int{35, 25, 20, 12, 8}, []int{350, 250, 200, 120, 80}, nil},
+		{"interleaved", 100, 2, []int{3, 1}, []int{75, 25}, []int{0, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := dealDCs(tc.n, tc.dcs, tc.weights)
+			if got := d.sizes(tc.dcs); !slices.Equal(got, tc.sizes) {
+				t.Errorf("sizes %v, want %v", got, tc.sizes)
+			}
+			if tc.firsts != nil && !slices.Equal(d.firsts(tc.dcs), tc.firsts) {
+				t.Errorf("firsts %v, want %v", d.firsts(tc.dcs), tc.firsts)
+			}
+			if tc.weights != nil {
+				// Any prefix is within one node per DC of the proportions.
+				total := 0
+				for _, w := range tc.weights {
+					total += w
+				}
+				for end := 1; end <= tc.n; end++ {
+					for dc, got := range d[:end].sizes(tc.dcs) {
+						want := float64(end*tc.weights[dc]) / float64(total)
+						if math.Abs(float64(got)-want) > 1 {
+							t.Fatalf("first %d nodes: DC %d has %d, proportion %.1f", end, dc, got, want)
+						}
+					}
+				}
 			}
 		})
 	}

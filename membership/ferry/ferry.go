@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/membership"
@@ -198,8 +199,6 @@ type Core struct {
 	forward []*entry
 	// down lists dead or departed entries awaiting removal.
 	down []downEntry
-	// theirs is onDigests' scratch index of the digests it was sent.
-	theirs map[string]Digest
 	// watched are the nodes heartbeating to this one; monitors are the
 	// nodes this one heartbeats to.
 	watched  map[string]*watch
@@ -238,7 +237,7 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
 	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
-		opts.HotRounds > math.MaxInt8 {
+		opts.HotRounds > math.MaxInt8 || opts.Buckets > math.MaxUint16+1 {
 		return nil, fmt.Errorf("ferry: %w: options %+v", membership.ErrBadConfig, opts)
 	}
 	table := ownTable()
@@ -252,7 +251,7 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 	c := &Core{
 		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table,
 		watched: make(map[string]*watch), wanMisses: make(map[string]int),
-		remote: make(map[string]*dcWatch), theirs: make(map[string]Digest),
+		remote: make(map[string]*dcWatch),
 	}
 	c.self = &entry{v: table.version(c.local.EndpointState)}
 	c.insert(c.self, cfg.DC)
@@ -916,11 +915,10 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 // onDigests compares entries bucket by bucket: sends what the other side
 // lacks, requests what this side lacks.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	theirs := c.theirs
-	clear(theirs)
-	for _, d := range m.Entries {
-		theirs[d.ID] = d
-	}
+	// Their digests sorted by ID, searched for each of this node's entries: a
+	// slice costs less to build than a map, and is garbage at once.
+	theirs := slices.Clone(m.Entries)
+	slices.SortStableFunc(theirs, func(a, b Digest) int { return strings.Compare(a.ID, b.ID) })
 	var out Deltas
 	for _, b := range m.Buckets {
 		v := c.findView(b.DC)
@@ -929,7 +927,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 		}
 		for e := range v.inBucket(int(b.Index)) {
 			mine := e.digest()
-			d, ok := theirs[e.v.state.ID]
+			d, ok := lastDigest(theirs, e.v.state.ID)
 			switch {
 			case !ok || d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, e.delta())
@@ -949,6 +947,19 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 	if len(out.Entries) > 0 || len(out.Requests) > 0 {
 		send(r, from, &out)
 	}
+}
+
+// lastDigest finds the last digest of id in digests sorted by ID (the one a
+// map filled in order would keep, should a sender repeat an ID).
+func lastDigest(digests []Digest, id string) (Digest, bool) {
+	i, found := slices.BinarySearchFunc(digests, id, func(d Digest, id string) int { return strings.Compare(d.ID, id) })
+	if !found {
+		return Digest{}, false
+	}
+	for i+1 < len(digests) && digests[i+1].ID == id {
+		i++
+	}
+	return digests[i], true
 }
 
 // answer builds the deltas for requests (each carries the requester's

@@ -40,8 +40,11 @@ type dcView struct {
 	// index is the view's place in Core.views, which entries keep.
 	index   int
 	members []*entry
-	hash    uint64
-	buckets []uint64
+	// bucketAt[i] is the bucket of members[i]: inBucket scans these two
+	// bytes a member rather than each member's entry.
+	bucketAt []uint16
+	hash     uint64
+	buckets  []uint64
 	// live counts the live members; convicted those declared dead that
 	// neither left nor shut down.
 	live, convicted int
@@ -70,9 +73,8 @@ func (v *dcView) position(e *entry) int {
 // add inserts a member and folds in its hash.
 func (v *dcView) add(e *entry) {
 	i := v.position(e)
-	v.members = append(v.members, nil)
-	copy(v.members[i+1:], v.members[i:])
-	v.members[i] = e
+	v.members = slices.Insert(v.members, i, e)
+	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(v.bucketOf(e)))
 	v.link(e)
 }
 
@@ -80,7 +82,8 @@ func (v *dcView) add(e *entry) {
 func (v *dcView) remove(e *entry) {
 	i := v.position(e)
 	if i < len(v.members) && v.members[i] == e {
-		v.members = append(v.members[:i], v.members[i+1:]...)
+		v.members = slices.Delete(v.members, i, i+1)
+		v.bucketAt = slices.Delete(v.bucketAt, i, i+1)
 		v.unlink(e)
 	}
 }
@@ -153,8 +156,8 @@ func (v *dcView) predecessors(e *entry, k int) []*entry {
 // inBucket yields the members of one bucket in ring order.
 func (v *dcView) inBucket(b int) iter.Seq[*entry] {
 	return func(yield func(*entry) bool) {
-		for _, e := range v.members {
-			if v.bucketOf(e) == b && !yield(e) {
+		for i, at := range v.bucketAt {
+			if int(at) == b && !yield(v.members[i]) {
 				return
 			}
 		}

@@ -67,6 +67,11 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 			t.Fatal("members out of ring order")
 		}
 	}
+	for i, e := range v.members {
+		if int(v.bucketAt[i]) != v.bucketOf(e) {
+			t.Fatalf("member %d (%s): bucketAt says %d, its bucket is %d", i, e.id(), v.bucketAt[i], v.bucketOf(e))
+		}
+	}
 }
 
 func TestSummaryChangesWithEveryField(t *testing.T) {

@@ -49,6 +49,13 @@ type Config struct {
 	MaintenanceWindow time.Duration
 	// TickInterval is how often the simulator ticks each node; 0 means 100 ms.
 	TickInterval time.Duration
+	// Protocols are the DHTs run beside onehop, in order; nil means chord,
+	// mlchord-paper and mlchord.
+	Protocols []chord.Protocol
+	// TablesOnly skips the maintenance window: the rows have the lookups'
+	// figures and the tables' sizes, and no maintenance traffic (for sizes
+	// whose protocol runs would take too long; churn needs the protocol).
+	TablesOnly bool
 	// Progress, when set, is told each step of the experiment as it starts.
 	Progress func(Progress)
 }
@@ -155,6 +162,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: churn %v per minute, want a fraction in [0, 1]", ErrBadConfig, c.ChurnPerMinute)
 	case c.LookupsPerSecond < 0:
 		return c, fmt.Errorf("%w: %v lookups per second", ErrBadConfig, c.LookupsPerSecond)
+	case c.TablesOnly && c.ChurnPerMinute > 0:
+		return c, fmt.Errorf("%w: churn runs the protocol; it cannot be measured on tables only", ErrBadConfig)
+	}
+	if c.Protocols == nil {
+		c.Protocols = []chord.Protocol{chord.ProtocolChord, chord.ProtocolMLChordPaper, chord.ProtocolMLChord}
+	}
+	for _, p := range c.Protocols {
+		if p < chord.ProtocolChord || p > chord.ProtocolMLChord {
+			return c, fmt.Errorf("%w: protocol %d", ErrBadConfig, p)
+		}
 	}
 	return c, nil
 }
@@ -195,7 +212,7 @@ func RunExperiment(cfg Config) (Result, error) {
 	}
 	result := Result{Rows: []Row{oneHopRow(cfg, layout, plan)}}
 	result.InterDCHopsLowerBoundMean = result.Rows[0].InterDCHopsMean
-	protocols := []chord.Protocol{chord.ProtocolChord, chord.ProtocolMLChordPaper, chord.ProtocolMLChord}
+	protocols := cfg.Protocols
 	for i, protocol := range protocols {
 		phase := func(step int, name string) {
 			cfg.Progress(Progress{Protocol: protocol.String(), Phase: name, Step: i*phasesPerRun + step, Steps: len(protocols) * phasesPerRun})
@@ -206,21 +223,34 @@ func RunExperiment(cfg Config) (Result, error) {
 		}
 		result.Rows = append(result.Rows, row)
 	}
-	chordRow, mlchordRow := result.Rows[1], result.Rows[3]
+	chordRow, okChord := result.row(chord.ProtocolChord.String())
+	mlchordRow, okMLChord := result.row(chord.ProtocolMLChord.String())
 	reduction := func(ml, base float64) float64 {
 		if base == 0 {
 			return 0
 		}
 		return 1 - ml/base
 	}
-	result.Reduction = Reduction{
-		InterDCHopsMean: reduction(mlchordRow.InterDCHopsMean, chordRow.InterDCHopsMean),
-		HopsMean:        reduction(mlchordRow.HopsMean, chordRow.HopsMean),
-		LatencyMsMean:   reduction(mlchordRow.LatencyMsMean, chordRow.LatencyMsMean),
+	if okChord && okMLChord {
+		result.Reduction = Reduction{
+			InterDCHopsMean: reduction(mlchordRow.InterDCHopsMean, chordRow.InterDCHopsMean),
+			HopsMean:        reduction(mlchordRow.HopsMean, chordRow.HopsMean),
+			LatencyMsMean:   reduction(mlchordRow.LatencyMsMean, chordRow.LatencyMsMean),
+		}
 	}
 	result.Notes = experimentNotes(cfg)
 	result.WallSeconds = time.Since(started).Seconds()
 	return result, nil
+}
+
+// row finds a protocol's row.
+func (r Result) row(protocol string) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Protocol == protocol {
+			return row, true
+		}
+	}
+	return Row{}, false
 }
 
 func newPeer(dc string, i int) chord.Peer {
@@ -235,7 +265,9 @@ func experimentNotes(cfg Config) []string {
 		"onehop: the full ring view from membership, exact; its one hop is the request going straight to the owner, so its inter-DC hops are the lower bound; its view is kept by membership, whose traffic is not counted here",
 		"mlchord-paper: the paper's Fig. 4 rule as printed; mlchord: kura's, with the gap list and successor-list routing (see docs/routing.md)",
 	}
-	if cfg.ChurnPerMinute == 0 {
+	if cfg.TablesOnly {
+		notes = append(notes, "tables only: DHT tables built fully stabilised, lookups run on the simulator; no maintenance traffic measured")
+	} else if cfg.ChurnPerMinute == 0 {
 		notes = append(notes, fmt.Sprintf("no churn: DHT tables built fully stabilised, lookups run on the simulator; maintenance measured over %v of the protocol running on stabilised rings", cfg.MaintenanceWindow))
 	} else {
 		notes = append(notes, fmt.Sprintf("churn: %.3g of the nodes replaced per minute (crash or graceful leave, then a join in the same DC), the protocol running on the simulator throughout; %.0f lookups per second; a lookup is correct when its owner is the true owner among the live nodes when the answer arrives", cfg.ChurnPerMinute, cfg.LookupsPerSecond))
@@ -416,9 +448,11 @@ func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan
 	} else {
 		phase(1, "lookups, then maintenance")
 		t.runLookups(plan, time.Millisecond)
-		maintenance, window, err = measureMaintenance(cfg, layout, protocol, links, dcs)
-		if err != nil {
-			return Row{}, err
+		if !cfg.TablesOnly {
+			maintenance, window, err = measureMaintenance(cfg, layout, protocol, links, dcs)
+			if err != nil {
+				return Row{}, err
+			}
 		}
 	}
 	row := t.stats.row(protocol.String())
@@ -428,6 +462,9 @@ func runProtocol(cfg Config, layout *chord.Layout, protocol chord.Protocol, plan
 	}
 	row.RoutingEntriesPerNode = float64(entries) / float64(len(t.live))
 	perNodeBps := func(c sim.Counter) float64 {
+		if window == 0 {
+			return 0
+		}
 		return float64(c.Bytes) * 8 / window.Seconds() / float64(len(t.live))
 	}
 	isMaintenance := func(k sim.CounterKey) bool { return !strings.HasPrefix(k.Kind, kindLookup) }
