@@ -15,11 +15,14 @@ import (
 )
 
 // startJoiner starts a node that joins through seed, optionally replacing a dead node.
+// Its ring delay is a second, twenty of its gossip rounds, not the default five: the delay
+// is the time every coordinator has to learn of a ring change before streaming starts,
+// and on a loaded machine (CI's) five 50 ms rounds were once too few.
 func startJoiner(t *testing.T, id, replace string, seed string) *Node {
 	t.Helper()
 	n, err := Start(Config{
 		ID: id, DC: "dc1", Listen: "127.0.0.1:0", Seeds: []string{seed}, InMemory: true, Replace: replace,
-		GossipInterval: 50 * time.Millisecond, ReplicaTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		GossipInterval: 50 * time.Millisecond, RingDelay: time.Second, ReplicaTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
