@@ -113,7 +113,7 @@ func New(cfg Config) *Guard {
 		// Round(0) drops the monotonic reading: differences of wall times must show the
 		// wall clock's jumps, which monotonic readings hide.
 		clock: cfg.Clock, wall: func() time.Time { return wall().Round(0) }, maxOffset: cfg.MaxOffset, others: cfg.Others, measure: cfg.Measure,
-		log: cfg.Logger,
+		log:   cfg.Logger,
 		start: time.Now(), samples: map[string]sample{},
 	}
 }
