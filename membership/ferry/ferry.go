@@ -342,6 +342,9 @@ func event(r *membership.Ready, kind membership.EventKind, e *entry) {
 	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.v.state.ID, Generation: e.v.state.Generation})
 }
 
+// TickInterval is one round: Ferry does everything once a round.
+func (c *Core) TickInterval() time.Duration { return membership.Round }
+
 // Tick runs one round: join, heartbeats, failure checks (of other DCs too,
 // at gateways), anti-entropy inside the DC, summaries to other DCs
 // (gateways only), removals.

@@ -18,8 +18,9 @@ import (
 // seconds), so digests have realistic sizes: generation = base + start second.
 const GenerationBase = 1_700_000_000
 
-// GossipInterval is the round length of both cores.
-const GossipInterval = time.Second
+// GossipInterval is the round length of both cores (membership.Round). A
+// core is ticked every TickInterval, which may be shorter.
+const GossipInterval = membership.Round
 
 // Sentinel errors.
 var (
@@ -123,7 +124,7 @@ func (c *Cluster) Start(id, dc string) error {
 	if known {
 		return c.sim.Restart(id, n)
 	}
-	return c.sim.AddNode(sim.NodeSpec{ID: id, DC: dc, TickInterval: GossipInterval}, n)
+	return c.sim.AddNode(sim.NodeSpec{ID: id, DC: dc, TickInterval: core.TickInterval()}, n)
 }
 
 // Crash stops a node abruptly.
