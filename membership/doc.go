@@ -72,11 +72,14 @@
 //
 // Steady state costs a constant. Heartbeats change nothing, so versions
 // only move on real changes. Each round a node sends one Summary to a
-// random live peer of its DC: per DC, the member count and the XOR of a hash
-// of every entry (ID, generation, highest version, dead flag) — O(number of
-// DCs), kept incrementally. Equal summaries need no answer. Per node per
-// round that is one ~26-byte summary and two ~8-byte heartbeats, plus the
-// transport headers: about 1.6 kbit/s, so the total is O(n).
+// random live peer of its DC: the member count and the XOR of a hash of
+// every entry (ID, generation, highest version, dead flag) of the whole
+// cluster, kept incrementally per DC — a total of a few bytes whatever the
+// number of DCs. Equal totals need no answer; a total that differs is
+// answered with the per-DC sums (O(number of DCs)), which narrow down as
+// below. Per node per round that is one ~15-byte summary and two ~8-byte
+// heartbeats, plus the transport headers: about 1.5 kbit/s, so the total is
+// O(n).
 //
 // Changes travel as rumours, then are repaired by anti-entropy. A node that
 // learns a change pushes it for HotRounds (3) rounds inside the Summary

@@ -621,7 +621,7 @@ func (c *Core) gossip(r *membership.Ready) {
 	if len(peers) == 0 {
 		return
 	}
-	m := &Summary{Sums: c.sums(), Hot: hot}
+	m := &Summary{Sums: c.total(), Hot: hot}
 	for _, p := range peers {
 		send(r, p.v.state.ID, m)
 	}
@@ -670,6 +670,19 @@ func (c *Core) randomPeers(v *dcView, k int) []*entry {
 	return out
 }
 
+// total is the summary of the whole cluster as one sum with no DC name: the
+// member count and the XOR of every DC's hash. It is what a round's
+// summary carries (a few bytes, whatever the number of DCs); only when two
+// totals differ do the two nodes compare per DC (sums).
+func (c *Core) total() []DCSum {
+	t := DCSum{}
+	for _, v := range c.dcs {
+		t.Count += uint64(len(v.members))
+		t.Hash ^= v.hash
+	}
+	return []DCSum{t}
+}
+
 // sums is the summary of every DC this node knows.
 func (c *Core) sums() []DCSum {
 	out := make([]DCSum, len(c.dcs))
@@ -689,7 +702,7 @@ func (c *Core) wanRound(r *membership.Ready) {
 		}
 		if t := c.remoteTarget(v); t != nil {
 			c.wanMisses[v.name]++
-			send(r, t.v.state.ID, &Summary{Sums: c.sums(), Reply: true})
+			send(r, t.v.state.ID, &Summary{Sums: c.total(), Reply: true})
 		}
 	}
 }
@@ -833,8 +846,22 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 }
 
 // onSummary compares per-DC sums and answers with the bucket hashes of the
-// DCs that differ.
+// DCs that differ. A total (one sum with no DC name, see total) that
+// differs is answered with this node's per-DC sums, which the sender
+// compares in turn.
 func (c *Core) onSummary(from string, m *Summary, r *membership.Ready) {
+	if len(m.Sums) == 1 && m.Sums[0].DC == "" {
+		switch {
+		case m.Sums[0] != c.total()[0]:
+			send(r, from, &Summary{Sums: c.sums()})
+		case m.Reply:
+			c.markSynced(c.entry(from), r)
+			send(r, from, &Buckets{})
+		default:
+			c.markSynced(c.entry(from), r)
+		}
+		return
+	}
 	var reply Buckets
 	theirs := make(map[string]DCSum, len(m.Sums))
 	for _, s := range m.Sums {

@@ -526,8 +526,17 @@ func TestSynced(t *testing.T) {
 	if hasEvent(seed.Step(3*time.Second, "a2", &Summary{Sums: []DCSum{{DC: "a"}}}), membership.EventSynced, "a2") {
 		t.Fatal("synced on a summary that differs")
 	}
+	if hasEvent(seed.Step(3*time.Second, "a2", &Summary{Sums: []DCSum{{Count: 2}}}), membership.EventSynced, "a2") {
+		t.Fatal("synced on a total that differs")
+	}
 	if !hasEvent(seed.Step(3*time.Second, "a2", &Summary{Sums: joiner.sums()}), membership.EventSynced, "a2") {
 		t.Fatal("a matching summary did not sync the seed")
+	}
+	// The same with the round's summary, which carries one total.
+	seed2 := newCore(t, "a1", "a", "a1", "b1")
+	seed2.Step(time.Second, "a2", &Join{State: joiner.self.v.state})
+	if !hasEvent(seed2.Step(3*time.Second, "a2", &Summary{Sums: joiner.total()}), membership.EventSynced, "a2") {
+		t.Fatal("a matching total did not sync the seed")
 	}
 }
 
@@ -644,5 +653,30 @@ func TestCrossDCDetectionWithinTheBound(t *testing.T) {
 func TestEntryFitsSizeClass(t *testing.T) {
 	if size := unsafe.Sizeof(entry{}); size > 32 {
 		t.Errorf("entry is %d bytes, over the 32-byte size class", size)
+	}
+}
+
+func TestTotalThatDiffersIsAnsweredPerDC(t *testing.T) {
+	a1, a2, b1 := newCore(t, "a1", "a", "a1"), newCore(t, "a2", "a", "a1"), newCore(t, "b1", "b", "a1")
+	know(a1, 0, a2, b1)
+	know(a2, 0, a1)
+	// a2 does not know b1: its total differs from a1's.
+	r := a1.Step(time.Second, "a2", &Summary{Sums: a2.total()})
+	reply, ok := only(t, r).Msg.(*Summary)
+	if !ok || len(reply.Sums) != 2 || reply.Sums[0].DC != "a" || reply.Sums[1].DC != "b" {
+		t.Fatalf("a total that differs answered with %+v", r.Messages)
+	}
+	// a2 compares per DC and narrows down the DC it lacks.
+	buckets, ok := only(t, a2.Step(time.Second, "a1", reply)).Msg.(*Buckets)
+	if !ok || len(buckets.DCs) != 1 || buckets.DCs[0].DC != "b" {
+		t.Fatalf("per-DC sums answered with %+v", buckets)
+	}
+	// Equal totals need no answer, unless one is asked for.
+	know(a2, 0, b1)
+	if r := a1.Step(2*time.Second, "a2", &Summary{Sums: a2.total()}); len(r.Messages) != 0 {
+		t.Fatalf("an equal total answered with %+v", r.Messages)
+	}
+	if m := only(t, a1.Step(2*time.Second, "a2", &Summary{Sums: a2.total(), Reply: true})).Msg.(*Buckets); len(m.DCs) != 0 {
+		t.Fatalf("an equal total with Reply answered with %+v", m)
 	}
 }
