@@ -74,6 +74,8 @@ type Cluster struct {
 	shared any
 	// err is the first encoding error seen; Err reports it.
 	err error
+	// cut holds the node pairs whose link drops everything (Cut).
+	cut map[[2]string]bool
 }
 
 // New builds an empty cluster.
@@ -173,6 +175,32 @@ func (c *Cluster) SetAppState(id, key, value string) error {
 	})
 }
 
+// Cut breaks the link between two nodes, both ways: every message between
+// them is lost (it still counts as sent), while each still reaches every
+// other node. Mend repairs it.
+func (c *Cluster) Cut(a, b string) error { return c.setCut(a, b, true) }
+
+// Mend repairs a link broken by Cut.
+func (c *Cluster) Mend(a, b string) error { return c.setCut(a, b, false) }
+
+func (c *Cluster) setCut(a, b string, cut bool) error {
+	for _, id := range []string{a, b} {
+		if _, ok := c.nodes[id]; !ok {
+			return fmt.Errorf("cut %s-%s: %s: %w", a, b, id, sim.ErrUnknownNode)
+		}
+	}
+	if c.cut == nil {
+		c.cut = make(map[[2]string]bool)
+	}
+	key := [2]string{min(a, b), max(a, b)}
+	if cut {
+		c.cut[key] = true
+	} else {
+		delete(c.cut, key)
+	}
+	return nil
+}
+
 // running returns a node that is up.
 func (c *Cluster) running(id string) (*node, error) {
 	n, ok := c.nodes[id]
@@ -270,6 +298,9 @@ func (c *Cluster) RunUntilConverged(timeout time.Duration) (time.Duration, bool)
 
 // Step implements sim.Node.
 func (n *node) Step(now time.Duration, env sim.Envelope) []sim.Envelope {
+	if c := n.cluster.cut; c != nil && c[[2]string{min(env.From, n.id), max(env.From, n.id)}] {
+		return nil // lost on a broken link
+	}
 	m := env.Msg.(membership.Message)
 	if n.cluster.cfg.CheckEncoding {
 		m = n.cluster.roundTrip(m)
