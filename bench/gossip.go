@@ -195,7 +195,7 @@ func runGossip(ctx context.Context, env Env, o gossipOptions) (*Report, error) {
 			cfg := o.gossipSchedule(p, n)
 			simPhase := track("sim", p, n)
 			cfg.Progress = func(pr experiment.Progress) { simPhase(pr.Phase) }
-			res, err := experiment.RunExperiment(cfg)
+			res, err := experiment.RunExperiment(ctx, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("gossip bench: %w", err)
 			}

@@ -25,6 +25,7 @@ var tableSamples = map[string][]any{
 	"routing": {RoutingRow{},
 		RoutingEmulatedRow{Layout: "tokyo 10 + saopaulo 5", Protocol: "mlchord-paper"},
 		routingEmulatedReduction{Layout: "tokyo 10 + saopaulo 5"}},
+	"scale":      {ScaleRow{Part: scalePartRouting, Protocol: "mlchord"}},
 	"scheduling": {SchedulingRow{Mix: "9:1", Variant: "ReS+P"}, SchedulingReduction{Mix: "9:1", Variant: "ReS+P"}, schedCheck{Check: "kura scan mean vs O (want A's), 9:1, 1000 clients"}},
 }
 

@@ -26,7 +26,9 @@ func init() {
 func setupRepair(fs *flag.FlagSet) Runner {
 	topologyName := fs.String("topology", "three-dc", "topology example or file of the cluster")
 	replication := fs.String("replication", "simple=3", "the keyspace's replication")
-	keys := fs.Int("keys", 2000, "keys written before the repairs")
+	// 20 MB of data: with much less, a repair's fixed price per range (a tree request per
+	// range and replica) is most of what it sends, which says little of what it costs.
+	keys := fs.Int("keys", 20000, "keys written before the repairs")
 	valueBytes := fs.Int("value-bytes", 1024, "size of each value")
 	emulate := fs.Bool("emulate-wan", true, "shape traffic between DCs by the topology's latency and bandwidth")
 	return func(ctx context.Context, env Env) (*Report, error) {

@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,9 @@ type Config struct {
 	// when done. A stamp asked for before any peer was sampled calls it first, so the
 	// first write after a start waits a round trip instead of being refused.
 	Measure func()
+	// Logger is told when the node starts refusing writes for its clock, and when it
+	// stops; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Guard measures this node's clock offset and refuses what a bad clock would corrupt. It
@@ -58,6 +62,7 @@ type Guard struct {
 	maxOffset time.Duration
 	others    func() int
 	measure   func()
+	log       *slog.Logger
 	start     time.Time // the monotonic origin: only time.Since(start) is used
 
 	measuring sync.Mutex // one Measure at a time
@@ -67,6 +72,7 @@ type Guard struct {
 	byAnchor   []sample          // the samples sorted by anchor; nil once they change
 	aheadMax   hlc.Timestamp     // the largest timestamp admitted
 	lastRefuse string            // the last refusal, for status
+	refusing   bool              // the last check refused for the offset: logged once
 }
 
 // resampleAfter is how old a peer's sample must be before a new one replaces it: every
@@ -100,10 +106,14 @@ func New(cfg Config) *Guard {
 	if cfg.Others == nil {
 		cfg.Others = func() int { return 0 }
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	return &Guard{
 		// Round(0) drops the monotonic reading: differences of wall times must show the
 		// wall clock's jumps, which monotonic readings hide.
 		clock: cfg.Clock, wall: func() time.Time { return wall().Round(0) }, maxOffset: cfg.MaxOffset, others: cfg.Others, measure: cfg.Measure,
+		log: cfg.Logger,
 		start: time.Now(), samples: map[string]sample{},
 	}
 }
@@ -214,7 +224,7 @@ func (g *Guard) checkNow() error {
 		if others := g.others(); others > 0 {
 			return g.refuseLocked(fmt.Errorf("%w: this node has not compared its clock with any of its %d peers yet", ErrClockOffset, others))
 		}
-		return nil
+		return g.acceptLocked()
 	}
 	far := 0
 	for _, p := range ps {
@@ -223,15 +233,20 @@ func (g *Guard) checkNow() error {
 		}
 	}
 	if 2*far <= len(ps) {
-		return nil
+		return g.acceptLocked()
 	}
 	offset, _ := g.offsetLocked(skew)
 	direction := "ahead of"
 	if offset < 0 {
 		direction, offset = "behind", -offset
 	}
-	return g.refuseLocked(fmt.Errorf("%w: this node's clock is %v %s its peers' (%d of %d beyond the max offset %v); fix its time source",
+	err := g.refuseLocked(fmt.Errorf("%w: this node's clock is %v %s its peers' (%d of %d beyond the max offset %v); fix its time source",
 		ErrClockOffset, offset.Round(time.Millisecond), direction, far, len(ps), g.maxOffset))
+	if !g.refusing {
+		g.refusing = true
+		g.log.Warn("refusing to coordinate writes until the clock is fixed", "err", err)
+	}
+	return err
 }
 
 // measureFirst calls Measure when no peer has been sampled yet and there are peers.
@@ -256,6 +271,17 @@ func (g *Guard) sampled() bool {
 func (g *Guard) refuseLocked(err error) error {
 	g.lastRefuse = err.Error()
 	return err
+}
+
+// acceptLocked logs that the node coordinates writes again, when the last check refused
+// them for its clock's offset (not merely for having measured no peer yet, which a
+// starting node passes through within a round).
+func (g *Guard) acceptLocked() error {
+	if g.refusing {
+		g.refusing = false
+		g.log.Info("clock within the max offset of its peers again: coordinating writes", "max_offset", g.maxOffset)
+	}
+	return nil
 }
 
 // Stamp returns a timestamp for a write this node coordinates, or the error of Check. A

@@ -2,6 +2,7 @@ package clockguard
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +128,35 @@ func TestWallJumpIsSeenWithoutNewSamples(t *testing.T) {
 	wall.jump(-30 * time.Second)
 	if _, err := g.Stamp(); err != nil {
 		t.Errorf("Stamp once the clock is back = %v", err)
+	}
+}
+
+// TestRefusalIsLoggedOnce: the log says when the node starts refusing writes and when it
+// stops, not at every write it refuses.
+func TestRefusalIsLoggedOnce(t *testing.T) {
+	var log strings.Builder
+	wall := &fakeWall{now: epoch}
+	g := New(Config{Clock: hlc.NewClock(wall.Now), Wall: wall.Now, Others: func() int { return 3 },
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	for _, peer := range []string{"a", "b", "c"} {
+		g.Sample(peer, wall.Now(), wall.Now(), time.Millisecond)
+	}
+	wall.jump(30 * time.Second)
+	for range 5 {
+		if _, err := g.Stamp(); !errors.Is(err, ErrClockOffset) {
+			t.Fatalf("Stamp after a 30 s jump = %v, want ErrClockOffset", err)
+		}
+	}
+	wall.jump(-30 * time.Second)
+	for range 5 {
+		if _, err := g.Stamp(); err != nil {
+			t.Fatalf("Stamp once the clock is back = %v", err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "30s ahead of its peers") ||
+		!strings.Contains(lines[1], "level=INFO") || !strings.Contains(lines[1], "coordinating writes") {
+		t.Fatalf("log:\n%s\nwant one WARN when refusing starts and one INFO when it ends", log.String())
 	}
 }
 

@@ -289,7 +289,7 @@ func (n *Node) open() error {
 	}
 	n.clock = hlc.NewClock(wall)
 	n.guard = clockguard.New(clockguard.Config{
-		Clock: n.clock, Wall: wall, MaxOffset: n.cfg.MaxClockOffset,
+		Clock: n.clock, Wall: wall, MaxOffset: n.cfg.MaxClockOffset, Logger: n.log,
 		Others: func() int { return len(n.reachablePeers()) },
 		Measure: func() {
 			ctx, cancel := n.stopContext()

@@ -182,13 +182,20 @@ func (p *Ring) Moves(ks schema.Keyspace) ([]Move, error) {
 				gainers = append(gainers, h)
 			}
 		}
-		for _, f := range later.ReplicasFor(rg.End) {
+		future := later.ReplicasFor(rg.End)
+		for _, f := range future {
 			if !slices.ContainsFunc(holders, func(m Member) bool { return m.ID == f.ID }) {
 				gainers = append(gainers, Member{ID: f.ID, DC: f.DC, State: p.view.State(f.ID), Pending: true})
 			}
 		}
+		var losers []Member
+		for _, h := range holders {
+			if !slices.ContainsFunc(future, func(f ring.Member) bool { return f.ID == h.ID }) {
+				losers = append(losers, h)
+			}
+		}
 		if len(gainers) > 0 {
-			moves = append(moves, Move{Range: rg, Gainers: gainers, Holders: holders})
+			moves = append(moves, Move{Range: rg, Gainers: gainers, Holders: holders, Losers: losers})
 		}
 	}
 	return moves, nil
@@ -201,6 +208,9 @@ type Move struct {
 	Gainers []Member
 	// Holders are the range's current replicas, primary first: the sources of a stream.
 	Holders []Member
+	// Losers are the holders that will no longer hold the range: the copies the gainers
+	// take over.
+	Losers []Member
 }
 
 // splitRanges returns the ranges bounded by the tokens of both rings, so that every

@@ -54,6 +54,16 @@ func TestRingPendingReplicas(t *testing.T) {
 				if tt.gainer != "" && (len(m.Gainers) != 1 || m.Gainers[0].ID != tt.gainer) {
 					t.Errorf("range %v: gainers %v, want %s", m.Range, m.Gainers, tt.gainer)
 				}
+				// The gainers take over the copies of as many losers, holders the future
+				// ring drops (what streaming pulls from).
+				if len(m.Losers) != len(m.Gainers) {
+					t.Errorf("range %v: losers %v for gainers %v, want as many", m.Range, m.Losers, m.Gainers)
+				}
+				for _, l := range m.Losers {
+					if !slices.ContainsFunc(m.Holders, func(h Member) bool { return h.ID == l.ID }) || l.ID == tt.gainer {
+						t.Errorf("range %v: loser %s is not a holder, or is the gainer", m.Range, l.ID)
+					}
+				}
 			}
 			if tt.gainer != "" && len(moves) == 0 {
 				t.Fatalf("nothing moves, want ranges gained by %s", tt.gainer)

@@ -1,11 +1,17 @@
 // Package stream moves token ranges between replicas when the ring changes: a joining
 // node pulls the ranges it gains, and the nodes that take over a leaving or removed
 // node's ranges pull them too. Every stream is a pull by the node that gains the range,
-// page by page through the Replica seam (a scan page on its own message kind), from a
-// quorum of the range's current holders, those in the gainer's own DC first, so that the
-// gainer holds every write a quorum acknowledged and a move crosses the WAN only where
-// the DC holds too few copies. Pages are applied last-writer-wins, so a stream that is
-// retried, pulled from several holders, or races with writes, never undoes a newer write.
+// page by page through the Replica seam (a scan page on its own message kind). The
+// gainer pulls from the holder whose copy it takes over (the one the new ring drops, in
+// its own DC with a per-DC strategy), as Cassandra's consistent range movement does: it
+// then holds every write that holder held, so each write keeps as many replicas, per DC,
+// as acknowledged it, and a join or decommission crosses the WAN only where the
+// strategy moves a copy between DCs. When that holder cannot serve (it is dead, being
+// removed or replaced, or fails mid-stream) or the node is rebuilding its own ranges, it
+// pulls from a quorum of the range's holders, those in its own DC first, so that it holds
+// every write a quorum acknowledged. Pages are applied last-writer-wins, so a stream that
+// is retried, pulled from several holders, or races with writes, never undoes a newer
+// write.
 package stream
 
 import (
@@ -142,6 +148,34 @@ func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
 // retried until ctx ends.
 func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placement.Move, exclude string) (Stats, error) {
 	self := s.cfg.View.Self()
+	var total Stats
+	served := map[string]bool{}
+	if from := takeover(m, self, exclude); len(from) > 0 {
+		var failed error
+		for _, src := range from {
+			node, ok := s.cfg.View.Node(src.ID)
+			if !ok {
+				failed = fmt.Errorf("node %s is not in the view", src.ID)
+				break
+			}
+			st, err := s.copy(ctx, s.cfg.Replicas.Replica(node), s.cfg.Replicas.Replica(self), ks.Name, m.Range, src.DC != self.DC)
+			total.Records += st.Records
+			total.Bytes += st.Bytes
+			total.BytesCrossDC += st.BytesCrossDC
+			if err != nil {
+				failed = err
+				break
+			}
+			served[src.ID] = true
+		}
+		if failed == nil {
+			return total, nil
+		}
+		if ctx.Err() != nil {
+			return total, ctx.Err()
+		}
+		s.cfg.Logger.Warn("the holder handing a range over failed; pulling it from a quorum of its holders", "keyspace", ks.Name, "range", m.Range, "err", failed)
+	}
 	others := 0
 	for _, h := range m.Holders {
 		if h.ID != self.ID && h.ID != exclude {
@@ -153,8 +187,6 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		return Stats{}, nil
 	}
 	need := min(len(m.Holders)/2+1, others)
-	var total Stats
-	served := map[string]bool{}
 	for {
 		var lastErr error = errors.New("no holder is up")
 		for _, src := range s.sources(m.Holders, self, exclude) {
@@ -171,7 +203,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			total.BytesCrossDC += st.BytesCrossDC
 			if err == nil {
 				served[src.ID] = true
-				if len(served) == need {
+				if len(served) >= need {
 					return total, nil
 				}
 				continue
@@ -189,6 +221,49 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		case <-time.After(s.cfg.Retry):
 		}
 	}
+}
+
+// takeover returns the holders whose copies self takes over in move m, to pull the range
+// from: the losers in self's DC when the DC loses as many copies of the range as it
+// gains (always, with a per-DC strategy), else every loser when the range loses as many
+// copies as it gains. A gainer that holds every version of every copy it replaces keeps,
+// for every write, at least as many replicas (per DC in the first case) as acknowledged
+// it, whatever the other holders missed. It returns nil, for a pull from a quorum of the
+// holders, when self is not a pending gainer (a rebuilding node has no copy to take
+// over) or when a loser cannot serve: excluded (a dead node removed or replaced), not
+// readable, or self.
+func takeover(m placement.Move, self cluster.Node, exclude string) []placement.Member {
+	if !slices.ContainsFunc(m.Gainers, func(g placement.Member) bool { return g.ID == self.ID && g.Pending }) {
+		return nil
+	}
+	gained, gainedHere := 0, 0
+	for _, g := range m.Gainers {
+		if g.Pending {
+			gained++
+			if g.DC == self.DC {
+				gainedHere++
+			}
+		}
+	}
+	var lostHere []placement.Member
+	for _, l := range m.Losers {
+		if l.DC == self.DC {
+			lostHere = append(lostHere, l)
+		}
+	}
+	from := lostHere
+	if len(lostHere) != gainedHere {
+		if len(m.Losers) != gained {
+			return nil
+		}
+		from = m.Losers
+	}
+	for _, l := range from {
+		if l.ID == self.ID || l.ID == exclude || !l.State.Readable() {
+			return nil
+		}
+	}
+	return from
 }
 
 // sources orders a range's readable holders: this node's DC first, then by distance.

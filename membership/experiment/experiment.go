@@ -7,6 +7,7 @@
 package experiment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -230,8 +231,9 @@ func protocol(name string) (membership.Protocol, error) {
 }
 
 // RunExperiment runs every (protocol, n) of the sweep and fits each
-// protocol's total traffic.
-func RunExperiment(cfg Config) (Result, error) {
+// protocol's total traffic. Canceling ctx stops it within a second of
+// virtual time.
+func RunExperiment(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	if cfg.WindowEnd <= cfg.WindowStart || cfg.Loss < 0 || cfg.Loss >= 1 || cfg.DCs < 1 || (cfg.CrossDC && cfg.DCs < 2) {
 		return Result{}, fmt.Errorf("%w: window %v-%v, loss %v, dcs %d, cross-DC %v", ErrBadConfig, cfg.WindowStart, cfg.WindowEnd, cfg.Loss, cfg.DCs, cfg.CrossDC)
@@ -259,7 +261,7 @@ func RunExperiment(cfg Config) (Result, error) {
 			if n < cfg.DCs+cfg.Kills+1 || slices.Contains(dealDCs(n, cfg.DCs, cfg.DCWeights).sizes(cfg.DCs), 0) {
 				return Result{}, fmt.Errorf("%w: n=%d too small for %d DCs (weights %v) and %d kills", ErrBadConfig, n, cfg.DCs, cfg.DCWeights, cfg.Kills)
 			}
-			row, err := runOne(cfg, p, n, pi*len(cfg.Sizes)+si+1, runs)
+			row, err := runOne(ctx, cfg, p, n, pi*len(cfg.Sizes)+si+1, runs)
 			if err != nil {
 				return Result{}, fmt.Errorf("%s n=%d: %w", name, n, err)
 			}
@@ -326,6 +328,12 @@ func dealDCs(n, dcs int, weights []int) deal {
 	return out
 }
 
+// DCSizes is how many of n nodes each DC gets when they are dealt in
+// proportion to weights, as Config.DCWeights deals them.
+func DCSizes(n int, weights []int) []int {
+	return dealDCs(n, len(weights), weights).sizes(len(weights))
+}
+
 // sizes counts the nodes of each DC.
 func (d deal) sizes(dcs int) []int {
 	out := make([]int, dcs)
@@ -363,6 +371,22 @@ func wanLinks(window sim.Counters, dcs []string, seconds float64) []WANLink {
 	return out
 }
 
+// runUntil runs the simulation until virtual time t, a virtual second at a
+// time, so that canceling ctx stops a long run promptly. The events run in
+// the same order as one s.RunUntil(t).
+func runUntil(ctx context.Context, s *sim.Simulator, t time.Duration) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		next := min(t, s.Now()+time.Second)
+		s.RunUntil(next)
+		if next >= t {
+			return nil
+		}
+	}
+}
+
 // nodeID names node i.
 func nodeID(i int) string { return fmt.Sprintf("n%04d", i) }
 
@@ -380,7 +404,7 @@ func (l lossy) Link(from, to string) (sim.LinkSpec, error) {
 }
 
 // runOne runs one protocol at one size.
-func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
+func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 	wallStart := time.Now()
 	dcs := make([]string, cfg.DCs)
 	for i := range dcs {
@@ -415,7 +439,9 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 	progress("joining")
 	per := (n + cfg.Batches - 1) / cfg.Batches
 	for b := 0; b*per < n; b++ {
-		s.RunUntil(time.Duration(b) * cfg.BatchInterval)
+		if err := runUntil(ctx, s, time.Duration(b)*cfg.BatchInterval); err != nil {
+			return Row{}, err
+		}
 		for i := b * per; i < min(n, (b+1)*per); i++ {
 			obs.started(i, s.Now())
 			if err := c.Start(nodeID(i), dcs[dealt[i]]); err != nil {
@@ -423,11 +449,15 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 			}
 		}
 	}
-	s.RunUntil(cfg.WindowStart)
+	if err := runUntil(ctx, s, cfg.WindowStart); err != nil {
+		return Row{}, err
+	}
 	progress("steady")
 	obs.steady = true
 	before := s.Network().Counters()
-	s.RunUntil(cfg.WindowEnd)
+	if err := runUntil(ctx, s, cfg.WindowEnd); err != nil {
+		return Row{}, err
+	}
 	window := s.Network().Counters().Sub(before)
 	obs.steady = false
 	seconds := (cfg.WindowEnd - cfg.WindowStart).Seconds()
@@ -450,12 +480,14 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 	obs.kill(c, cfg.Kills, firsts, cfg.Seed)
 	deadline := s.Now() + cfg.DetectTimeout
 	for !obs.allDetected() && s.Now() < deadline {
-		s.RunFor(time.Second)
+		if err := runUntil(ctx, s, s.Now()+time.Second); err != nil {
+			return Row{}, err
+		}
 	}
 	row.FailureDetectionSP50, row.FailureDetectionSMax, row.FailuresUndetected = obs.detectTimes()
 	row.FalseSuspicions, row.FalseSuspicionsTotal = obs.falseSteady, obs.falseTotal
 	if cfg.CrossDC {
-		if err := runCrossDC(cfg, p, n, &row, func(phase string, now time.Duration) {
+		if err := runCrossDC(ctx, cfg, p, n, &row, func(phase string, now time.Duration) {
 			if cfg.Progress != nil {
 				cfg.Progress(Progress{Protocol: p.Name, N: n, Phase: phase, VirtualTime: now, Run: run, Runs: runs, Wall: time.Since(wallStart)})
 			}
@@ -474,7 +506,7 @@ func runOne(cfg Config, p membership.Protocol, n, run, runs int) (Row, error) {
 // node, a seed, in the first batch), measures the steady window, then kills
 // every node of the sweep's last DC at once and waits until every live node
 // holds them all dead, then kills the lone node and waits again.
-func runCrossDC(cfg Config, p membership.Protocol, n int, row *Row, progress func(string, time.Duration)) error {
+func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, row *Row, progress func(string, time.Duration)) error {
 	dcs := make([]string, cfg.DCs+1)
 	for i := range dcs {
 		dcs[i] = fmt.Sprintf("dc%d", i+1)
@@ -514,28 +546,37 @@ func runCrossDC(cfg Config, p membership.Protocol, n int, row *Row, progress fun
 	}
 	per := (n + cfg.Batches - 1) / cfg.Batches
 	for b := 0; b*per < n; b++ {
-		s.RunUntil(time.Duration(b) * cfg.BatchInterval)
+		if err := runUntil(ctx, s, time.Duration(b)*cfg.BatchInterval); err != nil {
+			return err
+		}
 		for _, i := range order[b*per : min(n, (b+1)*per)] {
 			if err := c.Start(nodeID(i), dcOf(i)); err != nil {
 				return err
 			}
 		}
 	}
-	s.RunUntil(cfg.WindowStart)
+	if err := runUntil(ctx, s, cfg.WindowStart); err != nil {
+		return err
+	}
 	progress("cross-dc steady", s.Now())
 	obs.steady = true
 	before := s.Network().Counters()
-	s.RunUntil(cfg.WindowEnd)
+	if err := runUntil(ctx, s, cfg.WindowEnd); err != nil {
+		return err
+	}
 	obs.steady = false
 	steadyBps := float64(s.Network().Counters().Sub(before).InterDC().Bytes) * 8 / (cfg.WindowEnd - cfg.WindowStart).Seconds()
 	falseSteady := obs.falseSteady
 
 	// wait runs until the victims are seen down by all, or DetectTimeout.
-	wait := func(victims []int) {
+	wait := func(victims []int) error {
 		deadline := s.Now() + cfg.DetectTimeout
 		for !obs.detectedAll(victims) && s.Now() < deadline {
-			s.RunFor(time.Second)
+			if err := runUntil(ctx, s, s.Now()+time.Second); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
 	progress("dark dc", s.Now())
 	var dark []int
@@ -547,13 +588,17 @@ func runCrossDC(cfg Config, p membership.Protocol, n int, row *Row, progress fun
 	blackout := s.Now()
 	before = s.Network().Counters()
 	obs.killSet(c, dark, blackout)
-	wait(dark)
+	if err := wait(dark); err != nil {
+		return err
+	}
 	darkBps := float64(s.Network().Counters().Sub(before).InterDC().Bytes) * 8 / (s.Now() - blackout).Seconds()
 	darkP50, darkMax, darkMissed := obs.detectTimesOf(dark)
 
 	progress("lone node", s.Now())
 	obs.killSet(c, []int{lone}, s.Now())
-	wait([]int{lone})
+	if err := wait([]int{lone}); err != nil {
+		return err
+	}
 	loneS, _, loneMissed := obs.detectTimesOf([]int{lone})
 
 	undetected := darkMissed + loneMissed

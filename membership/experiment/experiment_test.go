@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"errors"
 	"math"
 	"reflect"
@@ -43,7 +44,7 @@ func TestSweepMeasuresBothProtocols(t *testing.T) {
 			phases = append(phases, p.Phase)
 		}
 	}
-	res, err := RunExperiment(cfg)
+	res, err := RunExperiment(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestCrossDCFailuresAreDetectedWithinTheBound(t *testing.T) {
 			phases = append(phases, p.Phase)
 		}
 	}
-	res, err := RunExperiment(cfg)
+	res, err := RunExperiment(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +127,11 @@ func TestCrossDCFailuresAreDetectedWithinTheBound(t *testing.T) {
 func TestSameSeedSameResult(t *testing.T) {
 	cfg := small("ferry")
 	cfg.CrossDC = true
-	a, err := RunExperiment(cfg)
+	a, err := RunExperiment(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := RunExperiment(cfg)
+	b, err := RunExperiment(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestBadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := RunExperiment(tt.cfg); !errors.Is(err, tt.want) {
+			if _, err := RunExperiment(context.Background(), tt.cfg); !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
 		})
@@ -201,5 +202,14 @@ func TestDealDCs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCanceledExperimentStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := Config{Protocols: []string{"ferry"}, Sizes: []int{20}, Seed: 1}
+	if _, err := RunExperiment(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }

@@ -1262,10 +1262,7 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 // onDigests compares entries bucket by bucket: sends what the other side
 // lacks, requests what this side lacks.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	// Their digests sorted by ID, searched for each of this node's entries: a
-	// slice costs less to build than a map, and is garbage at once.
-	theirs := slices.Clone(m.Entries)
-	slices.SortStableFunc(theirs, func(a, b Digest) int { return strings.Compare(a.ID, b.ID) })
+	theirs := c.table.indexDigests(m.Entries)
 	var out Deltas
 	for _, b := range m.Buckets {
 		v := c.findView(b.DC)
@@ -1274,7 +1271,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 		}
 		for e := range v.inBucket(int(b.Index)) {
 			mine := e.digest()
-			d, ok := lastDigest(theirs, e.v.state.ID)
+			d, ok := theirs[e.v.state.ID]
 			switch {
 			case !ok || d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, e.delta())
@@ -1294,19 +1291,6 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 	if len(out.Entries) > 0 || len(out.Requests) > 0 {
 		send(r, from, &out)
 	}
-}
-
-// lastDigest finds the last digest of id in digests sorted by ID (the one a
-// map filled in order would keep, should a sender repeat an ID).
-func lastDigest(digests []Digest, id string) (Digest, bool) {
-	i, found := slices.BinarySearchFunc(digests, id, func(d Digest, id string) int { return strings.Compare(d.ID, id) })
-	if !found {
-		return Digest{}, false
-	}
-	for i+1 < len(digests) && digests[i+1].ID == id {
-		i++
-	}
-	return digests[i], true
 }
 
 // answer builds the deltas for requests (each carries the requester's

@@ -49,16 +49,32 @@ type Table struct {
 	members map[string]*member
 	// versions is nil when the table is a core's own.
 	versions map[versionKey][]*version
+	// digests is onDigests' index of the digests it was sent, kept from one
+	// message to the next: one map for all the cores that share the table,
+	// rather than a new one per message or one per core.
+	digests map[string]Digest
 }
 
 // NewTable returns a table to share between the cores of one simulated
 // cluster, passed to each as membership.Config.Shared.
 func NewTable() *Table {
-	return &Table{members: make(map[string]*member), versions: make(map[versionKey][]*version)}
+	return &Table{members: make(map[string]*member), versions: make(map[versionKey][]*version), digests: make(map[string]Digest)}
 }
 
 // ownTable returns the table of a core that shares nothing.
-func ownTable() *Table { return &Table{members: make(map[string]*member)} }
+func ownTable() *Table {
+	return &Table{members: make(map[string]*member), digests: make(map[string]Digest)}
+}
+
+// indexDigests indexes digests by ID (the last one wins), in a map that is
+// valid until the next call.
+func (t *Table) indexDigests(digests []Digest) map[string]Digest {
+	clear(t.digests)
+	for _, d := range digests {
+		t.digests[d.ID] = d
+	}
+	return t.digests
+}
 
 // size is how many member numbers the table has handed out.
 func (t *Table) size() int { return len(t.members) }
