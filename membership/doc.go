@@ -62,8 +62,9 @@
 // confirms after SuspectTimeout (1 s); a monitor that still hears the node
 // first-hand contradicts it, and it is dropped. The members asked to probe
 // say at once that they got the request: a monitor that gets no such
-// receipt is the one cut off, and accuses nobody (Lifeguard's local
-// health). So one lost message never makes a live node suspect, and a dead
+// receipt may be the one cut off, and probes twice more before it suspects
+// anyone (Lifeguard's local health), so a blip in its own links accuses
+// nobody. So one lost message never makes a live node suspect, and a dead
 // node is convicted about 2.5 s after its last heartbeat. Conviction writes
 // a death notice into the node's entry: "dead at version v", pushed at once
 // to every live member of the DC (see below). A live node that hears of its

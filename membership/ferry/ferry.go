@@ -106,6 +106,14 @@ const expectGrace = 10 * time.Second
 // not heard the node for more than twice that.
 const vouchWithin = membership.Round + 500*time.Millisecond
 
+// selfDoubts is how many times in a row a monitor whose indirect probe got
+// no receipt from any member it asked probes again, doubting its own links,
+// before it suspects the node all the same: a blip of a second or two in
+// its own links accuses nobody, while a node cut off for longer still holds
+// the others down (its coordinators should not wait on them), though it can
+// tell nobody until it is back, and then they refute it.
+const selfDoubts = 2
+
 // syncPatience is how long a seed waits to meet the cluster (see lost)
 // before it follows redirects. At a cluster's start the seeds meet within a
 // round or two, and stop asking each other once they have, so the wait
@@ -224,8 +232,9 @@ type watch struct {
 	// the node was last heard.
 	confirmed bool
 	// asked and receipts count the members asked to probe the node in the
-	// indirect stage and those that said they got the request.
-	asked, receipts int
+	// indirect stage and those that said they got the request; doubts
+	// counts the indirect stages in a row that got no receipt at all.
+	asked, receipts, doubts int
 	// direct is when the node was last heard first-hand (a heartbeat, or an
 	// answer to this node's own probe); hearing of it through others does
 	// not let this node vouch for it.
@@ -257,6 +266,7 @@ func (w *watch) heard(now time.Duration, phi membership.PhiModel) {
 	arrive(&w.window, now, phi)
 	w.stage = idle
 	w.confirmed = false
+	w.doubts = 0
 }
 
 // relay is a probe this node sends for another member (ProbeReq): the
@@ -697,10 +707,11 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			if now-w.since < c.opts.ProbeTimeout {
 				continue
 			}
-			if w.asked > 0 && w.receipts == 0 {
-				// Not even the members asked to help answered: this node is
-				// the one cut off (Lifeguard's local health). It accuses
-				// nobody, and probes again.
+			if w.asked > 0 && w.receipts == 0 && w.doubts < selfDoubts {
+				// Not even the members asked to help answered: this node may
+				// be the one cut off (Lifeguard's local health). It doubts
+				// itself and probes again before it suspects anyone.
+				w.doubts++
 				w.stage, w.since = probing, now
 				send(r, w.id, &Probe{Seq: w.probeSeq})
 				continue

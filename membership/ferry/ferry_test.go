@@ -279,20 +279,26 @@ func TestConfirmedSuspicionConvictsAtOnce(t *testing.T) {
 	t.Fatal("never suspected")
 }
 
-func TestCutOffMonitorAccusesNobody(t *testing.T) {
+func TestCutOffMonitorDoubtsItselfFirst(t *testing.T) {
 	m, _, last := watchedPair(t)
 	tick := DefaultOptions.TickInterval
 	reqs := 0
-	for now := last + tick; now < last+30*time.Second; now += tick {
+	var suspectedAt time.Duration
+	for now := last + tick; now < last+30*time.Second && suspectedAt == 0; now += tick {
 		keepAlive(m, now) // m still hears some, but nobody answers its requests
 		r := m.Tick(now)
 		reqs += kindTo(r, "probe-req", "")
-		if len(kindsAbout(r, "a2")) > 0 {
-			t.Fatalf("at %v a monitor that reaches nobody suspected a2: %v", now, r.Events)
+		if hasEvent(r, membership.EventSuspect, "a2") {
+			suspectedAt = now
 		}
 	}
-	if reqs == 0 {
-		t.Fatal("never asked for help")
+	// Probed after 1.4 s of silence; two probe cycles of 1 s doubting
+	// itself, one more, and only then a suspicion.
+	if reqs != 3*DefaultOptions.IndirectProbes {
+		t.Fatalf("%d probe requests before suspecting, want %d", reqs, 3*DefaultOptions.IndirectProbes)
+	}
+	if took := suspectedAt - last; took < 4*time.Second || took > 5*time.Second {
+		t.Fatalf("a monitor that reaches nobody suspected after %v, want 4-5 s", took)
 	}
 }
 

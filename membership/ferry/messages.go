@@ -129,7 +129,8 @@ type ProbeReq struct {
 // Target, still hearing it, contradicts the sender's Suspect, or Target
 // answers a Suspect about itself. Without Alive it is only a member's
 // receipt of a ProbeReq (Lifeguard's nack): a monitor that gets no receipt
-// from any member it asked is cut off itself, and suspects nobody.
+// from any member it asked may be cut off itself, and doubts its own links
+// before it suspects anyone.
 type IndirectAck struct {
 	Target string
 	Seq    uint64
