@@ -1343,8 +1343,8 @@ func (c *Core) onHeartbeat(now time.Duration, from string, m *Heartbeat) {
 	w.convictedAt = 0
 }
 
-// probeFor probes a node for a monitor that could not reach it (ProbeReq);
-// relayAck passes the answer on.
+// probeFor probes a node for a monitor that could not reach it (ProbeReq),
+// and says at once that it got the request.
 func (c *Core) probeFor(now time.Duration, from string, m *ProbeReq, r *membership.Ready) {
 	if m.Target == c.cfg.ID {
 		send(r, from, &IndirectAck{Target: m.Target, Seq: m.Seq, Alive: true})
@@ -1360,6 +1360,8 @@ func (c *Core) probeFor(now time.Duration, from string, m *ProbeReq, r *membersh
 	send(r, m.Target, &Probe{Seq: c.probeSeq})
 }
 
+// relayAck passes a probed node's answer on to the monitor that asked for
+// the probe, if the answer is to such a probe.
 func (c *Core) relayAck(from string, seq uint64, r *membership.Ready) {
 	for i, x := range c.relays {
 		if x.seq == seq && x.target == from {
