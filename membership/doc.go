@@ -88,13 +88,15 @@
 // Verdicts are announced, not gossiped: the node that convicts (a monitor,
 // or a gateway judging another DC) pushes the death notices at once to
 // every live member of its DC, one small message each (a notice carries no
-// application states). The DC's gateways get it with everyone and ferry it
-// across at once; the node of another DC that first hears a verdict from
-// across (ferried, or in a repair between gateways) announces it in its own
-// DC the same way. A failure costs about one message per node, once, and
-// every live node holds the node dead within a LAN and a WAN hop of the
+// application states). The DC's gateways get it with everyone, echo it to
+// the DC (a member that lost one notice has another at once, from another
+// sender) and ferry it across at once; the node of another DC that first
+// hears a verdict from across (ferried, or in a repair between gateways)
+// announces it in its own DC the same way, and that DC's gateways echo it.
+// A failure costs two or three small messages per node, once, and every
+// live node holds the node dead within a LAN and a WAN hop of the
 // conviction, whatever n. The notices are also pushed as rumours, which
-// repair one that was lost.
+// repair what they all missed.
 //
 // Steady state costs a constant. Heartbeats change nothing, so versions
 // only move on real changes. Each round a node sends one Summary to a

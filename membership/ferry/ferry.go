@@ -771,11 +771,12 @@ func (c *Core) convict(now time.Duration, e *entry, w *watch, r *membership.Read
 
 // announce sends verdicts to every live member of this DC at once, in one
 // Push of death notices, rather than as a rumour that takes rounds: a
-// failure costs one small message per member, once. The DC's gateways
-// ferry it on as soon as they have it (this node among them, if it is
-// one), and a gateway of another DC that receives it announces it in its
-// own DC the same way. It is still pushed as a rumour too, which repairs a
-// lost notice within a round.
+// failure costs a few small messages per member, once. The DC's gateways
+// get it with everyone: they echo it to the DC (see learnAll), so that a
+// member that lost one notice has another at once, and ferry it across; a
+// gateway of another DC that receives it announces it in its own DC the
+// same way. It is still pushed as a rumour too, which repairs what every
+// notice missed.
 func (c *Core) announce(verdicts []*entry, r *membership.Ready) {
 	if len(verdicts) == 0 {
 		return
@@ -1444,21 +1445,28 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 }
 
 // learnAll folds in a list of deltas; remote says they came from another
-// DC. When they did, it returns the members of other DCs that they put
-// down (convicted or shut down): the verdicts that this node, the first of
-// its DC to hear them, announces in its DC at once. They come ferried
-// (Push) from the gateways of the member's DC, or, when a DC went dark and
-// another DC's gateways judged it first, in the repairs between gateways
-// (Deltas) or a rumour (Summary).
+// DC. It returns the verdicts (members put down: convicted or shut down)
+// that this node announces in its DC at once (see announce): those about
+// other DCs' members that come from across, which make it the first of its
+// DC to hear them (ferried by the gateways of the member's DC, or, when a
+// DC went dark and another DC's gateways judged it first, in the repairs
+// between gateways or a rumour); and, at a gateway, every verdict it
+// learns, which it echoes to its DC: a member that lost one notice then
+// has another within a LAN hop, from another sender.
 func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membership.Ready) []*entry {
 	var down []*entry
+	gateway := c.isGateway()
 	for _, d := range deltas {
 		if remote {
 			d = c.screen(d, r)
 		}
 		before := c.entry(d.State.ID)
 		wasDown := before != nil && before.down()
-		if e := c.learn(now, d, true, r); remote && e != nil && e.down() && !e.isLeft() && !wasDown && c.viewOf(e) != c.ownDC() {
+		e := c.learn(now, d, true, r)
+		if e == nil || !e.down() || e.isLeft() || wasDown {
+			continue
+		}
+		if gateway || (remote && c.viewOf(e) != c.ownDC()) {
 			down = append(down, e)
 		}
 	}
