@@ -19,7 +19,9 @@
 // # Cores
 //
 // A Core is a deterministic state machine in the manner of etcd raft: Tick
-// (once per one-second round) and Step (one message) return a Ready with the
+// (every TickInterval: once per one-second round, or, for Ferry, four times
+// a round, so that its probes time out between rounds) and Step (one
+// message) return a Ready with the
 // messages to send and the events seen (joined, restarted, alive, suspect,
 // dead, left, removed, state changed, synced). Shutdown announces a stop
 // the node will come back from; EventSynced comes once, when the node has a
@@ -47,36 +49,65 @@
 // Failure detection starts inside each DC. The members of a DC form a ring
 // ordered by a hash of their IDs; every round each node sends a tiny
 // Heartbeat (generation, highest version) to its next Monitors (2) live
-// successors. A monitor runs a phi-accrual detector (normal model, 2 s of
-// acceptable pause) over the heartbeats it receives. When phi passes 8 it
-// probes the node directly; an answered probe ends it (the answer also says
-// whether the prober is still a monitor, so stale monitor assignments
-// during churn cause no suspicion); an unanswered one is a suspicion; three
-// unanswered probes convict. Conviction writes a death notice into the
-// node's entry: "dead at version v". A live node that hears of its own death
-// refutes it by bumping its heartbeat past v, which outranks the notice
-// everywhere — liveness is ordered like SWIM incarnations.
+// successors. A monitor runs a phi-accrual detector (normal model) over the
+// heartbeats it receives; they come like clockwork, so phi passes 8 about
+// 0.4 s after a heartbeat is due. The core is ticked four times a round,
+// and the monitor then probes in stages ProbeTimeout (0.5 s) apart: a direct
+// probe; the direct probe again with IndirectProbes (3) other members asked
+// to probe the node for it (SWIM's ping-req); then a suspicion, which it
+// tells the node's other monitors (and the node). An answer at any stage
+// ends it (a direct answer also says whether the prober is still a monitor,
+// so stale monitor assignments during churn cause no suspicion). A
+// suspicion that another monitor shares convicts at once, one that nobody
+// confirms after SuspectTimeout (1 s); a monitor that still hears the node
+// first-hand contradicts it, and it is dropped. The members asked to probe
+// say at once that they got the request: a monitor that gets no such
+// receipt may be the one cut off, and probes twice more before it suspects
+// anyone (Lifeguard's local health), so a blip in its own links accuses
+// nobody. So one lost message never makes a live node suspect, and a dead
+// node is convicted about 2.5 s after its last heartbeat. Conviction writes
+// a death notice into the node's entry: "dead at version v", pushed at once
+// to every live member of the DC (see below). A live node that hears of its
+// own death refutes it by bumping its heartbeat past v, which outranks the
+// notice everywhere — liveness is ordered like SWIM incarnations. A
+// detector's window learns intervals up to 2.5 s only: a longer silence
+// restarts it, so that an outage does not teach it to tolerate seconds.
 //
 // A node alone in its DC has no monitors, and a DC that goes dark takes its
-// monitors with it; the gateways catch both. Each gateway treats the first
-// message it gets from another DC in a round (the answer to its per-round
-// summary, or that DC's gateways' own) as the DC's heartbeat, under the
-// monitors' phi model; a DC silent that long is probed, DCProbes (3) members
-// spread over its ring each round, and when no member answers for
-// ProbeAttempts rounds every live member is convicted at once: within the
-// same 8.3 s of the crash as inside a DC, plus the WAN latency. The verdict
-// spreads in the gateway's DC only; each DC judges the others itself. No
+// monitors with it; the gateways catch both. Each gateway treats the answer
+// to its per-round summary to another DC, which comes a round trip after
+// each of its rounds, as that DC's heartbeat, under the monitors' phi model;
+// a DC silent that long is probed, DCProbes (3) members spread over its
+// ring, every RemoteProbeTimeout (1 s), and when no member answers
+// ProbeAttempts (2) such rounds every live member is convicted at once:
+// within about 4 s of the crash. Each DC judges the others itself. No
 // message is added in steady state. A node does not believe another DC's
 // verdict about a live member of its own DC (that member's monitors know
 // better) but hands it to the member, which refutes it.
 //
+// Verdicts are announced, not gossiped: the node that convicts (a monitor,
+// or a gateway judging another DC) pushes the death notices at once to
+// every live member of its DC, one small message each (a notice carries no
+// application states). The DC's gateways get it with everyone, echo it to
+// the DC (a member that lost one notice has another at once, from another
+// sender) and ferry it across at once; the node of another DC that first
+// hears a verdict from across (ferried, or in a repair between gateways)
+// announces it in its own DC the same way, and that DC's gateways echo it.
+// A failure costs two or three small messages per node, once, and every
+// live node holds the node dead within a LAN and a WAN hop of the
+// conviction, whatever n. The notices are also pushed as rumours, which
+// repair what they all missed.
+//
 // Steady state costs a constant. Heartbeats change nothing, so versions
 // only move on real changes. Each round a node sends one Summary to a
-// random live peer of its DC: per DC, the member count and the XOR of a hash
-// of every entry (ID, generation, highest version, dead flag) — O(number of
-// DCs), kept incrementally. Equal summaries need no answer. Per node per
-// round that is one ~26-byte summary and two ~8-byte heartbeats, plus the
-// transport headers: about 1.6 kbit/s, so the total is O(n).
+// random live peer of its DC: the member count and the XOR of a hash of
+// every entry (ID, generation, highest version, dead flag) of the whole
+// cluster, kept incrementally per DC — a total of a few bytes whatever the
+// number of DCs. Equal totals need no answer; a total that differs is
+// answered with the per-DC sums (O(number of DCs)), which narrow down as
+// below. Per node per round that is one ~15-byte summary and two ~8-byte
+// heartbeats, plus the transport headers: about 1.5 kbit/s, so the total is
+// O(n).
 //
 // Changes travel as rumours, then are repaired by anti-entropy. A node that
 // learns a change pushes it for HotRounds (3) rounds inside the Summary
@@ -91,12 +122,14 @@
 // Gateways (2) live members lowest on the ring, computed by every node from
 // its own view, so all agree once views agree; when one dies or leaves, its
 // death notice makes the next one take over, and a node that found a change
-// (a monitor's conviction, a seed admitting a joiner, a node's own state
-// change or leave) hands it straight to its DC's gateways. A gateway ferries
-// every change of its own DC it learns, once, in a Push to one gateway of
-// each other DC, which pushes it on inside its DC. So a change crosses each
-// DC link at most once per gateway (plus repairs), not once per node, and
-// reaches every node in O(log n) rounds plus the WAN delay. Each round a
+// (a seed admitting a joiner, a node's own state change or leave) hands it
+// straight to its DC's gateways (a verdict goes to every member, gateways
+// included). A gateway ferries every change of its own DC it learns, once,
+// in a Push to one gateway of each other DC, which pushes it on inside its
+// DC: as a rumour, or, a verdict, announced to every member at once. So a
+// change crosses each DC link at most once per gateway (plus repairs), not
+// once per node, and reaches every node in O(log n) rounds plus the WAN
+// delay (a verdict, in the WAN delay and two LAN hops). Each round a
 // gateway also sends the other DCs' gateways its Summary with Reply set: the
 // repair path after loss or a partition, and the way it learns the remote
 // DC is reachable. Unanswered summaries widen the set of remote members it
@@ -113,7 +146,8 @@
 // Departures: Leave sets status left, tells the monitors to stop and
 // gossips a few rounds more; others never suspect a node that left.
 // Shutdown sets status shutdown, pushes it at once to every live member of
-// the node's DC (and across, when the node was a gateway) and goes quiet;
+// the node's DC (and across, when the node was a gateway; the other DCs
+// announce it as a verdict) and goes quiet;
 // peers hold it down, not left, until it restarts with a newer generation. Dead and
 // departed members are forgotten after Config.RemoveAfter and their
 // generation is quarantined as long again, so stale gossip cannot bring them

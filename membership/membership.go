@@ -209,14 +209,25 @@ func (c *Config) RemoveAfterOrDefault() time.Duration {
 	return DefaultRemoveAfter
 }
 
+// Round is the gossip round both cores' timing is written for: their
+// failure detectors and timeouts count in core time, where a round lasts one
+// second. A driver may run the core's clock faster than real time.
+const Round = time.Second
+
 // Core is a membership protocol as a deterministic state machine: no I/O, no
 // goroutines, no clock and no randomness of its own. The driver calls Tick
-// once per gossip interval (one second in both protocols) and Step for every
-// message that arrives, and sends and reports what they return.
+// every TickInterval of core time and Step for every message that arrives,
+// and sends and reports what they return.
 type Core interface {
 	// ID is the node's identifier.
 	ID() string
-	// Tick runs one gossip round at time now.
+	// TickInterval is how often, in core time, the driver calls Tick: Round,
+	// or a fraction of it for a core whose failure detector decides between
+	// rounds (Ferry's probes time out in less than a round). It is fixed for
+	// the life of the core.
+	TickInterval() time.Duration
+	// Tick runs the core's timers at time now: a gossip round once per
+	// Round, and whatever falls due between rounds.
 	Tick(now time.Duration) Ready
 	// Step handles a message from another node.
 	Step(now time.Duration, from string, m Message) Ready

@@ -29,6 +29,7 @@ import (
 //	crash id=X | leave id=X | shutdown id=X | set id=X key=K value=V
 //	crash dc=A         crash every running node of DC A at once
 //	partition a b | heal a b
+//	cut X Y | mend X Y  break (repair) the link between two nodes only
 //	run for=D
 //	converge timeout=D  run until every live view matches the truth
 //	events [kinds=(k,...)] [id=X]  events since the last "events", by kind and subject
@@ -123,6 +124,14 @@ func (h *harness) do(t *testing.T, d *datadriven.TestData) (string, error) {
 			return "", net.Partition(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
 		}
 		return "", net.Heal(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
+	case "cut", "mend":
+		if len(d.CmdArgs) != 2 {
+			return "", fmt.Errorf("%s needs two nodes", d.Cmd)
+		}
+		if d.Cmd == "cut" {
+			return "", h.cluster.Cut(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
+		}
+		return "", h.cluster.Mend(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
 	case "isolate":
 		return "", h.cluster.Sim().Isolate(argString(t, d, "id"))
 	case "reconnect":

@@ -27,7 +27,9 @@
 // The cores measure time in rounds of one second (Round). The driver runs
 // the core's clock at Round/Interval times real time, so a short Interval
 // compresses every timeout of the protocol alike: tests and the real-socket
-// bench run whole protocol schedules in a fraction of the time.
+// bench run whole protocol schedules in a fraction of the time. A core
+// ticked more often than once a round (TickInterval) is ticked at the same
+// fraction of Interval.
 package driver
 
 import (
@@ -46,8 +48,8 @@ import (
 )
 
 // Round is the gossip round the cores' timing is written for: their failure
-// detectors and timeouts count in these units.
-const Round = time.Second
+// detectors and timeouts count in these units (membership.Round).
+const Round = membership.Round
 
 // Message kinds the driver sends: every core message travels as KindGossip
 // (its first byte names the message type), and KindWhois asks a seed known
@@ -196,8 +198,9 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// Start resolves the seeds, then starts the core and ticks it every
-// Interval, all in the background. Calls after the first, or after Close, do
+// Start resolves the seeds, then starts the core and ticks it (every
+// Interval, or the fraction of it the core's TickInterval asks for), all in
+// the background. Calls after the first, or after Close, do
 // nothing.
 func (d *Driver) Start() {
 	d.mu.Lock()
@@ -227,9 +230,9 @@ func (d *Driver) Close() error {
 // Generation is the node's generation.
 func (d *Driver) Generation() uint64 { return d.cfg.Generation }
 
-// Rounds is how many gossip rounds the core has run. Under overload the
-// ticker drops rounds rather than bursting them, so this may trail the
-// clock; the real-socket bench measures traffic per round run.
+// Rounds is how many gossip rounds the core has run: its ticks, in rounds.
+// Under overload the ticker drops ticks rather than bursting them, so this
+// may trail the clock; the real-socket bench measures traffic per round run.
 func (d *Driver) Rounds() uint64 { return d.rounds.Load() }
 
 // Members lists the members the core knows, itself included; nil before the
@@ -408,9 +411,14 @@ func (d *Driver) run() {
 	}
 	d.mu.Unlock()
 
-	ticker := time.NewTicker(d.cfg.Interval)
+	// The core asks to be ticked every TickInterval of its time (Ferry: four
+	// times a round, so that its probes time out between rounds); in real
+	// time that is the same fraction of Interval.
+	tick := time.Duration(float64(core.TickInterval()) / d.scale)
+	perRound := max(int(Round/core.TickInterval()), 1)
+	ticker := time.NewTicker(max(tick, time.Millisecond))
 	defer ticker.Stop()
-	for {
+	for ticks := 1; ; ticks++ {
 		select {
 		case <-d.ctx.Done():
 			return
@@ -418,7 +426,9 @@ func (d *Driver) run() {
 			d.mu.Lock()
 			d.dispatchLocked(d.core.Tick(d.nowLocked()), transport.Peer{})
 			d.mu.Unlock()
-			d.rounds.Add(1)
+			if ticks%perRound == 0 {
+				d.rounds.Add(1)
+			}
 		}
 	}
 }

@@ -193,6 +193,7 @@ func TestClusterLifecycle(t *testing.T) {
 			// Two real seeds, and one that never answers: it only delays the
 			// start by SeedWait.
 			seeds := []string{nodes[0].tr.Addr(), nodes[1].tr.Addr(), closedAddr(t)}
+			began := time.Now()
 			for _, n := range nodes {
 				n.start(t, p, seeds, generation)
 			}
@@ -228,9 +229,11 @@ func TestClusterLifecycle(t *testing.T) {
 			waitFor(t, timeout, "restart", everyone(live, "n3", aliveAt(nodes[3], generation+1)))
 			waitFor(t, timeout, "n0 was not told that n3 restarted", nodes[0].told(membership.EventRestarted, "n3", func(m membership.Member) bool { return m.Generation == generation+1 }))
 
-			// The test has run for well over ten rounds by now.
-			if r := nodes[0].drv.Load().Rounds(); r < 10 {
-				t.Errorf("n0 ran %d rounds", r)
+			// The test has run for a few rounds by now (a failure detection
+			// alone takes two), and Rounds counts rounds, not the ticks of a
+			// core that is ticked more often (Ferry: four a round).
+			if r, most := nodes[0].drv.Load().Rounds(), uint64(time.Since(began)/testInterval)+1; r < 3 || r > most {
+				t.Errorf("n0 ran %d rounds, want 3 to %d", r, most)
 			}
 
 			nodes[2].drv.Load().Leave()

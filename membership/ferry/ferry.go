@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/membership"
@@ -29,40 +30,89 @@ type Options struct {
 	HotFanout int
 	// MaxHot caps the changes pushed in one Summary, keeping it O(1).
 	MaxHot int
-	// ProbeAttempts is how many unanswered probes convict a silent node (or,
-	// at a gateway, a silent DC).
-	ProbeAttempts int
-	// DCProbes is how many members of another DC a gateway probes in each
-	// round once it has heard nothing from that DC for too long: spread over
-	// the DC's ring, so that a DC whose gateways alone died still answers.
+	// TickInterval is how often the core is ticked (Core.TickInterval): the
+	// rounds (heartbeats, gossip) run once per membership.Round, and the
+	// failure detectors decide at every tick, so that a probe times out in
+	// a fraction of a round. It must divide the round.
+	TickInterval time.Duration
+	// ProbeTimeout is how long a monitor waits for each stage of its probe
+	// of a silent node: first a direct probe; then the direct probe again
+	// and IndirectProbes members asked to probe the node too; then it
+	// suspects the node.
+	ProbeTimeout time.Duration
+	// IndirectProbes is how many members of its DC a monitor asks to probe
+	// a node that did not answer it directly (SWIM's ping-req), so that
+	// one lossy link does not make a live node suspect.
+	IndirectProbes int
+	// SuspectTimeout is how long a monitor holds a suspicion that no other
+	// monitor of the node confirms before it convicts on its own. A
+	// suspicion another monitor shares convicts at once; one that another
+	// monitor, still hearing the node, contradicts is dropped.
+	SuspectTimeout time.Duration
+	// DCProbes is how many members of another DC a gateway probes at once
+	// when it has heard nothing from that DC for too long: spread over the
+	// DC's ring, so that a DC whose gateways alone died still answers.
 	DCProbes int
+	// RemoteProbeTimeout is how long a gateway waits for any answer to its
+	// probes of a silent DC (a WAN round trip and then some).
+	RemoteProbeTimeout time.Duration
+	// ProbeAttempts is how many unanswered rounds of DCProbes probes
+	// convict a silent DC.
+	ProbeAttempts int
 	// LeaveRounds is how long a leaving node keeps gossiping.
 	LeaveRounds int
-	// Phi decides when a monitored node's silence is worth probing.
+	// Phi decides when a monitored node's (or, at a gateway, another DC's)
+	// silence is worth probing.
 	Phi membership.PhiModel
 }
 
-// DefaultOptions: two gateways and two monitors; a silent node is probed
-// after about four missed heartbeats, suspected when a probe goes
-// unanswered and convicted after three, so 1 % loss never convicts a live
-// node.
+// DefaultOptions: two gateways and two monitors, heartbeats once a round,
+// the detectors ticked four times a round. A node whose heartbeat is 0.4 s
+// late is probed directly, then, 0.5 s later, directly again and through
+// three other members; 0.5 s later still it is suspected, and convicted as
+// soon as its other monitor suspects it too (or after 1 s alone). A node
+// dies in about 2.5 s from its last heartbeat, and one lost message never
+// convicts a live node. A silent DC is probed twice, 1 s apart, before its
+// members are convicted.
 var DefaultOptions = Options{
-	Gateways:      2,
-	Monitors:      2,
-	Buckets:       32,
-	HotRounds:     3,
-	HotFanout:     3,
-	MaxHot:        16,
-	ProbeAttempts: 3,
-	DCProbes:      3,
-	LeaveRounds:   5,
-	Phi: membership.PhiModel{Normal: true, MinStdDev: 250 * time.Millisecond, AcceptablePause: 2 * time.Second,
+	Gateways:           2,
+	Monitors:           2,
+	Buckets:            32,
+	HotRounds:          3,
+	HotFanout:          3,
+	MaxHot:             16,
+	TickInterval:       250 * time.Millisecond,
+	ProbeTimeout:       500 * time.Millisecond,
+	IndirectProbes:     3,
+	SuspectTimeout:     time.Second,
+	DCProbes:           3,
+	RemoteProbeTimeout: time.Second,
+	ProbeAttempts:      2,
+	LeaveRounds:        5,
+	// Heartbeats come like clockwork, so the deviation stays near its floor
+	// and phi passes 8 about 0.4 s after a heartbeat is due: one lost
+	// heartbeat costs a direct probe, not a suspicion.
+	Phi: membership.PhiModel{Normal: true, MinStdDev: 75 * time.Millisecond,
 		Threshold: 8, FirstInterval: time.Second, WindowSamples: 100},
 }
 
 // expectGrace is how long an entry must stay unchanged before its ring
 // successors expect its heartbeats without having heard any.
 const expectGrace = 10 * time.Second
+
+// vouchWithin is how recently a monitor must have heard a node first-hand
+// to contradict another monitor's suspicion of it: a round (the node
+// heartbeats every round) and a probe timeout to spare. The suspecter has
+// not heard the node for more than twice that.
+const vouchWithin = membership.Round + 500*time.Millisecond
+
+// selfDoubts is how many times in a row a monitor whose indirect probe got
+// no receipt from any member it asked probes again, doubting its own links,
+// before it suspects the node all the same: a blip of a second or two in
+// its own links accuses nobody, while a node cut off for longer still holds
+// the others down (its coordinators should not wait on them), though it can
+// tell nobody until it is back, and then they refute it.
+const selfDoubts = 2
 
 // syncPatience is how long a seed waits to meet the cluster (see lost)
 // before it follows redirects. At a cluster's start the seeds meet within a
@@ -120,6 +170,20 @@ func (e *entry) hash() uint64 {
 
 func (e *entry) delta() Delta { return Delta{State: e.v.state, DeadAt: e.deadAt} }
 
+// notice is what announces that the member is down. A death notice leaves
+// out the application states: it is enough for a node that knows the
+// member (a node that does not ignores a partial delta, and learns the
+// member by anti-entropy), and a few bytes whatever the member gossips (a
+// real node's tokens are kilobytes). A shutdown is an application state, so
+// it goes whole.
+func (e *entry) notice() Delta {
+	if !e.dead() {
+		return e.delta()
+	}
+	return Delta{State: membership.EndpointState{ID: e.v.state.ID, Generation: e.v.state.Generation, Heartbeat: e.v.state.Heartbeat},
+		DeadAt: e.deadAt}
+}
+
 func (e *entry) digest() Digest {
 	return Digest{ID: e.v.state.ID, Generation: e.v.state.Generation, MaxVersion: e.v.maxVersion, Dead: e.dead()}
 }
@@ -136,43 +200,136 @@ func newer(a, b Digest) bool {
 	return a.Dead && !b.Dead
 }
 
-// watch is a monitor's record of one node that heartbeats to it.
+// probeStage is how far a monitor's probe of a silent node has gone.
+type probeStage uint8
+
+const (
+	// idle: the node is heard from; nothing is out.
+	idle probeStage = iota
+	// probing: a direct probe is out.
+	probing
+	// indirect: the direct probe went unanswered; it is out again, and
+	// IndirectProbes members were asked to probe the node too.
+	indirect
+	// suspected: nobody got an answer; the node is suspect until another
+	// monitor confirms (or SuspectTimeout passes) or it is heard again.
+	suspected
+)
+
+// watch is a monitor's record of one node that heartbeats to it, and of
+// its probe of that node when it falls silent.
 type watch struct {
+	id         string
 	generation uint64
 	maxVersion uint64
 	window     membership.ArrivalWindow
-	probes     int
-	probeSeq   uint64
+	// stage is how far the probe went, since when; probeSeq numbers the
+	// probe, which keeps its number through every stage.
+	stage    probeStage
+	since    time.Duration
+	probeSeq uint64
+	// confirmed: another monitor of the node said it suspects it too, since
+	// the node was last heard.
+	confirmed bool
+	// asked and receipts count the members asked to probe the node in the
+	// indirect stage and those that said they got the request; doubts
+	// counts the indirect stages in a row that got no receipt at all.
+	asked, receipts, doubts int
+	// direct is when the node was last heard first-hand (a heartbeat, or an
+	// answer to this node's own probe); hearing of it through others does
+	// not let this node vouch for it.
+	direct    time.Duration
+	hasDirect bool
 	// convictedAt is the version this monitor declared dead (0: none).
 	convictedAt uint64
 }
 
+// longSilence is the longest interval a detector's window learns from. A
+// longer silence (two heartbeats or more lost in a row, a partition, a
+// refuted verdict) is an outage, not the rhythm of the heartbeats: learnt,
+// it would make the window tolerate silences of seconds for a hundred
+// rounds. The window starts afresh instead, as Cassandra's ignores
+// intervals over two seconds.
+const longSilence = 2500 * time.Millisecond
+
+// arrive reports an arrival to a detector's window.
+func arrive(w *membership.ArrivalWindow, now time.Duration, phi membership.PhiModel) {
+	if w.Silence(now) > longSilence {
+		*w = membership.ArrivalWindow{}
+	}
+	w.Report(now, phi)
+}
+
+// heard records a sign of life from the watched node: a heartbeat, or an
+// answer to a probe (direct, or through another member).
+func (w *watch) heard(now time.Duration, phi membership.PhiModel) {
+	arrive(&w.window, now, phi)
+	w.stage = idle
+	w.confirmed = false
+	w.doubts = 0
+}
+
+// relay is a probe this node sends for another member (ProbeReq): the
+// answer goes back to the requester under its own probe number.
+type relay struct {
+	seq       uint64
+	target    string
+	requester string
+	reqSeq    uint64
+	until     time.Duration
+}
+
 // dcWatch is a gateway's failure detector for another DC as a whole. Each
-// round the gateway sends that DC a Summary asking for an answer, and the
-// DC's own gateways send it theirs: a live DC is heard from every round,
-// as a monitor hears a node's heartbeat. The first message of each round is
-// reported to a phi-accrual window with the monitors' model, so the same
-// silence that gets a node probed gets a DC probed: then DCProbes of its
-// members, spread over its ring, each round; ProbeAttempts rounds without
-// any answer from any member convict every live member of the DC. This is
-// what catches a node alone in its DC (nobody inside watches it) and a DC
-// that goes dark at once (its monitors died with it).
+// round the gateway sends that DC a Summary asking for an answer: a live DC
+// answers every round, as a monitored node heartbeats. The answers are
+// reported to a phi-accrual window with the monitors' model (see hear), so
+// the same silence that gets a node probed gets a DC probed: DCProbes of
+// its members, spread over its ring, every RemoteProbeTimeout;
+// ProbeAttempts such rounds of probes without any answer from any member
+// convict every live member of the DC, and the gateway announces it in its
+// own DC. This is what catches a node alone in its DC (nobody inside
+// watches it) and a DC that goes dark at once (its monitors died with it).
 type dcWatch struct {
 	window membership.ArrivalWindow
 	// heard: a message from the DC arrived since this node's last round.
-	heard  bool
+	heard bool
+	// probes counts the rounds of probes sent since the DC was last heard;
+	// since is when the last went.
 	probes int
+	since  time.Duration
 }
 
-// hear records a message from a member of the watched DC.
-func (w *dcWatch) hear(now time.Duration, phi membership.PhiModel) {
+// hear records a message from a member of the watched DC; answer says it
+// answers this node's summary or probe (see answers). The answers to its
+// summary come a round trip after each of this node's rounds, like a
+// heartbeat: they alone feed the window, so that its intervals stay a
+// round, with no more jitter than the WAN's. The DC's own summaries come
+// at the phases of its gateways' rounds and to whichever gateway of this DC
+// they pick, so they feed it only while the DC is being probed, when any
+// sign of life counts.
+func (w *dcWatch) hear(now time.Duration, answer bool, phi membership.PhiModel) {
+	if !answer && w.probes == 0 {
+		return
+	}
 	if !w.heard {
-		// One arrival per round, like one heartbeat per round: the window's
-		// intervals then stay near a round whichever messages the DC sends.
+		// One arrival per round, like one heartbeat per round.
 		w.heard = true
-		w.window.Report(now, phi)
+		arrive(&w.window, now, phi)
 	}
 	w.probes = 0
+}
+
+// answers reports whether a message from another DC answers this node:
+// the reply to its summary (Buckets, or the per-DC sums that answer a total
+// that differs) or to its probe.
+func answers(m membership.Message) bool {
+	switch m := m.(type) {
+	case *Buckets, *ProbeAck:
+		return true
+	case *Summary:
+		return !m.Reply && !(len(m.Sums) == 1 && m.Sums[0].DC == "")
+	}
+	return false
 }
 
 // Core is one node's Ferry state machine.
@@ -198,10 +355,12 @@ type Core struct {
 	forward []*entry
 	// down lists dead or departed entries awaiting removal.
 	down []downEntry
-	// watched are the nodes heartbeating to this one; monitors are the
-	// nodes this one heartbeats to.
-	watched  map[string]*watch
+	// watched are the nodes heartbeating to this one, sorted by ID;
+	// monitors are the nodes this one heartbeats to; relays are the probes
+	// this node sends for others.
+	watched  []*watch
 	monitors []string
+	relays   []relay
 	seeds    []string
 	// joined: this node has the cluster's state (or is the first seed).
 	joined   bool
@@ -220,6 +379,9 @@ type Core struct {
 	// firstTick is when the core ran its first round (ticked says it has).
 	firstTick time.Duration
 	ticked    bool
+	// untilRound counts the ticks to the next round; rounds counts rounds.
+	untilRound int
+	rounds     int
 }
 
 // downEntry is an entry awaiting removal, and since when it is down.
@@ -236,7 +398,9 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
 	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
-		opts.HotRounds > math.MaxInt8 || opts.Buckets > math.MaxUint16+1 {
+		opts.HotRounds > math.MaxInt8 || opts.Buckets > math.MaxUint16+1 || opts.ProbeAttempts < 1 || opts.IndirectProbes < 0 ||
+		opts.TickInterval <= 0 || opts.TickInterval > membership.Round || membership.Round%opts.TickInterval != 0 ||
+		opts.ProbeTimeout <= 0 || opts.SuspectTimeout < 0 || opts.RemoteProbeTimeout <= 0 {
 		return nil, fmt.Errorf("ferry: %w: options %+v", membership.ErrBadConfig, opts)
 	}
 	table := ownTable()
@@ -249,8 +413,8 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 	}
 	c := &Core{
 		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table,
-		watched: make(map[string]*watch), wanMisses: make(map[string]int),
-		remote: make(map[string]*dcWatch),
+		wanMisses: make(map[string]int),
+		remote:    make(map[string]*dcWatch),
 	}
 	c.self = &entry{v: table.version(c.local.EndpointState)}
 	c.insert(c.self, cfg.DC)
@@ -341,41 +505,75 @@ func event(r *membership.Ready, kind membership.EventKind, e *entry) {
 	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.v.state.ID, Generation: e.v.state.Generation})
 }
 
-// Tick runs one round: join, heartbeats, failure checks (of other DCs too,
-// at gateways), anti-entropy inside the DC, summaries to other DCs
-// (gateways only), removals.
+// TickInterval is Options.TickInterval: the core wants Tick four times a
+// round by default.
+func (c *Core) TickInterval() time.Duration { return c.opts.TickInterval }
+
+// Tick runs the core's timers. Once per round (every Round/TickInterval
+// ticks, the first at the first tick) it runs a round: join, heartbeats,
+// failure checks (of other DCs too, at gateways), anti-entropy inside the
+// DC, summaries to other DCs (gateways only), removals. At every other tick
+// it only runs the failure detectors, whose probes time out between rounds.
 func (c *Core) Tick(now time.Duration) membership.Ready {
 	var r membership.Ready
 	if c.quiet() {
 		return r
 	}
-	if c.leaving {
-		c.leaveRoundsLeft--
-	}
 	if !c.ticked {
 		c.firstTick, c.ticked = now, true
 	}
-	if !c.joined {
-		send(&r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.v.state})
+	c.untilRound--
+	if c.untilRound > 0 {
+		if c.joined {
+			c.checkWatched(now, &r)
+			c.watchRemoteDCs(now, &r)
+		}
+		c.expireRelays(now)
+		c.flush(&r)
 		return r
+	}
+	perRound := int(membership.Round / c.opts.TickInterval)
+	c.untilRound = perRound
+	if c.rounds == 0 && perRound > 1 {
+		// The first round comes at the first tick, so that a node joins at
+		// once; the next at a random tick of the round, so that the rounds
+		// of nodes started together do not fall into one tick.
+		c.untilRound = 1 + c.cfg.Rand.IntN(perRound)
+	}
+	c.rounds++
+	c.round(now, &r)
+	c.expireRelays(now)
+	c.flush(&r)
+	return r
+}
+
+// round runs one gossip round.
+func (c *Core) round(now time.Duration, r *membership.Ready) {
+	if c.leaving {
+		c.leaveRoundsLeft--
+	}
+	if !c.joined {
+		send(r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.v.state})
+		return
 	}
 	if len(c.seeds) == 0 {
 		// No other seed to learn the cluster from: this node's view is the
 		// cluster's.
-		c.markSynced(c.self, &r)
+		c.markSynced(c.self, r)
 	}
-	c.joinUnknownSeeds(&r)
-	c.heartbeat(&r)
+	c.joinUnknownSeeds(r)
+	c.heartbeat(r)
 	c.expectPredecessors(now)
-	c.checkWatched(now, &r)
-	c.watchRemoteDCs(now, &r)
-	c.gossip(&r)
-	if c.isGateway() {
-		c.wanRound(&r)
+	c.checkWatched(now, r)
+	for _, w := range c.remote {
+		w.heard = false
 	}
-	c.removeLongDown(now, &r)
-	c.flush(&r)
-	return r
+	c.watchRemoteDCs(now, r)
+	c.gossip(r)
+	if c.isGateway() {
+		c.wanRound(r)
+	}
+	c.removeLongDown(now, r)
 }
 
 // joinUnknownSeeds keeps a seed asking one other seed it has not heard of
@@ -423,27 +621,52 @@ func (c *Core) expectPredecessors(now time.Duration) {
 	for _, p := range c.ownDC().predecessors(c.self, c.opts.Monitors) {
 		// While a change is fresh, views may still differ about who
 		// monitors whom; only a settled predecessor is expected here.
-		if c.watched[p.v.state.ID] == nil && now-p.changedAt > expectGrace {
-			w := &watch{generation: p.v.state.Generation, maxVersion: p.v.maxVersion}
+		if c.watchOf(p.v.state.ID) == nil && now-p.changedAt > expectGrace {
+			w := &watch{id: p.v.state.ID, generation: p.v.state.Generation, maxVersion: p.v.maxVersion}
 			w.window.Report(now, c.opts.Phi)
-			c.watched[p.v.state.ID] = w
+			c.addWatch(w)
 		}
 	}
 }
 
-// checkWatched probes silent nodes and convicts those that stay silent.
-func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
-	ids := make([]string, 0, len(c.watched))
-	for id := range c.watched {
-		ids = append(ids, id)
+// watchOf returns the watch of a node, or nil.
+func (c *Core) watchOf(id string) *watch {
+	i, ok := slices.BinarySearchFunc(c.watched, id, func(w *watch, id string) int { return strings.Compare(w.id, id) })
+	if !ok {
+		return nil
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		w := c.watched[id]
-		e := c.entry(id)
+	return c.watched[i]
+}
+
+// addWatch adds (or replaces) the watch of a node.
+func (c *Core) addWatch(w *watch) {
+	i, ok := slices.BinarySearchFunc(c.watched, w.id, func(w *watch, id string) int { return strings.Compare(w.id, id) })
+	if ok {
+		c.watched[i] = w
+		return
+	}
+	c.watched = slices.Insert(c.watched, i, w)
+}
+
+// unwatch stops watching a node.
+func (c *Core) unwatch(id string) {
+	c.watched = slices.DeleteFunc(c.watched, func(w *watch) bool { return w.id == id })
+}
+
+// checkWatched runs each watch's probe (see probeStage): a node silent for
+// longer than phi allows is probed directly; one that does not answer
+// within ProbeTimeout is probed again, directly and through IndirectProbes
+// other members; one that answers none of them within ProbeTimeout is
+// suspect, and its other monitors are told. A suspicion another monitor
+// shares convicts at once; one nobody confirms, after SuspectTimeout.
+func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
+	for i := 0; i < len(c.watched); i++ {
+		w := c.watched[i]
+		e := c.entry(w.id)
 		if e == nil || e.v.state.Generation != w.generation || e.isLeft() || e.shutdown() {
 			if e == nil || e.v.state.Generation > w.generation || e.isLeft() || e.shutdown() {
-				delete(c.watched, id)
+				c.watched = slices.Delete(c.watched, i, i+1)
+				i--
 			}
 			continue
 		}
@@ -451,34 +674,126 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			// Declared dead, yet a newer state turned up: a refutation or a
 			// change made just before dying. Probe again to tell which.
 			if !e.dead() {
-				w.convictedAt, w.probes = 0, 0
+				w.convictedAt, w.stage = 0, idle
 			}
 			continue
 		}
-		if w.probes == 0 && !w.window.Convicted(now, c.opts.Phi) {
+		if e.dead() {
+			// Another monitor convicted it: nothing to add unless it refutes.
+			w.stage = idle
 			continue
 		}
-		if w.probes >= c.opts.ProbeAttempts {
-			c.convict(now, e, w, r)
-			continue
-		}
-		if w.probes == 1 {
-			// The first probe went unanswered: now it is a suspicion. (A
-			// node that merely stopped heartbeating here answers the first.)
+		switch w.stage {
+		case idle:
+			if !w.window.Convicted(now, c.opts.Phi) {
+				continue
+			}
+			c.probeSeq++
+			w.probeSeq, w.stage, w.since = c.probeSeq, probing, now
+			send(r, w.id, &Probe{Seq: w.probeSeq})
+		case probing:
+			if now-w.since < c.opts.ProbeTimeout {
+				continue
+			}
+			w.stage, w.since = indirect, now
+			send(r, w.id, &Probe{Seq: w.probeSeq})
+			req := &ProbeReq{Target: w.id, Seq: w.probeSeq}
+			helpers := c.helpers(e, c.opts.IndirectProbes)
+			for _, h := range helpers {
+				send(r, h.v.state.ID, req)
+			}
+			w.asked, w.receipts = len(helpers), 0
+		case indirect:
+			if now-w.since < c.opts.ProbeTimeout {
+				continue
+			}
+			if w.asked > 0 && w.receipts == 0 && w.doubts < selfDoubts {
+				// Not even the members asked to help answered: this node may
+				// be the one cut off (Lifeguard's local health). It doubts
+				// itself and probes again before it suspects anyone.
+				w.doubts++
+				w.stage, w.since = probing, now
+				send(r, w.id, &Probe{Seq: w.probeSeq})
+				continue
+			}
+			w.stage, w.since = suspected, now
 			event(r, membership.EventSuspect, e)
+			if w.confirmed {
+				// Another monitor suspects it already: its verdict now.
+				c.convict(now, e, w, r)
+				continue
+			}
+			// The node's other monitors confirm or contradict; the node
+			// itself, should it hear this, answers at once.
+			suspect := &Suspect{ID: w.id, Generation: w.generation, Seq: w.probeSeq}
+			for _, m := range c.ownDC().successors(e, c.opts.Monitors+1) {
+				if m != c.self {
+					send(r, m.v.state.ID, suspect)
+				}
+			}
+			send(r, w.id, suspect)
+		case suspected:
+			if w.confirmed || now-w.since >= c.opts.SuspectTimeout {
+				c.convict(now, e, w, r)
+			}
 		}
-		w.probes++
-		c.probeSeq++
-		w.probeSeq = c.probeSeq
-		send(r, id, &Probe{Seq: w.probeSeq})
 	}
 }
 
-// convict declares a watched node dead at the newest version known of it.
+// helpers picks up to k live members of this DC, other than this node and
+// target, to probe target for it.
+func (c *Core) helpers(target *entry, k int) []*entry {
+	var out []*entry
+	v := c.ownDC()
+	n := len(v.members)
+	for tries := 0; len(out) < k && tries < 4*k+8; tries++ {
+		e := v.members[c.cfg.Rand.IntN(n)]
+		if e != c.self && e != target && e.live() && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// expireRelays forgets the probes for others that were never answered.
+func (c *Core) expireRelays(now time.Duration) {
+	c.relays = slices.DeleteFunc(c.relays, func(x relay) bool { return now >= x.until })
+}
+
+// convict declares a watched node dead at the newest version known of it,
+// and tells every live member of the DC at once.
 func (c *Core) convict(now time.Duration, e *entry, w *watch, r *membership.Ready) {
 	w.convictedAt = max(w.maxVersion, e.v.maxVersion)
+	w.stage = idle
 	c.learn(now, Delta{State: e.v.state, DeadAt: w.convictedAt}, false, r)
-	c.originate(e, r)
+	c.announce([]*entry{e}, r)
+}
+
+// announce sends verdicts to every live member of this DC at once, in one
+// Push of death notices, rather than as a rumour that takes rounds: a
+// failure costs a few small messages per member, once. The DC's gateways
+// get it with everyone: they echo it to the DC (see learnAll), so that a
+// member that lost one notice has another at once, and ferry it across; a
+// gateway of another DC that receives it announces it in its own DC the
+// same way. It is still pushed as a rumour too, which repairs what every
+// notice missed.
+func (c *Core) announce(verdicts []*entry, r *membership.Ready) {
+	if len(verdicts) == 0 {
+		return
+	}
+	push := &Push{Entries: make([]Delta, len(verdicts))}
+	for i, e := range verdicts {
+		push.Entries[i] = e.notice()
+		c.markHot(e)
+		if c.viewOf(e) == c.ownDC() && c.isGateway() {
+			c.markForward(e)
+		}
+	}
+	for _, m := range c.ownDC().members {
+		if m != c.self && m.live() {
+			send(r, m.v.state.ID, push)
+		}
+	}
 }
 
 // watchRemoteDCs runs a gateway's watch of every other DC (see dcWatch): a
@@ -504,14 +819,18 @@ func (c *Core) watchRemoteDCs(now time.Duration, r *membership.Ready) {
 		}
 		if w == nil {
 			// Expect the DC from now on, as a monitor expects a settled
-			// predecessor, even before hearing from it.
-			w = &dcWatch{}
+			// predecessor, even before hearing from it. This counts as the
+			// round's arrival: an answer later in the round adds no
+			// interval of a fraction of a round to the window.
+			w = &dcWatch{heard: true}
 			w.window.Report(now, c.opts.Phi)
 			c.remote[v.name] = w
 			continue
 		}
-		w.heard = false
 		if w.probes == 0 && !w.window.Convicted(now, c.opts.Phi) {
+			continue
+		}
+		if w.probes > 0 && now-w.since < c.opts.RemoteProbeTimeout {
 			continue
 		}
 		live := v.firstLive(len(v.members), nil)
@@ -531,6 +850,7 @@ func (c *Core) watchRemoteDCs(now time.Duration, r *membership.Ready) {
 			send(r, e.v.state.ID, &Probe{})
 		}
 		w.probes++
+		w.since = now
 	}
 }
 
@@ -547,13 +867,13 @@ func spread(members []*entry, k, round int) []*entry {
 }
 
 // convictDC declares every live member of a silent DC dead at the newest
-// version known of it. The verdict spreads in this DC as a rumour; it is
-// not ferried on: every other DC's gateways judge the silent DC themselves.
+// version known of it, and announces it in this DC. It is not ferried on:
+// every other DC's gateways judge the silent DC themselves.
 func (c *Core) convictDC(now time.Duration, live []*entry, r *membership.Ready) {
 	for _, e := range live {
 		c.learn(now, Delta{State: e.v.state, DeadAt: e.v.maxVersion}, false, r)
-		c.markHot(e)
 	}
+	c.announce(live, r)
 }
 
 // originate makes a change that started here travel: pushed in this DC and
@@ -617,7 +937,7 @@ func (c *Core) gossip(r *membership.Ready) {
 	if len(peers) == 0 {
 		return
 	}
-	m := &Summary{Sums: c.sums(), Hot: hot}
+	m := &Summary{Sums: c.total(), Hot: hot}
 	for _, p := range peers {
 		send(r, p.v.state.ID, m)
 	}
@@ -666,6 +986,19 @@ func (c *Core) randomPeers(v *dcView, k int) []*entry {
 	return out
 }
 
+// total is the summary of the whole cluster as one sum with no DC name: the
+// member count and the XOR of every DC's hash. It is what a round's
+// summary carries (a few bytes, whatever the number of DCs); only when two
+// totals differ do the two nodes compare per DC (sums).
+func (c *Core) total() []DCSum {
+	t := DCSum{}
+	for _, v := range c.dcs {
+		t.Count += uint64(len(v.members))
+		t.Hash ^= v.hash
+	}
+	return []DCSum{t}
+}
+
 // sums is the summary of every DC this node knows.
 func (c *Core) sums() []DCSum {
 	out := make([]DCSum, len(c.dcs))
@@ -685,7 +1018,7 @@ func (c *Core) wanRound(r *membership.Ready) {
 		}
 		if t := c.remoteTarget(v); t != nil {
 			c.wanMisses[v.name]++
-			send(r, t.v.state.ID, &Summary{Sums: c.sums(), Reply: true})
+			send(r, t.v.state.ID, &Summary{Sums: c.total(), Reply: true})
 		}
 	}
 }
@@ -747,7 +1080,7 @@ func (c *Core) removeLongDown(now time.Duration, r *membership.Ready) {
 		c.viewOf(e).remove(e)
 		c.entries[e.v.member.num] = nil
 		c.known--
-		delete(c.watched, e.v.state.ID)
+		c.unwatch(e.v.state.ID)
 		c.quarantine.Add(e.v.state.ID, e.v.state.Generation, now+removeAfter)
 		event(r, membership.EventRemoved, e)
 	}
@@ -770,12 +1103,12 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 			c.wanMisses[c.viewOf(e).name] = 0
 		}
 		if w := c.remote[c.viewOf(e).name]; w != nil {
-			w.hear(now, c.opts.Phi)
+			w.hear(now, answers(m), c.opts.Phi)
 		}
 	}
 	switch m := m.(type) {
 	case *Summary:
-		c.learnAll(now, m.Hot, remote, &r)
+		c.announce(c.learnAll(now, m.Hot, remote, &r), &r)
 		c.onSummary(from, m, &r)
 	case *Buckets:
 		if len(m.DCs) == 0 {
@@ -786,26 +1119,39 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	case *Digests:
 		c.onDigests(from, m, &r)
 	case *Deltas:
-		c.learnAll(now, m.Entries, remote, &r)
+		c.announce(c.learnAll(now, m.Entries, remote, &r), &r)
 		if len(m.Requests) > 0 {
 			if reply := c.answer(m.Requests); len(reply) > 0 {
 				send(&r, from, &Deltas{Entries: reply})
 			}
 		}
 	case *Push:
-		c.learnAll(now, m.Entries, remote, &r)
+		c.announce(c.learnAll(now, m.Entries, remote, &r), &r)
 	case *Heartbeat:
 		c.onHeartbeat(now, from, m)
 	case *Probe:
 		send(&r, from, &ProbeAck{Seq: m.Seq, Monitored: slices.Contains(c.monitors, from)})
 	case *ProbeAck:
-		if w := c.watched[from]; w != nil && w.probeSeq == m.Seq {
-			w.probes = 0
-			w.window.Report(now, c.opts.Phi)
+		if w := c.watchOf(from); w != nil && w.stage != idle && w.probeSeq == m.Seq {
+			w.heard(now, c.opts.Phi)
+			w.direct, w.hasDirect = now, true
 			if !m.Monitored {
-				delete(c.watched, from)
+				c.unwatch(from)
 			}
 		}
+		c.relayAck(from, m.Seq, &r)
+	case *ProbeReq:
+		c.probeFor(now, from, m, &r)
+	case *IndirectAck:
+		if w := c.watchOf(m.Target); w != nil && w.stage != idle && w.probeSeq == m.Seq {
+			if m.Alive {
+				w.heard(now, c.opts.Phi)
+			} else {
+				w.receipts++
+			}
+		}
+	case *Suspect:
+		c.onSuspect(now, from, m, &r)
 	case *Join:
 		c.onJoin(now, from, m, &r)
 	case *Welcome:
@@ -829,8 +1175,22 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 }
 
 // onSummary compares per-DC sums and answers with the bucket hashes of the
-// DCs that differ.
+// DCs that differ. A total (one sum with no DC name, see total) that
+// differs is answered with this node's per-DC sums, which the sender
+// compares in turn.
 func (c *Core) onSummary(from string, m *Summary, r *membership.Ready) {
+	if len(m.Sums) == 1 && m.Sums[0].DC == "" {
+		switch {
+		case m.Sums[0] != c.total()[0]:
+			send(r, from, &Summary{Sums: c.sums()})
+		case m.Reply:
+			c.markSynced(c.entry(from), r)
+			send(r, from, &Buckets{})
+		default:
+			c.markSynced(c.entry(from), r)
+		}
+		return
+	}
 	var reply Buckets
 	theirs := make(map[string]DCSum, len(m.Sums))
 	for _, s := range m.Sums {
@@ -966,22 +1326,87 @@ func (c *Core) answer(requests []Digest) []Delta {
 // onHeartbeat records a heartbeat from a node that chose this one as its
 // monitor.
 func (c *Core) onHeartbeat(now time.Duration, from string, m *Heartbeat) {
-	w := c.watched[from]
+	w := c.watchOf(from)
 	if m.Stop {
-		delete(c.watched, from)
+		c.unwatch(from)
 		return
 	}
 	if w == nil || m.Generation > w.generation {
-		w = &watch{generation: m.Generation}
-		c.watched[from] = w
+		w = &watch{id: from, generation: m.Generation}
+		c.addWatch(w)
 	}
 	if m.Generation < w.generation {
 		return
 	}
 	w.maxVersion = max(w.maxVersion, m.MaxVersion)
-	w.window.Report(now, c.opts.Phi)
-	w.probes = 0
+	w.heard(now, c.opts.Phi)
+	w.direct, w.hasDirect = now, true
 	w.convictedAt = 0
+}
+
+// probeFor probes a node for a monitor that could not reach it (ProbeReq),
+// and says at once that it got the request.
+func (c *Core) probeFor(now time.Duration, from string, m *ProbeReq, r *membership.Ready) {
+	if m.Target == c.cfg.ID {
+		send(r, from, &IndirectAck{Target: m.Target, Seq: m.Seq, Alive: true})
+		return
+	}
+	send(r, from, &IndirectAck{Target: m.Target, Seq: m.Seq})
+	if len(c.relays) >= 64 {
+		return // a burst of requests: the oldest still wait for their answers
+	}
+	c.probeSeq++
+	c.relays = append(c.relays, relay{seq: c.probeSeq, target: m.Target, requester: from, reqSeq: m.Seq,
+		until: now + 2*c.opts.ProbeTimeout})
+	send(r, m.Target, &Probe{Seq: c.probeSeq})
+}
+
+// relayAck passes a probed node's answer on to the monitor that asked for
+// the probe, if the answer is to such a probe.
+func (c *Core) relayAck(from string, seq uint64, r *membership.Ready) {
+	for i, x := range c.relays {
+		if x.seq == seq && x.target == from {
+			send(r, x.requester, &IndirectAck{Target: x.target, Seq: x.reqSeq, Alive: true})
+			c.relays = slices.Delete(c.relays, i, i+1)
+			return
+		}
+	}
+}
+
+// onSuspect handles another monitor's suspicion of a node (see Suspect): it
+// confirms this node's own suspicion, or starts its probe at once; this
+// node contradicts it while it still hears the node; the node itself
+// answers that it is alive.
+func (c *Core) onSuspect(now time.Duration, from string, m *Suspect, r *membership.Ready) {
+	if m.ID == c.cfg.ID {
+		if m.Generation == c.self.v.state.Generation {
+			send(r, from, &IndirectAck{Target: m.ID, Seq: m.Seq, Alive: true})
+		}
+		return
+	}
+	w := c.watchOf(m.ID)
+	e := c.entry(m.ID)
+	if w == nil || e == nil || w.generation != m.Generation || e.v.state.Generation != m.Generation || e.dead() {
+		return
+	}
+	switch {
+	case w.stage == suspected:
+		c.convict(now, e, w, r)
+	case w.stage == idle && w.hasDirect && now-w.direct <= vouchWithin:
+		// This monitor still hears the node itself: the sender's links to
+		// it are what failed, not the node.
+		send(r, from, &IndirectAck{Target: m.ID, Seq: m.Seq, Alive: true})
+	case w.stage == idle:
+		// It has not heard the node first-hand for a while either: probe
+		// it now rather than when its own detector would, so that the
+		// suspicion is confirmed (or not) within a second.
+		w.confirmed = true
+		c.probeSeq++
+		w.probeSeq, w.stage, w.since = c.probeSeq, probing, now
+		send(r, w.id, &Probe{Seq: w.probeSeq})
+	default:
+		w.confirmed = true
+	}
 }
 
 // onJoin admits a node: its state spreads from here; it gets the full
@@ -1020,14 +1445,32 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 }
 
 // learnAll folds in a list of deltas; remote says they came from another
-// DC.
-func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membership.Ready) {
+// DC. It returns the verdicts (members put down: convicted or shut down)
+// that this node announces in its DC at once (see announce): those about
+// other DCs' members that come from across, which make it the first of its
+// DC to hear them (ferried by the gateways of the member's DC, or, when a
+// DC went dark and another DC's gateways judged it first, in the repairs
+// between gateways or a rumour); and, at a gateway, every verdict it
+// learns, which it echoes to its DC: a member that lost one notice then
+// has another within a LAN hop, from another sender.
+func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membership.Ready) []*entry {
+	var down []*entry
+	gateway := c.isGateway()
 	for _, d := range deltas {
 		if remote {
 			d = c.screen(d, r)
 		}
-		c.learn(now, d, true, r)
+		before := c.entry(d.State.ID)
+		wasDown := before != nil && before.down()
+		e := c.learn(now, d, true, r)
+		if e == nil || !e.down() || e.isLeft() || wasDown {
+			continue
+		}
+		if gateway || (remote && c.viewOf(e) != c.ownDC()) {
+			down = append(down, e)
+		}
 	}
+	return down
 }
 
 // screen keeps another DC's verdict from killing a live member of this
@@ -1197,7 +1640,8 @@ func (c *Core) Leave(_ time.Duration) membership.Ready {
 // shutdown, pushed at once to every live member of its DC (its monitors and
 // gateways among them, so nobody there waits for a failure detector) and,
 // when it was a gateway itself, to one node of each other DC as a gateway
-// ferries a change. Other DCs' gateways spread it in their DCs as a rumour.
+// ferries a change. The node of another DC that receives it announces it in
+// its DC at once, as a verdict.
 // Unlike Leave it keeps the node in the cluster: peers hold it down until
 // it restarts with a newer generation.
 func (c *Core) Shutdown(_ time.Duration) membership.Ready {

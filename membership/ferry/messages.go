@@ -19,6 +19,9 @@ const (
 	typeJoin
 	typeWelcome
 	typeRedirect
+	typeProbeReq
+	typeIndirectAck
+	typeSuspect
 )
 
 // DCSum is the constant-size summary of what a node knows about one DC: how
@@ -112,6 +115,38 @@ type ProbeAck struct {
 	Monitored bool
 }
 
+// ProbeReq asks a member to probe Target for the sender (SWIM's
+// ping-req): a monitor whose direct probe went unanswered asks a few members
+// of its DC at once, so that one lossy link does not make a live node
+// suspect.
+type ProbeReq struct {
+	Target string
+	Seq    uint64
+}
+
+// IndirectAck tells a monitor, for its probe Seq, that Target is alive: a
+// member it asked (ProbeReq) got Target's answer, or another monitor of
+// Target, still hearing it, contradicts the sender's Suspect, or Target
+// answers a Suspect about itself. Without Alive it is only a member's
+// receipt of a ProbeReq (Lifeguard's nack): a monitor that gets no receipt
+// from any member it asked may be cut off itself, and doubts its own links
+// before it suspects anyone.
+type IndirectAck struct {
+	Target string
+	Seq    uint64
+	Alive  bool
+}
+
+// Suspect tells the other monitors of a node (and the node itself) that
+// the sender suspects it: its probes, direct and indirect, went unanswered.
+// A monitor that suspects the node too convicts it at once; one that still
+// hears it, and the node itself, answer with an IndirectAck for Seq.
+type Suspect struct {
+	ID         string
+	Generation uint64
+	Seq        uint64
+}
+
 // Join asks a seed to admit the sender.
 type Join struct {
 	State membership.EndpointState
@@ -153,6 +188,15 @@ func (*Probe) Kind() string { return "probe" }
 
 // Kind is "probe-ack".
 func (*ProbeAck) Kind() string { return "probe-ack" }
+
+// Kind is "probe-req".
+func (*ProbeReq) Kind() string { return "probe-req" }
+
+// Kind is "indirect-ack".
+func (*IndirectAck) Kind() string { return "indirect-ack" }
+
+// Kind is "suspect".
+func (*Suspect) Kind() string { return "suspect" }
 
 // Kind is "join".
 func (*Join) Kind() string { return "join" }
@@ -337,6 +381,38 @@ func (m *ProbeAck) AppendTo(b []byte) []byte {
 }
 
 // WireSize is the encoded size.
+func (m *ProbeReq) WireSize() int {
+	return 1 + membership.StringSize(m.Target) + membership.UvarintSize(m.Seq)
+}
+
+// AppendTo appends the encoding.
+func (m *ProbeReq) AppendTo(b []byte) []byte {
+	return membership.AppendUvarint(membership.AppendString(append(b, typeProbeReq), m.Target), m.Seq)
+}
+
+// WireSize is the encoded size.
+func (m *IndirectAck) WireSize() int {
+	return 2 + membership.StringSize(m.Target) + membership.UvarintSize(m.Seq)
+}
+
+// AppendTo appends the encoding.
+func (m *IndirectAck) AppendTo(b []byte) []byte {
+	b = membership.AppendUvarint(membership.AppendString(append(b, typeIndirectAck), m.Target), m.Seq)
+	return append(b, boolByte(m.Alive))
+}
+
+// WireSize is the encoded size.
+func (m *Suspect) WireSize() int {
+	return 1 + membership.StringSize(m.ID) + membership.UvarintSize(m.Generation) + membership.UvarintSize(m.Seq)
+}
+
+// AppendTo appends the encoding.
+func (m *Suspect) AppendTo(b []byte) []byte {
+	b = membership.AppendUvarint(membership.AppendString(append(b, typeSuspect), m.ID), m.Generation)
+	return membership.AppendUvarint(b, m.Seq)
+}
+
+// WireSize is the encoded size.
 func (m *Join) WireSize() int { return 1 + m.State.WireSize() }
 
 // AppendTo appends the encoding.
@@ -379,6 +455,12 @@ func Unmarshal(data []byte) (membership.Message, error) {
 		m = &Probe{Seq: d.Uvarint()}
 	case typeProbeAck:
 		m = &ProbeAck{Seq: d.Uvarint(), Monitored: d.Byte() == 1}
+	case typeProbeReq:
+		m = &ProbeReq{Target: d.String(), Seq: d.Uvarint()}
+	case typeIndirectAck:
+		m = &IndirectAck{Target: d.String(), Seq: d.Uvarint(), Alive: d.Byte() == 1}
+	case typeSuspect:
+		m = &Suspect{ID: d.String(), Generation: d.Uvarint(), Seq: d.Uvarint()}
 	case typeJoin:
 		m = &Join{State: membership.DecodeEndpointState(d)}
 	case typeWelcome:

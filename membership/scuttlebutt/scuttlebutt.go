@@ -101,6 +101,9 @@ func New(cfg membership.Config) (*Core, error) {
 // ID is the node's identifier.
 func (c *Core) ID() string { return c.cfg.ID }
 
+// TickInterval is one round: Scuttlebutt does everything once a round.
+func (c *Core) TickInterval() time.Duration { return membership.Round }
+
 // syncSelf copies the local state into the node's own endpoint entry.
 func (c *Core) syncSelf() {
 	c.self.state = c.local.EndpointState

@@ -18,8 +18,9 @@ import (
 // seconds), so digests have realistic sizes: generation = base + start second.
 const GenerationBase = 1_700_000_000
 
-// GossipInterval is the round length of both cores.
-const GossipInterval = time.Second
+// GossipInterval is the round length of both cores (membership.Round). A
+// core is ticked every TickInterval, which may be shorter.
+const GossipInterval = membership.Round
 
 // Sentinel errors.
 var (
@@ -73,6 +74,8 @@ type Cluster struct {
 	shared any
 	// err is the first encoding error seen; Err reports it.
 	err error
+	// cut holds the node pairs whose link drops everything (Cut).
+	cut map[[2]string]bool
 }
 
 // New builds an empty cluster.
@@ -123,7 +126,7 @@ func (c *Cluster) Start(id, dc string) error {
 	if known {
 		return c.sim.Restart(id, n)
 	}
-	return c.sim.AddNode(sim.NodeSpec{ID: id, DC: dc, TickInterval: GossipInterval}, n)
+	return c.sim.AddNode(sim.NodeSpec{ID: id, DC: dc, TickInterval: core.TickInterval()}, n)
 }
 
 // Crash stops a node abruptly.
@@ -170,6 +173,32 @@ func (c *Cluster) SetAppState(id, key, value string) error {
 	return c.sim.Do(id, func(now time.Duration) []sim.Envelope {
 		return n.handle(now, n.core.SetAppState(now, key, value))
 	})
+}
+
+// Cut breaks the link between two nodes, both ways: every message between
+// them is lost (it still counts as sent), while each still reaches every
+// other node. Mend repairs it.
+func (c *Cluster) Cut(a, b string) error { return c.setCut(a, b, true) }
+
+// Mend repairs a link broken by Cut.
+func (c *Cluster) Mend(a, b string) error { return c.setCut(a, b, false) }
+
+func (c *Cluster) setCut(a, b string, cut bool) error {
+	for _, id := range []string{a, b} {
+		if _, ok := c.nodes[id]; !ok {
+			return fmt.Errorf("cut %s-%s: %s: %w", a, b, id, sim.ErrUnknownNode)
+		}
+	}
+	if c.cut == nil {
+		c.cut = make(map[[2]string]bool)
+	}
+	key := [2]string{min(a, b), max(a, b)}
+	if cut {
+		c.cut[key] = true
+	} else {
+		delete(c.cut, key)
+	}
+	return nil
 }
 
 // running returns a node that is up.
@@ -269,6 +298,9 @@ func (c *Cluster) RunUntilConverged(timeout time.Duration) (time.Duration, bool)
 
 // Step implements sim.Node.
 func (n *node) Step(now time.Duration, env sim.Envelope) []sim.Envelope {
+	if c := n.cluster.cut; c != nil && c[[2]string{min(env.From, n.id), max(env.From, n.id)}] {
+		return nil // lost on a broken link
+	}
 	m := env.Msg.(membership.Message)
 	if n.cluster.cfg.CheckEncoding {
 		m = n.cluster.roundTrip(m)

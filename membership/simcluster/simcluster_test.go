@@ -108,3 +108,32 @@ type badSize struct{}
 func (badSize) Kind() string             { return "bad" }
 func (badSize) WireSize() int            { return 3 }
 func (badSize) AppendTo(b []byte) []byte { return append(b, 1) }
+
+func TestCutDropsOneLinkOnly(t *testing.T) {
+	var events []membership.Event
+	c := newCluster(t, &events)
+	if err := c.Cut("a1", "zz"); !errors.Is(err, sim.ErrUnknownNode) {
+		t.Fatalf("cut to an unknown node: err = %v", err)
+	}
+	if _, ok := c.RunUntilConverged(30 * time.Second); !ok {
+		t.Fatalf("no convergence: %s", c.Disagreement())
+	}
+	// Every link of a2 broken: the others convict it, though it runs.
+	for _, id := range []string{"a1", "a3", "b1", "b2", "b3"} {
+		if err := c.Cut(id, "a2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Sim().RunFor(20 * time.Second)
+	if d := c.Disagreement(); !strings.Contains(d, "sees live a2 as down") {
+		t.Fatalf("a2 cut off from all: disagreement = %q", d)
+	}
+	for _, id := range []string{"a1", "a3", "b1", "b2", "b3"} {
+		if err := c.Mend("a2", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := c.RunUntilConverged(30 * time.Second); !ok {
+		t.Fatalf("no convergence after mending: %s", c.Disagreement())
+	}
+}
