@@ -38,6 +38,10 @@ type Config struct {
 	Clock *hlc.Clock
 	// Wall reads the node's wall clock, the one Clock reads; nil means time.Now.
 	Wall func() time.Time
+	// Elapsed reads the node's monotonic clock, as time since an origin of its choice; nil
+	// means the process's. Tests fix it, so that the offsets they check are exact however
+	// slowly they run.
+	Elapsed func() time.Duration
 	// MaxOffset bounds how far this node's clock may be from its peers' and how far ahead
 	// of the cluster a stored timestamp may be; 0 means DefaultMaxOffset.
 	MaxOffset time.Duration
@@ -63,7 +67,7 @@ type Guard struct {
 	others    func() int
 	measure   func()
 	log       *slog.Logger
-	start     time.Time // the monotonic origin: only time.Since(start) is used
+	elapsed   func() time.Duration
 
 	measuring sync.Mutex // one Measure at a time
 
@@ -88,7 +92,7 @@ const resampleAfter = time.Second
 type sample struct {
 	anchor      time.Duration
 	uncertainty time.Duration
-	taken       time.Duration // time.Since(Guard.start)
+	taken       time.Duration // Guard.elapsed()
 }
 
 // New returns a guard with no samples.
@@ -109,12 +113,15 @@ func New(cfg Config) *Guard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Elapsed == nil {
+		start := time.Now()
+		cfg.Elapsed = func() time.Duration { return time.Since(start) }
+	}
 	return &Guard{
 		// Round(0) drops the monotonic reading: differences of wall times must show the
 		// wall clock's jumps, which monotonic readings hide.
 		clock: cfg.Clock, wall: func() time.Time { return wall().Round(0) }, maxOffset: cfg.MaxOffset, others: cfg.Others, measure: cfg.Measure,
-		log:   cfg.Logger,
-		start: time.Now(), samples: map[string]sample{},
+		log: cfg.Logger, elapsed: cfg.Elapsed, samples: map[string]sample{},
 	}
 }
 
@@ -128,7 +135,7 @@ func (g *Guard) Sample(peer string, remote, local time.Time, uncertainty time.Du
 	// The skew is read now, not at local: the two are a moment apart, too little for the
 	// wall clock to have been set in between.
 	_, skew := g.now()
-	taken := time.Since(g.start)
+	taken := g.elapsed()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if old, ok := g.samples[peer]; ok && taken-old.taken < resampleAfter {
@@ -140,7 +147,7 @@ func (g *Guard) Sample(peer string, remote, local time.Time, uncertainty time.Du
 
 // now reads this node's wall clock and its skew (wall clock minus monotonic clock).
 func (g *Guard) now() (wall time.Time, skew time.Duration) {
-	mono := time.Since(g.start)
+	mono := g.elapsed()
 	wall = g.wall()
 	return wall, time.Duration(wall.UnixNano()) - mono
 }

@@ -14,8 +14,8 @@ import (
 // epoch is the fake wall clock's start: any fixed instant will do.
 var epoch = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-// fakeWall is a wall clock the test sets; the guard's monotonic clock stays real, and the
-// few microseconds it advances during a test are far below every bound checked.
+// fakeWall is a wall clock the test sets. The guard's monotonic clock stands still
+// (Config.Elapsed), so the offsets it reports are exact however slowly the test runs.
 type fakeWall struct {
 	mu  sync.Mutex
 	now time.Time
@@ -35,7 +35,7 @@ func (w *fakeWall) jump(d time.Duration) {
 
 func newGuard(others int, measure func()) (*Guard, *fakeWall) {
 	wall := &fakeWall{now: epoch}
-	g := New(Config{Clock: hlc.NewClock(wall.Now), Wall: wall.Now, Others: func() int { return others }, Measure: measure})
+	g := New(Config{Clock: hlc.NewClock(wall.Now), Wall: wall.Now, Elapsed: func() time.Duration { return 0 }, Others: func() int { return others }, Measure: measure})
 	return g, wall
 }
 
@@ -136,7 +136,7 @@ func TestWallJumpIsSeenWithoutNewSamples(t *testing.T) {
 func TestRefusalIsLoggedOnce(t *testing.T) {
 	var log strings.Builder
 	wall := &fakeWall{now: epoch}
-	g := New(Config{Clock: hlc.NewClock(wall.Now), Wall: wall.Now, Others: func() int { return 3 },
+	g := New(Config{Clock: hlc.NewClock(wall.Now), Wall: wall.Now, Elapsed: func() time.Duration { return 0 }, Others: func() int { return 3 },
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	for _, peer := range []string{"a", "b", "c"} {
 		g.Sample(peer, wall.Now(), wall.Now(), time.Millisecond)
