@@ -65,6 +65,7 @@ type peersOptions struct {
 	valueBytes    int
 	clients       int
 	duration      time.Duration
+	warmup        time.Duration
 	ops           int
 	opTimeout     time.Duration
 	distributions []string
@@ -83,6 +84,7 @@ type peersOptions struct {
 var peersQuick = map[string]string{
 	"keys":     "2000",
 	"duration": "2s",
+	"warmup":   "2s",
 }
 
 func setupPeers(fs *flag.FlagSet) Runner {
@@ -95,6 +97,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.IntVar(&o.valueBytes, "value-bytes", 256, "size of every value")
 	fs.IntVar(&o.clients, "clients", 16, "concurrent clients (closed loop: each sends its next request when the last returns), the same for every system")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each row's run")
+	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "workload A, unmeasured, after the load and before the first row of each system: JIT compilation and caches warm up")
 	fs.IntVar(&o.ops, "ops", 0, "end each row's run after this many operations, if sooner than --duration (0: the duration only)")
 	fs.DurationVar(&o.opTimeout, "op-timeout", 10*time.Second, "give up on one operation after this long (it counts as an error)")
 	dist := fs.String("distribution", distZipfian, "key choice: zipfian (YCSB's scrambled zipfian), uniform, or both comma-separated")
@@ -105,7 +108,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.StringVar(&o.bin, "bin", "", "the kura binary whose server subcommand runs kura's nodes (default: this one)")
 	fs.StringVar(&o.cache, "cache", defaultPeersCache(), "where Cassandra's jars are kept between runs")
 	fs.StringVar(&o.heap, "cassandra-heap", "1G", "heap of each Cassandra node (-Xms and -Xmx)")
-	fs.BoolVar(&o.quick, "quick", false, "a short run: 2,000 keys and 2 s per row, for every flag not set explicitly")
+	fs.BoolVar(&o.quick, "quick", false, "a short run: 2,000 keys, 2 s per row and of warm-up, for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
 			if err := applyQuick(fs, peersQuick); err != nil {
@@ -137,8 +140,8 @@ func setupPeers(fs *flag.FlagSet) Runner {
 			}
 			o.levels = append(o.levels, cl)
 		}
-		if o.keys < 1 || o.valueBytes < 1 || o.clients < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 {
-			return nil, errors.New("--keys, --value-bytes, --clients, --duration and --op-timeout must be positive, --ops not negative")
+		if o.keys < 1 || o.valueBytes < 1 || o.clients < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 {
+			return nil, errors.New("--keys, --value-bytes, --clients, --duration and --op-timeout must be positive, --ops and --warmup not negative")
 		}
 		if o.bin == "" {
 			if o.bin, err = os.Executable(); err != nil {
@@ -179,7 +182,7 @@ type PeerRow struct {
 	Consistency  string `json:"cl"`
 	Workload     string `json:"workload"`
 	Distribution string `json:"dist"`
-	Ops          int    `json:"ops"`
+	Ops          int    `json:"ops" table:"-"`
 	Errors       int    `json:"errors"`
 	// FirstError is the first failed operation's error, for the JSON.
 	FirstError    string  `json:"first_error,omitempty" table:"-"`
@@ -465,6 +468,15 @@ func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOpti
 		return nil, fmt.Errorf("%s, %s: %w", step.layout, step.name, err)
 	}
 	env.Progressf("%s, %s: %d keys loaded in %.1f s", step.layout, step.name, o.keys, time.Since(loadBegan).Seconds())
+	if o.warmup > 0 {
+		progress.Add(0, "%s, %s: warming up", step.layout, step.name)
+		warm := drv
+		warm.duration, warm.ops = o.warmup, 0
+		uniform, _ := newKeyChooser(distUniform, o.keys)
+		for _, nc := range d.clients {
+			drive(ctx, nc.c, peerWorkloads[0], uniform, warm)
+		}
+	}
 	progress.Add(1, "")
 	var rows []PeerRow
 	for _, cl := range step.levels {
@@ -708,8 +720,8 @@ func peersScale(o peersOptions) string {
 	if o.ops > 0 {
 		limit = fmt.Sprintf("%v or %d operations per row", o.duration, o.ops)
 	}
-	return fmt.Sprintf("%d keys of %d bytes loaded first; %d closed-loop clients; %s; %s keys; 3-node layouts at %s; %d cores shared by servers, clients and other jobs",
-		o.keys, o.valueBytes, o.clients, limit, strings.Join(o.distributions, " and "), strings.Join(levels, ", "), runtime.NumCPU())
+	return fmt.Sprintf("%d keys of %d bytes loaded first, then %v of workload A unmeasured; %d closed-loop clients; %s; %s keys; 3-node layouts at %s; %d cores shared by servers, clients and other jobs",
+		o.keys, o.valueBytes, o.warmup, o.clients, limit, strings.Join(o.distributions, " and "), strings.Join(levels, ", "), runtime.NumCPU())
 }
 
 // peersReport builds the report: rows, the ratios kura/peer, notes.

@@ -313,15 +313,36 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', %s}", peersKeyspace, replication),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.usertable (y_id text PRIMARY KEY, field0 blob)", peersKeyspace),
 	} {
-		if err := session.Query(stmt).WithContext(ctx).Consistency(gocql.All).Exec(); err != nil {
+		if err := execUntilAccepted(ctx, session, stmt); err != nil {
 			session.Close()
 			d.close()
-			return nil, fmt.Errorf("cql %q: %w", stmt, err)
+			return nil, err
 		}
 	}
 	d.startup = time.Since(began)
 	d.clients = []namedClient{{system: sysCassandra, c: &gocqlClient{s: session, level: gocql.One}, scans: true}}
 	return d, nil
+}
+
+// cassandraSchemaTimeout bounds the retries of a schema statement: a node that has just
+// opened its CQL port may not have learned the other nodes' DCs from gossip yet, and
+// refuses a keyspace that names them until it has.
+const cassandraSchemaTimeout = time.Minute
+
+// execUntilAccepted runs a schema statement, again each second while it is refused, for
+// up to cassandraSchemaTimeout.
+func execUntilAccepted(ctx context.Context, session *gocql.Session, stmt string) error {
+	deadline := time.Now().Add(cassandraSchemaTimeout)
+	for {
+		err := session.Query(stmt).WithContext(ctx).Consistency(gocql.All).Exec()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("cql %q: %w", stmt, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // gocqlClient runs the operations through gocql, token-aware: each request goes to a
