@@ -741,42 +741,76 @@ func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
 		Rows:      rows,
 		Reduction: peerRatios(rows),
 		Notes:     notes,
-		Plot:      func(path string) error { return SavePanels(path, 1, peersFigures(rows)...) },
+		Plot:      func(path string) error { return SavePanels(path, 2, peersFigures(rows)...) },
 	}
 }
 
-// peersFigures draws ops/s and p99 per workload (and layout, level, distribution) for
-// each system, as bars.
+// peersFigures draws, for each layout, ops/s and p99 per workload (and distribution,
+// and level when there are several) for each system, as bars: a row of two panels per
+// layout, so that each panel's bars are few enough to read.
 func peersFigures(rows []PeerRow) []Figure {
-	var categories, systems []string
-	category := func(r PeerRow) string {
-		nodes := "1n"
-		if r.Layout == layoutThree {
-			nodes = "3n " + r.Consistency
-		}
-		return fmt.Sprintf("%s %s %s", nodes, r.Workload, r.Distribution[:1])
-	}
+	var layouts []string
 	for _, r := range rows {
-		if c := category(r); !slices.Contains(categories, c) {
-			categories = append(categories, c)
-		}
-		if !slices.Contains(systems, r.System) {
-			systems = append(systems, r.System)
+		if !slices.Contains(layouts, r.Layout) {
+			layouts = append(layouts, r.Layout)
 		}
 	}
-	ops := Figure{Title: "kura and its peers: throughput", XLabel: "layout, workload, key distribution (z: zipfian, u: uniform)", YLabel: "throughput (ops/s)", Categories: categories}
-	p99 := Figure{Title: "kura and its peers: p99 latency", XLabel: ops.XLabel, YLabel: "p99 latency (ms)", Categories: categories}
-	for _, s := range systems {
-		opsSeries := Series{Name: s, Y: make([]float64, len(categories))}
-		p99Series := Series{Name: s, Y: make([]float64, len(categories))}
+	var figures []Figure
+	for _, layout := range layouts {
+		var categories, systems, levels []string
 		for _, r := range rows {
-			if r.System == s {
-				i := slices.Index(categories, category(r))
-				opsSeries.Y[i], p99Series.Y[i] = r.OpsPerS, r.LatencyMsP99
+			if r.Layout == layout && !slices.Contains(levels, r.Consistency) {
+				levels = append(levels, r.Consistency)
 			}
 		}
-		ops.Series = append(ops.Series, opsSeries)
-		p99.Series = append(p99.Series, p99Series)
+		category := func(r PeerRow) string {
+			c := r.Workload + " " + r.Distribution[:1]
+			if len(levels) > 1 {
+				c += " " + initials(r.Consistency)
+			}
+			return c
+		}
+		for _, r := range rows {
+			if r.Layout != layout {
+				continue
+			}
+			if c := category(r); !slices.Contains(categories, c) {
+				categories = append(categories, c)
+			}
+			if !slices.Contains(systems, r.System) {
+				systems = append(systems, r.System)
+			}
+		}
+		xLabel := "workload, key distribution (z: zipfian, u: uniform)"
+		if len(levels) > 1 {
+			xLabel += ", level (initials: Q is QUORUM)"
+		}
+		ops := Figure{Title: layout + ": throughput", XLabel: xLabel, YLabel: "throughput (ops/s)", Categories: categories}
+		p99 := Figure{Title: layout + ": p99 latency", XLabel: xLabel, YLabel: "p99 latency (ms)", Categories: categories}
+		for _, system := range systems {
+			opsSeries := Series{Name: system, Y: make([]float64, len(categories))}
+			p99Series := Series{Name: system, Y: make([]float64, len(categories))}
+			for _, r := range rows {
+				if r.Layout == layout && r.System == system {
+					i := slices.Index(categories, category(r))
+					opsSeries.Y[i], p99Series.Y[i] = r.OpsPerS, r.LatencyMsP99
+				}
+			}
+			ops.Series = append(ops.Series, opsSeries)
+			p99.Series = append(p99.Series, p99Series)
+		}
+		figures = append(figures, ops, p99)
 	}
-	return []Figure{ops, p99}
+	return figures
+}
+
+// initials shortens a level's name for a crowded axis: QUORUM is Q, LOCAL_QUORUM LQ.
+func initials(name string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(name, "_") {
+		if part != "" {
+			b.WriteByte(part[0])
+		}
+	}
+	return b.String()
 }

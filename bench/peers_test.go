@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,42 @@ func TestPeersWANTopologyParses(t *testing.T) {
 	link, err := topo.Link("dc1", "dc2")
 	if err != nil || link.Latency != 20*time.Millisecond {
 		t.Errorf("link dc1-dc2 = %+v, %v; want 20 ms", link, err)
+	}
+}
+
+// TestPeersFigures checks the figure's layout: two panels (ops/s, p99) per layout, a
+// category per workload and distribution, a series per system that ran there.
+func TestPeersFigures(t *testing.T) {
+	var rows []PeerRow
+	for _, layout := range []string{layoutOne, layoutThree} {
+		for _, system := range []string{sysKura, sysCassandra} {
+			for _, w := range peerWorkloads {
+				for _, dist := range []string{distZipfian, distUniform} {
+					rows = append(rows, PeerRow{Layout: layout, System: system, Consistency: "QUORUM", Workload: w.Name,
+						Distribution: dist, OpsPerS: 1000, LatencyMsP99: 10})
+				}
+			}
+		}
+	}
+	rows = append(rows, PeerRow{Layout: layoutOne, System: sysRedisAlways, Consistency: "ONE", Workload: "A", Distribution: distZipfian, OpsPerS: 5000, LatencyMsP99: 2})
+	figs := peersFigures(rows)
+	if len(figs) != 4 {
+		t.Fatalf("%d panels, want 4", len(figs))
+	}
+	// The 1-node layout has two levels in these rows (QUORUM and redis's ONE).
+	if got := len(figs[0].Categories); got != 11 {
+		t.Errorf("1 node: %d categories, want 11: %v", got, figs[0].Categories)
+	}
+	if got := len(figs[0].Series); got != 3 {
+		t.Errorf("1 node: %d series, want 3", got)
+	}
+	if got := figs[2].Categories; len(got) != 10 || got[0] != "A z" || got[1] != "A u" {
+		t.Errorf("3 nodes: categories %v", got)
+	}
+	if got := figs[0].Categories[0]; got != "A z Q" {
+		t.Errorf("1 node: first category %q, want the level's initial after the workload's", got)
+	}
+	if err := SavePanels(filepath.Join(t.TempDir(), "peers.png"), 2, figs...); err != nil {
+		t.Fatal(err)
 	}
 }
