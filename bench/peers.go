@@ -276,6 +276,44 @@ func peerRatios(rows []PeerRow) []PeerRatio {
 			out = append(out, ratio)
 		}
 	}
+	// One block per layout in the table, each pair's rows together within it.
+	layoutOrder := func(r PeerRatio) int {
+		return slices.IndexFunc(cells, func(c cell) bool { return c.layout == r.Layout })
+	}
+	slices.SortStableFunc(out, func(a, b PeerRatio) int { return layoutOrder(a) - layoutOrder(b) })
+	return out
+}
+
+// peerRatioRanges sums the ratios up: for each pair (kura-resp/redis-always...), the
+// smallest and largest of each ratio over every layout, level, workload and distribution.
+func peerRatioRanges(ratios []PeerRatio) map[string]any {
+	out := map[string]any{}
+	for _, pair := range peerPairs {
+		ranges := map[string]any{}
+		for _, field := range []struct {
+			name string
+			get  func(PeerRatio) *float64
+		}{
+			{"ops_ratio", func(r PeerRatio) *float64 { return r.OpsRatio }},
+			{"p99_ratio", func(r PeerRatio) *float64 { return r.P99Ratio }},
+			{"cpu_ratio", func(r PeerRatio) *float64 { return r.CPURatio }},
+			{"rss_ratio", func(r PeerRatio) *float64 { return r.RSSRatio }},
+		} {
+			var values []float64
+			for _, r := range ratios {
+				if r.Kura == pair.kura && r.Peer == pair.peer && field.get(r) != nil {
+					values = append(values, *field.get(r))
+				}
+			}
+			if len(values) > 0 {
+				ranges[field.name+"_min"] = slices.Min(values)
+				ranges[field.name+"_max"] = slices.Max(values)
+			}
+		}
+		if len(ranges) > 0 {
+			out[pair.kura+"/"+pair.peer] = ranges
+		}
+	}
 	return out
 }
 
@@ -545,8 +583,8 @@ func measurePeerRow(ctx context.Context, d *peerDeployment, nc namedClient, mix 
 	return row
 }
 
-// startKuraPeer runs nodes `kura server` processes (the nemesis harness's cluster: node
-// i on 127.0.0.(i+1), 3 nodes in 2 DCs are 2+1) with their data on disk, so every
+// startKuraPeer runs nodes `kura server` processes (the nemesis harness's cluster, on
+// 127.0.0.2, .3 and .4; 3 nodes in 2 DCs are 2+1) with their data on disk, so every
 // acknowledged write is synced to a WAL, and creates the keyspace with one replica on
 // each node. With wan, every node shapes its traffic to the other DC as a topology file
 // says.
@@ -735,11 +773,13 @@ func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
 	if o.wan {
 		notes = append(notes, fmt.Sprintf("kura-wan: kura's 3-node layout with %v one-way between the DCs emulated by every node; Cassandra runs without WAN emulation", o.wanLatency))
 	}
+	ratios := peerRatios(rows)
 	return &Report{
 		Bench:     "peers",
 		Scale:     peersScale(o),
 		Rows:      rows,
-		Reduction: peerRatios(rows),
+		Reduction: ratios,
+		Summary:   peerRatioRanges(ratios),
 		Notes:     notes,
 		Plot:      func(path string) error { return SavePanels(path, 2, peersFigures(rows)...) },
 	}

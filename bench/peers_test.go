@@ -241,3 +241,23 @@ func TestPeersFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPeerRatioRanges(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	ratios := []PeerRatio{
+		{Kura: sysKura, Peer: sysCassandra, OpsRatio: f(3), P99Ratio: f(0.5)},
+		{Kura: sysKura, Peer: sysCassandra, OpsRatio: f(5), P99Ratio: nil},
+		{Kura: sysKuraRESP, Peer: sysRedisAlways, Note: "n/a: Redis has no range scans"},
+	}
+	got := peerRatioRanges(ratios)
+	kc, ok := got["kura/cassandra"].(map[string]any)
+	if !ok || kc["ops_ratio_min"] != 3.0 || kc["ops_ratio_max"] != 5.0 || kc["p99_ratio_min"] != 0.5 || kc["p99_ratio_max"] != 0.5 {
+		t.Errorf("kura/cassandra = %v", got["kura/cassandra"])
+	}
+	if _, ok := kc["cpu_ratio_min"]; ok {
+		t.Error("a range of no values")
+	}
+	if _, ok := got["kura-resp/redis-always"]; ok {
+		t.Error("a pair with only n/a rows has a range")
+	}
+}
