@@ -351,15 +351,16 @@ func (d *peerDeployment) close() {
 	}
 }
 
-// peerStart is one system to start in one layout; start returns nil, nil to skip it.
+// peerStart is one system to start in one layout.
 type peerStart struct {
 	name  string
 	start func(ctx context.Context) (*peerDeployment, error)
-	// optional systems (Redis, Cassandra) are skipped with a note when they cannot start;
-	// kura's failure ends the run.
+	// optional systems (Redis, Cassandra) are left out with a note when they cannot start
+	// or load their keys; kura's failure ends the run.
 	optional bool
 }
 
+// runPeers starts each system of the plan in turn, runs its rows and stops it.
 func runPeers(ctx context.Context, env Env, o peersOptions) (*Report, error) {
 	scratch := o.scratch
 	if scratch == "" {
@@ -388,27 +389,23 @@ func runPeers(ctx context.Context, env Env, o peersOptions) (*Report, error) {
 		progress.Add(0, "%s, %s: starting", step.layout, step.name)
 		began := time.Now()
 		d, err := step.start(ctx)
-		if err == nil && d == nil {
-			progress.Add(float64(step.units), "%s, %s: skipped", step.layout, step.name)
-			continue
+		var stepRows []PeerRow
+		if err == nil {
+			if d.startup == 0 {
+				d.startup = time.Since(began)
+			}
+			env.Progressf("%s, %s: up in %.1f s (processes %v)", step.layout, step.name, d.startup.Seconds(), d.pids)
+			stepRows, err = runDeployment(ctx, env, progress, o, step, d)
+			d.close()
 		}
 		if err != nil {
 			if !step.optional || ctx.Err() != nil {
 				return nil, fmt.Errorf("%s, %s: %w", step.layout, step.name, err)
 			}
-			env.Progressf("%s, %s: could not start, its rows are left out: %v", step.layout, step.name, err)
-			notes = append(notes, fmt.Sprintf("%s, %s: left out, it could not start: %v", step.layout, step.name, err))
+			env.Progressf("%s, %s: failed, its rows are left out: %v", step.layout, step.name, err)
+			notes = append(notes, fmt.Sprintf("%s, %s: left out, it failed: %v", step.layout, step.name, err))
 			progress.Add(float64(step.units), "")
 			continue
-		}
-		if d.startup == 0 {
-			d.startup = time.Since(began)
-		}
-		env.Progressf("%s, %s: up in %.1f s (processes %v)", step.layout, step.name, d.startup.Seconds(), d.pids)
-		stepRows, err := runDeployment(ctx, env, progress, o, step, d)
-		d.close()
-		if err != nil {
-			return nil, err
 		}
 		rows = append(rows, stepRows...)
 	}
@@ -434,7 +431,12 @@ type peerPlan struct {
 // Cassandra, then kura with the WAN emulated (three nodes only).
 func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPlan {
 	var plan peerPlan
-	var cass *cassandraJars // prepared once, at the first layout that needs it
+	// Cassandra's jars are prepared once, at the first layout that needs them; a failure
+	// is remembered, so that Maven does not run again for the next layout.
+	var (
+		cass    *cassandraJars
+		cassErr error
+	)
 	for _, nodes := range o.layouts {
 		layout, levels := layoutOne, []consistency.Level{consistency.One}
 		if nodes == 3 {
@@ -465,9 +467,13 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 				}
 			case peerCassandra:
 				add(peerStart{name: sysCassandra, optional: true, start: func(ctx context.Context) (*peerDeployment, error) {
+					if cassErr != nil {
+						return nil, cassErr
+					}
 					if cass == nil {
 						jars, err := prepareCassandra(ctx, env, o.cache)
 						if err != nil {
+							cassErr = err
 							return nil, err
 						}
 						cass = &jars
@@ -503,7 +509,7 @@ func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOpti
 		progress.Add(0, "%s, %s: loaded %d of %d keys", step.layout, step.name, done, o.keys)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s, %s: %w", step.layout, step.name, err)
+		return nil, err
 	}
 	env.Progressf("%s, %s: %d keys loaded in %.1f s", step.layout, step.name, o.keys, time.Since(loadBegan).Seconds())
 	if o.warmup > 0 {
@@ -770,7 +776,7 @@ func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
 		"cpu_s_per_kop is the server processes' user+system CPU seconds per 1,000 operations (/proc/PID/stat); peak_rss_bytes the largest node's VmHWM since it started",
 		"workload E: 95 % scans of 1-100 records, 5 % updates; kura scans in key order (with the hash partitioner every token range is read), Cassandra in token order (token(key) >= token(start)); n/a for Redis, which has no range scan; W is 100 % updates",
 	)
-	if o.wan {
+	if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.System == sysKuraWAN }) {
 		notes = append(notes, fmt.Sprintf("kura-wan: kura's 3-node layout with %v one-way between the DCs emulated by every node; Cassandra runs without WAN emulation", o.wanLatency))
 	}
 	ratios := peerRatios(rows)
