@@ -82,7 +82,13 @@ func (w *memoryWatch) Stop() (peakRSS, peakHeap uint64) {
 
 // residentPeak reads VmHWM, the process's peak resident set, from /proc/self/status.
 func residentPeak() (uint64, bool) {
-	f, err := os.Open("/proc/self/status")
+	return residentPeakOf("self")
+}
+
+// residentPeakOf reads VmHWM, the peak resident set of process pid ("self" or a number),
+// from /proc/PID/status.
+func residentPeakOf(pid string) (uint64, bool) {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, false
 	}

@@ -17,6 +17,7 @@ var tableSamples = map[string][]any{
 	"gossip":        {GossipRow{Source: "real", Row: membership.Row{Protocol: "scuttlebutt"}}, GossipFit{Protocol: "scuttlebutt"}},
 	"latency-model": {latencyModelRow{Setup: "6-node-2dc", Consistency: "QUORUM", Op: "write"}},
 	"ldr":           {ldrRow{Experiment: "latency", Scheme: "replicate", ReaderDC: "saopaulo"}},
+	"peers":         peersSamples,
 	"power":         {PowerRow{Run: "exp2-suppressed", Events: "n12 asleep, n13 waking"}},
 	"rebalance":     {RebalanceRow{Step: "decommission", Nodes: "dc1-n4, dc2-n4"}},
 	"redis":         {RedisRow{Target: "kura-3-quorum", Op: "SETNX"}},
@@ -27,6 +28,13 @@ var tableSamples = map[string][]any{
 		routingEmulatedReduction{Layout: "tokyo 10 + saopaulo 5"}},
 	"scale":      {ScaleRow{Part: scalePartRouting, Protocol: "mlchord"}},
 	"scheduling": {SchedulingRow{Mix: "9:1", Variant: "ReS+P"}, SchedulingReduction{Mix: "9:1", Variant: "ReS+P"}, schedCheck{Check: "kura scan mean vs O (want A's), 9:1, 1000 clients"}},
+}
+
+// peersSamples are the peers bench's rows, with its longest names.
+var peersSamples = []any{
+	PeerRow{Layout: layoutThree, System: sysRedisDefault, Consistency: "LOCAL_QUORUM", Workload: "E", Distribution: distZipfian},
+	PeerRatio{Layout: layoutThree, Kura: sysKuraRESP, Peer: sysRedisDefault, Consistency: "LOCAL_QUORUM", Workload: "E",
+		Distribution: distZipfian, Note: "n/a: Redis has no range scans"},
 }
 
 // eNotation matches a number written as 2.202e+06.

@@ -99,6 +99,7 @@ type redisTarget struct {
 	name  string
 	addr  string   // the node redis-benchmark talks to
 	addrs []string // every node's (a cluster's), addr first
+	pid   int      // redis-server's process; 0 for kura in this process
 	stop  func()
 }
 
@@ -118,7 +119,7 @@ func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) 
 		}
 	}()
 	for _, start := range []func(context.Context) (redisTarget, error){
-		startRedisServer,
+		startVolatileRedis,
 		func(ctx context.Context) (redisTarget, error) {
 			return startKura(ctx, targetKuraSingle, 1, consistency.One)
 		},
@@ -163,14 +164,22 @@ func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) 
 	return redisReport(rows, opts), nil
 }
 
-// startRedisServer runs redis-server on a free loopback port, without persistence.
-func startRedisServer(ctx context.Context) (redisTarget, error) {
+// startVolatileRedis runs redis-server without persistence, as target "redis".
+func startVolatileRedis(ctx context.Context) (redisTarget, error) {
+	return startRedisServer(ctx, targetRedis, "--save", "", "--appendonly", "no")
+}
+
+// startRedisServer runs redis-server as target name on a free loopback port, with the
+// persistence settings given as redis-server arguments ("--save", "", "--appendonly",
+// "no" for none; a --dir for any that writes files).
+func startRedisServer(ctx context.Context, name string, persistence ...string) (redisTarget, error) {
 	port, err := freePort()
 	if err != nil {
 		return redisTarget{}, err
 	}
-	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no")
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--protected-mode", "no", "--daemonize", "no"}, persistence...)
+	cmd := exec.Command("redis-server", args...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -185,7 +194,7 @@ func startRedisServer(ctx context.Context) (redisTarget, error) {
 		stop()
 		return redisTarget{}, fmt.Errorf("redis-server: %w\n%s", err, log.String())
 	}
-	return redisTarget{name: targetRedis, addr: addr, addrs: []string{addr}, stop: stop}, nil
+	return redisTarget{name: name, addr: addr, addrs: []string{addr}, pid: cmd.Process.Pid, stop: stop}, nil
 }
 
 // freePort returns a loopback port nobody listens on now.

@@ -79,7 +79,7 @@ func runRedisRaces(ctx context.Context, env Env, opts raceOptions) (*Report, err
 		}
 	}()
 	for _, start := range []func(context.Context) (redisTarget, error){
-		startRedisServer,
+		startVolatileRedis,
 		func(ctx context.Context) (redisTarget, error) {
 			return startKuraDCs(ctx, "kura-3-serial", []int{3}, "simple=3", consistency.Quorum)
 		},

@@ -32,6 +32,9 @@ type ClusterConfig struct {
 	Dir string
 	// GossipInterval is every node's gossip round; short rounds detect failures fast.
 	GossipInterval time.Duration
+	// ServerArgs are added to every node's `kura server` command line: a topology file
+	// and --emulate-wan, say, for a harness that measures the cluster (kura bench peers).
+	ServerArgs []string
 }
 
 // node is one node of the cluster under test: a process this harness runs, or, attached,
@@ -52,10 +55,11 @@ type node struct {
 
 // Cluster is the cluster under test.
 type Cluster struct {
-	nodes    []*node
-	bin      string
-	gossip   time.Duration
-	attached bool
+	nodes      []*node
+	bin        string
+	gossip     time.Duration
+	serverArgs []string
+	attached   bool
 }
 
 // StartCluster starts cfg.Nodes `kura server` processes on loopback addresses
@@ -68,7 +72,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Nodes > 250 {
 		return nil, fmt.Errorf("nemesis: %d nodes: at most 250 loopback addresses", cfg.Nodes)
 	}
-	c := &Cluster{bin: cfg.Bin, gossip: cfg.GossipInterval}
+	c := &Cluster{bin: cfg.Bin, gossip: cfg.GossipInterval, serverArgs: cfg.ServerArgs}
 	for i := range cfg.Nodes {
 		n := &node{Member: Member{ID: fmt.Sprintf("n%d", i+1), DC: fmt.Sprintf("dc%d", i*cfg.DCs/cfg.Nodes+1)}}
 		n.dataDir = filepath.Join(cfg.Dir, n.ID)
@@ -218,6 +222,32 @@ func (c *Cluster) Members() []Member {
 	return out
 }
 
+// Process is one node of a cluster the harness started: its process and addresses.
+type Process struct {
+	Member
+	// PID is the node's current process; 0 when it is not running.
+	PID int
+	// Client and RESP are its gRPC client API and Redis protocol addresses.
+	Client, RESP string
+	// LogPath is the file its output goes to.
+	LogPath string
+}
+
+// Processes returns the cluster's nodes with their processes and addresses, for a
+// harness that measures them (CPU time and memory from /proc).
+func (c *Cluster) Processes() []Process {
+	out := make([]Process, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = Process{Member: n.Member, Client: n.client, RESP: n.resp, LogPath: n.logPath}
+		n.mu.Lock()
+		if n.cmd != nil && n.cmd.Process != nil {
+			out[i].PID = n.cmd.Process.Pid
+		}
+		n.mu.Unlock()
+	}
+	return out
+}
+
 func (c *Cluster) node(id string) (*node, error) {
 	for _, n := range c.nodes {
 		if n.ID == id {
@@ -237,6 +267,7 @@ func (c *Cluster) start(n *node, seeds []string) error {
 	if len(seeds) > 0 {
 		args = append(args, "--seeds", strings.Join(seeds, ","))
 	}
+	args = append(args, c.serverArgs...)
 	log, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -1,0 +1,862 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kuradb/kura/client"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/nemesis"
+)
+
+func init() {
+	Register(Bench{
+		Name:    "peers",
+		Summary: "kura beside redis-server and Cassandra 5 on YCSB workloads A, B, C, E and write-only, at equal durability",
+		Setup:   setupPeers,
+	})
+}
+
+// The systems a run can include (--systems).
+const (
+	peerKura      = "kura"
+	peerRedis     = "redis"
+	peerCassandra = "cassandra"
+)
+
+// The rows' system names: what ran and through which client.
+const (
+	sysKura         = "kura"          // kura through its Go client (gRPC)
+	sysKuraWAN      = "kura-wan"      // the same, the WAN between the DCs emulated
+	sysKuraRESP     = "kura-resp"     // kura's Redis port through go-redis
+	sysRedisAlways  = "redis-always"  // redis-server, appendfsync always
+	sysRedisDefault = "redis-default" // redis-server as it comes (RDB snapshots, no AOF)
+	sysCassandra    = "cassandra"     // Cassandra 5 through gocql, token-aware
+)
+
+// The layouts (--layouts): one node, or three nodes in two DCs, 2 + 1.
+const (
+	layoutOne   = "1 node"
+	layoutThree = "3 nodes, 2 DCs (2+1)"
+)
+
+// peersKeyspace is the keyspace (kura, Cassandra) every row reads and writes.
+const peersKeyspace = "ycsb"
+
+// peersOptions are the bench's flags.
+type peersOptions struct {
+	systems       []string
+	layouts       []int // node counts: 1 and 3
+	wan           bool
+	wanLatency    time.Duration
+	keys          int
+	valueBytes    int
+	clients       int
+	duration      time.Duration
+	warmup        time.Duration
+	ops           int
+	opTimeout     time.Duration
+	distributions []string
+	workloads     []workloadMix
+	levels        []consistency.Level
+	scratch       string
+	keep          bool
+	bin           string
+	cache         string
+	heap          string
+	quick         bool
+}
+
+// peersQuick are --quick's values of the flags not set explicitly: a smoke run of every
+// system and layout in a few minutes (Cassandra's start-up is most of it).
+var peersQuick = map[string]string{
+	"keys":     "2000",
+	"duration": "2s",
+	"warmup":   "2s",
+}
+
+func setupPeers(fs *flag.FlagSet) Runner {
+	o := &peersOptions{}
+	systems := fs.String("systems", "kura,redis,cassandra", "systems to run, comma-separated: kura, redis, cassandra")
+	layouts := fs.String("layouts", "1,3", "layouts, comma-separated: 1 (one node) and 3 (3 nodes in 2 DCs, 2+1; not for redis)")
+	fs.BoolVar(&o.wan, "wan", true, "also run kura's 3-node layout with the WAN between its DCs emulated (Cassandra runs without)")
+	fs.DurationVar(&o.wanLatency, "wan-latency", 20*time.Millisecond, "one-way latency between the two DCs when the WAN is emulated")
+	fs.IntVar(&o.keys, "keys", 100000, "keys loaded before the workloads, which read and write only them")
+	fs.IntVar(&o.valueBytes, "value-bytes", 256, "size of every value")
+	fs.IntVar(&o.clients, "clients", 16, "concurrent clients (closed loop: each sends its next request when the last returns), the same for every system")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each row's run")
+	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "workload A, unmeasured, after the load and before the first row of each system: JIT compilation and caches warm up")
+	fs.IntVar(&o.ops, "ops", 0, "end each row's run after this many operations, if sooner than --duration (0: the duration only)")
+	fs.DurationVar(&o.opTimeout, "op-timeout", 10*time.Second, "give up on one operation after this long (it counts as an error)")
+	dist := fs.String("distribution", distZipfian, "key choice: zipfian (YCSB's scrambled zipfian), uniform, or both comma-separated")
+	workloads := fs.String("workloads", "A,B,C,E,W", "YCSB workloads, comma-separated: A (50/50 read/update), B (95/5), C (read only), E (scans), W (write only)")
+	levels := fs.String("consistency", "QUORUM", "consistency levels of the 3-node layouts, comma-separated (kura and Cassandra alike)")
+	fs.StringVar(&o.scratch, "scratch", "", "directory for the servers' data and logs (default: a new one under $TMPDIR, removed at the end)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (data and logs) at the end")
+	fs.StringVar(&o.bin, "bin", "", "the kura binary whose server subcommand runs kura's nodes (default: this one)")
+	fs.StringVar(&o.cache, "cache", defaultPeersCache(), "where Cassandra's jars are kept between runs")
+	fs.StringVar(&o.heap, "cassandra-heap", "1G", "heap of each Cassandra node (-Xms and -Xmx)")
+	fs.BoolVar(&o.quick, "quick", false, "a short run: 2,000 keys, 2 s per row and of warm-up, for every flag not set explicitly")
+	return func(ctx context.Context, env Env) (*Report, error) {
+		if o.quick {
+			if err := applyQuick(fs, peersQuick); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if o.systems, err = parseChoices("--systems", *systems, []string{peerKura, peerRedis, peerCassandra}); err != nil {
+			return nil, err
+		}
+		layoutNames, err := parseChoices("--layouts", *layouts, []string{"1", "3"})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range layoutNames {
+			n, _ := strconv.Atoi(l)
+			o.layouts = append(o.layouts, n)
+		}
+		if o.distributions, err = parseDistributions(*dist); err != nil {
+			return nil, err
+		}
+		if o.workloads, err = parseWorkloads(*workloads); err != nil {
+			return nil, err
+		}
+		for _, l := range strings.Split(*levels, ",") {
+			cl, err := consistency.Parse(strings.TrimSpace(l))
+			if err != nil {
+				return nil, fmt.Errorf("--consistency: %w", err)
+			}
+			o.levels = append(o.levels, cl)
+		}
+		if o.keys < 1 || o.valueBytes < 1 || o.clients < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 {
+			return nil, errors.New("--keys, --value-bytes, --clients, --duration and --op-timeout must be positive, --ops and --warmup not negative")
+		}
+		if o.bin == "" {
+			if o.bin, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("find the kura binary (give --bin): %w", err)
+			}
+		}
+		return runPeers(ctx, env, *o)
+	}
+}
+
+// defaultPeersCache is ~/.cache/kura-peers, or one under the temporary dir without a home.
+func defaultPeersCache() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "kura-peers")
+	}
+	return filepath.Join(os.TempDir(), "kura-peers-cache")
+}
+
+// parseChoices reads a comma-separated flag whose values must be among allowed.
+func parseChoices(flagName, s string, allowed []string) ([]string, error) {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(strings.ToLower(v))
+		if !slices.Contains(allowed, v) {
+			return nil, fmt.Errorf("%s %q: want %s, comma-separated", flagName, s, strings.Join(allowed, ", "))
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// PeerRow is one workload on one system in one layout.
+type PeerRow struct {
+	Layout       string `json:"layout" table:"group"`
+	System       string `json:"system"`
+	Consistency  string `json:"cl"`
+	Workload     string `json:"workload"`
+	Distribution string `json:"dist"`
+	Ops          int    `json:"ops" table:"-"`
+	Errors       int    `json:"errors"`
+	// FirstError is the first failed operation's error, for the JSON.
+	FirstError    string  `json:"first_error,omitempty" table:"-"`
+	OpsPerS       float64 `json:"ops_per_s"`
+	LatencyMsP50  float64 `json:"latency_ms_p50"`
+	LatencyMsP99  float64 `json:"latency_ms_p99"`
+	LatencyMsP999 float64 `json:"latency_ms_p999"`
+	// CPUSPerKop is the server processes' CPU time (user and system, every node) per
+	// 1,000 operations that succeeded.
+	CPUSPerKop float64 `json:"cpu_s_per_kop"`
+	// PeakRSSBytes is the largest node's peak resident set (VmHWM) so far, since the
+	// node started: the load and earlier rows included.
+	PeakRSSBytes        uint64   `json:"peak_rss_bytes"`
+	PeakRSSBytesPerNode []uint64 `json:"peak_rss_bytes_per_node" table:"-"`
+	// StartS is how long the system took from its first process's start until it
+	// served requests (a cluster converged, the keyspace created).
+	StartS float64 `json:"start_s"`
+}
+
+// PeerRatio compares kura's row with a peer's of the same layout, level, workload and
+// distribution: kura's figure over the peer's.
+type PeerRatio struct {
+	Layout       string `json:"layout" table:"group"`
+	Kura         string `json:"kura"`
+	Peer         string `json:"peer"`
+	Consistency  string `json:"cl"`
+	Workload     string `json:"workload"`
+	Distribution string `json:"dist"`
+	// OpsRatio is kura's ops/s over the peer's: above 1, kura did more.
+	OpsRatio *float64 `json:"ops_ratio"`
+	// P99Ratio, CPURatio and RSSRatio are kura's p99, CPU per operation and peak RSS per
+	// node over the peer's: below 1, kura needed less.
+	P99Ratio *float64 `json:"p99_ratio"`
+	CPURatio *float64 `json:"cpu_ratio"`
+	RSSRatio *float64 `json:"rss_ratio"`
+	Note     string   `json:"note,omitempty"`
+}
+
+// peerPairs are the comparisons the ratios make: kura's rows against the peer's that
+// ran at the same durability through the same kind of client.
+var peerPairs = []struct{ kura, peer string }{
+	{sysKura, sysCassandra},
+	{sysKuraWAN, sysCassandra},
+	{sysKuraRESP, sysRedisAlways},
+	{sysKuraRESP, sysRedisDefault},
+}
+
+// peerRatios pairs the rows as peerPairs says, for every layout, level, workload and
+// distribution both ran; a workload the peer cannot run (E on Redis) is listed with the
+// reason and no figures.
+func peerRatios(rows []PeerRow) []PeerRatio {
+	type cell struct{ layout, cl, workload, dist string }
+	var cells []cell
+	for _, r := range rows {
+		if c := (cell{r.Layout, r.Consistency, r.Workload, r.Distribution}); !slices.Contains(cells, c) {
+			cells = append(cells, c)
+		}
+	}
+	find := func(system string, c cell) (PeerRow, bool) {
+		i := slices.IndexFunc(rows, func(r PeerRow) bool {
+			return r.System == system && (cell{r.Layout, r.Consistency, r.Workload, r.Distribution}) == c
+		})
+		if i < 0 {
+			return PeerRow{}, false
+		}
+		return rows[i], true
+	}
+	ranIn := func(system, layout string) bool {
+		return slices.ContainsFunc(rows, func(r PeerRow) bool { return r.System == system && r.Layout == layout })
+	}
+	var out []PeerRatio
+	for _, pair := range peerPairs {
+		for _, c := range cells {
+			ratio := PeerRatio{Layout: c.layout, Kura: pair.kura, Peer: pair.peer, Consistency: c.cl, Workload: c.workload, Distribution: c.dist}
+			k, okKura := find(pair.kura, c)
+			p, okPeer := find(pair.peer, c)
+			switch {
+			case okKura && okPeer:
+				ratio.OpsRatio = ratioOf(k.OpsPerS, p.OpsPerS)
+				ratio.P99Ratio = ratioOf(k.LatencyMsP99, p.LatencyMsP99)
+				ratio.CPURatio = ratioOf(k.CPUSPerKop, p.CPUSPerKop)
+				ratio.RSSRatio = ratioOf(float64(k.PeakRSSBytes), float64(p.PeakRSSBytes))
+				if pair.kura == sysKuraWAN {
+					ratio.Note = "WAN emulated for kura only"
+				}
+			case c.workload == "E" && strings.HasPrefix(pair.peer, "redis") && ranIn(pair.kura, c.layout) && ranIn(pair.peer, c.layout):
+				ratio.Note = "n/a: Redis has no range scans"
+			default:
+				continue
+			}
+			out = append(out, ratio)
+		}
+	}
+	// One block per layout in the table, each pair's rows together within it.
+	layoutOrder := func(r PeerRatio) int {
+		return slices.IndexFunc(cells, func(c cell) bool { return c.layout == r.Layout })
+	}
+	slices.SortStableFunc(out, func(a, b PeerRatio) int { return layoutOrder(a) - layoutOrder(b) })
+	return out
+}
+
+// peerRatioRanges sums the ratios up: for each pair (kura-resp/redis-always...), the
+// smallest and largest of each ratio over every layout, level, workload and distribution.
+func peerRatioRanges(ratios []PeerRatio) map[string]any {
+	out := map[string]any{}
+	for _, pair := range peerPairs {
+		ranges := map[string]any{}
+		for _, field := range []struct {
+			name string
+			get  func(PeerRatio) *float64
+		}{
+			{"ops_ratio", func(r PeerRatio) *float64 { return r.OpsRatio }},
+			{"p99_ratio", func(r PeerRatio) *float64 { return r.P99Ratio }},
+			{"cpu_ratio", func(r PeerRatio) *float64 { return r.CPURatio }},
+			{"rss_ratio", func(r PeerRatio) *float64 { return r.RSSRatio }},
+		} {
+			var values []float64
+			for _, r := range ratios {
+				if r.Kura == pair.kura && r.Peer == pair.peer && field.get(r) != nil {
+					values = append(values, *field.get(r))
+				}
+			}
+			if len(values) > 0 {
+				ranges[field.name+"_min"] = slices.Min(values)
+				ranges[field.name+"_max"] = slices.Max(values)
+			}
+		}
+		if len(ranges) > 0 {
+			out[pair.kura+"/"+pair.peer] = ranges
+		}
+	}
+	return out
+}
+
+// ratioOf is a/b rounded to three decimals, or nil (written "-") when b is not positive
+// or either figure is missing.
+func ratioOf(a, b float64) *float64 {
+	if b <= 0 || a <= 0 {
+		return nil
+	}
+	r := round(a/b, 3)
+	return &r
+}
+
+// peerDeployment is one system running in one layout, ready for the workloads.
+type peerDeployment struct {
+	startup time.Duration
+	pids    []int
+	clients []namedClient // the clients it is measured through, in order
+	stop    func()
+}
+
+// namedClient is a client and the name its rows carry.
+type namedClient struct {
+	system string
+	c      peerClient
+	scans  bool
+}
+
+func (d *peerDeployment) close() {
+	for _, nc := range d.clients {
+		nc.c.close()
+	}
+	if d.stop != nil {
+		d.stop()
+	}
+}
+
+// peerStart is one system to start in one layout.
+type peerStart struct {
+	name  string
+	start func(ctx context.Context) (*peerDeployment, error)
+	// optional systems (Redis, Cassandra) are left out with a note when they cannot start
+	// or load their keys; kura's failure ends the run.
+	optional bool
+}
+
+// runPeers starts each system of the plan in turn, runs its rows and stops it.
+func runPeers(ctx context.Context, env Env, o peersOptions) (*Report, error) {
+	scratch := o.scratch
+	if scratch == "" {
+		dir, err := os.MkdirTemp("", "kura-peers-")
+		if err != nil {
+			return nil, err
+		}
+		scratch = dir
+		if !o.keep {
+			defer os.RemoveAll(dir)
+		}
+	} else if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return nil, err
+	}
+	env.Progressf("scratch dir %s", scratch)
+
+	var rows []PeerRow
+	var notes []string
+	plan := peersPlan(o, scratch, env, &notes)
+	progress := env.StartProgress("peers", float64(plan.units))
+	defer progress.Done()
+	for _, step := range plan.steps {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		progress.Add(0, "%s, %s: starting", step.layout, step.name)
+		began := time.Now()
+		d, err := step.start(ctx)
+		var stepRows []PeerRow
+		if err == nil {
+			if d.startup == 0 {
+				d.startup = time.Since(began)
+			}
+			env.Progressf("%s, %s: up in %.1f s (processes %v)", step.layout, step.name, d.startup.Seconds(), d.pids)
+			stepRows, err = runDeployment(ctx, env, progress, o, step, d)
+			d.close()
+		}
+		if err != nil {
+			if !step.optional || ctx.Err() != nil {
+				return nil, fmt.Errorf("%s, %s: %w", step.layout, step.name, err)
+			}
+			env.Progressf("%s, %s: failed, its rows are left out: %v", step.layout, step.name, err)
+			notes = append(notes, fmt.Sprintf("%s, %s: left out, it failed: %v", step.layout, step.name, err))
+			progress.Add(float64(step.units), "")
+			continue
+		}
+		rows = append(rows, stepRows...)
+	}
+	return peersReport(rows, notes, o), nil
+}
+
+// peerStep is one system started in one layout and every row it runs.
+type peerStep struct {
+	peerStart
+	layout string
+	nodes  int
+	levels []consistency.Level
+	units  int // rows, plus one for the load
+}
+
+// peerPlan is the run: its steps in order, and the units of work they add up to.
+type peerPlan struct {
+	steps []peerStep
+	units int
+}
+
+// peersPlan lists the steps: for each layout, kura, then Redis (one node only), then
+// Cassandra, then kura with the WAN emulated (three nodes only).
+func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPlan {
+	var plan peerPlan
+	// Cassandra's jars are prepared once, at the first layout that needs them; a failure
+	// is remembered, so that Maven does not run again for the next layout.
+	var (
+		cass    *cassandraJars
+		cassErr error
+	)
+	for _, nodes := range o.layouts {
+		layout, levels := layoutOne, []consistency.Level{consistency.One}
+		if nodes == 3 {
+			layout, levels = layoutThree, o.levels
+		}
+		add := func(s peerStart) {
+			step := peerStep{peerStart: s, layout: layout, nodes: nodes, levels: levels}
+			step.units = 1 + len(levels)*len(o.distributions)*len(o.workloads)*peerClientsOf(s.name, nodes)
+			plan.steps = append(plan.steps, step)
+			plan.units += step.units
+		}
+		dir := filepath.Join(scratch, fmt.Sprintf("%dn", nodes))
+		for _, system := range o.systems {
+			switch system {
+			case peerKura:
+				add(peerStart{name: sysKura, start: func(ctx context.Context) (*peerDeployment, error) {
+					return startKuraPeer(ctx, o, filepath.Join(dir, "kura"), nodes, false)
+				}})
+			case peerRedis:
+				if nodes != 1 {
+					*notes = append(*notes, "redis-server runs in the 1-node layout only: it has no multi-DC replication of its own")
+					continue
+				}
+				for _, name := range []string{sysRedisAlways, sysRedisDefault} {
+					add(peerStart{name: name, optional: true, start: func(ctx context.Context) (*peerDeployment, error) {
+						return startRedisPeer(ctx, o, filepath.Join(dir, name), name)
+					}})
+				}
+			case peerCassandra:
+				add(peerStart{name: sysCassandra, optional: true, start: func(ctx context.Context) (*peerDeployment, error) {
+					if cassErr != nil {
+						return nil, cassErr
+					}
+					if cass == nil {
+						jars, err := prepareCassandra(ctx, env, o.cache)
+						if err != nil {
+							cassErr = err
+							return nil, err
+						}
+						cass = &jars
+					}
+					return startCassandraPeer(ctx, env, o, *cass, filepath.Join(dir, "cassandra"), nodes)
+				}})
+			}
+		}
+		if nodes == 3 && o.wan && slices.Contains(o.systems, peerKura) {
+			add(peerStart{name: sysKuraWAN, start: func(ctx context.Context) (*peerDeployment, error) {
+				return startKuraPeer(ctx, o, filepath.Join(dir, "kura-wan"), nodes, true)
+			}})
+		}
+	}
+	return plan
+}
+
+// peerClientsOf is how many clients a system's rows go through: kura's single node is
+// measured through its Go client and through its Redis port.
+func peerClientsOf(system string, nodes int) int {
+	if system == sysKura && nodes == 1 {
+		return 2
+	}
+	return 1
+}
+
+// runDeployment loads the keys through the deployment's first client, then runs every
+// workload through each of its clients.
+func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOptions, step peerStep, d *peerDeployment) ([]PeerRow, error) {
+	drv := driveOptions{workers: o.clients, duration: o.duration, ops: o.ops, opTimeout: o.opTimeout, value: o.valueBytes, seed: 1}
+	loadBegan := time.Now()
+	err := loadPeerKeys(ctx, d.clients[0].c, o.keys, drv, func(done int) {
+		progress.Add(0, "%s, %s: loaded %d of %d keys", step.layout, step.name, done, o.keys)
+	})
+	if err != nil {
+		return nil, err
+	}
+	env.Progressf("%s, %s: %d keys loaded in %.1f s", step.layout, step.name, o.keys, time.Since(loadBegan).Seconds())
+	if o.warmup > 0 {
+		progress.Add(0, "%s, %s: warming up", step.layout, step.name)
+		warm := drv
+		warm.duration, warm.ops = o.warmup, 0
+		uniform, _ := newKeyChooser(distUniform, o.keys)
+		for _, nc := range d.clients {
+			drive(ctx, nc.c, peerWorkloads[0], uniform, warm)
+		}
+	}
+	progress.Add(1, "")
+	var rows []PeerRow
+	for _, cl := range step.levels {
+		for _, dist := range o.distributions {
+			keys, err := newKeyChooser(dist, o.keys)
+			if err != nil {
+				return nil, err
+			}
+			for _, mix := range o.workloads {
+				for _, nc := range d.clients {
+					if mix.Scan > 0 && !nc.scans {
+						progress.Add(1, "%s, %s: %s n/a", step.layout, nc.system, mix.Name)
+						continue
+					}
+					if err := nc.setLevel(cl); err != nil {
+						return nil, err
+					}
+					row := measurePeerRow(ctx, d, nc, mix, keys, drv)
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					row.Layout, row.Consistency, row.Distribution = step.layout, cl.String(), dist
+					rows = append(rows, row)
+					progress.Add(1, "%s, %s %s %s %s: %s ops/s, p99 %s ms", step.layout, nc.system, cl, mix.Name, dist,
+						formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP99))
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+// levelSetter is a client whose consistency level the run sets before each row.
+type levelSetter interface {
+	setLevel(cl consistency.Level) error
+}
+
+func (nc namedClient) setLevel(cl consistency.Level) error {
+	if s, ok := nc.c.(levelSetter); ok {
+		return s.setLevel(cl)
+	}
+	return nil
+}
+
+// measurePeerRow runs one workload and reads the servers' CPU time around it and their
+// peak resident sets after it.
+func measurePeerRow(ctx context.Context, d *peerDeployment, nc namedClient, mix workloadMix, keys keyChooser, drv driveOptions) PeerRow {
+	cpuBefore := processesCPU(d.pids)
+	res := drive(ctx, nc.c, mix, keys, drv)
+	cpu := processesCPU(d.pids) - cpuBefore
+	row := PeerRow{System: nc.system, Workload: mix.Name, Ops: res.ops, Errors: res.errors,
+		OpsPerS: round(res.opsPerS(), 1), LatencyMsP50: round(res.percentileMs(0.5), 3),
+		LatencyMsP99: round(res.percentileMs(0.99), 3), LatencyMsP999: round(res.percentileMs(0.999), 3),
+		StartS: round(d.startup.Seconds(), 3)}
+	if res.firstError != nil {
+		row.FirstError = res.firstError.Error()
+	}
+	if res.ops > 0 {
+		row.CPUSPerKop = round(cpu.Seconds()*1000/float64(res.ops), 4)
+	}
+	for _, pid := range d.pids {
+		peak, _ := residentPeakOf(strconv.Itoa(pid))
+		row.PeakRSSBytesPerNode = append(row.PeakRSSBytesPerNode, peak)
+		row.PeakRSSBytes = max(row.PeakRSSBytes, peak)
+	}
+	return row
+}
+
+// startKuraPeer runs nodes `kura server` processes (the nemesis harness's cluster, on
+// 127.0.0.2, .3 and .4; 3 nodes in 2 DCs are 2+1) with their data on disk, so every
+// acknowledged write is synced to a WAL, and creates the keyspace with one replica on
+// each node. With wan, every node shapes its traffic to the other DC as a topology file
+// says.
+func startKuraPeer(ctx context.Context, o peersOptions, dir string, nodes int, wan bool) (*peerDeployment, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	cfg := nemesis.ClusterConfig{Bin: o.bin, Nodes: nodes, DCs: min(nodes, 2), Dir: dir, GossipInterval: time.Second}
+	if wan {
+		path := filepath.Join(dir, "topology.yaml")
+		if err := os.WriteFile(path, []byte(peersWANTopology(o.wanLatency)), 0o644); err != nil {
+			return nil, err
+		}
+		cfg.ServerArgs = []string{"--topology", path, "--emulate-wan"}
+	}
+	c, err := nemesis.StartCluster(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &peerDeployment{stop: c.Close}
+	replication := "dc1=1"
+	if nodes == 3 {
+		replication = "dc1=2,dc2=1"
+	}
+	if err := c.CreateKeyspace(ctx, peersKeyspace, replication); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.startup = time.Since(began)
+	var addrs []string
+	for _, p := range c.Processes() {
+		d.pids = append(d.pids, p.PID)
+		addrs = append(addrs, p.Client)
+	}
+	kc, err := client.Dial(ctx, addrs, client.Options{LocalDC: "dc1", AttemptTimeout: o.opTimeout})
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("dial kura: %w", err)
+	}
+	system := sysKura
+	if wan {
+		system = sysKuraWAN
+	}
+	d.clients = append(d.clients, namedClient{system: system, c: &kuraPeerClient{c: kc, level: consistency.One}, scans: true})
+	if nodes == 1 {
+		// The Redis port, through the client Redis is measured with.
+		d.clients = append(d.clients, namedClient{system: sysKuraRESP, c: newGoRedisClient(c.Processes()[0].RESP, o.clients, true)})
+	}
+	return d, nil
+}
+
+// peersWANTopology is the topology of the 3-node layout with the WAN emulated: the
+// nemesis harness's node names and DCs, a LAN inside each DC and latency between them.
+func peersWANTopology(latency time.Duration) string {
+	ms := float64(latency) / float64(time.Millisecond)
+	return fmt.Sprintf(`name: peers-wan
+datacenters:
+  - name: dc1
+    latency_ms: 0.05
+    bandwidth_mbps: 10000
+    nodes:
+      - id: n1
+      - id: n2
+  - name: dc2
+    latency_ms: 0.05
+    bandwidth_mbps: 10000
+    nodes:
+      - id: n3
+links:
+  - between: [dc1, dc2]
+    latency_ms: %g
+    bandwidth_mbps: 1000
+`, ms)
+}
+
+// kuraPeerClient runs the operations through kura's Go client, which sends each to a
+// replica of the key in the client's DC.
+type kuraPeerClient struct {
+	c     *client.Client
+	level consistency.Level
+}
+
+// errNotFound is a read of a loaded key that found nothing: counted as an error.
+var errNotFound = errors.New("a loaded key was not found")
+
+func (k *kuraPeerClient) setLevel(cl consistency.Level) error {
+	k.level = cl
+	return nil
+}
+
+func (k *kuraPeerClient) read(ctx context.Context, key []byte) error {
+	_, found, err := k.c.Get(ctx, peersKeyspace, key, k.level)
+	if err == nil && !found {
+		err = errNotFound
+	}
+	return err
+}
+
+func (k *kuraPeerClient) update(ctx context.Context, key, value []byte) error {
+	_, err := k.c.Put(ctx, peersKeyspace, key, value, k.level)
+	return err
+}
+
+func (k *kuraPeerClient) scan(ctx context.Context, start []byte, n int) error {
+	_, err := k.c.Scan(ctx, peersKeyspace, start, nil, n, k.level)
+	return err
+}
+
+func (k *kuraPeerClient) close() { k.c.Close() }
+
+// goRedisClient runs the operations through go-redis, with a connection per worker;
+// against kura, each connection selects the bench's keyspace first.
+type goRedisClient struct{ rdb *redis.Client }
+
+func newGoRedisClient(addr string, workers int, kura bool) *goRedisClient {
+	opts := &redis.Options{Addr: addr, PoolSize: workers, Protocol: 2, DisableIdentity: true, MaxRetries: -1}
+	if kura {
+		opts.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+			return cn.Do(ctx, "KURA.KEYSPACE", peersKeyspace).Err()
+		}
+	}
+	return &goRedisClient{rdb: redis.NewClient(opts)}
+}
+
+func (g *goRedisClient) read(ctx context.Context, key []byte) error {
+	err := g.rdb.Get(ctx, string(key)).Err()
+	if errors.Is(err, redis.Nil) {
+		return errNotFound
+	}
+	return err
+}
+
+func (g *goRedisClient) update(ctx context.Context, key, value []byte) error {
+	return g.rdb.Set(ctx, string(key), value, 0).Err()
+}
+
+func (g *goRedisClient) scan(context.Context, []byte, int) error { return errNoScan }
+
+func (g *goRedisClient) close() { g.rdb.Close() }
+
+// startRedisPeer runs redis-server with its data in dir: appendfsync always (every write
+// in the append-only file, fsynced, before the reply: kura's durability), or Redis's
+// defaults (RDB snapshots by its save rules, no append-only file).
+func startRedisPeer(ctx context.Context, o peersOptions, dir, system string) (*peerDeployment, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, fmt.Errorf("%w: redis-server not found", ErrNoRedisTools)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{"--dir", dir}
+	if system == sysRedisAlways {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	began := time.Now()
+	t, err := startRedisServer(ctx, system, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &peerDeployment{startup: time.Since(began), pids: []int{t.pid}, stop: t.stop,
+		clients: []namedClient{{system: system, c: newGoRedisClient(t.addr, o.clients, false)}}}, nil
+}
+
+func peersScale(o peersOptions) string {
+	var levels []string
+	for _, cl := range o.levels {
+		levels = append(levels, cl.String())
+	}
+	limit := fmt.Sprintf("%v per row", o.duration)
+	if o.ops > 0 {
+		limit = fmt.Sprintf("%v or %d operations per row", o.duration, o.ops)
+	}
+	return fmt.Sprintf("%d keys of %d bytes loaded first, then %v of workload A unmeasured; %d closed-loop clients; %s; %s keys; 3-node layouts at %s; %d cores shared by servers, clients and other jobs",
+		o.keys, o.valueBytes, o.warmup, o.clients, limit, strings.Join(o.distributions, " and "), strings.Join(levels, ", "), runtime.NumCPU())
+}
+
+// peersReport builds the report: rows, the ratios kura/peer, notes.
+func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
+	notes = append(slices.Clip(notes),
+		"durability: kura syncs its WAL before acknowledging; redis-always has appendonly yes, appendfsync always; redis-default is redis-server's defaults (RDB snapshots, no AOF: acknowledged writes can be lost); Cassandra has commitlog_sync: batch",
+		"clients: kura through its Go client (each request to a replica in dc1) and, on one node, its Redis port through go-redis; redis-server through go-redis; Cassandra through gocql, token-aware; every client in this process, on the same cores as the servers",
+		"cpu_s_per_kop is the server processes' user+system CPU seconds per 1,000 operations (/proc/PID/stat); peak_rss_bytes the largest node's VmHWM since it started",
+		"workload E: 95 % scans of 1-100 records, 5 % updates; kura scans in key order (with the hash partitioner every token range is read), Cassandra in token order (token(key) >= token(start)); n/a for Redis, which has no range scan; W is 100 % updates",
+	)
+	if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.System == sysKuraWAN }) {
+		notes = append(notes, fmt.Sprintf("kura-wan: kura's 3-node layout with %v one-way between the DCs emulated by every node; Cassandra runs without WAN emulation", o.wanLatency))
+	}
+	ratios := peerRatios(rows)
+	return &Report{
+		Bench:     "peers",
+		Scale:     peersScale(o),
+		Rows:      rows,
+		Reduction: ratios,
+		Summary:   peerRatioRanges(ratios),
+		Notes:     notes,
+		Plot:      func(path string) error { return SavePanels(path, 2, peersFigures(rows)...) },
+	}
+}
+
+// peersFigures draws, for each layout, ops/s and p99 per workload (and distribution,
+// and level when there are several) for each system, as bars: a row of two panels per
+// layout, so that each panel's bars are few enough to read.
+func peersFigures(rows []PeerRow) []Figure {
+	var layouts []string
+	for _, r := range rows {
+		if !slices.Contains(layouts, r.Layout) {
+			layouts = append(layouts, r.Layout)
+		}
+	}
+	var figures []Figure
+	for _, layout := range layouts {
+		var categories, systems, levels []string
+		for _, r := range rows {
+			if r.Layout == layout && !slices.Contains(levels, r.Consistency) {
+				levels = append(levels, r.Consistency)
+			}
+		}
+		category := func(r PeerRow) string {
+			c := r.Workload + " " + r.Distribution[:1]
+			if len(levels) > 1 {
+				c += " " + initials(r.Consistency)
+			}
+			return c
+		}
+		for _, r := range rows {
+			if r.Layout != layout {
+				continue
+			}
+			if c := category(r); !slices.Contains(categories, c) {
+				categories = append(categories, c)
+			}
+			if !slices.Contains(systems, r.System) {
+				systems = append(systems, r.System)
+			}
+		}
+		xLabel := "workload, key distribution (z: zipfian, u: uniform)"
+		if len(levels) > 1 {
+			xLabel += ", level (initials: Q is QUORUM)"
+		}
+		ops := Figure{Title: layout + ": throughput", XLabel: xLabel, YLabel: "throughput (ops/s)", Categories: categories}
+		p99 := Figure{Title: layout + ": p99 latency", XLabel: xLabel, YLabel: "p99 latency (ms)", Categories: categories}
+		for _, system := range systems {
+			opsSeries := Series{Name: system, Y: make([]float64, len(categories))}
+			p99Series := Series{Name: system, Y: make([]float64, len(categories))}
+			for _, r := range rows {
+				if r.Layout == layout && r.System == system {
+					i := slices.Index(categories, category(r))
+					opsSeries.Y[i], p99Series.Y[i] = r.OpsPerS, r.LatencyMsP99
+				}
+			}
+			ops.Series = append(ops.Series, opsSeries)
+			p99.Series = append(p99.Series, p99Series)
+		}
+		figures = append(figures, ops, p99)
+	}
+	return figures
+}
+
+// initials shortens a level's name for a crowded axis: QUORUM is Q, LOCAL_QUORUM LQ.
+func initials(name string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(name, "_") {
+		if part != "" {
+			b.WriteByte(part[0])
+		}
+	}
+	return b.String()
+}

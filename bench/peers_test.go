@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/topology"
+)
+
+// TestWorkloadMixShares checks that each workload picks its operations in its shares, by
+// walking the draws in steps: no sampling, so the counts are exact.
+func TestWorkloadMixShares(t *testing.T) {
+	const steps = 10000
+	for _, w := range peerWorkloads {
+		if sum := w.Read + w.Update + w.Scan; sum < 0.999999 || sum > 1.000001 {
+			t.Errorf("workload %s: shares add up to %v", w.Name, sum)
+		}
+		counts := map[opKind]int{}
+		for i := range steps {
+			counts[w.choose(float64(i)/steps)]++
+		}
+		for kind, share := range map[opKind]float64{opRead: w.Read, opUpdate: w.Update, opScan: w.Scan} {
+			if got, want := counts[kind], int(share*steps+0.5); got < want-1 || got > want+1 {
+				t.Errorf("workload %s: kind %d chosen %d times of %d, want %d", w.Name, kind, got, steps, want)
+			}
+		}
+	}
+	// A draw at the top of the range stays in the mix.
+	if got := (workloadMix{Read: 0.5, Update: 0.5}).choose(0.9999999); got != opUpdate {
+		t.Errorf("A at 0.9999999 = %d, want an update", got)
+	}
+}
+
+func TestParseWorkloadsAndDistributions(t *testing.T) {
+	ws, err := parseWorkloads("a, C,w")
+	if err != nil || len(ws) != 3 || ws[0].Name != "A" || ws[1].Name != "C" || ws[2].Name != "W" {
+		t.Errorf("parseWorkloads = %v, %v", ws, err)
+	}
+	if _, err := parseWorkloads("A,D"); err == nil {
+		t.Error("workload D accepted")
+	}
+	ds, err := parseDistributions("uniform,zipfian,uniform")
+	if err != nil || len(ds) != 2 || ds[0] != distUniform || ds[1] != distZipfian {
+		t.Errorf("parseDistributions = %v, %v", ds, err)
+	}
+	if _, err := parseDistributions("latest"); err == nil {
+		t.Error("distribution latest accepted")
+	}
+	if _, err := parseChoices("--systems", "kura,mongo", []string{peerKura, peerRedis}); err == nil {
+		t.Error("system mongo accepted")
+	}
+}
+
+// TestZipfian checks YCSB's generator at its edges and its skew: item 0 takes the draws
+// below 1/zeta(n), and the most popular tenth of the items most of them.
+func TestZipfian(t *testing.T) {
+	const n = 1000
+	z := newZipfian(n)
+	if got := z.next(0); got != 0 {
+		t.Errorf("next(0) = %d, want 0", got)
+	}
+	if got := z.next(0.999999); got < 0 || got >= n {
+		t.Errorf("next(0.999999) = %d, outside [0, %d)", got, n)
+	}
+	counts := make([]int, n)
+	const draws = 100000
+	for i := range draws {
+		item := z.next((float64(i) + 0.5) / draws)
+		if item < 0 || item >= n {
+			t.Fatalf("item %d outside [0, %d)", item, n)
+		}
+		counts[item]++
+	}
+	for i := 1; i < n; i++ {
+		if counts[i] > counts[0] {
+			t.Fatalf("item %d drawn %d times, more than item 0's %d", i, counts[i], counts[0])
+		}
+	}
+	// With theta 0.99 and 1,000 items, item 0 has 1/zeta(1000) ≈ 13 % of the draws.
+	if share := float64(counts[0]) / draws; share < 0.12 || share > 0.14 {
+		t.Errorf("item 0 has %.3f of the draws, want about 0.13", share)
+	}
+	top := 0
+	for _, c := range counts[:n/10] {
+		top += c
+	}
+	if share := float64(top) / draws; share < 0.6 {
+		t.Errorf("the top tenth has %.2f of the draws, want most of them", share)
+	}
+}
+
+// TestScrambledZipfianSpreadsHotKeys checks that the hot keys are hashed over the key
+// space, in range, rather than being keys 0, 1, 2...
+func TestScrambledZipfianSpreadsHotKeys(t *testing.T) {
+	const n = 100000
+	keys, err := newKeyChooser(distZipfian, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	counts := map[int]int{}
+	for range 20000 {
+		k := keys.pick(r)
+		if k < 0 || k >= n {
+			t.Fatalf("key %d outside [0, %d)", k, n)
+		}
+		counts[k]++
+	}
+	hottest, most := 0, 0
+	for k, c := range counts {
+		if c > most {
+			hottest, most = k, c
+		}
+	}
+	if hottest != scramble(0, n) {
+		t.Errorf("hottest key %d, want item 0's, %d", hottest, scramble(0, n))
+	}
+	if scramble(0, n) == 0 && scramble(1, n) == 1 {
+		t.Error("scramble leaves the first items in place")
+	}
+}
+
+func TestYCSBKeysSortAsNumbers(t *testing.T) {
+	if !(bytes.Compare(ycsbKey(9), ycsbKey(10)) < 0 && bytes.Compare(ycsbKey(99999), ycsbKey(100000)) < 0) {
+		t.Errorf("keys do not sort as their numbers: %s %s", ycsbKey(9), ycsbKey(10))
+	}
+	if got := string(ycsbKey(42)); got != "user0000000042" {
+		t.Errorf("ycsbKey(42) = %s", got)
+	}
+}
+
+func TestParseProcStatCPU(t *testing.T) {
+	// A command name with a space and a parenthesis; utime 250 and stime 50 ticks.
+	stat := "1234 (java (x) y) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 30 0 100 1000 200"
+	got, err := parseProcStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 * time.Second; got != want {
+		t.Errorf("CPU = %v, want %v", got, want)
+	}
+	if _, err := parseProcStatCPU("1234 (x) S 1 2"); err == nil {
+		t.Error("a short line was accepted")
+	}
+}
+
+// TestPeerRatios checks the ratio math, the pairs and the n/a of scans on Redis.
+func TestPeerRatios(t *testing.T) {
+	row := func(system, workload string, ops, p99, cpu float64, rss uint64) PeerRow {
+		return PeerRow{Layout: layoutOne, System: system, Consistency: "ONE", Workload: workload, Distribution: distZipfian,
+			OpsPerS: ops, LatencyMsP99: p99, CPUSPerKop: cpu, PeakRSSBytes: rss}
+	}
+	rows := []PeerRow{
+		row(sysKura, "A", 3000, 10, 0.2, 50e6),
+		row(sysKura, "E", 1000, 30, 0.5, 60e6),
+		row(sysKuraRESP, "A", 6000, 8, 0.1, 50e6),
+		row(sysRedisAlways, "A", 12000, 4, 0.05, 10e6),
+		row(sysCassandra, "A", 1000, 40, 2, 1e9),
+		row(sysCassandra, "E", 500, 0, 3, 1e9), // no p99: its ratio is left out
+	}
+	got := peerRatios(rows)
+	want := map[string][4]string{
+		"kura/cassandra/A":         {"3", "0.25", "0.1", "0.05"},
+		"kura/cassandra/E":         {"2", "-", "0.167", "0.06"},
+		"kura-resp/redis-always/A": {"0.5", "2", "2", "5"},
+		"kura-resp/redis-always/E": {"-", "-", "-", "-"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d ratios, want %d: %+v", len(got), len(want), got)
+	}
+	show := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return strings.TrimRight(strings.TrimRight(formatFixed(*p), "0"), ".")
+	}
+	for _, r := range got {
+		key := r.Kura + "/" + r.Peer + "/" + r.Workload
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("unexpected ratio %s", key)
+			continue
+		}
+		if g := [4]string{show(r.OpsRatio), show(r.P99Ratio), show(r.CPURatio), show(r.RSSRatio)}; g != w {
+			t.Errorf("%s: ratios %v, want %v", key, g, w)
+		}
+		if key == "kura-resp/redis-always/E" && !strings.HasPrefix(r.Note, "n/a") {
+			t.Errorf("%s: note %q, want n/a", key, r.Note)
+		}
+	}
+}
+
+func TestPeersWANTopologyParses(t *testing.T) {
+	topo, err := topology.Parse([]byte(peersWANTopology(20 * time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := topo.Link("dc1", "dc2")
+	if err != nil || link.Latency != 20*time.Millisecond {
+		t.Errorf("link dc1-dc2 = %+v, %v; want 20 ms", link, err)
+	}
+}
+
+// TestPeersFigures checks the figure's layout: two panels (ops/s, p99) per layout, a
+// category per workload and distribution, a series per system that ran there.
+func TestPeersFigures(t *testing.T) {
+	var rows []PeerRow
+	for _, layout := range []string{layoutOne, layoutThree} {
+		for _, system := range []string{sysKura, sysCassandra} {
+			for _, w := range peerWorkloads {
+				for _, dist := range []string{distZipfian, distUniform} {
+					rows = append(rows, PeerRow{Layout: layout, System: system, Consistency: "QUORUM", Workload: w.Name,
+						Distribution: dist, OpsPerS: 1000, LatencyMsP99: 10})
+				}
+			}
+		}
+	}
+	rows = append(rows, PeerRow{Layout: layoutOne, System: sysRedisAlways, Consistency: "ONE", Workload: "A", Distribution: distZipfian, OpsPerS: 5000, LatencyMsP99: 2})
+	figs := peersFigures(rows)
+	if len(figs) != 4 {
+		t.Fatalf("%d panels, want 4", len(figs))
+	}
+	// The 1-node layout has two levels in these rows (QUORUM and redis's ONE).
+	if got := len(figs[0].Categories); got != 11 {
+		t.Errorf("1 node: %d categories, want 11: %v", got, figs[0].Categories)
+	}
+	if got := len(figs[0].Series); got != 3 {
+		t.Errorf("1 node: %d series, want 3", got)
+	}
+	if got := figs[2].Categories; len(got) != 10 || got[0] != "A z" || got[1] != "A u" {
+		t.Errorf("3 nodes: categories %v", got)
+	}
+	if got := figs[0].Categories[0]; got != "A z Q" {
+		t.Errorf("1 node: first category %q, want the level's initial after the workload's", got)
+	}
+	if err := SavePanels(filepath.Join(t.TempDir(), "peers.png"), 2, figs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPeerRatioRanges(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	ratios := []PeerRatio{
+		{Kura: sysKura, Peer: sysCassandra, OpsRatio: f(3), P99Ratio: f(0.5)},
+		{Kura: sysKura, Peer: sysCassandra, OpsRatio: f(5), P99Ratio: nil},
+		{Kura: sysKuraRESP, Peer: sysRedisAlways, Note: "n/a: Redis has no range scans"},
+	}
+	got := peerRatioRanges(ratios)
+	kc, ok := got["kura/cassandra"].(map[string]any)
+	if !ok || kc["ops_ratio_min"] != 3.0 || kc["ops_ratio_max"] != 5.0 || kc["p99_ratio_min"] != 0.5 || kc["p99_ratio_max"] != 0.5 {
+		t.Errorf("kura/cassandra = %v", got["kura/cassandra"])
+	}
+	if _, ok := kc["cpu_ratio_min"]; ok {
+		t.Error("a range of no values")
+	}
+	if _, ok := got["kura-resp/redis-always"]; ok {
+		t.Error("a pair with only n/a rows has a range")
+	}
+}
