@@ -37,6 +37,8 @@ func entryHash(ring, generation, maxVersion uint64, dead bool) uint64 {
 // the XOR summaries over them, kept up to date entry by entry.
 type dcView struct {
 	name string
+	// table holds the members' versions.
+	table *Table
 	// index is the view's place in Core.views, which entries keep.
 	index   int
 	members []*entry
@@ -50,24 +52,24 @@ type dcView struct {
 	live, convicted int
 }
 
-func newDCView(name string, index, buckets int) *dcView {
-	return &dcView{name: name, index: index, buckets: make([]uint64, buckets)}
+func newDCView(name string, table *Table, index, buckets int) *dcView {
+	return &dcView{name: name, table: table, index: index, buckets: make([]uint64, buckets)}
 }
+
+// member is e's member.
+func (v *dcView) member(e *entry) *member { return v.table.versions[e.ver].member }
 
 // bucketOf is the bucket of a member.
-func (v *dcView) bucketOf(e *entry) int { return int(e.ring() % uint64(len(v.buckets))) }
+func (v *dcView) bucketOf(e *entry) int { return int(v.member(e).ring % uint64(len(v.buckets))) }
 
-// less orders members on the ring, ties by ID.
-func less(a, b *entry) bool {
-	if a.ring() != b.ring() {
-		return a.ring() < b.ring()
-	}
-	return a.id() < b.id()
-}
-
-// position is where e is, or would go, in members.
+// position is where e is, or would go, in members: in ring order, ties by
+// ID.
 func (v *dcView) position(e *entry) int {
-	return sort.Search(len(v.members), func(i int) bool { return !less(v.members[i], e) })
+	m := v.member(e)
+	return sort.Search(len(v.members), func(i int) bool {
+		o := v.member(v.members[i])
+		return o.ring > m.ring || o.ring == m.ring && o.id >= m.id
+	})
 }
 
 // add inserts a member and folds in its hash.
@@ -94,7 +96,10 @@ func (v *dcView) link(e *entry)   { v.fold(e, 1) }
 func (v *dcView) unlink(e *entry) { v.fold(e, -1) }
 
 func (v *dcView) fold(e *entry, sign int) {
-	h := e.hash()
+	h := v.table.versions[e.ver].hashes[0]
+	if e.dead() {
+		h = v.table.versions[e.ver].hashes[1]
+	}
 	v.hash ^= h
 	v.buckets[v.bucketOf(e)] ^= h
 	if e.live() {

@@ -15,14 +15,17 @@ func testState(id string, version uint64) membership.EndpointState {
 }
 
 func testEntry(t *Table, id string, version uint64) *entry {
-	return &entry{v: t.version(testState(id, version))}
+	e := new(entry)
+	t.set(e, t.version(testState(id, version)), 0)
+	return e
 }
 
 // recomputed is the summary and counts computed from scratch.
 func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) {
 	buckets = make([]uint64, len(v.buckets))
 	for _, e := range v.members {
-		h := entryHash(e.ring(), e.v.state.Generation, e.v.maxVersion, e.dead())
+		ev := v.table.versions[e.ver]
+		h := entryHash(ev.member.ring, ev.state.Generation, ev.maxVersion, e.dead())
 		root ^= h
 		buckets[v.bucketOf(e)] ^= h
 		if e.live() {
@@ -36,8 +39,8 @@ func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) 
 }
 
 func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
-	v := newDCView("a", 0, 8)
 	table := ownTable()
+	v := newDCView("a", table, 0, 8)
 	var entries []*entry
 	for i := range 50 {
 		e := testEntry(table, fmt.Sprintf("n%d", i), 1)
@@ -45,10 +48,10 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 		v.add(e)
 	}
 	v.unlink(entries[7])
-	entries[7].v = table.version(testState("n7", 9))
+	table.set(entries[7], table.version(testState("n7", 9)), 0)
 	v.link(entries[7])
 	v.unlink(entries[8])
-	entries[8].deadAt = 1
+	table.set(entries[8], entries[8].ver, 1)
 	v.link(entries[8])
 	v.remove(entries[3])
 	v.remove(entries[3]) // removing twice is harmless
@@ -63,13 +66,13 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 		t.Fatalf("count %d, want 49", got)
 	}
 	for i := 1; i < len(v.members); i++ {
-		if !less(v.members[i-1], v.members[i]) {
+		if a, b := v.member(v.members[i-1]), v.member(v.members[i]); a.ring > b.ring || a.ring == b.ring && a.id >= b.id {
 			t.Fatal("members out of ring order")
 		}
 	}
 	for i, e := range v.members {
 		if int(v.bucketAt[i]) != v.bucketOf(e) {
-			t.Fatalf("member %d (%s): bucketAt says %d, its bucket is %d", i, e.id(), v.bucketAt[i], v.bucketOf(e))
+			t.Fatalf("member %d (%s): bucketAt says %d, its bucket is %d", i, v.member(e).id, v.bucketAt[i], v.bucketOf(e))
 		}
 	}
 }
@@ -90,8 +93,8 @@ func TestSummaryChangesWithEveryField(t *testing.T) {
 }
 
 func TestGatewaysMatchTheRing(t *testing.T) {
-	v := newDCView("a", 0, 4)
 	table := ownTable()
+	v := newDCView("a", table, 0, 4)
 	var ids []string
 	for i := range 20 {
 		id := fmt.Sprintf("n%d", i)
@@ -100,14 +103,14 @@ func TestGatewaysMatchTheRing(t *testing.T) {
 	}
 	var fromView []string
 	for _, e := range v.firstLive(3, nil) {
-		fromView = append(fromView, e.id())
+		fromView = append(fromView, v.member(e).id)
 	}
 	if got := Gateways(ids, 3); !slices.Equal(got, fromView) {
 		t.Fatalf("Gateways = %v, view elects %v", got, fromView)
 	}
 	// A dead gateway is replaced by the next on the ring.
 	first := v.members[0]
-	first.deadAt = first.v.maxVersion
+	table.set(first, first.ver, table.versions[first.ver].maxVersion)
 	if slices.Contains(v.firstLive(3, nil), first) {
 		t.Fatal("dead member still a gateway")
 	}
@@ -117,13 +120,13 @@ func TestGatewaysMatchTheRing(t *testing.T) {
 }
 
 func TestSuccessorsWrapAndSkipDead(t *testing.T) {
-	v := newDCView("a", 0, 4)
 	table := ownTable()
+	v := newDCView("a", table, 0, 4)
 	for i := range 5 {
 		v.add(testEntry(table, fmt.Sprintf("n%d", i), 1))
 	}
 	last := v.members[4]
-	v.members[0].deadAt = 1
+	table.set(v.members[0], v.members[0].ver, 1)
 	got := v.successors(last, 2)
 	if len(got) != 2 || got[0] != v.members[1] || got[1] != v.members[2] {
 		t.Fatal("successors of the last member must wrap and skip the dead first one")
