@@ -469,10 +469,18 @@ func (c *Core) viewOf(e *entry) *dcView { return c.views[e.dc] }
 // entry returns the entry of the member with this ID, or nil.
 func (c *Core) entry(id string) *entry {
 	m := c.table.lookup(id)
-	if m == nil || m.num >= len(c.entries)*entryChunk {
+	if m == nil {
 		return nil
 	}
-	if e := &c.entries[m.num/entryChunk][m.num%entryChunk]; e.ver != 0 {
+	return c.slot(m.num)
+}
+
+// slot returns the entry of the member with this number, or nil.
+func (c *Core) slot(num int) *entry {
+	if num >= len(c.entries)*entryChunk {
+		return nil
+	}
+	if e := &c.entries[num/entryChunk][num%entryChunk]; e.ver != 0 {
 		return e
 	}
 	return nil
@@ -1306,52 +1314,76 @@ func (c *Core) bucketsOf(dc string) DCBuckets {
 // onBuckets finds the buckets that differ and sends their digests.
 func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 	var out Digests
+	digests := 0
 	for _, b := range m.DCs {
-		mine := c.bucketsOf(b.DC)
-		if len(b.Hashes) != len(mine.Hashes) {
+		if len(b.Hashes) != c.opts.Buckets {
 			continue
 		}
 		v := c.findView(b.DC)
 		for i, h := range b.Hashes {
-			if h == mine.Hashes[i] {
-				continue
-			}
-			out.Buckets = append(out.Buckets, BucketRef{DC: b.DC, Index: uint64(i)})
-			if v != nil {
-				for e := range v.inBucket(i) {
-					out.Entries = append(out.Entries, c.digest(e))
+			if h != v.bucketHash(i) {
+				out.Buckets = append(out.Buckets, BucketRef{DC: b.DC, Index: uint64(i)})
+				if v != nil {
+					digests += int(v.sizes[i])
 				}
 			}
 		}
 	}
-	if len(out.Buckets) > 0 {
-		send(r, from, &out)
+	if len(out.Buckets) == 0 {
+		return
 	}
+	out.Entries = make([]Digest, 0, digests)
+	var v *dcView
+	var order, start []int32
+	for _, b := range out.Buckets {
+		if v == nil || v.name != b.DC {
+			if v = c.findView(b.DC); v == nil {
+				continue
+			}
+			order, start = v.byBucket()
+		}
+		for _, i := range order[start[b.Index]:start[b.Index+1]] {
+			out.Entries = append(out.Entries, c.digest(v.members[i]))
+		}
+	}
+	send(r, from, &out)
 }
 
 // onDigests compares entries bucket by bucket: sends what the other side
 // lacks, requests what this side lacks.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	theirs := c.table.indexDigests(m.Entries)
+	members, theirs := c.table.indexDigests(m.Entries)
+	defer c.table.unindexDigests()
 	var out Deltas
+	var grouped *dcView
+	var order, start []int32
 	for _, b := range m.Buckets {
 		v := c.findView(b.DC)
 		if v == nil || b.Index >= uint64(len(v.buckets)) {
 			continue
 		}
-		for e := range v.inBucket(int(b.Index)) {
-			mine := c.digest(e)
-			d, ok := theirs[c.v(e).state.ID]
+		if v != grouped {
+			grouped = v
+			order, start = v.byBucket()
+		}
+		for _, i := range order[start[b.Index]:start[b.Index+1]] {
+			e := v.members[i]
+			ev := c.v(e)
+			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
+			at := theirs[ev.member.num]
 			switch {
-			case !ok || d.Generation < mine.Generation:
+			case at == 0 || m.Entries[at-1].Generation < mine.Generation:
 				out.Entries = append(out.Entries, c.delta(e))
-			case newer(mine, d):
-				out.Entries = append(out.Entries, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt})
+			case newer(mine, m.Entries[at-1]):
+				out.Entries = append(out.Entries, Delta{State: ev.state.Since(m.Entries[at-1].MaxVersion), DeadAt: e.deadAt})
 			}
 		}
 	}
-	for _, d := range m.Entries {
-		e := c.entry(d.ID)
+	for i, d := range m.Entries {
+		var e *entry
+		if members[i] != nil {
+			e = c.slot(members[i].num)
+		}
 		if e == nil {
 			out.Requests = append(out.Requests, Digest{ID: d.ID})
 		} else if newer(d, c.digest(e)) {

@@ -1,7 +1,6 @@
 package ferry
 
 import (
-	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -42,9 +41,11 @@ type dcView struct {
 	// index is the view's place in Core.views, which entries keep.
 	index   int
 	members []*entry
-	// bucketAt[i] is the bucket of members[i]: inBucket scans these two
-	// bytes a member rather than each member's entry.
+	// bucketAt[i] is the bucket of members[i], and sizes[b] how many
+	// members bucket b holds: byBucket groups the members by bucket from
+	// these rather than from each member's entry.
 	bucketAt []uint16
+	sizes    []int32
 	hash     uint64
 	buckets  []uint64
 	// live counts the live members; convicted those declared dead that
@@ -53,7 +54,7 @@ type dcView struct {
 }
 
 func newDCView(name string, table *Table, index, buckets int) *dcView {
-	return &dcView{name: name, table: table, index: index, buckets: make([]uint64, buckets)}
+	return &dcView{name: name, table: table, index: index, buckets: make([]uint64, buckets), sizes: make([]int32, buckets)}
 }
 
 // member is e's member.
@@ -75,8 +76,10 @@ func (v *dcView) position(e *entry) int {
 // add inserts a member and folds in its hash.
 func (v *dcView) add(e *entry) {
 	i := v.position(e)
+	b := v.bucketOf(e)
 	v.members = slices.Insert(v.members, i, e)
-	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(v.bucketOf(e)))
+	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(b))
+	v.sizes[b]++
 	v.link(e)
 }
 
@@ -84,6 +87,7 @@ func (v *dcView) add(e *entry) {
 func (v *dcView) remove(e *entry) {
 	i := v.position(e)
 	if i < len(v.members) && v.members[i] == e {
+		v.sizes[v.bucketAt[i]]--
 		v.members = slices.Delete(v.members, i, i+1)
 		v.bucketAt = slices.Delete(v.bucketAt, i, i+1)
 		v.unlink(e)
@@ -158,15 +162,35 @@ func (v *dcView) predecessors(e *entry, k int) []*entry {
 	return out
 }
 
-// inBucket yields the members of one bucket in ring order.
-func (v *dcView) inBucket(b int) iter.Seq[*entry] {
-	return func(yield func(*entry) bool) {
-		for i, at := range v.bucketAt {
-			if int(at) == b && !yield(v.members[i]) {
-				return
-			}
-		}
+// bucketHash is the hash of bucket b (0 when v is nil: a DC this node
+// does not know).
+func (v *dcView) bucketHash(b int) uint64 {
+	if v == nil {
+		return 0
 	}
+	return v.buckets[b]
+}
+
+// byBucket groups the members by bucket, in ring order within each: the
+// positions in members of bucket b's are order[start[b]:start[b+1]]. One
+// pass over bucketAt serves every bucket that anti-entropy compares, where
+// a scan per bucket would make a comparison of all of them cost Buckets
+// passes. Both slices are the table's, valid until its next byBucket.
+func (v *dcView) byBucket() (order, start []int32) {
+	t := v.table
+	start = append(t.bucketStart[:0], 0)
+	for _, n := range v.sizes {
+		start = append(start, start[len(start)-1]+n)
+	}
+	order = slices.Grow(t.bucketOrder[:0], len(v.members))[:len(v.members)]
+	// next[b] is where bucket b's next member goes; it ends at start[b+1].
+	next := append(t.bucketNext[:0], start[:len(v.sizes)]...)
+	for i, b := range v.bucketAt {
+		order[next[b]] = int32(i)
+		next[b]++
+	}
+	t.bucketStart, t.bucketOrder, t.bucketNext = start, order, next
+	return order, start
 }
 
 // Gateways returns which of the given live members of one DC are its

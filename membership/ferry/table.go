@@ -60,10 +60,13 @@ type Table struct {
 	interned map[versionKey][]uint32
 	// free lists the indices a core's own table may reuse.
 	free []uint32
-	// digests is onDigests' index of the digests it was sent, kept from one
-	// message to the next: one map for all the cores that share the table,
-	// rather than a new one per message or one per core.
-	digests map[string]Digest
+	// digestAt and digestMembers are onDigests' index of the digests it
+	// was sent (see indexDigests), and bucketOrder, bucketStart and
+	// bucketNext dcView.byBucket's groups: scratch space kept from one
+	// message to the next, for all the cores that share the table.
+	digestAt                             []int32
+	digestMembers                        []*member
+	bucketOrder, bucketStart, bucketNext []int32
 }
 
 // NewTable returns a table to share between the cores of one simulated
@@ -76,17 +79,38 @@ func NewTable() *Table {
 
 // ownTable returns the table of a core that shares nothing.
 func ownTable() *Table {
-	return &Table{members: make(map[string]*member), versions: []*version{nil}, digests: make(map[string]Digest)}
+	return &Table{members: make(map[string]*member), versions: []*version{nil}}
 }
 
-// indexDigests indexes digests by ID (the last one wins), in a map that is
-// valid until the next call.
-func (t *Table) indexDigests(digests []Digest) map[string]Digest {
-	clear(t.digests)
-	for _, d := range digests {
-		t.digests[d.ID] = d
+// indexDigests indexes digests by member: it returns the member of each
+// digest (nil for an ID the table does not know) and the index of each
+// member's digest plus one (0 for none; the last digest of a member wins)
+// by member number, from the table's scratch space. unindexDigests clears
+// the index once done with it.
+func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32) {
+	if n := len(t.members); len(t.digestAt) < n {
+		t.digestAt = append(t.digestAt, make([]int32, n-len(t.digestAt))...)
 	}
-	return t.digests
+	members = t.digestMembers[:0]
+	for i, d := range digests {
+		m := t.members[d.ID]
+		members = append(members, m)
+		if m != nil {
+			t.digestAt[m.num] = int32(i) + 1
+		}
+	}
+	t.digestMembers = members
+	return members, t.digestAt
+}
+
+// unindexDigests clears what indexDigests indexed.
+func (t *Table) unindexDigests() {
+	for i, m := range t.digestMembers {
+		if m != nil {
+			t.digestAt[m.num] = 0
+		}
+		t.digestMembers[i] = nil
+	}
 }
 
 // size is how many member numbers the table has handed out.
