@@ -177,8 +177,37 @@ func (e *entry) convicted() bool { return e.flags&(flagDead|flagLeft|flagShutdow
 // (A member that left is gone, which the callers tell apart.)
 func (e *entry) down() bool { return e.flags&(flagDead|flagShutdown) != 0 }
 
-// entryChunk is how many entries Core.entries allocates at once.
+// entryChunk is how many entries entrySlots allocates at once.
 const entryChunk = 256
+
+// entrySlots holds a core's entries by member number, in chunks of
+// entryChunk that never move, so that an *entry stays valid, and that hold
+// no pointer; a slot whose ver is 0 holds no entry.
+type entrySlots struct {
+	chunks []*[entryChunk]entry
+}
+
+// of is the slot of member num, which must have been made (see make).
+func (s *entrySlots) of(num uint32) *entry { return &s.chunks[num/entryChunk][num%entryChunk] }
+
+// get returns the entry of member num, or nil.
+func (s *entrySlots) get(num int) *entry {
+	if num >= len(s.chunks)*entryChunk {
+		return nil
+	}
+	if e := s.of(uint32(num)); e.ver != 0 {
+		return e
+	}
+	return nil
+}
+
+// make returns the slot of member num, adding chunks to hold it.
+func (s *entrySlots) make(num int) *entry {
+	for num >= len(s.chunks)*entryChunk {
+		s.chunks = append(s.chunks, new([entryChunk]entry))
+	}
+	return s.of(uint32(num))
+}
 
 // v is the version of e.
 func (c *Core) v(e *entry) *version { return c.table.versions[e.ver] }
@@ -356,10 +385,8 @@ type Core struct {
 	self  *entry
 	// table numbers the members and shares their versions (see Table).
 	table *Table
-	// entries holds every known member, self included, by member number,
-	// in chunks of entryChunk that never move, so that an *entry stays
-	// valid; known counts them.
-	entries []*[entryChunk]entry
+	// entries holds every known member, self included; known counts them.
+	entries *entrySlots
 	known   int
 	// dcs lists the DC views sorted by name; views lists the same in the
 	// order they were made, which entries index.
@@ -429,7 +456,7 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 		table = t
 	}
 	c := &Core{
-		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table,
+		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table, entries: new(entrySlots),
 		wanMisses: make(map[string]int),
 		remote:    make(map[string]*dcWatch),
 	}
@@ -457,7 +484,7 @@ func (c *Core) view(name string) *dcView {
 	if i < len(c.dcs) && c.dcs[i].name == name {
 		return c.dcs[i]
 	}
-	v := newDCView(name, c.table, len(c.views), c.opts.Buckets)
+	v := newDCView(name, c.table, c.entries, len(c.views), c.opts.Buckets)
 	c.dcs = slices.Insert(c.dcs, i, v)
 	c.views = append(c.views, v)
 	return v
@@ -476,15 +503,7 @@ func (c *Core) entry(id string) *entry {
 }
 
 // slot returns the entry of the member with this number, or nil.
-func (c *Core) slot(num int) *entry {
-	if num >= len(c.entries)*entryChunk {
-		return nil
-	}
-	if e := &c.entries[num/entryChunk][num%entryChunk]; e.ver != 0 {
-		return e
-	}
-	return nil
-}
+func (c *Core) slot(num int) *entry { return c.entries.get(num) }
 
 // findView returns the DC view for name if it exists.
 func (c *Core) findView(name string) *dcView {
@@ -498,11 +517,7 @@ func (c *Core) findView(name string) *dcView {
 // insert adds an entry for a member this node does not know, at version
 // ver, to the tables.
 func (c *Core) insert(ver uint32, deadAt uint64, now time.Duration, dc string) *entry {
-	num := c.table.versions[ver].member.num
-	for num >= len(c.entries)*entryChunk {
-		c.entries = append(c.entries, new([entryChunk]entry))
-	}
-	e := &c.entries[num/entryChunk][num%entryChunk]
+	e := c.entries.make(c.table.versions[ver].member.num)
 	e.changedAt = now
 	c.table.set(e, ver, deadAt)
 	v := c.view(dc)
@@ -777,7 +792,7 @@ func (c *Core) helpers(target *entry, k int) []*entry {
 	v := c.ownDC()
 	n := len(v.members)
 	for tries := 0; len(out) < k && tries < 4*k+8; tries++ {
-		e := v.members[c.cfg.Rand.IntN(n)]
+		e := v.at(c.cfg.Rand.IntN(n))
 		if e != c.self && e != target && e.live() && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
@@ -819,7 +834,7 @@ func (c *Core) announce(verdicts []*entry, r *membership.Ready) {
 			c.markForward(e)
 		}
 	}
-	for _, m := range c.ownDC().members {
+	for m := range c.ownDC().all() {
 		if m != c.self && m.live() {
 			send(r, c.v(m).state.ID, push)
 		}
@@ -994,7 +1009,7 @@ func (c *Core) gossipToTheDead() *entry {
 		return nil
 	}
 	pick := c.cfg.Rand.IntN(dead)
-	for _, e := range v.members {
+	for e := range v.all() {
 		if e != c.self && e.convicted() {
 			if pick == 0 {
 				return e
@@ -1010,7 +1025,7 @@ func (c *Core) randomPeers(v *dcView, k int) []*entry {
 	var out []*entry
 	n := len(v.members)
 	for tries := 0; len(out) < k && tries < 4*k+8; tries++ {
-		e := v.members[c.cfg.Rand.IntN(n)]
+		e := v.at(c.cfg.Rand.IntN(n))
 		if e != c.self && e.live() && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
@@ -1063,7 +1078,9 @@ func (c *Core) remoteTarget(v *dcView) *entry {
 	width := c.opts.Gateways << min(c.wanMisses[v.name]/3, 8)
 	candidates := v.firstLive(width, nil)
 	if len(candidates) == 0 {
-		candidates = v.members[:min(width, len(v.members))]
+		for i := range min(width, len(v.members)) {
+			candidates = append(candidates, v.at(i))
+		}
 	}
 	if len(candidates) == 0 {
 		return nil
@@ -1343,7 +1360,7 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 			order, start = v.byBucket()
 		}
 		for _, i := range order[start[b.Index]:start[b.Index+1]] {
-			out.Entries = append(out.Entries, c.digest(v.members[i]))
+			out.Entries = append(out.Entries, c.digest(v.at(int(i))))
 		}
 	}
 	send(r, from, &out)
@@ -1367,7 +1384,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			order, start = v.byBucket()
 		}
 		for _, i := range order[start[b.Index]:start[b.Index+1]] {
-			e := v.members[i]
+			e := v.at(int(i))
 			ev := c.v(e)
 			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
 			at := theirs[ev.member.num]
@@ -1527,7 +1544,7 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	}
 	welcome := &Welcome{Entries: make([]Delta, 0, c.known)}
 	for _, v := range c.dcs {
-		for _, e := range v.members {
+		for e := range v.all() {
 			welcome.Entries = append(welcome.Entries, c.delta(e))
 		}
 	}
@@ -1743,7 +1760,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 	c.local.Set(membership.KeyStatus, string(membership.StatusShutdown))
 	c.syncSelf()
 	push := &Push{Entries: []Delta{c.delta(c.self)}}
-	for _, e := range c.ownDC().members {
+	for e := range c.ownDC().all() {
 		if e != c.self && e.live() {
 			send(&r, c.v(e).state.ID, push)
 		}
@@ -1765,7 +1782,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 // Members lists the known members sorted by ID.
 func (c *Core) Members() []membership.Member {
 	out := make([]membership.Member, 0, c.known)
-	for _, chunk := range c.entries {
+	for _, chunk := range c.entries.chunks {
 		for i := range chunk {
 			if e := &chunk[i]; e.ver != 0 {
 				out = append(out, c.v(e).state.Member(!e.dead()))

@@ -1,6 +1,7 @@
 package ferry
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -36,11 +37,14 @@ func entryHash(ring, generation, maxVersion uint64, dead bool) uint64 {
 // the XOR summaries over them, kept up to date entry by entry.
 type dcView struct {
 	name string
-	// table holds the members' versions.
-	table *Table
+	// table holds the members' versions, and entries the node's entries.
+	table   *Table
+	entries *entrySlots
 	// index is the view's place in Core.views, which entries keep.
-	index   int
-	members []*entry
+	index int
+	// members are the member numbers of the DC's members (see at), in ring
+	// order, ties by ID.
+	members []uint32
 	// bucketAt[i] is the bucket of members[i], and sizes[b] how many
 	// members bucket b holds: byBucket groups the members by bucket from
 	// these rather than from each member's entry.
@@ -53,12 +57,26 @@ type dcView struct {
 	live, convicted int
 }
 
-func newDCView(name string, table *Table, index, buckets int) *dcView {
-	return &dcView{name: name, table: table, index: index, buckets: make([]uint64, buckets), sizes: make([]int32, buckets)}
+func newDCView(name string, table *Table, entries *entrySlots, index, buckets int) *dcView {
+	return &dcView{name: name, table: table, entries: entries, index: index, buckets: make([]uint64, buckets), sizes: make([]int32, buckets)}
 }
 
 // member is e's member.
 func (v *dcView) member(e *entry) *member { return v.table.versions[e.ver].member }
+
+// at is the entry of the ith member in ring order.
+func (v *dcView) at(i int) *entry { return v.entries.of(v.members[i]) }
+
+// all yields the members' entries in ring order.
+func (v *dcView) all() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, num := range v.members {
+			if !yield(v.entries.of(num)) {
+				return
+			}
+		}
+	}
+}
 
 // bucketOf is the bucket of a member.
 func (v *dcView) bucketOf(e *entry) int { return int(v.member(e).ring % uint64(len(v.buckets))) }
@@ -68,7 +86,7 @@ func (v *dcView) bucketOf(e *entry) int { return int(v.member(e).ring % uint64(l
 func (v *dcView) position(e *entry) int {
 	m := v.member(e)
 	return sort.Search(len(v.members), func(i int) bool {
-		o := v.member(v.members[i])
+		o := v.table.byNum[v.members[i]]
 		return o.ring > m.ring || o.ring == m.ring && o.id >= m.id
 	})
 }
@@ -77,7 +95,7 @@ func (v *dcView) position(e *entry) int {
 func (v *dcView) add(e *entry) {
 	i := v.position(e)
 	b := v.bucketOf(e)
-	v.members = slices.Insert(v.members, i, e)
+	v.members = slices.Insert(v.members, i, uint32(v.member(e).num))
 	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(b))
 	v.sizes[b]++
 	v.link(e)
@@ -86,7 +104,7 @@ func (v *dcView) add(e *entry) {
 // remove takes a member out and its hash with it.
 func (v *dcView) remove(e *entry) {
 	i := v.position(e)
-	if i < len(v.members) && v.members[i] == e {
+	if i < len(v.members) && v.members[i] == uint32(v.member(e).num) {
 		v.sizes[v.bucketAt[i]]--
 		v.members = slices.Delete(v.members, i, i+1)
 		v.bucketAt = slices.Delete(v.bucketAt, i, i+1)
@@ -120,7 +138,7 @@ func (v *dcView) sum() DCSum { return DCSum{DC: v.name, Count: uint64(len(v.memb
 // firstLive returns up to k live members in ring order, skipping except.
 func (v *dcView) firstLive(k int, except *entry) []*entry {
 	var out []*entry
-	for _, e := range v.members {
+	for e := range v.all() {
 		if len(out) == k {
 			break
 		}
@@ -139,7 +157,7 @@ func (v *dcView) successors(e *entry, k int) []*entry {
 	var out []*entry
 	start := v.position(e)
 	for step := 1; step < len(v.members) && len(out) < k; step++ {
-		m := v.members[(start+step)%len(v.members)]
+		m := v.at((start + step) % len(v.members))
 		if m != e && m.live() {
 			out = append(out, m)
 		}
@@ -154,7 +172,7 @@ func (v *dcView) predecessors(e *entry, k int) []*entry {
 	start := v.position(e)
 	n := len(v.members)
 	for step := 1; step < n && len(out) < k; step++ {
-		m := v.members[(start-step+n)%n]
+		m := v.at((start - step + n) % n)
 		if m != e && m.live() {
 			out = append(out, m)
 		}

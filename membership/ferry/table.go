@@ -52,6 +52,8 @@ type versionKey struct {
 // belongs to one entry, and its index is reused once the entry moves on.
 type Table struct {
 	members map[string]*member
+	// byNum lists the members by number.
+	byNum []*member
 	// versions holds the versions by index; index 0 is no version (see
 	// entry.ver).
 	versions []*version
@@ -125,6 +127,7 @@ func (t *Table) member(id string) *member {
 	if m == nil {
 		m = &member{id: id, ring: ringHash(id), num: len(t.members)}
 		t.members[id] = m
+		t.byNum = append(t.byNum, m)
 	}
 	return m
 }
