@@ -132,7 +132,7 @@ var Protocol = membership.Protocol{
 // member, so a simulated cluster holds n² of them: what is the same on every
 // node (the member's state and what derives from it) lives in the shared
 // version, and an entry keeps only this node's view of it, in 24 bytes
-// (TestEntryFitsSizeClass) and no pointer, so that the garbage collector
+// (TestEntryIsSmallAndHoldsNoPointer) and no pointer, so that the garbage collector
 // need not scan them.
 type entry struct {
 	// deadAt is the highest version a monitor declared dead; the entry is
@@ -141,7 +141,7 @@ type entry struct {
 	// changedAt is when the entry last changed here.
 	changedAt time.Duration
 	// ver indexes the entry's version in Core.table; 0 marks a slot of
-	// Core.entries that holds no entry.
+	// entrySlots that holds no entry.
 	ver uint32
 	// dc indexes Core.views.
 	dc uint16
@@ -151,7 +151,7 @@ type entry struct {
 }
 
 // entryFlags are an entry's bits: whether it is dead, left or shut down,
-// derived from its version and deadAt (see Core.set) so that the scans of
+// derived from its version and deadAt (see Table.set) so that the scans of
 // the DC views need not read the version; whether it is queued for
 // forwarding; whether it was removed while queued (see Core.remove).
 type entryFlags uint8
@@ -211,6 +211,9 @@ func (s *entrySlots) make(num int) *entry {
 
 // v is the version of e.
 func (c *Core) v(e *entry) *version { return c.table.versions[e.ver] }
+
+// idOf is the ID of e's member.
+func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
 
 func (c *Core) delta(e *entry) Delta { return Delta{State: c.v(e).state, DeadAt: e.deadAt} }
 
@@ -642,7 +645,7 @@ func (c *Core) heartbeat(r *membership.Ready) {
 	var next []string
 	if !c.leaving {
 		for _, e := range c.ownDC().successors(c.self, c.opts.Monitors) {
-			next = append(next, c.v(e).state.ID)
+			next = append(next, c.idOf(e))
 		}
 	}
 	hb := &Heartbeat{Generation: c.v(c.self).state.Generation, MaxVersion: c.v(c.self).maxVersion}
@@ -666,8 +669,8 @@ func (c *Core) expectPredecessors(now time.Duration) {
 	for _, p := range c.ownDC().predecessors(c.self, c.opts.Monitors) {
 		// While a change is fresh, views may still differ about who
 		// monitors whom; only a settled predecessor is expected here.
-		if c.watchOf(c.v(p).state.ID) == nil && now-p.changedAt > expectGrace {
-			w := &watch{id: c.v(p).state.ID, generation: c.v(p).state.Generation, maxVersion: c.v(p).maxVersion}
+		if c.watchOf(c.idOf(p)) == nil && now-p.changedAt > expectGrace {
+			w := &watch{id: c.idOf(p), generation: c.v(p).state.Generation, maxVersion: c.v(p).maxVersion}
 			w.window.Report(now, c.opts.Phi)
 			c.addWatch(w)
 		}
@@ -745,7 +748,7 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			req := &ProbeReq{Target: w.id, Seq: w.probeSeq}
 			helpers := c.helpers(e, c.opts.IndirectProbes)
 			for _, h := range helpers {
-				send(r, c.v(h).state.ID, req)
+				send(r, c.idOf(h), req)
 			}
 			w.asked, w.receipts = len(helpers), 0
 		case indirect:
@@ -773,7 +776,7 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			suspect := &Suspect{ID: w.id, Generation: w.generation, Seq: w.probeSeq}
 			for _, m := range c.ownDC().successors(e, c.opts.Monitors+1) {
 				if m != c.self {
-					send(r, c.v(m).state.ID, suspect)
+					send(r, c.idOf(m), suspect)
 				}
 			}
 			send(r, w.id, suspect)
@@ -836,7 +839,7 @@ func (c *Core) announce(verdicts []*entry, r *membership.Ready) {
 	}
 	for m := range c.ownDC().all() {
 		if m != c.self && m.live() {
-			send(r, c.v(m).state.ID, push)
+			send(r, c.idOf(m), push)
 		}
 	}
 }
@@ -892,7 +895,7 @@ func (c *Core) watchRemoteDCs(now time.Duration, r *membership.Ready) {
 		for _, e := range spread(live, c.opts.DCProbes, w.probes) {
 			// Seq 0 matches no watch of a monitor: any answer from the DC
 			// clears the DC's watch, whoever sends it.
-			send(r, c.v(e).state.ID, &Probe{})
+			send(r, c.idOf(e), &Probe{})
 		}
 		w.probes++
 		w.since = now
@@ -930,7 +933,7 @@ func (c *Core) originate(e *entry, r *membership.Ready) {
 		return
 	}
 	for _, g := range c.ownDC().firstLive(c.opts.Gateways, c.self) {
-		send(r, c.v(g).state.ID, &Push{Entries: []Delta{c.delta(e)}})
+		send(r, c.idOf(g), &Push{Entries: []Delta{c.delta(e)}})
 	}
 }
 
@@ -986,7 +989,7 @@ func (c *Core) gossip(r *membership.Ready) {
 	}
 	m := &Summary{Sums: c.total(), Hot: hot}
 	for _, p := range peers {
-		send(r, c.v(p).state.ID, m)
+		send(r, c.idOf(p), m)
 	}
 }
 
@@ -1065,7 +1068,7 @@ func (c *Core) wanRound(r *membership.Ready) {
 		}
 		if t := c.remoteTarget(v); t != nil {
 			c.wanMisses[v.name]++
-			send(r, c.v(t).state.ID, &Summary{Sums: c.total(), Reply: true})
+			send(r, c.idOf(t), &Summary{Sums: c.total(), Reply: true})
 		}
 	}
 }
@@ -1109,7 +1112,7 @@ func (c *Core) flush(r *membership.Ready) {
 			continue
 		}
 		if t := c.remoteTarget(v); t != nil {
-			send(r, c.v(t).state.ID, &push)
+			send(r, c.idOf(t), &push)
 		}
 	}
 }
@@ -1129,8 +1132,8 @@ func (c *Core) removeLongDown(now time.Duration, r *membership.Ready) {
 		}
 		c.viewOf(e).remove(e)
 		c.known--
-		c.unwatch(c.v(e).state.ID)
-		c.quarantine.Add(c.v(e).state.ID, c.v(e).state.Generation, now+removeAfter)
+		c.unwatch(c.idOf(e))
+		c.quarantine.Add(c.idOf(e), c.v(e).state.Generation, now+removeAfter)
 		c.event(r, membership.EventRemoved, e)
 		c.remove(e)
 	}
@@ -1367,9 +1370,10 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 }
 
 // onDigests compares entries bucket by bucket: sends what the other side
-// lacks, requests what this side lacks.
+// lacks, requests what this side lacks. A digest whose entry it compared
+// in the buckets (most of them) and found as new needs no second look.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	members, theirs := c.table.indexDigests(m.Entries)
+	members, theirs, current := c.table.indexDigests(m.Entries)
 	defer c.table.unindexDigests()
 	var out Deltas
 	var grouped *dcView
@@ -1388,15 +1392,24 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			ev := c.v(e)
 			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
 			at := theirs[ev.member.num]
-			switch {
-			case at == 0 || m.Entries[at-1].Generation < mine.Generation:
+			if at == 0 {
 				out.Entries = append(out.Entries, c.delta(e))
-			case newer(mine, m.Entries[at-1]):
-				out.Entries = append(out.Entries, Delta{State: ev.state.Since(m.Entries[at-1].MaxVersion), DeadAt: e.deadAt})
+				continue
 			}
+			d := m.Entries[at-1]
+			switch {
+			case d.Generation < mine.Generation:
+				out.Entries = append(out.Entries, c.delta(e))
+			case newer(mine, d):
+				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+			}
+			current[at-1] = !newer(d, mine)
 		}
 	}
 	for i, d := range m.Entries {
+		if current[i] {
+			continue // compared above: nothing to request
+		}
 		var e *entry
 		if members[i] != nil {
 			e = c.slot(members[i].num)
@@ -1592,7 +1605,7 @@ func (c *Core) screen(d Delta, r *membership.Ready) Delta {
 		d.DeadAt < max(c.v(e).maxVersion, d.State.MaxVersion()) {
 		return d
 	}
-	send(r, c.v(e).state.ID, &Push{Entries: []Delta{d}})
+	send(r, c.idOf(e), &Push{Entries: []Delta{d}})
 	d.DeadAt = 0
 	return d
 }
@@ -1762,7 +1775,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 	push := &Push{Entries: []Delta{c.delta(c.self)}}
 	for e := range c.ownDC().all() {
 		if e != c.self && e.live() {
-			send(&r, c.v(e).state.ID, push)
+			send(&r, c.idOf(e), push)
 		}
 	}
 	if wasGateway {
@@ -1771,7 +1784,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 				continue
 			}
 			if t := c.remoteTarget(v); t != nil {
-				send(&r, c.v(t).state.ID, push)
+				send(&r, c.idOf(t), push)
 			}
 		}
 	}

@@ -836,12 +836,12 @@ func TestCrossDCDetectionWithinTheBound(t *testing.T) {
 	}
 }
 
-// TestEntryFitsSizeClass keeps an entry small and free of pointers: a
+// TestEntryIsSmallAndHoldsNoPointer keeps an entry small and free of pointers: a
 // simulated cluster holds one per node per member, so each byte costs n²
 // (100 MB at 10,000 nodes), and a pointer would have the garbage collector
 // scan them all. A new field may well be worth it (or may belong in the
 // shared version); this says what it costs.
-func TestEntryFitsSizeClass(t *testing.T) {
+func TestEntryIsSmallAndHoldsNoPointer(t *testing.T) {
 	if size := unsafe.Sizeof(entry{}); size > 24 {
 		t.Errorf("entry is %d bytes, over 24", size)
 	}

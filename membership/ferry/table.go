@@ -62,12 +62,14 @@ type Table struct {
 	interned map[versionKey][]uint32
 	// free lists the indices a core's own table may reuse.
 	free []uint32
-	// digestAt and digestMembers are onDigests' index of the digests it
-	// was sent (see indexDigests), and bucketOrder, bucketStart and
-	// bucketNext dcView.byBucket's groups: scratch space kept from one
-	// message to the next, for all the cores that share the table.
+	// digestAt, digestMembers and digestCurrent are onDigests' index of
+	// the digests it was sent (see indexDigests), and bucketOrder,
+	// bucketStart and bucketNext dcView.byBucket's groups: scratch space
+	// kept from one message to the next, for all the cores that share the
+	// table.
 	digestAt                             []int32
 	digestMembers                        []*member
+	digestCurrent                        []bool
 	bucketOrder, bucketStart, bucketNext []int32
 }
 
@@ -85,11 +87,12 @@ func ownTable() *Table {
 }
 
 // indexDigests indexes digests by member: it returns the member of each
-// digest (nil for an ID the table does not know) and the index of each
+// digest (nil for an ID the table does not know), the index of each
 // member's digest plus one (0 for none; the last digest of a member wins)
-// by member number, from the table's scratch space. unindexDigests clears
-// the index once done with it.
-func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32) {
+// by member number, and a flag per digest, all false, for onDigests to mark
+// those it found the entry as new as; all from the table's scratch space.
+// unindexDigests clears the index once done with it.
+func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, current []bool) {
 	if n := len(t.members); len(t.digestAt) < n {
 		t.digestAt = append(t.digestAt, make([]int32, n-len(t.digestAt))...)
 	}
@@ -102,7 +105,8 @@ func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32) {
 		}
 	}
 	t.digestMembers = members
-	return members, t.digestAt
+	t.digestCurrent = append(t.digestCurrent[:0], make([]bool, len(digests))...)
+	return members, t.digestAt, t.digestCurrent
 }
 
 // unindexDigests clears what indexDigests indexed.
