@@ -962,3 +962,58 @@ func TestVerdictFromAnotherDCIsAnnouncedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedEntryStillPushedAsItWas removes a member whose last change is
+// still being pushed, and has its next generation join at once: the push
+// goes on with the removed entry as it was, beside the new one, as when
+// every entry was an allocation of its own; and a core's own table reuses
+// the versions its entries leave.
+func TestRemovedEntryStillPushedAsItWas(t *testing.T) {
+	c, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1700000000, Seeds: []string{"a1"},
+		RemoveAfter: 10 * time.Second, Rand: rand.New(rand.NewPCG(7, 2))}, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newCore(t, "a4", "a", "a1")
+	xs := x.v(x.self).state
+	c.Step(0, "a4", &Push{Entries: []Delta{{State: xs}}})
+	c.Step(time.Second, "a2", &Push{Entries: []Delta{{State: xs, DeadAt: xs.MaxVersion()}}})
+	now := time.Second
+	for ; now < 10*time.Second; now += time.Second {
+		tickRound(c, now)
+	}
+	// A later verdict changes the entry, which is pushed again.
+	c.Step(now, "a2", &Push{Entries: []Delta{{State: xs, DeadAt: xs.MaxVersion() + 1}}})
+	r := tickRound(c, now+2*time.Second)
+	if !hasEvent(r, membership.EventRemoved, "a4") {
+		t.Fatal("a4 not removed")
+	}
+	x2, err := New(membership.Config{ID: "a4", DC: "a", Generation: 1700000100, Seeds: []string{"a1"},
+		Rand: rand.New(rand.NewPCG(7, 3))}, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Step(now+2*time.Second, "a4", &Push{Entries: []Delta{x2.delta(x2.self)}})
+	var generations []uint64
+	for _, e := range c.hot {
+		if d := c.delta(e); d.State.ID == "a4" {
+			generations = append(generations, d.State.Generation)
+			if d.State.Generation == xs.Generation && d.DeadAt != xs.MaxVersion()+1 {
+				t.Fatalf("the removed entry is pushed with deadAt %d, want %d", d.DeadAt, xs.MaxVersion()+1)
+			}
+		}
+	}
+	if !slices.Equal(generations, []uint64{xs.Generation, 1700000100}) {
+		t.Fatalf("a4 pushed at generations %v, want the removed one and the new one", generations)
+	}
+	if got, ok := c.Member("a4"); !ok || got.Generation != 1700000100 {
+		t.Fatalf("a4 is %+v (known %v), want its new generation", got, ok)
+	}
+	for i := range 3 {
+		tickRound(c, now+time.Duration(3+i)*time.Second)
+	}
+	used := len(c.table.versions) - len(c.table.free) - 1
+	if used != c.known {
+		t.Fatalf("own table holds %d versions for %d entries", used, c.known)
+	}
+}
