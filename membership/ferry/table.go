@@ -119,9 +119,6 @@ func (t *Table) unindexDigests() {
 	}
 }
 
-// size is how many member numbers the table has handed out.
-func (t *Table) size() int { return len(t.members) }
-
 // lookup returns the member with this ID, or nil.
 func (t *Table) lookup(id string) *member { return t.members[id] }
 
