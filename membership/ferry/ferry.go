@@ -131,44 +131,91 @@ var Protocol = membership.Protocol{
 // entry is what a node knows of one member. Every node holds one per
 // member, so a simulated cluster holds n² of them: what is the same on every
 // node (the member's state and what derives from it) lives in the shared
-// version, and an entry keeps only this node's view of it, in one 32-byte
-// allocation (TestEntryFitsSizeClass).
+// version, and an entry keeps only this node's view of it, in 24 bytes
+// (TestEntryIsSmallAndHoldsNoPointer) and no pointer, so that the garbage collector
+// need not scan them.
 type entry struct {
-	v *version
 	// deadAt is the highest version a monitor declared dead; the entry is
 	// dead while no newer version exists (a live node refutes by bumping).
 	deadAt uint64
 	// changedAt is when the entry last changed here.
 	changedAt time.Duration
+	// ver indexes the entry's version in Core.table; 0 marks a slot of
+	// entrySlots that holds no entry.
+	ver uint32
 	// dc indexes Core.views.
 	dc uint16
-	// hot counts the rounds left to push this change; forward marks an
-	// own-DC change a gateway has yet to ferry to the other DCs.
-	hot     int8
-	forward bool
+	// hot counts the rounds left to push this change.
+	hot   int8
+	flags entryFlags
 }
 
-func (e *entry) id() string      { return e.v.state.ID }
-func (e *entry) ring() uint64    { return e.v.member.ring }
-func (e *entry) isLeft() bool    { return e.v.isLeft }
-func (e *entry) dead() bool      { return e.deadAt >= e.v.maxVersion }
-func (e *entry) live() bool      { return !e.dead() && !e.v.isLeft && !e.v.isShutdown }
-func (e *entry) shutdown() bool  { return e.v.isShutdown }
-func (e *entry) convicted() bool { return e.dead() && !e.v.isShutdown && !e.v.isLeft }
+// entryFlags are an entry's bits: whether it is dead, left or shut down,
+// derived from its version and deadAt (see Table.set) so that the scans of
+// the DC views need not read the version; whether it is queued for
+// forwarding; whether it was removed while queued (see Core.remove).
+type entryFlags uint8
+
+const (
+	flagDead entryFlags = 1 << iota
+	flagLeft
+	flagShutdown
+	// flagForward marks an own-DC change a gateway has yet to ferry to the
+	// other DCs.
+	flagForward
+	// flagDetached marks a removed entry that a queue still holds.
+	flagDetached
+)
+
+func (e *entry) isLeft() bool    { return e.flags&flagLeft != 0 }
+func (e *entry) dead() bool      { return e.flags&flagDead != 0 }
+func (e *entry) live() bool      { return e.flags&(flagDead|flagLeft|flagShutdown) == 0 }
+func (e *entry) shutdown() bool  { return e.flags&flagShutdown != 0 }
+func (e *entry) convicted() bool { return e.flags&(flagDead|flagLeft|flagShutdown) == flagDead }
 
 // down reports whether the member counts as down: convicted, or shut down.
 // (A member that left is gone, which the callers tell apart.)
-func (e *entry) down() bool { return e.dead() || e.v.isShutdown }
+func (e *entry) down() bool { return e.flags&(flagDead|flagShutdown) != 0 }
 
-// hash is the entry's contribution to its DC's summary.
-func (e *entry) hash() uint64 {
-	if e.dead() {
-		return e.v.hashes[1]
-	}
-	return e.v.hashes[0]
+// entryChunk is how many entries entrySlots allocates at once.
+const entryChunk = 256
+
+// entrySlots holds a core's entries by member number, in chunks of
+// entryChunk that never move, so that an *entry stays valid, and that hold
+// no pointer; a slot whose ver is 0 holds no entry.
+type entrySlots struct {
+	chunks []*[entryChunk]entry
 }
 
-func (e *entry) delta() Delta { return Delta{State: e.v.state, DeadAt: e.deadAt} }
+// of is the slot of member num, which must have been made (see make).
+func (s *entrySlots) of(num uint32) *entry { return &s.chunks[num/entryChunk][num%entryChunk] }
+
+// get returns the entry of member num, or nil.
+func (s *entrySlots) get(num int) *entry {
+	if num >= len(s.chunks)*entryChunk {
+		return nil
+	}
+	if e := s.of(uint32(num)); e.ver != 0 {
+		return e
+	}
+	return nil
+}
+
+// make returns the slot of member num, adding chunks to hold it.
+func (s *entrySlots) make(num int) *entry {
+	for num >= len(s.chunks)*entryChunk {
+		s.chunks = append(s.chunks, new([entryChunk]entry))
+	}
+	return s.of(uint32(num))
+}
+
+// v is the version of e.
+func (c *Core) v(e *entry) *version { return c.table.versions[e.ver] }
+
+// idOf is the ID of e's member.
+func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
+
+func (c *Core) delta(e *entry) Delta { return Delta{State: c.v(e).state, DeadAt: e.deadAt} }
 
 // notice is what announces that the member is down. A death notice leaves
 // out the application states: it is enough for a node that knows the
@@ -176,16 +223,17 @@ func (e *entry) delta() Delta { return Delta{State: e.v.state, DeadAt: e.deadAt}
 // member by anti-entropy), and a few bytes whatever the member gossips (a
 // real node's tokens are kilobytes). A shutdown is an application state, so
 // it goes whole.
-func (e *entry) notice() Delta {
+func (c *Core) notice(e *entry) Delta {
 	if !e.dead() {
-		return e.delta()
+		return c.delta(e)
 	}
-	return Delta{State: membership.EndpointState{ID: e.v.state.ID, Generation: e.v.state.Generation, Heartbeat: e.v.state.Heartbeat},
-		DeadAt: e.deadAt}
+	s := &c.v(e).state
+	return Delta{State: membership.EndpointState{ID: s.ID, Generation: s.Generation, Heartbeat: s.Heartbeat}, DeadAt: e.deadAt}
 }
 
-func (e *entry) digest() Digest {
-	return Digest{ID: e.v.state.ID, Generation: e.v.state.Generation, MaxVersion: e.v.maxVersion, Dead: e.dead()}
+func (c *Core) digest(e *entry) Digest {
+	v := c.v(e)
+	return Digest{ID: v.state.ID, Generation: v.state.Generation, MaxVersion: v.maxVersion, Dead: e.dead()}
 }
 
 // newer reports whether digest a is ahead of b: generation, then version,
@@ -340,9 +388,8 @@ type Core struct {
 	self  *entry
 	// table numbers the members and shares their versions (see Table).
 	table *Table
-	// entries holds every known member, self included, by member number
-	// (nil: unknown); known counts them.
-	entries []*entry
+	// entries holds every known member, self included; known counts them.
+	entries *entrySlots
 	known   int
 	// dcs lists the DC views sorted by name; views lists the same in the
 	// order they were made, which entries index.
@@ -412,12 +459,11 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 		table = t
 	}
 	c := &Core{
-		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table,
+		cfg: cfg, opts: opts, local: membership.NewLocalState(cfg), table: table, entries: new(entrySlots),
 		wanMisses: make(map[string]int),
 		remote:    make(map[string]*dcWatch),
 	}
-	c.self = &entry{v: table.version(c.local.EndpointState)}
-	c.insert(c.self, cfg.DC)
+	c.self = c.insert(table.version(c.local.EndpointState), 0, 0, cfg.DC)
 	isSeed := false
 	for _, s := range cfg.Seeds {
 		if s == cfg.ID {
@@ -441,7 +487,7 @@ func (c *Core) view(name string) *dcView {
 	if i < len(c.dcs) && c.dcs[i].name == name {
 		return c.dcs[i]
 	}
-	v := newDCView(name, len(c.views), c.opts.Buckets)
+	v := newDCView(name, c.table, c.entries, len(c.views), c.opts.Buckets)
 	c.dcs = slices.Insert(c.dcs, i, v)
 	c.views = append(c.views, v)
 	return v
@@ -453,11 +499,14 @@ func (c *Core) viewOf(e *entry) *dcView { return c.views[e.dc] }
 // entry returns the entry of the member with this ID, or nil.
 func (c *Core) entry(id string) *entry {
 	m := c.table.lookup(id)
-	if m == nil || m.num >= len(c.entries) {
+	if m == nil {
 		return nil
 	}
-	return c.entries[m.num]
+	return c.slot(m.num)
 }
+
+// slot returns the entry of the member with this number, or nil.
+func (c *Core) slot(num int) *entry { return c.entries.get(num) }
 
 // findView returns the DC view for name if it exists.
 func (c *Core) findView(name string) *dcView {
@@ -468,19 +517,17 @@ func (c *Core) findView(name string) *dcView {
 	return nil
 }
 
-// insert adds a new entry to the tables.
-func (c *Core) insert(e *entry, dc string) {
+// insert adds an entry for a member this node does not know, at version
+// ver, to the tables.
+func (c *Core) insert(ver uint32, deadAt uint64, now time.Duration, dc string) *entry {
+	e := c.entries.make(c.table.versions[ver].member.num)
+	e.changedAt = now
+	c.table.set(e, ver, deadAt)
 	v := c.view(dc)
 	e.dc = uint16(v.index)
 	v.add(e)
-	num := e.v.member.num
-	if num >= len(c.entries) {
-		// Grow to every member the table knows: in a shared table that is
-		// the whole cluster, which this node is about to learn of anyway.
-		c.entries = slices.Grow(c.entries, c.table.size()-len(c.entries))[:c.table.size()]
-	}
-	c.entries[num] = e
 	c.known++
+	return e
 }
 
 // ownDC is the node's own DC view.
@@ -501,8 +548,9 @@ func send(r *membership.Ready, to string, m membership.Message) {
 }
 
 // event appends an event about e.
-func event(r *membership.Ready, kind membership.EventKind, e *entry) {
-	r.Events = append(r.Events, membership.Event{Kind: kind, ID: e.v.state.ID, Generation: e.v.state.Generation})
+func (c *Core) event(r *membership.Ready, kind membership.EventKind, e *entry) {
+	v := c.v(e)
+	r.Events = append(r.Events, membership.Event{Kind: kind, ID: v.state.ID, Generation: v.state.Generation})
 }
 
 // TickInterval is Options.TickInterval: the core wants Tick four times a
@@ -553,7 +601,7 @@ func (c *Core) round(now time.Duration, r *membership.Ready) {
 		c.leaveRoundsLeft--
 	}
 	if !c.joined {
-		send(r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.self.v.state})
+		send(r, c.seeds[c.cfg.Rand.IntN(len(c.seeds))], &Join{State: c.v(c.self).state})
 		return
 	}
 	if len(c.seeds) == 0 {
@@ -587,7 +635,7 @@ func (c *Core) joinUnknownSeeds(r *membership.Ready) {
 		}
 	}
 	if len(unknown) > 0 {
-		send(r, unknown[c.cfg.Rand.IntN(len(unknown))], &Join{State: c.self.v.state})
+		send(r, unknown[c.cfg.Rand.IntN(len(unknown))], &Join{State: c.v(c.self).state})
 	}
 }
 
@@ -597,10 +645,10 @@ func (c *Core) heartbeat(r *membership.Ready) {
 	var next []string
 	if !c.leaving {
 		for _, e := range c.ownDC().successors(c.self, c.opts.Monitors) {
-			next = append(next, e.v.state.ID)
+			next = append(next, c.idOf(e))
 		}
 	}
-	hb := &Heartbeat{Generation: c.self.v.state.Generation, MaxVersion: c.self.v.maxVersion}
+	hb := &Heartbeat{Generation: c.v(c.self).state.Generation, MaxVersion: c.v(c.self).maxVersion}
 	for _, id := range c.monitors {
 		if !slices.Contains(next, id) {
 			send(r, id, &Heartbeat{Generation: hb.Generation, MaxVersion: hb.MaxVersion, Stop: true})
@@ -621,8 +669,8 @@ func (c *Core) expectPredecessors(now time.Duration) {
 	for _, p := range c.ownDC().predecessors(c.self, c.opts.Monitors) {
 		// While a change is fresh, views may still differ about who
 		// monitors whom; only a settled predecessor is expected here.
-		if c.watchOf(p.v.state.ID) == nil && now-p.changedAt > expectGrace {
-			w := &watch{id: p.v.state.ID, generation: p.v.state.Generation, maxVersion: p.v.maxVersion}
+		if c.watchOf(c.idOf(p)) == nil && now-p.changedAt > expectGrace {
+			w := &watch{id: c.idOf(p), generation: c.v(p).state.Generation, maxVersion: c.v(p).maxVersion}
 			w.window.Report(now, c.opts.Phi)
 			c.addWatch(w)
 		}
@@ -663,8 +711,8 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 	for i := 0; i < len(c.watched); i++ {
 		w := c.watched[i]
 		e := c.entry(w.id)
-		if e == nil || e.v.state.Generation != w.generation || e.isLeft() || e.shutdown() {
-			if e == nil || e.v.state.Generation > w.generation || e.isLeft() || e.shutdown() {
+		if e == nil || c.v(e).state.Generation != w.generation || e.isLeft() || e.shutdown() {
+			if e == nil || c.v(e).state.Generation > w.generation || e.isLeft() || e.shutdown() {
 				c.watched = slices.Delete(c.watched, i, i+1)
 				i--
 			}
@@ -700,7 +748,7 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			req := &ProbeReq{Target: w.id, Seq: w.probeSeq}
 			helpers := c.helpers(e, c.opts.IndirectProbes)
 			for _, h := range helpers {
-				send(r, h.v.state.ID, req)
+				send(r, c.idOf(h), req)
 			}
 			w.asked, w.receipts = len(helpers), 0
 		case indirect:
@@ -717,7 +765,7 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 				continue
 			}
 			w.stage, w.since = suspected, now
-			event(r, membership.EventSuspect, e)
+			c.event(r, membership.EventSuspect, e)
 			if w.confirmed {
 				// Another monitor suspects it already: its verdict now.
 				c.convict(now, e, w, r)
@@ -728,7 +776,7 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			suspect := &Suspect{ID: w.id, Generation: w.generation, Seq: w.probeSeq}
 			for _, m := range c.ownDC().successors(e, c.opts.Monitors+1) {
 				if m != c.self {
-					send(r, m.v.state.ID, suspect)
+					send(r, c.idOf(m), suspect)
 				}
 			}
 			send(r, w.id, suspect)
@@ -747,7 +795,7 @@ func (c *Core) helpers(target *entry, k int) []*entry {
 	v := c.ownDC()
 	n := len(v.members)
 	for tries := 0; len(out) < k && tries < 4*k+8; tries++ {
-		e := v.members[c.cfg.Rand.IntN(n)]
+		e := v.at(c.cfg.Rand.IntN(n))
 		if e != c.self && e != target && e.live() && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
@@ -763,9 +811,9 @@ func (c *Core) expireRelays(now time.Duration) {
 // convict declares a watched node dead at the newest version known of it,
 // and tells every live member of the DC at once.
 func (c *Core) convict(now time.Duration, e *entry, w *watch, r *membership.Ready) {
-	w.convictedAt = max(w.maxVersion, e.v.maxVersion)
+	w.convictedAt = max(w.maxVersion, c.v(e).maxVersion)
 	w.stage = idle
-	c.learn(now, Delta{State: e.v.state, DeadAt: w.convictedAt}, false, r)
+	c.learn(now, Delta{State: c.v(e).state, DeadAt: w.convictedAt}, false, r)
 	c.announce([]*entry{e}, r)
 }
 
@@ -783,15 +831,15 @@ func (c *Core) announce(verdicts []*entry, r *membership.Ready) {
 	}
 	push := &Push{Entries: make([]Delta, len(verdicts))}
 	for i, e := range verdicts {
-		push.Entries[i] = e.notice()
+		push.Entries[i] = c.notice(e)
 		c.markHot(e)
 		if c.viewOf(e) == c.ownDC() && c.isGateway() {
 			c.markForward(e)
 		}
 	}
-	for _, m := range c.ownDC().members {
+	for m := range c.ownDC().all() {
 		if m != c.self && m.live() {
-			send(r, m.v.state.ID, push)
+			send(r, c.idOf(m), push)
 		}
 	}
 }
@@ -841,13 +889,13 @@ func (c *Core) watchRemoteDCs(now time.Duration, r *membership.Ready) {
 		}
 		if w.probes == 1 {
 			for _, e := range live {
-				event(r, membership.EventSuspect, e)
+				c.event(r, membership.EventSuspect, e)
 			}
 		}
 		for _, e := range spread(live, c.opts.DCProbes, w.probes) {
 			// Seq 0 matches no watch of a monitor: any answer from the DC
 			// clears the DC's watch, whoever sends it.
-			send(r, e.v.state.ID, &Probe{})
+			send(r, c.idOf(e), &Probe{})
 		}
 		w.probes++
 		w.since = now
@@ -871,7 +919,7 @@ func spread(members []*entry, k, round int) []*entry {
 // every other DC's gateways judge the silent DC themselves.
 func (c *Core) convictDC(now time.Duration, live []*entry, r *membership.Ready) {
 	for _, e := range live {
-		c.learn(now, Delta{State: e.v.state, DeadAt: e.v.maxVersion}, false, r)
+		c.learn(now, Delta{State: c.v(e).state, DeadAt: c.v(e).maxVersion}, false, r)
 	}
 	c.announce(live, r)
 }
@@ -885,7 +933,7 @@ func (c *Core) originate(e *entry, r *membership.Ready) {
 		return
 	}
 	for _, g := range c.ownDC().firstLive(c.opts.Gateways, c.self) {
-		send(r, g.v.state.ID, &Push{Entries: []Delta{e.delta()}})
+		send(r, c.idOf(g), &Push{Entries: []Delta{c.delta(e)}})
 	}
 }
 
@@ -904,8 +952,8 @@ func (c *Core) markHot(e *entry) {
 
 // markForward queues an own-DC change for the other DCs.
 func (c *Core) markForward(e *entry) {
-	if !e.forward {
-		e.forward = true
+	if e.flags&flagForward == 0 {
+		e.flags |= flagForward
 		c.forward = append(c.forward, e)
 	}
 }
@@ -917,11 +965,13 @@ func (c *Core) gossip(r *membership.Ready) {
 	kept := c.hot[:0]
 	for _, e := range c.hot {
 		if len(hot) < c.opts.MaxHot {
-			hot = append(hot, e.delta())
+			hot = append(hot, c.delta(e))
 			e.hot--
 		}
 		if e.hot > 0 {
 			kept = append(kept, e)
+		} else {
+			c.dropDetached(e)
 		}
 	}
 	clear(c.hot[len(kept):])
@@ -939,7 +989,7 @@ func (c *Core) gossip(r *membership.Ready) {
 	}
 	m := &Summary{Sums: c.total(), Hot: hot}
 	for _, p := range peers {
-		send(r, p.v.state.ID, m)
+		send(r, c.idOf(p), m)
 	}
 }
 
@@ -962,7 +1012,7 @@ func (c *Core) gossipToTheDead() *entry {
 		return nil
 	}
 	pick := c.cfg.Rand.IntN(dead)
-	for _, e := range v.members {
+	for e := range v.all() {
 		if e != c.self && e.convicted() {
 			if pick == 0 {
 				return e
@@ -978,7 +1028,7 @@ func (c *Core) randomPeers(v *dcView, k int) []*entry {
 	var out []*entry
 	n := len(v.members)
 	for tries := 0; len(out) < k && tries < 4*k+8; tries++ {
-		e := v.members[c.cfg.Rand.IntN(n)]
+		e := v.at(c.cfg.Rand.IntN(n))
 		if e != c.self && e.live() && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
@@ -1018,7 +1068,7 @@ func (c *Core) wanRound(r *membership.Ready) {
 		}
 		if t := c.remoteTarget(v); t != nil {
 			c.wanMisses[v.name]++
-			send(r, t.v.state.ID, &Summary{Sums: c.total(), Reply: true})
+			send(r, c.idOf(t), &Summary{Sums: c.total(), Reply: true})
 		}
 	}
 }
@@ -1031,7 +1081,9 @@ func (c *Core) remoteTarget(v *dcView) *entry {
 	width := c.opts.Gateways << min(c.wanMisses[v.name]/3, 8)
 	candidates := v.firstLive(width, nil)
 	if len(candidates) == 0 {
-		candidates = v.members[:min(width, len(v.members))]
+		for i := range min(width, len(v.members)) {
+			candidates = append(candidates, v.at(i))
+		}
 	}
 	if len(candidates) == 0 {
 		return nil
@@ -1046,8 +1098,9 @@ func (c *Core) flush(r *membership.Ready) {
 	}
 	var push Push
 	for _, e := range c.forward {
-		e.forward = false
-		push.Entries = append(push.Entries, e.delta())
+		e.flags &^= flagForward
+		push.Entries = append(push.Entries, c.delta(e))
+		c.dropDetached(e)
 	}
 	clear(c.forward)
 	c.forward = c.forward[:0]
@@ -1059,7 +1112,7 @@ func (c *Core) flush(r *membership.Ready) {
 			continue
 		}
 		if t := c.remoteTarget(v); t != nil {
-			send(r, t.v.state.ID, &push)
+			send(r, c.idOf(t), &push)
 		}
 	}
 }
@@ -1078,14 +1131,47 @@ func (c *Core) removeLongDown(now time.Duration, r *membership.Ready) {
 			continue
 		}
 		c.viewOf(e).remove(e)
-		c.entries[e.v.member.num] = nil
 		c.known--
-		c.unwatch(e.v.state.ID)
-		c.quarantine.Add(e.v.state.ID, e.v.state.Generation, now+removeAfter)
-		event(r, membership.EventRemoved, e)
+		c.unwatch(c.idOf(e))
+		c.quarantine.Add(c.idOf(e), c.v(e).state.Generation, now+removeAfter)
+		c.event(r, membership.EventRemoved, e)
+		c.remove(e)
 	}
 	clear(c.down[len(kept):])
 	c.down = kept
+}
+
+// remove empties the slot of a removed entry, for the member's next
+// generation. An entry still queued to push or forward is what the queue
+// goes on sending until it is done with it, as it would be were the entry
+// its own allocation: it moves out of the slot, into one.
+func (c *Core) remove(e *entry) {
+	if e.hot > 0 || e.flags&flagForward != 0 {
+		d := new(entry)
+		*d = *e
+		d.flags |= flagDetached
+		for i := range c.hot {
+			if c.hot[i] == e {
+				c.hot[i] = d
+			}
+		}
+		for i := range c.forward {
+			if c.forward[i] == e {
+				c.forward[i] = d
+			}
+		}
+	} else {
+		c.table.release(e.ver)
+	}
+	*e = entry{}
+}
+
+// dropDetached releases the version of a removed entry (see remove) once no
+// queue holds it.
+func (c *Core) dropDetached(e *entry) {
+	if e.flags&flagDetached != 0 && e.hot == 0 && e.flags&flagForward == 0 {
+		c.table.release(e.ver)
+	}
 }
 
 // Step handles one message.
@@ -1167,7 +1253,7 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 				c.learn(now, g, false, &r) // so that the driver can reach them
 			}
 			gw := m.Gateways[c.cfg.Rand.IntN(len(m.Gateways))]
-			send(&r, gw.State.ID, &Join{State: c.self.v.state})
+			send(&r, gw.State.ID, &Join{State: c.v(c.self).state})
 		}
 	}
 	c.flush(&r)
@@ -1234,7 +1320,7 @@ func (c *Core) markSynced(from *entry, r *membership.Ready) {
 		return
 	}
 	c.synced = true
-	event(r, membership.EventSynced, from)
+	c.event(r, membership.EventSynced, from)
 }
 
 // bucketsOf is the bucket hashes of a DC (all zero when unknown).
@@ -1248,56 +1334,90 @@ func (c *Core) bucketsOf(dc string) DCBuckets {
 // onBuckets finds the buckets that differ and sends their digests.
 func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 	var out Digests
+	digests := 0
 	for _, b := range m.DCs {
-		mine := c.bucketsOf(b.DC)
-		if len(b.Hashes) != len(mine.Hashes) {
+		if len(b.Hashes) != c.opts.Buckets {
 			continue
 		}
 		v := c.findView(b.DC)
 		for i, h := range b.Hashes {
-			if h == mine.Hashes[i] {
-				continue
-			}
-			out.Buckets = append(out.Buckets, BucketRef{DC: b.DC, Index: uint64(i)})
-			if v != nil {
-				for e := range v.inBucket(i) {
-					out.Entries = append(out.Entries, e.digest())
+			if h != v.bucketHash(i) {
+				out.Buckets = append(out.Buckets, BucketRef{DC: b.DC, Index: uint64(i)})
+				if v != nil {
+					digests += int(v.sizes[i])
 				}
 			}
 		}
 	}
-	if len(out.Buckets) > 0 {
-		send(r, from, &out)
+	if len(out.Buckets) == 0 {
+		return
 	}
+	out.Entries = make([]Digest, 0, digests)
+	var v *dcView
+	var order, start []int32
+	for _, b := range out.Buckets {
+		if v == nil || v.name != b.DC {
+			if v = c.findView(b.DC); v == nil {
+				continue
+			}
+			order, start = v.byBucket()
+		}
+		for _, i := range order[start[b.Index]:start[b.Index+1]] {
+			out.Entries = append(out.Entries, c.digest(v.at(int(i))))
+		}
+	}
+	send(r, from, &out)
 }
 
 // onDigests compares entries bucket by bucket: sends what the other side
-// lacks, requests what this side lacks.
+// lacks, requests what this side lacks. A digest whose entry it compared
+// in the buckets (most of them) and found as new needs no second look.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	theirs := c.table.indexDigests(m.Entries)
+	members, theirs, current := c.table.indexDigests(m.Entries)
+	defer c.table.unindexDigests()
 	var out Deltas
+	var grouped *dcView
+	var order, start []int32
 	for _, b := range m.Buckets {
 		v := c.findView(b.DC)
 		if v == nil || b.Index >= uint64(len(v.buckets)) {
 			continue
 		}
-		for e := range v.inBucket(int(b.Index)) {
-			mine := e.digest()
-			d, ok := theirs[e.v.state.ID]
-			switch {
-			case !ok || d.Generation < mine.Generation:
-				out.Entries = append(out.Entries, e.delta())
-			case newer(mine, d):
-				out.Entries = append(out.Entries, Delta{State: e.v.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+		if v != grouped {
+			grouped = v
+			order, start = v.byBucket()
+		}
+		for _, i := range order[start[b.Index]:start[b.Index+1]] {
+			e := v.at(int(i))
+			ev := c.v(e)
+			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
+			at := theirs[ev.member.num]
+			if at == 0 {
+				out.Entries = append(out.Entries, c.delta(e))
+				continue
 			}
+			d := m.Entries[at-1]
+			switch {
+			case d.Generation < mine.Generation:
+				out.Entries = append(out.Entries, c.delta(e))
+			case newer(mine, d):
+				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+			}
+			current[at-1] = !newer(d, mine)
 		}
 	}
-	for _, d := range m.Entries {
-		e := c.entry(d.ID)
+	for i, d := range m.Entries {
+		if current[i] {
+			continue // compared above: nothing to request
+		}
+		var e *entry
+		if members[i] != nil {
+			e = c.slot(members[i].num)
+		}
 		if e == nil {
 			out.Requests = append(out.Requests, Digest{ID: d.ID})
-		} else if newer(d, e.digest()) {
-			out.Requests = append(out.Requests, e.digest())
+		} else if newer(d, c.digest(e)) {
+			out.Requests = append(out.Requests, c.digest(e))
 		}
 	}
 	if len(out.Entries) > 0 || len(out.Requests) > 0 {
@@ -1314,10 +1434,10 @@ func (c *Core) answer(requests []Digest) []Delta {
 		if e == nil {
 			continue
 		}
-		if d.Generation == e.v.state.Generation {
-			out = append(out, Delta{State: e.v.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+		if d.Generation == c.v(e).state.Generation {
+			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt})
 		} else {
-			out = append(out, e.delta())
+			out = append(out, c.delta(e))
 		}
 	}
 	return out
@@ -1379,14 +1499,14 @@ func (c *Core) relayAck(from string, seq uint64, r *membership.Ready) {
 // answers that it is alive.
 func (c *Core) onSuspect(now time.Duration, from string, m *Suspect, r *membership.Ready) {
 	if m.ID == c.cfg.ID {
-		if m.Generation == c.self.v.state.Generation {
+		if m.Generation == c.v(c.self).state.Generation {
 			send(r, from, &IndirectAck{Target: m.ID, Seq: m.Seq, Alive: true})
 		}
 		return
 	}
 	w := c.watchOf(m.ID)
 	e := c.entry(m.ID)
-	if w == nil || e == nil || w.generation != m.Generation || e.v.state.Generation != m.Generation || e.dead() {
+	if w == nil || e == nil || w.generation != m.Generation || c.v(e).state.Generation != m.Generation || e.dead() {
 		return
 	}
 	switch {
@@ -1425,7 +1545,7 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 			if gws := v.firstLive(c.opts.Gateways, c.entry(from)); len(gws) > 0 {
 				redirect := &Redirect{Gateways: make([]Delta, len(gws))}
 				for i, g := range gws {
-					redirect.Gateways[i] = g.delta()
+					redirect.Gateways[i] = c.delta(g)
 				}
 				send(r, from, redirect)
 				return
@@ -1437,8 +1557,8 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	}
 	welcome := &Welcome{Entries: make([]Delta, 0, c.known)}
 	for _, v := range c.dcs {
-		for _, e := range v.members {
-			welcome.Entries = append(welcome.Entries, e.delta())
+		for e := range v.all() {
+			welcome.Entries = append(welcome.Entries, c.delta(e))
 		}
 	}
 	send(r, from, welcome)
@@ -1481,11 +1601,11 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 // the other DC it was wrong; dead, its monitors convict it anyway.
 func (c *Core) screen(d Delta, r *membership.Ready) Delta {
 	e := c.entry(d.State.ID)
-	if e == nil || e == c.self || c.viewOf(e) != c.ownDC() || !e.live() || d.State.Generation != e.v.state.Generation ||
-		d.DeadAt < max(e.v.maxVersion, d.State.MaxVersion()) {
+	if e == nil || e == c.self || c.viewOf(e) != c.ownDC() || !e.live() || d.State.Generation != c.v(e).state.Generation ||
+		d.DeadAt < max(c.v(e).maxVersion, d.State.MaxVersion()) {
 		return d
 	}
-	send(r, e.v.state.ID, &Push{Entries: []Delta{d}})
+	send(r, c.idOf(e), &Push{Entries: []Delta{d}})
 	d.DeadAt = 0
 	return d
 }
@@ -1511,10 +1631,9 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		if len(c.views) > math.MaxUint16 && c.findView(dc) == nil {
 			return nil // more DCs than an entry can index: not a real cluster
 		}
-		e = &entry{v: c.table.version(s), deadAt: d.DeadAt, changedAt: now}
-		c.insert(e, dc)
+		e = c.insert(c.table.version(s), d.DeadAt, now, dc)
 		if e.live() {
-			event(r, membership.EventJoined, e)
+			c.event(r, membership.EventJoined, e)
 		} else {
 			c.markDown(now, e)
 		}
@@ -1525,7 +1644,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	}
 	wasDown, wasLeft := e.down(), e.isLeft()
 	// Versions are shared and immutable: merge into a copy.
-	state := e.v.state
+	state := c.v(e).state
 	merged := state.Merge(s)
 	deadAt := e.deadAt
 	switch {
@@ -1539,31 +1658,32 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	}
 	v := c.viewOf(e)
 	v.unlink(e)
+	ver := e.ver
 	if merged.Any() {
-		e.v = c.table.version(state)
+		ver = c.table.version(state)
 	}
-	e.deadAt = deadAt
+	c.table.set(e, ver, deadAt)
 	e.changedAt = now
 	v.link(e)
 	if merged.Restarted {
-		event(r, membership.EventRestarted, e)
+		c.event(r, membership.EventRestarted, e)
 		wasDown, wasLeft = false, false
 	}
 	for _, a := range merged.Changed {
 		if !merged.Restarted {
-			r.Events = append(r.Events, membership.Event{Kind: membership.EventStateChanged, ID: s.ID, Generation: e.v.state.Generation, Key: a.Key, Value: a.Value})
+			r.Events = append(r.Events, membership.Event{Kind: membership.EventStateChanged, ID: s.ID, Generation: c.v(e).state.Generation, Key: a.Key, Value: a.Value})
 		}
 	}
 	switch {
 	case e.isLeft() && !wasLeft:
-		event(r, membership.EventLeft, e)
+		c.event(r, membership.EventLeft, e)
 		c.markDown(now, e)
 	case e.down() && !wasDown:
 		// Convicted, or shut down: either way peers must not count on it.
-		event(r, membership.EventDead, e)
+		c.event(r, membership.EventDead, e)
 		c.markDown(now, e)
 	case !e.down() && wasDown && !merged.Restarted:
-		event(r, membership.EventAlive, e)
+		c.event(r, membership.EventAlive, e)
 	}
 	if spread {
 		c.changed(e)
@@ -1593,7 +1713,7 @@ func (c *Core) markDown(now time.Duration, e *entry) {
 
 // refute answers news of this node's own death with a newer version.
 func (c *Core) refute(d Delta, r *membership.Ready) {
-	if c.leaving || d.State.Generation != c.self.v.state.Generation || d.DeadAt < c.self.v.maxVersion {
+	if c.leaving || d.State.Generation != c.v(c.self).state.Generation || d.DeadAt < c.v(c.self).maxVersion {
 		return
 	}
 	c.local.BeatPast(d.DeadAt)
@@ -1605,7 +1725,7 @@ func (c *Core) refute(d Delta, r *membership.Ready) {
 func (c *Core) syncSelf() {
 	v := c.ownDC()
 	v.unlink(c.self)
-	c.self.v = c.table.version(c.local.EndpointState)
+	c.table.set(c.self, c.table.version(c.local.EndpointState), c.self.deadAt)
 	v.link(c.self)
 }
 
@@ -1652,10 +1772,10 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 	wasGateway := c.isGateway()
 	c.local.Set(membership.KeyStatus, string(membership.StatusShutdown))
 	c.syncSelf()
-	push := &Push{Entries: []Delta{c.self.delta()}}
-	for _, e := range c.ownDC().members {
+	push := &Push{Entries: []Delta{c.delta(c.self)}}
+	for e := range c.ownDC().all() {
 		if e != c.self && e.live() {
-			send(&r, e.v.state.ID, push)
+			send(&r, c.idOf(e), push)
 		}
 	}
 	if wasGateway {
@@ -1664,7 +1784,7 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 				continue
 			}
 			if t := c.remoteTarget(v); t != nil {
-				send(&r, t.v.state.ID, push)
+				send(&r, c.idOf(t), push)
 			}
 		}
 	}
@@ -1675,9 +1795,11 @@ func (c *Core) Shutdown(_ time.Duration) membership.Ready {
 // Members lists the known members sorted by ID.
 func (c *Core) Members() []membership.Member {
 	out := make([]membership.Member, 0, c.known)
-	for _, e := range c.entries {
-		if e != nil {
-			out = append(out, e.v.state.Member(!e.dead()))
+	for _, chunk := range c.entries.chunks {
+		for i := range chunk {
+			if e := &chunk[i]; e.ver != 0 {
+				out = append(out, c.v(e).state.Member(!e.dead()))
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -1690,5 +1812,5 @@ func (c *Core) Member(id string) (membership.Member, bool) {
 	if e == nil {
 		return membership.Member{}, false
 	}
-	return e.v.state.Member(!e.dead()), true
+	return c.v(e).state.Member(!e.dead()), true
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -143,18 +144,18 @@ func TestJoinWelcomeAndRedirect(t *testing.T) {
 
 func TestRefutesOwnDeathNotice(t *testing.T) {
 	c := newCore(t, "a1", "a", "a1")
-	before := c.self.v.maxVersion
-	notice := &Push{Entries: []Delta{{State: c.self.v.state, DeadAt: before}}}
+	before := c.v(c.self).maxVersion
+	notice := &Push{Entries: []Delta{{State: c.v(c.self).state, DeadAt: before}}}
 	c.Step(time.Second, "a2", notice)
-	if c.self.dead() || c.self.v.maxVersion <= before {
-		t.Fatalf("not refuted: version %d, deadAt notice %d", c.self.v.maxVersion, before)
+	if c.self.dead() || c.v(c.self).maxVersion <= before {
+		t.Fatalf("not refuted: version %d, deadAt notice %d", c.v(c.self).maxVersion, before)
 	}
 	// A notice about an older generation is no news.
-	old := c.self.v.state
+	old := c.v(c.self).state
 	old.Generation--
-	v := c.self.v.maxVersion
+	v := c.v(c.self).maxVersion
 	c.Step(2*time.Second, "a2", &Push{Entries: []Delta{{State: old, DeadAt: 1 << 40}}})
-	if c.self.v.maxVersion != v {
+	if c.v(c.self).maxVersion != v {
 		t.Fatal("refuted a notice about an older generation")
 	}
 }
@@ -170,7 +171,7 @@ func watchedPair(t *testing.T) (m, x *Core, last time.Duration) {
 	for i := 1; i <= 10; i++ {
 		last = time.Duration(i) * time.Second
 		for _, c := range append([]*Core{x}, others...) {
-			m.Step(last, c.ID(), &Heartbeat{Generation: c.self.v.state.Generation, MaxVersion: c.self.v.maxVersion})
+			m.Step(last, c.ID(), &Heartbeat{Generation: c.v(c.self).state.Generation, MaxVersion: c.v(c.self).maxVersion})
 		}
 		tickRound(m, last)
 	}
@@ -185,7 +186,7 @@ func keepAlive(m *Core, now time.Duration) {
 	}
 	for _, id := range []string{"a3", "a4", "a5"} {
 		e := m.entry(id)
-		m.Step(now, id, &Heartbeat{Generation: e.v.state.Generation, MaxVersion: e.v.maxVersion})
+		m.Step(now, id, &Heartbeat{Generation: m.v(e).state.Generation, MaxVersion: m.v(e).maxVersion})
 	}
 }
 
@@ -261,7 +262,7 @@ func TestSilentNodeIsProbedSuspectedAndConvicted(t *testing.T) {
 func TestConfirmedSuspicionConvictsAtOnce(t *testing.T) {
 	m, x, last := watchedPair(t)
 	tick := DefaultOptions.TickInterval
-	gen := x.self.v.state.Generation
+	gen := x.v(x.self).state.Generation
 	for now := last + tick; now < last+30*time.Second; now += tick {
 		keepAlive(m, now)
 		r := m.Tick(now)
@@ -305,13 +306,13 @@ func TestCutOffMonitorDoubtsItselfFirst(t *testing.T) {
 func TestSuspicionOfAHeardNodeIsContradicted(t *testing.T) {
 	m, x, last := watchedPair(t)
 	// m heard x at last: another monitor's suspicion is answered for x.
-	r := m.Step(last+100*time.Millisecond, "a3", &Suspect{ID: "a2", Generation: x.self.v.state.Generation, Seq: 5})
+	r := m.Step(last+100*time.Millisecond, "a3", &Suspect{ID: "a2", Generation: x.v(x.self).state.Generation, Seq: 5})
 	ack := only(t, r)
 	if a, ok := ack.Msg.(*IndirectAck); !ok || ack.To != "a3" || a.Target != "a2" || a.Seq != 5 {
 		t.Fatalf("answer to a suspicion of a heard node: %+v", ack)
 	}
 	// x itself answers a suspicion of itself.
-	r = x.Step(time.Second, "a1", &Suspect{ID: "a2", Generation: x.self.v.state.Generation, Seq: 6})
+	r = x.Step(time.Second, "a1", &Suspect{ID: "a2", Generation: x.v(x.self).state.Generation, Seq: 6})
 	if a, ok := only(t, r).Msg.(*IndirectAck); !ok || a.Target != "a2" || a.Seq != 6 {
 		t.Fatalf("x's answer to its own suspicion: %+v", r.Messages)
 	}
@@ -394,7 +395,8 @@ func TestAnsweredProbeIsNoSuspicion(t *testing.T) {
 
 func TestLeaveStopsMonitorsAndGoesQuiet(t *testing.T) {
 	c := newCore(t, "a1", "a", "a1")
-	c.Step(0, "a2", &Push{Entries: []Delta{newCore(t, "a2", "a", "a1").self.delta()}})
+	a2 := newCore(t, "a2", "a", "a1")
+	c.Step(0, "a2", &Push{Entries: []Delta{a2.delta(a2.self)}})
 	tickRound(c, time.Second) // a2 becomes c's monitor
 	r := c.Leave(2 * time.Second)
 	stopped := false
@@ -427,7 +429,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func know(c *Core, now time.Duration, members ...*Core) {
 	var p Push
 	for _, m := range members {
-		p.Entries = append(p.Entries, m.self.delta())
+		p.Entries = append(p.Entries, m.delta(m.self))
 	}
 	c.Step(now, c.ID(), &p)
 }
@@ -577,7 +579,7 @@ func TestOnlyGatewaysWatchOtherDCs(t *testing.T) {
 func TestAnotherDCsVerdictGoesToTheMember(t *testing.T) {
 	a1, a2, a3, b1 := newCore(t, "a1", "a", "a1"), newCore(t, "a2", "a", "a1"), newCore(t, "a3", "a", "a1"), newCore(t, "b1", "b", "a1")
 	know(a1, 0, a2, a3, b1)
-	notice := &Push{Entries: []Delta{{State: a2.self.v.state, DeadAt: a2.self.v.maxVersion}}}
+	notice := &Push{Entries: []Delta{{State: a2.v(a2.self).state, DeadAt: a2.v(a2.self).maxVersion}}}
 
 	// From b1 (another DC, which could only have found a's whole DC
 	// silent): a1 keeps a2 alive and hands the notice to a2, which refutes.
@@ -594,9 +596,9 @@ func TestAnotherDCsVerdictGoesToTheMember(t *testing.T) {
 	if forwarded == nil {
 		t.Fatalf("the notice did not go to a2: %+v", r.Messages)
 	}
-	before := a2.self.v.maxVersion
+	before := a2.v(a2.self).maxVersion
 	a2.Step(time.Second, "a1", forwarded)
-	if a2.self.v.maxVersion <= before {
+	if a2.v(a2.self).maxVersion <= before {
 		t.Fatal("a2 did not refute the notice handed to it")
 	}
 
@@ -719,7 +721,7 @@ func TestSynced(t *testing.T) {
 	}
 	// The same with the round's summary, which carries one total.
 	seed2 := newCore(t, "a1", "a", "a1", "b1")
-	seed2.Step(time.Second, "a2", &Join{State: joiner.self.v.state})
+	seed2.Step(time.Second, "a2", &Join{State: joiner.v(joiner.self).state})
 	if !hasEvent(seed2.Step(3*time.Second, "a2", &Summary{Sums: joiner.total()}), membership.EventSynced, "a2") {
 		t.Fatal("a matching total did not sync the seed")
 	}
@@ -728,7 +730,7 @@ func TestSynced(t *testing.T) {
 func TestLostSeedFollowsRedirects(t *testing.T) {
 	b1 := newCore(t, "b1", "b", "a1", "b1")
 	b2 := newCore(t, "b2", "b", "a1")
-	redirect := &Redirect{Gateways: []Delta{b2.self.delta()}}
+	redirect := &Redirect{Gateways: []Delta{b2.delta(b2.self)}}
 	b1.Tick(time.Second) // its first round; a seed counts as joined
 	if r := b1.Step(2*time.Second, "a1", redirect); len(r.Messages) != 0 {
 		t.Fatalf("a seed just started followed a redirect: %+v", r.Messages)
@@ -834,14 +836,22 @@ func TestCrossDCDetectionWithinTheBound(t *testing.T) {
 	}
 }
 
-// TestEntryFitsSizeClass keeps an entry within the allocator's 32-byte size
-// class: a simulated cluster holds one per node per member, so a field that
-// pushes it to the next class (48) costs 16 bytes times n² (1.6 GB at
-// 10,000 nodes). A new field may well be worth it (or may belong in the
+// TestEntryIsSmallAndHoldsNoPointer keeps an entry small and free of pointers: a
+// simulated cluster holds one per node per member, so each byte costs n²
+// (100 MB at 10,000 nodes), and a pointer would have the garbage collector
+// scan them all. A new field may well be worth it (or may belong in the
 // shared version); this says what it costs.
-func TestEntryFitsSizeClass(t *testing.T) {
-	if size := unsafe.Sizeof(entry{}); size > 32 {
-		t.Errorf("entry is %d bytes, over the 32-byte size class", size)
+func TestEntryIsSmallAndHoldsNoPointer(t *testing.T) {
+	if size := unsafe.Sizeof(entry{}); size > 24 {
+		t.Errorf("entry is %d bytes, over 24", size)
+	}
+	typ := reflect.TypeFor[entry]()
+	for i := range typ.NumField() {
+		switch f := typ.Field(i); f.Type.Kind() {
+		case reflect.Bool, reflect.Int8, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		default:
+			t.Errorf("entry.%s is a %s, which may hold a pointer", f.Name, f.Type)
+		}
 	}
 }
 
@@ -912,7 +922,7 @@ func TestVerdictFromAnotherDCIsAnnouncedAtOnce(t *testing.T) {
 	a1, a2 := newCore(t, "a1", "a", "a1"), newCore(t, "a2", "a", "a1")
 	b1, b2, b3 := newCore(t, "b1", "b", "a1"), newCore(t, "b2", "b", "a1"), newCore(t, "b3", "b", "a1")
 	know(b1, 0, a1, a2, b2, b3)
-	notice := &Push{Entries: []Delta{{State: a2.self.v.state, DeadAt: a2.self.v.maxVersion}}}
+	notice := &Push{Entries: []Delta{{State: a2.v(a2.self).state, DeadAt: a2.v(a2.self).maxVersion}}}
 	r := b1.Step(time.Second, "a1", notice)
 	if !hasEvent(r, membership.EventDead, "a2") {
 		t.Fatalf("the ferried verdict was not taken: %v", r.Events)
@@ -950,5 +960,60 @@ func TestVerdictFromAnotherDCIsAnnouncedAtOnce(t *testing.T) {
 		if !hasEvent(got, membership.EventDead, "a2") || kindTo(got, "push", "") != want {
 			t.Fatalf("%s (gateways %v) given the notice: %+v, want %d pushes", c.ID(), gws, got, want)
 		}
+	}
+}
+
+// TestRemovedEntryStillPushedAsItWas removes a member whose last change is
+// still being pushed, and has its next generation join at once: the push
+// goes on with the removed entry as it was, beside the new one, as when
+// every entry was an allocation of its own; and a core's own table reuses
+// the versions its entries leave.
+func TestRemovedEntryStillPushedAsItWas(t *testing.T) {
+	c, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1700000000, Seeds: []string{"a1"},
+		RemoveAfter: 10 * time.Second, Rand: rand.New(rand.NewPCG(7, 2))}, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newCore(t, "a4", "a", "a1")
+	xs := x.v(x.self).state
+	c.Step(0, "a4", &Push{Entries: []Delta{{State: xs}}})
+	c.Step(time.Second, "a2", &Push{Entries: []Delta{{State: xs, DeadAt: xs.MaxVersion()}}})
+	now := time.Second
+	for ; now < 10*time.Second; now += time.Second {
+		tickRound(c, now)
+	}
+	// A later verdict changes the entry, which is pushed again.
+	c.Step(now, "a2", &Push{Entries: []Delta{{State: xs, DeadAt: xs.MaxVersion() + 1}}})
+	r := tickRound(c, now+2*time.Second)
+	if !hasEvent(r, membership.EventRemoved, "a4") {
+		t.Fatal("a4 not removed")
+	}
+	x2, err := New(membership.Config{ID: "a4", DC: "a", Generation: 1700000100, Seeds: []string{"a1"},
+		Rand: rand.New(rand.NewPCG(7, 3))}, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Step(now+2*time.Second, "a4", &Push{Entries: []Delta{x2.delta(x2.self)}})
+	var generations []uint64
+	for _, e := range c.hot {
+		if d := c.delta(e); d.State.ID == "a4" {
+			generations = append(generations, d.State.Generation)
+			if d.State.Generation == xs.Generation && d.DeadAt != xs.MaxVersion()+1 {
+				t.Fatalf("the removed entry is pushed with deadAt %d, want %d", d.DeadAt, xs.MaxVersion()+1)
+			}
+		}
+	}
+	if !slices.Equal(generations, []uint64{xs.Generation, 1700000100}) {
+		t.Fatalf("a4 pushed at generations %v, want the removed one and the new one", generations)
+	}
+	if got, ok := c.Member("a4"); !ok || got.Generation != 1700000100 {
+		t.Fatalf("a4 is %+v (known %v), want its new generation", got, ok)
+	}
+	for i := range 3 {
+		tickRound(c, now+time.Duration(3+i)*time.Second)
+	}
+	used := len(c.table.versions) - len(c.table.free) - 1
+	if used != c.known {
+		t.Fatalf("own table holds %d versions for %d entries", used, c.known)
 	}
 }

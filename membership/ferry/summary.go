@@ -37,12 +37,19 @@ func entryHash(ring, generation, maxVersion uint64, dead bool) uint64 {
 // the XOR summaries over them, kept up to date entry by entry.
 type dcView struct {
 	name string
+	// table holds the members' versions, and entries the node's entries.
+	table   *Table
+	entries *entrySlots
 	// index is the view's place in Core.views, which entries keep.
-	index   int
-	members []*entry
-	// bucketAt[i] is the bucket of members[i]: inBucket scans these two
-	// bytes a member rather than each member's entry.
+	index int
+	// members are the member numbers of the DC's members (see at), in ring
+	// order, ties by ID.
+	members []uint32
+	// bucketAt[i] is the bucket of members[i], and sizes[b] how many
+	// members bucket b holds: byBucket groups the members by bucket from
+	// these rather than from each member's entry.
 	bucketAt []uint16
+	sizes    []int32
 	hash     uint64
 	buckets  []uint64
 	// live counts the live members; convicted those declared dead that
@@ -50,38 +57,55 @@ type dcView struct {
 	live, convicted int
 }
 
-func newDCView(name string, index, buckets int) *dcView {
-	return &dcView{name: name, index: index, buckets: make([]uint64, buckets)}
+func newDCView(name string, table *Table, entries *entrySlots, index, buckets int) *dcView {
+	return &dcView{name: name, table: table, entries: entries, index: index, buckets: make([]uint64, buckets), sizes: make([]int32, buckets)}
+}
+
+// member is e's member.
+func (v *dcView) member(e *entry) *member { return v.table.versions[e.ver].member }
+
+// at is the entry of the ith member in ring order.
+func (v *dcView) at(i int) *entry { return v.entries.of(v.members[i]) }
+
+// all yields the members' entries in ring order.
+func (v *dcView) all() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, num := range v.members {
+			if !yield(v.entries.of(num)) {
+				return
+			}
+		}
+	}
 }
 
 // bucketOf is the bucket of a member.
-func (v *dcView) bucketOf(e *entry) int { return int(e.ring() % uint64(len(v.buckets))) }
+func (v *dcView) bucketOf(e *entry) int { return int(v.member(e).ring % uint64(len(v.buckets))) }
 
-// less orders members on the ring, ties by ID.
-func less(a, b *entry) bool {
-	if a.ring() != b.ring() {
-		return a.ring() < b.ring()
-	}
-	return a.id() < b.id()
-}
-
-// position is where e is, or would go, in members.
+// position is where e is, or would go, in members: in ring order, ties by
+// ID.
 func (v *dcView) position(e *entry) int {
-	return sort.Search(len(v.members), func(i int) bool { return !less(v.members[i], e) })
+	m := v.member(e)
+	return sort.Search(len(v.members), func(i int) bool {
+		o := v.table.byNum[v.members[i]]
+		return o.ring > m.ring || o.ring == m.ring && o.id >= m.id
+	})
 }
 
 // add inserts a member and folds in its hash.
 func (v *dcView) add(e *entry) {
 	i := v.position(e)
-	v.members = slices.Insert(v.members, i, e)
-	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(v.bucketOf(e)))
+	b := v.bucketOf(e)
+	v.members = slices.Insert(v.members, i, uint32(v.member(e).num))
+	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(b))
+	v.sizes[b]++
 	v.link(e)
 }
 
 // remove takes a member out and its hash with it.
 func (v *dcView) remove(e *entry) {
 	i := v.position(e)
-	if i < len(v.members) && v.members[i] == e {
+	if i < len(v.members) && v.members[i] == uint32(v.member(e).num) {
+		v.sizes[v.bucketAt[i]]--
 		v.members = slices.Delete(v.members, i, i+1)
 		v.bucketAt = slices.Delete(v.bucketAt, i, i+1)
 		v.unlink(e)
@@ -94,7 +118,10 @@ func (v *dcView) link(e *entry)   { v.fold(e, 1) }
 func (v *dcView) unlink(e *entry) { v.fold(e, -1) }
 
 func (v *dcView) fold(e *entry, sign int) {
-	h := e.hash()
+	h := v.table.versions[e.ver].hashes[0]
+	if e.dead() {
+		h = v.table.versions[e.ver].hashes[1]
+	}
 	v.hash ^= h
 	v.buckets[v.bucketOf(e)] ^= h
 	if e.live() {
@@ -111,7 +138,7 @@ func (v *dcView) sum() DCSum { return DCSum{DC: v.name, Count: uint64(len(v.memb
 // firstLive returns up to k live members in ring order, skipping except.
 func (v *dcView) firstLive(k int, except *entry) []*entry {
 	var out []*entry
-	for _, e := range v.members {
+	for e := range v.all() {
 		if len(out) == k {
 			break
 		}
@@ -130,7 +157,7 @@ func (v *dcView) successors(e *entry, k int) []*entry {
 	var out []*entry
 	start := v.position(e)
 	for step := 1; step < len(v.members) && len(out) < k; step++ {
-		m := v.members[(start+step)%len(v.members)]
+		m := v.at((start + step) % len(v.members))
 		if m != e && m.live() {
 			out = append(out, m)
 		}
@@ -145,7 +172,7 @@ func (v *dcView) predecessors(e *entry, k int) []*entry {
 	start := v.position(e)
 	n := len(v.members)
 	for step := 1; step < n && len(out) < k; step++ {
-		m := v.members[(start-step+n)%n]
+		m := v.at((start - step + n) % n)
 		if m != e && m.live() {
 			out = append(out, m)
 		}
@@ -153,15 +180,35 @@ func (v *dcView) predecessors(e *entry, k int) []*entry {
 	return out
 }
 
-// inBucket yields the members of one bucket in ring order.
-func (v *dcView) inBucket(b int) iter.Seq[*entry] {
-	return func(yield func(*entry) bool) {
-		for i, at := range v.bucketAt {
-			if int(at) == b && !yield(v.members[i]) {
-				return
-			}
-		}
+// bucketHash is the hash of bucket b (0 when v is nil: a DC this node
+// does not know).
+func (v *dcView) bucketHash(b int) uint64 {
+	if v == nil {
+		return 0
 	}
+	return v.buckets[b]
+}
+
+// byBucket groups the members by bucket, in ring order within each: the
+// positions in members of bucket b's are order[start[b]:start[b+1]]. One
+// pass over bucketAt serves every bucket that anti-entropy compares, where
+// a scan per bucket would make a comparison of all of them cost Buckets
+// passes. Both slices are the table's, valid until its next byBucket.
+func (v *dcView) byBucket() (order, start []int32) {
+	t := v.table
+	start = append(t.bucketStart[:0], 0)
+	for _, n := range v.sizes {
+		start = append(start, start[len(start)-1]+n)
+	}
+	order = slices.Grow(t.bucketOrder[:0], len(v.members))[:len(v.members)]
+	// next[b] is where bucket b's next member goes; it ends at start[b+1].
+	next := append(t.bucketNext[:0], start[:len(v.sizes)]...)
+	for i, b := range v.bucketAt {
+		order[next[b]] = int32(i)
+		next[b]++
+	}
+	t.bucketStart, t.bucketOrder, t.bucketNext = start, order, next
+	return order, start
 }
 
 // Gateways returns which of the given live members of one DC are its

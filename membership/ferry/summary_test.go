@@ -14,15 +14,26 @@ func testState(id string, version uint64) membership.EndpointState {
 	return membership.EndpointState{ID: id, Generation: 1, Heartbeat: version}
 }
 
-func testEntry(t *Table, id string, version uint64) *entry {
-	return &entry{v: t.version(testState(id, version))}
+// testView is an empty view of DC "a" with this many buckets, over a table
+// of its own.
+func testView(buckets int) *dcView {
+	return newDCView("a", ownTable(), new(entrySlots), 0, buckets)
+}
+
+// testEntry is the entry of a new member of v's table at version.
+func testEntry(v *dcView, id string, version uint64) *entry {
+	ver := v.table.version(testState(id, version))
+	e := v.entries.make(v.table.versions[ver].member.num)
+	v.table.set(e, ver, 0)
+	return e
 }
 
 // recomputed is the summary and counts computed from scratch.
 func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) {
 	buckets = make([]uint64, len(v.buckets))
-	for _, e := range v.members {
-		h := entryHash(e.ring(), e.v.state.Generation, e.v.maxVersion, e.dead())
+	for e := range v.all() {
+		ev := v.table.versions[e.ver]
+		h := entryHash(ev.member.ring, ev.state.Generation, ev.maxVersion, e.dead())
 		root ^= h
 		buckets[v.bucketOf(e)] ^= h
 		if e.live() {
@@ -36,19 +47,19 @@ func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) 
 }
 
 func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
-	v := newDCView("a", 0, 8)
-	table := ownTable()
+	v := testView(8)
+	table := v.table
 	var entries []*entry
 	for i := range 50 {
-		e := testEntry(table, fmt.Sprintf("n%d", i), 1)
+		e := testEntry(v, fmt.Sprintf("n%d", i), 1)
 		entries = append(entries, e)
 		v.add(e)
 	}
 	v.unlink(entries[7])
-	entries[7].v = table.version(testState("n7", 9))
+	table.set(entries[7], table.version(testState("n7", 9)), 0)
 	v.link(entries[7])
 	v.unlink(entries[8])
-	entries[8].deadAt = 1
+	table.set(entries[8], entries[8].ver, 1)
 	v.link(entries[8])
 	v.remove(entries[3])
 	v.remove(entries[3]) // removing twice is harmless
@@ -63,13 +74,14 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 		t.Fatalf("count %d, want 49", got)
 	}
 	for i := 1; i < len(v.members); i++ {
-		if !less(v.members[i-1], v.members[i]) {
+		if a, b := v.member(v.at(i-1)), v.member(v.at(i)); a.ring > b.ring || a.ring == b.ring && a.id >= b.id {
 			t.Fatal("members out of ring order")
 		}
 	}
-	for i, e := range v.members {
+	for i := range v.members {
+		e := v.at(i)
 		if int(v.bucketAt[i]) != v.bucketOf(e) {
-			t.Fatalf("member %d (%s): bucketAt says %d, its bucket is %d", i, e.id(), v.bucketAt[i], v.bucketOf(e))
+			t.Fatalf("member %d (%s): bucketAt says %d, its bucket is %d", i, v.member(e).id, v.bucketAt[i], v.bucketOf(e))
 		}
 	}
 }
@@ -90,24 +102,24 @@ func TestSummaryChangesWithEveryField(t *testing.T) {
 }
 
 func TestGatewaysMatchTheRing(t *testing.T) {
-	v := newDCView("a", 0, 4)
-	table := ownTable()
+	v := testView(4)
+	table := v.table
 	var ids []string
 	for i := range 20 {
 		id := fmt.Sprintf("n%d", i)
 		ids = append(ids, id)
-		v.add(testEntry(table, id, 1))
+		v.add(testEntry(v, id, 1))
 	}
 	var fromView []string
 	for _, e := range v.firstLive(3, nil) {
-		fromView = append(fromView, e.id())
+		fromView = append(fromView, v.member(e).id)
 	}
 	if got := Gateways(ids, 3); !slices.Equal(got, fromView) {
 		t.Fatalf("Gateways = %v, view elects %v", got, fromView)
 	}
 	// A dead gateway is replaced by the next on the ring.
-	first := v.members[0]
-	first.deadAt = first.v.maxVersion
+	first := v.at(0)
+	table.set(first, first.ver, table.versions[first.ver].maxVersion)
 	if slices.Contains(v.firstLive(3, nil), first) {
 		t.Fatal("dead member still a gateway")
 	}
@@ -117,15 +129,15 @@ func TestGatewaysMatchTheRing(t *testing.T) {
 }
 
 func TestSuccessorsWrapAndSkipDead(t *testing.T) {
-	v := newDCView("a", 0, 4)
-	table := ownTable()
+	v := testView(4)
+	table := v.table
 	for i := range 5 {
-		v.add(testEntry(table, fmt.Sprintf("n%d", i), 1))
+		v.add(testEntry(v, fmt.Sprintf("n%d", i), 1))
 	}
-	last := v.members[4]
-	v.members[0].deadAt = 1
+	last := v.at(4)
+	table.set(v.at(0), v.at(0).ver, 1)
 	got := v.successors(last, 2)
-	if len(got) != 2 || got[0] != v.members[1] || got[1] != v.members[2] {
+	if len(got) != 2 || got[0] != v.at(1) || got[1] != v.at(2) {
 		t.Fatal("successors of the last member must wrap and skip the dead first one")
 	}
 }

@@ -16,7 +16,7 @@ type member struct {
 }
 
 // version is one immutable state of a member, with what the cores derive
-// from it. Cores that share a Table point at one copy of each version; a
+// from it. Cores that share a Table refer to one copy of each version; a
 // simulated cluster of n nodes would otherwise hold n copies of each.
 type version struct {
 	state      membership.EndpointState
@@ -37,47 +37,87 @@ type versionKey struct {
 	apps                              int
 }
 
-// Table numbers the members a core knows and, when shared between the cores
-// of a simulated cluster (Protocol.NewShared), interns their versions: every
-// core that knows the same version of a member points at one copy. A real
-// node has a table of its own, which interns nothing.
+// Table numbers the members a core knows and holds their versions, which
+// entries refer to by index (so that an entry holds no pointer, and the
+// garbage collector never scans the n² entries of a simulated cluster).
 //
-// A shared table keeps every version it has seen, so its size grows with the
-// changes made during a run, not with the number of cores. Only one goroutine
-// may drive the cores that share it, as the simulator does.
+// When shared between the cores of a simulated cluster (Protocol.NewShared),
+// it interns the versions: every core that knows the same version of a
+// member refers to one copy. A shared table keeps every version it has seen,
+// so its size grows with the changes made during a run, not with the number
+// of cores. Only one goroutine may drive the cores that share it, as the
+// simulator does.
+//
+// A real node has a table of its own, which interns nothing: each version
+// belongs to one entry, and its index is reused once the entry moves on.
 type Table struct {
 	members map[string]*member
-	// versions is nil when the table is a core's own.
-	versions map[versionKey][]*version
-	// digests is onDigests' index of the digests it was sent, kept from one
-	// message to the next: one map for all the cores that share the table,
-	// rather than a new one per message or one per core.
-	digests map[string]Digest
+	// byNum lists the members by number.
+	byNum []*member
+	// versions holds the versions by index; index 0 is no version (see
+	// entry.ver).
+	versions []*version
+	// interned indexes the versions of a shared table; nil when the table
+	// is a core's own.
+	interned map[versionKey][]uint32
+	// free lists the indices a core's own table may reuse.
+	free []uint32
+	// digestAt, digestMembers and digestCurrent are onDigests' index of
+	// the digests it was sent (see indexDigests), and bucketOrder,
+	// bucketStart and bucketNext dcView.byBucket's groups: scratch space
+	// kept from one message to the next, for all the cores that share the
+	// table.
+	digestAt                             []int32
+	digestMembers                        []*member
+	digestCurrent                        []bool
+	bucketOrder, bucketStart, bucketNext []int32
 }
 
 // NewTable returns a table to share between the cores of one simulated
 // cluster, passed to each as membership.Config.Shared.
 func NewTable() *Table {
-	return &Table{members: make(map[string]*member), versions: make(map[versionKey][]*version), digests: make(map[string]Digest)}
+	t := ownTable()
+	t.interned = make(map[versionKey][]uint32)
+	return t
 }
 
 // ownTable returns the table of a core that shares nothing.
 func ownTable() *Table {
-	return &Table{members: make(map[string]*member), digests: make(map[string]Digest)}
+	return &Table{members: make(map[string]*member), versions: []*version{nil}}
 }
 
-// indexDigests indexes digests by ID (the last one wins), in a map that is
-// valid until the next call.
-func (t *Table) indexDigests(digests []Digest) map[string]Digest {
-	clear(t.digests)
-	for _, d := range digests {
-		t.digests[d.ID] = d
+// indexDigests indexes digests by member: it returns the member of each
+// digest (nil for an ID the table does not know), the index of each
+// member's digest plus one (0 for none; the last digest of a member wins)
+// by member number, and a flag per digest, all false, for onDigests to mark
+// those it found the entry as new as; all from the table's scratch space.
+// unindexDigests clears the index once done with it.
+func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, current []bool) {
+	if n := len(t.members); len(t.digestAt) < n {
+		t.digestAt = append(t.digestAt, make([]int32, n-len(t.digestAt))...)
 	}
-	return t.digests
+	members = t.digestMembers[:0]
+	for i, d := range digests {
+		m := t.members[d.ID]
+		members = append(members, m)
+		if m != nil {
+			t.digestAt[m.num] = int32(i) + 1
+		}
+	}
+	t.digestMembers = members
+	t.digestCurrent = append(t.digestCurrent[:0], make([]bool, len(digests))...)
+	return members, t.digestAt, t.digestCurrent
 }
 
-// size is how many member numbers the table has handed out.
-func (t *Table) size() int { return len(t.members) }
+// unindexDigests clears what indexDigests indexed.
+func (t *Table) unindexDigests() {
+	for i, m := range t.digestMembers {
+		if m != nil {
+			t.digestAt[m.num] = 0
+		}
+		t.digestMembers[i] = nil
+	}
+}
 
 // lookup returns the member with this ID, or nil.
 func (t *Table) lookup(id string) *member { return t.members[id] }
@@ -88,27 +128,70 @@ func (t *Table) member(id string) *member {
 	if m == nil {
 		m = &member{id: id, ring: ringHash(id), num: len(t.members)}
 		t.members[id] = m
+		t.byNum = append(t.byNum, m)
 	}
 	return m
 }
 
-// version returns the version for state s: the shared copy when the table
-// is shared and has one, a new one otherwise.
-func (t *Table) version(s membership.EndpointState) *version {
+// version returns the index of the version for state s: the shared copy
+// when the table is shared and has one, a new one otherwise.
+func (t *Table) version(s membership.EndpointState) uint32 {
 	m := t.member(s.ID)
 	maxVersion := s.MaxVersion()
-	if t.versions == nil {
-		return newVersion(m, s, maxVersion)
+	if t.interned == nil {
+		return t.add(newVersion(m, s, maxVersion))
 	}
 	key := versionKey{num: m.num, generation: s.Generation, heartbeat: s.Heartbeat, maxVersion: maxVersion, apps: len(s.App)}
-	for _, v := range t.versions[key] {
-		if sameApp(v.state.App, s.App) {
-			return v
+	for _, i := range t.interned[key] {
+		if sameApp(t.versions[i].state.App, s.App) {
+			return i
 		}
 	}
-	v := newVersion(m, s, maxVersion)
-	t.versions[key] = append(t.versions[key], v)
-	return v
+	i := t.add(newVersion(m, s, maxVersion))
+	t.interned[key] = append(t.interned[key], i)
+	return i
+}
+
+// set gives e version ver and deadAt, and derives its flags. A core's own
+// table reuses the index of the version e leaves.
+func (t *Table) set(e *entry, ver uint32, deadAt uint64) {
+	if e.ver != ver {
+		t.release(e.ver)
+	}
+	v := t.versions[ver]
+	e.ver, e.deadAt = ver, deadAt
+	e.flags &= flagForward | flagDetached
+	if deadAt >= v.maxVersion {
+		e.flags |= flagDead
+	}
+	if v.isLeft {
+		e.flags |= flagLeft
+	}
+	if v.isShutdown {
+		e.flags |= flagShutdown
+	}
+}
+
+// add stores a new version and returns its index. (A run would need
+// hundreds of gigabytes of versions to outgrow a uint32.)
+func (t *Table) add(v *version) uint32 {
+	if n := len(t.free); n > 0 {
+		i := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.versions[i] = v
+		return i
+	}
+	t.versions = append(t.versions, v)
+	return uint32(len(t.versions) - 1)
+}
+
+// release says that no entry refers to version i any more: a core's own
+// table reuses its index. A shared table keeps it, for other cores.
+func (t *Table) release(i uint32) {
+	if t.interned == nil && i != 0 {
+		t.versions[i] = nil
+		t.free = append(t.free, i)
+	}
 }
 
 func newVersion(m *member, s membership.EndpointState, maxVersion uint64) *version {
