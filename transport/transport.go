@@ -37,8 +37,9 @@ var ErrClosed = errors.New("transport: closed")
 // layout, the hello, the kind numbers and their payloads. Nodes exchange it in the hello
 // and an acceptor refuses a dialer of another version, so raise it with any change that a
 // node of the previous version would misread. Version 2 stamps responses with the
-// responder's wall time (stampBytes).
-const ProtocolVersion = 2
+// responder's wall time (stampBytes); version 3 carries Ferry's failure detection of
+// issue 17 (direct and indirect probes, verdicts, a summary with one cluster total).
+const ProtocolVersion = 3
 
 // VersionError means a peer speaks a protocol version this node does not, so the two
 // cannot talk until one of them is upgraded. The acceptor refuses the dialer, and the
