@@ -83,6 +83,20 @@ func checkEveryKey(t *testing.T, step string, keys []string, nodes ...*Node) {
 	}
 }
 
+// putBefore writes 300 keys, before-000 to before-299, at ALL through n, and returns them.
+func putBefore(t *testing.T, n *Node) []string {
+	t.Helper()
+	var keys []string
+	for i := range 300 {
+		key := fmt.Sprintf("before-%03d", i)
+		if _, err := n.Coordinator().Put(context.Background(), "app", []byte(key), []byte("v"), 0, consistency.All); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 func waitAllNormal(t *testing.T, want int, nodes ...*Node) {
 	t.Helper()
 	for _, n := range nodes {
@@ -99,21 +113,9 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 	b := startJoiner(t, "b", "", a.Addr())
 	c := startJoiner(t, "c", "", a.Addr())
 	waitAllNormal(t, 3, a, b, c)
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "dc1=2"}, a, b, c)
+	keys := putBefore(t, a)
 	ctx := context.Background()
-	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "dc1=2"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []*Node{b, c} {
-		waitUntil(t, n.ID()+" knows the keyspace", func() bool { _, err := n.Keyspace("app"); return err == nil })
-	}
-	var keys []string
-	for i := range 300 {
-		key := fmt.Sprintf("before-%03d", i)
-		if _, err := a.Coordinator().Put(ctx, "app", []byte(key), []byte("v"), 0, consistency.All); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, key)
-	}
 
 	w := startWriter(a, "join")
 	d := startJoiner(t, "d", "", a.Addr())
@@ -183,10 +185,7 @@ func TestRestartedNodeCoordinatesOnItsPersistedRing(t *testing.T) {
 	a := start("a")
 	b := start("b", a.Addr())
 	waitAllNormal(t, 2, a, b)
-	if err := a.CreateKeyspace(context.Background(), schema.Keyspace{Name: "app", Replication: "simple=2"}); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "b knows the keyspace", func() bool { _, err := b.Keyspace("app"); return err == nil })
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "simple=2"}, a, b)
 	a.Close()
 	b.Close()
 	a = start("a") // b stays dead
@@ -279,21 +278,9 @@ func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
 	c := startNode(t, "c", "dc2", a.Addr())
 	d := startNode(t, "d", "dc2", a.Addr())
 	waitAllNormal(t, 4, a, b, c, d)
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "dc1=2,dc2=2"}, a, b, c, d)
+	keys := putBefore(t, a)
 	ctx := context.Background()
-	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "dc1=2,dc2=2"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []*Node{b, c, d} {
-		waitUntil(t, n.ID()+" knows the keyspace", func() bool { _, err := n.Keyspace("app"); return err == nil })
-	}
-	var keys []string
-	for i := range 300 {
-		key := fmt.Sprintf("before-%03d", i)
-		if _, err := a.Coordinator().Put(ctx, "app", []byte(key), []byte("v"), 0, consistency.All); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, key)
-	}
 	w := startWriter(a, "join")
 	e := startNode(t, "e", "dc1", a.Addr())
 	all := []*Node{a, b, c, d, e}

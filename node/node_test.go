@@ -51,6 +51,17 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// createKeyspace creates ks through n and waits until every node of others knows it.
+func createKeyspace(t *testing.T, ks schema.Keyspace, n *Node, others ...*Node) {
+	t.Helper()
+	if err := n.CreateKeyspace(context.Background(), ks); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range others {
+		waitUntil(t, o.ID()+" knows keyspace "+ks.Name, func() bool { _, err := o.Keyspace(ks.Name); return err == nil })
+	}
+}
+
 func TestNodesJoinThroughSeedsAndShareKeyspaces(t *testing.T) {
 	a := startNode(t, "a", "dc1")
 	b := startNode(t, "b", "dc2", a.Addr())

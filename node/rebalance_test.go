@@ -51,12 +51,7 @@ func TestRebalanceMovesWithoutLosingAWrite(t *testing.T) {
 	nodes := []*Node{a, startNode(t, "b", "dc1", a.Addr()), startNode(t, "c", "dc1", a.Addr()), startNode(t, "d", "dc1", a.Addr())}
 	waitAllNormal(t, 4, nodes...)
 	ctx := context.Background()
-	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "dc1=2", Partitioner: "ordered"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		waitUntil(t, n.ID()+" knows the keyspace", func() bool { _, err := n.Keyspace("app"); return err == nil })
-	}
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "dc1=2", Partitioner: "ordered"}, a, nodes...)
 	var keys []string
 	for i := range 2000 {
 		key := ycsbKey(uint64(i))

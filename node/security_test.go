@@ -148,11 +148,8 @@ func TestNodesWithCertificatesReplicate(t *testing.T) {
 	a := mustStartNodeWith(t, "a", Config{TLS: certstest.Identity(t, ca, "a")})
 	b := mustStartNodeWith(t, "b", Config{TLS: certstest.Identity(t, ca, "b")}, a.Addr())
 	waitAllNormal(t, 2, a, b)
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "simple=2"}, a, b)
 	ctx := context.Background()
-	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "app", Replication: "simple=2"}); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "b knows the keyspace", func() bool { _, err := b.Keyspace("app"); return err == nil })
 	// At ALL the write is acknowledged only once b stored it, over TLS.
 	if _, err := a.Coordinator().Put(ctx, "app", []byte("k"), []byte("v"), 0, consistency.All); err != nil {
 		t.Fatal(err)
