@@ -268,6 +268,36 @@ func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 	}
 }
 
+// TestTwoWipedNodesRebuildAtOnce: two of a range's three replicas come back with empty
+// data dirs at the same time. Neither can wait for the other to become readable (each
+// would wait for ever): each pulls from the intact replica and from the other rebuilding
+// one, and both come back normal with every key.
+func TestTwoWipedNodesRebuildAtOnce(t *testing.T) {
+	a := startNode(t, "a", "dc1")
+	b := startJoiner(t, "b", "", a.Addr())
+	c := startJoiner(t, "c", "", a.Addr())
+	waitAllNormal(t, 3, a, b, c)
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "simple=3"}, a, b, c)
+	keys := putBefore(t, a)
+	for _, n := range []*Node{b, c} {
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "a sees b and c down", func() bool {
+		return !a.View().State("b").Reachable() && !a.View().State("c").Reachable()
+	})
+	wiped := []*Node{startJoiner(t, "b", "", a.Addr()), startJoiner(t, "c", "", a.Addr())}
+	waitAllNormal(t, 3, append(wiped, a)...)
+	for _, n := range wiped {
+		for _, key := range keys {
+			if _, found, err := n.local.Get(context.Background(), "app", []byte(key)); err != nil || !found {
+				t.Fatalf("%s not rebuilt on %s (%v)", key, n.ID(), err)
+			}
+		}
+	}
+}
+
 // TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN: with dc1=2,dc2=2 every key has
 // a replica in each DC, so a node joining dc1 and then decommissioned streams every range
 // from, and to, dc1 alone (the copy it takes over, the one it hands over), and every

@@ -9,7 +9,8 @@
 // strategy moves a copy between DCs. When that holder cannot serve (it is dead, being
 // removed or replaced, or fails mid-stream) or the node is rebuilding its own ranges, it
 // pulls from a quorum of the range's holders, those in its own DC first, so that it holds
-// every write a quorum acknowledged. Pages are applied last-writer-wins, so a stream that
+// every write a quorum acknowledged; holders rebuilding too are asked beside every
+// readable one when a quorum is not readable. Pages are applied last-writer-wins, so a stream that
 // is retried, pulled from several holders, or races with writes, never undoes a newer
 // write.
 package stream
@@ -145,7 +146,9 @@ func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
 // pulling would then miss it too, and answer a quorum read without it once it serves.
 // Any quorum of the holders shares a holder with every write quorum. A holder that fails
 // mid-range gives way to the next; while fewer than a quorum served the range, it is
-// retried until ctx ends.
+// retried, with the holders' states as they are then, until ctx ends. Holders that are
+// rebuilding too serve beside every readable one when a quorum is not readable
+// (sources).
 func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placement.Move, exclude string) (Stats, error) {
 	self := s.cfg.View.Self()
 	var total Stats
@@ -176,20 +179,14 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		}
 		s.cfg.Logger.Warn("the holder handing a range over failed; pulling it from a quorum of its holders", "keyspace", ks.Name, "range", m.Range, "err", failed)
 	}
-	others := 0
-	for _, h := range m.Holders {
-		if h.ID != self.ID && h.ID != exclude {
-			others++
-		}
-	}
-	if others == 0 {
-		s.cfg.Logger.Warn("no other node holds a range: nothing to pull", "keyspace", ks.Name, "range", m.Range)
-		return Stats{}, nil
-	}
-	need := min(len(m.Holders)/2+1, others)
 	for {
+		from, need := s.sources(s.refresh(m.Holders), self, exclude)
+		if need == 0 {
+			s.cfg.Logger.Warn("no other node holds a range: nothing to pull", "keyspace", ks.Name, "range", m.Range)
+			return total, nil
+		}
 		var lastErr error = errors.New("no holder is up")
-		for _, src := range s.sources(m.Holders, self, exclude) {
+		for _, src := range from {
 			if served[src.ID] {
 				continue
 			}
@@ -203,7 +200,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			total.BytesCrossDC += st.BytesCrossDC
 			if err == nil {
 				served[src.ID] = true
-				if len(served) >= need {
+				if servedFrom(from, served) >= need {
 					return total, nil
 				}
 				continue
@@ -221,6 +218,27 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		case <-time.After(s.cfg.Retry):
 		}
 	}
+}
+
+// refresh returns the holders with their states as the view has them now: a holder down
+// when the move was computed may be back by a retry, and a rebuilding one normal.
+func (s *Streamer) refresh(holders []placement.Member) []placement.Member {
+	out := slices.Clone(holders)
+	for i := range out {
+		out[i].State = s.cfg.View.State(out[i].ID)
+	}
+	return out
+}
+
+// servedFrom counts the holders of from that have served the range.
+func servedFrom(from []placement.Member, served map[string]bool) int {
+	n := 0
+	for _, h := range from {
+		if served[h.ID] {
+			n++
+		}
+	}
+	return n
 }
 
 // takeover returns the holders whose copies self takes over in move m, to pull the range
@@ -266,15 +284,44 @@ func takeover(m placement.Move, self cluster.Node, exclude string) []placement.M
 	return from
 }
 
-// sources orders a range's readable holders: this node's DC first, then by distance.
-func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclude string) []placement.Member {
-	var out []placement.Member
+// sources returns the holders to pull a range from, readable ones first and nearest
+// first, and how many of them must serve it: a quorum of the holders (or every other
+// holder, when there are fewer) from the readable ones. When too few are readable
+// because others are rebuilding, a rebuilding holder serves too, and then every source
+// must: it holds only the writes that reached it since it lost its data, so it counts
+// only beside every readable copy. Without that, two replicas rebuilding at once would
+// each wait for the other to become readable, for ever. need is 0 when no other node
+// holds the range.
+func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclude string) (from []placement.Member, need int) {
+	others := 0
+	var rebuilding []placement.Member
 	for _, h := range holders {
-		if h.ID != self.ID && h.ID != exclude && h.State.Readable() {
-			out = append(out, h)
+		switch {
+		case h.ID == self.ID || h.ID == exclude:
+			continue
+		case h.State.Readable():
+			from = append(from, h)
+		case h.State == cluster.StateRebuilding:
+			rebuilding = append(rebuilding, h)
 		}
+		others++
 	}
-	slices.SortStableFunc(out, func(a, b placement.Member) int {
+	if others == 0 {
+		return nil, 0
+	}
+	need = min(len(holders)/2+1, others)
+	s.nearestFirst(from, self)
+	if len(from) < need && len(from)+len(rebuilding) >= need {
+		s.nearestFirst(rebuilding, self)
+		from = append(from, rebuilding...)
+		need = len(from)
+	}
+	return from, need
+}
+
+// nearestFirst orders holders: this node's DC first, then by distance.
+func (s *Streamer) nearestFirst(holders []placement.Member, self cluster.Node) {
+	slices.SortStableFunc(holders, func(a, b placement.Member) int {
 		if (a.DC == self.DC) != (b.DC == self.DC) {
 			if a.DC == self.DC {
 				return -1
@@ -286,7 +333,6 @@ func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclud
 		}
 		return int(s.cfg.Proximity.Distance(a.ID) - s.cfg.Proximity.Distance(b.ID))
 	})
-	return out
 }
 
 // copy pulls one range from src into dst, page by page, throttled.
