@@ -254,10 +254,10 @@ func checkReads(h *history, c *Counts) Verdict {
 			c.Impossible++
 			continue
 		}
-		if !fresh {
+		if !fresh.any() {
 			continue
 		}
-		stale, known := h.stale(r)
+		stale, known := h.stale(r, fresh)
 		switch {
 		case !known:
 			unknown++
@@ -274,7 +274,7 @@ func checkReads(h *history, c *Counts) Verdict {
 			}
 		}
 	}
-	if !fresh {
+	if !fresh.any() {
 		v.Summary = fmt.Sprintf("%d key reads (%s: stale reads are allowed, only impossible ones are checked); %d impossible",
 			len(h.reads), why, c.Impossible)
 		return *v
@@ -303,10 +303,11 @@ func (h *history) impossible(r read) string {
 	return ""
 }
 
-// stale describes how a read missed a put or delete acknowledged before it was invoked,
-// "" when it did not; known is false when the version read has no known timestamp.
-func (h *history) stale(r read) (stale string, known bool) {
-	bound := h.acknowledgedBefore(r.key, r.op)
+// stale describes how a read missed a put or delete acknowledged before it was invoked
+// that fresh binds it to, "" when it did not; known is false when the version read has
+// no known timestamp.
+func (h *history) stale(r read, fresh freshness) (stale string, known bool) {
+	bound := h.acknowledgedBefore(r.key, r.op, fresh)
 	if bound == nil {
 		return "", true
 	}
@@ -332,11 +333,11 @@ func (h *history) stale(r read) (stale string, known bool) {
 }
 
 // acknowledgedBefore is the newest put or delete of key, with a known timestamp,
-// acknowledged before o was invoked; nil when there is none.
-func (h *history) acknowledgedBefore(key string, o *op) *op {
+// acknowledged before read o was invoked, that fresh binds o to; nil when there is none.
+func (h *history) acknowledgedBefore(key string, o *op, fresh freshness) *op {
 	var newest *op
 	for _, w := range h.writes[key] {
-		if w.status == TypeOK && w.ts != 0 && w.complete.Before(o.invoke) && (newest == nil || lww.Newer(w.record(), newest.record())) {
+		if w.status == TypeOK && w.ts != 0 && w.complete.Before(o.invoke) && fresh.binds(o, w) && (newest == nil || lww.Newer(w.record(), newest.record())) {
 			newest = w
 		}
 	}
@@ -355,29 +356,63 @@ func (h *history) deleteCouldHide(r read, p *op) bool {
 	return false
 }
 
-// freshReads reports whether every read at the run's level must overlap every write at
-// it, whichever DCs coordinate them (R + W > RF, in total or within one DC), and says
-// which levels and replication it judged.
-func (h *history) freshReads() (bool, string) {
+// freshness says which acknowledged writes a read must return or supersede: those
+// coordinated in a DC whose write replicas the read's DC's read replicas always meet
+// (R + W > RF, in total or within one DC).
+type freshness struct {
+	all   bool               // every read overlaps every write, wherever coordinated
+	pairs map[[2]string]bool // (the read's coordinator's DC, the write's) that overlap
+	dcOf  map[string]string  // node → DC; nil with simple placement, which ignores DCs
+}
+
+// any reports whether some reads must be fresh.
+func (f freshness) any() bool { return len(f.pairs) > 0 }
+
+// binds reports whether read r must see write w.
+func (f freshness) binds(r, w *op) bool {
+	return f.all || f.pairs[[2]string{f.dcOf[r.Node], f.dcOf[w.Node]}]
+}
+
+// freshReads works out, from the run's level and replication, which reads must overlap
+// which writes: every read every write (QUORUM, EACH_QUORUM, ALL), those coordinated in
+// the same DC (LOCAL_QUORUM with per-DC replication), or none (ONE); and says which
+// levels and replication it judged.
+func (h *history) freshReads() (freshness, string) {
 	level, rf, strategy, err := h.levelOn()
 	if err != nil {
-		return false, err.Error()
+		return freshness{}, err.Error()
 	}
 	what := fmt.Sprintf("%s on %s", level, strategy)
 	if _, perDC := strategy.(ring.DCStrategy); !perDC && (level == consistency.LocalOne || level == consistency.LocalQuorum) {
 		// Simple placement puts replicas in any DC: two local levels need not meet.
-		return false, what + ": R + W <= RF"
+		return freshness{}, what + ": R + W <= RF"
+	}
+	f := freshness{pairs: map[[2]string]bool{}}
+	if _, perDC := strategy.(ring.DCStrategy); perDC {
+		f.dcOf = map[string]string{}
+		for i, node := range h.meta.Nodes {
+			if i < len(h.meta.DCs) {
+				f.dcOf[node] = h.meta.DCs[i]
+			}
+		}
 	}
 	coordinators := slices.Sorted(maps.Keys(rf))
 	for _, readDC := range coordinators {
 		for _, writeDC := range coordinators {
 			r, w := level.Require(rf, readDC), level.Require(rf, writeDC)
-			if r.Hinted || w.Hinted || !overlap(r, w, rf, strategy.ReplicationFactor()) {
-				return false, what + ": R + W <= RF"
+			if !r.Hinted && !w.Hinted && overlap(r, w, rf, strategy.ReplicationFactor()) {
+				f.pairs[[2]string{readDC, writeDC}] = true
 			}
 		}
 	}
-	return true, what + ": R + W > RF"
+	switch len(f.pairs) {
+	case 0:
+		return f, what + ": R + W <= RF"
+	case len(coordinators) * len(coordinators):
+		f.all = true
+		return f, what + ": R + W > RF"
+	}
+	return f, what + ": R + W > RF within a DC, so each read is held to the writes coordinated in its own DC"
 }
 
 // lostToWipe reports whether a wiped disk may have taken an acknowledged write along: the

@@ -322,15 +322,51 @@ func TestFreshReads(t *testing.T) {
 		{"QUORUM", "simple=3", true},
 		{"ONE", "dc1=2,dc2=1", false},
 		{"ANY", "simple=1", false},
-		{"LOCAL_QUORUM", "dc1=2,dc2=1", false}, // each DC's local quorum misses the other's
+		{"LOCAL_QUORUM", "dc1=2,dc2=1", true}, // within each DC; each DC's local quorum misses the other's
 		{"LOCAL_QUORUM", "dc1=3", true},
 		{"LOCAL_QUORUM", "simple=3", false},
 		{"TWO", "dc1=2,dc2=2", false},
 	} {
 		hist := &history{meta: &Meta{Consistency: tc.level, Replication: tc.replication}}
-		if got, why := hist.freshReads(); got != tc.want {
+		if got, why := hist.freshReads(); got.any() != tc.want {
 			t.Errorf("%s on %s: fresh %v (%s), want %v", tc.level, tc.replication, got, why, tc.want)
 		}
+	}
+}
+
+// TestCheckLocalQuorumHoldsReadsToTheirDCsWrites: at LOCAL_QUORUM on dc1=2,dc2=1 a read
+// coordinated in dc1 must see a write acknowledged in dc1 before it, and may miss one
+// acknowledged in dc2.
+func TestCheckLocalQuorumHoldsReadsToTheirDCsWrites(t *testing.T) {
+	via := func(node string, events []Event) []Event {
+		for i := range events {
+			events[i].Node = node
+		}
+		return events
+	}
+	for _, tc := range []struct {
+		name        string
+		writer      string
+		wantStale   int
+		wantSummary string
+	}{
+		{"written in the reader's DC", "n2", 1, "1 checked for freshness"},
+		{"written in the other DC", "n3", 0, "1 checked for freshness"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			history := h(via("n1", put(1, "a", "v1", 0, ok(1), 10)), via(tc.writer, put(2, "a", "v2", 2, ok(3), 20)),
+				via("n1", get(3, "a", 4, ok(5), "v1", 10)), everywhere("a", "v2", 20, false))
+			history[0].Meta.Consistency = "LOCAL_QUORUM"
+			r := Check(history)
+			if got := violations(r.Counts); got != (Counts{Stale: tc.wantStale}) {
+				t.Errorf("violations %+v, want %d stale", got, tc.wantStale)
+			}
+			for _, v := range r.Verdicts {
+				if v.Check == "stale-reads" && !strings.Contains(v.Summary, tc.wantSummary) {
+					t.Errorf("summary %q, want it to say %q", v.Summary, tc.wantSummary)
+				}
+			}
+		})
 	}
 }
 
