@@ -182,6 +182,10 @@ func (i *Injector) partitionedLocked(p transport.Peer) bool {
 
 // linkLocked returns the most specific link matching p.
 func (i *Injector) linkLocked(p transport.Peer) (Link, bool) {
+	if len(i.links) == 0 {
+		// Every message asks: without links, skip building the DC's target name.
+		return Link{}, false
+	}
 	for _, target := range []string{p.ID, dcPrefix + p.DC, everyPeer} {
 		if l, ok := i.links[target]; ok {
 			return l, true

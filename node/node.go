@@ -430,6 +430,7 @@ func (n *Node) open() error {
 			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+requestOverheadBytes),
 			grpc.MaxSendMsgSize(maxScanResponseBytes),
 			grpc.ChainUnaryInterceptor(n.observeUnary),
+			grpc.NumStreamWorkers(apiStreamWorkers),
 		)...)
 		api := &apiServer{node: n}
 		kurav1.RegisterKVServer(n.grpcServer, api)

@@ -178,8 +178,9 @@ func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) {
 	}
 }
 
-// readLoop dispatches incoming frames until the connection ends. Handlers run in their own
-// goroutines so that a slow handler never stalls the responses behind it.
+// readLoop dispatches incoming frames until the connection ends. Handlers run on the
+// transport's workers, each apart from the others, so that a slow handler never stalls
+// the responses behind it.
 func (c *conn) readLoop() {
 	defer c.t.wg.Done()
 	for {
@@ -193,7 +194,7 @@ func (c *conn) readLoop() {
 		}
 		switch h.typ {
 		case frameRequest, frameOneway:
-			go c.serve(h, payload)
+			c.t.workers.run(func() { c.serve(h, payload) })
 		case frameResponse, frameError:
 			if err := c.deliver(h, payload); err != nil {
 				c.fail(err)

@@ -81,9 +81,10 @@ type Peer struct {
 type Handler interface {
 	// Handle returns the response payload, or an error whose message travels back to the
 	// caller as a *RemoteError. For one-way messages the result is dropped. Each message
-	// gets its own goroutine, so messages from one peer may be handled out of order. ctx
-	// is cancelled when the connection or the transport closes; the caller's deadline is
-	// not carried over the wire.
+	// is handled apart from the others (on a goroutine kept between messages), so
+	// messages from one peer may be handled out of order. ctx is cancelled when the
+	// connection or the transport closes; the caller's deadline is not carried over the
+	// wire.
 	Handle(ctx context.Context, from Peer, kind Kind, payload []byte) ([]byte, error)
 }
 
@@ -205,6 +206,8 @@ type Transport struct {
 	// wg tracks the accept loop and every connection's reader and writer; handlers are
 	// not tracked (see Close).
 	wg sync.WaitGroup
+	// workers run the handlers of peers' requests.
+	workers *workers
 }
 
 // dialEntry is the connection to one peer, or the dial in progress towards it.
@@ -288,6 +291,7 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 	}
 	t.log = t.log.With("node", t.self.ID)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.workers = newWorkers(t.ctx.Done())
 	t.wg.Add(1)
 	go t.acceptLoop()
 	return t, nil
