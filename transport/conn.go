@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -302,6 +303,14 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if !c.hasDueFrame() {
+			// Before a system call for what is buffered, let the goroutines that are
+			// about to queue a frame (handlers finishing, callers sending) run: under
+			// load their frames then share this write, at the cost of one turn of the
+			// scheduler when there are none.
+			runtime.Gosched()
+			if c.hasDueFrame() {
+				continue
+			}
 			if err := writer.Flush(); err != nil {
 				c.fail(err)
 				return
