@@ -233,7 +233,7 @@ func (c *Core) notice(e *entry) Delta {
 
 func (c *Core) digest(e *entry) Digest {
 	v := c.v(e)
-	return Digest{ID: v.state.ID, Generation: v.state.Generation, MaxVersion: v.maxVersion, Dead: e.dead()}
+	return Digest{ID: v.state.ID, Generation: v.state.Generation, MaxVersion: v.maxVersion, Dead: e.dead(), member: v.member, ver: e.ver}
 }
 
 // newer reports whether digest a is ahead of b: generation, then version,
@@ -1373,7 +1373,7 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 // lacks, requests what this side lacks. A digest whose entry it compared
 // in the buckets (most of them) and found as new needs no second look.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	members, theirs, current := c.table.indexDigests(m.Entries)
+	members, theirs, current, shared := c.table.indexDigests(m.Entries)
 	defer c.table.unindexDigests()
 	var out Deltas
 	var grouped *dcView
@@ -1388,15 +1388,22 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			order, start = v.byBucket()
 		}
 		for _, i := range order[start[b.Index]:start[b.Index+1]] {
-			e := v.at(int(i))
-			ev := c.v(e)
-			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
-			at := theirs[ev.member.num]
+			num := v.members[i]
+			e := v.entries.of(num)
+			at := theirs[num]
 			if at == 0 {
 				out.Entries = append(out.Entries, c.delta(e))
 				continue
 			}
 			d := m.Entries[at-1]
+			if shared && d.ver == e.ver && d.Dead == e.dead() {
+				// The same version of the shared table: equal, and no need
+				// to read it (most digests of an exchange match).
+				current[at-1] = true
+				continue
+			}
+			ev := c.v(e)
+			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
 			switch {
 			case d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, c.delta(e))

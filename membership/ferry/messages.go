@@ -45,6 +45,14 @@ type Digest struct {
 	Generation uint64
 	MaxVersion uint64
 	Dead       bool
+	// member and ver are the sender's member and version index, which a
+	// receiver sharing the sender's Table (the cores of a simulated
+	// cluster) uses instead of looking the ID up and reading the version:
+	// the same index in the same table is the same state. They are not
+	// encoded; a decoded digest has neither, and the receiver checks that
+	// member is its table's before trusting either.
+	member *member
+	ver    uint32
 }
 
 // BucketRef names one bucket of one DC.

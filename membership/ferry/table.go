@@ -91,14 +91,22 @@ func ownTable() *Table {
 // member's digest plus one (0 for none; the last digest of a member wins)
 // by member number, and a flag per digest, all false, for onDigests to mark
 // those it found the entry as new as; all from the table's scratch space.
+// shared reports that every digest came from a core sharing this table
+// (see Digest.member), so that their version indices are this table's.
 // unindexDigests clears the index once done with it.
-func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, current []bool) {
+func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, current []bool, shared bool) {
 	if n := len(t.members); len(t.digestAt) < n {
 		t.digestAt = append(t.digestAt, make([]int32, n-len(t.digestAt))...)
 	}
+	shared = t.interned != nil
 	members = t.digestMembers[:0]
 	for i, d := range digests {
-		m := t.members[d.ID]
+		m := d.member
+		if m == nil || m.num >= len(t.byNum) || t.byNum[m.num] != m {
+			// Decoded, or from a core with a table of its own.
+			m = t.members[d.ID]
+			shared = false
+		}
 		members = append(members, m)
 		if m != nil {
 			t.digestAt[m.num] = int32(i) + 1
@@ -106,7 +114,7 @@ func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, c
 	}
 	t.digestMembers = members
 	t.digestCurrent = append(t.digestCurrent[:0], make([]bool, len(digests))...)
-	return members, t.digestAt, t.digestCurrent
+	return members, t.digestAt, t.digestCurrent, shared
 }
 
 // unindexDigests clears what indexDigests indexed.
