@@ -215,7 +215,10 @@ func (c *Core) v(e *entry) *version { return c.table.versions[e.ver] }
 // idOf is the ID of e's member.
 func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
 
-func (c *Core) delta(e *entry) Delta { return Delta{State: c.v(e).state, DeadAt: e.deadAt} }
+func (c *Core) delta(e *entry) Delta {
+	v := c.v(e)
+	return Delta{State: v.state, DeadAt: e.deadAt, member: v.member}
+}
 
 // notice is what announces that the member is down. A death notice leaves
 // out the application states: it is enough for a node that knows the
@@ -228,7 +231,8 @@ func (c *Core) notice(e *entry) Delta {
 		return c.delta(e)
 	}
 	s := &c.v(e).state
-	return Delta{State: membership.EndpointState{ID: s.ID, Generation: s.Generation, Heartbeat: s.Heartbeat}, DeadAt: e.deadAt}
+	return Delta{State: membership.EndpointState{ID: s.ID, Generation: s.Generation, Heartbeat: s.Heartbeat}, DeadAt: e.deadAt,
+		member: c.v(e).member}
 }
 
 func (c *Core) digest(e *entry) Digest {
@@ -499,6 +503,15 @@ func (c *Core) viewOf(e *entry) *dcView { return c.views[e.dc] }
 // entry returns the entry of the member with this ID, or nil.
 func (c *Core) entry(id string) *entry {
 	m := c.table.lookup(id)
+	if m == nil {
+		return nil
+	}
+	return c.slot(m.num)
+}
+
+// entryOf returns the entry of d's member, or nil.
+func (c *Core) entryOf(d Delta) *entry {
+	m := c.table.find(d.member, d.State.ID)
 	if m == nil {
 		return nil
 	}
@@ -1408,7 +1421,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			case d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, c.delta(e))
 			case newer(mine, d):
-				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, member: ev.member})
 			}
 			current[at-1] = !newer(d, mine)
 		}
@@ -1442,7 +1455,7 @@ func (c *Core) answer(requests []Digest) []Delta {
 			continue
 		}
 		if d.Generation == c.v(e).state.Generation {
-			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt})
+			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt, member: c.v(e).member})
 		} else {
 			out = append(out, c.delta(e))
 		}
@@ -1587,7 +1600,7 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 		if remote {
 			d = c.screen(d, r)
 		}
-		before := c.entry(d.State.ID)
+		before := c.entryOf(d)
 		wasDown := before != nil && before.down()
 		e := c.learn(now, d, true, r)
 		if e == nil || !e.down() || e.isLeft() || wasDown {
@@ -1607,7 +1620,7 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 // on to the member itself: alive, it refutes it, and the refutation tells
 // the other DC it was wrong; dead, its monitors convict it anyway.
 func (c *Core) screen(d Delta, r *membership.Ready) Delta {
-	e := c.entry(d.State.ID)
+	e := c.entryOf(d)
 	if e == nil || e == c.self || c.viewOf(e) != c.ownDC() || !e.live() || d.State.Generation != c.v(e).state.Generation ||
 		d.DeadAt < max(c.v(e).maxVersion, d.State.MaxVersion()) {
 		return d
@@ -1629,7 +1642,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	if c.quarantine.Blocks(s.ID, s.Generation, now) {
 		return nil
 	}
-	e := c.entry(s.ID)
+	e := c.entryOf(d)
 	if e == nil {
 		dc, ok := s.Value(membership.KeyDC)
 		if !ok || s.Generation == 0 {
@@ -1638,7 +1651,11 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		if len(c.views) > math.MaxUint16 && c.findView(dc) == nil {
 			return nil // more DCs than an entry can index: not a real cluster
 		}
-		e = c.insert(c.table.version(s), d.DeadAt, now, dc)
+		m := c.table.find(d.member, s.ID)
+		if m == nil {
+			m = c.table.member(s.ID) // new to every core that shares the table
+		}
+		e = c.insert(c.table.versionOf(m, s), d.DeadAt, now, dc)
 		if e.live() {
 			c.event(r, membership.EventJoined, e)
 		} else {
@@ -1667,7 +1684,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	v.unlink(e)
 	ver := e.ver
 	if merged.Any() {
-		ver = c.table.version(state)
+		ver = c.table.versionOf(c.v(e).member, state)
 	}
 	c.table.set(e, ver, deadAt)
 	e.changedAt = now
@@ -1732,7 +1749,7 @@ func (c *Core) refute(d Delta, r *membership.Ready) {
 func (c *Core) syncSelf() {
 	v := c.ownDC()
 	v.unlink(c.self)
-	c.table.set(c.self, c.table.version(c.local.EndpointState), c.self.deadAt)
+	c.table.set(c.self, c.table.versionOf(c.v(c.self).member, c.local.EndpointState), c.self.deadAt)
 	v.link(c.self)
 }
 

@@ -37,6 +37,10 @@ type DCSum struct {
 type Delta struct {
 	State  membership.EndpointState
 	DeadAt uint64
+	// member is the sender's member, which a receiver sharing the sender's
+	// Table uses instead of looking State.ID up (see Digest.member). Not
+	// encoded.
+	member *member
 }
 
 // Digest names one member's entry: generation, highest version, dead flag.

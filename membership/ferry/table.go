@@ -101,10 +101,9 @@ func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, c
 	shared = t.interned != nil
 	members = t.digestMembers[:0]
 	for i, d := range digests {
-		m := d.member
-		if m == nil || m.num >= len(t.byNum) || t.byNum[m.num] != m {
+		m := t.find(d.member, d.ID)
+		if m != d.member {
 			// Decoded, or from a core with a table of its own.
-			m = t.members[d.ID]
 			shared = false
 		}
 		members = append(members, m)
@@ -130,6 +129,16 @@ func (t *Table) unindexDigests() {
 // lookup returns the member with this ID, or nil.
 func (t *Table) lookup(id string) *member { return t.members[id] }
 
+// find returns the member with this ID, or nil: hint when it is this
+// table's (a message from a core sharing it names its member, see
+// Digest.member), else by looking the ID up.
+func (t *Table) find(hint *member, id string) *member {
+	if hint != nil && hint.num < len(t.byNum) && t.byNum[hint.num] == hint {
+		return hint
+	}
+	return t.members[id]
+}
+
 // member returns the member with this ID, numbering it if it is new.
 func (t *Table) member(id string) *member {
 	m := t.members[id]
@@ -144,7 +153,11 @@ func (t *Table) member(id string) *member {
 // version returns the index of the version for state s: the shared copy
 // when the table is shared and has one, a new one otherwise.
 func (t *Table) version(s membership.EndpointState) uint32 {
-	m := t.member(s.ID)
+	return t.versionOf(t.member(s.ID), s)
+}
+
+// versionOf is version for a state of member m, already found.
+func (t *Table) versionOf(m *member, s membership.EndpointState) uint32 {
 	maxVersion := s.MaxVersion()
 	if t.interned == nil {
 		return t.add(newVersion(m, s, maxVersion))
