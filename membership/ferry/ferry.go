@@ -212,12 +212,15 @@ func (s *entrySlots) make(num int) *entry {
 // v is the version of e.
 func (c *Core) v(e *entry) *version { return c.table.versions[e.ver] }
 
+// hint names v's member in this core's table, for a delta (see hint).
+func (c *Core) hint(v *version) hint { return hint{table: c.table, num: int32(v.member.num)} }
+
 // idOf is the ID of e's member.
 func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
 
 func (c *Core) delta(e *entry) Delta {
 	v := c.v(e)
-	return Delta{State: v.state, DeadAt: e.deadAt, member: v.member}
+	return Delta{State: v.state, DeadAt: e.deadAt, hint: c.hint(v)}
 }
 
 // notice is what announces that the member is down. A death notice leaves
@@ -232,12 +235,13 @@ func (c *Core) notice(e *entry) Delta {
 	}
 	s := &c.v(e).state
 	return Delta{State: membership.EndpointState{ID: s.ID, Generation: s.Generation, Heartbeat: s.Heartbeat}, DeadAt: e.deadAt,
-		member: c.v(e).member}
+		hint: c.hint(c.v(e))}
 }
 
 func (c *Core) digest(e *entry) Digest {
-	v := c.v(e)
-	return Digest{ID: v.state.ID, Generation: v.state.Generation, MaxVersion: v.maxVersion, Dead: e.dead(), member: v.member, ver: e.ver}
+	d := c.table.digests[e.ver]
+	d.Dead = e.dead()
+	return d
 }
 
 // newer reports whether digest a is ahead of b: generation, then version,
@@ -511,11 +515,11 @@ func (c *Core) entry(id string) *entry {
 
 // entryOf returns the entry of d's member, or nil.
 func (c *Core) entryOf(d Delta) *entry {
-	m := c.table.find(d.member, d.State.ID)
-	if m == nil {
+	num := c.table.numOf(d.hint, d.State.ID)
+	if num < 0 {
 		return nil
 	}
-	return c.slot(m.num)
+	return c.slot(num)
 }
 
 // slot returns the entry of the member with this number, or nil.
@@ -1386,7 +1390,7 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 // lacks, requests what this side lacks. A digest whose entry it compared
 // in the buckets (most of them) and found as new needs no second look.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	members, theirs, current, shared := c.table.indexDigests(m.Entries)
+	nums, theirs, current, shared := c.table.indexDigests(m.Entries)
 	defer c.table.unindexDigests()
 	var out Deltas
 	var grouped *dcView
@@ -1409,19 +1413,19 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 				continue
 			}
 			d := m.Entries[at-1]
-			if shared && d.ver == e.ver && d.Dead == e.dead() {
+			if shared && d.hint.ver == e.ver && d.Dead == e.dead() {
 				// The same version of the shared table: equal, and no need
 				// to read it (most digests of an exchange match).
 				current[at-1] = true
 				continue
 			}
-			ev := c.v(e)
-			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
+			mine := c.digest(e)
 			switch {
 			case d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, c.delta(e))
 			case newer(mine, d):
-				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, member: ev.member})
+				ev := c.v(e)
+				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(ev)})
 			}
 			current[at-1] = !newer(d, mine)
 		}
@@ -1431,8 +1435,8 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			continue // compared above: nothing to request
 		}
 		var e *entry
-		if members[i] != nil {
-			e = c.slot(members[i].num)
+		if nums[i] >= 0 {
+			e = c.slot(int(nums[i]))
 		}
 		if e == nil {
 			out.Requests = append(out.Requests, Digest{ID: d.ID})
@@ -1455,7 +1459,7 @@ func (c *Core) answer(requests []Digest) []Delta {
 			continue
 		}
 		if d.Generation == c.v(e).state.Generation {
-			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt, member: c.v(e).member})
+			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(c.v(e))})
 		} else {
 			out = append(out, c.delta(e))
 		}
@@ -1651,8 +1655,10 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		if len(c.views) > math.MaxUint16 && c.findView(dc) == nil {
 			return nil // more DCs than an entry can index: not a real cluster
 		}
-		m := c.table.find(d.member, s.ID)
-		if m == nil {
+		var m *member
+		if num := c.table.numOf(d.hint, s.ID); num >= 0 {
+			m = c.table.byNum[num]
+		} else {
 			m = c.table.member(s.ID) // new to every core that shares the table
 		}
 		e = c.insert(c.table.versionOf(m, s), d.DeadAt, now, dc)
