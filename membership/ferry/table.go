@@ -52,8 +52,11 @@ type versionKey struct {
 // belongs to one entry, and its index is reused once the entry moves on.
 type Table struct {
 	members map[string]*member
-	// byNum lists the members by number.
+	// byNum lists the members by number, and rings their places on their
+	// rings: a search of a DC's ring reads this dense array rather than
+	// a member scattered in the heap at each step.
 	byNum []*member
+	rings []uint64
 	// versions holds the versions by index; index 0 is no version (see
 	// entry.ver).
 	versions []*version
@@ -152,6 +155,7 @@ func (t *Table) member(id string) *member {
 		m = &member{id: id, ring: ringHash(id), num: len(t.members)}
 		t.members[id] = m
 		t.byNum = append(t.byNum, m)
+		t.rings = append(t.rings, m.ring)
 	}
 	return m
 }
