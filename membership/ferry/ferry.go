@@ -513,9 +513,10 @@ func (c *Core) entry(id string) *entry {
 	return c.slot(m.num)
 }
 
-// entryOf returns the entry of d's member, or nil.
-func (c *Core) entryOf(d Delta) *entry {
-	num := c.table.numOf(d.hint, d.State.ID)
+// entryOf returns the entry of the member with this ID and hint (see
+// hint), or nil.
+func (c *Core) entryOf(h hint, id string) *entry {
+	num := c.table.numOf(h, id)
 	if num < 0 {
 		return nil
 	}
@@ -1439,7 +1440,9 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			e = c.slot(int(nums[i]))
 		}
 		if e == nil {
-			out.Requests = append(out.Requests, Digest{ID: d.ID})
+			// No entry here, but a table shared with the sender numbers the
+			// member all the same: its hint goes back with the request.
+			out.Requests = append(out.Requests, Digest{ID: d.ID, hint: hint{table: d.hint.table, num: d.hint.num}})
 		} else if newer(d, c.digest(e)) {
 			out.Requests = append(out.Requests, c.digest(e))
 		}
@@ -1454,7 +1457,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 func (c *Core) answer(requests []Digest) []Delta {
 	var out []Delta
 	for _, d := range requests {
-		e := c.entry(d.ID)
+		e := c.entryOf(d.hint, d.ID)
 		if e == nil {
 			continue
 		}
@@ -1604,7 +1607,7 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 		if remote {
 			d = c.screen(d, r)
 		}
-		before := c.entryOf(d)
+		before := c.entryOf(d.hint, d.State.ID)
 		wasDown := before != nil && before.down()
 		e := c.learn(now, d, true, r)
 		if e == nil || !e.down() || e.isLeft() || wasDown {
@@ -1624,7 +1627,7 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 // on to the member itself: alive, it refutes it, and the refutation tells
 // the other DC it was wrong; dead, its monitors convict it anyway.
 func (c *Core) screen(d Delta, r *membership.Ready) Delta {
-	e := c.entryOf(d)
+	e := c.entryOf(d.hint, d.State.ID)
 	if e == nil || e == c.self || c.viewOf(e) != c.ownDC() || !e.live() || d.State.Generation != c.v(e).state.Generation ||
 		d.DeadAt < max(c.v(e).maxVersion, d.State.MaxVersion()) {
 		return d
@@ -1646,7 +1649,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	if c.quarantine.Blocks(s.ID, s.Generation, now) {
 		return nil
 	}
-	e := c.entryOf(d)
+	e := c.entryOf(d.hint, s.ID)
 	if e == nil {
 		dc, ok := s.Value(membership.KeyDC)
 		if !ok || s.Generation == 0 {
