@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -31,5 +33,38 @@ func TestEventQueueOrdersByTimeThenSequence(t *testing.T) {
 				t.Fatalf("queue has %d events left", q.Len())
 			}
 		})
+	}
+}
+
+func TestEventQueueInterleavedPushPop(t *testing.T) {
+	// Pushes and pops interleaved, as a run does, with many ties: the events
+	// come out by time, ties in the order they were pushed, and the slots of
+	// popped events are reused.
+	rng := rand.New(rand.NewPCG(7, 0))
+	var q eventQueue
+	var want []event // what is queued, kept sorted by (at, seq)
+	seq := uint64(0)
+	for step := range 5000 {
+		if rng.IntN(3) > 0 || len(want) == 0 {
+			at := time.Duration(rng.IntN(50))
+			q.push(event{at: at, node: step})
+			seq++
+			i, _ := slices.BinarySearchFunc(want, at, func(e event, at time.Duration) int {
+				if e.at <= at {
+					return -1
+				}
+				return 1
+			})
+			want = slices.Insert(want, i, event{at: at, seq: seq, node: step})
+			continue
+		}
+		got := q.pop()
+		if got.node != want[0].node || got.at != want[0].at || got.seq != want[0].seq {
+			t.Fatalf("step %d: popped %+v, want %+v", step, got, want[0])
+		}
+		want = want[1:]
+	}
+	if q.Len() != len(want) || len(q.slab) != len(want)+len(q.free) {
+		t.Fatalf("%d events queued, want %d; slab %d, free %d", q.Len(), len(want), len(q.slab), len(q.free))
 	}
 }

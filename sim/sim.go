@@ -294,10 +294,14 @@ func (s *Simulator) Send(envs ...Envelope) { s.send(envs) }
 
 // send transmits envelopes returned by a node at the current time.
 func (s *Simulator) send(envs []Envelope) {
-	for _, env := range envs {
-		from, ok := s.byID[env.From]
-		if !ok {
-			panic(fmt.Sprintf("sim: message from unknown node %q", env.From))
+	from := -1
+	for i, env := range envs {
+		// A node's messages all come from it: look its ID up once.
+		if i == 0 || env.From != envs[i-1].From {
+			var ok bool
+			if from, ok = s.byID[env.From]; !ok {
+				panic(fmt.Sprintf("sim: message from unknown node %q", env.From))
+			}
 		}
 		fromDC := s.nodes[from].dc
 		s.emit(TraceSent, env)

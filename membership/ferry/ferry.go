@@ -212,10 +212,16 @@ func (s *entrySlots) make(num int) *entry {
 // v is the version of e.
 func (c *Core) v(e *entry) *version { return c.table.versions[e.ver] }
 
+// hint names v's member in this core's table, for a delta (see hint).
+func (c *Core) hint(v *version) hint { return hint{table: c.table, num: int32(v.member.num)} }
+
 // idOf is the ID of e's member.
 func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
 
-func (c *Core) delta(e *entry) Delta { return Delta{State: c.v(e).state, DeadAt: e.deadAt} }
+func (c *Core) delta(e *entry) Delta {
+	v := c.v(e)
+	return Delta{State: v.state, DeadAt: e.deadAt, hint: c.hint(v)}
+}
 
 // notice is what announces that the member is down. A death notice leaves
 // out the application states: it is enough for a node that knows the
@@ -228,12 +234,14 @@ func (c *Core) notice(e *entry) Delta {
 		return c.delta(e)
 	}
 	s := &c.v(e).state
-	return Delta{State: membership.EndpointState{ID: s.ID, Generation: s.Generation, Heartbeat: s.Heartbeat}, DeadAt: e.deadAt}
+	return Delta{State: membership.EndpointState{ID: s.ID, Generation: s.Generation, Heartbeat: s.Heartbeat}, DeadAt: e.deadAt,
+		hint: c.hint(c.v(e))}
 }
 
 func (c *Core) digest(e *entry) Digest {
-	v := c.v(e)
-	return Digest{ID: v.state.ID, Generation: v.state.Generation, MaxVersion: v.maxVersion, Dead: e.dead()}
+	d := c.table.digests[e.ver]
+	d.Dead = e.dead()
+	return d
 }
 
 // newer reports whether digest a is ahead of b: generation, then version,
@@ -503,6 +511,16 @@ func (c *Core) entry(id string) *entry {
 		return nil
 	}
 	return c.slot(m.num)
+}
+
+// entryOf returns the entry of the member with this ID and hint (see
+// hint), or nil.
+func (c *Core) entryOf(h hint, id string) *entry {
+	num := c.table.numOf(h, id)
+	if num < 0 {
+		return nil
+	}
+	return c.slot(num)
 }
 
 // slot returns the entry of the member with this number, or nil.
@@ -1373,7 +1391,7 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 // lacks, requests what this side lacks. A digest whose entry it compared
 // in the buckets (most of them) and found as new needs no second look.
 func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
-	members, theirs, current := c.table.indexDigests(m.Entries)
+	nums, theirs, current, shared := c.table.indexDigests(m.Entries)
 	defer c.table.unindexDigests()
 	var out Deltas
 	var grouped *dcView
@@ -1388,20 +1406,27 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			order, start = v.byBucket()
 		}
 		for _, i := range order[start[b.Index]:start[b.Index+1]] {
-			e := v.at(int(i))
-			ev := c.v(e)
-			mine := Digest{ID: ev.state.ID, Generation: ev.state.Generation, MaxVersion: ev.maxVersion, Dead: e.dead()}
-			at := theirs[ev.member.num]
+			num := v.members[i]
+			e := v.entries.of(num)
+			at := theirs[num]
 			if at == 0 {
 				out.Entries = append(out.Entries, c.delta(e))
 				continue
 			}
 			d := m.Entries[at-1]
+			if shared && d.hint.ver == e.ver && d.Dead == e.dead() {
+				// The same version of the shared table: equal, and no need
+				// to read it (most digests of an exchange match).
+				current[at-1] = true
+				continue
+			}
+			mine := c.digest(e)
 			switch {
 			case d.Generation < mine.Generation:
 				out.Entries = append(out.Entries, c.delta(e))
 			case newer(mine, d):
-				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt})
+				ev := c.v(e)
+				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(ev)})
 			}
 			current[at-1] = !newer(d, mine)
 		}
@@ -1411,11 +1436,13 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 			continue // compared above: nothing to request
 		}
 		var e *entry
-		if members[i] != nil {
-			e = c.slot(members[i].num)
+		if nums[i] >= 0 {
+			e = c.slot(int(nums[i]))
 		}
 		if e == nil {
-			out.Requests = append(out.Requests, Digest{ID: d.ID})
+			// No entry here, but a table shared with the sender numbers the
+			// member all the same: its hint goes back with the request.
+			out.Requests = append(out.Requests, Digest{ID: d.ID, hint: hint{table: d.hint.table, num: d.hint.num}})
 		} else if newer(d, c.digest(e)) {
 			out.Requests = append(out.Requests, c.digest(e))
 		}
@@ -1430,12 +1457,12 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 func (c *Core) answer(requests []Digest) []Delta {
 	var out []Delta
 	for _, d := range requests {
-		e := c.entry(d.ID)
+		e := c.entryOf(d.hint, d.ID)
 		if e == nil {
 			continue
 		}
 		if d.Generation == c.v(e).state.Generation {
-			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt})
+			out = append(out, Delta{State: c.v(e).state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(c.v(e))})
 		} else {
 			out = append(out, c.delta(e))
 		}
@@ -1580,7 +1607,7 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 		if remote {
 			d = c.screen(d, r)
 		}
-		before := c.entry(d.State.ID)
+		before := c.entryOf(d.hint, d.State.ID)
 		wasDown := before != nil && before.down()
 		e := c.learn(now, d, true, r)
 		if e == nil || !e.down() || e.isLeft() || wasDown {
@@ -1600,7 +1627,7 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 // on to the member itself: alive, it refutes it, and the refutation tells
 // the other DC it was wrong; dead, its monitors convict it anyway.
 func (c *Core) screen(d Delta, r *membership.Ready) Delta {
-	e := c.entry(d.State.ID)
+	e := c.entryOf(d.hint, d.State.ID)
 	if e == nil || e == c.self || c.viewOf(e) != c.ownDC() || !e.live() || d.State.Generation != c.v(e).state.Generation ||
 		d.DeadAt < max(c.v(e).maxVersion, d.State.MaxVersion()) {
 		return d
@@ -1622,7 +1649,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	if c.quarantine.Blocks(s.ID, s.Generation, now) {
 		return nil
 	}
-	e := c.entry(s.ID)
+	e := c.entryOf(d.hint, s.ID)
 	if e == nil {
 		dc, ok := s.Value(membership.KeyDC)
 		if !ok || s.Generation == 0 {
@@ -1631,7 +1658,13 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		if len(c.views) > math.MaxUint16 && c.findView(dc) == nil {
 			return nil // more DCs than an entry can index: not a real cluster
 		}
-		e = c.insert(c.table.version(s), d.DeadAt, now, dc)
+		var m *member
+		if num := c.table.numOf(d.hint, s.ID); num >= 0 {
+			m = c.table.byNum[num]
+		} else {
+			m = c.table.member(s.ID) // new to every core that shares the table
+		}
+		e = c.insert(c.table.versionOf(m, s), d.DeadAt, now, dc)
 		if e.live() {
 			c.event(r, membership.EventJoined, e)
 		} else {
@@ -1660,7 +1693,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	v.unlink(e)
 	ver := e.ver
 	if merged.Any() {
-		ver = c.table.version(state)
+		ver = c.table.versionOf(c.v(e).member, state)
 	}
 	c.table.set(e, ver, deadAt)
 	e.changedAt = now
@@ -1725,7 +1758,7 @@ func (c *Core) refute(d Delta, r *membership.Ready) {
 func (c *Core) syncSelf() {
 	v := c.ownDC()
 	v.unlink(c.self)
-	c.table.set(c.self, c.table.version(c.local.EndpointState), c.self.deadAt)
+	c.table.set(c.self, c.table.versionOf(c.v(c.self).member, c.local.EndpointState), c.self.deadAt)
 	v.link(c.self)
 }
 

@@ -37,6 +37,8 @@ type DCSum struct {
 type Delta struct {
 	State  membership.EndpointState
 	DeadAt uint64
+	// hint names the member in the sender's table (its ver is unused).
+	hint hint
 }
 
 // Digest names one member's entry: generation, highest version, dead flag.
@@ -45,6 +47,20 @@ type Digest struct {
 	Generation uint64
 	MaxVersion uint64
 	Dead       bool
+	// hint names the member and its version in the sender's table.
+	hint hint
+}
+
+// hint names a member by number, and a version by index, in the Table of
+// the core that made the message. A receiver sharing that table (the cores
+// of a simulated cluster) uses them instead of looking the member's ID up
+// and reading its version: the same index in the same table is the same
+// state. A hint is not encoded: a decoded message has none (its table is
+// nil), and a receiver trusts it only when table is its own.
+type hint struct {
+	table *Table
+	num   int32
+	ver   uint32
 }
 
 // BucketRef names one bucket of one DC.

@@ -85,9 +85,10 @@ func (v *dcView) bucketOf(e *entry) int { return int(v.member(e).ring % uint64(l
 // ID.
 func (v *dcView) position(e *entry) int {
 	m := v.member(e)
+	rings := v.table.rings
 	return sort.Search(len(v.members), func(i int) bool {
-		o := v.table.byNum[v.members[i]]
-		return o.ring > m.ring || o.ring == m.ring && o.id >= m.id
+		num := v.members[i]
+		return rings[num] > m.ring || rings[num] == m.ring && v.table.byNum[num].id >= m.id
 	})
 }
 

@@ -52,23 +52,31 @@ type versionKey struct {
 // belongs to one entry, and its index is reused once the entry moves on.
 type Table struct {
 	members map[string]*member
-	// byNum lists the members by number.
+	// byNum lists the members by number, and rings their places on their
+	// rings: a search of a DC's ring reads this dense array rather than
+	// a member scattered in the heap at each step.
 	byNum []*member
+	rings []uint64
 	// versions holds the versions by index; index 0 is no version (see
 	// entry.ver).
 	versions []*version
+	// digests holds each version's digest (Dead false) by the same index:
+	// anti-entropy sends the digests of whole buckets, and one read of
+	// this dense array costs one cache miss where the version behind its
+	// pointer costs two.
+	digests []Digest
 	// interned indexes the versions of a shared table; nil when the table
 	// is a core's own.
 	interned map[versionKey][]uint32
 	// free lists the indices a core's own table may reuse.
 	free []uint32
-	// digestAt, digestMembers and digestCurrent are onDigests' index of
+	// digestAt, digestNums and digestCurrent are onDigests' index of
 	// the digests it was sent (see indexDigests), and bucketOrder,
 	// bucketStart and bucketNext dcView.byBucket's groups: scratch space
 	// kept from one message to the next, for all the cores that share the
 	// table.
 	digestAt                             []int32
-	digestMembers                        []*member
+	digestNums                           []int32
 	digestCurrent                        []bool
 	bucketOrder, bucketStart, bucketNext []int32
 }
@@ -83,44 +91,62 @@ func NewTable() *Table {
 
 // ownTable returns the table of a core that shares nothing.
 func ownTable() *Table {
-	return &Table{members: make(map[string]*member), versions: []*version{nil}}
+	return &Table{members: make(map[string]*member), versions: []*version{nil}, digests: []Digest{{}}}
 }
 
-// indexDigests indexes digests by member: it returns the member of each
-// digest (nil for an ID the table does not know), the index of each
+// indexDigests indexes digests by member: it returns the member number of
+// each digest (-1 for an ID the table does not know), the index of each
 // member's digest plus one (0 for none; the last digest of a member wins)
 // by member number, and a flag per digest, all false, for onDigests to mark
 // those it found the entry as new as; all from the table's scratch space.
+// shared reports that every digest came from a core sharing this table
+// (see hint), so that their version indices are this table's.
 // unindexDigests clears the index once done with it.
-func (t *Table) indexDigests(digests []Digest) (members []*member, at []int32, current []bool) {
+func (t *Table) indexDigests(digests []Digest) (nums []int32, at []int32, current []bool, shared bool) {
 	if n := len(t.members); len(t.digestAt) < n {
 		t.digestAt = append(t.digestAt, make([]int32, n-len(t.digestAt))...)
 	}
-	members = t.digestMembers[:0]
+	shared = t.interned != nil
+	nums = t.digestNums[:0]
 	for i, d := range digests {
-		m := t.members[d.ID]
-		members = append(members, m)
-		if m != nil {
-			t.digestAt[m.num] = int32(i) + 1
+		if d.hint.table != t {
+			// Decoded, or from a core with a table of its own.
+			shared = false
+		}
+		num := t.numOf(d.hint, d.ID)
+		nums = append(nums, int32(num))
+		if num >= 0 {
+			t.digestAt[num] = int32(i) + 1
 		}
 	}
-	t.digestMembers = members
+	t.digestNums = nums
 	t.digestCurrent = append(t.digestCurrent[:0], make([]bool, len(digests))...)
-	return members, t.digestAt, t.digestCurrent
+	return nums, t.digestAt, t.digestCurrent, shared
 }
 
 // unindexDigests clears what indexDigests indexed.
 func (t *Table) unindexDigests() {
-	for i, m := range t.digestMembers {
-		if m != nil {
-			t.digestAt[m.num] = 0
+	for _, num := range t.digestNums {
+		if num >= 0 {
+			t.digestAt[num] = 0
 		}
-		t.digestMembers[i] = nil
 	}
 }
 
 // lookup returns the member with this ID, or nil.
 func (t *Table) lookup(id string) *member { return t.members[id] }
+
+// numOf returns the number of the member with this ID, or -1: h's when h
+// is this table's (see hint), else by looking the ID up.
+func (t *Table) numOf(h hint, id string) int {
+	if h.table == t {
+		return int(h.num)
+	}
+	if m := t.members[id]; m != nil {
+		return m.num
+	}
+	return -1
+}
 
 // member returns the member with this ID, numbering it if it is new.
 func (t *Table) member(id string) *member {
@@ -129,6 +155,7 @@ func (t *Table) member(id string) *member {
 		m = &member{id: id, ring: ringHash(id), num: len(t.members)}
 		t.members[id] = m
 		t.byNum = append(t.byNum, m)
+		t.rings = append(t.rings, m.ring)
 	}
 	return m
 }
@@ -136,7 +163,11 @@ func (t *Table) member(id string) *member {
 // version returns the index of the version for state s: the shared copy
 // when the table is shared and has one, a new one otherwise.
 func (t *Table) version(s membership.EndpointState) uint32 {
-	m := t.member(s.ID)
+	return t.versionOf(t.member(s.ID), s)
+}
+
+// versionOf is version for a state of member m, already found.
+func (t *Table) versionOf(m *member, s membership.EndpointState) uint32 {
 	maxVersion := s.MaxVersion()
 	if t.interned == nil {
 		return t.add(newVersion(m, s, maxVersion))
@@ -179,10 +210,13 @@ func (t *Table) add(v *version) uint32 {
 		i := t.free[n-1]
 		t.free = t.free[:n-1]
 		t.versions[i] = v
+		t.digests[i] = v.digest(t, i)
 		return i
 	}
 	t.versions = append(t.versions, v)
-	return uint32(len(t.versions) - 1)
+	i := uint32(len(t.versions) - 1)
+	t.digests = append(t.digests, v.digest(t, i))
+	return i
 }
 
 // release says that no entry refers to version i any more: a core's own
@@ -190,8 +224,15 @@ func (t *Table) add(v *version) uint32 {
 func (t *Table) release(i uint32) {
 	if t.interned == nil && i != 0 {
 		t.versions[i] = nil
+		t.digests[i] = Digest{}
 		t.free = append(t.free, i)
 	}
+}
+
+// digest is the digest of v, at index i, for an entry not declared dead.
+func (v *version) digest(t *Table, i uint32) Digest {
+	return Digest{ID: v.state.ID, Generation: v.state.Generation, MaxVersion: v.maxVersion,
+		hint: hint{table: t, num: int32(v.member.num), ver: i}}
 }
 
 func newVersion(m *member, s membership.EndpointState, maxVersion uint64) *version {
