@@ -189,10 +189,10 @@ type PeerRow struct {
 	Layout      string `json:"layout" table:"group"`
 	System      string `json:"system"`
 	Consistency string `json:"cl"`
-	Clients     int    `json:"clients"`
+	Clients     int    `json:"clients" table:"group"`
 	// Pipeline is how many commands a client sent per round trip: more than 1 on the
 	// Redis protocol only. The latencies are then of the round trips.
-	Pipeline     int    `json:"pipeline"`
+	Pipeline     int    `json:"pipeline" table:"group"`
 	Workload     string `json:"workload"`
 	Distribution string `json:"dist"`
 	Ops          int    `json:"ops" table:"-"`
@@ -222,8 +222,8 @@ type PeerRatio struct {
 	Kura         string `json:"kura"`
 	Peer         string `json:"peer"`
 	Consistency  string `json:"cl"`
-	Clients      int    `json:"clients"`
-	Pipeline     int    `json:"pipeline"`
+	Clients      int    `json:"clients" table:"group"`
+	Pipeline     int    `json:"pipeline" table:"group"`
 	Workload     string `json:"workload"`
 	Distribution string `json:"dist"`
 	// OpsRatio is kura's ops/s over the peer's: above 1, kura did more.
@@ -551,20 +551,28 @@ func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOpti
 	}
 	progress.Add(1, "")
 	var rows []PeerRow
+	// Depth 1 comes first, for every client; the other depths for the clients that
+	// pipeline. Rows of one client count and depth are together, under one heading.
+	depths := []int{1}
+	for _, depth := range o.pipelines {
+		if !slices.Contains(depths, depth) {
+			depths = append(depths, depth)
+		}
+	}
 	for _, clients := range o.clients {
-		for _, cl := range step.levels {
-			for _, dist := range o.distributions {
-				keys, err := newKeyChooser(dist, o.keys)
-				if err != nil {
-					return nil, err
-				}
-				for _, mix := range o.workloads {
-					for _, nc := range d.clients {
-						pipelines := []int{1}
-						if _, ok := nc.c.(batcher); ok {
-							pipelines = o.pipelines
-						}
-						for _, pipeline := range pipelines {
+		for _, depth := range depths {
+			for _, cl := range step.levels {
+				for _, dist := range o.distributions {
+					keys, err := newKeyChooser(dist, o.keys)
+					if err != nil {
+						return nil, err
+					}
+					for _, mix := range o.workloads {
+						for _, nc := range d.clients {
+							_, pipelines := nc.c.(batcher)
+							if runs := (pipelines && slices.Contains(o.pipelines, depth)) || (!pipelines && depth == 1); !runs {
+								continue
+							}
 							if mix.Scan > 0 && !nc.scans {
 								progress.Add(1, "%s, %s: %s n/a", step.layout, nc.system, mix.Name)
 								continue
@@ -573,15 +581,15 @@ func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOpti
 								return nil, err
 							}
 							run := drv
-							run.workers, run.pipeline = clients, pipeline
+							run.workers, run.pipeline = clients, depth
 							row := measurePeerRow(ctx, d, nc, mix, keys, run)
 							if ctx.Err() != nil {
 								return nil, ctx.Err()
 							}
 							row.Layout, row.Consistency, row.Distribution = step.layout, cl.String(), dist
-							row.Clients, row.Pipeline = clients, pipeline
+							row.Clients, row.Pipeline = clients, depth
 							rows = append(rows, row)
-							progress.Add(1, "%s, %s %s c%d p%d %s %s: %s ops/s, p99 %s ms", step.layout, nc.system, cl, clients, pipeline, mix.Name, dist,
+							progress.Add(1, "%s, %s %s c%d p%d %s %s: %s ops/s, p99 %s ms", step.layout, nc.system, cl, clients, depth, mix.Name, dist,
 								formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP99))
 						}
 					}
