@@ -63,7 +63,8 @@ type peersOptions struct {
 	wanLatency    time.Duration
 	keys          int
 	valueBytes    int
-	clients       int
+	clients       []int // closed-loop clients, one set of rows per count
+	pipelines     []int // commands per round trip of the Redis-protocol rows
 	duration      time.Duration
 	warmup        time.Duration
 	ops           int
@@ -95,7 +96,8 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.DurationVar(&o.wanLatency, "wan-latency", 20*time.Millisecond, "one-way latency between the two DCs when the WAN is emulated")
 	fs.IntVar(&o.keys, "keys", 100000, "keys loaded before the workloads, which read and write only them")
 	fs.IntVar(&o.valueBytes, "value-bytes", 256, "size of every value")
-	fs.IntVar(&o.clients, "clients", 16, "concurrent clients (closed loop: each sends its next request when the last returns), the same for every system")
+	clients := fs.String("clients", "16", "concurrent clients (closed loop: each sends its next request when the last returns), the same for every system; a comma-separated list runs every row at each count")
+	pipeline := fs.String("pipeline", "1", "commands each client sends per round trip on the Redis protocol (kura-resp and redis rows; go-redis pipelining, N commands counted as N operations); a comma-separated list runs those rows at each depth")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each row's run")
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "workload A, unmeasured, after the load and before the first row of each system: JIT compilation and caches warm up")
 	fs.IntVar(&o.ops, "ops", 0, "end each row's run after this many operations, if sooner than --duration (0: the duration only)")
@@ -140,8 +142,14 @@ func setupPeers(fs *flag.FlagSet) Runner {
 			}
 			o.levels = append(o.levels, cl)
 		}
-		if o.keys < 1 || o.valueBytes < 1 || o.clients < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 {
-			return nil, errors.New("--keys, --value-bytes, --clients, --duration and --op-timeout must be positive, --ops and --warmup not negative")
+		if o.clients, err = parseCounts("--clients", *clients); err != nil {
+			return nil, err
+		}
+		if o.pipelines, err = parseCounts("--pipeline", *pipeline); err != nil {
+			return nil, err
+		}
+		if o.keys < 1 || o.valueBytes < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 {
+			return nil, errors.New("--keys, --value-bytes, --duration and --op-timeout must be positive, --ops and --warmup not negative")
 		}
 		if o.bin == "" {
 			if o.bin, err = os.Executable(); err != nil {
@@ -175,11 +183,16 @@ func parseChoices(flagName, s string, allowed []string) ([]string, error) {
 	return out, nil
 }
 
-// PeerRow is one workload on one system in one layout.
+// PeerRow is one workload on one system in one layout, at one client count and
+// pipeline depth.
 type PeerRow struct {
-	Layout       string `json:"layout" table:"group"`
-	System       string `json:"system"`
-	Consistency  string `json:"cl"`
+	Layout      string `json:"layout" table:"group"`
+	System      string `json:"system"`
+	Consistency string `json:"cl"`
+	Clients     int    `json:"clients" table:"group"`
+	// Pipeline is how many commands a client sent per round trip: more than 1 on the
+	// Redis protocol only. The latencies are then of the round trips.
+	Pipeline     int    `json:"pipeline" table:"group"`
 	Workload     string `json:"workload"`
 	Distribution string `json:"dist"`
 	Ops          int    `json:"ops" table:"-"`
@@ -209,6 +222,8 @@ type PeerRatio struct {
 	Kura         string `json:"kura"`
 	Peer         string `json:"peer"`
 	Consistency  string `json:"cl"`
+	Clients      int    `json:"clients" table:"group"`
+	Pipeline     int    `json:"pipeline" table:"group"`
 	Workload     string `json:"workload"`
 	Distribution string `json:"dist"`
 	// OpsRatio is kura's ops/s over the peer's: above 1, kura did more.
@@ -230,20 +245,27 @@ var peerPairs = []struct{ kura, peer string }{
 	{sysKuraRESP, sysRedisDefault},
 }
 
-// peerRatios pairs the rows as peerPairs says, for every layout, level, workload and
-// distribution both ran; a workload the peer cannot run (E on Redis) is listed with the
+// peerRatios pairs the rows as peerPairs says, for every layout, level, client count,
+// pipeline depth, workload and distribution both ran; a workload the peer cannot run (E on Redis) is listed with the
 // reason and no figures.
 func peerRatios(rows []PeerRow) []PeerRatio {
-	type cell struct{ layout, cl, workload, dist string }
+	type cell struct {
+		layout, cl        string
+		clients, pipeline int
+		workload, dist    string
+	}
+	cellOf := func(r PeerRow) cell {
+		return cell{r.Layout, r.Consistency, r.Clients, r.Pipeline, r.Workload, r.Distribution}
+	}
 	var cells []cell
 	for _, r := range rows {
-		if c := (cell{r.Layout, r.Consistency, r.Workload, r.Distribution}); !slices.Contains(cells, c) {
+		if c := cellOf(r); !slices.Contains(cells, c) {
 			cells = append(cells, c)
 		}
 	}
 	find := func(system string, c cell) (PeerRow, bool) {
 		i := slices.IndexFunc(rows, func(r PeerRow) bool {
-			return r.System == system && (cell{r.Layout, r.Consistency, r.Workload, r.Distribution}) == c
+			return r.System == system && cellOf(r) == c
 		})
 		if i < 0 {
 			return PeerRow{}, false
@@ -256,7 +278,8 @@ func peerRatios(rows []PeerRow) []PeerRatio {
 	var out []PeerRatio
 	for _, pair := range peerPairs {
 		for _, c := range cells {
-			ratio := PeerRatio{Layout: c.layout, Kura: pair.kura, Peer: pair.peer, Consistency: c.cl, Workload: c.workload, Distribution: c.dist}
+			ratio := PeerRatio{Layout: c.layout, Kura: pair.kura, Peer: pair.peer, Consistency: c.cl, Clients: c.clients, Pipeline: c.pipeline,
+				Workload: c.workload, Distribution: c.dist}
 			k, okKura := find(pair.kura, c)
 			p, okPeer := find(pair.peer, c)
 			switch {
@@ -444,7 +467,7 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 		}
 		add := func(s peerStart) {
 			step := peerStep{peerStart: s, layout: layout, nodes: nodes, levels: levels}
-			step.units = 1 + len(levels)*len(o.distributions)*len(o.workloads)*peerClientsOf(s.name, nodes)
+			step.units = 1 + len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines))
 			plan.steps = append(plan.steps, step)
 			plan.units += step.units
 		}
@@ -491,19 +514,24 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 	return plan
 }
 
-// peerClientsOf is how many clients a system's rows go through: kura's single node is
-// measured through its Go client and through its Redis port.
-func peerClientsOf(system string, nodes int) int {
-	if system == sysKura && nodes == 1 {
-		return 2
+// peerRowsPerCell is how many rows a system runs of one workload: kura's single node is
+// measured through its Go client and through its Redis port, and every Redis-protocol
+// client at each of the pipelines depths.
+func peerRowsPerCell(system string, nodes, pipelines int) int {
+	switch {
+	case system == sysKura && nodes == 1:
+		return 1 + pipelines
+	case system == sysRedisAlways || system == sysRedisDefault:
+		return pipelines
 	}
 	return 1
 }
 
 // runDeployment loads the keys through the deployment's first client, then runs every
-// workload through each of its clients.
+// workload through each of its clients, at each client count, and each pipeline depth
+// of the clients that pipeline.
 func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOptions, step peerStep, d *peerDeployment) ([]PeerRow, error) {
-	drv := driveOptions{workers: o.clients, duration: o.duration, ops: o.ops, opTimeout: o.opTimeout, value: o.valueBytes, seed: 1}
+	drv := driveOptions{workers: o.clients[0], pipeline: 1, duration: o.duration, ops: o.ops, opTimeout: o.opTimeout, value: o.valueBytes, seed: 1}
 	loadBegan := time.Now()
 	err := loadPeerKeys(ctx, d.clients[0].c, o.keys, drv, func(done int) {
 		progress.Add(0, "%s, %s: loaded %d of %d keys", step.layout, step.name, done, o.keys)
@@ -523,29 +551,48 @@ func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOpti
 	}
 	progress.Add(1, "")
 	var rows []PeerRow
-	for _, cl := range step.levels {
-		for _, dist := range o.distributions {
-			keys, err := newKeyChooser(dist, o.keys)
-			if err != nil {
-				return nil, err
-			}
-			for _, mix := range o.workloads {
-				for _, nc := range d.clients {
-					if mix.Scan > 0 && !nc.scans {
-						progress.Add(1, "%s, %s: %s n/a", step.layout, nc.system, mix.Name)
-						continue
-					}
-					if err := nc.setLevel(cl); err != nil {
+	// Depth 1 comes first, for every client; the other depths for the clients that
+	// pipeline. Rows of one client count and depth are together, under one heading.
+	depths := []int{1}
+	for _, depth := range o.pipelines {
+		if !slices.Contains(depths, depth) {
+			depths = append(depths, depth)
+		}
+	}
+	for _, clients := range o.clients {
+		for _, depth := range depths {
+			for _, cl := range step.levels {
+				for _, dist := range o.distributions {
+					keys, err := newKeyChooser(dist, o.keys)
+					if err != nil {
 						return nil, err
 					}
-					row := measurePeerRow(ctx, d, nc, mix, keys, drv)
-					if ctx.Err() != nil {
-						return nil, ctx.Err()
+					for _, mix := range o.workloads {
+						for _, nc := range d.clients {
+							_, pipelines := nc.c.(batcher)
+							if runs := (pipelines && slices.Contains(o.pipelines, depth)) || (!pipelines && depth == 1); !runs {
+								continue
+							}
+							if mix.Scan > 0 && !nc.scans {
+								progress.Add(1, "%s, %s: %s n/a", step.layout, nc.system, mix.Name)
+								continue
+							}
+							if err := nc.setLevel(cl); err != nil {
+								return nil, err
+							}
+							run := drv
+							run.workers, run.pipeline = clients, depth
+							row := measurePeerRow(ctx, d, nc, mix, keys, run)
+							if ctx.Err() != nil {
+								return nil, ctx.Err()
+							}
+							row.Layout, row.Consistency, row.Distribution = step.layout, cl.String(), dist
+							row.Clients, row.Pipeline = clients, depth
+							rows = append(rows, row)
+							progress.Add(1, "%s, %s %s c%d p%d %s %s: %s ops/s, p99 %s ms", step.layout, nc.system, cl, clients, depth, mix.Name, dist,
+								formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP99))
+						}
 					}
-					row.Layout, row.Consistency, row.Distribution = step.layout, cl.String(), dist
-					rows = append(rows, row)
-					progress.Add(1, "%s, %s %s %s %s: %s ops/s, p99 %s ms", step.layout, nc.system, cl, mix.Name, dist,
-						formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP99))
 				}
 			}
 		}
@@ -638,7 +685,7 @@ func startKuraPeer(ctx context.Context, o peersOptions, dir string, nodes int, w
 	d.clients = append(d.clients, namedClient{system: system, c: &kuraPeerClient{c: kc, level: consistency.One}, scans: true})
 	if nodes == 1 {
 		// The Redis port, through the client Redis is measured with.
-		d.clients = append(d.clients, namedClient{system: sysKuraRESP, c: newGoRedisClient(c.Processes()[0].RESP, o.clients, true)})
+		d.clients = append(d.clients, namedClient{system: sysKuraRESP, c: newGoRedisClient(c.Processes()[0].RESP, slices.Max(o.clients), true)})
 	}
 	return d, nil
 }
@@ -730,6 +777,35 @@ func (g *goRedisClient) update(ctx context.Context, key, value []byte) error {
 
 func (g *goRedisClient) scan(context.Context, []byte, int) error { return errNoScan }
 
+// batch sends ops in one go-redis pipeline: one write of every command, one read of
+// every reply.
+func (g *goRedisClient) batch(ctx context.Context, ops []batchOp) (failed int, first error) {
+	cmds, _ := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, op := range ops {
+			switch op.kind {
+			case opRead:
+				p.Get(ctx, string(op.key))
+			default: // a Redis client runs no scans (namedClient.scans), so an update
+				p.Set(ctx, string(op.key), op.value, 0)
+			}
+		}
+		return nil
+	})
+	for _, cmd := range cmds {
+		err := cmd.Err()
+		if errors.Is(err, redis.Nil) {
+			err = errNotFound
+		}
+		if err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return failed, first
+}
+
 func (g *goRedisClient) close() { g.rdb.Close() }
 
 // startRedisPeer runs redis-server with its data in dir: appendfsync always (every write
@@ -752,7 +828,7 @@ func startRedisPeer(ctx context.Context, o peersOptions, dir, system string) (*p
 		return nil, err
 	}
 	return &peerDeployment{startup: time.Since(began), pids: []int{t.pid}, stop: t.stop,
-		clients: []namedClient{{system: system, c: newGoRedisClient(t.addr, o.clients, false)}}}, nil
+		clients: []namedClient{{system: system, c: newGoRedisClient(t.addr, slices.Max(o.clients), false)}}}, nil
 }
 
 func peersScale(o peersOptions) string {
@@ -764,8 +840,12 @@ func peersScale(o peersOptions) string {
 	if o.ops > 0 {
 		limit = fmt.Sprintf("%v or %d operations per row", o.duration, o.ops)
 	}
-	return fmt.Sprintf("%d keys of %d bytes loaded first, then %v of workload A unmeasured; %d closed-loop clients; %s; %s keys; 3-node layouts at %s; %d cores shared by servers, clients and other jobs",
-		o.keys, o.valueBytes, o.warmup, o.clients, limit, strings.Join(o.distributions, " and "), strings.Join(levels, ", "), runtime.NumCPU())
+	pipeline := ""
+	if len(o.pipelines) > 1 || o.pipelines[0] > 1 {
+		pipeline = fmt.Sprintf(", Redis-protocol rows pipelining %s commands per round trip", joinInts(o.pipelines))
+	}
+	return fmt.Sprintf("%d keys of %d bytes loaded first, then %v of workload A unmeasured; %s closed-loop clients%s; %s; %s keys; 3-node layouts at %s; %d cores shared by servers, clients and other jobs",
+		o.keys, o.valueBytes, o.warmup, joinInts(o.clients), pipeline, limit, strings.Join(o.distributions, " and "), strings.Join(levels, ", "), runtime.NumCPU())
 }
 
 // peersReport builds the report: rows, the ratios kura/peer, notes.
@@ -804,15 +884,25 @@ func peersFigures(rows []PeerRow) []Figure {
 	var figures []Figure
 	for _, layout := range layouts {
 		var categories, systems, levels []string
+		var clients []int
 		for _, r := range rows {
 			if r.Layout == layout && !slices.Contains(levels, r.Consistency) {
 				levels = append(levels, r.Consistency)
+			}
+			if r.Layout == layout && !slices.Contains(clients, r.Clients) {
+				clients = append(clients, r.Clients)
 			}
 		}
 		category := func(r PeerRow) string {
 			c := r.Workload + " " + r.Distribution[:1]
 			if len(levels) > 1 {
 				c += " " + initials(r.Consistency)
+			}
+			if len(clients) > 1 {
+				c += fmt.Sprintf(" c%d", r.Clients)
+			}
+			if r.Pipeline > 1 {
+				c += fmt.Sprintf(" p%d", r.Pipeline)
 			}
 			return c
 		}
@@ -830,6 +920,12 @@ func peersFigures(rows []PeerRow) []Figure {
 		xLabel := "workload, key distribution (z: zipfian, u: uniform)"
 		if len(levels) > 1 {
 			xLabel += ", level (initials: Q is QUORUM)"
+		}
+		if len(clients) > 1 {
+			xLabel += ", clients (c16: 16)"
+		}
+		if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.Layout == layout && r.Pipeline > 1 }) {
+			xLabel += ", pipeline depth (p16: 16 commands per round trip)"
 		}
 		ops := Figure{Title: layout + ": throughput", XLabel: xLabel, YLabel: "throughput (ops/s)", Categories: categories}
 		p99 := Figure{Title: layout + ": p99 latency", XLabel: xLabel, YLabel: "p99 latency (ms)", Categories: categories}

@@ -2,9 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +264,108 @@ func TestPeerRatioRanges(t *testing.T) {
 	}
 	if _, ok := got["kura-resp/redis-always"]; ok {
 		t.Error("a pair with only n/a rows has a range")
+	}
+}
+
+// fakeBatcher counts what drive sends it: every operation one at a time or in batches,
+// failing the reads of one key.
+type fakeBatcher struct {
+	mu      sync.Mutex
+	single  int
+	batches []int
+	bad     []byte
+}
+
+func (f *fakeBatcher) read(_ context.Context, key []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.single++
+	if bytes.Equal(key, f.bad) {
+		return errNotFound
+	}
+	return nil
+}
+
+func (f *fakeBatcher) update(ctx context.Context, key, _ []byte) error { return f.read(ctx, key) }
+func (f *fakeBatcher) scan(context.Context, []byte, int) error         { return errNoScan }
+func (f *fakeBatcher) close()                                          {}
+
+func (f *fakeBatcher) batch(_ context.Context, ops []batchOp) (failed int, first error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches = append(f.batches, len(ops))
+	for _, op := range ops {
+		if bytes.Equal(op.key, f.bad) {
+			failed++
+			first = errNotFound
+		}
+	}
+	return failed, first
+}
+
+// TestDrivePipeline checks that a pipelined run sends its operations in batches of the
+// depth, counts each command as an operation (its failures as errors), and keeps one
+// latency per round trip; and that depth 1 sends them one at a time.
+func TestDrivePipeline(t *testing.T) {
+	keys, _ := newKeyChooser(distUniform, 1) // every operation on key 0
+	opts := driveOptions{workers: 2, pipeline: 16, duration: time.Hour, ops: 64, opTimeout: time.Minute, value: 8, seed: 1}
+
+	f := &fakeBatcher{}
+	res := drive(context.Background(), f, peerWorkloads[0], keys, opts)
+	if f.single != 0 || len(f.batches) != 4 || slices.ContainsFunc(f.batches, func(n int) bool { return n != 16 }) {
+		t.Errorf("batches %v and %d single operations, want 4 batches of 16", f.batches, f.single)
+	}
+	if res.ops != 64 || res.errors != 0 || len(res.latenciesMs) != 4 {
+		t.Errorf("ops %d, errors %d, latencies %d; want 64, 0 and one per round trip (4)", res.ops, res.errors, len(res.latenciesMs))
+	}
+
+	f = &fakeBatcher{bad: ycsbKey(0)}
+	res = drive(context.Background(), f, peerWorkloads[2], keys, opts)
+	if res.ops != 0 || res.errors != 64 || !errors.Is(res.firstError, errNotFound) {
+		t.Errorf("every read failing: ops %d, errors %d, first %v; want 0, 64, not found", res.ops, res.errors, res.firstError)
+	}
+
+	f = &fakeBatcher{}
+	opts.pipeline = 1
+	res = drive(context.Background(), f, peerWorkloads[0], keys, opts)
+	if f.single != 64 || len(f.batches) != 0 || res.ops != 64 || len(res.latenciesMs) != 64 {
+		t.Errorf("depth 1: %d single operations, %d batches, ops %d, latencies %d; want 64, 0, 64, 64",
+			f.single, len(f.batches), res.ops, len(res.latenciesMs))
+	}
+}
+
+// TestPeerRatiosPairByClientsAndPipeline checks that rows are paired only with the
+// peer's row of the same client count and pipeline depth.
+func TestPeerRatiosPairByClientsAndPipeline(t *testing.T) {
+	row := func(system string, clients, pipeline int, ops float64) PeerRow {
+		return PeerRow{Layout: layoutOne, System: system, Consistency: "ONE", Clients: clients, Pipeline: pipeline,
+			Workload: "C", Distribution: distZipfian, OpsPerS: ops}
+	}
+	rows := []PeerRow{
+		row(sysKuraRESP, 16, 1, 1000), row(sysKuraRESP, 16, 16, 8000), row(sysKuraRESP, 64, 1, 3000),
+		row(sysRedisAlways, 16, 1, 2000), row(sysRedisAlways, 16, 16, 4000), row(sysRedisAlways, 64, 1, 3000),
+	}
+	got := map[[2]int]float64{}
+	for _, r := range peerRatios(rows) {
+		if r.OpsRatio != nil {
+			got[[2]int{r.Clients, r.Pipeline}] = *r.OpsRatio
+		}
+	}
+	want := map[[2]int]float64{{16, 1}: 0.5, {16, 16}: 2, {64, 1}: 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("ops ratios by (clients, pipeline) %v, want %v", got, want)
+	}
+}
+
+// TestPeerRowsPerCell checks the row count the progress is sized by: pipelines multiply
+// the Redis-protocol rows only.
+func TestPeerRowsPerCell(t *testing.T) {
+	for _, c := range []struct {
+		system      string
+		nodes, want int
+	}{{sysKura, 1, 3}, {sysKura, 3, 1}, {sysRedisAlways, 1, 2}, {sysRedisDefault, 1, 2}, {sysCassandra, 1, 1}} {
+		if got := peerRowsPerCell(c.system, c.nodes, 2); got != c.want {
+			t.Errorf("%s on %d nodes, 2 pipeline depths: %d rows, want %d", c.system, c.nodes, got, c.want)
+		}
 	}
 }

@@ -178,9 +178,24 @@ type peerClient interface {
 	close()
 }
 
+// batcher is a client that can send several operations in one round trip (Redis
+// pipelining). It returns how many of them failed, and the first failure.
+type batcher interface {
+	batch(ctx context.Context, ops []batchOp) (failed int, first error)
+}
+
+// batchOp is one operation of a batch.
+type batchOp struct {
+	kind       opKind
+	key, value []byte
+}
+
 // driveOptions bound one closed-loop run.
 type driveOptions struct {
 	workers int
+	// pipeline is how many operations a worker sends per round trip; above 1 the client
+	// must be a batcher.
+	pipeline int
 	// duration ends the run; ops, when positive, ends it earlier after that many.
 	duration  time.Duration
 	ops       int
@@ -209,7 +224,9 @@ func (r driveResult) opsPerS() float64 {
 func (r driveResult) percentileMs(q float64) float64 { return stats.Percentile(r.latenciesMs, q) }
 
 // drive runs mix against c with opts.workers closed-loop workers (each sends its next
-// operation when the last one returns, as YCSB's threads do), keys from keys.
+// operation when the last one returns, as YCSB's threads do), keys from keys. With
+// opts.pipeline above 1, a worker sends that many operations per round trip, and the
+// latencies are of the round trips.
 func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, opts driveOptions) driveResult {
 	var (
 		wg      sync.WaitGroup
@@ -229,21 +246,22 @@ func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, 
 				value[i] = byte(r.UintN(256)) // incompressible, as YCSB's random values
 			}
 			var mine driveResult
+			batch := make([]batchOp, max(opts.pipeline, 1))
 			for ctx.Err() == nil && time.Now().Before(deadline) {
-				if opts.ops > 0 && started.Add(1) > int64(opts.ops) {
+				if opts.ops > 0 && started.Add(int64(len(batch))) > int64(opts.ops) {
 					break
 				}
-				key := ycsbKey(keys.pick(r))
+				for i := range batch {
+					batch[i] = batchOp{kind: mix.choose(r.Float64()), key: ycsbKey(keys.pick(r)), value: value}
+				}
 				octx, cancel := context.WithTimeout(ctx, opts.opTimeout)
 				began := time.Now()
+				var failed int
 				var err error
-				switch mix.choose(r.Float64()) {
-				case opRead:
-					err = c.read(octx, key)
-				case opUpdate:
-					err = c.update(octx, key, value)
-				case opScan:
-					err = c.scan(octx, key, 1+r.IntN(maxScanLength))
+				if len(batch) > 1 {
+					failed, err = c.(batcher).batch(octx, batch)
+				} else if err = runOp(octx, c, batch[0], r); err != nil {
+					failed = 1
 				}
 				took := time.Since(began)
 				cancel()
@@ -251,14 +269,15 @@ func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, 
 					if ctx.Err() != nil {
 						break // interrupted: not the system's error
 					}
-					mine.errors++
+					mine.errors += failed
 					if mine.firstError == nil {
 						mine.firstError = err
 					}
-					continue
 				}
-				mine.ops++
-				mine.latenciesMs = append(mine.latenciesMs, float64(took)/float64(time.Millisecond))
+				if failed < len(batch) {
+					mine.ops += len(batch) - failed
+					mine.latenciesMs = append(mine.latenciesMs, float64(took)/float64(time.Millisecond))
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -273,6 +292,18 @@ func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, 
 	wg.Wait()
 	total.elapsed = time.Since(start)
 	return total
+}
+
+// runOp runs one operation through c; a scan's length is drawn from r.
+func runOp(ctx context.Context, c peerClient, op batchOp, r *rand.Rand) error {
+	switch op.kind {
+	case opRead:
+		return c.read(ctx, op.key)
+	case opUpdate:
+		return c.update(ctx, op.key, op.value)
+	default:
+		return c.scan(ctx, op.key, 1+r.IntN(maxScanLength))
+	}
 }
 
 // loadPeerKeys writes keys 0..n-1 once each with opts.workers workers, every value

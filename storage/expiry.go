@@ -171,7 +171,9 @@ func (e *Engine) expireChunk(entries []expiryEntry, cutoff, grace hlc.Timestamp,
 			return 0, 0, err
 		}
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	err = batch.Commit(pebble.Sync)
+	e.invalidateRows(keys)
+	if err != nil {
 		return 0, 0, err
 	}
 	return expired, removed, nil

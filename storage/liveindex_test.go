@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -407,5 +408,46 @@ func TestLiveIndexBuildSurvivesACrash(t *testing.T) {
 				t.Errorf("after the crash the index holds %d keys, want %d", len(got), len(want))
 			}
 		})
+	}
+}
+
+// TestCountLiveMatchesScanLive counts a keyspace of live, overwritten, deleted, expired
+// and truncated records both ways: by CountLive's walk of the records and by ScanLive's
+// count over every position.
+func TestCountLiveMatchesScanLive(t *testing.T) {
+	e := openMem(t, Options{})
+	for i := range 50 {
+		mustApply(t, e, "ks", put(fmt.Sprintf("k%02d", i), "v", hlc.Timestamp(100+i)))
+	}
+	mustApply(t, e, "ks",
+		put("k00", "again", 1000),          // overwritten: still one
+		del("k01", 1000), del("k02", 1000), // deleted
+		expiring("k03", "v", 1000, 1500), // expired at 2000
+		expiring("k04", "v", 1000, 3000), // not yet
+		put("other", "v", 1000))          // another keyspace's name prefix
+	mustApply(t, e, "ksx", put("k00", "v", 100))       // another keyspace
+	mustApply(t, e, "system.hints", put("h", "v", 10)) // node-local: not counted
+	for _, c := range []struct {
+		now, truncatedAt hlc.Timestamp
+		want             int64
+	}{
+		{2000, 0, 48},   // 51 keys, less two deleted and one expired
+		{1200, 0, 49},   // k03 not expired yet
+		{2000, 120, 32}, // k21-k49, and k00, k04 and other rewritten at 1000
+	} {
+		got, err := e.CountLive("ks", c.now, c.truncatedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := e.ScanLive("ks", LiveScan{Spans: []Span{{0, math.MaxUint64}}, CountOnly: true, Now: c.now, TruncatedAt: c.truncatedAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want || int64(page.Live) != c.want {
+			t.Errorf("now %d, truncated at %d: CountLive %d, ScanLive %d; want %d", c.now, c.truncatedAt, got, page.Live, c.want)
+		}
+	}
+	if n, err := e.CountLive("system.hints", 2000, 0); err != nil || n != 0 {
+		t.Errorf("a node-local keyspace counts %d, %v; want 0 as ScanLive", n, err)
 	}
 }

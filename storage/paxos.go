@@ -62,7 +62,9 @@ func (e *Engine) UpdatePaxos(ks string, key []byte, fn func(state []byte) (next 
 	if err != nil || next == nil {
 		return err
 	}
-	if err := e.db.Set(encoded, encodeValue(lww.Record{Value: next, Timestamp: paxosStateTimestamp}), pebble.Sync); err != nil {
+	err = e.db.Set(encoded, encodeValue(lww.Record{Value: next, Timestamp: paxosStateTimestamp}), pebble.Sync)
+	e.invalidateRows([][]byte{encoded})
+	if err != nil {
 		return fmt.Errorf("storage: store paxos state of key %q in keyspace %q: %w", key, ks, err)
 	}
 	return nil

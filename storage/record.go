@@ -77,8 +77,23 @@ func encodeValue(r lww.Record) []byte {
 // result outlives Pebble's buffer. Malformed input yields an error wrapping ErrCorrupt
 // that names the key.
 func decodeValue(key, encoded []byte) (lww.Record, error) {
+	r, value, err := decodeHeader(key, encoded)
+	if err != nil {
+		return lww.Record{}, err
+	}
+	r.Key = bytes.Clone(key)
+	if len(value) > 0 {
+		r.Value = bytes.Clone(value)
+	}
+	return r, nil
+}
+
+// decodeHeader parses an on-disk value's header into a Record without its key and value,
+// and returns the value's bytes, still Pebble's: for walks that need only the timestamps
+// and the tombstone flag, at no allocation. key names the record in errors.
+func decodeHeader(key, encoded []byte) (r lww.Record, value []byte, err error) {
 	if len(encoded) < valueHeaderSize {
-		return lww.Record{}, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, key, len(encoded), valueHeaderSize)
+		return lww.Record{}, nil, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, key, len(encoded), valueHeaderSize)
 	}
 	headerSize := valueHeaderSize
 	switch encoded[0] {
@@ -86,17 +101,16 @@ func decodeValue(key, encoded []byte) (lww.Record, error) {
 	case valueVersionExpiring:
 		headerSize = expiringHeaderSize
 		if len(encoded) < headerSize {
-			return lww.Record{}, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header of version %d", ErrCorrupt, key, len(encoded), headerSize, valueVersionExpiring)
+			return lww.Record{}, nil, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header of version %d", ErrCorrupt, key, len(encoded), headerSize, valueVersionExpiring)
 		}
 	default:
-		return lww.Record{}, fmt.Errorf("%w: key %q: unknown value format version %d", ErrCorrupt, key, encoded[0])
+		return lww.Record{}, nil, fmt.Errorf("%w: key %q: unknown value format version %d", ErrCorrupt, key, encoded[0])
 	}
 	flags := encoded[1]
 	if flags&^flagTombstone != 0 {
-		return lww.Record{}, fmt.Errorf("%w: key %q: unknown flags %#x", ErrCorrupt, key, flags)
+		return lww.Record{}, nil, fmt.Errorf("%w: key %q: unknown flags %#x", ErrCorrupt, key, flags)
 	}
-	r := lww.Record{
-		Key:       bytes.Clone(key),
+	r = lww.Record{
 		Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(encoded[2:valueHeaderSize])),
 		Tombstone: flags&flagTombstone != 0,
 	}
@@ -105,14 +119,12 @@ func decodeValue(key, encoded []byte) (lww.Record, error) {
 		if r.ExpiresAt == 0 {
 			// Version 2 exists for a deadline: a zero one would be a second encoding of
 			// a version 1 record.
-			return lww.Record{}, fmt.Errorf("%w: key %q: version %d value has no expiry", ErrCorrupt, key, valueVersionExpiring)
+			return lww.Record{}, nil, fmt.Errorf("%w: key %q: version %d value has no expiry", ErrCorrupt, key, valueVersionExpiring)
 		}
 	}
-	if value := encoded[headerSize:]; len(value) > 0 {
-		if r.Tombstone {
-			return lww.Record{}, fmt.Errorf("%w: key %q: tombstone carries a %d-byte value", ErrCorrupt, key, len(value))
-		}
-		r.Value = bytes.Clone(value)
+	value = encoded[headerSize:]
+	if r.Tombstone && len(value) > 0 {
+		return lww.Record{}, nil, fmt.Errorf("%w: key %q: tombstone carries a %d-byte value", ErrCorrupt, key, len(value))
 	}
-	return r, nil
+	return r, value, nil
 }

@@ -55,6 +55,9 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheBytes sizes Pebble's block cache; zero means DefaultCacheBytes.
 	CacheBytes int64
+	// RowCacheBytes sizes the cache of records in front of Pebble (see rowcache.go);
+	// zero means DefaultRowCacheBytes, a negative size none.
+	RowCacheBytes int64
 
 	// FS replaces the filesystem under Dir (default: the operating system's). The crash
 	// tests and the simulator give a strict in-memory filesystem, which can forget
@@ -83,6 +86,9 @@ type Engine struct {
 	// of one key cannot both read the old record and the older one win.
 	stripes    [lockStripes]sync.Mutex
 	stripeSeed maphash.Seed
+	// rows caches records for point reads; every commit that changes a record key
+	// invalidates it under the key's stripe lock.
+	rows *rowCache
 
 	// closeMu makes Close wait for calls in flight and later calls fail with ErrClosed
 	// instead of reaching a closed Pebble database, which panics.
@@ -122,6 +128,9 @@ func Open(opts Options) (*Engine, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = DefaultCacheBytes
 	}
+	if opts.RowCacheBytes == 0 {
+		opts.RowCacheBytes = DefaultRowCacheBytes
+	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the open database holds its own reference
 	pebbleOpts := &pebble.Options{
@@ -156,6 +165,7 @@ func Open(opts Options) (*Engine, error) {
 		logger:         opts.Logger,
 		tombstoneGrace: opts.TombstoneGrace,
 		stripeSeed:     maphash.MakeSeed(),
+		rows:           newRowCache(opts.RowCacheBytes),
 	}, nil
 }
 
@@ -237,15 +247,26 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 	// against the record written earlier in the batch.
 	batch := e.db.NewIndexedBatch()
 	defer batch.Close()
+	encoded := make([][]byte, len(rs)) // the bytes written, nil for a record not applied
 	for i, r := range rs {
-		current, found, err := readRecord(batch, r.Key, keys[i])
+		var current lww.Record
+		var found bool
+		var err error
+		if len(rs) == 1 {
+			// Nothing earlier in the batch to read: the row cache, or the database, holds
+			// the stored record (the stripe lock keeps it so).
+			current, found, err = e.readCached(r.Key, keys[i])
+		} else {
+			current, found, err = readRecord(batch, r.Key, keys[i])
+		}
 		if err != nil {
 			return 0, fmt.Errorf("storage: apply to keyspace %q: %w", ks, err)
 		}
 		if found && !lww.Newer(r, current) {
 			continue
 		}
-		if err := batch.Set(keys[i], encodeValue(r), nil); err != nil {
+		encoded[i] = encodeValue(r)
+		if err := batch.Set(keys[i], encoded[i], nil); err != nil {
 			return 0, fmt.Errorf("storage: apply key %q to keyspace %q: %w", r.Key, ks, err)
 		}
 		if r.ExpiresAt != 0 {
@@ -262,9 +283,58 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 		return 0, nil
 	}
 	if err := batch.Commit(pebble.Sync); err != nil {
+		// The batch may be in the WAL even so: forget what the cache holds of its keys.
+		e.invalidateRows(keys)
 		return 0, fmt.Errorf("storage: apply %d records to keyspace %q: %w", applied, ks, err)
 	}
+	for i, value := range encoded {
+		switch {
+		case value == nil:
+		case len(rs) == 1:
+			e.rows.replace(e.stripeOf(keys[i]), keys[i], rowEntry{value: value, found: true})
+		default:
+			// A key may repeat in the batch: the last applied bytes are not tracked.
+			e.rows.invalidate(e.stripeOf(keys[i]), keys[i])
+		}
+	}
 	return applied, nil
+}
+
+// invalidateRows drops encoded keys from the row cache after a commit that changed them
+// (or may have); the caller holds their stripe locks.
+func (e *Engine) invalidateRows(encodedKeys [][]byte) {
+	for _, key := range encodedKeys {
+		e.rows.invalidate(e.stripeOf(key), key)
+	}
+}
+
+// readCached is readRecord on the database through the row cache.
+func (e *Engine) readCached(userKey, encodedKey []byte) (lww.Record, bool, error) {
+	if e.rows == nil {
+		return readRecord(e.db, userKey, encodedKey)
+	}
+	stripe := e.stripeOf(encodedKey)
+	entry, hit, gen := e.rows.get(stripe, encodedKey)
+	if !hit {
+		value, closer, err := e.db.Get(encodedKey)
+		switch {
+		case errors.Is(err, pebble.ErrNotFound):
+		case err != nil:
+			return lww.Record{}, false, fmt.Errorf("read key %q: %w", userKey, err)
+		default:
+			entry = rowEntry{value: bytes.Clone(value), found: true}
+			closer.Close()
+		}
+		e.rows.fill(stripe, encodedKey, entry, gen)
+	}
+	if !entry.found {
+		return lww.Record{}, false, nil
+	}
+	r, err := decodeValue(userKey, entry.value)
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	return r, true, nil
 }
 
 // Get returns the record stored for key in keyspace ks. A tombstone is returned as
@@ -278,7 +348,7 @@ func (e *Engine) Get(ks string, key []byte) (r lww.Record, found bool, err error
 		return lww.Record{}, false, err
 	}
 	defer e.closeMu.RUnlock()
-	r, found, err = readRecord(e.db, key, encodeKey(ks, key))
+	r, found, err = e.readCached(key, encodeKey(ks, key))
 	if err != nil {
 		return lww.Record{}, false, fmt.Errorf("storage: get from keyspace %q: %w", ks, err)
 	}
@@ -394,6 +464,7 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	}
 	if err == nil {
 		err = batch.Commit(pebble.Sync)
+		e.invalidateRows([][]byte{encoded})
 	}
 	if err != nil {
 		return fmt.Errorf("storage: remove key %q from keyspace %q: %w", key, ks, err)
@@ -568,7 +639,9 @@ func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed func(ks string, r lww
 	if removed == 0 {
 		return 0, nil
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	err := batch.Commit(pebble.Sync)
+	e.invalidateRows(encodedKeys)
+	if err != nil {
 		return 0, err
 	}
 	return removed, nil
@@ -595,6 +668,7 @@ func (e *Engine) DropKeyspace(ks string) error {
 	}
 	if err == nil {
 		err = batch.Commit(pebble.Sync)
+		e.rows.clear()
 	}
 	if err != nil {
 		return fmt.Errorf("storage: drop keyspace %q: %w", ks, err)
@@ -617,7 +691,7 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) lockKeys(encodedKeys [][]byte) (unlock func()) {
 	stripes := make([]int, len(encodedKeys))
 	for i, key := range encodedKeys {
-		stripes[i] = int(maphash.Bytes(e.stripeSeed, key) % lockStripes)
+		stripes[i] = e.stripeOf(key)
 	}
 	slices.Sort(stripes)
 	stripes = slices.Compact(stripes)
@@ -629,6 +703,12 @@ func (e *Engine) lockKeys(encodedKeys [][]byte) (unlock func()) {
 			e.stripes[s].Unlock()
 		}
 	}
+}
+
+// stripeOf is the stripe of an encoded key: the index of its lock, and of its generation
+// in the row cache.
+func (e *Engine) stripeOf(encodedKey []byte) int {
+	return int(maphash.Bytes(e.stripeSeed, encodedKey) % lockStripes)
 }
 
 // pebbleReader is the read side shared by a Pebble database and an indexed batch.

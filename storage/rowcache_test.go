@@ -1,0 +1,213 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+)
+
+// cached reports whether the row cache holds key of keyspace ks.
+func cached(e *Engine, ks, key string) bool {
+	encoded := encodeKey(ks, []byte(key))
+	_, hit, _ := e.rows.get(e.stripeOf(encoded), encoded)
+	return hit
+}
+
+// TestRowCacheEveryWritePathInvalidates reads a key into the row cache, changes it by
+// each of the engine's write paths, and reads it again: the read must see the change.
+// The node's replica writes, hints, read repair, anti-entropy repair and streaming all
+// write through Apply and ApplyBatch; expiry, garbage collection and truncation through
+// CollectGarbage and Truncate; DropKeyspace removes by range.
+func TestRowCacheEveryWritePathInvalidates(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	ts := func(d time.Duration) hlc.Timestamp { return hlc.FromTime(now.Add(d)) }
+	grace := time.Hour
+	paths := []struct {
+		name   string
+		before lww.Record
+		change func(*Engine) error
+		want   string // describe of the record read after, "" when not found
+	}{
+		{"Apply", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			_, err := e.Apply("ks", put("k", "new", ts(0)))
+			return err
+		}, describe(put("k", "new", ts(0)))},
+		{"Apply of a tombstone", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			_, err := e.Apply("ks", del("k", ts(0)))
+			return err
+		}, describe(del("k", ts(0)))},
+		{"ApplyBatch, the key twice", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			_, err := e.ApplyBatch("ks", []lww.Record{put("k", "mid", ts(0)), put("other", "x", ts(0)), put("k", "new", ts(time.Millisecond))})
+			return err
+		}, describe(put("k", "new", ts(time.Millisecond)))},
+		{"Remove", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			return e.Remove("ks", []byte("k"))
+		}, ""},
+		{"Truncate", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			_, err := e.Truncate("ks", ts(0))
+			return err
+		}, ""},
+		{"CollectGarbage, an expired value becomes a tombstone", expiring("k", "old", ts(-time.Minute), ts(-time.Second)), func(e *Engine) error {
+			_, err := e.CollectGarbage(now, nil)
+			return err
+		}, describe(lww.Record{Key: []byte("k"), Timestamp: ts(-time.Minute), Tombstone: true, ExpiresAt: ts(-time.Second)})},
+		{"CollectGarbage, an old tombstone is removed", del("k", ts(-2*grace)), func(e *Engine) error {
+			_, err := e.CollectGarbage(now, nil)
+			return err
+		}, ""},
+		{"CollectGarbage of a truncation", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			_, err := e.CollectGarbage(now, map[string]hlc.Timestamp{"ks": ts(0)})
+			return err
+		}, ""},
+		{"DropKeyspace", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			return e.DropKeyspace("ks")
+		}, ""},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := openMem(t, Options{TombstoneGrace: grace})
+			mustApply(t, e, "ks", p.before)
+			if r, found := mustGet(t, e, "ks", "k"); !found || describe(r) != describe(p.before) {
+				t.Fatalf("before: read %s (found %t), want %s", describe(r), found, describe(p.before))
+			}
+			if !cached(e, "ks", "k") {
+				t.Fatal("the read did not fill the row cache")
+			}
+			if err := p.change(e); err != nil {
+				t.Fatal(err)
+			}
+			r, found := mustGet(t, e, "ks", "k")
+			got := ""
+			if found {
+				got = describe(r)
+			}
+			if got != p.want {
+				t.Errorf("after %s: read %q, want %q", p.name, got, p.want)
+			}
+		})
+	}
+}
+
+// TestRowCacheKeepsWrittenRecord checks that a write leaves its record in the cache, so
+// the read after it costs no Pebble read, and that the cache's copy is not the caller's.
+func TestRowCacheKeepsWrittenRecord(t *testing.T) {
+	e := openMem(t, Options{})
+	r := put("k", "v1", 10)
+	mustApply(t, e, "ks", r)
+	if !cached(e, "ks", "k") {
+		t.Fatal("a write did not leave its record in the row cache")
+	}
+	r.Value[0] = 'X' // the caller reuses its buffer
+	got, _ := mustGet(t, e, "ks", "k")
+	got.Value[1] = 'Y' // and so does a reader
+	if again, _ := mustGet(t, e, "ks", "k"); string(again.Value) != "v1" {
+		t.Errorf("read %q, want v1: the cache shares bytes with a caller", again.Value)
+	}
+}
+
+// TestRowCacheFillLosesToARacingWrite plays a read that misses, reads the old record
+// from Pebble, and fills the cache only after a write of the key committed: the fill must
+// be refused, or the cache would serve the old record from then on.
+func TestRowCacheFillLosesToARacingWrite(t *testing.T) {
+	e := openMem(t, Options{RowCacheBytes: 1 << 20})
+	mustApply(t, e, "ks", put("k", "old", 10))
+	encoded := encodeKey("ks", []byte("k"))
+	stripe := e.stripeOf(encoded)
+	e.rows.invalidate(stripe, encoded) // start from a miss
+
+	_, hit, gen := e.rows.get(stripe, encoded)
+	if hit {
+		t.Fatal("hit after invalidate")
+	}
+	old, closer, err := e.db.Get(encoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleBytes := append([]byte(nil), old...)
+	closer.Close()
+	mustApply(t, e, "ks", put("k", "new", 20)) // the write commits while the read is out
+	e.rows.fill(stripe, encoded, rowEntry{value: staleBytes, found: true}, gen)
+
+	if r, _ := mustGet(t, e, "ks", "k"); string(r.Value) != "new" {
+		t.Errorf("read %s after a racing fill, want new", describe(r))
+	}
+}
+
+// TestRowCacheConcurrentReadersAndWriters runs writers of rising timestamps beside
+// readers filling the cache; once the writers are done every key reads as its last
+// write. Run with -race, it also checks the cache's locking.
+func TestRowCacheConcurrentReadersAndWriters(t *testing.T) {
+	e := openMem(t, Options{RowCacheBytes: 4 << 10}) // small: eviction runs too
+	const keys, writes = 8, 200
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= writes; i++ {
+				mustApply(t, e, "ks", put(fmt.Sprintf("k%d", w), fmt.Sprint(i), hlc.Timestamp(i)))
+			}
+		}()
+	}
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := e.Get("ks", fmt.Appendf(nil, "k%d", i%keys)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	for w := range keys {
+		if r, _ := mustGet(t, e, "ks", fmt.Sprintf("k%d", w)); string(r.Value) != fmt.Sprint(writes) {
+			t.Errorf("k%d reads %s, want its last write %d", w, describe(r), writes)
+		}
+	}
+}
+
+// TestRowCacheStaysWithinItsBytes fills the cache past its size: it evicts to stay
+// within it, and a value too large to cache is not kept.
+func TestRowCacheStaysWithinItsBytes(t *testing.T) {
+	const size = 64 << 10
+	c := newRowCache(size)
+	value := make([]byte, 100)
+	for i := range 10_000 {
+		key := fmt.Appendf(nil, "key%05d", i)
+		c.fill(i%lockStripes, key, rowEntry{value: value, found: true}, 0)
+	}
+	total := 0
+	for i := range c.shards {
+		if c.shards[i].bytes > c.shards[i].maxBytes {
+			t.Errorf("shard %d holds %d bytes, more than its %d", i, c.shards[i].bytes, c.shards[i].maxBytes)
+		}
+		total += len(c.shards[i].entries)
+	}
+	if total == 0 {
+		t.Error("the cache kept nothing")
+	}
+	big := []byte("big")
+	c.fill(0, big, rowEntry{value: make([]byte, rowCacheEntryMax+1), found: true}, 0)
+	if _, hit, _ := c.get(0, big); hit {
+		t.Error("a value larger than rowCacheEntryMax was cached")
+	}
+	if _, hit, _ := (*rowCache)(nil).get(0, big); hit {
+		t.Error("a nil cache hit")
+	}
+}
