@@ -86,6 +86,9 @@ type Engine struct {
 	// of one key cannot both read the old record and the older one win.
 	stripes    [lockStripes]sync.Mutex
 	stripeSeed maphash.Seed
+	// queues gather the single-record writes of each stripe into shared synced batches
+	// (see combine.go).
+	queues [lockStripes]writeQueue
 	// rows caches records for point reads; every commit that changes a record key
 	// invalidates it under the key's stripe lock.
 	rows *rowCache
@@ -235,69 +238,111 @@ func (e *Engine) ApplyBatch(ks string, rs []lww.Record) (applied int, err error)
 		return 0, err
 	}
 	defer e.closeMu.RUnlock()
+	if len(rs) == 1 {
+		// A replica's write of one record, the common case: it may share its batch, and
+		// the batch's sync, with the other writes to its stripe (see combine.go).
+		ok, err := e.applyCombined(applyOp{ks: ks, r: rs[0], key: keys[0]})
+		if ok {
+			applied = 1
+		}
+		return applied, err
+	}
 	return e.applyBatch(ks, rs, keys)
 }
 
 // applyBatch is ApplyBatch for validated records, whose encoded keys are keys, on an
-// engine the caller has entered.
+// engine the caller has entered, under the records' stripe locks.
 func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied int, err error) {
+	ops := make([]*applyOp, len(rs))
+	for i, r := range rs {
+		ops[i] = &applyOp{ks: ks, r: r, key: keys[i]}
+	}
 	unlock := e.lockKeys(keys)
 	defer unlock()
-	// An indexed batch reads its own writes, so a key repeated within rs is compared
-	// against the record written earlier in the batch.
-	batch := e.db.NewIndexedBatch()
+	if err := e.applyOps(ops); err != nil {
+		return 0, err
+	}
+	for _, op := range ops {
+		if op.applied {
+			applied++
+		}
+	}
+	return applied, nil
+}
+
+// applyOp is one validated record to write, and whether it was.
+type applyOp struct {
+	ks  string
+	r   lww.Record
+	key []byte // r.Key encoded in ks
+	// applied is set by applyOps when the record was Newer than the one stored, and so
+	// written; it means nothing when applyOps fails.
+	applied bool
+}
+
+// applyOps writes each op's record that is Newer than its key's stored record, in order
+// (an op is compared with the records written by the ops before it), and commits them in
+// one synced batch; the ops may be of different keyspaces. The caller has entered the
+// engine and holds the stripe locks of every op's key. An error fails every op: nothing
+// of the batch is acknowledged.
+func (e *Engine) applyOps(ops []*applyOp) error {
+	batch := e.db.NewBatch()
 	defer batch.Close()
-	encoded := make([][]byte, len(rs)) // the bytes written, nil for a record not applied
-	for i, r := range rs {
-		var current lww.Record
-		var found bool
-		var err error
-		if len(rs) == 1 {
-			// Nothing earlier in the batch to read: the row cache, or the database, holds
-			// the stored record (the stripe lock keeps it so).
-			current, found, err = e.readCached(r.Key, keys[i])
-		} else {
-			current, found, err = readRecord(batch, r.Key, keys[i])
+	// written holds the record written to the batch for each encoded key, the last one
+	// for a key written twice: an op is compared with it rather than with the database's
+	// (which the stripe locks keep as it is), and after the commit its bytes are what the
+	// row cache holds for the key.
+	written := make(map[string]writtenRecord, len(ops))
+	applied := 0
+	for _, op := range ops {
+		r, ks := op.r, op.ks
+		w, found := written[string(op.key)]
+		current, err := w.record, error(nil)
+		if !found {
+			current, found, err = e.readCached(r.Key, op.key)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("storage: apply to keyspace %q: %w", ks, err)
+			return fmt.Errorf("storage: apply to keyspace %q: %w", ks, err)
 		}
 		if found && !lww.Newer(r, current) {
 			continue
 		}
-		encoded[i] = encodeValue(r)
-		if err := batch.Set(keys[i], encoded[i], nil); err != nil {
-			return 0, fmt.Errorf("storage: apply key %q to keyspace %q: %w", r.Key, ks, err)
+		value := encodeValue(r)
+		if err := batch.Set(op.key, value, nil); err != nil {
+			return fmt.Errorf("storage: apply key %q to keyspace %q: %w", r.Key, ks, err)
 		}
 		if r.ExpiresAt != 0 {
-			if err := batch.Set(expiryIndexKey(r.ExpiresAt, keys[i]), expiryIndexValue(r.ExpiresAt), nil); err != nil {
-				return 0, fmt.Errorf("storage: index the expiry of key %q of keyspace %q: %w", r.Key, ks, err)
+			if err := batch.Set(expiryIndexKey(r.ExpiresAt, op.key), expiryIndexValue(r.ExpiresAt), nil); err != nil {
+				return fmt.Errorf("storage: index the expiry of key %q of keyspace %q: %w", r.Key, ks, err)
 			}
 		}
 		if err := e.reindex(batch, ks, r.Key, found && !current.Tombstone, !r.Tombstone); err != nil {
-			return 0, fmt.Errorf("storage: index key %q of keyspace %q: %w", r.Key, ks, err)
+			return fmt.Errorf("storage: index key %q of keyspace %q: %w", r.Key, ks, err)
 		}
+		written[string(op.key)] = writtenRecord{record: r, value: value}
+		op.applied = true
 		applied++
 	}
 	if applied == 0 {
-		return 0, nil
+		return nil
 	}
 	if err := batch.Commit(pebble.Sync); err != nil {
 		// The batch may be in the WAL even so: forget what the cache holds of its keys.
-		e.invalidateRows(keys)
-		return 0, fmt.Errorf("storage: apply %d records to keyspace %q: %w", applied, ks, err)
-	}
-	for i, value := range encoded {
-		switch {
-		case value == nil:
-		case len(rs) == 1:
-			e.rows.replace(e.stripeOf(keys[i]), keys[i], rowEntry{value: value, found: true})
-		default:
-			// A key may repeat in the batch: the last applied bytes are not tracked.
-			e.rows.invalidate(e.stripeOf(keys[i]), keys[i])
+		for key := range written {
+			e.rows.invalidate(e.stripeOf([]byte(key)), []byte(key))
 		}
+		return fmt.Errorf("storage: apply %d records: %w", applied, err)
 	}
-	return applied, nil
+	for key, w := range written {
+		e.rows.replace(e.stripeOf([]byte(key)), []byte(key), rowEntry{value: w.value, found: true})
+	}
+	return nil
+}
+
+// writtenRecord is a record applyOps wrote to its batch, and its encoded bytes.
+type writtenRecord struct {
+	record lww.Record
+	value  []byte
 }
 
 // invalidateRows drops encoded keys from the row cache after a commit that changed them
