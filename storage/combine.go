@@ -70,7 +70,7 @@ func (e *Engine) lead(stripe int, q *writeQueue, self *queuedWrite) {
 		ops[i] = &w.op
 	}
 	e.stripes[stripe].Lock()
-	err := e.applyOps(ops)
+	err := e.applyOps(ops, true)
 	e.stripes[stripe].Unlock()
 	for _, w := range writes {
 		w.err = err

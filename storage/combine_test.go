@@ -16,8 +16,16 @@ import (
 // TestApplyOpsGathersInArrivalOrder gives applyOps one batch as a stripe's leader does:
 // the same user key in two keyspaces, one of them written several times. Each op must be
 // compared with the ops before it, so last-writer-wins, the live-key index and the row
-// cache end as if the records had come one by one.
+// cache end as if the records had come one by one, through the row cache or past it.
 func TestApplyOpsGathersInArrivalOrder(t *testing.T) {
+	for _, throughCache := range []bool{true, false} {
+		t.Run(fmt.Sprint("throughCache=", throughCache), func(t *testing.T) {
+			testApplyOpsGathersInArrivalOrder(t, throughCache)
+		})
+	}
+}
+
+func testApplyOpsGathersInArrivalOrder(t *testing.T, throughCache bool) {
 	e := openMem(t, Options{})
 	mustApply(t, e, "ks", put("k", "stored", 5))
 	ops := []*applyOp{
@@ -40,7 +48,7 @@ func TestApplyOpsGathersInArrivalOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	unlock := e.lockKeys(keys)
-	err := e.applyOps(ops)
+	err := e.applyOps(ops, throughCache)
 	unlock()
 	e.closeMu.RUnlock()
 	if err != nil {
@@ -52,11 +60,15 @@ func TestApplyOpsGathersInArrivalOrder(t *testing.T) {
 		}
 	}
 	for ks, want := range map[string]string{"ks": "k@9=last", "other": "k@4:deleted"} {
+		// The row cache, which applyOps filled or emptied, before a Get fills it.
+		key := encodeKey(ks, []byte("k"))
+		if _, hit, _ := e.rows.get(e.stripeOf(key), key); hit != throughCache {
+			t.Errorf("row cache holds %q's key: %t, want %t", ks, hit, throughCache)
+		}
 		if got, _ := mustGet(t, e, ks, "k"); describe(got) != want {
 			t.Errorf("Get(%q) = %s, want %s", ks, describe(got), want)
 		}
-		// Past the row cache, which applyOps filled: the database must agree.
-		got, _, err := readRecord(e.db, []byte("k"), encodeKey(ks, []byte("k")))
+		got, _, err := readRecord(e.db, []byte("k"), key)
 		if err != nil || describe(got) != want {
 			t.Errorf("database holds %s (%v) in %q, want %s", describe(got), err, ks, want)
 		}

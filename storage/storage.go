@@ -259,7 +259,7 @@ func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied 
 	}
 	unlock := e.lockKeys(keys)
 	defer unlock()
-	if err := e.applyOps(ops); err != nil {
+	if err := e.applyOps(ops, false); err != nil {
 		return 0, err
 	}
 	for _, op := range ops {
@@ -285,21 +285,30 @@ type applyOp struct {
 // one synced batch; the ops may be of different keyspaces. The caller has entered the
 // engine and holds the stripe locks of every op's key. An error fails every op: nothing
 // of the batch is acknowledged.
-func (e *Engine) applyOps(ops []*applyOp) error {
+//
+// With throughCache, the stored records are read through the row cache and the written
+// ones put in it, as for client writes, whose keys are read again soon; without, the
+// cache is not filled and only loses the keys written, so that a large batch (streaming,
+// repair, hints) does not evict the hot keys.
+func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
 	batch := e.db.NewBatch()
 	defer batch.Close()
 	// written holds the record written to the batch for each encoded key, the last one
 	// for a key written twice: an op is compared with it rather than with the database's
-	// (which the stripe locks keep as it is), and after the commit its bytes are what the
-	// row cache holds for the key.
+	// (which the stripe locks keep as it is), and after the commit its bytes are the
+	// key's in the row cache.
 	written := make(map[string]writtenRecord, len(ops))
 	applied := 0
 	for _, op := range ops {
 		r, ks := op.r, op.ks
 		w, found := written[string(op.key)]
 		current, err := w.record, error(nil)
-		if !found {
+		switch {
+		case found:
+		case throughCache:
 			current, found, err = e.readCached(r.Key, op.key)
+		default:
+			current, found, err = readRecord(e.db, r.Key, op.key)
 		}
 		if err != nil {
 			return fmt.Errorf("storage: apply to keyspace %q: %w", ks, err)
@@ -334,7 +343,11 @@ func (e *Engine) applyOps(ops []*applyOp) error {
 		return fmt.Errorf("storage: apply %d records: %w", applied, err)
 	}
 	for key, w := range written {
-		e.rows.replace(e.stripeOf([]byte(key)), []byte(key), rowEntry{value: w.value, found: true})
+		if throughCache {
+			e.rows.replace(e.stripeOf([]byte(key)), []byte(key), rowEntry{value: w.value, found: true})
+		} else {
+			e.rows.invalidate(e.stripeOf([]byte(key)), []byte(key))
+		}
 	}
 	return nil
 }
