@@ -27,8 +27,9 @@ type writeQueue struct {
 // queuedWrite is one single-record write waiting in a writeQueue.
 type queuedWrite struct {
 	op applyOp
-	// err is the result of the batch that took the write: its commit's error, or nil
-	// (then op.applied says whether the record was written).
+	// err is the result of the batch that took the write: applyOps' error, which fails
+	// every write of the batch, or nil (then op.applied says whether the record was
+	// written).
 	err error
 	// done is closed when the write has its result, or when lead is set.
 	done chan struct{}
