@@ -121,11 +121,11 @@ func gather[T any](ctx context.Context, q *quorum, ask func(placement.Member, []
 		if g.decided {
 			return g.out, nil
 		}
-		if g.inFlight == 0 {
-			break
-		}
 		if localAsked {
 			continue // what this node answered may call for more requests
+		}
+		if g.inFlight == 0 {
+			break
 		}
 		select {
 		case a := <-g.results:
