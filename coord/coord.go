@@ -249,5 +249,17 @@ func (c *Coordinator) replicaContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), c.cfg.ReplicaTimeout)
 }
 
+// callContext bounds one request to node's replica. A remote replica gets
+// replicaContext's timeout. This node's own replica is called on the gathering goroutine
+// and returns when its storage does (a closed engine or read stage fails the call), so
+// it gets no timer: a context detached from the client's, as replicaContext's, that
+// never ends.
+func (c *Coordinator) callContext(node string) (context.Context, context.CancelFunc) {
+	if node == c.view.Self().ID {
+		return context.Background(), func() {}
+	}
+	return c.replicaContext()
+}
+
 // HintsPending returns how many hints this node holds for other replicas.
 func (c *Coordinator) HintsPending() (int, error) { return c.hints.Pending() }

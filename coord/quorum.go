@@ -1,9 +1,9 @@
 package coord
 
 import (
+	"cmp"
 	"context"
 	"slices"
-	"sort"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
@@ -26,31 +26,46 @@ type target struct {
 // group is one requirement and the candidates that can meet it.
 type group struct {
 	required   consistency.Requirement
-	candidates []target       // not asked yet, nearest first
-	asked      map[string]int // per DC: asked and not failed
-	acked      map[string]int // per DC: answered
+	candidates []target // not asked yet, nearest first
+	asked      dcTally  // per DC: asked and not failed
+	acked      dcTally  // per DC: answered
+	// tallies back asked and acked for the usual replica sets, of up to two DCs, so
+	// that a group is one allocation.
+	tallies [2][2]dcCount
 }
 
 func newGroup(required consistency.Requirement, candidates []target) *group {
-	return &group{required: required, candidates: candidates, asked: map[string]int{}, acked: map[string]int{}}
+	g := &group{required: required, candidates: candidates}
+	g.asked, g.acked = g.tallies[0][:0], g.tallies[1][:0]
+	return g
 }
 
 // met reports whether the group's answers meet its requirement.
-func (g *group) met() bool { return g.required.Satisfied(g.acked) }
+func (g *group) met() bool { return g.acked.satisfies(g.required) }
 
 // hopeless reports whether even every request in flight and every candidate left could
 // not meet the requirement.
 func (g *group) hopeless() bool {
-	possible := addCounts(g.asked, nil)
-	for _, t := range g.candidates {
-		possible[t.DC]++
+	if g.asked.total()+len(g.candidates) < g.required.Total {
+		return true
 	}
-	return !g.required.Satisfied(possible)
+	for dc, need := range g.required.PerDC {
+		possible := g.asked.get(dc)
+		for _, t := range g.candidates {
+			if t.DC == dc {
+				possible++
+			}
+		}
+		if possible < need {
+			return true
+		}
+	}
+	return false
 }
 
 // quorum is one gathering: its groups and how to ask them.
 type quorum struct {
-	self   string // this node: asked inline, with no goroutine
+	self   string // this node: asked on the gathering goroutine, with no goroutine of its own
 	groups []*group
 	// askAll sends to every candidate at once (writes), not only as many as needed.
 	askAll bool
@@ -80,7 +95,6 @@ type outcome struct {
 
 // answer is one node's reply to one request.
 type answer[T any] struct {
-	member  placement.Member
 	targets []target
 	value   T
 	err     error
@@ -90,120 +104,206 @@ type answer[T any] struct {
 // successful answer, in the gathering goroutine, before it is counted. The error is
 // ctx's when the caller's deadline ended the gathering; the outcome says how far it got.
 // Requests still in flight when gather returns finish in the background.
+//
+// Requests to remote nodes each run in a goroutine of their own and answer on a channel.
+// Requests to this node (q.self) run on the caller's goroutine, after the remote ones of
+// the same round were sent, and are counted as they return: a gathering that needs
+// only this node starts no goroutine, makes no channel and never waits on ctx (the
+// local replica returns when its storage does).
 func gather[T any](ctx context.Context, q *quorum, ask func(placement.Member, []target) (T, error), accept func([]target, T)) (outcome, error) {
 	capacity := 0
 	for _, g := range q.groups {
 		capacity += len(g.candidates)
 	}
-	results := make(chan answer[T], capacity) // every candidate is asked at most once
-	inFlight := 0
-	var out outcome
+	g := gathering[T]{q: q, ask: ask, accept: accept, sent: make([]target, 0, capacity)}
+	for {
+		localAsked := g.dispatch()
+		if g.decided {
+			return g.out, nil
+		}
+		if localAsked {
+			continue // what this node answered may call for more requests
+		}
+		if g.inFlight == 0 {
+			break
+		}
+		select {
+		case a := <-g.results:
+			g.settle(a)
+			if g.decided {
+				return g.out, nil
+			}
+		case <-ctx.Done():
+			return g.out, ctx.Err()
+		}
+	}
+	g.out.met = g.done()
+	return g.out, nil
+}
 
-	send := func(m placement.Member, targets []target) {
-		v, err := ask(m, targets)
-		results <- answer[T]{member: m, targets: targets, value: v, err: err}
-	}
-	// dispatch asks what the groups still need, remote nodes first (each in its own
-	// goroutine), this node last and inline.
-	dispatch := func() {
-		var batches [][]target
-		batchOf := map[string]int{} // with byNode: node id -> its batch
-		take := func(g *group, i int) {
-			t := g.candidates[i]
-			g.candidates = slices.Delete(g.candidates, i, i+1)
-			g.asked[t.DC]++
-			if q.byNode {
-				if b, ok := batchOf[t.ID]; ok {
-					batches[b] = append(batches[b], t)
-					return
-				}
-				batchOf[t.ID] = len(batches)
-			}
-			batches = append(batches, []target{t})
-		}
-		for _, g := range q.groups {
-			for len(g.candidates) > 0 && (q.askAll || !g.required.Satisfied(g.asked)) {
-				take(g, pickNeeded(g.candidates, g.required, g.asked))
-			}
-		}
-		if q.more != nil {
-			for extra := q.more(inFlight + len(batches)); extra > 0 && len(q.groups[0].candidates) > 0; extra-- {
-				take(q.groups[0], 0)
-			}
-		}
-		var local [][]target
-		for _, targets := range batches {
-			inFlight++
-			if targets[0].ID == q.self {
-				local = append(local, targets)
-				continue
-			}
-			go send(targets[0].Member, targets)
-		}
-		for _, targets := range local {
-			send(targets[0].Member, targets)
+// gathering is the state of one run of gather.
+type gathering[T any] struct {
+	q      *quorum
+	ask    func(placement.Member, []target) (T, error)
+	accept func([]target, T)
+	// sent holds every target asked, in asking order; each request's targets are a
+	// slice of it (every candidate is asked at most once, so it never grows).
+	sent []target
+	// results carries the remote answers; made with the first remote request.
+	results  chan answer[T]
+	inFlight int
+	decided  bool // the gathering ends with out as it is
+	out      outcome
+}
+
+// dispatch asks what the groups still need: remote nodes first, each in its own
+// goroutine, then this node on the calling goroutine, its answers settled at once. It
+// reports whether this node was asked.
+func (g *gathering[T]) dispatch() bool {
+	q := g.q
+	from := len(g.sent)
+	for _, gr := range q.groups {
+		for len(gr.candidates) > 0 && (q.askAll || !gr.asked.satisfies(gr.required)) {
+			g.take(gr, pickNeeded(gr.candidates, gr.required, gr.asked))
 		}
 	}
-	done := func() bool {
-		for _, g := range q.groups {
-			if !g.met() {
-				return false
-			}
+	if q.more != nil {
+		for extra := q.more(g.inFlight + g.requests(from)); extra > 0 && len(q.groups[0].candidates) > 0; extra-- {
+			g.take(q.groups[0], 0)
 		}
-		return q.enough == nil || q.enough()
 	}
-	hopeless := func() bool {
-		for _, g := range q.groups {
-			if g.hopeless() {
-				return true
-			}
+	var requests [][]target
+	if q.byNode {
+		requests = byNode(g.sent[from:])
+	}
+	// request returns the i-th request of this round: one target each, or one per node.
+	request := func(i int) []target {
+		if q.byNode {
+			return requests[i]
 		}
+		j := from + i
+		return g.sent[j : j+1 : j+1]
+	}
+	n := g.requests(from)
+	if q.byNode {
+		n = len(requests)
+	}
+	g.inFlight += n
+	local := false
+	for i := range n {
+		if ts := request(i); ts[0].ID != q.self {
+			if g.results == nil {
+				g.results = make(chan answer[T], cap(g.sent))
+			}
+			go askRemote(g.ask, g.results, ts)
+		} else {
+			local = true
+		}
+	}
+	if !local {
 		return false
 	}
-
-	dispatch()
-	for inFlight > 0 {
-		select {
-		case a := <-results:
-			inFlight--
-			if a.err != nil {
-				out.lastErr = a.err
-				for _, t := range a.targets {
-					q.groups[t.group].asked[t.DC]--
-				}
-				if q.abort != nil && q.abort(a.err) {
-					return out, nil
-				}
-			} else {
-				accept(a.targets, a.value)
-				for _, t := range a.targets {
-					q.groups[t.group].acked[t.DC]++
-					out.acked++
-				}
+	for i := range n {
+		if ts := request(i); ts[0].ID == q.self {
+			// Every request of the round is made, as before the level was known to
+			// be met: a write still reaches this node's replica.
+			v, err := g.ask(ts[0].Member, ts)
+			if !g.decided {
+				g.settle(answer[T]{targets: ts, value: v, err: err})
 			}
-			if !q.waitAll {
-				if done() {
-					out.met = true
-					return out, nil
-				}
-				if hopeless() {
-					return out, nil
-				}
-			}
-			dispatch()
-		case <-ctx.Done():
-			return out, ctx.Err()
 		}
 	}
-	out.met = done()
-	return out, nil
+	return true
+}
+
+// requests returns how many requests the targets sent from index from make when each
+// is its own request.
+func (g *gathering[T]) requests(from int) int { return len(g.sent) - from }
+
+// take moves candidate i of gr to the targets asked.
+func (g *gathering[T]) take(gr *group, i int) {
+	t := gr.candidates[i]
+	gr.candidates = slices.Delete(gr.candidates, i, i+1)
+	gr.asked = gr.asked.add(t.DC, 1)
+	g.sent = append(g.sent, t)
+}
+
+// byNode groups targets into one request per node, in the order the nodes first appear.
+func byNode(targets []target) [][]target {
+	var requests [][]target
+	index := map[string]int{}
+	for _, t := range targets {
+		if i, ok := index[t.ID]; ok {
+			requests[i] = append(requests[i], t)
+			continue
+		}
+		index[t.ID] = len(requests)
+		requests = append(requests, []target{t})
+	}
+	return requests
+}
+
+// askRemote asks a remote node and sends its answer to results, which has room for it.
+func askRemote[T any](ask func(placement.Member, []target) (T, error), results chan<- answer[T], targets []target) {
+	v, err := ask(targets[0].Member, targets)
+	results <- answer[T]{targets: targets, value: v, err: err}
+}
+
+// settle counts one answer and decides whether the gathering ends.
+func (g *gathering[T]) settle(a answer[T]) {
+	q := g.q
+	g.inFlight--
+	if a.err != nil {
+		g.out.lastErr = a.err
+		for _, t := range a.targets {
+			gr := q.groups[t.group]
+			gr.asked = gr.asked.add(t.DC, -1)
+		}
+		if q.abort != nil && q.abort(a.err) {
+			g.decided = true
+			return
+		}
+	} else {
+		g.accept(a.targets, a.value)
+		for _, t := range a.targets {
+			gr := q.groups[t.group]
+			gr.acked = gr.acked.add(t.DC, 1)
+			g.out.acked++
+		}
+	}
+	if q.waitAll {
+		return
+	}
+	if g.done() {
+		g.out.met, g.decided = true, true
+		return
+	}
+	for _, gr := range q.groups {
+		if gr.hopeless() {
+			g.decided = true
+			return
+		}
+	}
+}
+
+// done reports whether every requirement, and enough, hold.
+func (g *gathering[T]) done() bool {
+	for _, gr := range g.q.groups {
+		if !gr.met() {
+			return false
+		}
+	}
+	return g.q.enough == nil || g.q.enough()
 }
 
 // pickNeeded returns the index of the first candidate (nearest first) in a datacenter the
 // requirement still needs, or 0 when none is specially needed.
-func pickNeeded(candidates []target, required consistency.Requirement, asked map[string]int) int {
+func pickNeeded(candidates []target, required consistency.Requirement, asked dcTally) int {
+	if len(required.PerDC) == 0 {
+		return 0
+	}
 	for i, t := range candidates {
-		if need, ok := required.PerDC[t.DC]; ok && asked[t.DC] < need {
+		if need, ok := required.PerDC[t.DC]; ok && asked.get(t.DC) < need {
 			return i
 		}
 	}
@@ -213,6 +313,9 @@ func pickNeeded(candidates []target, required consistency.Requirement, asked map
 // nearestFirst orders targets for asking: this node, then its DC, then the others, each
 // group by measured distance; the order among equals is kept.
 func (c *Coordinator) nearestFirst(targets []target) []target {
+	if len(targets) < 2 {
+		return targets
+	}
 	self := c.view.Self()
 	rank := func(t target) (int, int64) {
 		switch {
@@ -224,13 +327,13 @@ func (c *Coordinator) nearestFirst(targets []target) []target {
 			return 2, int64(c.proximity.Distance(t.ID))
 		}
 	}
-	sort.SliceStable(targets, func(i, j int) bool {
-		gi, di := rank(targets[i])
-		gj, dj := rank(targets[j])
-		if gi != gj {
-			return gi < gj
+	slices.SortStableFunc(targets, func(a, b target) int {
+		ga, da := rank(a)
+		gb, db := rank(b)
+		if ga != gb {
+			return cmp.Compare(ga, gb)
 		}
-		return di < dj
+		return cmp.Compare(da, db)
 	})
 	return targets
 }
@@ -238,13 +341,24 @@ func (c *Coordinator) nearestFirst(targets []target) []target {
 // readable returns the members that may be asked for reads, as targets of group, nearest
 // first.
 func (c *Coordinator) readable(members []placement.Member, group int) []target {
-	var out []target
+	out := make([]target, 0, len(members))
 	for i, m := range members {
 		if m.Reads() {
 			out = append(out, target{Member: m, group: group, slot: i})
 		}
 	}
 	return c.nearestFirst(out)
+}
+
+// satisfiable reports whether targets, counted per DC, could meet required: without the
+// map dcCounts makes, which only the unavailable error needs.
+func satisfiable(targets []target, required consistency.Requirement) bool {
+	var buf [2]dcCount
+	alive := dcTally(buf[:0])
+	for _, t := range targets {
+		alive = alive.add(t.DC, 1)
+	}
+	return alive.satisfies(required)
 }
 
 func dcCounts(targets []target) map[string]int {
@@ -255,13 +369,65 @@ func dcCounts(targets []target) map[string]int {
 	return counts
 }
 
-func addCounts(a, b map[string]int) map[string]int {
-	out := make(map[string]int, len(a)+len(b))
-	for dc, n := range a {
-		out[dc] += n
+// dcCount is one datacenter's count in a dcTally.
+type dcCount struct {
+	dc string
+	n  int
+}
+
+// dcTally counts per datacenter as a short list rather than a map: a replica set spans
+// a few DCs, and a gathering counts its requests and answers without allocating.
+type dcTally []dcCount
+
+// add returns the tally with n added to dc's count.
+func (t dcTally) add(dc string, n int) dcTally {
+	for i := range t {
+		if t[i].dc == dc {
+			t[i].n += n
+			return t
+		}
 	}
-	for dc, n := range b {
-		out[dc] += n
+	return append(t, dcCount{dc: dc, n: n})
+}
+
+// get returns dc's count.
+func (t dcTally) get(dc string) int {
+	for _, c := range t {
+		if c.dc == dc {
+			return c.n
+		}
+	}
+	return 0
+}
+
+// total returns the sum of the counts.
+func (t dcTally) total() int {
+	sum := 0
+	for _, c := range t {
+		sum += c.n
+	}
+	return sum
+}
+
+// counts returns the tally as a map, each DC counted once (an UnavailableError's Alive).
+func (t dcTally) counts() map[string]int {
+	out := make(map[string]int, len(t))
+	for _, c := range t {
+		out[c.dc] = c.n
 	}
 	return out
+}
+
+// satisfies reports whether the counts meet r, as r.Satisfied does for the same counts
+// in a map.
+func (t dcTally) satisfies(r consistency.Requirement) bool {
+	if t.total() < r.Total {
+		return false
+	}
+	for dc, need := range r.PerDC {
+		if t.get(dc) < need {
+			return false
+		}
+	}
+	return true
 }

@@ -44,17 +44,17 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	}
 	required := cl.Require(countedPerDC(members), c.view.Self().DC)
 	candidates := c.readable(members, 0)
-	if alive := dcCounts(candidates); !required.Satisfied(alive) {
-		return lww.Record{}, false, &UnavailableError{Level: cl, Required: required, Alive: alive}
+	if !satisfiable(candidates, required) {
+		return lww.Record{}, false, &UnavailableError{Level: cl, Required: required, Alive: dcCounts(candidates)}
 	}
-	var answers []readAnswer
+	answers := make([]readAnswer, 0, min(len(candidates), required.Total))
 	q := &quorum{self: c.view.Self().ID, groups: []*group{newGroup(required, candidates)}}
 	out, err := gather(ctx, q, func(m placement.Member, _ []target) (readAnswer, error) {
 		r, err := c.replica(m)
 		if err != nil {
 			return readAnswer{}, err
 		}
-		rctx, cancel := c.replicaContext()
+		rctx, cancel := c.callContext(m.ID)
 		defer cancel()
 		rec, found, err := r.Get(rctx, keyspace, key)
 		return readAnswer{member: m, record: rec, found: found}, err

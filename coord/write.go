@@ -181,14 +181,18 @@ func withPending(required consistency.Requirement, members []placement.Member) c
 // checkWritable fails with unavailable, before anything is written, when the writes
 // whose acknowledgements count cannot meet the level (a hint meets ANY).
 func checkWritable(writes []replicaWrite, required consistency.Requirement, unavailable func(alive map[string]int) error) error {
-	alive := map[string]int{}
+	if required.Hinted {
+		return nil
+	}
+	var buf [2]dcCount
+	alive := dcTally(buf[:0])
 	for _, w := range writes {
 		if w.acknowledged() {
-			alive[w.member.DC]++
+			alive = alive.add(w.member.DC, 1)
 		}
 	}
-	if !required.Hinted && !required.Satisfied(alive) {
-		return unavailable(alive)
+	if !alive.satisfies(required) {
+		return unavailable(alive.counts())
 	}
 	return nil
 }
@@ -200,7 +204,7 @@ func checkWritable(writes []replicaWrite, required consistency.Requirement, unav
 // Pending replicas get the write too, and required was raised for them (withPending), so
 // their acknowledgements are awaited.
 func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes []replicaWrite, required consistency.Requirement, cl consistency.Level, unavailable func(alive map[string]int) error) error {
-	var counted []target
+	counted := make([]target, 0, len(writes))
 	hinted := 0
 	for i, w := range writes {
 		switch {
@@ -259,13 +263,18 @@ func (c *Coordinator) applyOrHint(w replicaWrite, keyspace string) error {
 	return err
 }
 
-// apply applies one write on its replica within the replica timeout.
+// apply applies one write on its replica (or its offload holder), a remote one within
+// the replica timeout (callContext).
 func (c *Coordinator) apply(w replicaWrite, keyspace string) error {
 	r, err := c.replica(w.member)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.replicaContext()
+	to := w.member.ID
+	if w.holder != nil {
+		to = w.holder.ID
+	}
+	ctx, cancel := c.callContext(to)
 	defer cancel()
 	if w.holder != nil {
 		// The record alone, as a hint carries it: the commit reaches the sleeping
