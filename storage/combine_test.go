@@ -238,16 +238,7 @@ func TestConcurrentWritesToOneKeySurviveACrash(t *testing.T) {
 			}
 			close(release)
 			wg.Wait()
-			if err := e.Close(); err != nil {
-				t.Fatal(err)
-			}
-			fs.ResetToSyncedState()
-			fs.SetIgnoreSyncs(false)
-
-			e, err = Open(Options{Dir: "db", FS: fs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e = crashAndReopen(t, e, fs)
 			defer e.Close()
 			got, found := mustGet(t, e, "ks", "hot")
 			if !found {

@@ -278,24 +278,14 @@ func TestExpiryIndexSurvivesACrash(t *testing.T) {
 		}
 		return e
 	}
-	crash := func(e *Engine) *Engine {
-		t.Helper()
-		fs.SetIgnoreSyncs(true)
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		fs.ResetToSyncedState()
-		fs.SetIgnoreSyncs(false)
-		return open()
-	}
 	now := time.UnixMilli(1_700_000_000_000)
 	e := open()
 	mustApply(t, e, "ks", expiring("k", "v", 1, hlc.FromTime(now)))
-	e = crash(e)
+	e = crashAndReopen(t, e, fs)
 	if collected, err := e.CollectGarbage(now, nil); err != nil || collected.Expired != 1 {
 		t.Fatalf("CollectGarbage after a crash = %+v, %v; want 1 expired", collected, err)
 	}
-	e = crash(e)
+	e = crashAndReopen(t, e, fs)
 	defer e.Close()
 	if r, found := mustGet(t, e, "ks", "k"); !found || !r.Tombstone || r.ExpiresAt != hlc.FromTime(now) {
 		t.Errorf("after the second crash = %s (found %t), want the tombstone the collection wrote", describe(r), found)

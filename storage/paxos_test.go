@@ -24,16 +24,7 @@ func TestPaxosStateSurvivesACrash(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fs.SetIgnoreSyncs(true) // nothing from here on reaches "disk"
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fs.ResetToSyncedState()
-	fs.SetIgnoreSyncs(false)
-	e, err = Open(Options{Dir: "db", FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e = crashAndReopen(t, e, fs)
 	defer e.Close()
 	if state, err := e.PaxosState("ks", []byte("k")); err != nil || string(state) != "promised 5" {
 		t.Errorf("after a crash: state %q, %v; want the promise", state, err)

@@ -70,6 +70,24 @@ func mustApply(t *testing.T, e *Engine, ks string, rs ...lww.Record) {
 }
 
 // mustGet returns the record of key in ks, or fails the test.
+// crashAndReopen closes e as a crash would leave it on fs, a strict in-memory
+// filesystem: nothing written from now on reaches "disk", whatever was not synced is
+// forgotten, and the engine is opened again from what remains.
+func crashAndReopen(t *testing.T, e *Engine, fs *vfs.MemFS) *Engine {
+	t.Helper()
+	fs.SetIgnoreSyncs(true)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.ResetToSyncedState()
+	fs.SetIgnoreSyncs(false)
+	e, err := Open(Options{Dir: "db", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func mustGet(t *testing.T, e *Engine, ks, key string) (lww.Record, bool) {
 	t.Helper()
 	r, found, err := e.Get(ks, []byte(key))
@@ -581,17 +599,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 			if err := tt.write(e); err != nil {
 				t.Fatalf("write: %v", err)
 			}
-			fs.SetIgnoreSyncs(true) // nothing from here on reaches "disk"
-			if err := e.Close(); err != nil {
-				t.Fatal(err)
-			}
-			fs.ResetToSyncedState()
-			fs.SetIgnoreSyncs(false)
-
-			e, err = Open(Options{Dir: "db", FS: fs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e = crashAndReopen(t, e, fs)
 			defer e.Close()
 			if _, found := mustGet(t, e, "ks", "k"); found != tt.wantFound {
 				t.Errorf("after crash found = %t, want %t", found, tt.wantFound)
