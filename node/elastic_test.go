@@ -97,6 +97,18 @@ func putBefore(t *testing.T, n *Node) []string {
 	return keys
 }
 
+// threeNodesWithKeys starts nodes a, b and c in dc1, creates keyspace app with the
+// given replication, and writes putBefore's keys through a.
+func threeNodesWithKeys(t *testing.T, replication string) (a, b, c *Node, keys []string) {
+	t.Helper()
+	a = startNode(t, "a", "dc1")
+	b = startJoiner(t, "b", "", a.Addr())
+	c = startJoiner(t, "c", "", a.Addr())
+	waitAllNormal(t, 3, a, b, c)
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: replication}, a, b, c)
+	return a, b, c, putBefore(t, a)
+}
+
 func waitAllNormal(t *testing.T, want int, nodes ...*Node) {
 	t.Helper()
 	for _, n := range nodes {
@@ -109,12 +121,7 @@ func waitAllNormal(t *testing.T, want int, nodes ...*Node) {
 // removed, a dead one is replaced; after every step each acknowledged key is read at ONE
 // through every node.
 func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
-	a := startNode(t, "a", "dc1")
-	b := startJoiner(t, "b", "", a.Addr())
-	c := startJoiner(t, "c", "", a.Addr())
-	waitAllNormal(t, 3, a, b, c)
-	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "dc1=2"}, a, b, c)
-	keys := putBefore(t, a)
+	a, b, c, keys := threeNodesWithKeys(t, "dc1=2")
 	ctx := context.Background()
 
 	w := startWriter(a, "join")
@@ -273,12 +280,7 @@ func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 // would wait for ever): each pulls from the intact replica and from the other rebuilding
 // one, and both come back normal with every key.
 func TestTwoWipedNodesRebuildAtOnce(t *testing.T) {
-	a := startNode(t, "a", "dc1")
-	b := startJoiner(t, "b", "", a.Addr())
-	c := startJoiner(t, "c", "", a.Addr())
-	waitAllNormal(t, 3, a, b, c)
-	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "simple=3"}, a, b, c)
-	keys := putBefore(t, a)
+	a, b, c, keys := threeNodesWithKeys(t, "simple=3")
 	for _, n := range []*Node{b, c} {
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
