@@ -37,6 +37,36 @@ var protocols = map[string]membership.Protocol{
 	"scuttlebutt": scuttlebutt.Protocol,
 }
 
+// detectionFloor is the least real time one stage of a Ferry probe, or a lone
+// suspicion, lasts. A round shorter than a second runs the core's clock faster than the
+// wall clock (tests gossip every 50 ms: 20 times), and Ferry's 0.5 s probe timeout would
+// become 25 ms: a live node stalled that long by a loaded machine (a GC pause, two cores
+// shared by a dozen processes) would be convicted. At the default round it changes nothing.
+const detectionFloor = 250 * time.Millisecond
+
+// ferryAt returns Ferry running with ferryOptionsAt(interval).
+func ferryAt(interval time.Duration) membership.Protocol {
+	opts := ferryOptionsAt(interval)
+	protocol := ferry.Protocol
+	protocol.New = func(cfg membership.Config) (membership.Core, error) { return ferry.New(cfg, opts) }
+	return protocol
+}
+
+// ferryOptionsAt returns Ferry's default options with the probe timeout held to
+// detectionFloor, and the suspicion and remote-probe timeouts to twice that, of real
+// time when a round lasts interval (0 meaning the default round).
+func ferryOptionsAt(interval time.Duration) ferry.Options {
+	opts := ferry.DefaultOptions
+	if interval <= 0 || interval >= membership.Round {
+		return opts
+	}
+	floor := time.Duration(float64(detectionFloor) * float64(membership.Round) / float64(interval))
+	opts.ProbeTimeout = max(opts.ProbeTimeout, floor)
+	opts.SuspectTimeout = max(opts.SuspectTimeout, 2*floor)
+	opts.RemoteProbeTimeout = max(opts.RemoteProbeTimeout, 2*floor)
+	return opts
+}
+
 // gossip keeps the node's cluster directory from a membership core: members become
 // directory entries (their client address and tokens travel as application states), the
 // core's verdicts become liveness, and a member gossiping another schema digest is asked
@@ -67,6 +97,9 @@ func newGossip(n *Node) (*gossip, error) {
 	protocol, ok := protocols[name]
 	if !ok {
 		return nil, fmt.Errorf("membership %q: want ferry or scuttlebutt", name)
+	}
+	if name == "ferry" {
+		protocol = ferryAt(n.cfg.GossipInterval)
 	}
 	g := &gossip{n: n, removing: map[string]uint64{}, removed: map[string]uint64{}, removingBy: map[string]map[string]uint64{}, heard: map[string]cluster.Node{}}
 	self := n.directory.Self()
