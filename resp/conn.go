@@ -98,7 +98,8 @@ func (s *Server) newConn(nc net.Conn) *conn {
 
 // serveConn reads commands and writes their replies in order until the client leaves or
 // breaks the protocol. Replies are flushed when no further command is buffered, so a
-// pipelined batch costs one write; reads of a pipeline run concurrently (see runReads).
+// pipelined batch costs one write; reads of a pipeline run concurrently, and its plain
+// SETs go to the coordinator together (see pipeline.go).
 func (s *Server) serveConn(c *conn) {
 	defer s.untrack(c)
 	defer c.stopWatching()
@@ -119,6 +120,8 @@ func (s *Server) serveConn(c *conn) {
 		case len(args) == 0:
 		case c.r.Buffered() > 0 && c.isRead(args):
 			err = c.runReads(args)
+		case c.r.Buffered() > 0 && c.isPlainSet(args):
+			err = c.runWrites(args)
 		default:
 			c.execute(args)
 		}

@@ -3,28 +3,74 @@ package resp
 // Pipelined reads run concurrently. A client that pipelines GETs waits for all their
 // replies anyway, and each read may cross the network to replicas, so the connection
 // issues them together instead of one round trip after the other; the replies keep the
-// commands' order. Writes, and every other command, run one at a time in order, so that a
-// pipeline's writes take effect in the order sent and a read after a write sees it.
-// Concurrent reads are like reads sent on separate connections: of two keys written in
-// order by another client, a pipeline may see the second key's new value and the first
-// key's old one.
+// commands' order. Concurrent reads are like reads sent on separate connections: of two
+// keys written in order by another client, a pipeline may see the second key's new value
+// and the first key's old one.
+//
+// Writes take effect in the order sent, and a read after a write sees it. Pipelined
+// plain SETs are handed to the coordinator together (Backend.PutAll), which commits them
+// as one batch with one sync where that keeps their order for every reader (this node
+// the keys' only replica), and otherwise writes them one after the other. Every other
+// command runs alone, in order.
 
 import (
 	"errors"
+	"time"
 
 	"github.com/kuradb/kura/lww"
 )
 
-// readBatchMax bounds the reads of one concurrent batch.
-const readBatchMax = 64
+// batchMax bounds the commands of one batch; batchBytesMax stops a batch of writes
+// from gathering more than about that many bytes of values.
+const (
+	batchMax      = 64
+	batchBytesMax = 1 << 20
+)
 
 // isRead reports whether args is a GET that may join a concurrent batch.
 func (c *conn) isRead(args [][]byte) bool {
-	if !c.authenticated || len(args) != 2 || len(args[0]) != 3 {
+	return c.authenticated && len(args) == 2 && c.named(args[0], "get")
+}
+
+// isPlainSet reports whether args is a SET without options at a non-serial level, which
+// may join a batch of writes.
+func (c *conn) isPlainSet(args [][]byte) bool {
+	return c.authenticated && len(args) == 3 && !c.level.IsSerial() && c.named(args[0], "set")
+}
+
+// named reports whether a command's name is name (lower case), in any case.
+func (c *conn) named(arg []byte, name string) bool {
+	if len(arg) != len(name) {
 		return false
 	}
-	c.lowerName = appendLower(c.lowerName[:0], args[0])
-	return string(c.lowerName) == "get"
+	c.lowerName = appendLower(c.lowerName[:0], arg)
+	return string(c.lowerName) == name
+}
+
+// collect reads the commands buffered after a batch's first while keep accepts them and
+// full does not stop the batch, batchMax commands in all. It holds the first command
+// keep refuses (or a too-large command's error) for the caller to run next, and returns
+// a read error, which ends the batch after the commands before it are answered.
+func (c *conn) collect(keep func(args [][]byte) bool, full func() bool) error {
+	for n := 1; n < batchMax && c.r.Buffered() > 0 && !full(); n++ {
+		args, err := c.readCommand()
+		if errors.Is(err, ErrTooLarge) {
+			c.heldErr = err
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(args) == 0 {
+			n--
+			continue
+		}
+		if !keep(args) {
+			c.held = args
+			return nil
+		}
+	}
+	return nil
 }
 
 // read is one GET of a batch and its outcome.
@@ -36,31 +82,16 @@ type read struct {
 }
 
 // runReads runs first and the GETs buffered after it concurrently and answers them in
-// order. It stops at the first other command, which it holds for the caller to run next
-// (or answer, if the reader refused it as too large); a read error ends the batch after
-// the reads before it are answered.
+// order.
 func (c *conn) runReads(first [][]byte) error {
 	batch := []read{{key: first[1]}}
-	var readErr error
-	for len(batch) < readBatchMax && c.r.Buffered() > 0 {
-		args, err := c.readCommand()
-		if errors.Is(err, ErrTooLarge) {
-			c.heldErr = err
-			break
-		}
-		if err != nil {
-			readErr = err
-			break
-		}
-		if len(args) == 0 {
-			continue
-		}
+	readErr := c.collect(func(args [][]byte) bool {
 		if !c.isRead(args) {
-			c.held = args
-			break
+			return false
 		}
 		batch = append(batch, read{key: args[1]})
-	}
+		return true
+	}, func() bool { return false })
 	forEach(len(batch), func(i int) error {
 		r := &batch[i]
 		r.rec, r.found, r.err = c.lookup(r.key)
@@ -69,6 +100,35 @@ func (c *conn) runReads(first [][]byte) error {
 	c.ran("get", len(batch))
 	for _, r := range batch {
 		c.replyGet(r.rec, r.found, r.err)
+	}
+	return readErr
+}
+
+// runWrites writes first and the plain SETs buffered after it through Backend.PutAll
+// and answers them in order.
+func (c *conn) runWrites(first [][]byte) error {
+	batch := []lww.Record{{Key: first[1], Value: first[2]}}
+	size := len(first[2])
+	readErr := c.collect(func(args [][]byte) bool {
+		if !c.isPlainSet(args) {
+			return false
+		}
+		batch = append(batch, lww.Record{Key: args[1], Value: args[2]})
+		size += len(args[2])
+		return true
+	}, func() bool { return size >= batchBytesMax })
+	start := time.Now()
+	errs := c.s.cfg.Backend.PutAll(c.ctx, c.keyspace, batch, c.level)
+	for _, err := range errs {
+		c.observe("put", c.level, start, err)
+	}
+	c.ran("set", len(batch))
+	for _, err := range errs {
+		if err != nil {
+			c.w.Error(errorReply(err))
+			continue
+		}
+		c.w.SimpleString("OK")
 	}
 	return readErr
 }

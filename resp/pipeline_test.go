@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,56 @@ func TestPipelinedWritesKeepTheirOrder(t *testing.T) {
 	c.expect("$-1\r\n$-1\r\n+OK\r\n$1\r\n1\r\n+OK\r\n$1\r\n2\r\n$1\r\n2\r\n+ONE\r\n$1\r\n2\r\n")
 }
 
+// Pipelined plain SETs reach the backend in one PutAll, in order, each answered in turn
+// (an error too); a SET with options, or any other command, runs on its own and ends
+// the batch.
+func TestPipelinedSetsReachTheBackendTogether(t *testing.T) {
+	_, fake, addr := startServer(t, Config{})
+	c := dial(t, addr)
+	c.send(encode("SET", "a", "1") + encode("set", "b", "2") + encode("SET", "broken", "x") + encode("SET", "a", "3") +
+		encode("SET", "c", "4", "NX") + encode("SET", "d", "5") + encode("SET", "e", "6") + encode("GET", "a") + encode("GET", "e"))
+	c.expect("+OK\r\n+OK\r\n-" + errorReply(errBroken) + "\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n$1\r\n3\r\n$1\r\n6\r\n")
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	var got []string
+	for _, puts := range fake.putAlls {
+		var keys []string
+		for _, p := range puts {
+			keys = append(keys, string(p.Key)+"="+string(p.Value))
+		}
+		got = append(got, strings.Join(keys, " "))
+	}
+	// One small write of the client's arrives in one read on loopback, as
+	// TestPipelinedReadsRunConcurrently relies on too.
+	if want := []string{"a=1 b=2 broken=x a=3", "d=5 e=6"}; !slices.Equal(got, want) {
+		t.Fatalf("PutAll calls %q; want %q", got, want)
+	}
+}
+
+// A batch of writes stops gathering once its values pass batchBytesMax.
+func TestPipelinedSetBatchesAreBoundedInBytes(t *testing.T) {
+	_, fake, addr := startServer(t, Config{Limits: coord.Limits{KeyBytesMax: 16, ValueBytesMax: batchBytesMax}})
+	c := dial(t, addr)
+	value := strings.Repeat("v", batchBytesMax/4+1)
+	var batch, want strings.Builder
+	for i := range 12 {
+		batch.WriteString(encode("SET", fmt.Sprint(i), value))
+		want.WriteString("+OK\r\n")
+	}
+	c.send(batch.String())
+	c.expect(want.String())
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	for _, puts := range fake.putAlls {
+		if len(puts) > 4 {
+			t.Errorf("a batch of %d values of %d bytes", len(puts), len(value))
+		}
+	}
+	if len(fake.putAlls) == 0 {
+		t.Fatal("no SET was batched")
+	}
+}
+
 func TestReadsBeforeAProtocolErrorAreAnswered(t *testing.T) {
 	_, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
@@ -86,13 +137,13 @@ func TestLongPipelinesOfReadsSpanBatches(t *testing.T) {
 	_, fake, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	var batch, want strings.Builder
-	for range 3*readBatchMax + 1 {
+	for range 3*batchMax + 1 {
 		batch.WriteString(encode("GET", "k"))
 		want.WriteString("$-1\r\n")
 	}
 	c.send(batch.String())
 	c.expect(want.String())
-	if ops := fake.takeOps(); len(ops) != 3*readBatchMax+1 {
+	if ops := fake.takeOps(); len(ops) != 3*batchMax+1 {
 		t.Fatalf("%d reads reached the backend", len(ops))
 	}
 }

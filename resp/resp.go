@@ -30,6 +30,9 @@ type Backend interface {
 	// Get, Put, Delete and Scan are the coordinator's operations (coord.Coordinator).
 	Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error)
 	Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error)
+	// PutAll is Put of each record's key, value and expiry in order, one error each; it
+	// may share one sync among them where that keeps their order for every reader.
+	PutAll(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []error
 	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
 	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error)
 	// Update is the coordinator's lightweight transaction: a linearizable

@@ -32,6 +32,8 @@ type fakeBackend struct {
 	// expired value reads as missing, as the coordinator's do.
 	expiry map[string]map[string]hlc.Timestamp
 	ops    []string // "op keyspace level", in call order
+	// putAlls holds the records of each PutAll call, in call order.
+	putAlls [][]lww.Record
 }
 
 func newFakeBackend() *fakeBackend {
@@ -146,6 +148,18 @@ func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte,
 	}
 	f.store(keyspace, ks, string(key), lww.Record{Value: value, ExpiresAt: expiresAt})
 	return 1, nil
+}
+
+// PutAll is Put of each record in order, noting the call's records.
+func (f *fakeBackend) PutAll(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []error {
+	f.mu.Lock()
+	f.putAlls = append(f.putAlls, puts)
+	f.mu.Unlock()
+	errs := make([]error, len(puts))
+	for i, p := range puts {
+		_, errs[i] = f.Put(ctx, keyspace, p.Key, p.Value, p.ExpiresAt, cl)
+	}
+	return errs
 }
 
 func (f *fakeBackend) Delete(_ context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error) {

@@ -1,0 +1,80 @@
+package coord_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/schema"
+)
+
+// PutAll gives each write the outcome Put one after the other would: the writes of one
+// key in order, an invalid write refused alone, whether this node is the keys' only
+// replica (one synced batch), their replicas are elsewhere, or both.
+func TestPutAllWritesInOrder(t *testing.T) {
+	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
+	c := startCluster(t, spread, solo)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	var here, elsewhere [][]byte // solo's keys whose one replica is a1, and is not
+	for i := 0; len(here) < 4 || len(elsewhere) < 2; i++ {
+		key := []byte(fmt.Sprintf("k%d", i))
+		if replicasOf(t, c, solo, key)[0] == "a1" {
+			here = append(here, key)
+		} else {
+			elsewhere = append(elsewhere, key)
+		}
+	}
+	put := func(key []byte, value string) lww.Record { return lww.Record{Key: key, Value: []byte(value)} }
+	oversized := string(make([]byte, 64<<10+1))
+	for _, tc := range []struct {
+		name     string
+		keyspace string
+		level    consistency.Level
+		puts     []lww.Record
+		invalid  []int // the puts refused as invalid
+	}{
+		{"only replica here", "solo", consistency.One, []lww.Record{
+			put(here[0], "1"), put(here[1], "2"), put(here[0], "3"), put(here[2], "4"), put(here[0], "5")}, nil},
+		{"only replica here, at ALL", "solo", consistency.All, []lww.Record{put(here[3], "1"), put(here[3], "2")}, nil},
+		{"replicas elsewhere", "spread", consistency.Quorum, []lww.Record{
+			put(here[0], "6"), put(here[1], "7"), put(here[0], "8")}, nil},
+		{"some here, some elsewhere", "solo", consistency.One, []lww.Record{
+			put(here[1], "9"), put(elsewhere[0], "10"), put(here[1], "11"), put(elsewhere[1], "12")}, nil},
+		{"an invalid write among them", "solo", consistency.One, []lww.Record{
+			put(here[2], "13"), put(here[3], oversized), put(here[2], "14")}, []int{1}},
+		{"a serial level", "solo", consistency.Serial, []lww.Record{put(here[0], "15"), put(here[1], "16")}, []int{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := co.PutAll(ctx, tc.keyspace, tc.puts, tc.level)
+			if len(errs) != len(tc.puts) {
+				t.Fatalf("%d errors for %d puts", len(errs), len(tc.puts))
+			}
+			last := map[string][]byte{}
+			for i, err := range errs {
+				wantInvalid := false
+				for _, j := range tc.invalid {
+					wantInvalid = wantInvalid || i == j
+				}
+				switch {
+				case wantInvalid && !errors.Is(err, coord.ErrInvalidArgument):
+					t.Errorf("put %d: %v, want invalid argument", i, err)
+				case !wantInvalid && err != nil:
+					t.Errorf("put %d: %v", i, err)
+				case !wantInvalid:
+					last[string(tc.puts[i].Key)] = tc.puts[i].Value
+				}
+			}
+			for key, want := range last {
+				rec, found, err := co.Get(ctx, tc.keyspace, []byte(key), consistency.All)
+				if err != nil || !found || !bytes.Equal(rec.Value, want) {
+					t.Errorf("get %s = %q, %v, %v; want %q", key, rec.Value, found, err, want)
+				}
+			}
+		})
+	}
+}
