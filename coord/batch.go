@@ -2,11 +2,13 @@ package coord
 
 import (
 	"context"
+	"sync"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
 )
 
 // PutAll writes puts (key, value and expiry of each; the timestamps are stamped here) to
@@ -85,6 +87,89 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 		for i := range errs {
 			errs[i] = &TimeoutError{Level: cl, Required: required, Cause: err}
 		}
+	}
+	return true
+}
+
+// GetResult is one key's outcome of GetAll, as Get returns it.
+type GetResult struct {
+	Record lww.Record
+	Found  bool
+	Err    error
+}
+
+// getAllFanout bounds how many of GetAll's reads run at once when they go one by one.
+const getAllFanout = 32
+
+// GetAll reads keys from keyspace at level cl, each as Get would, and returns their
+// outcomes in order. When this node is the one replica of every key and can serve the
+// read (one node, or a keyspace with one replica here), the keys are read from its
+// storage in one task of the read stage; otherwise the Gets run concurrently, up to
+// getAllFanout at once.
+func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []GetResult {
+	results := make([]GetResult, len(keys))
+	if len(keys) > 1 && c.getAllLocally(ctx, keyspace, keys, cl, results) {
+		return results
+	}
+	slots := make(chan struct{}, getAllFanout)
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r := &results[i]
+			r.Record, r.Found, r.Err = c.Get(ctx, keyspace, key, cl)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// getAllLocally is GetAll's single-replica path: it reports false, having read nothing,
+// unless every key is valid and this node, able to serve reads, is its only replica and
+// meets cl alone; otherwise it reads them all in one call of the local replica and fills
+// results.
+func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level, results []GetResult) bool {
+	if cl == consistency.Any || cl.IsSerial() {
+		return false
+	}
+	ks, err := c.keyspaces.Get(keyspace)
+	if err != nil || ks.Erasure.Enabled() {
+		return false
+	}
+	self := c.view.Self()
+	var sole placement.Member // this node, as the replica of every key
+	var required consistency.Requirement
+	for _, key := range keys {
+		if c.checkKey(key) != nil {
+			return false
+		}
+		members, err := c.replicaSet(ctx, ks, key)
+		if err != nil || len(members) != 1 || members[0].ID != self.ID || !members[0].Reads() {
+			return false
+		}
+		sole = members[0]
+		if required = cl.Require(countedPerDC(members), self.DC); !satisfiable(c.readable(members, 0), required) {
+			return false
+		}
+	}
+	r, err := c.replica(sole)
+	if err != nil {
+		return false
+	}
+	local, ok := r.(replica.ManyGetter)
+	if !ok {
+		return false
+	}
+	records, found, err := local.GetMany(ctx, keyspace, keys)
+	for i := range keys {
+		if err != nil {
+			results[i].Err = &TimeoutError{Level: cl, Required: required, Cause: err}
+			continue
+		}
+		// One answer: resolve reports it as Get would and has nothing to repair.
+		rec, ok, rerr := c.resolve(ks, []readAnswer{{member: sole, record: records[i], found: found[i]}})
+		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
 	}
 	return true
 }

@@ -78,3 +78,69 @@ func TestPutAllWritesInOrder(t *testing.T) {
 		})
 	}
 }
+
+// GetAll answers every key as Get does, whether this node is the keys' only replica (one
+// read of its storage), their replicas are elsewhere, or both: values, missing, deleted
+// and expired keys, an invalid key among them, and levels it refuses.
+func TestGetAllAnswersAsGet(t *testing.T) {
+	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
+	c := startCluster(t, spread, solo)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	var here, elsewhere [][]byte
+	for i := 0; len(here) < 4 || len(elsewhere) < 2; i++ {
+		key := []byte(fmt.Sprintf("g%d", i))
+		if replicasOf(t, c, solo, key)[0] == "a1" {
+			here = append(here, key)
+		} else {
+			elsewhere = append(elsewhere, key)
+		}
+	}
+	past, err := co.ExpiresAt(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ks := range []string{"solo", "spread"} {
+		for i, key := range append(here[:2:2], elsewhere[0]) {
+			if _, err := co.Put(ctx, ks, key, []byte(fmt.Sprint("v", i)), 0, consistency.All); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := co.Put(ctx, ks, here[2], []byte("expired"), past, consistency.All); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := co.Delete(ctx, ks, here[1], consistency.All); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tooLong := bytes.Repeat([]byte("k"), 1025)
+	for _, tc := range []struct {
+		name     string
+		keyspace string
+		level    consistency.Level
+		keys     [][]byte
+	}{
+		{"only replica here", "solo", consistency.One, [][]byte{here[0], here[1], here[2], here[3], here[0]}},
+		{"only replica here, at ALL", "solo", consistency.All, [][]byte{here[0], here[3]}},
+		{"replicas elsewhere", "spread", consistency.Quorum, [][]byte{here[0], here[1], here[2], elsewhere[0]}},
+		{"some here, some elsewhere", "solo", consistency.One, [][]byte{here[0], elsewhere[0], elsewhere[1]}},
+		{"an invalid key among them", "solo", consistency.One, [][]byte{here[0], tooLong, here[3]}},
+		{"a write level", "solo", consistency.Any, [][]byte{here[0], here[3]}},
+		{"a serial level", "solo", consistency.Serial, [][]byte{here[0], here[3]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			results := co.GetAll(ctx, tc.keyspace, tc.keys, tc.level)
+			if len(results) != len(tc.keys) {
+				t.Fatalf("%d results for %d keys", len(results), len(tc.keys))
+			}
+			for i, key := range tc.keys {
+				rec, found, err := co.Get(ctx, tc.keyspace, key, tc.level)
+				got := results[i]
+				if got.Found != found || !bytes.Equal(got.Record.Value, rec.Value) || got.Record.Timestamp != rec.Timestamp ||
+					(got.Err == nil) != (err == nil) || (err != nil && got.Err.Error() != err.Error()) {
+					t.Errorf("key %d: GetAll %q, %v, %v; Get %q, %v, %v", i, got.Record.Value, got.Found, got.Err, rec.Value, found, err)
+				}
+			}
+		})
+	}
+}

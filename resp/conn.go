@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
@@ -334,6 +335,23 @@ func (c *conn) get(key []byte) (lww.Record, bool, error) {
 // counted in INFO's keyspace_hits and keyspace_misses as Redis counts them.
 func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
 	rec, found, err := c.get(key)
+	c.countLookup(found, err)
+	return rec, found, err
+}
+
+// lookupAll is lookup of each of keys, through Backend.GetAll.
+func (c *conn) lookupAll(keys [][]byte) []coord.GetResult {
+	start := time.Now()
+	results := c.s.cfg.Backend.GetAll(c.ctx, c.keyspace, keys, c.level)
+	for _, r := range results {
+		c.observe("get", c.level, start, r.Err)
+		c.countLookup(r.Found, r.Err)
+	}
+	return results
+}
+
+// countLookup counts a read's hit or miss for INFO.
+func (c *conn) countLookup(found bool, err error) {
 	switch {
 	case err != nil:
 	case found:
@@ -341,7 +359,6 @@ func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
 	default:
 		c.s.stats.keyspaceMisses.Add(1)
 	}
-	return rec, found, err
 }
 
 // put writes value under key, expiring at expiresAt (0: never). At a serial level the

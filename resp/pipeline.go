@@ -1,9 +1,10 @@
 package resp
 
-// Pipelined reads run concurrently. A client that pipelines GETs waits for all their
+// Pipelined reads run together. A client that pipelines GETs waits for all their
 // replies anyway, and each read may cross the network to replicas, so the connection
-// issues them together instead of one round trip after the other; the replies keep the
-// commands' order. Concurrent reads are like reads sent on separate connections: of two
+// hands them to the coordinator together (Backend.GetAll: concurrent reads, or one read
+// of local storage where this node is the keys' only replica) instead of one round trip
+// after the other; the replies keep the commands' order. Concurrent reads are like reads sent on separate connections: of two
 // keys written in order by another client, a pipeline may see the second key's new value
 // and the first key's old one.
 //
@@ -73,33 +74,21 @@ func (c *conn) collect(keep func(args [][]byte) bool, full func() bool) error {
 	return nil
 }
 
-// read is one GET of a batch and its outcome.
-type read struct {
-	key   []byte
-	rec   lww.Record
-	found bool
-	err   error
-}
-
-// runReads runs first and the GETs buffered after it concurrently and answers them in
-// order.
+// runReads reads first's key and those of the GETs buffered after it through
+// Backend.GetAll and answers them in order.
 func (c *conn) runReads(first [][]byte) error {
-	batch := []read{{key: first[1]}}
+	keys := [][]byte{first[1]}
 	readErr := c.collect(func(args [][]byte) bool {
 		if !c.isRead(args) {
 			return false
 		}
-		batch = append(batch, read{key: args[1]})
+		keys = append(keys, args[1])
 		return true
 	}, func() bool { return false })
-	forEach(len(batch), func(i int) error {
-		r := &batch[i]
-		r.rec, r.found, r.err = c.lookup(r.key)
-		return nil
-	})
-	c.ran("get", len(batch))
-	for _, r := range batch {
-		c.replyGet(r.rec, r.found, r.err)
+	results := c.lookupAll(keys)
+	c.ran("get", len(keys))
+	for _, r := range results {
+		c.replyGet(r.Record, r.Found, r.Err)
 	}
 	return readErr
 }

@@ -30,6 +30,8 @@ type Backend interface {
 	// Get, Put, Delete and Scan are the coordinator's operations (coord.Coordinator).
 	Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error)
 	Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error)
+	// GetAll is Get of each key, one result each; it may read them together.
+	GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []coord.GetResult
 	// PutAll is Put of each record's key, value and expiry in order, one error each; it
 	// may share one sync among them where that keeps their order for every reader.
 	PutAll(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []error

@@ -32,7 +32,9 @@ type fakeBackend struct {
 	// expired value reads as missing, as the coordinator's do.
 	expiry map[string]map[string]hlc.Timestamp
 	ops    []string // "op keyspace level", in call order
-	// putAlls holds the records of each PutAll call, in call order.
+	// getAlls and putAlls hold the keys of each GetAll call and the records of each
+	// PutAll call, in call order.
+	getAlls [][][]byte
 	putAlls [][]lww.Record
 }
 
@@ -148,6 +150,19 @@ func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte,
 	}
 	f.store(keyspace, ks, string(key), lww.Record{Value: value, ExpiresAt: expiresAt})
 	return 1, nil
+}
+
+// GetAll is Get of each key in order, noting the call's keys.
+func (f *fakeBackend) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []coord.GetResult {
+	f.mu.Lock()
+	f.getAlls = append(f.getAlls, keys)
+	f.mu.Unlock()
+	results := make([]coord.GetResult, len(keys))
+	for i, key := range keys {
+		r := &results[i]
+		r.Record, r.Found, r.Err = f.Get(ctx, keyspace, key, cl)
+	}
+	return results
 }
 
 // PutAll is Put of each record in order, noting the call's records.

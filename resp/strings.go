@@ -208,21 +208,16 @@ func existsCommand(c *conn, args [][]byte) {
 }
 
 func mgetCommand(c *conn, args [][]byte) {
-	keys := args[1:]
-	recs := make([]lww.Record, len(keys))
-	found := make([]bool, len(keys))
-	err := forEach(len(keys), func(i int) error {
-		var err error
-		recs[i], found[i], err = c.lookup(keys[i])
-		return err
-	})
-	if err != nil {
-		c.w.Error(errorReply(err))
-		return
+	results := c.lookupAll(args[1:])
+	for _, r := range results {
+		if r.Err != nil {
+			c.w.Error(errorReply(r.Err))
+			return
+		}
 	}
-	c.w.ArrayHeader(len(keys))
-	for i := range keys {
-		c.writeValue(recs[i], found[i])
+	c.w.ArrayHeader(len(results))
+	for _, r := range results {
+		c.writeValue(r.Record, r.Found)
 	}
 }
 
