@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Level is a consistency level with Cassandra's meaning.
@@ -96,7 +97,9 @@ func Parse(name string) (Level, error) {
 }
 
 // Requirement says how many acknowledgements a request needs: Total in all, and at least
-// PerDC[dc] from each named datacenter. Hinted counts for ANY only.
+// PerDC[dc] from each named datacenter. Hinted counts for ANY only. PerDC may be shared
+// between requirements (Require hands out the same map to every LOCAL_QUORUM request
+// of a DC): read it, never write it; WithPending copies it.
 type Requirement struct {
 	Total  int
 	PerDC  map[string]int
@@ -127,10 +130,10 @@ func (l Level) Require(rfPerDC map[string]int, localDC string) Requirement {
 	case Quorum, Serial:
 		return Requirement{Total: quorum(total)}
 	case LocalOne:
-		return Requirement{Total: 1, PerDC: map[string]int{localDC: 1}}
+		return Requirement{Total: 1, PerDC: localPerDC(localDC, 1)}
 	case LocalQuorum, LocalSerial:
 		local := quorum(rfPerDC[localDC])
-		return Requirement{Total: local, PerDC: map[string]int{localDC: local}}
+		return Requirement{Total: local, PerDC: localPerDC(localDC, local)}
 	case EachQuorum:
 		perDC := make(map[string]int, len(rfPerDC))
 		sum := 0
@@ -151,6 +154,45 @@ func (l Level) Require(rfPerDC map[string]int, localDC string) Requirement {
 		return Requirement{Total: total, PerDC: perDC}
 	}
 	return Requirement{Total: total + 1} // an unknown level is never satisfiable
+}
+
+// localCount is a requirement of n acknowledgements from one DC.
+type localCount struct {
+	dc string
+	n  int
+}
+
+// localCounts holds the PerDC maps localPerDC made, at most localCountsMax.
+var localCounts struct {
+	mu sync.RWMutex
+	m  map[localCount]map[string]int
+}
+
+// localCountsMax bounds localCounts: a node asks for its own DC's few quorum sizes, so
+// the bound is only a guard.
+const localCountsMax = 256
+
+// localPerDC returns {dc: n}, the PerDC of the local levels. A coordinator asks for the
+// same one on every request of its DC, so each map is made once and shared (requirements
+// are read-only) rather than allocated per request.
+func localPerDC(dc string, n int) map[string]int {
+	key := localCount{dc: dc, n: n}
+	localCounts.mu.RLock()
+	perDC, ok := localCounts.m[key]
+	localCounts.mu.RUnlock()
+	if ok {
+		return perDC
+	}
+	perDC = map[string]int{dc: n}
+	localCounts.mu.Lock()
+	defer localCounts.mu.Unlock()
+	if localCounts.m == nil {
+		localCounts.m = map[localCount]map[string]int{}
+	}
+	if len(localCounts.m) < localCountsMax {
+		localCounts.m[key] = perDC
+	}
+	return perDC
 }
 
 // Satisfied reports whether acks (acknowledgements counted per datacenter) meet r. Given

@@ -132,3 +132,27 @@ func TestSerialLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalRequirementShared checks that the local levels hand out one PerDC map per DC
+// and count without allocating, and that WithPending leaves the shared map as it was.
+func TestLocalRequirementShared(t *testing.T) {
+	rf := map[string]int{"a": 3, "b": 2}
+	first := LocalQuorum.Require(rf, "a")
+	if allocs := testing.AllocsPerRun(100, func() { LocalQuorum.Require(rf, "a") }); allocs > 0 {
+		t.Errorf("LOCAL_QUORUM's Require made %v allocations, want none once its map is made", allocs)
+	}
+	raised := first.WithPending("a")
+	if raised.PerDC["a"] != 3 || raised.Total != 3 {
+		t.Errorf("WithPending = %v, want 3 (a: 3)", raised)
+	}
+	again := LocalQuorum.Require(rf, "a")
+	if again.PerDC["a"] != 2 || first.PerDC["a"] != 2 || len(again.PerDC) != 1 {
+		t.Errorf("after WithPending, Require = %v and the first %v, want 2 (a: 2)", again, first)
+	}
+	if other := LocalQuorum.Require(rf, "b"); other.PerDC["b"] != 2 || len(other.PerDC) != 1 {
+		t.Errorf("LOCAL_QUORUM in b = %v, want 2 (b: 2)", other)
+	}
+	if one := LocalOne.Require(rf, "a"); one.PerDC["a"] != 1 || len(one.PerDC) != 1 {
+		t.Errorf("LOCAL_ONE = %v, want 1 (a: 1)", one)
+	}
+}

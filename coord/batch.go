@@ -52,7 +52,7 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 		if len(p.Value) > c.cfg.Limits.ValueBytesMax || c.checkKey(p.Key) != nil {
 			return false
 		}
-		members, err := c.replicaSet(ctx, ks, p.Key)
+		members, err := c.replicaSet(ctx, ks, p.Key, nil)
 		if err != nil || len(members) != 1 {
 			return false
 		}
@@ -61,7 +61,7 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 			return false
 		}
 		required = withPending(cl.Require(countedPerDC(members), self.DC), members)
-		if err := checkWritable(c.planWrites(members), required, func(map[string]int) error { return ErrUnavailable }); err != nil {
+		if err := checkWritable([]replicaWrite{{member: sole}}, required, func(map[string]int) error { return ErrUnavailable }); err != nil {
 			return false
 		}
 	}
@@ -144,12 +144,12 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 		if c.checkKey(key) != nil {
 			return false
 		}
-		members, err := c.replicaSet(ctx, ks, key)
+		members, err := c.replicaSet(ctx, ks, key, nil)
 		if err != nil || len(members) != 1 || members[0].ID != self.ID || !members[0].Reads() {
 			return false
 		}
 		sole = members[0]
-		if required = cl.Require(countedPerDC(members), self.DC); !satisfiable(c.readable(members, 0), required) {
+		if required = cl.Require(countedPerDC(members), self.DC); !satisfiable(c.readable(nil, members, 0), required) {
 			return false
 		}
 	}

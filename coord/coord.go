@@ -186,9 +186,10 @@ func New(cfg Config, parts Parts) *Coordinator {
 	}
 }
 
-// replicaSet returns key's replicas. A placement that cannot route is unavailable.
-func (c *Coordinator) replicaSet(ctx context.Context, ks schema.Keyspace, key []byte) ([]placement.Member, error) {
-	members, err := c.placement.Replicas(ctx, ks, key)
+// replicaSet returns key's replicas, in buf's memory when it has room (nil is fine). A
+// placement that cannot route is unavailable.
+func (c *Coordinator) replicaSet(ctx context.Context, ks schema.Keyspace, key []byte, buf []placement.Member) ([]placement.Member, error) {
+	members, err := c.placement.Replicas(ctx, ks, key, buf)
 	return members, routed(err)
 }
 

@@ -194,7 +194,7 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 	for i, g := range groups {
 		replicas := plan.ranges[g.rangeIndex].Replicas
 		required := cl.Require(countedPerDC(replicas), localDC)
-		candidates := c.readable(replicas, i)
+		candidates := c.readable(nil, replicas, i)
 		if alive := dcCounts(candidates); !required.Satisfied(alive) {
 			return 0, &UnavailableError{Level: cl, Required: required, Alive: alive}
 		}

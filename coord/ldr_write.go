@@ -21,19 +21,24 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
 	unavailable := func(alive map[string]int) error { return chunkUnavailable(ks, cl, required, alive) }
-	writes := c.planWrites(owners(slots))
-	if err := checkWritable(writes, required, unavailable); err != nil {
+	op := c.newWriteOp(ks.Name)
+	op.required = required
+	c.planWrites(op, owners(slots))
+	if err := checkWritable(op.writes, required, unavailable); err != nil {
+		op.release(outcome{})
 		return 0, err
 	}
 	if rec.Timestamp, err = c.stamp(); err != nil {
+		op.release(outcome{})
 		return 0, err
 	}
 	records, err := chunkRecords(code, slots, rec)
 	if err != nil {
+		op.release(outcome{})
 		return 0, fmt.Errorf("key %q of keyspace %s: %w", rec.Key, ks.Name, err)
 	}
-	for i := range writes {
-		writes[i].record = records[i]
+	for i := range op.writes {
+		op.writes[i].record = records[i]
 	}
-	return rec.Timestamp, c.applyWrites(ctx, ks.Name, writes, required, cl, unavailable)
+	return rec.Timestamp, c.applyWrites(ctx, op, cl, unavailable)
 }

@@ -119,7 +119,7 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, s
 	if ks.Erasure.Enabled() {
 		return nil, invalid("keyspace %s is erasure-coded: a value has no replicas to run Paxos among, so it takes no lightweight transaction", keyspace)
 	}
-	members, err := c.replicaSet(ctx, ks, key)
+	members, err := c.replicaSet(ctx, ks, key, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -540,11 +540,13 @@ func (l *lwt) complete(ctx context.Context, ballot paxos.Ballot, inProgress paxo
 // proposal chosen; the next round on the key completes it.
 func (l *lwt) commitRound(ctx context.Context, p paxos.Proposal) error {
 	required := withPending(l.commit.Require(countedPerDC(l.members), l.c.view.Self().DC), l.members)
-	writes := l.c.planWrites(l.members)
-	for i := range writes {
-		writes[i].record, writes[i].commit = p.Record, &p
+	op := l.c.newWriteOp(l.keyspace)
+	op.required = required
+	l.c.planWrites(op, l.members)
+	for i := range op.writes {
+		op.writes[i].record, op.writes[i].commit = p.Record, &p
 	}
-	err := l.c.applyWrites(ctx, l.keyspace, writes, required, l.commit, func(alive map[string]int) error {
+	err := l.c.applyWrites(ctx, op, l.commit, func(alive map[string]int) error {
 		return &TimeoutError{Level: l.commit, Required: required, Cause: fmt.Errorf("no replica takes writes, %s alive", consistency.CountPerDC(sumPerDC(alive), alive))}
 	})
 	if err != nil {

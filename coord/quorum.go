@@ -35,9 +35,16 @@ type group struct {
 }
 
 func newGroup(required consistency.Requirement, candidates []target) *group {
-	g := &group{required: required, candidates: candidates}
-	g.asked, g.acked = g.tallies[0][:0], g.tallies[1][:0]
+	g := &group{}
+	g.init(required, candidates)
 	return g
+}
+
+// init sets g up, nothing asked or answered yet, for a group allocated elsewhere (a
+// pooled one, pointOp's).
+func (g *group) init(required consistency.Requirement, candidates []target) {
+	*g = group{required: required, candidates: candidates}
+	g.asked, g.acked = g.tallies[0][:0], g.tallies[1][:0]
 }
 
 // met reports whether the group's answers meet its requirement.
@@ -84,6 +91,9 @@ type quorum struct {
 	// gathering at once, unmet (a Paxos prepare refused for a higher ballot: the round
 	// is lost, whatever the other replicas answer).
 	abort func(err error) bool
+	// sent, when its capacity holds every candidate, is the memory gather records the
+	// targets asked in (a pooled pointOp's), instead of a slice of its own.
+	sent []target
 }
 
 // outcome is what a gathering established.
@@ -91,6 +101,10 @@ type outcome struct {
 	met     bool // every requirement, and enough, held
 	acked   int  // answers counted, over all groups
 	lastErr error
+	// inFlight counts the requests not answered when gather returned: they finish in
+	// the background, still reading their targets and whatever ask reads, so that
+	// memory must not be reused while any is.
+	inFlight int
 }
 
 // answer is one node's reply to one request.
@@ -115,11 +129,15 @@ func gather[T any](ctx context.Context, q *quorum, ask func(placement.Member, []
 	for _, g := range q.groups {
 		capacity += len(g.candidates)
 	}
-	g := gathering[T]{q: q, ask: ask, accept: accept, sent: make([]target, 0, capacity)}
+	sent := q.sent[:0]
+	if cap(sent) < capacity {
+		sent = make([]target, 0, capacity)
+	}
+	g := gathering[T]{q: q, ask: ask, accept: accept, sent: sent}
 	for {
 		localAsked := g.dispatch()
 		if g.decided {
-			return g.out, nil
+			return g.finish(nil)
 		}
 		if localAsked {
 			continue // what this node answered may call for more requests
@@ -131,14 +149,20 @@ func gather[T any](ctx context.Context, q *quorum, ask func(placement.Member, []
 		case a := <-g.results:
 			g.settle(a)
 			if g.decided {
-				return g.out, nil
+				return g.finish(nil)
 			}
 		case <-ctx.Done():
-			return g.out, ctx.Err()
+			return g.finish(ctx.Err())
 		}
 	}
 	g.out.met = g.done()
-	return g.out, nil
+	return g.finish(nil)
+}
+
+// finish returns the outcome, with the requests still in flight, and err.
+func (g *gathering[T]) finish(err error) (outcome, error) {
+	g.out.inFlight = g.inFlight
+	return g.out, err
 }
 
 // gathering is the state of one run of gather.
@@ -208,7 +232,9 @@ func (g *gathering[T]) dispatch() bool {
 			// Every request of the round is made, as before the level was known to
 			// be met: a write still reaches this node's replica.
 			v, err := g.ask(ts[0].Member, ts)
-			if !g.decided {
+			if g.decided {
+				g.inFlight-- // answered, after the outcome was decided: not counted
+			} else {
 				g.settle(answer[T]{targets: ts, value: v, err: err})
 			}
 		}
@@ -339,9 +365,9 @@ func (c *Coordinator) nearestFirst(targets []target) []target {
 }
 
 // readable returns the members that may be asked for reads, as targets of group, nearest
-// first.
-func (c *Coordinator) readable(members []placement.Member, group int) []target {
-	out := make([]target, 0, len(members))
+// first, in buf's memory when it has room (nil is fine).
+func (c *Coordinator) readable(buf []target, members []placement.Member, group int) []target {
+	out := slices.Grow(buf[:0], len(members))
 	for i, m := range members {
 		if m.Reads() {
 			out = append(out, target{Member: m, group: group, slot: i})

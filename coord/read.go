@@ -38,34 +38,32 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	if ks.Erasure.Enabled() {
 		return c.ldrGet(ctx, ks, key, cl)
 	}
-	members, err := c.replicaSet(ctx, ks, key)
-	if err != nil {
-		return lww.Record{}, false, err
+	op := c.newReadOp(keyspace, key)
+	rec, found, out, err := c.get(ctx, ks, cl, op)
+	op.release(out)
+	return rec, found, err
+}
+
+// get is Get of a replicated keyspace, in op's memory; out is the gathering's outcome.
+func (c *Coordinator) get(ctx context.Context, ks schema.Keyspace, cl consistency.Level, op *readOp) (_ lww.Record, _ bool, out outcome, err error) {
+	if op.members, err = c.replicaSet(ctx, ks, op.key, op.members); err != nil {
+		return lww.Record{}, false, out, err
 	}
-	required := cl.Require(countedPerDC(members), c.view.Self().DC)
-	candidates := c.readable(members, 0)
-	if !satisfiable(candidates, required) {
-		return lww.Record{}, false, &UnavailableError{Level: cl, Required: required, Alive: dcCounts(candidates)}
+	self := c.view.Self()
+	required := cl.Require(countedPerDC(op.members), self.DC)
+	op.targets = c.readable(op.targets, op.members, 0)
+	if !satisfiable(op.targets, required) {
+		return lww.Record{}, false, out, &UnavailableError{Level: cl, Required: required, Alive: dcCounts(op.targets)}
 	}
-	answers := make([]readAnswer, 0, min(len(candidates), required.Total))
-	q := &quorum{self: c.view.Self().ID, groups: []*group{newGroup(required, candidates)}}
-	out, err := gather(ctx, q, func(m placement.Member, _ []target) (readAnswer, error) {
-		r, err := c.replica(m)
-		if err != nil {
-			return readAnswer{}, err
-		}
-		rctx, cancel := c.callContext(m.ID)
-		defer cancel()
-		rec, found, err := r.Get(rctx, keyspace, key)
-		return readAnswer{member: m, record: rec, found: found}, err
-	}, func(_ []target, a readAnswer) { answers = append(answers, a) })
+	out, err = gather(ctx, op.quorum(self.ID, required, op.targets), op.ask, op.accept)
 	switch {
 	case err != nil:
-		return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
+		return lww.Record{}, false, out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
 	case !out.met:
-		return lww.Record{}, false, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
+		return lww.Record{}, false, out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
 	}
-	return c.resolve(ks, answers)
+	rec, found, err := c.resolve(ks, op.answers)
+	return rec, found, out, err
 }
 
 // resolve picks the newest answer and sends it to the replicas that answered with an

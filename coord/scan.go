@@ -343,7 +343,7 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		g, ok := groupOfReplicas[string(key)]
 		if !ok {
 			required := cl.Require(countedPerDC(rg.Replicas), localDC)
-			candidates := c.readable(rg.Replicas, len(q.groups))
+			candidates := c.readable(nil, rg.Replicas, len(q.groups))
 			if alive := dcCounts(candidates); !required.Satisfied(alive) {
 				return roundResult{}, &UnavailableError{Level: cl, Required: required, Alive: alive}
 			}

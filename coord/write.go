@@ -78,25 +78,29 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if ks.Erasure.Enabled() {
 		return c.ldrWrite(ctx, ks, rec, cl)
 	}
-	members, err := c.replicaSet(ctx, ks, rec.Key)
-	if err != nil {
+	op := c.newWriteOp(keyspace)
+	if op.members, err = c.replicaSet(ctx, ks, rec.Key, op.members); err != nil {
+		op.release(outcome{})
 		return 0, err
 	}
-	required := withPending(cl.Require(countedPerDC(members), c.view.Self().DC), members)
+	required := withPending(cl.Require(countedPerDC(op.members), c.view.Self().DC), op.members)
+	op.required = required
 	unavailable := func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
 	}
-	writes := c.planWrites(members)
-	if err := checkWritable(writes, required, unavailable); err != nil {
+	c.planWrites(op, op.members)
+	if err := checkWritable(op.writes, required, unavailable); err != nil {
+		op.release(outcome{})
 		return 0, err
 	}
 	if rec.Timestamp, err = c.stamp(); err != nil {
+		op.release(outcome{})
 		return 0, err
 	}
-	for i := range writes {
-		writes[i].record = rec
+	for i := range op.writes {
+		op.writes[i].record = rec
 	}
-	return rec.Timestamp, c.applyWrites(ctx, keyspace, writes, required, cl, unavailable)
+	return rec.Timestamp, c.applyWrites(ctx, op, cl, unavailable)
 }
 
 // stamp gives a write its timestamp, or refuses it as unavailable when this node's clock
@@ -130,18 +134,14 @@ func (w replicaWrite) acknowledged() bool {
 	return w.member.Counts() || w.member.Receives() || w.holder != nil
 }
 
-// planWrites returns one write per member, without its record yet, each sleeping member
-// given the node that keeps its write (offloadHolder), so that whether the level can be
-// met is known before anything is stamped.
-func (c *Coordinator) planWrites(members []placement.Member) []replicaWrite {
-	writes := make([]replicaWrite, len(members))
-	for i, m := range members {
-		writes[i] = replicaWrite{member: m}
-		if holder, ok := c.offloadHolder(m, members); ok {
-			writes[i].holder = &holder
-		}
+// planWrites sets op's writes to one per member, without its record yet, each sleeping
+// member given the node that keeps its write (offloadHolder), so that whether the level
+// can be met is known before anything is stamped.
+func (c *Coordinator) planWrites(op *writeOp, members []placement.Member) {
+	op.writes = slices.Grow(op.writes[:0], len(members))
+	for _, m := range members {
+		op.writes = append(op.writes, replicaWrite{member: m, holder: c.offloadHolder(m, members)})
 	}
-	return writes
 }
 
 // offloadHolder returns the node that keeps a write for a sleeping member (paper 003's
@@ -149,10 +149,11 @@ func (c *Coordinator) planWrites(members []placement.Member) []replicaWrite {
 // takes writes and is not itself one of the write's members. A holder among the members
 // would keep two of the write's copies on one node, so the level would count one node
 // twice; the sleeping node names enough holders that one is always outside a replica
-// set.
-func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Member) (cluster.Node, bool) {
+// set. It is nil when the member does not sleep or no holder takes writes; the node is
+// allocated only when there is one, so a write to awake replicas allocates nothing here.
+func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Member) *cluster.Node {
 	if m.State != cluster.StateAsleep || m.Pending {
-		return cluster.Node{}, false
+		return nil
 	}
 	for _, id := range c.view.Power(m.ID).Holders {
 		member := slices.ContainsFunc(members, func(o placement.Member) bool { return o.ID == id })
@@ -160,10 +161,10 @@ func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Memb
 			continue
 		}
 		if n, ok := c.view.Node(id); ok {
-			return n, true
+			return &n
 		}
 	}
-	return cluster.Node{}, false
+	return nil
 }
 
 // withPending raises the level's requirement by every pending member (a node taking the
@@ -197,19 +198,28 @@ func checkWritable(writes []replicaWrite, required consistency.Requirement, unav
 	return nil
 }
 
-// applyWrites sends each write to its replica, or to its offload holder, and returns once
-// the level's acknowledgements are in. Replicas that are down, asleep with no holder
-// that takes writes, and replicas that fail or time out get a hint stored on this node,
-// so they receive the write later; a hint counts as an acknowledgement only for ANY.
-// Pending replicas get the write too, and required was raised for them (withPending), so
-// their acknowledgements are awaited.
-func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes []replicaWrite, required consistency.Requirement, cl consistency.Level, unavailable func(alive map[string]int) error) error {
-	counted := make([]target, 0, len(writes))
+// applyWrites sends each of op's writes to its replica, or to its offload holder, and
+// returns once the level (op.required) is met. Replicas that are down, asleep with no
+// holder that takes writes, and replicas that fail or time out get a hint stored on this
+// node, so they receive the write later; a hint counts as an acknowledgement only for
+// ANY. Pending replicas get the write too, and the requirement was raised for them
+// (withPending), so their acknowledgements are awaited. It releases op: the caller must
+// not use it afterwards.
+func (c *Coordinator) applyWrites(ctx context.Context, op *writeOp, cl consistency.Level, unavailable func(alive map[string]int) error) error {
+	out, err := c.gatherWrites(ctx, op, cl, unavailable)
+	op.release(out)
+	return err
+}
+
+// gatherWrites is applyWrites but for releasing op; out is the gathering's outcome.
+func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consistency.Level, unavailable func(alive map[string]int) error) (out outcome, _ error) {
+	keyspace, required := op.keyspace, op.required
+	op.targets = slices.Grow(op.targets[:0], len(op.writes))
 	hinted := 0
-	for i, w := range writes {
+	for i, w := range op.writes {
 		switch {
 		case w.acknowledged():
-			counted = append(counted, target{Member: w.member, slot: i})
+			op.targets = append(op.targets, target{Member: w.member, slot: i})
 		default:
 			if err := c.hints.Add(w.member.ID, keyspace, w.record); err != nil {
 				c.log.Warn("store hint", "target", w.member.ID, "err", err)
@@ -219,30 +229,26 @@ func (c *Coordinator) applyWrites(ctx context.Context, keyspace string, writes [
 		}
 	}
 	if required.Hinted && hinted > 0 {
-		// ANY is met by the hints already stored; the live replicas still get the write.
-		for _, t := range counted {
-			go c.applyOrHint(writes[t.slot], keyspace)
+		// ANY is met by the hints already stored; the live replicas still get the write
+		// (each goroutine is given its write, a copy).
+		for _, t := range op.targets {
+			go c.applyOrHint(op.writes[t.slot], keyspace)
 		}
-		return nil
+		return out, nil
 	}
-	if len(counted) == 0 {
-		return unavailable(nil)
+	if len(op.targets) == 0 {
+		return out, unavailable(nil)
 	}
-	q := &quorum{self: c.view.Self().ID, groups: []*group{newGroup(required, counted)}, askAll: true}
-	out, err := gather(ctx, q, func(_ placement.Member, ts []target) (struct{}, error) {
-		err := c.applyOrHint(writes[ts[0].slot], keyspace)
-		if err != nil && required.Hinted {
-			return struct{}{}, nil // hinted instead, which ANY accepts
-		}
-		return struct{}{}, err
-	}, func([]target, struct{}) {})
+	q := op.quorum(c.view.Self().ID, required, op.targets)
+	q.askAll = true
+	out, err := gather(ctx, q, op.ask, op.accept)
 	switch {
 	case err != nil:
-		return &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: err}
+		return out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: err}
 	case !out.met:
-		return &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: out.lastErr}
+		return out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: out.lastErr}
 	}
-	return nil
+	return out, nil
 }
 
 // applyOrHint applies one write on its replica; a replica that fails or misses the

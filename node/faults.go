@@ -59,7 +59,7 @@ func (s *apiServer) LocalScan(ctx context.Context, req *kurav1.LocalScanRequest)
 	}
 	resp := &kurav1.LocalScanResponse{Node: s.node.ID()}
 	for _, r := range recs {
-		members, err := s.node.ring.Replicas(ctx, ks, r.Key)
+		members, err := s.node.ring.Replicas(ctx, ks, r.Key, nil)
 		if err != nil {
 			return nil, statusOf(err)
 		}

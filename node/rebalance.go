@@ -426,7 +426,7 @@ func (n *Node) copyToNext(ctx context.Context, ks schema.Keyspace) (int64, error
 		if !replicaOf(r.Key) {
 			return nil // a leftover of an older placement: the replicas hold the truth
 		}
-		members, err := n.ring.Replicas(ctx, ks, r.Key)
+		members, err := n.ring.Replicas(ctx, ks, r.Key, nil)
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func NewDHT(router routing.Router, view cluster.View, ring *Ring) *DHT {
 }
 
 // Replicas looks key's owner up and walks its successors for the strategy's replicas.
-func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte) ([]Member, error) {
+func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte, buf []Member) ([]Member, error) {
 	route, err := d.router.Lookup(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoRoute, err)
@@ -36,7 +36,7 @@ func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte) ([]M
 	want := ks.Strategy().Wants
 	taken := map[string]int{}
 	chosen := map[string]bool{}
-	var out []Member
+	out := buf[:0]
 	take := func(id, dc string) {
 		if chosen[id] || !want(dc, taken[dc], len(out)) {
 			return

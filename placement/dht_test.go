@@ -65,13 +65,13 @@ func TestDHTReplicasTakeSuccessorsPerDC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := d.Replicas(context.Background(), ks, []byte("k"))
+		got, err := d.Replicas(context.Background(), ks, []byte("k"), nil)
 		if err != nil || fmt.Sprint(got) != tt.want {
 			t.Errorf("%s: replicas = %v, %v; want %s", tt.replication, got, err, tt.want)
 		}
 	}
 	ks, _ := schema.Keyspace{Name: "ks", Replication: "simple=1"}.Compile()
-	if _, err := d.Replicas(context.Background(), ks, []byte("lost")); !errors.Is(err, ErrNoRoute) {
+	if _, err := d.Replicas(context.Background(), ks, []byte("lost"), nil); !errors.Is(err, ErrNoRoute) {
 		t.Errorf("an owner unknown to the view: err = %v, want ErrNoRoute", err)
 	}
 }

@@ -44,8 +44,10 @@ type RangeReplicas struct {
 
 // Placement is where data lives.
 type Placement interface {
-	// Replicas returns the replica set of key, primary first.
-	Replicas(ctx context.Context, ks schema.Keyspace, key []byte) ([]Member, error)
+	// Replicas returns the replica set of key, primary first. It is built in buf's
+	// memory when buf has room (buf's contents are overwritten; nil is fine), so that a
+	// caller that reuses buf allocates nothing for it.
+	Replicas(ctx context.Context, ks schema.Keyspace, key []byte, buf []Member) ([]Member, error)
 	// ChunkOwners returns the node that stores each chunk key of an erasure-coded
 	// keyspace, by index: the primary owner of the chunk key's hash token.
 	ChunkOwners(ctx context.Context, ks schema.Keyspace, chunkKeys [][]byte) ([]Member, error)
@@ -64,9 +66,13 @@ var ErrNoRoute = errors.New("placement: no route")
 
 // withStates attaches each member's state from the view.
 func withStates(view cluster.View, members []ring.Member) []Member {
-	out := make([]Member, len(members))
-	for i, m := range members {
-		out[i] = Member{ID: m.ID, DC: m.DC, State: view.State(m.ID)}
+	return appendWithStates(make([]Member, 0, len(members)), view, members)
+}
+
+// appendWithStates appends members to dst, each with its state from the view.
+func appendWithStates(dst []Member, view cluster.View, members []ring.Member) []Member {
+	for _, m := range members {
+		dst = append(dst, Member{ID: m.ID, DC: m.DC, State: view.State(m.ID)})
 	}
-	return out
+	return dst
 }

@@ -125,10 +125,11 @@ func sameMembers(a, b []ring.Member) bool {
 func (p *Ring) placement(r *rings, s ring.Strategy) *ring.Placement {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pl, ok := r.placements[s.String()]
+	key := s.String()
+	pl, ok := r.placements[key]
 	if !ok {
 		pl = r.ring.Placement(s)
-		r.placements[s.String()] = pl
+		r.placements[key] = pl
 	}
 	return pl
 }
@@ -138,13 +139,13 @@ func (p *Ring) placement(r *rings, s ring.Strategy) *ring.Placement {
 // those of the future ring, and during a rebalance of the keyspace (schema.Keyspace's
 // Moving) those of its token under the next split keys, which receive writes until
 // every record has been copied there and the definition switches.
-func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte) ([]Member, error) {
+func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte, buf []Member) ([]Member, error) {
 	current, future, err := p.rings()
 	if err != nil {
 		return nil, err
 	}
 	token := ks.Partition().Token(key)
-	members := withStates(p.view, p.placement(current, ks.Strategy()).ReplicasFor(token))
+	members := appendWithStates(buf[:0], p.view, p.placement(current, ks.Strategy()).ReplicasFor(token))
 	if future != current {
 		members = p.withPending(members, p.placement(future, ks.Strategy()).ReplicasFor(token))
 	}

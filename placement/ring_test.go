@@ -69,7 +69,7 @@ func TestRingPendingReplicas(t *testing.T) {
 				t.Fatalf("nothing moves, want ranges gained by %s", tt.gainer)
 			}
 			for _, key := range []string{"k1", "k2", "k3", "k4", "k5", "k6"} {
-				members, err := p.Replicas(context.Background(), ks, []byte(key))
+				members, err := p.Replicas(context.Background(), ks, []byte(key), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -131,11 +131,11 @@ func TestRingPendingReplicasUnderNextSplits(t *testing.T) {
 	pendingSeen := 0
 	for i := range 50 {
 		key := []byte(fmt.Sprintf("user%d", i*1999))
-		now, err := p.Replicas(context.Background(), still, key)
+		now, err := p.Replicas(context.Background(), still, key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		during, err := p.Replicas(context.Background(), moving, key)
+		during, err := p.Replicas(context.Background(), moving, key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ const (
 // Simple places rf replicas on the first rf distinct members walking clockwise from the
 // token, ignoring datacenters (Cassandra's SimpleStrategy).
 func Simple(rf int) Strategy {
-	return simpleStrategy{rf: rf}
+	return simpleStrategy{rf: rf, desc: simpleName + "=" + strconv.Itoa(rf)}
 }
 
 // Network places rfPerDC[dc] replicas in each datacenter, on distinct nodes: walking
@@ -69,9 +69,12 @@ func Simple(rf int) Strategy {
 // names that are not "simple" and contain no ',', '=' or surrounding spaces.
 func Network(rfPerDC map[string]int) DCStrategy {
 	s := &networkStrategy{}
+	entries := make([]string, 0, len(rfPerDC))
 	for _, dc := range slices.Sorted(maps.Keys(rfPerDC)) {
 		s.perDC = append(s.perDC, dcReplication{dc: dc, rf: rfPerDC[dc]})
+		entries = append(entries, dc+"="+strconv.Itoa(rfPerDC[dc]))
 	}
+	s.desc = strings.Join(entries, ",")
 	return s
 }
 
@@ -79,7 +82,7 @@ func Network(rfPerDC map[string]int) DCStrategy {
 // has fewer: the replication that suits a cluster whose DCs are not known in advance,
 // such as the default keyspace's. A DC that joins the ring gains its replicas.
 func Each(rf int) Strategy {
-	return eachStrategy{rf: rf}
+	return eachStrategy{rf: rf, desc: eachName + "=" + strconv.Itoa(rf)}
 }
 
 // ParseReplication parses a replication setting: "3" or "simple=3" give Simple(3);
@@ -139,15 +142,18 @@ func parseCount(s string) (int, error) {
 	return n, nil
 }
 
+// Strategies keep their String (desc), made once: placements are looked up by it on
+// every request.
 type simpleStrategy struct {
-	rf int
+	rf   int
+	desc string
 }
 
 func (s simpleStrategy) Name() string { return simpleName }
 
 func (s simpleStrategy) ReplicationFactor() int { return s.rf }
 
-func (s simpleStrategy) String() string { return simpleName + "=" + strconv.Itoa(s.rf) }
+func (s simpleStrategy) String() string { return s.desc }
 
 func (s simpleStrategy) Wants(_ string, _, total int) bool { return total < s.rf }
 
@@ -184,6 +190,7 @@ type dcReplication struct {
 // pointer so that strategies stay comparable with ==.
 type networkStrategy struct {
 	perDC []dcReplication
+	desc  string
 }
 
 func (s *networkStrategy) Name() string { return "network" }
@@ -204,13 +211,7 @@ func (s *networkStrategy) RFPerDC() map[string]int {
 	return rfPerDC
 }
 
-func (s *networkStrategy) String() string {
-	entries := make([]string, len(s.perDC))
-	for i, d := range s.perDC {
-		entries[i] = d.dc + "=" + strconv.Itoa(d.rf)
-	}
-	return strings.Join(entries, ",")
-}
+func (s *networkStrategy) String() string { return s.desc }
 
 func (s *networkStrategy) Wants(dc string, inDC, _ int) bool {
 	for _, d := range s.perDC {
@@ -265,14 +266,15 @@ func (s *networkStrategy) Validate(r *Ring) error {
 }
 
 type eachStrategy struct {
-	rf int
+	rf   int
+	desc string
 }
 
 func (s eachStrategy) Name() string { return eachName }
 
 func (s eachStrategy) ReplicationFactor() int { return s.rf }
 
-func (s eachStrategy) String() string { return eachName + "=" + strconv.Itoa(s.rf) }
+func (s eachStrategy) String() string { return s.desc }
 
 func (s eachStrategy) Wants(_ string, inDC, _ int) bool { return inDC < s.rf }
 

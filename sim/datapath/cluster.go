@@ -493,7 +493,7 @@ func (c *Cluster) Replicas(id string, keyspace string, key []byte) ([]placement.
 	if err != nil {
 		return nil, err
 	}
-	return placement.NewRing(n.dir, c.cfg.Vnodes).Replicas(context.Background(), ks, key)
+	return placement.NewRing(n.dir, c.cfg.Vnodes).Replicas(context.Background(), ks, key, nil)
 }
 
 // Run lets d of virtual time pass: every node's work, messages and deadlines in that
