@@ -29,7 +29,10 @@ type command struct {
 	subcommands map[string]*command
 	// usage and summary describe a subcommand in its container's HELP.
 	usage, summary string
-	run            func(c *conn, args [][]byte)
+	// walks marks the commands that may read a large part of the key space (SCAN, KEYS,
+	// DBSIZE...): they run watching for the client to hang up (see watchHangup).
+	walks bool
+	run   func(c *conn, args [][]byte)
 }
 
 // commandTable returns every command by lower-case name.
@@ -49,7 +52,7 @@ func commandTable() map[string]*command {
 		{name: "config", arity: -2, subcommands: subcommands("config", configSubcommands())},
 		{name: "info", arity: -1, flags: admin, run: infoCommand},
 		{name: "quit", arity: -1, flags: admin, beforeAuth: true, run: quitCommand},
-		{name: "dbsize", arity: 1, flags: []string{"readonly"}, run: dbsizeCommand},
+		{name: "dbsize", arity: 1, flags: []string{"readonly"}, walks: true, run: dbsizeCommand},
 		{name: "get", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getCommand},
 		{name: "set", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setCommand},
 		{name: "getdel", arity: 2, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getdelCommand},
@@ -75,7 +78,7 @@ func commandTable() map[string]*command {
 		{name: "incrbyfloat", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: incrbyfloatCommand},
 		{name: "getbit", arity: 3, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getbitCommand},
 		{name: "setbit", arity: 4, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setbitCommand},
-		{name: "randomkey", arity: 1, flags: []string{"readonly"}, run: randomkeyCommand},
+		{name: "randomkey", arity: 1, flags: []string{"readonly"}, walks: true, run: randomkeyCommand},
 		{name: "append", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: appendCommand},
 		{name: "setrange", arity: 4, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setrangeCommand},
 		{name: "rename", arity: 3, flags: writeKey, firstKey: 1, lastKey: 2, keyStep: 1, run: renameCommand},
@@ -90,13 +93,13 @@ func commandTable() map[string]*command {
 		{name: "pttl", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
 		{name: "expiretime", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
 		{name: "pexpiretime", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: ttlCommand},
-		{name: "flushdb", arity: -1, flags: []string{"write"}, run: flushCommand},
-		{name: "flushall", arity: -1, flags: []string{"write"}, run: flushCommand},
-		{name: "scan", arity: -2, flags: []string{"readonly"}, run: scanCommand},
-		{name: "keys", arity: 2, flags: []string{"readonly"}, run: keysCommand},
+		{name: "flushdb", arity: -1, flags: []string{"write"}, walks: true, run: flushCommand},
+		{name: "flushall", arity: -1, flags: []string{"write"}, walks: true, run: flushCommand},
+		{name: "scan", arity: -2, flags: []string{"readonly"}, walks: true, run: scanCommand},
+		{name: "keys", arity: 2, flags: []string{"readonly"}, walks: true, run: keysCommand},
 		{name: "kura.consistency", arity: -1, flags: admin, run: consistencyCommand},
 		{name: "kura.keyspace", arity: -1, flags: admin, run: keyspaceCommand},
-		{name: "kura.range", arity: 4, flags: []string{"readonly"}, run: rangeCommand},
+		{name: "kura.range", arity: 4, flags: []string{"readonly"}, walks: true, run: rangeCommand},
 	}
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
@@ -158,6 +161,10 @@ func (c *conn) execute(args [][]byte) {
 		c.w.Error("NOAUTH Authentication required.")
 	default:
 		c.ran(cmd.name, 1)
+		if cmd.walks {
+			c.watchHangup(func() { cmd.run(c, args) })
+			return
+		}
 		cmd.run(c, args)
 	}
 }

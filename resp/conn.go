@@ -27,11 +27,11 @@ type conn struct {
 	r  *Reader
 	w  *Writer
 	// ctx is the context of every backend call the connection makes: it ends when the
-	// client hangs up (see watchHangup) or the server closes, so that work for a client
-	// that is gone stops.
-	ctx context.Context
-	// stopWatching closes the socket and waits for watchHangup's goroutine to end.
-	stopWatching func()
+	// server closes or the connection does, or when the client hangs up during a command
+	// that walks the key space (see watchHangup), so that work for a client that is gone
+	// stops.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	id      int64
 	fd      int // the socket's file descriptor, for CLIENT LIST; -1 when unknown
@@ -75,15 +75,14 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	}
 	cio := &connIO{nc: nc, s: s}
 	ctx, cancel := context.WithCancel(s.ctx)
-	received, stopWatching := watchHangup(cio, nc, cancel)
 	now := time.Now()
 	return &conn{
 		s:             s,
 		nc:            nc,
 		io:            cio,
 		ctx:           ctx,
-		stopWatching:  stopWatching,
-		r:             NewReader(received, s.limits),
+		cancel:        cancel,
+		r:             NewReader(cio, s.limits),
 		w:             NewWriter(cio),
 		id:            s.nextID.Add(1),
 		fd:            socketFD(nc),
@@ -103,7 +102,10 @@ func (s *Server) newConn(nc net.Conn) *conn {
 // SETs go to the coordinator together (see pipeline.go).
 func (s *Server) serveConn(c *conn) {
 	defer s.untrack(c)
-	defer c.stopWatching()
+	defer func() {
+		c.nc.Close()
+		c.cancel()
+	}()
 	// A command that panics is a bug; as net/http does for a handler, it costs the
 	// connection, logged with its stack, not the node and every other client.
 	defer func() {
@@ -211,15 +213,8 @@ func (c *conn) closeAfter(err error) {
 
 // socketFD returns the connection's file descriptor, or -1 when it has none.
 func socketFD(nc net.Conn) int {
-	if t, ok := nc.(*tls.Conn); ok {
-		nc = t.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return -1
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	raw := rawConn(nc)
+	if raw == nil {
 		return -1
 	}
 	fd := -1
@@ -284,42 +279,49 @@ func (cio *connIO) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// hangupReadBytes is the most watchHangup reads from the client at once.
-const hangupReadBytes = 16 << 10
-
-// watchHangup reads the client's bytes on a goroutine of its own and hands them on
-// through a pipe, the connection's reader reading the other end. A command does not wait
-// for the client's next bytes, so it is that goroutine that sees the client hang up (end
-// of file, a reset, the server closing the connection) while the command runs, and
-// cancels the connection's context: a SCAN, KEYS or DBSIZE walk, or a read waiting on
-// slow replicas, stops working for a client that is gone. As net/http does, a client
-// that only shuts down its sending side is taken as gone too. stop closes the connection
-// and waits for the goroutine to end.
-func watchHangup(socket io.Reader, nc io.Closer, cancel context.CancelFunc) (received io.Reader, stop func()) {
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
+// watchHangup runs run while a goroutine watches the socket for the client hanging up
+// (end of file, a reset), which cancels the connection's context: a SCAN, KEYS or DBSIZE
+// walk stops working for a client that is gone. As net/http does, a client that only
+// shuts down its sending side is taken as gone too. The watch only peeks at the socket,
+// so bytes the client sends meanwhile (its next command) stay for the reader, and end
+// the watch: the client is there. Nothing is watched when bytes are buffered already, or
+// where the socket cannot be peeked at (see peerGone). Point reads and writes are not
+// watched: each is bounded by the replica timeout, and watching costs two goroutine
+// wake-ups per command, which at one command per round trip is a tenth of its CPU.
+func (c *conn) watchHangup(run func()) {
+	raw := rawConn(c.nc)
+	if c.r.Buffered() > 0 || raw == nil {
+		run()
+		return
+	}
+	stopped := make(chan struct{})
 	go func() {
-		defer close(done)
-		defer cancel()
-		buf := make([]byte, hangupReadBytes)
-		for {
-			n, err := socket.Read(buf)
-			if n > 0 {
-				if _, werr := pw.Write(buf[:n]); werr != nil {
-					return // the connection is done reading
-				}
-			}
-			if err != nil {
-				pw.CloseWithError(err)
-				return
-			}
+		defer close(stopped)
+		if peerGone(raw) {
+			c.cancel()
 		}
 	}()
-	return pr, func() {
-		nc.Close()
-		pr.Close()
-		<-done
+	run()
+	// The watcher waits for the socket to be readable; a read deadline in the past
+	// ends that wait, and the reader's next read sets the deadline it needs.
+	c.io.wake()
+	<-stopped
+}
+
+// rawConn returns the socket under nc, or nil when it has none.
+func rawConn(nc net.Conn) syscall.RawConn {
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
 	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // The four operations the commands are made of, each reported to Config.Observe.
