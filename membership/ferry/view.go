@@ -38,7 +38,9 @@ type savedView struct {
 // savedView returns view made ready for a core with this many buckets. The
 // cores that share a table and start from the same view (one slice, as a
 // simulated cluster passes to all of them) make it ready once: the table
-// keeps the last one it made. A core's own table keeps nothing, as it
+// keeps the last one it made, and knows it again by the slice's array and
+// length, so a caller must not change a view's states in place between
+// the cores it starts from it. A core's own table keeps nothing, as it
 // starts one core.
 func (t *Table) savedView(view []membership.EndpointState, buckets int) *savedView {
 	if s := t.saved; s != nil && s.buckets == buckets && len(s.states) == len(view) && &s.states[0] == &view[0] {
