@@ -275,7 +275,10 @@ const (
 // watch is a monitor's record of one node that heartbeats to it, and of
 // its probe of that node when it falls silent.
 type watch struct {
-	id         string
+	id string
+	// slot is the slot of id's entry once the table numbers id (see
+	// watchedEntry).
+	slot       *entry
 	generation uint64
 	maxVersion uint64
 	window     membership.ArrivalWindow
@@ -773,7 +776,7 @@ func (c *Core) unwatch(id string) {
 func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 	for i := 0; i < len(c.watched); i++ {
 		w := c.watched[i]
-		e := c.entry(w.id)
+		e := c.watchedEntry(w)
 		if e == nil || c.v(e).state.Generation != w.generation || e.isLeft() || e.shutdown() {
 			if e == nil || c.v(e).state.Generation > w.generation || e.isLeft() || e.shutdown() {
 				c.watched = slices.Delete(c.watched, i, i+1)
@@ -849,6 +852,24 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			}
 		}
 	}
+}
+
+// watchedEntry is c.entry(w.id), found once: a member's number never changes
+// and its slot never moves, so every tick after the first reads the slot
+// straight away, not a map and the chunk list first (checkWatched runs at
+// every tick for every watched node).
+func (c *Core) watchedEntry(w *watch) *entry {
+	if w.slot == nil {
+		m := c.table.lookup(w.id)
+		if m == nil {
+			return nil
+		}
+		w.slot = c.entries.make(m.num)
+	}
+	if w.slot.ver == 0 {
+		return nil
+	}
+	return w.slot
 }
 
 // helpers picks up to k live members of this DC, other than this node and
