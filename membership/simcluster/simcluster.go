@@ -137,7 +137,7 @@ func (c *Cluster) StartConverged(ids, dcs []string) error {
 	view := make([]membership.EndpointState, len(ids))
 	for i, id := range ids {
 		if _, known := c.nodes[id]; known {
-			return fmt.Errorf("start converged %s: %w", id, ErrNodeUp)
+			return fmt.Errorf("start converged %s: started before (Start restarts a node)", id)
 		}
 		cfgs[i] = c.coreConfig(id, dcs[i], generation)
 		view[i] = membership.NewLocalState(cfgs[i]).EndpointState
