@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestScaleBenchTinyRun(t *testing.T) {
@@ -57,6 +58,26 @@ func TestScaleBenchTinyRun(t *testing.T) {
 	}
 }
 
+// TestScaleBenchWarmRun: a warm gossip run reports its joiners and the
+// figures a cold run's row leaves out, and its report says how it started.
+func TestScaleBenchWarmRun(t *testing.T) {
+	schedule := scaleWarmSchedule
+	schedule.Joiners, schedule.JoinAt, schedule.WindowStart, schedule.WindowEnd = 10, 2*time.Second, 15*time.Second, 25*time.Second
+	o := scaleOptions{sizes: []int{60}, dcWeights: []int{3, 2, 1}, loss: 0.01, lookups: 300, seed: 1, memoryLimit: scaleMemoryLimit, schedule: schedule}
+	r, err := runScale(context.Background(), Env{}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.Rows.([]ScaleRow)[0]
+	if g.Part != scalePartGossip || g.Joiners == nil || *g.Joiners != 10 || *g.JoinsUnconverged != 0 || *g.FailuresUndetected != 0 ||
+		*g.JoinConvergenceSP50 <= 0 || *g.FalseSuspicions != 0 {
+		t.Fatalf("warm gossip row %+v", g)
+	}
+	if !strings.Contains(r.Scale, "started converged") || !strings.Contains(r.Scale, "10 nodes joining") {
+		t.Errorf("scale %q", r.Scale)
+	}
+}
+
 func TestScaleBenchFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--nodes", "0"},
@@ -66,6 +87,9 @@ func TestScaleBenchFlagErrors(t *testing.T) {
 		{"--nodes", "30"}, // fewer than 10 a DC
 		{"--routing-nodes", "x"},
 		{"--memory-limit", "10"},
+		{"--joiners", "0"},
+		{"--nodes", "100", "--joiners", "51"}, // most start converged
+		{"--cold", "--joiners", "10"},         // a cold start has every node join
 	} {
 		fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)

@@ -176,6 +176,17 @@ type Config struct {
 	// forgotten; later gossip about the same generation is ignored for as
 	// long again (quarantine). 0 means DefaultRemoveAfter.
 	RemoveAfter time.Duration
+	// View, when set, is the cluster the node starts knowing, as it saved it:
+	// every member's state (generation, versions, application states, its DC
+	// among them). The node counts as joined at once, so it asks no seed to
+	// admit it, and it learns of changes since the view was saved by
+	// anti-entropy, as any member does; its own entry comes from this Config,
+	// not from the view. The members of the view are known from the start
+	// (Members lists them) without an EventJoined each, and are alive until
+	// the failure detectors or the gossip say otherwise. A node restarting
+	// from a saved view could use it; the simulator uses it to start a
+	// cluster already converged. Protocols that cannot use it reject it.
+	View []EndpointState
 	// Shared, when set, is what the cores of one simulated cluster share, so
 	// that n cores do not each hold a copy of what is the same in all of them
 	// (Protocol.NewShared makes it). Real nodes leave it nil.

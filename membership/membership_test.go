@@ -25,6 +25,8 @@ import (
 //
 //	cluster protocol=P seed=S dcs=(a,b) seeds=(a1,b1) [loss=L] [remove-after=D]
 //	start a=N b=M      start N new nodes in DC a (a1, a2, ...) and M in b
+//	start a=N b=M converged  the same, as a cluster already converged: each
+//	                   node starts knowing all of them (simcluster.StartConverged)
 //	start id=X         restart crashed node X with a new generation
 //	crash id=X | leave id=X | shutdown id=X | set id=X key=K value=V
 //	crash dc=A         crash every running node of DC A at once
@@ -80,17 +82,29 @@ func (h *harness) do(t *testing.T, d *datadriven.TestData) (string, error) {
 			id := argString(t, d, "id")
 			return "", h.cluster.Start(id, h.cluster.DC(id))
 		}
-		var started []string
+		converged := d.HasArg("converged")
+		var started, dcs []string
 		for _, arg := range d.CmdArgs {
+			if arg.Key == "converged" {
+				continue
+			}
 			var n int
 			d.ScanArgs(t, arg.Key, &n)
 			for range n {
 				h.next[arg.Key]++
 				id := fmt.Sprintf("%s%d", arg.Key, h.next[arg.Key])
+				started, dcs = append(started, id), append(dcs, arg.Key)
+				if converged {
+					continue
+				}
 				if err := h.cluster.Start(id, arg.Key); err != nil {
 					return "", err
 				}
-				started = append(started, id)
+			}
+		}
+		if converged {
+			if err := h.cluster.StartConverged(started, dcs); err != nil {
+				return "", err
 			}
 		}
 		return "started " + strings.Join(started, " ") + "\n", nil

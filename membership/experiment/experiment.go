@@ -61,6 +61,19 @@ type Config struct {
 	// start every BatchInterval.
 	Batches       int
 	BatchInterval time.Duration
+	// Warm starts the cluster converged instead of in batches: the first
+	// n − Joiners nodes start at time 0 from the view such a cluster saves
+	// (simcluster.StartConverged), each knowing all of them, and the last
+	// Joiners nodes join the running cluster at once at JoinAt; Batches and
+	// BatchInterval are not used. Join
+	// convergence is then the joiners'. It is what a cluster the size of n
+	// costs an operator (a batch of new nodes, steady traffic, failures)
+	// without simulating its whole growth from nothing, which costs O(n²)
+	// learned joins. Not with CrossDC, and only for protocols whose cores
+	// start from a view (Ferry).
+	Warm    bool
+	Joiners int
+	JoinAt  time.Duration
 	// WindowStart and WindowEnd bound the steady window traffic is
 	// averaged over (paper: 200–300 s).
 	WindowStart, WindowEnd time.Duration
@@ -102,7 +115,8 @@ const Scale = "simulated cluster (virtual time, one process) instead of 10 machi
 type Progress struct {
 	Protocol string
 	N        int
-	// Phase is "joining", "steady", "detecting" or "done"; with CrossDC
+	// Phase is "joining", "steady", "detecting" or "done" (a Warm run
+	// starts with "converged start"); with CrossDC
 	// then "cross-dc joining", "cross-dc steady", "dark dc" and "lone node".
 	Phase string
 	// VirtualTime is the simulated time reached in this run.
@@ -135,6 +149,9 @@ type Row struct {
 	JoinConvergenceSMax float64 `json:"join_convergence_s_max"`
 	// JoinsUnconverged counts nodes whose join never converged.
 	JoinsUnconverged int `json:"joins_unconverged"`
+	// Joiners is how many nodes joined the converged cluster of a Warm run
+	// (the join figures are theirs); 0 when every node joined.
+	Joiners int `json:"joiners,omitempty"`
 	// FailureDetectionSP50/Max: from a kill until every live node sees the
 	// node down.
 	FailureDetectionSP50 float64 `json:"failure_detection_s_p50"`
@@ -242,12 +259,30 @@ func RunExperiment(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("%w: DC weights %v for %d DCs: want one positive weight per DC", ErrBadConfig, cfg.DCWeights, cfg.DCs)
 	}
 	started := time.Duration(cfg.Batches-1) * cfg.BatchInterval
+	if cfg.Warm {
+		started = cfg.JoinAt
+		if cfg.Joiners < 1 || cfg.JoinAt < 0 || cfg.CrossDC {
+			return Result{}, fmt.Errorf("%w: warm start with %d joiners at %v, cross-DC %v: want joiners, a time from 0, no cross-DC",
+				ErrBadConfig, cfg.Joiners, cfg.JoinAt, cfg.CrossDC)
+		}
+	}
 	if started >= cfg.WindowStart {
 		return Result{}, fmt.Errorf("%w: last batch at %v is not before the window at %v", ErrBadConfig, started, cfg.WindowStart)
 	}
 	// A run allocates a digest of n entries per gossip round per node;
 	// collecting less often trades memory for a third off the wall time.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	// A warm run starts with its n² entries live, and the heap that 400 %
+	// would let grow on top of them meets the memory limit: the runtime then
+	// hands the pages each collection frees back to the system and faults
+	// them in again (a quarter of the run's CPU time at 10,000 nodes, in
+	// the kernel). The entries hold no pointer, so collecting more often
+	// costs little: at 10,000 nodes 50 % took the least CPU of 25, 50, 100
+	// and 400 %.
+	gcPercent := 400
+	if cfg.Warm {
+		gcPercent = 50
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	res := Result{Scale: Scale}
 	runs := len(cfg.Protocols) * len(cfg.Sizes)
 	for pi, name := range cfg.Protocols {
@@ -260,6 +295,9 @@ func RunExperiment(ctx context.Context, cfg Config) (Result, error) {
 		for si, n := range cfg.Sizes {
 			if n < cfg.DCs+cfg.Kills+1 || slices.Contains(dealDCs(n, cfg.DCs, cfg.DCWeights).sizes(cfg.DCs), 0) {
 				return Result{}, fmt.Errorf("%w: n=%d too small for %d DCs (weights %v) and %d kills", ErrBadConfig, n, cfg.DCs, cfg.DCWeights, cfg.Kills)
+			}
+			if warm := n - cfg.Joiners; cfg.Warm && (warm < 1 || slices.Contains(dealDCs(warm, cfg.DCs, cfg.DCWeights).sizes(cfg.DCs), 0)) {
+				return Result{}, fmt.Errorf("%w: n=%d with %d joiners: the %d nodes started converged leave a DC empty", ErrBadConfig, n, cfg.Joiners, warm)
 			}
 			row, err := runOne(ctx, cfg, p, n, pi*len(cfg.Sizes)+si+1, runs)
 			if err != nil {
@@ -436,16 +474,22 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 		}
 	}
 
-	progress("joining")
-	per := (n + cfg.Batches - 1) / cfg.Batches
-	for b := 0; b*per < n; b++ {
-		if err := runUntil(ctx, s, time.Duration(b)*cfg.BatchInterval); err != nil {
+	if cfg.Warm {
+		if err := startWarm(ctx, cfg, c, obs, dealt, dcs, progress); err != nil {
 			return Row{}, err
 		}
-		for i := b * per; i < min(n, (b+1)*per); i++ {
-			obs.started(i, s.Now())
-			if err := c.Start(nodeID(i), dcs[dealt[i]]); err != nil {
+	} else {
+		progress("joining")
+		per := (n + cfg.Batches - 1) / cfg.Batches
+		for b := 0; b*per < n; b++ {
+			if err := runUntil(ctx, s, time.Duration(b)*cfg.BatchInterval); err != nil {
 				return Row{}, err
+			}
+			for i := b * per; i < min(n, (b+1)*per); i++ {
+				obs.started(i, s.Now())
+				if err := c.Start(nodeID(i), dcs[dealt[i]]); err != nil {
+					return Row{}, err
+				}
 			}
 		}
 	}
@@ -475,6 +519,9 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 	}
 	row.PerNodeBps = row.TotalBps / float64(n)
 	row.JoinConvergenceSP50, row.JoinConvergenceSMax, row.JoinsUnconverged = obs.joinTimes()
+	if cfg.Warm {
+		row.Joiners = n - obs.from
+	}
 
 	progress("detecting")
 	obs.kill(c, cfg.Kills, firsts, cfg.Seed)
@@ -498,6 +545,36 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 	row.WallS = time.Since(wallStart).Seconds()
 	progress("done")
 	return row, nil
+}
+
+// startWarm starts a Warm run's cluster: all but the joiners converged at
+// time 0, then the joiners at once at JoinAt. The nodes are dealt to the
+// DCs interleaved, so the last ones, the joiners, keep the DCs'
+// proportions, and the seeds, the first of each DC, start converged.
+func startWarm(ctx context.Context, cfg Config, c *simcluster.Cluster, obs *observer, dealt deal, dcs []string, progress func(string)) error {
+	n := len(dealt)
+	warm := n - cfg.Joiners
+	progress("converged start")
+	ids, homes := make([]string, warm), make([]string, warm)
+	for i := range warm {
+		ids[i], homes[i] = nodeID(i), dcs[dealt[i]]
+	}
+	if err := c.StartConverged(ids, homes); err != nil {
+		return err
+	}
+	obs.from = warm
+	s := c.Sim()
+	if err := runUntil(ctx, s, cfg.JoinAt); err != nil {
+		return err
+	}
+	progress("joining")
+	for i := warm; i < n; i++ {
+		obs.started(i, s.Now())
+		if err := c.Start(nodeID(i), dcs[dealt[i]]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runCrossDC times the failures no DC can see for itself, on a cluster of n
@@ -621,6 +698,9 @@ type observer struct {
 	// than x that do not know x yet, plus those x does not know yet.
 	need      []int
 	converged []time.Duration
+	// from is the first node whose join is timed: the nodes before it
+	// started converged, knowing each other (Config.Warm).
+	from int
 	// killedAt and pendingDown track failure detection per killed node.
 	killedAt    map[int]time.Duration
 	seenDown    map[int][]uint64
@@ -775,7 +855,7 @@ func (o *observer) detectTimesOf(victims []int) (p50, maxS float64, undetected i
 // joinTimes summarises join convergence.
 func (o *observer) joinTimes() (p50, maxS float64, unconverged int) {
 	var ts []float64
-	for _, t := range o.converged {
+	for _, t := range o.converged[o.from:] {
 		if t < 0 {
 			unconverged++
 			continue

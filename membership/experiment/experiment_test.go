@@ -155,6 +155,12 @@ func TestBadConfig(t *testing.T) {
 		{"too few nodes", Config{Sizes: []int{3}}, ErrBadConfig},
 		{"loss of one", Config{Loss: 1}, ErrBadConfig},
 		{"cross-DC with one DC", Config{DCs: 1, CrossDC: true}, ErrBadConfig},
+		{"warm with no joiners", Config{Protocols: []string{"ferry"}, Warm: true}, ErrBadConfig},
+		{"warm joins into the window", Config{Protocols: []string{"ferry"}, Warm: true, Joiners: 5, JoinAt: 250 * time.Second}, ErrBadConfig},
+		{"warm with cross-DC", Config{Protocols: []string{"ferry"}, Warm: true, Joiners: 5, CrossDC: true}, ErrBadConfig},
+		{"warm with every node joining", Config{Protocols: []string{"ferry"}, Sizes: []int{20}, Warm: true, Joiners: 20}, ErrBadConfig},
+		{"warm leaves a DC empty", Config{Protocols: []string{"ferry"}, Sizes: []int{20}, DCs: 2, Warm: true, Joiners: 19}, ErrBadConfig},
+		{"warm scuttlebutt", Config{Protocols: []string{"scuttlebutt"}, Sizes: []int{20}, Warm: true, Joiners: 5}, membership.ErrBadConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,5 +217,50 @@ func TestCanceledExperimentStops(t *testing.T) {
 	cfg := Config{Protocols: []string{"ferry"}, Sizes: []int{20}, Seed: 1}
 	if _, err := RunExperiment(ctx, cfg); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// warmSmall is a Warm run: 60 nodes in 3 unequal DCs, 40 started converged
+// and 20 joining at 2 s, 1 % loss.
+func warmSmall() Config {
+	return Config{
+		Protocols: []string{"ferry"}, Sizes: []int{60}, DCs: 3, DCWeights: []int{3, 2, 1}, Loss: 0.01, Seed: 5,
+		Warm: true, Joiners: 20, JoinAt: 2 * time.Second, WindowStart: 15 * time.Second, WindowEnd: 25 * time.Second,
+		Kills: 2, DetectTimeout: 30 * time.Second,
+	}
+}
+
+// TestWarmRunTimesTheJoiners: a Warm run times the joins of its joiners
+// only (the others know each other from the start), and measures the
+// steady window and the kills as a batched start does, the same from the
+// same seed.
+func TestWarmRunTimesTheJoiners(t *testing.T) {
+	var phases []string
+	cfg := warmSmall()
+	cfg.Progress = func(p Progress) { phases = append(phases, p.Phase) }
+	a, err := RunExperiment(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"converged start", "joining", "steady", "detecting", "done"}; !slices.Equal(phases, want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	r := a.Rows[0]
+	if r.Joiners != 20 || r.JoinsUnconverged != 0 || r.JoinConvergenceSP50 <= 0 || r.JoinConvergenceSMax > 10 {
+		t.Errorf("joins: %d joiners, %d unconverged, p50 %v s, max %v s", r.Joiners, r.JoinsUnconverged, r.JoinConvergenceSP50, r.JoinConvergenceSMax)
+	}
+	if r.FailuresUndetected != 0 || r.FailureDetectionSMax > 5 || r.FalseSuspicionsTotal != 0 {
+		t.Errorf("detection: %d undetected, max %v s, %d false suspicions", r.FailuresUndetected, r.FailureDetectionSMax, r.FalseSuspicionsTotal)
+	}
+	if r.TotalBps <= 0 || r.InterDCBps <= 0 || len(r.WANLinks) != 3 {
+		t.Errorf("traffic: total %v, inter-DC %v, links %v", r.TotalBps, r.InterDCBps, r.WANLinks)
+	}
+	b, err := RunExperiment(context.Background(), warmSmall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Rows[0].WallS, b.Rows[0].WallS = 0, 0
+	if !reflect.DeepEqual(a.Rows[0], b.Rows[0]) {
+		t.Fatalf("same seed, different rows:\n%+v\n%+v", a.Rows[0], b.Rows[0])
 	}
 }

@@ -275,7 +275,10 @@ const (
 // watch is a monitor's record of one node that heartbeats to it, and of
 // its probe of that node when it falls silent.
 type watch struct {
-	id         string
+	id string
+	// slot is the slot of id's entry once the table numbers id (see
+	// watchedEntry).
+	slot       *entry
 	generation uint64
 	maxVersion uint64
 	window     membership.ArrivalWindow
@@ -437,6 +440,10 @@ type Core struct {
 	// untilRound counts the ticks to the next round; rounds counts rounds.
 	untilRound int
 	rounds     int
+	// gateway is isGateway's answer when the own DC's view had gatewayAt
+	// changes (gatewayKnown: there is an answer).
+	gateway, gatewayKnown bool
+	gatewayAt             uint64
 }
 
 // downEntry is an entry awaiting removal, and since when it is down.
@@ -471,7 +478,26 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 		wanMisses: make(map[string]int),
 		remote:    make(map[string]*dcWatch),
 	}
-	c.self = c.insert(table.version(c.local.EndpointState), 0, 0, cfg.DC)
+	if len(cfg.View) > 0 {
+		if err := c.load(table.savedView(cfg.View, opts.Buckets)); err != nil {
+			return nil, err
+		}
+	}
+	own := table.version(c.local.EndpointState)
+	if e := c.entry(cfg.ID); e != nil {
+		// The view's entry of this node gives way to its state now (a node
+		// that restarts comes back with a newer generation).
+		v := c.viewOf(e)
+		if v.name != cfg.DC {
+			return nil, fmt.Errorf("ferry: %w: view: node %s is in DC %s, not %s", membership.ErrBadConfig, cfg.ID, v.name, cfg.DC)
+		}
+		v.unlink(e)
+		table.set(e, own, 0)
+		v.link(e)
+		c.self = e
+	} else {
+		c.self = c.insert(own, 0, 0, cfg.DC)
+	}
 	isSeed := false
 	for _, s := range cfg.Seeds {
 		if s == cfg.ID {
@@ -481,8 +507,9 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 		}
 	}
 	// A seed counts as joined at once so it can admit others; it still asks
-	// the other seeds to admit it until it knows them all.
-	c.joined = isSeed || len(c.seeds) == 0
+	// the other seeds to admit it until it knows them all. A node that
+	// starts from a view has the cluster's state already.
+	c.joined = isSeed || len(c.seeds) == 0 || len(cfg.View) > 0
 	return c, nil
 }
 
@@ -557,7 +584,28 @@ func (c *Core) quiet() bool { return c.stopped || (c.leaving && c.leaveRoundsLef
 
 // isGateway reports whether this node carries its DC's cross-DC traffic.
 func (c *Core) isGateway() bool {
-	return slices.Contains(c.ownDC().firstLive(c.opts.Gateways, nil), c.self)
+	// Every node asks at every tick, and its DC's ring seldom changes: the
+	// answer holds until a change is folded into the DC's view (every
+	// change of a member that can make it live or not, or move it, is).
+	v := c.ownDC()
+	if c.gatewayKnown && c.gatewayAt == v.changes {
+		return c.gateway
+	}
+	c.gateway, c.gatewayAt, c.gatewayKnown = false, v.changes, true
+	k := 0
+	for e := range v.all() {
+		if k == c.opts.Gateways {
+			break
+		}
+		if e.live() {
+			if e == c.self {
+				c.gateway = true
+				break
+			}
+			k++
+		}
+	}
+	return c.gateway
 }
 
 // send appends a message.
@@ -728,7 +776,7 @@ func (c *Core) unwatch(id string) {
 func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 	for i := 0; i < len(c.watched); i++ {
 		w := c.watched[i]
-		e := c.entry(w.id)
+		e := c.watchedEntry(w)
 		if e == nil || c.v(e).state.Generation != w.generation || e.isLeft() || e.shutdown() {
 			if e == nil || c.v(e).state.Generation > w.generation || e.isLeft() || e.shutdown() {
 				c.watched = slices.Delete(c.watched, i, i+1)
@@ -804,6 +852,24 @@ func (c *Core) checkWatched(now time.Duration, r *membership.Ready) {
 			}
 		}
 	}
+}
+
+// watchedEntry is c.entry(w.id), found once: a member's number never changes
+// and its slot never moves, so every tick after the first reads the slot
+// straight away, not a map and the chunk list first (checkWatched runs at
+// every tick for every watched node).
+func (c *Core) watchedEntry(w *watch) *entry {
+	if w.slot == nil {
+		m := c.table.lookup(w.id)
+		if m == nil {
+			return nil
+		}
+		w.slot = c.entries.make(m.num)
+	}
+	if w.slot.ver == 0 {
+		return nil
+	}
+	return w.slot
 }
 
 // helpers picks up to k live members of this DC, other than this node and
@@ -1601,6 +1667,10 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 // learns, which it echoes to its DC: a member that lost one notice then
 // has another within a LAN hop, from another sender.
 func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membership.Ready) []*entry {
+	if len(deltas) == 0 {
+		// Most summaries carry no rumour: spare them the gateway check.
+		return nil
+	}
 	var down []*entry
 	gateway := c.isGateway()
 	for _, d := range deltas {

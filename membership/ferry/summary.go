@@ -55,6 +55,9 @@ type dcView struct {
 	// live counts the live members; convicted those declared dead that
 	// neither left nor shut down.
 	live, convicted int
+	// changes counts the changes folded in (see fold): a core's answer to
+	// whether it is a gateway holds while its DC's count stays the same.
+	changes uint64
 }
 
 func newDCView(name string, table *Table, entries *entrySlots, index, buckets int) *dcView {
@@ -119,6 +122,7 @@ func (v *dcView) link(e *entry)   { v.fold(e, 1) }
 func (v *dcView) unlink(e *entry) { v.fold(e, -1) }
 
 func (v *dcView) fold(e *entry, sign int) {
+	v.changes++
 	h := v.table.versions[e.ver].hashes[0]
 	if e.dead() {
 		h = v.table.versions[e.ver].hashes[1]

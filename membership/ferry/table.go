@@ -75,6 +75,9 @@ type Table struct {
 	// bucketStart and bucketNext dcView.byBucket's groups: scratch space
 	// kept from one message to the next, for all the cores that share the
 	// table.
+	// saved is the last starting view the cores sharing the table were
+	// given, made ready (see savedView); nil in a core's own table.
+	saved                                *savedView
 	digestAt                             []int32
 	digestNums                           []int32
 	digestCurrent                        []bool

@@ -83,6 +83,10 @@ func New(cfg membership.Config) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("scuttlebutt: %w", err)
 	}
+	if cfg.View != nil {
+		// The paper's baseline always starts from its seeds.
+		return nil, fmt.Errorf("scuttlebutt: %w: node %s: a starting view is not supported", membership.ErrBadConfig, cfg.ID)
+	}
 	c := &Core{cfg: cfg, local: membership.NewLocalState(cfg), seedSet: make(map[string]bool), phi: membership.CassandraPhi,
 		syncWith: make(map[string]bool)}
 	for _, s := range cfg.Seeds {

@@ -106,26 +106,71 @@ func (c *Cluster) Start(id, dc string) error {
 	if known && n.dc != dc {
 		return fmt.Errorf("start %s in %s: it was in %s: %w", id, dc, n.dc, sim.ErrUnknownDC)
 	}
-	generation := uint64(GenerationBase + c.sim.Now()/time.Second)
+	generation := c.generation()
 	if known {
 		generation = max(generation, n.generation+1)
 	}
-	core, err := c.cfg.Protocol.New(membership.Config{
-		ID: id, DC: dc, Addr: id + ":7000", Generation: generation,
-		Seeds: c.cfg.Seeds, Rand: c.sim.NewRand(), RemoveAfter: c.cfg.RemoveAfter, Shared: c.shared,
-	})
+	cfg := c.coreConfig(id, dc, generation)
+	cfg.Rand = c.sim.NewRand()
+	core, err := c.cfg.Protocol.New(cfg)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", id, err)
 	}
-	if !known {
-		n = &node{id: id, dc: dc, cluster: c}
-		c.nodes[id] = n
-		c.order = append(c.order, id)
-	}
-	n.core, n.generation, n.up, n.left = core, generation, true, false
 	if known {
+		n.core, n.generation, n.up, n.left = core, generation, true, false
 		return c.sim.Restart(id, n)
 	}
+	return c.add(id, dc, generation, core)
+}
+
+// StartConverged starts new nodes, ids[i] in dcs[i], as a cluster that has
+// already converged: each core starts from the view such a cluster would
+// have saved (membership.Config.View), knowing every one of these nodes at
+// the state it starts with, so that none joins through a seed and the
+// cluster is steady from its first round.
+func (c *Cluster) StartConverged(ids, dcs []string) error {
+	if len(ids) != len(dcs) {
+		return fmt.Errorf("start converged: %d IDs and %d DCs", len(ids), len(dcs))
+	}
+	generation := c.generation()
+	cfgs := make([]membership.Config, len(ids))
+	view := make([]membership.EndpointState, len(ids))
+	for i, id := range ids {
+		if _, known := c.nodes[id]; known {
+			return fmt.Errorf("start converged %s: started before (Start restarts a node)", id)
+		}
+		cfgs[i] = c.coreConfig(id, dcs[i], generation)
+		view[i] = membership.NewLocalState(cfgs[i]).EndpointState
+	}
+	for _, cfg := range cfgs {
+		cfg.View, cfg.Rand = view, c.sim.NewRand()
+		core, err := c.cfg.Protocol.New(cfg)
+		if err != nil {
+			return fmt.Errorf("start converged %s: %w", cfg.ID, err)
+		}
+		if err := c.add(cfg.ID, cfg.DC, generation, core); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// generation is the generation of a node started now.
+func (c *Cluster) generation() uint64 { return uint64(GenerationBase + c.sim.Now()/time.Second) }
+
+// coreConfig is the configuration of a node's core, but for its Rand.
+func (c *Cluster) coreConfig(id, dc string, generation uint64) membership.Config {
+	return membership.Config{
+		ID: id, DC: dc, Addr: id + ":7000", Generation: generation,
+		Seeds: c.cfg.Seeds, RemoveAfter: c.cfg.RemoveAfter, Shared: c.shared,
+	}
+}
+
+// add adds a node that was never started to the cluster and the simulator.
+func (c *Cluster) add(id, dc string, generation uint64, core membership.Core) error {
+	n := &node{id: id, dc: dc, cluster: c, core: core, generation: generation, up: true}
+	c.nodes[id] = n
+	c.order = append(c.order, id)
 	return c.sim.AddNode(sim.NodeSpec{ID: id, DC: dc, TickInterval: core.TickInterval()}, n)
 }
 

@@ -137,3 +137,40 @@ func TestCutDropsOneLinkOnly(t *testing.T) {
 		t.Fatalf("no convergence after mending: %s", c.Disagreement())
 	}
 }
+
+// TestStartConvergedChecksItsNodes: the converged start agrees at once; it
+// refuses IDs and DCs that do not pair up and nodes started before, and a
+// protocol whose cores cannot start from a view says so.
+func TestStartConvergedChecksItsNodes(t *testing.T) {
+	var events []membership.Event
+	c, err := New(Config{Protocol: ferry.Protocol, Seed: 2, DCs: []string{"a", "b"}, Seeds: []string{"a1", "b1"},
+		Links: sim.UniformLinks{}, Wire: sim.TCPIPv4,
+		OnEvent: func(_ time.Duration, _ string, e membership.Event) { events = append(events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartConverged([]string{"a1", "b1"}, []string{"a"}); err == nil {
+		t.Fatal("two IDs and one DC accepted")
+	}
+	if err := c.StartConverged([]string{"a1", "a2", "b1"}, []string{"a", "a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Disagreement(); d != "" || len(events) != 0 {
+		t.Fatalf("converged start: disagreement %q, %d events", d, len(events))
+	}
+	if err := c.StartConverged([]string{"a2"}, []string{"a"}); err == nil || !strings.Contains(err.Error(), "started before") {
+		t.Fatalf("a2 again: err = %v", err)
+	}
+	viewless, err := New(Config{Protocol: membership.Protocol{Name: "viewless", New: func(cfg membership.Config) (membership.Core, error) {
+		if cfg.View != nil {
+			return nil, membership.ErrBadConfig
+		}
+		return ferry.Protocol.New(cfg)
+	}}, Seed: 2, DCs: []string{"a"}, Links: sim.UniformLinks{}, Wire: sim.TCPIPv4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := viewless.StartConverged([]string{"a1"}, []string{"a"}); !errors.Is(err, membership.ErrBadConfig) {
+		t.Fatalf("a protocol without views: err = %v", err)
+	}
+}
