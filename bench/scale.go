@@ -365,8 +365,8 @@ func scaleReport(rows []ScaleRow, o scaleOptions) *Report {
 }
 
 // scaleSummary collects what the bench is judged on: the gossip and routing wall time and
-// peak memory at the largest size, the WAN traffic at each size, and the routing runs'
-// inter-DC hops.
+// peak memory at the largest size, the WAN traffic and the slowest join at each size, and
+// the routing runs' inter-DC hops.
 func scaleSummary(rows []ScaleRow) map[string]any {
 	summary := map[string]any{}
 	walls := map[int]float64{}
@@ -378,6 +378,9 @@ func scaleSummary(rows []ScaleRow) map[string]any {
 		switch {
 		case r.Part == scalePartGossip:
 			summary["interdc_bps_at_"+key] = *r.InterDCBps
+			if r.JoinConvergenceSMax != nil {
+				summary["join_convergence_s_max_at_"+key] = *r.JoinConvergenceSMax
+			}
 		case r.Protocol == chord.ProtocolMLChord.String():
 			summary["mlchord_interdc_hops_max_at_"+key] = *r.InterDCHopsMax
 		}
