@@ -4,9 +4,9 @@ package resp
 // replies anyway, and each read may cross the network to replicas, so the connection
 // hands them to the coordinator together (Backend.GetAll: concurrent reads, or one read
 // of local storage where this node is the keys' only replica) instead of one round trip
-// after the other; the replies keep the commands' order. Concurrent reads are like reads sent on separate connections: of two
-// keys written in order by another client, a pipeline may see the second key's new value
-// and the first key's old one.
+// after the other; the replies keep the commands' order. Concurrent reads are like reads
+// sent on separate connections: of two keys written in order by another client, a
+// pipeline may see the second key's new value and the first key's old one.
 //
 // Writes take effect in the order sent, and a read after a write sees it. Pipelined
 // plain SETs are handed to the coordinator together (Backend.PutAll), which commits them
