@@ -142,6 +142,8 @@ type Client struct {
 	// asleep holds the client addresses of the nodes that sleep, as the view says or as
 	// a redirect from a node's stand-in told since the last refresh of the nodes.
 	asleep map[string]bool
+
+	gets getBatcher
 }
 
 // errClosed is the refusal of a closed client.
@@ -470,14 +472,24 @@ func (c *Client) remember(record func()) {
 // node's stand-in names, at once. Errors from a node that answered (unavailable
 // replicas, invalid input) are returned as they are.
 func (c *Client) call(ctx context.Context, keyspace string, key []byte, mayResend bool, fn func(context.Context, *grpc.ClientConn) error) error {
+	return c.callOn(ctx, c.routeFor(ctx, keyspace, key), mayResend, fn)
+}
+
+// routeFor is route on a view refreshed first if it is stale.
+func (c *Client) routeFor(ctx context.Context, keyspace string, key []byte) []string {
 	c.mu.Lock()
 	stale := time.Since(c.refreshed) > c.opts.RefreshInterval
 	c.mu.Unlock()
 	if stale {
 		_ = c.refresh(ctx) // keep the old view if no node answers; the call will say why
 	}
+	return c.route(keyspace, key)
+}
+
+// callOn is call on the nodes addrs, best first, as routeFor returned them.
+func (c *Client) callOn(ctx context.Context, addrs []string, mayResend bool, fn func(context.Context, *grpc.ClientConn) error) error {
 	var lastErr error
-	q := newTries(c.route(keyspace, key))
+	q := newTries(addrs)
 	for addr, ok := q.next(); ok; addr, ok = q.next() {
 		err := c.attempt(ctx, addr, fn)
 		redirect := redirectOf(err)
@@ -675,11 +687,7 @@ type Item struct {
 // Get reads key at level cl; found is false for a missing, deleted, expired or truncated
 // key.
 func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (item Item, found bool, err error) {
-	var resp *kurav1.GetResponse
-	err = c.call(ctx, keyspace, key, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		resp, err = kurav1.NewKVClient(conn).Get(ctx, &kurav1.GetRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
-		return err
-	})
+	resp, err := c.gets.get(ctx, c, keyspace, key, levelToProto(cl))
 	if err != nil || !resp.GetFound() {
 		return Item{}, false, err
 	}

@@ -152,12 +152,17 @@ func startFake(t *testing.T, id string, l net.Listener) *fakeNode {
 		}
 	}
 	f := &fakeNode{id: id, addr: l.Addr().String(), statusCalls: make(chan struct{}, 100)}
+	serveFake(t, l, f, f)
+	return f
+}
+
+// serveFake serves kv and admin on l until the test ends.
+func serveFake(t *testing.T, l net.Listener, kv kurav1.KVServer, admin kurav1.AdminServer) {
 	s := grpc.NewServer()
-	kurav1.RegisterKVServer(s, f)
-	kurav1.RegisterAdminServer(s, f)
+	kurav1.RegisterKVServer(s, kv)
+	kurav1.RegisterAdminServer(s, admin)
 	go s.Serve(l)
 	t.Cleanup(s.Stop)
-	return f
 }
 
 func (f *fakeNode) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest) (*kurav1.ClusterStatusResponse, error) {

@@ -104,8 +104,8 @@ const getAllFanout = 32
 // GetAll reads keys from keyspace at level cl, each as Get would, and returns their
 // outcomes in order. When this node is the one replica of every key and can serve the
 // read (one node, or a keyspace with one replica here), the keys are read from its
-// storage in one task of the read stage; otherwise the Gets run concurrently, up to
-// getAllFanout at once.
+// storage in one task of the read stage; otherwise the Gets run concurrently on the
+// coordinator's workers, up to getAllFanout at once.
 func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []GetResult {
 	results := make([]GetResult, len(keys))
 	if len(keys) > 1 && c.getAllLocally(ctx, keyspace, keys, cl, results) {
@@ -115,8 +115,12 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 	var wg sync.WaitGroup
 	for i, key := range keys {
 		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
+		wg.Add(1)
+		c.workers.Run(func() {
+			defer func() {
+				<-slots
+				wg.Done()
+			}()
 			r := &results[i]
 			r.Record, r.Found, r.Err = c.Get(ctx, keyspace, key, cl)
 		})

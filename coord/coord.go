@@ -26,6 +26,7 @@ import (
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/workers"
 )
 
 // Limits bound what a request may carry.
@@ -109,6 +110,10 @@ type Parts struct {
 	Reads ReadPolicy
 	// Rows estimates the rows each node holds, for parallel scans; nil knows none.
 	Rows RowEstimates
+	// Workers runs the point reads' and writes' requests to other nodes and GetAll's
+	// reads on goroutines kept between requests (see package workers); nil starts a
+	// goroutine for each.
+	Workers *workers.Pool
 }
 
 // ReadPolicy gives the node's current read policy; *sched.Stage is one.
@@ -134,6 +139,7 @@ type Coordinator struct {
 	proximity Proximity
 	reads     ReadPolicy
 	rows      RowEstimates
+	workers   *workers.Pool
 	log       *slog.Logger
 	// lwtKeys queues this coordinator's lightweight transactions per key.
 	lwtKeys keyQueue
@@ -182,6 +188,7 @@ func New(cfg Config, parts Parts) *Coordinator {
 		proximity: parts.Proximity,
 		reads:     parts.Reads,
 		rows:      parts.Rows,
+		workers:   parts.Workers,
 		log:       cfg.Logger,
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/workers"
 )
 
 // pointOp is the working memory of one point read or write: the replica set, the targets,
@@ -22,14 +23,15 @@ type pointOp struct {
 }
 
 // quorum returns the op's quorum of one group, required of candidates, gathered by
-// self: with no allocation once the op's slices have grown to the replica sets it sees.
-func (op *pointOp) quorum(self string, required consistency.Requirement, candidates []target) *quorum {
+// self, its remote requests run by pool: with no allocation once the op's slices have
+// grown to the replica sets it sees.
+func (op *pointOp) quorum(self string, pool *workers.Pool, required consistency.Requirement, candidates []target) *quorum {
 	op.g.init(required, candidates)
 	op.groups[0] = &op.g
 	if cap(op.sent) < len(candidates) {
 		op.sent = make([]target, 0, len(candidates))
 	}
-	op.q = quorum{self: self, groups: op.groups[:], sent: op.sent}
+	op.q = quorum{self: self, workers: pool, groups: op.groups[:], sent: op.sent}
 	return &op.q
 }
 

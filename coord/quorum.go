@@ -7,6 +7,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/workers"
 )
 
 // The quorum gatherer is the one loop every operation runs to reach its replicas: writes,
@@ -72,8 +73,10 @@ func (g *group) hopeless() bool {
 
 // quorum is one gathering: its groups and how to ask them.
 type quorum struct {
-	self   string // this node: asked on the gathering goroutine, with no goroutine of its own
-	groups []*group
+	self string // this node: asked on the gathering goroutine, with no goroutine of its own
+	// workers runs the requests to other nodes; nil starts a goroutine for each.
+	workers *workers.Pool
+	groups  []*group
 	// askAll sends to every candidate at once (writes), not only as many as needed.
 	askAll bool
 	// waitAll waits for every answer, even once the requirements are met or hopeless
@@ -119,7 +122,7 @@ type answer[T any] struct {
 // ctx's when the caller's deadline ended the gathering; the outcome says how far it got.
 // Requests still in flight when gather returns finish in the background.
 //
-// Requests to remote nodes each run in a goroutine of their own and answer on a channel.
+// Requests to remote nodes each run apart, on q.workers, and answer on a channel.
 // Requests to this node (q.self) run on the caller's goroutine, after the remote ones of
 // the same round were sent, and are counted as they return: a gathering that needs
 // only this node starts no goroutine, makes no channel and never waits on ctx (the
@@ -219,7 +222,8 @@ func (g *gathering[T]) dispatch() bool {
 			if g.results == nil {
 				g.results = make(chan answer[T], cap(g.sent))
 			}
-			go askRemote(g.ask, g.results, ts)
+			ask, results := g.ask, g.results
+			q.workers.Run(func() { askRemote(ask, results, ts) })
 		} else {
 			local = true
 		}

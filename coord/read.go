@@ -55,7 +55,7 @@ func (c *Coordinator) get(ctx context.Context, ks schema.Keyspace, cl consistenc
 	if !satisfiable(op.targets, required) {
 		return lww.Record{}, false, out, &UnavailableError{Level: cl, Required: required, Alive: dcCounts(op.targets)}
 	}
-	out, err = gather(ctx, op.quorum(self.ID, required, op.targets), op.ask, op.accept)
+	out, err = gather(ctx, op.quorum(self.ID, c.workers, required, op.targets), op.ask, op.accept)
 	switch {
 	case err != nil:
 		return lww.Record{}, false, out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}

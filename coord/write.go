@@ -239,7 +239,7 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 	if len(op.targets) == 0 {
 		return out, unavailable(nil)
 	}
-	q := op.quorum(c.view.Self().ID, required, op.targets)
+	q := op.quorum(c.view.Self().ID, c.workers, required, op.targets)
 	q.askAll = true
 	out, err := gather(ctx, q, op.ask, op.accept)
 	switch {

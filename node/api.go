@@ -115,11 +115,50 @@ func (s *apiServer) Get(ctx context.Context, req *kurav1.GetRequest) (*kurav1.Ge
 	if !found {
 		return &kurav1.GetResponse{}, nil
 	}
+	return getResponse(rec), nil
+}
+
+// getManyKeysMax bounds the keys of one GetMany: the client sends a few dozen at most,
+// and a call's keys are read at once.
+const getManyKeysMax = 1024
+
+func (s *apiServer) GetMany(ctx context.Context, req *kurav1.GetManyRequest) (*kurav1.GetManyResponse, error) {
+	cl, err := levelFromProto(req.GetConsistency())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	keys := req.GetKeys()
+	if len(keys) > getManyKeysMax {
+		return nil, status.Errorf(codes.InvalidArgument, "GetMany of %d keys: at most %d at once", len(keys), getManyKeysMax)
+	}
+	start := time.Now()
+	results := s.node.coord.GetAll(ctx, req.GetKeyspace(), keys, cl)
+	elapsed := time.Since(start)
+	resp := &kurav1.GetManyResponse{Results: make([]*kurav1.GetManyResult, len(results))}
+	for i, r := range results {
+		s.node.observe("get", cl, elapsed, r.Err)
+		out := &kurav1.GetManyResult{}
+		switch {
+		case r.Err != nil:
+			st := statusOf(r.Err).(*statusError).status
+			out.Code, out.Message = int32(st.Code()), st.Message()
+		case r.Found:
+			out.Response = getResponse(r.Record)
+		default:
+			out.Response = &kurav1.GetResponse{}
+		}
+		resp.Results[i] = out
+	}
+	return resp, nil
+}
+
+// getResponse is the answer to a Get that found rec.
+func getResponse(rec lww.Record) *kurav1.GetResponse {
 	resp := &kurav1.GetResponse{Found: true, Value: rec.Value, Timestamp: uint64(rec.Timestamp)}
 	if rec.ExpiresAt != 0 {
 		resp.ExpiresAtUnixMs = rec.ExpiresAt.WallTime().UnixMilli()
 	}
-	return resp, nil
+	return resp
 }
 
 func (s *apiServer) Delete(ctx context.Context, req *kurav1.DeleteRequest) (*kurav1.DeleteResponse, error) {

@@ -45,7 +45,8 @@ func (n *Node) gauges() metrics.Gauges {
 	return g
 }
 
-// grpcOps names the metered gRPC methods by the operation they perform.
+// grpcOps names the metered gRPC methods by the operation they perform. GetMany is
+// metered by its handler, as one get per key.
 var grpcOps = map[string]string{
 	kurav1.KV_Put_FullMethodName:    "put",
 	kurav1.KV_Get_FullMethodName:    "get",
@@ -75,8 +76,13 @@ func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 			level = l
 		}
 	}
-	elapsed := time.Since(start)
+	n.observe(op, level, time.Since(start), err)
+	return reply, err
+}
+
+// observe reports one data request of the gRPC API to the metrics and to the power
+// controller's load.
+func (n *Node) observe(op string, level consistency.Level, elapsed time.Duration, err error) {
 	n.metrics.Observe("grpc", op, level, elapsed, err)
 	n.power.observeRequest(elapsed)
-	return reply, err
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/kuradb/kura/stream"
 	"github.com/kuradb/kura/topology"
 	"github.com/kuradb/kura/transport"
+	"github.com/kuradb/kura/workers"
 )
 
 // Config configures one node.
@@ -413,6 +414,7 @@ func (n *Node) open() error {
 		Proximity: proximity{n},
 		Reads:     n.stage,
 		Rows:      &n.rows,
+		Workers:   workers.New(n.stop, coordWorkersIdleMax),
 	})
 	var limiter *rate.Limiter
 	if n.cfg.StreamThroughput > 0 {
@@ -627,3 +629,8 @@ func (n *Node) Router() *routing.DHT {
 	}
 	return n.dht.dht
 }
+
+// coordWorkersIdleMax bounds the coordinator's idle workers (coord.Parts.Workers): as
+// many as the replica requests and pipelined reads in flight at once under load, few
+// enough that their kept stacks stay a small part of the node's memory.
+const coordWorkersIdleMax = 64

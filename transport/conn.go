@@ -195,7 +195,7 @@ func (c *conn) readLoop() {
 		}
 		switch h.typ {
 		case frameRequest, frameOneway:
-			c.t.workers.run(func() { c.serve(h, payload) })
+			c.t.workers.Run(func() { c.serve(h, payload) })
 		case frameResponse, frameError:
 			if err := c.deliver(h, payload); err != nil {
 				c.fail(err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/certs"
+	"github.com/kuradb/kura/workers"
 )
 
 // ErrUnreachable means the peer could not be dialed or its connection was lost before it
@@ -207,7 +208,7 @@ type Transport struct {
 	// not tracked (see Close).
 	wg sync.WaitGroup
 	// workers run the handlers of peers' requests.
-	workers *workers
+	workers *workers.Pool
 }
 
 // dialEntry is the connection to one peer, or the dial in progress towards it.
@@ -291,7 +292,7 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 	}
 	t.log = t.log.With("node", t.self.ID)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
-	t.workers = newWorkers(t.ctx.Done())
+	t.workers = workers.New(t.ctx.Done(), maxIdleWorkers)
 	t.wg.Add(1)
 	go t.acceptLoop()
 	return t, nil
@@ -697,3 +698,8 @@ func (t *Transport) forget(c *conn) {
 		delete(t.dialed, c.peer.ID)
 	}
 }
+
+// maxIdleWorkers bounds the handler goroutines a transport keeps waiting for work: about
+// as many as requests in flight at once from hundreds of clients, while a parked
+// goroutine costs a few KB (the garbage collector shrinks an unused stack).
+const maxIdleWorkers = 512

@@ -23,6 +23,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	KV_Put_FullMethodName           = "/kura.v1.KV/Put"
 	KV_Get_FullMethodName           = "/kura.v1.KV/Get"
+	KV_GetMany_FullMethodName       = "/kura.v1.KV/GetMany"
 	KV_Delete_FullMethodName        = "/kura.v1.KV/Delete"
 	KV_Scan_FullMethodName          = "/kura.v1.KV/Scan"
 	KV_CompareAndSet_FullMethodName = "/kura.v1.KV/CompareAndSet"
@@ -36,6 +37,10 @@ const (
 type KVClient interface {
 	Put(ctx context.Context, in *PutRequest, opts ...grpc.CallOption) (*PutResponse, error)
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
+	// GetMany is Get of several keys of one keyspace at one level, answered in order, each
+	// with its own outcome: the Go client sends the reads that wait behind one in flight
+	// to the same node as one call.
+	GetMany(ctx context.Context, in *GetManyRequest, opts ...grpc.CallOption) (*GetManyResponse, error)
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	Scan(ctx context.Context, in *ScanRequest, opts ...grpc.CallOption) (*ScanResponse, error)
 	// CompareAndSet writes or deletes a key only if its current value meets a condition,
@@ -66,6 +71,16 @@ func (c *kVClient) Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOpt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetResponse)
 	err := c.cc.Invoke(ctx, KV_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kVClient) GetMany(ctx context.Context, in *GetManyRequest, opts ...grpc.CallOption) (*GetManyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetManyResponse)
+	err := c.cc.Invoke(ctx, KV_GetMany_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +125,10 @@ func (c *kVClient) CompareAndSet(ctx context.Context, in *CompareAndSetRequest, 
 type KVServer interface {
 	Put(context.Context, *PutRequest) (*PutResponse, error)
 	Get(context.Context, *GetRequest) (*GetResponse, error)
+	// GetMany is Get of several keys of one keyspace at one level, answered in order, each
+	// with its own outcome: the Go client sends the reads that wait behind one in flight
+	// to the same node as one call.
+	GetMany(context.Context, *GetManyRequest) (*GetManyResponse, error)
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	Scan(context.Context, *ScanRequest) (*ScanResponse, error)
 	// CompareAndSet writes or deletes a key only if its current value meets a condition,
@@ -131,6 +150,9 @@ func (UnimplementedKVServer) Put(context.Context, *PutRequest) (*PutResponse, er
 }
 func (UnimplementedKVServer) Get(context.Context, *GetRequest) (*GetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedKVServer) GetMany(context.Context, *GetManyRequest) (*GetManyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMany not implemented")
 }
 func (UnimplementedKVServer) Delete(context.Context, *DeleteRequest) (*DeleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
@@ -194,6 +216,24 @@ func _KV_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{})
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(KVServer).Get(ctx, req.(*GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _KV_GetMany_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetManyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).GetMany(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_GetMany_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).GetMany(ctx, req.(*GetManyRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -266,6 +306,10 @@ var KV_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Get",
 			Handler:    _KV_Get_Handler,
+		},
+		{
+			MethodName: "GetMany",
+			Handler:    _KV_GetMany_Handler,
 		},
 		{
 			MethodName: "Delete",

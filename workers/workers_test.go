@@ -1,11 +1,11 @@
-package transport
+package workers
 
 import (
 	"testing"
 	"testing/synctest"
 )
 
-func idleWorkers(w *workers) int {
+func idleWorkers(w *Pool) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.idle)
@@ -15,10 +15,10 @@ func idleWorkers(w *workers) int {
 func TestWorkersRunTasksApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
-		w := newWorkers(done)
+		w := New(done, 512)
 		release, second := make(chan struct{}), make(chan struct{})
-		w.run(func() { <-release })
-		w.run(func() { close(second) })
+		w.Run(func() { <-release })
+		w.Run(func() { close(second) })
 		<-second
 		close(release)
 		synctest.Wait()
@@ -38,10 +38,10 @@ func TestWorkersReuseTheLastIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
 		defer close(done)
-		w := newWorkers(done)
+		w := New(done, 512)
 		ran := 0
 		for range 5 {
-			w.run(func() { ran++ })
+			w.Run(func() { ran++ })
 			synctest.Wait()
 			if got := idleWorkers(w); got != 1 {
 				t.Fatalf("%d idle workers after tasks one at a time, want 1", got)
@@ -52,8 +52,8 @@ func TestWorkersReuseTheLastIdle(t *testing.T) {
 		}
 		// Two workers idle: the next task goes to the one that finished last.
 		hold := make(chan struct{})
-		w.run(func() { <-hold }) // the idle worker
-		w.run(func() {})         // a new one, idle first
+		w.Run(func() { <-hold }) // the idle worker
+		w.Run(func() {})         // a new one, idle first
 		synctest.Wait()
 		close(hold)
 		synctest.Wait()
@@ -65,7 +65,7 @@ func TestWorkersReuseTheLastIdle(t *testing.T) {
 		}
 		busy := make(chan struct{})
 		defer close(busy)
-		w.run(func() { <-busy })
+		w.Run(func() { <-busy })
 		w.mu.Lock()
 		left := w.idle
 		w.mu.Unlock()
@@ -75,12 +75,12 @@ func TestWorkersReuseTheLastIdle(t *testing.T) {
 	})
 }
 
-// A worker taken as the transport closes still runs its task.
+// A worker taken as the owner closes still runs its task.
 func TestWorkersRunTaskHandedAtClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
-		w := newWorkers(done)
-		w.run(func() {})
+		w := New(done, 512)
+		w.Run(func() {})
 		synctest.Wait()
 		// Take the idle worker as run does, close, then hand it the task.
 		w.mu.Lock()
