@@ -9,6 +9,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/schema"
 )
 
 // PutAll writes puts (key, value and expiry of each; the timestamps are stamped here) to
@@ -38,32 +39,22 @@ func (c *Coordinator) PutAll(ctx context.Context, keyspace string, puts []lww.Re
 // nothing, unless every put is valid and this node, up, is the only replica of each
 // key; otherwise it writes them all as one batch and fills errs.
 func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level, errs []error) bool {
-	if cl.IsSerial() {
-		return false
-	}
-	ks, err := c.keyspaces.Get(keyspace)
-	if err != nil || ks.Erasure.Enabled() {
-		return false
-	}
-	self := c.view.Self()
-	var sole placement.Member // this node, as the replica of every key
-	var required consistency.Requirement
 	for _, p := range puts {
-		if len(p.Value) > c.cfg.Limits.ValueBytesMax || c.checkKey(p.Key) != nil {
+		if len(p.Value) > c.cfg.Limits.ValueBytesMax {
 			return false
 		}
-		members, err := c.replicaSet(ctx, ks, p.Key, nil)
-		if err != nil || len(members) != 1 {
-			return false
-		}
-		sole = members[0]
-		if sole.ID != self.ID || sole.State != cluster.StateUp || sole.Pending || !sole.Counts() {
-			return false
-		}
-		required = withPending(cl.Require(countedPerDC(members), self.DC), members)
-		if err := checkWritable([]replicaWrite{{member: sole}}, required, func(map[string]int) error { return ErrUnavailable }); err != nil {
-			return false
-		}
+	}
+	_, sole, required, ok := c.soleReplicaHere(ctx, keyspace, cl, len(puts), func(i int) []byte { return puts[i].Key },
+		func(self placement.Member, members []placement.Member) (consistency.Requirement, bool) {
+			if self.State != cluster.StateUp || self.Pending || !self.Counts() {
+				return consistency.Requirement{}, false
+			}
+			required := withPending(cl.Require(countedPerDC(members), self.DC), members)
+			err := checkWritable([]replicaWrite{{member: self}}, required, func(map[string]int) error { return ErrUnavailable })
+			return required, err == nil
+		})
+	if !ok {
+		return false
 	}
 	local, err := c.replica(sole)
 	if err != nil {
@@ -134,28 +125,16 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 // meets cl alone; otherwise it reads them all in one call of the local replica and fills
 // results.
 func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level, results []GetResult) bool {
-	if cl == consistency.Any || cl.IsSerial() {
+	if cl == consistency.Any {
 		return false
 	}
-	ks, err := c.keyspaces.Get(keyspace)
-	if err != nil || ks.Erasure.Enabled() {
+	ks, sole, required, ok := c.soleReplicaHere(ctx, keyspace, cl, len(keys), func(i int) []byte { return keys[i] },
+		func(self placement.Member, members []placement.Member) (consistency.Requirement, bool) {
+			required := cl.Require(countedPerDC(members), self.DC)
+			return required, self.Reads() && satisfiable(c.readable(nil, members, 0), required)
+		})
+	if !ok {
 		return false
-	}
-	self := c.view.Self()
-	var sole placement.Member // this node, as the replica of every key
-	var required consistency.Requirement
-	for _, key := range keys {
-		if c.checkKey(key) != nil {
-			return false
-		}
-		members, err := c.replicaSet(ctx, ks, key, nil)
-		if err != nil || len(members) != 1 || members[0].ID != self.ID || !members[0].Reads() {
-			return false
-		}
-		sole = members[0]
-		if required = cl.Require(countedPerDC(members), self.DC); !satisfiable(c.readable(nil, members, 0), required) {
-			return false
-		}
 	}
 	r, err := c.replica(sole)
 	if err != nil {
@@ -176,4 +155,35 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
 	}
 	return true
+}
+
+// soleReplicaHere is the check PutAll's and GetAll's single-replica paths share: it
+// reports whether, for each of n keys (key(i)), the key is valid, this node is its only
+// replica, and fits accepts that replica set, returning the requirement at cl that fits
+// computed. ok is false at a serial level and for an unknown or erasure-coded keyspace.
+// It returns the keyspace, this node's member and the last key's requirement.
+func (c *Coordinator) soleReplicaHere(ctx context.Context, keyspace string, cl consistency.Level, n int, key func(i int) []byte,
+	fits func(self placement.Member, members []placement.Member) (consistency.Requirement, bool)) (ks schema.Keyspace, sole placement.Member, required consistency.Requirement, ok bool) {
+	if cl.IsSerial() {
+		return ks, sole, required, false
+	}
+	ks, err := c.keyspaces.Get(keyspace)
+	if err != nil || ks.Erasure.Enabled() {
+		return ks, sole, required, false
+	}
+	selfID := c.view.Self().ID
+	for i := range n {
+		if c.checkKey(key(i)) != nil {
+			return ks, sole, required, false
+		}
+		members, err := c.replicaSet(ctx, ks, key(i), nil)
+		if err != nil || len(members) != 1 || members[0].ID != selfID {
+			return ks, sole, required, false
+		}
+		sole = members[0]
+		if required, ok = fits(sole, members); !ok {
+			return ks, sole, required, false
+		}
+	}
+	return ks, sole, required, true
 }
