@@ -148,13 +148,17 @@ func TestConcurrentAppliesToOneKey(t *testing.T) {
 	const writers = 64
 	e := openMem(t, Options{})
 	for round := range 20 {
-		// Distinct timestamps, shuffled so that writes arrive out of order.
+		// Distinct timestamps, shuffled so that writes arrive out of order. Each round's
+		// span of writers+1 timestamps (the puts', then the delete's) lies above the
+		// round before, so that the record a round starts from, which checkLinearizable
+		// does not see, is older than all of the round's.
+		base := round * (writers + 1)
 		records := make([]lww.Record, writers)
 		for i, ts := range rand.Perm(writers) {
-			records[i] = put("hot", fmt.Sprint("v", ts), hlc.Timestamp(round*writers+ts+1))
+			records[i] = put("hot", fmt.Sprint("v", ts), hlc.Timestamp(base+ts+1))
 		}
 		if round%2 == 1 {
-			records[0] = del("hot", hlc.Timestamp(round*writers+writers+1))
+			records[0] = del("hot", hlc.Timestamp(base+writers+1))
 		}
 		calls := applyConcurrently(t, e, "ks", records)
 		checkLinearizable(t, calls)
