@@ -261,22 +261,17 @@ type roundResult struct {
 }
 
 // scanMerge keeps the newest version of each key the replicas of a round answered, and
-// the smallest key at which one of them was cut short by the limit.
+// the smallest key at which one of them was cut short by the limit. Each answer is in key
+// order (a replica reads its storage in order), so the answers are merged as sorted
+// lists: a round usually has one or two, and a map of every key read, then sorted, was
+// the largest part of a short scan's cost on its coordinator.
 type scanMerge struct {
-	newest    map[string]lww.Record
+	answers   [][]lww.Record // each in key order, the keys the round asked for only
 	truncated bool
 	cutoff    []byte
 }
 
 func (s *scanMerge) add(recs []lww.Record, limit int, keep func(key []byte) bool) {
-	for _, rec := range recs {
-		if !keep(rec.Key) {
-			continue
-		}
-		if old, ok := s.newest[string(rec.Key)]; !ok || lww.Newer(rec, old) {
-			s.newest[string(rec.Key)] = rec
-		}
-	}
 	if len(recs) >= limit {
 		last := recs[len(recs)-1].Key
 		if !s.truncated || bytes.Compare(last, s.cutoff) < 0 {
@@ -284,15 +279,29 @@ func (s *scanMerge) add(recs []lww.Record, limit int, keep func(key []byte) bool
 		}
 		s.truncated = true
 	}
+	if keep != nil {
+		recs = slices.DeleteFunc(recs, func(rec lww.Record) bool { return !keep(rec.Key) })
+	}
+	if !slices.IsSortedFunc(recs, compareKeys) {
+		// Not as a replica answers; sorted here rather than trusted, since the merge
+		// relies on it. The order of a key's versions does not matter: the newest wins.
+		slices.SortStableFunc(recs, compareKeys)
+	}
+	if len(recs) > 0 {
+		s.answers = append(s.answers, recs)
+	}
 }
 
+func compareKeys(a, b lww.Record) int { return bytes.Compare(a.Key, b.Key) }
+
 // inAsked returns a filter of the keys whose token, as this coordinator places them,
-// lies in the ranges a node was asked for. A replica of an ordered keyspace moving to new
-// split keys answers the keys under either definition (replica.Local.Scan); a key it
-// answers for a range this coordinator places elsewhere belongs to another group.
+// lies in the ranges a node was asked for, or nil when every key is. A replica of an
+// ordered keyspace moving to new split keys answers the keys under either definition
+// (replica.Local.Scan); a key it answers for a range this coordinator places elsewhere
+// belongs to another group.
 func inAsked(ks schema.Keyspace, asked []ring.Range) func([]byte) bool {
 	if ks.Partitioner != "ordered" {
-		return func([]byte) bool { return true }
+		return nil
 	}
 	p := ks.Partition()
 	return func(key []byte) bool {
@@ -306,20 +315,63 @@ func inAsked(ks schema.Keyspace, asked []ring.Range) func([]byte) bool {
 	}
 }
 
-// result returns the records known to be final, in key order.
+// result returns the records known to be final, in key order: the newest version of
+// each key, up to the cut-off when an answer was cut short.
 func (s *scanMerge) result() roundResult {
-	keys := make([]string, 0, len(s.newest))
-	for k := range s.newest {
-		if !s.truncated || k <= string(s.cutoff) {
-			keys = append(keys, k)
+	result := roundResult{complete: !s.truncated, cutoff: s.cutoff}
+	final := func(key []byte) bool { return !s.truncated || bytes.Compare(key, s.cutoff) <= 0 }
+	if len(s.answers) == 1 {
+		recs := s.answers[0]
+		n := len(recs)
+		for n > 0 && !final(recs[n-1].Key) {
+			n--
 		}
+		result.records = dedupSorted(recs[:n])
+		return result
 	}
-	sort.Strings(keys)
-	result := roundResult{complete: !s.truncated, cutoff: s.cutoff, records: make([]lww.Record, len(keys))}
-	for i, k := range keys {
-		result.records[i] = s.newest[k]
+	total := 0
+	for _, a := range s.answers {
+		total += len(a)
 	}
-	return result
+	result.records = make([]lww.Record, 0, total)
+	heads := s.answers
+	for {
+		// The smallest key at the head of an answer; answers are few, so a linear pass
+		// costs less than a heap.
+		at := -1
+		for i, a := range heads {
+			if len(a) > 0 && (at < 0 || bytes.Compare(a[0].Key, heads[at][0].Key) < 0) {
+				at = i
+			}
+		}
+		if at < 0 || !final(heads[at][0].Key) {
+			return result
+		}
+		rec := heads[at][0]
+		heads[at] = heads[at][1:]
+		if n := len(result.records); n > 0 && bytes.Equal(result.records[n-1].Key, rec.Key) {
+			if lww.Newer(rec, result.records[n-1]) {
+				result.records[n-1] = rec
+			}
+			continue
+		}
+		result.records = append(result.records, rec)
+	}
+}
+
+// dedupSorted keeps the newest version of each key of recs, which are in key order.
+func dedupSorted(recs []lww.Record) []lww.Record {
+	out := recs[:0]
+	for _, rec := range recs {
+		if n := len(out); n > 0 && bytes.Equal(out[n-1].Key, rec.Key) {
+			if lww.Newer(rec, out[n-1]) {
+				out[n-1] = rec
+			}
+			continue
+		}
+		out = append(out, rec)
+	}
+	return out
 }
 
 // scanRound reads [cursor, end) once from every range. Ranges with the same requirement
@@ -366,7 +418,7 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		}
 		return asked
 	}
-	merge := &scanMerge{newest: map[string]lww.Record{}}
+	merge := &scanMerge{}
 	waiting := &scanWaiting{members: map[string]placement.Member{}}
 	nodes := firstCandidates(q.groups)
 	out, err := gather(ctx, q, func(m placement.Member, ts []target) ([]lww.Record, error) {

@@ -258,8 +258,29 @@ func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []by
 	pl := p.placement(current, ks.Strategy())
 	ranges := scanRanges(pl.Ring(), ks, start, end)
 	out := make([]RangeReplicas, len(ranges))
+	// A scan of the hash partitioner plans every range (48 on 3 nodes of 16 vnodes) on
+	// a few nodes: each node's state is looked up once, and the replica lists share one
+	// allocation, rather than one lookup per replica and one slice per range.
+	states := map[string]cluster.State{}
+	stateOf := func(m ring.Member) cluster.State {
+		st, ok := states[m.ID]
+		if !ok {
+			st = p.view.State(m.ID)
+			states[m.ID] = st
+		}
+		return st
+	}
+	size := 0
+	for _, rg := range ranges {
+		size += len(pl.ReplicasFor(rg.End))
+	}
+	members := make([]Member, 0, size)
 	for i, rg := range ranges {
-		out[i] = RangeReplicas{Range: rg, Replicas: withStates(p.view, pl.ReplicasFor(rg.End))}
+		from := len(members)
+		for _, m := range pl.ReplicasFor(rg.End) {
+			members = append(members, Member{ID: m.ID, DC: m.DC, State: stateOf(m)})
+		}
+		out[i] = RangeReplicas{Range: rg, Replicas: members[from:len(members):len(members)]}
 	}
 	return out, nil
 }

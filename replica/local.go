@@ -122,9 +122,11 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		// While the keyspace moves to new split keys, the coordinator may plan its scan
 		// under either definition: answer the keys in the ranges under both, and let
 		// it keep those in its own (a superset, in key order, so a cut-off still holds).
-		inNext := inRanges(next, req.Ranges)
-		current := filter
-		filter = func(key []byte) bool { return current(key) || inNext(key) }
+		if current, inNext := filter, inRanges(next, req.Ranges); current != nil && inNext != nil {
+			filter = func(key []byte) bool { return current(key) || inNext(key) }
+		} else {
+			filter = nil
+		}
 	}
 	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit, Since: time.Now()}
 	var out []lww.Record
@@ -205,8 +207,14 @@ func (l *Local) DropUnless(keyspace string, keep func(key []byte) bool) (removed
 	return removed, bytes, nil
 }
 
-// inRanges returns a key filter that accepts keys whose token lies in one of ranges.
+// inRanges returns a key filter that accepts keys whose token lies in one of ranges, or
+// nil, which accepts every key, when they cover the whole ring: a node that holds every
+// range (a cluster no larger than its replication) is asked for all of them, and then
+// hashing each key it reads and looking its token up in every range is work for nothing.
 func inRanges(p ring.Partitioner, ranges []ring.Range) func([]byte) bool {
+	if ring.Covers(ranges) {
+		return nil
+	}
 	return func(key []byte) bool {
 		t := p.Token(key)
 		for _, rg := range ranges {

@@ -51,3 +51,31 @@ func TestRangeFraction(t *testing.T) {
 		})
 	}
 }
+
+func TestCovers(t *testing.T) {
+	const top = math.MaxUint64
+	tests := []struct {
+		name   string
+		ranges []Range
+		want   bool
+	}{
+		{"none", nil, false},
+		{"whole ring", []Range{{7, 7}}, true},
+		{"a ring's ranges, wrapping one included", []Range{{10, 20}, {20, top - 5}, {top - 5, 10}}, true},
+		{"in any order", []Range{{top - 5, 10}, {20, top - 5}, {10, 20}}, true},
+		{"a gap of one token", []Range{{10, 20}, {21, top - 5}, {top - 5, 10}}, false},
+		{"wrapping just below the top", []Range{{top - 1, 5}, {5, top - 1}}, true},
+		{"ending at top, then from top", []Range{{0, top}, {top, 0}}, true},
+		{"token zero missing", []Range{{0, top}}, false},
+		{"a half twice is not the whole", []Range{{0, 1 << 63}, {0, 1 << 63}}, false},
+		{"overlapping halves", []Range{{0, 1 << 63}, {1 << 62, 0}}, true},
+		{"one ring range of many", []Range{{10, 20}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Covers(tt.ranges); got != tt.want {
+				t.Errorf("Covers(%v) = %v, want %v", tt.ranges, got, tt.want)
+			}
+		})
+	}
+}
