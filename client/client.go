@@ -143,7 +143,9 @@ type Client struct {
 	// a redirect from a node's stand-in told since the last refresh of the nodes.
 	asleep map[string]bool
 
-	gets getBatcher
+	// gets and puts batch the Gets and Puts that wait behind calls in flight (batch.go).
+	gets *batcher[*kurav1.GetRequest, *kurav1.GetResponse]
+	puts *batcher[*kurav1.PutRequest, *kurav1.PutResponse]
 }
 
 // errClosed is the refusal of a closed client.
@@ -155,7 +157,8 @@ func Dial(ctx context.Context, addrs []string, opts Options) (*Client, error) {
 		return nil, errors.New("client: no address to dial")
 	}
 	opts = opts.withDefaults()
-	c := &Client{opts: opts, seeds: addrs, conns: map[string]*grpc.ClientConn{}, bad: map[string]time.Time{}, asleep: map[string]bool{}}
+	c := &Client{opts: opts, seeds: addrs, conns: map[string]*grpc.ClientConn{}, bad: map[string]time.Time{}, asleep: map[string]bool{},
+		gets: newBatcher(getCalls), puts: newBatcher(putCalls)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.refresh(ctx); err != nil {
 		c.Close()
@@ -660,17 +663,14 @@ func WithExpiresAt(t time.Time) PutOption {
 }
 
 // Put writes value under key at level cl and returns the write's timestamp. Options may
-// give the value an expiry (WithTTL, WithExpiresAt; at most one).
+// give the value an expiry (WithTTL, WithExpiresAt; at most one). Under load it may go
+// to the node together with other callers' Puts, as one PutMany (batch.go).
 func (c *Client) Put(ctx context.Context, keyspace string, key, value []byte, cl consistency.Level, opts ...PutOption) (hlc.Timestamp, error) {
 	req := &kurav1.PutRequest{Keyspace: keyspace, Key: key, Value: value, Consistency: levelToProto(cl)}
 	for _, opt := range opts {
 		opt(req)
 	}
-	var resp *kurav1.PutResponse
-	err := c.call(ctx, keyspace, key, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		resp, err = kurav1.NewKVClient(conn).Put(ctx, req)
-		return err
-	})
+	resp, err := c.puts.do(ctx, c, req)
 	if err != nil {
 		return 0, err
 	}
@@ -685,9 +685,10 @@ type Item struct {
 }
 
 // Get reads key at level cl; found is false for a missing, deleted, expired or truncated
-// key.
+// key. Under load it may go to the node together with other callers' Gets, as one
+// GetMany (batch.go).
 func (c *Client) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (item Item, found bool, err error) {
-	resp, err := c.gets.get(ctx, c, keyspace, key, levelToProto(cl))
+	resp, err := c.gets.do(ctx, c, &kurav1.GetRequest{Keyspace: keyspace, Key: key, Consistency: levelToProto(cl)})
 	if err != nil || !resp.GetFound() {
 		return Item{}, false, err
 	}

@@ -45,8 +45,8 @@ func (n *Node) gauges() metrics.Gauges {
 	return g
 }
 
-// grpcOps names the metered gRPC methods by the operation they perform. GetMany is
-// metered by its handler, as one get per key.
+// grpcOps names the metered gRPC methods by the operation they perform. GetMany and
+// PutMany are metered by their handlers, as one get per key and one put per item.
 var grpcOps = map[string]string{
 	kurav1.KV_Put_FullMethodName:    "put",
 	kurav1.KV_Get_FullMethodName:    "get",

@@ -203,6 +203,7 @@ type Node struct {
 	power     *powerCycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
+	workers   *workers.Pool // the coordinator's (coord.Parts.Workers), which PutMany's writes run on too
 	gossip    *gossip
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
@@ -404,6 +405,7 @@ func (n *Node) open() error {
 	n.local = replica.NewLocal(n.engine, n.catalog, n.hints, n.stage)
 	n.replicas = replica.NewServer(n.local, n.guard)
 	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
+	n.workers = workers.New(n.stop, coordWorkersIdleMax)
 	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
 		View:      n.directory,
 		Keyspaces: n.catalog,
@@ -414,7 +416,7 @@ func (n *Node) open() error {
 		Proximity: proximity{n},
 		Reads:     n.stage,
 		Rows:      &n.rows,
-		Workers:   workers.New(n.stop, coordWorkersIdleMax),
+		Workers:   n.workers,
 	})
 	var limiter *rate.Limiter
 	if n.cfg.StreamThroughput > 0 {

@@ -361,6 +361,8 @@ func (x *SetPowerResponse) GetPower() string {
 	return ""
 }
 
+// PutRequest is one write. PutManyItem carries the same fields but the keyspace and
+// level: a field added here belongs there too.
 type PutRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace    string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
@@ -492,6 +494,243 @@ func (x *PutResponse) GetTimestamp() uint64 {
 	return 0
 }
 
+type PutManyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Consistency   Consistency            `protobuf:"varint,2,opt,name=consistency,proto3,enum=kura.v1.Consistency" json:"consistency,omitempty"`
+	Items         []*PutManyItem         `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"` // at most 1,024
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutManyRequest) Reset() {
+	*x = PutManyRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutManyRequest) ProtoMessage() {}
+
+func (x *PutManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutManyRequest.ProtoReflect.Descriptor instead.
+func (*PutManyRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PutManyRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *PutManyRequest) GetConsistency() Consistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+func (x *PutManyRequest) GetItems() []*PutManyItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// PutManyItem is one write of a PutMany: PutRequest's fields of the same names, with
+// their meanings, less the keyspace and level the request gives them all.
+type PutManyItem struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Key             []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value           []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	TtlMs           int64                  `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	ExpiresAtUnixMs int64                  `protobuf:"varint,4,opt,name=expires_at_unix_ms,json=expiresAtUnixMs,proto3" json:"expires_at_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PutManyItem) Reset() {
+	*x = PutManyItem{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutManyItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutManyItem) ProtoMessage() {}
+
+func (x *PutManyItem) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutManyItem.ProtoReflect.Descriptor instead.
+func (*PutManyItem) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PutManyItem) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PutManyItem) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *PutManyItem) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *PutManyItem) GetExpiresAtUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresAtUnixMs
+	}
+	return 0
+}
+
+type PutManyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*PutManyResult       `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"` // one per item, in the request's order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutManyResponse) Reset() {
+	*x = PutManyResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutManyResponse) ProtoMessage() {}
+
+func (x *PutManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutManyResponse.ProtoReflect.Descriptor instead.
+func (*PutManyResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PutManyResponse) GetResults() []*PutManyResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// PutManyResult is one item's outcome: its PutResponse, or the error Put would have
+// answered for it (code is a gRPC status code; 0 means none, the write acknowledged at
+// the request's level).
+type PutManyResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Response      *PutResponse           `protobuf:"bytes,1,opt,name=response,proto3" json:"response,omitempty"`
+	Code          int32                  `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutManyResult) Reset() {
+	*x = PutManyResult{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutManyResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutManyResult) ProtoMessage() {}
+
+func (x *PutManyResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutManyResult.ProtoReflect.Descriptor instead.
+func (*PutManyResult) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PutManyResult) GetResponse() *PutResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *PutManyResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *PutManyResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
@@ -503,7 +742,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -515,7 +754,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -528,7 +767,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRequest) GetKeyspace() string {
@@ -564,7 +803,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +815,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +828,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -631,7 +870,7 @@ type GetManyRequest struct {
 
 func (x *GetManyRequest) Reset() {
 	*x = GetManyRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +882,7 @@ func (x *GetManyRequest) String() string {
 func (*GetManyRequest) ProtoMessage() {}
 
 func (x *GetManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +895,7 @@ func (x *GetManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyRequest.ProtoReflect.Descriptor instead.
 func (*GetManyRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetManyRequest) GetKeyspace() string {
@@ -689,7 +928,7 @@ type GetManyResponse struct {
 
 func (x *GetManyResponse) Reset() {
 	*x = GetManyResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +940,7 @@ func (x *GetManyResponse) String() string {
 func (*GetManyResponse) ProtoMessage() {}
 
 func (x *GetManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +953,7 @@ func (x *GetManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyResponse.ProtoReflect.Descriptor instead.
 func (*GetManyResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetManyResponse) GetResults() []*GetManyResult {
@@ -737,7 +976,7 @@ type GetManyResult struct {
 
 func (x *GetManyResult) Reset() {
 	*x = GetManyResult{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +988,7 @@ func (x *GetManyResult) String() string {
 func (*GetManyResult) ProtoMessage() {}
 
 func (x *GetManyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +1001,7 @@ func (x *GetManyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyResult.ProtoReflect.Descriptor instead.
 func (*GetManyResult) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetManyResult) GetResponse() *GetResponse {
@@ -797,7 +1036,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +1048,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +1061,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteRequest) GetKeyspace() string {
@@ -855,7 +1094,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1106,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1119,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteResponse) GetTimestamp() uint64 {
@@ -914,7 +1153,7 @@ type CompareAndSetRequest struct {
 
 func (x *CompareAndSetRequest) Reset() {
 	*x = CompareAndSetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1165,7 @@ func (x *CompareAndSetRequest) String() string {
 func (*CompareAndSetRequest) ProtoMessage() {}
 
 func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1178,7 @@ func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetRequest.ProtoReflect.Descriptor instead.
 func (*CompareAndSetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CompareAndSetRequest) GetKeyspace() string {
@@ -1071,7 +1310,7 @@ type CompareAndSetPut struct {
 
 func (x *CompareAndSetPut) Reset() {
 	*x = CompareAndSetPut{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1322,7 @@ func (x *CompareAndSetPut) String() string {
 func (*CompareAndSetPut) ProtoMessage() {}
 
 func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1335,7 @@ func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetPut.ProtoReflect.Descriptor instead.
 func (*CompareAndSetPut) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CompareAndSetPut) GetValue() []byte {
@@ -1130,7 +1369,7 @@ type CompareAndSetResponse struct {
 
 func (x *CompareAndSetResponse) Reset() {
 	*x = CompareAndSetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1381,7 @@ func (x *CompareAndSetResponse) String() string {
 func (*CompareAndSetResponse) ProtoMessage() {}
 
 func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1394,7 @@ func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetResponse.ProtoReflect.Descriptor instead.
 func (*CompareAndSetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CompareAndSetResponse) GetApplied() bool {
@@ -1213,7 +1452,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1464,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1477,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ScanRequest) GetKeyspace() string {
@@ -1287,7 +1526,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1538,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1551,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -1345,7 +1584,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1596,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1609,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ScanResponse) GetItems() []*KeyValue {
@@ -1401,7 +1640,7 @@ type Keyspace struct {
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1652,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1665,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Keyspace) GetName() string {
@@ -1490,7 +1729,7 @@ type Erasure struct {
 
 func (x *Erasure) Reset() {
 	*x = Erasure{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1741,7 @@ func (x *Erasure) String() string {
 func (*Erasure) ProtoMessage() {}
 
 func (x *Erasure) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1754,7 @@ func (x *Erasure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
 func (*Erasure) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Erasure) GetM() uint32 {
@@ -1541,7 +1780,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1792,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1805,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -1584,7 +1823,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1835,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1848,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 type TruncateKeyspaceRequest struct {
@@ -1621,7 +1860,7 @@ type TruncateKeyspaceRequest struct {
 
 func (x *TruncateKeyspaceRequest) Reset() {
 	*x = TruncateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1872,7 @@ func (x *TruncateKeyspaceRequest) String() string {
 func (*TruncateKeyspaceRequest) ProtoMessage() {}
 
 func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1885,7 @@ func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TruncateKeyspaceRequest) GetName() string {
@@ -1665,7 +1904,7 @@ type TruncateKeyspaceResponse struct {
 
 func (x *TruncateKeyspaceResponse) Reset() {
 	*x = TruncateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1916,7 @@ func (x *TruncateKeyspaceResponse) String() string {
 func (*TruncateKeyspaceResponse) ProtoMessage() {}
 
 func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1929,7 @@ func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
@@ -1709,7 +1948,7 @@ type DropKeyspaceRequest struct {
 
 func (x *DropKeyspaceRequest) Reset() {
 	*x = DropKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1960,7 @@ func (x *DropKeyspaceRequest) String() string {
 func (*DropKeyspaceRequest) ProtoMessage() {}
 
 func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1973,7 @@ func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DropKeyspaceRequest) GetName() string {
@@ -1753,7 +1992,7 @@ type DropKeyspaceResponse struct {
 
 func (x *DropKeyspaceResponse) Reset() {
 	*x = DropKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2004,7 @@ func (x *DropKeyspaceResponse) String() string {
 func (*DropKeyspaceResponse) ProtoMessage() {}
 
 func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2017,7 @@ func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
@@ -1796,7 +2035,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2047,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2060,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 type ListKeyspacesResponse struct {
@@ -1833,7 +2072,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +2084,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +2097,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -1877,7 +2116,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2128,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2141,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -1920,7 +2159,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2171,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2184,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 type NodeStatus struct {
@@ -1976,7 +2215,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2227,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2240,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -2157,7 +2396,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2408,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2421,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -2235,7 +2474,7 @@ type Membership struct {
 
 func (x *Membership) Reset() {
 	*x = Membership{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2486,7 @@ func (x *Membership) String() string {
 func (*Membership) ProtoMessage() {}
 
 func (x *Membership) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2499,7 @@ func (x *Membership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Membership.ProtoReflect.Descriptor instead.
 func (*Membership) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Membership) GetProtocol() string {
@@ -2310,7 +2549,7 @@ type SeedStatus struct {
 
 func (x *SeedStatus) Reset() {
 	*x = SeedStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +2561,7 @@ func (x *SeedStatus) String() string {
 func (*SeedStatus) ProtoMessage() {}
 
 func (x *SeedStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +2574,7 @@ func (x *SeedStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeedStatus.ProtoReflect.Descriptor instead.
 func (*SeedStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SeedStatus) GetAddr() string {
@@ -2367,7 +2606,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2618,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2631,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 // NodeInfo is one node's own account of itself.
@@ -2423,7 +2662,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2674,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2687,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2593,7 +2832,7 @@ type RingRequest struct {
 
 func (x *RingRequest) Reset() {
 	*x = RingRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2844,7 @@ func (x *RingRequest) String() string {
 func (*RingRequest) ProtoMessage() {}
 
 func (x *RingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2857,7 @@ func (x *RingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingRequest.ProtoReflect.Descriptor instead.
 func (*RingRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RingRequest) GetKeyspace() string {
@@ -2640,7 +2879,7 @@ type RingResponse struct {
 
 func (x *RingResponse) Reset() {
 	*x = RingResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2891,7 @@ func (x *RingResponse) String() string {
 func (*RingResponse) ProtoMessage() {}
 
 func (x *RingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2904,7 @@ func (x *RingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingResponse.ProtoReflect.Descriptor instead.
 func (*RingResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RingResponse) GetSelf() string {
@@ -2711,7 +2950,7 @@ type RingNode struct {
 
 func (x *RingNode) Reset() {
 	*x = RingNode{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +2962,7 @@ func (x *RingNode) String() string {
 func (*RingNode) ProtoMessage() {}
 
 func (x *RingNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +2975,7 @@ func (x *RingNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingNode.ProtoReflect.Descriptor instead.
 func (*RingNode) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RingNode) GetId() string {
@@ -2796,7 +3035,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +3047,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +3060,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -2880,7 +3119,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2892,7 +3131,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2905,7 +3144,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -2951,7 +3190,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3202,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3215,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
 }
 
 type RemoveNodeRequest struct {
@@ -2988,7 +3227,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3239,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3252,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -3038,7 +3277,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3289,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3302,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -3117,7 +3356,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3129,7 +3368,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3142,7 +3381,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -3162,7 +3401,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3413,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3426,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -3214,7 +3453,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[48]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3465,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[48]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3478,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -3281,7 +3520,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[49]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3532,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[49]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3545,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -3429,7 +3668,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[50]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3441,7 +3680,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[50]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3454,7 +3693,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -3490,7 +3729,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[51]
+	mi := &file_api_kurav1_kura_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3741,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[51]
+	mi := &file_api_kurav1_kura_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3754,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -3547,7 +3786,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[52]
+	mi := &file_api_kurav1_kura_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +3798,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[52]
+	mi := &file_api_kurav1_kura_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +3811,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{56}
 }
 
 type LocalScanRequest struct {
@@ -3587,7 +3826,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[53]
+	mi := &file_api_kurav1_kura_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3599,7 +3838,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[53]
+	mi := &file_api_kurav1_kura_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3612,7 +3851,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -3658,7 +3897,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[54]
+	mi := &file_api_kurav1_kura_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3670,7 +3909,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[54]
+	mi := &file_api_kurav1_kura_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3683,7 +3922,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -3739,7 +3978,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[55]
+	mi := &file_api_kurav1_kura_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3751,7 +3990,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[55]
+	mi := &file_api_kurav1_kura_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3764,7 +4003,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{55}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -3805,7 +4044,7 @@ type Redirect struct {
 
 func (x *Redirect) Reset() {
 	*x = Redirect{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[56]
+	mi := &file_api_kurav1_kura_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +4056,7 @@ func (x *Redirect) String() string {
 func (*Redirect) ProtoMessage() {}
 
 func (x *Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[56]
+	mi := &file_api_kurav1_kura_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +4069,7 @@ func (x *Redirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
 func (*Redirect) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{56}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Redirect) GetNodeId() string {
@@ -3867,7 +4106,7 @@ type RedirectTarget struct {
 
 func (x *RedirectTarget) Reset() {
 	*x = RedirectTarget{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[57]
+	mi := &file_api_kurav1_kura_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4118,7 @@ func (x *RedirectTarget) String() string {
 func (*RedirectTarget) ProtoMessage() {}
 
 func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[57]
+	mi := &file_api_kurav1_kura_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4131,7 @@ func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedirectTarget.ProtoReflect.Descriptor instead.
 func (*RedirectTarget) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{57}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RedirectTarget) GetId() string {
@@ -3952,7 +4191,22 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06ttl_ms\x18\x05 \x01(\x03R\x05ttlMs\x12+\n" +
 	"\x12expires_at_unix_ms\x18\x06 \x01(\x03R\x0fexpiresAtUnixMs\"+\n" +
 	"\vPutResponse\x12\x1c\n" +
-	"\ttimestamp\x18\x01 \x01(\x04R\ttimestamp\"r\n" +
+	"\ttimestamp\x18\x01 \x01(\x04R\ttimestamp\"\x90\x01\n" +
+	"\x0ePutManyRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x126\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\x12*\n" +
+	"\x05items\x18\x03 \x03(\v2\x14.kura.v1.PutManyItemR\x05items\"y\n" +
+	"\vPutManyItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12+\n" +
+	"\x12expires_at_unix_ms\x18\x04 \x01(\x03R\x0fexpiresAtUnixMs\"C\n" +
+	"\x0fPutManyResponse\x120\n" +
+	"\aresults\x18\x01 \x03(\v2\x16.kura.v1.PutManyResultR\aresults\"o\n" +
+	"\rPutManyResult\x120\n" +
+	"\bresponse\x18\x01 \x01(\v2\x14.kura.v1.PutResponseR\bresponse\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"r\n" +
 	"\n" +
 	"GetRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
@@ -4235,11 +4489,12 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
 	"\x06SERIAL\x10\t\x12\x10\n" +
 	"\fLOCAL_SERIAL\x10\n" +
-	"2\xe6\x02\n" +
+	"2\xa4\x03\n" +
 	"\x02KV\x120\n" +
 	"\x03Put\x12\x13.kura.v1.PutRequest\x1a\x14.kura.v1.PutResponse\x120\n" +
 	"\x03Get\x12\x13.kura.v1.GetRequest\x1a\x14.kura.v1.GetResponse\x12<\n" +
-	"\aGetMany\x12\x17.kura.v1.GetManyRequest\x1a\x18.kura.v1.GetManyResponse\x129\n" +
+	"\aGetMany\x12\x17.kura.v1.GetManyRequest\x1a\x18.kura.v1.GetManyResponse\x12<\n" +
+	"\aPutMany\x12\x17.kura.v1.PutManyRequest\x1a\x18.kura.v1.PutManyResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
 	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
 	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x81\t\n" +
@@ -4276,7 +4531,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
 	(*RebalanceRequest)(nil),         // 1: kura.v1.RebalanceRequest
@@ -4286,136 +4541,146 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*SetPowerResponse)(nil),         // 5: kura.v1.SetPowerResponse
 	(*PutRequest)(nil),               // 6: kura.v1.PutRequest
 	(*PutResponse)(nil),              // 7: kura.v1.PutResponse
-	(*GetRequest)(nil),               // 8: kura.v1.GetRequest
-	(*GetResponse)(nil),              // 9: kura.v1.GetResponse
-	(*GetManyRequest)(nil),           // 10: kura.v1.GetManyRequest
-	(*GetManyResponse)(nil),          // 11: kura.v1.GetManyResponse
-	(*GetManyResult)(nil),            // 12: kura.v1.GetManyResult
-	(*DeleteRequest)(nil),            // 13: kura.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 14: kura.v1.DeleteResponse
-	(*CompareAndSetRequest)(nil),     // 15: kura.v1.CompareAndSetRequest
-	(*CompareAndSetPut)(nil),         // 16: kura.v1.CompareAndSetPut
-	(*CompareAndSetResponse)(nil),    // 17: kura.v1.CompareAndSetResponse
-	(*ScanRequest)(nil),              // 18: kura.v1.ScanRequest
-	(*KeyValue)(nil),                 // 19: kura.v1.KeyValue
-	(*ScanResponse)(nil),             // 20: kura.v1.ScanResponse
-	(*Keyspace)(nil),                 // 21: kura.v1.Keyspace
-	(*Erasure)(nil),                  // 22: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),    // 23: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),   // 24: kura.v1.CreateKeyspaceResponse
-	(*TruncateKeyspaceRequest)(nil),  // 25: kura.v1.TruncateKeyspaceRequest
-	(*TruncateKeyspaceResponse)(nil), // 26: kura.v1.TruncateKeyspaceResponse
-	(*DropKeyspaceRequest)(nil),      // 27: kura.v1.DropKeyspaceRequest
-	(*DropKeyspaceResponse)(nil),     // 28: kura.v1.DropKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 29: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 30: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 31: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 32: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 33: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 34: kura.v1.ClusterStatusResponse
-	(*Membership)(nil),               // 35: kura.v1.Membership
-	(*SeedStatus)(nil),               // 36: kura.v1.SeedStatus
-	(*InfoRequest)(nil),              // 37: kura.v1.InfoRequest
-	(*NodeInfo)(nil),                 // 38: kura.v1.NodeInfo
-	(*RingRequest)(nil),              // 39: kura.v1.RingRequest
-	(*RingResponse)(nil),             // 40: kura.v1.RingResponse
-	(*RingNode)(nil),                 // 41: kura.v1.RingNode
-	(*ClockStatus)(nil),              // 42: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 43: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 44: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 45: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 46: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 47: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 48: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 49: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 50: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 51: kura.v1.Faults
-	(*LinkFault)(nil),                // 52: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 53: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 54: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 55: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 56: kura.v1.LocalScanResponse
-	(*Redirect)(nil),                 // 57: kura.v1.Redirect
-	(*RedirectTarget)(nil),           // 58: kura.v1.RedirectTarget
+	(*PutManyRequest)(nil),           // 8: kura.v1.PutManyRequest
+	(*PutManyItem)(nil),              // 9: kura.v1.PutManyItem
+	(*PutManyResponse)(nil),          // 10: kura.v1.PutManyResponse
+	(*PutManyResult)(nil),            // 11: kura.v1.PutManyResult
+	(*GetRequest)(nil),               // 12: kura.v1.GetRequest
+	(*GetResponse)(nil),              // 13: kura.v1.GetResponse
+	(*GetManyRequest)(nil),           // 14: kura.v1.GetManyRequest
+	(*GetManyResponse)(nil),          // 15: kura.v1.GetManyResponse
+	(*GetManyResult)(nil),            // 16: kura.v1.GetManyResult
+	(*DeleteRequest)(nil),            // 17: kura.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 18: kura.v1.DeleteResponse
+	(*CompareAndSetRequest)(nil),     // 19: kura.v1.CompareAndSetRequest
+	(*CompareAndSetPut)(nil),         // 20: kura.v1.CompareAndSetPut
+	(*CompareAndSetResponse)(nil),    // 21: kura.v1.CompareAndSetResponse
+	(*ScanRequest)(nil),              // 22: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 23: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 24: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 25: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 26: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 27: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 28: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 29: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 30: kura.v1.TruncateKeyspaceResponse
+	(*DropKeyspaceRequest)(nil),      // 31: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 32: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 33: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 34: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 35: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 36: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 37: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 38: kura.v1.ClusterStatusResponse
+	(*Membership)(nil),               // 39: kura.v1.Membership
+	(*SeedStatus)(nil),               // 40: kura.v1.SeedStatus
+	(*InfoRequest)(nil),              // 41: kura.v1.InfoRequest
+	(*NodeInfo)(nil),                 // 42: kura.v1.NodeInfo
+	(*RingRequest)(nil),              // 43: kura.v1.RingRequest
+	(*RingResponse)(nil),             // 44: kura.v1.RingResponse
+	(*RingNode)(nil),                 // 45: kura.v1.RingNode
+	(*ClockStatus)(nil),              // 46: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 47: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 48: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 49: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 50: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 51: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 52: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 53: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 54: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 55: kura.v1.Faults
+	(*LinkFault)(nil),                // 56: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 57: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 58: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 59: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 60: kura.v1.LocalScanResponse
+	(*Redirect)(nil),                 // 61: kura.v1.Redirect
+	(*RedirectTarget)(nil),           // 62: kura.v1.RedirectTarget
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	3,  // 0: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
 	3,  // 1: kura.v1.RebalanceProgress.after:type_name -> kura.v1.NodeRows
 	0,  // 2: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 3: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 4: kura.v1.GetManyRequest.consistency:type_name -> kura.v1.Consistency
-	12, // 5: kura.v1.GetManyResponse.results:type_name -> kura.v1.GetManyResult
-	9,  // 6: kura.v1.GetManyResult.response:type_name -> kura.v1.GetResponse
-	0,  // 7: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
-	16, // 8: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
-	0,  // 9: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
-	0,  // 10: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
-	19, // 11: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	22, // 12: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
-	21, // 13: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	21, // 14: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	33, // 15: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	43, // 16: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	42, // 17: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	35, // 18: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
-	36, // 19: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
-	42, // 20: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
-	35, // 21: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
-	41, // 22: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
-	52, // 23: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	55, // 24: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	58, // 25: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
-	6,  // 26: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	8,  // 27: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	10, // 28: kura.v1.KV.GetMany:input_type -> kura.v1.GetManyRequest
-	13, // 29: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	18, // 30: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	15, // 31: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	23, // 32: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	29, // 33: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	31, // 34: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	25, // 35: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	27, // 36: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	32, // 37: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	37, // 38: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
-	39, // 39: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
-	44, // 40: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	45, // 41: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	47, // 42: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	49, // 43: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	51, // 44: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	53, // 45: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	54, // 46: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	4,  // 47: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
-	1,  // 48: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
-	7,  // 49: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	9,  // 50: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	11, // 51: kura.v1.KV.GetMany:output_type -> kura.v1.GetManyResponse
-	14, // 52: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	20, // 53: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	17, // 54: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	24, // 55: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	30, // 56: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	21, // 57: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	26, // 58: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	28, // 59: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	34, // 60: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	38, // 61: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
-	40, // 62: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
-	46, // 63: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	46, // 64: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	48, // 65: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	50, // 66: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	51, // 67: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	51, // 68: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	56, // 69: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	5,  // 70: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
-	2,  // 71: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
-	49, // [49:72] is the sub-list for method output_type
-	26, // [26:49] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	0,  // 3: kura.v1.PutManyRequest.consistency:type_name -> kura.v1.Consistency
+	9,  // 4: kura.v1.PutManyRequest.items:type_name -> kura.v1.PutManyItem
+	11, // 5: kura.v1.PutManyResponse.results:type_name -> kura.v1.PutManyResult
+	7,  // 6: kura.v1.PutManyResult.response:type_name -> kura.v1.PutResponse
+	0,  // 7: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
+	0,  // 8: kura.v1.GetManyRequest.consistency:type_name -> kura.v1.Consistency
+	16, // 9: kura.v1.GetManyResponse.results:type_name -> kura.v1.GetManyResult
+	13, // 10: kura.v1.GetManyResult.response:type_name -> kura.v1.GetResponse
+	0,  // 11: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
+	20, // 12: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
+	0,  // 13: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
+	0,  // 14: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
+	23, // 15: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
+	26, // 16: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	25, // 17: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	25, // 18: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	37, // 19: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	47, // 20: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	46, // 21: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	39, // 22: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
+	40, // 23: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
+	46, // 24: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
+	39, // 25: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
+	45, // 26: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
+	56, // 27: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	59, // 28: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	62, // 29: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
+	6,  // 30: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	12, // 31: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	14, // 32: kura.v1.KV.GetMany:input_type -> kura.v1.GetManyRequest
+	8,  // 33: kura.v1.KV.PutMany:input_type -> kura.v1.PutManyRequest
+	17, // 34: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	22, // 35: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	19, // 36: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	27, // 37: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	33, // 38: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	35, // 39: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	29, // 40: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	31, // 41: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	36, // 42: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	41, // 43: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
+	43, // 44: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
+	48, // 45: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	49, // 46: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	51, // 47: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	53, // 48: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	55, // 49: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	57, // 50: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	58, // 51: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	4,  // 52: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	1,  // 53: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
+	7,  // 54: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	13, // 55: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	15, // 56: kura.v1.KV.GetMany:output_type -> kura.v1.GetManyResponse
+	10, // 57: kura.v1.KV.PutMany:output_type -> kura.v1.PutManyResponse
+	18, // 58: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	24, // 59: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	21, // 60: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	28, // 61: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	34, // 62: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	25, // 63: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	30, // 64: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	32, // 65: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	38, // 66: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	42, // 67: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
+	44, // 68: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
+	50, // 69: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	50, // 70: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	52, // 71: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	54, // 72: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	55, // 73: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	55, // 74: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	60, // 75: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	5,  // 76: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	2,  // 77: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
+	54, // [54:78] is the sub-list for method output_type
+	30, // [30:54] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -4423,7 +4688,7 @@ func file_api_kurav1_kura_proto_init() {
 	if File_api_kurav1_kura_proto != nil {
 		return
 	}
-	file_api_kurav1_kura_proto_msgTypes[14].OneofWrappers = []any{
+	file_api_kurav1_kura_proto_msgTypes[18].OneofWrappers = []any{
 		(*CompareAndSetRequest_IfAbsent)(nil),
 		(*CompareAndSetRequest_IfPresent)(nil),
 		(*CompareAndSetRequest_IfEquals)(nil),
@@ -4436,7 +4701,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   58,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -24,6 +24,7 @@ const (
 	KV_Put_FullMethodName           = "/kura.v1.KV/Put"
 	KV_Get_FullMethodName           = "/kura.v1.KV/Get"
 	KV_GetMany_FullMethodName       = "/kura.v1.KV/GetMany"
+	KV_PutMany_FullMethodName       = "/kura.v1.KV/PutMany"
 	KV_Delete_FullMethodName        = "/kura.v1.KV/Delete"
 	KV_Scan_FullMethodName          = "/kura.v1.KV/Scan"
 	KV_CompareAndSet_FullMethodName = "/kura.v1.KV/CompareAndSet"
@@ -41,6 +42,11 @@ type KVClient interface {
 	// with its own outcome: the Go client sends the reads that wait behind one in flight
 	// to the same node as one call.
 	GetMany(ctx context.Context, in *GetManyRequest, opts ...grpc.CallOption) (*GetManyResponse, error)
+	// PutMany is Put of several keys of one keyspace at one level, each written as Put
+	// writes it and answered in order with its own outcome: the Go client sends the writes
+	// that wait behind one in flight to the same node as one call. The writes run
+	// concurrently, in no particular order among themselves.
+	PutMany(ctx context.Context, in *PutManyRequest, opts ...grpc.CallOption) (*PutManyResponse, error)
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	Scan(ctx context.Context, in *ScanRequest, opts ...grpc.CallOption) (*ScanResponse, error)
 	// CompareAndSet writes or deletes a key only if its current value meets a condition,
@@ -81,6 +87,16 @@ func (c *kVClient) GetMany(ctx context.Context, in *GetManyRequest, opts ...grpc
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetManyResponse)
 	err := c.cc.Invoke(ctx, KV_GetMany_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kVClient) PutMany(ctx context.Context, in *PutManyRequest, opts ...grpc.CallOption) (*PutManyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutManyResponse)
+	err := c.cc.Invoke(ctx, KV_PutMany_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +145,11 @@ type KVServer interface {
 	// with its own outcome: the Go client sends the reads that wait behind one in flight
 	// to the same node as one call.
 	GetMany(context.Context, *GetManyRequest) (*GetManyResponse, error)
+	// PutMany is Put of several keys of one keyspace at one level, each written as Put
+	// writes it and answered in order with its own outcome: the Go client sends the writes
+	// that wait behind one in flight to the same node as one call. The writes run
+	// concurrently, in no particular order among themselves.
+	PutMany(context.Context, *PutManyRequest) (*PutManyResponse, error)
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	Scan(context.Context, *ScanRequest) (*ScanResponse, error)
 	// CompareAndSet writes or deletes a key only if its current value meets a condition,
@@ -153,6 +174,9 @@ func (UnimplementedKVServer) Get(context.Context, *GetRequest) (*GetResponse, er
 }
 func (UnimplementedKVServer) GetMany(context.Context, *GetManyRequest) (*GetManyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetMany not implemented")
+}
+func (UnimplementedKVServer) PutMany(context.Context, *PutManyRequest) (*PutManyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutMany not implemented")
 }
 func (UnimplementedKVServer) Delete(context.Context, *DeleteRequest) (*DeleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
@@ -238,6 +262,24 @@ func _KV_GetMany_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _KV_PutMany_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutManyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).PutMany(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_PutMany_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).PutMany(ctx, req.(*PutManyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _KV_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteRequest)
 	if err := dec(in); err != nil {
@@ -310,6 +352,10 @@ var KV_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetMany",
 			Handler:    _KV_GetMany_Handler,
+		},
+		{
+			MethodName: "PutMany",
+			Handler:    _KV_PutMany_Handler,
 		},
 		{
 			MethodName: "Delete",
