@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -157,6 +158,8 @@ type requestKind struct {
 	send func(ctx context.Context, cl *Client, key string) (string, error)
 	// queued is how many requests of the kind wait in the client's queues.
 	queued func(cl *Client) int
+	// inFlightMax is how many requests of the kind go at once before the next wait.
+	inFlightMax int
 	// unbatched reports whether the client sends requests of the kind to addr alone.
 	unbatched func(cl *Client, addr string) bool
 }
@@ -174,8 +177,9 @@ var (
 			}
 			return string(item.Value), err
 		},
-		queued:    func(cl *Client) int { return queued(cl.gets) },
-		unbatched: func(cl *Client, addr string) bool { return unbatched(cl.gets, addr) },
+		queued:      func(cl *Client) int { return queued(cl.gets) },
+		inFlightMax: getsInFlightMax,
+		unbatched:   func(cl *Client, addr string) bool { return unbatched(cl.gets, addr) },
 	}
 	putKind = requestKind{
 		name: "Put",
@@ -186,8 +190,9 @@ var (
 			}
 			return "", err
 		},
-		queued:    func(cl *Client) int { return queued(cl.puts) },
-		unbatched: func(cl *Client, addr string) bool { return unbatched(cl.puts, addr) },
+		queued:      func(cl *Client) int { return queued(cl.puts) },
+		inFlightMax: putsInFlightMax,
+		unbatched:   func(cl *Client, addr string) bool { return unbatched(cl.puts, addr) },
 	}
 )
 
@@ -242,8 +247,8 @@ func sendAll(ctx context.Context, cl *Client, kind requestKind, keys []string) (
 func busyThenQueued(t *testing.T, ctx context.Context, cl *Client, g *gatedNode, kind requestKind, keys []string) (wait func() (map[string]string, map[string]error)) {
 	t.Helper()
 	var busy []string
-	for i := range callsInFlightMax {
-		busy = append(busy, "busy"+string(rune('0'+i)))
+	for i := range kind.inFlightMax {
+		busy = append(busy, "busy"+strconv.Itoa(i))
 	}
 	waitBusy := sendAll(ctx, cl, kind, busy)
 	for range busy {
