@@ -20,7 +20,9 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -150,7 +152,9 @@ func (b *batcher[Req, Resp]) do(ctx context.Context, c *Client, req Req) (Resp, 
 		return none, errorFromStatus(status.FromContextError(ctx.Err()).Err())
 	}
 	if w.alone {
-		return b.alone(ctx, c, addrs, req)
+		// Routed again: a node whose batch failed whole is now last in line, as after a
+		// request of its own failed there.
+		return b.alone(ctx, c, c.route(req.GetKeyspace(), req.GetKey()), req)
 	}
 	return w.resp, w.err
 }
@@ -216,13 +220,21 @@ func (b *batcher[Req, Resp]) send(c *Client, qk queueKey, batch []*waiter[Req, R
 		err = status.Errorf(codes.Internal, "a batch of %d answered %d", len(batch), len(resps))
 	}
 	if err != nil {
-		if status.Code(err) == codes.Unimplemented {
+		// What the node's failure tells, the client learns as from a request sent alone,
+		// so that the requests now sent alone do not wait on that node first.
+		switch {
+		case status.Code(err) == codes.Unimplemented:
 			b.mu.Lock()
 			if b.unbatched == nil {
 				b.unbatched = map[string]bool{}
 			}
 			b.unbatched[qk.addr] = true
 			b.mu.Unlock()
+		case redirectOf(err) != nil:
+			c.remember(func() { c.asleep[qk.addr] = true })
+			c.refreshSoon()
+		case errors.Is(err, errAttemptTimeout) || unreachable(err):
+			c.remember(func() { c.bad[qk.addr] = time.Now() })
 		}
 		for _, w := range batch {
 			w.alone = true

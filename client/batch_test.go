@@ -28,8 +28,9 @@ type gatedNode struct {
 	entered chan string   // the key of each Get or Put, as it arrives
 	release chan struct{} // closed to let the Gets and Puts answer
 	batches chan []string // the keys of each GetMany or PutMany
-	// unbatched answers GetMany and PutMany Unimplemented, as a node of an older version.
-	unbatched bool
+	// batchErr, when set, is every GetMany's and PutMany's answer: Unimplemented from a
+	// node of an older version, Unavailable from one going away.
+	batchErr error
 
 	mu     sync.Mutex
 	values map[string]*kurav1.PutManyItem // by key, as the last put wrote it
@@ -97,10 +98,7 @@ func (g *gatedNode) PutMany(ctx context.Context, req *kurav1.PutManyRequest) (*k
 // batch records a batch call of keys, and refuses it when the node has no batch calls.
 func (g *gatedNode) batch(keys []string) error {
 	g.batches <- keys
-	if g.unbatched {
-		return status.Error(codes.Unimplemented, "unknown method")
-	}
-	return nil
+	return g.batchErr
 }
 
 func (g *gatedNode) get(key string) (*kurav1.GetResponse, error) {
@@ -135,7 +133,7 @@ func (g *gatedNode) stored(key string) *kurav1.PutManyItem {
 
 // startGated serves a one-node cluster of a gatedNode holding "v:"+key under each of
 // keys.
-func startGated(t *testing.T, unbatched bool, keys ...string) *gatedNode {
+func startGated(t *testing.T, batchErr error, keys ...string) *gatedNode {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +141,7 @@ func startGated(t *testing.T, unbatched bool, keys ...string) *gatedNode {
 	f := &fakeNode{id: "a", addr: l.Addr().String(), statusCalls: make(chan struct{}, 100)}
 	f.view = func() []*kurav1.NodeStatus { return []*kurav1.NodeStatus{nodeStatus("a", "dc1", f.addr, "up")} }
 	g := &gatedNode{fakeNode: f, entered: make(chan string, 100), release: make(chan struct{}), batches: make(chan []string, 100),
-		unbatched: unbatched, values: map[string]*kurav1.PutManyItem{}}
+		batchErr: batchErr, values: map[string]*kurav1.PutManyItem{}}
 	for _, k := range keys {
 		g.values[k] = &kurav1.PutManyItem{Key: []byte(k), Value: []byte("v:" + k)}
 	}
@@ -302,7 +300,7 @@ func wantRefused(t *testing.T, what string, err error) {
 func TestWaitingGetsGoTogether(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	g := startGated(t, false, "k1", "k2", "elsewhere")
+	g := startGated(t, nil, "k1", "k2", "elsewhere")
 	cl := dialGated(t, ctx, g)
 
 	keys := []string{"k1", "k2", "missing", "refused", "elsewhere"}
@@ -333,7 +331,7 @@ func TestWaitingGetsGoTogether(t *testing.T) {
 func TestWaitingPutsGoTogether(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	g := startGated(t, false)
+	g := startGated(t, nil)
 	cl := dialGated(t, ctx, g)
 
 	keys := []string{"k1", "k2", "k3", "refused", "elsewhere"}
@@ -370,7 +368,7 @@ func TestWaitingPutsGoTogether(t *testing.T) {
 func TestLargePutsShareNoBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	g := startGated(t, false)
+	g := startGated(t, nil)
 	cl := dialGated(t, ctx, g)
 
 	large := putKind
@@ -398,48 +396,67 @@ func TestLargePutsShareNoBatch(t *testing.T) {
 	}
 }
 
-// TestWaitingRequestsGoAloneWhenTheBatchFails: a node without GetMany or PutMany (an
-// older version) answers it Unimplemented; the waiting requests then go alone, and
-// later ones of that kind are never batched for that node, while the other kind still
-// is.
+// TestWaitingRequestsGoAloneWhenTheBatchFails: when the batch call fails whole, the
+// waiting requests go alone, and the client learns from the failure as from a request's
+// own. A node without GetMany or PutMany (an older version) answers it Unimplemented:
+// later requests of that kind are never batched for that node, while the other kind
+// still is. A node going away answers Unavailable: it is marked as failed, so that the
+// requests sent alone try it last, and later ones are still batched.
 func TestWaitingRequestsGoAloneWhenTheBatchFails(t *testing.T) {
-	for _, tt := range []struct{ kind, other requestKind }{{getKind, putKind}, {putKind, getKind}} {
-		t.Run(tt.kind.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			keys := []string{"k1", "k2", "k3"}
-			var held []string // the values the Gets read; the Puts write their own
-			if tt.kind.name == "Get" {
-				held = keys
-			}
-			g := startGated(t, true, held...)
-			cl := dialGated(t, ctx, g)
+	failures := []struct {
+		name      string
+		batchErr  error
+		unbatched bool // the node is never batched for again
+		bad       bool // the node is marked as failed
+	}{
+		{"unimplemented", status.Error(codes.Unimplemented, "unknown method"), true, false},
+		{"unreachable", status.Error(codes.Unavailable, "the node is shutting down"), false, true},
+	}
+	for _, f := range failures {
+		for _, tt := range []struct{ kind, other requestKind }{{getKind, putKind}, {putKind, getKind}} {
+			t.Run(f.name+"/"+tt.kind.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				keys := []string{"k1", "k2", "k3"}
+				var held []string // the values the Gets read; the Puts write their own
+				if tt.kind.name == "Get" {
+					held = keys
+				}
+				g := startGated(t, f.batchErr, held...)
+				cl := dialGated(t, ctx, g)
 
-			values, errs := busyThenQueued(t, ctx, cl, g, tt.kind, keys)()
-			if len(errs) > 0 {
-				t.Fatalf("%ss failed: %v", tt.kind.name, errs)
-			}
-			if alone := sentAlone(g); !sameKeys(alone, keys) {
-				t.Errorf("%q sent alone, want every queued key %q", alone, keys)
-			}
-			for _, k := range keys {
-				if tt.kind.name == "Get" && values[k] != "v:"+k {
-					t.Errorf("Get(%s) = %q, want its value", k, values[k])
+				values, errs := busyThenQueued(t, ctx, cl, g, tt.kind, keys)()
+				if len(errs) > 0 {
+					t.Fatalf("%ss failed: %v", tt.kind.name, errs)
 				}
-				if got, err := getKind.send(ctx, cl, k); got != "v:"+k {
-					t.Errorf("Get(%s) after the %s = %q, %v; want its value", k, tt.kind.name, got, err)
+				if alone := sentAlone(g); !sameKeys(alone, keys) {
+					t.Errorf("%q sent alone, want every queued key %q", alone, keys)
 				}
-			}
-			if n := len(g.batches); n != 1 {
-				t.Fatalf("%d batch calls, want the one refused", n)
-			}
-			if !tt.kind.unbatched(cl, g.addr) {
-				t.Fatalf("the node that refused %ss together is still batched for", tt.kind.name)
-			}
-			if tt.other.unbatched(cl, g.addr) {
-				t.Fatalf("the node no longer batched for %ss, whose batch call it never refused", tt.other.name)
-			}
-		})
+				cl.mu.Lock()
+				_, bad := cl.bad[g.addr]
+				cl.mu.Unlock()
+				if bad != f.bad {
+					t.Errorf("node marked as failed: %v, want %v", bad, f.bad)
+				}
+				for _, k := range keys {
+					if tt.kind.name == "Get" && values[k] != "v:"+k {
+						t.Errorf("Get(%s) = %q, want its value", k, values[k])
+					}
+					if got, err := getKind.send(ctx, cl, k); got != "v:"+k {
+						t.Errorf("Get(%s) after the %s = %q, %v; want its value", k, tt.kind.name, got, err)
+					}
+				}
+				if n := len(g.batches); n != 1 {
+					t.Fatalf("%d batch calls, want the one that failed", n)
+				}
+				if got := tt.kind.unbatched(cl, g.addr); got != f.unbatched {
+					t.Fatalf("%ss to the node unbatched: %v, want %v", tt.kind.name, got, f.unbatched)
+				}
+				if tt.other.unbatched(cl, g.addr) {
+					t.Fatalf("the node no longer batched for %ss, whose batch call it never refused", tt.other.name)
+				}
+			})
+		}
 	}
 }
 
