@@ -3,6 +3,7 @@ package coord
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -461,7 +462,7 @@ func appendCandidatesKey(key []byte, required consistency.Requirement, candidate
 	}
 	slices.Sort(dcs)
 	for _, dc := range dcs {
-		key = strconv.AppendQuote(append(key, ' '), dc)
+		key = appendString(append(key, ' '), dc)
 		key = strconv.AppendInt(append(key, '='), int64(required.PerDC[dc]), 10)
 	}
 	for _, t := range candidates {
@@ -471,10 +472,17 @@ func appendCandidatesKey(key []byte, required consistency.Requirement, candidate
 }
 
 func appendMemberKey(key []byte, m placement.Member) []byte {
-	key = strconv.AppendQuote(append(key, '|'), m.ID)
-	key = strconv.AppendQuote(append(key, ' '), m.DC)
+	key = appendString(append(key, '|'), m.ID)
+	key = appendString(append(key, ' '), m.DC)
 	key = strconv.AppendUint(append(key, ' '), uint64(m.State), 10)
 	return strconv.AppendBool(append(key, ' '), m.Pending)
+}
+
+// appendString appends s after its length, which tells where it ends whatever bytes it
+// holds: cheaper than quoting it, which a scan's plan did for every replica of every
+// range (strconv's quoting was 3.6 % of a coordinator's CPU on short scans).
+func appendString(key []byte, s string) []byte {
+	return append(binary.AppendUvarint(key, uint64(len(s))), s...)
 }
 
 // scanReplica sends one scan request within the replica timeout.

@@ -270,11 +270,12 @@ func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []by
 		}
 		return st
 	}
-	size := 0
-	for _, rg := range ranges {
-		size += len(pl.ReplicasFor(rg.End))
+	var members []Member
+	if len(ranges) > 0 {
+		// Ranges have as many replicas as the first, as a rule; one with more grows the
+		// array, and the lists laid out before stay valid in the old one.
+		members = make([]Member, 0, len(ranges)*len(pl.ReplicasFor(ranges[0].End)))
 	}
-	members := make([]Member, 0, size)
 	for i, rg := range ranges {
 		from := len(members)
 		for _, m := range pl.ReplicasFor(rg.End) {
