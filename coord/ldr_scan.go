@@ -14,8 +14,10 @@ import (
 	"github.com/kuradb/kura/schema"
 )
 
-// wholeRing is the one range that covers every token: chunk keys are placed by their own
-// hash, so a node's chunks of a key interval are all it holds in that interval.
+// wholeRing is the one range that covers every token (Start == End). An LDR scan asks
+// each node for it: chunk keys are placed by their own hash, so a node's chunks of a key
+// interval are all it holds in that interval. A replicated scan asks for it a node that
+// holds every range.
 var wholeRing = []ring.Range{{}}
 
 // ldrScan returns up to limit live keys of an erasure-coded keyspace with start <= key <

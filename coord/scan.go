@@ -295,15 +295,13 @@ func (s *scanMerge) add(recs []lww.Record, limit int, keep func(key []byte) bool
 
 func compareKeys(a, b lww.Record) int { return bytes.Compare(a.Key, b.Key) }
 
-// inAsked returns a filter of the keys whose token, as this coordinator places them,
-// lies in the ranges a node was asked for, or nil when every key is. A replica of an
+// inAsked returns a filter of the keys of ordered keyspace ks whose token, as this
+// coordinator places them, lies in the ranges a node was asked for. A replica of an
 // ordered keyspace moving to new split keys answers the keys under either definition
 // (replica.Local.Scan); a key it answers for a range this coordinator places elsewhere
-// belongs to another group.
+// belongs to another group. (With the hash partitioner a replica answers only the keys
+// of the ranges asked, so its answer needs no filter.)
 func inAsked(ks schema.Keyspace, asked []ring.Range) func([]byte) bool {
-	if ks.Partitioner != "ordered" {
-		return nil
-	}
 	p := ks.Partition()
 	return func(key []byte) bool {
 		t := p.Token(key)
@@ -417,6 +415,12 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		for _, t := range ts {
 			asked = append(asked, groupRanges[t.group]...)
 		}
+		if ring.Covers(asked) {
+			// A node holding every range (a cluster no larger than its replication) is
+			// asked for all of them: say so in one range rather than 48, which the
+			// other replica of a QUORUM scan spent 8 % of its CPU decoding.
+			return wholeRing
+		}
 		return asked
 	}
 	merge := &scanMerge{}
@@ -428,7 +432,11 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		waiting.add(m)
 		return c.scanReplica(m, req)
 	}, func(ts []target, recs []lww.Record) {
-		merge.add(recs, limit, inAsked(ks, askedOf(ts)))
+		var keep func([]byte) bool
+		if ks.Partitioner == "ordered" {
+			keep = inAsked(ks, askedOf(ts))
+		}
+		merge.add(recs, limit, keep)
 		if left := waiting.answered(ts[0].ID); tag.ras && len(left) > 0 {
 			c.tellProgress(tag.id, left)
 		}
