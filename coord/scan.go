@@ -344,17 +344,11 @@ func (s *scanMerge) result() roundResult {
 			}
 		}
 		if at < 0 || !final(heads[at][0].Key) {
+			result.records = dedupSorted(result.records)
 			return result
 		}
-		rec := heads[at][0]
+		result.records = append(result.records, heads[at][0])
 		heads[at] = heads[at][1:]
-		if n := len(result.records); n > 0 && bytes.Equal(result.records[n-1].Key, rec.Key) {
-			if lww.Newer(rec, result.records[n-1]) {
-				result.records[n-1] = rec
-			}
-			continue
-		}
-		result.records = append(result.records, rec)
 	}
 }
 

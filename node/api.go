@@ -154,8 +154,7 @@ func (s *apiServer) PutMany(ctx context.Context, req *kurav1.PutManyRequest) (*k
 			s.node.observe("put", cl, time.Since(start), err)
 			result := &kurav1.PutManyResult{Response: out}
 			if err != nil {
-				st := status.Convert(err)
-				result.Code, result.Message = int32(st.Code()), st.Message()
+				result.Code, result.Message = itemStatus(err)
 			}
 			resp.Results[i] = result
 		})
@@ -201,8 +200,7 @@ func (s *apiServer) GetMany(ctx context.Context, req *kurav1.GetManyRequest) (*k
 		out := &kurav1.GetManyResult{}
 		switch {
 		case r.Err != nil:
-			st := statusOf(r.Err).(*statusError).status
-			out.Code, out.Message = int32(st.Code()), st.Message()
+			out.Code, out.Message = itemStatus(statusOf(r.Err))
 		case r.Found:
 			out.Response = getResponse(r.Record)
 		default:
@@ -211,6 +209,13 @@ func (s *apiServer) GetMany(ctx context.Context, req *kurav1.GetManyRequest) (*k
 		resp.Results[i] = out
 	}
 	return resp, nil
+}
+
+// itemStatus is the code and message of one item's error in a GetMany or PutMany answer:
+// err is the status error Get or Put would have answered for the item alone.
+func itemStatus(err error) (code int32, message string) {
+	st := status.Convert(err)
+	return int32(st.Code()), st.Message()
 }
 
 // getResponse is the answer to a Get that found rec.

@@ -7,29 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/coord"
 )
 
 // TestGetManyAnswersAsGet: GetMany answers each key, in order, as Get answers it alone:
 // found, missing, or the key's own error; a call beyond the key limit, or at an unknown
 // level, is refused whole.
 func TestGetManyAnswersAsGet(t *testing.T) {
-	n, err := Start(Config{ID: "n1", DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", InMemory: true, DefaultReplication: "simple=1", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	conn, err := grpc.NewClient(n.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	kv := kurav1.NewKVClient(conn)
+	kv := startSoloKV(t, coord.Limits{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := kv.Put(ctx, &kurav1.PutRequest{Keyspace: "default", Key: []byte("k1"), Value: []byte("v1")}); err != nil {
@@ -71,4 +60,17 @@ func TestGetManyAnswersAsGet(t *testing.T) {
 			t.Errorf("%s: %v, want InvalidArgument", tt.name, err)
 		}
 	}
+}
+
+// startSoloKV starts a one-node cluster (replication simple=1, keyspace "default") with
+// limits, stopped at the test's end, and dials its gRPC API.
+func startSoloKV(t *testing.T, limits coord.Limits) kurav1.KVClient {
+	t.Helper()
+	n, err := Start(Config{ID: "n1", DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", InMemory: true, DefaultReplication: "simple=1",
+		Limits: limits, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return kvClient(t, n)
 }

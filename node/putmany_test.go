@@ -2,13 +2,10 @@ package node
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -21,18 +18,7 @@ import (
 // unknown level, is refused whole.
 func TestPutManyAnswersAsPut(t *testing.T) {
 	const valueMax = 1 << 10
-	n, err := Start(Config{ID: "n1", DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", InMemory: true, DefaultReplication: "simple=1",
-		Limits: coord.Limits{ValueBytesMax: valueMax}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	conn, err := grpc.NewClient(n.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	kv := kurav1.NewKVClient(conn)
+	kv := startSoloKV(t, coord.Limits{ValueBytesMax: valueMax})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
