@@ -142,6 +142,8 @@ type Client struct {
 	// asleep holds the client addresses of the nodes that sleep, as the view says or as
 	// a redirect from a node's stand-in told since the last refresh of the nodes.
 	asleep map[string]bool
+	// turn spreads the requests without a key over equally good nodes (see route).
+	turn uint64
 
 	// gets and puts batch the Gets and Puts that wait behind calls in flight (batch.go).
 	gets *batcher[*kurav1.GetRequest, *kurav1.GetResponse]
@@ -348,18 +350,31 @@ func (c *Client) LocalDC() string {
 }
 
 // route returns the client addresses to try for a key, best first: live replicas in the
-// local DC, other live nodes of the local DC, every other live node, the seeds, then the
-// nodes that sleep (whose stand-ins only redirect).
+// local DC, other live nodes of the local DC, live replicas elsewhere, every other live
+// node, the nodes that failed lately, the seeds, then the nodes that sleep (whose
+// stand-ins only redirect). Within each group before the seeds the order is rotated to
+// spread the load.
 func (c *Client) route(keyspace string, key []byte) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The nodes of a group are equally good: each request starts at one of them, so that
+	// a key's replicas share its requests instead of the first in the list taking them
+	// all. A key always starts at the same node (its row cache, its batches); a request
+	// without a key starts at the next node in turn; a key of a keyspace the client has
+	// not loaded yet keeps the view's order.
+	var spread uint64
 	replica := map[string]bool{}
 	if ks, ok := c.keyspaces[keyspace]; ok && key != nil && c.ring != nil {
-		for _, m := range ks.Strategy().Replicas(c.ring, ks.Partition().Token(key)) {
+		token := ks.Partition().Token(key)
+		for _, m := range ks.Strategy().Replicas(c.ring, token) {
 			replica[m.ID] = true
 		}
+		spread = mixBits(uint64(token))
+	} else if key == nil {
+		c.turn++
+		spread = c.turn
 	}
-	var tiers [4][]string
+	var tiers [5][]string
 	var asleep []string
 	for _, n := range c.nodes {
 		addr := n.GetClientAddr()
@@ -380,13 +395,17 @@ func (c *Client) route(keyspace string, key []byte) []string {
 			tier = 2
 		}
 		if failed, ok := c.bad[addr]; ok && time.Since(failed) < c.opts.RefreshInterval {
-			tier = 3 // recently failed: last resort
+			tier = 4 // recently failed: last resort
 		}
 		tiers[tier] = append(tiers[tier], addr)
 	}
 	var out []string
 	for _, t := range tiers {
-		out = append(out, t...)
+		if len(t) == 0 {
+			continue
+		}
+		first := int(spread % uint64(len(t)))
+		out = append(append(out, t[first:]...), t[:first]...)
 	}
 	for _, seed := range c.seeds {
 		if c.asleep[seed] {
@@ -396,6 +415,15 @@ func (c *Client) route(keyspace string, key []byte) []string {
 		}
 	}
 	return append(out, asleep...)
+}
+
+// mixBits spreads every bit of x over the low ones (splitmix64's finaliser): the
+// ordered partitioner's tokens of short keys end in zeros, which a plain modulo would
+// send to one node.
+func mixBits(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // tries is the queue of nodes a request goes to, best first, each at most once.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,10 +19,13 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/certs/certstest"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -80,6 +85,54 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 
 // TestTLSAndToken: a client with the cluster's CA and the token works with a node that
 // serves TLS and requires a token; one lacking either is turned away, saying why.
+// TestRouteSpreadsOverEqualNodes: a key's local replicas share its requests, whatever
+// the partitioner: a key always starts at one of them, different keys at each; remote
+// replicas come after them, a node that failed lately last; requests without a key
+// start at each local node in turn.
+func TestRouteSpreadsOverEqualNodes(t *testing.T) {
+	nodes := []*kurav1.NodeStatus{nodeStatus("a", "dc1", "a:1", "up"), nodeStatus("b", "dc1", "b:1", "up"), nodeStatus("c", "dc2", "c:1", "up")}
+	var members []ring.Member
+	for _, n := range nodes {
+		members = append(members, ring.Member{ID: n.Id, DC: n.Dc, Tokens: cluster.Node{ID: n.Id}.RingTokens(ring.DefaultVnodes)})
+	}
+	r, err := ring.New(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, partitioner := range []string{"hash", "ordered"} {
+		t.Run(partitioner, func(t *testing.T) {
+			ks, err := schema.Keyspace{Name: "app", Replication: "dc1=2,dc2=1", Partitioner: partitioner}.Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &Client{opts: Options{LocalDC: "dc1"}.withDefaults(), nodes: nodes, ring: r,
+				keyspaces: map[string]schema.Keyspace{"app": ks}, bad: map[string]time.Time{}, asleep: map[string]bool{}}
+			firsts := map[string]int{}
+			for i := range 100 {
+				key := []byte(fmt.Sprintf("k%d", i))
+				route := c.route("app", key)
+				if again := c.route("app", key); !slices.Equal(route, again) {
+					t.Fatalf("key %s routed to %v, then %v", key, route, again)
+				}
+				if !slices.Contains(route[:2], "a:1") || !slices.Contains(route[:2], "b:1") || route[2] != "c:1" {
+					t.Fatalf("route of %s = %v, want a and b, then c", key, route)
+				}
+				firsts[route[0]]++
+			}
+			if firsts["a:1"] < 25 || firsts["b:1"] < 25 {
+				t.Errorf("keys starting at each local replica: %v, want both to share them", firsts)
+			}
+			if first, second := c.route("", nil)[0], c.route("", nil)[0]; first == second {
+				t.Errorf("two requests without a key both start at %s, want each local node in turn", first)
+			}
+			c.bad["a:1"] = time.Now()
+			if route := c.route("app", []byte("k0")); !slices.Equal(route[:3], []string{"b:1", "c:1", "a:1"}) {
+				t.Errorf("route with a failed lately = %v, want b, c, then a", route)
+			}
+		})
+	}
+}
+
 func TestTLSAndToken(t *testing.T) {
 	ca := certstest.NewCA(t)
 	identity := certstest.Identity(t, ca, "a", "127.0.0.1")
