@@ -36,11 +36,13 @@ const (
 	// getsInFlightMax and putsInFlightMax are how many Gets or Puts to one node, for one
 	// keyspace and level, the client keeps in flight before the next ones wait to be
 	// sent together. A write's call lasts its replicas' synced commits, which sharing a
-	// call does not shorten: waiting behind 4 calls cost writes 5-10 % at 16 clients
-	// (3 nodes), while 16 lose nothing there and still gain 5-15 % at 256
-	// (docs/performance.md).
-	getsInFlightMax = 4
-	putsInFlightMax = 16
+	// call does not shorten: with every request on one node, waiting behind 4 calls cost
+	// writes 5-10 % at 16 clients (3 nodes), while 16 lost nothing there and still
+	// gained 5-15 % at 256. Since a key's local replicas share its requests (route), the
+	// two local nodes of that layout each take half of those: 2 and 8 (reads at ONE
+	// +3-10 % against 4 and 16; docs/performance.md).
+	getsInFlightMax = 2
+	putsInFlightMax = 8
 	// batchMax bounds the requests of one batch call (the node accepts up to 1,024).
 	batchMax = 64
 	// batchBytesMax bounds the encoded size of one batch call's requests; a request
