@@ -82,6 +82,11 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 		if err != nil {
 			return nil, err
 		}
+		if out == nil {
+			// The round's records are this scan's own: the first round's are filtered in
+			// place rather than copied into a slice grown one record at a time.
+			out = round.records[:0]
+		}
 		for _, rec := range round.records {
 			if visible(ks, rec, now) && len(out) < limit {
 				out = append(out, rec)
