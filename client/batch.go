@@ -245,8 +245,9 @@ func (b *batcher[Req, Resp]) send(c *Client, qk queueKey, batch []*waiter[Req, R
 	}
 	for i, w := range batch {
 		if err := errs[i]; err != nil {
-			// An error a request sent alone would retry elsewhere sends it alone.
-			w.alone = unreachable(err)
+			// An error a request sent alone would retry elsewhere sends it alone, as does
+			// a key the node did not read because the batch's answer was full.
+			w.alone = unreachable(err) || status.Code(err) == codes.ResourceExhausted
 			w.err = errorFromStatus(err)
 			continue
 		}

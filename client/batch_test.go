@@ -20,9 +20,9 @@ import (
 
 // gatedNode is a fake node holding values in a map. Its Gets and Puts wait until the
 // test lets them go; its GetMany and PutMany record the keys of each call and answer
-// each key as Get and Put would, but for two keys: "refused" is refused (by every
-// call), and "elsewhere" answered as by a node that cannot reach it (by the batch calls
-// alone).
+// each key as Get and Put would, but for these keys: "refused" is refused (by every
+// call), "elsewhere" answered as by a node that cannot reach it (by the batch calls
+// alone), and "full" not read by GetMany, as by a node whose answer was full.
 type gatedNode struct {
 	*fakeNode
 	entered chan string   // the key of each Get or Put, as it arrives
@@ -40,6 +40,7 @@ type gatedNode struct {
 var (
 	errRefused   = status.Error(codes.InvalidArgument, "invalid: key refused")
 	errElsewhere = status.Error(codes.Unavailable, "cannot reach the key's replicas from here")
+	errFull      = status.Error(codes.ResourceExhausted, "answer full: the values read before this key reached 64 MiB")
 )
 
 func (g *gatedNode) Get(ctx context.Context, req *kurav1.GetRequest) (*kurav1.GetResponse, error) {
@@ -65,8 +66,11 @@ func (g *gatedNode) GetMany(ctx context.Context, req *kurav1.GetManyRequest) (*k
 	resp := &kurav1.GetManyResponse{}
 	for _, k := range keys {
 		r, err := g.get(k)
-		if k == "elsewhere" {
+		switch k {
+		case "elsewhere":
 			err = errElsewhere
+		case "full":
+			r, err = nil, errFull
 		}
 		st := status.Convert(err)
 		resp.Results = append(resp.Results, &kurav1.GetManyResult{Response: r, Code: int32(st.Code()), Message: st.Message()})
@@ -296,14 +300,15 @@ func wantRefused(t *testing.T, what string, err error) {
 
 // TestWaitingGetsGoTogether: Gets beyond the calls in flight to a node wait, and go as
 // one GetMany when a call returns; each gets its own key's answer, found, missing or
-// failed, as a Get sent alone would have, and one the node could not serve goes alone.
+// failed, as a Get sent alone would have, and one the node could not serve, or did not
+// read because the batch's answer was full, goes alone.
 func TestWaitingGetsGoTogether(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	g := startGated(t, nil, "k1", "k2", "elsewhere")
+	g := startGated(t, nil, "k1", "k2", "elsewhere", "full")
 	cl := dialGated(t, ctx, g)
 
-	keys := []string{"k1", "k2", "missing", "refused", "elsewhere"}
+	keys := []string{"k1", "k2", "missing", "refused", "elsewhere", "full"}
 	values, errs := busyThenQueued(t, ctx, cl, g, getKind, keys)()
 	if n := len(g.batches); n != 1 {
 		t.Fatalf("%d GetMany calls, want one", n)
@@ -311,10 +316,10 @@ func TestWaitingGetsGoTogether(t *testing.T) {
 	if batch := <-g.batches; !sameKeys(batch, keys) {
 		t.Fatalf("GetMany of %q, want the queued keys %q", batch, keys)
 	}
-	if alone := sentAlone(g); !slices.Equal(alone, []string{"elsewhere"}) {
-		t.Errorf("%q sent alone, want the key the batch could not serve", alone)
+	if alone := sentAlone(g); !sameKeys(alone, []string{"elsewhere", "full"}) {
+		t.Errorf("%q sent alone, want the keys the batch did not serve", alone)
 	}
-	for _, k := range []string{"k1", "k2", "elsewhere"} {
+	for _, k := range []string{"k1", "k2", "elsewhere", "full"} {
 		if values[k] != "v:"+k {
 			t.Errorf("Get(%s) = %q, %v; want its value", k, values[k], errs[k])
 		}

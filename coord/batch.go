@@ -2,7 +2,9 @@ package coord
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -92,11 +94,20 @@ type GetResult struct {
 // getAllFanout bounds how many of GetAll's reads run at once when they go one by one.
 const getAllFanout = 32
 
+// answerFull is the error of a key GetAll did not read.
+func (c *Coordinator) answerFull() error {
+	return fmt.Errorf("%w: the values read before this key reached %d bytes; read it by itself", ErrAnswerFull, c.cfg.Limits.AnswerBytesMax)
+}
+
 // GetAll reads keys from keyspace at level cl, each as Get would, and returns their
 // outcomes in order. When this node is the one replica of every key and can serve the
 // read (one node, or a keyspace with one replica here), the keys are read from its
 // storage in one task of the read stage; otherwise the Gets run concurrently on the
 // coordinator's workers, up to getAllFanout at once.
+//
+// The values answered are bounded by Limits.AnswerBytesMax: the keys after it was
+// reached are not read and answer ErrAnswerFull. The reads under way then still finish,
+// so an answer holds at most that and getAllFanout values more.
 func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []GetResult {
 	results := make([]GetResult, len(keys))
 	if len(keys) > 1 && c.getAllLocally(ctx, keyspace, keys, cl, results) {
@@ -104,8 +115,17 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 	}
 	slots := make(chan struct{}, getAllFanout)
 	var wg sync.WaitGroup
+	var answered atomic.Int64 // bytes of the values read so far
 	for i, key := range keys {
 		slots <- struct{}{}
+		if answered.Load() >= int64(c.cfg.Limits.AnswerBytesMax) {
+			<-slots
+			full := c.answerFull()
+			for j := i; j < len(keys); j++ {
+				results[j].Err = full
+			}
+			break
+		}
 		wg.Add(1)
 		c.workers.Run(func() {
 			defer func() {
@@ -114,6 +134,7 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 			}()
 			r := &results[i]
 			r.Record, r.Found, r.Err = c.Get(ctx, keyspace, key, cl)
+			answered.Add(int64(len(r.Record.Value)))
 		})
 	}
 	wg.Wait()
@@ -144,8 +165,12 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 	if !ok {
 		return false
 	}
-	records, found, err := local.GetMany(ctx, keyspace, keys)
+	records, found, err := local.GetMany(ctx, keyspace, keys, c.cfg.Limits.AnswerBytesMax)
 	for i := range keys {
+		if err == nil && i >= len(records) {
+			results[i].Err = c.answerFull()
+			continue
+		}
 		if err != nil {
 			results[i].Err = &TimeoutError{Level: cl, Required: required, Cause: err}
 			continue

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/kuradb/kura/consistency"
@@ -139,6 +140,64 @@ func TestGetAllAnswersAsGet(t *testing.T) {
 				if got.Found != found || !bytes.Equal(got.Record.Value, rec.Value) || got.Record.Timestamp != rec.Timestamp ||
 					(got.Err == nil) != (err == nil) || (err != nil && got.Err.Error() != err.Error()) {
 					t.Errorf("key %d: GetAll %q, %v, %v; Get %q, %v, %v", i, got.Record.Value, got.Found, got.Err, rec.Value, found, err)
+				}
+			}
+		})
+	}
+}
+
+// TestGetAllStopsAtItsAnswerLimit: once the values read reach Limits.AnswerBytesMax,
+// GetAll reads no further key and answers each ErrAnswerFull, both where this node is
+// the keys' only replica (one read of its storage) and where they are read elsewhere
+// (concurrently: the reads under way finish, so a few more are answered); the keys read
+// are answered as Get answers them.
+func TestGetAllStopsAtItsAnswerLimit(t *testing.T) {
+	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
+	c := startCluster(t, solo)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	var here, elsewhere []byte
+	for i := 0; here == nil || elsewhere == nil; i++ {
+		key := []byte(fmt.Sprintf("big%d", i))
+		if replicasOf(t, c, solo, key)[0] == "a1" {
+			here = key
+		} else {
+			elsewhere = key
+		}
+	}
+	const valueBytes = 60 << 10
+	value := bytes.Repeat([]byte("v"), valueBytes)
+	for _, key := range [][]byte{here, elsewhere} {
+		if _, err := co.Put(ctx, "solo", key, value, 0, consistency.All); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fifth value takes the answer past the limit: four are under it.
+	readAtLeast := testAnswerBytesMax/valueBytes + 1
+	for _, tc := range []struct {
+		name       string
+		key        []byte
+		readAtMost int
+	}{
+		{"only replica here", here, readAtLeast},
+		{"replica elsewhere", elsewhere, readAtLeast + 32}, // getAllFanout reads under way
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := slices.Repeat([][]byte{tc.key}, 64)
+			results := co.GetAll(ctx, "solo", keys, consistency.One)
+			read := 0
+			for read < len(results) && results[read].Err == nil {
+				if !results[read].Found || !bytes.Equal(results[read].Record.Value, value) {
+					t.Fatalf("key %d: found %v, %d bytes; want the %d-byte value", read, results[read].Found, len(results[read].Record.Value), valueBytes)
+				}
+				read++
+			}
+			if read < readAtLeast || read > tc.readAtMost {
+				t.Errorf("%d keys read, want %d to %d", read, readAtLeast, tc.readAtMost)
+			}
+			for i, r := range results[read:] {
+				if !errors.Is(r.Err, coord.ErrAnswerFull) || coord.Classify(r.Err) != coord.ClassAnswerFull {
+					t.Fatalf("key %d after the answer filled: %v, want ErrAnswerFull", read+i, r.Err)
 				}
 			}
 		})

@@ -30,6 +30,9 @@ const (
 	ClassTimeout
 	// ClassCanceled: the caller gave up on the request.
 	ClassCanceled
+	// ClassAnswerFull: the answer to a request for many keys was full before this key
+	// was read (ErrAnswerFull); the key asked for by itself is answered.
+	ClassAnswerFull
 	// ClassInternal: anything else, such as a storage failure.
 	ClassInternal
 )
@@ -51,6 +54,8 @@ func Classify(err error) ErrorClass {
 		return ClassTimeout
 	case errors.Is(err, context.Canceled):
 		return ClassCanceled
+	case errors.Is(err, ErrAnswerFull):
+		return ClassAnswerFull
 	}
 	return ClassInternal
 }
@@ -70,6 +75,8 @@ func (c ErrorClass) String() string {
 		return "timeout"
 	case ClassCanceled:
 		return "canceled"
+	case ClassAnswerFull:
+		return "answer_full"
 	}
 	return "internal"
 }

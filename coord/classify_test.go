@@ -30,6 +30,7 @@ func TestClassify(t *testing.T) {
 			coord.ClassTimeout, "timeout"},
 		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), coord.ClassTimeout, "timeout"},
 		{"canceled", context.Canceled, coord.ClassCanceled, "canceled"},
+		{"answer full", fmt.Errorf("%w: 64 MiB of values", coord.ErrAnswerFull), coord.ClassAnswerFull, "answer_full"},
 		{"anything else", errors.New("disk on fire"), coord.ClassInternal, "internal"},
 		// A malformed request is reported as such even when a deadline also passed.
 		{"invalid before timeout", errors.Join(coord.ErrInvalidArgument, context.DeadlineExceeded), coord.ClassInvalidArgument, "invalid_argument"},

@@ -35,11 +35,16 @@ type Limits struct {
 	ValueBytesMax    int // default 16 MiB
 	ScanLimitDefault int // rows a scan returns when the client names no limit; default 1000
 	ScanLimitMax     int // default 100,000
+	// AnswerBytesMax bounds the values GetAll answers (GetMany, MGET, a pipeline's
+	// GETs): once the values read reach it, the keys not read yet answer ErrAnswerFull,
+	// so that a request naming a large value a thousand times cannot make the node hold
+	// them all. Default 64 MiB (the Go client's receive limit).
+	AnswerBytesMax int
 }
 
 // DefaultLimits are the limits a node applies unless configured otherwise.
 func DefaultLimits() Limits {
-	return Limits{KeyBytesMax: 64 << 10, ValueBytesMax: 16 << 20, ScanLimitDefault: 1000, ScanLimitMax: 100_000}
+	return Limits{KeyBytesMax: 64 << 10, ValueBytesMax: 16 << 20, ScanLimitDefault: 1000, ScanLimitMax: 100_000, AnswerBytesMax: 64 << 20}
 }
 
 // Config configures a coordinator.
@@ -161,6 +166,9 @@ func New(cfg Config, parts Parts) *Coordinator {
 	}
 	if cfg.Limits.ScanLimitMax <= 0 {
 		cfg.Limits.ScanLimitMax = defaults.ScanLimitMax
+	}
+	if cfg.Limits.AnswerBytesMax <= 0 {
+		cfg.Limits.AnswerBytesMax = defaults.AnswerBytesMax
 	}
 	if cfg.ReplicaTimeout <= 0 {
 		cfg.ReplicaTimeout = 10 * time.Second

@@ -26,6 +26,10 @@ links:
   - {between: [b, c], latency_ms: 4, bandwidth_mbps: 1000}
 `
 
+// testAnswerBytesMax is the test clusters' Limits.AnswerBytesMax: a few of their
+// largest values.
+const testAnswerBytesMax = 256 << 10
+
 func startCluster(t *testing.T, keyspaces ...schema.Keyspace) *embedded.Cluster {
 	t.Helper()
 	topo, err := topology.Parse([]byte(threeDCs))
@@ -37,7 +41,7 @@ func startCluster(t *testing.T, keyspaces ...schema.Keyspace) *embedded.Cluster 
 		Node: node.Config{
 			GossipInterval: 50 * time.Millisecond,
 			ReplicaTimeout: 2 * time.Second,
-			Limits:         coord.Limits{KeyBytesMax: 1024, ValueBytesMax: 64 << 10},
+			Limits:         coord.Limits{KeyBytesMax: 1024, ValueBytesMax: 64 << 10, AnswerBytesMax: testAnswerBytesMax},
 		},
 	})
 	if err != nil {

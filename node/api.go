@@ -60,6 +60,7 @@ var grpcCodes = map[coord.ErrorClass]codes.Code{
 	coord.ClassUnavailable:     codes.Unavailable,
 	coord.ClassTimeout:         codes.DeadlineExceeded,
 	coord.ClassCanceled:        codes.Canceled,
+	coord.ClassAnswerFull:      codes.ResourceExhausted,
 	coord.ClassInternal:        codes.Internal,
 }
 

@@ -82,23 +82,29 @@ func (l *Local) Get(ctx context.Context, keyspace string, key []byte) (lww.Recor
 // ManyGetter is a replica that reads several keys in one call: the local one, whose
 // reads of a batch share one task of the read stage.
 type ManyGetter interface {
-	// GetMany is Get of each key, in order: records[i] and found[i] answer keys[i].
-	GetMany(ctx context.Context, keyspace string, keys [][]byte) (records []lww.Record, found []bool, err error)
+	// GetMany is Get of each key, in order: records[i] and found[i] answer keys[i]. It
+	// stops once the values read reach valueBytesMax: records and found then answer
+	// only the keys before the next one.
+	GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) (records []lww.Record, found []bool, err error)
 }
 
 // GetMany reads keys from the engine in one task of the read stage, so that a batch of
 // point reads (a pipeline's GETs, an MGET) costs one hand-off to the stage, not one each.
-func (l *Local) GetMany(ctx context.Context, keyspace string, keys [][]byte) ([]lww.Record, []bool, error) {
-	records, found := make([]lww.Record, len(keys)), make([]bool, len(keys))
+func (l *Local) GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) ([]lww.Record, []bool, error) {
+	records, found := make([]lww.Record, 0, len(keys)), make([]bool, 0, len(keys))
 	_, err := staged(ctx, l, sched.Task{Class: getClass(ctx)}, func() (struct{}, int, error) {
-		n := 0
-		for i, key := range keys {
+		n, values := 0, 0
+		for _, key := range keys {
+			if values >= valueBytesMax {
+				break
+			}
 			rec, ok, err := l.engine.Get(keyspace, key)
 			if err != nil {
 				return struct{}{}, n, err
 			}
-			records[i], found[i] = rec, ok
+			records, found = append(records, rec), append(found, ok)
 			n += len(rec.Key) + len(rec.Value)
+			values += len(rec.Value)
 		}
 		return struct{}{}, n, nil
 	})

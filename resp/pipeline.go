@@ -18,6 +18,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -87,7 +88,13 @@ func (c *conn) runReads(first [][]byte) error {
 	}, func() bool { return false })
 	results := c.lookupAll(keys)
 	c.ran("get", len(keys))
-	for _, r := range results {
+	for i, r := range results {
+		if errors.Is(r.Err, coord.ErrAnswerFull) {
+			// Not read: the values before it filled the batch's answer. Each GET of a
+			// pipeline is a command of its own, answered as if sent alone (and metered
+			// twice: the batch's answer_full, then the read).
+			r.Record, r.Found, r.Err = c.lookup(keys[i])
+		}
 		c.replyGet(r.Record, r.Found, r.Err)
 	}
 	return readErr

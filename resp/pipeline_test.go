@@ -33,6 +33,45 @@ func TestPipelinedReadsReachTheBackendTogether(t *testing.T) {
 	}
 }
 
+// A GET of a pipeline that the backend's GetAll did not read, its answer full of the
+// values before it, is read by itself: every GET is answered, in order. An MGET whose
+// answer fills is refused, with what to do.
+func TestPipelinedReadsOverTheAnswerLimitAreReadAlone(t *testing.T) {
+	const reads, readTogether = 12, 5
+	_, fake, addr := startServer(t, Config{})
+	fake.answerFullAfter = readTogether
+	var batch, want strings.Builder
+	for i := range reads {
+		fake.data["default"][fmt.Sprint(i)] = []byte(fmt.Sprintf("v%d", i))
+		batch.WriteString(encode("get", fmt.Sprint(i)))
+		v := fmt.Sprintf("v%d", i)
+		fmt.Fprintf(&want, "$%d\r\n%s\r\n", len(v), v)
+	}
+	c := dial(t, addr)
+	c.send(batch.String())
+	c.expect(want.String())
+	fake.mu.Lock()
+	keysRead := 0
+	for _, op := range fake.ops {
+		if strings.HasPrefix(op, "get ") {
+			keysRead++
+		}
+	}
+	fake.mu.Unlock()
+	if keysRead != reads {
+		t.Errorf("%d reads of a key, want %d: %d in the GetAll and %d alone", keysRead, reads, readTogether, reads-readTogether)
+	}
+
+	args := []string{"mget"}
+	for i := range reads {
+		args = append(args, fmt.Sprint(i))
+	}
+	c.send(encode(args...))
+	if reply := c.line(); !strings.HasPrefix(reply, "-ERR answer full") {
+		t.Errorf("MGET over the answer limit: %q, want ERR answer full", reply)
+	}
+}
+
 func TestPipelinedWritesKeepTheirOrder(t *testing.T) {
 	_, _, addr := startServer(t, Config{})
 	c := dial(t, addr)

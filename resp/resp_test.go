@@ -36,6 +36,9 @@ type fakeBackend struct {
 	// PutAll call, in call order.
 	getAlls [][][]byte
 	putAlls [][]lww.Record
+	// answerFullAfter, when above zero, is how many keys a GetAll reads before it
+	// answers the others coord.ErrAnswerFull, as a coordinator whose answer filled.
+	answerFullAfter int
 }
 
 func newFakeBackend() *fakeBackend {
@@ -160,6 +163,10 @@ func (f *fakeBackend) GetAll(ctx context.Context, keyspace string, keys [][]byte
 	results := make([]coord.GetResult, len(keys))
 	for i, key := range keys {
 		r := &results[i]
+		if f.answerFullAfter > 0 && i >= f.answerFullAfter {
+			r.Err = fmt.Errorf("%w: the values read before this key reached 64 MiB", coord.ErrAnswerFull)
+			continue
+		}
 		r.Record, r.Found, r.Err = f.Get(ctx, keyspace, key, cl)
 	}
 	return results

@@ -40,7 +40,8 @@ type KVClient interface {
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	// GetMany is Get of several keys of one keyspace at one level, answered in order, each
 	// with its own outcome: the Go client sends the reads that wait behind one in flight
-	// to the same node as one call.
+	// to the same node as one call. Once the values read reach 64 MiB, the keys not read
+	// yet are answered RESOURCE_EXHAUSTED; each asked for by itself is answered.
 	GetMany(ctx context.Context, in *GetManyRequest, opts ...grpc.CallOption) (*GetManyResponse, error)
 	// PutMany is Put of several keys of one keyspace at one level, each written as Put
 	// writes it and answered in order with its own outcome: the Go client sends the writes
@@ -143,7 +144,8 @@ type KVServer interface {
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	// GetMany is Get of several keys of one keyspace at one level, answered in order, each
 	// with its own outcome: the Go client sends the reads that wait behind one in flight
-	// to the same node as one call.
+	// to the same node as one call. Once the values read reach 64 MiB, the keys not read
+	// yet are answered RESOURCE_EXHAUSTED; each asked for by itself is answered.
 	GetMany(context.Context, *GetManyRequest) (*GetManyResponse, error)
 	// PutMany is Put of several keys of one keyspace at one level, each written as Put
 	// writes it and answered in order with its own outcome: the Go client sends the writes
