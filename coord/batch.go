@@ -166,9 +166,13 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 		return false
 	}
 	records, found, err := local.GetMany(ctx, keyspace, keys, c.cfg.Limits.AnswerBytesMax)
+	var full error
 	for i := range keys {
 		if err == nil && i >= len(records) {
-			results[i].Err = c.answerFull()
+			if full == nil {
+				full = c.answerFull()
+			}
+			results[i].Err = full
 			continue
 		}
 		if err != nil {
