@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -67,6 +68,7 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	}
 
 	var out []lww.Record
+	answered := 0 // key and value bytes of out, bounded by Limits.AnswerBytesMax
 	cursor := start
 	now := c.clock.Now()
 	for next := 0; len(out) < limit && next < len(pieces); {
@@ -90,7 +92,11 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 		for _, rec := range round.records {
 			if visible(ks, rec, now) && len(out) < limit {
 				out = append(out, rec)
+				answered += len(rec.Key) + len(rec.Value)
 			}
+		}
+		if answered > c.cfg.Limits.AnswerBytesMax {
+			return nil, c.scanTooLarge()
 		}
 		if round.complete {
 			next += n
@@ -114,6 +120,12 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 		next += i
 	}
 	return out, nil
+}
+
+// scanTooLarge is the refusal of a scan whose answer would pass Limits.AnswerBytesMax:
+// refused rather than cut short, which the caller could not tell from the scan's end.
+func (c *Coordinator) scanTooLarge() error {
+	return fmt.Errorf("%w: the scan's records pass %d bytes of keys and values; ask for fewer (a smaller limit) and go on from the last key", ErrAnswerFull, c.cfg.Limits.AnswerBytesMax)
 }
 
 // readPolicy is the node's read policy; FIFO with sequential scans without one.
@@ -427,7 +439,7 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 	nodes := firstCandidates(q.groups)
 	out, err := gather(ctx, q, func(m placement.Member, ts []target) ([]lww.Record, error) {
 		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, End: end, Limit: limit, Ranges: askedOf(ts),
-			Scan: tag.id, Nodes: nodes}
+			Scan: tag.id, Nodes: nodes, BytesMax: c.cfg.Limits.AnswerBytesMax}
 		waiting.add(m)
 		return c.scanReplica(m, req)
 	}, func(ts []target, recs []lww.Record) {
@@ -441,6 +453,8 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 		}
 	})
 	switch {
+	case errors.Is(out.lastErr, replica.ErrScanTooLarge):
+		return roundResult{}, c.scanTooLarge()
 	case err != nil:
 		return roundResult{}, &TimeoutError{Level: cl, Required: q.groups[0].required, Acked: out.acked, Cause: err}
 	case !out.met:

@@ -136,6 +136,7 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 	}
 	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit, Since: time.Now()}
 	var out []lww.Record
+	answered := 0 // key and value bytes of out
 	start := req.Start
 	// Each page holds a worker for at most sched.PageRows rows or sched.PageBytes bytes:
 	// a long scan goes back to the queue between pages, so that reads queued behind it
@@ -155,6 +156,9 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 			return nil, err
 		}
 		out = append(out, recs...)
+		if answered += size; req.BytesMax > 0 && answered > req.BytesMax {
+			return nil, fmt.Errorf("%w: over %d bytes of keys and values after %d records", ErrScanTooLarge, req.BytesMax, len(out))
+		}
 		if len(recs) < page && size < sched.PageBytes {
 			break // the range is exhausted
 		}

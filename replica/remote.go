@@ -43,6 +43,10 @@ func (r *Remote) call(ctx context.Context, kind transport.Kind, req proto.Messag
 			// Errors cross the wire as text: give the refusal of a timestamp its identity
 			// back, since the coordinator must not hint such a write.
 			return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, clockguard.ErrClockOffset, remote.Msg)
+		case errors.As(err, &remote) && strings.Contains(remote.Msg, ErrScanTooLarge.Error()):
+			// And a scan's refusal of its size, which the coordinator answers as such
+			// rather than as a replica that failed.
+			return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, ErrScanTooLarge, remote.Msg)
 		}
 		return nil, fmt.Errorf("replica %s: %w", r.peer.ID, err)
 	}
@@ -95,7 +99,7 @@ func (r *Remote) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte
 // Scan sends a scan request.
 func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error) {
 	wire := &kurav1.ReplicaScanRequest{Keyspace: req.Keyspace, Start: req.Start, End: req.End, Limit: int32(req.Limit), KeysOnly: req.KeysOnly,
-		ScanId: uint64(req.Scan), Nodes: int32(req.Nodes)}
+		ScanId: uint64(req.Scan), Nodes: int32(req.Nodes), MaxBytes: int64(req.BytesMax)}
 	for _, rg := range req.Ranges {
 		wire.Ranges = append(wire.Ranges, &kurav1.TokenRange{Start: uint64(rg.Start), End: uint64(rg.End)})
 	}

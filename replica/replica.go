@@ -10,6 +10,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
@@ -17,6 +18,10 @@ import (
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
 )
+
+// ErrScanTooLarge is a scan refused because its answer would pass the request's
+// BytesMax.
+var ErrScanTooLarge = errors.New("scan answer too large")
 
 // Replica is one node's data as a coordinator sees it. Every method honours ctx's
 // deadline; an error means the replica did not answer (or refused), never "not found".
@@ -83,6 +88,9 @@ type ScanRequest struct {
 	// for scans that are not a client's (streaming, repair).
 	Scan  sched.ScanID
 	Nodes int
+	// BytesMax bounds the answer's key and value bytes: a scan whose records pass it
+	// fails with ErrScanTooLarge rather than hold them (0: no bound).
+	BytesMax int
 }
 
 // Set hands out the Replica of any node: the local one for this node, a Remote over the

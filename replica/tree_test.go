@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -18,7 +19,8 @@ import (
 )
 
 // loopback is a Caller that hands every request to a Server in this process, and keeps
-// the size of the last answer.
+// the size of the last answer. A handler's error comes back as its text, as over the
+// transport.
 type loopback struct {
 	server     *Server
 	lastAnswer int
@@ -27,7 +29,10 @@ type loopback struct {
 func (l *loopback) Call(ctx context.Context, to transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	answer, err := l.server.Handle(ctx, transport.Peer{ID: "caller"}, kind, payload)
 	l.lastAnswer = len(answer)
-	return answer, err
+	if err != nil {
+		return nil, &transport.RemoteError{Msg: err.Error()}
+	}
+	return answer, nil
 }
 
 type keepClock struct{}
@@ -134,6 +139,37 @@ func TestScanKeysOnly(t *testing.T) {
 	for i, r := range recs {
 		if string(r.Key) != string(want[i].Key) || len(r.Value) != 0 || r.Timestamp != want[i].Timestamp || r.Tombstone != want[i].Tombstone {
 			t.Errorf("listed %+v, want %+v", r, want[i])
+		}
+	}
+}
+
+// TestScanRefusesAnAnswerOverItsBound: a scan whose records pass the request's BytesMax
+// fails with ErrScanTooLarge, on this node and over the wire, rather than answer part
+// of them as if the range ended there; under the bound, or with none, it answers all.
+func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
+	engine, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
+	var recs []lww.Record
+	for i := range 10 {
+		recs = append(recs, lww.Record{Key: []byte{'k', byte('0' + i)}, Value: make([]byte, 1000), Timestamp: 5})
+	}
+	if _, err := engine.ApplyBatch("ks", recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		Replica
+	}{{"local", local}, {"remote", remote}} {
+		for _, tt := range []struct {
+			bytesMax int
+			refused  bool
+		}{{4000, true}, {20000, false}, {0, false}} {
+			got, err := r.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: tt.bytesMax})
+			switch {
+			case tt.refused && !errors.Is(err, ErrScanTooLarge):
+				t.Errorf("%s scan of 10 KB under %d bytes: %d records, %v; want ErrScanTooLarge", r.name, tt.bytesMax, len(got), err)
+			case !tt.refused && (err != nil || len(got) != len(recs)):
+				t.Errorf("%s scan of 10 KB under %d bytes: %d records, %v; want all %d", r.name, tt.bytesMax, len(got), err, len(recs))
+			}
 		}
 	}
 }

@@ -370,8 +370,11 @@ type ReplicaScanRequest struct {
 	// scan_id names the client scan this request serves across the nodes it reads, and
 	// nodes how many nodes that scan waits for: the read stage orders scan pages by them
 	// (paper 004's RaS). 0 when unknown (streaming, repair).
-	ScanId        uint64 `protobuf:"varint,7,opt,name=scan_id,json=scanId,proto3" json:"scan_id,omitempty"`
-	Nodes         int32  `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	ScanId uint64 `protobuf:"varint,7,opt,name=scan_id,json=scanId,proto3" json:"scan_id,omitempty"`
+	Nodes  int32  `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// max_bytes bounds the answer's key and value bytes: a replica whose answer would
+	// pass it refuses the scan instead (0: no bound).
+	MaxBytes      int64 `protobuf:"varint,9,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,6 +461,13 @@ func (x *ReplicaScanRequest) GetScanId() uint64 {
 func (x *ReplicaScanRequest) GetNodes() int32 {
 	if x != nil {
 		return x.Nodes
+	}
+	return 0
+}
+
+func (x *ReplicaScanRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
 	}
 	return 0
 }
@@ -1865,7 +1875,7 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\xe7\x01\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\x84\x02\n" +
 	"\x12ReplicaScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -1874,7 +1884,8 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x06ranges\x18\x05 \x03(\v2\x13.kura.v1.TokenRangeR\x06ranges\x12\x1b\n" +
 	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\x12\x17\n" +
 	"\ascan_id\x18\a \x01(\x04R\x06scanId\x12\x14\n" +
-	"\x05nodes\x18\b \x01(\x05R\x05nodes\"D\n" +
+	"\x05nodes\x18\b \x01(\x05R\x05nodes\x12\x1b\n" +
+	"\tmax_bytes\x18\t \x01(\x03R\bmaxBytes\"D\n" +
 	"\x13ScanProgressRequest\x12\x17\n" +
 	"\ascan_id\x18\x01 \x01(\x04R\x06scanId\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\"@\n" +

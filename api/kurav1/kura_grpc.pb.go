@@ -49,6 +49,9 @@ type KVClient interface {
 	// concurrently, in no particular order among themselves.
 	PutMany(ctx context.Context, in *PutManyRequest, opts ...grpc.CallOption) (*PutManyResponse, error)
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
+	// Scan answers up to limit records in key order. A scan whose records would pass 64
+	// MiB of keys and values is refused RESOURCE_EXHAUSTED, never cut short: ask for fewer
+	// and go on from the last key.
 	Scan(ctx context.Context, in *ScanRequest, opts ...grpc.CallOption) (*ScanResponse, error)
 	// CompareAndSet writes or deletes a key only if its current value meets a condition,
 	// atomically: a lightweight transaction, Paxos among the key's replicas at a serial
@@ -153,6 +156,9 @@ type KVServer interface {
 	// concurrently, in no particular order among themselves.
 	PutMany(context.Context, *PutManyRequest) (*PutManyResponse, error)
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
+	// Scan answers up to limit records in key order. A scan whose records would pass 64
+	// MiB of keys and values is refused RESOURCE_EXHAUSTED, never cut short: ask for fewer
+	// and go on from the last key.
 	Scan(context.Context, *ScanRequest) (*ScanResponse, error)
 	// CompareAndSet writes or deletes a key only if its current value meets a condition,
 	// atomically: a lightweight transaction, Paxos among the key's replicas at a serial
