@@ -30,8 +30,8 @@ const (
 	ClassTimeout
 	// ClassCanceled: the caller gave up on the request.
 	ClassCanceled
-	// ClassAnswerFull: the answer to a request for many keys was full before this key
-	// was read (ErrAnswerFull); the key asked for by itself is answered.
+	// ClassAnswerFull: the answer to a request for many keys or records would pass the
+	// node's bound (ErrAnswerFull); asking for fewer is answered.
 	ClassAnswerFull
 	// ClassInternal: anything else, such as a storage failure.
 	ClassInternal

@@ -38,7 +38,8 @@ type Limits struct {
 	// AnswerBytesMax bounds the values GetAll answers (GetMany, MGET, a pipeline's
 	// GETs): once the values read reach it, the keys not read yet answer ErrAnswerFull,
 	// so that a request naming a large value a thousand times cannot make the node hold
-	// them all. Default 64 MiB (the Go client's receive limit).
+	// them all. A scan whose records' keys and values pass it is refused with
+	// ErrAnswerFull. Default 64 MiB (the Go client's receive limit).
 	AnswerBytesMax int
 }
 

@@ -17,8 +17,9 @@ var (
 	// ErrInvalidArgument: the request itself is malformed (empty or oversized key,
 	// oversized value, a level that makes no sense for the operation).
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrAnswerFull: a key of GetAll not read, because the values read before it already
-	// filled the answer (Limits.AnswerBytesMax); the key read by itself is answered.
+	// ErrAnswerFull: the answer would pass Limits.AnswerBytesMax. A key of GetAll not
+	// read, because the values read before it filled the answer (the key asked for by
+	// itself is answered), or a scan refused whole (a smaller limit is answered).
 	ErrAnswerFull = errors.New("answer full")
 )
 
