@@ -58,8 +58,12 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 	if !ok {
 		return false
 	}
-	local, err := c.replica(sole)
+	r, err := c.replica(sole)
 	if err != nil {
+		return false
+	}
+	local, ok := r.(replica.ClientBatchApplier)
+	if !ok {
 		return false
 	}
 	records := make([]lww.Record, len(puts))
@@ -76,7 +80,7 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 	}
 	// The local replica has no timeout, as on Put's local path: it returns when its
 	// storage does.
-	if err := local.Apply(ctx, keyspace, records); err != nil {
+	if err := local.ApplyClientBatch(ctx, keyspace, records); err != nil {
 		for i := range errs {
 			errs[i] = &TimeoutError{Level: cl, Required: required, Cause: err}
 		}

@@ -66,6 +66,20 @@ func (l *Local) Apply(_ context.Context, keyspace string, records []lww.Record) 
 	return err
 }
 
+// ClientBatchApplier is a replica that writes a batch of a client's own writes as it
+// writes single ones, keeping them in its row cache: the local one.
+type ClientBatchApplier interface {
+	// ApplyClientBatch is Apply of a batch of one client's writes.
+	ApplyClientBatch(ctx context.Context, keyspace string, records []lww.Record) error
+}
+
+// ApplyClientBatch stores a client's records durably, as Apply, and leaves them in the
+// engine's row cache for the reads that follow (storage.Engine.ApplyClientBatch).
+func (l *Local) ApplyClientBatch(_ context.Context, keyspace string, records []lww.Record) error {
+	_, err := l.engine.ApplyClientBatch(keyspace, records)
+	return err
+}
+
 // Get reads key from the engine.
 func (l *Local) Get(ctx context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
 	type found struct {

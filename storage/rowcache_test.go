@@ -44,6 +44,14 @@ func TestRowCacheEveryWritePathInvalidates(t *testing.T) {
 			_, err := e.ApplyBatch("ks", []lww.Record{put("k", "mid", ts(0)), put("other", "x", ts(0)), put("k", "new", ts(time.Millisecond))})
 			return err
 		}, describe(put("k", "new", ts(time.Millisecond)))},
+		{"ApplyClientBatch, the key twice", put("k", "old", ts(-time.Second)), func(e *Engine) error {
+			_, err := e.ApplyClientBatch("ks", []lww.Record{put("k", "mid", ts(0)), put("other", "x", ts(0)), put("k", "new", ts(time.Millisecond))})
+			return err
+		}, describe(put("k", "new", ts(time.Millisecond)))},
+		{"ApplyClientBatch of an older version", put("k", "old", ts(0)), func(e *Engine) error {
+			_, err := e.ApplyClientBatch("ks", []lww.Record{put("k", "older", ts(-time.Second)), put("other", "x", ts(0))})
+			return err
+		}, describe(put("k", "old", ts(0)))},
 		{"Remove", put("k", "old", ts(-time.Second)), func(e *Engine) error {
 			return e.Remove("ks", []byte("k"))
 		}, ""},
@@ -106,6 +114,35 @@ func TestRowCacheKeepsWrittenRecord(t *testing.T) {
 	got.Value[1] = 'Y' // and so does a reader
 	if again, _ := mustGet(t, e, "ks", "k"); string(again.Value) != "v1" {
 		t.Errorf("read %q, want v1: the cache shares bytes with a caller", again.Value)
+	}
+}
+
+// TestClientBatchesStayInTheRowCache: a client's batch leaves its records in the cache,
+// as a single write does, while a batch of streaming or repair only takes its keys out.
+func TestClientBatchesStayInTheRowCache(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		apply  func(e *Engine, ks string, rs []lww.Record) (int, error)
+		cached bool
+	}{
+		{"ApplyClientBatch", (*Engine).ApplyClientBatch, true},
+		{"ApplyBatch", (*Engine).ApplyBatch, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openMem(t, Options{})
+			mustApply(t, e, "ks", put("a", "old", 5))
+			if _, err := tt.apply(e, "ks", []lww.Record{put("a", "new", 10), put("b", "v", 10)}); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"a", "b"} {
+				if got := cached(e, "ks", key); got != tt.cached {
+					t.Errorf("%s cached after the batch: %t, want %t", key, got, tt.cached)
+				}
+			}
+			if r, _ := mustGet(t, e, "ks", "a"); string(r.Value) != "new" {
+				t.Errorf("read %q after the batch, want new", r.Value)
+			}
+		})
 	}
 }
 

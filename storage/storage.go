@@ -222,8 +222,24 @@ func (e *Engine) Apply(ks string, r lww.Record) (applied bool, err error) {
 // ApplyBatch applies each record of rs to keyspace ks as Apply does, in order (so of
 // two records of one key the Newer wins), and commits them in one synced batch. It
 // returns how many records were written. An invalid record fails the whole batch
-// before anything is written.
+// before anything is written. The batch does not fill the row cache, only takes its
+// keys out of it: a batch that passes over many keys once (streaming, repair, hints)
+// does not evict the hot ones.
 func (e *Engine) ApplyBatch(ks string, rs []lww.Record) (applied int, err error) {
+	return e.applyRecords(ks, rs, false)
+}
+
+// ApplyClientBatch is ApplyBatch for a batch of a client's own writes (a pipeline's
+// SETs): the records are read through the row cache and the written ones left in it,
+// as a single write's are, since a client reads its keys again soon. In a benchmark of
+// pipelined SETs on zipfian keys this was 13 % more writes per second
+// (docs/performance.md).
+func (e *Engine) ApplyClientBatch(ks string, rs []lww.Record) (applied int, err error) {
+	return e.applyRecords(ks, rs, true)
+}
+
+// applyRecords is ApplyBatch, through the row cache with throughCache (see applyOps).
+func (e *Engine) applyRecords(ks string, rs []lww.Record, throughCache bool) (applied int, err error) {
 	if err := validateKeyspace(ks); err != nil {
 		return 0, err
 	}
@@ -247,19 +263,19 @@ func (e *Engine) ApplyBatch(ks string, rs []lww.Record) (applied int, err error)
 		}
 		return applied, err
 	}
-	return e.applyBatch(ks, rs, keys)
+	return e.applyBatch(ks, rs, keys, throughCache)
 }
 
-// applyBatch is ApplyBatch for validated records, whose encoded keys are keys, on an
+// applyBatch is applyRecords for validated records, whose encoded keys are keys, on an
 // engine the caller has entered, under the records' stripe locks.
-func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte) (applied int, err error) {
+func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte, throughCache bool) (applied int, err error) {
 	ops := make([]*applyOp, len(rs))
 	for i, r := range rs {
 		ops[i] = &applyOp{ks: ks, r: r, key: keys[i]}
 	}
 	unlock := e.lockKeys(keys)
 	defer unlock()
-	if err := e.applyOps(ops, false); err != nil {
+	if err := e.applyOps(ops, throughCache); err != nil {
 		return 0, err
 	}
 	for _, op := range ops {

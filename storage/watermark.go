@@ -48,7 +48,7 @@ func (e *Engine) raiseWatermarks(walked map[string]bool, cutoff hlc.Timestamp) e
 	if len(marks) == 0 {
 		return nil
 	}
-	if _, err := e.applyBatch(watermarkKeyspace, marks, keys); err != nil {
+	if _, err := e.applyBatch(watermarkKeyspace, marks, keys, false); err != nil {
 		return fmt.Errorf("record watermarks: %w", err)
 	}
 	return nil
