@@ -152,25 +152,34 @@ func TestApplyBatch(t *testing.T) {
 			[]lww.Record{put("a", "x", 2), put("a", "y", 1), put("b", "y", 1), put("b", "x", 2)}, 3, "a@2=x b@2=x"},
 		{"tombstone in batch", []lww.Record{put("a", "1", 1)}, []lww.Record{del("a", 2)}, 1, "a@2:deleted"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := openMem(t, Options{})
-			mustApply(t, e, "ks", tt.stored...)
-			applied, err := e.ApplyBatch("ks", tt.batch)
-			if err != nil {
-				t.Fatalf("ApplyBatch: %v", err)
-			}
-			if applied != tt.wantApplied {
-				t.Errorf("applied = %d, want %d", applied, tt.wantApplied)
-			}
-			got, err := e.Scan("ks", nil, nil, 0, true, nil)
-			if err != nil {
-				t.Fatalf("Scan: %v", err)
-			}
-			if describe(got...) != tt.wantScan {
-				t.Errorf("Scan = %q, want %q", describe(got...), tt.wantScan)
-			}
-		})
+	// A client's batch (through the row cache) must apply exactly as any other.
+	for _, apply := range []struct {
+		name string
+		fn   func(e *Engine, ks string, rs []lww.Record) (int, error)
+	}{{"ApplyBatch", (*Engine).ApplyBatch}, {"ApplyClientBatch", (*Engine).ApplyClientBatch}} {
+		for _, tt := range tests {
+			t.Run(apply.name+"/"+tt.name, func(t *testing.T) {
+				e := openMem(t, Options{})
+				mustApply(t, e, "ks", tt.stored...)
+				for _, r := range tt.stored {
+					mustGet(t, e, "ks", string(r.Key)) // in the row cache, as a client's read leaves it
+				}
+				applied, err := apply.fn(e, "ks", tt.batch)
+				if err != nil {
+					t.Fatalf("%s: %v", apply.name, err)
+				}
+				if applied != tt.wantApplied {
+					t.Errorf("applied = %d, want %d", applied, tt.wantApplied)
+				}
+				got, err := e.Scan("ks", nil, nil, 0, true, nil)
+				if err != nil {
+					t.Fatalf("Scan: %v", err)
+				}
+				if describe(got...) != tt.wantScan {
+					t.Errorf("Scan = %q, want %q", describe(got...), tt.wantScan)
+				}
+			})
+		}
 	}
 }
 
@@ -585,6 +594,14 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 	}{
 		{"Apply", func(e *Engine) error { _, err := e.Apply("ks", put("k", "v", 1)); return err }, true},
 		{"ApplyBatch", func(e *Engine) error { _, err := e.ApplyBatch("ks", []lww.Record{put("k", "v", 1)}); return err }, true},
+		{"ApplyBatch of two", func(e *Engine) error {
+			_, err := e.ApplyBatch("ks", []lww.Record{put("k", "v", 1), put("j", "w", 1)})
+			return err
+		}, true},
+		{"ApplyClientBatch of two", func(e *Engine) error {
+			_, err := e.ApplyClientBatch("ks", []lww.Record{put("k", "v", 1), put("j", "w", 1)})
+			return err
+		}, true},
 		{"unsynced control", func(e *Engine) error {
 			return e.db.Set(encodeKey("ks", []byte("k")), encodeValue(put("k", "v", 1)), pebble.NoSync)
 		}, false},
