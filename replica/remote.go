@@ -108,6 +108,12 @@ func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error
 		kind = kindStreamRange
 	}
 	raw, err := r.call(ctx, kind, wire)
+	var remote *transport.RemoteError
+	if req.BytesMax > 0 && errors.As(err, &remote) && strings.Contains(remote.Msg, transport.ErrFrameTooLarge.Error()) {
+		// The answer fits no internode frame, though under the bound asked: to the
+		// coordinator's caller that is the same refusal of a scan too large.
+		return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, ErrScanTooLarge, remote.Msg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -24,11 +24,17 @@ import (
 type loopback struct {
 	server     *Server
 	lastAnswer int
+	// answerMax, when above zero, refuses a larger answer as the transport refuses one
+	// over its frame.
+	answerMax int
 }
 
 func (l *loopback) Call(ctx context.Context, to transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	answer, err := l.server.Handle(ctx, transport.Peer{ID: "caller"}, kind, payload)
 	l.lastAnswer = len(answer)
+	if err == nil && l.answerMax > 0 && len(answer) > l.answerMax {
+		err = fmt.Errorf("%w: response of %d bytes, limit %d per frame", transport.ErrFrameTooLarge, len(answer), l.answerMax)
+	}
 	if err != nil {
 		return nil, &transport.RemoteError{Msg: err.Error()}
 	}
@@ -146,8 +152,9 @@ func TestScanKeysOnly(t *testing.T) {
 // TestScanRefusesAnAnswerOverItsBound: a scan whose records pass the request's BytesMax
 // fails with ErrScanTooLarge, on this node and over the wire, rather than answer part
 // of them as if the range ended there; under the bound, or with none, it answers all.
+// An answer too large for the internode frame is refused alike.
 func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
-	engine, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
+	engine, local, remote, net := newReplica(t, storage.Options{}, sched.Config{})
 	var recs []lww.Record
 	for i := range 10 {
 		recs = append(recs, lww.Record{Key: []byte{'k', byte('0' + i)}, Value: make([]byte, 1000), Timestamp: 5})
@@ -171,5 +178,15 @@ func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
 				t.Errorf("%s scan of 10 KB under %d bytes: %d records, %v; want all %d", r.name, tt.bytesMax, len(got), err, len(recs))
 			}
 		}
+	}
+
+	// An answer under the bound asked but over the internode frame is the same refusal;
+	// a scan that asked for no bound (streaming pages) keeps the transport's error.
+	net.answerMax = 5000
+	if _, err := remote.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: 20000}); !errors.Is(err, ErrScanTooLarge) {
+		t.Errorf("remote scan over the frame: %v, want ErrScanTooLarge", err)
+	}
+	if _, err := remote.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}}); err == nil || errors.Is(err, ErrScanTooLarge) {
+		t.Errorf("remote scan with no bound over the frame: %v, want the transport's refusal", err)
 	}
 }
