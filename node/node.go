@@ -121,6 +121,10 @@ type Config struct {
 	// StreamThroughput caps the bytes per second a node pulls when it streams; 0 is
 	// unthrottled.
 	StreamThroughput int64
+	// CompactionThroughput paces the bytes per second the storage engine's compactions
+	// write (storage.Options.CompactionBytesPerSecond): zero means the engine's default,
+	// a negative pace none.
+	CompactionThroughput int64
 	// RepairInterval is how long one background anti-entropy repair of every keyspace
 	// takes: the node walks its ranges slowly, spread over the interval, then starts
 	// again. 0 runs none (repairs then run only when asked, with kura repair).
@@ -277,7 +281,7 @@ func Start(cfg Config) (*Node, error) {
 
 func (n *Node) open() error {
 	var err error
-	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, Logger: n.log})
+	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput})
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}

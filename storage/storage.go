@@ -58,6 +58,10 @@ type Options struct {
 	// RowCacheBytes sizes the cache of records in front of Pebble (see rowcache.go);
 	// zero means DefaultRowCacheBytes, a negative size none.
 	RowCacheBytes int64
+	// CompactionBytesPerSecond paces the bytes compactions write (see
+	// compactionpace.go); zero means DefaultCompactionBytesPerSecond, a negative pace
+	// none. An in-memory engine is never paced.
+	CompactionBytesPerSecond int64
 
 	// FS replaces the filesystem under Dir (default: the operating system's). The crash
 	// tests and the simulator give a strict in-memory filesystem, which can forget
@@ -98,6 +102,9 @@ type Engine struct {
 	closeMu sync.RWMutex
 	closed  bool
 
+	// pacer paces compactions (see compactionpace.go); nil when they run unpaced.
+	pacer *compactionPacer
+
 	// compactor compacts the spans of the live-key index that deletions slowed down.
 	compactor liveCompactor
 	liveStats liveStats
@@ -134,13 +141,23 @@ func Open(opts Options) (*Engine, error) {
 	if opts.RowCacheBytes == 0 {
 		opts.RowCacheBytes = DefaultRowCacheBytes
 	}
+	if opts.CompactionBytesPerSecond == 0 {
+		opts.CompactionBytesPerSecond = DefaultCompactionBytesPerSecond
+	}
+	listener := eventListener(opts.Logger)
+	var pacer *compactionPacer
+	if !opts.InMemory && opts.CompactionBytesPerSecond > 0 {
+		pacer = newCompactionPacer(opts.CompactionBytesPerSecond)
+		fs = pacedFS{FS: fs, pacer: pacer}
+		listener.TableCreated = pacer.tableCreated
+	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the open database holds its own reference
 	pebbleOpts := &pebble.Options{
 		FS:            fs,
 		Cache:         cache,
 		Logger:        pebbleLogger{logger: opts.Logger},
-		EventListener: eventListener(opts.Logger),
+		EventListener: listener,
 		Levels:        make([]pebble.LevelOptions, 7),
 	}
 	for i := range pebbleOpts.Levels {
@@ -160,7 +177,11 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", dir, err)
 	}
+	if pacer != nil {
+		pacer.watch(db)
+	}
 	if err := buildLiveIndex(db, opts.Logger); err != nil {
+		pacer.close()
 		return nil, errors.Join(fmt.Errorf("storage: open %q: %w", dir, err), db.Close())
 	}
 	return &Engine{
@@ -169,6 +190,7 @@ func Open(opts Options) (*Engine, error) {
 		tombstoneGrace: opts.TombstoneGrace,
 		stripeSeed:     maphash.MakeSeed(),
 		rows:           newRowCache(opts.RowCacheBytes),
+		pacer:          pacer,
 	}, nil
 }
 
@@ -194,6 +216,7 @@ func (e *Engine) Close() error {
 		return ErrClosed
 	}
 	e.closed = true
+	e.pacer.close()
 	if err := e.db.Close(); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
@@ -322,7 +345,7 @@ func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
 		switch {
 		case found:
 		case throughCache:
-			current, found, err = e.readCached(r.Key, op.key)
+			current, found, err = e.readCachedToCompare(r.Key, op.key)
 		default:
 			current, found, err = readRecord(e.db, r.Key, op.key)
 		}
@@ -384,9 +407,37 @@ func (e *Engine) invalidateRows(encodedKeys [][]byte) {
 
 // readCached is readRecord on the database through the row cache.
 func (e *Engine) readCached(userKey, encodedKey []byte) (lww.Record, bool, error) {
-	if e.rows == nil {
-		return readRecord(e.db, userKey, encodedKey)
+	entry, err := e.cachedEntry(userKey, encodedKey)
+	if err != nil || !entry.found {
+		return lww.Record{}, false, err
 	}
+	r, err := decodeValue(userKey, entry.value)
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	return r, true, nil
+}
+
+// readCachedToCompare is readCached for a record only compared with another (by
+// lww.Newer) and then dropped: its Value is the cache entry's bytes, which are never
+// written to, and it has no Key. A write compares its record with the stored one, and
+// copying a value it does not keep was a sixth of a SET's allocations.
+func (e *Engine) readCachedToCompare(userKey, encodedKey []byte) (lww.Record, bool, error) {
+	entry, err := e.cachedEntry(userKey, encodedKey)
+	if err != nil || !entry.found {
+		return lww.Record{}, false, err
+	}
+	r, value, err := decodeHeader(userKey, entry.value)
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	r.Value = value
+	return r, true, nil
+}
+
+// cachedEntry returns the row cache's entry of encodedKey, read from the database and
+// cached on a miss (an engine without a row cache reads the database each time).
+func (e *Engine) cachedEntry(userKey, encodedKey []byte) (rowEntry, error) {
 	stripe := e.stripeOf(encodedKey)
 	entry, hit, gen := e.rows.get(stripe, encodedKey)
 	if !hit {
@@ -394,21 +445,14 @@ func (e *Engine) readCached(userKey, encodedKey []byte) (lww.Record, bool, error
 		switch {
 		case errors.Is(err, pebble.ErrNotFound):
 		case err != nil:
-			return lww.Record{}, false, fmt.Errorf("read key %q: %w", userKey, err)
+			return rowEntry{}, fmt.Errorf("read key %q: %w", userKey, err)
 		default:
 			entry = rowEntry{value: bytes.Clone(value), found: true}
 			closer.Close()
 		}
 		e.rows.fill(stripe, encodedKey, entry, gen)
 	}
-	if !entry.found {
-		return lww.Record{}, false, nil
-	}
-	r, err := decodeValue(userKey, entry.value)
-	if err != nil {
-		return lww.Record{}, false, err
-	}
-	return r, true, nil
+	return entry, nil
 }
 
 // Get returns the record stored for key in keyspace ks. A tombstone is returned as

@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
+	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -53,6 +54,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	replace := fs.String("replace", "", "id of a dead node whose place (tokens, data) this new node takes over")
 	ringDelay := fs.Duration("ring-delay", 0, "wait after announcing a ring change before streaming, so every node has learned it (0: five gossip rounds)")
 	streamMiBps := fs.Float64("stream-throughput", 0, "cap on the MiB per second this node pulls when it streams ranges (0: no cap)")
+	compactionMiBps := fs.Float64("compaction-throughput", storage.DefaultCompactionBytesPerSecond>>20, "MiB per second the storage engine's compactions write, unless they fall behind (0: no pace; Cassandra's compaction_throughput)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
 	maxClockOffset := fs.Duration("max-clock-offset", clockguard.DefaultMaxOffset, "how far this node's clock may be from its peers' before it refuses to coordinate writes")
@@ -126,6 +128,14 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	if *streamMiBps < 0 {
 		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)
+	}
+	switch {
+	case *compactionMiBps < 0:
+		return fmt.Errorf("%w: --compaction-throughput must not be negative", errUsage)
+	case *compactionMiBps == 0:
+		cfg.CompactionThroughput = -1
+	default:
+		cfg.CompactionThroughput = max(1, int64(*compactionMiBps*(1<<20)))
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)

@@ -145,7 +145,9 @@ func Start(cfg Config) (*Cluster, error) {
 // open builds a node's parts over its disk and puts it on the network.
 func (c *Cluster) open(n *Node) error {
 	var err error
-	n.engine, err = storage.Open(storage.Options{Dir: "data", FS: n.fs, CacheBytes: 1 << 20, TombstoneGrace: c.cfg.TombstoneGrace})
+	n.engine, err = storage.Open(storage.Options{Dir: "data", FS: n.fs, CacheBytes: 1 << 20, TombstoneGrace: c.cfg.TombstoneGrace,
+		// The simulator runs on virtual time: no compaction may wait on the real clock.
+		CompactionBytesPerSecond: -1})
 	if err != nil {
 		return fmt.Errorf("datapath: open %s: %w", n.spec.ID, err)
 	}
