@@ -18,6 +18,7 @@ type nodeCollector struct {
 	hintsPending      *prometheus.Desc
 	members           *prometheus.Desc
 	storageDiskBytes  *prometheus.Desc
+	compactionPaced   *prometheus.Desc
 	clockOffset       *prometheus.Desc
 	clockOK           *prometheus.Desc
 	clockAheadMax     *prometheus.Desc
@@ -44,6 +45,8 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"Cluster members this node knows, by state (alive, down).", []string{"state"}, nil),
 		storageDiskBytes: prometheus.NewDesc("kura_storage_disk_bytes",
 			"Space the node's storage files take.", nil, nil),
+		compactionPaced: prometheus.NewDesc("kura_storage_compaction_paced_seconds_total",
+			"Time the storage engine's compactions waited for their pace (--compaction-throughput).", nil, nil),
 		clockOffset: prometheus.NewDesc("kura_clock_offset_seconds",
 			"This node's clock minus the cluster's (the median of its peers'), as its clock guard measures it.", nil, nil),
 		clockOK: prometheus.NewDesc("kura_clock_ok",
@@ -74,6 +77,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.hintsPending
 	ch <- c.members
 	ch <- c.storageDiskBytes
+	ch <- c.compactionPaced
 	ch <- c.clockOffset
 	ch <- c.clockOK
 	ch <- c.clockAheadMax
@@ -101,6 +105,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.MembersAlive), "alive")
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.MembersDown), "down")
 		ch <- prometheus.MustNewConstMetric(c.storageDiskBytes, prometheus.GaugeValue, float64(g.StorageDiskBytes))
+		ch <- prometheus.MustNewConstMetric(c.compactionPaced, prometheus.CounterValue, g.StorageCompactionPacedSeconds)
 		ch <- prometheus.MustNewConstMetric(c.clockOffset, prometheus.GaugeValue, g.ClockOffsetSeconds)
 		ok := 0.0
 		if g.ClockOK {

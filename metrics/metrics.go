@@ -34,6 +34,9 @@ type Gauges struct {
 	MembersAlive     int    // known nodes believed reachable, this one included
 	MembersDown      int    // known nodes believed down
 	StorageDiskBytes uint64 // space the storage files take
+	// StorageCompactionPacedSeconds is how long the storage engine's compactions were
+	// made to wait by their pace since the node started.
+	StorageCompactionPacedSeconds float64
 	// ClockOffsetSeconds is the node's clock minus the cluster's; ClockOK whether its
 	// clock guard lets it coordinate writes; ClockAheadMaxSeconds how far the largest
 	// timestamp it stamped or stored is ahead of the cluster's clock.

@@ -21,7 +21,8 @@ func (n *Node) newMetrics() *metrics.Registry {
 // gauges reads the node's hints, membership, storage size and clock.
 func (n *Node) gauges() metrics.Gauges {
 	clock := n.guard.Status()
-	g := metrics.Gauges{StorageDiskBytes: n.engine.Stats().DiskBytes,
+	engine := n.engine.Stats()
+	g := metrics.Gauges{StorageDiskBytes: engine.DiskBytes, StorageCompactionPacedSeconds: engine.CompactionPaced.Seconds(),
 		ClockOffsetSeconds: clock.Offset.Seconds(), ClockOK: clock.OK, ClockAheadMaxSeconds: clock.AheadMax.Seconds(),
 		PowerState: n.Power().String()}
 	g.PowerWatts, g.EnergyJoules = n.Energy(time.Now())

@@ -46,7 +46,7 @@ type compactionPacer struct {
 
 	// outputs holds the paths of tables being written by compactions.
 	outputs sync.Map
-	// paced counts the time compactions were made to wait, for tests and stats.
+	// paced counts the nanoseconds compactions were made to wait (Engine.Stats).
 	paced atomic.Int64
 
 	mu sync.Mutex

@@ -130,6 +130,9 @@ func TestCompactionsArePacedAndFlushesAreNot(t *testing.T) {
 	if got := waitedSoFar(); got < want-time.Millisecond || got > want+time.Millisecond {
 		t.Fatalf("compactions wrote %d bytes and waited %v, want %v", compacted, got, want)
 	}
+	if got := e.Stats().CompactionPaced; got != waitedSoFar() {
+		t.Fatalf("Stats().CompactionPaced = %v, want the %v waited", got, waitedSoFar())
+	}
 }
 
 // TestClosingEndsAPacedWait paces a write at 1 byte per second past the burst: closing

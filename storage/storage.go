@@ -77,6 +77,9 @@ const DefaultCacheBytes = 128 << 20
 type Stats struct {
 	// DiskBytes is the space the database's files take (Pebble's DiskSpaceUsage).
 	DiskBytes uint64
+	// CompactionPaced is how long compactions were made to wait by their pace (see
+	// compactionpace.go) since the engine opened.
+	CompactionPaced time.Duration
 }
 
 // Engine stores the records of many keyspaces in one Pebble database. It is safe for
@@ -828,7 +831,11 @@ func (e *Engine) Stats() Stats {
 		return Stats{}
 	}
 	defer e.closeMu.RUnlock()
-	return Stats{DiskBytes: e.db.Metrics().DiskSpaceUsage()}
+	stats := Stats{DiskBytes: e.db.Metrics().DiskSpaceUsage()}
+	if e.pacer != nil {
+		stats.CompactionPaced = time.Duration(e.pacer.paced.Load())
+	}
+	return stats
 }
 
 // lockKeys locks the stripes of all encodedKeys and returns the function that unlocks
