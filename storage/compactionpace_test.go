@@ -65,7 +65,8 @@ func TestCompactionPacerIsATokenBucket(t *testing.T) {
 }
 
 // TestCompactionsArePacedAndFlushesAreNot writes a few MiB to an on-disk engine,
-// flushes and compacts them, and checks which of the two waited.
+// flushes and compacts them, and checks that the waits match the compactions' bytes
+// alone.
 func TestCompactionsArePacedAndFlushesAreNot(t *testing.T) {
 	const bytesPerSecond = 1 << 20
 	e, err := Open(Options{Dir: t.TempDir(), CompactionBytesPerSecond: bytesPerSecond})
@@ -115,13 +116,11 @@ func TestCompactionsArePacedAndFlushesAreNot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := waitedSoFar(); got != 0 {
-		t.Fatalf("flushes waited %v: they must never be paced", got)
-	}
 	if err := e.db.Compact([]byte{0x00}, []byte{0xff}, true); err != nil {
 		t.Fatal(err)
 	}
-	// The compactions waited for every byte they wrote past the burst.
+	// The compactions (the manual one, and any Pebble started on its own) waited for
+	// every byte they wrote past the burst, and the flushes for none of theirs.
 	var compacted int64
 	for _, level := range e.db.Metrics().Levels {
 		compacted += int64(level.BytesCompacted)
