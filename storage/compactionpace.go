@@ -13,7 +13,7 @@ import (
 // compaction rewrites a small database's whole last level in one burst that holds a
 // core and the disk for a fraction of a second, and the synced writes waiting meanwhile
 // make the tail of the write latency: on the 2-core bench machine a SET's p99 at
-// pipeline 1 fell from 3.6 ms to 2.3-2.6 ms with the pace below (docs/performance.md).
+// pipeline 1 fell from 3.4-3.9 ms to 2.1-2.4 ms with the pace below (docs/performance.md).
 // Flushes are never paced: a slow flush fills the memtables and stalls every write. Nor
 // is a compaction paced while the engine falls behind (L0 grows), since writes stall
 // once it has too many files: pacing trades the burst for a longer, gentler compaction,
@@ -21,8 +21,9 @@ import (
 
 const (
 	// DefaultCompactionBytesPerSecond is the pace of compactions on an engine that names
-	// none. Cassandra's default is 64 MiB/s; on the bench machine 32 and 16 MiB/s cut
-	// the write tail alike, and neither slowed a write-only load at pipeline 16.
+	// none. Cassandra's default is 64 MiB/s; on the bench machine 16 MiB/s cut the write
+	// tail a little more than 32, 8 no more than 16, and none of them slowed a
+	// write-only load at pipeline 16.
 	DefaultCompactionBytesPerSecond = 16 << 20
 	// compactionBurstBytes are written unpaced after an idle spell: a small compaction
 	// is never slowed. A larger burst (4 MiB) kept most of the tail.
