@@ -80,6 +80,10 @@ type Config struct {
 	LeafRecords int
 	// PageRecords bounds the records one scan answer carries; default 1000.
 	PageRecords int
+	// PageBytes bounds the key and value bytes of one scan answer (ending at the record
+	// that reaches it) and of one batch of records sent to a replica; default
+	// replica.DefaultPageBytes.
+	PageBytes int
 	// ReplicaTimeout bounds each request to a replica; default 10 s.
 	ReplicaTimeout time.Duration
 	Logger         *slog.Logger
@@ -159,6 +163,9 @@ func New(cfg Config, parts Parts) *Repairer {
 	}
 	if cfg.PageRecords <= 0 {
 		cfg.PageRecords = 1000
+	}
+	if cfg.PageBytes <= 0 {
+		cfg.PageBytes = replica.DefaultPageBytes
 	}
 	if cfg.ReplicaTimeout <= 0 {
 		cfg.ReplicaTimeout = 10 * time.Second

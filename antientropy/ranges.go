@@ -142,17 +142,18 @@ func subRanges(t *merkle.Tree, differing map[int]bool) []ring.Range {
 
 // syncRecords reads the records of subs from every member and gives each member the
 // newest version of every key it lacks or holds older, in rounds: one scan page per
-// member, then one batch of writes per member. A member cut short by the page limit sets
-// a cut-off key; keys up to the lowest cut-off are final in the round, and the next round
-// reads on from there. watermarks are the members' tombstone watermarks, by index.
+// member, then the writes each member needs, in batches of at most PageBytes. A member
+// whose page is cut short (by records or bytes) sets a cut-off key; keys up to the lowest
+// cut-off are final in the round, and the next round reads on from there. watermarks are
+// the members' tombstone watermarks, by index.
 func (r *Repairer) syncRecords(ctx context.Context, ks schema.Keyspace, members []placement.Member, watermarks []hlc.Timestamp, subs []ring.Range, st *Stats) error {
 	self := r.view.Self().ID
-	page := r.cfg.PageRecords
 	var cursor []byte
 	for {
+		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, Limit: r.cfg.PageRecords, PageBytes: r.cfg.PageBytes, Ranges: subs}
 		pages := make([][]lww.Record, len(members))
 		errs := r.each(ctx, members, func(ctx context.Context, i int, rep replica.Replica) (err error) {
-			pages[i], err = rep.Scan(ctx, replica.ScanRequest{Keyspace: ks.Name, Start: cursor, Limit: page, Ranges: subs})
+			pages[i], err = rep.Scan(ctx, req)
 			return err
 		})
 		if err := errors.Join(errs...); err != nil {
@@ -163,7 +164,7 @@ func (r *Repairer) syncRecords(ctx context.Context, ks schema.Keyspace, members 
 			if members[i].ID != self {
 				st.BytesRecords += int64(replica.RecordsWireBytes(p))
 			}
-			if len(p) >= page && (cutoff == nil || bytes.Compare(p[len(p)-1].Key, cutoff) < 0) {
+			if req.CutShort(p) && (cutoff == nil || bytes.Compare(p[len(p)-1].Key, cutoff) < 0) {
 				cutoff = p[len(p)-1].Key
 			}
 		}
@@ -197,10 +198,12 @@ func (r *Repairer) syncRecords(ctx context.Context, ks schema.Keyspace, members 
 			}
 		}
 		errs = r.each(ctx, members, func(ctx context.Context, i int, rep replica.Replica) error {
-			if len(sends[i]) == 0 {
-				return nil
+			for batch := range replica.Batches(sends[i], r.cfg.PageBytes) {
+				if err := rep.Apply(ctx, ks.Name, batch); err != nil {
+					return err
+				}
 			}
-			return rep.Apply(ctx, ks.Name, sends[i])
+			return nil
 		})
 		for i, err := range errs {
 			if err != nil {

@@ -1,13 +1,23 @@
 package antientropy
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/merkle"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/replicatest"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/transport"
 )
 
 func TestReconcile(t *testing.T) {
@@ -74,5 +84,74 @@ func TestSubRangesMergesAdjacentLeaves(t *testing.T) {
 		if got := subRanges(tree, differing); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: subRanges = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// byID hands out the replicas of a test's nodes by name.
+type byID map[string]replica.Replica
+
+func (b byID) Replica(n cluster.Node) replica.Replica { return b[n.ID] }
+
+// TestSyncRecordsKeepsLargeValuesWithinAFrame: four replicas and 40 values of 10 KB,
+// over frames of 64 KiB. a, b and d each hold a third of the keys (b also a newer
+// version of one of a's), c none. The repair reads pages of PageBytes and writes in
+// batches of PageBytes, each within a frame (c is given seven values, 70 KB, in the
+// first round), and leaves every replica with the newest version of every key. Pages
+// bounded by records alone would not fit one frame, and the repair would fail.
+func TestSyncRecordsKeepsLargeValuesWithinAFrame(t *testing.T) {
+	const frameBytes = 64 << 10
+	for _, tt := range []struct {
+		name      string
+		pageBytes int
+		wantErr   error
+	}{
+		{"pages of 30,000 bytes", 30_000, nil},
+		{"pages bounded by records alone", 1 << 30, transport.ErrFrameTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ids := []string{"a", "b", "d", "c"}
+			stored := map[string][]lww.Record{}
+			var newest []lww.Record
+			for i := range 40 {
+				rec := lww.Record{Key: fmt.Appendf(nil, "k%02d", i), Value: make([]byte, 10_000), Timestamp: 5}
+				stored[ids[i%3]] = append(stored[ids[i%3]], rec)
+				newest = append(newest, rec)
+			}
+			newer := lww.Record{Key: newest[0].Key, Value: []byte("b's newer version"), Timestamp: 7}
+			stored["b"], newest[0] = append(stored["b"], newer), newer
+
+			dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "dc1"})
+			replicas := byID{}
+			var members []placement.Member
+			for _, id := range ids {
+				dir.Upsert(cluster.Node{ID: id, DC: "dc1"})
+				members = append(members, placement.Member{ID: id, DC: "dc1"})
+				local, engine := replicatest.NewLocal(t, "ks")
+				replicas[id] = replicatest.Framed{Replica: local, FrameBytes: frameBytes}
+				if _, err := engine.ApplyBatch("ks", stored[id]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := New(Config{PageBytes: tt.pageBytes, Logger: slog.New(slog.DiscardHandler)}, Parts{View: dir, Replicas: replicas})
+			var st Stats
+			err := r.syncRecords(context.Background(), schema.Keyspace{Name: "ks"}, members, make([]hlc.Timestamp, len(members)), []ring.Range{{}}, &st)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("repair: %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				for _, want := range newest {
+					got, found, err := replicas[id].Get(context.Background(), "ks", want.Key)
+					if err != nil || !found || got.Timestamp != want.Timestamp || len(got.Value) != len(want.Value) {
+						t.Fatalf("%s holds %s at %d (found %v, %v) after the repair, want the version at %d", id, want.Key, got.Timestamp, found, err, want.Timestamp)
+					}
+				}
+			}
+		})
 	}
 }

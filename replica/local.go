@@ -151,6 +151,7 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit, Since: time.Now()}
 	var out []lww.Record
 	answered := 0 // key and value bytes of out
+	paged := 0    // the same, less the values a KeysOnly answer drops: what PageBytes bounds
 	start := req.Start
 	// Each page holds a worker for at most sched.PageRows rows or sched.PageBytes bytes:
 	// a long scan goes back to the queue between pages, so that reads queued behind it
@@ -169,12 +170,25 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		if err != nil {
 			return nil, err
 		}
+		if req.PageBytes > 0 {
+			// Cut the answer at the record that reaches PageBytes, as CutShort expects.
+			for i, r := range recs {
+				if paged += len(r.Key); !req.KeysOnly {
+					paged += len(r.Value)
+				}
+				if paged >= req.PageBytes {
+					recs = recs[:i+1]
+					size = recordBytes(recs)
+					break
+				}
+			}
+		}
 		out = append(out, recs...)
 		if answered += size; req.BytesMax > 0 && answered > req.BytesMax {
 			return nil, fmt.Errorf("%w: over %d bytes of keys and values after %d records", ErrScanTooLarge, req.BytesMax, len(out))
 		}
-		if len(recs) < page && size < sched.PageBytes {
-			break // the range is exhausted
+		if (len(recs) < page && size < sched.PageBytes) || (req.PageBytes > 0 && paged >= req.PageBytes) {
+			break // the range is exhausted, or the page full
 		}
 		start = append(bytes.Clone(recs[len(recs)-1].Key), 0)
 	}

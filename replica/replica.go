@@ -11,6 +11,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"iter"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
@@ -91,6 +92,46 @@ type ScanRequest struct {
 	// BytesMax bounds the answer's key and value bytes: a scan whose records pass it
 	// fails with ErrScanTooLarge rather than hold them (0: no bound).
 	BytesMax int
+	// PageBytes, when above zero, ends the answer early, and with no error, at the
+	// record whose key and value bytes (keys alone with KeysOnly) bring the answer's to
+	// PageBytes: a caller paging through a range reads on from the last key, as
+	// CutShort tells it to. Streaming and repair set it, so that a page of large values
+	// still fits one internode frame.
+	PageBytes int
+}
+
+// DefaultPageBytes is the PageBytes streaming and repair ask for: an eighth of an
+// internode frame, so that a page ending in a value at the size limit still fits one.
+const DefaultPageBytes = 4 << 20
+
+// CutShort reports whether page, the answer to req, may have ended before req's ranges
+// did, so that the range goes on after its last key: it holds req.Limit records, or
+// req.PageBytes bytes as the replica counted them.
+func (req ScanRequest) CutShort(page []lww.Record) bool {
+	if len(page) == 0 {
+		return false
+	}
+	return (req.Limit > 0 && len(page) >= req.Limit) || (req.PageBytes > 0 && recordBytes(page) >= req.PageBytes)
+}
+
+// Batches splits records, in order, into runs of at most bytesMax key and value bytes
+// (a record larger than that alone), for an Apply each: a repair's writes to one replica
+// stay within one internode frame.
+func Batches(records []lww.Record, bytesMax int) iter.Seq[[]lww.Record] {
+	return func(yield func([]lww.Record) bool) {
+		for len(records) > 0 {
+			n, size := 1, len(records[0].Key)+len(records[0].Value)
+			for ; n < len(records); n++ {
+				if size += len(records[n].Key) + len(records[n].Value); size > bytesMax {
+					break
+				}
+			}
+			if !yield(records[:n]) {
+				return
+			}
+			records = records[n:]
+		}
+	}
 }
 
 // Set hands out the Replica of any node: the local one for this node, a Remote over the

@@ -190,3 +190,94 @@ func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
 		t.Errorf("remote scan with no bound over the frame: %v, want the transport's refusal", err)
 	}
 }
+
+// TestScanPagesCutByBytes: a scan with PageBytes ends its answer at the record that
+// brings the answer's bytes to PageBytes (counting keys alone when it lists keys only),
+// across the read stage's own pages; CutShort tells the caller to read on, and paging on
+// from the last key reads every record once, in order, on this node and over the wire.
+func TestScanPagesCutByBytes(t *testing.T) {
+	engine, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
+	var recs []lww.Record
+	var want []string
+	for i := range 600 {
+		recs = append(recs, lww.Record{Key: fmt.Appendf(nil, "k%03d", i), Value: make([]byte, 1000), Timestamp: 5})
+		want = append(want, string(recs[i].Key))
+	}
+	if _, err := engine.ApplyBatch("ks", recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		Replica
+	}{{"local", local}, {"remote", remote}} {
+		for _, tt := range []struct {
+			name             string
+			pageBytes, limit int
+			keysOnly         bool
+			wantFirst        int // records in the first page
+		}{
+			{"three values a page", 2500, 0, false, 3},
+			{"past the read stage's page", 300_000, 0, false, 299},
+			{"the record limit first", 1 << 30, 250, false, 250},
+			{"keys alone counted", 40, 0, true, 10},
+		} {
+			t.Run(r.name+"/"+tt.name, func(t *testing.T) {
+				var got []string
+				var start []byte
+				for pages := 0; ; pages++ {
+					req := ScanRequest{Keyspace: "ks", Start: start, Limit: tt.limit, PageBytes: tt.pageBytes, KeysOnly: tt.keysOnly, Ranges: []ring.Range{{}}}
+					page, err := r.Scan(context.Background(), req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if pages == 0 && len(page) != tt.wantFirst {
+						t.Fatalf("first page of %d records, want %d", len(page), tt.wantFirst)
+					}
+					if len(page) > 1 && len(page) != tt.limit && recordBytes(page[:len(page)-1]) >= tt.pageBytes {
+						t.Fatalf("page %d goes on past the record that reached %d bytes", pages, tt.pageBytes)
+					}
+					for _, rec := range page {
+						got = append(got, string(rec.Key))
+					}
+					if !req.CutShort(page) {
+						break
+					}
+					start = append(slices.Clone(page[len(page)-1].Key), 0)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("paged through %d records, want each of the %d once, in order", len(got), len(want))
+				}
+			})
+		}
+	}
+}
+
+func TestBatchesSplitByBytes(t *testing.T) {
+	rec := func(valueBytes int) lww.Record { return lww.Record{Key: []byte("k"), Value: make([]byte, valueBytes)} }
+	tests := []struct {
+		name     string
+		values   []int
+		bytesMax int
+		want     []int // records per batch
+	}{
+		{"none", nil, 100, nil},
+		{"all in one", []int{9, 9, 9}, 100, []int{3}},
+		{"exactly at the bound", []int{49, 49, 9}, 100, []int{2, 1}},
+		{"a record over the bound alone", []int{9, 500, 9}, 100, []int{1, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var records []lww.Record
+			for _, v := range tt.values {
+				records = append(records, rec(v))
+			}
+			var got []int
+			for batch := range Batches(records, tt.bytesMax) {
+				got = append(got, len(batch))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("batches of %v records, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -62,8 +62,11 @@ type Config struct {
 	// Limiter throttles the bytes this node pulls (--stream-throughput); nil is unthrottled.
 	Limiter *rate.Limiter
 	// Retry is the pause before a range whose every source failed is tried again.
-	Retry  time.Duration
-	Logger *slog.Logger
+	Retry time.Duration
+	// PageBytes bounds the key and value bytes of one page (ending at the record that
+	// reaches it); default replica.DefaultPageBytes.
+	PageBytes int
+	Logger    *slog.Logger
 }
 
 // Progress is a running count of what this node has streamed.
@@ -92,6 +95,9 @@ type Streamer struct {
 func New(cfg Config) *Streamer {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
+	}
+	if cfg.PageBytes <= 0 {
+		cfg.PageBytes = replica.DefaultPageBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -340,7 +346,8 @@ func (s *Streamer) copy(ctx context.Context, src, dst replica.Replica, keyspace 
 	var st Stats
 	var start []byte
 	for {
-		page, err := src.Scan(ctx, replica.ScanRequest{Keyspace: keyspace, Start: start, Limit: PageRecords, Ranges: []ring.Range{rg}, Stream: true})
+		req := replica.ScanRequest{Keyspace: keyspace, Start: start, Limit: PageRecords, PageBytes: s.cfg.PageBytes, Ranges: []ring.Range{rg}, Stream: true}
+		page, err := src.Scan(ctx, req)
 		if err != nil {
 			return st, err
 		}
@@ -367,7 +374,7 @@ func (s *Streamer) copy(ctx context.Context, src, dst replica.Replica, keyspace 
 			st.BytesCrossDC += bytes
 			s.progress.BytesCrossDC.Add(bytes)
 		}
-		if len(page) < PageRecords {
+		if !req.CutShort(page) {
 			return st, nil
 		}
 		start = append(slices.Clone(page[len(page)-1].Key), 0)

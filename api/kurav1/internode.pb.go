@@ -374,7 +374,12 @@ type ReplicaScanRequest struct {
 	Nodes  int32  `protobuf:"varint,8,opt,name=nodes,proto3" json:"nodes,omitempty"`
 	// max_bytes bounds the answer's key and value bytes: a replica whose answer would
 	// pass it refuses the scan instead (0: no bound).
-	MaxBytes      int64 `protobuf:"varint,9,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxBytes int64 `protobuf:"varint,9,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// page_bytes, when above zero, ends the answer early, and with no error, at the record
+	// whose key and value bytes bring the answer's to page_bytes: a caller paging through
+	// a range (streaming, repair) reads on from the last key. It keeps a page of large
+	// values within one frame. A replica that predates it answers whole pages.
+	PageBytes     int64 `protobuf:"varint,10,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -468,6 +473,13 @@ func (x *ReplicaScanRequest) GetNodes() int32 {
 func (x *ReplicaScanRequest) GetMaxBytes() int64 {
 	if x != nil {
 		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ReplicaScanRequest) GetPageBytes() int64 {
+	if x != nil {
+		return x.PageBytes
 	}
 	return 0
 }
@@ -1875,7 +1887,7 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\x84\x02\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\xa3\x02\n" +
 	"\x12ReplicaScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -1885,7 +1897,10 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\tkeys_only\x18\x06 \x01(\bR\bkeysOnly\x12\x17\n" +
 	"\ascan_id\x18\a \x01(\x04R\x06scanId\x12\x14\n" +
 	"\x05nodes\x18\b \x01(\x05R\x05nodes\x12\x1b\n" +
-	"\tmax_bytes\x18\t \x01(\x03R\bmaxBytes\"D\n" +
+	"\tmax_bytes\x18\t \x01(\x03R\bmaxBytes\x12\x1d\n" +
+	"\n" +
+	"page_bytes\x18\n" +
+	" \x01(\x03R\tpageBytes\"D\n" +
 	"\x13ScanProgressRequest\x12\x17\n" +
 	"\ascan_id\x18\x01 \x01(\x04R\x06scanId\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\"@\n" +

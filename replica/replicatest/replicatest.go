@@ -1,0 +1,78 @@
+// Package replicatest builds replicas for other packages' tests, as net/http/httptest
+// builds servers: a Local on an in-memory engine, and a Framed replica that refuses what
+// the internode transport would refuse, so that a test of streaming or repair sees a
+// page too large for one frame fail as it does between real nodes.
+package replicatest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/sched"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/storage"
+	"github.com/kuradb/kura/transport"
+)
+
+// NewLocal returns a Local replica on a fresh in-memory engine that holds keyspace, a
+// hash-partitioned keyspace of one replica, and the engine. Both close when t ends.
+func NewLocal(t testing.TB, keyspace string) (*replica.Local, *storage.Engine) {
+	t.Helper()
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	catalog, err := schema.Open(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := schema.Keyspace{Name: keyspace, Replication: "simple=1", Timestamp: 1}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Apply(ks); err != nil {
+		t.Fatal(err)
+	}
+	reads, err := sched.NewStage(sched.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reads.Close)
+	return replica.NewLocal(engine, catalog, nil, reads), engine
+}
+
+// Framed is a Replica whose scan answers and applied batches fail with
+// transport.ErrFrameTooLarge when their records take more than FrameBytes on the wire:
+// the transport's frame bound, made small enough for a test to reach.
+type Framed struct {
+	replica.Replica
+	FrameBytes int
+}
+
+// Scan answers as the Replica does, or refuses an answer over the frame.
+func (f Framed) Scan(ctx context.Context, req replica.ScanRequest) ([]lww.Record, error) {
+	records, err := f.Replica.Scan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return records, f.fits("scan answer", records)
+}
+
+// Apply refuses a batch over the frame, or applies it as the Replica does.
+func (f Framed) Apply(ctx context.Context, keyspace string, records []lww.Record) error {
+	if err := f.fits("mutate request", records); err != nil {
+		return err
+	}
+	return f.Replica.Apply(ctx, keyspace, records)
+}
+
+func (f Framed) fits(what string, records []lww.Record) error {
+	if n := replica.RecordsWireBytes(records); n > f.FrameBytes {
+		return fmt.Errorf("%w: %s of %d bytes, limit %d per frame", transport.ErrFrameTooLarge, what, n, f.FrameBytes)
+	}
+	return nil
+}
