@@ -3,6 +3,7 @@ package coord
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -25,16 +26,24 @@ var wholeRing = []ring.Range{{}}
 // read, in rounds: one request per node per round for its chunks in [cursor, end), each
 // node's answer bounded (see ldrScanRound). A key's chunks are gathered from the answers
 // and its newest complete version rebuilt as a get would; the level counts, per key, the
-// chunks whose owners answered. Scans do not repair.
+// chunks whose owners answered. Scans do not repair. An answer over
+// Limits.AnswerBytesMax is refused, as a replicated scan's is.
 func (c *Coordinator) ldrScan(ctx context.Context, ks schema.Keyspace, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
 	var out []lww.Record
+	answered := 0 // key and value bytes of out
 	cursor := start
 	for len(out) < limit {
 		round, err := c.ldrScanRound(ctx, ks, cursor, end, limit-len(out), cl)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, round.records[:min(len(round.records), limit-len(out))]...)
+		for _, rec := range round.records[:min(len(round.records), limit-len(out))] {
+			out = append(out, rec)
+			answered += len(rec.Key) + len(rec.Value)
+		}
+		if answered > c.cfg.Limits.AnswerBytesMax {
+			return nil, c.scanTooLarge()
+		}
 		if round.complete {
 			break
 		}
@@ -74,8 +83,10 @@ func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, curs
 	byKey := map[string]map[int]lww.Record{} // user key -> chunk index -> newest record
 	var cutoff []byte
 	truncated := false
-	_, err = gather(ctx, q, func(member placement.Member, _ []target) ([]lww.Record, error) {
-		recs, err := c.scanReplica(member, replica.ScanRequest{Keyspace: ks.Name, Start: lower, End: upper, Limit: perNode, Ranges: wholeRing})
+	out, err := gather(ctx, q, func(member placement.Member, _ []target) ([]lww.Record, error) {
+		// A node's chunks past the answer's bound are refused there, not sent.
+		recs, err := c.scanReplica(member, replica.ScanRequest{Keyspace: ks.Name, Start: lower, End: upper, Limit: perNode, Ranges: wholeRing,
+			BytesMax: c.cfg.Limits.AnswerBytesMax})
 		if err != nil {
 			c.log.Debug("scan of chunks", "node", member.ID, "err", err)
 		}
@@ -102,7 +113,10 @@ func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, curs
 			cutoff, truncated = last, true
 		}
 	})
-	if err != nil {
+	switch {
+	case errors.Is(out.lastErr, replica.ErrScanTooLarge):
+		return roundResult{}, c.scanTooLarge()
+	case err != nil:
 		return roundResult{}, &TimeoutError{Level: cl, Cause: err}
 	}
 

@@ -91,29 +91,33 @@ func expectedScan(keys []string, start, end string, limit int) []string {
 
 // TestScanRefusesAnAnswerOverTheLimit: a scan whose records pass Limits.AnswerBytesMax is
 // refused with ErrAnswerFull, whether the replicas asked refuse it (each holding more
-// than the limit) or the coordinator finds its merged answer over it; never answered in
-// part as if the key space ended there. A smaller limit is answered.
+// than the limit) or the coordinator finds its merged answer over it, and whether the
+// keyspace is replicated or erasure-coded; never answered in part as if the key space
+// ended there. A smaller limit is answered.
 func TestScanRefusesAnAnswerOverTheLimit(t *testing.T) {
-	ks := schema.Keyspace{Name: "big", Replication: "b=1"}
-	c := startCluster(t, ks)
+	replicated := schema.Keyspace{Name: "big", Replication: "b=1"}
+	coded := schema.Keyspace{Name: "bigcoded", Erasure: schema.Erasure{M: 5, K: 3}}
+	c := startCluster(t, replicated, coded)
 	ctx := testContext(t)
 	co := c.Node("a1").Coordinator() // every replica of "big" is in DC b: all remote
 	const keys, valueBytes = 30, 60 << 10
 	value := make([]byte, valueBytes)
-	for i := range keys {
-		if _, err := co.Put(ctx, "big", []byte(fmt.Sprintf("k%02d", i)), value, 0, consistency.All); err != nil {
-			t.Fatal(err)
+	for _, ks := range []string{replicated.Name, coded.Name} {
+		for i := range keys {
+			if _, err := co.Put(ctx, ks, []byte(fmt.Sprintf("k%02d", i)), value, 0, consistency.All); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, level := range []consistency.Level{consistency.One, consistency.All} {
-		recs, err := co.Scan(ctx, "big", nil, nil, keys, level)
-		if !errors.Is(err, coord.ErrAnswerFull) || coord.Classify(err) != coord.ClassAnswerFull {
-			t.Errorf("scan of %d values of %d bytes at %v: %d records, %v; want ErrAnswerFull", keys, valueBytes, level, len(recs), err)
+		for _, level := range []consistency.Level{consistency.One, consistency.All} {
+			recs, err := co.Scan(ctx, ks, nil, nil, keys, level)
+			if !errors.Is(err, coord.ErrAnswerFull) || coord.Classify(err) != coord.ClassAnswerFull {
+				t.Errorf("%s: scan of %d values of %d bytes at %v: %d records, %v; want ErrAnswerFull", ks, keys, valueBytes, level, len(recs), err)
+			}
 		}
-	}
-	few := testAnswerBytesMax/valueBytes - 1
-	recs, err := co.Scan(ctx, "big", nil, nil, few, consistency.One)
-	if err != nil || len(recs) != few || string(recs[0].Key) != "k00" {
-		t.Errorf("scan of %d records under the limit: %d records, %v", few, len(recs), err)
+		few := testAnswerBytesMax/valueBytes - 1
+		recs, err := co.Scan(ctx, ks, nil, nil, few, consistency.One)
+		if err != nil || len(recs) != few || string(recs[0].Key) != "k00" {
+			t.Errorf("%s: scan of %d records under the limit: %d records, %v", ks, few, len(recs), err)
+		}
 	}
 }
