@@ -69,26 +69,29 @@ func (r *Repairer) rebuildChunks(ctx context.Context, ks schema.Keyspace, dc str
 
 // listChunks pages through the chunk keys member holds, and calls fn once for each user
 // key with the newest version listed among its chunks there. Chunk keys sort as their
-// user keys do, so a key's chunks are adjacent; a page cut short by the limit leaves its
-// last key to the next page, which starts at that key's first chunk. A page holds more
-// chunks than a key can have, so every page but the last finishes at least one key.
+// user keys do, so a key's chunks are adjacent; a page cut short leaves its last key to
+// the next page, which starts at that key's first chunk. A page holds more chunks than a
+// key can have, so every page but the last finishes at least one key; one cut short by
+// its bytes (long keys) inside its first key is asked for again with twice the bytes.
 func (r *Repairer) listChunks(ctx context.Context, ks schema.Keyspace, member placement.Member, fn func(key []byte, newest lww.Record), st *Stats) error {
 	source, err := r.replica(member)
 	if err != nil {
 		return err
 	}
 	page := max(r.cfg.PageRecords, erasure.MaxChunks+1)
+	pageBytes := r.cfg.PageBytes
 	var cursor []byte
 	for {
+		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, Limit: page, PageBytes: pageBytes, Ranges: wholeRing, KeysOnly: true}
 		askCtx, cancel := context.WithTimeout(ctx, r.cfg.ReplicaTimeout)
-		listed, err := source.Scan(askCtx, replica.ScanRequest{Keyspace: ks.Name, Start: cursor, Limit: page, Ranges: wholeRing, KeysOnly: true})
+		listed, err := source.Scan(askCtx, req)
 		cancel()
 		if err != nil {
 			return err
 		}
 		st.ChunkKeysListed += len(listed)
 		st.BytesListing += int64(replica.RecordsWireBytes(listed))
-		truncated := len(listed) >= page
+		truncated := req.CutShort(listed)
 		var key []byte // the user key of the current group of chunks
 		var newest lww.Record
 		var groupStart []byte // the first chunk key of the current group
@@ -114,6 +117,9 @@ func (r *Repairer) listChunks(ctx context.Context, ks schema.Keyspace, member pl
 		case !truncated:
 			fn(key, newest)
 			return nil
+		case bytes.Equal(groupStart, cursor) && len(listed) < page:
+			pageBytes *= 2
+			continue
 		case bytes.Equal(groupStart, cursor):
 			return fmt.Errorf("%s listed more chunks of one key than a code has, from %q on", member.ID, cursor)
 		}

@@ -18,7 +18,8 @@ import (
 	"github.com/kuradb/kura/schema"
 )
 
-// listing is a replica that only lists: its Scan pages through records in key order.
+// listing is a replica that only lists: its Scan pages through records in key order, a
+// page ending at Limit records or at the key that brings its keys' bytes to PageBytes.
 type listing struct {
 	replica.Replica // every other method is unused: calling one panics
 	records         []lww.Record
@@ -29,9 +30,11 @@ type listing struct {
 func (l *listing) Scan(_ context.Context, req replica.ScanRequest) ([]lww.Record, error) {
 	l.scans++
 	var out []lww.Record
+	keyBytes := 0
 	for _, r := range l.records {
-		if (l.ignoreStart || bytes.Compare(r.Key, req.Start) >= 0) && len(out) < req.Limit {
+		if (l.ignoreStart || bytes.Compare(r.Key, req.Start) >= 0) && len(out) < req.Limit && keyBytes < req.PageBytes {
 			out = append(out, r)
+			keyBytes += len(r.Key)
 		}
 	}
 	return out, nil
@@ -66,12 +69,16 @@ func TestListChunksGroupsChunksByKeyAcrossPages(t *testing.T) {
 		name      string
 		records   []lww.Record
 		want      []string
+		pageBytes int
 		wantScans int
 		wantErr   string
 	}{
-		{"a key across two pages", recs, want, 2, ""},
-		{"one page", recs[:200], want[:200], 1, ""},
-		{"a replica that ignores the cursor", nil, nil, 0, "more chunks of one key than a code has"},
+		{"a key across two pages", recs, want, 0, 2, ""},
+		{"one page", recs[:200], want[:200], 0, 1, ""},
+		// Pages of four chunk keys finish three keys each, up to k254's five chunks: that
+		// page is asked again with eight keys' bytes, which the rest keep (seven each).
+		{"pages cut by bytes, one inside a key's chunks", recs, want, 4 * len(recs[0].Key), 94, ""},
+		{"a replica that ignores the cursor", nil, nil, 0, 0, "more chunks of one key than a code has"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +88,7 @@ func TestListChunksGroupsChunksByKeyAcrossPages(t *testing.T) {
 			}
 			dir := cluster.NewDirectory(cluster.Node{ID: "self", DC: "a"})
 			dir.Upsert(cluster.Node{ID: "src", DC: "a"})
-			r := New(Config{PageRecords: 10, Logger: slog.New(slog.DiscardHandler)}, Parts{View: dir, Replicas: oneReplica{src}})
+			r := New(Config{PageRecords: 10, PageBytes: tt.pageBytes, Logger: slog.New(slog.DiscardHandler)}, Parts{View: dir, Replicas: oneReplica{src}})
 			var got []string
 			var st Stats
 			err := r.listChunks(context.Background(), schema.Keyspace{Name: "ks"}, placement.Member{ID: "src"}, func(key []byte, newest lww.Record) {
