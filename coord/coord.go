@@ -80,7 +80,7 @@ type Replicas interface {
 type Hints interface {
 	Add(target, keyspace string, rec lww.Record) error
 	Pending() (int, error)
-	For(target string, limit int) ([]hints.Hint, error)
+	For(target string, limit, bytesMax int) (pending []hints.Hint, more bool, err error)
 	Delivered(h hints.Hint) error
 }
 

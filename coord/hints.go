@@ -11,11 +11,14 @@ import (
 	"github.com/kuradb/kura/lww"
 )
 
-// hintBatch is how many hints one replay pass reads for one target; hintsPerApply and
-// hintBytesPerApply bound the hints of one keyspace sent in one request, so a waking
-// node takes thousands of offloaded writes in a few round trips, not one each.
+// hintBatch and hintBytesPerBatch bound the hints one replay pass reads for one target
+// (a target's hints of large values are not all read into memory at once);
+// hintsPerApply and hintBytesPerApply bound the hints of one keyspace sent in one
+// request, so a waking node takes thousands of offloaded writes in a few round trips,
+// not one each.
 const (
 	hintBatch         = 256
+	hintBytesPerBatch = 16 << 20
 	hintsPerApply     = 64
 	hintBytesPerApply = 4 << 20
 )
@@ -63,11 +66,10 @@ var errTargetUnreachable = errors.New("hint target unreachable")
 // in one request, and removes those delivered. more reports a full page: more may be
 // stored.
 func (c *Coordinator) replayTo(ctx context.Context, target cluster.Node) (delivered int, more bool, err error) {
-	pending, err := c.hints.For(target.ID, hintBatch)
+	pending, more, err := c.hints.For(target.ID, hintBatch, hintBytesPerBatch)
 	if err != nil {
 		return 0, false, err
 	}
-	more = len(pending) == hintBatch
 	replica := c.replicas.Replica(target)
 	apply := func(batch []hints.Hint) error {
 		records := make([]lww.Record, len(batch))

@@ -66,14 +66,14 @@ func (p *stubParts) Get(name string) (schema.Keyspace, error) {
 
 func (p *stubParts) Replica(n cluster.Node) replica.Replica { return p.replicas[n.ID] }
 
-func (p *stubParts) Add(string, string, lww.Record) error  { return errors.New("no hints here") }
-func (p *stubParts) Pending() (int, error)                 { return 0, nil }
-func (p *stubParts) For(string, int) ([]hints.Hint, error) { return nil, nil }
-func (p *stubParts) Delivered(hints.Hint) error            { return nil }
-func (p *stubParts) Distance(string) time.Duration         { return 0 }
-func (p *stubParts) Observe(hlc.Timestamp) error           { return nil }
-func (p *stubParts) Now() hlc.Timestamp                    { return 1 }
-func (p *stubParts) Stamp() (hlc.Timestamp, error)         { return p.tick(), nil }
+func (p *stubParts) Add(string, string, lww.Record) error             { return errors.New("no hints here") }
+func (p *stubParts) Pending() (int, error)                            { return 0, nil }
+func (p *stubParts) For(string, int, int) ([]hints.Hint, bool, error) { return nil, false, nil }
+func (p *stubParts) Delivered(hints.Hint) error                       { return nil }
+func (p *stubParts) Distance(string) time.Duration                    { return 0 }
+func (p *stubParts) Observe(hlc.Timestamp) error                      { return nil }
+func (p *stubParts) Now() hlc.Timestamp                               { return 1 }
+func (p *stubParts) Stamp() (hlc.Timestamp, error)                    { return p.tick(), nil }
 func (p *stubParts) tick() hlc.Timestamp {
 	p.clockMu.Lock()
 	defer p.clockMu.Unlock()

@@ -58,28 +58,36 @@ func (s *Store) Add(target, ks string, rec lww.Record) error {
 	return err
 }
 
-// Pending counts stored hints, for every target.
+// Pending counts stored hints, for every target, from their keys alone: the metrics and
+// the console ask often, and the hints of a target down for long may be many and large.
 func (s *Store) Pending() (int, error) {
-	recs, err := s.engine.Scan(keyspace, nil, nil, 0, false, nil)
-	return len(recs), err
+	n, err := s.engine.Count(keyspace)
+	return int(n), err
 }
 
-// For returns up to limit of target's hints, oldest first.
-func (s *Store) For(target string, limit int) ([]Hint, error) {
+// For returns target's oldest hints: up to limit of them, and no more once their stored
+// bytes reach bytesMax (the hint that reaches it included). more reports a page cut
+// short by either bound: more hints may be stored.
+func (s *Store) For(target string, limit, bytesMax int) (pending []Hint, more bool, err error) {
 	end := append([]byte(target), 1)
-	recs, err := s.engine.Scan(keyspace, prefix(target), end, limit, false, nil)
+	recs, err := s.engine.ScanPage(keyspace, prefix(target), end, limit, bytesMax, false, nil)
 	if err != nil {
-		return nil, fmt.Errorf("read hints for %s: %w", target, err)
+		return nil, false, fmt.Errorf("read hints for %s: %w", target, err)
 	}
+	stored := 0
+	for _, r := range recs {
+		stored += len(r.Key) + len(r.Value)
+	}
+	more = len(recs) > 0 && (len(recs) == limit || bytesMax > 0 && stored >= bytesMax)
 	out := make([]Hint, 0, len(recs))
 	for _, r := range recs {
 		var req kurav1.MutateRequest
 		if err := proto.Unmarshal(r.Value, &req); err != nil || len(req.GetRecords()) != 1 {
-			return nil, fmt.Errorf("hint %x for %s is corrupt: %v", r.Key, target, err)
+			return nil, false, fmt.Errorf("hint %x for %s is corrupt: %v", r.Key, target, err)
 		}
 		out = append(out, Hint{Target: target, Keyspace: req.GetKeyspace(), Record: replica.FromProto(req.GetRecords()[0]), key: r.Key})
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // Delivered removes a hint its target has applied.

@@ -219,37 +219,60 @@ func (e *Engine) ScanLive(ks string, req LiveScan) (LivePage, error) {
 // node's periodic count of its rows runs; a count over every position reads every record
 // either way, and in key order Pebble reads each block once.
 func (e *Engine) CountLive(ks string, now, truncatedAt hlc.Timestamp) (int64, error) {
-	if err := validateKeyspace(ks); err != nil {
-		return 0, err
-	}
-	if err := e.enter(); err != nil {
-		return 0, err
-	}
-	defer e.closeMu.RUnlock()
 	if !indexed(ks) {
-		return 0, nil // as ScanLive: a node-local keyspace has no live keys to count
-	}
-	lower, upper := keyspaceBounds(ks)
-	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return 0, fmt.Errorf("storage: count live keys of keyspace %q: %w", ks, err)
+		return 0, validateKeyspace(ks) // as ScanLive: a node-local keyspace has no live keys to count
 	}
 	var live int64
 	prefixLen := len(ks) + 1
-	for valid := iter.First(); valid; valid = iter.Next() {
+	err := e.walkStored(ks, func(iter *pebble.Iterator) error {
 		r, _, err := decodeHeader(iter.Key()[prefixLen:], iter.Value())
 		if err != nil {
-			_ = iter.Close() // the decode error is the one worth reporting
-			return 0, fmt.Errorf("storage: count live keys of keyspace %q: %w", ks, err)
+			return err
 		}
 		if r.Live(now) && r.Timestamp > truncatedAt {
 			live++
 		}
-	}
-	if err := errors.Join(iter.Error(), iter.Close()); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, fmt.Errorf("storage: count live keys of keyspace %q: %w", ks, err)
 	}
 	return live, nil
+}
+
+// Count counts the records stored in keyspace ks, tombstones included, from their keys
+// alone: no value is read out or decoded, so counting a keyspace of large values (a
+// node's hints for a target down for hours) costs no memory.
+func (e *Engine) Count(ks string) (int64, error) {
+	var n int64
+	if err := e.walkStored(ks, func(*pebble.Iterator) error { n++; return nil }); err != nil {
+		return 0, fmt.Errorf("storage: count the records of keyspace %q: %w", ks, err)
+	}
+	return n, nil
+}
+
+// walkStored calls visit with an iterator on each record stored in keyspace ks, in key
+// order, until visit fails.
+func (e *Engine) walkStored(ks string, visit func(iter *pebble.Iterator) error) error {
+	if err := validateKeyspace(ks); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.closeMu.RUnlock()
+	lower, upper := keyspaceBounds(ks)
+	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	for valid := iter.First(); valid; valid = iter.Next() {
+		if err := visit(iter); err != nil {
+			_ = iter.Close() // visit's error is the one worth reporting
+			return err
+		}
+	}
+	return errors.Join(iter.Error(), iter.Close())
 }
 
 // validateSpans refuses spans out of order, overlapping or upside down.

@@ -413,7 +413,7 @@ func TestLiveIndexBuildSurvivesACrash(t *testing.T) {
 
 // TestCountLiveMatchesScanLive counts a keyspace of live, overwritten, deleted, expired
 // and truncated records both ways: by CountLive's walk of the records and by ScanLive's
-// count over every position.
+// count over every position; and Count counts every record stored.
 func TestCountLiveMatchesScanLive(t *testing.T) {
 	e := openMem(t, Options{})
 	for i := range 50 {
@@ -449,5 +449,18 @@ func TestCountLiveMatchesScanLive(t *testing.T) {
 	}
 	if n, err := e.CountLive("system.hints", 2000, 0); err != nil || n != 0 {
 		t.Errorf("a node-local keyspace counts %d, %v; want 0 as ScanLive", n, err)
+	}
+
+	// Count counts what is stored, whatever its state, in any keyspace.
+	for _, c := range []struct {
+		ks   string
+		want int64
+	}{{"ks", 51}, {"ksx", 1}, {"system.hints", 1}, {"empty", 0}} {
+		if n, err := e.Count(c.ks); err != nil || n != c.want {
+			t.Errorf("Count(%q) = %d, %v; want %d", c.ks, n, err, c.want)
+		}
+	}
+	if _, err := e.Count(""); err == nil {
+		t.Error("Count of a keyspace with no name: no error")
 	}
 }
