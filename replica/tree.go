@@ -45,8 +45,9 @@ func RecordsWireBytes(records []lww.Record) int {
 	return proto.Size(scanResponse(records))
 }
 
-// treePage bounds the records a tree is built from at a time, so that building the tree
-// of a large range does not hold the range in memory.
+// treePage bounds the records a tree is built from at a time, as sched.PageBytes bounds
+// their bytes, so that building the tree of a large range does not hold the range in
+// memory, nor a read-stage worker for long.
 const treePage = 1024
 
 // TreeDigest builds the tree of the engine's records in the requested range, reading
@@ -64,9 +65,11 @@ func (l *Local) TreeDigest(ctx context.Context, req TreeRequest) (Tree, error) {
 	inRange := inRanges(p, []ring.Range{req.Range})
 	var start []byte
 	for {
+		var size int
 		recs, err := staged(ctx, l, sched.Task{Class: sched.ScanPage}, func() ([]lww.Record, int, error) {
-			recs, err := l.engine.Scan(ks.Name, start, nil, treePage, true, inRange)
-			return recs, recordBytes(recs), err
+			recs, err := l.engine.ScanPage(ks.Name, start, nil, treePage, sched.PageBytes, true, inRange)
+			size = recordBytes(recs)
+			return recs, size, err
 		})
 		if err != nil {
 			return Tree{}, fmt.Errorf("tree of keyspace %s: %w", ks.Name, err)
@@ -74,7 +77,7 @@ func (l *Local) TreeDigest(ctx context.Context, req TreeRequest) (Tree, error) {
 		for _, r := range recs {
 			b.Add(p.Token(r.Key), r)
 		}
-		if len(recs) < treePage {
+		if len(recs) == 0 || len(recs) < treePage && size < sched.PageBytes {
 			break
 		}
 		start = append(recs[len(recs)-1].Key, 0)

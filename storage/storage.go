@@ -486,22 +486,24 @@ func (e *Engine) Scan(ks string, start, end []byte, limit int, withTombstones bo
 }
 
 // Each calls fn for every record of keyspace ks in key order, tombstones only when
-// withTombstones, reading a page at a time so that a large keyspace is never held in
-// memory whole. It stops at fn's first error and returns it.
+// withTombstones, reading a page at a time (1,024 records or 4 MiB) so that a large
+// keyspace is never held in memory whole. It stops at fn's first error and returns it.
 func (e *Engine) Each(ks string, withTombstones bool, fn func(lww.Record) error) error {
-	const page = 1024
+	const page, pageBytes = 1024, 4 << 20
 	var start []byte
 	for {
-		recs, err := e.Scan(ks, start, nil, page, withTombstones, nil)
+		recs, err := e.ScanPage(ks, start, nil, page, pageBytes, withTombstones, nil)
 		if err != nil {
 			return err
 		}
+		size := 0
 		for _, r := range recs {
+			size += len(r.Key) + len(r.Value)
 			if err := fn(r); err != nil {
 				return err
 			}
 		}
-		if len(recs) < page {
+		if len(recs) == 0 || len(recs) < page && size < pageBytes {
 			return nil
 		}
 		start = append(recs[len(recs)-1].Key, 0)

@@ -718,6 +718,29 @@ func TestScanPageStopsAtItsBytes(t *testing.T) {
 	}
 }
 
+// TestEachVisitsLargeValuesOncePageByPage: Each pages by bytes as well as records (ten
+// values of 1 MiB take three pages of at most 4 MiB and one record), and across its
+// pages visits every record once, in order.
+func TestEachVisitsLargeValuesOncePageByPage(t *testing.T) {
+	e := openMem(t, Options{})
+	var want []string
+	for i := range 10 {
+		key := fmt.Sprintf("k%d", i)
+		mustApply(t, e, "ks", lww.Record{Key: []byte(key), Value: make([]byte, 1<<20), Timestamp: 1})
+		want = append(want, key)
+	}
+	var got []string
+	if err := e.Each("ks", false, func(r lww.Record) error {
+		got = append(got, string(r.Key))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Each visited %q, want %q", got, want)
+	}
+}
+
 // lockChildDirEnv, when set, turns TestOpenRefusesADirectoryInUse into the child process
 // that holds the named directory open until its standard input closes.
 const lockChildDirEnv = "KURA_STORAGE_LOCK_CHILD_DIR"
