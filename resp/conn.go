@@ -341,11 +341,16 @@ func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
 	return rec, found, err
 }
 
-// lookupAll is lookup of each of keys, through Backend.GetAll.
+// lookupAll is lookup of each of keys, through Backend.GetAll. A key not read, the
+// answer full of the values before it (coord.ErrAnswerFull), is not metered here: the
+// caller settles it (a pipeline's GET reads it alone, an MGET is refused whole).
 func (c *conn) lookupAll(keys [][]byte) []coord.GetResult {
 	start := time.Now()
 	results := c.s.cfg.Backend.GetAll(c.ctx, c.keyspace, keys, c.level)
 	for _, r := range results {
+		if errors.Is(r.Err, coord.ErrAnswerFull) {
+			continue
+		}
 		c.observe("get", c.level, start, r.Err)
 		c.countLookup(r.Found, r.Err)
 	}

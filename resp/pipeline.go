@@ -91,8 +91,7 @@ func (c *conn) runReads(first [][]byte) error {
 	for i, r := range results {
 		if errors.Is(r.Err, coord.ErrAnswerFull) {
 			// Not read: the values before it filled the batch's answer. Each GET of a
-			// pipeline is a command of its own, answered as if sent alone (and metered
-			// twice: the batch's answer_full, then the read).
+			// pipeline is a command of its own, answered (and metered) as if sent alone.
 			r.Record, r.Found, r.Err = c.lookup(keys[i])
 		}
 		c.replyGet(r.Record, r.Found, r.Err)

@@ -2,10 +2,14 @@ package resp
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 )
 
@@ -34,11 +38,18 @@ func TestPipelinedReadsReachTheBackendTogether(t *testing.T) {
 }
 
 // A GET of a pipeline that the backend's GetAll did not read, its answer full of the
-// values before it, is read by itself: every GET is answered, in order. An MGET whose
-// answer fills is refused, with what to do.
+// values before it, is read by itself: every GET is answered, in order, and metered once.
+// An MGET whose answer fills is refused, with what to do, and metered as one refusal.
 func TestPipelinedReadsOverTheAnswerLimitAreReadAlone(t *testing.T) {
 	const reads, readTogether = 12, 5
-	_, fake, addr := startServer(t, Config{})
+	var mu sync.Mutex
+	observed := map[string]int{}
+	observe := func(op string, _ consistency.Level, _ time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed[fmt.Sprintf("%s %v", op, coord.Classify(err))]++
+	}
+	_, fake, addr := startServer(t, Config{Observe: observe})
 	fake.answerFullAfter = readTogether
 	var batch, want strings.Builder
 	for i := range reads {
@@ -61,6 +72,12 @@ func TestPipelinedReadsOverTheAnswerLimitAreReadAlone(t *testing.T) {
 	if keysRead != reads {
 		t.Errorf("%d reads of a key, want %d: %d in the GetAll and %d alone", keysRead, reads, readTogether, reads-readTogether)
 	}
+	mu.Lock()
+	if want := map[string]int{"get ok": reads}; !maps.Equal(observed, want) {
+		t.Errorf("the pipeline's GETs metered %v, want %v", observed, want)
+	}
+	clear(observed)
+	mu.Unlock()
 
 	args := []string{"mget"}
 	for i := range reads {
@@ -69,6 +86,11 @@ func TestPipelinedReadsOverTheAnswerLimitAreReadAlone(t *testing.T) {
 	c.send(encode(args...))
 	if reply := c.line(); !strings.HasPrefix(reply, "-ERR answer full") {
 		t.Errorf("MGET over the answer limit: %q, want ERR answer full", reply)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"get ok": readTogether, "get answer_full": 1}; !maps.Equal(observed, want) {
+		t.Errorf("the MGET metered %v, want %v", observed, want)
 	}
 }
 

@@ -1,10 +1,12 @@
 package resp
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -208,9 +210,13 @@ func existsCommand(c *conn, args [][]byte) {
 }
 
 func mgetCommand(c *conn, args [][]byte) {
+	start := time.Now()
 	results := c.lookupAll(args[1:])
 	for _, r := range results {
 		if r.Err != nil {
+			if errors.Is(r.Err, coord.ErrAnswerFull) {
+				c.observe("get", c.level, start, r.Err) // the refusal, once
+			}
 			c.w.Error(errorReply(r.Err))
 			return
 		}
