@@ -249,9 +249,11 @@ func (s *apiServer) Scan(ctx context.Context, req *kurav1.ScanRequest) (*kurav1.
 	if err != nil {
 		return nil, statusOf(err)
 	}
+	items := make([]kurav1.KeyValue, len(recs)) // one allocation for every item, not one each
 	resp := &kurav1.ScanResponse{Items: make([]*kurav1.KeyValue, len(recs))}
 	for i, r := range recs {
-		resp.Items[i] = &kurav1.KeyValue{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp)}
+		items[i].Key, items[i].Value, items[i].Timestamp = r.Key, r.Value, uint64(r.Timestamp)
+		resp.Items[i] = &items[i]
 	}
 	return resp, nil
 }

@@ -117,13 +117,9 @@ func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error
 	if err != nil {
 		return nil, err
 	}
-	var resp kurav1.ReplicaScanResponse
-	if err := proto.Unmarshal(raw, &resp); err != nil {
+	out, err := decodeScanResponse(raw)
+	if err != nil {
 		return nil, fmt.Errorf("replica %s: decode scan: %w", r.peer.ID, err)
-	}
-	out := make([]lww.Record, len(resp.GetRecords()))
-	for i, rec := range resp.GetRecords() {
-		out[i] = FromProto(rec)
 	}
 	return out, nil
 }

@@ -109,10 +109,14 @@ func (s *Server) observe(wire []*kurav1.Record) ([]lww.Record, error) {
 	return records, nil
 }
 
+// scanResponse is the wire form of a scan's answer, its records' messages allocated
+// together rather than one each.
 func scanResponse(records []lww.Record) *kurav1.ReplicaScanResponse {
+	messages := make([]kurav1.Record, len(records))
 	resp := &kurav1.ReplicaScanResponse{Records: make([]*kurav1.Record, len(records))}
 	for i, r := range records {
-		resp.Records[i] = ToProto(r)
+		fillProto(&messages[i], r)
+		resp.Records[i] = &messages[i]
 	}
 	return resp
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/erasure"
@@ -39,9 +41,102 @@ func peerOf(n cluster.Node) transport.Peer {
 	return transport.Peer{ID: n.ID, DC: n.DC, Addr: n.Addr}
 }
 
+// decodeScanResponse decodes a ReplicaScanResponse as proto.Unmarshal and FromProto would
+// (a field of a known number with another wire type is skipped, as proto keeps it among
+// the unknown fields), without a message per record or a copy of its bytes: each
+// record's key and value are slices of payload, their capacity cut to their length so
+// that an append copies. On short scans, decoding the other replica's answer through the
+// generated code was a third of a coordinator's allocations (docs/performance.md).
+// payload must not be written to afterwards; the transport reads each frame into a
+// buffer of its own.
+func decodeScanResponse(payload []byte) ([]lww.Record, error) {
+	count := 0
+	if err := eachField(payload, func(num protowire.Number, typ protowire.Type, _ []byte) error {
+		if num == 1 && typ == protowire.BytesType {
+			count++
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	records := make([]lww.Record, 0, count)
+	err := eachField(payload, func(num protowire.Number, typ protowire.Type, field []byte) error {
+		if num != 1 || typ != protowire.BytesType {
+			return nil
+		}
+		message, _ := protowire.ConsumeBytes(field)
+		rec, err := decodeRecord(message)
+		records = append(records, rec)
+		return err
+	})
+	return records, err
+}
+
+// decodeRecord decodes a Record message, its key and value slices of b.
+func decodeRecord(b []byte) (lww.Record, error) {
+	var r lww.Record
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, field []byte) error {
+		switch {
+		case typ == protowire.BytesType && (num == 1 || num == 2):
+			v, _ := protowire.ConsumeBytes(field)
+			if len(v) == 0 {
+				v = nil // as the generated code leaves an empty proto3 field
+			}
+			if num == 1 {
+				r.Key = v[:len(v):len(v)]
+			} else {
+				r.Value = v[:len(v):len(v)]
+			}
+		case typ == protowire.VarintType && num >= 3 && num <= 5:
+			v, _ := protowire.ConsumeVarint(field)
+			switch num {
+			case 3:
+				r.Timestamp = hlc.Timestamp(v)
+			case 4:
+				r.Tombstone = v != 0
+			case 5:
+				r.ExpiresAt = hlc.Timestamp(v)
+			}
+		}
+		return nil
+	})
+	return r, err
+}
+
+// eachField calls fn with the number, wire type and encoded value of each field of the
+// message in b, in order; it fails on malformed input, as proto.Unmarshal does.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, value []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("decode a message: %w", protowire.ParseError(n))
+		}
+		if !num.IsValid() {
+			return fmt.Errorf("decode a message: field number %d out of range", num)
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return fmt.Errorf("decode field %d: %w", num, protowire.ParseError(m))
+		}
+		if err := fn(num, typ, b[:m]); err != nil {
+			return err
+		}
+		b = b[m:]
+	}
+	return nil
+}
+
 // ToProto converts a record to its wire form.
 func ToProto(r lww.Record) *kurav1.Record {
-	return &kurav1.Record{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Tombstone: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt)}
+	m := &kurav1.Record{}
+	fillProto(m, r)
+	return m
+}
+
+// fillProto sets m to r's wire form; m's bytes alias r's.
+func fillProto(m *kurav1.Record, r lww.Record) {
+	m.Key, m.Value, m.Timestamp, m.Tombstone, m.ExpiresAt = r.Key, r.Value, uint64(r.Timestamp), r.Tombstone, uint64(r.ExpiresAt)
 }
 
 // FromProto converts a record from its wire form.
