@@ -355,12 +355,17 @@ func (t *Transport) RTT(peerID string) (rtt time.Duration, ok bool) {
 // observeRTT folds one call's round trip into the peer's moving average (weight 1/8, as
 // TCP's SRTT), so a single slow answer does not reorder replicas.
 func (t *Transport) observeRTT(peerID string, rtt time.Duration) {
-	v, loaded := t.rtts.LoadOrStore(peerID, new(atomic.Int64))
-	avg := v.(*atomic.Int64)
-	if !loaded {
-		avg.Store(int64(rtt))
-		return
+	v, known := t.rtts.Load(peerID)
+	if !known {
+		// The first call to the peer: its round trip is the average so far. Only then
+		// is an average allocated; every later call finds it.
+		first := new(atomic.Int64)
+		first.Store(int64(rtt))
+		if v, known = t.rtts.LoadOrStore(peerID, first); !known {
+			return
+		}
 	}
+	avg := v.(*atomic.Int64)
 	for {
 		old := avg.Load()
 		if avg.CompareAndSwap(old, old+(int64(rtt)-old)/8) {
