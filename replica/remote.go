@@ -73,14 +73,14 @@ func (r *Remote) Get(ctx context.Context, keyspace string, key []byte) (lww.Reco
 	if err != nil {
 		return lww.Record{}, false, err
 	}
-	var resp kurav1.ReadResponse
-	if err := proto.Unmarshal(raw, &resp); err != nil {
+	rec, found, err := decodeReadResponse(raw)
+	if err != nil {
 		return lww.Record{}, false, fmt.Errorf("replica %s: decode read: %w", r.peer.ID, err)
 	}
-	if !resp.GetFound() {
+	if !found {
 		return lww.Record{}, false, nil
 	}
-	return FromProto(resp.GetRecord()), true, nil
+	return rec, true, nil
 }
 
 // ReadChunk sends a chunk_read request.

@@ -64,18 +64,35 @@ func decodeScanResponse(payload []byte) ([]lww.Record, error) {
 		if num != 1 || typ != protowire.BytesType {
 			return nil
 		}
-		message, _ := protowire.ConsumeBytes(field)
-		rec, err := decodeRecord(message)
+		var rec lww.Record
+		err := decodeRecordInto(&rec, field)
 		records = append(records, rec)
 		return err
 	})
 	return records, err
 }
 
-// decodeRecord decodes a Record message, its key and value slices of b.
-func decodeRecord(b []byte) (lww.Record, error) {
-	var r lww.Record
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, field []byte) error {
+// decodeReadResponse decodes a ReadResponse as decodeScanResponse decodes a scan's
+// answer: the record's key and value are slices of payload.
+func decodeReadResponse(payload []byte) (rec lww.Record, found bool, err error) {
+	err = eachField(payload, func(num protowire.Number, typ protowire.Type, field []byte) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			v, _ := protowire.ConsumeVarint(field)
+			found = v != 0
+		case num == 2 && typ == protowire.BytesType:
+			return decodeRecordInto(&rec, field) // merged into, as proto merges a field given twice
+		}
+		return nil
+	})
+	return rec, found, err
+}
+
+// decodeRecordInto decodes the length-prefixed Record message field into r, setting the
+// fields it holds; the key and value are slices of field.
+func decodeRecordInto(r *lww.Record, field []byte) error {
+	b, _ := protowire.ConsumeBytes(field)
+	return eachField(b, func(num protowire.Number, typ protowire.Type, field []byte) error {
 		switch {
 		case typ == protowire.BytesType && (num == 1 || num == 2):
 			v, _ := protowire.ConsumeBytes(field)
@@ -100,7 +117,6 @@ func decodeRecord(b []byte) (lww.Record, error) {
 		}
 		return nil
 	})
-	return r, err
 }
 
 // eachField calls fn with the number, wire type and encoded value of each field of the

@@ -8,16 +8,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/lww"
 )
 
-// FuzzDecodeScanResponse: decodeScanResponse reads any payload as proto.Unmarshal and
-// FromProto do: it fails where they fail, and otherwise yields the same records; no
-// record's key or value can be appended to in place, over the bytes after it.
-func FuzzDecodeScanResponse(f *testing.F) {
-	seeds := []*kurav1.ReplicaScanResponse{
-		{},
-		{Records: []*kurav1.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 40, ExpiresAt: 9}}},
-		{Records: []*kurav1.Record{{Key: []byte("a"), Timestamp: 3, Tombstone: true}, {Key: []byte("b"), Value: bytes.Repeat([]byte("x"), 300)}}},
+// FuzzDecodeAnswers: decodeScanResponse and decodeReadResponse read any payload as
+// proto.Unmarshal and FromProto do: they fail where proto fails, and otherwise yield the
+// same records; no record's key or value can be appended to in place, over the bytes
+// after it.
+func FuzzDecodeAnswers(f *testing.F) {
+	record := &kurav1.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 40, ExpiresAt: 9}
+	seeds := []proto.Message{
+		&kurav1.ReplicaScanResponse{},
+		&kurav1.ReplicaScanResponse{Records: []*kurav1.Record{record}},
+		&kurav1.ReplicaScanResponse{Records: []*kurav1.Record{{Key: []byte("a"), Timestamp: 3, Tombstone: true}, {Key: []byte("b"), Value: bytes.Repeat([]byte("x"), 300)}}},
+		&kurav1.ReadResponse{},
+		&kurav1.ReadResponse{Found: true, Record: record},
 	}
 	for _, seed := range seeds {
 		payload, err := proto.Marshal(seed)
@@ -26,41 +31,61 @@ func FuzzDecodeScanResponse(f *testing.F) {
 		}
 		f.Add(payload)
 	}
-	// A known field with another wire type, an unknown field, a group, a key given twice.
-	odd := protowire.AppendTag(nil, 1, protowire.BytesType)
-	record := protowire.AppendTag(nil, 1, protowire.VarintType)
-	record = protowire.AppendVarint(record, 7)
-	record = protowire.AppendTag(record, 9, protowire.StartGroupType)
-	record = protowire.AppendTag(record, 9, protowire.EndGroupType)
-	record = protowire.AppendTag(record, 1, protowire.BytesType)
-	record = protowire.AppendBytes(record, []byte("first"))
-	record = protowire.AppendTag(record, 1, protowire.BytesType)
-	record = protowire.AppendBytes(record, []byte("second"))
-	f.Add(protowire.AppendBytes(odd, record))
+	// A known field with another wire type, an unknown field, a group, a key given
+	// twice, in a record given twice.
+	odd := protowire.AppendTag(nil, 1, protowire.VarintType)
+	odd = protowire.AppendVarint(odd, 7)
+	odd = protowire.AppendTag(odd, 9, protowire.StartGroupType)
+	odd = protowire.AppendTag(odd, 9, protowire.EndGroupType)
+	odd = protowire.AppendTag(odd, 1, protowire.BytesType)
+	odd = protowire.AppendBytes(odd, []byte("first"))
+	odd = protowire.AppendTag(odd, 1, protowire.BytesType)
+	odd = protowire.AppendBytes(odd, []byte("second"))
+	for _, num := range []protowire.Number{1, 2} {
+		twice := protowire.AppendTag(nil, num, protowire.BytesType)
+		twice = protowire.AppendBytes(twice, odd)
+		f.Add(append(twice, twice...))
+	}
 	f.Add([]byte{0x0a, 0x05, 0x0a}) // a record running past its end
 
 	f.Fuzz(func(t *testing.T, payload []byte) {
+		var scan kurav1.ReplicaScanResponse
+		wantErr := proto.Unmarshal(payload, &scan)
 		got, err := decodeScanResponse(payload)
-		var want kurav1.ReplicaScanResponse
-		wantErr := proto.Unmarshal(payload, &want)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("decodeScanResponse: %v; proto.Unmarshal: %v", err, wantErr)
 		}
-		if err != nil {
-			return
-		}
-		if len(got) != len(want.GetRecords()) {
-			t.Fatalf("%d records, proto.Unmarshal %d", len(got), len(want.GetRecords()))
-		}
-		for i, m := range want.GetRecords() {
-			w := FromProto(m)
-			g := got[i]
-			if !bytes.Equal(g.Key, w.Key) || !bytes.Equal(g.Value, w.Value) || g.Timestamp != w.Timestamp || g.Tombstone != w.Tombstone || g.ExpiresAt != w.ExpiresAt {
-				t.Fatalf("record %d: %+v, proto.Unmarshal %+v", i, g, w)
+		if err == nil {
+			if len(got) != len(scan.GetRecords()) {
+				t.Fatalf("%d records, proto.Unmarshal %d", len(got), len(scan.GetRecords()))
 			}
-			if cap(g.Key) != len(g.Key) || cap(g.Value) != len(g.Value) {
-				t.Fatalf("record %d: key or value with room to grow into the payload", i)
+			for i, m := range scan.GetRecords() {
+				sameRecord(t, got[i], FromProto(m))
 			}
+		}
+
+		var read kurav1.ReadResponse
+		wantErr = proto.Unmarshal(payload, &read)
+		rec, found, err := decodeReadResponse(payload)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("decodeReadResponse: %v; proto.Unmarshal: %v", err, wantErr)
+		}
+		if err == nil {
+			if found != read.GetFound() {
+				t.Fatalf("found %v, proto.Unmarshal %v", found, read.GetFound())
+			}
+			sameRecord(t, rec, FromProto(read.GetRecord()))
 		}
 	})
+}
+
+func sameRecord(t *testing.T, got, want lww.Record) {
+	t.Helper()
+	if !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) || got.Timestamp != want.Timestamp ||
+		got.Tombstone != want.Tombstone || got.ExpiresAt != want.ExpiresAt {
+		t.Fatalf("decoded %+v, proto.Unmarshal %+v", got, want)
+	}
+	if cap(got.Key) != len(got.Key) || cap(got.Value) != len(got.Value) {
+		t.Fatalf("decoded %+v: a key or value with room to grow into the payload", got)
+	}
 }
