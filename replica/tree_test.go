@@ -41,6 +41,18 @@ func (l *loopback) Call(ctx context.Context, to transport.Peer, kind transport.K
 	return answer, nil
 }
 
+// named is a replica with the name a test's messages give it.
+type named struct {
+	name string
+	Replica
+}
+
+// bothSides returns a local replica and the remote one over it: what a test asserts of
+// one, it asserts of both.
+func bothSides(local *Local, remote *Remote) []named {
+	return []named{{"local", local}, {"remote", remote}}
+}
+
 type keepClock struct{}
 
 func (keepClock) Observe(hlc.Timestamp) error { return nil }
@@ -162,10 +174,7 @@ func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
 	if _, err := engine.ApplyBatch("ks", recs); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []struct {
-		name string
-		Replica
-	}{{"local", local}, {"remote", remote}} {
+	for _, r := range bothSides(local, remote) {
 		for _, tt := range []struct {
 			bytesMax int
 			refused  bool
@@ -206,10 +215,7 @@ func TestScanPagesCutByBytes(t *testing.T) {
 	if _, err := engine.ApplyBatch("ks", recs); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []struct {
-		name string
-		Replica
-	}{{"local", local}, {"remote", remote}} {
+	for _, r := range bothSides(local, remote) {
 		for _, tt := range []struct {
 			name             string
 			pageBytes, limit int
