@@ -161,15 +161,20 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		if req.Limit > 0 {
 			page = min(page, req.Limit-len(out))
 		}
-		var size int
-		recs, err := staged(ctx, l, task, func() ([]lww.Record, int, error) {
-			recs, err := l.engine.ScanPage(ks.Name, start, req.End, page, sched.PageBytes, true, filter)
-			size = recordBytes(recs)
-			return recs, size, err
+		var read int // the bytes read, which tell whether the range goes on
+		recs, err := staged(ctx, l, task, func() (recs []lww.Record, _ int, err error) {
+			if req.Digest && !req.KeysOnly {
+				recs, read, err = l.engine.ScanPageDigests(ks.Name, start, req.End, page, sched.PageBytes, filter, appendDigest)
+			} else {
+				recs, err = l.engine.ScanPage(ks.Name, start, req.End, page, sched.PageBytes, true, filter)
+				read = recordBytes(recs)
+			}
+			return recs, read, err
 		})
 		if err != nil {
 			return nil, err
 		}
+		size := recordBytes(recs) // the answer's bytes, digests for values: what the bounds count
 		if req.PageBytes > 0 {
 			// Cut the answer at the record that reaches PageBytes, as CutShort expects.
 			for i, r := range recs {
@@ -187,7 +192,7 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		if answered += size; req.BytesMax > 0 && answered > req.BytesMax {
 			return nil, fmt.Errorf("%w: over %d bytes of keys and values after %d records", ErrScanTooLarge, req.BytesMax, len(out))
 		}
-		if (len(recs) < page && size < sched.PageBytes) || (req.PageBytes > 0 && paged >= req.PageBytes) {
+		if (len(recs) < page && read < sched.PageBytes) || (req.PageBytes > 0 && paged >= req.PageBytes) {
 			break // the range is exhausted, or the page full
 		}
 		start = append(bytes.Clone(recs[len(recs)-1].Key), 0)

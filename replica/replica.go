@@ -10,8 +10,11 @@ package replica
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"iter"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
@@ -84,6 +87,10 @@ type ScanRequest struct {
 	// KeysOnly asks for the records without their values: a listing of the keys and
 	// versions held, far smaller than the data (a repair finding the keys of lost chunks).
 	KeysOnly bool
+	// Digest asks for each live record's value as its digest (see DigestMatches),
+	// timestamps, tombstones and expiries as they are: the second replica of a client
+	// scan tells its versions without moving their values. KeysOnly overrides it.
+	Digest bool
 	// Scan names the client scan this request serves and Nodes how many nodes that scan
 	// waits for: the read stage orders the scan's pages by them (paper 004's RaS). Zero
 	// for scans that are not a client's (streaming, repair).
@@ -98,6 +105,21 @@ type ScanRequest struct {
 	// CutShort tells it to. Streaming and repair set it, so that a page of large values
 	// still fits one internode frame.
 	PageBytes int
+}
+
+// ValueDigestBytes is the length of a value's digest in a Digest scan's answer.
+const ValueDigestBytes = 8
+
+// DigestMatches reports whether digest, a record's value in a Digest scan's answer, is
+// value's: the xxhash64 of value, big-endian. Two values with the same digest are taken
+// for the same value, as Cassandra's digest reads take them.
+func DigestMatches(digest, value []byte) bool {
+	return len(digest) == ValueDigestBytes && binary.BigEndian.Uint64(digest) == xxhash.Sum64(value)
+}
+
+// appendDigest appends value's digest (see DigestMatches) to dst.
+func appendDigest(dst, value []byte) []byte {
+	return binary.BigEndian.AppendUint64(dst, xxhash.Sum64(value))
 }
 
 // DefaultPageBytes is the PageBytes streaming and repair ask for: an eighth of an

@@ -258,6 +258,59 @@ func TestScanPagesCutByBytes(t *testing.T) {
 	}
 }
 
+// A Digest scan answers every record a plain scan does, in the same order, with the same
+// versions, each live value replaced by its digest and tombstones without one; its bounds
+// count the digests, and it reads past the read stage's pages as a plain scan does.
+func TestScanDigestsStandForValues(t *testing.T) {
+	engine, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
+	var recs []lww.Record
+	for i := range 600 {
+		r := lww.Record{Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(make([]byte, 0, 2000), "%02000d", i), Timestamp: hlc.Timestamp(5 + i%3)}
+		switch i % 7 {
+		case 0:
+			r.Value, r.Tombstone = nil, true
+		case 1:
+			r.ExpiresAt = hlc.Timestamp(1 << 60)
+		}
+		recs = append(recs, r)
+	}
+	if _, err := engine.ApplyBatch("ks", recs); err != nil {
+		t.Fatal(err)
+	}
+	const bytesMax = 100 << 10 // over the digests' bytes, far under the values'
+	for _, r := range bothSides(local, remote) {
+		t.Run(r.name, func(t *testing.T) {
+			req := ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: bytesMax}
+			if _, err := r.Scan(context.Background(), req); !errors.Is(err, ErrScanTooLarge) {
+				t.Fatalf("plain scan of %d values of 2,000 bytes under %d bytes: err = %v, want ErrScanTooLarge", len(recs), bytesMax, err)
+			}
+			req.Digest = true
+			digests, err := r.Scan(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(digests) != len(recs) {
+				t.Fatalf("digest scan answered %d records, want %d", len(digests), len(recs))
+			}
+			for i, d := range digests {
+				want := recs[i]
+				if string(d.Key) != string(want.Key) || d.Timestamp != want.Timestamp || d.Tombstone != want.Tombstone || d.ExpiresAt != want.ExpiresAt {
+					t.Fatalf("record %d = %s@%v tombstone %v expiry %v, want %s@%v tombstone %v expiry %v",
+						i, d.Key, d.Timestamp, d.Tombstone, d.ExpiresAt, want.Key, want.Timestamp, want.Tombstone, want.ExpiresAt)
+				}
+				switch {
+				case want.Tombstone && d.Value != nil:
+					t.Fatalf("tombstone %s answered with value %x", d.Key, d.Value)
+				case !want.Tombstone && !DigestMatches(d.Value, want.Value):
+					t.Fatalf("record %s answered %x, not its value's digest", d.Key, d.Value)
+				case !want.Tombstone && DigestMatches(d.Value, recs[(i+1)%len(recs)].Value):
+					t.Fatalf("record %s's digest %x matches another value", d.Key, d.Value)
+				}
+			}
+		})
+	}
+}
+
 func TestBatchesSplitByBytes(t *testing.T) {
 	rec := func(valueBytes int) lww.Record { return lww.Record{Key: []byte("k"), Value: make([]byte, valueBytes)} }
 	tests := []struct {

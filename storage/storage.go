@@ -514,14 +514,29 @@ func (e *Engine) Each(ks string, withTombstones bool, fn func(lww.Record) error)
 // keys and values (the record that reaches the bound included; no bound when maxBytes
 // <= 0): one page of a long scan, bounded in work whatever the row size.
 func (e *Engine) ScanPage(ks string, start, end []byte, limit, maxBytes int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error) {
+	records, _, err := e.scanPage(ks, start, end, limit, maxBytes, withTombstones, filter, nil)
+	return records, err
+}
+
+// ScanPageDigests is ScanPage, tombstones included, with each live record's value
+// replaced by digest(dst, value), which appends value's digest to dst: a replica telling
+// its versions without moving their values hashes them in Pebble's buffers rather than
+// copying them out first. readBytes is the bytes of keys and values read, which maxBytes
+// bounds as in ScanPage; the records hold the digests.
+func (e *Engine) ScanPageDigests(ks string, start, end []byte, limit, maxBytes int, filter func(key []byte) bool, digest func(dst, value []byte) []byte) (records []lww.Record, readBytes int, err error) {
+	return e.scanPage(ks, start, end, limit, maxBytes, true, filter, digest)
+}
+
+// scanPage is ScanPage, live values replaced by their digests when digest is set.
+func (e *Engine) scanPage(ks string, start, end []byte, limit, maxBytes int, withTombstones bool, filter func(key []byte) bool, digest func(dst, value []byte) []byte) ([]lww.Record, int, error) {
 	if err := validateKeyspace(ks); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err := e.enter(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer e.closeMu.RUnlock()
 
@@ -534,7 +549,7 @@ func (e *Engine) ScanPage(ks string, start, end []byte, limit, maxBytes int, wit
 	}
 	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
+		return nil, 0, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
 	}
 	var records []lww.Record
 	if limit > 0 {
@@ -551,30 +566,41 @@ func (e *Engine) ScanPage(ks string, start, end []byte, limit, maxBytes int, wit
 		r, value, err := decodeHeader(userKey, iter.Value())
 		if err != nil {
 			_ = iter.Close() // the decode error is the one worth reporting
-			return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
+			return nil, 0, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
 		}
 		if r.Tombstone && !withTombstones {
 			continue
 		}
 		r.Key, arena = carve(arena, userKey)
-		if len(value) > 0 {
+		switch {
+		case digest != nil && !r.Tombstone:
+			if cap(arena)-len(arena) < digestBytesMax {
+				arena = make([]byte, 0, scanArenaBytes)
+			}
+			n := len(arena)
+			arena = digest(arena, value)
+			r.Value = arena[n:len(arena):len(arena)]
+		case digest == nil && len(value) > 0:
 			r.Value, arena = carve(arena, value)
 		}
 		records = append(records, r)
-		size += len(r.Key) + len(r.Value)
+		size += len(r.Key) + len(value)
 	}
 	if err := errors.Join(iter.Error(), iter.Close()); err != nil {
-		return nil, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
+		return nil, 0, fmt.Errorf("storage: scan keyspace %q: %w", ks, err)
 	}
-	return records, nil
+	return records, size, nil
 }
 
 // A scan's records are copied into chunks of scanArenaBytes, a few dozen records each,
 // rather than two allocations per record: a short scan's copies were a quarter of its
 // allocations. scanRecordsPrealloc bounds the slice a limited scan sets aside at first.
+// digestBytesMax is the room ScanPageDigests wants for one digest in an arena chunk
+// before it starts a new one (a longer digest is still right: its append copies).
 const (
 	scanArenaBytes      = 16 << 10
 	scanRecordsPrealloc = 128
+	digestBytesMax      = 64
 )
 
 // carve returns a copy of b taken from arena, and the arena after it; a new chunk is

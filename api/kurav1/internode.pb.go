@@ -379,7 +379,12 @@ type ReplicaScanRequest struct {
 	// whose key and value bytes bring the answer's to page_bytes: a caller paging through
 	// a range (streaming, repair) reads on from the last key. It keeps a page of large
 	// values within one frame. A replica that predates it answers whole pages.
-	PageBytes     int64 `protobuf:"varint,10,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	PageBytes int64 `protobuf:"varint,10,opt,name=page_bytes,json=pageBytes,proto3" json:"page_bytes,omitempty"`
+	// digest asks for each live record's value digest (8 bytes of xxhash64) in place of
+	// its value: the second replica of a scan tells its versions without sending their
+	// values. A replica that predates it answers values, which the coordinator takes for
+	// digests that differ, and reads again without digests.
+	Digest        bool `protobuf:"varint,11,opt,name=digest,proto3" json:"digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -482,6 +487,13 @@ func (x *ReplicaScanRequest) GetPageBytes() int64 {
 		return x.PageBytes
 	}
 	return 0
+}
+
+func (x *ReplicaScanRequest) GetDigest() bool {
+	if x != nil {
+		return x.Digest
+	}
+	return false
 }
 
 // ScanProgressRequest tells a replica that the scan scan_id now waits for nodes nodes
@@ -1887,7 +1899,7 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\xa3\x02\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\xbb\x02\n" +
 	"\x12ReplicaScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -1900,7 +1912,8 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\tmax_bytes\x18\t \x01(\x03R\bmaxBytes\x12\x1d\n" +
 	"\n" +
 	"page_bytes\x18\n" +
-	" \x01(\x03R\tpageBytes\"D\n" +
+	" \x01(\x03R\tpageBytes\x12\x16\n" +
+	"\x06digest\x18\v \x01(\bR\x06digest\"D\n" +
 	"\x13ScanProgressRequest\x12\x17\n" +
 	"\ascan_id\x18\x01 \x01(\x04R\x06scanId\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\"@\n" +
