@@ -744,7 +744,7 @@ func (c *Client) Delete(ctx context.Context, keyspace string, key []byte, cl con
 // 0 is the server's default).
 func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]KeyValue, error) {
 	var resp *kurav1.ScanResponse
-	err := c.call(ctx, keyspace, start, resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, keyspace, c.scanRouteKey(keyspace, start), resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		resp, err = kurav1.NewKVClient(conn).Scan(ctx, &kurav1.ScanRequest{Keyspace: keyspace, Start: start, End: end, Limit: int32(limit), Consistency: levelToProto(cl)})
 		return err
 	})
@@ -756,6 +756,20 @@ func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, l
 		out[i] = KeyValue{Key: kv.GetKey(), Value: kv.GetValue(), Timestamp: hlc.Timestamp(kv.GetTimestamp())}
 	}
 	return out, nil
+}
+
+// scanRouteKey returns the key a scan is routed by. Under the ordered partitioner that is
+// its start, which the first range it reads holds. Under the hash partitioner a scan
+// reads every range wherever it starts: it goes without a key, so that scans take turns
+// over the nodes rather than follow their start keys' tokens (zipfian start keys put
+// half again as much work on one of two nodes as on the other).
+func (c *Client) scanRouteKey(keyspace string, start []byte) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ks, ok := c.keyspaces[keyspace]; ok && ks.Partitioner != "ordered" {
+		return nil
+	}
+	return start
 }
 
 // CreateKeyspace defines a keyspace ("dc1=2,dc2=1" or "simple=3"; partitioner "hash" or

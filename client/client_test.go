@@ -83,12 +83,11 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 	}
 }
 
-// TestTLSAndToken: a client with the cluster's CA and the token works with a node that
-// serves TLS and requires a token; one lacking either is turned away, saying why.
 // TestRouteSpreadsOverEqualNodes: a key's local replicas share its requests, whatever
 // the partitioner: a key always starts at one of them, different keys at each; remote
 // replicas come after them, a node that failed lately last; requests without a key
-// start at each local node in turn.
+// start at each local node in turn, and so do scans of a hash-partitioned keyspace,
+// whatever their start key.
 func TestRouteSpreadsOverEqualNodes(t *testing.T) {
 	nodes := []*kurav1.NodeStatus{nodeStatus("a", "dc1", "a:1", "up"), nodeStatus("b", "dc1", "b:1", "up"), nodeStatus("c", "dc2", "c:1", "up")}
 	var members []ring.Member
@@ -125,6 +124,12 @@ func TestRouteSpreadsOverEqualNodes(t *testing.T) {
 			if first, second := c.route("", nil)[0], c.route("", nil)[0]; first == second {
 				t.Errorf("two requests without a key both start at %s, want each local node in turn", first)
 			}
+			start := []byte("k0")
+			scanFirst := c.route("app", c.scanRouteKey("app", start))[0]
+			scanSecond := c.route("app", c.scanRouteKey("app", start))[0]
+			if ordered := partitioner == "ordered"; (scanFirst == scanSecond) != ordered {
+				t.Errorf("two scans from %s start at %s, then %s; want the same node only when the keyspace is ordered", start, scanFirst, scanSecond)
+			}
 			c.bad["a:1"] = time.Now()
 			if route := c.route("app", []byte("k0")); !slices.Equal(route[:3], []string{"b:1", "c:1", "a:1"}) {
 				t.Errorf("route with a failed lately = %v, want b, c, then a", route)
@@ -133,6 +138,8 @@ func TestRouteSpreadsOverEqualNodes(t *testing.T) {
 	}
 }
 
+// TestTLSAndToken: a client with the cluster's CA and the token works with a node that
+// serves TLS and requires a token; one lacking either is turned away, saying why.
 func TestTLSAndToken(t *testing.T) {
 	ca := certstest.NewCA(t)
 	identity := certstest.Identity(t, ca, "a", "127.0.0.1")
