@@ -25,6 +25,17 @@ type Ring struct {
 	version uint64
 	current *rings
 	future  *rings // the same as current when no move is in progress
+	// wholeRing holds, by strategy, the last plan of a scan of every range (see
+	// ScanRanges).
+	wholeRing map[string]*scanPlan
+}
+
+// scanPlan is the plan of a scan of every range: the ranges of the current rings it was
+// made on, with their replicas and the replicas' states then.
+type scanPlan struct {
+	rings  *rings
+	states map[string]cluster.State
+	ranges []RangeReplicas
 }
 
 // rings is one ring with its replica sets per strategy.
@@ -249,14 +260,40 @@ func (p *Ring) ChunkOwners(_ context.Context, ks schema.Keyspace, chunkKeys [][]
 	return withStates(p.view, owners), nil
 }
 
-// ScanRanges returns the ranges of [start, end) with their replica sets.
+// ScanRanges returns the ranges of [start, end) with their replica sets. A scan of the
+// hash partitioner reads every range, whatever its interval: its plan is kept and
+// returned again while the rings and the replicas' states stay as they were (planning
+// anew was an eighth of the bytes a short scan's coordinator allocated).
 func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []byte) ([]RangeReplicas, error) {
 	current, _, err := p.rings()
 	if err != nil {
 		return nil, err
 	}
-	pl := p.placement(current, ks.Strategy())
-	ranges := scanRanges(pl.Ring(), ks, start, end)
+	strategy := ks.Strategy()
+	pl := p.placement(current, strategy)
+	if ks.Partitioner == "ordered" {
+		ranges, _ := p.plan(pl, scanRanges(pl.Ring(), ks, start, end))
+		return ranges, nil
+	}
+	p.mu.Lock()
+	kept := p.wholeRing[strategy.String()]
+	p.mu.Unlock()
+	if kept != nil && kept.rings == current && p.statesHold(kept.states) {
+		return kept.ranges, nil
+	}
+	ranges, states := p.plan(pl, pl.Ring().Ranges())
+	p.mu.Lock()
+	if p.wholeRing == nil {
+		p.wholeRing = map[string]*scanPlan{}
+	}
+	p.wholeRing[strategy.String()] = &scanPlan{rings: current, states: states, ranges: ranges}
+	p.mu.Unlock()
+	return ranges, nil
+}
+
+// plan returns ranges with their replica sets, and the state of each replica as it put
+// it in them.
+func (p *Ring) plan(pl *ring.Placement, ranges []ring.Range) ([]RangeReplicas, map[string]cluster.State) {
 	out := make([]RangeReplicas, len(ranges))
 	// A scan of the hash partitioner plans every range (48 on 3 nodes of 16 vnodes) on
 	// a few nodes: each node's state is looked up once, and the replica lists share one
@@ -283,7 +320,17 @@ func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []by
 		}
 		out[i] = RangeReplicas{Range: rg, Replicas: members[from:len(members):len(members)]}
 	}
-	return out, nil
+	return out, states
+}
+
+// statesHold reports whether every node of states is still in the state it gives.
+func (p *Ring) statesHold(states map[string]cluster.State) bool {
+	for id, st := range states {
+		if p.view.State(id) != st {
+			return false
+		}
+	}
+	return true
 }
 
 // Members returns every node on the current ring.

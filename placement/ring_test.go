@@ -164,3 +164,60 @@ func TestRingPendingReplicasUnderNextSplits(t *testing.T) {
 		t.Error("no key has a pending replica: the test moves nothing")
 	}
 }
+
+// TestRingKeepsTheWholeRingScanPlan: the plan of a scan of every range is made once and
+// returned again while nothing it holds changes; a replica's new state, or a new ring,
+// makes a new plan that shows it.
+func TestRingKeepsTheWholeRingScanPlan(t *testing.T) {
+	ks, err := schema.Keyspace{Name: "ks", Replication: "dc=2"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "dc"})
+	for _, id := range []string{"b", "c"} {
+		if _, err := dir.Upsert(cluster.Node{ID: id, DC: "dc"}); err != nil {
+			t.Fatal(err)
+		}
+		dir.SetState(id, cluster.StateUp)
+	}
+	p := NewRing(dir, 16)
+	ctx := context.Background()
+	plan := func() []RangeReplicas {
+		t.Helper()
+		ranges, err := p.ScanRanges(ctx, ks, []byte("from"), []byte("to"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ranges
+	}
+	statesOf := func(ranges []RangeReplicas, id string) (states []cluster.State) {
+		for _, rr := range ranges {
+			for _, m := range rr.Replicas {
+				if m.ID == id {
+					states = append(states, m.State)
+				}
+			}
+		}
+		return states
+	}
+	first := plan()
+	if len(first) != 48 || len(statesOf(first, "b")) == 0 {
+		t.Fatalf("plan of %d ranges, b a replica of %d, want 48 ranges, b among the replicas", len(first), len(statesOf(first, "b")))
+	}
+	if again := plan(); &again[0] != &first[0] {
+		t.Error("a second scan got a new plan of an unchanged ring")
+	}
+	dir.SetState("b", cluster.StateDown)
+	down := plan()
+	for _, st := range statesOf(down, "b") {
+		if st != cluster.StateDown {
+			t.Fatalf("b is down, the plan says %v", st)
+		}
+	}
+	if _, err := dir.Upsert(cluster.Node{ID: "d", DC: "dc"}); err != nil {
+		t.Fatal(err)
+	}
+	if grown := plan(); len(grown) != 64 || len(statesOf(grown, "d")) == 0 {
+		t.Fatalf("a fourth node: plan of %d ranges, d a replica of %d, want 64, d among the replicas", len(grown), len(statesOf(grown, "d")))
+	}
+}

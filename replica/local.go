@@ -188,7 +188,11 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 				}
 			}
 		}
-		out = append(out, recs...)
+		if out == nil {
+			out = recs // the answer of a scan of one page, as most are: not copied
+		} else {
+			out = append(out, recs...)
+		}
 		if answered += size; req.BytesMax > 0 && answered > req.BytesMax {
 			return nil, fmt.Errorf("%w: over %d bytes of keys and values after %d records", ErrScanTooLarge, req.BytesMax, len(out))
 		}
