@@ -151,6 +151,8 @@ type Coordinator struct {
 	lwtKeys keyQueue
 	// scans numbers this coordinator's scans (nextScanID).
 	scans atomic.Uint64
+	// scanRereads counts the scan rounds read again after a digest mismatch.
+	scanRereads atomic.Uint64
 }
 
 // New returns a coordinator over the node's parts.

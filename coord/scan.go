@@ -492,8 +492,15 @@ func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges 
 	if err != nil || !round.valuesMissing {
 		return round, err
 	}
-	c.log.Debug("scan digests differ from the values read; reading them again", "keyspace", ks.Name, "level", cl)
+	c.scanRereads.Add(1)
 	return c.readRound(ctx, ks, ranges, cursor, end, limit, cl, tag, false)
+}
+
+// ScanRereads returns how many scan rounds this coordinator has read again since it
+// started because a replica's digests told of versions the values read lacked: replicas
+// that disagree, as while writes are in flight, or hints and repair lag behind.
+func (c *Coordinator) ScanRereads() uint64 {
+	return c.scanRereads.Load()
 }
 
 // readRound reads [cursor, end) once from every range; with digests, a node that is not

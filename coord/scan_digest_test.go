@@ -151,6 +151,9 @@ func TestScanReadsDigestsFromTheSecondReplica(t *testing.T) {
 	if asked := fmt.Sprint(nodes.take()); asked != "[n1:values n1:values n2:digest n2:values]" {
 		t.Fatalf("a newer value on the digest's replica: asked %v, want a round of values and digests, then one of values alone", asked)
 	}
+	if n := c.ScanRereads(); n != 1 {
+		t.Fatalf("ScanRereads = %d after one round read again, want 1", n)
+	}
 	put(all, "k05", "new", 11, false)
 
 	put([]string{digestFrom}, "k07", "", 12, true)
@@ -176,5 +179,8 @@ func TestScanReadsDigestsFromTheSecondReplica(t *testing.T) {
 	}
 	if asked := fmt.Sprint(nodes.take()); asked != "[n1:values n1:values n2:digest n2:values n3:digest n3:values]" {
 		t.Fatalf("the values' replica down: asked %v, want values from n1 (failing), digests from n2 and n3, then values from all", asked)
+	}
+	if n := c.ScanRereads(); n != 2 {
+		t.Fatalf("ScanRereads = %d after two rounds read again, want 2", n)
 	}
 }

@@ -19,6 +19,7 @@ type nodeCollector struct {
 	members           *prometheus.Desc
 	storageDiskBytes  *prometheus.Desc
 	compactionPaced   *prometheus.Desc
+	scanRereads       *prometheus.Desc
 	clockOffset       *prometheus.Desc
 	clockOK           *prometheus.Desc
 	clockAheadMax     *prometheus.Desc
@@ -47,6 +48,8 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"Space the node's storage files take.", nil, nil),
 		compactionPaced: prometheus.NewDesc("kura_storage_compaction_paced_seconds_total",
 			"Time the storage engine's compactions waited for their pace (--compaction-throughput).", nil, nil),
+		scanRereads: prometheus.NewDesc("kura_scan_rereads_total",
+			"Scan rounds this node coordinated and read again with every replica's values, after a replica's digests showed versions the values read lacked.", nil, nil),
 		clockOffset: prometheus.NewDesc("kura_clock_offset_seconds",
 			"This node's clock minus the cluster's (the median of its peers'), as its clock guard measures it.", nil, nil),
 		clockOK: prometheus.NewDesc("kura_clock_ok",
@@ -78,6 +81,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.members
 	ch <- c.storageDiskBytes
 	ch <- c.compactionPaced
+	ch <- c.scanRereads
 	ch <- c.clockOffset
 	ch <- c.clockOK
 	ch <- c.clockAheadMax
@@ -106,6 +110,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.MembersDown), "down")
 		ch <- prometheus.MustNewConstMetric(c.storageDiskBytes, prometheus.GaugeValue, float64(g.StorageDiskBytes))
 		ch <- prometheus.MustNewConstMetric(c.compactionPaced, prometheus.CounterValue, g.StorageCompactionPacedSeconds)
+		ch <- prometheus.MustNewConstMetric(c.scanRereads, prometheus.CounterValue, float64(g.ScanRereads))
 		ch <- prometheus.MustNewConstMetric(c.clockOffset, prometheus.GaugeValue, g.ClockOffsetSeconds)
 		ok := 0.0
 		if g.ClockOK {

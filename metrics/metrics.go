@@ -52,6 +52,9 @@ type Gauges struct {
 	// ReadWorkersBusy its workers at work.
 	ReadClasses     []ReadClass
 	ReadWorkersBusy int
+	// ScanRereads is how many scan rounds the node's coordinator read again after a
+	// digest mismatch since it started (coord.Coordinator.ScanRereads).
+	ScanRereads uint64
 }
 
 // ReadClass is the read stage's figures for one class of read.
