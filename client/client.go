@@ -761,8 +761,8 @@ func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, l
 // scanRouteKey returns the key a scan is routed by. Under the ordered partitioner that is
 // its start, which the first range it reads holds. Under the hash partitioner a scan
 // reads every range wherever it starts: it goes without a key, so that scans take turns
-// over the nodes rather than follow their start keys' tokens (zipfian start keys put
-// half again as much work on one of two nodes as on the other).
+// over the nodes rather than follow their start keys' tokens (zipfian start keys put a
+// third more of the work on one of two nodes than on the other).
 func (c *Client) scanRouteKey(keyspace string, start []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -505,15 +505,16 @@ func (c *Coordinator) ScanRereads() uint64 {
 
 // readRound reads [cursor, end) once from every range; with digests, a node that is not
 // the first asked for any of its groups, and whose groups each need more than one
-// answer, answers with digests of values (replica.ScanRequest.Digest). Ranges with the same requirement
-// and the same candidates, in the same order, make one group of the gatherer: it would
-// ask the same nodes for each of them in the same order, and a node answers for all the
-// ranges it is asked for at once, so their groups would advance as one. With the hash
-// partitioner a scan reads every range of the ring (48 with 3 nodes of 16 vnodes) and,
-// on a cluster no larger than its replication, every range has the same replicas, in one
-// of a few orders: a few groups instead of 48, each range's candidates worked out once
-// per distinct list of replicas, took most of the coordinator's own CPU out of a short
-// scan. Each node gets one request for all the ranges it was chosen for.
+// answer, answers with digests of values (replica.ScanRequest.Digest). Ranges with the
+// same requirement and the same candidates, in the same order, make one group of the
+// gatherer: it would ask the same nodes for each of them in the same order, and a node
+// answers for all the ranges it is asked for at once, so their groups would advance as
+// one. With the hash partitioner a scan reads every range of the ring (48 with 3 nodes
+// of 16 vnodes) and, on a cluster no larger than its replication, every range has the
+// same replicas, in one of a few orders: a few groups instead of 48, each range's
+// candidates worked out once per distinct list of replicas, took most of the
+// coordinator's own CPU out of a short scan. Each node gets one request for all the
+// ranges it was chosen for.
 func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag, digests bool) (roundResult, error) {
 	localDC := c.view.Self().DC
 	q := &quorum{self: c.view.Self().ID, byNode: true}

@@ -272,7 +272,7 @@ func (p *Ring) ScanRanges(_ context.Context, ks schema.Keyspace, start, end []by
 	strategy := ks.Strategy()
 	pl := p.placement(current, strategy)
 	if ks.Partitioner == "ordered" {
-		ranges, _ := p.plan(pl, scanRanges(pl.Ring(), ks, start, end))
+		ranges, _ := p.plan(pl, orderedRanges(pl.Ring(), ks, start, end))
 		return ranges, nil
 	}
 	p.mu.Lock()
@@ -342,20 +342,17 @@ func (p *Ring) Members(context.Context) ([]Member, error) {
 	return withStates(p.view, r.Members()), nil
 }
 
-// scanRanges returns the ring ranges a scan of [start, end) must read.
-func scanRanges(r *ring.Ring, ks schema.Keyspace, start, end []byte) []ring.Range {
-	all := r.Ranges()
-	if ks.Partitioner != "ordered" {
-		return all
-	}
-	// Order-preserving tokens: keys in [start, end) have tokens in [Token(start), Token(end)].
+// orderedRanges returns the ring ranges a scan of [start, end) of an ordered keyspace
+// must read: those its keys' order-preserving tokens fall in, [Token(start),
+// Token(end)].
+func orderedRanges(r *ring.Ring, ks schema.Keyspace, start, end []byte) []ring.Range {
 	lo := ks.Partition().Token(start)
 	hi := ^ring.Token(0)
 	if end != nil {
 		hi = ks.Partition().Token(end)
 	}
 	var out []ring.Range
-	for _, rg := range all {
+	for _, rg := range r.Ranges() {
 		if rangeIntersects(rg, lo, hi) {
 			out = append(out, rg)
 		}
