@@ -19,6 +19,8 @@ type nodeCollector struct {
 	members           *prometheus.Desc
 	storageDiskBytes  *prometheus.Desc
 	compactionPaced   *prometheus.Desc
+	rowCacheReads     *prometheus.Desc
+	rowCacheBytes     *prometheus.Desc
 	scanRereads       *prometheus.Desc
 	clockOffset       *prometheus.Desc
 	clockOK           *prometheus.Desc
@@ -48,6 +50,10 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"Space the node's storage files take.", nil, nil),
 		compactionPaced: prometheus.NewDesc("kura_storage_compaction_paced_seconds_total",
 			"Time the storage engine's compactions waited for their pace (--compaction-throughput).", nil, nil),
+		rowCacheReads: prometheus.NewDesc("kura_storage_row_cache_reads_total",
+			"Reads of the storage engine's row cache (a write reads the record it replaces), by result (hit, miss: read from Pebble).", []string{"result"}, nil),
+		rowCacheBytes: prometheus.NewDesc("kura_storage_row_cache_bytes",
+			"About the memory the row cache's entries take (--row-cache bounds it).", nil, nil),
 		scanRereads: prometheus.NewDesc("kura_scan_rereads_total",
 			"Scan rounds this node coordinated and read again with every replica's values, after a replica's digests showed versions the values read lacked.", nil, nil),
 		clockOffset: prometheus.NewDesc("kura_clock_offset_seconds",
@@ -81,6 +87,8 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.members
 	ch <- c.storageDiskBytes
 	ch <- c.compactionPaced
+	ch <- c.rowCacheReads
+	ch <- c.rowCacheBytes
 	ch <- c.scanRereads
 	ch <- c.clockOffset
 	ch <- c.clockOK
@@ -110,6 +118,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.MembersDown), "down")
 		ch <- prometheus.MustNewConstMetric(c.storageDiskBytes, prometheus.GaugeValue, float64(g.StorageDiskBytes))
 		ch <- prometheus.MustNewConstMetric(c.compactionPaced, prometheus.CounterValue, g.StorageCompactionPacedSeconds)
+		ch <- prometheus.MustNewConstMetric(c.rowCacheReads, prometheus.CounterValue, float64(g.RowCacheHits), "hit")
+		ch <- prometheus.MustNewConstMetric(c.rowCacheReads, prometheus.CounterValue, float64(g.RowCacheMisses), "miss")
+		ch <- prometheus.MustNewConstMetric(c.rowCacheBytes, prometheus.GaugeValue, float64(g.RowCacheBytes))
 		ch <- prometheus.MustNewConstMetric(c.scanRereads, prometheus.CounterValue, float64(g.ScanRereads))
 		ch <- prometheus.MustNewConstMetric(c.clockOffset, prometheus.GaugeValue, g.ClockOffsetSeconds)
 		ok := 0.0

@@ -94,7 +94,8 @@ func TestCollectorExportsTransportFlows(t *testing.T) {
 func TestCollectorExportsGauges(t *testing.T) {
 	gauges := func() Gauges {
 		return Gauges{HintsPending: 7, MembersAlive: 4, MembersDown: 1, StorageDiskBytes: 1 << 20,
-			StorageCompactionPacedSeconds: 1.5, ClockOffsetSeconds: -0.25, ClockOK: true, ClockAheadMaxSeconds: 30, ScanRereads: 3}
+			StorageCompactionPacedSeconds: 1.5, ClockOffsetSeconds: -0.25, ClockOK: true, ClockAheadMaxSeconds: 30, ScanRereads: 3,
+			RowCacheHits: 90, RowCacheMisses: 10, RowCacheBytes: 4096}
 	}
 	got := collect(t, newNodeCollector(Config{Gauges: gauges}))
 	tests := []struct {
@@ -106,6 +107,9 @@ func TestCollectorExportsGauges(t *testing.T) {
 		{"kura_members", "down", 1},
 		{"kura_storage_disk_bytes", "", 1 << 20},
 		{"kura_storage_compaction_paced_seconds_total", "", 1.5},
+		{"kura_storage_row_cache_reads_total", "hit", 90},
+		{"kura_storage_row_cache_reads_total", "miss", 10},
+		{"kura_storage_row_cache_bytes", "", 4096},
 		{"kura_scan_rereads_total", "", 3},
 		{"kura_clock_offset_seconds", "", -0.25},
 		{"kura_clock_ok", "", 1},

@@ -37,6 +37,11 @@ type Gauges struct {
 	// StorageCompactionPacedSeconds is how long the storage engine's compactions were
 	// made to wait by their pace since the node started.
 	StorageCompactionPacedSeconds float64
+	// RowCacheHits and RowCacheMisses count the storage engine's row cache reads that
+	// found their record and those that read Pebble; RowCacheBytes is about the memory
+	// its entries take.
+	RowCacheHits, RowCacheMisses uint64
+	RowCacheBytes                int64
 	// ClockOffsetSeconds is the node's clock minus the cluster's; ClockOK whether its
 	// clock guard lets it coordinate writes; ClockAheadMaxSeconds how far the largest
 	// timestamp it stamped or stored is ahead of the cluster's clock.

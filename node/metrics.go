@@ -24,7 +24,8 @@ func (n *Node) gauges() metrics.Gauges {
 	engine := n.engine.Stats()
 	g := metrics.Gauges{StorageDiskBytes: engine.DiskBytes, StorageCompactionPacedSeconds: engine.CompactionPaced.Seconds(),
 		ClockOffsetSeconds: clock.Offset.Seconds(), ClockOK: clock.OK, ClockAheadMaxSeconds: clock.AheadMax.Seconds(),
-		PowerState: n.Power().String(), ScanRereads: n.coord.ScanRereads()}
+		PowerState: n.Power().String(), ScanRereads: n.coord.ScanRereads(),
+		RowCacheHits: engine.RowCache.Hits, RowCacheMisses: engine.RowCache.Misses, RowCacheBytes: engine.RowCache.Bytes}
 	g.PowerWatts, g.EnergyJoules = n.Energy(time.Now())
 	reads := n.stage.Stats()
 	for class, cs := range reads.ByClass {

@@ -125,6 +125,9 @@ type Config struct {
 	// write (storage.Options.CompactionBytesPerSecond): zero means the engine's default,
 	// a negative pace none.
 	CompactionThroughput int64
+	// RowCacheBytes sizes the storage engine's row cache (storage.Options.RowCacheBytes):
+	// zero means the engine's default, a negative size none.
+	RowCacheBytes int64
 	// RepairInterval is how long one background anti-entropy repair of every keyspace
 	// takes: the node walks its ranges slowly, spread over the interval, then starts
 	// again. 0 runs none (repairs then run only when asked, with kura repair).
@@ -281,7 +284,8 @@ func Start(cfg Config) (*Node, error) {
 
 func (n *Node) open() error {
 	var err error
-	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput})
+	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput,
+		RowCacheBytes: n.cfg.RowCacheBytes})
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}

@@ -21,11 +21,14 @@ import (
 //     write cannot put back the bytes the write replaced.
 //
 // Entries are the encoded values as Pebble stores them (decodeValue copies out of them),
-// or a marker for a key Pebble does not hold. Eviction is random (Go's map order), which
-// for skewed key popularity keeps the hot keys most of the time at no bookkeeping cost.
+// or a marker for a key Pebble does not hold. Eviction is CLOCK (second chance): a hit
+// marks its entry, and the hand sweeping the entries for a victim spares a marked one
+// once, unmarking it. Replaying the peers bench's zipfian keys (100,000 records of 256
+// bytes, the default cache holding 45 % of them), it missed 9.0 % of the reads against
+// random eviction's 12.1 %, for one flag written under the lock a hit already takes.
 
 const (
-	// DefaultRowCacheBytes is the row cache of an engine that names none: about 64,000
+	// DefaultRowCacheBytes is the row cache of an engine that names none: about 45,000
 	// records of 256 bytes, a little of a small node's memory.
 	DefaultRowCacheBytes = 16 << 20
 	// rowCacheShards spreads the cache's locking; a divisor of lockStripes, so that a
@@ -35,8 +38,8 @@ const (
 	// ones for a read whose cost is dominated by copying it anyway.
 	rowCacheEntryMax = 16 << 10
 	// rowEntryOverhead approximates the memory of an entry beyond its key and value bytes
-	// (the map slot, the string and slice headers).
-	rowEntryOverhead = 64
+	// (the index's map slot, the slot's string and slice headers).
+	rowEntryOverhead = 80
 )
 
 // rowCache is the cache; the zero value is not usable, see newRowCache. A nil *rowCache
@@ -47,18 +50,42 @@ type rowCache struct {
 
 type rowShard struct {
 	mu       sync.Mutex
-	entries  map[string]rowEntry
+	index    map[string]int // key -> its slot in slots
+	slots    []rowSlot      // the entries, in the order the hand sweeps them
+	free     []int          // the slots of removed entries, the latest last
+	hand     int            // the next slot the sweep looks at
 	bytes    int
 	maxBytes int
+	// hits and misses count the lookups of get since the cache was made.
+	hits, misses uint64
 	// gen counts the invalidations of each stripe of this shard, indexed by stripe /
 	// rowCacheShards.
 	gen [lockStripes / rowCacheShards]uint64
+}
+
+// rowSlot is one cached key and its entry, or a free slot (used false), and whether a
+// hit marked it since the hand last passed.
+type rowSlot struct {
+	key    string
+	entry  rowEntry
+	used   bool
+	marked bool
 }
 
 // rowEntry is a cached record: its stored bytes, or found false for a key with none.
 type rowEntry struct {
 	value []byte
 	found bool
+}
+
+// RowCacheStats are a row cache's figures (Engine.Stats).
+type RowCacheStats struct {
+	// Hits and Misses count the reads that found their key in the cache and those that
+	// read Pebble, since the engine opened.
+	Hits, Misses uint64
+	// Bytes is about the memory the entries take; Entries how many there are.
+	Bytes   int64
+	Entries int
 }
 
 // newRowCache returns a cache of about maxBytes, or nil (no cache) for maxBytes < 0.
@@ -68,7 +95,7 @@ func newRowCache(maxBytes int64) *rowCache {
 	}
 	c := &rowCache{}
 	for i := range c.shards {
-		c.shards[i].entries = map[string]rowEntry{}
+		c.shards[i].index = map[string]int{}
 		c.shards[i].maxBytes = int(maxBytes / rowCacheShards)
 	}
 	return c
@@ -86,7 +113,14 @@ func (c *rowCache) get(stripe int, key []byte) (e rowEntry, hit bool, gen uint64
 	}
 	s, i := c.shard(stripe)
 	s.mu.Lock()
-	e, hit = s.entries[string(key)]
+	slot, hit := s.index[string(key)]
+	if hit {
+		s.slots[slot].marked = true
+		e = s.slots[slot].entry
+		s.hits++
+	} else {
+		s.misses++
+	}
 	gen = s.gen[i]
 	s.mu.Unlock()
 	return e, hit, gen
@@ -104,24 +138,73 @@ func (c *rowCache) fill(stripe int, key []byte, e rowEntry, gen uint64) {
 	if s.gen[i] != gen {
 		return
 	}
-	if old, ok := s.entries[string(key)]; ok {
-		s.bytes -= entrySize(key, old)
-	}
 	s.store(key, e)
 }
 
-// store adds e under key, whose old entry the caller has accounted for, and evicts
-// entries at random until the shard is within its bytes. The caller holds s.mu.
+// store caches e under key, in place of the key's old entry if it has one, evicting
+// other entries until the shard has room for it. A new key takes the slot of the entry
+// evicted for it, which the hand has just passed: as in CLOCK, it waits a whole sweep
+// before the hand comes back to it. The caller holds s.mu.
 func (s *rowShard) store(key []byte, e rowEntry) {
-	s.entries[string(key)] = e
-	s.bytes += entrySize(key, e)
-	for k, victim := range s.entries {
-		if s.bytes <= s.maxBytes {
-			break
+	size := entrySize(len(key), e)
+	if slot, ok := s.index[string(key)]; ok {
+		if size > s.maxBytes {
+			s.remove(slot)
+			return
 		}
-		delete(s.entries, k)
-		s.bytes -= entrySize([]byte(k), victim)
+		s.bytes += size - entrySize(len(key), s.slots[slot].entry)
+		s.slots[slot].entry = e
+		for s.bytes > s.maxBytes {
+			if victim := s.victim(); victim != slot {
+				s.remove(victim)
+			} else {
+				s.hand++
+			}
+		}
+		return
 	}
+	if size > s.maxBytes {
+		return
+	}
+	for s.bytes+size > s.maxBytes {
+		s.remove(s.victim())
+		s.hand++
+	}
+	k := string(key)
+	slot := len(s.slots)
+	if n := len(s.free); n > 0 {
+		slot, s.free = s.free[n-1], s.free[:n-1]
+		s.slots[slot] = rowSlot{key: k, entry: e, used: true}
+	} else {
+		s.slots = append(s.slots, rowSlot{key: k, entry: e, used: true})
+	}
+	s.index[k] = slot
+	s.bytes += size
+}
+
+// victim sweeps the hand to the first unmarked entry, unmarking the marked ones it
+// passes, and returns its slot. The shard holds at least one entry.
+func (s *rowShard) victim() int {
+	for {
+		if s.hand >= len(s.slots) {
+			s.hand = 0
+		}
+		slot := &s.slots[s.hand]
+		if slot.used && !slot.marked {
+			return s.hand
+		}
+		slot.marked = false
+		s.hand++
+	}
+}
+
+// remove drops the entry of slot i, freeing the slot.
+func (s *rowShard) remove(i int) {
+	gone := &s.slots[i]
+	delete(s.index, gone.key)
+	s.bytes -= entrySize(len(gone.key), gone.entry)
+	*gone = rowSlot{} // let the bytes go
+	s.free = append(s.free, i)
 }
 
 // invalidate drops the encoded key of stripe and moves the stripe's generation on. The
@@ -147,12 +230,12 @@ func (c *rowCache) set(stripe int, key []byte, e *rowEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen[i]++
-	if old, ok := s.entries[string(key)]; ok {
-		s.bytes -= entrySize(key, old)
-		delete(s.entries, string(key))
-	}
 	if e != nil {
 		s.store(key, *e)
+		return
+	}
+	if slot, ok := s.index[string(key)]; ok {
+		s.remove(slot)
 	}
 }
 
@@ -165,8 +248,10 @@ func (c *rowCache) clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		clear(s.entries)
-		s.bytes = 0
+		clear(s.index)
+		clear(s.slots)
+		s.slots, s.free = s.slots[:0], s.free[:0]
+		s.hand, s.bytes = 0, 0
 		for j := range s.gen {
 			s.gen[j]++
 		}
@@ -174,6 +259,24 @@ func (c *rowCache) clear() {
 	}
 }
 
-func entrySize(key []byte, e rowEntry) int {
-	return len(key) + len(e.value) + rowEntryOverhead
+// stats sums the shards' figures.
+func (c *rowCache) stats() RowCacheStats {
+	var st RowCacheStats
+	if c == nil {
+		return st
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		st.Hits += s.hits
+		st.Misses += s.misses
+		st.Bytes += int64(s.bytes)
+		st.Entries += len(s.index)
+		s.mu.Unlock()
+	}
+	return st
+}
+
+func entrySize(keyBytes int, e rowEntry) int {
+	return keyBytes + len(e.value) + rowEntryOverhead
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -234,7 +235,7 @@ func TestRowCacheStaysWithinItsBytes(t *testing.T) {
 		if c.shards[i].bytes > c.shards[i].maxBytes {
 			t.Errorf("shard %d holds %d bytes, more than its %d", i, c.shards[i].bytes, c.shards[i].maxBytes)
 		}
-		total += len(c.shards[i].entries)
+		total += len(c.shards[i].index)
 	}
 	if total == 0 {
 		t.Error("the cache kept nothing")
@@ -246,5 +247,109 @@ func TestRowCacheStaysWithinItsBytes(t *testing.T) {
 	}
 	if _, hit, _ := (*rowCache)(nil).get(0, big); hit {
 		t.Error("a nil cache hit")
+	}
+}
+
+// TestRowCacheSparesMarkedEntries fills a shard, reads some of its keys, and adds more:
+// the keys read since the hand last passed stay, the others make room.
+func TestRowCacheSparesMarkedEntries(t *testing.T) {
+	value := make([]byte, 100)
+	size := entrySize(len("key00"), rowEntry{value: value})
+	c := newRowCache(int64(10 * size * rowCacheShards)) // ten entries a shard
+	const stripe = 0
+	for i := range 10 {
+		c.fill(stripe, fmt.Appendf(nil, "key%02d", i), rowEntry{value: value, found: true}, 0)
+	}
+	for _, i := range []int{1, 4, 7} {
+		if _, hit, _ := c.get(stripe, fmt.Appendf(nil, "key%02d", i)); !hit {
+			t.Fatalf("key%02d missed in a shard not yet full", i)
+		}
+	}
+	for i := 10; i < 17; i++ {
+		c.fill(stripe, fmt.Appendf(nil, "key%02d", i), rowEntry{value: value, found: true}, 0)
+	}
+	for i := range 17 {
+		_, hit, _ := c.get(stripe, fmt.Appendf(nil, "key%02d", i))
+		want := i == 1 || i == 4 || i == 7 || i >= 10
+		if hit != want {
+			t.Errorf("key%02d cached: %t, want %t", i, hit, want)
+		}
+	}
+}
+
+// TestRowCacheRandomOperationsKeepItsBooks runs random fills, replacements,
+// invalidations, reads and clears on a small cache and checks after each that its index
+// and slots agree, its bytes are the sum of its entries' and within its size, and that
+// every hit returns the bytes last stored for the key.
+func TestRowCacheRandomOperationsKeepItsBooks(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	c := newRowCache(16 << 10)
+	want := map[string]string{} // the bytes last stored per key, absent when dropped
+	for op := range 20_000 {
+		key := fmt.Appendf(nil, "k%03d", r.IntN(300))
+		stripe := int(key[1]+key[2]+key[3]) % lockStripes
+		value := fmt.Appendf(nil, "%d-%s", op, make([]byte, r.IntN(200)))
+		switch r.IntN(5) {
+		case 0:
+			_, _, gen := c.get(stripe, key)
+			c.fill(stripe, key, rowEntry{value: value, found: true}, gen)
+			want[string(key)] = string(value)
+		case 1:
+			c.replace(stripe, key, rowEntry{value: value, found: true})
+			want[string(key)] = string(value)
+		case 2:
+			c.invalidate(stripe, key)
+			delete(want, string(key))
+		case 3:
+			if e, hit, _ := c.get(stripe, key); hit && string(e.value) != want[string(key)] {
+				t.Fatalf("op %d: %s read %.12q, want %.12q", op, key, e.value, want[string(key)])
+			}
+		default:
+			if r.IntN(500) == 0 {
+				c.clear()
+				clear(want)
+			}
+		}
+		checkRowCache(t, c)
+	}
+}
+
+// checkRowCache fails t unless every shard's index, slots and bytes agree.
+func checkRowCache(t *testing.T, c *rowCache) {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		if len(s.index)+len(s.free) != len(s.slots) {
+			t.Fatalf("shard %d: %d keys indexed and %d slots free, of %d", i, len(s.index), len(s.free), len(s.slots))
+		}
+		bytes := 0
+		for j, slot := range s.slots {
+			if !slot.used {
+				continue
+			}
+			if got, ok := s.index[slot.key]; !ok || got != j {
+				t.Fatalf("shard %d: %s in slot %d, indexed at %d (%t)", i, slot.key, j, got, ok)
+			}
+			bytes += entrySize(len(slot.key), slot.entry)
+		}
+		if bytes != s.bytes || bytes > s.maxBytes {
+			t.Fatalf("shard %d: entries of %d bytes, counted %d, size %d", i, bytes, s.bytes, s.maxBytes)
+		}
+	}
+}
+
+// TestEngineStatsCountRowCacheHitsAndMisses: the first read of a key misses, the next
+// hits, and a write leaves its record to be hit.
+func TestEngineStatsCountRowCacheHitsAndMisses(t *testing.T) {
+	e := openMem(t, Options{})
+	mustApply(t, e, "ks", put("written", "v", 10)) // a miss: the write reads what it replaces
+	mustGet(t, e, "ks", "written")                 // a hit
+	mustGet(t, e, "ks", "absent")                  // a miss, cached as absent
+	mustGet(t, e, "ks", "absent")                  // a hit
+	st := e.Stats().RowCache
+	if st.Hits != 2 || st.Misses != 2 || st.Entries != 2 || st.Bytes <= 0 {
+		t.Errorf("row cache stats %+v, want 2 hits, 2 misses, 2 entries and their bytes", st)
 	}
 }

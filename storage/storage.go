@@ -80,6 +80,8 @@ type Stats struct {
 	// CompactionPaced is how long compactions were made to wait by their pace (see
 	// compactionpace.go) since the engine opened.
 	CompactionPaced time.Duration
+	// RowCache are the row cache's figures (see rowcache.go).
+	RowCache RowCacheStats
 }
 
 // Engine stores the records of many keyspaces in one Pebble database. It is safe for
@@ -859,7 +861,7 @@ func (e *Engine) Stats() Stats {
 		return Stats{}
 	}
 	defer e.closeMu.RUnlock()
-	stats := Stats{DiskBytes: e.db.Metrics().DiskSpaceUsage()}
+	stats := Stats{DiskBytes: e.db.Metrics().DiskSpaceUsage(), RowCache: e.rows.stats()}
 	if e.pacer != nil {
 		stats.CompactionPaced = time.Duration(e.pacer.paced.Load())
 	}

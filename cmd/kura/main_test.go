@@ -145,6 +145,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"server", "--dc", "x", "--in-memory"}, 2, "--id is required"},
 		{[]string{"server", "--id", "a", "--dc", "x"}, 2, "exactly one of --data-dir DIR and --in-memory"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--compaction-throughput", "-1"}, 2, "--compaction-throughput must not be negative"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--row-cache", "-1"}, 2, "--row-cache must not be negative"},
 		{[]string{"keyspace"}, 2, "keyspace create NAME"},
 		{[]string{"get", "k", "--addr", "127.0.0.1:1", "--timeout", "300ms"}, 1, "no node answered"},
 	}

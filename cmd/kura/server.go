@@ -55,6 +55,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	ringDelay := fs.Duration("ring-delay", 0, "wait after announcing a ring change before streaming, so every node has learned it (0: five gossip rounds)")
 	streamMiBps := fs.Float64("stream-throughput", 0, "cap on the MiB per second this node pulls when it streams ranges (0: no cap)")
 	compactionMiBps := fs.Float64("compaction-throughput", storage.DefaultCompactionBytesPerSecond>>20, "MiB per second the storage engine's compactions write, unless they fall behind (0: no pace; Cassandra's compaction_throughput)")
+	rowCacheMiB := fs.Float64("row-cache", storage.DefaultRowCacheBytes>>20, "MiB of recently read and written records the storage engine keeps in front of Pebble (0: none); kura_storage_row_cache_reads_total shows its hits")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
 	maxClockOffset := fs.Duration("max-clock-offset", clockguard.DefaultMaxOffset, "how far this node's clock may be from its peers' before it refuses to coordinate writes")
@@ -136,6 +137,14 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		cfg.CompactionThroughput = -1
 	default:
 		cfg.CompactionThroughput = max(1, int64(*compactionMiBps*(1<<20)))
+	}
+	switch {
+	case *rowCacheMiB < 0:
+		return fmt.Errorf("%w: --row-cache must not be negative", errUsage)
+	case *rowCacheMiB == 0:
+		cfg.RowCacheBytes = -1
+	default:
+		cfg.RowCacheBytes = max(1, int64(*rowCacheMiB*(1<<20)))
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
