@@ -195,8 +195,8 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 		replicas := plan.ranges[g.rangeIndex].Replicas
 		required := cl.Require(countedPerDC(replicas), localDC)
 		candidates := c.readable(nil, replicas, i)
-		if alive := dcCounts(candidates); !required.Satisfied(alive) {
-			return 0, &UnavailableError{Level: cl, Required: required, Alive: alive}
+		if err := available(cl, required, candidates); err != nil {
+			return 0, err
 		}
 		q.groups = append(q.groups, newGroup(required, candidates))
 	}

@@ -36,8 +36,8 @@ func (c *Coordinator) gatherChunks(ctx context.Context, ks schema.Keyspace, key 
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
 	candidates := c.readableSlots(slots)
-	if alive := dcCounts(candidates); !required.Satisfied(alive) {
-		return nil, nil, chunkUnavailable(ks, cl, required, alive)
+	if !satisfiable(candidates, required) {
+		return nil, nil, chunkUnavailable(ks, cl, required, dcCounts(candidates))
 	}
 	gathered := newChunkGather(code)
 	q := &quorum{

@@ -391,6 +391,15 @@ func satisfiable(targets []target, required consistency.Requirement) bool {
 	return alive.satisfies(required)
 }
 
+// available returns nil when targets could meet required, and otherwise the unavailable
+// error of level cl that says how many of them are alive per DC.
+func available(cl consistency.Level, required consistency.Requirement, targets []target) error {
+	if satisfiable(targets, required) {
+		return nil
+	}
+	return &UnavailableError{Level: cl, Required: required, Alive: dcCounts(targets)}
+}
+
 func dcCounts(targets []target) map[string]int {
 	counts := map[string]int{}
 	for _, t := range targets {

@@ -52,8 +52,8 @@ func (c *Coordinator) get(ctx context.Context, ks schema.Keyspace, cl consistenc
 	self := c.view.Self()
 	required := cl.Require(countedPerDC(op.members), self.DC)
 	op.targets = c.readable(op.targets, op.members, 0)
-	if !satisfiable(op.targets, required) {
-		return lww.Record{}, false, out, &UnavailableError{Level: cl, Required: required, Alive: dcCounts(op.targets)}
+	if err := available(cl, required, op.targets); err != nil {
+		return lww.Record{}, false, out, err
 	}
 	out, err = gather(ctx, op.quorum(self.ID, c.workers, required, op.targets), op.ask, op.accept)
 	switch {

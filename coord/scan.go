@@ -528,8 +528,8 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 		if !ok {
 			required := cl.Require(countedPerDC(rg.Replicas), localDC)
 			candidates := c.readable(nil, rg.Replicas, len(q.groups))
-			if alive := dcCounts(candidates); !required.Satisfied(alive) {
-				return roundResult{}, &UnavailableError{Level: cl, Required: required, Alive: alive}
+			if err := available(cl, required, candidates); err != nil {
+				return roundResult{}, err
 			}
 			replicasKey := string(key)
 			key = appendCandidatesKey(key[:0], required, candidates)
