@@ -519,19 +519,21 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 	localDC := c.view.Self().DC
 	q := &quorum{self: c.view.Self().ID, byNode: true}
 	var groupRanges [][]ring.Range // by group: the ranges it stands for
-	groupOfReplicas := map[string]int{}
+	// The placement gives ranges with the same replicas one list (ScanRanges): each
+	// list's requirement and candidates are worked out once. Lists that are equal but
+	// not shared end up in one group all the same, by their candidates.
+	groupOfList := map[replicaList]int{}
 	groupOfCandidates := map[string]int{}
 	var key []byte
 	for _, rg := range ranges {
-		key = appendReplicasKey(key[:0], rg.Replicas)
-		g, ok := groupOfReplicas[string(key)]
+		list := listOf(rg.Replicas)
+		g, ok := groupOfList[list]
 		if !ok {
 			required := cl.Require(countedPerDC(rg.Replicas), localDC)
 			candidates := c.readable(nil, rg.Replicas, len(q.groups))
 			if err := available(cl, required, candidates); err != nil {
 				return roundResult{}, err
 			}
-			replicasKey := string(key)
 			key = appendCandidatesKey(key[:0], required, candidates)
 			if g, ok = groupOfCandidates[string(key)]; !ok {
 				g = len(q.groups)
@@ -539,7 +541,7 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 				groupRanges = append(groupRanges, nil)
 				q.groups = append(q.groups, newGroup(required, candidates))
 			}
-			groupOfReplicas[replicasKey] = g
+			groupOfList[list] = g
 		}
 		groupRanges[g] = append(groupRanges[g], rg.Range)
 	}
@@ -596,13 +598,18 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 	return merge.result(), nil
 }
 
-// appendReplicasKey appends what decides a range's requirement and candidates: its
-// replicas in order, with their DCs and states.
-func appendReplicasKey(key []byte, replicas []placement.Member) []byte {
-	for _, m := range replicas {
-		key = appendMemberKey(key, m)
+// replicaList names one replica list of a scan's plan by its memory: the ranges that
+// share the list have the same replicas.
+type replicaList struct {
+	first *placement.Member
+	n     int
+}
+
+func listOf(replicas []placement.Member) replicaList {
+	if len(replicas) == 0 {
+		return replicaList{}
 	}
-	return key
+	return replicaList{first: &replicas[0], n: len(replicas)}
 }
 
 // appendCandidatesKey appends what decides how the gatherer asks for a range: its

@@ -53,7 +53,9 @@ type Placement interface {
 	ChunkOwners(ctx context.Context, ks schema.Keyspace, chunkKeys [][]byte) ([]Member, error)
 	// ScanRanges returns the token ranges a scan of [start, end) must read (all of them
 	// with the hash partitioner, those the interval maps to with the ordered one), each
-	// with its replicas. The caller must not modify them: one plan may serve many scans.
+	// with its replicas. Ranges with the same replicas (members, order and states) share
+	// one Replicas slice, so that a caller can group them by it. The caller must not
+	// modify them: one plan may serve many scans.
 	ScanRanges(ctx context.Context, ks schema.Keyspace, start, end []byte) ([]RangeReplicas, error)
 	// Members returns every node that holds data, by id.
 	Members(ctx context.Context) ([]Member, error)

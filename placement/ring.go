@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -313,12 +314,28 @@ func (p *Ring) plan(pl *ring.Placement, ranges []ring.Range) ([]RangeReplicas, m
 		// array, and the lists laid out before stay valid in the old one.
 		members = make([]Member, 0, len(ranges)*len(pl.ReplicasFor(ranges[0].End)))
 	}
+	// Ranges with the same replicas in the same order share one list (the interface's
+	// promise): on a few nodes the 48 ranges of a ring have a handful of lists. A
+	// node's DC and state are the same in every list of the plan, so its id says all.
+	lists := map[string][]Member{}
+	var key []byte
 	for i, rg := range ranges {
-		from := len(members)
-		for _, m := range pl.ReplicasFor(rg.End) {
-			members = append(members, Member{ID: m.ID, DC: m.DC, State: stateOf(m)})
+		replicas := pl.ReplicasFor(rg.End)
+		key = key[:0]
+		for _, m := range replicas {
+			key = binary.AppendUvarint(key, uint64(len(m.ID)))
+			key = append(key, m.ID...)
 		}
-		out[i] = RangeReplicas{Range: rg, Replicas: members[from:len(members):len(members)]}
+		list, ok := lists[string(key)]
+		if !ok {
+			from := len(members)
+			for _, m := range replicas {
+				members = append(members, Member{ID: m.ID, DC: m.DC, State: stateOf(m)})
+			}
+			list = members[from:len(members):len(members)]
+			lists[string(key)] = list
+		}
+		out[i] = RangeReplicas{Range: rg, Replicas: list}
 	}
 	return out, states
 }

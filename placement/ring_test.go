@@ -168,6 +168,47 @@ func TestRingPendingReplicasUnderNextSplits(t *testing.T) {
 // TestRingKeepsTheWholeRingScanPlan: the plan of a scan of every range is made once and
 // returned again while nothing it holds changes; a replica's new state, or a new ring,
 // makes a new plan that shows it.
+// A scan's plan gives ranges with the same replicas, in the same order, one list, and
+// ranges with other replicas lists of their own (coord groups ranges by their list).
+func TestRingScanPlanSharesEqualReplicaLists(t *testing.T) {
+	dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "dc1"})
+	for _, n := range []cluster.Node{{ID: "b", DC: "dc1"}, {ID: "c", DC: "dc1"}, {ID: "d", DC: "dc2"}, {ID: "e", DC: "dc2"}} {
+		if _, err := dir.Upsert(n); err != nil {
+			t.Fatal(err)
+		}
+		dir.SetState(n.ID, cluster.StateUp)
+	}
+	p := NewRing(dir, 16)
+	for _, partitioner := range []string{"hash", "ordered"} {
+		ks, err := schema.Keyspace{Name: "ks", Replication: "dc1=2,dc2=1", Partitioner: partitioner}.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranges, err := p.ScanRanges(context.Background(), ks, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists := map[*Member][]Member{}
+		for _, rr := range ranges {
+			if len(rr.Replicas) != 3 {
+				t.Fatalf("%s: range %v has %d replicas, want 3", partitioner, rr.Range, len(rr.Replicas))
+			}
+			lists[&rr.Replicas[0]] = rr.Replicas
+		}
+		for i, a := range ranges {
+			for _, b := range ranges[i+1:] {
+				equal, shared := slices.Equal(a.Replicas, b.Replicas), &a.Replicas[0] == &b.Replicas[0]
+				if equal != shared {
+					t.Fatalf("%s: ranges %v and %v: equal replicas %t, one list %t", partitioner, a.Range, b.Range, equal, shared)
+				}
+			}
+		}
+		if len(lists) < 2 || len(lists) >= len(ranges) {
+			t.Errorf("%s: %d lists for %d ranges, want a few shared ones", partitioner, len(lists), len(ranges))
+		}
+	}
+}
+
 func TestRingKeepsTheWholeRingScanPlan(t *testing.T) {
 	ks, err := schema.Keyspace{Name: "ks", Replication: "dc=2"}.Compile()
 	if err != nil {
