@@ -130,21 +130,11 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if *streamMiBps < 0 {
 		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)
 	}
-	switch {
-	case *compactionMiBps < 0:
-		return fmt.Errorf("%w: --compaction-throughput must not be negative", errUsage)
-	case *compactionMiBps == 0:
-		cfg.CompactionThroughput = -1
-	default:
-		cfg.CompactionThroughput = max(1, int64(*compactionMiBps*(1<<20)))
+	if cfg.CompactionThroughput, err = mibOrNone("compaction-throughput", *compactionMiBps); err != nil {
+		return err
 	}
-	switch {
-	case *rowCacheMiB < 0:
-		return fmt.Errorf("%w: --row-cache must not be negative", errUsage)
-	case *rowCacheMiB == 0:
-		cfg.RowCacheBytes = -1
-	default:
-		cfg.RowCacheBytes = max(1, int64(*rowCacheMiB*(1<<20)))
+	if cfg.RowCacheBytes, err = mibOrNone("row-cache", *rowCacheMiB); err != nil {
+		return err
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
@@ -212,4 +202,17 @@ func applyTopology(cfg *node.Config, topo *topology.Topology) error {
 		}
 	}
 	return nil
+}
+
+// mibOrNone converts the MiB of flag name to bytes for a storage option where zero
+// means the default and a negative value none: 0 MiB is none (-1), a positive size at
+// least one byte, a negative one a usage error.
+func mibOrNone(name string, mib float64) (int64, error) {
+	switch {
+	case mib < 0:
+		return 0, fmt.Errorf("%w: --%s must not be negative", errUsage, name)
+	case mib == 0:
+		return -1, nil
+	}
+	return max(1, int64(mib*(1<<20))), nil
 }
