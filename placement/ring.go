@@ -308,15 +308,12 @@ func (p *Ring) plan(pl *ring.Placement, ranges []ring.Range) ([]RangeReplicas, m
 		}
 		return st
 	}
-	var members []Member
-	if len(ranges) > 0 {
-		// Ranges have as many replicas as the first, as a rule; one with more grows the
-		// array, and the lists laid out before stay valid in the old one.
-		members = make([]Member, 0, len(ranges)*len(pl.ReplicasFor(ranges[0].End)))
-	}
 	// Ranges with the same replicas in the same order share one list (the interface's
 	// promise): on a few nodes the 48 ranges of a ring have a handful of lists. A
 	// node's DC and state are the same in every list of the plan, so its id says all.
+	// The lists are laid out in one array; when it grows, those laid out before stay
+	// valid in the old one.
+	var members []Member
 	lists := map[string][]Member{}
 	var key []byte
 	for i, rg := range ranges {

@@ -141,28 +141,17 @@ func (c *rowCache) fill(stripe int, key []byte, e rowEntry, gen uint64) {
 	s.store(key, e)
 }
 
-// store caches e under key, in place of the key's old entry if it has one, evicting
-// other entries until the shard has room for it. A new key takes the slot of the entry
-// evicted for it, which the hand has just passed: as in CLOCK, it waits a whole sweep
-// before the hand comes back to it. The caller holds s.mu.
+// store caches e under key, in place of the key's old entry if it has one (whose mark
+// it keeps), evicting other entries until the shard has room for it. A new entry takes
+// the slot of the last one evicted for it, which the hand has just passed: as in CLOCK,
+// it waits a whole sweep before the hand comes back to it. The caller holds s.mu.
 func (s *rowShard) store(key []byte, e rowEntry) {
-	size := entrySize(len(key), e)
+	marked := false
 	if slot, ok := s.index[string(key)]; ok {
-		if size > s.maxBytes {
-			s.remove(slot)
-			return
-		}
-		s.bytes += size - entrySize(len(key), s.slots[slot].entry)
-		s.slots[slot].entry = e
-		for s.bytes > s.maxBytes {
-			if victim := s.victim(); victim != slot {
-				s.remove(victim)
-			} else {
-				s.hand++
-			}
-		}
-		return
+		marked = s.slots[slot].marked
+		s.remove(slot)
 	}
+	size := entrySize(len(key), e)
 	if size > s.maxBytes {
 		return
 	}
@@ -174,9 +163,9 @@ func (s *rowShard) store(key []byte, e rowEntry) {
 	slot := len(s.slots)
 	if n := len(s.free); n > 0 {
 		slot, s.free = s.free[n-1], s.free[:n-1]
-		s.slots[slot] = rowSlot{key: k, entry: e, used: true}
+		s.slots[slot] = rowSlot{key: k, entry: e, used: true, marked: marked}
 	} else {
-		s.slots = append(s.slots, rowSlot{key: k, entry: e, used: true})
+		s.slots = append(s.slots, rowSlot{key: k, entry: e, used: true, marked: marked})
 	}
 	s.index[k] = slot
 	s.bytes += size
