@@ -112,6 +112,9 @@ func (c *Coordinator) answerFull() error {
 // The values answered are bounded by Limits.AnswerBytesMax: the keys after it was
 // reached are not read and answer ErrAnswerFull. The reads under way then still finish,
 // so an answer holds at most that and getAllFanout values more.
+//
+// The values answered may be storage's own bytes (replica.ManyGetter): callers read
+// them and never write to them.
 func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []GetResult {
 	results := make([]GetResult, len(keys))
 	if len(keys) > 1 && c.getAllLocally(ctx, keyspace, keys, cl, results) {

@@ -98,7 +98,8 @@ func (l *Local) Get(ctx context.Context, keyspace string, key []byte) (lww.Recor
 type ManyGetter interface {
 	// GetMany is Get of each key, in order: records[i] and found[i] answer keys[i]. It
 	// stops once the values read reach valueBytesMax: records and found then answer
-	// only the keys before the next one.
+	// only the keys before the next one. The records' values may be the engine's own
+	// bytes (storage.Engine.GetEach): read them, never write to them.
 	GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) (records []lww.Record, found []bool, err error)
 }
 
@@ -108,19 +109,13 @@ func (l *Local) GetMany(ctx context.Context, keyspace string, keys [][]byte, val
 	records, found := make([]lww.Record, 0, len(keys)), make([]bool, 0, len(keys))
 	_, err := staged(ctx, l, sched.Task{Class: getClass(ctx)}, func() (struct{}, int, error) {
 		n, values := 0, 0
-		for _, key := range keys {
-			if values >= valueBytesMax {
-				break
-			}
-			rec, ok, err := l.engine.Get(keyspace, key)
-			if err != nil {
-				return struct{}{}, n, err
-			}
+		err := l.engine.GetEach(keyspace, keys, func(_ int, rec lww.Record, ok bool) bool {
 			records, found = append(records, rec), append(found, ok)
 			n += len(rec.Key) + len(rec.Value)
 			values += len(rec.Value)
-		}
-		return struct{}{}, n, nil
+			return values < valueBytesMax
+		})
+		return struct{}{}, n, err
 	})
 	return records, found, err
 }

@@ -38,10 +38,14 @@ func validateKeyspace(ks string) error {
 
 // encodeKey returns the Pebble key of userKey in keyspace ks: ks, 0x00, userKey.
 func encodeKey(ks string, userKey []byte) []byte {
-	encoded := make([]byte, 0, len(ks)+1+len(userKey))
-	encoded = append(encoded, ks...)
-	encoded = append(encoded, keySeparator)
-	return append(encoded, userKey...)
+	return appendKey(make([]byte, 0, len(ks)+1+len(userKey)), ks, userKey)
+}
+
+// appendKey appends the Pebble key of userKey in keyspace ks to dst.
+func appendKey(dst []byte, ks string, userKey []byte) []byte {
+	dst = append(dst, ks...)
+	dst = append(dst, keySeparator)
+	return append(dst, userKey...)
 }
 
 // keyspaceBounds returns the Pebble key range [lower, upper) that holds exactly the

@@ -118,6 +118,62 @@ func TestRowCacheKeepsWrittenRecord(t *testing.T) {
 	}
 }
 
+// TestGetEachAnswersAsGet reads keys of every kind through GetEach (a value in the row
+// cache, one only in Pebble, one too large to cache, a tombstone, an expiring value, a
+// key never written) and checks each answer against Get's. Values GetEach shares with
+// the cache stay apart all the same: appending to each answer of a key read twice (a
+// miss that fills the cache, then a hit) gives each reader its own bytes and leaves the
+// cache's as they were.
+func TestGetEachAnswersAsGet(t *testing.T) {
+	e := openMem(t, Options{})
+	large := string(make([]byte, rowCacheEntryMax+1))
+	mustApply(t, e, "ks", put("cached", "c", 10), del("gone", 10), expiring("expiring", "x", 10, 20))
+	if _, err := e.ApplyBatch("ks", []lww.Record{put("stored", "s", 10), put("large", large, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	keys := [][]byte{[]byte("cached"), []byte("stored"), []byte("large"), []byte("gone"), []byte("expiring"), []byte("absent"), []byte("stored")}
+	var appended []string
+	var extended [][]byte
+	err := e.GetEach("ks", keys, func(i int, r lww.Record, found bool) bool {
+		want, wantFound, err := e.Get("ks", keys[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found != wantFound || describe(r) != describe(want) {
+			t.Errorf("key %q: GetEach read %s (found %t), Get %s (found %t)", keys[i], describe(r), found, describe(want), wantFound)
+		}
+		suffix := fmt.Sprint(i)
+		appended = append(appended, string(want.Value)+suffix)
+		extended = append(extended, append(r.Value, suffix...))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(extended) != len(keys) {
+		t.Fatalf("visited %d keys, want every one of %d", len(extended), len(keys))
+	}
+	for i, got := range extended {
+		if string(got) != appended[i] {
+			t.Errorf("key %q: a reader's appended value became %q, want %q: readers share bytes", keys[i], got, appended[i])
+		}
+	}
+	if r, _ := mustGet(t, e, "ks", "stored"); string(r.Value) != "s" {
+		t.Errorf("after appending to values GetEach gave, Get read %q, want s", r.Value)
+	}
+
+	visited := 0
+	if err := e.GetEach("ks", keys, func(int, lww.Record, bool) bool { visited++; return visited < 2 }); err != nil {
+		t.Fatal(err)
+	}
+	if visited != 2 {
+		t.Errorf("visit returned false at the second key, but was called %d times", visited)
+	}
+	if err := e.GetEach("", keys, func(int, lww.Record, bool) bool { return true }); err == nil {
+		t.Error("GetEach of an empty keyspace name: no error")
+	}
+}
+
 // TestClientBatchesStayInTheRowCache: a client's batch leaves its records in the cache,
 // as a single write does, while a batch of streaming or repair only takes its keys out.
 func TestClientBatchesStayInTheRowCache(t *testing.T) {

@@ -460,6 +460,43 @@ func (e *Engine) cachedEntry(userKey, encodedKey []byte) (rowEntry, error) {
 	return entry, nil
 }
 
+// GetEach reads the records of keys in keyspace ks as Get does, and calls visit with
+// each in turn until visit returns false: Get for a batch of point reads (a pipeline's
+// GETs), which checks once that the engine is open and copies no value. A record visit
+// is given shares its Value with the row cache, whose bytes are never written to, so
+// neither visit nor whoever it hands the record on to may write to it (its capacity is
+// its length: an append copies). Its Key is keys[i].
+func (e *Engine) GetEach(ks string, keys [][]byte, visit func(i int, r lww.Record, found bool) bool) error {
+	if err := validateKeyspace(ks); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.closeMu.RUnlock()
+	var encoded []byte // the cache and Pebble keep no reference to it
+	for i, key := range keys {
+		encoded = appendKey(encoded[:0], ks, key)
+		entry, err := e.cachedEntry(key, encoded)
+		var r lww.Record
+		if err == nil && entry.found {
+			var value []byte
+			r, value, err = decodeHeader(key, entry.value)
+			r.Key = key
+			if len(value) > 0 {
+				r.Value = value[:len(value):len(value)]
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("storage: get from keyspace %q: %w", ks, err)
+		}
+		if !visit(i, r, entry.found) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // Get returns the record stored for key in keyspace ks. A tombstone is returned as
 // found with r.Tombstone set, and an expired record as it is, so callers can reconcile
 // them against other replicas: both shadow older values.

@@ -504,6 +504,9 @@ func TestClosedEngineReturnsErrClosed(t *testing.T) {
 		{"Close", e.Close},
 		{"Apply", func() error { _, err := e.Apply("ks", put("k", "v", 1)); return err }},
 		{"Get", func() error { _, _, err := e.Get("ks", []byte("k")); return err }},
+		{"GetEach", func() error {
+			return e.GetEach("ks", [][]byte{[]byte("k")}, func(int, lww.Record, bool) bool { return true })
+		}},
 		{"Scan", func() error { _, err := e.Scan("ks", nil, nil, 0, false, nil); return err }},
 		{"Remove", func() error { return e.Remove("ks", []byte("k")) }},
 		{"CollectGarbage", func() error { _, err := e.CollectGarbage(time.Now(), nil); return err }},
