@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -46,9 +47,9 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 			return false
 		}
 	}
-	_, sole, required, ok := c.soleReplicaHere(ctx, keyspace, cl, len(puts), func(i int) []byte { return puts[i].Key },
+	_, sole, required, ok := c.replicaHere(ctx, keyspace, cl, len(puts), func(i int) []byte { return puts[i].Key },
 		func(self placement.Member, members []placement.Member) (consistency.Requirement, bool) {
-			if self.State != cluster.StateUp || self.Pending || !self.Counts() {
+			if len(members) != 1 || self.State != cluster.StateUp || self.Pending || !self.Counts() {
 				return consistency.Requirement{}, false
 			}
 			required := withPending(cl.Require(countedPerDC(members), self.DC), members)
@@ -104,10 +105,11 @@ func (c *Coordinator) answerFull() error {
 }
 
 // GetAll reads keys from keyspace at level cl, each as Get would, and returns their
-// outcomes in order. When this node is the one replica of every key and can serve the
-// read (one node, or a keyspace with one replica here), the keys are read from its
-// storage in one task of the read stage; otherwise the Gets run concurrently on the
-// coordinator's workers, up to getAllFanout at once.
+// outcomes in order. When this node is a replica of every key, can serve reads, and its
+// answer alone meets cl (ONE or LOCAL_ONE; any level on one node, or for a keyspace
+// with one replica here), the keys are read from its storage in one task of the read
+// stage; otherwise the Gets run concurrently on the coordinator's workers, up to
+// getAllFanout at once.
 //
 // The values answered are bounded by Limits.AnswerBytesMax: the keys after it was
 // reached are not read and answer ErrAnswerFull. The reads under way then still finish,
@@ -148,23 +150,26 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 	return results
 }
 
-// getAllLocally is GetAll's single-replica path: it reports false, having read nothing,
-// unless every key is valid and this node, able to serve reads, is its only replica and
-// meets cl alone; otherwise it reads them all in one call of the local replica and fills
-// results.
+// getAllLocally is GetAll's local path: it reports false, having answered nothing,
+// unless every key is valid, this node is one of its replicas and can serve reads, and
+// its answer alone meets cl (ONE, LOCAL_ONE, or any level when it is the only replica);
+// otherwise it reads them all in one call of the local replica and fills results. That
+// is what Get does at such a level, one key at a time: it asks the nearest replica,
+// this node, and resolves its one answer. Should the local read fail, the keys go
+// through Get, which asks the other replicas.
 func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level, results []GetResult) bool {
 	if cl == consistency.Any {
 		return false
 	}
-	ks, sole, required, ok := c.soleReplicaHere(ctx, keyspace, cl, len(keys), func(i int) []byte { return keys[i] },
+	ks, self, _, ok := c.replicaHere(ctx, keyspace, cl, len(keys), func(i int) []byte { return keys[i] },
 		func(self placement.Member, members []placement.Member) (consistency.Requirement, bool) {
 			required := cl.Require(countedPerDC(members), self.DC)
-			return required, self.Reads() && satisfiable(c.readable(nil, members, 0), required)
+			return required, self.Reads() && satisfiable([]target{{Member: self}}, required)
 		})
 	if !ok {
 		return false
 	}
-	r, err := c.replica(sole)
+	r, err := c.replica(self)
 	if err != nil {
 		return false
 	}
@@ -173,60 +178,65 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 		return false
 	}
 	records, found, err := local.GetMany(ctx, keyspace, keys, c.cfg.Limits.AnswerBytesMax)
+	if err != nil {
+		return false
+	}
 	var full error
 	for i := range keys {
-		if err == nil && i >= len(records) {
+		if i >= len(records) {
 			if full == nil {
 				full = c.answerFull()
 			}
 			results[i].Err = full
 			continue
 		}
-		if err != nil {
-			results[i].Err = &TimeoutError{Level: cl, Required: required, Cause: err}
-			continue
-		}
 		// One answer: resolve reports it as Get would and has nothing to repair.
-		rec, ok, rerr := c.resolve(ks, []readAnswer{{member: sole, record: records[i], found: found[i]}})
+		rec, ok, rerr := c.resolve(ks, []readAnswer{{member: self, record: records[i], found: found[i]}})
 		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
 	}
 	return true
 }
 
-// soleReplicaHere is the check PutAll's and GetAll's single-replica paths share: it
-// reports whether, for each of n keys (key(i)), the key is valid, this node is its only
-// replica, and fits accepts that replica set, returning the requirement at cl that fits
-// computed. ok is false at a serial level and for an unknown or erasure-coded keyspace.
-// It returns the keyspace, this node's member and the last key's requirement.
-func (c *Coordinator) soleReplicaHere(ctx context.Context, keyspace string, cl consistency.Level, n int, key func(i int) []byte,
-	fits func(self placement.Member, members []placement.Member) (consistency.Requirement, bool)) (ks schema.Keyspace, sole placement.Member, required consistency.Requirement, ok bool) {
+// replicaHere is the check PutAll's and GetAll's local paths share: it reports whether,
+// for each of n keys (key(i)), the key is valid, this node is one of its replicas, and
+// fits accepts this node's member and the key's replica set, returning the requirement
+// at cl that fits computed. ok is false at a serial level and for an unknown or
+// erasure-coded keyspace. It returns the keyspace, this node's member and the last
+// key's requirement.
+func (c *Coordinator) replicaHere(ctx context.Context, keyspace string, cl consistency.Level, n int, key func(i int) []byte,
+	fits func(self placement.Member, members []placement.Member) (consistency.Requirement, bool)) (ks schema.Keyspace, self placement.Member, required consistency.Requirement, ok bool) {
 	if cl.IsSerial() {
-		return ks, sole, required, false
+		return ks, self, required, false
 	}
 	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil || ks.Erasure.Enabled() {
-		return ks, sole, required, false
+		return ks, self, required, false
 	}
 	selfID := c.view.Self().ID
-	var buf []placement.Member
+	var buf, prev []placement.Member
 	for i := range n {
 		if c.checkKey(key(i)) != nil {
-			return ks, sole, required, false
+			return ks, self, required, false
 		}
 		members, err := c.replicaSet(ctx, ks, key(i), buf)
-		if err != nil || len(members) != 1 || members[0].ID != selfID {
-			return ks, sole, required, false
+		if err != nil {
+			return ks, self, required, false
 		}
 		buf = members
-		if i > 0 && members[0] == sole {
-			// The same one replica, in the same state, as the key before: fits would
+		if i > 0 && slices.Equal(members, prev) {
+			// The same replicas, in the same states, as the key before: fits would
 			// answer as it did (a pipeline of GETs spent 5 % of its CPU asking again).
 			continue
 		}
-		sole = members[0]
-		if required, ok = fits(sole, members); !ok {
-			return ks, sole, required, false
+		at := slices.IndexFunc(members, func(m placement.Member) bool { return m.ID == selfID })
+		if at < 0 {
+			return ks, self, required, false
 		}
+		self = members[at]
+		if required, ok = fits(self, members); !ok {
+			return ks, self, required, false
+		}
+		prev = append(prev[:0], members...)
 	}
-	return ks, sole, required, true
+	return ks, self, required, true
 }

@@ -15,14 +15,15 @@ import (
 
 // PutAll gives each write the outcome Put one after the other would: the writes of one
 // key in order, an invalid write refused alone, whether this node is the keys' only
-// replica (one synced batch), their replicas are elsewhere, or both.
+// replica (one synced batch), one of them, their replicas are elsewhere, or both; and
+// each key's last write reaches every replica of the key.
 func TestPutAllWritesInOrder(t *testing.T) {
 	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
 	c := startCluster(t, spread, solo)
 	ctx := testContext(t)
 	co := c.Node("a1").Coordinator()
 	var here, elsewhere [][]byte // solo's keys whose one replica is a1, and is not
-	for i := 0; len(here) < 4 || len(elsewhere) < 2; i++ {
+	for i := 0; len(here) < 4 || len(elsewhere) < 2 || !slices.Contains(replicasOf(t, c, spread, here[0]), "a1"); i++ {
 		key := []byte(fmt.Sprintf("k%d", i))
 		if replicasOf(t, c, solo, key)[0] == "a1" {
 			here = append(here, key)
@@ -44,6 +45,8 @@ func TestPutAllWritesInOrder(t *testing.T) {
 		{"only replica here, at ALL", "solo", consistency.All, []lww.Record{put(here[3], "1"), put(here[3], "2")}, nil},
 		{"replicas elsewhere", "spread", consistency.Quorum, []lww.Record{
 			put(here[0], "6"), put(here[1], "7"), put(here[0], "8")}, nil},
+		{"a replica here among others, at ONE", "spread", consistency.One, []lww.Record{
+			put(here[0], "6a"), put(here[0], "8a")}, nil},
 		{"some here, some elsewhere", "solo", consistency.One, []lww.Record{
 			put(here[1], "9"), put(elsewhere[0], "10"), put(here[1], "11"), put(elsewhere[1], "12")}, nil},
 		{"an invalid write among them", "solo", consistency.One, []lww.Record{
@@ -70,7 +73,16 @@ func TestPutAllWritesInOrder(t *testing.T) {
 					last[string(tc.puts[i].Key)] = tc.puts[i].Value
 				}
 			}
+			ks := map[string]schema.Keyspace{"solo": solo, "spread": spread}[tc.keyspace]
 			for key, want := range last {
+				// Each replica, asked at ONE, answers with its own copy; before any read
+				// at ALL, whose read repair would hide a replica the write missed.
+				for _, id := range replicasOf(t, c, ks, []byte(key)) {
+					eventually(t, fmt.Sprintf("replica %s holds %s=%s", id, key, want), func() bool {
+						rec, _, err := c.Node(id).Coordinator().Get(ctx, tc.keyspace, []byte(key), consistency.One)
+						return err == nil && bytes.Equal(rec.Value, want)
+					})
+				}
 				rec, found, err := co.Get(ctx, tc.keyspace, []byte(key), consistency.All)
 				if err != nil || !found || !bytes.Equal(rec.Value, want) {
 					t.Errorf("get %s = %q, %v, %v; want %q", key, rec.Value, found, err, want)
@@ -80,21 +92,29 @@ func TestPutAllWritesInOrder(t *testing.T) {
 	}
 }
 
-// GetAll answers every key as Get does, whether this node is the keys' only replica (one
-// read of its storage), their replicas are elsewhere, or both: values, missing, deleted
-// and expired keys, an invalid key among them, and levels it refuses.
+// GetAll answers every key as Get does, whether this node is the keys' only replica or
+// one of them at a level its answer alone meets (one read of its storage), their
+// replicas are elsewhere, or both: values, missing, deleted and expired keys, an invalid
+// key among them, and levels it refuses.
 func TestGetAllAnswersAsGet(t *testing.T) {
 	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
 	c := startCluster(t, spread, solo)
 	ctx := testContext(t)
 	co := c.Node("a1").Coordinator()
 	var here, elsewhere [][]byte
-	for i := 0; len(here) < 4 || len(elsewhere) < 2; i++ {
+	for i := 0; len(here) < 4 || len(elsewhere) < 2 || !slices.Contains(replicasOf(t, c, spread, here[0]), "a1"); i++ {
 		key := []byte(fmt.Sprintf("g%d", i))
 		if replicasOf(t, c, solo, key)[0] == "a1" {
 			here = append(here, key)
 		} else {
 			elsewhere = append(elsewhere, key)
+		}
+	}
+	// spread's keys among them that a1 holds a replica of, here[0] the first.
+	var spreadHere [][]byte
+	for _, key := range append(slices.Clone(here), elsewhere...) {
+		if slices.Contains(replicasOf(t, c, spread, key), "a1") {
+			spreadHere = append(spreadHere, key)
 		}
 	}
 	past, err := co.ExpiresAt(0, 1)
@@ -124,6 +144,9 @@ func TestGetAllAnswersAsGet(t *testing.T) {
 		{"only replica here", "solo", consistency.One, [][]byte{here[0], here[1], here[2], here[3], here[0]}},
 		{"only replica here, at ALL", "solo", consistency.All, [][]byte{here[0], here[3]}},
 		{"replicas elsewhere", "spread", consistency.Quorum, [][]byte{here[0], here[1], here[2], elsewhere[0]}},
+		{"a replica here among others, at ONE", "spread", consistency.One, append(spreadHere, spreadHere[0])},
+		{"a replica here among others, at LOCAL_ONE", "spread", consistency.LocalOne, append(spreadHere, spreadHere[0])},
+		{"a replica here among others, at TWO", "spread", consistency.Two, append(spreadHere, spreadHere[0])},
 		{"some here, some elsewhere", "solo", consistency.One, [][]byte{here[0], elsewhere[0], elsewhere[1]}},
 		{"an invalid key among them", "solo", consistency.One, [][]byte{here[0], tooLong, here[3]}},
 		{"a write level", "solo", consistency.Any, [][]byte{here[0], here[3]}},
@@ -147,28 +170,34 @@ func TestGetAllAnswersAsGet(t *testing.T) {
 }
 
 // TestGetAllStopsAtItsAnswerLimit: once the values read reach Limits.AnswerBytesMax,
-// GetAll reads no further key and answers each ErrAnswerFull, both where this node is
-// the keys' only replica (one read of its storage) and where they are read elsewhere
-// (concurrently: the reads under way finish, so a few more are answered); the keys read
-// are answered as Get answers them.
+// GetAll reads no further key and answers each ErrAnswerFull, both where this node's
+// answer alone serves the keys (the only replica, or one of them at ONE: one read of
+// its storage) and where they are read elsewhere (concurrently: the reads under way
+// finish, so a few more are answered); the keys read are answered as Get answers them.
 func TestGetAllStopsAtItsAnswerLimit(t *testing.T) {
 	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
-	c := startCluster(t, solo)
+	c := startCluster(t, solo, spread)
 	ctx := testContext(t)
 	co := c.Node("a1").Coordinator()
-	var here, elsewhere []byte
-	for i := 0; here == nil || elsewhere == nil; i++ {
+	var here, elsewhere, spreadHere []byte
+	for i := 0; here == nil || elsewhere == nil || spreadHere == nil; i++ {
 		key := []byte(fmt.Sprintf("big%d", i))
 		if replicasOf(t, c, solo, key)[0] == "a1" {
 			here = key
 		} else {
 			elsewhere = key
 		}
+		if slices.Contains(replicasOf(t, c, spread, key), "a1") {
+			spreadHere = key
+		}
 	}
 	const valueBytes = 60 << 10
 	value := bytes.Repeat([]byte("v"), valueBytes)
-	for _, key := range [][]byte{here, elsewhere} {
-		if _, err := co.Put(ctx, "solo", key, value, 0, consistency.All); err != nil {
+	for _, w := range []struct {
+		keyspace string
+		key      []byte
+	}{{"solo", here}, {"solo", elsewhere}, {"spread", spreadHere}} {
+		if _, err := co.Put(ctx, w.keyspace, w.key, value, 0, consistency.All); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,15 +205,17 @@ func TestGetAllStopsAtItsAnswerLimit(t *testing.T) {
 	readAtLeast := testAnswerBytesMax/valueBytes + 1
 	for _, tc := range []struct {
 		name       string
+		keyspace   string
 		key        []byte
 		readAtMost int
 	}{
-		{"only replica here", here, readAtLeast},
-		{"replica elsewhere", elsewhere, readAtLeast + 32}, // getAllFanout reads under way
+		{"only replica here", "solo", here, readAtLeast},
+		{"a replica here among others", "spread", spreadHere, readAtLeast},
+		{"replica elsewhere", "solo", elsewhere, readAtLeast + 32}, // getAllFanout reads under way
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := slices.Repeat([][]byte{tc.key}, 64)
-			results := co.GetAll(ctx, "solo", keys, consistency.One)
+			results := co.GetAll(ctx, tc.keyspace, keys, consistency.One)
 			read := 0
 			for read < len(results) && results[read].Err == nil {
 				if !results[read].Found || !bytes.Equal(results[read].Record.Value, value) {
