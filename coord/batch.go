@@ -119,7 +119,7 @@ func (c *Coordinator) answerFull() error {
 // them and never write to them.
 func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []GetResult {
 	results := make([]GetResult, len(keys))
-	if len(keys) > 1 && c.getAllLocally(ctx, keyspace, keys, cl, results) {
+	if len(keys) > 1 && (c.getAllLocally(ctx, keyspace, keys, cl, results) || c.getAllTogether(ctx, keyspace, keys, cl, results)) {
 		return results
 	}
 	slots := make(chan struct{}, getAllFanout)
@@ -192,6 +192,117 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 		}
 		// One answer: resolve reports it as Get would and has nothing to repair.
 		rec, ok, rerr := c.resolve(ks, []readAnswer{{member: self, record: records[i], found: found[i]}})
+		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
+	}
+	return true
+}
+
+// manyAnswer is one replica's answer to getAllTogether: its versions of the keys asked
+// (indices into the batch), in order, as far as its answer reached.
+type manyAnswer struct {
+	member  placement.Member
+	asked   []int
+	records []lww.Record
+	found   []bool
+}
+
+// getAllTogether is GetAll's path for keys that other replicas than this node's must
+// answer: one gathering for all of them, which asks each replica it needs once, for
+// every key it needs it for (replica.ManyGetter: one read_many message to another node,
+// one storage call on this one), and resolves each key from its answers as Get does,
+// repairing the replicas that answered less. Keys with the same requirement and
+// candidates, in the same order, are one group of the gathering, as a scan's ranges are
+// (readRound); on a cluster no larger than its replication every key is in one. A key a
+// replica counted did not answer (its answer reached Limits.AnswerBytesMax first) is
+// answered ErrAnswerFull. It reports false, having answered nothing, when a key is
+// invalid, the keyspace unknown or erasure-coded, the level serial or ANY, or when the
+// gathering fell short (replicas failed and none was left to ask): the keys then go
+// through Get one by one, which says why.
+func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level, results []GetResult) bool {
+	if cl == consistency.Any || cl.IsSerial() {
+		return false
+	}
+	ks, err := c.keyspaces.Get(keyspace)
+	if err != nil || ks.Erasure.Enabled() {
+		return false
+	}
+	self := c.view.Self()
+	q := &quorum{self: self.ID, workers: c.workers, byNode: true}
+	var groupKeys [][]int // by group: the indices of its keys
+	groupOf := map[string]int{}
+	var members, prev []placement.Member
+	var candidatesKey []byte
+	g := 0
+	for i, key := range keys {
+		if c.checkKey(key) != nil {
+			return false
+		}
+		if members, err = c.replicaSet(ctx, ks, key, members); err != nil {
+			return false
+		}
+		if i == 0 || !slices.Equal(members, prev) {
+			required := cl.Require(countedPerDC(members), self.DC)
+			candidates := c.readable(nil, members, len(q.groups))
+			if !satisfiable(candidates, required) {
+				return false
+			}
+			candidatesKey = appendCandidatesKey(candidatesKey[:0], required, candidates)
+			var ok bool
+			if g, ok = groupOf[string(candidatesKey)]; !ok {
+				g = len(q.groups)
+				groupOf[string(candidatesKey)] = g
+				groupKeys = append(groupKeys, nil)
+				q.groups = append(q.groups, newGroup(required, candidates))
+			}
+			prev = append(prev[:0], members...)
+		}
+		groupKeys[g] = append(groupKeys[g], i)
+	}
+	answers := make([][]readAnswer, len(keys))
+	short := make([]bool, len(keys))
+	out, err := gather(ctx, q, func(m placement.Member, ts []target) (manyAnswer, error) {
+		a := manyAnswer{member: m}
+		for _, t := range ts {
+			a.asked = append(a.asked, groupKeys[t.group]...)
+		}
+		r, err := c.replica(m)
+		if err != nil {
+			return a, err
+		}
+		many, ok := r.(replica.ManyGetter)
+		if !ok {
+			return a, fmt.Errorf("replica %s reads keys one at a time", m.ID)
+		}
+		batch := make([][]byte, len(a.asked))
+		for j, i := range a.asked {
+			batch[j] = keys[i]
+		}
+		rctx, cancel := c.callContext(m.ID)
+		defer cancel()
+		a.records, a.found, err = many.GetMany(rctx, keyspace, batch, c.cfg.Limits.AnswerBytesMax)
+		return a, err
+	}, func(_ []target, a manyAnswer) {
+		for j, i := range a.asked {
+			if j >= len(a.records) {
+				short[i] = true
+				continue
+			}
+			answers[i] = append(answers[i], readAnswer{member: a.member, record: a.records[j], found: a.found[j]})
+		}
+	})
+	if err != nil || !out.met {
+		return false
+	}
+	var full error
+	for i := range keys {
+		if short[i] {
+			if full == nil {
+				full = c.answerFull()
+			}
+			results[i].Err = full
+			continue
+		}
+		rec, ok, rerr := c.resolve(ks, answers[i])
 		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
 	}
 	return true

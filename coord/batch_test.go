@@ -94,8 +94,9 @@ func TestPutAllWritesInOrder(t *testing.T) {
 
 // GetAll answers every key as Get does, whether this node is the keys' only replica or
 // one of them at a level its answer alone meets (one read of its storage), their
-// replicas are elsewhere, or both: values, missing, deleted and expired keys, an invalid
-// key among them, and levels it refuses.
+// replicas are elsewhere or several must answer (one read_many per replica), or both:
+// values, missing, deleted and expired keys, an invalid key among them, and levels it
+// refuses.
 func TestGetAllAnswersAsGet(t *testing.T) {
 	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
 	c := startCluster(t, spread, solo)
@@ -144,6 +145,9 @@ func TestGetAllAnswersAsGet(t *testing.T) {
 		{"only replica here", "solo", consistency.One, [][]byte{here[0], here[1], here[2], here[3], here[0]}},
 		{"only replica here, at ALL", "solo", consistency.All, [][]byte{here[0], here[3]}},
 		{"replicas elsewhere", "spread", consistency.Quorum, [][]byte{here[0], here[1], here[2], elsewhere[0]}},
+		{"replicas elsewhere, at ALL", "spread", consistency.All, [][]byte{here[0], here[1], here[2], here[3], elsewhere[0]}},
+		{"replicas elsewhere, at EACH_QUORUM", "spread", consistency.EachQuorum, [][]byte{here[0], elsewhere[0], here[2]}},
+		{"replicas elsewhere, at LOCAL_QUORUM", "spread", consistency.LocalQuorum, [][]byte{here[0], elsewhere[0], here[1]}},
 		{"a replica here among others, at ONE", "spread", consistency.One, append(spreadHere, spreadHere[0])},
 		{"a replica here among others, at LOCAL_ONE", "spread", consistency.LocalOne, append(spreadHere, spreadHere[0])},
 		{"a replica here among others, at TWO", "spread", consistency.Two, append(spreadHere, spreadHere[0])},
@@ -172,8 +176,8 @@ func TestGetAllAnswersAsGet(t *testing.T) {
 // TestGetAllStopsAtItsAnswerLimit: once the values read reach Limits.AnswerBytesMax,
 // GetAll reads no further key and answers each ErrAnswerFull, both where this node's
 // answer alone serves the keys (the only replica, or one of them at ONE: one read of
-// its storage) and where they are read elsewhere (concurrently: the reads under way
-// finish, so a few more are answered); the keys read are answered as Get answers them.
+// its storage) and where another replica's must (one read_many, which stops there
+// too); the keys read are answered as Get answers them.
 func TestGetAllStopsAtItsAnswerLimit(t *testing.T) {
 	solo := schema.Keyspace{Name: "solo", Replication: "a=1"}
 	c := startCluster(t, solo, spread)
@@ -211,7 +215,7 @@ func TestGetAllStopsAtItsAnswerLimit(t *testing.T) {
 	}{
 		{"only replica here", "solo", here, readAtLeast},
 		{"a replica here among others", "spread", spreadHere, readAtLeast},
-		{"replica elsewhere", "solo", elsewhere, readAtLeast + 32}, // getAllFanout reads under way
+		{"replica elsewhere", "solo", elsewhere, readAtLeast},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := slices.Repeat([][]byte{tc.key}, 64)
@@ -232,5 +236,35 @@ func TestGetAllStopsAtItsAnswerLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGetAllAsksAnotherReplicaWhenOneFails: with a replica of every key gone, GetAll at
+// QUORUM still answers each key from the replicas left, as Get does, its gathering
+// asking another replica in place of the one that failed.
+func TestGetAllAsksAnotherReplicaWhenOneFails(t *testing.T) {
+	c := startCluster(t, spread)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	var keys [][]byte
+	for i := 0; len(keys) < 6; i++ {
+		key := []byte(fmt.Sprintf("f%d", i))
+		if slices.Contains(replicasOf(t, c, spread, key), "a2") {
+			keys = append(keys, key)
+		}
+	}
+	for i, key := range keys {
+		if _, err := co.Put(ctx, "spread", key, []byte(fmt.Sprint("v", i)), 0, consistency.All); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Stop("a2"); err != nil {
+		t.Fatal(err)
+	}
+	results := co.GetAll(ctx, "spread", keys, consistency.Quorum)
+	for i, r := range results {
+		if want := fmt.Sprint("v", i); r.Err != nil || !r.Found || string(r.Record.Value) != want {
+			t.Errorf("key %s: %q, found %v, %v; want %s", keys[i], r.Record.Value, r.Found, r.Err, want)
+		}
 	}
 }

@@ -83,6 +83,23 @@ func (r *Remote) Get(ctx context.Context, keyspace string, key []byte) (lww.Reco
 	return rec, true, nil
 }
 
+// GetMany sends a read_many request: Get of each key, in one message (ManyGetter). The
+// answer's keys and values are slices of the frame it came in.
+func (r *Remote) GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) ([]lww.Record, []bool, error) {
+	raw, err := r.call(ctx, kindReadMany, &kurav1.ReadManyRequest{Keyspace: keyspace, Keys: keys, ValueBytesMax: int64(valueBytesMax)})
+	if err != nil {
+		return nil, nil, err
+	}
+	records, found, err := decodeReadManyResponse(raw)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("replica %s: decode read_many: %w", r.peer.ID, err)
+	case len(records) > len(keys):
+		return nil, nil, fmt.Errorf("replica %s: read_many answered %d keys of %d", r.peer.ID, len(records), len(keys))
+	}
+	return records, found, nil
+}
+
 // ReadChunk sends a chunk_read request.
 func (r *Remote) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte) (lww.Record, bool, error) {
 	raw, err := r.call(ctx, kindChunkRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: chunkKey})

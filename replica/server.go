@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"google.golang.org/protobuf/proto"
 
@@ -76,6 +77,8 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 			resp.Record = ToProto(rec)
 		}
 		return proto.Marshal(resp)
+	case kindReadMany:
+		return s.readMany(ctx, from, payload)
 	case kindScan, kindStreamRange:
 		var req kurav1.ReplicaScanRequest
 		if err := decodeRequest(payload, &req, kind, from); err != nil {
@@ -128,4 +131,35 @@ func decodeRequest(payload []byte, req proto.Message, kind transport.Kind, from 
 		return fmt.Errorf("decode %v from %s: %w", kind, from.ID, err)
 	}
 	return nil
+}
+
+// readMany answers a read_many request from the local replica's GetMany.
+func (s *Server) readMany(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
+	var req kurav1.ReadManyRequest
+	if err := decodeRequest(payload, &req, kindReadMany, from); err != nil {
+		return nil, err
+	}
+	keys := req.GetKeys()
+	switch {
+	case len(keys) > readManyKeysMax:
+		return nil, fmt.Errorf("read_many from %s: %d keys, at most %d at once", from.ID, len(keys), readManyKeysMax)
+	case req.GetValueBytesMax() <= 0:
+		return nil, fmt.Errorf("read_many from %s: value_bytes_max is %d, must be positive", from.ID, req.GetValueBytesMax())
+	}
+	many, ok := s.local.(ManyGetter)
+	if !ok {
+		return nil, fmt.Errorf("read_many from %s: this replica reads keys one at a time", from.ID)
+	}
+	records, found, err := many.GetMany(ctx, req.GetKeyspace(), keys, int(min(req.GetValueBytesMax(), int64(math.MaxInt32))))
+	if err != nil {
+		return nil, err
+	}
+	resp := &kurav1.ReadManyResponse{Answers: make([]*kurav1.ReadResponse, len(records))}
+	for i, rec := range records {
+		resp.Answers[i] = &kurav1.ReadResponse{Found: found[i]}
+		if found[i] {
+			resp.Answers[i].Record = ToProto(rec)
+		}
+	}
+	return proto.Marshal(resp)
 }

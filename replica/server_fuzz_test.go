@@ -19,7 +19,7 @@ func FuzzServerHandle(f *testing.F) {
 	_, _, _, net := newReplica(f, storage.Options{}, sched.Config{})
 	server := net.server
 	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest,
-		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit, kindScanKeys}
+		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit, kindScanKeys, kindReadMany}
 	ballot := &kurav1.Ballot{Time: 1 << 20, Node: "n"}
 	proposal := &kurav1.PaxosProposal{Ballot: ballot, Origin: ballot, Record: &kurav1.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 20}}
 	seeds := []proto.Message{
@@ -33,6 +33,7 @@ func FuzzServerHandle(f *testing.F) {
 		&kurav1.PaxosProposeRequest{Keyspace: "ks", Proposal: proposal},
 		&kurav1.PaxosCommitRequest{Keyspace: "ks", Proposal: proposal},
 		&kurav1.ScanKeysRequest{Keyspace: "ks", Spans: []*kurav1.PositionSpan{{From: 9, To: 3}}, Limit: -1, Ranges: []*kurav1.TokenRange{{Start: 5, End: 5}}},
+		&kurav1.ReadManyRequest{Keyspace: "ks", Keys: [][]byte{[]byte("k"), []byte("absent"), nil}, ValueBytesMax: 1},
 	}
 	for i, seed := range seeds {
 		payload, err := proto.Marshal(seed)
@@ -51,6 +52,8 @@ func FuzzServerHandle(f *testing.F) {
 		switch kind {
 		case kindRead:
 			decoded = &kurav1.ReadResponse{}
+		case kindReadMany:
+			decoded = &kurav1.ReadManyResponse{}
 		case kindScan, kindStreamRange:
 			decoded = &kurav1.ReplicaScanResponse{}
 		case kindTreeDigest:

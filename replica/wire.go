@@ -28,11 +28,17 @@ var (
 	kindChunkRead = transport.RegisterKind(5, "chunk_read")
 	// kindStreamRange is a scan page of a range being streamed (ScanRequest.Stream).
 	kindStreamRange = transport.RegisterKind(12, "stream_range")
+	// kindReadMany is a batch of point reads of one keyspace (Remote.GetMany).
+	kindReadMany = transport.RegisterKind(26, "read_many")
 )
+
+// readManyKeysMax bounds the keys of one read_many request: a coordinator sends a
+// client's batch, itself at most 1,024 keys.
+const readManyKeysMax = 1024
 
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
-	return kind == kindMutate || kind == kindRead || kind == kindScan || kind == kindChunkRead ||
+	return kind == kindMutate || kind == kindRead || kind == kindReadMany || kind == kindScan || kind == kindChunkRead ||
 		kind == kindStreamRange || kind == kindTreeDigest || kind == kindPaxosPrepare || kind == kindPaxosPropose ||
 		kind == kindPaxosCommit || kind == kindScanKeys || kind == kindOffload || kind == kindScanProgress
 }
@@ -86,6 +92,21 @@ func decodeReadResponse(payload []byte) (rec lww.Record, found bool, err error) 
 		return nil
 	})
 	return rec, found, err
+}
+
+// decodeReadManyResponse decodes a ReadManyResponse as decodeReadResponse decodes each
+// of its answers: the records' keys and values are slices of payload.
+func decodeReadManyResponse(payload []byte) (records []lww.Record, found []bool, err error) {
+	err = eachField(payload, func(num protowire.Number, typ protowire.Type, field []byte) error {
+		if num != 1 || typ != protowire.BytesType {
+			return nil
+		}
+		answer, _ := protowire.ConsumeBytes(field)
+		rec, ok, err := decodeReadResponse(answer)
+		records, found = append(records, rec), append(found, ok)
+		return err
+	})
+	return records, found, err
 }
 
 // decodeRecordInto decodes the length-prefixed Record message field into r, setting the

@@ -11,7 +11,8 @@ import (
 	"github.com/kuradb/kura/lww"
 )
 
-// FuzzDecodeAnswers: decodeScanResponse and decodeReadResponse read any payload as
+// FuzzDecodeAnswers: decodeScanResponse, decodeReadResponse and decodeReadManyResponse
+// read any payload as
 // proto.Unmarshal and FromProto do: they fail where proto fails, and otherwise yield the
 // same records; no record's key or value can be appended to in place, over the bytes
 // after it.
@@ -23,6 +24,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 		&kurav1.ReplicaScanResponse{Records: []*kurav1.Record{{Key: []byte("a"), Timestamp: 3, Tombstone: true}, {Key: []byte("b"), Value: bytes.Repeat([]byte("x"), 300)}}},
 		&kurav1.ReadResponse{},
 		&kurav1.ReadResponse{Found: true, Record: record},
+		&kurav1.ReadManyResponse{Answers: []*kurav1.ReadResponse{{Found: true, Record: record}, {}, {Found: true, Record: &kurav1.Record{Key: []byte("d"), Tombstone: true}}}},
 	}
 	for _, seed := range seeds {
 		payload, err := proto.Marshal(seed)
@@ -75,6 +77,24 @@ func FuzzDecodeAnswers(f *testing.F) {
 				t.Fatalf("found %v, proto.Unmarshal %v", found, read.GetFound())
 			}
 			sameRecord(t, rec, FromProto(read.GetRecord()))
+		}
+
+		var many kurav1.ReadManyResponse
+		wantErr = proto.Unmarshal(payload, &many)
+		records, founds, err := decodeReadManyResponse(payload)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("decodeReadManyResponse: %v; proto.Unmarshal: %v", err, wantErr)
+		}
+		if err == nil {
+			if len(records) != len(many.GetAnswers()) || len(founds) != len(records) {
+				t.Fatalf("%d records and %d found flags, proto.Unmarshal %d answers", len(records), len(founds), len(many.GetAnswers()))
+			}
+			for i, a := range many.GetAnswers() {
+				if founds[i] != a.GetFound() {
+					t.Fatalf("answer %d: found %v, proto.Unmarshal %v", i, founds[i], a.GetFound())
+				}
+				sameRecord(t, records[i], FromProto(a.GetRecord()))
+			}
 		}
 	})
 }

@@ -304,6 +304,117 @@ func (x *ReadResponse) GetRecord() *Record {
 	return nil
 }
 
+// ReadManyRequest asks a replica for its versions of several keys of one keyspace: a
+// coordinator's batch of point reads (a client's GetMany, a pipeline of GETs) sent to
+// one replica as one message.
+type ReadManyRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Keys     [][]byte               `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	// value_bytes_max bounds the values answered: the replica reads no further key once
+	// those it read reach it. Must be positive.
+	ValueBytesMax int64 `protobuf:"varint,3,opt,name=value_bytes_max,json=valueBytesMax,proto3" json:"value_bytes_max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadManyRequest) Reset() {
+	*x = ReadManyRequest{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadManyRequest) ProtoMessage() {}
+
+func (x *ReadManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadManyRequest.ProtoReflect.Descriptor instead.
+func (*ReadManyRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReadManyRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *ReadManyRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *ReadManyRequest) GetValueBytesMax() int64 {
+	if x != nil {
+		return x.ValueBytesMax
+	}
+	return 0
+}
+
+// ReadManyResponse answers the first keys of a ReadManyRequest, in order: every one,
+// unless the values reached value_bytes_max first.
+type ReadManyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Answers       []*ReadResponse        `protobuf:"bytes,1,rep,name=answers,proto3" json:"answers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadManyResponse) Reset() {
+	*x = ReadManyResponse{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadManyResponse) ProtoMessage() {}
+
+func (x *ReadManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadManyResponse.ProtoReflect.Descriptor instead.
+func (*ReadManyResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReadManyResponse) GetAnswers() []*ReadResponse {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
 // TokenRange is a half-open ring range (start, end]; start == end is the whole ring.
 type TokenRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -315,7 +426,7 @@ type TokenRange struct {
 
 func (x *TokenRange) Reset() {
 	*x = TokenRange{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[5]
+	mi := &file_api_kurav1_internode_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -327,7 +438,7 @@ func (x *TokenRange) String() string {
 func (*TokenRange) ProtoMessage() {}
 
 func (x *TokenRange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[5]
+	mi := &file_api_kurav1_internode_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +451,7 @@ func (x *TokenRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRange.ProtoReflect.Descriptor instead.
 func (*TokenRange) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{5}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TokenRange) GetStart() uint64 {
@@ -391,7 +502,7 @@ type ReplicaScanRequest struct {
 
 func (x *ReplicaScanRequest) Reset() {
 	*x = ReplicaScanRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[6]
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +514,7 @@ func (x *ReplicaScanRequest) String() string {
 func (*ReplicaScanRequest) ProtoMessage() {}
 
 func (x *ReplicaScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[6]
+	mi := &file_api_kurav1_internode_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +527,7 @@ func (x *ReplicaScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaScanRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{6}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReplicaScanRequest) GetKeyspace() string {
@@ -509,7 +620,7 @@ type ScanProgressRequest struct {
 
 func (x *ScanProgressRequest) Reset() {
 	*x = ScanProgressRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[7]
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +632,7 @@ func (x *ScanProgressRequest) String() string {
 func (*ScanProgressRequest) ProtoMessage() {}
 
 func (x *ScanProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[7]
+	mi := &file_api_kurav1_internode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +645,7 @@ func (x *ScanProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanProgressRequest.ProtoReflect.Descriptor instead.
 func (*ScanProgressRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ScanProgressRequest) GetScanId() uint64 {
@@ -560,7 +671,7 @@ type ReplicaScanResponse struct {
 
 func (x *ReplicaScanResponse) Reset() {
 	*x = ReplicaScanResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -572,7 +683,7 @@ func (x *ReplicaScanResponse) String() string {
 func (*ReplicaScanResponse) ProtoMessage() {}
 
 func (x *ReplicaScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[8]
+	mi := &file_api_kurav1_internode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -585,7 +696,7 @@ func (x *ReplicaScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaScanResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReplicaScanResponse) GetRecords() []*Record {
@@ -615,7 +726,7 @@ type ScanKeysRequest struct {
 
 func (x *ScanKeysRequest) Reset() {
 	*x = ScanKeysRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +738,7 @@ func (x *ScanKeysRequest) String() string {
 func (*ScanKeysRequest) ProtoMessage() {}
 
 func (x *ScanKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[9]
+	mi := &file_api_kurav1_internode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +751,7 @@ func (x *ScanKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanKeysRequest.ProtoReflect.Descriptor instead.
 func (*ScanKeysRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScanKeysRequest) GetKeyspace() string {
@@ -703,7 +814,7 @@ type PositionSpan struct {
 
 func (x *PositionSpan) Reset() {
 	*x = PositionSpan{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +826,7 @@ func (x *PositionSpan) String() string {
 func (*PositionSpan) ProtoMessage() {}
 
 func (x *PositionSpan) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[10]
+	mi := &file_api_kurav1_internode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +839,7 @@ func (x *PositionSpan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PositionSpan.ProtoReflect.Descriptor instead.
 func (*PositionSpan) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PositionSpan) GetFrom() uint64 {
@@ -762,7 +873,7 @@ type ScanKeysResponse struct {
 
 func (x *ScanKeysResponse) Reset() {
 	*x = ScanKeysResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +885,7 @@ func (x *ScanKeysResponse) String() string {
 func (*ScanKeysResponse) ProtoMessage() {}
 
 func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[11]
+	mi := &file_api_kurav1_internode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +898,7 @@ func (x *ScanKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanKeysResponse.ProtoReflect.Descriptor instead.
 func (*ScanKeysResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScanKeysResponse) GetRecords() []*Record {
@@ -843,7 +954,7 @@ type SchemaPullResponse struct {
 
 func (x *SchemaPullResponse) Reset() {
 	*x = SchemaPullResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +966,7 @@ func (x *SchemaPullResponse) String() string {
 func (*SchemaPullResponse) ProtoMessage() {}
 
 func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[12]
+	mi := &file_api_kurav1_internode_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +979,7 @@ func (x *SchemaPullResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaPullResponse.ProtoReflect.Descriptor instead.
 func (*SchemaPullResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SchemaPullResponse) GetKeyspaces() []*SchemaUpdate {
@@ -891,7 +1002,7 @@ type SchemaUpdate struct {
 
 func (x *SchemaUpdate) Reset() {
 	*x = SchemaUpdate{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1014,7 @@ func (x *SchemaUpdate) String() string {
 func (*SchemaUpdate) ProtoMessage() {}
 
 func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[13]
+	mi := &file_api_kurav1_internode_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1027,7 @@ func (x *SchemaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaUpdate.ProtoReflect.Descriptor instead.
 func (*SchemaUpdate) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SchemaUpdate) GetKeyspace() *Keyspace {
@@ -959,7 +1070,7 @@ type StreamGainsRequest struct {
 
 func (x *StreamGainsRequest) Reset() {
 	*x = StreamGainsRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1082,7 @@ func (x *StreamGainsRequest) String() string {
 func (*StreamGainsRequest) ProtoMessage() {}
 
 func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[14]
+	mi := &file_api_kurav1_internode_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1095,7 @@ func (x *StreamGainsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsRequest.ProtoReflect.Descriptor instead.
 func (*StreamGainsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StreamGainsRequest) GetMoving() string {
@@ -1014,7 +1125,7 @@ type StreamGainsResponse struct {
 
 func (x *StreamGainsResponse) Reset() {
 	*x = StreamGainsResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1137,7 @@ func (x *StreamGainsResponse) String() string {
 func (*StreamGainsResponse) ProtoMessage() {}
 
 func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[15]
+	mi := &file_api_kurav1_internode_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1150,7 @@ func (x *StreamGainsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGainsResponse.ProtoReflect.Descriptor instead.
 func (*StreamGainsResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StreamGainsResponse) GetRanges() int64 {
@@ -1083,7 +1194,7 @@ type TreeDigestRequest struct {
 
 func (x *TreeDigestRequest) Reset() {
 	*x = TreeDigestRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1206,7 @@ func (x *TreeDigestRequest) String() string {
 func (*TreeDigestRequest) ProtoMessage() {}
 
 func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[16]
+	mi := &file_api_kurav1_internode_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1219,7 @@ func (x *TreeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestRequest.ProtoReflect.Descriptor instead.
 func (*TreeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TreeDigestRequest) GetKeyspace() string {
@@ -1146,7 +1257,7 @@ type TreeDigestResponse struct {
 
 func (x *TreeDigestResponse) Reset() {
 	*x = TreeDigestResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1269,7 @@ func (x *TreeDigestResponse) String() string {
 func (*TreeDigestResponse) ProtoMessage() {}
 
 func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[17]
+	mi := &file_api_kurav1_internode_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1282,7 @@ func (x *TreeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeDigestResponse.ProtoReflect.Descriptor instead.
 func (*TreeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TreeDigestResponse) GetLeaves() []uint64 {
@@ -1208,7 +1319,7 @@ type Ballot struct {
 
 func (x *Ballot) Reset() {
 	*x = Ballot{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1331,7 @@ func (x *Ballot) String() string {
 func (*Ballot) ProtoMessage() {}
 
 func (x *Ballot) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[18]
+	mi := &file_api_kurav1_internode_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1344,7 @@ func (x *Ballot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ballot.ProtoReflect.Descriptor instead.
 func (*Ballot) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Ballot) GetTime() uint64 {
@@ -1263,7 +1374,7 @@ type PaxosProposal struct {
 
 func (x *PaxosProposal) Reset() {
 	*x = PaxosProposal{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1386,7 @@ func (x *PaxosProposal) String() string {
 func (*PaxosProposal) ProtoMessage() {}
 
 func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[19]
+	mi := &file_api_kurav1_internode_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1399,7 @@ func (x *PaxosProposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposal.ProtoReflect.Descriptor instead.
 func (*PaxosProposal) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PaxosProposal) GetBallot() *Ballot {
@@ -1324,7 +1435,7 @@ type PaxosPrepareRequest struct {
 
 func (x *PaxosPrepareRequest) Reset() {
 	*x = PaxosPrepareRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1447,7 @@ func (x *PaxosPrepareRequest) String() string {
 func (*PaxosPrepareRequest) ProtoMessage() {}
 
 func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[20]
+	mi := &file_api_kurav1_internode_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1460,7 @@ func (x *PaxosPrepareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareRequest.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PaxosPrepareRequest) GetKeyspace() string {
@@ -1384,7 +1495,7 @@ type PaxosCommit struct {
 
 func (x *PaxosCommit) Reset() {
 	*x = PaxosCommit{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1507,7 @@ func (x *PaxosCommit) String() string {
 func (*PaxosCommit) ProtoMessage() {}
 
 func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[21]
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1520,7 @@ func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommit.ProtoReflect.Descriptor instead.
 func (*PaxosCommit) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PaxosCommit) GetBallot() *Ballot {
@@ -1442,7 +1553,7 @@ type PaxosPrepareResponse struct {
 
 func (x *PaxosPrepareResponse) Reset() {
 	*x = PaxosPrepareResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1565,7 @@ func (x *PaxosPrepareResponse) String() string {
 func (*PaxosPrepareResponse) ProtoMessage() {}
 
 func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[22]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1578,7 @@ func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareResponse.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaxosPrepareResponse) GetPromised() bool {
@@ -1523,7 +1634,7 @@ type PaxosProposeRequest struct {
 
 func (x *PaxosProposeRequest) Reset() {
 	*x = PaxosProposeRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1646,7 @@ func (x *PaxosProposeRequest) String() string {
 func (*PaxosProposeRequest) ProtoMessage() {}
 
 func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1659,7 @@ func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeRequest.ProtoReflect.Descriptor instead.
 func (*PaxosProposeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaxosProposeRequest) GetKeyspace() string {
@@ -1576,7 +1687,7 @@ type PaxosProposeResponse struct {
 
 func (x *PaxosProposeResponse) Reset() {
 	*x = PaxosProposeResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[24]
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1699,7 @@ func (x *PaxosProposeResponse) String() string {
 func (*PaxosProposeResponse) ProtoMessage() {}
 
 func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[24]
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1712,7 @@ func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeResponse.ProtoReflect.Descriptor instead.
 func (*PaxosProposeResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaxosProposeResponse) GetAccepted() bool {
@@ -1630,7 +1741,7 @@ type PaxosCommitRequest struct {
 
 func (x *PaxosCommitRequest) Reset() {
 	*x = PaxosCommitRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[25]
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1753,7 @@ func (x *PaxosCommitRequest) String() string {
 func (*PaxosCommitRequest) ProtoMessage() {}
 
 func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[25]
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1766,7 @@ func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommitRequest.ProtoReflect.Descriptor instead.
 func (*PaxosCommitRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaxosCommitRequest) GetKeyspace() string {
@@ -1684,7 +1795,7 @@ type PaxosState struct {
 
 func (x *PaxosState) Reset() {
 	*x = PaxosState{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	mi := &file_api_kurav1_internode_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1807,7 @@ func (x *PaxosState) String() string {
 func (*PaxosState) ProtoMessage() {}
 
 func (x *PaxosState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	mi := &file_api_kurav1_internode_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1820,7 @@ func (x *PaxosState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosState.ProtoReflect.Descriptor instead.
 func (*PaxosState) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PaxosState) GetPromised() *Ballot {
@@ -1748,7 +1859,7 @@ type RebalanceStepRequest struct {
 
 func (x *RebalanceStepRequest) Reset() {
 	*x = RebalanceStepRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	mi := &file_api_kurav1_internode_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1871,7 @@ func (x *RebalanceStepRequest) String() string {
 func (*RebalanceStepRequest) ProtoMessage() {}
 
 func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	mi := &file_api_kurav1_internode_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1884,7 @@ func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStepRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceStepRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RebalanceStepRequest) GetKeyspace() string {
@@ -1816,7 +1927,7 @@ type RebalanceStepResponse struct {
 
 func (x *RebalanceStepResponse) Reset() {
 	*x = RebalanceStepResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[28]
+	mi := &file_api_kurav1_internode_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +1939,7 @@ func (x *RebalanceStepResponse) String() string {
 func (*RebalanceStepResponse) ProtoMessage() {}
 
 func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[28]
+	mi := &file_api_kurav1_internode_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +1952,7 @@ func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStepResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceStepResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RebalanceStepResponse) GetRows() int64 {
@@ -1895,7 +2006,13 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x03key\x18\x02 \x01(\fR\x03key\"M\n" +
 	"\fReadResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12'\n" +
-	"\x06record\x18\x02 \x01(\v2\x0f.kura.v1.RecordR\x06record\"4\n" +
+	"\x06record\x18\x02 \x01(\v2\x0f.kura.v1.RecordR\x06record\"i\n" +
+	"\x0fReadManyRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\fR\x04keys\x12&\n" +
+	"\x0fvalue_bytes_max\x18\x03 \x01(\x03R\rvalueBytesMax\"C\n" +
+	"\x10ReadManyResponse\x12/\n" +
+	"\aanswers\x18\x01 \x03(\v2\x15.kura.v1.ReadResponseR\aanswers\"4\n" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
@@ -2021,71 +2138,74 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),                // 0: kura.v1.Record
 	(*MutateRequest)(nil),         // 1: kura.v1.MutateRequest
 	(*MutateResponse)(nil),        // 2: kura.v1.MutateResponse
 	(*ReadRequest)(nil),           // 3: kura.v1.ReadRequest
 	(*ReadResponse)(nil),          // 4: kura.v1.ReadResponse
-	(*TokenRange)(nil),            // 5: kura.v1.TokenRange
-	(*ReplicaScanRequest)(nil),    // 6: kura.v1.ReplicaScanRequest
-	(*ScanProgressRequest)(nil),   // 7: kura.v1.ScanProgressRequest
-	(*ReplicaScanResponse)(nil),   // 8: kura.v1.ReplicaScanResponse
-	(*ScanKeysRequest)(nil),       // 9: kura.v1.ScanKeysRequest
-	(*PositionSpan)(nil),          // 10: kura.v1.PositionSpan
-	(*ScanKeysResponse)(nil),      // 11: kura.v1.ScanKeysResponse
-	(*SchemaPullResponse)(nil),    // 12: kura.v1.SchemaPullResponse
-	(*SchemaUpdate)(nil),          // 13: kura.v1.SchemaUpdate
-	(*StreamGainsRequest)(nil),    // 14: kura.v1.StreamGainsRequest
-	(*StreamGainsResponse)(nil),   // 15: kura.v1.StreamGainsResponse
-	(*TreeDigestRequest)(nil),     // 16: kura.v1.TreeDigestRequest
-	(*TreeDigestResponse)(nil),    // 17: kura.v1.TreeDigestResponse
-	(*Ballot)(nil),                // 18: kura.v1.Ballot
-	(*PaxosProposal)(nil),         // 19: kura.v1.PaxosProposal
-	(*PaxosPrepareRequest)(nil),   // 20: kura.v1.PaxosPrepareRequest
-	(*PaxosCommit)(nil),           // 21: kura.v1.PaxosCommit
-	(*PaxosPrepareResponse)(nil),  // 22: kura.v1.PaxosPrepareResponse
-	(*PaxosProposeRequest)(nil),   // 23: kura.v1.PaxosProposeRequest
-	(*PaxosProposeResponse)(nil),  // 24: kura.v1.PaxosProposeResponse
-	(*PaxosCommitRequest)(nil),    // 25: kura.v1.PaxosCommitRequest
-	(*PaxosState)(nil),            // 26: kura.v1.PaxosState
-	(*RebalanceStepRequest)(nil),  // 27: kura.v1.RebalanceStepRequest
-	(*RebalanceStepResponse)(nil), // 28: kura.v1.RebalanceStepResponse
-	(*Keyspace)(nil),              // 29: kura.v1.Keyspace
+	(*ReadManyRequest)(nil),       // 5: kura.v1.ReadManyRequest
+	(*ReadManyResponse)(nil),      // 6: kura.v1.ReadManyResponse
+	(*TokenRange)(nil),            // 7: kura.v1.TokenRange
+	(*ReplicaScanRequest)(nil),    // 8: kura.v1.ReplicaScanRequest
+	(*ScanProgressRequest)(nil),   // 9: kura.v1.ScanProgressRequest
+	(*ReplicaScanResponse)(nil),   // 10: kura.v1.ReplicaScanResponse
+	(*ScanKeysRequest)(nil),       // 11: kura.v1.ScanKeysRequest
+	(*PositionSpan)(nil),          // 12: kura.v1.PositionSpan
+	(*ScanKeysResponse)(nil),      // 13: kura.v1.ScanKeysResponse
+	(*SchemaPullResponse)(nil),    // 14: kura.v1.SchemaPullResponse
+	(*SchemaUpdate)(nil),          // 15: kura.v1.SchemaUpdate
+	(*StreamGainsRequest)(nil),    // 16: kura.v1.StreamGainsRequest
+	(*StreamGainsResponse)(nil),   // 17: kura.v1.StreamGainsResponse
+	(*TreeDigestRequest)(nil),     // 18: kura.v1.TreeDigestRequest
+	(*TreeDigestResponse)(nil),    // 19: kura.v1.TreeDigestResponse
+	(*Ballot)(nil),                // 20: kura.v1.Ballot
+	(*PaxosProposal)(nil),         // 21: kura.v1.PaxosProposal
+	(*PaxosPrepareRequest)(nil),   // 22: kura.v1.PaxosPrepareRequest
+	(*PaxosCommit)(nil),           // 23: kura.v1.PaxosCommit
+	(*PaxosPrepareResponse)(nil),  // 24: kura.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),   // 25: kura.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil),  // 26: kura.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),    // 27: kura.v1.PaxosCommitRequest
+	(*PaxosState)(nil),            // 28: kura.v1.PaxosState
+	(*RebalanceStepRequest)(nil),  // 29: kura.v1.RebalanceStepRequest
+	(*RebalanceStepResponse)(nil), // 30: kura.v1.RebalanceStepResponse
+	(*Keyspace)(nil),              // 31: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
 	0,  // 1: kura.v1.ReadResponse.record:type_name -> kura.v1.Record
-	5,  // 2: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
-	0,  // 3: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
-	10, // 4: kura.v1.ScanKeysRequest.spans:type_name -> kura.v1.PositionSpan
-	5,  // 5: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
-	0,  // 6: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
-	13, // 7: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	29, // 8: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
-	5,  // 9: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
-	18, // 10: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
-	18, // 11: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
-	0,  // 12: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
-	18, // 13: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
-	18, // 14: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
-	18, // 15: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
-	18, // 16: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
-	19, // 17: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
-	21, // 18: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
-	0,  // 19: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
-	19, // 20: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
-	18, // 21: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
-	19, // 22: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
-	18, // 23: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
-	19, // 24: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
-	21, // 25: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	4,  // 2: kura.v1.ReadManyResponse.answers:type_name -> kura.v1.ReadResponse
+	7,  // 3: kura.v1.ReplicaScanRequest.ranges:type_name -> kura.v1.TokenRange
+	0,  // 4: kura.v1.ReplicaScanResponse.records:type_name -> kura.v1.Record
+	12, // 5: kura.v1.ScanKeysRequest.spans:type_name -> kura.v1.PositionSpan
+	7,  // 6: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
+	0,  // 7: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
+	15, // 8: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
+	31, // 9: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	7,  // 10: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
+	20, // 11: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
+	20, // 12: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
+	0,  // 13: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
+	20, // 14: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
+	20, // 15: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
+	20, // 16: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
+	20, // 17: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
+	21, // 18: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
+	23, // 19: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
+	0,  // 20: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
+	21, // 21: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
+	20, // 22: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
+	21, // 23: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
+	20, // 24: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
+	21, // 25: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
+	23, // 26: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -2100,7 +2220,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
