@@ -39,10 +39,12 @@ const (
 	// call does not shorten: with every request on one node, waiting behind 4 calls cost
 	// writes 5-10 % at 16 clients (3 nodes), while 16 lost nothing there and still
 	// gained 5-15 % at 256. Since a key's local replicas share its requests (route), the
-	// two local nodes of that layout each take half of those: 2 and 8 (reads at ONE
-	// +3-10 % against 4 and 16; docs/performance.md). Reads the node answers alone go
-	// one call at a time (getsInFlight).
-	getsInFlightMax = 2
+	// two local nodes of that layout each take half of those: 8. A node reads a batch
+	// of keys as one read per replica (one storage call, one read_many message), so a
+	// read waits for the one call in flight rather than go as a second: against 2 calls
+	// on that layout, reads did 5-13 % more at 16 and 64 clients, at ONE and QUORUM, and
+	// 6-10 % less at 256 clients at QUORUM (docs/performance.md).
+	getsInFlightMax = 1
 	putsInFlightMax = 8
 	// batchMax bounds the requests of one batch call (the node accepts up to 1,024).
 	batchMax = 64
@@ -63,8 +65,8 @@ type batchable interface {
 
 // batchCalls is what a batcher needs of one kind of request.
 type batchCalls[Req batchable, Resp any] struct {
-	// inFlightMax is how many calls of a level may be in flight before requests wait.
-	inFlightMax func(level kurav1.Consistency) int
+	// inFlightMax is how many calls may be in flight before requests wait.
+	inFlightMax int
 	// one sends req alone on conn.
 	one func(ctx context.Context, conn *grpc.ClientConn, req Req) (Resp, error)
 	// many sends reqs, all of qk's keyspace and level, in one call on conn, and returns
@@ -135,7 +137,7 @@ func (b *batcher[Req, Resp]) do(ctx context.Context, c *Client, req Req) (Resp, 
 		q = &queue[Req, Resp]{key: qk}
 		b.queues[qk] = q
 	}
-	if q.inFlight < b.calls.inFlightMax(qk.level) {
+	if q.inFlight < b.calls.inFlightMax {
 		q.inFlight++
 		b.mu.Unlock()
 		resp, err := b.alone(ctx, c, addrs, req)
@@ -277,23 +279,9 @@ func unpack[Resp any, R batchResult[Resp]](results []R) ([]Resp, []error) {
 	return resps, errs
 }
 
-// getsInFlight is getsInFlightMax, but 1 for the levels at which the node answers a
-// batch from its own storage in one read (ONE, LOCAL_ONE, and the server's default,
-// ONE): a batch costs it little more than one key, so the reads waiting for the one
-// call did better than a second call would (3 nodes, reads at ONE: +9-13 % at 16
-// clients, +7 % at 64). At QUORUM, whose batch is a read per key, one call lost 6-10 %
-// at 256 clients.
-func getsInFlight(level kurav1.Consistency) int {
-	switch level {
-	case kurav1.Consistency_CONSISTENCY_UNSPECIFIED, kurav1.Consistency_ONE, kurav1.Consistency_LOCAL_ONE:
-		return 1
-	}
-	return getsInFlightMax
-}
-
 // getCalls batches Gets as GetMany.
 var getCalls = batchCalls[*kurav1.GetRequest, *kurav1.GetResponse]{
-	inFlightMax: getsInFlight,
+	inFlightMax: getsInFlightMax,
 	one: func(ctx context.Context, conn *grpc.ClientConn, req *kurav1.GetRequest) (*kurav1.GetResponse, error) {
 		return kurav1.NewKVClient(conn).Get(ctx, req)
 	},
@@ -313,7 +301,7 @@ var getCalls = batchCalls[*kurav1.GetRequest, *kurav1.GetResponse]{
 
 // putCalls batches Puts as PutMany, each with its own expiry.
 var putCalls = batchCalls[*kurav1.PutRequest, *kurav1.PutResponse]{
-	inFlightMax: func(kurav1.Consistency) int { return putsInFlightMax },
+	inFlightMax: putsInFlightMax,
 	one: func(ctx context.Context, conn *grpc.ClientConn, req *kurav1.PutRequest) (*kurav1.PutResponse, error) {
 		return kurav1.NewKVClient(conn).Put(ctx, req)
 	},

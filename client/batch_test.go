@@ -180,7 +180,7 @@ var (
 			return string(item.Value), err
 		},
 		queued:      func(cl *Client) int { return queued(cl.gets) },
-		inFlightMax: getsInFlight(kurav1.Consistency_ONE),
+		inFlightMax: getsInFlightMax,
 		unbatched:   func(cl *Client, addr string) bool { return unbatched(cl.gets, addr) },
 	}
 	putKind = requestKind{
