@@ -108,12 +108,13 @@ func (c *Coordinator) answerFull() error {
 // outcomes in order. When this node is a replica of every key, can serve reads, and its
 // answer alone meets cl (ONE or LOCAL_ONE; any level on one node, or for a keyspace
 // with one replica here), the keys are read from its storage in one task of the read
-// stage; otherwise the Gets run concurrently on the coordinator's workers, up to
-// getAllFanout at once.
+// stage (getAllLocally). Otherwise one gathering asks each replica it needs once for
+// all its keys (getAllTogether); should it fall short, the Gets run concurrently on the
+// coordinator's workers, up to getAllFanout at once.
 //
 // The values answered are bounded by Limits.AnswerBytesMax: the keys after it was
-// reached are not read and answer ErrAnswerFull. The reads under way then still finish,
-// so an answer holds at most that and getAllFanout values more.
+// reached are not read and answer ErrAnswerFull. Each replica stops there; the Gets
+// under way finish, so their answer holds at most that and getAllFanout values more.
 //
 // The values answered may be storage's own bytes (replica.ManyGetter): callers read
 // them and never write to them.

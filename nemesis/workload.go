@@ -139,12 +139,19 @@ func (w *worker) step() {
 	default:
 		e.F, e.Key = Get, w.key()
 	}
+	// Half the gRPC reads go as a GetMany of the key and another, the batched path a
+	// client's waiting reads take (coord.GetAll); only the first key's answer is part
+	// of the history.
+	var companion string
+	if e.F == Get && w.via == "grpc" && w.rng.IntN(2) == 0 {
+		companion = w.key()
+	}
 	w.rec.Record(e)
 	ctx, cancel := context.WithTimeout(context.Background(), w.w.OpTimeout)
 	defer cancel()
 	var done Event
 	if w.via == "grpc" {
-		done = w.grpc(ctx, n, e)
+		done = w.grpc(ctx, n, e, companion)
 	} else {
 		done = w.resp(ctx, n, e)
 	}
@@ -162,8 +169,8 @@ func (w *worker) key() string {
 }
 
 // grpc runs an operation through the generated client, so that reads return their
-// version's timestamp.
-func (w *worker) grpc(ctx context.Context, n *node, e Event) Event {
+// version's timestamp. A Get with a companion key reads both in one GetMany.
+func (w *worker) grpc(ctx context.Context, n *node, e Event, companion string) Event {
 	kv := kurav1.NewKVClient(n.conn)
 	level := kurav1.Consistency(kurav1.Consistency_value[w.w.Level.String()])
 	ks, key := w.w.Keyspace, []byte(e.Key)
@@ -182,7 +189,23 @@ func (w *worker) grpc(ctx context.Context, n *node, e Event) Event {
 		}
 	case Get:
 		var resp *kurav1.GetResponse
-		if resp, err = kv.Get(ctx, &kurav1.GetRequest{Keyspace: ks, Key: key, Consistency: level}); err == nil {
+		if companion == "" {
+			resp, err = kv.Get(ctx, &kurav1.GetRequest{Keyspace: ks, Key: key, Consistency: level})
+		} else {
+			var many *kurav1.GetManyResponse
+			many, err = kv.GetMany(ctx, &kurav1.GetManyRequest{Keyspace: ks, Keys: [][]byte{key, []byte(companion)}, Consistency: level})
+			switch {
+			case err != nil:
+			case len(many.GetResults()) != 2:
+				err = status.Errorf(codes.Internal, "GetMany of 2 keys answered %d", len(many.GetResults()))
+			case many.GetResults()[0].GetCode() != 0:
+				first := many.GetResults()[0]
+				err = status.Error(codes.Code(first.GetCode()), first.GetMessage())
+			default:
+				resp = many.GetResults()[0].GetResponse()
+			}
+		}
+		if err == nil {
 			done.Found, done.Value, done.Timestamp = resp.GetFound(), string(resp.GetValue()), resp.GetTimestamp()
 		}
 	case Scan:

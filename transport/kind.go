@@ -38,6 +38,7 @@ import (
 //	23  power          node: a power transition asked of a node (kura power)
 //	24  scan_progress  replica: how many nodes a scan still waits for (RaS priority update)
 //	25  rebalance      node: a step of a keyspace's rebalance (sample, copy, drop)
+//	26  read_many      replica: point reads of several keys of one keyspace (GetAll)
 //
 // A new kind takes the next free number and a line here. Numbers are never reused for
 // another meaning: a retired kind keeps its line, marked retired. Numbers 200 to 255
