@@ -45,6 +45,7 @@ func TestWireKinds(t *testing.T) {
 		{23, "power", false},
 		{24, "scan_progress", false},
 		{25, "rebalance", false},
+		{26, "read_many", false},
 	}
 	inTable := make(map[uint8]bool)
 	for _, k := range wire {
