@@ -43,7 +43,7 @@ func (c *Coordinator) PutAll(ctx context.Context, keyspace string, puts []lww.Re
 // key; otherwise it writes them all as one batch and fills errs.
 func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level, errs []error) bool {
 	for _, p := range puts {
-		if len(p.Value) > c.cfg.Limits.ValueBytesMax {
+		if c.checkValue(p.Value) != nil {
 			return false
 		}
 	}

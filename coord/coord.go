@@ -250,6 +250,14 @@ func (c *Coordinator) checkKey(key []byte) error {
 	return nil
 }
 
+// checkValue refuses a value larger than Limits.ValueBytesMax.
+func (c *Coordinator) checkValue(value []byte) error {
+	if len(value) > c.cfg.Limits.ValueBytesMax {
+		return invalid("value of %d bytes exceeds the limit of %d bytes", len(value), c.cfg.Limits.ValueBytesMax)
+	}
+	return nil
+}
+
 // visible reports whether rec, the newest version of its key in keyspace ks, is a value
 // a client sees at now: neither deleted nor expired (lww.Record.Live), and written after
 // the keyspace's last truncation. A version that is not still wins reconciliation: it

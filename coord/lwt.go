@@ -348,8 +348,8 @@ func (c *Coordinator) ballot(above paxos.Ballot) (paxos.Ballot, error) {
 // little ahead): one past it then, which the clock observes, or the new record would
 // lose to the old one under last writer wins.
 func (l *lwt) record(next lww.Record, ballot paxos.Ballot, s paxos.Summary) (lww.Record, error) {
-	if len(next.Value) > l.c.cfg.Limits.ValueBytesMax {
-		return lww.Record{}, invalid("value of %d bytes exceeds the limit of %d bytes", len(next.Value), l.c.cfg.Limits.ValueBytesMax)
+	if err := l.c.checkValue(next.Value); err != nil {
+		return lww.Record{}, err
 	}
 	next.Key = l.key
 	if next.Tombstone {

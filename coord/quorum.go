@@ -84,6 +84,10 @@ type quorum struct {
 	waitAll bool
 	// byNode sends one request per node for all the groups it is asked for (scans).
 	byNode bool
+	// eachGroup ends each group on its own: a group that can no longer meet its
+	// requirement does not end the gathering while others may still meet theirs (a
+	// batch of independent writes, each acknowledged by its own group).
+	eachGroup bool
 	// more, when set, is how many further candidates the operation wants asked beyond
 	// what the requirement needs, given how many requests are in flight (a chunk read
 	// whose newest version still lacks chunks).
@@ -306,6 +310,10 @@ func (g *gathering[T]) settle(a answer[T]) {
 	}
 	if g.done() {
 		g.out.met, g.decided = true, true
+		return
+	}
+	if q.eachGroup {
+		g.decided = !slices.ContainsFunc(q.groups, func(gr *group) bool { return !gr.met() && !gr.hopeless() })
 		return
 	}
 	for _, gr := range q.groups {

@@ -131,3 +131,27 @@ func TestGatherRemoteTimeoutEndsWithCtx(t *testing.T) {
 		t.Fatalf("gather = %+v, %v; want the context's error with the local answer counted", out, err)
 	}
 }
+
+// TestGatherEachGroupEndsOnItsOwn checks that with eachGroup a group that can no longer
+// meet its requirement (its one replica, this node, failed) does not end the gathering
+// while another group still waits for its answer, and that the outcome says not every
+// group was met.
+func TestGatherEachGroupEndsOnItsOwn(t *testing.T) {
+	one := consistency.Requirement{Total: 1}
+	failing, waiting := newGroup(one, []target{candidate("n1", "a")}), newGroup(one, []target{candidate("n2", "a")})
+	waiting.candidates[0].group = 1
+	q := &quorum{self: "n1", askAll: true, byNode: true, eachGroup: true, groups: []*group{failing, waiting}}
+	failed := errors.New("storage closed")
+	out, err := gather(context.Background(), q, func(m placement.Member, _ []target) (struct{}, error) {
+		if m.ID == "n1" {
+			return struct{}{}, failed // settled before the remote answer is read
+		}
+		return struct{}{}, nil
+	}, func([]target, struct{}) {})
+	if err != nil || out.met || !errors.Is(out.lastErr, failed) {
+		t.Fatalf("gather = %+v, %v; want unmet, with the local failure", out, err)
+	}
+	if failing.met() || !waiting.met() {
+		t.Errorf("failing group met %v, waiting group met %v; want only the waiting one met", failing.met(), waiting.met())
+	}
+}

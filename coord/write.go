@@ -22,8 +22,8 @@ import (
 // that takes effect at once). Zero means the value never expires. The deadline is part of
 // the version every replica stores, so replicas agree on it.
 func (c *Coordinator) Put(ctx context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error) {
-	if len(value) > c.cfg.Limits.ValueBytesMax {
-		return 0, invalid("value of %d bytes exceeds the limit of %d bytes", len(value), c.cfg.Limits.ValueBytesMax)
+	if err := c.checkValue(value); err != nil {
+		return 0, err
 	}
 	return c.write(ctx, keyspace, lww.Record{Key: key, Value: value, ExpiresAt: expiresAt}, cl)
 }
@@ -220,11 +220,7 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 		switch {
 		case w.acknowledged():
 			op.targets = append(op.targets, target{Member: w.member, slot: i})
-		default:
-			if err := c.hints.Add(w.member.ID, keyspace, w.record); err != nil {
-				c.log.Warn("store hint", "target", w.member.ID, "err", err)
-				continue
-			}
+		case c.hint(w.member.ID, keyspace, w.record):
 			hinted++
 		}
 	}
@@ -251,44 +247,67 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 	return out, nil
 }
 
-// applyOrHint applies one write on its replica; a replica that fails or misses the
-// deadline gets a hint, so it receives the write later. A replica that refused the
-// write's timestamp as too far ahead gets none: the hint would carry the same timestamp,
-// and overwrite newer writes once real time caught up with it.
+// applyOrHint applies one write on its replica, or hints it when that fails (hintFailed).
 func (c *Coordinator) applyOrHint(w replicaWrite, keyspace string) error {
-	err := c.apply(w, keyspace)
+	return c.hintFailed(w.member.ID, keyspace, c.apply(w, keyspace), w.record)
+}
+
+// hintFailed stores a hint of each of records for target when err says its replica
+// failed them or missed the deadline, so it receives them later, and returns err. A
+// replica that refused the writes' timestamps as too far ahead gets none: a hint would
+// carry the same timestamp, and overwrite newer writes once real time caught up with it.
+func (c *Coordinator) hintFailed(target, keyspace string, err error, records ...lww.Record) error {
 	if errors.Is(err, clockguard.ErrClockOffset) {
-		c.log.Warn("replica refused the write's timestamp; no hint stored", "target", w.member.ID, "err", err)
+		c.log.Warn("replica refused the write's timestamp; no hint stored", "target", target, "err", err)
 		return err
 	}
 	if err != nil {
-		if herr := c.hints.Add(w.member.ID, keyspace, w.record); herr != nil {
-			c.log.Warn("store hint", "target", w.member.ID, "err", herr)
+		for _, rec := range records {
+			c.hint(target, keyspace, rec)
 		}
 	}
 	return err
 }
 
+// hint stores a hint of rec for target, to be delivered when it can take it, and
+// reports whether it was stored; the error of one that was not is logged.
+func (c *Coordinator) hint(target, keyspace string, rec lww.Record) bool {
+	if err := c.hints.Add(target, keyspace, rec); err != nil {
+		c.log.Warn("store hint", "target", target, "err", err)
+		return false
+	}
+	return true
+}
+
 // apply applies one write on its replica (or its offload holder), a remote one within
 // the replica timeout (callContext).
 func (c *Coordinator) apply(w replicaWrite, keyspace string) error {
-	r, err := c.replica(w.member)
-	if err != nil {
-		return err
-	}
-	to := w.member.ID
 	if w.holder != nil {
-		to = w.holder.ID
-	}
-	ctx, cancel := c.callContext(to)
-	defer cancel()
-	if w.holder != nil {
+		ctx, cancel := c.callContext(w.holder.ID)
+		defer cancel()
 		// The record alone, as a hint carries it: the commit reaches the sleeping
 		// replica's acceptor state when the next round on the key repairs it.
 		return c.replicas.Replica(*w.holder).Offload(ctx, w.member.ID, keyspace, []lww.Record{w.record})
 	}
 	if w.commit != nil {
+		r, err := c.replica(w.member)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.callContext(w.member.ID)
+		defer cancel()
 		return r.Commit(ctx, keyspace, *w.commit)
 	}
-	return r.Apply(ctx, keyspace, []lww.Record{w.record})
+	return c.applyRecords(w.member, keyspace, []lww.Record{w.record})
+}
+
+// applyRecords applies records on m's replica, a remote one within the replica timeout.
+func (c *Coordinator) applyRecords(m placement.Member, keyspace string, records []lww.Record) error {
+	r, err := c.replica(m)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.callContext(m.ID)
+	defer cancel()
+	return r.Apply(ctx, keyspace, records)
 }

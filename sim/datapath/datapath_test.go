@@ -241,6 +241,28 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			_, err := co.Put(ctx, keyspace, []byte(arg("key")), []byte(arg("value")), expiresAt, level())
 			return "ok", err
 		})
+	case "puteach":
+		// Writes value to each of keys in one PutEach, and answers each key's outcome.
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		keys := strings.Split(arg("keys"), ",")
+		puts := make([]lww.Record, len(keys))
+		for i, key := range keys {
+			puts[i] = lww.Record{Key: []byte(key), Value: []byte(arg("value"))}
+		}
+		return timed(func(ctx context.Context) (string, error) {
+			var out strings.Builder
+			for i, r := range co.PutEach(ctx, keyspace, puts, level()) {
+				if r.Err != nil {
+					fmt.Fprintf(&out, "%s: error: %v\n", keys[i], r.Err)
+				} else {
+					fmt.Fprintf(&out, "%s: ok\n", keys[i])
+				}
+			}
+			return out.String() + "all answered", nil
+		})
 	case "get":
 		co, err := s.c.Coordinator(arg("node"))
 		if err != nil {

@@ -1,0 +1,68 @@
+package coord_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/lww"
+)
+
+// PutEach acknowledges each write as Put would, at every level: the writes of many
+// replica sets sent together, an invalid write refused alone, a key written twice
+// keeping the later write, and every replica of each key holding its write, with the
+// timestamp PutEach answered.
+func TestPutEachAnswersAsPut(t *testing.T) {
+	c := startCluster(t, spread)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	keys := make([][]byte, 12)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("e%d", i))
+	}
+	oversized := make([]byte, 64<<10+1)
+	for _, cl := range []consistency.Level{consistency.Any, consistency.One, consistency.LocalOne, consistency.Two,
+		consistency.Quorum, consistency.LocalQuorum, consistency.EachQuorum, consistency.All} {
+		t.Run(cl.String(), func(t *testing.T) {
+			var puts []lww.Record
+			for i, key := range keys {
+				puts = append(puts, lww.Record{Key: key, Value: []byte(fmt.Sprint(cl, "-", i))})
+			}
+			puts = append(puts, lww.Record{Key: keys[0], Value: []byte(fmt.Sprint(cl, "-again"))},
+				lww.Record{Key: nil, Value: []byte("no key")}, lww.Record{Key: keys[1], Value: oversized})
+			invalid := []int{len(puts) - 2, len(puts) - 1}
+			results := co.PutEach(ctx, "spread", puts, cl)
+			if len(results) != len(puts) {
+				t.Fatalf("%d results for %d puts", len(results), len(puts))
+			}
+			last := map[string]int{} // the index of each key's last acknowledged write
+			for i, r := range results {
+				switch {
+				case slices.Contains(invalid, i):
+					if !errors.Is(r.Err, coord.ErrInvalidArgument) {
+						t.Errorf("put %d: %v, want invalid argument", i, r.Err)
+					}
+				case r.Err != nil || r.Timestamp == 0:
+					t.Errorf("put %d: timestamp %d, %v; want acknowledged", i, r.Timestamp, r.Err)
+				default:
+					last[string(puts[i].Key)] = i
+				}
+			}
+			for key, i := range last {
+				for _, id := range replicasOf(t, c, spread, []byte(key)) {
+					eventually(t, fmt.Sprintf("replica %s holds %s=%s", id, key, puts[i].Value), func() bool {
+						rec, _, err := c.Node(id).Coordinator().Get(ctx, "spread", []byte(key), consistency.One)
+						return err == nil && bytes.Equal(rec.Value, puts[i].Value) && rec.Timestamp == results[i].Timestamp
+					})
+				}
+			}
+		})
+	}
+	if results := co.PutEach(ctx, "spread", []lww.Record{{Key: keys[0]}, {Key: keys[1]}}, consistency.Serial); !errors.Is(results[0].Err, coord.ErrInvalidArgument) || !errors.Is(results[1].Err, coord.ErrInvalidArgument) {
+		t.Errorf("PutEach at SERIAL = %v, want invalid arguments", results)
+	}
+}
