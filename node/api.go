@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -94,25 +93,11 @@ func (s *apiServer) Put(ctx context.Context, req *kurav1.PutRequest) (*kurav1.Pu
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	return s.putOne(ctx, req.GetKeyspace(), req, cl)
-}
-
-// putItem is one write: a PutRequest, or an item of a PutMany.
-type putItem interface {
-	GetKey() []byte
-	GetValue() []byte
-	GetTtlMs() int64
-	GetExpiresAtUnixMs() int64
-}
-
-// putOne writes item to keyspace at level cl as Put does, answering with the write's
-// timestamp or the status of its error.
-func (s *apiServer) putOne(ctx context.Context, keyspace string, item putItem, cl consistency.Level) (*kurav1.PutResponse, error) {
-	expiresAt, err := s.node.coord.ExpiresAt(item.GetTtlMs(), item.GetExpiresAtUnixMs())
+	expiresAt, err := s.node.coord.ExpiresAt(req.GetTtlMs(), req.GetExpiresAtUnixMs())
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	ts, err := s.node.coord.Put(ctx, keyspace, item.GetKey(), item.GetValue(), expiresAt, cl)
+	ts, err := s.node.coord.Put(ctx, req.GetKeyspace(), req.GetKey(), req.GetValue(), expiresAt, cl)
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -122,14 +107,10 @@ func (s *apiServer) putOne(ctx context.Context, keyspace string, item putItem, c
 // putManyItemsMax bounds the items of one PutMany, as getManyKeysMax bounds GetMany's.
 const putManyItemsMax = 1024
 
-// putManyFanout bounds how many of one PutMany's writes run at once, as GetAll bounds
-// its reads.
-const putManyFanout = 32
-
-// PutMany writes each item as Put would, concurrently on the coordinator's workers: the
-// items come from independent callers, and one after the other they would wait for each
-// other's replica round trips. It answers once every write has, each with its own
-// outcome; an item is answered OK only when its write was acknowledged at the level.
+// PutMany writes each item as Put would, with no order among them (the items come from
+// independent callers): the coordinator sends the writes that have the same replicas to
+// each replica together (coord.PutEach). It answers once every write has, each with its
+// own outcome; an item is answered OK only when its write was acknowledged at the level.
 func (s *apiServer) PutMany(ctx context.Context, req *kurav1.PutManyRequest) (*kurav1.PutManyResponse, error) {
 	cl, err := levelFromProto(req.GetConsistency())
 	if err != nil {
@@ -139,28 +120,34 @@ func (s *apiServer) PutMany(ctx context.Context, req *kurav1.PutManyRequest) (*k
 	if len(items) > putManyItemsMax {
 		return nil, status.Errorf(codes.InvalidArgument, "PutMany of %d items: at most %d at once", len(items), putManyItemsMax)
 	}
-	resp := &kurav1.PutManyResponse{Results: make([]*kurav1.PutManyResult, len(items))}
-	slots := make(chan struct{}, putManyFanout)
-	var wg sync.WaitGroup
+	start := time.Now()
+	errs := make([]error, len(items)) // each item's, as statusOf gives it
+	puts := make([]lww.Record, 0, len(items))
+	sent := make([]int, 0, len(items)) // the index of each of puts among the items
 	for i, item := range items {
-		slots <- struct{}{}
-		wg.Add(1)
-		s.node.workers.Run(func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			start := time.Now()
-			out, err := s.putOne(ctx, req.GetKeyspace(), item, cl)
-			s.node.observe("put", cl, time.Since(start), err)
-			result := &kurav1.PutManyResult{Response: out}
-			if err != nil {
-				result.Code, result.Message = itemStatus(err)
-			}
-			resp.Results[i] = result
-		})
+		expiresAt, err := s.node.coord.ExpiresAt(item.GetTtlMs(), item.GetExpiresAtUnixMs())
+		if err != nil {
+			errs[i] = statusOf(err)
+			continue
+		}
+		puts = append(puts, lww.Record{Key: item.GetKey(), Value: item.GetValue(), ExpiresAt: expiresAt})
+		sent = append(sent, i)
 	}
-	wg.Wait()
+	resp := &kurav1.PutManyResponse{Results: make([]*kurav1.PutManyResult, len(items))}
+	for j, r := range s.node.coord.PutEach(ctx, req.GetKeyspace(), puts, cl) {
+		i := sent[j]
+		if errs[i] = statusOf(r.Err); r.Err == nil {
+			resp.Results[i] = &kurav1.PutManyResult{Response: &kurav1.PutResponse{Timestamp: uint64(r.Timestamp)}}
+		}
+	}
+	elapsed := time.Since(start)
+	for i, err := range errs {
+		s.node.observe("put", cl, elapsed, err)
+		if err != nil {
+			resp.Results[i] = &kurav1.PutManyResult{}
+			resp.Results[i].Code, resp.Results[i].Message = itemStatus(err)
+		}
+	}
 	return resp, nil
 }
 

@@ -210,7 +210,6 @@ type Node struct {
 	power     *powerCycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
-	workers   *workers.Pool // the coordinator's (coord.Parts.Workers), which PutMany's writes run on too
 	gossip    *gossip
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
@@ -413,7 +412,6 @@ func (n *Node) open() error {
 	n.local = replica.NewLocal(n.engine, n.catalog, n.hints, n.stage)
 	n.replicas = replica.NewServer(n.local, n.guard)
 	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
-	n.workers = workers.New(n.stop, coordWorkersIdleMax)
 	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
 		View:      n.directory,
 		Keyspaces: n.catalog,
@@ -424,7 +422,7 @@ func (n *Node) open() error {
 		Proximity: proximity{n},
 		Reads:     n.stage,
 		Rows:      &n.rows,
-		Workers:   n.workers,
+		Workers:   workers.New(n.stop, coordWorkersIdleMax),
 	})
 	var limiter *rate.Limiter
 	if n.cfg.StreamThroughput > 0 {
