@@ -1,19 +1,21 @@
 package client
 
 // Calls that wait go together. A Get or a Put is sent at once while fewer than
-// getsInFlightMax (Puts: putsInFlightMax) calls of its kind are in flight to its node for its keyspace and
-// level; beyond that it waits, and when a call returns, the requests waiting behind it go
-// to the node as one GetMany or PutMany. Under load, a node then answers a few calls
-// carrying many keys rather than many calls carrying one, and each read or write pays a
-// share of one call's gRPC cost, on the client and on the node; a lone request goes out
-// as before, without waiting. A waiting request whose batch fails as a whole (the node
-// unreachable, silent or asleep, a node without the batch call) goes its own way, as a
-// request sent at once would: to its node, then the next.
+// getsInFlightMax (Puts: putsInFlightMax) calls of its kind are in flight to its node
+// for its keyspace and level; beyond that it waits, and when a call returns, the
+// requests waiting behind it go to the node as one GetMany or PutMany. Under load, a
+// node then answers a few calls carrying many keys rather than many calls carrying one,
+// and each read or write pays a share of one call's gRPC cost, on the client and on the
+// node; a lone request goes out as before, without waiting. A waiting request whose
+// batch fails as a whole (the node unreachable, silent or asleep, a node without the
+// batch call) goes its own way, as a request sent at once would: to its node, then the
+// next.
 //
 // Order: the requests waiting in one queue come from concurrent callers, none of which
-// has been answered, so no order among them is promised, and the node runs a PutMany's
-// writes concurrently. A caller's next request starts only once its previous one has
-// returned, so each caller's own requests keep their order.
+// has been answered, so no order among them is promised, and the node writes a
+// PutMany's items with no order among them (coord.PutEach). A caller's next request
+// starts only once its previous one has returned, so each caller's own requests keep
+// their order.
 //
 // One batcher serves each kind of call; what differs between them (the request sent
 // alone, the batch call and its answer) is given as functions (getCalls, putCalls).
@@ -35,17 +37,15 @@ import (
 const (
 	// getsInFlightMax and putsInFlightMax are how many Gets or Puts to one node, for one
 	// keyspace and level, the client keeps in flight before the next ones wait to be
-	// sent together. A write's call lasts its replicas' synced commits, which sharing a
-	// call does not shorten: with every request on one node, waiting behind 4 calls cost
-	// writes 5-10 % at 16 clients (3 nodes), while 16 lost nothing there and still
-	// gained 5-15 % at 256. Since a key's local replicas share its requests (route), the
-	// two local nodes of that layout each take half of those: 8. A node reads a batch
-	// of keys as one read per replica (one storage call, one read_many message), so a
-	// read waits for the one call in flight rather than go as a second: against 2 calls
-	// on that layout, reads did 5-13 % more at 16 and 64 clients, at ONE and QUORUM, and
-	// 6-10 % less at 256 clients at QUORUM (docs/performance.md).
+	// sent together: one of each. A node sends a batch's reads or writes to each replica
+	// together (one storage call, one read_many or mutate message per replica, one WAL
+	// sync), so a request waits for the one call in flight rather than go as a second
+	// that costs a replica round and a sync of its own. On 3 nodes in 2 DCs, against 2
+	// calls, reads did 5-13 % more at 16 and 64 clients, at ONE and QUORUM, and 6-10 %
+	// less at 256 clients at QUORUM; against 8 calls, writes did 9-24 % more at 16
+	// clients, 45-50 % at 64 and 38-42 % at 256 (docs/performance.md).
 	getsInFlightMax = 1
-	putsInFlightMax = 8
+	putsInFlightMax = 1
 	// batchMax bounds the requests of one batch call (the node accepts up to 1,024).
 	batchMax = 64
 	// batchBytesMax bounds the encoded size of one batch call's requests; a request
