@@ -141,20 +141,37 @@ func (w *worker) step() {
 	}
 	// Half the gRPC reads go as a GetMany of the key and another, the batched path a
 	// client's waiting reads take (coord.GetAll); only the first key's answer is part
-	// of the history.
-	var companion string
-	if e.F == Get && w.via == "grpc" && w.rng.IntN(2) == 0 {
-		companion = w.key()
+	// of the history. Half the gRPC puts go as a PutMany with a second write, the
+	// batched path of waiting writes (coord.PutEach): both are part of the history, the
+	// second as an operation of its own.
+	var companion *Event
+	if (e.F == Get || e.F == Put) && w.via == "grpc" && w.rng.IntN(2) == 0 {
+		companion = &Event{Type: TypeInvoke, Client: w.id, Via: w.via, Node: n.ID, F: e.F, Key: w.key()}
+		if e.F == Put {
+			w.seq++
+			companion.Op, companion.Value = w.ids.Add(1), fmt.Sprintf("c%d-%d", w.id, w.seq)
+		}
 	}
 	w.rec.Record(e)
+	if companion != nil && companion.F == Put {
+		w.rec.Record(*companion)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.w.OpTimeout)
 	defer cancel()
-	var done Event
+	var done, companionDone Event
 	if w.via == "grpc" {
-		done = w.grpc(ctx, n, e, companion)
+		done, companionDone = w.grpc(ctx, n, e, companion)
 	} else {
 		done = w.resp(ctx, n, e)
 	}
+	w.complete(e, done)
+	if companion != nil && companion.F == Put {
+		w.complete(*companion, companionDone)
+	}
+}
+
+// complete records done, the completion of operation e, and counts it.
+func (w *worker) complete(e, done Event) {
 	done.Op, done.Client, done.Via, done.Node, done.F, done.Key = e.Op, e.Client, e.Via, e.Node, e.F, e.Key
 	w.rec.Record(done)
 	w.counts.add(done.Type)
@@ -169,19 +186,35 @@ func (w *worker) key() string {
 }
 
 // grpc runs an operation through the generated client, so that reads return their
-// version's timestamp. A Get with a companion key reads both in one GetMany.
-func (w *worker) grpc(ctx context.Context, n *node, e Event, companion string) Event {
+// version's timestamp. With a companion, a Get reads both keys in one GetMany (the
+// companion's answer is not returned), and a Put writes both in one PutMany, the
+// companion's completion returned second.
+func (w *worker) grpc(ctx context.Context, n *node, e Event, companion *Event) (done, companionDone Event) {
 	kv := kurav1.NewKVClient(n.conn)
 	level := kurav1.Consistency(kurav1.Consistency_value[w.w.Level.String()])
 	ks, key := w.w.Keyspace, []byte(e.Key)
-	var done Event
 	var err error
 	switch e.F {
 	case Put:
-		var resp *kurav1.PutResponse
-		if resp, err = kv.Put(ctx, &kurav1.PutRequest{Keyspace: ks, Key: key, Value: []byte(e.Value), Consistency: level}); err == nil {
-			done.Timestamp = resp.GetTimestamp()
+		if companion == nil {
+			var resp *kurav1.PutResponse
+			if resp, err = kv.Put(ctx, &kurav1.PutRequest{Keyspace: ks, Key: key, Value: []byte(e.Value), Consistency: level}); err == nil {
+				done.Timestamp = resp.GetTimestamp()
+			}
+			break
 		}
+		var many *kurav1.PutManyResponse
+		many, err = kv.PutMany(ctx, &kurav1.PutManyRequest{Keyspace: ks, Consistency: level, Items: []*kurav1.PutManyItem{
+			{Key: key, Value: []byte(e.Value)}, {Key: []byte(companion.Key), Value: []byte(companion.Value)}}})
+		if err == nil && len(many.GetResults()) != 2 {
+			err = status.Errorf(codes.Internal, "PutMany of 2 items answered %d", len(many.GetResults()))
+		}
+		if err != nil {
+			// The call failed whole: both writes ended as it did.
+			companionDone = putDone(nil, err)
+			break
+		}
+		return putDone(many.GetResults()[0], nil), putDone(many.GetResults()[1], nil)
 	case Delete:
 		var resp *kurav1.DeleteResponse
 		if resp, err = kv.Delete(ctx, &kurav1.DeleteRequest{Keyspace: ks, Key: key, Consistency: level}); err == nil {
@@ -189,11 +222,11 @@ func (w *worker) grpc(ctx context.Context, n *node, e Event, companion string) E
 		}
 	case Get:
 		var resp *kurav1.GetResponse
-		if companion == "" {
+		if companion == nil {
 			resp, err = kv.Get(ctx, &kurav1.GetRequest{Keyspace: ks, Key: key, Consistency: level})
 		} else {
 			var many *kurav1.GetManyResponse
-			many, err = kv.GetMany(ctx, &kurav1.GetManyRequest{Keyspace: ks, Keys: [][]byte{key, []byte(companion)}, Consistency: level})
+			many, err = kv.GetMany(ctx, &kurav1.GetManyRequest{Keyspace: ks, Keys: [][]byte{key, []byte(companion.Key)}, Consistency: level})
 			switch {
 			case err != nil:
 			case len(many.GetResults()) != 2:
@@ -217,6 +250,19 @@ func (w *worker) grpc(ctx context.Context, n *node, e Event, companion string) E
 		}
 	}
 	done.Type = classifyGRPC(err)
+	if err != nil {
+		done.Error = status.Convert(err).Message()
+	}
+	return done, companionDone
+}
+
+// putDone is the completion of a put answered by result, an item of a PutMany, or
+// ended by err.
+func putDone(result *kurav1.PutManyResult, err error) Event {
+	if err == nil && result.GetCode() != 0 {
+		err = status.Error(codes.Code(result.GetCode()), result.GetMessage())
+	}
+	done := Event{Type: classifyGRPC(err), Timestamp: result.GetResponse().GetTimestamp()}
 	if err != nil {
 		done.Error = status.Convert(err).Message()
 	}
