@@ -743,19 +743,15 @@ func (c *Client) Delete(ctx context.Context, keyspace string, key []byte, cl con
 // Scan returns up to limit keys in [start, end) in key order (nil bounds are open; limit
 // 0 is the server's default).
 func (c *Client) Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]KeyValue, error) {
-	var resp *kurav1.ScanResponse
-	err := c.call(ctx, keyspace, c.scanRouteKey(keyspace, start), resend, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		resp, err = kurav1.NewKVClient(conn).Scan(ctx, &kurav1.ScanRequest{Keyspace: keyspace, Start: start, End: end, Limit: int32(limit), Consistency: levelToProto(cl)})
-		return err
+	var answer scanAnswer
+	err := c.call(ctx, keyspace, c.scanRouteKey(keyspace, start), resend, func(ctx context.Context, conn *grpc.ClientConn) error {
+		req := &kurav1.ScanRequest{Keyspace: keyspace, Start: start, End: end, Limit: int32(limit), Consistency: levelToProto(cl)}
+		return conn.Invoke(ctx, kurav1.KV_Scan_FullMethodName, req, &answer, scanCall)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]KeyValue, len(resp.GetItems()))
-	for i, kv := range resp.GetItems() {
-		out[i] = KeyValue{Key: kv.GetKey(), Value: kv.GetValue(), Timestamp: hlc.Timestamp(kv.GetTimestamp())}
-	}
-	return out, nil
+	return answer.items, nil
 }
 
 // scanRouteKey returns the key a scan is routed by. Under the ordered partitioner that is

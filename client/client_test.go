@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
@@ -71,6 +72,25 @@ func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {
 	// write to dc1 could still be in flight when the Get below reads there.
 	if _, err := cl.Put(ctx, "app", key, []byte("v"), consistency.All); err != nil {
 		t.Fatal(err)
+	}
+	// A scan answers every key with its value and the timestamp its write was given
+	// (the answer is decoded by scanCodec).
+	written := map[string]hlc.Timestamp{}
+	for _, k := range []string{"s1", "s2", "s3"} {
+		ts, err := cl.Put(ctx, "app", []byte(k), []byte("v-"+k), consistency.All)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written[k] = ts
+	}
+	items, err := cl.Scan(ctx, "app", []byte("s"), []byte("t"), 10, consistency.One)
+	if err != nil || len(items) != len(written) {
+		t.Fatalf("Scan = %v, %v; want the %d keys written", items, err, len(written))
+	}
+	for _, it := range items {
+		if ts, ok := written[string(it.Key)]; !ok || string(it.Value) != "v-"+string(it.Key) || it.Timestamp != ts {
+			t.Errorf("Scan answered %q=%q at %d; wrote it at %d", it.Key, it.Value, it.Timestamp, ts)
+		}
 	}
 
 	// The preferred node dies: the client moves on to the next node.
