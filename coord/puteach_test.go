@@ -66,3 +66,27 @@ func TestPutEachAnswersAsPut(t *testing.T) {
 		t.Errorf("PutEach at SERIAL = %v, want invalid arguments", results)
 	}
 }
+
+// PutEach splits a call whose keys and values pass 4 MiB into rounds, each replica's
+// mutation within an internode frame, and still answers each write with its own
+// timestamp.
+func TestPutEachSplitsLargeCallsIntoRounds(t *testing.T) {
+	c := startCluster(t, spread)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	value := bytes.Repeat([]byte("v"), 64<<10) // the test cluster's largest
+	var puts []lww.Record
+	for i := range 80 { // 5 MiB of values: two rounds
+		puts = append(puts, lww.Record{Key: []byte(fmt.Sprintf("r%d", i)), Value: append([]byte(fmt.Sprint(i)), value[:64<<10-8]...)})
+	}
+	results := co.PutEach(ctx, "spread", puts, consistency.Quorum)
+	for i, r := range results {
+		if r.Err != nil {
+			t.Fatalf("put %d: %v", i, r.Err)
+		}
+		rec, found, err := co.Get(ctx, "spread", puts[i].Key, consistency.All)
+		if err != nil || !found || !bytes.Equal(rec.Value, puts[i].Value) || rec.Timestamp != r.Timestamp {
+			t.Fatalf("get %s = %d bytes at %d, %v, %v; want its write, at %d", puts[i].Key, len(rec.Value), rec.Timestamp, found, err, r.Timestamp)
+		}
+	}
+}
