@@ -13,6 +13,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/gcfloor"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
@@ -26,6 +27,10 @@ const (
 	defaultListen     = "127.0.0.1:7100"
 	defaultClientAddr = "127.0.0.1:7200"
 )
+
+// defaultGCHeapFloorMiB is the least a node's Go heap grows by between collections
+// (package gcfloor): a scan-heavy node's collector ran ten times a second otherwise.
+const defaultGCHeapFloorMiB = 32
 
 func runServer(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("server", stderr)
@@ -69,6 +74,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	latencyTarget := fs.Duration("power-latency-target", 20*time.Millisecond, "p99 the power controller keeps requests within")
 	readWorkers := fs.Int("read-workers", sched.DefaultWorkers, "reads the node serves at once, for itself and for other coordinators (its read stage; Cassandra's concurrent_reads)")
 	readPolicy := fs.String("read-policy", "fifo", "how waiting reads are ordered and scans sent: fifo, res, fair, with +parallel and +ras, or O, ReS, P, ReS+P, P+RaS, A, kura (docs/scheduling.md)")
+	gcHeapFloorMiB := fs.Float64("gc-heap-floor", defaultGCHeapFloorMiB, "MiB of allocation the Go heap may grow by between collections however little of it is live, at most this much more memory (0: Go's default, GOGC=100; a GOGC in the environment wins)")
 	emulateDisk := fs.String("emulate-disk", "", "hold a read worker for an emulated device time after each read, ACCESS+PER_KIB (e.g. 2ms+20us): benches on data held in memory")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -130,6 +136,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if *streamMiBps < 0 {
 		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)
 	}
+	if *gcHeapFloorMiB < 0 {
+		return fmt.Errorf("%w: --gc-heap-floor must not be negative", errUsage)
+	}
 	if cfg.CompactionThroughput, err = mibOrNone("compaction-throughput", *compactionMiBps); err != nil {
 		return err
 	}
@@ -166,6 +175,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --dc is required (or a --topology that names node %q)", errUsage, *id)
 	}
 
+	defer gcfloor.Set(uint64(*gcHeapFloorMiB * (1 << 20)))()
 	n, err := node.Start(cfg)
 	if err != nil {
 		return err
