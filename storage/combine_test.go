@@ -42,13 +42,14 @@ func testApplyOpsGathersInArrivalOrder(t *testing.T, throughCache bool) {
 	var keys [][]byte
 	for _, op := range ops {
 		op.key = encodeKey(op.ks, op.r.Key)
+		op.throughCache = throughCache
 		keys = append(keys, op.key)
 	}
 	if err := e.enter(); err != nil {
 		t.Fatal(err)
 	}
 	unlock := e.lockKeys(keys)
-	err := e.applyOps(ops, throughCache)
+	err := e.applyOps(ops)
 	unlock()
 	e.closeMu.RUnlock()
 	if err != nil {
@@ -114,10 +115,45 @@ func checkLinearizable(t *testing.T, calls []applyCall) {
 	}
 }
 
-// applyConcurrently has one goroutine per record apply it to keyspace ks of e, all
-// released at once, and returns the calls in the order of records. A failed Apply
+// writePath is one way a record reaches a writeQueue: alone, in its stripe's queue, or
+// in a batch with a record of a key of its own, in the queue of batches.
+type writePath struct {
+	name  string
+	apply func(e *Engine, ks string, r lww.Record) (applied bool, err error)
+}
+
+var writePaths = []writePath{
+	{"alone", (*Engine).Apply},
+	{"in a batch", applyInBatch},
+	// The two queues' leaders race for the key's stripe lock.
+	{"alone and in batches", func(e *Engine, ks string, r lww.Record) (bool, error) {
+		if r.Timestamp%2 == 0 {
+			return e.Apply(ks, r)
+		}
+		return applyInBatch(e, ks, r)
+	}},
+}
+
+func applyInBatch(e *Engine, ks string, r lww.Record) (bool, error) {
+	n, err := e.ApplyBatch(ks, []lww.Record{r, ownRecord(r)})
+	if err == nil && n == 0 {
+		return false, fmt.Errorf("the record of a key of its own was not applied")
+	}
+	return n == 2, err
+}
+
+// ownRecord is the record a batch of writePaths carries beside r, of a key no other
+// batch writes.
+func ownRecord(r lww.Record) lww.Record {
+	return put(fmt.Sprint("own-", ownKeys.Add(1)), "own", r.Timestamp)
+}
+
+var ownKeys atomic.Int64
+
+// applyConcurrently has one goroutine per record apply it to keyspace ks of e by path,
+// all released at once, and returns the calls in the order of records. A failed Apply
 // fails the test.
-func applyConcurrently(t *testing.T, e *Engine, ks string, records []lww.Record) []applyCall {
+func applyConcurrently(t *testing.T, e *Engine, ks string, path writePath, records []lww.Record) []applyCall {
 	t.Helper()
 	var clock atomic.Int64
 	calls := make([]applyCall, len(records))
@@ -128,7 +164,7 @@ func applyConcurrently(t *testing.T, e *Engine, ks string, records []lww.Record)
 			<-release
 			calls[i].r = r
 			calls[i].start = clock.Add(1)
-			applied, err := e.Apply(ks, r)
+			applied, err := path.apply(e, ks, r)
 			calls[i].end = clock.Add(1)
 			calls[i].applied = applied
 			if err != nil {
@@ -143,8 +179,15 @@ func applyConcurrently(t *testing.T, e *Engine, ks string, records []lww.Record)
 
 // TestConcurrentAppliesToOneKey races many writers on one key, as a hot key under a
 // zipfian load sees, so that their writes are gathered into shared batches. The newest
-// record must end stored, and every writer's applied must be the truth of its write.
+// record must end stored, and every writer's applied must be the truth of its write;
+// alone, and in batches of several records, which share batches of their own.
 func TestConcurrentAppliesToOneKey(t *testing.T) {
+	for _, path := range writePaths {
+		t.Run(path.name, func(t *testing.T) { testConcurrentAppliesToOneKey(t, path) })
+	}
+}
+
+func testConcurrentAppliesToOneKey(t *testing.T, path writePath) {
 	const writers = 64
 	e := openMem(t, Options{})
 	for round := range 20 {
@@ -160,7 +203,7 @@ func TestConcurrentAppliesToOneKey(t *testing.T) {
 		if round%2 == 1 {
 			records[0] = del("hot", hlc.Timestamp(base+writers+1))
 		}
-		calls := applyConcurrently(t, e, "ks", records)
+		calls := applyConcurrently(t, e, "ks", path, records)
 		checkLinearizable(t, calls)
 		newest := records[0]
 		for _, c := range calls {
@@ -183,7 +226,7 @@ func TestConcurrentAppliesToOneKey(t *testing.T) {
 	for i := range same {
 		same[i] = put("same", "v", 1)
 	}
-	calls := applyConcurrently(t, e, "ks", same)
+	calls := applyConcurrently(t, e, "ks", path, same)
 	checkLinearizable(t, calls)
 	applied := 0
 	for _, c := range calls {
@@ -198,66 +241,86 @@ func TestConcurrentAppliesToOneKey(t *testing.T) {
 
 // TestConcurrentWritesToOneKeySurviveACrash crashes, on Pebble's strict in-memory
 // filesystem, a machine whose writers race on one key: at the crash point every sync
-// from then on is lost. Every Apply acknowledged before the crash must survive reopening,
-// and the stored record must be at least as new as each of them.
+// from then on is lost. Every write acknowledged before the crash must survive reopening,
+// and the stored record must be at least as new as each of them; alone, and in batches
+// of two records, whose other record must survive too.
 func TestConcurrentWritesToOneKeySurviveACrash(t *testing.T) {
 	const writers, perWriter = 16, 40
-	for _, crashAfter := range []int{1, writers * perWriter / 3, writers * perWriter * 2 / 3} {
-		t.Run(fmt.Sprint("after ", crashAfter, " acks"), func(t *testing.T) {
-			fs := vfs.NewStrictMem()
-			e, err := Open(Options{Dir: "db", FS: fs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// acked holds the records acknowledged before the crash; taken with
-			// SetIgnoreSyncs under mu, so each of them was synced before syncs stopped.
-			var (
-				mu      sync.Mutex
-				acked   []lww.Record
-				crashed bool
-			)
-			release := make(chan struct{})
-			var wg sync.WaitGroup
-			for w := range writers {
-				wg.Go(func() {
-					<-release
-					for i := range perWriter {
-						// Interleaved timestamps: writers overtake each other.
-						r := put("hot", fmt.Sprint("w", w, "-", i), hlc.Timestamp(i*writers+w+1))
-						if _, err := e.Apply("ks", r); err != nil {
-							t.Errorf("Apply(%s): %v", describe(r), err)
-							return
-						}
-						mu.Lock()
-						if !crashed {
-							acked = append(acked, r)
-							if len(acked) == crashAfter {
-								fs.SetIgnoreSyncs(true)
-								crashed = true
-							}
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			close(release)
-			wg.Wait()
-			e = crashAndReopen(t, e, fs)
-			defer e.Close()
-			got, found := mustGet(t, e, "ks", "hot")
-			if !found {
-				t.Fatalf("after the crash the key is gone; %d writes were acknowledged", len(acked))
-			}
-			for _, r := range acked {
-				if lww.Newer(r, got) {
-					t.Errorf("after the crash the key holds %s, older than the acknowledged %s", describe(got), describe(r))
+	for _, batched := range []bool{false, true} {
+		for _, crashAfter := range []int{1, writers * perWriter / 3, writers * perWriter * 2 / 3} {
+			t.Run(fmt.Sprint("batched=", batched, " after ", crashAfter, " acks"), func(t *testing.T) {
+				fs := vfs.NewStrictMem()
+				e, err := Open(Options{Dir: "db", FS: fs})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			// What is stored was written by someone: its value names its timestamp.
-			var w, i int
-			if _, err := fmt.Sscanf(string(got.Value), "w%d-%d", &w, &i); err != nil || got.Timestamp != hlc.Timestamp(i*writers+w+1) {
-				t.Errorf("after the crash the key holds %s, which no writer wrote", describe(got))
-			}
-		})
+				// acked holds the records acknowledged before the crash; taken with
+				// SetIgnoreSyncs under mu, so each of them was synced before syncs stopped.
+				var (
+					mu       sync.Mutex
+					acked    []lww.Record
+					ackedOwn []lww.Record // the batches' other records
+					crashed  bool
+				)
+				release := make(chan struct{})
+				var wg sync.WaitGroup
+				for w := range writers {
+					wg.Go(func() {
+						<-release
+						for i := range perWriter {
+							// Interleaved timestamps: writers overtake each other.
+							r := put("hot", fmt.Sprint("w", w, "-", i), hlc.Timestamp(i*writers+w+1))
+							var own lww.Record
+							var err error
+							if batched {
+								own = ownRecord(r)
+								_, err = e.ApplyBatch("ks", []lww.Record{r, own})
+							} else {
+								_, err = e.Apply("ks", r)
+							}
+							if err != nil {
+								t.Errorf("apply %s: %v", describe(r), err)
+								return
+							}
+							mu.Lock()
+							if !crashed {
+								acked = append(acked, r)
+								if batched {
+									ackedOwn = append(ackedOwn, own)
+								}
+								if len(acked) == crashAfter {
+									fs.SetIgnoreSyncs(true)
+									crashed = true
+								}
+							}
+							mu.Unlock()
+						}
+					})
+				}
+				close(release)
+				wg.Wait()
+				e = crashAndReopen(t, e, fs)
+				defer e.Close()
+				got, found := mustGet(t, e, "ks", "hot")
+				if !found {
+					t.Fatalf("after the crash the key is gone; %d writes were acknowledged", len(acked))
+				}
+				for _, r := range acked {
+					if lww.Newer(r, got) {
+						t.Errorf("after the crash the key holds %s, older than the acknowledged %s", describe(got), describe(r))
+					}
+				}
+				// What is stored was written by someone: its value names its timestamp.
+				var w, i int
+				if _, err := fmt.Sscanf(string(got.Value), "w%d-%d", &w, &i); err != nil || got.Timestamp != hlc.Timestamp(i*writers+w+1) {
+					t.Errorf("after the crash the key holds %s, which no writer wrote", describe(got))
+				}
+				for _, own := range ackedOwn {
+					if got, found := mustGet(t, e, "ks", string(own.Key)); !found || describe(got) != describe(own) {
+						t.Errorf("after the crash key %q holds %s (found %t), want the acknowledged %s", own.Key, describe(got), found, describe(own))
+					}
+				}
+			})
+		}
 	}
 }

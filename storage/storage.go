@@ -98,6 +98,8 @@ type Engine struct {
 	// queues gather the single-record writes of each stripe into shared synced batches
 	// (see combine.go).
 	queues [lockStripes]writeQueue
+	// batches gathers the writes of several records into shared synced batches.
+	batches writeQueue
 	// rows caches records for point reads; every commit that changes a record key
 	// invalidates it under the key's stripe lock.
 	rows *rowCache
@@ -284,9 +286,11 @@ func (e *Engine) applyRecords(ks string, rs []lww.Record, throughCache bool) (ap
 	defer e.closeMu.RUnlock()
 	if len(rs) == 1 {
 		// A replica's write of one record, the common case: it may share its batch, and
-		// the batch's sync, with the other writes to its stripe (see combine.go).
-		ok, err := e.applyCombined(applyOp{ks: ks, r: rs[0], key: keys[0]})
-		if ok {
+		// the batch's sync, with the other writes to its stripe (see combine.go). It is
+		// read through the row cache, as a client's single write is.
+		op := []applyOp{{ks: ks, r: rs[0], key: keys[0], throughCache: true}}
+		err := e.applyCombined(&e.queues[e.stripeOf(keys[0])], op)
+		if err == nil && op[0].applied {
 			applied = 1
 		}
 		return applied, err
@@ -295,15 +299,14 @@ func (e *Engine) applyRecords(ks string, rs []lww.Record, throughCache bool) (ap
 }
 
 // applyBatch is applyRecords for validated records, whose encoded keys are keys, on an
-// engine the caller has entered, under the records' stripe locks.
+// engine the caller has entered: a batch shared with the other writes of several records
+// queued meanwhile (see combine.go).
 func (e *Engine) applyBatch(ks string, rs []lww.Record, keys [][]byte, throughCache bool) (applied int, err error) {
-	ops := make([]*applyOp, len(rs))
+	ops := make([]applyOp, len(rs))
 	for i, r := range rs {
-		ops[i] = &applyOp{ks: ks, r: r, key: keys[i]}
+		ops[i] = applyOp{ks: ks, r: r, key: keys[i], throughCache: throughCache}
 	}
-	unlock := e.lockKeys(keys)
-	defer unlock()
-	if err := e.applyOps(ops, throughCache); err != nil {
+	if err := e.applyCombined(&e.batches, ops); err != nil {
 		return 0, err
 	}
 	for _, op := range ops {
@@ -319,6 +322,9 @@ type applyOp struct {
 	ks  string
 	r   lww.Record
 	key []byte // r.Key encoded in ks
+	// throughCache reads the stored record through the row cache and leaves the
+	// written one in it (see applyOps).
+	throughCache bool
 	// applied is set by applyOps when the record was Newer than the one stored, and so
 	// written; it means nothing when applyOps fails.
 	applied bool
@@ -330,11 +336,11 @@ type applyOp struct {
 // engine and holds the stripe locks of every op's key. An error fails every op: nothing
 // of the batch is acknowledged.
 //
-// With throughCache, the stored records are read through the row cache and the written
-// ones put in it, as for client writes, whose keys are read again soon; without, the
-// cache is not filled and only loses the keys written, so that a large batch (streaming,
-// repair, hints) does not evict the hot keys.
-func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
+// For an op with throughCache, the stored record is read through the row cache and the
+// written one put in it, as for client writes, whose keys are read again soon; without,
+// the cache is not filled and only loses the key written, so that a large batch
+// (streaming, repair, hints) does not evict the hot keys.
+func (e *Engine) applyOps(ops []*applyOp) error {
 	batch := e.db.NewBatch()
 	defer batch.Close()
 	// written holds the record written to the batch for each encoded key, the last one
@@ -349,7 +355,7 @@ func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
 		current, err := w.record, error(nil)
 		switch {
 		case found:
-		case throughCache:
+		case op.throughCache:
 			current, found, err = e.readCachedToCompare(r.Key, op.key)
 		default:
 			current, found, err = readRecord(e.db, r.Key, op.key)
@@ -372,7 +378,7 @@ func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
 		if err := e.reindex(batch, ks, r.Key, found && !current.Tombstone, !r.Tombstone); err != nil {
 			return fmt.Errorf("storage: index key %q of keyspace %q: %w", r.Key, ks, err)
 		}
-		written[string(op.key)] = writtenRecord{record: r, value: value}
+		written[string(op.key)] = writtenRecord{record: r, value: value, throughCache: op.throughCache}
 		op.applied = true
 		applied++
 	}
@@ -387,7 +393,7 @@ func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
 		return fmt.Errorf("storage: apply %d records: %w", applied, err)
 	}
 	for key, w := range written {
-		if throughCache {
+		if w.throughCache {
 			e.rows.replace(e.stripeOf([]byte(key)), []byte(key), rowEntry{value: w.value, found: true})
 		} else {
 			e.rows.invalidate(e.stripeOf([]byte(key)), []byte(key))
@@ -400,6 +406,8 @@ func (e *Engine) applyOps(ops []*applyOp, throughCache bool) error {
 type writtenRecord struct {
 	record lww.Record
 	value  []byte
+	// throughCache is the op's that wrote it: whether the row cache keeps it.
+	throughCache bool
 }
 
 // invalidateRows drops encoded keys from the row cache after a commit that changed them
