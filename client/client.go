@@ -91,6 +91,8 @@ func DialNode(addr string, opts Options) (*grpc.ClientConn, error) {
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(opts.MaxMessageBytes)),
+		grpc.WithInitialWindowSize(kurav1.StreamWindowBytes),
+		grpc.WithInitialConnWindowSize(kurav1.ConnWindowBytes),
 	}
 	if opts.Token != "" {
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearerToken(opts.Token)))

@@ -441,6 +441,8 @@ func (n *Node) open() error {
 			grpc.MaxSendMsgSize(maxScanResponseBytes),
 			grpc.ChainUnaryInterceptor(n.observeUnary),
 			grpc.NumStreamWorkers(apiStreamWorkers),
+			grpc.InitialWindowSize(kurav1.StreamWindowBytes),
+			grpc.InitialConnWindowSize(kurav1.ConnWindowBytes),
 		)...)
 		api := &apiServer{node: n}
 		kurav1.RegisterKVServer(n.grpcServer, api)
