@@ -32,6 +32,13 @@ const testAnswerBytesMax = 256 << 10
 
 func startCluster(t *testing.T, keyspaces ...schema.Keyspace) *embedded.Cluster {
 	t.Helper()
+	return startClusterTimeout(t, 2*time.Second, keyspaces...)
+}
+
+// startClusterTimeout is startCluster whose replicas have replicaTimeout to answer: a
+// test of large writes that is not about timeouts gives them room on a loaded machine.
+func startClusterTimeout(t *testing.T, replicaTimeout time.Duration, keyspaces ...schema.Keyspace) *embedded.Cluster {
+	t.Helper()
 	topo, err := topology.Parse([]byte(threeDCs))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +47,7 @@ func startCluster(t *testing.T, keyspaces ...schema.Keyspace) *embedded.Cluster 
 		EmulateWAN: true,
 		Node: node.Config{
 			GossipInterval: 50 * time.Millisecond,
-			ReplicaTimeout: 2 * time.Second,
+			ReplicaTimeout: replicaTimeout,
 			Limits:         coord.Limits{KeyBytesMax: 1024, ValueBytesMax: 64 << 10, AnswerBytesMax: testAnswerBytesMax},
 		},
 	})

@@ -2,10 +2,12 @@ package coord_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
@@ -71,8 +73,11 @@ func TestPutEachAnswersAsPut(t *testing.T) {
 // mutation within an internode frame, and still answers each write with its own
 // timestamp.
 func TestPutEachSplitsLargeCallsIntoRounds(t *testing.T) {
-	c := startCluster(t, spread)
-	ctx := testContext(t)
+	// Each round is 4 MiB to every replica, synced: on a loaded machine (CI ran it
+	// beside the race detector's builds) that took more than startCluster's 2 s.
+	c := startClusterTimeout(t, time.Minute, spread)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	co := c.Node("a1").Coordinator()
 	value := bytes.Repeat([]byte("v"), 64<<10) // the test cluster's largest
 	var puts []lww.Record
