@@ -34,7 +34,8 @@ func Percent(liveBytes, floorBytes uint64) int {
 	// nothing is known live) a percent of the live heap means little: a near-zero live
 	// heap would disable collection in effect, and the floor would bound nothing.
 	liveBytes = max(liveBytes, liveBytesMin)
-	percent := (floorBytes*100 + liveBytes - 1) / liveBytes
+	// In floating point, so that no floor overflows; rounded up, never under it.
+	percent := math.Ceil(float64(floorBytes) * 100 / float64(liveBytes))
 	return int(max(min(percent, math.MaxInt32), DefaultPercent))
 }
 

@@ -1,6 +1,7 @@
 package gcfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"testing"
@@ -20,6 +21,7 @@ func TestPercent(t *testing.T) {
 		{"live heap equal to the floor", 64 * mib, 64 * mib, DefaultPercent},
 		{"no cycle yet", 0, 64 * mib, 1600},
 		{"no floor", 16 * mib, 0, DefaultPercent},
+		{"a floor past any heap", 16 * mib, math.MaxUint64, math.MaxInt32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Percent(tc.live, tc.floor); got != tc.want {

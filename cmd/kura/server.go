@@ -32,6 +32,10 @@ const (
 // (package gcfloor): a scan-heavy node's collector ran ten times a second otherwise.
 const defaultGCHeapFloorMiB = 32
 
+// gcHeapFloorMiBMax is the largest floor accepted, 1 TiB: a larger one is a mistake,
+// such as a size given in bytes.
+const gcHeapFloorMiBMax = 1 << 20
+
 func runServer(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("server", stderr)
 	id := fs.String("id", "", "node id, unique in the cluster (required)")
@@ -136,8 +140,8 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if *streamMiBps < 0 {
 		return fmt.Errorf("%w: --stream-throughput must not be negative", errUsage)
 	}
-	if *gcHeapFloorMiB < 0 {
-		return fmt.Errorf("%w: --gc-heap-floor must not be negative", errUsage)
+	if *gcHeapFloorMiB < 0 || *gcHeapFloorMiB > gcHeapFloorMiBMax {
+		return fmt.Errorf("%w: --gc-heap-floor must be between 0 and %d MiB", errUsage, gcHeapFloorMiBMax)
 	}
 	if cfg.CompactionThroughput, err = mibOrNone("compaction-throughput", *compactionMiBps); err != nil {
 		return err
