@@ -48,6 +48,10 @@ const (
 	putsInFlightMax = 1
 	// batchMax bounds the requests of one batch call (the node accepts up to 1,024).
 	batchMax = 64
+	// batchSendersIdleMax bounds the idle goroutines kept to send batch calls
+	// (Client.senders): about one per node, keyspace, level and kind of call in use at
+	// once.
+	batchSendersIdleMax = 16
 	// batchBytesMax bounds the encoded size of one batch call's requests; a request
 	// larger than that goes in a batch of its own. A node accepts a message of its
 	// largest key and value and 64 KiB more, whatever its limits, and requests that large
@@ -175,16 +179,33 @@ func (b *batcher[Req, Resp]) alone(ctx context.Context, c *Client, addrs []strin
 }
 
 // release ends one call of q: the requests waiting behind it, if any, go as the next
-// call.
+// call, sent by a kept worker.
 func (b *batcher[Req, Resp]) release(c *Client, q *queue[Req, Resp]) {
+	if batch := b.next(q); batch != nil {
+		c.senders.Run(func() { b.sendAll(c, q, batch) })
+	}
+}
+
+// sendAll sends batch, then each batch that waited behind it, until none waits: under
+// load one goroutine keeps sending a queue's calls, with no hand-off between them.
+func (b *batcher[Req, Resp]) sendAll(c *Client, q *queue[Req, Resp], batch []*waiter[Req, Resp]) {
+	for batch != nil {
+		b.send(c, q.key, batch)
+		batch = b.next(q)
+	}
+}
+
+// next takes the next batch off q, the call in flight that ended passing its place to
+// it, or, when no request waits, ends that call.
+func (b *batcher[Req, Resp]) next(q *queue[Req, Resp]) []*waiter[Req, Resp] {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if len(q.waiting) == 0 {
 		q.inFlight--
 		if q.inFlight == 0 {
 			delete(b.queues, q.key)
 		}
-		b.mu.Unlock()
-		return
+		return nil
 	}
 	n, size := 1, proto.Size(q.waiting[0].req)
 	for ; n < min(len(q.waiting), batchMax); n++ {
@@ -194,11 +215,7 @@ func (b *batcher[Req, Resp]) release(c *Client, q *queue[Req, Resp]) {
 	}
 	batch := q.waiting[:n:n]
 	q.waiting = append([]*waiter[Req, Resp](nil), q.waiting[n:]...)
-	b.mu.Unlock()
-	go func() {
-		b.send(c, q.key, batch)
-		b.release(c, q)
-	}()
+	return batch
 }
 
 // send sends batch in one call to the queue's node and hands each request its outcome;
