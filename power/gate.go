@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,8 +55,10 @@ const rebindInterval = 20 * time.Millisecond
 // (the node's power lifecycle); Accept, Read, Write and Close may run concurrently with
 // them and with each other.
 type Gate struct {
-	mu   sync.Mutex
-	mode Mode
+	mu sync.Mutex
+	// mode is the Mode, changed under mu and read without it: every read and write of
+	// every connection asks for it, and a lock they all shared was contended.
+	mode atomic.Uint32
 	// changed is closed, and replaced, at every change of mode: what waits for a mode
 	// waits on it.
 	changed   chan struct{}
@@ -70,14 +73,12 @@ func NewGate() *Gate {
 
 // Mode returns the gate's mode.
 func (g *Gate) Mode() Mode {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.mode
+	return Mode(g.mode.Load())
 }
 
 // setMode changes the mode and wakes whatever waits for one. The caller holds g.mu.
 func (g *Gate) setMode(m Mode) {
-	g.mode = m
+	g.mode.Store(uint32(m))
 	close(g.changed)
 	g.changed = make(chan struct{})
 }
@@ -85,9 +86,12 @@ func (g *Gate) setMode(m Mode) {
 // await waits until ok holds for the mode or done is closed, and returns the mode then
 // and whether ok held.
 func (g *Gate) await(ok func(Mode) bool, done <-chan struct{}) (Mode, bool) {
+	if m := g.Mode(); ok(m) {
+		return m, true
+	}
 	for {
 		g.mu.Lock()
-		m, changed := g.mode, g.changed
+		m, changed := g.Mode(), g.changed
 		g.mu.Unlock()
 		if ok(m) {
 			return m, true
@@ -112,7 +116,7 @@ func (g *Gate) Listen(addr string) (net.Listener, error) {
 	l := &listener{g: g, addr: sock.Addr(), sock: sock, done: make(chan struct{})}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.mode == Released {
+	if g.Mode() == Released {
 		sock.Close()
 		l.sock = nil
 	}
