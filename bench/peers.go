@@ -873,7 +873,9 @@ func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
 
 // peersFigures draws, for each layout, ops/s and p99 per workload (and distribution,
 // and level when there are several) for each system, as bars: a row of two panels per
-// layout, so that each panel's bars are few enough to read.
+// layout, or per layout and client count when the layout ran at several, so that each
+// panel's bars are few enough to read (the full comparison with Cassandra has 30 rows
+// per system).
 func peersFigures(rows []PeerRow) []Figure {
 	var layouts []string
 	for _, r := range rows {
@@ -883,67 +885,73 @@ func peersFigures(rows []PeerRow) []Figure {
 	}
 	var figures []Figure
 	for _, layout := range layouts {
-		var categories, systems, levels []string
 		var clients []int
 		for _, r := range rows {
-			if r.Layout == layout && !slices.Contains(levels, r.Consistency) {
-				levels = append(levels, r.Consistency)
-			}
 			if r.Layout == layout && !slices.Contains(clients, r.Clients) {
 				clients = append(clients, r.Clients)
 			}
 		}
-		category := func(r PeerRow) string {
-			c := r.Workload + " " + r.Distribution[:1]
-			if len(levels) > 1 {
-				c += " " + initials(r.Consistency)
-			}
-			if len(clients) > 1 {
-				c += fmt.Sprintf(" c%d", r.Clients)
-			}
-			if r.Pipeline > 1 {
-				c += fmt.Sprintf(" p%d", r.Pipeline)
-			}
-			return c
+		if len(clients) == 1 {
+			figures = append(figures, peersPanel(rows, layout, layout, func(PeerRow) bool { return true })...)
+			continue
 		}
-		for _, r := range rows {
-			if r.Layout != layout {
-				continue
-			}
-			if c := category(r); !slices.Contains(categories, c) {
-				categories = append(categories, c)
-			}
-			if !slices.Contains(systems, r.System) {
-				systems = append(systems, r.System)
-			}
+		for _, n := range clients {
+			title := fmt.Sprintf("%s, %d clients", layout, n)
+			figures = append(figures, peersPanel(rows, layout, title, func(r PeerRow) bool { return r.Clients == n })...)
 		}
-		xLabel := "workload, key distribution (z: zipfian, u: uniform)"
-		if len(levels) > 1 {
-			xLabel += ", level (initials: Q is QUORUM)"
-		}
-		if len(clients) > 1 {
-			xLabel += ", clients (c16: 16)"
-		}
-		if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.Layout == layout && r.Pipeline > 1 }) {
-			xLabel += ", pipeline depth (p16: 16 commands per round trip)"
-		}
-		ops := Figure{Title: layout + ": throughput", XLabel: xLabel, YLabel: "throughput (ops/s)", Categories: categories}
-		p99 := Figure{Title: layout + ": p99 latency", XLabel: xLabel, YLabel: "p99 latency (ms)", Categories: categories}
-		for _, system := range systems {
-			opsSeries := Series{Name: system, Y: make([]float64, len(categories))}
-			p99Series := Series{Name: system, Y: make([]float64, len(categories))}
-			for _, r := range rows {
-				if r.Layout == layout && r.System == system {
-					i := slices.Index(categories, category(r))
-					opsSeries.Y[i], p99Series.Y[i] = r.OpsPerS, r.LatencyMsP99
-				}
-			}
-			ops.Series = append(ops.Series, opsSeries)
-			p99.Series = append(p99.Series, p99Series)
-		}
-		figures = append(figures, ops, p99)
 	}
 	return figures
+}
+
+// peersPanel draws the rows of layout that keep accepts: ops/s and p99, titled title.
+func peersPanel(rows []PeerRow, layout, title string, keep func(PeerRow) bool) []Figure {
+	rows = slices.DeleteFunc(slices.Clone(rows), func(r PeerRow) bool { return r.Layout != layout || !keep(r) })
+	var categories, systems, levels []string
+	for _, r := range rows {
+		if !slices.Contains(levels, r.Consistency) {
+			levels = append(levels, r.Consistency)
+		}
+	}
+	category := func(r PeerRow) string {
+		c := r.Workload + " " + r.Distribution[:1]
+		if len(levels) > 1 {
+			c += " " + initials(r.Consistency)
+		}
+		if r.Pipeline > 1 {
+			c += fmt.Sprintf(" p%d", r.Pipeline)
+		}
+		return c
+	}
+	for _, r := range rows {
+		if c := category(r); !slices.Contains(categories, c) {
+			categories = append(categories, c)
+		}
+		if !slices.Contains(systems, r.System) {
+			systems = append(systems, r.System)
+		}
+	}
+	xLabel := "workload, key distribution (z: zipfian, u: uniform)"
+	if len(levels) > 1 {
+		xLabel += ", level (initials: Q is QUORUM)"
+	}
+	if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.Pipeline > 1 }) {
+		xLabel += ", pipeline depth (p16: 16 commands per round trip)"
+	}
+	ops := Figure{Title: title + ": throughput", XLabel: xLabel, YLabel: "throughput (ops/s)", Categories: categories}
+	p99 := Figure{Title: title + ": p99 latency", XLabel: xLabel, YLabel: "p99 latency (ms)", Categories: categories}
+	for _, system := range systems {
+		opsSeries := Series{Name: system, Y: make([]float64, len(categories))}
+		p99Series := Series{Name: system, Y: make([]float64, len(categories))}
+		for _, r := range rows {
+			if r.System == system {
+				i := slices.Index(categories, category(r))
+				opsSeries.Y[i], p99Series.Y[i] = r.OpsPerS, r.LatencyMsP99
+			}
+		}
+		ops.Series = append(ops.Series, opsSeries)
+		p99.Series = append(p99.Series, p99Series)
+	}
+	return []Figure{ops, p99}
 }
 
 // initials shortens a level's name for a crowded axis: QUORUM is Q, LOCAL_QUORUM LQ.

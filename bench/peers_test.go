@@ -247,6 +247,38 @@ func TestPeersFigures(t *testing.T) {
 	}
 }
 
+// TestPeersFiguresPerClientCount: a layout run at several client counts gets a row of
+// panels per count, so that the full comparison's 30 rows per system are not one axis.
+func TestPeersFiguresPerClientCount(t *testing.T) {
+	var rows []PeerRow
+	for _, clients := range []int{16, 64} {
+		for _, system := range []string{sysKura, sysCassandra} {
+			for _, level := range []string{"ONE", "QUORUM"} {
+				rows = append(rows, PeerRow{Layout: layoutThree, System: system, Consistency: level, Clients: clients,
+					Workload: "C", Distribution: distZipfian, OpsPerS: float64(clients), LatencyMsP99: 1})
+			}
+		}
+	}
+	figs := peersFigures(rows)
+	var titles []string
+	for _, f := range figs {
+		titles = append(titles, f.Title)
+	}
+	want := []string{
+		layoutThree + ", 16 clients: throughput", layoutThree + ", 16 clients: p99 latency",
+		layoutThree + ", 64 clients: throughput", layoutThree + ", 64 clients: p99 latency",
+	}
+	if !slices.Equal(titles, want) {
+		t.Fatalf("panels %q, want %q", titles, want)
+	}
+	if got := figs[2].Categories; !slices.Equal(got, []string{"C z O", "C z Q"}) {
+		t.Errorf("64 clients: categories %q, want the two levels of C", got)
+	}
+	if got := figs[2].Series[0].Y; !slices.Equal(got, []float64{64, 64}) {
+		t.Errorf("64 clients: kura's throughput %v, want the 64-client rows' only", got)
+	}
+}
+
 func TestPeerRatioRanges(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	ratios := []PeerRatio{
