@@ -333,11 +333,99 @@ func peerRatioRanges(ratios []PeerRatio) map[string]any {
 				ranges[field.name+"_max"] = slices.Max(values)
 			}
 		}
+		addGoals(ranges, ratios, pair.kura, pair.peer)
 		if len(ranges) > 0 {
 			out[pair.kura+"/"+pair.peer] = ranges
 		}
 	}
 	return out
+}
+
+// peerGoal is one target a ratio is held to: at least, or at most, bound.
+type peerGoal struct {
+	name    string // the ratio's column: ops, p99, cpu or rss
+	value   *float64
+	atLeast bool
+	bound   float64
+}
+
+// met reports whether the ratio reaches the goal; a ratio not measured does not.
+func (g peerGoal) met() bool {
+	if g.value == nil {
+		return false
+	}
+	if g.atLeast {
+		return *g.value >= g.bound
+	}
+	return *g.value <= g.bound
+}
+
+// peerGoals returns the goals r is held to (docs/peers.md, "Goals"). On 3 nodes against
+// Cassandra: 3x its ops/s, a third of its p99, a quarter of its CPU per operation and a
+// tenth of its peak RSS. On one node against redis-server syncing every write: at
+// pipeline 1, its GETs (C) and 0.8x its SETs (W) per second, with at most twice its p99;
+// deeper, half its GETs and SETs.
+func peerGoals(r PeerRatio) []peerGoal {
+	switch {
+	case r.Kura == sysKura && r.Peer == sysCassandra && r.Layout == layoutThree:
+		return []peerGoal{{"ops", r.OpsRatio, true, 3}, {"p99", r.P99Ratio, false, 1.0 / 3}, {"cpu", r.CPURatio, false, 0.25}, {"rss", r.RSSRatio, false, 0.1}}
+	case r.Kura != sysKuraRESP || r.Peer != sysRedisAlways || r.Layout != layoutOne:
+		return nil
+	case r.Pipeline > 1 && (r.Workload == "C" || r.Workload == "W"):
+		return []peerGoal{{"ops", r.OpsRatio, true, 0.5}}
+	case r.Workload == "C":
+		return []peerGoal{{"ops", r.OpsRatio, true, 1}, {"p99", r.P99Ratio, false, 2}}
+	case r.Workload == "W":
+		return []peerGoal{{"ops", r.OpsRatio, true, 0.8}, {"p99", r.P99Ratio, false, 2}}
+	}
+	return nil
+}
+
+// addGoals adds to summary how many of the goals of kura's ratios against peer were
+// met, per column ("ops 30/30, p99 29/30, ..."), and the rows that fell short ("none"
+// when none did). A pair with no goals adds nothing.
+func addGoals(summary map[string]any, ratios []PeerRatio, kura, peer string) {
+	columns := []string{"ops", "p99", "cpu", "rss"}
+	met, total := map[string]int{}, map[string]int{}
+	var short []string
+	for _, r := range ratios {
+		if r.Kura != kura || r.Peer != peer {
+			continue
+		}
+		for _, g := range peerGoals(r) {
+			total[g.name]++
+			if g.met() {
+				met[g.name]++
+				continue
+			}
+			sign, value := ">", "-"
+			if g.atLeast {
+				sign = "<"
+			}
+			if g.value != nil {
+				value = fmt.Sprint(*g.value)
+			}
+			row := fmt.Sprintf("%s %s %s c%d", r.Consistency, r.Workload, r.Distribution, r.Clients)
+			if r.Pipeline > 1 {
+				row += fmt.Sprintf(" p%d", r.Pipeline)
+			}
+			short = append(short, fmt.Sprintf("%s: %s %s %s %.3g", row, g.name, value, sign, g.bound))
+		}
+	}
+	var counts []string
+	for _, c := range columns {
+		if total[c] > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d/%d", c, met[c], total[c]))
+		}
+	}
+	if len(counts) == 0 {
+		return
+	}
+	summary["goals_met"] = strings.Join(counts, ", ")
+	summary["goals_short"] = "none"
+	if len(short) > 0 {
+		summary["goals_short"] = strings.Join(short, "; ")
+	}
 }
 
 // ratioOf is a/b rounded to three decimals, or nil (written "-") when b is not positive
