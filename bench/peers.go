@@ -313,24 +313,16 @@ func peerRatioRanges(ratios []PeerRatio) map[string]any {
 	out := map[string]any{}
 	for _, pair := range peerPairs {
 		ranges := map[string]any{}
-		for _, field := range []struct {
-			name string
-			get  func(PeerRatio) *float64
-		}{
-			{"ops_ratio", func(r PeerRatio) *float64 { return r.OpsRatio }},
-			{"p99_ratio", func(r PeerRatio) *float64 { return r.P99Ratio }},
-			{"cpu_ratio", func(r PeerRatio) *float64 { return r.CPURatio }},
-			{"rss_ratio", func(r PeerRatio) *float64 { return r.RSSRatio }},
-		} {
+		for _, column := range ratioColumns {
 			var values []float64
 			for _, r := range ratios {
-				if r.Kura == pair.kura && r.Peer == pair.peer && field.get(r) != nil {
-					values = append(values, *field.get(r))
+				if r.Kura == pair.kura && r.Peer == pair.peer && column.get(r) != nil {
+					values = append(values, *column.get(r))
 				}
 			}
 			if len(values) > 0 {
-				ranges[field.name+"_min"] = slices.Min(values)
-				ranges[field.name+"_max"] = slices.Max(values)
+				ranges[column.name+"_ratio_min"] = slices.Min(values)
+				ranges[column.name+"_ratio_max"] = slices.Max(values)
 			}
 		}
 		addGoals(ranges, ratios, pair.kura, pair.peer)
@@ -339,6 +331,17 @@ func peerRatioRanges(ratios []PeerRatio) map[string]any {
 		}
 	}
 	return out
+}
+
+// ratioColumns are a PeerRatio's ratios, in the order the summary counts them.
+var ratioColumns = []struct {
+	name string
+	get  func(PeerRatio) *float64
+}{
+	{"ops", func(r PeerRatio) *float64 { return r.OpsRatio }},
+	{"p99", func(r PeerRatio) *float64 { return r.P99Ratio }},
+	{"cpu", func(r PeerRatio) *float64 { return r.CPURatio }},
+	{"rss", func(r PeerRatio) *float64 { return r.RSSRatio }},
 }
 
 // peerGoal is one target a ratio is held to: at least, or at most, bound.
@@ -385,7 +388,6 @@ func peerGoals(r PeerRatio) []peerGoal {
 // met, per column ("ops 30/30, p99 29/30, ..."), and the rows that fell short ("none"
 // when none did). A pair with no goals adds nothing.
 func addGoals(summary map[string]any, ratios []PeerRatio, kura, peer string) {
-	columns := []string{"ops", "p99", "cpu", "rss"}
 	met, total := map[string]int{}, map[string]int{}
 	var short []string
 	for _, r := range ratios {
@@ -413,8 +415,8 @@ func addGoals(summary map[string]any, ratios []PeerRatio, kura, peer string) {
 		}
 	}
 	var counts []string
-	for _, c := range columns {
-		if total[c] > 0 {
+	for _, column := range ratioColumns {
+		if c := column.name; total[c] > 0 {
 			counts = append(counts, fmt.Sprintf("%s %d/%d", c, met[c], total[c]))
 		}
 	}
