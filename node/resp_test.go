@@ -93,6 +93,11 @@ func TestRedisCLISetsAndGets(t *testing.T) {
 	if out := redisCLI(t, addr, nil, "INFO", "replication"); !strings.Contains(string(out), "kura_cluster_size:1") {
 		t.Fatalf("INFO replication: %s", out)
 	}
+	// The port reaches the socket under the power gate, as the hang-up watch of KEYS and
+	// SCAN must: CLIENT INFO names its descriptor.
+	if out := redisCLI(t, addr, nil, "CLIENT", "INFO"); !strings.Contains(string(out), " fd=") || strings.Contains(string(out), " fd=-1 ") {
+		t.Fatalf("CLIENT INFO shows no descriptor: %s", out)
+	}
 }
 
 // TestRedisCLIPrintsWhatRedisPrints runs redis-cli against a node: each output here is

@@ -14,6 +14,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -320,6 +321,18 @@ func (c *conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.Conn.Write(p)
+}
+
+// SyscallConn returns the socket under the connection, for callers that only look at
+// it: the Redis port peeks at it to notice a client hanging up during a long walk, and
+// shows its descriptor in CLIENT LIST. Reads and writes must go through Read and Write,
+// which the gate holds while frozen.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("power: a %T has no socket to give", c.Conn)
+	}
+	return sc.SyscallConn()
 }
 
 // awaitThaw waits while the gate is frozen, and says when the connection was closed
