@@ -313,3 +313,26 @@ func TestPowerReportAndFigure(t *testing.T) {
 		t.Fatal("a non-PNG path was accepted")
 	}
 }
+
+func TestNothingLostOrFailed(t *testing.T) {
+	tests := []struct {
+		name          string
+		asleep, woken checkResult
+		oneAwake      int // ranges with a single replica awake
+		failed        int
+		want          bool
+	}{
+		{"all read back", checkResult{Objects: 10}, checkResult{Objects: 10}, 0, 0, true},
+		{"unreadable at QUORUM where one replica is awake", checkResult{Objects: 10, Unreadable: 3}, checkResult{Objects: 10}, 2, 0, true},
+		{"unreadable with two replicas awake everywhere", checkResult{Objects: 10, Unreadable: 1}, checkResult{Objects: 10}, 0, 0, false},
+		{"lost while asleep", checkResult{Objects: 10, Lost: 1}, checkResult{Objects: 10}, 2, 0, false},
+		{"lost after the wakes", checkResult{Objects: 10}, checkResult{Objects: 10, Lost: 1}, 0, 0, false},
+		{"unreadable after the wakes", checkResult{Objects: 10}, checkResult{Objects: 10, Unreadable: 1}, 2, 0, false},
+		{"a request failed", checkResult{Objects: 10}, checkResult{Objects: 10}, 0, 1, false},
+	}
+	for _, tt := range tests {
+		if got := nothingLostOrFailed(tt.asleep, tt.woken, tt.oneAwake, tt.failed); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
