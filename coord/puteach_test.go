@@ -56,8 +56,20 @@ func TestPutEachAnswersAsPut(t *testing.T) {
 			}
 			for key, i := range last {
 				for _, id := range replicasOf(t, c, spread, []byte(key)) {
+					// What the replica held last, and the coordinator's hints, are logged
+					// if it never holds the write: a wait that once ran out on a loaded
+					// machine (CI) said nothing more.
+					var held string
+					defer func() {
+						if t.Failed() && held != "" {
+							t.Logf("replica %s held %s", id, held)
+						}
+					}()
 					eventually(t, fmt.Sprintf("replica %s holds %s=%s", id, key, puts[i].Value), func() bool {
-						rec, _, err := c.Node(id).Coordinator().Get(ctx, "spread", []byte(key), consistency.One)
+						rec, found, err := c.Node(id).Coordinator().Get(ctx, "spread", []byte(key), consistency.One)
+						pending, hintsErr := co.HintsPending()
+						held = fmt.Sprintf("%q at %d (found %v, %v); a1 holds %d hints (%v); the write's timestamp is %d",
+							rec.Value, rec.Timestamp, found, err, pending, hintsErr, results[i].Timestamp)
 						return err == nil && bytes.Equal(rec.Value, puts[i].Value) && rec.Timestamp == results[i].Timestamp
 					})
 				}
