@@ -32,13 +32,22 @@ func (n *Node) startFrontEnds() error {
 	return nil
 }
 
-// close stops the servers and closes their connections.
+// close stops the servers and closes their connections and listeners. A server closes
+// only the listeners its Serve has taken, and Serve runs on a goroutine of its own that
+// may not have started yet: it would close its listener after close returned, and the
+// node's address would still take connections for a moment (a closed node must refuse
+// them at once). Closing a listener twice does no harm.
 func (f *frontEnds) close() {
 	if f.resp != nil {
 		f.resp.Close()
 	}
 	if f.http != nil {
 		f.http.Close()
+	}
+	for _, l := range []net.Listener{f.respListener, f.httpListener} {
+		if l != nil {
+			l.Close()
+		}
 	}
 }
 

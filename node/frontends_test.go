@@ -2,10 +2,12 @@ package node
 
 import (
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/resp"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -116,6 +118,30 @@ func TestFrontEndListenErrors(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("error %q, want %q", err, tt.want)
+		}
+	}
+}
+
+// TestFrontEndsCloseTheirListenersBeforeServing: a node closed before its servers' accept
+// loops took their listeners (each starts on a goroutine of its own) refuses connections
+// as soon as Close returns, as when they had: the servers alone would close those
+// listeners only once their loops started, after Close.
+func TestFrontEndsCloseTheirListenersBeforeServing(t *testing.T) {
+	var f frontEnds
+	var err error
+	if f.respListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if f.httpListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	f.resp, f.http = resp.NewServer(resp.Config{}), &http.Server{}
+	addrs := []string{f.respListener.Addr().String(), f.httpListener.Addr().String()}
+	f.close()
+	for _, addr := range addrs {
+		if nc, err := net.Dial("tcp", addr); err == nil {
+			nc.Close()
+			t.Errorf("%s still accepts connections after close", addr)
 		}
 	}
 }

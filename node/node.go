@@ -500,7 +500,10 @@ func (n *Node) Close() error {
 	}
 	if n.grpcServer != nil {
 		n.grpcServer.Stop()
-	} else if n.grpcListener != nil {
+	}
+	if n.grpcListener != nil {
+		// Stop closes only a listener its Serve has taken, as the front ends' servers
+		// do (frontEnds.close).
 		n.grpcListener.Close()
 	}
 	n.frontEnds.close()
