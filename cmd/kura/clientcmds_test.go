@@ -161,8 +161,10 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"ring", "--keyspace", "app", "--addr", addrs[0]}, 0, []string{"replication simple=2", "REPLICA OF"}},
 		{[]string{"ring", "--tokens", "--addr", addrs[0]}, 0, []string{"TOKEN", c.Nodes[0].ID()}},
 		{[]string{"ring", "--keyspace", "nope", "--addr", addrs[0]}, 1, []string{"no such keyspace"}},
-		{[]string{"put", "--keyspace", "app", "k1", "v1", "--addr", addrs[0]}, 0, nil},
-		{[]string{"put", "--keyspace", "app", "k2", "v\x002", "--addr", addrs[0]}, 0, nil},
+		// Written at ALL: the scans read at ONE, from either of the two replicas. (At ONE
+		// a scan could ask the replica the write had not reached yet, and miss the key.)
+		{[]string{"put", "--keyspace", "app", "--consistency", "ALL", "k1", "v1", "--addr", addrs[0]}, 0, nil},
+		{[]string{"put", "--keyspace", "app", "--consistency", "ALL", "k2", "v\x002", "--addr", addrs[0]}, 0, nil},
 		{[]string{"scan", "--keyspace", "app", "--addr", addrs[0]}, 0, []string{"k1\tv1\n", "k2\tv\x002\n"}},
 		{[]string{"scan", "--keyspace", "app", "--keys-only", "--addr", addrs[0]}, 0, []string{"k1\nk2\n"}},
 		{[]string{"scan", "--keyspace", "app", "--hex", "--addr", addrs[0]}, 0, []string{"6b32\t760032\n"}},
