@@ -148,6 +148,8 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--row-cache", "-1"}, 2, "--row-cache must not be negative"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--gc-heap-floor", "-1"}, 2, "--gc-heap-floor must be between 0 and 1048576 MiB"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--gc-heap-floor", "1e30"}, 2, "--gc-heap-floor must be between 0 and 1048576 MiB"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--spare-go-procs", "-1"}, 2, "--spare-go-procs must be between 0 and 64"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--spare-go-procs", "65"}, 2, "--spare-go-procs must be between 0 and 64"},
 		{[]string{"keyspace"}, 2, "keyspace create NAME"},
 		{[]string{"get", "k", "--addr", "127.0.0.1:1", "--timeout", "300ms"}, 1, "no node answered"},
 	}

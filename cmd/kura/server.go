@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,31 @@ const defaultGCHeapFloorMiB = 32
 // gcHeapFloorMiBMax is the largest floor accepted, 1 TiB: a larger one is a mistake,
 // such as a size given in bytes.
 const gcHeapFloorMiBMax = 1 << 20
+
+// defaultSpareGoProcs is how many Go schedulers (Ps) a node runs beyond its CPUs (see
+// setSpareGoProcs).
+const defaultSpareGoProcs = 1
+
+// spareGoProcsMax is the most spare schedulers accepted: more only adds threads
+// competing for the same cores.
+const spareGoProcsMax = 64
+
+// setSpareGoProcs raises GOMAXPROCS by spare above what it is (by default the CPUs the
+// process may use) and returns the function that sets it back. A goroutine in a system
+// call keeps its P until the runtime's monitor takes it back, 20 µs or more later
+// (golang/go#29734), and Pebble's WAL syncs are such calls: on 2 cores one of the two
+// Ps sat in each fdatasync while writes and replies waited for a core. A spare P
+// halved the p99 of the time goroutines waited to run under synced SETs and made them
+// 8-16 % faster (docs/performance.md). It does nothing when spare is 0 or the operator
+// set GOMAXPROCS in the environment: their choice stands.
+func setSpareGoProcs(spare int) (restore func()) {
+	if spare == 0 || os.Getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	previous := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(previous + spare)
+	return func() { runtime.GOMAXPROCS(previous) }
+}
 
 func runServer(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("server", stderr)
@@ -79,6 +105,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	readWorkers := fs.Int("read-workers", sched.DefaultWorkers, "reads the node serves at once, for itself and for other coordinators (its read stage; Cassandra's concurrent_reads)")
 	readPolicy := fs.String("read-policy", "fifo", "how waiting reads are ordered and scans sent: fifo, res, fair, with +parallel and +ras, or O, ReS, P, ReS+P, P+RaS, A, kura (docs/scheduling.md)")
 	gcHeapFloorMiB := fs.Float64("gc-heap-floor", defaultGCHeapFloorMiB, "MiB of allocation the Go heap may grow by between collections however little of it is live, at most this much more memory (0: Go's default, GOGC=100; a GOGC in the environment wins)")
+	spareGoProcs := fs.Int("spare-go-procs", defaultSpareGoProcs, "Go schedulers (GOMAXPROCS) beyond the CPUs, so that one held in a WAL sync leaves no core idle (0: Go's default; a GOMAXPROCS in the environment wins)")
 	emulateDisk := fs.String("emulate-disk", "", "hold a read worker for an emulated device time after each read, ACCESS+PER_KIB (e.g. 2ms+20us): benches on data held in memory")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
@@ -143,6 +170,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if *gcHeapFloorMiB < 0 || *gcHeapFloorMiB > gcHeapFloorMiBMax {
 		return fmt.Errorf("%w: --gc-heap-floor must be between 0 and %d MiB", errUsage, gcHeapFloorMiBMax)
 	}
+	if *spareGoProcs < 0 || *spareGoProcs > spareGoProcsMax {
+		return fmt.Errorf("%w: --spare-go-procs must be between 0 and %d", errUsage, spareGoProcsMax)
+	}
 	if cfg.CompactionThroughput, err = mibOrNone("compaction-throughput", *compactionMiBps); err != nil {
 		return err
 	}
@@ -180,6 +210,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 
 	defer gcfloor.Set(uint64(*gcHeapFloorMiB * (1 << 20)))()
+	defer setSpareGoProcs(*spareGoProcs)()
 	n, err := node.Start(cfg)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,30 @@ func TestServerServesRedisAndHTTP(t *testing.T) {
 		if line, err := r.ReadString('\n'); line != want {
 			t.Fatalf("reply %q (%v), want %q", line, err, want)
 		}
+	}
+}
+
+func TestSetSpareGoProcs(t *testing.T) {
+	tests := []struct {
+		name, env   string
+		spare, more int
+	}{
+		{"one spare", "", 1, 1},
+		{"none asked", "", 0, 0},
+		{"the operator's GOMAXPROCS stands", "3", 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", tt.env)
+			before := runtime.GOMAXPROCS(0)
+			restore := setSpareGoProcs(tt.spare)
+			if got := runtime.GOMAXPROCS(0); got != before+tt.more {
+				t.Errorf("GOMAXPROCS %d after setSpareGoProcs(%d), want %d", got, tt.spare, before+tt.more)
+			}
+			restore()
+			if got := runtime.GOMAXPROCS(0); got != before {
+				t.Errorf("GOMAXPROCS %d after restore, want %d as before", got, before)
+			}
+		})
 	}
 }
