@@ -311,20 +311,28 @@ func (g *Guard) Stamp() (hlc.Timestamp, error) {
 func (g *Guard) Now() hlc.Timestamp { return hlc.FromTime(g.wall()) }
 
 // clusterNowLocked estimates the cluster's wall clock now: this node's, corrected by its
-// measured offset.
-func (g *Guard) clusterNowLocked() time.Time {
+// measured offset, and the uncertainty of that offset (the median peer's sample's).
+func (g *Guard) clusterNowLocked() (now time.Time, uncertainty time.Duration) {
 	wall, skew := g.now()
 	offset, _ := g.offsetLocked(skew)
-	return wall.Add(-offset)
+	if sorted := g.sortedLocked(); len(sorted) > 0 {
+		uncertainty = sorted[len(sorted)/2].uncertainty
+	}
+	return wall.Add(-offset), uncertainty
 }
 
 // Admit returns an error wrapping ErrClockOffset when ts is further ahead of the
-// cluster's time than MaxOffset, so that no node stores it: a timestamp from the future
-// would beat every write made until real time caught up with it.
+// cluster's time than MaxOffset, beyond the doubt the sampling leaves, so that no node
+// stores it: a timestamp from the future would beat every write made until real time
+// caught up with it. The doubt is allowed for as Check allows for it: a coordinator
+// that may stamp must find its writes admitted by replicas whose samples are as
+// uncertain as its own, or a replica would refuse an honest write under load (its
+// samples' round trips long) and hold no copy of it.
 func (g *Guard) Admit(ts hlc.Timestamp) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ahead := ts.WallTime().Sub(g.clusterNowLocked()); ahead > g.maxOffset {
+	clusterNow, uncertainty := g.clusterNowLocked()
+	if ahead := ts.WallTime().Sub(clusterNow); ahead-uncertainty > g.maxOffset {
 		return g.refuseLocked(fmt.Errorf("%w: timestamp %s is %v ahead of the cluster's clock, max offset %v",
 			ErrClockOffset, ts, ahead.Round(time.Millisecond), g.maxOffset))
 	}
@@ -372,7 +380,8 @@ func (g *Guard) Status() Status {
 	st := Status{OK: err == nil, Refusal: g.lastRefuse}
 	_, skew := g.now()
 	st.Offset, st.Peers = g.offsetLocked(skew)
-	if ahead := g.aheadMax.WallTime().Sub(g.clusterNowLocked()); g.aheadMax != 0 && ahead > 0 {
+	clusterNow, _ := g.clusterNowLocked()
+	if ahead := g.aheadMax.WallTime().Sub(clusterNow); g.aheadMax != 0 && ahead > 0 {
 		st.AheadMax = ahead
 	}
 	return st

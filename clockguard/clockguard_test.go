@@ -193,6 +193,34 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+// TestAdmitAllowsForDoubt: as Check, Admit refuses a timestamp only when it is beyond the
+// bound whatever the sampling's error, the median peer's sample's uncertainty.
+func TestAdmitAllowsForDoubt(t *testing.T) {
+	tests := []struct {
+		name  string
+		ahead time.Duration // of the cluster's clock as sampled
+		ok    bool
+	}{
+		{"within the bound", 400 * time.Millisecond, true},
+		{"beyond the bound, within doubt", 700 * time.Millisecond, true},
+		{"beyond the bound and the doubt", 900 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, wall := newGuard(3, nil)
+			// The peers' clocks read 10 s ahead of this node's, the median's give or take
+			// 300 ms, the others' more.
+			for i, uncertainty := range []time.Duration{100, 300, 50} {
+				g.Sample(string(rune('a'+i)), wall.Now().Add(10*time.Second+time.Duration(i)), wall.Now(), uncertainty*time.Millisecond)
+			}
+			err := g.Admit(hlc.FromTime(wall.Now().Add(10*time.Second + tt.ahead)))
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrClockOffset)) {
+				t.Errorf("Admit = %v, want ok %v", err, tt.ok)
+			}
+		})
+	}
+}
+
 // TestObserveBeforeMeasuring judges by this node's own clock.
 func TestObserveBeforeMeasuring(t *testing.T) {
 	g, wall := newGuard(0, nil)
