@@ -618,12 +618,20 @@ func (e *Engine) scanPage(ks string, start, end []byte, limit, maxBytes int, wit
 		if r.Tombstone && !withTombstones {
 			continue
 		}
+		copied := len(userKey) // the bytes this record takes in the arena
+		switch {
+		case digest != nil && !r.Tombstone:
+			copied += digestBytesMax
+		case digest == nil:
+			copied += len(value)
+		}
+		if cap(arena)-len(arena) < copied {
+			chunk := arenaChunkBytes(copied, len(userKey)+len(value), limit-len(records), maxBytes-size)
+			arena = make([]byte, 0, chunk)
+		}
 		r.Key, arena = carve(arena, userKey)
 		switch {
 		case digest != nil && !r.Tombstone:
-			if cap(arena)-len(arena) < digestBytesMax {
-				arena = make([]byte, 0, scanArenaBytes)
-			}
 			n := len(arena)
 			arena = digest(arena, value)
 			r.Value = arena[n:len(arena):len(arena)]
@@ -639,24 +647,40 @@ func (e *Engine) scanPage(ks string, start, end []byte, limit, maxBytes int, wit
 	return records, size, nil
 }
 
-// A scan's records are copied into chunks of scanArenaBytes, a few dozen records each,
-// rather than two allocations per record: a short scan's copies were a quarter of its
-// allocations. scanRecordsPrealloc bounds the slice a limited scan sets aside at first.
-// digestBytesMax is the room ScanPageDigests wants for one digest in an arena chunk
-// before it starts a new one (a longer digest is still right: its append copies).
+// A scan's records are copied into chunks of at most scanArenaBytes, a few dozen records
+// each, rather than two allocations per record: a short scan's copies were a quarter of
+// its allocations. A chunk is sized for the records the page may still take, so that a
+// scan of a few records, or of digests, does not zero and drop most of a full one.
+// scanRecordsPrealloc bounds the slice a limited scan sets aside at first.
+// digestBytesMax is the room ScanPageDigests sets aside for one digest (a longer digest is
+// still right: its append copies).
 const (
 	scanArenaBytes      = 16 << 10
 	scanRecordsPrealloc = 128
 	digestBytesMax      = 64
 )
 
-// carve returns a copy of b taken from arena, and the arena after it; a new chunk is
-// started when the arena has no room. The copy's capacity is its length, so appending
-// to it cannot overwrite its neighbour.
-func carve(arena, b []byte) (copied, rest []byte) {
-	if cap(arena)-len(arena) < len(b) {
-		arena = make([]byte, 0, max(scanArenaBytes, len(b)))
+// arenaChunkBytes is the size of a new arena chunk for a record taking copiedBytes of it
+// and readBytes of the page's bytes, with recordsLeft records (none or fewer: no limit)
+// and bytesLeft bytes (none or fewer: no limit) left to the page, each record guessed
+// as large as this one.
+func arenaChunkBytes(copiedBytes, readBytes, recordsLeft, bytesLeft int) int {
+	records := scanArenaBytes/max(copiedBytes, 1) + 1 // enough for a full chunk
+	if recordsLeft > 0 {
+		records = min(records, recordsLeft)
 	}
+	if bytesLeft > 0 && readBytes > 0 {
+		// The page ends with the record that reaches bytesLeft.
+		records = min(records, (bytesLeft+readBytes-1)/readBytes)
+	}
+	return max(min(records*copiedBytes, scanArenaBytes), copiedBytes)
+}
+
+// carve returns a copy of b appended to arena, and the arena after it. The copy's
+// capacity is its length, so that appending to it cannot overwrite its neighbour.
+// scanPage makes room first; without room, append would move the arena to a new array,
+// leaving the earlier copies where they are.
+func carve(arena, b []byte) (copied, rest []byte) {
 	n := len(arena)
 	arena = append(arena, b...)
 	return arena[n:len(arena):len(arena)], arena

@@ -286,6 +286,60 @@ func TestScanRecordsOutliveIteration(t *testing.T) {
 	}
 }
 
+// TestScanRecordsDoNotShareBytes: a scan copies its records into chunks sized from the
+// first record of each, so records that grow past that guess start a new chunk; however
+// they were laid out, appending to one record's key or value leaves the others as read.
+func TestScanRecordsDoNotShareBytes(t *testing.T) {
+	e := openMem(t, Options{})
+	sizes := []int{1, 0, 300, 5, scanArenaBytes + 1, 2, 40 << 10, 7}
+	var want []string
+	for i, n := range sizes {
+		key := fmt.Sprintf("k%d", i)
+		value := strings.Repeat(string(rune('a'+i)), n)
+		mustApply(t, e, "ks", put(key, value, 1))
+		want = append(want, key+"="+value)
+	}
+	for _, limit := range []int{0, 2, 3, len(sizes)} {
+		recs, err := e.Scan("ks", nil, nil, limit, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			_ = append(r.Key, "!!!!"...)
+			_ = append(r.Value, "????"...)
+		}
+		for i, r := range recs {
+			if got := string(r.Key) + "=" + string(r.Value); got != want[i] {
+				t.Errorf("limit %d: record %d reads %.40q after appends to the others, want %.40q", limit, i, got, want[i])
+			}
+		}
+	}
+}
+
+func TestArenaChunkBytes(t *testing.T) {
+	tests := []struct {
+		name                                           string
+		copiedBytes, readBytes, recordsLeft, bytesLeft int
+		want                                           int
+	}{
+		{"no limits: a full chunk", 100, 100, 0, 0, scanArenaBytes},
+		{"a few records left", 100, 100, 3, 0, 300},
+		{"more records than a chunk holds", 100, 100, 1000, 0, scanArenaBytes},
+		{"the page's bytes end first", 100, 100, 50, 150, 200},
+		{"the page's bytes end at this record", 500, 500, 10, 100, 500},
+		{"digests: fewer bytes copied than read", 80, 300, 10, 900, 240},
+		{"a record larger than a chunk", scanArenaBytes + 1, scanArenaBytes + 1, 10, 0, scanArenaBytes + 1},
+		{"an empty record", 0, 0, 5, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := arenaChunkBytes(tt.copiedBytes, tt.readBytes, tt.recordsLeft, tt.bytesLeft); got != tt.want {
+				t.Errorf("arenaChunkBytes(%d, %d, %d, %d) = %d, want %d", tt.copiedBytes, tt.readBytes, tt.recordsLeft, tt.bytesLeft, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestKeyspacesIsolated(t *testing.T) {
 	e := openMem(t, Options{})
 	// "a" is a prefix of "ab"; "a\x01" sorts right after "a"'s range.
