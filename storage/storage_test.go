@@ -287,7 +287,7 @@ func TestScanRecordsOutliveIteration(t *testing.T) {
 }
 
 // TestScanRecordsDoNotShareBytes: a scan copies its records into chunks sized from the
-// first record of each, so records that grow past that guess start a new chunk; however
+// record that starts each chunk, so a larger record after it starts a new one; however
 // they were laid out, appending to one record's key or value leaves the others as read.
 func TestScanRecordsDoNotShareBytes(t *testing.T) {
 	e := openMem(t, Options{})
