@@ -288,7 +288,8 @@ func TestScanRecordsOutliveIteration(t *testing.T) {
 
 // TestScanRecordsDoNotShareBytes: a scan copies its records into chunks sized from the
 // record that starts each chunk, so a larger record after it starts a new one; however
-// they were laid out, appending to one record's key or value leaves the others as read.
+// they were laid out, appending to one record's key or value (or digest, from
+// ScanPageDigests) leaves the others as read.
 func TestScanRecordsDoNotShareBytes(t *testing.T) {
 	e := openMem(t, Options{})
 	sizes := []int{1, 0, 300, 5, scanArenaBytes + 1, 2, 40 << 10, 7}
@@ -311,6 +312,31 @@ func TestScanRecordsDoNotShareBytes(t *testing.T) {
 		for i, r := range recs {
 			if got := string(r.Key) + "=" + string(r.Value); got != want[i] {
 				t.Errorf("limit %d: record %d reads %.40q after appends to the others, want %.40q", limit, i, got, want[i])
+			}
+		}
+	}
+	// Digests: a value's digest here is its first and last bytes repeated, longer than
+	// the room set aside for one (digestBytesMax) for the largest values.
+	digest := func(dst, value []byte) []byte {
+		if len(value) == 0 {
+			return dst
+		}
+		n := min(len(value)/256+1, 3*digestBytesMax)
+		return append(append(dst, bytes.Repeat(value[:1], n)...), value[len(value)-1])
+	}
+	for _, limit := range []int{0, 2, 3} {
+		recs, _, err := e.ScanPageDigests("ks", nil, nil, limit, 0, nil, digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			_ = append(r.Key, "!!!!"...)
+			_ = append(r.Value, "????"...)
+		}
+		for i, r := range recs {
+			key, value, _ := strings.Cut(want[i], "=")
+			if string(r.Key) != key || !bytes.Equal(r.Value, digest(nil, []byte(value))) {
+				t.Errorf("digests, limit %d: record %d reads %q=%q after appends to the others, want %q=%q", limit, i, r.Key, r.Value, key, digest(nil, []byte(value)))
 			}
 		}
 	}
