@@ -293,30 +293,14 @@ func TestScanRecordsOutliveIteration(t *testing.T) {
 func TestScanRecordsDoNotShareBytes(t *testing.T) {
 	e := openMem(t, Options{})
 	sizes := []int{1, 0, 300, 5, scanArenaBytes + 1, 2, 40 << 10, 7}
-	var want []string
+	var keys, values []string
 	for i, n := range sizes {
-		key := fmt.Sprintf("k%d", i)
-		value := strings.Repeat(string(rune('a'+i)), n)
-		mustApply(t, e, "ks", put(key, value, 1))
-		want = append(want, key+"="+value)
+		keys = append(keys, fmt.Sprintf("k%d", i))
+		values = append(values, strings.Repeat(string(rune('a'+i)), n))
+		mustApply(t, e, "ks", put(keys[i], values[i], 1))
 	}
-	for _, limit := range []int{0, 2, 3, len(sizes)} {
-		recs, err := e.Scan("ks", nil, nil, limit, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			_ = append(r.Key, "!!!!"...)
-			_ = append(r.Value, "????"...)
-		}
-		for i, r := range recs {
-			if got := string(r.Key) + "=" + string(r.Value); got != want[i] {
-				t.Errorf("limit %d: record %d reads %.40q after appends to the others, want %.40q", limit, i, got, want[i])
-			}
-		}
-	}
-	// Digests: a value's digest here is its first and last bytes repeated, longer than
-	// the room set aside for one (digestBytesMax) for the largest values.
+	// A value's digest here is its first and last bytes repeated, longer than the room
+	// set aside for one (digestBytesMax) for the largest values.
 	digest := func(dst, value []byte) []byte {
 		if len(value) == 0 {
 			return dst
@@ -324,19 +308,34 @@ func TestScanRecordsDoNotShareBytes(t *testing.T) {
 		n := min(len(value)/256+1, 3*digestBytesMax)
 		return append(append(dst, bytes.Repeat(value[:1], n)...), value[len(value)-1])
 	}
-	for _, limit := range []int{0, 2, 3} {
-		recs, _, err := e.ScanPageDigests("ks", nil, nil, limit, 0, nil, digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			_ = append(r.Key, "!!!!"...)
-			_ = append(r.Value, "????"...)
-		}
-		for i, r := range recs {
-			key, value, _ := strings.Cut(want[i], "=")
-			if string(r.Key) != key || !bytes.Equal(r.Value, digest(nil, []byte(value))) {
-				t.Errorf("digests, limit %d: record %d reads %q=%q after appends to the others, want %q=%q", limit, i, r.Key, r.Value, key, digest(nil, []byte(value)))
+	scans := []struct {
+		name  string
+		scan  func(limit int) ([]lww.Record, error)
+		value func(value string) string // what a record read of value holds
+	}{
+		{"Scan", func(limit int) ([]lww.Record, error) {
+			return e.Scan("ks", nil, nil, limit, false, nil)
+		}, func(value string) string { return value }},
+		{"ScanPageDigests", func(limit int) ([]lww.Record, error) {
+			recs, _, err := e.ScanPageDigests("ks", nil, nil, limit, 0, nil, digest)
+			return recs, err
+		}, func(value string) string { return string(digest(nil, []byte(value))) }},
+	}
+	for _, sc := range scans {
+		for _, limit := range []int{0, 2, 3, len(sizes)} {
+			recs, err := sc.scan(limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				_ = append(r.Key, "!!!!"...)
+				_ = append(r.Value, "????"...)
+			}
+			for i, r := range recs {
+				if string(r.Key) != keys[i] || string(r.Value) != sc.value(values[i]) {
+					t.Errorf("%s, limit %d: record %d reads %.40q=%.40q after appends to the others, want %.40q=%.40q",
+						sc.name, limit, i, r.Key, r.Value, keys[i], sc.value(values[i]))
+				}
 			}
 		}
 	}
