@@ -29,6 +29,12 @@ import (
 // acknowledged before the next is sent.
 func (c *Coordinator) PutAll(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []error {
 	errs := make([]error, len(puts))
+	if err := c.member(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
 	if len(puts) > 1 && c.putAllLocally(ctx, keyspace, puts, cl, errs) {
 		return errs
 	}
@@ -120,6 +126,12 @@ func (c *Coordinator) answerFull() error {
 // them and never write to them.
 func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []GetResult {
 	results := make([]GetResult, len(keys))
+	if err := c.member(); err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
+	}
 	if len(keys) > 1 && (c.getAllLocally(ctx, keyspace, keys, cl, results) || c.getAllTogether(ctx, keyspace, keys, cl, results)) {
 		return results
 	}

@@ -204,6 +204,20 @@ func New(cfg Config, parts Parts) *Coordinator {
 	}
 }
 
+// member refuses a client request at once, as unavailable (LeftRingError), when this
+// node is no longer a member of its cluster: it marked itself left at the end of a
+// decommission, or learned it was removed. It may keep running for a while after (a ring
+// delay, while the others learn it is gone), but its peers refuse what it would send
+// them (replica.ErrNotMember): without this check each request would wait on those
+// refusals only to fail, rather than be sent to another node straight away. A leaving
+// node still serves: it owns its ranges until it has handed them over.
+func (c *Coordinator) member() error {
+	if self := c.view.Self(); self.Status == cluster.StatusLeft || self.Status == cluster.StatusRemoved {
+		return &LeftRingError{Node: self.ID, Status: self.Status}
+	}
+	return nil
+}
+
 // replicaSet returns key's replicas, in buf's memory when it has room (nil is fine). A
 // placement that cannot route is unavailable.
 func (c *Coordinator) replicaSet(ctx context.Context, ks schema.Keyspace, key []byte, buf []placement.Member) ([]placement.Member, error) {

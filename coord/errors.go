@@ -3,7 +3,9 @@ package coord
 import (
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 )
 
@@ -48,6 +50,63 @@ func sumPerDC(perDC map[string]int) int {
 
 // Is makes errors.Is(err, ErrUnavailable) true.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// RefusedError says that replicas refused the request because they do not count this
+// node as a member of their cluster (replica.ErrNotMember: they have not heard of it, or
+// know it as left or removed), so that the others could not meet the level. It is
+// unavailable, not a timeout: the replicas answered at once, and waiting or retrying on
+// this node cannot help, while a node they count as a member can coordinate the request.
+type RefusedError struct {
+	Level    consistency.Level
+	Required consistency.Requirement
+	Acked    int
+	Refusals []error // the replicas' refusals, each naming its replica and its reason
+}
+
+// refusalsShown bounds the refusals a RefusedError's message quotes: a scan over many
+// ranges may gather one per range, each saying the same.
+const refusalsShown = 3
+
+func (e *RefusedError) Error() string {
+	msg := fmt.Sprintf("unavailable: %v needs %v acknowledgements, %d received", e.Level, e.Required, e.Acked)
+	if e.Acked > 0 {
+		msg += " (a write may have taken effect on those)"
+	}
+	shown := e.Refusals[:min(len(e.Refusals), refusalsShown)]
+	reasons := make([]string, 0, len(shown)+1)
+	for _, r := range shown {
+		reasons = append(reasons, r.Error())
+	}
+	if more := len(e.Refusals) - len(shown); more > 0 {
+		reasons = append(reasons, fmt.Sprintf("and %d more", more))
+	}
+	replicas := "replicas"
+	if len(e.Refusals) == 1 {
+		replicas = "replica"
+	}
+	// What to do next: the refusal is of this node, so another node is the answer.
+	return msg + fmt.Sprintf(": %d %s refused this node's request (%s): send it to another node, one the replicas count as a member (kura status shows each node's status)",
+		len(e.Refusals), replicas, strings.Join(reasons, "; "))
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *RefusedError) Is(target error) bool { return target == ErrUnavailable }
+
+// LeftRingError refuses a client request, before any replica is asked, on a node that is
+// no longer a member of its cluster: it left the ring (decommissioned) or was removed.
+// Its peers refuse what it would send them, and it is leaving for good, so the client is
+// told at once to go elsewhere rather than sent the peers' refusals.
+type LeftRingError struct {
+	Node   string
+	Status cluster.Status // left or removed
+}
+
+func (e *LeftRingError) Error() string {
+	return fmt.Sprintf("unavailable: this node has left the ring; send requests to another node (node %s is %s)", e.Node, e.Status)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *LeftRingError) Is(target error) bool { return target == ErrUnavailable }
 
 // TimeoutError says how far a request got before its deadline.
 type TimeoutError struct {

@@ -129,6 +129,9 @@ type keysGroup struct {
 // keysPlan returns the plan of a walk of keyspace. Erasure-coded keyspaces store chunk
 // keys, placed apart from their key, so they have no walk of their keys by position.
 func (c *Coordinator) keysPlan(ctx context.Context, keyspace string) (*keysPlan, error) {
+	if err := c.member(); err != nil {
+		return nil, err
+	}
 	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil {
 		return nil, err

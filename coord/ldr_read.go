@@ -52,13 +52,13 @@ func (c *Coordinator) gatherChunks(ctx context.Context, ks schema.Keyspace, key 
 	}, func(ts []target, a chunkAnswer) { gathered.add(ts[0].slot, a.record, a.found) })
 	switch {
 	case err != nil:
-		return nil, nil, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
+		return nil, nil, unmet(cl, required, out, 0, err)
 	case out.met || q.groups[0].met():
 		// Met, or every live owner answered and the newest version still lacks chunks:
 		// the newest one that can be rebuilt is served.
 		return slots, gathered, nil
 	}
-	return nil, nil, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
+	return nil, nil, unmet(cl, required, out, 0, nil)
 }
 
 // chunkAnswer is what a chunk owner holds under one chunk key.

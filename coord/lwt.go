@@ -106,6 +106,9 @@ type lwt struct {
 // newLWT checks a lightweight transaction's request and finds its acceptors; it fails
 // with unavailable when they cannot meet the serial level.
 func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, serial consistency.Level) (*lwt, error) {
+	if err := c.member(); err != nil {
+		return nil, err
+	}
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
@@ -447,10 +450,8 @@ func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot) (prepared, error
 	switch {
 	case !out.refused.IsZero():
 		return out, nil
-	case err != nil:
-		return out, &TimeoutError{Level: l.serial, Required: l.required, Acked: res.acked, Cause: err}
-	case !res.met:
-		return out, &TimeoutError{Level: l.serial, Required: l.required, Acked: res.acked, Cause: res.lastErr}
+	case err != nil || !res.met:
+		return out, unmet(l.serial, l.required, res, 0, err)
 	}
 	out.summary = paxos.Summarize(promises)
 	return out, nil

@@ -54,6 +54,10 @@ type stubParts struct {
 	replicas  map[string]*stubReplica
 	clock     hlc.Timestamp
 	clockMu   sync.Mutex
+
+	// remotes, when a node has one, stands in for its stub: a replica.Remote over a
+	// fake network, whose errors are made as a real peer's are.
+	remotes map[string]replica.Replica
 }
 
 func (p *stubParts) Get(name string) (schema.Keyspace, error) {
@@ -64,7 +68,12 @@ func (p *stubParts) Get(name string) (schema.Keyspace, error) {
 	return ks, nil
 }
 
-func (p *stubParts) Replica(n cluster.Node) replica.Replica { return p.replicas[n.ID] }
+func (p *stubParts) Replica(n cluster.Node) replica.Replica {
+	if r, ok := p.remotes[n.ID]; ok {
+		return r
+	}
+	return p.replicas[n.ID]
+}
 
 func (p *stubParts) Add(string, string, lww.Record) error             { return errors.New("no hints here") }
 func (p *stubParts) Pending() (int, error)                            { return 0, nil }

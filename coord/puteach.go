@@ -41,6 +41,12 @@ const putRoundBytesMax = replica.DefaultPageBytes
 // Put, concurrently on the coordinator's workers, up to putEachFanout at once.
 func (c *Coordinator) PutEach(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []PutResult {
 	results := make([]PutResult, len(puts))
+	if err := c.member(); err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
+	}
 	alone := c.putTogether(ctx, keyspace, puts, cl, results)
 	slots := make(chan struct{}, putEachFanout)
 	var wg sync.WaitGroup
@@ -193,13 +199,14 @@ func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []l
 		}
 		return struct{}{}, c.hintFailed(m.ID, ks.Name, c.applyRecords(m, ks.Name, records), records...)
 	}, func([]target, struct{}) {})
-	cause := cmp.Or(err, out.lastErr)
 	for g, gr := range q.groups {
 		if gr.met() {
 			continue
 		}
+		// Each group is judged on its own: the outcome's counts are over all of them.
+		groupOut := outcome{acked: gr.acked.total(), lastErr: out.lastErr, refusals: out.refusals, refused: gr.lostToRefusals()}
 		for _, w := range grouped[g].writes {
-			results[w.index].Err = &TimeoutError{Level: cl, Required: gr.required, Acked: gr.acked.total(), Hinted: w.hinted, Cause: cause}
+			results[w.index].Err = unmet(cl, gr.required, groupOut, w.hinted, err)
 		}
 	}
 	return alone

@@ -3,10 +3,12 @@ package coord
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/workers"
 )
 
@@ -30,6 +32,10 @@ type group struct {
 	candidates []target // not asked yet, nearest first
 	asked      dcTally  // per DC: asked and not failed
 	acked      dcTally  // per DC: answered
+	// failed counts per DC the failures other than refusals, and refused the refusals
+	// (refusedByReplica): whether the refusals alone lost the requirement (lostToRefusals).
+	failed  dcTally
+	refused int
 	// tallies back asked and acked for the usual replica sets, of up to two DCs, so
 	// that a group is one allocation.
 	tallies [2][2]dcCount
@@ -53,12 +59,22 @@ func (g *group) met() bool { return g.acked.satisfies(g.required) }
 
 // hopeless reports whether even every request in flight and every candidate left could
 // not meet the requirement.
-func (g *group) hopeless() bool {
-	if g.asked.total()+len(g.candidates) < g.required.Total {
+func (g *group) hopeless() bool { return g.hopelessWith(nil) }
+
+// lostToRefusals reports whether the group is unmet because of refusals: had every
+// request that failed otherwise been answered, the refusals alone would still leave it
+// short. A level lost to refusals is unavailable; one lost to failures, a timeout.
+func (g *group) lostToRefusals() bool {
+	return g.refused > 0 && !g.met() && g.hopelessWith(g.failed)
+}
+
+// hopelessWith is hopeless with the requests of also counted as if in flight.
+func (g *group) hopelessWith(also dcTally) bool {
+	if g.asked.total()+also.total()+len(g.candidates) < g.required.Total {
 		return true
 	}
 	for dc, need := range g.required.PerDC {
-		possible := g.asked.get(dc)
+		possible := g.asked.get(dc) + also.get(dc)
 		for _, t := range g.candidates {
 			if t.DC == dc {
 				possible++
@@ -108,6 +124,11 @@ type outcome struct {
 	met     bool // every requirement, and enough, held
 	acked   int  // answers counted, over all groups
 	lastErr error
+	// refusals are the replicas' refusals of this node (refusedByReplica), and refused
+	// says that they lost a group its requirement (group.lostToRefusals) in a gathering
+	// the caller's deadline did not end.
+	refusals []error
+	refused  bool
 	// inFlight counts the requests not answered when gather returned: they finish in
 	// the background, still reading their targets and whatever ask reads, so that
 	// memory must not be reused while any is.
@@ -169,6 +190,9 @@ func gather[T any](ctx context.Context, q *quorum, ask func(placement.Member, []
 // finish returns the outcome, with the requests still in flight, and err.
 func (g *gathering[T]) finish(err error) (outcome, error) {
 	g.out.inFlight = g.inFlight
+	if err == nil && !g.out.met && g.out.refusals != nil {
+		g.out.refused = slices.ContainsFunc(g.q.groups, (*group).lostToRefusals)
+	}
 	return g.out, err
 }
 
@@ -289,9 +313,18 @@ func (g *gathering[T]) settle(a answer[T]) {
 	g.inFlight--
 	if a.err != nil {
 		g.out.lastErr = a.err
+		refused := refusedByReplica(a.err)
+		if refused {
+			g.out.refusals = append(g.out.refusals, a.err)
+		}
 		for _, t := range a.targets {
 			gr := q.groups[t.group]
 			gr.asked = gr.asked.add(t.DC, -1)
+			if refused {
+				gr.refused++
+			} else {
+				gr.failed = gr.failed.add(t.DC, 1)
+			}
 		}
 		if q.abort != nil && q.abort(a.err) {
 			g.decided = true
@@ -322,6 +355,23 @@ func (g *gathering[T]) settle(a answer[T]) {
 			return
 		}
 	}
+}
+
+// refusedByReplica reports whether err is a replica's refusal to serve this node at all
+// (it does not count it as a member), rather than a failure: the replica answered, and
+// would answer the same to a retry.
+func refusedByReplica(err error) bool { return errors.Is(err, replica.ErrNotMember) }
+
+// unmet returns the error of a gathering at level cl that ended without meeting required,
+// out being its outcome and err the caller's context's error if that ended it; hinted
+// counts the hints a write stored. A level lost to refusals is unavailable, with the
+// refusals: the replicas answered at once, and another node can coordinate the request.
+// Any other is a timeout.
+func unmet(cl consistency.Level, required consistency.Requirement, out outcome, hinted int, err error) error {
+	if err == nil && out.refused {
+		return &RefusedError{Level: cl, Required: required, Acked: out.acked, Refusals: out.refusals}
+	}
+	return &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: cmp.Or(err, out.lastErr)}
 }
 
 // done reports whether every requirement, and enough, hold.

@@ -22,6 +22,9 @@ type readAnswer struct {
 // serial level the read is linearizable: a Paxos prepare round that completes any
 // proposal left in progress (serialGet).
 func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
+	if err := c.member(); err != nil {
+		return lww.Record{}, false, err
+	}
 	if err := c.checkKey(key); err != nil {
 		return lww.Record{}, false, err
 	}
@@ -56,11 +59,8 @@ func (c *Coordinator) get(ctx context.Context, ks schema.Keyspace, cl consistenc
 		return lww.Record{}, false, out, err
 	}
 	out, err = gather(ctx, op.quorum(self.ID, c.workers, required, op.targets), op.ask, op.accept)
-	switch {
-	case err != nil:
-		return lww.Record{}, false, out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: err}
-	case !out.met:
-		return lww.Record{}, false, out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Cause: out.lastErr}
+	if err != nil || !out.met {
+		return lww.Record{}, false, out, unmet(cl, required, out, 0, err)
 	}
 	rec, found, err := c.resolve(ks, op.answers)
 	return rec, found, out, err

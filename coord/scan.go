@@ -28,6 +28,9 @@ import (
 // needs and keeping the newest version of each key. With the hash partitioner every range
 // is read; with the ordered one only the ranges the key interval maps to.
 func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
+	if err := c.member(); err != nil {
+		return nil, err
+	}
 	switch {
 	case limit < 0 || limit > c.cfg.Limits.ScanLimitMax:
 		return nil, invalid("scan limit %d outside 0..%d", limit, c.cfg.Limits.ScanLimitMax)

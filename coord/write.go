@@ -65,6 +65,9 @@ func (c *Coordinator) Delete(ctx context.Context, keyspace string, key []byte, c
 
 // write sends rec to every replica and returns once the level's acknowledgements are in.
 func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record, cl consistency.Level) (hlc.Timestamp, error) {
+	if err := c.member(); err != nil {
+		return 0, err
+	}
 	if err := c.checkKey(rec.Key); err != nil {
 		return 0, err
 	}
@@ -238,11 +241,8 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 	q := op.quorum(c.view.Self().ID, c.workers, required, op.targets)
 	q.askAll = true
 	out, err := gather(ctx, q, op.ask, op.accept)
-	switch {
-	case err != nil:
-		return out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: err}
-	case !out.met:
-		return out, &TimeoutError{Level: cl, Required: required, Acked: out.acked, Hinted: hinted, Cause: out.lastErr}
+	if err != nil || !out.met {
+		return out, unmet(cl, required, out, hinted, err)
 	}
 	return out, nil
 }

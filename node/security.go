@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -16,11 +15,13 @@ import (
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/membership/driver"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/transport"
 )
 
-// errNotMember is a node's refusal of a request that only members may make.
-var errNotMember = errors.New("not a member")
+// errNotMember is a node's refusal of a request that only members may make: the replica
+// protocol's sentinel, whose text the caller's replica.Remote recognises on the wire.
+var errNotMember = replica.ErrNotMember
 
 // admit refuses the messages a node takes only from members of its cluster (replica
 // reads and writes, hints, streaming, repair, ring changes, keyspace announcements) when

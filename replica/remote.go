@@ -47,11 +47,35 @@ func (r *Remote) call(ctx context.Context, kind transport.Kind, req proto.Messag
 			// And a scan's refusal of its size, which the coordinator answers as such
 			// rather than as a replica that failed.
 			return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, ErrScanTooLarge, remote.Msg)
+		case errors.As(err, &remote) && notMember(remote.Msg):
+			// And a node's refusal to serve this one at all, which the coordinator
+			// answers as unavailable rather than as a timeout.
+			return nil, fmt.Errorf("replica %s: %w", r.peer.ID, &refusal{sentinel: ErrNotMember, msg: remote.Msg})
 		}
 		return nil, fmt.Errorf("replica %s: %w", r.peer.ID, err)
 	}
 	return answer, nil
 }
+
+// notMember reports whether a remote error's text is a refusal as ErrNotMember: the
+// sentinel's text alone or followed by ": " and the reason, as the admission check wraps
+// it. A prefix, not strings.Contains, so that a reason that merely quotes the words (a
+// key, a path) is not taken for one.
+func notMember(msg string) bool {
+	rest, ok := strings.CutPrefix(msg, ErrNotMember.Error())
+	return ok && (rest == "" || strings.HasPrefix(rest, ": "))
+}
+
+// refusal is a refusal that crossed the wire as text, with its identity given back: its
+// message is the remote one as it was (the reason included), and errors.Is matches the
+// sentinel it starts with.
+type refusal struct {
+	sentinel error
+	msg      string
+}
+
+func (e *refusal) Error() string        { return e.msg }
+func (e *refusal) Is(target error) bool { return target == e.sentinel }
 
 // Apply sends a mutate request.
 func (r *Remote) Apply(ctx context.Context, keyspace string, records []lww.Record) error {

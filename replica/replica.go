@@ -27,6 +27,15 @@ import (
 // BytesMax.
 var ErrScanTooLarge = errors.New("scan answer too large")
 
+// ErrNotMember is a node's refusal of a request that only members of its cluster may
+// make, from a node it does not know or knows as left or removed. The node's admission
+// check returns it wrapped, as "not a member: <reason>", so the text that crosses the
+// wire starts with this error's: Remote gives the refusal its identity back by that
+// prefix, and the coordinator answers a level lost to refusals as unavailable, not as a
+// timeout. Defined here, by the replica protocol, so that the node and the coordinator
+// share the one value.
+var ErrNotMember = errors.New("not a member")
+
 // Replica is one node's data as a coordinator sees it. Every method honours ctx's
 // deadline; an error means the replica did not answer (or refused), never "not found".
 type Replica interface {
