@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,12 @@ const (
 	keyRemoving = "removing"
 	// keyRemoved lists the nodes this node removed, as id@generation, for good.
 	keyRemoved = "removed"
+	// keyNewData says the node started this life with an empty data dir and has not
+	// streamed into it yet. A member that holds it on the ring under an older generation
+	// then knows it lost its data, even while it calls itself normal (it was started
+	// without seeds, as the first node of a new cluster would be), and reads nothing from
+	// it until it has rebuilt.
+	keyNewData = "new_data"
 )
 
 // Message kinds of the ring's life cycle.
@@ -50,6 +57,10 @@ const ringDelayRounds = 5
 // holding data streams the ranges it gains first. It runs in the background from Start.
 func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	if err := n.waitForRing(ctx); err != nil {
+		return
+	}
+	if n.firstOfNewCluster() {
+		n.checkMembership(ctx)
 		return
 	}
 	self := n.directory.Self()
@@ -111,6 +122,63 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	}
 }
 
+// removedSelf takes the news that another member removed this node (kura node remove,
+// or a replacement): it is no member any more, so it stops coordinating (its coordinator
+// refuses what it is asked) and, persisted, refuses to start again with this data dir.
+func (n *Node) removedSelf(by string) {
+	self := n.directory.Self()
+	if self.Status == cluster.StatusRemoved {
+		return
+	}
+	n.log.Error("this node was removed from the cluster; it serves nothing now: wipe its data dir to join again", "by", by, "status_before", self.Status)
+	if err := n.directory.SetSelf(cluster.StatusRemoved, self.Tokens); err != nil {
+		n.log.Error("persist the removal", "err", err)
+	}
+}
+
+// firstOfNewCluster reports whether the node started with an empty data dir and nobody
+// to ask (no seeds, no peers, not replacing): the first node of a new cluster, or a
+// member of an old one whose disk was wiped and that was started without seeds. Only
+// another member can tell the two apart (checkMembership).
+func (n *Node) firstOfNewCluster() bool {
+	return n.fresh && !n.cfg.Founding && n.cfg.Replace == "" && !n.hasSeeds()
+}
+
+// checkMembership runs on a node that took itself for the first of a new cluster: as
+// soon as it hears of another member (which calls on it because it holds this node in its
+// ring: gossip calls on down members now and then), it asks that member whether this
+// node owned ranges before, and if so rebuilds them before it serves reads. Until then,
+// it pulls no keyspace from its peers, so it serves nothing of theirs from an empty disk;
+// the peers themselves read nothing from it meanwhile (keyNewData).
+func (n *Node) checkMembership(ctx context.Context) {
+	for {
+		for _, other := range n.directory.Nodes() {
+			if other.ID == n.cfg.ID || !n.directory.State(other.ID).Reachable() {
+				continue
+			}
+			self, known, err := n.pullRing(ctx, other)
+			if err != nil {
+				n.log.Debug("ask a peer whether this node was a member", "peer", other.ID, "err", err)
+				continue
+			}
+			wasMember := known && lostData(self)
+			if wasMember {
+				n.startRebuild(self)
+			}
+			close(n.askedMembership)
+			if wasMember {
+				n.gainThenNormal(ctx, "rebuilt", "")
+			} else {
+				n.markDataComplete()
+			}
+			return
+		}
+		if !sleepCtx(ctx, n.gossip.interval()) {
+			return
+		}
+	}
+}
+
 // lostDataCheckTimeout bounds how long a founding node with an empty data dir asks its
 // peers whether it was a member before.
 const lostDataCheckTimeout = 3 * time.Second
@@ -161,8 +229,14 @@ func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) bool {
 		return false
 	}
 	n.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	n.markDataComplete()
 	n.setStatus(cluster.StatusNormal, n.directory.Self().Tokens)
 	return true
+}
+
+// markDataComplete stops gossiping keyNewData: the node holds what it should.
+func (n *Node) markDataComplete() {
+	n.gossip.current().SetAppState(keyNewData, "")
 }
 
 // waitForRing returns once the directory can be trusted: at once when it was persisted,
@@ -259,8 +333,13 @@ func (n *Node) othersOnRing() bool {
 	return false
 }
 
-// setStatus persists and gossips the node's ring status.
+// setStatus persists and gossips the node's ring status. A node that left or was
+// removed stays so: a join or rebuild still running then must not put it back.
 func (n *Node) setStatus(status cluster.Status, tokens []uint64) {
+	if cur := n.directory.Self().Status; (cur == cluster.StatusLeft || cur == cluster.StatusRemoved) && status != cur {
+		n.log.Warn("not a member any more: the ring status stays", "status", cur, "refused", status)
+		return
+	}
 	if err := n.directory.SetSelf(status, tokens); err != nil {
 		n.log.Error("persist the ring status", "status", status, "err", err)
 	}
@@ -313,21 +392,32 @@ func (n *Node) Decommission(ctx context.Context) (MoveStats, error) {
 }
 
 // RemoveNode takes a dead node off the ring: its ranges are streamed from the surviving
-// replicas to their new owners first.
+// replicas to their new owners first. A dead node that was joining owned nothing yet: its
+// join is aborted, with nothing to stream (the writes it was sent as a pending replica
+// were counted on top of the level's, so the owners hold them). A dead node that was
+// leaving is removed as a normal one is, its ranges streamed from the other replicas.
 func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
 	dead, ok := n.directory.Node(id)
+	joining := dead.Status == cluster.StatusJoining || dead.Status == cluster.StatusBooting
 	switch {
 	case id == n.cfg.ID:
 		return MoveStats{}, fmt.Errorf("%w: a node cannot remove itself; decommission it", errBadMove)
 	case !ok:
 		return MoveStats{}, fmt.Errorf("%w: node %s is not in the cluster", errBadMove, id)
-	case !dead.Status.OnRing():
+	case !dead.Status.OnRing() && !joining:
 		return MoveStats{}, fmt.Errorf("%w: node %s is %s, not on the ring", errBadMove, id, dead.Status)
+	case n.directory.State(id).Reachable() && joining:
+		return MoveStats{}, fmt.Errorf("%w: node %s is up and joining; let it finish, or stop it and run node remove again to abort its join", errBadMove, id)
 	case n.directory.State(id).Reachable():
 		return MoveStats{}, fmt.Errorf("%w: node %s is up; decommission it instead", errBadMove, id)
 	}
-	if err := n.checkNoMoves(); err != nil {
+	if err := n.checkNoMoves(id); err != nil {
 		return MoveStats{}, err
+	}
+	if joining {
+		n.log.Warn("aborting the join of a dead node: it owned no ranges yet", "node", id)
+		n.gossip.markRemoved(dead)
+		return MoveStats{}, nil
 	}
 	start := time.Now()
 	n.gossip.markRemoving(dead, true)
@@ -343,12 +433,19 @@ func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
 
 var errBadMove = errors.New("invalid ring change")
 
-// checkNoMoves refuses a ring change while another is in progress.
-func (n *Node) checkNoMoves() error {
+// checkNoMoves refuses a ring change while another is in progress, but for one of the
+// node being removed (its own join or decommission, which the removal ends). A move whose
+// node is down will not complete by itself: the error says how to end it.
+func (n *Node) checkNoMoves(removing ...string) error {
 	for _, other := range n.directory.Nodes() {
-		if other.Status == cluster.StatusJoining || other.Status == cluster.StatusLeaving {
-			return fmt.Errorf("%w: node %s is %s; wait until it completes", errBadMove, other.ID, other.Status)
+		if other.Status != cluster.StatusJoining && other.Status != cluster.StatusLeaving || slices.Contains(removing, other.ID) {
+			continue
 		}
+		if !n.directory.State(other.ID).Reachable() && other.ID != n.cfg.ID {
+			return fmt.Errorf("%w: node %s is %s and down, so its move cannot complete: start it again, or end the move with kura node remove %s",
+				errBadMove, other.ID, other.Status, other.ID)
+		}
+		return fmt.Errorf("%w: node %s is %s; wait until it completes", errBadMove, other.ID, other.Status)
 	}
 	return nil
 }

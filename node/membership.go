@@ -78,6 +78,7 @@ type gossip struct {
 	driver   *driver.Driver // replaced when the node wakes from sleep (restart)
 	protocol membership.Protocol
 	seeds    []string
+	members  []transport.Peer // the stored ring's other members (driver.Config.Members)
 
 	mu sync.Mutex
 	// removing and removed are this node's own removals (kura node remove), gossiped.
@@ -117,6 +118,9 @@ func newGossip(n *Node) (*gossip, error) {
 	if self.Replaces != "" {
 		appState[keyReplaces] = self.Replaces
 	}
+	if n.fresh && !n.cfg.Founding {
+		appState[keyNewData] = "1"
+	}
 	// Nodes named with addresses up front (a topology file) serve as seeds too.
 	seeds := append([]string(nil), n.cfg.Seeds...)
 	for _, p := range n.cfg.Peers {
@@ -125,6 +129,13 @@ func newGossip(n *Node) (*gossip, error) {
 		}
 	}
 	g.protocol, g.seeds = protocol, seeds
+	// The members of its stored ring: a restarted node finds its cluster from them, even
+	// when it was started without seeds, or its seeds are down.
+	for _, other := range n.directory.Nodes() {
+		if other.ID != self.ID && other.Addr != "" && (other.Status.OnRing() || other.Status == cluster.StatusJoining) {
+			g.members = append(g.members, toPeer(other))
+		}
+	}
 	var err error
 	if g.driver, err = g.newDriver(appState); err != nil {
 		return nil, err
@@ -134,14 +145,21 @@ func newGossip(n *Node) (*gossip, error) {
 
 // newDriver builds a membership driver that gossips appState under a new generation.
 func (g *gossip) newDriver(appState map[string]string) (*driver.Driver, error) {
+	generation := uint64(time.Now().UnixMilli())
+	var seed uint64
+	if g.n.cfg.Seed != 0 {
+		seed = g.n.cfg.Seed ^ generation // each life of a simulated node draws anew
+	}
 	return driver.New(driver.Config{
 		Protocol:  g.protocol,
 		Transport: g.n.transport,
 		Seeds:     g.seeds,
+		Members:   g.members,
 		AppState:  appState,
 		// Milliseconds, not the usual seconds: a node restarted within the same second
 		// must still come back with a newer generation.
-		Generation: uint64(time.Now().UnixMilli()),
+		Generation: generation,
+		Seed:       seed,
 		Interval:   g.n.cfg.GossipInterval,
 		OnChange:   g.onChange,
 		Logger:     g.n.cfg.Logger,
@@ -197,10 +215,20 @@ func (g *gossip) onChange(ch driver.Change) {
 			// A status only liveness cares about (a node shutting down): its place on the
 			// ring does not change.
 			status = old.Status
+		case known && old.Status == cluster.StatusRemoved && status != cluster.StatusBooting && m.AppState[keyNewData] == "":
+			// A removed node back with the data dir it had: it stays removed, whatever
+			// it says (it learns of its removal from the gossiped marks, and stops
+			// serving). Only with an empty data dir does it join again, as a new node.
+			status, tokens = cluster.StatusRemoved, old.Tokens
 		case status == cluster.StatusBooting && known && old.Status.OnRing():
 			// A member back with an empty data dir: it lost its data. It stays on the
 			// ring with its tokens, and nobody reads from it until it has rebuilt them
 			// (its own ring pull then shows it so, and it starts the rebuild).
+			status, tokens = cluster.StatusRebuilding, old.Tokens
+		case status == cluster.StatusNormal && m.AppState[keyNewData] != "" && known && old.Status.OnRing() &&
+			(old.Generation > 0 && m.Generation > old.Generation || m.Generation == old.Generation && old.Status == cluster.StatusRebuilding):
+			// The same, from a member started without seeds, which took itself for the
+			// first node of a new cluster until it hears from this one (checkMembership).
 			status, tokens = cluster.StatusRebuilding, old.Tokens
 		}
 		tier, err := strconv.Atoi(cmp.Or(m.AppState[keyTier], "0"))
@@ -255,7 +283,7 @@ func (g *gossip) applyMarksLocked(from, key, value string) {
 	case keyRemoved:
 		for id, gen := range marks {
 			if id == g.n.cfg.ID {
-				g.n.log.Error("this node was removed from the cluster; wipe its data dir to join again", "by", from)
+				g.n.removedSelf(from)
 				continue
 			}
 			if _, err := g.n.directory.Remove(id, gen); err != nil {
@@ -294,6 +322,11 @@ func (g *gossip) schemaChanged() {
 
 // pullSchema fetches another node's keyspaces and merges them.
 func (g *gossip) pullSchema(from cluster.Node) {
+	select {
+	case <-g.n.askedMembership:
+	case <-g.n.stop:
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	raw, err := g.n.transport.Call(ctx, toPeer(from), kindSchemaPull, nil)

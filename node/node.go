@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
@@ -67,6 +68,18 @@ type Config struct {
 
 	DataDir  string // on-disk storage; ignored when InMemory
 	InMemory bool
+	// FS, when set, is the filesystem DataDir lives on (storage.Options.FS): the
+	// simulator gives each node a strict in-memory one that a crash rolls back to what
+	// was synced.
+	FS vfs.FS
+
+	// Network, when set, puts the node on the network between nodes instead of
+	// transport.Listen: the simulator's network (sim/simnet) runs a whole cluster in
+	// virtual time.
+	Network transport.Listener
+	// Seed, when not zero, seeds the node's random choices (its gossip's), so that a
+	// simulated cluster runs the same way from the same seed.
+	Seed uint64
 
 	// Topology, when set with EmulateWAN, shapes every message to a peer in another DC by
 	// the topology's latency and bandwidth (see transport).
@@ -201,7 +214,7 @@ type Node struct {
 	faults    *faults.Injector // nil unless Config.EnableFaults
 	directory *cluster.Directory
 	catalog   *schema.Catalog
-	transport *transport.Transport
+	transport transport.Endpoint
 	ring      *placement.Ring
 	local     *replica.Local
 	hints     *hints.Store
@@ -214,8 +227,12 @@ type Node struct {
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
 	fresh     bool // started with no ring of its own: a new node
-	started   time.Time
-	repairer  *antientropy.Repairer
+	// askedMembership is closed once the node knows whether it was a member before: at
+	// once, unless it is a new node that took itself for the first of a new cluster
+	// (no seeds), until a peer it hears of says (checkMembership).
+	askedMembership chan struct{}
+	started         time.Time
+	repairer        *antientropy.Repairer
 
 	grpcServer   *grpc.Server
 	grpcListener net.Listener
@@ -283,7 +300,7 @@ func Start(cfg Config) (*Node, error) {
 
 func (n *Node) open() error {
 	var err error
-	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput,
+	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, FS: n.cfg.FS, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput,
 		RowCacheBytes: n.cfg.RowCacheBytes})
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
@@ -336,7 +353,11 @@ func (n *Node) open() error {
 	if n.faults != nil {
 		tcfg.Faults = n.faults
 	}
-	n.transport, err = transport.Listen(tcfg)
+	listen := n.cfg.Network
+	if listen == nil {
+		listen = transport.ListenEndpoint
+	}
+	n.transport, err = listen(tcfg)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -377,6 +398,10 @@ func (n *Node) open() error {
 		// Its own ring is the whole ring: trust it before Start returns, not in the
 		// background, so the first request already has one.
 		n.directory.SetTrusted()
+	}
+	n.askedMembership = make(chan struct{})
+	if !n.firstOfNewCluster() {
+		close(n.askedMembership)
 	}
 	if n.gossip, err = newGossip(n); err != nil {
 		return err

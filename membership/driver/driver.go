@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,12 +83,22 @@ type Config struct {
 	// Protocol is the core to run (scuttlebutt.Protocol, ferry.Protocol, or
 	// one built with custom options such as ferry.New with other Options).
 	Protocol membership.Protocol
-	// Transport carries the messages; its Self gives the node's ID and DC.
-	// The driver does not close it.
-	Transport *transport.Transport
+	// Transport carries the messages (TCP, or the simulator's network); its
+	// Self gives the node's ID and DC. The driver does not close it.
+	Transport transport.Endpoint
+	// Seed seeds the core's random source, so that a simulated cluster gossips
+	// the same way from the same seed; 0 draws one.
+	Seed uint64
 	// Seeds are the addresses of the seed nodes; this node's own address may
 	// be among them.
 	Seeds []string
+	// Members are the members this node knew before it stopped (its stored
+	// ring), by id, DC and address. The core takes them as seeds at once,
+	// without asking who they are, and this node as one too (it is a member
+	// already, and may admit the others when they restart after it), so that
+	// a restarted node finds its cluster from its ring, not only from Seeds:
+	// with Members given, Seeds that do not answer at once are not waited for.
+	Members []transport.Peer
 	// AppState holds initial application states (client address, tokens...).
 	AppState map[string]string
 	// Generation must grow across restarts; 0 means the boot time in unix
@@ -394,9 +405,10 @@ func (d *Driver) run() {
 		return
 	}
 	d.mu.Lock()
+	seeds = d.addMembersLocked(seeds)
 	core, err := d.cfg.Protocol.New(membership.Config{
 		ID: d.self.ID, DC: d.self.DC, Addr: d.self.Addr, Generation: d.cfg.Generation, Seeds: seeds,
-		AppState: d.appState, Rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		AppState: d.appState, Rand: d.rand(),
 		RemoveAfter: coreTime(d.cfg.RemoveAfter, d.scale),
 	})
 	if err != nil {
@@ -468,7 +480,7 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 			}()
 		}
 		wg.Wait()
-		if len(resolved) == len(d.cfg.Seeds) || (len(resolved) > 0 && time.Now().After(deadline)) {
+		if len(resolved) == len(d.cfg.Seeds) || len(d.cfg.Members) > 0 || (len(resolved) > 0 && time.Now().After(deadline)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -527,6 +539,32 @@ func (d *Driver) seedErrors() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// addMembersLocked adds Config.Members, and this node when there are any, to the
+// core's seeds; d.mu is held.
+func (d *Driver) addMembersLocked(seeds []string) []string {
+	if len(d.cfg.Members) == 0 {
+		return seeds
+	}
+	for _, m := range append([]transport.Peer{d.self}, d.cfg.Members...) {
+		if slices.Contains(seeds, m.ID) {
+			continue
+		}
+		seeds = append(seeds, m.ID)
+		if m.ID != d.self.ID {
+			d.seeds[m.ID] = m
+		}
+	}
+	return seeds
+}
+
+// rand returns the core's random source: seeded by Config.Seed, else at random.
+func (d *Driver) rand() *rand.Rand {
+	if d.cfg.Seed != 0 {
+		return rand.New(rand.NewPCG(d.cfg.Seed, d.cfg.Seed>>1^0x9e3779b97f4a7c15))
+	}
+	return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 }
 
 // Joined reports whether the core runs: some seed answered, or the node had none.

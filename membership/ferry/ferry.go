@@ -167,11 +167,16 @@ const (
 	flagDetached
 )
 
-func (e *entry) isLeft() bool    { return e.flags&flagLeft != 0 }
-func (e *entry) dead() bool      { return e.flags&flagDead != 0 }
-func (e *entry) live() bool      { return e.flags&(flagDead|flagLeft|flagShutdown) == 0 }
-func (e *entry) shutdown() bool  { return e.flags&flagShutdown != 0 }
-func (e *entry) convicted() bool { return e.flags&(flagDead|flagLeft|flagShutdown) == flagDead }
+func (e *entry) isLeft() bool   { return e.flags&flagLeft != 0 }
+func (e *entry) dead() bool     { return e.flags&flagDead != 0 }
+func (e *entry) live() bool     { return e.flags&(flagDead|flagLeft|flagShutdown) == 0 }
+func (e *entry) shutdown() bool { return e.flags&flagShutdown != 0 }
+
+// unreachable reports whether the member is down but still a member: convicted, or shut
+// down and not yet back. Both are gossiped to now and then (gossipToTheDead): a member
+// that announced its shutdown restarts under a new generation, perhaps with no seed to
+// announce it to, and must be found as a convicted one is.
+func (e *entry) unreachable() bool { return e.down() && !e.isLeft() }
 
 // down reports whether the member counts as down: convicted, or shut down.
 // (A member that left is gone, which the callers tell apart.)
@@ -1077,19 +1082,20 @@ func (c *Core) gossip(r *membership.Ready) {
 	}
 }
 
-// gossipToTheDead picks, now and then, a convicted member of the DC to send the round's
-// summary to: a member convicted while alive on the far side of a partition hears of
-// nobody and is watched by nobody once the partition heals, and inside one DC (or a DC
-// cut off whole) no gateway calls on it either. As in Cassandra, a round picks one with
+// gossipToTheDead picks, now and then, an unreachable member of the DC (convicted, or shut
+// down) to send the round's summary to: a member convicted while alive on the far side of
+// a partition hears of nobody and is watched by nobody once the partition heals, a member
+// restarted after announcing its shutdown may have no seed to call, and inside one DC (or
+// a DC cut off whole) no gateway calls on either. As in Cassandra, a round picks one with
 // probability dead/(live+1), so the cost is nothing while all are up and one message a
 // round at most.
 func (c *Core) gossipToTheDead() *entry {
 	v := c.ownDC()
-	live, dead := v.live, v.convicted
+	live, dead := v.live, v.unreachable
 	if c.self.live() {
 		live--
 	}
-	if c.self.convicted() {
+	if c.self.unreachable() {
 		dead--
 	}
 	if dead == 0 || c.cfg.Rand.Float64() >= float64(dead)/float64(live+1) {
@@ -1097,7 +1103,7 @@ func (c *Core) gossipToTheDead() *entry {
 	}
 	pick := c.cfg.Rand.IntN(dead)
 	for e := range v.all() {
-		if e != c.self && e.convicted() {
+		if e != c.self && e.unreachable() {
 			if pick == 0 {
 				return e
 			}

@@ -52,9 +52,9 @@ type dcView struct {
 	sizes    []int32
 	hash     uint64
 	buckets  []uint64
-	// live counts the live members; convicted those declared dead that
-	// neither left nor shut down.
-	live, convicted int
+	// live counts the live members; unreachable those convicted or shut down
+	// that did not leave.
+	live, unreachable int
 	// changes counts the changes folded in (see fold): a core's answer to
 	// whether it is a gateway holds while its DC's count stays the same.
 	changes uint64
@@ -132,8 +132,8 @@ func (v *dcView) fold(e *entry, sign int) {
 	if e.live() {
 		v.live += sign
 	}
-	if e.convicted() {
-		v.convicted += sign
+	if e.unreachable() {
+		v.unreachable += sign
 	}
 }
 

@@ -39,7 +39,7 @@ func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) 
 		if e.live() {
 			live++
 		}
-		if e.convicted() {
+		if e.unreachable() {
 			convicted++
 		}
 	}
@@ -67,8 +67,8 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 	if v.hash != root || !slices.Equal(v.buckets, buckets) {
 		t.Fatal("incremental summary differs from a recomputation")
 	}
-	if v.live != live || v.convicted != convicted || live != 48 || convicted != 1 {
-		t.Fatalf("counts live %d convicted %d, recomputed %d and %d, want 48 and 1", v.live, v.convicted, live, convicted)
+	if v.live != live || v.unreachable != convicted || live != 48 || convicted != 1 {
+		t.Fatalf("counts live %d unreachable %d, recomputed %d and %d, want 48 and 1", v.live, v.unreachable, live, convicted)
 	}
 	if got := v.sum().Count; got != 49 {
 		t.Fatalf("count %d, want 49", got)

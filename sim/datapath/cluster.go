@@ -35,6 +35,7 @@ import (
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/sim/simnet"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
 )
@@ -72,7 +73,7 @@ type NodeSpec struct {
 // Cluster is a simulated cluster. Start it, and use it, inside synctest.Test.
 type Cluster struct {
 	cfg     Config
-	net     *network
+	net     *simnet.Network
 	nodes   map[string]*Node
 	order   []string
 	schemas []schema.Keyspace
@@ -95,6 +96,7 @@ type Node struct {
 	clock   *clockguard.Guard
 	coord   *coord.Coordinator
 	repair  *antientropy.Repairer
+	ep      transport.Endpoint
 	up      bool
 }
 
@@ -118,7 +120,7 @@ func Start(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, net: newNetwork(links, cfg.Trace), nodes: map[string]*Node{}, power: map[string]cluster.Power{}, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Cluster{cfg: cfg, net: simnet.New(links, cfg.Trace), nodes: map[string]*Node{}, power: map[string]cluster.Power{}, stop: make(chan struct{}), done: make(chan struct{})}
 	c.rows = cfg.Rows
 	if c.rows == nil {
 		c.rows = exactRows{c}
@@ -137,7 +139,7 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	go func() {
 		defer close(c.done)
-		c.net.run(c.stop)
+		c.net.Run(c.stop)
 	}()
 	return c, nil
 }
@@ -189,7 +191,12 @@ func (c *Cluster) open(n *Node) error {
 	n.stage = stage
 	n.local = replica.NewLocal(n.engine, catalog, hinted, stage)
 	place := placement.NewRing(n.dir, c.cfg.Vnodes)
-	replicas := replica.NewSet(n.spec.ID, n.local, caller{net: c.net, self: n.spec.ID})
+	ep, err := c.net.Listen(transport.Config{Self: transport.Peer{ID: n.spec.ID, DC: n.spec.DC}, Handler: replica.NewServer(n.local, clock)})
+	if err != nil {
+		return err
+	}
+	n.ep = ep
+	replicas := replica.NewSet(n.spec.ID, n.local, ep)
 	n.coord = coord.New(coord.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, coord.Parts{
 		View:      n.dir,
 		Keyspaces: catalog,
@@ -209,7 +216,6 @@ func (c *Cluster) open(n *Node) error {
 		Chunks:     n.coord,
 		Watermarks: n.engine,
 	})
-	c.net.attach(transport.Peer{ID: n.spec.ID, DC: n.spec.DC}, replica.NewServer(n.local, clock))
 	n.up = true
 	return nil
 }
@@ -290,7 +296,7 @@ func (c *Cluster) Crash(id string) error {
 		return fmt.Errorf("datapath: node %s is already crashed", id)
 	}
 	n.up = false
-	c.net.detach(id)
+	n.ep.Close()
 	n.fs.SetIgnoreSyncs(true)
 	n.stage.Close()
 	err = n.engine.Close()
@@ -453,7 +459,7 @@ func (c *Cluster) SetReadPolicy(p sched.Policy) {
 // any two nodes ("paxos_commit": a coordinator that stops between two phases of a round,
 // as seen by the replicas); none delivers them all again. Their callers wait until
 // their deadlines.
-func (c *Cluster) DropKinds(kinds ...string) { c.net.dropKinds(kinds) }
+func (c *Cluster) DropKinds(kinds ...string) { c.net.DropKinds(kinds) }
 
 // PaxosState returns a running node's acceptor state of key.
 func (c *Cluster) PaxosState(id, keyspace string, key []byte) (paxos.State, error) {
@@ -468,10 +474,10 @@ func (c *Cluster) PaxosState(id, keyspace string, key []byte) (paxos.State, erro
 }
 
 // Partition blocks every message between DCs a and b; Heal lets them through again.
-func (c *Cluster) Partition(a, b string) error { return c.net.links.Partition(a, b) }
+func (c *Cluster) Partition(a, b string) error { return c.net.Links().Partition(a, b) }
 
 // Heal ends a partition.
-func (c *Cluster) Heal(a, b string) error { return c.net.links.Heal(a, b) }
+func (c *Cluster) Heal(a, b string) error { return c.net.Links().Heal(a, b) }
 
 // Peek reads a running node's own copy of key, not through any coordinator.
 func (c *Cluster) Peek(id, keyspace string, key []byte) (lww.Record, bool, error) {
@@ -513,7 +519,7 @@ func (c *Cluster) CrashAfter(id string, d time.Duration, failed func(error)) {
 }
 
 // Counters returns the network's traffic so far, per DC pair and message kind.
-func (c *Cluster) Counters() sim.Counters { return c.net.links.Counters() }
+func (c *Cluster) Counters() sim.Counters { return c.net.Links().Counters() }
 
 // Nodes returns the node ids in start order.
 func (c *Cluster) Nodes() []string { return append([]string(nil), c.order...) }
@@ -524,7 +530,7 @@ func (c *Cluster) Nodes() []string { return append([]string(nil), c.order...) }
 func (c *Cluster) Close() error {
 	close(c.stop)
 	<-c.done
-	c.net.close()
+	c.net.Close()
 	var firstErr error
 	ids := append([]string(nil), c.order...)
 	sort.Strings(ids)

@@ -1,0 +1,341 @@
+// Package lifecycle runs whole kura nodes — gossip, the ring's life cycle (join,
+// decommission, remove, replace, rebuild, restart) and the data path — in virtual time:
+// every node is a real node.Node started with the same code as `kura server`, its storage
+// Pebble on a strict in-memory filesystem that a crash rolls back to what was synced, its
+// messages carried by the simulated network of sim/simnet. It runs inside a
+// testing/synctest bubble, so a scenario of restarts, kills and joins that takes minutes
+// of a cluster's time takes well under a second of real time, with no wall-clock sleep.
+//
+// The operator's commands are the node's own methods (Decommission, RemoveNode, ...),
+// and a node is started as `kura server` starts it: with the seeds it was given, its
+// data dir as the last life left it.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/sim"
+	"github.com/kuradb/kura/sim/simnet"
+	"github.com/kuradb/kura/transport"
+)
+
+// Config describes a simulated cluster.
+type Config struct {
+	// Seed drives the links' loss and jitter and every node's random choices.
+	Seed uint64
+	// DCs names the datacenters; Links gives latency, bandwidth, jitter and loss per DC
+	// pair.
+	DCs   []string
+	Links sim.LinkModel
+	// Vnodes per node; default 8, so that small clusters still spread their ranges and
+	// the simulation stays cheap.
+	Vnodes int
+	// DefaultReplication is every node's default keyspace (node.Config's); default
+	// node.NoDefaultKeyspace: scenarios create the keyspaces they use.
+	DefaultReplication string
+	// Logger receives every node's log; nil discards it.
+	Logger *slog.Logger
+	// Trace, when set, sees every message delivered, lost or dropped.
+	Trace func(string)
+}
+
+// NodeSpec is how a node is started, as the flags of `kura server` would say it.
+type NodeSpec struct {
+	ID, DC string
+	// Seeds are the ids of the nodes whose addresses the node is given as --seeds.
+	Seeds []string
+	// Replace names a dead node this new node replaces (--replace).
+	Replace string
+}
+
+// Cluster is a simulated cluster. Start it, and use it, inside synctest.Test.
+type Cluster struct {
+	cfg   Config
+	net   *simnet.Network
+	nodes map[string]*Node
+	order []string
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// Node is one simulated node: its disk survives a stop or a crash; the process is
+// started anew each time.
+type Node struct {
+	spec NodeSpec
+	fs   *vfs.MemFS
+	run  *node.Node         // nil while stopped
+	ep   transport.Endpoint // the running node's endpoint
+	life int                // how many times the node was started
+	// alive ends when the running process stops: the operator commands it runs end too.
+	alive  context.Context
+	cancel context.CancelFunc
+}
+
+// Start builds the cluster's network and starts its driver; add nodes with StartNode.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Vnodes <= 0 {
+		cfg.Vnodes = 8
+	}
+	if cfg.DefaultReplication == "" {
+		cfg.DefaultReplication = node.NoDefaultKeyspace
+	}
+	if len(cfg.DCs) == 0 {
+		return nil, fmt.Errorf("lifecycle: no DC")
+	}
+	links, err := sim.NewNetwork(cfg.DCs, cfg.Links, sim.TCPIPv4, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, net: simnet.New(links, cfg.Trace), nodes: map[string]*Node{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.net.Run(c.stop)
+	}()
+	return c, nil
+}
+
+// Addr is the address a node listens at in the simulation.
+func Addr(id string) string { return "sim:" + id }
+
+// StartNode starts a node: a new one (a fresh, empty disk) the first time its id is
+// given, else the same node over the disk its last life left, with the new spec's flags
+// (a restart with the same command gives the same spec).
+func (c *Cluster) StartNode(spec NodeSpec) error {
+	n, ok := c.nodes[spec.ID]
+	if !ok {
+		if !slices.Contains(c.cfg.DCs, spec.DC) {
+			return fmt.Errorf("lifecycle: node %s: no DC %q", spec.ID, spec.DC)
+		}
+		n = &Node{fs: vfs.NewStrictMem()}
+		c.nodes[spec.ID] = n
+		c.order = append(c.order, spec.ID)
+	}
+	if n.run != nil {
+		return fmt.Errorf("lifecycle: node %s is running", spec.ID)
+	}
+	n.spec = spec
+	n.life++
+	seeds := make([]string, len(spec.Seeds))
+	for i, s := range spec.Seeds {
+		seeds[i] = Addr(s)
+	}
+	logger := c.cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	run, err := node.Start(node.Config{
+		ID: spec.ID, DC: spec.DC, Listen: Addr(spec.ID), Seeds: seeds, Replace: spec.Replace,
+		DataDir: "data", FS: n.fs, Vnodes: c.cfg.Vnodes,
+		// The simulator runs on virtual time: no compaction may wait on the real clock.
+		CompactionThroughput: -1,
+		DefaultReplication:   c.cfg.DefaultReplication,
+		Seed:                 c.cfg.Seed*1_000_003 + uint64(len(c.order))*7919 + uint64(n.life),
+		Logger:               logger,
+		Network: func(cfg transport.Config) (transport.Endpoint, error) {
+			ep, err := c.net.Listen(cfg)
+			n.ep = ep
+			return ep, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	n.run = run
+	n.alive, n.cancel = context.WithCancel(context.Background())
+	return nil
+}
+
+// Alive returns a context that ends when the running node stops: for commands the node
+// runs in the background, which end with its process.
+func (c *Cluster) Alive(id string) (context.Context, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return nil, err
+	}
+	if n.run == nil {
+		return nil, fmt.Errorf("lifecycle: node %s is not running", id)
+	}
+	return n.alive, nil
+}
+
+// node returns a node by id.
+func (c *Cluster) node(id string) (*Node, error) {
+	n, ok := c.nodes[id]
+	if !ok {
+		return nil, fmt.Errorf("lifecycle: no node %s", id)
+	}
+	return n, nil
+}
+
+// Running returns a running node's process.
+func (c *Cluster) Running(id string) (*node.Node, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return nil, err
+	}
+	if n.run == nil {
+		return nil, fmt.Errorf("lifecycle: node %s is not running", id)
+	}
+	return n.run, nil
+}
+
+// Spec returns how a node was last started.
+func (c *Cluster) Spec(id string) (NodeSpec, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return NodeSpec{}, err
+	}
+	return n.spec, nil
+}
+
+// Stop stops a node as SIGTERM does: it announces its shutdown and closes its storage.
+func (c *Cluster) Stop(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.run == nil {
+		return fmt.Errorf("lifecycle: node %s is not running", id)
+	}
+	n.cancel()
+	err = n.run.Close()
+	n.run = nil
+	return err
+}
+
+// Kill stops a node as kill -9 or a power loss does: it vanishes from the network at
+// once, says nothing, and its disk keeps only what was synced.
+func (c *Cluster) Kill(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.run == nil {
+		return fmt.Errorf("lifecycle: node %s is not running", id)
+	}
+	n.ep.Close()
+	n.cancel()
+	n.fs.SetIgnoreSyncs(true)
+	n.run.Close() // a dead process's errors go nowhere
+	n.fs.ResetToSyncedState()
+	n.fs.SetIgnoreSyncs(false)
+	n.run = nil
+	return nil
+}
+
+// Wipe empties a stopped node's disk, as a replaced drive would.
+func (c *Cluster) Wipe(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if n.run != nil {
+		return fmt.Errorf("lifecycle: node %s is running; stop or kill it first", id)
+	}
+	n.fs = vfs.NewStrictMem()
+	return nil
+}
+
+// Cut loses every message from a to b (one way); Mend lets them through again.
+func (c *Cluster) Cut(a, b string) { c.net.Cut(a, b) }
+
+// Mend ends a Cut.
+func (c *Cluster) Mend(a, b string) { c.net.Mend(a, b) }
+
+// Partition blocks every message between DCs a and b; Heal lets them through again.
+func (c *Cluster) Partition(a, b string) error { return c.net.Links().Partition(a, b) }
+
+// Heal ends a partition.
+func (c *Cluster) Heal(a, b string) error { return c.net.Links().Heal(a, b) }
+
+// Run lets d of virtual time pass. Inside the bubble it takes no real time.
+func (c *Cluster) Run(d time.Duration) { time.Sleep(d) }
+
+// Nodes returns the ids of every node ever started, in the order they first were.
+func (c *Cluster) Nodes() []string { return slices.Clone(c.order) }
+
+// View describes how a running node sees every other node it knows: id, liveness and
+// ring status, sorted by id ("n2 up normal, n3 down normal").
+func (c *Cluster) View(id string) (string, error) {
+	run, err := c.Running(id)
+	if err != nil {
+		return "", err
+	}
+	view := run.View()
+	var parts []string
+	for _, other := range view.Nodes() {
+		if other.ID == id {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s", other.ID, view.State(other.ID), other.Status))
+	}
+	sort.Strings(parts)
+	self := run.Self()
+	return fmt.Sprintf("%s(%s): %s", id, self.Status, strings.Join(parts, ", ")), nil
+}
+
+// Converged reports whether every running node sees every other running node up, and
+// every node that is not running down; where not, it says which node sees what.
+func (c *Cluster) Converged() (bool, string) {
+	var wrong []string
+	for _, id := range c.order {
+		n := c.nodes[id]
+		if n.run == nil {
+			continue
+		}
+		view := n.run.View()
+		for _, otherID := range c.order {
+			other := c.nodes[otherID]
+			if otherID == id {
+				continue
+			}
+			entry, known := view.Node(otherID)
+			if !known {
+				if other.run != nil {
+					wrong = append(wrong, fmt.Sprintf("%s does not know %s", id, otherID))
+				}
+				continue
+			}
+			if !entry.Status.OnRing() && entry.Status != cluster.StatusJoining {
+				continue // left or removed: not a member
+			}
+			up := view.State(otherID).Reachable()
+			if up != (other.run != nil) {
+				wrong = append(wrong, fmt.Sprintf("%s sees %s %s", id, otherID, view.State(otherID)))
+			}
+		}
+	}
+	return len(wrong) == 0, strings.Join(wrong, "; ")
+}
+
+// Close stops every running node, then the network's driver. Call it before the bubble
+// ends, then let background work drain (synctest.Wait).
+func (c *Cluster) Close() error {
+	var errs []string
+	for _, id := range c.order {
+		if n := c.nodes[id]; n.run != nil {
+			n.cancel()
+			if err := n.run.Close(); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", id, err))
+			}
+			n.run = nil
+		}
+	}
+	close(c.stop)
+	<-c.done
+	c.net.Close()
+	if len(errs) > 0 {
+		return fmt.Errorf("lifecycle: close: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

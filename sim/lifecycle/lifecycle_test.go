@@ -1,0 +1,269 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/sim"
+)
+
+// twoDCs is the scenarios' topology: a short hop inside a DC, 20 ms one way between
+// DCs, and jitter everywhere so that no two messages arrive at one instant by accident.
+func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
+	return Config{Seed: seed, DCs: dcs, Trace: trace, Links: sim.LinkFunc(func(from, to string) (sim.LinkSpec, error) {
+		if from == to {
+			return sim.LinkSpec{Latency: 500 * time.Microsecond, Jitter: 100 * time.Microsecond, BandwidthBps: 1e9}, nil
+		}
+		return sim.LinkSpec{Latency: 20 * time.Millisecond, Jitter: time.Millisecond, BandwidthBps: 100e6}, nil
+	})}
+}
+
+// TestScenarios runs the scripts in testdata/: each tells one cluster's life (starts,
+// restarts, kills, joins, decommissions) in virtual time, with real nodes.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		synctest.Test(t, func(t *testing.T) {
+			s := &scenario{acked: map[string]string{}}
+			defer s.close(t)
+			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+				return s.do(t, d)
+			})
+		})
+	})
+	_ = filepath.Base
+}
+
+// scenario is one script's cluster and what its clients were told.
+type scenario struct {
+	c *Cluster
+	// acked holds every acknowledged write, key to value, for check.
+	acked map[string]string
+	mu    sync.Mutex
+}
+
+func (s *scenario) close(t *testing.T) {
+	if s.c != nil {
+		if err := s.c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		synctest.Wait()
+	}
+}
+
+func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
+	arg := func(key string) string {
+		var v string
+		if d.HasArg(key) {
+			d.ScanArgs(t, key, &v)
+		}
+		return v
+	}
+	list := func(key string) []string {
+		if v := arg(key); v != "" {
+			return strings.Split(v, ",")
+		}
+		return nil
+	}
+	if d.Cmd == "cluster" {
+		var seed uint64
+		d.ScanArgs(t, "seed", &seed)
+		c, err := Start(twoDCs(seed, list("dcs"), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.c = c
+		return "ok"
+	}
+	if s.c == nil {
+		t.Fatalf("%s: no cluster yet", d.Pos)
+	}
+	out, err := s.command(d, arg, list)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return out
+}
+
+func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list func(string) []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	id := arg("node")
+	switch d.Cmd {
+	case "start":
+		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace")})
+	case "restart":
+		spec, err := s.c.Spec(id)
+		if err != nil {
+			return "", err
+		}
+		return "ok", s.c.StartNode(spec)
+	case "stop":
+		return "ok", s.c.Stop(id)
+	case "kill":
+		return "ok", s.c.Kill(id)
+	case "wipe":
+		return "ok", s.c.Wipe(id)
+	case "run":
+		dur, err := time.ParseDuration(arg("for"))
+		if err != nil {
+			return "", err
+		}
+		s.c.Run(dur)
+		return "ok", nil
+	case "views":
+		var out []string
+		for _, other := range s.c.Nodes() {
+			if v, err := s.c.View(other); err == nil {
+				out = append(out, v)
+			} else {
+				out = append(out, other+": not running")
+			}
+		}
+		return strings.Join(out, "\n"), nil
+	case "converged":
+		if ok, why := s.c.Converged(); !ok {
+			return "no: " + why, nil
+		}
+		return "yes", nil
+	case "keyspace":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		ks := schema.Keyspace{Name: arg("name"), Replication: arg("replication"), Timestamp: hlc.FromTime(time.Now())}
+		return "ok", run.CreateKeyspace(ctx, ks)
+	case "put":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		cl, err := consistency.Parse(arg("cl"))
+		if err != nil {
+			return "", err
+		}
+		var keys int
+		fmt.Sscan(arg("keys"), &keys)
+		acked, failed := 0, map[string]int{}
+		for i := range keys {
+			key := fmt.Sprintf("%s-%04d", arg("prefix"), i)
+			value := fmt.Sprintf("%s@%s", key, time.Now().Format(time.StampMicro))
+			if _, err := run.Coordinator().Put(ctx, arg("keyspace"), []byte(key), []byte(value), 0, cl); err != nil {
+				failed[firstLine(err)]++
+				continue
+			}
+			acked++
+			s.acked[arg("keyspace")+"/"+key] = value
+		}
+		return summary(fmt.Sprintf("%d acknowledged", acked), failed), nil
+	case "check":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		cl, err := consistency.Parse(arg("cl"))
+		if err != nil {
+			return "", err
+		}
+		read, failed := 0, map[string]int{}
+		for name, want := range s.acked {
+			ks, key, _ := strings.Cut(name, "/")
+			rec, found, err := run.Coordinator().Get(ctx, ks, []byte(key), cl)
+			switch {
+			case err != nil:
+				failed[firstLine(err)]++
+			case !found:
+				failed["not found"]++
+			case string(rec.Value) != want:
+				failed["stale"]++
+			default:
+				read++
+			}
+		}
+		return summary(fmt.Sprintf("%d of %d read", read, len(s.acked)), failed), nil
+	case "stored":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		records, _, err := run.StoredBytes(arg("keyspace"))
+		return fmt.Sprintf("%d records", records), err
+	case "decommission":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		st, err := run.Decommission(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("left; gainers %s", cmpOr(strings.Join(st.Gainers, ","), "none")), nil
+	case "decommission-async":
+		// The operator's command runs on; the script goes on without waiting for it.
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		alive, err := s.c.Alive(id)
+		if err != nil {
+			return "", err
+		}
+		go run.Decommission(alive)
+		return "started", nil
+	case "remove":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		st, err := run.RemoveNode(ctx, arg("id"))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("removed; gainers %s", cmpOr(strings.Join(st.Gainers, ","), "none")), nil
+	}
+	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// summary says what succeeded and, sorted, what failed how often.
+func summary(ok string, failed map[string]int) string {
+	if len(failed) == 0 {
+		return ok
+	}
+	var parts []string
+	for why, n := range failed {
+		parts = append(parts, fmt.Sprintf("%d: %s", n, why))
+	}
+	sortStrings(parts)
+	return ok + "; failed " + strings.Join(parts, "; ")
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func cmpOr(a, b string) string {
+	return cmp.Or(a, b)
+}
+
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
