@@ -111,9 +111,24 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 		n.setStatus(cluster.StatusNormal, tokens)
 		return
 	}
-	n.setStatus(cluster.StatusJoining, tokens)
-	if !n.gainThenNormal(ctx, "joined", n.cfg.Replace) {
-		return
+	for {
+		// One range movement at a time, as Cassandra's consistent range movement: a
+		// gainer streaming from a holder still receiving the range would miss what that
+		// holder has not received yet.
+		if !n.awaitNoMoves(ctx) {
+			return
+		}
+		n.setStatus(cluster.StatusJoining, tokens)
+		normal, err := n.gainThenNormal(ctx, "joined", n.cfg.Replace)
+		if errors.Is(err, errOverlap) {
+			n.log.Warn("another node started a ring change at the same time: this join waits for it, then starts again", "err", err)
+			n.setStatus(cluster.StatusBooting, tokens)
+			continue
+		}
+		if !normal {
+			return
+		}
+		break
 	}
 	if n.cfg.Replace != "" {
 		if dead, ok := n.directory.Node(n.cfg.Replace); ok {
@@ -217,21 +232,76 @@ func (n *Node) startRebuild(prior cluster.RingEntry) {
 // every coordinator has learned its status (it serves no reads, and takes writes), pulls
 // every range it gains (all it holds, when rebuilding), never from exclude, and logs what
 // it streamed as done. It reports whether the node is normal.
-func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) bool {
-	n.log.Info("waiting for the ring to learn this node's status", "status", n.directory.Self().Status, "ring_delay", n.ringDelay())
-	if !sleepCtx(ctx, n.ringDelay()) {
-		return false
+// A joining node yields to a move that overlaps its own (errOverlap): it goes back to
+// booting, waits for the other move, and joins again.
+func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) (normal bool, err error) {
+	self := n.directory.Self()
+	for {
+		n.log.Info("waiting for the ring to learn this node's status", "status", self.Status, "ring_delay", n.ringDelay())
+		if !sleepCtx(ctx, n.ringDelay()) {
+			return false, ctx.Err()
+		}
+		if self.Status != cluster.StatusJoining || n.checkNoMoves(self.ID) == nil {
+			break
+		}
+		if err := n.checkOverlap(self.ID); err != nil {
+			return false, err
+		}
+		// This join goes first: the others yield. Once they have, the ranges it gains
+		// are those of its move alone, and every coordinator must learn that (a ring
+		// delay) before it streams, or a write would miss both it and the stream.
+		if !n.awaitNoMoves(ctx) {
+			return false, ctx.Err()
+		}
 	}
 	start := time.Now()
 	st, err := n.streamer.Gain(ctx, exclude)
 	if err != nil {
 		n.log.Error("streaming stopped; it resumes at the next start", "status", n.directory.Self().Status, "err", err)
-		return false
+		return false, err
 	}
 	n.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
 	n.markDataComplete()
 	n.setStatus(cluster.StatusNormal, n.directory.Self().Tokens)
-	return true
+	return true, nil
+}
+
+// errOverlap: two ring changes were announced at the same time.
+var errOverlap = errors.New("overlapping ring change")
+
+// checkOverlap, run a ring delay after a move of node moving was announced (when every
+// node has learned it), refuses the move if another node's move overlaps it and wins:
+// two movers that announced themselves at the same time each see the other, and the one
+// with the smaller id goes on while the other yields, so one of them always proceeds.
+func (n *Node) checkOverlap(moving string) error {
+	for _, other := range n.directory.Nodes() {
+		if other.ID == moving || other.ID == n.cfg.ID && moving != n.cfg.ID {
+			continue
+		}
+		if (other.Status == cluster.StatusJoining || other.Status == cluster.StatusLeaving) && other.ID < moving {
+			return fmt.Errorf("%w: node %s is %s too, and goes first", errOverlap, other.ID, other.Status)
+		}
+	}
+	return nil
+}
+
+// awaitNoMoves waits until no other node is joining or leaving, saying once why it waits;
+// it reports false when ctx ends first.
+func (n *Node) awaitNoMoves(ctx context.Context) bool {
+	said := ""
+	for {
+		err := n.checkNoMoves(n.cfg.ID)
+		if err == nil {
+			return true
+		}
+		if err.Error() != said {
+			n.log.Warn("waiting to join until a ring change in progress completes", "reason", err)
+			said = err.Error()
+		}
+		if !sleepCtx(ctx, n.gossip.interval()) {
+			return false
+		}
+	}
 }
 
 // markDataComplete stops gossiping keyNewData: the node holds what it should.
@@ -455,6 +525,10 @@ func (n *Node) checkNoMoves(removing ...string) error {
 func (n *Node) streamGains(ctx context.Context, moving string, exclude bool) (MoveStats, error) {
 	if !sleepCtx(ctx, n.ringDelay()) {
 		return MoveStats{}, ctx.Err()
+	}
+	if err := n.checkNoMoves(moving); err != nil {
+		// Another move was announced at the same time: the operator's move gives way.
+		return MoveStats{}, fmt.Errorf("%w: %w; run it again once that one completes", errOverlap, err)
 	}
 	gainers := map[string]bool{}
 	for _, ks := range n.catalog.List() {

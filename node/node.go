@@ -28,6 +28,7 @@ import (
 	"github.com/kuradb/kura/faults"
 	"github.com/kuradb/kura/hints"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/placement"
@@ -505,6 +506,12 @@ func (n *Node) Ring() (*ring.Ring, error) { return n.ring.Ring() }
 // StoredBytes returns how many records this node stores for keyspace and their bytes.
 func (n *Node) StoredBytes(keyspace string) (records int, total int64, err error) {
 	return n.local.StoredBytes(keyspace)
+}
+
+// Peek reads this node's own copy of key, through no coordinator: what the simulator's
+// checks compare between replicas.
+func (n *Node) Peek(ctx context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
+	return n.local.Get(ctx, keyspace, key)
 }
 
 // StreamProgress returns the running counts of what this node has streamed (the ranges it

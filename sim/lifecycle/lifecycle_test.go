@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,7 +38,7 @@ func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		synctest.Test(t, func(t *testing.T) {
-			s := &scenario{acked: map[string]string{}}
+			s := &scenario{acked: map[string]string{}, loadErrs: map[string]int{}}
 			defer s.close(t)
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 				return s.do(t, d)
@@ -50,7 +53,10 @@ type scenario struct {
 	c *Cluster
 	// acked holds every acknowledged write, key to value, for check.
 	acked map[string]string
-	mu    sync.Mutex
+	// loads are the background writers (load), and loadErrs how their writes failed.
+	loads    sync.WaitGroup
+	loadErrs map[string]int
+	mu       sync.Mutex
 }
 
 func (s *scenario) close(t *testing.T) {
@@ -79,7 +85,11 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 	if d.Cmd == "cluster" {
 		var seed uint64
 		d.ScanArgs(t, "seed", &seed)
-		c, err := Start(twoDCs(seed, list("dcs"), nil))
+		cfg := twoDCs(seed, list("dcs"), nil)
+		if os.Getenv("KURA_SIM_LOG") != "" {
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
+		c, err := Start(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,9 +174,56 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 				continue
 			}
 			acked++
+			s.mu.Lock()
 			s.acked[arg("keyspace")+"/"+key] = value
+			s.mu.Unlock()
 		}
 		return summary(fmt.Sprintf("%d acknowledged", acked), failed), nil
+	case "load":
+		// A client writing one key every interval in the background, as the script goes
+		// on: writes through a node that stops fail, and are not acknowledged.
+		cl, err := consistency.Parse(arg("cl"))
+		if err != nil {
+			return "", err
+		}
+		every, err := time.ParseDuration(arg("every"))
+		if err != nil {
+			return "", err
+		}
+		var keys int
+		fmt.Sscan(arg("keys"), &keys)
+		ks, prefix := arg("keyspace"), arg("prefix")
+		s.loads.Add(1)
+		go func() {
+			defer s.loads.Done()
+			for i := range keys {
+				key := fmt.Sprintf("%s-%04d", prefix, i)
+				value := fmt.Sprintf("%s@%s", key, time.Now().Format(time.StampMicro))
+				if run, err := s.c.Running(id); err == nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					_, err := run.Coordinator().Put(ctx, ks, []byte(key), []byte(value), 0, cl)
+					cancel()
+					if err == nil {
+						s.mu.Lock()
+						s.acked[ks+"/"+key] = value
+						s.mu.Unlock()
+					} else {
+						s.mu.Lock()
+						s.loadErrs[firstLine(err)]++
+						s.mu.Unlock()
+					}
+				}
+				time.Sleep(every)
+			}
+		}()
+		return "started", nil
+	case "await":
+		s.loads.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := summary(fmt.Sprintf("%d acknowledged in all", len(s.acked)), s.loadErrs)
+		clear(s.loadErrs)
+		return out, nil
 	case "check":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -177,7 +234,11 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "", err
 		}
 		read, failed := 0, map[string]int{}
-		for name, want := range s.acked {
+		var missing []string
+		s.mu.Lock()
+		acked := maps.Clone(s.acked)
+		s.mu.Unlock()
+		for name, want := range acked {
 			ks, key, _ := strings.Cut(name, "/")
 			rec, found, err := run.Coordinator().Get(ctx, ks, []byte(key), cl)
 			switch {
@@ -185,13 +246,21 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 				failed[firstLine(err)]++
 			case !found:
 				failed["not found"]++
+				if len(missing) < 3 {
+					missing = append(missing, name+" on "+s.holders(ks, key))
+				}
 			case string(rec.Value) != want:
 				failed["stale"]++
 			default:
 				read++
 			}
 		}
-		return summary(fmt.Sprintf("%d of %d read", read, len(s.acked)), failed), nil
+		out := summary(fmt.Sprintf("%d of %d read", read, len(acked)), failed)
+		if len(missing) > 0 {
+			sortStrings(missing)
+			out += "\nmissing " + strings.Join(missing, "\nmissing ")
+		}
+		return out, nil
 	case "stored":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -233,6 +302,19 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		return fmt.Sprintf("removed; gainers %s", cmpOr(strings.Join(st.Gainers, ","), "none")), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// holders lists the running nodes that hold a copy of key.
+func (s *scenario) holders(ks, key string) string {
+	var on []string
+	for _, id := range s.c.Nodes() {
+		if run, err := s.c.Running(id); err == nil {
+			if _, found, err := run.Peek(context.Background(), ks, []byte(key)); err == nil && found {
+				on = append(on, id)
+			}
+		}
+	}
+	return strings.Join(on, ",")
 }
 
 // summary says what succeeded and, sorted, what failed how often.
