@@ -69,7 +69,11 @@ type Guard struct {
 	log       *slog.Logger
 	elapsed   func() time.Duration
 
-	measuring sync.Mutex // one Measure at a time
+	// measuring holds one token: one Measure at a time. A channel, not a mutex, because
+	// Measure waits on the network: a goroutine queued on a mutex held across that wait
+	// would stop the simulator's virtual clock (sim/lifecycle), while one blocked on a
+	// channel lets it run on.
+	measuring chan struct{}
 
 	mu         sync.Mutex
 	samples    map[string]sample // by peer id: the latest
@@ -121,7 +125,7 @@ func New(cfg Config) *Guard {
 		// Round(0) drops the monotonic reading: differences of wall times must show the
 		// wall clock's jumps, which monotonic readings hide.
 		clock: cfg.Clock, wall: func() time.Time { return wall().Round(0) }, maxOffset: cfg.MaxOffset, others: cfg.Others, measure: cfg.Measure,
-		log: cfg.Logger, elapsed: cfg.Elapsed, samples: map[string]sample{},
+		log: cfg.Logger, elapsed: cfg.Elapsed, samples: map[string]sample{}, measuring: make(chan struct{}, 1),
 	}
 }
 
@@ -261,8 +265,8 @@ func (g *Guard) measureFirst() {
 	if g.measure == nil || g.sampled() || g.others() == 0 {
 		return
 	}
-	g.measuring.Lock()
-	defer g.measuring.Unlock()
+	g.measuring <- struct{}{}
+	defer func() { <-g.measuring }()
 	if !g.sampled() {
 		g.measure()
 	}

@@ -111,11 +111,11 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 		n.setStatus(cluster.StatusNormal, tokens)
 		return
 	}
-	for {
+	for yielded := false; ; {
 		// One range movement at a time, as Cassandra's consistent range movement: a
 		// gainer streaming from a holder still receiving the range would miss what that
 		// holder has not received yet.
-		if !n.awaitNoMoves(ctx) {
+		if !n.awaitNoMoves(ctx) || yielded && !n.awaitTurn(ctx) {
 			return
 		}
 		n.setStatus(cluster.StatusJoining, tokens)
@@ -123,6 +123,7 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 		if errors.Is(err, errOverlap) {
 			n.log.Warn("another node started a ring change at the same time: this join waits for it, then starts again", "err", err)
 			n.setStatus(cluster.StatusBooting, tokens)
+			yielded = true
 			continue
 		}
 		if !normal {
@@ -176,7 +177,7 @@ func (n *Node) checkMembership(ctx context.Context) {
 				n.log.Debug("ask a peer whether this node was a member", "peer", other.ID, "err", err)
 				continue
 			}
-			wasMember := known && lostData(self)
+			wasMember := known && n.lostData(self)
 			if wasMember {
 				n.startRebuild(self)
 			}
@@ -212,7 +213,7 @@ func (n *Node) checkLostData() {
 			n.log.Debug("ask a peer whether this node was a member", "peer", p.ID, "err", err)
 			continue
 		}
-		if known && lostData(self) {
+		if known && n.lostData(self) {
 			n.startRebuild(self)
 		}
 		return
@@ -285,6 +286,29 @@ func (n *Node) checkOverlap(moving string) error {
 	return nil
 }
 
+// awaitTurn spaces out joiners that yielded together, so that they do not announce
+// themselves at once again: each waits two gossip rounds for every booting node of a
+// smaller id, then until no move is in progress. It reports false when ctx ends first.
+func (n *Node) awaitTurn(ctx context.Context) bool {
+	for {
+		ahead := 0
+		for _, other := range n.directory.Nodes() {
+			if other.ID < n.cfg.ID && other.Status == cluster.StatusBooting && n.directory.State(other.ID).Reachable() {
+				ahead++
+			}
+		}
+		if ahead > 0 && !sleepCtx(ctx, time.Duration(2*ahead)*n.gossip.interval()) {
+			return false
+		}
+		if n.checkNoMoves(n.cfg.ID) == nil {
+			return true
+		}
+		if !n.awaitNoMoves(ctx) {
+			return false
+		}
+	}
+}
+
 // awaitNoMoves waits until no other node is joining or leaving, saying once why it waits;
 // it reports false when ctx ends first.
 func (n *Node) awaitNoMoves(ctx context.Context) bool {
@@ -326,7 +350,7 @@ func (n *Node) waitForRing(ctx context.Context) error {
 				n.log.Debug("pull the ring", "peer", other.ID, "err", err)
 				continue
 			}
-			if known && lostData(self) {
+			if known && n.lostData(self) {
 				n.startRebuild(self)
 			}
 			n.directory.SetTrusted()
@@ -367,9 +391,16 @@ func (n *Node) pullRing(ctx context.Context, from cluster.Node) (self cluster.Ri
 // lostData reports whether a ring entry for this node, held by another member, shows
 // that this node owned ranges in an earlier life: a node that starts with an empty data
 // dir then lost its data and must rebuild it, not serve reads from nothing. Generation 0
-// is an entry no incarnation of the node ever gossiped (a topology file's).
-func lostData(self cluster.RingEntry) bool {
-	return self.Generation > 0 && self.Status.OnRing()
+// is an entry no incarnation of the node ever gossiped (a topology file's). An entry of
+// this life's generation is what the member learned from this very node: the first node
+// of a new cluster, asked by the nodes that joined it, is normal there; a node back with
+// an empty disk is rebuilding there, since the member held it on the ring before
+// (gossip.onChange).
+func (n *Node) lostData(self cluster.RingEntry) bool {
+	if self.Generation == 0 || !self.Status.OnRing() {
+		return false
+	}
+	return self.Generation < n.gossip.generation() || self.Status == cluster.StatusRebuilding
 }
 
 // handleRingPull answers pullRing.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -79,6 +80,7 @@ type gossip struct {
 	protocol membership.Protocol
 	seeds    []string
 	members  []transport.Peer // the stored ring's other members (driver.Config.Members)
+	gen      atomic.Uint64    // the generation the node gossips under now
 
 	mu sync.Mutex
 	// removing and removed are this node's own removals (kura node remove), gossiped.
@@ -146,6 +148,7 @@ func newGossip(n *Node) (*gossip, error) {
 // newDriver builds a membership driver that gossips appState under a new generation.
 func (g *gossip) newDriver(appState map[string]string) (*driver.Driver, error) {
 	generation := uint64(time.Now().UnixMilli())
+	g.gen.Store(generation)
 	var seed uint64
 	if g.n.cfg.Seed != 0 {
 		seed = g.n.cfg.Seed ^ generation // each life of a simulated node draws anew
@@ -165,6 +168,10 @@ func (g *gossip) newDriver(appState map[string]string) (*driver.Driver, error) {
 		Logger:     g.n.cfg.Logger,
 	})
 }
+
+// generation returns the generation the node gossips under in this life (since its
+// start, or its last wake).
+func (g *gossip) generation() uint64 { return g.gen.Load() }
 
 // current returns the running membership driver.
 func (g *gossip) current() *driver.Driver {

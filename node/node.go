@@ -514,6 +514,24 @@ func (n *Node) Peek(ctx context.Context, keyspace string, key []byte) (lww.Recor
 	return n.local.Get(ctx, keyspace, key)
 }
 
+// Replicas returns the ids of the nodes that hold key of keyspace on this node's ring,
+// pending ones included.
+func (n *Node) Replicas(ctx context.Context, keyspace string, key []byte) ([]string, error) {
+	ks, err := n.catalog.Get(keyspace)
+	if err != nil {
+		return nil, err
+	}
+	members, err := n.ring.Replicas(ctx, ks, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
 // StreamProgress returns the running counts of what this node has streamed (the ranges it
 // gained when it joined or took over a leaving node's ranges), as ClusterStatus reports
 // them; in-process callers (benches) read it without the client API.

@@ -1,0 +1,39 @@
+package explore
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+// seeds are the seeds TestExplore runs; CI runs the default, `go test ./sim/explore
+// -seeds 1-200` more (kura simulate runs thousands).
+var seeds = flag.String("seeds", "1-8", "seeds TestExplore runs, A-B")
+
+// TestExplore runs the explorer over a fixed set of seeds: each draws a cluster, a
+// workload and operator actions and faults, and must break no promise.
+func TestExplore(t *testing.T) {
+	from, to, err := ParseSeeds(*seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := from; seed <= to; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				s := Generate(seed)
+				res := Run(s)
+				if len(res.Violations) == 0 {
+					return
+				}
+				var why []string
+				for _, v := range res.Violations {
+					why = append(why, v.Check+": "+v.Reason)
+				}
+				t.Errorf("%s\nviolations:\n  %s\nlog:\n  %s\nnodes' warnings:\n%s", s, strings.Join(why, "\n  "), strings.Join(res.Log, "\n  "), res.NodeLog)
+			})
+		})
+	}
+}

@@ -1,0 +1,368 @@
+// Package explore searches the space of a cluster's life: from a seed it draws a
+// cluster (two or three DCs, three to nine nodes, a keyspace with its replication and a
+// consistency level), a client workload, and operator actions and faults at random
+// times — joins (several at once too), decommissions, removals, replacements, aborts of
+// a dead joiner, graceful restarts (of the seedless first node too), kills, wiped disks,
+// partitions between DCs and one-way cuts between nodes — runs it on real nodes in
+// virtual time (sim/lifecycle), heals every fault, lets the cluster settle, and judges
+// the history with the pure checker of package nemesis and the explorer's own liveness
+// checks. A seed that fails is shrunk to the fewest actions that still fail.
+//
+// Run it inside a testing/synctest bubble (synctest.Test in tests, sim/bubble in
+// kura simulate).
+package explore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/sim/lifecycle"
+)
+
+// Schedule is one run's plan: the cluster, the workload's level and the operator's
+// actions and faults at their times.
+type Schedule struct {
+	Seed        uint64
+	DCs         []string
+	Nodes       []lifecycle.NodeSpec // started first, in order, README-style
+	Replication string               // of keyspace "app", e.g. "dc1=2,dc2=1"
+	Level       consistency.Level    // of every read and write
+	Actions     []Action             // in order of their first step
+	// Chaos is how long the workload runs with actions; Settle how long the healed
+	// cluster runs before the checks.
+	Chaos, Settle time.Duration
+}
+
+// Action is one operator action or fault: one or more steps (a kill and the restart
+// after it), shrunk away together.
+type Action struct {
+	Name  string
+	Steps []Step
+}
+
+// Step is one thing done to the cluster at a time into the chaos.
+type Step struct {
+	At time.Duration
+	// Do is one of: start (a new node, with Spec), stop (SIGTERM), kill (-9), restart
+	// (with the command it was last started with), wipe (its disk; it is down),
+	// decommission, remove (Node removes Target), partition and heal (DCs Node and
+	// Target), cut and mend (Node to Target, one way).
+	Do     string
+	Node   string
+	Target string
+	Spec   lifecycle.NodeSpec
+}
+
+func (s Step) String() string {
+	switch s.Do {
+	case "start":
+		var flags []string
+		if len(s.Spec.Seeds) > 0 {
+			flags = append(flags, "--seeds "+strings.Join(s.Spec.Seeds, ","))
+		}
+		if s.Spec.Replace != "" {
+			flags = append(flags, "--replace "+s.Spec.Replace)
+		}
+		return strings.TrimSpace(fmt.Sprintf("%v start %s in %s %s", s.At, s.Spec.ID, s.Spec.DC, strings.Join(flags, " ")))
+	case "remove":
+		return fmt.Sprintf("%v node remove %s (through %s)", s.At, s.Target, s.Node)
+	case "partition", "heal":
+		return fmt.Sprintf("%v %s %s-%s", s.At, s.Do, s.Node, s.Target)
+	case "cut", "mend":
+		return fmt.Sprintf("%v %s %s->%s", s.At, s.Do, s.Node, s.Target)
+	}
+	return fmt.Sprintf("%v %s %s", s.At, s.Do, s.Node)
+}
+
+// String prints the schedule as an operator would read it.
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %s, keyspace app %s at %s\n", s.Seed, strings.Join(s.DCs, "+"), s.Replication, s.Level)
+	for i, n := range s.Nodes {
+		seeds := ""
+		if len(n.Seeds) > 0 {
+			seeds = " --seeds " + strings.Join(n.Seeds, ",")
+		}
+		fmt.Fprintf(&b, "  start %s in %s%s", n.ID, n.DC, seeds)
+		if i < len(s.Nodes)-1 {
+			b.WriteString("\n")
+		}
+	}
+	for _, a := range s.Actions {
+		fmt.Fprintf(&b, "\n  %s:", a.Name)
+		for _, st := range a.Steps {
+			fmt.Fprintf(&b, "\n    %s", st)
+		}
+	}
+	return b.String()
+}
+
+// steps returns every step of the schedule in time order (actions in order for ties).
+func (s Schedule) steps() []Step {
+	var all []Step
+	for _, a := range s.Actions {
+		all = append(all, a.Steps...)
+	}
+	slices.SortStableFunc(all, func(a, b Step) int { return int(a.At - b.At) })
+	return all
+}
+
+// without returns the schedule less action i.
+func (s Schedule) without(i int) Schedule {
+	s.Actions = slices.Delete(slices.Clone(s.Actions), i, i+1)
+	return s
+}
+
+// plan tracks the membership the actions drawn so far leave, so that later ones are
+// drawn among nodes that will exist and keep every DC at least as large as its
+// replication.
+type plan struct {
+	rng   *rand.Rand
+	dcs   []string
+	rf    map[string]int
+	next  int               // the next new node's number
+	dcOf  map[string]string // every node ever planned
+	alive map[string]bool   // members (not left or removed) at the end of the actions so far
+	busy  map[string]time.Duration
+	// lossAt are the times of the actions that take a node's disk away for good (a
+	// removal, a replacement, a wipe): one such action at a time, as an operator
+	// replaces one failed machine at a time. Two at once may take every copy of a range
+	// with them.
+	lossAt []time.Duration
+}
+
+// lossWindow is how long an action that loses a disk holds the cluster: its gap and
+// the streaming that follows.
+const lossWindow = 60 * time.Second
+
+// takeLoss reserves the loss window from at, or reports false while another action's
+// window is open then.
+func (p *plan) takeLoss(at time.Duration) bool {
+	for _, other := range p.lossAt {
+		if at > other-lossWindow && at < other+lossWindow {
+			return false
+		}
+	}
+	p.lossAt = append(p.lossAt, at)
+	return true
+}
+
+// Generate draws the schedule of seed.
+func Generate(seed uint64) Schedule {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	s := Schedule{Seed: seed, Chaos: 90 * time.Second, Settle: 60 * time.Second}
+	s.DCs = []string{"dc1", "dc2", "dc3"}[:2+rng.IntN(2)]
+	p := &plan{rng: rng, dcs: s.DCs, rf: map[string]int{}, dcOf: map[string]string{}, alive: map[string]bool{}, busy: map[string]time.Duration{}}
+	total := max(3, len(s.DCs)+rng.IntN(4))
+	// The README's layout first (two nodes in dc1, one in dc2), or one node a DC.
+	layout := slices.Clone(s.DCs)
+	if len(s.DCs) == 2 {
+		layout = []string{"dc1", "dc1", "dc2"}
+	}
+	perDC := map[string]int{}
+	for i := range total {
+		dc := s.DCs[rng.IntN(len(s.DCs))]
+		if i < len(layout) {
+			dc = layout[i]
+		}
+		spec := lifecycle.NodeSpec{ID: p.newID(dc), DC: dc}
+		if i > 0 {
+			spec.Seeds = []string{"n1"} // n1 is started without seeds
+		}
+		s.Nodes = append(s.Nodes, spec)
+		perDC[dc]++
+	}
+	var repl []string
+	for _, dc := range s.DCs {
+		p.rf[dc] = 1 + rng.IntN(min(3, perDC[dc]))
+		repl = append(repl, fmt.Sprintf("%s=%d", dc, p.rf[dc]))
+	}
+	s.Replication = strings.Join(repl, ",")
+	levels := []consistency.Level{consistency.Quorum, consistency.Quorum, consistency.LocalQuorum, consistency.One, consistency.All}
+	s.Level = levels[rng.IntN(len(levels))]
+	for range 2 + rng.IntN(4) {
+		if a, ok := p.draw(s.Chaos); ok {
+			s.Actions = append(s.Actions, a)
+		}
+	}
+	slices.SortStableFunc(s.Actions, func(a, b Action) int { return int(a.Steps[0].At - b.Steps[0].At) })
+	return s
+}
+
+func (p *plan) newID(dc string) string {
+	p.next++
+	id := fmt.Sprintf("n%d", p.next)
+	p.dcOf[id], p.alive[id] = dc, true
+	return id
+}
+
+// members returns the planned members of dc (every DC when empty), sorted.
+func (p *plan) members(dc string) []string {
+	var out []string
+	for id, alive := range p.alive {
+		if alive && (dc == "" || p.dcOf[id] == dc) {
+			out = append(out, id)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		var x, y int
+		fmt.Sscanf(a, "n%d", &x)
+		fmt.Sscanf(b, "n%d", &y)
+		return x - y
+	})
+	return out
+}
+
+// pick returns a random planned member that no other action holds at time at, and
+// whose DC keeps its replication without it when shrink is set.
+func (p *plan) pick(at time.Duration, shrink bool) (string, bool) {
+	var ok []string
+	for _, id := range p.members("") {
+		if p.busy[id] > at {
+			continue
+		}
+		if shrink && len(p.members(p.dcOf[id])) <= p.rf[p.dcOf[id]] {
+			continue
+		}
+		ok = append(ok, id)
+	}
+	if len(ok) == 0 {
+		return "", false
+	}
+	return ok[p.rng.IntN(len(ok))], true
+}
+
+// seedFor is the seed an operator would give a new node: n1, as the README does, or
+// another member when n1 is gone.
+func (p *plan) seedFor() string {
+	if p.alive["n1"] {
+		return "n1"
+	}
+	return p.members("")[0]
+}
+
+// draw adds one action at a random time in the chaos.
+func (p *plan) draw(chaos time.Duration) (Action, bool) {
+	at := time.Duration(p.rng.Int64N(int64(chaos*2/3))) + chaos/10
+	gap := func() time.Duration { return time.Duration(2+p.rng.IntN(20)) * time.Second }
+	hold := func(id string, until time.Duration) { p.busy[id] = max(p.busy[id], until) }
+	switch kind := p.rng.IntN(12); kind {
+	case 0, 1: // one or two joins into one DC
+		dc := p.dcs[p.rng.IntN(len(p.dcs))]
+		a := Action{Name: "join"}
+		n := 1 + kind
+		if n == 2 {
+			a.Name = "two joins at once"
+		}
+		for range n {
+			id := p.newID(dc)
+			hold(id, at+gap())
+			a.Steps = append(a.Steps, Step{At: at, Do: "start", Spec: lifecycle.NodeSpec{ID: id, DC: dc, Seeds: []string{p.seedFor()}}})
+		}
+		return a, true
+	case 2: // decommission
+		id, ok := p.pick(at, true)
+		if !ok {
+			return Action{}, false
+		}
+		p.alive[id] = false
+		hold(id, chaos*10)
+		return Action{Name: "decommission", Steps: []Step{{At: at, Do: "decommission", Node: id}}}, true
+	case 3: // kill, then remove through another node
+		id, ok := p.pick(at, true)
+		if !ok || !p.takeLoss(at) {
+			return Action{}, false
+		}
+		p.alive[id] = false
+		hold(id, chaos*10)
+		via := p.seedFor()
+		if via == id {
+			via = p.members("")[0]
+		}
+		return Action{Name: "kill and remove", Steps: []Step{{At: at, Do: "kill", Node: id}, {At: at + gap(), Do: "remove", Node: via, Target: id}}}, true
+	case 4: // kill, then replace with a new node
+		id, ok := p.pick(at, false)
+		if !ok || !p.takeLoss(at) {
+			return Action{}, false
+		}
+		p.alive[id] = false
+		hold(id, chaos*10)
+		dc := p.dcOf[id]
+		newID := p.newID(dc)
+		hold(newID, chaos*10)
+		return Action{Name: "kill and replace", Steps: []Step{{At: at, Do: "kill", Node: id},
+			{At: at + gap(), Do: "start", Spec: lifecycle.NodeSpec{ID: newID, DC: dc, Seeds: []string{p.seedFor()}, Replace: id}}}}, true
+	case 5: // a joiner dies in its ring delay; its join is aborted
+		dc := p.dcs[p.rng.IntN(len(p.dcs))]
+		id := p.newID(dc)
+		p.alive[id] = false
+		hold(id, chaos*10)
+		return Action{Name: "dead joiner removed", Steps: []Step{
+			{At: at, Do: "start", Spec: lifecycle.NodeSpec{ID: id, DC: dc, Seeds: []string{p.seedFor()}}},
+			{At: at + 2*time.Second, Do: "kill", Node: id},
+			{At: at + 2*time.Second + gap(), Do: "remove", Node: p.seedFor(), Target: id}}}, true
+	case 6, 7: // graceful restart; n1, the seedless node, half the time
+		id := "n1"
+		if kind == 7 || !p.alive[id] || p.busy[id] > at {
+			var ok bool
+			if id, ok = p.pick(at, false); !ok {
+				return Action{}, false
+			}
+		}
+		d := gap()
+		hold(id, at+d)
+		return Action{Name: "graceful restart", Steps: []Step{{At: at, Do: "stop", Node: id}, {At: at + d, Do: "restart", Node: id}}}, true
+	case 8: // kill -9 and restart
+		id, ok := p.pick(at, false)
+		if !ok {
+			return Action{}, false
+		}
+		d := gap()
+		hold(id, at+d)
+		return Action{Name: "kill and restart", Steps: []Step{{At: at, Do: "kill", Node: id}, {At: at + d, Do: "restart", Node: id}}}, true
+	case 9: // a lost disk: kill, wipe, restart with the same command
+		id, ok := p.pick(at, false)
+		if !ok || !p.takeLoss(at) {
+			return Action{}, false
+		}
+		d := gap()
+		hold(id, at+d+30*time.Second)
+		return Action{Name: "wiped disk", Steps: []Step{{At: at, Do: "kill", Node: id}, {At: at, Do: "wipe", Node: id}, {At: at + d, Do: "restart", Node: id}}}, true
+	case 10: // a partition between two DCs
+		i := p.rng.IntN(len(p.dcs))
+		j := (i + 1 + p.rng.IntN(len(p.dcs)-1)) % len(p.dcs)
+		d := gap()
+		return Action{Name: "DC partition", Steps: []Step{{At: at, Do: "partition", Node: p.dcs[i], Target: p.dcs[j]}, {At: at + d, Do: "heal", Node: p.dcs[i], Target: p.dcs[j]}}}, true
+	default: // a one-way cut between two nodes
+		members := p.members("")
+		if len(members) < 2 {
+			return Action{}, false
+		}
+		a := members[p.rng.IntN(len(members))]
+		b := members[p.rng.IntN(len(members))]
+		if a == b {
+			return Action{}, false
+		}
+		d := gap()
+		return Action{Name: "one-way cut", Steps: []Step{{At: at, Do: "cut", Node: a, Target: b}, {At: at + d, Do: "mend", Node: a, Target: b}}}, true
+	}
+}
+
+// ParseSeeds reads a range of seeds, "A-B" (or one seed, "A"), A and B from 1.
+func ParseSeeds(s string) (from, to uint64, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if !isRange {
+		b = a
+	}
+	from, errA := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
+	to, errB := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
+	if errA != nil || errB != nil || from == 0 || to < from {
+		return 0, 0, fmt.Errorf("seeds %q: want A-B with 1 <= A <= B, e.g. 1-1000", s)
+	}
+	return from, to, nil
+}
