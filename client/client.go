@@ -142,6 +142,9 @@ type Client struct {
 	ring       *ring.Ring
 	refreshed  time.Time
 	bad        map[string]time.Time // client address -> when it last failed
+	// ringErr says why the last node list gave no ring (ring nil): requests then go to
+	// any live node, which coordinates them on its own ring (see RingError).
+	ringErr error
 	// asleep holds the client addresses of the nodes that sleep, as the view says or as
 	// a redirect from a node's stand-in told since the last refresh of the nodes.
 	asleep map[string]bool
@@ -264,13 +267,14 @@ func (c *Client) refreshSoon() {
 func (c *Client) refreshFrom(ctx context.Context, conn *grpc.ClientConn) error {
 	admin := kurav1.NewAdminClient(conn)
 	c.mu.Lock()
-	keepNodes := c.opts.StaticNodes && c.ring != nil
+	// Once loaded, not "once a ring is built": a static view without a ring (RingError)
+	// keeps its nodes too.
+	keepNodes := c.opts.StaticNodes && !c.refreshed.IsZero()
 	c.mu.Unlock()
 	var st *kurav1.ClusterStatusResponse
-	var r *ring.Ring
 	if !keepNodes {
 		var err error
-		if st, r, err = loadNodes(ctx, admin); err != nil {
+		if st, err = admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{}); err != nil {
 			return err
 		}
 	}
@@ -282,26 +286,74 @@ func (c *Client) refreshFrom(ctx context.Context, conn *grpc.ClientConn) error {
 	defer c.mu.Unlock()
 	c.keyspaces, c.refreshed = keyspaces, time.Now()
 	if !keepNodes {
-		c.setNodes(st, r)
+		c.setNodes(st)
 	}
 	return nil
 }
 
-// loadNodes asks a node for the cluster as it sees it, and builds the ring from it.
-func loadNodes(ctx context.Context, admin kurav1.AdminClient) (*kurav1.ClusterStatusResponse, *ring.Ring, error) {
-	st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+// buildRing builds the ring the client routes by from the nodes of a cluster status.
+// A listing it cannot build one from is no reason to fail the refresh: the ring only
+// tells which node to ask first, and every node coordinates requests on its own ring.
+func buildRing(nodes []*kurav1.NodeStatus) (*ring.Ring, error) {
+	r, err := ring.New(ringMembers(nodes))
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("build ring: %w", err)
 	}
-	members := make([]ring.Member, 0, len(st.GetNodes()))
-	for _, n := range st.GetNodes() {
-		members = append(members, ring.Member{ID: n.GetId(), DC: n.GetDc(), Tokens: cluster.Node{ID: n.GetId(), Tokens: n.GetTokens()}.RingTokens(ring.DefaultVnodes)})
+	return r, nil
+}
+
+// ringMembers returns the nodes of a cluster status that own ranges now, as the servers'
+// placement decides it (placement.Ring's current ring, whose replicas serve reads and
+// count for writes), so that the client's first choice is a replica the coordinator
+// reads and writes locally:
+//
+//   - A node off the ring (booting, joining, left, removed) is no member: a removed node
+//     keeps its tokens in the listing, and a replacement (kura server --replace) claims
+//     those very tokens.
+//   - While a node replaces a dead one (its Replaces names it), both claim the same
+//     tokens and exactly one is a member: the dead node until its replacement is normal,
+//     the replacement from then on, even before the dead node is marked removed.
+//   - A status this client cannot read (a newer server's) is no member: the node may
+//     still be asked, but not as a replica.
+//
+// Members are in the listing's order, by id, as the server's view lists them; a node
+// given no tokens has the ones derived from its id, with the default vnodes, which
+// kura server uses.
+func ringMembers(nodes []*kurav1.NodeStatus) []ring.Member {
+	statusOf := func(n *kurav1.NodeStatus) (cluster.Status, bool) {
+		s, err := cluster.ParseStatus(n.GetStatus()) // "" is normal: a server that sends none
+		return s, err == nil
 	}
-	r, err := ring.New(members)
-	if err != nil {
-		return nil, nil, fmt.Errorf("build ring: %w", err)
+	replacedBy := map[string]cluster.Status{} // a dead node's id -> its replacement's status
+	for _, n := range nodes {
+		if n.GetReplaces() != "" {
+			s, ok := statusOf(n)
+			if !ok {
+				s = cluster.StatusBooting // unknown: not normal, so the dead node keeps its tokens
+			}
+			replacedBy[n.GetReplaces()] = s
+		}
 	}
-	return st, r, nil
+	members := make([]ring.Member, 0, len(nodes))
+	for _, n := range nodes {
+		s, ok := statusOf(n)
+		by, replaced := replacedBy[n.GetId()]
+		if !ok || !s.OnRing() || replaced && by == cluster.StatusNormal {
+			continue
+		}
+		members = append(members, ring.Member{ID: n.GetId(), DC: n.GetDc(), Tier: int(n.GetPowerTier()),
+			Tokens: cluster.Node{ID: n.GetId(), Tokens: n.GetTokens()}.RingTokens(ring.DefaultVnodes)})
+	}
+	return members
+}
+
+// leftCluster reports whether a node's status says it is no longer a member of the
+// cluster (decommissioned, or removed): such a node, even while its process still runs,
+// refuses every client request as unavailable, an answer the client does not take to
+// another node.
+func leftCluster(n *kurav1.NodeStatus) bool {
+	s, err := cluster.ParseStatus(n.GetStatus())
+	return err == nil && (s == cluster.StatusLeft || s == cluster.StatusRemoved)
 }
 
 // loadKeyspaces asks a node for the keyspaces, keeping those this client can compile.
@@ -327,8 +379,10 @@ func loadKeyspaces(ctx context.Context, admin kurav1.AdminClient) (map[string]sc
 
 // setNodes takes the nodes of a cluster status as the view: with StaticNodes only those
 // Dial was given. The nodes the status shows asleep replace those redirects told of.
-// The caller holds c.mu.
-func (c *Client) setNodes(st *kurav1.ClusterStatusResponse, r *ring.Ring) {
+// The ring is built from every node of the status, since a replica the view leaves out
+// is still a replica. The caller holds c.mu.
+func (c *Client) setNodes(st *kurav1.ClusterStatusResponse) {
+	r, ringErr := buildRing(st.GetNodes())
 	if c.opts.LocalDC == "" {
 		for _, n := range st.GetNodes() {
 			if n.GetId() == st.GetSelf() {
@@ -346,7 +400,19 @@ func (c *Client) setNodes(st *kurav1.ClusterStatusResponse, r *ring.Ring) {
 			c.asleep[n.GetClientAddr()] = true
 		}
 	}
-	c.nodes, c.ring = nodes, r
+	c.nodes, c.ring, c.ringErr = nodes, r, ringErr
+}
+
+// RingError returns why the client routes requests without the ring, or nil when it
+// sends each key's requests to its replicas first. When the cluster listing gives no
+// ring the client can build (it tells nodes apart by a rule this client does not know),
+// requests go to any live node, nearest first, which coordinates them on its own ring:
+// every call still works, at the cost of a hop to the replicas. The next refresh that
+// builds a ring clears it.
+func (c *Client) RingError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ringErr
 }
 
 // LocalDC returns the datacenter the client prefers.
@@ -360,7 +426,10 @@ func (c *Client) LocalDC() string {
 // local DC, other live nodes of the local DC, live replicas elsewhere, every other live
 // node, the nodes that failed lately, the seeds, then the nodes that sleep (whose
 // stand-ins only redirect). Within each group before the seeds the order is rotated to
-// spread the load.
+// spread the load. A node that left the cluster or was removed is never chosen from the
+// view, though it may still run: it refuses every request (as a seed it is still tried,
+// after the view's nodes). Without a ring (RingError) no node counts as a replica: the
+// groups are by DC alone.
 func (c *Client) route(keyspace string, key []byte) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -387,7 +456,7 @@ func (c *Client) route(keyspace string, key []byte) []string {
 	var asleep []string
 	for _, n := range c.nodes {
 		addr := n.GetClientAddr()
-		if !n.GetAlive() || addr == "" {
+		if !n.GetAlive() || addr == "" || leftCluster(n) {
 			continue
 		}
 		if c.asleep[addr] {
