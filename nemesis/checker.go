@@ -345,11 +345,12 @@ func (h *history) acknowledgedBefore(key string, o *op, fresh freshness) *op {
 }
 
 // deleteCouldHide reports whether some delete of r's key could explain r not finding
-// put p: one that may have happened, invoked before r answered, with a timestamp above
-// p's or unknown.
+// put p: one that may have happened, invoked before r answered (or at the same instant:
+// in virtual time, events of one instant are concurrent), with a timestamp above p's or
+// unknown.
 func (h *history) deleteCouldHide(r read, p *op) bool {
 	for _, w := range h.writes[r.key] {
-		if w.F == Delete && w.possible() && w.invoke.Before(r.op.complete) && (w.ts == 0 || lww.Newer(w.record(), p.record())) {
+		if w.F == Delete && w.possible() && !w.invoke.After(r.op.complete) && (w.ts == 0 || lww.Newer(w.record(), p.record())) {
 			return true
 		}
 	}

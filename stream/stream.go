@@ -37,6 +37,10 @@ import (
 // PageRecords is how many records one stream page carries at most.
 const PageRecords = 256
 
+// DefaultPageTimeout is Config.PageTimeout's default: a page of DefaultPageBytes takes a
+// few seconds over the slowest WAN link of the papers' topologies (3.29 Mbps).
+const DefaultPageTimeout = 30 * time.Second
+
 // Replicas hands out the Replica of any node; *replica.Set is one.
 type Replicas interface {
 	Replica(n cluster.Node) replica.Replica
@@ -66,7 +70,12 @@ type Config struct {
 	// PageBytes bounds the key and value bytes of one page (ending at the record that
 	// reaches it); default replica.DefaultPageBytes.
 	PageBytes int
-	Logger    *slog.Logger
+	// PageTimeout bounds the fetch of one page from its holder; default
+	// DefaultPageTimeout. A holder that answers nothing in time (a link that drops every
+	// packet) gives way to the next, as one that fails does, instead of holding the
+	// stream, and the join or rebuild it serves, for ever.
+	PageTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Progress is a running count of what this node has streamed.
@@ -95,6 +104,9 @@ type Streamer struct {
 func New(cfg Config) *Streamer {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
+	}
+	if cfg.PageTimeout <= 0 {
+		cfg.PageTimeout = DefaultPageTimeout
 	}
 	if cfg.PageBytes <= 0 {
 		cfg.PageBytes = replica.DefaultPageBytes
@@ -150,7 +162,9 @@ func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
 // pullRange pulls one range from a quorum of its holders, nearest first: one holder may
 // have missed a write a quorum acknowledged (its hint not yet replayed), and the node
 // pulling would then miss it too, and answer a quorum read without it once it serves.
-// Any quorum of the holders shares a holder with every write quorum. A holder that fails
+// Any quorum of the holders shares a holder with every write quorum; a quorum of the
+// holders of this node's DC, with every write a local level acknowledged there (the
+// copies this node takes over are of its DC). A holder that fails
 // mid-range gives way to the next; while fewer than a quorum served the range, it is
 // retried, with the holders' states as they are then, until ctx ends. Holders that are
 // rebuilding too serve beside every readable one when a quorum is not readable
@@ -186,7 +200,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		s.cfg.Logger.Warn("the holder handing a range over failed; pulling it from a quorum of its holders", "keyspace", ks.Name, "range", m.Range, "err", failed)
 	}
 	for {
-		from, need := s.sources(s.refresh(m.Holders), self, exclude)
+		from, need, needHere := s.sources(s.refresh(m.Holders), self, exclude)
 		if need == 0 {
 			s.cfg.Logger.Warn("no other node holds a range: nothing to pull", "keyspace", ks.Name, "range", m.Range)
 			return total, nil
@@ -206,7 +220,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			total.BytesCrossDC += st.BytesCrossDC
 			if err == nil {
 				served[src.ID] = true
-				if servedFrom(from, served) >= need {
+				if servedFrom(from, served, "") >= need && servedFrom(from, served, self.DC) >= needHere {
 					return total, nil
 				}
 				continue
@@ -217,7 +231,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 				return total, ctx.Err()
 			}
 		}
-		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "err", lastErr)
+		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "need_in_dc", needHere, "err", lastErr)
 		select {
 		case <-ctx.Done():
 			return total, fmt.Errorf("stream %s %v from %d of %d holders: %w (last: %v)", ks.Name, m.Range, len(served), need, ctx.Err(), lastErr)
@@ -236,11 +250,11 @@ func (s *Streamer) refresh(holders []placement.Member) []placement.Member {
 	return out
 }
 
-// servedFrom counts the holders of from that have served the range.
-func servedFrom(from []placement.Member, served map[string]bool) int {
+// servedFrom counts the holders of from (of dc, unless empty) that have served the range.
+func servedFrom(from []placement.Member, served map[string]bool, dc string) int {
 	n := 0
 	for _, h := range from {
-		if served[h.ID] {
+		if served[h.ID] && (dc == "" || h.DC == dc) {
 			n++
 		}
 	}
@@ -298,10 +312,18 @@ func takeover(m placement.Move, self cluster.Node, exclude string) []placement.M
 // only beside every readable copy. Without that, two replicas rebuilding at once would
 // each wait for the other to become readable, for ever. need is 0 when no other node
 // holds the range.
-func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclude string) (from []placement.Member, need int) {
-	others := 0
+//
+// needHere of them must be of self's DC: a quorum of the DC's holders, so that a write a
+// local level (LOCAL_QUORUM, EACH_QUORUM) acknowledged in this DC alone is pulled too. A
+// global quorum alone may be met by other DCs' holders while this DC's are down; the
+// range then waits for them, rather than be served without what only they hold.
+func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclude string) (from []placement.Member, need, needHere int) {
+	others, here, othersHere := 0, 0, 0
 	var rebuilding []placement.Member
 	for _, h := range holders {
+		if h.DC == self.DC {
+			here++
+		}
 		switch {
 		case h.ID == self.ID || h.ID == exclude:
 			continue
@@ -311,18 +333,22 @@ func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclud
 			rebuilding = append(rebuilding, h)
 		}
 		others++
+		if h.DC == self.DC {
+			othersHere++
+		}
 	}
 	if others == 0 {
-		return nil, 0
+		return nil, 0, 0
 	}
 	need = min(len(holders)/2+1, others)
+	needHere = min(here/2+1, othersHere)
 	s.nearestFirst(from, self)
 	if len(from) < need && len(from)+len(rebuilding) >= need {
 		s.nearestFirst(rebuilding, self)
 		from = append(from, rebuilding...)
 		need = len(from)
 	}
-	return from, need
+	return from, need, needHere
 }
 
 // nearestFirst orders holders: this node's DC first, then by distance.
@@ -347,7 +373,9 @@ func (s *Streamer) copy(ctx context.Context, src, dst replica.Replica, keyspace 
 	var start []byte
 	for {
 		req := replica.ScanRequest{Keyspace: keyspace, Start: start, Limit: PageRecords, PageBytes: s.cfg.PageBytes, Ranges: []ring.Range{rg}, Stream: true}
-		page, err := src.Scan(ctx, req)
+		pageCtx, cancel := context.WithTimeout(ctx, s.cfg.PageTimeout)
+		page, err := src.Scan(pageCtx, req)
+		cancel()
 		if err != nil {
 			return st, err
 		}

@@ -3,6 +3,7 @@ package explore
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -27,6 +28,13 @@ func TestExplore(t *testing.T) {
 				res := Run(s)
 				if len(res.Violations) == 0 {
 					return
+				}
+				if key := os.Getenv("KURA_EXPLORE_KEY"); key != "" {
+					for _, e := range res.Events {
+						if e.Key == key {
+							t.Logf("%v %s op=%d c=%d node=%s %s %q found=%v ts=%d %s", e.Time.Sub(res.Events[0].Time), e.Type, e.Op, e.Client, e.Node, e.F, e.Value, e.Found, e.Timestamp, e.Error)
+						}
+					}
 				}
 				var why []string
 				for _, v := range res.Violations {

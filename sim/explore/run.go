@@ -36,6 +36,8 @@ type Result struct {
 	// Acknowledged counts the writes the clients were told succeeded.
 	Acknowledged int
 	Operations   int
+	// Events is the history the checker judged.
+	Events []nemesis.Event
 }
 
 // Keyspace is the workload's keyspace.
@@ -561,6 +563,7 @@ func (r *runner) checkHistory() {
 		}
 		r.violate(v.Check, "%s", reason)
 	}
+	r.res.Events = r.rec.Events()
 	r.res.Acknowledged = report.Counts.Acknowledged
 	r.res.Operations = report.Counts.Operations
 }

@@ -97,6 +97,9 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, net: simnet.New(links, cfg.Trace), nodes: map[string]*Node{}, stop: make(chan struct{}), done: make(chan struct{})}
+	// Its nodes are processes on hosts that stay up: a stopped or killed one's port
+	// refuses connections.
+	c.net.SetRefuseClosed(true)
 	go func() {
 		defer close(c.done)
 		c.net.Run(c.stop)

@@ -50,6 +50,19 @@ type Network struct {
 	lost map[string]bool
 	// cut holds the directed node pairs whose messages are lost (Cut).
 	cut map[[2]string]bool
+	// refuseClosed answers a request that reaches a closed endpoint with
+	// transport.ErrUnreachable (SetRefuseClosed).
+	refuseClosed bool
+}
+
+// SetRefuseClosed says what becomes of a request that arrives at a closed endpoint:
+// lost, so that its caller waits until its deadline, as when a machine loses power or
+// its link (the default); or refused at once, as a live host refuses connections to a
+// port whose process has stopped.
+func (n *Network) SetRefuseClosed(refuse bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.refuseClosed = refuse
 }
 
 // Endpoint is one node's side of the network; it implements transport.Endpoint.
@@ -417,7 +430,13 @@ func (n *Network) deliver(m *message) {
 	}
 	to := n.nodes[m.to]
 	if !to.up {
-		n.tracef(m.at, "lost", m)
+		if c, ok := n.calls[m.call]; ok && n.refuseClosed && !m.response && m.call != 0 {
+			delete(n.calls, m.call)
+			n.tracef(m.at, "refuse", m)
+			c.ch <- reply{err: fmt.Errorf("%w: node %s is not running", transport.ErrUnreachable, m.to)}
+		} else {
+			n.tracef(m.at, "lost", m)
+		}
 		n.mu.Unlock()
 		return
 	}
