@@ -512,13 +512,16 @@ func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
 	case n.directory.State(id).Reachable():
 		return MoveStats{}, fmt.Errorf("%w: node %s is up; decommission it instead", errBadMove, id)
 	}
-	if err := n.checkNoMoves(id); err != nil {
-		return MoveStats{}, err
-	}
 	if joining {
+		// It moves no data, so it may overlap another move, and the other move may be
+		// waiting for it (a join that goes first waits for the joiners it overlapped to
+		// yield, and a dead one never will).
 		n.log.Warn("aborting the join of a dead node: it owned no ranges yet", "node", id)
 		n.gossip.markRemoved(dead)
 		return MoveStats{}, nil
+	}
+	if err := n.checkNoMoves(id); err != nil {
+		return MoveStats{}, err
 	}
 	start := time.Now()
 	n.gossip.markRemoving(dead, true)

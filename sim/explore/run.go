@@ -308,6 +308,11 @@ func (r *runner) command(st Step) error {
 		outcome := "done"
 		if err != nil {
 			outcome = "refused or failed: " + err.Error()
+		} else if st.Do == "decommission" {
+			// The README's next step: stop the process of the node that left.
+			if err := r.c.Stop(st.Node); err != nil {
+				outcome += "; stop: " + err.Error()
+			}
 		}
 		r.mu.Lock()
 		cmd.done, cmd.outcome = true, outcome

@@ -13,11 +13,13 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -60,8 +62,13 @@ type NodeSpec struct {
 
 // Cluster is a simulated cluster. Start it, and use it, inside synctest.Test.
 type Cluster struct {
-	cfg   Config
-	net   *simnet.Network
+	cfg Config
+	net *simnet.Network
+	// mu guards nodes, order and the nodes' fields: scenarios start and stop nodes while
+	// clients pick among the running ones. It is never held while a node starts or
+	// stops, which takes virtual time: a goroutine waiting on a mutex would stop the
+	// bubble's clock.
+	mu    sync.Mutex
 	nodes map[string]*Node
 	order []string
 	stop  chan struct{}
@@ -76,6 +83,7 @@ type Node struct {
 	run  *node.Node         // nil while stopped
 	ep   transport.Endpoint // the running node's endpoint
 	life int                // how many times the node was started
+	busy bool               // starting or stopping: no other start or stop meanwhile
 	// alive ends when the running process stops: the operator commands it runs end too.
 	alive  context.Context
 	cancel context.CancelFunc
@@ -107,6 +115,9 @@ func Start(cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// ErrNotRunning: the node named is stopped (or was never started).
+var ErrNotRunning = errors.New("lifecycle: node is not running")
+
 // Addr is the address a node listens at in the simulation.
 func Addr(id string) string { return "sim:" + id }
 
@@ -114,20 +125,28 @@ func Addr(id string) string { return "sim:" + id }
 // given, else the same node over the disk its last life left, with the new spec's flags
 // (a restart with the same command gives the same spec).
 func (c *Cluster) StartNode(spec NodeSpec) error {
+	c.mu.Lock()
 	n, ok := c.nodes[spec.ID]
 	if !ok {
 		if !slices.Contains(c.cfg.DCs, spec.DC) {
+			c.mu.Unlock()
 			return fmt.Errorf("lifecycle: node %s: no DC %q", spec.ID, spec.DC)
 		}
 		n = &Node{fs: vfs.NewStrictMem()}
 		c.nodes[spec.ID] = n
 		c.order = append(c.order, spec.ID)
 	}
-	if n.run != nil {
+	if n.busy || n.run != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("lifecycle: node %s is running", spec.ID)
 	}
+	n.busy = true
 	n.spec = spec
 	n.life++
+	seed := c.cfg.Seed*1_000_003 + uint64(len(c.order))*7919 + uint64(n.life)
+	fs := n.fs
+	c.mu.Unlock()
+
 	seeds := make([]string, len(spec.Seeds))
 	for i, s := range spec.Seeds {
 		seeds[i] = Addr(s)
@@ -136,24 +155,28 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var ep transport.Endpoint
 	run, err := node.Start(node.Config{
 		ID: spec.ID, DC: spec.DC, Listen: Addr(spec.ID), Seeds: seeds, Replace: spec.Replace,
-		DataDir: "data", FS: n.fs, Vnodes: c.cfg.Vnodes,
+		DataDir: "data", FS: fs, Vnodes: c.cfg.Vnodes,
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
 		CompactionThroughput: -1,
 		DefaultReplication:   c.cfg.DefaultReplication,
-		Seed:                 c.cfg.Seed*1_000_003 + uint64(len(c.order))*7919 + uint64(n.life),
+		Seed:                 seed,
 		Logger:               logger,
 		Network: func(cfg transport.Config) (transport.Endpoint, error) {
-			ep, err := c.net.Listen(cfg)
-			n.ep = ep
+			var err error
+			ep, err = c.net.Listen(cfg)
 			return ep, err
 		},
 	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.busy = false
 	if err != nil {
 		return err
 	}
-	n.run = run
+	n.run, n.ep = run, ep
 	n.alive, n.cancel = context.WithCancel(context.Background())
 	return nil
 }
@@ -161,88 +184,107 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 // Alive returns a context that ends when the running node stops: for commands the node
 // runs in the background, which end with its process.
 func (c *Cluster) Alive(id string) (context.Context, error) {
-	n, err := c.node(id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.runningLocked(id)
 	if err != nil {
 		return nil, err
-	}
-	if n.run == nil {
-		return nil, fmt.Errorf("lifecycle: node %s is not running", id)
 	}
 	return n.alive, nil
 }
 
-// node returns a node by id.
-func (c *Cluster) node(id string) (*Node, error) {
+// runningLocked returns a running node by id; c.mu is held.
+func (c *Cluster) runningLocked(id string) (*Node, error) {
 	n, ok := c.nodes[id]
-	if !ok {
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("lifecycle: no node %s", id)
+	case n.run == nil:
+		return nil, fmt.Errorf("%w: %s", ErrNotRunning, id)
 	}
 	return n, nil
 }
 
 // Running returns a running node's process.
 func (c *Cluster) Running(id string) (*node.Node, error) {
-	n, err := c.node(id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.runningLocked(id)
 	if err != nil {
 		return nil, err
-	}
-	if n.run == nil {
-		return nil, fmt.Errorf("lifecycle: node %s is not running", id)
 	}
 	return n.run, nil
 }
 
 // Spec returns how a node was last started.
 func (c *Cluster) Spec(id string) (NodeSpec, error) {
-	n, err := c.node(id)
-	if err != nil {
-		return NodeSpec{}, err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[id]
+	if !ok {
+		return NodeSpec{}, fmt.Errorf("lifecycle: no node %s", id)
 	}
 	return n.spec, nil
 }
 
+// take marks a running node as stopping and returns it; the caller closes it and calls
+// stopped.
+func (c *Cluster) take(id string) (*Node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.runningLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	if n.busy {
+		return nil, fmt.Errorf("lifecycle: node %s is stopping", id)
+	}
+	n.busy = true
+	n.cancel()
+	return n, nil
+}
+
+func (c *Cluster) stopped(n *Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.run, n.busy = nil, false
+}
+
 // Stop stops a node as SIGTERM does: it announces its shutdown and closes its storage.
 func (c *Cluster) Stop(id string) error {
-	n, err := c.node(id)
+	n, err := c.take(id)
 	if err != nil {
 		return err
 	}
-	if n.run == nil {
-		return fmt.Errorf("lifecycle: node %s is not running", id)
-	}
-	n.cancel()
-	err = n.run.Close()
-	n.run = nil
-	return err
+	defer c.stopped(n)
+	return n.run.Close()
 }
 
 // Kill stops a node as kill -9 or a power loss does: it vanishes from the network at
 // once, says nothing, and its disk keeps only what was synced.
 func (c *Cluster) Kill(id string) error {
-	n, err := c.node(id)
+	n, err := c.take(id)
 	if err != nil {
 		return err
 	}
-	if n.run == nil {
-		return fmt.Errorf("lifecycle: node %s is not running", id)
-	}
+	defer c.stopped(n)
 	n.ep.Close()
-	n.cancel()
 	n.fs.SetIgnoreSyncs(true)
 	n.run.Close() // a dead process's errors go nowhere
 	n.fs.ResetToSyncedState()
 	n.fs.SetIgnoreSyncs(false)
-	n.run = nil
 	return nil
 }
 
 // Wipe empties a stopped node's disk, as a replaced drive would.
 func (c *Cluster) Wipe(id string) error {
-	n, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	if n.run != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("lifecycle: no node %s", id)
+	case n.run != nil || n.busy:
 		return fmt.Errorf("lifecycle: node %s is running; stop or kill it first", id)
 	}
 	n.fs = vfs.NewStrictMem()
@@ -265,7 +307,11 @@ func (c *Cluster) Heal(a, b string) error { return c.net.Links().Heal(a, b) }
 func (c *Cluster) Run(d time.Duration) { time.Sleep(d) }
 
 // Nodes returns the ids of every node ever started, in the order they first were.
-func (c *Cluster) Nodes() []string { return slices.Clone(c.order) }
+func (c *Cluster) Nodes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.order)
+}
 
 // View describes how a running node sees every other node it knows: id, liveness and
 // ring status, sorted by id ("n2 up normal, n3 down normal").
@@ -287,24 +333,30 @@ func (c *Cluster) View(id string) (string, error) {
 	return fmt.Sprintf("%s(%s): %s", id, self.Status, strings.Join(parts, ", ")), nil
 }
 
-// Converged reports whether every running node sees every other running node up, and
-// every node that is not running down; where not, it says which node sees what.
+// Converged reports whether every running member sees every other running member up,
+// and every member that is not running down; where not, it says which node sees what.
+// A node that left or was removed is no member, running or not.
 func (c *Cluster) Converged() (bool, string) {
+	order, running := c.snapshot()
+	member := func(run *node.Node) bool {
+		st := run.Self().Status
+		return st != cluster.StatusLeft && st != cluster.StatusRemoved
+	}
 	var wrong []string
-	for _, id := range c.order {
-		n := c.nodes[id]
-		if n.run == nil {
+	for _, id := range order {
+		run, ok := running[id]
+		if !ok || !member(run) {
 			continue
 		}
-		view := n.run.View()
-		for _, otherID := range c.order {
-			other := c.nodes[otherID]
-			if otherID == id {
+		view := run.View()
+		for _, otherID := range order {
+			other, up := running[otherID]
+			if otherID == id || up && !member(other) {
 				continue
 			}
 			entry, known := view.Node(otherID)
 			if !known {
-				if other.run != nil {
+				if up {
 					wrong = append(wrong, fmt.Sprintf("%s does not know %s", id, otherID))
 				}
 				continue
@@ -312,8 +364,7 @@ func (c *Cluster) Converged() (bool, string) {
 			if !entry.Status.OnRing() && entry.Status != cluster.StatusJoining {
 				continue // left or removed: not a member
 			}
-			up := view.State(otherID).Reachable()
-			if up != (other.run != nil) {
+			if view.State(otherID).Reachable() != up {
 				wrong = append(wrong, fmt.Sprintf("%s sees %s %s", id, otherID, view.State(otherID)))
 			}
 		}
@@ -321,17 +372,27 @@ func (c *Cluster) Converged() (bool, string) {
 	return len(wrong) == 0, strings.Join(wrong, "; ")
 }
 
+// snapshot returns the node ids in start order and the running ones' processes.
+func (c *Cluster) snapshot() ([]string, map[string]*node.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	running := map[string]*node.Node{}
+	for id, n := range c.nodes {
+		if n.run != nil {
+			running[id] = n.run
+		}
+	}
+	return slices.Clone(c.order), running
+}
+
 // Close stops every running node, then the network's driver. Call it before the bubble
 // ends, then let background work drain (synctest.Wait).
 func (c *Cluster) Close() error {
 	var errs []string
-	for _, id := range c.order {
-		if n := c.nodes[id]; n.run != nil {
-			n.cancel()
-			if err := n.run.Close(); err != nil {
-				errs = append(errs, fmt.Sprintf("%s: %v", id, err))
-			}
-			n.run = nil
+	order, _ := c.snapshot()
+	for _, id := range order {
+		if err := c.Stop(id); err != nil && !errors.Is(err, ErrNotRunning) {
+			errs = append(errs, fmt.Sprintf("%s: %v", id, err))
 		}
 	}
 	close(c.stop)
