@@ -45,6 +45,7 @@ var commands = map[string]command{
 	"bench":     {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":     {"predict the latency a consistency level costs from the ring and the links", runModel},
 	"nemesis":   {"run a workload under faults and check the history: nemesis [--faults all] | nemesis check FILE", runNemesis},
+	"simulate":  {"explore operator actions and faults on whole clusters in virtual time: simulate --seeds 1-1000 [--json]", runSimulate},
 }
 
 // errUsage marks an error in the command line; main exits 2 for it.

@@ -30,8 +30,7 @@ func Run(parallel int, fns []func()) (errs []error) {
 	mu.Lock()
 	defer mu.Unlock()
 	errs = make([]error, len(fns))
-	var test func(t *testing.T)
-	test = func(t *testing.T) {
+	test := func(t *testing.T) {
 		for i, fn := range fns {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
@@ -48,10 +47,15 @@ func Run(parallel int, fns []func()) (errs []error) {
 	}
 	m := testing.MainStart(deps{}, []testing.InternalTest{{Name: "bubble", F: test}}, nil, nil, nil)
 	// The testing package parses the command line and writes PASS or FAIL to standard
-	// output: give it neither.
+	// output: give it neither (a panic is in errs).
 	args, stdout := os.Args, os.Stdout
 	os.Args = []string{args[0], fmt.Sprintf("-test.parallel=%d", max(parallel, 1))}
-	os.Stdout = os.Stderr
+	if devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		os.Stdout = devNull
+		defer devNull.Close()
+	} else {
+		os.Stdout = os.Stderr
+	}
 	defer func() { os.Args, os.Stdout = args, stdout }()
 	m.Run()
 	return errs
