@@ -218,6 +218,12 @@ func (g *gossip) onChange(ch driver.Change) {
 		status, err := cluster.ParseStatus(string(m.Status))
 		old, known := g.n.directory.Node(m.ID)
 		switch {
+		case err != nil && !known:
+			// A status only liveness cares about (a node shutting down), from a member
+			// first heard of now: its place on the ring is unknown (it may have left),
+			// so it is not recorded; a ring pull or its next start tells it.
+			g.n.log.Debug("member first heard of with no ring status", "member", m.ID, "status", m.Status)
+			return
 		case err != nil:
 			// A status only liveness cares about (a node shutting down): its place on the
 			// ring does not change.

@@ -465,7 +465,7 @@ func (n *Node) open() error {
 		n.grpcServer = grpc.NewServer(append(n.grpcSecurity(),
 			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+requestOverheadBytes),
 			grpc.MaxSendMsgSize(maxScanResponseBytes),
-			grpc.ChainUnaryInterceptor(n.observeUnary),
+			grpc.ChainUnaryInterceptor(n.observeUnary, n.redirectLeft),
 			grpc.NumStreamWorkers(apiStreamWorkers),
 			grpc.InitialWindowSize(kurav1.StreamWindowBytes),
 			grpc.InitialConnWindowSize(kurav1.ConnWindowBytes),
@@ -563,12 +563,16 @@ func (n *Node) Close() error {
 	}
 	if n.gossip != nil && !n.power.isQuiet() {
 		// Announce the shutdown so peers mark this node down at once instead of by
-		// suspicion seconds later; it stays on the ring (no Leave).
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := n.gossip.current().Shutdown(ctx); err != nil {
-			n.log.Debug("announce shutdown", "err", err)
+		// suspicion seconds later; it stays on the ring (no Leave). A node that left
+		// announces nothing: its status would replace "left" in gossip, and a node
+		// that had not heard of it yet would take it for a member.
+		if st := n.directory.Self().Status; st != cluster.StatusLeft && st != cluster.StatusRemoved {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := n.gossip.current().Shutdown(ctx); err != nil {
+				n.log.Debug("announce shutdown", "err", err)
+			}
+			cancel()
 		}
-		cancel()
 		n.gossip.current().Close()
 	}
 	if n.dht != nil {

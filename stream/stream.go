@@ -200,9 +200,17 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		s.cfg.Logger.Warn("the holder handing a range over failed; pulling it from a quorum of its holders", "keyspace", ks.Name, "range", m.Range, "err", failed)
 	}
 	for {
-		from, need, needHere := s.sources(s.refresh(m.Holders), self, exclude)
+		holders := s.refresh(m.Holders)
+		from, need, needHere := s.sources(holders, self, exclude)
 		if need == 0 {
 			s.cfg.Logger.Warn("no other node holds a range: nothing to pull", "keyspace", ks.Name, "range", m.Range)
+			return total, nil
+		}
+		// Holders that served in an earlier try count, whatever their state now.
+		enough := func() bool {
+			return servedFrom(holders, served, "") >= need && servedFrom(holders, served, self.DC) >= needHere
+		}
+		if enough() {
 			return total, nil
 		}
 		var lastErr error = errors.New("no holder is up")
@@ -220,7 +228,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			total.BytesCrossDC += st.BytesCrossDC
 			if err == nil {
 				served[src.ID] = true
-				if servedFrom(from, served, "") >= need && servedFrom(from, served, self.DC) >= needHere {
+				if enough() {
 					return total, nil
 				}
 				continue
@@ -250,10 +258,10 @@ func (s *Streamer) refresh(holders []placement.Member) []placement.Member {
 	return out
 }
 
-// servedFrom counts the holders of from (of dc, unless empty) that have served the range.
-func servedFrom(from []placement.Member, served map[string]bool, dc string) int {
+// servedFrom counts the holders (of dc, unless empty) that have served the range.
+func servedFrom(holders []placement.Member, served map[string]bool, dc string) int {
 	n := 0
-	for _, h := range from {
+	for _, h := range holders {
 		if served[h.ID] && (dc == "" || h.DC == dc) {
 			n++
 		}

@@ -165,6 +165,13 @@ func (r *runner) run() {
 	r.finalReads()
 	r.recordFinal()
 	r.checkHistory()
+	if len(r.res.Violations) > 0 {
+		for _, id := range r.c.Nodes() {
+			if view, err := r.c.View(id); err == nil {
+				r.logf("view %s", view)
+			}
+		}
+	}
 	r.res.NodeLog = r.nodeLog.String()
 }
 
