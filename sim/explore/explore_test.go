@@ -11,7 +11,7 @@ import (
 
 // seeds are the seeds TestExplore runs; CI runs the default, `go test ./sim/explore
 // -seeds 1-200` more (kura simulate runs thousands).
-var seeds = flag.String("seeds", "1-8", "seeds TestExplore runs, A-B")
+var seeds = flag.String("seeds", "1-32", "seeds TestExplore runs, A-B")
 
 // TestExplore runs the explorer over a fixed set of seeds: each draws a cluster, a
 // workload and operator actions and faults, and must break no promise.
