@@ -167,31 +167,19 @@ func (n *Node) firstOfNewCluster() bool {
 // it pulls no keyspace from its peers, so it serves nothing of theirs from an empty disk;
 // the peers themselves read nothing from it meanwhile (keyNewData).
 func (n *Node) checkMembership(ctx context.Context) {
-	for {
-		for _, other := range n.directory.Nodes() {
-			if other.ID == n.cfg.ID || !n.directory.State(other.ID).Reachable() {
-				continue
-			}
-			self, known, err := n.pullRing(ctx, other)
-			if err != nil {
-				n.log.Debug("ask a peer whether this node was a member", "peer", other.ID, "err", err)
-				continue
-			}
-			wasMember := known && n.lostData(self)
-			if wasMember {
-				n.startRebuild(self)
-			}
-			close(n.askedMembership)
-			if wasMember {
-				n.gainThenNormal(ctx, "rebuilt", "")
-			} else {
-				n.markDataComplete()
-			}
-			return
-		}
-		if !sleepCtx(ctx, n.gossip.interval()) {
-			return
-		}
+	self, known, _, err := n.pullRingFromAMember(ctx)
+	if err != nil {
+		return
+	}
+	wasMember := known && n.lostData(self)
+	if wasMember {
+		n.startRebuild(self)
+	}
+	close(n.askedMembership)
+	if wasMember {
+		n.gainThenNormal(ctx, "rebuilt", "")
+	} else {
+		n.markDataComplete()
 	}
 }
 
@@ -339,8 +327,23 @@ func (n *Node) waitForRing(ctx context.Context) error {
 	if n.directory.Trusted() {
 		return nil
 	}
+	self, known, from, err := n.pullRingFromAMember(ctx)
+	if err != nil {
+		return err
+	}
+	if known && n.lostData(self) {
+		n.startRebuild(self)
+	}
+	n.directory.SetTrusted()
+	n.log.Info("learned the ring", "from", from, "nodes", len(n.directory.Nodes()))
+	return nil
+}
+
+// pullRingFromAMember pulls the ring from the first member gossip finds up that answers,
+// trying again each gossip round until one does or ctx ends. It returns that member's
+// entry for this node, if it has one (pullRing), and the member's id.
+func (n *Node) pullRingFromAMember(ctx context.Context) (self cluster.RingEntry, known bool, from string, err error) {
 	for {
-		// Gossip finds the cluster's members; the first one up hands over its whole ring.
 		for _, other := range n.directory.Nodes() {
 			if other.ID == n.cfg.ID || !n.directory.State(other.ID).Reachable() {
 				continue
@@ -350,15 +353,10 @@ func (n *Node) waitForRing(ctx context.Context) error {
 				n.log.Debug("pull the ring", "peer", other.ID, "err", err)
 				continue
 			}
-			if known && n.lostData(self) {
-				n.startRebuild(self)
-			}
-			n.directory.SetTrusted()
-			n.log.Info("learned the ring", "from", other.ID, "nodes", len(n.directory.Nodes()))
-			return nil
+			return self, known, other.ID, nil
 		}
 		if !sleepCtx(ctx, n.gossip.interval()) {
-			return ctx.Err()
+			return cluster.RingEntry{}, false, "", ctx.Err()
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
 )
@@ -45,7 +46,6 @@ func TestScenarios(t *testing.T) {
 			})
 		})
 	})
-	_ = filepath.Base
 }
 
 // scenario is one script's cluster and what its clients were told.
@@ -167,16 +167,11 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		fmt.Sscan(arg("keys"), &keys)
 		acked, failed := 0, map[string]int{}
 		for i := range keys {
-			key := fmt.Sprintf("%s-%04d", arg("prefix"), i)
-			value := fmt.Sprintf("%s@%s", key, time.Now().Format(time.StampMicro))
-			if _, err := run.Coordinator().Put(ctx, arg("keyspace"), []byte(key), []byte(value), 0, cl); err != nil {
+			if err := s.write(ctx, run, arg("keyspace"), arg("prefix"), i, cl); err != nil {
 				failed[firstLine(err)]++
 				continue
 			}
 			acked++
-			s.mu.Lock()
-			s.acked[arg("keyspace")+"/"+key] = value
-			s.mu.Unlock()
 		}
 		return summary(fmt.Sprintf("%d acknowledged", acked), failed), nil
 	case "load":
@@ -197,21 +192,14 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		go func() {
 			defer s.loads.Done()
 			for i := range keys {
-				key := fmt.Sprintf("%s-%04d", prefix, i)
-				value := fmt.Sprintf("%s@%s", key, time.Now().Format(time.StampMicro))
 				if run, err := s.c.Running(id); err == nil {
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					_, err := run.Coordinator().Put(ctx, ks, []byte(key), []byte(value), 0, cl)
-					cancel()
-					if err == nil {
-						s.mu.Lock()
-						s.acked[ks+"/"+key] = value
-						s.mu.Unlock()
-					} else {
+					if err := s.write(ctx, run, ks, prefix, i, cl); err != nil {
 						s.mu.Lock()
 						s.loadErrs[firstLine(err)]++
 						s.mu.Unlock()
 					}
+					cancel()
 				}
 				time.Sleep(every)
 			}
@@ -257,7 +245,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		}
 		out := summary(fmt.Sprintf("%d of %d read", read, len(acked)), failed)
 		if len(missing) > 0 {
-			sortStrings(missing)
+			slices.Sort(missing)
 			out += "\nmissing " + strings.Join(missing, "\nmissing ")
 		}
 		return out, nil
@@ -277,7 +265,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("left; gainers %s", cmpOr(strings.Join(st.Gainers, ","), "none")), nil
+		return fmt.Sprintf("left; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 	case "decommission-async":
 		// The operator's command runs on; the script goes on without waiting for it.
 		run, err := s.c.Running(id)
@@ -299,9 +287,23 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("removed; gainers %s", cmpOr(strings.Join(st.Gainers, ","), "none")), nil
+		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// write puts key prefix-i through run's coordinator and, when acknowledged, remembers
+// it for check.
+func (s *scenario) write(ctx context.Context, run *node.Node, keyspace, prefix string, i int, cl consistency.Level) error {
+	key := fmt.Sprintf("%s-%04d", prefix, i)
+	value := fmt.Sprintf("%s@%s", key, time.Now().Format(time.StampMicro))
+	if _, err := run.Coordinator().Put(ctx, keyspace, []byte(key), []byte(value), 0, cl); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.acked[keyspace+"/"+key] = value
+	s.mu.Unlock()
+	return nil
 }
 
 // holders lists the running nodes that hold a copy of key.
@@ -326,20 +328,8 @@ func summary(ok string, failed map[string]int) string {
 	for why, n := range failed {
 		parts = append(parts, fmt.Sprintf("%d: %s", n, why))
 	}
-	sortStrings(parts)
+	slices.Sort(parts)
 	return ok + "; failed " + strings.Join(parts, "; ")
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
-func cmpOr(a, b string) string {
-	return cmp.Or(a, b)
 }
 
 func firstLine(err error) string {
