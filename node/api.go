@@ -375,7 +375,7 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: state.Reachable(), Tokens: n.Tokens,
 			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds(),
 			Power: view.Power(n.ID).State.String(), PowerTier: int32(n.Tier), PowerWatts: watts, EnergyJoules: joules,
-			LoadBytes: loads[n.ID].Bytes, LoadKeys: loads[n.ID].Keys, LoadKnown: loads[n.ID].Known, StartedAtUnixMs: startedAtMs(loads[n.ID])})
+			LoadBytes: loads[n.ID].Bytes, LoadKeys: loads[n.ID].Keys, LoadKnown: loads[n.ID].Known, StartedAtUnixMs: statusStartedAtMs(n, state, loads[n.ID])})
 		if r != nil {
 			resp.Nodes[len(resp.Nodes)-1].Ownership = r.Share(n.ID)
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/membership"
 )
 
@@ -84,4 +85,16 @@ func startedAtMs(l NodeLoad) int64 {
 		return 0
 	}
 	return l.StartedAt.UnixMilli()
+}
+
+// statusStartedAtMs is the start time ClusterStatus reports for member n in state, from
+// its gossiped load l; 0 (no uptime) for a node that is down, left or was removed. Gossip
+// keeps the last started_at of a node long after its process stopped, so reporting it
+// regardless made kura status count the uptime of a dead or departed node for ever. An
+// asleep node is not down: its process runs, only idle, as the console also says.
+func statusStartedAtMs(n cluster.Node, state cluster.State, l NodeLoad) int64 {
+	if state == cluster.StateDown || n.Status == cluster.StatusLeft || n.Status == cluster.StatusRemoved {
+		return 0
+	}
+	return startedAtMs(l)
 }

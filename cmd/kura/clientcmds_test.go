@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/topology"
 )
@@ -155,6 +156,8 @@ func TestOperatorCommands(t *testing.T) {
 	}{
 		{[]string{"status", "--addr", addrs[1]}, 0, []string{"as seen by " + c.Nodes[1].ID(), "3 nodes, 3 up", "LOAD", "OWNS", "UPTIME"}},
 		{[]string{"status", "--addr", addrs[2], "--json"}, 0, []string{`"self": "` + c.Nodes[2].ID() + `"`}},
+		// No node left: --all lists the same three, and says of no other.
+		{[]string{"status", "--all", "--addr", addrs[0]}, 0, []string{"as seen by " + c.Nodes[0].ID(), "3 nodes, 3 up\n", "UPTIME"}},
 		{[]string{"info", "--addr", addrs[2]}, 0, []string{c.Nodes[2].ID(), "version", "kura ", "hints pending", "gossip"}},
 		{[]string{"keyspace", "create", "app", "--replication", "simple=2", "--addr", addrs[0]}, 0, []string{"keyspace app created"}},
 		{[]string{"keyspace", "create", "big", "--replication", "simple=5", "--addr", addrs[0]}, 1, []string{"5 replicas, but the cluster has 3 node(s)"}},
@@ -203,5 +206,106 @@ func TestFormatCountAndUptime(t *testing.T) {
 	}
 	if got := formatUptime(0, now); got != "-" {
 		t.Errorf("formatUptime of an unknown start = %q, want -", got)
+	}
+}
+
+// TestStatusListsMembersOnly runs kura status's table on answers a node could give: the
+// nodes that left or were removed stay in every node's directory for good, and must be
+// neither counted nor listed, nor name a replacement's "(replacing ...)", unless --all
+// asks for them, and then without an uptime (issue 43, item 8).
+func TestStatusListsMembersOnly(t *testing.T) {
+	now := time.UnixMilli(10 * 24 * 3600 * 1000)
+	started := now.Add(-90 * time.Second).UnixMilli() // an uptime of 1m30s
+	node := func(id, status, state string, replaces string) *kurav1.NodeStatus {
+		return &kurav1.NodeStatus{Id: id, Dc: "dc1", Status: status, State: state, Alive: state != "down",
+			Replaces: replaces, StartedAtUnixMs: started}
+	}
+	// A cluster that lived: n3 was decommissioned, n5 died and n4 replaced it, n7 died
+	// and n6 is replacing it (normal already, n7 not removed yet), n8 to n11 are moving
+	// onto or off the ring, and n12 has a status a newer server sent. The departed nodes
+	// carry a start time, as a server sent it before it stopped reporting one for them.
+	lived := []*kurav1.NodeStatus{
+		node("n1", "normal", "up", ""), node("n2", "normal", "down", ""), node("n3", "left", "down", ""),
+		node("n4", "normal", "up", "n5"), node("n5", "removed", "down", ""),
+		node("n6", "normal", "up", "n7"), node("n7", "normal", "down", ""),
+		node("n8", "joining", "joining", ""), node("n9", "leaving", "leaving", ""), node("n10", "rebuilding", "rebuilding", ""),
+		node("n11", "booting", "down", ""), node("n12", "retired", "up", ""),
+	}
+	members := []string{"n1", "n2", "n4", "n6", "n7", "n8", "n9", "n10", "n11", "n12"}
+	tests := []struct {
+		name   string
+		self   string
+		nodes  []*kurav1.NodeStatus
+		all    bool
+		header string
+		listed []string
+		// rows holds what a node's row must contain (its STATUS column and uptime, with
+		// the separators around them), and lacks what it must not.
+		rows, lacks map[string]string
+	}{
+		{
+			name: "members only", self: "n1", nodes: lived,
+			header: "as seen by n1 (at addr): 10 nodes, 7 up\n", listed: members,
+			rows: map[string]string{"n1": " normal ", "n4": " normal ", "n6": " normal (replacing n7) ", "n8": " joining ",
+				"n9": " leaving ", "n10": " rebuilding ", "n11": " booting ", "n12": " retired "},
+			lacks: map[string]string{"n4": "replacing"},
+		},
+		{
+			name: "--all", self: "n1", nodes: lived, all: true,
+			header: "as seen by n1 (at addr): 10 nodes, 7 up; also 2 nodes that left or were removed\n",
+			listed: append([]string{"n3", "n5"}, members...),
+			rows:   map[string]string{"n3": " left ", "n5": " removed ", "n6": " normal (replacing n7) ", "n1": " 1m30s "},
+			lacks:  map[string]string{"n3": "1m30s", "n5": "1m30s", "n4": "replacing"},
+		},
+		{
+			name: "a replacement under way", self: "n1", nodes: []*kurav1.NodeStatus{node("n1", "normal", "up", ""),
+				node("n4", "joining", "joining", "n5"), node("n5", "normal", "down", "")},
+			header: "as seen by n1 (at addr): 3 nodes, 2 up\n", listed: []string{"n1", "n4", "n5"},
+			rows: map[string]string{"n4": " joining (replacing n5) "},
+		},
+		{
+			name: "asked of a node that left", self: "n3", nodes: lived[:3],
+			header: "as seen by n3 (at addr): 2 nodes, 1 up\nWARNING: n3 itself is left: it is no longer a member of the cluster",
+			listed: []string{"n1", "n2"},
+		},
+		{
+			name: "one departed node under --all", self: "n1", nodes: lived[:3], all: true,
+			header: "as seen by n1 (at addr): 2 nodes, 1 up; also 1 node that left or was removed\n",
+			listed: []string{"n1", "n2", "n3"},
+		},
+	}
+	for _, tt := range tests {
+		var out strings.Builder
+		if err := printStatus(&out, &kurav1.ClusterStatusResponse{Self: tt.self, Nodes: tt.nodes}, "addr", tt.all, now); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if !strings.HasPrefix(out.String(), tt.header) {
+			t.Errorf("%s: kura status starts %q, want %q", tt.name, out.String(), tt.header)
+		}
+		rows := map[string]string{}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "n") && len(f) > 2 && f[1] == "dc1" {
+				rows[f[0]] = line
+			}
+		}
+		var listed []string
+		for id := range rows {
+			listed = append(listed, id)
+		}
+		slices.Sort(listed)
+		want := slices.Sorted(slices.Values(tt.listed))
+		if !slices.Equal(listed, want) {
+			t.Errorf("%s: kura status lists %v, want %v:\n%s", tt.name, listed, want, out.String())
+		}
+		for id, s := range tt.rows {
+			if !strings.Contains(rows[id], s) {
+				t.Errorf("%s: %s's row is %q, want it to contain %q", tt.name, id, rows[id], s)
+			}
+		}
+		for id, s := range tt.lacks {
+			if strings.Contains(rows[id], s) {
+				t.Errorf("%s: %s's row is %q, want no %q", tt.name, id, rows[id], s)
+			}
+		}
 	}
 }

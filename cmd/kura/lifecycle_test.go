@@ -163,10 +163,10 @@ func crashNodes(nodes ...*lcNode) []*crashNode {
 // statusRow is one node's row of `kura status`.
 type statusRow struct{ status, state string }
 
-// kuraStatus runs `kura status --addr addr` and returns its table's rows by node id, and
-// the whole output.
-func kuraStatus(addr string) (map[string]statusRow, string, error) {
-	code, out, errOut := kura("status", "--addr", addr, "--timeout", "3s")
+// kuraStatus runs `kura status --addr addr`, with extra flags (--all) if given, and
+// returns its table's rows by node id, and the whole output.
+func kuraStatus(addr string, extra ...string) (map[string]statusRow, string, error) {
+	code, out, errOut := kura(append([]string{"status", "--addr", addr, "--timeout", "3s"}, extra...)...)
 	if code != 0 {
 		return nil, out + errOut, fmt.Errorf("kura status --addr %s: exit %d: %s", addr, code, strings.TrimSpace(errOut))
 	}
@@ -574,8 +574,13 @@ func TestRemoveAbortsDeadJoiner(t *testing.T) {
 
 	out = kuraOK(t, "node", "remove", "n4", "--addr", n1.client, "--timeout", "60s")
 	t.Logf("kura node remove n4: %s", strings.TrimSpace(out))
+	// kura status lists members only (issue 43, item 8): n4 drops out of it once removed,
+	// and --all shows it so.
+	waitViews(t, "n4 removed", 30*time.Second, []*lcNode{n1, n2, n3}, allNormalUp(n1, n2, n3))
 	removed := map[string]string{"n1": "normal up", "n2": "normal up", "n3": "normal up", "n4": "removed down"}
-	waitViews(t, "n4 removed", 30*time.Second, []*lcNode{n1, n2, n3}, removed)
+	if rows, out, err := kuraStatus(n1.client, "--all"); err != nil || viewMismatch(rows, removed) != "" {
+		t.Fatalf("kura status --all on n1 after n4's removal: %v %s\n%s", err, viewMismatch(rows, removed), out)
+	}
 
 	start := time.Now()
 	code, out, errOut = kura("node", "decommission", "--addr", n2.client, "--timeout", "60s")

@@ -31,7 +31,7 @@ var commands = map[string]command{
 	"cas":       {"compare-and-set a key, atomically: cas KEY [VALUE] --if-absent|--if-present|--if-equals OLD [--delete]", runCas},
 	"scan":      {"list keys in order: scan [--start K] [--end K] [--limit N] [--values] [--hex]", runScan},
 	"keyspace":  {"manage keyspaces: keyspace create|list|describe|truncate|drop", runKeyspace},
-	"status":    {"show every node as one node sees it: state, load, ownership, uptime", runStatus},
+	"status":    {"show the cluster's members as one node sees them: state, load, ownership, uptime (--all: departed nodes too)", runStatus},
 	"ring":      {"show every node's tokens and ownership, of a keyspace too: ring [--keyspace KS]", runRing},
 	"info":      {"show one node: version, uptime, storage, hints, clock, gossip", runInfo},
 	"version":   {"print this binary's version", runVersion},

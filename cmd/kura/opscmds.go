@@ -18,16 +18,20 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/version"
 )
 
 // opsTimeout is how long status, ring and info wait for the node: they only read its state.
 const opsTimeout = 10 * time.Second
 
-// runStatus is `kura status`: every node the named node knows, as it sees them.
+// runStatus is `kura status`: the members of the cluster (nodes on the ring, or moving
+// onto or off it), as the named node sees them; --all adds the nodes that left or were
+// removed.
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	nf := addNodeFlags(fs, opsTimeout)
+	all := fs.Bool("all", false, "also list the nodes that left the cluster or were removed from it")
 	st, err := askNode(fs, nf, args, "status takes no arguments, only flags", stdout,
 		func(ctx context.Context, admin kurav1.AdminClient) (*kurav1.ClusterStatusResponse, error) {
 			return admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
@@ -35,19 +39,67 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if st == nil || err != nil {
 		return err
 	}
-	now := time.Now()
-	up := 0
+	if err := printStatus(stdout, st, *nf.addr, *all, time.Now()); err != nil {
+		return err
+	}
+	printMembership(stdout, st.GetSelf(), st.GetMembership())
+	printClock(stdout, st.GetSelf(), st.GetClock())
+	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
+		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %s records, %s (%s across DCs)\n", st.GetSelf(),
+			p.GetRangesDone(), p.GetRangesTotal(), formatCount(p.GetRecords()), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
+	}
+	return nil
+}
+
+// printStatus prints kura status's header and node table from the answer of the node at
+// addr. A node's directory keeps every node that ever left or was removed, for good (a
+// removed node must stay removed until it comes back with a newer generation), so those
+// are neither counted nor listed unless all is set, and then without an uptime.
+func printStatus(w io.Writer, st *kurav1.ClusterStatusResponse, addr string, all bool, now time.Time) error {
+	var members, up, gone int
+	listed := map[string]bool{} // the members, by id: whom a "(replacing ...)" may name
+	var selfGone *kurav1.NodeStatus
 	for _, n := range st.GetNodes() {
+		if departed(n) {
+			gone++
+			if n.GetId() == st.GetSelf() {
+				selfGone = n
+			}
+			continue
+		}
+		members++
+		listed[n.GetId()] = true
 		if n.GetAlive() {
 			up++
 		}
 	}
-	fmt.Fprintf(stdout, "as seen by %s (at %s): %s, %d up\n", st.GetSelf(), *nf.addr, plural(len(st.GetNodes()), "node"), up)
-	tw := newTable(stdout)
+	fmt.Fprintf(w, "as seen by %s (at %s): %s, %d up", st.GetSelf(), addr, plural(members, "node"), up)
+	switch {
+	case !all || gone == 0:
+	case gone == 1:
+		fmt.Fprint(w, "; also 1 node that left or was removed")
+	default:
+		fmt.Fprintf(w, "; also %d nodes that left or were removed", gone)
+	}
+	fmt.Fprintln(w)
+	if selfGone != nil {
+		// Asked of a node that is no member any more, the table does not list the node
+		// that answers: say why, rather than leave the operator looking for it.
+		fmt.Fprintf(w, "WARNING: %s itself is %s: it is no longer a member of the cluster and refuses client requests; ask a member.\n",
+			selfGone.GetId(), selfGone.GetStatus())
+	}
+	tw := newTable(w)
 	fmt.Fprintln(tw, "NODE\tDC\tSTATUS\tSTATE\tLOAD\tKEYS\tOWNS\tUPTIME\tCLOCK\tCLIENT")
 	for _, n := range st.GetNodes() {
+		gone := departed(n)
+		if gone && !all {
+			continue
+		}
 		status := n.GetStatus()
-		if r := n.GetReplaces(); r != "" {
+		// A replacement names the node it replaces for good (its gossip and the ring keep
+		// it); the marker says a replacement is under way, so it lasts only while the
+		// replaced node is still a member, which it stops being once it is removed.
+		if r := n.GetReplaces(); r != "" && listed[r] {
 			status += " (replacing " + r + ")"
 		}
 		state := n.GetState()
@@ -62,17 +114,25 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 		if n.GetClockMeasured() {
 			clock = fmt.Sprintf("%+dms", n.GetClockOffsetMs())
 		}
+		// The server sends no start time for a departed node; an older one did, from
+		// gossip that outlives the process.
+		uptime := "-"
+		if !gone {
+			uptime = formatUptime(n.GetStartedAtUnixMs(), now)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\n", n.GetId(), n.GetDc(), status, state, load, keys,
-			100*n.GetOwnership(), formatUptime(n.GetStartedAtUnixMs(), now), clock, n.GetClientAddr())
+			100*n.GetOwnership(), uptime, clock, n.GetClientAddr())
 	}
-	tw.Flush()
-	printMembership(stdout, st.GetSelf(), st.GetMembership())
-	printClock(stdout, st.GetSelf(), st.GetClock())
-	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
-		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %s records, %s (%s across DCs)\n", st.GetSelf(),
-			p.GetRangesDone(), p.GetRangesTotal(), formatCount(p.GetRecords()), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
-	}
-	return nil
+	return tw.Flush()
+}
+
+// departed reports whether a node left the cluster (decommissioned) or was removed from
+// it: it is off the ring and no member any more, unlike a booting, joining or leaving
+// node, which is moving onto or off it. A status this binary cannot read (a newer
+// server's) is no reason to hide a node.
+func departed(n *kurav1.NodeStatus) bool {
+	s, err := cluster.ParseStatus(n.GetStatus())
+	return err == nil && (s == cluster.StatusLeft || s == cluster.StatusRemoved)
 }
 
 // runRing is `kura ring`: every node's tokens and share of the ring, and of a keyspace.

@@ -1,0 +1,57 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+)
+
+// TestClusterStatusReportsNoUptimeForDepartedOrDownNodes: gossip keeps a node's
+// started_at after its process stopped, or after it left the ring, and ClusterStatus
+// reported it, so kura status counted the uptime of a decommissioned node for ever
+// (issue 43, item 8). A node that left, was removed or is down has no start time; the
+// members that are up, and the answering node, keep theirs.
+func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
+	a := startNode(t, "a", "dc1")
+	b := startJoiner(t, "b", "", a.Addr())
+	c := startJoiner(t, "c", "", a.Addr())
+	waitAllNormal(t, 3, a, b, c)
+	admin := adminOf(t, a)
+	ctx := context.Background()
+	startedAt := func() map[string]*kurav1.NodeStatus {
+		t.Helper()
+		st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]*kurav1.NodeStatus{}
+		for _, n := range st.GetNodes() {
+			byID[n.GetId()] = n
+		}
+		return byID
+	}
+	// started_at travels with the first gossip of each node, before it is normal.
+	for id, n := range startedAt() {
+		if n.GetStartedAtUnixMs() <= 0 {
+			t.Errorf("%s is %s and up, with no start time", id, n.GetStatus())
+		}
+	}
+
+	if _, err := b.Decommission(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// b's process still runs and gossips: only its status says it is no member.
+	waitUntil(t, "a sees b left", func() bool { n, ok := a.View().Node("b"); return ok && n.Status == cluster.StatusLeft })
+	c.Close()
+	waitUntil(t, "a sees c down", func() bool { return a.View().State("c") == cluster.StateDown })
+	nodes := startedAt()
+	for id, want := range map[string]bool{"a": true, "b": false, "c": false} {
+		n := nodes[id]
+		if got := n.GetStartedAtUnixMs() > 0; got != want {
+			t.Errorf("%s (%s, %s) reports a start time %v, want one: %v", id, n.GetStatus(), n.GetState(), time.UnixMilli(n.GetStartedAtUnixMs()), want)
+		}
+	}
+}
