@@ -522,9 +522,14 @@ func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
 		return MoveStats{}, err
 	}
 	start := time.Now()
+	ctx, stop := n.whileDown(ctx, id)
+	defer stop()
 	n.gossip.markRemoving(dead, true)
 	st, err := n.streamGains(ctx, id, true)
 	n.gossip.markRemoving(dead, false)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
 	if err != nil {
 		return st, fmt.Errorf("removal of %s aborted, it stays on the ring: %w", id, err)
 	}
@@ -534,6 +539,22 @@ func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
 }
 
 var errBadMove = errors.New("invalid ring change")
+
+// whileDown returns a context that ends, with the reason as its cause, if node id comes
+// back up: a removal streams from the other replicas only while the node is dead, and
+// one that came back is a member again (its newer generation outranks the removal).
+func (n *Node) whileDown(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		for sleepCtx(ctx, n.gossip.interval()) {
+			if n.directory.State(id).Reachable() {
+				cancel(fmt.Errorf("%w: node %s is up again; decommission it instead", errBadMove, id))
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
 
 // checkNoMoves refuses a ring change while another is in progress, but for one of the
 // node being removed (its own join or decommission, which the removal ends). A move whose
