@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/stream"
 	"github.com/kuradb/kura/transport"
 )
@@ -120,7 +120,7 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 		}
 		n.setStatus(cluster.StatusJoining, tokens)
 		normal, err := n.gainThenNormal(ctx, "joined", n.cfg.Replace)
-		if errors.Is(err, errOverlap) {
+		if errors.Is(err, ringchange.ErrOverlap) {
 			n.log.Warn("another node started a ring change at the same time: this join waits for it, then starts again", "err", err)
 			n.setStatus(cluster.StatusBooting, tokens)
 			yielded = true
@@ -221,7 +221,7 @@ func (n *Node) startRebuild(prior cluster.RingEntry) {
 // every coordinator has learned its status (it serves no reads, and takes writes), pulls
 // every range it gains (all it holds, when rebuilding), never from exclude, and logs what
 // it streamed as done. It reports whether the node is normal.
-// A joining node yields to a move that overlaps its own (errOverlap): it goes back to
+// A joining node yields to a move that overlaps its own (ringchange.ErrOverlap): it goes back to
 // booting, waits for the other move, and joins again.
 func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) (normal bool, err error) {
 	self := n.directory.Self()
@@ -233,7 +233,7 @@ func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) (normal
 		if self.Status != cluster.StatusJoining || n.checkNoMoves(self.ID) == nil {
 			break
 		}
-		if err := n.checkOverlap(self.ID); err != nil {
+		if err := ringchange.Overlap(n.directory, self.ID, n.cfg.ID); err != nil {
 			return false, err
 		}
 		// This join goes first: the others yield. Once they have, the ranges it gains
@@ -255,36 +255,12 @@ func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) (normal
 	return true, nil
 }
 
-// errOverlap: two ring changes were announced at the same time.
-var errOverlap = errors.New("overlapping ring change")
-
-// checkOverlap, run a ring delay after a move of node moving was announced (when every
-// node has learned it), refuses the move if another node's move overlaps it and wins:
-// two movers that announced themselves at the same time each see the other, and the one
-// with the smaller id goes on while the other yields, so one of them always proceeds.
-func (n *Node) checkOverlap(moving string) error {
-	for _, other := range n.directory.Nodes() {
-		if other.ID == moving || other.ID == n.cfg.ID && moving != n.cfg.ID {
-			continue
-		}
-		if (other.Status == cluster.StatusJoining || other.Status == cluster.StatusLeaving) && other.ID < moving {
-			return fmt.Errorf("%w: node %s is %s too, and goes first", errOverlap, other.ID, other.Status)
-		}
-	}
-	return nil
-}
-
 // awaitTurn spaces out joiners that yielded together, so that they do not announce
 // themselves at once again: each waits two gossip rounds for every booting node of a
 // smaller id, then until no move is in progress. It reports false when ctx ends first.
 func (n *Node) awaitTurn(ctx context.Context) bool {
 	for {
-		ahead := 0
-		for _, other := range n.directory.Nodes() {
-			if other.ID < n.cfg.ID && other.Status == cluster.StatusBooting && n.directory.State(other.ID).Reachable() {
-				ahead++
-			}
-		}
+		ahead := ringchange.Ahead(n.directory, n.cfg.ID)
 		if ahead > 0 && !sleepCtx(ctx, time.Duration(2*ahead)*n.gossip.interval()) {
 			return false
 		}
@@ -386,19 +362,10 @@ func (n *Node) pullRing(ctx context.Context, from cluster.Node) (self cluster.Ri
 	return self, known, nil
 }
 
-// lostData reports whether a ring entry for this node, held by another member, shows
-// that this node owned ranges in an earlier life: a node that starts with an empty data
-// dir then lost its data and must rebuild it, not serve reads from nothing. Generation 0
-// is an entry no incarnation of the node ever gossiped (a topology file's). An entry of
-// this life's generation is what the member learned from this very node: the first node
-// of a new cluster, asked by the nodes that joined it, is normal there; a node back with
-// an empty disk is rebuilding there, since the member held it on the ring before
-// (gossip.onChange).
+// lostData reports whether another member's ring entry for this node shows that it
+// owned ranges in an earlier life (ringchange.LostData).
 func (n *Node) lostData(self cluster.RingEntry) bool {
-	if self.Generation == 0 || !self.Status.OnRing() {
-		return false
-	}
-	return self.Generation < n.gossip.generation() || self.Status == cluster.StatusRebuilding
+	return ringchange.LostData(self, n.gossip.generation())
 }
 
 // handleRingPull answers pullRing.
@@ -496,30 +463,15 @@ func (n *Node) Decommission(ctx context.Context) (MoveStats, error) {
 // were counted on top of the level's, so the owners hold them). A dead node that was
 // leaving is removed as a normal one is, its ranges streamed from the other replicas.
 func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
-	dead, ok := n.directory.Node(id)
-	joining := dead.Status == cluster.StatusJoining || dead.Status == cluster.StatusBooting
-	switch {
-	case id == n.cfg.ID:
-		return MoveStats{}, fmt.Errorf("%w: a node cannot remove itself; decommission it", errBadMove)
-	case !ok:
-		return MoveStats{}, fmt.Errorf("%w: node %s is not in the cluster", errBadMove, id)
-	case !dead.Status.OnRing() && !joining:
-		return MoveStats{}, fmt.Errorf("%w: node %s is %s, not on the ring", errBadMove, id, dead.Status)
-	case n.directory.State(id).Reachable() && joining:
-		return MoveStats{}, fmt.Errorf("%w: node %s is up and joining; let it finish, or stop it and run node remove again to abort its join", errBadMove, id)
-	case n.directory.State(id).Reachable():
-		return MoveStats{}, fmt.Errorf("%w: node %s is up; decommission it instead", errBadMove, id)
+	how, err := ringchange.Removal(n.directory, n.cfg.ID, id)
+	if err != nil {
+		return MoveStats{}, err
 	}
-	if joining {
-		// It moves no data, so it may overlap another move, and the other move may be
-		// waiting for it (a join that goes first waits for the joiners it overlapped to
-		// yield, and a dead one never will).
+	dead, _ := n.directory.Node(id)
+	if how == ringchange.Abort {
 		n.log.Warn("aborting the join of a dead node: it owned no ranges yet", "node", id)
 		n.gossip.markRemoved(dead)
 		return MoveStats{}, nil
-	}
-	if err := n.checkNoMoves(id); err != nil {
-		return MoveStats{}, err
 	}
 	start := time.Now()
 	ctx, stop := n.whileDown(ctx, id)
@@ -538,7 +490,8 @@ func (n *Node) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
 	return st, nil
 }
 
-var errBadMove = errors.New("invalid ring change")
+// errBadMove: a ring change refused (ringchange.ErrBadMove).
+var errBadMove = ringchange.ErrBadMove
 
 // whileDown returns a context that ends, with the reason as its cause, if node id comes
 // back up: a removal streams from the other replicas only while the node is dead, and
@@ -556,21 +509,10 @@ func (n *Node) whileDown(ctx context.Context, id string) (context.Context, conte
 	return ctx, func() { cancel(nil) }
 }
 
-// checkNoMoves refuses a ring change while another is in progress, but for one of the
-// node being removed (its own join or decommission, which the removal ends). A move whose
-// node is down will not complete by itself: the error says how to end it.
-func (n *Node) checkNoMoves(removing ...string) error {
-	for _, other := range n.directory.Nodes() {
-		if other.Status != cluster.StatusJoining && other.Status != cluster.StatusLeaving || slices.Contains(removing, other.ID) {
-			continue
-		}
-		if !n.directory.State(other.ID).Reachable() && other.ID != n.cfg.ID {
-			return fmt.Errorf("%w: node %s is %s and down, so its move cannot complete: start it again, or end the move with kura node remove %s",
-				errBadMove, other.ID, other.Status, other.ID)
-		}
-		return fmt.Errorf("%w: node %s is %s; wait until it completes", errBadMove, other.ID, other.Status)
-	}
-	return nil
+// checkNoMoves refuses a ring change while another is in progress, but for those of the
+// nodes named (ringchange.NoMoves).
+func (n *Node) checkNoMoves(except ...string) error {
+	return ringchange.NoMoves(n.directory, except...)
 }
 
 // streamGains waits for the cluster to learn that moving is leaving, then asks every node
@@ -581,7 +523,7 @@ func (n *Node) streamGains(ctx context.Context, moving string, exclude bool) (Mo
 	}
 	if err := n.checkNoMoves(moving); err != nil {
 		// Another move was announced at the same time: the operator's move gives way.
-		return MoveStats{}, fmt.Errorf("%w: %w; run it again once that one completes", errOverlap, err)
+		return MoveStats{}, fmt.Errorf("%w: %w; run it again once that one completes", ringchange.ErrOverlap, err)
 	}
 	gainers := map[string]bool{}
 	for _, ks := range n.catalog.List() {

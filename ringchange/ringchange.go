@@ -1,0 +1,148 @@
+// Package ringchange holds the rules of the ring's changes, with no I/O: which change may
+// start while others are in progress, which of two changes announced at once goes on,
+// whether a node may be removed, and whether a node that starts with an empty data dir
+// lost the data of an earlier life. Each rule reads the directory's entries and the
+// liveness gossip gives them (a View), so that the node applies them and tests state
+// them as tables; the node runtime (package node) does the waiting and the streaming.
+//
+// The rules are Cassandra's consistent range movement, made to heal by themselves: one
+// range movement at a time; a movement whose node died blocks the others until an
+// operator ends it (kura node remove), and the refusal says so; two movements that
+// could not see each other when they were announced resolve by id.
+package ringchange
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kuradb/kura/cluster"
+)
+
+// View is what the rules read: every node the directory holds, and whether gossip holds
+// each reachable. cluster.View is one.
+type View interface {
+	Nodes() []cluster.Node
+	State(id string) cluster.State
+}
+
+// Sentinel errors.
+var (
+	// ErrBadMove: the change cannot start (or go on) now; the error says why and what to
+	// do.
+	ErrBadMove = errors.New("invalid ring change")
+	// ErrOverlap: another change was announced at the same time, and goes first.
+	ErrOverlap = errors.New("overlapping ring change")
+)
+
+// moving reports whether a node's status is a range movement in progress.
+func moving(s cluster.Status) bool { return s == cluster.StatusJoining || s == cluster.StatusLeaving }
+
+// NoMoves refuses a ring change while another node joins or leaves, but for the nodes
+// named in except (the one making the change, or the one being removed: its own move is
+// the one that ends). A move whose node is down will not complete by itself, and the
+// error says how to end it.
+func NoMoves(v View, except ...string) error {
+	for _, other := range v.Nodes() {
+		if !moving(other.Status) || slices.Contains(except, other.ID) {
+			continue
+		}
+		if !v.State(other.ID).Reachable() {
+			return fmt.Errorf("%w: node %s is %s and down, so its move cannot complete: start it again, or end the move with kura node remove %s",
+				ErrBadMove, other.ID, other.Status, other.ID)
+		}
+		return fmt.Errorf("%w: node %s is %s; wait until it completes", ErrBadMove, other.ID, other.Status)
+	}
+	return nil
+}
+
+// Overlap decides between changes announced at the same time. Run a ring delay after the
+// move of node mover was announced, when every node has learned it, by self (the mover
+// itself, or the node running a removal): it refuses the move if another node moves
+// too and has the smaller id. Two movers that announced themselves in one ring delay
+// each see the other then, so exactly one goes on.
+func Overlap(v View, mover, self string) error {
+	for _, other := range v.Nodes() {
+		if other.ID == mover || other.ID == self && mover != self {
+			continue
+		}
+		if moving(other.Status) && other.ID < mover {
+			return fmt.Errorf("%w: node %s is %s too, and goes first", ErrOverlap, other.ID, other.Status)
+		}
+	}
+	return nil
+}
+
+// Ahead counts the reachable booting nodes with an id smaller than self's: the joiners
+// that yielded with self and take their turn before it.
+func Ahead(v View, self string) int {
+	ahead := 0
+	for _, other := range v.Nodes() {
+		if other.ID < self && other.Status == cluster.StatusBooting && v.State(other.ID).Reachable() {
+			ahead++
+		}
+	}
+	return ahead
+}
+
+// Removal says how node id may be removed by self: Abort for a dead joiner (it owned
+// nothing yet: its join is ended, nothing streams), Stream for a dead node on the ring
+// (its ranges stream from the other replicas first), or an error naming why not.
+func Removal(v View, self, id string) (Kind, error) {
+	var dead cluster.Node
+	found := false
+	for _, n := range v.Nodes() {
+		if n.ID == id {
+			dead, found = n, true
+		}
+	}
+	joining := dead.Status == cluster.StatusJoining || dead.Status == cluster.StatusBooting
+	up := v.State(id).Reachable()
+	switch {
+	case id == self:
+		return 0, fmt.Errorf("%w: a node cannot remove itself; decommission it", ErrBadMove)
+	case !found:
+		return 0, fmt.Errorf("%w: node %s is not in the cluster", ErrBadMove, id)
+	case !dead.Status.OnRing() && !joining:
+		return 0, fmt.Errorf("%w: node %s is %s, not on the ring", ErrBadMove, id, dead.Status)
+	case up && joining:
+		return 0, fmt.Errorf("%w: node %s is up and joining; let it finish, or stop it and run node remove again to abort its join", ErrBadMove, id)
+	case up:
+		return 0, fmt.Errorf("%w: node %s is up; decommission it instead", ErrBadMove, id)
+	case joining:
+		// It moves no data, so it may overlap another move, and the other move may be
+		// waiting for it (a join that goes first waits for the joiners it overlapped to
+		// yield, and a dead one never will).
+		return Abort, nil
+	}
+	if err := NoMoves(v, id); err != nil {
+		return 0, err
+	}
+	return Stream, nil
+}
+
+// Kind is how a removal goes.
+type Kind int
+
+// The kinds of removal.
+const (
+	// Abort ends a dead joiner's join: it is removed at once.
+	Abort Kind = iota + 1
+	// Stream removes a dead node on the ring once its ranges have streamed.
+	Stream
+)
+
+// LostData reports whether a ring entry for a node, held by another member, shows that
+// the node owned ranges in an earlier life: a node that starts with an empty data dir
+// then lost its data and must rebuild it, not serve reads from nothing. generation is
+// the node's own in this life. Generation 0 is an entry no incarnation of the node ever
+// gossiped (a topology file's). An entry of this life's generation is what the member
+// learned from the node itself: the first node of a new cluster, asked by the nodes that
+// joined it, is normal there; a node back with an empty disk is rebuilding there, since
+// the member held it on the ring before.
+func LostData(entry cluster.RingEntry, generation uint64) bool {
+	if entry.Generation == 0 || !entry.Status.OnRing() {
+		return false
+	}
+	return entry.Generation < generation || entry.Status == cluster.StatusRebuilding
+}

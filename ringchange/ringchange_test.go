@@ -1,0 +1,161 @@
+package ringchange
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kuradb/kura/cluster"
+)
+
+// view is a directory in a table: each node's ring status, and which are up.
+type view struct {
+	nodes []cluster.Node
+	up    map[string]bool
+}
+
+func (v view) Nodes() []cluster.Node { return v.nodes }
+func (v view) State(id string) cluster.State {
+	if v.up[id] {
+		return cluster.StateUp
+	}
+	return cluster.StateDown
+}
+
+// ring builds a view from "id:status" entries; the ids in up are reachable.
+func ring(up []string, entries ...string) view {
+	v := view{up: map[string]bool{}}
+	for _, id := range up {
+		v.up[id] = true
+	}
+	for _, e := range entries {
+		id, status, _ := strings.Cut(e, ":")
+		st, err := cluster.ParseStatus(status)
+		if err != nil {
+			panic(err)
+		}
+		v.nodes = append(v.nodes, cluster.Node{ID: id, Status: st})
+	}
+	return v
+}
+
+func TestNoMoves(t *testing.T) {
+	tests := []struct {
+		name   string
+		v      view
+		except []string
+		want   string // the error's text, "" for none
+	}{
+		{"all normal", ring([]string{"a", "b"}, "a:normal", "b:normal"), nil, ""},
+		{"a joiner up: wait", ring([]string{"a", "b"}, "a:normal", "b:joining"), nil,
+			"invalid ring change: node b is joining; wait until it completes"},
+		{"a dead leaver: the way out", ring([]string{"a"}, "a:normal", "b:leaving"), nil,
+			"invalid ring change: node b is leaving and down, so its move cannot complete: start it again, or end the move with kura node remove b"},
+		{"the node's own move does not count", ring([]string{"a", "b"}, "a:joining", "b:normal"), []string{"a"}, ""},
+		{"rebuilding and booting are no moves", ring([]string{"a", "b"}, "a:rebuilding", "b:booting"), nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := NoMoves(tt.v, tt.except...)
+			if got := errText(err); got != tt.want {
+				t.Errorf("NoMoves = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrBadMove) {
+				t.Errorf("%v is not ErrBadMove", err)
+			}
+		})
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	v := ring([]string{"n1", "n5", "n6"}, "n1:normal", "n5:joining", "n6:joining")
+	tests := []struct {
+		name, mover, self, want string
+	}{
+		{"the smaller id goes on", "n5", "n5", ""},
+		{"the larger id yields", "n6", "n6", "overlapping ring change: node n5 is joining too, and goes first"},
+		{"a removal run by n1 of n7 yields to both", "n7", "n1", "overlapping ring change: node n5 is joining too, and goes first"},
+		{"a removal run by n1 of n2 goes first", "n2", "n1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errText(Overlap(v, tt.mover, tt.self)); got != tt.want {
+				t.Errorf("Overlap(%s, %s) = %q, want %q", tt.mover, tt.self, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAhead(t *testing.T) {
+	v := ring([]string{"n2", "n3", "n5"}, "n1:normal", "n2:booting", "n3:booting", "n4:booting", "n5:booting")
+	// n4 is booting but down: nobody waits for it.
+	for self, want := range map[string]int{"n2": 0, "n3": 1, "n5": 2} {
+		if got := Ahead(v, self); got != want {
+			t.Errorf("Ahead(%s) = %d, want %d", self, got, want)
+		}
+	}
+}
+
+func TestRemoval(t *testing.T) {
+	tests := []struct {
+		name     string
+		v        view
+		self, id string
+		want     Kind
+		wantErr  string
+	}{
+		{"a dead normal node streams", ring([]string{"a"}, "a:normal", "b:normal"), "a", "b", Stream, ""},
+		{"a dead leaver streams", ring([]string{"a"}, "a:normal", "b:leaving"), "a", "b", Stream, ""},
+		{"a dead joiner is aborted, whatever else moves", ring([]string{"a", "c"}, "a:normal", "b:joining", "c:joining"), "a", "b", Abort, ""},
+		{"a live joiner is refused", ring([]string{"a", "b"}, "a:normal", "b:joining"), "a", "b", 0,
+			"invalid ring change: node b is up and joining; let it finish, or stop it and run node remove again to abort its join"},
+		{"a live node is refused", ring([]string{"a", "b"}, "a:normal", "b:normal"), "a", "b", 0,
+			"invalid ring change: node b is up; decommission it instead"},
+		{"itself", ring([]string{"a"}, "a:normal"), "a", "a", 0, "invalid ring change: a node cannot remove itself; decommission it"},
+		{"unknown", ring([]string{"a"}, "a:normal"), "a", "z", 0, "invalid ring change: node z is not in the cluster"},
+		{"already removed", ring([]string{"a"}, "a:normal", "b:removed"), "a", "b", 0, "invalid ring change: node b is removed, not on the ring"},
+		{"a dead node while another joins: wait", ring([]string{"a", "c"}, "a:normal", "b:normal", "c:joining"), "a", "b", 0,
+			"invalid ring change: node c is joining; wait until it completes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Removal(tt.v, tt.self, tt.id)
+			if got != tt.want || errText(err) != tt.wantErr {
+				t.Errorf("Removal = %v, %q; want %v, %q", got, errText(err), tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestLostData(t *testing.T) {
+	const now = 100
+	tests := []struct {
+		name  string
+		entry cluster.RingEntry
+		want  bool
+	}{
+		{"an earlier life on the ring", entry(cluster.StatusNormal, 50), true},
+		{"this life, normal: the first node of a new cluster", entry(cluster.StatusNormal, now), false},
+		{"this life, held rebuilding: a member saw it come back empty", entry(cluster.StatusRebuilding, now), true},
+		{"never gossiped (a topology file's)", entry(cluster.StatusNormal, 0), false},
+		{"an earlier life that left", entry(cluster.StatusLeft, 50), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LostData(tt.entry, now); got != tt.want {
+				t.Errorf("LostData = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func entry(status cluster.Status, generation uint64) cluster.RingEntry {
+	return cluster.RingEntry{Node: cluster.Node{ID: "a", Status: status, Generation: generation}}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
