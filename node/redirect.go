@@ -34,7 +34,7 @@ func (n *Node) redirectLeft(ctx context.Context, req any, _ *grpc.UnaryServerInf
 	if len(targets) == 0 {
 		return reply, err
 	}
-	detailed, derr := status.New(codes.Unavailable, err.Error()).WithDetails(&kurav1.Redirect{NodeId: n.cfg.ID, Reason: left.Status.String(), Targets: targets})
+	detailed, derr := status.New(codes.Unavailable, status.Convert(err).Message()).WithDetails(&kurav1.Redirect{NodeId: n.cfg.ID, Reason: left.Status.String(), Targets: targets})
 	if derr != nil {
 		return reply, err // a Redirect always marshals
 	}
