@@ -20,16 +20,26 @@ var errFaultsDisabled = status.Error(codes.FailedPrecondition,
 	"fault injection is disabled on this node; start it with --enable-faults (test clusters only)")
 
 func (s *apiServer) SetFaults(_ context.Context, req *kurav1.Faults) (*kurav1.Faults, error) {
-	injector := s.node.faults
-	if injector == nil {
+	if s.node.faults == nil {
 		return nil, errFaultsDisabled
 	}
-	spec := faults.FromProto(req)
-	if err := injector.Set(spec); err != nil {
+	if err := s.node.SetFaults(faults.FromProto(req)); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	s.node.log.Warn("injected faults", "faults", spec.String())
-	return injector.Spec().Proto(), nil
+	return s.node.faults.Spec().Proto(), nil
+}
+
+// SetFaults replaces the faults injected into this node (Config.EnableFaults), as kura
+// faults does through the admin API: for in-process callers, the simulator's clock skew.
+func (n *Node) SetFaults(spec faults.Spec) error {
+	if n.faults == nil {
+		return errFaultsDisabled
+	}
+	if err := n.faults.Set(spec); err != nil {
+		return err
+	}
+	n.log.Warn("injected faults", "faults", spec.String())
+	return nil
 }
 
 func (s *apiServer) GetFaults(context.Context, *kurav1.GetFaultsRequest) (*kurav1.Faults, error) {

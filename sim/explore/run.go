@@ -253,6 +253,13 @@ func (r *runner) do(st Step) {
 	case "mend":
 		c.Mend(st.Node, st.Target)
 		r.fault("cut "+st.Node+"->"+st.Target, "heal", false)
+	case "skew":
+		err = c.SetClockOffset(st.Node, st.Offset)
+		phase := "start"
+		if st.Offset == 0 {
+			phase = "heal"
+		}
+		r.fault("clock skew "+st.Node, phase, false)
 	}
 	if err != nil {
 		r.logf("%s: %v", st, err)
@@ -343,6 +350,8 @@ func (r *runner) heal() {
 			r.c.Heal(st.Node, st.Target)
 		case "cut":
 			r.c.Mend(st.Node, st.Target)
+		case "skew":
+			r.c.SetClockOffset(st.Node, 0) // a node not running has none
 		}
 	}
 	for _, id := range r.c.Nodes() {

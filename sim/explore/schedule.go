@@ -51,11 +51,13 @@ type Step struct {
 	// Do is one of: start (a new node, with Spec), stop (SIGTERM), kill (-9), restart
 	// (with the command it was last started with), wipe (its disk; it is down),
 	// decommission, remove (Node removes Target), partition and heal (DCs Node and
-	// Target), cut and mend (Node to Target, one way).
+	// Target), cut and mend (Node to Target, one way), skew (Node's clock by Offset;
+	// 0 ends it).
 	Do     string
 	Node   string
 	Target string
 	Spec   lifecycle.NodeSpec
+	Offset time.Duration
 }
 
 func (s Step) String() string {
@@ -75,6 +77,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("%v %s %s-%s", s.At, s.Do, s.Node, s.Target)
 	case "cut", "mend":
 		return fmt.Sprintf("%v %s %s->%s", s.At, s.Do, s.Node, s.Target)
+	case "skew":
+		return fmt.Sprintf("%v skew %s's clock by %v", s.At, s.Node, s.Offset)
 	}
 	return fmt.Sprintf("%v %s %s", s.At, s.Do, s.Node)
 }
@@ -251,7 +255,7 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 	at := time.Duration(p.rng.Int64N(int64(chaos*2/3))) + chaos/10
 	gap := func() time.Duration { return time.Duration(2+p.rng.IntN(20)) * time.Second }
 	hold := func(id string, until time.Duration) { p.busy[id] = max(p.busy[id], until) }
-	switch kind := p.rng.IntN(12); kind {
+	switch kind := p.rng.IntN(13); kind {
 	case 0, 1: // one or two joins into one DC
 		dc := p.dcs[p.rng.IntN(len(p.dcs))]
 		a := Action{Name: "join"}
@@ -338,6 +342,16 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 		j := (i + 1 + p.rng.IntN(len(p.dcs)-1)) % len(p.dcs)
 		d := gap()
 		return Action{Name: "DC partition", Steps: []Step{{At: at, Do: "partition", Node: p.dcs[i], Target: p.dcs[j]}, {At: at + d, Do: "heal", Node: p.dcs[i], Target: p.dcs[j]}}}, true
+	case 12: // a node's clock steps ahead or behind, within the guard's bound or past it
+		id, ok := p.pick(at, false)
+		if !ok {
+			return Action{}, false
+		}
+		offsets := []time.Duration{300 * time.Millisecond, -300 * time.Millisecond, 2 * time.Second, -2 * time.Second}
+		d := gap()
+		hold(id, at+d)
+		return Action{Name: "clock skew", Steps: []Step{{At: at, Do: "skew", Node: id, Offset: offsets[p.rng.IntN(len(offsets))]},
+			{At: at + d, Do: "skew", Node: id}}}, true
 	default: // a one-way cut between two nodes
 		members := p.members("")
 		if len(members) < 2 {

@@ -25,6 +25,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/faults"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/sim"
 	"github.com/kuradb/kura/sim/simnet"
@@ -162,8 +163,11 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
 		CompactionThroughput: -1,
 		DefaultReplication:   c.cfg.DefaultReplication,
-		Seed:                 seed,
-		Logger:               logger,
+		// Its clock is the bubble's, offset by SetClockOffset; the injector's other
+		// faults act on the TCP transport only, not on the simulated network.
+		EnableFaults: true,
+		Seed:         seed,
+		Logger:       logger,
 		Network: func(cfg transport.Config) (transport.Endpoint, error) {
 			var err error
 			ep, err = c.net.Listen(cfg)
@@ -289,6 +293,16 @@ func (c *Cluster) Wipe(id string) error {
 	}
 	n.fs = vfs.NewStrictMem()
 	return nil
+}
+
+// SetClockOffset sets a running node's wall clock offset from the bubble's (negative:
+// behind), as a machine's clock that steps would; 0 ends it. It lasts the process's life.
+func (c *Cluster) SetClockOffset(id string, offset time.Duration) error {
+	run, err := c.Running(id)
+	if err != nil {
+		return err
+	}
+	return run.SetFaults(faults.Spec{ClockOffset: offset})
 }
 
 // Cut loses every message from a to b (one way); Mend lets them through again.
