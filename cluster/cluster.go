@@ -461,6 +461,29 @@ func (d *Directory) Learn(e RingEntry) (bool, error) {
 	return true, nil
 }
 
+// LearnDeparture takes another member's word that a node left or was removed, where this
+// directory still holds it as a member in that generation or an older one: a node that
+// was down when the other left missed its last status, which gossip no longer carries
+// once the departed member is forgotten. It reports whether that changed anything.
+func (d *Directory) LearnDeparture(e RingEntry) (bool, error) {
+	if e.Status != StatusLeft && e.Status != StatusRemoved || e.ID == d.selfID {
+		return false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, ok := d.nodes[e.ID]
+	if !ok || n.Status == StatusLeft || n.Status == StatusRemoved || n.Generation > e.Generation {
+		return false, nil
+	}
+	n.Status, n.Generation = e.Status, e.Generation
+	if err := d.saveLocked(n); err != nil {
+		return false, err
+	}
+	d.nodes[e.ID] = n
+	d.changedLocked()
+	return true, nil
+}
+
 // Remove takes a node off the ring for good (kura node remove, or a replacement that
 // completed): it is removed at generation and every older one. It reports whether that
 // changed anything.

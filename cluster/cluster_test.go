@@ -83,3 +83,37 @@ func upsert(t *testing.T, d *Directory, n Node) bool {
 	}
 	return changed
 }
+
+// TestLearnDeparture: a member's word that a node left or was removed is taken where this
+// directory still holds that node as a member, in that generation or an older one, and
+// nowhere else.
+func TestLearnDeparture(t *testing.T) {
+	tests := []struct {
+		name string
+		held Node // this directory's entry; empty ID: none
+		told Node
+		want Status
+	}{
+		{"left, held leaving", Node{ID: "a", Status: StatusLeaving, Generation: 5}, Node{ID: "a", Status: StatusLeft, Generation: 5}, StatusLeft},
+		{"removed, held normal in an older life", Node{ID: "a", Status: StatusNormal, Generation: 4}, Node{ID: "a", Status: StatusRemoved, Generation: 5}, StatusRemoved},
+		{"left in an older life than the one held", Node{ID: "a", Status: StatusNormal, Generation: 6}, Node{ID: "a", Status: StatusLeft, Generation: 5}, StatusNormal},
+		{"not a departure", Node{ID: "a", Status: StatusLeaving, Generation: 5}, Node{ID: "a", Status: StatusNormal, Generation: 5}, StatusLeaving},
+		{"already removed stays removed", Node{ID: "a", Status: StatusRemoved, Generation: 5}, Node{ID: "a", Status: StatusLeft, Generation: 5}, StatusRemoved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDirectory(Node{ID: "self", DC: "x"})
+			upsert(t, d, tt.held)
+			if _, err := d.LearnDeparture(RingEntry{Node: tt.told}); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := d.Node("a"); got.Status != tt.want {
+				t.Errorf("status %v, want %v", got.Status, tt.want)
+			}
+		})
+	}
+	d := NewDirectory(Node{ID: "self", DC: "x"})
+	if changed, _ := d.LearnDeparture(RingEntry{Node: Node{ID: "z", Status: StatusLeft, Generation: 1}}); changed {
+		t.Error("a node never heard of was recorded: Learn adds those")
+	}
+}

@@ -66,6 +66,9 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 	self := n.directory.Self()
 	switch self.Status {
 	case cluster.StatusNormal:
+		if !fresh {
+			n.reconcileRing(ctx)
+		}
 		return
 	case cluster.StatusRebuilding:
 		n.gainThenNormal(ctx, "rebuilt", "")
@@ -358,8 +361,22 @@ func (n *Node) pullRing(ctx context.Context, from cluster.Node) (self cluster.Ri
 		if _, err := n.directory.Learn(e); err != nil {
 			return cluster.RingEntry{}, false, err
 		}
+		if learned, err := n.directory.LearnDeparture(e); err != nil {
+			return cluster.RingEntry{}, false, err
+		} else if learned {
+			n.log.Info("learned a departure missed while down", "node", e.ID, "status", e.Status, "from", from.ID)
+		}
 	}
 	return self, known, nil
+}
+
+// reconcileRing pulls, a ring delay after a restart, the ring of a member gossip finds
+// up: a node that was down while another left, was removed or joined learns it there,
+// since gossip may no longer carry a departed member's last status.
+func (n *Node) reconcileRing(ctx context.Context) {
+	if sleepCtx(ctx, n.ringDelay()) {
+		n.pullRingFromAMember(ctx)
+	}
 }
 
 // lostData reports whether another member's ring entry for this node shows that it
