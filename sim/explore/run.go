@@ -228,7 +228,12 @@ func (r *runner) do(st Step) {
 	case "stop":
 		err = c.Stop(st.Node)
 	case "kill":
-		err = c.Kill(st.Node)
+		if err = c.Kill(st.Node); err == nil && !r.plannedMember(st.Node) {
+			// Its disk is lost for good (it will be removed or replaced): as a wipe, a
+			// write only it acknowledged may be gone, and reads may miss it meanwhile.
+			r.fault(st.Node+" lost", "start", true)
+			r.wiped = append(r.wiped, st.Node+" lost")
+		}
 	case "restart":
 		var spec lifecycle.NodeSpec
 		if spec, err = c.Spec(st.Node); err == nil {
