@@ -233,6 +233,12 @@ func (n *Node) gainThenNormal(ctx context.Context, done, exclude string) (normal
 		if !sleepCtx(ctx, n.ringDelay()) {
 			return false, ctx.Err()
 		}
+		if self.Status == cluster.StatusJoining {
+			// The ring this node learned when it started may predate a departure that
+			// gossip no longer carries (it was learned from a member that was down
+			// then): its gains must not count on a holder that is gone.
+			n.pullRingsOfMembers(ctx)
+		}
 		if self.Status != cluster.StatusJoining || n.checkNoMoves(self.ID) == nil {
 			break
 		}
@@ -370,12 +376,36 @@ func (n *Node) pullRing(ctx context.Context, from cluster.Node) (self cluster.Ri
 	return self, known, nil
 }
 
-// reconcileRing pulls, a ring delay after a restart, the ring of a member gossip finds
-// up: a node that was down while another left, was removed or joined learns it there,
-// since gossip may no longer carry a departed member's last status.
+// reconcileRing pulls, a ring delay after a restart, the rings of a few members gossip
+// finds up: a node that was down while another left, was removed or joined learns it
+// there, since gossip may no longer carry a departed member's last status.
 func (n *Node) reconcileRing(ctx context.Context) {
 	if sleepCtx(ctx, n.ringDelay()) {
-		n.pullRingFromAMember(ctx)
+		n.pullRingsOfMembers(ctx)
+	}
+}
+
+// reconcileMembers is how many members' rings a node reconciles its own with: more than
+// one, since a member may itself have been down when a node departed (it learns it a
+// ring delay after its restart), few enough that a node's pull stays small at scale.
+const reconcileMembers = 3
+
+// pullRingsOfMembers pulls the rings of up to reconcileMembers members that are up,
+// taking from each the nodes and departures this node missed (pullRing).
+func (n *Node) pullRingsOfMembers(ctx context.Context) {
+	pulled := 0
+	for _, other := range n.directory.Nodes() {
+		if pulled == reconcileMembers || ctx.Err() != nil {
+			return
+		}
+		if other.ID == n.cfg.ID || !n.directory.State(other.ID).Reachable() {
+			continue
+		}
+		if _, _, err := n.pullRing(ctx, other); err != nil {
+			n.log.Debug("pull the ring", "peer", other.ID, "err", err)
+			continue
+		}
+		pulled++
 	}
 }
 
