@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -159,12 +160,10 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		cl, err := consistency.Parse(arg("cl"))
+		cl, keys, err := writes(arg)
 		if err != nil {
 			return "", err
 		}
-		var keys int
-		fmt.Sscan(arg("keys"), &keys)
 		acked, failed := 0, map[string]int{}
 		for i := range keys {
 			if err := s.write(ctx, run, arg("keyspace"), arg("prefix"), i, cl); err != nil {
@@ -177,7 +176,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 	case "load":
 		// A client writing one key every interval in the background, as the script goes
 		// on: writes through a node that stops fail, and are not acknowledged.
-		cl, err := consistency.Parse(arg("cl"))
+		cl, keys, err := writes(arg)
 		if err != nil {
 			return "", err
 		}
@@ -185,8 +184,6 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		var keys int
-		fmt.Sscan(arg("keys"), &keys)
 		ks, prefix := arg("keyspace"), arg("prefix")
 		s.loads.Add(1)
 		go func() {
@@ -290,6 +287,16 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// writes reads the level and the number of keys a put or a load names.
+func writes(arg func(string) string) (consistency.Level, int, error) {
+	cl, err := consistency.Parse(arg("cl"))
+	if err != nil {
+		return 0, 0, err
+	}
+	keys, err := strconv.Atoi(arg("keys"))
+	return cl, keys, err
 }
 
 // write puts key prefix-i through run's coordinator and, when acknowledged, remembers
