@@ -326,7 +326,7 @@ func takeover(m placement.Move, self cluster.Node, exclude string) []placement.M
 // global quorum alone may be met by other DCs' holders while this DC's are down; the
 // range then waits for them, rather than be served without what only they hold.
 func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclude string) (from []placement.Member, need, needHere int) {
-	others, here, othersHere := 0, 0, 0
+	others, here, othersHere, readableHere := 0, 0, 0, 0
 	var rebuilding []placement.Member
 	for _, h := range holders {
 		if h.DC == self.DC {
@@ -337,6 +337,9 @@ func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclud
 			continue
 		case h.State.Readable():
 			from = append(from, h)
+			if h.DC == self.DC {
+				readableHere++
+			}
 		case h.State == cluster.StateRebuilding:
 			rebuilding = append(rebuilding, h)
 		}
@@ -351,10 +354,18 @@ func (s *Streamer) sources(holders []placement.Member, self cluster.Node, exclud
 	need = min(len(holders)/2+1, others)
 	needHere = min(here/2+1, othersHere)
 	s.nearestFirst(from, self)
+	s.nearestFirst(rebuilding, self)
 	if len(from) < need && len(from)+len(rebuilding) >= need {
-		s.nearestFirst(rebuilding, self)
 		from = append(from, rebuilding...)
 		need = len(from)
+	} else if len(from) >= need && readableHere < needHere {
+		// This DC's other holders are rebuilding too (their disks lost with this one's):
+		// they serve what they took since, as in the global case.
+		for _, h := range rebuilding {
+			if h.DC == self.DC {
+				from = append(from, h)
+			}
+		}
 	}
 	return from, need, needHere
 }
