@@ -118,6 +118,11 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 		// One range movement at a time, as Cassandra's consistent range movement: a
 		// gainer streaming from a holder still receiving the range would miss what that
 		// holder has not received yet.
+		if n.directory.Self().Status == cluster.StatusJoining && n.checkNoMoves(n.cfg.ID) != nil {
+			// Restarted mid-join while another node joins: it waits as booting, or the
+			// other, which goes first by id, would wait for it to yield for ever.
+			n.setStatus(cluster.StatusBooting, tokens)
+		}
 		if !n.awaitNoMoves(ctx) || yielded && !n.awaitTurn(ctx) {
 			return
 		}
