@@ -503,7 +503,7 @@ func (r *runner) checkLiveness() {
 	}
 	r.mu.Unlock()
 	if ok, why := r.c.Converged(); !ok {
-		r.violate("convergence", "%v after healing and %v: %s", "views differ", r.s.Settle, why)
+		r.violate("convergence", "views differ after healing and %v: %s", r.s.Settle, why)
 	}
 	for _, id := range r.c.Nodes() {
 		run, err := r.c.Running(id)
