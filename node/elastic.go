@@ -90,9 +90,11 @@ func (n *Node) joinRing(ctx context.Context, fresh bool) {
 			}
 			dead, ok = n.directory.Node(n.cfg.Replace)
 		}
-		// A node first heard of is presumed up until gossip's verdict on it arrives.
+		// A node first heard of is presumed up until gossip's verdict on it arrives; that
+		// can take rounds when this node learned the ring from a member restarted since
+		// the death, so it waits several ring delays before it refuses.
 		for i := 0; n.directory.State(dead.ID).Reachable(); i++ {
-			if i == ringDelayRounds || !sleepCtx(ctx, n.gossip.interval()) {
+			if i == 4*ringDelayRounds || !sleepCtx(ctx, n.gossip.interval()) {
 				n.log.Error("cannot replace a node that is up; decommission it instead", "replace", dead.ID)
 				return
 			}
