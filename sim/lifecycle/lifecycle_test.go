@@ -198,7 +198,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 					}
 					cancel()
 				}
-				time.Sleep(every)
+				<-time.After(every) // virtual time: the bubble's clock
 			}
 		}()
 		return "started", nil
