@@ -17,6 +17,9 @@ import (
 type Env struct {
 	// Progress receives progress lines (stderr); never the results.
 	Progress io.Writer
+	// Environment, when set, is the report's provenance: a bench that runs other systems
+	// records their versions and settings in it (Environment.AddPeer).
+	Environment *Environment
 }
 
 // Progressf writes one line about an event of the run (a node started, a step's

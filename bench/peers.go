@@ -446,6 +446,8 @@ type peerDeployment struct {
 	pids    []int
 	clients []namedClient // the clients it is measured through, in order
 	stop    func()
+	// build is the system's version and settings, for the report's environment.
+	build PeerBuild
 }
 
 // namedClient is a client and the name its rows carry.
@@ -508,6 +510,7 @@ func runPeers(ctx context.Context, env Env, o peersOptions) (*Report, error) {
 				d.startup = time.Since(began)
 			}
 			env.Progressf("%s, %s: up in %.1f s (processes %v)", step.layout, step.name, d.startup.Seconds(), d.pids)
+			env.Environment.AddPeer(d.build)
 			stepRows, err = runDeployment(ctx, env, progress, o, step, d)
 			d.close()
 		}
@@ -748,7 +751,8 @@ func startKuraPeer(ctx context.Context, o peersOptions, dir string, nodes int, w
 	if err != nil {
 		return nil, err
 	}
-	d := &peerDeployment{stop: c.Close}
+	d := &peerDeployment{stop: c.Close, build: PeerBuild{Name: "kura (--bin)", Version: commandVersion(o.bin, "version"),
+		Config: strings.TrimSpace("kura server defaults, gossip interval 1 s " + strings.Join(cfg.ServerArgs, " "))}}
 	replication := "dc1=1"
 	if nodes == 3 {
 		replication = "dc1=2,dc2=1"
@@ -917,7 +921,7 @@ func startRedisPeer(ctx context.Context, o peersOptions, dir, system string) (*p
 	if err != nil {
 		return nil, err
 	}
-	return &peerDeployment{startup: time.Since(began), pids: []int{t.pid}, stop: t.stop,
+	return &peerDeployment{startup: time.Since(began), pids: []int{t.pid}, stop: t.stop, build: t.build,
 		clients: []namedClient{{system: system, c: newGoRedisClient(t.addr, slices.Max(o.clients), false)}}}, nil
 }
 

@@ -241,6 +241,18 @@ func startCassandraNode(jars cassandraJars, heap, dir string, i int, dc string) 
 	return n, nil
 }
 
+// tuningFlags are the JVM flags that tune (-XX, -Xss), not those that open Java's
+// modules to Cassandra.
+func tuningFlags(flags []string) []string {
+	var tuning []string
+	for _, f := range flags {
+		if strings.HasPrefix(f, "-XX") || strings.HasPrefix(f, "-Xss") {
+			tuning = append(tuning, f)
+		}
+	}
+	return tuning
+}
+
 // waitCQL waits until the node's CQL port accepts connections, which Cassandra opens
 // once it has joined the ring.
 func (n *cassandraNode) waitCQL(ctx context.Context) error {
@@ -273,7 +285,8 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 		for _, n := range started {
 			n.kill()
 		}
-	}}
+	}, build: PeerBuild{Name: "cassandra", Version: "Apache Cassandra " + cassandraVersion + " (cassandra-all jars), " + commandVersion(jars.java, "-version"),
+		Config: "heap " + o.heap + ", JVM flags " + strings.Join(tuningFlags(cassandraJVMFlags), " ") + " and Java 17's module exports; cassandra.yaml in bench/peers_cassandra.go (num_tokens 16, commitlog_sync batch)"}}
 	began := time.Now()
 	var hosts []string
 	for i := range nodes {

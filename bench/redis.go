@@ -10,6 +10,7 @@ import (
 	"net"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,9 @@ type redisTarget struct {
 	addrs []string // every node's (a cluster's), addr first
 	pid   int      // redis-server's process; 0 for kura in this process
 	stop  func()
+	// build is redis-server's version and settings, for the report's environment; zero
+	// for kura, whose build the environment already gives.
+	build PeerBuild
 }
 
 // ErrNoRedisTools reports that redis-server or redis-benchmark is not installed.
@@ -132,6 +136,9 @@ func runRedis(ctx context.Context, env Env, opts redisOptions) (*Report, error) 
 			return nil, err
 		}
 		targets = append(targets, t)
+		if t.build.Name != "" {
+			env.Environment.AddPeer(t.build)
+		}
 		env.Progressf("started %s on %s", t.name, t.addr)
 	}
 
@@ -194,7 +201,38 @@ func startRedisServer(ctx context.Context, name string, persistence ...string) (
 		stop()
 		return redisTarget{}, fmt.Errorf("redis-server: %w\n%s", err, log.String())
 	}
-	return redisTarget{name: name, addr: addr, addrs: []string{addr}, pid: cmd.Process.Pid, stop: stop}, nil
+	build := PeerBuild{Name: name, Version: commandVersion("redis-server", "--version"), Config: redisConfig(persistence)}
+	return redisTarget{name: name, addr: addr, addrs: []string{addr}, pid: cmd.Process.Pid, stop: stop, build: build}, nil
+}
+
+// redisConfig says how redis-server persists writes, from its persistence arguments.
+func redisConfig(persistence []string) string {
+	var settings []string
+	for i := 0; i+1 < len(persistence); i += 2 {
+		name, value := strings.TrimPrefix(persistence[i], "--"), persistence[i+1]
+		if name == "dir" {
+			continue
+		}
+		if value == "" {
+			value = `""`
+		}
+		settings = append(settings, name+" "+value)
+	}
+	if !slices.ContainsFunc(settings, func(s string) bool { return strings.HasPrefix(s, "save ") }) {
+		settings = append(settings, "save: redis-server's default rules")
+	}
+	return strings.Join(settings, ", ")
+}
+
+// commandVersion runs a program's version command and returns the first line it prints
+// (on stdout or stderr, as java does), or "unknown" when it cannot run.
+func commandVersion(name string, args ...string) string {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if err != nil || line == "" {
+		return "unknown"
+	}
+	return line
 }
 
 // freePort returns a loopback port nobody listens on now.

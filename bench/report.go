@@ -35,12 +35,15 @@ const MaxWidth = 120
 // and Summary are printed as tables when they are slices of structs, else as lists of
 // names and values; scale and notes are wrapped at MaxWidth.
 type Report struct {
-	Bench     string         `json:"bench"`
-	Scale     string         `json:"scale"`
-	Rows      any            `json:"rows"`
-	Fits      any            `json:"fits,omitempty"`
-	Reduction any            `json:"reduction,omitempty"`
-	Summary   map[string]any `json:"summary,omitempty"`
+	Bench string `json:"bench"`
+	// Environment says where the figures came from (the build, the machine, its load,
+	// the command line, the peers' versions); kura bench sets it on every report.
+	Environment *Environment   `json:"environment,omitempty"`
+	Scale       string         `json:"scale"`
+	Rows        any            `json:"rows"`
+	Fits        any            `json:"fits,omitempty"`
+	Reduction   any            `json:"reduction,omitempty"`
+	Summary     map[string]any `json:"summary,omitempty"`
 	// Notes are printed under the table (what a reader must know to read it).
 	Notes []string `json:"-"`
 	// Plot draws the report's figure to a PNG file; nil when the bench has none.
@@ -59,6 +62,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteTable(w io.Writer) error {
 	out := &textWriter{w: w}
 	out.line("bench " + r.Bench)
+	if e := r.Environment; e != nil {
+		out.wrapped("environment: ", e.headline())
+		for _, p := range e.Peers {
+			out.wrapped("peer: ", strings.TrimSuffix(p.Name+" "+p.Version+"; "+p.Config, "; "))
+		}
+	}
 	out.wrapped("scale: ", r.Scale)
 	out.line("")
 	writeRows(out, r.Rows)

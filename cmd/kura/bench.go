@@ -65,10 +65,13 @@ func runBench(args []string, stdout, stderr io.Writer) (err error) {
 			}
 		}()
 	}
-	report, err := runner(ctx, bench.Env{Progress: stderr})
+	environment := bench.CaptureEnvironment(append([]string{"kura", "bench"}, args...))
+	report, err := runner(ctx, bench.Env{Progress: stderr, Environment: environment})
 	if err != nil {
 		return err
 	}
+	environment.End()
+	report.Environment = environment
 	if *plotPath != "" {
 		if report.Plot == nil {
 			return fmt.Errorf("bench %s draws no figure", b.Name)
