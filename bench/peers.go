@@ -38,12 +38,16 @@ const (
 
 // The rows' system names: what ran and through which client.
 const (
-	sysKura         = "kura"          // kura through its Go client (gRPC)
-	sysKuraWAN      = "kura-wan"      // the same, the WAN between the DCs emulated
-	sysKuraRESP     = "kura-resp"     // kura's Redis port through go-redis
-	sysRedisAlways  = "redis-always"  // redis-server, appendfsync always
-	sysRedisDefault = "redis-default" // redis-server as it comes (RDB snapshots, no AOF)
-	sysCassandra    = "cassandra"     // Cassandra 5 through gocql, token-aware
+	sysKura    = "kura"     // kura through its Go client (gRPC)
+	sysKuraWAN = "kura-wan" // the same, the WAN between the DCs emulated
+	// The same two through a client that batches waiting requests (--client-batching on):
+	// labelled rows, shown beside the like-for-like ones and judged by no goal.
+	sysKuraBatching    = "kura-batching"
+	sysKuraWANBatching = "kura-wan-batching"
+	sysKuraRESP        = "kura-resp"     // kura's Redis port through go-redis
+	sysRedisAlways     = "redis-always"  // redis-server, appendfsync always
+	sysRedisDefault    = "redis-default" // redis-server as it comes (RDB snapshots, no AOF)
+	sysCassandra       = "cassandra"     // Cassandra 5 through gocql, token-aware
 )
 
 // The layouts (--layouts): one node, or three nodes in two DCs, 2 + 1.
@@ -78,6 +82,10 @@ type peersOptions struct {
 	cache         string
 	heap          string
 	quick         bool
+	// batching lists the kura client's batching settings to run, in order: false (one
+	// call per request, as gocql and go-redis send them: the like-for-like rows), true
+	// (waiting requests go together as GetMany/PutMany: labelled rows).
+	batching []bool
 }
 
 // peersQuick are --quick's values of the flags not set explicitly: a smoke run of every
@@ -110,6 +118,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.StringVar(&o.bin, "bin", "", "the kura binary whose server subcommand runs kura's nodes (default: this one)")
 	fs.StringVar(&o.cache, "cache", defaultPeersCache(), "where Cassandra's jars are kept between runs")
 	fs.StringVar(&o.heap, "cassandra-heap", "1G", "heap of each Cassandra node (-Xms and -Xmx)")
+	batching := fs.String("client-batching", "both", "kura's Go client: off (one call per request, as gocql and go-redis: the like-for-like rows the goals are judged on), on (requests waiting behind a call in flight go together as one GetMany/PutMany: rows labelled kura-batching), or both")
 	fs.BoolVar(&o.quick, "quick", false, "a short run: 2,000 keys, 2 s per row and of warm-up, for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
@@ -128,6 +137,16 @@ func setupPeers(fs *flag.FlagSet) Runner {
 		for _, l := range layoutNames {
 			n, _ := strconv.Atoi(l)
 			o.layouts = append(o.layouts, n)
+		}
+		switch *batching {
+		case "off":
+			o.batching = []bool{false}
+		case "on":
+			o.batching = []bool{true}
+		case "both":
+			o.batching = []bool{false, true}
+		default:
+			return nil, fmt.Errorf("--client-batching %q: want off, on or both", *batching)
 		}
 		if o.distributions, err = parseDistributions(*dist); err != nil {
 			return nil, err
@@ -241,6 +260,8 @@ type PeerRatio struct {
 var peerPairs = []struct{ kura, peer string }{
 	{sysKura, sysCassandra},
 	{sysKuraWAN, sysCassandra},
+	{sysKuraBatching, sysCassandra},
+	{sysKuraWANBatching, sysCassandra},
 	{sysKuraRESP, sysRedisAlways},
 	{sysKuraRESP, sysRedisDefault},
 }
@@ -288,8 +309,13 @@ func peerRatios(rows []PeerRow) []PeerRatio {
 				ratio.P99Ratio = ratioOf(k.LatencyMsP99, p.LatencyMsP99)
 				ratio.CPURatio = ratioOf(k.CPUSPerKop, p.CPUSPerKop)
 				ratio.RSSRatio = ratioOf(float64(k.PeakRSSBytes), float64(p.PeakRSSBytes))
-				if pair.kura == sysKuraWAN {
+				switch pair.kura {
+				case sysKuraWAN:
 					ratio.Note = "WAN emulated for kura only"
+				case sysKuraBatching:
+					ratio.Note = "kura's client batching on: no goal"
+				case sysKuraWANBatching:
+					ratio.Note = "WAN emulated for kura only; client batching on: no goal"
 				}
 			case c.workload == "E" && strings.HasPrefix(pair.peer, "redis") && ranIn(pair.kura, c.layout) && ranIn(pair.peer, c.layout):
 				ratio.Note = "n/a: Redis has no range scans"
@@ -560,7 +586,7 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 		}
 		add := func(s peerStart) {
 			step := peerStep{peerStart: s, layout: layout, nodes: nodes, levels: levels}
-			step.units = 1 + len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines))
+			step.units = 1 + len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines), len(o.batching))
 			plan.steps = append(plan.steps, step)
 			plan.units += step.units
 		}
@@ -607,13 +633,16 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 	return plan
 }
 
-// peerRowsPerCell is how many rows a system runs of one workload: kura's single node is
-// measured through its Go client and through its Redis port, and every Redis-protocol
-// client at each of the pipelines depths.
-func peerRowsPerCell(system string, nodes, pipelines int) int {
+// peerRowsPerCell is how many rows a system runs of one workload: kura is measured
+// through its Go client at each of the batching settings (kuraClients), its single node
+// through its Redis port too, and every Redis-protocol client at each of the pipelines
+// depths.
+func peerRowsPerCell(system string, nodes, pipelines, kuraClients int) int {
 	switch {
 	case system == sysKura && nodes == 1:
-		return 1 + pipelines
+		return kuraClients + pipelines
+	case system == sysKura || system == sysKuraWAN:
+		return kuraClients
 	case system == sysRedisAlways || system == sysRedisDefault:
 		return pipelines
 	}
@@ -767,16 +796,16 @@ func startKuraPeer(ctx context.Context, o peersOptions, dir string, nodes int, w
 		d.pids = append(d.pids, p.PID)
 		addrs = append(addrs, p.Client)
 	}
-	kc, err := client.Dial(ctx, addrs, client.Options{LocalDC: "dc1", AttemptTimeout: o.opTimeout})
-	if err != nil {
-		d.close()
-		return nil, fmt.Errorf("dial kura: %w", err)
+	for _, batching := range o.batching {
+		kc, err := client.Dial(ctx, addrs, client.Options{LocalDC: "dc1", AttemptTimeout: o.opTimeout, NoBatching: !batching})
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("dial kura: %w", err)
+		}
+		system := map[[2]bool]string{{false, false}: sysKura, {false, true}: sysKuraBatching,
+			{true, false}: sysKuraWAN, {true, true}: sysKuraWANBatching}[[2]bool{wan, batching}]
+		d.clients = append(d.clients, namedClient{system: system, c: &kuraPeerClient{c: kc, level: consistency.One}, scans: true})
 	}
-	system := sysKura
-	if wan {
-		system = sysKuraWAN
-	}
-	d.clients = append(d.clients, namedClient{system: system, c: &kuraPeerClient{c: kc, level: consistency.One}, scans: true})
 	if nodes == 1 {
 		// The Redis port, through the client Redis is measured with.
 		d.clients = append(d.clients, namedClient{system: sysKuraRESP, c: newGoRedisClient(c.Processes()[0].RESP, slices.Max(o.clients), true)})
@@ -946,11 +975,12 @@ func peersScale(o peersOptions) string {
 func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
 	notes = append(slices.Clip(notes),
 		"durability: kura syncs its WAL before acknowledging; redis-always has appendonly yes, appendfsync always; redis-default is redis-server's defaults (RDB snapshots, no AOF: acknowledged writes can be lost); Cassandra has commitlog_sync: batch",
+		"client batching: kura and kura-wan rows use the Go client with batching off, one call per request as gocql and go-redis send them (the like-for-like rows, on which the goals are judged); kura-batching and kura-wan-batching rows, where run, use its default: requests waiting behind a call in flight to a node go together as one GetMany or PutMany, so the servers see fewer, larger calls",
 		"clients: kura through its Go client (each request to a replica in dc1) and, on one node, its Redis port through go-redis; redis-server through go-redis; Cassandra through gocql, token-aware; every client in this process, on the same cores as the servers",
 		"cpu_s_per_kop is the server processes' user+system CPU seconds per 1,000 operations (/proc/PID/stat); peak_rss_bytes the largest node's VmHWM since it started",
 		"workload E: 95 % scans of 1-100 records, 5 % updates; kura scans in key order (with the hash partitioner every token range is read), Cassandra in token order (token(key) >= token(start)); n/a for Redis, which has no range scan; W is 100 % updates",
 	)
-	if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.System == sysKuraWAN }) {
+	if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.System == sysKuraWAN || r.System == sysKuraWANBatching }) {
 		notes = append(notes, fmt.Sprintf("kura-wan: kura's 3-node layout with %v one-way between the DCs emulated by every node; Cassandra runs without WAN emulation", o.wanLatency))
 	}
 	ratios := peerRatios(rows)

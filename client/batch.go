@@ -124,7 +124,7 @@ type waiter[Req, Resp any] struct {
 // requests waiting for the same node.
 func (b *batcher[Req, Resp]) do(ctx context.Context, c *Client, req Req) (Resp, error) {
 	addrs := c.routeFor(ctx, req.GetKeyspace(), req.GetKey())
-	if len(addrs) == 0 {
+	if len(addrs) == 0 || c.opts.NoBatching {
 		return b.alone(ctx, c, addrs, req)
 	}
 	qk := queueKey{addr: addrs[0], keyspace: req.GetKeyspace(), level: req.GetConsistency()}

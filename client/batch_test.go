@@ -472,3 +472,38 @@ func sameKeys(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestNoBatchingSendsEachRequestAlone: with Options.NoBatching, requests to a node whose
+// call is in flight do not wait to go together: every Get and Put reaches the node as a
+// call of its own while the others are still unanswered, and no batch call is made.
+func TestNoBatchingSendsEachRequestAlone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := startGated(t, nil, "k1", "k2", "k3")
+	cl, err := Dial(ctx, []string{g.addr}, Options{LocalDC: "dc1", NoBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, kind := range []requestKind{getKind, putKind} {
+		keys := []string{"k1", "k2", "k3"}
+		g.release = make(chan struct{})
+		wait := sendAll(ctx, cl, kind, keys)
+		var arrived []string
+		for range keys {
+			select {
+			case k := <-g.entered:
+				arrived = append(arrived, k)
+			case <-ctx.Done():
+				t.Fatalf("%ss: %q arrived alone, want all of %q before any answer", kind.name, arrived, keys)
+			}
+		}
+		close(g.release)
+		if _, errs := wait(); len(errs) > 0 {
+			t.Errorf("%ss: %v", kind.name, errs)
+		}
+		if n := len(g.batches); n != 0 {
+			t.Errorf("%ss: %d batch calls, want none", kind.name, n)
+		}
+	}
+}

@@ -64,6 +64,12 @@ type Options struct {
 	// experiment). A redirect is still followed, for the one request it answered.
 	// Keyspaces are refreshed as usual.
 	StaticNodes bool
+	// NoBatching sends every Get and Put as a call of its own, however many of them are
+	// in flight to a node, as most clients (gocql, go-redis) do; by default, requests that
+	// wait behind a call in flight go together as one GetMany or PutMany (see batch.go).
+	// Benchmarks against such clients set it, so that both sides' servers see one call
+	// per request.
+	NoBatching bool
 }
 
 // withDefaults fills in the defaults of the fields left zero.
