@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/nemesis"
+	"github.com/kuradb/kura/stats"
 )
 
 func init() {
@@ -82,6 +85,7 @@ type peersOptions struct {
 	cache         string
 	heap          string
 	quick         bool
+	repeats       int
 	// batching lists the kura client's batching settings to run, in order: false (one
 	// call per request, as gocql and go-redis send them: the like-for-like rows), true
 	// (waiting requests go together as GetMany/PutMany: labelled rows).
@@ -119,6 +123,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.StringVar(&o.cache, "cache", defaultPeersCache(), "where Cassandra's jars are kept between runs")
 	fs.StringVar(&o.heap, "cassandra-heap", "1G", "heap of each Cassandra node (-Xms and -Xmx)")
 	batching := fs.String("client-batching", "both", "kura's Go client: off (one call per request, as gocql and go-redis: the like-for-like rows the goals are judged on), on (requests waiting behind a call in flight go together as one GetMany/PutMany: rows labelled kura-batching), or both")
+	fs.IntVar(&o.repeats, "repeats", 3, "rounds of every row; the systems take turns within each round, and each row reports the median round with the others beside it")
 	fs.BoolVar(&o.quick, "quick", false, "a short run: 2,000 keys, 2 s per row and of warm-up, for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
@@ -167,8 +172,8 @@ func setupPeers(fs *flag.FlagSet) Runner {
 		if o.pipelines, err = parseCounts("--pipeline", *pipeline); err != nil {
 			return nil, err
 		}
-		if o.keys < 1 || o.valueBytes < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 {
-			return nil, errors.New("--keys, --value-bytes, --duration and --op-timeout must be positive, --ops and --warmup not negative")
+		if o.keys < 1 || o.valueBytes < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 || o.repeats < 1 {
+			return nil, errors.New("--keys, --value-bytes, --duration, --op-timeout and --repeats must be positive, --ops and --warmup not negative")
 		}
 		if o.bin == "" {
 			if o.bin, err = os.Executable(); err != nil {
@@ -231,7 +236,63 @@ type PeerRow struct {
 	PeakRSSBytesPerNode []uint64 `json:"peak_rss_bytes_per_node" table:"-"`
 	// StartS is how long the system took from its first process's start until it
 	// served requests (a cluster converged, the keyspace created).
-	StartS float64 `json:"start_s"`
+	StartS float64 `json:"start_s" table:"-"`
+	// ClientCPUSPerKop is the bench process's own CPU time (user and system: the
+	// clients, and whatever else the process ran meanwhile) per 1,000 operations.
+	ClientCPUSPerKop float64 `json:"client_cpu_s_per_kop" table:"-"`
+	// WarmupS is how long the client's warm-up took to reach a stable throughput.
+	WarmupS float64 `json:"warmup_s" table:"-"`
+	// Rounds are the row's figures in each round, in round order: the row's own figures
+	// are their medians (its errors and operations their sums, its peak RSS their
+	// largest). OpsSpreadPct is the rounds' ops/s from the lowest to the highest, as a
+	// percentage of the median.
+	Rounds       []PeerRound `json:"rounds" table:"-"`
+	OpsSpreadPct float64     `json:"ops_spread_pct"`
+}
+
+// PeerRound is one round's figures of a row.
+type PeerRound struct {
+	OpsPerS          float64 `json:"ops_per_s"`
+	LatencyMsP99     float64 `json:"latency_ms_p99"`
+	CPUSPerKop       float64 `json:"cpu_s_per_kop"`
+	ClientCPUSPerKop float64 `json:"client_cpu_s_per_kop"`
+}
+
+// medianPeerRow is the row of several rounds of one system and cell: the median of each
+// figure, the sum of the counts, the largest peak RSS, and every round's figures.
+func medianPeerRow(rounds []PeerRow) PeerRow {
+	row := rounds[0]
+	row.Ops, row.Errors = 0, 0
+	figure := func(get func(PeerRow) float64) float64 {
+		values := make([]float64, len(rounds))
+		for i, r := range rounds {
+			values[i] = get(r)
+		}
+		return stats.Median(values)
+	}
+	for _, r := range rounds {
+		row.Ops += r.Ops
+		row.Errors += r.Errors
+		if row.FirstError == "" {
+			row.FirstError = r.FirstError
+		}
+		if r.PeakRSSBytes > row.PeakRSSBytes {
+			row.PeakRSSBytes, row.PeakRSSBytesPerNode = r.PeakRSSBytes, r.PeakRSSBytesPerNode
+		}
+		row.Rounds = append(row.Rounds, PeerRound{OpsPerS: r.OpsPerS, LatencyMsP99: r.LatencyMsP99, CPUSPerKop: r.CPUSPerKop, ClientCPUSPerKop: r.ClientCPUSPerKop})
+	}
+	row.OpsPerS = figure(func(r PeerRow) float64 { return r.OpsPerS })
+	row.LatencyMsP50 = figure(func(r PeerRow) float64 { return r.LatencyMsP50 })
+	row.LatencyMsP99 = figure(func(r PeerRow) float64 { return r.LatencyMsP99 })
+	row.LatencyMsP999 = figure(func(r PeerRow) float64 { return r.LatencyMsP999 })
+	row.CPUSPerKop = figure(func(r PeerRow) float64 { return r.CPUSPerKop })
+	row.ClientCPUSPerKop = figure(func(r PeerRow) float64 { return r.ClientCPUSPerKop })
+	lowest := slices.MinFunc(rounds, func(a, b PeerRow) int { return cmp.Compare(a.OpsPerS, b.OpsPerS) }).OpsPerS
+	highest := slices.MaxFunc(rounds, func(a, b PeerRow) int { return cmp.Compare(a.OpsPerS, b.OpsPerS) }).OpsPerS
+	if row.OpsPerS > 0 {
+		row.OpsSpreadPct = round(100*(highest-lowest)/row.OpsPerS, 1)
+	}
+	return row
 }
 
 // PeerRatio compares kura's row with a peer's of the same layout, level, workload and
@@ -252,7 +313,34 @@ type PeerRatio struct {
 	P99Ratio *float64 `json:"p99_ratio"`
 	CPURatio *float64 `json:"cpu_ratio"`
 	RSSRatio *float64 `json:"rss_ratio"`
-	Note     string   `json:"note,omitempty"`
+	// The ratios are of the rows' medians; the Min and Max fields are the lowest and
+	// highest of the rounds' own ratios (kura's round i over the peer's round i, which
+	// ran back to back).
+	OpsRatioMin *float64 `json:"ops_ratio_min" table:"-"`
+	OpsRatioMax *float64 `json:"ops_ratio_max" table:"-"`
+	P99RatioMin *float64 `json:"p99_ratio_min" table:"-"`
+	P99RatioMax *float64 `json:"p99_ratio_max" table:"-"`
+	CPURatioMin *float64 `json:"cpu_ratio_min" table:"-"`
+	CPURatioMax *float64 `json:"cpu_ratio_max" table:"-"`
+	Note        string   `json:"note,omitempty"`
+}
+
+// roundRatios returns the lowest and highest of kura's round figure over the peer's
+// same round, nil where a round lacks either.
+func roundRatios(kura, peer []PeerRound, figure func(PeerRound) float64) (lowest, highest *float64) {
+	for i := range min(len(kura), len(peer)) {
+		r := ratioOf(figure(kura[i]), figure(peer[i]))
+		if r == nil {
+			continue
+		}
+		if lowest == nil || *r < *lowest {
+			lowest = r
+		}
+		if highest == nil || *r > *highest {
+			highest = r
+		}
+	}
+	return lowest, highest
 }
 
 // peerPairs are the comparisons the ratios make: kura's rows against the peer's that
@@ -309,6 +397,9 @@ func peerRatios(rows []PeerRow) []PeerRatio {
 				ratio.P99Ratio = ratioOf(k.LatencyMsP99, p.LatencyMsP99)
 				ratio.CPURatio = ratioOf(k.CPUSPerKop, p.CPUSPerKop)
 				ratio.RSSRatio = ratioOf(float64(k.PeakRSSBytes), float64(p.PeakRSSBytes))
+				ratio.OpsRatioMin, ratio.OpsRatioMax = roundRatios(k.Rounds, p.Rounds, func(r PeerRound) float64 { return r.OpsPerS })
+				ratio.P99RatioMin, ratio.P99RatioMax = roundRatios(k.Rounds, p.Rounds, func(r PeerRound) float64 { return r.LatencyMsP99 })
+				ratio.CPURatioMin, ratio.CPURatioMax = roundRatios(k.Rounds, p.Rounds, func(r PeerRound) float64 { return r.CPUSPerKop })
 				switch pair.kura {
 				case sysKuraWAN:
 					ratio.Note = "WAN emulated for kura only"
@@ -481,6 +572,7 @@ type namedClient struct {
 	system string
 	c      peerClient
 	scans  bool
+	warmup time.Duration // how long its warm-up took to reach a stable throughput
 }
 
 func (d *peerDeployment) close() {
@@ -501,7 +593,9 @@ type peerStart struct {
 	optional bool
 }
 
-// runPeers starts each system of the plan in turn, runs its rows and stops it.
+// runPeers runs the plan layout by layout: it starts every system of the layout, loads
+// and warms each, then runs every row's repeats with the systems alternating, and stops
+// them.
 func runPeers(ctx context.Context, env Env, o peersOptions) (*Report, error) {
 	scratch := o.scratch
 	if scratch == "" {
@@ -523,35 +617,61 @@ func runPeers(ctx context.Context, env Env, o peersOptions) (*Report, error) {
 	plan := peersPlan(o, scratch, env, &notes)
 	progress := env.StartProgress("peers", float64(plan.units))
 	defer progress.Done()
-	for _, step := range plan.steps {
+	for _, steps := range plan.byLayout() {
+		layoutRows, err := runLayout(ctx, env, progress, o, steps, &notes)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, layoutRows...)
+	}
+	return peersReport(rows, notes, o), nil
+}
+
+// runLayout starts, loads and warms up every system of one layout, then runs the rows
+// (runAlternated) and stops the systems. An optional system that fails to start or load
+// is left out with a note.
+func runLayout(ctx context.Context, env Env, progress *Progress, o peersOptions, steps []peerStep, notes *[]string) ([]PeerRow, error) {
+	var live []liveStep
+	defer func() {
+		for _, l := range live {
+			l.d.close()
+		}
+	}()
+	for _, step := range steps {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		progress.Add(0, "%s, %s: starting", step.layout, step.name)
 		began := time.Now()
 		d, err := step.start(ctx)
-		var stepRows []PeerRow
 		if err == nil {
 			if d.startup == 0 {
 				d.startup = time.Since(began)
 			}
 			env.Progressf("%s, %s: up in %.1f s (processes %v)", step.layout, step.name, d.startup.Seconds(), d.pids)
 			env.Environment.AddPeer(d.build)
-			stepRows, err = runDeployment(ctx, env, progress, o, step, d)
-			d.close()
+			if err = prepareDeployment(ctx, env, progress, o, step, d); err != nil {
+				d.close()
+			}
 		}
 		if err != nil {
 			if !step.optional || ctx.Err() != nil {
 				return nil, fmt.Errorf("%s, %s: %w", step.layout, step.name, err)
 			}
 			env.Progressf("%s, %s: failed, its rows are left out: %v", step.layout, step.name, err)
-			notes = append(notes, fmt.Sprintf("%s, %s: left out, it failed: %v", step.layout, step.name, err))
+			*notes = append(*notes, fmt.Sprintf("%s, %s: left out, it failed: %v", step.layout, step.name, err))
 			progress.Add(float64(step.units), "")
 			continue
 		}
-		rows = append(rows, stepRows...)
+		live = append(live, liveStep{step, d})
 	}
-	return peersReport(rows, notes, o), nil
+	return runAlternated(ctx, progress, o, live)
+}
+
+// liveStep is a system of the layout, started, loaded and warm.
+type liveStep struct {
+	step peerStep
+	d    *peerDeployment
 }
 
 // peerStep is one system started in one layout and every row it runs.
@@ -567,6 +687,18 @@ type peerStep struct {
 type peerPlan struct {
 	steps []peerStep
 	units int
+}
+
+// byLayout groups the steps by layout, in order: the systems of a layout run together.
+func (p peerPlan) byLayout() [][]peerStep {
+	var groups [][]peerStep
+	for i, step := range p.steps {
+		if i == 0 || step.layout != p.steps[i-1].layout {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], step)
+	}
+	return groups
 }
 
 // peersPlan lists the steps: for each layout, kura, then Redis (one node only), then
@@ -586,7 +718,7 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 		}
 		add := func(s peerStart) {
 			step := peerStep{peerStart: s, layout: layout, nodes: nodes, levels: levels}
-			step.units = 1 + len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines), len(o.batching))
+			step.units = 1 + o.repeats*len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines), len(o.batching))
 			plan.steps = append(plan.steps, step)
 			plan.units += step.units
 		}
@@ -649,30 +781,87 @@ func peerRowsPerCell(system string, nodes, pipelines, kuraClients int) int {
 	return 1
 }
 
-// runDeployment loads the keys through the deployment's first client, then runs every
-// workload through each of its clients, at each client count, and each pipeline depth
-// of the clients that pipeline.
-func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOptions, step peerStep, d *peerDeployment) ([]PeerRow, error) {
+// prepareDeployment loads the keys through the deployment's first client, then warms
+// every client up (warmPeer).
+func prepareDeployment(ctx context.Context, env Env, progress *Progress, o peersOptions, step peerStep, d *peerDeployment) error {
 	drv := driveOptions{workers: o.clients[0], pipeline: 1, duration: o.duration, ops: o.ops, opTimeout: o.opTimeout, value: o.valueBytes, seed: 1}
 	loadBegan := time.Now()
 	err := loadPeerKeys(ctx, d.clients[0].c, o.keys, drv, func(done int) {
 		progress.Add(0, "%s, %s: loaded %d of %d keys", step.layout, step.name, done, o.keys)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	env.Progressf("%s, %s: %d keys loaded in %.1f s", step.layout, step.name, o.keys, time.Since(loadBegan).Seconds())
 	if o.warmup > 0 {
 		progress.Add(0, "%s, %s: warming up", step.layout, step.name)
-		warm := drv
-		warm.duration, warm.ops = o.warmup, 0
-		uniform, _ := newKeyChooser(distUniform, o.keys)
-		for _, nc := range d.clients {
-			drive(ctx, nc.c, peerWorkloads[0], uniform, warm)
+		for i, nc := range d.clients {
+			took, windows := warmPeer(ctx, nc.c, o.warmup, o.keys, drv)
+			d.clients[i].warmup = took
+			env.Progressf("%s, %s: warm after %.1f s (ops/s of the last windows %v)", step.layout, nc.system, took.Seconds(), windows)
 		}
 	}
 	progress.Add(1, "")
-	var rows []PeerRow
+	return ctx.Err()
+}
+
+// The warm-up runs workload A in windows until its throughput is stable: at least
+// --warmup, then until two windows in a row differ by at most warmStableFraction, for at
+// most warmRoundsMax times --warmup.
+const (
+	warmWindowsPerWarmup = 5
+	warmStableFraction   = 0.05
+	warmRoundsMax        = 3
+)
+
+// warmPeer drives c with workload A, unmeasured, until its throughput is stable; it returns
+// how long that took and the last windows' ops/s.
+func warmPeer(ctx context.Context, c peerClient, minimum time.Duration, keys int, drv driveOptions) (time.Duration, []float64) {
+	window := drv
+	window.duration, window.ops = max(minimum/warmWindowsPerWarmup, 500*time.Millisecond), 0
+	uniform, _ := newKeyChooser(distUniform, keys)
+	began := time.Now()
+	var rates []float64
+	for ctx.Err() == nil {
+		rates = append(rates, drive(ctx, c, peerWorkloads[0], uniform, window).opsPerS())
+		elapsed := time.Since(began)
+		if elapsed >= minimum && len(rates) >= 2 {
+			last, before := rates[len(rates)-1], rates[len(rates)-2]
+			if before > 0 && math.Abs(last-before)/before <= warmStableFraction {
+				break
+			}
+		}
+		if elapsed >= warmRoundsMax*minimum {
+			break
+		}
+	}
+	last := rates[max(0, len(rates)-2):]
+	for i := range last {
+		last[i] = math.Round(last[i])
+	}
+	return time.Since(began), last
+}
+
+// runAlternated runs every row of the layout on every live system: for each cell (client
+// count, depth, level, distribution, workload), --repeats rounds in which the systems
+// take turns, each round starting one system later, so that a change in the machine's
+// load falls on them alike. Each system's row is the median of its rounds, with the
+// rounds' figures beside it.
+func runAlternated(ctx context.Context, progress *Progress, o peersOptions, live []liveStep) ([]PeerRow, error) {
+	if len(live) == 0 {
+		return nil, nil
+	}
+	layout, levels := live[0].step.layout, live[0].step.levels
+	type entry struct {
+		d  *peerDeployment
+		nc namedClient
+	}
+	var entries []entry
+	for _, l := range live {
+		for _, nc := range l.d.clients {
+			entries = append(entries, entry{l.d, nc})
+		}
+	}
 	// Depth 1 comes first, for every client; the other depths for the clients that
 	// pipeline. Rows of one client count and depth are together, under one heading.
 	depths := []int{1}
@@ -681,38 +870,52 @@ func runDeployment(ctx context.Context, env Env, progress *Progress, o peersOpti
 			depths = append(depths, depth)
 		}
 	}
+	var rows []PeerRow
 	for _, clients := range o.clients {
 		for _, depth := range depths {
-			for _, cl := range step.levels {
+			for _, cl := range levels {
 				for _, dist := range o.distributions {
 					keys, err := newKeyChooser(dist, o.keys)
 					if err != nil {
 						return nil, err
 					}
 					for _, mix := range o.workloads {
-						for _, nc := range d.clients {
-							_, pipelines := nc.c.(batcher)
+						var cell []entry
+						for _, e := range entries {
+							_, pipelines := e.nc.c.(batcher)
 							if runs := (pipelines && slices.Contains(o.pipelines, depth)) || (!pipelines && depth == 1); !runs {
 								continue
 							}
-							if mix.Scan > 0 && !nc.scans {
-								progress.Add(1, "%s, %s: %s n/a", step.layout, nc.system, mix.Name)
+							if mix.Scan > 0 && !e.nc.scans {
+								progress.Add(float64(o.repeats), "%s, %s: %s n/a", layout, e.nc.system, mix.Name)
 								continue
 							}
-							if err := nc.setLevel(cl); err != nil {
-								return nil, err
+							cell = append(cell, e)
+						}
+						rounds := make([][]PeerRow, len(cell))
+						for round := range o.repeats {
+							for turn := range cell {
+								i := (turn + round) % len(cell)
+								e := cell[i]
+								if err := e.nc.setLevel(cl); err != nil {
+									return nil, err
+								}
+								run := driveOptions{workers: clients, pipeline: depth, duration: o.duration, ops: o.ops, opTimeout: o.opTimeout,
+									value: o.valueBytes, seed: uint64(1 + round)}
+								row := measurePeerRow(ctx, e.d, e.nc, mix, keys, run)
+								if ctx.Err() != nil {
+									return nil, ctx.Err()
+								}
+								rounds[i] = append(rounds[i], row)
+								progress.Add(1, "%s, %s %s c%d p%d %s %s round %d of %d: %s ops/s, p99 %s ms", layout, e.nc.system, cl, clients, depth, mix.Name, dist,
+									round+1, o.repeats, formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP99))
 							}
-							run := drv
-							run.workers, run.pipeline = clients, depth
-							row := measurePeerRow(ctx, d, nc, mix, keys, run)
-							if ctx.Err() != nil {
-								return nil, ctx.Err()
-							}
-							row.Layout, row.Consistency, row.Distribution = step.layout, cl.String(), dist
+						}
+						for i := range cell {
+							row := medianPeerRow(rounds[i])
+							row.Layout, row.Consistency, row.Distribution = layout, cl.String(), dist
 							row.Clients, row.Pipeline = clients, depth
 							rows = append(rows, row)
-							progress.Add(1, "%s, %s %s c%d p%d %s %s: %s ops/s, p99 %s ms", step.layout, nc.system, cl, clients, depth, mix.Name, dist,
-								formatNumber("ops_per_s", row.OpsPerS, false), formatFixed(row.LatencyMsP99))
 						}
 					}
 				}
@@ -737,18 +940,19 @@ func (nc namedClient) setLevel(cl consistency.Level) error {
 // measurePeerRow runs one workload and reads the servers' CPU time around it and their
 // peak resident sets after it.
 func measurePeerRow(ctx context.Context, d *peerDeployment, nc namedClient, mix workloadMix, keys keyChooser, drv driveOptions) PeerRow {
-	cpuBefore := processesCPU(d.pids)
+	cpuBefore, clientBefore := processesCPU(d.pids), ownCPU()
 	res := drive(ctx, nc.c, mix, keys, drv)
-	cpu := processesCPU(d.pids) - cpuBefore
+	cpu, clientCPU := processesCPU(d.pids)-cpuBefore, ownCPU()-clientBefore
 	row := PeerRow{System: nc.system, Workload: mix.Name, Ops: res.ops, Errors: res.errors,
 		OpsPerS: round(res.opsPerS(), 1), LatencyMsP50: round(res.percentileMs(0.5), 3),
 		LatencyMsP99: round(res.percentileMs(0.99), 3), LatencyMsP999: round(res.percentileMs(0.999), 3),
-		StartS: round(d.startup.Seconds(), 3)}
+		StartS: round(d.startup.Seconds(), 3), WarmupS: round(nc.warmup.Seconds(), 1)}
 	if res.firstError != nil {
 		row.FirstError = res.firstError.Error()
 	}
 	if res.ops > 0 {
 		row.CPUSPerKop = round(cpu.Seconds()*1000/float64(res.ops), 4)
+		row.ClientCPUSPerKop = round(clientCPU.Seconds()*1000/float64(res.ops), 4)
 	}
 	for _, pid := range d.pids {
 		peak, _ := residentPeakOf(strconv.Itoa(pid))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -447,5 +448,75 @@ func TestPeerRowsPerCell(t *testing.T) {
 		if got := peerRowsPerCell(c.system, c.nodes, 2, c.kuraClients); got != c.want {
 			t.Errorf("%s on %d nodes, 2 pipeline depths, %d batching settings: %d rows, want %d", c.system, c.nodes, c.kuraClients, got, c.want)
 		}
+	}
+}
+
+// turnLog is a client that records, for each run of the driver, which system ran.
+type turnLog struct {
+	system string
+	mu     *sync.Mutex
+	turns  *[]string
+}
+
+func (l turnLog) read(context.Context, []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(*l.turns); n == 0 || (*l.turns)[n-1] != l.system {
+		*l.turns = append(*l.turns, l.system)
+	}
+	return nil
+}
+func (l turnLog) update(ctx context.Context, key, _ []byte) error { return l.read(ctx, key) }
+func (l turnLog) scan(context.Context, []byte, int) error         { return errNoScan }
+func (l turnLog) close()                                          {}
+
+// TestRunAlternatedTakesTurns: within each row the systems take turns, each round
+// starting one system later, and each system's row carries every round.
+func TestRunAlternatedTakesTurns(t *testing.T) {
+	var mu sync.Mutex
+	var turns []string
+	var live []liveStep
+	for _, system := range []string{"a", "b", "c"} {
+		d := &peerDeployment{clients: []namedClient{{system: system, c: turnLog{system, &mu, &turns}}}}
+		live = append(live, liveStep{peerStep{layout: layoutOne, levels: []consistency.Level{consistency.One}}, d})
+	}
+	o := peersOptions{clients: []int{1}, pipelines: []int{1}, distributions: []string{distUniform}, keys: 10,
+		workloads: []workloadMix{peerWorkloads[2]}, repeats: 3, duration: time.Minute, ops: 5, opTimeout: time.Second, valueBytes: 1}
+	rows, err := runAlternated(context.Background(), Env{}.StartProgress("test", 9), o, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "b", "c", "b", "c", "a", "c", "a", "b"}; !slices.Equal(turns, want) {
+		t.Errorf("turns %v, want %v", turns, want)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want one per system", len(rows))
+	}
+	for _, r := range rows {
+		if len(r.Rounds) != 3 || r.Ops != 15 {
+			t.Errorf("%s: %d rounds, %d operations; want 3 rounds of 5", r.System, len(r.Rounds), r.Ops)
+		}
+	}
+}
+
+func TestMedianPeerRow(t *testing.T) {
+	rounds := []PeerRow{
+		{System: "kura", Ops: 10, OpsPerS: 100, LatencyMsP99: 9, CPUSPerKop: 0.3, PeakRSSBytes: 5},
+		{System: "kura", Ops: 10, Errors: 1, FirstError: "boom", OpsPerS: 80, LatencyMsP99: 12, CPUSPerKop: 0.2, PeakRSSBytes: 7},
+		{System: "kura", Ops: 10, OpsPerS: 120, LatencyMsP99: 10, CPUSPerKop: 0.4, PeakRSSBytes: 6},
+	}
+	row := medianPeerRow(rounds)
+	if row.OpsPerS != 100 || row.LatencyMsP99 != 10 || row.CPUSPerKop != 0.3 {
+		t.Errorf("medians %v ops/s, p99 %v, cpu %v; want 100, 10, 0.3", row.OpsPerS, row.LatencyMsP99, row.CPUSPerKop)
+	}
+	if row.Ops != 30 || row.Errors != 1 || row.FirstError != "boom" || row.PeakRSSBytes != 7 || len(row.Rounds) != 3 {
+		t.Errorf("row %+v: want 30 ops, 1 error (boom), peak 7, 3 rounds", row)
+	}
+	if row.OpsSpreadPct != 40 {
+		t.Errorf("spread %v %%, want 40 (80 to 120 over 100)", row.OpsSpreadPct)
+	}
+	lowest, highest := roundRatios(row.Rounds, []PeerRound{{OpsPerS: 50}, {OpsPerS: 20}, {OpsPerS: 0}}, func(r PeerRound) float64 { return r.OpsPerS })
+	if lowest == nil || highest == nil || *lowest != 2 || *highest != 4 {
+		t.Errorf("round ratios %v-%v, want 2-4 (the round without a peer figure left out)", lowest, highest)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -56,4 +57,13 @@ func processesCPU(pids []int) time.Duration {
 		}
 	}
 	return total
+}
+
+// ownCPU is this process's CPU time so far, user and system, every thread.
+func ownCPU() time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
