@@ -50,7 +50,10 @@ const (
 	sysKuraRESP        = "kura-resp"     // kura's Redis port through go-redis
 	sysRedisAlways     = "redis-always"  // redis-server, appendfsync always
 	sysRedisDefault    = "redis-default" // redis-server as it comes (RDB snapshots, no AOF)
-	sysCassandra       = "cassandra"     // Cassandra 5 through gocql, token-aware
+	sysCassandra       = "cassandra"     // Cassandra 5 through gocql, token-aware, no write coalescing
+	// sysCassandraCoalescing is the same through gocql's default, which coalesces the
+	// writes to a connection for up to 200 µs (--gocql-coalescing on): a labelled row.
+	sysCassandraCoalescing = "cassandra-coalescing"
 )
 
 // The layouts (--layouts): one node, or three nodes in two DCs, 2 + 1.
@@ -90,6 +93,9 @@ type peersOptions struct {
 	// call per request, as gocql and go-redis send them: the like-for-like rows), true
 	// (waiting requests go together as GetMany/PutMany: labelled rows).
 	batching []bool
+	// coalescing lists gocql's write coalescing settings to run, in order, as batching
+	// does kura's client's.
+	coalescing []bool
 }
 
 // peersQuick are --quick's values of the flags not set explicitly: a smoke run of every
@@ -123,6 +129,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.StringVar(&o.cache, "cache", defaultPeersCache(), "where Cassandra's jars are kept between runs")
 	fs.StringVar(&o.heap, "cassandra-heap", "1G", "heap of each Cassandra node (-Xms and -Xmx)")
 	batching := fs.String("client-batching", "both", "kura's Go client: off (one call per request, as gocql and go-redis: the like-for-like rows the goals are judged on), on (requests waiting behind a call in flight go together as one GetMany/PutMany: rows labelled kura-batching), or both")
+	coalescing := fs.String("gocql-coalescing", "both", "gocql's write coalescing: off (each request written at once: the rows the goals are judged on), on (gocql's default, up to 200 µs: rows labelled cassandra-coalescing), or both")
 	fs.IntVar(&o.repeats, "repeats", 3, "rounds of every row; the systems take turns within each round, and each row reports the median round with the others beside it")
 	fs.BoolVar(&o.quick, "quick", false, "a short run: 2,000 keys, 2 s per row and of warm-up, for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
@@ -143,15 +150,11 @@ func setupPeers(fs *flag.FlagSet) Runner {
 			n, _ := strconv.Atoi(l)
 			o.layouts = append(o.layouts, n)
 		}
-		switch *batching {
-		case "off":
-			o.batching = []bool{false}
-		case "on":
-			o.batching = []bool{true}
-		case "both":
-			o.batching = []bool{false, true}
-		default:
-			return nil, fmt.Errorf("--client-batching %q: want off, on or both", *batching)
+		if o.batching, err = parseOnOff("--client-batching", *batching); err != nil {
+			return nil, err
+		}
+		if o.coalescing, err = parseOnOff("--gocql-coalescing", *coalescing); err != nil {
+			return nil, err
 		}
 		if o.distributions, err = parseDistributions(*dist); err != nil {
 			return nil, err
@@ -182,6 +185,19 @@ func setupPeers(fs *flag.FlagSet) Runner {
 		}
 		return runPeers(ctx, env, *o)
 	}
+}
+
+// parseOnOff reads a setting that runs off, on, or both, in that order.
+func parseOnOff(flagName, s string) ([]bool, error) {
+	switch s {
+	case "off":
+		return []bool{false}, nil
+	case "on":
+		return []bool{true}, nil
+	case "both":
+		return []bool{false, true}, nil
+	}
+	return nil, fmt.Errorf("%s %q: want off, on or both", flagName, s)
 }
 
 // defaultPeersCache is ~/.cache/kura-peers, or one under the temporary dir without a home.
@@ -350,6 +366,7 @@ var peerPairs = []struct{ kura, peer string }{
 	{sysKuraWAN, sysCassandra},
 	{sysKuraBatching, sysCassandra},
 	{sysKuraWANBatching, sysCassandra},
+	{sysKura, sysCassandraCoalescing},
 	{sysKuraRESP, sysRedisAlways},
 	{sysKuraRESP, sysRedisDefault},
 }
@@ -407,6 +424,9 @@ func peerRatios(rows []PeerRow) []PeerRatio {
 					ratio.Note = "kura's client batching on: no goal"
 				case sysKuraWANBatching:
 					ratio.Note = "WAN emulated for kura only; client batching on: no goal"
+				}
+				if pair.peer == sysCassandraCoalescing {
+					ratio.Note = "gocql's write coalescing on: no goal"
 				}
 			case c.workload == "E" && strings.HasPrefix(pair.peer, "redis") && ranIn(pair.kura, c.layout) && ranIn(pair.peer, c.layout):
 				ratio.Note = "n/a: Redis has no range scans"
@@ -718,7 +738,7 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 		}
 		add := func(s peerStart) {
 			step := peerStep{peerStart: s, layout: layout, nodes: nodes, levels: levels}
-			step.units = 1 + o.repeats*len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines), len(o.batching))
+			step.units = 1 + o.repeats*len(levels)*len(o.clients)*len(o.distributions)*len(o.workloads)*peerRowsPerCell(s.name, nodes, len(o.pipelines), len(o.batching), len(o.coalescing))
 			plan.steps = append(plan.steps, step)
 			plan.units += step.units
 		}
@@ -767,10 +787,12 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 
 // peerRowsPerCell is how many rows a system runs of one workload: kura is measured
 // through its Go client at each of the batching settings (kuraClients), its single node
-// through its Redis port too, and every Redis-protocol client at each of the pipelines
-// depths.
-func peerRowsPerCell(system string, nodes, pipelines, kuraClients int) int {
+// through its Redis port too, Cassandra through gocql at each of the coalescing settings
+// (cassandraClients), and every Redis-protocol client at each of the pipelines depths.
+func peerRowsPerCell(system string, nodes, pipelines, kuraClients, cassandraClients int) int {
 	switch {
+	case system == sysCassandra:
+		return cassandraClients
 	case system == sysKura && nodes == 1:
 		return kuraClients + pipelines
 	case system == sysKura || system == sysKuraWAN:

@@ -101,13 +101,19 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// cassandraJVMFlags are the settings Cassandra 5 needs on Java 17: the modules it
-// reaches into (the JPMS exports and opens of upstream's conf/jvm17-server.options, which
-// the bench does not ship) and Netty's direct buffers; G1 as upstream uses it. The heap
-// is added per run.
+// cassandraJVMFlags are upstream's conf/jvm-server.options and conf/jvm17-server.options
+// of Cassandra 5.0, every flag they set, with one change: -XX:-UseBiasedLocking is left
+// out, as Java 17 deprecates it and has biased locking off by default already. So:
+// assertions on (upstream's default), thread priorities, a heap dump on OOM, pre-touched
+// heap, TLABs, NUMA, no shared perf memory, IPv4; G1 with upstream's pause and
+// occupancy targets; the modules Cassandra reaches into (JPMS exports and opens) and
+// Netty's direct buffers. The heap is added per run (--cassandra-heap).
 var cassandraJVMFlags = []string{
+	"-ea", "-da:net.openhft...", "-XX:+UseThreadPriorities", "-XX:+HeapDumpOnOutOfMemoryError", "-Xss256k",
+	"-XX:+AlwaysPreTouch", "-XX:+UseTLAB", "-XX:+ResizeTLAB", "-XX:+UseNUMA", "-XX:+PerfDisableSharedMem",
+	"-Djava.net.preferIPv4Stack=true",
 	"-XX:+UseG1GC", "-XX:+ParallelRefProcEnabled", "-XX:MaxTenuringThreshold=1", "-XX:G1HeapRegionSize=16m",
-	"-XX:MaxGCPauseMillis=300", "-Xss256k",
+	"-XX:G1RSetUpdatingPauseTimePercent=5", "-XX:MaxGCPauseMillis=300", "-XX:InitiatingHeapOccupancyPercent=70",
 	"-Djdk.attach.allowAttachSelf=true",
 	"--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
 	"--add-exports", "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
@@ -141,9 +147,16 @@ var cassandraJVMFlags = []string{
 // address and directories, the snitch that reads its DC from cassandra-rackdc.properties,
 // and commitlog_sync batch, under which a write is acknowledged only once its commit log
 // entry is synced (kura's WAL does the same). auto_bootstrap is off because the cluster
-// starts empty: a joining node has nothing to stream.
+// starts empty: a joining node has nothing to stream. num_tokens 16 with
+// allocate_tokens_for_local_replication_factor set to the keyspace's replicas in the
+// node's DC, as upstream's cassandra.yaml recommends, so that 16 tokens balance the
+// ring. concurrent_reads and concurrent_writes are 32, as kura's read stage has 32
+// workers (sched.DefaultWorkers); they are upstream's defaults too.
 const cassandraYAML = `cluster_name: kura-peers
 num_tokens: 16
+allocate_tokens_for_local_replication_factor: %[4]d
+concurrent_reads: 32
+concurrent_writes: 32
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 data_file_directories: [%[1]s/data]
 commitlog_directory: %[1]s/commitlog
@@ -190,7 +203,7 @@ func (n *cassandraNode) kill() {
 }
 
 // startCassandraNode writes node i's configuration under dir and starts its JVM.
-func startCassandraNode(jars cassandraJars, heap, dir string, i int, dc string) (*cassandraNode, error) {
+func startCassandraNode(jars cassandraJars, heap, dir string, i int, dc string, localRF int) (*cassandraNode, error) {
 	host := fmt.Sprintf("127.0.0.%d", i+1)
 	if nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, fmt.Sprint(cassandraNativePort)), time.Second); err == nil {
 		nc.Close()
@@ -201,7 +214,7 @@ func startCassandraNode(jars cassandraJars, heap, dir string, i int, dc string) 
 		return nil, err
 	}
 	files := map[string]string{
-		"cassandra.yaml":              fmt.Sprintf(cassandraYAML, nodeDir, host, cassandraNativePort),
+		"cassandra.yaml":              fmt.Sprintf(cassandraYAML, nodeDir, host, cassandraNativePort, localRF),
 		"cassandra-rackdc.properties": fmt.Sprintf("dc=%s\nrack=rack1\n", dc),
 		"logback.xml":                 fmt.Sprintf(cassandraLogback, filepath.Join(nodeDir, "system.log")),
 	}
@@ -246,7 +259,7 @@ func startCassandraNode(jars cassandraJars, heap, dir string, i int, dc string) 
 func tuningFlags(flags []string) []string {
 	var tuning []string
 	for _, f := range flags {
-		if strings.HasPrefix(f, "-XX") || strings.HasPrefix(f, "-Xss") {
+		if strings.HasPrefix(f, "-XX") || strings.HasPrefix(f, "-Xss") || f == "-ea" {
 			tuning = append(tuning, f)
 		}
 	}
@@ -291,7 +304,11 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 	var hosts []string
 	for i := range nodes {
 		dc := fmt.Sprintf("dc%d", i*min(nodes, 2)/nodes+1) // as the nemesis harness places kura's nodes
-		n, err := startCassandraNode(jars, o.heap, dir, i, dc)
+		localRF := 1                                       // one node, or dc2's one replica
+		if nodes == 3 && dc == "dc1" {
+			localRF = 2
+		}
+		n, err := startCassandraNode(jars, o.heap, dir, i, dc, localRF)
 		if err != nil {
 			d.close()
 			return nil, err
@@ -309,32 +326,55 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 	if nodes == 3 {
 		replication = "'dc1': 2, 'dc2': 1"
 	}
-	cluster := gocql.NewCluster(hosts...)
-	cluster.Port = cassandraNativePort
-	cluster.ProtoVersion = 4
-	cluster.Timeout = o.opTimeout
-	cluster.ConnectTimeout = 10 * time.Second
-	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy("dc1"))
-	// The bench counts a failed operation as an error: no retry hides one.
-	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
-	session, err := cluster.CreateSession()
-	if err != nil {
-		d.close()
-		return nil, fmt.Errorf("gocql: connect to %v: %w", hosts, err)
+	sessions := map[bool]*gocql.Session{}
+	for _, coalescing := range o.coalescing {
+		session, err := gocqlSession(hosts, o.opTimeout, coalescing)
+		if err != nil {
+			d.close() // closes the sessions of its clients too
+			return nil, err
+		}
+		sessions[coalescing] = session
+		system := sysCassandra
+		if coalescing {
+			system = sysCassandraCoalescing
+		}
+		d.clients = append(d.clients, namedClient{system: system, c: &gocqlClient{s: session, level: gocql.One}, scans: true})
 	}
+	session := sessions[o.coalescing[0]]
 	for _, stmt := range []string{
 		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', %s}", peersKeyspace, replication),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.usertable (y_id text PRIMARY KEY, field0 blob)", peersKeyspace),
 	} {
 		if err := execUntilAccepted(ctx, session, stmt); err != nil {
-			session.Close()
 			d.close()
 			return nil, err
 		}
 	}
 	d.startup = time.Since(began)
-	d.clients = []namedClient{{system: sysCassandra, c: &gocqlClient{s: session, level: gocql.One}, scans: true}}
 	return d, nil
+}
+
+// gocqlSession connects to the Cassandra nodes at hosts as the bench's rows do:
+// token-aware over dc1, protocol v4, no retries (the bench counts a failed operation as
+// an error: no retry hides one). Without coalescing, gocql writes each request to its
+// connection at once; with it, gocql's default, a connection waits up to 200 µs to send
+// several requests in one write.
+func gocqlSession(hosts []string, timeout time.Duration, coalescing bool) (*gocql.Session, error) {
+	cluster := gocql.NewCluster(hosts...)
+	cluster.Port = cassandraNativePort
+	cluster.ProtoVersion = 4
+	cluster.Timeout = timeout
+	cluster.ConnectTimeout = 10 * time.Second
+	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy("dc1"))
+	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
+	if !coalescing {
+		cluster.WriteCoalesceWaitTime = 0
+	}
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("gocql: connect to %v: %w", hosts, err)
+	}
+	return session, nil
 }
 
 // cassandraSchemaTimeout bounds the retries of a schema statement: a node that has just

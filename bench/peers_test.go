@@ -436,17 +436,18 @@ func TestPeerRatiosPairByClientsAndPipeline(t *testing.T) {
 }
 
 // TestPeerRowsPerCell checks the row count the progress is sized by: pipelines multiply
-// the Redis-protocol rows only, kura's batching settings its Go client's rows only.
+// the Redis-protocol rows only, kura's batching settings its Go client's rows only, gocql's coalescing settings
+// Cassandra's only.
 func TestPeerRowsPerCell(t *testing.T) {
 	for _, c := range []struct {
 		system                   string
 		nodes, kuraClients, want int
 	}{
 		{sysKura, 1, 1, 3}, {sysKura, 1, 2, 4}, {sysKura, 3, 1, 1}, {sysKura, 3, 2, 2}, {sysKuraWAN, 3, 2, 2},
-		{sysRedisAlways, 1, 2, 2}, {sysRedisDefault, 1, 2, 2}, {sysCassandra, 1, 2, 1},
+		{sysRedisAlways, 1, 2, 2}, {sysRedisDefault, 1, 2, 2}, {sysCassandra, 1, 2, 2},
 	} {
-		if got := peerRowsPerCell(c.system, c.nodes, 2, c.kuraClients); got != c.want {
-			t.Errorf("%s on %d nodes, 2 pipeline depths, %d batching settings: %d rows, want %d", c.system, c.nodes, c.kuraClients, got, c.want)
+		if got := peerRowsPerCell(c.system, c.nodes, 2, c.kuraClients, 2); got != c.want {
+			t.Errorf("%s on %d nodes, 2 pipeline depths, %d batching settings, 2 coalescing settings: %d rows, want %d", c.system, c.nodes, c.kuraClients, got, c.want)
 		}
 	}
 }
