@@ -81,10 +81,10 @@ func runRedisRaces(ctx context.Context, env Env, opts raceOptions) (*Report, err
 	for _, start := range []func(context.Context) (redisTarget, error){
 		startVolatileRedis,
 		func(ctx context.Context) (redisTarget, error) {
-			return startKuraDCs(ctx, "kura-3-serial", []int{3}, "simple=3", consistency.Quorum)
+			return startKuraDCs(ctx, "kura-3-serial", []int{3}, "simple=3", consistency.Quorum, "")
 		},
 		func(ctx context.Context) (redisTarget, error) {
-			return startKuraDCs(ctx, "kura-2dc-serial", []int{2, 1}, "dc1=2,dc2=1", consistency.Quorum)
+			return startKuraDCs(ctx, "kura-2dc-serial", []int{2, 1}, "dc1=2,dc2=1", consistency.Quorum, "")
 		},
 	} {
 		t, err := start(ctx)

@@ -46,46 +46,47 @@ func TestParseBenchmarkCSV(t *testing.T) {
 }
 
 func TestRedisReportChecksTheGoals(t *testing.T) {
-	rows := func(getRatio, setRatio, kuraP99 float64) []RedisRow {
+	rows := func(getCPU, setCPU float64) []RedisRow {
 		return []RedisRow{
-			{Target: targetRedis, Op: "SET", Pipeline: 1, OpsPerS: 1000, LatencyMsP99: 1, RatioToRedis: 1},
-			{Target: targetKuraSingle, Op: "SET", Pipeline: 1, OpsPerS: 1000 * setRatio, LatencyMsP99: kuraP99, RatioToRedis: setRatio},
-			{Target: targetRedis, Op: "GET", Pipeline: 1, OpsPerS: 1000, LatencyMsP99: 1, RatioToRedis: 1},
-			{Target: targetKuraSingle, Op: "GET", Pipeline: 1, OpsPerS: 1000 * getRatio, LatencyMsP99: kuraP99, RatioToRedis: getRatio},
+			{Clients: 16, Target: targetRedisAlways, Op: "SET", Pipeline: 1, OpsPerS: 1000, ServerCPUSPerKop: 0.1},
+			{Clients: 16, Target: targetKuraDurable, Op: "SET", Pipeline: 1, OpsPerS: 500, ServerCPUSPerKop: 0.1 * setCPU},
+			{Clients: 16, Target: targetRedisAlways, Op: "GET", Pipeline: 1, OpsPerS: 1000, ServerCPUSPerKop: 0.1},
+			{Clients: 16, Target: targetKuraDurable, Op: "GET", Pipeline: 1, OpsPerS: 800, ServerCPUSPerKop: 0.1 * getCPU},
 		}
 	}
 	tests := []struct {
-		name                        string
-		getRatio, setRatio, kuraP99 float64
-		met                         bool
+		name           string
+		getCPU, setCPU float64
+		met            string
+		short          string
 	}{
-		{"all met", 1.0, 0.8, 2, true},
-		{"get short", 0.99, 0.9, 1, false},
-		{"set short", 1.2, 0.79, 1, false},
-		{"p99 too high", 1.2, 0.9, 2.01, false},
+		{"all met", 1.2, 1.5, "2/2", "none"},
+		{"get short", 1.3, 1.0, "1/2", "GET c16 p1: 1.30 > 1.2"},
+		{"set short", 1.0, 1.6, "1/2", "SET c16 p1: 1.60 > 1.5"},
 	}
-	opts := redisOptions{clients: 50, requests: 100, valueBytes: 256, keys: 10, pipelines: []int{1}}
+	opts := redisOptions{clients: []int{16}, requests: 100, valueBytes: 256, keys: 10, pipelines: []int{1}}
 	for _, tt := range tests {
-		r := redisReport(rows(tt.getRatio, tt.setRatio, tt.kuraP99), opts)
-		if r.Summary["goals_met"] != tt.met {
-			t.Errorf("%s: summary %v, want goals_met %v", tt.name, r.Summary, tt.met)
+		r := redisReport(rows(tt.getCPU, tt.setCPU), opts)
+		if r.Summary["cpu_goals_met"] != tt.met || r.Summary["cpu_goals_short"] != tt.short {
+			t.Errorf("%s: summary %v, want met %s, short %q", tt.name, r.Summary, tt.met, tt.short)
 		}
-		if r.Summary["get_ratio_p1"] != round(tt.getRatio, 3) || r.Summary["set_p99_ratio_p1"] != round(tt.kuraP99, 3) {
-			t.Errorf("%s: summary %v", tt.name, r.Summary)
+		goals := r.Reduction.([]RedisGoal)
+		if len(goals) != 2 || goals[0].Op != "GET" || *goals[0].OpsRatio != 0.8 || *goals[1].OpsRatio != 0.5 {
+			t.Errorf("%s: reduction %+v", tt.name, goals)
 		}
 	}
 }
 
 func TestRedisFigure(t *testing.T) {
 	rows := []RedisRow{
-		{Target: targetRedis, Op: "GET", Pipeline: 16, OpsPerS: 10},
-		{Target: targetKuraCluster, Op: "SET", Pipeline: 1, OpsPerS: 3},
+		{Clients: 16, Target: targetRedis, Op: "GET", Pipeline: 16, OpsPerS: 10},
+		{Clients: 16, Target: targetKuraCluster, Op: "SET", Pipeline: 1, OpsPerS: 3},
 	}
-	fig := redisFigure(rows, redisOptions{pipelines: []int{1, 16}})
+	fig := redisFigure(rows, redisOptions{clients: []int{16}, pipelines: []int{1, 16}})
 	if strings.Join(fig.Categories, ",") != "SET P1,GET P1,SETNX P1,INCR P1,SET P16,GET P16,SETNX P16,INCR P16" {
 		t.Fatalf("categories %v", fig.Categories)
 	}
-	if len(fig.Series) != 3 || fig.Series[0].Y[5] != 10 || fig.Series[2].Y[0] != 3 {
+	if len(fig.Series) != 5 || fig.Series[0].Y[5] != 10 || fig.Series[4].Y[0] != 3 {
 		t.Fatalf("series %+v", fig.Series)
 	}
 }
@@ -95,7 +96,7 @@ func TestRedisBenchFlags(t *testing.T) {
 	if !ok {
 		t.Fatal("bench redis is not registered")
 	}
-	for _, args := range [][]string{{"--pipeline", "1,x"}, {"--pipeline", "0"}, {"--clients", "0"}} {
+	for _, args := range [][]string{{"--pipeline", "1,x"}, {"--pipeline", "0"}, {"--clients", "0"}, {"--clients", "16,x"}} {
 		fs := flag.NewFlagSet("redis", flag.ContinueOnError)
 		run := b.Setup(fs)
 		if err := fs.Parse(args); err != nil {
@@ -125,19 +126,19 @@ func TestRedisBenchEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := report.Rows.([]RedisRow)
-	if len(rows) != 24 {
-		t.Fatalf("%d rows, want 3 targets x 4 ops x 2 depths:\n%s", len(rows), progress.String())
+	if len(rows) != 40 {
+		t.Fatalf("%d rows, want 5 targets x 4 ops x 2 depths:\n%s", len(rows), progress.String())
 	}
 	for _, r := range rows {
-		if r.OpsPerS <= 0 || r.LatencyMsP99 < r.LatencyMsP50 || r.RatioToRedis <= 0 {
+		if r.OpsPerS <= 0 || r.LatencyMsP99 < r.LatencyMsP50 || r.RatioToRedis <= 0 || r.ServerCPUSPerKop < 0 {
 			t.Errorf("implausible row %+v", r)
 		}
 		if r.Target == targetRedis && r.RatioToRedis != 1 {
 			t.Errorf("redis row with ratio %v", r.RatioToRedis)
 		}
 	}
-	if _, ok := report.Summary["goals_met"]; !ok {
-		t.Errorf("summary %v lacks goals_met", report.Summary)
+	if _, ok := report.Summary["cpu_goals_met"]; !ok {
+		t.Errorf("summary %v lacks cpu_goals_met", report.Summary)
 	}
 	var table bytes.Buffer
 	if err := report.WriteTable(&table); err != nil || !strings.Contains(table.String(), "kura-3-quorum") {
