@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -56,11 +57,31 @@ const (
 	sysCassandraCoalescing = "cassandra-coalescing"
 )
 
-// The layouts (--layouts): one node, or three nodes in two DCs, 2 + 1.
+// The layouts (--layouts): one node; three nodes in two DCs, 2 + 1, where every node
+// holds every key; four nodes in two DCs, 2 + 2, one replica in each DC, where each node
+// holds half the keys, so that neither a row cache nor a scan is flattered by a node
+// that holds everything.
 const (
 	layoutOne   = "1 node"
 	layoutThree = "3 nodes, 2 DCs (2+1)"
+	layoutFour  = "4 nodes, 2 DCs (2+2), RF 1 per DC"
 )
+
+// layoutReplicas is a layout's replicas per DC, by node count.
+var layoutReplicas = map[int]map[string]int{
+	1: {"dc1": 1},
+	3: {"dc1": 2, "dc2": 1},
+	4: {"dc1": 1, "dc2": 1},
+}
+
+// kuraReplication is the layout's replication in kura's syntax: "dc1=2,dc2=1".
+func kuraReplication(nodes int) string {
+	var parts []string
+	for _, dc := range slices.Sorted(maps.Keys(layoutReplicas[nodes])) {
+		parts = append(parts, fmt.Sprintf("%s=%d", dc, layoutReplicas[nodes][dc]))
+	}
+	return strings.Join(parts, ",")
+}
 
 // peersKeyspace is the keyspace (kura, Cassandra) every row reads and writes.
 const peersKeyspace = "ycsb"
@@ -68,7 +89,7 @@ const peersKeyspace = "ycsb"
 // peersOptions are the bench's flags.
 type peersOptions struct {
 	systems       []string
-	layouts       []int // node counts: 1 and 3
+	layouts       []int // node counts: 1, 3 and 4
 	wan           bool
 	wanLatency    time.Duration
 	keys          int
@@ -109,7 +130,7 @@ var peersQuick = map[string]string{
 func setupPeers(fs *flag.FlagSet) Runner {
 	o := &peersOptions{}
 	systems := fs.String("systems", "kura,redis,cassandra", "systems to run, comma-separated: kura, redis, cassandra")
-	layouts := fs.String("layouts", "1,3", "layouts, comma-separated: 1 (one node) and 3 (3 nodes in 2 DCs, 2+1; not for redis)")
+	layouts := fs.String("layouts", "1,3,4", "layouts, comma-separated: 1 (one node), 3 (3 nodes in 2 DCs, 2+1, every node holding every key) and 4 (4 nodes in 2 DCs, 2+2, one replica per DC); redis runs on 1 only")
 	fs.BoolVar(&o.wan, "wan", true, "also run kura's 3-node layout with the WAN between its DCs emulated (Cassandra runs without)")
 	fs.DurationVar(&o.wanLatency, "wan-latency", 20*time.Millisecond, "one-way latency between the two DCs when the WAN is emulated")
 	fs.IntVar(&o.keys, "keys", 100000, "keys loaded before the workloads, which read and write only them")
@@ -120,9 +141,9 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "workload A, unmeasured, after the load and before the first row of each system: JIT compilation and caches warm up")
 	fs.IntVar(&o.ops, "ops", 0, "end each row's run after this many operations, if sooner than --duration (0: the duration only)")
 	fs.DurationVar(&o.opTimeout, "op-timeout", 10*time.Second, "give up on one operation after this long (it counts as an error)")
-	dist := fs.String("distribution", distZipfian, "key choice: zipfian (YCSB's scrambled zipfian), uniform, or both comma-separated")
+	dist := fs.String("distribution", distZipfian+","+distUniform, "key choice: zipfian (YCSB's scrambled zipfian), uniform, or both comma-separated")
 	workloads := fs.String("workloads", "A,B,C,E,W", "YCSB workloads, comma-separated: A (50/50 read/update), B (95/5), C (read only), E (scans), W (write only)")
-	levels := fs.String("consistency", "QUORUM", "consistency levels of the 3-node layouts, comma-separated (kura and Cassandra alike)")
+	levels := fs.String("consistency", "QUORUM", "consistency levels of the 3- and 4-node layouts, comma-separated (kura and Cassandra alike)")
 	fs.StringVar(&o.scratch, "scratch", "", "directory for the servers' data and logs (default: a new one under $TMPDIR, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (data and logs) at the end")
 	fs.StringVar(&o.bin, "bin", "", "the kura binary whose server subcommand runs kura's nodes (default: this one)")
@@ -142,7 +163,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 		if o.systems, err = parseChoices("--systems", *systems, []string{peerKura, peerRedis, peerCassandra}); err != nil {
 			return nil, err
 		}
-		layoutNames, err := parseChoices("--layouts", *layouts, []string{"1", "3"})
+		layoutNames, err := parseChoices("--layouts", *layouts, []string{"1", "3", "4"})
 		if err != nil {
 			return nil, err
 		}
@@ -507,7 +528,7 @@ func (g peerGoal) met() bool {
 // deeper, half its GETs and SETs.
 func peerGoals(r PeerRatio) []peerGoal {
 	switch {
-	case r.Kura == sysKura && r.Peer == sysCassandra && r.Layout == layoutThree:
+	case r.Kura == sysKura && r.Peer == sysCassandra && r.Layout != layoutOne:
 		return []peerGoal{{"ops", r.OpsRatio, true, 3}, {"p99", r.P99Ratio, false, 1.0 / 3}, {"cpu", r.CPURatio, false, 0.25}, {"rss", r.RSSRatio, false, 0.1}}
 	case r.Kura != sysKuraRESP || r.Peer != sysRedisAlways || r.Layout != layoutOne:
 		return nil
@@ -733,8 +754,11 @@ func peersPlan(o peersOptions, scratch string, env Env, notes *[]string) peerPla
 	)
 	for _, nodes := range o.layouts {
 		layout, levels := layoutOne, []consistency.Level{consistency.One}
-		if nodes == 3 {
+		switch nodes {
+		case 3:
 			layout, levels = layoutThree, o.levels
+		case 4:
+			layout, levels = layoutFour, o.levels
 		}
 		add := func(s peerStart) {
 			step := peerStep{peerStart: s, layout: layout, nodes: nodes, levels: levels}
@@ -1008,11 +1032,7 @@ func startKuraPeer(ctx context.Context, o peersOptions, dir string, nodes int, w
 	}
 	d := &peerDeployment{stop: c.Close, build: PeerBuild{Name: "kura (--bin)", Version: commandVersion(o.bin, "version"),
 		Config: strings.TrimSpace("kura server defaults, gossip interval 1 s " + strings.Join(cfg.ServerArgs, " "))}}
-	replication := "dc1=1"
-	if nodes == 3 {
-		replication = "dc1=2,dc2=1"
-	}
-	if err := c.CreateKeyspace(ctx, peersKeyspace, replication); err != nil {
+	if err := c.CreateKeyspace(ctx, peersKeyspace, kuraReplication(nodes)); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -1193,7 +1213,7 @@ func peersScale(o peersOptions) string {
 	if len(o.pipelines) > 1 || o.pipelines[0] > 1 {
 		pipeline = fmt.Sprintf(", Redis-protocol rows pipelining %s commands per round trip", joinInts(o.pipelines))
 	}
-	return fmt.Sprintf("%d keys of %d bytes loaded first, then %v of workload A unmeasured; %s closed-loop clients%s; %s; %s keys; 3-node layouts at %s; %d cores shared by servers, clients and other jobs",
+	return fmt.Sprintf("%d keys of %d bytes loaded first, then %v of workload A unmeasured; %s closed-loop clients%s; %s; %s keys; multi-node layouts at %s; %d cores shared by servers, clients and other jobs",
 		o.keys, o.valueBytes, o.warmup, joinInts(o.clients), pipeline, limit, strings.Join(o.distributions, " and "), strings.Join(levels, ", "), runtime.NumCPU())
 }
 

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -304,11 +306,7 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 	var hosts []string
 	for i := range nodes {
 		dc := fmt.Sprintf("dc%d", i*min(nodes, 2)/nodes+1) // as the nemesis harness places kura's nodes
-		localRF := 1                                       // one node, or dc2's one replica
-		if nodes == 3 && dc == "dc1" {
-			localRF = 2
-		}
-		n, err := startCassandraNode(jars, o.heap, dir, i, dc, localRF)
+		n, err := startCassandraNode(jars, o.heap, dir, i, dc, layoutReplicas[nodes][dc])
 		if err != nil {
 			d.close()
 			return nil, err
@@ -322,10 +320,11 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 		env.Progressf("Cassandra on %s (%s) up after %.0f s", n.host, dc, time.Since(began).Seconds())
 		hosts = append(hosts, n.host)
 	}
-	replication := "'dc1': 1"
-	if nodes == 3 {
-		replication = "'dc1': 2, 'dc2': 1"
+	var replicas []string
+	for _, dc := range slices.Sorted(maps.Keys(layoutReplicas[nodes])) {
+		replicas = append(replicas, fmt.Sprintf("'%s': %d", dc, layoutReplicas[nodes][dc]))
 	}
+	replication := strings.Join(replicas, ", ")
 	sessions := map[bool]*gocql.Session{}
 	for _, coalescing := range o.coalescing {
 		session, err := gocqlSession(hosts, o.opTimeout, coalescing)
