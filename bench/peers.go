@@ -521,23 +521,23 @@ func (g peerGoal) met() bool {
 	return *g.value <= g.bound
 }
 
-// peerGoals returns the goals r is held to (docs/peers.md, "Goals"). On 3 nodes against
-// Cassandra: 3x its ops/s, a third of its p99, a quarter of its CPU per operation and a
-// tenth of its peak RSS. On one node against redis-server syncing every write: at
-// pipeline 1, its GETs (C) and 0.8x its SETs (W) per second, with at most twice its p99;
-// deeper, half its GETs and SETs.
+// peerGoals returns the goals r is held to (docs/peers.md, "Goals"), as issue 44 states
+// them. On 3 and 4 nodes against Cassandra, with kura's client batching off: 3x its
+// ops/s, a third of its p99 and a quarter of its CPU per operation (memory is reported,
+// not judged: it follows Cassandra's heap flag). On one node against redis-server
+// syncing every write, as server CPU per operation, since on a 2-core machine the
+// clients cap both servers' throughput: GETs (C) at most 1.2x its CPU, SETs (W) 1.5x, at
+// every pipeline depth.
 func peerGoals(r PeerRatio) []peerGoal {
 	switch {
 	case r.Kura == sysKura && r.Peer == sysCassandra && r.Layout != layoutOne:
-		return []peerGoal{{"ops", r.OpsRatio, true, 3}, {"p99", r.P99Ratio, false, 1.0 / 3}, {"cpu", r.CPURatio, false, 0.25}, {"rss", r.RSSRatio, false, 0.1}}
+		return []peerGoal{{"ops", r.OpsRatio, true, 3}, {"p99", r.P99Ratio, false, 1.0 / 3}, {"cpu", r.CPURatio, false, 0.25}}
 	case r.Kura != sysKuraRESP || r.Peer != sysRedisAlways || r.Layout != layoutOne:
 		return nil
-	case r.Pipeline > 1 && (r.Workload == "C" || r.Workload == "W"):
-		return []peerGoal{{"ops", r.OpsRatio, true, 0.5}}
 	case r.Workload == "C":
-		return []peerGoal{{"ops", r.OpsRatio, true, 1}, {"p99", r.P99Ratio, false, 2}}
+		return []peerGoal{{"cpu", r.CPURatio, false, goalGetCPURatio}}
 	case r.Workload == "W":
-		return []peerGoal{{"ops", r.OpsRatio, true, 0.8}, {"p99", r.P99Ratio, false, 2}}
+		return []peerGoal{{"cpu", r.CPURatio, false, goalSetCPURatio}}
 	}
 	return nil
 }
