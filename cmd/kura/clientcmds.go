@@ -123,7 +123,13 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 			// On standard error, so that standard output stays the value alone.
 			fmt.Fprintf(stderr, "expires in %v (at %s)\n", time.Until(item.ExpiresAt).Round(time.Millisecond), item.ExpiresAt.UTC().Format(time.RFC3339Nano))
 		}
-		_, err = stdout.Write(item.Value)
+		if _, err = stdout.Write(item.Value); err != nil {
+			return err
+		}
+		if isTerminal(stdout) && !bytes.HasSuffix(item.Value, []byte("\n")) {
+			// The prompt on a line of its own; a pipe or file gets the value byte for byte.
+			_, err = io.WriteString(stdout, "\n")
+		}
 		return err
 	})
 }
@@ -295,7 +301,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(args) == 0:
 		return fmt.Errorf("%w: %s", errUsage, keyspaceUsage)
-	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help":
+	case isHelp(args[0]):
 		fmt.Fprintf(stderr, "Usage: kura %s\n", keyspaceUsage)
 		return flag.ErrHelp
 	case !slices.Contains(keyspaceSubcommands, args[0]):
@@ -310,6 +316,9 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	splits := fs.Int("splits", defaultSplits, "with --key-sample: how many split keys to take from the sample")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
+		return err
+	}
+	if err := checkKeyspaceArgs(args[0], pos, *replication, *erasureCode); err != nil {
 		return err
 	}
 	var splitKeys [][]byte
@@ -366,12 +375,23 @@ func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, err
 }
 
 // keyspaceCommand runs one keyspace subcommand.
+// checkKeyspaceArgs checks a keyspace subcommand's arguments before anything dials.
+func checkKeyspaceArgs(sub string, pos []string, replication, erasureCode string) error {
+	switch {
+	case sub == "create" && (len(pos) != 1 || (replication == "") == (erasureCode == "")):
+		return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered [--key-sample FILE [--splits N]]]", errUsage)
+	case sub == "list" && len(pos) != 0:
+		return fmt.Errorf("%w: keyspace list takes no arguments", errUsage)
+	case sub != "create" && sub != "list" && len(pos) != 1:
+		return fmt.Errorf("%w: keyspace %s NAME", errUsage, sub)
+	}
+	return nil
+}
+
+// keyspaceCommand runs a keyspace subcommand whose arguments checkKeyspaceArgs accepted.
 func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []string, replication, partitioner, erasureCode string, splits [][]byte, stdout io.Writer) error {
 	switch sub {
 	case "create":
-		if len(pos) != 1 || (replication == "") == (erasureCode == "") {
-			return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered [--key-sample FILE [--splits N]]]", errUsage)
-		}
 		if erasureCode != "" {
 			code, err := schema.ParseErasure(erasureCode)
 			if err != nil {
@@ -410,9 +430,6 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		}
 		return nil
 	case "describe":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: keyspace describe NAME", errUsage)
-		}
 		ks, err := c.Keyspace(ctx, pos[0])
 		if err != nil {
 			return err
@@ -429,9 +446,6 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		}
 		return nil
 	case "truncate":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: keyspace truncate NAME", errUsage)
-		}
 		ts, err := c.TruncateKeyspace(ctx, pos[0])
 		if err != nil {
 			return err
@@ -439,9 +453,6 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		fmt.Fprintf(stdout, "keyspace %s truncated at %s: values written before it are gone\n", pos[0], ts.WallTime().UTC().Format(time.RFC3339Nano))
 		return nil
 	case "drop":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: keyspace drop NAME", errUsage)
-		}
 		ts, err := c.DropKeyspace(ctx, pos[0])
 		if err != nil {
 			return err

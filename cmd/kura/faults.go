@@ -22,6 +22,9 @@ func runFaults(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
+	if isHelp(args[0]) {
+		return subcommandHelp(stderr, usage, "faults")
+	}
 	verb := args[0]
 	fs := newFlagSet("faults "+verb, stderr)
 	addr := fs.String("addr", defaultClientAddr, "client API address of the node (comma-separated: each of them)")

@@ -151,12 +151,40 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--spare-go-procs", "-1"}, 2, "--spare-go-procs must be between 0 and 64"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--spare-go-procs", "65"}, 2, "--spare-go-procs must be between 0 and 64"},
 		{[]string{"keyspace"}, 2, "keyspace create NAME"},
+		// Arguments are checked before anything dials: an address nobody serves.
+		{[]string{"keyspace", "create", "--addr", "127.0.0.1:1"}, 2, "keyspace create NAME"},
+		{[]string{"keyspace", "drop", "--addr", "127.0.0.1:1"}, 2, "keyspace drop NAME"},
+		{[]string{"keyspace", "list", "extra", "--addr", "127.0.0.1:1"}, 2, "keyspace list takes no arguments"},
+		// A wrong flag: one line naming the closest flag, not the whole list.
+		{[]string{"server", "--listn", "x"}, 2, "unknown flag --listn; did you mean --listen?"},
+		{[]string{"get", "k", "--zzzzzz"}, 2, "unknown flag --zzzzzz (kura get --help lists the flags)"},
+		{[]string{"put", "k", "v", "--ttl", "5"}, 2, "--ttl takes a duration with its unit"},
+		{[]string{"faults", "--help"}, 0, "Usage: kura faults set|clear|show"},
+		{[]string{"node", "help"}, 0, "Usage: kura node decommission"},
+		{[]string{"get", "--help"}, 0, "-consistency"},
 		{[]string{"get", "k", "--addr", "127.0.0.1:1", "--timeout", "300ms"}, 1, "no node answered"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)
 		if code != tt.code || !strings.Contains(errOut, tt.text) {
 			t.Errorf("kura %v: exit %d, stderr %q; want exit %d and %q", tt.args, code, errOut, tt.code, tt.text)
+		}
+		if wrongFlag := strings.Contains(tt.text, "flag") || strings.Contains(tt.text, "duration"); wrongFlag && strings.Count(errOut, "\n") > 1 {
+			t.Errorf("kura %v: %d lines on stderr, want the error alone:\n%s", tt.args, strings.Count(errOut, "\n"), errOut)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"listen", "listen", 0}, {"listn", "listen", 1}, {"lsten", "listen", 1},
+		{"seeds", "seed", 1}, {"kitten", "sitting", 3}, {"", "abc", 3},
+	} {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -50,6 +51,9 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
+	if isHelp(args[0]) {
+		return subcommandHelp(stderr, usage, "node")
+	}
 	sub := args[0]
 	fs := newFlagSet("node "+sub, stderr)
 	nf := addNodeFlags(fs, time.Hour)
@@ -86,20 +90,33 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 func runCleanup(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup", stderr)
 	nf := addNodeFlags(fs, time.Hour)
+	fs.Lookup("addr").Usage = "client API address of the node to clean up (comma-separated: each in turn)"
 	keyspace := fs.String("keyspace", "", "keyspace to clean up (empty: every keyspace)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return fmt.Errorf("%w: cleanup takes no arguments, only flags", errUsage)
 	}
-	return nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
-		resp, err := admin.Cleanup(ctx, &kurav1.CleanupRequest{Keyspace: *keyspace})
+	addrs := strings.Split(*nf.addr, ",")
+	for _, addr := range addrs {
+		one := nf
+		one.addr = &addr
+		err := one.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
+			resp, err := admin.Cleanup(ctx, &kurav1.CleanupRequest{Keyspace: *keyspace})
+			if err != nil {
+				return err
+			}
+			if len(addrs) > 1 {
+				fmt.Fprintf(stdout, "%s: ", addr)
+			}
+			fmt.Fprintf(stdout, "removed %d records (%s) this node no longer owns\n", resp.GetRecordsRemoved(), formatBytes(resp.GetBytesRemoved()))
+			return nil
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", addr, err)
 		}
-		fmt.Fprintf(stdout, "removed %d records (%s) this node no longer owns\n", resp.GetRecordsRemoved(), formatBytes(resp.GetBytesRemoved()))
-		return nil
-	})
+	}
+	return nil
 }
 
 // formatBytes prints a byte count with a binary unit.
