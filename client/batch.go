@@ -43,7 +43,7 @@ const (
 	// that costs a replica round and a sync of its own. On 3 nodes in 2 DCs, against 2
 	// calls, reads did 5-13 % more at 16 and 64 clients, at ONE and QUORUM, and 6-10 %
 	// less at 256 clients at QUORUM; against 8 calls, writes did 11-24 % more at 16
-	// clients, 40-58 % at 64 and 27-57 % at 256 (docs/performance.md).
+	// clients, 40-58 % at 64 and 27-57 % at 256 (docs/performance-log.md).
 	getsInFlightMax = 1
 	putsInFlightMax = 1
 	// batchMax bounds the requests of one batch call (the node accepts up to 1,024).

@@ -18,7 +18,7 @@ import (
 // value is a slice of, and one slice of items. Decoded as a ScanResponse, an answer of n
 // items cost n+1 messages and 2n byte slices; in a benchmark of short scans at 256
 // clients the client's decoding and its garbage were most of its CPU
-// (docs/performance.md).
+// (docs/performance-log.md).
 type scanAnswer struct {
 	items []KeyValue
 }

@@ -52,7 +52,7 @@ func peerOf(n cluster.Node) transport.Peer {
 // the unknown fields), without a message per record or a copy of its bytes: each
 // record's key and value are slices of payload, their capacity cut to their length so
 // that an append copies. On short scans, decoding the other replica's answer through the
-// generated code was a third of a coordinator's allocations (docs/performance.md).
+// generated code was a third of a coordinator's allocations (docs/performance-log.md).
 // payload must not be written to afterwards; the transport reads each frame into a
 // buffer of its own.
 func decodeScanResponse(payload []byte) ([]lww.Record, error) {

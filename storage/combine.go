@@ -6,7 +6,7 @@ import "sync"
 // holds the locks of its keys' stripes from reading the stored records to the end of its
 // synced commit, so writes to one hot key (or stripe) would each pay a WAL sync of their
 // own, one after another: under a zipfian load most writers queue there
-// (docs/performance.md). Instead, the writes that arrive while one is being committed
+// (docs/performance-log.md). Instead, the writes that arrive while one is being committed
 // are queued; the first of them then becomes the leader, takes the stripe locks of every
 // queued write, applies them all in one batch in arrival order (each record compared with
 // the records before it, so last-writer-wins holds as if they had come one by one),

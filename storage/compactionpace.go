@@ -13,7 +13,7 @@ import (
 // compaction rewrites a small database's whole last level in one burst that holds a
 // core and the disk for a fraction of a second, and the synced writes waiting meanwhile
 // make the tail of the write latency: on the 2-core bench machine a SET's p99 at
-// pipeline 1 fell from 3.4-3.9 ms to 2.1-2.4 ms with the pace below (docs/performance.md).
+// pipeline 1 fell from 3.4-3.9 ms to 2.1-2.4 ms with the pace below (docs/performance-log.md).
 // Flushes are never paced: a slow flush fills the memtables and stalls every write. Nor
 // is a compaction paced while the engine falls behind (L0 grows), since writes stall
 // once it has too many files: pacing trades the burst for a longer, gentler compaction,

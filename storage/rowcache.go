@@ -8,7 +8,7 @@ import (
 // Pebble. A point read of a record in Pebble's memtable or block cache still builds an
 // iterator over every level, finds the file, and seeks its index and data blocks: the
 // largest share of a single node's CPU per GET, and of a SET's, whose last-writer-wins
-// comparison reads the stored record first (docs/performance.md). A hit costs one map
+// comparison reads the stored record first (docs/performance-log.md). A hit costs one map
 // look-up under a shard's mutex.
 //
 // Correctness rests on two rules:

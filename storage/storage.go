@@ -263,7 +263,7 @@ func (e *Engine) ApplyBatch(ks string, rs []lww.Record) (applied int, err error)
 // SETs): the records are read through the row cache and the written ones left in it,
 // as a single write's are, since a client reads its keys again soon. In a benchmark of
 // pipelined SETs on zipfian keys this was 13 % more writes per second
-// (docs/performance.md).
+// (docs/performance-log.md).
 func (e *Engine) ApplyClientBatch(ks string, rs []lww.Record) (applied int, err error) {
 	return e.applyRecords(ks, rs, true)
 }

@@ -51,7 +51,7 @@ const spareGoProcsMax = 64
 // (golang/go#29734), and Pebble's WAL syncs are such calls: on 2 cores one of the two
 // Ps sat in each fdatasync while writes and replies waited for a core. A spare P
 // halved the p99 of the time goroutines waited to run under synced SETs and made them
-// 8-28 % faster in paired runs (docs/performance.md). Once set, GOMAXPROCS no longer
+// 8-28 % faster in paired runs (docs/performance-log.md). Once set, GOMAXPROCS no longer
 // follows a change of the process's CPU limit while the node runs, as Go's default
 // does. It does nothing when spare is 0 or the operator set GOMAXPROCS in the
 // environment: their choice stands.
