@@ -23,6 +23,7 @@ import (
 	"github.com/kuradb/kura/certs"
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/cluster/ringstore"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/faults"
@@ -370,7 +371,7 @@ func (n *Node) open() error {
 		}
 		self.ClientAddr = n.grpcListener.Addr().String()
 	}
-	store := cluster.NewEngineStore(n.engine)
+	store := ringstore.New(n.engine)
 	stored, err := store.Nodes()
 	if err != nil {
 		return fmt.Errorf("load ring: %w", err)
