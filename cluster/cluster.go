@@ -1,9 +1,9 @@
 // Package cluster holds a node's view of the cluster: which nodes exist, where they
 // listen, which datacenter they are in, where they stand on the ring (joining, normal,
 // leaving, left, removed) and which of them are reachable now. Gossip membership writes
-// into a Directory, which persists the ring in the node's own storage (Open), so that a
-// restarted node starts from its last ring; the coordinator and the client API only read
-// it through View.
+// into a Directory, which persists the ring through a Store (package ringstore keeps it
+// in the node's own storage), so that a restarted node starts from its last ring; the
+// coordinator and the client API only read it through View.
 package cluster
 
 import (

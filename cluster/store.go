@@ -3,11 +3,6 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
-
-	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/lww"
-	"github.com/kuradb/kura/storage"
 )
 
 // Store keeps the directory's ring entries across restarts.
@@ -17,20 +12,6 @@ type Store interface {
 	// Nodes returns every stored entry.
 	Nodes() ([]Node, error)
 }
-
-// ringKeyspace is the storage keyspace of the persisted ring, beside system_schema.
-const ringKeyspace = "system_ring"
-
-// EngineStore is the Store in a node's storage engine: one record per node, keyed by id.
-type EngineStore struct {
-	engine *storage.Engine
-
-	mu      sync.Mutex
-	version hlc.Timestamp // orders a node's own saves, last writer wins
-}
-
-// NewEngineStore returns the ring store in engine.
-func NewEngineStore(engine *storage.Engine) *EngineStore { return &EngineStore{engine: engine} }
 
 // storedNode is an entry's persisted form.
 type storedNode struct {
@@ -44,6 +25,20 @@ type storedNode struct {
 	Generation uint64   `json:"generation,omitempty"`
 	// Tier is omitted at 0, so entries stored before tiers existed read as tier 0.
 	Tier int `json:"tier,omitempty"`
+}
+
+// EncodeNode writes one entry in the form a Store persists it (ringstore.Store): the
+// form a ring pull sends too (EncodeRing), so that both read every field alike.
+func EncodeNode(n Node) ([]byte, error) { return json.Marshal(toStored(n)) }
+
+// DecodeNode reads what EncodeNode wrote; key names the entry in the error when the
+// data cannot be read at all.
+func DecodeNode(key, data []byte) (Node, error) {
+	var sn storedNode
+	if err := json.Unmarshal(data, &sn); err != nil {
+		return Node{}, fmt.Errorf("ring entry %q: %w", key, err)
+	}
+	return sn.node()
 }
 
 func toStored(n Node) storedNode {
@@ -97,55 +92,4 @@ func DecodeRing(data []byte) ([]RingEntry, error) {
 		out[i] = RingEntry{n, w.Up}
 	}
 	return out, nil
-}
-
-// SaveNode persists n.
-func (s *EngineStore) SaveNode(n Node) error {
-	value, err := json.Marshal(toStored(n))
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.version == 0 {
-		if err := s.loadVersionLocked(); err != nil {
-			return err
-		}
-	}
-	s.version++
-	_, err = s.engine.Apply(ringKeyspace, lww.Record{Key: []byte(n.ID), Value: value, Timestamp: s.version})
-	return err
-}
-
-// Nodes returns every stored entry.
-func (s *EngineStore) Nodes() ([]Node, error) {
-	records, err := s.engine.Scan(ringKeyspace, nil, nil, 0, false, nil)
-	if err != nil {
-		return nil, err
-	}
-	nodes := make([]Node, 0, len(records))
-	for _, r := range records {
-		var sn storedNode
-		if err := json.Unmarshal(r.Value, &sn); err != nil {
-			return nil, fmt.Errorf("ring entry %q: %w", r.Key, err)
-		}
-		n, err := sn.node()
-		if err != nil {
-			return nil, err
-		}
-		nodes = append(nodes, n)
-	}
-	return nodes, nil
-}
-
-// loadVersionLocked continues the save order after a restart; s.mu is held.
-func (s *EngineStore) loadVersionLocked() error {
-	records, err := s.engine.Scan(ringKeyspace, nil, nil, 0, true, nil)
-	if err != nil {
-		return err
-	}
-	for _, r := range records {
-		s.version = max(s.version, r.Timestamp)
-	}
-	return nil
 }

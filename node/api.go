@@ -16,6 +16,7 @@ import (
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ringchange"
 )
 
 // maxScanResponseBytes bounds a scan answer to a client.
@@ -418,13 +419,13 @@ func (s *apiServer) Cleanup(ctx context.Context, req *kurav1.CleanupRequest) (*k
 
 // moveStatus maps a refused ring change to failed-precondition, anything else as usual.
 func moveStatus(err error) error {
-	if errors.Is(err, errBadMove) {
+	if errors.Is(err, ringchange.ErrBadMove) {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	return statusOf(err)
 }
 
-func moveResponse(st MoveStats) *kurav1.MoveResponse {
+func moveResponse(st ringchange.MoveStats) *kurav1.MoveResponse {
 	return &kurav1.MoveResponse{Gainers: st.Gainers, Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes,
 		BytesCrossDc: st.BytesCrossDC, Seconds: st.Took.Seconds()}
 }

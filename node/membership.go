@@ -20,6 +20,7 @@ import (
 	"github.com/kuradb/kura/membership/ferry"
 	"github.com/kuradb/kura/membership/scuttlebutt"
 	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -118,10 +119,10 @@ func newGossip(n *Node) (*gossip, error) {
 		appState[membership.KeyTokens] = formatTokens(self.Tokens)
 	}
 	if self.Replaces != "" {
-		appState[keyReplaces] = self.Replaces
+		appState[ringchange.KeyReplaces] = self.Replaces
 	}
 	if n.fresh && !n.cfg.Founding {
-		appState[keyNewData] = "1"
+		appState[ringchange.KeyNewData] = "1"
 	}
 	// Nodes named with addresses up front (a topology file) serve as seeds too.
 	seeds := append([]string(nil), n.cfg.Seeds...)
@@ -228,7 +229,7 @@ func (g *gossip) onChange(ch driver.Change) {
 			// A status only liveness cares about (a node shutting down): its place on the
 			// ring does not change.
 			status = old.Status
-		case known && old.Status == cluster.StatusRemoved && status != cluster.StatusBooting && m.AppState[keyNewData] == "":
+		case known && old.Status == cluster.StatusRemoved && status != cluster.StatusBooting && m.AppState[ringchange.KeyNewData] == "":
 			// A removed node back with the data dir it had: it stays removed, whatever
 			// it says (it learns of its removal from the gossiped marks, and stops
 			// serving). Only with an empty data dir does it join again, as a new node.
@@ -238,10 +239,10 @@ func (g *gossip) onChange(ch driver.Change) {
 			// ring with its tokens, and nobody reads from it until it has rebuilt them
 			// (its own ring pull then shows it so, and it starts the rebuild).
 			status, tokens = cluster.StatusRebuilding, old.Tokens
-		case status == cluster.StatusNormal && m.AppState[keyNewData] != "" && known && old.Status.OnRing() &&
+		case status == cluster.StatusNormal && m.AppState[ringchange.KeyNewData] != "" && known && old.Status.OnRing() &&
 			(old.Generation > 0 && m.Generation > old.Generation || m.Generation == old.Generation && old.Status == cluster.StatusRebuilding):
 			// The same, from a member started without seeds, which took itself for the
-			// first node of a new cluster until it hears from this one (checkMembership).
+			// first node of a new cluster until it hears from this one (ringchange.Changer.Join).
 			status, tokens = cluster.StatusRebuilding, old.Tokens
 		}
 		tier, err := strconv.Atoi(cmp.Or(m.AppState[keyTier], "0"))
@@ -251,9 +252,9 @@ func (g *gossip) onChange(ch driver.Change) {
 		}
 		g.mu.Lock()
 		g.upsertLocked(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[keyClientAddr], Tokens: tokens,
-			Status: status, Replaces: m.AppState[keyReplaces], Generation: m.Generation, Tier: tier})
-		g.applyMarksLocked(m.ID, keyRemoving, m.AppState[keyRemoving])
-		g.applyMarksLocked(m.ID, keyRemoved, m.AppState[keyRemoved])
+			Status: status, Replaces: m.AppState[ringchange.KeyReplaces], Generation: m.Generation, Tier: tier})
+		g.applyMarksLocked(m.ID, ringchange.KeyRemoving, m.AppState[ringchange.KeyRemoving])
+		g.applyMarksLocked(m.ID, ringchange.KeyRemoved, m.AppState[ringchange.KeyRemoved])
 		g.mu.Unlock()
 	}
 	alive := ch.Known && m.Alive
@@ -291,19 +292,19 @@ func (g *gossip) upsertLocked(node cluster.Node) {
 // applyMarksLocked takes one member's removing or removed list into the directory; g.mu
 // is held.
 func (g *gossip) applyMarksLocked(from, key, value string) {
-	marks := parseMarks(value)
+	marks := ringchange.ParseMarks(value)
 	switch key {
-	case keyRemoved:
+	case ringchange.KeyRemoved:
 		for id, gen := range marks {
 			if id == g.n.cfg.ID {
-				g.n.removedSelf(from)
+				g.n.changer.RemovedSelf(from)
 				continue
 			}
 			if _, err := g.n.directory.Remove(id, gen); err != nil {
 				g.n.log.Debug("apply a removal", "node", id, "err", err)
 			}
 		}
-	case keyRemoving:
+	case ringchange.KeyRemoving:
 		old := g.removingBy[from]
 		g.removingBy[from] = marks
 		for id := range old {
@@ -336,7 +337,7 @@ func (g *gossip) schemaChanged() {
 // pullSchema fetches another node's keyspaces and merges them.
 func (g *gossip) pullSchema(from cluster.Node) {
 	select {
-	case <-g.n.askedMembership:
+	case <-g.n.changer.AskedMembership():
 	case <-g.n.stop:
 		return
 	}

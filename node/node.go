@@ -23,6 +23,7 @@ import (
 	"github.com/kuradb/kura/certs"
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/cluster/ringstore"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/faults"
@@ -35,6 +36,7 @@ import (
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/sched"
@@ -228,12 +230,10 @@ type Node struct {
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
 	fresh     bool // started with no ring of its own: a new node
-	// askedMembership is closed once the node knows whether it was a member before: at
-	// once, unless it is a new node that took itself for the first of a new cluster
-	// (no seeds), until a peer it hears of says (checkMembership).
-	askedMembership chan struct{}
-	started         time.Time
-	repairer        *antientropy.Repairer
+	// changer runs the ring's life cycle: join, rebuild, decommission, removal.
+	changer  *ringchange.Changer
+	started  time.Time
+	repairer *antientropy.Repairer
 
 	grpcServer   *grpc.Server
 	grpcListener net.Listener
@@ -269,7 +269,7 @@ func Start(cfg Config) (*Node, error) {
 		defer n.wg.Done()
 		ctx, cancel := n.stopContext()
 		defer cancel()
-		n.joinRing(ctx, n.fresh)
+		n.changer.Join(ctx)
 	}()
 	go n.loop(time.Second, n.replayHints)
 	n.wg.Add(1)
@@ -370,7 +370,7 @@ func (n *Node) open() error {
 		}
 		self.ClientAddr = n.grpcListener.Addr().String()
 	}
-	store := cluster.NewEngineStore(n.engine)
+	store := ringstore.New(n.engine)
 	stored, err := store.Nodes()
 	if err != nil {
 		return fmt.Errorf("load ring: %w", err)
@@ -400,15 +400,14 @@ func (n *Node) open() error {
 		// background, so the first request already has one.
 		n.directory.SetTrusted()
 	}
-	n.askedMembership = make(chan struct{})
-	if !n.firstOfNewCluster() {
-		close(n.askedMembership)
-	}
 	if n.gossip, err = newGossip(n); err != nil {
 		return err
 	}
+	if n.changer, err = n.newChanger(); err != nil {
+		return err
+	}
 	if n.fresh && n.cfg.Founding {
-		n.checkLostData()
+		n.changer.CheckLostData()
 	}
 	var place placement.Placement
 	if n.cfg.Routing != "" && n.cfg.Routing != "onehop" {
@@ -661,11 +660,11 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	case kind == kindSchema:
 		return nil, n.applySchemaUpdate(payload)
 	case kind == kindStreamGains:
-		return n.handleStreamGains(ctx, payload)
+		return n.changer.HandleStreamGains(ctx, payload)
 	case kind == kindRebalance:
 		return n.handleRebalanceStep(ctx, payload)
 	case kind == kindRingPull:
-		return n.handleRingPull()
+		return n.changer.HandleRingPull()
 	case kind == kindHintsFlush:
 		return n.handleHintsFlush(ctx, from, payload)
 	case kind == kindPower:

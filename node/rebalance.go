@@ -20,6 +20,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/transport"
 )
@@ -159,7 +160,7 @@ func (n *Node) checkRebalance(ks schema.Keyspace) error {
 	case ks.Erasure.Enabled():
 		return fmt.Errorf("%w: %w: keyspace %s is erasure-coded: each chunk is placed by its own hash", errRebalance, coord.ErrInvalidArgument, ks.Name)
 	}
-	if err := n.checkNoMoves(); err != nil {
+	if err := ringchange.NoMoves(n.directory); err != nil {
 		return err
 	}
 	for _, other := range n.directory.Nodes() {

@@ -114,13 +114,13 @@ func TestRedirectLeftNamesTheMembers(t *testing.T) {
 
 	// A leaving member serves no longer than it takes to hand its ranges over: it is no
 	// target. With no target left, the refusal goes back as it came.
-	b.setStatus(cluster.StatusLeaving, b.directory.Self().Tokens)
+	b.changer.SetStatus(cluster.StatusLeaving, b.directory.Self().Tokens)
 	waitUntil(t, "a sees b leaving", func() bool { n, _ := a.directory.Node("b"); return n.Status == cluster.StatusLeaving })
 	_, err := call(nil, left)
 	if ids := targetIDs(redirectDetail(err)); !slices.Equal(ids, []string{"c"}) {
 		t.Errorf("with b leaving: redirect targets %v (err %v), want [c]", ids, err)
 	}
-	c.setStatus(cluster.StatusLeaving, c.directory.Self().Tokens)
+	c.changer.SetStatus(cluster.StatusLeaving, c.directory.Self().Tokens)
 	waitUntil(t, "a sees c leaving", func() bool { n, _ := a.directory.Node("c"); return n.Status == cluster.StatusLeaving })
 	refusal := statusOf(left)
 	if _, err := call(nil, refusal); err != refusal {
@@ -151,7 +151,7 @@ func TestLeftNodeRedirectsItsClients(t *testing.T) {
 	}
 
 	// a marks itself left, as a decommission ends, and stays up.
-	a.setStatus(cluster.StatusLeft, a.directory.Self().Tokens)
+	a.changer.SetStatus(cluster.StatusLeft, a.directory.Self().Tokens)
 	for _, n := range []*Node{b, c} {
 		waitUntil(t, n.ID()+" sees a left", func() bool { m, _ := n.directory.Node("a"); return m.Status == cluster.StatusLeft })
 	}

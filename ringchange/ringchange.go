@@ -1,9 +1,14 @@
-// Package ringchange holds the rules of the ring's changes, with no I/O: which change may
-// start while others are in progress, which of two changes announced at once goes on,
-// whether a node may be removed, and whether a node that starts with an empty data dir
-// lost the data of an earlier life. Each rule reads the directory's entries and the
-// liveness gossip gives them (a View), so that the node applies them and tests state
-// them as tables; the node runtime (package node) does the waiting and the streaming.
+// Package ringchange owns the ring's life cycle on one node. Its rules, with no I/O, say
+// which change may start while others are in progress, which of two changes announced at
+// once goes on, whether a node may be removed, and whether a node that starts with an
+// empty data dir lost the data of an earlier life. Each rule reads the directory's
+// entries and the liveness gossip gives them (a View), so that tests state them as
+// tables. The Changer applies them: it takes a starting node to normal (joining,
+// replacing or rebuilding), decommissions it, removes dead nodes, and answers its
+// peers' ring pulls and requests to stream. It does the waiting and the asking, and
+// reaches the rest of the node through small interfaces (Parts), so that it depends on
+// neither the transport nor the storage engine; the node registers the message kinds
+// and hands their payloads to the Changer's handlers.
 //
 // The rules are Cassandra's consistent range movement, made to heal by themselves: one
 // range movement at a time; a movement whose node died blocks the others until an

@@ -22,8 +22,8 @@ func (v view) State(id string) cluster.State {
 	return cluster.StateDown
 }
 
-// ring builds a view from "id:status" entries; the ids in up are reachable.
-func ring(up []string, entries ...string) view {
+// ringOf builds a view from "id:status" entries; the ids in up are reachable.
+func ringOf(up []string, entries ...string) view {
 	v := view{up: map[string]bool{}}
 	for _, id := range up {
 		v.up[id] = true
@@ -46,13 +46,13 @@ func TestNoMoves(t *testing.T) {
 		except []string
 		want   string // the error's text, "" for none
 	}{
-		{"all normal", ring([]string{"a", "b"}, "a:normal", "b:normal"), nil, ""},
-		{"a joiner up: wait", ring([]string{"a", "b"}, "a:normal", "b:joining"), nil,
+		{"all normal", ringOf([]string{"a", "b"}, "a:normal", "b:normal"), nil, ""},
+		{"a joiner up: wait", ringOf([]string{"a", "b"}, "a:normal", "b:joining"), nil,
 			"invalid ring change: node b is joining; wait until it completes"},
-		{"a dead leaver: the way out", ring([]string{"a"}, "a:normal", "b:leaving"), nil,
+		{"a dead leaver: the way out", ringOf([]string{"a"}, "a:normal", "b:leaving"), nil,
 			"invalid ring change: node b is leaving and down, so its move cannot complete: start it again, or end the move with kura node remove b"},
-		{"the node's own move does not count", ring([]string{"a", "b"}, "a:joining", "b:normal"), []string{"a"}, ""},
-		{"rebuilding and booting are no moves", ring([]string{"a", "b"}, "a:rebuilding", "b:booting"), nil, ""},
+		{"the node's own move does not count", ringOf([]string{"a", "b"}, "a:joining", "b:normal"), []string{"a"}, ""},
+		{"rebuilding and booting are no moves", ringOf([]string{"a", "b"}, "a:rebuilding", "b:booting"), nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestNoMoves(t *testing.T) {
 }
 
 func TestOverlap(t *testing.T) {
-	v := ring([]string{"n1", "n5", "n6"}, "n1:normal", "n5:joining", "n6:joining")
+	v := ringOf([]string{"n1", "n5", "n6"}, "n1:normal", "n5:joining", "n6:joining")
 	tests := []struct {
 		name, mover, self, want string
 	}{
@@ -87,7 +87,7 @@ func TestOverlap(t *testing.T) {
 }
 
 func TestAhead(t *testing.T) {
-	v := ring([]string{"n2", "n3", "n5"}, "n1:normal", "n2:booting", "n3:booting", "n4:booting", "n5:booting")
+	v := ringOf([]string{"n2", "n3", "n5"}, "n1:normal", "n2:booting", "n3:booting", "n4:booting", "n5:booting")
 	// n4 is booting but down: nobody waits for it.
 	for self, want := range map[string]int{"n2": 0, "n3": 1, "n5": 2} {
 		if got := Ahead(v, self); got != want {
@@ -104,17 +104,17 @@ func TestRemoval(t *testing.T) {
 		want     Kind
 		wantErr  string
 	}{
-		{"a dead normal node streams", ring([]string{"a"}, "a:normal", "b:normal"), "a", "b", Stream, ""},
-		{"a dead leaver streams", ring([]string{"a"}, "a:normal", "b:leaving"), "a", "b", Stream, ""},
-		{"a dead joiner is aborted, whatever else moves", ring([]string{"a", "c"}, "a:normal", "b:joining", "c:joining"), "a", "b", Abort, ""},
-		{"a live joiner is refused", ring([]string{"a", "b"}, "a:normal", "b:joining"), "a", "b", 0,
+		{"a dead normal node streams", ringOf([]string{"a"}, "a:normal", "b:normal"), "a", "b", Stream, ""},
+		{"a dead leaver streams", ringOf([]string{"a"}, "a:normal", "b:leaving"), "a", "b", Stream, ""},
+		{"a dead joiner is aborted, whatever else moves", ringOf([]string{"a", "c"}, "a:normal", "b:joining", "c:joining"), "a", "b", Abort, ""},
+		{"a live joiner is refused", ringOf([]string{"a", "b"}, "a:normal", "b:joining"), "a", "b", 0,
 			"invalid ring change: node b is up and joining; let it finish, or stop it and run node remove again to abort its join"},
-		{"a live node is refused", ring([]string{"a", "b"}, "a:normal", "b:normal"), "a", "b", 0,
+		{"a live node is refused", ringOf([]string{"a", "b"}, "a:normal", "b:normal"), "a", "b", 0,
 			"invalid ring change: node b is up; decommission it instead"},
-		{"itself", ring([]string{"a"}, "a:normal"), "a", "a", 0, "invalid ring change: a node cannot remove itself; decommission it"},
-		{"unknown", ring([]string{"a"}, "a:normal"), "a", "z", 0, "invalid ring change: node z is not in the cluster"},
-		{"already removed", ring([]string{"a"}, "a:normal", "b:removed"), "a", "b", 0, "invalid ring change: node b is removed, not on the ring"},
-		{"a dead node while another joins: wait", ring([]string{"a", "c"}, "a:normal", "b:normal", "c:joining"), "a", "b", 0,
+		{"itself", ringOf([]string{"a"}, "a:normal"), "a", "a", 0, "invalid ring change: a node cannot remove itself; decommission it"},
+		{"unknown", ringOf([]string{"a"}, "a:normal"), "a", "z", 0, "invalid ring change: node z is not in the cluster"},
+		{"already removed", ringOf([]string{"a"}, "a:normal", "b:removed"), "a", "b", 0, "invalid ring change: node b is removed, not on the ring"},
+		{"a dead node while another joins: wait", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:joining"), "a", "b", 0,
 			"invalid ring change: node c is joining; wait until it completes"},
 	}
 	for _, tt := range tests {

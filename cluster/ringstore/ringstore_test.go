@@ -1,0 +1,116 @@
+package ringstore
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/storage"
+)
+
+// TestDirectoryPersistsTheRing: a directory reopened on the same engine knows the nodes,
+// statuses and removals it knew, with every other node down until heard from, and is
+// trusted; a directory over an empty store is not.
+func TestDirectoryPersistsTheRing(t *testing.T) {
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	self := cluster.Node{ID: "a", DC: "x"}
+	d, err := cluster.Open(self, New(engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Trusted() {
+		t.Fatal("a directory over an empty store is trusted")
+	}
+	for _, n := range []cluster.Node{{ID: "b", DC: "x", Generation: 7}, {ID: "c", DC: "y", Status: cluster.StatusJoining}} {
+		if _, err := d.Upsert(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Remove("b", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetSelf(cluster.StatusLeaving, []uint64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := cluster.Open(self, New(engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Trusted() {
+		t.Error("a directory reopened with its ring is not trusted")
+	}
+	if got := again.Self(); got.Status != cluster.StatusLeaving || !slices.Equal(got.Tokens, []uint64{1, 2}) {
+		t.Errorf("self after reopening = %+v, want leaving with tokens 1, 2", got)
+	}
+	tests := []struct {
+		id     string
+		status cluster.Status
+		state  cluster.State
+	}{
+		{"b", cluster.StatusRemoved, cluster.StateDown},
+		{"c", cluster.StatusJoining, cluster.StateDown},
+	}
+	for _, tt := range tests {
+		n, ok := again.Node(tt.id)
+		if !ok || n.Status != tt.status || again.State(tt.id) != tt.state {
+			t.Errorf("%s after reopening: %+v (known %v), state %v; want %v, %v", tt.id, n, ok, again.State(tt.id), tt.status, tt.state)
+		}
+	}
+	if changed, _ := again.Upsert(cluster.Node{ID: "b", DC: "x", Generation: 7}); changed {
+		t.Error("gossip of a removed node's old generation brought it back")
+	}
+	if changed, _ := again.Upsert(cluster.Node{ID: "b", DC: "x", Generation: 8}); !changed {
+		t.Error("a removed node that restarted with a new generation stays removed")
+	}
+}
+
+// TestStoreKeepsTheTier: a node's power tier survives the store and the ring a seed
+// sends, and an entry stored before tiers existed (no "tier" field) reads as tier 0.
+func TestStoreKeepsTheTier(t *testing.T) {
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	store := New(engine)
+	old := `{"id":"old","dc":"x","addr":"127.0.0.1:1","status":"normal"}`
+	if _, err := engine.Apply(ringKeyspace, lww.Record{Key: []byte("old"), Value: []byte(old), Timestamp: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []cluster.Node{{ID: "sleepy", DC: "x", Tier: 2}, {ID: "steady", DC: "x"}} {
+		if err := store.SaveNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes, err := store.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]cluster.RingEntry, len(nodes))
+	for i, n := range nodes {
+		entries[i] = cluster.RingEntry{Node: n, Up: true}
+	}
+	data, err := cluster.EncodeRing(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := cluster.DecodeRing(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"old": 0, "sleepy": 2, "steady": 0}
+	for _, e := range decoded {
+		if tier, ok := want[e.ID]; !ok || e.Tier != tier {
+			t.Errorf("%s: tier %d after the store and the wire, want %d (known %v)", e.ID, e.Tier, tier, ok)
+		}
+	}
+	if len(decoded) != len(want) {
+		t.Errorf("%d entries after the store and the wire, want %d", len(decoded), len(want))
+	}
+}

@@ -1,0 +1,178 @@
+package ringchange
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+)
+
+// parts are a Changer's parts with no node behind them: gossip and streaming are
+// recorded, peers refuse every call.
+type parts struct {
+	removed  []string
+	excluded []string
+}
+
+func (p *parts) SetRingStatus(cluster.Status, []uint64) {}
+func (p *parts) SetAppState(string, string)             {}
+func (p *parts) MarkRemoving(cluster.Node, bool)        {}
+func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
+func (p *parts) Generation() uint64                     { return 1 }
+func (p *parts) Gainers() ([]string, error)             { return nil, nil }
+func (p *parts) PullRing(context.Context, cluster.Node) ([]byte, error) {
+	return nil, context.DeadlineExceeded
+}
+func (p *parts) StreamGains(context.Context, cluster.Node, []byte) ([]byte, error) {
+	return nil, context.DeadlineExceeded
+}
+func (p *parts) Gain(_ context.Context, exclude string) (Stats, error) {
+	p.excluded = append(p.excluded, exclude)
+	return Stats{Ranges: 2, Records: 3, Bytes: 40, BytesCrossDC: 5}, nil
+}
+
+// newChanger returns node a's changer over a directory holding others, of which only
+// the ids in up are reachable.
+func newChanger(t *testing.T, others []cluster.Node, up ...string) (*Changer, *cluster.Directory, *parts) {
+	t.Helper()
+	dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "x", Status: cluster.StatusNormal})
+	for _, n := range others {
+		if _, err := dir.Upsert(n); err != nil {
+			t.Fatal(err)
+		}
+		// A node first heard of is presumed up until gossip's verdict.
+		if !slices.Contains(up, n.ID) {
+			dir.SetState(n.ID, cluster.StateDown)
+		}
+	}
+	p := &parts{}
+	c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, dir, p
+}
+
+func TestMarks(t *testing.T) {
+	tests := []struct {
+		name  string
+		marks map[string]uint64
+		text  string
+	}{
+		{"none", map[string]uint64{}, ""},
+		{"sorted by id", map[string]uint64{"n2": 7, "n10": 3}, "n10@3,n2@7"},
+	}
+	for _, tt := range tests {
+		if got := FormatMarks(tt.marks); got != tt.text {
+			t.Errorf("%s: FormatMarks = %q, want %q", tt.name, got, tt.text)
+		}
+		if got := ParseMarks(tt.text); !maps.Equal(got, tt.marks) {
+			t.Errorf("%s: ParseMarks(%q) = %v, want %v", tt.name, tt.text, got, tt.marks)
+		}
+	}
+	if got, want := ParseMarks("n1@4,n2,n3@x,@9"), map[string]uint64{"n1": 4, "": 9}; !maps.Equal(got, want) {
+		t.Errorf("ParseMarks skipping malformed entries = %v, want %v", got, want)
+	}
+}
+
+// TestHandleRingPull: a ring pull answers every entry of the directory, this node's
+// included, with its liveness.
+func TestHandleRingPull(t *testing.T) {
+	c, _, _ := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}, {ID: "c", DC: "y", Status: cluster.StatusLeaving}}, "b")
+	raw, err := c.HandleRingPull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := cluster.DecodeRing(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, e := range entries {
+		got[e.ID+":"+e.Status.String()] = e.Up
+	}
+	want := map[string]bool{"a:normal": true, "b:normal": true, "c:leaving": false}
+	if !maps.Equal(got, want) {
+		t.Errorf("ring pulled = %v, want %v", got, want)
+	}
+}
+
+// TestHandleStreamGains: a gainer streams only once its own view shows the move, and
+// never from a removed node, which it is told to exclude.
+func TestHandleStreamGains(t *testing.T) {
+	c, _, p := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}, {ID: "c", DC: "x", Status: cluster.StatusLeaving}})
+	ask := func(moving string, exclude bool) ([]byte, error) {
+		req, err := proto.Marshal(&kurav1.StreamGainsRequest{Moving: moving, Exclude: exclude})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.HandleStreamGains(context.Background(), req)
+	}
+	if _, err := ask("b", false); err == nil || err.Error() != "node a does not see b leaving yet" {
+		t.Errorf("asked to stream from a normal node: err %v", err)
+	}
+	if _, err := ask("d", false); err == nil {
+		t.Error("asked to stream from an unknown node: no error")
+	}
+	for _, exclude := range []bool{false, true} {
+		raw, err := ask("c", exclude)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp kurav1.StreamGainsResponse
+		if err := proto.Unmarshal(raw, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetRanges() != 2 || resp.GetRecords() != 3 || resp.GetBytes() != 40 || resp.GetBytesCrossDc() != 5 {
+			t.Errorf("answer %v, want the streamer's counts", &resp)
+		}
+	}
+	if want := []string{"", "c"}; !slices.Equal(p.excluded, want) {
+		t.Errorf("streamed excluding %q, want %q", p.excluded, want)
+	}
+}
+
+// TestRemoveNodeAbortsADeadJoiner: a dead joiner owned nothing yet, so its removal
+// streams nothing and marks it removed at once.
+func TestRemoveNodeAbortsADeadJoiner(t *testing.T) {
+	c, _, p := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}, {ID: "j", DC: "x", Status: cluster.StatusJoining}}, "b")
+	st, err := c.RemoveNode(context.Background(), "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Gainers) != 0 || len(p.excluded) != 0 || len(p.removed) != 1 || p.removed[0] != "j" {
+		t.Errorf("removal of a dead joiner: stats %+v, streamed %q, marked removed %q; want nothing streamed, j removed", st, p.excluded, p.removed)
+	}
+}
+
+func TestNewRefusesAnIncompleteConfig(t *testing.T) {
+	p := &parts{}
+	all := Parts{Directory: cluster.NewDirectory(cluster.Node{ID: "a"}), Gossip: p, Peers: p, Streamer: p, Moves: p}
+	tests := []struct {
+		name  string
+		cfg   Config
+		parts Parts
+	}{
+		{"no id", Config{GossipInterval: time.Second}, all},
+		{"no gossip interval", Config{ID: "a"}, all},
+		{"no streamer", Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: all.Directory, Gossip: p, Peers: p, Moves: p}},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.cfg, tt.parts); err == nil {
+			t.Errorf("%s: New accepted it", tt.name)
+		}
+	}
+	c, err := New(Config{ID: "a", GossipInterval: time.Second}, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.RingDelay(), RingDelayRounds*time.Second; got != want {
+		t.Errorf("default ring delay %v, want %d gossip rounds (%v)", got, RingDelayRounds, want)
+	}
+}

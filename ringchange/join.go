@@ -1,0 +1,414 @@
+package ringchange
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ring"
+)
+
+// Join takes the node to normal: it learns the ring, and a node that joins a cluster
+// holding data streams the ranges it gains first. The node runs it in the background
+// from its start, until ctx ends.
+func (c *Changer) Join(ctx context.Context) {
+	dir := c.parts.Directory
+	if err := c.waitForRing(ctx); err != nil {
+		return
+	}
+	if c.firstOfNewCluster() {
+		c.checkMembership(ctx)
+		return
+	}
+	self := dir.Self()
+	switch self.Status {
+	case cluster.StatusNormal:
+		if !c.cfg.Fresh {
+			c.reconcileRing(ctx)
+		}
+		return
+	case cluster.StatusRebuilding:
+		c.gainThenNormal(ctx, "rebuilt", "")
+		return
+	case cluster.StatusLeaving:
+		// Restarted mid-decommission: the ranges are still ours; the operator runs it again.
+		c.log.Warn("restarted while leaving; back to normal: run the decommission again")
+		c.SetStatus(cluster.StatusNormal, self.Tokens)
+		return
+	}
+	tokens := self.Tokens
+	if c.cfg.Replace != "" {
+		// Gossip brings dead members after the live ones; give it a few rounds.
+		dead, ok := dir.Node(c.cfg.Replace)
+		for i := 0; !ok; i++ {
+			if i == 4*RingDelayRounds || !sleepCtx(ctx, c.cfg.GossipInterval) {
+				c.log.Error("cannot replace: the node is not in the cluster", "replace", c.cfg.Replace)
+				return
+			}
+			dead, ok = dir.Node(c.cfg.Replace)
+		}
+		// A node first heard of is presumed up until gossip's verdict on it arrives; that
+		// can take rounds when this node learned the ring from a member restarted since
+		// the death, so it waits several ring delays before it refuses.
+		for i := 0; dir.State(dead.ID).Reachable(); i++ {
+			if i == 4*RingDelayRounds || !sleepCtx(ctx, c.cfg.GossipInterval) {
+				c.log.Error("cannot replace a node that is up; decommission it instead", "replace", dead.ID)
+				return
+			}
+		}
+		tokens = nil
+		vnodes := c.cfg.Vnodes
+		if vnodes <= 0 {
+			vnodes = ring.DefaultVnodes
+		}
+		for _, t := range dead.RingTokens(vnodes) {
+			tokens = append(tokens, uint64(t))
+		}
+	}
+	if !c.cfg.Fresh && self.Status != cluster.StatusJoining && self.Status != cluster.StatusBooting {
+		return
+	}
+	if c.cfg.Replace == "" && !c.othersOnRing() {
+		c.log.Info("first node of the cluster: normal without streaming")
+		c.SetStatus(cluster.StatusNormal, tokens)
+		return
+	}
+	for yielded := false; ; {
+		// One range movement at a time, as Cassandra's consistent range movement: a
+		// gainer streaming from a holder still receiving the range would miss what that
+		// holder has not received yet.
+		if dir.Self().Status == cluster.StatusJoining && c.checkNoMoves(c.cfg.ID) != nil {
+			// Restarted mid-join while another node joins: it waits as booting, or the
+			// other, which goes first by id, would wait for it to yield for ever.
+			c.SetStatus(cluster.StatusBooting, tokens)
+		}
+		if !c.awaitNoMoves(ctx) || yielded && !c.awaitTurn(ctx) {
+			return
+		}
+		c.SetStatus(cluster.StatusJoining, tokens)
+		normal, err := c.gainThenNormal(ctx, "joined", c.cfg.Replace)
+		if errors.Is(err, ErrOverlap) {
+			c.log.Warn("another node started a ring change at the same time: this join waits for it, then starts again", "err", err)
+			c.SetStatus(cluster.StatusBooting, tokens)
+			yielded = true
+			continue
+		}
+		if !normal {
+			return
+		}
+		break
+	}
+	if c.cfg.Replace != "" {
+		if dead, ok := dir.Node(c.cfg.Replace); ok {
+			c.parts.Gossip.MarkRemoved(dead)
+		}
+	}
+}
+
+// RemovedSelf takes the news that another member, by, removed this node (kura node
+// remove, or a replacement): it is no member any more, so it stops coordinating (its
+// coordinator refuses what it is asked) and, persisted, refuses to start again with
+// this data dir.
+func (c *Changer) RemovedSelf(by string) {
+	dir := c.parts.Directory
+	self := dir.Self()
+	if self.Status == cluster.StatusRemoved {
+		return
+	}
+	c.log.Error("this node was removed from the cluster; it serves nothing now: wipe its data dir to join again", "by", by, "status_before", self.Status)
+	if err := dir.SetSelf(cluster.StatusRemoved, self.Tokens); err != nil {
+		c.log.Error("persist the removal", "err", err)
+	}
+}
+
+// firstOfNewCluster reports whether the node started with an empty data dir and nobody
+// to ask (no seeds, no peers, not replacing): the first node of a new cluster, or a
+// member of an old one whose disk was wiped and that was started without seeds. Only
+// another member can tell the two apart (checkMembership).
+func (c *Changer) firstOfNewCluster() bool {
+	return c.cfg.Fresh && !c.cfg.Founding && c.cfg.Replace == "" && !c.cfg.Seeded
+}
+
+// checkMembership runs on a node that took itself for the first of a new cluster: as
+// soon as it hears of another member (which calls on it because it holds this node in its
+// ring: gossip calls on down members now and then), it asks that member whether this
+// node owned ranges before, and if so rebuilds them before it serves reads. Until then,
+// it pulls no keyspace from its peers, so it serves nothing of theirs from an empty disk;
+// the peers themselves read nothing from it meanwhile (KeyNewData).
+func (c *Changer) checkMembership(ctx context.Context) {
+	self, known, _, err := c.pullRingFromAMember(ctx)
+	if err != nil {
+		return
+	}
+	wasMember := known && c.lostData(self)
+	if wasMember {
+		c.startRebuild(self)
+	}
+	close(c.askedMembership)
+	if wasMember {
+		c.gainThenNormal(ctx, "rebuilt", "")
+	} else {
+		c.markDataComplete()
+	}
+}
+
+// lostDataCheckTimeout bounds how long a founding node with an empty data dir asks its
+// peers whether it was a member before.
+const lostDataCheckTimeout = 3 * time.Second
+
+// CheckLostData asks the founding node's peers (Config.Named), before it serves
+// anything, whether it owned ranges in an earlier life, and if so starts a rebuild: a
+// founding node trusts its ring without asking anyone, so an empty data dir would
+// otherwise pass for a new cluster's. With no peer answering (the first node of a new
+// cluster, or every peer down), it cannot tell and starts as founded.
+func (c *Changer) CheckLostData() {
+	ctx, cancel := context.WithTimeout(context.Background(), lostDataCheckTimeout)
+	defer cancel()
+	for _, p := range c.cfg.Named {
+		self, known, err := c.pullRing(ctx, p)
+		if err != nil {
+			c.log.Debug("ask a peer whether this node was a member", "peer", p.ID, "err", err)
+			continue
+		}
+		if known && c.lostData(self) {
+			c.startRebuild(self)
+		}
+		return
+	}
+}
+
+// startRebuild puts a node that lost its data back on the ring as rebuilding, with the
+// tokens it had, before it serves anything: it takes writes, serves no reads, and pulls
+// its ranges back (gainThenNormal).
+func (c *Changer) startRebuild(prior cluster.RingEntry) {
+	c.log.Warn("this node was a member and its data dir is empty: rebuilding its ranges from the other replicas before it serves reads",
+		"status_before", prior.Status, "generation_before", prior.Generation)
+	c.SetStatus(cluster.StatusRebuilding, prior.Tokens)
+}
+
+// gainThenNormal takes a joining or rebuilding node to normal: it waits a ring delay, so
+// every coordinator has learned its status (it serves no reads, and takes writes), pulls
+// every range it gains (all it holds, when rebuilding), never from exclude, and logs what
+// it streamed as done. It reports whether the node is normal.
+// A joining node yields to a move that overlaps its own (ErrOverlap): it goes back to
+// booting, waits for the other move, and joins again.
+func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (normal bool, err error) {
+	dir := c.parts.Directory
+	self := dir.Self()
+	for {
+		c.log.Info("waiting for the ring to learn this node's status", "status", self.Status, "ring_delay", c.cfg.RingDelay)
+		if !sleepCtx(ctx, c.cfg.RingDelay) {
+			return false, ctx.Err()
+		}
+		if self.Status == cluster.StatusJoining {
+			// The ring this node learned when it started may predate a departure that
+			// gossip no longer carries (it was learned from a member that was down
+			// then): its gains must not count on a holder that is gone.
+			c.pullRingsOfMembers(ctx)
+		}
+		if self.Status != cluster.StatusJoining || c.checkNoMoves(self.ID) == nil {
+			break
+		}
+		if err := Overlap(dir, self.ID, c.cfg.ID); err != nil {
+			return false, err
+		}
+		// This join goes first: the others yield. Once they have, the ranges it gains
+		// are those of its move alone, and every coordinator must learn that (a ring
+		// delay) before it streams, or a write would miss both it and the stream.
+		if !c.awaitNoMoves(ctx) {
+			return false, ctx.Err()
+		}
+	}
+	start := time.Now()
+	st, err := c.parts.Streamer.Gain(ctx, exclude)
+	if err != nil {
+		c.log.Error("streaming stopped; it resumes at the next start", "status", dir.Self().Status, "err", err)
+		return false, err
+	}
+	c.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	c.markDataComplete()
+	c.SetStatus(cluster.StatusNormal, dir.Self().Tokens)
+	return true, nil
+}
+
+// awaitTurn spaces out joiners that yielded together, so that they do not announce
+// themselves at once again: each waits two gossip rounds for every booting node of a
+// smaller id, then until no move is in progress. It reports false when ctx ends first.
+func (c *Changer) awaitTurn(ctx context.Context) bool {
+	for {
+		ahead := Ahead(c.parts.Directory, c.cfg.ID)
+		if ahead > 0 && !sleepCtx(ctx, time.Duration(2*ahead)*c.cfg.GossipInterval) {
+			return false
+		}
+		if c.checkNoMoves(c.cfg.ID) == nil {
+			return true
+		}
+		if !c.awaitNoMoves(ctx) {
+			return false
+		}
+	}
+}
+
+// awaitNoMoves waits until no other node is joining or leaving, saying once why it waits;
+// it reports false when ctx ends first.
+func (c *Changer) awaitNoMoves(ctx context.Context) bool {
+	said := ""
+	for {
+		err := c.checkNoMoves(c.cfg.ID)
+		if err == nil {
+			return true
+		}
+		if err.Error() != said {
+			c.log.Warn("waiting to join until a ring change in progress completes", "reason", err)
+			said = err.Error()
+		}
+		if !sleepCtx(ctx, c.cfg.GossipInterval) {
+			return false
+		}
+	}
+}
+
+// markDataComplete stops gossiping KeyNewData: the node holds what it should.
+func (c *Changer) markDataComplete() {
+	c.parts.Gossip.SetAppState(KeyNewData, "")
+}
+
+// waitForRing returns once the directory can be trusted: at once when it was persisted,
+// founding or seedless (the node trusts those when it opens), else once a member has
+// handed over its ring.
+func (c *Changer) waitForRing(ctx context.Context) error {
+	dir := c.parts.Directory
+	if dir.Trusted() {
+		return nil
+	}
+	self, known, from, err := c.pullRingFromAMember(ctx)
+	if err != nil {
+		return err
+	}
+	if known && c.lostData(self) {
+		c.startRebuild(self)
+	}
+	dir.SetTrusted()
+	c.log.Info("learned the ring", "from", from, "nodes", len(dir.Nodes()))
+	return nil
+}
+
+// pullRingFromAMember pulls the ring from the first member gossip finds up that answers,
+// trying again each gossip round until one does or ctx ends. It returns that member's
+// entry for this node, if it has one (pullRing), and the member's id.
+func (c *Changer) pullRingFromAMember(ctx context.Context) (self cluster.RingEntry, known bool, from string, err error) {
+	dir := c.parts.Directory
+	for {
+		for _, other := range dir.Nodes() {
+			if other.ID == c.cfg.ID || !dir.State(other.ID).Reachable() {
+				continue
+			}
+			self, known, err := c.pullRing(ctx, other)
+			if err != nil {
+				c.log.Debug("pull the ring", "peer", other.ID, "err", err)
+				continue
+			}
+			return self, known, other.ID, nil
+		}
+		if !sleepCtx(ctx, c.cfg.GossipInterval) {
+			return cluster.RingEntry{}, false, "", ctx.Err()
+		}
+	}
+}
+
+// ringPullTimeout bounds one ring pull.
+const ringPullTimeout = 5 * time.Second
+
+// pullRing learns the ring of another node. It also returns that node's entry for this
+// node, if it has one: how a node whose data dir was wiped finds out that it was a member.
+func (c *Changer) pullRing(ctx context.Context, from cluster.Node) (self cluster.RingEntry, known bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, ringPullTimeout)
+	defer cancel()
+	raw, err := c.parts.Peers.PullRing(ctx, from)
+	if err != nil {
+		return cluster.RingEntry{}, false, err
+	}
+	entries, err := cluster.DecodeRing(raw)
+	if err != nil {
+		return cluster.RingEntry{}, false, err
+	}
+	dir := c.parts.Directory
+	for _, e := range entries {
+		if e.ID == c.cfg.ID {
+			self, known = e, true
+			continue
+		}
+		if _, err := dir.Learn(e); err != nil {
+			return cluster.RingEntry{}, false, err
+		}
+		if learned, err := dir.LearnDeparture(e); err != nil {
+			return cluster.RingEntry{}, false, err
+		} else if learned {
+			c.log.Info("learned a departure missed while down", "node", e.ID, "status", e.Status, "from", from.ID)
+		}
+	}
+	return self, known, nil
+}
+
+// reconcileRing pulls, a ring delay after a restart, the rings of a few members gossip
+// finds up: a node that was down while another left, was removed or joined learns it
+// there, since gossip may no longer carry a departed member's last status.
+func (c *Changer) reconcileRing(ctx context.Context) {
+	if sleepCtx(ctx, c.cfg.RingDelay) {
+		c.pullRingsOfMembers(ctx)
+	}
+}
+
+// reconcileMembers is how many members' rings a node reconciles its own with: more than
+// one, since a member may itself have been down when a node departed (it learns it a
+// ring delay after its restart), few enough that a node's pull stays small at scale.
+const reconcileMembers = 3
+
+// pullRingsOfMembers pulls the rings of up to reconcileMembers members that are up,
+// taking from each the nodes and departures this node missed (pullRing).
+func (c *Changer) pullRingsOfMembers(ctx context.Context) {
+	dir := c.parts.Directory
+	pulled := 0
+	for _, other := range dir.Nodes() {
+		if pulled == reconcileMembers || ctx.Err() != nil {
+			return
+		}
+		if other.ID == c.cfg.ID || !dir.State(other.ID).Reachable() {
+			continue
+		}
+		if _, _, err := c.pullRing(ctx, other); err != nil {
+			c.log.Debug("pull the ring", "peer", other.ID, "err", err)
+			continue
+		}
+		pulled++
+	}
+}
+
+// lostData reports whether another member's ring entry for this node shows that it
+// owned ranges in an earlier life (LostData).
+func (c *Changer) lostData(self cluster.RingEntry) bool {
+	return LostData(self, c.parts.Gossip.Generation())
+}
+
+// HandleRingPull answers another node's ring pull (Peers.PullRing): every entry of the
+// directory, with its liveness.
+func (c *Changer) HandleRingPull() ([]byte, error) {
+	dir := c.parts.Directory
+	nodes := dir.Nodes()
+	entries := make([]cluster.RingEntry, len(nodes))
+	for i, node := range nodes {
+		entries[i] = cluster.RingEntry{Node: node, Up: dir.State(node.ID).Reachable()}
+	}
+	return cluster.EncodeRing(entries)
+}
+
+// othersOnRing reports whether another node owns ranges already.
+func (c *Changer) othersOnRing() bool {
+	for _, other := range c.parts.Directory.Nodes() {
+		if other.ID != c.cfg.ID && other.Status.OnRing() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,191 @@
+package ringchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/cluster"
+)
+
+// Decommission hands this node's ranges to the nodes that take them over, then leaves the
+// ring. Writes keep reaching both sides until it has left.
+func (c *Changer) Decommission(ctx context.Context) (MoveStats, error) {
+	self := c.parts.Directory.Self()
+	if self.Status != cluster.StatusNormal {
+		return MoveStats{}, fmt.Errorf("%w: node %s is %s, not normal", ErrBadMove, self.ID, self.Status)
+	}
+	if err := c.checkNoMoves(); err != nil {
+		return MoveStats{}, err
+	}
+	start := time.Now()
+	c.SetStatus(cluster.StatusLeaving, self.Tokens)
+	st, err := c.streamGains(ctx, self.ID, false)
+	if err != nil {
+		c.SetStatus(cluster.StatusNormal, self.Tokens)
+		return st, fmt.Errorf("decommission aborted, the node stays normal: %w", err)
+	}
+	c.SetStatus(cluster.StatusLeft, self.Tokens)
+	// Stay up a ring delay so every node learns "left" before this one stops: gossip
+	// carries only a node's latest status, and a shutdown announced sooner would leave
+	// the others holding it as leaving.
+	sleepCtx(ctx, c.cfg.RingDelay)
+	st.Took = time.Since(start)
+	c.log.Info("decommissioned: left the ring", "gainers", st.Gainers, "bytes", st.Bytes, "took", st.Took.Round(time.Millisecond))
+	return st, nil
+}
+
+// RemoveNode takes a dead node off the ring: its ranges are streamed from the surviving
+// replicas to their new owners first. A dead node that was joining owned nothing yet: its
+// join is aborted, with nothing to stream (the writes it was sent as a pending replica
+// were counted on top of the level's, so the owners hold them). A dead node that was
+// leaving is removed as a normal one is, its ranges streamed from the other replicas.
+func (c *Changer) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
+	dir := c.parts.Directory
+	how, err := Removal(dir, c.cfg.ID, id)
+	if err != nil {
+		return MoveStats{}, err
+	}
+	dead, _ := dir.Node(id)
+	if how == Abort {
+		c.log.Warn("aborting the join of a dead node: it owned no ranges yet", "node", id)
+		c.parts.Gossip.MarkRemoved(dead)
+		return MoveStats{}, nil
+	}
+	start := time.Now()
+	ctx, stop := c.whileDown(ctx, id)
+	defer stop()
+	c.parts.Gossip.MarkRemoving(dead, true)
+	st, err := c.streamGains(ctx, id, true)
+	c.parts.Gossip.MarkRemoving(dead, false)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if err != nil {
+		return st, fmt.Errorf("removal of %s aborted, it stays on the ring: %w", id, err)
+	}
+	c.parts.Gossip.MarkRemoved(dead)
+	st.Took = time.Since(start)
+	return st, nil
+}
+
+// whileDown returns a context that ends, with the reason as its cause, if node id comes
+// back up: a removal streams from the other replicas only while the node is dead, and
+// one that came back is a member again (its newer generation outranks the removal).
+func (c *Changer) whileDown(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		for sleepCtx(ctx, c.cfg.GossipInterval) {
+			if c.parts.Directory.State(id).Reachable() {
+				cancel(fmt.Errorf("%w: node %s is up again; decommission it instead", ErrBadMove, id))
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// streamGains waits for the cluster to learn that moving is leaving, then asks every node
+// that gains one of its ranges to pull them, and waits for all.
+func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) (MoveStats, error) {
+	if !sleepCtx(ctx, c.cfg.RingDelay) {
+		return MoveStats{}, ctx.Err()
+	}
+	if err := c.checkNoMoves(moving); err != nil {
+		// Another move was announced at the same time: the operator's move gives way.
+		return MoveStats{}, fmt.Errorf("%w: %w; run it again once that one completes", ErrOverlap, err)
+	}
+	ids, err := c.parts.Moves.Gainers()
+	if err != nil {
+		return MoveStats{}, err
+	}
+	gainers := map[string]bool{}
+	for _, id := range ids {
+		gainers[id] = true
+	}
+	var st MoveStats
+	for id := range gainers {
+		st.Gainers = append(st.Gainers, id)
+	}
+	sort.Strings(st.Gainers)
+	req, err := proto.Marshal(&kurav1.StreamGainsRequest{Moving: moving, Exclude: exclude})
+	if err != nil {
+		return st, err
+	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, id := range st.Gainers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := c.askToStream(ctx, id, req)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+				return
+			}
+			st.Ranges += got.Ranges
+			st.Records += got.Records
+			st.Bytes += got.Bytes
+			st.BytesCrossDC += got.BytesCrossDC
+		}()
+	}
+	wg.Wait()
+	return st, errors.Join(errs...)
+}
+
+// askToStream has node id pull its gains, retrying while it has not learned the move yet.
+func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats, error) {
+	for {
+		var raw []byte
+		var err error
+		if id == c.cfg.ID {
+			raw, err = c.HandleStreamGains(ctx, req)
+		} else if node, ok := c.parts.Directory.Node(id); !ok {
+			return Stats{}, fmt.Errorf("node %s is not in the directory", id)
+		} else {
+			raw, err = c.parts.Peers.StreamGains(ctx, node, req)
+		}
+		if err == nil {
+			var resp kurav1.StreamGainsResponse
+			if err := proto.Unmarshal(raw, &resp); err != nil {
+				return Stats{}, err
+			}
+			return Stats{Ranges: int(resp.GetRanges()), Records: resp.GetRecords(), Bytes: resp.GetBytes(), BytesCrossDC: resp.GetBytesCrossDc()}, nil
+		}
+		c.log.Warn("a gainer could not stream yet; retrying", "gainer", id, "err", err)
+		if !sleepCtx(ctx, c.cfg.RingDelay) {
+			return Stats{}, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		}
+	}
+}
+
+// HandleStreamGains answers another node's request to stream (Peers.StreamGains): it
+// pulls the ranges this node gains from a moving node, once its own view shows the move
+// (else the gains it computes would miss them).
+func (c *Changer) HandleStreamGains(ctx context.Context, payload []byte) ([]byte, error) {
+	var req kurav1.StreamGainsRequest
+	if err := proto.Unmarshal(payload, &req); err != nil {
+		return nil, fmt.Errorf("decode stream_gains: %w", err)
+	}
+	if m, ok := c.parts.Directory.Node(req.GetMoving()); !ok || m.Status != cluster.StatusLeaving {
+		return nil, fmt.Errorf("node %s does not see %s leaving yet", c.cfg.ID, req.GetMoving())
+	}
+	exclude := ""
+	if req.GetExclude() {
+		exclude = req.GetMoving()
+	}
+	st, err := c.parts.Streamer.Gain(ctx, exclude)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(&kurav1.StreamGainsResponse{Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes, BytesCrossDc: st.BytesCrossDC})
+}
