@@ -372,7 +372,7 @@ func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest)
 	for _, n := range view.Nodes() {
 		state := view.State(n.ID)
 		offset, measured := offsets[n.ID]
-		watts, joules := s.node.power.energy(n.ID, now)
+		watts, joules := s.node.power.Energy(n.ID, now)
 		resp.Nodes = append(resp.Nodes, &kurav1.NodeStatus{Id: n.ID, Dc: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Alive: state.Reachable(), Tokens: n.Tokens,
 			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds(),
 			Power: view.Power(n.ID).State.String(), PowerTier: int32(n.Tier), PowerWatts: watts, EnergyJoules: joules,

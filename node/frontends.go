@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/kuradb/kura/powercycle"
 	"github.com/kuradb/kura/resp"
 )
 
@@ -27,8 +28,8 @@ func (n *Node) startFrontEnds() error {
 	}
 	// A stand-in takes the Redis address over while the node sleeps, and the HTTP port
 	// is where it is woken.
-	n.gossip.current().SetAppState(keyRESPAddr, n.RESPAddr())
-	n.gossip.current().SetAppState(keyWakeAddr, n.HTTPAddr())
+	n.gossip.current().SetAppState(powercycle.KeyRESPAddr, n.RESPAddr())
+	n.gossip.current().SetAppState(powercycle.KeyWakeAddr, n.HTTPAddr())
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (n *Node) startHTTP() error {
 	console.New(n.consoleSnapshot).Register(mux)
 	// The HTTP port stays up while the node sleeps, as a machine's management
 	// controller does: it is how the node is woken.
-	mux.HandleFunc("POST /power/wake", n.serveWake)
+	mux.HandleFunc("POST /power/wake", n.power.ServeWake)
 	if n.cfg.EnablePprof {
 		// The Go profiler, for operators chasing a hot spot (go tool pprof HOST:PORT/debug/pprof/profile).
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -20,6 +20,7 @@ import (
 	"github.com/kuradb/kura/membership/ferry"
 	"github.com/kuradb/kura/membership/scuttlebutt"
 	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/powercycle"
 	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/transport"
 )
@@ -111,8 +112,8 @@ func newGossip(n *Node) (*gossip, error) {
 		keyClientAddr:        self.ClientAddr,
 		keySchema:            digestString(n.catalog.Digest()),
 		membership.KeyStatus: self.Status.String(),
-		keyPower:             power.Active.String(),
-		keyTier:              strconv.Itoa(self.Tier),
+		powercycle.KeyPower:  power.Active.String(),
+		powercycle.KeyTier:   strconv.Itoa(self.Tier),
 		keyStartedAt:         strconv.FormatInt(n.started.UnixMilli(), 10),
 	}
 	if len(self.Tokens) > 0 {
@@ -245,7 +246,7 @@ func (g *gossip) onChange(ch driver.Change) {
 			// first node of a new cluster until it hears from this one (ringchange.Changer.Join).
 			status, tokens = cluster.StatusRebuilding, old.Tokens
 		}
-		tier, err := strconv.Atoi(cmp.Or(m.AppState[keyTier], "0"))
+		tier, err := strconv.Atoi(cmp.Or(m.AppState[powercycle.KeyTier], "0"))
 		if err != nil {
 			g.n.log.Warn("member gossips a bad power tier", "member", m.ID, "err", err)
 			return
@@ -259,7 +260,7 @@ func (g *gossip) onChange(ch driver.Change) {
 	}
 	alive := ch.Known && m.Alive
 	if ch.Known {
-		g.n.power.observePower(m, alive)
+		g.n.power.Observe(m, alive)
 	}
 	state := cluster.StateDown
 	if alive {

@@ -86,5 +86,5 @@ func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 // controller's load.
 func (n *Node) observe(op string, level consistency.Level, elapsed time.Duration, err error) {
 	n.metrics.Observe("grpc", op, level, elapsed, err)
-	n.power.observeRequest(elapsed)
+	n.power.ObserveRequest(elapsed)
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/powercycle"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/ringchange"
@@ -223,7 +224,7 @@ type Node struct {
 	hints     *hints.Store
 	stage     *sched.Stage // the read stage every read of local data passes through
 	rows      rowCounts    // rows per node and ordered keyspace, as gossiped
-	power     *powerCycle
+	power     *powercycle.Cycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
 	gossip    *gossip
@@ -289,12 +290,12 @@ func Start(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go n.loop(n.cfg.RepairInterval, n.repairPass)
 	}
-	if n.power.controller != nil {
+	if n.power.Controlled() {
 		// Every node of a controlled cluster publishes its load; the controller runs on
 		// one of them. Without a controller, nobody reads the load: no gossip for it.
 		n.wg.Add(2)
-		go n.loop(loadWindow, n.publishLoad)
-		go n.loop(time.Second, n.controlPower)
+		go n.loop(powercycle.LoadWindow, n.power.PublishLoad)
+		go n.loop(time.Second, n.power.ControlPower)
 	}
 	return n, nil
 }
@@ -349,7 +350,7 @@ func (n *Node) open() error {
 		Wall:    wall,
 		Clocks:  memberClocks{n},
 		TLS:     n.cfg.TLS,
-		Gate:    n.power.gate,
+		Gate:    n.power.Gate(),
 	}
 	if n.faults != nil {
 		tcfg.Faults = n.faults
@@ -364,7 +365,7 @@ func (n *Node) open() error {
 	}
 	self := cluster.Node{ID: n.cfg.ID, DC: n.cfg.DC, Addr: n.transport.Addr(), Tokens: n.cfg.Tokens, Tier: n.cfg.PowerTier}
 	if n.cfg.ClientAddr != "" {
-		n.grpcListener, err = n.power.gate.Listen(n.cfg.ClientAddr)
+		n.grpcListener, err = n.power.Gate().Listen(n.cfg.ClientAddr)
 		if err != nil {
 			return fmt.Errorf("listen for clients: %w", err)
 		}
@@ -558,9 +559,9 @@ func (n *Node) Close() error {
 	n.frontEnds.close()
 	n.wg.Wait()
 	if n.power != nil {
-		n.power.close()
+		n.power.Close()
 	}
-	if n.gossip != nil && !n.power.isQuiet() {
+	if n.gossip != nil && !n.power.Quiet() {
 		// Announce the shutdown so peers mark this node down at once instead of by
 		// suspicion seconds later; it stays on the ring (no Leave). A node that left
 		// announces nothing: its status would replace "left" in gossip, and a node
@@ -611,7 +612,7 @@ func (n *Node) loop(interval time.Duration, fn func(context.Context)) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		if !n.power.isQuiet() {
+		if !n.power.Quiet() {
 			fn(ctx)
 		}
 		select {
@@ -666,9 +667,9 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	case kind == kindRingPull:
 		return n.changer.HandleRingPull()
 	case kind == kindHintsFlush:
-		return n.handleHintsFlush(ctx, from, payload)
+		return n.power.HandleHintsFlush(ctx, from.ID, payload)
 	case kind == kindPower:
-		return n.handlePower(ctx, from, payload)
+		return n.power.HandlePower(ctx, from.ID, payload)
 	case kind == kindClockPing:
 		return nil, nil // the answer's wall-clock stamp is the point
 	case kind == kindChord && n.dht != nil:

@@ -98,7 +98,7 @@ func TestSleepAndWakeLoseNothing(t *testing.T) {
 		t.Fatalf("sleep n4: %v, %v", state, err)
 	}
 	waitUntil(t, "n1 sees n4 asleep", func() bool { return n1.View().State("n4").String() == "asleep" })
-	if err := nodes[2].maySleep("n3"); err == nil {
+	if err := nodes[2].power.MaySleep("n3"); err == nil {
 		holders := n1.View().Power("n4").Holders
 		if strings.Contains(strings.Join(holders, ","), "n3") {
 			t.Fatalf("n3 holds n4's writes (%v) and may still sleep", holders)
@@ -157,7 +157,7 @@ func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
 	}
 	n1 := nodes[0]
 	waitUntil(t, "n1 knows keyspace app", func() bool { _, err := n1.Keyspace("app"); return err == nil })
-	if err := n1.maySleep("n4"); err != nil {
+	if err := n1.power.MaySleep("n4"); err != nil {
 		t.Fatalf("n4 alone may not sleep: %v", err)
 	}
 	// As gossip would tell it: n3 and n4 asleep. The real gossip of n3 and n4 (their
@@ -171,7 +171,7 @@ func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
 	var errN2, errN1 error
 	waitUntil(t, "n1 refuses n2 and itself with n3 and n4 asleep", func() bool {
 		asleep()
-		errN2, errN1 = n1.maySleep("n2"), n1.maySleep("n1")
+		errN2, errN1 = n1.power.MaySleep("n2"), n1.power.MaySleep("n1")
 		return errN2 != nil && errN1 != nil
 	})
 	if !strings.Contains(errN2.Error(), "no awake replica") {
@@ -184,7 +184,7 @@ func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
 	waitUntil(t, "n3 may sleep beside a draining n4", func() bool {
 		n1.directory.SetPower("n4", cluster.Power{State: power.Draining, Holders: []string{"n1"}})
 		n1.directory.SetPower("n3", cluster.Power{})
-		return n1.maySleep("n3") == nil
+		return n1.power.MaySleep("n3") == nil
 	})
 }
 

@@ -26,7 +26,7 @@ func (n *Node) redirectLeft(ctx context.Context, req any, _ *grpc.UnaryServerInf
 		return reply, err
 	}
 	var targets []*kurav1.RedirectTarget
-	for _, t := range n.redirectTargets(n.cfg.ID) {
+	for _, t := range n.power.RedirectTargets(n.cfg.ID) {
 		if other, ok := n.directory.Node(t.GetId()); ok && t.GetId() != n.cfg.ID && other.Status.OnRing() && other.Status != cluster.StatusLeaving {
 			targets = append(targets, t)
 		}

@@ -18,7 +18,7 @@ func (n *Node) startRESP() error {
 	if n.cfg.RESPAddr == "" {
 		return nil
 	}
-	l, err := n.power.gate.Listen(n.cfg.RESPAddr)
+	l, err := n.power.Gate().Listen(n.cfg.RESPAddr)
 	if err != nil {
 		return fmt.Errorf("listen for Redis clients: %w", err)
 	}
@@ -33,7 +33,7 @@ func (n *Node) startRESP() error {
 		DefaultLevel: n.cfg.RESPConsistency,
 		Observe: func(op string, cl consistency.Level, elapsed time.Duration, err error) {
 			n.metrics.Observe("resp", op, cl, elapsed, err)
-			n.power.observeRequest(elapsed)
+			n.power.ObserveRequest(elapsed)
 		},
 		Logger: n.log,
 	})

@@ -1,4 +1,4 @@
-package node
+package powercycle
 
 import (
 	"context"
@@ -18,8 +18,9 @@ import (
 // the last load window, which the power controller adds up.
 const keyLoad = "load"
 
-// loadWindow is how long a node's published load averages over.
-const loadWindow = 5 * time.Second
+// LoadWindow is how long a node's published load averages over: the node calls
+// PublishLoad once a window.
+const LoadWindow = 5 * time.Second
 
 // loadMeter counts the client requests a node coordinates and keeps their latencies, for
 // the load it publishes.
@@ -29,8 +30,9 @@ type loadMeter struct {
 	latencies []time.Duration
 }
 
-// observe records one request, unless no controller reads the load.
-func (p *powerCycle) observeRequest(elapsed time.Duration) {
+// ObserveRequest records one client request this node coordinated, unless no
+// controller reads the load.
+func (p *Cycle) ObserveRequest(elapsed time.Duration) {
 	if p.controller != nil {
 		p.load.observe(elapsed)
 	}
@@ -57,17 +59,22 @@ func (l *loadMeter) take(now time.Time) (opsPerSecond float64, p99 time.Duration
 	return float64(len(latencies)) / now.Sub(since).Seconds(), stats.Percentile(latencies, 0.99)
 }
 
-// publishLoad gossips this node's load; the node's loop calls it every load window.
-func (n *Node) publishLoad(context.Context) {
-	ops, p99 := n.power.load.take(time.Now())
-	n.gossip.current().SetAppState(keyLoad, fmt.Sprintf("%.1f,%d", ops, p99.Milliseconds()))
+// Controlled reports whether the cluster runs a power controller (Config.Controller):
+// then every node publishes its load, and the one in charge runs the controller.
+// Without one, nobody reads the load: no gossip for it.
+func (p *Cycle) Controlled() bool { return p.controller != nil }
+
+// PublishLoad gossips this node's load; the node's loop calls it every LoadWindow.
+func (p *Cycle) PublishLoad(context.Context) {
+	ops, p99 := p.load.take(time.Now())
+	p.parts.Gossip.SetAppState(keyLoad, fmt.Sprintf("%.1f,%d", ops, p99.Milliseconds()))
 }
 
 // clusterLoad adds up the load every member gossips: the requests per second, and the
 // worst p99.
-func (n *Node) clusterLoad(now time.Time) power.Sample {
+func (p *Cycle) clusterLoad(now time.Time) power.Sample {
 	s := power.Sample{At: now}
-	for _, m := range n.gossip.current().Members() {
+	for _, m := range p.parts.Gossip.Members() {
 		ops, p99ms, ok := strings.Cut(m.AppState[keyLoad], ",")
 		if !ok {
 			continue
@@ -83,23 +90,25 @@ func (n *Node) clusterLoad(now time.Time) power.Sample {
 	return s
 }
 
-// controlPower runs the power controller (Config.PowerController) once, on the one node
-// in charge: the awake tier-0 node of lowest id. It puts one node to sleep or wakes one
-// when the controller says so; the transition runs in the background, and the
-// controller waits out its transition times before the next.
-func (n *Node) controlPower(ctx context.Context) {
-	if n.power.controller == nil || n.powerLeader() != n.cfg.ID {
+// ControlPower runs the power controller (Config.Controller) once, on the one node in
+// charge: the awake tier-0 node of lowest id. It puts one node to sleep or wakes one
+// when the controller says so; the transition runs in the background under ctx, which
+// must last as long as the node runs (its loop's), and the controller waits out its
+// transition times before the next.
+func (p *Cycle) ControlPower(ctx context.Context) {
+	if p.controller == nil || p.powerLeader() != p.cfg.ID {
 		return
 	}
 	now := time.Now()
+	dir := p.parts.Directory
 	var candidates []power.Candidate
-	for _, m := range n.directory.Nodes() {
+	for _, m := range dir.Nodes() {
 		if m.Status != cluster.StatusNormal {
 			continue
 		}
-		candidates = append(candidates, power.Candidate{ID: m.ID, State: n.directory.Power(m.ID).State, Since: n.power.since(m.ID)})
+		candidates = append(candidates, power.Candidate{ID: m.ID, State: dir.Power(m.ID).State, Since: p.since(m.ID)})
 	}
-	action, ok := n.power.controller.Decide(n.clusterLoad(now), candidates, func(id string) bool { return n.maySleep(id) == nil })
+	action, ok := p.controller.Decide(p.clusterLoad(now), candidates, func(id string) bool { return p.MaySleep(id) == nil })
 	if !ok {
 		return
 	}
@@ -107,22 +116,21 @@ func (n *Node) controlPower(ctx context.Context) {
 	if action.Sleep {
 		verb = "sleep"
 	}
-	n.log.Info("power controller", "action", verb, "node", action.Node)
+	p.log.Info("power controller", "action", verb, "node", action.Node)
 	go func() {
-		ctx, cancel := n.stopContext()
-		defer cancel()
-		if _, err := n.SetPower(ctx, action.Node, verb); err != nil {
-			n.log.Warn("power controller", "action", verb, "node", action.Node, "err", err)
+		if _, err := p.SetPower(ctx, action.Node, verb); err != nil {
+			p.log.Warn("power controller", "action", verb, "node", action.Node, "err", err)
 		}
 	}()
 }
 
 // powerLeader is the node that runs the power controller: the awake tier-0 normal
 // member of lowest id, which every node computes alike from its view.
-func (n *Node) powerLeader() string {
-	nodes := n.directory.Nodes()
+func (p *Cycle) powerLeader() string {
+	dir := p.parts.Directory
+	nodes := dir.Nodes()
 	i := slices.IndexFunc(nodes, func(m cluster.Node) bool {
-		return m.Tier == 0 && m.Status == cluster.StatusNormal && n.directory.State(m.ID) == cluster.StateUp
+		return m.Tier == 0 && m.Status == cluster.StatusNormal && dir.State(m.ID) == cluster.StateUp
 	})
 	if i < 0 {
 		return ""

@@ -1,4 +1,4 @@
-package node
+package powercycle
 
 import (
 	"bufio"
