@@ -427,36 +427,28 @@ func (n *Node) open() error {
 		n.ring = placement.NewRing(n.directory, n.cfg.Vnodes)
 		place = n.ring
 	}
-	// One hint store per engine: the coordinator's hints and the writes offloaded to this
-	// node share its sequence, so no two entries get the same key.
-	n.hints = hints.NewStore(n.engine)
-	stage, err := sched.NewStage(sched.Config{Workers: n.cfg.ReadWorkers, Policy: n.cfg.ReadPolicy, Device: n.cfg.ReadDevice})
-	if err != nil {
-		return fmt.Errorf("read stage: %w", err)
-	}
-	n.stage = stage
-	n.local = replica.NewLocal(n.engine, n.catalog, n.hints, n.stage)
-	n.replicas = replica.NewServer(n.local, n.guard)
-	replicas := replica.NewSet(n.cfg.ID, n.local, n.transport)
-	n.coord = coord.New(coord.Config{Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, coord.Parts{
-		View:      n.directory,
+	dp, err := AssembleDataPath(DataPathConfig{ID: n.cfg.ID, Reads: sched.Config{Workers: n.cfg.ReadWorkers, Policy: n.cfg.ReadPolicy, Device: n.cfg.ReadDevice},
+		Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, DataPathParts{
+		Engine:    n.engine,
 		Keyspaces: n.catalog,
+		View:      n.directory,
 		Placement: place,
-		Replicas:  replicas,
-		Hints:     n.hints,
+		Network:   n.transport,
 		Clock:     n.guard,
 		Proximity: proximity{n},
-		Reads:     n.stage,
 		Rows:      &n.rows,
 		Workers:   workers.New(n.stop, coordWorkersIdleMax),
 	})
+	if err != nil {
+		return err
+	}
+	n.hints, n.stage, n.local, n.replicas, n.coord, n.repairer = dp.Hints, dp.Stage, dp.Local, dp.Server, dp.Coordinator, dp.Repairer
 	var limiter *rate.Limiter
 	if n.cfg.StreamThroughput > 0 {
 		limiter = rate.NewLimiter(rate.Limit(n.cfg.StreamThroughput), int(max(n.cfg.StreamThroughput/10, 1<<20)))
 	}
-	n.streamer = stream.New(stream.Config{View: n.directory, Keyspaces: n.catalog, Moves: n.ring, Replicas: replicas,
+	n.streamer = stream.New(stream.Config{View: n.directory, Keyspaces: n.catalog, Moves: n.ring, Replicas: dp.Replicas,
 		Proximity: proximity{n}, Limiter: limiter, Logger: n.log})
-	n.repairer = n.newRepairer(place)
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {

@@ -5,22 +5,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/antientropy"
-	"github.com/kuradb/kura/placement"
-	"github.com/kuradb/kura/replica"
 )
-
-// newRepairer returns the node's anti-entropy repairer, over the placement its
-// coordinator uses.
-func (n *Node) newRepairer(place placement.Placement) *antientropy.Repairer {
-	return antientropy.New(antientropy.Config{ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, antientropy.Parts{
-		View:       n.directory,
-		Keyspaces:  n.catalog,
-		Placement:  place,
-		Replicas:   replica.NewSet(n.cfg.ID, n.local, n.transport),
-		Chunks:     n.coord,
-		Watermarks: n.engine,
-	})
-}
 
 // Repair runs an anti-entropy repair from this node: its token ranges of the keyspace
 // req names (every keyspace when empty), against the other replicas (those in req.DC

@@ -9,8 +9,11 @@
 // the network puts every message on its links in an order independent of goroutine
 // scheduling, and the links draw their randomness from the seed.
 //
-// Membership is not simulated: a scenario says when nodes see each other's state
-// (SetState), as a perfect failure detector would.
+// Each node's data path (read stage, replica, coordinator, repairer) is assembled by
+// node.AssembleDataPath, the wiring the real node uses; what differs is what it is
+// assembled over. Membership is not simulated: a scenario says when nodes see each
+// other's state (SetState), as a perfect failure detector would, and the nodes share the
+// bubble's clock, so their clock guards have nothing to measure.
 package datapath
 
 import (
@@ -26,9 +29,9 @@ import (
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
-	"github.com/kuradb/kura/hints"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
@@ -179,43 +182,43 @@ func (c *Cluster) open(n *Node) error {
 	}
 	// The simulated nodes share the bubble's one clock: their guards have no peer to
 	// measure and never refuse.
-	clock := clockguard.New(clockguard.Config{Clock: hlc.NewClock(nil)})
-	n.clock = clock
-	// One hint store per engine: the coordinator's hints and the writes offloaded to this
-	// node share its sequence, so no two entries get the same key.
-	hinted := hints.NewStore(n.engine)
-	stage, err := sched.NewStage(sched.Config{Workers: c.cfg.ReadWorkers, Policy: c.cfg.ReadPolicy})
-	if err != nil {
-		return err
-	}
-	n.stage = stage
-	n.local = replica.NewLocal(n.engine, catalog, hinted, stage)
-	place := placement.NewRing(n.dir, c.cfg.Vnodes)
-	ep, err := c.net.Listen(transport.Config{Self: transport.Peer{ID: n.spec.ID, DC: n.spec.DC}, Handler: replica.NewServer(n.local, clock)})
+	n.clock = clockguard.New(clockguard.Config{Clock: hlc.NewClock(nil)})
+	// The network may deliver a request as soon as the endpoint exists: it waits for the
+	// replica server, which is built over the endpoint.
+	built := make(chan struct{})
+	var server *replica.Server
+	ep, err := c.net.Listen(transport.Config{Self: transport.Peer{ID: n.spec.ID, DC: n.spec.DC},
+		Handler: transport.HandlerFunc(func(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
+			select {
+			case <-built:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return server.Handle(ctx, from, kind, payload)
+		})})
 	if err != nil {
 		return err
 	}
 	n.ep = ep
-	replicas := replica.NewSet(n.spec.ID, n.local, ep)
-	n.coord = coord.New(coord.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, coord.Parts{
-		View:      n.dir,
+	quiet := slog.New(slog.DiscardHandler)
+	dp, err := node.AssembleDataPath(node.DataPathConfig{ID: n.spec.ID, Reads: sched.Config{Workers: c.cfg.ReadWorkers, Policy: c.cfg.ReadPolicy},
+		ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: quiet}, node.DataPathParts{
+		Engine:    n.engine,
 		Keyspaces: catalog,
-		Placement: place,
-		Replicas:  replicas,
-		Hints:     hinted,
-		Clock:     clock,
+		View:      n.dir,
+		Placement: placement.NewRing(n.dir, c.cfg.Vnodes),
+		Network:   ep,
+		Clock:     n.clock,
 		Proximity: sameDistance{},
-		Reads:     stage,
 		Rows:      c.rows,
 	})
-	n.repair = antientropy.New(antientropy.Config{ReplicaTimeout: c.cfg.ReplicaTimeout, Logger: slog.New(slog.DiscardHandler)}, antientropy.Parts{
-		View:       n.dir,
-		Keyspaces:  catalog,
-		Placement:  place,
-		Replicas:   replicas,
-		Chunks:     n.coord,
-		Watermarks: n.engine,
-	})
+	if err != nil {
+		ep.Close()
+		return err
+	}
+	server = dp.Server
+	close(built)
+	n.stage, n.local, n.coord, n.repair = dp.Stage, dp.Local, dp.Coordinator, dp.Repairer
 	n.up = true
 	return nil
 }
