@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/apiserver"
 	"github.com/kuradb/kura/coord"
 )
 
@@ -52,7 +53,7 @@ func TestGetManyAnswersAsGet(t *testing.T) {
 		name string
 		req  *kurav1.GetManyRequest
 	}{
-		{"too many keys", &kurav1.GetManyRequest{Keyspace: "default", Keys: make([][]byte, getManyKeysMax+1)}},
+		{"too many keys", &kurav1.GetManyRequest{Keyspace: "default", Keys: make([][]byte, apiserver.GetManyKeysMax+1)}},
 		{"unknown level", &kurav1.GetManyRequest{Keyspace: "default", Keys: keys, Consistency: kurav1.Consistency(99)}},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"context"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -11,13 +9,13 @@ import (
 )
 
 // Info describes this node alone: what kura info prints.
-func (s *apiServer) Info(context.Context, *kurav1.InfoRequest) (*kurav1.NodeInfo, error) {
-	n := s.node
+func (b apiBackend) Info() (*kurav1.NodeInfo, error) {
+	n := b.n
 	self := n.directory.Self()
 	bytes, keys := n.storedLoad()
 	hints, err := n.hints.Pending()
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
 	dataDir := n.cfg.DataDir
 	if n.cfg.InMemory {
@@ -38,18 +36,18 @@ func (s *apiServer) Info(context.Context, *kurav1.InfoRequest) (*kurav1.NodeInfo
 
 // Ring lists every node's tokens and ownership on this node's ring, and with a keyspace,
 // the share of its token space each node holds replicas of.
-func (s *apiServer) Ring(_ context.Context, req *kurav1.RingRequest) (*kurav1.RingResponse, error) {
-	n := s.node
+func (b apiBackend) Ring(keyspace string) (*kurav1.RingResponse, error) {
+	n := b.n
 	r, err := n.Ring()
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "%v: the node has not learned the ring yet; try again in a few seconds", err)
 	}
-	resp := &kurav1.RingResponse{Self: n.cfg.ID, Keyspace: req.GetKeyspace()}
+	resp := &kurav1.RingResponse{Self: n.cfg.ID, Keyspace: keyspace}
 	var effective map[string]float64
-	if req.GetKeyspace() != "" {
-		ks, err := n.Keyspace(req.GetKeyspace())
+	if keyspace != "" {
+		ks, err := n.Keyspace(keyspace)
 		if err != nil {
-			return nil, statusOf(err)
+			return nil, err
 		}
 		resp.Replication = ks.Replication
 		effective = r.Placement(ks.Strategy()).Ownership()

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -23,11 +22,11 @@ func TestInfoReportsSeedsThatAreNotKuraNodes(t *testing.T) {
 		seeds = append(seeds, addr)
 	}
 	lost := startAllPortsNode(t, "lost", "dc1", "", seeds...)
-	api := &apiServer{node: lost}
+	api := apiBackend{lost}
 	var info *kurav1.NodeInfo
 	waitFor(t, "every seed's error says why", func() bool {
 		var err error
-		if info, err = api.Info(context.Background(), &kurav1.InfoRequest{}); err != nil {
+		if info, err = api.Info(); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range info.GetMembership().GetSeeds() {
@@ -41,7 +40,7 @@ func TestInfoReportsSeedsThatAreNotKuraNodes(t *testing.T) {
 		t.Errorf("Info says lost joined a cluster through %v", seeds)
 	}
 	// The node that is a kura node answers its own Info as joined.
-	if own, err := (&apiServer{node: good}).Info(context.Background(), &kurav1.InfoRequest{}); err != nil || !own.GetMembership().GetJoined() {
+	if own, err := (apiBackend{good}).Info(); err != nil || !own.GetMembership().GetJoined() {
 		t.Errorf("good's Info = %v, %v; want joined", own.GetMembership(), err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/consistency"
 )
 
 // TestCompareAndSetOverGRPC races compare-and-set clients through every node of a real
@@ -151,20 +150,6 @@ func incrementByCAS(ctx context.Context, kv kurav1.KVClient, key []byte) error {
 		}
 		if resp.GetApplied() {
 			return nil
-		}
-	}
-}
-
-// TestLevelsMapToTheWire: every level's wire value is the number and name the client
-// API gives it, SERIAL and LOCAL_SERIAL included.
-func TestLevelsMapToTheWire(t *testing.T) {
-	for _, l := range append(consistency.Levels(), consistency.SerialLevels()...) {
-		wire := kurav1.Consistency(l)
-		if wire.String() != l.String() {
-			t.Errorf("level %v is wire value %d, named %v", l, int(l), wire)
-		}
-		if back, err := levelFromProto(wire); err != nil || back != l {
-			t.Errorf("levelFromProto(%v) = %v, %v", wire, back, err)
 		}
 	}
 }

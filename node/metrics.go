@@ -1,12 +1,8 @@
 package node
 
 import (
-	"context"
 	"time"
 
-	"google.golang.org/grpc"
-
-	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/sched"
@@ -45,41 +41,6 @@ func (n *Node) gauges() metrics.Gauges {
 		n.log.Warn("count hints for metrics", "err", err)
 	}
 	return g
-}
-
-// grpcOps names the metered gRPC methods by the operation they perform. GetMany and
-// PutMany are metered by their handlers, as one get per key and one put per item.
-var grpcOps = map[string]string{
-	kurav1.KV_Put_FullMethodName:    "put",
-	kurav1.KV_Get_FullMethodName:    "get",
-	kurav1.KV_Delete_FullMethodName: "delete",
-	kurav1.KV_Scan_FullMethodName:   "scan",
-	// A lightweight transaction, labelled with its serial level.
-	kurav1.KV_CompareAndSet_FullMethodName: "cas",
-}
-
-// observeUnary is the gRPC interceptor that reports each data request to the metrics, as
-// the Redis front end does.
-func (n *Node) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	op, metered := grpcOps[info.FullMethod]
-	if !metered {
-		return handler(ctx, req)
-	}
-	start := time.Now()
-	reply, err := handler(ctx, req)
-	level := consistency.One // what the API serves when the request names no valid level
-	switch r := req.(type) {
-	case interface{ GetConsistency() kurav1.Consistency }:
-		if l, lerr := levelFromProto(r.GetConsistency()); lerr == nil {
-			level = l
-		}
-	case *kurav1.CompareAndSetRequest:
-		if l, lerr := serialFromProto(r.GetSerialConsistency()); lerr == nil {
-			level = l
-		}
-	}
-	n.observe(op, level, time.Since(start), err)
-	return reply, err
 }
 
 // observe reports one data request of the gRPC API to the metrics and to the power

@@ -16,10 +16,9 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 	"golang.org/x/time/rate"
-	"google.golang.org/grpc"
 
 	"github.com/kuradb/kura/antientropy"
-	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/apiserver"
 	"github.com/kuradb/kura/certs"
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
@@ -236,7 +235,7 @@ type Node struct {
 	started  time.Time
 	repairer *antientropy.Repairer
 
-	grpcServer   *grpc.Server
+	grpcServer   *apiserver.Server
 	grpcListener net.Listener
 	metrics      *metrics.Registry
 	frontEnds    frontEnds // the Redis and HTTP servers
@@ -452,19 +451,20 @@ func (n *Node) open() error {
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
-		// The security options come first, so that their interceptors run before the
-		// metrics': a refused call is not a request.
-		n.grpcServer = grpc.NewServer(append(n.grpcSecurity(),
-			grpc.MaxRecvMsgSize(n.coord.Limits().ValueBytesMax+n.coord.Limits().KeyBytesMax+requestOverheadBytes),
-			grpc.MaxSendMsgSize(maxScanResponseBytes),
-			grpc.ChainUnaryInterceptor(n.observeUnary, n.redirectLeft),
-			grpc.NumStreamWorkers(apiStreamWorkers),
-			grpc.InitialWindowSize(kurav1.StreamWindowBytes),
-			grpc.InitialConnWindowSize(kurav1.ConnWindowBytes),
-		)...)
-		api := &apiServer{node: n}
-		kurav1.RegisterKVServer(n.grpcServer, api)
-		kurav1.RegisterAdminServer(n.grpcServer, api)
+		api, err := apiserver.New(apiserver.Config{
+			NodeID:          n.cfg.ID,
+			Coordinator:     n.coord,
+			Backend:         apiBackend{n},
+			Clock:           n.clock,
+			RequestBytesMax: n.coord.Limits().ValueBytesMax + n.coord.Limits().KeyBytesMax + requestOverheadBytes,
+			TLS:             n.clientTLS(),
+			Token:           n.cfg.AuthToken,
+			Observe:         n.observe,
+		})
+		if err != nil {
+			return err
+		}
+		n.grpcServer = api
 		go func() {
 			if err := n.grpcServer.Serve(n.grpcListener); err != nil {
 				n.log.Error("client API stopped", "err", err)

@@ -38,9 +38,7 @@ func newPowerCycle(n *Node) (*powercycle.Cycle, error) {
 		Controller:           n.cfg.PowerController,
 		ClientAddrKey:        keyClientAddr,
 		Logger:               n.log,
-	}
-	if n.cfg.TLS != nil {
-		cfg.FrontEndTLS = n.clientTLS()
+		FrontEndTLS:          n.clientTLS(),
 	}
 	parts := powerParts{n}
 	return powercycle.New(cfg, powercycle.Parts{

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/apiserver"
 	"github.com/kuradb/kura/coord"
 )
 
@@ -77,7 +78,7 @@ func TestPutManyAnswersAsPut(t *testing.T) {
 		name string
 		req  *kurav1.PutManyRequest
 	}{
-		{"too many items", &kurav1.PutManyRequest{Keyspace: "default", Items: make([]*kurav1.PutManyItem, putManyItemsMax+1)}},
+		{"too many items", &kurav1.PutManyRequest{Keyspace: "default", Items: make([]*kurav1.PutManyItem, apiserver.PutManyItemsMax+1)}},
 		{"unknown level", &kurav1.PutManyRequest{Keyspace: "default", Items: items, Consistency: kurav1.Consistency(99)}},
 	}
 	for _, tt := range tests {

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/apiserver"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
@@ -525,22 +525,6 @@ func sumCopied(answers map[string]*kurav1.RebalanceStepResponse) int64 {
 	return total
 }
 
-// Rebalance serves the Admin API's Rebalance, streaming each step.
-func (s *apiServer) Rebalance(req *kurav1.RebalanceRequest, stream grpc.ServerStreamingServer[kurav1.RebalanceProgress]) error {
-	err := s.node.Rebalance(stream.Context(), req.GetKeyspace(), int(req.GetSplits()), func(p RebalanceProgress) {
-		// A client gone away ends the stream's context, which stops the rebalance.
-		_ = stream.Send(&kurav1.RebalanceProgress{Step: p.Step, Before: nodeRows(p.Before), After: nodeRows(p.After)})
-	})
-	if err != nil {
-		return moveStatus(err)
-	}
-	return nil
-}
-
-func nodeRows(rows map[string]int64) []*kurav1.NodeRows {
-	out := make([]*kurav1.NodeRows, 0, len(rows))
-	for _, id := range sortedIDs(rows) {
-		out = append(out, &kurav1.NodeRows{Node: id, Rows: rows[id]})
-	}
-	return out
+func (b apiBackend) Rebalance(ctx context.Context, keyspace string, splits int, report func(apiserver.RebalanceStep)) error {
+	return refusedMove(b.n.Rebalance(ctx, keyspace, splits, func(p RebalanceProgress) { report(apiserver.RebalanceStep(p)) }))
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -54,77 +53,35 @@ func targetIDs(r *kurav1.Redirect) []string {
 	return ids
 }
 
-// TestRedirectLeftNamesTheMembers: a request the coordinator refuses because this node
-// has left the ring comes back unavailable, with a Redirect naming the other members
-// that serve (those of its own DC first, never itself nor a leaving node); any other
-// answer passes through as it is.
-func TestRedirectLeftNamesTheMembers(t *testing.T) {
+// TestRedirectTargetsNameTheServingMembers: the members a node that has left the ring
+// sends its clients to are the others that serve, those of its own DC first, never
+// itself nor a leaving node, each with its client address and DC. apiserver's
+// TestRedirectLeft covers the answer that carries them.
+func TestRedirectTargetsNameTheServingMembers(t *testing.T) {
 	a, b, c := threeNodes(t)
-	ctx := context.Background()
-	info := &grpc.UnaryServerInfo{FullMethod: "/kura.v1.KV/Put"}
-	call := func(reply any, err error) (any, error) {
-		return a.redirectLeft(ctx, &kurav1.PutRequest{}, info, func(context.Context, any) (any, error) { return reply, err })
+	targets := func() *kurav1.Redirect { return &kurav1.Redirect{Targets: apiBackend{a}.RedirectTargets()} }
+	r := targets()
+	if ids := targetIDs(r); !slices.Equal(ids, []string{"b", "c"}) {
+		t.Errorf("redirect targets %v, want [b c] (a's own DC first, a itself not)", ids)
 	}
-	left := &coord.LeftRingError{Node: "a", Status: cluster.StatusLeft}
-
-	// The coordinator's error as is, and as the API hands it on (statusOf).
-	for name, refusal := range map[string]error{"LeftRingError": left, "statusOf(LeftRingError)": statusOf(left)} {
-		_, err := call(nil, refusal)
-		st, ok := status.FromError(err)
-		if !ok || st.Code() != codes.Unavailable {
-			t.Fatalf("%s: err = %v (a gRPC status: %v), want codes.Unavailable", name, err, ok)
+	for _, tg := range r.GetTargets() {
+		want := map[string]*Node{"b": b, "c": c}[tg.GetId()]
+		if want != nil && (tg.GetClientAddr() != want.ClientAddr() || tg.GetDc() != want.cfg.DC) {
+			t.Errorf("target %s at %s in %s, want %s in %s", tg.GetId(), tg.GetClientAddr(), tg.GetDc(), want.ClientAddr(), want.cfg.DC)
 		}
-		// The client shows the message to people (and tells "unavailable:" from an
-		// unreachable node by it): the coordinator's words, not a status in a status.
-		if st.Message() != left.Error() {
-			t.Errorf("%s: message %q, want %q", name, st.Message(), left.Error())
-		}
-		r := redirectDetail(err)
-		if r == nil {
-			t.Fatalf("%s: %v carries no Redirect detail", name, err)
-		}
-		if r.GetNodeId() != "a" || r.GetReason() != "left" {
-			t.Errorf("%s: redirect from %q for %q, want a, left", name, r.GetNodeId(), r.GetReason())
-		}
-		if ids := targetIDs(r); !slices.Equal(ids, []string{"b", "c"}) {
-			t.Errorf("%s: redirect targets %v, want [b c] (a's own DC first, a itself not)", name, ids)
-		}
-		for _, tg := range r.GetTargets() {
-			want := map[string]*Node{"b": b, "c": c}[tg.GetId()]
-			if want != nil && (tg.GetClientAddr() != want.ClientAddr() || tg.GetDc() != want.cfg.DC) {
-				t.Errorf("%s: target %s at %s in %s, want %s in %s", name, tg.GetId(), tg.GetClientAddr(), tg.GetDc(), want.ClientAddr(), want.cfg.DC)
-			}
-		}
-		// The metrics and the Redis front end still see the coordinator's error.
-		var got *coord.LeftRingError
-		if !errors.As(err, &got) || !errors.Is(err, coord.ErrUnavailable) {
-			t.Errorf("%s: %v does not wrap the LeftRingError", name, err)
-		}
-	}
-
-	// Anything else passes through untouched.
-	reply := &kurav1.PutResponse{Timestamp: 7}
-	if got, err := call(reply, nil); err != nil || got != reply {
-		t.Errorf("a reply: got %v, %v; want it unchanged", got, err)
-	}
-	other := statusOf(coord.ErrUnavailable)
-	if _, err := call(nil, other); err != other || redirectDetail(err) != nil {
-		t.Errorf("another refusal: got %v; want %v unchanged, with no redirect", err, other)
 	}
 
 	// A leaving member serves no longer than it takes to hand its ranges over: it is no
-	// target. With no target left, the refusal goes back as it came.
+	// target.
 	b.changer.SetStatus(cluster.StatusLeaving, b.directory.Self().Tokens)
 	waitUntil(t, "a sees b leaving", func() bool { n, _ := a.directory.Node("b"); return n.Status == cluster.StatusLeaving })
-	_, err := call(nil, left)
-	if ids := targetIDs(redirectDetail(err)); !slices.Equal(ids, []string{"c"}) {
-		t.Errorf("with b leaving: redirect targets %v (err %v), want [c]", ids, err)
+	if ids := targetIDs(targets()); !slices.Equal(ids, []string{"c"}) {
+		t.Errorf("with b leaving: redirect targets %v, want [c]", ids)
 	}
 	c.changer.SetStatus(cluster.StatusLeaving, c.directory.Self().Tokens)
 	waitUntil(t, "a sees c leaving", func() bool { n, _ := a.directory.Node("c"); return n.Status == cluster.StatusLeaving })
-	refusal := statusOf(left)
-	if _, err := call(nil, refusal); err != refusal {
-		t.Errorf("with no member to send to: got %v, want the refusal unchanged", err)
+	if ids := targetIDs(targets()); len(ids) != 0 {
+		t.Errorf("with b and c leaving: redirect targets %v, want none", ids)
 	}
 }
 

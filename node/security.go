@@ -1,17 +1,8 @@
 package node
 
 import (
-	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"fmt"
-	"strings"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/membership/driver"
@@ -49,55 +40,12 @@ func (n *Node) admit(from transport.Peer, kind transport.Kind) error {
 	return nil
 }
 
-// grpcSecurity returns the client API's server options for Config.TLS (server-side TLS;
-// a client certificate is verified when given, not required) and Config.AuthToken.
-func (n *Node) grpcSecurity() []grpc.ServerOption {
-	var opts []grpc.ServerOption
-	if n.cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(n.clientTLS())))
-	}
-	if n.cfg.AuthToken != "" {
-		// Every method, the Admin service's included; the stream interceptor keeps a
-		// streaming method added later from being served unauthenticated.
-		opts = append(opts,
-			grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-				if err := checkToken(ctx, n.cfg.AuthToken); err != nil {
-					return nil, err
-				}
-				return handler(ctx, req)
-			}),
-			grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-				if err := checkToken(ss.Context(), n.cfg.AuthToken); err != nil {
-					return err
-				}
-				return handler(srv, ss)
-			}))
-	}
-	return opts
-}
-
 // clientTLS is the TLS configuration of the client front ends (gRPC, Redis): the node's
-// certificate, and client certificates verified against the CA when given.
+// certificate, and client certificates verified against the CA when given. Nil
+// without TLS.
 func (n *Node) clientTLS() *tls.Config {
+	if n.cfg.TLS == nil {
+		return nil
+	}
 	return n.cfg.TLS.ServerConfig(tls.VerifyClientCertIfGiven)
-}
-
-// bearerPrefix starts the authorization metadata a client sends: "Bearer <token>".
-const bearerPrefix = "Bearer "
-
-// checkToken admits a call whose "authorization" metadata is "Bearer <token>", and
-// answers any other with Unauthenticated, saying how to send the token.
-func checkToken(ctx context.Context, token string) error {
-	md, _ := metadata.FromIncomingContext(ctx)
-	values := md.Get("authorization")
-	if len(values) == 0 {
-		return status.Error(codes.Unauthenticated, `this node requires a token: send "authorization: Bearer <token>" metadata `+
-			"(kura commands: --token-file FILE; Go client: Options.Token)")
-	}
-	given, ok := strings.CutPrefix(values[0], bearerPrefix)
-	if !ok || subtle.ConstantTimeCompare([]byte(given), []byte(token)) != 1 {
-		return status.Error(codes.Unauthenticated, `the authorization token is wrong: send "authorization: Bearer <token>" `+
-			"with the token of the node's --auth-token-file")
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package node
+package apiserver
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/schema"
@@ -43,5 +44,19 @@ func TestStatusOf(t *testing.T) {
 	}
 	if statusOf(nil) != nil {
 		t.Error("statusOf(nil) is not nil")
+	}
+}
+
+// TestLevelsMapToTheWire: every level's wire value is the number and name the client
+// API gives it, SERIAL and LOCAL_SERIAL included.
+func TestLevelsMapToTheWire(t *testing.T) {
+	for _, l := range append(consistency.Levels(), consistency.SerialLevels()...) {
+		wire := kurav1.Consistency(l)
+		if wire.String() != l.String() {
+			t.Errorf("level %v is wire value %d, named %v", l, int(l), wire)
+		}
+		if back, err := levelFromProto(wire); err != nil || back != l {
+			t.Errorf("levelFromProto(%v) = %v, %v", wire, back, err)
+		}
 	}
 }
