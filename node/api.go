@@ -16,6 +16,7 @@ import (
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/schemasync"
 )
 
 // maxScanResponseBytes bounds a scan answer to a client.
@@ -315,7 +316,7 @@ func nonEmpty(b []byte) []byte {
 }
 
 func (s *apiServer) CreateKeyspace(ctx context.Context, req *kurav1.CreateKeyspaceRequest) (*kurav1.CreateKeyspaceResponse, error) {
-	err := s.node.CreateKeyspace(ctx, keyspaceFromProto(req.GetKeyspace()))
+	err := s.node.CreateKeyspace(ctx, schemasync.KeyspaceFromProto(req.GetKeyspace()))
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -341,7 +342,7 @@ func (s *apiServer) DropKeyspace(ctx context.Context, req *kurav1.DropKeyspaceRe
 func (s *apiServer) ListKeyspaces(context.Context, *kurav1.ListKeyspacesRequest) (*kurav1.ListKeyspacesResponse, error) {
 	var resp kurav1.ListKeyspacesResponse
 	for _, ks := range s.node.Keyspaces() {
-		resp.Keyspaces = append(resp.Keyspaces, keyspaceProto(ks))
+		resp.Keyspaces = append(resp.Keyspaces, schemasync.KeyspaceProto(ks))
 	}
 	return &resp, nil
 }
@@ -351,7 +352,7 @@ func (s *apiServer) DescribeKeyspace(_ context.Context, req *kurav1.DescribeKeys
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	return keyspaceProto(ks), nil
+	return schemasync.KeyspaceProto(ks), nil
 }
 
 func (s *apiServer) ClusterStatus(context.Context, *kurav1.ClusterStatusRequest) (*kurav1.ClusterStatusResponse, error) {
