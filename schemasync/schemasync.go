@@ -59,8 +59,9 @@ type Digests interface {
 	PublishDigest(digest uint64)
 }
 
-// Clock stamps a new keyspace's definition; *hlc.Clock is one. It never refuses, so
-// that a keyspace can be created while the clock guard refuses writes.
+// Clock stamps a new keyspace's definition; *hlc.Clock is one. Unlike Guard it never
+// refuses: CreateKeyspace has always stamped with the node's hybrid logical clock
+// itself, not through the guard that Truncate and DropKeyspace stamp with.
 type Clock interface {
 	Now() hlc.Timestamp
 }
