@@ -11,6 +11,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ringchange"
+	"github.com/kuradb/kura/schemasync"
 )
 
 // apiBackend is the node as the client API's server asks it (apiserver.Backend): the
@@ -18,7 +19,7 @@ import (
 type apiBackend struct{ n *Node }
 
 func (b apiBackend) CreateKeyspace(ctx context.Context, ks *kurav1.Keyspace) error {
-	return b.n.CreateKeyspace(ctx, keyspaceFromProto(ks))
+	return b.n.CreateKeyspace(ctx, schemasync.KeyspaceFromProto(ks))
 }
 
 func (b apiBackend) TruncateKeyspace(ctx context.Context, name string) (hlc.Timestamp, error) {
@@ -32,7 +33,7 @@ func (b apiBackend) DropKeyspace(ctx context.Context, name string) (hlc.Timestam
 func (b apiBackend) Keyspaces() []*kurav1.Keyspace {
 	var out []*kurav1.Keyspace
 	for _, ks := range b.n.Keyspaces() {
-		out = append(out, keyspaceProto(ks))
+		out = append(out, schemasync.KeyspaceProto(ks))
 	}
 	return out
 }
@@ -42,7 +43,7 @@ func (b apiBackend) Keyspace(name string) (*kurav1.Keyspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return keyspaceProto(ks), nil
+	return schemasync.KeyspaceProto(ks), nil
 }
 
 func (b apiBackend) ClusterStatus() *kurav1.ClusterStatusResponse {

@@ -127,7 +127,7 @@ func (n *Node) Cleanup(_ context.Context, keyspace string) (records int64, bytes
 			continue // chunk ownership follows chunk keys, not the keyspace's ring ranges
 		}
 		// During a rebalance the records of the next split keys' replicas are needed too.
-		owned, err := n.keeps(ks)
+		owned, err := n.balancer.Keeps(ks)
 		if err != nil {
 			return records, bytes, err
 		}

@@ -11,9 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/membership/driver"
@@ -330,44 +327,21 @@ func (g *gossip) interval() time.Duration {
 	return time.Second
 }
 
-// schemaChanged gossips the catalog's new digest.
-func (g *gossip) schemaChanged() {
-	g.current().SetAppState(keySchema, digestString(g.n.catalog.Digest()))
+// PublishDigest gossips the catalog's digest (schemasync.Digests), so that a node that
+// missed a definition notices and pulls it.
+func (g *gossip) PublishDigest(digest uint64) {
+	g.current().SetAppState(keySchema, digestString(digest))
 }
 
-// pullSchema fetches another node's keyspaces and merges them.
+// pullSchema merges another node's keyspaces into the catalog, once this node knows
+// whether it was a member before.
 func (g *gossip) pullSchema(from cluster.Node) {
 	select {
 	case <-g.n.changer.AskedMembership():
 	case <-g.n.stop:
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	raw, err := g.n.transport.Call(ctx, toPeer(from), kindSchemaPull, nil)
-	if err != nil {
-		g.n.log.Debug("pull schema", "peer", from.ID, "err", err)
-		return
-	}
-	var resp kurav1.SchemaPullResponse
-	if err := proto.Unmarshal(raw, &resp); err != nil {
-		g.n.log.Warn("pull schema", "peer", from.ID, "err", err)
-		return
-	}
-	for _, update := range resp.GetKeyspaces() {
-		if err := g.n.applySchema(update); err != nil {
-			g.n.log.Warn("schema from peer", "peer", from.ID, "err", err)
-		}
-	}
-}
-
-// handleSchemaPull answers pullSchema.
-func (n *Node) handleSchemaPull() ([]byte, error) {
-	var resp kurav1.SchemaPullResponse
-	for _, ks := range n.catalog.Definitions() {
-		resp.Keyspaces = append(resp.Keyspaces, schemaUpdate(ks))
-	}
-	return proto.Marshal(&resp)
+	g.n.schemas.Pull(context.Background(), from)
 }
 
 func toPeer(n cluster.Node) transport.Peer {

@@ -72,7 +72,7 @@ func TestMissedKeyspaceArrivesThroughGossip(t *testing.T) {
 	if _, err := a.catalog.Apply(ks); err != nil {
 		t.Fatal(err)
 	}
-	a.gossip.schemaChanged()
+	a.schemas.Changed()
 	waitUntil(t, "b learns the keyspace", func() bool {
 		_, err := b.Keyspace("quiet")
 		return err == nil

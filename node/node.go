@@ -34,6 +34,7 @@ import (
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/powercycle"
+	"github.com/kuradb/kura/rebalance"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/ringchange"
@@ -41,6 +42,7 @@ import (
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/schemasync"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/stream"
 	"github.com/kuradb/kura/topology"
@@ -234,6 +236,8 @@ type Node struct {
 	changer  *ringchange.Changer
 	started  time.Time
 	repairer *antientropy.Repairer
+	schemas  *schemasync.Syncer    // keyspace definitions to and from the other nodes
+	balancer *rebalance.Rebalancer // this node's rebalances, and the steps of others'
 
 	grpcServer   *apiserver.Server
 	grpcListener net.Listener
@@ -242,9 +246,7 @@ type Node struct {
 
 	stop  chan struct{}
 	ready chan struct{} // closed once open has built every part the handler uses
-	// truncated wakes the loop that drops truncated records (dropTruncatedLoop).
-	truncated chan struct{}
-	wg        sync.WaitGroup
+	wg    sync.WaitGroup
 }
 
 // Start opens the node's storage, starts listening and joins the cluster.
@@ -258,7 +260,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(), stop: make(chan struct{}), ready: make(chan struct{}), truncated: make(chan struct{}, 1)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(), stop: make(chan struct{}), ready: make(chan struct{})}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
@@ -406,6 +408,9 @@ func (n *Node) open() error {
 	if n.changer, err = n.newChanger(); err != nil {
 		return err
 	}
+	if n.schemas, err = n.newSchemaSyncer(); err != nil {
+		return err
+	}
 	if n.fresh && n.cfg.Founding {
 		n.changer.CheckLostData()
 	}
@@ -448,6 +453,9 @@ func (n *Node) open() error {
 	}
 	n.streamer = stream.New(stream.Config{View: n.directory, Keyspaces: n.catalog, Moves: n.ring, Replicas: dp.Replicas,
 		Proximity: proximity{n}, Limiter: limiter, Logger: n.log})
+	if n.balancer, err = n.newRebalancer(dp.Replicas); err != nil {
+		return err
+	}
 	close(n.ready)
 	n.metrics = n.newMetrics()
 	if n.grpcListener != nil {
@@ -649,13 +657,13 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	case driver.Handles(kind):
 		return n.gossip.current().Handle(ctx, from, kind, payload)
 	case kind == kindSchemaPull:
-		return n.handleSchemaPull()
+		return n.schemas.HandlePull()
 	case kind == kindSchema:
-		return nil, n.applySchemaUpdate(payload)
+		return nil, n.schemas.HandleUpdate(payload)
 	case kind == kindStreamGains:
 		return n.changer.HandleStreamGains(ctx, payload)
 	case kind == kindRebalance:
-		return n.handleRebalanceStep(ctx, payload)
+		return n.balancer.HandleStep(ctx, payload)
 	case kind == kindRingPull:
 		return n.changer.HandleRingPull()
 	case kind == kindHintsFlush:

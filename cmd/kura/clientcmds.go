@@ -20,7 +20,7 @@ import (
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/rebalance"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -339,7 +339,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 
 // defaultSplits is how many split keys a key sample or a rebalance gives unless --splits
 // says otherwise: the node's own default for a rebalance.
-const defaultSplits = node.DefaultRebalanceSplits
+const defaultSplits = rebalance.DefaultSplits
 
 // splitsFromFile reads a key sample, one key per line, and returns its split keys.
 func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, error) {
