@@ -17,6 +17,7 @@ import (
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/ctxtime"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/node"
@@ -1007,7 +1008,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	}
 	// The first row's length of load warms the clients' connections and the nodes up
 	// before the timeline starts.
-	if !sleepCtx(ctx, o.bucket) {
+	if !ctxtime.Sleep(ctx, o.bucket) {
 		return nil, ctx.Err()
 	}
 	start = time.Now()
@@ -1016,7 +1017,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	sleepers := spread(pc.tier1, o.sleepers)
 	var lastAsleep time.Time
 	for k, n := range sleepers {
-		if !sleepCtx(ctx, time.Until(start.Add(time.Duration(k+1)*o.interval))) {
+		if !ctxtime.Sleep(ctx, time.Until(start.Add(time.Duration(k+1)*o.interval))) {
 			return nil, ctx.Err()
 		}
 		t := time.Now()
@@ -1030,7 +1031,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	// over at least two rows: the last interval is stretched when it is too short.
 	settled := lastAsleep.Add(pc.profile.Enter)
 	asleepEnd := maxTime(start.Add(time.Duration(len(sleepers)+1)*o.interval), settled.Add(2*o.bucket))
-	if !sleepCtx(ctx, time.Until(asleepEnd)) {
+	if !ctxtime.Sleep(ctx, time.Until(asleepEnd)) {
 		return nil, ctx.Err()
 	}
 	checkAsleep, err := check(fmt.Sprintf("with %d nodes asleep", len(sleepers)))
@@ -1046,7 +1047,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		}
 		env.Progressf("exp1 %5.1fs: %s active after %.1f s", time.Since(start).Seconds(), n.ID(), time.Since(t).Seconds())
 	}
-	if !sleepCtx(ctx, time.Until(time.Now().Add(o.interval))) {
+	if !ctxtime.Sleep(ctx, time.Until(time.Now().Add(o.interval))) {
 		return nil, ctx.Err()
 	}
 	end := time.Now()
@@ -1171,7 +1172,7 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 		}()
 	}
 	sleeper := pc.tier1[len(pc.tier1)/2]
-	if !sleepCtx(ctx, time.Until(start.Add(o.sleepAt))) {
+	if !ctxtime.Sleep(ctx, time.Until(start.Add(o.sleepAt))) {
 		return nil, ctx.Err()
 	}
 	sleepStart := time.Now()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/ctxtime"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/schema"
@@ -279,7 +280,7 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 
 	// step runs one ring change between a baseline window and the check afterwards.
 	step := func(name, nodes string, change func(ctx context.Context) error, survivors func() []*node.Node) error {
-		if !sleepCtx(ctx, opts.baseline) {
+		if !ctxtime.Sleep(ctx, opts.baseline) {
 			return ctx.Err()
 		}
 		everyNode := append(append([]*node.Node(nil), originals...), joiners...)
@@ -431,7 +432,7 @@ func waitRing(ctx context.Context, nodes []*node.Node, want int) error {
 		if settled {
 			return nil
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if !ctxtime.Sleep(ctx, 10*time.Millisecond) {
 			return fmt.Errorf("the ring did not settle on %d normal nodes: %w", want, ctx.Err())
 		}
 	}
@@ -465,18 +466,6 @@ func missingAtOne(ctx context.Context, nodes []*node.Node, keys []string) (int, 
 }
 
 func pct(ms []float64, q float64) float64 { return round(stats.Percentile(ms, q), 2) }
-
-// sleepCtx waits d unless ctx ends first; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 func rebalanceReport(rows []RebalanceRow, wirePairs map[string]map[string]uint64, opts rebalanceOptions) *Report {
 	missing := 0

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/ctxtime"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/ring"
@@ -719,7 +720,7 @@ func (sc *schedCluster) waitIdle(ctx context.Context) error {
 		if idle {
 			return nil
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if !ctxtime.Sleep(ctx, 10*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

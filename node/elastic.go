@@ -162,15 +162,3 @@ func (g *gossip) markRemoved(dead cluster.Node) {
 	g.current().SetAppState(ringchange.KeyRemoved, ringchange.FormatMarks(g.removed))
 	g.applyMarksLocked(g.n.cfg.ID, ringchange.KeyRemoved, ringchange.FormatMarks(g.removed))
 }
-
-// sleepCtx waits d, or less when ctx ends first; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ctxtime"
 	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
@@ -332,7 +333,7 @@ func (p *Cycle) enterSleep(ctx context.Context) error {
 		p.set(power.Active, nil, "")
 		return err
 	}
-	if !wait(ctx, p.parts.Gossip.RingDelay()) {
+	if !ctxtime.Sleep(ctx, p.parts.Gossip.RingDelay()) {
 		return giveUp(ctx.Err())
 	}
 	if err := p.MaySleep(p.cfg.ID); err != nil {
@@ -341,7 +342,7 @@ func (p *Cycle) enterSleep(ctx context.Context) error {
 	p.set(power.Asleep, holders, standIn)
 	// Two rounds carry "asleep" to every member before the node goes silent, so no
 	// coordinator takes its silence for a failure.
-	if !wait(ctx, 2*p.parts.Gossip.Interval()) {
+	if !ctxtime.Sleep(ctx, 2*p.parts.Gossip.Interval()) {
 		return giveUp(ctx.Err())
 	}
 	return nil
@@ -407,7 +408,7 @@ func (p *Cycle) Wake(ctx context.Context) error {
 	p.quiet = false
 	p.mu.Unlock()
 	p.set(power.Waking, holders, "")
-	if !wait(ctx, p.parts.Gossip.RingDelay()) {
+	if !ctxtime.Sleep(ctx, p.parts.Gossip.RingDelay()) {
 		return ctx.Err()
 	}
 	for {
@@ -416,7 +417,7 @@ func (p *Cycle) Wake(ctx context.Context) error {
 			break
 		}
 		p.log.Warn("taking offloaded writes; retrying", "err", err)
-		if !wait(ctx, p.parts.Gossip.Interval()) {
+		if !ctxtime.Sleep(ctx, p.parts.Gossip.Interval()) {
 			return ctx.Err()
 		}
 	}
@@ -710,16 +711,4 @@ func boolRank(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// wait waits d, or less when ctx ends first; it reports whether d passed.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/ctxtime"
 	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/schema"
 )
@@ -100,7 +100,7 @@ func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, rep
 		return err
 	}
 	report(Progress{Step: fmt.Sprintf("writes also go to the replicas under the new split keys; waiting a ring delay (%s) for every coordinator to learn it", r.cfg.RingDelay)})
-	if !wait(ctx, r.cfg.RingDelay) {
+	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
 		return cutShort(ctx.Err())
 	}
 	copied, err := r.stepEveryNode(ctx, ks, stepCopy, 0)
@@ -114,7 +114,7 @@ func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, rep
 		return cutShort(err)
 	}
 	report(Progress{Step: fmt.Sprintf("switched: reads use the new split keys, writes still reach the old replicas; waiting a ring delay (%s)", r.cfg.RingDelay)})
-	if !wait(ctx, r.cfg.RingDelay) {
+	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
 		return cutShort(ctx.Err())
 	}
 	if ks, err = r.settle(ctx, ks, report); err != nil {
@@ -167,7 +167,7 @@ func (r *Rebalancer) settle(ctx context.Context, ks schema.Keyspace, report func
 		return ks, cutShort(err)
 	}
 	report(Progress{Step: fmt.Sprintf("settled: writes go to the new replicas only; waiting a ring delay (%s) before dropping the old copies", r.cfg.RingDelay)})
-	if !wait(ctx, r.cfg.RingDelay) {
+	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
 		return ks, ctx.Err()
 	}
 	dropped, err := r.stepEveryNode(ctx, ks, stepDrop, 0)
@@ -291,22 +291,9 @@ func (r *Rebalancer) askStep(ctx context.Context, node cluster.Node, req []byte)
 			return nil, err
 		}
 		r.log.Warn("a rebalance step failed; retrying", "node", node.ID, "err", err)
-		if !wait(ctx, r.cfg.RetryInterval) {
+		if !ctxtime.Sleep(ctx, r.cfg.RetryInterval) {
 			return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		}
-	}
-}
-
-// wait waits d on a timer, so that the simulator's virtual time drives it, and reports
-// false when ctx ended first.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -238,15 +238,3 @@ func ParseMarks(s string) map[string]uint64 {
 	}
 	return out
 }
-
-// sleepCtx waits d, or less when ctx ends first; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

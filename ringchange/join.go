@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ctxtime"
 	"github.com/kuradb/kura/ring"
 )
 
@@ -42,7 +43,7 @@ func (c *Changer) Join(ctx context.Context) {
 		// Gossip brings dead members after the live ones; give it a few rounds.
 		dead, ok := dir.Node(c.cfg.Replace)
 		for i := 0; !ok; i++ {
-			if i == 4*RingDelayRounds || !sleepCtx(ctx, c.cfg.GossipInterval) {
+			if i == 4*RingDelayRounds || !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 				c.log.Error("cannot replace: the node is not in the cluster", "replace", c.cfg.Replace)
 				return
 			}
@@ -52,7 +53,7 @@ func (c *Changer) Join(ctx context.Context) {
 		// can take rounds when this node learned the ring from a member restarted since
 		// the death, so it waits several ring delays before it refuses.
 		for i := 0; dir.State(dead.ID).Reachable(); i++ {
-			if i == 4*RingDelayRounds || !sleepCtx(ctx, c.cfg.GossipInterval) {
+			if i == 4*RingDelayRounds || !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 				c.log.Error("cannot replace a node that is up; decommission it instead", "replace", dead.ID)
 				return
 			}
@@ -198,7 +199,7 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 	self := dir.Self()
 	for {
 		c.log.Info("waiting for the ring to learn this node's status", "status", self.Status, "ring_delay", c.cfg.RingDelay)
-		if !sleepCtx(ctx, c.cfg.RingDelay) {
+		if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
 			return false, ctx.Err()
 		}
 		if self.Status == cluster.StatusJoining {
@@ -238,7 +239,7 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 func (c *Changer) awaitTurn(ctx context.Context) bool {
 	for {
 		ahead := Ahead(c.parts.Directory, c.cfg.ID)
-		if ahead > 0 && !sleepCtx(ctx, time.Duration(2*ahead)*c.cfg.GossipInterval) {
+		if ahead > 0 && !ctxtime.Sleep(ctx, time.Duration(2*ahead)*c.cfg.GossipInterval) {
 			return false
 		}
 		if c.checkNoMoves(c.cfg.ID) == nil {
@@ -263,7 +264,7 @@ func (c *Changer) awaitNoMoves(ctx context.Context) bool {
 			c.log.Warn("waiting to join until a ring change in progress completes", "reason", err)
 			said = err.Error()
 		}
-		if !sleepCtx(ctx, c.cfg.GossipInterval) {
+		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 			return false
 		}
 	}
@@ -311,7 +312,7 @@ func (c *Changer) pullRingFromAMember(ctx context.Context) (self cluster.RingEnt
 			}
 			return self, known, other.ID, nil
 		}
-		if !sleepCtx(ctx, c.cfg.GossipInterval) {
+		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 			return cluster.RingEntry{}, false, "", ctx.Err()
 		}
 	}
@@ -355,7 +356,7 @@ func (c *Changer) pullRing(ctx context.Context, from cluster.Node) (self cluster
 // finds up: a node that was down while another left, was removed or joined learns it
 // there, since gossip may no longer carry a departed member's last status.
 func (c *Changer) reconcileRing(ctx context.Context) {
-	if sleepCtx(ctx, c.cfg.RingDelay) {
+	if ctxtime.Sleep(ctx, c.cfg.RingDelay) {
 		c.pullRingsOfMembers(ctx)
 	}
 }

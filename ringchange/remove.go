@@ -12,6 +12,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ctxtime"
 )
 
 // Decommission hands this node's ranges to the nodes that take them over, then leaves the
@@ -35,7 +36,7 @@ func (c *Changer) Decommission(ctx context.Context) (MoveStats, error) {
 	// Stay up a ring delay so every node learns "left" before this one stops: gossip
 	// carries only a node's latest status, and a shutdown announced sooner would leave
 	// the others holding it as leaving.
-	sleepCtx(ctx, c.cfg.RingDelay)
+	ctxtime.Sleep(ctx, c.cfg.RingDelay)
 	st.Took = time.Since(start)
 	c.log.Info("decommissioned: left the ring", "gainers", st.Gainers, "bytes", st.Bytes, "took", st.Took.Round(time.Millisecond))
 	return st, nil
@@ -81,7 +82,7 @@ func (c *Changer) RemoveNode(ctx context.Context, id string) (MoveStats, error) 
 func (c *Changer) whileDown(ctx context.Context, id string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
-		for sleepCtx(ctx, c.cfg.GossipInterval) {
+		for ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 			if c.parts.Directory.State(id).Reachable() {
 				cancel(fmt.Errorf("%w: node %s is up again; decommission it instead", ErrBadMove, id))
 				return
@@ -94,7 +95,7 @@ func (c *Changer) whileDown(ctx context.Context, id string) (context.Context, co
 // streamGains waits for the cluster to learn that moving is leaving, then asks every node
 // that gains one of its ranges to pull them, and waits for all.
 func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) (MoveStats, error) {
-	if !sleepCtx(ctx, c.cfg.RingDelay) {
+	if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
 		return MoveStats{}, ctx.Err()
 	}
 	if err := c.checkNoMoves(moving); err != nil {
@@ -162,7 +163,7 @@ func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats
 			return Stats{Ranges: int(resp.GetRanges()), Records: resp.GetRecords(), Bytes: resp.GetBytes(), BytesCrossDC: resp.GetBytesCrossDc()}, nil
 		}
 		c.log.Warn("a gainer could not stream yet; retrying", "gainer", id, "err", err)
-		if !sleepCtx(ctx, c.cfg.RingDelay) {
+		if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
 			return Stats{}, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		}
 	}
