@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/cluster"
-	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/transport"
 )
@@ -23,7 +22,7 @@ var (
 	kindRingPull = transport.RegisterKind(15, "ring_pull")
 )
 
-// newChanger builds the node's ring changer, once its directory and gossip exist.
+// newChanger builds the node's ring changer, once its directory and feed exist.
 func (n *Node) newChanger() (*ringchange.Changer, error) {
 	return ringchange.New(ringchange.Config{
 		ID:             n.cfg.ID,
@@ -33,31 +32,15 @@ func (n *Node) newChanger() (*ringchange.Changer, error) {
 		Seeded:         n.hasSeeds(),
 		Named:          n.cfg.Peers,
 		Vnodes:         n.cfg.Vnodes,
-		GossipInterval: n.gossip.interval(),
+		GossipInterval: n.feed.Interval(),
 		RingDelay:      n.cfg.RingDelay,
 		Logger:         n.log,
-	}, ringchange.Parts{Directory: n.directory, Gossip: ringParts{n}, Peers: ringParts{n}, Streamer: ringParts{n}, Moves: ringParts{n}})
+	}, ringchange.Parts{Directory: n.directory, Gossip: n.feed, Peers: ringParts{n}, Streamer: ringParts{n}, Moves: ringParts{n}})
 }
 
-// ringParts adapts the node's gossip, transport, streamer and ring to the ring changer.
-// It reads them at each call: the streamer and the ring are built after the changer,
-// and gossip replaces its driver when the node wakes.
+// ringParts adapts the node's transport, streamer and ring to the ring changer. It
+// reads them at each call: the streamer and the ring are built after the changer.
 type ringParts struct{ n *Node }
-
-func (p ringParts) SetRingStatus(status cluster.Status, tokens []uint64) {
-	if len(tokens) > 0 {
-		p.n.gossip.current().SetAppState(membership.KeyTokens, formatTokens(tokens))
-	}
-	p.n.gossip.current().SetAppState(membership.KeyStatus, status.String())
-}
-
-func (p ringParts) SetAppState(key, value string) { p.n.gossip.current().SetAppState(key, value) }
-
-func (p ringParts) MarkRemoving(dead cluster.Node, on bool) { p.n.gossip.markRemoving(dead, on) }
-
-func (p ringParts) MarkRemoved(dead cluster.Node) { p.n.gossip.markRemoved(dead) }
-
-func (p ringParts) Generation() uint64 { return p.n.gossip.generation() }
 
 func (p ringParts) PullRing(ctx context.Context, to cluster.Node) ([]byte, error) {
 	return p.n.transport.Call(ctx, toPeer(to), kindRingPull, nil)
@@ -141,24 +124,3 @@ func (n *Node) Cleanup(_ context.Context, keyspace string) (records int64, bytes
 	return records, bytes, nil
 }
 
-// markRemoving and markRemoved keep the ring's removals in this node's gossip, where the
-// other nodes learn them.
-func (g *gossip) markRemoving(dead cluster.Node, on bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if on {
-		g.removing[dead.ID] = dead.Generation
-	} else {
-		delete(g.removing, dead.ID)
-	}
-	g.current().SetAppState(ringchange.KeyRemoving, ringchange.FormatMarks(g.removing))
-	g.applyMarksLocked(g.n.cfg.ID, ringchange.KeyRemoving, ringchange.FormatMarks(g.removing))
-}
-
-func (g *gossip) markRemoved(dead cluster.Node) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.removed[dead.ID] = dead.Generation
-	g.current().SetAppState(ringchange.KeyRemoved, ringchange.FormatMarks(g.removed))
-	g.applyMarksLocked(g.n.cfg.ID, ringchange.KeyRemoved, ringchange.FormatMarks(g.removed))
-}

@@ -28,8 +28,8 @@ func (n *Node) startFrontEnds() error {
 	}
 	// A stand-in takes the Redis address over while the node sleeps, and the HTTP port
 	// is where it is woken.
-	n.gossip.current().SetAppState(powercycle.KeyRESPAddr, n.RESPAddr())
-	n.gossip.current().SetAppState(powercycle.KeyWakeAddr, n.HTTPAddr())
+	n.feed.SetAppState(powercycle.KeyRESPAddr, n.RESPAddr())
+	n.feed.SetAppState(powercycle.KeyWakeAddr, n.HTTPAddr())
 	return nil
 }
 

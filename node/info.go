@@ -73,8 +73,8 @@ func (n *Node) clockStatus() *kurav1.ClockStatus {
 // each said, so that a node given a wrong seed says so instead of looking like a healthy
 // cluster of one.
 func (n *Node) membershipStatus() *kurav1.Membership {
-	d := n.gossip.current()
-	m := &kurav1.Membership{Protocol: n.gossip.protocol.Name, Joined: d.Joined()}
+	d := n.feed
+	m := &kurav1.Membership{Protocol: d.Protocol(), Joined: d.Joined()}
 	for _, s := range d.Seeds() {
 		seed := &kurav1.SeedStatus{Addr: s.Addr, Id: s.ID}
 		if s.Err != nil {

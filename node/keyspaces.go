@@ -13,6 +13,9 @@ import (
 // kindSchema announces a new keyspace to every node.
 var kindSchema = transport.RegisterKind(8, "schema")
 
+// kindSchemaPull asks a node for its whole keyspace catalog.
+var kindSchemaPull = transport.RegisterKind(9, "schema_pull")
+
 // newSchemaSyncer builds the schema propagation over this node's catalog, directory,
 // transport, gossip and clocks.
 func (n *Node) newSchemaSyncer() (*schemasync.Syncer, error) {
@@ -20,7 +23,7 @@ func (n *Node) newSchemaSyncer() (*schemasync.Syncer, error) {
 		Catalog: n.catalog,
 		View:    n.directory,
 		Peers:   schemaPeers{n},
-		Digests: n.gossip,
+		Digests: n.feed,
 		Clock:   n.clock,
 		Guard:   n.guard,
 		Store:   n.engine,

@@ -34,7 +34,7 @@ type NodeLoad struct {
 // they changed.
 func (n *Node) publishStored(context.Context) {
 	bytes, keys := n.storedLoad()
-	d := n.gossip.current()
+	d := n.feed
 	for key, value := range map[string]string{
 		membership.KeyLoadBytes: strconv.FormatInt(bytes, 10),
 		keyStoredKeys:           strconv.FormatInt(keys, 10),
@@ -61,7 +61,7 @@ func (n *Node) storedLoad() (bytes, keys int64) {
 // NodeLoads returns every known node's load and start time, as gossiped.
 func (n *Node) NodeLoads() map[string]NodeLoad {
 	loads := map[string]NodeLoad{}
-	for _, m := range n.gossip.current().Members() {
+	for _, m := range n.feed.Members() {
 		var l NodeLoad
 		bytes, errBytes := strconv.ParseInt(m.AppState[membership.KeyLoadBytes], 10, 64)
 		keys, errKeys := strconv.ParseInt(m.AppState[keyStoredKeys], 10, 64)

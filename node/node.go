@@ -30,6 +30,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/membership/driver"
+	"github.com/kuradb/kura/membership/feed"
 	"github.com/kuradb/kura/metrics"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/power"
@@ -228,7 +229,7 @@ type Node struct {
 	power     *powercycle.Cycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
-	gossip    *gossip
+	feed      *feed.Feed
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer
 	fresh     bool // started with no ring of its own: a new node
@@ -265,7 +266,7 @@ func Start(cfg Config) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	n.gossip.current().Start()
+	n.feed.Start()
 	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
@@ -275,7 +276,7 @@ func Start(cfg Config) (*Node, error) {
 	}()
 	go n.loop(time.Second, n.replayHints)
 	n.wg.Add(1)
-	go n.loop(n.gossip.interval(), n.pingClocks) // once a gossip round
+	go n.loop(n.feed.Interval(), n.pingClocks) // once a gossip round
 	go n.loop(time.Hour, n.collectGarbage)
 	n.wg.Add(1)
 	go n.loop(rowsInterval, n.publishRows)
@@ -402,7 +403,7 @@ func (n *Node) open() error {
 		// background, so the first request already has one.
 		n.directory.SetTrusted()
 	}
-	if n.gossip, err = newGossip(n); err != nil {
+	if n.feed, err = newFeed(n); err != nil {
 		return err
 	}
 	if n.changer, err = n.newChanger(); err != nil {
@@ -561,19 +562,19 @@ func (n *Node) Close() error {
 	if n.power != nil {
 		n.power.Close()
 	}
-	if n.gossip != nil && !n.power.Quiet() {
+	if n.feed != nil && !n.power.Quiet() {
 		// Announce the shutdown so peers mark this node down at once instead of by
 		// suspicion seconds later; it stays on the ring (no Leave). A node that left
 		// announces nothing: its status would replace "left" in gossip, and a node
 		// that had not heard of it yet would take it for a member.
 		if st := n.directory.Self().Status; st != cluster.StatusLeft && st != cluster.StatusRemoved {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := n.gossip.current().Shutdown(ctx); err != nil {
+			if err := n.feed.Shutdown(ctx); err != nil {
 				n.log.Debug("announce shutdown", "err", err)
 			}
 			cancel()
 		}
-		n.gossip.current().Close()
+		n.feed.Close()
 	}
 	if n.dht != nil {
 		n.dht.dht.Leave() // successor and predecessor learn at once, not by timeout
@@ -655,7 +656,7 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	case replica.Handles(kind):
 		return n.replicas.Handle(ctx, from, kind, payload)
 	case driver.Handles(kind):
-		return n.gossip.current().Handle(ctx, from, kind, payload)
+		return n.feed.Handle(ctx, from, kind, payload)
 	case kind == kindSchemaPull:
 		return n.schemas.HandlePull()
 	case kind == kindSchema:

@@ -8,6 +8,7 @@ import (
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/membership/feed"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/powercycle"
 	"github.com/kuradb/kura/ring"
@@ -36,7 +37,7 @@ func newPowerCycle(n *Node) (*powercycle.Cycle, error) {
 		Profile:              n.cfg.PowerProfile,
 		NoTimeoutSuppression: n.cfg.NoTimeoutSuppression,
 		Controller:           n.cfg.PowerController,
-		ClientAddrKey:        keyClientAddr,
+		ClientAddrKey:        feed.KeyClientAddr,
 		Logger:               n.log,
 		FrontEndTLS:          n.clientTLS(),
 	}
@@ -57,15 +58,15 @@ func (p powerParts) State(id string) cluster.State             { return p.n.dire
 func (p powerParts) Power(id string) cluster.Power             { return p.n.directory.Power(id) }
 func (p powerParts) SetPower(id string, pw cluster.Power) bool { return p.n.directory.SetPower(id, pw) }
 
-func (p powerParts) SetAppState(key, value string) { p.n.gossip.current().SetAppState(key, value) }
+func (p powerParts) SetAppState(key, value string) { p.n.feed.SetAppState(key, value) }
 func (p powerParts) Member(id string) (membership.Member, bool) {
-	return p.n.gossip.current().Member(id)
+	return p.n.feed.Member(id)
 }
-func (p powerParts) Members() []membership.Member       { return p.n.gossip.current().Members() }
-func (p powerParts) Shutdown(ctx context.Context) error { return p.n.gossip.current().Shutdown(ctx) }
-func (p powerParts) Close()                             { p.n.gossip.current().Close() }
-func (p powerParts) Rejoin(set map[string]string) error { return p.n.gossip.restart(set) }
-func (p powerParts) Interval() time.Duration            { return p.n.gossip.interval() }
+func (p powerParts) Members() []membership.Member       { return p.n.feed.Members() }
+func (p powerParts) Shutdown(ctx context.Context) error { return p.n.feed.Shutdown(ctx) }
+func (p powerParts) Close()                             { p.n.feed.Close() }
+func (p powerParts) Rejoin(set map[string]string) error { return p.n.feed.Rejoin(set) }
+func (p powerParts) Interval() time.Duration            { return p.n.feed.Interval() }
 func (p powerParts) RingDelay() time.Duration           { return p.n.ringDelay() }
 
 func (p powerParts) AskPower(ctx context.Context, to cluster.Node, payload []byte) error {

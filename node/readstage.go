@@ -52,11 +52,11 @@ func (n *Node) publishRows(context.Context) {
 		parts = append(parts, fmt.Sprintf("%s=%d", ks.Name, live))
 	}
 	if rows := strings.Join(parts, ","); rows != n.rows.published {
-		n.gossip.current().SetAppState(membership.KeyLoadRows, rows)
+		n.feed.SetAppState(membership.KeyLoadRows, rows)
 		n.rows.published = rows
 	}
 	all := map[string]map[string]int64{}
-	for _, m := range n.gossip.current().Members() {
+	for _, m := range n.feed.Members() {
 		if counts := parseRows(m.AppState[membership.KeyLoadRows]); len(counts) > 0 {
 			all[m.ID] = counts
 		}

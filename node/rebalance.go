@@ -27,7 +27,7 @@ func (n *Node) newRebalancer(replicas *replica.Set) (*rebalance.Rebalancer, erro
 		Self:           n.cfg.ID,
 		DHT:            dht,
 		RingDelay:      n.ringDelay(),
-		RetryInterval:  n.gossip.interval(),
+		RetryInterval:  n.feed.Interval(),
 		ReplicaTimeout: n.cfg.ReplicaTimeout,
 		Logger:         n.log,
 	}, rebalance.Parts{
