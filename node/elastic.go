@@ -123,4 +123,3 @@ func (n *Node) Cleanup(_ context.Context, keyspace string) (records int64, bytes
 	}
 	return records, bytes, nil
 }
-
