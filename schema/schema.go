@@ -21,7 +21,6 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
-	"github.com/kuradb/kura/storage"
 )
 
 // Keyspace is one keyspace's definition.
@@ -236,16 +235,30 @@ func (k Keyspace) Partition() ring.Partitioner { return k.partitioner }
 // (Moving), else nil; valid only on a compiled Keyspace.
 func (k Keyspace) NextPartition() ring.Partitioner { return k.next }
 
+// Records is where a catalog keeps its definitions, one record a keyspace in its own
+// keyspace of the node's storage engine; *storage.Engine is one. The catalog takes it
+// as an interface so that the packages that read definitions (placement, the Go client)
+// do not depend on the engine.
+type Records interface {
+	// Scan returns the live records of keyspace ks between start and end (nil: all),
+	// at most limit of them (0: no limit), tombstones too when withTombstones, those
+	// filter accepts (nil: all).
+	Scan(ks string, start, end []byte, limit int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error)
+	// Apply stores r in keyspace ks, durably, unless a newer version is stored; it
+	// reports whether r was applied.
+	Apply(ks string, r lww.Record) (applied bool, err error)
+}
+
 // Catalog is a node's set of keyspaces, safe for concurrent use.
 type Catalog struct {
-	engine *storage.Engine
+	engine Records
 
 	mu        sync.RWMutex
 	keyspaces map[string]Keyspace
 }
 
 // Open loads the catalog persisted in engine.
-func Open(engine *storage.Engine) (*Catalog, error) {
+func Open(engine Records) (*Catalog, error) {
 	c := &Catalog{engine: engine, keyspaces: map[string]Keyspace{}}
 	records, err := engine.Scan(catalogKeyspace, nil, nil, 0, false, nil)
 	if err != nil {
