@@ -125,38 +125,107 @@ func (s *Streamer) Progress() *Progress { return &s.progress }
 // source that fails mid-range is replaced by the next holder; a range too few holders
 // can serve now is retried until ctx ends. exclude names
 // a node never to pull from (a dead node being removed or replaced).
+//
+// When the ring changes under it so that a range's holders are no longer the ones its
+// move named (a holder left the ring, its copy handed to another node), the moves are
+// computed again from the ring as it is then, and the ranges not yet pulled are pulled
+// from their holders now: a holder that has left serves no more, and waiting for it
+// would keep this node from ever finishing (a rebuild during a decommission).
 func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
-	self := s.cfg.View.Self()
-	type work struct {
-		ks   schema.Keyspace
-		move placement.Move
-	}
-	var todo []work
-	for _, ks := range s.cfg.Keyspaces.List() {
-		moves, err := s.cfg.Moves.Moves(ks)
-		if err != nil {
-			return Stats{}, err
-		}
-		for _, m := range moves {
-			if slices.ContainsFunc(m.Gainers, func(g placement.Member) bool { return g.ID == self.ID }) {
-				todo = append(todo, work{ks, m})
-			}
-		}
-	}
-	s.progress.RangesTotal.Add(int64(len(todo)))
 	var total Stats
-	for _, w := range todo {
-		st, err := s.pullRange(ctx, w.ks, w.move, exclude)
+	pulled := map[rangeKey]bool{} // ranges pulled whole, by keyspace and range
+	var counted int64             // ranges of the last list not pulled yet, in the progress's total
+	for {
+		todo, err := s.gains()
 		if err != nil {
 			return total, err
 		}
-		total.Ranges++
-		total.Records += st.Records
-		total.Bytes += st.Bytes
-		total.BytesCrossDC += st.BytesCrossDC
-		s.progress.RangesDone.Add(1)
+		todo = slices.DeleteFunc(todo, func(w gain) bool { return pulled[w.key()] })
+		s.progress.RangesTotal.Add(int64(len(todo)) - counted)
+		counted = int64(len(todo))
+		changed := false
+		for _, w := range todo {
+			st, err := s.pullRange(ctx, w.ks, w.move, exclude)
+			total.Records += st.Records
+			total.Bytes += st.Bytes
+			total.BytesCrossDC += st.BytesCrossDC
+			if errors.Is(err, errRingChanged) {
+				s.cfg.Logger.Info("the ring changed while streaming: computing the ranges to pull again", "keyspace", w.ks.Name, "range", w.move.Range)
+				changed = true
+				break
+			}
+			if err != nil {
+				return total, err
+			}
+			pulled[w.key()] = true
+			counted--
+			total.Ranges++
+			s.progress.RangesDone.Add(1)
+		}
+		if !changed {
+			return total, nil
+		}
 	}
-	return total, nil
+}
+
+// gain is one range this node gains in one keyspace.
+type gain struct {
+	ks   schema.Keyspace
+	move placement.Move
+}
+
+// rangeKey names a gain's keyspace and range.
+type rangeKey struct {
+	keyspace string
+	rng      ring.Range
+}
+
+func (g gain) key() rangeKey { return rangeKey{g.ks.Name, g.move.Range} }
+
+// gains lists the ranges this node gains in the moves in progress, in every keyspace.
+func (s *Streamer) gains() ([]gain, error) {
+	self := s.cfg.View.Self()
+	var todo []gain
+	for _, ks := range s.cfg.Keyspaces.List() {
+		moves, err := s.cfg.Moves.Moves(ks)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range moves {
+			if slices.ContainsFunc(m.Gainers, func(g placement.Member) bool { return g.ID == self.ID }) {
+				todo = append(todo, gain{ks, m})
+			}
+		}
+	}
+	return todo, nil
+}
+
+// errRingChanged reports that a range's move no longer stands: its holders changed.
+var errRingChanged = errors.New("the ring changed: the range's holders are not the move's")
+
+// moveStands reports whether the ring still has move m of keyspace ks: the same range,
+// with the same holders, and this node still gaining it.
+func (s *Streamer) moveStands(ks schema.Keyspace, m placement.Move) bool {
+	self := s.cfg.View.Self()
+	moves, err := s.cfg.Moves.Moves(ks)
+	if err != nil {
+		return true // nothing better to go by: keep retrying the move as it was
+	}
+	ids := func(members []placement.Member) []string {
+		out := make([]string, len(members))
+		for i, member := range members {
+			out[i] = member.ID
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, now := range moves {
+		if now.Range == m.Range && slices.Equal(ids(now.Holders), ids(m.Holders)) &&
+			slices.ContainsFunc(now.Gainers, func(g placement.Member) bool { return g.ID == self.ID }) {
+			return true
+		}
+	}
+	return false
 }
 
 // pullRange pulls one range from a quorum of its holders, nearest first: one holder may
@@ -238,6 +307,9 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			if ctx.Err() != nil {
 				return total, ctx.Err()
 			}
+		}
+		if !s.moveStands(ks, m) {
+			return total, errRingChanged
 		}
 		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "need_in_dc", needHere, "err", lastErr)
 		select {
