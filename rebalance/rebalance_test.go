@@ -11,6 +11,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/cluster/clustertest"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
@@ -19,27 +20,8 @@ import (
 	"github.com/kuradb/kura/schema"
 )
 
-// view is a directory in a table: each node's ring status, and which are up.
-type view struct {
-	nodes []cluster.Node
-	up    map[string]bool
-}
-
-func (v view) Nodes() []cluster.Node { return v.nodes }
-func (v view) Node(id string) (cluster.Node, bool) {
-	for _, n := range v.nodes {
-		if n.ID == id {
-			return n, true
-		}
-	}
-	return cluster.Node{}, false
-}
-func (v view) State(id string) cluster.State {
-	if v.up[id] {
-		return cluster.StateUp
-	}
-	return cluster.StateDown
-}
+// view is a directory in a table: its members, and which are up.
+type view = clustertest.View
 
 // catalog holds definitions by name.
 type catalog map[string]schema.Keyspace
@@ -99,13 +81,13 @@ func keyspace(t *testing.T, ks schema.Keyspace) schema.Keyspace {
 // whose catalog holds ordered, hashed and coded.
 func newRebalancer(t *testing.T, cfg Config, down ...string) *Rebalancer {
 	t.Helper()
-	v := view{up: map[string]bool{}}
+	v := view{Up: map[string]bool{}}
 	for _, id := range []string{"a", "b", "c"} {
-		v.nodes = append(v.nodes, cluster.Node{ID: id, DC: "dc1", Status: cluster.StatusNormal})
-		v.up[id] = true
+		v.Members = append(v.Members, cluster.Node{ID: id, DC: "dc1", Status: cluster.StatusNormal})
+		v.Up[id] = true
 	}
 	for _, id := range down {
-		v.up[id] = false
+		v.Up[id] = false
 	}
 	c := catalog{}
 	for _, ks := range []schema.Keyspace{

@@ -6,27 +6,17 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/cluster/clustertest"
 )
 
-// view is a directory in a table: each node's ring status, and which are up.
-type view struct {
-	nodes []cluster.Node
-	up    map[string]bool
-}
-
-func (v view) Nodes() []cluster.Node { return v.nodes }
-func (v view) State(id string) cluster.State {
-	if v.up[id] {
-		return cluster.StateUp
-	}
-	return cluster.StateDown
-}
+// view is a directory in a table: its members, and which are up.
+type view = clustertest.View
 
 // ringOf builds a view from "id:status" entries; the ids in up are reachable.
 func ringOf(up []string, entries ...string) view {
-	v := view{up: map[string]bool{}}
+	v := view{Up: map[string]bool{}}
 	for _, id := range up {
-		v.up[id] = true
+		v.Up[id] = true
 	}
 	for _, e := range entries {
 		id, status, _ := strings.Cut(e, ":")
@@ -34,7 +24,7 @@ func ringOf(up []string, entries ...string) view {
 		if err != nil {
 			panic(err)
 		}
-		v.nodes = append(v.nodes, cluster.Node{ID: id, Status: st})
+		v.Members = append(v.Members, cluster.Node{ID: id, Status: st})
 	}
 	return v
 }

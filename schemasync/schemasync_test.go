@@ -9,25 +9,15 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/cluster/clustertest"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 )
 
-// view is a directory in a table: its nodes, and which are reachable.
-type view struct {
-	nodes []cluster.Node
-	up    map[string]bool
-}
-
-func (v view) Nodes() []cluster.Node { return v.nodes }
-func (v view) State(id string) cluster.State {
-	if v.up[id] {
-		return cluster.StateUp
-	}
-	return cluster.StateDown
-}
+// view is a directory in a table: its members, and which are up.
+type view = clustertest.View
 
 // peers delivers announcements and pulls to other Syncers in the same test, by id; an
 // id with no Syncer fails the call.
@@ -141,8 +131,8 @@ func newNode(t *testing.T, id string, v view, p *peers) *node {
 // cluster3 is a, b and c in dc1, c down.
 func cluster3() view {
 	return view{
-		nodes: []cluster.Node{{ID: "a", DC: "dc1"}, {ID: "b", DC: "dc1"}, {ID: "c", DC: "dc1"}},
-		up:    map[string]bool{"a": true, "b": true},
+		Members: []cluster.Node{{ID: "a", DC: "dc1"}, {ID: "b", DC: "dc1"}, {ID: "c", DC: "dc1"}},
+		Up:      map[string]bool{"a": true, "b": true},
 	}
 }
 
