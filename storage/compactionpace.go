@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
+	"golang.org/x/time/rate"
 )
 
 // Compactions are paced, as Cassandra's compaction_throughput paces them. Unpaced, a
@@ -36,11 +37,10 @@ const (
 	behindCheckInterval = 100 * time.Millisecond
 )
 
-// compactionPacer is a token bucket over the bytes compactions write, filled at
-// bytesPerSecond up to compactionBurstBytes. Its FS hands it the writes of the tables
-// its listener learnt are compaction outputs.
+// compactionPacer paces the bytes compactions write with a token bucket (rate.Limiter)
+// filled at bytesPerSecond up to compactionBurstBytes. Its FS hands it the writes of the
+// tables its listener learnt are compaction outputs.
 type compactionPacer struct {
-	bytesPerSecond float64
 	// stop is closed when the engine closes: Pebble's Close waits for the compaction
 	// under way, which then runs unpaced.
 	stop chan struct{}
@@ -51,13 +51,14 @@ type compactionPacer struct {
 	paced atomic.Int64
 
 	mu sync.Mutex
+	// bucket is consulted with the pacer's own clock, never the wall clock, so that tests
+	// drive it.
+	bucket *rate.Limiter
 	// behind reports whether compactions fall behind; nil until the database is open.
 	behind func() bool
 	// sleep waits d, or less once stop is closed; now is the clock. Tests replace both.
 	sleep     func(d time.Duration, stop <-chan struct{})
 	now       func() time.Time
-	tokens    float64
-	filledAt  time.Time
 	checkedAt time.Time
 	lifted    bool
 }
@@ -65,12 +66,10 @@ type compactionPacer struct {
 // newCompactionPacer returns a pacer of bytesPerSecond with a full bucket.
 func newCompactionPacer(bytesPerSecond int64) *compactionPacer {
 	return &compactionPacer{
-		bytesPerSecond: float64(bytesPerSecond),
-		tokens:         compactionBurstBytes,
-		filledAt:       time.Now(),
-		sleep:          sleepUnlessStopped,
-		now:            time.Now,
-		stop:           make(chan struct{}),
+		bucket: rate.NewLimiter(rate.Limit(bytesPerSecond), compactionBurstBytes),
+		sleep:  sleepUnlessStopped,
+		now:    time.Now,
+		stop:   make(chan struct{}),
 	}
 }
 
@@ -91,7 +90,9 @@ func (p *compactionPacer) tableCreated(info pebble.TableCreateInfo) {
 	}
 }
 
-// pace waits, before a compaction writes n bytes, until the bucket holds them.
+// pace waits, before a compaction writes n bytes, until the bucket holds them. A write
+// larger than the bucket reserves it in bucket-sized parts, each queued behind the last,
+// so that it waits for all its bytes.
 func (p *compactionPacer) pace(n int) {
 	p.mu.Lock()
 	now := p.now()
@@ -99,14 +100,14 @@ func (p *compactionPacer) pace(n int) {
 		p.checkedAt = now
 		p.lifted = p.behind()
 	}
-	p.tokens = min(compactionBurstBytes, p.tokens+now.Sub(p.filledAt).Seconds()*p.bytesPerSecond)
-	p.filledAt = now
 	if p.lifted {
 		p.mu.Unlock()
 		return
 	}
-	p.tokens -= float64(n)
-	wait := time.Duration(-p.tokens / p.bytesPerSecond * float64(time.Second))
+	var wait time.Duration
+	for left := n; left > 0; left -= compactionBurstBytes {
+		wait = p.bucket.ReserveN(now, min(left, compactionBurstBytes)).DelayFrom(now)
+	}
 	sleep := p.sleep
 	p.mu.Unlock()
 	if wait > 0 {

@@ -45,7 +45,7 @@ func TestCompactionPacerIsATokenBucket(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newCompactionPacer(mib)
-			now := p.filledAt
+			now := time.Now()
 			var waited time.Duration
 			behind := false
 			p.now = func() time.Time { return now }
