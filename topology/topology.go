@@ -13,7 +13,7 @@ import (
 	"os"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // ErrInvalid marks every error Parse and Validate return, so callers can tell a bad

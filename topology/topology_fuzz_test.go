@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // FuzzParse parses arbitrary bytes as a topology file. Parsing must not panic and must
