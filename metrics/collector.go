@@ -15,6 +15,7 @@ type nodeCollector struct {
 
 	transportBytes    *prometheus.Desc
 	transportMessages *prometheus.Desc
+	transportRefused  *prometheus.Desc
 	hintsPending      *prometheus.Desc
 	members           *prometheus.Desc
 	storageDiskBytes  *prometheus.Desc
@@ -42,6 +43,8 @@ func newNodeCollector(cfg Config) *nodeCollector {
 			"Bytes sent between nodes (frame header and payload), by source and destination datacenter and message kind.", flow, nil),
 		transportMessages: prometheus.NewDesc("kura_transport_messages_total",
 			"Messages sent between nodes, by source and destination datacenter and message kind.", flow, nil),
+		transportRefused: prometheus.NewDesc("kura_transport_send_queue_refused_total",
+			"Messages refused because a peer's send queue was full: the peer did not drain its connection.", nil, nil),
 		hintsPending: prometheus.NewDesc("kura_hints_pending",
 			"Writes this node holds for replicas that missed them.", nil, nil),
 		members: prometheus.NewDesc("kura_members",
@@ -83,6 +86,7 @@ func newNodeCollector(cfg Config) *nodeCollector {
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.transportBytes
 	ch <- c.transportMessages
+	ch <- c.transportRefused
 	ch <- c.hintsPending
 	ch <- c.members
 	ch <- c.storageDiskBytes
@@ -110,6 +114,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.transportBytes, prometheus.CounterValue, float64(counter.Bytes), labels...)
 			ch <- prometheus.MustNewConstMetric(c.transportMessages, prometheus.CounterValue, float64(counter.Messages), labels...)
 		}
+		ch <- prometheus.MustNewConstMetric(c.transportRefused, prometheus.CounterValue, float64(c.cfg.Stats.SendQueueRefused()))
 	}
 	if c.cfg.Gauges != nil {
 		g := c.cfg.Gauges()

@@ -86,6 +86,9 @@ func TestCollectorExportsTransportFlows(t *testing.T) {
 	if b := got["kura_transport_bytes_total"]; b[out] < 3*1000 || b[back] < 3*1000 {
 		t.Errorf("bytes %v, want at least the 3000 bytes of payload each way", b)
 	}
+	if v, ok := got["kura_transport_send_queue_refused_total"][""]; !ok || v != 0 {
+		t.Errorf("kura_transport_send_queue_refused_total = %v (present %v), want 0", v, ok)
+	}
 	if _, ok := got["kura_members"]; ok {
 		t.Error("gauges exported without a Gauges function")
 	}

@@ -40,6 +40,8 @@ type conn struct {
 
 	mu            sync.Mutex
 	queue         []outFrame
+	queuedBytes   int                        // the bytes of queue, bounded by t.sendQueueBytesMax
+	full          bool                       // frames are being refused; logged once per spell
 	lastDeliverAt time.Time                  // keeps jitter from reordering this conn's frames
 	pending       map[uint64]chan callResult // calls waiting for a response, by request id
 	closeErr      error                      // set once closed; pending calls failed with it
@@ -106,8 +108,11 @@ func (c *conn) call(ctx context.Context, kind Kind, payload []byte) (response []
 		c.mu.Unlock()
 		return nil, time.Time{}, fmt.Errorf("transport: call %s: %w", c.peer.ID, err)
 	}
+	if err := c.pushLocked(frameRequest, kind, frame); err != nil {
+		c.mu.Unlock()
+		return nil, time.Time{}, fmt.Errorf("transport: call %s: %w: %w", c.peer.ID, ErrUnreachable, err)
+	}
 	c.pending[id] = result
-	c.pushLocked(frameRequest, kind, frame)
 	c.mu.Unlock()
 
 	select {
@@ -135,19 +140,32 @@ func (c *conn) enqueue(typ frameType, kind Kind, id uint64, payload []byte) erro
 	if c.closeErr != nil {
 		return fmt.Errorf("transport: send to %s: %w", c.peer.ID, c.closeErr)
 	}
-	c.pushLocked(typ, kind, frame)
+	if err := c.pushLocked(typ, kind, frame); err != nil {
+		return fmt.Errorf("transport: send to %s: %w", c.peer.ID, err)
+	}
 	return nil
 }
 
 // pushLocked applies the injected faults and the WAN emulation to a frame and queues it
-// for the writer.
-func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) {
+// for the writer. It refuses the frame with ErrSendQueueFull when the queue already holds
+// t.sendQueueBytesMax, so that a peer which stops reading costs bounded memory; a frame
+// into an empty queue always passes.
+func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) error {
+	if c.queuedBytes > 0 && c.queuedBytes+len(frame) > c.t.sendQueueBytesMax {
+		c.t.stats.sendQueueRefused.Add(1)
+		if !c.full {
+			c.full = true
+			c.t.log.Warn("transport: peer does not drain its connection; refusing frames to it until it does",
+				"peer", c.peer.ID, "queued_bytes", c.queuedBytes, "queue_bytes_max", c.t.sendQueueBytesMax)
+		}
+		return ErrSendQueueFull
+	}
 	lossy := typ == frameRequest || typ == frameOneway
 	var deliverAt time.Time
 	if c.t.faults != nil && typ != frameHello {
 		drop, delay := c.t.faults.Outgoing(c.peer, lossy)
 		if drop {
-			return
+			return nil
 		}
 		if delay > 0 {
 			deliverAt = time.Now().Add(delay)
@@ -160,7 +178,7 @@ func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) {
 		}
 		at, drop := c.link.schedule(now, len(frame), lossy)
 		if drop {
-			return
+			return nil
 		}
 		deliverAt = at
 	}
@@ -173,10 +191,12 @@ func (c *conn) pushLocked(typ frameType, kind Kind, frame []byte) {
 		c.lastDeliverAt = deliverAt
 	}
 	c.queue = append(c.queue, outFrame{buf: frame, kind: kind, deliverAt: deliverAt})
+	c.queuedBytes += len(frame)
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
 // readLoop dispatches incoming frames until the connection ends. Handlers run on the
@@ -331,6 +351,11 @@ func (c *conn) next() (frame outFrame, ok bool) {
 			frame = c.queue[0]
 			c.queue[0] = outFrame{} // let the buffer be collected once written
 			c.queue = c.queue[1:]
+			c.queuedBytes -= len(frame.buf)
+			if c.full && c.queuedBytes <= c.t.sendQueueBytesMax/2 {
+				c.full = false
+				c.t.log.Info("transport: peer drains its connection again", "peer", c.peer.ID)
+			}
 			c.mu.Unlock()
 			return frame, true
 		}
@@ -374,6 +399,7 @@ func (c *conn) close(err error) {
 		pending := c.pending
 		c.pending = nil
 		c.queue = nil
+		c.queuedBytes = 0
 		c.mu.Unlock()
 		close(c.done)
 		c.cancel()

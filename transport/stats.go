@@ -25,6 +25,14 @@ type Counter struct {
 type Stats struct {
 	mu    sync.RWMutex
 	pairs map[dcPair]*kindCounters
+	// sendQueueRefused counts frames refused with ErrSendQueueFull.
+	sendQueueRefused atomic.Uint64
+}
+
+// SendQueueRefused returns how many frames were refused because a peer's send queue was
+// full (ErrSendQueueFull).
+func (s *Stats) SendQueueRefused() uint64 {
+	return s.sendQueueRefused.Load()
 }
 
 // dcPair is one direction between two DCs.

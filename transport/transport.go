@@ -34,6 +34,13 @@ var ErrFrameTooLarge = errors.New("transport: frame too large")
 // ErrClosed means the transport was closed.
 var ErrClosed = errors.New("transport: closed")
 
+// ErrSendQueueFull means a frame was refused because the connection's send queue already
+// holds Config.SendQueueBytesMax: the peer does not drain what it is sent (cut off without
+// a reset, or overloaded). A refused call also wraps ErrUnreachable, so that callers treat
+// the peer as down (another replica answers, a write leaves a hint) instead of waiting for
+// their deadline.
+var ErrSendQueueFull = errors.New("transport: send queue full")
+
 // ProtocolVersion is the version of the internode protocol this build speaks: the frame
 // layout, the hello, the kind numbers and their payloads. Nodes exchange it in the hello
 // and an acceptor refuses a dialer of another version, so raise it with any change that a
@@ -63,6 +70,11 @@ func (e *VersionError) Error() string {
 
 // DefaultMaxFrameBytes bounds a frame (header + payload) when Config.MaxFrameBytes is 0.
 const DefaultMaxFrameBytes = 32 << 20
+
+// DefaultSendQueueBytesMax bounds the bytes queued on one connection when
+// Config.SendQueueBytesMax is 0: two of the largest frames, far above what a healthy peer
+// leaves queued (the writer drains the queue into the socket as fast as the peer reads).
+const DefaultSendQueueBytesMax = 2 * DefaultMaxFrameBytes
 
 // helloTimeout bounds how long an accepted connection may take to say who it is, so that
 // a stray client cannot hold a goroutine forever.
@@ -125,6 +137,10 @@ type Config struct {
 	// MaxFrameBytes bounds a frame (header + payload), sent or received; 0 means
 	// DefaultMaxFrameBytes. A peer sending a bigger frame is disconnected.
 	MaxFrameBytes int
+	// SendQueueBytesMax bounds the bytes waiting to be written on one connection; 0 means
+	// DefaultSendQueueBytesMax. Past it, frames are refused with ErrSendQueueFull (a frame
+	// into an empty queue always passes, so any frame within MaxFrameBytes can be sent).
+	SendQueueBytesMax int
 	// Seed seeds the jitter and loss randomness.
 	Seed int64
 	// Logger receives connection errors; nil means slog.Default().
@@ -182,14 +198,16 @@ type Transport struct {
 	linkModel     LinkModel
 	stats         *Stats
 	maxFrameBytes int
-	seed          int64
-	log           *slog.Logger
-	listener      net.Listener
-	wall          func() time.Time
-	clocks        ClockSampler
-	faults        Faults
-	tls           *mutualTLS // nil: plain TCP
-	gate          Gate       // nil: connections are not gated
+	// sendQueueBytesMax bounds each connection's queue (Config.SendQueueBytesMax).
+	sendQueueBytesMax int
+	seed              int64
+	log               *slog.Logger
+	listener          net.Listener
+	wall              func() time.Time
+	clocks            ClockSampler
+	faults            Faults
+	tls               *mutualTLS // nil: plain TCP
+	gate              Gate       // nil: connections are not gated
 
 	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
@@ -248,6 +266,13 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		return nil, fmt.Errorf("transport: Config.MaxFrameBytes %d outside [%d, %d]",
 			maxFrameBytes, frameHeaderBytes, frameHeaderBytes+math.MaxUint32)
 	}
+	sendQueueBytesMax := cfg.SendQueueBytesMax
+	switch {
+	case sendQueueBytesMax == 0:
+		sendQueueBytesMax = DefaultSendQueueBytesMax
+	case sendQueueBytesMax < 0:
+		return nil, fmt.Errorf("transport: Config.SendQueueBytesMax %d is negative", sendQueueBytesMax)
+	}
 	secure, err := newMutualTLS(cfg.TLS, cfg.Self.ID)
 	if err != nil {
 		return nil, err
@@ -261,24 +286,25 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		return nil, fmt.Errorf("transport: listen: %w", err)
 	}
 	t := &Transport{
-		self:          cfg.Self,
-		version:       version,
-		handler:       cfg.Handler,
-		linkModel:     cfg.Links,
-		stats:         cfg.Stats,
-		maxFrameBytes: maxFrameBytes,
-		seed:          cfg.Seed,
-		log:           cfg.Logger,
-		listener:      listener,
-		wall:          cfg.Wall,
-		clocks:        cfg.Clocks,
-		faults:        cfg.Faults,
-		tls:           secure,
-		gate:          cfg.Gate,
-		dialed:        make(map[string]*dialEntry),
-		accepted:      make(map[*conn]struct{}),
-		greeting:      make(map[net.Conn]struct{}),
-		links:         make(map[string]*wanLink),
+		self:              cfg.Self,
+		version:           version,
+		handler:           cfg.Handler,
+		linkModel:         cfg.Links,
+		stats:             cfg.Stats,
+		maxFrameBytes:     maxFrameBytes,
+		sendQueueBytesMax: sendQueueBytesMax,
+		seed:              cfg.Seed,
+		log:               cfg.Logger,
+		listener:          listener,
+		wall:              cfg.Wall,
+		clocks:            cfg.Clocks,
+		faults:            cfg.Faults,
+		tls:               secure,
+		gate:              cfg.Gate,
+		dialed:            make(map[string]*dialEntry),
+		accepted:          make(map[*conn]struct{}),
+		greeting:          make(map[net.Conn]struct{}),
+		links:             make(map[string]*wanLink),
 	}
 	t.self.Addr = listener.Addr().String()
 	if t.stats == nil {

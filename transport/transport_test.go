@@ -751,3 +751,78 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 }
+
+// TestSendQueueBoundedWhenPeerStopsReading stands in for a peer cut off without a reset:
+// it accepts the connection and never reads. The kernel's buffers fill, then the send
+// queue, and from there on frames are refused at once (a call as unreachable) while the
+// queue stays within its bound, however long the sender keeps trying.
+func TestSendQueueBoundedWhenPeerStopsReading(t *testing.T) {
+	const queueBytesMax = 1 << 20
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := silent.Accept()
+		if err == nil {
+			accepted <- nc
+		}
+	}()
+	defer func() {
+		select {
+		case nc := <-accepted:
+			nc.Close()
+		default:
+		}
+	}()
+	warnings := &lineCounter{substr: "does not drain"}
+	client := startNode(t, Config{
+		Self:              Peer{ID: "client"},
+		SendQueueBytesMax: queueBytesMax,
+		Logger:            slog.New(slog.NewTextHandler(warnings, nil)),
+	})
+	peer := Peer{ID: "cut-off", Addr: silent.Addr().String()}
+	payload := make([]byte, 64<<10)
+	// Loopback's socket buffers hold a few MiB at most; 1 GiB of sends must meet the bound.
+	refused := 0
+	for range 1 << 14 {
+		err := client.Send(testContext(t), peer, kindNotify, payload)
+		if errors.Is(err, ErrSendQueueFull) {
+			refused++
+			if refused == 100 {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+	if refused < 100 {
+		t.Fatalf("1 GiB sent to a peer that reads nothing and no frame was refused")
+	}
+	c, err := client.connTo(testContext(t), peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	queued := c.queuedBytes
+	c.mu.Unlock()
+	if queued > queueBytesMax {
+		t.Errorf("%d bytes queued, bound %d", queued, queueBytesMax)
+	}
+	_, err = client.Call(testContext(t), peer, kindEcho, payload)
+	if !errors.Is(err, ErrSendQueueFull) || !errors.Is(err, ErrUnreachable) {
+		t.Errorf("Call error = %v, want ErrUnreachable and ErrSendQueueFull", err)
+	}
+	if got := client.Stats().SendQueueRefused(); got != uint64(refused)+1 {
+		t.Errorf("Stats().SendQueueRefused() = %d, want %d", got, refused+1)
+	}
+	// One warning per spell of refusals, not per frame: the kernel taking more bytes as
+	// it grows its buffers may end a spell or two early.
+	if got := warnings.count(); got < 1 || got > refused/10 {
+		t.Errorf("%d warnings that the peer does not drain for %d refused frames, want one per spell", got, refused)
+	}
+}
