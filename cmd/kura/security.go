@@ -55,6 +55,7 @@ type serverSecurityFlags struct {
 	tokenFile        *string
 	respPasswordFile *string
 	respNoPassword   *bool
+	httpTokenFile    *string
 }
 
 func addServerSecurityFlags(fs *flag.FlagSet) serverSecurityFlags {
@@ -65,6 +66,7 @@ func addServerSecurityFlags(fs *flag.FlagSet) serverSecurityFlags {
 		tokenFile:        fs.String("auth-token-file", "", "file whose first line is the token every gRPC call must carry (authorization: Bearer TOKEN); Redis clients then AUTH with it unless --resp-password-file"),
 		respPasswordFile: fs.String("resp-password-file", "", "file whose first line is the password Redis clients must give (AUTH)"),
 		respNoPassword:   fs.Bool("resp-no-password", false, "serve the Redis port without a password on a node with TLS or a token, which otherwise requires one"),
+		httpTokenFile:    fs.String("http-token-file", "", "file whose first line is the token every request to the --http port but /healthz and POST /power/wake must carry (Bearer, or as a Basic password)"),
 	}
 }
 
@@ -93,6 +95,13 @@ func (f serverSecurityFlags) apply(cfg *node.Config) error {
 			return err
 		}
 		cfg.AuthToken = token
+	}
+	if *f.httpTokenFile != "" {
+		token, err := readSecret("http-token-file", *f.httpTokenFile)
+		if err != nil {
+			return err
+		}
+		cfg.HTTPToken = token
 	}
 	var password string
 	if *f.respPasswordFile != "" {
@@ -144,7 +153,7 @@ func openPorts(cfg node.Config) []openPort {
 	add("listen", cfg.Listen, cfg.TLS == nil, "any peer may claim a member's id", "give --tls-cert, --tls-key and --tls-ca")
 	add("client", cfg.ClientAddr, cfg.AuthToken == "", "any caller may read, write and run admin commands", "give --auth-token-file")
 	add("resp", cfg.RESPAddr, cfg.RESPPassword == "", "any Redis client may read and write", "give --resp-password-file or --auth-token-file")
-	add("http", cfg.HTTPAddr, true, "anyone may read the console, /metrics and /status, and wake the node", "the HTTP port has no authentication: bind it to a private network")
+	add("http", cfg.HTTPAddr, cfg.HTTPToken == "", "anyone may read the console, /metrics and /status", "give --http-token-file")
 	return open
 }
 

@@ -58,8 +58,9 @@ func TestOpenPorts(t *testing.T) {
 		{"secured node", node.Config{Listen: "10.0.0.1:7100", ClientAddr: "10.0.0.1:7200", RESPAddr: "10.0.0.1:6379", TLS: tls, AuthToken: "tok", RESPPassword: "tok"}, nil},
 		{"Redis opted out", node.Config{Listen: "10.0.0.1:7100", ClientAddr: "10.0.0.1:7200", RESPAddr: "10.0.0.1:6379", TLS: tls, AuthToken: "tok"},
 			[]string{"resp@10.0.0.1:6379"}},
-		{"HTTP has no authentication", node.Config{Listen: "127.0.0.1:7100", HTTPAddr: "10.0.0.1:8080", TLS: tls, AuthToken: "tok"},
+		{"HTTP without its token", node.Config{Listen: "127.0.0.1:7100", HTTPAddr: "10.0.0.1:8080", TLS: tls, AuthToken: "tok"},
 			[]string{"http@10.0.0.1:8080"}},
+		{"HTTP with its token", node.Config{Listen: "127.0.0.1:7100", HTTPAddr: "10.0.0.1:8080", HTTPToken: "tok"}, nil},
 		{"no client API", node.Config{Listen: "127.0.0.1:7100"}, nil},
 	}
 	for _, tt := range tests {
