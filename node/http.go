@@ -1,11 +1,13 @@
 package node
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/console"
@@ -13,7 +15,8 @@ import (
 
 // startHTTP serves the admin endpoints on Config.HTTPAddr, if set: the web console (/,
 // /console/ and /api/console; package console), /metrics (Prometheus), /healthz, /status
-// (JSON), and /debug/pprof with Config.EnablePprof.
+// (JSON), and /debug/pprof with Config.EnablePprof; with Config.HTTPToken, only to
+// requests that carry it.
 func (n *Node) startHTTP() error {
 	if n.cfg.HTTPAddr == "" {
 		return nil
@@ -39,10 +42,40 @@ func (n *Node) startHTTP() error {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = mux
+	if n.cfg.HTTPToken != "" {
+		handler = requireHTTPToken(n.cfg.HTTPToken, mux)
+	}
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	n.frontEnds.http, n.frontEnds.httpListener = server, l
 	n.serve("HTTP admin server", func() error { return server.Serve(l) }, http.ErrServerClosed)
 	return nil
+}
+
+// requireHTTPToken serves next only the requests that carry token, as "Authorization:
+// Bearer TOKEN" (Prometheus's authorization.credentials_file) or as the password of HTTP
+// Basic authentication, which a browser asks for when the console answers 401. GET
+// /healthz and POST /power/wake stay open: a load balancer's health check and a peer
+// waking this node carry no token, and neither reveals anything or touches data.
+func requireHTTPToken(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		open := (r.Method == http.MethodGet && r.URL.Path == "/healthz") || (r.Method == http.MethodPost && r.URL.Path == "/power/wake")
+		if open || httpTokenGiven(r, token) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="kura", charset="UTF-8"`)
+		http.Error(w, `this port requires the node's HTTP token: send "Authorization: Bearer <token>", or the token as the password of HTTP Basic authentication (any user)`, http.StatusUnauthorized)
+	})
+}
+
+// httpTokenGiven reports whether r carries token, as a bearer token or a Basic password.
+func httpTokenGiven(r *http.Request, token string) bool {
+	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		_, given, ok = r.BasicAuth()
+	}
+	return ok && subtle.ConstantTimeCompare([]byte(given), []byte(token)) == 1
 }
 
 // Status is what /status reports: the node, its share of the ring, and its peers.

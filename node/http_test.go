@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -167,6 +168,48 @@ func TestPprofOnlyWhenEnabled(t *testing.T) {
 			}
 			if resp.StatusCode != want {
 				t.Fatalf("GET /debug/pprof/: %s, want %d", resp.Status, want)
+			}
+		})
+	}
+}
+
+func TestRequireHTTPToken(t *testing.T) {
+	served := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "served") })
+	handler := requireHTTPToken("s3cret", served)
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+		basic              []string // user, password
+		want               int
+	}{
+		{"metrics without the token", "GET", "/metrics", nil, nil, http.StatusUnauthorized},
+		{"console without the token", "GET", "/", nil, nil, http.StatusUnauthorized},
+		{"status with a wrong token", "GET", "/status", map[string]string{"Authorization": "Bearer guess"}, nil, http.StatusUnauthorized},
+		{"the token in another scheme", "GET", "/status", map[string]string{"Authorization": "Token s3cret"}, nil, http.StatusUnauthorized},
+		{"metrics with the bearer token", "GET", "/metrics", map[string]string{"Authorization": "Bearer s3cret"}, nil, http.StatusOK},
+		{"console with the token as Basic password", "GET", "/api/console", nil, []string{"admin", "s3cret"}, http.StatusOK},
+		{"Basic with a wrong password", "GET", "/", nil, []string{"admin", "guess"}, http.StatusUnauthorized},
+		{"health check open", "GET", "/healthz", nil, nil, http.StatusOK},
+		{"a peer's wake open", "POST", "/power/wake", nil, nil, http.StatusOK},
+		{"wake by GET closed", "GET", "/power/wake", nil, nil, http.StatusUnauthorized},
+		{"only the exact health path open", "GET", "/x/../healthz", nil, nil, http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			for k, v := range tt.header {
+				r.Header.Set(k, v)
+			}
+			if tt.basic != nil {
+				r.SetBasicAuth(tt.basic[0], tt.basic[1])
+			}
+			w := httptest.NewRecorder()
+			handler.ServeHTTP(w, r)
+			if w.Code != tt.want {
+				t.Fatalf("%s %s: %d %q, want %d", tt.method, tt.path, w.Code, w.Body.String(), tt.want)
+			}
+			if tt.want == http.StatusUnauthorized && !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Basic ") {
+				t.Errorf("a 401 without a Basic challenge: the console's browser would not ask for the token")
 			}
 		})
 	}

@@ -110,6 +110,9 @@ type Config struct {
 	// EnablePprof also serves the Go profiler, /debug/pprof, on HTTPAddr. It is off by
 	// default: a profile shows the node's code paths and memory to whoever reaches the port.
 	EnablePprof bool
+	// HTTPToken, when set, is the token every request to HTTPAddr must carry, but GET
+	// /healthz and POST /power/wake: as a bearer token or a Basic password.
+	HTTPToken string
 
 	// TLS, when set, is the node's certificate and the cluster's CA (docs/security.md):
 	// node-to-node connections then run over mutual TLS, and the gRPC and Redis ports

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -47,18 +48,25 @@ func (f securityFlags) options() (client.Options, error) {
 }
 
 // serverSecurityFlags are kura server's: the node's certificate, key and CA, which
-// secure both its links to other nodes and its client ports, and the client API's token.
+// secure both its links to other nodes and its client ports, the client API's token,
+// and the Redis port's password.
 type serverSecurityFlags struct {
-	cert, key, ca *string
-	tokenFile     *string
+	cert, key, ca    *string
+	tokenFile        *string
+	respPasswordFile *string
+	respNoPassword   *bool
+	httpTokenFile    *string
 }
 
 func addServerSecurityFlags(fs *flag.FlagSet) serverSecurityFlags {
 	return serverSecurityFlags{
-		cert:      fs.String("tls-cert", "", "this node's certificate (ID.crt of kura certs): mutual TLS between nodes, TLS on the gRPC and Redis ports"),
-		key:       fs.String("tls-key", "", "this node's private key (ID.key of kura certs)"),
-		ca:        fs.String("tls-ca", "", "the cluster's CA certificate (ca.crt of kura certs): only nodes it certified may talk to this one"),
-		tokenFile: fs.String("auth-token-file", "", "file whose first line is the token every gRPC call must carry (authorization: Bearer TOKEN)"),
+		cert:             fs.String("tls-cert", "", "this node's certificate (ID.crt of kura certs): mutual TLS between nodes, TLS on the gRPC and Redis ports"),
+		key:              fs.String("tls-key", "", "this node's private key (ID.key of kura certs)"),
+		ca:               fs.String("tls-ca", "", "the cluster's CA certificate (ca.crt of kura certs): only nodes it certified may talk to this one"),
+		tokenFile:        fs.String("auth-token-file", "", "file whose first line is the token every gRPC call must carry (authorization: Bearer TOKEN); Redis clients then AUTH with it unless --resp-password-file"),
+		respPasswordFile: fs.String("resp-password-file", "", "file whose first line is the password Redis clients must give (AUTH)"),
+		respNoPassword:   fs.Bool("resp-no-password", false, "serve the Redis port without a password on a node with TLS or a token, which otherwise requires one"),
+		httpTokenFile:    fs.String("http-token-file", "", "file whose first line is the token every request to the --http port but /healthz and POST /power/wake must carry (Bearer, or as a Basic password)"),
 	}
 }
 
@@ -88,7 +96,80 @@ func (f serverSecurityFlags) apply(cfg *node.Config) error {
 		}
 		cfg.AuthToken = token
 	}
+	if *f.httpTokenFile != "" {
+		token, err := readSecret("http-token-file", *f.httpTokenFile)
+		if err != nil {
+			return err
+		}
+		cfg.HTTPToken = token
+	}
+	var password string
+	if *f.respPasswordFile != "" {
+		var err error
+		if password, err = readSecret("resp-password-file", *f.respPasswordFile); err != nil {
+			return err
+		}
+	}
+	return setRESPPassword(cfg, password, *f.respNoPassword)
+}
+
+// setRESPPassword sets the password cfg's Redis port requires: the one given, else the
+// client API's token. A node with TLS or a token serves Redis without a password only
+// when noPassword says so: its operator meant it closed, and Redis clients would
+// otherwise bypass the token of the gRPC port.
+func setRESPPassword(cfg *node.Config, password string, noPassword bool) error {
+	switch {
+	case noPassword && password != "":
+		return fmt.Errorf("%w: give --resp-password-file or --resp-no-password, not both", errUsage)
+	case noPassword:
+	case password != "":
+		cfg.RESPPassword = password
+	case cfg.RESPAddr == "":
+	case cfg.AuthToken != "":
+		cfg.RESPPassword = cfg.AuthToken
+	case cfg.TLS != nil:
+		return fmt.Errorf("%w: --resp on a node with TLS needs a password: give --resp-password-file FILE, or --auth-token-file FILE (Redis clients then AUTH with the token), or --resp-no-password to serve Redis to anyone who reaches it", errUsage)
+	}
 	return nil
+}
+
+// openPort is a port a node serves to anyone who reaches it.
+type openPort struct {
+	flag, addr string
+	risk       string // who may do what
+	fix        string // what would require authentication
+}
+
+// openPorts returns the ports cfg serves without authentication on addresses other than
+// loopback, which a node warns of at start: on loopback only the machine's own users
+// reach them, as in a test cluster.
+func openPorts(cfg node.Config) []openPort {
+	var open []openPort
+	add := func(flag, addr string, unauthenticated bool, risk, fix string) {
+		if addr != "" && unauthenticated && !isLoopback(addr) {
+			open = append(open, openPort{flag: flag, addr: addr, risk: risk, fix: fix})
+		}
+	}
+	add("listen", cfg.Listen, cfg.TLS == nil, "any peer may claim a member's id", "give --tls-cert, --tls-key and --tls-ca")
+	add("client", cfg.ClientAddr, cfg.AuthToken == "", "any caller may read, write and run admin commands", "give --auth-token-file")
+	add("resp", cfg.RESPAddr, cfg.RESPPassword == "", "any Redis client may read and write", "give --resp-password-file or --auth-token-file")
+	add("http", cfg.HTTPAddr, cfg.HTTPToken == "", "anyone may read the console, /metrics and /status", "give --http-token-file")
+	return open
+}
+
+// isLoopback reports whether a listen address binds to loopback only. An empty host, as
+// in ":7100", binds every interface; a host name other than localhost counts as
+// reachable, since what it resolves to may change.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // readSecret reads the first line of the file a flag names (a password, a token); an

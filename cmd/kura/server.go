@@ -71,7 +71,6 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", defaultListen, "node-to-node address")
 	clientAddr := fs.String("client", defaultClientAddr, "gRPC client API address (empty: none)")
 	respAddr := fs.String("resp", "", "Redis protocol address, e.g. 127.0.0.1:6379 (empty: none)")
-	respPasswordFile := fs.String("resp-password-file", "", "file whose first line is the password Redis clients must give (AUTH)")
 	respLevel := fs.String("resp-consistency", "ONE", "consistency level of a new Redis connection (KURA.CONSISTENCY changes it)")
 	respTimeout := fs.Duration("resp-timeout", 0, "close a Redis connection idle for this long, as Redis's timeout (0: never; CONFIG SET timeout changes it)")
 	defaultLimits := coord.DefaultLimits()
@@ -109,8 +108,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	gcHeapFloorMiB := fs.Float64("gc-heap-floor", defaultGCHeapFloorMiB, "MiB of allocation the Go heap may grow by between collections however little of it is live, at most this much more memory (0: Go's default, GOGC=100; a GOGC in the environment wins)")
 	spareGoProcs := fs.Int("spare-go-procs", defaultSpareGoProcs, "Go schedulers (GOMAXPROCS) beyond the CPUs, so that one held in a WAL sync leaves no core idle (0: Go's default; a GOMAXPROCS in the environment wins)")
 	emulateDisk := fs.String("emulate-disk", "", "hold a read worker for an emulated device time after each read, ACCESS+PER_KIB (e.g. 2ms+20us): benches on data held in memory")
-	if _, err := parseFlags(fs, args); err != nil {
+	printConfig, err := parseServerFlags(fs, args)
+	if err != nil {
 		return err
+	}
+	if printConfig {
+		return writeConfig(stdout, fs)
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -184,11 +187,6 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
 	}
-	if *respPasswordFile != "" {
-		if cfg.RESPPassword, err = readSecret("resp-password-file", *respPasswordFile); err != nil {
-			return err
-		}
-	}
 	if err := security.apply(&cfg); err != nil {
 		return err
 	}
@@ -218,6 +216,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "node %s (dc %s) listening on %s, client API on %s\n", n.ID(), cfg.DC, n.Addr(), n.ClientAddr())
+	for _, p := range openPorts(cfg) {
+		logger.Warn("serving without authentication", "flag", "--"+p.flag, "addr", p.addr, "risk", p.risk, "fix", p.fix)
+	}
 	if addr := n.RESPAddr(); addr != "" {
 		fmt.Fprintf(stdout, "Redis protocol on %s\n", addr)
 	}

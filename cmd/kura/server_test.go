@@ -40,6 +40,7 @@ func TestReadSecret(t *testing.T) {
 }
 
 func TestServerFrontEndFlagErrors(t *testing.T) {
+	passwordFile := writeFile(t, "pw", "s3cret\n")
 	tests := []struct {
 		args []string
 		text string
@@ -52,6 +53,7 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--max-value-bytes", "67108864"}, "does not fit a replica message"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--max-key-bytes", "0"}, "--max-key-bytes and --max-value-bytes must be positive"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-timeout", "-1s"}, "--resp-timeout must not be negative"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-no-password", "--resp-password-file", passwordFile}, "give --resp-password-file or --resp-no-password, not both"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)
