@@ -90,3 +90,29 @@ func TestClientInfoAndList(t *testing.T) {
 		t.Fatalf("CLIENT INFO in RESP3: %q %q", header, body)
 	}
 }
+
+// TestClientOutputBufferLength: obl counts the replies written and not yet sent, as
+// Redis's does: 0 once a reply has gone, the earlier replies of a pipeline still held.
+func TestClientOutputBufferLength(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	a, b := dial(t, addr), dial(t, addr)
+	obl := func(text string) string {
+		t.Helper()
+		_, fields := clientFields(t, strings.Split(text, "\n")[0])
+		return fields["obl"]
+	}
+	a.do("+OK\r\n", "SET", "k", "v")
+	a.do("$1\r\nv\r\n", "GET", "k")
+	if got := obl(a.call("CLIENT", "INFO").(string)); got != "0" {
+		t.Errorf("CLIENT INFO after replies were sent: obl=%s, want 0", got)
+	}
+	if got := obl(b.call("CLIENT", "LIST", "ID", "1").(string)); got != "0" {
+		t.Errorf("CLIENT LIST of a client whose replies were sent: obl=%s, want 0", got)
+	}
+	// PING's reply is still buffered when CLIENT INFO, sent with it, runs.
+	a.send(encode("PING") + encode("CLIENT", "INFO"))
+	a.expect("+PONG\r\n")
+	if got := obl(a.reply().(string)); got != "7" {
+		t.Errorf("CLIENT INFO after a pipelined PING: obl=%s, want 7 (+PONG\\r\\n)", got)
+	}
+}

@@ -134,6 +134,7 @@ func (s *Server) serveConn(c *conn) {
 			return
 		}
 		if (c.r.Buffered() == 0 && c.held == nil && c.heldErr == nil) || c.quit {
+			c.update(func() { c.replyBytes = 0 }) // CLIENT LIST's obl: the replies go now
 			if err := c.w.Flush(); err != nil {
 				return
 			}
