@@ -394,9 +394,17 @@ func commandSubcommands() []*command {
 }
 
 // commandListCommand is COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN
-// pattern]. kura has no modules and reports no ACL categories, so those filters keep none.
+// pattern]: the commands in name order, each container followed by its subcommands
+// ("config|get"), as Redis 7 lists them. kura has no modules and reports no ACL categories, so those filters
+// keep none.
 func commandListCommand(c *conn, args [][]byte) {
-	names := c.s.commandNames()
+	var names []string
+	for _, name := range c.s.commandNames() {
+		names = append(names, name)
+		for _, sub := range sortedSubcommands(c.s.commands[name]) {
+			names = append(names, sub.name)
+		}
+	}
 	switch {
 	case len(args) == 2:
 	case len(args) == 5 && upper(args[2]) == "FILTERBY" && upper(args[3]) == "PATTERN":
@@ -416,7 +424,8 @@ func commandListCommand(c *conn, args [][]byte) {
 	c.w.BulkStrings(names)
 }
 
-// commandInfoCommand is COMMAND INFO [name ...]: every command without names.
+// commandInfoCommand is COMMAND INFO [name ...]: every command without names. A name
+// may be a subcommand's, "config|get", as COMMAND LIST gives it.
 func commandInfoCommand(c *conn, args [][]byte) {
 	if len(args) == 2 {
 		commandCommand(c, args)
@@ -424,12 +433,24 @@ func commandInfoCommand(c *conn, args [][]byte) {
 	}
 	c.w.ArrayHeader(len(args) - 2)
 	for _, name := range args[2:] {
-		if cmd, ok := c.s.commands[string(appendLower(nil, name))]; ok {
+		if cmd := c.s.lookupCommand(name); cmd != nil {
 			c.writeCommandInfo(cmd)
 		} else {
 			c.w.Null()
 		}
 	}
+}
+
+// lookupCommand finds a command by its name in any case, "container|sub" for a
+// subcommand; nil if there is none.
+func (s *Server) lookupCommand(name []byte) *command {
+	lower := string(appendLower(nil, name))
+	container, sub, isSub := strings.Cut(lower, "|")
+	cmd := s.commands[container]
+	if cmd == nil || !isSub {
+		return cmd
+	}
+	return cmd.subcommands[sub]
 }
 
 func (s *Server) commandNames() []string {
@@ -457,15 +478,22 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	for range 3 { // ACL categories, tips, key specifications
 		c.w.ArrayHeader(0)
 	}
-	names := make([]string, 0, len(cmd.subcommands))
-	for name := range cmd.subcommands {
-		names = append(names, name)
+	subs := sortedSubcommands(cmd)
+	c.w.ArrayHeader(len(subs))
+	for _, sub := range subs {
+		c.writeCommandInfo(sub)
 	}
-	sort.Strings(names)
-	c.w.ArrayHeader(len(names))
-	for _, name := range names {
-		c.writeCommandInfo(cmd.subcommands[name])
+}
+
+// sortedSubcommands returns a container's subcommands in name order; none for a command
+// that is not a container.
+func sortedSubcommands(cmd *command) []*command {
+	subs := make([]*command, 0, len(cmd.subcommands))
+	for _, sub := range cmd.subcommands {
+		subs = append(subs, sub)
 	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].name < subs[j].name })
+	return subs
 }
 
 // consistencyCommand shows or sets the connection's consistency level:

@@ -118,6 +118,11 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("COMMAND", "LIST", "FILTERBY", "MODULE", "json"), "*0\r\n"},
 			{cmd("COMMAND", "LIST", "nonsense"), "-ERR syntax error\r\n"},
 			{cmd("COMMAND", "COUNT", "x"), "-ERR wrong number of arguments for 'command|count' command\r\n"},
+			// Subcommands are listed, and matched case-insensitively, as Redis 7.0.15 does.
+			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "config*"), "*6\r\n$6\r\nconfig\r\n$10\r\nconfig|get\r\n$11\r\nconfig|help\r\n$16\r\nconfig|resetstat\r\n$14\r\nconfig|rewrite\r\n$10\r\nconfig|set\r\n"},
+			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "CONFIG|*RE*"), "*2\r\n$16\r\nconfig|resetstat\r\n$14\r\nconfig|rewrite\r\n"},
+			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|l*"), "*1\r\n$11\r\nclient|list\r\n"},
+			{cmd("COMMAND", "INFO", "CONFIG|GET", "config|nosuch", "get|x"), "*3\r\n*10\r\n$10\r\nconfig|get\r\n:-3\r\n*4\r\n+admin\r\n+noscript\r\n+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n$-1\r\n"},
 		}},
 		{"config", []step{
 			{cmd("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
@@ -200,18 +205,25 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*59\r\n" {
+	if got := c.line(); got != "*76\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 59 {
+	for range 59 + 17 { // the commands and the subcommands of CLIENT, COMMAND and CONFIG
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
-	if strings.Join(names, " ") != strings.Join(s.commandNames(), " ") {
+	var commands []string
+	for _, name := range names {
+		if !strings.Contains(name, "|") {
+			commands = append(commands, name)
+		}
+	}
+	if strings.Join(commands, " ") != strings.Join(s.commandNames(), " ") {
 		t.Fatalf("COMMAND LIST = %v", names)
 	}
-	for _, want := range []string{"get", "kura.range", "scan", "set", "strlen", "getrange", "substr", "type", "unlink", "time"} {
+	for _, want := range []string{"get", "kura.range", "scan", "set", "strlen", "getrange", "substr", "type", "unlink", "time",
+		"client|list", "client|help", "command|info", "config|get"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("COMMAND LIST lacks %s", want)
 		}
