@@ -153,6 +153,7 @@ func (c *conn) nextCommand() ([][]byte, error) {
 
 // readCommand reads a command and notes its arrival for CLIENT LIST.
 func (c *conn) readCommand() ([][]byte, error) {
+	c.r.SetAuthenticated(c.authenticated)
 	args, err := c.r.ReadCommand()
 	consumed := c.io.in.Load() - int64(c.r.Buffered())
 	wire := int(consumed - c.consumed)
