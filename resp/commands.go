@@ -63,6 +63,10 @@ func commandTable() map[string]*command {
 		{name: "del", arity: -2, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 1, run: delCommand},
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: -1, keyStep: 1, run: delCommand},
 		{name: "exists", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
+		// TOUCH answers as EXISTS: kura keeps no access times to update.
+		{name: "touch", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
+		{name: "object", arity: -2, subcommands: subcommands("object", objectSubcommands())},
+		{name: "lcs", arity: -3, flags: []string{"readonly"}, firstKey: 1, lastKey: 2, keyStep: 1, run: lcsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
 		{name: "setnx", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setnxCommand},
@@ -390,6 +394,8 @@ func commandSubcommands() []*command {
 			summary: "Return details about multiple commands, or all commands.", run: commandInfoCommand},
 		{name: "docs", arity: -2, flags: flags, usage: "DOCS [<command-name> ...]",
 			summary: "Return no documentation: kura has none to give.", run: func(c *conn, _ [][]byte) { c.w.MapHeader(0) }},
+		{name: "getkeys", arity: -4, flags: flags, usage: "GETKEYS <full-command>",
+			summary: "Extract keys given a full Redis command.", run: commandGetkeysCommand},
 	}
 }
 
@@ -438,6 +444,40 @@ func commandInfoCommand(c *conn, args [][]byte) {
 		} else {
 			c.w.Null()
 		}
+	}
+}
+
+// commandGetkeysCommand is COMMAND GETKEYS command [arg ...]: the arguments of the
+// command that are keys, by its first key, last key and step, with Redis's refusals in
+// Redis's order.
+func commandGetkeysCommand(c *conn, args [][]byte) {
+	command := args[2:]
+	cmd := c.s.commands[string(appendLower(nil, command[0]))]
+	if cmd != nil && cmd.subcommands != nil && len(command) > 1 {
+		cmd = cmd.subcommands[string(appendLower(nil, command[1]))]
+	}
+	switch {
+	case cmd == nil:
+		c.w.Error("ERR Invalid command specified")
+		return
+	case cmd.firstKey == 0:
+		c.w.Error("ERR The command has no key arguments")
+		return
+	case cmd.arity > 0 && len(command) != cmd.arity, len(command) < -cmd.arity:
+		c.w.Error("ERR Invalid number of arguments specified for command")
+		return
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(command)
+	}
+	var keys [][]byte
+	for i := cmd.firstKey; i <= last && i < len(command); i += cmd.keyStep {
+		keys = append(keys, command[i])
+	}
+	c.w.ArrayHeader(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
 	}
 }
 
