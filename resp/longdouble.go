@@ -152,14 +152,12 @@ func isCSpace(b byte) bool { return b == ' ' || ('\t' <= b && b <= '\r') }
 
 // powerRat returns base^exp as a rational.
 func powerRat(base int64, exp int) *big.Rat {
-	p := new(big.Int).Exp(big.NewInt(base), big.NewInt(int64(abs(exp))), nil)
+	p := new(big.Int).Exp(big.NewInt(base), big.NewInt(int64(max(exp, -exp))), nil)
 	if exp < 0 {
 		return new(big.Rat).SetFrac(big.NewInt(1), p)
 	}
 	return new(big.Rat).SetInt(p)
 }
-
-func abs(n int) int { return max(n, -n) }
 
 // roundExtended rounds an exact nonzero value to the nearest extended one, ties to even,
 // as strtold does; it reports false where strtold overflows or underflows to zero (Redis

@@ -18,26 +18,26 @@ func objectSubcommands() []*command {
 	return []*command{
 		{name: "encoding", arity: 3, flags: readKey, firstKey: 2, lastKey: 2, keyStep: 1, usage: "ENCODING <key>",
 			summary: "Return the encoding Redis gives the value when it is SET: int, embstr or raw.",
-			run:     objectCommand(func(c *conn, rec lww.Record) { c.w.BulkString(stringEncoding(rec.Value)) })},
+			run:     withObjectKey(func(c *conn, rec lww.Record) { c.w.BulkString(stringEncoding(rec.Value)) })},
 		{name: "freq", arity: 3, flags: readKey, firstKey: 2, lastKey: 2, keyStep: 1, usage: "FREQ <key>",
 			summary: "Refused: kura has no LFU maxmemory policy and counts no accesses.",
-			run: objectCommand(func(c *conn, _ lww.Record) {
+			run: withObjectKey(func(c *conn, _ lww.Record) {
 				c.w.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 			})},
 		{name: "idletime", arity: 3, flags: readKey, firstKey: 2, lastKey: 2, keyStep: 1, usage: "IDLETIME <key>",
 			summary: "Refused: kura does not record when a key was last read.",
-			run: objectCommand(func(c *conn, _ lww.Record) {
+			run: withObjectKey(func(c *conn, _ lww.Record) {
 				c.w.Error("ERR idle time not tracked: kura does not record when a key was last read")
 			})},
 		{name: "refcount", arity: 3, flags: readKey, firstKey: 2, lastKey: 2, keyStep: 1, usage: "REFCOUNT <key>",
 			summary: "Return 1: kura shares no value between keys.",
-			run:     objectCommand(func(c *conn, _ lww.Record) { c.w.Int(1) })},
+			run:     withObjectKey(func(c *conn, _ lww.Record) { c.w.Int(1) })},
 	}
 }
 
-// objectCommand reads OBJECT's key and answers it with reply; a missing key is answered
-// null, before any refusal, as Redis answers it.
-func objectCommand(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]byte) {
+// withObjectKey returns an OBJECT subcommand that reads the key and answers it with
+// reply; a missing key is answered null, before any refusal, as Redis answers it.
+func withObjectKey(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]byte) {
 	return func(c *conn, args [][]byte) {
 		rec, found, err := c.lookup(args[2])
 		switch {
