@@ -24,7 +24,107 @@ func clientSubcommands() []*command {
 			run: clientGetnameCommand},
 		{name: "setinfo", arity: 4, flags: flags, usage: "SETINFO <option> <value>",
 			summary: "Set client meta attributes: LIB-NAME or LIB-VER.", run: clientSetinfoCommand},
+		{name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
+			usage:   "KILL (<ip:port>|<filter> <value> [<filter> <value> ...])",
+			summary: "Kill connections by address, or by the filters ID, TYPE, USER, ADDR, LADDR and SKIPME.", run: clientKillCommand},
 	}
+}
+
+// clientKillCommand is CLIENT KILL addr, which answers OK or refuses when no connection
+// has that address, and CLIENT KILL filter value [...], which answers how many
+// connections it closed: those matching every filter of ID, TYPE, USER, ADDR and LADDR,
+// not the caller's own unless SKIPME no. A connection killing itself is closed after its
+// reply, as in Redis; another is closed at once, its running command cancelled.
+func clientKillCommand(c *conn, args [][]byte) {
+	var id int64
+	var addr, laddr []byte
+	skipMe, noneOfType := true, false
+	filters := args[2:]
+	if len(args) == 3 {
+		addr, skipMe = args[2], false // the old form, which may kill the caller
+		filters = nil
+	}
+	for i := 0; i < len(filters); i += 2 {
+		if i+1 == len(filters) {
+			c.w.Error(errSyntax)
+			return
+		}
+		value := filters[i+1]
+		switch upper(filters[i]) {
+		case "ID":
+			var ok bool
+			if id, ok = parseInt(value); !ok || id < 1 {
+				c.w.Error("ERR client-id should be greater than 0")
+				return
+			}
+		case "TYPE":
+			switch strings.ToLower(string(value)) {
+			case "normal":
+			case "master", "replica", "slave", "pubsub":
+				noneOfType = true
+			default:
+				c.w.Error(fmt.Sprintf("ERR Unknown client type '%s'", value))
+				return
+			}
+		case "USER":
+			if string(value) != "default" {
+				c.w.Error(fmt.Sprintf("ERR No such user '%s'", value))
+				return
+			}
+		case "ADDR":
+			addr = value
+		case "LADDR":
+			laddr = value
+		case "SKIPME":
+			switch upper(value) {
+			case "YES":
+				skipMe = true
+			case "NO":
+				skipMe = false
+			default:
+				c.w.Error(errSyntax)
+				return
+			}
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	killed := 0
+	for _, other := range c.s.clients() {
+		switch {
+		case noneOfType, id != 0 && other.id != id, other == c && skipMe,
+			addr != nil && other.nc.RemoteAddr().String() != string(addr),
+			laddr != nil && other.nc.LocalAddr().String() != string(laddr),
+			!c.s.forget(other): // killed already, by a racing CLIENT KILL
+			continue
+		case other == c:
+			c.quit = true
+		default:
+			other.cancel()
+			other.nc.Close() // its read fails, so its goroutine ends
+		}
+		killed++
+	}
+	switch {
+	case len(args) > 3:
+		c.w.Int(int64(killed))
+	case killed == 0:
+		c.w.Error("ERR No such client")
+	default:
+		c.w.SimpleString("OK")
+	}
+}
+
+// forget takes a connection being killed out of CLIENT LIST and INFO at once, as Redis
+// frees it, before its goroutine ends; it reports false when the connection was gone
+// already.
+func (s *Server) forget(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.conns[c]
+	delete(s.conns, c)
+	return ok
 }
 
 const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."

@@ -90,3 +90,84 @@ func TestClientInfoAndList(t *testing.T) {
 		t.Fatalf("CLIENT INFO in RESP3: %q %q", header, body)
 	}
 }
+
+// TestClientOutputBufferLength: obl counts the replies written and not yet sent, as
+// Redis's does: 0 once a reply has gone, the earlier replies of a pipeline still held.
+func TestClientOutputBufferLength(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	a, b := dial(t, addr), dial(t, addr)
+	obl := func(text string) string {
+		t.Helper()
+		_, fields := clientFields(t, strings.Split(text, "\n")[0])
+		return fields["obl"]
+	}
+	a.do("+OK\r\n", "SET", "k", "v")
+	a.do("$1\r\nv\r\n", "GET", "k")
+	if got := obl(a.call("CLIENT", "INFO").(string)); got != "0" {
+		t.Errorf("CLIENT INFO after replies were sent: obl=%s, want 0", got)
+	}
+	if got := obl(b.call("CLIENT", "LIST", "ID", "1").(string)); got != "0" {
+		t.Errorf("CLIENT LIST of a client whose replies were sent: obl=%s, want 0", got)
+	}
+	// PING's reply is still buffered when CLIENT INFO, sent with it, runs.
+	a.send(encode("PING") + encode("CLIENT", "INFO"))
+	a.expect("+PONG\r\n")
+	if got := obl(a.reply().(string)); got != "7" {
+		t.Errorf("CLIENT INFO after a pipelined PING: obl=%s, want 7 (+PONG\\r\\n)", got)
+	}
+}
+
+func TestClientKill(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	// connect returns a client the server serves already: it has answered a PING.
+	connect := func() *client {
+		c := dial(t, addr)
+		c.do("+PONG\r\n", "PING")
+		return c
+	}
+	a := connect()
+	for _, s := range []step{ // errors, in Redis 7.0.15's words
+		{cmd("CLIENT", "KILL", "ID", "0"), "-ERR client-id should be greater than 0\r\n"},
+		{cmd("CLIENT", "KILL", "ID", "x"), "-ERR client-id should be greater than 0\r\n"},
+		{cmd("CLIENT", "KILL", "TYPE", "foo"), "-ERR Unknown client type 'foo'\r\n"},
+		{cmd("CLIENT", "KILL", "USER", "bob"), "-ERR No such user 'bob'\r\n"},
+		{cmd("CLIENT", "KILL", "SKIPME", "maybe"), "-ERR syntax error\r\n"},
+		{cmd("CLIENT", "KILL", "foo", "bar"), "-ERR syntax error\r\n"},
+		{cmd("CLIENT", "KILL", "ID", "1", "SKIPME"), "-ERR syntax error\r\n"},
+		{cmd("CLIENT", "KILL", "1.2.3.4:5"), "-ERR No such client\r\n"},
+		{cmd("CLIENT", "KILL", "ID", "99999"), ":0\r\n"},
+		{cmd("CLIENT", "KILL", "TYPE", "pubsub"), ":0\r\n"},
+	} {
+		a.do(s.want, s.args...)
+	}
+
+	b := connect()
+	a.do(":1\r\n", "CLIENT", "KILL", "ID", strconv.FormatInt(clientID(t, b), 10))
+	b.expectClosed()
+
+	c := connect()
+	a.do(":1\r\n", "CLIENT", "KILL", "ADDR", c.nc.LocalAddr().String(), "TYPE", "normal")
+	c.expectClosed()
+
+	d := connect()
+	a.do("+OK\r\n", "CLIENT", "KILL", d.nc.LocalAddr().String()) // the old form
+	d.expectClosed()
+
+	e := connect()
+	a.do(":1\r\n", "CLIENT", "KILL", "USER", "default") // all but the caller
+	e.expectClosed()
+	a.do(":0\r\n", "CLIENT", "KILL", "LADDR", a.nc.RemoteAddr().String())
+	if list := a.call("CLIENT", "LIST").(string); strings.Count(list, "\n") != 1 {
+		t.Errorf("CLIENT LIST after the kills = %q, want the caller alone", list)
+	}
+
+	// A client killing itself gets its reply, then the connection closes.
+	a.do(":1\r\n", "CLIENT", "KILL", "LADDR", a.nc.RemoteAddr().String(), "SKIPME", "no")
+	a.expectClosed()
+}
+
+// clientID asks c for its connection's id.
+func clientID(t *testing.T, c *client) int64 {
+	t.Helper()
+	return c.call("CLIENT", "ID").(int64)
+}

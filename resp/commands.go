@@ -63,6 +63,10 @@ func commandTable() map[string]*command {
 		{name: "del", arity: -2, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 1, run: delCommand},
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: -1, keyStep: 1, run: delCommand},
 		{name: "exists", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
+		// TOUCH answers as EXISTS: kura keeps no access times to update.
+		{name: "touch", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
+		{name: "object", arity: -2, subcommands: subcommands("object", objectSubcommands())},
+		{name: "lcs", arity: -3, flags: []string{"readonly"}, firstKey: 1, lastKey: 2, keyStep: 1, run: lcsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
 		{name: "setnx", arity: 3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setnxCommand},
@@ -390,13 +394,23 @@ func commandSubcommands() []*command {
 			summary: "Return details about multiple commands, or all commands.", run: commandInfoCommand},
 		{name: "docs", arity: -2, flags: flags, usage: "DOCS [<command-name> ...]",
 			summary: "Return no documentation: kura has none to give.", run: func(c *conn, _ [][]byte) { c.w.MapHeader(0) }},
+		{name: "getkeys", arity: -4, flags: flags, usage: "GETKEYS <full-command>",
+			summary: "Extract keys given a full Redis command.", run: commandGetkeysCommand},
 	}
 }
 
 // commandListCommand is COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN
-// pattern]. kura has no modules and reports no ACL categories, so those filters keep none.
+// pattern]: the commands in name order, each container followed by its subcommands
+// ("config|get"), as Redis 7 lists them. kura has no modules and reports no ACL categories, so those filters
+// keep none.
 func commandListCommand(c *conn, args [][]byte) {
-	names := c.s.commandNames()
+	var names []string
+	for _, name := range c.s.commandNames() {
+		names = append(names, name)
+		for _, sub := range sortedSubcommands(c.s.commands[name]) {
+			names = append(names, sub.name)
+		}
+	}
 	switch {
 	case len(args) == 2:
 	case len(args) == 5 && upper(args[2]) == "FILTERBY" && upper(args[3]) == "PATTERN":
@@ -416,7 +430,8 @@ func commandListCommand(c *conn, args [][]byte) {
 	c.w.BulkStrings(names)
 }
 
-// commandInfoCommand is COMMAND INFO [name ...]: every command without names.
+// commandInfoCommand is COMMAND INFO [name ...]: every command without names. A name
+// may be a subcommand's, "config|get", as COMMAND LIST gives it.
 func commandInfoCommand(c *conn, args [][]byte) {
 	if len(args) == 2 {
 		commandCommand(c, args)
@@ -424,12 +439,58 @@ func commandInfoCommand(c *conn, args [][]byte) {
 	}
 	c.w.ArrayHeader(len(args) - 2)
 	for _, name := range args[2:] {
-		if cmd, ok := c.s.commands[string(appendLower(nil, name))]; ok {
+		if cmd := c.s.lookupCommand(name); cmd != nil {
 			c.writeCommandInfo(cmd)
 		} else {
 			c.w.Null()
 		}
 	}
+}
+
+// commandGetkeysCommand is COMMAND GETKEYS command [arg ...]: the arguments of the
+// command that are keys, by its first key, last key and step, with Redis's refusals in
+// Redis's order.
+func commandGetkeysCommand(c *conn, args [][]byte) {
+	command := args[2:]
+	cmd := c.s.commands[string(appendLower(nil, command[0]))]
+	if cmd != nil && cmd.subcommands != nil && len(command) > 1 {
+		cmd = cmd.subcommands[string(appendLower(nil, command[1]))]
+	}
+	switch {
+	case cmd == nil:
+		c.w.Error("ERR Invalid command specified")
+		return
+	case cmd.firstKey == 0:
+		c.w.Error("ERR The command has no key arguments")
+		return
+	case cmd.arity > 0 && len(command) != cmd.arity, len(command) < -cmd.arity:
+		c.w.Error("ERR Invalid number of arguments specified for command")
+		return
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(command)
+	}
+	var keys [][]byte
+	for i := cmd.firstKey; i <= last && i < len(command); i += cmd.keyStep {
+		keys = append(keys, command[i])
+	}
+	c.w.ArrayHeader(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
+}
+
+// lookupCommand finds a command by its name in any case, "container|sub" for a
+// subcommand; nil if there is none.
+func (s *Server) lookupCommand(name []byte) *command {
+	lower := string(appendLower(nil, name))
+	container, sub, isSub := strings.Cut(lower, "|")
+	cmd := s.commands[container]
+	if cmd == nil || !isSub {
+		return cmd
+	}
+	return cmd.subcommands[sub]
 }
 
 func (s *Server) commandNames() []string {
@@ -457,15 +518,22 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	for range 3 { // ACL categories, tips, key specifications
 		c.w.ArrayHeader(0)
 	}
-	names := make([]string, 0, len(cmd.subcommands))
-	for name := range cmd.subcommands {
-		names = append(names, name)
+	subs := sortedSubcommands(cmd)
+	c.w.ArrayHeader(len(subs))
+	for _, sub := range subs {
+		c.writeCommandInfo(sub)
 	}
-	sort.Strings(names)
-	c.w.ArrayHeader(len(names))
-	for _, name := range names {
-		c.writeCommandInfo(cmd.subcommands[name])
+}
+
+// sortedSubcommands returns a container's subcommands in name order; none for a command
+// that is not a container.
+func sortedSubcommands(cmd *command) []*command {
+	subs := make([]*command, 0, len(cmd.subcommands))
+	for _, sub := range cmd.subcommands {
+		subs = append(subs, sub)
 	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].name < subs[j].name })
+	return subs
 }
 
 // consistencyCommand shows or sets the connection's consistency level:

@@ -134,6 +134,7 @@ func (s *Server) serveConn(c *conn) {
 			return
 		}
 		if (c.r.Buffered() == 0 && c.held == nil && c.heldErr == nil) || c.quit {
+			c.update(func() { c.replyBytes = 0 }) // CLIENT LIST's obl: the replies go now
 			if err := c.w.Flush(); err != nil {
 				return
 			}
@@ -152,6 +153,7 @@ func (c *conn) nextCommand() ([][]byte, error) {
 
 // readCommand reads a command and notes its arrival for CLIENT LIST.
 func (c *conn) readCommand() ([][]byte, error) {
+	c.r.SetAuthenticated(c.authenticated)
 	args, err := c.r.ReadCommand()
 	consumed := c.io.in.Load() - int64(c.r.Buffered())
 	wire := int(consumed - c.consumed)

@@ -164,3 +164,53 @@ func TestPanickingCommandCostsItsConnectionOnly(t *testing.T) {
 	other.do("+PONG\r\n", "PING")
 	dial(t, addr).do("$-1\r\n", "GET", "k")
 }
+
+// TestUnauthenticatedClientsSendOnlySmallCommands: with a password set, a client yet to
+// authenticate may send at most 10 arguments and bulk strings of 16 KiB; a header past
+// either is refused at once and the connection closed, as redis-server 7.0.15 with
+// requirepass answered these inputs. Once authenticated, or without a password, the
+// usual limits apply.
+func TestUnauthenticatedClientsSendOnlySmallCommands(t *testing.T) {
+	const (
+		noauth          = "-NOAUTH Authentication required.\r\n"
+		closed          = ""
+		tooManyArgs     = "-ERR Protocol error: unauthenticated multibulk length\r\n"
+		bulkTooLong     = "-ERR Protocol error: unauthenticated bulk length\r\n"
+		bulkLengthWrong = "-ERR Protocol error: invalid bulk length\r\n"
+	)
+	auth := encode("AUTH", "s3cret")
+	tests := []struct {
+		name  string
+		input string
+		want  string
+		ping  string // the reply to a PING sent after, or closed
+	}{
+		{"eleven arguments", "*11\r\n", tooManyArgs, closed},
+		{"a hundred arguments", "*100\r\n", tooManyArgs, closed},
+		{"a bulk of 16 KiB and one byte", "*1\r\n$16385\r\n", bulkTooLong, closed},
+		{"a bulk of 100 MB", "*1\r\n$100000000\r\n", bulkTooLong, closed},
+		{"an invalid length first", "*1\r\n$999999999999\r\n", bulkLengthWrong, closed},
+		{"after a failed AUTH", encode("AUTH", "wrong") + "*100\r\n",
+			"-WRONGPASS invalid username-password pair or user is disabled.\r\n" + tooManyArgs, closed},
+		{"ten arguments", encode("MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e"), noauth, noauth},
+		{"a bulk of 16 KiB", encode("ECHO", strings.Repeat("x", 16<<10)), noauth, noauth},
+		{"eleven arguments after AUTH", auth + encode("MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5"), "+OK\r\n+OK\r\n", "+PONG\r\n"},
+		{"a bulk of 16 KiB and one byte after AUTH", auth + encode("SET", "v", strings.Repeat("y", 16<<10+1)), "+OK\r\n+OK\r\n", "+PONG\r\n"},
+	}
+	_, _, addr := startServer(t, Config{Password: "s3cret"})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			c.send(tt.input)
+			c.expect(tt.want)
+			if tt.ping == closed {
+				c.expectClosed()
+			} else {
+				c.do(tt.ping, "PING")
+			}
+		})
+	}
+	_, _, open := startServer(t, Config{})
+	c := dial(t, open)
+	c.do(":0\r\n", append([]string{"DEL"}, strings.Fields(strings.Repeat("k ", 99))...)...)
+}

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 
 	"github.com/kuradb/kura/lww"
@@ -56,43 +57,31 @@ func incrCommand(c *conn, args [][]byte) {
 	c.w.Int(sum)
 }
 
-// incrbyfloatCommand is INCRBYFLOAT key increment: the sum, written as the shortest
-// decimal that reads back as it.
+// incrbyfloatCommand is INCRBYFLOAT key increment: the sum, computed and written as
+// Redis computes and writes it (see longdouble.go).
 func incrbyfloatCommand(c *conn, args [][]byte) {
-	step, ok := parseFloat(args[2])
+	step, ok := parseLongDouble(args[2])
 	if !ok {
 		c.w.Error(errNotFloat)
 		return
 	}
 	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
-		var n float64
+		n := new(big.Float)
 		if found {
 			var ok bool
-			if n, ok = parseFloat(cur.Value); !ok {
+			if n, ok = parseLongDouble(cur.Value); !ok {
 				return lww.Record{}, false, redisError(errNotFloat)
 			}
 		}
-		f := n + step
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		sum, ok := addLongDouble(n, step)
+		if !ok {
 			return lww.Record{}, false, redisError(errNaNOrInfty)
 		}
-		return lww.Record{Value: strconv.AppendFloat(nil, f, 'f', -1, 64), ExpiresAt: cur.ExpiresAt}, true, nil
+		return lww.Record{Value: formatLongDouble(sum), ExpiresAt: cur.ExpiresAt}, true, nil
 	})
 	if err != nil {
 		c.replyTransactError(err)
 		return
 	}
 	c.w.Bulk(res.Record.Value)
-}
-
-// parseFloat reads a float as Redis does: no spaces around it, not NaN, finite.
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5000 || b[0] == ' ' || b[len(b)-1] == ' ' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
 }

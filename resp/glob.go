@@ -65,7 +65,9 @@ func matchClass(pattern []byte, c byte) (width int, ok bool) {
 		case pattern[i] == '\\' && i+1 < len(pattern):
 			i++
 			matched = matched || pattern[i] == c
-		case i+2 < len(pattern) && pattern[i+1] == '-' && pattern[i+2] != ']':
+		case i+2 < len(pattern) && pattern[i+1] == '-':
+			// As Redis's stringmatchlen, a range may end in ']': "[a-]" is the range from
+			// ']' to 'a', and the class goes on to the next ']'.
 			lo, hi := pattern[i], pattern[i+2]
 			if lo > hi {
 				lo, hi = hi, lo

@@ -53,6 +53,14 @@ const bulkLengthMax = 512 << 20
 // readBufferBytes is the reader's buffer, and so the longest inline command or header line.
 const readBufferBytes = 16 << 10
 
+// unauthenticatedArgsMax and unauthenticatedBulkBytesMax bound the commands of a client
+// yet to authenticate, as Redis bounds them: a server with a password reads no large
+// command from a client it does not know.
+const (
+	unauthenticatedArgsMax      = 10
+	unauthenticatedBulkBytesMax = 16 << 10
+)
+
 // bulkPreallocBytes is the largest bulk string allocated at its full declared size up
 // front; a longer one grows as its bytes arrive, so that a client cannot make the server
 // allocate a large buffer by declaring a length it never sends.
@@ -64,12 +72,21 @@ type Reader struct {
 	br     *bufio.Reader
 	limits ReadLimits
 	args   [][]byte
+	// unauthenticated holds the client to Redis's bounds for a client yet to
+	// authenticate.
+	unauthenticated bool
 }
 
 // NewReader reads commands from r within limits.
 func NewReader(r io.Reader, limits ReadLimits) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, readBufferBytes), limits: limits}
 }
+
+// SetAuthenticated tells the reader whether its client has authenticated (or needs
+// not). Until it has, a command of more than 10 arguments, or with a bulk string over 16
+// KiB, is refused as a protocol error as soon as its header arrives, as Redis refuses it
+// ("unauthenticated multibulk length", "unauthenticated bulk length").
+func (r *Reader) SetAuthenticated(authenticated bool) { r.unauthenticated = !authenticated }
 
 // Buffered returns how many bytes were received and not yet parsed: zero means the
 // client's pipeline is drained, the moment to flush replies.
@@ -94,6 +111,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.unauthenticated && count > unauthenticatedArgsMax {
+		return nil, fmt.Errorf("%w: unauthenticated multibulk length", ErrProtocol)
+	}
 	// refused is the first limit the command broke; from then on its bulk strings are
 	// skipped instead of kept.
 	var refused error
@@ -105,6 +125,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 		size, err := r.readLength('$', bulkLengthMax, "bulk")
 		if err != nil {
 			return nil, err
+		}
+		if r.unauthenticated && size > unauthenticatedBulkBytesMax {
+			return nil, fmt.Errorf("%w: unauthenticated bulk length", ErrProtocol)
 		}
 		switch total += size; {
 		case refused != nil:
