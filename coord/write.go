@@ -64,6 +64,8 @@ func (c *Coordinator) Delete(ctx context.Context, keyspace string, key []byte, c
 }
 
 // write sends rec to every replica and returns once the level's acknowledgements are in.
+// rec is stamped now unless it carries a timestamp (a record restored from a snapshot,
+// Restore).
 func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record, cl consistency.Level) (hlc.Timestamp, error) {
 	if err := c.member(); err != nil {
 		return 0, err
@@ -96,9 +98,11 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 		op.release(outcome{})
 		return 0, err
 	}
-	if rec.Timestamp, err = c.stamp(); err != nil {
-		op.release(outcome{})
-		return 0, err
+	if rec.Timestamp == 0 {
+		if rec.Timestamp, err = c.stamp(); err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
 	}
 	for i := range op.writes {
 		op.writes[i].record = rec
