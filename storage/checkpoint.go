@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/cockroachdb/pebble"
@@ -85,4 +87,63 @@ func OpenCheckpoint(fs vfs.FS, dir string, logger *slog.Logger) (*Engine, error)
 		stripeSeed:     maphash.MakeSeed(),
 		rows:           newRowCache(-1),
 	}, nil
+}
+
+// ReplaceWithCheckpoint makes checkpoint, a directory Checkpoint wrote, the database in
+// dir, which no process may have open (refused with ErrDirInUse): every entry of dir but
+// Pebble's LOCK file and those named in keep is moved into aside (created), then the
+// checkpoint's files are linked (the immutable table files) or copied (the log, the
+// manifest and the rest, which Pebble writes to or reuses) into dir, except LOCK and
+// those named in skip. The checkpoint is left as it was. A failure part way leaves what
+// was moved in aside, and says so.
+func ReplaceWithCheckpoint(dir, checkpoint, aside string, keep, skip []string) error {
+	fs := vfs.Default
+	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))
+	if err != nil {
+		// Another process's lock fails the fcntl; this process's own, Pebble's check
+		// before it, which has no sentinel error.
+		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "held by current process") {
+			return fmt.Errorf("storage: restore into %s: %w: stop the node first", dir, ErrDirInUse)
+		}
+		return fmt.Errorf("storage: restore into %s: %w", dir, err)
+	}
+	defer lock.Close()
+	files, err := fs.List(checkpoint)
+	if err != nil {
+		return fmt.Errorf("storage: restore from %s: %w", checkpoint, err)
+	}
+	entries, err := fs.List(dir)
+	if err != nil {
+		return fmt.Errorf("storage: restore into %s: %w", dir, err)
+	}
+	if err := fs.MkdirAll(aside, 0o755); err != nil {
+		return fmt.Errorf("storage: restore into %s: %w", dir, err)
+	}
+	for _, name := range entries {
+		if name == "LOCK" || slices.Contains(keep, name) {
+			continue
+		}
+		if err := fs.Rename(fs.PathJoin(dir, name), fs.PathJoin(aside, name)); err != nil {
+			return fmt.Errorf("storage: restore into %s: set %s aside: %w (what was set aside is in %s)", dir, name, err, aside)
+		}
+	}
+	for _, name := range files {
+		if name == "LOCK" || slices.Contains(skip, name) {
+			continue
+		}
+		src, dst := fs.PathJoin(checkpoint, name), fs.PathJoin(dir, name)
+		if strings.HasSuffix(name, ".sst") {
+			err = vfs.LinkOrCopy(fs, src, dst)
+		} else {
+			err = vfs.Copy(fs, src, dst)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: restore into %s: %s: %w (the node's files before the restore are in %s)", dir, name, err, aside)
+		}
+	}
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
