@@ -33,6 +33,9 @@ const ManifestFile = "kura-snapshot.json"
 // ErrNoSnapshot means the node has no complete snapshot of that name.
 var ErrNoSnapshot = errors.New("no such snapshot")
 
+// ErrExists means the node has a snapshot of that name already.
+var ErrExists = errors.New("snapshot exists already")
+
 // ErrInvalidName refuses a snapshot name that is not a plain directory name.
 var ErrInvalidName = errors.New("invalid snapshot name")
 
@@ -124,7 +127,7 @@ func Create(engine *storage.Engine, dataDir string, m Manifest, keyspaces []stri
 	dir := Path(dataDir, m.Name)
 	if err := engine.Checkpoint(dir, keyspaces...); err != nil {
 		if errors.Is(err, storage.ErrCheckpointExists) {
-			return fmt.Errorf("snapshot %s exists already on %s: choose another name, or delete it first (kura snapshot delete %s)", m.Name, m.Node, m.Name)
+			return fmt.Errorf("%w: %s on %s: choose another name, or delete it first (kura snapshot delete %s)", ErrExists, m.Name, m.Node, m.Name)
 		}
 		return err
 	}
