@@ -30,6 +30,11 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 		return 0, err
 	}
 	if rec.Timestamp == 0 {
+		if err := c.gate.enter(ctx); err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
+		defer c.gate.exit()
 		if rec.Timestamp, err = c.stamp(); err != nil {
 			op.release(outcome{})
 			return 0, err

@@ -99,6 +99,11 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 		return 0, err
 	}
 	if rec.Timestamp == 0 {
+		if err := c.gate.enter(ctx); err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
+		defer c.gate.exit()
 		if rec.Timestamp, err = c.stamp(); err != nil {
 			op.release(outcome{})
 			return 0, err
