@@ -101,8 +101,14 @@ type Backend interface {
 	LocalScan(ctx context.Context, keyspace string, start, end []byte, limit int) ([]*kurav1.LocalVersion, error)
 
 	// CreateSnapshot checkpoints the node's storage as snapshot name, keeping the named
-	// keyspaces (all when none), and returns its manifest (docs/backup.md).
-	CreateSnapshot(ctx context.Context, name string, keyspaces []string) (*kurav1.Snapshot, error)
+	// keyspaces (all when none), and returns its manifest (docs/backup.md). With a cut,
+	// it is part of a cluster snapshot, taken under hold (HoldWrites).
+	CreateSnapshot(ctx context.Context, name string, keyspaces []string, cut hlc.Timestamp, hold string) (*kurav1.Snapshot, error)
+	// HoldWrites holds the writes the node coordinates for a cluster snapshot, for at most
+	// d, and returns the node's clock once the writes in flight are answered.
+	HoldWrites(ctx context.Context, hold string, d time.Duration) (hlc.Timestamp, error)
+	// ReleaseWrites ends the hold and reports whether it lasted until then.
+	ReleaseWrites(hold string) bool
 	// Snapshots lists the node's snapshots, and the directories of those cut short.
 	Snapshots() (*kurav1.ListSnapshotsResponse, error)
 	// DeleteSnapshot removes one of the node's snapshots.

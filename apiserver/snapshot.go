@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -14,7 +16,7 @@ import (
 
 // CreateSnapshot serves kura snapshot create on this node.
 func (s *service) CreateSnapshot(ctx context.Context, req *kurav1.CreateSnapshotRequest) (*kurav1.Snapshot, error) {
-	snap, err := s.cfg.Backend.CreateSnapshot(ctx, req.GetName(), req.GetKeyspaces())
+	snap, err := s.cfg.Backend.CreateSnapshot(ctx, req.GetName(), req.GetKeyspaces(), hlc.Timestamp(req.GetCut()), req.GetHold())
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -79,4 +81,30 @@ func (s *service) RestoreRecords(ctx context.Context, req *kurav1.RestoreRecords
 		}
 	}
 	return resp, nil
+}
+
+// holdDefault is how long a hold of writes lasts unless the request says: long enough
+// for every node's checkpoint, short enough that writes do not wait long for a snapshot
+// whose command died.
+const holdDefault = 30 * time.Second
+
+// HoldWrites serves a cluster snapshot's first step on this node.
+func (s *service) HoldWrites(ctx context.Context, req *kurav1.HoldWritesRequest) (*kurav1.HoldWritesResponse, error) {
+	if req.GetHold() == "" || req.GetHoldMs() < 0 {
+		return nil, statusOf(fmt.Errorf("%w: a hold needs an id and a duration of 0 (the default) or more", coord.ErrInvalidArgument))
+	}
+	d := time.Duration(req.GetHoldMs()) * time.Millisecond
+	if d == 0 {
+		d = holdDefault
+	}
+	clock, err := s.cfg.Backend.HoldWrites(ctx, req.GetHold(), d)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &kurav1.HoldWritesResponse{Node: s.cfg.NodeID, Clock: uint64(clock)}, nil
+}
+
+// ReleaseWrites serves a cluster snapshot's last step on this node.
+func (s *service) ReleaseWrites(_ context.Context, req *kurav1.ReleaseWritesRequest) (*kurav1.ReleaseWritesResponse, error) {
+	return &kurav1.ReleaseWritesResponse{Node: s.cfg.NodeID, Held: s.cfg.Backend.ReleaseWrites(req.GetHold())}, nil
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/apiserver"
 	"github.com/kuradb/kura/backup"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/schemasync"
@@ -26,12 +28,28 @@ const (
 // (package backup), keeping the named keyspaces, every one when none is named, and
 // returns its manifest: the keyspaces' definitions, the ring the node knows, and the
 // clock's time, past every write the node had applied.
-func (n *Node) CreateSnapshot(name string, keyspaces []string) (backup.Manifest, error) {
+//
+// With a cut, the snapshot is this node's part of a cluster snapshot: it is taken while
+// hold (HoldWrites) holds the node's writes, which it refuses once the hold has ended,
+// and the clock is moved past the cut first, so that every write the node stamps after
+// the hold is newer than the cut.
+func (n *Node) CreateSnapshot(name string, keyspaces []string, cut hlc.Timestamp, hold string) (backup.Manifest, error) {
 	if err := n.snapshotsKept(); err != nil {
 		return backup.Manifest{}, err
 	}
 	if err := backup.ValidateName(name); err != nil {
 		return backup.Manifest{}, snapshotError(err)
+	}
+	if cut != 0 {
+		n.hold.mu.Lock()
+		defer n.hold.mu.Unlock() // the hold cannot end during the checkpoint
+		if n.hold.id != hold || n.hold.release == nil {
+			return backup.Manifest{}, apiserver.FailedPrecondition(fmt.Errorf("snapshot %s: hold %q of this node's writes has ended (or never began): take the cluster snapshot again, with a longer --hold", name, hold))
+		}
+		if err := n.guard.Admit(cut); err != nil {
+			return backup.Manifest{}, apiserver.FailedPrecondition(fmt.Errorf("snapshot %s: cut %s: %w", name, cut, err))
+		}
+		n.clock.Update(cut)
 	}
 	defs := n.catalog.List()
 	for _, ks := range keyspaces {
@@ -40,7 +58,7 @@ func (n *Node) CreateSnapshot(name string, keyspaces []string) (backup.Manifest,
 		}
 	}
 	self := n.View().Self()
-	m := backup.Manifest{Name: name, Node: self.ID, DC: self.DC, CreatedAt: time.Now().UTC(), Timestamp: n.clock.Now()}
+	m := backup.Manifest{Name: name, Node: self.ID, DC: self.DC, CreatedAt: time.Now().UTC(), Timestamp: n.clock.Now(), Cut: cut}
 	for _, d := range defs {
 		if len(keyspaces) > 0 && !slices.Contains(keyspaces, d.Name) {
 			continue
@@ -110,8 +128,8 @@ func (n *Node) ReadSnapshot(ctx context.Context, name, keyspace string, send fun
 	}
 }
 
-func (b apiBackend) CreateSnapshot(_ context.Context, name string, keyspaces []string) (*kurav1.Snapshot, error) {
-	m, err := b.n.CreateSnapshot(name, keyspaces)
+func (b apiBackend) CreateSnapshot(_ context.Context, name string, keyspaces []string, cut hlc.Timestamp, hold string) (*kurav1.Snapshot, error) {
+	m, err := b.n.CreateSnapshot(name, keyspaces, cut, hold)
 	if err != nil {
 		return nil, err
 	}
@@ -165,3 +183,60 @@ func snapshotProto(m backup.Manifest) *kurav1.Snapshot {
 	}
 	return out
 }
+
+// writeHold is a cluster snapshot's hold of the writes this node coordinates.
+type writeHold struct {
+	mu      sync.Mutex
+	id      string
+	release func() // nil when no hold is in force
+	timer   *time.Timer
+}
+
+// HoldWrites holds the writes this node coordinates (coord.Coordinator.HoldWrites) under
+// id, for at most d, and returns the clock once the writes in flight were answered:
+// every write the node acknowledged before is stamped below it. A hold of another id in
+// force is refused.
+func (n *Node) HoldWrites(ctx context.Context, id string, d time.Duration) (hlc.Timestamp, error) {
+	release, err := n.coord.HoldWrites(ctx)
+	if errors.Is(err, coord.ErrHeld) {
+		n.hold.mu.Lock()
+		other := n.hold.id
+		n.hold.mu.Unlock()
+		return 0, apiserver.FailedPrecondition(fmt.Errorf("another cluster snapshot holds this node's writes (hold %q): wait for it to end", other))
+	}
+	if err != nil {
+		return 0, err
+	}
+	n.hold.mu.Lock()
+	defer n.hold.mu.Unlock()
+	n.hold.id, n.hold.release = id, release
+	n.hold.timer = time.AfterFunc(d, func() {
+		n.hold.mu.Lock()
+		defer n.hold.mu.Unlock()
+		if n.hold.id == id && n.hold.release != nil {
+			n.hold.release()
+			n.hold.release = nil
+			n.log.Warn("a cluster snapshot's hold of writes ended by itself before its release", "hold", id, "after", d)
+		}
+	})
+	return n.clock.Now(), nil
+}
+
+// ReleaseWrites ends hold id and reports whether it was still in force.
+func (n *Node) ReleaseWrites(id string) bool {
+	n.hold.mu.Lock()
+	defer n.hold.mu.Unlock()
+	if n.hold.id != id || n.hold.release == nil {
+		return false
+	}
+	n.hold.release()
+	n.hold.release = nil
+	n.hold.timer.Stop()
+	return true
+}
+
+func (b apiBackend) HoldWrites(ctx context.Context, id string, d time.Duration) (hlc.Timestamp, error) {
+	return b.n.HoldWrites(ctx, id, d)
+}
+
+func (b apiBackend) ReleaseWrites(id string) bool { return b.n.ReleaseWrites(id) }

@@ -405,6 +405,8 @@ const (
 	Admin_DeleteSnapshot_FullMethodName   = "/kura.v1.Admin/DeleteSnapshot"
 	Admin_ReadSnapshot_FullMethodName     = "/kura.v1.Admin/ReadSnapshot"
 	Admin_RestoreRecords_FullMethodName   = "/kura.v1.Admin/RestoreRecords"
+	Admin_HoldWrites_FullMethodName       = "/kura.v1.Admin/HoldWrites"
+	Admin_ReleaseWrites_FullMethodName    = "/kura.v1.Admin/ReleaseWrites"
 )
 
 // AdminClient is the client API for Admin service.
@@ -479,6 +481,13 @@ type AdminClient interface {
 	// RestoreRecords writes records read from snapshots back through this node's
 	// coordinator, each without undoing a later write of its key (docs/backup.md).
 	RestoreRecords(ctx context.Context, in *RestoreRecordsRequest, opts ...grpc.CallOption) (*RestoreRecordsResponse, error)
+	// HoldWrites is the first step of a cluster snapshot (kura snapshot create --all): the
+	// node's coordinator stops stamping writes (they wait) and answers once every write it
+	// stamped before has been answered, with its clock read then. The hold ends with
+	// ReleaseWrites, or by itself after hold_ms.
+	HoldWrites(ctx context.Context, in *HoldWritesRequest, opts ...grpc.CallOption) (*HoldWritesResponse, error)
+	// ReleaseWrites ends a hold, and says whether it lasted until then.
+	ReleaseWrites(ctx context.Context, in *ReleaseWritesRequest, opts ...grpc.CallOption) (*ReleaseWritesResponse, error)
 }
 
 type adminClient struct {
@@ -727,6 +736,26 @@ func (c *adminClient) RestoreRecords(ctx context.Context, in *RestoreRecordsRequ
 	return out, nil
 }
 
+func (c *adminClient) HoldWrites(ctx context.Context, in *HoldWritesRequest, opts ...grpc.CallOption) (*HoldWritesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HoldWritesResponse)
+	err := c.cc.Invoke(ctx, Admin_HoldWrites_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ReleaseWrites(ctx context.Context, in *ReleaseWritesRequest, opts ...grpc.CallOption) (*ReleaseWritesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseWritesResponse)
+	err := c.cc.Invoke(ctx, Admin_ReleaseWrites_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -799,6 +828,13 @@ type AdminServer interface {
 	// RestoreRecords writes records read from snapshots back through this node's
 	// coordinator, each without undoing a later write of its key (docs/backup.md).
 	RestoreRecords(context.Context, *RestoreRecordsRequest) (*RestoreRecordsResponse, error)
+	// HoldWrites is the first step of a cluster snapshot (kura snapshot create --all): the
+	// node's coordinator stops stamping writes (they wait) and answers once every write it
+	// stamped before has been answered, with its clock read then. The hold ends with
+	// ReleaseWrites, or by itself after hold_ms.
+	HoldWrites(context.Context, *HoldWritesRequest) (*HoldWritesResponse, error)
+	// ReleaseWrites ends a hold, and says whether it lasted until then.
+	ReleaseWrites(context.Context, *ReleaseWritesRequest) (*ReleaseWritesResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -874,6 +910,12 @@ func (UnimplementedAdminServer) ReadSnapshot(*ReadSnapshotRequest, grpc.ServerSt
 }
 func (UnimplementedAdminServer) RestoreRecords(context.Context, *RestoreRecordsRequest) (*RestoreRecordsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestoreRecords not implemented")
+}
+func (UnimplementedAdminServer) HoldWrites(context.Context, *HoldWritesRequest) (*HoldWritesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method HoldWrites not implemented")
+}
+func (UnimplementedAdminServer) ReleaseWrites(context.Context, *ReleaseWritesRequest) (*ReleaseWritesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseWrites not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -1278,6 +1320,42 @@ func _Admin_RestoreRecords_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_HoldWrites_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HoldWritesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).HoldWrites(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_HoldWrites_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).HoldWrites(ctx, req.(*HoldWritesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ReleaseWrites_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseWritesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ReleaseWrites(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ReleaseWrites_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ReleaseWrites(ctx, req.(*ReleaseWritesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1364,6 +1442,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestoreRecords",
 			Handler:    _Admin_RestoreRecords_Handler,
+		},
+		{
+			MethodName: "HoldWrites",
+			Handler:    _Admin_HoldWrites_Handler,
+		},
+		{
+			MethodName: "ReleaseWrites",
+			Handler:    _Admin_ReleaseWrites_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

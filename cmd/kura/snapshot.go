@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -128,6 +129,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("snapshot "+sub, stderr)
 	nf := addNodesFlags(fs, 10*time.Minute)
 	keyspaces := fs.String("keyspace", "", "create: the keyspaces to keep, comma-separated (empty: all)")
+	hold := fs.Duration("hold", 30*time.Second, "create --all: the longest the nodes hold their writes for the snapshot's cut; a snapshot not done by then is deleted")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
@@ -154,6 +156,14 @@ func runSnapshot(args []string, stdout, stderr io.Writer) error {
 		var names []string
 		if *keyspaces != "" {
 			names = strings.Split(*keyspaces, ",")
+		}
+		if *nf.all {
+			taken, err := clusterSnapshot(ctx, targets, pos[0], names, *hold)
+			if err != nil {
+				return err
+			}
+			printSnapshots(stdout, taken)
+			return nil
 		}
 		for _, t := range targets {
 			snap, err := t.admin.CreateSnapshot(ctx, &kurav1.CreateSnapshotRequest{Name: pos[0], Keyspaces: names})
@@ -187,6 +197,75 @@ func runSnapshot(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// clusterSnapshot takes snapshot name on every target at one cut (docs/backup.md): every
+// node holds the writes it coordinates and answers once those in flight are answered,
+// with its clock; the cut is the latest of those clocks; every node moves its clock past
+// the cut and checkpoints; then every node releases its writes. A write acknowledged
+// before the command began is stamped below its coordinator's clock, so below the cut,
+// and is in a checkpoint; no write is stamped above the cut before every checkpoint is
+// taken. A node whose hold ended by itself before its release (--hold too short) makes
+// the snapshot void: it is deleted everywhere.
+func clusterSnapshot(ctx context.Context, targets []*target, name string, keyspaces []string, hold time.Duration) ([]*kurav1.Snapshot, error) {
+	id := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
+	clocks := make([]uint64, len(targets))
+	err := eachTarget(targets, func(i int, t *target) error {
+		resp, err := t.admin.HoldWrites(ctx, &kurav1.HoldWritesRequest{Hold: id, HoldMs: hold.Milliseconds()})
+		if err != nil {
+			return fmt.Errorf("hold writes at %s: %w", t.addr, client.Explain(err))
+		}
+		clocks[i] = resp.GetClock()
+		return nil
+	})
+	snaps := make([]*kurav1.Snapshot, len(targets))
+	if err == nil {
+		cut := slices.Max(clocks)
+		err = eachTarget(targets, func(i int, t *target) error {
+			snap, err := t.admin.CreateSnapshot(ctx, &kurav1.CreateSnapshotRequest{Name: name, Keyspaces: keyspaces, Cut: cut, Hold: id})
+			if err != nil {
+				return fmt.Errorf("snapshot at %s: %w", t.addr, client.Explain(err))
+			}
+			snaps[i] = snap
+			return nil
+		})
+	}
+	// Released whatever happened: every node's writes wait until then.
+	releaseErr := eachTarget(targets, func(_ int, t *target) error {
+		resp, err := t.admin.ReleaseWrites(context.WithoutCancel(ctx), &kurav1.ReleaseWritesRequest{Hold: id})
+		if err != nil {
+			return fmt.Errorf("release writes at %s (its hold ends by itself after --hold): %w", t.addr, client.Explain(err))
+		}
+		if !resp.GetHeld() {
+			return fmt.Errorf("%s's hold of writes ended by itself before every node's checkpoint was taken: run again with a longer --hold than %v", resp.GetNode(), hold)
+		}
+		return nil
+	})
+	if err = errors.Join(err, releaseErr); err == nil {
+		return snaps, nil
+	}
+	deleteErr := eachTarget(targets, func(i int, t *target) error {
+		if snaps[i] == nil {
+			return nil
+		}
+		_, err := t.admin.DeleteSnapshot(context.WithoutCancel(ctx), &kurav1.DeleteSnapshotRequest{Name: name})
+		return err
+	})
+	if deleteErr != nil {
+		return nil, fmt.Errorf("cluster snapshot %s failed, and deleting its parts failed too (kura snapshot delete %s --all): %w", name, name, errors.Join(err, deleteErr))
+	}
+	return nil, fmt.Errorf("cluster snapshot %s failed; its parts were deleted: %w", name, err)
+}
+
+// eachTarget runs fn on every target at once and returns their errors joined.
+func eachTarget(targets []*target, fn func(i int, t *target) error) error {
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { errs[i] = fn(i, t) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // printSnapshots prints one line per node's snapshot.
