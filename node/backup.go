@@ -195,9 +195,12 @@ type writeHold struct {
 // HoldWrites holds the writes this node coordinates (coord.Coordinator.HoldWrites) under
 // id, for at most d, and returns the clock once the writes in flight were answered:
 // every write the node acknowledged before is stamped below it. A hold of another id in
-// force is refused.
+// force is refused, and so is a hold whose writes in flight are not answered within d:
+// new writes wait meanwhile, and must not wait longer than the hold would have lasted.
 func (n *Node) HoldWrites(ctx context.Context, id string, d time.Duration) (hlc.Timestamp, error) {
-	release, err := n.coord.HoldWrites(ctx)
+	drainCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	release, err := n.coord.HoldWrites(drainCtx)
 	if errors.Is(err, coord.ErrHeld) {
 		n.hold.mu.Lock()
 		other := n.hold.id
