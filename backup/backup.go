@@ -65,6 +65,9 @@ type Manifest struct {
 	Cut hlc.Timestamp `json:"cut,omitempty"`
 	// Keyspaces are the definitions of the keyspaces the snapshot holds.
 	Keyspaces []Keyspace `json:"keyspaces"`
+	// KeyspacesOnly marks a snapshot taken of some keyspaces (kura snapshot create
+	// --keyspace): it may lack the others' records, so it cannot replace a node's data.
+	KeyspacesOnly bool `json:"keyspaces_only,omitempty"`
 	// Ring is the members the node knew, with their ring status.
 	Ring []Member `json:"ring"`
 	// Before, when set, marks the data a whole-node restore set aside (RestoreNode):
@@ -119,11 +122,13 @@ func Path(dataDir, name string) string {
 
 // Create checkpoints engine, whose data directory is dataDir, as snapshot m.Name, then
 // writes m as its manifest. With keyspaces named, the checkpoint may leave the others
-// out (storage.Engine.Checkpoint). A snapshot of the name exists already: refused.
+// out (storage.Engine.Checkpoint), and the manifest says so (KeyspacesOnly). A snapshot
+// of the name exists already: refused.
 func Create(engine *storage.Engine, dataDir string, m Manifest, keyspaces []string) error {
 	if err := ValidateName(m.Name); err != nil {
 		return err
 	}
+	m.KeyspacesOnly = len(keyspaces) > 0
 	dir := Path(dataDir, m.Name)
 	if err := engine.Checkpoint(dir, keyspaces...); err != nil {
 		if errors.Is(err, storage.ErrCheckpointExists) {
@@ -256,6 +261,9 @@ func RestoreNode(dataDir, name string, now time.Time) (aside string, err error) 
 	m, err := Load(dataDir, name)
 	if err != nil {
 		return "", err
+	}
+	if m.KeyspacesOnly {
+		return "", fmt.Errorf("snapshot %s holds only some keyspaces, so it cannot replace the node's data: bring them back into the running cluster with kura restore keyspace", name)
 	}
 	aside = "before-restore-" + now.UTC().Format("20060102T150405.000Z")
 	asideDir := Path(dataDir, aside)

@@ -210,6 +210,9 @@ func TestCreateListDeleteRestore(t *testing.T) {
 	if want := "a@3=changed b@4:deleted c@5=3"; show(got) != want || m.Before != "first" {
 		t.Errorf("the data set aside holds %s (before_restore_of %q), want %s (first)", show(got), m.Before, want)
 	}
+	if _, err := RestoreNode(dir, "second", now); err == nil || !strings.Contains(err.Error(), "only some keyspaces") {
+		t.Errorf("RestoreNode of a snapshot of some keyspaces: %v, want refused", err)
+	}
 	if err := Delete(dir, "second"); err != nil {
 		t.Fatal(err)
 	}

@@ -230,9 +230,12 @@ func clusterSnapshot(ctx context.Context, targets []*target, name string, keyspa
 			return nil
 		})
 	}
-	// Released whatever happened: every node's writes wait until then.
+	// Released whatever happened, even past the command's deadline: every node's writes
+	// wait until then, or until the hold ends by itself.
+	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	releaseErr := eachTarget(targets, func(_ int, t *target) error {
-		resp, err := t.admin.ReleaseWrites(context.WithoutCancel(ctx), &kurav1.ReleaseWritesRequest{Hold: id})
+		resp, err := t.admin.ReleaseWrites(cleanupCtx, &kurav1.ReleaseWritesRequest{Hold: id})
 		if err != nil {
 			return fmt.Errorf("release writes at %s (its hold ends by itself after --hold): %w", t.addr, client.Explain(err))
 		}
@@ -248,7 +251,7 @@ func clusterSnapshot(ctx context.Context, targets []*target, name string, keyspa
 		if snaps[i] == nil {
 			return nil
 		}
-		_, err := t.admin.DeleteSnapshot(context.WithoutCancel(ctx), &kurav1.DeleteSnapshotRequest{Name: name})
+		_, err := t.admin.DeleteSnapshot(cleanupCtx, &kurav1.DeleteSnapshotRequest{Name: name})
 		return err
 	})
 	if deleteErr != nil {
@@ -256,6 +259,10 @@ func clusterSnapshot(ctx context.Context, targets []*target, name string, keyspa
 	}
 	return nil, fmt.Errorf("cluster snapshot %s failed; its parts were deleted: %w", name, err)
 }
+
+// cleanupTimeout bounds the release of a cluster snapshot's holds and the deletion of a
+// failed one's parts.
+const cleanupTimeout = 10 * time.Second
 
 // eachTarget runs fn on every target at once and returns their errors joined.
 func eachTarget(targets []*target, fn func(i int, t *target) error) error {
