@@ -3,6 +3,8 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -53,8 +55,16 @@ func (s *service) ReadSnapshot(req *kurav1.ReadSnapshotRequest, stream grpc.Serv
 // restore is worth waiting for a majority of each key's replicas.
 const restoreLevelDefault = consistency.Quorum
 
-// RestoreRecords writes each record back through the coordinator (coord.Restore), in
-// order, and counts what became of them; it stops at the first failure.
+// restoreFanout bounds the records of one RestoreRecords call written at once: each is a
+// read at ALL (for a record a truncation hid) and a write, a round trip or two apiece, so
+// one after the other a restore wrote about 850 keys a second on a 3-node loopback
+// cluster, 32 at once about 3,800 (docs/backup.md).
+const restoreFanout = 32
+
+// RestoreRecords writes the records back through the coordinator (coord.Restore), up to
+// restoreFanout at once (they are of distinct keys: the merge keeps one version per
+// key), and counts what became of them. It fails with the first error, once every write
+// started has returned.
 func (s *service) RestoreRecords(ctx context.Context, req *kurav1.RestoreRecordsRequest) (*kurav1.RestoreRecordsResponse, error) {
 	cl := restoreLevelDefault
 	if req.GetConsistency() != kurav1.Consistency_CONSISTENCY_UNSPECIFIED {
@@ -63,24 +73,33 @@ func (s *service) RestoreRecords(ctx context.Context, req *kurav1.RestoreRecords
 			return nil, statusOf(err)
 		}
 	}
-	resp := &kurav1.RestoreRecordsResponse{}
+	var counts [3]atomic.Int64 // by coord.RestoreOutcome
+	var firstErr atomic.Pointer[error]
+	slots := make(chan struct{}, restoreFanout)
+	var wg sync.WaitGroup
 	for _, v := range req.GetRecords() {
-		rec := lww.Record{Key: v.GetKey(), Value: v.GetValue(), Timestamp: hlc.Timestamp(v.GetTimestamp()),
-			Tombstone: v.GetDeleted(), ExpiresAt: hlc.Timestamp(v.GetExpiresAt())}
-		outcome, err := s.cfg.Coordinator.Restore(ctx, req.GetKeyspace(), rec, cl)
-		if err != nil {
-			return nil, statusOf(err)
+		if firstErr.Load() != nil {
+			break
 		}
-		switch outcome {
-		case coord.RestoredAsIs:
-			resp.AsIs++
-		case coord.RestoredRestamped:
-			resp.Restamped++
-		case coord.RestoreKeptNewer:
-			resp.KeptNewer++
-		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			rec := lww.Record{Key: v.GetKey(), Value: v.GetValue(), Timestamp: hlc.Timestamp(v.GetTimestamp()),
+				Tombstone: v.GetDeleted(), ExpiresAt: hlc.Timestamp(v.GetExpiresAt())}
+			outcome, err := s.cfg.Coordinator.Restore(ctx, req.GetKeyspace(), rec, cl)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				return
+			}
+			counts[outcome].Add(1)
+		})
 	}
-	return resp, nil
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		return nil, statusOf(*err)
+	}
+	return &kurav1.RestoreRecordsResponse{AsIs: counts[coord.RestoredAsIs].Load(), Restamped: counts[coord.RestoredRestamped].Load(),
+		KeptNewer: counts[coord.RestoreKeptNewer].Load()}, nil
 }
 
 // holdDefault is how long a hold of writes lasts unless the request says: long enough
