@@ -30,15 +30,11 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 		return 0, err
 	}
 	if rec.Timestamp == 0 {
-		if err := c.gate.enter(ctx); err != nil {
+		if rec.Timestamp, err = c.stampWrite(ctx); err != nil {
 			op.release(outcome{})
 			return 0, err
 		}
 		defer c.gate.exit()
-		if rec.Timestamp, err = c.stamp(); err != nil {
-			op.release(outcome{})
-			return 0, err
-		}
 	}
 	records, err := chunkRecords(code, slots, rec)
 	if err != nil {
