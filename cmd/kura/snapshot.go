@@ -52,8 +52,9 @@ type target struct {
 	conn  *grpc.ClientConn
 }
 
-// dial connects to the nodes the flags choose. With --all, every member of the ring the
-// first node knows (neither left nor removed) must be up and serve a client address:
+// dial connects to the nodes the flags choose, the first --addr first. With --all, every
+// member of the ring the first node knows (neither left nor removed) must be up and
+// serve a client address:
 // a snapshot or restore that silently skipped a node would miss the copies only it
 // holds.
 func (f nodesFlags) dial(ctx context.Context) ([]*target, func(), error) {
@@ -109,6 +110,10 @@ func (f nodesFlags) dial(ctx context.Context) ([]*target, func(), error) {
 			closeAll()
 			return nil, nil, err
 		}
+	}
+	// The node --addr names first: a restore writes through the first target.
+	if i := slices.IndexFunc(targets, func(t *target) bool { return t.id == st.GetSelf() }); i > 0 {
+		targets[0], targets[i] = targets[i], targets[0]
 	}
 	if len(missing) > 0 {
 		closeAll()
