@@ -43,6 +43,7 @@ type Coordinator interface {
 	Delete(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error)
 	Scan(ctx context.Context, keyspace string, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error)
 	Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error)
+	Restore(ctx context.Context, keyspace string, rec lww.Record, cl consistency.Level) (coord.RestoreOutcome, error)
 }
 
 // Clock gives the time a CompareAndSet's TTL counts from (the node's hybrid clock).
@@ -98,6 +99,23 @@ type Backend interface {
 	// LocalScan reads up to limit of the node's own records of a keyspace in [start,
 	// end), through no coordinator, each with the nodes that hold it.
 	LocalScan(ctx context.Context, keyspace string, start, end []byte, limit int) ([]*kurav1.LocalVersion, error)
+
+	// CreateSnapshot checkpoints the node's storage as snapshot name, keeping the named
+	// keyspaces (all when none), and returns its manifest (docs/backup.md). With a cut,
+	// it is part of a cluster snapshot, taken under hold (HoldWrites).
+	CreateSnapshot(ctx context.Context, name string, keyspaces []string, cut hlc.Timestamp, hold string) (*kurav1.Snapshot, error)
+	// HoldWrites holds the writes the node coordinates for a cluster snapshot, for at most
+	// d, and returns the node's clock once the writes in flight are answered.
+	HoldWrites(ctx context.Context, hold string, d time.Duration) (hlc.Timestamp, error)
+	// ReleaseWrites ends the hold and reports whether it lasted until then.
+	ReleaseWrites(hold string) bool
+	// Snapshots lists the node's snapshots, and the directories of those cut short.
+	Snapshots() (*kurav1.ListSnapshotsResponse, error)
+	// DeleteSnapshot removes one of the node's snapshots.
+	DeleteSnapshot(name string) error
+	// ReadSnapshot calls send with pages of snapshot name's records of keyspace, in key
+	// order, tombstones included, without those the snapshot does not hold.
+	ReadSnapshot(ctx context.Context, name, keyspace string, send func(page []*kurav1.LocalVersion) error) error
 
 	// RedirectTargets lists the members that serve instead of this node once it has
 	// left the ring, its own DC's first.

@@ -73,6 +73,13 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 	if !ok {
 		return false
 	}
+	if err := c.gate.enter(ctx); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return true
+	}
+	defer c.gate.exit()
 	records := make([]lww.Record, len(puts))
 	for i, p := range puts {
 		ts, err := c.stamp()

@@ -153,6 +153,8 @@ type Coordinator struct {
 	scans atomic.Uint64
 	// scanRereads counts the scan rounds read again after a digest mismatch.
 	scanRereads atomic.Uint64
+	// gate holds the writes this coordinator stamps while a cluster snapshot is taken.
+	gate *writeGate
 }
 
 // New returns a coordinator over the node's parts.
@@ -201,6 +203,7 @@ func New(cfg Config, parts Parts) *Coordinator {
 		rows:      parts.Rows,
 		workers:   parts.Workers,
 		log:       cfg.Logger,
+		gate:      newWriteGate(),
 	}
 }
 

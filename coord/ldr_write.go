@@ -12,7 +12,8 @@ import (
 
 // ldrWrite stores rec of an erasure-coded keyspace: its m chunks (or, for a delete, a
 // tombstone per chunk key), each to its owner, in parallel. It returns once the level's
-// chunk acknowledgements are in (chunkRequirement). Owners known to be down, and owners
+// chunk acknowledgements are in (chunkRequirement). rec is stamped now unless it carries
+// a timestamp, as write does. Owners known to be down, and owners
 // that fail or time out, get a hint stored on this node, replayed when they are back.
 func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.Record, cl consistency.Level) (hlc.Timestamp, error) {
 	code, slots, err := c.chunkSlots(ctx, ks, rec.Key)
@@ -28,9 +29,12 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 		op.release(outcome{})
 		return 0, err
 	}
-	if rec.Timestamp, err = c.stamp(); err != nil {
-		op.release(outcome{})
-		return 0, err
+	if rec.Timestamp == 0 {
+		if rec.Timestamp, err = c.stampWrite(ctx); err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
+		defer c.gate.exit()
 	}
 	records, err := chunkRecords(code, slots, rec)
 	if err != nil {

@@ -165,6 +165,13 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 		return UpdateResult{}, err
 	}
 	defer unlock()
+	// Its ballots stamp the records it commits: a cluster snapshot holds it as a write
+	// (writeGate). Entered with the key's lock held, so that a hold never waits for a
+	// transaction that waits for the lock.
+	if err := l.c.gate.enter(ctx); err != nil {
+		return UpdateResult{}, err
+	}
+	defer l.c.gate.exit()
 	var pending []*pendingProposal
 	var above paxos.Ballot // the highest ballot that beat a round of this transaction
 	lost := 0              // rounds lost to other coordinators: the back-off grows with them

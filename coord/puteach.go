@@ -119,6 +119,13 @@ type batchedWrite struct {
 // Put's would. A replica acknowledges a mutation once every record of it is durable, so
 // an acknowledgement counts for each write it carried.
 func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []lww.Record, offset int, cl consistency.Level, results []PutResult, alone []int) []int {
+	if err := c.gate.enter(ctx); err != nil {
+		for j := range puts {
+			results[offset+j].Err = err
+		}
+		return alone
+	}
+	defer c.gate.exit()
 	self := c.view.Self()
 	var batches []*writeBatch
 	batchOf := map[string]*writeBatch{}

@@ -49,21 +49,30 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 
 // get is Get of a replicated keyspace, in op's memory; out is the gathering's outcome.
 func (c *Coordinator) get(ctx context.Context, ks schema.Keyspace, cl consistency.Level, op *readOp) (_ lww.Record, _ bool, out outcome, err error) {
-	if op.members, err = c.replicaSet(ctx, ks, op.key, op.members); err != nil {
+	if out, err = c.gatherRead(ctx, ks, cl, op); err != nil {
 		return lww.Record{}, false, out, err
+	}
+	rec, found, err := c.resolve(ks, op.answers)
+	return rec, found, out, err
+}
+
+// gatherRead asks the replicas of op's key the level needs, their answers left in
+// op.answers; out is the gathering's outcome.
+func (c *Coordinator) gatherRead(ctx context.Context, ks schema.Keyspace, cl consistency.Level, op *readOp) (out outcome, err error) {
+	if op.members, err = c.replicaSet(ctx, ks, op.key, op.members); err != nil {
+		return out, err
 	}
 	self := c.view.Self()
 	required := cl.Require(countedPerDC(op.members), self.DC)
 	op.targets = c.readable(op.targets, op.members, 0)
 	if err := available(cl, required, op.targets); err != nil {
-		return lww.Record{}, false, out, err
+		return out, err
 	}
 	out, err = gather(ctx, op.quorum(self.ID, c.workers, required, op.targets), op.ask, op.accept)
 	if err != nil || !out.met {
-		return lww.Record{}, false, out, unmet(cl, required, out, 0, err)
+		return out, unmet(cl, required, out, 0, err)
 	}
-	rec, found, err := c.resolve(ks, op.answers)
-	return rec, found, out, err
+	return out, nil
 }
 
 // resolve picks the newest answer and sends it to the replicas that answered with an

@@ -64,6 +64,8 @@ func (c *Coordinator) Delete(ctx context.Context, keyspace string, key []byte, c
 }
 
 // write sends rec to every replica and returns once the level's acknowledgements are in.
+// rec is stamped now unless it carries a timestamp (a record restored from a snapshot,
+// Restore).
 func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record, cl consistency.Level) (hlc.Timestamp, error) {
 	if err := c.member(); err != nil {
 		return 0, err
@@ -96,14 +98,31 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 		op.release(outcome{})
 		return 0, err
 	}
-	if rec.Timestamp, err = c.stamp(); err != nil {
-		op.release(outcome{})
-		return 0, err
+	if rec.Timestamp == 0 {
+		if rec.Timestamp, err = c.stampWrite(ctx); err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
+		defer c.gate.exit()
 	}
 	for i := range op.writes {
 		op.writes[i].record = rec
 	}
 	return rec.Timestamp, c.applyWrites(ctx, op, cl, unavailable)
+}
+
+// stampWrite stamps a write once the gate lets it pass (a cluster snapshot may hold it,
+// writeGate); unless it fails, the caller must call c.gate.exit once the write is
+// answered.
+func (c *Coordinator) stampWrite(ctx context.Context) (hlc.Timestamp, error) {
+	if err := c.gate.enter(ctx); err != nil {
+		return 0, err
+	}
+	ts, err := c.stamp()
+	if err != nil {
+		c.gate.exit()
+	}
+	return ts, err
 }
 
 // stamp gives a write its timestamp, or refuses it as unavailable when this node's clock

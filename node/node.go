@@ -232,6 +232,7 @@ type Node struct {
 	power     *powercycle.Cycle
 	replicas  *replica.Server
 	coord     *coord.Coordinator
+	hold      writeHold // a cluster snapshot's hold of the writes it coordinates
 	feed      *feed.Feed
 	dht       *dhtRuntime // nil with onehop routing
 	streamer  *stream.Streamer

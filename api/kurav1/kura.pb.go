@@ -99,6 +99,933 @@ func (Consistency) EnumDescriptor() ([]byte, []int) {
 	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
 }
 
+type HoldWritesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hold          string                 `protobuf:"bytes,1,opt,name=hold,proto3" json:"hold,omitempty"`                    // the hold's id, which CreateSnapshot and ReleaseWrites name
+	HoldMs        int64                  `protobuf:"varint,2,opt,name=hold_ms,json=holdMs,proto3" json:"hold_ms,omitempty"` // the hold ends by itself after this long; 0: 30 s
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldWritesRequest) Reset() {
+	*x = HoldWritesRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldWritesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldWritesRequest) ProtoMessage() {}
+
+func (x *HoldWritesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldWritesRequest.ProtoReflect.Descriptor instead.
+func (*HoldWritesRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *HoldWritesRequest) GetHold() string {
+	if x != nil {
+		return x.Hold
+	}
+	return ""
+}
+
+func (x *HoldWritesRequest) GetHoldMs() int64 {
+	if x != nil {
+		return x.HoldMs
+	}
+	return 0
+}
+
+type HoldWritesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Clock         uint64                 `protobuf:"varint,2,opt,name=clock,proto3" json:"clock,omitempty"` // the node's hybrid-logical-clock time once its writes were answered
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldWritesResponse) Reset() {
+	*x = HoldWritesResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldWritesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldWritesResponse) ProtoMessage() {}
+
+func (x *HoldWritesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldWritesResponse.ProtoReflect.Descriptor instead.
+func (*HoldWritesResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *HoldWritesResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *HoldWritesResponse) GetClock() uint64 {
+	if x != nil {
+		return x.Clock
+	}
+	return 0
+}
+
+type ReleaseWritesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hold          string                 `protobuf:"bytes,1,opt,name=hold,proto3" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseWritesRequest) Reset() {
+	*x = ReleaseWritesRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseWritesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseWritesRequest) ProtoMessage() {}
+
+func (x *ReleaseWritesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseWritesRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseWritesRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReleaseWritesRequest) GetHold() string {
+	if x != nil {
+		return x.Hold
+	}
+	return ""
+}
+
+type ReleaseWritesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Held          bool                   `protobuf:"varint,2,opt,name=held,proto3" json:"held,omitempty"` // false: the hold had ended by itself (or was not this node's)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseWritesResponse) Reset() {
+	*x = ReleaseWritesResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseWritesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseWritesResponse) ProtoMessage() {}
+
+func (x *ReleaseWritesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseWritesResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseWritesResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReleaseWritesResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ReleaseWritesResponse) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+type CreateSnapshotRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Keyspaces []string               `protobuf:"bytes,2,rep,name=keyspaces,proto3" json:"keyspaces,omitempty"` // empty: every keyspace
+	// cut and hold make the snapshot part of a cluster snapshot: taken while the hold
+	// holds this node's writes, with every write after it stamped above cut.
+	Cut           uint64 `protobuf:"varint,3,opt,name=cut,proto3" json:"cut,omitempty"`
+	Hold          string `protobuf:"bytes,4,opt,name=hold,proto3" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotRequest) Reset() {
+	*x = CreateSnapshotRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotRequest) ProtoMessage() {}
+
+func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CreateSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateSnapshotRequest) GetKeyspaces() []string {
+	if x != nil {
+		return x.Keyspaces
+	}
+	return nil
+}
+
+func (x *CreateSnapshotRequest) GetCut() uint64 {
+	if x != nil {
+		return x.Cut
+	}
+	return 0
+}
+
+func (x *CreateSnapshotRequest) GetHold() string {
+	if x != nil {
+		return x.Hold
+	}
+	return ""
+}
+
+// Snapshot is one node's snapshot, as its manifest describes it.
+type Snapshot struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Node            string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Dc              string                 `protobuf:"bytes,3,opt,name=dc,proto3" json:"dc,omitempty"`
+	CreatedAtUnixMs int64                  `protobuf:"varint,4,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
+	Timestamp       uint64                 `protobuf:"varint,5,opt,name=timestamp,proto3" json:"timestamp,omitempty"` // the node's hybrid-logical-clock time when it was taken
+	Cut             uint64                 `protobuf:"varint,6,opt,name=cut,proto3" json:"cut,omitempty"`             // a cluster snapshot's cut; 0 for a node's own
+	Keyspaces       []*SnapshotKeyspace    `protobuf:"bytes,7,rep,name=keyspaces,proto3" json:"keyspaces,omitempty"`
+	Ring            []*SnapshotMember      `protobuf:"bytes,8,rep,name=ring,proto3" json:"ring,omitempty"`
+	BeforeRestoreOf string                 `protobuf:"bytes,9,opt,name=before_restore_of,json=beforeRestoreOf,proto3" json:"before_restore_of,omitempty"` // set on the data a whole-node restore set aside
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Snapshot) Reset() {
+	*x = Snapshot{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Snapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Snapshot) ProtoMessage() {}
+
+func (x *Snapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
+func (*Snapshot) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Snapshot) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Snapshot) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Snapshot) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+func (x *Snapshot) GetCreatedAtUnixMs() int64 {
+	if x != nil {
+		return x.CreatedAtUnixMs
+	}
+	return 0
+}
+
+func (x *Snapshot) GetTimestamp() uint64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+func (x *Snapshot) GetCut() uint64 {
+	if x != nil {
+		return x.Cut
+	}
+	return 0
+}
+
+func (x *Snapshot) GetKeyspaces() []*SnapshotKeyspace {
+	if x != nil {
+		return x.Keyspaces
+	}
+	return nil
+}
+
+func (x *Snapshot) GetRing() []*SnapshotMember {
+	if x != nil {
+		return x.Ring
+	}
+	return nil
+}
+
+func (x *Snapshot) GetBeforeRestoreOf() string {
+	if x != nil {
+		return x.BeforeRestoreOf
+	}
+	return ""
+}
+
+// SnapshotKeyspace is a keyspace's definition as a snapshot keeps it.
+type SnapshotKeyspace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      *Keyspace              `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Timestamp     uint64                 `protobuf:"varint,2,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	TruncatedAt   uint64                 `protobuf:"varint,3,opt,name=truncated_at,json=truncatedAt,proto3" json:"truncated_at,omitempty"` // records at or before it are not part of the snapshot
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotKeyspace) Reset() {
+	*x = SnapshotKeyspace{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotKeyspace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotKeyspace) ProtoMessage() {}
+
+func (x *SnapshotKeyspace) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotKeyspace.ProtoReflect.Descriptor instead.
+func (*SnapshotKeyspace) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SnapshotKeyspace) GetKeyspace() *Keyspace {
+	if x != nil {
+		return x.Keyspace
+	}
+	return nil
+}
+
+func (x *SnapshotKeyspace) GetTimestamp() uint64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+func (x *SnapshotKeyspace) GetTruncatedAt() uint64 {
+	if x != nil {
+		return x.TruncatedAt
+	}
+	return 0
+}
+
+// SnapshotMember is a node of the ring the snapshot's node knew.
+type SnapshotMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dc            string                 `protobuf:"bytes,2,opt,name=dc,proto3" json:"dc,omitempty"`
+	Addr          string                 `protobuf:"bytes,3,opt,name=addr,proto3" json:"addr,omitempty"`
+	Status        string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Tokens        int32                  `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotMember) Reset() {
+	*x = SnapshotMember{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotMember) ProtoMessage() {}
+
+func (x *SnapshotMember) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotMember.ProtoReflect.Descriptor instead.
+func (*SnapshotMember) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SnapshotMember) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SnapshotMember) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
+}
+
+func (x *SnapshotMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *SnapshotMember) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *SnapshotMember) GetTokens() int32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+type ListSnapshotsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSnapshotsRequest) Reset() {
+	*x = ListSnapshotsRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSnapshotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSnapshotsRequest) ProtoMessage() {}
+
+func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
+func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+}
+
+type ListSnapshotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Snapshots     []*Snapshot            `protobuf:"bytes,2,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
+	Incomplete    []string               `protobuf:"bytes,3,rep,name=incomplete,proto3" json:"incomplete,omitempty"` // snapshot directories without a manifest (cut short)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSnapshotsResponse) Reset() {
+	*x = ListSnapshotsResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSnapshotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSnapshotsResponse) ProtoMessage() {}
+
+func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
+func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListSnapshotsResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ListSnapshotsResponse) GetSnapshots() []*Snapshot {
+	if x != nil {
+		return x.Snapshots
+	}
+	return nil
+}
+
+func (x *ListSnapshotsResponse) GetIncomplete() []string {
+	if x != nil {
+		return x.Incomplete
+	}
+	return nil
+}
+
+type DeleteSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotRequest) Reset() {
+	*x = DeleteSnapshotRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotRequest) ProtoMessage() {}
+
+func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DeleteSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotResponse) Reset() {
+	*x = DeleteSnapshotResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotResponse) ProtoMessage() {}
+
+func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeleteSnapshotResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type ReadSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Keyspace      string                 `protobuf:"bytes,2,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadSnapshotRequest) Reset() {
+	*x = ReadSnapshotRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadSnapshotRequest) ProtoMessage() {}
+
+func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*ReadSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ReadSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReadSnapshotRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+// SnapshotPage is a page of ReadSnapshot's records (replicas left empty).
+type SnapshotPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Versions      []*LocalVersion        `protobuf:"bytes,2,rep,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotPage) Reset() {
+	*x = SnapshotPage{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotPage) ProtoMessage() {}
+
+func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotPage.ProtoReflect.Descriptor instead.
+func (*SnapshotPage) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SnapshotPage) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SnapshotPage) GetVersions() []*LocalVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+type RestoreRecordsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Records       []*LocalVersion        `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`                                   // live values with their timestamps; no tombstones
+	Consistency   Consistency            `protobuf:"varint,3,opt,name=consistency,proto3,enum=kura.v1.Consistency" json:"consistency,omitempty"` // the level of the writes; unspecified: QUORUM
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreRecordsRequest) Reset() {
+	*x = RestoreRecordsRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreRecordsRequest) ProtoMessage() {}
+
+func (x *RestoreRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreRecordsRequest.ProtoReflect.Descriptor instead.
+func (*RestoreRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RestoreRecordsRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *RestoreRecordsRequest) GetRecords() []*LocalVersion {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *RestoreRecordsRequest) GetConsistency() Consistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+// RestoreRecordsResponse counts what RestoreRecords did with the records.
+type RestoreRecordsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AsIs          int64                  `protobuf:"varint,1,opt,name=as_is,json=asIs,proto3" json:"as_is,omitempty"`                // written with their own timestamps (newer than the truncation)
+	Restamped     int64                  `protobuf:"varint,2,opt,name=restamped,proto3" json:"restamped,omitempty"`                  // hidden by a truncation or drop, written with a new timestamp
+	KeptNewer     int64                  `protobuf:"varint,3,opt,name=kept_newer,json=keptNewer,proto3" json:"kept_newer,omitempty"` // hidden by a truncation, but their key was written since: left
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreRecordsResponse) Reset() {
+	*x = RestoreRecordsResponse{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreRecordsResponse) ProtoMessage() {}
+
+func (x *RestoreRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreRecordsResponse.ProtoReflect.Descriptor instead.
+func (*RestoreRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RestoreRecordsResponse) GetAsIs() int64 {
+	if x != nil {
+		return x.AsIs
+	}
+	return 0
+}
+
+func (x *RestoreRecordsResponse) GetRestamped() int64 {
+	if x != nil {
+		return x.Restamped
+	}
+	return 0
+}
+
+func (x *RestoreRecordsResponse) GetKeptNewer() int64 {
+	if x != nil {
+		return x.KeptNewer
+	}
+	return 0
+}
+
 type RebalanceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
@@ -109,7 +1036,7 @@ type RebalanceRequest struct {
 
 func (x *RebalanceRequest) Reset() {
 	*x = RebalanceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -121,7 +1048,7 @@ func (x *RebalanceRequest) String() string {
 func (*RebalanceRequest) ProtoMessage() {}
 
 func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[0]
+	mi := &file_api_kurav1_kura_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -134,7 +1061,7 @@ func (x *RebalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{0}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RebalanceRequest) GetKeyspace() string {
@@ -163,7 +1090,7 @@ type RebalanceProgress struct {
 
 func (x *RebalanceProgress) Reset() {
 	*x = RebalanceProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -175,7 +1102,7 @@ func (x *RebalanceProgress) String() string {
 func (*RebalanceProgress) ProtoMessage() {}
 
 func (x *RebalanceProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[1]
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -188,7 +1115,7 @@ func (x *RebalanceProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceProgress.ProtoReflect.Descriptor instead.
 func (*RebalanceProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{1}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RebalanceProgress) GetStep() string {
@@ -223,7 +1150,7 @@ type NodeRows struct {
 
 func (x *NodeRows) Reset() {
 	*x = NodeRows{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -235,7 +1162,7 @@ func (x *NodeRows) String() string {
 func (*NodeRows) ProtoMessage() {}
 
 func (x *NodeRows) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[2]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -248,7 +1175,7 @@ func (x *NodeRows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRows.ProtoReflect.Descriptor instead.
 func (*NodeRows) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{2}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeRows) GetNode() string {
@@ -275,7 +1202,7 @@ type SetPowerRequest struct {
 
 func (x *SetPowerRequest) Reset() {
 	*x = SetPowerRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +1214,7 @@ func (x *SetPowerRequest) String() string {
 func (*SetPowerRequest) ProtoMessage() {}
 
 func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[3]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +1227,7 @@ func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerRequest.ProtoReflect.Descriptor instead.
 func (*SetPowerRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{3}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetPowerRequest) GetNodeId() string {
@@ -326,7 +1253,7 @@ type SetPowerResponse struct {
 
 func (x *SetPowerResponse) Reset() {
 	*x = SetPowerResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +1265,7 @@ func (x *SetPowerResponse) String() string {
 func (*SetPowerResponse) ProtoMessage() {}
 
 func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[4]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +1278,7 @@ func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerResponse.ProtoReflect.Descriptor instead.
 func (*SetPowerResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{4}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetPowerResponse) GetPower() string {
@@ -380,7 +1307,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +1319,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[5]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +1332,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{5}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PutRequest) GetKeyspace() string {
@@ -459,7 +1386,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +1398,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[6]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +1411,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{6}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PutResponse) GetTimestamp() uint64 {
@@ -505,7 +1432,7 @@ type PutManyRequest struct {
 
 func (x *PutManyRequest) Reset() {
 	*x = PutManyRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +1444,7 @@ func (x *PutManyRequest) String() string {
 func (*PutManyRequest) ProtoMessage() {}
 
 func (x *PutManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[7]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +1457,7 @@ func (x *PutManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyRequest.ProtoReflect.Descriptor instead.
 func (*PutManyRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{7}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutManyRequest) GetKeyspace() string {
@@ -568,7 +1495,7 @@ type PutManyItem struct {
 
 func (x *PutManyItem) Reset() {
 	*x = PutManyItem{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +1507,7 @@ func (x *PutManyItem) String() string {
 func (*PutManyItem) ProtoMessage() {}
 
 func (x *PutManyItem) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[8]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +1520,7 @@ func (x *PutManyItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyItem.ProtoReflect.Descriptor instead.
 func (*PutManyItem) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{8}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutManyItem) GetKey() []byte {
@@ -633,7 +1560,7 @@ type PutManyResponse struct {
 
 func (x *PutManyResponse) Reset() {
 	*x = PutManyResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +1572,7 @@ func (x *PutManyResponse) String() string {
 func (*PutManyResponse) ProtoMessage() {}
 
 func (x *PutManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[9]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +1585,7 @@ func (x *PutManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyResponse.ProtoReflect.Descriptor instead.
 func (*PutManyResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{9}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutManyResponse) GetResults() []*PutManyResult {
@@ -682,7 +1609,7 @@ type PutManyResult struct {
 
 func (x *PutManyResult) Reset() {
 	*x = PutManyResult{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +1621,7 @@ func (x *PutManyResult) String() string {
 func (*PutManyResult) ProtoMessage() {}
 
 func (x *PutManyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[10]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +1634,7 @@ func (x *PutManyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyResult.ProtoReflect.Descriptor instead.
 func (*PutManyResult) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{10}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PutManyResult) GetResponse() *PutResponse {
@@ -742,7 +1669,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +1681,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[11]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +1694,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{11}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetRequest) GetKeyspace() string {
@@ -803,7 +1730,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +1742,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[12]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +1755,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{12}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -870,7 +1797,7 @@ type GetManyRequest struct {
 
 func (x *GetManyRequest) Reset() {
 	*x = GetManyRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1809,7 @@ func (x *GetManyRequest) String() string {
 func (*GetManyRequest) ProtoMessage() {}
 
 func (x *GetManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[13]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1822,7 @@ func (x *GetManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyRequest.ProtoReflect.Descriptor instead.
 func (*GetManyRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{13}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetManyRequest) GetKeyspace() string {
@@ -928,7 +1855,7 @@ type GetManyResponse struct {
 
 func (x *GetManyResponse) Reset() {
 	*x = GetManyResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1867,7 @@ func (x *GetManyResponse) String() string {
 func (*GetManyResponse) ProtoMessage() {}
 
 func (x *GetManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[14]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1880,7 @@ func (x *GetManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyResponse.ProtoReflect.Descriptor instead.
 func (*GetManyResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{14}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetManyResponse) GetResults() []*GetManyResult {
@@ -976,7 +1903,7 @@ type GetManyResult struct {
 
 func (x *GetManyResult) Reset() {
 	*x = GetManyResult{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1915,7 @@ func (x *GetManyResult) String() string {
 func (*GetManyResult) ProtoMessage() {}
 
 func (x *GetManyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[15]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1928,7 @@ func (x *GetManyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyResult.ProtoReflect.Descriptor instead.
 func (*GetManyResult) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{15}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetManyResult) GetResponse() *GetResponse {
@@ -1036,7 +1963,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1975,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[16]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1988,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{16}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteRequest) GetKeyspace() string {
@@ -1094,7 +2021,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +2033,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +2046,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeleteResponse) GetTimestamp() uint64 {
@@ -1153,7 +2080,7 @@ type CompareAndSetRequest struct {
 
 func (x *CompareAndSetRequest) Reset() {
 	*x = CompareAndSetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +2092,7 @@ func (x *CompareAndSetRequest) String() string {
 func (*CompareAndSetRequest) ProtoMessage() {}
 
 func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +2105,7 @@ func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetRequest.ProtoReflect.Descriptor instead.
 func (*CompareAndSetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CompareAndSetRequest) GetKeyspace() string {
@@ -1310,7 +2237,7 @@ type CompareAndSetPut struct {
 
 func (x *CompareAndSetPut) Reset() {
 	*x = CompareAndSetPut{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +2249,7 @@ func (x *CompareAndSetPut) String() string {
 func (*CompareAndSetPut) ProtoMessage() {}
 
 func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +2262,7 @@ func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetPut.ProtoReflect.Descriptor instead.
 func (*CompareAndSetPut) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompareAndSetPut) GetValue() []byte {
@@ -1369,7 +2296,7 @@ type CompareAndSetResponse struct {
 
 func (x *CompareAndSetResponse) Reset() {
 	*x = CompareAndSetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +2308,7 @@ func (x *CompareAndSetResponse) String() string {
 func (*CompareAndSetResponse) ProtoMessage() {}
 
 func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +2321,7 @@ func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetResponse.ProtoReflect.Descriptor instead.
 func (*CompareAndSetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CompareAndSetResponse) GetApplied() bool {
@@ -1452,7 +2379,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +2391,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +2404,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ScanRequest) GetKeyspace() string {
@@ -1526,7 +2453,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +2465,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +2478,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -1584,7 +2511,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +2523,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +2536,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ScanResponse) GetItems() []*KeyValue {
@@ -1640,7 +2567,7 @@ type Keyspace struct {
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +2579,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +2592,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Keyspace) GetName() string {
@@ -1729,7 +2656,7 @@ type Erasure struct {
 
 func (x *Erasure) Reset() {
 	*x = Erasure{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +2668,7 @@ func (x *Erasure) String() string {
 func (*Erasure) ProtoMessage() {}
 
 func (x *Erasure) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +2681,7 @@ func (x *Erasure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
 func (*Erasure) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Erasure) GetM() uint32 {
@@ -1780,7 +2707,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +2719,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2732,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -1823,7 +2750,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2762,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2775,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
 }
 
 type TruncateKeyspaceRequest struct {
@@ -1860,7 +2787,7 @@ type TruncateKeyspaceRequest struct {
 
 func (x *TruncateKeyspaceRequest) Reset() {
 	*x = TruncateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +2799,7 @@ func (x *TruncateKeyspaceRequest) String() string {
 func (*TruncateKeyspaceRequest) ProtoMessage() {}
 
 func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +2812,7 @@ func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TruncateKeyspaceRequest) GetName() string {
@@ -1904,7 +2831,7 @@ type TruncateKeyspaceResponse struct {
 
 func (x *TruncateKeyspaceResponse) Reset() {
 	*x = TruncateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2843,7 @@ func (x *TruncateKeyspaceResponse) String() string {
 func (*TruncateKeyspaceResponse) ProtoMessage() {}
 
 func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2856,7 @@ func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
@@ -1948,7 +2875,7 @@ type DropKeyspaceRequest struct {
 
 func (x *DropKeyspaceRequest) Reset() {
 	*x = DropKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2887,7 @@ func (x *DropKeyspaceRequest) String() string {
 func (*DropKeyspaceRequest) ProtoMessage() {}
 
 func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2900,7 @@ func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DropKeyspaceRequest) GetName() string {
@@ -1992,7 +2919,7 @@ type DropKeyspaceResponse struct {
 
 func (x *DropKeyspaceResponse) Reset() {
 	*x = DropKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2931,7 @@ func (x *DropKeyspaceResponse) String() string {
 func (*DropKeyspaceResponse) ProtoMessage() {}
 
 func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2944,7 @@ func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
@@ -2035,7 +2962,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2974,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2987,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
 }
 
 type ListKeyspacesResponse struct {
@@ -2072,7 +2999,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +3011,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +3024,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -2116,7 +3043,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +3055,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +3068,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -2159,7 +3086,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +3098,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +3111,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
 }
 
 type NodeStatus struct {
@@ -2215,7 +3142,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +3154,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +3167,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -2396,7 +3323,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +3335,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +3348,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -2474,7 +3401,7 @@ type Membership struct {
 
 func (x *Membership) Reset() {
 	*x = Membership{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +3413,7 @@ func (x *Membership) String() string {
 func (*Membership) ProtoMessage() {}
 
 func (x *Membership) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +3426,7 @@ func (x *Membership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Membership.ProtoReflect.Descriptor instead.
 func (*Membership) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Membership) GetProtocol() string {
@@ -2549,7 +3476,7 @@ type SeedStatus struct {
 
 func (x *SeedStatus) Reset() {
 	*x = SeedStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +3488,7 @@ func (x *SeedStatus) String() string {
 func (*SeedStatus) ProtoMessage() {}
 
 func (x *SeedStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +3501,7 @@ func (x *SeedStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeedStatus.ProtoReflect.Descriptor instead.
 func (*SeedStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SeedStatus) GetAddr() string {
@@ -2606,7 +3533,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2618,7 +3545,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +3558,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{56}
 }
 
 // NodeInfo is one node's own account of itself.
@@ -2662,7 +3589,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +3601,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +3614,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2832,7 +3759,7 @@ type RingRequest struct {
 
 func (x *RingRequest) Reset() {
 	*x = RingRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +3771,7 @@ func (x *RingRequest) String() string {
 func (*RingRequest) ProtoMessage() {}
 
 func (x *RingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +3784,7 @@ func (x *RingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingRequest.ProtoReflect.Descriptor instead.
 func (*RingRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RingRequest) GetKeyspace() string {
@@ -2879,7 +3806,7 @@ type RingResponse struct {
 
 func (x *RingResponse) Reset() {
 	*x = RingResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +3818,7 @@ func (x *RingResponse) String() string {
 func (*RingResponse) ProtoMessage() {}
 
 func (x *RingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +3831,7 @@ func (x *RingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingResponse.ProtoReflect.Descriptor instead.
 func (*RingResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RingResponse) GetSelf() string {
@@ -2950,7 +3877,7 @@ type RingNode struct {
 
 func (x *RingNode) Reset() {
 	*x = RingNode{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2962,7 +3889,7 @@ func (x *RingNode) String() string {
 func (*RingNode) ProtoMessage() {}
 
 func (x *RingNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2975,7 +3902,7 @@ func (x *RingNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingNode.ProtoReflect.Descriptor instead.
 func (*RingNode) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RingNode) GetId() string {
@@ -3035,7 +3962,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3974,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3987,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -3119,7 +4046,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +4058,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +4071,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -3190,7 +4117,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +4129,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +4142,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{63}
 }
 
 type RemoveNodeRequest struct {
@@ -3227,7 +4154,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[48]
+	mi := &file_api_kurav1_kura_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +4166,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[48]
+	mi := &file_api_kurav1_kura_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +4179,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -3277,7 +4204,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[49]
+	mi := &file_api_kurav1_kura_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +4216,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[49]
+	mi := &file_api_kurav1_kura_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +4229,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -3356,7 +4283,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[50]
+	mi := &file_api_kurav1_kura_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +4295,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[50]
+	mi := &file_api_kurav1_kura_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +4308,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -3401,7 +4328,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[51]
+	mi := &file_api_kurav1_kura_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +4340,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[51]
+	mi := &file_api_kurav1_kura_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +4353,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -3453,7 +4380,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[52]
+	mi := &file_api_kurav1_kura_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +4392,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[52]
+	mi := &file_api_kurav1_kura_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +4405,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -3520,7 +4447,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[53]
+	mi := &file_api_kurav1_kura_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +4459,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[53]
+	mi := &file_api_kurav1_kura_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +4472,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -3668,7 +4595,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[54]
+	mi := &file_api_kurav1_kura_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3680,7 +4607,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[54]
+	mi := &file_api_kurav1_kura_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3693,7 +4620,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -3729,7 +4656,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[55]
+	mi := &file_api_kurav1_kura_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +4668,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[55]
+	mi := &file_api_kurav1_kura_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +4681,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{55}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -3786,7 +4713,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[56]
+	mi := &file_api_kurav1_kura_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3798,7 +4725,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[56]
+	mi := &file_api_kurav1_kura_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3811,7 +4738,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{56}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{72}
 }
 
 type LocalScanRequest struct {
@@ -3826,7 +4753,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[57]
+	mi := &file_api_kurav1_kura_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3838,7 +4765,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[57]
+	mi := &file_api_kurav1_kura_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3851,7 +4778,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{57}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -3897,7 +4824,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[58]
+	mi := &file_api_kurav1_kura_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3909,7 +4836,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[58]
+	mi := &file_api_kurav1_kura_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3922,7 +4849,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{58}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -3978,7 +4905,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[59]
+	mi := &file_api_kurav1_kura_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3990,7 +4917,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[59]
+	mi := &file_api_kurav1_kura_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4003,7 +4930,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{59}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -4044,7 +4971,7 @@ type Redirect struct {
 
 func (x *Redirect) Reset() {
 	*x = Redirect{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[60]
+	mi := &file_api_kurav1_kura_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4983,7 @@ func (x *Redirect) String() string {
 func (*Redirect) ProtoMessage() {}
 
 func (x *Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[60]
+	mi := &file_api_kurav1_kura_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4996,7 @@ func (x *Redirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
 func (*Redirect) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{60}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Redirect) GetNodeId() string {
@@ -4106,7 +5033,7 @@ type RedirectTarget struct {
 
 func (x *RedirectTarget) Reset() {
 	*x = RedirectTarget{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[61]
+	mi := &file_api_kurav1_kura_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +5045,7 @@ func (x *RedirectTarget) String() string {
 func (*RedirectTarget) ProtoMessage() {}
 
 func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[61]
+	mi := &file_api_kurav1_kura_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +5058,7 @@ func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedirectTarget.ProtoReflect.Descriptor instead.
 func (*RedirectTarget) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{61}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RedirectTarget) GetId() string {
@@ -4166,7 +5093,69 @@ var File_api_kurav1_kura_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
-	"\x15api/kurav1/kura.proto\x12\akura.v1\"F\n" +
+	"\x15api/kurav1/kura.proto\x12\akura.v1\"@\n" +
+	"\x11HoldWritesRequest\x12\x12\n" +
+	"\x04hold\x18\x01 \x01(\tR\x04hold\x12\x17\n" +
+	"\ahold_ms\x18\x02 \x01(\x03R\x06holdMs\">\n" +
+	"\x12HoldWritesResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05clock\x18\x02 \x01(\x04R\x05clock\"*\n" +
+	"\x14ReleaseWritesRequest\x12\x12\n" +
+	"\x04hold\x18\x01 \x01(\tR\x04hold\"?\n" +
+	"\x15ReleaseWritesResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04held\x18\x02 \x01(\bR\x04held\"o\n" +
+	"\x15CreateSnapshotRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\tkeyspaces\x18\x02 \x03(\tR\tkeyspaces\x12\x10\n" +
+	"\x03cut\x18\x03 \x01(\x04R\x03cut\x12\x12\n" +
+	"\x04hold\x18\x04 \x01(\tR\x04hold\"\xb1\x02\n" +
+	"\bSnapshot\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x0e\n" +
+	"\x02dc\x18\x03 \x01(\tR\x02dc\x12+\n" +
+	"\x12created_at_unix_ms\x18\x04 \x01(\x03R\x0fcreatedAtUnixMs\x12\x1c\n" +
+	"\ttimestamp\x18\x05 \x01(\x04R\ttimestamp\x12\x10\n" +
+	"\x03cut\x18\x06 \x01(\x04R\x03cut\x127\n" +
+	"\tkeyspaces\x18\a \x03(\v2\x19.kura.v1.SnapshotKeyspaceR\tkeyspaces\x12+\n" +
+	"\x04ring\x18\b \x03(\v2\x17.kura.v1.SnapshotMemberR\x04ring\x12*\n" +
+	"\x11before_restore_of\x18\t \x01(\tR\x0fbeforeRestoreOf\"\x82\x01\n" +
+	"\x10SnapshotKeyspace\x12-\n" +
+	"\bkeyspace\x18\x01 \x01(\v2\x11.kura.v1.KeyspaceR\bkeyspace\x12\x1c\n" +
+	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\x12!\n" +
+	"\ftruncated_at\x18\x03 \x01(\x04R\vtruncatedAt\"t\n" +
+	"\x0eSnapshotMember\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\x12\x12\n" +
+	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x16\n" +
+	"\x06tokens\x18\x05 \x01(\x05R\x06tokens\"\x16\n" +
+	"\x14ListSnapshotsRequest\"|\n" +
+	"\x15ListSnapshotsResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12/\n" +
+	"\tsnapshots\x18\x02 \x03(\v2\x11.kura.v1.SnapshotR\tsnapshots\x12\x1e\n" +
+	"\n" +
+	"incomplete\x18\x03 \x03(\tR\n" +
+	"incomplete\"+\n" +
+	"\x15DeleteSnapshotRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
+	"\x16DeleteSnapshotResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"E\n" +
+	"\x13ReadSnapshotRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bkeyspace\x18\x02 \x01(\tR\bkeyspace\"U\n" +
+	"\fSnapshotPage\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
+	"\bversions\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\bversions\"\x9c\x01\n" +
+	"\x15RestoreRecordsRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12/\n" +
+	"\arecords\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\arecords\x126\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x14.kura.v1.ConsistencyR\vconsistency\"j\n" +
+	"\x16RestoreRecordsResponse\x12\x13\n" +
+	"\x05as_is\x18\x01 \x01(\x03R\x04asIs\x12\x1c\n" +
+	"\trestamped\x18\x02 \x01(\x03R\trestamped\x12\x1d\n" +
+	"\n" +
+	"kept_newer\x18\x03 \x01(\x03R\tkeptNewer\"F\n" +
 	"\x10RebalanceRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x16\n" +
 	"\x06splits\x18\x02 \x01(\rR\x06splits\"{\n" +
@@ -4497,7 +5486,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\aPutMany\x12\x17.kura.v1.PutManyRequest\x1a\x18.kura.v1.PutManyResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
 	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
-	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x81\t\n" +
+	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x9a\r\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -4516,7 +5505,15 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.Faults\x12B\n" +
 	"\tLocalScan\x12\x19.kura.v1.LocalScanRequest\x1a\x1a.kura.v1.LocalScanResponse\x12?\n" +
 	"\bSetPower\x12\x18.kura.v1.SetPowerRequest\x1a\x19.kura.v1.SetPowerResponse\x12D\n" +
-	"\tRebalance\x12\x19.kura.v1.RebalanceRequest\x1a\x1a.kura.v1.RebalanceProgress0\x01B#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
+	"\tRebalance\x12\x19.kura.v1.RebalanceRequest\x1a\x1a.kura.v1.RebalanceProgress0\x01\x12C\n" +
+	"\x0eCreateSnapshot\x12\x1e.kura.v1.CreateSnapshotRequest\x1a\x11.kura.v1.Snapshot\x12N\n" +
+	"\rListSnapshots\x12\x1d.kura.v1.ListSnapshotsRequest\x1a\x1e.kura.v1.ListSnapshotsResponse\x12Q\n" +
+	"\x0eDeleteSnapshot\x12\x1e.kura.v1.DeleteSnapshotRequest\x1a\x1f.kura.v1.DeleteSnapshotResponse\x12E\n" +
+	"\fReadSnapshot\x12\x1c.kura.v1.ReadSnapshotRequest\x1a\x15.kura.v1.SnapshotPage0\x01\x12Q\n" +
+	"\x0eRestoreRecords\x12\x1e.kura.v1.RestoreRecordsRequest\x1a\x1f.kura.v1.RestoreRecordsResponse\x12E\n" +
+	"\n" +
+	"HoldWrites\x12\x1a.kura.v1.HoldWritesRequest\x1a\x1b.kura.v1.HoldWritesResponse\x12N\n" +
+	"\rReleaseWrites\x12\x1d.kura.v1.ReleaseWritesRequest\x1a\x1e.kura.v1.ReleaseWritesResponseB#Z!github.com/kuradb/kura/api/kurav1b\x06proto3"
 
 var (
 	file_api_kurav1_kura_proto_rawDescOnce sync.Once
@@ -4531,156 +5528,193 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
-	(*RebalanceRequest)(nil),         // 1: kura.v1.RebalanceRequest
-	(*RebalanceProgress)(nil),        // 2: kura.v1.RebalanceProgress
-	(*NodeRows)(nil),                 // 3: kura.v1.NodeRows
-	(*SetPowerRequest)(nil),          // 4: kura.v1.SetPowerRequest
-	(*SetPowerResponse)(nil),         // 5: kura.v1.SetPowerResponse
-	(*PutRequest)(nil),               // 6: kura.v1.PutRequest
-	(*PutResponse)(nil),              // 7: kura.v1.PutResponse
-	(*PutManyRequest)(nil),           // 8: kura.v1.PutManyRequest
-	(*PutManyItem)(nil),              // 9: kura.v1.PutManyItem
-	(*PutManyResponse)(nil),          // 10: kura.v1.PutManyResponse
-	(*PutManyResult)(nil),            // 11: kura.v1.PutManyResult
-	(*GetRequest)(nil),               // 12: kura.v1.GetRequest
-	(*GetResponse)(nil),              // 13: kura.v1.GetResponse
-	(*GetManyRequest)(nil),           // 14: kura.v1.GetManyRequest
-	(*GetManyResponse)(nil),          // 15: kura.v1.GetManyResponse
-	(*GetManyResult)(nil),            // 16: kura.v1.GetManyResult
-	(*DeleteRequest)(nil),            // 17: kura.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 18: kura.v1.DeleteResponse
-	(*CompareAndSetRequest)(nil),     // 19: kura.v1.CompareAndSetRequest
-	(*CompareAndSetPut)(nil),         // 20: kura.v1.CompareAndSetPut
-	(*CompareAndSetResponse)(nil),    // 21: kura.v1.CompareAndSetResponse
-	(*ScanRequest)(nil),              // 22: kura.v1.ScanRequest
-	(*KeyValue)(nil),                 // 23: kura.v1.KeyValue
-	(*ScanResponse)(nil),             // 24: kura.v1.ScanResponse
-	(*Keyspace)(nil),                 // 25: kura.v1.Keyspace
-	(*Erasure)(nil),                  // 26: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),    // 27: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),   // 28: kura.v1.CreateKeyspaceResponse
-	(*TruncateKeyspaceRequest)(nil),  // 29: kura.v1.TruncateKeyspaceRequest
-	(*TruncateKeyspaceResponse)(nil), // 30: kura.v1.TruncateKeyspaceResponse
-	(*DropKeyspaceRequest)(nil),      // 31: kura.v1.DropKeyspaceRequest
-	(*DropKeyspaceResponse)(nil),     // 32: kura.v1.DropKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 33: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 34: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 35: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 36: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 37: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 38: kura.v1.ClusterStatusResponse
-	(*Membership)(nil),               // 39: kura.v1.Membership
-	(*SeedStatus)(nil),               // 40: kura.v1.SeedStatus
-	(*InfoRequest)(nil),              // 41: kura.v1.InfoRequest
-	(*NodeInfo)(nil),                 // 42: kura.v1.NodeInfo
-	(*RingRequest)(nil),              // 43: kura.v1.RingRequest
-	(*RingResponse)(nil),             // 44: kura.v1.RingResponse
-	(*RingNode)(nil),                 // 45: kura.v1.RingNode
-	(*ClockStatus)(nil),              // 46: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 47: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 48: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 49: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 50: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 51: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 52: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 53: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 54: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 55: kura.v1.Faults
-	(*LinkFault)(nil),                // 56: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 57: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 58: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 59: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 60: kura.v1.LocalScanResponse
-	(*Redirect)(nil),                 // 61: kura.v1.Redirect
-	(*RedirectTarget)(nil),           // 62: kura.v1.RedirectTarget
+	(*HoldWritesRequest)(nil),        // 1: kura.v1.HoldWritesRequest
+	(*HoldWritesResponse)(nil),       // 2: kura.v1.HoldWritesResponse
+	(*ReleaseWritesRequest)(nil),     // 3: kura.v1.ReleaseWritesRequest
+	(*ReleaseWritesResponse)(nil),    // 4: kura.v1.ReleaseWritesResponse
+	(*CreateSnapshotRequest)(nil),    // 5: kura.v1.CreateSnapshotRequest
+	(*Snapshot)(nil),                 // 6: kura.v1.Snapshot
+	(*SnapshotKeyspace)(nil),         // 7: kura.v1.SnapshotKeyspace
+	(*SnapshotMember)(nil),           // 8: kura.v1.SnapshotMember
+	(*ListSnapshotsRequest)(nil),     // 9: kura.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),    // 10: kura.v1.ListSnapshotsResponse
+	(*DeleteSnapshotRequest)(nil),    // 11: kura.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil),   // 12: kura.v1.DeleteSnapshotResponse
+	(*ReadSnapshotRequest)(nil),      // 13: kura.v1.ReadSnapshotRequest
+	(*SnapshotPage)(nil),             // 14: kura.v1.SnapshotPage
+	(*RestoreRecordsRequest)(nil),    // 15: kura.v1.RestoreRecordsRequest
+	(*RestoreRecordsResponse)(nil),   // 16: kura.v1.RestoreRecordsResponse
+	(*RebalanceRequest)(nil),         // 17: kura.v1.RebalanceRequest
+	(*RebalanceProgress)(nil),        // 18: kura.v1.RebalanceProgress
+	(*NodeRows)(nil),                 // 19: kura.v1.NodeRows
+	(*SetPowerRequest)(nil),          // 20: kura.v1.SetPowerRequest
+	(*SetPowerResponse)(nil),         // 21: kura.v1.SetPowerResponse
+	(*PutRequest)(nil),               // 22: kura.v1.PutRequest
+	(*PutResponse)(nil),              // 23: kura.v1.PutResponse
+	(*PutManyRequest)(nil),           // 24: kura.v1.PutManyRequest
+	(*PutManyItem)(nil),              // 25: kura.v1.PutManyItem
+	(*PutManyResponse)(nil),          // 26: kura.v1.PutManyResponse
+	(*PutManyResult)(nil),            // 27: kura.v1.PutManyResult
+	(*GetRequest)(nil),               // 28: kura.v1.GetRequest
+	(*GetResponse)(nil),              // 29: kura.v1.GetResponse
+	(*GetManyRequest)(nil),           // 30: kura.v1.GetManyRequest
+	(*GetManyResponse)(nil),          // 31: kura.v1.GetManyResponse
+	(*GetManyResult)(nil),            // 32: kura.v1.GetManyResult
+	(*DeleteRequest)(nil),            // 33: kura.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 34: kura.v1.DeleteResponse
+	(*CompareAndSetRequest)(nil),     // 35: kura.v1.CompareAndSetRequest
+	(*CompareAndSetPut)(nil),         // 36: kura.v1.CompareAndSetPut
+	(*CompareAndSetResponse)(nil),    // 37: kura.v1.CompareAndSetResponse
+	(*ScanRequest)(nil),              // 38: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 39: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 40: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 41: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 42: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 43: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 44: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 45: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 46: kura.v1.TruncateKeyspaceResponse
+	(*DropKeyspaceRequest)(nil),      // 47: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 48: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 49: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 50: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 51: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 52: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 53: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 54: kura.v1.ClusterStatusResponse
+	(*Membership)(nil),               // 55: kura.v1.Membership
+	(*SeedStatus)(nil),               // 56: kura.v1.SeedStatus
+	(*InfoRequest)(nil),              // 57: kura.v1.InfoRequest
+	(*NodeInfo)(nil),                 // 58: kura.v1.NodeInfo
+	(*RingRequest)(nil),              // 59: kura.v1.RingRequest
+	(*RingResponse)(nil),             // 60: kura.v1.RingResponse
+	(*RingNode)(nil),                 // 61: kura.v1.RingNode
+	(*ClockStatus)(nil),              // 62: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 63: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 64: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 65: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 66: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 67: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 68: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 69: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 70: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 71: kura.v1.Faults
+	(*LinkFault)(nil),                // 72: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 73: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 74: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 75: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 76: kura.v1.LocalScanResponse
+	(*Redirect)(nil),                 // 77: kura.v1.Redirect
+	(*RedirectTarget)(nil),           // 78: kura.v1.RedirectTarget
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
-	3,  // 0: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
-	3,  // 1: kura.v1.RebalanceProgress.after:type_name -> kura.v1.NodeRows
-	0,  // 2: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 3: kura.v1.PutManyRequest.consistency:type_name -> kura.v1.Consistency
-	9,  // 4: kura.v1.PutManyRequest.items:type_name -> kura.v1.PutManyItem
-	11, // 5: kura.v1.PutManyResponse.results:type_name -> kura.v1.PutManyResult
-	7,  // 6: kura.v1.PutManyResult.response:type_name -> kura.v1.PutResponse
-	0,  // 7: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
-	0,  // 8: kura.v1.GetManyRequest.consistency:type_name -> kura.v1.Consistency
-	16, // 9: kura.v1.GetManyResponse.results:type_name -> kura.v1.GetManyResult
-	13, // 10: kura.v1.GetManyResult.response:type_name -> kura.v1.GetResponse
-	0,  // 11: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
-	20, // 12: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
-	0,  // 13: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
-	0,  // 14: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
-	23, // 15: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	26, // 16: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
-	25, // 17: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	25, // 18: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	37, // 19: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	47, // 20: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	46, // 21: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	39, // 22: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
-	40, // 23: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
-	46, // 24: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
-	39, // 25: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
-	45, // 26: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
-	56, // 27: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	59, // 28: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	62, // 29: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
-	6,  // 30: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	12, // 31: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	14, // 32: kura.v1.KV.GetMany:input_type -> kura.v1.GetManyRequest
-	8,  // 33: kura.v1.KV.PutMany:input_type -> kura.v1.PutManyRequest
-	17, // 34: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	22, // 35: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	19, // 36: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	27, // 37: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	33, // 38: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	35, // 39: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	29, // 40: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	31, // 41: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	36, // 42: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	41, // 43: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
-	43, // 44: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
-	48, // 45: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	49, // 46: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	51, // 47: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	53, // 48: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	55, // 49: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	57, // 50: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	58, // 51: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	4,  // 52: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
-	1,  // 53: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
-	7,  // 54: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	13, // 55: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	15, // 56: kura.v1.KV.GetMany:output_type -> kura.v1.GetManyResponse
-	10, // 57: kura.v1.KV.PutMany:output_type -> kura.v1.PutManyResponse
-	18, // 58: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	24, // 59: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	21, // 60: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	28, // 61: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	34, // 62: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	25, // 63: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	30, // 64: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	32, // 65: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	38, // 66: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	42, // 67: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
-	44, // 68: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
-	50, // 69: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	50, // 70: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	52, // 71: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	54, // 72: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	55, // 73: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	55, // 74: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	60, // 75: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	5,  // 76: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
-	2,  // 77: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
-	54, // [54:78] is the sub-list for method output_type
-	30, // [30:54] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	7,  // 0: kura.v1.Snapshot.keyspaces:type_name -> kura.v1.SnapshotKeyspace
+	8,  // 1: kura.v1.Snapshot.ring:type_name -> kura.v1.SnapshotMember
+	41, // 2: kura.v1.SnapshotKeyspace.keyspace:type_name -> kura.v1.Keyspace
+	6,  // 3: kura.v1.ListSnapshotsResponse.snapshots:type_name -> kura.v1.Snapshot
+	75, // 4: kura.v1.SnapshotPage.versions:type_name -> kura.v1.LocalVersion
+	75, // 5: kura.v1.RestoreRecordsRequest.records:type_name -> kura.v1.LocalVersion
+	0,  // 6: kura.v1.RestoreRecordsRequest.consistency:type_name -> kura.v1.Consistency
+	19, // 7: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
+	19, // 8: kura.v1.RebalanceProgress.after:type_name -> kura.v1.NodeRows
+	0,  // 9: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
+	0,  // 10: kura.v1.PutManyRequest.consistency:type_name -> kura.v1.Consistency
+	25, // 11: kura.v1.PutManyRequest.items:type_name -> kura.v1.PutManyItem
+	27, // 12: kura.v1.PutManyResponse.results:type_name -> kura.v1.PutManyResult
+	23, // 13: kura.v1.PutManyResult.response:type_name -> kura.v1.PutResponse
+	0,  // 14: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
+	0,  // 15: kura.v1.GetManyRequest.consistency:type_name -> kura.v1.Consistency
+	32, // 16: kura.v1.GetManyResponse.results:type_name -> kura.v1.GetManyResult
+	29, // 17: kura.v1.GetManyResult.response:type_name -> kura.v1.GetResponse
+	0,  // 18: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
+	36, // 19: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
+	0,  // 20: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
+	0,  // 21: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
+	39, // 22: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
+	42, // 23: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	41, // 24: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	41, // 25: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	53, // 26: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	63, // 27: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	62, // 28: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	55, // 29: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
+	56, // 30: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
+	62, // 31: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
+	55, // 32: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
+	61, // 33: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
+	72, // 34: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	75, // 35: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	78, // 36: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
+	22, // 37: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	28, // 38: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	30, // 39: kura.v1.KV.GetMany:input_type -> kura.v1.GetManyRequest
+	24, // 40: kura.v1.KV.PutMany:input_type -> kura.v1.PutManyRequest
+	33, // 41: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	38, // 42: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	35, // 43: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	43, // 44: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	49, // 45: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	51, // 46: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	45, // 47: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	47, // 48: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	52, // 49: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	57, // 50: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
+	59, // 51: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
+	64, // 52: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	65, // 53: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	67, // 54: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	69, // 55: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	71, // 56: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	73, // 57: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	74, // 58: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	20, // 59: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	17, // 60: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
+	5,  // 61: kura.v1.Admin.CreateSnapshot:input_type -> kura.v1.CreateSnapshotRequest
+	9,  // 62: kura.v1.Admin.ListSnapshots:input_type -> kura.v1.ListSnapshotsRequest
+	11, // 63: kura.v1.Admin.DeleteSnapshot:input_type -> kura.v1.DeleteSnapshotRequest
+	13, // 64: kura.v1.Admin.ReadSnapshot:input_type -> kura.v1.ReadSnapshotRequest
+	15, // 65: kura.v1.Admin.RestoreRecords:input_type -> kura.v1.RestoreRecordsRequest
+	1,  // 66: kura.v1.Admin.HoldWrites:input_type -> kura.v1.HoldWritesRequest
+	3,  // 67: kura.v1.Admin.ReleaseWrites:input_type -> kura.v1.ReleaseWritesRequest
+	23, // 68: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	29, // 69: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	31, // 70: kura.v1.KV.GetMany:output_type -> kura.v1.GetManyResponse
+	26, // 71: kura.v1.KV.PutMany:output_type -> kura.v1.PutManyResponse
+	34, // 72: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	40, // 73: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	37, // 74: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	44, // 75: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	50, // 76: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	41, // 77: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	46, // 78: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	48, // 79: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	54, // 80: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	58, // 81: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
+	60, // 82: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
+	66, // 83: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	66, // 84: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	68, // 85: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	70, // 86: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	71, // 87: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	71, // 88: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	76, // 89: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	21, // 90: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	18, // 91: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
+	6,  // 92: kura.v1.Admin.CreateSnapshot:output_type -> kura.v1.Snapshot
+	10, // 93: kura.v1.Admin.ListSnapshots:output_type -> kura.v1.ListSnapshotsResponse
+	12, // 94: kura.v1.Admin.DeleteSnapshot:output_type -> kura.v1.DeleteSnapshotResponse
+	14, // 95: kura.v1.Admin.ReadSnapshot:output_type -> kura.v1.SnapshotPage
+	16, // 96: kura.v1.Admin.RestoreRecords:output_type -> kura.v1.RestoreRecordsResponse
+	2,  // 97: kura.v1.Admin.HoldWrites:output_type -> kura.v1.HoldWritesResponse
+	4,  // 98: kura.v1.Admin.ReleaseWrites:output_type -> kura.v1.ReleaseWritesResponse
+	68, // [68:99] is the sub-list for method output_type
+	37, // [37:68] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_kura_proto_init() }
@@ -4688,7 +5722,7 @@ func file_api_kurav1_kura_proto_init() {
 	if File_api_kurav1_kura_proto != nil {
 		return
 	}
-	file_api_kurav1_kura_proto_msgTypes[18].OneofWrappers = []any{
+	file_api_kurav1_kura_proto_msgTypes[34].OneofWrappers = []any{
 		(*CompareAndSetRequest_IfAbsent)(nil),
 		(*CompareAndSetRequest_IfPresent)(nil),
 		(*CompareAndSetRequest_IfEquals)(nil),
@@ -4701,7 +5735,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   62,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

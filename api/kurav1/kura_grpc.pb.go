@@ -400,6 +400,13 @@ const (
 	Admin_LocalScan_FullMethodName        = "/kura.v1.Admin/LocalScan"
 	Admin_SetPower_FullMethodName         = "/kura.v1.Admin/SetPower"
 	Admin_Rebalance_FullMethodName        = "/kura.v1.Admin/Rebalance"
+	Admin_CreateSnapshot_FullMethodName   = "/kura.v1.Admin/CreateSnapshot"
+	Admin_ListSnapshots_FullMethodName    = "/kura.v1.Admin/ListSnapshots"
+	Admin_DeleteSnapshot_FullMethodName   = "/kura.v1.Admin/DeleteSnapshot"
+	Admin_ReadSnapshot_FullMethodName     = "/kura.v1.Admin/ReadSnapshot"
+	Admin_RestoreRecords_FullMethodName   = "/kura.v1.Admin/RestoreRecords"
+	Admin_HoldWrites_FullMethodName       = "/kura.v1.Admin/HoldWrites"
+	Admin_ReleaseWrites_FullMethodName    = "/kura.v1.Admin/ReleaseWrites"
 )
 
 // AdminClient is the client API for Admin service.
@@ -459,6 +466,28 @@ type AdminClient interface {
 	// without losing an acknowledged write (kura rebalance). It streams its progress; the
 	// last message carries every node's row count before and after.
 	Rebalance(ctx context.Context, in *RebalanceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RebalanceProgress], error)
+	// CreateSnapshot checkpoints this node's storage as a named snapshot in its data
+	// directory, with a manifest (kura snapshot create; docs/backup.md). Refused on a node
+	// that keeps its data in memory, and for a name the node has already.
+	CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error)
+	// ListSnapshots lists this node's snapshots, oldest first.
+	ListSnapshots(ctx context.Context, in *ListSnapshotsRequest, opts ...grpc.CallOption) (*ListSnapshotsResponse, error)
+	// DeleteSnapshot removes one of this node's snapshots.
+	DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
+	// ReadSnapshot streams this node's records of a keyspace in one of its snapshots, in
+	// key order, tombstones included, without those the snapshot does not hold (truncated
+	// before it, or after a cluster snapshot's cut): what kura restore keyspace merges.
+	ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotPage], error)
+	// RestoreRecords writes records read from snapshots back through this node's
+	// coordinator, each without undoing a later write of its key (docs/backup.md).
+	RestoreRecords(ctx context.Context, in *RestoreRecordsRequest, opts ...grpc.CallOption) (*RestoreRecordsResponse, error)
+	// HoldWrites is the first step of a cluster snapshot (kura snapshot create --all): the
+	// node's coordinator stops stamping writes (they wait) and answers once every write it
+	// stamped before has been answered, with its clock read then. The hold ends with
+	// ReleaseWrites, or by itself after hold_ms.
+	HoldWrites(ctx context.Context, in *HoldWritesRequest, opts ...grpc.CallOption) (*HoldWritesResponse, error)
+	// ReleaseWrites ends a hold, and says whether it lasted until then.
+	ReleaseWrites(ctx context.Context, in *ReleaseWritesRequest, opts ...grpc.CallOption) (*ReleaseWritesResponse, error)
 }
 
 type adminClient struct {
@@ -648,6 +677,85 @@ func (c *adminClient) Rebalance(ctx context.Context, in *RebalanceRequest, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_RebalanceClient = grpc.ServerStreamingClient[RebalanceProgress]
 
+func (c *adminClient) CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Snapshot)
+	err := c.cc.Invoke(ctx, Admin_CreateSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListSnapshots(ctx context.Context, in *ListSnapshotsRequest, opts ...grpc.CallOption) (*ListSnapshotsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSnapshotsResponse)
+	err := c.cc.Invoke(ctx, Admin_ListSnapshots_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSnapshotResponse)
+	err := c.cc.Invoke(ctx, Admin_DeleteSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotPage], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[1], Admin_ReadSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadSnapshotRequest, SnapshotPage]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_ReadSnapshotClient = grpc.ServerStreamingClient[SnapshotPage]
+
+func (c *adminClient) RestoreRecords(ctx context.Context, in *RestoreRecordsRequest, opts ...grpc.CallOption) (*RestoreRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreRecordsResponse)
+	err := c.cc.Invoke(ctx, Admin_RestoreRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) HoldWrites(ctx context.Context, in *HoldWritesRequest, opts ...grpc.CallOption) (*HoldWritesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HoldWritesResponse)
+	err := c.cc.Invoke(ctx, Admin_HoldWrites_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ReleaseWrites(ctx context.Context, in *ReleaseWritesRequest, opts ...grpc.CallOption) (*ReleaseWritesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseWritesResponse)
+	err := c.cc.Invoke(ctx, Admin_ReleaseWrites_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -705,6 +813,28 @@ type AdminServer interface {
 	// without losing an acknowledged write (kura rebalance). It streams its progress; the
 	// last message carries every node's row count before and after.
 	Rebalance(*RebalanceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error
+	// CreateSnapshot checkpoints this node's storage as a named snapshot in its data
+	// directory, with a manifest (kura snapshot create; docs/backup.md). Refused on a node
+	// that keeps its data in memory, and for a name the node has already.
+	CreateSnapshot(context.Context, *CreateSnapshotRequest) (*Snapshot, error)
+	// ListSnapshots lists this node's snapshots, oldest first.
+	ListSnapshots(context.Context, *ListSnapshotsRequest) (*ListSnapshotsResponse, error)
+	// DeleteSnapshot removes one of this node's snapshots.
+	DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error)
+	// ReadSnapshot streams this node's records of a keyspace in one of its snapshots, in
+	// key order, tombstones included, without those the snapshot does not hold (truncated
+	// before it, or after a cluster snapshot's cut): what kura restore keyspace merges.
+	ReadSnapshot(*ReadSnapshotRequest, grpc.ServerStreamingServer[SnapshotPage]) error
+	// RestoreRecords writes records read from snapshots back through this node's
+	// coordinator, each without undoing a later write of its key (docs/backup.md).
+	RestoreRecords(context.Context, *RestoreRecordsRequest) (*RestoreRecordsResponse, error)
+	// HoldWrites is the first step of a cluster snapshot (kura snapshot create --all): the
+	// node's coordinator stops stamping writes (they wait) and answers once every write it
+	// stamped before has been answered, with its clock read then. The hold ends with
+	// ReleaseWrites, or by itself after hold_ms.
+	HoldWrites(context.Context, *HoldWritesRequest) (*HoldWritesResponse, error)
+	// ReleaseWrites ends a hold, and says whether it lasted until then.
+	ReleaseWrites(context.Context, *ReleaseWritesRequest) (*ReleaseWritesResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -765,6 +895,27 @@ func (UnimplementedAdminServer) SetPower(context.Context, *SetPowerRequest) (*Se
 }
 func (UnimplementedAdminServer) Rebalance(*RebalanceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error {
 	return status.Error(codes.Unimplemented, "method Rebalance not implemented")
+}
+func (UnimplementedAdminServer) CreateSnapshot(context.Context, *CreateSnapshotRequest) (*Snapshot, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSnapshot not implemented")
+}
+func (UnimplementedAdminServer) ListSnapshots(context.Context, *ListSnapshotsRequest) (*ListSnapshotsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSnapshots not implemented")
+}
+func (UnimplementedAdminServer) DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSnapshot not implemented")
+}
+func (UnimplementedAdminServer) ReadSnapshot(*ReadSnapshotRequest, grpc.ServerStreamingServer[SnapshotPage]) error {
+	return status.Error(codes.Unimplemented, "method ReadSnapshot not implemented")
+}
+func (UnimplementedAdminServer) RestoreRecords(context.Context, *RestoreRecordsRequest) (*RestoreRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreRecords not implemented")
+}
+func (UnimplementedAdminServer) HoldWrites(context.Context, *HoldWritesRequest) (*HoldWritesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method HoldWrites not implemented")
+}
+func (UnimplementedAdminServer) ReleaseWrites(context.Context, *ReleaseWritesRequest) (*ReleaseWritesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseWrites not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -1086,6 +1237,125 @@ func _Admin_Rebalance_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_RebalanceServer = grpc.ServerStreamingServer[RebalanceProgress]
 
+func _Admin_CreateSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).CreateSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_CreateSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).CreateSnapshot(ctx, req.(*CreateSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListSnapshots_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSnapshotsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListSnapshots(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListSnapshots_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListSnapshots(ctx, req.(*ListSnapshotsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DeleteSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DeleteSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DeleteSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DeleteSnapshot(ctx, req.(*DeleteSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ReadSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReadSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).ReadSnapshot(m, &grpc.GenericServerStream[ReadSnapshotRequest, SnapshotPage]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_ReadSnapshotServer = grpc.ServerStreamingServer[SnapshotPage]
+
+func _Admin_RestoreRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RestoreRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RestoreRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RestoreRecords(ctx, req.(*RestoreRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_HoldWrites_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HoldWritesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).HoldWrites(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_HoldWrites_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).HoldWrites(ctx, req.(*HoldWritesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ReleaseWrites_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseWritesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ReleaseWrites(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ReleaseWrites_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ReleaseWrites(ctx, req.(*ReleaseWritesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1157,11 +1427,40 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "SetPower",
 			Handler:    _Admin_SetPower_Handler,
 		},
+		{
+			MethodName: "CreateSnapshot",
+			Handler:    _Admin_CreateSnapshot_Handler,
+		},
+		{
+			MethodName: "ListSnapshots",
+			Handler:    _Admin_ListSnapshots_Handler,
+		},
+		{
+			MethodName: "DeleteSnapshot",
+			Handler:    _Admin_DeleteSnapshot_Handler,
+		},
+		{
+			MethodName: "RestoreRecords",
+			Handler:    _Admin_RestoreRecords_Handler,
+		},
+		{
+			MethodName: "HoldWrites",
+			Handler:    _Admin_HoldWrites_Handler,
+		},
+		{
+			MethodName: "ReleaseWrites",
+			Handler:    _Admin_ReleaseWrites_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Rebalance",
 			Handler:       _Admin_Rebalance_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReadSnapshot",
+			Handler:       _Admin_ReadSnapshot_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -42,6 +42,8 @@ var commands = map[string]command{
 	"faults":    {"inject faults into nodes started with --enable-faults: faults set|clear|show", runFaults},
 	"power":     {"put a node to sleep or wake it (paper 003): power sleep NODE | power wake NODE | power status", runPower},
 	"repair":    {"bring a node's replicas in agreement (Merkle trees): repair [--keyspace KS] [--dc DC]", runRepair},
+	"snapshot":  {"take, list and delete named snapshots of nodes: snapshot create NAME | list | delete NAME", runSnapshot},
+	"restore":   {"restore a stopped node's data, or one keyspace into a running cluster, from a snapshot", runRestore},
 	"certs":     {"make a CA and node certificates for TLS: certs --dir DIR --nodes n1,n2,n3", runCerts},
 	"bench":     {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
 	"model":     {"predict the latency a consistency level costs from the ring and the links", runModel},
