@@ -74,6 +74,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		tcp.SetNoDelay(true)
 	}
 	cio := &connIO{nc: nc, s: s}
+	w := NewWriter(cio)
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
 	return &conn{
@@ -82,8 +83,8 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		io:            cio,
 		ctx:           ctx,
 		cancel:        cancel,
-		r:             NewReader(cio, s.limits),
-		w:             NewWriter(cio),
+		r:             NewReader(flushingReader{cio, w}, s.limits),
+		w:             w,
 		id:            s.nextID.Add(1),
 		fd:            socketFD(nc),
 		created:       now,
@@ -220,6 +221,25 @@ func socketFD(nc net.Conn) int {
 	fd := -1
 	raw.Control(func(s uintptr) { fd = int(s) })
 	return fd
+}
+
+// flushingReader sends the replies written so far before it reads from the socket: a
+// client whose next command arrives in pieces (or a client of another protocol, such as
+// gRPC's preface followed by binary frames) gets the replies to the commands before it
+// at once, not when the rest arrives, as from Redis, which answers what each read
+// completed. A pipeline still costs one write per read of the socket.
+type flushingReader struct {
+	r io.Reader
+	w *Writer
+}
+
+func (f flushingReader) Read(p []byte) (int, error) {
+	if f.w.Buffered() > 0 {
+		if err := f.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return f.r.Read(p)
 }
 
 // connIO is a connection's socket as its reader and writer use it: it counts the bytes

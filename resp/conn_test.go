@@ -119,6 +119,32 @@ func TestTruncatedFrameLeavesServerServing(t *testing.T) {
 	dial(t, addr).do("+PONG\r\n", "PING")
 }
 
+// TestRepliesDoNotWaitForACommandCutShort: the replies to the commands before one that
+// has only partly arrived are sent at once. Before, they waited for the rest of it: a
+// gRPC client given the Redis port (its preface, then binary frames no line ends) got
+// the preface's error replies only when its own deadline had passed.
+func TestRepliesDoNotWaitForACommandCutShort(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	tests := []struct {
+		name, input, want string
+	}{
+		{"a RESP command cut short", encode("PING") + "*2\r\n$4\r\nECHO\r\n$3\r\nab", "+PONG\r\n"},
+		{"an inline command cut short", "PING\r\nECHO ab", "+PONG\r\n"},
+		{"gRPC's preface and SETTINGS", http2PrefaceForTest + "\x00\x00\x06\x04\x00\x00\x00\x00\x00",
+			"-ERR unknown command 'PRI', with args beginning with: '*' 'HTTP/2.0' \r\n-ERR unknown command 'SM', with args beginning with: \r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			c.send(tt.input)
+			c.expect(tt.want)
+		})
+	}
+}
+
+// http2PrefaceForTest is what an HTTP/2 client, gRPC among them, sends first.
+const http2PrefaceForTest = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
 func TestQuitRepliesThenCloses(t *testing.T) {
 	_, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
