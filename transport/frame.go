@@ -139,7 +139,8 @@ func foreignProtocol(head []byte) string {
 	case bytes.HasPrefix(head, []byte("HTTP/")):
 		return fmt.Sprintf(notKura, "HTTP/1", "a node's --http admin port")
 	case head[0] == 0x15 && head[1] == 0x03:
-		return fmt.Sprintf(notKura, "TLS", "a TLS port (do all nodes have the same --tls-* flags?)")
+		// Only a node without TLS reads a peer's bytes unencrypted: the peer expects TLS.
+		return ": the peer speaks TLS and this node does not (give every node --tls-cert, --tls-key and --tls-ca, or none)"
 	case bytes.IndexByte([]byte("+-:$*"), head[0]) >= 0:
 		return fmt.Sprintf(notKura, "the Redis protocol", "a node's --resp port")
 	}
