@@ -67,14 +67,13 @@ func (l *Limiter) Allow(from, reason string, now time.Time) (ok bool, held int) 
 	return false, 0
 }
 
-// Warn logs msg at warning level with args and err, if Allow lets err's text from source
-// through at this time; a line after some were held back says how many (held_back).
-func (l *Limiter) Warn(log *slog.Logger, from string, err error, msg string, args ...any) {
-	ok, held := l.Allow(from, err.Error(), time.Now())
+// Warn logs msg at warning level with args, if Allow lets reason from source through at
+// this time; a line after some were held back says how many (held_back).
+func (l *Limiter) Warn(log *slog.Logger, from, reason, msg string, args ...any) {
+	ok, held := l.Allow(from, reason, time.Now())
 	if !ok {
 		return
 	}
-	args = append(args, "err", err)
 	if held > 0 {
 		args = append(args, "held_back", held)
 	}

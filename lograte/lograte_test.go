@@ -66,9 +66,11 @@ func TestWarn(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	l := New(time.Minute)
 	for range 3 {
-		l.Warn(log, "10.0.0.1:5000", errors.New("EOF"), "closing", "peer", "p")
+		err := errors.New("EOF")
+		l.Warn(log, "10.0.0.1:5000", err.Error(), "closing", "peer", "p", "err", err)
 	}
-	l.Warn(log, "10.0.0.1:5001", errors.New("reset"), "closing", "peer", "p")
+	err := errors.New("reset")
+	l.Warn(log, "10.0.0.1:5001", err.Error(), "closing", "peer", "p", "err", err)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.HasSuffix(lines[0], "msg=closing peer=p err=EOF") ||
 		!strings.HasSuffix(lines[1], "msg=closing peer=p err=reset held_back=2") {

@@ -203,6 +203,11 @@ func (c *conn) update(change func()) {
 // closeAfter answers a protocol error before the connection closes; other read errors
 // (the client left, or stayed idle past the timeout) need no answer.
 func (c *conn) closeAfter(err error) {
+	var plaintext tls.RecordHeaderError
+	if errors.As(err, &plaintext) && plaintext.Conn != nil {
+		c.refusePlaintext(plaintext.Conn)
+		return
+	}
 	if errors.Is(err, ErrProtocol) {
 		c.w.Error("ERR " + err.Error())
 		c.s.cfg.Logger.Debug("resp: closing connection after a protocol error", "remote", c.nc.RemoteAddr(), "err", err)
@@ -210,6 +215,31 @@ func (c *conn) closeAfter(err error) {
 		c.s.cfg.Logger.Debug("resp: connection read failed", "remote", c.nc.RemoteAddr(), "err", err)
 	}
 	c.w.Flush()
+}
+
+// errPlaintextOnTLS is the reply to a client that sent plaintext to the TLS port.
+var errPlaintextOnTLS = errors.New("ERR Protocol error: this port speaks TLS only; connect with TLS (redis-cli --tls --cacert ca.crt)")
+
+// plaintextDrain bounds how long refusePlaintext waits for the client to hang up.
+const plaintextDrain = time.Second
+
+// refusePlaintext answers a client that sent plaintext to the TLS port, on nc, the socket
+// under TLS. Redis closes such a connection unanswered, and redis-cli then says only
+// "Server closed the connection"; a RESP error it prints instead says what to do, and
+// since the connection closes after it, nothing else is ever sent in the clear. It then
+// reads what the client sent until it hangs up (or for plaintextDrain): closing a socket
+// with unread bytes resets the connection, and the reset could overtake the answer. The
+// node's log says so once per client host and minute.
+func (c *conn) refusePlaintext(nc net.Conn) {
+	c.s.warnings.Warn(c.s.cfg.Logger, nc.RemoteAddr().String(), errPlaintextOnTLS.Error(),
+		"resp: plaintext connection on a TLS port", "client", nc.RemoteAddr().String(), "err", errPlaintextOnTLS)
+	if err := nc.SetDeadline(time.Now().Add(plaintextDrain)); err != nil {
+		return
+	}
+	if _, err := io.WriteString(nc, "-"+errPlaintextOnTLS.Error()+"\r\n"); err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, nc)
 }
 
 // socketFD returns the connection's file descriptor, or -1 when it has none.

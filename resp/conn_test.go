@@ -1,13 +1,18 @@
 package resp
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/certs/certstest"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 )
@@ -189,4 +194,60 @@ func TestPanickingCommandCostsItsConnectionOnly(t *testing.T) {
 	c.expectClosed()
 	other.do("+PONG\r\n", "PING")
 	dial(t, addr).do("$-1\r\n", "GET", "k")
+}
+
+// TestPlaintextClientOnTLSPort: issue 45, item 4. redis-cli without --tls against the TLS
+// port got "Server closed the connection", and the node logged nothing. It is answered
+// with an error that says to connect with TLS, and the node warns once per client host.
+func TestPlaintextClientOnTLSPort(t *testing.T) {
+	identity := certstest.Identity(t, certstest.NewCA(t), "n1", "127.0.0.1")
+	var log lockedBuffer
+	s := NewServer(Config{Backend: newFakeBackend(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(tls.NewListener(l, identity.ServerConfig(tls.NoClientCert))) }()
+	defer func() {
+		s.Close()
+		<-served
+	}()
+
+	const plaintextClients = 3
+	for range plaintextClients {
+		c := dial(t, l.Addr().String())
+		c.send(encode("PING"))
+		c.expect("-ERR Protocol error: this port speaks TLS only; connect with TLS (redis-cli --tls --cacert ca.crt)\r\n")
+		c.expectClosed()
+	}
+	nc, err := tls.Dial("tcp", l.Addr().String(), &tls.Config{RootCAs: identity.CA, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secure := &client{t: t, nc: nc, br: bufio.NewReader(nc)}
+	secure.do("+PONG\r\n", "PING")
+	nc.Close()
+	s.Close()
+	if n := strings.Count(log.String(), "plaintext connection on a TLS port"); n != 1 {
+		t.Errorf("the node warned %d times of %d plaintext clients from one host, want once:\n%s", n, plaintextClients, log.String())
+	}
+}
+
+// lockedBuffer is a log destination the connections' goroutines share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -693,7 +693,7 @@ func (t *Transport) logConnError(peer string, err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.As(err, &opErr):
 		t.log.Debug("transport: connection ended", "peer", peer, "err", err)
 	default:
-		t.warnings.Warn(t.log, peer, err, "transport: closing connection", "peer", peer)
+		t.warnings.Warn(t.log, peer, err.Error(), "transport: closing connection", "peer", peer, "err", err)
 	}
 }
 
