@@ -186,6 +186,10 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"keyspace", "--help", "--addr", "127.0.0.1:1"}, 0, []string{"keyspace create NAME"}},
 		{[]string{"keyspace", "nosuch", "--addr", "127.0.0.1:1"}, 2, []string{"unknown keyspace subcommand"}},
 		{[]string{"status", "--addr", "127.0.0.1:1"}, 1, []string{"cannot reach 127.0.0.1:1", "--client"}},
+		// Issue 45, item 1: a node's internode address in place of its client API's was
+		// "the node closed the connection before answering: if it serves TLS, ...".
+		{[]string{"status", "--addr", c.Nodes[0].Addr()}, 1, []string{c.Nodes[0].Addr() + " closes gRPC and TLS connections without answering, as a node's internode port (its --listen) does", "(its --client)"}},
+		{[]string{"get", "k1", "--addr", c.Nodes[0].Addr()}, 1, []string{"as a node's internode port (its --listen) does"}},
 	}
 	for _, tt := range tests {
 		code, out, errOut := kura(tt.args...)
