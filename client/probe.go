@@ -78,22 +78,15 @@ func greet(addr string, send func(net.Conn) error) (answer []byte, hungUp bool) 
 		return nil, false
 	}
 	rec := &recordingConn{Conn: nc}
-	sendErr := send(rec)
-	if len(rec.head) > 0 || sendErr != nil && !timedOut(sendErr) {
-		// A TLS handshake reads the answer itself; it failing on anything but the
-		// deadline means the port answered or hung up.
-		return rec.head, rec.hungUp || len(rec.head) == 0
+	// A TLS handshake reads the answer itself; after a plain write, read it here.
+	if err := send(rec); err == nil && len(rec.head) == 0 {
+		_, _ = rec.Read(make([]byte, 16))
 	}
-	buf := make([]byte, 16)
-	n, err := nc.Read(buf)
-	if n > 0 {
-		return buf[:n], false
-	}
-	return nil, err != nil && !timedOut(err)
+	return rec.head, rec.hungUp
 }
 
-// recordingConn keeps the first bytes read through it, and whether a read ended in the
-// peer hanging up.
+// recordingConn keeps the first bytes read through it, and whether a read or a write
+// failed with the peer hanging up.
 type recordingConn struct {
 	net.Conn
 	head   []byte
@@ -105,9 +98,13 @@ func (c *recordingConn) Read(p []byte) (int, error) {
 	if len(c.head) < 16 {
 		c.head = append(c.head, p[:min(n, 16-len(c.head))]...)
 	}
-	if err != nil && !timedOut(err) {
-		c.hungUp = true
-	}
+	c.hungUp = c.hungUp || err != nil && !timedOut(err)
+	return n, err
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.hungUp = c.hungUp || err != nil && !timedOut(err)
 	return n, err
 }
 
