@@ -178,7 +178,7 @@ func Dial(ctx context.Context, addrs []string, opts Options) (*Client, error) {
 		gets: newBatcher(getCalls), puts: newBatcher(putCalls)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.senders = workers.New(c.ctx.Done(), batchSendersIdleMax)
-	if err := c.refresh(ctx); err != nil {
+	if err := c.refresh(ctx, ExplainAt); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -221,8 +221,10 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 
 // refresh reloads the node list and the keyspaces from the first node that answers,
 // trying known nodes in the order of route before the seeds, and the nodes a redirect
-// names first.
-func (c *Client) refresh(ctx context.Context) error {
+// names first. explain turns a node's failure into the error returned: ExplainAt for
+// Dial, whose caller reads it, and Explain for the later refreshes, whose errors nobody
+// reads, so that they do not probe a failing node (ExplainAt) each time.
+func (c *Client) refresh(ctx context.Context, explain func(addr string, err error) error) error {
 	q := newTries(c.route("", nil))
 	var errs []error
 	for addr, ok := q.next(); ok; addr, ok = q.next() {
@@ -230,7 +232,7 @@ func (c *Client) refresh(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		explained := Explain(err)
+		explained := explain(addr, err)
 		if !strings.Contains(explained.Error(), addr) {
 			explained = fmt.Errorf("%s: %w", addr, explained)
 		}
@@ -261,7 +263,7 @@ func (c *Client) refreshSoon() {
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
-		_ = c.refresh(c.ctx) // on failure the view stays, and calls refresh it once stale
+		_ = c.refresh(c.ctx, explainAnywhere) // on failure the view stays, and calls refresh it once stale
 		c.mu.Lock()
 		c.refreshing = false
 		c.mu.Unlock()
@@ -596,7 +598,7 @@ func (c *Client) routeFor(ctx context.Context, keyspace string, key []byte) []st
 	stale := time.Since(c.refreshed) > c.opts.RefreshInterval
 	c.mu.Unlock()
 	if stale {
-		_ = c.refresh(ctx) // keep the old view if no node answers; the call will say why
+		_ = c.refresh(ctx, explainAnywhere) // keep the old view if no node answers; the call will say why
 	}
 	return c.route(keyspace, key)
 }
@@ -683,6 +685,9 @@ func errorFromStatus(err error) error {
 // client's own methods return: kura's message for people, with what to do where gRPC's
 // says only what failed.
 func Explain(err error) error { return errorFromStatus(err) }
+
+// explainAnywhere is Explain with the signature of ExplainAt, for refresh.
+func explainAnywhere(_ string, err error) error { return Explain(err) }
 
 // dialFailure matches gRPC's message for a connection it could not set up.
 var dialFailure = regexp.MustCompile(`dial tcp ([^ ]+?): (?:connect: )?([^"]+)"?$`)
@@ -888,7 +893,7 @@ func (c *Client) createKeyspace(ctx context.Context, ks *kurav1.Keyspace) error 
 		return err
 	})
 	if err == nil {
-		_ = c.refresh(ctx) // route the new keyspace's keys to replicas from now on
+		_ = c.refresh(ctx, explainAnywhere) // route the new keyspace's keys to replicas from now on
 	}
 	return err
 }
@@ -919,7 +924,7 @@ func (c *Client) DropKeyspace(ctx context.Context, name string) (hlc.Timestamp, 
 	if err != nil {
 		return 0, err
 	}
-	_ = c.refresh(ctx) // stop routing the dropped keyspace's keys
+	_ = c.refresh(ctx, explainAnywhere) // stop routing the dropped keyspace's keys
 	return hlc.Timestamp(resp.GetDroppedAt()), nil
 }
 

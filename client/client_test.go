@@ -176,7 +176,7 @@ func TestTLSAndToken(t *testing.T) {
 		want string // "" when Dial must succeed
 	}{
 		{"TLS and token", Options{TLS: trusting, Token: "s3cret"}, ""},
-		{"no TLS", Options{Token: "s3cret"}, "if it serves TLS, give the client its CA"},
+		{"no TLS", Options{Token: "s3cret"}, "serves TLS: give the client its CA"},
 		{"TLS without the CA", Options{TLS: &tls.Config{}, Token: "s3cret"}, "certificate signed by unknown authority"},
 		{"no token", Options{TLS: trusting}, "this node requires a token"},
 		{"wrong token", Options{TLS: trusting, Token: "guess"}, "the authorization token is wrong"},

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +78,54 @@ func TestRepairRPC(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("repair of an unknown keyspace: %v, want NotFound", err)
 	}
+}
+
+// TestRepairBeforeTheRingIsLearned: issue 45, item 5. A joining node's first background
+// repair pass starts at once, before the node has learned the ring from its seeds, and
+// logged a WARN on every joiner. The pass is skipped with an INFO line while the node is
+// young. Here the seed never answers, so the ring is never learned.
+func TestRepairBeforeTheRingIsLearned(t *testing.T) {
+	seed := startNode(t, "s", "dc1")
+	addr := seed.Addr()
+	seed.Close() // a seed that does not answer: the node learns no ring
+	logged := &repairLog{}
+	n, err := Start(Config{
+		ID: "j", DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", Seeds: []string{addr}, InMemory: true,
+		RepairInterval: time.Hour, Logger: slog.New(logged),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	waitUntil(t, "the first repair pass", func() bool { return len(logged.repairLines()) > 0 })
+	n.Close()
+	for _, r := range logged.repairLines() {
+		if r.Level != slog.LevelInfo || !strings.HasPrefix(r.Message, "background repair skipped: this node has not learned the ring yet") {
+			t.Errorf("repair logged %v %q, want INFO: background repair skipped", r.Level, r.Message)
+		}
+	}
+}
+
+// repairLog is a slog handler that keeps the records about background repair.
+type repairLog struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *repairLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *repairLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *repairLog) WithGroup(string) slog.Handler            { return h }
+func (h *repairLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "repair") {
+		h.mu.Lock()
+		h.records = append(h.records, r)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *repairLog) repairLines() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.records)
 }

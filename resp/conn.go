@@ -74,6 +74,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		tcp.SetNoDelay(true)
 	}
 	cio := &connIO{nc: nc, s: s}
+	w := NewWriter(cio)
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
 	return &conn{
@@ -82,8 +83,8 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		io:            cio,
 		ctx:           ctx,
 		cancel:        cancel,
-		r:             NewReader(cio, s.limits),
-		w:             NewWriter(cio),
+		r:             NewReader(flushingReader{cio, w}, s.limits),
+		w:             w,
 		id:            s.nextID.Add(1),
 		fd:            socketFD(nc),
 		created:       now,
@@ -204,6 +205,11 @@ func (c *conn) update(change func()) {
 // closeAfter answers a protocol error before the connection closes; other read errors
 // (the client left, or stayed idle past the timeout) need no answer.
 func (c *conn) closeAfter(err error) {
+	var plaintext tls.RecordHeaderError
+	if errors.As(err, &plaintext) && plaintext.Conn != nil {
+		c.refusePlaintext(plaintext.Conn)
+		return
+	}
 	if errors.Is(err, ErrProtocol) {
 		c.w.Error("ERR " + err.Error())
 		c.s.cfg.Logger.Debug("resp: closing connection after a protocol error", "remote", c.nc.RemoteAddr(), "err", err)
@@ -211,6 +217,31 @@ func (c *conn) closeAfter(err error) {
 		c.s.cfg.Logger.Debug("resp: connection read failed", "remote", c.nc.RemoteAddr(), "err", err)
 	}
 	c.w.Flush()
+}
+
+// errPlaintextOnTLS is the reply to a client that sent plaintext to the TLS port.
+var errPlaintextOnTLS = errors.New("ERR Protocol error: this port speaks TLS only; connect with TLS (redis-cli --tls --cacert ca.crt)")
+
+// plaintextDrain bounds how long refusePlaintext waits for the client to hang up.
+const plaintextDrain = time.Second
+
+// refusePlaintext answers a client that sent plaintext to the TLS port, on nc, the socket
+// under TLS. Redis closes such a connection unanswered, and redis-cli then says only
+// "Server closed the connection"; a RESP error it prints instead says what to do, and
+// since the connection closes after it, nothing else is ever sent in the clear. It then
+// reads what the client sent until it hangs up (or for plaintextDrain): closing a socket
+// with unread bytes resets the connection, and the reset could overtake the answer. The
+// node's log says so once per client host and minute.
+func (c *conn) refusePlaintext(nc net.Conn) {
+	c.s.warnings.Warn(c.s.cfg.Logger, nc.RemoteAddr().String(), errPlaintextOnTLS.Error(),
+		"resp: plaintext connection on a TLS port", "client", nc.RemoteAddr().String(), "err", errPlaintextOnTLS)
+	if err := nc.SetDeadline(time.Now().Add(plaintextDrain)); err != nil {
+		return
+	}
+	if _, err := io.WriteString(nc, "-"+errPlaintextOnTLS.Error()+"\r\n"); err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, nc)
 }
 
 // socketFD returns the connection's file descriptor, or -1 when it has none.
@@ -222,6 +253,25 @@ func socketFD(nc net.Conn) int {
 	fd := -1
 	raw.Control(func(s uintptr) { fd = int(s) })
 	return fd
+}
+
+// flushingReader sends the replies written so far before it reads from the socket: a
+// client whose next command arrives in pieces (or a client of another protocol, such as
+// gRPC's preface followed by binary frames) gets the replies to the commands before it
+// at once, not when the rest arrives, as from Redis, which answers what each read
+// completed. A pipeline still costs one write per read of the socket.
+type flushingReader struct {
+	r io.Reader
+	w *Writer
+}
+
+func (f flushingReader) Read(p []byte) (int, error) {
+	if f.w.Buffered() > 0 {
+		if err := f.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return f.r.Read(p)
 }
 
 // connIO is a connection's socket as its reader and writer use it: it counts the bytes

@@ -1,13 +1,18 @@
 package resp
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/certs/certstest"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 )
@@ -119,6 +124,32 @@ func TestTruncatedFrameLeavesServerServing(t *testing.T) {
 	dial(t, addr).do("+PONG\r\n", "PING")
 }
 
+// TestRepliesDoNotWaitForACommandCutShort: the replies to the commands before one that
+// has only partly arrived are sent at once. Before, they waited for the rest of it: a
+// gRPC client given the Redis port (its preface, then binary frames no line ends) got
+// the preface's error replies only when its own deadline had passed.
+func TestRepliesDoNotWaitForACommandCutShort(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	tests := []struct {
+		name, input, want string
+	}{
+		{"a RESP command cut short", encode("PING") + "*2\r\n$4\r\nECHO\r\n$3\r\nab", "+PONG\r\n"},
+		{"an inline command cut short", "PING\r\nECHO ab", "+PONG\r\n"},
+		{"gRPC's preface and SETTINGS", http2PrefaceForTest + "\x00\x00\x06\x04\x00\x00\x00\x00\x00",
+			"-ERR unknown command 'PRI', with args beginning with: '*' 'HTTP/2.0' \r\n-ERR unknown command 'SM', with args beginning with: \r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			c.send(tt.input)
+			c.expect(tt.want)
+		})
+	}
+}
+
+// http2PrefaceForTest is what an HTTP/2 client, gRPC among them, sends first.
+const http2PrefaceForTest = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
 func TestQuitRepliesThenCloses(t *testing.T) {
 	_, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
@@ -213,4 +244,60 @@ func TestUnauthenticatedClientsSendOnlySmallCommands(t *testing.T) {
 	_, _, open := startServer(t, Config{})
 	c := dial(t, open)
 	c.do(":0\r\n", append([]string{"DEL"}, strings.Fields(strings.Repeat("k ", 99))...)...)
+}
+
+// TestPlaintextClientOnTLSPort: issue 45, item 4. redis-cli without --tls against the TLS
+// port got "Server closed the connection", and the node logged nothing. It is answered
+// with an error that says to connect with TLS, and the node warns once per client host.
+func TestPlaintextClientOnTLSPort(t *testing.T) {
+	identity := certstest.Identity(t, certstest.NewCA(t), "n1", "127.0.0.1")
+	var log lockedBuffer
+	s := NewServer(Config{Backend: newFakeBackend(), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(tls.NewListener(l, identity.ServerConfig(tls.NoClientCert))) }()
+	defer func() {
+		s.Close()
+		<-served
+	}()
+
+	const plaintextClients = 3
+	for range plaintextClients {
+		c := dial(t, l.Addr().String())
+		c.send(encode("PING"))
+		c.expect("-ERR Protocol error: this port speaks TLS only; connect with TLS (redis-cli --tls --cacert ca.crt)\r\n")
+		c.expectClosed()
+	}
+	nc, err := tls.Dial("tcp", l.Addr().String(), &tls.Config{RootCAs: identity.CA, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secure := &client{t: t, nc: nc, br: bufio.NewReader(nc)}
+	secure.do("+PONG\r\n", "PING")
+	nc.Close()
+	s.Close()
+	if n := strings.Count(log.String(), "plaintext connection on a TLS port"); n != 1 {
+		t.Errorf("the node warned %d times of %d plaintext clients from one host, want once:\n%s", n, plaintextClients, log.String())
+	}
+}
+
+// lockedBuffer is a log destination the connections' goroutines share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lograte"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/schema"
 )
@@ -112,6 +113,10 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// warnings rate-limits the warning of plaintext clients on a TLS port: a client
+	// without TLS that retries would fill the log.
+	warnings *lograte.Limiter
+
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
 	conns     map[*conn]bool
@@ -165,6 +170,7 @@ func NewServer(cfg Config) *Server {
 		cancel:    cancel,
 		listeners: map[net.Listener]bool{},
 		conns:     map[*conn]bool{},
+		warnings:  lograte.New(lograte.DefaultInterval),
 	}
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
 	return s

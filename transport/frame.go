@@ -133,10 +133,14 @@ func foreignProtocol(head []byte) string {
 	case head[3] == 0x04 && head[5]&0x7f == 0 && head[6] == 0 && head[7] == 0 && head[8] == 0:
 		// An HTTP/2 server's first frame is its SETTINGS (type 4) on stream 0.
 		return fmt.Sprintf(notKura, "HTTP/2 (gRPC)", "a node's --client port")
+	case bytes.HasPrefix(head, []byte("PRI * HTTP/2")):
+		// An HTTP/2 client's preface: the dialer is a gRPC client such as kura status.
+		return ": the peer speaks HTTP/2 (a gRPC client), not kura's internode protocol: was a client given a node's --listen address in place of its --client?"
 	case bytes.HasPrefix(head, []byte("HTTP/")):
 		return fmt.Sprintf(notKura, "HTTP/1", "a node's --http admin port")
 	case head[0] == 0x15 && head[1] == 0x03:
-		return fmt.Sprintf(notKura, "TLS", "a TLS port (do all nodes have the same --tls-* flags?)")
+		// Only a node without TLS reads a peer's bytes unencrypted: the peer expects TLS.
+		return ": the peer speaks TLS and this node does not (give every node --tls-cert, --tls-key and --tls-ca, or none)"
 	case bytes.IndexByte([]byte("+-:$*"), head[0]) >= 0:
 		return fmt.Sprintf(notKura, "the Redis protocol", "a node's --resp port")
 	}

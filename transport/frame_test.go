@@ -80,6 +80,7 @@ func TestReadFrameNamesForeignProtocols(t *testing.T) {
 		name, input, want string
 	}{
 		{"grpc client port", "\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x05\x00\x00\x40\x00", "HTTP/2 (gRPC)"},
+		{"grpc client", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "HTTP/2 (a gRPC client)"},
 		{"http admin port", "HTTP/1.1 400 Bad Request\r\n", "--http admin port"},
 		{"resp port", "-ERR unknown command 'x'\r\n", "--resp port"},
 		{"tls port", "\x15\x03\x03\x00\x02\x02\x46\x00\x00\x00\x00\x00\x00\x00", "TLS"},

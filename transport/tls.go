@@ -123,8 +123,12 @@ func (m *mutualTLS) accept(nc net.Conn) (net.Conn, string, error) {
 	tc := tls.Server(nc, m.server)
 	if err := tc.Handshake(); err != nil {
 		var plaintext tls.RecordHeaderError
-		if errors.As(err, &plaintext) {
-			return nil, "", fmt.Errorf("the peer does not speak TLS and this node accepts only TLS (is the peer started without --tls-cert?): %w", err)
+		if errors.As(err, &plaintext) && plaintext.Conn != nil {
+			refusePlaintext(plaintext.Conn)
+			// The host alone, so that the text is the same at each of a peer's dials,
+			// and the log's rate limit (per host and text) holds them back.
+			host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+			return nil, "", fmt.Errorf("plaintext connection on a TLS port from %s: this node accepts only TLS (is the peer started without --tls-cert?): %w", host, err)
 		}
 		return nil, "", fmt.Errorf("TLS handshake: %w", err)
 	}
@@ -137,6 +141,27 @@ func (m *mutualTLS) accept(nc net.Conn) (net.Conn, string, error) {
 		return nil, "", err
 	}
 	return tc, named, nil
+}
+
+// plaintextRefusal is what the TLS port answers a dialer that sent no TLS handshake: a
+// fatal unexpected_message alert and a close_notify, as TLS 1.2 records. A kura node
+// without TLS reads its first 14 bytes as a frame header and names a peer that speaks
+// TLS (foreignProtocol: "is it a TLS port?"), where the connection ending unanswered
+// told it only "EOF". One alert is 7 bytes: too few for the header the dialer awaits.
+var plaintextRefusal = []byte{
+	21, 3, 3, 0, 2, 2, 10, // alert, TLS 1.2, 2 bytes: fatal, unexpected_message
+	21, 3, 3, 0, 2, 1, 0, // alert, TLS 1.2, 2 bytes: warning, close_notify
+}
+
+// refusePlaintext answers a plaintext dialer with plaintextRefusal, then waits for it to
+// hang up, discarding what it sent behind its first bytes: closing a socket with unread
+// bytes resets the connection, and the reset could overtake the answer. The accept's
+// deadline bounds the wait; errors are not reported, since the dialer may be gone.
+func refusePlaintext(nc net.Conn) {
+	if _, err := nc.Write(plaintextRefusal); err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, nc)
 }
 
 // errPeerSpeaksTLS is what a node without TLS reports of a dialer that opens with a TLS

@@ -58,7 +58,7 @@ func TestMutualTLS(t *testing.T) {
 	}{
 		{name: "both certified by the cluster's CA", acceptor: certstest.Identity(t, ca, "a"), dialer: certstest.Identity(t, ca, "b")},
 		{name: "dialer without a certificate", acceptor: certstest.Identity(t, ca, "a"),
-			dialerErr: "peer unreachable", acceptorLog: "the peer does not speak TLS and this node accepts only TLS"},
+			dialerErr: "the peer speaks TLS", acceptorLog: "plaintext connection on a TLS port from 127.0.0.1:"},
 		{name: "acceptor without a certificate", dialer: certstest.Identity(t, ca, "b"),
 			dialerErr: "TLS handshake", acceptorLog: "the peer dials with TLS and this node has no certificate"},
 		{name: "dialer certified by another CA", acceptor: certstest.Identity(t, ca, "a"), dialer: trusting(certstest.Identity(t, otherCA, "b"), ca),
@@ -148,5 +148,29 @@ func TestListenRefusesACertificateOfAnotherNode(t *testing.T) {
 	_, err := Listen(Config{Self: Peer{ID: "b", Addr: "127.0.0.1:0"}, Handler: newTestServer(), TLS: certstest.Identity(t, certstest.NewCA(t), "a")})
 	if err == nil || !strings.Contains(err.Error(), `the TLS certificate names node "a", but this node is "b"`) {
 		t.Fatalf("Listen with node a's certificate as node b: err = %v", err)
+	}
+}
+
+// TestPlaintextDialerLoggedOnce: issue 45, item 4. A node without TLS among TLS nodes
+// dials them every second; each of its connections was a warning in their logs. The
+// acceptor now warns once per address and minute, and the dialer, answered with TLS
+// alerts, says the peer speaks TLS where it said "EOF".
+func TestPlaintextDialerLoggedOnce(t *testing.T) {
+	ca := certstest.NewCA(t)
+	acceptorLog := &logBuffer{}
+	acceptor := startNode(t, Config{Self: Peer{ID: "a"}, TLS: certstest.Identity(t, ca, "a"), Logger: slog.New(slog.NewTextHandler(acceptorLog, nil))})
+	dialer := startNode(t, Config{Self: Peer{ID: "b"}})
+	const dials = 3
+	for range dials {
+		_, err := dialer.Call(testContext(t), acceptor.Self(), kindWhoami, nil)
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "the peer speaks TLS and this node does not") {
+			t.Fatalf("Call error = %v, want ErrUnreachable saying the peer speaks TLS", err)
+		}
+	}
+	// Close waits for the accepting goroutines, so their logging is over.
+	dialer.Close()
+	acceptor.Close()
+	if n := strings.Count(acceptorLog.String(), "plaintext connection on a TLS port"); n != 1 {
+		t.Errorf("the acceptor warned %d times of %d plaintext connections from one address, want once:\n%s", n, dials, acceptorLog.String())
 	}
 }

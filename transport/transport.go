@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/certs"
+	"github.com/kuradb/kura/lograte"
 	"github.com/kuradb/kura/workers"
 )
 
@@ -227,6 +228,9 @@ type Transport struct {
 	wg sync.WaitGroup
 	// workers run the handlers of peers' requests.
 	workers *workers.Pool
+	// warnings rate-limits logConnError's warnings per peer: a misconfigured peer fails
+	// the same way at every dial, each second.
+	warnings *lograte.Limiter
 }
 
 // dialEntry is the connection to one peer, or the dial in progress towards it.
@@ -305,6 +309,7 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		accepted:          make(map[*conn]struct{}),
 		greeting:          make(map[net.Conn]struct{}),
 		links:             make(map[string]*wanLink),
+		warnings:          lograte.New(lograte.DefaultInterval),
 	}
 	t.self.Addr = listener.Addr().String()
 	if t.stats == nil {
@@ -705,7 +710,8 @@ func (t *Transport) refuse(nc net.Conn, reader io.Reader) {
 
 // logConnError logs why a connection ended: ordinary disconnects quietly, protocol
 // violations and configuration errors (a peer from a DC the link model does not know)
-// loudly.
+// loudly, but a peer's warning that repeats at most once a minute (lograte), with
+// held_back counting the lines left out since the last.
 func (t *Transport) logConnError(peer string, err error) {
 	var opErr *net.OpError
 	switch {
@@ -713,7 +719,7 @@ func (t *Transport) logConnError(peer string, err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.As(err, &opErr):
 		t.log.Debug("transport: connection ended", "peer", peer, "err", err)
 	default:
-		t.log.Warn("transport: closing connection", "peer", peer, "err", err)
+		t.warnings.Warn(t.log, peer, err.Error(), "transport: closing connection", "peer", peer, "err", err)
 	}
 }
 

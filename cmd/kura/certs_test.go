@@ -70,7 +70,7 @@ func TestSecuredServer(t *testing.T) {
 		{"cleanup", append([]string{"cleanup"}, secured...), 0, "removed 0 records"},
 		{"repair", append([]string{"repair", "--keyspace", "app"}, secured...), 0, "n1 "},
 		{"no token", []string{"status", "--addr", clientAddr, "--tls-ca", ca, "--timeout", "5s"}, 1, "this node requires a token"},
-		{"no TLS", []string{"status", "--addr", clientAddr, "--token-file", tokenFile, "--timeout", "5s"}, 1, "if it serves TLS, give the client its CA (--tls-ca"},
+		{"no TLS", []string{"status", "--addr", clientAddr, "--token-file", tokenFile, "--timeout", "5s"}, 1, "serves TLS: give the client its CA (--tls-ca"},
 		{"missing token file", []string{"status", "--addr", clientAddr, "--token-file", filepath.Join(dir, "nope")}, 1, "read --token-file"},
 	}
 	for _, tt := range tests {

@@ -214,12 +214,15 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 	keysOnly := fs.Bool("keys-only", false, "print the keys alone (the default when standard output is a terminal)")
 	values := fs.Bool("values", false, "print each key and its value, tab-separated (the default when standard output is not a terminal)")
 	asHex := fs.Bool("hex", false, "print keys and values in hexadecimal, for binary data")
-	asJSON := fs.Bool("json", false, "print a JSON array of {key, value} (values base64; keys alone with --keys-only)")
+	asJSON := fs.Bool("json", false, "print a JSON array of {key, value}: UTF-8 text as text, other bytes base64 in key_base64 or value_base64 (keys alone with --keys-only)")
 	if _, err := cf.parse(fs, args, 0, 0, "scan takes no arguments, only flags"); err != nil {
 		return err
 	}
 	if *keysOnly && *values {
 		return fmt.Errorf("%w: --keys-only and --values contradict each other", errUsage)
+	}
+	if *asHex && *asJSON {
+		return fmt.Errorf("%w: --hex and --json contradict each other (--json gives bytes that are not UTF-8 in base64)", errUsage)
 	}
 	withValues := *values || !*keysOnly && !isTerminal(stdout)
 	var items []client.KeyValue
@@ -231,18 +234,7 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		type item struct {
-			Key   string `json:"key"`
-			Value []byte `json:"value,omitempty"`
-		}
-		out := make([]item, len(items))
-		for i, kv := range items {
-			out[i] = item{Key: string(kv.Key)}
-			if !*keysOnly {
-				out[i].Value = kv.Value
-			}
-		}
-		return json.NewEncoder(stdout).Encode(out)
+		return json.NewEncoder(stdout).Encode(scanJSON(items, !*keysOnly))
 	}
 	show := func(b []byte) []byte { return b }
 	if *asHex {
@@ -258,6 +250,38 @@ func runScan(args []string, stdout, stderr io.Writer) error {
 		w.WriteByte('\n')
 	}
 	return w.Flush()
+}
+
+// scanItem is one key of kura scan --json. Keys and values are mostly text, which a
+// program should read as it is; bytes that are not UTF-8 would be mangled into U+FFFD
+// as a JSON string, so they come in base64 under the field named so. Each of key and
+// value is in exactly one of its two fields, and which one says how to read it.
+type scanItem struct {
+	Key         *string `json:"key,omitempty"`
+	KeyBase64   []byte  `json:"key_base64,omitempty"`
+	Value       *string `json:"value,omitempty"`
+	ValueBase64 []byte  `json:"value_base64,omitempty"`
+}
+
+// scanJSON returns kura scan --json's items, with their values if withValues.
+func scanJSON(items []client.KeyValue, withValues bool) []scanItem {
+	out := make([]scanItem, len(items))
+	for i, kv := range items {
+		out[i].Key, out[i].KeyBase64 = textOrBytes(kv.Key)
+		if withValues {
+			out[i].Value, out[i].ValueBase64 = textOrBytes(kv.Value)
+		}
+	}
+	return out
+}
+
+// textOrBytes returns b as text when it is UTF-8, else as bytes (for base64).
+func textOrBytes(b []byte) (*string, []byte) {
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, nil
+	}
+	return nil, b
 }
 
 // isTerminal reports whether w is a terminal, where people read rather than programs.

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/topology"
 )
@@ -171,12 +173,23 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"scan", "--keyspace", "app", "--addr", addrs[0]}, 0, []string{"k1\tv1\n", "k2\tv\x002\n"}},
 		{[]string{"scan", "--keyspace", "app", "--keys-only", "--addr", addrs[0]}, 0, []string{"k1\nk2\n"}},
 		{[]string{"scan", "--keyspace", "app", "--hex", "--addr", addrs[0]}, 0, []string{"6b32\t760032\n"}},
+		// Issue 45, item 2: --json gave keys as text (bytes that are not UTF-8 mangled)
+		// and every value in base64.
+		{[]string{"put", "--keyspace", "app", "--consistency", "ALL", "k3", "\xffz", "--addr", addrs[0]}, 0, nil},
+		{[]string{"scan", "--keyspace", "app", "--json", "--addr", addrs[0]}, 0,
+			[]string{`[{"key":"k1","value":"v1"},{"key":"k2","value":"v\u00002"},{"key":"k3","value_base64":"/3o="}]`}},
+		{[]string{"scan", "--keyspace", "app", "--json", "--keys-only", "--addr", addrs[0]}, 0, []string{`[{"key":"k1"},{"key":"k2"},{"key":"k3"}]`}},
+		{[]string{"scan", "--keyspace", "app", "--json", "--hex", "--addr", addrs[0]}, 2, []string{"--hex and --json contradict each other"}},
 		{[]string{"keyspace", "describe", "nosuch", "--addr", addrs[0]}, 1, []string{`no such keyspace "nosuch": kura keyspace list`}},
 		{[]string{"version"}, 0, []string{"kura "}},
 		// Nothing listens on port 1: these must not dial, or must say what to check.
 		{[]string{"keyspace", "--help", "--addr", "127.0.0.1:1"}, 0, []string{"keyspace create NAME"}},
 		{[]string{"keyspace", "nosuch", "--addr", "127.0.0.1:1"}, 2, []string{"unknown keyspace subcommand"}},
 		{[]string{"status", "--addr", "127.0.0.1:1"}, 1, []string{"cannot reach 127.0.0.1:1", "--client"}},
+		// Issue 45, item 1: a node's internode address in place of its client API's was
+		// "the node closed the connection before answering: if it serves TLS, ...".
+		{[]string{"status", "--addr", c.Nodes[0].Addr()}, 1, []string{c.Nodes[0].Addr() + " closes gRPC and TLS connections without answering, as a node's internode port (its --listen) does", "(its --client)"}},
+		{[]string{"get", "k1", "--addr", c.Nodes[0].Addr()}, 1, []string{"as a node's internode port (its --listen) does"}},
 	}
 	for _, tt := range tests {
 		code, out, errOut := kura(tt.args...)
@@ -187,6 +200,32 @@ func TestOperatorCommands(t *testing.T) {
 	}
 	if _, out, _ := kura("scan", "--keyspace", "app", "--addr", addrs[0]); strings.Contains(out, `"`) {
 		t.Errorf("kura scan quotes values: %q", out)
+	}
+}
+
+// TestScanJSON: each key and value of kura scan --json is text when it is UTF-8 and
+// base64, under the field named so, when it is not, and never both.
+func TestScanJSON(t *testing.T) {
+	tests := []struct {
+		name       string
+		key, value string
+		withValues bool
+		want       string
+	}{
+		{"text", "k", "v", true, `[{"key":"k","value":"v"}]`},
+		{"empty value", "k", "", true, `[{"key":"k","value":""}]`},
+		{"binary value", "k", "\x00\xff", true, `[{"key":"k","value_base64":"AP8="}]`},
+		{"binary key", "\xc3\x28", "v", true, `[{"key_base64":"wyg=","value":"v"}]`},
+		{"multi-byte text", "clé", "naïve", true, `[{"key":"clé","value":"naïve"}]`},
+		{"keys only", "k", "v", false, `[{"key":"k"}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(scanJSON([]client.KeyValue{{Key: []byte(tt.key), Value: []byte(tt.value)}}, tt.withValues))
+			if err != nil || string(got) != tt.want {
+				t.Errorf("scanJSON = %s, %v; want %s", got, err, tt.want)
+			}
+		})
 	}
 }
 

@@ -42,7 +42,7 @@ func (f nodeFlags) withAdmin(fn func(ctx context.Context, admin kurav1.AdminClie
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *f.timeout)
 	defer cancel()
-	return client.Explain(fn(ctx, kurav1.NewAdminClient(conn)))
+	return client.ExplainAt(*f.addr, fn(ctx, kurav1.NewAdminClient(conn)))
 }
 
 // runNode is `kura node decommission` and `kura node remove ID`.

@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -316,11 +315,9 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// printJSON prints a node's answer in the proto3 JSON mapping (proto field names, 64-bit
-// integers as strings), indented by encoding/json: protojson varies its own whitespace
-// from run to run on purpose, and scripts diff outputs.
+// printJSON prints a node's answer as appendMessageJSON writes it, indented.
 func printJSON(w io.Writer, m proto.Message) error {
-	out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	out, err := appendMessageJSON(nil, m.ProtoReflect())
 	if err != nil {
 		return err
 	}

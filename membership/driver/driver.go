@@ -44,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kuradb/kura/lograte"
 	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/transport"
 )
@@ -451,6 +452,9 @@ func (d *Driver) run() {
 func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 	resolved := make(map[string]transport.Peer)
 	deadline := time.Now().Add(d.cfg.SeedWait)
+	// A wrong seed fails the same way for as long as the node runs: its warning is
+	// repeated when what the seeds answer changes, and otherwise once a minute.
+	warnings := lograte.New(lograte.DefaultInterval)
 	for {
 		// The whois goroutines write resolved, so which seeds to ask is decided before
 		// the first of them starts.
@@ -485,7 +489,9 @@ func (d *Driver) resolveSeeds() (ids []string, ok bool) {
 		}
 		if time.Now().After(deadline) {
 			// Says why, so that a wrong address (a client port, a typo) shows at once.
-			d.log.Warn("no seed answers yet; still trying: check that --seeds names other nodes' --listen addresses", "seeds", d.cfg.Seeds, "errors", d.seedErrors())
+			errs := d.seedErrors()
+			warnings.Warn(d.log, "seeds", errs, "no seed answers yet; still trying: check that --seeds names other nodes' --listen addresses",
+				"seeds", d.cfg.Seeds, "errors", errs)
 			deadline = time.Now().Add(d.cfg.SeedWait)
 		}
 		select {

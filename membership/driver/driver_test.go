@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -464,5 +465,72 @@ func TestSynced(t *testing.T) {
 			// seed, whose Welcome (Ferry) or digest (Scuttlebutt) it took.
 			waitFor(t, timeout, "joiner told it synced", joiner.told(membership.EventSynced, "s", func(membership.Member) bool { return true }))
 		})
+	}
+}
+
+// recordLog is a slog handler that keeps each record's level and message and signals
+// every one on logged.
+type recordLog struct {
+	mu      sync.Mutex
+	records []slog.Record
+	logged  chan struct{}
+}
+
+func (h *recordLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordLog) WithGroup(string) slog.Handler            { return h }
+func (h *recordLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.records = append(h.records, r)
+	h.mu.Unlock()
+	select {
+	case h.logged <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// count returns how many records have a message starting with prefix.
+func (h *recordLog) count(prefix string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.records {
+		if strings.HasPrefix(r.Message, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWrongSeedWarnsOncePerMinute: issue 45, item 5. A node whose only seed never
+// answers warned at every SeedWait for ever; it warns once, then once a minute while
+// the seed's answer stays the same.
+func TestWrongSeedWarnsOncePerMinute(t *testing.T) {
+	n := listen(t, "n0", "a")
+	log := &recordLog{logged: make(chan struct{}, 1)}
+	d, err := New(Config{Protocol: ferry.Protocol, Transport: n.tr, Seeds: []string{closedAddr(t)},
+		Interval: testInterval, SeedWait: 2 * testInterval, Logger: slog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.drv.Store(d)
+	began := time.Now()
+	d.Start()
+	// Each attempt on the seed logs one "seed did not answer" at debug level, and the
+	// attempts are an Interval apart: after 10 of them, SeedWait has passed 4 times.
+	const attempts = 10
+	for log.count("seed did not answer") < attempts {
+		select {
+		case <-log.logged:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d attempts on the seed in 10 s, want %d", log.count("seed did not answer"), attempts)
+		}
+	}
+	d.Close()
+	// A reminder a minute on: a machine so loaded that the attempts took that long.
+	warnings, most := log.count("no seed answers yet"), 1+int(time.Since(began)/time.Minute)
+	if warnings < 1 || warnings > most {
+		t.Errorf("%d warnings of the seed over %d attempts and %v, want 1 to %d", warnings, attempts, time.Since(began).Round(time.Millisecond), most)
 	}
 }
