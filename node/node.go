@@ -183,6 +183,10 @@ type Config struct {
 	// and wake them from the measured load (power.ControllerConfig); the controller runs
 	// on one node at a time.
 	PowerController *power.ControllerConfig
+	// PowerLevels declares the consistency levels each keyspace is read and written at
+	// (power.Levels; --power-levels): no node sleeps while a range of a keyspace would
+	// then have too few awake replicas for one of them. Nil: power.DefaultLevel.
+	PowerLevels power.Levels
 
 	// ReadWorkers bounds the reads the node serves at once, for itself and for other
 	// coordinators (its read stage, Cassandra's concurrent_reads); 0 means

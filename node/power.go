@@ -37,6 +37,7 @@ func newPowerCycle(n *Node) (*powercycle.Cycle, error) {
 		Profile:              n.cfg.PowerProfile,
 		NoTimeoutSuppression: n.cfg.NoTimeoutSuppression,
 		Controller:           n.cfg.PowerController,
+		Levels:               n.cfg.PowerLevels,
 		ClientAddrKey:        feed.KeyClientAddr,
 		Logger:               n.log,
 		FrontEndTLS:          n.clientTLS(),
