@@ -58,9 +58,23 @@ const powerOpTimeout = time.Minute
 // The runs the bench knows, in the order it runs them.
 const (
 	runExp1       = "exp1"
+	runQuorum     = "quorum"
 	runExp2       = "exp2"
 	runController = "controller"
 )
+
+// powerRuns lists the runs in the order they run.
+var powerRuns = []string{runExp1, runQuorum, runExp2, runController}
+
+// clientLevels declares the levels the paper's clients use on the bench's keyspace:
+// they read at ONE and write at QUORUM, and a write needs no awake replica beyond what
+// ONE keeps (a sleeping replica's writes go to its holder), so the sleep rule keeps one
+// awake replica per range, as the paper's placement does. The quorum run declares
+// QUORUM instead (quorumLevels).
+var clientLevels = power.Levels{powerKeyspace: {consistency.One}}
+
+// quorumLevels declares the quorum run's levels: its clients read and write at QUORUM.
+var quorumLevels = power.Levels{powerKeyspace: {consistency.Quorum}}
 
 // Variants of Exp. 2, as they appear in the rows.
 const (
@@ -110,7 +124,7 @@ var quickSettings = map[string]string{
 
 func setupPower(fs *flag.FlagSet) Runner {
 	o := &powerOptions{}
-	runs := fs.String("runs", "exp1,exp2,controller", "which runs, comma-separated: exp1, exp2, controller")
+	runs := fs.String("runs", strings.Join(powerRuns, ","), "which runs, comma-separated: "+strings.Join(powerRuns, ", ")+" (quorum: exp1 with clients reading and writing at QUORUM)")
 	fs.IntVar(&o.objects, "objects", 1200, "objects loaded (the paper: 12,000; see scale)")
 	fs.IntVar(&o.valueBytes, "value-bytes", 64<<10, "size of an object in Exp. 1 and 2 (the paper: 64 KB)")
 	fs.IntVar(&o.clients, "clients", 4, "clients of Exp. 1 and 2 (the paper: 4)")
@@ -139,8 +153,8 @@ func setupPower(fs *flag.FlagSet) Runner {
 		o.runs = nil
 		for _, r := range strings.Split(*runs, ",") {
 			r = strings.TrimSpace(r)
-			if !slices.Contains([]string{runExp1, runExp2, runController}, r) {
-				return nil, fmt.Errorf("--runs %q: want exp1, exp2 or controller, comma-separated", *runs)
+			if !slices.Contains(powerRuns, r) {
+				return nil, fmt.Errorf("--runs %q: want %s, comma-separated", *runs, strings.Join(powerRuns, ", "))
 			}
 			o.runs = append(o.runs, r)
 		}
@@ -238,6 +252,7 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 	// The runs keep to schedules: each is measured by its planned length.
 	planned := map[string]time.Duration{
 		runExp1:       o.bucket + time.Duration(o.sleepers+2)*o.interval,
+		runQuorum:     o.bucket + time.Duration(o.sleepers+2)*o.interval,
 		runExp2:       2 * time.Duration(o.requests/max(1, o.clients)) * exp2Period,
 		runController: o.day,
 	}
@@ -250,14 +265,20 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 	for _, run := range o.runs {
 		progress.Add(0, "%s: running, about %v planned", run, planned[run])
 		switch run {
-		case runExp1:
-			r, err := runExp1Sleeps(ctx, env, topo, o)
-			if err != nil {
-				return nil, fmt.Errorf("exp1: %w", err)
+		case runExp1, runQuorum:
+			variant := exp1Variant{name: runExp1, read: consistency.One, levels: clientLevels}
+			if run == runQuorum {
+				variant = exp1Variant{name: runQuorum, read: consistency.Quorum, levels: quorumLevels}
 			}
-			exp1 = r
+			r, err := runExp1Sleeps(ctx, env, topo, o, variant)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", run, err)
+			}
+			if run == runExp1 {
+				exp1 = r
+			}
 			rows = append(rows, r.rows...)
-			summary[runExp1] = r.summary
+			summary[run] = r.summary
 		case runExp2:
 			variants := map[string]any{}
 			for _, noControl := range []bool{false, true} {
@@ -299,7 +320,7 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 func powerScale(o powerOptions) string {
 	enter := func(name string) time.Duration { p, _ := power.ProfileByName(name); return p.Enter }
 	return fmt.Sprintf("16 real nodes in one process (topology %s: one DC, 0.05 ms one-way, 1 Gbps, emulated), keyspace %s, %d tier-0 nodes that never sleep, gossip %s; %d cores shared by every node and client. "+
-		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE) a random object every %v (the timeline starts after a row's length of load, a warm-up), "+
+		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE; QUORUM in the quorum run) a random object every %v (the timeline starts after a row's length of load, a warm-up), "+
 		"%d nodes put to sleep %v apart (the paper: 3 nodes, 3 min apart), profile %s (%v to enter sleep), rows of %v. "+
 		"Exp. 2: %d requests from %d clients, one per %v each, a node put to sleep at %v (the paper: 1,600 requests, 30 s), an attempt at a node that does not answer costs %v (the paper: TCP timeouts of seconds to tens of seconds). "+
 		"Controller: 24 hours of load in %v, %.0f %% to 100 %% of %.0f requests/s, %d-byte objects, profile %s (%v to enter sleep), %.1f requests/s per node of capacity, latency target %v",
@@ -326,7 +347,8 @@ func powerNotes(o powerOptions) []string {
 		"no-control: sleeping nodes freeze like stopped processes (node.Config.NoTimeoutSuppression); suppression: a neighbour answers on their addresses with a redirect at once",
 		"exp2 clients (client.Options.StaticNodes) load the node list once and never refresh it; each request goes where the client's routing sends it first (a replica of the key), which spreads the requests over the 16 nodes as round-robin would; paced_s = (requests per client - 1) x 200 ms, what the pacing alone takes",
 		"the controller wakes a node through its HTTP admin port, which the bench's nodes serve; the load pauses while exp1 reads every object back, so that the check's reads weigh on no request's latency",
-		"exp1 clients write at QUORUM and read at ONE; the checks read at QUORUM: a range with two of its three replicas asleep (ranges_one_replica_awake) has a single awake replica, too few for QUORUM, so its objects count as unreadable (not lost) in check_asleep",
+		"exp1 clients write at QUORUM and read at ONE, and the cluster declares ONE for the keyspace (--power-levels power=ONE), as do exp2's and the controller's; the checks read at QUORUM: a range with two of its three replicas asleep (ranges_one_replica_awake) has a single awake replica, too few for QUORUM, so its objects count as unreadable (not lost) in check_asleep",
+		"quorum: exp1 with clients reading and writing at QUORUM and the cluster declaring QUORUM (power=QUORUM): each sleep asks the tier-1 nodes in turn until one accepts; a node whose sleep would leave a range with one awake replica refuses (sleeps_refused, refusals), so asleep may be fewer than sleeps_asked, and no request may fail",
 	}
 }
 
@@ -349,13 +371,14 @@ type powerCluster struct {
 
 // startPowerCluster starts the power-16 cluster with the WAN emulated, the client API on,
 // powerTier0Nodes nodes of tier 0 spread over the topology and the others of tier 1, and
-// the bench's keyspace.
+// the bench's keyspace, declared used at clientLevels unless configure says otherwise.
 func startPowerCluster(ctx context.Context, env Env, topo *topology.Topology, o powerOptions, profile string, configure func(*node.Config)) (*powerCluster, error) {
 	p, err := power.ProfileByName(profile)
 	if err != nil {
 		return nil, err
 	}
-	cfg := node.Config{GossipInterval: o.gossipInterval, PowerProfile: profile, DefaultReplication: node.NoDefaultKeyspace}
+	cfg := node.Config{GossipInterval: o.gossipInterval, PowerProfile: profile, DefaultReplication: node.NoDefaultKeyspace,
+		PowerLevels: clientLevels}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -710,12 +733,12 @@ func update(ctx context.Context, c *client.Client, objs *objects, log *opLog, i 
 	}
 }
 
-// read reads object i at ONE and records it; a read that finds no value of the object
+// read reads object i at level and records it; a read that finds no value of the object
 // failed (every object was loaded).
-func read(ctx context.Context, c *client.Client, log *opLog, i int) {
+func read(ctx context.Context, c *client.Client, log *opLog, i int, level consistency.Level) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, powerOpTimeout)
-	item, found, err := c.Get(rctx, powerKeyspace, objectKey(i), consistency.One)
+	item, found, err := c.Get(rctx, powerKeyspace, objectKey(i), level)
 	cancel()
 	log.add(opRecord{at: start, latency: time.Since(start), failed: err != nil || !found || !belongs(item.Value, i)})
 }
@@ -961,13 +984,21 @@ func buckets(start, end time.Time, bucket time.Duration) [][2]time.Time {
 
 // ---- Exp. 1: nodes put to sleep one by one under a steady load
 
-func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powerOptions) (*runResult, error) {
-	pc, err := startPowerCluster(ctx, env, topo, o, o.profile, nil)
+// exp1Variant is one Exp. 1 run: the paper's (clients read at ONE), or the quorum run
+// (they read at QUORUM); the clients write at QUORUM in both.
+type exp1Variant struct {
+	name   string
+	read   consistency.Level
+	levels power.Levels // the cluster's declaration of its levels, which the sleeps obey
+}
+
+func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powerOptions, v exp1Variant) (*runResult, error) {
+	pc, err := startPowerCluster(ctx, env, topo, o, o.profile, func(cfg *node.Config) { cfg.PowerLevels = v.levels })
 	if err != nil {
 		return nil, err
 	}
 	defer pc.Close()
-	objs, clients, checker, err := pc.loadAndDial(ctx, env, "exp1", o, client.Options{AttemptTimeout: o.attemptTimeout})
+	objs, clients, checker, err := pc.loadAndDial(ctx, env, v.name, o, client.Options{AttemptTimeout: o.attemptTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -991,7 +1022,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 				pause.RLock()
 				defer pause.RUnlock()
 				update(ctx, c, objs, log, rng.IntN(objs.count()), uint64(w+1), seq)
-				read(ctx, c, log, rng.IntN(objs.count()))
+				read(ctx, c, log, rng.IntN(objs.count()), v.read)
 				return true
 			})
 		}()
@@ -1003,7 +1034,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		pause.Lock()
 		defer pause.Unlock()
 		smp.note("check")
-		env.Progressf("exp1 %5.1fs: load paused; reading back every object at QUORUM %s", time.Since(start).Seconds(), what)
+		env.Progressf("%s %5.1fs: load paused; reading back every object at QUORUM %s", v.name, time.Since(start).Seconds(), what)
 		return objs.check(ctx, checker)
 	}
 	// The first row's length of load warms the clients' connections and the nodes up
@@ -1013,19 +1044,36 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	}
 	start = time.Now()
 
-	// The sleeps, an interval apart after an interval of all nodes awake.
-	sleepers := spread(pc.tier1, o.sleepers)
-	var lastAsleep time.Time
-	for k, n := range sleepers {
+	// The sleeps, an interval apart after an interval of all nodes awake. Each asks the
+	// tier-1 nodes in turn, spread ones first, until one accepts: a node the sleep rule
+	// refuses (its sleep would leave a range too few awake replicas for the declared
+	// levels) says so at once, as kura power sleep would, and the next is asked.
+	order := spread(pc.tier1, o.sleepers)
+	for _, n := range pc.tier1 {
+		if !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
+	var sleepers []*node.Node
+	var refusals []string
+	lastAsleep := start.Add(time.Duration(o.sleepers) * o.interval)
+	for k := range o.sleepers {
 		if !ctxtime.Sleep(ctx, time.Until(start.Add(time.Duration(k+1)*o.interval))) {
 			return nil, ctx.Err()
 		}
-		t := time.Now()
-		if err := n.Sleep(ctx); err != nil {
-			return nil, fmt.Errorf("sleep %s: %w", n.ID(), err)
+		n, refused, err := sleepOne(ctx, order, sleepers)
+		refusals = append(refusals, refused...)
+		if err != nil {
+			return nil, err
 		}
+		if n == nil {
+			smp.note("no node may sleep")
+			env.Progressf("%s %5.1fs: sleep %d of %d refused by every node: %s", v.name, time.Since(start).Seconds(), k+1, o.sleepers, refused[len(refused)-1])
+			continue
+		}
+		sleepers = append(sleepers, n)
 		lastAsleep = time.Now()
-		env.Progressf("exp1 %5.1fs: %s asleep after %.1f s (%d of %d)", lastAsleep.Sub(start).Seconds(), n.ID(), lastAsleep.Sub(t).Seconds(), k+1, len(sleepers))
+		env.Progressf("%s %5.1fs: %s asleep (%d of %d), %d refused before it", v.name, lastAsleep.Sub(start).Seconds(), n.ID(), k+1, o.sleepers, len(refused))
 	}
 	// The power after the transitions is measured once the last node has entered sleep,
 	// over at least two rows: the last interval is stretched when it is too short.
@@ -1058,10 +1106,10 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	}
 	smp.finish()
 
-	rows := smp.timeline(runExp1, start, end, o.bucket, log, o.attemptTimeout)
+	rows := smp.timeline(v.name, start, end, o.bucket, log, o.attemptTimeout)
 	for _, r := range rows {
-		env.Progressf("exp1 %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d %s",
-			r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.Events)
+		env.Progressf("%s %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d %s",
+			v.name, r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.Events)
 	}
 	samples := smp.all()
 	all := summarise(log.between(start, end), o.attemptTimeout, 0)
@@ -1075,7 +1123,15 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		return nil, err
 	}
 	summary := map[string]any{
-		"asleep": len(sleepers),
+		"client_read_level":  v.read.String(),
+		"client_write_level": consistency.Quorum.String(),
+		"declared_levels":    v.levels.String(),
+		"sleeps_asked":       o.sleepers,
+		"asleep":             len(sleepers),
+		"sleeps_refused":     len(refusals),
+		// The first refusals, as the nodes gave them: which keyspace, which range, how
+		// many of its replicas would be awake against what the level needs.
+		"refusals": refusals[:min(len(refusals), 3)],
 		// The energy is modelled (constant wattage per power state), not measured: it
 		// equals the ideal once every transition is over, by construction, so it is
 		// reported beside the ideal and judged by no check.
@@ -1104,7 +1160,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		"nothing_lost_or_failed":               nothingLostOrFailed(checkAsleep, checkWoken, short, all.failed),
 		"run_s":                                round(end.Sub(start).Seconds(), 1),
 	}
-	return &runResult{name: runExp1, rows: rows, summary: summary,
+	return &runResult{name: v.name, rows: rows, summary: summary,
 		ideal: func(k int) float64 { return idealPct(pc.profile, len(pc.Nodes), k) }}, nil
 }
 
@@ -1115,6 +1171,29 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 func nothingLostOrFailed(asleep, woken checkResult, rangesOneReplicaAwake, failed int) bool {
 	unreadableAsleep := asleep.Unreadable > 0 && rangesOneReplicaAwake == 0
 	return asleep.Lost+woken.Lost+woken.Unreadable+failed == 0 && !unreadableAsleep
+}
+
+// sleepOne puts the first node of order that is not among asleep and that the sleep rule
+// accepts to sleep, and returns it, with the refusals of those asked before it (nil
+// when every one refused). An error other than the rule's refusal ends the run.
+func sleepOne(ctx context.Context, order, asleep []*node.Node) (*node.Node, []string, error) {
+	var refused []string
+	for _, n := range order {
+		if slices.Contains(asleep, n) {
+			continue
+		}
+		err := n.Sleep(ctx)
+		var rule *power.SleepRefused
+		switch {
+		case errors.As(err, &rule):
+			refused = append(refused, err.Error())
+		case err != nil:
+			return nil, refused, fmt.Errorf("sleep %s: %w", n.ID(), err)
+		default:
+			return n, refused, nil
+		}
+	}
+	return nil, refused, nil
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -1165,7 +1244,7 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 				if seq%2 == 0 {
 					update(clientCtx, c, objs, log, rng.IntN(objs.count()), uint64(w+1), seq)
 				} else {
-					read(clientCtx, c, log, rng.IntN(objs.count()))
+					read(clientCtx, c, log, rng.IntN(objs.count()), consistency.One)
 				}
 				return seq+1 < uint64(perClient)
 			})
@@ -1258,7 +1337,7 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 				if seq%2 == 0 {
 					update(ctx, c, objs, log, rng.IntN(objs.count()), uint64(w+1), seq)
 				} else {
-					read(ctx, c, log, rng.IntN(objs.count()))
+					read(ctx, c, log, rng.IntN(objs.count()), consistency.One)
 				}
 			}
 		}()
