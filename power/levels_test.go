@@ -2,6 +2,8 @@ package power
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -154,6 +156,36 @@ func TestLevelsFor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := LevelsFor(tt.decls, tt.keyspace); !slices.Equal(got, tt.want) {
 				t.Errorf("LevelsFor = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSixteenNodesAtQuorum pins docs/power.md's count of how many of the 16-node ring's
+// tier-1 nodes may sleep at once when its keyspace is read at QUORUM: a greedy choice in
+// id order, each node joining when the rule allows it with those chosen before.
+func TestSixteenNodesAtQuorum(t *testing.T) {
+	tests := []struct {
+		alwaysOn int // nodes n00.. of tier 0
+		level    consistency.Level
+		chosen   int
+	}{
+		{5, consistency.One, 11},
+		{5, consistency.Quorum, 2},
+		{6, consistency.Quorum, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("tier-0=%d %v", tt.alwaysOn, tt.level), func(t *testing.T) {
+			ids, r := sixteenNodeRing(t, tt.alwaysOn)
+			sets := r.Placement(ring.Simple(3)).Sets()
+			asleep := map[string]bool{}
+			for _, id := range ids[tt.alwaysOn:] {
+				if _, short := ShortOfAwake(sets, []consistency.Level{tt.level}, id, func(x string) bool { return !asleep[x] }); !short {
+					asleep[id] = true
+				}
+			}
+			if len(asleep) != tt.chosen {
+				t.Errorf("%d may sleep (%v), want %d", len(asleep), slices.Sorted(maps.Keys(asleep)), tt.chosen)
 			}
 		})
 	}
