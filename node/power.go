@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/kuradb/kura/antientropy"
@@ -38,6 +39,8 @@ func newPowerCycle(n *Node) (*powercycle.Cycle, error) {
 		NoTimeoutSuppression: n.cfg.NoTimeoutSuppression,
 		Controller:           n.cfg.PowerController,
 		Levels:               n.cfg.PowerLevels,
+		CPUTime:              n.cfg.CPUTime,
+		Cores:                float64(runtime.NumCPU()),
 		ClientAddrKey:        feed.KeyClientAddr,
 		Logger:               n.log,
 		FrontEndTLS:          n.clientTLS(),
@@ -99,6 +102,11 @@ func (n *Node) Power() power.State { return n.power.State() }
 func (n *Node) Energy(at time.Time) (watts, joules float64) {
 	return n.power.Energy(n.cfg.ID, at)
 }
+
+// SetUtilization records that this node is busy u of the time from at on, which its
+// modelled energy follows (powercycle.Cycle.SetUtilization): for nodes that share a
+// process, whose CPU time Config.CPUTime cannot tell apart.
+func (n *Node) SetUtilization(at time.Time, u float64) { n.power.SetUtilization(at, u) }
 
 // Sleep puts this node to sleep (paper 003; powercycle.Cycle.Sleep). It returns once
 // asleep.

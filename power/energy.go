@@ -97,10 +97,7 @@ func (m *Meter) Set(at time.Time, s State) {
 // [0, 1]; NaN counts as 0), which sets its awake draw between the profile's ActiveWatts
 // and PeakWatts. at is clamped to the last change, as Set's is.
 func (m *Meter) SetUtilization(at time.Time, u float64) {
-	if !(u > 0) {
-		u = 0
-	}
-	u = min(u, 1)
+	u = ClampUtilization(u)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at = m.clampLocked(at)
@@ -160,4 +157,21 @@ func (m *Meter) segmentLocked(at time.Time) float64 {
 	}
 	entering := max(enterEnd.Sub(m.mark), 0)
 	return awake*entering.Seconds() + m.profile.SleepWatts*(at.Sub(m.mark)-entering).Seconds()
+}
+
+// ClampUtilization returns u within [0, 1]; NaN is 0.
+func ClampUtilization(u float64) float64 {
+	if !(u > 0) {
+		return 0
+	}
+	return min(u, 1)
+}
+
+// Utilization is the share of cores kept busy by cpu of CPU time over wall of time,
+// clamped to [0, 1]; 0 when wall or cores is not positive.
+func Utilization(cpu, wall time.Duration, cores float64) float64 {
+	if wall <= 0 || !(cores > 0) {
+		return 0
+	}
+	return ClampUtilization(cpu.Seconds() / (wall.Seconds() * cores))
 }

@@ -170,3 +170,24 @@ func TestMeterUtilization(t *testing.T) {
 		})
 	}
 }
+
+func TestUtilization(t *testing.T) {
+	tests := []struct {
+		cpu, wall time.Duration
+		cores     float64
+		want      float64
+	}{
+		{time.Second, 4 * time.Second, 1, 0.25},
+		{time.Second, 4 * time.Second, 2, 0.125},
+		{10 * time.Second, time.Second, 2, 1},
+		{-time.Second, time.Second, 1, 0},
+		{time.Second, 0, 1, 0},
+		{time.Second, time.Second, 0, 0},
+		{time.Second, time.Second, math.NaN(), 0},
+	}
+	for _, tt := range tests {
+		if got := Utilization(tt.cpu, tt.wall, tt.cores); got != tt.want {
+			t.Errorf("Utilization(%v, %v, %v) = %v, want %v", tt.cpu, tt.wall, tt.cores, got, tt.want)
+		}
+	}
+}

@@ -27,8 +27,9 @@ type testCluster struct {
 	members  map[string]membership.Member
 	keyspace schema.Keyspace
 
-	mu    sync.Mutex
-	asked []string // "node action" for every AskPower
+	mu       sync.Mutex
+	asked    []string          // "node action" for every AskPower
+	appState map[string]string // what the cycle gossips
 }
 
 // newTestCluster builds a single-DC cluster of the given nodes (id to power tier), all
@@ -82,7 +83,14 @@ func (tc *testCluster) cycle(t *testing.T, levels string) *Cycle {
 	return p
 }
 
-func (tc *testCluster) SetAppState(string, string) {}
+func (tc *testCluster) SetAppState(key, value string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.appState == nil {
+		tc.appState = map[string]string{}
+	}
+	tc.appState[key] = value
+}
 func (tc *testCluster) Member(id string) (membership.Member, bool) {
 	m, ok := tc.members[id]
 	return m, ok

@@ -78,6 +78,13 @@ type Config struct {
 	// (MaySleep). The node gossips it under KeyLevels; nil declares nothing, which takes
 	// power.DefaultLevel for every keyspace.
 	Levels power.Levels
+	// CPUTime, when set, returns the CPU time this node has used so far, from which
+	// MeterCPU measures its utilization every LoadWindow; nil: none measured (the node
+	// draws its profile's idle watts while awake, unless SetUtilization is called).
+	CPUTime func() time.Duration
+	// Cores is how many processors CPUTime is measured against: a utilization of 1 keeps
+	// them all busy.
+	Cores float64
 	// FrontEndTLS is the server TLS of the client and Redis ports, nil without TLS: a
 	// stand-in serves a sleeping node's ports as this node serves its own.
 	FrontEndTLS *tls.Config
@@ -194,6 +201,7 @@ type Cycle struct {
 	// entered is when each node entered its power state, as this node learned it.
 	entered map[string]time.Time
 
+	cpu        cpuMeter          // the last reading of Config.CPUTime
 	load       loadMeter         // the client requests this node coordinates
 	controller *power.Controller // nil unless Config.Controller
 }
@@ -668,7 +676,9 @@ func (p *Cycle) Observe(m membership.Member, alive bool) {
 	p.parts.Directory.SetPower(m.ID, cluster.Power{State: state, Holders: holders})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.recordLocked(m.ID, state, time.Now())
+	now := time.Now()
+	p.recordLocked(m.ID, state, now)
+	p.observeUtilizationLocked(m, now)
 	standing := p.standIns[m.ID]
 	wanted := state == power.Asleep && !alive && m.AppState[keyStandIn] == p.cfg.ID && m.Generation > p.released[m.ID]
 	switch {

@@ -149,6 +149,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if cfg.PowerLevels, err = power.ParseLevels(*powerLevels); err != nil {
 		return fmt.Errorf("%w: --power-levels: %v", errUsage, err)
 	}
+	cfg.CPUTime = processCPUTime
 	if *powerController {
 		cfg.PowerController = &power.ControllerConfig{CapacityOpsPerSecond: *capacity, LatencyTarget: *latencyTarget}
 	}
