@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,7 +232,7 @@ type PowerRow struct {
 	// LoadPct is the controller run's offered load, % of the peak.
 	LoadPct *float64 `json:"load_pct,omitempty"`
 	// PowerPct is the cluster's modelled energy over the window (every node's meter)
-	// over what all its nodes awake would have drawn.
+	// over what all its nodes awake would have drawn at the same measured utilization.
 	PowerPct      float64 `json:"power_pct"`
 	Ops           int     `json:"ops"`
 	LatencyMsMean float64 `json:"latency_ms_mean"`
@@ -340,7 +343,8 @@ func orDefault(d time.Duration, def string) string {
 
 func powerNotes(o powerOptions) []string {
 	return []string{
-		"power_pct = the sum of every node's modelled energy over the window (node.Energy: active 137 W, asleep per profile, full power while a node enters sleep or wakes) / (16 x 137 W x the window); ideal_pct for k asleep = (16 - k + k x asleep W / 137 W) / 16",
+		"power_pct = the sum of every node's modelled energy over the window (node.Energy: awake between 137 W idle and 182 W busy in proportion to the node's measured utilization, asleep per profile, the awake draw while a node enters sleep or wakes) / what the 16 nodes awake would have drawn at the same utilization (16 x 137 W + 45 W x the utilizations summed, over the window); ideal_pct for k asleep = (16 - k + k x asleep W / 137 W) / 16, the paper's ideal, which leaves out the load's draw",
+		"utilization: every second the process's CPU time (user and system: the 16 nodes and the bench's clients, which share it) is split over the nodes in proportion to the requests each served (client requests it coordinated and requests from other nodes), over the cores one node has when they are shared evenly (cores / 16); energy_kind says whether RAPL counters measured the machine beside the model",
 		"the paper's figures: Exp. 1 power 82.9 % with 3 of 16 asleep (ideal 81.5 %), max latency < 100 ms; Exp. 2 ~80 s and no timeouts with suppression, > 300 s without",
 		fmt.Sprintf("timeouts counts requests that took at least --attempt-timeout (%v): they waited on a node that did not answer before the client moved on", o.attemptTimeout),
 		"writes_lost: every object is read back at QUORUM; lost when the read finds no value or one older than the newest write acknowledged before the read began; exp1 checks with the nodes asleep and again after they woke",
@@ -774,7 +778,13 @@ func paced(ctx context.Context, stop <-chan struct{}, period time.Duration, step
 type powerSample struct {
 	at     time.Time
 	joules float64
-	states []power.State
+	// allAwakeJoules is what every node awake would have drawn so far at the same
+	// measured utilization: the reference power_pct is taken against.
+	allAwakeJoules float64
+	// raplJoules is the machine's energy so far as its RAPL counters measured it; 0
+	// without them.
+	raplJoules float64
+	states     []power.State
 }
 
 func (s powerSample) asleep() int {
@@ -795,10 +805,14 @@ type sampler struct {
 	stop   chan struct{}
 	done   chan struct{}
 	finish func() // stops the sampler after a last sample; safe to call again
+	load   *loadSplit
+	rapl   *raplMeter // nil without RAPL counters
 
-	mu      sync.Mutex
-	samples []powerSample
-	events  []event
+	mu          sync.Mutex
+	samples     []powerSample
+	events      []event
+	utilization float64   // the nodes' utilizations summed, as last set
+	measured    time.Time // when the utilizations were last set
 }
 
 // event is something that happened at a moment: a power transition seen, or a step of
@@ -814,7 +828,7 @@ type event struct {
 const samplerTick = 250 * time.Millisecond
 
 func startSampler(pc *powerCluster) *sampler {
-	s := &sampler{pc: pc, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{pc: pc, stop: make(chan struct{}), done: make(chan struct{}), load: newLoadSplit(pc.Nodes), rapl: newRAPLMeter(powercapRoot)}
 	s.finish = sync.OnceFunc(func() {
 		close(s.stop)
 		<-s.done
@@ -848,12 +862,150 @@ func (s *sampler) sample() {
 		cur.joules += j
 		cur.states[i] = n.Power()
 	}
+	if s.rapl != nil {
+		cur.raplJoules = s.rapl.read()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k := len(s.samples); k > 0 {
-		s.events = append(s.events, transitions(s.ids, s.samples[k-1], cur)...)
+		prev := s.samples[k-1]
+		s.events = append(s.events, transitions(s.ids, prev, cur)...)
+		// Every node awake, at the utilizations in force since the last sample: each
+		// draws its idle watts, and the work adds the same dynamic draw wherever it runs.
+		p := s.pc.profile
+		watts := p.ActiveWatts*float64(len(s.pc.Nodes)) + (p.PeakWatts-p.ActiveWatts)*s.utilization
+		cur.allAwakeJoules = prev.allAwakeJoules + watts*now.Sub(prev.at).Seconds()
 	}
 	s.samples = append(s.samples, cur)
+	if now.Sub(s.measured) >= utilizationTick {
+		s.utilization, s.measured = s.load.step(now), now
+	}
+}
+
+// utilizationTick is how often the sampler measures the nodes' utilizations and sets
+// them: often enough to follow the load, seldom enough that the gossip of each
+// node's utilization stays light.
+const utilizationTick = time.Second
+
+// loadSplit measures the utilization of nodes that share this process. The process's CPU
+// time (user and system, its every thread: the nodes' and the bench's clients') is
+// split over the nodes in proportion to the requests each served (node.Served), and a
+// node's utilization is its share over the cores one node has when the machine's are
+// shared evenly: cores / nodes, as if each node ran on its own small machine.
+type loadSplit struct {
+	nodes  []*node.Node
+	at     time.Time
+	cpu    time.Duration
+	served []uint64
+}
+
+func newLoadSplit(nodes []*node.Node) *loadSplit {
+	l := &loadSplit{nodes: nodes, served: make([]uint64, len(nodes))}
+	l.at, l.cpu = time.Now(), ownCPU()
+	for i, n := range nodes {
+		l.served[i] = n.Served()
+	}
+	return l
+}
+
+// step measures the time since the last step, sets every node's utilization from now
+// on, and returns their sum.
+func (l *loadSplit) step(now time.Time) float64 {
+	cpu := ownCPU()
+	served := make([]uint64, len(l.nodes))
+	for i, n := range l.nodes {
+		served[i] = n.Served()
+	}
+	deltas := make([]uint64, len(served))
+	for i := range served {
+		deltas[i] = served[i] - l.served[i]
+	}
+	sum := 0.0
+	for i, u := range splitUtilization(cpu-l.cpu, now.Sub(l.at), float64(runtime.NumCPU()), deltas) {
+		l.nodes[i].SetUtilization(now, u)
+		sum += u
+	}
+	l.at, l.cpu, l.served = now, cpu, served
+	return sum
+}
+
+// splitUtilization gives each of len(served) nodes sharing cores its utilization over
+// wall: its share of cpu, in proportion to the requests it served, over cores /
+// len(served). With no request served, the CPU time is split evenly.
+func splitUtilization(cpu, wall time.Duration, cores float64, served []uint64) []float64 {
+	var total uint64
+	for _, n := range served {
+		total += n
+	}
+	out := make([]float64, len(served))
+	for i, n := range served {
+		share := 1 / float64(len(served))
+		if total > 0 {
+			share = float64(n) / float64(total)
+		}
+		out[i] = power.Utilization(time.Duration(share*float64(cpu)), wall, cores/float64(len(served)))
+	}
+	return out
+}
+
+// raplMeter reads the machine's energy from its RAPL counters (Linux powercap,
+// /sys/class/powercap/intel-rapl:N/energy_uj, one per processor package), adding up
+// what each counted since the last read, its wraparound undone.
+type raplMeter struct {
+	files  []string
+	ranges []float64 // max_energy_range_uj of each
+	last   []float64
+	joules float64
+}
+
+// powercapRoot is where Linux shows its power capping zones, RAPL's among them.
+const powercapRoot = "/sys/class/powercap"
+
+// newRAPLMeter returns a meter over the RAPL package counters under root (powercapRoot),
+// nil when there are none (or they cannot be read).
+func newRAPLMeter(root string) *raplMeter {
+	dirs, _ := filepath.Glob(filepath.Join(root, "intel-rapl:*"))
+	m := &raplMeter{}
+	for _, dir := range dirs {
+		if strings.Count(filepath.Base(dir), ":") != 1 {
+			continue // a sub-domain (core, DRAM...), counted in its package
+		}
+		uj, err1 := readMicrojoules(filepath.Join(dir, "energy_uj"))
+		span, err2 := readMicrojoules(filepath.Join(dir, "max_energy_range_uj"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		m.files, m.ranges, m.last = append(m.files, filepath.Join(dir, "energy_uj")), append(m.ranges, span), append(m.last, uj)
+	}
+	if len(m.files) == 0 {
+		return nil
+	}
+	return m
+}
+
+// read returns the joules counted since the meter was made.
+func (m *raplMeter) read() float64 {
+	for i, f := range m.files {
+		uj, err := readMicrojoules(f)
+		if err != nil {
+			continue
+		}
+		delta := uj - m.last[i]
+		if delta < 0 {
+			delta += m.ranges[i]
+		}
+		m.joules += delta / 1e6
+		m.last[i] = uj
+	}
+	return m.joules
+}
+
+func readMicrojoules(path string) (float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
 }
 
 // transitions names the sleeps and wakes between two samples.
@@ -916,17 +1068,28 @@ func nearestSample(samples []powerSample, at time.Time) powerSample {
 	return samples[i]
 }
 
-// powerPct is the cluster's mean power over [from, to], % of full: the energy between
-// the samples nearest to the ends over the full power for the time between them. It is
-// 0 for a window shorter than the sampler's tick, whose ends fall on one sample: the
-// bench's windows are longer (timeline merges a short last bucket into the one before).
-func powerPct(samples []powerSample, from, to time.Time, fullWatts float64) float64 {
+// powerPct is the cluster's mean power over [from, to], % of what every node awake would
+// have drawn at the same measured utilization: the energy between the samples nearest
+// to the ends over that of every node awake. It is 0 for a window shorter than the
+// sampler's tick, whose ends fall on one sample: the bench's windows are longer
+// (timeline merges a short last bucket into the one before).
+func powerPct(samples []powerSample, from, to time.Time) float64 {
+	a, b := nearestSample(samples, from), nearestSample(samples, to)
+	if !b.at.After(a.at) || b.allAwakeJoules <= a.allAwakeJoules {
+		return 0
+	}
+	return 100 * (b.joules - a.joules) / (b.allAwakeJoules - a.allAwakeJoules)
+}
+
+// meanWatts is the cluster's mean power over [from, to], as its meters model it, and as
+// the machine's RAPL counters measured it (0 without them).
+func meanWatts(samples []powerSample, from, to time.Time) (modelled, rapl float64) {
 	a, b := nearestSample(samples, from), nearestSample(samples, to)
 	seconds := b.at.Sub(a.at).Seconds()
 	if seconds <= 0 {
-		return 0
+		return 0, 0
 	}
-	return 100 * (b.joules - a.joules) / (fullWatts * seconds)
+	return (b.joules - a.joules) / seconds, (b.raplJoules - a.raplJoules) / seconds
 }
 
 // eventsBetween joins the events of [from, to).
@@ -946,7 +1109,7 @@ func (s *sampler) eventsBetween(from, to time.Time) string {
 func (s *sampler) window(run string, start, from, to time.Time, ops []opRecord, attemptTimeout time.Duration) PowerRow {
 	st := summarise(ops, attemptTimeout, 0)
 	s.mu.Lock()
-	pct := powerPct(s.samples, from, to, s.pc.fullWatts())
+	pct := powerPct(s.samples, from, to)
 	s.mu.Unlock()
 	return PowerRow{
 		Run: run, FromS: round(from.Sub(start).Seconds(), 1), toS: round(to.Sub(start).Seconds(), 1),
@@ -1055,7 +1218,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		}
 	}
 	var sleepers []*node.Node
-	var refusals []string
+	refusals := []string{}
 	lastAsleep := start.Add(time.Duration(o.sleepers) * o.interval)
 	for k := range o.sleepers {
 		if !ctxtime.Sleep(ctx, time.Until(start.Add(time.Duration(k+1)*o.interval))) {
@@ -1093,7 +1256,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		if err := n.Wake(ctx); err != nil {
 			return nil, fmt.Errorf("wake %s: %w", n.ID(), err)
 		}
-		env.Progressf("exp1 %5.1fs: %s active after %.1f s", time.Since(start).Seconds(), n.ID(), time.Since(t).Seconds())
+		env.Progressf("%s %5.1fs: %s active after %.1f s", v.name, time.Since(start).Seconds(), n.ID(), time.Since(t).Seconds())
 	}
 	if !ctxtime.Sleep(ctx, time.Until(time.Now().Add(o.interval))) {
 		return nil, ctx.Err()
@@ -1116,7 +1279,9 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	before := summarise(log.between(start, start.Add(o.interval)), o.attemptTimeout, 0)
 	asleep := summarise(log.between(start.Add(o.interval), wakeStart), o.attemptTimeout, 0)
 	waking := summarise(log.between(wakeStart, end), o.attemptTimeout, 0)
-	after := powerPct(samples, settled, asleepEnd, pc.fullWatts())
+	after := powerPct(samples, settled, asleepEnd)
+	wattsAwake, raplAwake := meanWatts(samples, start, start.Add(o.interval))
+	wattsAfter, raplAfter := meanWatts(samples, settled, asleepEnd)
 	ideal := idealPct(pc.profile, len(pc.Nodes), len(sleepers))
 	ranges, short, err := pc.rangesShort(sleepers)
 	if err != nil {
@@ -1132,10 +1297,14 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		// The first refusals, as the nodes gave them: which keyspace, which range, how
 		// many of its replicas would be awake against what the level needs.
 		"refusals": refusals[:min(len(refusals), 3)],
-		// The energy is modelled (constant wattage per power state), not measured: it
-		// equals the ideal once every transition is over, by construction, so it is
-		// reported beside the ideal and judged by no check.
+		// The energy is modelled (each node's draw from its power state and its measured
+		// utilization), not measured at the wall: it is reported beside the ideal and
+		// judged by no check. The RAPL figures, where the machine has the counters, are
+		// measured, for the whole machine (every node and the clients).
+		"energy_kind":                          energyKind(pc.profile),
 		"power_pct_modelled_after_transitions": round(after, 2),
+		"watts_modelled_all_awake":             round(wattsAwake, 1),
+		"watts_modelled_after_transitions":     round(wattsAfter, 1),
 		"power_pct_ideal":                      round(ideal, 2),
 		"power_points_modelled_above_ideal":    round(round(after, 2)-round(ideal, 2), 2), // never -0
 		"window_after_transitions_s":           round(asleepEnd.Sub(settled).Seconds(), 1),
@@ -1160,8 +1329,21 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		"nothing_lost_or_failed":               nothingLostOrFailed(checkAsleep, checkWoken, short, all.failed),
 		"run_s":                                round(end.Sub(start).Seconds(), 1),
 	}
+	if smp.rapl != nil {
+		summary["watts_rapl_all_awake"], summary["watts_rapl_after_transitions"] = round(raplAwake, 1), round(raplAfter, 1)
+	}
 	return &runResult{name: v.name, rows: rows, summary: summary,
 		ideal: func(k int) float64 { return idealPct(pc.profile, len(pc.Nodes), k) }}, nil
+}
+
+// energyKind says what kind of figure the bench's energy is, for the summary.
+func energyKind(p power.Profile) string {
+	rapl := "no RAPL counters on this machine, so nothing measured at the machine"
+	if newRAPLMeter(powercapRoot) != nil {
+		rapl = "the machine's RAPL counters measured beside it (watts_rapl_*: the whole machine, every node and client)"
+	}
+	return fmt.Sprintf("modelled: awake %v-%v W linear in each node's utilization (the process's measured CPU time split over the nodes by the requests each served, over %.3g cores per node), asleep %v W; %s",
+		p.ActiveWatts, p.PeakWatts, float64(runtime.NumCPU())/topologyNodes, p.SleepWatts, rapl)
 }
 
 // nothingLostOrFailed is exp1's verdict: no acknowledged write lost, no client request
@@ -1392,7 +1574,8 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 		asleepMax = max(asleepMax, s.asleep())
 	}
 	all := summarise(log.between(start, end), o.attemptTimeout, o.latencyTarget)
-	used := powerPct(samples, start, end, pc.fullWatts())
+	used := powerPct(samples, start, end)
+	dayStart, dayEnd := nearestSample(samples, start), nearestSample(samples, end)
 	summary := map[string]any{
 		"energy_saved_pct":     round(100-used, 2),
 		"run_s":                round(end.Sub(start).Seconds(), 1),
@@ -1410,8 +1593,9 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 		"capacity_ops_per_s":   round(o.capacity(), 1),
 		"peak_ops_per_s":       o.peakOpsPerSecond,
 		"controller_profile":   profile.Name,
-		"energy_wh_always_on":  round(pc.fullWatts()*end.Sub(start).Hours(), 3),
-		"energy_wh_controlled": round(used/100*pc.fullWatts()*end.Sub(start).Hours(), 3),
+		"energy_wh_always_on":  round((dayEnd.allAwakeJoules-dayStart.allAwakeJoules)/3600, 3),
+		"energy_wh_controlled": round((dayEnd.joules-dayStart.joules)/3600, 3),
+		"energy_kind":          energyKind(pc.profile),
 	}
 	return &runResult{name: runController, rows: rows, summary: summary, target: o.latencyTarget}, nil
 }

@@ -665,6 +665,7 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	if err := n.admit(from, kind); err != nil {
 		return nil, err
 	}
+	n.power.ObserveServed()
 	switch {
 	case replica.Handles(kind):
 		return n.replicas.Handle(ctx, from, kind, payload)

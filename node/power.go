@@ -108,6 +108,10 @@ func (n *Node) Energy(at time.Time) (watts, joules float64) {
 // process, whose CPU time Config.CPUTime cannot tell apart.
 func (n *Node) SetUtilization(at time.Time, u float64) { n.power.SetUtilization(at, u) }
 
+// Served returns how many requests this node served so far, from clients and from other
+// nodes (powercycle.Cycle.Served).
+func (n *Node) Served() uint64 { return n.power.Served() }
+
 // Sleep puts this node to sleep (paper 003; powercycle.Cycle.Sleep). It returns once
 // asleep.
 func (n *Node) Sleep(ctx context.Context) error { return n.power.Sleep(ctx) }

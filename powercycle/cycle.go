@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -202,6 +203,7 @@ type Cycle struct {
 	entered map[string]time.Time
 
 	cpu        cpuMeter          // the last reading of Config.CPUTime
+	served     atomic.Uint64     // requests served (Served)
 	load       loadMeter         // the client requests this node coordinates
 	controller *power.Controller // nil unless Config.Controller
 }

@@ -34,6 +34,14 @@ func (p *Cycle) observeUtilizationLocked(m membership.Member, now time.Time) {
 	}
 }
 
+// ObserveServed records one request from another node that this node served.
+func (p *Cycle) ObserveServed() { p.served.Add(1) }
+
+// Served returns how many requests this node served so far: client requests it
+// coordinated and requests from other nodes. Nodes that share a process share its CPU
+// time in proportion to it (SetUtilization).
+func (p *Cycle) Served() uint64 { return p.served.Load() }
+
 // cpuMeter keeps the last reading of the node's CPU time, to measure its utilization
 // over the time since (MeterCPU).
 type cpuMeter struct {
