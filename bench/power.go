@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,9 +61,23 @@ const powerOpTimeout = time.Minute
 // The runs the bench knows, in the order it runs them.
 const (
 	runExp1       = "exp1"
+	runQuorum     = "quorum"
 	runExp2       = "exp2"
 	runController = "controller"
 )
+
+// powerRuns lists the runs in the order they run.
+var powerRuns = []string{runExp1, runQuorum, runExp2, runController}
+
+// clientLevels declares the levels the paper's clients use on the bench's keyspace:
+// they read at ONE and write at QUORUM, and a write needs no awake replica beyond what
+// ONE keeps (a sleeping replica's writes go to its holder), so the sleep rule keeps one
+// awake replica per range, as the paper's placement does. The quorum run declares
+// QUORUM instead (quorumLevels).
+var clientLevels = power.Levels{powerKeyspace: {consistency.One}}
+
+// quorumLevels declares the quorum run's levels: its clients read and write at QUORUM.
+var quorumLevels = power.Levels{powerKeyspace: {consistency.Quorum}}
 
 // Variants of Exp. 2, as they appear in the rows.
 const (
@@ -110,7 +127,7 @@ var quickSettings = map[string]string{
 
 func setupPower(fs *flag.FlagSet) Runner {
 	o := &powerOptions{}
-	runs := fs.String("runs", "exp1,exp2,controller", "which runs, comma-separated: exp1, exp2, controller")
+	runs := fs.String("runs", strings.Join(powerRuns, ","), "which runs, comma-separated: "+strings.Join(powerRuns, ", ")+" (quorum: exp1 with clients reading and writing at QUORUM)")
 	fs.IntVar(&o.objects, "objects", 1200, "objects loaded (the paper: 12,000; see scale)")
 	fs.IntVar(&o.valueBytes, "value-bytes", 64<<10, "size of an object in Exp. 1 and 2 (the paper: 64 KB)")
 	fs.IntVar(&o.clients, "clients", 4, "clients of Exp. 1 and 2 (the paper: 4)")
@@ -139,8 +156,8 @@ func setupPower(fs *flag.FlagSet) Runner {
 		o.runs = nil
 		for _, r := range strings.Split(*runs, ",") {
 			r = strings.TrimSpace(r)
-			if !slices.Contains([]string{runExp1, runExp2, runController}, r) {
-				return nil, fmt.Errorf("--runs %q: want exp1, exp2 or controller, comma-separated", *runs)
+			if !slices.Contains(powerRuns, r) {
+				return nil, fmt.Errorf("--runs %q: want %s, comma-separated", *runs, strings.Join(powerRuns, ", "))
 			}
 			o.runs = append(o.runs, r)
 		}
@@ -215,7 +232,7 @@ type PowerRow struct {
 	// LoadPct is the controller run's offered load, % of the peak.
 	LoadPct *float64 `json:"load_pct,omitempty"`
 	// PowerPct is the cluster's modelled energy over the window (every node's meter)
-	// over what all its nodes awake would have drawn.
+	// over what all its nodes awake would have drawn at the same measured utilization.
 	PowerPct      float64 `json:"power_pct"`
 	Ops           int     `json:"ops"`
 	LatencyMsMean float64 `json:"latency_ms_mean"`
@@ -238,6 +255,7 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 	// The runs keep to schedules: each is measured by its planned length.
 	planned := map[string]time.Duration{
 		runExp1:       o.bucket + time.Duration(o.sleepers+2)*o.interval,
+		runQuorum:     o.bucket + time.Duration(o.sleepers+2)*o.interval,
 		runExp2:       2 * time.Duration(o.requests/max(1, o.clients)) * exp2Period,
 		runController: o.day,
 	}
@@ -250,14 +268,20 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 	for _, run := range o.runs {
 		progress.Add(0, "%s: running, about %v planned", run, planned[run])
 		switch run {
-		case runExp1:
-			r, err := runExp1Sleeps(ctx, env, topo, o)
-			if err != nil {
-				return nil, fmt.Errorf("exp1: %w", err)
+		case runExp1, runQuorum:
+			variant := exp1Variant{name: runExp1, read: consistency.One, levels: clientLevels}
+			if run == runQuorum {
+				variant = exp1Variant{name: runQuorum, read: consistency.Quorum, levels: quorumLevels}
 			}
-			exp1 = r
+			r, err := runExp1Sleeps(ctx, env, topo, o, variant)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", run, err)
+			}
+			if run == runExp1 {
+				exp1 = r
+			}
 			rows = append(rows, r.rows...)
-			summary[runExp1] = r.summary
+			summary[run] = r.summary
 		case runExp2:
 			variants := map[string]any{}
 			for _, noControl := range []bool{false, true} {
@@ -299,7 +323,7 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 func powerScale(o powerOptions) string {
 	enter := func(name string) time.Duration { p, _ := power.ProfileByName(name); return p.Enter }
 	return fmt.Sprintf("16 real nodes in one process (topology %s: one DC, 0.05 ms one-way, 1 Gbps, emulated), keyspace %s, %d tier-0 nodes that never sleep, gossip %s; %d cores shared by every node and client. "+
-		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE) a random object every %v (the timeline starts after a row's length of load, a warm-up), "+
+		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE; QUORUM in the quorum run) a random object every %v (the timeline starts after a row's length of load, a warm-up), "+
 		"%d nodes put to sleep %v apart (the paper: 3 nodes, 3 min apart), profile %s (%v to enter sleep), rows of %v. "+
 		"Exp. 2: %d requests from %d clients, one per %v each, a node put to sleep at %v (the paper: 1,600 requests, 30 s), an attempt at a node that does not answer costs %v (the paper: TCP timeouts of seconds to tens of seconds). "+
 		"Controller: 24 hours of load in %v, %.0f %% to 100 %% of %.0f requests/s, %d-byte objects, profile %s (%v to enter sleep), %.1f requests/s per node of capacity, latency target %v",
@@ -319,14 +343,16 @@ func orDefault(d time.Duration, def string) string {
 
 func powerNotes(o powerOptions) []string {
 	return []string{
-		"power_pct = the sum of every node's modelled energy over the window (node.Energy: active 137 W, asleep per profile, full power while a node enters sleep or wakes) / (16 x 137 W x the window); ideal_pct for k asleep = (16 - k + k x asleep W / 137 W) / 16",
+		"power_pct = the sum of every node's modelled energy over the window (node.Energy: awake between 137 W idle and 182 W busy in proportion to the node's measured utilization, asleep per profile, the awake draw while a node enters sleep or wakes) / what the 16 nodes awake would have drawn at the same utilization (16 x 137 W + 45 W x the utilizations summed, over the window); ideal_pct for k asleep = (16 - k + k x asleep W / 137 W) / 16, the paper's ideal, which leaves out the load's draw",
+		"utilization: every second the process's CPU time (user and system: the 16 nodes and the bench's clients, which share it) is split over the nodes in proportion to the requests each served (client requests it coordinated and requests from other nodes), over the cores one node has when they are shared evenly (cores / 16); energy_kind says whether RAPL counters measured the machine beside the model",
 		"the paper's figures: Exp. 1 power 82.9 % with 3 of 16 asleep (ideal 81.5 %), max latency < 100 ms; Exp. 2 ~80 s and no timeouts with suppression, > 300 s without",
 		fmt.Sprintf("timeouts counts requests that took at least --attempt-timeout (%v): they waited on a node that did not answer before the client moved on", o.attemptTimeout),
 		"writes_lost: every object is read back at QUORUM; lost when the read finds no value or one older than the newest write acknowledged before the read began; exp1 checks with the nodes asleep and again after they woke",
 		"no-control: sleeping nodes freeze like stopped processes (node.Config.NoTimeoutSuppression); suppression: a neighbour answers on their addresses with a redirect at once",
 		"exp2 clients (client.Options.StaticNodes) load the node list once and never refresh it; each request goes where the client's routing sends it first (a replica of the key), which spreads the requests over the 16 nodes as round-robin would; paced_s = (requests per client - 1) x 200 ms, what the pacing alone takes",
 		"the controller wakes a node through its HTTP admin port, which the bench's nodes serve; the load pauses while exp1 reads every object back, so that the check's reads weigh on no request's latency",
-		"exp1 clients write at QUORUM and read at ONE; the checks read at QUORUM: a range with two of its three replicas asleep (ranges_one_replica_awake) has a single awake replica, too few for QUORUM, so its objects count as unreadable (not lost) in check_asleep",
+		"exp1 clients write at QUORUM and read at ONE, and the cluster declares ONE for the keyspace (--power-levels power=ONE), as do exp2's and the controller's; the checks read at QUORUM: a range with two of its three replicas asleep (ranges_one_replica_awake) has a single awake replica, too few for QUORUM, so its objects count as unreadable (not lost) in check_asleep",
+		"quorum: exp1 with clients reading and writing at QUORUM and the cluster declaring QUORUM (power=QUORUM): each sleep asks the tier-1 nodes in turn until one accepts; a node whose sleep would leave a range with one awake replica refuses (sleeps_refused, refusals), so asleep may be fewer than sleeps_asked, and no request may fail",
 	}
 }
 
@@ -349,13 +375,14 @@ type powerCluster struct {
 
 // startPowerCluster starts the power-16 cluster with the WAN emulated, the client API on,
 // powerTier0Nodes nodes of tier 0 spread over the topology and the others of tier 1, and
-// the bench's keyspace.
+// the bench's keyspace, declared used at clientLevels unless configure says otherwise.
 func startPowerCluster(ctx context.Context, env Env, topo *topology.Topology, o powerOptions, profile string, configure func(*node.Config)) (*powerCluster, error) {
 	p, err := power.ProfileByName(profile)
 	if err != nil {
 		return nil, err
 	}
-	cfg := node.Config{GossipInterval: o.gossipInterval, PowerProfile: profile, DefaultReplication: node.NoDefaultKeyspace}
+	cfg := node.Config{GossipInterval: o.gossipInterval, PowerProfile: profile, DefaultReplication: node.NoDefaultKeyspace,
+		PowerLevels: clientLevels}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -710,12 +737,12 @@ func update(ctx context.Context, c *client.Client, objs *objects, log *opLog, i 
 	}
 }
 
-// read reads object i at ONE and records it; a read that finds no value of the object
+// read reads object i at level and records it; a read that finds no value of the object
 // failed (every object was loaded).
-func read(ctx context.Context, c *client.Client, log *opLog, i int) {
+func read(ctx context.Context, c *client.Client, log *opLog, i int, level consistency.Level) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, powerOpTimeout)
-	item, found, err := c.Get(rctx, powerKeyspace, objectKey(i), consistency.One)
+	item, found, err := c.Get(rctx, powerKeyspace, objectKey(i), level)
 	cancel()
 	log.add(opRecord{at: start, latency: time.Since(start), failed: err != nil || !found || !belongs(item.Value, i)})
 }
@@ -751,7 +778,13 @@ func paced(ctx context.Context, stop <-chan struct{}, period time.Duration, step
 type powerSample struct {
 	at     time.Time
 	joules float64
-	states []power.State
+	// allAwakeJoules is what every node awake would have drawn so far at the same
+	// measured utilization: the reference power_pct is taken against.
+	allAwakeJoules float64
+	// raplJoules is the machine's energy so far as its RAPL counters measured it; 0
+	// without them.
+	raplJoules float64
+	states     []power.State
 }
 
 func (s powerSample) asleep() int {
@@ -772,10 +805,14 @@ type sampler struct {
 	stop   chan struct{}
 	done   chan struct{}
 	finish func() // stops the sampler after a last sample; safe to call again
+	load   *loadSplit
+	rapl   *raplMeter // nil without RAPL counters
 
-	mu      sync.Mutex
-	samples []powerSample
-	events  []event
+	mu          sync.Mutex
+	samples     []powerSample
+	events      []event
+	utilization float64   // the nodes' utilizations summed, as last set
+	measured    time.Time // when the utilizations were last set
 }
 
 // event is something that happened at a moment: a power transition seen, or a step of
@@ -791,7 +828,7 @@ type event struct {
 const samplerTick = 250 * time.Millisecond
 
 func startSampler(pc *powerCluster) *sampler {
-	s := &sampler{pc: pc, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{pc: pc, stop: make(chan struct{}), done: make(chan struct{}), load: newLoadSplit(pc.Nodes), rapl: newRAPLMeter(powercapRoot)}
 	s.finish = sync.OnceFunc(func() {
 		close(s.stop)
 		<-s.done
@@ -825,12 +862,150 @@ func (s *sampler) sample() {
 		cur.joules += j
 		cur.states[i] = n.Power()
 	}
+	if s.rapl != nil {
+		cur.raplJoules = s.rapl.read()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k := len(s.samples); k > 0 {
-		s.events = append(s.events, transitions(s.ids, s.samples[k-1], cur)...)
+		prev := s.samples[k-1]
+		s.events = append(s.events, transitions(s.ids, prev, cur)...)
+		// Every node awake, at the utilizations in force since the last sample: each
+		// draws its idle watts, and the work adds the same dynamic draw wherever it runs.
+		p := s.pc.profile
+		watts := p.ActiveWatts*float64(len(s.pc.Nodes)) + (p.PeakWatts-p.ActiveWatts)*s.utilization
+		cur.allAwakeJoules = prev.allAwakeJoules + watts*now.Sub(prev.at).Seconds()
 	}
 	s.samples = append(s.samples, cur)
+	if now.Sub(s.measured) >= utilizationTick {
+		s.utilization, s.measured = s.load.step(now), now
+	}
+}
+
+// utilizationTick is how often the sampler measures the nodes' utilizations and sets
+// them: often enough to follow the load, seldom enough that the gossip of each
+// node's utilization stays light.
+const utilizationTick = time.Second
+
+// loadSplit measures the utilization of nodes that share this process. The process's CPU
+// time (user and system, its every thread: the nodes' and the bench's clients') is
+// split over the nodes in proportion to the requests each served (node.Served), and a
+// node's utilization is its share over the cores one node has when the machine's are
+// shared evenly: cores / nodes, as if each node ran on its own small machine.
+type loadSplit struct {
+	nodes  []*node.Node
+	at     time.Time
+	cpu    time.Duration
+	served []uint64
+}
+
+func newLoadSplit(nodes []*node.Node) *loadSplit {
+	l := &loadSplit{nodes: nodes, served: make([]uint64, len(nodes))}
+	l.at, l.cpu = time.Now(), ownCPU()
+	for i, n := range nodes {
+		l.served[i] = n.Served()
+	}
+	return l
+}
+
+// step measures the time since the last step, sets every node's utilization from now
+// on, and returns their sum.
+func (l *loadSplit) step(now time.Time) float64 {
+	cpu := ownCPU()
+	served := make([]uint64, len(l.nodes))
+	for i, n := range l.nodes {
+		served[i] = n.Served()
+	}
+	deltas := make([]uint64, len(served))
+	for i := range served {
+		deltas[i] = served[i] - l.served[i]
+	}
+	sum := 0.0
+	for i, u := range splitUtilization(cpu-l.cpu, now.Sub(l.at), float64(runtime.NumCPU()), deltas) {
+		l.nodes[i].SetUtilization(now, u)
+		sum += u
+	}
+	l.at, l.cpu, l.served = now, cpu, served
+	return sum
+}
+
+// splitUtilization gives each of len(served) nodes sharing cores its utilization over
+// wall: its share of cpu, in proportion to the requests it served, over cores /
+// len(served). With no request served, the CPU time is split evenly.
+func splitUtilization(cpu, wall time.Duration, cores float64, served []uint64) []float64 {
+	var total uint64
+	for _, n := range served {
+		total += n
+	}
+	out := make([]float64, len(served))
+	for i, n := range served {
+		share := 1 / float64(len(served))
+		if total > 0 {
+			share = float64(n) / float64(total)
+		}
+		out[i] = power.Utilization(time.Duration(share*float64(cpu)), wall, cores/float64(len(served)))
+	}
+	return out
+}
+
+// raplMeter reads the machine's energy from its RAPL counters (Linux powercap,
+// /sys/class/powercap/intel-rapl:N/energy_uj, one per processor package), adding up
+// what each counted since the last read, its wraparound undone.
+type raplMeter struct {
+	files  []string
+	ranges []float64 // max_energy_range_uj of each
+	last   []float64
+	joules float64
+}
+
+// powercapRoot is where Linux shows its power capping zones, RAPL's among them.
+const powercapRoot = "/sys/class/powercap"
+
+// newRAPLMeter returns a meter over the RAPL package counters under root (powercapRoot),
+// nil when there are none (or they cannot be read).
+func newRAPLMeter(root string) *raplMeter {
+	dirs, _ := filepath.Glob(filepath.Join(root, "intel-rapl:*"))
+	m := &raplMeter{}
+	for _, dir := range dirs {
+		if strings.Count(filepath.Base(dir), ":") != 1 {
+			continue // a sub-domain (core, DRAM...), counted in its package
+		}
+		uj, err1 := readMicrojoules(filepath.Join(dir, "energy_uj"))
+		span, err2 := readMicrojoules(filepath.Join(dir, "max_energy_range_uj"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		m.files, m.ranges, m.last = append(m.files, filepath.Join(dir, "energy_uj")), append(m.ranges, span), append(m.last, uj)
+	}
+	if len(m.files) == 0 {
+		return nil
+	}
+	return m
+}
+
+// read returns the joules counted since the meter was made.
+func (m *raplMeter) read() float64 {
+	for i, f := range m.files {
+		uj, err := readMicrojoules(f)
+		if err != nil {
+			continue
+		}
+		delta := uj - m.last[i]
+		if delta < 0 {
+			delta += m.ranges[i]
+		}
+		m.joules += delta / 1e6
+		m.last[i] = uj
+	}
+	return m.joules
+}
+
+func readMicrojoules(path string) (float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
 }
 
 // transitions names the sleeps and wakes between two samples.
@@ -893,17 +1068,28 @@ func nearestSample(samples []powerSample, at time.Time) powerSample {
 	return samples[i]
 }
 
-// powerPct is the cluster's mean power over [from, to], % of full: the energy between
-// the samples nearest to the ends over the full power for the time between them. It is
-// 0 for a window shorter than the sampler's tick, whose ends fall on one sample: the
-// bench's windows are longer (timeline merges a short last bucket into the one before).
-func powerPct(samples []powerSample, from, to time.Time, fullWatts float64) float64 {
+// powerPct is the cluster's mean power over [from, to], % of what every node awake would
+// have drawn at the same measured utilization: the energy between the samples nearest
+// to the ends over that of every node awake. It is 0 for a window shorter than the
+// sampler's tick, whose ends fall on one sample: the bench's windows are longer
+// (timeline merges a short last bucket into the one before).
+func powerPct(samples []powerSample, from, to time.Time) float64 {
+	a, b := nearestSample(samples, from), nearestSample(samples, to)
+	if !b.at.After(a.at) || b.allAwakeJoules <= a.allAwakeJoules {
+		return 0
+	}
+	return 100 * (b.joules - a.joules) / (b.allAwakeJoules - a.allAwakeJoules)
+}
+
+// meanWatts is the cluster's mean power over [from, to], as its meters model it, and as
+// the machine's RAPL counters measured it (0 without them).
+func meanWatts(samples []powerSample, from, to time.Time) (modelled, rapl float64) {
 	a, b := nearestSample(samples, from), nearestSample(samples, to)
 	seconds := b.at.Sub(a.at).Seconds()
 	if seconds <= 0 {
-		return 0
+		return 0, 0
 	}
-	return 100 * (b.joules - a.joules) / (fullWatts * seconds)
+	return (b.joules - a.joules) / seconds, (b.raplJoules - a.raplJoules) / seconds
 }
 
 // eventsBetween joins the events of [from, to).
@@ -923,7 +1109,7 @@ func (s *sampler) eventsBetween(from, to time.Time) string {
 func (s *sampler) window(run string, start, from, to time.Time, ops []opRecord, attemptTimeout time.Duration) PowerRow {
 	st := summarise(ops, attemptTimeout, 0)
 	s.mu.Lock()
-	pct := powerPct(s.samples, from, to, s.pc.fullWatts())
+	pct := powerPct(s.samples, from, to)
 	s.mu.Unlock()
 	return PowerRow{
 		Run: run, FromS: round(from.Sub(start).Seconds(), 1), toS: round(to.Sub(start).Seconds(), 1),
@@ -961,13 +1147,21 @@ func buckets(start, end time.Time, bucket time.Duration) [][2]time.Time {
 
 // ---- Exp. 1: nodes put to sleep one by one under a steady load
 
-func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powerOptions) (*runResult, error) {
-	pc, err := startPowerCluster(ctx, env, topo, o, o.profile, nil)
+// exp1Variant is one Exp. 1 run: the paper's (clients read at ONE), or the quorum run
+// (they read at QUORUM); the clients write at QUORUM in both.
+type exp1Variant struct {
+	name   string
+	read   consistency.Level
+	levels power.Levels // the cluster's declaration of its levels, which the sleeps obey
+}
+
+func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powerOptions, v exp1Variant) (*runResult, error) {
+	pc, err := startPowerCluster(ctx, env, topo, o, o.profile, func(cfg *node.Config) { cfg.PowerLevels = v.levels })
 	if err != nil {
 		return nil, err
 	}
 	defer pc.Close()
-	objs, clients, checker, err := pc.loadAndDial(ctx, env, "exp1", o, client.Options{AttemptTimeout: o.attemptTimeout})
+	objs, clients, checker, err := pc.loadAndDial(ctx, env, v.name, o, client.Options{AttemptTimeout: o.attemptTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -991,7 +1185,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 				pause.RLock()
 				defer pause.RUnlock()
 				update(ctx, c, objs, log, rng.IntN(objs.count()), uint64(w+1), seq)
-				read(ctx, c, log, rng.IntN(objs.count()))
+				read(ctx, c, log, rng.IntN(objs.count()), v.read)
 				return true
 			})
 		}()
@@ -1003,7 +1197,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		pause.Lock()
 		defer pause.Unlock()
 		smp.note("check")
-		env.Progressf("exp1 %5.1fs: load paused; reading back every object at QUORUM %s", time.Since(start).Seconds(), what)
+		env.Progressf("%s %5.1fs: load paused; reading back every object at QUORUM %s", v.name, time.Since(start).Seconds(), what)
 		return objs.check(ctx, checker)
 	}
 	// The first row's length of load warms the clients' connections and the nodes up
@@ -1013,19 +1207,36 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	}
 	start = time.Now()
 
-	// The sleeps, an interval apart after an interval of all nodes awake.
-	sleepers := spread(pc.tier1, o.sleepers)
-	var lastAsleep time.Time
-	for k, n := range sleepers {
+	// The sleeps, an interval apart after an interval of all nodes awake. Each asks the
+	// tier-1 nodes in turn, spread ones first, until one accepts: a node the sleep rule
+	// refuses (its sleep would leave a range too few awake replicas for the declared
+	// levels) says so at once, as kura power sleep would, and the next is asked.
+	order := spread(pc.tier1, o.sleepers)
+	for _, n := range pc.tier1 {
+		if !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
+	var sleepers []*node.Node
+	refusals := []string{}
+	lastAsleep := start.Add(time.Duration(o.sleepers) * o.interval)
+	for k := range o.sleepers {
 		if !ctxtime.Sleep(ctx, time.Until(start.Add(time.Duration(k+1)*o.interval))) {
 			return nil, ctx.Err()
 		}
-		t := time.Now()
-		if err := n.Sleep(ctx); err != nil {
-			return nil, fmt.Errorf("sleep %s: %w", n.ID(), err)
+		n, refused, err := sleepOne(ctx, order, sleepers)
+		refusals = append(refusals, refused...)
+		if err != nil {
+			return nil, err
 		}
+		if n == nil {
+			smp.note("no node may sleep")
+			env.Progressf("%s %5.1fs: sleep %d of %d refused by every node: %s", v.name, time.Since(start).Seconds(), k+1, o.sleepers, refused[len(refused)-1])
+			continue
+		}
+		sleepers = append(sleepers, n)
 		lastAsleep = time.Now()
-		env.Progressf("exp1 %5.1fs: %s asleep after %.1f s (%d of %d)", lastAsleep.Sub(start).Seconds(), n.ID(), lastAsleep.Sub(t).Seconds(), k+1, len(sleepers))
+		env.Progressf("%s %5.1fs: %s asleep (%d of %d), %d refused before it", v.name, lastAsleep.Sub(start).Seconds(), n.ID(), k+1, o.sleepers, len(refused))
 	}
 	// The power after the transitions is measured once the last node has entered sleep,
 	// over at least two rows: the last interval is stretched when it is too short.
@@ -1045,7 +1256,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		if err := n.Wake(ctx); err != nil {
 			return nil, fmt.Errorf("wake %s: %w", n.ID(), err)
 		}
-		env.Progressf("exp1 %5.1fs: %s active after %.1f s", time.Since(start).Seconds(), n.ID(), time.Since(t).Seconds())
+		env.Progressf("%s %5.1fs: %s active after %.1f s", v.name, time.Since(start).Seconds(), n.ID(), time.Since(t).Seconds())
 	}
 	if !ctxtime.Sleep(ctx, time.Until(time.Now().Add(o.interval))) {
 		return nil, ctx.Err()
@@ -1058,28 +1269,42 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	}
 	smp.finish()
 
-	rows := smp.timeline(runExp1, start, end, o.bucket, log, o.attemptTimeout)
+	rows := smp.timeline(v.name, start, end, o.bucket, log, o.attemptTimeout)
 	for _, r := range rows {
-		env.Progressf("exp1 %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d %s",
-			r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.Events)
+		env.Progressf("%s %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d %s",
+			v.name, r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.Events)
 	}
 	samples := smp.all()
 	all := summarise(log.between(start, end), o.attemptTimeout, 0)
 	before := summarise(log.between(start, start.Add(o.interval)), o.attemptTimeout, 0)
 	asleep := summarise(log.between(start.Add(o.interval), wakeStart), o.attemptTimeout, 0)
 	waking := summarise(log.between(wakeStart, end), o.attemptTimeout, 0)
-	after := powerPct(samples, settled, asleepEnd, pc.fullWatts())
+	after := powerPct(samples, settled, asleepEnd)
+	wattsAwake, raplAwake := meanWatts(samples, start, start.Add(o.interval))
+	wattsAfter, raplAfter := meanWatts(samples, settled, asleepEnd)
 	ideal := idealPct(pc.profile, len(pc.Nodes), len(sleepers))
 	ranges, short, err := pc.rangesShort(sleepers)
 	if err != nil {
 		return nil, err
 	}
 	summary := map[string]any{
-		"asleep": len(sleepers),
-		// The energy is modelled (constant wattage per power state), not measured: it
-		// equals the ideal once every transition is over, by construction, so it is
-		// reported beside the ideal and judged by no check.
+		"client_read_level":  v.read.String(),
+		"client_write_level": consistency.Quorum.String(),
+		"declared_levels":    v.levels.String(),
+		"sleeps_asked":       o.sleepers,
+		"asleep":             len(sleepers),
+		"sleeps_refused":     len(refusals),
+		// The first refusals, as the nodes gave them: which keyspace, which range, how
+		// many of its replicas would be awake against what the level needs.
+		"refusals": refusals[:min(len(refusals), 3)],
+		// The energy is modelled (each node's draw from its power state and its measured
+		// utilization), not measured at the wall: it is reported beside the ideal and
+		// judged by no check. The RAPL figures, where the machine has the counters, are
+		// measured, for the whole machine (every node and the clients).
+		"energy_kind":                          energyKind(pc.profile),
 		"power_pct_modelled_after_transitions": round(after, 2),
+		"watts_modelled_all_awake":             round(wattsAwake, 1),
+		"watts_modelled_after_transitions":     round(wattsAfter, 1),
 		"power_pct_ideal":                      round(ideal, 2),
 		"power_points_modelled_above_ideal":    round(round(after, 2)-round(ideal, 2), 2), // never -0
 		"window_after_transitions_s":           round(asleepEnd.Sub(settled).Seconds(), 1),
@@ -1104,8 +1329,21 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		"nothing_lost_or_failed":               nothingLostOrFailed(checkAsleep, checkWoken, short, all.failed),
 		"run_s":                                round(end.Sub(start).Seconds(), 1),
 	}
-	return &runResult{name: runExp1, rows: rows, summary: summary,
+	if smp.rapl != nil {
+		summary["watts_rapl_all_awake"], summary["watts_rapl_after_transitions"] = round(raplAwake, 1), round(raplAfter, 1)
+	}
+	return &runResult{name: v.name, rows: rows, summary: summary,
 		ideal: func(k int) float64 { return idealPct(pc.profile, len(pc.Nodes), k) }}, nil
+}
+
+// energyKind says what kind of figure the bench's energy is, for the summary.
+func energyKind(p power.Profile) string {
+	rapl := "no RAPL counters on this machine, so nothing measured at the machine"
+	if newRAPLMeter(powercapRoot) != nil {
+		rapl = "the machine's RAPL counters measured beside it (watts_rapl_*: the whole machine, every node and client)"
+	}
+	return fmt.Sprintf("modelled: awake %v-%v W linear in each node's utilization (the process's measured CPU time split over the nodes by the requests each served, over %.3g cores per node), asleep %v W; %s",
+		p.ActiveWatts, p.PeakWatts, float64(runtime.NumCPU())/topologyNodes, p.SleepWatts, rapl)
 }
 
 // nothingLostOrFailed is exp1's verdict: no acknowledged write lost, no client request
@@ -1115,6 +1353,29 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 func nothingLostOrFailed(asleep, woken checkResult, rangesOneReplicaAwake, failed int) bool {
 	unreadableAsleep := asleep.Unreadable > 0 && rangesOneReplicaAwake == 0
 	return asleep.Lost+woken.Lost+woken.Unreadable+failed == 0 && !unreadableAsleep
+}
+
+// sleepOne puts the first node of order that is not among asleep and that the sleep rule
+// accepts to sleep, and returns it, with the refusals of those asked before it (nil
+// when every one refused). An error other than the rule's refusal ends the run.
+func sleepOne(ctx context.Context, order, asleep []*node.Node) (*node.Node, []string, error) {
+	var refused []string
+	for _, n := range order {
+		if slices.Contains(asleep, n) {
+			continue
+		}
+		err := n.Sleep(ctx)
+		var rule *power.SleepRefused
+		switch {
+		case errors.As(err, &rule):
+			refused = append(refused, err.Error())
+		case err != nil:
+			return nil, refused, fmt.Errorf("sleep %s: %w", n.ID(), err)
+		default:
+			return n, refused, nil
+		}
+	}
+	return nil, refused, nil
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -1165,7 +1426,7 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 				if seq%2 == 0 {
 					update(clientCtx, c, objs, log, rng.IntN(objs.count()), uint64(w+1), seq)
 				} else {
-					read(clientCtx, c, log, rng.IntN(objs.count()))
+					read(clientCtx, c, log, rng.IntN(objs.count()), consistency.One)
 				}
 				return seq+1 < uint64(perClient)
 			})
@@ -1258,7 +1519,7 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 				if seq%2 == 0 {
 					update(ctx, c, objs, log, rng.IntN(objs.count()), uint64(w+1), seq)
 				} else {
-					read(ctx, c, log, rng.IntN(objs.count()))
+					read(ctx, c, log, rng.IntN(objs.count()), consistency.One)
 				}
 			}
 		}()
@@ -1313,7 +1574,8 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 		asleepMax = max(asleepMax, s.asleep())
 	}
 	all := summarise(log.between(start, end), o.attemptTimeout, o.latencyTarget)
-	used := powerPct(samples, start, end, pc.fullWatts())
+	used := powerPct(samples, start, end)
+	dayStart, dayEnd := nearestSample(samples, start), nearestSample(samples, end)
 	summary := map[string]any{
 		"energy_saved_pct":     round(100-used, 2),
 		"run_s":                round(end.Sub(start).Seconds(), 1),
@@ -1331,8 +1593,9 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 		"capacity_ops_per_s":   round(o.capacity(), 1),
 		"peak_ops_per_s":       o.peakOpsPerSecond,
 		"controller_profile":   profile.Name,
-		"energy_wh_always_on":  round(pc.fullWatts()*end.Sub(start).Hours(), 3),
-		"energy_wh_controlled": round(used/100*pc.fullWatts()*end.Sub(start).Hours(), 3),
+		"energy_wh_always_on":  round((dayEnd.allAwakeJoules-dayStart.allAwakeJoules)/3600, 3),
+		"energy_wh_controlled": round((dayEnd.joules-dayStart.joules)/3600, 3),
+		"energy_kind":          energyKind(pc.profile),
 	}
 	return &runResult{name: runController, rows: rows, summary: summary, target: o.latencyTarget}, nil
 }

@@ -53,11 +53,14 @@ func TestIdealPct(t *testing.T) {
 }
 
 // samplesAt builds samples one second apart from t0 whose energy grows by the given
-// watts in each second.
-func samplesAt(t0 time.Time, watts ...float64) []powerSample {
+// watts in each second, and whose every-node-awake reference grows by reference[i] (the
+// last one given for the seconds past the end of reference).
+func samplesAt(t0 time.Time, reference []float64, watts ...float64) []powerSample {
 	out := []powerSample{{at: t0}}
 	for i, w := range watts {
-		out = append(out, powerSample{at: t0.Add(time.Duration(i+1) * time.Second), joules: out[i].joules + w})
+		ref := reference[min(i, len(reference)-1)]
+		out = append(out, powerSample{at: t0.Add(time.Duration(i+1) * time.Second),
+			joules: out[i].joules + w, allAwakeJoules: out[i].allAwakeJoules + ref})
 	}
 	return out
 }
@@ -74,7 +77,7 @@ func TestPowerPct(t *testing.T) {
 		}
 		watts = append(watts, w)
 	}
-	samples := samplesAt(t0, watts...)
+	samples := samplesAt(t0, []float64{full}, watts...)
 	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	tests := []struct {
 		name     string
@@ -91,10 +94,22 @@ func TestPowerPct(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := powerPct(samples, tt.from, tt.to, full); math.Abs(got-tt.want) > 1e-9 {
+			if got := powerPct(samples, tt.from, tt.to); math.Abs(got-tt.want) > 1e-9 {
 				t.Fatalf("powerPct = %v, want %v", got, tt.want)
 			}
 		})
+	}
+
+	// With the load, every node awake draws 100 W more than idle; three asleep (S4)
+	// save their idle watts less their sleep watts, and the work's 100 W stays.
+	busy := full + 100
+	asleep := busy - 3*(137-1.65)
+	loaded := samplesAt(t0, []float64{busy}, busy, busy, asleep, asleep)
+	if got, want := powerPct(loaded, sec(2), sec(4)), 100*asleep/busy; math.Abs(got-want) > 1e-9 {
+		t.Errorf("powerPct with the load = %v, want %v", got, want)
+	}
+	if modelled, rapl := meanWatts(loaded, sec(0), sec(2)); modelled != busy || rapl != 0 {
+		t.Errorf("meanWatts = %v, %v; want %v, 0", modelled, rapl, busy)
 	}
 }
 
@@ -334,5 +349,62 @@ func TestNothingLostOrFailed(t *testing.T) {
 		if got := nothingLostOrFailed(tt.asleep, tt.woken, tt.oneAwake, tt.failed); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestSplitUtilization(t *testing.T) {
+	tests := []struct {
+		name      string
+		cpu, wall time.Duration
+		cores     float64
+		served    []uint64
+		want      []float64
+	}{
+		// Four nodes on 2 cores: half a core each.
+		{"by requests served", time.Second, time.Second, 2, []uint64{1, 1, 2, 0}, []float64{0.5, 0.5, 1, 0}},
+		{"evenly by requests", time.Second, 4 * time.Second, 2, []uint64{5, 5, 5, 5}, []float64{0.125, 0.125, 0.125, 0.125}},
+		{"nothing served: evenly", time.Second, 4 * time.Second, 2, []uint64{0, 0, 0, 0}, []float64{0.125, 0.125, 0.125, 0.125}},
+		{"clamped at 1", 4 * time.Second, time.Second, 2, []uint64{1, 0}, []float64{1, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := splitUtilization(tt.cpu, tt.wall, tt.cores, tt.served); !slices.Equal(got, tt.want) {
+				t.Errorf("splitUtilization = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRAPLMeter reads package counters laid out as Linux's powercap shows them, a
+// sub-domain and a wraparound included.
+func TestRAPLMeter(t *testing.T) {
+	root := t.TempDir()
+	write := func(zone, file, value string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, zone), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, zone, file), []byte(value+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if newRAPLMeter(root) != nil {
+		t.Fatal("a meter without counters")
+	}
+	write("intel-rapl:0", "energy_uj", "1000000")
+	write("intel-rapl:0", "max_energy_range_uj", "10000000")
+	write("intel-rapl:0:0", "energy_uj", "500") // a core sub-domain: not counted again
+	write("intel-rapl:0:0", "max_energy_range_uj", "10000000")
+	m := newRAPLMeter(root)
+	if m == nil {
+		t.Fatal("no meter over the package counter")
+	}
+	write("intel-rapl:0", "energy_uj", "4000000")
+	if got := m.read(); got != 3 {
+		t.Errorf("read = %v J, want 3", got)
+	}
+	write("intel-rapl:0", "energy_uj", "1000000") // wrapped past 10 J
+	if got := m.read(); got != 10 {
+		t.Errorf("after the wrap read = %v J, want 10", got)
 	}
 }

@@ -24,6 +24,7 @@ func newFeed(n *Node) (*feed.Feed, error) {
 		powercycle.KeyPower: power.Active.String(),
 		keyStartedAt:        strconv.FormatInt(n.started.UnixMilli(), 10),
 	}
+	appState[powercycle.KeyLevels] = n.cfg.PowerLevels.String()
 	if n.fresh && !n.cfg.Founding {
 		appState[ringchange.KeyNewData] = "1"
 	}

@@ -186,6 +186,15 @@ type Config struct {
 	// and wake them from the measured load (power.ControllerConfig); the controller runs
 	// on one node at a time.
 	PowerController *power.ControllerConfig
+	// PowerLevels declares the consistency levels each keyspace is read and written at
+	// (power.Levels; --power-levels): no node sleeps while a range of a keyspace would
+	// then have too few awake replicas for one of them. Nil: power.DefaultLevel.
+	PowerLevels power.Levels
+	// CPUTime, when set, returns the CPU time this node has used so far (the process's,
+	// for a node alone in its process): the node measures its utilization from it every
+	// few seconds, and its modelled energy follows (docs/power.md). Nil: the node draws
+	// its profile's idle watts while awake, unless SetUtilization is called.
+	CPUTime func() time.Duration
 
 	// ReadWorkers bounds the reads the node serves at once, for itself and for other
 	// coordinators (its read stage, Cassandra's concurrent_reads); 0 means
@@ -302,6 +311,10 @@ func Start(cfg Config) (*Node, error) {
 		n.wg.Add(2)
 		go n.loop(powercycle.LoadWindow, n.power.PublishLoad)
 		go n.loop(time.Second, n.power.ControlPower)
+	}
+	if n.cfg.CPUTime != nil {
+		n.wg.Add(1)
+		go n.loop(powercycle.LoadWindow, n.power.MeterCPU)
 	}
 	return n, nil
 }
@@ -656,6 +669,7 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	if err := n.admit(from, kind); err != nil {
 		return nil, err
 	}
+	n.power.ObserveServed()
 	switch {
 	case replica.Handles(kind):
 		return n.replicas.Handle(ctx, from, kind, payload)

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/kuradb/kura/antientropy"
@@ -37,6 +38,9 @@ func newPowerCycle(n *Node) (*powercycle.Cycle, error) {
 		Profile:              n.cfg.PowerProfile,
 		NoTimeoutSuppression: n.cfg.NoTimeoutSuppression,
 		Controller:           n.cfg.PowerController,
+		Levels:               n.cfg.PowerLevels,
+		CPUTime:              n.cfg.CPUTime,
+		Cores:                float64(runtime.NumCPU()),
 		ClientAddrKey:        feed.KeyClientAddr,
 		Logger:               n.log,
 		FrontEndTLS:          n.clientTLS(),
@@ -98,6 +102,15 @@ func (n *Node) Power() power.State { return n.power.State() }
 func (n *Node) Energy(at time.Time) (watts, joules float64) {
 	return n.power.Energy(n.cfg.ID, at)
 }
+
+// SetUtilization records that this node is busy u of the time from at on, which its
+// modelled energy follows (powercycle.Cycle.SetUtilization): for nodes that share a
+// process, whose CPU time Config.CPUTime cannot tell apart.
+func (n *Node) SetUtilization(at time.Time, u float64) { n.power.SetUtilization(at, u) }
+
+// Served returns how many requests this node served so far, from clients and from other
+// nodes (powercycle.Cycle.Served).
+func (n *Node) Served() uint64 { return n.power.Served() }
 
 // Sleep puts this node to sleep (paper 003; powercycle.Cycle.Sleep). It returns once
 // asleep.

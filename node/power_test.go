@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -19,13 +20,15 @@ import (
 	"github.com/kuradb/kura/schema"
 )
 
-// startPowerNode starts a node of the power tests: tier 1 may sleep.
+// startPowerNode starts a node of the power tests: tier 1 may sleep. Every keyspace is
+// declared read at ONE, so the sleep rule asks one awake replica per range.
 func startPowerNode(t *testing.T, id string, tier int, suppress bool, seeds ...string) *Node {
 	t.Helper()
 	n, err := Start(Config{
 		ID: id, DC: "dc1", Listen: "127.0.0.1:0", ClientAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		Seeds: seeds, InMemory: true, GossipInterval: 50 * time.Millisecond, RingDelay: 300 * time.Millisecond,
 		ReplicaTimeout: 2 * time.Second, PowerTier: tier, NoTimeoutSuppression: !suppress, Logger: slog.New(slog.DiscardHandler),
+		PowerLevels: power.Levels{power.AllKeyspaces: {consistency.One}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +177,8 @@ func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
 		errN2, errN1 = n1.power.MaySleep("n2"), n1.power.MaySleep("n1")
 		return errN2 != nil && errN1 != nil
 	})
-	if !strings.Contains(errN2.Error(), "no awake replica") {
+	var refused *power.SleepRefused
+	if !errors.As(errN2, &refused) || refused.Shortfall.Awake != 0 || refused.Shortfall.Level != consistency.One {
 		t.Fatalf("n2 may not sleep with n3 and n4 asleep, but for another reason: %v", errN2)
 	}
 	if !strings.Contains(errN1.Error(), "keeps the writes") {

@@ -121,3 +121,73 @@ func TestMeterConcurrentUse(t *testing.T) {
 		t.Errorf("Joules after an hour = %v, want in (0, %v]", got, 137*3600)
 	}
 }
+
+// TestMeterUtilization checks the linear model: an awake node draws ActiveWatts +
+// (PeakWatts - ActiveWatts) × utilization, from each utilization's moment on, also while
+// it enters sleep; asleep, utilization changes nothing.
+func TestMeterUtilization(t *testing.T) {
+	p := Profile{Name: "test", ActiveWatts: 100, PeakWatts: 200, SleepWatts: 10, Enter: 10 * time.Second, Wake: 10 * time.Second}
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	type step struct {
+		at     float64
+		util   float64 // set unless asleep
+		asleep bool    // the node falls asleep at at
+	}
+	tests := []struct {
+		name   string
+		steps  []step
+		end    float64
+		joules float64
+		watts  float64
+	}{
+		{"idle", nil, 10, 1000, 100},
+		{"half busy from 4 s", []step{{at: 4, util: 0.5}}, 10, 400 + 900, 150},
+		{"clamped above 1 and below 0", []step{{at: 0, util: 3}, {at: 5, util: -1}}, 10, 1000 + 500, 100},
+		{"NaN counts as idle", []step{{at: 0, util: math.NaN()}}, 10, 1000, 100},
+		{"busy while entering sleep, then the sleep draw", []step{{at: 0, util: 1}, {at: 5, asleep: true}}, 30,
+			5*200 + 10*200 + 15*10, 10},
+		{"a utilization change mid-entry", []step{{at: 0, asleep: true}, {at: 4, util: 1}, {at: 20, util: 0}}, 30,
+			4*100 + 6*200 + 20*10, 10},
+		{"an earlier moment counts as the last change", []step{{at: 5, util: 1}, {at: 2, util: 0}}, 10, 500 + 500, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMeter(p, t0)
+			for _, s := range tt.steps {
+				if s.asleep {
+					m.Set(at(s.at), Asleep)
+				} else {
+					m.SetUtilization(at(s.at), s.util)
+				}
+			}
+			if got := m.Joules(at(tt.end)); math.Abs(got-tt.joules) > 1e-6 {
+				t.Errorf("Joules = %v, want %v", got, tt.joules)
+			}
+			if got := m.Watts(at(tt.end)); got != tt.watts {
+				t.Errorf("Watts = %v, want %v", got, tt.watts)
+			}
+		})
+	}
+}
+
+func TestUtilization(t *testing.T) {
+	tests := []struct {
+		cpu, wall time.Duration
+		cores     float64
+		want      float64
+	}{
+		{time.Second, 4 * time.Second, 1, 0.25},
+		{time.Second, 4 * time.Second, 2, 0.125},
+		{10 * time.Second, time.Second, 2, 1},
+		{-time.Second, time.Second, 1, 0},
+		{time.Second, 0, 1, 0},
+		{time.Second, time.Second, 0, 0},
+		{time.Second, time.Second, math.NaN(), 0},
+	}
+	for _, tt := range tests {
+		if got := Utilization(tt.cpu, tt.wall, tt.cores); got != tt.want {
+			t.Errorf("Utilization(%v, %v, %v) = %v, want %v", tt.cpu, tt.wall, tt.cores, got, tt.want)
+		}
+	}
+}

@@ -30,9 +30,10 @@ type loadMeter struct {
 	latencies []time.Duration
 }
 
-// ObserveRequest records one client request this node coordinated, unless no
-// controller reads the load.
+// ObserveRequest records one client request this node coordinated: it counts as served
+// (Served), and, when a controller reads the load, its latency is kept for it.
 func (p *Cycle) ObserveRequest(elapsed time.Duration) {
+	p.served.Add(1)
 	if p.controller != nil {
 		p.load.observe(elapsed)
 	}

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -45,6 +46,10 @@ const (
 	// KeyWakeAddr is the node's HTTP admin address, which stays up while it sleeps and
 	// through which it is woken.
 	KeyWakeAddr = "wake_addr"
+	// KeyLevels is the node's declaration of the levels each keyspace is used at
+	// (Config.Levels, as power.Levels.String writes it), which every node's sleep rule
+	// takes together with its own.
+	KeyLevels = "power_levels"
 
 	keyHolders = "offload" // the nodes keeping its writes while it sleeps, comma-separated
 	keyStandIn = "standin" // the node answering on its addresses while it sleeps; empty: none
@@ -69,6 +74,18 @@ type Config struct {
 	// Controller, when set, runs the cluster's power controller (ControlPower) and has
 	// the node publish its load (PublishLoad); its Profile is replaced by this node's.
 	Controller *power.ControllerConfig
+	// Levels declares the consistency levels each keyspace is read and written at: no
+	// node sleeps when a range would then have too few awake replicas for one of them
+	// (MaySleep). The node gossips it under KeyLevels; nil declares nothing, which takes
+	// power.DefaultLevel for every keyspace.
+	Levels power.Levels
+	// CPUTime, when set, returns the CPU time this node has used so far, from which
+	// MeterCPU measures its utilization every LoadWindow; nil: none measured (the node
+	// draws its profile's idle watts while awake, unless SetUtilization is called).
+	CPUTime func() time.Duration
+	// Cores is how many processors CPUTime is measured against: a utilization of 1 keeps
+	// them all busy.
+	Cores float64
 	// FrontEndTLS is the server TLS of the client and Redis ports, nil without TLS: a
 	// stand-in serves a sleeping node's ports as this node serves its own.
 	FrontEndTLS *tls.Config
@@ -185,6 +202,8 @@ type Cycle struct {
 	// entered is when each node entered its power state, as this node learned it.
 	entered map[string]time.Time
 
+	cpu        cpuMeter          // the last reading of Config.CPUTime
+	served     atomic.Uint64     // requests served (Served)
 	load       loadMeter         // the client requests this node coordinates
 	controller *power.Controller // nil unless Config.Controller
 }
@@ -458,8 +477,11 @@ func (p *Cycle) takeOffloaded(ctx context.Context, holders []string) error {
 
 // MaySleep reports why node id may not sleep now, or nil: it must be a normal member of
 // power tier 1 or above, keep no writes for a sleeping node, and leave every range of
-// every replicated keyspace with an awake replica, counting the nodes asleep and those
-// draining with a lower id (of two nodes draining at once, the higher id gives way).
+// every replicated keyspace with as many awake replicas as each level the keyspace is
+// used at needs (power.ShortOfAwake, the levels of every member's declaration,
+// Config.Levels). The nodes asleep, down or otherwise not serving reads count as not
+// awake, and so do those draining with a lower id (of two nodes draining at once, the
+// higher id gives way). A refusal by the rule is a *power.SleepRefused.
 func (p *Cycle) MaySleep(id string) error {
 	dir := p.parts.Directory
 	self, ok := dir.Node(id)
@@ -471,7 +493,6 @@ func (p *Cycle) MaySleep(id string) error {
 	case self.Status != cluster.StatusNormal:
 		return fmt.Errorf("node %s is %v on the ring; only a normal member sleeps", self.ID, self.Status)
 	}
-	asleep := map[string]bool{self.ID: true}
 	for _, other := range dir.Nodes() {
 		pw := dir.Power(other.ID)
 		if other.ID == self.ID || pw.State == power.Active || pw.State == power.Waking {
@@ -480,24 +501,49 @@ func (p *Cycle) MaySleep(id string) error {
 		if slices.Contains(pw.Holders, self.ID) {
 			return fmt.Errorf("node %s keeps the writes of %s, which is %v", self.ID, other.ID, pw.State)
 		}
-		if pw.State == power.Asleep || (pw.State == power.Draining && other.ID < self.ID) {
-			asleep[other.ID] = true
+	}
+	awake := func(other string) bool {
+		if pw := dir.Power(other); pw.State == power.Draining && other > self.ID {
+			return true // it gives way to this node when it checks again
 		}
+		return dir.State(other).Readable()
 	}
 	r, err := p.parts.Ring.Ring()
 	if err != nil {
 		return err
 	}
+	decls := p.levelDeclarations()
 	for _, ks := range p.parts.Keyspaces.List() {
 		if ks.Erasure.Enabled() {
 			continue
 		}
-		cover := power.NewCoverage(power.SetsOf(r.Placement(ks.Strategy())))
-		if lost := cover.Uncovered(func(id string) bool { return asleep[id] }); lost > 0 {
-			return fmt.Errorf("node %s may not sleep: %d ranges of keyspace %s would have no awake replica", self.ID, lost, ks.Name)
+		sets := r.Placement(ks.Strategy()).Sets()
+		if short, ok := power.ShortOfAwake(sets, power.LevelsFor(decls, ks.Name), self.ID, awake); ok {
+			short.Keyspace, short.Range = ks.Name, r.Ranges()[short.Index]
+			return &power.SleepRefused{Node: self.ID, Shortfall: short}
 		}
 	}
 	return nil
+}
+
+// levelDeclarations returns the levels this node declares (Config.Levels) and those every
+// other member of the ring gossips; a member that gossips none (not heard from yet)
+// declares nothing, which takes power.DefaultLevel for every keyspace.
+func (p *Cycle) levelDeclarations() []power.Levels {
+	decls := []power.Levels{p.cfg.Levels}
+	for _, n := range p.parts.Directory.Nodes() {
+		if n.ID == p.cfg.ID || !n.Status.OnRing() {
+			continue
+		}
+		m, _ := p.parts.Gossip.Member(n.ID)
+		levels, err := power.ParseLevels(m.AppState[KeyLevels])
+		if err != nil {
+			p.log.Warn("member gossips a bad level declaration; taking the default", "member", n.ID, "err", err)
+			levels = nil
+		}
+		decls = append(decls, levels)
+	}
+	return decls
 }
 
 // chooseHolders names the nodes that keep this node's writes while it sleeps: awake
@@ -632,7 +678,9 @@ func (p *Cycle) Observe(m membership.Member, alive bool) {
 	p.parts.Directory.SetPower(m.ID, cluster.Power{State: state, Holders: holders})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.recordLocked(m.ID, state, time.Now())
+	now := time.Now()
+	p.recordLocked(m.ID, state, now)
+	p.observeUtilizationLocked(m, now)
 	standing := p.standIns[m.ID]
 	wanted := state == power.Asleep && !alive && m.AppState[keyStandIn] == p.cfg.ID && m.Generation > p.released[m.ID]
 	switch {

@@ -150,6 +150,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--gc-heap-floor", "1e30"}, 2, "--gc-heap-floor must be between 0 and 1048576 MiB"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--spare-go-procs", "-1"}, 2, "--spare-go-procs must be between 0 and 64"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--spare-go-procs", "65"}, 2, "--spare-go-procs must be between 0 and 64"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--power-levels", "app=MOST"}, 2, `--power-levels: power: invalid level declaration: app: unknown consistency level "MOST"`},
 		{[]string{"keyspace"}, 2, "keyspace create NAME"},
 		// Arguments are checked before anything dials: an address nobody serves.
 		{[]string{"keyspace", "create", "--addr", "127.0.0.1:1"}, 2, "keyspace create NAME"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
@@ -62,4 +63,14 @@ func printPower(w io.Writer, st *kurav1.ClusterStatusResponse) {
 		joules += n.GetEnergyJoules()
 	}
 	fmt.Fprintf(w, "%-16s %-6s %-9s %9.1f %12.1f\n", "cluster", "", "", watts, joules/1000)
+}
+
+// processCPUTime is the CPU time of this process so far, user and system, every thread:
+// a kura server runs one node, so it is the node's (node.Config.CPUTime).
+func processCPUTime() time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }

@@ -101,6 +101,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	powerProfile := fs.String("power-profile", "s4", "sleep state whose draw and transition times model the node's energy: s4 or s1")
 	noSuppression := fs.Bool("no-timeout-suppression", false, "when asleep, leave the addresses frozen instead of letting a neighbour redirect clients (the paper's \"no control\" baseline)")
 	powerController := fs.Bool("power-controller", false, "let the power controller put nodes to sleep and wake them from the measured load (every node should agree)")
+	powerLevels := fs.String("power-levels", "", "the consistency levels each keyspace is read and written at, keyspace=LEVEL comma-separated, * for every other keyspace (e.g. default=ONE,*=QUORUM); no node sleeps when a range would then have too few awake replicas for one of them (empty: EACH_QUORUM for every keyspace; every node should agree; docs/power.md)")
 	capacity := fs.Float64("power-capacity", 1000, "requests per second one awake node serves within the latency target (for the power controller)")
 	latencyTarget := fs.Duration("power-latency-target", 20*time.Millisecond, "p99 the power controller keeps requests within")
 	readWorkers := fs.Int("read-workers", sched.DefaultWorkers, "reads the node serves at once, for itself and for other coordinators (its read stage; Cassandra's concurrent_reads)")
@@ -148,6 +149,10 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
 		RESPIdleTimeout: *respTimeout,
 	}
+	if cfg.PowerLevels, err = power.ParseLevels(*powerLevels); err != nil {
+		return fmt.Errorf("%w: --power-levels: %v", errUsage, err)
+	}
+	cfg.CPUTime = processCPUTime
 	if *powerController {
 		cfg.PowerController = &power.ControllerConfig{CapacityOpsPerSecond: *capacity, LatencyTarget: *latencyTarget}
 	}

@@ -1,0 +1,233 @@
+package powercycle
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/membership"
+	"github.com/kuradb/kura/power"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+)
+
+// testCluster is the world one Cycle sees in these tests: a directory, the members'
+// gossiped states, a ring over the directory's nodes and one keyspace; the power
+// requests the cycle sends are recorded, and a node asked to sleep is asleep at once.
+type testCluster struct {
+	dir      *cluster.Directory
+	members  map[string]membership.Member
+	keyspace schema.Keyspace
+
+	mu       sync.Mutex
+	asked    []string          // "node action" for every AskPower
+	appState map[string]string // what the cycle gossips
+}
+
+// newTestCluster builds a single-DC cluster of the given nodes (id to power tier), all
+// normal and up, with keyspace app at replication, every member gossiping load (requests
+// per second and p99 ms, as PublishLoad writes them) and its level declaration
+// (levels[id], absent: none).
+func newTestCluster(t *testing.T, tiers map[string]int, self, replication, load string, levels map[string]string) *testCluster {
+	t.Helper()
+	node := func(id string) cluster.Node {
+		return cluster.Node{ID: id, DC: "dc1", Addr: id, Status: cluster.StatusNormal, Tier: tiers[id]}
+	}
+	tc := &testCluster{dir: cluster.NewDirectory(node(self)), members: map[string]membership.Member{}}
+	for id := range tiers {
+		if _, err := tc.dir.Upsert(node(id)); err != nil {
+			t.Fatal(err)
+		}
+		state := map[string]string{keyLoad: load}
+		if l, ok := levels[id]; ok {
+			state[KeyLevels] = l
+		}
+		tc.members[id] = membership.Member{ID: id, AppState: state}
+	}
+	ks, err := schema.Keyspace{Name: "app", Replication: replication}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.keyspace = ks
+	return tc
+}
+
+// sleepsAlready marks id asleep, with tier-0 holders, as gossip would.
+func (tc *testCluster) sleepsAlready(id string, holders ...string) {
+	tc.dir.SetPower(id, cluster.Power{State: power.Asleep, Holders: holders})
+}
+
+// cycle builds self's Cycle over tc, with a power controller and self's declaration.
+func (tc *testCluster) cycle(t *testing.T, levels string) *Cycle {
+	t.Helper()
+	declared, err := power.ParseLevels(levels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{
+		ID: tc.dir.Self().ID, Profile: "s1", Levels: declared,
+		Controller: &power.ControllerConfig{CapacityOpsPerSecond: 100, LatencyTarget: 100 * time.Millisecond},
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, Parts{Directory: tc.dir, Gossip: tc, Peers: tc, Hints: tc, Repairer: tc, Ring: tc, Keyspaces: tc, FrontEnds: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (tc *testCluster) SetAppState(key, value string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.appState == nil {
+		tc.appState = map[string]string{}
+	}
+	tc.appState[key] = value
+}
+func (tc *testCluster) Member(id string) (membership.Member, bool) {
+	m, ok := tc.members[id]
+	return m, ok
+}
+func (tc *testCluster) Members() []membership.Member {
+	var out []membership.Member
+	for _, m := range tc.members {
+		out = append(out, m)
+	}
+	return out
+}
+func (tc *testCluster) Shutdown(context.Context) error                  { return nil }
+func (tc *testCluster) Close()                                          {}
+func (tc *testCluster) Rejoin(map[string]string) error                  { return nil }
+func (tc *testCluster) Interval() time.Duration                         { return time.Second }
+func (tc *testCluster) RingDelay() time.Duration                        { return 5 * time.Second }
+func (tc *testCluster) List() []schema.Keyspace                         { return []schema.Keyspace{tc.keyspace} }
+func (tc *testCluster) RESPAddr() string                                { return "" }
+func (tc *testCluster) FlushHints(context.Context, string) (int, error) { return 0, nil }
+func (tc *testCluster) RepairAll(context.Context) (int, int, error)     { return 0, 0, nil }
+func (tc *testCluster) AskHintsFlush(context.Context, cluster.Node, []byte) error {
+	return nil
+}
+
+func (tc *testCluster) AskPower(_ context.Context, to cluster.Node, payload []byte) error {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.asked = append(tc.asked, to.ID+" "+string(payload))
+	if string(payload) == "sleep" {
+		tc.sleepsAlready(to.ID, "n0")
+	}
+	return nil
+}
+
+func (tc *testCluster) Ring() (*ring.Ring, error) {
+	var members []ring.Member
+	for _, n := range tc.dir.Nodes() {
+		members = append(members, ring.Member{ID: n.ID, DC: n.DC, Tier: n.Tier, Tokens: n.RingTokens(16)})
+	}
+	return ring.New(members)
+}
+
+func (tc *testCluster) requests() []string {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return append([]string(nil), tc.asked...)
+}
+
+// TestControllerRespectsLevels runs the power controller in virtual time over a minute of
+// low load, on four nodes with RF 3, n3 asleep already: n0 (tier 0) is in every replica
+// set, so every range keeps an awake replica with n1 and n2 asleep too, and the
+// controller, which wants more asleep at this load, puts n2 then n1 to sleep. Some
+// ranges hold n3 and n2, some n3 and n1, so at QUORUM (two of three awake) either sleep
+// would leave ranges with one awake replica: the controller must then refuse, and ask
+// nobody to sleep.
+func TestControllerRespectsLevels(t *testing.T) {
+	tiers := map[string]int{"n0": 0, "n1": 1, "n2": 1, "n3": 1}
+	tests := []struct {
+		name   string
+		self   string            // n0's declaration
+		others map[string]string // the others' gossiped declarations
+		want   []string
+	}{
+		{"every node declares ONE: the controller puts n2 to sleep", "app=ONE",
+			map[string]string{"n1": "*=ONE", "n2": "app=ONE", "n3": "app=ONE"}, []string{"n2 sleep", "n1 sleep"}},
+		{"QUORUM declared here: refused", "*=QUORUM",
+			map[string]string{"n1": "app=ONE", "n2": "app=ONE", "n3": "app=ONE"}, nil},
+		{"QUORUM declared by one other node: refused", "app=ONE",
+			map[string]string{"n1": "app=ONE", "n2": "app=QUORUM", "n3": "app=ONE"}, nil},
+		{"a node that declares nothing takes EACH_QUORUM: refused", "app=ONE",
+			map[string]string{"n1": "app=ONE", "n2": "app=ONE"}, nil},
+		{"nothing declared anywhere: refused", "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Each member serves 2 requests/s, 8 in all: 8 % of one node's
+				// capacity, a lull the controller would sleep all but n0 in.
+				tc := newTestCluster(t, tiers, "n0", "simple=3", "2.0,5", tt.others)
+				tc.sleepsAlready("n3", "n0")
+				p := tc.cycle(t, tt.self)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				// S1 enters sleep in 2 s, so the controller holds a lull for 6 s before a
+				// sleep: a minute of samples is ten holds.
+				for range 60 {
+					p.ControlPower(ctx)
+					synctest.Wait()
+					time.Sleep(time.Second)
+				}
+				got := tc.requests()
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("the controller asked %q, want %q", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestMaySleepNamesTheShortfall checks what an operator's kura power sleep is told when
+// the rule refuses: the keyspace, a range, its awake replicas against the level's need.
+func TestMaySleepNamesTheShortfall(t *testing.T) {
+	tiers := map[string]int{"n0": 0, "n1": 1, "n2": 1, "n3": 1}
+	tc := newTestCluster(t, tiers, "n0", "simple=3", "", map[string]string{"n1": "app=QUORUM", "n2": "app=QUORUM", "n3": "app=QUORUM"})
+	tc.sleepsAlready("n3", "n0")
+	p := tc.cycle(t, "app=QUORUM")
+	var refused *power.SleepRefused
+	if err := p.MaySleep("n2"); !errors.As(err, &refused) {
+		t.Fatalf("MaySleep(n2) = %v, want a *power.SleepRefused", err)
+	}
+	s := refused.Shortfall
+	if refused.Node != "n2" || s.Keyspace != "app" || s.Level != consistency.Quorum || s.Awake != 1 || s.Needed != 2 || s.Replicas != 3 {
+		t.Errorf("refused %+v", *refused)
+	}
+	r, _ := tc.Ring()
+	set := r.Placement(tc.keyspace.Strategy()).ReplicasFor(s.Range.End)
+	if !inSet(set, "n2") || !inSet(set, "n3") {
+		t.Errorf("the range named, %v, is held by %v: not one n2 and the sleeping n3 share", s.Range, set)
+	}
+	// n3 awake again: n2's sleep leaves two of three awake in every range.
+	tc.dir.SetPower("n3", cluster.Power{State: power.Active})
+	if err := p.MaySleep("n2"); err != nil {
+		t.Errorf("with n3 awake, MaySleep(n2) = %v", err)
+	}
+	// A replica down counts as not awake: n1 down takes QUORUM from the ranges it shares
+	// with n2.
+	tc.dir.SetState("n1", cluster.StateDown)
+	if err := p.MaySleep("n2"); !errors.As(err, &refused) {
+		t.Errorf("with n1 down, MaySleep(n2) = %v, want a refusal", err)
+	}
+}
+
+func inSet(set []ring.Member, id string) bool {
+	for _, m := range set {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
