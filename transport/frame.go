@@ -263,7 +263,7 @@ func decodeErrorPayload(version uint16, buf []byte) (*RemoteError, error) {
 	if len(buf) < 2 {
 		return nil, fmt.Errorf("%w: error of %d bytes has no code", errMalformed, len(buf))
 	}
-	return &RemoteError{Code: ErrorCode(binary.BigEndian.Uint16(buf)), Msg: string(buf[2:])}, nil
+	return &RemoteError{Code: ErrorCode(binary.BigEndian.Uint16(buf)), Coded: true, Msg: string(buf[2:])}, nil
 }
 
 // A refusal payload is the refusing node's protocol version, a u16 (big endian). Nodes of

@@ -107,9 +107,11 @@ func (f HandlerFunc) Handle(ctx context.Context, from Peer, kind Kind, payload [
 // RemoteError is a handler's error, returned by Call on the calling side.
 type RemoteError struct {
 	// Code is what the error is, as Config.ErrorCode named it on the answering side;
-	// NoErrorCode when it named none, or when the connection speaks protocol 3, whose
-	// error frames carry only the message.
+	// NoErrorCode when it named none.
 	Code ErrorCode
+	// Coded says the error frame had room for a code (protocol version 4 on). Without
+	// it (protocol 3), Msg is all the caller knows of the error.
+	Coded bool
 	// Msg is the handler's error message.
 	Msg string
 }
