@@ -848,3 +848,42 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 }
+
+// TestErrorCodes: an error frame carries the code the answering side's Config.ErrorCode
+// names on a connection of protocol 4, and only the text on one of protocol 3, whichever
+// end speaks only that.
+func TestErrorCodes(t *testing.T) {
+	const codeNoKey ErrorCode = 7
+	msg := `no such key "k"`
+	namer := func(err error) ErrorCode {
+		if err.Error() == msg {
+			return codeNoKey
+		}
+		return NoErrorCode
+	}
+	tests := []struct {
+		name           string
+		client, server speaking
+		want           RemoteError
+	}{
+		{"protocol 4", thisBuild, thisBuild, RemoteError{Code: codeNoKey, Coded: true, Msg: msg}},
+		{"dialer of protocol 3", v3Only, thisBuild, RemoteError{Msg: msg}},
+		{"acceptor of protocol 3", thisBuild, v3Only, RemoteError{Msg: msg}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}, ErrorCode: namer}, tt.server.oldest, tt.server.newest)
+			client := startNodeSpeaking(t, Config{Self: Peer{ID: "client"}}, tt.client.oldest, tt.client.newest)
+			_, err := client.Call(testContext(t), server.Self(), kindFail, []byte("k"))
+			var remote *RemoteError
+			if !errors.As(err, &remote) || *remote != tt.want {
+				t.Fatalf("Call error = %#v, want %#v", err, tt.want)
+			}
+			// An error the namer does not know travels without a code.
+			_, err = client.Call(testContext(t), server.Self(), kindFail, []byte("other"))
+			if !errors.As(err, &remote) || remote.Code != NoErrorCode || remote.Coded != tt.want.Coded {
+				t.Errorf("unnamed error = %#v, want no code (Coded %v)", err, tt.want.Coded)
+			}
+		})
+	}
+}
