@@ -37,7 +37,8 @@ func buildProtocol3Kura(t *testing.T) string {
 		t.Skipf("upgrade test: commit %s (the last protocol-3 build) is not in this repository's history: a shallow clone? (git fetch --unshallow)", lastProtocol3Commit)
 	}
 	src := t.TempDir()
-	extract := exec.Command("sh", "-c", `git archive --format=tar "$1" | tar -x -C "$2"`, "sh", lastProtocol3Commit, src)
+	// From the top of the work tree: run in a subdirectory, git archive takes only it.
+	extract := exec.Command("sh", "-c", `git -C "$(git rev-parse --show-toplevel)" archive --format=tar "$1" | tar -x -C "$2"`, "sh", lastProtocol3Commit, src)
 	if out, err := extract.CombinedOutput(); err != nil {
 		t.Fatalf("extracting commit %s: %v\n%s", lastProtocol3Commit, err, out)
 	}
