@@ -568,6 +568,11 @@ func (t *Transport) openConn(ctx context.Context, peer Peer, version uint16) (*c
 	if _, refused := t.refusedBy.Load(peer.ID); !refused && t.clusterVer != nil && t.clusterVer() >= version {
 		return c, nil
 	}
+	// The acceptor bounds its wait for the hello by helloTimeout; the dialer its wait for
+	// the answer too, as a dial with no deadline would otherwise hold the peer's entry
+	// for as long as a stalled peer keeps the socket open.
+	timeout := time.NewTimer(helloTimeout)
+	defer timeout.Stop()
 	select {
 	case <-c.acceptance:
 		return c, nil
@@ -575,6 +580,9 @@ func (t *Transport) openConn(ctx context.Context, peer Peer, version uint16) (*c
 		err = c.err()
 	case <-ctx.Done():
 		err = fmt.Errorf("transport: dial %s: no answer to the hello: %w", peer.ID, ctx.Err())
+		c.close(err)
+	case <-timeout.C:
+		err = fmt.Errorf("transport: dial %s: %w: no answer to the hello in %v", peer.ID, ErrUnreachable, helloTimeout)
 		c.close(err)
 	}
 	t.mu.Lock()

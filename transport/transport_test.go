@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"reflect"
@@ -885,5 +886,40 @@ func TestErrorCodes(t *testing.T) {
 				t.Errorf("unnamed error = %#v, want no code (Coded %v)", err, tt.want.Coded)
 			}
 		})
+	}
+}
+
+// TestDialWaitsForTheAcceptance: a dial whose hello gets no answer (a peer that accepted
+// the socket and stalls) sends nothing behind it and ends with the caller's context,
+// leaving no connection behind for the next call to find.
+func TestDialWaitsForTheAcceptance(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	received := make(chan []byte, 1)
+	go func() {
+		nc, err := silent.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		// Everything the dialer sends until it hangs up.
+		sent, _ := io.ReadAll(nc)
+		received <- sent
+	}()
+	client := startNode(t, Config{Self: Peer{ID: "client"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = client.Call(ctx, Peer{ID: "stalled", Addr: silent.Addr().String()}, kindEcho, []byte("held back"))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer to the hello") {
+		t.Fatalf("Call to a peer that never answers the hello: %v, want the context's deadline", err)
+	}
+	if got, want := <-received, encodeFrame(frameHello, kindHello, 0, encodeHello(ProtocolVersion, client.Self())); !bytes.Equal(got, want) {
+		t.Errorf("the dialer sent %q, want its hello alone", got)
+	}
+	if got := dialedVersion(client.Transport, "stalled"); got != 0 {
+		t.Errorf("a connection of version %d to the stalled peer is left", got)
 	}
 }
