@@ -102,6 +102,10 @@ type upgradeWriter struct {
 	failures   []string // failures at any other time
 }
 
+// mixedWrites is how many writes each writer has acknowledged between two steps of the
+// upgrade, at least.
+const mixedWrites = 50
+
 // writePace spaces the writes of one writer, so that reading every key back at the end
 // stays short.
 const writePace = 40 * time.Millisecond
@@ -198,8 +202,9 @@ func TestRollingUpgradeFromProtocol3(t *testing.T) {
 		n.start(t)
 		waitViews(t, "after upgrading "+n.id, 60*time.Second, nodes, allNormalUp(nodes...))
 		w.waitAcked(t, before, "after upgrading "+n.id)
+		// A stretch of writes through every node of the mixed cluster before the next step.
 		for _, o := range writers {
-			o.waitAcked(t, o.ackedCount(), "after upgrading "+n.id)
+			o.waitAcked(t, o.ackedCount()+mixedWrites, "after upgrading "+n.id)
 		}
 
 		// Through the upgraded nodes (the others do not report versions): protocol 3
