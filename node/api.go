@@ -53,6 +53,8 @@ func (b apiBackend) ClusterStatus() *kurav1.ClusterStatusResponse {
 		RangesTotal: p.RangesTotal.Load(), RangesDone: p.RangesDone.Load(), Records: p.Records.Load(), Bytes: p.Bytes.Load(), BytesCrossDc: p.BytesCrossDC.Load(),
 	}}
 	resp.Clock, resp.Membership = b.n.clockStatus(), b.n.membershipStatus()
+	resp.ProtocolVersion = int32(b.n.ClusterProtocolVersion())
+	protocols := b.n.ProtocolVersions()
 	offsets := map[string]time.Duration{}
 	for _, p := range b.n.guard.Peers() {
 		offsets[p.Peer] = p.Offset
@@ -68,6 +70,7 @@ func (b apiBackend) ClusterStatus() *kurav1.ClusterStatusResponse {
 			Status: n.Status.String(), State: state.String(), Replaces: n.Replaces, ClockMeasured: measured, ClockOffsetMs: offset.Milliseconds(),
 			Power: view.Power(n.ID).State.String(), PowerTier: int32(n.Tier), PowerWatts: watts, EnergyJoules: joules,
 			LoadBytes: loads[n.ID].Bytes, LoadKeys: loads[n.ID].Keys, LoadKnown: loads[n.ID].Known, StartedAtUnixMs: statusStartedAtMs(n, state, loads[n.ID])})
+		resp.Nodes[len(resp.Nodes)-1].ProtocolVersion = int32(protocols[n.ID])
 		if r != nil {
 			resp.Nodes[len(resp.Nodes)-1].Ownership = r.Share(n.ID)
 		}

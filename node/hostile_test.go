@@ -361,14 +361,15 @@ func refuses(nc net.Conn) error {
 }
 
 // answersEvery checks that the node answers each of the requests ids, with a response or an
-// error, on the connection that sent them.
+// error, on the connection that sent them, after the acceptance of the hello (protocol
+// version 4 on).
 func answersEvery(ids []uint64) func(nc net.Conn) error {
 	return func(nc net.Conn) error {
 		waiting := make(map[uint64]bool)
 		for _, id := range ids {
 			waiting[id] = true
 		}
-		for len(waiting) > 0 {
+		for first := true; len(waiting) > 0; first = false {
 			var h [frameHeaderBytes]byte
 			if _, err := io.ReadFull(nc, h[:]); err != nil {
 				return fmt.Errorf("%d requests unanswered: %v", len(waiting), err)
@@ -377,6 +378,9 @@ func answersEvery(ids []uint64) func(nc net.Conn) error {
 				return err
 			}
 			id := binary.BigEndian.Uint64(h[6:])
+			if first && h[5] == frameHello && id == 0 {
+				continue
+			}
 			if (h[5] != frameResponse && h[5] != frameError) || !waiting[id] {
 				return fmt.Errorf("unexpected frame of type %d, id %d", h[5], id)
 			}

@@ -23,6 +23,7 @@ func newFeed(n *Node) (*feed.Feed, error) {
 	appState := map[string]string{
 		powercycle.KeyPower: power.Active.String(),
 		keyStartedAt:        strconv.FormatInt(n.started.UnixMilli(), 10),
+		keyProtocol:         strconv.Itoa(transport.ProtocolVersion),
 	}
 	appState[powercycle.KeyLevels] = n.cfg.PowerLevels.String()
 	if n.fresh && !n.cfg.Founding {

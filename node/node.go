@@ -370,6 +370,9 @@ func (n *Node) open() error {
 		Clocks:  memberClocks{n},
 		TLS:     n.cfg.TLS,
 		Gate:    n.power.Gate(),
+		// Protocol 4 on: the replica protocol's errors keep their identity on the wire.
+		ErrorCode:      replica.ErrorCode,
+		ClusterVersion: n.ClusterProtocolVersion,
 	}
 	if n.faults != nil {
 		tcfg.Faults = n.faults

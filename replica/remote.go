@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/transport"
 )
@@ -36,37 +34,23 @@ func (r *Remote) call(ctx context.Context, kind transport.Kind, req proto.Messag
 	answer, err := r.net.Call(ctx, r.peer, kind, payload)
 	if err != nil {
 		var remote *transport.RemoteError
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
+		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("replica %s: no answer in time: %w", r.peer.ID, err)
-		case errors.As(err, &remote) && strings.Contains(remote.Msg, clockguard.ErrClockOffset.Error()):
-			// Errors cross the wire as text: give the refusal of a timestamp its identity
-			// back, since the coordinator must not hint such a write.
-			return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, clockguard.ErrClockOffset, remote.Msg)
-		case errors.As(err, &remote) && strings.Contains(remote.Msg, ErrScanTooLarge.Error()):
-			// And a scan's refusal of its size, which the coordinator answers as such
-			// rather than as a replica that failed.
-			return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, ErrScanTooLarge, remote.Msg)
-		case errors.As(err, &remote) && notMember(remote.Msg):
-			// And a node's refusal to serve this one at all, which the coordinator
-			// answers as unavailable rather than as a timeout.
-			return nil, fmt.Errorf("replica %s: %w", r.peer.ID, &refusal{sentinel: ErrNotMember, msg: remote.Msg})
+		}
+		if errors.As(err, &remote) {
+			// Errors cross the wire as a code and text: give the coordinator's refusals
+			// (wireErrors) their identity back. An answer too large keeps its own, which
+			// only Scan tells apart.
+			if sentinel := identify(remote); sentinel != nil && sentinel != transport.ErrFrameTooLarge {
+				return nil, fmt.Errorf("replica %s: %w", r.peer.ID, &refusal{sentinel: sentinel, msg: remote.Msg})
+			}
 		}
 		return nil, fmt.Errorf("replica %s: %w", r.peer.ID, err)
 	}
 	return answer, nil
 }
 
-// notMember reports whether a remote error's text is a refusal as ErrNotMember: the
-// sentinel's text alone or followed by ": " and the reason, as the admission check wraps
-// it. A prefix, not strings.Contains, so that a reason that merely quotes the words (a
-// key, a path) is not taken for one.
-func notMember(msg string) bool {
-	rest, ok := strings.CutPrefix(msg, ErrNotMember.Error())
-	return ok && (rest == "" || strings.HasPrefix(rest, ": "))
-}
-
-// refusal is a refusal that crossed the wire as text, with its identity given back: its
+// refusal is a refusal that crossed the wire, with its identity given back: its
 // message is the remote one as it was (the reason included), and errors.Is matches the
 // sentinel it starts with.
 type refusal struct {
@@ -150,7 +134,7 @@ func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error
 	}
 	raw, err := r.call(ctx, kind, wire)
 	var remote *transport.RemoteError
-	if req.BytesMax > 0 && errors.As(err, &remote) && strings.Contains(remote.Msg, transport.ErrFrameTooLarge.Error()) {
+	if req.BytesMax > 0 && errors.As(err, &remote) && identify(remote) == transport.ErrFrameTooLarge {
 		// The answer fits no internode frame, though under the bound asked: to the
 		// coordinator's caller that is the same refusal of a scan too large.
 		return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, ErrScanTooLarge, remote.Msg)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/transport"
@@ -55,5 +57,53 @@ func TestRemoteGivesNotMemberBack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// failing is a Caller that answers every request with one remote error.
+type failing struct{ err *transport.RemoteError }
+
+func (f failing) Call(context.Context, transport.Peer, transport.Kind, []byte) ([]byte, error) {
+	return nil, f.err
+}
+
+// TestRemoteErrorIdentity checks that a peer's refusal gets its identity back from its
+// code over a connection of protocol 4, whatever its text, and from its text over one of
+// protocol 3; and that the code a node puts on its errors is the one its callers read.
+func TestRemoteErrorIdentity(t *testing.T) {
+	refusals := []error{clockguard.ErrClockOffset, ErrScanTooLarge, ErrNotMember}
+	tests := []struct {
+		name   string
+		remote *transport.RemoteError
+		want   error // nil: no refusal
+	}{
+		{"coded clock offset", &transport.RemoteError{Code: ErrorCode(fmt.Errorf("stamp: %w", clockguard.ErrClockOffset)), Coded: true, Msg: "refused"}, clockguard.ErrClockOffset},
+		{"coded scan too large", &transport.RemoteError{Code: ErrorCode(ErrScanTooLarge), Coded: true, Msg: "too big"}, ErrScanTooLarge},
+		{"coded not a member", &transport.RemoteError{Code: ErrorCode(fmt.Errorf("%w: who?", ErrNotMember)), Coded: true, Msg: "no"}, ErrNotMember},
+		{"coded none, text quoting a refusal", &transport.RemoteError{Coded: true, Msg: ErrNotMember.Error() + ": " + clockguard.ErrClockOffset.Error()}, nil},
+		{"unknown code of a newer node", &transport.RemoteError{Code: 999, Coded: true, Msg: clockguard.ErrClockOffset.Error()}, nil},
+		{"protocol 3 clock offset", &transport.RemoteError{Msg: "apply: " + clockguard.ErrClockOffset.Error() + " of 3s"}, clockguard.ErrClockOffset},
+		{"protocol 3 not a member", &transport.RemoteError{Msg: ErrNotMember.Error() + ": node n6 does not know node n4"}, ErrNotMember},
+		{"protocol 3 other failure", &transport.RemoteError{Msg: "disk full"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewSet("n4", nil, failing{tt.remote}).Replica(cluster.Node{ID: "n6"})
+			err := r.Apply(context.Background(), "ks", []lww.Record{{Key: []byte("k")}})
+			if err == nil {
+				t.Fatal("Apply succeeded, want the peer's error")
+			}
+			for _, refusal := range refusals {
+				if got := errors.Is(err, refusal); got != (refusal == tt.want) {
+					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, refusal, got, refusal == tt.want)
+				}
+			}
+			if !strings.Contains(err.Error(), tt.remote.Msg) {
+				t.Errorf("error %q lost the peer's message %q", err, tt.remote.Msg)
+			}
+		})
+	}
+	if got := ErrorCode(errors.New("disk full")); got != transport.NoErrorCode {
+		t.Errorf("ErrorCode of an unnamed error = %d, want none", got)
 	}
 }

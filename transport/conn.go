@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,7 @@ type conn struct {
 	reader   io.Reader
 	peer     Peer
 	dialed   bool
+	version  uint16        // the protocol version spoken on it: the one the dialer's hello named
 	link     *wanLink      // nil: no emulation, frames go out at once
 	counters *kindCounters // the (this DC, peer DC) flows
 
@@ -33,10 +35,11 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wake      chan struct{} // signals the writer that the queue is not empty
-	done      chan struct{} // closed by close
-	closeOnce sync.Once
-	nextID    atomic.Uint64
+	wake       chan struct{} // signals the writer that the queue is not empty
+	done       chan struct{} // closed by close
+	acceptance chan struct{} // closed when the acceptor's acceptance arrives (dialed, version 4 on)
+	closeOnce  sync.Once
+	nextID     atomic.Uint64
 
 	mu            sync.Mutex
 	queue         []outFrame
@@ -63,24 +66,26 @@ type callResult struct {
 
 // newConn wraps nc; reader is nil unless the caller already read from nc through a buffer.
 // The caller starts the conn once it is registered.
-func newConn(t *Transport, nc net.Conn, reader io.Reader, peer Peer, link *wanLink, dialed bool) *conn {
+func newConn(t *Transport, nc net.Conn, reader io.Reader, peer Peer, link *wanLink, dialed bool, version uint16) *conn {
 	if reader == nil {
 		reader = newFrameReader(nc)
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
 	return &conn{
-		t:        t,
-		nc:       nc,
-		reader:   reader,
-		peer:     peer,
-		dialed:   dialed,
-		link:     link,
-		counters: t.stats.counters(t.self.DC, peer.DC),
-		ctx:      ctx,
-		cancel:   cancel,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		pending:  make(map[uint64]chan callResult),
+		t:          t,
+		nc:         nc,
+		reader:     reader,
+		peer:       peer,
+		dialed:     dialed,
+		version:    version,
+		link:       link,
+		counters:   t.stats.counters(t.self.DC, peer.DC),
+		ctx:        ctx,
+		cancel:     cancel,
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		acceptance: make(chan struct{}),
+		pending:    make(map[uint64]chan callResult),
 	}
 }
 
@@ -210,7 +215,8 @@ func (c *conn) readLoop() {
 			c.fail(err)
 			return
 		}
-		if c.t.faults != nil && h.typ != frameRefuse && c.t.faults.Incoming(c.peer) {
+		// Faults spare the hello's answers, as they spare the hello.
+		if c.t.faults != nil && h.typ != frameRefuse && h.typ != frameHello && c.t.faults.Incoming(c.peer) {
 			continue
 		}
 		switch h.typ {
@@ -222,11 +228,23 @@ func (c *conn) readLoop() {
 				return
 			}
 		case frameRefuse:
-			c.fail(c.refused(payload))
+			err := c.refused(payload)
+			var versionErr *VersionError
+			if errors.As(err, &versionErr) {
+				c.t.refusedBy.Store(c.peer.ID, struct{}{})
+			}
+			if versionErr != nil && versionErr.PeerVersion >= c.t.oldest && versionErr.PeerVersion < c.version {
+				// No incident: the dial tries again in the peer's version (Transport.dial).
+				c.close(fmt.Errorf("%w: %w", ErrUnreachable, err))
+			} else {
+				c.fail(err)
+			}
 			return
 		default:
-			c.fail(fmt.Errorf("%w: hello in the middle of a connection", errMalformed))
-			return
+			if err := c.accepted(payload); err != nil {
+				c.fail(err)
+				return
+			}
 		}
 	}
 }
@@ -244,6 +262,29 @@ func (c *conn) refused(payload []byte) error {
 	return &VersionError{Peer: c.peer.ID, PeerVersion: version, Version: c.t.version}
 }
 
+// accepted takes the acceptance of a dialed connection: the first frame from the
+// acceptor, naming the version of the dialer's hello. Any other hello breaks the protocol.
+func (c *conn) accepted(payload []byte) error {
+	select {
+	case <-c.acceptance:
+		return fmt.Errorf("%w: hello in the middle of a connection", errMalformed)
+	default:
+	}
+	if !c.dialed || c.version < acceptanceFrom {
+		return fmt.Errorf("%w: hello in the middle of a connection", errMalformed)
+	}
+	version, err := decodeAcceptance(payload)
+	if err != nil {
+		return err
+	}
+	if version != c.version {
+		return fmt.Errorf("%w: acceptance of protocol %d answers a hello of %d", errMalformed, version, c.version)
+	}
+	c.t.refusedBy.Delete(c.peer.ID)
+	close(c.acceptance)
+	return nil
+}
+
 // serve runs the handler for one request or one-way message and queues the response.
 func (c *conn) serve(h frameHeader, payload []byte) {
 	response, err := c.t.handler.Handle(c.ctx, c.peer, h.kind, payload)
@@ -259,8 +300,15 @@ func (c *conn) serve(h frameHeader, payload []byte) {
 	}
 	if err != nil {
 		typ = frameError
+		code := NoErrorCode
+		if c.t.errorCode != nil {
+			code = c.t.errorCode(err)
+		}
 		msg := err.Error()
-		response = []byte(msg[:min(len(msg), c.t.maxFrameBytes-frameHeaderBytes-stampBytes)])
+		// What a frame holds besides the message: the header, the stamp, and the code.
+		const codeBytes = 2
+		msg = msg[:max(0, min(len(msg), c.t.maxFrameBytes-frameHeaderBytes-stampBytes-codeBytes))]
+		response = encodeErrorPayload(c.version, code, msg)
 	}
 	// An error here means the connection is gone, and with it the caller.
 	_ = c.enqueue(typ, h.kind, h.id, response)
@@ -273,14 +321,20 @@ func (c *conn) deliver(h frameHeader, payload []byte) error {
 	if err != nil {
 		return err
 	}
+	var remote *RemoteError
+	if h.typ == frameError {
+		if remote, err = decodeErrorPayload(c.version, payload); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	result, ok := c.pending[h.id]
 	delete(c.pending, h.id)
 	c.mu.Unlock()
 	switch {
 	case !ok:
-	case h.typ == frameError:
-		result <- callResult{wall: wall, err: &RemoteError{Msg: string(payload)}}
+	case remote != nil:
+		result <- callResult{wall: wall, err: remote}
 	default:
 		result <- callResult{wall: wall, payload: payload}
 	}
@@ -408,6 +462,13 @@ func (c *conn) close(err error) {
 			result <- callResult{err: fmt.Errorf("transport: call %s: %w", c.peer.ID, err)}
 		}
 	})
+}
+
+// err is why the connection closed; nil while it is open.
+func (c *conn) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
 }
 
 func (c *conn) isClosed() bool {

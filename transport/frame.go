@@ -32,7 +32,9 @@ const (
 	// frameOneway is a request nobody answers (gossip).
 	frameOneway
 	// frameHello is the dialer's first frame: its protocol version and its Peer, so the
-	// receiver knows whether it can talk to it and in which DC it is.
+	// receiver knows whether it can talk to it and in which DC it is. From protocol
+	// version 4 on, an acceptor answers a hello it accepts with a frame of this type too:
+	// the acceptance (encodeAcceptance).
 	frameHello
 	// frameRefuse is an acceptor's only frame to a dialer whose protocol version it does
 	// not speak: the acceptor's version, so that the dialer can say what went wrong.
@@ -220,6 +222,52 @@ func decodePeer(buf []byte) (Peer, error) {
 		return Peer{}, fmt.Errorf("%w: hello without a peer id", errMalformed)
 	}
 	return Peer{ID: fields[0], DC: fields[1], Addr: fields[2]}, nil
+}
+
+// acceptanceFrom is the first protocol version whose acceptor answers a hello of that
+// version with an acceptance, so that the dialer knows the version of the connection
+// before it sends anything on it. An acceptor of version 3 answers nothing when it
+// accepts, so a hello of version 3 gets no acceptance from any node.
+const acceptanceFrom = 4
+
+// An acceptance payload is the version the acceptor speaks on the connection, a u16 (big
+// endian): the one the dialer's hello named.
+func encodeAcceptance(version uint16) []byte { return binary.BigEndian.AppendUint16(nil, version) }
+
+// decodeAcceptance returns the version an acceptance names.
+func decodeAcceptance(buf []byte) (uint16, error) {
+	if len(buf) != 2 {
+		return 0, fmt.Errorf("%w: acceptance of %d bytes, want 2", errMalformed, len(buf))
+	}
+	return binary.BigEndian.Uint16(buf), nil
+}
+
+// errorCodesFrom is the first protocol version whose error frames carry an ErrorCode.
+const errorCodesFrom = 4
+
+// An error payload, after the wall-clock stamp, is the handler's error message; from
+// protocol version 4 on (errorCodesFrom) it starts with the error's code:
+//
+//	code u16 | message     (big endian)
+//
+// so that the caller knows what the error is without reading its text.
+func encodeErrorPayload(version uint16, code ErrorCode, msg string) []byte {
+	if version < errorCodesFrom {
+		return []byte(msg)
+	}
+	return append(binary.BigEndian.AppendUint16(nil, uint16(code)), msg...)
+}
+
+// decodeErrorPayload returns the RemoteError an error payload (without its stamp) of
+// the given protocol version carries.
+func decodeErrorPayload(version uint16, buf []byte) (*RemoteError, error) {
+	if version < errorCodesFrom {
+		return &RemoteError{Msg: string(buf)}, nil
+	}
+	if len(buf) < 2 {
+		return nil, fmt.Errorf("%w: error of %d bytes has no code", errMalformed, len(buf))
+	}
+	return &RemoteError{Code: ErrorCode(binary.BigEndian.Uint16(buf)), Coded: true, Msg: string(buf[2:])}, nil
 }
 
 // A refusal payload is the refusing node's protocol version, a u16 (big endian). Nodes of

@@ -42,13 +42,20 @@ var ErrClosed = errors.New("transport: closed")
 // their deadline.
 var ErrSendQueueFull = errors.New("transport: send queue full")
 
-// ProtocolVersion is the version of the internode protocol this build speaks: the frame
-// layout, the hello, the kind numbers and their payloads. Nodes exchange it in the hello
-// and an acceptor refuses a dialer of another version, so raise it with any change that a
-// node of the previous version would misread. Version 2 stamps responses with the
-// responder's wall time (stampBytes); version 3 carries Ferry's failure detection of
-// issue 17 (direct and indirect probes, verdicts, a summary with one cluster total).
-const ProtocolVersion = 3
+// ProtocolVersion is the newest version of the internode protocol this build speaks: the
+// frame layout, the hello, the kind numbers and their payloads. Raise it with any change
+// that a node of the previous version would misread, and speak the previous version on
+// connections to nodes of that version (Conn.version), so that a cluster can be upgraded
+// one node at a time. Version 2 stamps responses with the responder's wall time
+// (stampBytes); version 3 carries Ferry's failure detection of issue 17 (direct and
+// indirect probes, verdicts, a summary with one cluster total); version 4 answers a hello
+// with an acceptance (acceptanceFrom) and gives error frames a code (ErrorCode).
+const ProtocolVersion = 4
+
+// OldestPeerVersion is the oldest protocol version this build speaks, to peers of that
+// version: the one before ProtocolVersion. A dialer of another version is refused; a
+// dialer refused by an acceptor of an older version it speaks dials again in that version.
+const OldestPeerVersion = ProtocolVersion - 1
 
 // VersionError means a peer speaks a protocol version this node does not, so the two
 // cannot talk until one of them is upgraded. The acceptor refuses the dialer, and the
@@ -112,9 +119,23 @@ func (f HandlerFunc) Handle(ctx context.Context, from Peer, kind Kind, payload [
 
 // RemoteError is a handler's error, returned by Call on the calling side.
 type RemoteError struct {
+	// Code is what the error is, as Config.ErrorCode named it on the answering side;
+	// NoErrorCode when it named none.
+	Code ErrorCode
+	// Coded says the error frame had room for a code (protocol version 4 on). Without
+	// it (protocol 3), Msg is all the caller knows of the error.
+	Coded bool
 	// Msg is the handler's error message.
 	Msg string
 }
+
+// ErrorCode names what a handler's error is, on the wire (protocol version 4 on), so that
+// the caller need not recognise it by its text. The numbers are the wire's: the package
+// whose errors they name keeps the table, and never reuses a number.
+type ErrorCode uint16
+
+// NoErrorCode is the code of an error nobody named.
+const NoErrorCode ErrorCode = 0
 
 // Error implements error.
 func (e *RemoteError) Error() string {
@@ -165,6 +186,15 @@ type Config struct {
 	// so that the node can stop serving them all at once: a sleeping node (package
 	// power's Gate). Nil listens and dials plainly.
 	Gate Gate
+	// ErrorCode, when set, names a handler's error for the error frame (protocol version
+	// 4 on), the caller's RemoteError.Code. Nil names none.
+	ErrorCode func(error) ErrorCode
+	// ClusterVersion, when set, reports the oldest protocol version the nodes of the
+	// cluster announce. Once it is this build's ProtocolVersion, every node accepts this
+	// one's hello, so a dial sends the calls queued behind its hello at once rather than
+	// waiting a round trip for the acceptance; until then a dial waits, so that nothing is
+	// sent before the connection's version is known. Nil: dials always wait.
+	ClusterVersion func() uint16
 }
 
 // Gate opens a node's listeners and wraps the connections it dials; *power.Gate is one.
@@ -194,7 +224,10 @@ type Faults interface {
 // Transport sends and serves framed messages. It is safe for concurrent use.
 type Transport struct {
 	self          Peer
-	version       uint16 // the protocol spoken: ProtocolVersion, unless a test says otherwise
+	version       uint16 // the newest protocol spoken: ProtocolVersion, unless a test says otherwise
+	oldest        uint16 // the oldest protocol spoken: OldestPeerVersion, unless a test says otherwise
+	errorCode     func(error) ErrorCode
+	clusterVer    func() uint16
 	handler       Handler
 	linkModel     LinkModel
 	stats         *Stats
@@ -219,9 +252,15 @@ type Transport struct {
 	dialed   map[string]*dialEntry // by peer id: this node's connection for its own calls
 	accepted map[*conn]struct{}    // connections peers dialed to call this node
 	greeting map[net.Conn]struct{} // accepted sockets whose hello has not arrived yet
+	awaiting map[*conn]struct{}    // dialed connections waiting for their acceptance
 	links    map[string]*wanLink   // by destination DC; nil value: no emulation
 
 	rtts sync.Map // peer id -> *atomic.Int64: smoothed call round trip in nanoseconds
+	// refusedBy holds the peers that refused a hello of this node since their last
+	// acceptance (peer id -> struct{}): a dial to them waits for the answer whatever the
+	// cluster's version says, for gossip may not have told yet of a node gone back to an
+	// older version.
+	refusedBy sync.Map
 
 	// wg tracks the accept loop and every connection's reader and writer; handlers are
 	// not tracked (see Close).
@@ -242,12 +281,12 @@ type dialEntry struct {
 
 // Listen starts a transport listening on cfg.Self.Addr.
 func Listen(cfg Config) (*Transport, error) {
-	return listen(cfg, ProtocolVersion)
+	return listen(cfg, OldestPeerVersion, ProtocolVersion)
 }
 
-// listen is Listen speaking the given protocol version, so that tests can stand up a
-// node of another version.
-func listen(cfg Config, version uint16) (*Transport, error) {
+// listen is Listen speaking the protocol versions from oldest to version, so that tests
+// can stand up a node of another version.
+func listen(cfg Config, oldest, version uint16) (*Transport, error) {
 	if cfg.Self.ID == "" {
 		return nil, errors.New("transport: Config.Self.ID is empty")
 	}
@@ -292,11 +331,13 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 	t := &Transport{
 		self:              cfg.Self,
 		version:           version,
+		oldest:            oldest,
+		errorCode:         cfg.ErrorCode,
+		clusterVer:        cfg.ClusterVersion,
 		handler:           cfg.Handler,
 		linkModel:         cfg.Links,
 		stats:             cfg.Stats,
 		maxFrameBytes:     maxFrameBytes,
-		sendQueueBytesMax: sendQueueBytesMax,
 		seed:              cfg.Seed,
 		log:               cfg.Logger,
 		listener:          listener,
@@ -308,7 +349,9 @@ func listen(cfg Config, version uint16) (*Transport, error) {
 		dialed:            make(map[string]*dialEntry),
 		accepted:          make(map[*conn]struct{}),
 		greeting:          make(map[net.Conn]struct{}),
+		awaiting:          make(map[*conn]struct{}),
 		links:             make(map[string]*wanLink),
+		sendQueueBytesMax: sendQueueBytesMax,
 		warnings:          lograte.New(lograte.DefaultInterval),
 	}
 	t.self.Addr = listener.Addr().String()
@@ -446,6 +489,9 @@ func (t *Transport) Close() error {
 	for c := range t.accepted {
 		conns = append(conns, c)
 	}
+	for c := range t.awaiting {
+		conns = append(conns, c)
+	}
 	// A socket still waiting for its hello would hold Close for the hello's timeout.
 	for nc := range t.greeting {
 		nc.Close()
@@ -494,7 +540,13 @@ func (t *Transport) connTo(ctx context.Context, to Peer) (*conn, error) {
 		case entry.conn == nil:
 			// That dial failed; the loop dials again with this caller's context.
 		case entry.conn.isClosed():
-			// close has already removed it from t.dialed; the loop dials again.
+			// close removes it from t.dialed, unless it closed while its dial was settling
+			// (see dial); the loop dials again.
+			t.mu.Lock()
+			if t.dialed[to.ID] == entry {
+				delete(t.dialed, to.ID)
+			}
+			t.mu.Unlock()
 		case entry.peer != to:
 			// The peer moved (new address or DC): replace the connection.
 			entry.conn.close(fmt.Errorf("%w: peer %s is now %+v", ErrUnreachable, to.ID, to))
@@ -505,27 +557,74 @@ func (t *Transport) connTo(ctx context.Context, to Peer) (*conn, error) {
 }
 
 // dial opens the connection of entry, registered in t.dialed by the caller, and settles
-// the entry either way.
+// the entry either way. It says hello in this node's newest version, and when an
+// acceptor of an older version that this node also speaks refuses that, dials again in
+// the acceptor's.
 func (t *Transport) dial(ctx context.Context, entry *dialEntry) (*conn, error) {
-	c, err := t.openConn(ctx, entry.peer)
+	version := t.version
+	c, err := t.openConn(ctx, entry.peer, version)
+	var refused *VersionError
+	if errors.As(err, &refused) && refused.PeerVersion < version && refused.PeerVersion >= t.oldest {
+		t.log.Info("transport: peer speaks an older protocol; dialing again in its version",
+			"peer", entry.peer.ID, "peer_version", refused.PeerVersion, "version", version)
+		c, err = t.openConn(ctx, entry.peer, refused.PeerVersion)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	defer close(entry.ready)
-	if err == nil && t.closed {
-		c.nc.Close()
-		err = ErrClosed
-	}
 	if err != nil {
 		delete(t.dialed, entry.peer.ID)
 		return nil, err
 	}
+	// From awaiting to the entry in one step, so that Close finds it in either. It may
+	// have closed since it was negotiated; connTo then dials again.
+	delete(t.awaiting, c)
 	entry.conn = c
-	c.start()
 	return c, nil
 }
 
-// openConn dials peer and queues the hello frame; the caller starts the connection.
-func (t *Transport) openConn(ctx context.Context, peer Peer) (*conn, error) {
+// openConn dials peer, says hello in the given protocol version and starts the
+// connection; when the peer answers hellos of that version (acceptanceFrom), it waits for
+// the acceptance or the refusal unless every node of the cluster speaks the version and
+// the peer has not refused this node since it last accepted. The
+// connection it returns is still in t.awaiting; on error none is left there.
+func (t *Transport) openConn(ctx context.Context, peer Peer, version uint16) (*conn, error) {
+	c, err := t.startConn(ctx, peer, version)
+	if err != nil {
+		return nil, err
+	}
+	if version < acceptanceFrom {
+		return c, nil
+	}
+	if _, refused := t.refusedBy.Load(peer.ID); !refused && t.clusterVer != nil && t.clusterVer() >= version {
+		return c, nil
+	}
+	// The acceptor bounds its wait for the hello by helloTimeout; the dialer its wait for
+	// the answer too, as a dial with no deadline would otherwise hold the peer's entry
+	// for as long as a stalled peer keeps the socket open.
+	timeout := time.NewTimer(helloTimeout)
+	defer timeout.Stop()
+	select {
+	case <-c.acceptance:
+		return c, nil
+	case <-c.done:
+		err = c.err()
+	case <-ctx.Done():
+		err = fmt.Errorf("transport: dial %s: no answer to the hello: %w", peer.ID, ctx.Err())
+		c.close(err)
+	case <-timeout.C:
+		err = fmt.Errorf("transport: dial %s: %w: no answer to the hello in %v", peer.ID, ErrUnreachable, helloTimeout)
+		c.close(err)
+	}
+	t.mu.Lock()
+	delete(t.awaiting, c)
+	t.mu.Unlock()
+	return nil, err
+}
+
+// startConn dials peer, queues the hello frame in the given version and starts the
+// connection, as awaiting its acceptance so that Close ends it.
+func (t *Transport) startConn(ctx context.Context, peer Peer, version uint16) (*conn, error) {
 	link, err := t.linkTo(peer.DC)
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", peer.ID, err)
@@ -546,11 +645,19 @@ func (t *Transport) openConn(ctx context.Context, peer Peer) (*conn, error) {
 			return nil, fmt.Errorf("transport: dial %s at %s: %w: %w", peer.ID, peer.Addr, ErrUnreachable, err)
 		}
 	}
-	c := newConn(t, nc, nil, peer, link, true)
-	if err := c.enqueue(frameHello, kindHello, 0, encodeHello(t.version, t.self)); err != nil {
+	c := newConn(t, nc, nil, peer, link, true, version)
+	if err := c.enqueue(frameHello, kindHello, 0, encodeHello(version, t.self)); err != nil {
 		nc.Close()
 		return nil, err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		nc.Close()
+		return nil, ErrClosed
+	}
+	t.awaiting[c] = struct{}{}
+	c.start()
 	return c, nil
 }
 
@@ -639,7 +746,7 @@ func (t *Transport) acceptConn(nc net.Conn) (*conn, error) {
 			return nil, err
 		}
 	}
-	peer, reader, err := t.readHello(nc)
+	peer, version, reader, err := t.readHello(nc)
 	if err != nil {
 		return nil, err
 	}
@@ -650,45 +757,52 @@ func (t *Transport) acceptConn(nc net.Conn) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(t, nc, reader, peer, link, false), nil
+	c := newConn(t, nc, reader, peer, link, false, version)
+	if version >= acceptanceFrom {
+		if err := c.enqueue(frameHello, kindHello, 0, encodeAcceptance(version)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // readHello reads the first frame of an accepted connection, which must be a hello, and
-// refuses a dialer of another protocol version with a *VersionError. The reader it
-// returns may already hold the frames that followed.
-func (t *Transport) readHello(nc net.Conn) (Peer, io.Reader, error) {
-	reader := newFrameReader(nc)
+// refuses a dialer of a protocol version this node does not speak with a *VersionError;
+// version is the dialer's, which the connection speaks. The reader it returns may
+// already hold the frames that followed.
+func (t *Transport) readHello(nc net.Conn) (peer Peer, version uint16, reader io.Reader, err error) {
+	reader = newFrameReader(nc)
 	if err := nc.SetReadDeadline(time.Now().Add(helloTimeout)); err != nil {
-		return Peer{}, nil, err
+		return Peer{}, 0, nil, err
 	}
 	if t.tls == nil && startsTLSHandshake(reader) {
-		return Peer{}, nil, errPeerSpeaksTLS
+		return Peer{}, 0, nil, errPeerSpeaksTLS
 	}
 	// A client of another protocol (HTTP, gRPC) fails here, on a header no kura node sends.
 	h, payload, err := readFrame(reader, t.maxFrameBytes)
 	if err != nil {
-		return Peer{}, nil, fmt.Errorf("reading hello (is the peer a kura node?): %w", err)
+		return Peer{}, 0, nil, fmt.Errorf("reading hello (is the peer a kura node?): %w", err)
 	}
 	if h.typ != frameHello {
-		return Peer{}, nil, fmt.Errorf("%w: first frame has type %d, want hello", errMalformed, h.typ)
+		return Peer{}, 0, nil, fmt.Errorf("%w: first frame has type %d, want hello", errMalformed, h.typ)
 	}
 	version, rest, err := decodeHelloVersion(payload)
 	if err != nil {
-		return Peer{}, nil, err
+		return Peer{}, 0, nil, err
 	}
-	if version != t.version {
+	if version < t.oldest || version > t.version {
 		refused := &VersionError{Peer: nc.RemoteAddr().String(), PeerVersion: version, Version: t.version}
 		t.refuse(nc, reader)
-		return Peer{}, nil, refused
+		return Peer{}, 0, nil, refused
 	}
-	peer, err := decodePeer(rest)
+	peer, err = decodePeer(rest)
 	if err != nil {
-		return Peer{}, nil, err
+		return Peer{}, 0, nil, err
 	}
 	if err := nc.SetReadDeadline(time.Time{}); err != nil {
-		return Peer{}, nil, err
+		return Peer{}, 0, nil, err
 	}
-	return peer, reader, nil
+	return peer, version, reader, nil
 }
 
 // refuse tells a dialer of another protocol version which version this node speaks, then

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"reflect"
@@ -84,11 +85,12 @@ type node struct {
 // when set, pins the address. Without cfg.Logger the node logs to the test's output.
 func startNode(t *testing.T, cfg Config) *node {
 	t.Helper()
-	return startNodeSpeaking(t, cfg, ProtocolVersion)
+	return startNodeSpeaking(t, cfg, OldestPeerVersion, ProtocolVersion)
 }
 
-// startNodeSpeaking is startNode for a node of the given protocol version.
-func startNodeSpeaking(t *testing.T, cfg Config, version uint16) *node {
+// startNodeSpeaking is startNode for a node of the protocol versions from oldest to
+// version.
+func startNodeSpeaking(t *testing.T, cfg Config, oldest, version uint16) *node {
 	t.Helper()
 	server := newTestServer()
 	if cfg.Self.Addr == "" {
@@ -98,7 +100,7 @@ func startNodeSpeaking(t *testing.T, cfg Config, version uint16) *node {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
-	tr, err := listen(cfg, version)
+	tr, err := listen(cfg, oldest, version)
 	if err != nil {
 		t.Fatalf("Listen(%+v): %v", cfg.Self, err)
 	}
@@ -307,20 +309,94 @@ func (c *lineCounter) count() int {
 	return c.n
 }
 
-func TestProtocolVersionRefused(t *testing.T) {
+// speaking is the range of protocol versions a node of a test speaks.
+type speaking struct{ oldest, newest uint16 }
+
+// Nodes of the versions around this build's: one of the previous version speaks only it,
+// as the installed build of that version does; this build speaks it and its own.
+var (
+	v2Only    = speaking{ProtocolVersion - 2, ProtocolVersion - 2}
+	v3Only    = speaking{OldestPeerVersion, OldestPeerVersion}
+	thisBuild = speaking{OldestPeerVersion, ProtocolVersion}
+	v5        = speaking{ProtocolVersion, ProtocolVersion + 1}
+	v5Only    = speaking{ProtocolVersion + 1, ProtocolVersion + 1}
+)
+
+func TestProtocolVersionNegotiated(t *testing.T) {
 	tests := []struct {
-		name                         string
-		clientVersion, serverVersion uint16
+		name           string
+		client, server speaking
+		want           uint16 // the version both ends of the connection speak
+		serverRefusals int    // hellos the server refused on the way
 	}{
-		{"newer dialer", ProtocolVersion + 1, ProtocolVersion},
-		{"older dialer", ProtocolVersion, ProtocolVersion + 1},
+		{"previous-version dialer, this acceptor", v3Only, thisBuild, OldestPeerVersion, 0},
+		{"this dialer, previous-version acceptor: dials again", thisBuild, v3Only, OldestPeerVersion, 1},
+		{"same version", thisBuild, thisBuild, ProtocolVersion, 0},
+		{"next-version dialer, this acceptor: dials again", v5, thisBuild, ProtocolVersion, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			serverLog := &lineCounter{substr: "speaks protocol"}
-			server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}, Logger: slog.New(slog.NewTextHandler(serverLog, nil))}, tt.serverVersion)
-			client := startNodeSpeaking(t, Config{Self: Peer{ID: "client"}}, tt.clientVersion)
-			want := VersionError{Peer: "server", PeerVersion: tt.serverVersion, Version: tt.clientVersion}
+			server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}, Logger: slog.New(slog.NewTextHandler(serverLog, nil))}, tt.server.oldest, tt.server.newest)
+			client := startNodeSpeaking(t, Config{Self: Peer{ID: "client"}}, tt.client.oldest, tt.client.newest)
+			// The first call already gets through: the dial waited for the answer to its
+			// hello before sending it.
+			for _, msg := range []string{"first", "second"} {
+				if got, err := client.Call(testContext(t), server.Self(), kindEcho, []byte(msg)); err != nil || string(got) != msg {
+					t.Fatalf("Call(%q) = %q, %v", msg, got, err)
+				}
+			}
+			if got := dialedVersion(client.Transport, "server"); got != tt.want {
+				t.Errorf("client's connection speaks %d, want %d", got, tt.want)
+			}
+			if got := acceptedVersions(server.Transport); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("server's connections speak %v, want [%d]", got, tt.want)
+			}
+			client.Close()
+			server.Close()
+			if got := serverLog.count(); got != tt.serverRefusals {
+				t.Errorf("server logged %d refusals, want %d", got, tt.serverRefusals)
+			}
+		})
+	}
+}
+
+// dialedVersion is the version of tr's connection to peer; 0 without one.
+func dialedVersion(tr *Transport, peer string) uint16 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if entry := tr.dialed[peer]; entry != nil && entry.conn != nil {
+		return entry.conn.version
+	}
+	return 0
+}
+
+// acceptedVersions are the versions of the connections peers dialed to tr.
+func acceptedVersions(tr *Transport) []uint16 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var versions []uint16
+	for c := range tr.accepted {
+		versions = append(versions, c.version)
+	}
+	return versions
+}
+
+func TestProtocolVersionRefused(t *testing.T) {
+	tests := []struct {
+		name           string
+		client, server speaking
+	}{
+		{"next-version-only dialer", v5Only, thisBuild},
+		{"dialer two versions back", v2Only, thisBuild},
+		{"acceptor of the next version only", thisBuild, v5Only},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			serverLog := &lineCounter{substr: "speaks protocol"}
+			server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}, Logger: slog.New(slog.NewTextHandler(serverLog, nil))}, tt.server.oldest, tt.server.newest)
+			client := startNodeSpeaking(t, Config{Self: Peer{ID: "client"}}, tt.client.oldest, tt.client.newest)
+			want := VersionError{Peer: "server", PeerVersion: tt.server.newest, Version: tt.client.newest}
 			const calls = 2 // each dials afresh and is refused afresh
 			for range calls {
 				_, err := client.Call(testContext(t), server.Self(), kindNotify, []byte("unheard"))
@@ -328,7 +404,7 @@ func TestProtocolVersionRefused(t *testing.T) {
 				if !errors.As(err, &versionErr) || *versionErr != want || !errors.Is(err, ErrUnreachable) {
 					t.Fatalf("Call error = %v, want ErrUnreachable and %+v", err, want)
 				}
-				if msg := fmt.Sprintf("transport: peer server speaks protocol %d, this node speaks %d", tt.serverVersion, tt.clientVersion); !strings.Contains(err.Error(), msg) {
+				if msg := fmt.Sprintf("transport: peer server speaks protocol %d, this node speaks %d", tt.server.newest, tt.client.newest); !strings.Contains(err.Error(), msg) {
 					t.Errorf("Call error = %q, want it to say %q", err, msg)
 				}
 			}
@@ -344,6 +420,27 @@ func TestProtocolVersionRefused(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestClusterVersionSkipsTheWait: once the cluster's version is this build's, a dial
+// sends its call behind the hello without waiting for the acceptance; an acceptor of the
+// previous version then refuses it, and the call fails as a dial to an unreachable node
+// does. The next dial to that peer waits for the answer again, and gets through.
+func TestClusterVersionSkipsTheWait(t *testing.T) {
+	server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}}, v3Only.oldest, v3Only.newest)
+	clusterVersion := uint16(ProtocolVersion) // gossip has not told of the server's version yet
+	client := startNode(t, Config{Self: Peer{ID: "client"}, ClusterVersion: func() uint16 { return clusterVersion }})
+	_, err := client.Call(testContext(t), server.Self(), kindEcho, []byte("sent at once"))
+	var versionErr *VersionError
+	if !errors.As(err, &versionErr) || !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Call sent behind the hello to a node of version %d: %v, want ErrUnreachable and a *VersionError", OldestPeerVersion, err)
+	}
+	if got, err := client.Call(testContext(t), server.Self(), kindEcho, []byte("after")); err != nil || string(got) != "after" {
+		t.Fatalf("Call after the refusal = %q, %v; want it through in version %d", got, err, OldestPeerVersion)
+	}
+	if got := dialedVersion(client.Transport, "server"); got != OldestPeerVersion {
+		t.Errorf("client's connection speaks %d, want %d", got, OldestPeerVersion)
 	}
 }
 
@@ -527,6 +624,7 @@ func TestAccounting(t *testing.T) {
 				{tt.clientDC, tt.serverDC, kindDouble}: {calls, calls * (frameHeaderBytes + requestBytes)},
 			}
 			down := map[Flow]Counter{
+				{tt.serverDC, tt.clientDC, kindHello}:  {1, frameHeaderBytes + uint64(len(encodeAcceptance(ProtocolVersion)))},
 				{tt.serverDC, tt.clientDC, kindDouble}: {calls, calls * (frameHeaderBytes + stampBytes + 2*requestBytes)},
 			}
 			if tt.sharedStats {
@@ -752,6 +850,80 @@ func BenchmarkCall(b *testing.B) {
 	})
 }
 
+// TestErrorCodes: an error frame carries the code the answering side's Config.ErrorCode
+// names on a connection of protocol 4, and only the text on one of protocol 3, whichever
+// end speaks only that.
+func TestErrorCodes(t *testing.T) {
+	const codeNoKey ErrorCode = 7
+	msg := `no such key "k"`
+	namer := func(err error) ErrorCode {
+		if err.Error() == msg {
+			return codeNoKey
+		}
+		return NoErrorCode
+	}
+	tests := []struct {
+		name           string
+		client, server speaking
+		want           RemoteError
+	}{
+		{"protocol 4", thisBuild, thisBuild, RemoteError{Code: codeNoKey, Coded: true, Msg: msg}},
+		{"dialer of protocol 3", v3Only, thisBuild, RemoteError{Msg: msg}},
+		{"acceptor of protocol 3", thisBuild, v3Only, RemoteError{Msg: msg}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := startNodeSpeaking(t, Config{Self: Peer{ID: "server"}, ErrorCode: namer}, tt.server.oldest, tt.server.newest)
+			client := startNodeSpeaking(t, Config{Self: Peer{ID: "client"}}, tt.client.oldest, tt.client.newest)
+			_, err := client.Call(testContext(t), server.Self(), kindFail, []byte("k"))
+			var remote *RemoteError
+			if !errors.As(err, &remote) || *remote != tt.want {
+				t.Fatalf("Call error = %#v, want %#v", err, tt.want)
+			}
+			// An error the namer does not know travels without a code.
+			_, err = client.Call(testContext(t), server.Self(), kindFail, []byte("other"))
+			if !errors.As(err, &remote) || remote.Code != NoErrorCode || remote.Coded != tt.want.Coded {
+				t.Errorf("unnamed error = %#v, want no code (Coded %v)", err, tt.want.Coded)
+			}
+		})
+	}
+}
+
+// TestDialWaitsForTheAcceptance: a dial whose hello gets no answer (a peer that accepted
+// the socket and stalls) sends nothing behind it and ends with the caller's context,
+// leaving no connection behind for the next call to find.
+func TestDialWaitsForTheAcceptance(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	received := make(chan []byte, 1)
+	go func() {
+		nc, err := silent.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		// Everything the dialer sends until it hangs up.
+		sent, _ := io.ReadAll(nc)
+		received <- sent
+	}()
+	client := startNode(t, Config{Self: Peer{ID: "client"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = client.Call(ctx, Peer{ID: "stalled", Addr: silent.Addr().String()}, kindEcho, []byte("held back"))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer to the hello") {
+		t.Fatalf("Call to a peer that never answers the hello: %v, want the context's deadline", err)
+	}
+	if got, want := <-received, encodeFrame(frameHello, kindHello, 0, encodeHello(ProtocolVersion, client.Self())); !bytes.Equal(got, want) {
+		t.Errorf("the dialer sent %q, want its hello alone", got)
+	}
+	if got := dialedVersion(client.Transport, "stalled"); got != 0 {
+		t.Errorf("a connection of version %d to the stalled peer is left", got)
+	}
+}
+
 // TestSendQueueBoundedWhenPeerStopsReading stands in for a peer cut off without a reset:
 // it accepts the connection and never reads. The kernel's buffers fill, then the send
 // queue, and from there on frames are refused at once (a call as unreachable) while the
@@ -778,9 +950,12 @@ func TestSendQueueBoundedWhenPeerStopsReading(t *testing.T) {
 		}
 	}()
 	warnings := &lineCounter{substr: "does not drain"}
+	// Every node of the cluster speaks this build's protocol, so the dial does not wait
+	// for an acceptance the silent peer would never send.
 	client := startNode(t, Config{
 		Self:              Peer{ID: "client"},
 		SendQueueBytesMax: queueBytesMax,
+		ClusterVersion:    func() uint16 { return ProtocolVersion },
 		Logger:            slog.New(slog.NewTextHandler(warnings, nil)),
 	})
 	peer := Peer{ID: "cut-off", Addr: silent.Addr().String()}

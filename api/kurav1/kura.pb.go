@@ -3136,6 +3136,7 @@ type NodeStatus struct {
 	LoadKnown       bool                   `protobuf:"varint,18,opt,name=load_known,json=loadKnown,proto3" json:"load_known,omitempty"`                       // it has gossiped its load
 	Ownership       float64                `protobuf:"fixed64,19,opt,name=ownership,proto3" json:"ownership,omitempty"`                                       // the share of the token space whose first replica it is
 	StartedAtUnixMs int64                  `protobuf:"varint,20,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"` // when its process started; 0: not known
+	ProtocolVersion int32                  `protobuf:"varint,21,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`     // the internode protocol version it announces (3 if none); 0: a departed node, or an answering node older than the field
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3310,15 +3311,23 @@ func (x *NodeStatus) GetStartedAtUnixMs() int64 {
 	return 0
 }
 
+func (x *NodeStatus) GetProtocolVersion() int32 {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Self          string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
-	Nodes         []*NodeStatus          `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Streaming     *StreamProgress        `protobuf:"bytes,3,opt,name=streaming,proto3" json:"streaming,omitempty"`   // what the answering node has streamed since it started
-	Clock         *ClockStatus           `protobuf:"bytes,4,opt,name=clock,proto3" json:"clock,omitempty"`           // the answering node's clock against its peers'
-	Membership    *Membership            `protobuf:"bytes,5,opt,name=membership,proto3" json:"membership,omitempty"` // how the answering node joined the cluster
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Self            string                 `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	Nodes           []*NodeStatus          `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Streaming       *StreamProgress        `protobuf:"bytes,3,opt,name=streaming,proto3" json:"streaming,omitempty"`                                     // what the answering node has streamed since it started
+	Clock           *ClockStatus           `protobuf:"bytes,4,opt,name=clock,proto3" json:"clock,omitempty"`                                             // the answering node's clock against its peers'
+	Membership      *Membership            `protobuf:"bytes,5,opt,name=membership,proto3" json:"membership,omitempty"`                                   // how the answering node joined the cluster
+	ProtocolVersion int32                  `protobuf:"varint,6,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"` // the oldest its members announce: the version cluster-wide features wait for
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -3384,6 +3393,13 @@ func (x *ClusterStatusResponse) GetMembership() *Membership {
 		return x.Membership
 	}
 	return nil
+}
+
+func (x *ClusterStatusResponse) GetProtocolVersion() int32 {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return 0
 }
 
 // Membership is how a node's gossip stands: whether it joined a cluster, and what its
@@ -5286,7 +5302,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tkeyspaces\x18\x01 \x03(\v2\x11.kura.v1.KeyspaceR\tkeyspaces\"-\n" +
 	"\x17DescribeKeyspaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xc9\x04\n" +
+	"\x14ClusterStatusRequest\"\xf4\x04\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
@@ -5314,7 +5330,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\n" +
 	"load_known\x18\x12 \x01(\bR\tloadKnown\x12\x1c\n" +
 	"\townership\x18\x13 \x01(\x01R\townership\x12+\n" +
-	"\x12started_at_unix_ms\x18\x14 \x01(\x03R\x0fstartedAtUnixMs\"\xee\x01\n" +
+	"\x12started_at_unix_ms\x18\x14 \x01(\x03R\x0fstartedAtUnixMs\x12)\n" +
+	"\x10protocol_version\x18\x15 \x01(\x05R\x0fprotocolVersion\"\x99\x02\n" +
 	"\x15ClusterStatusResponse\x12\x12\n" +
 	"\x04self\x18\x01 \x01(\tR\x04self\x12)\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x13.kura.v1.NodeStatusR\x05nodes\x125\n" +
@@ -5322,7 +5339,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05clock\x18\x04 \x01(\v2\x14.kura.v1.ClockStatusR\x05clock\x123\n" +
 	"\n" +
 	"membership\x18\x05 \x01(\v2\x13.kura.v1.MembershipR\n" +
-	"membership\"\xa4\x01\n" +
+	"membership\x12)\n" +
+	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xa4\x01\n" +
 	"\n" +
 	"Membership\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x16\n" +

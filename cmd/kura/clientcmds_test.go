@@ -348,3 +348,30 @@ func TestStatusListsMembersOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintProtocols(t *testing.T) {
+	node := func(id, status string, version int32) *kurav1.NodeStatus {
+		return &kurav1.NodeStatus{Id: id, Status: status, ProtocolVersion: version}
+	}
+	tests := []struct {
+		name string
+		st   *kurav1.ClusterStatusResponse
+		want string
+	}{
+		{"a node of protocol 3 answers", &kurav1.ClusterStatusResponse{Nodes: []*kurav1.NodeStatus{node("n1", "normal", 0)}}, ""},
+		{"mid-upgrade", &kurav1.ClusterStatusResponse{ProtocolVersion: 3, Nodes: []*kurav1.NodeStatus{
+			node("n1", "normal", 4), node("n2", "normal", 3), node("n3", "joining", 3), node("n4", "left", 0)}},
+			"protocol versions: 3 (2 nodes), 4 (1 node); cluster protocol 3\n"},
+		{"upgraded", &kurav1.ClusterStatusResponse{ProtocolVersion: 4, Nodes: []*kurav1.NodeStatus{node("n1", "normal", 4), node("n2", "removed", 0)}},
+			"protocol versions: 4 (1 node); cluster protocol 4\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			printProtocols(&out, tt.st)
+			if out.String() != tt.want {
+				t.Errorf("printProtocols printed %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}

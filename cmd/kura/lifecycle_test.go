@@ -51,7 +51,10 @@ type lcCluster struct {
 type lcNode struct {
 	*crashNode
 	dc, listen, dataDir string
-	cleanup             sync.Once
+	// bin, when set, is the kura binary start runs instead of this test binary: another
+	// build's (upgrade_test.go).
+	bin     string
+	cleanup sync.Once
 }
 
 func newLifecycleCluster(t *testing.T) *lcCluster {
@@ -89,6 +92,9 @@ func (n *lcNode) start(t *testing.T) {
 	fmt.Fprintf(&n.logs, "--- start %s at %s: kura server %s\n", n.id, time.Now().Format("15:04:05.000"), strings.Join(n.args, " "))
 	cmd := exec.Command(os.Args[0], append([]string{"server"}, n.args...)...)
 	cmd.Env = append(os.Environ(), "KURA_AS_MAIN=1")
+	if n.bin != "" {
+		cmd = exec.Command(n.bin, append([]string{"server"}, n.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = &lockedWriter{&n.mu, &n.logs}, &lockedWriter{&n.mu, &n.logs}
 	err := cmd.Start()
 	if err == nil {
@@ -178,7 +184,7 @@ func kuraStatus(addr string, extra ...string) (map[string]statusRow, string, err
 		case len(f) > 0 && f[0] == "NODE":
 			inTable = true
 		case !inTable:
-		case len(f) < 4 || f[0] == "clock" || strings.HasPrefix(line, "WARNING") || strings.HasPrefix(line, "streaming on"):
+		case len(f) < 4 || f[0] == "clock" || f[0] == "protocol" || strings.HasPrefix(line, "WARNING") || strings.HasPrefix(line, "streaming on"):
 			inTable = false
 		default:
 			rows[f[0]] = statusRow{status: f[2], state: f[3]}

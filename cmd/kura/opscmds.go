@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -41,6 +43,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if err := printStatus(stdout, st, *nf.addr, *all, time.Now()); err != nil {
 		return err
 	}
+	printProtocols(stdout, st)
 	printMembership(stdout, st.GetSelf(), st.GetMembership())
 	printClock(stdout, st.GetSelf(), st.GetClock())
 	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
@@ -123,6 +126,27 @@ func printStatus(w io.Writer, st *kurav1.ClusterStatusResponse, addr string, all
 			100*n.GetOwnership(), uptime, clock, n.GetClientAddr())
 	}
 	return tw.Flush()
+}
+
+// printProtocols prints how many members announce each internode protocol version, and
+// the oldest, which features that every node must understand wait for: during a rolling
+// upgrade, "protocol versions: 3 (2 nodes), 4 (1 node); cluster protocol 3". Nothing
+// from a node older than the report (protocol 3), which sends no versions.
+func printProtocols(w io.Writer, st *kurav1.ClusterStatusResponse) {
+	if st.GetProtocolVersion() == 0 {
+		return
+	}
+	counts := map[int32]int{}
+	for _, n := range st.GetNodes() {
+		if v := n.GetProtocolVersion(); v != 0 && !departed(n) {
+			counts[v]++
+		}
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d (%s)", v, plural(counts[v], "node")))
+	}
+	fmt.Fprintf(w, "protocol versions: %s; cluster protocol %d\n", strings.Join(parts, ", "), st.GetProtocolVersion())
 }
 
 // departed reports whether a node left the cluster (decommissioned) or was removed from

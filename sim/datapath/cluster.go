@@ -195,7 +195,8 @@ func (c *Cluster) open(n *Node) error {
 				return nil, ctx.Err()
 			}
 			return server.Handle(ctx, from, kind, payload)
-		})})
+		}),
+		ErrorCode: replica.ErrorCode})
 	if err != nil {
 		return err
 	}

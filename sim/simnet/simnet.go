@@ -70,9 +70,12 @@ type Endpoint struct {
 	net     *Network
 	peer    transport.Peer
 	handler transport.Handler
-	wall    func() time.Time
-	clocks  transport.ClockSampler
-	stats   *transport.Stats
+	// errorCode names the handler's errors (transport.Config.ErrorCode), nil none: the
+	// simulated nodes speak the newest protocol, whose error frames carry a code.
+	errorCode func(error) transport.ErrorCode
+	wall      func() time.Time
+	clocks    transport.ClockSampler
+	stats     *transport.Stats
 	// up is false once the endpoint is closed: what is sent to it is lost.
 	up      bool
 	nicFree time.Duration
@@ -88,7 +91,9 @@ type message struct {
 	payload  []byte
 	call     uint64 // pairs a response with its request; 0 for a one-way message
 	response bool
-	err      string    // a handler's error, carried by a response
+	err      string // a handler's error, carried by a response
+	code     transport.ErrorCode
+	coded    bool      // the answering node named its errors: code is err's (transport.RemoteError.Coded)
 	wall     time.Time // the responder's wall clock when it answered
 	// deadline is when the caller stops waiting for the response (0: never). The driver
 	// ends the call then, in its ordered queue: two deadlines at one instant must not
@@ -180,7 +185,7 @@ func (n *Network) Listen(cfg transport.Config) (transport.Endpoint, error) {
 	if other, ok := n.byAddr[peer.Addr]; ok && other.up && other.peer.ID != peer.ID {
 		return nil, fmt.Errorf("simnet: address %s is in use by %s", peer.Addr, other.peer.ID)
 	}
-	e := &Endpoint{net: n, peer: peer, handler: cfg.Handler, wall: wall, clocks: cfg.Clocks, stats: stats, up: true, rtts: map[string]time.Duration{}}
+	e := &Endpoint{net: n, peer: peer, handler: cfg.Handler, errorCode: cfg.ErrorCode, wall: wall, clocks: cfg.Clocks, stats: stats, up: true, rtts: map[string]time.Duration{}}
 	if old, ok := n.nodes[peer.ID]; ok {
 		e.nicFree = old.nicFree // the link's queue outlives the process
 	}
@@ -446,7 +451,7 @@ func (n *Network) deliver(m *message) {
 			delete(n.calls, m.call)
 			var err error
 			if m.err != "" {
-				err = &transport.RemoteError{Msg: m.err}
+				err = &transport.RemoteError{Code: m.code, Coded: m.coded, Msg: m.err}
 			}
 			rtt := n.now() - c.sent
 			to.rtts[c.to] = rtt
@@ -459,7 +464,7 @@ func (n *Network) deliver(m *message) {
 		n.mu.Unlock()
 		return
 	}
-	handler, ctx, wall, from := to.handler, to.ctx, to.wall, n.nodes[m.from].peer
+	handler, errorCode, ctx, wall, from := to.handler, to.errorCode, to.ctx, to.wall, n.nodes[m.from].peer
 	n.mu.Unlock()
 	go func() {
 		payload, err := handler.Handle(ctx, from, m.kind, m.payload)
@@ -469,6 +474,9 @@ func (n *Network) deliver(m *message) {
 		resp := &message{from: m.to, to: m.from, kind: m.kind, payload: payload, call: m.call, response: true, wall: wall()}
 		if err != nil {
 			resp.payload, resp.err = nil, err.Error()
+			if errorCode != nil {
+				resp.code, resp.coded = errorCode(err), true
+			}
 		}
 		n.mu.Lock()
 		n.outbox = append(n.outbox, resp)

@@ -1,0 +1,251 @@
+package main
+
+// Issue 45: a rolling upgrade from the last build that speaks internode protocol 3 only
+// to this one (protocol 4, which also speaks 3), with real `kura server` processes: the
+// old binary is built from the repository's history, and each node in turn is stopped
+// with SIGTERM and started with this build on the same data dir while clients write.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/client"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/transport"
+)
+
+// lastProtocol3Commit is the last commit whose kura speaks internode protocol 3 only:
+// the build a cluster upgrades from to protocol 4.
+const lastProtocol3Commit = "b438a3272b93a3d0c88504d922e813d9bacde093"
+
+// buildProtocol3Kura builds kura at lastProtocol3Commit from the repository's history
+// (git archive, so the repository is left as it is) and returns the binary. It skips
+// the test when the history is not there, as in a shallow clone.
+func buildProtocol3Kura(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("upgrade test: no git to take the protocol-3 build from the repository's history")
+	}
+	if err := exec.Command("git", "cat-file", "-e", lastProtocol3Commit+"^{commit}").Run(); err != nil {
+		t.Skipf("upgrade test: commit %s (the last protocol-3 build) is not in this repository's history: a shallow clone? (git fetch --unshallow)", lastProtocol3Commit)
+	}
+	src := t.TempDir()
+	// From the top of the work tree: run in a subdirectory, git archive takes only it.
+	extract := exec.Command("sh", "-c", `git -C "$(git rev-parse --show-toplevel)" archive --format=tar "$1" | tar -x -C "$2"`, "sh", lastProtocol3Commit, src)
+	if out, err := extract.CombinedOutput(); err != nil {
+		t.Fatalf("extracting commit %s: %v\n%s", lastProtocol3Commit, err, out)
+	}
+	// The commit must be what the test says it is, or the test upgrades from nothing.
+	code, err := os.ReadFile(filepath.Join(src, "transport", "transport.go"))
+	if err != nil || !strings.Contains(string(code), "const ProtocolVersion = 3\n") {
+		t.Fatalf("commit %s does not speak protocol 3 (transport/transport.go: %v)", lastProtocol3Commit, err)
+	}
+	bin := filepath.Join(t.TempDir(), "kura-protocol3")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kura")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build at %s: %v\n%s", lastProtocol3Commit, err, out)
+	}
+	return bin
+}
+
+// protocolLine returns kura status's "protocol versions: ..." line through n; "" when
+// there is none (a protocol-3 node does not report versions).
+func protocolLine(n *lcNode) (string, error) {
+	_, out, err := kuraStatus(n.client)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "protocol versions:") {
+			return line, nil
+		}
+	}
+	return "", nil
+}
+
+// waitProtocolLine polls kura status through each observer until it shows want.
+func waitProtocolLine(t *testing.T, observers []*lcNode, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, o := range observers {
+		for {
+			got, err := protocolLine(o)
+			if err == nil && got == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kura status through %s shows %q (%v), want %q", o.id, got, err, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// upgradeWriter writes new keys at QUORUM through one node, one after another, and
+// records what was acknowledged and what failed, and whether the node was being
+// restarted when it failed.
+type upgradeWriter struct {
+	node *lcNode
+
+	mu         sync.Mutex
+	restarting bool // from the node's SIGTERM until a write through it succeeds again
+	acked      []string
+	excused    int      // failures while the node restarted
+	failures   []string // failures at any other time
+}
+
+// mixedWrites is how many writes each writer has acknowledged between two steps of the
+// upgrade, at least.
+const mixedWrites = 50
+
+// writePace spaces the writes of one writer, so that reading every key back at the end
+// stays short.
+const writePace = 40 * time.Millisecond
+
+func (w *upgradeWriter) run(c *client.Client, stop <-chan struct{}) {
+	pace := time.NewTicker(writePace)
+	defer pace.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-pace.C:
+		}
+		key := fmt.Sprintf("%s-%06d", w.node.id, i)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.Put(ctx, "app", []byte(key), []byte("v-"+key), consistency.Quorum)
+		cancel()
+		w.mu.Lock()
+		switch {
+		case err == nil:
+			w.acked = append(w.acked, key)
+			w.restarting = false
+		case w.restarting:
+			w.excused++
+		default:
+			w.failures = append(w.failures, fmt.Sprintf("%s at %s: %v", key, time.Now().Format("15:04:05.000"), err))
+		}
+		w.mu.Unlock()
+	}
+}
+
+// ackedCount is how many writes were acknowledged so far.
+func (w *upgradeWriter) ackedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// waitAcked waits until more than n writes through the node were acknowledged.
+func (w *upgradeWriter) waitAcked(t *testing.T, n int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for w.ackedCount() <= n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no write through %s acknowledged within 40 s", what, w.node.id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRollingUpgradeFromProtocol3: 3 nodes in 2 DCs (n1, n2 in dc1, n3 in dc2) of the
+// protocol-3 build, keyspace dc1=2,dc2=1, a client per node writing at QUORUM through it
+// without a pause. Each node in turn is stopped with SIGTERM and started with this build
+// on its data dir. No write through a node other than the one restarting may fail; every
+// acknowledged key must read at QUORUM through every node, and at ONE through every node
+// once repair has run; the cluster's protocol must stay 3 until the last node runs this
+// build, and become 4 then.
+func TestRollingUpgradeFromProtocol3(t *testing.T) {
+	c := newLifecycleCluster(t)
+	old := buildProtocol3Kura(t)
+	nodes := []*lcNode{c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")}
+	for _, n := range nodes {
+		n.bin = old
+	}
+	c.startAll(nodes...)
+	c.createKeyspace(nodes[0], "dc1=2,dc2=1")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	writers := make([]*upgradeWriter, len(nodes))
+	for i, n := range nodes {
+		writers[i] = &upgradeWriter{node: n}
+		through := mustDialPinned(t, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			writers[i].run(through, stop)
+		}()
+	}
+	stopWriters := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWriters()
+	for _, w := range writers {
+		w.waitAcked(t, 50, "before the upgrade")
+	}
+
+	for i, n := range nodes {
+		w := writers[i]
+		w.mu.Lock()
+		w.restarting = true
+		before := len(w.acked)
+		w.mu.Unlock()
+		n.terminate(t)
+		n.bin = "" // this build
+		n.start(t)
+		waitViews(t, "after upgrading "+n.id, 60*time.Second, nodes, allNormalUp(nodes...))
+		w.waitAcked(t, before, "after upgrading "+n.id)
+		// A stretch of writes through every node of the mixed cluster before the next step.
+		for _, o := range writers {
+			o.waitAcked(t, o.ackedCount()+mixedWrites, "after upgrading "+n.id)
+		}
+
+		// Through the upgraded nodes (the others do not report versions): protocol 3
+		// until the last one is upgraded.
+		upgraded := nodes[:i+1]
+		want := fmt.Sprintf("protocol versions: %d (%s), %d (%s); cluster protocol %d",
+			transport.OldestPeerVersion, plural(len(nodes)-len(upgraded), "node"), transport.ProtocolVersion, plural(len(upgraded), "node"), transport.OldestPeerVersion)
+		if len(upgraded) == len(nodes) {
+			want = fmt.Sprintf("protocol versions: %d (%s); cluster protocol %d", transport.ProtocolVersion, plural(len(nodes), "node"), transport.ProtocolVersion)
+		}
+		waitProtocolLine(t, upgraded, want)
+		t.Logf("upgraded %s: %s", n.id, want)
+	}
+	// The first node upgraded met protocol-3 acceptors, which refused its hello of 4.
+	if out := nodes[0].output(); !strings.Contains(out, "dialing again in its version") {
+		t.Errorf("n1 never dialed a protocol-3 node again in protocol 3; its output:\n%s", out)
+	}
+	stopWriters()
+
+	var keys []string
+	for _, w := range writers {
+		t.Logf("writes through %s at QUORUM: %d acknowledged, %d failed while it restarted, %d failed otherwise",
+			w.node.id, len(w.acked), w.excused, len(w.failures))
+		for j, f := range w.failures {
+			if j == 10 {
+				t.Errorf("... and %d more", len(w.failures)-10)
+				break
+			}
+			t.Errorf("write through %s failed while it was not restarting: %s", w.node.id, f)
+		}
+		keys = append(keys, w.acked...)
+	}
+	for _, n := range nodes {
+		readKeys(t, mustDialPinned(t, n), n.id, keys, consistency.Quorum)
+	}
+	// At ONE a node may answer from its own replica alone, which missed the writes of its
+	// restart until hints or repair bring them.
+	for _, n := range nodes {
+		kuraOK(t, "repair", "--addr", n.client, "--keyspace", "app", "--timeout", "120s")
+	}
+	for _, n := range nodes {
+		readKeys(t, mustDialPinned(t, n), n.id, keys, consistency.One)
+	}
+}
