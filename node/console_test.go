@@ -146,7 +146,44 @@ func TestConsoleInBrowserShowsTheClusterAndAKilledNode(t *testing.T) {
 	waitFor("n3 down", `document.querySelector('#dcs tr[data-node="n3"]')?.dataset.state === "down"`)
 	waitFor("n1 and n2 still up", `["n1", "n2"].every(id => document.querySelector('#dcs tr[data-node="' + id + '"]')?.dataset.state === "up")`)
 	t.Logf("screenshot of n1's console with n3 down: %s", screenshot(t, browserCtx, dir, "console.png"))
+
+	// The widths of common screens: the page fits each without a sideways scroll, and
+	// nothing on it is cut.
+	for _, width := range []int64{1280, 1400, 1920} {
+		if _, err := chromedp.Run(browserCtx, chromedp.EmulateViewport(width, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		problems, err := chromedp.Run(browserCtx, chromedp.Evaluate[string](layoutProblems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problems != "" {
+			shot := screenshot(t, browserCtx, dir, fmt.Sprintf("console-%dpx.png", width))
+			t.Errorf("at %d px the console does not fit: %s (screenshot %s)", width, problems, shot)
+		}
+	}
 }
+
+// layoutProblems is a JavaScript expression naming what does not fit the window: a page
+// wider than the window, an element that ends past its right edge, or one whose content is
+// cut (hidden, clipped or ellipsed overflow); empty when everything fits.
+const layoutProblems = `(() => {
+	const width = document.documentElement.clientWidth;
+	const problems = [];
+	if (document.documentElement.scrollWidth > width) {
+		problems.push("the page is " + document.documentElement.scrollWidth + " px wide");
+	}
+	const name = el => el.id ? "#" + el.id : el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : "");
+	for (const el of document.body.querySelectorAll("*")) {
+		const box = el.getBoundingClientRect();
+		if (box.width === 0 || box.height === 0) continue;
+		if (box.right > width + 1) problems.push(name(el) + " ends at " + Math.round(box.right) + " px");
+		const style = getComputedStyle(el);
+		const clips = ["hidden", "clip", "auto", "scroll"].includes(style.overflowX) || style.textOverflow === "ellipsis";
+		if (clips && el.scrollWidth > el.clientWidth + 1) problems.push(name(el) + " is cut (" + el.scrollWidth + " px in " + el.clientWidth + ")");
+	}
+	return problems.slice(0, 10).join("; ");
+})()`
 
 // consoleReport fetches n's /api/console.
 func consoleReport(t *testing.T, n *Node) console.Report {

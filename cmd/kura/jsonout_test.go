@@ -26,7 +26,7 @@ func TestPrintJSON(t *testing.T) {
 		{"tokens past 2^53", &kurav1.RingNode{Id: "n1", Tokens: []uint64{math.MaxUint64, 7}, Ownership: 0.5},
 			`{"id":"n1","dc":"","state":"","tokens":[18446744073709551615,7],"ownership":0.5,"effective":0}`},
 		{"an unset message, an empty list", &kurav1.ClusterStatusResponse{Self: "n1"},
-			`{"self":"n1","nodes":[],"streaming":null,"clock":null,"membership":null}`},
+			`{"self":"n1","nodes":[],"streaming":null,"clock":null,"membership":null,"protocol_version":0}`},
 		{"NaN", &kurav1.RingNode{Ownership: math.NaN(), Effective: math.Inf(1)},
 			`{"id":"","dc":"","state":"","tokens":[],"ownership":"NaN","effective":"Infinity"}`},
 		{"oneofs: only the member set", &kurav1.CompareAndSetRequest{Keyspace: "app", Condition: &kurav1.CompareAndSetRequest_IfAbsent{IfAbsent: true},
