@@ -42,7 +42,7 @@ type Keyspaces interface {
 	List() []schema.Keyspace
 }
 
-// Replicas hands out any node's Replica; *replica.Set is one.
+// Replicas hands out any node's Replica; *remote.Set is one.
 type Replicas interface {
 	Replica(n cluster.Node) replica.Replica
 }

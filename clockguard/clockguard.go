@@ -347,7 +347,7 @@ func (g *Guard) Admit(ts hlc.Timestamp) error {
 }
 
 // Observe admits a timestamp another node stamped and merges it into the node's clock
-// (replica.Clock). The timestamp is judged against the cluster's clock as measured (this
+// (remote.Clock). The timestamp is judged against the cluster's clock as measured (this
 // node's own before any measurement), so a node whose clock runs behind still takes its
 // peers' writes, and its clock catches up with them.
 // While this node's own clock is off, the timestamp is stored but not merged: the hybrid

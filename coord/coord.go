@@ -71,7 +71,7 @@ type Keyspaces interface {
 	Get(name string) (schema.Keyspace, error)
 }
 
-// Replicas hands out any node's Replica; *replica.Set is one.
+// Replicas hands out any node's Replica; *remote.Set is one.
 type Replicas interface {
 	Replica(n cluster.Node) replica.Replica
 }

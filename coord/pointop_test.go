@@ -55,7 +55,7 @@ type stubParts struct {
 	clock     hlc.Timestamp
 	clockMu   sync.Mutex
 
-	// remotes, when a node has one, stands in for its stub: a replica.Remote over a
+	// remotes, when a node has one, stands in for its stub: a remote.Remote over a
 	// fake network, whose errors are made as a real peer's are.
 	remotes map[string]replica.Replica
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/remote"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -29,10 +30,10 @@ func (c answeringCaller) Call(context.Context, transport.Peer, transport.Kind, [
 	return nil, &transport.RemoteError{Msg: c.msg}
 }
 
-// remoteAnswering returns node id's replica as a replica.Remote whose every request is
+// remoteAnswering returns node id's replica as a remote.Remote whose every request is
 // answered with a remote error of text msg.
 func remoteAnswering(id, msg string, calls *atomic.Int32) replica.Replica {
-	return replica.NewSet("n1", nil, answeringCaller{msg: msg, calls: calls}).Replica(cluster.Node{ID: id, DC: "a"})
+	return remote.NewSet("n1", nil, answeringCaller{msg: msg, calls: calls}).Replica(cluster.Node{ID: id, DC: "a"})
 }
 
 // notMemberText is a peer's refusal as the node's admission check words it.

@@ -327,7 +327,7 @@ func compareKeys(a, b lww.Record) int { return bytes.Compare(a.Key, b.Key) }
 // inAsked returns a filter of the keys of ordered keyspace ks whose token, as this
 // coordinator places them, lies in the ranges a node was asked for. A replica of an
 // ordered keyspace moving to new split keys answers the keys under either definition
-// (replica.Local.Scan); a key it answers for a range this coordinator places elsewhere
+// (local.Local.Scan); a key it answers for a range this coordinator places elsewhere
 // belongs to another group. (With the hash partitioner a replica answers only the keys
 // of the ranges asked, so its answer needs no filter.)
 func inAsked(ks schema.Keyspace, asked []ring.Range) func([]byte) bool {

@@ -1,6 +1,7 @@
 // Package hints owns the writes a coordinator owes to replicas that were down (or asleep)
 // when it wrote: stored durably in the node's engine, replayed to the target once it is
-// back, removed when delivered.
+// back, removed when delivered. It reaches the engine through Engine, which
+// *storage.Engine satisfies, so that the coordinator links no storage.
 package hints
 
 import (
@@ -15,7 +16,6 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/storage"
 )
 
 // keyspace holds this node's hints.
@@ -29,16 +29,25 @@ type Hint struct {
 	key      []byte // where the hint is stored
 }
 
+// Engine is what the store needs of the node's storage engine (*storage.Engine): put,
+// count, read in key order and remove the records of one keyspace, its own.
+type Engine interface {
+	Apply(keyspace string, rec lww.Record) (applied bool, err error)
+	Count(keyspace string) (int64, error)
+	ScanPage(keyspace string, start, end []byte, limit, bytesMax int, withTombstones bool, filter func(key []byte) bool) ([]lww.Record, error)
+	Remove(keyspace string, key []byte) error
+}
+
 // Store keeps hints in the node's engine under key
 // target id, 0x00, 8-byte sequence (big-endian), so a target's hints are one ordered
 // range. The value is the MutateRequest to replay.
 type Store struct {
-	engine *storage.Engine
+	engine Engine
 	seq    atomic.Uint64
 }
 
 // NewStore returns the hint store of engine.
-func NewStore(engine *storage.Engine) *Store { return &Store{engine: engine} }
+func NewStore(engine Engine) *Store { return &Store{engine: engine} }
 
 func prefix(target string) []byte { return append([]byte(target), 0) }
 

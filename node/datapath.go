@@ -11,7 +11,8 @@ import (
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hints"
 	"github.com/kuradb/kura/placement"
-	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/local"
+	"github.com/kuradb/kura/replica/remote"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
@@ -30,7 +31,7 @@ type DataPathParts struct {
 	View      cluster.View
 	Placement placement.Placement
 	// Network carries the calls to the other nodes' replicas.
-	Network replica.Caller
+	Network remote.Caller
 	// Clock stamps the writes the node coordinates and checks the timestamps it stores.
 	Clock *clockguard.Guard
 	// Proximity ranks the other replicas, nearest first.
@@ -59,10 +60,10 @@ type DataPathConfig struct {
 type DataPath struct {
 	Hints  *hints.Store
 	Stage  *sched.Stage
-	Local  *replica.Local
-	Server *replica.Server
+	Local  *local.Local
+	Server *remote.Server
 	// Replicas hands out every node's replica, this node's local one included.
-	Replicas    *replica.Set
+	Replicas    *remote.Set
 	Coordinator *coord.Coordinator
 	Repairer    *antientropy.Repairer
 }
@@ -77,8 +78,8 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 	if err != nil {
 		return nil, fmt.Errorf("read stage: %w", err)
 	}
-	local := replica.NewLocal(parts.Engine, parts.Keyspaces, hinted, stage)
-	replicas := replica.NewSet(cfg.ID, local, parts.Network)
+	local := local.NewLocal(parts.Engine, parts.Keyspaces, hinted, stage)
+	replicas := remote.NewSet(cfg.ID, local, parts.Network)
 	co := coord.New(coord.Config{Limits: cfg.Limits, ReplicaTimeout: cfg.ReplicaTimeout, Logger: cfg.Logger}, coord.Parts{
 		View:      parts.View,
 		Keyspaces: parts.Keyspaces,
@@ -105,7 +106,7 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 		Hints:       hinted,
 		Stage:       stage,
 		Local:       local,
-		Server:      replica.NewServer(local, parts.Clock),
+		Server:      remote.NewServer(local, parts.Clock),
 		Replicas:    replicas,
 		Coordinator: co,
 		Repairer:    repairer,

@@ -36,7 +36,8 @@ import (
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/powercycle"
 	"github.com/kuradb/kura/rebalance"
-	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/local"
+	"github.com/kuradb/kura/replica/remote"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/routing"
@@ -234,12 +235,12 @@ type Node struct {
 	catalog   *schema.Catalog
 	transport transport.Endpoint
 	ring      *placement.Ring
-	local     *replica.Local
+	local     *local.Local
 	hints     *hints.Store
 	stage     *sched.Stage // the read stage every read of local data passes through
 	rows      rowCounts    // rows per node and ordered keyspace, as gossiped
 	power     *powercycle.Cycle
-	replicas  *replica.Server
+	replicas  *remote.Server
 	coord     *coord.Coordinator
 	hold      writeHold // a cluster snapshot's hold of the writes it coordinates
 	feed      *feed.Feed
@@ -371,7 +372,7 @@ func (n *Node) open() error {
 		TLS:     n.cfg.TLS,
 		Gate:    n.power.Gate(),
 		// Protocol 4 on: the replica protocol's errors keep their identity on the wire.
-		ErrorCode:      replica.ErrorCode,
+		ErrorCode:      remote.ErrorCode,
 		ClusterVersion: n.ClusterProtocolVersion,
 	}
 	if n.faults != nil {
@@ -674,7 +675,7 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 	}
 	n.power.ObserveServed()
 	switch {
-	case replica.Handles(kind):
+	case remote.Handles(kind):
 		return n.replicas.Handle(ctx, from, kind, payload)
 	case driver.Handles(kind):
 		return n.feed.Handle(ctx, from, kind, payload)

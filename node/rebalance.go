@@ -7,7 +7,8 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/rebalance"
-	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/local"
+	"github.com/kuradb/kura/replica/remote"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
 )
@@ -18,7 +19,7 @@ var kindRebalance = transport.RegisterKind(25, "rebalance")
 
 // newRebalancer builds the rebalance runtime over this node's parts; replicas reach
 // every node's replica, for the records a step copies.
-func (n *Node) newRebalancer(replicas *replica.Set) (*rebalance.Rebalancer, error) {
+func (n *Node) newRebalancer(replicas *remote.Set) (*rebalance.Rebalancer, error) {
 	dht := ""
 	if n.dht != nil {
 		dht = n.cfg.Routing
@@ -53,7 +54,7 @@ func (p rebalancePeers) Step(ctx context.Context, to cluster.Node, request []byt
 // local replica.
 type rebalanceStore struct {
 	engine *storage.Engine
-	local  *replica.Local
+	local  *local.Local
 }
 
 func (s rebalanceStore) Each(keyspace string, withTombstones bool, fn func(lww.Record) error) error {
@@ -65,7 +66,7 @@ func (s rebalanceStore) DropUnless(keyspace string, keep func(key []byte) bool) 
 }
 
 // replicaCopier writes records to a node through its replica (rebalance.Copier).
-type replicaCopier struct{ replicas *replica.Set }
+type replicaCopier struct{ replicas *remote.Set }
 
 func (c replicaCopier) Apply(ctx context.Context, to cluster.Node, keyspace string, records []lww.Record) error {
 	return c.replicas.Replica(to).Apply(ctx, keyspace, records)

@@ -11,7 +11,7 @@ import (
 )
 
 // errNotMember is a node's refusal of a request that only members may make: the replica
-// protocol's sentinel, whose text the caller's replica.Remote recognises on the wire.
+// protocol's sentinel, whose text the caller's remote.Remote recognises on the wire.
 var errNotMember = replica.ErrNotMember
 
 // admit refuses the messages a node takes only from members of its cluster (replica

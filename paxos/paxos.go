@@ -5,7 +5,7 @@
 // record, last writer wins, and end the instance).
 //
 // The package does no I/O. State is one key's acceptor state with its transitions, which
-// replica.Local persists; Summarize folds a quorum's promises into what the coordinator
+// local.Local persists; Summarize folds a quorum's promises into what the coordinator
 // must do next (complete a proposal left in progress, repair replicas behind on the most
 // recent commit, or go on with its own), and Summary.Fate tells a coordinator whose
 // proposal got no clear answer whether it was committed.

@@ -62,7 +62,7 @@ type Peers interface {
 }
 
 // Store is this node's own copy of the data: reading every record of a keyspace
-// (storage.Engine's Each) and dropping those it no longer holds (replica.Local's
+// (storage.Engine's Each) and dropping those it no longer holds (local.Local's
 // DropUnless).
 type Store interface {
 	Each(keyspace string, withTombstones bool, fn func(lww.Record) error) error
@@ -70,7 +70,7 @@ type Store interface {
 }
 
 // Copier writes records to one node's replica, this node's own included (a
-// replica.Set's Replica(to).Apply).
+// remote.Set's Replica(to).Apply).
 type Copier interface {
 	Apply(ctx context.Context, to cluster.Node, keyspace string, records []lww.Record) error
 }

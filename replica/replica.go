@@ -2,10 +2,11 @@
 // mutation, read a key, read an erasure-coded chunk, scan token ranges, list live keys in
 // hash order, digest a token range as a Merkle tree for anti-entropy repair, and take
 // part in a lightweight transaction's Paxos round as its acceptor, and take a scan's
-// priority updates. Replica is that seam. Local serves it from this node's storage
-// engine, every read through the node's read stage (package sched); Remote serves it over any
-// Caller (the real transport, or the simulator's network); Server answers other
-// coordinators' requests with the Local replica.
+// priority updates. Replica is that seam, with its requests, answers, refusals and the
+// protobuf forms that the implementations share. It links neither the storage engine
+// nor the transport, so that the coordinator does not: package replica/local serves a
+// Replica from this node's storage engine, and package replica/remote reaches another
+// node's over the internode transport and answers other coordinators' requests.
 package replica
 
 import (
@@ -16,7 +17,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/ring"
@@ -30,7 +30,7 @@ var ErrScanTooLarge = errors.New("scan answer too large")
 // ErrNotMember is a node's refusal of a request that only members of its cluster may
 // make, from a node it does not know or knows as left or removed. The node's admission
 // check returns it wrapped, as "not a member: <reason>", so the text that crosses the
-// wire starts with this error's: Remote gives the refusal its identity back by that
+// wire starts with this error's: remote.Remote gives the refusal its identity back by that
 // prefix, and the coordinator answers a level lost to refusals as unavailable, not as a
 // timeout. Defined here, by the replica protocol, so that the node and the coordinator
 // share the one value.
@@ -126,8 +126,8 @@ func DigestMatches(digest, value []byte) bool {
 	return len(digest) == ValueDigestBytes && binary.BigEndian.Uint64(digest) == xxhash.Sum64(value)
 }
 
-// appendDigest appends value's digest (see DigestMatches) to dst.
-func appendDigest(dst, value []byte) []byte {
+// AppendDigest appends value's digest (see DigestMatches) to dst.
+func AppendDigest(dst, value []byte) []byte {
 	return binary.BigEndian.AppendUint64(dst, xxhash.Sum64(value))
 }
 
@@ -142,7 +142,7 @@ func (req ScanRequest) CutShort(page []lww.Record) bool {
 	if len(page) == 0 {
 		return false
 	}
-	return (req.Limit > 0 && len(page) >= req.Limit) || (req.PageBytes > 0 && recordBytes(page) >= req.PageBytes)
+	return (req.Limit > 0 && len(page) >= req.Limit) || (req.PageBytes > 0 && RecordBytes(page) >= req.PageBytes)
 }
 
 // Batches splits records, in order, into runs of at most bytesMax key and value bytes
@@ -165,23 +165,44 @@ func Batches(records []lww.Record, bytesMax int) iter.Seq[[]lww.Record] {
 	}
 }
 
-// Set hands out the Replica of any node: the local one for this node, a Remote over the
-// network for the others.
-type Set struct {
-	self  string
-	local Replica
-	net   Caller
+// ClientBatchApplier is a replica that writes a batch of a client's own writes as it
+// writes single ones, keeping them in its row cache: the local one.
+type ClientBatchApplier interface {
+	// ApplyClientBatch is Apply of a batch of one client's writes.
+	ApplyClientBatch(ctx context.Context, keyspace string, records []lww.Record) error
 }
 
-// NewSet returns the replicas of a cluster seen from node self.
-func NewSet(self string, local Replica, net Caller) *Set {
-	return &Set{self: self, local: local, net: net}
+// ManyGetter is a replica that reads several keys in one call: the local one, whose
+// reads of a batch share one task of the read stage.
+type ManyGetter interface {
+	// GetMany is Get of each key, in order: records[i] and found[i] answer keys[i]. It
+	// stops once the values read reach valueBytesMax: records and found then answer
+	// only the keys before the next one. The records' values may be the engine's own
+	// bytes (storage.Engine.GetEach): read them, never write to them.
+	GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) (records []lww.Record, found []bool, err error)
 }
 
-// Replica returns n's replica.
-func (s *Set) Replica(n cluster.Node) Replica {
-	if n.ID == s.self {
-		return s.local
+// RecordBytes is the key and value bytes of records: what a read of them cost the
+// device.
+func RecordBytes(records []lww.Record) int {
+	n := 0
+	for _, r := range records {
+		n += len(r.Key) + len(r.Value)
 	}
-	return &Remote{net: s.net, peer: peerOf(n)}
+	return n
+}
+
+// remoteKey marks the context of a request served for another coordinator.
+type remoteKey struct{}
+
+// ServeRemotely returns ctx marked as a request served for another coordinator: the
+// replica server marks each request it hands to the local replica.
+func ServeRemotely(ctx context.Context) context.Context {
+	return context.WithValue(ctx, remoteKey{}, true)
+}
+
+// ServedRemotely reports whether ctx is a request served for another coordinator: its
+// point reads queue as remote gets (paper 004's ReS puts them after this node's own).
+func ServedRemotely(ctx context.Context) bool {
+	return ctx.Value(remoteKey{}) != nil
 }

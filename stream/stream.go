@@ -41,7 +41,7 @@ const PageRecords = 256
 // few seconds over the slowest WAN link of the papers' topologies (3.29 Mbps).
 const DefaultPageTimeout = 30 * time.Second
 
-// Replicas hands out the Replica of any node; *replica.Set is one.
+// Replicas hands out the Replica of any node; *remote.Set is one.
 type Replicas interface {
 	Replica(n cluster.Node) replica.Replica
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/local"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
@@ -19,9 +20,17 @@ import (
 
 // NewLocal returns a Local replica on a fresh in-memory engine that holds keyspace, a
 // hash-partitioned keyspace of one replica, and the engine. Both close when t ends.
-func NewLocal(t testing.TB, keyspace string) (*replica.Local, *storage.Engine) {
+func NewLocal(t testing.TB, keyspace string) (*local.Local, *storage.Engine) {
 	t.Helper()
-	engine, err := storage.Open(storage.Options{InMemory: true})
+	return NewLocalWith(t, keyspace, storage.Options{}, sched.Config{})
+}
+
+// NewLocalWith is NewLocal on an engine opened with opts (in memory whatever they say),
+// its reads on a read stage of config stage.
+func NewLocalWith(t testing.TB, keyspace string, opts storage.Options, stage sched.Config) (*local.Local, *storage.Engine) {
+	t.Helper()
+	opts.InMemory = true
+	engine, err := storage.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +46,12 @@ func NewLocal(t testing.TB, keyspace string) (*replica.Local, *storage.Engine) {
 	if _, err := catalog.Apply(ks); err != nil {
 		t.Fatal(err)
 	}
-	reads, err := sched.NewStage(sched.Config{})
+	reads, err := sched.NewStage(stage)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reads.Close)
-	return replica.NewLocal(engine, catalog, nil, reads), engine
+	return local.NewLocal(engine, catalog, nil, reads), engine
 }
 
 // Framed is a Replica whose scan answers and applied batches fail with

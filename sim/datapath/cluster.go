@@ -34,7 +34,8 @@ import (
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
-	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/local"
+	"github.com/kuradb/kura/replica/remote"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
@@ -94,7 +95,7 @@ type Node struct {
 	engine  *storage.Engine
 	dir     *cluster.Directory
 	catalog *schema.Catalog
-	local   *replica.Local
+	local   *local.Local
 	stage   *sched.Stage
 	clock   *clockguard.Guard
 	coord   *coord.Coordinator
@@ -186,7 +187,7 @@ func (c *Cluster) open(n *Node) error {
 	// The network may deliver a request as soon as the endpoint exists: it waits for the
 	// replica server, which is built over the endpoint.
 	built := make(chan struct{})
-	var server *replica.Server
+	var server *remote.Server
 	ep, err := c.net.Listen(transport.Config{Self: transport.Peer{ID: n.spec.ID, DC: n.spec.DC},
 		Handler: transport.HandlerFunc(func(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 			select {
@@ -196,7 +197,7 @@ func (c *Cluster) open(n *Node) error {
 			}
 			return server.Handle(ctx, from, kind, payload)
 		}),
-		ErrorCode: replica.ErrorCode})
+		ErrorCode: remote.ErrorCode})
 	if err != nil {
 		return err
 	}

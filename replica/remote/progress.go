@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"
@@ -13,12 +13,6 @@ import (
 // (paper 004's RaS priority update); its request is a ScanProgressRequest, its answer
 // empty.
 var kindScanProgress = transport.RegisterKind(24, "scan_progress")
-
-// ScanProgress passes the update to the read stage.
-func (l *Local) ScanProgress(_ context.Context, scan sched.ScanID, nodes int) error {
-	l.stage.Progress(scan, nodes)
-	return nil
-}
 
 // ScanProgress sends a scan_progress message.
 func (r *Remote) ScanProgress(ctx context.Context, scan sched.ScanID, nodes int) error {
@@ -36,13 +30,4 @@ func (s *Server) scanProgress(ctx context.Context, from transport.Peer, payload 
 		return nil, fmt.Errorf("scan_progress from %s: %d nodes", from.ID, req.GetNodes())
 	}
 	return nil, s.local.ScanProgress(ctx, sched.ScanID(req.GetScanId()), int(req.GetNodes()))
-}
-
-// remoteKey marks the context of a request the Server serves for another coordinator.
-type remoteKey struct{}
-
-// servedRemotely reports whether ctx is a request served for another coordinator: its
-// point reads queue as remote gets (paper 004's ReS puts them after this node's own).
-func servedRemotely(ctx context.Context) bool {
-	return ctx.Value(remoteKey{}) != nil
 }

@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/transport"
@@ -23,18 +24,18 @@ type Clock interface {
 
 // Server answers other coordinators' replica requests from the local replica.
 type Server struct {
-	local Replica
+	local replica.Replica
 	clock Clock
 }
 
 // NewServer returns a server over the node's local replica and clock.
-func NewServer(local Replica, clock Clock) *Server {
+func NewServer(local replica.Replica, clock Clock) *Server {
 	return &Server{local: local, clock: clock}
 }
 
 // Handle serves one request of a kind Handles accepts.
 func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
-	ctx = context.WithValue(ctx, remoteKey{}, true)
+	ctx = replica.ServeRemotely(ctx)
 	switch kind {
 	case kindScanProgress:
 		return s.scanProgress(ctx, from, payload)
@@ -74,7 +75,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		}
 		resp := &kurav1.ReadResponse{Found: found}
 		if found {
-			resp.Record = ToProto(rec)
+			resp.Record = replica.ToProto(rec)
 		}
 		return proto.Marshal(resp)
 	case kindReadMany:
@@ -84,7 +85,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		if err := decodeRequest(payload, &req, kind, from); err != nil {
 			return nil, err
 		}
-		scan := ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly(), Digest: req.GetDigest(),
+		scan := replica.ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly(), Digest: req.GetDigest(),
 			Scan: sched.ScanID(req.GetScanId()), Nodes: int(req.GetNodes()), BytesMax: int(req.GetMaxBytes()), PageBytes: int(req.GetPageBytes())}
 		for _, rg := range req.GetRanges() {
 			scan.Ranges = append(scan.Ranges, ring.Range{Start: ring.Token(rg.GetStart()), End: ring.Token(rg.GetEnd())})
@@ -93,7 +94,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 		if err != nil {
 			return nil, err
 		}
-		return proto.Marshal(scanResponse(recs))
+		return proto.Marshal(replica.ScanResponse(recs))
 	}
 	return nil, fmt.Errorf("replica: unexpected message kind %v from %s", kind, from.ID)
 }
@@ -104,24 +105,12 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 func (s *Server) observe(wire []*kurav1.Record) ([]lww.Record, error) {
 	records := make([]lww.Record, len(wire))
 	for i, r := range wire {
-		records[i] = FromProto(r)
+		records[i] = replica.FromProto(r)
 		if err := s.clock.Observe(records[i].Timestamp); err != nil {
 			return nil, err
 		}
 	}
 	return records, nil
-}
-
-// scanResponse is the wire form of a scan's answer, its records' messages allocated
-// together rather than one each.
-func scanResponse(records []lww.Record) *kurav1.ReplicaScanResponse {
-	messages := make([]kurav1.Record, len(records))
-	resp := &kurav1.ReplicaScanResponse{Records: make([]*kurav1.Record, len(records))}
-	for i, r := range records {
-		fillProto(&messages[i], r)
-		resp.Records[i] = &messages[i]
-	}
-	return resp
 }
 
 // decodeRequest unmarshals a request's payload into req, naming its kind and sender when
@@ -146,7 +135,7 @@ func (s *Server) readMany(ctx context.Context, from transport.Peer, payload []by
 	case req.GetValueBytesMax() <= 0:
 		return nil, fmt.Errorf("read_many from %s: value_bytes_max is %d, must be positive", from.ID, req.GetValueBytesMax())
 	}
-	many, ok := s.local.(ManyGetter)
+	many, ok := s.local.(replica.ManyGetter)
 	if !ok {
 		return nil, fmt.Errorf("read_many from %s: this replica reads keys one at a time", from.ID)
 	}
@@ -158,7 +147,7 @@ func (s *Server) readMany(ctx context.Context, from transport.Peer, payload []by
 	for i, rec := range records {
 		resp.Answers[i] = &kurav1.ReadResponse{Found: found[i]}
 		if found[i] {
-			resp.Answers[i].Record = ToProto(rec)
+			resp.Answers[i].Record = replica.ToProto(rec)
 		}
 	}
 	return proto.Marshal(resp)

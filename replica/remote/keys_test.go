@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
@@ -27,15 +28,15 @@ func TestScanKeysLocalAndRemoteAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	half := ring.Token(math.MaxUint64 / 2)
-	whole := []Span{{0, math.MaxUint64}}
+	whole := []replica.Span{{From: 0, To: math.MaxUint64}}
 	tests := []struct {
 		name string
-		req  KeysRequest
+		req  replica.KeysRequest
 	}{
-		{"whole ring, paged", KeysRequest{Keyspace: "ks", Spans: whole, Limit: 7, Now: 10}},
-		{"slices of positions", KeysRequest{Keyspace: "ks", Spans: []Span{{0, 1 << 60}, {1 << 62, 1 << 63}}, Limit: 100, Now: 10}},
-		{"token ranges", KeysRequest{Keyspace: "ks", Spans: whole, Limit: 100, Ranges: []ring.Range{{Start: 0, End: half}}, Now: 10}},
-		{"count only", KeysRequest{Keyspace: "ks", Spans: whole, CountOnly: true, VisitMax: 30, Now: 10}},
+		{"whole ring, paged", replica.KeysRequest{Keyspace: "ks", Spans: whole, Limit: 7, Now: 10}},
+		{"slices of positions", replica.KeysRequest{Keyspace: "ks", Spans: []replica.Span{{From: 0, To: 1 << 60}, {From: 1 << 62, To: 1 << 63}}, Limit: 100, Now: 10}},
+		{"token ranges", replica.KeysRequest{Keyspace: "ks", Spans: whole, Limit: 100, Ranges: []ring.Range{{Start: 0, End: half}}, Now: 10}},
+		{"count only", replica.KeysRequest{Keyspace: "ks", Spans: whole, CountOnly: true, VisitMax: 30, Now: 10}},
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
@@ -61,10 +62,10 @@ func TestScanKeysLocalAndRemoteAgree(t *testing.T) {
 			}
 		})
 	}
-	if _, err := remote.ScanKeys(ctx, KeysRequest{Keyspace: "ks", Spans: []Span{{2, 1}}, Limit: 1}); err == nil {
+	if _, err := remote.ScanKeys(ctx, replica.KeysRequest{Keyspace: "ks", Spans: []replica.Span{{From: 2, To: 1}}, Limit: 1}); err == nil {
 		t.Error("a request with a span upside down succeeded")
 	}
-	if _, err := remote.ScanKeys(ctx, KeysRequest{Keyspace: "nope", Spans: whole, Limit: 1}); err == nil {
+	if _, err := remote.ScanKeys(ctx, replica.KeysRequest{Keyspace: "nope", Spans: whole, Limit: 1}); err == nil {
 		t.Error("a request for an unknown keyspace succeeded")
 	}
 }

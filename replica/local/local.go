@@ -1,4 +1,7 @@
-package replica
+// Package local is the Replica (package replica) of this node's data: its storage
+// engine, every read through the node's read stage (package sched). The assemblies (node,
+// the simulator) build it; the coordinator sees it only as a replica.Replica.
+package local
 
 import (
 	"bytes"
@@ -7,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/schema"
@@ -54,7 +58,7 @@ func staged[T any](ctx context.Context, l *Local, t sched.Task, read func() (T, 
 // getClass is a point read's class in the read stage: a remote coordinator's, when the
 // Server marked ctx, or this node's own.
 func getClass(ctx context.Context) sched.Class {
-	if servedRemotely(ctx) {
+	if replica.ServedRemotely(ctx) {
 		return sched.RemoteGet
 	}
 	return sched.LocalGet
@@ -64,13 +68,6 @@ func getClass(ctx context.Context) sched.Class {
 func (l *Local) Apply(_ context.Context, keyspace string, records []lww.Record) error {
 	_, err := l.engine.ApplyBatch(keyspace, records)
 	return err
-}
-
-// ClientBatchApplier is a replica that writes a batch of a client's own writes as it
-// writes single ones, keeping them in its row cache: the local one.
-type ClientBatchApplier interface {
-	// ApplyClientBatch is Apply of a batch of one client's writes.
-	ApplyClientBatch(ctx context.Context, keyspace string, records []lww.Record) error
 }
 
 // ApplyClientBatch stores a client's records durably, as Apply, and leaves them in the
@@ -91,16 +88,6 @@ func (l *Local) Get(ctx context.Context, keyspace string, key []byte) (lww.Recor
 		return found{rec, ok}, len(rec.Key) + len(rec.Value), err
 	})
 	return f.rec, f.ok, err
-}
-
-// ManyGetter is a replica that reads several keys in one call: the local one, whose
-// reads of a batch share one task of the read stage.
-type ManyGetter interface {
-	// GetMany is Get of each key, in order: records[i] and found[i] answer keys[i]. It
-	// stops once the values read reach valueBytesMax: records and found then answer
-	// only the keys before the next one. The records' values may be the engine's own
-	// bytes (storage.Engine.GetEach): read them, never write to them.
-	GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) (records []lww.Record, found []bool, err error)
 }
 
 // GetMany reads keys from the engine in one task of the read stage, so that a batch of
@@ -127,7 +114,7 @@ func (l *Local) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte)
 
 // Scan reads the engine's records of the requested ranges, a page at a time on the
 // read stage.
-func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error) {
+func (l *Local) Scan(ctx context.Context, req replica.ScanRequest) ([]lww.Record, error) {
 	ks, err := l.keyspaces.Get(req.Keyspace)
 	if err != nil {
 		return nil, err
@@ -159,17 +146,17 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		var read int // the bytes read, which tell whether the range goes on
 		recs, err := staged(ctx, l, task, func() (recs []lww.Record, _ int, err error) {
 			if req.Digest && !req.KeysOnly {
-				recs, read, err = l.engine.ScanPageDigests(ks.Name, start, req.End, page, sched.PageBytes, filter, appendDigest)
+				recs, read, err = l.engine.ScanPageDigests(ks.Name, start, req.End, page, sched.PageBytes, filter, replica.AppendDigest)
 			} else {
 				recs, err = l.engine.ScanPage(ks.Name, start, req.End, page, sched.PageBytes, true, filter)
-				read = recordBytes(recs)
+				read = replica.RecordBytes(recs)
 			}
 			return recs, read, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		size := recordBytes(recs) // the answer's bytes, digests for values: what the bounds count
+		size := replica.RecordBytes(recs) // the answer's bytes, digests for values: what the bounds count
 		if req.PageBytes > 0 {
 			// Cut the answer at the record that reaches PageBytes, as CutShort expects.
 			for i, r := range recs {
@@ -178,7 +165,7 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 				}
 				if paged >= req.PageBytes {
 					recs = recs[:i+1]
-					size = recordBytes(recs)
+					size = replica.RecordBytes(recs)
 					break
 				}
 			}
@@ -189,7 +176,7 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 			out = append(out, recs...)
 		}
 		if answered += size; req.BytesMax > 0 && answered > req.BytesMax {
-			return nil, fmt.Errorf("%w: over %d bytes of keys and values after %d records", ErrScanTooLarge, req.BytesMax, len(out))
+			return nil, fmt.Errorf("%w: over %d bytes of keys and values after %d records", replica.ErrScanTooLarge, req.BytesMax, len(out))
 		}
 		if (len(recs) < page && read < sched.PageBytes) || (req.PageBytes > 0 && paged >= req.PageBytes) {
 			break // the range is exhausted, or the page full
@@ -202,16 +189,6 @@ func (l *Local) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error)
 		}
 	}
 	return out, nil
-}
-
-// recordBytes is the key and value bytes of records: what a read of them cost the
-// device.
-func recordBytes(records []lww.Record) int {
-	n := 0
-	for _, r := range records {
-		n += len(r.Key) + len(r.Value)
-	}
-	return n
 }
 
 // StoredBytes returns how many records this node stores for keyspace (tombstones

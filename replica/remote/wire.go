@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"encoding/binary"
@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
@@ -162,23 +161,6 @@ func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, value
 		b = b[m:]
 	}
 	return nil
-}
-
-// ToProto converts a record to its wire form.
-func ToProto(r lww.Record) *kurav1.Record {
-	m := &kurav1.Record{}
-	fillProto(m, r)
-	return m
-}
-
-// fillProto sets m to r's wire form; m's bytes alias r's.
-func fillProto(m *kurav1.Record, r lww.Record) {
-	m.Key, m.Value, m.Timestamp, m.Tombstone, m.ExpiresAt = r.Key, r.Value, uint64(r.Timestamp), r.Tombstone, uint64(r.ExpiresAt)
-}
-
-// FromProto converts a record from its wire form.
-func FromProto(r *kurav1.Record) lww.Record {
-	return lww.Record{Key: r.GetKey(), Value: r.GetValue(), Timestamp: hlc.Timestamp(r.GetTimestamp()), Tombstone: r.GetTombstone(), ExpiresAt: hlc.Timestamp(r.GetExpiresAt())}
 }
 
 // A chunk_read answer is a status byte, then what the status announces.

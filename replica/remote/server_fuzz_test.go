@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"

@@ -1,10 +1,11 @@
-package replica
+package remote
 
 import (
 	"errors"
 	"strings"
 
 	"github.com/kuradb/kura/clockguard"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -19,9 +20,9 @@ var wireErrors = []struct {
 	// A refused timestamp: the coordinator must not hint such a write.
 	{1, clockguard.ErrClockOffset},
 	// A scan's refusal of its size, answered as such rather than as a failed replica.
-	{2, ErrScanTooLarge},
+	{2, replica.ErrScanTooLarge},
 	// A node's refusal to serve this one at all: unavailable rather than a timeout.
-	{3, ErrNotMember},
+	{3, replica.ErrNotMember},
 	// An answer that fits no frame; a scan under a byte bound takes it for ErrScanTooLarge.
 	{4, transport.ErrFrameTooLarge},
 }
@@ -51,7 +52,7 @@ func identify(remote *transport.RemoteError) error {
 		return nil
 	}
 	for _, w := range wireErrors {
-		if w.sentinel == ErrNotMember {
+		if w.sentinel == replica.ErrNotMember {
 			if notMember(remote.Msg) {
 				return w.sentinel
 			}
@@ -67,6 +68,6 @@ func identify(remote *transport.RemoteError) error {
 // it. A prefix, not strings.Contains, so that a reason that merely quotes the words (a
 // key, a path) is not taken for one.
 func notMember(msg string) bool {
-	rest, ok := strings.CutPrefix(msg, ErrNotMember.Error())
+	rest, ok := strings.CutPrefix(msg, replica.ErrNotMember.Error())
 	return ok && (rest == "" || strings.HasPrefix(rest, ": "))
 }

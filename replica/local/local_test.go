@@ -1,4 +1,4 @@
-package replica
+package local_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/replicatest"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
@@ -20,7 +22,7 @@ import (
 func TestScanPagesLetGetsThrough(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		device := sched.Device{Access: time.Millisecond}
-		engine, local, _, _ := newReplica(t, storage.Options{}, sched.Config{Workers: 1, Device: device})
+		local, engine := replicatest.NewLocalWith(t, "ks", storage.Options{}, sched.Config{Workers: 1, Device: device})
 		const rows = 10 * sched.PageRows
 		records := make([]lww.Record, rows)
 		for i := range records {
@@ -33,7 +35,7 @@ func TestScanPagesLetGetsThrough(t *testing.T) {
 		start := time.Now()
 		scanned := make(chan time.Duration)
 		go func() {
-			recs, err := local.Scan(ctx, ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}})
+			recs, err := local.Scan(ctx, replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}})
 			if err != nil || len(recs) != rows {
 				t.Errorf("scan: %d records, %v; want %d", len(recs), err, rows)
 			}

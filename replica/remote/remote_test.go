@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/clockguard"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -32,9 +33,9 @@ func TestRemoteGivesNotMemberBack(t *testing.T) {
 		want bool
 		text string // the error's message, when a refusal
 	}{
-		{"refusal with its reason", fmt.Errorf("%w: node n6 knows node n4 as left, and serves mutate only to members of its cluster", ErrNotMember).Error(),
+		{"refusal with its reason", fmt.Errorf("%w: node n6 knows node n4 as left, and serves mutate only to members of its cluster", replica.ErrNotMember).Error(),
 			true, "replica n6: not a member: node n6 knows node n4 as left, and serves mutate only to members of its cluster"},
-		{"refusal alone", ErrNotMember.Error(), true, "replica n6: not a member"},
+		{"refusal alone", replica.ErrNotMember.Error(), true, "replica n6: not a member"},
 		{"another word", "not a membership message kind", false, ""},
 		{"quoted inside", "open /data/not a member: no such file", false, ""},
 		{"another failure", "disk full", false, ""},
@@ -49,8 +50,8 @@ func TestRemoteGivesNotMemberBack(t *testing.T) {
 					return err
 				}(),
 			} {
-				if got := errors.Is(err, ErrNotMember); got != tt.want {
-					t.Fatalf("%s: errors.Is(%v, ErrNotMember) = %v, want %v", op, err, got, tt.want)
+				if got := errors.Is(err, replica.ErrNotMember); got != tt.want {
+					t.Fatalf("%s: errors.Is(%v, replica.ErrNotMember) = %v, want %v", op, err, got, tt.want)
 				}
 				if tt.want && err.Error() != tt.text {
 					t.Errorf("%s: error %q, want %q", op, err, tt.text)
@@ -71,19 +72,19 @@ func (f failing) Call(context.Context, transport.Peer, transport.Kind, []byte) (
 // code over a connection of protocol 4, whatever its text, and from its text over one of
 // protocol 3; and that the code a node puts on its errors is the one its callers read.
 func TestRemoteErrorIdentity(t *testing.T) {
-	refusals := []error{clockguard.ErrClockOffset, ErrScanTooLarge, ErrNotMember}
+	refusals := []error{clockguard.ErrClockOffset, replica.ErrScanTooLarge, replica.ErrNotMember}
 	tests := []struct {
 		name   string
 		remote *transport.RemoteError
 		want   error // nil: no refusal
 	}{
 		{"coded clock offset", &transport.RemoteError{Code: ErrorCode(fmt.Errorf("stamp: %w", clockguard.ErrClockOffset)), Coded: true, Msg: "refused"}, clockguard.ErrClockOffset},
-		{"coded scan too large", &transport.RemoteError{Code: ErrorCode(ErrScanTooLarge), Coded: true, Msg: "too big"}, ErrScanTooLarge},
-		{"coded not a member", &transport.RemoteError{Code: ErrorCode(fmt.Errorf("%w: who?", ErrNotMember)), Coded: true, Msg: "no"}, ErrNotMember},
-		{"coded none, text quoting a refusal", &transport.RemoteError{Coded: true, Msg: ErrNotMember.Error() + ": " + clockguard.ErrClockOffset.Error()}, nil},
+		{"coded scan too large", &transport.RemoteError{Code: ErrorCode(replica.ErrScanTooLarge), Coded: true, Msg: "too big"}, replica.ErrScanTooLarge},
+		{"coded not a member", &transport.RemoteError{Code: ErrorCode(fmt.Errorf("%w: who?", replica.ErrNotMember)), Coded: true, Msg: "no"}, replica.ErrNotMember},
+		{"coded none, text quoting a refusal", &transport.RemoteError{Coded: true, Msg: replica.ErrNotMember.Error() + ": " + clockguard.ErrClockOffset.Error()}, nil},
 		{"unknown code of a newer node", &transport.RemoteError{Code: 999, Coded: true, Msg: clockguard.ErrClockOffset.Error()}, nil},
 		{"protocol 3 clock offset", &transport.RemoteError{Msg: "apply: " + clockguard.ErrClockOffset.Error() + " of 3s"}, clockguard.ErrClockOffset},
-		{"protocol 3 not a member", &transport.RemoteError{Msg: ErrNotMember.Error() + ": node n6 does not know node n4"}, ErrNotMember},
+		{"protocol 3 not a member", &transport.RemoteError{Msg: replica.ErrNotMember.Error() + ": node n6 does not know node n4"}, replica.ErrNotMember},
 		{"protocol 3 other failure", &transport.RemoteError{Msg: "disk full"}, nil},
 	}
 	for _, tt := range tests {

@@ -1,4 +1,9 @@
-package replica
+// Package remote is the replica protocol over the internode transport: Remote is
+// another node's Replica (package replica), reached through any Caller (the real
+// transport, or the simulator's network); Server answers other coordinators' requests
+// with the local replica; Set hands out every node's replica. Both ends of the wire live
+// here, so that the message kinds and the codec of their answers stay private to it.
+package remote
 
 import (
 	"context"
@@ -9,6 +14,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -70,7 +76,7 @@ func (r *Remote) Apply(ctx context.Context, keyspace string, records []lww.Recor
 func mutateRequest(keyspace string, records []lww.Record) *kurav1.MutateRequest {
 	req := &kurav1.MutateRequest{Keyspace: keyspace, Records: make([]*kurav1.Record, len(records))}
 	for i, rec := range records {
-		req.Records[i] = ToProto(rec)
+		req.Records[i] = replica.ToProto(rec)
 	}
 	return req
 }
@@ -122,7 +128,7 @@ func (r *Remote) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte
 }
 
 // Scan sends a scan request.
-func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error) {
+func (r *Remote) Scan(ctx context.Context, req replica.ScanRequest) ([]lww.Record, error) {
 	wire := &kurav1.ReplicaScanRequest{Keyspace: req.Keyspace, Start: req.Start, End: req.End, Limit: int32(req.Limit), KeysOnly: req.KeysOnly, Digest: req.Digest,
 		ScanId: uint64(req.Scan), Nodes: int32(req.Nodes), MaxBytes: int64(req.BytesMax), PageBytes: int64(req.PageBytes)}
 	for _, rg := range req.Ranges {
@@ -137,7 +143,7 @@ func (r *Remote) Scan(ctx context.Context, req ScanRequest) ([]lww.Record, error
 	if req.BytesMax > 0 && errors.As(err, &remote) && identify(remote) == transport.ErrFrameTooLarge {
 		// The answer fits no internode frame, though under the bound asked: to the
 		// coordinator's caller that is the same refusal of a scan too large.
-		return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, ErrScanTooLarge, remote.Msg)
+		return nil, fmt.Errorf("replica %s: %w (%s)", r.peer.ID, replica.ErrScanTooLarge, remote.Msg)
 	}
 	if err != nil {
 		return nil, err

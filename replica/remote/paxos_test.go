@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 )
@@ -29,7 +30,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 	for _, via := range []string{"local", "remote"} {
 		t.Run(via, func(t *testing.T) {
 			_, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
-			var r Replica = local
+			var r replica.Replica = local
 			if via == "remote" {
 				r = remote
 			}

@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"context"
@@ -11,9 +11,11 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/replica/local"
+	"github.com/kuradb/kura/replica/replicatest"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/sched"
-	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/transport"
 )
@@ -44,12 +46,12 @@ func (l *loopback) Call(ctx context.Context, to transport.Peer, kind transport.K
 // named is a replica with the name a test's messages give it.
 type named struct {
 	name string
-	Replica
+	replica.Replica
 }
 
 // bothSides returns a local replica and the remote one over it: what a test asserts of
 // one, it asserts of both.
-func bothSides(local *Local, remote *Remote) []named {
+func bothSides(local *local.Local, remote *Remote) []named {
 	return []named{{"local", local}, {"remote", remote}}
 }
 
@@ -59,31 +61,9 @@ func (keepClock) Observe(hlc.Timestamp) error { return nil }
 
 // newReplica returns a Local replica over an in-memory engine holding keyspace "ks", its
 // reads on a read stage of config stage, and a Remote reaching it over a loopback.
-func newReplica(t testing.TB, opts storage.Options, stage sched.Config) (*storage.Engine, *Local, *Remote, *loopback) {
+func newReplica(t testing.TB, opts storage.Options, stage sched.Config) (*storage.Engine, *local.Local, *Remote, *loopback) {
 	t.Helper()
-	opts.InMemory = true
-	engine, err := storage.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { engine.Close() })
-	catalog, err := schema.Open(engine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := schema.Keyspace{Name: "ks", Replication: "simple=1", Timestamp: 1}.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := catalog.Apply(ks); err != nil {
-		t.Fatal(err)
-	}
-	reads, err := sched.NewStage(stage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reads.Close)
-	local := NewLocal(engine, catalog, nil, reads)
+	local, engine := replicatest.NewLocalWith(t, "ks", opts, stage)
 	net := &loopback{server: NewServer(local, keepClock{})}
 	remote := NewSet("caller", nil, net).Replica(cluster.Node{ID: "replica"}).(*Remote)
 	return engine, local, remote, net
@@ -104,7 +84,7 @@ func TestTreeDigestLocalAndRemoteAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, req := range []TreeRequest{
+	for _, req := range []replica.TreeRequest{
 		{Keyspace: "ks", Range: ring.Range{}, Depth: 8},
 		{Keyspace: "ks", Range: ring.Range{Start: 1 << 62, End: 1 << 63}, Depth: 3},
 	} {
@@ -127,11 +107,11 @@ func TestTreeDigestLocalAndRemoteAgree(t *testing.T) {
 			t.Errorf("watermark %v, want %v", mine.Watermark, want)
 		}
 	}
-	whole, _ := local.TreeDigest(ctx, TreeRequest{Keyspace: "ks", Depth: 0})
+	whole, _ := local.TreeDigest(ctx, replica.TreeRequest{Keyspace: "ks", Depth: 0})
 	if whole.Merkle.Records() != 3000 {
 		t.Errorf("the whole ring's tree counts %d records, want 3000", whole.Merkle.Records())
 	}
-	for _, bad := range []TreeRequest{{Keyspace: "ks", Depth: 17}, {Keyspace: "none"}} {
+	for _, bad := range []replica.TreeRequest{{Keyspace: "ks", Depth: 17}, {Keyspace: "none"}} {
 		if _, err := remote.TreeDigest(ctx, bad); err == nil {
 			t.Errorf("TreeDigest(%+v) succeeded", bad)
 		}
@@ -146,7 +126,7 @@ func TestScanKeysOnly(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := remote.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, KeysOnly: true})
+	recs, err := remote.Scan(context.Background(), replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, KeysOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +159,10 @@ func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
 			bytesMax int
 			refused  bool
 		}{{4000, true}, {20000, false}, {0, false}} {
-			got, err := r.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: tt.bytesMax})
+			got, err := r.Scan(context.Background(), replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: tt.bytesMax})
 			switch {
-			case tt.refused && !errors.Is(err, ErrScanTooLarge):
-				t.Errorf("%s scan of 10 KB under %d bytes: %d records, %v; want ErrScanTooLarge", r.name, tt.bytesMax, len(got), err)
+			case tt.refused && !errors.Is(err, replica.ErrScanTooLarge):
+				t.Errorf("%s scan of 10 KB under %d bytes: %d records, %v; want replica.ErrScanTooLarge", r.name, tt.bytesMax, len(got), err)
 			case !tt.refused && (err != nil || len(got) != len(recs)):
 				t.Errorf("%s scan of 10 KB under %d bytes: %d records, %v; want all %d", r.name, tt.bytesMax, len(got), err, len(recs))
 			}
@@ -192,10 +172,10 @@ func TestScanRefusesAnAnswerOverItsBound(t *testing.T) {
 	// An answer under the bound asked but over the internode frame is the same refusal;
 	// a scan that asked for no bound (streaming pages) keeps the transport's error.
 	net.answerMax = 5000
-	if _, err := remote.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: 20000}); !errors.Is(err, ErrScanTooLarge) {
-		t.Errorf("remote scan over the frame: %v, want ErrScanTooLarge", err)
+	if _, err := remote.Scan(context.Background(), replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: 20000}); !errors.Is(err, replica.ErrScanTooLarge) {
+		t.Errorf("remote scan over the frame: %v, want replica.ErrScanTooLarge", err)
 	}
-	if _, err := remote.Scan(context.Background(), ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}}); err == nil || errors.Is(err, ErrScanTooLarge) {
+	if _, err := remote.Scan(context.Background(), replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}}); err == nil || errors.Is(err, replica.ErrScanTooLarge) {
 		t.Errorf("remote scan with no bound over the frame: %v, want the transport's refusal", err)
 	}
 }
@@ -231,7 +211,7 @@ func TestScanPagesCutByBytes(t *testing.T) {
 				var got []string
 				var start []byte
 				for pages := 0; ; pages++ {
-					req := ScanRequest{Keyspace: "ks", Start: start, Limit: tt.limit, PageBytes: tt.pageBytes, KeysOnly: tt.keysOnly, Ranges: []ring.Range{{}}}
+					req := replica.ScanRequest{Keyspace: "ks", Start: start, Limit: tt.limit, PageBytes: tt.pageBytes, KeysOnly: tt.keysOnly, Ranges: []ring.Range{{}}}
 					page, err := r.Scan(context.Background(), req)
 					if err != nil {
 						t.Fatal(err)
@@ -239,7 +219,7 @@ func TestScanPagesCutByBytes(t *testing.T) {
 					if pages == 0 && len(page) != tt.wantFirst {
 						t.Fatalf("first page of %d records, want %d", len(page), tt.wantFirst)
 					}
-					if len(page) > 1 && len(page) != tt.limit && recordBytes(page[:len(page)-1]) >= tt.pageBytes {
+					if len(page) > 1 && len(page) != tt.limit && replica.RecordBytes(page[:len(page)-1]) >= tt.pageBytes {
 						t.Fatalf("page %d goes on past the record that reached %d bytes", pages, tt.pageBytes)
 					}
 					for _, rec := range page {
@@ -280,9 +260,9 @@ func TestScanDigestsStandForValues(t *testing.T) {
 	const bytesMax = 100 << 10 // over the digests' bytes, far under the values'
 	for _, r := range bothSides(local, remote) {
 		t.Run(r.name, func(t *testing.T) {
-			req := ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: bytesMax}
-			if _, err := r.Scan(context.Background(), req); !errors.Is(err, ErrScanTooLarge) {
-				t.Fatalf("plain scan of %d values of 2,000 bytes under %d bytes: err = %v, want ErrScanTooLarge", len(recs), bytesMax, err)
+			req := replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, BytesMax: bytesMax}
+			if _, err := r.Scan(context.Background(), req); !errors.Is(err, replica.ErrScanTooLarge) {
+				t.Fatalf("plain scan of %d values of 2,000 bytes under %d bytes: err = %v, want replica.ErrScanTooLarge", len(recs), bytesMax, err)
 			}
 			req.Digest = true
 			digests, err := r.Scan(context.Background(), req)
@@ -301,9 +281,9 @@ func TestScanDigestsStandForValues(t *testing.T) {
 				switch {
 				case want.Tombstone && d.Value != nil:
 					t.Fatalf("tombstone %s answered with value %x", d.Key, d.Value)
-				case !want.Tombstone && !DigestMatches(d.Value, want.Value):
+				case !want.Tombstone && !replica.DigestMatches(d.Value, want.Value):
 					t.Fatalf("record %s answered %x, not its value's digest", d.Key, d.Value)
-				case !want.Tombstone && DigestMatches(d.Value, recs[(i+1)%len(recs)].Value):
+				case !want.Tombstone && replica.DigestMatches(d.Value, recs[(i+1)%len(recs)].Value):
 					t.Fatalf("record %s's digest %x matches another value", d.Key, d.Value)
 				}
 			}
@@ -331,7 +311,7 @@ func TestBatchesSplitByBytes(t *testing.T) {
 				records = append(records, rec(v))
 			}
 			var got []int
-			for batch := range Batches(records, tt.bytesMax) {
+			for batch := range replica.Batches(records, tt.bytesMax) {
 				got = append(got, len(batch))
 			}
 			if !slices.Equal(got, tt.want) {

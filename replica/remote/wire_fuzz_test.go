@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 )
 
 // FuzzDecodeAnswers: decodeScanResponse, decodeReadResponse and decodeReadManyResponse
@@ -62,7 +63,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 				t.Fatalf("%d records, proto.Unmarshal %d", len(got), len(scan.GetRecords()))
 			}
 			for i, m := range scan.GetRecords() {
-				sameRecord(t, got[i], FromProto(m))
+				sameRecord(t, got[i], replica.FromProto(m))
 			}
 		}
 
@@ -76,7 +77,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 			if found != read.GetFound() {
 				t.Fatalf("found %v, proto.Unmarshal %v", found, read.GetFound())
 			}
-			sameRecord(t, rec, FromProto(read.GetRecord()))
+			sameRecord(t, rec, replica.FromProto(read.GetRecord()))
 		}
 
 		var many kurav1.ReadManyResponse
@@ -93,7 +94,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 				if founds[i] != a.GetFound() {
 					t.Fatalf("answer %d: found %v, proto.Unmarshal %v", i, founds[i], a.GetFound())
 				}
-				sameRecord(t, records[i], FromProto(a.GetRecord()))
+				sameRecord(t, records[i], replica.FromProto(a.GetRecord()))
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package replica
+package remote
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 )
@@ -38,7 +39,7 @@ func TestGetManyLocalAndRemoteAgree(t *testing.T) {
 	} {
 		for _, side := range []struct {
 			name string
-			many ManyGetter
+			many replica.ManyGetter
 		}{{"local", local}, {"remote", remote}} {
 			t.Run(tc.name+"/"+side.name, func(t *testing.T) {
 				records, found, err := side.many.GetMany(ctx, "ks", keys, tc.valueBytesMax)
