@@ -24,9 +24,7 @@ package resp
 // across keys (docs/reliability.md). Every other command runs alone, in order.
 
 import (
-	"bytes"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/kuradb/kura/coord"
@@ -36,7 +34,7 @@ import (
 // batchMax bounds the commands of one batch; batchBytesMax stops a batch of writes
 // from gathering more than about that many bytes of values.
 const (
-	batchMax      = 64
+	batchMax      = 1024
 	batchBytesMax = 1 << 20
 )
 
@@ -105,19 +103,32 @@ func (c *conn) collect(keep func(args [][]byte) bool, full func() bool) error {
 func (c *conn) runBatch(first [][]byte) error {
 	batch := c.batch[:0]
 	defer func() { c.batch = batch[:0] }()
-	size := 0
-	// keep adds args to the batch unless it is a SET of a key a late GET of the batch
-	// reads, which that GET must not see.
+	// setKeys and lateKeys are the keys the batch SETs and those its late GETs read, made
+	// only once the batch mixes them: a batch of GETs alone, or of SETs alone, needs none.
+	var setKeys, lateKeys map[string]struct{}
+	size, sets := 0, 0
 	keep := func(args [][]byte) bool {
 		switch {
 		case c.isRead(args):
-			batch = append(batch, batched{key: args[1], late: setIn(batch, args[1])})
+			late := sets > 0 && setIn(&setKeys, batch, args[1])
+			if late {
+				if lateKeys == nil {
+					lateKeys = map[string]struct{}{}
+				}
+				lateKeys[string(args[1])] = struct{}{}
+			}
+			batch = append(batch, batched{key: args[1], late: late})
 		case c.isPlainSet(args):
-			if lateIn(batch, args[1]) {
+			if _, read := lateKeys[string(args[1])]; read {
+				// A late GET of the batch reads this key: it must not see this SET.
 				return false
+			}
+			if setKeys != nil {
+				setKeys[string(args[1])] = struct{}{}
 			}
 			batch = append(batch, batched{key: args[1], value: args[2], set: true})
 			size += len(args[2])
+			sets++
 		default:
 			return false
 		}
@@ -179,14 +190,19 @@ func (c *conn) runBatch(first [][]byte) error {
 	return readErr
 }
 
-// setIn reports whether batch SETs key.
-func setIn(batch []batched, key []byte) bool {
-	return slices.ContainsFunc(batch, func(b batched) bool { return b.set && bytes.Equal(b.key, key) })
-}
-
-// lateIn reports whether a late GET of batch reads key.
-func lateIn(batch []batched, key []byte) bool {
-	return slices.ContainsFunc(batch, func(b batched) bool { return b.late && bytes.Equal(b.key, key) })
+// setIn reports whether batch SETs key. The first time it is asked it makes setKeys,
+// the keys batch sets, which the caller keeps up to date from then on.
+func setIn(setKeys *map[string]struct{}, batch []batched, key []byte) bool {
+	if *setKeys == nil {
+		*setKeys = map[string]struct{}{}
+		for _, b := range batch {
+			if b.set {
+				(*setKeys)[string(b.key)] = struct{}{}
+			}
+		}
+	}
+	_, ok := (*setKeys)[string(key)]
+	return ok
 }
 
 // readAll reads keys through Backend.GetAll, or alone when there is one. A key GetAll
