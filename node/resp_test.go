@@ -297,6 +297,61 @@ func TestGoRedisPipelinesAndScansAThreeNodeCluster(t *testing.T) {
 	}
 }
 
+// A pipeline that interleaves SETs and GETs of the same keys, through a node's real
+// coordinator and storage, answers every GET with the value the latest SET before it
+// wrote: on one node (the writes of a batch committed together) and on three at QUORUM
+// (the writes one after the other).
+func TestRedisMixedPipelinesReadTheirWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name, replication, level string
+		dcs                      []string
+	}{
+		{"one node", "simple=1", "ONE", []string{"dc1"}},
+		{"three nodes at QUORUM", "simple=3", "QUORUM", []string{"dc1", "dc1", "dc1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := startFrontEndCluster(t, tc.replication, tc.dcs...)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			client := redis.NewClient(&redis.Options{Addr: nodes[0].RESPAddr(),
+				OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+					return cn.Do(ctx, "KURA.CONSISTENCY", tc.level).Err()
+				}})
+			defer client.Close()
+			const keys, rounds = 40, 3
+			pipe := client.Pipeline()
+			type read struct {
+				cmd  *redis.StringCmd
+				want string // "" for a key not written yet
+			}
+			var reads []read
+			latest := map[string]string{}
+			for r := range rounds {
+				for i := range keys {
+					k := fmt.Sprintf("mixed:%d", (i*7+r)%keys)
+					reads = append(reads, read{pipe.Get(ctx, k), latest[k]})
+					v := fmt.Sprintf("v%d-%d", r, i)
+					pipe.Set(ctx, k, v, 0)
+					latest[k] = v
+					reads = append(reads, read{pipe.Get(ctx, k), v})
+				}
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatalf("pipeline: %v", err)
+			}
+			for i, r := range reads {
+				got, err := r.cmd.Result()
+				if errors.Is(err, redis.Nil) {
+					err, got = nil, ""
+				}
+				if err != nil || got != r.want {
+					t.Fatalf("read %d (%s) = %q, %v; want %q", i, r.cmd.Args()[1], got, err, r.want)
+				}
+			}
+		})
+	}
+}
+
 func TestMalformedRESPLeavesTheNodeServing(t *testing.T) {
 	n := startFrontEndCluster(t, "simple=1", "dc1")[0]
 	ctx := context.Background()

@@ -39,10 +39,12 @@ type conn struct {
 
 	authenticated bool
 	quit          bool // the client sent QUIT: reply, then close
-	// held is a command read while collecting a batch of reads, not run yet; heldErr is
+	// held is a command read while collecting a batch, not run yet; heldErr is
 	// the reader's refusal of such a command (ErrTooLarge), to answer in its turn.
 	held    [][]byte
 	heldErr error
+	// batch is runBatch's list of commands, kept for the next batch.
+	batch []batched
 	// consumed counts the bytes the reader has parsed, so that a command's size on the
 	// wire is the difference across its read.
 	consumed int64
@@ -99,8 +101,8 @@ func (s *Server) newConn(nc net.Conn) *conn {
 
 // serveConn reads commands and writes their replies in order until the client leaves or
 // breaks the protocol. Replies are flushed when no further command is buffered, so a
-// pipelined batch costs one write; reads of a pipeline run concurrently, and its plain
-// SETs go to the coordinator together (see pipeline.go).
+// pipelined batch costs one write; a pipeline's GETs and plain SETs go to the
+// coordinator together (see pipeline.go).
 func (s *Server) serveConn(c *conn) {
 	defer s.untrack(c)
 	defer func() {
@@ -122,10 +124,8 @@ func (s *Server) serveConn(c *conn) {
 			err = nil
 		case err != nil:
 		case len(args) == 0:
-		case c.r.Buffered() > 0 && c.isRead(args):
-			err = c.runReads(args)
-		case c.r.Buffered() > 0 && c.isPlainSet(args):
-			err = c.runWrites(args)
+		case c.r.Buffered() > 0 && c.batchable(args):
+			err = c.runBatch(args)
 		default:
 			c.execute(args)
 		}

@@ -1,18 +1,27 @@
 package resp
 
-// Pipelined reads run together. A client that pipelines GETs waits for all their
-// replies anyway, and each read may cross the network to replicas, so the connection
-// hands them to the coordinator together (Backend.GetAll: concurrent reads, or one read
-// of local storage where this node is the keys' only replica) instead of one round trip
-// after the other; the replies keep the commands' order. Concurrent reads are like reads
-// sent on separate connections: of two keys written in order by another client, a
-// pipeline may see the second key's new value and the first key's old one.
+// Pipelined GETs and plain SETs run together. A client that pipelines commands waits for
+// all their replies anyway, and each may cross the network to replicas or wait for a WAL
+// sync, so the connection hands a pipeline's run of GETs and plain SETs (SET key value,
+// no options, at a non-serial level) to the coordinator as a batch instead of one round
+// trip after the other, and answers in the commands' order:
 //
-// Writes take effect in the order sent, and a read after a write sees it. Pipelined
-// plain SETs are handed to the coordinator together (Backend.PutAll), which commits them
-// as one batch with one sync where that keeps their order for every reader (this node
-// the keys' only replica), and otherwise writes them one after the other. Every other
-// command runs alone, in order.
+//   - the GETs of keys the batch has not SET before them are read first, together
+//     (Backend.GetAll: concurrent reads, or one read of local storage where this node is
+//     the keys' only replica);
+//   - then the SETs are written, in the order sent (Backend.PutAll: one batch with one
+//     sync where that keeps their order for every reader, this node the keys' only
+//     replica, and otherwise one after the other);
+//   - then the GETs of keys the batch SET before them are read, together.
+//
+// So each key sees the pipeline's commands in the order sent: a GET after a SET of its
+// key sees that write (or a later one of another client), a GET before it does not. A
+// SET of a key that such a late GET reads would be seen by the GET too early: it starts
+// the next batch. What is not kept is the order between different keys, as with
+// commands sent on separate connections: a GET of one key may be read before an earlier
+// SET of another is written, and two GETs of keys written in order by another client
+// may see the second key's new value and the first key's old one. kura promises nothing
+// across keys (docs/reliability.md). Every other command runs alone, in order.
 
 import (
 	"errors"
@@ -25,17 +34,31 @@ import (
 // batchMax bounds the commands of one batch; batchBytesMax stops a batch of writes
 // from gathering more than about that many bytes of values.
 const (
-	batchMax      = 64
+	batchMax      = 1024
 	batchBytesMax = 1 << 20
 )
 
-// isRead reports whether args is a GET that may join a concurrent batch.
+// batched is one command of a batch: a GET of key, or a plain SET of key to value.
+type batched struct {
+	key, value []byte
+	set        bool
+	// late marks a GET of a key the batch SETs before it, read after the batch's writes.
+	late bool
+}
+
+// batchable reports whether args is a command that may join a batch: a GET, or a SET
+// without options at a non-serial level.
+func (c *conn) batchable(args [][]byte) bool {
+	return c.isRead(args) || c.isPlainSet(args)
+}
+
+// isRead reports whether args is a GET that may join a batch.
 func (c *conn) isRead(args [][]byte) bool {
 	return c.authenticated && len(args) == 2 && c.named(args[0], "get")
 }
 
 // isPlainSet reports whether args is a SET without options at a non-serial level, which
-// may join a batch of writes.
+// may join a batch.
 func (c *conn) isPlainSet(args [][]byte) bool {
 	return c.authenticated && len(args) == 3 && !c.level.IsSerial() && c.named(args[0], "set")
 }
@@ -75,55 +98,130 @@ func (c *conn) collect(keep func(args [][]byte) bool, full func() bool) error {
 	return nil
 }
 
-// runReads reads first's key and those of the GETs buffered after it through
-// Backend.GetAll and answers them in order.
-func (c *conn) runReads(first [][]byte) error {
-	keys := [][]byte{first[1]}
-	readErr := c.collect(func(args [][]byte) bool {
-		if !c.isRead(args) {
+// runBatch runs first and the GETs and plain SETs buffered after it as one batch (see
+// the top of this file) and answers them in order.
+func (c *conn) runBatch(first [][]byte) error {
+	batch := c.batch[:0]
+	defer func() { c.batch = batch[:0] }()
+	// setKeys and lateKeys are the keys the batch SETs and those its late GETs read, made
+	// only once the batch mixes them: a batch of GETs alone, or of SETs alone, needs none.
+	var setKeys, lateKeys map[string]struct{}
+	size, sets := 0, 0
+	keep := func(args [][]byte) bool {
+		switch {
+		case c.isRead(args):
+			late := sets > 0 && setIn(&setKeys, batch, args[1])
+			if late {
+				if lateKeys == nil {
+					lateKeys = map[string]struct{}{}
+				}
+				lateKeys[string(args[1])] = struct{}{}
+			}
+			batch = append(batch, batched{key: args[1], late: late})
+		case c.isPlainSet(args):
+			if _, read := lateKeys[string(args[1])]; read {
+				// A late GET of the batch reads this key: it must not see this SET.
+				return false
+			}
+			if setKeys != nil {
+				setKeys[string(args[1])] = struct{}{}
+			}
+			batch = append(batch, batched{key: args[1], value: args[2], set: true})
+			size += len(args[2])
+			sets++
+		default:
 			return false
 		}
-		keys = append(keys, args[1])
 		return true
-	}, func() bool { return false })
-	results := c.lookupAll(keys)
-	c.ran("get", len(keys))
-	for i, r := range results {
-		if errors.Is(r.Err, coord.ErrAnswerFull) {
-			// Not read: the values before it filled the batch's answer. Each GET of a
-			// pipeline is a command of its own, answered (and metered) as if sent alone.
-			r.Record, r.Found, r.Err = c.lookup(keys[i])
+	}
+	keep(first)
+	readErr := c.collect(keep, func() bool { return size >= batchBytesMax })
+
+	var early, late [][]byte
+	var writes []lww.Record
+	for _, b := range batch {
+		switch {
+		case b.set:
+			writes = append(writes, lww.Record{Key: b.key, Value: b.value})
+		case b.late:
+			late = append(late, b.key)
+		default:
+			early = append(early, b.key)
+		}
+	}
+	earlyResults := c.readAll(early)
+	var writeErrs []error
+	if len(writes) > 0 {
+		start := time.Now()
+		writeErrs = c.s.cfg.Backend.PutAll(c.ctx, c.keyspace, writes, c.level)
+		for _, err := range writeErrs {
+			c.observe("put", c.level, start, err)
+		}
+	}
+	lateResults := c.readAll(late)
+
+	// The last command's name is the connection's latest, for CLIENT LIST.
+	other, otherRan, latest, latestRan := "set", len(writes), "get", len(early)+len(late)
+	if batch[len(batch)-1].set {
+		other, otherRan, latest, latestRan = latest, latestRan, other, otherRan
+	}
+	if otherRan > 0 {
+		c.ran(other, otherRan)
+	}
+	c.ran(latest, latestRan)
+	for _, b := range batch {
+		var r coord.GetResult
+		switch {
+		case b.set:
+			if err := writeErrs[0]; err != nil {
+				c.w.Error(errorReply(err))
+			} else {
+				c.w.SimpleString("OK")
+			}
+			writeErrs = writeErrs[1:]
+			continue
+		case b.late:
+			r, lateResults = lateResults[0], lateResults[1:]
+		default:
+			r, earlyResults = earlyResults[0], earlyResults[1:]
 		}
 		c.replyGet(r.Record, r.Found, r.Err)
 	}
 	return readErr
 }
 
-// runWrites writes first and the plain SETs buffered after it through Backend.PutAll
-// and answers them in order.
-func (c *conn) runWrites(first [][]byte) error {
-	batch := []lww.Record{{Key: first[1], Value: first[2]}}
-	size := len(first[2])
-	readErr := c.collect(func(args [][]byte) bool {
-		if !c.isPlainSet(args) {
-			return false
+// setIn reports whether batch SETs key. The first time it is asked it makes setKeys,
+// the keys batch sets, which the caller keeps up to date from then on.
+func setIn(setKeys *map[string]struct{}, batch []batched, key []byte) bool {
+	if *setKeys == nil {
+		*setKeys = map[string]struct{}{}
+		for _, b := range batch {
+			if b.set {
+				(*setKeys)[string(b.key)] = struct{}{}
+			}
 		}
-		batch = append(batch, lww.Record{Key: args[1], Value: args[2]})
-		size += len(args[2])
-		return true
-	}, func() bool { return size >= batchBytesMax })
-	start := time.Now()
-	errs := c.s.cfg.Backend.PutAll(c.ctx, c.keyspace, batch, c.level)
-	for _, err := range errs {
-		c.observe("put", c.level, start, err)
 	}
-	c.ran("set", len(batch))
-	for _, err := range errs {
-		if err != nil {
-			c.w.Error(errorReply(err))
-			continue
+	_, ok := (*setKeys)[string(key)]
+	return ok
+}
+
+// readAll reads keys through Backend.GetAll, or alone when there is one. A key GetAll
+// did not read, the answer full of the values before it, is read by itself: each GET
+// of a pipeline is a command of its own, answered (and metered) as if sent alone.
+func (c *conn) readAll(keys [][]byte) []coord.GetResult {
+	switch len(keys) {
+	case 0:
+		return nil
+	case 1:
+		r := make([]coord.GetResult, 1)
+		r[0].Record, r[0].Found, r[0].Err = c.lookup(keys[0])
+		return r
+	}
+	results := c.lookupAll(keys)
+	for i := range results {
+		if r := &results[i]; errors.Is(r.Err, coord.ErrAnswerFull) {
+			r.Record, r.Found, r.Err = c.lookup(keys[i])
 		}
-		c.w.SimpleString("OK")
 	}
-	return readErr
+	return results
 }

@@ -184,3 +184,92 @@ func TestLongPipelinesOfReadsSpanBatches(t *testing.T) {
 		t.Fatalf("%d reads reached the backend", len(ops))
 	}
 }
+
+// A pipeline that mixes GETs and plain SETs reaches the backend in batches: the GETs of
+// keys not SET before them in the batch first, then the SETs, then the GETs of keys SET
+// before them. Each key sees the commands in the order sent, and every reply is in turn.
+func TestMixedPipelinesKeepEachKeysOrder(t *testing.T) {
+	ok := "+OK\r\n"
+	null := "$-1\r\n"
+	bulk := func(v string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(v), v) }
+	for _, tc := range []struct {
+		name      string
+		commands  [][]string
+		answerMax int // the fake's answerFullAfter
+		want      string
+		calls     []string
+	}{{
+		name:     "interleaved SET and GET of each key",
+		commands: [][]string{{"SET", "k0", "v0"}, {"GET", "k0"}, {"set", "k1", "v1"}, {"get", "k1"}, {"SET", "k2", "v2"}, {"GET", "k2"}},
+		want:     ok + bulk("v0") + ok + bulk("v1") + ok + bulk("v2"),
+		calls:    []string{"putall k0=v0 k1=v1 k2=v2", "getall k0 k1 k2"},
+	}, {
+		name:     "a GET before a SET of its key does not see it, one after does",
+		commands: [][]string{{"GET", "a"}, {"SET", "a", "1"}, {"GET", "a"}, {"GET", "b"}},
+		want:     null + ok + bulk("1") + null,
+		calls:    []string{"getall a b", "putall a=1", "get a"},
+	}, {
+		name:     "a SET of a key a GET of the batch read after a SET starts the next batch",
+		commands: [][]string{{"SET", "a", "1"}, {"GET", "a"}, {"SET", "a", "2"}, {"GET", "a"}, {"SET", "b", "3"}},
+		want:     ok + bulk("1") + ok + bulk("2") + ok,
+		calls:    []string{"putall a=1", "get a", "putall a=2 b=3", "get a"},
+	}, {
+		name:     "SETs of one key take effect in order",
+		commands: [][]string{{"SET", "a", "1"}, {"SET", "a", "2"}, {"GET", "a"}},
+		want:     ok + ok + bulk("2"),
+		calls:    []string{"putall a=1 a=2", "get a"},
+	}, {
+		name:     "errors are answered in their turn",
+		commands: [][]string{{"SET", "a", "1"}, {"SET", "broken", "x"}, {"GET", "broken"}, {"GET", "a"}, {"SET", "b", "2"}},
+		want:     ok + "-" + errorReply(errBroken) + "\r\n" + "-" + errorReply(errBroken) + "\r\n" + bulk("1") + ok,
+		calls:    []string{"putall a=1 broken=x b=2", "getall broken a"},
+	}, {
+		name:     "another command runs alone, in its turn",
+		commands: [][]string{{"SET", "a", "1"}, {"GET", "a"}, {"DEL", "a"}, {"GET", "a"}, {"SET", "a", "2"}},
+		want:     ok + bulk("1") + ":1\r\n" + null + ok,
+		calls:    []string{"putall a=1", "get a", "get a", "putall a=2"},
+	}, {
+		name:      "a GET the batch's read left out is read before the batch's writes",
+		commands:  [][]string{{"GET", "a"}, {"GET", "b"}, {"GET", "c"}, {"SET", "c", "1"}, {"GET", "c"}},
+		answerMax: 1,
+		want:      null + null + null + ok + bulk("1"),
+		calls:     []string{"getall a b c", "get b", "get c", "putall c=1", "get c"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, fake, addr := startServer(t, Config{})
+			fake.answerFullAfter = tc.answerMax
+			c := dial(t, addr)
+			var pipeline strings.Builder
+			for _, args := range tc.commands {
+				pipeline.WriteString(encode(args...))
+			}
+			// One small write of the client's arrives in one read on loopback, as
+			// TestPipelinedReadsReachTheBackendTogether relies on too.
+			c.send(pipeline.String())
+			c.expect(tc.want)
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			if !slices.Equal(fake.calls, tc.calls) {
+				t.Errorf("backend calls %q, want %q", fake.calls, tc.calls)
+			}
+		})
+	}
+}
+
+// The inline commands of a pipeline (as Redis's PIPELINING stresser sends them) are
+// batched as the multibulk ones are, and a mixed batch cut short by a protocol error
+// answers the commands before it, then the error.
+func TestMixedPipelinesOfInlineCommands(t *testing.T) {
+	_, fake, addr := startServer(t, Config{})
+	c := dial(t, addr)
+	c.send("SET key:0 00000000\r\nGET key:0\r\nSET key:1 00001000\r\nGET key:1\r\n")
+	c.expect("+OK\r\n$8\r\n00000000\r\n+OK\r\n$8\r\n00001000\r\n")
+	c.send(encode("SET", "a", "1") + encode("GET", "a") + "*x\r\n")
+	c.expect("+OK\r\n$1\r\n1\r\n-ERR Protocol error: invalid multibulk length\r\n")
+	c.expectClosed()
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if want := []string{"putall key:0=00000000 key:1=00001000", "getall key:0 key:1", "putall a=1", "get a"}; !slices.Equal(fake.calls, want) {
+		t.Errorf("backend calls %q, want %q", fake.calls, want)
+	}
+}

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ type fakeBackend struct {
 	// PutAll call, in call order.
 	getAlls [][][]byte
 	putAlls [][]lww.Record
+	// calls holds the key-level calls in call order: "get k", "put k=v", "delete k", "getall k1 k2",
+	// "putall k1=v1 k2=v2" (a GetAll's or PutAll's keys are not logged again one by one).
+	calls []string
 	// answerFullAfter, when above zero, is how many keys a GetAll reads before it
 	// answers the others coord.ErrAnswerFull, as a coordinator whose answer filled.
 	answerFullAfter int
@@ -127,6 +131,12 @@ func (f *fakeBackend) record(op, keyspace string, cl consistency.Level) (map[str
 func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls = append(f.calls, "get "+string(key))
+	return f.get(keyspace, key, cl)
+}
+
+// get is Get with f.mu held, not logged in calls.
+func (f *fakeBackend) get(keyspace string, key []byte, cl consistency.Level) (lww.Record, bool, error) {
 	ks, err := f.record("get", keyspace, cl)
 	if err != nil {
 		return lww.Record{}, false, err
@@ -144,6 +154,12 @@ func (f *fakeBackend) Get(_ context.Context, keyspace string, key []byte, cl con
 func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls = append(f.calls, "put "+string(key)+"="+string(value))
+	return f.put(keyspace, key, value, expiresAt, cl)
+}
+
+// put is Put with f.mu held, not logged in calls.
+func (f *fakeBackend) put(keyspace string, key, value []byte, expiresAt hlc.Timestamp, cl consistency.Level) (hlc.Timestamp, error) {
 	ks, err := f.record("put", keyspace, cl)
 	if err != nil {
 		return 0, err
@@ -156,10 +172,11 @@ func (f *fakeBackend) Put(_ context.Context, keyspace string, key, value []byte,
 }
 
 // GetAll is Get of each key in order, noting the call's keys.
-func (f *fakeBackend) GetAll(ctx context.Context, keyspace string, keys [][]byte, cl consistency.Level) []coord.GetResult {
+func (f *fakeBackend) GetAll(_ context.Context, keyspace string, keys [][]byte, cl consistency.Level) []coord.GetResult {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.getAlls = append(f.getAlls, keys)
-	f.mu.Unlock()
+	f.calls = append(f.calls, "getall "+string(bytes.Join(keys, []byte(" "))))
 	results := make([]coord.GetResult, len(keys))
 	for i, key := range keys {
 		r := &results[i]
@@ -167,19 +184,24 @@ func (f *fakeBackend) GetAll(ctx context.Context, keyspace string, keys [][]byte
 			r.Err = fmt.Errorf("%w: the values read before this key reached 64 MiB", coord.ErrAnswerFull)
 			continue
 		}
-		r.Record, r.Found, r.Err = f.Get(ctx, keyspace, key, cl)
+		r.Record, r.Found, r.Err = f.get(keyspace, key, cl)
 	}
 	return results
 }
 
 // PutAll is Put of each record in order, noting the call's records.
-func (f *fakeBackend) PutAll(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []error {
+func (f *fakeBackend) PutAll(_ context.Context, keyspace string, puts []lww.Record, cl consistency.Level) []error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.putAlls = append(f.putAlls, puts)
-	f.mu.Unlock()
+	written := make([]string, len(puts))
+	for i, p := range puts {
+		written[i] = string(p.Key) + "=" + string(p.Value)
+	}
+	f.calls = append(f.calls, "putall "+strings.Join(written, " "))
 	errs := make([]error, len(puts))
 	for i, p := range puts {
-		_, errs[i] = f.Put(ctx, keyspace, p.Key, p.Value, p.ExpiresAt, cl)
+		_, errs[i] = f.put(keyspace, p.Key, p.Value, p.ExpiresAt, cl)
 	}
 	return errs
 }
@@ -187,6 +209,7 @@ func (f *fakeBackend) PutAll(ctx context.Context, keyspace string, puts []lww.Re
 func (f *fakeBackend) Delete(_ context.Context, keyspace string, key []byte, cl consistency.Level) (hlc.Timestamp, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls = append(f.calls, "delete "+string(key))
 	ks, err := f.record("delete", keyspace, cl)
 	if err != nil {
 		return 0, err
