@@ -334,7 +334,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
 	replication := fs.String("replication", "", `replicas per DC ("dc1=2,dc2=1") or in all ("simple=3")`)
-	partitioner := fs.String("partitioner", schema.DefaultPartitioner, "grouped (uniform, keys of one Redis hash tag {...} on one replica set), hash (uniform, the whole key) or ordered (order-preserving, for range scans)")
+	partitioner := fs.String("partitioner", "", "grouped (the default: uniform, keys of one Redis hash tag {...} on one replica set), hash (uniform, by the whole key) or ordered (order-preserving, for range scans)")
 	erasureCode := fs.String("erasure", "", `erasure-code values instead of replicating them: "M,K" stores M chunks, any K of which rebuild a value (e.g. 6,4)`)
 	keySample := fs.String("key-sample", "", "with --partitioner ordered: a file of sample keys, one per line, to balance the nodes by (split keys at its quantiles)")
 	splits := fs.Int("splits", defaultSplits, "with --key-sample: how many split keys to take from the sample")
