@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/kuradb/kura/element"
 )
 
 // Partitioner maps a key to its token.
@@ -38,7 +40,10 @@ func OrderedPartitioner() Partitioner {
 // GroupedPartitioner is HashPartitioner applied to a key's hash tag when it has one
 // (HashTag), so that the keys of one tag ({user42}:cart, {user42}:profile) share a token
 // and therefore a replica set, as keys of one tag share a hash slot in Redis Cluster.
-// A key without a tag gets exactly its HashPartitioner token.
+// An element record's key (package element: a field of a hash, a member of a set...)
+// takes its collection key's token, so a collection's records share its replica set.
+// Any other key without a tag gets exactly its HashPartitioner token. Its output decides
+// where stored data lives, so it must never change between versions.
 func GroupedPartitioner() Partitioner {
 	return groupedPartitioner{}
 }
@@ -81,7 +86,20 @@ type groupedPartitioner struct{}
 
 func (groupedPartitioner) Name() string { return "grouped" }
 
-func (groupedPartitioner) Token(key []byte) Token { return Token(xxhash.Sum64(HashTag(key))) }
+func (groupedPartitioner) Token(key []byte) Token {
+	// A collection key may itself look like an element key (front ends refuse such
+	// keys once collections are served, but a key written before is stored): unwrapping
+	// until none is left gives a key and its element records one token. Each step
+	// shortens the key, so the loop ends.
+	for {
+		collection, _, _, ok := element.Parse(key)
+		if !ok {
+			break
+		}
+		key = collection
+	}
+	return Token(xxhash.Sum64(HashTag(key)))
+}
 
 type orderedPartitioner struct{}
 
