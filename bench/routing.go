@@ -17,6 +17,7 @@ import (
 
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/routing/experiment"
@@ -501,7 +502,7 @@ func runEmulatedProtocol(ctx context.Context, topo *topology.Topology, protocol 
 // timeLookup runs one real lookup and checks its owner against the true ring.
 func timeLookup(ctx context.Context, dht *routing.DHT, layout *chord.Layout, key []byte) realLookup {
 	start := time.Now()
-	route, err := dht.Lookup(ctx, key)
+	route, err := dht.Lookup(ctx, ring.Token(chord.KeyID(key)))
 	if err != nil {
 		return realLookup{}
 	}

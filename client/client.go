@@ -857,8 +857,9 @@ func (c *Client) scanRouteKey(keyspace string, start []byte) []byte {
 	return start
 }
 
-// CreateKeyspace defines a keyspace ("dc1=2,dc2=1" or "simple=3"; partitioner "hash" or
-// "ordered", "" for hash). Creating an identical keyspace again is not an error.
+// CreateKeyspace defines a keyspace ("dc1=2,dc2=1" or "simple=3"; partitioner "grouped",
+// "hash" or "ordered", "" for schema.DefaultPartitioner). Creating an identical keyspace
+// again is not an error.
 func (c *Client) CreateKeyspace(ctx context.Context, name, replication, partitioner string) error {
 	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: name, Replication: replication, Partitioner: partitioner})
 }
@@ -867,7 +868,7 @@ func (c *Client) CreateKeyspace(ctx context.Context, name, replication, partitio
 type KeyspaceSpec struct {
 	Name        string
 	Replication string // "dc1=2,dc2=1" or "simple=3"
-	Partitioner string // "hash" or "ordered"; "" means hash
+	Partitioner string // "grouped", "hash" or "ordered"; "" means grouped (schema.DefaultPartitioner)
 	// Splits balance the ordered partitioner: quantiles of a sample of the keys the
 	// keyspace will hold (schema.SplitsFromSample), so that they spread over the nodes
 	// as the sample does rather than by their first 8 bytes.
@@ -882,7 +883,7 @@ func (c *Client) CreateKeyspaceWith(ctx context.Context, spec KeyspaceSpec) erro
 
 // CreateErasureKeyspace defines an erasure-coded keyspace: each value is stored as m
 // chunks, any k of which rebuild it, and a get fetches chunks from the caller's
-// datacenter first (LDR). Partitioner "" means hash.
+// datacenter first (LDR). Partitioner "" means grouped (schema.DefaultPartitioner).
 func (c *Client) CreateErasureKeyspace(ctx context.Context, name string, m, k int, partitioner string) error {
 	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: name, Partitioner: partitioner, Erasure: &kurav1.Erasure{M: uint32(m), K: uint32(k)}})
 }

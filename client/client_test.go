@@ -118,7 +118,7 @@ func TestRouteSpreadsOverEqualNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, partitioner := range []string{"hash", "ordered"} {
+	for _, partitioner := range []string{"hash", "grouped", "ordered"} {
 		t.Run(partitioner, func(t *testing.T) {
 			ks, err := schema.Keyspace{Name: "app", Replication: "dc1=2,dc2=1", Partitioner: partitioner}.Compile()
 			if err != nil {

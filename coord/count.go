@@ -34,7 +34,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	type counting struct {
 		member placement.Member
 		spans  []replica.Span // what is left to walk
-		ranges []ring.Range   // ordered partitioner: the ranges to keep
+		ranges []ring.Range   // byToken: the ranges to keep
 	}
 	var work []*counting
 	chosen := map[string]*counting{}
@@ -51,11 +51,11 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 			work = append(work, chosen[m.ID])
 		}
 		owner[i] = chosen[m.ID]
-		if plan.ordered {
+		if plan.byToken {
 			owner[i].ranges = append(owner[i].ranges, rg.Range)
 		}
 	}
-	if plan.ordered {
+	if plan.byToken {
 		for _, w := range work {
 			w.spans = []replica.Span{{From: 0, To: math.MaxUint64}}
 		}

@@ -26,8 +26,9 @@ import (
 //
 // A walk reads, in rounds, the token ranges that hold the next positions (with the hash
 // partitioner the ranges are intervals of positions: the ranges from the one holding the
-// cursor on, more each round while keys are scarce; with the ordered
-// partitioner every range holds keys at every position, so all of them are read at once),
+// cursor on, more each round while keys are scarce; with the ordered and grouped
+// partitioners every range holds keys at every position, so all of them are read at
+// once, each replica keeping its range's keys by token),
 // each from as many replicas as level cl needs. Keys that all the replicas asked for a
 // range hold are live; a key that only some of them hold is read at cl to learn which
 // version is newest, so a key deleted at a level is not listed at that level.
@@ -106,9 +107,12 @@ func scanKeysVisitBudget(count int) int { return 4 * scanVisitMax(count) }
 
 // keysPlan is a keyspace's token ranges, laid out for a walk in position order.
 type keysPlan struct {
-	ks      schema.Keyspace
-	ranges  []placement.RangeReplicas
-	ordered bool
+	ks     schema.Keyspace
+	ranges []placement.RangeReplicas
+	// byToken is set when positions are not tokens (every partitioner but hash): a
+	// range's keys lie at any position, so every range is read at once and its keys are
+	// picked by their token.
+	byToken bool
 	// segments (hash partitioner) are the ranges as intervals of positions, in order: a
 	// range that wraps past the top of the ring is two of them.
 	segments []segment
@@ -143,8 +147,10 @@ func (c *Coordinator) keysPlan(ctx context.Context, keyspace string) (*keysPlan,
 	if err != nil {
 		return nil, routed(err)
 	}
-	plan := &keysPlan{ks: ks, ranges: ranges, ordered: ks.Partitioner == "ordered"}
-	if !plan.ordered {
+	// Under the grouped partitioner a key without a hash tag has its position as token,
+	// but a tagged key's token is its tag's, anywhere among the positions.
+	plan := &keysPlan{ks: ks, ranges: ranges, byToken: ks.Partitioner != "hash"}
+	if !plan.byToken {
 		plan.layOut()
 	}
 	return plan, nil
@@ -170,10 +176,10 @@ func (p *keysPlan) layOut() {
 }
 
 // round returns the groups of a round from cursor: with the hash partitioner the window
-// segments from the one holding cursor, with the ordered one every range.
+// segments from the one holding cursor, with the others every range.
 func (p *keysPlan) round(cursor uint64, window int) []*keysGroup {
 	var groups []*keysGroup
-	if p.ordered {
+	if p.byToken {
 		for i := range p.ranges {
 			groups = append(groups, &keysGroup{segment: segment{cursor, math.MaxUint64, i}})
 		}
@@ -189,7 +195,7 @@ func (p *keysPlan) round(cursor uint64, window int) []*keysGroup {
 
 // keysRound asks each group's replicas, as many as cl needs, for up to limit keys, and
 // returns how many index entries they visited. Each node gets one request for all the
-// groups it was chosen for (their spans, and with the ordered partitioner their ranges),
+// groups it was chosen for (their spans, and with byToken their ranges),
 // and its answer is shared out among them.
 func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*keysGroup, limit int, now hlc.Timestamp, cl consistency.Level) (visited int, err error) {
 	localDC := c.view.Self().DC
@@ -208,13 +214,13 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 		slices.SortFunc(ts, func(a, b target) int { return cmp.Compare(a.group, b.group) })
 		for _, t := range ts {
 			g := groups[t.group]
-			if plan.ordered {
+			if plan.byToken {
 				req.Ranges = append(req.Ranges, plan.ranges[g.rangeIndex].Range)
 			} else {
 				req.Spans = append(req.Spans, replica.Span{From: g.from, To: g.to})
 			}
 		}
-		if plan.ordered { // every group of the round walks the same positions
+		if plan.byToken { // every group of the round walks the same positions
 			req.Spans = []replica.Span{{From: groups[0].from, To: groups[0].to}}
 		}
 		return c.scanKeysReplica(ctx, m, req)
@@ -234,8 +240,8 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 }
 
 // take records a node's answer for the group: with shared, the answer covers other
-// groups too, so only the group's keys are kept (by position, or with the ordered
-// partitioner by token), and a walk that stopped after the group's span covered it all.
+// groups too, so only the group's keys are kept (by position, or with byToken by
+// token), and a walk that stopped after the group's span covered it all.
 func (g *keysGroup) take(plan *keysPlan, page replica.KeysPage, shared bool) {
 	if shared {
 		rg, partitioner := plan.ranges[g.rangeIndex].Range, plan.ks.Partition()
@@ -243,7 +249,7 @@ func (g *keysGroup) take(plan *keysPlan, page replica.KeysPage, shared bool) {
 		page.Records = nil
 		for _, r := range own {
 			mine := g.holds(keyPosition(r.Key))
-			if plan.ordered {
+			if plan.byToken {
 				mine = rg.Contains(partitioner.Token(r.Key))
 			}
 			if mine {

@@ -13,16 +13,26 @@ import (
 // TestScanKeysWalksEveryLiveKeyOnce writes keys, deletes some, and walks the keyspace
 // with cursors handed from one coordinator to the next at every call: every live key
 // comes exactly once, no deleted one, at every level and page size; the count agrees.
+// Under the grouped partitioner the keys share ten hash tags, so each tag's keys share
+// a token (and a replica set) while their positions spread.
 func TestScanKeysWalksEveryLiveKeyOnce(t *testing.T) {
-	for _, partitioner := range []string{"hash", "ordered"} {
-		t.Run(partitioner, func(t *testing.T) {
-			ks := schema.Keyspace{Name: "walked", Replication: "a=2,b=1", Partitioner: partitioner}
+	for _, tt := range []struct {
+		partitioner string
+		keys        int
+		format      func(i int) string
+	}{
+		{"hash", 300, func(i int) string { return fmt.Sprintf("k%03d", i) }},
+		{"ordered", 300, func(i int) string { return fmt.Sprintf("k%03d", i) }},
+		{"grouped", 1000, func(i int) string { return fmt.Sprintf("{user%d}:k%03d", i%10, i) }},
+	} {
+		t.Run(tt.partitioner, func(t *testing.T) {
+			ks := schema.Keyspace{Name: "walked", Replication: "a=2,b=1", Partitioner: tt.partitioner}
 			c := startCluster(t, ks)
 			ctx := testContext(t)
 			writer := c.Node("a1").Coordinator()
 			live := map[string]bool{}
-			for i := range 300 {
-				key := fmt.Sprintf("k%03d", i)
+			for i := range tt.keys {
+				key := tt.format(i)
 				if _, err := writer.Put(ctx, ks.Name, []byte(key), []byte("v"), 0, consistency.All); err != nil {
 					t.Fatal(err)
 				}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestScanReturnsNewestLiveKeysInOrder(t *testing.T) {
-	for _, partitioner := range []string{"hash", "ordered"} {
+	for _, partitioner := range []string{"hash", "ordered", "grouped"} {
 		t.Run(partitioner, func(t *testing.T) {
 			ks := schema.Keyspace{Name: "scanned", Replication: "a=1,b=1", Partitioner: partitioner}
 			c := startCluster(t, ks)
@@ -21,6 +21,9 @@ func TestScanReturnsNewestLiveKeysInOrder(t *testing.T) {
 			var want []string
 			for i := 0; i < 120; i++ {
 				key := fmt.Sprintf("k%03d", i)
+				if partitioner == "grouped" { // four tags, each a replica set of its own
+					key += fmt.Sprintf("{t%d}", i%4)
+				}
 				if _, err := co.Put(ctx, "scanned", []byte(key), []byte("v-"+key), 0, consistency.All); err != nil {
 					t.Fatal(err)
 				}

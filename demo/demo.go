@@ -119,7 +119,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		clients[dc] = cl
 	}
 	first := clients[c.Nodes[0].Self().DC]
-	if err := first.CreateKeyspace(startCtx, "demo", opts.Replication, "hash"); err != nil {
+	if err := first.CreateKeyspace(startCtx, "demo", opts.Replication, ""); err != nil {
 		return Result{}, fmt.Errorf("create keyspace: %w", err)
 	}
 	if err := c.WaitConverged(startCtx); err != nil {

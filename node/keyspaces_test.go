@@ -37,7 +37,7 @@ func TestErasureCodedKeyspaceThroughTheClientAPI(t *testing.T) {
 	if err != nil || described.GetErasure().GetM() != 3 || described.GetErasure().GetK() != 2 || described.GetReplication() != "simple=1" {
 		t.Fatalf("describe = %v, %v; want erasure 3,2 with replication simple=1", described, err)
 	}
-	if err := cl.CreateErasureKeyspace(ctx, "coded", 3, 2, "hash"); err != nil {
+	if err := cl.CreateErasureKeyspace(ctx, "coded", 3, 2, schema.DefaultPartitioner); err != nil {
 		t.Fatalf("re-creating an identical keyspace: %v", err)
 	}
 	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "coded", Erasure: schema.Erasure{M: 4, K: 2}}); !errors.Is(err, schema.ErrInvalidKeyspace) {

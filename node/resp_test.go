@@ -483,6 +483,67 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 	}
 }
 
+// TestRedisScanOverHashTags writes 1,000 keys in ten hash tags to a fresh cluster,
+// whose default keyspace has the grouped partitioner, so each tag's keys share a token:
+// SCAN pages handed from node to node return each key once, and KEYS and DBSIZE agree.
+func TestRedisScanOverHashTags(t *testing.T) {
+	nodes := startFrontEndCluster(t, "simple=2", "dc1", "dc1", "dc1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		// QUORUM (both replicas of simple=2), so that a scan at any node sees every write.
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err() }})
+		defer clients[i].Close()
+	}
+	if info, err := clients[0].Info(ctx, "keyspace").Result(); err != nil || !strings.Contains(info, "default:replication=simple=2,partitioner=grouped") {
+		t.Fatalf("INFO keyspace = %q, %v; want the default keyspace grouped", info, err)
+	}
+	const keys, tags = 1000, 10
+	want := map[string]bool{}
+	pipe := clients[0].Pipeline()
+	for i := range keys {
+		k := fmt.Sprintf("{user%d}:item%04d", i%tags, i)
+		want[k] = true
+		pipe.Set(ctx, k, "v", 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var cursor uint64
+	for call := 0; ; call++ {
+		page, next, err := clients[call%len(clients)].Scan(ctx, cursor, "", 37).Result()
+		if err != nil {
+			t.Fatalf("SCAN %d on node %d: %v", cursor, call%len(clients), err)
+		}
+		for _, k := range page {
+			seen[k]++
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+		if call > keys {
+			t.Fatal("SCAN does not end")
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("SCAN across nodes saw %d keys, want %d", len(seen), len(want))
+	}
+	for k, n := range seen {
+		if !want[k] || n != 1 {
+			t.Errorf("SCAN returned %q %d times", k, n)
+		}
+	}
+	if tagged, err := clients[1].Keys(ctx, "{user3}:*").Result(); err != nil || len(tagged) != keys/tags {
+		t.Errorf("KEYS {user3}:* = %d keys, %v; want %d", len(tagged), err, keys/tags)
+	}
+	if size, err := clients[2].DBSize(ctx).Result(); err != nil || size != keys {
+		t.Errorf("DBSIZE = %d, %v; want %d", size, err, keys)
+	}
+}
+
 // retryContended runs do again, up to 20 times in all, while it fails with a lightweight
 // transaction's contention error: such a transaction wrote nothing
 // (coord.ContentionError), so a client retries it as an application would. Six clients

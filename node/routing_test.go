@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing/chord"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/topology"
@@ -112,7 +113,7 @@ func wrongReplicas(ctx context.Context, c *embedded.Cluster, layout *chord.Layou
 				want = append(want, owner.Name)
 				id = owner.ID + 1
 			}
-			route, err := n.Router().Lookup(ctx, k)
+			route, err := n.Router().Lookup(ctx, ring.Token(chord.KeyID(k)))
 			got := append([]string{route.Owner}, route.Successors...)
 			if err != nil || len(got) < replicas || !slices.Equal(got[:replicas], want) {
 				wrong = append(wrong, fmt.Sprintf("%s from %s: %v (err %v), want %v", k, n.ID(), got, err, want))

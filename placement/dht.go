@@ -27,9 +27,11 @@ func NewDHT(router routing.Router, view cluster.View, ring *Ring) *DHT {
 	return &DHT{router: router, view: view, ring: ring}
 }
 
-// Replicas looks key's owner up and walks its successors for the strategy's replicas.
+// Replicas looks the owner of key's token under the keyspace's partitioner up and walks
+// its successors for the strategy's replicas.
 func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte, buf []Member) ([]Member, error) {
-	route, err := d.router.Lookup(ctx, key)
+	token := ks.Partition().Token(key)
+	route, err := d.router.Lookup(ctx, token)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoRoute, err)
 	}
@@ -59,14 +61,15 @@ func (d *DHT) Replicas(ctx context.Context, ks schema.Keyspace, key []byte, buf 
 	if err != nil {
 		return nil, err
 	}
-	r.Walk(ring.HashPartitioner().Token(key), func(m ring.Member) bool {
+	r.Walk(token, func(m ring.Member) bool {
 		take(m.ID, m.DC)
 		return true
 	})
 	return out, nil
 }
 
-// ChunkOwners looks every chunk key up, all at once.
+// ChunkOwners looks every chunk key's hash token up, all at once, whatever the
+// keyspace's partitioner, as Ring.ChunkOwners places them.
 func (d *DHT) ChunkOwners(ctx context.Context, _ schema.Keyspace, chunkKeys [][]byte) ([]Member, error) {
 	owners := make([]Member, len(chunkKeys))
 	errs := make([]error, len(chunkKeys))
@@ -75,7 +78,7 @@ func (d *DHT) ChunkOwners(ctx context.Context, _ schema.Keyspace, chunkKeys [][]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			route, err := d.router.Lookup(ctx, key)
+			route, err := d.router.Lookup(ctx, ring.HashPartitioner().Token(key))
 			if err != nil {
 				errs[i] = fmt.Errorf("%w: route chunk %d: %v", ErrNoRoute, i, err)
 				return

@@ -7,15 +7,25 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing"
 	"github.com/kuradb/kura/schema"
 )
 
-// fakeRouter routes each key by a fixed table: the owner, then its successors.
-type fakeRouter map[string][]string
+// fakeRouter routes each token by a fixed table: the owner, then its successors.
+type fakeRouter map[ring.Token][]string
 
-func (f fakeRouter) Lookup(_ context.Context, key []byte) (routing.Route, error) {
-	ids, ok := f[string(key)]
+// hashRoutes is a fakeRouter routing each key's hash token as routes says.
+func hashRoutes(routes map[string][]string) fakeRouter {
+	f := fakeRouter{}
+	for key, ids := range routes {
+		f[ring.HashPartitioner().Token([]byte(key))] = ids
+	}
+	return f
+}
+
+func (f fakeRouter) Lookup(_ context.Context, token ring.Token) (routing.Route, error) {
+	ids, ok := f[token]
 	if !ok {
 		return routing.Route{}, routing.ErrNoRing
 	}
@@ -34,7 +44,7 @@ func threeNodes() *cluster.Directory {
 
 func TestDHTChunkOwnersFollowTheRouter(t *testing.T) {
 	dir := threeNodes()
-	router := fakeRouter{"c0": {"n1"}, "c1": {"n2"}, "c2": {"n3"}}
+	router := hashRoutes(map[string][]string{"c0": {"n1"}, "c1": {"n2"}, "c2": {"n3"}})
 	d := NewDHT(router, dir, NewRing(dir, 1))
 	owners, err := d.ChunkOwners(context.Background(), schema.Keyspace{}, [][]byte{[]byte("c0"), []byte("c1"), []byte("c2")})
 	if err != nil {
@@ -50,7 +60,7 @@ func TestDHTChunkOwnersFollowTheRouter(t *testing.T) {
 
 func TestDHTReplicasTakeSuccessorsPerDC(t *testing.T) {
 	dir := threeNodes()
-	router := fakeRouter{"k": {"n2", "n3", "n1"}, "lost": {"n9"}}
+	router := hashRoutes(map[string][]string{"k": {"n2", "n3", "n1"}, "lost": {"n9"}})
 	d := NewDHT(router, dir, NewRing(dir, 1))
 	tests := []struct {
 		replication string
@@ -61,7 +71,7 @@ func TestDHTReplicasTakeSuccessorsPerDC(t *testing.T) {
 		{"b=2", "[{n2 b up false} {n3 b down false}]"},
 	}
 	for _, tt := range tests {
-		ks, err := schema.Keyspace{Name: "ks", Replication: tt.replication}.Compile()
+		ks, err := schema.Keyspace{Name: "ks", Replication: tt.replication, Partitioner: "hash"}.Compile()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,8 +80,36 @@ func TestDHTReplicasTakeSuccessorsPerDC(t *testing.T) {
 			t.Errorf("%s: replicas = %v, %v; want %s", tt.replication, got, err, tt.want)
 		}
 	}
-	ks, _ := schema.Keyspace{Name: "ks", Replication: "simple=1"}.Compile()
+	ks, _ := schema.Keyspace{Name: "ks", Replication: "simple=1", Partitioner: "hash"}.Compile()
 	if _, err := d.Replicas(context.Background(), ks, []byte("lost"), nil); !errors.Is(err, ErrNoRoute) {
 		t.Errorf("an owner unknown to the view: err = %v, want ErrNoRoute", err)
+	}
+}
+
+// TestDHTReplicasFollowTheKeyspacesToken checks that the DHT looks a key up by its
+// token under the keyspace's partitioner: under grouped, the keys of one hash tag go to
+// the tag's owner, as the ring's placement puts them, and an untagged key to its hash
+// token's owner.
+func TestDHTReplicasFollowTheKeyspacesToken(t *testing.T) {
+	dir := threeNodes()
+	router := hashRoutes(map[string][]string{"user42": {"n2"}, "{user42}:cart": {"n1"}, "plain": {"n1"}})
+	d := NewDHT(router, dir, NewRing(dir, 1))
+	tests := []struct {
+		partitioner, key, want string
+	}{
+		{"grouped", "{user42}:cart", "[{n2 b up false}]"},
+		{"grouped", "{user42}:profile", "[{n2 b up false}]"},
+		{"grouped", "plain", "[{n1 a up false}]"},
+		{"hash", "{user42}:cart", "[{n1 a up false}]"},
+	}
+	for _, tt := range tests {
+		ks, err := schema.Keyspace{Name: "ks", Replication: "simple=1", Partitioner: tt.partitioner}.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Replicas(context.Background(), ks, []byte(tt.key), nil)
+		if err != nil || fmt.Sprint(got) != tt.want {
+			t.Errorf("%s %q: replicas = %v, %v; want %s", tt.partitioner, tt.key, got, err, tt.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing/chord"
 )
 
@@ -32,11 +33,11 @@ func NewDHT(node *chord.Node, clock func() time.Duration, send func([]chord.Enve
 // Name returns the protocol's name: chord, mlchord-paper or mlchord.
 func (d *DHT) Name() string { return d.node.Protocol().String() }
 
-// Lookup routes a lookup for key through the DHT and waits for the owner's answer.
-func (d *DHT) Lookup(ctx context.Context, key []byte) (Route, error) {
+// Lookup routes a lookup for token through the DHT and waits for the owner's answer.
+func (d *DHT) Lookup(ctx context.Context, token ring.Token) (Route, error) {
 	result := make(chan chord.LookupResult, 1)
 	d.mu.Lock()
-	seq, out := d.node.Lookup(d.clock(), chord.KeyID(key))
+	seq, out := d.node.Lookup(d.clock(), chord.ID(token))
 	d.waiters[seq] = result
 	d.dispatch(out)
 	d.mu.Unlock()

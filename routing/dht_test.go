@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/routing/chord"
 )
 
@@ -69,7 +70,7 @@ func TestDHTLookup(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"x", "y", "z", "foo_0", "foo_1"} {
-			route, err := c.dhts["c"].Lookup(context.Background(), []byte(key))
+			route, err := c.dhts["c"].Lookup(context.Background(), ring.Token(chord.KeyID([]byte(key))))
 			if err != nil {
 				t.Fatalf("%v: %v", protocol, err)
 			}
@@ -94,7 +95,7 @@ func TestDHTLookup(t *testing.T) {
 
 func TestDHTLookupErrors(t *testing.T) {
 	c, _ := newDHTCluster(t, chord.ProtocolChord, "a", "b")
-	if _, err := c.dhts["a"].Lookup(context.Background(), []byte("k")); !errors.Is(err, ErrNoRing) {
+	if _, err := c.dhts["a"].Lookup(context.Background(), 1); !errors.Is(err, ErrNoRing) {
 		t.Errorf("before join: error %v, want ErrNoRing", err)
 	}
 	c.dhts["a"].Join()
@@ -104,7 +105,7 @@ func TestDHTLookupErrors(t *testing.T) {
 	defer cancel()
 	var err error
 	for _, key := range []string{"k1", "k2", "k3", "k4"} {
-		if _, err = c.dhts["b"].Lookup(ctx, []byte(key)); err != nil {
+		if _, err = c.dhts["b"].Lookup(ctx, ring.Token(chord.KeyID([]byte(key)))); err != nil {
 			break
 		}
 	}

@@ -10,24 +10,22 @@ import (
 // OneHop routes with the full ring view that membership keeps on every node: the owner is
 // found locally, with no message and so zero forwarding hops.
 type OneHop struct {
-	view        func() (*ring.Ring, error)
-	partitioner ring.Partitioner
-	successors  int
+	view       func() (*ring.Ring, error)
+	successors int
 }
 
 // NewOneHop returns a router over the current ring view (view is called on each lookup,
-// so a membership change is seen at once), placing keys with partitioner and reporting
-// up to successors further nodes after the owner.
-func NewOneHop(view func() (*ring.Ring, error), partitioner ring.Partitioner, successors int) *OneHop {
-	return &OneHop{view: view, partitioner: partitioner, successors: successors}
+// so a membership change is seen at once), reporting up to successors further nodes
+// after the owner.
+func NewOneHop(view func() (*ring.Ring, error), successors int) *OneHop {
+	return &OneHop{view: view, successors: successors}
 }
 
 // Name returns "onehop".
 func (o *OneHop) Name() string { return "onehop" }
 
-// Lookup returns the first node at or after the key's token and the distinct nodes after
-// it.
-func (o *OneHop) Lookup(ctx context.Context, key []byte) (Route, error) {
+// Lookup returns the first node at or after token and the distinct nodes after it.
+func (o *OneHop) Lookup(ctx context.Context, token ring.Token) (Route, error) {
 	if err := ctx.Err(); err != nil {
 		return Route{}, err
 	}
@@ -39,7 +37,7 @@ func (o *OneHop) Lookup(ctx context.Context, key []byte) (Route, error) {
 		return Route{}, ErrNoRing
 	}
 	var route Route
-	r.Walk(o.partitioner.Token(key), func(m ring.Member) bool {
+	r.Walk(token, func(m ring.Member) bool {
 		if route.Owner == "" {
 			route.Owner = m.ID
 		} else {

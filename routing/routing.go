@@ -10,13 +10,18 @@ package routing
 import (
 	"context"
 	"errors"
+
+	"github.com/kuradb/kura/ring"
 )
 
-// Router finds the node that owns a key. The coordinator asks it and never walks finger
-// tables itself.
+// Router finds the node that owns a token. The coordinator asks it and never walks
+// finger tables itself.
 type Router interface {
-	// Lookup returns where key lives.
-	Lookup(ctx context.Context, key []byte) (Route, error)
+	// Lookup returns where the keys of token live. It takes the token, not the key, since
+	// the keyspace's partitioner decides a key's token (ring.GroupedPartitioner hashes a
+	// key's tag), and the DHT must place a key where the ring's scans, repair and
+	// streaming look for it.
+	Lookup(ctx context.Context, token ring.Token) (Route, error)
 	// Name is the router's --routing name: onehop, chord or mlchord.
 	Name() string
 }

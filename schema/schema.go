@@ -6,6 +6,7 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,7 +28,10 @@ import (
 type Keyspace struct {
 	Name        string
 	Replication string // as ring.ParseReplication reads it: "dc1=2,dc2=1" or "simple=3"
-	Partitioner string // "hash" (default) or "ordered"
+	// Partitioner is "hash", "grouped" or "ordered" (ring.PartitionerByName); empty
+	// means DefaultPartitioner for a new definition. A stored definition always names
+	// its partitioner, so a keyspace keeps the one it was created with.
+	Partitioner string
 	// Erasure, when set, makes the keyspace erasure-coded (LDR, paper 000): each value is
 	// stored as M chunks, any K of which rebuild it, each chunk once, at the owner of a
 	// chunk id derived from the key. Replication must then be empty or "simple=1", which
@@ -92,6 +96,17 @@ const DefaultKeyspace = "default"
 // and the same on every node, so nodes that define it alike agree from the start.
 const ImplicitTimestamp hlc.Timestamp = 1
 
+// DefaultPartitioner is the partitioner of a keyspace created without one: keys of one
+// Redis hash tag share a replica set, and keys without a tag place as under "hash".
+// Keyspaces created before it existed keep "hash" (their catalog entry names it).
+//
+// Its name sorts before "hash", which matters for the implicit default keyspace: two
+// definitions at ImplicitTimestamp are ordered by their encoded values, the larger
+// winning, so when a node of this build joins a cluster whose default keyspace was
+// defined by an older build with "hash", the cluster's definition wins on every node
+// and the keys already stored stay where they are.
+const DefaultPartitioner = "grouped"
+
 // Errors callers distinguish.
 var (
 	ErrInvalidKeyspace = errors.New("invalid keyspace")
@@ -117,7 +132,7 @@ func (k Keyspace) Compile() (Keyspace, error) {
 		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
 	if k.Partitioner == "" {
-		k.Partitioner = "hash"
+		k.Partitioner = DefaultPartitioner
 	}
 	partitioner, err := ring.PartitionerByName(k.Partitioner)
 	if err != nil {
@@ -498,7 +513,9 @@ func decode(r lww.Record) (Keyspace, error) {
 	if len(fields) < 2 || len(fields) > 7 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
-	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: fields[1], Timestamp: r.Timestamp}
+	// An empty partitioner field was "hash" when it was written (Compile then defaulted
+	// to it): decoding it as today's default would move the keyspace's keys.
+	k := Keyspace{Name: string(r.Key), Replication: fields[0], Partitioner: cmp.Or(fields[1], "hash"), Timestamp: r.Timestamp}
 	if len(fields) >= 3 {
 		var err error
 		if k.Erasure, err = ParseErasure(fields[2]); err != nil {

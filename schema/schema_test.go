@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/storage"
 )
 
@@ -354,5 +356,102 @@ func TestDropHidesAndRecreateStartsEmpty(t *testing.T) {
 	}
 	if ks, err := c.Get("app"); err != nil || ks.Replication != "simple=2" || ks.TruncatedAt != 20 || ks.Dropped {
 		t.Fatalf("created again: %+v, %v; want simple=2, truncated at the drop", ks, err)
+	}
+}
+
+// TestPartitionerOfNewAndOldKeyspaces checks that a keyspace created without a
+// partitioner gets DefaultPartitioner, and that one an older build stored keeps "hash"
+// after an upgrade: its catalog entry, in the bytes that build wrote, decodes as hash.
+func TestPartitionerOfNewAndOldKeyspaces(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	old := map[string]string{
+		"legacy":   "simple=3\x00hash",                           // what every earlier build wrote
+		"unnamed":  "simple=3\x00",                               // a partitioner field left empty
+		"truncold": "dc1=2\x00hash\x00\x00" + "00000000000000ff", // a truncated one
+	}
+	for name, value := range old {
+		if _, err := e.Apply(catalogKeyspace, lww.Record{Key: []byte(name), Value: []byte(value), Timestamp: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(Keyspace{Name: "fresh", Replication: "simple=3", Timestamp: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(Keyspace{Name: "chosen", Replication: "simple=3", Partitioner: "hash", Timestamp: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir)
+	defer e.Close()
+	if c, err = Open(e); err != nil {
+		t.Fatal(err)
+	}
+	tagged := []byte("{user42}:cart")
+	tests := []struct {
+		name, want string
+	}{
+		{"legacy", "hash"},
+		{"unnamed", "hash"},
+		{"truncold", "hash"},
+		{"chosen", "hash"},
+		{"fresh", DefaultPartitioner},
+	}
+	for _, tt := range tests {
+		ks, err := c.Get(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ring.PartitionerByName(tt.want)
+		if ks.Partitioner != tt.want || ks.Partition().Token(tagged) != want.Token(tagged) {
+			t.Errorf("keyspace %s: partitioner %q, token of %q %#x; want %q, %#x",
+				tt.name, ks.Partitioner, tagged, ks.Partition().Token(tagged), tt.want, want.Token(tagged))
+		}
+	}
+}
+
+// TestImplicitDefaultKeepsAClustersHashPartitioner checks the upgrade of a cluster
+// whose implicit default keyspace an older build defined with "hash": a node of this
+// build, which defines its own with DefaultPartitioner, adopts the cluster's, and the
+// cluster keeps it, in whichever order the two definitions meet.
+func TestImplicitDefaultKeepsAClustersHashPartitioner(t *testing.T) {
+	for _, newFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("newFirst=%v", newFirst), func(t *testing.T) {
+			e := openEngine(t, t.TempDir())
+			defer e.Close()
+			c, err := Open(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cluster := Keyspace{Name: DefaultKeyspace, Replication: "each=3", Partitioner: "hash", Timestamp: ImplicitTimestamp}
+			if newFirst {
+				if err := c.EnsureDefault("each=3"); err != nil {
+					t.Fatal(err)
+				}
+				if ks, _ := c.Get(DefaultKeyspace); ks.Partitioner != DefaultPartitioner {
+					t.Fatalf("a fresh node's default keyspace has partitioner %q, want %q", ks.Partitioner, DefaultPartitioner)
+				}
+				if _, err := c.Apply(cluster); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if _, err := c.Apply(cluster); err != nil {
+					t.Fatal(err)
+				}
+				mine := Keyspace{Name: DefaultKeyspace, Replication: "each=3", Timestamp: ImplicitTimestamp}
+				if _, err := c.Apply(mine); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ks, _ := c.Get(DefaultKeyspace); ks.Partitioner != "hash" {
+				t.Fatalf("default keyspace partitioner %q after meeting the cluster's; want hash", ks.Partitioner)
+			}
+		})
 	}
 }

@@ -37,12 +37,15 @@ func (s *Syncer) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 		return fmt.Errorf("%w %s: a keyspace is created with its split keys; moving to others is kura rebalance's", schema.ErrInvalidKeyspace, ks.Name)
 	}
 	ks.Timestamp = s.clock.Now()
+	// A creation that names no partitioner matches an existing keyspace of any: a script
+	// that created its keyspace before the default became grouped re-runs as it did.
+	anyPartitioner := ks.Partitioner == ""
 	compiled, err := ks.Compile()
 	if err != nil {
 		return err
 	}
 	if existing, err := s.catalog.Get(ks.Name); err == nil {
-		if existing.Replication == compiled.Replication && existing.Partitioner == compiled.Partitioner && existing.Erasure == compiled.Erasure &&
+		if existing.Replication == compiled.Replication && (anyPartitioner || existing.Partitioner == compiled.Partitioner) && existing.Erasure == compiled.Erasure &&
 			(len(compiled.Splits) == 0 || slices.EqualFunc(existing.Splits, compiled.Splits, bytes.Equal)) {
 			// Creating what exists is a no-op, so scripts can re-run; without split keys
 			// that holds whatever splits a rebalance gave the keyspace since.

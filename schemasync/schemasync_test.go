@@ -158,6 +158,41 @@ func TestCreateKeyspaceRefusesReplicationTheClusterCannotHold(t *testing.T) {
 	}
 }
 
+// TestCreateKeyspaceAgainWithoutAPartitioner: a creation that names no partitioner
+// gets the default, and re-running it over a keyspace of another partitioner (created
+// before grouped was the default) is the no-op it was; naming another one is refused.
+func TestCreateKeyspaceAgainWithoutAPartitioner(t *testing.T) {
+	a := newNode(t, "a", cluster3(), &peers{syncers: map[string]*Syncer{}})
+	ctx := context.Background()
+	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "fresh", Replication: "dc1=2"}); err != nil {
+		t.Fatal(err)
+	}
+	if ks, _ := a.catalog.Get("fresh"); ks.Partitioner != schema.DefaultPartitioner {
+		t.Errorf("a keyspace created without a partitioner has %q, want %q", ks.Partitioner, schema.DefaultPartitioner)
+	}
+	if err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "old", Replication: "dc1=2", Partitioner: "hash"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		partitioner string
+		want        error
+	}{
+		{"", nil},
+		{"hash", nil},
+		{"grouped", schema.ErrInvalidKeyspace},
+		{"ordered", schema.ErrInvalidKeyspace},
+	}
+	for _, tt := range tests {
+		err := a.CreateKeyspace(ctx, schema.Keyspace{Name: "old", Replication: "dc1=2", Partitioner: tt.partitioner})
+		if !errors.Is(err, tt.want) {
+			t.Errorf("re-creating a hash keyspace with partitioner %q: err = %v, want %v", tt.partitioner, err, tt.want)
+		}
+	}
+	if ks, _ := a.catalog.Get("old"); ks.Partitioner != "hash" {
+		t.Errorf("after the re-creations the keyspace has partitioner %q, want hash", ks.Partitioner)
+	}
+}
+
 // TestDefinitionsReachEveryLiveNode: a creation and a truncation are announced to the
 // reachable nodes, which apply them, gossip their new digest and drop the truncated
 // records; a node that missed them pulls them.

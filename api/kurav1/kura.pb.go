@@ -2550,7 +2550,7 @@ type Keyspace struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Replication string                 `protobuf:"bytes,2,opt,name=replication,proto3" json:"replication,omitempty"` // "dc1=2,dc2=1" (network) or "simple=3"
-	Partitioner string                 `protobuf:"bytes,3,opt,name=partitioner,proto3" json:"partitioner,omitempty"` // "hash" or "ordered"
+	Partitioner string                 `protobuf:"bytes,3,opt,name=partitioner,proto3" json:"partitioner,omitempty"` // "grouped", "hash" or "ordered"; "" on create means "grouped"
 	Erasure     *Erasure               `protobuf:"bytes,4,opt,name=erasure,proto3" json:"erasure,omitempty"`         // set for an erasure-coded keyspace; absent: replicated
 	// Split keys balancing the ordered partitioner: sorted, distinct quantiles of a key
 	// sample (kura keyspace create --key-sample), so that keys spread over the ring as the

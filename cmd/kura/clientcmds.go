@@ -311,7 +311,7 @@ func printable(b []byte) string {
 }
 
 // keyspaceUsage lists the keyspace subcommands.
-const keyspaceUsage = `keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered]
+const keyspaceUsage = `keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner grouped|hash|ordered]
        keyspace list
        keyspace describe NAME
        keyspace truncate NAME
@@ -334,7 +334,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
 	replication := fs.String("replication", "", `replicas per DC ("dc1=2,dc2=1") or in all ("simple=3")`)
-	partitioner := fs.String("partitioner", "hash", "hash (uniform) or ordered (order-preserving, for range scans)")
+	partitioner := fs.String("partitioner", "", "grouped (the default: uniform, keys of one Redis hash tag {...} on one replica set), hash (uniform, by the whole key) or ordered (order-preserving, for range scans)")
 	erasureCode := fs.String("erasure", "", `erasure-code values instead of replicating them: "M,K" stores M chunks, any K of which rebuild a value (e.g. 6,4)`)
 	keySample := fs.String("key-sample", "", "with --partitioner ordered: a file of sample keys, one per line, to balance the nodes by (split keys at its quantiles)")
 	splits := fs.Int("splits", defaultSplits, "with --key-sample: how many split keys to take from the sample")
@@ -369,7 +369,7 @@ const defaultSplits = rebalance.DefaultSplits
 func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, error) {
 	switch {
 	case partitioner != "ordered":
-		return nil, fmt.Errorf("%w: --key-sample balances the ordered partitioner; add --partitioner ordered (the hash partitioner spreads keys by itself)", errUsage)
+		return nil, fmt.Errorf("%w: --key-sample balances the ordered partitioner; add --partitioner ordered (grouped and hash spread keys by themselves)", errUsage)
 	case erasureCode != "":
 		return nil, fmt.Errorf("%w: --key-sample with --erasure: an erasure-coded keyspace places each chunk by its own hash", errUsage)
 	case n < 1 || n > schema.MaxSplits:
@@ -403,7 +403,7 @@ func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, err
 func checkKeyspaceArgs(sub string, pos []string, replication, erasureCode string) error {
 	switch {
 	case sub == "create" && (len(pos) != 1 || (replication == "") == (erasureCode == "")):
-		return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner hash|ordered [--key-sample FILE [--splits N]]]", errUsage)
+		return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner grouped|hash|ordered [--key-sample FILE [--splits N]]]", errUsage)
 	case sub == "list" && len(pos) != 0:
 		return fmt.Errorf("%w: keyspace list takes no arguments", errUsage)
 	case sub != "create" && sub != "list" && len(pos) != 1:

@@ -24,7 +24,7 @@ func TestKeyspaceCreateWithErasure(t *testing.T) {
 		contains string
 	}{
 		{[]string{"keyspace", "create", "coded", "--erasure", "5,3"}, 0, "keyspace coded created"},
-		{[]string{"keyspace", "list"}, 0, "coded\treplication=simple=1\tpartitioner=hash\terasure=5,3"},
+		{[]string{"keyspace", "list"}, 0, "coded\treplication=simple=1\tpartitioner=grouped\terasure=5,3"},
 		{[]string{"keyspace", "describe", "coded"}, 0, "erasure: 5,3 (5 chunks per value, any 3 rebuild it)"},
 		{[]string{"put", "--keyspace", "coded", "--consistency", "QUORUM", "greeting", "hello"}, 0, ""},
 		{[]string{"get", "--keyspace", "coded", "greeting"}, 0, "hello"},

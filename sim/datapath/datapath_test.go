@@ -193,7 +193,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	const keyspace = "ks"
 	switch d.Cmd {
 	case "keyspace":
-		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "=")}
+		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "="), Partitioner: arg("partitioner")}
 		if code := arg("erasure"); code != "" {
 			var err error
 			if ks.Erasure, err = schema.ParseErasure(strings.ReplaceAll(code, "/", ",")); err != nil {

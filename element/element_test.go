@@ -1,0 +1,77 @@
+package element
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestKeyLayout(t *testing.T) {
+	long := bytes.Repeat([]byte("k"), 200) // a two-byte length
+	tests := []struct {
+		collection string
+		kind       Kind
+		suffix     string
+		want       []byte
+	}{
+		{"cart", HashField, "qty", []byte("\x00\x01\x04carthqty")},
+		{"", Reset, "", []byte("\x00\x01\x00r")},
+		{"{u}x", SetAdd, "m\x00", []byte("\x00\x01\x04{u}xsm\x00")},
+		{string(long), ListItem, "", append(append([]byte("\x00\x01\xc8\x01"), long...), 'l')},
+	}
+	for _, tt := range tests {
+		got := Key([]byte(tt.collection), tt.kind, []byte(tt.suffix))
+		if !bytes.Equal(got, tt.want) {
+			t.Errorf("Key(%q, %q, %q) = %q, want %q", tt.collection, tt.kind, tt.suffix, got, tt.want)
+		}
+		if !bytes.HasPrefix(got, KindPrefix([]byte(tt.collection), tt.kind)) || !bytes.HasPrefix(got, Prefix([]byte(tt.collection))) {
+			t.Errorf("Key(%q, %q, %q) = %q lacks its prefixes", tt.collection, tt.kind, tt.suffix, got)
+		}
+	}
+}
+
+func TestParseRefusesWhatKeyNeverWrites(t *testing.T) {
+	tests := []struct {
+		name string
+		key  string
+	}{
+		{"empty", ""},
+		{"an ordinary key", "user:42"},
+		{"marker only", "\x00\x01"},
+		{"another version", "\x00\x02\x01ah"},
+		{"no kind", "\x00\x01\x04cart"},
+		{"shorter than its length", "\x00\x01\x09cart"},
+		{"overlong length", "\x00\x01\x84\x00carth"}, // 4 written in two bytes
+		{"truncated length", "\x00\x01\x80"},
+		{"length past 64 bits", "\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"},
+	}
+	for _, tt := range tests {
+		if c, k, s, ok := Parse([]byte(tt.key)); ok {
+			t.Errorf("%s: Parse(%q) = %q, %q, %q, true; want not an element key", tt.name, tt.key, c, k, s)
+		}
+	}
+}
+
+// FuzzRoundTrip checks that Parse inverts Key, that a key Parse accepts is the one Key
+// writes for its parts (one key per record), and that one collection's prefix is never
+// a prefix of another's keys.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte("cart"), byte(HashField), []byte("qty"), []byte("cart2"))
+	f.Add([]byte(""), byte(Reset), []byte(""), []byte("\x00"))
+	f.Add([]byte("{u}"), byte(SetAdd), []byte("\x00\x01\x03abc"), []byte("{u"))
+	f.Fuzz(func(t *testing.T, collection []byte, kind byte, suffix []byte, other []byte) {
+		key := Key(collection, Kind(kind), suffix)
+		c, k, s, ok := Parse(key)
+		if !ok || !bytes.Equal(c, collection) || k != Kind(kind) || !bytes.Equal(s, suffix) {
+			t.Fatalf("Parse(Key(%q, %q, %q)) = %q, %q, %q, %v", collection, kind, suffix, c, k, s, ok)
+		}
+		if !bytes.Equal(other, collection) && bytes.HasPrefix(key, Prefix(other)) {
+			t.Fatalf("Prefix(%q) = %q is a prefix of %q's key %q", other, Prefix(other), collection, key)
+		}
+		// Arbitrary bytes: whatever Parse accepts, Key writes back byte for byte.
+		for _, data := range [][]byte{suffix, other, append([]byte{0x00, 0x01}, other...)} {
+			if c, k, s, ok := Parse(data); ok && !bytes.Equal(Key(c, k, s), data) {
+				t.Fatalf("Parse(%q) = %q, %q, %q, which Key writes as %q", data, c, k, s, Key(c, k, s))
+			}
+		}
+	})
+}
