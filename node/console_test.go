@@ -241,7 +241,7 @@ func TestConsoleReportShowsEachNodesView(t *testing.T) {
 		for _, ks := range report.Keyspaces {
 			keyspaces = append(keyspaces, ks.Name+" "+ks.Replication+" "+ks.Partitioner)
 		}
-		if want := []string{"app simple=3 hash", "default " + DefaultReplication + " hash"}; !slices.Equal(keyspaces, want) {
+		if want := []string{"app simple=3 grouped", "default " + DefaultReplication + " grouped"}; !slices.Equal(keyspaces, want) {
 			t.Errorf("%s's console: keyspaces %q, want %q", n.ID(), keyspaces, want)
 		}
 	}
