@@ -20,6 +20,9 @@ type Env struct {
 	// Environment, when set, is the report's provenance: a bench that runs other systems
 	// records their versions and settings in it (Environment.AddPeer).
 	Environment *Environment
+	// KuraBinary finds the kura binary whose `server` subcommand runs a bench's nodes as
+	// processes of their own (peers), when the bench's --bin names none; nil finds none.
+	KuraBinary func() (string, error)
 }
 
 // Progressf writes one line about an event of the run (a node started, a step's

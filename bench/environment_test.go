@@ -36,7 +36,7 @@ func TestTallyLatencyRows(t *testing.T) {
 }
 
 func TestReportCarriesEnvironment(t *testing.T) {
-	env := CaptureEnvironment([]string{"kura", "bench", "x", "--json"})
+	env := CaptureEnvironment([]string{"kura-bench", "x", "--json"})
 	env.AddPeer(PeerBuild{Name: "redis", Version: "Redis server v=7.0.15", Config: "appendonly yes"})
 	env.AddPeer(PeerBuild{Name: "redis", Version: "Redis server v=7.0.15", Config: "appendonly yes"})
 	env.End()

@@ -146,7 +146,7 @@ func setupPeers(fs *flag.FlagSet) Runner {
 	levels := fs.String("consistency", "QUORUM", "consistency levels of the 3- and 4-node layouts, comma-separated (kura and Cassandra alike)")
 	fs.StringVar(&o.scratch, "scratch", "", "directory for the servers' data and logs (default: a new one under $TMPDIR, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (data and logs) at the end")
-	fs.StringVar(&o.bin, "bin", "", "the kura binary whose server subcommand runs kura's nodes (default: this one)")
+	fs.StringVar(&o.bin, "bin", "", "the kura binary whose server subcommand runs kura's nodes (default: the kura that ran kura bench, else kura beside kura-bench or on PATH)")
 	fs.StringVar(&o.cache, "cache", defaultPeersCache(), "where Cassandra's jars are kept between runs")
 	fs.StringVar(&o.heap, "cassandra-heap", "1G", "heap of each Cassandra node (-Xms and -Xmx)")
 	batching := fs.String("client-batching", "both", "kura's Go client: off (one call per request, as gocql and go-redis: the like-for-like rows the goals are judged on), on (requests waiting behind a call in flight go together as one GetMany/PutMany: rows labelled kura-batching), or both")
@@ -199,9 +199,12 @@ func setupPeers(fs *flag.FlagSet) Runner {
 		if o.keys < 1 || o.valueBytes < 1 || o.duration <= 0 || o.ops < 0 || o.opTimeout <= 0 || o.warmup < 0 || o.repeats < 1 {
 			return nil, errors.New("--keys, --value-bytes, --duration, --op-timeout and --repeats must be positive, --ops and --warmup not negative")
 		}
-		if o.bin == "" {
-			if o.bin, err = os.Executable(); err != nil {
-				return nil, fmt.Errorf("find the kura binary (give --bin): %w", err)
+		if o.bin == "" && slices.Contains(o.systems, peerKura) {
+			if env.KuraBinary == nil {
+				return nil, errors.New("name the kura binary whose server subcommand runs kura's nodes: --bin")
+			}
+			if o.bin, err = env.KuraBinary(); err != nil {
+				return nil, fmt.Errorf("find the kura binary: %w", err)
 			}
 		}
 		return runPeers(ctx, env, *o)

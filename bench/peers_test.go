@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
@@ -519,5 +520,33 @@ func TestMedianPeerRow(t *testing.T) {
 	lowest, highest := roundRatios(row.Rounds, []PeerRound{{OpsPerS: 50}, {OpsPerS: 20}, {OpsPerS: 0}}, func(r PeerRound) float64 { return r.OpsPerS })
 	if lowest == nil || highest == nil || *lowest != 2 || *highest != 4 {
 		t.Errorf("round ratios %v-%v, want 2-4 (the round without a peer figure left out)", lowest, highest)
+	}
+}
+
+// Without --bin, peers asks its caller for the kura binary its nodes run, and stops with
+// the reason before starting anything when there is none.
+func TestPeersNeedsAKuraBinary(t *testing.T) {
+	tests := []struct {
+		name       string
+		kuraBinary func() (string, error)
+		wantErr    string
+	}{
+		{"the caller knows none", nil, "--bin"},
+		{"the caller finds none", func() (string, error) { return "", errors.New("no kura beside kura-bench or on PATH") },
+			"find the kura binary: no kura beside kura-bench or on PATH"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := Lookup("peers")
+			fs := flag.NewFlagSet("peers", flag.ContinueOnError)
+			runner := b.Setup(fs)
+			if err := fs.Parse([]string{"--systems", "kura", "--quick"}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := runner(context.Background(), Env{KuraBinary: tt.kuraBinary})
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("peers without --bin: error %v, want one with %q", err, tt.wantErr)
+			}
+		})
 	}
 }

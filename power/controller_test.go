@@ -227,7 +227,7 @@ func simulate(t *testing.T, cfg ControllerConfig, seconds int, load func(second 
 		t.Fatal(err)
 	}
 	const drain = 2 * time.Second
-	nodes, coverage := sixteenNodes(t, cfg.Profile, 6)
+	nodes, sets := sixteenNodes(t, cfg.Profile, 6)
 	res := simResult{asleepAt: map[float64]int{}, hold: c.Config().Hold}
 	notServing := func(id string) bool {
 		i := slices.IndexFunc(nodes, func(n *simNode) bool { return n.id == id })
@@ -235,7 +235,8 @@ func simulate(t *testing.T, cfg ControllerConfig, seconds int, load func(second 
 	}
 	canSleep := func(id string) bool {
 		i := slices.IndexFunc(nodes, func(n *simNode) bool { return n.id == id })
-		return nodes[i].tier > 0 && coverage.CanSleep(notServing, id)
+		_, short := ShortOfAwake(sets, atOne, id, func(x string) bool { return !notServing(x) })
+		return nodes[i].tier > 0 && !short
 	}
 	for second := range seconds {
 		now := at(float64(second))
@@ -287,8 +288,8 @@ func simulate(t *testing.T, cfg ControllerConfig, seconds int, load func(second 
 			n.state, n.since, n.until = Waking, now, now.Add(cfg.Profile.Wake)
 		}
 		n.meter.Set(now, n.state)
-		if lost := coverage.Uncovered(notServing); lost > 0 {
-			t.Fatalf("at %d s, after %+v, %d ranges have no serving replica", second, a, lost)
+		if !keepsAnAwakeReplica(sets, notServing) {
+			t.Fatalf("at %d s, after %+v, a range has no serving replica", second, a)
 		}
 		res.actions = append(res.actions, a)
 		res.actedAt = append(res.actedAt, now)
@@ -302,8 +303,8 @@ func simulate(t *testing.T, cfg ControllerConfig, seconds int, load func(second 
 }
 
 // sixteenNodes returns the nodes of TestSixteenNodes, alwaysOn of them tier 0, active
-// from epoch on and metered with p, and the coverage of their simple=3 ring.
-func sixteenNodes(t *testing.T, p Profile, alwaysOn int) ([]*simNode, *Coverage) {
+// from epoch on and metered with p, and the replica sets of their simple=3 ring.
+func sixteenNodes(t *testing.T, p Profile, alwaysOn int) ([]*simNode, [][]ring.Member) {
 	t.Helper()
 	ids, r := sixteenNodeRing(t, alwaysOn)
 	nodes := make([]*simNode, len(ids))
@@ -311,7 +312,7 @@ func sixteenNodes(t *testing.T, p Profile, alwaysOn int) ([]*simNode, *Coverage)
 		m, _ := r.Member(id)
 		nodes[i] = &simNode{id: id, tier: m.Tier, since: epoch, meter: NewMeter(p, epoch)}
 	}
-	return nodes, NewCoverage(SetsOf(r.Placement(ring.Simple(3))))
+	return nodes, r.Placement(ring.Simple(3)).Sets()
 }
 
 // dailyLoad is a day compressed into day seconds: 640 ops/s at midnight (second 0),

@@ -5,8 +5,10 @@
 //   - the power states a node goes through (State: active, draining, asleep, waking);
 //   - the energy model of a node that sleeps (Profile, with the paper's S4 and S1
 //     figures, and Meter, which integrates a node's power over its transitions);
-//   - the coverage rule, every range keeps an awake replica (Coverage), which the ring's
-//     tiers make possible: every replica set keeps a tier-0 member that never sleeps;
+//   - the sleep rule (ShortOfAwake): a node sleeps only when every range it holds keeps
+//     as many awake replicas as the levels its keyspace is used at need (Levels); at ONE,
+//     one awake replica, which the ring's tiers make possible: every replica set keeps a
+//     tier-0 member that never sleeps;
 //   - the power controller, which decides from load samples how many nodes sleep and
 //     which (Controller);
 //   - the gate, which answers for a sleeping node so that clients do not wait for it.

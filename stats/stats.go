@@ -9,9 +9,8 @@ package stats
 
 import (
 	"fmt"
+	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/stat"
 )
 
 // Number is what the statistics accept: counts, durations and measurements.
@@ -24,7 +23,11 @@ func Mean[T Number](values []T) float64 {
 	if len(values) == 0 {
 		return 0
 	}
-	return stat.Mean(toFloats(values), nil)
+	var sum float64
+	for _, v := range values {
+		sum += float64(v)
+	}
+	return sum / float64(len(values))
 }
 
 // Percentile returns the q-quantile (0 ≤ q ≤ 1) of values by nearest rank: the smallest
@@ -32,8 +35,9 @@ func Mean[T Number](values []T) float64 {
 // values sorted and counted from 0 it is the one at ceil(q·n) − 1, the first for q = 0 and
 // the last for q = 1; for an even count, q = 0.5 gives the lower of the two middle values.
 // The answer is always one of the values, never an interpolation, so the p99 of hop counts
-// is a hop count. This is gonum's stat.Quantile with stat.Empirical. Percentile returns 0
-// for no values and panics when q is outside [0, 1].
+// is a hop count. It is gonum's stat.Quantile with stat.Empirical (the tests check), done
+// here so that the server, whose power controller takes percentiles, links no gonum.
+// Percentile returns 0 for no values and panics when q is outside [0, 1].
 func Percentile[T Number](values []T, q float64) T {
 	if !(q >= 0 && q <= 1) {
 		panic(fmt.Sprintf("stats: percentile %v outside [0, 1]", q))
@@ -41,7 +45,9 @@ func Percentile[T Number](values []T, q float64) T {
 	if len(values) == 0 {
 		return 0
 	}
-	return T(stat.Quantile(q, stat.Empirical, sorted(values), nil))
+	xs := sorted(values)
+	atOrBelow := int(math.Ceil(q * float64(len(xs)))) // how many values the answer covers
+	return T(xs[max(atOrBelow, 1)-1])
 }
 
 // Median returns the middle value of values, the mean of the two middle ones for an even
@@ -60,7 +66,7 @@ func Median[T Number](values []T) T {
 	return T(xs[mid])
 }
 
-// toFloats converts values for gonum, which works on float64: exact for whole numbers
+// toFloats converts values to float64: exact for whole numbers
 // below 2^53, which covers any count and any duration under 104 days.
 func toFloats[T Number](values []T) []float64 {
 	out := make([]float64, len(values))

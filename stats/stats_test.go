@@ -1,9 +1,13 @@
 package stats
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 func TestPercentile(t *testing.T) {
@@ -113,5 +117,28 @@ func TestMean(t *testing.T) {
 	}
 	if got := Mean([]int{1, 2}); got != 1.5 {
 		t.Errorf("Mean of ints 1, 2 = %v, want 1.5", got)
+	}
+}
+
+// TestAgreesWithGonum: Percentile is gonum's empirical quantile and Mean gonum's mean
+// (to the last bits its summation order may round differently), on samples of every size
+// from one to a few hundred, ties included; only the tests link gonum, not the server.
+func TestAgreesWithGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	qs := []float64{0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1}
+	for n := 1; n <= 300; n += 1 + n/10 {
+		values := make([]float64, n)
+		for i := range values {
+			values[i] = math.Round(rng.ExpFloat64()*100) / 4 // quarters: many ties
+		}
+		ordered := slices.Sorted(slices.Values(values))
+		for _, q := range qs {
+			if got, want := Percentile(values, q), stat.Quantile(q, stat.Empirical, ordered, nil); got != want {
+				t.Errorf("n %d: Percentile(q %v) = %v, gonum says %v", n, q, got, want)
+			}
+		}
+		if got, want := Mean(values), stat.Mean(values, nil); math.Abs(got-want) > 1e-12*math.Abs(want) {
+			t.Errorf("n %d: Mean = %v, gonum says %v", n, got, want)
+		}
 	}
 }

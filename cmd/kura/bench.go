@@ -1,150 +1,65 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
-	"runtime/metrics"
-	"runtime/pprof"
+	"strings"
 	"syscall"
-	"time"
 
-	"github.com/kuradb/kura/bench"
+	"github.com/kuradb/kura/cmd/internal/cli"
 )
 
-func runBench(args []string, stdout, stderr io.Writer) (err error) {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: kura bench <name> [flags] [--json] [--plot FILE.png]\n\nBenches:")
-		for _, b := range bench.All() {
-			fmt.Fprintf(stderr, "  %-14s %s\n", b.Name, b.Summary)
-		}
-		if len(args) == 0 {
-			return fmt.Errorf("%w: name a bench", errUsage)
-		}
-		return nil
-	}
-	b, ok := bench.Lookup(args[0])
-	if !ok {
-		return fmt.Errorf("%w: unknown bench %q (kura bench --help lists them)", errUsage, args[0])
-	}
-	fs := newFlagSet("bench "+b.Name, stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
-	plotPath := fs.String("plot", "", "draw the figure to this PNG file")
-	// Profiles are how the simulator's memory and time are found and
-	// checked at scale (issue 17); they cost nothing when not asked for.
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to this file")
-	memProfile := fs.String("memprofile", "", "write a pprof heap profile to this file: in-use at the run's peak live heap, allocated over the whole run")
-	runner := b.Setup(fs)
-	pos, err := parseFlags(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, pos)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if *memProfile != "" {
-		peak := watchHeapPeak(*memProfile)
-		defer func() {
-			if perr := peak(); err == nil {
-				err = perr
-			}
-		}()
-	}
-	environment := bench.CaptureEnvironment(append([]string{"kura", "bench"}, args...))
-	report, err := runner(ctx, bench.Env{Progress: stderr, Environment: environment})
-	if err != nil {
-		return err
-	}
-	environment.End()
-	report.Environment = environment
-	if *plotPath != "" {
-		if report.Plot == nil {
-			return fmt.Errorf("bench %s draws no figure", b.Name)
-		}
-		if err := report.Plot(*plotPath); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "figure written to %s\n", *plotPath)
-	}
-	if *asJSON {
-		return report.WriteJSON(stdout)
-	}
-	return report.WriteTable(stdout)
-}
+// exitStatus is a child process's exit status, which kura exits with as its own.
+type exitStatus int
 
-// heapPollInterval is how often watchHeapPeak reads the live heap: often
-// enough to catch the peak of a run that lasts a minute, and cheap (a read of
-// runtime metrics, no stop of the world).
-const heapPollInterval = 200 * time.Millisecond
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
-// watchHeapPeak writes the heap profile to path each time the live heap (as
-// of the last garbage collection) grows past its highest value so far, so
-// that the in-use figures are the run's peak rather than what is left once
-// the simulated clusters are gone. The returned function stops watching and
-// writes the profile once more if none was written. The watcher only reads
-// the runtime's state, so the run's results do not depend on it.
-func watchHeapPeak(path string) (stop func() error) {
-	done := make(chan struct{})
-	finished := make(chan error, 1)
-	go func() {
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		var peak uint64
-		written := false
-		ticker := time.NewTicker(heapPollInterval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-done:
-				if written {
-					finished <- nil
-				} else {
-					finished <- writeHeapProfile(path)
-				}
-				return
-			case <-ticker.C:
-			}
-			metrics.Read(sample)
-			if live := sample[0].Value.Uint64(); live > peak+peak/20 {
-				peak = live
-				if err := writeHeapProfile(path); err != nil {
-					finished <- err
-					<-done
-					return
-				}
-				written = true
-			}
-		}
-	}()
-	return func() error {
-		close(done)
-		return <-finished
-	}
-}
-
-// writeHeapProfile writes the heap profile to path.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
+// runBench runs `kura bench ARGS` as `kura-bench ARGS`. The experiments are a binary of
+// their own so that the server links none of what only they need (gocql, gonum/plot);
+// the verb stays so that the commands in the docs and in operators' hands keep working.
+func runBench(args []string, stdout, stderr io.Writer) error {
+	bin, err := cli.Sibling("kura-bench")
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "kura bench: the benches are a separate binary, kura-bench, and there is %v.\n"+
+			"Build it beside kura, from the repository:\n  go build -o kura-bench ./cmd/kura-bench\n"+
+			"or run one bench without installing it:\n  go run ./cmd/kura-bench %s\n", err, strings.Join(args, " "))
+		return exitStatus(2)
 	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
-		return err
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = os.Environ()
+	if os.Getenv(cli.KuraBinaryEnv) == "" {
+		if self, err := os.Executable(); err == nil {
+			cmd.Env = append(cmd.Env, cli.KuraBinaryEnv+"="+self)
+		}
 	}
-	return f.Close()
+	// An interrupt or a termination meant for kura is meant for the bench, which stops
+	// its servers and writes what it measured; kura waits for it rather than dying first.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-signals:
+			cmd.Process.Signal(sig)
+		case err := <-waited:
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				return err
+			}
+			if status, ok := exit.Sys().(syscall.WaitStatus); ok && status.Signaled() {
+				return exitStatus(128 + int(status.Signal()))
+			}
+			return exitStatus(exit.ExitCode())
+		}
+	}
 }

@@ -1,72 +1,111 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
+
+	"github.com/kuradb/kura/cmd/internal/cli"
+	"github.com/kuradb/kura/internal/importgraph"
 )
 
-// kura bench writes, on stdout, a table a person reads in a terminal, or with --json one
-// JSON object and nothing else, so that it pipes to jq; progress goes to stderr.
-func TestBenchOutput(t *testing.T) {
-	args := []string{"routing", "--nodes-per-dc", "8,8", "--lookups", "50"}
-	for _, c := range []struct {
-		name string
-		json bool
-	}{{"table", false}, {"json", true}} {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			run := args
-			if c.json {
-				run = append(append([]string(nil), args...), "--json")
-			}
-			if err := runBench(run, &stdout, &stderr); err != nil {
+// TestBenchDependenciesStayOutOfTheServer checks, with the go tool's own import graph,
+// that the kura binary links none of what only the benches and the tests need: the
+// Cassandra driver, gonum and its plots, the browser the console's test drives; and, so
+// that the check cannot pass by finding nothing, that kura-bench links the first two.
+func TestBenchDependenciesStayOutOfTheServer(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("the go tool is not on PATH (%v): cannot list the import graph", err)
+	}
+	const gocql, gonum, chromedp = "github.com/gocql/gocql", "gonum.org/v1/", "github.com/chromedp/"
+	tests := []struct {
+		cmd      string
+		links    bool // true: every prefix must be linked; false: none
+		prefixes []string
+	}{
+		{"cmd/kura", false, []string{gocql, gonum, chromedp}},
+		{"cmd/kura-bench", true, []string{gocql, gonum}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd, func(t *testing.T) {
+			root := importgraph.Module + tt.cmd
+			graph, err := importgraph.Load(goTool, root)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(stderr.String(), "routing  100%") {
-				t.Errorf("stderr lacks the progress at its end:\n%s", stderr.String())
-			}
-			if c.json {
-				dec := json.NewDecoder(&stdout)
-				var report map[string]any
-				if err := dec.Decode(&report); err != nil || report["bench"] != "routing" || dec.More() {
-					t.Errorf("stdout is not one JSON object of the bench (err %v):\n%s", err, stdout.String())
+			packages := slices.Sorted(func(yield func(string) bool) {
+				for p := range graph {
+					if !yield(p) {
+						return
+					}
 				}
-				return
-			}
-			for _, line := range strings.Split(stdout.String(), "\n") {
-				if utf8.RuneCountInString(line) > 120 || strings.ContainsAny(line, "{}") {
-					t.Errorf("a line a person cannot read in a terminal:\n%s", line)
+			})
+			for _, prefix := range tt.prefixes {
+				i := slices.IndexFunc(packages, func(p string) bool { return strings.HasPrefix(p, prefix) })
+				switch {
+				case tt.links && i < 0:
+					t.Errorf("%s links nothing of %s: the graph this test reads is not the one the build uses", tt.cmd, prefix)
+				case !tt.links && i >= 0:
+					t.Errorf("%s links %s: %s", tt.cmd, packages[i], strings.Join(graph.Chain(root, packages[i]), " → "))
 				}
-			}
-			if !strings.Contains(stdout.String(), "mlchord") {
-				t.Errorf("stdout lacks the table:\n%s", stdout.String())
 			}
 		})
 	}
 }
 
-// --cpuprofile and --memprofile leave pprof files (gzipped protobuf) behind,
-// whatever the bench printed.
-func TestBenchProfiles(t *testing.T) {
-	dir := t.TempDir()
-	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
-	var stdout, stderr bytes.Buffer
-	args := []string{"routing", "--nodes-per-dc", "8,8", "--lookups", "50", "--cpuprofile", cpu, "--memprofile", mem}
-	if err := runBench(args, &stdout, &stderr); err != nil {
+// `kura bench ARGS` runs kura-bench ARGS, found on PATH here (the test binary has none
+// beside it), with its output and exit status, and tells it which kura ran it; without a
+// kura-bench it says how to get one and exits 2.
+func TestBenchForwardsToKuraBench(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skipf("no sh to write a kura-bench with (%v)", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{cpu, mem} {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-			t.Errorf("%s is not a gzipped pprof profile (%d bytes)", filepath.Base(path), len(b))
-		}
+	tests := []struct {
+		name       string
+		script     string // kura-bench's body; "" for no kura-bench
+		kuraBinary string // KURA_BIN set for kura
+		code       int
+		stdout     string
+		stderr     []string
+	}{
+		{name: "no kura-bench", code: 2, stderr: []string{
+			"kura bench: the benches are a separate binary, kura-bench, and there is no kura-bench beside " + self + " or on PATH",
+			"\n  go build -o kura-bench ./cmd/kura-bench\n", "\n  go run ./cmd/kura-bench peers --quick --json\n"}},
+		{name: "arguments, output and exit status", script: `echo "args: $*"; echo "kura: $KURA_BIN" >&2; exit 3`,
+			code: 3, stdout: "args: peers --quick --json\n", stderr: []string{"kura: " + self + "\n"}},
+		{name: "a kura named already stays", script: `echo "kura: $KURA_BIN" >&2`, kuraBinary: "/opt/kura/bin/kura",
+			code: 0, stderr: []string{"kura: /opt/kura/bin/kura\n"}},
+		{name: "killed by a signal", script: `kill -TERM $$`, code: 128 + 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.script != "" {
+				script := "#!" + sh + "\n" + tt.script + "\n"
+				if err := os.WriteFile(filepath.Join(dir, "kura-bench"), []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("PATH", dir)
+			t.Setenv(cli.KuraBinaryEnv, tt.kuraBinary)
+			code, stdout, stderr := kura("bench", "peers", "--quick", "--json")
+			if code != tt.code || stdout != tt.stdout {
+				t.Errorf("exit %d, stdout %q; want exit %d, stdout %q (stderr %q)", code, stdout, tt.code, tt.stdout, stderr)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+		})
 	}
 }

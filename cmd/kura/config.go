@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kuradb/kura/cmd/internal/cli"
 )
 
 // The config file is flat: each key is a kura server flag's name and holds what the flag
@@ -96,7 +98,7 @@ func applyConfigEntry(fs *flag.FlagSet, key, value *yaml.Node, seen map[string]i
 	}
 	f := fs.Lookup(name)
 	if f == nil {
-		if closest := closestFlag(fs, name); closest != "" {
+		if closest := cli.ClosestFlag(fs, name); closest != "" {
 			return fmt.Sprintf("unknown key %s; did you mean %s? (kura server --help lists the keys, as flags)", name, closest)
 		}
 		return fmt.Sprintf("unknown key %s (kura server --help lists the keys, as flags)", name)

@@ -11,8 +11,8 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
+	"github.com/kuradb/kura/cmd/internal/cli"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -45,14 +45,14 @@ var commands = map[string]command{
 	"snapshot":  {"take, list and delete named snapshots of nodes: snapshot create NAME | list | delete NAME", runSnapshot},
 	"restore":   {"restore a stopped node's data, or one keyspace into a running cluster, from a snapshot", runRestore},
 	"certs":     {"make a CA and node certificates for TLS: certs --dir DIR --nodes n1,n2,n3", runCerts},
-	"bench":     {"run an experiment that reproduces a paper's figure: bench <name>", runBench},
+	"bench":     {"run an experiment that reproduces a paper's figure, with the kura-bench binary: bench <name>", runBench},
 	"model":     {"predict the latency a consistency level costs from the ring and the links", runModel},
 	"nemesis":   {"run a workload under faults and check the history: nemesis [--faults all] | nemesis check FILE", runNemesis},
 	"simulate":  {"explore operator actions and faults on whole clusters in virtual time: simulate --seeds 1-1000 [--json]", runSimulate},
 }
 
 // errUsage marks an error in the command line; main exits 2 for it.
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
 // errNotFound makes main exit 1 without printing an error (get already said so).
 var errNotFound = errors.New("not found")
@@ -82,9 +82,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := cmd.run(args[1:], stdout, stderr)
+	var status exitStatus
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &status): // a child's (kura bench), which said why itself
+		return int(status)
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errNotFound), errors.Is(err, errNotApplied):
@@ -112,44 +115,15 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'kura <command> --help' for a command's flags.")
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
+// newFlagSet returns a flag set named "kura NAME" that reports errors instead of exiting.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("kura "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+	return cli.NewFlagSet("kura "+name, stderr)
 }
 
-// parseFlags parses args, letting flags follow positional arguments too
-// ("kura get KEY --addr X"), and returns the positional ones. A wrong flag is reported in
-// one line, with the closest flag's name or a duration's missing unit, not above the
-// whole list of flags, which --help prints.
+// parseFlags is cli.ParseFlags: flags may follow positional arguments ("kura get KEY
+// --addr X"), and a wrong flag is reported in one line.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	out := fs.Output()
-	for {
-		// The flag package prints its error and the usage itself; the error alone
-		// comes back here, explained.
-		fs.SetOutput(io.Discard)
-		err := fs.Parse(args)
-		fs.SetOutput(out)
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
-			fs.PrintDefaults()
-			return nil, err
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errUsage, explainFlagError(fs, err))
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		if args[0] == "--" {
-			return append(positional, args[1:]...), nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
-	}
+	return cli.ParseFlags(fs, args)
 }
 
 // isHelp reports whether arg, a command's first, asks for its help.
@@ -161,66 +135,6 @@ func isHelp(arg string) bool {
 func subcommandHelp(stderr io.Writer, usage, command string) error {
 	fmt.Fprintf(stderr, "Usage: kura %s\n\n'kura %s <subcommand> --help' lists a subcommand's flags.\n", usage, command)
 	return flag.ErrHelp
-}
-
-// explainFlagError adds to the flag package's error what its reader needs next: the
-// closest known flag to an unknown one, the unit a duration lacks, and where the flags
-// are listed.
-func explainFlagError(fs *flag.FlagSet, err error) string {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		name = strings.TrimLeft(name, "-")
-		if closest := closestFlag(fs, name); closest != "" {
-			return fmt.Sprintf("unknown flag --%s; did you mean --%s? (%s --help lists the flags)", name, closest, fs.Name())
-		}
-		return fmt.Sprintf("unknown flag --%s (%s --help lists the flags)", name, fs.Name())
-	}
-	var name string
-	if _, rest, found := strings.Cut(msg, " for flag -"); found {
-		name, _, _ = strings.Cut(rest, ":")
-	}
-	if f := fs.Lookup(name); f != nil {
-		if getter, ok := f.Value.(flag.Getter); ok {
-			if _, isDuration := getter.Get().(time.Duration); isDuration {
-				return fmt.Sprintf("%s: --%s takes a duration with its unit, e.g. 10s, 500ms or 2m", msg, name)
-			}
-		}
-	}
-	return msg
-}
-
-// closestFlag returns the defined flag whose name is nearest to name (at most a third of
-// its letters different), or "".
-func closestFlag(fs *flag.FlagSet, name string) string {
-	best, bestDistance := "", len(name)/3+1
-	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(name, f.Name); d < bestDistance || (d == bestDistance && best != "" && f.Name < best) {
-			best, bestDistance = f.Name, d
-		}
-	})
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b: the fewest letters to insert,
-// delete or change to turn one into the other.
-func editDistance(a, b string) int {
-	previous := make([]int, len(b)+1)
-	for j := range previous {
-		previous[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		current := make([]int, len(b)+1)
-		current[0] = i
-		for j := 1; j <= len(b); j++ {
-			change := previous[j-1]
-			if a[i-1] != b[j-1] {
-				change++
-			}
-			current[j] = min(previous[j]+1, current[j-1]+1, change)
-		}
-		previous = current
-	}
-	return previous[len(b)]
 }
 
 // loadTopology reads a topology file, or one of the shipped examples by name.
