@@ -24,6 +24,8 @@ func clientSubcommands() []*command {
 			run: clientGetnameCommand},
 		{name: "setinfo", arity: 4, flags: flags, usage: "SETINFO <option> <value>",
 			summary: "Set client meta attributes: LIB-NAME or LIB-VER.", run: clientSetinfoCommand},
+		{name: "reply", arity: 3, flags: []string{"noscript", "loading", "stale"}, usage: "REPLY (ON|OFF|SKIP)",
+			summary: "Control the replies sent to the current connection.", run: clientReplyCommand},
 		{name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
 			usage:   "KILL (<ip:port>|<filter> <value> [<filter> <value> ...])",
 			summary: "Kill connections by address, or by the filters ID, TYPE, USER, ADDR, LADDR and SKIPME.", run: clientKillCommand},
@@ -113,6 +115,24 @@ func clientKillCommand(c *conn, args [][]byte) {
 		c.w.Error("ERR No such client")
 	default:
 		c.w.SimpleString("OK")
+	}
+}
+
+// clientReplyCommand is CLIENT REPLY ON|OFF|SKIP: OFF drops every reply from its own on
+// until ON, SKIP the replies of itself and of the next command (ignored while OFF). Only
+// ON is answered. The error replies dropped still count in INFO, as in Redis.
+func clientReplyCommand(c *conn, args [][]byte) {
+	switch upper(args[2]) {
+	case "ON":
+		c.repliesOff, c.skipNext = false, false
+		c.w.Suppress(false) // ON itself is answered, even as the command SKIP named
+		c.w.SimpleString("OK")
+	case "OFF":
+		c.repliesOff = true
+	case "SKIP":
+		c.skipNext = !c.repliesOff
+	default:
+		c.w.Error(errSyntax)
 	}
 }
 

@@ -171,3 +171,76 @@ func clientID(t *testing.T, c *client) int64 {
 	t.Helper()
 	return c.call("CLIENT", "ID").(int64)
 }
+
+// TestClientReply: CLIENT REPLY OFF drops every reply until ON, SKIP the next command's,
+// errors included, command by command through a pipeline's batches. Each case's
+// pipeline ends in ECHO end, so the bytes before its answer are all the server sent;
+// the wanted bytes are redis-server 7.0.15's.
+func TestClientReply(t *testing.T) {
+	reply := func(args ...string) string { return encode(append([]string{"CLIENT", "REPLY"}, args...)...) }
+	tests := []struct {
+		name, pipeline, want string
+		closes               bool
+	}{
+		{name: "off until on, errors too",
+			pipeline: reply("OFF") + encode("PING", "a") + encode("NOSUCH") + encode("SET", "k") + reply("SKIP") + reply("ON") + encode("PING", "b"),
+			want:     "+OK\r\n$1\r\nb\r\n"},
+		{name: "skip the first read of a batch",
+			pipeline: reply("SKIP") + encode("GET", "a") + encode("GET", "b"),
+			want:     "$-1\r\n"},
+		{name: "skip the first write of a batch",
+			pipeline: reply("SKIP") + encode("SET", "a", "1") + encode("GET", "a") + encode("SET", "b", "2"),
+			want:     "$1\r\n1\r\n+OK\r\n"},
+		{name: "skip after reads",
+			pipeline: encode("GET", "r1") + reply("SKIP") + encode("GET", "r2") + encode("GET", "r3"),
+			want:     "$-1\r\n$-1\r\n"},
+		{name: "off through batches",
+			pipeline: reply("OFF") + strings.Repeat(encode("SET", "a", "1")+encode("GET", "a"), batchMax) + reply("ON"),
+			want:     "+OK\r\n"},
+		{name: "an empty command takes the skip",
+			pipeline: reply("SKIP") + "*0\r\n" + encode("PING", "x"),
+			want:     "$1\r\nx\r\n"},
+		{name: "an empty inline line takes the skip",
+			pipeline: reply("SKIP") + "\r\n" + encode("PING", "x"),
+			want:     "$1\r\nx\r\n"},
+		{name: "a skipped skip skips the next",
+			pipeline: reply("SKIP") + reply("SKIP") + encode("PING", "x") + encode("PING", "y"),
+			want:     "$1\r\ny\r\n"},
+		{name: "on answers after skip",
+			pipeline: reply("SKIP") + reply("ON") + encode("PING"),
+			want:     "+OK\r\n+PONG\r\n"},
+		{name: "an unknown command is skipped",
+			pipeline: reply("SKIP") + encode("NOSUCH") + encode("PING", "z"),
+			want:     "$1\r\nz\r\n"},
+		{name: "bad arguments",
+			pipeline: reply("FOO") + encode("CLIENT", "REPLY") + reply("ON", "x") + reply("on"),
+			want:     "-ERR syntax error\r\n-ERR wrong number of arguments for 'client|reply' command\r\n-ERR wrong number of arguments for 'client|reply' command\r\n+OK\r\n"},
+		// These three close the connection unanswered. Redis 7.0.15 leaves it open,
+		// waiting to close it after a reply it never sends; kura does what was asked.
+		{name: "a protocol error after skip", pipeline: reply("SKIP") + "*x\r\n", closes: true},
+		{name: "a protocol error after a batch while off",
+			pipeline: reply("OFF") + encode("GET", "a") + encode("GET", "b") + "*x\r\n", closes: true},
+		{name: "quit while off", pipeline: reply("OFF") + encode("QUIT"), closes: true},
+	}
+	_, _, addr := startServer(t, Config{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			if tt.closes {
+				c.send(tt.pipeline)
+				c.expectClosed()
+				return
+			}
+			c.send(tt.pipeline + encode("ECHO", "end"))
+			c.expect(tt.want + "$3\r\nend\r\n")
+		})
+	}
+
+	// The error replies dropped still count, as in Redis.
+	c := dial(t, addr)
+	c.send(encode("CONFIG", "RESETSTAT") + reply("OFF") + encode("NOSUCH") + encode("SET", "k") + reply("ON"))
+	c.expect("+OK\r\n+OK\r\n")
+	if got := infoField(t, c.call("INFO", "stats").(string), "total_error_replies"); got != 2 {
+		t.Errorf("total_error_replies = %d, want 2", got)
+	}
+}

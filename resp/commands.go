@@ -33,6 +33,8 @@ type command struct {
 	// DBSIZE...): they run watching for the client to hang up (see watchHangup).
 	walks bool
 	run   func(c *conn, args [][]byte)
+	// stats are INFO commandstats' counts of this command on this server.
+	stats commandStats
 }
 
 // commandTable returns every command by lower-case name.
@@ -160,16 +162,20 @@ func (c *conn) execute(args [][]byte) {
 	}
 	switch {
 	case cmd.arity > 0 && len(args) != cmd.arity, cmd.arity < 0 && len(args) < -cmd.arity:
+		cmd.stats.rejected.Add(1)
 		c.w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name))
 	case !c.authenticated && !cmd.beforeAuth:
+		cmd.stats.rejected.Add(1)
 		c.w.Error("NOAUTH Authentication required.")
 	default:
 		c.ran(cmd.name, 1)
+		errorsBefore, start := c.w.errorReplies, time.Now()
 		if cmd.walks {
 			c.watchHangup(func() { cmd.run(c, args) })
-			return
+		} else {
+			cmd.run(c, args)
 		}
-		cmd.run(c, args)
+		cmd.stats.ran(1, time.Since(start), min(c.w.errorReplies-errorsBefore, 1))
 	}
 }
 
@@ -405,11 +411,8 @@ func commandSubcommands() []*command {
 // keep none.
 func commandListCommand(c *conn, args [][]byte) {
 	var names []string
-	for _, name := range c.s.commandNames() {
-		names = append(names, name)
-		for _, sub := range sortedSubcommands(c.s.commands[name]) {
-			names = append(names, sub.name)
-		}
+	for _, cmd := range c.s.allCommands() {
+		names = append(names, cmd.name)
 	}
 	switch {
 	case len(args) == 2:
@@ -523,6 +526,17 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	for _, sub := range subs {
 		c.writeCommandInfo(sub)
 	}
+}
+
+// allCommands returns the commands in name order, each container followed by its
+// subcommands.
+func (s *Server) allCommands() []*command {
+	var all []*command
+	for _, name := range s.commandNames() {
+		all = append(all, s.commands[name])
+		all = append(all, sortedSubcommands(s.commands[name])...)
+	}
+	return all
 }
 
 // sortedSubcommands returns a container's subcommands in name order; none for a command

@@ -207,12 +207,18 @@ func TestConnectionCommands(t *testing.T) {
 		{"config", []step{
 			{cmd("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
 			{cmd("CONFIG", "GET", "APPENDONLY", "nothing"), "*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n"},
-			{cmd("CONFIG", "GET", "d*"), "*2\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
-			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*8\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n" +
-				"$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n"},
+			{cmd("CONFIG", "GET", "d*"), "*4\r\n$9\r\ndaemonize\r\n$2\r\nno\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
+			{cmd("CONFIG", "GET", "*of"), "*4\r\n$9\r\nreplicaof\r\n$0\r\n\r\n$7\r\nslaveof\r\n$0\r\n\r\n"},
+			{cmd("CONFIG", "GET", "bind"), "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n"},
+			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*12\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n" +
+				"$17\r\nmaxmemory-clients\r\n$1\r\n0\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n" +
+				"$17\r\nmaxmemory-samples\r\n$1\r\n5\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n"},
 			{cmd("CONFIG", "GET", "client-query-buffer-limit", "timeout"), "*4\r\n$25\r\nclient-query-buffer-limit\r\n$8\r\n67108864\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"},
 			{cmd("CONFIG", "GET", "nosuch*"), "*0\r\n"},
 			{cmd("CONFIG", "SET", "save", ""), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
+			// Immutable in Redis too: Redis's words alone.
+			{cmd("CONFIG", "SET", "daemonize", "yes"), "-ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config\r\n"},
+			{cmd("CONFIG", "SET", "replicaof", "no one"), "-ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set immutable config\r\n"},
 			{cmd("CONFIG", "SET", "foo", "1"), "-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"},
 			{cmd("CONFIG", "SET", "timeout", "abc"), "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer\r\n"},
 			{cmd("CONFIG", "SET", "timeout", "-1"), "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive\r\n"},
@@ -285,11 +291,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*86\r\n" {
+	if got := c.line(); got != "*87\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 62 + 24 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG and OBJECT
+	for range 62 + 25 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG and OBJECT
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}

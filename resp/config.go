@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,7 +21,8 @@ type configParam struct {
 	name string
 	get  func(c *conn) string
 	// set checks a value and returns how to apply it, or why it is refused (Redis's
-	// words). It is nil for a parameter CONFIG SET refuses; fixed then says why.
+	// words). It is nil for a parameter CONFIG SET refuses; fixed then says why, or is
+	// empty where Redis refuses it too (daemonize), whose words are then Redis's alone.
 	set   func(s *Server, value []byte) (apply func(), why string)
 	fixed string
 }
@@ -30,18 +33,26 @@ var configParams = []configParam{
 		fixed: "kura syncs every acknowledged write to its write-ahead log"},
 	{name: "appendonly", get: func(c *conn) string { return c.s.durability("yes", "no") },
 		fixed: "kura writes every acknowledged write to its write-ahead log unless the node runs --in-memory"},
+	{name: "bind", get: func(c *conn) string { return c.s.listenHosts() }, fixed: "kura sets it with the node's --resp address"},
 	{name: "client-query-buffer-limit", get: func(c *conn) string { return strconv.Itoa(c.s.limits.CommandBytesMax) },
 		fixed: "kura derives it from the node's --max-value-bytes"},
 	{name: "cluster-enabled", get: fixedValue("no"), fixed: "kura's cluster is not a Redis Cluster: every node serves every key"},
+	{name: "daemonize", get: fixedValue("no")}, // kura runs in the foreground; refused in Redis's words
 	{name: "databases", get: fixedValue("1"), fixed: "kura serves database 0 only (KURA.KEYSPACE switches keyspaces)"},
 	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
 	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
+	{name: "maxmemory-clients", get: fixedValue("0"), fixed: "kura does not limit its clients' memory"},
 	{name: "maxmemory-policy", get: fixedValue("noeviction"), fixed: "kura never evicts keys"},
+	{name: "maxmemory-samples", get: fixedValue("5"), fixed: "kura never evicts keys"},
 	{name: "notify-keyspace-events", get: fixedValue(""), fixed: "kura has no keyspace notifications"},
 	{name: "port", get: func(c *conn) string { return localPort(c) }, fixed: "kura sets it with the node's --resp address"},
 	{name: "proto-max-bulk-len", get: func(c *conn) string { return strconv.Itoa(c.s.limits.BulkBytesMax) },
 		fixed: "kura sets it with the node's --max-key-bytes and --max-value-bytes"},
+	// A kura node is no replica of a Redis server: replicaof and its old name slaveof are
+	// empty, as on a Redis master, and immutable as in Redis.
+	{name: "replicaof", get: fixedValue("")},
 	{name: "save", get: fixedValue(""), fixed: "kura takes no snapshots: it writes every acknowledged write to its write-ahead log"},
+	{name: "slaveof", get: fixedValue("")},
 	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
 		set: setTimeout},
 }
@@ -54,6 +65,21 @@ func (s *Server) durability(ifDurable, ifInMemory string) string {
 		return ifDurable
 	}
 	return ifInMemory
+}
+
+// listenHosts is bind's value: the hosts of the addresses the server listens on ("::"
+// where it listens on every address), in order.
+func (s *Server) listenHosts() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var hosts []string
+	for l := range s.listeners {
+		if host, _, err := net.SplitHostPort(l.Addr().String()); err == nil {
+			hosts = append(hosts, host)
+		}
+	}
+	sort.Strings(hosts)
+	return strings.Join(hosts, " ")
 }
 
 // localPort is the port the client connected to.
@@ -86,7 +112,7 @@ func configSubcommands() []*command {
 			summary: "Set the configuration <directive> to <value>: kura changes timeout only.", run: configSetCommand},
 		{name: "resetstat", arity: 2, flags: flags, usage: "RESETSTAT", summary: "Reset statistics reported by the INFO command.",
 			run: func(c *conn, _ [][]byte) {
-				c.s.stats.reset()
+				c.s.resetStats()
 				c.w.SimpleString("OK")
 			}},
 		{name: "rewrite", arity: 2, flags: flags, usage: "REWRITE", summary: "Refused: kura has no configuration file.",
@@ -134,6 +160,9 @@ func configSetCommand(c *conn, args [][]byte) {
 		switch {
 		case !ok:
 			c.w.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
+			return
+		case p.set == nil && p.fixed == "":
+			failed(args[i], "can't set immutable config")
 			return
 		case p.set == nil:
 			failed(args[i], "can't set immutable config: "+p.fixed)

@@ -39,6 +39,9 @@ type conn struct {
 
 	authenticated bool
 	quit          bool // the client sent QUIT: reply, then close
+	// repliesOff and skipNext are CLIENT REPLY's: OFF drops every reply until ON, SKIP
+	// the next command's.
+	repliesOff, skipNext bool
 	// held is a command read while collecting a batch, not run yet; heldErr is
 	// the reader's refusal of such a command (ErrTooLarge), to answer in its turn.
 	held    [][]byte
@@ -118,12 +121,14 @@ func (s *Server) serveConn(c *conn) {
 	}()
 	for !c.quit {
 		args, err := c.nextCommand()
+		c.beginReply()
 		switch {
 		case errors.Is(err, ErrTooLarge):
 			c.w.Error("ERR " + err.Error())
 			err = nil
 		case err != nil:
 		case len(args) == 0:
+			// Nothing to answer; as in Redis, the empty command takes a CLIENT REPLY SKIP.
 		case c.r.Buffered() > 0 && c.batchable(args):
 			err = c.runBatch(args)
 		default:
@@ -141,6 +146,14 @@ func (s *Server) serveConn(c *conn) {
 			}
 		}
 	}
+}
+
+// beginReply starts the reply of the next command, or of the protocol error read in its
+// place: it is dropped while CLIENT REPLY is OFF, or when it is the one SKIP named. Each
+// command, a batch's too, begins its reply in the order sent.
+func (c *conn) beginReply() {
+	c.w.Suppress(c.repliesOff || c.skipNext)
+	c.skipNext = false
 }
 
 // nextCommand returns the held command, if any, or reads the next one.

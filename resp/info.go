@@ -12,34 +12,39 @@ import (
 
 // infoSections are INFO's sections in the order Redis prints them. Replication describes
 // kura's cluster in the place where Redis describes its replicas. Keyspace, last, is
-// where Redis counts each database's keys (db0:keys=N,expires=M).
+// where Redis counts each database's keys (db0:keys=N,expires=M). Commandstats, as in
+// Redis, is not one of the default sections.
 var infoSections = []struct {
-	name  string
-	write func(b *strings.Builder, c *conn, info Info)
+	name       string
+	write      func(b *strings.Builder, c *conn, info Info)
+	notDefault bool
 }{
-	{"Server", writeServerInfo},
-	{"Clients", writeClientsInfo},
-	{"Memory", writeMemoryInfo},
-	{"Persistence", writePersistenceInfo},
-	{"Stats", writeStatsInfo},
-	{"Replication", writeReplicationInfo},
-	{"CPU", writeCPUInfo},
-	{"Cluster", writeClusterInfo},
-	{"Keyspace", writeKeyspaceInfo},
+	{name: "Server", write: writeServerInfo},
+	{name: "Clients", write: writeClientsInfo},
+	{name: "Memory", write: writeMemoryInfo},
+	{name: "Persistence", write: writePersistenceInfo},
+	{name: "Stats", write: writeStatsInfo},
+	{name: "Replication", write: writeReplicationInfo},
+	{name: "CPU", write: writeCPUInfo},
+	{name: "Commandstats", write: writeCommandstatsInfo, notDefault: true},
+	{name: "Cluster", write: writeClusterInfo},
+	{name: "Keyspace", write: writeKeyspaceInfo},
 }
 
-// infoCommand is INFO [section ...]; no section, "default", "all" or "everything" select
-// every section. The text is a verbatim string in RESP3, as Redis sends it.
+// infoCommand is INFO [section ...]; no section or "default" select the default
+// sections, "all" and "everything" every section. The text is a verbatim string in
+// RESP3, as Redis sends it.
 func infoCommand(c *conn, args [][]byte) {
 	wanted := map[string]bool{}
 	for _, a := range args[1:] {
 		wanted[strings.ToLower(string(a))] = true
 	}
-	all := len(wanted) == 0 || wanted["default"] || wanted["all"] || wanted["everything"]
+	all := wanted["all"] || wanted["everything"]
+	defaults := len(wanted) == 0 || wanted["default"]
 	info := c.s.cfg.Backend.Info()
 	var b strings.Builder
 	for _, section := range infoSections {
-		if !all && !wanted[strings.ToLower(section.name)] {
+		if !all && !(defaults && !section.notDefault) && !wanted[strings.ToLower(section.name)] {
 			continue
 		}
 		if b.Len() > 0 {

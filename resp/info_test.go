@@ -1,11 +1,17 @@
 package resp
 
 import (
+	"context"
+	"errors"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/lww"
 )
 
 func TestInfo(t *testing.T) {
@@ -43,7 +49,11 @@ func TestInfo(t *testing.T) {
 		sections []string
 		want     []string // section titles, in order
 	}{
-		{[]string{"everything"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Cluster", "Keyspace"}},
+		{nil, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Cluster", "Keyspace"}},
+		{[]string{"default"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Cluster", "Keyspace"}},
+		{[]string{"everything"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Commandstats", "Cluster", "Keyspace"}},
+		{[]string{"all"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Commandstats", "Cluster", "Keyspace"}},
+		{[]string{"default", "commandstats"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Commandstats", "Cluster", "Keyspace"}},
 		{[]string{"keyspace", "SERVER"}, []string{"Server", "Keyspace"}},
 		{[]string{"cpu", "memory", "stats"}, []string{"Memory", "Stats", "CPU"}},
 		{[]string{"replication"}, []string{"Replication"}},
@@ -127,5 +137,68 @@ func TestTime(t *testing.T) {
 	got := time.Unix(seconds, micros*1000)
 	if err1 != nil || err2 != nil || micros < 0 || micros >= 1e6 || got.Before(before.Truncate(time.Microsecond)) || got.After(after) {
 		t.Fatalf("TIME = %q, want the clock between %v and %v", reply, before, after)
+	}
+}
+
+// failingPuts is a backend whose PutAll fails every write, for a batch of SETs that
+// answers errors.
+type failingPuts struct{ *fakeBackend }
+
+func (failingPuts) PutAll(_ context.Context, _ string, puts []lww.Record, _ consistency.Level) []error {
+	errs := make([]error, len(puts))
+	for i := range errs {
+		errs[i] = errors.New("disk full")
+	}
+	return errs
+}
+
+// TestInfoCommandstats: INFO commandstats counts each command's calls, the calls refused
+// before running (arguments, authentication) and those that answered an error, as Redis
+// 7.0 does, a pipeline's batched GETs and SETs one by one; CONFIG RESETSTAT zeroes them.
+func TestInfoCommandstats(t *testing.T) {
+	_, _, addr := startServer(t, Config{Backend: failingPuts{newFakeBackend()}, Password: "pw"})
+	c := dial(t, addr)
+	c.do("+OK\r\n", "AUTH", "pw")
+	c.do("+OK\r\n", "CONFIG", "RESETSTAT")
+	dial(t, addr).do("-NOAUTH Authentication required.\r\n", "GET", "k")
+	c.do("-ERR wrong number of arguments for 'get' command\r\n", "GET")
+	c.do("-ERR unknown subcommand 'FOO'. Try CLIENT HELP.\r\n", "CLIENT", "FOO") // no command to count, as in Redis
+	c.do("-ERR unknown command 'NOSUCH', with args beginning with: \r\n", "NOSUCH")
+	c.do("-ERR syntax error\r\n", "SET", "k", "v", "BOGUS")
+	c.do("$-1\r\n", "GET", "k")
+	c.send(encode("GET", "a") + encode("SET", "a", "1") + encode("GET", "b") + encode("SET", "b", "2")) // one batch
+	c.expect("$-1\r\n-ERR disk full\r\n$-1\r\n-ERR disk full\r\n")
+	c.do("$-1\r\n", "CLIENT", "GETNAME")
+
+	stats := c.call("INFO", "commandstats").(string)
+	line := regexp.MustCompile(`^cmdstat_([a-z|]+):calls=(\d+),usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=(\d+),failed_calls=(\d+)$`)
+	got := map[string]string{}
+	lines := strings.Split(strings.TrimSuffix(stats, "\r\n"), "\r\n")
+	if lines[0] != "# Commandstats" {
+		t.Fatalf("INFO commandstats starts %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("INFO commandstats line %q is not Redis's", l)
+		}
+		got[m[1]] = m[2] + " " + m[3] + " " + m[4]
+	}
+	want := map[string]string{ // calls, rejected, failed
+		"config|resetstat": "1 0 0",
+		"get":              "3 2 0",
+		"set":              "3 0 3",
+		"client|getname":   "1 0 0",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("INFO commandstats: %v, want %v\n%s", got, want, stats)
+	}
+	if strings.Contains(c.call("INFO").(string), "Commandstats") {
+		t.Error("INFO's default sections include Commandstats")
+	}
+
+	c.do("+OK\r\n", "CONFIG", "RESETSTAT")
+	if stats := c.call("INFO", "commandstats").(string); !regexp.MustCompile(`^# Commandstats\r\ncmdstat_config\|resetstat:calls=1,[^\r]*\r\n$`).MatchString(stats) {
+		t.Errorf("INFO commandstats after CONFIG RESETSTAT:\n%s", stats)
 	}
 }

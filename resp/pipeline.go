@@ -149,16 +149,22 @@ func (c *conn) runBatch(first [][]byte) error {
 			early = append(early, b.key)
 		}
 	}
+	start := time.Now()
 	earlyResults := c.readAll(early)
+	readTime := time.Since(start)
 	var writeErrs []error
+	var writeTime time.Duration
 	if len(writes) > 0 {
-		start := time.Now()
+		start = time.Now()
 		writeErrs = c.s.cfg.Backend.PutAll(c.ctx, c.keyspace, writes, c.level)
+		writeTime = time.Since(start)
 		for _, err := range writeErrs {
 			c.observe("put", c.level, start, err)
 		}
 	}
+	start = time.Now()
 	lateResults := c.readAll(late)
+	readTime += time.Since(start)
 
 	// The last command's name is the connection's latest, for CLIENT LIST.
 	other, otherRan, latest, latestRan := "set", len(writes), "get", len(early)+len(late)
@@ -169,12 +175,17 @@ func (c *conn) runBatch(first [][]byte) error {
 		c.ran(other, otherRan)
 	}
 	c.ran(latest, latestRan)
-	for _, b := range batch {
+	var getsFailed, setsFailed int64
+	for i, b := range batch {
+		if i > 0 { // serveConn began the first command's reply
+			c.beginReply()
+		}
 		var r coord.GetResult
 		switch {
 		case b.set:
 			if err := writeErrs[0]; err != nil {
 				c.w.Error(errorReply(err))
+				setsFailed++
 			} else {
 				c.w.SimpleString("OK")
 			}
@@ -185,7 +196,15 @@ func (c *conn) runBatch(first [][]byte) error {
 		default:
 			r, earlyResults = earlyResults[0], earlyResults[1:]
 		}
+		if r.Err != nil {
+			getsFailed++
+		}
 		c.replyGet(r.Record, r.Found, r.Err)
+	}
+	c.s.getCommand.stats.ran(int64(len(early)+len(late)), readTime, getsFailed)
+	c.s.setCommand.stats.ran(int64(len(writes)), writeTime, setsFailed)
+	if readErr != nil {
+		c.beginReply() // the protocol error is answered as the command after the batch
 	}
 	return readErr
 }

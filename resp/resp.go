@@ -117,6 +117,10 @@ type Server struct {
 	// without TLS that retries would fill the log.
 	warnings *lograte.Limiter
 
+	// getCommand and setCommand are the commands' entries, whose counters a pipeline's
+	// batch of GETs and SETs adds to without looking them up.
+	getCommand, setCommand *command
+
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
 	conns     map[*conn]bool
@@ -172,6 +176,7 @@ func NewServer(cfg Config) *Server {
 		conns:     map[*conn]bool{},
 		warnings:  lograte.New(lograte.DefaultInterval),
 	}
+	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
 	return s
 }

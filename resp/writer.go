@@ -14,16 +14,32 @@ const writeBufferBytes = 16 << 10
 // Writer encodes replies in RESP2 or RESP3. Write errors are sticky and reported by Flush,
 // so a command handler writes its whole reply without checking each call.
 type Writer struct {
-	bw      *bufio.Writer
-	version int // 2 or 3
-	scratch []byte
+	// bw is where replies go: out, or sink while replies are suppressed (CLIENT REPLY).
+	bw, out, sink *bufio.Writer
+	version       int // 2 or 3
+	scratch       []byte
 	// errorReplies counts the error replies written, for INFO's total_error_replies.
 	errorReplies int64
 }
 
 // NewWriter writes RESP2 replies to w until SetVersion changes the protocol.
 func NewWriter(w io.Writer) *Writer {
-	return &Writer{bw: bufio.NewWriterSize(w, writeBufferBytes), version: 2, scratch: make([]byte, 0, 24)}
+	out := bufio.NewWriterSize(w, writeBufferBytes)
+	return &Writer{bw: out, out: out, version: 2, scratch: make([]byte, 0, 24)}
+}
+
+// Suppress drops the replies written from now on when on is true (CLIENT REPLY OFF and
+// SKIP), and sends them again when it is false. Suppressed error replies are still
+// counted, as Redis counts them.
+func (w *Writer) Suppress(on bool) {
+	if !on {
+		w.bw = w.out
+		return
+	}
+	if w.sink == nil {
+		w.sink = bufio.NewWriterSize(io.Discard, 64)
+	}
+	w.bw = w.sink
 }
 
 // SetVersion switches between RESP2 and RESP3 (HELLO).
@@ -33,10 +49,10 @@ func (w *Writer) SetVersion(version int) { w.version = version }
 func (w *Writer) Version() int { return w.version }
 
 // Buffered returns the bytes of replies written and not yet sent.
-func (w *Writer) Buffered() int { return w.bw.Buffered() }
+func (w *Writer) Buffered() int { return w.out.Buffered() }
 
 // Flush sends the buffered replies.
-func (w *Writer) Flush() error { return w.bw.Flush() }
+func (w *Writer) Flush() error { return w.out.Flush() }
 
 // SimpleString writes a status reply such as +OK.
 func (w *Writer) SimpleString(s string) {

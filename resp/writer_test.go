@@ -44,3 +44,28 @@ func TestWriterStartsInRESP2(t *testing.T) {
 		t.Fatalf("a new writer speaks RESP%d", w.Version())
 	}
 }
+
+// TestWriterSuppress: replies written while suppressed are dropped, whatever their size,
+// the others sent in order, and the dropped errors still counted.
+func TestWriterSuppress(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	w.SimpleString("first")
+	w.Suppress(true)
+	w.Error("ERR dropped")
+	w.Bulk(bytes.Repeat([]byte("x"), 3*writeBufferBytes))
+	if got := w.Buffered(); got != len("+first\r\n") {
+		t.Errorf("Buffered = %d while suppressed, want the reply before", got)
+	}
+	w.Suppress(false)
+	w.Int(7)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "+first\r\n:7\r\n"; out.String() != want {
+		t.Errorf("sent %q, want %q", out.String(), want)
+	}
+	if w.errorReplies != 1 {
+		t.Errorf("errorReplies = %d, want the dropped error counted", w.errorReplies)
+	}
+}
