@@ -438,7 +438,7 @@ func schedScale(o schedOptions) string {
 func schedNotes() []string {
 	return []string{
 		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node, whose pages then alternate with gets, so that no stream of gets starves a scan",
-		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between points (node.SetReadPolicy)",
+		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between runs (node.SetReadPolicy)",
 		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
 		"reduction: 100 x (O - variant) / O of the median mean and p99 latency at the same point, as are the done_when checks; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
 		"throughput_qps: the point's queries over the time from the first sent to the last answered",
