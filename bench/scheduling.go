@@ -102,7 +102,7 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 	variants := fs.String("variants", "all", "read policies compared, comma-separated: the paper's O, ReS, P, ReS+P, P+RaS, A, kura's own kura, or any policy kura --read-policy reads (fair+parallel); O, the baseline, always runs")
 	fs.IntVar(&o.readWorkers, "read-workers", 1, "read stage workers per node, each with its own emulated device (1: the disk of the paper's nodes, which served their 32 read threads one read at a time)")
 	device := fs.String("emulate-disk", "3.5ms+350us", "device time each read holds its worker: ACCESS+PERKIB (the paper's nodes read from disk; here the rows sit in memory)")
-	fs.IntVar(&o.repeat, "repeat", 1, "runs of each point; the one of best throughput is kept, as the paper kept the best of 10")
+	fs.IntVar(&o.repeat, "repeat", 3, "runs of each point, the variants' order rotated between them; a row gives each figure's median over the runs and its spread (the paper kept the best of 10)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the keys and of the queries; every variant of a point runs the same queries")
 	quick := fs.Bool("quick", false, "a structural run in seconds: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
@@ -178,11 +178,36 @@ func parseVariants(s string) ([]sched.Variant, error) {
 }
 
 // SchedulingRow is one point: a run's replication and mix, a client count and a variant.
+// Its figures are the medians over the point's repeats, which Repeats keeps one by one.
 type SchedulingRow struct {
-	RF                int     `json:"rf" table:"group"`
-	Mix               string  `json:"mix" table:"group"`
-	Clients           int     `json:"clients"`
-	Variant           string  `json:"variant"`
+	RF      int    `json:"rf" table:"group"`
+	Mix     string `json:"mix" table:"group"`
+	Clients int    `json:"clients"`
+	Variant string `json:"variant"`
+	SchedulingFigures
+	// GetMeanSpreadPct and ScanMeanSpreadPct are the spread of the two mean latencies
+	// over the repeats, (max - min) / median in percent: how far apart the runs were,
+	// beside a reduction against O.
+	GetMeanSpreadPct  float64 `json:"get_mean_spread_pct"`
+	ScanMeanSpreadPct float64 `json:"scan_mean_spread_pct"`
+	// Spread is every figure's [min, max] over the repeats, by the figure's JSON name.
+	Spread map[string][2]float64 `json:"spread" table:"-"`
+	// Repeats are the point's runs of this variant, each figure as measured, and where
+	// in its repeat's order of variants the run came.
+	Repeats []SchedulingRun `json:"repeats" table:"-"`
+}
+
+// SchedulingRun is one run of a variant at a point.
+type SchedulingRun struct {
+	Repeat int `json:"repeat"`
+	// Position is the run's place in its repeat's order of variants, 0 for the first.
+	Position int `json:"position"`
+	SchedulingFigures
+}
+
+// SchedulingFigures are what a run of a point measured; in a SchedulingRow, the medians
+// over its repeats, but Failed, their sum.
+type SchedulingFigures struct {
 	GetLatencyMsMean  float64 `json:"get_latency_ms_mean"`
 	GetLatencyMsP99   float64 `json:"get_latency_ms_p99"`
 	ScanLatencyMsMean float64 `json:"scan_latency_ms_mean"`
@@ -198,8 +223,63 @@ type SchedulingRow struct {
 	// ScanPagesMean is how many pages the read stages served per scan: P reads the
 	// ranges its estimate names at once, and the limit may not need all of them.
 	ScanPagesMean float64 `json:"scan_pages_mean" table:"-"`
-	// Failed counts the point's queries that returned an error.
+	// Failed counts the queries that returned an error.
 	Failed int `json:"failed" table:"-"`
+}
+
+// schedFigure is one figure of SchedulingFigures, by its JSON name.
+type schedFigure struct {
+	name  string
+	value *float64
+}
+
+// figures lists the figures a row gives the median and spread of.
+func (f *SchedulingFigures) figures() []schedFigure {
+	return []schedFigure{
+		{"get_latency_ms_mean", &f.GetLatencyMsMean}, {"get_latency_ms_p99", &f.GetLatencyMsP99},
+		{"scan_latency_ms_mean", &f.ScanLatencyMsMean}, {"scan_latency_ms_p99", &f.ScanLatencyMsP99},
+		{"throughput_qps", &f.ThroughputQPS}, {"get_stage_wait_ms_mean", &f.GetStageWaitMsMean},
+		{"scan_page_stage_wait_ms_mean", &f.ScanPageStageWaitMsMean}, {"go_sched_wait_ms_mean", &f.GoSchedWaitMsMean},
+		{"scan_pages_mean", &f.ScanPagesMean},
+	}
+}
+
+// schedMedianRow makes a point's row of a variant from its runs: each figure's median
+// and [min, max], the failed queries of every run, and the runs themselves.
+func schedMedianRow(rf int, mix string, clients int, variant string, runs []SchedulingRun) SchedulingRow {
+	row := SchedulingRow{RF: rf, Mix: mix, Clients: clients, Variant: variant, Spread: map[string][2]float64{}, Repeats: runs}
+	for i, f := range row.figures() {
+		values := make([]float64, len(runs))
+		for j := range runs {
+			values[j] = *runs[j].figures()[i].value
+		}
+		// Two decimals: the mean of two middle runs, without binary noise.
+		*f.value = round(stats.Median(values), 2)
+		row.Spread[f.name] = [2]float64{slices.Min(values), slices.Max(values)}
+	}
+	for _, r := range runs {
+		row.Failed += r.Failed
+	}
+	spreadPct := func(name string, median float64) float64 {
+		if median == 0 {
+			return 0
+		}
+		return round(100*(row.Spread[name][1]-row.Spread[name][0])/median, 1)
+	}
+	row.GetMeanSpreadPct = spreadPct("get_latency_ms_mean", row.GetLatencyMsMean)
+	row.ScanMeanSpreadPct = spreadPct("scan_latency_ms_mean", row.ScanLatencyMsMean)
+	return row
+}
+
+// schedOrder is the order in which repeat r (from 0) runs n variants, as indexes: the
+// variants rotated by r, so that over n repeats each runs once in each place, and no
+// variant always runs first, right after a switch of policy, or after the same one.
+func schedOrder(n, r int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = (r + i) % n
+	}
+	return order
 }
 
 // SchedulingReduction is a variant's reduction of latency against O at the same point,
@@ -280,37 +360,42 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 		for _, mix := range schedMixes {
 			for _, clients := range run.clients {
 				plan := planQueries(o, mix, clients)
-				for _, v := range o.variants {
-					var best SchedulingRow
-					for i := range o.repeat {
-						row, res, err := sc.measure(ctx, pool, run, mix, clients, v, keys, plan)
+				runs := make([][]SchedulingRun, len(o.variants))
+				for r := range o.repeat {
+					for position, i := range schedOrder(len(o.variants), r) {
+						v := o.variants[i]
+						figures, res, err := sc.measure(ctx, pool, run, v, keys, plan, clients)
 						if err != nil {
 							return nil, err
 						}
-						if i == 0 || row.ThroughputQPS > best.ThroughputQPS {
-							best = row
-						}
+						runs[i] = append(runs[i], SchedulingRun{Repeat: r, Position: position, SchedulingFigures: figures})
 						failed, wrong = failed+res.failed, wrong+res.wrong
 						scanRows = append(scanRows, res.scanRows...)
-						point := fmt.Sprintf("rf %d, %s, %d clients, %s", run.rf, mix.name, clients, v.Name)
+						point := fmt.Sprintf("rf %d, %s, %d clients, repeat %d, %s", run.rf, mix.name, clients, r+1, v.Name)
 						if res.failed > 0 {
 							env.Progressf("scheduling %s: %d queries failed (last error: %v)", point, res.failed, res.lastErr)
 						}
-						progress.Add(1, "%s: gets %s ms, scans %s ms, %s q/s", point, formatFixed(row.GetLatencyMsMean),
-							formatFixed(row.ScanLatencyMsMean), formatNumber("throughput_qps", row.ThroughputQPS, false))
+						progress.Add(1, "%s: gets %s ms, scans %s ms, %s q/s", point, formatFixed(figures.GetLatencyMsMean),
+							formatFixed(figures.ScanLatencyMsMean), formatNumber("throughput_qps", figures.ThroughputQPS, false))
 					}
-					rows = append(rows, best)
+				}
+				for i, v := range o.variants {
+					rows = append(rows, schedMedianRow(run.rf, mix.name, clients, v.Name, runs[i]))
 				}
 			}
 		}
 	}
 	reductions := schedReductions(rows)
 	variantPolicies := map[string]string{}
+	var variantNames []string
 	for _, v := range o.variants {
 		variantPolicies[v.Name] = v.Policy.String()
+		variantNames = append(variantNames, v.Name)
 	}
 	summary := map[string]any{
-		"done_when":         doneWhen(rows, reductions, o.clients),
+		"done_when":         doneWhen(reductions, o.clients),
+		"repeats":           o.repeat,
+		"variant_order":     fmt.Sprintf("rotated: repeat r (from 0) runs the variants from the r-th of %s on, wrapping around; each run's position is in its row's repeats", strings.Join(variantNames, ",")),
 		"variants":          variantPolicies,
 		"rows_per_node_min": slices.Min(spread),
 		"rows_per_node_max": slices.Max(spread),
@@ -345,7 +430,7 @@ func schedScale(o schedOptions) string {
 		"Read stage: %d worker(s) per node, each read holding its worker for an emulated device time of %s (access + per KiB read). "+
 		"The paper's nodes read from one disk each with the page cache cleared, so they served reads about one at a time whatever their 32 read threads, and a scan's share of a node cost many gets; "+
 		"here the rows sit in memory, and the emulated device puts the bottleneck back in each node's read stage rather than in the CPUs (see the JSON rows' stage and Go scheduler waits). "+
-		"The run of best throughput of %d per point (the paper: of 10); seed %d",
+		"Each figure is the median over %d runs per point, the variants' order rotated between runs (the paper kept the best of 10); seed %d",
 		schedNodes, runtime.NumCPU(), schedSplits, rf3,
 		o.rows, schedValueBytes, o.rows, o.limitMax, o.queries, joinInts(o.clients), o.readWorkers, o.device, o.repeat, o.seed)
 }
@@ -353,8 +438,9 @@ func schedScale(o schedOptions) string {
 func schedNotes() []string {
 	return []string{
 		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node, whose pages then alternate with gets, so that no stream of gets starves a scan",
-		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between points (node.SetReadPolicy)",
-		"reduction: 100 x (O - variant) / O of the mean and p99 latency at the same point; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
+		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between runs (node.SetReadPolicy)",
+		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
+		"reduction: 100 x (O - variant) / O of the median mean and p99 latency at the same point, as are the done_when checks; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
 		"throughput_qps: the point's queries over the time from the first sent to the last answered",
 		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need)",
 		"scans_wrong_rows counts scans that did not return exactly min(limit, rows from the start key on) rows starting at the start key",
@@ -590,20 +676,20 @@ func planQueries(o schedOptions, mix schedMix, clients int) []schedQuery {
 }
 
 // measure switches every node to variant v once their read stages are idle, runs one
-// point's queries and returns its row: what the clients saw, and where the time went.
-func (sc *schedCluster) measure(ctx context.Context, pool *schedPool, run schedRun, mix schedMix, clients int, v sched.Variant, keys [][]byte, plan []schedQuery) (SchedulingRow, pointResult, error) {
+// point's queries and returns its figures: what the clients saw, and where the time went.
+func (sc *schedCluster) measure(ctx context.Context, pool *schedPool, run schedRun, v sched.Variant, keys [][]byte, plan []schedQuery, clients int) (SchedulingFigures, pointResult, error) {
 	for _, n := range sc.Nodes {
 		n.SetReadPolicy(v.Policy)
 	}
 	if err := sc.waitIdle(ctx); err != nil {
-		return SchedulingRow{}, pointResult{}, err
+		return SchedulingFigures{}, pointResult{}, err
 	}
 	stagesBefore, schedBefore := sc.readStages(), goSchedLatencies()
 	res := runPoint(ctx, pool, run.keyspace, keys, plan, clients)
 	if err := ctx.Err(); err != nil {
-		return SchedulingRow{}, pointResult{}, err
+		return SchedulingFigures{}, pointResult{}, err
 	}
-	row := res.row(run.rf, mix.name, clients, v.Name)
+	row := res.figures()
 	row.GetStageWaitMsMean, row.ScanPageStageWaitMsMean, row.ScanPagesMean = stageWaits(stagesBefore, sc.readStages(), len(res.scans))
 	row.GoSchedWaitMsMean = goSchedWaitMs(schedBefore, goSchedLatencies())
 	return row, res, nil
@@ -682,9 +768,8 @@ func runPoint(ctx context.Context, pool *schedPool, keyspace string, keys [][]by
 // ms converts a duration to milliseconds, to a tenth.
 func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 1) }
 
-func (r pointResult) row(rf int, mix string, clients int, variant string) SchedulingRow {
-	return SchedulingRow{
-		RF: rf, Mix: mix, Clients: clients, Variant: variant,
+func (r pointResult) figures() SchedulingFigures {
+	return SchedulingFigures{
 		GetLatencyMsMean:  ms(time.Duration(stats.Mean(r.gets))),
 		GetLatencyMsP99:   ms(stats.Percentile(r.gets, 0.99)),
 		ScanLatencyMsMean: ms(time.Duration(stats.Mean(r.scans))),
@@ -794,7 +879,8 @@ func goSchedWaitMs(before, after *metrics.Float64Histogram) float64 {
 
 // ---- reductions, targets and the figure
 
-// schedReductions compares every variant but O with O at the same point.
+// schedReductions compares every variant but O with O at the same point, the medians of
+// each; rows list a point's variants O first, whatever order they ran in.
 func schedReductions(rows []SchedulingRow) []SchedulingReduction {
 	pct := func(o, v float64) float64 {
 		if o == 0 {
@@ -805,7 +891,6 @@ func schedReductions(rows []SchedulingRow) []SchedulingReduction {
 	var out []SchedulingReduction
 	var base SchedulingRow
 	for i, r := range rows {
-		// O runs first at every point.
 		if i == 0 || r.RF != base.RF || r.Mix != base.Mix || r.Clients != base.Clients {
 			base = r
 			continue
@@ -820,7 +905,7 @@ func schedReductions(rows []SchedulingRow) []SchedulingReduction {
 // doneWhen measures the issue's targets at the run's largest client count (the paper's
 // 1000) without replication: ReS's gets and A's scans against O, kura's against A's,
 // and kura's scan p99 against O's. A variant the run left out is not checked.
-func doneWhen(rows []SchedulingRow, reductions []SchedulingReduction, clients []int) []schedCheck {
+func doneWhen(reductions []SchedulingReduction, clients []int) []schedCheck {
 	most := slices.Max(clients)
 	find := func(mix, variant string) (SchedulingReduction, bool) {
 		i := slices.IndexFunc(reductions, func(r SchedulingReduction) bool {
