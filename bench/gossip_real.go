@@ -84,7 +84,7 @@ type gossipTraffic struct {
 func countGossip(traffic *transport.Stats) gossipTraffic {
 	var t gossipTraffic
 	for flow, c := range traffic.Snapshot() {
-		if flow.Kind != driver.KindGossip {
+		if flow.Kind != transport.KindGossip {
 			continue
 		}
 		t.total.Messages += c.Messages

@@ -583,9 +583,6 @@ func predictRows(setup paperSetup, run latencyRun, processing time.Duration, cfg
 
 func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// kindLatencyProbe is the bare transports' ping.
-var kindLatencyProbe = transport.RegisterKind(11, "latency_probe")
-
 // probedLinks is a topology with the round trips measured from one DC put in place of the
 // nominal latency of that DC's paths (half each way). On an idle Go runtime the
 // emulator's timers fire up to a millisecond late, so its links are slower than their
@@ -657,7 +654,7 @@ func probeRoundTrip(ctx context.Context, topo *topology.Topology, fromDC, toDC s
 	// The first call dials; it is not timed.
 	for i := -1; i < pings; i++ {
 		start := time.Now()
-		if _, err := ends[0].Call(ctx, peer, kindLatencyProbe, []byte("ping")); err != nil {
+		if _, err := ends[0].Call(ctx, peer, transport.KindLatencyProbe, []byte("ping")); err != nil {
 			return 0, err
 		}
 		if i >= 0 {

@@ -8,10 +8,6 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindClockPing asks a peer for nothing but the wall-clock stamp on its answer: how a node
-// measures its clock against peers it has no other call to.
-var kindClockPing = transport.RegisterKind(16, "clock_ping")
-
 // clockPingTimeout bounds a clock ping. It is generous: the first write after a start
 // waits for the pings, and is refused if none came back, so a loaded machine must not
 // fail them.
@@ -38,7 +34,7 @@ func (n *Node) pingClocks(ctx context.Context) {
 	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
 	for _, p := range peers[:min(count, len(peers))] {
 		callCtx, cancel := context.WithTimeout(ctx, clockPingTimeout)
-		if _, err := n.transport.Call(callCtx, p, kindClockPing, nil); err != nil {
+		if _, err := n.transport.Call(callCtx, p, transport.KindClockPing, nil); err != nil {
 			n.log.Debug("clock ping", "peer", p.ID, "err", err)
 		}
 		cancel()

@@ -12,16 +12,6 @@ import (
 // The ring's life cycle runs in package ringchange; the node gives it its parts, binds
 // its calls to their message kinds, and serves the operator's commands through it.
 
-// Message kinds of the ring's life cycle.
-var (
-	// kindStreamGains asks a node to pull the ranges it gains from a leaving or removed
-	// node.
-	kindStreamGains = transport.RegisterKind(14, "stream_gains")
-	// kindRingPull asks a node for its ring, every entry with its liveness: how a new node
-	// learns the whole ring, dead nodes included, before it trusts its view.
-	kindRingPull = transport.RegisterKind(15, "ring_pull")
-)
-
 // newChanger builds the node's ring changer, once its directory and feed exist.
 func (n *Node) newChanger() (*ringchange.Changer, error) {
 	return ringchange.New(ringchange.Config{
@@ -43,11 +33,11 @@ func (n *Node) newChanger() (*ringchange.Changer, error) {
 type ringParts struct{ n *Node }
 
 func (p ringParts) PullRing(ctx context.Context, to cluster.Node) ([]byte, error) {
-	return p.n.transport.Call(ctx, toPeer(to), kindRingPull, nil)
+	return p.n.transport.Call(ctx, toPeer(to), transport.KindRingPull, nil)
 }
 
 func (p ringParts) StreamGains(ctx context.Context, to cluster.Node, req []byte) ([]byte, error) {
-	return p.n.transport.Call(ctx, toPeer(to), kindStreamGains, req)
+	return p.n.transport.Call(ctx, toPeer(to), transport.KindStreamGains, req)
 }
 
 func (p ringParts) Gain(ctx context.Context, exclude string) (ringchange.Stats, error) {

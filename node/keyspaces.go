@@ -10,12 +10,6 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindSchema announces a new keyspace to every node.
-var kindSchema = transport.RegisterKind(8, "schema")
-
-// kindSchemaPull asks a node for its whole keyspace catalog.
-var kindSchemaPull = transport.RegisterKind(9, "schema_pull")
-
 // newSchemaSyncer builds the schema propagation over this node's catalog, directory,
 // transport, gossip and clocks.
 func (n *Node) newSchemaSyncer() (*schemasync.Syncer, error) {
@@ -34,12 +28,12 @@ func (n *Node) newSchemaSyncer() (*schemasync.Syncer, error) {
 type schemaPeers struct{ n *Node }
 
 func (p schemaPeers) Announce(ctx context.Context, to cluster.Node, update []byte) error {
-	_, err := p.n.transport.Call(ctx, toPeer(to), kindSchema, update)
+	_, err := p.n.transport.Call(ctx, toPeer(to), transport.KindSchema, update)
 	return err
 }
 
 func (p schemaPeers) Pull(ctx context.Context, from cluster.Node) ([]byte, error) {
-	return p.n.transport.Call(ctx, toPeer(from), kindSchemaPull, nil)
+	return p.n.transport.Call(ctx, toPeer(from), transport.KindSchemaPull, nil)
 }
 
 // CreateKeyspace defines a keyspace and announces it to every live node

@@ -679,23 +679,23 @@ func (n *Node) handle(ctx context.Context, from transport.Peer, kind transport.K
 		return n.replicas.Handle(ctx, from, kind, payload)
 	case driver.Handles(kind):
 		return n.feed.Handle(ctx, from, kind, payload)
-	case kind == kindSchemaPull:
+	case kind == transport.KindSchemaPull:
 		return n.schemas.HandlePull()
-	case kind == kindSchema:
+	case kind == transport.KindSchema:
 		return nil, n.schemas.HandleUpdate(payload)
-	case kind == kindStreamGains:
+	case kind == transport.KindStreamGains:
 		return n.changer.HandleStreamGains(ctx, payload)
-	case kind == kindRebalance:
+	case kind == transport.KindRebalance:
 		return n.balancer.HandleStep(ctx, payload)
-	case kind == kindRingPull:
+	case kind == transport.KindRingPull:
 		return n.changer.HandleRingPull()
-	case kind == kindHintsFlush:
+	case kind == transport.KindHintsFlush:
 		return n.power.HandleHintsFlush(ctx, from.ID, payload)
-	case kind == kindPower:
+	case kind == transport.KindPower:
 		return n.power.HandlePower(ctx, from.ID, payload)
-	case kind == kindClockPing:
+	case kind == transport.KindClockPing:
 		return nil, nil // the answer's wall-clock stamp is the point
-	case kind == kindChord && n.dht != nil:
+	case kind == transport.KindChord && n.dht != nil:
 		return nil, n.dht.handle(payload)
 	}
 	return nil, fmt.Errorf("unknown message kind %v from %s", kind, from.ID)

@@ -16,16 +16,6 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// Message kinds of the power cycle (package powercycle serves their payloads).
-var (
-	// kindHintsFlush asks a node to deliver now every hint it holds for the caller, the
-	// writes offloaded to it included: the caller is waking.
-	kindHintsFlush = transport.RegisterKind(22, "hints_flush")
-	// kindPower asks a node for a power transition: "sleep" (kura power sleep, forwarded
-	// to the node itself) or "release" (a waking node asks its stand-in for its addresses).
-	kindPower = transport.RegisterKind(23, "power")
-)
-
 // newPowerCycle builds the node's power cycle. It comes first in open(), since the
 // transport and the client ports listen through its gate; the parts it uses are built
 // after it, so powerParts reaches them at each call.
@@ -74,12 +64,12 @@ func (p powerParts) Interval() time.Duration            { return p.n.feed.Interv
 func (p powerParts) RingDelay() time.Duration           { return p.n.ringDelay() }
 
 func (p powerParts) AskPower(ctx context.Context, to cluster.Node, payload []byte) error {
-	_, err := p.n.transport.Call(ctx, toPeer(to), kindPower, payload)
+	_, err := p.n.transport.Call(ctx, toPeer(to), transport.KindPower, payload)
 	return err
 }
 
 func (p powerParts) AskHintsFlush(ctx context.Context, to cluster.Node, payload []byte) error {
-	_, err := p.n.transport.Call(ctx, toPeer(to), kindHintsFlush, payload)
+	_, err := p.n.transport.Call(ctx, toPeer(to), transport.KindHintsFlush, payload)
 	return err
 }
 

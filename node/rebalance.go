@@ -13,10 +13,6 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindRebalance asks a node for one step of a rebalance: sample its keys, copy its
-// records to their next replicas, or drop what it no longer holds.
-var kindRebalance = transport.RegisterKind(25, "rebalance")
-
 // newRebalancer builds the rebalance runtime over this node's parts; replicas reach
 // every node's replica, for the records a step copies.
 func (n *Node) newRebalancer(replicas *remote.Set) (*rebalance.Rebalancer, error) {
@@ -47,7 +43,7 @@ func (n *Node) newRebalancer(replicas *remote.Set) (*rebalance.Rebalancer, error
 type rebalancePeers struct{ n *Node }
 
 func (p rebalancePeers) Step(ctx context.Context, to cluster.Node, request []byte) ([]byte, error) {
-	return p.n.transport.Call(ctx, toPeer(to), kindRebalance, request)
+	return p.n.transport.Call(ctx, toPeer(to), transport.KindRebalance, request)
 }
 
 // rebalanceStore reads this node's records from the engine and drops them through the

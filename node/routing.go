@@ -14,9 +14,6 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindChord carries the DHT cores' messages between nodes.
-var kindChord = transport.RegisterKind(10, "chord")
-
 // dhtTick is how often the DHT core's timers run.
 const dhtTick = 100 * time.Millisecond
 
@@ -69,7 +66,7 @@ func (r *dhtRuntime) send(envelopes []chord.Envelope) {
 		go func(peer transport.Peer) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := r.n.transport.Send(ctx, peer, kindChord, payload); err != nil {
+			if err := r.n.transport.Send(ctx, peer, transport.KindChord, payload); err != nil {
 				r.n.log.Debug("send chord message", "peer", peer.ID, "err", err)
 			}
 		}(transport.Peer{ID: node.ID, DC: node.DC, Addr: node.Addr})

@@ -27,7 +27,7 @@ var errNotMember = replica.ErrNotMember
 // of another cluster, a removed node still running), not impostors; with TLS the id is
 // the one its certificate names.
 func (n *Node) admit(from transport.Peer, kind transport.Kind) error {
-	if driver.Handles(kind) || kind == kindChord || kind == kindRingPull || kind == kindSchemaPull || kind == kindClockPing {
+	if driver.Handles(kind) || kind == transport.KindChord || kind == transport.KindRingPull || kind == transport.KindSchemaPull || kind == transport.KindClockPing {
 		return nil
 	}
 	member, known := n.directory.Node(from.ID)

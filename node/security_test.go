@@ -21,7 +21,6 @@ import (
 	"github.com/kuradb/kura/certs/certstest"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/membership/driver"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/transport"
 )
@@ -95,13 +94,13 @@ func TestDataPathServesMembersOnly(t *testing.T) {
 		{kindNamed(t, "chunk_read"), false},
 		{kindNamed(t, "stream_range"), false},
 		{kindNamed(t, "tree_digest"), false},
-		{kindStreamGains, false},
-		{kindSchema, false},
-		{kindChord, true},
-		{driver.KindGossip, true},
-		{driver.KindWhois, true},
-		{kindRingPull, true},
-		{kindSchemaPull, true},
+		{transport.KindStreamGains, false},
+		{transport.KindSchema, false},
+		{transport.KindChord, true},
+		{transport.KindGossip, true},
+		{transport.KindGossipWhois, true},
+		{transport.KindRingPull, true},
+		{transport.KindSchemaPull, true},
 	}
 	for _, peer := range peers {
 		for _, k := range kinds {
@@ -131,7 +130,7 @@ func TestUnknownPeerRefusedOverTheWire(t *testing.T) {
 	defer evil.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := evil.Call(ctx, toPeer(a.Self()), kindRingPull, nil); err != nil {
+	if _, err := evil.Call(ctx, toPeer(a.Self()), transport.KindRingPull, nil); err != nil {
 		t.Fatalf("ring_pull from a node that is not a member yet: %v", err)
 	}
 	_, err = evil.Call(ctx, toPeer(a.Self()), kindNamed(t, "read"), nil)
@@ -191,7 +190,7 @@ func TestNodeWithoutValidCertificateCannotJoinOrSend(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			for _, kind := range []transport.Kind{kindRingPull, kindNamed(t, "mutate")} {
+			for _, kind := range []transport.Kind{transport.KindRingPull, kindNamed(t, "mutate")} {
 				if _, err := x.transport.Call(ctx, toPeer(a.Self()), kind, nil); !errors.Is(err, transport.ErrUnreachable) {
 					t.Errorf("%s from x: err = %v, want the connection refused", kind, err)
 				}

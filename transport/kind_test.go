@@ -75,6 +75,36 @@ func TestRegisterKindPanics(t *testing.T) {
 	}
 }
 
+// TestRegisterKindRefusesWireNumbers: a test's kind cannot take a number of the wire's
+// table, registered or not yet, nor 0.
+func TestRegisterKindRefusesWireNumbers(t *testing.T) {
+	for _, number := range []uint8{0, uint8(KindMutate), uint8(len(wireKindNames)), testKindsMin - 1} {
+		t.Run(fmt.Sprint(number), func(t *testing.T) {
+			defer func() {
+				msg := fmt.Sprint(recover())
+				if want := "the wire's kinds"; !strings.Contains(msg, want) {
+					t.Errorf("RegisterKind(%d) panicked with %q, want a panic containing %q", number, msg, want)
+				}
+				if got, ok := KindByName("test_wire_number"); ok {
+					t.Errorf("after the panic, test_wire_number is kind %d", got)
+				}
+			}()
+			RegisterKind(number, "test_wire_number")
+		})
+	}
+}
+
+// TestWireKindNames: the wire's table leaves 0 unnamed and stops below the tests' numbers.
+// (A number without a name, or a name given twice, panics at init: newKindRegistry.)
+func TestWireKindNames(t *testing.T) {
+	if wireKindNames[0] != "" {
+		t.Errorf("kind 0 is named %q; it is reserved", wireKindNames[0])
+	}
+	if len(wireKindNames) > testKindsMin {
+		t.Errorf("the wire's table reaches %d, past %d where tests' kinds start", len(wireKindNames)-1, testKindsMin)
+	}
+}
+
 func TestKindString(t *testing.T) {
 	if got := kindHello.String(); got != "hello" {
 		t.Errorf("kindHello.String() = %q", got)

@@ -53,17 +53,13 @@ import (
 // detectors and timeouts count in these units (membership.Round).
 const Round = membership.Round
 
-// Message kinds the driver sends: every core message travels as KindGossip
-// (its first byte names the message type), and KindWhois asks a seed known
-// only by address for its ID.
-var (
-	KindGossip = transport.RegisterKind(6, "gossip")
-	KindWhois  = transport.RegisterKind(7, "gossip_whois")
-)
-
 // Handles reports whether a transport message kind belongs to the driver, for
-// the node's transport handler to route it to Handle.
-func Handles(kind transport.Kind) bool { return kind == KindGossip || kind == KindWhois }
+// the node's transport handler to route it to Handle: every core message travels
+// as KindGossip (its first byte names the message type), and KindGossipWhois asks
+// a seed known only by address for its ID.
+func Handles(kind transport.Kind) bool {
+	return kind == transport.KindGossip || kind == transport.KindGossipWhois
+}
 
 // Sentinel errors.
 var (
@@ -168,7 +164,7 @@ type Driver struct {
 }
 
 // New validates cfg and builds a driver; Start runs it. Route the transport's
-// KindGossip and KindWhois messages to Handle before calling Start.
+// KindGossip and KindGossipWhois messages to Handle before calling Start.
 func New(cfg Config) (*Driver, error) {
 	switch {
 	case cfg.Protocol.New == nil || cfg.Protocol.Unmarshal == nil:
@@ -342,7 +338,7 @@ func (d *Driver) tell(ctx context.Context, o outbox) {
 	stop := context.AfterFunc(d.ctx, cancel)
 	defer stop()
 	for _, p := range o.payloads {
-		if _, err := d.cfg.Transport.Call(ctx, o.to, KindGossip, p); err != nil {
+		if _, err := d.cfg.Transport.Call(ctx, o.to, transport.KindGossip, p); err != nil {
 			d.log.Debug("shutdown notice not taken", "to", o.to.ID, "err", err)
 			return
 		}
@@ -372,9 +368,9 @@ func (d *Driver) markSyncedLocked() {
 // calls it for every kind Handles accepts.
 func (d *Driver) Handle(_ context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	switch kind {
-	case KindWhois:
+	case transport.KindGossipWhois:
 		return encodePeer(d.self), nil
-	case KindGossip:
+	case transport.KindGossip:
 		m, err := d.cfg.Protocol.Unmarshal(payload)
 		if err != nil {
 			return nil, fmt.Errorf("driver: message from %s: %w", from.ID, err)
@@ -585,7 +581,7 @@ func (d *Driver) Joined() bool {
 func (d *Driver) whois(addr string) (transport.Peer, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.SendTimeout)
 	defer cancel()
-	raw, err := d.cfg.Transport.Call(ctx, transport.AnyNodeAt(addr), KindWhois, nil)
+	raw, err := d.cfg.Transport.Call(ctx, transport.AnyNodeAt(addr), transport.KindGossipWhois, nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// A Redis or HTTP port accepts the connection and waits for a request that never
 		// comes, as a stopped node would: say both.
@@ -685,7 +681,7 @@ func (d *Driver) send(to transport.Peer, payloads [][]byte) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.SendTimeout)
 	defer cancel()
 	for _, p := range payloads {
-		if err := d.cfg.Transport.Send(ctx, to, KindGossip, p); err != nil {
+		if err := d.cfg.Transport.Send(ctx, to, transport.KindGossip, p); err != nil {
 			// Gossip tolerates loss; the core's own timeouts decide what a
 			// silent peer means.
 			d.log.Debug("gossip not sent", "to", to.ID, "err", err)

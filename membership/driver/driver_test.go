@@ -262,9 +262,9 @@ func TestHandle(t *testing.T) {
 		payload []byte
 		wantErr error
 	}{
-		{"whois before start", KindWhois, nil, nil},
-		{"gossip before start is dropped", KindGossip, membership.Marshal(&ferry.Probe{Seq: 1}), nil},
-		{"malformed gossip", KindGossip, []byte{0xff, 1, 2}, membership.ErrMalformed},
+		{"whois before start", transport.KindGossipWhois, nil, nil},
+		{"gossip before start is dropped", transport.KindGossip, membership.Marshal(&ferry.Probe{Seq: 1}), nil},
+		{"malformed gossip", transport.KindGossip, []byte{0xff, 1, 2}, membership.ErrMalformed},
 		{"foreign kind", transport.RegisterKind(200, "driver_test_other"), nil, ErrUnknownKind},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,7 +274,7 @@ func TestHandle(t *testing.T) {
 			}
 		})
 	}
-	answer, err := d.Handle(ctx, from, KindWhois, nil)
+	answer, err := d.Handle(ctx, from, transport.KindGossipWhois, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

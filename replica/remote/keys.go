@@ -14,13 +14,9 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindScanKeys asks a replica for a page of its live keys (a walk of its live-key index,
-// SCAN's substrate); its request is a ScanKeysRequest, its answer a ScanKeysResponse.
-var kindScanKeys = transport.RegisterKind(20, "scan_keys")
-
 // ScanKeys sends a scan_keys request.
 func (r *Remote) ScanKeys(ctx context.Context, req replica.KeysRequest) (replica.KeysPage, error) {
-	raw, err := r.call(ctx, kindScanKeys, keysRequestToProto(req))
+	raw, err := r.call(ctx, transport.KindScanKeys, keysRequestToProto(req))
 	if err != nil {
 		return replica.KeysPage{}, err
 	}
@@ -42,7 +38,7 @@ func (r *Remote) ScanKeys(ctx context.Context, req replica.KeysRequest) (replica
 // scanKeys serves a scan_keys request from the local replica.
 func (s *Server) scanKeys(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var wire kurav1.ScanKeysRequest
-	if err := decodeRequest(payload, &wire, kindScanKeys, from); err != nil {
+	if err := decodeRequest(payload, &wire, transport.KindScanKeys, from); err != nil {
 		return nil, err
 	}
 	page, err := s.local.ScanKeys(ctx, keysRequestFromProto(&wire))

@@ -9,14 +9,11 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindOffload carries writes for a sleeping replica to one of its offload holders.
-var kindOffload = transport.RegisterKind(21, "offload")
-
 // Offload sends an offload request.
 func (r *Remote) Offload(ctx context.Context, target, keyspace string, records []lww.Record) error {
 	req := mutateRequest(keyspace, records)
 	req.OffloadFor = target
-	_, err := r.call(ctx, kindOffload, req)
+	_, err := r.call(ctx, transport.KindOffload, req)
 	return err
 }
 
@@ -24,7 +21,7 @@ func (r *Remote) Offload(ctx context.Context, target, keyspace string, records [
 // mutation's are, since they will be applied with their timestamps.
 func (s *Server) offload(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var req kurav1.MutateRequest
-	if err := decodeRequest(payload, &req, kindOffload, from); err != nil {
+	if err := decodeRequest(payload, &req, transport.KindOffload, from); err != nil {
 		return nil, err
 	}
 	if req.GetOffloadFor() == "" {

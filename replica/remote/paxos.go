@@ -15,16 +15,9 @@ import (
 // The wire of a lightweight transaction's Paxos rounds: the prepare, propose and commit
 // of package paxos sent to an acceptor (Remote), and the acceptor's answers (Server).
 
-// Message kinds of the Paxos rounds.
-var (
-	kindPaxosPrepare = transport.RegisterKind(17, "paxos_prepare")
-	kindPaxosPropose = transport.RegisterKind(18, "paxos_propose")
-	kindPaxosCommit  = transport.RegisterKind(19, "paxos_commit")
-)
-
 // Prepare sends a paxos_prepare request.
 func (r *Remote) Prepare(ctx context.Context, keyspace string, key []byte, ballot paxos.Ballot) (paxos.Promise, error) {
-	raw, err := r.call(ctx, kindPaxosPrepare, &kurav1.PaxosPrepareRequest{Keyspace: keyspace, Key: key, Ballot: replica.BallotToProto(ballot)})
+	raw, err := r.call(ctx, transport.KindPaxosPrepare, &kurav1.PaxosPrepareRequest{Keyspace: keyspace, Key: key, Ballot: replica.BallotToProto(ballot)})
 	if err != nil {
 		return paxos.Promise{}, err
 	}
@@ -37,7 +30,7 @@ func (r *Remote) Prepare(ctx context.Context, keyspace string, key []byte, ballo
 
 // Propose sends a paxos_propose request.
 func (r *Remote) Propose(ctx context.Context, keyspace string, p paxos.Proposal) (bool, paxos.Ballot, error) {
-	raw, err := r.call(ctx, kindPaxosPropose, &kurav1.PaxosProposeRequest{Keyspace: keyspace, Proposal: replica.ProposalToProto(p)})
+	raw, err := r.call(ctx, transport.KindPaxosPropose, &kurav1.PaxosProposeRequest{Keyspace: keyspace, Proposal: replica.ProposalToProto(p)})
 	if err != nil {
 		return false, paxos.Ballot{}, err
 	}
@@ -50,7 +43,7 @@ func (r *Remote) Propose(ctx context.Context, keyspace string, p paxos.Proposal)
 
 // Commit sends a paxos_commit request.
 func (r *Remote) Commit(ctx context.Context, keyspace string, p paxos.Proposal) error {
-	_, err := r.call(ctx, kindPaxosCommit, &kurav1.PaxosCommitRequest{Keyspace: keyspace, Proposal: replica.ProposalToProto(p)})
+	_, err := r.call(ctx, transport.KindPaxosCommit, &kurav1.PaxosCommitRequest{Keyspace: keyspace, Proposal: replica.ProposalToProto(p)})
 	return err
 }
 
@@ -59,9 +52,9 @@ func (r *Remote) Commit(ctx context.Context, keyspace string, p paxos.Proposal) 
 // is promised, so it cannot shut every later round on the key out.
 func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	switch kind {
-	case kindPaxosPrepare:
+	case transport.KindPaxosPrepare:
 		var req kurav1.PaxosPrepareRequest
-		if err := decodeRequest(payload, &req, kindPaxosPrepare, from); err != nil {
+		if err := decodeRequest(payload, &req, transport.KindPaxosPrepare, from); err != nil {
 			return nil, err
 		}
 		ballot := replica.BallotFromProto(req.GetBallot())
@@ -73,9 +66,9 @@ func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind tran
 			return nil, err
 		}
 		return proto.Marshal(promiseToProto(promise))
-	case kindPaxosPropose:
+	case transport.KindPaxosPropose:
 		var req kurav1.PaxosProposeRequest
-		if err := decodeRequest(payload, &req, kindPaxosPropose, from); err != nil {
+		if err := decodeRequest(payload, &req, transport.KindPaxosPropose, from); err != nil {
 			return nil, err
 		}
 		p, err := s.observeProposal(req.GetProposal())
@@ -87,9 +80,9 @@ func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind tran
 			return nil, err
 		}
 		return proto.Marshal(&kurav1.PaxosProposeResponse{Accepted: accepted, Promised: replica.BallotToProto(promised)})
-	default: // kindPaxosCommit
+	default: // transport.KindPaxosCommit
 		var req kurav1.PaxosCommitRequest
-		if err := decodeRequest(payload, &req, kindPaxosCommit, from); err != nil {
+		if err := decodeRequest(payload, &req, transport.KindPaxosCommit, from); err != nil {
 			return nil, err
 		}
 		p, err := s.observeProposal(req.GetProposal())

@@ -9,21 +9,16 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindScanProgress tells a replica how many nodes a scan it serves still waits for
-// (paper 004's RaS priority update); its request is a ScanProgressRequest, its answer
-// empty.
-var kindScanProgress = transport.RegisterKind(24, "scan_progress")
-
 // ScanProgress sends a scan_progress message.
 func (r *Remote) ScanProgress(ctx context.Context, scan sched.ScanID, nodes int) error {
-	_, err := r.call(ctx, kindScanProgress, &kurav1.ScanProgressRequest{ScanId: uint64(scan), Nodes: int32(nodes)})
+	_, err := r.call(ctx, transport.KindScanProgress, &kurav1.ScanProgressRequest{ScanId: uint64(scan), Nodes: int32(nodes)})
 	return err
 }
 
 // scanProgress serves a scan_progress message from the local replica.
 func (s *Server) scanProgress(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var req kurav1.ScanProgressRequest
-	if err := decodeRequest(payload, &req, kindScanProgress, from); err != nil {
+	if err := decodeRequest(payload, &req, transport.KindScanProgress, from); err != nil {
 		return nil, err
 	}
 	if req.GetNodes() < 0 {

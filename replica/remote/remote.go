@@ -69,7 +69,7 @@ func (e *refusal) Is(target error) bool { return target == e.sentinel }
 
 // Apply sends a mutate request.
 func (r *Remote) Apply(ctx context.Context, keyspace string, records []lww.Record) error {
-	_, err := r.call(ctx, kindMutate, mutateRequest(keyspace, records))
+	_, err := r.call(ctx, transport.KindMutate, mutateRequest(keyspace, records))
 	return err
 }
 
@@ -83,7 +83,7 @@ func mutateRequest(keyspace string, records []lww.Record) *kurav1.MutateRequest 
 
 // Get sends a read request.
 func (r *Remote) Get(ctx context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
-	raw, err := r.call(ctx, kindRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: key})
+	raw, err := r.call(ctx, transport.KindRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: key})
 	if err != nil {
 		return lww.Record{}, false, err
 	}
@@ -100,7 +100,7 @@ func (r *Remote) Get(ctx context.Context, keyspace string, key []byte) (lww.Reco
 // GetMany sends a read_many request: Get of each key, in one message (ManyGetter). The
 // answer's keys and values are slices of the frame it came in.
 func (r *Remote) GetMany(ctx context.Context, keyspace string, keys [][]byte, valueBytesMax int) ([]lww.Record, []bool, error) {
-	raw, err := r.call(ctx, kindReadMany, &kurav1.ReadManyRequest{Keyspace: keyspace, Keys: keys, ValueBytesMax: int64(valueBytesMax)})
+	raw, err := r.call(ctx, transport.KindReadMany, &kurav1.ReadManyRequest{Keyspace: keyspace, Keys: keys, ValueBytesMax: int64(valueBytesMax)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,7 +116,7 @@ func (r *Remote) GetMany(ctx context.Context, keyspace string, keys [][]byte, va
 
 // ReadChunk sends a chunk_read request.
 func (r *Remote) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte) (lww.Record, bool, error) {
-	raw, err := r.call(ctx, kindChunkRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: chunkKey})
+	raw, err := r.call(ctx, transport.KindChunkRead, &kurav1.ReadRequest{Keyspace: keyspace, Key: chunkKey})
 	if err != nil {
 		return lww.Record{}, false, err
 	}
@@ -134,9 +134,9 @@ func (r *Remote) Scan(ctx context.Context, req replica.ScanRequest) ([]lww.Recor
 	for _, rg := range req.Ranges {
 		wire.Ranges = append(wire.Ranges, &kurav1.TokenRange{Start: uint64(rg.Start), End: uint64(rg.End)})
 	}
-	kind := kindScan
+	kind := transport.KindScan
 	if req.Stream {
-		kind = kindStreamRange
+		kind = transport.KindStreamRange
 	}
 	raw, err := r.call(ctx, kind, wire)
 	var remote *transport.RemoteError

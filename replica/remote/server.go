@@ -37,19 +37,19 @@ func NewServer(local replica.Replica, clock Clock) *Server {
 func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport.Kind, payload []byte) ([]byte, error) {
 	ctx = replica.ServeRemotely(ctx)
 	switch kind {
-	case kindScanProgress:
+	case transport.KindScanProgress:
 		return s.scanProgress(ctx, from, payload)
-	case kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit:
+	case transport.KindPaxosPrepare, transport.KindPaxosPropose, transport.KindPaxosCommit:
 		return s.handlePaxos(ctx, from, kind, payload)
-	case kindTreeDigest:
+	case transport.KindTreeDigest:
 		return s.treeDigest(ctx, from, payload)
-	case kindScanKeys:
+	case transport.KindScanKeys:
 		return s.scanKeys(ctx, from, payload)
-	case kindOffload:
+	case transport.KindOffload:
 		return s.offload(ctx, from, payload)
-	case kindMutate:
+	case transport.KindMutate:
 		var req kurav1.MutateRequest
-		if err := decodeRequest(payload, &req, kindMutate, from); err != nil {
+		if err := decodeRequest(payload, &req, transport.KindMutate, from); err != nil {
 			return nil, err
 		}
 		records, err := s.observe(req.GetRecords())
@@ -57,12 +57,12 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 			return nil, fmt.Errorf("mutate from %s: %w", from.ID, err)
 		}
 		return nil, s.local.Apply(ctx, req.GetKeyspace(), records)
-	case kindRead, kindChunkRead:
+	case transport.KindRead, transport.KindChunkRead:
 		var req kurav1.ReadRequest
 		if err := decodeRequest(payload, &req, kind, from); err != nil {
 			return nil, err
 		}
-		if kind == kindChunkRead {
+		if kind == transport.KindChunkRead {
 			rec, found, err := s.local.ReadChunk(ctx, req.GetKeyspace(), req.GetKey())
 			if err != nil {
 				return nil, err
@@ -78,9 +78,9 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 			resp.Record = replica.ToProto(rec)
 		}
 		return proto.Marshal(resp)
-	case kindReadMany:
+	case transport.KindReadMany:
 		return s.readMany(ctx, from, payload)
-	case kindScan, kindStreamRange:
+	case transport.KindScan, transport.KindStreamRange:
 		var req kurav1.ReplicaScanRequest
 		if err := decodeRequest(payload, &req, kind, from); err != nil {
 			return nil, err
@@ -125,7 +125,7 @@ func decodeRequest(payload []byte, req proto.Message, kind transport.Kind, from 
 // readMany answers a read_many request from the local replica's GetMany.
 func (s *Server) readMany(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var req kurav1.ReadManyRequest
-	if err := decodeRequest(payload, &req, kindReadMany, from); err != nil {
+	if err := decodeRequest(payload, &req, transport.KindReadMany, from); err != nil {
 		return nil, err
 	}
 	keys := req.GetKeys()

@@ -18,8 +18,8 @@ import (
 func FuzzServerHandle(f *testing.F) {
 	_, _, _, net := newReplica(f, storage.Options{}, sched.Config{})
 	server := net.server
-	kinds := []transport.Kind{kindMutate, kindRead, kindScan, kindChunkRead, kindStreamRange, kindTreeDigest,
-		kindPaxosPrepare, kindPaxosPropose, kindPaxosCommit, kindScanKeys, kindReadMany}
+	kinds := []transport.Kind{transport.KindMutate, transport.KindRead, transport.KindScan, transport.KindChunkRead, transport.KindStreamRange, transport.KindTreeDigest,
+		transport.KindPaxosPrepare, transport.KindPaxosPropose, transport.KindPaxosCommit, transport.KindScanKeys, transport.KindReadMany}
 	ballot := &kurav1.Ballot{Time: 1 << 20, Node: "n"}
 	proposal := &kurav1.PaxosProposal{Ballot: ballot, Origin: ballot, Record: &kurav1.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 20}}
 	seeds := []proto.Message{
@@ -50,21 +50,21 @@ func FuzzServerHandle(f *testing.F) {
 		}
 		var decoded proto.Message
 		switch kind {
-		case kindRead:
+		case transport.KindRead:
 			decoded = &kurav1.ReadResponse{}
-		case kindReadMany:
+		case transport.KindReadMany:
 			decoded = &kurav1.ReadManyResponse{}
-		case kindScan, kindStreamRange:
+		case transport.KindScan, transport.KindStreamRange:
 			decoded = &kurav1.ReplicaScanResponse{}
-		case kindTreeDigest:
+		case transport.KindTreeDigest:
 			decoded = &kurav1.TreeDigestResponse{}
-		case kindPaxosPrepare:
+		case transport.KindPaxosPrepare:
 			decoded = &kurav1.PaxosPrepareResponse{}
-		case kindPaxosPropose:
+		case transport.KindPaxosPropose:
 			decoded = &kurav1.PaxosProposeResponse{}
-		case kindScanKeys:
+		case transport.KindScanKeys:
 			decoded = &kurav1.ScanKeysResponse{}
-		case kindChunkRead:
+		case transport.KindChunkRead:
 			if _, _, err := decodeChunkAnswer([]byte("k"), answer); err != nil {
 				t.Fatalf("chunk_read answer %x does not decode: %v", answer, err)
 			}

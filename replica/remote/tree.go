@@ -14,13 +14,9 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// kindTreeDigest asks a replica for the Merkle tree of one token range (anti-entropy
-// repair); its request is a TreeDigestRequest, its answer a TreeDigestResponse.
-var kindTreeDigest = transport.RegisterKind(13, "tree_digest")
-
 // TreeDigest sends a tree_digest request.
 func (r *Remote) TreeDigest(ctx context.Context, req replica.TreeRequest) (replica.Tree, error) {
-	raw, err := r.call(ctx, kindTreeDigest, &kurav1.TreeDigestRequest{
+	raw, err := r.call(ctx, transport.KindTreeDigest, &kurav1.TreeDigestRequest{
 		Keyspace: req.Keyspace,
 		Range:    &kurav1.TokenRange{Start: uint64(req.Range.Start), End: uint64(req.Range.End)},
 		Depth:    uint32(req.Depth),
@@ -42,7 +38,7 @@ func (r *Remote) TreeDigest(ctx context.Context, req replica.TreeRequest) (repli
 // treeDigest serves a tree_digest request.
 func (s *Server) treeDigest(ctx context.Context, from transport.Peer, payload []byte) ([]byte, error) {
 	var req kurav1.TreeDigestRequest
-	if err := decodeRequest(payload, &req, kindTreeDigest, from); err != nil {
+	if err := decodeRequest(payload, &req, transport.KindTreeDigest, from); err != nil {
 		return nil, err
 	}
 	tree, err := s.local.TreeDigest(ctx, replica.TreeRequest{

@@ -14,32 +14,20 @@ import (
 	"github.com/kuradb/kura/transport"
 )
 
-// Message kinds between a coordinator and its remote replicas.
-var (
-	kindMutate = transport.RegisterKind(2, "mutate")
-	kindRead   = transport.RegisterKind(3, "read")
-	kindScan   = transport.RegisterKind(4, "scan")
-	// kindChunkRead asks a chunk owner for one chunk. Its request is a ReadRequest (the
-	// keyspace and the chunk key); its answer is the stored chunk itself
-	// (encodeChunkAnswer), so a remote chunk costs its shard, its 20-byte header and
-	// about 60 bytes of framing and request: the generic read's answer would echo the
-	// key and wrap the record as well.
-	kindChunkRead = transport.RegisterKind(5, "chunk_read")
-	// kindStreamRange is a scan page of a range being streamed (ScanRequest.Stream).
-	kindStreamRange = transport.RegisterKind(12, "stream_range")
-	// kindReadMany is a batch of point reads of one keyspace (Remote.GetMany).
-	kindReadMany = transport.RegisterKind(26, "read_many")
-)
-
 // readManyKeysMax bounds the keys of one read_many request: a coordinator sends a
 // client's batch, itself at most 1,024 keys.
 const readManyKeysMax = 1024
 
 // Handles reports whether kind is a replica request that Server serves.
 func Handles(kind transport.Kind) bool {
-	return kind == kindMutate || kind == kindRead || kind == kindReadMany || kind == kindScan || kind == kindChunkRead ||
-		kind == kindStreamRange || kind == kindTreeDigest || kind == kindPaxosPrepare || kind == kindPaxosPropose ||
-		kind == kindPaxosCommit || kind == kindScanKeys || kind == kindOffload || kind == kindScanProgress
+	switch kind {
+	case transport.KindMutate, transport.KindRead, transport.KindReadMany, transport.KindScan,
+		transport.KindChunkRead, transport.KindStreamRange, transport.KindTreeDigest,
+		transport.KindPaxosPrepare, transport.KindPaxosPropose, transport.KindPaxosCommit,
+		transport.KindScanKeys, transport.KindOffload, transport.KindScanProgress:
+		return true
+	}
+	return false
 }
 
 func peerOf(n cluster.Node) transport.Peer {
