@@ -439,31 +439,7 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 		}
 	}
 
-	seen := map[string]int{}
-	var cursor uint64
-	for call := 0; ; call++ {
-		keys, next, err := clients[call%len(clients)].Scan(ctx, cursor, "", 3).Result()
-		if err != nil {
-			t.Fatalf("SCAN %d on node %d: %v", cursor, call%len(clients), err)
-		}
-		for _, k := range keys {
-			seen[k]++
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
-		if call > 20 {
-			t.Fatal("SCAN does not end")
-		}
-	}
-	if len(seen) != len(want) {
-		t.Errorf("SCAN across nodes saw %v, want the ten live keys", seen)
-	}
-	for k, n := range seen {
-		if !want[k] || n != 1 {
-			t.Errorf("SCAN returned %q %d times", k, n)
-		}
-	}
+	scanEachOnce(t, clients, 3, 20, want)
 	var iterated []string
 	iter := clients[2].Scan(ctx, 0, "live:*", 10).Iterator()
 	for iter.Next(ctx) {
@@ -511,31 +487,7 @@ func TestRedisScanOverHashTags(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]int{}
-	var cursor uint64
-	for call := 0; ; call++ {
-		page, next, err := clients[call%len(clients)].Scan(ctx, cursor, "", 37).Result()
-		if err != nil {
-			t.Fatalf("SCAN %d on node %d: %v", cursor, call%len(clients), err)
-		}
-		for _, k := range page {
-			seen[k]++
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
-		if call > keys {
-			t.Fatal("SCAN does not end")
-		}
-	}
-	if len(seen) != len(want) {
-		t.Errorf("SCAN across nodes saw %d keys, want %d", len(seen), len(want))
-	}
-	for k, n := range seen {
-		if !want[k] || n != 1 {
-			t.Errorf("SCAN returned %q %d times", k, n)
-		}
-	}
+	scanEachOnce(t, clients, 37, keys, want)
 	if tagged, err := clients[1].Keys(ctx, "{user3}:*").Result(); err != nil || len(tagged) != keys/tags {
 		t.Errorf("KEYS {user3}:* = %d keys, %v; want %d", len(tagged), err, keys/tags)
 	}
@@ -638,6 +590,39 @@ func TestRedisConditionalWritesRaceThroughEveryNode(t *testing.T) {
 	for _, c := range clients[:len(nodes)] {
 		if got, err := c.ExpireTime(ctx, "lock0").Result(); err != nil || got != time.Duration(deadline.Unix())*time.Second {
 			t.Errorf("EXPIRETIME through %s = %v, %v; want %v", c.Options().Addr, got, err, deadline.Unix())
+		}
+	}
+}
+
+// scanEachOnce walks SCAN to its end with pages of count, each call through the next of
+// clients in turn (so that every node resumes another's cursor), and checks that it
+// returns each key of want exactly once within callsMax calls.
+func scanEachOnce(t *testing.T, clients []*redis.Client, count int64, callsMax int, want map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	seen := map[string]int{}
+	var cursor uint64
+	for call := 0; ; call++ {
+		page, next, err := clients[call%len(clients)].Scan(ctx, cursor, "", count).Result()
+		if err != nil {
+			t.Fatalf("SCAN %d on node %d: %v", cursor, call%len(clients), err)
+		}
+		for _, k := range page {
+			seen[k]++
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+		if call > callsMax {
+			t.Fatal("SCAN does not end")
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("SCAN across nodes saw %d keys, want %d", len(seen), len(want))
+	}
+	for k, n := range seen {
+		if !want[k] || n != 1 {
+			t.Errorf("SCAN returned %q %d times", k, n)
 		}
 	}
 }
