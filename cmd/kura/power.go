@@ -38,14 +38,14 @@ func runPower(args []string, stdout, stderr io.Writer) error {
 	case len(pos) == 1 && pos[0] == "status":
 		st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
 		if err != nil {
-			return err
+			return client.ExplainAt(*addr, err)
 		}
 		printPower(stdout, st)
 		return nil
 	case len(pos) == 2 && (pos[0] == "sleep" || pos[0] == "wake"):
 		resp, err := admin.SetPower(ctx, &kurav1.SetPowerRequest{NodeId: pos[1], Action: pos[0]})
 		if err != nil {
-			return err
+			return client.ExplainAt(*addr, err)
 		}
 		fmt.Fprintf(stdout, "%s is %s\n", pos[1], resp.GetPower())
 		return nil

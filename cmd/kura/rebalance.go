@@ -8,8 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"google.golang.org/grpc/status"
-
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/schema"
@@ -50,7 +48,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	stream, err := kurav1.NewAdminClient(conn).Rebalance(ctx, &kurav1.RebalanceRequest{Keyspace: *keyspace, Splits: uint32(*splits)})
 	if err != nil {
-		return fmt.Errorf("rebalance at %s: %s", *addr, status.Convert(err).Message())
+		return fmt.Errorf("rebalance at %s: %w", *addr, client.ExplainAt(*addr, err))
 	}
 	start := time.Now()
 	var last *kurav1.RebalanceProgress
@@ -60,7 +58,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("rebalance at %s: %s", *addr, status.Convert(err).Message())
+			return fmt.Errorf("rebalance at %s: %w", *addr, client.ExplainAt(*addr, err))
 		}
 		fmt.Fprintf(stdout, "[%5.1fs] %s\n", time.Since(start).Seconds(), p.GetStep())
 		last = p

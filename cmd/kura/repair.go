@@ -8,8 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"google.golang.org/grpc/status"
-
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
 )
@@ -59,7 +57,7 @@ func repairNode(addr string, req *kurav1.RepairRequest, timeout time.Duration, o
 	defer cancel()
 	resp, err := kurav1.NewAdminClient(conn).Repair(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("repair at %s: %s", addr, status.Convert(err).Message())
+		return nil, fmt.Errorf("repair at %s: %w", addr, client.ExplainAt(addr, err))
 	}
 	return resp, nil
 }

@@ -92,7 +92,7 @@ func (f nodesFlags) dial(ctx context.Context) ([]*target, func(), error) {
 	st, err := targets[0].admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
 	if err != nil {
 		closeAll()
-		return nil, nil, client.Explain(err)
+		return nil, nil, client.ExplainAt(addrs[0], err)
 	}
 	first := targets[0]
 	targets = targets[:0]
