@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/kuradb/kura/assert"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/placement"
@@ -173,6 +174,13 @@ func (p *keysPlan) layOut() {
 		}
 	}
 	slices.SortFunc(p.segments, func(a, b segment) int { return cmp.Compare(a.from, b.from) })
+	if assert.Enabled {
+		for i := 1; i < len(p.segments); i++ {
+			// A replica refuses spans that are not ascending and disjoint (storage.ScanLive).
+			assert.That(p.segments[i-1].to < p.segments[i].from, "coord: key scan segments [%d, %d] and [%d, %d] overlap: the ring's ranges are disjoint",
+				p.segments[i-1].from, p.segments[i-1].to, p.segments[i].from, p.segments[i].to)
+		}
+	}
 }
 
 // round returns the groups of a round from cursor: with the hash partitioner the window

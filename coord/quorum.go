@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/kuradb/kura/assert"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
@@ -283,6 +284,7 @@ func (g *gathering[T]) take(gr *group, i int) {
 	t := gr.candidates[i]
 	gr.candidates = slices.Delete(gr.candidates, i, i+1)
 	gr.asked = gr.asked.add(t.DC, 1)
+	assert.That(len(g.sent) < cap(g.sent), "coord: more targets asked than candidates: the requests in flight share sent's memory")
 	g.sent = append(g.sent, t)
 }
 
@@ -311,6 +313,7 @@ func askRemote[T any](ask func(placement.Member, []target) (T, error), results c
 func (g *gathering[T]) settle(a answer[T]) {
 	q := g.q
 	g.inFlight--
+	assert.That(g.inFlight >= 0, "coord: an answer to a request not in flight")
 	if a.err != nil {
 		g.out.lastErr = a.err
 		refused := refusedByReplica(a.err)
@@ -320,6 +323,7 @@ func (g *gathering[T]) settle(a answer[T]) {
 		for _, t := range a.targets {
 			gr := q.groups[t.group]
 			gr.asked = gr.asked.add(t.DC, -1)
+			assert.That(gr.asked.get(t.DC) >= 0, "coord: a group counts a failure of a request it never asked")
 			if refused {
 				gr.refused++
 			} else {
@@ -335,6 +339,7 @@ func (g *gathering[T]) settle(a answer[T]) {
 		for _, t := range a.targets {
 			gr := q.groups[t.group]
 			gr.acked = gr.acked.add(t.DC, 1)
+			assert.That(gr.acked.get(t.DC) <= gr.asked.get(t.DC), "coord: a group counts more answers than requests in one DC")
 			g.out.acked++
 		}
 	}

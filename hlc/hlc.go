@@ -8,6 +8,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/kuradb/kura/assert"
 )
 
 // logicalBits is the width of the logical counter in the low bits of a Timestamp.
@@ -84,6 +86,9 @@ func (c *Clock) Update(remote Timestamp) Timestamp {
 	// Because the logical counter sits in the low bits, the HLC rule reduces to taking
 	// the largest of: physical time, one past the last timestamp, one past the remote.
 	next := max(physical, c.last+1, remote+1)
+	if assert.Enabled { // guarded: boxing two timestamps would cost every call
+		assert.That(next > c.last, "hlc: timestamp %s not after the previous %s: a clock never goes back", next, c.last)
+	}
 	c.last = next
 	return next
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/kuradb/kura/assert"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
 )
@@ -210,6 +211,9 @@ func leafOf(rg ring.Range, depth int, t ring.Token) (leaf int, ok bool) {
 	// offset × 2^depth / width, in 128 bits; the quotient is below 2^depth.
 	hi, lo := bits.Mul64(offset, 1<<depth)
 	q, _ := bits.Div64(hi, lo, uint64(rg.End-rg.Start))
+	if assert.Enabled { // guarded: boxing the token would cost every record
+		assert.That(q < 1<<depth, "merkle: token %d in (%d, %d] maps to leaf %d, past the 2^%d leaves", t, rg.Start, rg.End, q, depth)
+	}
 	return int(q), true
 }
 

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kuradb/kura/assert"
 )
 
 // Token is a position on the ring, in [0, 2^64).
@@ -120,6 +122,11 @@ func New(members []Member) (*Ring, error) {
 		}
 		r.tokens[i] = v.token
 		r.owners[i] = v.owner
+	}
+	if assert.Enabled {
+		for i := 1; i < len(r.tokens); i++ {
+			assert.That(r.tokens[i-1] < r.tokens[i], "ring: token %d follows %d: successor's binary search needs strictly increasing tokens", r.tokens[i], r.tokens[i-1])
+		}
 	}
 	for dc := range r.nodesPerDC {
 		r.dcs = append(r.dcs, dc)
