@@ -144,35 +144,133 @@ func (s Shortfall) String() string {
 // not serve with every replica awake (TWO on one replica) is not the sleep's doing, and
 // forbids nothing.
 func ShortOfAwake(sets [][]ring.Member, levels []consistency.Level, candidate string, awake func(id string) bool) (Shortfall, bool) {
+	without := func(id string) bool { return id != candidate && awake(id) }
 	for i, set := range sets {
 		if !slices.ContainsFunc(set, func(m ring.Member) bool { return m.ID == candidate }) {
 			continue
 		}
-		replicas, up := map[string]int{}, map[string]int{}
-		for _, m := range set {
-			replicas[m.DC]++
-			if m.ID != candidate && awake(m.ID) {
-				up[m.DC]++
-			}
-		}
-		for _, level := range levels {
-			for _, dc := range coordinatorDCs(level, replicas) {
-				need := level.Require(replicas, dc)
-				if !need.Satisfied(replicas) || need.Satisfied(up) {
-					continue
-				}
-				s := Shortfall{Index: i, Level: level, Needed: need.Total, Awake: total(up), Replicas: total(replicas)}
-				for _, d := range slices.Sorted(maps.Keys(need.PerDC)) {
-					if up[d] < need.PerDC[d] {
-						s.DC, s.Awake, s.Needed, s.Replicas = d, up[d], need.PerDC[d], replicas[d]
-						break
-					}
-				}
-				return s, true
-			}
+		if s, short := rangeShort(set, levels, without); short {
+			s.Index = i
+			return s, true
 		}
 	}
 	return Shortfall{}, false
+}
+
+// Short returns every range among sets that has fewer awake replicas than one of levels
+// needs with the nodes awake now, one Shortfall per range (its first level short), in
+// ring order: what a stricter declaration, or a replica failed beside a sleeper, leaves.
+// It counts as ShortOfAwake does, with no candidate.
+func Short(sets [][]ring.Member, levels []consistency.Level, awake func(id string) bool) []Shortfall {
+	var out []Shortfall
+	for i, set := range sets {
+		if s, short := rangeShort(set, levels, awake); short {
+			s.Index = i
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// rangeShort returns the first of levels that the replica set falls short of with the
+// replicas awake says, as ShortOfAwake counts it.
+func rangeShort(set []ring.Member, levels []consistency.Level, awake func(id string) bool) (Shortfall, bool) {
+	replicas, up := count(set, awake)
+	for _, level := range levels {
+		for _, dc := range coordinatorDCs(level, replicas) {
+			need := level.Require(replicas, dc)
+			if !need.Satisfied(replicas) || need.Satisfied(up) {
+				continue
+			}
+			s := Shortfall{Level: level, Needed: need.Total, Awake: total(up), Replicas: total(replicas)}
+			for _, d := range slices.Sorted(maps.Keys(need.PerDC)) {
+				if up[d] < need.PerDC[d] {
+					s.DC, s.Awake, s.Needed, s.Replicas = d, up[d], need.PerDC[d], replicas[d]
+					break
+				}
+			}
+			return s, true
+		}
+	}
+	return Shortfall{}, false
+}
+
+// count returns a replica set's replicas per DC, and those of them awake.
+func count(set []ring.Member, awake func(id string) bool) (replicas, up map[string]int) {
+	replicas, up = map[string]int{}, map[string]int{}
+	for _, m := range set {
+		replicas[m.DC]++
+		if awake(m.ID) {
+			up[m.DC]++
+		}
+	}
+	return replicas, up
+}
+
+// Demand is one keyspace's ranges and the levels it is used at, for ToWake.
+type Demand struct {
+	Sets   [][]ring.Member // every range's replica set, as ring.Placement.Sets gives them
+	Levels []consistency.Level
+}
+
+// ToWake returns the sleepers to wake, in the order chosen, so that no range of demands
+// is short of its levels (Short) with the nodes awake now: what heals a cluster left
+// short by a stricter declaration or a failed replica. The choice is greedy and
+// deterministic: each step wakes the sleeper that closes the most of what is missing
+// (the replicas short, summed over every range, level and coordinator DC), the lowest
+// id among equals, until nothing is missing or no sleeper closes any more of it (the
+// rest is down, not asleep). Greedy may wake one more than the fewest in contrived
+// cases; exact set cover is exponential in the sleepers.
+func ToWake(demands []Demand, awake func(id string) bool, sleepers []string) []string {
+	candidates := slices.Sorted(slices.Values(sleepers))
+	woken := map[string]bool{}
+	now := func(id string) bool { return woken[id] || awake(id) }
+	var out []string
+	for missing := missingOf(demands, now); missing > 0; {
+		best, bestMissing := "", missing
+		for _, id := range candidates {
+			if woken[id] {
+				continue
+			}
+			woken[id] = true
+			if m := missingOf(demands, now); m < bestMissing {
+				best, bestMissing = id, m
+			}
+			delete(woken, id)
+		}
+		if best == "" {
+			break
+		}
+		woken[best], missing = true, bestMissing
+		out = append(out, best)
+	}
+	return out
+}
+
+// missingOf sums, over every range, level and coordinator DC of demands that the
+// range's replicas could serve, the replicas short of the need with the nodes awake
+// says: at least how many more would have to wake.
+func missingOf(demands []Demand, awake func(id string) bool) int {
+	missing := 0
+	for _, d := range demands {
+		for _, set := range d.Sets {
+			replicas, up := count(set, awake)
+			for _, level := range d.Levels {
+				for _, dc := range coordinatorDCs(level, replicas) {
+					need := level.Require(replicas, dc)
+					if !need.Satisfied(replicas) {
+						continue
+					}
+					perDC := 0
+					for dc, n := range need.PerDC {
+						perDC += max(0, n-up[dc])
+					}
+					missing += max(need.Total-total(up), perDC)
+				}
+			}
+		}
+	}
+	return missing
 }
 
 // coordinatorDCs returns the DCs whose coordinators a level is counted for: each DC

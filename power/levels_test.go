@@ -90,6 +90,78 @@ func TestShortOfAwake(t *testing.T) {
 	}
 }
 
+func TestShort(t *testing.T) {
+	quorum, one, eachQuorum, two := consistency.Quorum, consistency.One, consistency.EachQuorum, consistency.Two
+	sets := [][]ring.Member{set("a", "b", "c"), set("b", "c", "d"), set("c", "d", "a")}
+	tests := []struct {
+		name   string
+		sets   [][]ring.Member
+		levels []consistency.Level
+		asleep []string // the nodes not awake
+		want   []Shortfall
+	}{
+		{"every replica awake", sets, []consistency.Level{quorum}, nil, nil},
+		{"one sleeper keeps QUORUM", sets, []consistency.Level{quorum}, []string{"c"}, nil},
+		{"a replica down beside a sleeper: the ranges both hold", sets, []consistency.Level{quorum}, []string{"c", "d"}, []Shortfall{
+			{Index: 1, Level: quorum, Awake: 1, Needed: 2, Replicas: 3},
+			{Index: 2, Level: quorum, Awake: 1, Needed: 2, Replicas: 3},
+		}},
+		{"the same at ONE is not short", sets, []consistency.Level{one}, []string{"c", "d"}, nil},
+		{"EACH_QUORUM names the DC", [][]ring.Member{set("a@dc1", "b@dc1", "c@dc2")}, []consistency.Level{eachQuorum}, []string{"c"}, []Shortfall{
+			{Level: eachQuorum, DC: "dc2", Awake: 0, Needed: 1, Replicas: 1},
+		}},
+		{"TWO on one replica is never served: not short", [][]ring.Member{set("a")}, []consistency.Level{two}, []string{"a"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Short(tt.sets, tt.levels, func(id string) bool { return !slices.Contains(tt.asleep, id) })
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Short = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestToWake(t *testing.T) {
+	quorum, one, all := []consistency.Level{consistency.Quorum}, []consistency.Level{consistency.One}, []consistency.Level{consistency.All}
+	ring3 := [][]ring.Member{set("a", "b", "c"), set("b", "c", "d"), set("c", "d", "a")}
+	twoDCs := [][]ring.Member{set("a@dc1", "b@dc1", "f@dc1", "c@dc2", "d@dc2", "e@dc2")}
+	tests := []struct {
+		name     string
+		demands  []Demand
+		down     []string // not awake and not asleep: cannot be woken
+		sleepers []string
+		want     []string
+	}{
+		{"nothing short: nobody woken", []Demand{{ring3, quorum}}, nil, []string{"c"}, nil},
+		{"a replica down beside a sleeper: the sleeper wakes", []Demand{{ring3, quorum}}, []string{"d"}, []string{"c"}, []string{"c"}},
+		{"a stricter level: one of two sleepers is enough", []Demand{{ring3, quorum}}, nil, []string{"a", "d"}, []string{"a"}},
+		{"the sleeper that closes the most, not the lowest id", []Demand{{[][]ring.Member{set("a", "b", "x"), set("b", "c", "y"), set("b", "d", "z")}, quorum}}, []string{"y", "z"}, []string{"a", "b"}, []string{"b"}},
+		{"ALL wakes every sleeper of the range, in id order", []Demand{{ring3, all}}, nil, []string{"d", "a"}, []string{"a", "d"}},
+		{"a DC short wakes its own sleeper, not the other DC's", []Demand{{twoDCs, []consistency.Level{consistency.EachQuorum}}}, nil, []string{"a", "c", "d"}, []string{"c"}},
+		{"short of what no sleeper holds: nobody woken", []Demand{{ring3, one}}, []string{"a", "b", "c"}, []string{"e"}, nil},
+		{"every keyspace counts: one sleeper covers both", []Demand{{[][]ring.Member{set("a", "b", "c")}, quorum}, {[][]ring.Member{set("c", "d", "e")}, quorum}},
+			[]string{"e"}, []string{"b", "c"}, []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			awake := func(id string) bool { return !slices.Contains(tt.down, id) && !slices.Contains(tt.sleepers, id) }
+			got := ToWake(tt.demands, awake, tt.sleepers)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("ToWake = %v, want %v", got, tt.want)
+			}
+			// What is woken leaves no range short that the sleepers could have helped.
+			woken := func(id string) bool { return awake(id) || slices.Contains(got, id) }
+			everyone := func(id string) bool { return !slices.Contains(tt.down, id) }
+			for _, d := range tt.demands {
+				if left, could := Short(d.Sets, d.Levels, woken), Short(d.Sets, d.Levels, everyone); len(left) > len(could) {
+					t.Errorf("after waking %v, %+v short; with every sleeper awake, %+v", got, left, could)
+				}
+			}
+		})
+	}
+}
+
 func TestShortfallString(t *testing.T) {
 	s := Shortfall{Keyspace: "app", Range: ring.Range{Start: 10, End: 20}, Level: consistency.LocalQuorum, DC: "dc1", Awake: 1, Needed: 2, Replicas: 2}
 	want := "keyspace app, range (10, 20]: 1 of its 2 replicas in dc1 would be awake, LOCAL_QUORUM needs 2"

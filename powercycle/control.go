@@ -3,6 +3,7 @@ package powercycle
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,12 +93,13 @@ func (p *Cycle) clusterLoad(now time.Time) power.Sample {
 }
 
 // ControlPower runs the power controller (Config.Controller) once, on the one node in
-// charge: the awake tier-0 node of lowest id. It puts one node to sleep or wakes one
-// when the controller says so; the transition runs in the background under ctx, which
-// must last as long as the node runs (its loop's), and the controller waits out its
-// transition times before the next.
+// charge: the awake tier-0 node of lowest id. It first wakes the sleepers that ranges
+// short of their levels need (heal), and does nothing else in a round that does; else
+// it puts one node to sleep or wakes one when the controller says so. Transitions run
+// in the background under ctx, which must last as long as the node runs (its loop's),
+// and the controller waits out its transition times before the next.
 func (p *Cycle) ControlPower(ctx context.Context) {
-	if p.controller == nil || p.powerLeader() != p.cfg.ID {
+	if p.controller == nil || p.powerLeader() != p.cfg.ID || p.heal(ctx) {
 		return
 	}
 	now := time.Now()
@@ -123,6 +125,68 @@ func (p *Cycle) ControlPower(ctx context.Context) {
 			p.log.Warn("power controller", "action", verb, "node", action.Node, "err", err)
 		}
 	}()
+}
+
+// heal wakes the sleepers that ranges short of their keyspace's levels with the nodes
+// awake now need (power.Short, power.ToWake): what a declaration made stricter, or a
+// replica failed beside a sleeper, leaves, which no sleep decision caused and no load
+// would undo. It reports whether it woke any. A sleeper being woken, by it or anyone,
+// counts as awake, so one shortfall wakes its sleepers once.
+func (p *Cycle) heal(ctx context.Context) bool {
+	dir := p.parts.Directory
+	p.mu.Lock()
+	healing := maps.Clone(p.healing)
+	p.mu.Unlock()
+	var sleepers []string
+	for _, m := range dir.Nodes() {
+		if m.Status == cluster.StatusNormal && dir.Power(m.ID).State == power.Asleep && !healing[m.ID] {
+			sleepers = append(sleepers, m.ID)
+		}
+	}
+	if len(sleepers) == 0 {
+		return false
+	}
+	awake := func(id string) bool {
+		return healing[id] || dir.State(id) == cluster.StateWaking || dir.State(id).Readable()
+	}
+	r, demands, err := p.demands()
+	if err != nil {
+		p.log.Warn("power controller: no ring to check the levels on", "err", err)
+		return false
+	}
+	var short []power.Shortfall
+	all := make([]power.Demand, len(demands))
+	for i, d := range demands {
+		for _, s := range power.Short(d.Sets, d.Levels, awake) {
+			s.Keyspace, s.Range = d.keyspace, r.Ranges()[s.Index]
+			short = append(short, s)
+		}
+		all[i] = d.Demand
+	}
+	wake := power.ToWake(all, awake, sleepers)
+	if len(wake) == 0 {
+		return false
+	}
+	first := short[0]
+	p.log.Warn("power controller: ranges short of their levels; waking sleepers", "wake", wake, "ranges_short", len(short),
+		"keyspace", first.Keyspace, "range", fmt.Sprintf("(%d, %d]", first.Range.Start, first.Range.End),
+		"level", first.Level, "dc", first.DC, "awake", first.Awake, "needed", first.Needed, "replicas", first.Replicas)
+	p.mu.Lock()
+	for _, id := range wake {
+		p.healing[id] = true
+	}
+	p.mu.Unlock()
+	for _, id := range wake {
+		go func() {
+			if _, err := p.SetPower(ctx, id, "wake"); err != nil {
+				p.log.Warn("power controller", "action", "wake", "node", id, "err", err)
+			}
+			p.mu.Lock()
+			delete(p.healing, id)
+			p.mu.Unlock()
+		}()
+	}
+	return true
 }
 
 // powerLeader is the node that runs the power controller: the awake tier-0 normal

@@ -46,7 +46,7 @@ func newTestCluster(t *testing.T, tiers map[string]int, self, replication, load 
 		if _, err := tc.dir.Upsert(node(id)); err != nil {
 			t.Fatal(err)
 		}
-		state := map[string]string{keyLoad: load}
+		state := map[string]string{keyLoad: load, KeyWakeAddr: id + ":http"}
 		if l, ok := levels[id]; ok {
 			state[KeyLevels] = l
 		}
@@ -92,10 +92,14 @@ func (tc *testCluster) SetAppState(key, value string) {
 	tc.appState[key] = value
 }
 func (tc *testCluster) Member(id string) (membership.Member, bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	m, ok := tc.members[id]
 	return m, ok
 }
 func (tc *testCluster) Members() []membership.Member {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	var out []membership.Member
 	for _, m := range tc.members {
 		out = append(out, m)
@@ -122,6 +126,26 @@ func (tc *testCluster) AskPower(_ context.Context, to cluster.Node, payload []by
 	if string(payload) == "sleep" {
 		tc.sleepsAlready(to.ID, "n0")
 	}
+	return nil
+}
+
+// declare has id gossip levels as its declaration, as a restart with another
+// --power-levels would.
+func (tc *testCluster) declare(id, levels string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.members[id].AppState[KeyLevels] = levels
+}
+
+// postWake stands for the HTTP wake: it records the request and returns once the node
+// is active, 18 s later (S4's wake), the directory saying asleep till then, as it would
+// before the woken node's gossip arrives.
+func (tc *testCluster) postWake(_ context.Context, id, _ string) error {
+	tc.mu.Lock()
+	tc.asked = append(tc.asked, id+" wake")
+	tc.mu.Unlock()
+	time.Sleep(18 * time.Second)
+	tc.dir.SetPower(id, cluster.Power{State: power.Active})
 	return nil
 }
 
@@ -184,6 +208,77 @@ func TestControllerRespectsLevels(t *testing.T) {
 				got := tc.requests()
 				if !slices.Equal(got, tt.want) {
 					t.Errorf("the controller asked %q, want %q", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestControllerHeals runs the power controller in virtual time on four nodes with RF 3
+// (n0 of tier 0, in every replica set) while something the sleep decisions did not
+// cause leaves ranges short of their levels: within one round it asks the fewest
+// sleepers that cover them to wake, once though the wake takes 18 rounds, and asks
+// nothing before.
+func TestControllerHeals(t *testing.T) {
+	tiers := map[string]int{"n0": 0, "n1": 1, "n2": 1, "n3": 1}
+	tests := []struct {
+		name   string
+		levels string   // every node's declaration at first
+		asleep []string // the sleepers at first
+		event  func(tc *testCluster)
+		want   []string
+	}{
+		{"a replica fails while another sleeps: QUORUM wakes the sleeper", "app=QUORUM", []string{"n3"},
+			func(tc *testCluster) { tc.dir.SetState("n1", cluster.StateDown) }, []string{"n3 wake"}},
+		{"a declaration made stricter: one of two sleepers wakes, the lowest id", "app=ONE", []string{"n2", "n3"},
+			func(tc *testCluster) { tc.declare("n1", "app=QUORUM") }, []string{"n2 wake"}},
+		{"a stricter level that needs both: ALL wakes every sleeper", "app=ONE", []string{"n2", "n3"},
+			func(tc *testCluster) { tc.declare("n1", "app=ALL") }, []string{"n2 wake", "n3 wake"}},
+		{"short of a replica down, with no sleeper to wake: nothing asked", "app=QUORUM", nil,
+			func(tc *testCluster) {
+				tc.dir.SetState("n1", cluster.StateDown)
+				tc.dir.SetState("n2", cluster.StateDown)
+			}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// 130 requests/s, of 100 per node: 65 % of two awake nodes' capacity, under
+				// the 70 % that wakes one; 43 % of three, over the 40 % that a sleep must
+				// leave. The load itself neither wakes a node nor sleeps one.
+				declared := map[string]string{}
+				for id := range tiers {
+					declared[id] = tt.levels
+				}
+				tc := newTestCluster(t, tiers, "n0", "simple=3", "32.5,5", declared)
+				for _, id := range tt.asleep {
+					tc.sleepsAlready(id, "n0")
+				}
+				p := tc.cycle(t, tt.levels)
+				p.postWake = tc.postWake
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				round := func() {
+					p.ControlPower(ctx)
+					synctest.Wait()
+					time.Sleep(time.Second)
+				}
+				for range 20 {
+					round()
+				}
+				if got := tc.requests(); len(got) > 0 {
+					t.Fatalf("before the event the controller asked %q", got)
+				}
+				tt.event(tc)
+				round()
+				if got := tc.requests(); !slices.Equal(got, tt.want) {
+					t.Fatalf("one round after the event the controller asked %q, want %q", got, tt.want)
+				}
+				for range 30 {
+					round()
+				}
+				if got := tc.requests(); !slices.Equal(got, tt.want) {
+					t.Errorf("30 rounds later the controller had asked %q, want %q", got, tt.want)
 				}
 			})
 		})

@@ -206,6 +206,12 @@ type Cycle struct {
 	served     atomic.Uint64     // requests served (Served)
 	load       loadMeter         // the client requests this node coordinates
 	controller *power.Controller // nil unless Config.Controller
+	// healing holds the sleepers the controller is waking for ranges short of their
+	// levels, which count as awake until the wake ends (heal).
+	healing map[string]bool
+	// postWake asks a sleeping node to wake through its HTTP admin address (postWakeHTTP;
+	// the tests' world has no HTTP ports).
+	postWake func(ctx context.Context, id, addr string) error
 }
 
 // New builds a node's power cycle, active, with its gate serving; it fails on an
@@ -219,7 +225,8 @@ func New(cfg Config, parts Parts) (*Cycle, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := &Cycle{cfg: cfg, parts: parts, log: cfg.Logger, gate: power.NewGate(), profile: profile, meters: map[string]*power.Meter{},
-		standIns: map[string]*standIn{}, released: map[string]uint64{}, standingFor: map[string]uint64{}, entered: map[string]time.Time{}}
+		standIns: map[string]*standIn{}, released: map[string]uint64{}, standingFor: map[string]uint64{}, entered: map[string]time.Time{},
+		healing: map[string]bool{}, postWake: postWakeHTTP}
 	p.meters[cfg.ID] = power.NewMeter(profile, time.Now())
 	if cfg.Controller != nil {
 		c := *cfg.Controller
@@ -508,22 +515,43 @@ func (p *Cycle) MaySleep(id string) error {
 		}
 		return dir.State(other).Readable()
 	}
-	r, err := p.parts.Ring.Ring()
+	r, demands, err := p.demands()
 	if err != nil {
 		return err
 	}
-	decls := p.levelDeclarations()
-	for _, ks := range p.parts.Keyspaces.List() {
-		if ks.Erasure.Enabled() {
-			continue
-		}
-		sets := r.Placement(ks.Strategy()).Sets()
-		if short, ok := power.ShortOfAwake(sets, power.LevelsFor(decls, ks.Name), self.ID, awake); ok {
-			short.Keyspace, short.Range = ks.Name, r.Ranges()[short.Index]
+	for _, d := range demands {
+		if short, ok := power.ShortOfAwake(d.Sets, d.Levels, self.ID, awake); ok {
+			short.Keyspace, short.Range = d.keyspace, r.Ranges()[short.Index]
 			return &power.SleepRefused{Node: self.ID, Shortfall: short}
 		}
 	}
 	return nil
+}
+
+// keyspaceDemand is one keyspace's ranges and the levels it is used at.
+type keyspaceDemand struct {
+	keyspace string
+	power.Demand
+}
+
+// demands returns the current ring and, for every replicated keyspace, its replica sets
+// on it and the levels every member's declaration together uses it at: what the level
+// rule checks. Erasure-coded keyspaces are left out: their chunks are read from any K of
+// M holders.
+func (p *Cycle) demands() (*ring.Ring, []keyspaceDemand, error) {
+	r, err := p.parts.Ring.Ring()
+	if err != nil {
+		return nil, nil, err
+	}
+	decls := p.levelDeclarations()
+	var out []keyspaceDemand
+	for _, ks := range p.parts.Keyspaces.List() {
+		if ks.Erasure.Enabled() {
+			continue
+		}
+		out = append(out, keyspaceDemand{ks.Name, power.Demand{Sets: r.Placement(ks.Strategy()).Sets(), Levels: power.LevelsFor(decls, ks.Name)}})
+	}
+	return r, out, nil
 }
 
 // levelDeclarations returns the levels this node declares (Config.Levels) and those every
@@ -638,19 +666,28 @@ func (p *Cycle) SetPower(ctx context.Context, id, action string) (power.State, e
 	if addr == "" {
 		return 0, fmt.Errorf("node %s serves no HTTP admin port (--http), through which it is woken", id)
 	}
+	if err := p.postWake(ctx, id, addr); err != nil {
+		return 0, err
+	}
+	return power.Active, nil
+}
+
+// postWakeHTTP wakes node id through its HTTP admin address: POST /power/wake, which
+// returns once the node is active.
+func postWakeHTTP(ctx context.Context, id, addr string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/power/wake", nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("wake %s through %s: %w", id, addr, err)
+		return fmt.Errorf("wake %s through %s: %w", id, addr, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("wake %s through %s: %s", id, addr, resp.Status)
+		return fmt.Errorf("wake %s through %s: %s", id, addr, resp.Status)
 	}
-	return power.Active, nil
+	return nil
 }
 
 // ServeWake serves POST /power/wake on the HTTP admin port.
