@@ -80,17 +80,34 @@ func (c *Changer) RemoveNode(ctx context.Context, id string) (MoveStats, error) 
 // back up: a removal streams from the other replicas only while the node is dead, and
 // one that came back is a member again (its newer generation outranks the removal).
 func (c *Changer) whileDown(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	return c.until(ctx, id, true, fmt.Errorf("%w: node %s is up again; decommission it instead", ErrBadMove, id))
+}
+
+// whileUp returns a context that ends, with errGainerDown as its cause, once gossip holds
+// node id down: a call to a node that died, or that a partition cut off, would else wait
+// for ever for an answer that was lost with the request.
+func (c *Changer) whileUp(ctx context.Context, id string) (context.Context, context.CancelFunc) {
+	return c.until(ctx, id, false, fmt.Errorf("%w: node %s", errGainerDown, id))
+}
+
+// until returns a context that ends with cause once gossip's verdict on whether node id
+// is reachable is reachable, checked each gossip round.
+func (c *Changer) until(ctx context.Context, id string, reachable bool, cause error) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		for ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
-			if c.parts.Directory.State(id).Reachable() {
-				cancel(fmt.Errorf("%w: node %s is up again; decommission it instead", ErrBadMove, id))
+			if c.parts.Directory.State(id).Reachable() == reachable {
+				cancel(cause)
 				return
 			}
 		}
 	}()
 	return ctx, func() { cancel(nil) }
 }
+
+// errGainerDown ends one request to stream: gossip holds the gainer down. The request is
+// made again once it is back.
+var errGainerDown = errors.New("the gainer is down")
 
 // streamGains waits for the cluster to learn that moving is leaving, then asks every node
 // that gains one of its ranges to pull them, and waits for all.
@@ -143,7 +160,10 @@ func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) 
 	return st, errors.Join(errs...)
 }
 
-// askToStream has node id pull its gains, retrying while it has not learned the move yet.
+// askToStream has node id pull its gains, retrying while it has not learned the move
+// yet, or is down: a request is made only while gossip holds the gainer up, and given up
+// once it does not (whileUp), so that a gainer that died or was cut off holds the move
+// only until it is back.
 func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats, error) {
 	for {
 		var raw []byte
@@ -153,7 +173,7 @@ func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats
 		} else if node, ok := c.parts.Directory.Node(id); !ok {
 			return Stats{}, fmt.Errorf("node %s is not in the directory", id)
 		} else {
-			raw, err = c.parts.Peers.StreamGains(ctx, node, req)
+			raw, err = c.callGainer(ctx, node, req)
 		}
 		if err == nil {
 			var resp kurav1.StreamGainsResponse
@@ -167,6 +187,20 @@ func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats
 			return Stats{}, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		}
 	}
+}
+
+// callGainer makes one request to node to pull its gains.
+func (c *Changer) callGainer(ctx context.Context, node cluster.Node, req []byte) ([]byte, error) {
+	if !c.parts.Directory.State(node.ID).Reachable() {
+		return nil, fmt.Errorf("%w: node %s", errGainerDown, node.ID)
+	}
+	attempt, stop := c.whileUp(ctx, node.ID)
+	defer stop()
+	raw, err := c.parts.Peers.StreamGains(attempt, node, req)
+	if cause := context.Cause(attempt); err != nil && errors.Is(cause, errGainerDown) {
+		err = cause
+	}
+	return raw, err
 }
 
 // HandleStreamGains answers another node's request to stream (Peers.StreamGains): it

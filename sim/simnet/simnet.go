@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -269,14 +270,16 @@ func (e *Endpoint) Call(ctx context.Context, to transport.Peer, kind transport.K
 	n.outbox = append(n.outbox, m)
 	n.poke()
 	n.mu.Unlock()
-	if hasDeadline {
-		r := <-ch // the driver answers by the deadline at the latest
-		return r.payload, r.err
-	}
 	select {
 	case r := <-ch:
 		return r.payload, r.err
 	case <-ctx.Done():
+		if hasDeadline && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r := <-ch // the driver answers by the deadline, in the order of the requests
+			return r.payload, r.err
+		}
+		// Cancelled before its deadline, as a caller that gave up on a peer cancels a
+		// real call: it ends now.
 		n.mu.Lock()
 		delete(n.calls, id)
 		n.mu.Unlock()
