@@ -21,27 +21,47 @@ func TestExplore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := from; seed <= to; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			synctest.Test(t, func(t *testing.T) {
-				s := Generate(seed)
-				res := Run(s)
-				if len(res.Violations) == 0 {
-					return
-				}
-				if key := os.Getenv("KURA_EXPLORE_KEY"); key != "" {
-					for _, e := range res.Events {
-						if e.Key == key {
-							t.Logf("%v %s op=%d c=%d node=%s %s %q found=%v ts=%d %s", e.Time.Sub(res.Events[0].Time), e.Type, e.Op, e.Client, e.Node, e.F, e.Value, e.Found, e.Timestamp, e.Error)
-						}
+		explore(t, seed)
+	}
+}
+
+// fixedSeeds failed once, beyond the seeds CI runs, and were fixed: 2191 (a removal
+// asked a gainer cut off by a DC partition to stream, and waited for it for ever) and
+// 2742 (a decommission asked a dead gainer to stream, and never finished after it came
+// back). Each is run again here.
+var fixedSeeds = []uint64{2191, 2742}
+
+// TestExploreFixedSeeds runs the seeds of defects found and fixed, so that they stay
+// fixed.
+func TestExploreFixedSeeds(t *testing.T) {
+	for _, seed := range fixedSeeds {
+		explore(t, seed)
+	}
+}
+
+// explore runs one seed as a subtest, in parallel with the others, and fails it with the
+// schedule, the violations, the log and the nodes' warnings when it breaks a promise.
+func explore(t *testing.T, seed uint64) {
+	t.Run(fmt.Sprint(seed), func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s := Generate(seed)
+			res := Run(s)
+			if len(res.Violations) == 0 {
+				return
+			}
+			if key := os.Getenv("KURA_EXPLORE_KEY"); key != "" {
+				for _, e := range res.Events {
+					if e.Key == key {
+						t.Logf("%v %s op=%d c=%d node=%s %s %q found=%v ts=%d %s", e.Time.Sub(res.Events[0].Time), e.Type, e.Op, e.Client, e.Node, e.F, e.Value, e.Found, e.Timestamp, e.Error)
 					}
 				}
-				var why []string
-				for _, v := range res.Violations {
-					why = append(why, v.Check+": "+v.Reason)
-				}
-				t.Errorf("%s\nviolations:\n  %s\nlog:\n  %s\nnodes' warnings:\n%s", s, strings.Join(why, "\n  "), strings.Join(res.Log, "\n  "), res.NodeLog)
-			})
+			}
+			var why []string
+			for _, v := range res.Violations {
+				why = append(why, v.Check+": "+v.Reason)
+			}
+			t.Errorf("%s\nviolations:\n  %s\nlog:\n  %s\nnodes' warnings:\n%s", s, strings.Join(why, "\n  "), strings.Join(res.Log, "\n  "), res.NodeLog)
 		})
-	}
+	})
 }
