@@ -55,7 +55,7 @@ const (
 // Run executes a schedule on a fresh simulated cluster and checks it. Call it inside a
 // synctest bubble.
 func Run(s Schedule) Result {
-	r := &runner{s: s, res: Result{Schedule: s}, rec: nemesis.NewRecorder(nil), commands: map[string]*command{}, begin: time.Now()}
+	r := &runner{s: s, res: Result{Schedule: s}, rec: nemesis.NewRecorder(nil), commands: map[string]*command{}, revived: map[string]bool{}, begin: time.Now()}
 	r.run()
 	return r.res
 }
@@ -74,6 +74,7 @@ type runner struct {
 	opID     int64
 	commands map[string]*command // operator commands by description
 	wiped    []string            // faults open until the end: a wiped disk
+	revived  map[string]bool     // nodes heal started again
 }
 
 // command is an operator command running in the background.
@@ -368,6 +369,7 @@ func (r *runner) heal() {
 			r.logf("heal: restart %s: %v", id, err)
 			continue
 		}
+		r.revived[id] = true
 		r.logf("heal: restarted %s", id)
 	}
 	r.logf("healed")
@@ -489,6 +491,7 @@ func (r *runner) startedSpecs() []lifecycle.NodeSpec {
 
 // checkLiveness: every ring change ended (done, or refused with a reason), every running
 // node sees every other as it is, and each is normal: no join, leave or rebuild is stuck.
+// A replacement still booting after heal restarted its target is refusing, as it must.
 func (r *runner) checkLiveness() {
 	r.mu.Lock()
 	names := make([]string, 0, len(r.commands))
@@ -510,7 +513,14 @@ func (r *runner) checkLiveness() {
 		if err != nil {
 			continue
 		}
-		if st := run.Self().Status; st != cluster.StatusNormal && r.plannedMember(id) {
+		st := run.Self().Status
+		if spec, _ := r.c.Spec(id); st == cluster.StatusBooting && r.revived[spec.Replace] {
+			// Heal brought back the node it was to replace, which no stuck replacement
+			// may take over: refusing is the expected outcome.
+			r.logf("%s refuses to replace %s, which heal restarted", id, spec.Replace)
+			continue
+		}
+		if st != cluster.StatusNormal && r.plannedMember(id) {
 			r.violate("liveness", "%s is %s after healing and %v", id, st, r.s.Settle)
 		}
 	}

@@ -195,7 +195,107 @@ func Generate(seed uint64) Schedule {
 		}
 	}
 	slices.SortStableFunc(s.Actions, func(a, b Action) int { return int(a.Steps[0].At - b.Steps[0].At) })
+	s.steadySeeds()
 	return s
+}
+
+// learnWindow is how long a new node needs its seed: to reach it and learn the cluster
+// from it, after which gossip with the others keeps it informed.
+const learnWindow = 5 * time.Second
+
+// steadySeeds gives every node an action starts a seed that joined at least learnWindow
+// before and stays up and a member until learnWindow after. Actions are drawn in no
+// order of time, so the seed the plan chose may be down or gone by then: a new node with
+// an empty disk that reaches none of its seeds learns nobody and rightly stays booting,
+// which is the schedule's fault, not the node's. Such a start gets the first steady node
+// instead, as an operator would name one that is up; when none is steady it keeps its
+// seed, and the run falls back on a running node when it starts (runner.withLiveSeed).
+func (s *Schedule) steadySeeds() {
+	downs := s.downs()
+	joined := map[string]time.Duration{} // when each node can serve as a seed
+	for _, n := range s.Nodes {
+		joined[n.ID] = 0
+	}
+	for _, st := range s.steps() {
+		if st.Do == "start" {
+			joined[st.Spec.ID] = st.At + learnWindow
+		}
+	}
+	steady := func(id string, at time.Duration) bool {
+		from, ok := joined[id]
+		if !ok || from > at {
+			return false
+		}
+		for _, d := range downs[id] {
+			if d.from < at+learnWindow && d.until > at {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range s.Actions {
+		steps := slices.Clone(s.Actions[i].Steps)
+		for j, st := range steps {
+			if st.Do != "start" || slices.ContainsFunc(st.Spec.Seeds, func(id string) bool { return steady(id, st.At) }) {
+				continue
+			}
+			for _, n := range s.nodeIDs() {
+				if n != st.Spec.ID && steady(n, st.At) {
+					steps[j].Spec.Seeds = []string{n}
+					break
+				}
+			}
+		}
+		s.Actions[i].Steps = steps
+	}
+}
+
+// down is a time a node is not up, or not a member: from until until (for ever when it
+// never comes back).
+type down struct{ from, until time.Duration }
+
+// downs returns, by node, the times the schedule takes it down: a kill or stop until the
+// restart of the same action, a decommission, a removal or a replacement for good.
+func (s Schedule) downs() map[string][]down {
+	const forever = time.Duration(1<<63 - 1)
+	out := map[string][]down{}
+	for _, a := range s.Actions {
+		for i, st := range a.Steps {
+			switch {
+			case st.Do == "kill" || st.Do == "stop":
+				d := down{from: st.At, until: forever}
+				for _, later := range a.Steps[i+1:] {
+					if later.Do == "restart" && later.Node == st.Node {
+						d.until = later.At
+						break
+					}
+				}
+				out[st.Node] = append(out[st.Node], d)
+			case st.Do == "decommission":
+				out[st.Node] = append(out[st.Node], down{from: st.At, until: forever})
+			case st.Do == "remove":
+				out[st.Target] = append(out[st.Target], down{from: st.At, until: forever})
+			case st.Do == "start" && st.Spec.Replace != "":
+				out[st.Spec.Replace] = append(out[st.Spec.Replace], down{from: st.At, until: forever})
+			}
+		}
+	}
+	return out
+}
+
+// nodeIDs returns every node the schedule starts, first nodes first, then in the order
+// of their start.
+func (s Schedule) nodeIDs() []string {
+	var out []string
+	for _, n := range s.Nodes {
+		out = append(out, n.ID)
+	}
+	for _, st := range s.steps() {
+		if st.Do == "start" {
+			out = append(out, st.Spec.ID)
+		}
+	}
+	return out
 }
 
 func (p *plan) newID(dc string) string {
