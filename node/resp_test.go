@@ -406,15 +406,7 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 	nodes := startFrontEndCluster(t, "simple=2", "dc1", "dc1", "dc1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	clients := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		// Writes of a pipeline run one after the other: a long one on a busy machine
-		// outlasts go-redis's default read timeout. QUORUM (both replicas of simple=2):
-		// at ONE a scan may ask a replica the write has not reached yet.
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second,
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err() }})
-		defer clients[i].Close()
-	}
+	clients := quorumClients(t, nodes)
 	const deleted, batch = 3000, 500
 	for _, write := range []func(redis.Pipeliner, string){
 		func(p redis.Pipeliner, k string) { p.Set(ctx, k, "x", 0) },
@@ -466,13 +458,7 @@ func TestRedisScanOverHashTags(t *testing.T) {
 	nodes := startFrontEndCluster(t, "simple=2", "dc1", "dc1", "dc1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	clients := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		// QUORUM (both replicas of simple=2), so that a scan at any node sees every write.
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second,
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err() }})
-		defer clients[i].Close()
-	}
+	clients := quorumClients(t, nodes)
 	if info, err := clients[0].Info(ctx, "keyspace").Result(); err != nil || !strings.Contains(info, "default:replication=simple=2,partitioner=grouped") {
 		t.Fatalf("INFO keyspace = %q, %v; want the default keyspace grouped", info, err)
 	}
@@ -625,4 +611,18 @@ func scanEachOnce(t *testing.T, clients []*redis.Client, count int64, callsMax i
 			t.Errorf("SCAN returned %q %d times", k, n)
 		}
 	}
+}
+
+// quorumClients returns a Redis client of each node, at QUORUM (both replicas of
+// simple=2: at ONE a scan may ask a replica a write has not reached yet), with a read
+// timeout long enough for a long pipeline of writes on a busy machine.
+func quorumClients(t *testing.T, nodes []*Node) []*redis.Client {
+	t.Helper()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), ReadTimeout: 20 * time.Second,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "KURA.CONSISTENCY", "QUORUM").Err() }})
+		t.Cleanup(func() { clients[i].Close() })
+	}
+	return clients
 }
