@@ -387,6 +387,16 @@ type Power struct {
 // Equal reports whether two power entries are identical.
 func (p Power) Equal(o Power) bool { return p.State == o.State && slices.Equal(p.Holders, o.Holders) }
 
+// Alive reports gossip's verdict on whether id is alive, whatever its ring status: a
+// booting node, which State holds down since it serves nothing, is alive while it
+// gossips. The ring's life cycle asks it of nodes that wait to join.
+func (d *Directory) Alive(id string) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	_, ok := d.nodes[id]
+	return ok && d.states[id] == StateUp
+}
+
 // Power reports a node's power cycle entry.
 func (d *Directory) Power(id string) Power {
 	d.mu.RLock()

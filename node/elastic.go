@@ -45,6 +45,8 @@ func (p ringParts) Gain(ctx context.Context, exclude string) (ringchange.Stats, 
 	return ringchange.Stats(st), err
 }
 
+func (p ringParts) WaitingFor() []string { return p.n.streamer.WaitingFor() }
+
 func (p ringParts) Gainers() ([]string, error) {
 	var ids []string
 	for _, ks := range p.n.catalog.List() {

@@ -25,14 +25,14 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/schema"
 )
 
-// View is the cluster as this node sees it; cluster.View is one.
+// View is the cluster as this node sees it; *cluster.Directory is one.
 type View interface {
-	Nodes() []cluster.Node
+	ringchange.View
 	Node(id string) (cluster.Node, bool)
-	State(id string) cluster.State
 }
 
 // Catalog holds this node's keyspace definitions; *schema.Catalog is one.

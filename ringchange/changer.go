@@ -112,6 +112,9 @@ type Streamer interface {
 	// Gain pulls every range this node gains on the ring as it changes now (all it
 	// holds, when rebuilding), never from node exclude.
 	Gain(ctx context.Context, exclude string) (Stats, error)
+	// WaitingFor names the holders that a range being pulled now waits for (down, and
+	// needed); empty while none waits.
+	WaitingFor() []string
 }
 
 // Moves tells who takes part in the ring change in progress.

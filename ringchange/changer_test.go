@@ -32,6 +32,8 @@ func (p *parts) PullRing(context.Context, cluster.Node) ([]byte, error) {
 func (p *parts) StreamGains(context.Context, cluster.Node, []byte) ([]byte, error) {
 	return nil, context.DeadlineExceeded
 }
+func (p *parts) WaitingFor() []string { return nil }
+
 func (p *parts) Gain(_ context.Context, exclude string) (Stats, error) {
 	p.excluded = append(p.excluded, exclude)
 	return Stats{Ranges: 2, Records: 3, Bytes: 40, BytesCrossDC: 5}, nil

@@ -84,13 +84,13 @@ func (c *Changer) Join(ctx context.Context) {
 			// other, which goes first by id, would wait for it to yield for ever.
 			c.SetStatus(cluster.StatusBooting, tokens)
 		}
-		if !c.awaitNoMoves(ctx) || yielded && !c.awaitTurn(ctx) {
+		if !c.awaitReplacements(ctx) || !c.awaitNoMoves(ctx) || yielded && !c.awaitTurn(ctx) {
 			return
 		}
 		c.SetStatus(cluster.StatusJoining, tokens)
 		normal, err := c.gainThenNormal(ctx, "joined", c.cfg.Replace)
-		if errors.Is(err, ErrOverlap) {
-			c.log.Warn("another node started a ring change at the same time: this join waits for it, then starts again", "err", err)
+		if errors.Is(err, ErrOverlap) || errors.Is(err, ErrYield) {
+			c.log.Warn("this join gives way to another ring change: it waits for it, then starts again", "err", err)
 			c.SetStatus(cluster.StatusBooting, tokens)
 			yielded = true
 			continue
@@ -138,7 +138,7 @@ func (c *Changer) firstOfNewCluster() bool {
 // it pulls no keyspace from its peers, so it serves nothing of theirs from an empty disk;
 // the peers themselves read nothing from it meanwhile (KeyNewData).
 func (c *Changer) checkMembership(ctx context.Context) {
-	self, known, _, err := c.pullRingFromAMember(ctx)
+	self, known, _, err := c.pullRingFromAMember(ctx, true)
 	if err != nil {
 		return
 	}
@@ -222,7 +222,10 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 		}
 	}
 	start := time.Now()
-	st, err := c.parts.Streamer.Gain(ctx, exclude)
+	st, err := c.gain(ctx, self.Status, exclude)
+	if errors.Is(err, ErrYield) {
+		return false, err
+	}
 	if err != nil {
 		c.log.Error("streaming stopped; it resumes at the next start", "status", dir.Self().Status, "err", err)
 		return false, err
@@ -231,6 +234,56 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 	c.markDataComplete()
 	c.SetStatus(cluster.StatusNormal, dir.Self().Tokens)
 	return true, nil
+}
+
+// gain pulls the ranges the node gains. A join (not a replacement, nor a rebuild, which
+// holds its ranges already) that waits for a dead holder gives way, with ErrYield, to a
+// node waiting to replace that holder (YieldTo), checked each gossip round: the
+// replacement waits for no move to be in progress, so it would otherwise wait for this
+// join, which waits for it.
+func (c *Changer) gain(ctx context.Context, status cluster.Status, exclude string) (Stats, error) {
+	if status != cluster.StatusJoining || c.cfg.Replace != "" {
+		return c.parts.Streamer.Gain(ctx, exclude)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		for ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
+			if err := YieldTo(c.parts.Directory, c.parts.Streamer.WaitingFor()); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+	st, err := c.parts.Streamer.Gain(ctx, exclude)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrYield) {
+		return st, cause
+	}
+	return st, err
+}
+
+// awaitReplacements holds a join (not a replacement) while a node waits to replace a
+// dead one: replacements, which bring a dead node's copies back, go first, and a join
+// that would need the dead node's copies would wait for them (YieldTo). It says once why
+// it waits, and reports false when ctx ends first.
+func (c *Changer) awaitReplacements(ctx context.Context) bool {
+	if c.cfg.Replace != "" {
+		return true
+	}
+	said := false
+	for {
+		id, dead := WaitingReplacement(c.parts.Directory, nil)
+		if id == "" {
+			return true
+		}
+		if !said {
+			c.log.Warn("waiting to join until a replacement completes", "node", id, "replaces", dead)
+			said = true
+		}
+		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
+			return false
+		}
+	}
 }
 
 // awaitTurn spaces out joiners that yielded together, so that they do not announce
@@ -283,7 +336,7 @@ func (c *Changer) waitForRing(ctx context.Context) error {
 	if dir.Trusted() {
 		return nil
 	}
-	self, known, from, err := c.pullRingFromAMember(ctx)
+	self, known, from, err := c.pullRingFromAMember(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -297,8 +350,12 @@ func (c *Changer) waitForRing(ctx context.Context) error {
 
 // pullRingFromAMember pulls the ring from the first member gossip finds up that answers,
 // trying again each gossip round until one does or ctx ends. It returns that member's
-// entry for this node, if it has one (pullRing), and the member's id.
-func (c *Changer) pullRingFromAMember(ctx context.Context) (self cluster.RingEntry, known bool, from string, err error) {
+// entry for this node, if it has one (pullRing), and the member's id. With settled, only
+// a member whose own ring status is normal or leaving counts: a node asking whether it
+// was a member must not take the word of one that is itself joining or rebuilding,
+// which may have learned its whole ring, this node's entry included, from this very
+// node (two nodes wiped at once, the second seeded with the first).
+func (c *Changer) pullRingFromAMember(ctx context.Context, settled bool) (self cluster.RingEntry, known bool, from string, err error) {
 	dir := c.parts.Directory
 	for {
 		for _, other := range dir.Nodes() {
@@ -309,6 +366,12 @@ func (c *Changer) pullRingFromAMember(ctx context.Context) (self cluster.RingEnt
 			if err != nil {
 				c.log.Debug("pull the ring", "peer", other.ID, "err", err)
 				continue
+			}
+			if settled {
+				if now, ok := dir.Node(other.ID); !ok || now.Status != cluster.StatusNormal && now.Status != cluster.StatusLeaving {
+					c.log.Debug("a member that is not settled cannot say whether this node was a member", "peer", other.ID, "status", now.Status)
+					continue
+				}
 			}
 			return self, known, other.ID, nil
 		}

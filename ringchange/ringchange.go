@@ -24,11 +24,13 @@ import (
 	"github.com/kuradb/kura/cluster"
 )
 
-// View is what the rules read: every node the directory holds, and whether gossip holds
-// each reachable. cluster.View is one.
+// View is what the rules read: every node the directory holds, what gossip holds each
+// doing (State), and whether gossip holds it alive whatever its ring status (Alive: a
+// booting node is alive, though State holds it down). *cluster.Directory is one.
 type View interface {
 	Nodes() []cluster.Node
 	State(id string) cluster.State
+	Alive(id string) bool
 }
 
 // Sentinel errors.
@@ -38,6 +40,9 @@ var (
 	ErrBadMove = errors.New("invalid ring change")
 	// ErrOverlap: another change was announced at the same time, and goes first.
 	ErrOverlap = errors.New("overlapping ring change")
+	// ErrYield: a join waits for a dead holder that another node is waiting to replace;
+	// the join gives way to the replacement, which is what ends its wait.
+	ErrYield = errors.New("the join gives way to a replacement")
 )
 
 // moving reports whether a node's status is a range movement in progress.
@@ -83,11 +88,48 @@ func Overlap(v View, mover, self string) error {
 func Ahead(v View, self string) int {
 	ahead := 0
 	for _, other := range v.Nodes() {
-		if other.ID < self && other.Status == cluster.StatusBooting && v.State(other.ID).Reachable() {
+		if other.ID < self && other.Status == cluster.StatusBooting && v.Alive(other.ID) {
 			ahead++
 		}
 	}
 	return ahead
+}
+
+// YieldTo decides whether a join that waits for holders to stream from (waitingFor:
+// holders down, without which too few could serve a range it gains) gives way: it does
+// when an alive node waits to replace one of them. The replacement then goes first (it
+// brings the dead holder's copies back, from the other replicas), and the join starts
+// again after it; otherwise each would wait for the other for ever. A join that waits
+// for holders nobody replaces waits on: an operator brings them back, or replaces or
+// removes them.
+func YieldTo(v View, waitingFor []string) error {
+	if len(waitingFor) == 0 {
+		return nil
+	}
+	if id, dead := WaitingReplacement(v, waitingFor); id != "" {
+		return fmt.Errorf("%w: node %s waits to replace %s, which is down and holds ranges this join streams", ErrYield, id, dead)
+	}
+	return nil
+}
+
+// WaitingReplacement returns an alive booting node that waits to replace a node that is
+// down and on the ring, and that node, or "" for none; with of not empty, only a
+// replacement of one of the nodes it names. Joins let such replacements go first.
+func WaitingReplacement(v View, of []string) (id, dead string) {
+	for _, n := range v.Nodes() {
+		if n.Status != cluster.StatusBooting || n.Replaces == "" || !v.Alive(n.ID) || v.Alive(n.Replaces) {
+			continue
+		}
+		if len(of) > 0 && !slices.Contains(of, n.Replaces) {
+			continue
+		}
+		for _, d := range v.Nodes() {
+			if d.ID == n.Replaces && d.Status.OnRing() {
+				return n.ID, d.ID
+			}
+		}
+	}
+	return "", ""
 }
 
 // Removal says how node id may be removed by self: Abort for a dead joiner (it owned
@@ -121,6 +163,14 @@ func Removal(v View, self, id string) (Kind, error) {
 		return Abort, nil
 	}
 	if err := NoMoves(v, id); err != nil {
+		for _, other := range v.Nodes() {
+			if other.Status == cluster.StatusJoining && other.ID != id && v.State(other.ID).Reachable() {
+				// The join may be waiting for the very node to remove; a replacement it
+				// gives way to (YieldTo), a removal it cannot know of.
+				return 0, fmt.Errorf("%w; if that join waits for %s (its log says waiting_for), replace %s instead (kura server --replace %s): a join gives way to a replacement",
+					err, id, id, id)
+			}
+		}
 		return 0, err
 	}
 	return Stream, nil

@@ -20,11 +20,12 @@ func ringOf(up []string, entries ...string) view {
 	}
 	for _, e := range entries {
 		id, status, _ := strings.Cut(e, ":")
+		status, replaces, _ := strings.Cut(status, ">")
 		st, err := cluster.ParseStatus(status)
 		if err != nil {
 			panic(err)
 		}
-		v.Members = append(v.Members, cluster.Node{ID: id, Status: st})
+		v.Members = append(v.Members, cluster.Node{ID: id, Status: st, Replaces: replaces})
 	}
 	return v
 }
@@ -86,6 +87,38 @@ func TestAhead(t *testing.T) {
 	}
 }
 
+func TestYieldTo(t *testing.T) {
+	tests := []struct {
+		name       string
+		v          view
+		waitingFor []string
+		want       string // the error's text, "" for none
+	}{
+		{"a replacement of the dead holder waits: yield",
+			ringOf([]string{"n2", "n6", "n7"}, "n1:normal", "n2:normal", "n6:joining", "n7:booting>n1"), []string{"n1"},
+			"the join gives way to a replacement: node n7 waits to replace n1, which is down and holds ranges this join streams"},
+		{"waiting for nobody: go on",
+			ringOf([]string{"n2", "n6", "n7"}, "n1:normal", "n2:normal", "n6:joining", "n7:booting>n1"), nil, ""},
+		{"a replacement of another node: go on",
+			ringOf([]string{"n6", "n7"}, "n1:normal", "n2:normal", "n6:joining", "n7:booting>n2"), []string{"n1"}, ""},
+		{"the replacer is down: go on",
+			ringOf([]string{"n2", "n6"}, "n1:normal", "n2:normal", "n6:joining", "n7:booting>n1"), []string{"n1"}, ""},
+		{"the replaced node is up again: go on",
+			ringOf([]string{"n1", "n2", "n6", "n7"}, "n1:normal", "n2:normal", "n6:joining", "n7:booting>n1"), []string{"n1"}, ""},
+		{"the replacement already joins: go on, Overlap decides",
+			ringOf([]string{"n2", "n6", "n7"}, "n1:normal", "n2:normal", "n6:joining", "n7:joining>n1"), []string{"n1"}, ""},
+		{"the replaced node is off the ring: go on",
+			ringOf([]string{"n2", "n6", "n7"}, "n1:removed", "n2:normal", "n6:joining", "n7:booting>n1"), []string{"n1"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errText(YieldTo(tt.v, tt.waitingFor)); got != tt.want {
+				t.Errorf("YieldTo(%v) = %q, want %q", tt.waitingFor, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestRemoval(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -105,7 +138,9 @@ func TestRemoval(t *testing.T) {
 		{"unknown", ringOf([]string{"a"}, "a:normal"), "a", "z", 0, "invalid ring change: node z is not in the cluster"},
 		{"already removed", ringOf([]string{"a"}, "a:normal", "b:removed"), "a", "b", 0, "invalid ring change: node b is removed, not on the ring"},
 		{"a dead node while another joins: wait", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:joining"), "a", "b", 0,
-			"invalid ring change: node c is joining; wait until it completes"},
+			"invalid ring change: node c is joining; wait until it completes; if that join waits for b (its log says waiting_for), replace b instead (kura server --replace b): a join gives way to a replacement"},
+		{"a dead node while another leaves: wait", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:leaving"), "a", "b", 0,
+			"invalid ring change: node c is leaving; wait until it completes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -98,6 +98,9 @@ type Stats struct {
 type Streamer struct {
 	cfg      Config
 	progress Progress
+	// waitingFor holds the holders a range waits for while too few others could serve
+	// it (WaitingFor); nil when no range waits.
+	waitingFor atomic.Pointer[[]string]
 }
 
 // New returns a node's streamer.
@@ -119,6 +122,16 @@ func New(cfg Config) *Streamer {
 
 // Progress returns the node's running counts, for status pages and metrics.
 func (s *Streamer) Progress() *Progress { return &s.progress }
+
+// WaitingFor returns the holders, sorted by id, that a range being pulled now waits for:
+// down, and needed since too few others could serve it. It is empty while no range
+// waits. The ring's life cycle reads it to let a replacement of such a holder go first.
+func (s *Streamer) WaitingFor() []string {
+	if ids := s.waitingFor.Load(); ids != nil {
+		return slices.Clone(*ids)
+	}
+	return nil
+}
 
 // Gain pulls every range this node gains in the moves in progress, in every keyspace,
 // and returns once all have arrived, each from a quorum of its holders (pullRange). A
@@ -268,6 +281,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		}
 		s.cfg.Logger.Warn("the holder handing a range over failed; pulling it from a quorum of its holders", "keyspace", ks.Name, "range", m.Range, "err", failed)
 	}
+	defer s.waitingFor.Store(nil)
 	for {
 		holders := s.refresh(m.Holders)
 		from, need, needHere := s.sources(holders, self, exclude)
@@ -311,7 +325,9 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		if !s.moveStands(ks, m) {
 			return total, errRingChanged
 		}
-		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "need_in_dc", needHere, "err", lastErr)
+		waiting := downHolders(holders, served, self.ID, exclude)
+		s.waitingFor.Store(&waiting)
+		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "need_in_dc", needHere, "waiting_for", waiting, "err", lastErr)
 		select {
 		case <-ctx.Done():
 			return total, fmt.Errorf("stream %s %v from %d of %d holders: %w (last: %v)", ks.Name, m.Range, len(served), need, ctx.Err(), lastErr)
@@ -328,6 +344,19 @@ func (s *Streamer) refresh(holders []placement.Member) []placement.Member {
 		out[i].State = s.cfg.View.State(out[i].ID)
 	}
 	return out
+}
+
+// downHolders returns the holders, sorted by id, that have not served the range and are
+// down (neither readable nor rebuilding), but for self and exclude.
+func downHolders(holders []placement.Member, served map[string]bool, self, exclude string) []string {
+	var ids []string
+	for _, h := range holders {
+		if !served[h.ID] && h.ID != self && h.ID != exclude && !h.State.Readable() && h.State != cluster.StateRebuilding {
+			ids = append(ids, h.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // servedFrom counts the holders (of dc, unless empty) that have served the range.

@@ -23,10 +23,26 @@ func (v View) Node(id string) (cluster.Node, bool) {
 	return cluster.Node{}, false
 }
 
-// State is up for the members in Up, down for the others.
+// Alive reports whether id is in Up.
+func (v View) Alive(id string) bool { return v.Up[id] }
+
+// State maps liveness and ring status as cluster.Directory does: a member in Up is
+// joining, leaving or rebuilding by its status, down when booting or off the ring, and up
+// otherwise; the others are down.
 func (v View) State(id string) cluster.State {
-	if v.Up[id] {
-		return cluster.StateUp
+	n, ok := v.Node(id)
+	if !ok || !v.Up[id] {
+		return cluster.StateDown
 	}
-	return cluster.StateDown
+	switch n.Status {
+	case cluster.StatusJoining:
+		return cluster.StateJoining
+	case cluster.StatusLeaving:
+		return cluster.StateLeaving
+	case cluster.StatusRebuilding:
+		return cluster.StateRebuilding
+	case cluster.StatusBooting, cluster.StatusLeft, cluster.StatusRemoved:
+		return cluster.StateDown
+	}
+	return cluster.StateUp
 }
