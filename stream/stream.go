@@ -27,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lograte"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
@@ -101,6 +102,9 @@ type Streamer struct {
 	// waitingFor holds the holders a range waits for while too few others could serve
 	// it (WaitingFor); nil when no range waits.
 	waitingFor atomic.Pointer[[]string]
+	// retries keeps a range that waits for its holders, retried every Retry, to a line
+	// per minute in the log while nothing changes.
+	retries *lograte.Limiter
 }
 
 // New returns a node's streamer.
@@ -117,7 +121,7 @@ func New(cfg Config) *Streamer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Streamer{cfg: cfg}
+	return &Streamer{cfg: cfg, retries: lograte.New(lograte.DefaultInterval)}
 }
 
 // Progress returns the node's running counts, for status pages and metrics.
@@ -327,7 +331,8 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 		}
 		waiting := downHolders(holders, served, self.ID, exclude)
 		s.waitingFor.Store(&waiting)
-		s.cfg.Logger.Warn("too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "need_in_dc", needHere, "waiting_for", waiting, "err", lastErr)
+		s.retries.Warn(s.cfg.Logger, fmt.Sprint(ks.Name, m.Range), fmt.Sprint(len(served), waiting),
+			"too few holders could stream a range; retrying", "keyspace", ks.Name, "range", m.Range, "served", len(served), "need", need, "need_in_dc", needHere, "waiting_for", waiting, "err", lastErr)
 		select {
 		case <-ctx.Done():
 			return total, fmt.Errorf("stream %s %v from %d of %d holders: %w (last: %v)", ks.Name, m.Range, len(served), need, ctx.Err(), lastErr)
