@@ -159,8 +159,8 @@ type latencyModelRow struct {
 	// P is kura's p derived from the placement; PaperP the paper's printed one (inserts).
 	P      float64  `json:"p"`
 	PaperP *float64 `json:"paper_p"`
-	// RoundTrips is how many times a request waits for the level's replies: 3 for a
-	// SERIAL insert (prepare, propose, commit), 1 otherwise.
+	// RoundTrips is how many times a request waits for the level's replies: 2 for a
+	// SERIAL insert (prepare, propose; the commit is not waited for), 1 otherwise.
 	RoundTrips int `json:"round_trips"`
 	// LatencyMsPredicted uses the calibrated t_proc and the measured round trips of the
 	// emulated links; LatencyMsNominal the same t_proc with the topology's nominal latency.

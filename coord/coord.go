@@ -149,6 +149,8 @@ type Coordinator struct {
 	log       *slog.Logger
 	// lwtKeys queues this coordinator's lightweight transactions per key.
 	lwtKeys keyQueue
+	// lwtCommits are the commits of its transactions' chosen proposals still on their way.
+	lwtCommits inflightCommits
 	// scans numbers this coordinator's scans (nextScanID).
 	scans atomic.Uint64
 	// scanRereads counts the scan rounds read again after a digest mismatch.

@@ -17,8 +17,9 @@ import (
 )
 
 // Lightweight transactions: a linearizable read-modify-write of one key, by Paxos among
-// the key's replicas as Cassandra's LWT (Paxos v1) runs it, with the read folded into the
-// prepare. A round that meets no other takes three round trips to a quorum of acceptors:
+// the key's replicas as Cassandra's LWT (Paxos v2) runs it, with the read folded into the
+// prepare and the commit not waited for. A round that meets no other takes two round
+// trips to a quorum of acceptors:
 //
 //   - prepare: each acceptor promises the ballot and answers with the proposal it
 //     accepted and did not see committed, its most recent commit, and its record of the
@@ -27,9 +28,13 @@ import (
 //     commit are sent it.
 //   - propose: fn computes the next record from the newest one the promises carried, and
 //     the acceptors accept it unless they promised a higher ballot since.
-//   - commit: every replica applies the record (last writer wins) and ends the round; the
-//     coordinator waits for QUORUM (SERIAL) or LOCAL_QUORUM (LOCAL_SERIAL) and hints the
-//     replicas that are down, as a write does.
+//   - once the requirement's acceptors accepted, the record is chosen and the client is
+//     answered; the commit follows in the background: every replica applies the record
+//     (last writer wins) and ends the round, the replicas that are down get a hint, as
+//     for a write. Until a quorum has it, a round that finds the proposal accepted and
+//     uncommitted completes it first, so nothing acknowledged is lost; this
+//     coordinator's own next round on the key counts it as arrived (paxos.Promise.Learn)
+//     instead of paying for that.
 //
 // A round refused for a higher ballot backs off for a random time below a ceiling that
 // doubles with each lost round, then tries again with a higher ballot. A proposal of its
@@ -46,7 +51,9 @@ type UpdateFunc func(current lww.Record, found bool) (next lww.Record, write boo
 
 // UpdateResult is what a lightweight transaction found and did.
 type UpdateResult struct {
-	// Applied is true when fn asked for a write and the write was chosen and committed.
+	// Applied is true when fn asked for a write and the write was chosen: every serial
+	// read sees it from then on, and plain reads once its commit, sent after, reached
+	// their replicas.
 	Applied bool
 	// Previous is the live record fn was given in the deciding round, PreviousFound
 	// whether there was one: the value the write replaced, or the one that made fn
@@ -153,25 +160,29 @@ type pendingProposal struct {
 	result   UpdateResult
 	// dead: known never to be committed.
 	dead bool
-	// chosen: known chosen, its commit short of the commit level with commitErr.
-	chosen    bool
-	commitErr error
 }
 
 // run runs rounds until one decides: with fn, the transaction; without, a serial read.
 func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
-	unlock, err := l.c.lwtKeys.lock(ctx, l.keyspace+"\x00"+string(l.key))
+	id := l.keyspace + "\x00" + string(l.key)
+	unlock, err := l.c.lwtKeys.lock(ctx, id)
 	if err != nil {
 		return UpdateResult{}, err
 	}
 	defer unlock()
 	// Its ballots stamp the records it commits: a cluster snapshot holds it as a write
-	// (writeGate). Entered with the key's lock held, so that a hold never waits for a
-	// transaction that waits for the lock.
+	// (writeGate) until its commit is answered, which a chosen write's commit, sent in the
+	// background, takes over. Entered with the key's lock held, so that a hold never
+	// waits for a transaction that waits for the lock.
 	if err := l.c.gate.enter(ctx); err != nil {
 		return UpdateResult{}, err
 	}
-	defer l.c.gate.exit()
+	committing := false
+	defer func() {
+		if !committing {
+			l.c.gate.exit()
+		}
+	}()
 	var pending []*pendingProposal
 	var above paxos.Ballot // the highest ballot that beat a round of this transaction
 	lost := 0              // rounds lost to other coordinators: the back-off grows with them
@@ -181,7 +192,7 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 		if err != nil {
 			return l.fail(pending, err)
 		}
-		pr, err := l.prepare(ctx, ballot)
+		pr, err := l.prepare(ctx, ballot, l.c.lwtCommits.get(id))
 		if err != nil {
 			return l.fail(pending, err)
 		}
@@ -200,17 +211,23 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 			}
 		}
 		if !s.InProgress.IsZero() {
-			mine := pendingWith(pending, s.InProgress.Origin)
-			outcome, promised, err := l.complete(ctx, ballot, s.InProgress)
-			switch {
-			case outcome == accepted && mine != nil && err == nil:
+			// Completed under this round's ballot, keeping its origin.
+			p := paxos.Proposal{Ballot: ballot, Origin: s.InProgress.Origin, Record: s.InProgress.Record}
+			outcome, promised, _ := l.propose(ctx, p)
+			if mine := pendingWith(pending, p.Origin); outcome == accepted && mine != nil {
+				committing = true
+				l.commitInBackground(ctx, id, p)
 				return mine.result, nil
-			case outcome == accepted && mine != nil:
-				mine.chosen, mine.commitErr = true, err
-				fallthrough
+			}
+			switch {
 			case outcome == accepted:
-				// This round's ballot is spent; the next one is this transaction's, or
-				// completes a commit that fell short.
+				// Another's: committed before this transaction goes on, so that its
+				// origin is on record (the rule Summary.Fate rests on). This round's
+				// ballot is spent; the next one is this transaction's, or completes a
+				// commit that fell short.
+				if err := l.commitRound(ctx, p); err != nil {
+					l.c.log.Debug("paxos commit of a completed proposal", "keyspace", l.keyspace, "err", err)
+				}
 				if ctx.Err() != nil {
 					return l.fail(pending, ctx.Err())
 				}
@@ -269,21 +286,11 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 		switch outcome {
 		case accepted:
 			// Chosen in a round that found every earlier proposal of this transaction
-			// open or lost: none of them can be committed now.
-			err := l.commitRound(ctx, p)
-			if err == nil {
-				return result, nil
-			}
-			// Its commit fell short: the next round finds it committed or in progress,
-			// and completes it.
-			for _, p := range pending {
-				p.dead = true
-			}
-			pending = append(pending, &pendingProposal{proposal: p, result: result, chosen: true, commitErr: err})
-			if ctx.Err() != nil {
-				return l.fail(pending, err)
-			}
-			continue
+			// open or lost: none of them can be committed now. The commit goes on
+			// without the client, holding the gate in its place.
+			committing = true
+			l.commitInBackground(ctx, id, p)
+			return result, nil
 		case refused:
 			above = paxos.Max(above, promised)
 		case uncertain:
@@ -304,16 +311,9 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 	return l.fail(pending, &ContentionError{Level: l.serial, Rounds: l.c.cfg.LWTRounds, Lost: lost})
 }
 
-// fail returns err: the commit's error when a proposal of this transaction was chosen
-// and its commit fell short (the write took effect, and is not yet on the commit
-// level's replicas), an UnknownOutcomeError when one may still be chosen (the caller
-// cannot know whether its write took effect).
+// fail returns err, or an UnknownOutcomeError when a proposal of this transaction may
+// still be chosen (the caller cannot know whether its write took effect).
 func (l *lwt) fail(pending []*pendingProposal, err error) (UpdateResult, error) {
-	for _, p := range pending {
-		if p.chosen {
-			return UpdateResult{}, p.commitErr
-		}
-	}
 	if live(pending) {
 		return UpdateResult{}, &UnknownOutcomeError{Level: l.serial, Cause: err}
 	}
@@ -425,8 +425,10 @@ type prepared struct {
 }
 
 // prepare asks every acceptor to promise ballot and waits for the requirement's
-// promises; the first refusal ends it, the round being lost.
-func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot) (prepared, error) {
+// promises; the first refusal ends it, the round being lost. committing is a proposal of
+// this coordinator chosen on the key whose commit is still on its way (zero: none): each
+// promise counts it as arrived.
+func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot, committing paxos.Proposal) (prepared, error) {
 	var out prepared
 	var promises []paxos.Promise
 	q := &quorum{self: l.c.view.Self().ID, groups: []*group{newGroup(l.required, l.targets())}, askAll: true,
@@ -451,7 +453,7 @@ func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot) (prepared, error
 		}
 		return promise, err
 	}, func(ts []target, p paxos.Promise) {
-		promises = append(promises, p)
+		promises = append(promises, p.Learn(committing))
 		out.from = append(out.from, ts[0].Member)
 	})
 	switch {
@@ -532,17 +534,6 @@ func (l *lwt) proposeTo(m placement.Member, p paxos.Proposal) (bool, paxos.Ballo
 	return r.Propose(ctx, l.keyspace, p)
 }
 
-// complete re-proposes a proposal found in progress under this round's ballot, keeping
-// its origin, and commits it once chosen.
-func (l *lwt) complete(ctx context.Context, ballot paxos.Ballot, inProgress paxos.Proposal) (proposed, paxos.Ballot, error) {
-	p := paxos.Proposal{Ballot: ballot, Origin: inProgress.Origin, Record: inProgress.Record}
-	outcome, promised, err := l.propose(ctx, p)
-	if outcome != accepted {
-		return outcome, promised, err
-	}
-	return accepted, paxos.Ballot{}, l.commitRound(ctx, p)
-}
-
 // commitRound sends the chosen proposal to every replica, as a write: those down get a
 // hint of its record. It waits for the commit level. A commit short of it leaves the
 // proposal chosen; the next round on the key completes it.
@@ -583,4 +574,56 @@ func (l *lwt) repairBehind(pr prepared) {
 		}(pr.from[i])
 	}
 	done.Wait()
+}
+
+// commitInBackground commits the chosen proposal p of the transaction on key id without
+// the client waiting: it is remembered as on its way (inflightCommits) until the commit
+// is answered, then the gate the transaction entered is left. A commit short of its level
+// leaves p chosen and accepted by a quorum: the next round on the key completes it.
+func (l *lwt) commitInBackground(ctx context.Context, id string, p paxos.Proposal) {
+	l.c.lwtCommits.add(id, p)
+	go func() {
+		defer l.c.gate.exit()
+		defer l.c.lwtCommits.done(id, p)
+		if err := l.commitRound(context.WithoutCancel(ctx), p); err != nil {
+			l.c.log.Debug("paxos commit", "keyspace", l.keyspace, "err", err)
+		}
+	}()
+}
+
+// inflightCommits are the proposals a coordinator's transactions got chosen whose
+// commits are still on their way, by key (keyspace, 0x00, key): at most one per key, the
+// transactions on a key running one at a time. Forgetting one is safe (the next round
+// completes the proposal or repairs the replicas behind on it); remembering it saves
+// those round trips. The zero value is empty and ready.
+type inflightCommits struct {
+	mu    sync.Mutex
+	byKey map[string]paxos.Proposal
+}
+
+// add remembers p as chosen on key, its commit on its way.
+func (f *inflightCommits) add(key string, p paxos.Proposal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byKey == nil {
+		f.byKey = map[string]paxos.Proposal{}
+	}
+	f.byKey[key] = p
+}
+
+// get returns the proposal on key whose commit is on its way, zero if none.
+func (f *inflightCommits) get(key string) paxos.Proposal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byKey[key]
+}
+
+// done forgets p once its commit was answered, unless a later proposal on key replaced
+// it.
+func (f *inflightCommits) done(key string, p paxos.Proposal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byKey[key].Ballot == p.Ballot {
+		delete(f.byKey, key)
+	}
 }

@@ -32,8 +32,8 @@ type Op int
 
 // The operations: a write goes to every replica and waits for the level's
 // acknowledgements; a read asks only the nearest replicas the level needs. At a serial
-// level a write is a lightweight transaction (compare-and-set: prepare, propose, commit)
-// and a read is a serial read (prepare).
+// level a write is a lightweight transaction (compare-and-set: prepare, propose; the
+// commit follows unawaited) and a read is a serial read (prepare).
 const (
 	Write Op = iota + 1
 	Read
@@ -139,8 +139,8 @@ type Prediction struct {
 	// slowest range's.
 	Latency, LatencyMax time.Duration
 	// RoundTrips is how many times the request waits for the level's replies: 1, or for a
-	// lightweight transaction 3 (prepare, which also reads; propose; commit), for a
-	// serial read 1 (prepare).
+	// lightweight transaction 2 (prepare, which also reads; propose: the commit is not
+	// waited for), for a serial read 1 (prepare).
 	RoundTrips int
 	// UnavailableShare is the share of the key space whose replicas can never meet the
 	// level (LOCAL_ONE with no local replica, TWO with one replica).
@@ -197,7 +197,7 @@ func (m *Model) Predict(coordinator string, s ring.Strategy, cl consistency.Leve
 	placement := m.ring.Placement(s)
 	pred := Prediction{Coordinator: self.ID, DC: self.DC, Op: op, Level: cl, Strategy: s, RoundTrips: 1}
 	if cl.IsSerial() && op == Write {
-		pred.RoundTrips = 3
+		pred.RoundTrips = 2
 	}
 	var availableShare, weightedNanos, remoteShare float64
 	for _, rg := range m.ring.Ranges() {
@@ -261,10 +261,10 @@ func (m *Model) predictRange(self ring.Member, replicas []ring.Member, cl consis
 // lightweight transaction that meets no other on its key: each phase is a request to
 // every acceptor (every replica for SERIAL, those of the coordinator's DC for
 // LOCAL_SERIAL) that waits for the level's quorum of them, and costs Processing besides.
-// A transaction is three phases, prepare (which also reads the key), propose and commit
-// (sent to every replica, awaiting QUORUM or LOCAL_QUORUM); a serial read is the
-// prepare alone. Cassandra's LWT reads in a separate round trip: four, and two for a
-// serial read.
+// A transaction waits for two phases, prepare (which also reads the key) and propose;
+// its commit, sent once the proposal is chosen, is not waited for; a serial read is the
+// prepare alone. Cassandra's Paxos v1 reads in a separate round trip and waits for the
+// commit: four, and two for a serial read.
 func (m *Model) predictSerial(self ring.Member, replicas []ring.Member, counts map[string]int, required consistency.Requirement,
 	cl consistency.Level, op Op, rp RangePrediction) RangePrediction {
 	acceptors := replicas
@@ -291,9 +291,7 @@ func (m *Model) predictSerial(self ring.Member, replicas []ring.Member, counts m
 	}
 	phases := []phase{{acceptors, required, m.frames.prepareRequest, m.frames.prepareResponse}}
 	if op == Write {
-		phases = append(phases,
-			phase{acceptors, required, m.frames.proposeRequest, m.frames.proposeResponse},
-			phase{replicas, cl.Commit().Require(counts, self.DC), m.frames.commitRequest, m.frames.commitResponse})
+		phases = append(phases, phase{acceptors, required, m.frames.proposeRequest, m.frames.proposeResponse})
 	}
 	seen := map[string]bool{}
 	for _, ph := range phases {
@@ -429,7 +427,7 @@ const sizingNode = "node-1"
 type frameSizes struct {
 	writeRequest, writeResponse, readRequest, readResponse int
 	// The phases of a lightweight transaction.
-	prepareRequest, prepareResponse, proposeRequest, proposeResponse, commitRequest, commitResponse int
+	prepareRequest, prepareResponse, proposeRequest, proposeResponse int
 }
 
 // newFrameSizes sizes the coordinator's messages exactly as it encodes them.
@@ -454,7 +452,5 @@ func newFrameSizes(p Params) frameSizes {
 		prepareResponse: frameHeaderBytes + proto.Size(&kurav1.PaxosPrepareResponse{Promised: true, Ballot: ballot, Commits: commits, Found: true, Record: record}),
 		proposeRequest:  frameHeaderBytes + proto.Size(&kurav1.PaxosProposeRequest{Keyspace: sizingKeyspace, Proposal: proposal}),
 		proposeResponse: frameHeaderBytes + proto.Size(&kurav1.PaxosProposeResponse{Accepted: true, Promised: ballot}),
-		commitRequest:   frameHeaderBytes + proto.Size(&kurav1.PaxosCommitRequest{Keyspace: sizingKeyspace, Proposal: proposal}),
-		commitResponse:  frameHeaderBytes, // an acknowledgement has no payload
 	}
 }

@@ -1,13 +1,16 @@
 // Package paxos owns the rules of kura's lightweight transactions: per-key Paxos among
-// the key's replicas, as Cassandra's LWT (Paxos v1) runs it. A round is a prepare
-// (promise a ballot; learn the proposal in progress, the recent commits and the
-// replica's data), a propose (accept a record under the ballot) and a commit (apply the
-// record, last writer wins, and end the instance).
+// the key's replicas, as Cassandra's LWT runs it. A round is a prepare (promise a
+// ballot; learn the proposal in progress, the recent commits and the replica's data), a
+// propose (accept a record under the ballot) and a commit (apply the record, last writer
+// wins, and end the instance). As in Cassandra's Paxos v2, the client is answered once a
+// quorum accepted: the commit follows without being waited for, and a round that finds
+// the proposal still accepted and uncommitted completes it before anything else.
 //
 // The package does no I/O. State is one key's acceptor state with its transitions, which
 // local.Local persists; Summarize folds a quorum's promises into what the coordinator
 // must do next (complete a proposal left in progress, repair replicas behind on the most
-// recent commit, or go on with its own), and Summary.Fate tells a coordinator whose
+// recent commit, or go on with its own), Promise.Learn lets a coordinator count a commit
+// of its own still on its way as arrived, and Summary.Fate tells a coordinator whose
 // proposal got no clear answer whether it was committed.
 package paxos
 
@@ -146,6 +149,26 @@ type Promise struct {
 	Found  bool
 }
 
+// Learn returns the answer the acceptor would have given had the commit of chosen
+// reached it before the prepare. A coordinator that saw chosen accepted by a quorum (so
+// chosen, whatever happens next) sends its commit without waiting for it; its next round
+// on the key may be answered before that commit arrives, and would otherwise find chosen
+// in progress and complete it again, or the replica behind, each costing round trips.
+// Commit and Prepare commute (the commit raises no promise above the prepare's, which is
+// higher), so this answer is the one the replica gives once the commit lands. A refusal
+// is returned as it is.
+func (p Promise) Learn(chosen Proposal) Promise {
+	if !p.Promised || chosen.IsZero() {
+		return p
+	}
+	s, _ := State{Accepted: p.Accepted, Commits: p.Commits}.Commit(chosen)
+	p.Accepted, p.Commits = s.Accepted, s.Commits
+	if !p.Found || lww.Newer(chosen.Record, p.Record) {
+		p.Record, p.Found = chosen.Record, true
+	}
+	return p
+}
+
 // Summary is what a quorum of promises says.
 type Summary struct {
 	// InProgress is the highest-ballot proposal accepted above the most recent commit,
@@ -222,7 +245,9 @@ const (
 // rule every coordinator keeps: a round proposes a value of its own only when every
 // replica that promised it has recorded the most recent commit (Behind is empty), so
 // every commit is in the history of a quorum before the next value is proposed, and any
-// quorum meets one replica that remembers it.
+// quorum meets one replica that remembers it. The one exception is a commit a
+// coordinator counts as arrived by Promise.Learn: its origin is a proposal that
+// coordinator saw chosen and answered for, which no round asks the fate of.
 func (s Summary) Fate(origin, ballot Ballot) Fate {
 	switch {
 	case s.origins[origin]:

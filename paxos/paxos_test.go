@@ -241,3 +241,133 @@ func TestFate(t *testing.T) {
 		})
 	}
 }
+
+func TestLearn(t *testing.T) {
+	c3 := Commit{b(3, "a"), b(3, "a")}
+	p7 := prop(b(7, "x"), b(7, "x"), "seven") // chosen; its commit is on its way
+	p9 := prop(b(9, "y"), b(9, "y"), "nine")  // a later round's, accepted after p7
+	p8 := prop(b(8, "z"), b(7, "x"), "seven") // p7 completed by another round
+	newer := lww.Record{Key: []byte("k"), Value: []byte("plain"), Timestamp: 20}
+	tests := []struct {
+		name       string
+		promises   []Promise
+		inProgress Proposal
+		committed  Commit
+		newest     string
+		behind     []int
+	}{
+		{"no replica has the commit yet: none is in progress or behind, and p7 is the value", []Promise{
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}, Found: true, Record: prop(b(3, "a"), b(3, "a"), "three").Record},
+			{Promised: true, Commits: []Commit{c3}}, // p7's acceptance did not reach it
+		}, Proposal{}, Commit{p7.Ballot, p7.Origin}, "seven", nil},
+		{"one replica has it, the other not yet: none is behind", []Promise{
+			{Promised: true, Commits: []Commit{c3, {p7.Ballot, p7.Origin}}, Found: true, Record: p7.Record},
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}},
+		}, Proposal{}, Commit{p7.Ballot, p7.Origin}, "seven", nil},
+		{"a higher proposal accepted since stays in progress", []Promise{
+			{Promised: true, Accepted: p9, Commits: []Commit{c3}},
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}},
+		}, p9, Commit{p7.Ballot, p7.Origin}, "seven", nil},
+		{"another round's completion of it is not in progress", []Promise{
+			{Promised: true, Accepted: p8, Commits: []Commit{c3}},
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}},
+		}, Proposal{}, Commit{p7.Ballot, p7.Origin}, "seven", nil},
+		{"a newer record on a replica stays the newest", []Promise{
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}, Found: true, Record: newer},
+			{Promised: true, Accepted: p7, Commits: []Commit{c3}},
+		}, Proposal{}, Commit{p7.Ballot, p7.Origin}, "plain", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var learned []Promise
+			for _, p := range tt.promises {
+				learned = append(learned, p.Learn(p7))
+			}
+			s := Summarize(learned)
+			if fmt.Sprint(s.InProgress) != fmt.Sprint(tt.inProgress) || s.Committed != tt.committed ||
+				string(s.Newest.Value) != tt.newest || !slices.Equal(s.Behind, tt.behind) {
+				t.Errorf("summary: in progress %v, committed %v, newest %q, behind %v\nwant %v, %v, %q, %v",
+					s.InProgress, s.Committed, s.Newest.Value, s.Behind, tt.inProgress, tt.committed, tt.newest, tt.behind)
+			}
+			if s.Fate(p7.Origin, p7.Ballot) != Chosen {
+				t.Errorf("Fate of the learned proposal = %v, want Chosen", s.Fate(p7.Origin, p7.Ballot))
+			}
+		})
+	}
+	refused := Promise{Ballot: b(30, "w")}
+	if got := refused.Learn(p7); fmt.Sprint(got) != fmt.Sprint(refused) {
+		t.Errorf("a refusal learned a commit: %v", got)
+	}
+}
+
+// TestCrashAfterAcceptQuorum plays the round whose client is answered once a quorum
+// accepted, on three acceptors, and whose coordinator dies before its commit reaches
+// any of them. Whichever quorum the next round meets, it finds the proposal in progress,
+// completes it, and the round after that sees its record and its origin committed.
+func TestCrashAfterAcceptQuorum(t *testing.T) {
+	p5 := prop(b(5, "x"), b(5, "x"), "v1")
+	tests := []struct {
+		name     string
+		accepted []int // the acceptors p5 reached: a quorum, so the client was answered
+		quorum   []int // the acceptors that answer the next round's prepare
+	}{
+		{"accepted by 0 and 1, next round meets 1 and 2", []int{0, 1}, []int{1, 2}},
+		{"accepted by 0 and 1, next round meets 2 and 0", []int{0, 1}, []int{2, 0}},
+		{"accepted by 0 and 1, next round meets 0 and 1", []int{0, 1}, []int{0, 1}},
+		{"accepted by all, next round meets 2 and 0", []int{0, 1, 2}, []int{2, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acceptors := make([]State, 3)
+			for i := range acceptors {
+				acceptors[i], _ = acceptors[i].Prepare(p5.Ballot)
+			}
+			for _, i := range tt.accepted {
+				var ok bool
+				if acceptors[i], ok = acceptors[i].Propose(p5); !ok {
+					t.Fatalf("acceptor %d refused %v", i, p5)
+				}
+			}
+			// The coordinator dies here: no commit. The next round, at ballot 9:
+			next := b(9, "y")
+			var promises []Promise
+			for _, i := range tt.quorum {
+				var ok bool
+				if acceptors[i], ok = acceptors[i].Prepare(next); !ok {
+					t.Fatalf("acceptor %d refused %v", i, next)
+				}
+				promises = append(promises, Promise{Promised: true, Accepted: acceptors[i].Accepted, Commits: acceptors[i].Commits})
+			}
+			s := Summarize(promises)
+			if fmt.Sprint(s.InProgress) != fmt.Sprint(p5) {
+				t.Fatalf("in progress = %v, want the acknowledged %v", s.InProgress, p5)
+			}
+			completion := Proposal{Ballot: next, Origin: s.InProgress.Origin, Record: s.InProgress.Record}
+			for _, i := range tt.quorum {
+				var ok bool
+				if acceptors[i], ok = acceptors[i].Propose(completion); !ok {
+					t.Fatalf("acceptor %d refused the completion", i)
+				}
+				acceptors[i], _ = acceptors[i].Commit(completion)
+			}
+			// The round after, at ballot 11, meets any two acceptors: the write is there.
+			for _, q := range [][]int{{0, 1}, {1, 2}, {2, 0}} {
+				var promises []Promise
+				for _, i := range q {
+					st, ok := acceptors[i].Prepare(b(11, "z"))
+					if !ok {
+						t.Fatalf("acceptor %d refused ballot 11", i)
+					}
+					promises = append(promises, Promise{Promised: true, Accepted: st.Accepted, Commits: st.Commits})
+				}
+				s := Summarize(promises)
+				if !s.InProgress.IsZero() {
+					t.Errorf("quorum %v: %v still in progress after its completion", q, s.InProgress)
+				}
+				if got := s.Fate(p5.Origin, p5.Ballot); got != Chosen {
+					t.Errorf("quorum %v: fate of the acknowledged proposal = %v, want Chosen", q, got)
+				}
+			}
+		})
+	}
+}

@@ -90,7 +90,7 @@ type modelRow struct {
 	Op          string  `json:"op"`
 	Consistency string  `json:"consistency"`
 	P           float64 `json:"p"`
-	// RoundTrips is how many times a request waits for the level's replies (3 for a
+	// RoundTrips is how many times a request waits for the level's replies (2 for a
 	// compare-and-set).
 	RoundTrips int `json:"round_trips"`
 	// LatencyMs and LatencyMsMax are absent when no key can meet the level.

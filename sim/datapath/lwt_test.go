@@ -257,3 +257,127 @@ func TestLWTIncrementsLoseNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestLWTIncrementsSurviveACoordinatorCrash runs INCRs on one counter from clients in
+// two DCs, each a few in a row. One client's coordinator crashes the moment an increment
+// of its was acknowledged, with every commit dropped since that increment began: it was
+// answered once a quorum accepted, and no commit of its reached anyone, so the rounds
+// after must complete it. No two increments may write one value, none acknowledged may
+// be lost, and the counter must count every acknowledged increment and at most the
+// ones that failed.
+func TestLWTIncrementsSurviveACoordinatorCrash(t *testing.T) {
+	tests := []struct {
+		name  string
+		seed  uint64
+		crash string
+	}{
+		{"a coordinator in b crashes", 21, "b1"},
+		{"a coordinator in a crashes", 22, "a2"},
+		{"another seed", 23, "b2"},
+	}
+	const perClient = 5
+	coordinators := []string{"a1", "b1", "a2", "b2"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, err := Start(lwtCluster(tt.seed, map[string]int{"a": 3, "b": 3}, 20*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					if err := c.Close(); err != nil {
+						t.Error(err)
+					}
+					synctest.Wait()
+				}()
+				if err := c.CreateKeyspace(schema.Keyspace{Name: "ks", Replication: "a=3,b=3"}); err != nil {
+					t.Fatal(err)
+				}
+				outcomes := make([][]outcome, len(coordinators))
+				var crashed outcome // the increment acknowledged just before its coordinator crashed
+				var wg sync.WaitGroup
+				for i, id := range coordinators {
+					co, err := c.Coordinator(id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						c.Run(time.Duration(i) * 37 * time.Microsecond)
+						for op := range perClient {
+							// The crashing client's second increment on is the one
+							// whose commits are lost, until one is acknowledged.
+							crashing := id == tt.crash && op > 0
+							if crashing {
+								c.DropKinds("paxos_commit")
+							}
+							ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+							o := increment(consistency.Serial)(ctx, i, co)
+							cancel()
+							outcomes[i] = append(outcomes[i], o)
+							if crashing {
+								if o.applied {
+									if err := c.Crash(id); err != nil {
+										t.Error(err)
+									}
+									crashed = o
+								}
+								c.DropKinds()
+								if o.applied {
+									return
+								}
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				if !crashed.applied {
+					t.Fatalf("no increment through %s was acknowledged with its commits dropped: the crash tested nothing", tt.crash)
+				}
+				co, err := c.Coordinator("a1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, found, err := co.Get(context.Background(), "ks", []byte("counter"), consistency.Serial)
+				if err != nil || !found {
+					t.Fatalf("serial read after the run: found %v, %v", found, err)
+				}
+				total, err := strconv.Atoi(string(rec.Value))
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := map[int]string{}
+				applied, failed := 0, 0
+				for i, client := range outcomes {
+					for j, o := range client {
+						if !o.applied {
+							if o.err == nil {
+								t.Errorf("client %d op %d: not applied and no error", i, j)
+							}
+							failed++
+							continue
+						}
+						applied++
+						n, err := strconv.Atoi(o.value)
+						if err != nil {
+							t.Fatal(err)
+						}
+						who := fmt.Sprintf("client %d op %d", i, j)
+						if other, dup := seen[n]; dup {
+							t.Errorf("%s and %s both wrote %d: an increment was lost", other, who, n)
+						}
+						seen[n] = who
+						if n > total {
+							t.Errorf("%s was answered %d, above the final counter %d: an acknowledged increment was lost", who, n, total)
+						}
+					}
+				}
+				if total < applied || total > applied+failed {
+					t.Errorf("counter = %d after %d applied increments and %d failed", total, applied, failed)
+				}
+				t.Logf("counter %d: %d applied, %d failed; %s crashed after acknowledging %s", total, applied, failed, tt.crash, crashed.value)
+			})
+		})
+	}
+}
