@@ -213,8 +213,8 @@ type Node struct {
 	held []heldFind
 	// gateways maps each other DC to its gateway, with Config.KeepGateways.
 	gateways map[string]Peer
-	timers timers
-	out    Output
+	timers   timers
+	out      Output
 }
 
 // ringState is a node's view of one ring: Chord's predecessor, successor list and fingers.
