@@ -9,20 +9,22 @@ import (
 	"unicode/utf8"
 
 	membership "github.com/kuradb/kura/membership/experiment"
+	"github.com/kuradb/kura/routing/experiment"
 )
 
 // tableSamples holds, per bench, a row of every type its report tabulates (rows, fits,
 // reductions), with text as long as the bench writes; the test fills the numbers in.
 var tableSamples = map[string][]any{
-	"gossip":        {GossipRow{Source: "real", Row: membership.Row{Protocol: "scuttlebutt"}}, GossipFit{Protocol: "scuttlebutt"}},
-	"latency-model": {latencyModelRow{Setup: "6-node-2dc", Consistency: "QUORUM", Op: "write"}},
-	"ldr":           {ldrRow{Experiment: "latency", Scheme: "replicate", ReaderDC: "saopaulo"}},
-	"peers":         peersSamples,
-	"power":         {PowerRow{Run: "exp2-suppressed", Events: "n12 asleep, n13 waking"}},
-	"rebalance":     {RebalanceRow{Step: "decommission", Nodes: "dc1-n4, dc2-n4"}},
-	"redis":         {RedisRow{Target: "kura-3-quorum", Op: "SETNX"}},
-	"redis-races":   {RaceRow{Target: "kura-3-quorum", Check: "SETNX one winner"}},
-	"repair":        {RepairRow{Case: "rebuild wiped virginia-3"}},
+	"gossip":         {GossipRow{Source: "real", Row: membership.Row{Protocol: "scuttlebutt"}}, GossipFit{Protocol: "scuttlebutt"}},
+	"latency-model":  {latencyModelRow{Setup: "6-node-2dc", Consistency: "QUORUM", Op: "write"}},
+	"ldr":            {ldrRow{Experiment: "latency", Scheme: "replicate", ReaderDC: "saopaulo"}},
+	"dht-membership": {DHTMembershipRow{experiment.MembershipRow{Protocol: "mlchord"}}},
+	"peers":          peersSamples,
+	"power":          {PowerRow{Run: "exp2-suppressed", Events: "n12 asleep, n13 waking"}},
+	"rebalance":      {RebalanceRow{Step: "decommission", Nodes: "dc1-n4, dc2-n4"}},
+	"redis":          {RedisRow{Target: "kura-3-quorum", Op: "SETNX"}},
+	"redis-races":    {RaceRow{Target: "kura-3-quorum", Check: "SETNX one winner"}},
+	"repair":         {RepairRow{Case: "rebuild wiped virginia-3"}},
 	"routing": {RoutingRow{},
 		RoutingEmulatedRow{Layout: "tokyo 10 + saopaulo 5", Protocol: "mlchord-paper"},
 		routingEmulatedReduction{Layout: "tokyo 10 + saopaulo 5"}},

@@ -94,6 +94,10 @@ type Config struct {
 	// SuspectFor is how long a failed or departed peer is kept out of the tables, so a
 	// stale successor list from a neighbour does not bring it back; 0 means 30 s.
 	SuspectFor time.Duration
+	// KeepGateways makes the node keep a gateway to each DC other than its own, its
+	// nearest node of that DC clockwise, learnt from its successor's answers to stabilize
+	// (members.go): what a node that holds no directory needs to reach any DC.
+	KeepGateways bool
 	// TraceLookups makes the lookups this node starts carry their path, which
 	// LookupResult.Path then reports (8 bytes per hop on the wire).
 	TraceLookups bool
@@ -206,9 +210,11 @@ type Node struct {
 	// joinVia lists the peers Join was given, for retrying through another.
 	joinVia []Peer
 	// held are lookups that reached the node before it was on a ring (see hold).
-	held   []heldFind
-	timers timers
-	out    Output
+	held []heldFind
+	// gateways maps each other DC to its gateway, with Config.KeepGateways.
+	gateways map[string]Peer
+	timers   timers
+	out      Output
 }
 
 // ringState is a node's view of one ring: Chord's predecessor, successor list and fingers.
@@ -298,6 +304,7 @@ func New(cfg Config) (*Node, error) {
 		forwards: make(map[hopKey]pendingForward),
 		requests: make(map[uint64]pendingRequest),
 		suspects: make(map[string]suspicion),
+		gateways: make(map[string]Peer),
 	}
 	for l := range n.rings {
 		n.rings[l].fingers = make([]Peer, cfg.IDBits)
@@ -326,18 +333,8 @@ func (n *Node) Successors(layer Layer) []Peer { return slices.Clone(n.rings[laye
 func (n *Node) Fingers(layer Layer) []Peer { return slices.Clone(n.rings[layer].fingers) }
 
 // RoutingEntries returns how many distinct peers the node's tables name: what it must keep
-// fresh, whatever the number of slots.
-func (n *Node) RoutingEntries() int {
-	names := make(map[string]bool)
-	for _, r := range n.rings {
-		for _, p := range append(append([]Peer{r.pred}, r.succs...), r.fingers...) {
-			if !p.IsZero() {
-				names[p.Name] = true
-			}
-		}
-	}
-	return len(names)
-}
+// fresh, whatever the number of slots (its partial membership, Members).
+func (n *Node) RoutingEntries() int { return len(n.Members()) }
 
 // Join puts the node on the rings. With no peers it starts a new ring, alone. Otherwise it
 // looks up its successor on the global ring through known[0] (then the others, if that
@@ -472,7 +469,11 @@ func (n *Node) Step(now time.Duration, m Message) Output {
 		delete(n.forwards, hopKey{origin: m.Origin.Name, seq: m.Seq, hops: m.Hops})
 	case MsgGetNeighbors:
 		r := &n.rings[m.Layer]
-		n.send(m.From, Message{Type: MsgNeighbors, Layer: m.Layer, Seq: m.Seq, Pred: r.pred, Peers: r.succs})
+		reply := Message{Type: MsgNeighbors, Layer: m.Layer, Seq: m.Seq, Pred: r.pred, Peers: r.succs}
+		if m.Layer == LayerGlobal && n.cfg.KeepGateways {
+			reply.Gateways = n.gatewayList()
+		}
+		n.send(m.From, reply)
 	case MsgNeighbors:
 		n.handleNeighbors(now, m)
 	case MsgNotify:

@@ -92,6 +92,9 @@ func (l *Layout) StableNode(cfg Config) (*Node, error) {
 		}
 		n.installStable(layer, members)
 	}
+	if n.cfg.KeepGateways {
+		n.installGateways(l.peers, len(l.byDC))
+	}
 	n.joined = true
 	return n, nil
 }

@@ -127,6 +127,9 @@ type Message struct {
 	// Peers is a successor list: the sender's in Neighbors and Leave, the owner's in
 	// FoundSuccessor (where the store finds replicas).
 	Peers []Peer
+	// Gateways are the sender's gateways, its nearest node of each DC other than its own,
+	// in a global Neighbors of a node that keeps them (Config.KeepGateways).
+	Gateways []Peer
 }
 
 // Envelope is a message to send and the peer to send it to.
@@ -151,6 +154,7 @@ const (
 	hasOwner
 	hasPred
 	hasPeers
+	hasGateways
 )
 
 func (m *Message) presence() uint64 {
@@ -171,6 +175,7 @@ func (m *Message) presence() uint64 {
 	set(hasOwner, !m.Owner.IsZero())
 	set(hasPred, !m.Pred.IsZero())
 	set(hasPeers, len(m.Peers) > 0)
+	set(hasGateways, len(m.Gateways) > 0)
 	return mask
 }
 
@@ -207,10 +212,10 @@ func (m *Message) WireSize() int {
 		size += peerSize(m.Pred)
 	}
 	if mask&hasPeers != 0 {
-		size += uvarintLen(uint64(len(m.Peers)))
-		for _, p := range m.Peers {
-			size += peerSize(p)
-		}
+		size += peersSize(m.Peers)
+	}
+	if mask&hasGateways != 0 {
+		size += peersSize(m.Gateways)
 	}
 	return size
 }
@@ -255,10 +260,10 @@ func (m *Message) Marshal() []byte {
 		b = appendPeer(b, m.Pred)
 	}
 	if mask&hasPeers != 0 {
-		b = binary.AppendUvarint(b, uint64(len(m.Peers)))
-		for _, p := range m.Peers {
-			b = appendPeer(b, p)
-		}
+		b = appendPeers(b, m.Peers)
+	}
+	if mask&hasGateways != 0 {
+		b = appendPeers(b, m.Gateways)
 	}
 	return b
 }
@@ -306,11 +311,10 @@ func Unmarshal(data []byte) (Message, error) {
 		m.Pred = d.peer()
 	}
 	if mask&hasPeers != 0 {
-		n := d.length(minPeerSize)
-		m.Peers = make([]Peer, n)
-		for i := range m.Peers {
-			m.Peers[i] = d.peer()
-		}
+		m.Peers = d.peers()
+	}
+	if mask&hasGateways != 0 {
+		m.Gateways = d.peers()
 	}
 	switch {
 	case d.err != nil:
@@ -321,7 +325,7 @@ func Unmarshal(data []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: unknown type %d", ErrMalformed, m.Type)
 	case m.Layer > LayerLocal:
 		return Message{}, fmt.Errorf("%w: unknown layer %d", ErrMalformed, m.Layer)
-	case mask >= hasPeers<<1:
+	case mask >= hasGateways<<1:
 		return Message{}, fmt.Errorf("%w: unknown fields in mask %#x", ErrMalformed, mask)
 	}
 	return m, nil
@@ -359,6 +363,9 @@ func (m Message) String() string {
 	if len(m.Peers) > 0 {
 		fmt.Fprintf(&sb, " peers=%s", peerList(m.Peers))
 	}
+	if len(m.Gateways) > 0 {
+		fmt.Fprintf(&sb, " gateways=%s", peerList(m.Gateways))
+	}
 	if len(m.Path) > 0 {
 		fmt.Fprintf(&sb, " path=%s", pathString(m.Path))
 	}
@@ -388,6 +395,22 @@ const minPeerSize = 10
 
 func peerSize(p Peer) int {
 	return 8 + uvarintLen(uint64(len(p.Name))) + len(p.Name) + uvarintLen(uint64(len(p.DC))) + len(p.DC)
+}
+
+func peersSize(peers []Peer) int {
+	size := uvarintLen(uint64(len(peers)))
+	for _, p := range peers {
+		size += peerSize(p)
+	}
+	return size
+}
+
+func appendPeers(b []byte, peers []Peer) []byte {
+	b = binary.AppendUvarint(b, uint64(len(peers)))
+	for _, p := range peers {
+		b = appendPeer(b, p)
+	}
+	return b
 }
 
 func appendPeer(b []byte, p Peer) []byte {
@@ -481,4 +504,12 @@ func (d *decoder) string() string {
 
 func (d *decoder) peer() Peer {
 	return Peer{ID: d.id(), Name: d.string(), DC: d.string()}
+}
+
+func (d *decoder) peers() []Peer {
+	peers := make([]Peer, d.length(minPeerSize))
+	for i := range peers {
+		peers[i] = d.peer()
+	}
+	return peers
 }

@@ -17,6 +17,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		{Type: MsgFoundSuccessor, From: b, Seq: 7, Key: 9, Origin: a, Hops: 200, Owner: b, Peers: []Peer{a, b}},
 		{Type: MsgHopAck, From: b, Seq: 1, Origin: a, Hops: 1},
 		{Type: MsgNeighbors, Layer: LayerLocal, From: b, Seq: 2, Pred: a, Peers: []Peer{a}},
+		{Type: MsgNeighbors, From: b, Seq: 3, Pred: a, Peers: []Peer{a}, Gateways: []Peer{a, b}},
 		{Type: MsgLeave, From: a, Pred: b},
 	}
 	for _, m := range tests {

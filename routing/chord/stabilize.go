@@ -49,6 +49,9 @@ func (n *Node) handleNeighbors(now time.Duration, m Message) {
 		} else {
 			r.succs = n.trimSuccessors(m.Layer, append([]Peer{m.From}, m.Peers...))
 			n.send(r.succs[0], Message{Type: MsgNotify, Layer: m.Layer})
+			if m.Layer == LayerGlobal && n.cfg.KeepGateways {
+				n.takeGateways(m.From, m.Gateways)
+			}
 		}
 	case requestWalk:
 		if len(r.succs) == 0 || r.succs[len(r.succs)-1].Name != m.From.Name {
@@ -222,6 +225,11 @@ func (n *Node) markFailed(now time.Duration, p Peer) {
 		r.succs = n.trimSuccessors(Layer(l), r.succs)
 		if len(r.succs) == 0 {
 			r.succs = n.trimSuccessors(Layer(l), n.fingersByDistance(r.fingers))
+		}
+	}
+	for dc, g := range n.gateways {
+		if g.Name == p.Name {
+			delete(n.gateways, dc) // the successor's next answer names another
 		}
 	}
 	var orphans []hopKey
