@@ -139,6 +139,14 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 		}
 		return results
 	}
+	for i, key := range keys {
+		if err := c.lwtCommits.await(ctx, keyspace, key); err != nil {
+			for j := i; j < len(keys); j++ {
+				results[j].Err = err
+			}
+			return results
+		}
+	}
 	if len(keys) > 1 && (c.getAllLocally(ctx, keyspace, keys, cl, results) || c.getAllTogether(ctx, keyspace, keys, cl, results)) {
 		return results
 	}

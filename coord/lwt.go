@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
@@ -164,7 +165,7 @@ type pendingProposal struct {
 
 // run runs rounds until one decides: with fn, the transaction; without, a serial read.
 func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
-	id := l.keyspace + "\x00" + string(l.key)
+	id := inflightKey(l.keyspace, l.key)
 	unlock, err := l.c.lwtKeys.lock(ctx, id)
 	if err != nil {
 		return UpdateResult{}, err
@@ -595,10 +596,20 @@ func (l *lwt) commitInBackground(ctx context.Context, id string, p paxos.Proposa
 // commits are still on their way, by key (keyspace, 0x00, key): at most one per key, the
 // transactions on a key running one at a time. Forgetting one is safe (the next round
 // completes the proposal or repairs the replicas behind on it); remembering it saves
-// those round trips. The zero value is empty and ready.
+// those round trips, and lets a plain read through this coordinator wait for the commit
+// (await), so that a client reads its own transaction's write. The zero value is empty
+// and ready.
 type inflightCommits struct {
 	mu    sync.Mutex
-	byKey map[string]paxos.Proposal
+	byKey map[string]inflightCommit
+	// count is len(byKey), read without the lock: a read checks it on every call.
+	count atomic.Int64
+}
+
+// inflightCommit is one commit on its way; arrived is closed once it was answered.
+type inflightCommit struct {
+	proposal paxos.Proposal
+	arrived  chan struct{}
 }
 
 // add remembers p as chosen on key, its commit on its way.
@@ -606,16 +617,21 @@ func (f *inflightCommits) add(key string, p paxos.Proposal) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byKey == nil {
-		f.byKey = map[string]paxos.Proposal{}
+		f.byKey = map[string]inflightCommit{}
 	}
-	f.byKey[key] = p
+	if old, ok := f.byKey[key]; ok {
+		close(old.arrived)
+	} else {
+		f.count.Add(1)
+	}
+	f.byKey[key] = inflightCommit{proposal: p, arrived: make(chan struct{})}
 }
 
 // get returns the proposal on key whose commit is on its way, zero if none.
 func (f *inflightCommits) get(key string) paxos.Proposal {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.byKey[key]
+	return f.byKey[key].proposal
 }
 
 // done forgets p once its commit was answered, unless a later proposal on key replaced
@@ -623,7 +639,33 @@ func (f *inflightCommits) get(key string) paxos.Proposal {
 func (f *inflightCommits) done(key string, p paxos.Proposal) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.byKey[key].Ballot == p.Ballot {
+	if in, ok := f.byKey[key]; ok && in.proposal.Ballot == p.Ballot {
+		close(in.arrived)
 		delete(f.byKey, key)
+		f.count.Add(-1)
 	}
+}
+
+// inflightKey names key of keyspace in inflightCommits.
+func inflightKey(keyspace string, key []byte) string { return keyspace + "\x00" + string(key) }
+
+// await returns once no commit of this coordinator is on its way on key of keyspace, or
+// with ctx's error: a plain read after a transaction the client was answered for,
+// through the same coordinator, then reads what the commit wrote (the client was
+// answered before it). With no commit on its way anywhere, it costs one atomic load.
+func (f *inflightCommits) await(ctx context.Context, keyspace string, key []byte) error {
+	for f.count.Load() > 0 {
+		f.mu.Lock()
+		in, ok := f.byKey[inflightKey(keyspace, key)]
+		f.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		select {
+		case <-in.arrived:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

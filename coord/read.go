@@ -34,6 +34,9 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	if cl.IsSerial() {
 		return c.serialGet(ctx, keyspace, key, cl)
 	}
+	if err := c.lwtCommits.await(ctx, keyspace, key); err != nil {
+		return lww.Record{}, false, err
+	}
 	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil {
 		return lww.Record{}, false, err
