@@ -227,7 +227,7 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 		c.log.Error("streaming stopped; it resumes at the next start", "status", dir.Self().Status, "err", err)
 		return false, err
 	}
-	c.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	c.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "cross_dc_bytes", st.CrossDCBytes, "took", time.Since(start).Round(time.Millisecond))
 	c.markDataComplete()
 	c.SetStatus(cluster.StatusNormal, dir.Self().Tokens)
 	return true, nil

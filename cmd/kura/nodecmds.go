@@ -82,7 +82,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "done in %.1f s: %d ranges, %d records, %s streamed (%s across DCs) to %v\n",
-		resp.GetSeconds(), resp.GetRanges(), resp.GetRecords(), formatBytes(resp.GetBytes()), formatBytes(resp.GetBytesCrossDc()), resp.GetGainers())
+		resp.GetSeconds(), resp.GetRanges(), resp.GetRecords(), formatBytes(resp.GetBytes()), formatBytes(resp.GetCrossDcBytes()), resp.GetGainers())
 	return nil
 }
 

@@ -48,7 +48,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	printClock(stdout, st.GetSelf(), st.GetClock())
 	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
 		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %s records, %s (%s across DCs)\n", st.GetSelf(),
-			p.GetRangesDone(), p.GetRangesTotal(), formatCount(p.GetRecords()), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
+			p.GetRangesDone(), p.GetRangesTotal(), formatCount(p.GetRecords()), formatBytes(p.GetBytes()), formatBytes(p.GetCrossDcBytes()))
 	}
 	return nil
 }
