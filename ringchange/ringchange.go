@@ -38,6 +38,9 @@ var (
 	ErrBadMove = errors.New("invalid ring change")
 	// ErrOverlap: another change was announced at the same time, and goes first.
 	ErrOverlap = errors.New("overlapping ring change")
+	// ErrReplaceRefused: a replacement (Config.Replace) that waiting would not make
+	// possible; the error says why and what to do.
+	ErrReplaceRefused = errors.New("replacement refused")
 )
 
 // moving reports whether a node's status is a range movement in progress.
