@@ -110,7 +110,7 @@ func (s *service) Cleanup(ctx context.Context, req *kurav1.CleanupRequest) (*kur
 
 func moveResponse(st MoveStats) *kurav1.MoveResponse {
 	return &kurav1.MoveResponse{Gainers: st.Gainers, Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes,
-		BytesCrossDc: st.BytesCrossDC, Seconds: st.Took.Seconds()}
+		CrossDcBytes: st.CrossDCBytes, Seconds: st.Took.Seconds()}
 }
 
 func (s *service) Repair(ctx context.Context, req *kurav1.RepairRequest) (*kurav1.RepairResponse, error) {

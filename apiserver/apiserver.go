@@ -128,7 +128,7 @@ type MoveStats struct {
 	Ranges       int      // the ranges streamed
 	Records      int64    // the records streamed
 	Bytes        int64    // the bytes streamed
-	BytesCrossDC int64    // of Bytes, those that crossed DCs
+	CrossDCBytes int64    // of Bytes, those that crossed DCs
 	Took         time.Duration
 }
 

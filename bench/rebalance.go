@@ -210,7 +210,7 @@ func snapshotStreams(nodes []*node.Node, wire *transport.Stats) streamCounters {
 		s.ranges += p.RangesDone.Load()
 		s.records += p.Records.Load()
 		s.bytes += p.Bytes.Load()
-		s.crossDC += p.BytesCrossDC.Load()
+		s.crossDC += p.CrossDCBytes.Load()
 	}
 	s.wire = wire.Snapshot()
 	return s

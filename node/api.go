@@ -50,7 +50,7 @@ func (b apiBackend) ClusterStatus() *kurav1.ClusterStatusResponse {
 	view := b.n.View()
 	p := b.n.streamer.Progress()
 	resp := &kurav1.ClusterStatusResponse{Self: view.Self().ID, Streaming: &kurav1.StreamProgress{
-		RangesTotal: p.RangesTotal.Load(), RangesDone: p.RangesDone.Load(), Records: p.Records.Load(), Bytes: p.Bytes.Load(), BytesCrossDc: p.BytesCrossDC.Load(),
+		RangesTotal: p.RangesTotal.Load(), RangesDone: p.RangesDone.Load(), Records: p.Records.Load(), Bytes: p.Bytes.Load(), CrossDcBytes: p.CrossDCBytes.Load(),
 	}}
 	resp.Clock, resp.Membership = b.n.clockStatus(), b.n.membershipStatus()
 	resp.ProtocolVersion = int32(b.n.ClusterProtocolVersion())
@@ -111,7 +111,7 @@ func refusedMove(err error) error {
 }
 
 func moveStats(st ringchange.MoveStats) apiserver.MoveStats {
-	return apiserver.MoveStats{Gainers: st.Gainers, Ranges: st.Ranges, Records: st.Records, Bytes: st.Bytes, BytesCrossDC: st.BytesCrossDC, Took: st.Took}
+	return apiserver.MoveStats{Gainers: st.Gainers, Ranges: st.Ranges, Records: st.Records, Bytes: st.Bytes, CrossDCBytes: st.CrossDCBytes, Took: st.Took}
 }
 
 func (b apiBackend) Repair(ctx context.Context, keyspace, dc string) (*kurav1.RepairResponse, error) {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -23,6 +24,7 @@ const clockPingsFirst = 3
 // samples stay valid between rounds, as it follows this node's clock with the monotonic
 // clock. While it has no sample, it pings a few peers at once.
 func (n *Node) pingClocks(ctx context.Context) {
+	n.forgetDepartedClocks()
 	peers := n.reachablePeers()
 	if len(peers) == 0 {
 		return
@@ -52,14 +54,34 @@ func (n *Node) reachablePeers() []transport.Peer {
 	return peers
 }
 
-// memberClocks passes the transport's clock samples to the guard for members of the
-// directory only: the gossip driver also calls seeds by address, under ids of its own
-// ("seed@addr"), and those samples would count a peer twice.
+// forgetDepartedClocks drops the guard's samples of the nodes that left or were removed
+// since it measured them: a sample lasts for ever, so a departed node would count among
+// the peers the clock is measured against (kura status's clock line, the median, the
+// majority that must agree) long after it stopped being one.
+func (n *Node) forgetDepartedClocks() {
+	for _, p := range n.guard.Peers() {
+		if !n.clockPeer(p.Peer) {
+			n.guard.Forget(p.Peer)
+		}
+	}
+}
+
+// clockPeer reports whether the guard measures this node's clock against id: a member of
+// the directory that neither left nor was removed. The gossip driver also calls seeds by
+// address, under ids of its own ("seed@addr"), whose samples would count a peer twice; a
+// node that left may still run and answer gossip for a while.
+func (n *Node) clockPeer(id string) bool {
+	other, known := n.directory.Node(id)
+	return known && other.Status != cluster.StatusLeft && other.Status != cluster.StatusRemoved
+}
+
+// memberClocks passes the transport's clock samples of clock peers (clockPeer) to the
+// guard.
 type memberClocks struct{ n *Node }
 
 // Sample implements transport.ClockSampler.
 func (m memberClocks) Sample(peer string, remote, local time.Time, uncertainty time.Duration) {
-	if _, known := m.n.directory.Node(peer); known {
+	if m.n.clockPeer(peer) {
 		m.n.guard.Sample(peer, remote, local, uncertainty)
 	}
 }

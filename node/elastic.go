@@ -74,6 +74,11 @@ func (n *Node) hasSeeds() bool {
 	return len(n.cfg.Peers) > 0
 }
 
+// JoinRefused receives, once, why this node will never join the ring: a replacement
+// (Config.Replace) refused for good (ringchange.ErrReplaceRefused), which no wait
+// changes, so a server process should stop with it. Nothing comes otherwise.
+func (n *Node) JoinRefused() <-chan error { return n.joinRefused }
+
 // ringDelay is the wait after announcing a ring change before acting on it, so that
 // every node has learned it (ringchange.Changer.RingDelay).
 func (n *Node) ringDelay() time.Duration { return n.changer.RingDelay() }

@@ -320,8 +320,8 @@ func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
 	keys = append(keys, w.finish()...)
 	checkEveryKey(t, "after e joined dc1", keys, all...)
 	p := e.streamer.Progress()
-	if p.Records.Load() == 0 || p.BytesCrossDC.Load() != 0 {
-		t.Errorf("e's join streamed %d records, %d bytes of them across DCs; want some, and 0 across DCs", p.Records.Load(), p.BytesCrossDC.Load())
+	if p.Records.Load() == 0 || p.CrossDCBytes.Load() != 0 {
+		t.Errorf("e's join streamed %d records, %d bytes of them across DCs; want some, and 0 across DCs", p.Records.Load(), p.CrossDCBytes.Load())
 	}
 
 	w = startWriter(a, "decommission")
@@ -332,7 +332,7 @@ func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
 	keys = append(keys, w.finish()...)
 	e.Close()
 	checkEveryKey(t, "after e was decommissioned", keys, a, b, c, d)
-	if st.Records == 0 || st.BytesCrossDC != 0 {
-		t.Errorf("e's decommission streamed %d records, %d bytes of them across DCs; want some, and 0 across DCs", st.Records, st.BytesCrossDC)
+	if st.Records == 0 || st.CrossDCBytes != 0 {
+		t.Errorf("e's decommission streamed %d records, %d bytes of them across DCs; want some, and 0 across DCs", st.Records, st.CrossDCBytes)
 	}
 }

@@ -262,6 +262,9 @@ type Node struct {
 	stop  chan struct{}
 	ready chan struct{} // closed once open has built every part the handler uses
 	wg    sync.WaitGroup
+
+	// joinRefused receives why the node will never join the ring (JoinRefused).
+	joinRefused chan error
 }
 
 // Start opens the node's storage, starts listening and joins the cluster.
@@ -275,7 +278,8 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(), stop: make(chan struct{}), ready: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(), stop: make(chan struct{}), ready: make(chan struct{}),
+		joinRefused: make(chan error, 1)}
 	if err := n.open(); err != nil {
 		n.Close()
 		return nil, err
@@ -286,7 +290,9 @@ func Start(cfg Config) (*Node, error) {
 		defer n.wg.Done()
 		ctx, cancel := n.stopContext()
 		defer cancel()
-		n.changer.Join(ctx)
+		if err := n.changer.Join(ctx); err != nil {
+			n.joinRefused <- err
+		}
 	}()
 	go n.loop(time.Second, n.replayHints)
 	n.wg.Add(1)

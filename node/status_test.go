@@ -55,3 +55,39 @@ func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestClockCountsOnlyMembers: the clock guard kept a sample of every peer it ever
+// measured, so kura status's clock line ("from its N measured peers") counted a
+// decommissioned node for ever, which also stayed in the median and the majority the
+// guard checks. Once a node left, its clock counts no more, though its process still
+// runs and gossips.
+func TestClockCountsOnlyMembers(t *testing.T) {
+	a := startNode(t, "a", "dc1")
+	b := startJoiner(t, "b", "", a.Addr())
+	c := startJoiner(t, "c", "", a.Addr())
+	waitAllNormal(t, 3, a, b, c)
+	admin := adminOf(t, a)
+	ctx := context.Background()
+	status := func() (peers int32, measured map[string]bool) {
+		t.Helper()
+		st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		measured = map[string]bool{}
+		for _, n := range st.GetNodes() {
+			measured[n.GetId()] = n.GetClockMeasured()
+		}
+		return st.GetClock().GetPeers(), measured
+	}
+	waitUntil(t, "a measured b's and c's clocks", func() bool { peers, _ := status(); return peers == 2 })
+
+	if _, err := b.Decommission(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a sees b left", func() bool { n, ok := a.View().Node("b"); return ok && n.Status == cluster.StatusLeft })
+	waitUntil(t, "a's clock counts c alone", func() bool {
+		peers, measured := status()
+		return peers == 1 && measured["c"] && !measured["b"]
+	})
+}

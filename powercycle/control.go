@@ -106,10 +106,13 @@ func (p *Cycle) ControlPower(ctx context.Context) {
 	dir := p.parts.Directory
 	var candidates []power.Candidate
 	for _, m := range dir.Nodes() {
-		if m.Status != cluster.StatusNormal {
+		state := dir.Power(m.ID).State
+		if m.Status != cluster.StatusNormal || state == power.Active && dir.State(m.ID) != cluster.StateUp {
+			// A member gossip holds down still says active, but serves no load and
+			// cannot be asked to sleep: it is neither capacity nor a candidate.
 			continue
 		}
-		candidates = append(candidates, power.Candidate{ID: m.ID, State: dir.Power(m.ID).State, Since: p.since(m.ID)})
+		candidates = append(candidates, power.Candidate{ID: m.ID, State: state, Since: p.since(m.ID)})
 	}
 	action, ok := p.controller.Decide(p.clusterLoad(now), candidates, func(id string) bool { return p.MaySleep(id) == nil })
 	if !ok {

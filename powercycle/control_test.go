@@ -169,24 +169,28 @@ func (tc *testCluster) requests() []string {
 // controller, which wants more asleep at this load, puts n2 then n1 to sleep. Some
 // ranges hold n3 and n2, some n3 and n1, so at QUORUM (two of three awake) either sleep
 // would leave ranges with one awake replica: the controller must then refuse, and ask
-// nobody to sleep.
+// nobody to sleep. A node gossip holds down is never asked to sleep, though its power
+// entry still says active: it serves nothing and would not answer.
 func TestControllerRespectsLevels(t *testing.T) {
 	tiers := map[string]int{"n0": 0, "n1": 1, "n2": 1, "n3": 1}
 	tests := []struct {
 		name   string
 		self   string            // n0's declaration
 		others map[string]string // the others' gossiped declarations
+		down   string            // a node gossip holds down, though its power entry says active
 		want   []string
 	}{
 		{"every node declares ONE: the controller puts n2 to sleep", "app=ONE",
-			map[string]string{"n1": "*=ONE", "n2": "app=ONE", "n3": "app=ONE"}, []string{"n2 sleep", "n1 sleep"}},
+			map[string]string{"n1": "*=ONE", "n2": "app=ONE", "n3": "app=ONE"}, "", []string{"n2 sleep", "n1 sleep"}},
+		{"n2 is down: the controller puts n1 to sleep, never n2", "app=ONE",
+			map[string]string{"n1": "*=ONE", "n2": "app=ONE", "n3": "app=ONE"}, "n2", []string{"n1 sleep"}},
 		{"QUORUM declared here: refused", "*=QUORUM",
-			map[string]string{"n1": "app=ONE", "n2": "app=ONE", "n3": "app=ONE"}, nil},
+			map[string]string{"n1": "app=ONE", "n2": "app=ONE", "n3": "app=ONE"}, "", nil},
 		{"QUORUM declared by one other node: refused", "app=ONE",
-			map[string]string{"n1": "app=ONE", "n2": "app=QUORUM", "n3": "app=ONE"}, nil},
+			map[string]string{"n1": "app=ONE", "n2": "app=QUORUM", "n3": "app=ONE"}, "", nil},
 		{"a node that declares nothing takes EACH_QUORUM: refused", "app=ONE",
-			map[string]string{"n1": "app=ONE", "n2": "app=ONE"}, nil},
-		{"nothing declared anywhere: refused", "", nil, nil},
+			map[string]string{"n1": "app=ONE", "n2": "app=ONE"}, "", nil},
+		{"nothing declared anywhere: refused", "", nil, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +199,9 @@ func TestControllerRespectsLevels(t *testing.T) {
 				// capacity, a lull the controller would sleep all but n0 in.
 				tc := newTestCluster(t, tiers, "n0", "simple=3", "2.0,5", tt.others)
 				tc.sleepsAlready("n3", "n0")
+				if tt.down != "" {
+					tc.dir.SetState(tt.down, cluster.StateDown)
+				}
 				p := tc.cycle(t, tt.self)
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()

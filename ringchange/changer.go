@@ -140,7 +140,7 @@ type Stats struct {
 	Ranges       int   `json:"ranges"`
 	Records      int64 `json:"records"`
 	Bytes        int64 `json:"bytes"`
-	BytesCrossDC int64 `json:"bytes_cross_dc"`
+	CrossDCBytes int64 `json:"cross_dc_bytes"`
 }
 
 // MoveStats is what a decommission or removal streamed.

@@ -36,7 +36,7 @@ func (p *parts) WaitingFor() []string { return nil }
 
 func (p *parts) Gain(_ context.Context, exclude string) (Stats, error) {
 	p.excluded = append(p.excluded, exclude)
-	return Stats{Ranges: 2, Records: 3, Bytes: 40, BytesCrossDC: 5}, nil
+	return Stats{Ranges: 2, Records: 3, Bytes: 40, CrossDCBytes: 5}, nil
 }
 
 // newChanger returns node a's changer over a directory holding others, of which only
@@ -131,7 +131,7 @@ func TestHandleStreamGains(t *testing.T) {
 		if err := proto.Unmarshal(raw, &resp); err != nil {
 			t.Fatal(err)
 		}
-		if resp.GetRanges() != 2 || resp.GetRecords() != 3 || resp.GetBytes() != 40 || resp.GetBytesCrossDc() != 5 {
+		if resp.GetRanges() != 2 || resp.GetRecords() != 3 || resp.GetBytes() != 40 || resp.GetCrossDcBytes() != 5 {
 			t.Errorf("answer %v, want the streamer's counts", &resp)
 		}
 	}

@@ -3,6 +3,8 @@ package ringchange
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/kuradb/kura/cluster"
@@ -12,15 +14,18 @@ import (
 
 // Join takes the node to normal: it learns the ring, and a node that joins a cluster
 // holding data streams the ranges it gains first. The node runs it in the background
-// from its start, until ctx ends.
-func (c *Changer) Join(ctx context.Context) {
+// from its start, until ctx ends. It returns an error only when the node will never
+// join: a replacement (Config.Replace) refused for good (ErrReplaceRefused), which the
+// node should stop on. Waits that may end (no member answers yet, another ring change
+// in progress) go on, and say every progressEvery in the log what they wait for.
+func (c *Changer) Join(ctx context.Context) error {
 	dir := c.parts.Directory
 	if err := c.waitForRing(ctx); err != nil {
-		return
+		return nil
 	}
 	if c.firstOfNewCluster() {
 		c.checkMembership(ctx)
-		return
+		return nil
 	}
 	self := dir.Self()
 	switch self.Status {
@@ -28,52 +33,33 @@ func (c *Changer) Join(ctx context.Context) {
 		if !c.cfg.Fresh {
 			c.reconcileRing(ctx)
 		}
-		return
+		return nil
 	case cluster.StatusRebuilding:
 		c.gainThenNormal(ctx, "rebuilt", "")
-		return
+		return nil
 	case cluster.StatusLeaving:
 		// Restarted mid-decommission: the ranges are still ours; the operator runs it again.
 		c.log.Warn("restarted while leaving; back to normal: run the decommission again")
 		c.SetStatus(cluster.StatusNormal, self.Tokens)
-		return
+		return nil
 	}
 	tokens := self.Tokens
 	if c.cfg.Replace != "" {
-		// Gossip brings dead members after the live ones; give it a few rounds.
-		dead, ok := dir.Node(c.cfg.Replace)
-		for i := 0; !ok; i++ {
-			if i == 4*RingDelayRounds || !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
-				c.log.Error("cannot replace: the node is not in the cluster", "replace", c.cfg.Replace)
-				return
-			}
-			dead, ok = dir.Node(c.cfg.Replace)
-		}
-		// A node first heard of is presumed up until gossip's verdict on it arrives; that
-		// can take rounds when this node learned the ring from a member restarted since
-		// the death, so it waits several ring delays before it refuses.
-		for i := 0; dir.State(dead.ID).Reachable(); i++ {
-			if i == 4*RingDelayRounds || !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
-				c.log.Error("cannot replace a node that is up; decommission it instead", "replace", dead.ID)
-				return
-			}
-		}
-		tokens = nil
-		vnodes := c.cfg.Vnodes
-		if vnodes <= 0 {
-			vnodes = ring.DefaultVnodes
-		}
-		for _, t := range dead.RingTokens(vnodes) {
-			tokens = append(tokens, uint64(t))
+		var err error
+		if tokens, err = c.replacedTokens(ctx); errors.Is(err, ErrReplaceRefused) {
+			c.log.Error("cannot replace", "replace", c.cfg.Replace, "err", err)
+			return err
+		} else if err != nil {
+			return nil
 		}
 	}
 	if !c.cfg.Fresh && self.Status != cluster.StatusJoining && self.Status != cluster.StatusBooting {
-		return
+		return nil
 	}
 	if c.cfg.Replace == "" && !c.othersOnRing() {
 		c.log.Info("first node of the cluster: normal without streaming")
 		c.SetStatus(cluster.StatusNormal, tokens)
-		return
+		return nil
 	}
 	for yielded := false; ; {
 		// One range movement at a time, as Cassandra's consistent range movement: a
@@ -85,7 +71,7 @@ func (c *Changer) Join(ctx context.Context) {
 			c.SetStatus(cluster.StatusBooting, tokens)
 		}
 		if !c.awaitReplacements(ctx) || !c.awaitNoMoves(ctx) || yielded && !c.awaitTurn(ctx) {
-			return
+			return nil
 		}
 		c.SetStatus(cluster.StatusJoining, tokens)
 		normal, err := c.gainThenNormal(ctx, "joined", c.cfg.Replace)
@@ -96,7 +82,7 @@ func (c *Changer) Join(ctx context.Context) {
 			continue
 		}
 		if !normal {
-			return
+			return nil
 		}
 		break
 	}
@@ -105,6 +91,55 @@ func (c *Changer) Join(ctx context.Context) {
 			c.parts.Gossip.MarkRemoved(dead)
 		}
 	}
+	return nil
+}
+
+// replacedTokens returns the tokens of the node this one replaces (Config.Replace). It
+// refuses for good (ErrReplaceRefused) a node the cluster does not know, one that left
+// or was removed, and one that is up, the first and last after waiting as long as
+// gossip may take to say otherwise: none of these changes by waiting longer. It returns
+// ctx's error when ctx ends first.
+func (c *Changer) replacedTokens(ctx context.Context) ([]uint64, error) {
+	dir := c.parts.Directory
+	id := c.cfg.Replace
+	// Gossip brings dead members after the live ones; give it a few rounds.
+	dead, ok := dir.Node(id)
+	for i := 0; !ok; i++ {
+		if i == 4*RingDelayRounds {
+			return nil, fmt.Errorf("%w: node %s is not in the cluster: check the id (kura status --all lists every node)", ErrReplaceRefused, id)
+		}
+		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
+			return nil, ctx.Err()
+		}
+		dead, ok = dir.Node(id)
+	}
+	switch dead.Status {
+	case cluster.StatusLeft, cluster.StatusRemoved:
+		// Its ranges went to other nodes already: taking its tokens again would be a
+		// join under another node's name. A node replaced before is removed too.
+		gone := map[cluster.Status]string{cluster.StatusLeft: "was decommissioned", cluster.StatusRemoved: "was removed"}[dead.Status]
+		return nil, fmt.Errorf("%w: node %s %s: it has no place left to take over; start this node without --replace to join as a new node", ErrReplaceRefused, id, gone)
+	}
+	// A node first heard of is presumed up until gossip's verdict on it arrives; that
+	// can take rounds when this node learned the ring from a member restarted since
+	// the death, so it waits several ring delays before it refuses.
+	for i := 0; dir.State(dead.ID).Reachable(); i++ {
+		if i == 4*RingDelayRounds {
+			return nil, fmt.Errorf("%w: node %s is up: a replacement takes a dead node's place; stop %s first, or decommission it instead", ErrReplaceRefused, id, id)
+		}
+		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
+			return nil, ctx.Err()
+		}
+	}
+	vnodes := c.cfg.Vnodes
+	if vnodes <= 0 {
+		vnodes = ring.DefaultVnodes
+	}
+	var tokens []uint64
+	for _, t := range dead.RingTokens(vnodes) {
+		tokens = append(tokens, uint64(t))
+	}
+	return tokens, nil
 }
 
 // RemovedSelf takes the news that another member, by, removed this node (kura node
@@ -230,7 +265,7 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 		c.log.Error("streaming stopped; it resumes at the next start", "status", dir.Self().Status, "err", err)
 		return false, err
 	}
-	c.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "bytes_cross_dc", st.BytesCrossDC, "took", time.Since(start).Round(time.Millisecond))
+	c.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "cross_dc_bytes", st.CrossDCBytes, "took", time.Since(start).Round(time.Millisecond))
 	c.markDataComplete()
 	c.SetStatus(cluster.StatusNormal, dir.Self().Tokens)
 	return true, nil
@@ -264,22 +299,19 @@ func (c *Changer) gain(ctx context.Context, status cluster.Status, exclude strin
 
 // awaitReplacements holds a join (not a replacement) while a node waits to replace a
 // dead one: replacements, which bring a dead node's copies back, go first, and a join
-// that would need the dead node's copies would wait for them (YieldTo). It says once why
-// it waits, and reports false when ctx ends first.
+// that would need the dead node's copies would wait for them (YieldTo). It says why
+// it waits as awaitNoMoves does, and reports false when ctx ends first.
 func (c *Changer) awaitReplacements(ctx context.Context) bool {
 	if c.cfg.Replace != "" {
 		return true
 	}
-	said := false
+	wait := c.newProgress("waiting to join until a replacement completes", 0)
 	for {
 		id, dead := WaitingReplacement(c.parts.Directory, nil)
 		if id == "" {
 			return true
 		}
-		if !said {
-			c.log.Warn("waiting to join until a replacement completes", "node", id, "replaces", dead)
-			said = true
-		}
+		wait.still(fmt.Sprintf("node %s waits to replace %s", id, dead))
 		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 			return false
 		}
@@ -304,23 +336,51 @@ func (c *Changer) awaitTurn(ctx context.Context) bool {
 	}
 }
 
-// awaitNoMoves waits until no other node is joining or leaving, saying once why it waits;
-// it reports false when ctx ends first.
+// awaitNoMoves waits until no other node is joining or leaving, saying why it waits when
+// the reason changes and every progressEvery; it reports false when ctx ends first.
 func (c *Changer) awaitNoMoves(ctx context.Context) bool {
-	said := ""
+	wait := c.newProgress("waiting to join until a ring change in progress completes", 0)
 	for {
 		err := c.checkNoMoves(c.cfg.ID)
 		if err == nil {
 			return true
 		}
-		if err.Error() != said {
-			c.log.Warn("waiting to join until a ring change in progress completes", "reason", err)
-			said = err.Error()
-		}
+		wait.still(err.Error())
 		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 			return false
 		}
 	}
+}
+
+// progressEvery is how often a wait that may last long says in the log that it still
+// waits, and for what: a node that seems stuck tells the operator why.
+const progressEvery = 30 * time.Second
+
+// progress logs a wait, once it has lasted quiet: its reason when that changes, and
+// again every progressEvery.
+type progress struct {
+	log     *slog.Logger
+	msg     string
+	quiet   time.Duration
+	started time.Time
+	said    string
+	saidAt  time.Time
+}
+
+// newProgress starts a wait that logs msg once it has lasted quiet.
+func (c *Changer) newProgress(msg string, quiet time.Duration) *progress {
+	return &progress{log: c.log, msg: msg, quiet: quiet, started: time.Now()}
+}
+
+// still says the wait goes on for reason, with the details in args, if it is time to:
+// details that change do not make it log sooner.
+func (p *progress) still(reason string, args ...any) {
+	now := time.Now()
+	if now.Sub(p.started) < p.quiet || reason == p.said && now.Sub(p.saidAt) < progressEvery {
+		return
+	}
+	p.said, p.saidAt = reason, now
+	p.log.Warn(p.msg, append([]any{"reason", reason, "waited", now.Sub(p.started).Round(time.Second)}, args...)...)
 }
 
 // markDataComplete stops gossiping KeyNewData: the node holds what it should.
@@ -357,7 +417,11 @@ func (c *Changer) waitForRing(ctx context.Context) error {
 // node (two nodes wiped at once, the second seeded with the first).
 func (c *Changer) pullRingFromAMember(ctx context.Context, settled bool) (self cluster.RingEntry, known bool, from string, err error) {
 	dir := c.parts.Directory
+	// A few rounds are how long gossip takes to find the first member: said only if longer.
+	wait := c.newProgress("waiting to learn the ring from a member", progressEvery)
 	for {
+		reason := "no member is up: are the seeds (--seeds) other nodes' internode addresses, and are they running?"
+		var last []any
 		for _, other := range dir.Nodes() {
 			if other.ID == c.cfg.ID || !dir.State(other.ID).Reachable() {
 				continue
@@ -365,6 +429,7 @@ func (c *Changer) pullRingFromAMember(ctx context.Context, settled bool) (self c
 			self, known, err := c.pullRing(ctx, other)
 			if err != nil {
 				c.log.Debug("pull the ring", "peer", other.ID, "err", err)
+				reason, last = "no member that is up answered a ring pull", []any{"last_peer", other.ID, "last_err", err}
 				continue
 			}
 			if settled {
@@ -375,6 +440,7 @@ func (c *Changer) pullRingFromAMember(ctx context.Context, settled bool) (self c
 			}
 			return self, known, other.ID, nil
 		}
+		wait.still(reason, last...)
 		if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
 			return cluster.RingEntry{}, false, "", ctx.Err()
 		}

@@ -153,7 +153,7 @@ func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) 
 			st.Ranges += got.Ranges
 			st.Records += got.Records
 			st.Bytes += got.Bytes
-			st.BytesCrossDC += got.BytesCrossDC
+			st.CrossDCBytes += got.CrossDCBytes
 		}()
 	}
 	wg.Wait()
@@ -180,7 +180,7 @@ func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats
 			if err := proto.Unmarshal(raw, &resp); err != nil {
 				return Stats{}, err
 			}
-			return Stats{Ranges: int(resp.GetRanges()), Records: resp.GetRecords(), Bytes: resp.GetBytes(), BytesCrossDC: resp.GetBytesCrossDc()}, nil
+			return Stats{Ranges: int(resp.GetRanges()), Records: resp.GetRecords(), Bytes: resp.GetBytes(), CrossDCBytes: resp.GetCrossDcBytes()}, nil
 		}
 		c.log.Warn("a gainer could not stream yet; retrying", "gainer", id, "err", err)
 		if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
@@ -222,5 +222,5 @@ func (c *Changer) HandleStreamGains(ctx context.Context, payload []byte) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	return proto.Marshal(&kurav1.StreamGainsResponse{Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes, BytesCrossDc: st.BytesCrossDC})
+	return proto.Marshal(&kurav1.StreamGainsResponse{Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes, CrossDcBytes: st.CrossDCBytes})
 }

@@ -43,6 +43,9 @@ var (
 	// ErrYield: a join waits for a dead holder that another node is waiting to replace;
 	// the join gives way to the replacement, which is what ends its wait.
 	ErrYield = errors.New("the join gives way to a replacement")
+	// ErrReplaceRefused: a replacement (Config.Replace) that waiting would not make
+	// possible; the error says why and what to do.
+	ErrReplaceRefused = errors.New("replacement refused")
 )
 
 // moving reports whether a node's status is a range movement in progress.

@@ -83,8 +83,8 @@ type Config struct {
 type Progress struct {
 	RangesTotal, RangesDone atomic.Int64
 	Records, Bytes          atomic.Int64
-	// BytesCrossDC counts the bytes pulled from a node of another DC.
-	BytesCrossDC atomic.Int64
+	// CrossDCBytes counts the bytes pulled from a node of another DC.
+	CrossDCBytes atomic.Int64
 }
 
 // Stats is what one Gain streamed.
@@ -92,7 +92,7 @@ type Stats struct {
 	Ranges       int   `json:"ranges"`
 	Records      int64 `json:"records"`
 	Bytes        int64 `json:"bytes"`
-	BytesCrossDC int64 `json:"bytes_cross_dc"`
+	CrossDCBytes int64 `json:"cross_dc_bytes"`
 }
 
 // Streamer pulls the ranges its node gains.
@@ -165,7 +165,7 @@ func (s *Streamer) Gain(ctx context.Context, exclude string) (Stats, error) {
 			st, err := s.pullRange(ctx, w.ks, w.move, exclude)
 			total.Records += st.Records
 			total.Bytes += st.Bytes
-			total.BytesCrossDC += st.BytesCrossDC
+			total.CrossDCBytes += st.CrossDCBytes
 			if errors.Is(err, errRingChanged) {
 				s.cfg.Logger.Info("the ring changed while streaming: computing the ranges to pull again", "keyspace", w.ks.Name, "range", w.move.Range)
 				changed = true
@@ -270,7 +270,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			st, err := s.copy(ctx, s.cfg.Replicas.Replica(node), s.cfg.Replicas.Replica(self), ks.Name, m.Range, src.DC != self.DC)
 			total.Records += st.Records
 			total.Bytes += st.Bytes
-			total.BytesCrossDC += st.BytesCrossDC
+			total.CrossDCBytes += st.CrossDCBytes
 			if err != nil {
 				failed = err
 				break
@@ -312,7 +312,7 @@ func (s *Streamer) pullRange(ctx context.Context, ks schema.Keyspace, m placemen
 			st, err := s.copy(ctx, s.cfg.Replicas.Replica(node), s.cfg.Replicas.Replica(self), ks.Name, m.Range, src.DC != self.DC)
 			total.Records += st.Records
 			total.Bytes += st.Bytes
-			total.BytesCrossDC += st.BytesCrossDC
+			total.CrossDCBytes += st.CrossDCBytes
 			if err == nil {
 				served[src.ID] = true
 				if enough() {
@@ -524,8 +524,8 @@ func (s *Streamer) copy(ctx context.Context, src, dst replica.Replica, keyspace 
 		s.progress.Records.Add(int64(len(page)))
 		s.progress.Bytes.Add(bytes)
 		if crossDC {
-			st.BytesCrossDC += bytes
-			s.progress.BytesCrossDC.Add(bytes)
+			st.CrossDCBytes += bytes
+			s.progress.CrossDCBytes.Add(bytes)
 		}
 		if !req.CutShort(page) {
 			return st, nil

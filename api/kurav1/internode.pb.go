@@ -1118,7 +1118,7 @@ type StreamGainsResponse struct {
 	Ranges        int64                  `protobuf:"varint,1,opt,name=ranges,proto3" json:"ranges,omitempty"`
 	Records       int64                  `protobuf:"varint,2,opt,name=records,proto3" json:"records,omitempty"`
 	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	BytesCrossDc  int64                  `protobuf:"varint,4,opt,name=bytes_cross_dc,json=bytesCrossDc,proto3" json:"bytes_cross_dc,omitempty"`
+	CrossDcBytes  int64                  `protobuf:"varint,4,opt,name=cross_dc_bytes,json=crossDcBytes,proto3" json:"cross_dc_bytes,omitempty"` // of bytes, those that crossed DCs
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1174,9 +1174,9 @@ func (x *StreamGainsResponse) GetBytes() int64 {
 	return 0
 }
 
-func (x *StreamGainsResponse) GetBytesCrossDc() int64 {
+func (x *StreamGainsResponse) GetCrossDcBytes() int64 {
 	if x != nil {
-		return x.BytesCrossDc
+		return x.CrossDcBytes
 	}
 	return 0
 }
@@ -2069,7 +2069,7 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\x06ranges\x18\x01 \x01(\x03R\x06ranges\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12$\n" +
-	"\x0ebytes_cross_dc\x18\x04 \x01(\x03R\fbytesCrossDc\"p\n" +
+	"\x0ecross_dc_bytes\x18\x04 \x01(\x03R\fcrossDcBytes\"p\n" +
 	"\x11TreeDigestRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12)\n" +
 	"\x05range\x18\x02 \x01(\v2\x13.kura.v1.TokenRangeR\x05range\x12\x14\n" +

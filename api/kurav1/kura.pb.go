@@ -4055,7 +4055,7 @@ type StreamProgress struct {
 	RangesDone    int64                  `protobuf:"varint,2,opt,name=ranges_done,json=rangesDone,proto3" json:"ranges_done,omitempty"`
 	Records       int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
 	Bytes         int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	BytesCrossDc  int64                  `protobuf:"varint,5,opt,name=bytes_cross_dc,json=bytesCrossDc,proto3" json:"bytes_cross_dc,omitempty"`
+	CrossDcBytes  int64                  `protobuf:"varint,5,opt,name=cross_dc_bytes,json=crossDcBytes,proto3" json:"cross_dc_bytes,omitempty"` // of bytes, those that crossed DCs
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4118,9 +4118,9 @@ func (x *StreamProgress) GetBytes() int64 {
 	return 0
 }
 
-func (x *StreamProgress) GetBytesCrossDc() int64 {
+func (x *StreamProgress) GetCrossDcBytes() int64 {
 	if x != nil {
-		return x.BytesCrossDc
+		return x.CrossDcBytes
 	}
 	return 0
 }
@@ -4212,7 +4212,7 @@ type MoveResponse struct {
 	Ranges        int64                  `protobuf:"varint,2,opt,name=ranges,proto3" json:"ranges,omitempty"`
 	Records       int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
 	Bytes         int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	BytesCrossDc  int64                  `protobuf:"varint,5,opt,name=bytes_cross_dc,json=bytesCrossDc,proto3" json:"bytes_cross_dc,omitempty"`
+	CrossDcBytes  int64                  `protobuf:"varint,5,opt,name=cross_dc_bytes,json=crossDcBytes,proto3" json:"cross_dc_bytes,omitempty"` // of bytes, those that crossed DCs
 	Seconds       float64                `protobuf:"fixed64,6,opt,name=seconds,proto3" json:"seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4276,9 +4276,9 @@ func (x *MoveResponse) GetBytes() int64 {
 	return 0
 }
 
-func (x *MoveResponse) GetBytesCrossDc() int64 {
+func (x *MoveResponse) GetCrossDcBytes() int64 {
 	if x != nil {
-		return x.BytesCrossDc
+		return x.CrossDcBytes
 	}
 	return 0
 }
@@ -5409,7 +5409,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"rangesDone\x12\x18\n" +
 	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12$\n" +
-	"\x0ebytes_cross_dc\x18\x05 \x01(\x03R\fbytesCrossDc\"\x15\n" +
+	"\x0ecross_dc_bytes\x18\x05 \x01(\x03R\fcrossDcBytes\"\x15\n" +
 	"\x13DecommissionRequest\"#\n" +
 	"\x11RemoveNodeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\xb0\x01\n" +
@@ -5418,7 +5418,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06ranges\x18\x02 \x01(\x03R\x06ranges\x12\x18\n" +
 	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12$\n" +
-	"\x0ebytes_cross_dc\x18\x05 \x01(\x03R\fbytesCrossDc\x12\x18\n" +
+	"\x0ecross_dc_bytes\x18\x05 \x01(\x03R\fcrossDcBytes\x12\x18\n" +
 	"\aseconds\x18\x06 \x01(\x01R\aseconds\",\n" +
 	"\x0eCleanupRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\"_\n" +

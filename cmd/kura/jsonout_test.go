@@ -14,7 +14,8 @@ import (
 // TestPrintJSON: issue 45, item 3. kura status --json printed 64-bit integers as strings
 // ("load_bytes": "2935") and left out every field at its default, "alive": false among
 // them. Numbers are numbers now, every field is there, in field order, and NaN, which
-// JSON lacks, is the proto3 mapping's string.
+// JSON lacks, is the proto3 mapping's string. A name puts its unit last
+// (cross_dc_bytes, once bytes_cross_dc).
 func TestPrintJSON(t *testing.T) {
 	tests := []struct {
 		name string
@@ -27,6 +28,8 @@ func TestPrintJSON(t *testing.T) {
 			`{"id":"n1","dc":"","state":"","tokens":[18446744073709551615,7],"ownership":0.5,"effective":0}`},
 		{"an unset message, an empty list", &kurav1.ClusterStatusResponse{Self: "n1"},
 			`{"self":"n1","nodes":[],"streaming":null,"clock":null,"membership":null,"protocol_version":0}`},
+		{"units last: cross_dc_bytes", &kurav1.StreamProgress{RangesTotal: 4, RangesDone: 1, Records: 9, Bytes: 300, CrossDcBytes: 120},
+			`{"ranges_total":4,"ranges_done":1,"records":9,"bytes":300,"cross_dc_bytes":120}`},
 		{"NaN", &kurav1.RingNode{Ownership: math.NaN(), Effective: math.Inf(1)},
 			`{"id":"","dc":"","state":"","tokens":[],"ownership":"NaN","effective":"Infinity"}`},
 		{"oneofs: only the member set", &kurav1.CompareAndSetRequest{Keyspace: "app", Condition: &kurav1.CompareAndSetRequest_IfAbsent{IfAbsent: true},

@@ -31,7 +31,7 @@ const opsTimeout = 10 * time.Second
 // removed.
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
-	nf := addNodeFlags(fs, opsTimeout)
+	nf := addNodeFlags(fs, oneNode, opsTimeout)
 	all := fs.Bool("all", false, "also list the nodes that left the cluster or were removed from it")
 	st, err := askNode(fs, nf, args, "status takes no arguments, only flags", stdout,
 		func(ctx context.Context, admin kurav1.AdminClient) (*kurav1.ClusterStatusResponse, error) {
@@ -48,7 +48,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	printClock(stdout, st.GetSelf(), st.GetClock())
 	if p := st.GetStreaming(); p.GetRangesTotal() > 0 {
 		fmt.Fprintf(stdout, "streaming on %s: %d of %d ranges, %s records, %s (%s across DCs)\n", st.GetSelf(),
-			p.GetRangesDone(), p.GetRangesTotal(), formatCount(p.GetRecords()), formatBytes(p.GetBytes()), formatBytes(p.GetBytesCrossDc()))
+			p.GetRangesDone(), p.GetRangesTotal(), formatCount(p.GetRecords()), formatBytes(p.GetBytes()), formatBytes(p.GetCrossDcBytes()))
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func departed(n *kurav1.NodeStatus) bool {
 // runRing is `kura ring`: every node's tokens and share of the ring, and of a keyspace.
 func runRing(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("ring", stderr)
-	nf := addNodeFlags(fs, opsTimeout)
+	nf := addNodeFlags(fs, oneNode, opsTimeout)
 	keyspace := fs.String("keyspace", "", "also show the share of this keyspace each node holds replicas of")
 	tokens := fs.Bool("tokens", false, "list every token, in ring order, instead of a line per node")
 	r, err := askNode(fs, nf, args, "ring takes no arguments, only flags (ring [--keyspace KS] [--tokens])", stdout,
@@ -223,7 +223,7 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 // runInfo is `kura info`: one node's own account of itself.
 func runInfo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("info", stderr)
-	nf := addNodeFlags(fs, opsTimeout)
+	nf := addNodeFlags(fs, oneNode, opsTimeout)
 	info, err := askNode(fs, nf, args, "info takes no arguments, only flags", stdout,
 		func(ctx context.Context, admin kurav1.AdminClient) (*kurav1.NodeInfo, error) {
 			return admin.Info(ctx, &kurav1.InfoRequest{})

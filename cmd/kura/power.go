@@ -8,47 +8,36 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/client"
 )
 
 // runPower drives a node's power cycle by hand (paper 003; docs/power.md): power sleep
 // NODE, power wake NODE, or power status.
 func runPower(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("power", stderr)
-	addr := fs.String("addr", defaultClientAddr, "client API address of any awake node")
-	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the transition")
-	security := addSecurityFlags(fs)
+	nf := addNodeFlags(fs, oneNode, 5*time.Minute)
+	fs.Lookup("addr").Usage = "client API address of any awake node"
+	fs.Lookup("timeout").Usage = "how long to wait for the transition"
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	opts, err := security.options()
-	if err != nil {
-		return err
-	}
-	conn, err := client.DialNode(*addr, opts)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	admin := kurav1.NewAdminClient(conn)
 	switch {
 	case len(pos) == 1 && pos[0] == "status":
-		st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
-		if err != nil {
-			return client.ExplainAt(*addr, err)
-		}
-		printPower(stdout, st)
-		return nil
+		return nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
+			st, err := admin.ClusterStatus(ctx, &kurav1.ClusterStatusRequest{})
+			if err == nil {
+				printPower(stdout, st)
+			}
+			return err
+		})
 	case len(pos) == 2 && (pos[0] == "sleep" || pos[0] == "wake"):
-		resp, err := admin.SetPower(ctx, &kurav1.SetPowerRequest{NodeId: pos[1], Action: pos[0]})
-		if err != nil {
-			return client.ExplainAt(*addr, err)
-		}
-		fmt.Fprintf(stdout, "%s is %s\n", pos[1], resp.GetPower())
-		return nil
+		return nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
+			resp, err := admin.SetPower(ctx, &kurav1.SetPowerRequest{NodeId: pos[1], Action: pos[0]})
+			if err == nil {
+				fmt.Fprintf(stdout, "%s is %s\n", pos[1], resp.GetPower())
+			}
+			return err
+		})
 	}
 	return fmt.Errorf("%w: power sleep NODE | power wake NODE | power status", errUsage)
 }

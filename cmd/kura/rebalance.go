@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -18,11 +17,10 @@ import (
 // step, which is printed as it arrives; then the rows per node before and after.
 func runRebalance(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("rebalance", stderr)
-	addr := fs.String("addr", defaultClientAddr, "client API address of the node that runs the rebalance")
+	nf := addNodeFlags(fs, oneNode, time.Hour)
+	fs.Lookup("addr").Usage = "client API address of the node that runs the rebalance"
 	keyspace := fs.String("keyspace", "", "the ordered keyspace to balance")
 	splits := fs.Int("splits", defaultSplits, "how many split keys to compute from the sample")
-	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the rebalance")
-	security := addSecurityFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -35,33 +33,27 @@ func runRebalance(args []string, stdout, stderr io.Writer) error {
 	case *splits < 1 || *splits > schema.MaxSplits:
 		return fmt.Errorf("%w: --splits %d: want 1 to %d", errUsage, *splits, schema.MaxSplits)
 	}
-	opts, err := security.options()
-	if err != nil {
-		return err
-	}
-	conn, err := client.DialNode(*addr, opts)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	stream, err := kurav1.NewAdminClient(conn).Rebalance(ctx, &kurav1.RebalanceRequest{Keyspace: *keyspace, Splits: uint32(*splits)})
-	if err != nil {
-		return fmt.Errorf("rebalance at %s: %w", *addr, client.ExplainAt(*addr, err))
-	}
-	start := time.Now()
 	var last *kurav1.RebalanceProgress
-	for {
-		p, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	err = nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
+		stream, err := admin.Rebalance(ctx, &kurav1.RebalanceRequest{Keyspace: *keyspace, Splits: uint32(*splits)})
 		if err != nil {
-			return fmt.Errorf("rebalance at %s: %w", *addr, client.ExplainAt(*addr, err))
+			return err
 		}
-		fmt.Fprintf(stdout, "[%5.1fs] %s\n", time.Since(start).Seconds(), p.GetStep())
-		last = p
+		start := time.Now()
+		for {
+			p, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "[%5.1fs] %s\n", time.Since(start).Seconds(), p.GetStep())
+			last = p
+		}
+	})
+	if err != nil {
+		return err
 	}
 	if last != nil {
 		printRowSpread(stdout, last.GetBefore(), last.GetAfter())

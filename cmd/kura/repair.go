@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/client"
 )
 
 // runRepair asks nodes, one after the other, to repair their ranges against the other
@@ -17,11 +15,9 @@ import (
 // client's routing: a repair is run from the node whose data it checks.
 func runRepair(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("repair", stderr)
-	addr := fs.String("addr", defaultClientAddr, "client API address of the node to repair (comma-separated: each in turn)")
+	nf := addNodeFlags(fs, eachNode, time.Hour)
 	keyspace := fs.String("keyspace", "", "keyspace to repair (empty: every keyspace)")
 	dc := fs.String("dc", "", "compare only with the replicas in this datacenter (empty: all)")
-	timeout := fs.Duration("timeout", time.Hour, "how long to wait for each node's repair")
-	security := addSecurityFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -29,37 +25,17 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: repair takes no arguments, only flags", errUsage)
 	}
-	opts, err := security.options()
-	if err != nil {
-		return err
-	}
 	var done []*kurav1.RepairResponse
-	for _, a := range strings.Split(*addr, ",") {
-		resp, err := repairNode(a, &kurav1.RepairRequest{Keyspace: *keyspace, Dc: *dc}, *timeout, opts)
+	err = nf.eachAdmin(func(ctx context.Context, _ string, admin kurav1.AdminClient) error {
+		resp, err := admin.Repair(ctx, &kurav1.RepairRequest{Keyspace: *keyspace, Dc: *dc})
 		if err != nil {
-			printRepairs(stdout, done)
 			return err
 		}
 		done = append(done, resp)
-	}
+		return nil
+	})
 	printRepairs(stdout, done)
-	return nil
-}
-
-// repairNode runs one node's repair.
-func repairNode(addr string, req *kurav1.RepairRequest, timeout time.Duration, opts client.Options) (*kurav1.RepairResponse, error) {
-	conn, err := client.DialNode(addr, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	resp, err := kurav1.NewAdminClient(conn).Repair(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("repair at %s: %w", addr, client.ExplainAt(addr, err))
-	}
-	return resp, nil
+	return err
 }
 
 // printRepairs prints one line per node repaired.

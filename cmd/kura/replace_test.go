@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -151,5 +153,42 @@ func TestClientCommandsWorkAfterReplace(t *testing.T) {
 				t.Errorf("kura scan through %s after the replace lacks %q:\n%s", addr, k, out)
 			}
 		}
+	}
+}
+
+// TestServerExitsWhenItsReplacementIsRefused: a node started with --replace naming a
+// node that is up was refused, said so in its log, and stayed booting for ever, its
+// process running as if it would join some day. It now exits with status 1 and the
+// reason on stderr.
+func TestServerExitsWhenItsReplacementIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two server processes")
+	}
+	dir := t.TempDir()
+	common := []string{"--dc", "dc1", "--gossip-interval", "200ms", "--ring-delay", "2s", "--log-level", "warn", "--repair-interval", "0"}
+	seed, client := freeAddr(t), freeAddr(t)
+	n1 := &serverProcess{args: append([]string{"--id", "n1", "--listen", seed, "--client", client, "--data-dir", filepath.Join(dir, "n1")}, common...), client: client}
+	startServer(t, n1)
+	waitView(t, "n1 is normal", []string{n1.client}, func(view map[string]*kurav1.NodeStatus) bool {
+		return view["n1"] != nil && view["n1"].GetStatus() == "normal"
+	})
+
+	n2 := &serverProcess{args: append([]string{"--id", "n2", "--listen", freeAddr(t), "--client", freeAddr(t), "--data-dir", filepath.Join(dir, "n2"),
+		"--seeds", seed, "--replace", "n1"}, common...)}
+	startServer(t, n2)
+	exited := make(chan error, 1)
+	go func() { exited <- n2.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("n2 ended with %v, want exit status 1", err)
+		}
+		if want := "node n1 is up"; !strings.Contains(n2.log.String(), want) {
+			t.Errorf("n2's output does not say %q:\n%s", want, n2.log.String())
+		}
+	case <-time.After(2 * time.Minute):
+		// The refusal takes 20 gossip rounds (4 s): minutes are a loaded machine's margin.
+		t.Fatal("n2, refused, still runs after 2 minutes")
 	}
 }

@@ -232,9 +232,15 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-	sig := <-stop
-	logger.Info("stopping", "signal", sig.String())
-	return n.Close()
+	select {
+	case sig := <-stop:
+		logger.Info("stopping", "signal", sig.String())
+		return n.Close()
+	case err := <-n.JoinRefused():
+		// The node logged it; a process left booting for ever would hide it.
+		n.Close()
+		return err
+	}
 }
 
 // applyTopology takes the node's DC from the topology when it names the node, checks a

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -26,24 +25,6 @@ import (
 
 const snapshotUsage = "snapshot create NAME [--keyspace KS,...] | snapshot list | snapshot delete NAME; each on the nodes --addr names (comma-separated), or with --all on every member"
 
-// nodesFlags choose the nodes a snapshot command acts on: those --addr names, or with
-// --all every member the first of them knows.
-type nodesFlags struct {
-	addr     *string
-	all      *bool
-	timeout  *time.Duration
-	security securityFlags
-}
-
-func addNodesFlags(fs *flag.FlagSet, timeout time.Duration) nodesFlags {
-	return nodesFlags{
-		addr:     fs.String("addr", defaultClientAddr, "client API address of the node to act on (comma-separated: each of them)"),
-		all:      fs.Bool("all", false, "act on every member of the cluster that the node at --addr knows"),
-		timeout:  fs.Duration("timeout", timeout, "how long to wait for the whole operation"),
-		security: addSecurityFlags(fs),
-	}
-}
-
 // target is a node a command acts on, and its connection.
 type target struct {
 	id    string // empty until the node answered (addresses given by --addr)
@@ -57,7 +38,11 @@ type target struct {
 // serve a client address:
 // a snapshot or restore that silently skipped a node would miss the copies only it
 // holds.
-func (f nodesFlags) dial(ctx context.Context) ([]*target, func(), error) {
+func (f nodeFlags) dial(ctx context.Context) ([]*target, func(), error) {
+	addrs, err := f.addrs()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts, err := f.security.options()
 	if err != nil {
 		return nil, nil, err
@@ -76,7 +61,6 @@ func (f nodesFlags) dial(ctx context.Context) ([]*target, func(), error) {
 		targets = append(targets, &target{id: id, addr: addr, admin: kurav1.NewAdminClient(conn), conn: conn})
 		return nil
 	}
-	addrs := strings.Split(*f.addr, ",")
 	if !*f.all {
 		for _, a := range addrs {
 			if err := connect("", a); err != nil {
@@ -132,7 +116,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) error {
 	}
 	sub := args[0]
 	fs := newFlagSet("snapshot "+sub, stderr)
-	nf := addNodesFlags(fs, 10*time.Minute)
+	nf := addNodeFlags(fs, nodesOrAll, 10*time.Minute)
 	keyspaces := fs.String("keyspace", "", "create: the keyspaces to keep, comma-separated (empty: all)")
 	hold := fs.Duration("hold", 30*time.Second, "create --all: the longest the nodes hold their writes for the snapshot's cut; a snapshot not done by then is deleted")
 	pos, err := parseFlags(fs, args[1:])
@@ -348,7 +332,7 @@ const (
 // alone any key written since the truncation or drop (docs/backup.md).
 func runRestoreKeyspace(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("restore keyspace", stderr)
-	nf := addNodesFlags(fs, time.Hour)
+	nf := addNodeFlags(fs, nodesOrAll, time.Hour)
 	name := fs.String("snapshot", "", "the snapshot to restore from, taken on every node read")
 	level := fs.String("consistency", "QUORUM", "the level of the restore's writes")
 	pos, err := parseFlags(fs, args)
