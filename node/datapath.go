@@ -41,6 +41,9 @@ type DataPathParts struct {
 	// Workers runs the coordinator's requests to other nodes; nil starts a goroutine for
 	// each.
 	Workers *workers.Pool
+	// TypedRecords reports whether every node reads typed records (coord.Parts); nil:
+	// never.
+	TypedRecords func() bool
 }
 
 // DataPathConfig tunes a node's data path.
@@ -81,16 +84,17 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 	local := local.NewLocal(parts.Engine, parts.Keyspaces, hinted, stage)
 	replicas := remote.NewSet(cfg.ID, local, parts.Network)
 	co := coord.New(coord.Config{Limits: cfg.Limits, ReplicaTimeout: cfg.ReplicaTimeout, Logger: cfg.Logger}, coord.Parts{
-		View:      parts.View,
-		Keyspaces: parts.Keyspaces,
-		Placement: parts.Placement,
-		Replicas:  replicas,
-		Hints:     hinted,
-		Clock:     parts.Clock,
-		Proximity: parts.Proximity,
-		Reads:     stage,
-		Rows:      parts.Rows,
-		Workers:   parts.Workers,
+		View:         parts.View,
+		Keyspaces:    parts.Keyspaces,
+		Placement:    parts.Placement,
+		Replicas:     replicas,
+		Hints:        hinted,
+		Clock:        parts.Clock,
+		Proximity:    parts.Proximity,
+		Reads:        stage,
+		Rows:         parts.Rows,
+		Workers:      parts.Workers,
+		TypedRecords: parts.TypedRecords,
 	})
 	// The repairer runs over the coordinator's placement, so that it compares the
 	// replicas the coordinator writes to.
