@@ -89,6 +89,14 @@ func Parse(key []byte) (collection []byte, kind Kind, suffix []byte, ok bool) {
 	return rest[:length], Kind(rest[length]), rest[length+1:], true
 }
 
+// IsKey reports whether key is an element record's key: one Parse accepts, which the
+// grouped partitioner therefore places by its collection. A key that fails at the first
+// byte costs one comparison.
+func IsKey(key []byte) bool {
+	_, _, _, ok := Parse(key)
+	return ok
+}
+
 // uvarintLen is the length of the shortest uvarint encoding of v.
 func uvarintLen(v uint64) int {
 	n := 1

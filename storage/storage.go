@@ -712,7 +712,7 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	batch := e.db.NewBatch()
 	defer batch.Close()
 	err := batch.Delete(encoded, nil)
-	if err == nil && indexed(ks) {
+	if err == nil && indexedKey(ks, key) {
 		// A record that cannot be decoded may have an index entry: drop it too.
 		current, found, readErr := readRecord(e.db, key, encoded)
 		if readErr != nil || found && !current.Tombstone {
