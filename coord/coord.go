@@ -150,9 +150,7 @@ type Coordinator struct {
 	reads     ReadPolicy
 	rows      RowEstimates
 	workers   *workers.Pool
-	// typedRecords is Parts.TypedRecords.
-	typedRecords func() bool
-	log          *slog.Logger
+	log       *slog.Logger
 	// lwtKeys queues this coordinator's lightweight transactions per key.
 	lwtKeys keyQueue
 	// scans numbers this coordinator's scans (nextScanID).
@@ -161,6 +159,8 @@ type Coordinator struct {
 	scanRereads atomic.Uint64
 	// gate holds the writes this coordinator stamps while a cluster snapshot is taken.
 	gate *writeGate
+	// typedRecords is Parts.TypedRecords.
+	typedRecords func() bool
 }
 
 // New returns a coordinator over the node's parts.
@@ -197,20 +197,21 @@ func New(cfg Config, parts Parts) *Coordinator {
 		cfg.Logger = slog.Default()
 	}
 	return &Coordinator{
-		cfg:          cfg,
-		view:         parts.View,
-		keyspaces:    parts.Keyspaces,
-		placement:    parts.Placement,
-		replicas:     parts.Replicas,
-		hints:        parts.Hints,
-		clock:        parts.Clock,
-		proximity:    parts.Proximity,
-		reads:        parts.Reads,
-		rows:         parts.Rows,
-		workers:      parts.Workers,
+		cfg:       cfg,
+		view:      parts.View,
+		keyspaces: parts.Keyspaces,
+		placement: parts.Placement,
+		replicas:  parts.Replicas,
+		hints:     parts.Hints,
+		clock:     parts.Clock,
+		proximity: parts.Proximity,
+		reads:     parts.Reads,
+		rows:      parts.Rows,
+		workers:   parts.Workers,
+		log:       cfg.Logger,
+		gate:      newWriteGate(),
+		// Nil leaves typed records refused: a coordinator assembled without a switch.
 		typedRecords: parts.TypedRecords,
-		log:          cfg.Logger,
-		gate:         newWriteGate(),
 	}
 }
 

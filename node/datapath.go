@@ -84,16 +84,17 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 	local := local.NewLocal(parts.Engine, parts.Keyspaces, hinted, stage)
 	replicas := remote.NewSet(cfg.ID, local, parts.Network)
 	co := coord.New(coord.Config{Limits: cfg.Limits, ReplicaTimeout: cfg.ReplicaTimeout, Logger: cfg.Logger}, coord.Parts{
-		View:         parts.View,
-		Keyspaces:    parts.Keyspaces,
-		Placement:    parts.Placement,
-		Replicas:     replicas,
-		Hints:        hinted,
-		Clock:        parts.Clock,
-		Proximity:    parts.Proximity,
-		Reads:        stage,
-		Rows:         parts.Rows,
-		Workers:      parts.Workers,
+		View:      parts.View,
+		Keyspaces: parts.Keyspaces,
+		Placement: parts.Placement,
+		Replicas:  replicas,
+		Hints:     hinted,
+		Clock:     parts.Clock,
+		Proximity: parts.Proximity,
+		Reads:     stage,
+		Rows:      parts.Rows,
+		Workers:   parts.Workers,
+		// The simulator's data path passes none: it writes no typed record.
 		TypedRecords: parts.TypedRecords,
 	})
 	// The repairer runs over the coordinator's placement, so that it compares the

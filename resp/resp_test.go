@@ -32,10 +32,7 @@ type fakeBackend struct {
 	// expiry holds the deadlines of the values that have one, by keyspace and key; an
 	// expired value reads as missing, as the coordinator's do.
 	expiry map[string]map[string]hlc.Timestamp
-	// types holds the type of each key that is not a string, by keyspace and key: what a
-	// collection's header record carries.
-	types map[string]map[string]lww.Type
-	ops   []string // "op keyspace level", in call order
+	ops    []string // "op keyspace level", in call order
 	// getAlls and putAlls hold the keys of each GetAll call and the records of each
 	// PutAll call, in call order.
 	getAlls [][][]byte
@@ -46,6 +43,9 @@ type fakeBackend struct {
 	// answerFullAfter, when above zero, is how many keys a GetAll reads before it
 	// answers the others coord.ErrAnswerFull, as a coordinator whose answer filled.
 	answerFullAfter int
+	// types holds the type of each key that is not a string, by keyspace and key: what a
+	// collection's header record carries.
+	types map[string]map[string]lww.Type
 }
 
 func newFakeBackend() *fakeBackend {
