@@ -120,6 +120,10 @@ type Parts struct {
 	// reads on goroutines kept between requests (see package workers); nil starts a
 	// goroutine for each.
 	Workers *workers.Pool
+	// TypedRecords reports whether every node of the cluster reads typed records
+	// (lww.Record.Type other than String): until then a write of one is refused as
+	// unavailable. Nil: never.
+	TypedRecords func() bool
 }
 
 // ReadPolicy gives the node's current read policy; *sched.Stage is one.
@@ -157,6 +161,8 @@ type Coordinator struct {
 	scanRereads atomic.Uint64
 	// gate holds the writes this coordinator stamps while a cluster snapshot is taken.
 	gate *writeGate
+	// typedRecords is Parts.TypedRecords.
+	typedRecords func() bool
 }
 
 // New returns a coordinator over the node's parts.
@@ -206,6 +212,8 @@ func New(cfg Config, parts Parts) *Coordinator {
 		workers:   parts.Workers,
 		log:       cfg.Logger,
 		gate:      newWriteGate(),
+		// Nil leaves typed records refused: a coordinator assembled without a switch.
+		typedRecords: parts.TypedRecords,
 	}
 }
 
@@ -265,6 +273,21 @@ func (c *Coordinator) checkKey(key []byte) error {
 	}
 	if len(key) > c.cfg.Limits.KeyBytesMax {
 		return invalid("key of %d bytes exceeds the limit of %d bytes", len(key), c.cfg.Limits.KeyBytesMax)
+	}
+	return nil
+}
+
+// checkType refuses a record of type t that not every node could store: a node of a
+// build from before types refuses a typed record's stored form, and takes the internode
+// record for a string's. A type this build does not know is an invalid argument.
+func (c *Coordinator) checkType(t lww.Type) error {
+	switch {
+	case t == lww.String:
+		return nil
+	case t > lww.TypeMax:
+		return invalid("unknown record type %d", t)
+	case c.typedRecords == nil || !c.typedRecords():
+		return fmt.Errorf("%w: a %v record is written only once every node of the cluster reads typed records, and a node runs an older build: upgrade it", ErrUnavailable, t)
 	}
 	return nil
 }

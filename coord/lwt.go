@@ -45,8 +45,8 @@ import (
 
 // UpdateFunc computes a key's next record from its current one. current is the key's
 // live record: zero, with found false, when the key is absent, deleted or expired. It
-// returns the record to write (Value, Tombstone, ExpiresAt: the coordinator sets Key and
-// Timestamp) and whether to write at all. It runs once per round that gets that far,
+// returns the record to write (Value, Tombstone, ExpiresAt, Type: the coordinator sets Key
+// and Timestamp) and whether to write at all. It runs once per round that gets that far,
 // possibly more than once, so it must be pure.
 type UpdateFunc func(current lww.Record, found bool) (next lww.Record, write bool, err error)
 
@@ -364,7 +364,11 @@ func (l *lwt) record(next lww.Record, ballot paxos.Ballot, s paxos.Summary) (lww
 	}
 	next.Key = l.key
 	if next.Tombstone {
-		next.Value = nil
+		// A tombstone holds neither a value nor a type: the key is absent.
+		next.Value, next.Type = nil, lww.String
+	}
+	if err := l.c.checkType(next.Type); err != nil {
+		return lww.Record{}, err
 	}
 	next.Timestamp = ballot.Time
 	if s.Found && s.Newest.Timestamp >= next.Timestamp {

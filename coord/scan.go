@@ -399,7 +399,7 @@ func mergeSorted(answers [][]lww.Record, final func(key []byte) bool) []lww.Reco
 
 // newestDigests keeps the newest version of each key of digests, which are in key order,
 // as dedupSorted does; ok is false when two live versions of one timestamp differ in
-// value or expiry: Newer would order them by their digests, not by their values.
+// value, expiry or type: Newer would order them by their digests, not by their values.
 func newestDigests(digests []lww.Record) (newest []lww.Record, ok bool) {
 	out := digests[:0]
 	for _, d := range digests {
@@ -410,7 +410,7 @@ func newestDigests(digests []lww.Record) (newest []lww.Record, ok bool) {
 		}
 		last := out[n-1]
 		if d.Timestamp == last.Timestamp && !d.Tombstone && !last.Tombstone &&
-			(!bytes.Equal(d.Value, last.Value) || d.ExpiresAt != last.ExpiresAt) {
+			(!bytes.Equal(d.Value, last.Value) || d.ExpiresAt != last.ExpiresAt || d.Type != last.Type) {
 			return nil, false
 		}
 		if lww.Newer(d, last) {
@@ -463,7 +463,7 @@ func newestOf(r, d lww.Record) (newest lww.Record, ok bool) {
 		return r, true
 	case d.Timestamp < r.Timestamp, d.Timestamp == r.Timestamp && r.Tombstone:
 		return r, true
-	case d.Timestamp == r.Timestamp && d.ExpiresAt == r.ExpiresAt && replica.DigestMatches(d.Value, r.Value):
+	case d.Timestamp == r.Timestamp && d.ExpiresAt == r.ExpiresAt && d.Type == r.Type && replica.DigestMatches(d.Value, r.Value):
 		return r, true // the same version
 	}
 	return lww.Record{}, false

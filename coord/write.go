@@ -73,6 +73,9 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if err := c.checkKey(rec.Key); err != nil {
 		return 0, err
 	}
+	if err := c.checkType(rec.Type); err != nil {
+		return 0, err
+	}
 	if cl.IsSerial() {
 		return 0, invalid("%v is the level of lightweight transactions (compare-and-set); a plain write takes ANY to ALL", cl)
 	}

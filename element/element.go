@@ -16,6 +16,8 @@ package element
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/kuradb/kura/hlc"
 )
 
 // Kind says which record of a collection an element key names: one byte after the
@@ -25,6 +27,7 @@ type Kind byte
 // The kinds of element records (docs/redis-types.md, "Key encoding").
 const (
 	// Reset is the collection's reset point: elements written at or before it are gone.
+	// Its suffix is empty and its value ResetValue's.
 	Reset Kind = 'r'
 	// HashField is one field of a hash; the suffix is the field.
 	HashField Kind = 'h'
@@ -87,6 +90,32 @@ func Parse(key []byte) (collection []byte, kind Kind, suffix []byte, ok bool) {
 	}
 	rest = rest[n:]
 	return rest[:length], Kind(rest[length]), rest[length+1:], true
+}
+
+// resetValueBytes is the size of a reset record's value.
+const resetValueBytes = 8
+
+// ResetValue returns the value of a reset record holding reset point at: the timestamp,
+// big-endian. Every element record of the collection written at or before at is gone.
+func ResetValue(at hlc.Timestamp) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, resetValueBytes), uint64(at))
+}
+
+// ParseResetValue returns the reset point a reset record's value holds; ok is false for
+// a value ResetValue cannot return.
+func ParseResetValue(value []byte) (at hlc.Timestamp, ok bool) {
+	if len(value) != resetValueBytes {
+		return 0, false
+	}
+	return hlc.Timestamp(binary.BigEndian.Uint64(value)), true
+}
+
+// IsKey reports whether key is an element record's key: one Parse accepts, which the
+// grouped partitioner therefore places by its collection. A key that fails at the first
+// byte costs one comparison.
+func IsKey(key []byte) bool {
+	_, _, _, ok := Parse(key)
+	return ok
 }
 
 // uvarintLen is the length of the shortest uvarint encoding of v.

@@ -3,6 +3,8 @@ package element
 import (
 	"bytes"
 	"testing"
+
+	"github.com/kuradb/kura/hlc"
 )
 
 func TestKeyLayout(t *testing.T) {
@@ -47,6 +49,32 @@ func TestParseRefusesWhatKeyNeverWrites(t *testing.T) {
 	for _, tt := range tests {
 		if c, k, s, ok := Parse([]byte(tt.key)); ok {
 			t.Errorf("%s: Parse(%q) = %q, %q, %q, true; want not an element key", tt.name, tt.key, c, k, s)
+		}
+		if IsKey([]byte(tt.key)) {
+			t.Errorf("%s: IsKey(%q) = true", tt.name, tt.key)
+		}
+	}
+	if key := Key([]byte("cart"), HashField, []byte("f")); !IsKey(key) {
+		t.Errorf("IsKey(%q) = false for a key Key wrote", key)
+	}
+}
+
+func TestResetValue(t *testing.T) {
+	tests := []struct {
+		name   string
+		value  []byte
+		wantAt hlc.Timestamp
+		wantOK bool
+	}{
+		{"a point", ResetValue(0x0102030405060708), 0x0102030405060708, true},
+		{"its bytes", []byte{1, 2, 3, 4, 5, 6, 7, 8}, 0x0102030405060708, true},
+		{"empty", nil, 0, false},
+		{"short", []byte{1, 2, 3, 4, 5, 6, 7}, 0, false},
+		{"long", []byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, 0, false},
+	}
+	for _, tt := range tests {
+		if at, ok := ParseResetValue(tt.value); at != tt.wantAt || ok != tt.wantOK {
+			t.Errorf("%s: ParseResetValue(%x) = %d, %t; want %d, %t", tt.name, tt.value, at, ok, tt.wantAt, tt.wantOK)
 		}
 	}
 }

@@ -5,6 +5,7 @@ package lww
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/kuradb/kura/hlc"
 )
@@ -20,6 +21,50 @@ type Record struct {
 	// part of the version, written by the coordinator: every replica compares the same
 	// deadline with its clock, instead of counting down a TTL of its own.
 	ExpiresAt hlc.Timestamp
+	// Type is the Redis data type of the key the record holds: String (zero) for every
+	// record written before types existed, and for a tombstone, which holds no type.
+	Type Type
+}
+
+// Type is the Redis data type of a key (docs/redis-types.md). A collection's type is
+// carried by the collection key's own record, so that GET and TYPE learn it from the one
+// record they read.
+type Type uint8
+
+// The types, numbered as stored: storage keeps a type in bits of a value's flag byte and
+// the internode record carries the number, so a number never changes meaning.
+const (
+	// String is a string value: the zero Type, so every record written before types
+	// existed is one.
+	String Type = iota
+	// Hash is a hash's header record.
+	Hash
+	// Set is a set's header record.
+	Set
+	// SortedSet is a sorted set's header record.
+	SortedSet
+	// List is a list's header record.
+	List
+	// TypeMax is the largest Type this build knows; a larger number is refused where a
+	// record is decoded.
+	TypeMax = List
+)
+
+// String returns the type's name as Redis's TYPE command answers it.
+func (t Type) String() string {
+	switch t {
+	case String:
+		return "string"
+	case Hash:
+		return "hash"
+	case Set:
+		return "set"
+	case SortedSet:
+		return "zset"
+	case List:
+		return "list"
+	}
+	return "type(" + strconv.Itoa(int(t)) + ")"
 }
 
 // Live reports whether r is a value that exists at now: not a tombstone, and not
@@ -31,9 +76,10 @@ func (r Record) Live(now hlc.Timestamp) bool {
 
 // Newer reports whether a should replace b. The higher timestamp wins; on equal
 // timestamps a tombstone beats a value, then the larger value (bytes.Compare) wins, then
-// the later expiry (never being the latest). The order is total on (timestamp,
-// tombstone, value, expiry), so replicas converge to the same record whatever order the
-// writes arrive in. Keys are not compared.
+// the later expiry (never being the latest), then the larger type. The order is total on
+// (timestamp, tombstone, value, expiry, type), so replicas converge to the same record
+// whatever order the writes arrive in. Keys are not compared. The type comes last so that
+// every pair of string records orders as it did before types existed.
 func Newer(a, b Record) bool {
 	if a.Timestamp != b.Timestamp {
 		return a.Timestamp > b.Timestamp
@@ -44,7 +90,10 @@ func Newer(a, b Record) bool {
 	if c := bytes.Compare(a.Value, b.Value); c != 0 {
 		return c > 0
 	}
-	return expiryOrder(a.ExpiresAt) > expiryOrder(b.ExpiresAt)
+	if a.ExpiresAt != b.ExpiresAt {
+		return expiryOrder(a.ExpiresAt) > expiryOrder(b.ExpiresAt)
+	}
+	return a.Type > b.Type
 }
 
 // expiryOrder maps an expiry to its rank in Newer: zero (never) after every deadline.

@@ -31,6 +31,14 @@ func TestNewer(t *testing.T) {
 		{"equal value: no expiry beats a deadline", value(5, "a"), Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 8}, true},
 		{"equal value: a deadline loses to no expiry", Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 8}, value(5, "a"), false},
 		{"a newer expiring value beats an older permanent one", Record{Value: []byte("a"), Timestamp: 6, ExpiresAt: 7}, value(5, "z"), true},
+		{"equal value and expiry: larger type wins", Record{Value: []byte("a"), Timestamp: 5, Type: Hash}, value(5, "a"), true},
+		{"equal value and expiry: string loses to a type", value(5, "a"), Record{Value: []byte("a"), Timestamp: 5, Type: Hash}, false},
+		{"equal value and expiry: list beats hash", Record{Value: []byte("a"), Timestamp: 5, Type: List}, Record{Value: []byte("a"), Timestamp: 5, Type: Hash}, true},
+		{"identical typed values do not replace", Record{Value: []byte("a"), Timestamp: 5, Type: Set}, Record{Value: []byte("a"), Timestamp: 5, Type: Set}, false},
+		{"type comes last: larger value beats larger type", value(5, "b"), Record{Value: []byte("a"), Timestamp: 5, Type: List}, true},
+		{"type comes last: later expiry beats larger type", Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 9}, Record{Value: []byte("a"), Timestamp: 5, ExpiresAt: 8, Type: List}, true},
+		{"type comes last: higher timestamp beats larger type", value(6, "a"), Record{Value: []byte("a"), Timestamp: 5, Type: List}, true},
+		{"type comes last: tombstone beats a typed value", tombstone(5), Record{Value: []byte("a"), Timestamp: 5, Type: Hash}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +79,25 @@ func TestNewerConvergesInAnyOrder(t *testing.T) {
 		}
 	}
 	permute(nil, writes)
+}
+
+func TestTypeString(t *testing.T) {
+	tests := []struct {
+		typ  Type
+		want string
+	}{
+		{String, "string"},
+		{Hash, "hash"},
+		{Set, "set"},
+		{SortedSet, "zset"},
+		{List, "list"},
+		{TypeMax + 1, "type(5)"},
+	}
+	for _, tt := range tests {
+		if got := tt.typ.String(); got != tt.want {
+			t.Errorf("Type(%d).String() = %q, want %q", tt.typ, got, tt.want)
+		}
+	}
 }
 
 func TestLive(t *testing.T) {

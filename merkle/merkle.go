@@ -178,9 +178,9 @@ func Diff(a, b *Tree) ([]int, error) {
 
 // recordHash hashes what makes two versions of a record differ: the key, the timestamp,
 // the tombstone flag, the value (through its own hash, so that a record's hash input
-// stays small whatever the value's size) and the expiry.
+// stays small whatever the value's size), the expiry and the type.
 func recordHash(r lww.Record) uint64 {
-	buf := make([]byte, 0, binary.MaxVarintLen64+len(r.Key)+8+1+8+8)
+	buf := make([]byte, 0, binary.MaxVarintLen64+len(r.Key)+8+1+8+8+1)
 	buf = binary.AppendUvarint(buf, uint64(len(r.Key)))
 	buf = append(buf, r.Key...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(r.Timestamp))
@@ -194,6 +194,11 @@ func recordHash(r lww.Record) uint64 {
 		// Only when set, so a record without expiry hashes as it did before expiry
 		// existed, and trees of such records stay equal across versions.
 		buf = binary.BigEndian.AppendUint64(buf, uint64(r.ExpiresAt))
+	}
+	if r.Type != lww.String {
+		// Only when not a string, for the same reason: one byte, so the input's length
+		// still tells what it holds.
+		buf = append(buf, byte(r.Type))
 	}
 	return xxhash.Sum64(buf)
 }

@@ -150,6 +150,10 @@ func TestDiff(t *testing.T) {
 			r[37].ExpiresAt = changed.Timestamp + 1
 			return r
 		}), []int{wantLeaf}},
+		{"same value, another type", with(func(r []lww.Record) []lww.Record {
+			r[37].Type = lww.Hash
+			return r
+		}), []int{wantLeaf}},
 		{"record missing", with(func(r []lww.Record) []lww.Record { return slices.Delete(r, 37, 38) }), []int{wantLeaf}},
 		{"record extra", with(func(r []lww.Record) []lww.Record { return append(r, changed) }), []int{wantLeaf}},
 	}

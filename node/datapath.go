@@ -41,6 +41,9 @@ type DataPathParts struct {
 	// Workers runs the coordinator's requests to other nodes; nil starts a goroutine for
 	// each.
 	Workers *workers.Pool
+	// TypedRecords reports whether every node reads typed records (coord.Parts); nil:
+	// never.
+	TypedRecords func() bool
 }
 
 // DataPathConfig tunes a node's data path.
@@ -91,6 +94,8 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 		Reads:     stage,
 		Rows:      parts.Rows,
 		Workers:   parts.Workers,
+		// The simulator's data path passes none: it writes no typed record.
+		TypedRecords: parts.TypedRecords,
 	})
 	// The repairer runs over the coordinator's placement, so that it compares the
 	// replicas the coordinator writes to.

@@ -20,11 +20,9 @@ import (
 
 // newFeed builds the node's membership feed, once its directory and catalog exist.
 func newFeed(n *Node) (*feed.Feed, error) {
-	appState := map[string]string{
-		powercycle.KeyPower: power.Active.String(),
-		keyStartedAt:        strconv.FormatInt(n.started.UnixMilli(), 10),
-		keyProtocol:         strconv.Itoa(transport.ProtocolVersion),
-	}
+	appState := announced()
+	appState[powercycle.KeyPower] = power.Active.String()
+	appState[keyStartedAt] = strconv.FormatInt(n.started.UnixMilli(), 10)
 	appState[powercycle.KeyLevels] = n.cfg.PowerLevels.String()
 	if n.fresh && !n.cfg.Founding {
 		appState[ringchange.KeyNewData] = "1"

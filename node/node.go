@@ -470,6 +470,8 @@ func (n *Node) open() error {
 		Proximity: proximity{n},
 		Rows:      &n.rows,
 		Workers:   workers.New(n.stop, coordWorkersIdleMax),
+		// Typed records wait for every node to read them (node/protocol.go).
+		TypedRecords: n.RecordTypesRead,
 	})
 	if err != nil {
 		return err

@@ -16,26 +16,71 @@ const keyProtocol = "protocol"
 // reading it.
 const unannouncedProtocol = 3
 
+// keyRecordTypes is the application state in which a node announces that it reads typed
+// records (lww.Record.Type): their stored flag bits and the internode record's type field.
+// A build from before types announces nothing, refuses a typed record's flag bits and
+// takes a typed internode record for a string's.
+const keyRecordTypes = "record_types"
+
 // ProtocolVersions returns the internode protocol version each member of the cluster
 // announces in gossip, by node id: every node on the ring or moving onto or off it, down
 // ones included (each may come back in the version it last ran), but not those that left
 // or were removed.
 func (n *Node) ProtocolVersions() map[string]uint16 {
 	versions := map[string]uint16{}
+	n.eachMemberState(func(id string, appState map[string]string) {
+		versions[id] = unannouncedProtocol
+		if v, err := strconv.ParseUint(appState[keyProtocol], 10, 16); err == nil {
+			versions[id] = uint16(v)
+		}
+	})
+	return versions
+}
+
+// RecordTypesRead reports whether every member of the cluster, as ProtocolVersions
+// counts them, announces that it reads typed records: the cluster-wide switch the
+// coordinator writes typed records behind (docs/redis-types.md). It is false until the
+// node has started. A member that is down counts with what it last announced, since it
+// may come back in the build it last ran.
+func (n *Node) RecordTypesRead() bool {
+	select {
+	case <-n.ready:
+	default:
+		return false
+	}
+	all := true
+	n.eachMemberState(func(_ string, appState map[string]string) {
+		all = all && appState[keyRecordTypes] == "1"
+	})
+	return all
+}
+
+// eachMemberState calls fn with the id and the gossiped application state of each member
+// of the cluster: every node on the ring or moving onto or off it, down ones included,
+// but not those that left or were removed. This node's own state is the one it announces;
+// a member gossip has not told of yet has an empty state.
+func (n *Node) eachMemberState(fn func(id string, appState map[string]string)) {
 	for _, m := range n.View().Nodes() {
 		if m.Status == cluster.StatusLeft || m.Status == cluster.StatusRemoved {
 			continue
 		}
-		versions[m.ID] = unannouncedProtocol
+		var appState map[string]string
 		if m.ID == n.cfg.ID {
-			versions[m.ID] = transport.ProtocolVersion
+			appState = announced()
 		} else if g, ok := n.feed.Member(m.ID); ok {
-			if v, err := strconv.ParseUint(g.AppState[keyProtocol], 10, 16); err == nil {
-				versions[m.ID] = uint16(v)
-			}
+			appState = g.AppState
 		}
+		fn(m.ID, appState)
 	}
-	return versions
+}
+
+// announced is the application state by which this build tells the cluster what it
+// speaks and reads.
+func announced() map[string]string {
+	return map[string]string{
+		keyProtocol:    strconv.Itoa(transport.ProtocolVersion),
+		keyRecordTypes: "1",
+	}
 }
 
 // ClusterProtocolVersion is the oldest internode protocol version a member of the cluster

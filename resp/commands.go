@@ -213,6 +213,8 @@ func clip(b []byte, n int) []byte { return b[:min(len(b), n)] }
 const (
 	errSyntax = "ERR syntax error"
 	errNotInt = "ERR value is not an integer or out of range"
+	// errWrongType answers a command for one type on a key of another, as Redis does.
+	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 )
 
 // errorReply words a backend error by its class (coord.Classify), with a code clients can

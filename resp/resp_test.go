@@ -43,6 +43,9 @@ type fakeBackend struct {
 	// answerFullAfter, when above zero, is how many keys a GetAll reads before it
 	// answers the others coord.ErrAnswerFull, as a coordinator whose answer filled.
 	answerFullAfter int
+	// types holds the type of each key that is not a string, by keyspace and key: what a
+	// collection's header record carries.
+	types map[string]map[string]lww.Type
 }
 
 func newFakeBackend() *fakeBackend {
@@ -64,15 +67,25 @@ func (f *fakeBackend) live(ks string, data map[string][]byte, key string) (lww.R
 	if !ok {
 		return lww.Record{}, false
 	}
-	return lww.Record{Key: []byte(key), Value: v, ExpiresAt: at, Timestamp: 1}, true
+	return lww.Record{Key: []byte(key), Value: v, ExpiresAt: at, Timestamp: 1, Type: f.types[ks][key]}, true
 }
 
 // store sets or deletes key as rec says.
 func (f *fakeBackend) store(ks string, data map[string][]byte, key string, rec lww.Record) {
+	delete(f.types[ks], key)
 	if rec.Tombstone {
 		delete(data, key)
 		delete(f.expiry[ks], key)
 		return
+	}
+	if rec.Type != lww.String {
+		if f.types == nil {
+			f.types = map[string]map[string]lww.Type{}
+		}
+		if f.types[ks] == nil {
+			f.types[ks] = map[string]lww.Type{}
+		}
+		f.types[ks][key] = rec.Type
 	}
 	data[key] = rec.Value
 	if rec.ExpiresAt != 0 {

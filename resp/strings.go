@@ -18,13 +18,17 @@ func getCommand(c *conn, args [][]byte) {
 	c.replyGet(rec, found, err)
 }
 
-// replyGet answers a read: the value, null for a missing key, or the error.
+// replyGet answers a read: the value, null for a missing key, WRONGTYPE for a key of
+// another type than string, or the error.
 func (c *conn) replyGet(rec lww.Record, found bool, err error) {
-	if err != nil {
+	switch {
+	case err != nil:
 		c.w.Error(errorReply(err))
-		return
+	case found && rec.Type != lww.String:
+		c.w.Error(errWrongType)
+	default:
+		c.writeValue(rec, found)
 	}
-	c.writeValue(rec, found)
 }
 
 // writeValue writes a record's value, or null for a missing key.
@@ -223,7 +227,8 @@ func mgetCommand(c *conn, args [][]byte) {
 	}
 	c.w.ArrayHeader(len(results))
 	for _, r := range results {
-		c.writeValue(r.Record, r.Found)
+		// As Redis's MGET, a key of another type than string reads as missing.
+		c.writeValue(r.Record, r.Found && r.Record.Type == lww.String)
 	}
 }
 
@@ -264,15 +269,15 @@ func strlenCommand(c *conn, args [][]byte) {
 	c.w.Int(int64(len(rec.Value)))
 }
 
-// typeCommand answers "string" for a key that exists (every kura value is a string) and
-// "none" for one that does not.
+// typeCommand answers the type of a key that exists, as its record carries it ("string"
+// for every record written before types), and "none" for one that does not.
 func typeCommand(c *conn, args [][]byte) {
-	_, found, err := c.lookup(args[1])
+	rec, found, err := c.lookup(args[1])
 	switch {
 	case err != nil:
 		c.w.Error(errorReply(err))
 	case found:
-		c.w.SimpleString("string")
+		c.w.SimpleString(rec.Type.String())
 	default:
 		c.w.SimpleString("none")
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kuradb/kura/lww"
 )
 
 func TestStringCommands(t *testing.T) {
@@ -261,6 +263,31 @@ func TestStringCommands(t *testing.T) {
 			converse(t, addr, tt.steps)
 		})
 	}
+}
+
+// TestTypedKeys: a key whose record carries another type than string (a collection's
+// header) answers GET with WRONGTYPE, reads as missing in MGET as in Redis, and TYPE
+// names its type; SET over it makes it a string again.
+func TestTypedKeys(t *testing.T) {
+	_, fake, addr := startServer(t, Config{})
+	for key, typ := range map[string]lww.Type{"h": lww.Hash, "s": lww.Set, "z": lww.SortedSet, "l": lww.List} {
+		fake.store("default", fake.data["default"], key, lww.Record{Value: []byte("header"), Type: typ})
+	}
+	converse(t, addr, []step{
+		{cmd("SET", "str", "v"), "+OK\r\n"},
+		{cmd("GET", "h"), "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+		{cmd("GET", "l"), "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+		{cmd("MGET", "h", "str", "missing"), "*3\r\n$-1\r\n$1\r\nv\r\n$-1\r\n"},
+		{cmd("TYPE", "h"), "+hash\r\n"},
+		{cmd("TYPE", "s"), "+set\r\n"},
+		{cmd("TYPE", "z"), "+zset\r\n"},
+		{cmd("TYPE", "l"), "+list\r\n"},
+		{cmd("TYPE", "str"), "+string\r\n"},
+		{cmd("TYPE", "missing"), "+none\r\n"},
+		{cmd("SET", "h", "now a string"), "+OK\r\n"},
+		{cmd("TYPE", "h"), "+string\r\n"},
+		{cmd("GET", "h"), "$12\r\nnow a string\r\n"},
+	})
 }
 
 func TestNoKeyspaceErrorSaysWhatToDo(t *testing.T) {

@@ -155,7 +155,8 @@ func (e *Engine) expireChunk(entries []expiryEntry, cutoff, grace hlc.Timestamp,
 			touched[ks] = true
 		default:
 			if !r.Tombstone {
-				r.Tombstone, r.Value = true, nil
+				// A tombstone holds no type: the key is absent, whatever it was.
+				r.Tombstone, r.Value, r.Type = true, nil, lww.String
 				if err := batch.Set(entry.recordKey, encodeValue(r), nil); err != nil {
 					return 0, 0, err
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
@@ -36,14 +37,18 @@ import (
 // skips those not Live at its time.
 //
 // Node-local keyspaces (schema's "system" prefix: hints, the ring, the catalog,
-// watermarks) are never scanned by clients and are not indexed.
+// watermarks) are never scanned by clients and are not indexed. Nor are the element
+// records of collections (keys element.IsKey accepts: a hash's fields, a set's members):
+// a walk counts keys, and a collection is listed once, by its own record
+// (docs/redis-types.md).
 
 const (
 	// liveIndexTag follows internalKeyPrefix in the live-key index's keys.
 	liveIndexTag = 's'
 	// liveIndexVersion is the index's format, stored in its marker. Open (re)builds the
-	// index when the marker is absent or names another version.
-	liveIndexVersion = 1
+	// index when the marker is absent or names another version. Version 2 leaves element
+	// records out, so a node opening data indexed by version 1 drops their entries.
+	liveIndexVersion = 2
 	// nodeLocalPrefix starts the names of node-local keyspaces (schema.SystemPrefix,
 	// which storage cannot import); users cannot create keyspaces with it in any case.
 	nodeLocalPrefix = "system"
@@ -64,6 +69,12 @@ var (
 // indexed reports whether keyspace ks has a live-key index.
 func indexed(ks string) bool {
 	return !strings.HasPrefix(strings.ToLower(ks), nodeLocalPrefix)
+}
+
+// indexedKey reports whether key of keyspace ks has an entry in the index when its record
+// is live: a key of an indexed keyspace that is not an element record's.
+func indexedKey(ks string, key []byte) bool {
+	return indexed(ks) && !element.IsKey(key)
 }
 
 // KeyPosition returns a key's position in the live-key index: the hash partitioner's
@@ -99,7 +110,7 @@ func liveIndexKey(ks string, userKey []byte) []byte {
 // not a tombstone. Overwriting a live record with another one leaves the entry as it is.
 func (e *Engine) reindex(b *pebble.Batch, ks string, key []byte, wasLive, isLive bool) error {
 	switch {
-	case !indexed(ks) || wasLive == isLive:
+	case wasLive == isLive || !indexedKey(ks, key):
 		return nil
 	case isLive:
 		return b.Set(liveIndexKey(ks, key), nil, nil)
@@ -112,7 +123,7 @@ func (e *Engine) reindex(b *pebble.Batch, ks string, key []byte, wasLive, isLive
 // applyBatch must call it in the batch that does so: garbage collection of expired
 // records, physical removals. Deleting an entry that does not exist is harmless.
 func (e *Engine) unindexLive(b *pebble.Batch, ks string, key []byte) error {
-	if !indexed(ks) {
+	if !indexedKey(ks, key) {
 		return nil
 	}
 	entry := liveIndexKey(ks, key)
@@ -225,7 +236,11 @@ func (e *Engine) CountLive(ks string, now, truncatedAt hlc.Timestamp) (int64, er
 	var live int64
 	prefixLen := len(ks) + 1
 	err := e.walkStored(ks, func(iter *pebble.Iterator) error {
-		r, _, err := decodeHeader(iter.Key()[prefixLen:], iter.Value())
+		userKey := iter.Key()[prefixLen:]
+		if element.IsKey(userKey) {
+			return nil // as the index, which has no entry for it
+		}
+		r, _, err := decodeHeader(userKey, iter.Value())
 		if err != nil {
 			return err
 		}
@@ -440,7 +455,7 @@ func writeLiveEntries(db *pebble.DB, iter *pebble.Iterator) (entries int, err er
 		if err != nil {
 			return entries, fmt.Errorf("keyspace %q: %w", ks, err)
 		}
-		if !r.Tombstone {
+		if !r.Tombstone && !element.IsKey(userKey) {
 			if err := batch.Set(liveIndexKey(ks, userKey), nil, nil); err != nil {
 				return entries, err
 			}

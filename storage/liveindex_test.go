@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
@@ -64,6 +65,13 @@ func scanAllLive(t *testing.T, e *Engine, ks string, limit int) []string {
 	}
 }
 
+// field is the key of hash h's field f, an element record.
+func field(h, f string) string { return string(element.Key([]byte(h), element.HashField, []byte(f))) }
+
+// notElement starts as element keys do but does not decode as one (its length runs past
+// its end): an ordinary key, indexed as any other.
+const notElement = "\x00\x01\x7fh"
+
 func TestLiveIndexFollowsWrites(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -80,6 +88,9 @@ func TestLiveIndexFollowsWrites(t *testing.T) {
 		{"put and delete in one batch", [][]lww.Record{{put("a", "1", 1), del("a", 2), put("b", "1", 1)}}, []string{"b"}},
 		{"delete and put in one batch", [][]lww.Record{{put("a", "1", 1)}, {del("a", 2), put("a", "2", 3)}}, []string{"a"}},
 		{"an empty value is live", [][]lww.Record{{put("a", "", 1)}}, []string{"a"}},
+		{"element records are not indexed", [][]lww.Record{{put("h", "", 1), put(field("h", "f"), "v", 1), put(notElement, "v", 1)}, {put(field("h", "g"), "v", 2)}},
+			[]string{notElement, "h"}},
+		{"an element's delete leaves the index alone", [][]lww.Record{{put("h", "", 1), put(field("h", "f"), "v", 1)}, {del(field("h", "f"), 2)}}, []string{"h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,6 +354,40 @@ func TestLiveIndexIsBuiltForEarlierData(t *testing.T) {
 	}
 	if got := indexedKeys(t, e, "ks"); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
 		t.Errorf("a second build ran: the index holds %q", got)
+	}
+}
+
+// TestLiveIndexVersion1IsRebuiltWithoutElements: an index built by version 1, which
+// indexed element records, is rebuilt when the engine opens, without them; string keys,
+// one that only starts like an element key included, keep their entries.
+func TestLiveIndexVersion1IsRebuiltWithoutElements(t *testing.T) {
+	fs := vfs.NewStrictMem()
+	e, err := Open(Options{Dir: "db", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, e, "ks", put("a", "1", 1), put("h", "", 1), put(field("h", "f"), "v", 1), put(notElement, "v", 1), del("b", 1))
+	// What version 1 left: an entry for the element record, and its marker.
+	setRawEntry(t, e, "ks", KeyPosition([]byte(field("h", "f"))), field("h", "f"))
+	if err := e.db.Set(liveIndexMarker, []byte{1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e = crashAndReopen(t, e, fs)
+	defer e.Close()
+	want := []string{notElement, "a", "h"}
+	if got := indexedKeys(t, e, "ks"); !reflect.DeepEqual(got, want) {
+		t.Errorf("after reopening the index holds %q, want %q", got, want)
+	}
+	marker, closer, err := e.db.Get(liveIndexMarker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if !reflect.DeepEqual(marker, []byte{liveIndexVersion}) {
+		t.Errorf("marker %v after the rebuild, want version %d", marker, liveIndexVersion)
+	}
+	if n, err := e.CountLive("ks", 100, 0); err != nil || n != 3 {
+		t.Errorf("CountLive = %d, %v; want 3, as the index", n, err)
 	}
 }
 

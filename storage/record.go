@@ -26,13 +26,20 @@ func validateRecord(r lww.Record) error {
 	if r.Tombstone && len(r.Value) > 0 {
 		return fmt.Errorf("%w: tombstone for key %q carries a %d-byte value", ErrInvalidRecord, r.Key, len(r.Value))
 	}
+	if r.Tombstone && r.Type != lww.String {
+		return fmt.Errorf("%w: tombstone for key %q carries type %v", ErrInvalidRecord, r.Key, r.Type)
+	}
+	if r.Type > lww.TypeMax {
+		return fmt.Errorf("%w: key %q has unknown type %d", ErrInvalidRecord, r.Key, r.Type)
+	}
 	return nil
 }
 
 // On-disk value layout. A record without an expiry is written in version 1:
 //
 //	byte 0      format version: 1
-//	byte 1      flags: bit 0 set for a tombstone; other bits must be zero
+//	byte 1      flags: bit 0 set for a tombstone; bits 1-3 the record's lww.Type (zero
+//	            for a string and for every tombstone); bits 4-7 must be zero
 //	bytes 2-9   hlc.Timestamp, big-endian uint64
 //	bytes 10-   the value bytes (none for a tombstone)
 //
@@ -45,11 +52,16 @@ func validateRecord(r lww.Record) error {
 //	bytes 18-   the value bytes (none for a tombstone)
 //
 // Records without an expiry keep the version 1 bytes, so data written before expiry
-// existed reads unchanged and each record has exactly one encoding.
+// existed reads unchanged and each record has exactly one encoding. The type took bits
+// that were zero before it existed, so a string record's bytes are what they always were;
+// a build from before types refuses a typed record's flags (ErrCorrupt), which is why
+// typed records are written only once every node reads them (docs/redis-types.md).
 const (
 	valueVersion         = 1
 	valueVersionExpiring = 2
 	flagTombstone        = 1 << 0
+	flagTypeShift        = 1
+	flagTypeMask         = 0b111 << flagTypeShift
 	valueHeaderSize      = 10
 	expiringHeaderSize   = valueHeaderSize + 8
 )
@@ -65,6 +77,7 @@ func encodeValue(r lww.Record) []byte {
 	if r.Tombstone {
 		encoded[1] = flagTombstone
 	}
+	encoded[1] |= byte(r.Type) << flagTypeShift
 	binary.BigEndian.PutUint64(encoded[2:valueHeaderSize], uint64(r.Timestamp))
 	if r.ExpiresAt != 0 {
 		encoded[0] = valueVersionExpiring
@@ -107,12 +120,19 @@ func decodeHeader(key, encoded []byte) (r lww.Record, value []byte, err error) {
 		return lww.Record{}, nil, fmt.Errorf("%w: key %q: unknown value format version %d", ErrCorrupt, key, encoded[0])
 	}
 	flags := encoded[1]
-	if flags&^flagTombstone != 0 {
+	if flags&^(flagTombstone|flagTypeMask) != 0 {
 		return lww.Record{}, nil, fmt.Errorf("%w: key %q: unknown flags %#x", ErrCorrupt, key, flags)
 	}
 	r = lww.Record{
 		Timestamp: hlc.Timestamp(binary.BigEndian.Uint64(encoded[2:valueHeaderSize])),
 		Tombstone: flags&flagTombstone != 0,
+		Type:      lww.Type(flags&flagTypeMask) >> flagTypeShift,
+	}
+	if r.Type > lww.TypeMax {
+		return lww.Record{}, nil, fmt.Errorf("%w: key %q: unknown type %d", ErrCorrupt, key, r.Type)
+	}
+	if r.Tombstone && r.Type != lww.String {
+		return lww.Record{}, nil, fmt.Errorf("%w: key %q: tombstone carries type %v", ErrCorrupt, key, r.Type)
 	}
 	if headerSize == expiringHeaderSize {
 		r.ExpiresAt = hlc.Timestamp(binary.BigEndian.Uint64(encoded[valueHeaderSize:headerSize]))

@@ -712,7 +712,7 @@ func (e *Engine) Remove(ks string, key []byte) error {
 	batch := e.db.NewBatch()
 	defer batch.Close()
 	err := batch.Delete(encoded, nil)
-	if err == nil && indexed(ks) {
+	if err == nil && indexedKey(ks, key) {
 		// A record that cannot be decoded may have an index entry: drop it too.
 		current, found, readErr := readRecord(e.db, key, encoded)
 		if readErr != nil || found && !current.Tombstone {
@@ -734,7 +734,8 @@ type Collected struct {
 	// Expired counts the expired values rewritten as tombstones (their space returns).
 	Expired int
 	// Removed counts the records removed physically: tombstones and expired records gone
-	// for longer than the tombstone grace, and truncated records.
+	// for longer than the tombstone grace, truncated records, and element records a
+	// collection's reset point left behind.
 	Removed int
 }
 
@@ -744,7 +745,9 @@ type Collected struct {
 //   - tombstones, and records whose ExpiresAt passed, are removed physically once they
 //     have been gone for longer than the tombstone grace;
 //   - the records of each keyspace named in truncations written at or before its
-//     truncation are removed physically (see Truncate).
+//     truncation are removed physically (see Truncate);
+//   - the element records of a collection written at or before its reset point are
+//     removed physically once that point is older than the tombstone grace (resetPoints).
 //
 // A record overwritten while collection runs is left alone. Once done, it raises the
 // watermark of every keyspace it walked (see TombstoneWatermark), so that a repair never
@@ -761,8 +764,12 @@ func (e *Engine) CollectGarbage(now time.Time, truncations map[string]hlc.Timest
 	if err != nil {
 		return Collected{Expired: expired, Removed: removedExpired}, fmt.Errorf("storage: collect expired records: %w", err)
 	}
-	removed, met, err := e.sweep(firstRecordKey, nil, func(ks string, r lww.Record) bool {
-		return goneBefore(r, cutoff) || r.Timestamp <= truncations[ks]
+	resets := resetPoints{e: e}
+	removed, met, err := e.sweep(firstRecordKey, nil, func(ks string, r lww.Record) (bool, error) {
+		if goneBefore(r, cutoff) || r.Timestamp <= truncations[ks] {
+			return true, nil
+		}
+		return resets.covers(ks, r, cutoff)
 	})
 	collected := Collected{Expired: expired, Removed: removedExpired + removed}
 	if err != nil {
@@ -791,7 +798,7 @@ func (e *Engine) Truncate(ks string, truncatedAt hlc.Timestamp) (removed int, er
 	}
 	defer e.closeMu.RUnlock()
 	lower, upper := keyspaceBounds(ks)
-	removed, _, err = e.sweep(lower, upper, func(_ string, r lww.Record) bool { return r.Timestamp <= truncatedAt })
+	removed, _, err = e.sweep(lower, upper, func(_ string, r lww.Record) (bool, error) { return r.Timestamp <= truncatedAt, nil })
 	if err != nil {
 		return removed, fmt.Errorf("storage: truncate keyspace %q: %w", ks, err)
 	}
@@ -801,7 +808,7 @@ func (e *Engine) Truncate(ks string, truncatedAt hlc.Timestamp) (removed int, er
 // sweep walks the records in [lower, upper) (nil upper: to the end) and removes
 // physically those doomed reports, given each record's keyspace. It returns how many it
 // removed and the keyspaces it met, in order. The caller has entered the engine.
-func (e *Engine) sweep(lower, upper []byte, doomed func(ks string, r lww.Record) bool) (removed int, met []string, err error) {
+func (e *Engine) sweep(lower, upper []byte, doomed doomedFunc) (removed int, met []string, err error) {
 	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return 0, nil, err
@@ -837,13 +844,16 @@ func (e *Engine) sweep(lower, upper []byte, doomed func(ks string, r lww.Record)
 	return removed, met, errors.Join(err, iter.Error(), iter.Close())
 }
 
+// doomedFunc reports whether a sweep removes record r of keyspace ks.
+type doomedFunc func(ks string, r lww.Record) (bool, error)
+
 // isDoomedRecord decodes the stored entry (encodedKey, encodedValue) and asks doomed.
-func isDoomedRecord(encodedKey, encodedValue []byte, doomed func(ks string, r lww.Record) bool) (bool, error) {
+func isDoomedRecord(encodedKey, encodedValue []byte, doomed doomedFunc) (bool, error) {
 	ks, r, err := decodeEntry(encodedKey, encodedValue)
 	if err != nil {
 		return false, err
 	}
-	return doomed(ks, r), nil
+	return doomed(ks, r)
 }
 
 // decodeEntry decodes a stored record entry into its keyspace and record.
@@ -861,7 +871,7 @@ func decodeEntry(encodedKey, encodedValue []byte) (string, lww.Record, error) {
 
 // removeDoomed deletes those of encodedKeys whose record doomed still reports, checked
 // under the stripe locks so a concurrent Apply is never undone.
-func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed func(ks string, r lww.Record) bool) (int, error) {
+func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed doomedFunc) (int, error) {
 	unlock := e.lockKeys(encodedKeys)
 	defer unlock()
 	batch := e.db.NewBatch()
@@ -880,7 +890,11 @@ func (e *Engine) removeDoomed(encodedKeys [][]byte, doomed func(ks string, r lww
 		if err != nil {
 			return 0, err
 		}
-		if !doomed(ks, r) {
+		isDoomed, err := doomed(ks, r)
+		if err != nil {
+			return 0, err
+		}
+		if !isDoomed {
 			continue
 		}
 		if err := batch.Delete(key, nil); err != nil {

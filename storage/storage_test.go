@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
@@ -54,6 +55,9 @@ func describe(rs ...lww.Record) string {
 		}
 		if r.ExpiresAt != 0 {
 			parts[i] += fmt.Sprintf("(expires %d)", r.ExpiresAt)
+		}
+		if r.Type != lww.String {
+			parts[i] += fmt.Sprintf("(%v)", r.Type)
 		}
 	}
 	return strings.Join(parts, " ")
@@ -484,6 +488,82 @@ func TestCollectGarbage(t *testing.T) {
 	}
 }
 
+// TestCollectGarbageRemovesResetElements: the collection removes the element records of
+// a collection written at or before its reset point once that point is older than the
+// grace, of every kind but the reset record itself, and leaves alone the elements written
+// after it, those of a collection whose reset is younger, or without a reset point, or
+// whose reset record holds none, and the collection's own record.
+func TestCollectGarbageRemovesResetElements(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	grace := time.Hour
+	age := func(d time.Duration) hlc.Timestamp { return hlc.FromTime(now.Add(-d)) }
+	field := func(collection, f string, ts hlc.Timestamp) lww.Record {
+		return put(string(element.Key([]byte(collection), element.HashField, []byte(f))), "v", ts)
+	}
+	reset := func(collection string, at, ts hlc.Timestamp) lww.Record {
+		return lww.Record{Key: element.Key([]byte(collection), element.Reset, nil), Value: element.ResetValue(at), Timestamp: ts}
+	}
+	resetAt := age(3 * grace)
+	tests := []struct {
+		name    string
+		records []lww.Record
+		gone    []int // indexes into records of those removed
+	}{
+		{"elements at or before an old reset point", []lww.Record{
+			put("h", "", age(time.Minute)),
+			reset("h", resetAt, resetAt),
+			field("h", "before", age(4*grace)),
+			field("h", "at", resetAt),
+			field("h", "after", resetAt+1),
+			put(string(element.Key([]byte("h"), element.CounterShard, []byte("\x01fdc1"))), "v", age(5*grace)),
+			del(string(element.Key([]byte("h"), element.HashField, []byte("deleted"))), age(4*grace)),
+		}, []int{2, 3, 5, 6}},
+		{"a reset point younger than the grace", []lww.Record{
+			reset("h", age(grace-time.Millisecond), age(grace-time.Millisecond)),
+			field("h", "before", age(4*grace)),
+		}, nil},
+		{"a reset point at the cutoff", []lww.Record{
+			reset("h", age(grace), age(grace)),
+			field("h", "before", age(4*grace)),
+		}, nil},
+		{"no reset record", []lww.Record{field("h", "old", age(4*grace))}, nil},
+		{"a reset record that holds no point", []lww.Record{
+			put(string(element.Key([]byte("h"), element.Reset, nil)), "short", resetAt),
+			field("h", "old", age(4*grace)),
+		}, nil},
+		{"another collection's reset point", []lww.Record{
+			reset("h", resetAt, resetAt),
+			field("h2", "old", age(4*grace)),
+			field("g", "old", age(4*grace)),
+		}, nil},
+		{"a newer reset point counts", []lww.Record{
+			reset("h", age(10*grace), age(10*grace)),
+			reset("h", resetAt, resetAt),
+			field("h", "between", age(5*grace)),
+		}, []int{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openMem(t, Options{TombstoneGrace: grace})
+			mustApply(t, e, "ks", tt.records...)
+			collected, err := e.CollectGarbage(now, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if collected.Removed != len(tt.gone) {
+				t.Errorf("collected %+v, want %d removed", collected, len(tt.gone))
+			}
+			for i, r := range tt.records {
+				// An overwritten record's key holds the newer one, which is never gone here.
+				_, found := mustGet(t, e, "ks", string(r.Key))
+				if wantFound := !slices.Contains(tt.gone, i); found != wantFound {
+					t.Errorf("record %d (%s): found %t, want %t", i, describe(r), found, wantFound)
+				}
+			}
+		})
+	}
+}
+
 func TestCollectGarbageDefaultGrace(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	e := openMem(t, Options{})
@@ -704,6 +784,47 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 				t.Errorf("after crash found = %t, want %t", found, tt.wantFound)
 			}
 		})
+	}
+}
+
+// TestTypedRecordsSurviveCrash: typed records (collection headers) written through the
+// engine come back with their types after a crash on the strict filesystem; a string
+// record in the bytes a build from before types wrote reads as a string; and two versions
+// of one timestamp and value that differ only in type keep the larger type, as
+// lww.Newer orders them.
+func TestTypedRecordsSurviveCrash(t *testing.T) {
+	fs := vfs.NewStrictMem()
+	e, err := Open(Options{Dir: "db", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := lww.Record{Key: []byte("h"), Value: []byte("hdr"), Timestamp: 5, Type: lww.Hash}
+	list := lww.Record{Key: []byte("l"), Timestamp: 6, ExpiresAt: 1 << 60, Type: lww.List}
+	mustApply(t, e, "ks", hash)
+	if _, err := e.ApplyBatch("ks", []lww.Record{list, put("s", "v", 7)}); err != nil {
+		t.Fatal(err)
+	}
+	// A string of the same timestamp and value loses to the hash; a set wins over it.
+	if applied, err := e.Apply("ks", put("h", "hdr", 5)); err != nil || applied {
+		t.Fatalf("Apply of a string tying with the hash = %t, %v; want not applied", applied, err)
+	}
+	set := lww.Record{Key: []byte("h"), Value: []byte("hdr"), Timestamp: 5, Type: lww.Set}
+	if applied, err := e.Apply("ks", set); err != nil || !applied {
+		t.Fatalf("Apply of a set tying with the hash = %t, %v; want applied", applied, err)
+	}
+	// Version 1 bytes of a string record, as every build has written them.
+	old := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 'o', 'l', 'd'}
+	if err := e.db.Set(encodeKey("ks", []byte("old")), old, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e = crashAndReopen(t, e, fs)
+	defer e.Close()
+	got, err := e.Scan("ks", nil, nil, 0, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "h@5=hdr(set) l@6=(expires 1152921504606846976)(list) old@8=old s@7=v"; describe(got...) != want {
+		t.Errorf("after crash Scan = %q, want %q", describe(got...), want)
 	}
 }
 

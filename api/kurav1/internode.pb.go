@@ -25,12 +25,15 @@ const (
 
 // Record is one versioned value as replicas store it.
 type Record struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Timestamp     uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Tombstone     bool                   `protobuf:"varint,4,opt,name=tombstone,proto3" json:"tombstone,omitempty"`
-	ExpiresAt     uint64                 `protobuf:"varint,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // hlc.Timestamp of the value's expiry; 0: never
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Key       []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value     []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Timestamp uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Tombstone bool                   `protobuf:"varint,4,opt,name=tombstone,proto3" json:"tombstone,omitempty"`
+	ExpiresAt uint64                 `protobuf:"varint,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // hlc.Timestamp of the value's expiry; 0: never
+	// type is the record's lww.Type: 0 (absent) for a string, as every record written
+	// before types existed; sent only once every node reads it (internode protocol 5).
+	Type          uint32 `protobuf:"varint,6,opt,name=type,proto3" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -96,6 +99,13 @@ func (x *Record) GetTombstone() bool {
 func (x *Record) GetExpiresAt() uint64 {
 	if x != nil {
 		return x.ExpiresAt
+	}
+	return 0
+}
+
+func (x *Record) GetType() uint32 {
+	if x != nil {
+		return x.Type
 	}
 	return 0
 }
@@ -1987,14 +1997,15 @@ var File_api_kurav1_internode_proto protoreflect.FileDescriptor
 
 const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
-	"\x1aapi/kurav1/internode.proto\x12\akura.v1\x1a\x15api/kurav1/kura.proto\"\x8b\x01\n" +
+	"\x1aapi/kurav1/internode.proto\x12\akura.v1\x1a\x15api/kurav1/kura.proto\"\x9f\x01\n" +
 	"\x06Record\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\x12\x1c\n" +
 	"\ttombstone\x18\x04 \x01(\bR\ttombstone\x12\x1d\n" +
 	"\n" +
-	"expires_at\x18\x05 \x01(\x04R\texpiresAt\"w\n" +
+	"expires_at\x18\x05 \x01(\x04R\texpiresAt\x12\x12\n" +
+	"\x04type\x18\x06 \x01(\rR\x04type\"w\n" +
 	"\rMutateRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12)\n" +
 	"\arecords\x18\x02 \x03(\v2\x0f.kura.v1.RecordR\arecords\x12\x1f\n" +

@@ -11,6 +11,7 @@ import (
 	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -112,7 +113,7 @@ func decodeRecordInto(r *lww.Record, field []byte) error {
 			} else {
 				r.Value = v[:len(v):len(v)]
 			}
-		case typ == protowire.VarintType && num >= 3 && num <= 5:
+		case typ == protowire.VarintType && num >= 3 && num <= 6:
 			v, _ := protowire.ConsumeVarint(field)
 			switch num {
 			case 3:
@@ -121,6 +122,8 @@ func decodeRecordInto(r *lww.Record, field []byte) error {
 				r.Tombstone = v != 0
 			case 5:
 				r.ExpiresAt = hlc.Timestamp(v)
+			case 6:
+				r.Type = replica.TypeFromWire(uint32(v)) // as proto truncates a uint32 field
 			}
 		}
 		return nil

@@ -25,6 +25,8 @@ func FuzzDecodeAnswers(f *testing.F) {
 		&kurav1.ReplicaScanResponse{Records: []*kurav1.Record{{Key: []byte("a"), Timestamp: 3, Tombstone: true}, {Key: []byte("b"), Value: bytes.Repeat([]byte("x"), 300)}}},
 		&kurav1.ReadResponse{},
 		&kurav1.ReadResponse{Found: true, Record: record},
+		&kurav1.ReadResponse{Found: true, Record: &kurav1.Record{Key: []byte("h"), Value: []byte("v"), Timestamp: 5, Type: uint32(lww.Hash)}},
+		&kurav1.ReplicaScanResponse{Records: []*kurav1.Record{{Key: []byte("t"), Timestamp: 5, Type: 1 << 20}}},
 		&kurav1.ReadManyResponse{Answers: []*kurav1.ReadResponse{{Found: true, Record: record}, {}, {Found: true, Record: &kurav1.Record{Key: []byte("d"), Tombstone: true}}}},
 	}
 	for _, seed := range seeds {
@@ -103,7 +105,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 func sameRecord(t *testing.T, got, want lww.Record) {
 	t.Helper()
 	if !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) || got.Timestamp != want.Timestamp ||
-		got.Tombstone != want.Tombstone || got.ExpiresAt != want.ExpiresAt {
+		got.Tombstone != want.Tombstone || got.ExpiresAt != want.ExpiresAt || got.Type != want.Type {
 		t.Fatalf("decoded %+v, proto.Unmarshal %+v", got, want)
 	}
 	if cap(got.Key) != len(got.Key) || cap(got.Value) != len(got.Value) {

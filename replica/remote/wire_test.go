@@ -2,11 +2,76 @@ package remote
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/erasure"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 )
+
+// TestRecordTypeCrossesTheWire: a record's type survives the internode record both ways
+// it is decoded (the generated code, and the scan and read answers' own decoder); a
+// record from a node of a build before types, which has no type field, is a string; and
+// a type number past what a Type holds decodes to one storage refuses, not to a smaller
+// type.
+func TestRecordTypeCrossesTheWire(t *testing.T) {
+	// The bytes a build from before types sends: fields 1 to 5 only.
+	old := protowire.AppendTag(nil, 1, protowire.BytesType)
+	old = protowire.AppendBytes(old, []byte("k"))
+	old = protowire.AppendTag(old, 2, protowire.BytesType)
+	old = protowire.AppendBytes(old, []byte("v"))
+	old = protowire.AppendTag(old, 3, protowire.VarintType)
+	old = protowire.AppendVarint(old, 7)
+	tests := []struct {
+		name string
+		// wire is the record's message; nil: replica.ToProto(want)'s.
+		wire []byte
+		want lww.Record
+	}{
+		{"string", nil, lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 7}},
+		{"hash header", nil, lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 7, Type: lww.Hash}},
+		{"expiring list header", nil, lww.Record{Key: []byte("k"), Timestamp: 7, ExpiresAt: 9, Type: lww.List}},
+		{"a build from before types", old, lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 7}},
+		{"type past a byte", protowire.AppendVarint(protowire.AppendTag(old, 6, protowire.VarintType), 0x102),
+			lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 7, Type: 0xff}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wire := tt.wire
+			if wire == nil {
+				var err error
+				if wire, err = proto.Marshal(replica.ToProto(tt.want)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var m kurav1.Record
+			if err := proto.Unmarshal(wire, &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := replica.FromProto(&m); describeWire(got) != describeWire(tt.want) {
+				t.Errorf("FromProto = %s, want %s", describeWire(got), describeWire(tt.want))
+			}
+			answer := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), wire)
+			got, err := decodeScanResponse(answer)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("decodeScanResponse = %v, %v; want one record", got, err)
+			}
+			if describeWire(got[0]) != describeWire(tt.want) {
+				t.Errorf("decodeScanResponse = %s, want %s", describeWire(got[0]), describeWire(tt.want))
+			}
+		})
+	}
+}
+
+// describeWire renders every field of a record that crosses the wire.
+func describeWire(r lww.Record) string {
+	return fmt.Sprintf("%q=%q@%d tombstone=%t expires=%d type=%d", r.Key, r.Value, r.Timestamp, r.Tombstone, r.ExpiresAt, r.Type)
+}
 
 func TestChunkAnswerCarriesTheStoredChunkAlone(t *testing.T) {
 	code, err := erasure.New(5, 3)

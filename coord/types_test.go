@@ -1,0 +1,75 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
+)
+
+// TestTypedRecordsWaitForEveryNode: a typed record (a collection's header) is written
+// only when Parts.TypedRecords says every node reads them; until then the write is
+// refused as unavailable and no replica is asked. A string record is written whatever
+// it says, and a type this build does not know is an invalid argument.
+func TestTypedRecordsWaitForEveryNode(t *testing.T) {
+	typedReadable := func(v bool) func() bool { return func() bool { return v } }
+	tests := []struct {
+		name    string
+		gate    func() bool
+		typ     lww.Type
+		wantErr error // nil: written
+	}{
+		{"string, no gate", nil, lww.String, nil},
+		{"string, gate closed", typedReadable(false), lww.String, nil},
+		{"hash, no gate", nil, lww.Hash, ErrUnavailable},
+		{"hash, gate closed", typedReadable(false), lww.Hash, ErrUnavailable},
+		{"hash, gate open", typedReadable(true), lww.Hash, nil},
+		{"list, gate open", typedReadable(true), lww.List, nil},
+		{"unknown type, gate open", typedReadable(true), lww.TypeMax + 1, ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
+			c.typedRecords = tt.gate
+			rec := lww.Record{Key: []byte("k"), Value: []byte("header"), Type: tt.typ}
+			_, err := c.write(context.Background(), "ks", rec, consistency.All)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("write = %v, want %v", err, tt.wantErr)
+			}
+			for id, r := range parts.replicas {
+				writes := r.writes()
+				switch {
+				case tt.wantErr != nil && len(writes) > 0:
+					t.Errorf("replica %s was written %v after a refusal", id, writes)
+				case tt.wantErr == nil && (len(writes) != 1 || writes[0].Type != tt.typ):
+					t.Errorf("replica %s was written %v, want one record of type %v", id, writes, tt.typ)
+				}
+			}
+		})
+	}
+}
+
+// TestTransactionRecordType: the record a lightweight transaction proposes keeps the
+// type its update gave, behind the same gate as a write, and a tombstone carries none.
+func TestTransactionRecordType(t *testing.T) {
+	c, _ := stubCoordinator(t, "a=3", "n1", "n2", "n3")
+	l := &lwt{c: c, key: []byte("k")}
+	ballot := paxos.Ballot{Time: 10, Node: "n1"}
+	if _, err := l.record(lww.Record{Value: []byte("v"), Type: lww.Hash}, ballot, paxos.Summary{}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("typed proposal with the gate closed: %v, want unavailable", err)
+	}
+	// A tombstone is absent whatever the update left in its type, so the gate does not
+	// hold it.
+	rec, err := l.record(lww.Record{Tombstone: true, Value: []byte("x"), Type: lww.Hash}, ballot, paxos.Summary{})
+	if err != nil || rec.Type != lww.String || rec.Value != nil {
+		t.Fatalf("tombstone proposal = %+v, %v; want a tombstone without value or type", rec, err)
+	}
+	c.typedRecords = func() bool { return true }
+	rec, err = l.record(lww.Record{Value: []byte("v"), Type: lww.Hash}, ballot, paxos.Summary{})
+	if err != nil || rec.Type != lww.Hash || rec.Timestamp != ballot.Time {
+		t.Fatalf("typed proposal with the gate open = %+v, %v; want a hash at the ballot's time", rec, err)
+	}
+}
