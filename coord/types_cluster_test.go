@@ -11,7 +11,8 @@ import (
 // TestTypedRecordCrossesTheCluster: once every node has heard in gossip that every other
 // reads typed records, as every node of this build announces, a transaction
 // writes a hash header through a coordinator outside the key's replicas, and every
-// replica, asked at ALL through another node, answers it with its type.
+// replica, asked at ALL through that coordinator (which waits for the transaction's
+// commit, answered after the client), answers it with its type.
 func TestTypedRecordCrossesTheCluster(t *testing.T) {
 	c := startCluster(t, spread)
 	ctx := testContext(t)
@@ -27,7 +28,7 @@ func TestTypedRecordCrossesTheCluster(t *testing.T) {
 	if err != nil || !res.Applied {
 		t.Fatalf("Update = %+v, %v; want applied", res, err)
 	}
-	rec, found, err := c.Node(replicas[0]).Coordinator().Get(ctx, "spread", key, consistency.All)
+	rec, found, err := via.Coordinator().Get(ctx, "spread", key, consistency.All)
 	if err != nil || !found || rec.Type != lww.Hash || !bytes.Equal(rec.Value, []byte("header")) {
 		t.Fatalf("Get at ALL = %+v, %t, %v; want the hash header", rec, found, err)
 	}
