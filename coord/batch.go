@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/kuradb/kura/cluster"
@@ -142,31 +141,18 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 	if len(keys) > 1 && (c.getAllLocally(ctx, keyspace, keys, cl, results) || c.getAllTogether(ctx, keyspace, keys, cl, results)) {
 		return results
 	}
-	slots := make(chan struct{}, getAllFanout)
-	var wg sync.WaitGroup
 	var answered atomic.Int64 // bytes of the values read so far
-	for i, key := range keys {
-		slots <- struct{}{}
-		if answered.Load() >= int64(c.cfg.Limits.AnswerBytesMax) {
-			<-slots
-			full := c.answerFull()
-			for j := i; j < len(keys); j++ {
-				results[j].Err = full
-			}
-			break
+	read := c.fanOut(len(keys), getAllFanout, func(i int) {
+		r := &results[i]
+		r.Record, r.Found, r.Err = c.Get(ctx, keyspace, keys[i], cl)
+		answered.Add(int64(len(r.Record.Value)))
+	}, func() bool { return answered.Load() >= int64(c.cfg.Limits.AnswerBytesMax) })
+	if read < len(keys) {
+		full := c.answerFull()
+		for i := read; i < len(keys); i++ {
+			results[i].Err = full
 		}
-		wg.Add(1)
-		c.workers.Run(func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			r := &results[i]
-			r.Record, r.Found, r.Err = c.Get(ctx, keyspace, key, cl)
-			answered.Add(int64(len(r.Record.Value)))
-		})
 	}
-	wg.Wait()
 	return results
 }
 
@@ -247,7 +233,7 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 		return false
 	}
 	self := c.view.Self()
-	q := &quorum{self: self.ID, workers: c.workers, byNode: true}
+	q := &quorum{self: self.ID, workers: c.tasks, byNode: true}
 	var groupKeys [][]int // by group: the indices of its keys
 	groupOf := map[string]int{}
 	var members, prev []placement.Member

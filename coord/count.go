@@ -69,7 +69,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	now := c.clock.Now()
 	for {
 		var active []*counting
-		q := &quorum{self: c.view.Self().ID}
+		q := &quorum{self: c.view.Self().ID, workers: c.tasks}
 		for _, w := range work {
 			if len(w.spans) > 0 {
 				q.groups = append(q.groups, newGroup(consistency.Requirement{Total: 1}, []target{{Member: w.member, group: len(active)}}))

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -48,21 +47,11 @@ func (c *Coordinator) PutEach(ctx context.Context, keyspace string, puts []lww.R
 		return results
 	}
 	alone := c.putTogether(ctx, keyspace, puts, cl, results)
-	slots := make(chan struct{}, putEachFanout)
-	var wg sync.WaitGroup
-	for _, i := range alone {
-		slots <- struct{}{}
-		wg.Add(1)
-		c.workers.Run(func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			p, r := puts[i], &results[i]
-			r.Timestamp, r.Err = c.Put(ctx, keyspace, p.Key, p.Value, p.ExpiresAt, cl)
-		})
-	}
-	wg.Wait()
+	c.fanOut(len(alone), putEachFanout, func(k int) {
+		i := alone[k]
+		p, r := puts[i], &results[i]
+		r.Timestamp, r.Err = c.Put(ctx, keyspace, p.Key, p.Value, p.ExpiresAt, cl)
+	}, nil)
 	return results
 }
 
@@ -181,7 +170,7 @@ func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []l
 		b.writes = append(b.writes, w)
 	}
 
-	q := &quorum{self: self.ID, workers: c.workers, askAll: true, byNode: true, eachGroup: true}
+	q := &quorum{self: self.ID, workers: c.tasks, askAll: true, byNode: true, eachGroup: true}
 	var grouped []*writeBatch // by group of q
 	for _, b := range batches {
 		if len(b.records) == 0 {

@@ -520,7 +520,7 @@ func (c *Coordinator) ScanRereads() uint64 {
 // ranges it was chosen for.
 func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag, digests bool) (roundResult, error) {
 	localDC := c.view.Self().DC
-	q := &quorum{self: c.view.Self().ID, byNode: true}
+	q := &quorum{self: c.view.Self().ID, workers: c.tasks, byNode: true}
 	var groupRanges [][]ring.Range // by group: the ranges it stands for
 	// The placement gives ranges with the same replicas one list (ScanRanges): each
 	// list's requirement and candidates are worked out once. Lists that are equal but
@@ -705,12 +705,12 @@ func (c *Coordinator) tellProgress(scan sched.ScanID, left []placement.Member) {
 		if err != nil {
 			continue
 		}
-		go func() {
+		c.tasks.background(func() {
 			ctx, cancel := c.replicaContext()
 			defer cancel()
 			if err := r.ScanProgress(ctx, scan, len(left)); err != nil {
 				c.log.Debug("scan progress not delivered", "node", m.ID, "err", err)
 			}
-		}()
+		})
 	}
 }

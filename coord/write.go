@@ -248,16 +248,20 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 	}
 	if required.Hinted && hinted > 0 {
 		// ANY is met by the hints already stored; the live replicas still get the write
-		// (each goroutine is given its write, a copy).
+		// in the background (each task is given its write, a copy), or a hint once the
+		// coordinator is closed.
 		for _, t := range op.targets {
-			go c.applyOrHint(op.writes[t.slot], keyspace)
+			w := op.writes[t.slot]
+			if !c.tasks.background(func() { c.applyOrHint(w, keyspace) }) {
+				c.hint(w.member.ID, keyspace, w.record)
+			}
 		}
 		return out, nil
 	}
 	if len(op.targets) == 0 {
 		return out, unavailable(nil)
 	}
-	q := op.quorum(c.view.Self().ID, c.workers, required, op.targets)
+	q := op.quorum(c.view.Self().ID, c.tasks, required, op.targets)
 	q.askAll = true
 	out, err := gather(ctx, q, op.ask, op.accept)
 	if err != nil || !out.met {
