@@ -228,8 +228,8 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 	if cl == consistency.Any || cl.IsSerial() {
 		return false
 	}
-	ks, err := c.keyspaces.Get(keyspace)
-	if err != nil || ks.Erasure.Enabled() {
+	ks, layout, err := c.keyspace(keyspace)
+	if err != nil || !layout.whole() {
 		return false
 	}
 	self := c.view.Self()
@@ -325,8 +325,8 @@ func (c *Coordinator) replicaHere(ctx context.Context, keyspace string, cl consi
 	if cl.IsSerial() {
 		return ks, self, required, false
 	}
-	ks, err := c.keyspaces.Get(keyspace)
-	if err != nil || ks.Erasure.Enabled() {
+	ks, layout, err := c.keyspace(keyspace)
+	if err != nil || !layout.whole() {
 		return ks, self, required, false
 	}
 	selfID := c.view.Self().ID

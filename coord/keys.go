@@ -136,11 +136,11 @@ func (c *Coordinator) keysPlan(ctx context.Context, keyspace string) (*keysPlan,
 	if err := c.member(); err != nil {
 		return nil, err
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err
 	}
-	if ks.Erasure.Enabled() {
+	if !layout.whole() {
 		return nil, invalid("keyspace %q is erasure-coded: its keys cannot be listed by position (scan it in key order)", keyspace)
 	}
 	ranges, err := c.placement.ScanRanges(ctx, ks, nil, nil)

@@ -61,8 +61,8 @@ func (c *Coordinator) PutEach(ctx context.Context, keyspace string, puts []lww.R
 // erasure-coded keyspace (Put says why, or takes them its own way). The writes go in
 // rounds of at most putRoundBytesMax bytes, one after the other.
 func (c *Coordinator) putTogether(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level, results []PutResult) (alone []int) {
-	ks, err := c.keyspaces.Get(keyspace)
-	if len(puts) < 2 || cl == consistency.Any || cl.IsSerial() || err != nil || ks.Erasure.Enabled() {
+	ks, layout, err := c.keyspace(keyspace)
+	if len(puts) < 2 || cl == consistency.Any || cl.IsSerial() || err != nil || !layout.whole() {
 		for i := range puts {
 			alone = append(alone, i)
 		}

@@ -34,17 +34,11 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	if cl.IsSerial() {
 		return c.serialGet(ctx, keyspace, key, cl)
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return lww.Record{}, false, err
 	}
-	if ks.Erasure.Enabled() {
-		return c.ldrGet(ctx, ks, key, cl)
-	}
-	op := c.newReadOp(keyspace, key)
-	rec, found, out, err := c.get(ctx, ks, cl, op)
-	op.release(out)
-	return rec, found, err
+	return layout.get(ctx, ks, key, cl)
 }
 
 // get is Get of a replicated keyspace, in op's memory; out is the gathering's outcome.

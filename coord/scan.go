@@ -46,13 +46,16 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
 		return nil, nil
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err
 	}
-	if ks.Erasure.Enabled() {
-		return c.ldrScan(ctx, ks, start, end, limit, cl)
-	}
+	return layout.scan(ctx, ks, start, end, limit, cl)
+}
+
+// replicatedScan is Scan of a replicated keyspace: it reads the ring's token ranges,
+// each from as many of its replicas as cl needs.
+func (c *Coordinator) replicatedScan(ctx context.Context, ks schema.Keyspace, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
 	ranges, err := c.placement.ScanRanges(ctx, ks, start, end)
 	if err != nil {
 		return nil, routed(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/schema"
 )
 
 // Put writes value under key at level cl and returns the write's timestamp. A non-zero
@@ -76,14 +77,16 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if cl.IsSerial() {
 		return 0, invalid("%v is the level of lightweight transactions (compare-and-set); a plain write takes ANY to ALL", cl)
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return 0, err
 	}
-	if ks.Erasure.Enabled() {
-		return c.ldrWrite(ctx, ks, rec, cl)
-	}
-	op := c.newWriteOp(keyspace)
+	return layout.write(ctx, ks, rec, cl)
+}
+
+// replicatedWrite is write to a replicated keyspace: rec to each replica of its key.
+func (c *Coordinator) replicatedWrite(ctx context.Context, ks schema.Keyspace, rec lww.Record, cl consistency.Level) (_ hlc.Timestamp, err error) {
+	op := c.newWriteOp(ks.Name)
 	if op.members, err = c.replicaSet(ctx, ks, rec.Key, op.members); err != nil {
 		op.release(outcome{})
 		return 0, err
