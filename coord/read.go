@@ -57,7 +57,7 @@ func (c *Coordinator) gatherRead(ctx context.Context, ks schema.Keyspace, cl con
 		return out, err
 	}
 	self := c.view.Self()
-	required := cl.Require(countedPerDC(op.members), self.DC)
+	required := readRequirement(cl, op.members, self.DC)
 	op.targets = c.readable(op.targets, op.members, 0)
 	if err := available(cl, required, op.targets); err != nil {
 		return out, err

@@ -91,7 +91,7 @@ func (c *Coordinator) replicatedWrite(ctx context.Context, ks schema.Keyspace, r
 		op.release(outcome{})
 		return 0, err
 	}
-	required := withPending(cl.Require(countedPerDC(op.members), c.view.Self().DC), op.members)
+	required := writeRequirement(cl, op.members, c.view.Self().DC)
 	op.required = required
 	unavailable := func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
@@ -190,6 +190,18 @@ func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Memb
 		}
 	}
 	return nil
+}
+
+// readRequirement is what level cl asks of members, the replicas of a key or range read
+// by a coordinator in dc: the members whose answers count (countedPerDC).
+func readRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
+	return cl.Require(countedPerDC(members), dc)
+}
+
+// writeRequirement is what a write at level cl to members, by a coordinator in dc, must
+// reach: readRequirement raised for the pending members (withPending).
+func writeRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
+	return withPending(readRequirement(cl, members, dc), members)
 }
 
 // withPending raises the level's requirement by every pending member (a node taking the
