@@ -1,9 +1,14 @@
 package coord
 
 import (
+	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/consistency"
 )
 
 // Background tasks beyond the bound wait for a running one to end.
@@ -63,4 +68,44 @@ func TestTasksCloseWaits(t *testing.T) {
 		ts.request(func() { close(ran) })
 		<-ran
 	})
+}
+
+// An ANY write met by a hint for a down replica sends the write to the live replicas in
+// the background, which Close waits for; once the coordinator is closed, the live
+// replicas are hinted instead. Either way every replica gets the write or a hint.
+func TestAnyWriteAroundClose(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		closeFirst  bool
+		wantApplied []string
+		wantHinted  []string
+	}{
+		{"open", false, []string{"n1", "n2"}, []string{"n3"}},
+		{"closed", true, nil, []string{"n1", "n2", "n3"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
+			parts.takesHints = true
+			c.view.(*cluster.Directory).SetState("n3", cluster.StateDown)
+			if tt.closeFirst {
+				c.Close()
+			}
+			if _, err := c.Put(context.Background(), "ks", []byte("k"), []byte("v"), 0, consistency.Any); err != nil {
+				t.Fatalf("ANY put: %v", err)
+			}
+			c.Close() // waits for the background writes
+			var applied []string
+			for _, id := range []string{"n1", "n2", "n3"} {
+				if len(parts.replicas[id].writes()) > 0 {
+					applied = append(applied, id)
+				}
+			}
+			parts.hintsMu.Lock()
+			hinted := slices.Sorted(slices.Values(parts.hinted))
+			parts.hintsMu.Unlock()
+			if !slices.Equal(applied, tt.wantApplied) || !slices.Equal(hinted, tt.wantHinted) {
+				t.Errorf("applied on %v, hinted for %v; want applied on %v, hinted for %v", applied, hinted, tt.wantApplied, tt.wantHinted)
+			}
+		})
+	}
 }
