@@ -93,11 +93,20 @@ func (c *Coordinator) replicatedWrite(ctx context.Context, ks schema.Keyspace, r
 	}
 	required := writeRequirement(cl, op.members, c.view.Self().DC)
 	op.required = required
-	unavailable := func(alive map[string]int) error {
+	return c.writeMembers(ctx, op, op.members, rec, cl, func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
-	}
-	c.planWrites(op, op.members)
-	if err := checkWritable(op.writes, required, unavailable); err != nil {
+	}, nil)
+}
+
+// writeMembers is the write of rec to members, one record each, whichever the layout:
+// rec itself for a replicated keyspace (split nil), or split(rec)[i] for member i (an
+// erasure-coded keyspace's chunk i). It fails with unavailable, before rec is stamped,
+// when the members that acknowledge cannot meet op.required; it stamps rec now unless
+// it carries a timestamp, then applies the writes (applyWrites). It releases op.
+func (c *Coordinator) writeMembers(ctx context.Context, op *writeOp, members []placement.Member, rec lww.Record, cl consistency.Level,
+	unavailable func(alive map[string]int) error, split func(lww.Record) ([]lww.Record, error)) (_ hlc.Timestamp, err error) {
+	c.planWrites(op, members)
+	if err := checkWritable(op.writes, op.required, unavailable); err != nil {
 		op.release(outcome{})
 		return 0, err
 	}
@@ -108,8 +117,19 @@ func (c *Coordinator) replicatedWrite(ctx context.Context, ks schema.Keyspace, r
 		}
 		defer c.gate.exit()
 	}
-	for i := range op.writes {
-		op.writes[i].record = rec
+	if split == nil {
+		for i := range op.writes {
+			op.writes[i].record = rec
+		}
+	} else {
+		records, err := split(rec)
+		if err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
+		for i := range op.writes {
+			op.writes[i].record = records[i]
+		}
 	}
 	return rec.Timestamp, c.applyWrites(ctx, op, cl, unavailable)
 }
