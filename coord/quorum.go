@@ -250,8 +250,14 @@ func (g *gathering[T]) dispatch() bool {
 			if g.results == nil {
 				g.results = make(chan answer[T], cap(g.sent))
 			}
-			ask, results := g.ask, g.results
-			q.workers.request(func() { askRemote(ask, results, ts) })
+			// The closure holds what it needs, not q: a pooled op's quorum is reused once
+			// every request answered, which may be before end runs.
+			ask, results, t := g.ask, g.results, q.workers
+			counted := t.start()
+			t.run(func() {
+				askRemote(ask, results, ts)
+				t.end(counted)
+			})
 		} else {
 			local = true
 		}

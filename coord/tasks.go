@@ -15,22 +15,23 @@ const backgroundTasksMax = 1024
 // package workers), and counts it, so that Close can wait for it to end before the
 // node's transport and storage close under it. Two kinds:
 //
-//   - a gathering's requests to other nodes (request): never bounded, since a request
-//     that waited for another could wait for itself (GetAll's reads gather on the same
-//     workers), and bounded anyway by the requests under way;
+//   - the work a request waits for: a gathering's requests to other nodes, a batch's
+//     reads and writes that go one by one (start, run, end). It is never bounded, since
+//     a task that waited for a slot could wait for itself (GetAll's reads gather on the
+//     same workers), and it is bounded anyway by the requests under way;
 //   - the work a request leaves behind and does not wait for (background): an ANY
-//     write's copies to the live replicas, read repairs, a scan's progress notes. These
-//     are bounded: once backgroundMax run, the next waits for one to end, so that a
-//     burst of repairs slows its clients rather than piling up goroutines.
+//     write's copies to the live replicas, read repairs, a scan's progress notes. It is
+//     bounded: once Config.BackgroundTasksMax tasks run, the next waits for one to end,
+//     so that a burst of repairs slows its clients rather than piling up goroutines.
 //
 // A quorum whose workers are nil runs each request on a goroutine of its own, untracked
-// (quorums built by hand in tests, and lightweight transactions' rounds, which wait for
-// their own requests).
+// (quorums built by hand in tests, and lightweight transactions' rounds).
 type tasks struct {
 	pool  *workers.Pool
 	slots chan struct{} // one per background task running
 
-	mu      sync.Mutex
+	// mu orders counting a task against close: no task is counted once close waits.
+	mu      sync.RWMutex
 	closed  bool
 	running sync.WaitGroup
 }
@@ -39,23 +40,29 @@ func newTasks(pool *workers.Pool, backgroundMax int) *tasks {
 	return &tasks{pool: pool, slots: make(chan struct{}, backgroundMax)}
 }
 
-// request runs one of a gathering's requests, which must not wait for another task.
-// Once the coordinator is closed it still runs, untracked: the request it serves is
-// still under way.
-func (t *tasks) request(task func()) {
-	// nil: a quorum built without the coordinator's tasks.
+// start counts a task a request waits for, about to run, and reports whether it did:
+// not for nil tasks, nor once closed (the request it serves is still under way, so the
+// task still runs, uncounted). The task calls end with the answer when it is done; the
+// caller makes the task call it, rather than wrapping the task, so that a request to a
+// replica costs no allocation more.
+func (t *tasks) start() bool {
+	return t != nil && t.track()
+}
+
+// end ends a task start counted (counted true).
+func (t *tasks) end(counted bool) {
+	if counted {
+		t.running.Done()
+	}
+}
+
+// run runs task on the coordinator's workers; nil tasks start a goroutine.
+func (t *tasks) run(task func()) {
 	if t == nil {
 		go task()
 		return
 	}
-	if !t.track() {
-		t.pool.Run(task)
-		return
-	}
-	t.pool.Run(func() {
-		defer t.running.Done()
-		task()
-	})
+	t.pool.Run(task)
 }
 
 // background runs task once fewer than the bound are running, and reports whether it
@@ -79,8 +86,8 @@ func (t *tasks) background(task func()) bool {
 
 // track counts one more task running and reports true, or reports false once closed.
 func (t *tasks) track() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if t.closed {
 		return false
 	}
@@ -112,10 +119,12 @@ func (c *Coordinator) fanOut(n, limit int, task func(i int), stop func() bool) i
 			return i
 		}
 		wg.Add(1)
-		c.tasks.request(func() {
+		counted := c.tasks.start()
+		c.tasks.run(func() {
 			defer func() {
 				<-slots
 				wg.Done()
+				c.tasks.end(counted)
 			}()
 			task(i)
 		})

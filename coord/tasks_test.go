@@ -41,14 +41,18 @@ func TestTasksBackgroundBounded(t *testing.T) {
 	})
 }
 
-// close waits for the background tasks and the requests running, then refuses
-// background tasks; requests still run.
+// close waits for the background tasks and the tasks requests wait for, then refuses
+// background tasks and counts no more; the tasks requests wait for still run.
 func TestTasksCloseWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ts := newTasks(nil, 4)
 		releaseRepair, releaseRequest := make(chan struct{}), make(chan struct{})
 		ts.background(func() { <-releaseRepair })
-		ts.request(func() { <-releaseRequest })
+		counted := ts.start()
+		ts.run(func() {
+			<-releaseRequest
+			ts.end(counted)
+		})
 		closed := make(chan struct{})
 		go func() { ts.close(); close(closed) }()
 		for _, release := range []chan struct{}{releaseRepair, releaseRequest} {
@@ -64,8 +68,11 @@ func TestTasksCloseWaits(t *testing.T) {
 		if ts.background(func() { t.Error("a background task ran after close") }) {
 			t.Fatal("background took a task after close")
 		}
+		if ts.start() {
+			t.Fatal("a task was counted after close")
+		}
 		ran := make(chan struct{})
-		ts.request(func() { close(ran) })
+		ts.run(func() { close(ran) })
 		<-ran
 	})
 }
