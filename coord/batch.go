@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/kuradb/kura/cluster"
@@ -58,7 +57,7 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 			if len(members) != 1 || self.State != cluster.StateUp || self.Pending || !self.Counts() {
 				return consistency.Requirement{}, false
 			}
-			required := withPending(cl.Require(countedPerDC(members), self.DC), members)
+			required := writeRequirement(cl, members, self.DC)
 			err := checkWritable([]replicaWrite{{member: self}}, required, func(map[string]int) error { return ErrUnavailable })
 			return required, err == nil
 		})
@@ -150,31 +149,18 @@ func (c *Coordinator) GetAll(ctx context.Context, keyspace string, keys [][]byte
 	if len(keys) > 1 && (c.getAllLocally(ctx, keyspace, keys, cl, results) || c.getAllTogether(ctx, keyspace, keys, cl, results)) {
 		return results
 	}
-	slots := make(chan struct{}, getAllFanout)
-	var wg sync.WaitGroup
 	var answered atomic.Int64 // bytes of the values read so far
-	for i, key := range keys {
-		slots <- struct{}{}
-		if answered.Load() >= int64(c.cfg.Limits.AnswerBytesMax) {
-			<-slots
-			full := c.answerFull()
-			for j := i; j < len(keys); j++ {
-				results[j].Err = full
-			}
-			break
+	read := c.fanOut(len(keys), getAllFanout, func(i int) {
+		r := &results[i]
+		r.Record, r.Found, r.Err = c.Get(ctx, keyspace, keys[i], cl)
+		answered.Add(int64(len(r.Record.Value)))
+	}, func() bool { return answered.Load() >= int64(c.cfg.Limits.AnswerBytesMax) })
+	if read < len(keys) {
+		full := c.answerFull()
+		for i := read; i < len(keys); i++ {
+			results[i].Err = full
 		}
-		wg.Add(1)
-		c.workers.Run(func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			r := &results[i]
-			r.Record, r.Found, r.Err = c.Get(ctx, keyspace, key, cl)
-			answered.Add(int64(len(r.Record.Value)))
-		})
 	}
-	wg.Wait()
 	return results
 }
 
@@ -191,7 +177,7 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 	}
 	ks, self, _, ok := c.replicaHere(ctx, keyspace, cl, len(keys), func(i int) []byte { return keys[i] },
 		func(self placement.Member, members []placement.Member) (consistency.Requirement, bool) {
-			required := cl.Require(countedPerDC(members), self.DC)
+			required := readRequirement(cl, members, self.DC)
 			return required, self.Reads() && satisfiable([]target{{Member: self}}, required)
 		})
 	if !ok {
@@ -209,20 +195,35 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 	if err != nil {
 		return false
 	}
-	var full error
-	for i := range keys {
+	// One answer per key: resolve reports it as Get would and has nothing to repair.
+	one := make([]readAnswer, 1)
+	c.resolveAll(ks, results, func(i int) ([]readAnswer, bool) {
 		if i >= len(records) {
+			return nil, false
+		}
+		one[0] = readAnswer{member: self, record: records[i], found: found[i]}
+		return one, true
+	})
+	return true
+}
+
+// resolveAll fills results, one key's each, as Get answers: from the answers its
+// replicas gave (answers(i)), or ErrAnswerFull for a key they did not answer (answered
+// false) because the values before it reached Limits.AnswerBytesMax.
+func (c *Coordinator) resolveAll(ks schema.Keyspace, results []GetResult, answers func(i int) (_ []readAnswer, answered bool)) {
+	var full error
+	for i := range results {
+		a, answered := answers(i)
+		if !answered {
 			if full == nil {
 				full = c.answerFull()
 			}
 			results[i].Err = full
 			continue
 		}
-		// One answer: resolve reports it as Get would and has nothing to repair.
-		rec, ok, rerr := c.resolve(ks, []readAnswer{{member: self, record: records[i], found: found[i]}})
-		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
+		rec, ok, err := c.resolve(ks, a)
+		results[i] = GetResult{Record: rec, Found: ok, Err: err}
 	}
-	return true
 }
 
 // manyAnswer is one replica's answer to getAllTogether: its versions of the keys asked
@@ -250,28 +251,26 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 	if cl == consistency.Any || cl.IsSerial() {
 		return false
 	}
-	ks, err := c.keyspaces.Get(keyspace)
-	if err != nil || ks.Erasure.Enabled() {
+	ks, layout, err := c.keyspace(keyspace)
+	if err != nil || !layout.whole() {
 		return false
 	}
 	self := c.view.Self()
-	q := &quorum{self: self.ID, workers: c.workers, byNode: true}
+	q := &quorum{self: self.ID, workers: c.tasks, byNode: true}
 	var groupKeys [][]int // by group: the indices of its keys
 	groupOf := map[string]int{}
-	var members, prev []placement.Member
 	var candidatesKey []byte
-	g := 0
-	for i, key := range keys {
-		if c.checkKey(key) != nil {
+	g, placed := 0, true
+	c.placeKeys(ctx, ks, len(keys), func(i int) []byte { return keys[i] }, func(i int, members []placement.Member, same bool, err error) bool {
+		if err != nil {
+			placed = false
 			return false
 		}
-		if members, err = c.replicaSet(ctx, ks, key, members); err != nil {
-			return false
-		}
-		if i == 0 || !slices.Equal(members, prev) {
-			required := cl.Require(countedPerDC(members), self.DC)
+		if !same {
+			required := readRequirement(cl, members, self.DC)
 			candidates := c.readable(nil, members, len(q.groups))
 			if !satisfiable(candidates, required) {
+				placed = false
 				return false
 			}
 			candidatesKey = appendCandidatesKey(candidatesKey[:0], required, candidates)
@@ -282,9 +281,12 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 				groupKeys = append(groupKeys, nil)
 				q.groups = append(q.groups, newGroup(required, candidates))
 			}
-			prev = append(prev[:0], members...)
 		}
 		groupKeys[g] = append(groupKeys[g], i)
+		return true
+	})
+	if !placed {
+		return false
 	}
 	answers := make([][]readAnswer, len(keys))
 	short := make([]bool, len(keys))
@@ -321,18 +323,7 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 	if err != nil || !out.met {
 		return false
 	}
-	var full error
-	for i := range keys {
-		if short[i] {
-			if full == nil {
-				full = c.answerFull()
-			}
-			results[i].Err = full
-			continue
-		}
-		rec, ok, rerr := c.resolve(ks, answers[i])
-		results[i] = GetResult{Record: rec, Found: ok, Err: rerr}
-	}
+	c.resolveAll(ks, results, func(i int) ([]readAnswer, bool) { return answers[i], !short[i] })
 	return true
 }
 
@@ -347,35 +338,56 @@ func (c *Coordinator) replicaHere(ctx context.Context, keyspace string, cl consi
 	if cl.IsSerial() {
 		return ks, self, required, false
 	}
-	ks, err := c.keyspaces.Get(keyspace)
-	if err != nil || ks.Erasure.Enabled() {
+	ks, layout, err := c.keyspace(keyspace)
+	if err != nil || !layout.whole() {
 		return ks, self, required, false
 	}
 	selfID := c.view.Self().ID
-	var buf, prev []placement.Member
-	for i := range n {
-		if c.checkKey(key(i)) != nil {
-			return ks, self, required, false
-		}
-		members, err := c.replicaSet(ctx, ks, key(i), buf)
+	ok = true
+	c.placeKeys(ctx, ks, n, key, func(_ int, members []placement.Member, same bool, err error) bool {
 		if err != nil {
-			return ks, self, required, false
+			ok = false
+		} else if !same {
+			at := slices.IndexFunc(members, func(m placement.Member) bool { return m.ID == selfID })
+			if at < 0 {
+				ok = false
+			} else {
+				self = members[at]
+				required, ok = fits(self, members)
+			}
 		}
-		buf = members
-		if i > 0 && slices.Equal(members, prev) {
-			// The same replicas, in the same states, as the key before: fits would
-			// answer as it did (a pipeline of GETs spent 5 % of its CPU asking again).
+		return ok
+	})
+	return ks, self, required, ok
+}
+
+// placeKeys places n keys of ks (key(i)) in order, calling each with key i's replica set,
+// or with the error that the key is invalid or cannot be placed, until each returns
+// false. same is true when the replica set, states included, is the last placed key's:
+// what the caller made of that one holds for this one too (a pipeline of GETs spent 5 %
+// of its CPU making it again). The batches place their keys through it; members is
+// reused from one key to the next.
+func (c *Coordinator) placeKeys(ctx context.Context, ks schema.Keyspace, n int, key func(i int) []byte,
+	each func(i int, members []placement.Member, same bool, err error) bool) {
+	var members, prev []placement.Member
+	placed := false
+	for i := range n {
+		err := c.checkKey(key(i))
+		if err == nil {
+			members, err = c.replicaSet(ctx, ks, key(i), members)
+		}
+		if err != nil {
+			if !each(i, nil, false, err) {
+				return
+			}
 			continue
 		}
-		at := slices.IndexFunc(members, func(m placement.Member) bool { return m.ID == selfID })
-		if at < 0 {
-			return ks, self, required, false
+		same := placed && slices.Equal(members, prev)
+		if !same {
+			placed, prev = true, append(prev[:0], members...)
 		}
-		self = members[at]
-		if required, ok = fits(self, members); !ok {
-			return ks, self, required, false
+		if !each(i, members, same, nil) {
+			return
 		}
-		prev = append(prev[:0], members...)
 	}
-	return ks, self, required, true
 }

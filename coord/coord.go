@@ -63,7 +63,11 @@ type Config struct {
 	// uniformly below a ceiling that doubles with each lost round, up to LWTBackoffMax.
 	// Defaults 2 ms and 1 s.
 	LWTBackoff, LWTBackoffMax time.Duration
-	Logger                    *slog.Logger
+	// BackgroundTasksMax bounds the tasks a request leaves running (an ANY write's
+	// copies, read repairs, a scan's progress notes); once that many run, the next
+	// request to leave one waits for a slot. Default 1024.
+	BackgroundTasksMax int
+	Logger             *slog.Logger
 }
 
 // Keyspaces looks keyspace definitions up; *schema.Catalog is one.
@@ -116,9 +120,9 @@ type Parts struct {
 	Reads ReadPolicy
 	// Rows estimates the rows each node holds, for parallel scans; nil knows none.
 	Rows RowEstimates
-	// Workers runs the point reads' and writes' requests to other nodes and GetAll's
-	// reads on goroutines kept between requests (see package workers); nil starts a
-	// goroutine for each.
+	// Workers runs the requests to other nodes, the batches' reads and writes and the
+	// work a request leaves running on goroutines kept between requests (see package
+	// workers); nil starts a goroutine for each. Close waits for that work either way.
 	Workers *workers.Pool
 	// TypedRecords reports whether every node of the cluster reads typed records
 	// (lww.Record.Type other than String): until then a write of one is refused as
@@ -149,8 +153,9 @@ type Coordinator struct {
 	proximity Proximity
 	reads     ReadPolicy
 	rows      RowEstimates
-	workers   *workers.Pool
-	log       *slog.Logger
+	// tasks runs and counts the work beside the requests, which Close waits for.
+	tasks *tasks
+	log   *slog.Logger
 	// lwtKeys queues this coordinator's lightweight transactions per key.
 	lwtKeys keyQueue
 	// lwtCommits are the commits of its transactions' chosen proposals still on their way.
@@ -195,6 +200,9 @@ func New(cfg Config, parts Parts) *Coordinator {
 	if cfg.LWTBackoffMax <= 0 {
 		cfg.LWTBackoffMax = time.Second
 	}
+	if cfg.BackgroundTasksMax <= 0 {
+		cfg.BackgroundTasksMax = backgroundTasksMax
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -209,13 +217,21 @@ func New(cfg Config, parts Parts) *Coordinator {
 		proximity: parts.Proximity,
 		reads:     parts.Reads,
 		rows:      parts.Rows,
-		workers:   parts.Workers,
+		tasks:     newTasks(parts.Workers, cfg.BackgroundTasksMax),
 		log:       cfg.Logger,
 		gate:      newWriteGate(),
 		// Nil leaves typed records refused: a coordinator assembled without a switch.
 		typedRecords: parts.TypedRecords,
 	}
 }
+
+// Close waits for the work the coordinator's requests left running (requests to
+// replicas, writes' copies, repairs) to end, and from then on runs no new background
+// work: a write's copy is hinted instead, a repair skipped. The node calls it once its
+// client front ends are closed, before its transport and storage close, so that what
+// was acknowledged is on the replicas or in hints by then. Requests may still be served
+// afterwards; their requests to replicas run, untracked.
+func (c *Coordinator) Close() { c.tasks.close() }
 
 // member refuses a client request at once, as unavailable (LeftRingError), when this
 // node is no longer a member of its cluster: it marked itself left at the end of a

@@ -42,7 +42,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	for i, rg := range plan.ranges {
 		candidates := c.readable(nil, rg.Replicas, i)
 		if len(candidates) == 0 {
-			required := consistency.One.Require(countedPerDC(rg.Replicas), c.view.Self().DC)
+			required := readRequirement(consistency.One, rg.Replicas, c.view.Self().DC)
 			return KeyCount{}, &UnavailableError{Level: consistency.One, Required: required, Alive: map[string]int{}}
 		}
 		m := candidates[0].Member
@@ -69,7 +69,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	now := c.clock.Now()
 	for {
 		var active []*counting
-		q := &quorum{self: c.view.Self().ID}
+		q := &quorum{self: c.view.Self().ID, workers: c.tasks}
 		for _, w := range work {
 			if len(w.spans) > 0 {
 				q.groups = append(q.groups, newGroup(consistency.Requirement{Total: 1}, []target{{Member: w.member, group: len(active)}}))

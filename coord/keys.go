@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/kuradb/kura/assert"
 	"github.com/kuradb/kura/consistency"
@@ -137,11 +136,11 @@ func (c *Coordinator) keysPlan(ctx context.Context, keyspace string) (*keysPlan,
 	if err := c.member(); err != nil {
 		return nil, err
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err
 	}
-	if ks.Erasure.Enabled() {
+	if !layout.whole() {
 		return nil, invalid("keyspace %q is erasure-coded: its keys cannot be listed by position (scan it in key order)", keyspace)
 	}
 	ranges, err := c.placement.ScanRanges(ctx, ks, nil, nil)
@@ -207,10 +206,10 @@ func (p *keysPlan) round(cursor uint64, window int) []*keysGroup {
 // and its answer is shared out among them.
 func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*keysGroup, limit int, now hlc.Timestamp, cl consistency.Level) (visited int, err error) {
 	localDC := c.view.Self().DC
-	q := &quorum{self: c.view.Self().ID, byNode: true}
+	q := &quorum{self: c.view.Self().ID, workers: c.tasks, byNode: true}
 	for i, g := range groups {
 		replicas := plan.ranges[g.rangeIndex].Replicas
-		required := cl.Require(countedPerDC(replicas), localDC)
+		required := readRequirement(cl, replicas, localDC)
 		candidates := c.readable(nil, replicas, i)
 		if err := available(cl, required, candidates); err != nil {
 			return 0, err
@@ -383,17 +382,9 @@ func (c *Coordinator) settle(ctx context.Context, keyspace string, disputed []po
 	}
 	live := make([]bool, len(disputed))
 	errs := make([]error, len(disputed))
-	slots := make(chan struct{}, settleParallel)
-	var wg sync.WaitGroup
-	for i, pk := range disputed {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			_, live[i], errs[i] = c.Get(ctx, keyspace, pk.key, cl)
-		}()
-	}
-	wg.Wait()
+	c.fanOut(len(disputed), settleParallel, func(i int) {
+		_, live[i], errs[i] = c.Get(ctx, keyspace, disputed[i].key, cl)
+	}, nil)
 	var out []positionedKey
 	for i, pk := range disputed {
 		if errs[i] != nil {

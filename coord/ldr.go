@@ -113,11 +113,11 @@ func (c *Coordinator) chunkSlots(ctx context.Context, ks schema.Keyspace, key []
 // ChunkOwners returns, for a key of an erasure-coded keyspace, the node that stores each
 // of its chunks, by chunk index: where a get will look.
 func (c *Coordinator) ChunkOwners(ctx context.Context, keyspace string, key []byte) ([]placement.Member, error) {
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err
 	}
-	if !ks.Erasure.Enabled() {
+	if layout.whole() {
 		return nil, invalid("keyspace %s is replicated, not erasure-coded", keyspace)
 	}
 	_, slots, err := c.chunkSlots(ctx, ks, key)

@@ -41,8 +41,9 @@ func (c *Coordinator) gatherChunks(ctx context.Context, ks schema.Keyspace, key 
 	}
 	gathered := newChunkGather(code)
 	q := &quorum{
-		self:   c.view.Self().ID,
-		groups: []*group{newGroup(required, candidates)},
+		self:    c.view.Self().ID,
+		workers: c.tasks,
+		groups:  []*group{newGroup(required, candidates)},
 		// As many more chunks as the newest version seen lacks beyond those in flight.
 		more:   func(inFlight int) int { return gathered.deficit() - inFlight },
 		enough: func() bool { return gathered.deficit() == 0 },
@@ -98,7 +99,7 @@ func (c *Coordinator) serveChunks(ks schema.Keyspace, key []byte, slots []chunkS
 			c.log.Warn("read repair of chunks", "keyspace", ks.Name, "err", err)
 		} else {
 			for _, i := range stale {
-				go c.repair(slots[i].owner, ks.Name, repairs[i])
+				c.repairLater(slots[i].owner, ks.Name, repairs[i])
 			}
 		}
 	}

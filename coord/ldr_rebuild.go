@@ -23,11 +23,11 @@ func ParseChunkKey(stored []byte) (key []byte, index int, ok bool) { return pars
 // returns none when no version exists, or the newest is truncated. Unlike a
 // read, it repairs nothing itself: the caller decides which chunks to store.
 func (c *Coordinator) RebuildChunks(ctx context.Context, keyspace string, key []byte, node string) ([]lww.Record, error) {
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err
 	}
-	if !ks.Erasure.Enabled() {
+	if layout.whole() {
 		return nil, invalid("keyspace %s is replicated, not erasure-coded", keyspace)
 	}
 	slots, gathered, err := c.gatherChunks(ctx, ks, key, consistency.One)

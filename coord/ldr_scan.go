@@ -78,7 +78,7 @@ func (c *Coordinator) ldrScanRound(ctx context.Context, ks schema.Keyspace, curs
 			live = append(live, target{Member: member})
 		}
 	}
-	q := &quorum{self: c.view.Self().ID, groups: []*group{newGroup(consistency.Requirement{Total: len(live)}, live)}, askAll: true, waitAll: true}
+	q := &quorum{self: c.view.Self().ID, workers: c.tasks, groups: []*group{newGroup(consistency.Requirement{Total: len(live)}, live)}, askAll: true, waitAll: true}
 	answered := map[string]bool{}
 	byKey := map[string]map[int]lww.Record{} // user key -> chunk index -> newest record
 	var cutoff []byte

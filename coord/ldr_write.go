@@ -21,28 +21,15 @@ func (c *Coordinator) ldrWrite(ctx context.Context, ks schema.Keyspace, rec lww.
 		return 0, err
 	}
 	required := chunkRequirement(cl, code, slotCounts(slots), c.view.Self().DC)
-	unavailable := func(alive map[string]int) error { return chunkUnavailable(ks, cl, required, alive) }
 	op := c.newWriteOp(ks.Name)
 	op.required = required
-	c.planWrites(op, owners(slots))
-	if err := checkWritable(op.writes, required, unavailable); err != nil {
-		op.release(outcome{})
-		return 0, err
-	}
-	if rec.Timestamp == 0 {
-		if rec.Timestamp, err = c.stampWrite(ctx); err != nil {
-			op.release(outcome{})
-			return 0, err
+	return c.writeMembers(ctx, op, owners(slots), rec, cl, func(alive map[string]int) error {
+		return chunkUnavailable(ks, cl, required, alive)
+	}, func(rec lww.Record) ([]lww.Record, error) {
+		records, err := chunkRecords(code, slots, rec)
+		if err != nil {
+			return nil, fmt.Errorf("key %q of keyspace %s: %w", rec.Key, ks.Name, err)
 		}
-		defer c.gate.exit()
-	}
-	records, err := chunkRecords(code, slots, rec)
-	if err != nil {
-		op.release(outcome{})
-		return 0, fmt.Errorf("key %q of keyspace %s: %w", rec.Key, ks.Name, err)
-	}
-	for i := range op.writes {
-		op.writes[i].record = records[i]
-	}
-	return rec.Timestamp, c.applyWrites(ctx, op, cl, unavailable)
+		return records, nil
+	})
 }

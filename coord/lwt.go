@@ -584,16 +584,22 @@ func (l *lwt) repairBehind(pr prepared) {
 // commitInBackground commits the chosen proposal p of the transaction on key id without
 // the client waiting: it is remembered as on its way (inflightCommits) until the commit
 // is answered, then the gate the transaction entered is left. A commit short of its level
-// leaves p chosen and accepted by a quorum: the next round on the key completes it.
+// leaves p chosen and accepted by a quorum: the next round on the key completes it. The
+// commit is a background task, which Close waits for; once closed, none is sent, with
+// the same outcome as a commit that fell short.
 func (l *lwt) commitInBackground(ctx context.Context, id string, p paxos.Proposal) {
 	l.c.lwtCommits.add(id, p)
-	go func() {
+	commit := func() {
 		defer l.c.gate.exit()
 		defer l.c.lwtCommits.done(id, p)
 		if err := l.commitRound(context.WithoutCancel(ctx), p); err != nil {
 			l.c.log.Debug("paxos commit", "keyspace", l.keyspace, "err", err)
 		}
-	}()
+	}
+	if !l.c.tasks.background(commit) {
+		l.c.lwtCommits.done(id, p)
+		l.c.gate.exit()
+	}
 }
 
 // inflightCommits are the proposals a coordinator's transactions got chosen whose

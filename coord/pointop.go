@@ -5,7 +5,6 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
-	"github.com/kuradb/kura/workers"
 )
 
 // pointOp is the working memory of one point read or write: the replica set, the targets,
@@ -25,7 +24,7 @@ type pointOp struct {
 // quorum returns the op's quorum of one group, required of candidates, gathered by
 // self, its remote requests run by pool: with no allocation once the op's slices have
 // grown to the replica sets it sees.
-func (op *pointOp) quorum(self string, pool *workers.Pool, required consistency.Requirement, candidates []target) *quorum {
+func (op *pointOp) quorum(self string, pool *tasks, required consistency.Requirement, candidates []target) *quorum {
 	op.g.init(required, candidates)
 	op.groups[0] = &op.g
 	if cap(op.sent) < len(candidates) {

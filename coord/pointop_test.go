@@ -58,6 +58,11 @@ type stubParts struct {
 	// remotes, when a node has one, stands in for its stub: a remote.Remote over a
 	// fake network, whose errors are made as a real peer's are.
 	remotes map[string]replica.Replica
+
+	// takesHints makes Add store hints, whose targets hinted lists; otherwise Add fails.
+	takesHints bool
+	hintsMu    sync.Mutex
+	hinted     []string
 }
 
 func (p *stubParts) Get(name string) (schema.Keyspace, error) {
@@ -75,7 +80,16 @@ func (p *stubParts) Replica(n cluster.Node) replica.Replica {
 	return p.replicas[n.ID]
 }
 
-func (p *stubParts) Add(string, string, lww.Record) error             { return errors.New("no hints here") }
+func (p *stubParts) Add(target, _ string, _ lww.Record) error {
+	if !p.takesHints {
+		return errors.New("no hints here")
+	}
+	p.hintsMu.Lock()
+	defer p.hintsMu.Unlock()
+	p.hinted = append(p.hinted, target)
+	return nil
+}
+
 func (p *stubParts) Pending() (int, error)                            { return 0, nil }
 func (p *stubParts) For(string, int, int) ([]hints.Hint, bool, error) { return nil, false, nil }
 func (p *stubParts) Delivered(hints.Hint) error                       { return nil }

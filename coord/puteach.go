@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
@@ -48,21 +47,11 @@ func (c *Coordinator) PutEach(ctx context.Context, keyspace string, puts []lww.R
 		return results
 	}
 	alone := c.putTogether(ctx, keyspace, puts, cl, results)
-	slots := make(chan struct{}, putEachFanout)
-	var wg sync.WaitGroup
-	for _, i := range alone {
-		slots <- struct{}{}
-		wg.Add(1)
-		c.workers.Run(func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			p, r := puts[i], &results[i]
-			r.Timestamp, r.Err = c.Put(ctx, keyspace, p.Key, p.Value, p.ExpiresAt, cl)
-		})
-	}
-	wg.Wait()
+	c.fanOut(len(alone), putEachFanout, func(k int) {
+		i := alone[k]
+		p, r := puts[i], &results[i]
+		r.Timestamp, r.Err = c.Put(ctx, keyspace, p.Key, p.Value, p.ExpiresAt, cl)
+	}, nil)
 	return results
 }
 
@@ -72,8 +61,8 @@ func (c *Coordinator) PutEach(ctx context.Context, keyspace string, puts []lww.R
 // erasure-coded keyspace (Put says why, or takes them its own way). The writes go in
 // rounds of at most putRoundBytesMax bytes, one after the other.
 func (c *Coordinator) putTogether(ctx context.Context, keyspace string, puts []lww.Record, cl consistency.Level, results []PutResult) (alone []int) {
-	ks, err := c.keyspaces.Get(keyspace)
-	if len(puts) < 2 || cl == consistency.Any || cl.IsSerial() || err != nil || ks.Erasure.Enabled() {
+	ks, layout, err := c.keyspace(keyspace)
+	if len(puts) < 2 || cl == consistency.Any || cl.IsSerial() || err != nil || !layout.whole() {
 		for i := range puts {
 			alone = append(alone, i)
 		}
@@ -129,26 +118,14 @@ func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []l
 	self := c.view.Self()
 	var batches []*writeBatch
 	batchOf := map[string]*writeBatch{}
-	var members, prev []placement.Member
 	var batchKey []byte
-	var b *writeBatch // the batch of the writes whose replicas are prev; nil: they go alone
-	placed := false
-	for j, p := range puts {
-		i := offset + j
-		if err := cmp.Or(c.checkValue(p.Value), c.checkKey(p.Key)); err != nil {
-			results[i].Err = err
-			continue
-		}
-		var err error
-		if members, err = c.replicaSet(ctx, ks, p.Key, members); err != nil {
-			results[i].Err = err
-			continue
-		}
-		if !placed || !slices.Equal(members, prev) {
-			placed, prev = true, append(prev[:0], members...)
+	var b *writeBatch // the batch of the writes whose replicas are the last placed; nil: they go alone
+	c.placeKeys(ctx, ks, len(puts), func(j int) []byte { return puts[j].Key }, func(j int, members []placement.Member, same bool, err error) bool {
+		p, i := puts[j], offset+j
+		if err == nil && !same {
 			b = nil
 			if !slices.ContainsFunc(members, func(m placement.Member) bool { return m.State == cluster.StateAsleep }) {
-				required := withPending(cl.Require(countedPerDC(members), self.DC), members)
+				required := writeRequirement(cl, members, self.DC)
 				batchKey = appendCandidatesKey(batchKey[:0], required, memberTargets(members))
 				if b = batchOf[string(batchKey)]; b == nil {
 					b = newWriteBatch(cl, required, members)
@@ -157,18 +134,22 @@ func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []l
 				}
 			}
 		}
-		if b == nil {
+		// An invalid value is refused as Put refuses it, before its key's.
+		switch err := cmp.Or(c.checkValue(p.Value), err); {
+		case err != nil:
+			results[i].Err = err
+			return true
+		case b == nil:
 			alone = append(alone, i)
-			continue
-		}
-		if b.err != nil {
+			return true
+		case b.err != nil:
 			results[i].Err = b.err
-			continue
+			return true
 		}
 		ts, err := c.stamp()
 		results[i] = PutResult{Timestamp: ts, Err: err}
 		if err != nil {
-			continue
+			return true
 		}
 		rec := lww.Record{Key: p.Key, Value: p.Value, ExpiresAt: p.ExpiresAt, Timestamp: ts}
 		w := batchedWrite{index: i}
@@ -179,9 +160,10 @@ func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []l
 		}
 		b.records = append(b.records, rec)
 		b.writes = append(b.writes, w)
-	}
+		return true
+	})
 
-	q := &quorum{self: self.ID, workers: c.workers, askAll: true, byNode: true, eachGroup: true}
+	q := &quorum{self: self.ID, workers: c.tasks, askAll: true, byNode: true, eachGroup: true}
 	var grouped []*writeBatch // by group of q
 	for _, b := range batches {
 		if len(b.records) == 0 {

@@ -109,3 +109,45 @@ func TestPutEachSplitsLargeCallsIntoRounds(t *testing.T) {
 		}
 	}
 }
+
+// An invalid write among valid ones changes nothing for the others: each valid write but
+// the first follows an oversized value for its key, whose replica set differs from the
+// write before's, and still reaches its own key's replicas, not the write before's.
+func TestPutEachInvalidWriteBetweenKeys(t *testing.T) {
+	c := startCluster(t, spread)
+	ctx := testContext(t)
+	co := c.Node("a1").Coordinator()
+	oversized := make([]byte, 64<<10+1)
+	var puts []lww.Record
+	var keys [][]byte
+	for i := 0; len(keys) < 8; i++ {
+		key := []byte(fmt.Sprintf("between%d", i))
+		if len(keys) > 0 && slices.Equal(replicasOf(t, c, spread, key), replicasOf(t, c, spread, keys[len(keys)-1])) {
+			continue
+		}
+		if len(keys) > 0 {
+			puts = append(puts, lww.Record{Key: key, Value: oversized})
+		}
+		keys = append(keys, key)
+		puts = append(puts, lww.Record{Key: key, Value: []byte(fmt.Sprint(i))})
+	}
+	results := co.PutEach(ctx, "spread", puts, consistency.All)
+	for i, r := range results {
+		if i%2 == 1 {
+			if !errors.Is(r.Err, coord.ErrInvalidArgument) {
+				t.Errorf("put %d (oversized): %v, want invalid argument", i, r.Err)
+			}
+			continue
+		}
+		if r.Err != nil {
+			t.Fatalf("put %d: %v", i, r.Err)
+		}
+		// At ALL every replica acknowledged: each holds the write now.
+		for _, id := range replicasOf(t, c, spread, puts[i].Key) {
+			rec, found, err := c.Node(id).Coordinator().Get(ctx, "spread", puts[i].Key, consistency.One)
+			if err != nil || !found || !bytes.Equal(rec.Value, puts[i].Value) || rec.Timestamp != r.Timestamp {
+				t.Errorf("replica %s holds %s = %q at %d (found %v, %v); want %q at %d", id, puts[i].Key, rec.Value, rec.Timestamp, found, err, puts[i].Value, r.Timestamp)
+			}
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica"
-	"github.com/kuradb/kura/workers"
 )
 
 // The quorum gatherer is the one loop every operation runs to reach its replicas: writes,
@@ -92,7 +91,7 @@ func (g *group) hopelessWith(also dcTally) bool {
 type quorum struct {
 	self string // this node: asked on the gathering goroutine, with no goroutine of its own
 	// workers runs the requests to other nodes; nil starts a goroutine for each.
-	workers *workers.Pool
+	workers *tasks
 	groups  []*group
 	// askAll sends to every candidate at once (writes), not only as many as needed.
 	askAll bool
@@ -251,8 +250,14 @@ func (g *gathering[T]) dispatch() bool {
 			if g.results == nil {
 				g.results = make(chan answer[T], cap(g.sent))
 			}
-			ask, results := g.ask, g.results
-			q.workers.Run(func() { askRemote(ask, results, ts) })
+			// The closure holds what it needs, not q: a pooled op's quorum is reused once
+			// every request answered, which may be before end runs.
+			ask, results, t := g.ask, g.results, q.workers
+			counted := t.start()
+			t.run(func() {
+				askRemote(ask, results, ts)
+				t.end(counted)
+			})
 		} else {
 			local = true
 		}

@@ -37,17 +37,11 @@ func (c *Coordinator) Get(ctx context.Context, keyspace string, key []byte, cl c
 	if err := c.lwtCommits.await(ctx, keyspace, key); err != nil {
 		return lww.Record{}, false, err
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return lww.Record{}, false, err
 	}
-	if ks.Erasure.Enabled() {
-		return c.ldrGet(ctx, ks, key, cl)
-	}
-	op := c.newReadOp(keyspace, key)
-	rec, found, out, err := c.get(ctx, ks, cl, op)
-	op.release(out)
-	return rec, found, err
+	return layout.get(ctx, ks, key, cl)
 }
 
 // get is Get of a replicated keyspace, in op's memory; out is the gathering's outcome.
@@ -66,12 +60,12 @@ func (c *Coordinator) gatherRead(ctx context.Context, ks schema.Keyspace, cl con
 		return out, err
 	}
 	self := c.view.Self()
-	required := cl.Require(countedPerDC(op.members), self.DC)
+	required := readRequirement(cl, op.members, self.DC)
 	op.targets = c.readable(op.targets, op.members, 0)
 	if err := available(cl, required, op.targets); err != nil {
 		return out, err
 	}
-	out, err = gather(ctx, op.quorum(self.ID, c.workers, required, op.targets), op.ask, op.accept)
+	out, err = gather(ctx, op.quorum(self.ID, c.tasks, required, op.targets), op.ask, op.accept)
 	if err != nil || !out.met {
 		return out, unmet(cl, required, out, 0, err)
 	}
@@ -96,7 +90,7 @@ func (c *Coordinator) resolve(ks schema.Keyspace, answers []readAnswer) (lww.Rec
 	}
 	for _, a := range answers {
 		if !a.found || lww.Newer(newest, a.record) {
-			go c.repair(a.member, ks.Name, newest)
+			c.repairLater(a.member, ks.Name, newest)
 		}
 	}
 	// Only a deadline needs the clock, whose reading was 3 % of a pipeline of GETs.
@@ -106,9 +100,13 @@ func (c *Coordinator) resolve(ks schema.Keyspace, answers []readAnswer) (lww.Rec
 	return newest, true, nil
 }
 
-// repair writes rec to a replica that answered a read with less.
-func (c *Coordinator) repair(m placement.Member, keyspace string, rec lww.Record) {
-	if err := c.apply(replicaWrite{member: m, record: rec}, keyspace); err != nil {
-		c.log.Debug("read repair", "replica", m.ID, "err", err)
-	}
+// repairLater writes rec, in the background, to a replica that answered a read with
+// less. Once the coordinator is closed the repair is skipped: the next read or the
+// anti-entropy repairer makes it.
+func (c *Coordinator) repairLater(m placement.Member, keyspace string, rec lww.Record) {
+	c.tasks.background(func() {
+		if err := c.apply(replicaWrite{member: m, record: rec}, keyspace); err != nil {
+			c.log.Debug("read repair", "replica", m.ID, "err", err)
+		}
+	})
 }

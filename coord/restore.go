@@ -58,11 +58,11 @@ func (c *Coordinator) Restore(ctx context.Context, keyspace string, rec lww.Reco
 	case rec.Timestamp == 0:
 		return 0, invalid("key %q: a restored record carries the timestamp it had", rec.Key)
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return 0, err
 	}
-	if ks.Erasure.Enabled() {
+	if !layout.whole() {
 		return 0, invalid("keyspace %s is erasure-coded: restoring it from a snapshot is not supported", keyspace)
 	}
 	if rec.Timestamp > ks.TruncatedAt {

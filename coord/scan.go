@@ -46,13 +46,16 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
 		return nil, nil
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err
 	}
-	if ks.Erasure.Enabled() {
-		return c.ldrScan(ctx, ks, start, end, limit, cl)
-	}
+	return layout.scan(ctx, ks, start, end, limit, cl)
+}
+
+// replicatedScan is Scan of a replicated keyspace: it reads the ring's token ranges,
+// each from as many of its replicas as cl needs.
+func (c *Coordinator) replicatedScan(ctx context.Context, ks schema.Keyspace, start, end []byte, limit int, cl consistency.Level) ([]lww.Record, error) {
 	ranges, err := c.placement.ScanRanges(ctx, ks, start, end)
 	if err != nil {
 		return nil, routed(err)
@@ -520,7 +523,7 @@ func (c *Coordinator) ScanRereads() uint64 {
 // ranges it was chosen for.
 func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag, digests bool) (roundResult, error) {
 	localDC := c.view.Self().DC
-	q := &quorum{self: c.view.Self().ID, byNode: true}
+	q := &quorum{self: c.view.Self().ID, workers: c.tasks, byNode: true}
 	var groupRanges [][]ring.Range // by group: the ranges it stands for
 	// The placement gives ranges with the same replicas one list (ScanRanges): each
 	// list's requirement and candidates are worked out once. Lists that are equal but
@@ -532,7 +535,7 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 		list := listOf(rg.Replicas)
 		g, ok := groupOfList[list]
 		if !ok {
-			required := cl.Require(countedPerDC(rg.Replicas), localDC)
+			required := readRequirement(cl, rg.Replicas, localDC)
 			candidates := c.readable(nil, rg.Replicas, len(q.groups))
 			if err := available(cl, required, candidates); err != nil {
 				return roundResult{}, err
@@ -705,12 +708,12 @@ func (c *Coordinator) tellProgress(scan sched.ScanID, left []placement.Member) {
 		if err != nil {
 			continue
 		}
-		go func() {
+		c.tasks.background(func() {
 			ctx, cancel := c.replicaContext()
 			defer cancel()
 			if err := r.ScanProgress(ctx, scan, len(left)); err != nil {
 				c.log.Debug("scan progress not delivered", "node", m.ID, "err", err)
 			}
-		}()
+		})
 	}
 }

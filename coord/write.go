@@ -14,6 +14,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/schema"
 )
 
 // Put writes value under key at level cl and returns the write's timestamp. A non-zero
@@ -79,25 +80,36 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 	if cl.IsSerial() {
 		return 0, invalid("%v is the level of lightweight transactions (compare-and-set); a plain write takes ANY to ALL", cl)
 	}
-	ks, err := c.keyspaces.Get(keyspace)
+	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return 0, err
 	}
-	if ks.Erasure.Enabled() {
-		return c.ldrWrite(ctx, ks, rec, cl)
-	}
-	op := c.newWriteOp(keyspace)
+	return layout.write(ctx, ks, rec, cl)
+}
+
+// replicatedWrite is write to a replicated keyspace: rec to each replica of its key.
+func (c *Coordinator) replicatedWrite(ctx context.Context, ks schema.Keyspace, rec lww.Record, cl consistency.Level) (_ hlc.Timestamp, err error) {
+	op := c.newWriteOp(ks.Name)
 	if op.members, err = c.replicaSet(ctx, ks, rec.Key, op.members); err != nil {
 		op.release(outcome{})
 		return 0, err
 	}
-	required := withPending(cl.Require(countedPerDC(op.members), c.view.Self().DC), op.members)
+	required := writeRequirement(cl, op.members, c.view.Self().DC)
 	op.required = required
-	unavailable := func(alive map[string]int) error {
+	return c.writeMembers(ctx, op, op.members, rec, cl, func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
-	}
-	c.planWrites(op, op.members)
-	if err := checkWritable(op.writes, required, unavailable); err != nil {
+	}, nil)
+}
+
+// writeMembers is the write of rec to members, one record each, whichever the layout:
+// rec itself for a replicated keyspace (split nil), or split(rec)[i] for member i (an
+// erasure-coded keyspace's chunk i). It fails with unavailable, before rec is stamped,
+// when the members that acknowledge cannot meet op.required; it stamps rec now unless
+// it carries a timestamp, then applies the writes (applyWrites). It releases op.
+func (c *Coordinator) writeMembers(ctx context.Context, op *writeOp, members []placement.Member, rec lww.Record, cl consistency.Level,
+	unavailable func(alive map[string]int) error, split func(lww.Record) ([]lww.Record, error)) (_ hlc.Timestamp, err error) {
+	c.planWrites(op, members)
+	if err := checkWritable(op.writes, op.required, unavailable); err != nil {
 		op.release(outcome{})
 		return 0, err
 	}
@@ -108,8 +120,19 @@ func (c *Coordinator) write(ctx context.Context, keyspace string, rec lww.Record
 		}
 		defer c.gate.exit()
 	}
-	for i := range op.writes {
-		op.writes[i].record = rec
+	if split == nil {
+		for i := range op.writes {
+			op.writes[i].record = rec
+		}
+	} else {
+		records, err := split(rec)
+		if err != nil {
+			op.release(outcome{})
+			return 0, err
+		}
+		for i := range op.writes {
+			op.writes[i].record = records[i]
+		}
 	}
 	return rec.Timestamp, c.applyWrites(ctx, op, cl, unavailable)
 }
@@ -192,6 +215,18 @@ func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Memb
 	return nil
 }
 
+// readRequirement is what level cl asks of members, the replicas of a key or range read
+// by a coordinator in dc: the members whose answers count (countedPerDC).
+func readRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
+	return cl.Require(countedPerDC(members), dc)
+}
+
+// writeRequirement is what a write at level cl to members, by a coordinator in dc, must
+// reach: readRequirement raised for the pending members (withPending).
+func writeRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
+	return withPending(readRequirement(cl, members, dc), members)
+}
+
 // withPending raises the level's requirement by every pending member (a node taking the
 // range over, or a joining one), reachable or not: a write during a move must reach the
 // level on the new replica set too, and is unavailable when it cannot.
@@ -251,16 +286,20 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 	}
 	if required.Hinted && hinted > 0 {
 		// ANY is met by the hints already stored; the live replicas still get the write
-		// (each goroutine is given its write, a copy).
+		// in the background (each task is given its write, a copy), or a hint once the
+		// coordinator is closed.
 		for _, t := range op.targets {
-			go c.applyOrHint(op.writes[t.slot], keyspace)
+			w := op.writes[t.slot]
+			if !c.tasks.background(func() { c.applyOrHint(w, keyspace) }) {
+				c.hint(w.member.ID, keyspace, w.record)
+			}
 		}
 		return out, nil
 	}
 	if len(op.targets) == 0 {
 		return out, unavailable(nil)
 	}
-	q := op.quorum(c.view.Self().ID, c.workers, required, op.targets)
+	q := op.quorum(c.view.Self().ID, c.tasks, required, op.targets)
 	q.askAll = true
 	out, err := gather(ctx, q, op.ask, op.accept)
 	if err != nil || !out.met {

@@ -588,6 +588,9 @@ func (n *Node) Close() error {
 	}
 	n.frontEnds.close()
 	n.wg.Wait()
+	if n.coord != nil {
+		n.coord.Close() // the writes' copies and hints land before transport and storage close
+	}
 	if n.power != nil {
 		n.power.Close()
 	}
