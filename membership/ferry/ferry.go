@@ -223,9 +223,13 @@ func (c *Core) hint(v *version) hint { return hint{table: c.table, num: int32(v.
 // idOf is the ID of e's member.
 func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
 
+// delta is e's whole state; its hint names the version too, so that a core sharing
+// the table learns a member new to it without interning the state again.
 func (c *Core) delta(e *entry) Delta {
 	v := c.v(e)
-	return Delta{State: v.state, DeadAt: e.deadAt, hint: c.hint(v)}
+	h := c.hint(v)
+	h.ver = e.ver
+	return Delta{State: v.state, DeadAt: e.deadAt, hint: h}
 }
 
 // notice is what announces that the member is down. A death notice leaves
@@ -1740,7 +1744,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		} else {
 			m = c.table.member(s.ID) // new to every core that shares the table
 		}
-		e = c.insert(c.table.versionOf(m, s), d.DeadAt, now, dc)
+		e = c.insert(c.table.versionOfDelta(m, d), d.DeadAt, now, dc)
 		if e.live() {
 			c.event(r, membership.EventJoined, e)
 		} else {

@@ -37,7 +37,8 @@ type DCSum struct {
 type Delta struct {
 	State  membership.EndpointState
 	DeadAt uint64
-	// hint names the member in the sender's table (its ver is unused).
+	// hint names the member in the sender's table and, when the delta is
+	// the whole of a version (Core.delta), that version (0: none).
 	hint hint
 }
 

@@ -186,6 +186,16 @@ func (t *Table) versionOf(m *member, s membership.EndpointState) uint32 {
 	return i
 }
 
+// versionOfDelta is versionOf for d's state: the version its hint names when that is
+// this shared table's, which interning d's state would find (a shared table holds one
+// copy of each state), else versionOf's.
+func (t *Table) versionOfDelta(m *member, d Delta) uint32 {
+	if d.hint.table == t && t.interned != nil && d.hint.ver != 0 {
+		return d.hint.ver
+	}
+	return t.versionOf(m, d.State)
+}
+
 // set gives e version ver and deadAt, and derives its flags. A core's own
 // table reuses the index of the version e leaves.
 func (t *Table) set(e *entry, ver uint32, deadAt uint64) {
