@@ -453,6 +453,9 @@ type Core struct {
 	// changes (gatewayKnown: there is an answer).
 	gateway, gatewayKnown bool
 	gatewayAt             uint64
+	// unsorted: insert appends new members to their rings, which
+	// sortRings then sorts (see Step's Welcome).
+	unsorted bool
 }
 
 // downEntry is an entry awaiting removal, and since when it is down.
@@ -579,9 +582,25 @@ func (c *Core) insert(ver uint32, deadAt uint64, now time.Duration, dc string) *
 	c.table.set(e, ver, deadAt)
 	v := c.view(dc)
 	e.dc = uint16(v.index)
-	v.add(e)
+	if c.unsorted {
+		v.append(e)
+	} else {
+		v.add(e)
+	}
 	c.known++
 	return e
+}
+
+// sortRings puts the members that insert appended while unsorted in ring
+// order, and ends that mode.
+func (c *Core) sortRings() {
+	if !c.unsorted {
+		return
+	}
+	c.unsorted = false
+	for _, v := range c.views {
+		v.sort()
+	}
 }
 
 // ownDC is the node's own DC view.
@@ -1335,10 +1354,19 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	case *Join:
 		c.onJoin(now, from, m, &r)
 	case *Welcome:
-		// The full state is news to this node only: nothing to push.
+		// The full state is news to this node only: nothing to push. Its
+		// members join the rings unsorted and are sorted once at the end,
+		// where inserting them in turn would move half a ring each; the
+		// node's own entry is the one delta whose learning reads a ring (a
+		// refutation picks gateways), so the rings are sorted before it.
+		c.unsorted = true
 		for _, d := range m.Entries {
+			if d.State.ID == c.cfg.ID {
+				c.sortRings()
+			}
 			c.learn(now, d, false, &r)
 		}
+		c.sortRings()
 		c.joined = true
 		c.markSynced(c.entry(from), &r)
 	case *Redirect:

@@ -1,6 +1,7 @@
 package ferry
 
 import (
+	"cmp"
 	"iter"
 	"slices"
 	"sort"
@@ -103,6 +104,27 @@ func (v *dcView) add(e *entry) {
 	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(b))
 	v.sizes[b]++
 	v.link(e)
+}
+
+// append adds a member at the end of members, out of ring order until sort,
+// and folds in its hash.
+func (v *dcView) append(e *entry) {
+	b := v.bucketOf(e)
+	v.members = append(v.members, uint32(v.member(e).num))
+	v.bucketAt = append(v.bucketAt, uint16(b))
+	v.sizes[b]++
+	v.link(e)
+}
+
+// sort puts members in ring order, ties by ID, as position keeps it.
+func (v *dcView) sort() {
+	t := v.table
+	slices.SortFunc(v.members, func(a, b uint32) int {
+		return cmp.Or(cmp.Compare(t.rings[a], t.rings[b]), strings.Compare(t.byNum[a].id, t.byNum[b].id))
+	})
+	for i, num := range v.members {
+		v.bucketAt[i] = uint16(t.rings[num] % uint64(len(v.buckets)))
+	}
 }
 
 // remove takes a member out and its hash with it.
