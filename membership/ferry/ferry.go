@@ -1482,11 +1482,21 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 			if v = c.findView(b.DC); v == nil {
 				continue
 			}
+			order = nil
+		}
+		bucket := int(b.Index)
+		if list := c.table.sharedDigests(v, bucket); list != nil {
+			out.Entries = append(out.Entries, list...)
+			continue
+		}
+		if order == nil {
 			order, start = v.byBucket()
 		}
-		for _, i := range order[start[b.Index]:start[b.Index+1]] {
+		first := len(out.Entries)
+		for _, i := range order[start[bucket]:start[bucket+1]] {
 			out.Entries = append(out.Entries, c.digest(v.at(int(i))))
 		}
+		c.table.shareDigests(v, bucket, out.Entries[first:])
 	}
 	send(r, from, &out)
 }

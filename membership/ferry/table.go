@@ -78,6 +78,9 @@ type Table struct {
 	// saved is the last starting view the cores sharing the table were
 	// given, made ready (see savedView); nil in a core's own table.
 	saved                                *savedView
+	// lists holds the digest lists of buckets that cores sharing the table
+	// sent lately (see sharedDigests); nil in a core's own table.
+	lists map[bucketKey]*[listWays]digestList
 	digestAt                             []int32
 	digestNums                           []int32
 	digestCurrent                        []bool
@@ -89,7 +92,62 @@ type Table struct {
 func NewTable() *Table {
 	t := ownTable()
 	t.interned = make(map[versionKey][]uint32)
+	t.lists = make(map[bucketKey]*[listWays]digestList)
 	return t
+}
+
+// listWays is how many digest lists sharedDigests keeps per bucket: the
+// states of a bucket that most of a DC's cores hold while a change spreads
+// (before it, after it, and a few between).
+const listWays = 4
+
+// bucketKey names one bucket of one DC.
+type bucketKey struct {
+	dc     string
+	bucket int
+}
+
+// digestList is the digests of one bucket's entries in ring order, as
+// onBuckets sends them, and the bucket's hash, check and size when it held
+// them.
+type digestList struct {
+	hash, check uint64
+	size        int32
+	digests     []Digest
+}
+
+// sharedDigests returns the digests of v's bucket b as another core sharing
+// the table sent them, when that core's bucket held the same entries (the
+// same hash, check and size), or nil. During a burst of joins most of a
+// DC's cores compare the same few states of each bucket: the list costs a
+// copy where building it costs two cache misses per entry.
+func (t *Table) sharedDigests(v *dcView, b int) []Digest {
+	ways := t.lists[bucketKey{v.name, b}]
+	if ways == nil || v.sizes[b] == 0 {
+		return nil
+	}
+	for i := range ways {
+		if l := &ways[i]; l.digests != nil && l.hash == v.buckets[b] && l.check == v.checks[b] && l.size == v.sizes[b] {
+			return l.digests
+		}
+	}
+	return nil
+}
+
+// shareDigests keeps digests, the list of v's bucket b, for sharedDigests,
+// in place of the bucket's oldest.
+func (t *Table) shareDigests(v *dcView, b int, digests []Digest) {
+	if t.lists == nil || len(digests) == 0 {
+		return
+	}
+	key := bucketKey{v.name, b}
+	ways := t.lists[key]
+	if ways == nil {
+		ways = new([listWays]digestList)
+		t.lists[key] = ways
+	}
+	copy(ways[1:], ways[:listWays-1])
+	ways[0] = digestList{hash: v.buckets[b], check: v.checks[b], size: v.sizes[b], digests: slices.Clone(digests)}
 }
 
 // ownTable returns the table of a core that shares nothing.

@@ -129,6 +129,7 @@ func (c *Core) load(s *savedView) error {
 		v.members, v.bucketAt = slices.Clone(sv.members), slices.Clone(sv.bucketAt)
 		copy(v.sizes, sv.sizes)
 		copy(v.buckets, sv.buckets)
+		copy(v.checks, sv.checks)
 		v.hash, v.live, v.unreachable = sv.hash, sv.live, sv.unreachable
 	}
 	c.entries.chunks = make([]*[entryChunk]entry, len(s.entries.chunks))
