@@ -77,10 +77,10 @@ type Table struct {
 	// table.
 	// saved is the last starting view the cores sharing the table were
 	// given, made ready (see savedView); nil in a core's own table.
-	saved                                *savedView
+	saved *savedView
 	// lists holds the digest lists of buckets that cores sharing the table
 	// sent lately (see sharedDigests); nil in a core's own table.
-	lists map[bucketKey]*[listWays]digestList
+	lists                                map[bucketKey]*[listWays]digestList
 	digestAt                             []int32
 	digestNums                           []int32
 	digestCurrent                        []bool
