@@ -1769,7 +1769,13 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	}
 	e := c.entryOf(d.hint, s.ID)
 	if e == nil {
-		dc, ok := s.Value(membership.KeyDC)
+		var dc string
+		var ok bool
+		if v := d.hint.version(); v != nil && d.hint.table == c.table {
+			dc, ok = v.dc, v.hasDC
+		} else {
+			dc, ok = s.Value(membership.KeyDC)
+		}
 		if !ok || s.Generation == 0 {
 			return nil // a partial delta for a member we do not know
 		}

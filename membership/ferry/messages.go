@@ -277,7 +277,7 @@ var (
 		minBytes: 10,
 	}
 	deltaCodec = codec[Delta]{
-		size: func(x *Delta) int { return x.State.WireSize() + membership.UvarintSize(x.DeadAt) },
+		size: func(x *Delta) int { return x.hint.stateSize(&x.State) + membership.UvarintSize(x.DeadAt) },
 		append: func(b []byte, x *Delta) []byte {
 			return membership.AppendUvarint(x.State.AppendTo(b), x.DeadAt)
 		},

@@ -27,6 +27,12 @@ type version struct {
 	hashes [2]uint64
 	// isLeft and isShutdown read the gossiped status.
 	isLeft, isShutdown bool
+	// dc is the member's DC as the state says (hasDC: it says one), and
+	// wireSize the state's encoded size: read once, not at every core that
+	// learns the version or sends it.
+	dc       string
+	hasDC    bool
+	wireSize int
 }
 
 // versionKey finds the candidates for interning a state; sameApp then
@@ -248,7 +254,7 @@ func (t *Table) versionOf(m *member, s membership.EndpointState) uint32 {
 // this shared table's, which interning d's state would find (a shared table holds one
 // copy of each state), else versionOf's.
 func (t *Table) versionOfDelta(m *member, d Delta) uint32 {
-	if d.hint.table == t && t.interned != nil && d.hint.ver != 0 {
+	if d.hint.table == t && d.hint.version() != nil {
 		return d.hint.ver
 	}
 	return t.versionOf(m, d.State)
@@ -313,7 +319,27 @@ func newVersion(m *member, s membership.EndpointState, maxVersion uint64) *versi
 	status, _ := s.Value(membership.KeyStatus)
 	v.isLeft = status == string(membership.StatusLeft)
 	v.isShutdown = status == string(membership.StatusShutdown)
+	v.dc, v.hasDC = s.Value(membership.KeyDC)
+	v.wireSize = s.WireSize()
 	return v
+}
+
+// version is the version h names, when h is a shared table's and names
+// one (a whole-state delta's, see Core.delta), else nil. A shared table
+// never reuses an index, so the hint holds however long the message waits.
+func (h hint) version() *version {
+	if h.table == nil || h.table.interned == nil || h.ver == 0 {
+		return nil
+	}
+	return h.table.versions[h.ver]
+}
+
+// stateSize is the encoded size of s, a delta's state that h hints.
+func (h hint) stateSize(s *membership.EndpointState) int {
+	if v := h.version(); v != nil {
+		return v.wireSize
+	}
+	return s.WireSize()
 }
 
 // sameApp reports whether two application state lists are equal; lists
