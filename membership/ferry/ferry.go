@@ -1508,11 +1508,47 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 	nums, theirs, current, shared := c.table.indexDigests(m.Entries)
 	defer c.table.unindexDigests()
 	var out Deltas
+	// compare compares this node's entry of member num, at version ver and
+	// dead or not, with the sender's digest of it; it reads the entry only
+	// when the two differ.
+	compare := func(num, ver uint32, dead bool) {
+		at := theirs[num]
+		if at == 0 {
+			out.Entries = append(out.Entries, c.delta(c.entries.of(num)))
+			return
+		}
+		d := m.Entries[at-1]
+		if shared && d.hint.ver == ver && d.Dead == dead {
+			// The same version of the shared table: equal, and no need
+			// to read it (most digests of an exchange match).
+			current[at-1] = true
+			return
+		}
+		e := c.entries.of(num)
+		mine := c.digest(e)
+		switch {
+		case d.Generation < mine.Generation:
+			out.Entries = append(out.Entries, c.delta(e))
+		case newer(mine, d):
+			ev := c.v(e)
+			out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(ev)})
+		}
+		current[at-1] = !newer(d, mine)
+	}
 	var grouped *dcView
 	var order, start []int32
 	for _, b := range m.Buckets {
 		v := c.findView(b.DC)
 		if v == nil || b.Index >= uint64(len(v.buckets)) {
+			continue
+		}
+		if list := c.table.sharedDigests(v, int(b.Index)); list != nil {
+			// Another core sent this bucket's entries as they are here,
+			// in the same order: its list tells their versions without a
+			// read of this node's entries.
+			for i := range list {
+				compare(uint32(list[i].hint.num), list[i].hint.ver, list[i].Dead)
+			}
 			continue
 		}
 		if v != grouped {
@@ -1522,27 +1558,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 		for _, i := range order[start[b.Index]:start[b.Index+1]] {
 			num := v.members[i]
 			e := v.entries.of(num)
-			at := theirs[num]
-			if at == 0 {
-				out.Entries = append(out.Entries, c.delta(e))
-				continue
-			}
-			d := m.Entries[at-1]
-			if shared && d.hint.ver == e.ver && d.Dead == e.dead() {
-				// The same version of the shared table: equal, and no need
-				// to read it (most digests of an exchange match).
-				current[at-1] = true
-				continue
-			}
-			mine := c.digest(e)
-			switch {
-			case d.Generation < mine.Generation:
-				out.Entries = append(out.Entries, c.delta(e))
-			case newer(mine, d):
-				ev := c.v(e)
-				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(ev)})
-			}
-			current[at-1] = !newer(d, mine)
+			compare(num, e.ver, e.dead())
 		}
 	}
 	for i, d := range m.Entries {
