@@ -264,3 +264,18 @@ func TestWarmRunTimesTheJoiners(t *testing.T) {
 		t.Fatalf("same seed, different rows:\n%+v\n%+v", a.Rows[0], b.Rows[0])
 	}
 }
+
+// TestNodeIndexReadsNodeID: nodeIndex inverts nodeID and refuses every other string, as
+// the map it replaces did.
+func TestNodeIndexReadsNodeID(t *testing.T) {
+	for _, i := range []int{0, 7, 42, 999, 9999, 10000, 123456} {
+		if got, ok := nodeIndex(nodeID(i)); !ok || got != i {
+			t.Errorf("nodeIndex(%q) = %d, %v; want %d", nodeID(i), got, ok, i)
+		}
+	}
+	for _, id := range []string{"", "n", "n1", "n042", "n00042", "x0042", "n00a1", "N0042", "n0042 ", "n99999999999999999999"} {
+		if i, ok := nodeIndex(id); ok {
+			t.Errorf("nodeIndex(%q) = %d; want no node", id, i)
+		}
+	}
+}

@@ -223,9 +223,13 @@ func (c *Core) hint(v *version) hint { return hint{table: c.table, num: int32(v.
 // idOf is the ID of e's member.
 func (c *Core) idOf(e *entry) string { return c.v(e).state.ID }
 
+// delta is e's whole state; its hint names the version too, so that a core sharing
+// the table learns a member new to it without interning the state again.
 func (c *Core) delta(e *entry) Delta {
 	v := c.v(e)
-	return Delta{State: v.state, DeadAt: e.deadAt, hint: c.hint(v)}
+	h := c.hint(v)
+	h.ver = e.ver
+	return Delta{State: v.state, DeadAt: e.deadAt, hint: h}
 }
 
 // notice is what announces that the member is down. A death notice leaves
@@ -449,6 +453,9 @@ type Core struct {
 	// changes (gatewayKnown: there is an answer).
 	gateway, gatewayKnown bool
 	gatewayAt             uint64
+	// unsorted: insert appends new members to their rings, which
+	// sortRings then sorts (see Step's Welcome).
+	unsorted bool
 }
 
 // downEntry is an entry awaiting removal, and since when it is down.
@@ -575,9 +582,25 @@ func (c *Core) insert(ver uint32, deadAt uint64, now time.Duration, dc string) *
 	c.table.set(e, ver, deadAt)
 	v := c.view(dc)
 	e.dc = uint16(v.index)
-	v.add(e)
+	if c.unsorted {
+		v.append(e)
+	} else {
+		v.add(e)
+	}
 	c.known++
 	return e
+}
+
+// sortRings puts the members that insert appended while unsorted in ring
+// order, and ends that mode.
+func (c *Core) sortRings() {
+	if !c.unsorted {
+		return
+	}
+	c.unsorted = false
+	for _, v := range c.views {
+		v.sort()
+	}
 }
 
 // ownDC is the node's own DC view.
@@ -1331,10 +1354,19 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	case *Join:
 		c.onJoin(now, from, m, &r)
 	case *Welcome:
-		// The full state is news to this node only: nothing to push.
+		// The full state is news to this node only: nothing to push. Its
+		// members join the rings unsorted and are sorted once at the end,
+		// where inserting them in turn would move half a ring each; the
+		// node's own entry is the one delta whose learning reads a ring (a
+		// refutation picks gateways), so the rings are sorted before it.
+		c.unsorted = true
 		for _, d := range m.Entries {
+			if d.State.ID == c.cfg.ID {
+				c.sortRings()
+			}
 			c.learn(now, d, false, &r)
 		}
+		c.sortRings()
 		c.joined = true
 		c.markSynced(c.entry(from), &r)
 	case *Redirect:
@@ -1450,11 +1482,21 @@ func (c *Core) onBuckets(from string, m *Buckets, r *membership.Ready) {
 			if v = c.findView(b.DC); v == nil {
 				continue
 			}
+			order = nil
+		}
+		bucket := int(b.Index)
+		if list := c.table.sharedDigests(v, bucket); list != nil {
+			out.Entries = append(out.Entries, list...)
+			continue
+		}
+		if order == nil {
 			order, start = v.byBucket()
 		}
-		for _, i := range order[start[b.Index]:start[b.Index+1]] {
+		first := len(out.Entries)
+		for _, i := range order[start[bucket]:start[bucket+1]] {
 			out.Entries = append(out.Entries, c.digest(v.at(int(i))))
 		}
+		c.table.shareDigests(v, bucket, out.Entries[first:])
 	}
 	send(r, from, &out)
 }
@@ -1466,11 +1508,47 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 	nums, theirs, current, shared := c.table.indexDigests(m.Entries)
 	defer c.table.unindexDigests()
 	var out Deltas
+	// compare compares this node's entry of member num, at version ver and
+	// dead or not, with the sender's digest of it; it reads the entry only
+	// when the two differ.
+	compare := func(num, ver uint32, dead bool) {
+		at := theirs[num]
+		if at == 0 {
+			out.Entries = append(out.Entries, c.delta(c.entries.of(num)))
+			return
+		}
+		d := m.Entries[at-1]
+		if shared && d.hint.ver == ver && d.Dead == dead {
+			// The same version of the shared table: equal, and no need
+			// to read it (most digests of an exchange match).
+			current[at-1] = true
+			return
+		}
+		e := c.entries.of(num)
+		mine := c.digest(e)
+		switch {
+		case d.Generation < mine.Generation:
+			out.Entries = append(out.Entries, c.delta(e))
+		case newer(mine, d):
+			ev := c.v(e)
+			out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(ev)})
+		}
+		current[at-1] = !newer(d, mine)
+	}
 	var grouped *dcView
 	var order, start []int32
 	for _, b := range m.Buckets {
 		v := c.findView(b.DC)
 		if v == nil || b.Index >= uint64(len(v.buckets)) {
+			continue
+		}
+		if list := c.table.sharedDigests(v, int(b.Index)); list != nil {
+			// Another core sent this bucket's entries as they are here,
+			// in the same order: its list tells their versions without a
+			// read of this node's entries.
+			for i := range list {
+				compare(uint32(list[i].hint.num), list[i].hint.ver, list[i].Dead)
+			}
 			continue
 		}
 		if v != grouped {
@@ -1480,27 +1558,7 @@ func (c *Core) onDigests(from string, m *Digests, r *membership.Ready) {
 		for _, i := range order[start[b.Index]:start[b.Index+1]] {
 			num := v.members[i]
 			e := v.entries.of(num)
-			at := theirs[num]
-			if at == 0 {
-				out.Entries = append(out.Entries, c.delta(e))
-				continue
-			}
-			d := m.Entries[at-1]
-			if shared && d.hint.ver == e.ver && d.Dead == e.dead() {
-				// The same version of the shared table: equal, and no need
-				// to read it (most digests of an exchange match).
-				current[at-1] = true
-				continue
-			}
-			mine := c.digest(e)
-			switch {
-			case d.Generation < mine.Generation:
-				out.Entries = append(out.Entries, c.delta(e))
-			case newer(mine, d):
-				ev := c.v(e)
-				out.Entries = append(out.Entries, Delta{State: ev.state.Since(d.MaxVersion), DeadAt: e.deadAt, hint: c.hint(ev)})
-			}
-			current[at-1] = !newer(d, mine)
+			compare(num, e.ver, e.dead())
 		}
 	}
 	for i, d := range m.Entries {
@@ -1727,7 +1785,13 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 	}
 	e := c.entryOf(d.hint, s.ID)
 	if e == nil {
-		dc, ok := s.Value(membership.KeyDC)
+		var dc string
+		var ok bool
+		if v := d.hint.version(); v != nil && d.hint.table == c.table {
+			dc, ok = v.dc, v.hasDC
+		} else {
+			dc, ok = s.Value(membership.KeyDC)
+		}
 		if !ok || s.Generation == 0 {
 			return nil // a partial delta for a member we do not know
 		}
@@ -1740,7 +1804,7 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		} else {
 			m = c.table.member(s.ID) // new to every core that shares the table
 		}
-		e = c.insert(c.table.versionOf(m, s), d.DeadAt, now, dc)
+		e = c.insert(c.table.versionOfDelta(m, d), d.DeadAt, now, dc)
 		if e.live() {
 			c.event(r, membership.EventJoined, e)
 		} else {

@@ -37,7 +37,8 @@ type DCSum struct {
 type Delta struct {
 	State  membership.EndpointState
 	DeadAt uint64
-	// hint names the member in the sender's table (its ver is unused).
+	// hint names the member in the sender's table and, when the delta is
+	// the whole of a version (Core.delta), that version (0: none).
 	hint hint
 }
 
@@ -276,7 +277,7 @@ var (
 		minBytes: 10,
 	}
 	deltaCodec = codec[Delta]{
-		size: func(x *Delta) int { return x.State.WireSize() + membership.UvarintSize(x.DeadAt) },
+		size: func(x *Delta) int { return x.hint.stateSize(&x.State) + membership.UvarintSize(x.DeadAt) },
 		append: func(b []byte, x *Delta) []byte {
 			return membership.AppendUvarint(x.State.AppendTo(b), x.DeadAt)
 		},

@@ -1,6 +1,7 @@
 package ferry
 
 import (
+	"cmp"
 	"iter"
 	"slices"
 	"sort"
@@ -33,6 +34,11 @@ func entryHash(ring, generation, maxVersion uint64, dead bool) uint64 {
 	return mix64(ring ^ mix64(generation^mix64(v)))
 }
 
+// checkHash is an entry's contribution to its bucket's check (dcView.checks):
+// its hash mixed again, so that a set of entries whose hashes XOR to another
+// set's has, but for a chance of 2⁻⁶⁴, checks that do not.
+func checkHash(h uint64) uint64 { return mix64(h ^ 0x9e3779b97f4a7c15) }
+
 // dcView is what a node knows about one DC: its members in ring order and
 // the XOR summaries over them, kept up to date entry by entry.
 type dcView struct {
@@ -52,6 +58,10 @@ type dcView struct {
 	sizes    []int32
 	hash     uint64
 	buckets  []uint64
+	// checks[b] is a second hash of bucket b, over other mixes of the same
+	// entry hashes: two buckets whose hashes and checks are equal hold the
+	// same entries (see Table.bucketDigests).
+	checks []uint64
 	// live counts the live members; unreachable those convicted or shut down
 	// that did not leave.
 	live, unreachable int
@@ -61,7 +71,8 @@ type dcView struct {
 }
 
 func newDCView(name string, table *Table, entries *entrySlots, index, buckets int) *dcView {
-	return &dcView{name: name, table: table, entries: entries, index: index, buckets: make([]uint64, buckets), sizes: make([]int32, buckets)}
+	return &dcView{name: name, table: table, entries: entries, index: index, buckets: make([]uint64, buckets), checks: make([]uint64, buckets),
+		sizes: make([]int32, buckets)}
 }
 
 // member is e's member.
@@ -105,6 +116,27 @@ func (v *dcView) add(e *entry) {
 	v.link(e)
 }
 
+// append adds a member at the end of members, out of ring order until sort,
+// and folds in its hash.
+func (v *dcView) append(e *entry) {
+	b := v.bucketOf(e)
+	v.members = append(v.members, uint32(v.member(e).num))
+	v.bucketAt = append(v.bucketAt, uint16(b))
+	v.sizes[b]++
+	v.link(e)
+}
+
+// sort puts members in ring order, ties by ID, as position keeps it.
+func (v *dcView) sort() {
+	t := v.table
+	slices.SortFunc(v.members, func(a, b uint32) int {
+		return cmp.Or(cmp.Compare(t.rings[a], t.rings[b]), strings.Compare(t.byNum[a].id, t.byNum[b].id))
+	})
+	for i, num := range v.members {
+		v.bucketAt[i] = uint16(t.rings[num] % uint64(len(v.buckets)))
+	}
+}
+
 // remove takes a member out and its hash with it.
 func (v *dcView) remove(e *entry) {
 	i := v.position(e)
@@ -128,7 +160,9 @@ func (v *dcView) fold(e *entry, sign int) {
 		h = v.table.versions[e.ver].hashes[1]
 	}
 	v.hash ^= h
-	v.buckets[v.bucketOf(e)] ^= h
+	b := v.bucketOf(e)
+	v.buckets[b] ^= h
+	v.checks[b] ^= checkHash(h)
 	if e.live() {
 		v.live += sign
 	}

@@ -29,13 +29,14 @@ func testEntry(v *dcView, id string, version uint64) *entry {
 }
 
 // recomputed is the summary and counts computed from scratch.
-func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) {
-	buckets = make([]uint64, len(v.buckets))
+func recomputed(v *dcView) (root uint64, buckets, checks []uint64, live, convicted int) {
+	buckets, checks = make([]uint64, len(v.buckets)), make([]uint64, len(v.buckets))
 	for e := range v.all() {
 		ev := v.table.versions[e.ver]
 		h := entryHash(ev.member.ring, ev.state.Generation, ev.maxVersion, e.dead())
 		root ^= h
 		buckets[v.bucketOf(e)] ^= h
+		checks[v.bucketOf(e)] ^= checkHash(h)
 		if e.live() {
 			live++
 		}
@@ -43,7 +44,7 @@ func recomputed(v *dcView) (root uint64, buckets []uint64, live, convicted int) 
 			convicted++
 		}
 	}
-	return root, buckets, live, convicted
+	return root, buckets, checks, live, convicted
 }
 
 func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
@@ -63,8 +64,8 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 	v.link(entries[8])
 	v.remove(entries[3])
 	v.remove(entries[3]) // removing twice is harmless
-	root, buckets, live, convicted := recomputed(v)
-	if v.hash != root || !slices.Equal(v.buckets, buckets) {
+	root, buckets, checks, live, convicted := recomputed(v)
+	if v.hash != root || !slices.Equal(v.buckets, buckets) || !slices.Equal(v.checks, checks) {
 		t.Fatal("incremental summary differs from a recomputation")
 	}
 	if v.live != live || v.unreachable != convicted || live != 48 || convicted != 1 {
@@ -83,6 +84,65 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 		if int(v.bucketAt[i]) != v.bucketOf(e) {
 			t.Fatalf("member %d (%s): bucketAt says %d, its bucket is %d", i, v.member(e).id, v.bucketAt[i], v.bucketOf(e))
 		}
+	}
+}
+
+// TestAppendedThenSortedIsAdded: members appended out of order and sorted once
+// (a Welcome's) leave the view as inserting each in ring order does.
+func TestAppendedThenSortedIsAdded(t *testing.T) {
+	added, appended := testView(8), testView(8)
+	appended.table, appended.entries = added.table, added.entries
+	for i := range 100 {
+		e := testEntry(added, fmt.Sprintf("n%d", (i*37)%100), 1)
+		added.add(e)
+		appended.append(e)
+	}
+	appended.sort()
+	if !slices.Equal(added.members, appended.members) || !slices.Equal(added.bucketAt, appended.bucketAt) ||
+		!slices.Equal(added.sizes, appended.sizes) || !slices.Equal(added.buckets, appended.buckets) ||
+		!slices.Equal(added.checks, appended.checks) || added.hash != appended.hash || added.changes != appended.changes {
+		t.Fatal("appending then sorting leaves another view than adding")
+	}
+}
+
+// TestSharedDigestsNeedTheSameBucket: a core gets another core's digest list of a
+// bucket only when its own bucket has the same hash, check and size.
+func TestSharedDigestsNeedTheSameBucket(t *testing.T) {
+	table := NewTable()
+	core := func(versions map[string]uint64) *dcView {
+		v := newDCView("a", table, new(entrySlots), 0, 1)
+		for id, version := range versions {
+			ver := table.version(testState(id, version))
+			e := v.entries.make(table.versions[ver].member.num)
+			table.set(e, ver, 0)
+			v.add(e)
+		}
+		return v
+	}
+	sender := core(map[string]uint64{"n1": 1, "n2": 1, "n3": 1})
+	list := []Digest{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
+	table.shareDigests(sender, 0, list)
+	if got := table.sharedDigests(core(map[string]uint64{"n1": 1, "n2": 1, "n3": 1}), 0); !slices.Equal(got, list) {
+		t.Fatalf("a core with the same bucket gets %v, want the list", got)
+	}
+	if got := table.sharedDigests(core(map[string]uint64{"n1": 1, "n2": 2, "n3": 1}), 0); got != nil {
+		t.Fatalf("a core whose bucket holds another version gets %v", got)
+	}
+	// A bucket whose hash collides with the list's, but whose check does not.
+	collides := core(map[string]uint64{"n1": 1, "n2": 1, "n4": 1})
+	collides.buckets[0] = sender.buckets[0]
+	if got := table.sharedDigests(collides, 0); got != nil {
+		t.Fatalf("a bucket whose hash alone matches gets %v", got)
+	}
+	// The same hash and check but another size (a bucket that differs by a member in
+	// both) is not the same bucket either.
+	bigger := core(map[string]uint64{"n1": 1, "n2": 1, "n3": 1})
+	bigger.sizes[0]++
+	if got := table.sharedDigests(bigger, 0); got != nil {
+		t.Fatalf("a bucket of another size gets %v", got)
+	}
+	if got := ownTable(); got.lists != nil {
+		t.Fatal("a core's own table keeps digest lists: nobody shares them")
 	}
 }
 

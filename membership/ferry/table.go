@@ -27,6 +27,12 @@ type version struct {
 	hashes [2]uint64
 	// isLeft and isShutdown read the gossiped status.
 	isLeft, isShutdown bool
+	// dc is the member's DC as the state says (hasDC: it says one), and
+	// wireSize the state's encoded size: read once, not at every core that
+	// learns the version or sends it.
+	dc       string
+	hasDC    bool
+	wireSize int
 }
 
 // versionKey finds the candidates for interning a state; sameApp then
@@ -77,7 +83,10 @@ type Table struct {
 	// table.
 	// saved is the last starting view the cores sharing the table were
 	// given, made ready (see savedView); nil in a core's own table.
-	saved                                *savedView
+	saved *savedView
+	// lists holds the digest lists of buckets that cores sharing the table
+	// sent lately (see sharedDigests); nil in a core's own table.
+	lists                                map[bucketKey]*[listWays]digestList
 	digestAt                             []int32
 	digestNums                           []int32
 	digestCurrent                        []bool
@@ -89,7 +98,62 @@ type Table struct {
 func NewTable() *Table {
 	t := ownTable()
 	t.interned = make(map[versionKey][]uint32)
+	t.lists = make(map[bucketKey]*[listWays]digestList)
 	return t
+}
+
+// listWays is how many digest lists sharedDigests keeps per bucket: the
+// states of a bucket that most of a DC's cores hold while a change spreads
+// (before it, after it, and a few between).
+const listWays = 4
+
+// bucketKey names one bucket of one DC.
+type bucketKey struct {
+	dc     string
+	bucket int
+}
+
+// digestList is the digests of one bucket's entries in ring order, as
+// onBuckets sends them, and the bucket's hash, check and size when it held
+// them.
+type digestList struct {
+	hash, check uint64
+	size        int32
+	digests     []Digest
+}
+
+// sharedDigests returns the digests of v's bucket b as another core sharing
+// the table sent them, when that core's bucket held the same entries (the
+// same hash, check and size), or nil. During a burst of joins most of a
+// DC's cores compare the same few states of each bucket: the list costs a
+// copy where building it costs two cache misses per entry.
+func (t *Table) sharedDigests(v *dcView, b int) []Digest {
+	ways := t.lists[bucketKey{v.name, b}]
+	if ways == nil || v.sizes[b] == 0 {
+		return nil
+	}
+	for i := range ways {
+		if l := &ways[i]; l.digests != nil && l.hash == v.buckets[b] && l.check == v.checks[b] && l.size == v.sizes[b] {
+			return l.digests
+		}
+	}
+	return nil
+}
+
+// shareDigests keeps digests, the list of v's bucket b, for sharedDigests,
+// in place of the bucket's oldest.
+func (t *Table) shareDigests(v *dcView, b int, digests []Digest) {
+	if t.lists == nil || len(digests) == 0 {
+		return
+	}
+	key := bucketKey{v.name, b}
+	ways := t.lists[key]
+	if ways == nil {
+		ways = new([listWays]digestList)
+		t.lists[key] = ways
+	}
+	copy(ways[1:], ways[:listWays-1])
+	ways[0] = digestList{hash: v.buckets[b], check: v.checks[b], size: v.sizes[b], digests: slices.Clone(digests)}
 }
 
 // ownTable returns the table of a core that shares nothing.
@@ -186,6 +250,16 @@ func (t *Table) versionOf(m *member, s membership.EndpointState) uint32 {
 	return i
 }
 
+// versionOfDelta is versionOf for d's state: the version its hint names when that is
+// this shared table's, which interning d's state would find (a shared table holds one
+// copy of each state), else versionOf's.
+func (t *Table) versionOfDelta(m *member, d Delta) uint32 {
+	if d.hint.table == t && d.hint.version() != nil {
+		return d.hint.ver
+	}
+	return t.versionOf(m, d.State)
+}
+
 // set gives e version ver and deadAt, and derives its flags. A core's own
 // table reuses the index of the version e leaves.
 func (t *Table) set(e *entry, ver uint32, deadAt uint64) {
@@ -245,7 +319,27 @@ func newVersion(m *member, s membership.EndpointState, maxVersion uint64) *versi
 	status, _ := s.Value(membership.KeyStatus)
 	v.isLeft = status == string(membership.StatusLeft)
 	v.isShutdown = status == string(membership.StatusShutdown)
+	v.dc, v.hasDC = s.Value(membership.KeyDC)
+	v.wireSize = s.WireSize()
 	return v
+}
+
+// version is the version h names, when h is a shared table's and names
+// one (a whole-state delta's, see Core.delta), else nil. A shared table
+// never reuses an index, so the hint holds however long the message waits.
+func (h hint) version() *version {
+	if h.table == nil || h.table.interned == nil || h.ver == 0 {
+		return nil
+	}
+	return h.table.versions[h.ver]
+}
+
+// stateSize is the encoded size of s, a delta's state that h hints.
+func (h hint) stateSize(s *membership.EndpointState) int {
+	if v := h.version(); v != nil {
+		return v.wireSize
+	}
+	return s.WireSize()
 }
 
 // sameApp reports whether two application state lists are equal; lists

@@ -1,11 +1,9 @@
 package ferry
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/kuradb/kura/membership"
 )
@@ -78,17 +76,11 @@ func (t *Table) prepare(view []membership.EndpointState, buckets int) *savedView
 		}
 	}
 	for _, v := range s.views {
-		// Ring order, ties by ID, as dcView.position keeps it.
-		slices.SortFunc(v.members, func(a, b uint32) int {
-			return cmp.Or(cmp.Compare(t.rings[a], t.rings[b]), strings.Compare(t.byNum[a].id, t.byNum[b].id))
-		})
 		v.bucketAt = make([]uint16, len(v.members))
+		v.sort()
 		for i, num := range v.members {
-			e := s.entries.of(num)
-			b := v.bucketOf(e)
-			v.bucketAt[i] = uint16(b)
-			v.sizes[b]++
-			v.link(e)
+			v.sizes[v.bucketAt[i]]++
+			v.link(s.entries.of(num))
 		}
 	}
 	s.known = len(view)
@@ -137,6 +129,7 @@ func (c *Core) load(s *savedView) error {
 		v.members, v.bucketAt = slices.Clone(sv.members), slices.Clone(sv.bucketAt)
 		copy(v.sizes, sv.sizes)
 		copy(v.buckets, sv.buckets)
+		copy(v.checks, sv.checks)
 		v.hash, v.live, v.unreachable = sv.hash, sv.live, sv.unreachable
 	}
 	c.entries.chunks = make([]*[entryChunk]entry, len(s.entries.chunks))
