@@ -223,6 +223,11 @@ type SchedulingFigures struct {
 	// ScanPagesMean is how many pages the read stages served per scan: P reads the
 	// ranges its estimate names at once, and the limit may not need all of them.
 	ScanPagesMean float64 `json:"scan_pages_mean" table:"-"`
+	// ScanDeviceMsMean is the emulated device time a scan's pages cost, summed over
+	// the nodes (sched.Device.Work of what they read): the work a scan costs the read
+	// stages, whatever it waited and however loaded the machine. P's estimate can make
+	// a scan read rows its limit does not need.
+	ScanDeviceMsMean float64 `json:"scan_device_ms_mean" table:"-"`
 	// Failed counts the queries that returned an error.
 	Failed int `json:"failed" table:"-"`
 }
@@ -240,7 +245,7 @@ func (f *SchedulingFigures) figures() []schedFigure {
 		{"scan_latency_ms_mean", &f.ScanLatencyMsMean}, {"scan_latency_ms_p99", &f.ScanLatencyMsP99},
 		{"throughput_qps", &f.ThroughputQPS}, {"get_stage_wait_ms_mean", &f.GetStageWaitMsMean},
 		{"scan_page_stage_wait_ms_mean", &f.ScanPageStageWaitMsMean}, {"go_sched_wait_ms_mean", &f.GoSchedWaitMsMean},
-		{"scan_pages_mean", &f.ScanPagesMean},
+		{"scan_pages_mean", &f.ScanPagesMean}, {"scan_device_ms_mean", &f.ScanDeviceMsMean},
 	}
 }
 
@@ -437,12 +442,12 @@ func schedScale(o schedOptions) string {
 
 func schedNotes() []string {
 	return []string{
-		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node, whose pages then alternate with gets, so that no stream of gets starves a scan",
+		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node: its pages then go before other scans, and alternate with gets once sched.DefaultScanPass gets have gone ahead of them, so that no stream of gets or of smaller scans starves a scan",
 		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between runs (node.SetReadPolicy)",
 		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
 		"reduction: 100 x (O - variant) / O of the median mean and p99 latency at the same point, as are the done_when checks; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
 		"throughput_qps: the point's queries over the time from the first sent to the last answered",
-		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need)",
+		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need); scan_device_ms_mean, the emulated device time a scan's pages cost in all, the work it took from the read stages",
 		"scans_wrong_rows counts scans that did not return exactly min(limit, rows from the start key on) rows starting at the start key",
 	}
 }
@@ -475,7 +480,8 @@ func schedKeys(n int, seed uint64) [][]byte {
 // schedCluster is the bench's embedded cluster and every node's client address.
 type schedCluster struct {
 	*embedded.Cluster
-	addrs []string
+	addrs  []string
+	device sched.Device
 }
 
 // startSchedCluster starts 12 nodes of one DC, one evenly spaced token each, with the
@@ -507,7 +513,7 @@ func startSchedCluster(env Env, o schedOptions) (*schedCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &schedCluster{Cluster: c}
+	sc := &schedCluster{Cluster: c, device: o.device}
 	for _, n := range c.Nodes {
 		sc.addrs = append(sc.addrs, n.ClientAddr())
 	}
@@ -690,7 +696,7 @@ func (sc *schedCluster) measure(ctx context.Context, pool *schedPool, run schedR
 		return SchedulingFigures{}, pointResult{}, err
 	}
 	row := res.figures()
-	row.GetStageWaitMsMean, row.ScanPageStageWaitMsMean, row.ScanPagesMean = stageWaits(stagesBefore, sc.readStages(), len(res.scans))
+	row.stageFigures(stagesBefore, sc.readStages(), len(res.scans), sc.device)
 	row.GoSchedWaitMsMean = goSchedWaitMs(schedBefore, goSchedLatencies())
 	return row, res, nil
 }
@@ -811,17 +817,18 @@ func (sc *schedCluster) waitIdle(ctx context.Context) error {
 	}
 }
 
-// stageWaits returns the mean wait in a read-stage queue, over every node, of the gets
-// (local and remote) and of the scan pages served between two snapshots, and the pages
-// served per scan.
-func stageWaits(before, after []sched.Stats, scans int) (getMs, pageMs, pagesPerScan float64) {
+// stageFigures sets the figures of the read stages between two snapshots of every
+// node's: the mean wait in a queue of the gets (local and remote) and of the scan pages
+// served, the pages served per scan, and their device time per scan.
+func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int, device sched.Device) {
 	var getWait, pageWait time.Duration
-	var gets, pages uint64
+	var gets, pages, pageBytes uint64
 	for i := range after {
 		for class, c := range after[i].ByClass {
-			wait, served := c.Wait-before[i].ByClass[class].Wait, c.Served-before[i].ByClass[class].Served
+			b := before[i].ByClass[class]
+			wait, served := c.Wait-b.Wait, c.Served-b.Served
 			if sched.Class(class) == sched.ScanPage {
-				pageWait, pages = pageWait+wait, pages+served
+				pageWait, pages, pageBytes = pageWait+wait, pages+served, pageBytes+c.ReadBytes-b.ReadBytes
 			} else {
 				getWait, gets = getWait+wait, gets+served
 			}
@@ -833,7 +840,9 @@ func stageWaits(before, after []sched.Stats, scans int) (getMs, pageMs, pagesPer
 		}
 		return ms(total / time.Duration(n))
 	}
-	return mean(getWait, gets), mean(pageWait, pages), round(float64(pages)/float64(max(1, scans)), 1)
+	f.GetStageWaitMsMean, f.ScanPageStageWaitMsMean = mean(getWait, gets), mean(pageWait, pages)
+	f.ScanPagesMean = round(float64(pages)/float64(max(1, scans)), 1)
+	f.ScanDeviceMsMean = mean(device.Work(pages, pageBytes), uint64(scans))
 }
 
 // goSchedMetric is the runtime's histogram of how long goroutines were ready to run
