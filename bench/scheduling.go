@@ -74,6 +74,7 @@ type schedOptions struct {
 	queries     int
 	clients     []int
 	rf3Clients  []int
+	mixes       []schedMix
 	variants    []sched.Variant
 	readWorkers int
 	device      sched.Device
@@ -98,6 +99,7 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 	fs.IntVar(&o.limitMax, "limit-max", 500, "a scan's limit is uniform in 1..limit-max (the paper: 10,000, the rows of one column family)")
 	fs.IntVar(&o.queries, "queries", 2000, "queries per point, shared by the clients (the paper: 2000)")
 	clients := fs.String("clients", "125,250,500,1000", "concurrent clients of each point, comma-separated (the paper: 125,250,500,1000)")
+	mixes := fs.String("mixes", "9:1,5:5", "single:scan mixes, comma-separated, of the paper's 9:1 and 5:5 (one alone makes a cheaper run to iterate on)")
 	rf3 := fs.String("rf3-clients", "1000", "client counts of the run with three replicas read at ONE, comma-separated; none to skip it")
 	variants := fs.String("variants", "all", "read policies compared, comma-separated: the paper's O, ReS, P, ReS+P, P+RaS, A, kura's own kura, or any policy kura --read-policy reads (fair+parallel); O, the baseline, always runs")
 	fs.IntVar(&o.readWorkers, "read-workers", 1, "read stage workers per node, each with its own emulated device (1: the disk of the paper's nodes, which served their 32 read threads one read at a time)")
@@ -119,6 +121,9 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 			if o.rf3Clients, err = parseCounts("--rf3-clients", *rf3); err != nil {
 				return nil, err
 			}
+		}
+		if o.mixes, err = parseMixes(*mixes); err != nil {
+			return nil, err
 		}
 		if o.variants, err = parseVariants(*variants); err != nil {
 			return nil, err
@@ -145,6 +150,26 @@ func parseCounts(flagName, s string) ([]int, error) {
 			return nil, fmt.Errorf("%s %q: want positive counts, comma-separated", flagName, s)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseMixes reads --mixes: names of schedMixes, each at most once, in the paper's
+// order whatever the order given.
+func parseMixes(s string) ([]schedMix, error) {
+	var names []string
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		if !slices.ContainsFunc(schedMixes, func(m schedMix) bool { return m.name == name }) {
+			return nil, fmt.Errorf("--mixes %q: unknown mix %q (want 9:1, 5:5 or both, comma-separated)", s, name)
+		}
+		names = append(names, name)
+	}
+	var out []schedMix
+	for _, m := range schedMixes {
+		if slices.Contains(names, m.name) {
+			out = append(out, m)
+		}
 	}
 	return out, nil
 }
@@ -357,12 +382,12 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	// Every point runs the same number of queries: a point is a unit of work.
 	points := 0
 	for _, run := range o.runs() {
-		points += len(schedMixes) * len(run.clients) * len(o.variants) * o.repeat
+		points += len(o.mixes) * len(run.clients) * len(o.variants) * o.repeat
 	}
 	progress := env.StartProgress("scheduling", float64(points))
 	defer progress.Done()
 	for _, run := range o.runs() {
-		for _, mix := range schedMixes {
+		for _, mix := range o.mixes {
 			for _, clients := range run.clients {
 				plan := planQueries(o, mix, clients)
 				runs := make([][]SchedulingRun, len(o.variants))
@@ -398,7 +423,7 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 		variantNames = append(variantNames, v.Name)
 	}
 	summary := map[string]any{
-		"done_when":         doneWhen(reductions, o.clients),
+		"done_when":         doneWhen(reductions, o.clients, o.rf3Clients),
 		"repeats":           o.repeat,
 		"variant_order":     fmt.Sprintf("rotated: repeat r (from 0) runs the variants from the r-th of %s on, wrapping around; each run's position is in its row's repeats", strings.Join(variantNames, ",")),
 		"variants":          variantPolicies,
@@ -913,41 +938,53 @@ func schedReductions(rows []SchedulingRow) []SchedulingReduction {
 
 // doneWhen measures the targets at the run's largest client count (the paper's
 // 1000) without replication: ReS's gets and A's scans against O, kura's against A's,
-// and kura's scan p99 against O's. A variant the run left out is not checked.
-func doneWhen(reductions []SchedulingReduction, clients []int) []schedCheck {
-	most := slices.Max(clients)
-	find := func(mix, variant string) (SchedulingReduction, bool) {
-		i := slices.IndexFunc(reductions, func(r SchedulingReduction) bool {
-			return r.RF == 1 && r.Mix == mix && r.Clients == most && r.Variant == variant
-		})
-		if i < 0 {
-			return SchedulingReduction{}, false
-		}
-		return reductions[i], true
-	}
+// and kura's scan p99 against O's; and, at the largest count of the run with three
+// replicas (rf3Clients, none when empty), kura's against A's again. A variant the run
+// left out is not checked.
+func doneWhen(reductions []SchedulingReduction, clients, rf3Clients []int) []schedCheck {
 	var out []schedCheck
-	add := func(check string, want, got float64) {
-		out = append(out, schedCheck{Check: fmt.Sprintf("%s, %d clients", check, most), WantPct: want, GotPct: got, Met: got >= want})
-	}
-	for _, t := range []struct {
-		mix           string
-		resGet, aScan float64
-	}{{"9:1", 25, 10}, {"5:5", 80, 17}} {
-		res, okRes := find(t.mix, "ReS")
-		a, okA := find(t.mix, "A")
-		k, okK := find(t.mix, "kura")
-		if okRes {
-			add("ReS get mean vs O, "+t.mix, t.resGet, res.GetMeanPct)
+	for _, run := range []struct {
+		rf      int
+		clients []int
+		suffix  string
+	}{{1, clients, ""}, {3, rf3Clients, ", rf 3"}} {
+		if len(run.clients) == 0 {
+			continue
 		}
-		if okA {
-			add("A scan mean vs O, "+t.mix, t.aScan, a.ScanMeanPct)
+		most := slices.Max(run.clients)
+		find := func(mix, variant string) (SchedulingReduction, bool) {
+			i := slices.IndexFunc(reductions, func(r SchedulingReduction) bool {
+				return r.RF == run.rf && r.Mix == mix && r.Clients == most && r.Variant == variant
+			})
+			if i < 0 {
+				return SchedulingReduction{}, false
+			}
+			return reductions[i], true
 		}
-		if okK && okA {
-			add("kura get mean vs O (want A's), "+t.mix, a.GetMeanPct, k.GetMeanPct)
-			add("kura scan mean vs O (want A's), "+t.mix, a.ScanMeanPct, k.ScanMeanPct)
+		add := func(check string, want, got float64) {
+			out = append(out, schedCheck{Check: fmt.Sprintf("%s%s, %d clients", check, run.suffix, most), WantPct: want, GotPct: got, Met: got >= want})
 		}
-		if okK {
-			add("kura scan p99 vs O, "+t.mix, 0, k.ScanP99Pct)
+		for _, t := range []struct {
+			mix           string
+			resGet, aScan float64
+		}{{"9:1", 25, 10}, {"5:5", 80, 17}} {
+			res, okRes := find(t.mix, "ReS")
+			a, okA := find(t.mix, "A")
+			k, okK := find(t.mix, "kura")
+			// The paper's targets are without replication.
+			if okRes && run.rf == 1 {
+				add("ReS get mean vs O, "+t.mix, t.resGet, res.GetMeanPct)
+			}
+			if okA && run.rf == 1 {
+				add("A scan mean vs O, "+t.mix, t.aScan, a.ScanMeanPct)
+			}
+			if okK && okA {
+				add("kura get mean vs O (want A's), "+t.mix, a.GetMeanPct, k.GetMeanPct)
+				add("kura scan mean vs O (want A's), "+t.mix, a.ScanMeanPct, k.ScanMeanPct)
+			}
+			if okK && run.rf == 1 {
+				add("kura scan p99 vs O, "+t.mix, 0, k.ScanP99Pct)
+			}
 		}
 	}
 	return out

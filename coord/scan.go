@@ -661,7 +661,7 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 	out, err := gather(ctx, q, func(m placement.Member, ts []target) ([]lww.Record, error) {
 		asked := askedOf(ts)
 		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, End: end, Limit: limits.of(asked, limit), Ranges: asked,
-			Scan: tag.id, Nodes: max(len(first), 1), BytesMax: c.cfg.Limits.AnswerBytesMax, Digest: digestFrom(m, ts)}
+			Scan: tag.id, ScanLimit: limit, Nodes: max(len(first), 1), BytesMax: c.cfg.Limits.AnswerBytesMax, Digest: digestFrom(m, ts)}
 		waiting.add(m)
 		return c.scanReplica(m, req)
 	}, func(ts []target, recs []lww.Record) {
