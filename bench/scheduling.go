@@ -74,6 +74,7 @@ type schedOptions struct {
 	queries     int
 	clients     []int
 	rf3Clients  []int
+	mixes       []schedMix
 	variants    []sched.Variant
 	readWorkers int
 	device      sched.Device
@@ -98,6 +99,7 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 	fs.IntVar(&o.limitMax, "limit-max", 500, "a scan's limit is uniform in 1..limit-max (the paper: 10,000, the rows of one column family)")
 	fs.IntVar(&o.queries, "queries", 2000, "queries per point, shared by the clients (the paper: 2000)")
 	clients := fs.String("clients", "125,250,500,1000", "concurrent clients of each point, comma-separated (the paper: 125,250,500,1000)")
+	mixes := fs.String("mixes", "9:1,5:5", "single:scan mixes, comma-separated, of the paper's 9:1 and 5:5 (one alone makes a cheaper run to iterate on)")
 	rf3 := fs.String("rf3-clients", "1000", "client counts of the run with three replicas read at ONE, comma-separated; none to skip it")
 	variants := fs.String("variants", "all", "read policies compared, comma-separated: the paper's O, ReS, P, ReS+P, P+RaS, A, kura's own kura, or any policy kura --read-policy reads (fair+parallel); O, the baseline, always runs")
 	fs.IntVar(&o.readWorkers, "read-workers", 1, "read stage workers per node, each with its own emulated device (1: the disk of the paper's nodes, which served their 32 read threads one read at a time)")
@@ -119,6 +121,9 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 			if o.rf3Clients, err = parseCounts("--rf3-clients", *rf3); err != nil {
 				return nil, err
 			}
+		}
+		if o.mixes, err = parseMixes(*mixes); err != nil {
+			return nil, err
 		}
 		if o.variants, err = parseVariants(*variants); err != nil {
 			return nil, err
@@ -145,6 +150,26 @@ func parseCounts(flagName, s string) ([]int, error) {
 			return nil, fmt.Errorf("%s %q: want positive counts, comma-separated", flagName, s)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseMixes reads --mixes: names of schedMixes, each at most once, in the paper's
+// order whatever the order given.
+func parseMixes(s string) ([]schedMix, error) {
+	var names []string
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		if !slices.ContainsFunc(schedMixes, func(m schedMix) bool { return m.name == name }) {
+			return nil, fmt.Errorf("--mixes %q: unknown mix %q (want 9:1, 5:5 or both, comma-separated)", s, name)
+		}
+		names = append(names, name)
+	}
+	var out []schedMix
+	for _, m := range schedMixes {
+		if slices.Contains(names, m.name) {
+			out = append(out, m)
+		}
 	}
 	return out, nil
 }
@@ -223,6 +248,11 @@ type SchedulingFigures struct {
 	// ScanPagesMean is how many pages the read stages served per scan: P reads the
 	// ranges its estimate names at once, and the limit may not need all of them.
 	ScanPagesMean float64 `json:"scan_pages_mean" table:"-"`
+	// ScanDeviceMsMean is the emulated device time a scan's pages cost, summed over
+	// the nodes (sched.Device.Work of what they read): the work a scan costs the read
+	// stages, whatever it waited and however loaded the machine. P's estimate can make
+	// a scan read rows its limit does not need.
+	ScanDeviceMsMean float64 `json:"scan_device_ms_mean" table:"-"`
 	// Failed counts the queries that returned an error.
 	Failed int `json:"failed" table:"-"`
 }
@@ -240,7 +270,7 @@ func (f *SchedulingFigures) figures() []schedFigure {
 		{"scan_latency_ms_mean", &f.ScanLatencyMsMean}, {"scan_latency_ms_p99", &f.ScanLatencyMsP99},
 		{"throughput_qps", &f.ThroughputQPS}, {"get_stage_wait_ms_mean", &f.GetStageWaitMsMean},
 		{"scan_page_stage_wait_ms_mean", &f.ScanPageStageWaitMsMean}, {"go_sched_wait_ms_mean", &f.GoSchedWaitMsMean},
-		{"scan_pages_mean", &f.ScanPagesMean},
+		{"scan_pages_mean", &f.ScanPagesMean}, {"scan_device_ms_mean", &f.ScanDeviceMsMean},
 	}
 }
 
@@ -352,12 +382,12 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	// Every point runs the same number of queries: a point is a unit of work.
 	points := 0
 	for _, run := range o.runs() {
-		points += len(schedMixes) * len(run.clients) * len(o.variants) * o.repeat
+		points += len(o.mixes) * len(run.clients) * len(o.variants) * o.repeat
 	}
 	progress := env.StartProgress("scheduling", float64(points))
 	defer progress.Done()
 	for _, run := range o.runs() {
-		for _, mix := range schedMixes {
+		for _, mix := range o.mixes {
 			for _, clients := range run.clients {
 				plan := planQueries(o, mix, clients)
 				runs := make([][]SchedulingRun, len(o.variants))
@@ -393,7 +423,7 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 		variantNames = append(variantNames, v.Name)
 	}
 	summary := map[string]any{
-		"done_when":         doneWhen(reductions, o.clients),
+		"done_when":         doneWhen(reductions, o.clients, o.rf3Clients),
 		"repeats":           o.repeat,
 		"variant_order":     fmt.Sprintf("rotated: repeat r (from 0) runs the variants from the r-th of %s on, wrapping around; each run's position is in its row's repeats", strings.Join(variantNames, ",")),
 		"variants":          variantPolicies,
@@ -437,12 +467,12 @@ func schedScale(o schedOptions) string {
 
 func schedNotes() []string {
 	return []string{
-		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node, whose pages then alternate with gets, so that no stream of gets starves a scan",
+		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node: its pages then go before other scans, and alternate with gets once sched.DefaultScanPass gets have gone ahead of them, so that no stream of gets or of smaller scans starves a scan",
 		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between runs (node.SetReadPolicy)",
 		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
 		"reduction: 100 x (O - variant) / O of the median mean and p99 latency at the same point, as are the done_when checks; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
 		"throughput_qps: the point's queries over the time from the first sent to the last answered",
-		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need)",
+		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need); scan_device_ms_mean, the emulated device time a scan's pages cost in all, the work it took from the read stages",
 		"scans_wrong_rows counts scans that did not return exactly min(limit, rows from the start key on) rows starting at the start key",
 	}
 }
@@ -475,7 +505,8 @@ func schedKeys(n int, seed uint64) [][]byte {
 // schedCluster is the bench's embedded cluster and every node's client address.
 type schedCluster struct {
 	*embedded.Cluster
-	addrs []string
+	addrs  []string
+	device sched.Device
 }
 
 // startSchedCluster starts 12 nodes of one DC, one evenly spaced token each, with the
@@ -507,7 +538,7 @@ func startSchedCluster(env Env, o schedOptions) (*schedCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &schedCluster{Cluster: c}
+	sc := &schedCluster{Cluster: c, device: o.device}
 	for _, n := range c.Nodes {
 		sc.addrs = append(sc.addrs, n.ClientAddr())
 	}
@@ -690,7 +721,7 @@ func (sc *schedCluster) measure(ctx context.Context, pool *schedPool, run schedR
 		return SchedulingFigures{}, pointResult{}, err
 	}
 	row := res.figures()
-	row.GetStageWaitMsMean, row.ScanPageStageWaitMsMean, row.ScanPagesMean = stageWaits(stagesBefore, sc.readStages(), len(res.scans))
+	row.stageFigures(stagesBefore, sc.readStages(), len(res.scans), sc.device)
 	row.GoSchedWaitMsMean = goSchedWaitMs(schedBefore, goSchedLatencies())
 	return row, res, nil
 }
@@ -811,17 +842,18 @@ func (sc *schedCluster) waitIdle(ctx context.Context) error {
 	}
 }
 
-// stageWaits returns the mean wait in a read-stage queue, over every node, of the gets
-// (local and remote) and of the scan pages served between two snapshots, and the pages
-// served per scan.
-func stageWaits(before, after []sched.Stats, scans int) (getMs, pageMs, pagesPerScan float64) {
+// stageFigures sets the figures of the read stages between two snapshots of every
+// node's: the mean wait in a queue of the gets (local and remote) and of the scan pages
+// served, the pages served per scan, and their device time per scan.
+func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int, device sched.Device) {
 	var getWait, pageWait time.Duration
-	var gets, pages uint64
+	var gets, pages, pageBytes uint64
 	for i := range after {
 		for class, c := range after[i].ByClass {
-			wait, served := c.Wait-before[i].ByClass[class].Wait, c.Served-before[i].ByClass[class].Served
+			b := before[i].ByClass[class]
+			wait, served := c.Wait-b.Wait, c.Served-b.Served
 			if sched.Class(class) == sched.ScanPage {
-				pageWait, pages = pageWait+wait, pages+served
+				pageWait, pages, pageBytes = pageWait+wait, pages+served, pageBytes+c.ReadBytes-b.ReadBytes
 			} else {
 				getWait, gets = getWait+wait, gets+served
 			}
@@ -833,7 +865,9 @@ func stageWaits(before, after []sched.Stats, scans int) (getMs, pageMs, pagesPer
 		}
 		return ms(total / time.Duration(n))
 	}
-	return mean(getWait, gets), mean(pageWait, pages), round(float64(pages)/float64(max(1, scans)), 1)
+	f.GetStageWaitMsMean, f.ScanPageStageWaitMsMean = mean(getWait, gets), mean(pageWait, pages)
+	f.ScanPagesMean = round(float64(pages)/float64(max(1, scans)), 1)
+	f.ScanDeviceMsMean = mean(device.Work(pages, pageBytes), uint64(scans))
 }
 
 // goSchedMetric is the runtime's histogram of how long goroutines were ready to run
@@ -904,41 +938,53 @@ func schedReductions(rows []SchedulingRow) []SchedulingReduction {
 
 // doneWhen measures the issue's targets at the run's largest client count (the paper's
 // 1000) without replication: ReS's gets and A's scans against O, kura's against A's,
-// and kura's scan p99 against O's. A variant the run left out is not checked.
-func doneWhen(reductions []SchedulingReduction, clients []int) []schedCheck {
-	most := slices.Max(clients)
-	find := func(mix, variant string) (SchedulingReduction, bool) {
-		i := slices.IndexFunc(reductions, func(r SchedulingReduction) bool {
-			return r.RF == 1 && r.Mix == mix && r.Clients == most && r.Variant == variant
-		})
-		if i < 0 {
-			return SchedulingReduction{}, false
-		}
-		return reductions[i], true
-	}
+// and kura's scan p99 against O's; and, at the largest count of the run with three
+// replicas (rf3Clients, none when empty), kura's against A's again. A variant the run
+// left out is not checked.
+func doneWhen(reductions []SchedulingReduction, clients, rf3Clients []int) []schedCheck {
 	var out []schedCheck
-	add := func(check string, want, got float64) {
-		out = append(out, schedCheck{Check: fmt.Sprintf("%s, %d clients", check, most), WantPct: want, GotPct: got, Met: got >= want})
-	}
-	for _, t := range []struct {
-		mix           string
-		resGet, aScan float64
-	}{{"9:1", 25, 10}, {"5:5", 80, 17}} {
-		res, okRes := find(t.mix, "ReS")
-		a, okA := find(t.mix, "A")
-		k, okK := find(t.mix, "kura")
-		if okRes {
-			add("ReS get mean vs O, "+t.mix, t.resGet, res.GetMeanPct)
+	for _, run := range []struct {
+		rf      int
+		clients []int
+		suffix  string
+	}{{1, clients, ""}, {3, rf3Clients, ", rf 3"}} {
+		if len(run.clients) == 0 {
+			continue
 		}
-		if okA {
-			add("A scan mean vs O, "+t.mix, t.aScan, a.ScanMeanPct)
+		most := slices.Max(run.clients)
+		find := func(mix, variant string) (SchedulingReduction, bool) {
+			i := slices.IndexFunc(reductions, func(r SchedulingReduction) bool {
+				return r.RF == run.rf && r.Mix == mix && r.Clients == most && r.Variant == variant
+			})
+			if i < 0 {
+				return SchedulingReduction{}, false
+			}
+			return reductions[i], true
 		}
-		if okK && okA {
-			add("kura get mean vs O (want A's), "+t.mix, a.GetMeanPct, k.GetMeanPct)
-			add("kura scan mean vs O (want A's), "+t.mix, a.ScanMeanPct, k.ScanMeanPct)
+		add := func(check string, want, got float64) {
+			out = append(out, schedCheck{Check: fmt.Sprintf("%s%s, %d clients", check, run.suffix, most), WantPct: want, GotPct: got, Met: got >= want})
 		}
-		if okK {
-			add("kura scan p99 vs O, "+t.mix, 0, k.ScanP99Pct)
+		for _, t := range []struct {
+			mix           string
+			resGet, aScan float64
+		}{{"9:1", 25, 10}, {"5:5", 80, 17}} {
+			res, okRes := find(t.mix, "ReS")
+			a, okA := find(t.mix, "A")
+			k, okK := find(t.mix, "kura")
+			// The paper's targets are without replication.
+			if okRes && run.rf == 1 {
+				add("ReS get mean vs O, "+t.mix, t.resGet, res.GetMeanPct)
+			}
+			if okA && run.rf == 1 {
+				add("A scan mean vs O, "+t.mix, t.aScan, a.ScanMeanPct)
+			}
+			if okK && okA {
+				add("kura get mean vs O (want A's), "+t.mix, a.GetMeanPct, k.GetMeanPct)
+				add("kura scan mean vs O (want A's), "+t.mix, a.ScanMeanPct, k.ScanMeanPct)
+			}
+			if okK && run.rf == 1 {
+				add("kura scan p99 vs O, "+t.mix, 0, k.ScanP99Pct)
+			}
 		}
 	}
 	return out

@@ -99,6 +99,30 @@ func TestParseVariants(t *testing.T) {
 	}
 }
 
+// --mixes picks the paper's mixes, in the paper's order, each once.
+func TestParseMixes(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"9:1,5:5", "9:1,5:5"},
+		{"5:5", "5:5"},
+		{"5:5, 9:1", "9:1,5:5"},
+		{"9:1,9:1", "9:1"},
+	} {
+		got, err := parseMixes(tt.in)
+		var names []string
+		for _, m := range got {
+			names = append(names, m.name)
+		}
+		if err != nil || strings.Join(names, ",") != tt.want {
+			t.Errorf("parseMixes(%q) = %v, %v; want %s", tt.in, names, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "1:9", "9:1,"} {
+		if _, err := parseMixes(bad); err == nil {
+			t.Errorf("parseMixes(%q) accepted", bad)
+		}
+	}
+}
+
 func TestSchedOrder(t *testing.T) {
 	for _, tt := range []struct{ variants, repeats int }{{1, 3}, {2, 3}, {3, 3}, {7, 3}, {7, 7}, {7, 10}} {
 		first := map[int]bool{}
@@ -198,15 +222,18 @@ func TestSchedReductionsAndDoneWhen(t *testing.T) {
 		point("5:5", "ReS", []float64{25, 10, 90}, []float64{1000, 1000, 1000}),
 		point("5:5", "A", []float64{20, 20, 20}, []float64{800, 800, 800}),
 		point("5:5", "kura", []float64{30, 30, 30}, []float64{850, 850, 850}),
+		schedMedianRow(3, "5:5", 1000, "O", schedRuns([]float64{100, 100, 100}, []float64{1000, 1000, 1000})),
+		schedMedianRow(3, "5:5", 1000, "A", schedRuns([]float64{20, 20, 20}, []float64{800, 800, 800})),
+		schedMedianRow(3, "5:5", 1000, "kura", schedRuns([]float64{10, 10, 10}, []float64{700, 700, 700})),
 	}
 	reductions := schedReductions(rows)
-	if len(reductions) != 6 || reductions[0].Variant != "ReS" || reductions[0].GetMeanPct != 30 || reductions[0].ScanMeanPct != -1 ||
+	if len(reductions) != 8 || reductions[0].Variant != "ReS" || reductions[0].GetMeanPct != 30 || reductions[0].ScanMeanPct != -1 ||
 		reductions[0].GetP99Pct != 30 || reductions[0].ScanP99Pct != -1 {
 		t.Fatalf("reductions %+v", reductions)
 	}
 	got := map[string]float64{}
 	met := map[string]bool{}
-	for _, c := range doneWhen(reductions, []int{125, 1000}) {
+	for _, c := range doneWhen(reductions, []int{125, 1000}, []int{1000}) {
 		got[c.Check], met[c.Check] = c.GotPct, c.Met
 	}
 	want := map[string]bool{
@@ -220,6 +247,9 @@ func TestSchedReductionsAndDoneWhen(t *testing.T) {
 		"kura get mean vs O (want A's), 5:5, 1000 clients":  false,
 		"kura scan mean vs O (want A's), 5:5, 1000 clients": false,
 		"kura scan p99 vs O, 5:5, 1000 clients":             true,
+		// With three replicas, kura against A only; 9:1 was not run.
+		"kura get mean vs O (want A's), 5:5, rf 3, 1000 clients":  true,
+		"kura scan mean vs O (want A's), 5:5, rf 3, 1000 clients": true,
 	}
 	if !maps.Equal(met, want) {
 		t.Fatalf("checks %v, want %v", met, want)
@@ -260,7 +290,7 @@ func TestSchedulingQuick(t *testing.T) {
 		if len(r.Repeats) != 2 || r.Repeats[0].Position == r.Repeats[1].Position {
 			t.Fatalf("row %s %s %d clients: repeats %+v, want two in different places", r.Mix, r.Variant, r.Clients, r.Repeats)
 		}
-		if r.GetLatencyMsMean <= 0 || r.ScanLatencyMsMean <= 0 || r.GetLatencyMsP99 < r.GetLatencyMsMean || r.ThroughputQPS <= 0 {
+		if r.GetLatencyMsMean <= 0 || r.ScanLatencyMsMean <= 0 || r.GetLatencyMsP99 < r.GetLatencyMsMean || r.ThroughputQPS <= 0 || r.ScanDeviceMsMean <= 0 {
 			t.Fatalf("row %+v lacks a measurement", r)
 		}
 	}
@@ -270,8 +300,8 @@ func TestSchedulingQuick(t *testing.T) {
 	if report.Summary["queries_failed"] != 0 || report.Summary["scans_wrong_rows"] != 0 {
 		t.Fatalf("failed %v, wrong scans %v", report.Summary["queries_failed"], report.Summary["scans_wrong_rows"])
 	}
-	if checks := report.Summary["done_when"].([]schedCheck); len(checks) != 10 {
-		t.Fatalf("%d checks of the targets, want 10", len(checks))
+	if checks := report.Summary["done_when"].([]schedCheck); len(checks) != 14 {
+		t.Fatalf("%d checks of the targets, want 14 (10 without replication, 4 with three replicas)", len(checks))
 	}
 
 	var table bytes.Buffer

@@ -79,14 +79,17 @@ func (c *Coordinator) replicatedScan(ctx context.Context, ks schema.Keyspace, st
 	now := c.clock.Now()
 	for next := 0; len(out) < limit && next < len(pieces); {
 		n := len(pieces) - next
+		var limits rangeLimits
 		if ordered {
 			n = 1
 			if policy.Parallel {
-				n = c.piecesNeeded(ctx, ks, pieces[next:], limit-len(out))
+				est := c.pieceEstimates(ctx, ks, pieces[next:], cursor)
+				n = piecesNeeded(est, limit-len(out))
+				limits = pieceLimits(pieces[next:next+n], est, limit-len(out))
 			}
 		}
 		batch := pieces[next : next+n]
-		round, err := c.scanRound(ctx, ks, batch, cursor, end, limit-len(out), cl, tag)
+		round, err := c.scanRound(ctx, ks, batch, cursor, end, limit-len(out), cl, tag, limits)
 		if err != nil {
 			return nil, err
 		}
@@ -219,20 +222,100 @@ func pieceOf(batch []placement.RangeReplicas, t ring.Token) (i int, after bool) 
 	return 0, t > batch[len(batch)-1].Range.End
 }
 
-// piecesNeeded is paper 004's estimate for P: how many of the pieces, from the first, a
-// scan must read to find remaining rows, by the rows each replica published. The first
-// piece counts as none, since the scan may start anywhere in it; a piece whose replicas
-// published nothing counts as enough.
-func (c *Coordinator) piecesNeeded(ctx context.Context, ks schema.Keyspace, pieces []placement.RangeReplicas, remaining int) int {
+// estimateDiscount is how much of an estimate a parallel scan counts on where an
+// estimate that is too high would cost a second round: the share of the first piece
+// from the scan's start (interpolated from its token) when choosing the pieces, and
+// every piece before another when setting that one's limit (pieceLimits). Row counts
+// are gossiped every few seconds and a piece's share of a node's rows is pro rata of
+// tokens, so a piece may hold a few rows fewer than estimated; counting on 7/8 makes a
+// small error cost a few rows read, not a second round.
+const estimateDiscount = 7.0 / 8
+
+// pieceEstimates estimates the rows a scan from cursor finds in each of the pieces, in
+// order (pieceRows, with the first counted from cursor, pro rata of its tokens from
+// cursor's on). 0 stands for none known of the first, +Inf for none known of the others.
+func (c *Coordinator) pieceEstimates(ctx context.Context, ks schema.Keyspace, pieces []placement.RangeReplicas, cursor []byte) []float64 {
 	owned := c.ownedFractions(ctx, ks)
-	var rows float64
-	for i := 1; i < len(pieces); i++ {
-		rows += c.pieceRows(ks, pieces[i], owned)
-		if rows >= float64(remaining) {
+	est := make([]float64, len(pieces))
+	for i, p := range pieces {
+		est[i] = c.pieceRows(ks, p, owned)
+	}
+	est[0] *= fromToken(pieces[0].Range, ks.Partition().Token(cursor))
+	if math.IsInf(est[0], 1) || math.IsNaN(est[0]) {
+		est[0] = 0
+	}
+	return est
+}
+
+// fromToken is the share of rg's tokens at or after t, in [0, 1]; 0 when rg does not
+// hold t (a cursor past the piece: nothing of it is counted on).
+func fromToken(rg ring.Range, t ring.Token) float64 {
+	if rg.Start == rg.End || !rg.Contains(t) {
+		return 0
+	}
+	// Unsigned subtraction wraps, which gives the right widths for a wrapping range.
+	return (float64(rg.End-t) + 1) / float64(rg.End-rg.Start)
+}
+
+// piecesNeeded is paper 004's estimate for P: how many of the pieces, from the first, a
+// scan must read to find remaining rows, by their estimates (pieceEstimates). The paper
+// counts the first piece as none, since the scan may start anywhere in it, so that a
+// scan reads one piece more than it needs half the time; kura counts the first piece's
+// share from the scan's start on, at estimateDiscount. A piece whose replicas published
+// nothing counts as enough.
+func piecesNeeded(est []float64, remaining int) int {
+	rows := est[0] * estimateDiscount
+	if rows >= float64(remaining) {
+		return 1
+	}
+	for i := 1; i < len(est); i++ {
+		if rows += est[i]; rows >= float64(remaining) {
 			return i + 1
 		}
 	}
-	return len(pieces)
+	return len(est)
+}
+
+// rangeLimits are the limits a parallel round asks each range's replicas for, by range;
+// nil asks every replica for the round's limit.
+type rangeLimits map[ring.Range]int
+
+// pieceLimits returns the limit of each of the pieces a parallel round reads: the rows
+// remaining less those the pieces before it are estimated to hold (each counted at
+// estimateDiscount), at least one. With the round's whole limit, every node would read
+// its whole share though the limit needs only part of the last one's: as much work as
+// half a range per scan, which is most of what P cost the paper's benefit here (see
+// docs/scheduling.md). A piece with fewer rows than counted on cuts the round short,
+// and the scan goes on from the cut-off as after any limit: slower, never wrong.
+func pieceLimits(batch []placement.RangeReplicas, est []float64, remaining int) rangeLimits {
+	if len(batch) < 2 {
+		return nil
+	}
+	limits := rangeLimits{}
+	var before float64
+	for i, p := range batch {
+		limits[p.Range] = max(1, remaining-int(before))
+		before += est[i] * estimateDiscount
+	}
+	return limits
+}
+
+// of returns the limit of a request for the ranges asked: that of the first of them in
+// key order, the largest, since the node reads them in key order as one answer; the
+// round's limit when one of them has none.
+func (l rangeLimits) of(asked []ring.Range, limit int) int {
+	if l == nil {
+		return limit
+	}
+	out := 0
+	for _, rg := range asked {
+		n, ok := l[rg]
+		if !ok {
+			return limit
+		}
+		out = max(out, n)
+	}
+	return min(out, limit)
 }
 
 // pieceRows estimates the rows of one piece: each readable replica's published rows, in
@@ -493,13 +576,13 @@ func dedupSorted(recs []lww.Record) []lww.Record {
 // asked for values, as Cassandra reads again after a digest mismatch. The values of a
 // QUORUM scan's second replica, read, copied and sent only to compare versions, were
 // about a fifth of its CPU.
-func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag) (roundResult, error) {
-	round, err := c.readRound(ctx, ks, ranges, cursor, end, limit, cl, tag, true)
+func (c *Coordinator) scanRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag, limits rangeLimits) (roundResult, error) {
+	round, err := c.readRound(ctx, ks, ranges, cursor, end, limit, cl, tag, limits, true)
 	if err != nil || !round.valuesMissing {
 		return round, err
 	}
 	c.scanRereads.Add(1)
-	return c.readRound(ctx, ks, ranges, cursor, end, limit, cl, tag, false)
+	return c.readRound(ctx, ks, ranges, cursor, end, limit, cl, tag, limits, false)
 }
 
 // ScanRereads returns how many scan rounds this coordinator has read again since it
@@ -521,7 +604,7 @@ func (c *Coordinator) ScanRereads() uint64 {
 // candidates worked out once per distinct list of replicas, took most of the
 // coordinator's own CPU out of a short scan. Each node gets one request for all the
 // ranges it was chosen for.
-func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag, digests bool) (roundResult, error) {
+func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges []placement.RangeReplicas, cursor, end []byte, limit int, cl consistency.Level, tag scanTag, limits rangeLimits, digests bool) (roundResult, error) {
 	localDC := c.view.Self().DC
 	q := &quorum{self: c.view.Self().ID, workers: c.tasks, byNode: true}
 	var groupRanges [][]ring.Range // by group: the ranges it stands for
@@ -579,16 +662,18 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 		return true
 	}
 	out, err := gather(ctx, q, func(m placement.Member, ts []target) ([]lww.Record, error) {
-		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, End: end, Limit: limit, Ranges: askedOf(ts),
-			Scan: tag.id, Nodes: max(len(first), 1), BytesMax: c.cfg.Limits.AnswerBytesMax, Digest: digestFrom(m, ts)}
+		asked := askedOf(ts)
+		req := replica.ScanRequest{Keyspace: ks.Name, Start: cursor, End: end, Limit: limits.of(asked, limit), Ranges: asked,
+			Scan: tag.id, ScanLimit: limit, Nodes: max(len(first), 1), BytesMax: c.cfg.Limits.AnswerBytesMax, Digest: digestFrom(m, ts)}
 		waiting.add(m)
 		return c.scanReplica(m, req)
 	}, func(ts []target, recs []lww.Record) {
+		asked := askedOf(ts)
 		var keep func([]byte) bool
 		if ks.Partitioner == "ordered" {
-			keep = inAsked(ks, askedOf(ts))
+			keep = inAsked(ks, asked)
 		}
-		merge.add(recs, limit, keep, digestFrom(ts[0].Member, ts))
+		merge.add(recs, limits.of(asked, limit), keep, digestFrom(ts[0].Member, ts))
 		if left := waiting.answered(ts[0].ID); tag.ras && len(left) > 0 {
 			c.tellProgress(tag.id, left)
 		}

@@ -105,6 +105,10 @@ type ScanRequest struct {
 	// for scans that are not a client's (streaming, repair).
 	Scan  sched.ScanID
 	Nodes int
+	// ScanLimit is the client scan's limit when the request was sent, the same for every
+	// node of a parallel round, which RaS orders scans by after Nodes; Limit may be less,
+	// the rows this node is asked for. 0: Limit is also the scan's.
+	ScanLimit int
 	// BytesMax bounds the answer's key and value bytes: a scan whose records pass it
 	// fails with ErrScanTooLarge rather than hold them (0: no bound).
 	BytesMax int

@@ -59,3 +59,9 @@ func (d Device) Time(bytesRead int) time.Duration {
 	}
 	return d.Access + time.Duration(int64(d.PerKiB)*int64(bytesRead)/1024)
 }
+
+// Work is the device time of reads reads that read bytesRead bytes in all: Time summed
+// over them, pro rata, since Time is linear in the bytes.
+func (d Device) Work(reads, bytesRead uint64) time.Duration {
+	return time.Duration(reads)*d.Access + time.Duration(int64(d.PerKiB)*int64(bytesRead)/1024)
+}

@@ -64,3 +64,24 @@ func TestDeviceTime(t *testing.T) {
 		t.Errorf("Device{}.String() = %q, want 0", got)
 	}
 }
+
+// Work is Time summed over reads: Access per read and PerKiB pro rata of all the bytes.
+func TestDeviceWork(t *testing.T) {
+	d := Device{Access: 2 * time.Millisecond, PerKiB: 20 * time.Microsecond}
+	for _, tc := range []struct {
+		reads, bytes uint64
+		want         time.Duration
+	}{
+		{0, 0, 0},
+		{1, 1024, d.Time(1024)},
+		{3, 3 * 512, d.Time(512) * 3},
+		{4, 50000, 8*time.Millisecond + 20*time.Microsecond*50000/1024},
+	} {
+		if got := d.Work(tc.reads, tc.bytes); got != tc.want {
+			t.Errorf("Work(%d, %d) = %v, want %v", tc.reads, tc.bytes, got, tc.want)
+		}
+	}
+	if got := (Device{}).Work(10, 1<<20); got != 0 {
+		t.Errorf("no device: Work = %v, want 0", got)
+	}
+}

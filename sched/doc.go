@@ -40,55 +40,66 @@
 //     under ReS, but not ahead of a remote get that has waited RemoteSlack.
 //   - Scan pages go among themselves in the order above (RaS's, or push order), when
 //     no get waits.
-//   - A scan page whose request has waited Fairness.ScanWait (2 s by default) at this
+//   - A scan page whose request has waited Fairness.ScanWait (5 s by default) at this
 //     node is overdue. The wait counts from Task.Since, the arrival of the request's
 //     first page at this node (the page's own arrival when Since is zero), so a long
 //     scan is overdue as a whole: once it is, each later page is overdue as soon as it
-//     is queued. Overdue pages go oldest request first (by Since, then push order),
-//     whatever RaS says, and alternate with gets: an overdue page, then a get if one
-//     waits, then an overdue page, and so on. Without gets waiting, overdue pages go
-//     before the scan pages that are not overdue.
+//     is queued. Overdue pages go before the scan pages that are not overdue, oldest
+//     request first (by Since, then push order), whatever RaS says: so no stream of
+//     smaller scans starves a large one.
+//   - A scan page has been held back by gets once Fairness.ScanPass gets (64 by
+//     default) have popped while it was queued. While an overdue page that gets have
+//     held back waits, overdue pages alternate with gets: an overdue page, then a get
+//     if one waits, then an overdue page, and so on. Overdue pages that gets have not
+//     held back wait for the gets, as under ReS: their wait is other scans', which
+//     taking turns from gets would not shorten.
 //
-// The bound. While an overdue page waits, of any two consecutive pops at least one is
-// an overdue page, and overdue pages pop oldest request first. So a scan page P pops
-// within 2(k+1) pops of becoming overdue, however many gets arrive, where k is the
-// number of overdue pages of older requests that pop ahead of it. Only requests whose
-// first page arrived earlier are older (Since being a request's arrival, none that
-// arrives later is), and a request queues its pages one after another, so each older
-// request has at most one page queued at a time; but it may queue its next page while P
-// waits, so k is at most the pages the older requests still have to read at this node,
-// not only those queued when P became overdue (k = 0 when no older request has a page
-// left to read here). In time: with W workers and reads that hold a worker at most R
-// each (read plus device time), every worker is busy while P is queued and each one
-// that finishes pops the next read, so at least jW pops happen within j·R of P becoming
-// overdue; P therefore starts within R·⌈2(k+1)/W⌉ of becoming overdue. The first page
-// of a request, queued on its arrival, starts within ScanWait + R·⌈2(k+1)/W⌉ of the
-// request's arrival at this node; a later page queued once the request has waited
-// ScanWait is overdue at once and starts within R·⌈2(k+1)/W⌉ of being queued, so an
-// overdue request moves on by a page at least every R + R·⌈2(k+1)/W⌉ rather than never.
-// The bound is per node and per page, not on a scan's total latency across its nodes;
-// it assumes Pop's clock does not go back (the Stage passes time.Now()) and that the
-// policy stays Fair (ReS would starve the scan again). Under ReS and A nothing bounds
-// the wait: a steady stream of gets starves the scans.
+// The bound. Once a scan page P is overdue, every pop is a get, P, or an overdue page
+// of an older request (overdue pages pop oldest request first, and before the others).
+// At most ScanPass gets pop while P waits before P has been held back; from then on, of
+// any two consecutive pops at least one is an overdue page. So P pops within
+// ScanPass + 2(k+1) pops of becoming overdue, however many gets and scans arrive,
+// where k is the number of overdue pages of older requests that pop ahead of it. Only
+// requests whose first page arrived earlier are older (Since being a request's
+// arrival, none that arrives later is), and a request queues its pages one after
+// another, so each older request has at most one page queued at a time; but it may
+// queue its next page while P waits, so k is at most the pages the older requests
+// still have to read at this node, not only those queued when P became overdue (k = 0
+// when no older request has a page left to read here). In time: with W workers and
+// reads that hold a worker at most R each (read plus device time), every worker is
+// busy while P is queued and each one that finishes pops the next read, so at least jW
+// pops happen within j·R of P becoming overdue; P therefore starts within
+// R·⌈(ScanPass+2(k+1))/W⌉ of becoming overdue. The first page of a request, queued on
+// its arrival, starts within ScanWait + R·⌈(ScanPass+2(k+1))/W⌉ of the request's
+// arrival at this node; a later page queued once the request has waited ScanWait is
+// overdue at once and starts within R·⌈(ScanPass+2(k+1))/W⌉ of being queued, so an
+// overdue request moves on by a page at least that often rather than never. The bound
+// is per node and per page, not on a scan's total latency across its nodes; it assumes
+// Pop's clock does not go back (the Stage passes time.Now()) and that the policy stays
+// Fair (ReS would starve the scan again). Under ReS and A nothing bounds the wait: a
+// steady stream of gets starves the scans, and under RaS a stream of smaller scans
+// starves a large one.
 //
 // What it costs and gives. Until some scan has waited ScanWait, Fair orders exactly as
 // ReS does for gets and as A does among scans (with RaS), so gets keep ReS's benefit
-// and scans RaS's. A get waits behind a queued scan page only while some page is
-// overdue, which under load happens once gets alone have kept the workers busy for
-// ScanWait; even then at most every other pop is an overdue page. A smaller ScanWait
-// bounds the scans' tail sooner and takes more of the workers from gets under overload.
+// and scans RaS's; after that, gets keep it until they have held a scan back, and only
+// the overdue pages lose RaS's order. A smaller ScanWait or ScanPass bounds the scans'
+// tail sooner and takes more of the workers from gets, and of RaS's order from scans,
+// under overload.
 //
-// Why this design. The previous Fair, measured with kura bench scheduling at 1000
-// clients, lost both benefits it had to keep. It served at most GetRun (16) gets in a
-// row while a scan page waited, then a scan page: gets came out only ~11 % faster than
-// FIFO at 9:1, against ~30 % with ReS, because a scan page of ~50 rows costs about 5
-// gets of device time, so one page per 16 gets takes about a quarter of the workers'
-// time from gets whenever gets queue, which is exactly when their latency matters. It
-// also gave scan pages deadlines among themselves (an arrival time plus a slack per
-// node the scan waits for, to approximate RaS's order while bounding it), which lost
-// RaS's benefit for the scans' mean. Keeping A's order and adding a time bound gives up
-// nothing until a scan has waited ScanWait, and bounds the tail after that: the
-// starvation to bound is a scan held back for long, and ScanWait is what measures it.
+// Why this design. The first Fair served at most 16 gets in a row while a scan page
+// waited: gets came out only ~11 % faster than FIFO at 9:1 with kura bench
+// scheduling, against ~30 % with ReS, since a scan page costs about 5 gets of device
+// time. Its successor kept A's order until a scan had waited ScanWait (2 s), then
+// served overdue pages oldest request first, alternating with gets. In the bench's 5:5
+// mix, though, nearly every scan waits longer than 2 s, behind other scans rather than
+// gets (gets are 4 % of the device time there): most pages were overdue, lost RaS's
+// order and took every other turn from the gets, and kura came out behind A on both
+// (scans 8 % slower than FIFO where A's were 12 % faster, gets 77 % faster against
+// 82 %). What ScanWait measures is a scan held back for long, by anything; what takes
+// turns from gets is only worth it when gets are what held it back, which ScanPass
+// measures. The default ScanWait, 5 s, is half the default replica timeout (10 s): a
+// page that waited longer would be given up by its coordinator anyway.
 //
 // # The stage
 //

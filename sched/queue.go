@@ -20,7 +20,8 @@ const (
 
 // Defaults of Fairness: see the package doc for how they trade gets against scans.
 const (
-	DefaultScanWait    = 2 * time.Second
+	DefaultScanWait    = 5 * time.Second
+	DefaultScanPass    = 64
 	DefaultRemoteSlack = time.Millisecond
 )
 
@@ -28,9 +29,15 @@ const (
 // disciplines ignore it.
 type Fairness struct {
 	// ScanWait is how long a scan request may wait at the node, from the arrival of its
-	// first page, before its pages stop yielding to gets: from then on they alternate
-	// with gets. It bounds how long gets can hold a scan back. 0 means DefaultScanWait.
+	// first page, before its pages are overdue: they then go before other scan pages,
+	// oldest request first, and alternate with gets once gets have held them back (see
+	// ScanPass). 0 means DefaultScanWait.
 	ScanWait time.Duration
+	// ScanPass is how many gets may go ahead of a scan page while it waits before,
+	// once overdue, it takes every other turn from them: overdue pages that gets have
+	// not held back (a node overloaded by scans, not by gets) do not slow the gets. 0
+	// means DefaultScanPass.
+	ScanPass int
 	// RemoteSlack is how long a remote get lets local gets that arrived after it go
 	// first: gets are served by deadline, a local get's its arrival and a remote get's
 	// its arrival plus RemoteSlack. 0 means DefaultRemoteSlack.
@@ -40,6 +47,9 @@ type Fairness struct {
 func (f Fairness) withDefaults() Fairness {
 	if f.ScanWait == 0 {
 		f.ScanWait = DefaultScanWait
+	}
+	if f.ScanPass == 0 {
+		f.ScanPass = DefaultScanPass
 	}
 	if f.RemoteSlack == 0 {
 		f.RemoteSlack = DefaultRemoteSlack
@@ -58,6 +68,7 @@ type Item struct {
 	arrival time.Time
 	since   time.Time // the arrival of the scan request's first page (Task.Since), else arrival
 	seq     uint64    // push order, the tie-break everywhere
+	passed  uint64    // a scan page's Queue.passed at its push
 	queued  bool
 	index   int // in Queue.scans; -1 when not there
 	// elem is a get's place in its class's arrival list, or the FIFO turn a scan page
@@ -86,6 +97,9 @@ type Queue struct {
 	// overdue says Fair's last pop was an overdue scan page: the next goes to a get,
 	// if one waits.
 	overdue bool
+	// passed counts the gets popped while a scan page was queued: a page has been
+	// passed by passed less its Item.passed gets (Fairness.ScanPass).
+	passed uint64
 
 	// gets holds each class of gets in push order, their order under every discipline
 	// (within a class, arrival order is also Fair's deadline order).
@@ -157,7 +171,7 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 	}
 	q.last = now
 	q.seq++
-	it := &Item{task: t, arrival: now, since: now, seq: q.seq, queued: true, index: -1}
+	it := &Item{task: t, arrival: now, since: now, seq: q.seq, passed: q.passed, queued: true, index: -1}
 	if !t.Since.IsZero() && t.Since.Before(now) {
 		it.since = t.Since
 	}
@@ -185,8 +199,9 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 //   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
 //   - Fair: the gets first, by deadline (a local get's arrival, a remote get's arrival
 //     plus RemoteSlack), then the first scan page; but a scan page whose request has
-//     waited ScanWait is overdue, and overdue pages, oldest request first, alternate
-//     with the gets.
+//     waited ScanWait is overdue: overdue pages go before the other scan pages, oldest
+//     request first, and alternate with the gets once one of them has been passed by
+//     ScanPass gets.
 func (q *Queue) Pop(now time.Time) *Item {
 	var it *Item
 	switch q.policy.Queue {
@@ -199,11 +214,11 @@ func (q *Queue) Pop(now time.Time) *Item {
 		if r := q.head(RemoteGet); r != nil && (it == nil || q.fairLess(r, it)) {
 			it = r
 		}
-		overdue := q.overdueScan(now)
+		overdue, held := q.overdueScan(now)
 		switch {
-		case overdue != nil && (it == nil || !q.overdue):
+		case overdue != nil && (it == nil || held && !q.overdue):
 			it = overdue
-			q.overdue = true
+			q.overdue = held
 		case it != nil:
 			q.overdue = false
 		default:
@@ -222,25 +237,29 @@ func (q *Queue) Pop(now time.Time) *Item {
 		}
 	}
 	if it != nil {
+		if it.task.Class < ScanPage && len(q.scans.items) > 0 {
+			q.passed++
+		}
 		q.Remove(it)
 	}
 	return it
 }
 
 // overdueScan is the queued scan page of the oldest request that has waited ScanWait
-// at now, nil when none has. The scan pages queued are at most the reads in flight of
-// the node's clients, so a walk over them costs less than the read it schedules.
-func (q *Queue) overdueScan(now time.Time) *Item {
-	var oldest *Item
+// at now, nil when none has, and whether some overdue page has been passed by ScanPass
+// gets. The scan pages queued are at most the reads in flight of the node's clients,
+// so a walk over them costs less than the read it schedules.
+func (q *Queue) overdueScan(now time.Time) (oldest *Item, held bool) {
 	for _, it := range q.scans.items {
 		if now.Sub(it.since) < q.fair.ScanWait {
 			continue
 		}
+		held = held || q.passed-it.passed >= uint64(q.fair.ScanPass)
 		if oldest == nil || it.since.Before(oldest.since) || (it.since.Equal(oldest.since) && it.seq < oldest.seq) {
 			oldest = it
 		}
 	}
-	return oldest
+	return oldest, held
 }
 
 // takeTurn hands owner's turn, the first, to the scan page top that FIFO serves in it:

@@ -19,7 +19,7 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 //
 // Commands (DUR is a virtual time since the script's epoch, e.g. 0, 1ms, 2s):
 //
-//	new policy=P [scan-wait=DUR] [remote-slack=DUR]   an empty queue; the clock at 0
+//	new policy=P [scan-wait=DUR] [scan-pass=N] [remote-slack=DUR]   an empty queue; the clock at 0
 //	push at=DUR       move the clock to DUR and push the tasks listed in the input, one per
 //	                  line: "NAME local", "NAME remote" or
 //	                  "NAME scan [scan=N] [nodes=N] [limit=N] [since=DUR]"
@@ -58,6 +58,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			ScanWait:    durArg(t, d, "scan-wait"),
 			RemoteSlack: durArg(t, d, "remote-slack"),
 		}
+		d.MaybeScanArgs(t, "scan-pass", &fair.ScanPass)
 		s.q = NewQueue(p, fair)
 		s.now = 0
 		s.names = map[*Item]string{}
@@ -188,11 +189,12 @@ func parseTask(t *testing.T, d *datadriven.TestData, line string) (string, Task)
 
 // fairBound checks, pop by pop, the bound the package doc states for Fair: once a scan
 // page is overdue (its request has waited ScanWait, counted from Task.Since or else the
-// page's arrival), it pops within 2(k+1) pops, k the overdue pages of older requests
-// that pop ahead of it; and overdue pages pop oldest request first. It works from the
-// tasks as pushed, not from the queue's fields.
+// page's arrival), it pops within ScanPass + 2(k+1) pops, k the overdue pages of older
+// requests that pop ahead of it; and overdue pages pop oldest request first. It works
+// from the tasks as pushed, not from the queue's fields.
 type fairBound struct {
 	wait  time.Duration
+	pass  int
 	seq   int
 	pages map[*Item]*pageWait // the queued scan pages
 }
@@ -203,11 +205,16 @@ type pageWait struct {
 	seq   int // push order
 	pops  int // pops since it became overdue, its own included
 	ahead int // of those, overdue pages of older requests
+	gets  int // gets popped since it was pushed
 }
 
-func newFairBound(wait time.Duration) *fairBound {
-	return &fairBound{wait: wait, pages: map[*Item]*pageWait{}}
+func newFairBound(f Fairness) *fairBound {
+	f = f.withDefaults()
+	return &fairBound{wait: f.ScanWait, pass: f.ScanPass, pages: map[*Item]*pageWait{}}
 }
+
+// held says gets have held w back: ScanPass of them popped while it waited.
+func (b *fairBound) held(w *pageWait) bool { return w.gets >= b.pass }
 
 // older says a's request is older than b's: its first page arrived earlier, or at the
 // same time and a was pushed first.
@@ -246,6 +253,11 @@ func (b *fairBound) popped(it *Item, now time.Time) (*pageWait, error) {
 	}
 	p := b.pages[it]
 	delete(b.pages, it)
+	if p == nil {
+		for _, w := range b.pages {
+			w.gets++
+		}
+	}
 	if p == nil || !b.overdue(p, now) {
 		p = nil
 	}
@@ -259,9 +271,9 @@ func (b *fairBound) popped(it *Item, now time.Time) (*pageWait, error) {
 			}
 			w.ahead++
 		}
-		if w.pops > 2*w.ahead+1 {
-			return nil, fmt.Errorf("a page overdue since %v still queued after %d pops, %d of older requests' pages: the bound is 2(k+1)",
-				w.since.Add(b.wait).Sub(epoch), w.pops, w.ahead)
+		if w.pops > b.pass+2*w.ahead+1 {
+			return nil, fmt.Errorf("a page overdue since %v still queued after %d pops, %d of older requests' pages: the bound is %d+2(k+1)",
+				w.since.Add(b.wait).Sub(epoch), w.pops, w.ahead, b.pass)
 		}
 	}
 	return p, nil
@@ -270,12 +282,12 @@ func (b *fairBound) popped(it *Item, now time.Time) (*pageWait, error) {
 // TestFairBoundUnderGetStream is the test: gets keep arriving faster than they
 // are served (two local and one remote get per tick, one pop per tick, virtual time),
 // and scan requests of one or more pages arrive among them. Under Fair every page must
-// pop within its bound, 2(k+1) pops (here ticks) once its request has waited ScanWait,
-// k counting the pages of older requests: a later page of a request is overdue as soon
-// as it is pushed (Since is kept). ReS and A starve them all.
+// pop within its bound, ScanPass + 2(k+1) pops (here ticks) once its request has waited
+// ScanWait, k counting the pages of older requests: a later page of a request is
+// overdue as soon as it is pushed (Since is kept). ReS and A starve them all.
 func TestFairBoundUnderGetStream(t *testing.T) {
 	const tick = time.Millisecond
-	const horizon = 2500 * tick
+	const horizon = 6000 * tick
 	type request struct {
 		at           time.Duration // when its first page is pushed
 		since        time.Duration // its Task.Since, if not at (a request begun earlier)
@@ -286,10 +298,13 @@ func TestFairBoundUnderGetStream(t *testing.T) {
 		name     string
 		policy   string
 		scanWait time.Duration
+		scanPass int
 		requests []request
 		starves  bool
 	}{
-		{name: "fair, default ScanWait", policy: "fair", requests: []request{{at: 5 * tick, pages: 1}}},
+		{name: "fair, default ScanWait and ScanPass", policy: "fair", requests: []request{{at: 5 * tick, pages: 1}}},
+		{name: "fair, a long scan, ScanPass 1", policy: "fair", scanWait: 100 * tick, scanPass: 1, requests: []request{{at: 5 * tick, pages: 40}}},
+		{name: "fair, a long scan, ScanPass 30", policy: "fair", scanWait: 100 * tick, scanPass: 30, requests: []request{{at: 5 * tick, pages: 40}}},
 		{name: "fair, one page", policy: "fair", scanWait: 100 * tick, requests: []request{{at: 5 * tick, pages: 1}}},
 		{name: "fair, a long scan", policy: "fair", scanWait: 100 * tick, requests: []request{{at: 5 * tick, pages: 40}}},
 		{name: "fair, a request begun earlier", policy: "fair", scanWait: 100 * tick,
@@ -307,9 +322,9 @@ func TestFairBoundUnderGetStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := NewQueue(p, Fairness{ScanWait: tc.scanWait})
-			wait := Fairness{ScanWait: tc.scanWait}.withDefaults().ScanWait
-			b := newFairBound(wait)
+			fair := Fairness{ScanWait: tc.scanWait, ScanPass: tc.scanPass}
+			q := NewQueue(p, fair)
+			b := newFairBound(fair)
 			left := make([]int, len(tc.requests))       // pages not yet popped
 			next := make([]time.Time, len(tc.requests)) // when its next page is pushed; zero: queued
 			for i, r := range tc.requests {
@@ -358,7 +373,7 @@ func TestFairBoundUnderGetStream(t *testing.T) {
 }
 
 // TestFairTimeBound checks the bound in time: with W workers and reads of at most R
-// each, a scan page starts within R·⌈2(k+1)/W⌉ of becoming overdue (its request's
+// each, a scan page starts within R·⌈(ScanPass+2(k+1))/W⌉ of becoming overdue (its request's
 // arrival plus ScanWait, or its push if later), k the overdue pages of older requests
 // that pop ahead of it. A discrete-event simulation in virtual time: gets arrive faster
 // than the workers serve them, scan requests of a few pages arrive at random times, and
@@ -371,10 +386,12 @@ func TestFairTimeBound(t *testing.T) {
 		policy   string
 		workers  int
 		scanWait time.Duration
+		scanPass int
 	}{
-		{name: "fair, one worker", policy: "fair", workers: 1, scanWait: 50 * time.Millisecond},
-		{name: "kura, three workers", policy: "kura", workers: 3, scanWait: 50 * time.Millisecond},
-		{name: "kura, 32 workers", policy: "kura", workers: 32, scanWait: 200 * time.Millisecond},
+		{name: "fair, one worker", policy: "fair", workers: 1, scanWait: 50 * time.Millisecond, scanPass: 1},
+		{name: "fair, one worker, ScanPass 5", policy: "fair", workers: 1, scanWait: 50 * time.Millisecond, scanPass: 5},
+		{name: "kura, three workers", policy: "kura", workers: 3, scanWait: 50 * time.Millisecond, scanPass: 4},
+		{name: "kura, 32 workers", policy: "kura", workers: 32, scanWait: 200 * time.Millisecond, scanPass: 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := ParsePolicy(tc.policy)
@@ -382,8 +399,8 @@ func TestFairTimeBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewSource(int64(tc.workers)))
-			q := NewQueue(p, Fairness{ScanWait: tc.scanWait})
-			b := newFairBound(tc.scanWait)
+			q := NewQueue(p, Fairness{ScanWait: tc.scanWait, ScanPass: tc.scanPass})
+			b := newFairBound(Fairness{ScanWait: tc.scanWait, ScanPass: tc.scanPass})
 			type request struct {
 				since time.Time
 				left  int
@@ -443,7 +460,7 @@ func TestFairTimeBound(t *testing.T) {
 						if it.Arrival().After(overdue) {
 							overdue = it.Arrival()
 						}
-						rounds := (2*(w.ahead+1) + tc.workers - 1) / tc.workers
+						rounds := (tc.scanPass + 2*(w.ahead+1) + tc.workers - 1) / tc.workers
 						if late := now.Sub(overdue); late > time.Duration(rounds)*r {
 							t.Fatalf("a page overdue at %v started at %v, %v late; the bound with k=%d is %v",
 								overdue.Sub(epoch), now.Sub(epoch), late, w.ahead, time.Duration(rounds)*r)
@@ -487,18 +504,20 @@ func TestFairTimeBound(t *testing.T) {
 // pages with and without a Since), pops at advancing times, progress updates, removals
 // and switches between fair and fair+ras: gets pop by deadline; a scan page that is not
 // overdue pops only when no get and no overdue page waits; a get pops while an overdue
-// page waits only right after an overdue page; and fairBound's checks.
+// page that gets have held back (ScanPass) waits only right after an overdue page; and
+// fairBound's checks.
 func TestFairBoundRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(15))
 	for run := 0; run < 300; run++ {
 		p := Policy{Queue: Fair, RaS: rng.Intn(2) == 0}
 		fair := Fairness{
 			ScanWait:    time.Duration(rng.Intn(10)) * time.Millisecond,
+			ScanPass:    rng.Intn(5),
 			RemoteSlack: time.Duration(rng.Intn(3)) * time.Millisecond,
 		}
 		q := NewQueue(p, fair)
 		fair = fair.withDefaults()
-		b := newFairBound(fair.ScanWait)
+		b := newFairBound(fair)
 		queued := map[*Item]bool{}
 		lastOverdue := false // the last pop was an overdue page
 		now := epoch
@@ -519,10 +538,11 @@ func TestFairBoundRandom(t *testing.T) {
 				b.push(it)
 				queued[it] = true
 			case r < 8:
-				overdueWaits, getWaits := false, false
+				overdueWaits, heldWaits, getWaits := false, false, false
 				for other := range queued {
 					if w := b.pages[other]; w != nil && b.overdue(w, now) {
 						overdueWaits = true
+						heldWaits = heldWaits || b.held(w)
 					} else if w == nil {
 						getWaits = true
 					}
@@ -540,10 +560,10 @@ func TestFairBoundRandom(t *testing.T) {
 				switch {
 				case w != nil && !wasOverdue && (getWaits || overdueWaits):
 					t.Fatalf("run %d: a scan page not overdue popped while a get or an overdue page waited", run)
-				case w == nil && overdueWaits && !lastOverdue:
-					t.Fatalf("run %d: a get popped while an overdue page waited, after a pop that was not one", run)
+				case w == nil && heldWaits && !lastOverdue:
+					t.Fatalf("run %d: a get popped while an overdue page held back by gets waited, after a pop that was not one", run)
 				}
-				lastOverdue = wasOverdue
+				lastOverdue = wasOverdue && heldWaits
 				if w != nil {
 					continue
 				}

@@ -57,6 +57,7 @@ type Stage struct {
 	closed  bool
 	served  [NumClasses]uint64
 	wait    [NumClasses]time.Duration
+	read    [NumClasses]uint64 // bytes
 }
 
 // NewStage returns a read stage configured by cfg; it rejects negative workers, device
@@ -67,7 +68,7 @@ func NewStage(cfg Config) (*Stage, error) {
 		return nil, fmt.Errorf("sched: %d read workers: want 0 (default %d) or more", cfg.Workers, DefaultWorkers)
 	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0:
 		return nil, fmt.Errorf("sched: device %v: negative time", cfg.Device)
-	case cfg.Fair.ScanWait < 0 || cfg.Fair.RemoteSlack < 0:
+	case cfg.Fair.ScanWait < 0 || cfg.Fair.RemoteSlack < 0 || cfg.Fair.ScanPass < 0:
 		return nil, fmt.Errorf("sched: fairness %+v: negative", cfg.Fair)
 	case cfg.Policy.Queue > Fair:
 		return nil, fmt.Errorf("sched: unknown queue discipline %v", cfg.Policy.Queue)
@@ -93,8 +94,12 @@ func (s *Stage) Do(ctx context.Context, t Task, fn func() (bytesRead int)) error
 		return err
 	}
 	defer s.release()
+	n := fn()
+	s.mu.Lock()
+	s.read[min(t.Class, ScanPage)] += uint64(max(n, 0))
+	s.mu.Unlock()
 	// The device is held even if ctx ends meanwhile: a real device would be busy too.
-	if d := s.device.Time(fn()); d > 0 {
+	if d := s.device.Time(n); d > 0 {
 		time.Sleep(d)
 	}
 	return nil
@@ -191,6 +196,10 @@ type ClassStats struct {
 	Queued int           // waiting for a worker now
 	Served uint64        // given a worker since the stage started
 	Wait   time.Duration // total time the served ones waited in the queue
+	// ReadBytes is what the served ones read, by their own count: with Served, the
+	// work they cost a device (Device.Work), which a scan's parallel rounds can make
+	// larger than its limit needs.
+	ReadBytes uint64
 }
 
 // Stats is a snapshot of the read stage, for metrics.
@@ -206,7 +215,7 @@ func (s *Stage) Stats() Stats {
 	defer s.mu.Unlock()
 	st := Stats{Workers: s.workers, Busy: s.workers - s.idle}
 	for c := range st.ByClass {
-		st.ByClass[c] = ClassStats{Queued: s.q.Queued(Class(c)), Served: s.served[c], Wait: s.wait[c]}
+		st.ByClass[c] = ClassStats{Queued: s.q.Queued(Class(c)), Served: s.served[c], Wait: s.wait[c], ReadBytes: s.read[c]}
 	}
 	return st
 }

@@ -348,3 +348,33 @@ func TestStagePagingInterleaves(t *testing.T) {
 		})
 	}
 }
+
+// TestStageCountsBytesRead checks that each class counts the bytes its reads report,
+// a negative count as none, and that a read that never ran counts nothing.
+func TestStageCountsBytesRead(t *testing.T) {
+	s, err := NewStage(Config{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, r := range []struct {
+		class Class
+		bytes int
+	}{{LocalGet, 1000}, {LocalGet, 24}, {RemoteGet, -7}, {ScanPage, 50000}, {ScanPage, 1}} {
+		if err := s.Do(ctx, Task{Class: r.class}, func() int { return r.bytes }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Do(done, Task{Class: ScanPage}, func() int { return 1 << 20 }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do with a done ctx = %v, want context.Canceled", err)
+	}
+	st := s.Stats()
+	for c, want := range []uint64{1024, 0, 50001} {
+		if got := st.ByClass[c].ReadBytes; got != want {
+			t.Errorf("%v: %d bytes read, want %d", Class(c), got, want)
+		}
+	}
+}

@@ -505,7 +505,12 @@ type ReplicaScanRequest struct {
 	// its value: the second replica of a scan tells its versions without sending their
 	// values. A replica that predates it answers values, which the coordinator takes for
 	// digests that differ, and reads again without digests.
-	Digest        bool `protobuf:"varint,11,opt,name=digest,proto3" json:"digest,omitempty"`
+	Digest bool `protobuf:"varint,11,opt,name=digest,proto3" json:"digest,omitempty"`
+	// scan_limit is the scan's limit when this request was sent, the same for every node
+	// of a round, which RaS orders scans of as many nodes by; limit may be smaller, the
+	// rows this node is asked for. 0: limit is also the scan's (a replica that predates
+	// it orders by limit).
+	ScanLimit     int32 `protobuf:"varint,12,opt,name=scan_limit,json=scanLimit,proto3" json:"scan_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -615,6 +620,13 @@ func (x *ReplicaScanRequest) GetDigest() bool {
 		return x.Digest
 	}
 	return false
+}
+
+func (x *ReplicaScanRequest) GetScanLimit() int32 {
+	if x != nil {
+		return x.ScanLimit
+	}
+	return 0
 }
 
 // ScanProgressRequest tells a replica that the scan scan_id now waits for nodes nodes
@@ -2027,7 +2039,7 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"TokenRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\xbb\x02\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\xda\x02\n" +
 	"\x12ReplicaScanRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
@@ -2041,7 +2053,9 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\n" +
 	"page_bytes\x18\n" +
 	" \x01(\x03R\tpageBytes\x12\x16\n" +
-	"\x06digest\x18\v \x01(\bR\x06digest\"D\n" +
+	"\x06digest\x18\v \x01(\bR\x06digest\x12\x1d\n" +
+	"\n" +
+	"scan_limit\x18\f \x01(\x05R\tscanLimit\"D\n" +
 	"\x13ScanProgressRequest\x12\x17\n" +
 	"\ascan_id\x18\x01 \x01(\x04R\x06scanId\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\"@\n" +

@@ -131,6 +131,9 @@ func (l *Local) Scan(ctx context.Context, req replica.ScanRequest) ([]lww.Record
 		}
 	}
 	task := sched.Task{Class: sched.ScanPage, Scan: req.Scan, Nodes: req.Nodes, Limit: req.Limit, Since: time.Now()}
+	if req.ScanLimit > 0 {
+		task.Limit = req.ScanLimit // RaS orders a scan alike at all its nodes
+	}
 	var out []lww.Record
 	answered := 0 // key and value bytes of out
 	paged := 0    // the same, less the values a KeysOnly answer drops: what PageBytes bounds

@@ -57,3 +57,42 @@ func TestScanPagesLetGetsThrough(t *testing.T) {
 		}
 	})
 }
+
+// TestScanOrderedByTheScansLimit checks that RaS orders a scan request by the scan's
+// limit (ScanLimit) where it has one, not by the rows this node is asked for: a
+// parallel round asks its nodes for different limits, and RaS must order a scan alike
+// at each of them. With one worker held by a get, two requests of scans of as many
+// nodes queue: the one of the smaller scan goes first though it asks this node for more.
+func TestScanOrderedByTheScansLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := sched.Policy{Queue: sched.ReS, Parallel: true, RaS: true}
+		local, engine := replicatest.NewLocalWith(t, "ks", storage.Options{}, sched.Config{Workers: 1, Policy: policy, Device: sched.Device{Access: time.Millisecond}})
+		if _, err := engine.ApplyBatch("ks", []lww.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		go func() {
+			if _, _, err := local.Get(ctx, "ks", []byte("k")); err != nil {
+				t.Error(err)
+			}
+		}()
+		synctest.Wait() // the get holds the worker
+		done := make(chan string, 2)
+		for _, r := range []struct {
+			name             string
+			limit, scanLimit int
+		}{{"large scan", 5, 400}, {"small scan", 300, 300}} {
+			go func() {
+				req := replica.ScanRequest{Keyspace: "ks", Ranges: []ring.Range{{}}, Scan: sched.ScanID(r.scanLimit), Nodes: 2, Limit: r.limit, ScanLimit: r.scanLimit}
+				if _, err := local.Scan(ctx, req); err != nil {
+					t.Error(err)
+				}
+				done <- r.name
+			}()
+			synctest.Wait() // queued
+		}
+		if first, second := <-done, <-done; first != "small scan" || second != "large scan" {
+			t.Errorf("served %s, then %s; want the small scan first", first, second)
+		}
+	})
+}

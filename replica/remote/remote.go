@@ -130,7 +130,7 @@ func (r *Remote) ReadChunk(ctx context.Context, keyspace string, chunkKey []byte
 // Scan sends a scan request.
 func (r *Remote) Scan(ctx context.Context, req replica.ScanRequest) ([]lww.Record, error) {
 	wire := &kurav1.ReplicaScanRequest{Keyspace: req.Keyspace, Start: req.Start, End: req.End, Limit: int32(req.Limit), KeysOnly: req.KeysOnly, Digest: req.Digest,
-		ScanId: uint64(req.Scan), Nodes: int32(req.Nodes), MaxBytes: int64(req.BytesMax), PageBytes: int64(req.PageBytes)}
+		ScanId: uint64(req.Scan), Nodes: int32(req.Nodes), ScanLimit: int32(req.ScanLimit), MaxBytes: int64(req.BytesMax), PageBytes: int64(req.PageBytes)}
 	for _, rg := range req.Ranges {
 		wire.Ranges = append(wire.Ranges, &kurav1.TokenRange{Start: uint64(rg.Start), End: uint64(rg.End)})
 	}

@@ -86,7 +86,7 @@ func (s *Server) Handle(ctx context.Context, from transport.Peer, kind transport
 			return nil, err
 		}
 		scan := replica.ScanRequest{Keyspace: req.GetKeyspace(), Start: req.GetStart(), End: req.GetEnd(), Limit: int(req.GetLimit()), KeysOnly: req.GetKeysOnly(), Digest: req.GetDigest(),
-			Scan: sched.ScanID(req.GetScanId()), Nodes: int(req.GetNodes()), BytesMax: int(req.GetMaxBytes()), PageBytes: int(req.GetPageBytes())}
+			Scan: sched.ScanID(req.GetScanId()), Nodes: int(req.GetNodes()), ScanLimit: int(req.GetScanLimit()), BytesMax: int(req.GetMaxBytes()), PageBytes: int(req.GetPageBytes())}
 		for _, rg := range req.GetRanges() {
 			scan.Ranges = append(scan.Ranges, ring.Range{Start: ring.Token(rg.GetStart()), End: ring.Token(rg.GetEnd())})
 		}

@@ -19,7 +19,10 @@ import (
 // that a parallel scan asks too many ranges or too few and must go on.
 type estimates struct {
 	exact exactRows
-	mode  string // "exact", "low" (1 row per node), "high" (a billion), "none"
+	// mode: "exact", "double" and "half" (twice and half the exact counts: a parallel
+	// round's per-range limits then cut it short, or ask more than needed), "low" (1 row
+	// per node), "high" (a billion), "none".
+	mode string
 }
 
 func (e *estimates) Rows(node, keyspace string) (int64, bool) {
@@ -31,7 +34,14 @@ func (e *estimates) Rows(node, keyspace string) (int64, bool) {
 	case "none":
 		return 0, false
 	}
-	return e.exact.Rows(node, keyspace)
+	rows, ok := e.exact.Rows(node, keyspace)
+	switch e.mode {
+	case "double":
+		rows *= 2
+	case "half":
+		rows /= 2
+	}
+	return rows, ok
 }
 
 // TestParallelScansReturnWhatSequentialScansReturn checks paper 004's P and RaS against
@@ -117,7 +127,7 @@ func TestParallelScansReturnWhatSequentialScansReturn(t *testing.T) {
 						t.Fatal(err)
 					}
 					c.SetReadPolicy(p)
-					for _, mode := range []string{"exact", "low", "high", "none"} {
+					for _, mode := range []string{"exact", "double", "half", "low", "high", "none"} {
 						est.mode = mode
 						got, err := co.Scan(ctx, ks.Name, []byte(start), bytesOrNil(end), limit, level)
 						if err != nil {
