@@ -386,11 +386,10 @@ func TestShutdownIsTakenAtOnce(t *testing.T) {
 					return !m.Alive && m.Status == membership.StatusShutdown
 				}))
 			}
-			for _, o := range live {
-				if o.saw(membership.EventSuspect, "n2", func(membership.Member) bool { return true }) {
-					t.Errorf("%s suspected n2, which announced its shutdown", o.id)
-				}
-			}
+			// That no member suspects n2 first is asserted in virtual time
+			// (membership/testdata/*/shutdown.txt): here, on real sockets and a real
+			// clock, a loaded machine delays heartbeats enough to raise a suspicion
+			// before the news arrives.
 
 			// A restart with a newer generation brings it back.
 			nodes[2] = listen(t, "n2", "a")
