@@ -21,7 +21,7 @@ func TestBenchDependenciesStayOutOfTheServer(t *testing.T) {
 	if err != nil {
 		t.Skipf("the go tool is not on PATH (%v): cannot list the import graph", err)
 	}
-	const gocql, gonum, chromedp = "github.com/gocql/gocql", "gonum.org/v1/", "github.com/chromedp/"
+	const gocql, gonum, chromedp = "github.com/apache/cassandra-gocql-driver/v2", "gonum.org/v1/", "github.com/chromedp/"
 	tests := []struct {
 		cmd      string
 		links    bool // true: every prefix must be linked; false: none
