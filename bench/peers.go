@@ -23,6 +23,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/nemesis"
 	"github.com/kuradb/kura/stats"
+	"github.com/kuradb/kura/stats/hdr"
 )
 
 func init() {
@@ -1225,8 +1226,9 @@ func peersReport(rows []PeerRow, notes []string, o peersOptions) *Report {
 	notes = append(slices.Clip(notes),
 		"durability: kura syncs its WAL before acknowledging; redis-always has appendonly yes, appendfsync always; redis-default is redis-server's defaults (RDB snapshots, no AOF: acknowledged writes can be lost); Cassandra has commitlog_sync: batch",
 		"client batching: kura and kura-wan rows use the Go client with batching off, one call per request as gocql and go-redis send them (the like-for-like rows, on which the goals are judged); kura-batching and kura-wan-batching rows, where run, use its default: requests waiting behind a call in flight to a node go together as one GetMany or PutMany, so the servers see fewer, larger calls",
-		"clients: kura through its Go client (each request to a replica in dc1) and, on one node, its Redis port through go-redis; redis-server through go-redis; Cassandra through gocql, token-aware; every client in this process, on the same cores as the servers",
+		"clients: kura through its Go client (each request to a replica in dc1) and, on one node, its Redis port through go-redis; redis-server through go-redis; Cassandra through gocql (github.com/apache/cassandra-gocql-driver/v2), token-aware; every client in this process, on the same cores as the servers",
 		"cpu_s_per_kop is the server processes' user+system CPU seconds per 1,000 operations (/proc/PID/stat); peak_rss_bytes the largest node's VmHWM since it started",
+		fmt.Sprintf("latency percentiles: by nearest rank over every operation that succeeded (each round trip when pipelined), from an HDR histogram (github.com/HdrHistogram/hdrhistogram-go) at %d significant digits: each is within 0.1 %% above the sorted latencies' own", hdr.SignificantDigits),
 		"workload E: 95 % scans of 1-100 records, 5 % updates; kura scans in key order (with the hash partitioner every token range is read), Cassandra in token order (token(key) >= token(start)); n/a for Redis, which has no range scan; W is 100 % updates",
 	)
 	if slices.ContainsFunc(rows, func(r PeerRow) bool { return r.System == sysKuraWAN || r.System == sysKuraWANBatching }) {

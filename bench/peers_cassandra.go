@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocql/gocql"
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/kuradb/kura/consistency"
 )
@@ -353,12 +353,22 @@ func startCassandraPeer(ctx context.Context, env Env, o peersOptions, jars cassa
 	return d, nil
 }
 
-// gocqlSession connects to the Cassandra nodes at hosts as the bench's rows do:
-// token-aware over dc1, protocol v4, no retries (the bench counts a failed operation as
-// an error: no retry hides one). Without coalescing, gocql writes each request to its
-// connection at once; with it, gocql's default, a connection waits up to 200 µs to send
-// several requests in one write.
+// gocqlSession connects to the Cassandra nodes at hosts with gocqlCluster's settings.
 func gocqlSession(hosts []string, timeout time.Duration, coalescing bool) (*gocql.Session, error) {
+	session, err := gocqlCluster(hosts, timeout, coalescing).CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("gocql: connect to %v: %w", hosts, err)
+	}
+	return session, nil
+}
+
+// gocqlCluster is the driver configuration of the bench's rows: token-aware over dc1,
+// protocol v4, no retries (the bench counts a failed operation as an error: no retry
+// hides one). Without coalescing, gocql writes each request to its connection at once;
+// with it, gocql's default, a connection waits up to 200 µs to send several requests in
+// one write. Apart from the import path, these are the settings the rows had under
+// github.com/gocql/gocql v1.7.0, with the same defaults (the tests check).
+func gocqlCluster(hosts []string, timeout time.Duration, coalescing bool) *gocql.ClusterConfig {
 	cluster := gocql.NewCluster(hosts...)
 	cluster.Port = cassandraNativePort
 	cluster.ProtoVersion = 4
@@ -369,11 +379,7 @@ func gocqlSession(hosts []string, timeout time.Duration, coalescing bool) (*gocq
 	if !coalescing {
 		cluster.WriteCoalesceWaitTime = 0
 	}
-	session, err := cluster.CreateSession()
-	if err != nil {
-		return nil, fmt.Errorf("gocql: connect to %v: %w", hosts, err)
-	}
-	return session, nil
+	return cluster
 }
 
 // cassandraSchemaTimeout bounds the retries of a schema statement: a node that has just
@@ -386,7 +392,7 @@ const cassandraSchemaTimeout = time.Minute
 func execUntilAccepted(ctx context.Context, session *gocql.Session, stmt string) error {
 	deadline := time.Now().Add(cassandraSchemaTimeout)
 	for {
-		err := session.Query(stmt).WithContext(ctx).Consistency(gocql.All).Exec()
+		err := session.Query(stmt).Consistency(gocql.All).ExecContext(ctx)
 		if err == nil {
 			return nil
 		}
@@ -416,7 +422,7 @@ func (g *gocqlClient) setLevel(cl consistency.Level) error {
 func (g *gocqlClient) read(ctx context.Context, key []byte) error {
 	var value []byte
 	err := g.s.Query("SELECT field0 FROM "+peersKeyspace+".usertable WHERE y_id = ?", string(key)).
-		WithContext(ctx).Consistency(g.level).Scan(&value)
+		Consistency(g.level).ScanContext(ctx, &value)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return errNotFound
 	}
@@ -425,13 +431,13 @@ func (g *gocqlClient) read(ctx context.Context, key []byte) error {
 
 func (g *gocqlClient) update(ctx context.Context, key, value []byte) error {
 	return g.s.Query("INSERT INTO "+peersKeyspace+".usertable (y_id, field0) VALUES (?, ?)", string(key), value).
-		WithContext(ctx).Consistency(g.level).Exec()
+		Consistency(g.level).ExecContext(ctx)
 }
 
 // scan reads in token order from start's token, as YCSB's Cassandra binding does.
 func (g *gocqlClient) scan(ctx context.Context, start []byte, n int) error {
 	iter := g.s.Query("SELECT y_id, field0 FROM "+peersKeyspace+".usertable WHERE token(y_id) >= token(?) LIMIT ?", string(start), n).
-		WithContext(ctx).Consistency(g.level).Iter()
+		Consistency(g.level).IterContext(ctx)
 	var key string
 	var value []byte
 	for iter.Scan(&key, &value) {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/stats"
+	"github.com/kuradb/kura/stats/hdr"
 	"github.com/kuradb/kura/topology"
 )
 
@@ -394,8 +396,8 @@ func TestDrivePipeline(t *testing.T) {
 	if f.single != 0 || len(f.batches) != 4 || slices.ContainsFunc(f.batches, func(n int) bool { return n != 16 }) {
 		t.Errorf("batches %v and %d single operations, want 4 batches of 16", f.batches, f.single)
 	}
-	if res.ops != 64 || res.errors != 0 || len(res.latenciesMs) != 4 {
-		t.Errorf("ops %d, errors %d, latencies %d; want 64, 0 and one per round trip (4)", res.ops, res.errors, len(res.latenciesMs))
+	if res.ops != 64 || res.errors != 0 || res.latencies.Count() != 4 {
+		t.Errorf("ops %d, errors %d, latencies %d; want 64, 0 and one per round trip (4)", res.ops, res.errors, res.latencies.Count())
 	}
 
 	f = &fakeBatcher{bad: ycsbKey(0)}
@@ -407,9 +409,9 @@ func TestDrivePipeline(t *testing.T) {
 	f = &fakeBatcher{}
 	opts.pipeline = 1
 	res = drive(context.Background(), f, peerWorkloads[0], keys, opts)
-	if f.single != 64 || len(f.batches) != 0 || res.ops != 64 || len(res.latenciesMs) != 64 {
+	if f.single != 64 || len(f.batches) != 0 || res.ops != 64 || res.latencies.Count() != 64 {
 		t.Errorf("depth 1: %d single operations, %d batches, ops %d, latencies %d; want 64, 0, 64, 64",
-			f.single, len(f.batches), res.ops, len(res.latenciesMs))
+			f.single, len(f.batches), res.ops, res.latencies.Count())
 	}
 }
 
@@ -546,6 +548,57 @@ func TestPeersNeedsAKuraBinary(t *testing.T) {
 			_, err := runner(context.Background(), Env{KuraBinary: tt.kuraBinary})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("peers without --bin: error %v, want one with %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestDriveKeepsEveryLatency: workers that add their latencies to the run's histogram in
+// several flushes lose none.
+func TestDriveKeepsEveryLatency(t *testing.T) {
+	keys, _ := newKeyChooser(distUniform, 1)
+	ops := 3*latencyFlush + 7
+	opts := driveOptions{workers: 2, pipeline: 1, duration: time.Hour, ops: ops, opTimeout: time.Minute, value: 8, seed: 1}
+	res := drive(context.Background(), &fakeBatcher{}, peerWorkloads[0], keys, opts)
+	if res.ops != ops || res.latencies.Count() != ops {
+		t.Errorf("ops %d, latencies %d; want %d of each", res.ops, res.latencies.Count(), ops)
+	}
+}
+
+// TestPeerLatencyPercentilesAsSorted: the p50, p99 and p999 a row reports (milliseconds
+// to 3 decimals, from the run's histogram) are those of the sorted latencies
+// (stats.Percentile) or above them by at most the histogram's 0.1 % and the rounding's
+// 0.0005 ms, on random and skewed latencies.
+func TestPeerLatencyPercentilesAsSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, tt := range []struct {
+		name string
+		draw func() time.Duration
+	}{
+		{"uniform 80 µs to 5 ms", func() time.Duration {
+			return 80*time.Microsecond + time.Duration(r.Int64N(int64(5*time.Millisecond)))
+		}},
+		{"exponential, mean 400 µs", func() time.Duration { return time.Duration(400e3 * r.ExpFloat64()) }},
+		{"1 % stalls of 0.2 to 3 s", func() time.Duration {
+			if r.Float64() < 0.01 {
+				return 200*time.Millisecond + time.Duration(r.Int64N(int64(3*time.Second)))
+			}
+			return 150*time.Microsecond + time.Duration(r.Int64N(int64(time.Millisecond)))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := driveResult{latencies: hdr.New()}
+			ms := make([]float64, 50_000)
+			for i := range ms {
+				d := tt.draw()
+				res.latencies.Record(d)
+				ms[i] = float64(d) / float64(time.Millisecond)
+			}
+			for _, q := range []float64{0.5, 0.99, 0.999} {
+				got, sorted := round(res.percentileMs(q), 3), round(stats.Percentile(ms, q), 3)
+				if diff := got - sorted; diff < 0 || diff > sorted*1e-3+0.0005 {
+					t.Errorf("q %v: %v ms, sorted %v ms", q, got, sorted)
+				}
 			}
 		})
 	}

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kuradb/kura/stats"
+	"github.com/kuradb/kura/stats/hdr"
 )
 
 // This file is the YCSB side of `kura bench peers`: the core workloads, the key choosers
@@ -208,7 +208,7 @@ type driveOptions struct {
 type driveResult struct {
 	ops, errors int
 	elapsed     time.Duration
-	latenciesMs []float64 // of the operations that succeeded
+	latencies   *hdr.Histogram // of the operations that succeeded (round trips when pipelined)
 	firstError  error
 }
 
@@ -220,8 +220,16 @@ func (r driveResult) opsPerS() float64 {
 	return float64(r.ops) / r.elapsed.Seconds()
 }
 
-// percentileMs is the q-quantile of the run's latencies, by the stats package.
-func (r driveResult) percentileMs(q float64) float64 { return stats.Percentile(r.latenciesMs, q) }
+// percentileMs is the q-quantile of the run's latencies, as stats.Percentile, to the
+// histogram's precision (hdr.SignificantDigits).
+func (r driveResult) percentileMs(q float64) float64 {
+	return float64(r.latencies.Percentile(q)) / float64(time.Millisecond)
+}
+
+// latencyFlush is how many latencies a worker of drive keeps before it adds them to the
+// run's histogram: one histogram per run rather than per worker (about 440 KiB each),
+// and the run's lock taken once per latencyFlush operations rather than per operation.
+const latencyFlush = 1024
 
 // drive runs mix against c with opts.workers closed-loop workers (each sends its next
 // operation when the last one returns, as YCSB's threads do), keys from keys. With
@@ -231,7 +239,7 @@ func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, 
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
-		total   driveResult
+		total   = driveResult{latencies: hdr.New()}
 		started atomic.Int64 // operations begun, for opts.ops
 	)
 	deadline := time.Now().Add(opts.duration)
@@ -246,6 +254,15 @@ func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, 
 				value[i] = byte(r.UintN(256)) // incompressible, as YCSB's random values
 			}
 			var mine driveResult
+			latencies := make([]time.Duration, 0, latencyFlush)
+			flush := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, d := range latencies {
+					total.latencies.Record(d)
+				}
+				latencies = latencies[:0]
+			}
 			batch := make([]batchOp, max(opts.pipeline, 1))
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				if opts.ops > 0 && started.Add(int64(len(batch))) > int64(opts.ops) {
@@ -276,14 +293,16 @@ func drive(ctx context.Context, c peerClient, mix workloadMix, keys keyChooser, 
 				}
 				if failed < len(batch) {
 					mine.ops += len(batch) - failed
-					mine.latenciesMs = append(mine.latenciesMs, float64(took)/float64(time.Millisecond))
+					if latencies = append(latencies, took); len(latencies) == latencyFlush {
+						flush()
+					}
 				}
 			}
+			flush()
 			mu.Lock()
 			defer mu.Unlock()
 			total.ops += mine.ops
 			total.errors += mine.errors
-			total.latenciesMs = append(total.latenciesMs, mine.latenciesMs...)
 			if total.firstError == nil {
 				total.firstError = mine.firstError
 			}

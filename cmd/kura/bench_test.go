@@ -14,21 +14,23 @@ import (
 
 // TestBenchDependenciesStayOutOfTheServer checks, with the go tool's own import graph,
 // that the kura binary links none of what only the benches and the tests need: the
-// Cassandra driver, gonum and its plots, the browser the console's test drives; and, so
-// that the check cannot pass by finding nothing, that kura-bench links the first two.
+// Cassandra driver, gonum and its plots, the browser the console's test drives, the
+// benches' latency histogram; and, so that the check cannot pass by finding nothing, that
+// kura-bench links all but the browser.
 func TestBenchDependenciesStayOutOfTheServer(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("the go tool is not on PATH (%v): cannot list the import graph", err)
 	}
-	const gocql, gonum, chromedp = "github.com/gocql/gocql", "gonum.org/v1/", "github.com/chromedp/"
+	const gocql, gonum, chromedp = "github.com/apache/cassandra-gocql-driver/v2", "gonum.org/v1/", "github.com/chromedp/"
+	const hdr = "github.com/HdrHistogram/hdrhistogram-go"
 	tests := []struct {
 		cmd      string
 		links    bool // true: every prefix must be linked; false: none
 		prefixes []string
 	}{
-		{"cmd/kura", false, []string{gocql, gonum, chromedp}},
-		{"cmd/kura-bench", true, []string{gocql, gonum}},
+		{"cmd/kura", false, []string{gocql, gonum, chromedp, hdr}},
+		{"cmd/kura-bench", true, []string{gocql, gonum, hdr}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd, func(t *testing.T) {
