@@ -293,7 +293,7 @@ func runLatencyModel(ctx context.Context, env Env, cfg latencyModelConfig) (*Rep
 		Summary: summary,
 		Notes: []string{
 			"p: share of the key space whose request must wait on a reply from outside node 1's DC, derived from the ring; in the 3-node setup every node is its own DC, so it is the paper's \"other node\" rate. paper_p is the paper's printed value (it gives inserts only); see docs/latency-model.md for its slips.",
-			"t_proc (fits) is calibrated per setup: measured latency minus the model's network wait over the setup's 0 ms rows, per round trip (a SERIAL insert waits three times: prepare, propose, commit). It is the only figure fitted to the workload.",
+			"t_proc (fits) is calibrated per setup: measured latency minus the model's network wait over the setup's 0 ms rows, per round trip (a SERIAL insert waits twice: prepare, propose; its commit is not waited for). It is the only figure fitted to the workload.",
 			"latency_ms_predicted feeds the model the round trips the emulated links actually deliver, measured with bare transports before each block (fits: round_trip_ms_from_node_1, the median of the block means); latency_ms_nominal uses the topology's nominal delay. The difference is the emulator's timer lateness: Go's netpoller sleeps in whole milliseconds, so a delayed frame arrives up to 1 ms late.",
 			"Each row's operations run in blocks at different times (block 1 of every row, then block 2 ...), each block a complete stratified sample; latency_ms_measured is the median of the block means, so a few blocks slowed by another process's burst of CPU use (summary: load_average_1m at start and end) do not decide the row. latency_ms_all_ops is the plain mean.",
 			"Keys change with every insert and are stratified: the i-th of n keys of a row hashes into the i-th of n equal slices of the ring, so a few hundred operations weigh each token range by its exact share, as the paper's 100,000 random keys do by volume. Operations go in a shuffled order.",
@@ -509,7 +509,7 @@ func stratifiedKeys(prefix string, n int) [][]byte {
 
 // calibrateProcessing fits t_proc to the 0 ms run: measured latency minus the model's
 // network wait, summed over its rows, per round trip (a lightweight transaction's row
-// pays it three times).
+// pays it twice: prepare, propose).
 func calibrateProcessing(zero latencyRun, cfg latencyModelConfig) (time.Duration, error) {
 	waits, err := predictRun(zero, zero.probed, 0, cfg)
 	if err != nil {
