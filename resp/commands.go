@@ -107,6 +107,7 @@ func commandTable() map[string]*command {
 		{name: "kura.keyspace", arity: -1, flags: admin, run: keyspaceCommand},
 		{name: "kura.range", arity: 4, flags: []string{"readonly"}, walks: true, run: rangeCommand},
 	}
+	table = append(table, hashCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
 		byName[cmd.name] = cmd
@@ -167,6 +168,9 @@ func (c *conn) execute(args [][]byte) {
 	case !c.authenticated && !cmd.beforeAuth:
 		cmd.stats.rejected.Add(1)
 		c.w.Error("NOAUTH Authentication required.")
+	case reservedKey(cmd, args) && c.collectionsServed():
+		cmd.stats.rejected.Add(1)
+		c.w.Error("ERR keys starting with bytes 0x00 0x01 are reserved")
 	default:
 		c.ran(cmd.name, 1)
 		errorsBefore, start := c.w.errorReplies, time.Now()

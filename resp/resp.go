@@ -41,6 +41,14 @@ type Backend interface {
 	// Update is the coordinator's lightweight transaction: a linearizable
 	// read-modify-write of one key at SERIAL or LOCAL_SERIAL (coord.Coordinator).
 	Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error)
+	// ReadCollection, ReadElements, WriteCollection and ResetCollection are the
+	// coordinator's operations on Redis collections (coord.Coordinator,
+	// docs/redis-types.md): a key's header and elements, read whole or a few elements,
+	// written under one timestamp, and the reset point a delete or retype moves.
+	ReadCollection(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (coord.Collection, error)
+	ReadElements(ctx context.Context, keyspace string, key []byte, elemKeys [][]byte, cl consistency.Level) (coord.Collection, []coord.GetResult, error)
+	WriteCollection(ctx context.Context, keyspace string, key []byte, w coord.CollectionWrite, cl consistency.Level) (hlc.Timestamp, error)
+	ResetCollection(ctx context.Context, keyspace string, key []byte, at hlc.Timestamp, cl consistency.Level) error
 	// Truncate removes every value of a keyspace written until now (FLUSHDB): one
 	// timestamp spread to every node (node.Node.Truncate).
 	Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error)
