@@ -212,6 +212,7 @@ func TestHashCommands(t *testing.T) {
 			{cmd("HLEN", "h"), ":3\r\n"},
 			{cmd("TYPE", "h"), "+hash\r\n"},
 			{cmd("EXISTS", "h"), ":1\r\n"},
+			{cmd("OBJECT", "ENCODING", "h"), "$9\r\nhashtable\r\n"},
 		}},
 		{"counters", []step{
 			{cmd("HINCRBY", "h", "n", "5"), ":5\r\n"},
