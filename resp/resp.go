@@ -116,6 +116,8 @@ type Server struct {
 	nextID   atomic.Int64
 	// idleTimeoutNs is Config.IdleTimeout, as CONFIG SET timeout last set it.
 	idleTimeoutNs atomic.Int64
+	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
+	hashListpack [2]atomic.Int64
 	stats         stats
 	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
@@ -186,6 +188,8 @@ func NewServer(cfg Config) *Server {
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
+	s.hashListpack[0].Store(128) // Redis 7's defaults
+	s.hashListpack[1].Store(64)
 	return s
 }
 
