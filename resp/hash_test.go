@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +214,10 @@ func TestHashCommands(t *testing.T) {
 			{cmd("TYPE", "h"), "+hash\r\n"},
 			{cmd("EXISTS", "h"), ":1\r\n"},
 			{cmd("OBJECT", "ENCODING", "h"), "$9\r\nhashtable\r\n"},
+			// h, and each field's element key and value: "\x00\x01\x01hhf2" and "v2"...
+			{cmd("MEMORY", "USAGE", "h"), ":" + strconv.Itoa(1+3*(7+2)) + "\r\n"},
+			{cmd("MEMORY", "USAGE", "h", "SAMPLES", "x"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("MEMORY", "USAGE", "nokey"), "$-1\r\n"},
 		}},
 		{"counters", []step{
 			{cmd("HINCRBY", "h", "n", "5"), ":5\r\n"},
