@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
@@ -275,7 +276,13 @@ func hincrbyCommand(c *conn, args [][]byte) {
 // hincrbyfloatCommand is HINCRBYFLOAT key field increment, with INCRBYFLOAT's arithmetic.
 func hincrbyfloatCommand(c *conn, args [][]byte) {
 	step, ok := parseLongDouble(args[3])
-	if !ok {
+	switch word := strings.TrimLeft(strings.ToLower(string(args[3])), "+-"); {
+	case word == "nan" || (ok && step.IsInf()):
+		// Unlike INCRBYFLOAT, Redis's HINCRBYFLOAT refuses such an increment before it
+		// reads the field.
+		c.w.Error("ERR value is NaN or Infinity")
+		return
+	case !ok:
 		c.w.Error(errNotFloat)
 		return
 	}

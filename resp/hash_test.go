@@ -230,6 +230,8 @@ func TestHashCommands(t *testing.T) {
 			{cmd("HINCRBYFLOAT", "h", "fl", "0.1"), "$4\r\n10.6\r\n"},
 			{cmd("HINCRBYFLOAT", "h", "s", "1"), "-ERR hash value is not a float\r\n"},
 			{cmd("HINCRBYFLOAT", "h", "fl", "x"), "-ERR value is not a valid float\r\n"},
+			{cmd("HINCRBYFLOAT", "h", "fl", "+inf"), "-ERR value is NaN or Infinity\r\n"},
+			{cmd("HINCRBYFLOAT", "h", "fl", "nan"), "-ERR value is NaN or Infinity\r\n"},
 			{cmd("HGET", "h", "n"), "$2\r\n-2\r\n"},
 			{cmd("HINCRBY", "fresh", "n", "3"), ":3\r\n"},
 			{cmd("TYPE", "fresh"), "+hash\r\n"},
