@@ -167,6 +167,12 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 	if cl.IsSerial() {
 		return 0, invalid("%v is the level of lightweight transactions; a collection's write takes ANY to ALL", cl)
 	}
+	if w.Header != nil && !w.Header.Tombstone {
+		// Checked before any element is written, which the header would then not cover.
+		if err := c.checkType(w.Header.Type); err != nil {
+			return 0, err
+		}
+	}
 	for _, e := range w.Elements {
 		if coll, _, _, ok := element.Parse(e.Key); !ok || !bytes.Equal(coll, key) {
 			return 0, invalid("key %q is not an element record of collection %q", e.Key, key)
@@ -226,15 +232,20 @@ func resetRecord(key []byte, at hlc.Timestamp) lww.Record {
 	return lww.Record{Key: element.Key(key, element.Reset, nil), Value: element.ResetValue(at), Timestamp: at}
 }
 
-// writeTogether writes stamped records concurrently, each as a Put, and returns the
-// first error.
+// writeTogether writes stamped records concurrently, up to putEachFanout at once, each
+// as a Put, and returns the first error.
 func (c *Coordinator) writeTogether(ctx context.Context, keyspace string, recs []lww.Record, cl consistency.Level) error {
 	errs := make([]error, len(recs))
+	slots := make(chan struct{}, putEachFanout)
 	var wg sync.WaitGroup
 	for i := range recs {
+		slots <- struct{}{}
 		wg.Add(1)
 		c.workers.Run(func() {
-			defer wg.Done()
+			defer func() {
+				<-slots
+				wg.Done()
+			}()
 			_, errs[i] = c.write(ctx, keyspace, recs[i], cl)
 		})
 	}

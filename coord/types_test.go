@@ -99,3 +99,26 @@ func TestRestoreRefusesElementsHiddenByTruncation(t *testing.T) {
 		t.Fatalf("Restore of a header = %v, %v; want restored as it is", outcome, err)
 	}
 }
+
+// TestCollectionWriteWaitsForEveryNode: a collection write whose header is typed is
+// refused before any of its elements is written while not every node reads typed records.
+func TestCollectionWriteWaitsForEveryNode(t *testing.T) {
+	c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
+	ks := parts.keyspaces["ks"]
+	ks.Partitioner = "grouped"
+	ks, err := ks.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts.keyspaces["ks"] = ks
+	w := CollectionWrite{Header: &lww.Record{Type: lww.Hash}, Reset: ResetBefore,
+		Elements: []lww.Record{{Key: element.Key([]byte("h"), element.HashField, []byte("f")), Value: []byte("v")}}}
+	if _, err := c.WriteCollection(context.Background(), "ks", []byte("h"), w, consistency.All); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("WriteCollection with the gate closed = %v, want unavailable", err)
+	}
+	for id, r := range parts.replicas {
+		if writes := r.writes(); len(writes) > 0 {
+			t.Errorf("replica %s was written %v", id, writes)
+		}
+	}
+}
