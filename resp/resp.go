@@ -116,8 +116,6 @@ type Server struct {
 	nextID   atomic.Int64
 	// idleTimeoutNs is Config.IdleTimeout, as CONFIG SET timeout last set it.
 	idleTimeoutNs atomic.Int64
-	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
-	hashListpack [2]atomic.Int64
 	stats         stats
 	// ctx is the parent of every connection's context; Close cancels it.
 	ctx    context.Context
@@ -130,6 +128,9 @@ type Server struct {
 	// getCommand and setCommand are the commands' entries, whose counters a pipeline's
 	// batch of GETs and SETs adds to without looking them up.
 	getCommand, setCommand *command
+
+	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
+	hashListpack [2]atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
