@@ -14,6 +14,7 @@ import (
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 )
 
 // CreateSnapshot serves kura snapshot create on this node.
@@ -85,7 +86,7 @@ func (s *service) RestoreRecords(ctx context.Context, req *kurav1.RestoreRecords
 		wg.Go(func() {
 			defer func() { <-slots }()
 			rec := lww.Record{Key: v.GetKey(), Value: v.GetValue(), Timestamp: hlc.Timestamp(v.GetTimestamp()),
-				Tombstone: v.GetDeleted(), ExpiresAt: hlc.Timestamp(v.GetExpiresAt())}
+				Tombstone: v.GetDeleted(), ExpiresAt: hlc.Timestamp(v.GetExpiresAt()), Type: replica.TypeFromWire(v.GetType())}
 			outcome, err := s.cfg.Coordinator.Restore(ctx, req.GetKeyspace(), rec, cl)
 			if err != nil {
 				firstErr.CompareAndSwap(nil, &err)

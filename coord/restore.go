@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/schema"
@@ -39,7 +40,9 @@ const (
 //     replica fails rather than guess.
 //
 // A client writing the key while it is restored races the restore as two clients' writes
-// race: the later timestamp wins. Erasure-coded keyspaces are refused.
+// race: the later timestamp wins. Erasure-coded keyspaces are refused, and so is an
+// element record of a Redis collection hidden by the truncation (restamped, it would
+// outlive its collection's reset point). rec keeps its type (a collection's header).
 func (c *Coordinator) Restore(ctx context.Context, keyspace string, rec lww.Record, cl consistency.Level) (RestoreOutcome, error) {
 	if err := c.member(); err != nil {
 		return 0, err
@@ -68,6 +71,11 @@ func (c *Coordinator) Restore(ctx context.Context, keyspace string, rec lww.Reco
 	if rec.Timestamp > ks.TruncatedAt {
 		_, err := c.write(ctx, keyspace, rec, cl)
 		return RestoredAsIs, err
+	}
+	if element.IsKey(rec.Key) {
+		// Stamped now, an element its collection's reset point had removed would be
+		// newer than that point and come back.
+		return 0, invalid("key %q is an element record of a Redis collection hidden by keyspace %s's truncation: restoring collections across a truncation is not supported", rec.Key, keyspace)
 	}
 	newest, found, err := c.newest(ctx, ks, rec.Key)
 	if err != nil {

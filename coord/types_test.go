@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 )
@@ -71,5 +72,53 @@ func TestTransactionRecordType(t *testing.T) {
 	rec, err = l.record(lww.Record{Value: []byte("v"), Type: lww.Hash}, ballot, paxos.Summary{})
 	if err != nil || rec.Type != lww.Hash || rec.Timestamp != ballot.Time {
 		t.Fatalf("typed proposal with the gate open = %+v, %v; want a hash at the ballot's time", rec, err)
+	}
+}
+
+// TestRestoreRefusesElementsHiddenByTruncation: a collection's element record that a
+// truncation hides would be restamped by a restore, newer than the reset point that had
+// removed it; it is refused, and no replica is written. A header (a typed record) is
+// restored as any value.
+func TestRestoreRefusesElementsHiddenByTruncation(t *testing.T) {
+	c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
+	c.typedRecords = func() bool { return true }
+	ks := parts.keyspaces["ks"]
+	ks.TruncatedAt = 100
+	parts.keyspaces["ks"] = ks
+	field := lww.Record{Key: element.Key([]byte("h"), element.HashField, []byte("f")), Value: []byte("v"), Timestamp: 50}
+	if _, err := c.Restore(context.Background(), "ks", field, consistency.All); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Restore of a hidden element record = %v, want invalid argument", err)
+	}
+	for id, r := range parts.replicas {
+		if writes := r.writes(); len(writes) > 0 {
+			t.Errorf("replica %s was written %v", id, writes)
+		}
+	}
+	header := lww.Record{Key: []byte("h"), Type: lww.Hash, Timestamp: 150}
+	if outcome, err := c.Restore(context.Background(), "ks", header, consistency.All); err != nil || outcome != RestoredAsIs {
+		t.Fatalf("Restore of a header = %v, %v; want restored as it is", outcome, err)
+	}
+}
+
+// TestCollectionWriteWaitsForEveryNode: a collection write whose header is typed is
+// refused before any of its elements is written while not every node reads typed records.
+func TestCollectionWriteWaitsForEveryNode(t *testing.T) {
+	c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
+	ks := parts.keyspaces["ks"]
+	ks.Partitioner = "grouped"
+	ks, err := ks.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts.keyspaces["ks"] = ks
+	w := CollectionWrite{Header: &lww.Record{Type: lww.Hash}, Reset: ResetBefore,
+		Elements: []lww.Record{{Key: element.Key([]byte("h"), element.HashField, []byte("f")), Value: []byte("v")}}}
+	if _, err := c.WriteCollection(context.Background(), "ks", []byte("h"), w, consistency.All); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("WriteCollection with the gate closed = %v, want unavailable", err)
+	}
+	for id, r := range parts.replicas {
+		if writes := r.writes(); len(writes) > 0 {
+			t.Errorf("replica %s was written %v", id, writes)
+		}
 	}
 }

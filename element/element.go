@@ -61,6 +61,18 @@ func Prefix(collection []byte) []byte {
 	return appendCollection(make([]byte, 0, len(marker)+binary.MaxVarintLen64+len(collection)), collection)
 }
 
+// PrefixEnd returns the least key after every key that starts with Prefix(collection):
+// the end of a scan of collection's element records.
+func PrefixEnd(collection []byte) []byte {
+	end := Prefix(collection)
+	// The prefix starts with the marker's 0x00, so the carry stops inside it.
+	for i := len(end) - 1; ; i-- {
+		if end[i]++; end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+}
+
 // KindPrefix returns the prefix shared by collection's element records of kind.
 func KindPrefix(collection []byte, kind Kind) []byte {
 	return append(Prefix(collection), byte(kind))

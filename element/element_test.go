@@ -103,3 +103,27 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestPrefixEnd: the end of a collection's scan lies after each of its element keys and
+// before the keys of every other collection that sort after them.
+func TestPrefixEnd(t *testing.T) {
+	tests := []struct {
+		collection string
+		want       []byte
+		inside     []byte // a key of the collection
+		outside    []byte // the least key of a collection after it
+	}{
+		{"cart", []byte("\x00\x01\x04caru"), Key([]byte("cart"), HashField, []byte("\xff\xff")), Prefix([]byte("caru"))},
+		{"a\xff", []byte("\x00\x01\x02b"), Key([]byte("a\xff"), ListItem, []byte("\xff")), Prefix([]byte("b\x00"))},
+		{"\xff", []byte("\x00\x01\x02"), Key([]byte("\xff"), Reset, nil), Prefix([]byte("\x00\x00"))},
+	}
+	for _, tt := range tests {
+		got := PrefixEnd([]byte(tt.collection))
+		if !bytes.Equal(got, tt.want) {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", tt.collection, got, tt.want)
+		}
+		if bytes.Compare(tt.inside, got) >= 0 || bytes.Compare(tt.outside, got) < 0 {
+			t.Errorf("PrefixEnd(%q) = %q: %q should be before it and %q not", tt.collection, got, tt.inside, tt.outside)
+		}
+	}
+}

@@ -162,7 +162,7 @@ func (b apiBackend) ReadSnapshot(ctx context.Context, name, keyspace string, sen
 	return b.n.ReadSnapshot(ctx, name, keyspace, func(recs []lww.Record) error {
 		page := make([]*kurav1.LocalVersion, len(recs))
 		for i, r := range recs {
-			page[i] = &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt)}
+			page[i] = &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt), Type: uint32(r.Type)}
 		}
 		return send(page)
 	})

@@ -55,7 +55,7 @@ func (b apiBackend) LocalScan(ctx context.Context, keyspace string, start, end [
 		if err != nil {
 			return nil, err
 		}
-		v := &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt)}
+		v := &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), Deleted: r.Tombstone, ExpiresAt: uint64(r.ExpiresAt), Type: uint32(r.Type)}
 		for _, m := range members {
 			if !m.Pending {
 				v.Replicas = append(v.Replicas, m.ID)

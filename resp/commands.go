@@ -68,6 +68,7 @@ func commandTable() map[string]*command {
 		// TOUCH answers as EXISTS: kura keeps no access times to update.
 		{name: "touch", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
 		{name: "object", arity: -2, subcommands: subcommands("object", objectSubcommands())},
+		{name: "memory", arity: -2, subcommands: subcommands("memory", memorySubcommands())},
 		{name: "lcs", arity: -3, flags: []string{"readonly"}, firstKey: 1, lastKey: 2, keyStep: 1, run: lcsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
@@ -107,6 +108,7 @@ func commandTable() map[string]*command {
 		{name: "kura.keyspace", arity: -1, flags: admin, run: keyspaceCommand},
 		{name: "kura.range", arity: 4, flags: []string{"readonly"}, walks: true, run: rangeCommand},
 	}
+	table = append(table, hashCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
 		byName[cmd.name] = cmd
@@ -167,6 +169,9 @@ func (c *conn) execute(args [][]byte) {
 	case !c.authenticated && !cmd.beforeAuth:
 		cmd.stats.rejected.Add(1)
 		c.w.Error("NOAUTH Authentication required.")
+	case reservedKey(cmd, args) && c.collectionsServed():
+		cmd.stats.rejected.Add(1)
+		c.w.Error("ERR keys starting with bytes 0x00 0x01 are reserved")
 	default:
 		c.ran(cmd.name, 1)
 		errorsBefore, start := c.w.errorReplies, time.Now()

@@ -11,7 +11,8 @@ import (
 )
 
 // The CONFIG command. kura is configured by its node's flags, so CONFIG GET reports the
-// parameters clients and tools ask for, and CONFIG SET changes only timeout. Each
+// parameters clients and tools ask for, and CONFIG SET changes only timeout (and keeps
+// the hash encoding thresholds, which kura has no use for). Each
 // parameter's value is kura's own where kura has the setting, and otherwise the value a
 // Redis server has when the feature is unused, so that a tool reads what it would expect
 // (docs/redis.md lists which is which).
@@ -39,6 +40,13 @@ var configParams = []configParam{
 	{name: "cluster-enabled", get: fixedValue("no"), fixed: "kura's cluster is not a Redis Cluster: every node serves every key"},
 	{name: "daemonize", get: fixedValue("no")}, // kura runs in the foreground; refused in Redis's words
 	{name: "databases", get: fixedValue("1"), fixed: "kura serves database 0 only (KURA.KEYSPACE switches keyspaces)"},
+	// Redis's thresholds of a small hash's compact encoding, and their old names. kura
+	// stores a record per field whatever the hash's size: the values are kept for CONFIG
+	// GET, and change nothing else.
+	hashListpackParam("hash-max-listpack-entries", 0),
+	hashListpackParam("hash-max-listpack-value", 1),
+	hashListpackParam("hash-max-ziplist-entries", 0),
+	hashListpackParam("hash-max-ziplist-value", 1),
 	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
 	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
 	{name: "maxmemory-clients", get: fixedValue("0"), fixed: "kura does not limit its clients' memory"},
@@ -55,6 +63,23 @@ var configParams = []configParam{
 	{name: "slaveof", get: fixedValue("")},
 	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
 		set: setTimeout},
+}
+
+// hashListpackParam is the parameter name of Server.hashListpack[i]: any integer from 0,
+// as Redis takes it.
+func hashListpackParam(name string, i int) configParam {
+	return configParam{name: name,
+		get: func(c *conn) string { return strconv.FormatInt(c.s.hashListpack[i].Load(), 10) },
+		set: func(s *Server, value []byte) (func(), string) {
+			n, ok := parseInt(value)
+			switch {
+			case !ok:
+				return nil, "argument couldn't be parsed into an integer"
+			case n < 0:
+				return nil, "argument must be between 0 and 9223372036854775807 inclusive"
+			}
+			return func() { s.hashListpack[i].Store(n) }, ""
+		}}
 }
 
 func fixedValue(v string) func(*conn) string { return func(*conn) string { return v } }

@@ -35,7 +35,7 @@ func incrCommand(c *conn, args [][]byte) {
 		}
 		step = -step
 	}
-	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	res, err := c.transact(args[1], stringOnly(func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		var n int64
 		if found {
 			var ok bool
@@ -47,7 +47,7 @@ func incrCommand(c *conn, args [][]byte) {
 			return lww.Record{}, false, redisError(errOverflow)
 		}
 		return lww.Record{Value: strconv.AppendInt(nil, n+step, 10), ExpiresAt: cur.ExpiresAt}, true, nil
-	})
+	}))
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -65,7 +65,7 @@ func incrbyfloatCommand(c *conn, args [][]byte) {
 		c.w.Error(errNotFloat)
 		return
 	}
-	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	res, err := c.transact(args[1], stringOnly(func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		n := new(big.Float)
 		if found {
 			var ok bool
@@ -78,7 +78,7 @@ func incrbyfloatCommand(c *conn, args [][]byte) {
 			return lww.Record{}, false, redisError(errNaNOrInfty)
 		}
 		return lww.Record{Value: formatLongDouble(sum), ExpiresAt: cur.ExpiresAt}, true, nil
-	})
+	}))
 	if err != nil {
 		c.replyTransactError(err)
 		return

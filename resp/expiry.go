@@ -50,7 +50,7 @@ func withDeadline(deadlineMs int64, now time.Time) func(lww.Record, bool) lww.Re
 		if deadlineMs != 0 && deadlineMs <= now.UnixMilli() {
 			return lww.Record{Tombstone: true}
 		}
-		return lww.Record{Value: cur.Value, ExpiresAt: expiryOf(deadlineMs)}
+		return lww.Record{Value: cur.Value, ExpiresAt: expiryOf(deadlineMs), Type: cur.Type}
 	}
 }
 
@@ -110,6 +110,10 @@ func expireCommand(c *conn, args [][]byte) {
 			return true
 		},
 		withDeadline(ms, now)))
+	if err == nil {
+		// A deadline in the past deletes the key, a collection's elements with it.
+		err = c.resetReplaced(args[1], res)
+	}
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -219,9 +223,9 @@ func getexCommand(c *conn, args [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	res, err := c.transact(args[1], writeIf(
+	res, err := c.transact(args[1], stringOnly(writeIf(
 		func(cur lww.Record, found bool) bool { return found && !(persist && cur.ExpiresAt == 0) },
-		withDeadline(ms, time.Now())))
+		withDeadline(ms, time.Now()))))
 	if err != nil {
 		c.replyTransactError(err)
 		return

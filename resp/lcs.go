@@ -39,9 +39,9 @@ func lcsCommand(c *conn, args [][]byte) {
 	}
 	var values [2][]byte
 	for i := range values {
-		rec, _, err := c.lookup(args[1+i])
+		rec, _, err := c.lookupString(args[1+i])
 		if err != nil {
-			c.w.Error(errorReply(err))
+			c.replyTransactError(err)
 			return
 		}
 		values[i] = rec.Value

@@ -17,8 +17,8 @@ func objectSubcommands() []*command {
 	readKey := []string{"readonly"}
 	return []*command{
 		{name: "encoding", arity: 3, flags: readKey, firstKey: 2, lastKey: 2, keyStep: 1, usage: "ENCODING <key>",
-			summary: "Return the encoding Redis gives the value when it is SET: int, embstr or raw.",
-			run:     withObjectKey(func(c *conn, rec lww.Record) { c.w.BulkString(stringEncoding(rec.Value)) })},
+			summary: "Return the encoding Redis gives the value when it is SET: int, embstr or raw; hashtable for a hash.",
+			run:     withObjectKey(func(c *conn, rec lww.Record) { c.w.BulkString(encodingOf(rec)) })},
 		{name: "freq", arity: 3, flags: readKey, firstKey: 2, lastKey: 2, keyStep: 1, usage: "FREQ <key>",
 			summary: "Refused: kura has no LFU maxmemory policy and counts no accesses.",
 			run: withObjectKey(func(c *conn, _ lww.Record) {
@@ -49,6 +49,16 @@ func withObjectKey(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]b
 			reply(c, rec)
 		}
 	}
+}
+
+// encodingOf is OBJECT ENCODING's answer for rec: a string's by its bytes, and for a hash
+// hashtable, a record per field as Redis's hashtable keeps an entry per field (Redis
+// answers listpack for a small hash, a layout kura does not have).
+func encodingOf(rec lww.Record) string {
+	if rec.Type == lww.Hash {
+		return "hashtable"
+	}
+	return stringEncoding(rec.Value)
 }
 
 // stringEncoding is the encoding Redis gives a string value when it is SET. Redis's

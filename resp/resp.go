@@ -41,6 +41,14 @@ type Backend interface {
 	// Update is the coordinator's lightweight transaction: a linearizable
 	// read-modify-write of one key at SERIAL or LOCAL_SERIAL (coord.Coordinator).
 	Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error)
+	// ReadCollection, ReadElements, WriteCollection and ResetCollection are the
+	// coordinator's operations on Redis collections (coord.Coordinator,
+	// docs/redis-types.md): a key's header and elements, read whole or a few elements,
+	// written under one timestamp, and the reset point a delete or retype moves.
+	ReadCollection(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (coord.Collection, error)
+	ReadElements(ctx context.Context, keyspace string, key []byte, elemKeys [][]byte, cl consistency.Level) (coord.Collection, []coord.GetResult, error)
+	WriteCollection(ctx context.Context, keyspace string, key []byte, w coord.CollectionWrite, cl consistency.Level) (hlc.Timestamp, error)
+	ResetCollection(ctx context.Context, keyspace string, key []byte, at hlc.Timestamp, cl consistency.Level) error
 	// Truncate removes every value of a keyspace written until now (FLUSHDB): one
 	// timestamp spread to every node (node.Node.Truncate).
 	Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error)
@@ -121,6 +129,9 @@ type Server struct {
 	// batch of GETs and SETs adds to without looking them up.
 	getCommand, setCommand *command
 
+	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
+	hashListpack [2]atomic.Int64
+
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
 	conns     map[*conn]bool
@@ -178,6 +189,8 @@ func NewServer(cfg Config) *Server {
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
+	s.hashListpack[0].Store(128) // Redis 7's defaults
+	s.hashListpack[1].Store(64)
 	return s
 }
 

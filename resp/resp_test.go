@@ -18,6 +18,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
@@ -46,6 +47,10 @@ type fakeBackend struct {
 	// types holds the type of each key that is not a string, by keyspace and key: what a
 	// collection's header record carries.
 	types map[string]map[string]lww.Type
+	// elements holds collections' element records by keyspace and key, stamped by clock
+	// (hash_test.go).
+	elements map[string]map[string]lww.Record
+	clock    hlc.Timestamp
 }
 
 func newFakeBackend() *fakeBackend {
@@ -109,12 +114,15 @@ func (f *fakeBackend) Update(_ context.Context, keyspace string, key []byte, ser
 	if string(key) == "broken" {
 		return coord.UpdateResult{}, errBroken
 	}
+	if element.IsKey(key) {
+		return f.updateElement(keyspace, key, fn)
+	}
 	cur, found := f.live(keyspace, ks, string(key))
 	next, write, err := fn(cur, found)
 	if err != nil || !write {
 		return coord.UpdateResult{Previous: cur, PreviousFound: found}, err
 	}
-	next.Key, next.Timestamp = key, 2
+	next.Key, next.Timestamp = key, f.tick()
 	f.store(keyspace, ks, string(key), next)
 	return coord.UpdateResult{Applied: true, Previous: cur, PreviousFound: found, Record: next}, nil
 }
@@ -302,7 +310,7 @@ func (f *fakeBackend) Keyspace(name string) (schema.Keyspace, error) {
 	if _, ok := f.data[name]; !ok {
 		return schema.Keyspace{}, fmt.Errorf("%w %q", schema.ErrNoKeyspace, name)
 	}
-	return schema.Keyspace{Name: name, Replication: "dc1=2,dc2=1", Partitioner: "hash"}, nil
+	return schema.Keyspace{Name: name, Replication: "dc1=2,dc2=1", Partitioner: fakePartitioner(name)}, nil
 }
 
 func (f *fakeBackend) Info() Info {

@@ -1,11 +1,14 @@
 package resp
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/lww"
 )
 
 // SCAN walks the connection's keyspace across the whole cluster through the coordinator's
@@ -17,7 +20,8 @@ import (
 // COUNT, or none, before the scan ends). Every key present for the whole scan is returned
 // once; cursor 0 starts a scan, and a reply with cursor 0 ends it. Deleted keys cost the
 // walk nothing (replicas walk a live-key index), so a keyspace of a few live keys among
-// many deleted ones answers at once.
+// many deleted ones answers at once. TYPE reads the own record of each key the walk
+// found, in one read of many, for its type.
 
 // scanCountDefault is SCAN's COUNT when the client gives none, as in Redis.
 const scanCountDefault = 10
@@ -35,7 +39,7 @@ func scanCommand(c *conn, args [][]byte) {
 	}
 	var pattern []byte
 	count := scanCountDefault
-	onlyStrings := true
+	var typeName string // empty: every type
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
 			c.w.Error(errSyntax)
@@ -55,7 +59,7 @@ func scanCommand(c *conn, args [][]byte) {
 			}
 			count = min(count, c.s.cfg.Limits.ScanLimitMax)
 		case "TYPE":
-			onlyStrings = upper(args[i+1]) == "STRING" // the only type kura has
+			typeName = strings.ToLower(string(args[i+1]))
 		default:
 			c.w.Error(errSyntax)
 			return
@@ -63,13 +67,20 @@ func scanCommand(c *conn, args [][]byte) {
 	}
 	var keys [][]byte
 	next := uint64(0)
-	if onlyStrings {
+	// A type no key can have (Redis filters every key out, and so does not refuse it)
+	// needs no walk.
+	if typ, known := typeNamed(typeName); typeName == "" || known {
 		page, after, err := c.scanKeys(cursor, count)
+		if err == nil {
+			keys, next = matching(page, pattern), after
+			if typeName != "" {
+				keys, err = c.ofType(keys, typ)
+			}
+		}
 		if err != nil {
 			c.w.Error(errorReply(err))
 			return
 		}
-		keys, next = matching(page, pattern), after
 	}
 	c.w.ArrayHeader(2)
 	c.w.BulkString(strconv.FormatUint(next, 10))
@@ -77,6 +88,38 @@ func scanCommand(c *conn, args [][]byte) {
 	for _, k := range keys {
 		c.w.Bulk(k)
 	}
+}
+
+// typeNamed returns the type TYPE answers as name.
+func typeNamed(name string) (lww.Type, bool) {
+	for t := lww.String; t <= lww.TypeMax; t++ {
+		if t.String() == name {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// ofType keeps the keys whose own record holds typ, read at the connection's level: the
+// key walk's answer does not carry the type. A key whose value does not fit the answer
+// of a read of many (coord.ErrAnswerFull) is read alone.
+func (c *conn) ofType(keys [][]byte, typ lww.Type) ([][]byte, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var out [][]byte
+	for i, r := range c.s.cfg.Backend.GetAll(c.ctx, c.keyspace, keys, c.level) {
+		if errors.Is(r.Err, coord.ErrAnswerFull) {
+			r.Record, r.Found, r.Err = c.get(keys[i])
+		}
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		if r.Found && r.Record.Type == typ {
+			out = append(out, keys[i])
+		}
+	}
+	return out, nil
 }
 
 // matching returns the keys that match pattern, all of them for a nil pattern.

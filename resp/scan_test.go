@@ -11,6 +11,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/lww"
 )
 
 // scanAll walks a SCAN to its end and returns the keys and the number of calls.
@@ -47,7 +48,14 @@ func TestScanWalksEveryKeyOnce(t *testing.T) {
 	for _, k := range all {
 		fake.data["default"][k] = []byte("v")
 	}
+	fake.types = map[string]map[string]lww.Type{"default": {"item:1": lww.Hash}}
 	sort.Strings(all)
+	var strs []string
+	for _, k := range all {
+		if k != "item:1" {
+			strs = append(strs, k)
+		}
+	}
 	c := dial(t, addr)
 
 	calls := func(count int) int { return (len(all) + count - 1) / count }
@@ -62,8 +70,10 @@ func TestScanWalksEveryKeyOnce(t *testing.T) {
 		{"match prefix", []string{"MATCH", "user:*", "COUNT", "20"}, users, calls(20)},
 		{"match inside", []string{"COUNT", "1000", "MATCH", "*:05?"}, users[50:57], 1},
 		{"match nothing", []string{"MATCH", "nope*"}, nil, calls(scanCountDefault)},
-		{"type string", []string{"TYPE", "string", "COUNT", "100"}, all, 1},
-		{"type hash", []string{"TYPE", "hash"}, nil, 1},
+		{"type string", []string{"TYPE", "string", "COUNT", "100"}, strs, 1},
+		{"type hash", []string{"TYPE", "HASH"}, []string{"item:1"}, calls(scanCountDefault)},
+		{"type list", []string{"TYPE", "list", "COUNT", "100"}, nil, 1},
+		{"no such type", []string{"TYPE", "nosuch"}, nil, 1}, // no walk: no key has it
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

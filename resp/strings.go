@@ -121,14 +121,22 @@ func setCommand(c *conn, args [][]byte) {
 		c.w.SimpleString("OK")
 		return
 	}
-	res, err := c.transact(key, writeIf(
+	fn := writeIf(
 		func(_ lww.Record, found bool) bool { return !(opts.nx && found) && !(opts.xx && !found) },
 		func(cur lww.Record, found bool) lww.Record {
 			if opts.keepTTL && found {
 				expiresAt = cur.ExpiresAt
 			}
 			return lww.Record{Value: value, ExpiresAt: expiresAt}
-		}))
+		})
+	if opts.get {
+		// SET ... GET answers the string it replaced: a key of another type is refused.
+		fn = stringOnly(fn)
+	}
+	res, err := c.transact(key, fn)
+	if err == nil {
+		err = c.resetReplaced(key, res)
+	}
 	switch {
 	case err != nil:
 		c.replyTransactError(err)
@@ -157,9 +165,9 @@ func setnxCommand(c *conn, args [][]byte) {
 // getsetCommand is GETSET key value: SET key value GET, the expiry dropped.
 func getsetCommand(c *conn, args [][]byte) {
 	value := args[2]
-	res, err := c.transact(args[1], writeIf(
+	res, err := c.transact(args[1], stringOnly(writeIf(
 		func(lww.Record, bool) bool { return true },
-		func(lww.Record, bool) lww.Record { return lww.Record{Value: value} }))
+		func(lww.Record, bool) lww.Record { return lww.Record{Value: value} })))
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -170,7 +178,7 @@ func getsetCommand(c *conn, args [][]byte) {
 // getdelCommand is GETDEL key: the value, deleted in the same step, so that of clients
 // racing for it one gets it.
 func getdelCommand(c *conn, args [][]byte) {
-	res, err := c.transact(args[1], deleteIfFound)
+	res, err := c.transact(args[1], stringOnly(deleteIfFound))
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -188,6 +196,9 @@ func delCommand(c *conn, args [][]byte) {
 	err := forEach(len(keys), func(i int) error {
 		res, err := c.transact(keys[i], deleteIfFound)
 		deleted[i] = res.Applied
+		if err == nil {
+			err = c.resetReplaced(keys[i], res)
+		}
 		return err
 	})
 	if err != nil {
@@ -261,9 +272,9 @@ func msetCommand(c *conn, args [][]byte) {
 
 // strlenCommand answers a value's length in bytes, 0 for a missing key.
 func strlenCommand(c *conn, args [][]byte) {
-	rec, _, err := c.lookup(args[1])
+	rec, _, err := c.lookupString(args[1])
 	if err != nil {
-		c.w.Error(errorReply(err))
+		c.replyTransactError(err)
 		return
 	}
 	c.w.Int(int64(len(rec.Value)))
@@ -293,9 +304,9 @@ func getrangeCommand(c *conn, args [][]byte) {
 		c.w.Error(errNotInt)
 		return
 	}
-	rec, _, err := c.lookup(args[1])
+	rec, _, err := c.lookupString(args[1])
 	if err != nil {
-		c.w.Error(errorReply(err))
+		c.replyTransactError(err)
 		return
 	}
 	c.w.Bulk(substring(rec.Value, start, end))
@@ -385,13 +396,13 @@ func boolInt(b bool) int64 {
 func appendCommand(c *conn, args [][]byte) {
 	suffix := args[2]
 	limit := c.s.cfg.Limits.ValueBytesMax
-	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	res, err := c.transact(args[1], stringOnly(func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		if len(cur.Value)+len(suffix) > limit {
 			return lww.Record{}, false, redisError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		}
 		value := append(append(make([]byte, 0, len(cur.Value)+len(suffix)), cur.Value...), suffix...)
 		return lww.Record{Value: value, ExpiresAt: cur.ExpiresAt}, true, nil
-	})
+	}))
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -418,7 +429,7 @@ func setrangeCommand(c *conn, args [][]byte) {
 		c.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
-	res, err := c.transact(args[1], func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	res, err := c.transact(args[1], stringOnly(func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		if len(patch) == 0 {
 			return lww.Record{}, false, nil
 		}
@@ -426,7 +437,7 @@ func setrangeCommand(c *conn, args [][]byte) {
 		copy(value, cur.Value)
 		copy(value[offset:], patch)
 		return lww.Record{Value: value, ExpiresAt: cur.ExpiresAt}, true, nil
-	})
+	}))
 	switch {
 	case err != nil:
 		c.replyTransactError(err)
@@ -452,6 +463,9 @@ func renameCommand(c *conn, args [][]byte) {
 	case !found:
 		c.w.Error("ERR no such key")
 		return
+	case moved.Type != lww.String:
+		c.w.Error(errMoveCollection)
+		return
 	case string(src) == string(dst):
 		if nx {
 			c.w.Int(0)
@@ -463,6 +477,9 @@ func renameCommand(c *conn, args [][]byte) {
 	wrote, err := c.transact(dst, writeIf(
 		func(_ lww.Record, found bool) bool { return !nx || !found },
 		func(lww.Record, bool) lww.Record { return lww.Record{Value: moved.Value, ExpiresAt: moved.ExpiresAt} }))
+	if err == nil {
+		err = c.resetReplaced(dst, wrote)
+	}
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -525,9 +542,16 @@ func copyCommand(c *conn, args [][]byte) {
 		c.w.Int(0)
 		return
 	}
+	if value.Type != lww.String {
+		c.w.Error(errMoveCollection)
+		return
+	}
 	wrote, err := c.transact(dst, writeIf(
 		func(_ lww.Record, found bool) bool { return replace || !found },
 		func(lww.Record, bool) lww.Record { return lww.Record{Value: value.Value, ExpiresAt: value.ExpiresAt} }))
+	if err == nil {
+		err = c.resetReplaced(dst, wrote)
+	}
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -600,9 +624,9 @@ func getbitCommand(c *conn, args [][]byte) {
 		c.w.Error(errBitOffset)
 		return
 	}
-	rec, _, err := c.lookup(args[1])
+	rec, _, err := c.lookupString(args[1])
 	if err != nil {
-		c.w.Error(errorReply(err))
+		c.replyTransactError(err)
 		return
 	}
 	c.w.Int(int64(bitAt(rec.Value, offset)))
@@ -625,7 +649,7 @@ func setbitCommand(c *conn, args [][]byte) {
 		c.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
-	res, err := c.transact(args[1], func(cur lww.Record, _ bool) (lww.Record, bool, error) {
+	res, err := c.transact(args[1], stringOnly(func(cur lww.Record, _ bool) (lww.Record, bool, error) {
 		value := make([]byte, max(len(cur.Value), int(offset/8)+1))
 		copy(value, cur.Value)
 		mask := byte(0x80) >> (offset % 8)
@@ -635,7 +659,7 @@ func setbitCommand(c *conn, args [][]byte) {
 			value[offset/8] &^= mask
 		}
 		return lww.Record{Value: value, ExpiresAt: cur.ExpiresAt}, true, nil
-	})
+	}))
 	if err != nil {
 		c.replyTransactError(err)
 		return

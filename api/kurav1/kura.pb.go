@@ -4827,13 +4827,17 @@ func (x *LocalScanRequest) GetLimit() int32 {
 
 // LocalVersion is one record as one node stores it.
 type LocalVersion struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Timestamp     uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`                      // a tombstone
-	Replicas      []string               `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`                     // the nodes this node places the key on (not pending ones)
-	ExpiresAt     uint64                 `protobuf:"varint,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // the version's deadline (hybrid-logical-clock timestamp); 0: never
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Key       []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value     []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Timestamp uint64                 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Deleted   bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`                      // a tombstone
+	Replicas  []string               `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`                     // the nodes this node places the key on (not pending ones)
+	ExpiresAt uint64                 `protobuf:"varint,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // the version's deadline (hybrid-logical-clock timestamp); 0: never
+	// type is the record's lww.Type (a Redis collection's header: 1 hash, 2 set, 3 sorted
+	// set, 4 list); 0 (absent) for a string, so a snapshot read by an older build carries
+	// strings as before.
+	Type          uint32 `protobuf:"varint,7,opt,name=type,proto3" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4906,6 +4910,13 @@ func (x *LocalVersion) GetReplicas() []string {
 func (x *LocalVersion) GetExpiresAt() uint64 {
 	if x != nil {
 		return x.ExpiresAt
+	}
+	return 0
+}
+
+func (x *LocalVersion) GetType() uint32 {
+	if x != nil {
+		return x.Type
 	}
 	return 0
 }
@@ -5459,7 +5470,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x03 \x01(\fR\x03end\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\xa9\x01\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\xbd\x01\n" +
 	"\fLocalVersion\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
@@ -5467,7 +5478,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x1a\n" +
 	"\breplicas\x18\x05 \x03(\tR\breplicas\x12\x1d\n" +
 	"\n" +
-	"expires_at\x18\x06 \x01(\x04R\texpiresAt\"n\n" +
+	"expires_at\x18\x06 \x01(\x04R\texpiresAt\x12\x12\n" +
+	"\x04type\x18\a \x01(\rR\x04type\"n\n" +
 	"\x11LocalScanResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
 	"\bversions\x18\x02 \x03(\v2\x15.kura.v1.LocalVersionR\bversions\x12\x12\n" +

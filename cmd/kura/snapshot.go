@@ -21,6 +21,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/replica"
 )
 
 const snapshotUsage = "snapshot create NAME [--keyspace KS,...] | snapshot list | snapshot delete NAME; each on the nodes --addr names (comma-separated), or with --all on every member"
@@ -406,7 +407,7 @@ func runRestoreKeyspace(args []string, stdout, stderr io.Writer) error {
 			tally.gone++
 			return nil
 		}
-		batch = append(batch, &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), ExpiresAt: uint64(r.ExpiresAt)})
+		batch = append(batch, &kurav1.LocalVersion{Key: r.Key, Value: r.Value, Timestamp: uint64(r.Timestamp), ExpiresAt: uint64(r.ExpiresAt), Type: uint32(r.Type)})
 		batchBytes += len(r.Key) + len(r.Value)
 		if len(batch) >= restoreBatchRecords || batchBytes >= restoreBatchBytes {
 			return flush()
@@ -492,5 +493,5 @@ func (s *pageSource) Next() (lww.Record, bool, error) {
 	v := s.page[0]
 	s.page = s.page[1:]
 	return lww.Record{Key: v.GetKey(), Value: v.GetValue(), Timestamp: hlc.Timestamp(v.GetTimestamp()),
-		Tombstone: v.GetDeleted(), ExpiresAt: hlc.Timestamp(v.GetExpiresAt())}, true, nil
+		Tombstone: v.GetDeleted(), ExpiresAt: hlc.Timestamp(v.GetExpiresAt()), Type: replica.TypeFromWire(v.GetType())}, true, nil
 }

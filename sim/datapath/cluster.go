@@ -213,6 +213,8 @@ func (c *Cluster) open(n *Node) error {
 		Clock:     n.clock,
 		Proximity: sameDistance{},
 		Rows:      c.rows,
+		// Every simulated node runs this build, which reads typed records.
+		TypedRecords: func() bool { return true },
 	})
 	if err != nil {
 		ep.Close()

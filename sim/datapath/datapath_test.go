@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/power"
@@ -330,6 +331,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			}
 		}
 		return strings.Join(parts, "\n"), nil
+	case "hset", "hgetall", "delkey":
+		return s.hash(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {
@@ -620,4 +623,51 @@ func repairStats(st antientropy.Stats) string {
 		st.RecordsRead, st.RecordsSent, st.Skipped,
 		st.BytesTrees, st.BytesRecords, st.BytesListing,
 		st.ChunkKeysListed, st.ChunksRebuilt)
+}
+
+// hash runs the commands of Redis hashes through the coordinator's collections
+// (docs/redis-types.md), as the Redis front end does: hset node=ID key=K fields=f=v,...
+// [create] writes fields and the header (create: a reset point first, as for a new key);
+// hgetall prints the live fields, or absent; delkey deletes the key as DEL does, its
+// header by a transaction at SERIAL, then the reset point at the delete's timestamp.
+func (s *scenario) hash(d *datadriven.TestData, keyspace string, arg func(string) string, cl consistency.Level,
+	timed func(func(ctx context.Context) (string, error)) (string, error)) (string, error) {
+	co, err := s.c.Coordinator(arg("node"))
+	if err != nil {
+		return "", err
+	}
+	key := []byte(arg("key"))
+	return timed(func(ctx context.Context) (string, error) {
+		switch d.Cmd {
+		case "hset":
+			w := coord.CollectionWrite{Header: &lww.Record{Type: lww.Hash}}
+			if d.HasArg("create") {
+				w.Reset = coord.ResetBefore
+			}
+			for _, pair := range strings.Split(arg("fields"), ",") {
+				name, value, _ := strings.Cut(pair, "=")
+				w.Elements = append(w.Elements, lww.Record{Key: element.Key(key, element.HashField, []byte(name)), Value: []byte(value)})
+			}
+			_, err := co.WriteCollection(ctx, keyspace, key, w, cl)
+			return "ok", err
+		case "delkey":
+			res, err := co.Update(ctx, keyspace, key, consistency.Serial, func(_ lww.Record, found bool) (lww.Record, bool, error) {
+				return lww.Record{Tombstone: true}, found, nil
+			})
+			if err != nil || !res.Applied {
+				return "not found", err
+			}
+			return "deleted", co.ResetCollection(ctx, keyspace, key, res.Record.Timestamp, cl)
+		}
+		coll, err := co.ReadCollection(ctx, keyspace, key, cl)
+		if err != nil || !coll.Found {
+			return "absent", err
+		}
+		var fields []string
+		for _, rec := range coll.Elements {
+			_, _, name, _ := element.Parse(rec.Key)
+			fields = append(fields, string(name)+"="+string(rec.Value))
+		}
+		return coll.Header.Type.String() + " " + strings.Join(fields, " "), nil
+	})
 }

@@ -1,0 +1,297 @@
+package coord
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/schema"
+)
+
+// Redis collections (hashes, and later sets, sorted sets, lists), as
+// docs/redis-types.md designs them: each element is a record of its own beside the
+// collection key's own record, the header, which carries the type and the expiry; a
+// reset record holds the point R at or before which every element is gone, so a DEL or a
+// retype of a collection of any size is two writes. The grouped partitioner places every
+// element record on its collection key's replicas, so a whole collection is read by one
+// scan of one token's replica set.
+
+// Collection is what a read of a collection key finds.
+type Collection struct {
+	// Header is the key's own record when Found: live, of any type (a string's too, which
+	// a command of a collection answers WRONGTYPE).
+	Header lww.Record
+	Found  bool
+	// Reset is the collection's reset point: elements at or before it are gone.
+	Reset hlc.Timestamp
+	// Elements are the live element records of the collection (the reset record left
+	// out) newer than Reset, in key order; empty unless Found with a collection's type.
+	Elements []lww.Record
+}
+
+// ResetPoint says whether a collection write moves the collection's reset point.
+type ResetPoint int
+
+const (
+	// NoReset leaves the reset point alone: a write to a collection that exists.
+	NoReset ResetPoint = iota
+	// ResetBefore sets it just before the write's timestamp: the write creates the key,
+	// and no element of an earlier life of it (deleted, expired, of another type) may
+	// come back.
+	ResetBefore
+	// ResetAt sets it at the write's timestamp: the write retypes or deletes the key,
+	// and every element written before it is gone.
+	ResetAt
+)
+
+// CollectionWrite is a write of a collection's records, all stamped with one timestamp.
+type CollectionWrite struct {
+	// Header is the key's own record to write (Value, Type, ExpiresAt, or Tombstone);
+	// nil writes none. It is written after the elements, so that a write that fails
+	// half-way leaves no header claiming elements it did not write.
+	Header *lww.Record
+	// Elements are element records of the collection (keys from element.Key), each a
+	// value or a tombstone.
+	Elements []lww.Record
+	Reset    ResetPoint
+}
+
+// collectionKeyspace returns keyspace's definition if it serves collections, and refuses
+// the key if it is not a collection key there.
+func (c *Coordinator) collectionKeyspace(keyspace string, key []byte) (schema.Keyspace, error) {
+	if err := c.member(); err != nil {
+		return schema.Keyspace{}, err
+	}
+	ks, err := c.keyspaces.Get(keyspace)
+	if err != nil {
+		return schema.Keyspace{}, err
+	}
+	switch {
+	case ks.Erasure.Enabled():
+		// An erasure-coded keyspace's chunk answers do not carry a record's type, and a
+		// chunk lives on its own owner: refused rather than a header read as a string.
+		return schema.Keyspace{}, invalid("keyspace %s is erasure-coded: hashes and the other Redis collections are served only in replicated keyspaces, since a chunk does not carry its record's type", keyspace)
+	case ks.Partition().Name() != ring.GroupedPartitioner().Name():
+		return schema.Keyspace{}, invalid("keyspace %s has the %s partitioner: hashes and the other Redis collections are served only in keyspaces with the grouped partitioner, which places a collection's elements on its key's replicas", keyspace, ks.Partition().Name())
+	case element.IsKey(key):
+		return schema.Keyspace{}, invalid("keys starting with bytes 0x00 0x01 are reserved")
+	}
+	return ks, c.checkKey(key)
+}
+
+// ReadCollection reads key's header at level cl and, when it is a collection's, every
+// element record of it: one scan of the key's partition, on the replicas the level asks.
+// A collection whose records pass Limits.AnswerBytesMax is refused with ErrAnswerFull.
+func (c *Coordinator) ReadCollection(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (Collection, error) {
+	ks, err := c.collectionKeyspace(keyspace, key)
+	if err != nil {
+		return Collection{}, err
+	}
+	var out Collection
+	if out.Header, out.Found, err = c.Get(ctx, keyspace, key, cl); err != nil || !out.Found || out.Header.Type == lww.String {
+		return out, err
+	}
+	recs, err := c.scanPartition(ctx, ks, key, element.Prefix(key), element.PrefixEnd(key), cl)
+	if err != nil {
+		return Collection{}, err
+	}
+	resetKey := element.Key(key, element.Reset, nil)
+	for _, rec := range recs {
+		if bytes.Equal(rec.Key, resetKey) {
+			out.Reset = resetPoint(ks, rec, true)
+			break
+		}
+	}
+	now := c.clock.Now()
+	for _, rec := range recs {
+		if rec.Timestamp > out.Reset && !bytes.Equal(rec.Key, resetKey) && visible(ks, rec, now) {
+			out.Elements = append(out.Elements, rec)
+		}
+	}
+	return out, nil
+}
+
+// ReadElements reads key's header, its reset point and the element records of elemKeys
+// at level cl, in one read of each replica the level asks. Elements holds one result per
+// element key: found when the record is live and newer than the reset point, and only
+// when the header is a collection's.
+func (c *Coordinator) ReadElements(ctx context.Context, keyspace string, key []byte, elemKeys [][]byte, cl consistency.Level) (Collection, []GetResult, error) {
+	ks, err := c.collectionKeyspace(keyspace, key)
+	if err != nil {
+		return Collection{}, nil, err
+	}
+	keys := append([][]byte{key, element.Key(key, element.Reset, nil)}, elemKeys...)
+	results := c.GetAll(ctx, keyspace, keys, cl)
+	for _, r := range results {
+		if r.Err != nil {
+			return Collection{}, nil, r.Err
+		}
+	}
+	out := Collection{Header: results[0].Record, Found: results[0].Found}
+	out.Reset = resetPoint(ks, results[1].Record, results[1].Found)
+	elems := results[2:]
+	for i := range elems {
+		if !out.Found || out.Header.Type == lww.String || elems[i].Record.Timestamp <= out.Reset {
+			elems[i] = GetResult{}
+		}
+	}
+	return out, elems, nil
+}
+
+// resetPoint is the reset point a reset record holds: zero when it is absent, a
+// tombstone, hidden by a truncation, or holds no reset point.
+func resetPoint(ks schema.Keyspace, rec lww.Record, found bool) hlc.Timestamp {
+	if !found || rec.Tombstone || rec.ExpiresAt != 0 || rec.Timestamp <= ks.TruncatedAt {
+		return 0
+	}
+	at, _ := element.ParseResetValue(rec.Value)
+	return at
+}
+
+// WriteCollection writes w's records of collection key at level cl, every one stamped
+// with one timestamp t, which it returns: the elements and the reset record first,
+// together, then the header. With ResetBefore the reset point becomes t-1, with ResetAt
+// t. The records are those of one token, on one replica set; each goes as a Put would
+// (hinted for replicas that miss it), and the write fails if one of them does.
+func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key []byte, w CollectionWrite, cl consistency.Level) (hlc.Timestamp, error) {
+	if _, err := c.collectionKeyspace(keyspace, key); err != nil {
+		return 0, err
+	}
+	if cl.IsSerial() {
+		return 0, invalid("%v is the level of lightweight transactions; a collection's write takes ANY to ALL", cl)
+	}
+	if w.Header != nil && !w.Header.Tombstone {
+		// Checked before any element is written, which the header would then not cover.
+		if err := c.checkType(w.Header.Type); err != nil {
+			return 0, err
+		}
+	}
+	for _, e := range w.Elements {
+		if coll, _, _, ok := element.Parse(e.Key); !ok || !bytes.Equal(coll, key) {
+			return 0, invalid("key %q is not an element record of collection %q", e.Key, key)
+		}
+		if err := c.checkValue(e.Value); err != nil {
+			return 0, err
+		}
+	}
+	// Stamped once, under the snapshot gate, so that every record of the write is on the
+	// same side of a cluster snapshot's cut.
+	t, err := c.stampWrite(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.gate.exit()
+	first := make([]lww.Record, 0, len(w.Elements)+1)
+	for _, e := range w.Elements {
+		first = append(first, lww.Record{Key: e.Key, Value: e.Value, Tombstone: e.Tombstone, Timestamp: t})
+	}
+	switch w.Reset {
+	case ResetBefore:
+		first = append(first, resetRecord(key, t-1))
+	case ResetAt:
+		first = append(first, resetRecord(key, t))
+	}
+	if err := c.writeTogether(ctx, keyspace, first, cl); err != nil {
+		return t, err
+	}
+	if w.Header == nil {
+		return t, nil
+	}
+	header := *w.Header
+	header.Key, header.Timestamp = key, t
+	if header.Tombstone {
+		header.Value, header.Type = nil, lww.String
+	}
+	_, err = c.write(ctx, keyspace, header, cl)
+	return t, err
+}
+
+// ResetCollection sets collection key's reset point to at, the timestamp of a write that
+// deleted or retyped the key (a lightweight transaction's), at level cl.
+func (c *Coordinator) ResetCollection(ctx context.Context, keyspace string, key []byte, at hlc.Timestamp, cl consistency.Level) error {
+	if _, err := c.collectionKeyspace(keyspace, key); err != nil {
+		return err
+	}
+	if at == 0 {
+		return invalid("a reset point is a write's timestamp, never zero")
+	}
+	_, err := c.write(ctx, keyspace, resetRecord(key, at), cl)
+	return err
+}
+
+// resetRecord is the reset record of collection key holding reset point at. It is
+// stamped at, so that of two resets the later one, holding the larger point, wins.
+func resetRecord(key []byte, at hlc.Timestamp) lww.Record {
+	return lww.Record{Key: element.Key(key, element.Reset, nil), Value: element.ResetValue(at), Timestamp: at}
+}
+
+// writeTogether writes stamped records concurrently, up to putEachFanout at once, each
+// as a Put, and returns the first error.
+func (c *Coordinator) writeTogether(ctx context.Context, keyspace string, recs []lww.Record, cl consistency.Level) error {
+	errs := make([]error, len(recs))
+	slots := make(chan struct{}, putEachFanout)
+	var wg sync.WaitGroup
+	for i := range recs {
+		slots <- struct{}{}
+		wg.Add(1)
+		c.workers.Run(func() {
+			defer func() {
+				<-slots
+				wg.Done()
+			}()
+			_, errs[i] = c.write(ctx, keyspace, recs[i], cl)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanPartition reads every record, tombstones included, with start <= key < end from
+// the replicas of key's token at level cl, newest version of each key, in key order:
+// keys that all have key's token, as a collection's element records do under the
+// grouped partitioner.
+func (c *Coordinator) scanPartition(ctx context.Context, ks schema.Keyspace, key, start, end []byte, cl consistency.Level) ([]lww.Record, error) {
+	if cl == consistency.Any || cl.IsSerial() {
+		return nil, invalid("%v is not a read level; read a collection at ONE to ALL", cl)
+	}
+	members, err := c.replicaSet(ctx, ks, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	token := ks.Partition().Token(key)
+	// The range holding exactly key's token: (token-1, token], the whole of which wraps
+	// to {0} for token 0.
+	part := []placement.RangeReplicas{{Range: ring.Range{Start: token - 1, End: token}, Replicas: members}}
+	tag := scanTag{id: c.nextScanID(), ras: c.readPolicy().RaS}
+	var out []lww.Record
+	answered := 0
+	for cursor := start; ; {
+		round, err := c.scanRound(ctx, ks, part, cursor, end, c.cfg.Limits.ScanLimitMax, cl, tag)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range round.records {
+			answered += len(rec.Key) + len(rec.Value)
+		}
+		if answered > c.cfg.Limits.AnswerBytesMax {
+			return nil, fmt.Errorf("%w: collection %q passes %d bytes of elements", ErrAnswerFull, key, c.cfg.Limits.AnswerBytesMax)
+		}
+		out = append(out, round.records...)
+		if round.complete {
+			return out, nil
+		}
+		cursor = append(append([]byte(nil), round.cutoff...), 0)
+	}
+}

@@ -1,0 +1,595 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
+)
+
+// Hashes (docs/redis-types.md): each field is an element record of its own, last writer
+// wins per field; the key's own record is the header, of type hash, holding the key's
+// expiry; a reset point removes every field of an earlier life of the key at once.
+
+// Redis's replies of the hash commands.
+const (
+	errHashNotInt   = "ERR hash value is not an integer"
+	errHashNotFloat = "ERR hash value is not a float"
+	// errMoveCollection refuses RENAME and COPY of a collection: its elements would
+	// have to move with it, each a record of its own.
+	errMoveCollection = "ERR kura does not RENAME or COPY a hash (or another collection) yet: only a string"
+)
+
+// hashCommands are the hash commands of the table.
+func hashCommands() []*command {
+	readKey := []string{"readonly", "fast"}
+	writeKey := []string{"write", "denyoom", "fast"}
+	key1 := func(cmd *command) *command {
+		cmd.firstKey, cmd.lastKey, cmd.keyStep = 1, 1, 1
+		return cmd
+	}
+	return []*command{
+		key1(&command{name: "hset", arity: -4, flags: writeKey, run: hsetCommand}),
+		key1(&command{name: "hmset", arity: -4, flags: writeKey, run: hsetCommand}),
+		key1(&command{name: "hsetnx", arity: 4, flags: writeKey, run: hsetnxCommand}),
+		key1(&command{name: "hget", arity: 3, flags: readKey, run: hgetCommand}),
+		key1(&command{name: "hmget", arity: -3, flags: readKey, run: hmgetCommand}),
+		key1(&command{name: "hexists", arity: 3, flags: readKey, run: hexistsCommand}),
+		key1(&command{name: "hstrlen", arity: 3, flags: readKey, run: hstrlenCommand}),
+		key1(&command{name: "hdel", arity: -3, flags: []string{"write", "fast"}, run: hdelCommand}),
+		key1(&command{name: "hlen", arity: 2, flags: readKey, run: hlenCommand}),
+		key1(&command{name: "hgetall", arity: 2, flags: []string{"readonly"}, run: hgetallCommand}),
+		key1(&command{name: "hkeys", arity: 2, flags: []string{"readonly"}, run: hgetallCommand}),
+		key1(&command{name: "hvals", arity: 2, flags: []string{"readonly"}, run: hgetallCommand}),
+		key1(&command{name: "hincrby", arity: 4, flags: writeKey, run: hincrbyCommand}),
+		key1(&command{name: "hincrbyfloat", arity: 4, flags: writeKey, run: hincrbyfloatCommand}),
+		key1(&command{name: "hrandfield", arity: -2, flags: []string{"readonly"}, run: hrandfieldCommand}),
+		key1(&command{name: "hscan", arity: -3, flags: []string{"readonly"}, run: hscanCommand}),
+	}
+}
+
+// fieldKey is the key of hash key's field's element record.
+func fieldKey(key, field []byte) []byte { return element.Key(key, element.HashField, field) }
+
+// hashField is one field of a hash as read.
+type hashField struct{ name, value []byte }
+
+// collectionLevel is the level of a collection's reads and writes: the connection's, or
+// for a serial one the quorum it is made of (a collection's records are not written by
+// transactions, but reads at that quorum see every acknowledged write of it).
+func (c *conn) collectionLevel() consistency.Level {
+	switch c.level {
+	case consistency.Serial:
+		return consistency.Quorum
+	case consistency.LocalSerial:
+		return consistency.LocalQuorum
+	}
+	return c.level
+}
+
+// readHash reads hash key whole. ok is false when the reply is written already: an
+// error, or WRONGTYPE for a key of another type. A missing key is an empty hash.
+func (c *conn) readHash(key []byte) (fields []hashField, header lww.Record, ok bool) {
+	start, level := time.Now(), c.collectionLevel()
+	coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, key, level)
+	c.observe("get", level, start, err)
+	c.countLookup(coll.Found, err)
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+		return nil, lww.Record{}, false
+	case coll.Found && coll.Header.Type != lww.Hash:
+		c.w.Error(errWrongType)
+		return nil, lww.Record{}, false
+	}
+	for _, rec := range coll.Elements {
+		if _, kind, name, ok := element.Parse(rec.Key); ok && kind == element.HashField {
+			fields = append(fields, hashField{name: name, value: rec.Value})
+		}
+	}
+	return fields, coll.Header, true
+}
+
+// readFields reads the named fields of hash key, with its header: one result per name.
+// ok is false when the reply is written already (an error, WRONGTYPE).
+func (c *conn) readFields(key []byte, names [][]byte) (coll coord.Collection, results []coord.GetResult, ok bool) {
+	keys := make([][]byte, len(names))
+	for i, name := range names {
+		keys[i] = fieldKey(key, name)
+	}
+	start, level := time.Now(), c.collectionLevel()
+	coll, results, err := c.s.cfg.Backend.ReadElements(c.ctx, c.keyspace, key, keys, level)
+	c.observe("get", level, start, err)
+	c.countLookup(coll.Found, err)
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+		return coll, nil, false
+	case coll.Found && coll.Header.Type != lww.Hash:
+		c.w.Error(errWrongType)
+		return coll, nil, false
+	}
+	return coll, results, true
+}
+
+// writeHash writes w to hash key; the header, when w has one, keeps the expiry coll's
+// header had, and a key that did not exist starts a new life (a reset point before the
+// write) so that no field of an earlier one comes back.
+func (c *conn) writeHash(key []byte, coll coord.Collection, w coord.CollectionWrite) (hlc.Timestamp, error) {
+	if w.Header != nil && !w.Header.Tombstone {
+		w.Header.Type = lww.Hash
+		if coll.Found {
+			w.Header.ExpiresAt = coll.Header.ExpiresAt
+		} else {
+			w.Reset = coord.ResetBefore
+		}
+	}
+	start, level := time.Now(), c.collectionLevel()
+	t, err := c.s.cfg.Backend.WriteCollection(c.ctx, c.keyspace, key, w, level)
+	c.observe("put", level, start, err)
+	return t, err
+}
+
+// hsetCommand is HSET key field value [field value ...] (the count of new fields) and
+// HMSET (OK). Every field is a record of its own, written with the header under one
+// timestamp; a field named twice takes its last value, as in Redis. The count is of the
+// fields this read found absent: a field another client sets at the same moment may be
+// counted by both.
+func hsetCommand(c *conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", c.lowerName))
+		return
+	}
+	key := args[1]
+	last := map[string]int{} // field -> index of its last value
+	var names [][]byte
+	for i := 2; i < len(args); i += 2 {
+		if _, seen := last[string(args[i])]; !seen {
+			names = append(names, args[i])
+		}
+		last[string(args[i])] = i + 1
+	}
+	coll, results, ok := c.readFields(key, names)
+	if !ok {
+		return
+	}
+	w := coord.CollectionWrite{Header: &lww.Record{}}
+	added := 0
+	for i, name := range names {
+		w.Elements = append(w.Elements, lww.Record{Key: fieldKey(key, name), Value: args[last[string(name)]]})
+		if !results[i].Found {
+			added++
+		}
+	}
+	if _, err := c.writeHash(key, coll, w); err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	if string(c.lowerName) == "hmset" {
+		c.w.SimpleString("OK")
+		return
+	}
+	c.w.Int(int64(added))
+}
+
+// updateField runs fn on field of hash key as a lightweight transaction on the field's
+// record, exact under races as INCR is, and then writes the header. fn sees the field's
+// value of the key's current life (found false when absent, or left from a life before
+// the reset point). When the key does not exist, the reset point of its new life is
+// written first, so that the field's transaction, stamped later, is after it. ok is
+// false when the reply is written already.
+func (c *conn) updateField(key, field []byte, fn func(cur []byte, found bool) (next []byte, write bool, err error)) (res coord.UpdateResult, ok bool) {
+	coll, _, ok := c.readFields(key, nil)
+	if !ok {
+		return res, false
+	}
+	reset := coll.Reset
+	if !coll.Found {
+		t, err := c.writeHash(key, coll, coord.CollectionWrite{Reset: coord.ResetBefore})
+		if err != nil {
+			c.w.Error(errorReply(err))
+			return res, false
+		}
+		reset = t - 1
+	}
+	res, err := c.transact(fieldKey(key, field), func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		live := found && cur.Timestamp > reset
+		if !live {
+			cur.Value = nil
+		}
+		next, write, err := fn(cur.Value, live)
+		return lww.Record{Value: next}, write, err
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return res, false
+	}
+	if res.PreviousFound && res.Previous.Timestamp <= reset {
+		res.PreviousFound, res.Previous = false, lww.Record{}
+	}
+	if res.Applied {
+		// Written after the field, so that the header is newer than a delete the field's
+		// transaction did not see; it keeps the expiry of a key that existed.
+		var expiresAt hlc.Timestamp
+		if coll.Found {
+			expiresAt = coll.Header.ExpiresAt
+		}
+		if _, err := c.writeHash(key, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, coord.CollectionWrite{Header: &lww.Record{}}); err != nil {
+			c.w.Error(errorReply(err))
+			return res, false
+		}
+	}
+	return res, true
+}
+
+// hsetnxCommand is HSETNX key field value: 1 when it set the field, 0 when the field
+// held a value. A transaction on the field's record, so of two clients racing one sets it.
+func hsetnxCommand(c *conn, args [][]byte) {
+	value := args[3]
+	res, ok := c.updateField(args[1], args[2], func(_ []byte, found bool) ([]byte, bool, error) {
+		return value, !found, nil
+	})
+	if ok {
+		c.w.Int(boolInt(res.Applied))
+	}
+}
+
+// hincrbyCommand is HINCRBY key field increment: a transaction on the field's record (no
+// increment is lost, at the price of Paxos's round trips) rather than the per-DC counter
+// shards docs/redis-types.md designs for later.
+func hincrbyCommand(c *conn, args [][]byte) {
+	step, ok := parseInt(args[3])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	res, ok := c.updateField(args[1], args[2], func(cur []byte, found bool) ([]byte, bool, error) {
+		var n int64
+		if found {
+			var ok bool
+			if n, ok = parseInt(cur); !ok {
+				return nil, false, redisError(errHashNotInt)
+			}
+		}
+		if (step > 0 && n > math.MaxInt64-step) || (step < 0 && n < math.MinInt64-step) {
+			return nil, false, redisError(errOverflow)
+		}
+		return strconv.AppendInt(nil, n+step, 10), true, nil
+	})
+	if ok {
+		sum, _ := parseInt(res.Record.Value)
+		c.w.Int(sum)
+	}
+}
+
+// hincrbyfloatCommand is HINCRBYFLOAT key field increment, with INCRBYFLOAT's arithmetic.
+func hincrbyfloatCommand(c *conn, args [][]byte) {
+	step, ok := parseLongDouble(args[3])
+	switch word := strings.TrimLeft(strings.ToLower(string(args[3])), "+-"); {
+	case word == "nan" || (ok && step.IsInf()):
+		// Unlike INCRBYFLOAT, Redis's HINCRBYFLOAT refuses such an increment before it
+		// reads the field.
+		c.w.Error("ERR value is NaN or Infinity")
+		return
+	case !ok:
+		c.w.Error(errNotFloat)
+		return
+	}
+	res, ok := c.updateField(args[1], args[2], func(cur []byte, found bool) ([]byte, bool, error) {
+		n := new(big.Float)
+		if found {
+			var ok bool
+			if n, ok = parseLongDouble(cur); !ok {
+				return nil, false, redisError(errHashNotFloat)
+			}
+		}
+		sum, ok := addLongDouble(n, step)
+		if !ok {
+			return nil, false, redisError(errNaNOrInfty)
+		}
+		return formatLongDouble(sum), true, nil
+	})
+	if ok {
+		c.w.Bulk(res.Record.Value)
+	}
+}
+
+// hgetCommand is HGET key field.
+func hgetCommand(c *conn, args [][]byte) {
+	_, results, ok := c.readFields(args[1], args[2:3])
+	if ok {
+		c.writeValue(results[0].Record, results[0].Found)
+	}
+}
+
+// hmgetCommand is HMGET key field [field ...]: a value or null per field.
+func hmgetCommand(c *conn, args [][]byte) {
+	_, results, ok := c.readFields(args[1], args[2:])
+	if !ok {
+		return
+	}
+	c.w.ArrayHeader(len(results))
+	for _, r := range results {
+		c.writeValue(r.Record, r.Found)
+	}
+}
+
+// hexistsCommand is HEXISTS key field.
+func hexistsCommand(c *conn, args [][]byte) {
+	_, results, ok := c.readFields(args[1], args[2:3])
+	if ok {
+		c.w.Int(boolInt(results[0].Found))
+	}
+}
+
+// hstrlenCommand is HSTRLEN key field: the length of its value, 0 when absent.
+func hstrlenCommand(c *conn, args [][]byte) {
+	_, results, ok := c.readFields(args[1], args[2:3])
+	if ok {
+		c.w.Int(int64(len(results[0].Record.Value)))
+	}
+}
+
+// hdelCommand is HDEL key field [field ...]: the count of fields it removed, each
+// tombstoned. It reads the whole hash, so that the delete of its last fields deletes the
+// key, as Redis does: the header's tombstone and a reset point, as DEL writes them.
+func hdelCommand(c *conn, args [][]byte) {
+	key := args[1]
+	fields, _, ok := c.readHash(key)
+	if !ok {
+		return
+	}
+	named := map[string]bool{}
+	for _, name := range args[2:] {
+		named[string(name)] = true
+	}
+	var w coord.CollectionWrite
+	for _, f := range fields {
+		if named[string(f.name)] {
+			w.Elements = append(w.Elements, lww.Record{Key: fieldKey(key, f.name), Tombstone: true})
+		}
+	}
+	if len(w.Elements) == 0 {
+		c.w.Int(0)
+		return
+	}
+	if len(w.Elements) == len(fields) {
+		w.Header, w.Reset = &lww.Record{Tombstone: true}, coord.ResetAt
+	}
+	if _, err := c.writeHash(key, coord.Collection{Found: true}, w); err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(int64(len(w.Elements)))
+}
+
+// hlenCommand is HLEN key: the count of its fields, read whole (kura keeps no count).
+func hlenCommand(c *conn, args [][]byte) {
+	if fields, _, ok := c.readHash(args[1]); ok {
+		c.w.Int(int64(len(fields)))
+	}
+}
+
+// hgetallCommand is HGETALL (a map of fields to values), HKEYS and HVALS, in field order.
+func hgetallCommand(c *conn, args [][]byte) {
+	fields, _, ok := c.readHash(args[1])
+	if !ok {
+		return
+	}
+	switch string(c.lowerName) {
+	case "hgetall":
+		c.w.MapHeader(len(fields))
+		for _, f := range fields {
+			c.w.Bulk(f.name)
+			c.w.Bulk(f.value)
+		}
+	case "hkeys":
+		c.w.ArrayHeader(len(fields))
+		for _, f := range fields {
+			c.w.Bulk(f.name)
+		}
+	default:
+		c.w.ArrayHeader(len(fields))
+		for _, f := range fields {
+			c.w.Bulk(f.value)
+		}
+	}
+}
+
+// hrandfieldCommand is HRANDFIELD key [count [WITHVALUES]], as Redis 7.0: one field (or
+// null), count distinct fields, or for a negative count that many drawn with repeats;
+// with WITHVALUES each with its value (pairs in RESP3).
+func hrandfieldCommand(c *conn, args [][]byte) {
+	if len(args) > 4 || (len(args) == 4 && upper(args[3]) != "WITHVALUES") {
+		c.w.Error(errSyntax)
+		return
+	}
+	count, withCount := int64(1), len(args) >= 3
+	if withCount {
+		var ok bool
+		if count, ok = parseInt(args[2]); !ok {
+			c.w.Error(errNotInt)
+			return
+		}
+		if count < -math.MaxInt64/2 {
+			c.w.Error("ERR value is out of range")
+			return
+		}
+	}
+	withValues := len(args) == 4
+	fields, _, ok := c.readHash(args[1])
+	if !ok {
+		return
+	}
+	if !withCount {
+		if len(fields) == 0 {
+			c.w.Null()
+			return
+		}
+		c.w.Bulk(fields[rand.IntN(len(fields))].name)
+		return
+	}
+	var picked []hashField
+	switch {
+	case len(fields) == 0 || count == 0:
+	case count > 0:
+		rand.Shuffle(len(fields), func(i, j int) { fields[i], fields[j] = fields[j], fields[i] })
+		picked = fields[:min(int(count), len(fields))]
+	default:
+		if -count > int64(c.s.cfg.Limits.ScanLimitMax) {
+			c.w.Error(fmt.Sprintf("ERR kura answers at most %d fields drawn with repeats", c.s.cfg.Limits.ScanLimitMax))
+			return
+		}
+		for range -count {
+			picked = append(picked, fields[rand.IntN(len(fields))])
+		}
+	}
+	c.writeFields(picked, withValues)
+}
+
+// writeFields answers fields: their names, or with values each name then its value
+// (flat in RESP2, a pair each in RESP3, as Redis's HRANDFIELD).
+func (c *conn) writeFields(fields []hashField, withValues bool) {
+	switch {
+	case !withValues:
+		c.w.ArrayHeader(len(fields))
+		for _, f := range fields {
+			c.w.Bulk(f.name)
+		}
+	case c.w.Version() >= 3:
+		c.w.ArrayHeader(len(fields))
+		for _, f := range fields {
+			c.w.ArrayHeader(2)
+			c.w.Bulk(f.name)
+			c.w.Bulk(f.value)
+		}
+	default:
+		c.w.ArrayHeader(2 * len(fields))
+		for _, f := range fields {
+			c.w.Bulk(f.name)
+			c.w.Bulk(f.value)
+		}
+	}
+}
+
+// hscanCommand is HSCAN key cursor [MATCH pattern] [COUNT count]: the whole hash in one
+// reply with cursor 0, as Redis answers a small hash, since a hash is read whole anyway.
+func hscanCommand(c *conn, args [][]byte) {
+	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
+		c.w.Error("ERR invalid cursor")
+		return
+	}
+	var pattern []byte
+	for i := 3; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.w.Error(errSyntax)
+			return
+		}
+		switch upper(args[i]) {
+		case "MATCH":
+			pattern = args[i+1]
+		case "COUNT":
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.w.Error(errNotInt)
+				return
+			}
+			if n < 1 {
+				c.w.Error(errSyntax)
+				return
+			}
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	fields, _, ok := c.readHash(args[1])
+	if !ok {
+		return
+	}
+	matched := fields[:0]
+	for _, f := range fields {
+		if pattern == nil || matchGlob(pattern, f.name) {
+			matched = append(matched, f)
+		}
+	}
+	c.w.ArrayHeader(2)
+	c.w.BulkString("0")
+	c.w.ArrayHeader(2 * len(matched))
+	for _, f := range matched {
+		c.w.Bulk(f.name)
+		c.w.Bulk(f.value)
+	}
+}
+
+// resetReplaced moves the reset point of key when res replaced a collection (a DEL, an
+// expiry in the past, a SET or RENAME over it): to the replacing write's timestamp, so
+// that no element of the collection comes back if the key becomes one again.
+func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
+	if !res.Applied || !res.PreviousFound || res.Previous.Type == lww.String ||
+		(!res.Record.Tombstone && res.Record.Type == res.Previous.Type) {
+		return nil
+	}
+	start, level := time.Now(), c.collectionLevel()
+	err := c.s.cfg.Backend.ResetCollection(c.ctx, c.keyspace, key, res.Record.Timestamp, level)
+	c.observe("put", level, start, err)
+	return err
+}
+
+// stringOnly refuses, as WRONGTYPE, a transaction of a string command on a key of
+// another type.
+func stringOnly(fn coord.UpdateFunc) coord.UpdateFunc {
+	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		if found && cur.Type != lww.String {
+			return lww.Record{}, false, redisError(errWrongType)
+		}
+		return fn(cur, found)
+	}
+}
+
+// lookupString is lookup for a string command: a key of another type is refused as
+// WRONGTYPE (a redisError; replyTransactError answers it).
+func (c *conn) lookupString(key []byte) (lww.Record, bool, error) {
+	rec, found, err := c.lookup(key)
+	if err == nil && found && rec.Type != lww.String {
+		return lww.Record{}, false, redisError(errWrongType)
+	}
+	return rec, found, err
+}
+
+// reservedKey reports whether a key argument of cmd in args starts with the bytes that
+// mark element records (element.IsKey's marker): refused in a keyspace of collections,
+// where such a key would be taken for an element of another key.
+func reservedKey(cmd *command, args [][]byte) bool {
+	if cmd.firstKey <= 0 {
+		return false
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	for i := cmd.firstKey; i <= last && i < len(args); i += max(cmd.keyStep, 1) {
+		if bytes.HasPrefix(args[i], []byte{0x00, 0x01}) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectionsServed reports whether the connection's keyspace serves collections (its
+// partitioner is grouped), where keys starting with element records' marker are reserved.
+func (c *conn) collectionsServed() bool {
+	ks, err := c.s.cfg.Backend.Keyspace(c.keyspace)
+	return err == nil && ks.Partitioner == ring.GroupedPartitioner().Name()
+}
