@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/element"
@@ -236,20 +235,9 @@ func resetRecord(key []byte, at hlc.Timestamp) lww.Record {
 // as a Put, and returns the first error.
 func (c *Coordinator) writeTogether(ctx context.Context, keyspace string, recs []lww.Record, cl consistency.Level) error {
 	errs := make([]error, len(recs))
-	slots := make(chan struct{}, putEachFanout)
-	var wg sync.WaitGroup
-	for i := range recs {
-		slots <- struct{}{}
-		wg.Add(1)
-		c.workers.Run(func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			_, errs[i] = c.write(ctx, keyspace, recs[i], cl)
-		})
-	}
-	wg.Wait()
+	c.fanOut(len(recs), putEachFanout, func(i int) {
+		_, errs[i] = c.write(ctx, keyspace, recs[i], cl)
+	}, nil)
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -266,6 +254,9 @@ func (c *Coordinator) scanPartition(ctx context.Context, ks schema.Keyspace, key
 	if cl == consistency.Any || cl.IsSerial() {
 		return nil, invalid("%v is not a read level; read a collection at ONE to ALL", cl)
 	}
+	if err := c.lwtCommits.awaitKeyspace(ctx, ks.Name); err != nil {
+		return nil, err
+	}
 	members, err := c.replicaSet(ctx, ks, key, nil)
 	if err != nil {
 		return nil, err
@@ -278,7 +269,7 @@ func (c *Coordinator) scanPartition(ctx context.Context, ks schema.Keyspace, key
 	var out []lww.Record
 	answered := 0
 	for cursor := start; ; {
-		round, err := c.scanRound(ctx, ks, part, cursor, end, c.cfg.Limits.ScanLimitMax, cl, tag)
+		round, err := c.scanRound(ctx, ks, part, cursor, end, c.cfg.Limits.ScanLimitMax, cl, tag, nil)
 		if err != nil {
 			return nil, err
 		}

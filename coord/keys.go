@@ -136,6 +136,9 @@ func (c *Coordinator) keysPlan(ctx context.Context, keyspace string) (*keysPlan,
 	if err := c.member(); err != nil {
 		return nil, err
 	}
+	if err := c.lwtCommits.awaitKeyspace(ctx, keyspace); err != nil {
+		return nil, err
+	}
 	ks, layout, err := c.keyspace(keyspace)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -654,6 +655,34 @@ func (f *inflightCommits) done(key string, p paxos.Proposal) {
 		delete(f.byKey, key)
 		f.count.Add(-1)
 	}
+}
+
+// awaitKeyspace returns once every commit of this coordinator on its way on a key of
+// keyspace when it was called has been answered, or with ctx's error: a scan or a key
+// walk (SCAN, KEYS, DBSIZE, a whole hash) after a transaction through the same
+// coordinator then reads what its commit wrote. Commits begun after the call are not
+// waited for, so a steady stream of transactions cannot hold a scan back.
+func (f *inflightCommits) awaitKeyspace(ctx context.Context, keyspace string) error {
+	if f.count.Load() == 0 {
+		return nil
+	}
+	prefix := keyspace + "\x00"
+	var waits []chan struct{}
+	f.mu.Lock()
+	for key, in := range f.byKey {
+		if strings.HasPrefix(key, prefix) {
+			waits = append(waits, in.arrived)
+		}
+	}
+	f.mu.Unlock()
+	for _, arrived := range waits {
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // inflightKey names key of keyspace in inflightCommits.

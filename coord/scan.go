@@ -43,6 +43,9 @@ func (c *Coordinator) Scan(ctx context.Context, keyspace string, start, end []by
 	if cl.IsSerial() {
 		return nil, invalid("%v is the level of lightweight transactions on one key; scan at ONE or above", cl)
 	}
+	if err := c.lwtCommits.awaitKeyspace(ctx, keyspace); err != nil {
+		return nil, err
+	}
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
 		return nil, nil
 	}
