@@ -253,6 +253,10 @@ type SchedulingFigures struct {
 	// stages, whatever it waited and however loaded the machine. P's estimate can make
 	// a scan read rows its limit does not need.
 	ScanDeviceMsMean float64 `json:"scan_device_ms_mean" table:"-"`
+	// ScanPagesOverduePct is the share of the scan pages served that kura's Fair
+	// discipline served past their deadline, by deadline rather than in RaS's order (0
+	// under the other disciplines).
+	ScanPagesOverduePct float64 `json:"scan_pages_overdue_pct" table:"-"`
 	// Failed counts the queries that returned an error.
 	Failed int `json:"failed" table:"-"`
 }
@@ -271,6 +275,7 @@ func (f *SchedulingFigures) figures() []schedFigure {
 		{"throughput_qps", &f.ThroughputQPS}, {"get_stage_wait_ms_mean", &f.GetStageWaitMsMean},
 		{"scan_page_stage_wait_ms_mean", &f.ScanPageStageWaitMsMean}, {"go_sched_wait_ms_mean", &f.GoSchedWaitMsMean},
 		{"scan_pages_mean", &f.ScanPagesMean}, {"scan_device_ms_mean", &f.ScanDeviceMsMean},
+		{"scan_pages_overdue_pct", &f.ScanPagesOverduePct},
 	}
 }
 
@@ -844,11 +849,13 @@ func (sc *schedCluster) waitIdle(ctx context.Context) error {
 
 // stageFigures sets the figures of the read stages between two snapshots of every
 // node's: the mean wait in a queue of the gets (local and remote) and of the scan pages
-// served, the pages served per scan, and their device time per scan.
+// served, the pages served per scan, their device time per scan, and the share of them
+// served past Fair's deadline.
 func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int, device sched.Device) {
 	var getWait, pageWait time.Duration
-	var gets, pages, pageBytes uint64
+	var gets, pages, pageBytes, overdue uint64
 	for i := range after {
+		overdue += after[i].ScanPagesOverdue - before[i].ScanPagesOverdue
 		for class, c := range after[i].ByClass {
 			b := before[i].ByClass[class]
 			wait, served := c.Wait-b.Wait, c.Served-b.Served
@@ -868,6 +875,9 @@ func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int,
 	f.GetStageWaitMsMean, f.ScanPageStageWaitMsMean = mean(getWait, gets), mean(pageWait, pages)
 	f.ScanPagesMean = round(float64(pages)/float64(max(1, scans)), 1)
 	f.ScanDeviceMsMean = mean(device.Work(pages, pageBytes), uint64(scans))
+	if pages > 0 {
+		f.ScanPagesOverduePct = round(100*float64(overdue)/float64(pages), 1)
+	}
 }
 
 // goSchedMetric is the runtime's histogram of how long goroutines were ready to run

@@ -103,6 +103,8 @@ type Queue struct {
 	// passed counts the gets popped while a scan page was queued: a page has been
 	// passed by passed less its Item.passed gets (Fairness.ScanPass).
 	passed uint64
+	// overduePops counts the scan pages Fair popped past their deadline.
+	overduePops uint64
 
 	// gets holds each class of gets in push order, their order under every discipline
 	// (within a class, arrival order is also Fair's deadline order).
@@ -152,6 +154,10 @@ func (q *Queue) SetPolicy(p Policy) {
 func (q *Queue) Len() int {
 	return q.gets[LocalGet].Len() + q.gets[RemoteGet].Len() + len(q.scans.items)
 }
+
+// OverduePops is how many scan pages Fair has popped past their deadline: pages served
+// by deadline rather than in RaS's order (or push order).
+func (q *Queue) OverduePops() uint64 { return q.overduePops }
 
 // Queued is the number of queued tasks of class c.
 func (q *Queue) Queued(c Class) int {
@@ -223,6 +229,7 @@ func (q *Queue) Pop(now time.Time) *Item {
 		case overdue != nil && (it == nil || held && !q.overdue):
 			it = overdue
 			q.overdue = held
+			q.overduePops++
 		case it != nil:
 			q.overdue = false
 		default:

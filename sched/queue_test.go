@@ -531,10 +531,11 @@ func TestFairTimeBound(t *testing.T) {
 // pages with and without a Since), pops at advancing times, progress updates, removals
 // and switches between fair and fair+ras: gets pop by deadline; a scan page that is not
 // overdue pops only when no get and no overdue page waits; a get pops while an overdue
-// page that gets have held back (ScanPass) waits only right after an overdue page; and
-// fairBound's checks.
+// page that gets have held back (ScanPass) waits only right after an overdue page;
+// OverduePops counts the pages popped past their deadline; and fairBound's checks.
 func TestFairBoundRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(15))
+	var overdueTotal uint64
 	for run := 0; run < 300; run++ {
 		p := Policy{Queue: Fair, RaS: rng.Intn(2) == 0}
 		fair := Fairness{
@@ -547,6 +548,7 @@ func TestFairBoundRandom(t *testing.T) {
 		b := newFairBound(fair)
 		queued := map[*Item]bool{}
 		lastOverdue := false // the last pop was an overdue page
+		overduePops := 0     // pages popped past their deadline, by fairBound's count
 		now := epoch
 		for step := 0; step < 400; step++ {
 			now = now.Add(time.Duration(rng.Intn(2000)) * time.Microsecond)
@@ -580,6 +582,9 @@ func TestFairBoundRandom(t *testing.T) {
 				delete(queued, it)
 				w := b.pages[it]
 				wasOverdue := w != nil && b.overdue(w, now)
+				if wasOverdue {
+					overduePops++
+				}
 				if _, err := b.popped(it, now); err != nil {
 					t.Fatalf("run %d: %v", run, err)
 				}
@@ -627,7 +632,14 @@ func TestFairBoundRandom(t *testing.T) {
 			if q.Len() != len(queued) || q.Queued(ScanPage) != len(b.pages) {
 				t.Fatalf("run %d: Len %d, %d scan pages; want %d, %d", run, q.Len(), q.Queued(ScanPage), len(queued), len(b.pages))
 			}
+			if q.OverduePops() != uint64(overduePops) {
+				t.Fatalf("run %d: OverduePops %d; want %d", run, q.OverduePops(), overduePops)
+			}
 		}
+		overdueTotal += q.OverduePops()
+	}
+	if overdueTotal == 0 {
+		t.Fatal("no page popped past its deadline: the scripts check nothing of the bound")
 	}
 }
 
