@@ -253,6 +253,10 @@ type SchedulingFigures struct {
 	// stages, whatever it waited and however loaded the machine. P's estimate can make
 	// a scan read rows its limit does not need.
 	ScanDeviceMsMean float64 `json:"scan_device_ms_mean" table:"-"`
+	// ScanPagesOverduePct is the share of the scan pages served that kura's Fair
+	// discipline served past their deadline, by deadline rather than in RaS's order (0
+	// under the other disciplines).
+	ScanPagesOverduePct float64 `json:"scan_pages_overdue_pct" table:"-"`
 	// Failed counts the queries that returned an error.
 	Failed int `json:"failed" table:"-"`
 }
@@ -271,6 +275,7 @@ func (f *SchedulingFigures) figures() []schedFigure {
 		{"throughput_qps", &f.ThroughputQPS}, {"get_stage_wait_ms_mean", &f.GetStageWaitMsMean},
 		{"scan_page_stage_wait_ms_mean", &f.ScanPageStageWaitMsMean}, {"go_sched_wait_ms_mean", &f.GoSchedWaitMsMean},
 		{"scan_pages_mean", &f.ScanPagesMean}, {"scan_device_ms_mean", &f.ScanDeviceMsMean},
+		{"scan_pages_overdue_pct", &f.ScanPagesOverduePct},
 	}
 }
 
@@ -467,7 +472,7 @@ func schedScale(o schedOptions) string {
 
 func schedNotes() []string {
 	return []string{
-		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan has waited sched.DefaultScanWait at a node: its pages then go before other scans, and alternate with gets once sched.DefaultScanPass gets have gone ahead of them, so that no stream of gets or of smaller scans starves a scan",
+		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan page is past its deadline at a node, sched.DefaultScanWait per node its scan waits for: overdue pages then go before other scans, earliest deadline first, and alternate with gets once sched.DefaultScanPass gets have gone ahead of them, so that no stream of gets or of smaller scans starves a scan",
 		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between runs (node.SetReadPolicy)",
 		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
 		"reduction: 100 x (O - variant) / O of the median mean and p99 latency at the same point, as are the done_when checks; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
@@ -844,11 +849,13 @@ func (sc *schedCluster) waitIdle(ctx context.Context) error {
 
 // stageFigures sets the figures of the read stages between two snapshots of every
 // node's: the mean wait in a queue of the gets (local and remote) and of the scan pages
-// served, the pages served per scan, and their device time per scan.
+// served, the pages served per scan, their device time per scan, and the share of them
+// served past Fair's deadline.
 func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int, device sched.Device) {
 	var getWait, pageWait time.Duration
-	var gets, pages, pageBytes uint64
+	var gets, pages, pageBytes, overdue uint64
 	for i := range after {
+		overdue += after[i].ScanPagesOverdue - before[i].ScanPagesOverdue
 		for class, c := range after[i].ByClass {
 			b := before[i].ByClass[class]
 			wait, served := c.Wait-b.Wait, c.Served-b.Served
@@ -868,6 +875,9 @@ func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int,
 	f.GetStageWaitMsMean, f.ScanPageStageWaitMsMean = mean(getWait, gets), mean(pageWait, pages)
 	f.ScanPagesMean = round(float64(pages)/float64(max(1, scans)), 1)
 	f.ScanDeviceMsMean = mean(device.Work(pages, pageBytes), uint64(scans))
+	if pages > 0 {
+		f.ScanPagesOverduePct = round(100*float64(overdue)/float64(pages), 1)
+	}
 }
 
 // goSchedMetric is the runtime's histogram of how long goroutines were ready to run

@@ -40,13 +40,16 @@
 //     under ReS, but not ahead of a remote get that has waited RemoteSlack.
 //   - Scan pages go among themselves in the order above (RaS's, or push order), when
 //     no get waits.
-//   - A scan page whose request has waited Fairness.ScanWait (5 s by default) at this
-//     node is overdue. The wait counts from Task.Since, the arrival of the request's
-//     first page at this node (the page's own arrival when Since is zero), so a long
-//     scan is overdue as a whole: once it is, each later page is overdue as soon as it
-//     is queued. Overdue pages go before the scan pages that are not overdue, oldest
-//     request first (by Since, then push order), whatever RaS says: so no stream of
-//     smaller scans starves a large one.
+//   - A scan page has a deadline: the arrival of its request's first page at this node
+//     (Task.Since; the page's own arrival when Since is zero) plus Fairness.ScanWait (5 s
+//     by default) for each node its scan waits for (Task.Nodes, at least 1). A progress
+//     update that lowers the count brings the deadline forward; nothing moves it back.
+//     A page past its deadline is overdue; a long scan is overdue as a whole: once it
+//     is, each later page is overdue as soon as it is queued. Overdue pages go before
+//     the scan pages that are not overdue, earliest deadline first (then push order),
+//     whatever RaS says: so no stream of smaller scans starves a large one. A scan
+//     that waits for fewer nodes, which RaS serves first, is due sooner too, so among
+//     requests of similar age the deadlines keep RaS's order.
 //   - A scan page has been held back by gets once Fairness.ScanPass gets (64 by
 //     default) have popped while it was queued. While an overdue page that gets have
 //     held back waits, overdue pages alternate with gets: an overdue page, then a get
@@ -54,38 +57,41 @@
 //     held back wait for the gets, as under ReS: their wait is other scans', which
 //     taking turns from gets would not shorten.
 //
-// The bound. Once a scan page P is overdue, every pop is a get, P, or an overdue page
-// of an older request (overdue pages pop oldest request first, and before the others).
-// At most ScanPass gets pop while P waits before P has been held back; from then on, of
-// any two consecutive pops at least one is an overdue page. So P pops within
-// ScanPass + 2(k+1) pops of becoming overdue, however many gets and scans arrive,
-// where k is the number of overdue pages of older requests that pop ahead of it. Only
-// requests whose first page arrived earlier are older (Since being a request's
-// arrival, none that arrives later is), and a request queues its pages one after
-// another, so each older request has at most one page queued at a time; but it may
-// queue its next page while P waits, so k is at most the pages the older requests
-// still have to read at this node, not only those queued when P became overdue (k = 0
-// when no older request has a page left to read here). In time: with W workers and
-// reads that hold a worker at most R each (read plus device time), every worker is
-// busy while P is queued and each one that finishes pops the next read, so at least jW
-// pops happen within j·R of P becoming overdue; P therefore starts within
-// R·⌈(ScanPass+2(k+1))/W⌉ of becoming overdue. The first page of a request, queued on
-// its arrival, starts within ScanWait + R·⌈(ScanPass+2(k+1))/W⌉ of the request's
-// arrival at this node; a later page queued once the request has waited ScanWait is
-// overdue at once and starts within R·⌈(ScanPass+2(k+1))/W⌉ of being queued, so an
-// overdue request moves on by a page at least that often rather than never. The bound
-// is per node and per page, not on a scan's total latency across its nodes; it assumes
-// Pop's clock does not go back (the Stage passes time.Now()) and that the policy stays
-// Fair (ReS would starve the scan again). Under ReS and A nothing bounds the wait: a
-// steady stream of gets starves the scans, and under RaS a stream of smaller scans
-// starves a large one.
+// The bound. Once a scan page P is overdue it stays overdue (deadlines only come
+// forward), and every pop is a get, P, or an overdue page with an earlier deadline
+// (overdue pages pop earliest deadline first, and before the others). At most ScanPass
+// gets pop while P waits before P has been held back; from then on, of any two
+// consecutive pops at least one is an overdue page. So P pops within ScanPass + 2(k+1)
+// pops of becoming overdue, however many gets and scans arrive, where k is the number
+// of overdue pages with earlier deadlines that pop ahead of it. A deadline is at least
+// ScanWait after its request's arrival, so only requests that arrived ScanWait or more
+// before P's deadline can be due earlier, whatever their counts and updates: none that
+// arrives later can. A request queues its pages one after another, so each of those has
+// at most one page queued at a time; but it may queue its next page while P waits, so
+// k is at most the pages those requests still have to read at this node, not only
+// those queued when P became overdue (k = 0 when none has a page left to read here). In
+// time: with W workers and reads that hold a worker at most R each (read plus device
+// time), every worker is busy while P is queued and each one that finishes pops the
+// next read, so at least jW pops happen within j·R of P becoming overdue; P therefore
+// starts within R·⌈(ScanPass+2(k+1))/W⌉ of becoming overdue. The first page of a
+// request whose scan waits for n nodes, queued on its arrival, starts within
+// n·ScanWait + R·⌈(ScanPass+2(k+1))/W⌉ of the request's arrival at this node (n being
+// the count it arrived with, or a lower one an update brought); a later page queued
+// once the request is past its deadline is overdue at once and starts within
+// R·⌈(ScanPass+2(k+1))/W⌉ of being queued, so an overdue request moves on by a page at
+// least that often rather than never. The bound is per node and per page, not on a
+// scan's total latency across its nodes; it assumes Pop's clock does not go back (the
+// Stage passes time.Now()) and that the policy stays Fair (ReS would starve the scan
+// again). Under ReS and A nothing bounds the wait: a steady stream of gets starves the
+// scans, and under RaS a stream of smaller scans starves a large one.
 //
-// What it costs and gives. Until some scan has waited ScanWait, Fair orders exactly as
-// ReS does for gets and as A does among scans (with RaS), so gets keep ReS's benefit
-// and scans RaS's; after that, gets keep it until they have held a scan back, and only
-// the overdue pages lose RaS's order. A smaller ScanWait or ScanPass bounds the scans'
-// tail sooner and takes more of the workers from gets, and of RaS's order from scans,
-// under overload.
+// What it costs and gives. Until some scan page is past its deadline, Fair orders
+// exactly as ReS does for gets and as A does among scans (with RaS), so gets keep ReS's
+// benefit and scans RaS's; after that, gets keep it until they have held a scan back,
+// and the overdue pages go by deadline, which departs from RaS's order only between
+// requests whose arrivals are ScanWait or more apart. A smaller ScanWait or ScanPass
+// bounds the scans' tail sooner and takes more of the workers from gets, and of RaS's
+// order from scans, under overload.
 //
 // Why this design. The first Fair served at most 16 gets in a row while a scan page
 // waited: gets came out only ~11 % faster than FIFO at 9:1 with kura bench
@@ -98,8 +104,17 @@
 // (scans 8 % slower than FIFO where A's were 12 % faster, gets 77 % faster against
 // 82 %). What ScanWait measures is a scan held back for long, by anything; what takes
 // turns from gets is only worth it when gets are what held it back, which ScanPass
-// measures. The default ScanWait, 5 s, is half the default replica timeout (10 s): a
-// page that waited longer would be given up by its coordinator anyway.
+// measures. The next, with one ScanWait (5 s) for every scan, still came out behind A
+// at 5:5 (scans 14 to 36 % slower in three runs): a scan page waits 3 to 5 s at its
+// node on average there, so many pages passed 5 s and went oldest request first,
+// ahead of the pages RaS would have served, those of scans nearly done. A deadline of
+// ScanWait per node waited for keeps RaS's order among them, since a scan waiting for
+// fewer nodes is due sooner, and still bounds every wait. The default ScanWait, 5 s, is
+// half the default replica timeout (10 s): the page of a scan that waits for that node
+// alone is overdue well before its coordinator would give up on it. A scan that waits
+// for n nodes is due n·ScanWait after its arrival, past the replica timeout when n > 1;
+// but as its other nodes answer, progress updates bring the deadlines of its remaining
+// pages forward, down to ScanWait for the last.
 //
 // # The stage
 //

@@ -3,6 +3,7 @@ package sched
 import (
 	"container/heap"
 	"container/list"
+	"math"
 	"time"
 )
 
@@ -29,9 +30,10 @@ const (
 // disciplines ignore it.
 type Fairness struct {
 	// ScanWait is how long a scan request may wait at the node, from the arrival of its
-	// first page, before its pages are overdue: they then go before other scan pages,
-	// oldest request first, and alternate with gets once gets have held them back (see
-	// ScanPass). 0 means DefaultScanWait.
+	// first page, for each node its scan waits for (Task.Nodes, at least 1, lowered by
+	// progress updates): its pages' deadline. Past it they are overdue: they then go
+	// before other scan pages, earliest deadline first, and alternate with gets once
+	// gets have held them back (see ScanPass). 0 means DefaultScanWait.
 	ScanWait time.Duration
 	// ScanPass is how many gets may go ahead of a scan page while it waits before,
 	// once overdue, it takes every other turn from them: overdue pages that gets have
@@ -67,6 +69,7 @@ type Item struct {
 	task    Task
 	arrival time.Time
 	since   time.Time // the arrival of the scan request's first page (Task.Since), else arrival
+	due     time.Time // a scan page's Fair deadline: since plus ScanWait per node waited for
 	seq     uint64    // push order, the tie-break everywhere
 	passed  uint64    // a scan page's Queue.passed at its push
 	queued  bool
@@ -100,6 +103,8 @@ type Queue struct {
 	// passed counts the gets popped while a scan page was queued: a page has been
 	// passed by passed less its Item.passed gets (Fairness.ScanPass).
 	passed uint64
+	// overduePops counts the scan pages Fair popped past their deadline.
+	overduePops uint64
 
 	// gets holds each class of gets in push order, their order under every discipline
 	// (within a class, arrival order is also Fair's deadline order).
@@ -150,6 +155,10 @@ func (q *Queue) Len() int {
 	return q.gets[LocalGet].Len() + q.gets[RemoteGet].Len() + len(q.scans.items)
 }
 
+// OverduePops is how many scan pages Fair has popped past their deadline: pages served
+// by deadline rather than in RaS's order (or push order).
+func (q *Queue) OverduePops() uint64 { return q.overduePops }
+
 // Queued is the number of queued tasks of class c.
 func (q *Queue) Queued(c Class) int {
 	if c < ScanPage {
@@ -186,6 +195,7 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 		}
 		q.byScan[t.Scan] = append(q.byScan[t.Scan], it)
 	}
+	it.due = q.dueBy(it.since, it.task.Nodes)
 	heap.Push(&q.scans, it)
 	return it
 }
@@ -198,10 +208,10 @@ func (q *Queue) Push(t Task, now time.Time) *Item {
 //     FIFO gives to scan pages).
 //   - ReS: the oldest local get, else the oldest remote get, else the first scan page.
 //   - Fair: the gets first, by deadline (a local get's arrival, a remote get's arrival
-//     plus RemoteSlack), then the first scan page; but a scan page whose request has
-//     waited ScanWait is overdue: overdue pages go before the other scan pages, oldest
-//     request first, and alternate with the gets once one of them has been passed by
-//     ScanPass gets.
+//     plus RemoteSlack), then the first scan page; but a scan page past its deadline
+//     (its request's arrival plus ScanWait per node its scan waits for) is overdue:
+//     overdue pages go before the other scan pages, earliest deadline first, and
+//     alternate with the gets once one of them has been passed by ScanPass gets.
 func (q *Queue) Pop(now time.Time) *Item {
 	var it *Item
 	switch q.policy.Queue {
@@ -219,6 +229,7 @@ func (q *Queue) Pop(now time.Time) *Item {
 		case overdue != nil && (it == nil || held && !q.overdue):
 			it = overdue
 			q.overdue = held
+			q.overduePops++
 		case it != nil:
 			q.overdue = false
 		default:
@@ -245,21 +256,33 @@ func (q *Queue) Pop(now time.Time) *Item {
 	return it
 }
 
-// overdueScan is the queued scan page of the oldest request that has waited ScanWait
-// at now, nil when none has, and whether some overdue page has been passed by ScanPass
-// gets. The scan pages queued are at most the reads in flight of the node's clients,
-// so a walk over them costs less than the read it schedules.
-func (q *Queue) overdueScan(now time.Time) (oldest *Item, held bool) {
+// overdueScan is the queued scan page with the earliest deadline if that is not after
+// now, nil when no page is overdue, and whether some overdue page has been passed by
+// ScanPass gets. The scan pages queued are at most the reads in flight of the node's
+// clients, so a walk over them costs less than the read it schedules.
+func (q *Queue) overdueScan(now time.Time) (first *Item, held bool) {
 	for _, it := range q.scans.items {
-		if now.Sub(it.since) < q.fair.ScanWait {
+		if it.due.After(now) {
 			continue
 		}
 		held = held || q.passed-it.passed >= uint64(q.fair.ScanPass)
-		if oldest == nil || it.since.Before(oldest.since) || (it.since.Equal(oldest.since) && it.seq < oldest.seq) {
-			oldest = it
+		if first == nil || it.due.Before(first.due) || (it.due.Equal(first.due) && it.seq < first.seq) {
+			first = it
 		}
 	}
-	return oldest, held
+	return first, held
+}
+
+// dueBy is the deadline of a scan page whose request arrived at since and whose scan
+// waits for nodes nodes: since plus ScanWait per node, at least one. A scan that waits
+// for fewer nodes is closer to done, which is why RaS serves it first; its deadline
+// comes sooner too, so that among pages of similar age the bound keeps RaS's order.
+func (q *Queue) dueBy(since time.Time, nodes int) time.Time {
+	n := time.Duration(max(nodes, 1))
+	if n > math.MaxInt64/q.fair.ScanWait {
+		return since.Add(math.MaxInt64) // far beyond any wait; saturated, not wrapped
+	}
+	return since.Add(n * q.fair.ScanWait)
 }
 
 // takeTurn hands owner's turn, the first, to the scan page top that FIFO serves in it:
@@ -349,6 +372,10 @@ func (q *Queue) Update(scan ScanID, nodes int) {
 	q.known[scan] = nodes
 	for _, it := range q.byScan[scan] {
 		it.task.Nodes = nodes
+		// A deadline only comes sooner: an overdue page stays overdue, which the bound needs.
+		if due := q.dueBy(it.since, nodes); due.Before(it.due) {
+			it.due = due
+		}
 		heap.Fix(&q.scans, it.index)
 	}
 }
@@ -373,7 +400,7 @@ func (q *Queue) fairLess(a, b *Item) bool {
 
 // scanLess is the order among scan pages: under RaS, fewer nodes first, then the
 // smaller limit; else, and then, push order. Fair keeps it: its overdue pages, which go
-// oldest request first, are what bounds a scan's wait.
+// earliest deadline first, are what bounds a scan's wait.
 func (q *Queue) scanLess(a, b *Item) bool {
 	if q.policy.RaS {
 		if a.task.Nodes != b.task.Nodes {

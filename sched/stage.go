@@ -207,13 +207,16 @@ type Stats struct {
 	ByClass [NumClasses]ClassStats // indexed by Class
 	Workers int                    // the pool size
 	Busy    int                    // workers running a read or holding its device time
+	// ScanPagesOverdue counts the scan pages served past their Fair deadline since the
+	// stage started: served by deadline, not in RaS's order.
+	ScanPagesOverdue uint64
 }
 
 // Stats returns a snapshot of the stage's counters.
 func (s *Stage) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Workers: s.workers, Busy: s.workers - s.idle}
+	st := Stats{Workers: s.workers, Busy: s.workers - s.idle, ScanPagesOverdue: s.q.OverduePops()}
 	for c := range st.ByClass {
 		st.ByClass[c] = ClassStats{Queued: s.q.Queued(Class(c)), Served: s.served[c], Wait: s.wait[c], ReadBytes: s.read[c]}
 	}
