@@ -4,7 +4,9 @@
 // every replica's own copy, and checks the history and the final states against what
 // kura promises: last-writer-wins on hybrid-logical-clock timestamps, durable
 // acknowledged writes, fresh reads when R + W > RF, identical replicas after repair and
-// deletes that stay deleted. It checks no linearizability, which kura does not promise.
+// deletes that stay deleted. It checks no linearizability of plain reads and writes,
+// which kura does not promise; counters incremented in lightweight transactions, which
+// are linearizable, it holds to what that implies.
 package nemesis
 
 import (

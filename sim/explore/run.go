@@ -38,8 +38,10 @@ type Result struct {
 	// NodeLog what the nodes logged at warning level and above.
 	Log     []string
 	NodeLog string
-	// Acknowledged counts the writes the clients were told succeeded.
+	// Acknowledged counts the writes the clients were told succeeded, Increments the
+	// increments of counters.
 	Acknowledged int
+	Increments   int
 	Operations   int
 	// Events is the history the checker judged.
 	Events []nemesis.Event
@@ -736,6 +738,11 @@ func (r *runner) checkHistory() {
 	}
 	r.res.Events = r.rec.Events()
 	r.res.Acknowledged = report.Counts.Acknowledged
+	for _, e := range r.res.Events {
+		if e.F == nemesis.Incr && e.Type == nemesis.TypeOK {
+			r.res.Increments++
+		}
+	}
 	r.res.Operations = report.Counts.Operations
 }
 
