@@ -85,7 +85,14 @@ func nemesis(fault, phase string, tick int, wipe bool) []Event {
 
 // violations keeps only the counts of violations.
 func violations(c Counts) Counts {
-	return Counts{Lost: c.Lost, NotNewest: c.NotNewest, Stale: c.Stale, Impossible: c.Impossible, Divergent: c.Divergent, Resurrected: c.Resurrected}
+	return Counts{Lost: c.Lost, NotNewest: c.NotNewest, Stale: c.Stale, Impossible: c.Impossible, Divergent: c.Divergent, Resurrected: c.Resurrected,
+		Counter: c.Counter}
+}
+
+// incr is an increment by client at tick through node n1, answered with the value it
+// wrote ("" when it did not answer ok).
+func incr(id int64, client int, key string, tick int, d done, value string) []Event {
+	return operation(id, Event{F: Incr, Key: key, Client: client, Node: "n1"}, tick, d, Event{Value: value})
 }
 
 func TestCheck(t *testing.T) {
@@ -258,6 +265,61 @@ func TestCheck(t *testing.T) {
 			want: Counts{Lost: 1},
 		},
 		{
+			name: "counter: increments by two clients, a failed and an indeterminate one, read back",
+			history: h(incr(1, 1, "c", 0, ok(2), "1"), incr(2, 2, "c", 1, ok(3), "2"), incr(3, 1, "c", 4, fail(5), ""),
+				incr(4, 2, "c", 4, info(6), ""), get(5, "c", 7, ok(8), "3", 0), incr(6, 1, "c", 9, ok(10), "4"), get(7, "c", 11, ok(12), "4", 0)),
+		},
+		{
+			name:    "counter: a read of a counter no increment reached finds nothing",
+			history: h(get(1, "c", 0, ok(1), "", 0), incr(2, 1, "c", 2, info(3), "")),
+		},
+		{
+			name:    "counter: two acknowledged increments return one value (one is lost)",
+			history: h(incr(1, 1, "c", 0, ok(3), "1"), incr(2, 2, "c", 1, ok(3), "1"), get(3, "c", 4, ok(5), "1", 0)),
+			want:    Counts{Counter: 1},
+		},
+		{
+			name:    "counter: an increment invoked after another was answered returns less",
+			history: h(incr(1, 1, "c", 0, ok(1), "2"), incr(2, 2, "c", 0, ok(1), "1"), incr(3, 1, "c", 2, ok(3), "1")),
+			want:    Counts{Counter: 2}, // a duplicate too
+		},
+		{
+			name:    "counter: a client's own increments out of order",
+			history: h(incr(1, 1, "c", 0, ok(1), "2"), incr(2, 1, "c", 2, ok(3), "1")),
+			want:    Counts{Counter: 1},
+		},
+		{
+			name:    "counter: a read after an acknowledged increment misses it",
+			history: h(incr(1, 1, "c", 0, ok(1), "1"), incr(2, 1, "c", 2, ok(3), "2"), get(3, "c", 4, ok(5), "1", 0)),
+			want:    Counts{Counter: 1},
+		},
+		{
+			name:    "counter: the final read counts a failed increment",
+			history: h(incr(1, 1, "c", 0, ok(1), "1"), incr(2, 1, "c", 2, fail(3), ""), get(3, "c", 4, ok(5), "2", 0)),
+			want:    Counts{Counter: 1},
+		},
+		{
+			name:    "counter: a read counts an increment invoked after it answered",
+			history: h(get(1, "c", 0, ok(1), "1", 0), incr(2, 1, "c", 2, ok(3), "1")),
+			want:    Counts{Counter: 2}, // and the increment after it returned no more
+		},
+		{
+			name:    "counter: a read of a concurrent increment, and a later read of less",
+			history: h(incr(1, 1, "c", 0, ok(5), "1"), get(2, "c", 1, ok(2), "1", 0), get(3, "c", 3, ok(4), "", 0)),
+			want:    Counts{Counter: 1},
+		},
+		{
+			name:    "counter: a value that is no count",
+			history: h(incr(1, 1, "c", 0, ok(1), "x")),
+			want:    Counts{Counter: 1},
+		},
+		{
+			name: "counter: reads of a counter are no reads of a put",
+			history: h(put(1, "a", "v1", 0, ok(1), 10), incr(2, 1, "c", 0, ok(1), "1"), get(3, "c", 2, ok(3), "1", 0),
+				scan(4, "", "", 100, 4, ok(5), Item{Key: "a", Value: "v1", Timestamp: 10}, Item{Key: "c", Value: "1", Timestamp: 7}),
+				everywhere("a", "v1", 10, false)),
+		},
+		{
 			name: "superseded: by an indeterminate put whose version did not survive",
 			history: h(put(1, "a", "v1", 0, ok(1), 10), put(2, "a", "v2", 2, info(3), 0), get(3, "a", 4, ok(5), "v2", 20),
 				put(4, "a", "v3", 6, ok(7), 30), everywhere("a", "v3", 30, false)),
@@ -413,6 +475,23 @@ func TestCheckCountsStaleReadsDuringAWipeApart(t *testing.T) {
 	}
 	if v := r.Verdicts[2]; !strings.Contains(v.Summary, "1 during a wiped node's rebuild (1 of them stale, allowed)") {
 		t.Errorf("%s: %s", v.Check, v.Summary)
+	}
+}
+
+// TestCheckCounterAfterAWipe: a counter read below an increment acknowledged before a
+// wipe is a violation at SERIAL, but not at LOCAL_SERIAL in a DC of one replica, whose
+// acknowledgement may rest on the wiped node alone.
+func TestCheckCounterAfterAWipe(t *testing.T) {
+	for _, tc := range []struct {
+		serial, replication string
+		counter             int
+	}{{"SERIAL", "dc1=2,dc2=1", 1}, {"LOCAL_SERIAL", "dc1=2,dc2=1", 1}, {"LOCAL_SERIAL", "dc1=1,dc2=2", 0}} {
+		history := h(incr(1, 1, "c", 0, ok(1), "1"), nemesis("wipe n1", "start", 2, true), nemesis("wipe n1", "heal", 5, true),
+			get(2, "c", 6, ok(7), "", 0))
+		history[0].Meta.Serial, history[0].Meta.Replication = tc.serial, tc.replication
+		if r := Check(history); r.Counts.Counter != tc.counter || r.OK() != (tc.counter == 0) {
+			t.Errorf("%s on %s: %d counter violations, want %d", tc.serial, tc.replication, r.Counts.Counter, tc.counter)
+		}
 	}
 }
 

@@ -4,7 +4,9 @@
 // every replica's own copy, and checks the history and the final states against what
 // kura promises: last-writer-wins on hybrid-logical-clock timestamps, durable
 // acknowledged writes, fresh reads when R + W > RF, identical replicas after repair and
-// deletes that stay deleted. It checks no linearizability, which kura does not promise.
+// deletes that stay deleted. It checks no linearizability of plain reads and writes,
+// which kura does not promise; counters incremented in lightweight transactions, which
+// are linearizable, it holds to what that implies.
 package nemesis
 
 import (
@@ -55,6 +57,10 @@ const (
 	Get Func = "get"
 	// Scan reads the keys of [Key, End) in order, up to Limit of them.
 	Scan Func = "scan"
+	// Incr adds one to a counter key (absent counts as 0) in a lightweight transaction;
+	// an ok carries the value it wrote. A key that is incremented is a counter: it takes
+	// no put or delete, and every get of it is a read at the Meta's Serial level.
+	Incr Func = "incr"
 )
 
 // Event is one line of a history. Which fields are set depends on Type and F.
@@ -75,7 +81,8 @@ type Event struct {
 	// End is a scan's exclusive end (empty: to the last key), Limit its limit.
 	End   string `json:"end,omitempty"`
 	Limit int    `json:"limit,omitempty"`
-	// Value is a put's value, a found get's value, or a final version's value.
+	// Value is a put's value, a found get's value, an acknowledged increment's result,
+	// or a final version's value.
 	Value string `json:"value,omitempty"`
 	// Found says whether a get found the key.
 	Found bool `json:"found,omitempty"`
@@ -121,6 +128,9 @@ type Meta struct {
 	Nodes       []string `json:"nodes"`
 	DCs         []string `json:"dcs"` // the DC of each node, in the order of Nodes
 	Faults      []string `json:"faults"`
+	// Serial is the level of the increments and of the reads of their counters (SERIAL,
+	// or LOCAL_SERIAL through the coordinators of one DC); empty when there are none.
+	Serial string `json:"serial,omitempty"`
 }
 
 // Recorder appends events to a history as JSON lines, safely from many goroutines, and

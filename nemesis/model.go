@@ -60,20 +60,22 @@ type window struct {
 
 // history is a history rebuilt for the checks.
 type history struct {
-	meta    *Meta
-	ops     []*op            // in invoke order
-	puts    map[string]*op   // by value: every value is unique to its put
-	writes  map[string][]*op // puts and deletes by key, in invoke order
-	reads   []read
-	faults  int
-	wipes   []window
-	final   map[string]map[string]Event // key -> node -> the version it stores
-	scanned []string                    // the nodes whose final versions are in
+	meta   *Meta
+	ops    []*op            // in invoke order
+	puts   map[string]*op   // by value: every value is unique to its put
+	writes map[string][]*op // puts and deletes by key, in invoke order
+	// counters are the increments of each counter key, then its reads.
+	counters map[string][]*op
+	reads    []read
+	faults   int
+	wipes    []window
+	final    map[string]map[string]Event // key -> node -> the version it stores
+	scanned  []string                    // the nodes whose final versions are in
 }
 
 // rebuild pairs every invoke with its completion and indexes the operations.
 func rebuild(events []Event) *history {
-	h := &history{puts: map[string]*op{}, writes: map[string][]*op{}, final: map[string]map[string]Event{}}
+	h := &history{puts: map[string]*op{}, writes: map[string][]*op{}, counters: map[string][]*op{}, final: map[string]map[string]Event{}}
 	byID := map[int64]*op{}
 	open := map[string]time.Time{} // nemesis fault -> its start
 	for _, e := range events {
@@ -96,7 +98,7 @@ func rebuild(events []Event) *history {
 			}
 			if e.Type == TypeOK {
 				o.Found, o.Items, o.ts = e.Found, e.Items, hlc.Timestamp(e.Timestamp)
-				if o.F == Get {
+				if o.F == Get || o.F == Incr {
 					o.Value = e.Value
 				}
 				if o.F == Delete && e.Noop {
@@ -131,6 +133,13 @@ func rebuild(events []Event) *history {
 			h.writes[o.Key] = append(h.writes[o.Key], o)
 		case Delete:
 			h.writes[o.Key] = append(h.writes[o.Key], o)
+		case Incr:
+			h.counters[o.Key] = append(h.counters[o.Key], o)
+		}
+	}
+	for _, o := range h.ops {
+		if o.F == Get && h.counters[o.Key] != nil {
+			h.counters[o.Key] = append(h.counters[o.Key], o)
 		}
 	}
 	if len(h.final) > 0 {
@@ -158,20 +167,25 @@ func (h *history) finalNodes() []string {
 
 // collectReads turns every acknowledged get and scan into observations of keys. A scan
 // observes every key of the history in its range as absent unless it returned it; when
-// it stopped at its limit, only up to the last key returned.
+// it stopped at its limit, only up to the last key returned. Counters are judged apart
+// (checkCounters): a read of one is no observation of a put or delete.
 func (h *history) collectReads() {
 	keys := slices.Sorted(maps.Keys(h.writes))
 	for _, o := range h.ops {
 		if o.status != TypeOK {
 			continue
 		}
-		switch o.F {
-		case Get:
+		switch {
+		case h.counters[o.Key] != nil && o.F == Get:
+		case o.F == Get:
 			h.reads = append(h.reads, read{op: o, key: o.Key, found: o.Found, value: o.Value, ts: o.ts})
-		case Scan:
+		case o.F == Scan:
 			returned := map[string]bool{}
 			last := ""
 			for _, it := range o.Items {
+				if h.counters[it.Key] != nil {
+					continue
+				}
 				returned[it.Key] = true
 				last = max(last, it.Key)
 				h.reads = append(h.reads, read{op: o, key: it.Key, found: true, value: it.Value, ts: hlc.Timestamp(it.Timestamp)})

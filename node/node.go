@@ -151,6 +151,9 @@ type Config struct {
 	// RowCacheBytes sizes the storage engine's row cache (storage.Options.RowCacheBytes):
 	// zero means the engine's default, a negative size none.
 	RowCacheBytes int64
+	// StorageBlockBytes sizes the storage engine's data blocks (storage.Options.
+	// BlockBytes): zero means the engine's default.
+	StorageBlockBytes int
 	// RepairInterval is how long one background anti-entropy repair of every keyspace
 	// takes: the node walks its ranges slowly, spread over the interval, then starts
 	// again. 0 runs none (repairs then run only when asked, with kura repair).
@@ -329,7 +332,7 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) open() error {
 	var err error
 	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, FS: n.cfg.FS, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput,
-		RowCacheBytes: n.cfg.RowCacheBytes})
+		RowCacheBytes: n.cfg.RowCacheBytes, BlockBytes: n.cfg.StorageBlockBytes})
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}

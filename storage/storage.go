@@ -62,6 +62,9 @@ type Options struct {
 	// compactionpace.go); zero means DefaultCompactionBytesPerSecond, a negative pace
 	// none. An in-memory engine is never paced.
 	CompactionBytesPerSecond int64
+	// BlockBytes is the size of the tables' data blocks; zero means Pebble's default
+	// (4 KiB).
+	BlockBytes int
 
 	// FS replaces the filesystem under Dir (default: the operating system's). The crash
 	// tests and the simulator give a strict in-memory filesystem, which can forget
@@ -180,6 +183,7 @@ func Open(opts Options) (*Engine, error) {
 		// Every Apply reads the key before writing it, and most keys read are in one
 		// level only: bloom filters spare the other levels' blocks.
 		pebbleOpts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		pebbleOpts.Levels[i].BlockSize = opts.BlockBytes
 		if opts.InMemory {
 			// Memory is not the bottleneck there, CPU is: keep blocks uncompressed.
 			pebbleOpts.Levels[i].Compression = pebble.NoCompression

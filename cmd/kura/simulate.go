@@ -47,6 +47,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 			defer mu.Unlock()
 			report.Runs++
 			report.Acknowledged += res.Acknowledged
+			report.Increments += res.Increments
 			if len(res.Violations) > 0 {
 				failing = append(failing, seed)
 				report.Violations = append(report.Violations, res.Violations...)
@@ -108,6 +109,7 @@ type simulateReport struct {
 	Seeds        string              `json:"seeds"`
 	Runs         int                 `json:"runs"`
 	Acknowledged int                 `json:"acknowledged_writes"`
+	Increments   int                 `json:"acknowledged_increments"`
 	Violations   []explore.Violation `json:"violations"`
 	// Minimal holds, for each failing seed, the fewest of its actions that still fail.
 	Minimal     []simulateMinimal `json:"minimal_schedules,omitempty"`
@@ -120,7 +122,7 @@ type simulateMinimal struct {
 }
 
 func printSimulate(w io.Writer, r simulateReport) {
-	fmt.Fprintf(w, "seeds %s: %d runs, %d acknowledged writes checked, %d violations, %.0f s\n", r.Seeds, r.Runs, r.Acknowledged, len(r.Violations), r.TookSeconds)
+	fmt.Fprintf(w, "seeds %s: %d runs, %d acknowledged writes and %d increments checked, %d violations, %.0f s\n", r.Seeds, r.Runs, r.Acknowledged, r.Increments, len(r.Violations), r.TookSeconds)
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  seed %d: %s: %s\n", v.Seed, v.Check, v.Reason)
 	}

@@ -23,13 +23,14 @@ func TestSimulateCommand(t *testing.T) {
 		Seeds        string            `json:"seeds"`
 		Runs         int               `json:"runs"`
 		Acknowledged int               `json:"acknowledged_writes"`
+		Increments   int               `json:"acknowledged_increments"`
 		Violations   []json.RawMessage `json:"violations"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
 	}
-	if report.Seeds != "1-3" || report.Runs != 3 || report.Acknowledged == 0 || report.Violations == nil || len(report.Violations) != 0 {
-		t.Errorf("report %+v, want 3 runs of seeds 1-3 with acknowledged writes and an empty violations list", report)
+	if report.Seeds != "1-3" || report.Runs != 3 || report.Acknowledged == 0 || report.Increments == 0 || report.Violations == nil || len(report.Violations) != 0 {
+		t.Errorf("report %+v, want 3 runs of seeds 1-3 with acknowledged writes and increments and an empty violations list", report)
 	}
 	if !strings.Contains(stderr.String(), "simulate: 3 seeds run") {
 		t.Errorf("no progress on stderr:\n%s", stderr.String())

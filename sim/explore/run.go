@@ -2,16 +2,21 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/nemesis"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
@@ -33,8 +38,10 @@ type Result struct {
 	// NodeLog what the nodes logged at warning level and above.
 	Log     []string
 	NodeLog string
-	// Acknowledged counts the writes the clients were told succeeded.
+	// Acknowledged counts the writes the clients were told succeeded, Increments the
+	// increments of counters.
 	Acknowledged int
+	Increments   int
 	Operations   int
 	// Events is the history the checker judged.
 	Events []nemesis.Event
@@ -50,6 +57,14 @@ const (
 	opInterval   = 100 * time.Millisecond
 	opTimeout    = 5 * time.Second
 	commandLimit = 5 * time.Minute // a ring change that takes longer has stalled
+)
+
+// The counters' workload: counterClients increment counters and read them at the
+// schedule's serial level, beside the clients; few counters, so that their transactions
+// contend.
+const (
+	counterClients = 2
+	counters       = 3
 )
 
 // Run executes a schedule on a fresh simulated cluster and checks it. Call it inside a
@@ -149,6 +164,13 @@ func (r *runner) run() {
 			r.client(i+1, stop)
 		}()
 	}
+	for i := range counterClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.counterClient(clients+i+1, stop)
+		}()
+	}
 	for _, st := range r.s.steps() {
 		if wait := st.At - time.Since(chaosStart); wait > 0 {
 			time.Sleep(wait)
@@ -164,6 +186,7 @@ func (r *runner) run() {
 	c.Run(r.s.Settle)
 	r.checkLiveness()
 	r.finalReads()
+	r.finalCounterReads()
 	r.recordFinal()
 	r.checkHistory()
 	if len(r.res.Violations) > 0 {
@@ -447,6 +470,97 @@ func (r *runner) client(id int, stop <-chan struct{}) {
 	}
 }
 
+// counterClient runs one client until stop: increments (four in five) and serial reads
+// of the counters, at the schedule's serial level, through a node it picks at random for
+// each (in dc1 at LOCAL_SERIAL, among whose clients alone it is linearizable). Its
+// random stream is its own, so the other clients' stay as they were.
+func (r *runner) counterClient(id int, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(r.s.Seed, uint64(id)))
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(opInterval):
+		}
+		nodes := r.counterNodes()
+		if len(nodes) == 0 {
+			continue
+		}
+		via := nodes[rng.IntN(len(nodes))]
+		run, err := r.c.Running(via)
+		if err != nil {
+			continue // the client's node is down: it would not connect
+		}
+		key := fmt.Sprintf("c%d", rng.IntN(counters))
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if rng.Float64() < 0.8 {
+			invoke := r.invoke(nemesis.Event{Type: nemesis.TypeInvoke, Client: id, Node: via, F: nemesis.Incr, Key: key})
+			res, err := run.Coordinator().Update(ctx, keyspace, []byte(key), r.s.Serial, increment)
+			r.completeIncrement(invoke, res, err)
+		} else {
+			r.serialRead(ctx, id, via, run.Coordinator(), key)
+		}
+		cancel()
+	}
+}
+
+// counterNodes are the nodes a counter client may go through: every node at SERIAL,
+// dc1's at LOCAL_SERIAL.
+func (r *runner) counterNodes() []string {
+	var out []string
+	for _, id := range r.c.Nodes() {
+		if spec, err := r.c.Spec(id); err == nil && (r.s.Serial == consistency.Serial || spec.DC == r.s.DCs[0]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// increment is INCR's transaction: the counter plus one, absent counting as 0.
+func increment(cur lww.Record, found bool) (lww.Record, bool, error) {
+	n := 0
+	if found {
+		var err error
+		if n, err = strconv.Atoi(string(cur.Value)); err != nil {
+			return lww.Record{}, false, err
+		}
+	}
+	return lww.Record{Value: []byte(strconv.Itoa(n + 1))}, true, nil
+}
+
+// completeIncrement records an increment's end: ok with the value it wrote; indeterminate
+// when the coordinator says its outcome is unknown; failed on any other error, which
+// the coordinator returns only when no proposal of the transaction can be chosen.
+func (r *runner) completeIncrement(invoke nemesis.Event, res coord.UpdateResult, err error) {
+	e := nemesis.Event{Type: nemesis.TypeOK, Op: invoke.Op, Client: invoke.Client, Node: invoke.Node, F: invoke.F, Key: invoke.Key}
+	var unknown *coord.UnknownOutcomeError
+	switch {
+	case errors.As(err, &unknown):
+		e.Type, e.Error = nemesis.TypeInfo, err.Error()
+	case err != nil:
+		e.Type, e.Error = nemesis.TypeFail, err.Error()
+	case !res.Applied:
+		e.Type, e.Error = nemesis.TypeFail, "not applied"
+	default:
+		e.Value, e.Timestamp = string(res.Record.Value), uint64(res.Record.Timestamp)
+	}
+	r.rec.Record(e)
+}
+
+// serialRead reads a counter at the schedule's serial level through co and records it;
+// it returns the error.
+func (r *runner) serialRead(ctx context.Context, client int, via string, co *coord.Coordinator, key string) error {
+	invoke := r.invoke(nemesis.Event{Type: nemesis.TypeInvoke, Client: client, Node: via, F: nemesis.Get, Key: key})
+	rec, found, err := co.Get(ctx, keyspace, []byte(key), r.s.Serial)
+	r.complete(invoke, err, func(e *nemesis.Event) {
+		e.Found = found && !rec.Tombstone
+		if e.Found {
+			e.Value, e.Timestamp = string(rec.Value), uint64(rec.Timestamp)
+		}
+	})
+	return err
+}
+
 func (r *runner) invoke(e nemesis.Event) nemesis.Event {
 	r.mu.Lock()
 	r.opID++
@@ -470,7 +584,7 @@ func (r *runner) complete(invoke nemesis.Event, err error, ok func(*nemesis.Even
 // recordMeta writes the history's first line: the level, the replication and the nodes
 // the checker's freshness rules need.
 func (r *runner) recordMeta() {
-	meta := &nemesis.Meta{Seed: int64(r.s.Seed), Keyspace: keyspace, Replication: r.s.Replication, Consistency: r.s.Level.String()}
+	meta := &nemesis.Meta{Seed: int64(r.s.Seed), Keyspace: keyspace, Replication: r.s.Replication, Consistency: r.s.Level.String(), Serial: r.s.Serial.String()}
 	for _, st := range append(r.s.Nodes, r.startedSpecs()...) {
 		meta.Nodes = append(meta.Nodes, st.ID)
 		meta.DCs = append(meta.DCs, st.DC)
@@ -558,6 +672,29 @@ func (r *runner) finalReads() {
 	}
 }
 
+// finalCounterReads reads every counter at the serial level through every running member
+// a counter client may use: with every node up, each must answer, and the checker holds
+// the values to the increments.
+func (r *runner) finalCounterReads() {
+	for _, id := range r.counterNodes() {
+		run, err := r.c.Running(id)
+		if err != nil || run.Self().Status != cluster.StatusNormal {
+			continue
+		}
+		failed := map[string]int{}
+		for k := range counters {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			if err := r.serialRead(ctx, 0, id, run.Coordinator(), fmt.Sprintf("c%d", k)); err != nil {
+				failed[firstLine(err)]++
+			}
+			cancel()
+		}
+		for why, n := range failed {
+			r.violate("availability", "with every node up, %d counter reads at %s through %s failed: %s", n, r.s.Serial, id, why)
+		}
+	}
+}
+
 // recordFinal writes every running node's own copy of every key, with the replicas it
 // places the key on, for the checker.
 func (r *runner) recordFinal() {
@@ -601,6 +738,11 @@ func (r *runner) checkHistory() {
 	}
 	r.res.Events = r.rec.Events()
 	r.res.Acknowledged = report.Counts.Acknowledged
+	for _, e := range r.res.Events {
+		if e.F == nemesis.Incr && e.Type == nemesis.TypeOK {
+			r.res.Increments++
+		}
+	}
 	r.res.Operations = report.Counts.Operations
 }
 

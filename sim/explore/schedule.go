@@ -36,6 +36,9 @@ type Schedule struct {
 	// Chaos is how long the workload runs with actions; Settle how long the healed
 	// cluster runs before the checks.
 	Chaos, Settle time.Duration
+	// Serial is the level of the counters' increments and reads: LOCAL_SERIAL, through
+	// dc1's nodes only, when Level keeps to the coordinator's DC, SERIAL otherwise.
+	Serial consistency.Level
 }
 
 // Action is one operator action or fault: one or more steps (a kill and the restart
@@ -86,7 +89,7 @@ func (s Step) String() string {
 // String prints the schedule as an operator would read it.
 func (s Schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %s, keyspace app %s at %s\n", s.Seed, strings.Join(s.DCs, "+"), s.Replication, s.Level)
+	fmt.Fprintf(&b, "seed %d: %s, keyspace app %s at %s, counters at %s\n", s.Seed, strings.Join(s.DCs, "+"), s.Replication, s.Level, s.Serial)
 	for i, n := range s.Nodes {
 		seeds := ""
 		if len(n.Seeds) > 0 {
@@ -189,6 +192,7 @@ func Generate(seed uint64) Schedule {
 	s.Replication = strings.Join(repl, ",")
 	levels := []consistency.Level{consistency.Quorum, consistency.Quorum, consistency.LocalQuorum, consistency.One, consistency.All}
 	s.Level = levels[rng.IntN(len(levels))]
+	s.Serial = serialFor(s.Level)
 	for range 2 + rng.IntN(4) {
 		if a, ok := p.draw(s.Chaos); ok {
 			s.Actions = append(s.Actions, a)
@@ -197,6 +201,15 @@ func Generate(seed uint64) Schedule {
 	slices.SortStableFunc(s.Actions, func(a, b Action) int { return int(a.Steps[0].At - b.Steps[0].At) })
 	s.steadySeeds()
 	return s
+}
+
+// serialFor is the serial level of a workload at level: LOCAL_SERIAL when it keeps to the
+// coordinator's DC, as a Redis connection's transactions do, SERIAL otherwise.
+func serialFor(level consistency.Level) consistency.Level {
+	if level == consistency.LocalQuorum || level == consistency.LocalOne {
+		return consistency.LocalSerial
+	}
+	return consistency.Serial
 }
 
 // learnWindow is how long a new node needs its seed: to reach it and learn the cluster

@@ -163,6 +163,13 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
 		CompactionThroughput: -1,
 		DefaultReplication:   c.cfg.DefaultReplication,
+		// Pebble pools the write tasks of a table's data blocks, each with a channel,
+		// across the process: a table of two blocks or more built in one synctest bubble
+		// leaves a channel of that bubble in the pool, and the next bubble to draw it (the
+		// explorer runs many, kura simulate in one process) dies ("send on synctest
+		// channel from outside bubble"). Blocks larger than the tables a simulated node
+		// writes keep each table to one block, which draws nothing from the pool.
+		StorageBlockBytes: 4 << 20,
 		// Its clock is the bubble's, offset by SetClockOffset; the injector's other
 		// faults act on the TCP transport only, not on the simulated network.
 		EnableFaults: true,
