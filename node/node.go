@@ -154,6 +154,9 @@ type Config struct {
 	// StorageBlockBytes sizes the storage engine's data blocks (storage.Options.
 	// BlockBytes): zero means the engine's default.
 	StorageBlockBytes int
+	// StorageMemTableBytes sizes the storage engine's memtables (storage.Options.
+	// MemTableBytes): zero means the engine's default.
+	StorageMemTableBytes int
 	// RepairInterval is how long one background anti-entropy repair of every keyspace
 	// takes: the node walks its ranges slowly, spread over the interval, then starts
 	// again. 0 runs none (repairs then run only when asked, with kura repair).
@@ -332,7 +335,8 @@ func Start(cfg Config) (*Node, error) {
 func (n *Node) open() error {
 	var err error
 	n.engine, err = storage.Open(storage.Options{Dir: n.cfg.DataDir, InMemory: n.cfg.InMemory, FS: n.cfg.FS, Logger: n.log, CompactionBytesPerSecond: n.cfg.CompactionThroughput,
-		RowCacheBytes: n.cfg.RowCacheBytes, BlockBytes: n.cfg.StorageBlockBytes})
+		RowCacheBytes: n.cfg.RowCacheBytes, BlockBytes: n.cfg.StorageBlockBytes,
+		MemTableBytes: n.cfg.StorageMemTableBytes})
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}

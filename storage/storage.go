@@ -4,6 +4,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"github.com/kuradb/kura/lww"
@@ -65,6 +66,10 @@ type Options struct {
 	// BlockBytes is the size of the tables' data blocks; zero means Pebble's default
 	// (4 KiB).
 	BlockBytes int
+	// MemTableBytes is the size of a memtable, and so of a write-ahead log before it is
+	// rotated; zero means memTableBytes. The simulator keeps it small: its strict
+	// in-memory filesystem copies a whole log on every sync.
+	MemTableBytes int
 
 	// FS replaces the filesystem under Dir (default: the operating system's). The crash
 	// tests and the simulator give a strict in-memory filesystem, which can forget
@@ -177,7 +182,7 @@ func Open(opts Options) (*Engine, error) {
 		Logger:        pebbleLogger{logger: opts.Logger},
 		EventListener: listener,
 		Levels:        make([]pebble.LevelOptions, 7),
-		MemTableSize:  memTableBytes,
+		MemTableSize:  uint64(cmp.Or(opts.MemTableBytes, memTableBytes)),
 	}
 	for i := range pebbleOpts.Levels {
 		// Every Apply reads the key before writing it, and most keys read are in one

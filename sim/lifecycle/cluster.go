@@ -170,6 +170,9 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 		// channel from outside bubble"). Blocks larger than the tables a simulated node
 		// writes keep each table to one block, which draws nothing from the pool.
 		StorageBlockBytes: 4 << 20,
+		// The strict in-memory filesystem copies a whole write-ahead log on every
+		// sync; a small memtable rotates the log before that grows costly.
+		StorageMemTableBytes: 1 << 20,
 		// Its clock is the bubble's, offset by SetClockOffset; the injector's other
 		// faults act on the TCP transport only, not on the simulated network.
 		EnableFaults: true,
