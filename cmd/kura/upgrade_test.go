@@ -97,6 +97,9 @@ type upgradeWriter struct {
 
 	mu         sync.Mutex
 	restarting bool // from the node's SIGTERM until a write through it succeeds again
+	// restarted is when the node's new process was started: a write begun before it (one
+	// the old process still served as it shut down) does not end restarting.
+	restarted time.Time
 	acked      []string
 	excused    int      // failures while the node restarted
 	failures   []string // failures at any other time
@@ -120,6 +123,7 @@ func (w *upgradeWriter) run(c *client.Client, stop <-chan struct{}) {
 		case <-pace.C:
 		}
 		key := fmt.Sprintf("%s-%06d", w.node.id, i)
+		began := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := c.Put(ctx, "app", []byte(key), []byte("v-"+key), consistency.Quorum)
 		cancel()
@@ -127,7 +131,9 @@ func (w *upgradeWriter) run(c *client.Client, stop <-chan struct{}) {
 		switch {
 		case err == nil:
 			w.acked = append(w.acked, key)
-			w.restarting = false
+			if !w.restarted.IsZero() && began.After(w.restarted) {
+				w.restarting = false
+			}
 		case w.restarting:
 			w.excused++
 		default:
@@ -194,12 +200,15 @@ func TestRollingUpgradeFromProtocol3(t *testing.T) {
 	for i, n := range nodes {
 		w := writers[i]
 		w.mu.Lock()
-		w.restarting = true
+		w.restarting, w.restarted = true, time.Time{}
 		before := len(w.acked)
 		w.mu.Unlock()
 		n.terminate(t)
 		n.bin = "" // this build
 		n.start(t)
+		w.mu.Lock()
+		w.restarted = time.Now()
+		w.mu.Unlock()
 		waitViews(t, "after upgrading "+n.id, 60*time.Second, nodes, allNormalUp(nodes...))
 		w.waitAcked(t, before, "after upgrading "+n.id)
 		// A stretch of writes through every node of the mixed cluster before the next step.
