@@ -100,9 +100,9 @@ type upgradeWriter struct {
 	// restarted is when the node's new process was started: a write begun before it (one
 	// the old process still served as it shut down) does not end restarting.
 	restarted time.Time
-	acked      []string
-	excused    int      // failures while the node restarted
-	failures   []string // failures at any other time
+	acked     []string
+	excused   int      // failures while the node restarted
+	failures  []string // failures at any other time
 }
 
 // mixedWrites is how many writes each writer has acknowledged between two steps of the
