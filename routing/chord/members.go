@@ -1,6 +1,7 @@
 package chord
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -95,14 +96,7 @@ func (n *Node) Members() []Member {
 		add(g, RoleGateway)
 	}
 	slices.SortFunc(members, func(a, b Member) int {
-		da, db := n.distance(a.ID), n.distance(b.ID)
-		switch {
-		case da < db:
-			return -1
-		case da > db:
-			return 1
-		}
-		return 0
+		return cmp.Compare(n.distance(a.ID), n.distance(b.ID))
 	})
 	return members
 }

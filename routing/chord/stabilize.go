@@ -1,6 +1,7 @@
 package chord
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -295,14 +296,7 @@ func (n *Node) fingersByDistance(fingers []Peer) []Peer {
 		}
 	}
 	slices.SortFunc(out, func(a, b Peer) int {
-		da, db := n.distance(a.ID), n.distance(b.ID)
-		switch {
-		case da < db:
-			return -1
-		case da > db:
-			return 1
-		}
-		return 0
+		return cmp.Compare(n.distance(a.ID), n.distance(b.ID))
 	})
 	return out
 }
