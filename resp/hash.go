@@ -490,29 +490,9 @@ func hscanCommand(c *conn, args [][]byte) {
 		c.w.Error("ERR invalid cursor")
 		return
 	}
-	var pattern []byte
-	for i := 3; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.w.Error(errSyntax)
-			return
-		}
-		switch upper(args[i]) {
-		case "MATCH":
-			pattern = args[i+1]
-		case "COUNT":
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.w.Error(errNotInt)
-				return
-			}
-			if n < 1 {
-				c.w.Error(errSyntax)
-				return
-			}
-		default:
-			c.w.Error(errSyntax)
-			return
-		}
+	opts, ok := c.parseScanOptions(args[3:], false)
+	if !ok {
+		return
 	}
 	fields, _, ok := c.readHash(args[1])
 	if !ok {
@@ -520,7 +500,7 @@ func hscanCommand(c *conn, args [][]byte) {
 	}
 	matched := fields[:0]
 	for _, f := range fields {
-		if pattern == nil || matchGlob(pattern, f.name) {
+		if opts.pattern == nil || matchGlob(opts.pattern, f.name) {
 			matched = append(matched, f)
 		}
 	}

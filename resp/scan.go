@@ -30,6 +30,47 @@ const scanCountDefault = 10
 // coordinator's scan limit is).
 const scanPageKeys = 1000
 
+// scanOptions are the options of SCAN, HSCAN and the other cursor commands.
+type scanOptions struct {
+	pattern  []byte // nil: every key or element
+	count    int    // COUNT, at least 1
+	typeName string // TYPE, lower case; empty: every type
+}
+
+// parseScanOptions reads [MATCH pattern] [COUNT count], and [TYPE type] when withType,
+// from args, in any order and repeated as Redis allows (the last one counts). It answers
+// the client's error and returns false on a bad option.
+func (c *conn) parseScanOptions(args [][]byte, withType bool) (scanOptions, bool) {
+	opts := scanOptions{count: scanCountDefault}
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.w.Error(errSyntax)
+			return opts, false
+		}
+		switch name := upper(args[i]); {
+		case name == "MATCH":
+			opts.pattern = args[i+1]
+		case name == "COUNT":
+			n, err := strconv.Atoi(string(args[i+1]))
+			if err != nil {
+				c.w.Error(errNotInt)
+				return opts, false
+			}
+			if n < 1 {
+				c.w.Error(errSyntax)
+				return opts, false
+			}
+			opts.count = n
+		case name == "TYPE" && withType:
+			opts.typeName = strings.ToLower(string(args[i+1]))
+		default:
+			c.w.Error(errSyntax)
+			return opts, false
+		}
+	}
+	return opts, true
+}
+
 // scanCommand is SCAN cursor [MATCH pattern] [COUNT count] [TYPE type].
 func scanCommand(c *conn, args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
@@ -37,34 +78,12 @@ func scanCommand(c *conn, args [][]byte) {
 		c.w.Error("ERR invalid cursor")
 		return
 	}
-	var pattern []byte
-	count := scanCountDefault
-	var typeName string // empty: every type
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.w.Error(errSyntax)
-			return
-		}
-		switch upper(args[i]) {
-		case "MATCH":
-			pattern = args[i+1]
-		case "COUNT":
-			if count, err = strconv.Atoi(string(args[i+1])); err != nil {
-				c.w.Error(errNotInt)
-				return
-			}
-			if count < 1 {
-				c.w.Error(errSyntax)
-				return
-			}
-			count = min(count, c.s.cfg.Limits.ScanLimitMax)
-		case "TYPE":
-			typeName = strings.ToLower(string(args[i+1]))
-		default:
-			c.w.Error(errSyntax)
-			return
-		}
+	opts, ok := c.parseScanOptions(args[2:], true)
+	if !ok {
+		return
 	}
+	pattern, typeName := opts.pattern, opts.typeName
+	count := min(opts.count, c.s.cfg.Limits.ScanLimitMax)
 	var keys [][]byte
 	next := uint64(0)
 	// A type no key can have (Redis filters every key out, and so does not refuse it)
