@@ -1,21 +1,17 @@
 package resp
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
-	"github.com/kuradb/kura/ring"
 )
 
 // Hashes (docs/redis-types.md): each field is an element record of its own, last writer
@@ -65,32 +61,11 @@ func fieldKey(key, field []byte) []byte { return element.Key(key, element.HashFi
 // hashField is one field of a hash as read.
 type hashField struct{ name, value []byte }
 
-// collectionLevel is the level of a collection's reads and writes: the connection's, or
-// for a serial one the quorum it is made of (a collection's records are not written by
-// transactions, but reads at that quorum see every acknowledged write of it).
-func (c *conn) collectionLevel() consistency.Level {
-	switch c.level {
-	case consistency.Serial:
-		return consistency.Quorum
-	case consistency.LocalSerial:
-		return consistency.LocalQuorum
-	}
-	return c.level
-}
-
 // readHash reads hash key whole. ok is false when the reply is written already: an
 // error, or WRONGTYPE for a key of another type. A missing key is an empty hash.
 func (c *conn) readHash(key []byte) (fields []hashField, header lww.Record, ok bool) {
-	start, level := time.Now(), c.collectionLevel()
-	coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, key, level)
-	c.observe("get", level, start, err)
-	c.countLookup(coll.Found, err)
-	switch {
-	case err != nil:
-		c.w.Error(errorReply(err))
-		return nil, lww.Record{}, false
-	case coll.Found && coll.Header.Type != lww.Hash:
-		c.w.Error(errWrongType)
+	coll, ok := c.readCollection(key, lww.Hash)
+	if !ok {
 		return nil, lww.Record{}, false
 	}
 	for _, rec := range coll.Elements {
@@ -108,37 +83,12 @@ func (c *conn) readFields(key []byte, names [][]byte) (coll coord.Collection, re
 	for i, name := range names {
 		keys[i] = fieldKey(key, name)
 	}
-	start, level := time.Now(), c.collectionLevel()
-	coll, results, err := c.s.cfg.Backend.ReadElements(c.ctx, c.keyspace, key, keys, level)
-	c.observe("get", level, start, err)
-	c.countLookup(coll.Found, err)
-	switch {
-	case err != nil:
-		c.w.Error(errorReply(err))
-		return coll, nil, false
-	case coll.Found && coll.Header.Type != lww.Hash:
-		c.w.Error(errWrongType)
-		return coll, nil, false
-	}
-	return coll, results, true
+	return c.readElements(key, lww.Hash, keys)
 }
 
-// writeHash writes w to hash key; the header, when w has one, keeps the expiry coll's
-// header had, and a key that did not exist starts a new life (a reset point before the
-// write) so that no field of an earlier one comes back.
+// writeHash writes w to hash key (writeCollection).
 func (c *conn) writeHash(key []byte, coll coord.Collection, w coord.CollectionWrite) (hlc.Timestamp, error) {
-	if w.Header != nil && !w.Header.Tombstone {
-		w.Header.Type = lww.Hash
-		if coll.Found {
-			w.Header.ExpiresAt = coll.Header.ExpiresAt
-		} else {
-			w.Reset = coord.ResetBefore
-		}
-	}
-	start, level := time.Now(), c.collectionLevel()
-	t, err := c.s.cfg.Backend.WriteCollection(c.ctx, c.keyspace, key, w, level)
-	c.observe("put", level, start, err)
-	return t, err
+	return c.writeCollection(key, lww.Hash, coll, w)
 }
 
 // hsetCommand is HSET key field value [field value ...] (the count of new fields) and
@@ -513,20 +463,6 @@ func hscanCommand(c *conn, args [][]byte) {
 	}
 }
 
-// resetReplaced moves the reset point of key when res replaced a collection (a DEL, an
-// expiry in the past, a SET or RENAME over it): to the replacing write's timestamp, so
-// that no element of the collection comes back if the key becomes one again.
-func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
-	if !res.Applied || !res.PreviousFound || res.Previous.Type == lww.String ||
-		(!res.Record.Tombstone && res.Record.Type == res.Previous.Type) {
-		return nil
-	}
-	start, level := time.Now(), c.collectionLevel()
-	err := c.s.cfg.Backend.ResetCollection(c.ctx, c.keyspace, key, res.Record.Timestamp, level)
-	c.observe("put", level, start, err)
-	return err
-}
-
 // stringOnly refuses, as WRONGTYPE, a transaction of a string command on a key of
 // another type.
 func stringOnly(fn coord.UpdateFunc) coord.UpdateFunc {
@@ -546,30 +482,4 @@ func (c *conn) lookupString(key []byte) (lww.Record, bool, error) {
 		return lww.Record{}, false, redisError(errWrongType)
 	}
 	return rec, found, err
-}
-
-// reservedKey reports whether a key argument of cmd in args starts with the bytes that
-// mark element records (element.IsKey's marker): refused in a keyspace of collections,
-// where such a key would be taken for an element of another key.
-func reservedKey(cmd *command, args [][]byte) bool {
-	if cmd.firstKey <= 0 {
-		return false
-	}
-	last := cmd.lastKey
-	if last < 0 {
-		last = len(args) + last
-	}
-	for i := cmd.firstKey; i <= last && i < len(args); i += max(cmd.keyStep, 1) {
-		if bytes.HasPrefix(args[i], []byte{0x00, 0x01}) {
-			return true
-		}
-	}
-	return false
-}
-
-// collectionsServed reports whether the connection's keyspace serves collections (its
-// partitioner is grouped), where keys starting with element records' marker are reserved.
-func (c *conn) collectionsServed() bool {
-	ks, err := c.s.cfg.Backend.Keyspace(c.keyspace)
-	return err == nil && ks.Partitioner == ring.GroupedPartitioner().Name()
 }
