@@ -85,6 +85,13 @@ type Options struct {
 // (docs/performance-log.md).
 const memTableBytes = 32 << 20
 
+// formatMajorVersion is the on-disk format every store this build opens is ratcheted to:
+// the oldest Pebble v2 opens (its FormatMinSupported), so that a later build on Pebble
+// v2 opens the stores of this one. Pebble v1.1, which every earlier build links, reads it
+// too, so a node can still be rolled back. Pebble's own default would leave a store in
+// the format it was created with, which v2 refuses.
+const formatMajorVersion = pebble.FormatFlushableIngest
+
 // DefaultCacheBytes is the block cache of an engine that names none: enough to keep a
 // small node's working set of blocks decoded in memory.
 const DefaultCacheBytes = 128 << 20
@@ -183,6 +190,8 @@ func Open(opts Options) (*Engine, error) {
 		EventListener: listener,
 		Levels:        make([]pebble.LevelOptions, 7),
 		MemTableSize:  uint64(cmp.Or(opts.MemTableBytes, memTableBytes)),
+		// Open ratchets an older store up to it.
+		FormatMajorVersion: formatMajorVersion,
 	}
 	for i := range pebbleOpts.Levels {
 		// Every Apply reads the key before writing it, and most keys read are in one

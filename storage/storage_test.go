@@ -998,3 +998,41 @@ func holdOpen(dir string) {
 	_ = e.Close()
 	os.Exit(0)
 }
+
+// TestOpenRatchetsTheFormat: a store in Pebble's oldest format, as every build before
+// this one created, is ratcheted on open to the format Pebble v2 opens, with its records
+// intact; a new store is created in it.
+func TestOpenRatchetsTheFormat(t *testing.T) {
+	fs := vfs.NewMem()
+	old, err := pebble.Open("old", &pebble.Options{FS: fs, FormatMajorVersion: pebble.FormatMostCompatible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Set(encodeKey("ks", []byte("k")), []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 'v'}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"old", "new"} {
+		e, err := Open(Options{Dir: dir, FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir == "old" {
+			if rec, found, err := e.Get("ks", []byte("k")); err != nil || !found || string(rec.Value) != "v" {
+				t.Errorf("Get after the ratchet = %v, %t, %v; want v", rec, found, err)
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		desc, err := pebble.Peek(dir, fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if desc.FormatMajorVersion < pebble.FormatFlushableIngest {
+			t.Errorf("%s store's format = %v, want at least %v (Pebble v2's oldest)", dir, desc.FormatMajorVersion, pebble.FormatFlushableIngest)
+		}
+	}
+}
