@@ -7,10 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/faults"
 )
@@ -27,8 +23,7 @@ func runFaults(args []string, stdout, stderr io.Writer) error {
 	}
 	verb := args[0]
 	fs := newFlagSet("faults "+verb, stderr)
-	addr := fs.String("addr", defaultClientAddr, "client API address of the node (comma-separated: each of them)")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for each node")
+	nf := addNodeFlags(fs, eachNode, 10*time.Second)
 	var partition *string
 	var loss *float64
 	var delay, clockOffset *time.Duration
@@ -67,36 +62,22 @@ func runFaults(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("%w: unknown subcommand %q; %s", errUsage, verb, usage)
 	}
-	for _, a := range strings.Split(*addr, ",") {
-		got, err := callFaults(a, req, *timeout)
+	return nf.eachAdmin(func(ctx context.Context, addr string, admin kurav1.AdminClient) error {
+		got, err := callFaults(ctx, admin, req)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %s\n", a, describeFaults(got))
-	}
-	return nil
+		fmt.Fprintf(stdout, "%s: %s\n", addr, describeFaults(got))
+		return nil
+	})
 }
 
 // callFaults sets a node's faults (req non-nil) or reads them, and returns them.
-func callFaults(addr string, req *kurav1.Faults, timeout time.Duration) (*kurav1.Faults, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	admin := kurav1.NewAdminClient(conn)
-	var got *kurav1.Faults
+func callFaults(ctx context.Context, admin kurav1.AdminClient, req *kurav1.Faults) (*kurav1.Faults, error) {
 	if req != nil {
-		got, err = admin.SetFaults(ctx, req)
-	} else {
-		got, err = admin.GetFaults(ctx, &kurav1.GetFaultsRequest{})
+		return admin.SetFaults(ctx, req)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("faults at %s: %s", addr, status.Convert(err).Message())
-	}
-	return got, nil
+	return admin.GetFaults(ctx, &kurav1.GetFaultsRequest{})
 }
 
 // describeFaults says what a node injects, in the words of faults.Spec.String.

@@ -168,6 +168,8 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"restore", "keyspace", "app", "--snapshot", "s", "--consistency", "SERIAL", "--addr", "127.0.0.1:1"}, 2, "a restore writes at ANY to ALL"},
 		{[]string{"restore", "--data", "/nonexistent-kura-dir", "--snapshot", "s"}, 1, "no such snapshot"},
 		{[]string{"faults", "--help"}, 0, "Usage: kura faults set|clear|show"},
+		{[]string{"faults", "show", "--addr", "127.0.0.1:1,127.0.0.1:1"}, 2, "names 127.0.0.1:1 twice"},
+		{[]string{"faults", "show", "--addr", "127.0.0.1:1", "--tls-ca", "/nonexistent-kura-ca.crt"}, 1, "/nonexistent-kura-ca.crt"},
 		{[]string{"node", "help"}, 0, "Usage: kura node decommission"},
 		{[]string{"get", "--help"}, 0, "-consistency"},
 		{[]string{"get", "k", "--addr", "127.0.0.1:1", "--timeout", "300ms"}, 1, "no node answered"},
