@@ -117,10 +117,10 @@ type Stats struct {
 	RecordsRead        int // records read in differing sub-ranges, from every replica
 	RecordsSent        int // records applied to a replica that lacked them or held an older version
 	Skipped            int // versions not given to a replica lacking the key: at or below its tombstone watermark
-	BytesTrees         int64
-	BytesRecords       int64 // records read from, and sent to, other nodes
+	TreeBytes          int64
+	RecordBytes        int64 // records read from, and sent to, other nodes
 	ChunkKeysListed    int   // erasure-coded keyspaces: chunk keys the other nodes listed
-	BytesListing       int64
+	ListingBytes       int64
 	ChunksRebuilt      int
 }
 
@@ -134,10 +134,10 @@ func (s *Stats) add(o Stats) {
 	s.RecordsRead += o.RecordsRead
 	s.RecordsSent += o.RecordsSent
 	s.Skipped += o.Skipped
-	s.BytesTrees += o.BytesTrees
-	s.BytesRecords += o.BytesRecords
+	s.TreeBytes += o.TreeBytes
+	s.RecordBytes += o.RecordBytes
 	s.ChunkKeysListed += o.ChunkKeysListed
-	s.BytesListing += o.BytesListing
+	s.ListingBytes += o.ListingBytes
 	s.ChunksRebuilt += o.ChunksRebuilt
 }
 

@@ -90,7 +90,7 @@ func (r *Repairer) listChunks(ctx context.Context, ks schema.Keyspace, member pl
 			return err
 		}
 		st.ChunkKeysListed += len(listed)
-		st.BytesListing += int64(replica.RecordsWireBytes(listed))
+		st.ListingBytes += int64(replica.RecordsWireBytes(listed))
 		truncated := req.CutShort(listed)
 		var key []byte // the user key of the current group of chunks
 		var newest lww.Record

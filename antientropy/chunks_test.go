@@ -106,7 +106,7 @@ func TestListChunksGroupsChunksByKeyAcrossPages(t *testing.T) {
 			if !slices.Equal(got, tt.want) || src.scans != tt.wantScans {
 				t.Fatalf("listed %d keys in %d scans, want %d in %d; first difference at %d", len(got), src.scans, len(tt.want), tt.wantScans, firstDifference(got, tt.want))
 			}
-			if st.ChunkKeysListed < len(tt.records) || st.BytesListing == 0 {
+			if st.ChunkKeysListed < len(tt.records) || st.ListingBytes == 0 {
 				t.Fatalf("stats %+v count fewer than the %d chunk keys", st, len(tt.records))
 			}
 		})

@@ -52,7 +52,7 @@ func (r *Repairer) repairRange(ctx context.Context, ks schema.Keyspace, rr place
 		}
 		answered, kept = append(answered, members[i]), append(kept, t)
 		if members[i].ID != self {
-			st.BytesTrees += int64(t.WireBytes())
+			st.TreeBytes += int64(t.WireBytes())
 		}
 	}
 	if err != nil {
@@ -162,7 +162,7 @@ func (r *Repairer) syncRecords(ctx context.Context, ks schema.Keyspace, members 
 		var cutoff []byte
 		for i, p := range pages {
 			if members[i].ID != self {
-				st.BytesRecords += int64(replica.RecordsWireBytes(p))
+				st.RecordBytes += int64(replica.RecordsWireBytes(p))
 			}
 			if req.CutShort(p) && (cutoff == nil || bytes.Compare(p[len(p)-1].Key, cutoff) < 0) {
 				cutoff = p[len(p)-1].Key
@@ -211,7 +211,7 @@ func (r *Repairer) syncRecords(ctx context.Context, ks schema.Keyspace, members 
 			}
 			st.RecordsSent += len(sends[i])
 			if members[i].ID != self && len(sends[i]) > 0 {
-				st.BytesRecords += int64(replica.RecordsWireBytes(sends[i]))
+				st.RecordBytes += int64(replica.RecordsWireBytes(sends[i]))
 			}
 		}
 		if err := errors.Join(errs...); err != nil || cutoff == nil {

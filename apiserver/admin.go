@@ -105,7 +105,7 @@ func (s *service) Cleanup(ctx context.Context, req *kurav1.CleanupRequest) (*kur
 	if err != nil {
 		return nil, moveStatus(err)
 	}
-	return &kurav1.CleanupResponse{RecordsRemoved: records, BytesRemoved: bytes}, nil
+	return &kurav1.CleanupResponse{RecordsRemoved: records, RemovedBytes: bytes}, nil
 }
 
 func moveResponse(st MoveStats) *kurav1.MoveResponse {

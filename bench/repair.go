@@ -199,8 +199,8 @@ func measureRepairs(ctx context.Context, c *embedded.Cluster, nodes []*node.Node
 		st.Ranges += s.Ranges
 		st.DifferingSubranges += s.DifferingSubranges
 		st.RecordsSent += s.RecordsSent
-		st.BytesTrees += s.BytesTrees
-		st.BytesRecords += s.BytesRecords
+		st.TreeBytes += s.TreeBytes
+		st.RecordBytes += s.RecordBytes
 		progress.Add(1, "repaired from %s", n.ID())
 	}
 	cost := RepairCost{
@@ -208,8 +208,8 @@ func measureRepairs(ctx context.Context, c *embedded.Cluster, nodes []*node.Node
 		Ranges:             st.Ranges,
 		DifferingSubranges: st.DifferingSubranges,
 		RecordsSent:        st.RecordsSent,
-		TreeBytes:          st.BytesTrees,
-		RecordBytes:        st.BytesRecords,
+		TreeBytes:          st.TreeBytes,
+		RecordBytes:        st.RecordBytes,
 	}
 	for flow, counter := range c.Stats.Snapshot() {
 		if !repairKinds[flow.Kind.String()] {

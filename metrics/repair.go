@@ -66,9 +66,9 @@ func (r *Registry) ObserveRepair(trigger string, st antientropy.Stats, err error
 	m.records.WithLabelValues("read").Add(float64(st.RecordsRead))
 	m.records.WithLabelValues("sent").Add(float64(st.RecordsSent))
 	m.records.WithLabelValues("skipped").Add(float64(st.Skipped))
-	m.bytes.WithLabelValues("trees").Add(float64(st.BytesTrees))
-	m.bytes.WithLabelValues("records").Add(float64(st.BytesRecords))
-	m.bytes.WithLabelValues("listing").Add(float64(st.BytesListing))
+	m.bytes.WithLabelValues("trees").Add(float64(st.TreeBytes))
+	m.bytes.WithLabelValues("records").Add(float64(st.RecordBytes))
+	m.bytes.WithLabelValues("listing").Add(float64(st.ListingBytes))
 	m.chunks.Add(float64(st.ChunksRebuilt))
 	m.failed.Add(float64(st.Failed))
 }

@@ -10,7 +10,7 @@ import (
 func TestObserveRepairAddsUpRepairs(t *testing.T) {
 	r := New(Config{})
 	st := antientropy.Stats{Ranges: 10, DifferingSubranges: 2, RecordsRead: 7, RecordsSent: 3, Skipped: 1,
-		BytesTrees: 500, BytesRecords: 200, ChunksRebuilt: 4, Failed: 1}
+		TreeBytes: 500, RecordBytes: 200, ChunksRebuilt: 4, Failed: 1}
 	r.ObserveRepair("manual", st, nil)
 	r.ObserveRepair("background", st, errors.New("no route"))
 	got := gather(t, r.registry)

@@ -129,10 +129,10 @@ func (b apiBackend) Repair(ctx context.Context, keyspace, dc string) (*kurav1.Re
 		RecordsRead:        int64(st.RecordsRead),
 		RecordsSent:        int64(st.RecordsSent),
 		Skipped:            int64(st.Skipped),
-		BytesTrees:         st.BytesTrees,
-		BytesRecords:       st.BytesRecords,
+		TreeBytes:          st.TreeBytes,
+		RecordBytes:        st.RecordBytes,
 		ChunkKeysListed:    int64(st.ChunkKeysListed),
-		BytesListing:       st.BytesListing,
+		ListingBytes:       st.ListingBytes,
 		ChunksRebuilt:      int64(st.ChunksRebuilt),
 	}, nil
 }

@@ -59,7 +59,7 @@ func TestRepairRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.GetNode() != "a" || first.GetRanges() == 0 || first.GetRecordsSent() != 3 || first.GetBytesRecords() == 0 || first.GetFailed() != 0 {
+	if first.GetNode() != "a" || first.GetRanges() == 0 || first.GetRecordsSent() != 3 || first.GetRecordBytes() == 0 || first.GetFailed() != 0 {
 		t.Fatalf("first repair: %v", first)
 	}
 	for _, r := range only {
@@ -71,7 +71,7 @@ func TestRepairRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.GetRecordsSent() != 0 || second.GetBytesRecords() != 0 || second.GetBytesTrees() == 0 || second.GetKeyspaces() != 2 { // app and default
+	if second.GetRecordsSent() != 0 || second.GetRecordBytes() != 0 || second.GetTreeBytes() == 0 || second.GetKeyspaces() != 2 { // app and default
 		t.Fatalf("repair of agreeing replicas: %v", second)
 	}
 	_, err = admin.Repair(ctx, &kurav1.RepairRequest{Keyspace: "nope"})

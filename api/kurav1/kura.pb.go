@@ -4337,7 +4337,7 @@ func (x *CleanupRequest) GetKeyspace() string {
 type CleanupResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	RecordsRemoved int64                  `protobuf:"varint,1,opt,name=records_removed,json=recordsRemoved,proto3" json:"records_removed,omitempty"`
-	BytesRemoved   int64                  `protobuf:"varint,2,opt,name=bytes_removed,json=bytesRemoved,proto3" json:"bytes_removed,omitempty"`
+	RemovedBytes   int64                  `protobuf:"varint,2,opt,name=removed_bytes,json=removedBytes,proto3" json:"removed_bytes,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -4379,9 +4379,9 @@ func (x *CleanupResponse) GetRecordsRemoved() int64 {
 	return 0
 }
 
-func (x *CleanupResponse) GetBytesRemoved() int64 {
+func (x *CleanupResponse) GetRemovedBytes() int64 {
 	if x != nil {
-		return x.BytesRemoved
+		return x.RemovedBytes
 	}
 	return 0
 }
@@ -4451,10 +4451,10 @@ type RepairResponse struct {
 	RecordsRead        int64                  `protobuf:"varint,7,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"` // records read in differing sub-ranges
 	RecordsSent        int64                  `protobuf:"varint,8,opt,name=records_sent,json=recordsSent,proto3" json:"records_sent,omitempty"` // records a replica lacked or held older
 	Skipped            int64                  `protobuf:"varint,9,opt,name=skipped,proto3" json:"skipped,omitempty"`                            // records not sent: a collected tombstone may cover them
-	BytesTrees         int64                  `protobuf:"varint,10,opt,name=bytes_trees,json=bytesTrees,proto3" json:"bytes_trees,omitempty"`
-	BytesRecords       int64                  `protobuf:"varint,11,opt,name=bytes_records,json=bytesRecords,proto3" json:"bytes_records,omitempty"`
+	TreeBytes          int64                  `protobuf:"varint,10,opt,name=tree_bytes,json=treeBytes,proto3" json:"tree_bytes,omitempty"`
+	RecordBytes        int64                  `protobuf:"varint,11,opt,name=record_bytes,json=recordBytes,proto3" json:"record_bytes,omitempty"`
 	ChunkKeysListed    int64                  `protobuf:"varint,12,opt,name=chunk_keys_listed,json=chunkKeysListed,proto3" json:"chunk_keys_listed,omitempty"` // erasure-coded keyspaces: chunk keys other nodes listed
-	BytesListing       int64                  `protobuf:"varint,13,opt,name=bytes_listing,json=bytesListing,proto3" json:"bytes_listing,omitempty"`
+	ListingBytes       int64                  `protobuf:"varint,13,opt,name=listing_bytes,json=listingBytes,proto3" json:"listing_bytes,omitempty"`
 	ChunksRebuilt      int64                  `protobuf:"varint,14,opt,name=chunks_rebuilt,json=chunksRebuilt,proto3" json:"chunks_rebuilt,omitempty"`
 	Seconds            float64                `protobuf:"fixed64,15,opt,name=seconds,proto3" json:"seconds,omitempty"`
 	unknownFields      protoimpl.UnknownFields
@@ -4554,16 +4554,16 @@ func (x *RepairResponse) GetSkipped() int64 {
 	return 0
 }
 
-func (x *RepairResponse) GetBytesTrees() int64 {
+func (x *RepairResponse) GetTreeBytes() int64 {
 	if x != nil {
-		return x.BytesTrees
+		return x.TreeBytes
 	}
 	return 0
 }
 
-func (x *RepairResponse) GetBytesRecords() int64 {
+func (x *RepairResponse) GetRecordBytes() int64 {
 	if x != nil {
-		return x.BytesRecords
+		return x.RecordBytes
 	}
 	return 0
 }
@@ -4575,9 +4575,9 @@ func (x *RepairResponse) GetChunkKeysListed() int64 {
 	return 0
 }
 
-func (x *RepairResponse) GetBytesListing() int64 {
+func (x *RepairResponse) GetListingBytes() int64 {
 	if x != nil {
-		return x.BytesListing
+		return x.ListingBytes
 	}
 	return 0
 }
@@ -5435,10 +5435,10 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\"_\n" +
 	"\x0fCleanupResponse\x12'\n" +
 	"\x0frecords_removed\x18\x01 \x01(\x03R\x0erecordsRemoved\x12#\n" +
-	"\rbytes_removed\x18\x02 \x01(\x03R\fbytesRemoved\";\n" +
+	"\rremoved_bytes\x18\x02 \x01(\x03R\fremovedBytes\";\n" +
 	"\rRepairRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x0e\n" +
-	"\x02dc\x18\x02 \x01(\tR\x02dc\"\xf9\x03\n" +
+	"\x02dc\x18\x02 \x01(\tR\x02dc\"\xf5\x03\n" +
 	"\x0eRepairResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\tkeyspaces\x18\x02 \x01(\x03R\tkeyspaces\x12\x16\n" +
@@ -5448,13 +5448,13 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x13differing_subranges\x18\x06 \x01(\x03R\x12differingSubranges\x12!\n" +
 	"\frecords_read\x18\a \x01(\x03R\vrecordsRead\x12!\n" +
 	"\frecords_sent\x18\b \x01(\x03R\vrecordsSent\x12\x18\n" +
-	"\askipped\x18\t \x01(\x03R\askipped\x12\x1f\n" +
-	"\vbytes_trees\x18\n" +
-	" \x01(\x03R\n" +
-	"bytesTrees\x12#\n" +
-	"\rbytes_records\x18\v \x01(\x03R\fbytesRecords\x12*\n" +
+	"\askipped\x18\t \x01(\x03R\askipped\x12\x1d\n" +
+	"\n" +
+	"tree_bytes\x18\n" +
+	" \x01(\x03R\ttreeBytes\x12!\n" +
+	"\frecord_bytes\x18\v \x01(\x03R\vrecordBytes\x12*\n" +
 	"\x11chunk_keys_listed\x18\f \x01(\x03R\x0fchunkKeysListed\x12#\n" +
-	"\rbytes_listing\x18\r \x01(\x03R\fbytesListing\x12%\n" +
+	"\rlisting_bytes\x18\r \x01(\x03R\flistingBytes\x12%\n" +
 	"\x0echunks_rebuilt\x18\x0e \x01(\x03R\rchunksRebuilt\x12\x18\n" +
 	"\aseconds\x18\x0f \x01(\x01R\aseconds\"|\n" +
 	"\x06Faults\x12 \n" +

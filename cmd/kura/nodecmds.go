@@ -188,7 +188,7 @@ func runCleanup(args []string, stdout, stderr io.Writer) error {
 		if several {
 			fmt.Fprintf(stdout, "%s: ", addr)
 		}
-		fmt.Fprintf(stdout, "removed %d records (%s) this node no longer owns\n", resp.GetRecordsRemoved(), formatBytes(resp.GetBytesRemoved()))
+		fmt.Fprintf(stdout, "removed %d records (%s) this node no longer owns\n", resp.GetRecordsRemoved(), formatBytes(resp.GetRemovedBytes()))
 		return nil
 	})
 }

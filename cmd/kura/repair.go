@@ -48,7 +48,7 @@ func printRepairs(w io.Writer, repairs []*kurav1.RepairResponse) {
 	for _, r := range repairs {
 		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1fs\n", r.GetNode(), r.GetRanges(),
 			r.GetDifferingSubranges(), r.GetSubranges(), r.GetRecordsRead(), r.GetRecordsSent(), r.GetSkipped(),
-			r.GetBytesTrees(), r.GetBytesRecords()+r.GetBytesListing(), r.GetChunksRebuilt(), r.GetFailed(), r.GetSeconds())
+			r.GetTreeBytes(), r.GetRecordBytes()+r.GetListingBytes(), r.GetChunksRebuilt(), r.GetFailed(), r.GetSeconds())
 	}
 	tw.Flush()
 }

@@ -621,7 +621,7 @@ func repairStats(st antientropy.Stats) string {
 		"chunks: keys listed %d, rebuilt %d",
 		st.Ranges, st.Failed, st.Subranges, st.DifferingSubranges,
 		st.RecordsRead, st.RecordsSent, st.Skipped,
-		st.BytesTrees, st.BytesRecords, st.BytesListing,
+		st.TreeBytes, st.RecordBytes, st.ListingBytes,
 		st.ChunkKeysListed, st.ChunksRebuilt)
 }
 
