@@ -51,6 +51,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 			if len(res.Violations) > 0 {
 				failing = append(failing, seed)
 				report.Violations = append(report.Violations, res.Violations...)
+				// Said at once: a run of thousands of seeds takes hours, and the seed is
+				// what an engineer needs to start on it.
+				fmt.Fprintf(stderr, "simulate: seed %d failed: %s: %s\n", seed, res.Violations[0].Check, res.Violations[0].Reason)
 			}
 		})
 	}
