@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/element"
@@ -59,7 +60,11 @@ type CollectionWrite struct {
 	// Elements are element records of the collection (keys from element.Key), each a
 	// value or a tombstone.
 	Elements []lww.Record
-	Reset    ResetPoint
+	// Tagged are element records whose keys the write completes with its tag
+	// (element.Tag of its timestamp and this node): a set member's add, whose key no other
+	// add has, so that a remove tombstones exactly the adds it saw.
+	Tagged []lww.Record
+	Reset  ResetPoint
 }
 
 // collectionKeyspace returns keyspace's definition if it serves collections, and refuses
@@ -99,6 +104,9 @@ func (c *Coordinator) ReadCollection(ctx context.Context, keyspace string, key [
 	}
 	recs, err := c.scanPartition(ctx, ks, key, element.Prefix(key), element.PrefixEnd(key), cl)
 	if err != nil {
+		return Collection{}, err
+	}
+	if err := c.observeNewest(recs); err != nil {
 		return Collection{}, err
 	}
 	resetKey := element.Key(key, element.Reset, nil)
@@ -144,6 +152,74 @@ func (c *Coordinator) ReadElements(ctx context.Context, keyspace string, key []b
 	return out, elems, nil
 }
 
+// ReadPrefixes reads key's header and reset point, and when the header is a
+// collection's the element records under each of prefixes (each starting with
+// element.Prefix(key)): one scan of the key's partition per prefix, on the replicas the
+// level asks. Elements holds the live ones newer than the reset point, prefix by prefix,
+// each in key order: a set's adds of a few members, without reading the whole set.
+func (c *Coordinator) ReadPrefixes(ctx context.Context, keyspace string, key []byte, prefixes [][]byte, cl consistency.Level) (Collection, error) {
+	ks, err := c.collectionKeyspace(keyspace, key)
+	if err != nil {
+		return Collection{}, err
+	}
+	for _, p := range prefixes {
+		if !bytes.HasPrefix(p, element.Prefix(key)) {
+			return Collection{}, invalid("prefix %q is not under collection %q", p, key)
+		}
+	}
+	results := c.GetAll(ctx, keyspace, [][]byte{key, element.Key(key, element.Reset, nil)}, cl)
+	for _, r := range results {
+		if r.Err != nil {
+			return Collection{}, r.Err
+		}
+	}
+	out := Collection{Header: results[0].Record, Found: results[0].Found}
+	if !out.Found || out.Header.Type == lww.String {
+		return out, nil
+	}
+	out.Reset = resetPoint(ks, results[1].Record, results[1].Found)
+	scans := make([][]lww.Record, len(prefixes))
+	errs := make([]error, len(prefixes))
+	c.fanOut(len(prefixes), putEachFanout, func(i int) {
+		scans[i], errs[i] = c.scanPartition(ctx, ks, key, prefixes[i], element.End(prefixes[i]), cl)
+	}, nil)
+	for _, err := range errs {
+		if err != nil {
+			return Collection{}, err
+		}
+	}
+	if err := c.observeNewest(slices.Concat(scans...)); err != nil {
+		return Collection{}, err
+	}
+	now := c.clock.Now()
+	for _, recs := range scans {
+		for _, rec := range recs {
+			if rec.Timestamp > out.Reset && visible(ks, rec, now) {
+				out.Elements = append(out.Elements, rec)
+			}
+		}
+	}
+	return out, nil
+}
+
+// observeNewest merges the newest timestamp of recs into this node's clock (the HLC
+// receive rule), so that a write a read leads to, such as the tombstones of the adds a
+// set's remove saw, is stamped after every record read, even one stamped by a clock a
+// little ahead: it would lose to it under last writer wins otherwise.
+func (c *Coordinator) observeNewest(recs []lww.Record) error {
+	var newest hlc.Timestamp
+	for _, rec := range recs {
+		newest = max(newest, rec.Timestamp)
+	}
+	if newest == 0 {
+		return nil
+	}
+	if err := c.clock.Observe(newest); err != nil {
+		return fmt.Errorf("%w: a record of the collection is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
 // resetPoint is the reset point a reset record holds: zero when it is absent, a
 // tombstone, hidden by a truncation, or holds no reset point.
 func resetPoint(ks schema.Keyspace, rec lww.Record, found bool) hlc.Timestamp {
@@ -172,7 +248,7 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 			return 0, err
 		}
 	}
-	for _, e := range w.Elements {
+	for _, e := range slices.Concat(w.Elements, w.Tagged) {
 		if coll, _, _, ok := element.Parse(e.Key); !ok || !bytes.Equal(coll, key) {
 			return 0, invalid("key %q is not an element record of collection %q", e.Key, key)
 		}
@@ -187,9 +263,15 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 		return 0, err
 	}
 	defer c.gate.exit()
-	first := make([]lww.Record, 0, len(w.Elements)+1)
+	first := make([]lww.Record, 0, len(w.Elements)+len(w.Tagged)+1)
 	for _, e := range w.Elements {
 		first = append(first, lww.Record{Key: e.Key, Value: e.Value, Tombstone: e.Tombstone, Timestamp: t})
+	}
+	if len(w.Tagged) > 0 {
+		tag := element.Tag(t, c.view.Self().ID)
+		for _, e := range w.Tagged {
+			first = append(first, lww.Record{Key: slices.Concat(e.Key, tag), Value: e.Value, Tombstone: e.Tombstone, Timestamp: t})
+		}
 	}
 	switch w.Reset {
 	case ResetBefore:
