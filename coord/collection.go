@@ -34,6 +34,10 @@ type Collection struct {
 	// Elements are the live element records of the collection (the reset record left
 	// out) newer than Reset, in key order; empty unless Found with a collection's type.
 	Elements []lww.Record
+	// Ended, when not Found, is the timestamp of the header's last version (a tombstone,
+	// or a record whose expiry passed): the end of the key's previous life, after every
+	// element of it. Zero when no such version is stored. Filled by ReadPrefixes only.
+	Ended hlc.Timestamp
 }
 
 // ResetPoint says whether a collection write moves the collection's reset point.
@@ -49,6 +53,11 @@ const (
 	// ResetAt sets it at the write's timestamp: the write retypes or deletes the key,
 	// and every element written before it is gone.
 	ResetAt
+	// ResetEnded sets it at CollectionWrite.Ended, the end of the key's previous life a
+	// read found (Collection.Ended), and writes none when that is zero: the write creates
+	// the key, and the elements another writer creating it at the same moment writes
+	// survive, which a reset at the write's own time would remove.
+	ResetEnded
 )
 
 // CollectionWrite is a write of a collection's records, all stamped with one timestamp.
@@ -65,6 +74,8 @@ type CollectionWrite struct {
 	// add has, so that a remove tombstones exactly the adds it saw.
 	Tagged []lww.Record
 	Reset  ResetPoint
+	// Ended is the reset point ResetEnded sets.
+	Ended hlc.Timestamp
 }
 
 // collectionKeyspace returns keyspace's definition if it serves collections, and refuses
@@ -174,7 +185,11 @@ func (c *Coordinator) ReadPrefixes(ctx context.Context, keyspace string, key []b
 		}
 	}
 	out := Collection{Header: results[0].Record, Found: results[0].Found}
-	if !out.Found || out.Header.Type == lww.String {
+	if !out.Found {
+		out.Ended, err = c.headerEnded(ctx, ks, key, cl)
+		return out, err
+	}
+	if out.Header.Type == lww.String {
 		return out, nil
 	}
 	out.Reset = resetPoint(ks, results[1].Record, results[1].Found)
@@ -200,6 +215,23 @@ func (c *Coordinator) ReadPrefixes(ctx context.Context, keyspace string, key []b
 		}
 	}
 	return out, nil
+}
+
+// headerEnded returns the timestamp of key's header when its newest version is a
+// tombstone or has expired, read with the scan that sees tombstones (a Get answers
+// neither): the end of the key's previous life. Zero when no version is stored, or it is
+// live (a write that landed since the key was read absent) or truncated.
+func (c *Coordinator) headerEnded(ctx context.Context, ks schema.Keyspace, key []byte, cl consistency.Level) (hlc.Timestamp, error) {
+	recs, err := c.scanPartition(ctx, ks, key, key, append(bytes.Clone(key), 0), cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, rec := range recs {
+		if bytes.Equal(rec.Key, key) && rec.Timestamp > ks.TruncatedAt && !visible(ks, rec, c.clock.Now()) {
+			return rec.Timestamp, nil
+		}
+	}
+	return 0, nil
 }
 
 // observeNewest merges the newest timestamp of recs into this node's clock (the HLC
@@ -278,6 +310,10 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 		first = append(first, resetRecord(key, t-1))
 	case ResetAt:
 		first = append(first, resetRecord(key, t))
+	case ResetEnded:
+		if w.Ended != 0 {
+			first = append(first, resetRecord(key, w.Ended))
+		}
 	}
 	if err := c.writeTogether(ctx, keyspace, first, cl); err != nil {
 		return t, err

@@ -112,6 +112,18 @@ func (c *conn) readSets(keys [][]byte) (sets []set.Set, ok bool) {
 	return sets, true
 }
 
+// addMembers writes adds (set.Set.Add's) to set key, read as coll, with the header. A key
+// that does not exist gets the reset point of the life that ended before (coll.Ended),
+// not one at this write's time: another SADD creating the key at the same moment, in
+// another DC perhaps, has its adds stamped before this one's, and they must survive.
+func (c *conn) addMembers(key []byte, coll coord.Collection, adds []lww.Record) error {
+	if len(adds) == 0 {
+		return nil
+	}
+	_, err := c.writeCollection(key, lww.Set, coll, coord.CollectionWrite{Header: &lww.Record{}, Tagged: adds, Reset: coord.ResetEnded, Ended: coll.Ended})
+	return err
+}
+
 // removeMembers tombstones the add records of names that s, read of set key, holds, and
 // returns how many names were members.
 func (c *conn) removeMembers(key []byte, s set.Set, names [][]byte) (int, error) {
@@ -155,11 +167,9 @@ func saddCommand(c *conn, args [][]byte) {
 		return
 	}
 	adds := s.Add(key, args[2:])
-	if len(adds) > 0 {
-		if _, err := c.writeCollection(key, lww.Set, coll, coord.CollectionWrite{Header: &lww.Record{}, Tagged: adds}); err != nil {
-			c.w.Error(errorReply(err))
-			return
-		}
+	if err := c.addMembers(key, coll, adds); err != nil {
+		c.w.Error(errorReply(err))
+		return
 	}
 	c.w.Int(int64(len(adds)))
 }
@@ -440,11 +450,9 @@ func smoveCommand(c *conn, args [][]byte) {
 		c.w.Int(1)
 		return
 	}
-	if adds := dstSet.Add(dst, member); len(adds) > 0 {
-		if _, err := c.writeCollection(dst, lww.Set, dstColl, coord.CollectionWrite{Header: &lww.Record{}, Tagged: adds}); err != nil {
-			c.w.Error(errorReply(err))
-			return
-		}
+	if err := c.addMembers(dst, dstColl, dstSet.Add(dst, member)); err != nil {
+		c.w.Error(errorReply(err))
+		return
 	}
 	if _, err := c.removeMembers(src, srcSet, member); err != nil {
 		c.w.Error(errorReply(err))

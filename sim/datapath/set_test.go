@@ -16,7 +16,8 @@ import (
 // set runs the commands of Redis sets through the coordinator's collections with the
 // rule of package collection/set, as the Redis front end does: sadd node=ID key=K
 // members=m,... reads the named members' adds and writes a tagged add for each it did not
-// find (with the header, and a reset point first when the key does not exist); srem reads
+// find (with the header, and when the key does not exist the reset point of the life that
+// ended before, as the front end's SADD writes them); srem reads
 // them and tombstones the adds it found; smembers prints the members, or absent.
 func (s *scenario) set(d *datadriven.TestData, keyspace string, arg func(string) string, cl consistency.Level,
 	timed func(func(ctx context.Context) (string, error)) (string, error)) (string, error) {
@@ -65,10 +66,7 @@ func (s *scenario) set(d *datadriven.TestData, keyspace string, arg func(string)
 			}
 			return fmt.Sprintf("removed %d", removed), nil
 		}
-		w := coord.CollectionWrite{Header: &lww.Record{Type: lww.Set}, Tagged: read.Add(key, names)}
-		if !coll.Found {
-			w.Reset = coord.ResetBefore
-		}
+		w := coord.CollectionWrite{Header: &lww.Record{Type: lww.Set}, Tagged: read.Add(key, names), Reset: coord.ResetEnded, Ended: coll.Ended}
 		if len(w.Tagged) > 0 {
 			if _, err := co.WriteCollection(ctx, keyspace, key, w, cl); err != nil {
 				return "", err
