@@ -134,6 +134,8 @@ type Server struct {
 
 	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
 	hashListpack [2]atomic.Int64
+	// setIntsetEntries holds CONFIG's set-max-intset-entries, as last set.
+	setIntsetEntries atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -194,6 +196,7 @@ func NewServer(cfg Config) *Server {
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
 	s.hashListpack[0].Store(128) // Redis 7's defaults
 	s.hashListpack[1].Store(64)
+	s.setIntsetEntries.Store(512)
 	return s
 }
 
