@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/element"
@@ -33,6 +34,10 @@ type Collection struct {
 	// Elements are the live element records of the collection (the reset record left
 	// out) newer than Reset, in key order; empty unless Found with a collection's type.
 	Elements []lww.Record
+	// Ended, when not Found, is the timestamp of the header's last version (a tombstone,
+	// or a record whose expiry passed): the end of the key's previous life, after every
+	// element of it. Zero when no such version is stored. Filled by ReadPrefixes only.
+	Ended hlc.Timestamp
 }
 
 // ResetPoint says whether a collection write moves the collection's reset point.
@@ -48,6 +53,11 @@ const (
 	// ResetAt sets it at the write's timestamp: the write retypes or deletes the key,
 	// and every element written before it is gone.
 	ResetAt
+	// ResetEnded sets it at CollectionWrite.Ended, the end of the key's previous life a
+	// read found (Collection.Ended), and writes none when that is zero: the write creates
+	// the key, and the elements another writer creating it at the same moment writes
+	// survive, which a reset at the write's own time would remove.
+	ResetEnded
 )
 
 // CollectionWrite is a write of a collection's records, all stamped with one timestamp.
@@ -59,7 +69,13 @@ type CollectionWrite struct {
 	// Elements are element records of the collection (keys from element.Key), each a
 	// value or a tombstone.
 	Elements []lww.Record
-	Reset    ResetPoint
+	// Tagged are element records whose keys the write completes with its tag
+	// (element.Tag of its timestamp and this node): a set member's add, whose key no other
+	// add has, so that a remove tombstones exactly the adds it saw.
+	Tagged []lww.Record
+	Reset  ResetPoint
+	// Ended is the reset point ResetEnded sets.
+	Ended hlc.Timestamp
 }
 
 // collectionKeyspace returns keyspace's definition if it serves collections, and refuses
@@ -99,6 +115,9 @@ func (c *Coordinator) ReadCollection(ctx context.Context, keyspace string, key [
 	}
 	recs, err := c.scanPartition(ctx, ks, key, element.Prefix(key), element.PrefixEnd(key), cl)
 	if err != nil {
+		return Collection{}, err
+	}
+	if err := c.observeNewest(recs); err != nil {
 		return Collection{}, err
 	}
 	resetKey := element.Key(key, element.Reset, nil)
@@ -144,6 +163,95 @@ func (c *Coordinator) ReadElements(ctx context.Context, keyspace string, key []b
 	return out, elems, nil
 }
 
+// ReadPrefixes reads key's header and reset point, and when the header is a
+// collection's the element records under each of prefixes (each starting with
+// element.Prefix(key)): one scan of the key's partition per prefix, on the replicas the
+// level asks. Elements holds the live ones newer than the reset point, prefix by prefix,
+// each in key order: a set's adds of a few members, without reading the whole set.
+func (c *Coordinator) ReadPrefixes(ctx context.Context, keyspace string, key []byte, prefixes [][]byte, cl consistency.Level) (Collection, error) {
+	ks, err := c.collectionKeyspace(keyspace, key)
+	if err != nil {
+		return Collection{}, err
+	}
+	for _, p := range prefixes {
+		if !bytes.HasPrefix(p, element.Prefix(key)) {
+			return Collection{}, invalid("prefix %q is not under collection %q", p, key)
+		}
+	}
+	results := c.GetAll(ctx, keyspace, [][]byte{key, element.Key(key, element.Reset, nil)}, cl)
+	for _, r := range results {
+		if r.Err != nil {
+			return Collection{}, r.Err
+		}
+	}
+	out := Collection{Header: results[0].Record, Found: results[0].Found}
+	if !out.Found {
+		out.Ended, err = c.headerEnded(ctx, ks, key, cl)
+		return out, err
+	}
+	if out.Header.Type == lww.String {
+		return out, nil
+	}
+	out.Reset = resetPoint(ks, results[1].Record, results[1].Found)
+	scans := make([][]lww.Record, len(prefixes))
+	errs := make([]error, len(prefixes))
+	c.fanOut(len(prefixes), putEachFanout, func(i int) {
+		scans[i], errs[i] = c.scanPartition(ctx, ks, key, prefixes[i], element.End(prefixes[i]), cl)
+	}, nil)
+	for _, err := range errs {
+		if err != nil {
+			return Collection{}, err
+		}
+	}
+	if err := c.observeNewest(slices.Concat(scans...)); err != nil {
+		return Collection{}, err
+	}
+	now := c.clock.Now()
+	for _, recs := range scans {
+		for _, rec := range recs {
+			if rec.Timestamp > out.Reset && visible(ks, rec, now) {
+				out.Elements = append(out.Elements, rec)
+			}
+		}
+	}
+	return out, nil
+}
+
+// headerEnded returns the timestamp of key's header when its newest version is a
+// tombstone or has expired, read with the scan that sees tombstones (a Get answers
+// neither): the end of the key's previous life. Zero when no version is stored, or it is
+// live (a write that landed since the key was read absent) or truncated.
+func (c *Coordinator) headerEnded(ctx context.Context, ks schema.Keyspace, key []byte, cl consistency.Level) (hlc.Timestamp, error) {
+	recs, err := c.scanPartition(ctx, ks, key, key, append(bytes.Clone(key), 0), cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, rec := range recs {
+		if bytes.Equal(rec.Key, key) && rec.Timestamp > ks.TruncatedAt && !visible(ks, rec, c.clock.Now()) {
+			return rec.Timestamp, nil
+		}
+	}
+	return 0, nil
+}
+
+// observeNewest merges the newest timestamp of recs into this node's clock (the HLC
+// receive rule), so that a write a read leads to, such as the tombstones of the adds a
+// set's remove saw, is stamped after every record read, even one stamped by a clock a
+// little ahead: it would lose to it under last writer wins otherwise.
+func (c *Coordinator) observeNewest(recs []lww.Record) error {
+	var newest hlc.Timestamp
+	for _, rec := range recs {
+		newest = max(newest, rec.Timestamp)
+	}
+	if newest == 0 {
+		return nil
+	}
+	if err := c.clock.Observe(newest); err != nil {
+		return fmt.Errorf("%w: a record of the collection is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
 // resetPoint is the reset point a reset record holds: zero when it is absent, a
 // tombstone, hidden by a truncation, or holds no reset point.
 func resetPoint(ks schema.Keyspace, rec lww.Record, found bool) hlc.Timestamp {
@@ -172,7 +280,7 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 			return 0, err
 		}
 	}
-	for _, e := range w.Elements {
+	for _, e := range slices.Concat(w.Elements, w.Tagged) {
 		if coll, _, _, ok := element.Parse(e.Key); !ok || !bytes.Equal(coll, key) {
 			return 0, invalid("key %q is not an element record of collection %q", e.Key, key)
 		}
@@ -187,15 +295,25 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 		return 0, err
 	}
 	defer c.gate.exit()
-	first := make([]lww.Record, 0, len(w.Elements)+1)
+	first := make([]lww.Record, 0, len(w.Elements)+len(w.Tagged)+1)
 	for _, e := range w.Elements {
 		first = append(first, lww.Record{Key: e.Key, Value: e.Value, Tombstone: e.Tombstone, Timestamp: t})
+	}
+	if len(w.Tagged) > 0 {
+		tag := element.Tag(t, c.view.Self().ID)
+		for _, e := range w.Tagged {
+			first = append(first, lww.Record{Key: slices.Concat(e.Key, tag), Value: e.Value, Tombstone: e.Tombstone, Timestamp: t})
+		}
 	}
 	switch w.Reset {
 	case ResetBefore:
 		first = append(first, resetRecord(key, t-1))
 	case ResetAt:
 		first = append(first, resetRecord(key, t))
+	case ResetEnded:
+		if w.Ended != 0 {
+			first = append(first, resetRecord(key, w.Ended))
+		}
 	}
 	if err := c.writeTogether(ctx, keyspace, first, cl); err != nil {
 		return t, err

@@ -16,6 +16,7 @@ package element
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/fnv"
 
 	"github.com/kuradb/kura/hlc"
 )
@@ -64,7 +65,13 @@ func Prefix(collection []byte) []byte {
 // PrefixEnd returns the least key after every key that starts with Prefix(collection):
 // the end of a scan of collection's element records.
 func PrefixEnd(collection []byte) []byte {
-	end := Prefix(collection)
+	return End(Prefix(collection))
+}
+
+// End returns the least key after every key that starts with prefix, a prefix of element
+// keys (Prefix, KindPrefix, or longer): the end of a scan of the keys under it.
+func End(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
 	// The prefix starts with the marker's 0x00, so the carry stops inside it.
 	for i := len(end) - 1; ; i-- {
 		if end[i]++; end[i] != 0 {
@@ -137,4 +144,25 @@ func uvarintLen(v uint64) int {
 		n++
 	}
 	return n
+}
+
+// TagBytes is the size of a set add's tag: the add's HLC timestamp and its writing node.
+const TagBytes = 12
+
+// Tag returns the tag of an add stamped at by node: the timestamp (8 bytes, big-endian)
+// then a 32-bit FNV-1a hash of the node's ID. A node's HLC never issues a timestamp twice,
+// so the tag is unique unless two nodes whose IDs hash alike stamp adds of one member with
+// the same timestamp.
+func Tag(at hlc.Timestamp, node string) []byte {
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return h.Sum(binary.BigEndian.AppendUint64(make([]byte, 0, TagBytes), uint64(at)))
+}
+
+// ParseTag returns the timestamp of an add's tag; ok is false for bytes Tag cannot return.
+func ParseTag(tag []byte) (at hlc.Timestamp, ok bool) {
+	if len(tag) != TagBytes {
+		return 0, false
+	}
+	return hlc.Timestamp(binary.BigEndian.Uint64(tag)), true
 }

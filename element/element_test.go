@@ -127,3 +127,28 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestTag(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b []byte
+		same bool
+	}{
+		{"one add", Tag(7, "n1"), Tag(7, "n1"), true},
+		{"two nodes, one timestamp", Tag(7, "n1"), Tag(7, "n2"), false},
+		{"one node, two timestamps", Tag(7, "n1"), Tag(8, "n1"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.a) != TagBytes || bytes.Equal(tt.a, tt.b) != tt.same {
+				t.Fatalf("Tag = %x and %x, want %d bytes, equal %v", tt.a, tt.b, TagBytes, tt.same)
+			}
+			if at, ok := ParseTag(tt.a); !ok || at != 7 {
+				t.Fatalf("ParseTag(%x) = %v, %v; want 7", tt.a, at, ok)
+			}
+		})
+	}
+	if _, ok := ParseTag(make([]byte, TagBytes-1)); ok {
+		t.Fatal("ParseTag took 11 bytes")
+	}
+}

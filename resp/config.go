@@ -7,12 +7,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // The CONFIG command. kura is configured by its node's flags, so CONFIG GET reports the
 // parameters clients and tools ask for, and CONFIG SET changes only timeout (and keeps
-// the hash encoding thresholds, which kura has no use for). Each
+// the hash and set encoding thresholds, which kura has no use for). Each
 // parameter's value is kura's own where kura has the setting, and otherwise the value a
 // Redis server has when the feature is unused, so that a tool reads what it would expect
 // (docs/redis.md lists which is which).
@@ -60,16 +61,23 @@ var configParams = []configParam{
 	// empty, as on a Redis master, and immutable as in Redis.
 	{name: "replicaof", get: fixedValue("")},
 	{name: "save", get: fixedValue(""), fixed: "kura takes no snapshots: it writes every acknowledged write to its write-ahead log"},
+	// Redis's threshold of a small set's intset encoding: kept, as the hash ones are.
+	keptIntParam("set-max-intset-entries", func(s *Server) *atomic.Int64 { return &s.setIntsetEntries }),
 	{name: "slaveof", get: fixedValue("")},
 	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
 		set: setTimeout},
 }
 
-// hashListpackParam is the parameter name of Server.hashListpack[i]: any integer from 0,
-// as Redis takes it.
+// hashListpackParam is the parameter name of Server.hashListpack[i].
 func hashListpackParam(name string, i int) configParam {
+	return keptIntParam(name, func(s *Server) *atomic.Int64 { return &s.hashListpack[i] })
+}
+
+// keptIntParam is a parameter kept in the integer at returns, any integer from 0 as Redis
+// takes it, which changes nothing but what CONFIG GET answers.
+func keptIntParam(name string, at func(s *Server) *atomic.Int64) configParam {
 	return configParam{name: name,
-		get: func(c *conn) string { return strconv.FormatInt(c.s.hashListpack[i].Load(), 10) },
+		get: func(c *conn) string { return strconv.FormatInt(at(c.s).Load(), 10) },
 		set: func(s *Server, value []byte) (func(), string) {
 			n, ok := parseInt(value)
 			switch {
@@ -78,7 +86,7 @@ func hashListpackParam(name string, i int) configParam {
 			case n < 0:
 				return nil, "argument must be between 0 and 9223372036854775807 inclusive"
 			}
-			return func() { s.hashListpack[i].Store(n) }, ""
+			return func() { at(s).Store(n) }, ""
 		}}
 }
 

@@ -128,6 +128,9 @@ func (f *fakeBackend) WriteCollection(_ context.Context, keyspace string, key []
 	for _, e := range w.Elements {
 		applyElement(elems, lww.Record{Key: e.Key, Value: bytes.Clone(e.Value), Tombstone: e.Tombstone, Timestamp: t})
 	}
+	for _, e := range w.Tagged {
+		applyElement(elems, lww.Record{Key: slices.Concat(e.Key, element.Tag(t, "fake")), Value: bytes.Clone(e.Value), Tombstone: e.Tombstone, Timestamp: t})
+	}
 	switch w.Reset {
 	case coord.ResetBefore:
 		f.reset(elems, key, t-1)

@@ -38,6 +38,16 @@ func memoryUsageCommand(c *conn, args [][]byte) {
 	case !found:
 		c.w.Null()
 		return
+	case rec.Type == lww.Set:
+		// A set's element records are its adds: each live one's key counts.
+		if coll, ok := c.readCollection(key, lww.Set); ok {
+			size := len(key) + len(coll.Header.Value)
+			for _, e := range coll.Elements {
+				size += len(e.Key) + len(e.Value)
+			}
+			c.w.Int(int64(size))
+		}
+		return
 	case rec.Type != lww.Hash:
 		c.w.Int(int64(len(key) + len(rec.Value)))
 		return

@@ -55,6 +55,9 @@ func withObjectKey(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]b
 // hashtable, a record per field as Redis's hashtable keeps an entry per field (Redis
 // answers listpack for a small hash, a layout kura does not have).
 func encodingOf(rec lww.Record) string {
+	if rec.Type == lww.Set {
+		return "hashtable" // a record per member's add, as Redis's hashtable an entry per member
+	}
 	if rec.Type == lww.Hash {
 		return "hashtable"
 	}

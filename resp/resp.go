@@ -49,6 +49,9 @@ type Backend interface {
 	ReadElements(ctx context.Context, keyspace string, key []byte, elemKeys [][]byte, cl consistency.Level) (coord.Collection, []coord.GetResult, error)
 	WriteCollection(ctx context.Context, keyspace string, key []byte, w coord.CollectionWrite, cl consistency.Level) (hlc.Timestamp, error)
 	ResetCollection(ctx context.Context, keyspace string, key []byte, at hlc.Timestamp, cl consistency.Level) error
+	// ReadPrefixes reads a key's header and the element records under each prefix: a
+	// set's adds of a few members (coord.Coordinator).
+	ReadPrefixes(ctx context.Context, keyspace string, key []byte, prefixes [][]byte, cl consistency.Level) (coord.Collection, error)
 	// Truncate removes every value of a keyspace written until now (FLUSHDB): one
 	// timestamp spread to every node (node.Node.Truncate).
 	Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error)
@@ -131,6 +134,8 @@ type Server struct {
 
 	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
 	hashListpack [2]atomic.Int64
+	// setIntsetEntries holds CONFIG's set-max-intset-entries, as last set.
+	setIntsetEntries atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -191,6 +196,7 @@ func NewServer(cfg Config) *Server {
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
 	s.hashListpack[0].Store(128) // Redis 7's defaults
 	s.hashListpack[1].Store(64)
+	s.setIntsetEntries.Store(512)
 	return s
 }
 

@@ -121,6 +121,15 @@ func (w *Writer) MapHeader(n int) {
 	w.header('*', 2*int64(n))
 }
 
+// SetHeader starts a set of n elements: a RESP3 set, or in RESP2 an array.
+func (w *Writer) SetHeader(n int) {
+	if w.version == 3 {
+		w.header('~', int64(n))
+		return
+	}
+	w.header('*', int64(n))
+}
+
 // BulkStrings writes an array of strings.
 func (w *Writer) BulkStrings(items []string) {
 	w.ArrayHeader(len(items))

@@ -333,6 +333,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return strings.Join(parts, "\n"), nil
 	case "hset", "hgetall", "delkey":
 		return s.hash(d, keyspace, arg, level(), timed)
+	case "sadd", "srem", "smembers":
+		return s.set(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {
