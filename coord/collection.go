@@ -46,17 +46,18 @@ type ResetPoint int
 const (
 	// NoReset leaves the reset point alone: a write to a collection that exists.
 	NoReset ResetPoint = iota
-	// ResetBefore sets it just before the write's timestamp: the write creates the key,
-	// and no element of an earlier life of it (deleted, expired, of another type) may
-	// come back.
-	ResetBefore
+	// ResetCreate sets it at the end of the key's previous life, read by the write
+	// (Collection.Ended's rule: the timestamp of the header's last version when it is a
+	// tombstone or expired), and writes none when it had none: the write creates the key,
+	// no element of an earlier life (deleted, expired, of another type) comes back, and
+	// the elements another writer creating the key at the same moment writes survive,
+	// which a reset at the write's own time would remove (acknowledged writes lost).
+	ResetCreate
 	// ResetAt sets it at the write's timestamp: the write retypes or deletes the key,
 	// and every element written before it is gone.
 	ResetAt
-	// ResetEnded sets it at CollectionWrite.Ended, the end of the key's previous life a
-	// read found (Collection.Ended), and writes none when that is zero: the write creates
-	// the key, and the elements another writer creating it at the same moment writes
-	// survive, which a reset at the write's own time would remove.
+	// ResetEnded is ResetCreate with the end of the previous life read already, by the
+	// read that found the key absent (Collection.Ended), in CollectionWrite.Ended.
 	ResetEnded
 )
 
@@ -264,11 +265,12 @@ func resetPoint(ks schema.Keyspace, rec lww.Record, found bool) hlc.Timestamp {
 
 // WriteCollection writes w's records of collection key at level cl, every one stamped
 // with one timestamp t, which it returns: the elements and the reset record first,
-// together, then the header. With ResetBefore the reset point becomes t-1, with ResetAt
-// t. The records are those of one token, on one replica set; each goes as a Put would
+// together, then the header. With ResetCreate and ResetEnded the reset point becomes
+// the end of the key's previous life, with ResetAt t. The records are those of one token, on one replica set; each goes as a Put would
 // (hinted for replicas that miss it), and the write fails if one of them does.
 func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key []byte, w CollectionWrite, cl consistency.Level) (hlc.Timestamp, error) {
-	if _, err := c.collectionKeyspace(keyspace, key); err != nil {
+	ks, err := c.collectionKeyspace(keyspace, key)
+	if err != nil {
 		return 0, err
 	}
 	if cl.IsSerial() {
@@ -285,6 +287,12 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 			return 0, invalid("key %q is not an element record of collection %q", e.Key, key)
 		}
 		if err := c.checkValue(e.Value); err != nil {
+			return 0, err
+		}
+	}
+	if w.Reset == ResetCreate {
+		// Read before the write is stamped: a cluster snapshot's cut does not wait for it.
+		if w.Ended, err = c.headerEnded(ctx, ks, key, cl); err != nil {
 			return 0, err
 		}
 	}
@@ -306,11 +314,9 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 		}
 	}
 	switch w.Reset {
-	case ResetBefore:
-		first = append(first, resetRecord(key, t-1))
 	case ResetAt:
 		first = append(first, resetRecord(key, t))
-	case ResetEnded:
+	case ResetEnded, ResetCreate:
 		if w.Ended != 0 {
 			first = append(first, resetRecord(key, w.Ended))
 		}

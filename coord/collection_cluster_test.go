@@ -46,7 +46,7 @@ func TestCollectionsMergePerFieldAndResetOnDelete(t *testing.T) {
 	}
 	key := []byte("{user7}:profile")
 	a, b, reader := c.Nodes[0].Coordinator(), c.Nodes[len(c.Nodes)-1].Coordinator(), c.Nodes[1].Coordinator()
-	if _, err := a.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetBefore, "name", "ann"), consistency.Quorum); err != nil {
+	if _, err := a.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, "name", "ann"), consistency.Quorum); err != nil {
 		t.Fatal(err)
 	}
 
@@ -94,7 +94,7 @@ func TestCollectionsMergePerFieldAndResetOnDelete(t *testing.T) {
 		coll, err := reader.ReadCollection(ctx, "spread", key, consistency.All)
 		return err == nil && !coll.Found && len(coll.Elements) == 0
 	})
-	if _, err := a.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetBefore, "fresh", "1"), consistency.Quorum); err != nil {
+	if _, err := a.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, "fresh", "1"), consistency.Quorum); err != nil {
 		t.Fatal(err)
 	}
 	coll, err = reader.ReadCollection(ctx, "spread", key, consistency.All)
@@ -104,6 +104,33 @@ func TestCollectionsMergePerFieldAndResetOnDelete(t *testing.T) {
 	old := element.Key(key, element.HashField, []byte("name"))
 	if _, results, err := reader.ReadElements(ctx, "spread", key, [][]byte{old}, consistency.All); err != nil || results[0].Found {
 		t.Fatalf("a field from before the delete reads %+v, %v; want absent", results, err)
+	}
+}
+
+// TestTwoWritersCreatingOneHashKeepBoth: two coordinators each find a hash absent and
+// create it, one after the other, neither having seen the other's write; each write
+// creates the key (ResetCreate). Both fields survive: a reset point at the later writer's
+// own time would remove the earlier one's acknowledged field (it did, before the reset
+// point became the end of the key's previous life).
+func TestTwoWritersCreatingOneHashKeepBoth(t *testing.T) {
+	c := startCluster(t, spread)
+	ctx := testContext(t)
+	for _, n := range c.Nodes {
+		eventually(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
+	}
+	key := []byte("{user8}:session")
+	a, b := c.Nodes[0].Coordinator(), c.Nodes[len(c.Nodes)-1].Coordinator()
+	for _, w := range []struct {
+		via    *coord.Coordinator
+		fields []string
+	}{{a, []string{"first", "1"}}, {b, []string{"second", "2"}}} {
+		if _, err := w.via.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, w.fields...), consistency.Quorum); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coll, err := c.Nodes[1].Coordinator().ReadCollection(ctx, "spread", key, consistency.All)
+	if got := fieldsOf(coll); err != nil || !equalFields(got, map[string]string{"first": "1", "second": "2"}) {
+		t.Fatalf("fields after two creating writes = %v, %v; want both", got, err)
 	}
 }
 
@@ -140,7 +167,7 @@ func TestCollectionsRefusedOutsideGroupedKeyspaces(t *testing.T) {
 		if !errors.Is(err, coord.ErrInvalidArgument) || !bytes.Contains([]byte(err.Error()), []byte(tt.want)) {
 			t.Errorf("ReadCollection in %s: %v, want an invalid argument naming %q", tt.keyspace, err, tt.want)
 		}
-		_, err = co.WriteCollection(ctx, tt.keyspace, []byte(tt.key), hashWrite([]byte(tt.key), coord.ResetBefore, "f", "v"), consistency.One)
+		_, err = co.WriteCollection(ctx, tt.keyspace, []byte(tt.key), hashWrite([]byte(tt.key), coord.ResetCreate, "f", "v"), consistency.One)
 		if !errors.Is(err, coord.ErrInvalidArgument) {
 			t.Errorf("WriteCollection in %s: %v, want an invalid argument", tt.keyspace, err)
 		}

@@ -111,7 +111,7 @@ func TestCollectionWriteWaitsForEveryNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts.keyspaces["ks"] = ks
-	w := CollectionWrite{Header: &lww.Record{Type: lww.Hash}, Reset: ResetBefore,
+	w := CollectionWrite{Header: &lww.Record{Type: lww.Hash}, Reset: ResetCreate,
 		Elements: []lww.Record{{Key: element.Key([]byte("h"), element.HashField, []byte("f")), Value: []byte("v")}}}
 	if _, err := c.WriteCollection(context.Background(), "ks", []byte("h"), w, consistency.All); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("WriteCollection with the gate closed = %v, want unavailable", err)

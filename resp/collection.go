@@ -68,15 +68,15 @@ func (c *conn) readElements(key []byte, typ lww.Type, elemKeys [][]byte) (coll c
 
 // writeCollection writes w to collection key of type typ; the header, when w has one,
 // keeps the expiry coll's header had, and a key that did not exist starts a new life (a
-// reset point before the write, unless w sets another) so that no element of an earlier
-// one comes back.
+// reset point at the end of the previous one, coord.ResetCreate, unless w sets another)
+// so that no element of an earlier one comes back.
 func (c *conn) writeCollection(key []byte, typ lww.Type, coll coord.Collection, w coord.CollectionWrite) (hlc.Timestamp, error) {
 	if w.Header != nil && !w.Header.Tombstone {
 		w.Header.Type = typ
 		if coll.Found {
 			w.Header.ExpiresAt = coll.Header.ExpiresAt
 		} else if w.Reset == coord.NoReset {
-			w.Reset = coord.ResetBefore
+			w.Reset = coord.ResetCreate
 		}
 	}
 	start, level := time.Now(), c.collectionLevel()

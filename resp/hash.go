@@ -144,15 +144,18 @@ func (c *conn) updateField(key, field []byte, fn func(cur []byte, found bool) (n
 	if !ok {
 		return res, false
 	}
-	reset := coll.Reset
 	if !coll.Found {
-		t, err := c.writeHash(key, coll, coord.CollectionWrite{Reset: coord.ResetBefore})
-		if err != nil {
+		if _, err := c.writeHash(key, coll, coord.CollectionWrite{Reset: coord.ResetCreate}); err != nil {
 			c.w.Error(errorReply(err))
 			return res, false
 		}
-		reset = t - 1
+		// The reset point the new life starts from, which another writer creating the
+		// key at the same moment may have written too.
+		if coll, _, ok = c.readFields(key, nil); !ok {
+			return res, false
+		}
 	}
+	reset := coll.Reset
 	res, err := c.transact(fieldKey(key, field), func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		live := found && cur.Timestamp > reset
 		if !live {

@@ -30,7 +30,8 @@ func fakePartitioner(keyspace string) string {
 }
 
 // tick stamps a write of the fake, two apart, so that a reset point just before a write
-// (coord.ResetBefore) is after every earlier write.
+// is after every earlier write: the fake's coord.ResetCreate, as the fake has one writer
+// at a time.
 func (f *fakeBackend) tick() hlc.Timestamp {
 	f.clock += 2
 	return f.clock
@@ -132,7 +133,7 @@ func (f *fakeBackend) WriteCollection(_ context.Context, keyspace string, key []
 		applyElement(elems, lww.Record{Key: slices.Concat(e.Key, element.Tag(t, "fake")), Value: bytes.Clone(e.Value), Tombstone: e.Tombstone, Timestamp: t})
 	}
 	switch w.Reset {
-	case coord.ResetBefore:
+	case coord.ResetCreate:
 		f.reset(elems, key, t-1)
 	case coord.ResetAt:
 		f.reset(elems, key, t)

@@ -644,7 +644,7 @@ func (s *scenario) hash(d *datadriven.TestData, keyspace string, arg func(string
 		case "hset":
 			w := coord.CollectionWrite{Header: &lww.Record{Type: lww.Hash}}
 			if d.HasArg("create") {
-				w.Reset = coord.ResetBefore
+				w.Reset = coord.ResetCreate
 			}
 			for _, pair := range strings.Split(arg("fields"), ",") {
 				name, value, _ := strings.Cut(pair, "=")
