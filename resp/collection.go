@@ -123,3 +123,59 @@ func (c *conn) collectionsServed() bool {
 	ks, err := c.s.cfg.Backend.Keyspace(c.keyspace)
 	return err == nil && ks.Partitioner == ring.GroupedPartitioner().Name()
 }
+
+// updateElement runs fn on element record elemKey of collection key, of type typ, as a
+// lightweight transaction on that record, exact under races as INCR is, and then writes
+// the header. fn sees the element's value of the key's current life (found false when absent, or left from a life before
+// the reset point). When the key does not exist, the reset point of its new life is
+// written first, so that the element's transaction, stamped later, is after it. ok is
+// false when the reply is written already.
+func (c *conn) updateElement(key []byte, typ lww.Type, elemKey []byte, fn func(cur []byte, found bool) (next []byte, write bool, err error),
+	after func(coord.UpdateResult) []lww.Record) (res coord.UpdateResult, ok bool) {
+	coll, _, ok := c.readElements(key, typ, nil)
+	if !ok {
+		return res, false
+	}
+	reset := coll.Reset
+	if !coll.Found {
+		t, err := c.writeCollection(key, typ, coll, coord.CollectionWrite{Reset: coord.ResetBefore})
+		if err != nil {
+			c.w.Error(errorReply(err))
+			return res, false
+		}
+		reset = t - 1
+	}
+	res, err := c.transact(elemKey, func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		live := found && cur.Timestamp > reset
+		if !live {
+			cur.Value = nil
+		}
+		next, write, err := fn(cur.Value, live)
+		return lww.Record{Value: next}, write, err
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return res, false
+	}
+	if res.PreviousFound && res.Previous.Timestamp <= reset {
+		res.PreviousFound, res.Previous = false, lww.Record{}
+	}
+	if res.Applied {
+		// Written after the element, so that the header is newer than a delete the
+		// element's transaction did not see; it keeps the expiry of a key that existed.
+		// The records after gives go with it, as elements of the same write.
+		var expiresAt hlc.Timestamp
+		if coll.Found {
+			expiresAt = coll.Header.ExpiresAt
+		}
+		w := coord.CollectionWrite{Header: &lww.Record{}}
+		if after != nil {
+			w.Elements = after(res)
+		}
+		if _, err := c.writeCollection(key, typ, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, w); err != nil {
+			c.w.Error(errorReply(err))
+			return res, false
+		}
+	}
+	return res, true
+}

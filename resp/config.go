@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,10 +44,10 @@ var configParams = []configParam{
 	// Redis's thresholds of a small hash's compact encoding, and their old names. kura
 	// stores a record per field whatever the hash's size: the values are kept for CONFIG
 	// GET, and change nothing else.
-	hashListpackParam("hash-max-listpack-entries", 0),
-	hashListpackParam("hash-max-listpack-value", 1),
-	hashListpackParam("hash-max-ziplist-entries", 0),
-	hashListpackParam("hash-max-ziplist-value", 1),
+	listpackParam("hash-max-listpack-entries", func(s *Server) *atomic.Int64 { return &s.hashListpack[0] }),
+	listpackParam("hash-max-listpack-value", func(s *Server) *atomic.Int64 { return &s.hashListpack[1] }),
+	listpackParam("hash-max-ziplist-entries", func(s *Server) *atomic.Int64 { return &s.hashListpack[0] }),
+	listpackParam("hash-max-ziplist-value", func(s *Server) *atomic.Int64 { return &s.hashListpack[1] }),
 	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
 	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
 	{name: "maxmemory-clients", get: fixedValue("0"), fixed: "kura does not limit its clients' memory"},
@@ -63,13 +64,18 @@ var configParams = []configParam{
 	{name: "slaveof", get: fixedValue("")},
 	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
 		set: setTimeout},
+	// The same for a sorted set: kura keeps a record per member and one per score.
+	listpackParam("zset-max-listpack-entries", func(s *Server) *atomic.Int64 { return &s.zsetListpack[0] }),
+	listpackParam("zset-max-listpack-value", func(s *Server) *atomic.Int64 { return &s.zsetListpack[1] }),
+	listpackParam("zset-max-ziplist-entries", func(s *Server) *atomic.Int64 { return &s.zsetListpack[0] }),
+	listpackParam("zset-max-ziplist-value", func(s *Server) *atomic.Int64 { return &s.zsetListpack[1] }),
 }
 
-// hashListpackParam is the parameter name of Server.hashListpack[i]: any integer from 0,
-// as Redis takes it.
-func hashListpackParam(name string, i int) configParam {
+// listpackParam is the parameter name of one of the thresholds of Redis's compact
+// encodings, held where at says: any integer from 0, as Redis takes it.
+func listpackParam(name string, at func(*Server) *atomic.Int64) configParam {
 	return configParam{name: name,
-		get: func(c *conn) string { return strconv.FormatInt(c.s.hashListpack[i].Load(), 10) },
+		get: func(c *conn) string { return strconv.FormatInt(at(c.s).Load(), 10) },
 		set: func(s *Server, value []byte) (func(), string) {
 			n, ok := parseInt(value)
 			switch {
@@ -78,7 +84,7 @@ func hashListpackParam(name string, i int) configParam {
 			case n < 0:
 				return nil, "argument must be between 0 and 9223372036854775807 inclusive"
 			}
-			return func() { s.hashListpack[i].Store(n) }, ""
+			return func() { at(s).Store(n) }, ""
 		}}
 }
 

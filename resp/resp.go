@@ -131,6 +131,8 @@ type Server struct {
 
 	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
 	hashListpack [2]atomic.Int64
+	// zsetListpack holds CONFIG's zset-max-listpack-entries and -value, as last set.
+	zsetListpack [2]atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -191,6 +193,8 @@ func NewServer(cfg Config) *Server {
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
 	s.hashListpack[0].Store(128) // Redis 7's defaults
 	s.hashListpack[1].Store(64)
+	s.zsetListpack[0].Store(128)
+	s.zsetListpack[1].Store(64)
 	return s
 }
 

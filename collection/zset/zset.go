@@ -168,9 +168,11 @@ type AddFlags struct {
 type AddOutcome int
 
 const (
-	// Unchanged: the member is left as it is (a condition failed, or the score is the
-	// same).
-	Unchanged AddOutcome = iota
+	// Skipped: a condition (NX, XX, GT, LT) left the member as it is; ZADD INCR then
+	// answers null.
+	Skipped AddOutcome = iota
+	// Unchanged: the member keeps the score it has, which is the score asked for.
+	Unchanged
 	// Added: the member was absent and is added.
 	Added
 	// Updated: the member's score changes.
@@ -185,18 +187,20 @@ const ErrNaN = "ERR resulting score is not a number (NaN)"
 // change is. err is Redis's error when an increment makes the score NaN.
 func Add(cur float64, found bool, score float64, f AddFlags) (next float64, out AddOutcome, err string) {
 	if (found && f.NX) || (!found && f.XX) {
-		return cur, Unchanged, ""
+		return cur, Skipped, ""
 	}
 	next = score
 	if f.Incr && found {
 		if next = cur + score; math.IsNaN(next) {
-			return cur, Unchanged, ErrNaN
+			return cur, Skipped, ErrNaN
 		}
 	}
 	switch {
 	case !found:
 		return next, Added, ""
-	case (f.GT && next <= cur) || (f.LT && next >= cur) || next == cur:
+	case (f.GT && next <= cur) || (f.LT && next >= cur):
+		return cur, Skipped, ""
+	case next == cur:
 		return cur, Unchanged, ""
 	}
 	return next, Updated, ""
