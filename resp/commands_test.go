@@ -110,7 +110,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":102\r\n"},
+			{cmd("COMMAND", "COUNT"), ":109\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
@@ -300,11 +300,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*129\r\n" {
+	if got := c.line(); got != "*136\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 79 + 23 + 27 { // the commands, the 23 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 79 + 30 + 27 { // the commands, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -324,7 +324,7 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*102\r\n" {
+	if got := c.line(); got != "*109\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

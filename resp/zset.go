@@ -1,14 +1,17 @@
 package resp
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/kuradb/kura/collection/zset"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
 )
 
 // Sorted sets (docs/redis-types.md): each member is a member record holding its score,
@@ -25,6 +28,10 @@ const (
 	errZrangeLimit     = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
 	errZrangeLexScores = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
 	errNotPositive     = "ERR value is out of range, must be positive"
+	errWeight          = "ERR weight value is not a float"
+	// errCrossSlot refuses a command that writes one key from others of another hash
+	// tag, as Redis Cluster does: a write of one partition from others is no transaction.
+	errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
 )
 
 // zsetCommands are the sorted-set commands of the table.
@@ -49,6 +56,8 @@ func zsetCommands() []*command {
 		key1(&command{name: "zcount", arity: 4, flags: readFast, run: zcountCommand}),
 		key1(&command{name: "zlexcount", arity: 4, flags: readFast, run: zcountCommand}),
 		ranged("zrange", zrangeForm{}),
+		{name: "zrangestore", arity: -5, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 2, keyStep: 1,
+			run: func(c *conn, args [][]byte) { zrangeCommand(c, args, zrangeForm{store: true}) }},
 		ranged("zrevrange", zrangeForm{rev: true, fixed: true}),
 		ranged("zrangebyscore", zrangeForm{by: byScore, fixed: true}),
 		ranged("zrevrangebyscore", zrangeForm{by: byScore, rev: true, fixed: true}),
@@ -64,6 +73,13 @@ func zsetCommands() []*command {
 		key1(&command{name: "zpopmax", arity: -2, flags: remove, run: zpopCommand}),
 		key1(&command{name: "zrandmember", arity: -2, flags: read, run: zrandmemberCommand}),
 		key1(&command{name: "zscan", arity: -3, flags: read, run: zscanCommand}),
+		// Their keys are counted by numkeys: no fixed key positions (Redis's key specs).
+		{name: "zunion", arity: -3, flags: read, run: zcombineCommand},
+		{name: "zinter", arity: -3, flags: read, run: zcombineCommand},
+		{name: "zdiff", arity: -3, flags: read, run: zcombineCommand},
+		{name: "zunionstore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: zcombineCommand},
+		{name: "zinterstore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: zcombineCommand},
+		{name: "zdiffstore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: zcombineCommand},
 	}
 }
 
@@ -323,11 +339,13 @@ const (
 )
 
 // zrangeForm is what a command of the ZRANGE family fixes: ZRANGE fixes nothing, and
-// takes BYSCORE, BYLEX and REV as options; the older commands fix them.
+// takes BYSCORE, BYLEX and REV as options; the older commands fix them. ZRANGESTORE is
+// ZRANGE storing its answer in its first key.
 type zrangeForm struct {
 	by    zrangeBy
 	rev   bool
 	fixed bool
+	store bool
 }
 
 // parseRangeBounds parses min and max of a score or lex range into the test of a member,
@@ -349,14 +367,23 @@ func (c *conn) parseRangeBounds(min, max []byte, by zrangeBy) (func(zset.Member)
 
 // zrangeCommand is the ZRANGE family: ZRANGE key min max [BYSCORE|BYLEX] [REV] [LIMIT
 // offset count] [WITHSCORES], ZREVRANGE, Z[REV]RANGEBYSCORE and Z[REV]RANGEBYLEX, with
-// Redis's parsing and errors, in that order.
+// Redis's parsing and errors, in that order; and ZRANGESTORE dst src min max ...
+// without WITHSCORES, answering the count it stored.
 func zrangeCommand(c *conn, args [][]byte, form zrangeForm) {
+	var dst []byte
+	if form.store {
+		dst, args = args[1], args[1:]
+		if !sameSlot(dst, args[1]) {
+			c.w.Error(errCrossSlot)
+			return
+		}
+	}
 	by, rev := form.by, form.rev
 	withScores, limited := false, false
 	offset, count := int64(0), int64(-1)
 	for i := 4; i < len(args); i++ {
 		switch word := upper(args[i]); {
-		case word == "WITHSCORES":
+		case word == "WITHSCORES" && !form.store:
 			withScores = true
 		case word == "LIMIT" && i+2 < len(args):
 			var okOffset, okCount bool
@@ -415,6 +442,126 @@ func zrangeCommand(c *conn, args [][]byte, form zrangeForm) {
 		members = zset.Ranks(members, start, stop, rev)
 	} else {
 		members = zset.Select(members, keep, rev, offset, count)
+	}
+	if form.store {
+		c.storeZset(dst, members)
+		return
+	}
+	c.writeMembers(members, withScores)
+}
+
+// sameSlot reports whether keys share a hash tag (ring.HashTag), and so a partition.
+func sameSlot(keys ...[]byte) bool {
+	for _, k := range keys[1:] {
+		if !bytes.Equal(ring.HashTag(k), ring.HashTag(keys[0])) {
+			return false
+		}
+	}
+	return true
+}
+
+// storeZset makes dst the sorted set of members, whatever it held (its expiry too), and
+// answers their count, as Redis's *STORE commands: a new life of the key (a reset point
+// before the write) with every member written, or for no member dst deleted as DEL
+// deletes it.
+func (c *conn) storeZset(dst []byte, members []zset.Member) {
+	if len(members) == 0 {
+		res, err := c.transact(dst, deleteIfFound)
+		if err == nil {
+			err = c.resetReplaced(dst, res)
+		}
+		if err != nil {
+			c.replyTransactError(err)
+			return
+		}
+		c.w.Int(0)
+		return
+	}
+	w := coord.CollectionWrite{Header: &lww.Record{}}
+	for _, m := range members {
+		w.Elements = append(w.Elements, zset.Set(dst, m.Name, m.Score, 0, false)...)
+	}
+	if _, err := c.writeCollection(dst, lww.SortedSet, coord.Collection{}, w); err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(int64(len(members)))
+}
+
+// zcombineCommand is ZUNION, ZINTER and ZDIFF numkeys key [key ...] [WEIGHTS w ...]
+// [AGGREGATE SUM|MIN|MAX] [WITHSCORES] (ZDIFF without WEIGHTS and AGGREGATE), and their
+// *STORE forms, dst first and without WITHSCORES, which store the result in dst when
+// every key shares dst's hash tag (else CROSSSLOT). Each input is read whole; the
+// inputs are read one after the other, not as one snapshot. A set as input, which Redis
+// takes with every score 1, is refused as WRONGTYPE.
+func zcombineCommand(c *conn, args [][]byte) {
+	name := string(c.lowerName)
+	store := strings.HasSuffix(name, "store")
+	op := map[string]zset.Op{"zunion": zset.Union, "zinter": zset.Inter, "zdiff": zset.Diff}[strings.TrimSuffix(name, "store")]
+	var dst []byte
+	if store {
+		dst, args = args[1], args[1:]
+	}
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.w.Error(errNotInt)
+		return
+	case n < 1:
+		c.w.Error(fmt.Sprintf("ERR at least 1 input key is needed for '%s' command", name))
+		return
+	case n > int64(len(args)-2):
+		c.w.Error(errSyntax)
+		return
+	}
+	keys, rest := args[2:2+n], args[2+n:]
+	var weights []float64
+	agg, withScores := zset.Sum, false
+	for len(rest) > 0 {
+		switch word := upper(rest[0]); {
+		case op != zset.Diff && word == "WEIGHTS" && len(rest) > int(n):
+			weights = make([]float64, n)
+			for i := range weights {
+				if weights[i], ok = zset.ParseScore(rest[1+i]); !ok {
+					c.w.Error(errWeight)
+					return
+				}
+			}
+			rest = rest[1+n:]
+		case op != zset.Diff && word == "AGGREGATE" && len(rest) >= 2:
+			switch upper(rest[1]) {
+			case "SUM":
+				agg = zset.Sum
+			case "MIN":
+				agg = zset.Min
+			case "MAX":
+				agg = zset.Max
+			default:
+				c.w.Error(errSyntax)
+				return
+			}
+			rest = rest[2:]
+		case !store && word == "WITHSCORES":
+			withScores, rest = true, rest[1:]
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	if store && !sameSlot(append([][]byte{dst}, keys...)...) {
+		c.w.Error(errCrossSlot)
+		return
+	}
+	sets := make([][]zset.Member, len(keys))
+	for i, key := range keys {
+		if sets[i], ok = c.readZset(key); !ok {
+			return
+		}
+	}
+	members := zset.Combine(op, sets, weights, agg)
+	if store {
+		c.storeZset(dst, members)
+		return
 	}
 	c.writeMembers(members, withScores)
 }

@@ -277,3 +277,32 @@ func TestRanksAndSelect(t *testing.T) {
 		}
 	}
 }
+
+func TestCombine(t *testing.T) {
+	a := Fold(records("m=a:1", "m=b:2", "m=c:3"))
+	b := Fold(records("m=b:10", "m=c:20", "m=d:inf"))
+	c := Fold(records("m=d:-inf"))
+	tests := []struct {
+		name    string
+		op      Op
+		sets    [][]Member
+		weights []float64
+		agg     Aggregate
+		want    string
+	}{
+		{"union sum", Union, [][]Member{a, b}, nil, Sum, "a:1 b:12 c:23 d:inf"},
+		{"union weights max", Union, [][]Member{a, b}, []float64{10, 1}, Max, "a:10 b:20 c:30 d:inf"},
+		{"union min", Union, [][]Member{a, b}, nil, Min, "a:1 b:2 c:3 d:inf"},
+		{"inf plus -inf is 0", Union, [][]Member{b, c}, nil, Sum, "d:0 b:10 c:20"},
+		{"inf times 0 is 0", Union, [][]Member{b}, []float64{0}, Sum, "b:0 c:0 d:0"},
+		{"inter", Inter, [][]Member{a, b}, nil, Sum, "b:12 c:23"},
+		{"inter with an empty set", Inter, [][]Member{a, nil}, nil, Sum, ""},
+		{"diff", Diff, [][]Member{a, b}, nil, Sum, "a:1"},
+		{"diff of one", Diff, [][]Member{b}, nil, Sum, "b:10 c:20 d:inf"},
+	}
+	for _, tt := range tests {
+		if got := names(Combine(tt.op, tt.sets, tt.weights, tt.agg)); got != tt.want {
+			t.Errorf("%s: Combine = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
