@@ -11,6 +11,14 @@ import (
 	"github.com/kuradb/kura/ring"
 )
 
+// Redis's replies shared by the collection commands.
+const (
+	// errCrossSlot refuses a command that writes one key from others of another hash
+	// tag, as Redis Cluster does: a write of one partition from others is no transaction.
+	errCrossSlot   = "CROSSSLOT Keys in request don't hash to the same slot"
+	errNotPositive = "ERR value is out of range, must be positive"
+)
+
 // Collections (docs/redis-types.md): what every collection type's commands share. A
 // collection is a header (the key's own record, of the collection's type, holding the
 // key's expiry) and element records of its own, placed on the key's replica set.
@@ -123,4 +131,76 @@ func reservedKey(cmd *command, args [][]byte) bool {
 func (c *conn) collectionsServed() bool {
 	ks, err := c.s.cfg.Backend.Keyspace(c.keyspace)
 	return err == nil && ks.Partitioner == ring.GroupedPartitioner().Name()
+}
+
+// updateElement runs fn on element record elemKey of collection key, of type typ, as a
+// lightweight transaction on that record, exact under races as INCR is, and then writes
+// the header. fn sees the element's value of the key's current life (found false when
+// absent, or left from a life before the reset point). When the key does not exist, the
+// reset point of its new life is written first (coord.ResetCreate), so that no element of
+// an earlier life counts. ok is false when the reply is written already.
+func (c *conn) updateElement(key []byte, typ lww.Type, elemKey []byte, fn func(cur []byte, found bool) (next []byte, write bool, err error),
+	after func(coord.UpdateResult) []lww.Record) (res coord.UpdateResult, ok bool) {
+	coll, _, ok := c.readElements(key, typ, nil)
+	if !ok {
+		return res, false
+	}
+	if !coll.Found {
+		if _, err := c.writeCollection(key, typ, coll, coord.CollectionWrite{Reset: coord.ResetCreate}); err != nil {
+			c.w.Error(errorReply(err))
+			return res, false
+		}
+		// The reset point the new life starts from, which another writer creating the
+		// key at the same moment may have written too.
+		if coll, _, ok = c.readElements(key, typ, nil); !ok {
+			return res, false
+		}
+	}
+	reset := coll.Reset
+	res, err := c.transact(elemKey, func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		live := found && cur.Timestamp > reset
+		if !live {
+			cur.Value = nil
+		}
+		next, write, err := fn(cur.Value, live)
+		return lww.Record{Value: next}, write, err
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return res, false
+	}
+	if res.PreviousFound && res.Previous.Timestamp <= reset {
+		res.PreviousFound, res.Previous = false, lww.Record{}
+	}
+	if res.Applied {
+		// Written after the element, so that the header is newer than a delete the
+		// element's transaction did not see; it keeps the expiry of a key that existed.
+		// The records after gives go with it, as elements of the same write.
+		var expiresAt hlc.Timestamp
+		if coll.Found {
+			expiresAt = coll.Header.ExpiresAt
+		}
+		w := coord.CollectionWrite{Header: &lww.Record{}}
+		if after != nil {
+			w.Elements = after(res)
+		}
+		if _, err := c.writeCollection(key, typ, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, w); err != nil {
+			c.w.Error(errorReply(err))
+			return res, false
+		}
+	}
+	return res, true
+}
+
+// sameSlot refuses, as Redis Cluster's CROSSSLOT, keys of more than one hash tag: a
+// command that writes them needs them on one replica set (the grouped partitioner places
+// a tag's keys together). ok is false when the reply is written already.
+func (c *conn) sameSlot(keys [][]byte) bool {
+	for _, key := range keys[1:] {
+		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
+			c.w.Error(errCrossSlot)
+			return false
+		}
+	}
+	return true
 }

@@ -110,6 +110,7 @@ func commandTable() map[string]*command {
 	}
 	table = append(table, hashCommands()...)
 	table = append(table, setCommands()...)
+	table = append(table, zsetCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
 		byName[cmd.name] = cmd

@@ -110,7 +110,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":96\r\n"},
+			{cmd("COMMAND", "COUNT"), ":126\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
@@ -210,13 +210,15 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CONFIG", "GET", "d*"), "*4\r\n$9\r\ndaemonize\r\n$2\r\nno\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
 			{cmd("CONFIG", "GET", "*of"), "*4\r\n$9\r\nreplicaof\r\n$0\r\n\r\n$7\r\nslaveof\r\n$0\r\n\r\n"},
 			{cmd("CONFIG", "GET", "bind"), "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n"},
-			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*22\r\n" +
+			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*30\r\n" +
 				"$25\r\nhash-max-listpack-entries\r\n$3\r\n128\r\n$23\r\nhash-max-listpack-value\r\n$2\r\n64\r\n" +
 				"$24\r\nhash-max-ziplist-entries\r\n$3\r\n128\r\n$22\r\nhash-max-ziplist-value\r\n$2\r\n64\r\n" +
 				"$10\r\nmaxclients\r\n$5\r\n10000\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n" +
 				"$17\r\nmaxmemory-clients\r\n$1\r\n0\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n" +
 				"$17\r\nmaxmemory-samples\r\n$1\r\n5\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n" +
-				"$22\r\nset-max-intset-entries\r\n$3\r\n512\r\n"},
+				"$22\r\nset-max-intset-entries\r\n$3\r\n512\r\n" +
+				"$25\r\nzset-max-listpack-entries\r\n$3\r\n128\r\n$23\r\nzset-max-listpack-value\r\n$2\r\n64\r\n" +
+				"$24\r\nzset-max-ziplist-entries\r\n$3\r\n128\r\n$22\r\nzset-max-ziplist-value\r\n$2\r\n64\r\n"},
 			{cmd("CONFIG", "GET", "client-query-buffer-limit", "timeout"), "*4\r\n$25\r\nclient-query-buffer-limit\r\n$8\r\n67108864\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"},
 			{cmd("CONFIG", "GET", "nosuch*"), "*0\r\n"},
 			{cmd("CONFIG", "SET", "save", ""), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
@@ -300,11 +302,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*123\r\n" {
+	if got := c.line(); got != "*153\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 96 + 27 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 79 + 17 + 30 + 27 { // the commands, the 17 of sets, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -318,13 +320,13 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		t.Fatalf("COMMAND LIST = %v", names)
 	}
 	for _, want := range []string{"get", "kura.range", "scan", "set", "strlen", "getrange", "substr", "type", "unlink", "time",
-		"client|list", "client|help", "command|info", "config|get", "hset", "hgetall", "hincrby"} {
+		"client|list", "client|help", "command|info", "config|get", "hset", "hgetall", "hincrby", "zadd", "zrangebyscore"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("COMMAND LIST lacks %s", want)
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*96\r\n" {
+	if got := c.line(); got != "*126\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

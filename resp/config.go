@@ -44,10 +44,10 @@ var configParams = []configParam{
 	// Redis's thresholds of a small hash's compact encoding, and their old names. kura
 	// stores a record per field whatever the hash's size: the values are kept for CONFIG
 	// GET, and change nothing else.
-	hashListpackParam("hash-max-listpack-entries", 0),
-	hashListpackParam("hash-max-listpack-value", 1),
-	hashListpackParam("hash-max-ziplist-entries", 0),
-	hashListpackParam("hash-max-ziplist-value", 1),
+	keptIntParam("hash-max-listpack-entries", func(s *Server) *atomic.Int64 { return &s.hashListpack[0] }),
+	keptIntParam("hash-max-listpack-value", func(s *Server) *atomic.Int64 { return &s.hashListpack[1] }),
+	keptIntParam("hash-max-ziplist-entries", func(s *Server) *atomic.Int64 { return &s.hashListpack[0] }),
+	keptIntParam("hash-max-ziplist-value", func(s *Server) *atomic.Int64 { return &s.hashListpack[1] }),
 	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
 	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
 	{name: "maxmemory-clients", get: fixedValue("0"), fixed: "kura does not limit its clients' memory"},
@@ -66,15 +66,16 @@ var configParams = []configParam{
 	{name: "slaveof", get: fixedValue("")},
 	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
 		set: setTimeout},
-}
-
-// hashListpackParam is the parameter name of Server.hashListpack[i].
-func hashListpackParam(name string, i int) configParam {
-	return keptIntParam(name, func(s *Server) *atomic.Int64 { return &s.hashListpack[i] })
+	// The same for a sorted set: kura keeps a record per member and one per score.
+	keptIntParam("zset-max-listpack-entries", func(s *Server) *atomic.Int64 { return &s.zsetListpack[0] }),
+	keptIntParam("zset-max-listpack-value", func(s *Server) *atomic.Int64 { return &s.zsetListpack[1] }),
+	keptIntParam("zset-max-ziplist-entries", func(s *Server) *atomic.Int64 { return &s.zsetListpack[0] }),
+	keptIntParam("zset-max-ziplist-value", func(s *Server) *atomic.Int64 { return &s.zsetListpack[1] }),
 }
 
 // keptIntParam is a parameter kept in the integer at returns, any integer from 0 as Redis
-// takes it, which changes nothing but what CONFIG GET answers.
+// takes it, which changes nothing but what CONFIG GET answers: the thresholds of Redis's
+// compact encodings, which kura, a record per element whatever the size, does not have.
 func keptIntParam(name string, at func(s *Server) *atomic.Int64) configParam {
 	return configParam{name: name,
 		get: func(c *conn) string { return strconv.FormatInt(at(c.s).Load(), 10) },

@@ -134,56 +134,9 @@ func hsetCommand(c *conn, args [][]byte) {
 }
 
 // updateField runs fn on field of hash key as a lightweight transaction on the field's
-// record, exact under races as INCR is, and then writes the header. fn sees the field's
-// value of the key's current life (found false when absent, or left from a life before
-// the reset point). When the key does not exist, the reset point of its new life is
-// written first, so that the field's transaction, stamped later, is after it. ok is
-// false when the reply is written already.
+// record (updateElement).
 func (c *conn) updateField(key, field []byte, fn func(cur []byte, found bool) (next []byte, write bool, err error)) (res coord.UpdateResult, ok bool) {
-	coll, _, ok := c.readFields(key, nil)
-	if !ok {
-		return res, false
-	}
-	if !coll.Found {
-		if _, err := c.writeHash(key, coll, coord.CollectionWrite{Reset: coord.ResetCreate}); err != nil {
-			c.w.Error(errorReply(err))
-			return res, false
-		}
-		// The reset point the new life starts from, which another writer creating the
-		// key at the same moment may have written too.
-		if coll, _, ok = c.readFields(key, nil); !ok {
-			return res, false
-		}
-	}
-	reset := coll.Reset
-	res, err := c.transact(fieldKey(key, field), func(cur lww.Record, found bool) (lww.Record, bool, error) {
-		live := found && cur.Timestamp > reset
-		if !live {
-			cur.Value = nil
-		}
-		next, write, err := fn(cur.Value, live)
-		return lww.Record{Value: next}, write, err
-	})
-	if err != nil {
-		c.replyTransactError(err)
-		return res, false
-	}
-	if res.PreviousFound && res.Previous.Timestamp <= reset {
-		res.PreviousFound, res.Previous = false, lww.Record{}
-	}
-	if res.Applied {
-		// Written after the field, so that the header is newer than a delete the field's
-		// transaction did not see; it keeps the expiry of a key that existed.
-		var expiresAt hlc.Timestamp
-		if coll.Found {
-			expiresAt = coll.Header.ExpiresAt
-		}
-		if _, err := c.writeHash(key, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, coord.CollectionWrite{Header: &lww.Record{}}); err != nil {
-			c.w.Error(errorReply(err))
-			return res, false
-		}
-	}
-	return res, true
+	return c.updateElement(key, lww.Hash, fieldKey(key, field), fn, nil)
 }
 
 // hsetnxCommand is HSETNX key field value: 1 when it set the field, 0 when the field

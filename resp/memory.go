@@ -15,8 +15,8 @@ func memorySubcommands() []*command {
 }
 
 // memoryUsageCommand is MEMORY USAGE key [SAMPLES count]: the key and value bytes of the
-// key's records, its own and, for a hash, each field's element record (SAMPLES is checked
-// and ignored: every field is counted), or null for a missing key. Redis answers the RAM
+// key's records, its own and, for a collection, each element record (SAMPLES is checked
+// and ignored: every element is counted), or null for a missing key. Redis answers the RAM
 // its objects take, allocator overhead included; kura keeps no object in RAM per key.
 func memoryUsageCommand(c *conn, args [][]byte) {
 	for i := 3; i < len(args); i += 2 {
@@ -38,27 +38,18 @@ func memoryUsageCommand(c *conn, args [][]byte) {
 	case !found:
 		c.w.Null()
 		return
-	case rec.Type == lww.Set:
-		// A set's element records are its adds: each live one's key counts.
-		if coll, ok := c.readCollection(key, lww.Set); ok {
-			size := len(key) + len(coll.Header.Value)
-			for _, e := range coll.Elements {
-				size += len(e.Key) + len(e.Value)
-			}
-			c.w.Int(int64(size))
-		}
-		return
-	case rec.Type != lww.Hash:
+	case rec.Type == lww.String:
 		c.w.Int(int64(len(key) + len(rec.Value)))
 		return
 	}
-	fields, header, ok := c.readHash(key)
+	// A collection's size is its header's and its element records' keys and values.
+	coll, ok := c.readCollection(key, rec.Type)
 	if !ok {
 		return
 	}
-	size := len(key) + len(header.Value)
-	for _, f := range fields {
-		size += len(fieldKey(key, f.name)) + len(f.value)
+	size := len(key) + len(coll.Header.Value)
+	for _, e := range coll.Elements {
+		size += len(e.Key) + len(e.Value)
 	}
 	c.w.Int(int64(size))
 }

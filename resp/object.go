@@ -53,13 +53,17 @@ func withObjectKey(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]b
 
 // encodingOf is OBJECT ENCODING's answer for rec: a string's by its bytes, and for a hash
 // hashtable, a record per field as Redis's hashtable keeps an entry per field (Redis
-// answers listpack for a small hash, a layout kura does not have).
+// answers listpack for a small hash, a layout kura does not have); for a sorted set
+// skiplist, Redis's encoding of a big one, whose order kura's score entries keep.
 func encodingOf(rec lww.Record) string {
 	if rec.Type == lww.Set {
 		return "hashtable" // a record per member's add, as Redis's hashtable an entry per member
 	}
 	if rec.Type == lww.Hash {
 		return "hashtable"
+	}
+	if rec.Type == lww.SortedSet {
+		return "skiplist"
 	}
 	return stringEncoding(rec.Value)
 }

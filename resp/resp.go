@@ -136,6 +136,8 @@ type Server struct {
 	hashListpack [2]atomic.Int64
 	// setIntsetEntries holds CONFIG's set-max-intset-entries, as last set.
 	setIntsetEntries atomic.Int64
+	// zsetListpack holds CONFIG's zset-max-listpack-entries and -value, as last set.
+	zsetListpack [2]atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -197,6 +199,8 @@ func NewServer(cfg Config) *Server {
 	s.hashListpack[0].Store(128) // Redis 7's defaults
 	s.hashListpack[1].Store(64)
 	s.setIntsetEntries.Store(512)
+	s.zsetListpack[0].Store(128)
+	s.zsetListpack[1].Store(64)
 	return s
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/kuradb/kura/collection/set"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
-	"github.com/kuradb/kura/ring"
 )
 
 // Sets (docs/redis-types.md): an add-wins observed-remove set (package collection/set).
@@ -23,8 +22,6 @@ import (
 
 // Redis's replies of the set commands.
 const (
-	errCrossSlot     = "CROSSSLOT Keys in request don't hash to the same slot"
-	errNotPositive   = "ERR value is out of range, must be positive"
 	errNumkeys       = "ERR numkeys should be greater than 0"
 	errNumkeysOver   = "ERR Number of keys can't be greater than number of args"
 	errLimitNegative = "ERR LIMIT can't be negative"
@@ -133,19 +130,6 @@ func (c *conn) removeMembers(key []byte, s set.Set, names [][]byte) (int, error)
 	}
 	_, err := c.writeCollection(key, lww.Set, coord.Collection{Found: true}, coord.CollectionWrite{Elements: tombstones})
 	return removed, err
-}
-
-// sameSlot refuses, as Redis Cluster's CROSSSLOT, keys of more than one hash tag: a
-// command that writes them needs them on one replica set (the grouped partitioner places
-// a tag's keys together). ok is false when the reply is written already.
-func (c *conn) sameSlot(keys [][]byte) bool {
-	for _, key := range keys[1:] {
-		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
-			c.w.Error(errCrossSlot)
-			return false
-		}
-	}
-	return true
 }
 
 // writeMembers answers names as a set reply (an array in RESP2).

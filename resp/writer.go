@@ -99,6 +99,18 @@ func (w *Writer) Text(s string) {
 	w.bw.WriteString("\r\n")
 }
 
+// Double writes a floating-point number the caller formatted: RESP3's double, or in
+// RESP2 a bulk string, as Redis's addReplyDouble.
+func (w *Writer) Double(text string) {
+	if w.version == 3 {
+		w.bw.WriteString(",")
+		w.bw.WriteString(text)
+		w.bw.WriteString("\r\n")
+		return
+	}
+	w.BulkString(text)
+}
+
 // Null writes the absent value: RESP2's null bulk string, RESP3's null.
 func (w *Writer) Null() {
 	if w.version == 3 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/collection/zset"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/element"
@@ -335,6 +336,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return s.hash(d, keyspace, arg, level(), timed)
 	case "sadd", "srem", "smembers":
 		return s.set(d, keyspace, arg, level(), timed)
+	case "zadd", "zrange":
+		return s.zset(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {
@@ -671,5 +674,61 @@ func (s *scenario) hash(d *datadriven.TestData, keyspace string, arg func(string
 			fields = append(fields, string(name)+"="+string(rec.Value))
 		}
 		return coll.Header.Type.String() + " " + strings.Join(fields, " "), nil
+	})
+}
+
+// zset runs the commands of Redis sorted sets through the coordinator's collections with
+// collection/zset's rule, as the Redis front end's ZADD and ZRANGE do: zadd node=ID key=K
+// members=m=score,... [create] reads the members named and writes each one's member
+// record, its score entry and the tombstone of the entry of the score it read, with the
+// header (create: a reset point first, as for a new key); zrange prints the members in
+// order with their scores, or absent.
+func (s *scenario) zset(d *datadriven.TestData, keyspace string, arg func(string) string, cl consistency.Level,
+	timed func(func(ctx context.Context) (string, error)) (string, error)) (string, error) {
+	co, err := s.c.Coordinator(arg("node"))
+	if err != nil {
+		return "", err
+	}
+	key := []byte(arg("key"))
+	return timed(func(ctx context.Context) (string, error) {
+		if d.Cmd == "zadd" {
+			var names [][]byte
+			var scores []float64
+			for _, pair := range strings.Split(arg("members"), ",") {
+				name, score, _ := strings.Cut(pair, "=")
+				f, ok := zset.ParseScore([]byte(score))
+				if !ok {
+					return "", fmt.Errorf("score %q is not a float", score)
+				}
+				names, scores = append(names, []byte(name)), append(scores, f)
+			}
+			keys := make([][]byte, len(names))
+			for i, name := range names {
+				keys[i] = zset.MemberKey(key, name)
+			}
+			_, read, err := co.ReadElements(ctx, keyspace, key, keys, cl)
+			if err != nil {
+				return "", err
+			}
+			w := coord.CollectionWrite{Header: &lww.Record{Type: lww.SortedSet}}
+			if d.HasArg("create") {
+				w.Reset = coord.ResetCreate
+			}
+			for i, name := range names {
+				had, found := zset.ParseScoreValue(read[i].Record.Value)
+				w.Elements = append(w.Elements, zset.Set(key, name, scores[i], had, found && read[i].Found)...)
+			}
+			_, err = co.WriteCollection(ctx, keyspace, key, w, cl)
+			return "ok", err
+		}
+		coll, err := co.ReadCollection(ctx, keyspace, key, cl)
+		if err != nil || !coll.Found {
+			return "absent", err
+		}
+		var members []string
+		for _, m := range zset.Fold(coll.Elements) {
+			members = append(members, string(m.Name)+":"+zset.FormatScore(m.Score))
+		}
+		return coll.Header.Type.String() + " " + strings.Join(members, " "), nil
 	})
 }
