@@ -119,6 +119,37 @@ func TestYieldTo(t *testing.T) {
 	}
 }
 
+func TestOtherReplacement(t *testing.T) {
+	tests := []struct {
+		name string
+		v    view
+		want string // the error's text, "" for none
+	}{
+		{"the only replacement", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:booting>b"), ""},
+		{"a dead one joining", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "d:joining>b", "c:booting>b"),
+			"replacement refused: node d replaces b already (it is joining and down): start d again and let it finish, or end its move with kura node remove d, then start this node again"},
+		{"a booting one of a smaller id, up", ringOf([]string{"a", "a1", "c"}, "a:normal", "a1:booting>b", "b:normal", "c:booting>b"),
+			"replacement refused: node a1 replaces b already (it is booting and up): start a1 again and let it finish, or end its move with kura node remove a1, then start this node again"},
+		{"a booting one of a larger id goes after", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "c:booting>b", "e:booting>b"), ""},
+		{"one that announced itself goes before", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "c:booting>b", "e:joining>b"),
+			"replacement refused: node e replaces b already (it is joining and down): start e again and let it finish, or end its move with kura node remove e, then start this node again"},
+		{"a joining one goes before one booting", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "c:joining>b", "a2:booting>b"), ""},
+		{"a removed one is gone", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:booting>b", "d:removed>b"), ""},
+		{"one of another node", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "e:normal", "c:booting>b", "d:joining>e"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := OtherReplacement(tt.v, "c", "b")
+			if got := errText(err); got != tt.want {
+				t.Errorf("OtherReplacement = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrReplaceRefused) {
+				t.Errorf("%v is not ErrReplaceRefused", err)
+			}
+		})
+	}
+}
+
 func TestRemoval(t *testing.T) {
 	tests := []struct {
 		name     string

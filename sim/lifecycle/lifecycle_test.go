@@ -126,6 +126,11 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		}
 		spec.DC = cmp.Or(arg("dc"), spec.DC)
 		return "ok", s.c.StartNode(spec)
+	case "refused":
+		// Why the node stopped by itself, as `kura server` exits when its join is refused
+		// for good.
+		why, err := s.c.Refused(id)
+		return cmp.Or(why, "not refused"), err
 	case "stop":
 		return "ok", s.c.Stop(id)
 	case "kill":
