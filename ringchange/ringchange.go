@@ -86,6 +86,22 @@ func Overlap(v View, mover, self string) error {
 	return nil
 }
 
+// Contend decides, a ring delay after the move of node mover was announced, what a
+// decommission or removal run by self does about the other moves it sees then: go on
+// (false, nil) when there are none; give way (ErrOverlap) when one goes first
+// (Overlap); else wait (true, nil): every other mover gives way to it by the same rule,
+// or ends. Without the wait, two decommissions announced at once both gave way, each
+// telling the operator to wait for the other.
+func Contend(v View, mover, self string) (wait bool, err error) {
+	if NoMoves(v, mover) == nil {
+		return false, nil
+	}
+	if err := Overlap(v, mover, self); err != nil {
+		return false, fmt.Errorf("%w; run it again once that one completes", err)
+	}
+	return true, nil
+}
+
 // Ahead counts the reachable booting nodes with an id smaller than self's: the joiners
 // that yielded with self and take their turn before it.
 func Ahead(v View, self string) int {

@@ -77,6 +77,36 @@ func TestOverlap(t *testing.T) {
 	}
 }
 
+func TestContend(t *testing.T) {
+	tests := []struct {
+		name        string
+		v           view
+		mover, self string
+		wait        bool
+		want        string // the error's text, "" for none
+	}{
+		{"alone: go on", ringOf([]string{"n1", "n3"}, "n1:normal", "n3:leaving"), "n3", "n3", false, ""},
+		{"two leaving: the smaller id waits for the other to give way", ringOf([]string{"n3", "n4"}, "n3:leaving", "n4:leaving"), "n3", "n3", true, ""},
+		{"two leaving: the larger id gives way", ringOf([]string{"n3", "n4"}, "n3:leaving", "n4:leaving"), "n4", "n4", false,
+			"overlapping ring change: node n3 is leaving too, and goes first; run it again once that one completes"},
+		{"a joiner of a larger id gives way", ringOf([]string{"n3", "n9"}, "n3:leaving", "n9:joining"), "n3", "n3", true, ""},
+		{"a removal of n2 run by n1 waits for n3", ringOf([]string{"n1", "n3"}, "n1:normal", "n2:leaving", "n3:leaving"), "n2", "n1", true, ""},
+		{"a removal of n7 run by n1 gives way to n3", ringOf([]string{"n1", "n3"}, "n1:normal", "n3:leaving", "n7:leaving"), "n7", "n1", false,
+			"overlapping ring change: node n3 is leaving too, and goes first; run it again once that one completes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wait, err := Contend(tt.v, tt.mover, tt.self)
+			if got := errText(err); wait != tt.wait || got != tt.want {
+				t.Errorf("Contend(%s, %s) = %v, %q; want %v, %q", tt.mover, tt.self, wait, got, tt.wait, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrOverlap) {
+				t.Errorf("%v is not ErrOverlap", err)
+			}
+		})
+	}
+}
+
 func TestAhead(t *testing.T) {
 	v := ringOf([]string{"n2", "n3", "n5"}, "n1:normal", "n2:booting", "n3:booting", "n4:booting", "n5:booting")
 	// n4 is booting but down: nobody waits for it.
