@@ -7,6 +7,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -244,6 +245,11 @@ func NewDirectory(self Node) *Directory {
 	}
 }
 
+// ErrMovedDC refuses a node started with another DC than its data dir records: the
+// replicas its tokens hold are its old DC's, and taking them into another DC would
+// move copies between DCs with nothing streamed (Cassandra refuses the same).
+var ErrMovedDC = errors.New("a node cannot change its DC")
+
 // Open returns a directory persisted in store. The nodes stored before a restart come
 // back, down until they are heard from, and self takes its stored status and tokens (a
 // node that restarts mid-join is still joining). The directory is trusted when the store
@@ -258,6 +264,10 @@ func Open(self Node, store Store) (*Directory, error) {
 	d.store, d.trusted = store, false
 	for _, n := range stored {
 		if n.ID == self.ID {
+			if n.DC != "" && n.DC != self.DC {
+				return nil, fmt.Errorf("%w: node %s is in DC %s (its data dir says so) and was started with --dc %s: start it with --dc %s; to move it to %s, decommission it (or remove it) and start it there with an empty data dir",
+					ErrMovedDC, self.ID, n.DC, self.DC, n.DC, self.DC)
+			}
 			// The tier, like the tokens, is the one the node first started with: it
 			// decided where replicas live.
 			d.self.Status, d.self.Replaces, d.self.Tier = n.Status, n.Replaces, n.Tier

@@ -87,20 +87,24 @@ func (p *Ring) rings() (current, future *rings, err error) {
 		return p.current, p.future, nil
 	}
 	nodes := p.view.Nodes()
-	replaced := map[string]cluster.Status{} // a dead node's id -> its replacement's status
+	// A dead node leaves the current ring once a replacement of it is normal, and the
+	// future one once a replacement will own its tokens. Any of its replacements counts:
+	// a second one, refused or not yet (still booting), must not put the dead node's
+	// tokens back beside the first's.
+	replacedNow, replacedLater := map[string]bool{}, map[string]bool{}
 	for _, n := range nodes {
 		if n.Replaces != "" {
-			replaced[n.Replaces] = n.Status
+			replacedNow[n.Replaces] = replacedNow[n.Replaces] || n.Status == cluster.StatusNormal
+			replacedLater[n.Replaces] = replacedLater[n.Replaces] || n.Status.WillOwn()
 		}
 	}
 	var now, later []ring.Member
 	for _, n := range nodes {
 		m := ring.Member{ID: n.ID, DC: n.DC, Tier: n.Tier, Tokens: n.RingTokens(p.vnodes)}
-		by, isReplaced := replaced[n.ID]
-		if n.Status.OnRing() && !(isReplaced && by == cluster.StatusNormal) {
+		if n.Status.OnRing() && !replacedNow[n.ID] {
 			now = append(now, m)
 		}
-		if n.Status.WillOwn() && !(isReplaced && by.WillOwn()) {
+		if n.Status.WillOwn() && !replacedLater[n.ID] {
 			later = append(later, m)
 		}
 	}

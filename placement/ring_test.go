@@ -26,6 +26,12 @@ func TestRingPendingReplicas(t *testing.T) {
 		{"leaving", []cluster.Node{{ID: "b"}, {ID: "c", Status: cluster.StatusLeaving}, {ID: "d"}}, ""},
 		{"replacing", []cluster.Node{{ID: "b"}, {ID: "c"}, {ID: "d", Status: cluster.StatusJoining, Replaces: "c", Tokens: tokensOf("c")}}, "d"},
 		{"left", []cluster.Node{{ID: "b"}, {ID: "c", Status: cluster.StatusLeft}}, ""},
+		// A second replacement of one dead node, refused or waiting, keeps the dead node's
+		// tokens off the future ring, in either order of ids: else they are there twice.
+		{"a second replacement after the first", []cluster.Node{{ID: "b"}, {ID: "c"}, {ID: "d", Status: cluster.StatusJoining, Replaces: "c", Tokens: tokensOf("c")},
+			{ID: "e", Status: cluster.StatusBooting, Replaces: "c"}}, "d"},
+		{"a second replacement before the first", []cluster.Node{{ID: "b"}, {ID: "c"}, {ID: "d", Status: cluster.StatusBooting, Replaces: "c"},
+			{ID: "e", Status: cluster.StatusJoining, Replaces: "c", Tokens: tokensOf("c")}}, "e"},
 	}
 	ks, err := schema.Keyspace{Name: "ks", Replication: "dc=2"}.Compile()
 	if err != nil {

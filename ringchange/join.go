@@ -73,6 +73,13 @@ func (c *Changer) Join(ctx context.Context) error {
 		if !c.awaitReplacements(ctx) || !c.awaitNoMoves(ctx) || yielded && !c.awaitTurn(ctx) {
 			return nil
 		}
+		if c.cfg.Replace != "" {
+			// While it waited, the dead node may have been replaced or removed by another.
+			if err := c.replaceable(); err != nil {
+				c.log.Error("cannot replace", "replace", c.cfg.Replace, "err", err)
+				return err
+			}
+		}
 		c.SetStatus(cluster.StatusJoining, tokens)
 		normal, err := c.gainThenNormal(ctx, "joined", c.cfg.Replace)
 		if errors.Is(err, ErrOverlap) || errors.Is(err, ErrYield) {
@@ -113,12 +120,13 @@ func (c *Changer) replacedTokens(ctx context.Context) ([]uint64, error) {
 		}
 		dead, ok = dir.Node(id)
 	}
-	switch dead.Status {
-	case cluster.StatusLeft, cluster.StatusRemoved:
-		// Its ranges went to other nodes already: taking its tokens again would be a
-		// join under another node's name. A node replaced before is removed too.
-		gone := map[cluster.Status]string{cluster.StatusLeft: "was decommissioned", cluster.StatusRemoved: "was removed"}[dead.Status]
-		return nil, fmt.Errorf("%w: node %s %s: it has no place left to take over; start this node without --replace to join as a new node", ErrReplaceRefused, id, gone)
+	if !c.cfg.Fresh {
+		// Restarted: its stored ring may predate what became of the dead node and of its
+		// other replacements; learn that from the members before judging by it.
+		c.reconcileRing(ctx)
+	}
+	if err := c.replaceable(); err != nil {
+		return nil, err
 	}
 	// A node first heard of is presumed up until gossip's verdict on it arrives; that
 	// can take rounds when this node learned the ring from a member restarted since
@@ -140,6 +148,20 @@ func (c *Changer) replacedTokens(ctx context.Context) ([]uint64, error) {
 		tokens = append(tokens, uint64(t))
 	}
 	return tokens, nil
+}
+
+// replaceable refuses for good (ErrReplaceRefused) a replacement of a node that left or
+// was removed, or that another node replaces already and goes first (OtherReplacement).
+func (c *Changer) replaceable() error {
+	dir := c.parts.Directory
+	id := c.cfg.Replace
+	if dead, ok := dir.Node(id); ok && (dead.Status == cluster.StatusLeft || dead.Status == cluster.StatusRemoved) {
+		// Its ranges went to other nodes already: taking its tokens again would be a
+		// join under another node's name. A node replaced before is removed too.
+		gone := map[cluster.Status]string{cluster.StatusLeft: "was decommissioned", cluster.StatusRemoved: "was removed"}[dead.Status]
+		return fmt.Errorf("%w: node %s %s: it has no place left to take over; start this node without --replace to join as a new node", ErrReplaceRefused, id, gone)
+	}
+	return OtherReplacement(dir, c.cfg.ID, id)
 }
 
 // RemovedSelf takes the news that another member, by, removed this node (kura node

@@ -112,12 +112,27 @@ var errGainerDown = errors.New("the gainer is down")
 // streamGains waits for the cluster to learn that moving is leaving, then asks every node
 // that gains one of its ranges to pull them, and waits for all.
 func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) (MoveStats, error) {
-	if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
-		return MoveStats{}, ctx.Err()
-	}
-	if err := c.checkNoMoves(moving); err != nil {
-		// Another move was announced at the same time: the operator's move gives way.
-		return MoveStats{}, fmt.Errorf("%w: %w; run it again once that one completes", ErrOverlap, err)
+	wait := c.newProgress("waiting to stream until an overlapping ring change gives way", 0)
+	// Another move announced at the same time goes first (the operator's move gives
+	// way), or gives way to this one: then every node must learn that it did (another
+	// ring delay) before the gainers are computed and stream.
+	for waited := true; waited; {
+		if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
+			return MoveStats{}, ctx.Err()
+		}
+		for waited = false; ; waited = true {
+			others, err := Contend(c.parts.Directory, moving, c.cfg.ID)
+			if err != nil {
+				return MoveStats{}, err
+			}
+			if !others {
+				break
+			}
+			wait.still(c.checkNoMoves(moving).Error())
+			if !ctxtime.Sleep(ctx, c.cfg.GossipInterval) {
+				return MoveStats{}, ctx.Err()
+			}
+		}
 	}
 	ids, err := c.parts.Moves.Gainers()
 	if err != nil {

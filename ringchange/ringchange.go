@@ -86,6 +86,22 @@ func Overlap(v View, mover, self string) error {
 	return nil
 }
 
+// Contend decides, a ring delay after the move of node mover was announced, what a
+// decommission or removal run by self does about the other moves it sees then: go on
+// (false, nil) when there are none; give way (ErrOverlap) when one goes first
+// (Overlap); else wait (true, nil): every other mover gives way to it by the same rule,
+// or ends. Without the wait, two decommissions announced at once both gave way, each
+// telling the operator to wait for the other.
+func Contend(v View, mover, self string) (wait bool, err error) {
+	if NoMoves(v, mover) == nil {
+		return false, nil
+	}
+	if err := Overlap(v, mover, self); err != nil {
+		return false, fmt.Errorf("%w; run it again once that one completes", err)
+	}
+	return true, nil
+}
+
 // Ahead counts the reachable booting nodes with an id smaller than self's: the joiners
 // that yielded with self and take their turn before it.
 func Ahead(v View, self string) int {
@@ -133,6 +149,39 @@ func WaitingReplacement(v View, of []string) (id, dead string) {
 		}
 	}
 	return "", ""
+}
+
+// OtherReplacement refuses self's replacement of dead while another node, neither left
+// nor removed, replaces dead already and goes first: both would take dead's tokens, and
+// a ring holding each token twice places no key (every request of the cluster fails).
+// One that announced itself (joining, or on the ring) goes before one booting; of two
+// in the same stage, the smaller id. A dead one goes first too: the operator starts it
+// again or ends its move, as the error says.
+func OtherReplacement(v View, self, dead string) error {
+	stage := func(s cluster.Status) int {
+		if s == cluster.StatusBooting {
+			return 1
+		}
+		return 0
+	}
+	mine := cluster.StatusBooting
+	for _, n := range v.Nodes() {
+		if n.ID == self {
+			mine = n.Status
+		}
+	}
+	for _, n := range v.Nodes() {
+		if n.ID == self || n.Replaces != dead || n.Status == cluster.StatusLeft || n.Status == cluster.StatusRemoved {
+			continue
+		}
+		if stage(n.Status) > stage(mine) || stage(n.Status) == stage(mine) && n.ID > self {
+			continue // this one goes first, and the other is refused
+		}
+		alive := map[bool]string{true: "up", false: "down"}[v.Alive(n.ID)]
+		return fmt.Errorf("%w: node %s replaces %s already (it is %s and %s): start %s again and let it finish, or end its move with kura node remove %s, then start this node again",
+			ErrReplaceRefused, n.ID, dead, n.Status, alive, n.ID, n.ID)
+	}
+	return nil
 }
 
 // Removal says how node id may be removed by self: Abort for a dead joiner (it owned

@@ -77,6 +77,36 @@ func TestOverlap(t *testing.T) {
 	}
 }
 
+func TestContend(t *testing.T) {
+	tests := []struct {
+		name        string
+		v           view
+		mover, self string
+		wait        bool
+		want        string // the error's text, "" for none
+	}{
+		{"alone: go on", ringOf([]string{"n1", "n3"}, "n1:normal", "n3:leaving"), "n3", "n3", false, ""},
+		{"two leaving: the smaller id waits for the other to give way", ringOf([]string{"n3", "n4"}, "n3:leaving", "n4:leaving"), "n3", "n3", true, ""},
+		{"two leaving: the larger id gives way", ringOf([]string{"n3", "n4"}, "n3:leaving", "n4:leaving"), "n4", "n4", false,
+			"overlapping ring change: node n3 is leaving too, and goes first; run it again once that one completes"},
+		{"a joiner of a larger id gives way", ringOf([]string{"n3", "n9"}, "n3:leaving", "n9:joining"), "n3", "n3", true, ""},
+		{"a removal of n2 run by n1 waits for n3", ringOf([]string{"n1", "n3"}, "n1:normal", "n2:leaving", "n3:leaving"), "n2", "n1", true, ""},
+		{"a removal of n7 run by n1 gives way to n3", ringOf([]string{"n1", "n3"}, "n1:normal", "n3:leaving", "n7:leaving"), "n7", "n1", false,
+			"overlapping ring change: node n3 is leaving too, and goes first; run it again once that one completes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wait, err := Contend(tt.v, tt.mover, tt.self)
+			if got := errText(err); wait != tt.wait || got != tt.want {
+				t.Errorf("Contend(%s, %s) = %v, %q; want %v, %q", tt.mover, tt.self, wait, got, tt.wait, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrOverlap) {
+				t.Errorf("%v is not ErrOverlap", err)
+			}
+		})
+	}
+}
+
 func TestAhead(t *testing.T) {
 	v := ringOf([]string{"n2", "n3", "n5"}, "n1:normal", "n2:booting", "n3:booting", "n4:booting", "n5:booting")
 	// n4 is booting but down: nobody waits for it.
@@ -114,6 +144,37 @@ func TestYieldTo(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := errText(YieldTo(tt.v, tt.waitingFor)); got != tt.want {
 				t.Errorf("YieldTo(%v) = %q, want %q", tt.waitingFor, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOtherReplacement(t *testing.T) {
+	tests := []struct {
+		name string
+		v    view
+		want string // the error's text, "" for none
+	}{
+		{"the only replacement", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:booting>b"), ""},
+		{"a dead one joining", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "d:joining>b", "c:booting>b"),
+			"replacement refused: node d replaces b already (it is joining and down): start d again and let it finish, or end its move with kura node remove d, then start this node again"},
+		{"a booting one of a smaller id, up", ringOf([]string{"a", "a1", "c"}, "a:normal", "a1:booting>b", "b:normal", "c:booting>b"),
+			"replacement refused: node a1 replaces b already (it is booting and up): start a1 again and let it finish, or end its move with kura node remove a1, then start this node again"},
+		{"a booting one of a larger id goes after", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "c:booting>b", "e:booting>b"), ""},
+		{"one that announced itself goes before", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "c:booting>b", "e:joining>b"),
+			"replacement refused: node e replaces b already (it is joining and down): start e again and let it finish, or end its move with kura node remove e, then start this node again"},
+		{"a joining one goes before one booting", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "c:joining>b", "a2:booting>b"), ""},
+		{"a removed one is gone", ringOf([]string{"a", "c"}, "a:normal", "b:normal", "c:booting>b", "d:removed>b"), ""},
+		{"one of another node", ringOf([]string{"a", "c", "d"}, "a:normal", "b:normal", "e:normal", "c:booting>b", "d:joining>e"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := OtherReplacement(tt.v, "c", "b")
+			if got := errText(err); got != tt.want {
+				t.Errorf("OtherReplacement = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrReplaceRefused) {
+				t.Errorf("%v is not ErrReplaceRefused", err)
 			}
 		})
 	}

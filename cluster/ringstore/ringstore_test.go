@@ -1,7 +1,9 @@
 package ringstore
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kuradb/kura/cluster"
@@ -112,5 +114,43 @@ func TestStoreKeepsTheTier(t *testing.T) {
 	}
 	if len(decoded) != len(want) {
 		t.Errorf("%d entries after the store and the wire, want %d", len(decoded), len(want))
+	}
+}
+
+// TestReopenRefusesAnotherDC: a node reopened over its data dir with another DC than
+// the one stored is refused with ErrMovedDC, naming both; with its own DC it opens, and
+// the refusal changed nothing stored.
+func TestReopenRefusesAnotherDC(t *testing.T) {
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	d, err := cluster.Open(cluster.Node{ID: "a", DC: "dc1"}, New(engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetSelf(cluster.StatusNormal, []uint64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dc      string
+		refused bool
+	}{
+		{"dc2", true},
+		{"dc1", false},
+	}
+	for _, tt := range tests {
+		again, err := cluster.Open(cluster.Node{ID: "a", DC: tt.dc}, New(engine))
+		switch {
+		case tt.refused && !errors.Is(err, cluster.ErrMovedDC):
+			t.Errorf("reopened in %s: err %v, want ErrMovedDC", tt.dc, err)
+		case tt.refused && !strings.Contains(err.Error(), "is in DC dc1") || tt.refused && !strings.Contains(err.Error(), "--dc dc2"):
+			t.Errorf("the refusal does not name both DCs: %v", err)
+		case !tt.refused && err != nil:
+			t.Errorf("reopened in %s: %v", tt.dc, err)
+		case !tt.refused && (again.Self().DC != "dc1" || !slices.Equal(again.Self().Tokens, []uint64{1, 2})):
+			t.Errorf("reopened in %s: self %+v, want dc1 with tokens 1, 2", tt.dc, again.Self())
+		}
 	}
 }

@@ -88,6 +88,9 @@ type Node struct {
 	// alive ends when the running process stops: the operator commands it runs end too.
 	alive  context.Context
 	cancel context.CancelFunc
+	// refused is why the node's last life stopped by itself, as `kura server` exits when
+	// its node will never join (node.JoinRefused); "" for none.
+	refused string
 }
 
 // Start builds the cluster's network and starts its driver; add nodes with StartNode.
@@ -192,7 +195,34 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 	}
 	n.run, n.ep = run, ep
 	n.alive, n.cancel = context.WithCancel(context.Background())
+	n.refused = ""
+	go c.exitIfRefused(spec.ID, n, run.JoinRefused(), n.alive)
 	return nil
+}
+
+// exitIfRefused stops node id, as `kura server` exits, if its node will never join,
+// and keeps why for Refused; it returns when the process stops first.
+func (c *Cluster) exitIfRefused(id string, n *Node, refused <-chan error, alive context.Context) {
+	select {
+	case err := <-refused:
+		c.mu.Lock()
+		n.refused = err.Error()
+		c.mu.Unlock()
+		c.Stop(id) // a process that exits on its own reports to nobody
+	case <-alive.Done():
+	}
+}
+
+// Refused returns why a node's last life stopped by itself (its join refused for
+// good), or "" when it did not.
+func (c *Cluster) Refused(id string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[id]
+	if !ok {
+		return "", fmt.Errorf("lifecycle: no node %s", id)
+	}
+	return n.refused, nil
 }
 
 // Alive returns a context that ends when the running node stops: for commands the node

@@ -20,6 +20,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
 )
@@ -40,7 +41,7 @@ func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		synctest.Test(t, func(t *testing.T) {
-			s := &scenario{acked: map[string]string{}, loadErrs: map[string]int{}}
+			s := &scenario{acked: map[string]string{}, loadErrs: map[string]int{}, leaving: map[string]chan string{}}
 			defer s.close(t)
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 				return s.do(t, d)
@@ -57,7 +58,9 @@ type scenario struct {
 	// loads are the background writers (load), and loadErrs how their writes failed.
 	loads    sync.WaitGroup
 	loadErrs map[string]int
-	mu       sync.Mutex
+	// leaving holds, per node, the outcome of its decommission-async, for outcome.
+	leaving map[string]chan string
+	mu      sync.Mutex
 }
 
 func (s *scenario) close(t *testing.T) {
@@ -115,11 +118,19 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 	case "start":
 		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace")})
 	case "restart":
+		// The same command as the node's last start, but for a DC given anew (dc=), as an
+		// operator who edits --dc would.
 		spec, err := s.c.Spec(id)
 		if err != nil {
 			return "", err
 		}
+		spec.DC = cmp.Or(arg("dc"), spec.DC)
 		return "ok", s.c.StartNode(spec)
+	case "refused":
+		// Why the node stopped by itself, as `kura server` exits when its join is refused
+		// for good.
+		why, err := s.c.Refused(id)
+		return cmp.Or(why, "not refused"), err
 	case "stop":
 		return "ok", s.c.Stop(id)
 	case "kill":
@@ -258,13 +269,10 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		st, err := run.Decommission(ctx)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("left; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
+		return decommissioned(run.Decommission(ctx))
 	case "decommission-async":
-		// The operator's command runs on; the script goes on without waiting for it.
+		// The operator's command runs on; the script goes on without waiting for it, and
+		// reads what it answered with outcome.
 		run, err := s.c.Running(id)
 		if err != nil {
 			return "", err
@@ -273,8 +281,30 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		go run.Decommission(alive)
+		done := make(chan string, 1)
+		s.leaving[id] = done
+		go func() {
+			out, err := decommissioned(run.Decommission(alive))
+			if err != nil {
+				out = "error: " + err.Error()
+			}
+			done <- out
+		}()
 		return "started", nil
+	case "outcome":
+		// What node's decommission-async answered, once it has: a command still running
+		// holds the script until it ends, or for the command timeout at most.
+		done, ok := s.leaving[id]
+		if !ok {
+			return "", fmt.Errorf("no decommission-async of %s", id)
+		}
+		select {
+		case out := <-done:
+			delete(s.leaving, id)
+			return out, nil
+		case <-ctx.Done():
+			return "still running", nil
+		}
 	case "remove":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -287,6 +317,14 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// decommissioned says what a decommission answered: the gainers, or why it failed.
+func decommissioned(st ringchange.MoveStats, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("left; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 }
 
 // writes reads the level and the number of keys a put or a load names.
