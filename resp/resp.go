@@ -132,6 +132,9 @@ type Server struct {
 	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
 	hashListpack [2]atomic.Int64
 
+	// monitors are the connections that ran MONITOR.
+	monitors monitors
+
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
 	conns     map[*conn]bool
