@@ -173,6 +173,17 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("COMMAND", "GETKEYS", "config", "get", "x"), "-ERR The command has no key arguments\r\n"},
 			{cmd("COMMAND", "GETKEYS", "keys", "*"), "-ERR The command has no key arguments\r\n"},
 			{cmd("COMMAND", "GETKEYS", "get"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
+			// GETKEYSANDFLAGS, as redis-server 7.0.15 answers it.
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "set", "a", "b"), "*1\r\n*2\r\n$1\r\na\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "set", "a", "b", "EX", "1", "get"), "*1\r\n*2\r\n$1\r\na\r\n*3\r\n+RW\r\n+access\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "mset", "k1", "v1", "k2", "v2"), "*2\r\n*2\r\n$2\r\nk1\r\n*2\r\n+OW\r\n+update\r\n*2\r\n$2\r\nk2\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "copy", "a", "b"), "*2\r\n*2\r\n$1\r\na\r\n*2\r\n+RO\r\n+access\r\n*2\r\n$1\r\nb\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "del", "a", "b"), "*2\r\n*2\r\n$1\r\na\r\n*2\r\n+RM\r\n+delete\r\n*2\r\n$1\r\nb\r\n*2\r\n+RM\r\n+delete\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "rename", "a", "b"), "*2\r\n*2\r\n$1\r\na\r\n*3\r\n+RW\r\n+access\r\n+delete\r\n*2\r\n$1\r\nb\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "object", "encoding", "k"), "*1\r\n*2\r\n$1\r\nk\r\n*1\r\n+RO\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "hdel", "h", "f"), "*1\r\n*2\r\n$1\r\nh\r\n*2\r\n+RW\r\n+delete\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "ping"), "-ERR wrong number of arguments for 'command|getkeysandflags' command\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "ping", "x"), "-ERR The command has no key arguments\r\n"},
 		}},
 		{"lcs", []step{
 			{cmd("SET", "a", "ohmytext"), "+OK\r\n"},
