@@ -71,6 +71,8 @@ func commandTable() map[string]*command {
 		{name: "touch", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
 		{name: "object", arity: -2, subcommands: subcommands("object", objectSubcommands())},
 		{name: "memory", arity: -2, subcommands: subcommands("memory", memorySubcommands())},
+		{name: "dump", arity: 2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, keyStep: 1, run: dumpCommand},
+		{name: "restore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: restoreCommand},
 		{name: "lcs", arity: -3, flags: []string{"readonly"}, firstKey: 1, lastKey: 2, keyStep: 1, run: lcsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
