@@ -28,17 +28,22 @@ func clientSubcommands() []*command {
 			summary: "Control the replies sent to the current connection.", run: clientReplyCommand},
 		{name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
 			usage:   "KILL (<ip:port>|<filter> <value> [<filter> <value> ...])",
-			summary: "Kill connections by address, or by the filters ID, TYPE, USER, ADDR, LADDR and SKIPME.", run: clientKillCommand},
+			summary: "Kill connections by address, or by the filters ID, TYPE, USER, ADDR, LADDR, SKIPME and MAXAGE.", run: clientKillCommand},
+		{name: "no-evict", arity: 3, flags: []string{"admin", "noscript", "loading", "stale"}, usage: "NO-EVICT (ON|OFF)",
+			summary: "Protect the current connection from eviction (kura evicts none).", run: clientFlagCommand(func(c *conn) *bool { return &c.noEvict })},
+		{name: "no-touch", arity: 3, flags: []string{"noscript", "loading", "stale"}, usage: "NO-TOUCH (ON|OFF)",
+			summary: "Keep the current connection's reads from touching keys (kura records no access times).", run: clientFlagCommand(func(c *conn) *bool { return &c.noTouch })},
 	}
 }
 
 // clientKillCommand is CLIENT KILL addr, which answers OK or refuses when no connection
 // has that address, and CLIENT KILL filter value [...], which answers how many
-// connections it closed: those matching every filter of ID, TYPE, USER, ADDR and LADDR,
-// not the caller's own unless SKIPME no. A connection killing itself is closed after its
+// connections it closed: those matching every filter of ID, TYPE, USER, ADDR, LADDR and
+// MAXAGE (Redis 7.4's: open for at least that many seconds), not the caller's own unless
+// SKIPME no. A connection killing itself is closed after its
 // reply, as in Redis; another is closed at once, its running command cancelled.
 func clientKillCommand(c *conn, args [][]byte) {
-	var id int64
+	var id, maxAge int64
 	var addr, laddr []byte
 	skipMe, noneOfType := true, false
 	filters := args[2:]
@@ -77,6 +82,12 @@ func clientKillCommand(c *conn, args [][]byte) {
 			addr = value
 		case "LADDR":
 			laddr = value
+		case "MAXAGE":
+			var ok bool
+			if maxAge, ok = parseInt(value); !ok || maxAge < 0 {
+				c.w.Error("ERR maxage is not an integer or out of range")
+				return
+			}
 		case "SKIPME":
 			switch upper(value) {
 			case "YES":
@@ -92,9 +103,11 @@ func clientKillCommand(c *conn, args [][]byte) {
 			return
 		}
 	}
-	killed := 0
+	killed, now := 0, time.Now()
 	for _, other := range c.s.clients() {
 		switch {
+		case maxAge > 0 && other.ageSeconds(now) < maxAge:
+			continue
 		case noneOfType, id != 0 && other.id != id, other == c && skipMe,
 			addr != nil && other.nc.RemoteAddr().String() != string(addr),
 			laddr != nil && other.nc.LocalAddr().String() != string(laddr),
@@ -262,7 +275,7 @@ func (s *Server) describe(c *conn, now time.Time) string {
 		"name", c.name,
 		"age", int64(now.Sub(c.created).Seconds()),
 		"idle", int64(now.Sub(c.lastRead).Seconds()),
-		"flags", "N",
+		"flags", c.flags(),
 		"db", 0,
 		"sub", 0,
 		"psub", 0,

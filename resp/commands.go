@@ -54,6 +54,8 @@ func commandTable() map[string]*command {
 		{name: "config", arity: -2, subcommands: subcommands("config", configSubcommands())},
 		{name: "info", arity: -1, flags: admin, run: infoCommand},
 		{name: "quit", arity: -1, flags: admin, beforeAuth: true, run: quitCommand},
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, run: monitorCommand},
+		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, beforeAuth: true, run: resetCommand},
 		{name: "dbsize", arity: 1, flags: []string{"readonly"}, walks: true, run: dbsizeCommand},
 		{name: "get", arity: 2, flags: readKey, firstKey: 1, lastKey: 1, keyStep: 1, run: getCommand},
 		{name: "set", arity: -3, flags: writeKey, firstKey: 1, lastKey: 1, keyStep: 1, run: setCommand},
@@ -69,6 +71,8 @@ func commandTable() map[string]*command {
 		{name: "touch", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: existsCommand},
 		{name: "object", arity: -2, subcommands: subcommands("object", objectSubcommands())},
 		{name: "memory", arity: -2, subcommands: subcommands("memory", memorySubcommands())},
+		{name: "dump", arity: 2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, keyStep: 1, run: dumpCommand},
+		{name: "restore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: restoreCommand},
 		{name: "lcs", arity: -3, flags: []string{"readonly"}, firstKey: 1, lastKey: 2, keyStep: 1, run: lcsCommand},
 		{name: "mget", arity: -2, flags: readKey, firstKey: 1, lastKey: -1, keyStep: 1, run: mgetCommand},
 		{name: "mset", arity: -3, flags: writeKey, firstKey: 1, lastKey: -1, keyStep: 2, run: msetCommand},
@@ -183,6 +187,9 @@ func (c *conn) execute(args [][]byte) {
 			cmd.run(c, args)
 		}
 		cmd.stats.ran(1, time.Since(start), min(c.w.errorReplies-errorsBefore, 1))
+		if c.s.monitors.active() {
+			c.s.feedMonitors(c, cmd, args)
+		}
 	}
 }
 
@@ -410,7 +417,9 @@ func commandSubcommands() []*command {
 		{name: "docs", arity: -2, flags: flags, usage: "DOCS [<command-name> ...]",
 			summary: "Return no documentation: kura has none to give.", run: func(c *conn, _ [][]byte) { c.w.MapHeader(0) }},
 		{name: "getkeys", arity: -4, flags: flags, usage: "GETKEYS <full-command>",
-			summary: "Extract keys given a full Redis command.", run: commandGetkeysCommand},
+			summary: "Extract keys given a full Redis command.", run: func(c *conn, args [][]byte) { c.getKeys(args[2:], false) }},
+		{name: "getkeysandflags", arity: -4, flags: flags, usage: "GETKEYSANDFLAGS <full-command>",
+			summary: "Extract keys and access flags given a full Redis command.", run: func(c *conn, args [][]byte) { c.getKeys(args[2:], true) }},
 	}
 }
 
@@ -459,40 +468,6 @@ func commandInfoCommand(c *conn, args [][]byte) {
 	}
 }
 
-// commandGetkeysCommand is COMMAND GETKEYS command [arg ...]: the arguments of the
-// command that are keys, by its first key, last key and step, with Redis's refusals in
-// Redis's order.
-func commandGetkeysCommand(c *conn, args [][]byte) {
-	command := args[2:]
-	cmd := c.s.commands[string(appendLower(nil, command[0]))]
-	if cmd != nil && cmd.subcommands != nil && len(command) > 1 {
-		cmd = cmd.subcommands[string(appendLower(nil, command[1]))]
-	}
-	switch {
-	case cmd == nil:
-		c.w.Error("ERR Invalid command specified")
-		return
-	case cmd.firstKey == 0:
-		c.w.Error("ERR The command has no key arguments")
-		return
-	case cmd.arity > 0 && len(command) != cmd.arity, len(command) < -cmd.arity:
-		c.w.Error("ERR Invalid number of arguments specified for command")
-		return
-	}
-	last := cmd.lastKey
-	if last < 0 {
-		last += len(command)
-	}
-	var keys [][]byte
-	for i := cmd.firstKey; i <= last && i < len(command); i += cmd.keyStep {
-		keys = append(keys, command[i])
-	}
-	c.w.ArrayHeader(len(keys))
-	for _, k := range keys {
-		c.w.Bulk(k)
-	}
-}
-
 // lookupCommand finds a command by its name in any case, "container|sub" for a
 // subcommand; nil if there is none.
 func (s *Server) lookupCommand(name []byte) *command {
@@ -520,16 +495,22 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.w.ArrayHeader(10)
 	c.w.BulkString(cmd.name)
 	c.w.Int(int64(cmd.arity))
-	c.w.ArrayHeader(len(cmd.flags))
+	keys := redisKeySpecs[cmd.name]
+	movable := keys.movable()
+	c.w.ArrayHeader(len(cmd.flags) + btoi(movable))
 	for _, f := range cmd.flags {
 		c.w.SimpleString(f)
+	}
+	if movable {
+		c.w.SimpleString("movablekeys")
 	}
 	c.w.Int(int64(cmd.firstKey))
 	c.w.Int(int64(cmd.lastKey))
 	c.w.Int(int64(cmd.keyStep))
-	for range 3 { // ACL categories, tips, key specifications
+	for range 2 { // ACL categories, tips
 		c.w.ArrayHeader(0)
 	}
+	c.writeKeySpecs(keys.specs)
 	subs := sortedSubcommands(cmd)
 	c.w.ArrayHeader(len(subs))
 	for _, sub := range subs {

@@ -110,8 +110,9 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":126\r\n"},
-			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
+			{cmd("COMMAND", "COUNT"), ":130\r\n"},
+			// GET's key specification as redis-server 7.0.15 sends it.
+			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
 			{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "get*"), "*6\r\n$3\r\nget\r\n$6\r\ngetbit\r\n$6\r\ngetdel\r\n$5\r\ngetex\r\n$8\r\ngetrange\r\n$6\r\ngetset\r\n"},
@@ -172,6 +173,17 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("COMMAND", "GETKEYS", "config", "get", "x"), "-ERR The command has no key arguments\r\n"},
 			{cmd("COMMAND", "GETKEYS", "keys", "*"), "-ERR The command has no key arguments\r\n"},
 			{cmd("COMMAND", "GETKEYS", "get"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
+			// GETKEYSANDFLAGS, as redis-server 7.0.15 answers it.
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "set", "a", "b"), "*1\r\n*2\r\n$1\r\na\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "set", "a", "b", "EX", "1", "get"), "*1\r\n*2\r\n$1\r\na\r\n*3\r\n+RW\r\n+access\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "mset", "k1", "v1", "k2", "v2"), "*2\r\n*2\r\n$2\r\nk1\r\n*2\r\n+OW\r\n+update\r\n*2\r\n$2\r\nk2\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "copy", "a", "b"), "*2\r\n*2\r\n$1\r\na\r\n*2\r\n+RO\r\n+access\r\n*2\r\n$1\r\nb\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "del", "a", "b"), "*2\r\n*2\r\n$1\r\na\r\n*2\r\n+RM\r\n+delete\r\n*2\r\n$1\r\nb\r\n*2\r\n+RM\r\n+delete\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "rename", "a", "b"), "*2\r\n*2\r\n$1\r\na\r\n*3\r\n+RW\r\n+access\r\n+delete\r\n*2\r\n$1\r\nb\r\n*2\r\n+OW\r\n+update\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "object", "encoding", "k"), "*1\r\n*2\r\n$1\r\nk\r\n*1\r\n+RO\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "hdel", "h", "f"), "*1\r\n*2\r\n$1\r\nh\r\n*2\r\n+RW\r\n+delete\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "ping"), "-ERR wrong number of arguments for 'command|getkeysandflags' command\r\n"},
+			{cmd("COMMAND", "GETKEYSANDFLAGS", "ping", "x"), "-ERR The command has no key arguments\r\n"},
 		}},
 		{"lcs", []step{
 			{cmd("SET", "a", "ohmytext"), "+OK\r\n"},
@@ -302,11 +314,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*153\r\n" {
+	if got := c.line(); got != "*160\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 79 + 17 + 30 + 27 { // the commands, the 17 of sets, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 83 + 17 + 30 + 30 { // the commands, the 17 of sets, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -326,7 +338,7 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*126\r\n" {
+	if got := c.line(); got != "*130\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

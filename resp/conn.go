@@ -54,6 +54,8 @@ type conn struct {
 
 	// lowerName is scratch space for the lower-cased command name.
 	lowerName []byte
+	// monitor is the output queue of a connection that ran MONITOR (monitor.go).
+	monitor *monitorOut
 
 	// mu guards what CLIENT LIST shows of this connection to the others. Only the
 	// connection's own goroutine changes these fields, under mu; it reads them without.
@@ -71,6 +73,9 @@ type conn struct {
 	queryPeak  int       // the largest queryBytes yet
 	replyBytes int       // replies buffered and not yet sent
 	commands   int64     // commands run
+	// monitoring, noEvict and noTouch are MONITOR's and CLIENT NO-EVICT's and
+	// NO-TOUCH's, shown in CLIENT LIST's flags.
+	monitoring, noEvict, noTouch bool
 }
 
 // newConn wraps an accepted connection.
@@ -109,6 +114,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 func (s *Server) serveConn(c *conn) {
 	defer s.untrack(c)
 	defer func() {
+		c.endMonitor()
 		c.nc.Close()
 		c.cancel()
 	}()
@@ -300,6 +306,8 @@ type connIO struct {
 	// deadline is set while the socket may have a read deadline, so that a server
 	// without an idle timeout leaves the socket alone.
 	deadline bool
+	// queued takes what is written once the connection ran MONITOR (monitor.go).
+	queued *monitorOut
 }
 
 // Read reads from the socket. A read that waits longer than the idle timeout fails; the
@@ -338,6 +346,9 @@ func (cio *connIO) wake() {
 
 // Write writes to the socket.
 func (cio *connIO) Write(p []byte) (int, error) {
+	if cio.queued != nil {
+		return cio.queued.hold(p)
+	}
 	n, err := cio.nc.Write(p)
 	cio.out.Add(int64(n))
 	cio.s.stats.netOutputBytes.Add(int64(n))

@@ -139,6 +139,9 @@ type Server struct {
 	// zsetListpack holds CONFIG's zset-max-listpack-entries and -value, as last set.
 	zsetListpack [2]atomic.Int64
 
+	// monitors are the connections that ran MONITOR.
+	monitors monitors
+
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
 	conns     map[*conn]bool

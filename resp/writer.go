@@ -20,6 +20,9 @@ type Writer struct {
 	scratch       []byte
 	// errorReplies counts the error replies written, for INFO's total_error_replies.
 	errorReplies int64
+	// flushed, when set, is told that the replies written so far were flushed whole
+	// (a MONITOR connection's queue takes them then).
+	flushed func()
 }
 
 // NewWriter writes RESP2 replies to w until SetVersion changes the protocol.
@@ -52,7 +55,13 @@ func (w *Writer) Version() int { return w.version }
 func (w *Writer) Buffered() int { return w.out.Buffered() }
 
 // Flush sends the buffered replies.
-func (w *Writer) Flush() error { return w.out.Flush() }
+func (w *Writer) Flush() error {
+	err := w.out.Flush()
+	if w.flushed != nil {
+		w.flushed()
+	}
+	return err
+}
 
 // SimpleString writes a status reply such as +OK.
 func (w *Writer) SimpleString(s string) {

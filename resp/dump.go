@@ -1,0 +1,363 @@
+package resp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/kuradb/kura/lww"
+)
+
+// DUMP and RESTORE of strings, in Redis's own serialization: a payload DUMP writes
+// restores on redis-server 7.0, and one redis-server writes restores on kura. A payload
+// is the value in Redis's RDB encoding (type byte, then the string), the RDB version in
+// two bytes, and Redis's CRC-64 (Jones) of all that in eight, both little-endian.
+
+// rdbVersion is Redis 7.0's RDB version, which DUMP writes and RESTORE accepts at most.
+const rdbVersion = 10
+
+// The RDB encodings of a string: a length in 6, 14, 32 or 64 bits, or an integer in
+// 8, 16 or 32 bits, or LZF-compressed bytes.
+const (
+	rdbTypeString = 0
+	rdbLen6       = 0
+	rdbLen14      = 1
+	rdbLen32      = 0x80
+	rdbLen64      = 0x81
+	rdbEncoded    = 3
+	rdbEncInt8    = 0
+	rdbEncInt16   = 1
+	rdbEncInt32   = 2
+	rdbEncLZF     = 3
+)
+
+// crcJones is Redis's CRC-64: the Jones polynomial, reflected, in Go's table form.
+var crcJones = crc64.MakeTable(0x95ac9329ac4bc9b5)
+
+// redisCRC64 is Redis's crc64(0, p): initial value 0 and no final inversion, where Go's
+// crc64 inverts both.
+func redisCRC64(p []byte) uint64 { return ^crc64.Update(math.MaxUint64, crcJones, p) }
+
+// dumpCommand is DUMP key: the key's string in Redis's serialization, null for a missing
+// key. Other types are refused: kura serializes strings only.
+func dumpCommand(c *conn, args [][]byte) {
+	rec, found, err := c.lookup(args[1])
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+	case !found:
+		c.w.Null()
+	case rec.Type != lww.String:
+		c.w.Error(fmt.Sprintf("ERR kura DUMPs strings only; %s holds a %s", clip(args[1], 128), rec.Type))
+	default:
+		c.w.Bulk(dumpString(rec.Value))
+	}
+}
+
+// dumpString is value's DUMP payload, as redis-server 7.0 writes it with rdbcompression
+// off: an integer of at most 11 characters in its integer encoding, else the bytes after
+// their length. (redis-server compresses a string of more than 20 bytes with LZF where
+// that makes it shorter; kura does not, and RESTORE takes both.)
+func dumpString(value []byte) []byte {
+	p := []byte{rdbTypeString}
+	if n, err := strconv.ParseInt(string(value), 10, 64); err == nil && len(value) <= 11 &&
+		strconv.FormatInt(n, 10) == string(value) && n >= math.MinInt32 && n <= math.MaxInt32 {
+		switch {
+		case n >= math.MinInt8 && n <= math.MaxInt8:
+			p = append(p, rdbEncoded<<6|rdbEncInt8, byte(n))
+		case n >= math.MinInt16 && n <= math.MaxInt16:
+			p = binary.LittleEndian.AppendUint16(append(p, rdbEncoded<<6|rdbEncInt16), uint16(n))
+		default:
+			p = binary.LittleEndian.AppendUint32(append(p, rdbEncoded<<6|rdbEncInt32), uint32(n))
+		}
+	} else {
+		p = append(appendRDBLen(p, uint64(len(value))), value...)
+	}
+	p = binary.LittleEndian.AppendUint16(p, rdbVersion)
+	return binary.LittleEndian.AppendUint64(p, redisCRC64(p))
+}
+
+// appendRDBLen appends n in the RDB's length encoding.
+func appendRDBLen(p []byte, n uint64) []byte {
+	switch {
+	case n < 1<<6:
+		return append(p, rdbLen6<<6|byte(n))
+	case n < 1<<14:
+		return append(p, rdbLen14<<6|byte(n>>8), byte(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(p, rdbLen32), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(p, rdbLen64), n)
+}
+
+// Errors of a payload, in Redis's words.
+var (
+	errDumpFooter = errors.New("ERR DUMP payload version or checksum are wrong")
+	errDumpFormat = errors.New("ERR Bad data format")
+)
+
+// undumpString returns the string a DUMP payload holds: one of another type, or one
+// whose version or checksum is wrong, is refused, and so is a compressed string that
+// would expand past valueMax bytes (before it is expanded).
+func undumpString(p []byte, valueMax int) ([]byte, error) {
+	if len(p) < 10 {
+		return nil, errDumpFooter
+	}
+	body, footer := p[:len(p)-10], p[len(p)-10:]
+	if binary.LittleEndian.Uint16(footer) > rdbVersion || binary.LittleEndian.Uint64(footer[2:]) != redisCRC64(p[:len(p)-8]) {
+		return nil, errDumpFooter
+	}
+	if len(body) == 0 {
+		return nil, errDumpFormat
+	}
+	if body[0] != rdbTypeString {
+		return nil, fmt.Errorf("ERR kura RESTOREs strings only; the payload holds a value of Redis's RDB type %d", body[0])
+	}
+	r := rdbReader{p: body[1:], valueMax: uint64(valueMax)}
+	value := r.string()
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case len(r.p) > 0:
+		return nil, errDumpFormat
+	}
+	return value, nil
+}
+
+// rdbReader reads the RDB encoding; err is set by the first read that fails.
+type rdbReader struct {
+	p        []byte
+	valueMax uint64
+	err      error
+}
+
+func (r *rdbReader) take(n uint64) []byte {
+	if r.err != nil || n > uint64(len(r.p)) {
+		r.err = errDumpFormat
+		return nil
+	}
+	b := r.p[:n]
+	r.p = r.p[n:]
+	return b
+}
+
+// length reads a length, or the kind of a special encoding when encoded is true.
+func (r *rdbReader) length() (n uint64, encoded bool) {
+	b := r.take(1)
+	if b == nil {
+		return 0, false
+	}
+	switch {
+	case b[0]>>6 == rdbLen6:
+		return uint64(b[0] & 0x3f), false
+	case b[0]>>6 == rdbLen14:
+		if next := r.take(1); next != nil {
+			return uint64(b[0]&0x3f)<<8 | uint64(next[0]), false
+		}
+	case b[0] == rdbLen32:
+		if next := r.take(4); next != nil {
+			return uint64(binary.BigEndian.Uint32(next)), false
+		}
+	case b[0] == rdbLen64:
+		if next := r.take(8); next != nil {
+			return binary.BigEndian.Uint64(next), false
+		}
+	case b[0]>>6 == rdbEncoded:
+		return uint64(b[0] & 0x3f), true
+	default:
+		r.err = errDumpFormat
+	}
+	return 0, false
+}
+
+// string reads a string in any of its encodings.
+func (r *rdbReader) string() []byte {
+	n, encoded := r.length()
+	if !encoded {
+		return r.take(n)
+	}
+	switch n {
+	case rdbEncInt8:
+		if b := r.take(1); b != nil {
+			return strconv.AppendInt(nil, int64(int8(b[0])), 10)
+		}
+	case rdbEncInt16:
+		if b := r.take(2); b != nil {
+			return strconv.AppendInt(nil, int64(int16(binary.LittleEndian.Uint16(b))), 10)
+		}
+	case rdbEncInt32:
+		if b := r.take(4); b != nil {
+			return strconv.AppendInt(nil, int64(int32(binary.LittleEndian.Uint32(b))), 10)
+		}
+	case rdbEncLZF:
+		compressed, _ := r.length()
+		size, _ := r.length()
+		data := r.take(compressed)
+		if r.err != nil {
+			return nil
+		}
+		if size > r.valueMax {
+			r.err = fmt.Errorf("ERR invalid argument: the payload's string of %d bytes exceeds the limit of %d bytes", size, r.valueMax)
+			return nil
+		}
+		out, ok := lzfDecompress(data, size)
+		if !ok {
+			r.err = errDumpFormat
+		}
+		return out
+	default:
+		r.err = errDumpFormat
+	}
+	return nil
+}
+
+// lzfDecompress expands LZF data (liblzf's format, which Redis compresses strings with)
+// to exactly size bytes; ok is false for data that is not that.
+func lzfDecompress(in []byte, size uint64) (out []byte, ok bool) {
+	if size > uint64(len(in))*264 { // LZF expands a byte to at most 264 (a 3-byte back reference)
+		return nil, false
+	}
+	out = make([]byte, 0, size)
+	for i := 0; i < len(in); {
+		ctrl := int(in[i])
+		i++
+		if ctrl < 32 { // a run of ctrl+1 literal bytes
+			n := ctrl + 1
+			if i+n > len(in) || uint64(len(out)+n) > size {
+				return nil, false
+			}
+			out = append(out, in[i:i+n]...)
+			i += n
+			continue
+		}
+		n := ctrl >> 5 // a back reference: n+2 bytes from an offset
+		if n == 7 {
+			if i >= len(in) {
+				return nil, false
+			}
+			n += int(in[i])
+			i++
+		}
+		if i >= len(in) {
+			return nil, false
+		}
+		ref := len(out) - (ctrl&0x1f)<<8 - int(in[i]) - 1
+		i++
+		n += 2
+		if ref < 0 || uint64(len(out)+n) > size {
+			return nil, false
+		}
+		for j := range n { // byte by byte: the reference may overlap what it writes
+			out = append(out, out[ref+j])
+		}
+	}
+	if uint64(len(out)) != size {
+		return nil, false
+	}
+	return out, true
+}
+
+// restoreCommand is RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]:
+// the string of a DUMP payload written under key, with the deadline ttl milliseconds
+// from now (at ttl, a Unix time in milliseconds, with ABSTTL; none for 0). A key that
+// exists is refused (BUSYKEY) unless REPLACE. IDLETIME and FREQ are checked as Redis
+// checks them and otherwise ignored: kura keeps no access times or counts. The checks
+// come in Redis's order: options, an existing key, the TTL, the payload.
+func restoreCommand(c *conn, args [][]byte) {
+	var replace, absTTL, idle, freq bool
+	for i := 4; i < len(args); i++ {
+		more := len(args) - i - 1
+		switch option := upper(args[i]); {
+		case option == "REPLACE":
+			replace = true
+		case option == "ABSTTL":
+			absTTL = true
+		case option == "IDLETIME" && more >= 1 && !freq:
+			n, ok := parseInt(args[i+1])
+			switch {
+			case !ok:
+				c.w.Error(errNotInt)
+				return
+			case n < 0:
+				c.w.Error("ERR Invalid IDLETIME value, must be >= 0")
+				return
+			}
+			idle = true
+			i++
+		case option == "FREQ" && more >= 1 && !idle:
+			n, ok := parseInt(args[i+1])
+			switch {
+			case !ok:
+				c.w.Error(errNotInt)
+				return
+			case n < 0 || n > 255:
+				c.w.Error("ERR Invalid FREQ value, must be >= 0 and <= 255")
+				return
+			}
+			freq = true
+			i++
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	key := args[1]
+	if !replace {
+		_, found, err := c.get(key)
+		switch {
+		case err != nil:
+			c.w.Error(errorReply(err))
+			return
+		case found:
+			c.w.Error(errBusyKey)
+			return
+		}
+	}
+	ttl, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		c.w.Error(errNotInt)
+		return
+	case ttl < 0:
+		c.w.Error("ERR Invalid TTL value, must be >= 0")
+		return
+	}
+	value, err := undumpString(args[3], c.s.cfg.Limits.ValueBytesMax)
+	if err != nil {
+		c.w.Error(err.Error())
+		return
+	}
+	now := time.Now()
+	deadline := ttl
+	if ttl != 0 && !absTTL {
+		if ttl > math.MaxInt64-now.UnixMilli() {
+			c.w.Error("ERR Invalid TTL value, must be >= 0")
+			return
+		}
+		deadline += now.UnixMilli()
+	}
+	next := lww.Record{Value: value, ExpiresAt: expiryOf(deadline)}
+	if deadline != 0 && deadline <= now.UnixMilli() {
+		next = lww.Record{Tombstone: true} // already expired: as Redis, OK and no key
+	}
+	res, err := c.transact(key, writeIf(
+		func(_ lww.Record, found bool) bool { return replace || !found },
+		func(lww.Record, bool) lww.Record { return next }))
+	if err == nil {
+		err = c.resetReplaced(key, res)
+	}
+	switch {
+	case err != nil:
+		c.replyTransactError(err)
+	case !res.Applied:
+		c.w.Error(errBusyKey) // set by another client since the check above
+	default:
+		c.w.SimpleString("OK")
+	}
+}
+
+const errBusyKey = "BUSYKEY Target key name already exists."
