@@ -495,6 +495,30 @@ func TestCheckCounterAfterAWipe(t *testing.T) {
 	}
 }
 
+// TestCheckRepeatedIncrementAfterAWipe: two increments returning one value, the second
+// invoked after the first was answered, are two violations (a repeat, and an increment
+// not above one before it),
+// unless the first was acknowledged on one copy that was wiped after (LOCAL_SERIAL in a
+// DC of one replica): the second then counted from before it (explorer seed 4108, where
+// the node holding dc1's one copy was killed and removed).
+func TestCheckRepeatedIncrementAfterAWipe(t *testing.T) {
+	for _, tc := range []struct {
+		serial, replication string
+		wipe                bool
+		counter             int
+	}{{"LOCAL_SERIAL", "dc1=1,dc2=2", true, 0}, {"LOCAL_SERIAL", "dc1=1,dc2=2", false, 2}, {"SERIAL", "dc1=2,dc2=1", true, 2}} {
+		parts := [][]Event{incr(1, 1, "c", 0, ok(1), "1")}
+		if tc.wipe {
+			parts = append(parts, nemesis("wipe n1", "start", 2, true), nemesis("wipe n1", "heal", 5, true))
+		}
+		history := h(append(parts, incr(2, 2, "c", 6, ok(7), "1"))...)
+		history[0].Meta.Serial, history[0].Meta.Replication = tc.serial, tc.replication
+		if r := Check(history); r.Counts.Counter != tc.counter || r.OK() != (tc.counter == 0) {
+			t.Errorf("%s on %s, wiped %t: %d counter violations, want %d", tc.serial, tc.replication, tc.wipe, r.Counts.Counter, tc.counter)
+		}
+	}
+}
+
 // TestCheckLostAfterAWipe: a write lost after a node's disk was wiped is a violation at
 // QUORUM, but not at ONE, whose acknowledgement may rest on the wiped node alone.
 func TestCheckLostAfterAWipe(t *testing.T) {

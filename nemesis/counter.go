@@ -15,8 +15,9 @@ import (
 // increment a larger one), which orders each client's own observations too; and a read
 // returns no more than the increments that may have happened (acknowledged or
 // indeterminate, not failed) invoked before it answered. A value below an acknowledged
-// one is allowed, and counted apart, when the serial level acknowledged the increment on
-// one copy and a disk was wiped after.
+// one, or an increment's equal to it, is allowed, and counted apart, when the serial level
+// acknowledged the increment on one copy and a disk was wiped (or a node lost for good)
+// after: the copy may have gone with it.
 func checkCounters(h *history, c *Counts) Verdict {
 	keys := slices.Sorted(maps.Keys(h.counters))
 	v := newVerdict("counter", len(keys) > 0)
@@ -56,7 +57,17 @@ func checkCounters(h *history, c *Counts) Verdict {
 				continue
 			}
 			if other := byValue[n]; other != nil {
-				v.violation("%s: increments op %d (client %d) and op %d (client %d) both returned %d", key, other.Op, other.Client, o.Op, o.Client, n)
+				// The increment answered first may rest on one copy that was wiped (or
+				// lost with its node) after: the next one may then count from before it.
+				first := other
+				if o.complete.Before(other.complete) {
+					first = o
+				}
+				if h.wipedAfter(first) && h.serialOneCopy(first) {
+					wiped++
+				} else {
+					v.violation("%s: increments op %d (client %d) and op %d (client %d) both returned %d", key, other.Op, other.Client, o.Op, o.Client, n)
+				}
 			}
 			byValue[n] = o
 		}
@@ -77,7 +88,7 @@ func checkCounters(h *history, c *Counts) Verdict {
 	v.Summary = fmt.Sprintf("%d counters (last read %v): %d increments acknowledged, %d failed, %d indeterminate, %d serial reads; %d violations",
 		len(keys), finals, acked, failed, unknown, reads, v.Violations)
 	if wiped > 0 {
-		v.Summary += fmt.Sprintf(" (and %d values below an increment acknowledged on one copy and wiped after, allowed)", wiped)
+		v.Summary += fmt.Sprintf(" (and %d values below or equal to an increment acknowledged on one copy and wiped after, allowed)", wiped)
 	}
 	return *v
 }
@@ -103,7 +114,7 @@ func counterValue(o *op) (int, error) {
 
 // counterOrder checks that every observation of key invoked after another one was
 // answered is no smaller (an increment's strictly larger), and returns how many were
-// allowed smaller by a wipe. It sweeps the observations in order of their answers
+// allowed smaller (an increment's equal) by a wipe. It sweeps the observations in order of their answers
 // against each one's invoke, so that each is held to the largest answered before it.
 func (h *history) counterOrder(key string, obs []observation, v *Verdict) (wiped int) {
 	answered := slices.Clone(obs)
@@ -126,7 +137,8 @@ func (h *history) counterOrder(key string, obs []observation, v *Verdict) (wiped
 		switch {
 		case o.value > largest.value, o.value == largest.value && o.op.F == Get:
 			continue
-		case o.value < largest.value && largest.op.F == Incr && h.wipedAfter(largest.op) && h.serialOneCopy(largest.op):
+		case (o.value < largest.value || o.value == largest.value && o.op.F == Incr) &&
+			largest.op.F == Incr && h.wipedAfter(largest.op) && h.serialOneCopy(largest.op):
 			wiped++
 			continue
 		}
