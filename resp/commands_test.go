@@ -110,7 +110,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":79\r\n"},
+			{cmd("COMMAND", "COUNT"), ":80\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
@@ -298,11 +298,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*106\r\n" {
+	if got := c.line(); got != "*107\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 79 + 27 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 80 + 27 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -316,13 +316,13 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		t.Fatalf("COMMAND LIST = %v", names)
 	}
 	for _, want := range []string{"get", "kura.range", "scan", "set", "strlen", "getrange", "substr", "type", "unlink", "time",
-		"client|list", "client|help", "command|info", "config|get", "hset", "hgetall", "hincrby"} {
+		"client|list", "client|help", "command|info", "config|get", "hset", "hgetall", "hincrby", "kura.counters"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("COMMAND LIST lacks %s", want)
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*79\r\n" {
+	if got := c.line(); got != "*80\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

@@ -55,6 +55,9 @@ type conn struct {
 	// lowerName is scratch space for the lower-cased command name.
 	lowerName []byte
 
+	// pnCounters makes INCR and its kin create PN counters (KURA.COUNTERS).
+	pnCounters bool
+
 	// mu guards what CLIENT LIST shows of this connection to the others. Only the
 	// connection's own goroutine changes these fields, under mu; it reads them without.
 	mu         sync.Mutex
@@ -96,6 +99,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		authenticated: s.cfg.Password == "",
 		level:         s.cfg.DefaultLevel,
 		keyspace:      s.cfg.DefaultKeyspace,
+		pnCounters:    s.cfg.PNCounters,
 		resp:          2,
 		command:       "NULL", // Redis's word for no command yet
 		lastRead:      now,

@@ -55,8 +55,11 @@ func withObjectKey(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]b
 // hashtable, a record per field as Redis's hashtable keeps an entry per field (Redis
 // answers listpack for a small hash, a layout kura does not have).
 func encodingOf(rec lww.Record) string {
-	if rec.Type == lww.Hash {
+	switch rec.Type {
+	case lww.Hash:
 		return "hashtable"
+	case lww.Counter:
+		return "int" // a PN counter's value is a 64-bit integer, as an INCR'd Redis string
 	}
 	return stringEncoding(rec.Value)
 }

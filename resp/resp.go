@@ -49,6 +49,10 @@ type Backend interface {
 	ReadElements(ctx context.Context, keyspace string, key []byte, elemKeys [][]byte, cl consistency.Level) (coord.Collection, []coord.GetResult, error)
 	WriteCollection(ctx context.Context, keyspace string, key []byte, w coord.CollectionWrite, cl consistency.Level) (hlc.Timestamp, error)
 	ResetCollection(ctx context.Context, keyspace string, key []byte, at hlc.Timestamp, cl consistency.Level) error
+	// ReadCounter and WriteCounter are the coordinator's operations on PN counters
+	// (coord.Coordinator, collection/counter).
+	ReadCounter(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (coord.CounterRead, error)
+	WriteCounter(ctx context.Context, keyspace string, key []byte, w coord.CounterWrite, cl consistency.Level) (hlc.Timestamp, error)
 	// Truncate removes every value of a keyspace written until now (FLUSHDB): one
 	// timestamp spread to every node (node.Node.Truncate).
 	Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error)
@@ -104,6 +108,11 @@ type Config struct {
 	Observe func(op string, cl consistency.Level, elapsed time.Duration, err error)
 	// Logger receives accept errors, and connection errors at debug level; nil discards them.
 	Logger *slog.Logger
+	// NodeID names this node in the shards of its PN counters (pncounter.go).
+	NodeID string
+	// PNCounters makes INCR and its kin create conflict-free counters by default
+	// (KURA.COUNTERS PN) rather than exact ones, on every new connection.
+	PNCounters bool
 }
 
 // Server serves RESP connections.
@@ -131,6 +140,9 @@ type Server struct {
 
 	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
 	hashListpack [2]atomic.Int64
+
+	// counters holds this process's shards of PN counters.
+	counters *pnCounters
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -186,6 +198,7 @@ func NewServer(cfg Config) *Server {
 		listeners: map[net.Listener]bool{},
 		conns:     map[*conn]bool{},
 		warnings:  lograte.New(lograte.DefaultInterval),
+		counters:  newPNCounters(cfg.NodeID),
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
