@@ -196,8 +196,8 @@ func TestPNCounterFailedWrite(t *testing.T) {
 	fake.failCounterWrites = 1
 	fake.mu.Unlock()
 	c.do("-"+errorReply(errBroken)+"\r\n", "INCRBY", "c", "10") // reaches the store: 13
-	c.do(":1\r\n", "DEL", "c")                                   // observes 13, removes it
-	c.do(":1\r\n", "INCR", "c")                                  // a new counter: 1, not 1-10
+	c.do(":1\r\n", "DEL", "c")                                  // observes 13, removes it
+	c.do(":1\r\n", "INCR", "c")                                 // a new counter: 1, not 1-10
 	c.do("$1\r\n1\r\n", "GET", "c")
 }
 
