@@ -27,10 +27,6 @@ import (
 // TYPE calls a string (as the integer a Redis INCR makes), so that the refusal says why.
 const errCounterOp = "WRONGTYPE Operation against a key holding a conflict-free (PN) counter: only INCR, INCRBY, DECR, DECRBY, GET, MGET, DEL, EXPIRE and the other whole-key commands apply"
 
-// errCounterSum answers a counter whose shards, incremented in several places at once,
-// sum past what a Redis integer holds.
-const errCounterSum = "ERR the counter's shards sum past a 64-bit integer"
-
 // wrongTypeOf is a string command's refusal of a key of type t: WRONGTYPE, saying why
 // for a PN counter.
 func wrongTypeOf(t lww.Type) redisError {
@@ -201,15 +197,12 @@ func (p *pnCounters) add(c *conn, key []byte, step int64, level consistency.Leve
 // back would let a later, smaller total follow a version a reset may have observed and
 // subtracted: the reset would then remove increments that were acknowledged.
 func (p *pnCounters) runBatch(c *conn, s *pnShard, key []byte, level consistency.Level, batch []*pnIncrement) {
-	fail := func(err error) {
-		for _, q := range batch {
-			q.err = err
-		}
-	}
 	backend := c.s.cfg.Backend
 	read, err := backend.ReadCounter(c.ctx, c.keyspace, key, level)
 	if err != nil {
-		fail(err)
+		for _, q := range batch {
+			q.err = err
+		}
 		return
 	}
 	if read.Live && read.Header.Type != lww.Counter {
@@ -222,61 +215,38 @@ func (p *pnCounters) runBatch(c *conn, s *pnShard, key []byte, level consistency
 		}
 		return
 	}
-	shards := counter.Fold(key, read.Elements)
-	own := shards[p.actor]
-	ownOffset := int64(0)
-	if own.OffsetAt != 0 {
-		ownOffset = own.Offset
+	steps := make([]int64, len(batch))
+	for i, q := range batch {
+		steps[i] = q.step
 	}
-	var offsets []lww.Record
-	header := lww.Record{Type: lww.Counter, ExpiresAt: read.Header.ExpiresAt}
-	if !read.Live {
-		// The key is new, deleted or expired: this write starts its new life, removing
-		// every shard of the earlier one it sees (those written up to its death), and
-		// this one's as it holds it.
-		header.ExpiresAt = 0
-		offsets = counter.Reset(key, shards, p.actor, read.DiedAt())
-		shards = counter.Fold(key, append(read.Elements, offsets...))
-		if s.at != 0 {
-			offsets = append(offsets, counter.Offset(key, p.actor, s.total, s.at))
-			ownOffset = s.total
-		}
-	}
-	others, ok := counter.Sum(shards, p.actor)
-	ownLive, ok2 := counter.Add(s.total, -ownOffset)
-	value, ok3 := counter.Add(others, ownLive)
-	if !ok || !ok2 || !ok3 {
+	writer := counter.Writer{Actor: p.actor, Total: s.total, At: s.at}
+	plan, err := writer.Increment(key, counter.Read{Live: read.Live, DiedAt: read.DiedAt(), Elements: read.Elements}, steps)
+	if err != nil {
 		for _, q := range batch {
-			q.reply = errCounterSum
+			q.reply = "ERR " + err.Error()
 		}
 		return
 	}
-	added := int64(0)
-	for _, q := range batch {
-		next, ok := counter.Add(value, q.step)
-		if !ok {
-			q.reply = errOverflow
-			continue
+	for i, q := range batch {
+		if plan.Errs[i] != nil {
+			q.reply = "ERR " + plan.Errs[i].Error()
 		}
-		value, added, q.value = next, added+q.step, next
+		q.value = plan.Values[i]
 	}
-	total, ok := counter.Add(s.total, added)
-	if !ok {
-		for _, q := range batch {
-			q.reply = errCounterSum
-		}
+	if !plan.Write {
 		return
 	}
-	if added == 0 && read.Live {
-		return // every step overflowed, or all were zero on a live counter: nothing to write
+	header := lww.Record{Type: lww.Counter}
+	if read.Live {
+		header.ExpiresAt = read.Header.ExpiresAt
 	}
 	t, err := backend.WriteCounter(c.ctx, c.keyspace, key, coord.CounterWrite{
 		Header:   &header,
-		Elements: []lww.Record{{Key: counter.ShardKey(key, p.actor), Value: counter.EncodeTotal(total)}},
-		Stamped:  offsets,
+		Elements: []lww.Record{{Key: counter.ShardKey(key, p.actor), Value: counter.EncodeTotal(plan.Total)}},
+		Stamped:  plan.Offsets,
 	}, level)
 	if t != 0 {
-		s.total, s.at = total, t
+		s.total, s.at = plan.Total, t
 	}
 	if err != nil {
 		for _, q := range batch {
@@ -311,7 +281,7 @@ func (c *conn) readCounterValue(key []byte) (value []byte, ok bool) {
 	}
 	sum, sumOK := counter.Sum(counter.Fold(key, read.Elements), "")
 	if !sumOK {
-		c.w.Error(errCounterSum)
+		c.w.Error("ERR " + counter.ErrSum.Error())
 		return nil, false
 	}
 	return strconv.AppendInt(nil, sum, 10), true

@@ -22,6 +22,7 @@ package counter
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -175,4 +176,83 @@ func Reset(key []byte, shards map[string]Shard, skip string, through hlc.Timesta
 		offsets = append(offsets, Offset(key, actor, s.Total, s.At))
 	}
 	return offsets
+}
+
+// ErrSum reports shards that sum past int64 (see Sum).
+var ErrSum = errors.New("the counter's shards sum past a 64-bit integer")
+
+// ErrOverflow reports a step that would take the counter past int64.
+var ErrOverflow = errors.New("increment or decrement would overflow")
+
+// Writer is an actor's shard of one counter key as the actor's process holds it: the
+// total it last wrote, and that write's timestamp (zero: never written). A write that
+// failed once stamped counts as written: it may have reached a replica.
+type Writer struct {
+	Actor string
+	Total int64
+	At    hlc.Timestamp
+}
+
+// Read is what a read of a counter key found: whether its header is a live counter,
+// when it died if not (CounterRead.DiedAt: zero for every element), and its elements.
+type Read struct {
+	Live     bool
+	DiedAt   hlc.Timestamp
+	Elements []lww.Record
+}
+
+// Batch is what a batch of increments writes and answers.
+type Batch struct {
+	// Values are the counter after each step, in order; Errs the step's refusal
+	// (ErrOverflow) instead, and the step is not applied.
+	Values []int64
+	Errs   []error
+	// Write reports whether anything is to be written: the shard holding Total, and the
+	// Offsets, with the header. Nothing is when the counter is live and no step changes it.
+	Write   bool
+	Total   int64
+	Offsets []lww.Record
+}
+
+// Increment plans w's write of steps to counter key, as read found it: the shard's new
+// total, and each step's answer, the counter after it (the other shards as read, plus
+// w's through that step). On a key that is not live it starts a new life: offsets for
+// every shard of the earlier one (written up to its death) and w's own whole total.
+// ErrSum refuses the whole batch.
+func (w Writer) Increment(key []byte, read Read, steps []int64) (Batch, error) {
+	shards := Fold(key, read.Elements)
+	var b Batch
+	ownOffset := int64(0)
+	if own := shards[w.Actor]; own.OffsetAt != 0 {
+		ownOffset = own.Offset
+	}
+	if !read.Live {
+		b.Offsets = Reset(key, shards, w.Actor, read.DiedAt)
+		shards = Fold(key, append(append([]lww.Record(nil), read.Elements...), b.Offsets...))
+		if w.At != 0 {
+			b.Offsets = append(b.Offsets, Offset(key, w.Actor, w.Total, w.At))
+			ownOffset = w.Total
+		}
+	}
+	others, ok := Sum(shards, w.Actor)
+	ownLive, ok2 := Add(w.Total, -ownOffset)
+	value, ok3 := Add(others, ownLive)
+	if !ok || !ok2 || !ok3 || ownOffset == math.MinInt64 {
+		return Batch{}, ErrSum
+	}
+	added := int64(0)
+	b.Values, b.Errs = make([]int64, len(steps)), make([]error, len(steps))
+	for i, step := range steps {
+		next, ok := Add(value, step)
+		if !ok {
+			b.Errs[i] = ErrOverflow
+			continue
+		}
+		value, added, b.Values[i] = next, added+step, next
+	}
+	if b.Total, ok = Add(w.Total, added); !ok {
+		return Batch{}, ErrSum
+	}
+	b.Write = added != 0 || !read.Live
+	return b, nil
 }

@@ -2,6 +2,7 @@ package counter
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -166,5 +167,63 @@ func TestLaterWritesSurviveAReset(t *testing.T) {
 		if !ok || got != 5 {
 			t.Errorf("order %v: counter = %d, %v; want 5 (12 written, 7 removed by the reset that saw most)", order, got, ok)
 		}
+	}
+}
+
+func TestIncrement(t *testing.T) {
+	key := []byte("c")
+	tests := []struct {
+		name        string
+		writer      Writer
+		read        Read
+		steps       []int64
+		wantValues  []int64
+		wantErrs    []error
+		wantWrite   bool
+		wantTotal   int64
+		wantOffsets []lww.Record
+	}{
+		{"a new counter", Writer{Actor: "a"}, Read{}, []int64{1, 2},
+			[]int64{1, 3}, []error{nil, nil}, true, 3, nil},
+		{"others as read, this shard as held", Writer{Actor: "a", Total: 5, At: 10},
+			Read{Live: true, Elements: []lww.Record{shard("c", "a", 4, 8), shard("c", "b", 7, 9)}}, []int64{1},
+			[]int64{13}, []error{nil}, true, 6, nil},
+		{"an offset of this shard is taken off", Writer{Actor: "a", Total: 5, At: 10},
+			Read{Live: true, Elements: []lww.Record{shard("c", "a", 5, 10), offset("c", "a", 3, 9)}}, []int64{-1},
+			[]int64{1}, []error{nil}, true, 4, nil},
+		{"a step that overflows is refused, the others applied", Writer{Actor: "a", Total: math.MaxInt64 - 1, At: 10},
+			Read{Live: true}, []int64{1, 1, -5},
+			[]int64{math.MaxInt64, 0, math.MaxInt64 - 5}, []error{nil, ErrOverflow, nil}, true, math.MaxInt64 - 5, nil},
+		{"nothing to write on a live counter", Writer{Actor: "a", Total: 5, At: 10}, Read{Live: true}, []int64{0},
+			[]int64{5}, []error{nil}, false, 5, nil},
+		{"a dead key starts a new life: the earlier shards and this one's total removed", Writer{Actor: "a", Total: 5, At: 10},
+			Read{DiedAt: 20, Elements: []lww.Record{shard("c", "a", 5, 10), shard("c", "b", 7, 15), shard("c", "x", 2, 25)}}, []int64{1},
+			[]int64{3}, []error{nil}, true, 6,
+			[]lww.Record{offset("c", "a", 5, 10), offset("c", "b", 7, 15)}},
+		{"zero makes a new counter too", Writer{Actor: "a"}, Read{}, []int64{0},
+			[]int64{0}, []error{nil}, true, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := tt.writer.Increment(key, tt.read, tt.steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(b.Values, tt.wantValues) || !slices.Equal(b.Errs, tt.wantErrs) || b.Write != tt.wantWrite || b.Total != tt.wantTotal {
+				t.Fatalf("Increment = values %v, errs %v, write %v, total %d; want %v, %v, %v, %d", b.Values, b.Errs, b.Write, b.Total, tt.wantValues, tt.wantErrs, tt.wantWrite, tt.wantTotal)
+			}
+			slices.SortFunc(b.Offsets, func(a, b lww.Record) int { return bytes.Compare(a.Key, b.Key) })
+			if len(b.Offsets) != len(tt.wantOffsets) {
+				t.Fatalf("offsets %v, want %v", b.Offsets, tt.wantOffsets)
+			}
+			for i := range b.Offsets {
+				if !bytes.Equal(b.Offsets[i].Key, tt.wantOffsets[i].Key) || !bytes.Equal(b.Offsets[i].Value, tt.wantOffsets[i].Value) || b.Offsets[i].Timestamp != tt.wantOffsets[i].Timestamp {
+					t.Fatalf("offsets %v, want %v", b.Offsets, tt.wantOffsets)
+				}
+			}
+		})
+	}
+	if _, err := (Writer{Actor: "z"}).Increment(key, Read{Live: true, Elements: []lww.Record{shard("c", "a", math.MaxInt64, 10), shard("c", "b", 1, 11)}}, []int64{1}); !errors.Is(err, ErrSum) {
+		t.Fatalf("Increment of shards summing past int64 = %v, want ErrSum", err)
 	}
 }
