@@ -15,6 +15,7 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/collection/counter"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/element"
@@ -104,6 +105,8 @@ type scenario struct {
 	traffic sim.Counters
 	// visited is the index entries every node had visited at the last indexwork command.
 	visited map[string]int64
+	// counters are the PN counters' writers, by node and key (counter_test.go).
+	counters map[string]counter.Writer
 }
 
 // runLog is one run's record: the commands and the network's trace. The driver writes to
@@ -333,6 +336,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return strings.Join(parts, "\n"), nil
 	case "hset", "hgetall", "delkey":
 		return s.hash(d, keyspace, arg, level(), timed)
+	case "incr", "counter", "delcounter":
+		return s.counter(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {
