@@ -36,6 +36,9 @@ func wrongTypeOf(t lww.Type) redisError {
 	return redisError(errWrongType)
 }
 
+// errBatchFailed answers the increments of a batch whose leader failed (panicked).
+var errBatchFailed = errors.New("resp: the batch of increments this one was in failed")
+
 // errIsCounter is the exact INCR's transaction finding a PN counter: the increment goes
 // to its shard instead.
 var errIsCounter = errors.New("resp: the key is a PN counter")
@@ -80,6 +83,7 @@ type pnIncrement struct {
 	reply      string
 	err        error
 	notCounter bool
+	answered   bool
 }
 
 func newPNCounters(node string) *pnCounters {
@@ -167,22 +171,30 @@ func (p *pnCounters) add(c *conn, key []byte, step int64, level consistency.Leve
 	}
 	s.queue = rest
 	s.mu.Unlock()
-
-	p.runBatch(c, s, key, level, batch)
-
-	s.mu.Lock()
-	if len(s.queue) > 0 {
-		next := s.queue[0]
-		next.lead = true
-		close(next.done)
-	} else {
-		s.leading = false
-	}
-	s.mu.Unlock()
-	for _, q := range batch {
-		if q != inc {
-			close(q.done)
+	// Deferred, so that a batch that panics (costing its connection, as any command)
+	// still answers the others and hands the lead on, rather than stall the key.
+	defer func() {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			next := s.queue[0]
+			next.lead = true
+			close(next.done)
+		} else {
+			s.leading = false
 		}
+		s.mu.Unlock()
+		for _, q := range batch {
+			if !q.answered {
+				q.err = errBatchFailed
+			}
+			if q != inc {
+				close(q.done)
+			}
+		}
+	}()
+	p.runBatch(c, s, key, level, batch)
+	for _, q := range batch {
+		q.answered = true
 	}
 	return inc
 }
@@ -197,8 +209,9 @@ func (p *pnCounters) add(c *conn, key []byte, step int64, level consistency.Leve
 // back would let a later, smaller total follow a version a reset may have observed and
 // subtracted: the reset would then remove increments that were acknowledged.
 func (p *pnCounters) runBatch(c *conn, s *pnShard, key []byte, level consistency.Level, batch []*pnIncrement) {
-	backend := c.s.cfg.Backend
-	read, err := backend.ReadCounter(c.ctx, c.keyspace, key, level)
+	// The server's context, not the leader's connection's: the batch answers others too.
+	ctx, backend := c.s.ctx, c.s.cfg.Backend
+	read, err := backend.ReadCounter(ctx, c.keyspace, key, level)
 	if err != nil {
 		for _, q := range batch {
 			q.err = err
@@ -240,7 +253,7 @@ func (p *pnCounters) runBatch(c *conn, s *pnShard, key []byte, level consistency
 	if read.Live {
 		header.ExpiresAt = read.Header.ExpiresAt
 	}
-	t, err := backend.WriteCounter(c.ctx, c.keyspace, key, coord.CounterWrite{
+	t, err := backend.WriteCounter(ctx, c.keyspace, key, coord.CounterWrite{
 		Header:   &header,
 		Elements: []lww.Record{{Key: counter.ShardKey(key, p.actor), Value: counter.EncodeTotal(plan.Total)}},
 		Stamped:  plan.Offsets,

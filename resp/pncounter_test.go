@@ -241,3 +241,17 @@ func TestPNCounterConcurrentIncrements(t *testing.T) {
 		t.Fatalf("GET = %d, %v; want %d", got, err, clients*each)
 	}
 }
+
+// TestPNCounterPanicFreesTheKey: a batch whose read panics (a bug) costs its leader's
+// connection only, and hands the key on: the next increment of it is answered, not
+// stalled behind a leader that is gone.
+func TestPNCounterPanicFreesTheKey(t *testing.T) {
+	_, _, addr := startServer(t, Config{NodeID: "n1", PNCounters: true})
+	c := dial(t, addr)
+	c.send(encode("INCR", "panic"))
+	c.expectClosed()
+	c = dial(t, addr)
+	c.send(encode("INCR", "panic"))
+	c.expectClosed()
+	dial(t, addr).do(":1\r\n", "INCR", "c")
+}
