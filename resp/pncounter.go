@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -68,7 +69,18 @@ type pnShard struct {
 	// replica, so its total stays: a later write carries it (see runBatch).
 	total int64
 	at    hlc.Timestamp
+	// actors are the writers of the key the last scan of it found, this one among them,
+	// and scannedAt when: until actorScanInterval has passed, a batch reads only their
+	// records, by point reads (see read).
+	actors    []string
+	scannedAt time.Time
 }
+
+// actorScanInterval is how long a batch reads only the writers a scan of the counter
+// found, before it scans again for new ones. A scan costs more than the point reads:
+// the shard and the header are rewritten by every batch, and a scan steps over each
+// version of them that storage has not compacted yet.
+const actorScanInterval = time.Second
 
 // pnIncrement is one INCR waiting for its batch.
 type pnIncrement struct {
@@ -211,7 +223,7 @@ func (p *pnCounters) add(c *conn, key []byte, step int64, level consistency.Leve
 func (p *pnCounters) runBatch(c *conn, s *pnShard, key []byte, level consistency.Level, batch []*pnIncrement) {
 	// The server's context, not the leader's connection's: the batch answers others too.
 	ctx, backend := c.s.ctx, c.s.cfg.Backend
-	read, err := backend.ReadCounter(ctx, c.keyspace, key, level)
+	read, err := p.read(ctx, backend, c.keyspace, key, level, s)
 	if err != nil {
 		for _, q := range batch {
 			q.err = err
@@ -268,6 +280,44 @@ func (p *pnCounters) runBatch(c *conn, s *pnShard, key []byte, level consistency
 			}
 		}
 	}
+}
+
+// read reads key's counter for a batch: the header, and the records of the writers the
+// last scan found, by point reads, while that scan is recent and the counter alive;
+// otherwise the whole counter, by a scan, which also finds the writers anew. A writer
+// new since the scan (a node or process that began incrementing the key) is thus missing
+// from the answers of the batches for up to actorScanInterval; GET always scans.
+func (p *pnCounters) read(ctx context.Context, backend Backend, keyspace string, key []byte, level consistency.Level, s *pnShard) (coord.CounterRead, error) {
+	if s.actors != nil && time.Since(s.scannedAt) < actorScanInterval {
+		keys := make([][]byte, 0, 2*len(s.actors))
+		for _, a := range s.actors {
+			keys = append(keys, counter.ShardKey(key, a), counter.OffsetKey(key, a))
+		}
+		coll, results, err := backend.ReadElements(ctx, keyspace, key, keys, level)
+		if err != nil {
+			return coord.CounterRead{}, err
+		}
+		if coll.Found && coll.Header.Type == lww.Counter {
+			read := coord.CounterRead{Header: coll.Header, Found: true, Live: true}
+			for _, r := range results {
+				if r.Found {
+					read.Elements = append(read.Elements, r.Record)
+				}
+			}
+			return read, nil
+		}
+	}
+	read, err := backend.ReadCounter(ctx, keyspace, key, level)
+	if err != nil {
+		return read, err
+	}
+	s.actors, s.scannedAt = []string{p.actor}, time.Now()
+	for a := range counter.Fold(key, read.Elements) {
+		if a != p.actor {
+			s.actors = append(s.actors, a)
+		}
+	}
+	return read, nil
 }
 
 // counterValue reads key's PN counter at the connection's level and answers its value as
