@@ -88,6 +88,12 @@ func TestGoRedisPNCounterAcrossACut(t *testing.T) {
 			return err == nil && v == want
 		})
 	}
+	// A pipeline's GETs are read together (coord.GetAll), then the counter summed.
+	pipe := readers[1].Pipeline()
+	get, mget := pipe.Get(ctx, key), pipe.MGet(ctx, key, "{c}:none")
+	if _, err := pipe.Exec(ctx); err != nil || get.Val() != want || len(mget.Val()) != 2 || mget.Val()[0] != want || mget.Val()[1] != nil {
+		t.Fatalf("pipelined GET = %q, MGET = %v, %v; want %s", get.Val(), mget.Val(), err, want)
+	}
 	if typ, err := readers[2].Type(ctx, key).Result(); err != nil || typ != "string" {
 		t.Fatalf("TYPE = %q, %v; want string", typ, err)
 	}
