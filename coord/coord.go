@@ -124,10 +124,10 @@ type Parts struct {
 	// work a request leaves running on goroutines kept between requests (see package
 	// workers); nil starts a goroutine for each. Close waits for that work either way.
 	Workers *workers.Pool
-	// TypedRecords reports whether every node of the cluster reads typed records
+	// TypedRecords reports whether every node of the cluster reads records of a type
 	// (lww.Record.Type other than String): until then a write of one is refused as
 	// unavailable. Nil: never.
-	TypedRecords func() bool
+	TypedRecords func(lww.Type) bool
 }
 
 // ReadPolicy gives the node's current read policy; *sched.Stage is one.
@@ -167,7 +167,7 @@ type Coordinator struct {
 	// gate holds the writes this coordinator stamps while a cluster snapshot is taken.
 	gate *writeGate
 	// typedRecords is Parts.TypedRecords.
-	typedRecords func() bool
+	typedRecords func(lww.Type) bool
 }
 
 // New returns a coordinator over the node's parts.
@@ -302,7 +302,7 @@ func (c *Coordinator) checkType(t lww.Type) error {
 		return nil
 	case t > lww.TypeMax:
 		return invalid("unknown record type %d", t)
-	case c.typedRecords == nil || !c.typedRecords():
+	case c.typedRecords == nil || !c.typedRecords(t):
 		return fmt.Errorf("%w: a %v record is written only once every node of the cluster reads typed records, and a node runs an older build: upgrade it", ErrUnavailable, t)
 	}
 	return nil

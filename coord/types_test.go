@@ -16,10 +16,12 @@ import (
 // refused as unavailable and no replica is asked. A string record is written whatever
 // it says, and a type this build does not know is an invalid argument.
 func TestTypedRecordsWaitForEveryNode(t *testing.T) {
-	typedReadable := func(v bool) func() bool { return func() bool { return v } }
+	typedReadable := func(v bool) func(lww.Type) bool { return func(lww.Type) bool { return v } }
+	// A cluster whose nodes read the collection types but not the counter's.
+	beforeCounters := func(t lww.Type) bool { return t < lww.Counter }
 	tests := []struct {
 		name    string
-		gate    func() bool
+		gate    func(lww.Type) bool
 		typ     lww.Type
 		wantErr error // nil: written
 	}{
@@ -29,6 +31,9 @@ func TestTypedRecordsWaitForEveryNode(t *testing.T) {
 		{"hash, gate closed", typedReadable(false), lww.Hash, ErrUnavailable},
 		{"hash, gate open", typedReadable(true), lww.Hash, nil},
 		{"list, gate open", typedReadable(true), lww.List, nil},
+		{"list, a node before counters", beforeCounters, lww.List, nil},
+		{"counter, a node before counters", beforeCounters, lww.Counter, ErrUnavailable},
+		{"counter, gate open", typedReadable(true), lww.Counter, nil},
 		{"unknown type, gate open", typedReadable(true), lww.TypeMax + 1, ErrInvalidArgument},
 	}
 	for _, tt := range tests {
@@ -68,7 +73,7 @@ func TestTransactionRecordType(t *testing.T) {
 	if err != nil || rec.Type != lww.String || rec.Value != nil {
 		t.Fatalf("tombstone proposal = %+v, %v; want a tombstone without value or type", rec, err)
 	}
-	c.typedRecords = func() bool { return true }
+	c.typedRecords = func(lww.Type) bool { return true }
 	rec, err = l.record(lww.Record{Value: []byte("v"), Type: lww.Hash}, ballot, paxos.Summary{})
 	if err != nil || rec.Type != lww.Hash || rec.Timestamp != ballot.Time {
 		t.Fatalf("typed proposal with the gate open = %+v, %v; want a hash at the ballot's time", rec, err)
@@ -81,7 +86,7 @@ func TestTransactionRecordType(t *testing.T) {
 // restored as any value.
 func TestRestoreRefusesElementsHiddenByTruncation(t *testing.T) {
 	c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
-	c.typedRecords = func() bool { return true }
+	c.typedRecords = func(lww.Type) bool { return true }
 	ks := parts.keyspaces["ks"]
 	ks.TruncatedAt = 100
 	parts.keyspaces["ks"] = ks

@@ -45,15 +45,19 @@ const (
 	SortedSet
 	// List is a list's header record.
 	List
+	// Counter is a conflict-free counter's header record (a PN-counter: its value is the
+	// sum of its shards, docs/redis-types.md "Counters"). Redis has no such type: TYPE
+	// answers string, as for the integer a Redis INCR makes.
+	Counter
 	// TypeMax is the largest Type this build knows; a larger number is refused where a
 	// record is decoded.
-	TypeMax = List
+	TypeMax = Counter
 )
 
 // String returns the type's name as Redis's TYPE command answers it.
 func (t Type) String() string {
 	switch t {
-	case String:
+	case String, Counter:
 		return "string"
 	case Hash:
 		return "hash"

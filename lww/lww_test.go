@@ -91,7 +91,8 @@ func TestTypeString(t *testing.T) {
 		{Set, "set"},
 		{SortedSet, "zset"},
 		{List, "list"},
-		{TypeMax + 1, "type(5)"},
+		{Counter, "string"}, // a PN counter answers TYPE as Redis's integer string does
+		{TypeMax + 1, "type(6)"},
 	}
 	for _, tt := range tests {
 		if got := tt.typ.String(); got != tt.want {

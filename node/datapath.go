@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/hints"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/placement"
 	"github.com/kuradb/kura/replica/local"
 	"github.com/kuradb/kura/replica/remote"
@@ -41,9 +42,9 @@ type DataPathParts struct {
 	// Workers runs the coordinator's requests to other nodes; nil starts a goroutine for
 	// each.
 	Workers *workers.Pool
-	// TypedRecords reports whether every node reads typed records (coord.Parts); nil:
+	// TypedRecords reports whether every node reads records of a type (coord.Parts); nil:
 	// never.
-	TypedRecords func() bool
+	TypedRecords func(lww.Type) bool
 }
 
 // DataPathConfig tunes a node's data path.

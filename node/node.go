@@ -102,6 +102,9 @@ type Config struct {
 	RESPPassword string
 	// RESPConsistency is the consistency level of a new Redis connection; default ONE.
 	RESPConsistency consistency.Level
+	// RESPPNCounters makes INCR and its kin create conflict-free (PN) counters on a new
+	// Redis connection, as KURA.COUNTERS PN does; false: exact ones.
+	RESPPNCounters bool
 	// RESPIdleTimeout closes a Redis connection whose client sends nothing for that long
 	// (Redis's timeout; CONFIG SET timeout changes it); 0 never does.
 	RESPIdleTimeout time.Duration
@@ -478,7 +481,7 @@ func (n *Node) open() error {
 		Rows:      &n.rows,
 		Workers:   workers.New(n.stop, coordWorkersIdleMax),
 		// Typed records wait for every node to read them (node/protocol.go).
-		TypedRecords: n.RecordTypesRead,
+		TypedRecords: n.RecordTypeRead,
 	})
 	if err != nil {
 		return err

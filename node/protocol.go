@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -19,8 +20,22 @@ const unannouncedProtocol = 3
 // keyRecordTypes is the application state in which a node announces that it reads typed
 // records (lww.Record.Type): their stored flag bits and the internode record's type field.
 // A build from before types announces nothing, refuses a typed record's flag bits and
-// takes a typed internode record for a string's.
+// takes a typed internode record for a string's. The value is the version of the types
+// the build reads (recordTypesVersion).
 const keyRecordTypes = "record_types"
+
+// recordTypesVersion is what this build announces under keyRecordTypes: 1 for the
+// collection types (hash, set, sorted set, list), 2 since the PN counter's type
+// (lww.Counter), which a build of version 1 refuses as an unknown type.
+const recordTypesVersion = 2
+
+// recordTypesVersionFor is the version a build must announce to read records of type t.
+func recordTypesVersionFor(t lww.Type) int {
+	if t >= lww.Counter {
+		return 2
+	}
+	return 1
+}
 
 // ProtocolVersions returns the internode protocol version each member of the cluster
 // announces in gossip, by node id: every node on the ring or moving onto or off it, down
@@ -37,20 +52,25 @@ func (n *Node) ProtocolVersions() map[string]uint16 {
 	return versions
 }
 
-// RecordTypesRead reports whether every member of the cluster, as ProtocolVersions
-// counts them, announces that it reads typed records: the cluster-wide switch the
+// RecordTypesRead reports whether every member of the cluster reads records of every
+// type this build writes (RecordTypeRead of lww.TypeMax).
+func (n *Node) RecordTypesRead() bool { return n.RecordTypeRead(lww.TypeMax) }
+
+// RecordTypeRead reports whether every member of the cluster, as ProtocolVersions counts
+// them, announces that it reads records of type t: the cluster-wide switch the
 // coordinator writes typed records behind (docs/redis-types.md). It is false until the
 // node has started. A member that is down counts with what it last announced, since it
 // may come back in the build it last ran.
-func (n *Node) RecordTypesRead() bool {
+func (n *Node) RecordTypeRead(t lww.Type) bool {
 	select {
 	case <-n.ready:
 	default:
 		return false
 	}
-	all := true
+	need, all := recordTypesVersionFor(t), true
 	n.eachMemberState(func(_ string, appState map[string]string) {
-		all = all && appState[keyRecordTypes] == "1"
+		v, err := strconv.Atoi(appState[keyRecordTypes])
+		all = all && err == nil && v >= need
 	})
 	return all
 }
@@ -79,7 +99,7 @@ func (n *Node) eachMemberState(fn func(id string, appState map[string]string)) {
 func announced() map[string]string {
 	return map[string]string{
 		keyProtocol:    strconv.Itoa(transport.ProtocolVersion),
-		keyRecordTypes: "1",
+		keyRecordTypes: strconv.Itoa(recordTypesVersion),
 	}
 }
 

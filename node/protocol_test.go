@@ -1,9 +1,11 @@
 package node
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/lww"
 )
 
 // TestRecordTypesReadWaitsForEveryMember: a node of this build alone reads typed
@@ -25,5 +27,29 @@ func TestRecordTypesReadWaitsForEveryMember(t *testing.T) {
 	}
 	if !a.RecordTypesRead() {
 		t.Fatal("a still counts a removed member")
+	}
+}
+
+// TestRecordTypesVersionFor: the collection types need a member announcing record_types
+// 1, the PN counter's type 2, which a build of version 1 refuses as an unknown type; and
+// this build announces the newest.
+func TestRecordTypesVersionFor(t *testing.T) {
+	tests := []struct {
+		typ  lww.Type
+		want int
+	}{
+		{lww.Hash, 1},
+		{lww.Set, 1},
+		{lww.SortedSet, 1},
+		{lww.List, 1},
+		{lww.Counter, 2},
+	}
+	for _, tt := range tests {
+		if got := recordTypesVersionFor(tt.typ); got != tt.want {
+			t.Errorf("recordTypesVersionFor(%v) = %d, want %d", tt.typ, got, tt.want)
+		}
+	}
+	if got := announced()[keyRecordTypes]; got != strconv.Itoa(recordTypesVersionFor(lww.TypeMax)) {
+		t.Errorf("announced record_types %q, want the version of every type this build knows", got)
 	}
 }

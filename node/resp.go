@@ -35,7 +35,9 @@ func (n *Node) startRESP() error {
 			n.metrics.Observe("resp", op, cl, elapsed, err)
 			n.power.ObserveRequest(elapsed)
 		},
-		Logger: n.log,
+		Logger:     n.log,
+		NodeID:     n.cfg.ID,
+		PNCounters: n.cfg.RESPPNCounters,
 	})
 	n.frontEnds.resp, n.frontEnds.respListener = server, l
 	n.serve("Redis protocol server", func() error { return server.Serve(l) }, resp.ErrServerClosed)

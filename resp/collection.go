@@ -95,11 +95,15 @@ func (c *conn) writeCollection(key []byte, typ lww.Type, coll coord.Collection, 
 
 // resetReplaced moves the reset point of key when res replaced a collection (a DEL, an
 // expiry in the past, a SET or RENAME over it): to the replacing write's timestamp, so
-// that no element of the collection comes back if the key becomes one again.
+// that no element of the collection comes back if the key becomes one again. A PN
+// counter's shards are instead removed as a read finds them (resetCounter).
 func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
 	if !res.Applied || !res.PreviousFound || res.Previous.Type == lww.String ||
 		(!res.Record.Tombstone && res.Record.Type == res.Previous.Type) {
 		return nil
+	}
+	if res.Previous.Type == lww.Counter {
+		return c.resetCounter(key)
 	}
 	start, level := time.Now(), c.collectionLevel()
 	err := c.s.cfg.Backend.ResetCollection(c.ctx, c.keyspace, key, res.Record.Timestamp, level)

@@ -110,6 +110,7 @@ func commandTable() map[string]*command {
 		{name: "keys", arity: 2, flags: []string{"readonly"}, walks: true, run: keysCommand},
 		{name: "kura.consistency", arity: -1, flags: admin, run: consistencyCommand},
 		{name: "kura.keyspace", arity: -1, flags: admin, run: keyspaceCommand},
+		{name: "kura.counters", arity: -1, flags: admin, run: countersCommand},
 		{name: "kura.range", arity: 4, flags: []string{"readonly"}, walks: true, run: rangeCommand},
 	}
 	table = append(table, hashCommands()...)

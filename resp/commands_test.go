@@ -110,7 +110,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":130\r\n"},
+			{cmd("COMMAND", "COUNT"), ":131\r\n"},
 			// GET's key specification as redis-server 7.0.15 sends it.
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
@@ -314,11 +314,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*160\r\n" {
+	if got := c.line(); got != "*161\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 83 + 17 + 30 + 30 { // the commands, the 17 of sets, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 84 + 17 + 30 + 30 { // the commands (KURA.COUNTERS among them), the 17 of sets, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -332,13 +332,13 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		t.Fatalf("COMMAND LIST = %v", names)
 	}
 	for _, want := range []string{"get", "kura.range", "scan", "set", "strlen", "getrange", "substr", "type", "unlink", "time",
-		"client|list", "client|help", "command|info", "config|get", "hset", "hgetall", "hincrby", "zadd", "zrangebyscore"} {
+		"client|list", "client|help", "command|info", "config|get", "hset", "hgetall", "hincrby", "zadd", "zrangebyscore", "kura.counters"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("COMMAND LIST lacks %s", want)
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*130\r\n" {
+	if got := c.line(); got != "*131\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

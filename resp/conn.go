@@ -57,6 +57,9 @@ type conn struct {
 	// monitor is the output queue of a connection that ran MONITOR (monitor.go).
 	monitor *monitorOut
 
+	// pnCounters makes INCR and its kin create PN counters (KURA.COUNTERS).
+	pnCounters bool
+
 	// mu guards what CLIENT LIST shows of this connection to the others. Only the
 	// connection's own goroutine changes these fields, under mu; it reads them without.
 	mu         sync.Mutex
@@ -101,6 +104,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		authenticated: s.cfg.Password == "",
 		level:         s.cfg.DefaultLevel,
 		keyspace:      s.cfg.DefaultKeyspace,
+		pnCounters:    s.cfg.PNCounters,
 		resp:          2,
 		command:       "NULL", // Redis's word for no command yet
 		lastRead:      now,

@@ -1,15 +1,19 @@
 package resp
 
 import (
+	"errors"
 	"math"
 	"math/big"
 	"strconv"
 
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
 )
 
 // Counters: INCR and its kin read the value, add, and write the sum in one lightweight
 // transaction, so that no increment is lost to a concurrent one. The key's deadline stays.
+// On a PN counter, and on a missing key for a connection in PN mode, they add to the
+// counter's shard instead (pncounter.go).
 
 const (
 	errOverflow   = "ERR increment or decrement would overflow"
@@ -35,7 +39,10 @@ func incrCommand(c *conn, args [][]byte) {
 		}
 		step = -step
 	}
-	res, err := c.transact(args[1], stringOnly(func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	if c.pnCounters && !c.pnIncr(args[1], step) {
+		return
+	}
+	res, err := c.transact(args[1], counterAside(stringOnly(func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		var n int64
 		if found {
 			var ok bool
@@ -47,7 +54,15 @@ func incrCommand(c *conn, args [][]byte) {
 			return lww.Record{}, false, redisError(errOverflow)
 		}
 		return lww.Record{Value: strconv.AppendInt(nil, n+step, 10), ExpiresAt: cur.ExpiresAt}, true, nil
-	}))
+	})))
+	if errors.Is(err, errIsCounter) {
+		// The key is a PN counter, whatever this connection makes of a missing key. A key
+		// retyped again meanwhile is refused rather than chased.
+		if c.pnIncr(args[1], step) {
+			c.w.Error("ERR the key changed between a string and a PN counter during INCR; retry")
+		}
+		return
+	}
 	if err != nil {
 		c.replyTransactError(err)
 		return
@@ -55,6 +70,17 @@ func incrCommand(c *conn, args [][]byte) {
 	// The written record is the reply: the function may have run in more than one round.
 	sum, _ := parseInt(res.Record.Value)
 	c.w.Int(sum)
+}
+
+// counterAside is fn for a key that is not a PN counter; on one, it writes nothing and
+// reports errIsCounter, for the increment to go to the counter's shard.
+func counterAside(fn coord.UpdateFunc) coord.UpdateFunc {
+	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		if found && cur.Type == lww.Counter {
+			return lww.Record{}, false, errIsCounter
+		}
+		return fn(cur, found)
+	}
 }
 
 // incrbyfloatCommand is INCRBYFLOAT key increment: the sum, computed and written as

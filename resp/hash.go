@@ -424,7 +424,7 @@ func hscanCommand(c *conn, args [][]byte) {
 func stringOnly(fn coord.UpdateFunc) coord.UpdateFunc {
 	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
 		if found && cur.Type != lww.String {
-			return lww.Record{}, false, redisError(errWrongType)
+			return lww.Record{}, false, wrongTypeOf(cur.Type)
 		}
 		return fn(cur, found)
 	}
@@ -435,7 +435,7 @@ func stringOnly(fn coord.UpdateFunc) coord.UpdateFunc {
 func (c *conn) lookupString(key []byte) (lww.Record, bool, error) {
 	rec, found, err := c.lookup(key)
 	if err == nil && found && rec.Type != lww.String {
-		return lww.Record{}, false, redisError(errWrongType)
+		return lww.Record{}, false, wrongTypeOf(rec.Type)
 	}
 	return rec, found, err
 }

@@ -56,14 +56,13 @@ func withObjectKey(reply func(c *conn, rec lww.Record)) func(c *conn, args [][]b
 // answers listpack for a small hash, a layout kura does not have); for a sorted set
 // skiplist, Redis's encoding of a big one, whose order kura's score entries keep.
 func encodingOf(rec lww.Record) string {
-	if rec.Type == lww.Set {
-		return "hashtable" // a record per member's add, as Redis's hashtable an entry per member
-	}
-	if rec.Type == lww.Hash {
-		return "hashtable"
-	}
-	if rec.Type == lww.SortedSet {
+	switch rec.Type {
+	case lww.Hash, lww.Set:
+		return "hashtable" // a record per field or member's add, as Redis's hashtable an entry each
+	case lww.SortedSet:
 		return "skiplist"
+	case lww.Counter:
+		return "int" // a PN counter's value is a 64-bit integer, as an INCR'd Redis string
 	}
 	return stringEncoding(rec.Value)
 }

@@ -52,6 +52,10 @@ type Backend interface {
 	// ReadPrefixes reads a key's header and the element records under each prefix: a
 	// set's adds of a few members (coord.Coordinator).
 	ReadPrefixes(ctx context.Context, keyspace string, key []byte, prefixes [][]byte, cl consistency.Level) (coord.Collection, error)
+	// ReadCounter and WriteCounter are the coordinator's operations on PN counters
+	// (coord.Coordinator, collection/counter).
+	ReadCounter(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (coord.CounterRead, error)
+	WriteCounter(ctx context.Context, keyspace string, key []byte, w coord.CounterWrite, cl consistency.Level) (hlc.Timestamp, error)
 	// Truncate removes every value of a keyspace written until now (FLUSHDB): one
 	// timestamp spread to every node (node.Node.Truncate).
 	Truncate(ctx context.Context, keyspace string) (hlc.Timestamp, error)
@@ -107,6 +111,11 @@ type Config struct {
 	Observe func(op string, cl consistency.Level, elapsed time.Duration, err error)
 	// Logger receives accept errors, and connection errors at debug level; nil discards them.
 	Logger *slog.Logger
+	// NodeID names this node in the shards of its PN counters (pncounter.go).
+	NodeID string
+	// PNCounters makes INCR and its kin create conflict-free counters by default
+	// (KURA.COUNTERS PN) rather than exact ones, on every new connection.
+	PNCounters bool
 }
 
 // Server serves RESP connections.
@@ -141,6 +150,9 @@ type Server struct {
 
 	// monitors are the connections that ran MONITOR.
 	monitors monitors
+
+	// counters holds this process's shards of PN counters.
+	counters *pnCounters
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -196,6 +208,7 @@ func NewServer(cfg Config) *Server {
 		listeners: map[net.Listener]bool{},
 		conns:     map[*conn]bool{},
 		warnings:  lograte.New(lograte.DefaultInterval),
+		counters:  newPNCounters(cfg.NodeID),
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))

@@ -51,6 +51,9 @@ type fakeBackend struct {
 	// (hash_test.go).
 	elements map[string]map[string]lww.Record
 	clock    hlc.Timestamp
+	// failCounterWrites is how many of the next counter writes fail after they were
+	// applied (pncounter_test.go).
+	failCounterWrites int
 }
 
 func newFakeBackend() *fakeBackend {

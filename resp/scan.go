@@ -134,7 +134,8 @@ func (c *conn) ofType(keys [][]byte, typ lww.Type) ([][]byte, error) {
 		if r.Err != nil {
 			return nil, r.Err
 		}
-		if r.Found && r.Record.Type == typ {
+		// TYPE names a PN counter string, as it answers for one.
+		if r.Found && r.Record.Type.String() == typ.String() {
 			out = append(out, keys[i])
 		}
 	}

@@ -18,12 +18,14 @@ func getCommand(c *conn, args [][]byte) {
 	c.replyGet(rec, found, err)
 }
 
-// replyGet answers a read: the value, null for a missing key, WRONGTYPE for a key of
-// another type than string, or the error.
+// replyGet answers a read: the value, a PN counter's sum (read then), null for a missing
+// key, WRONGTYPE for a key of another type than string, or the error.
 func (c *conn) replyGet(rec lww.Record, found bool, err error) {
 	switch {
 	case err != nil:
 		c.w.Error(errorReply(err))
+	case found && rec.Type == lww.Counter:
+		c.counterValue(rec.Key)
 	case found && rec.Type != lww.String:
 		c.w.Error(errWrongType)
 	default:
@@ -234,6 +236,15 @@ func mgetCommand(c *conn, args [][]byte) {
 			}
 			c.w.Error(errorReply(r.Err))
 			return
+		}
+	}
+	for i, r := range results {
+		if r.Found && r.Record.Type == lww.Counter {
+			value, ok := c.readCounterValue(args[1+i])
+			if !ok {
+				return
+			}
+			results[i].Record.Value, results[i].Record.Type, results[i].Found = value, lww.String, value != nil
 		}
 	}
 	c.w.ArrayHeader(len(results))

@@ -72,6 +72,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	clientAddr := fs.String("client", defaultClientAddr, "gRPC client API address (empty: none)")
 	respAddr := fs.String("resp", "", "Redis protocol address, e.g. 127.0.0.1:6379 (empty: none)")
 	respLevel := fs.String("resp-consistency", "ONE", "consistency level of a new Redis connection (KURA.CONSISTENCY changes it)")
+	respCounters := fs.String("resp-counters", "exact", "what INCR makes of a missing key on a new Redis connection: exact (a lightweight transaction) or pn (a conflict-free counter, no Paxos; KURA.COUNTERS changes it)")
 	respTimeout := fs.Duration("resp-timeout", 0, "close a Redis connection idle for this long, as Redis's timeout (0: never; CONFIG SET timeout changes it)")
 	defaultLimits := coord.DefaultLimits()
 	maxKeyBytes := fs.Int("max-key-bytes", defaultLimits.KeyBytesMax, "largest key accepted, in bytes")
@@ -191,6 +192,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.RESPConsistency, err = consistency.Parse(*respLevel); err != nil {
 		return fmt.Errorf("%w: --resp-consistency: %v", errUsage, err)
+	}
+	switch *respCounters {
+	case "exact", "pn":
+		cfg.RESPPNCounters = *respCounters == "pn"
+	default:
+		return fmt.Errorf("%w: --resp-counters is exact or pn, not %q", errUsage, *respCounters)
 	}
 	if err := security.apply(&cfg); err != nil {
 		return err

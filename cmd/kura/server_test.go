@@ -46,6 +46,7 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 		text string
 	}{
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-consistency", "MOST"}, "--resp-consistency"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-counters", "fast"}, `--resp-counters is exact or pn, not "fast"`},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-password-file", "/nonexistent/pw"}, "read --resp-password-file"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--tls-cert", "a.crt"}, "give all of --tls-cert, --tls-key and --tls-ca, or none (missing --tls-key, --tls-ca)"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--tls-cert", "a.crt", "--tls-key", "a.key", "--tls-ca", "/nonexistent/ca.crt"}, "read node certificate"},

@@ -214,7 +214,7 @@ func (c *Cluster) open(n *Node) error {
 		Proximity: sameDistance{},
 		Rows:      c.rows,
 		// Every simulated node runs this build, which reads typed records.
-		TypedRecords: func() bool { return true },
+		TypedRecords: func(lww.Type) bool { return true },
 	})
 	if err != nil {
 		ep.Close()

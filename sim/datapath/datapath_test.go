@@ -16,6 +16,7 @@ import (
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/collection/zset"
+	"github.com/kuradb/kura/collection/counter"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/element"
@@ -105,6 +106,8 @@ type scenario struct {
 	traffic sim.Counters
 	// visited is the index entries every node had visited at the last indexwork command.
 	visited map[string]int64
+	// counters are the PN counters' writers, by node and key (counter_test.go).
+	counters map[string]counter.Writer
 }
 
 // runLog is one run's record: the commands and the network's trace. The driver writes to
@@ -338,6 +341,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return s.set(d, keyspace, arg, level(), timed)
 	case "zadd", "zrange":
 		return s.zset(d, keyspace, arg, level(), timed)
+	case "incr", "counter", "delcounter":
+		return s.counter(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {
