@@ -15,8 +15,8 @@ import (
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/cluster"
-	"github.com/kuradb/kura/collection/zset"
 	"github.com/kuradb/kura/collection/counter"
+	"github.com/kuradb/kura/collection/zset"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/element"
