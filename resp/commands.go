@@ -109,6 +109,7 @@ func commandTable() map[string]*command {
 		{name: "kura.range", arity: 4, flags: []string{"readonly"}, walks: true, run: rangeCommand},
 	}
 	table = append(table, hashCommands()...)
+	table = append(table, listCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
 		byName[cmd.name] = cmd

@@ -58,6 +58,9 @@ func encodingOf(rec lww.Record) string {
 	if rec.Type == lww.Hash {
 		return "hashtable"
 	}
+	if rec.Type == lww.List {
+		return "quicklist" // Redis 7.0's for every list; kura keeps a record per item
+	}
 	return stringEncoding(rec.Value)
 }
 

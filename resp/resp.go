@@ -131,6 +131,8 @@ type Server struct {
 
 	// hashListpack holds CONFIG's hash-max-listpack-entries and -value, as last set.
 	hashListpack [2]atomic.Int64
+	// lists is what the list commands share: their positions' stamp, blocked clients.
+	lists *listState
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -186,6 +188,7 @@ func NewServer(cfg Config) *Server {
 		listeners: map[net.Listener]bool{},
 		conns:     map[*conn]bool{},
 		warnings:  lograte.New(lograte.DefaultInterval),
+		lists:     newListState(),
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))
