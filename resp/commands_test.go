@@ -41,7 +41,7 @@ func TestConnectionCommands(t *testing.T) {
 		}},
 		{"echo", []step{{cmd("ECHO", "a\r\nb"), "$4\r\na\r\nb\r\n"}}},
 		{"unknown command", []step{
-			{cmd("LPUSH", "list", "v"), "-ERR unknown command 'LPUSH', with args beginning with: 'list' 'v' \r\n"},
+			{cmd("XADD", "stream", "v"), "-ERR unknown command 'XADD', with args beginning with: 'stream' 'v' \r\n"},
 		}},
 		{"arity", []step{
 			{cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n"},
@@ -110,7 +110,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":79\r\n"},
+			{cmd("COMMAND", "COUNT"), ":99\r\n"},
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
 			{cmd("COMMAND", "GETKEYS"), "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
@@ -298,11 +298,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*106\r\n" {
+	if got := c.line(); got != "*126\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 79 + 27 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 99 + 27 { // the commands and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -322,7 +322,7 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*79\r\n" {
+	if got := c.line(); got != "*99\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

@@ -48,12 +48,15 @@ type listState struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]bool // keyspace NUL key -> blocked clients' wake-ups
+	// changed is closed, and replaced, when a client starts or stops waiting: what a
+	// test waits on to know a client is blocked, or freed.
+	changed chan struct{}
 }
 
 func newListState() *listState {
 	var b [8]byte
 	rand.Read(b[:])
-	return &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[chan struct{}]bool{}}
+	return &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[chan struct{}]bool{}, changed: make(chan struct{})}
 }
 
 func waiterKey(keyspace string, key []byte) string { return keyspace + "\x00" + string(key) }
@@ -70,6 +73,7 @@ func (l *listState) wait(keyspace string, keys [][]byte) (chan struct{}, func())
 		}
 		l.waiters[k][wake] = true
 	}
+	l.signal()
 	l.mu.Unlock()
 	return wake, func() {
 		l.mu.Lock()
@@ -80,6 +84,7 @@ func (l *listState) wait(keyspace string, keys [][]byte) (chan struct{}, func())
 				delete(l.waiters, k)
 			}
 		}
+		l.signal()
 		l.mu.Unlock()
 	}
 }
@@ -96,8 +101,15 @@ func (l *listState) wake(keyspace string, key []byte) {
 	}
 }
 
-// blocked counts the clients blocked on lists.
-func (l *listState) blocked() int {
+// signal tells those watching that the blocked clients changed; l.mu is held.
+func (l *listState) signal() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// blocked counts the clients blocked on lists, and returns the channel closed at the
+// next change.
+func (l *listState) blocked() (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clients := map[chan struct{}]bool{}
@@ -106,7 +118,7 @@ func (l *listState) blocked() int {
 			clients[wake] = true
 		}
 	}
-	return len(clients)
+	return len(clients), l.changed
 }
 
 // listCommands are the list commands of the table.
