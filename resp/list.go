@@ -180,14 +180,7 @@ func (c *conn) listStamp() list.Stamp {
 // pushItems writes values beyond end of list key as read (items, coll), one record
 // each under one timestamp, with the header, and wakes the clients blocked on key here.
 func (c *conn) pushItems(key []byte, end list.End, items []list.Item, coll coord.Collection, values [][]byte) error {
-	var edge []byte
-	if len(items) > 0 {
-		edge = items[0].Pos
-		if end == list.Tail {
-			edge = items[len(items)-1].Pos
-		}
-	}
-	positions, err := list.Push(end, edge, len(values), c.listStamp())
+	positions, err := list.Push(end, list.Edge(items, end), len(values), c.listStamp())
 	if err != nil {
 		return err
 	}
@@ -239,12 +232,7 @@ const popSerial = consistency.Serial
 // took it, and value is the value it held.
 func (c *conn) takeItem(key, pos []byte, reset hlc.Timestamp) (value []byte, popped bool, err error) {
 	start := time.Now()
-	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, itemKey(key, pos), popSerial, func(cur lww.Record, found bool) (lww.Record, bool, error) {
-		if !found || cur.Timestamp <= reset {
-			return lww.Record{}, false, nil
-		}
-		return lww.Record{Tombstone: true}, true, nil
-	})
+	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, itemKey(key, pos), popSerial, list.Take(reset))
 	c.observe("cas", popSerial, start, err)
 	if err != nil || !res.Applied {
 		return nil, false, err
@@ -792,14 +780,7 @@ func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved
 				return nil, false, false
 			}
 		}
-		var edge []byte
-		if len(dstItems) > 0 {
-			edge = dstItems[0].Pos
-			if to == list.Tail {
-				edge = dstItems[len(dstItems)-1].Pos
-			}
-		}
-		positions, err := list.Push(to, edge, 1, c.listStamp())
+		positions, err := list.Push(to, list.Edge(dstItems, to), 1, c.listStamp())
 		if err != nil {
 			c.w.Error("ERR " + err.Error())
 			return nil, false, false

@@ -306,3 +306,28 @@ func Index(n int, i int64) (int, bool) {
 	}
 	return int(i), true
 }
+
+// Edge is the position of the item at end of items (in list order), the edge a push
+// there goes beyond; nil for an empty list.
+func Edge(items []Item, end End) []byte {
+	switch {
+	case len(items) == 0:
+		return nil
+	case end == Tail:
+		return items[len(items)-1].Pos
+	}
+	return items[0].Pos
+}
+
+// Take is the pop rule, a lightweight transaction's function on an item's record: delete
+// it if it is still there in the list's life after reset (the list's reset point), and
+// leave it alone otherwise, when another pop took it first. Of two pops of one item,
+// through any nodes, the transaction lets one delete it; the other moves on.
+func Take(reset hlc.Timestamp) func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		if !found || cur.Timestamp <= reset {
+			return lww.Record{}, false, nil
+		}
+		return lww.Record{Tombstone: true}, true, nil
+	}
+}

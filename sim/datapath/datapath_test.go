@@ -104,6 +104,8 @@ type scenario struct {
 	traffic sim.Counters
 	// visited is the index entries every node had visited at the last indexwork command.
 	visited map[string]int64
+	// listClock stamps the list positions the list commands make (list_test.go).
+	listClock *hlc.Clock
 }
 
 // runLog is one run's record: the commands and the network's trace. The driver writes to
@@ -333,6 +335,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return strings.Join(parts, "\n"), nil
 	case "hset", "hgetall", "delkey":
 		return s.hash(d, keyspace, arg, level(), timed)
+	case "lpush", "rpush", "lpop", "lrange":
+		return s.list(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {
