@@ -210,15 +210,20 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CONFIG", "GET", "d*"), "*4\r\n$9\r\ndaemonize\r\n$2\r\nno\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
 			{cmd("CONFIG", "GET", "*of"), "*4\r\n$9\r\nreplicaof\r\n$0\r\n\r\n$7\r\nslaveof\r\n$0\r\n\r\n"},
 			{cmd("CONFIG", "GET", "bind"), "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n"},
-			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*20\r\n" +
+			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*24\r\n" +
 				"$25\r\nhash-max-listpack-entries\r\n$3\r\n128\r\n$23\r\nhash-max-listpack-value\r\n$2\r\n64\r\n" +
 				"$24\r\nhash-max-ziplist-entries\r\n$3\r\n128\r\n$22\r\nhash-max-ziplist-value\r\n$2\r\n64\r\n" +
+				"$22\r\nlist-max-listpack-size\r\n$2\r\n-2\r\n$21\r\nlist-max-ziplist-size\r\n$2\r\n-2\r\n" +
 				"$10\r\nmaxclients\r\n$5\r\n10000\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n" +
 				"$17\r\nmaxmemory-clients\r\n$1\r\n0\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n" +
 				"$17\r\nmaxmemory-samples\r\n$1\r\n5\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n"},
 			{cmd("CONFIG", "GET", "client-query-buffer-limit", "timeout"), "*4\r\n$25\r\nclient-query-buffer-limit\r\n$8\r\n67108864\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"},
 			{cmd("CONFIG", "GET", "nosuch*"), "*0\r\n"},
-			{cmd("CONFIG", "SET", "save", ""), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
+			{cmd("CONFIG", "SET", "save", "900 1"), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
+			{cmd("CONFIG", "SET", "save", ""), "+OK\r\n"}, // no snapshots: kura's state
+			{cmd("CONFIG", "SET", "list-compress-depth", "2"), "+OK\r\n"},
+			{cmd("CONFIG", "GET", "list-compress-depth"), "*2\r\n$19\r\nlist-compress-depth\r\n$1\r\n2\r\n"},
+			{cmd("CONFIG", "SET", "list-compress-depth", "-1"), "-ERR CONFIG SET failed (possibly related to argument 'list-compress-depth') - argument must be between 0 and 2147483647 inclusive\r\n"},
 			// Immutable in Redis too: Redis's words alone.
 			{cmd("CONFIG", "SET", "daemonize", "yes"), "-ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config\r\n"},
 			{cmd("CONFIG", "SET", "replicaof", "no one"), "-ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set immutable config\r\n"},

@@ -47,6 +47,10 @@ var configParams = []configParam{
 	hashListpackParam("hash-max-listpack-value", 1),
 	hashListpackParam("hash-max-ziplist-entries", 0),
 	hashListpackParam("hash-max-ziplist-value", 1),
+	// Redis's list encoding settings, kept for CONFIG GET: kura stores a record per item.
+	listConfigParam("list-compress-depth", listCompressDepth, 0),
+	listConfigParam("list-max-listpack-size", listMaxListpackSize, math.MinInt32),
+	listConfigParam("list-max-ziplist-size", listMaxListpackSize, math.MinInt32),
 	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
 	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
 	{name: "maxmemory-clients", get: fixedValue("0"), fixed: "kura does not limit its clients' memory"},
@@ -59,7 +63,8 @@ var configParams = []configParam{
 	// A kura node is no replica of a Redis server: replicaof and its old name slaveof are
 	// empty, as on a Redis master, and immutable as in Redis.
 	{name: "replicaof", get: fixedValue("")},
-	{name: "save", get: fixedValue(""), fixed: "kura takes no snapshots: it writes every acknowledged write to its write-ahead log"},
+	// save "" (no snapshots, kura's own state) is accepted, as the suite's units set it.
+	{name: "save", get: fixedValue(""), set: setSave},
 	{name: "slaveof", get: fixedValue("")},
 	{name: "timeout", get: func(c *conn) string { return strconv.FormatInt(int64(c.s.IdleTimeout()/time.Second), 10) },
 		set: setTimeout},
@@ -80,6 +85,14 @@ func hashListpackParam(name string, i int) configParam {
 			}
 			return func() { s.hashListpack[i].Store(n) }, ""
 		}}
+}
+
+// setSave is CONFIG SET save: only "", no snapshots, which is what kura does.
+func setSave(_ *Server, value []byte) (func(), string) {
+	if len(value) > 0 {
+		return nil, "can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log"
+	}
+	return func() {}, ""
 }
 
 func fixedValue(v string) func(*conn) string { return func(*conn) string { return v } }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuradb/kura/collection/list"
@@ -48,6 +50,8 @@ type listState struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]bool // keyspace NUL key -> blocked clients' wake-ups
+	// config holds CONFIG's list-compress-depth and list-max-listpack-size, as last set.
+	config [2]atomic.Int64
 	// changed is closed, and replaced, when a client starts or stops waiting: what a
 	// test waits on to know a client is blocked, or freed.
 	changed chan struct{}
@@ -56,7 +60,32 @@ type listState struct {
 func newListState() *listState {
 	var b [8]byte
 	rand.Read(b[:])
-	return &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[chan struct{}]bool{}, changed: make(chan struct{})}
+	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[chan struct{}]bool{}, changed: make(chan struct{})}
+	l.config[listMaxListpackSize].Store(-2) // Redis 7's default
+	return l
+}
+
+// The list settings of listState.config.
+const (
+	listCompressDepth = iota
+	listMaxListpackSize
+)
+
+// listConfigParam is CONFIG's parameter name for listState.config[i]: an integer from
+// least to 2^31-1, as Redis takes it.
+func listConfigParam(name string, i int, least int64) configParam {
+	return configParam{name: name,
+		get: func(c *conn) string { return strconv.FormatInt(c.s.lists.config[i].Load(), 10) },
+		set: func(s *Server, value []byte) (func(), string) {
+			n, ok := parseInt(value)
+			switch {
+			case !ok:
+				return nil, "argument couldn't be parsed into an integer"
+			case n < least || n > math.MaxInt32:
+				return nil, fmt.Sprintf("argument must be between %d and 2147483647 inclusive", least)
+			}
+			return func() { s.lists.config[i].Store(n) }, ""
+		}}
 }
 
 func waiterKey(keyspace string, key []byte) string { return keyspace + "\x00" + string(key) }
