@@ -334,7 +334,6 @@ func popCommand(c *conn, args [][]byte) {
 			c.w.Error(errNotPositive)
 			return
 		}
-		count = min(count, int64(c.s.cfg.Limits.ScanLimitMax))
 	}
 	values, exists, ok := c.popItems(args[1], endOf(c.lowerName), int(count))
 	switch {
