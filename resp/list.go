@@ -324,7 +324,7 @@ func (c *conn) deleteEmptied(key []byte) {
 // up to count items (null for a missing key).
 func popCommand(c *conn, args [][]byte) {
 	if len(args) > 3 {
-		c.w.Error(errSyntax)
+		c.w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", c.lowerName))
 		return
 	}
 	count, withCount := int64(1), len(args) == 3

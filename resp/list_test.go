@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func TestListCommands(t *testing.T) {
 			{cmd("LPOP", "l", "-1"), "-ERR value is out of range, must be positive\r\n"},
 			{cmd("RPUSH", "l", "a"), ":1\r\n"},
 			{cmd("RPOP", "l", "0"), "*0\r\n"},
-			{cmd("LPOP", "l", "1", "2"), "-ERR syntax error\r\n"},
+			{cmd("LPOP", "l", "1", "2"), "-ERR wrong number of arguments for 'lpop' command\r\n"},
 		}},
 		{"set, remove, insert, trim", []step{
 			{cmd("RPUSH", "l", "a", "b", "a", "c", "a"), ":5\r\n"},
@@ -212,6 +213,9 @@ func TestGoRedisBlockingPops(t *testing.T) {
 			// Two clients on one list: each push goes to one of them, never both.
 			first, second := bpop(newClient(), true, "{q}:a"), bpop(newClient(), true, "{q}:a")
 			waitBlocked(t, s, 2)
+			if info, err := pusher.Info(ctx, "clients").Result(); err != nil || !strings.Contains(info, "blocked_clients:2\r\n") {
+				t.Fatalf("INFO clients with two clients blocked = %q, %v", info, err)
+			}
 			if err := pusher.LPush(ctx, "{q}:a", "1").Err(); err != nil {
 				t.Fatal(err)
 			}
