@@ -41,7 +41,7 @@ func TestConnectionCommands(t *testing.T) {
 		}},
 		{"echo", []step{{cmd("ECHO", "a\r\nb"), "$4\r\na\r\nb\r\n"}}},
 		{"unknown command", []step{
-			{cmd("LPUSH", "list", "v"), "-ERR unknown command 'LPUSH', with args beginning with: 'list' 'v' \r\n"},
+			{cmd("XADD", "stream", "v"), "-ERR unknown command 'XADD', with args beginning with: 'stream' 'v' \r\n"},
 		}},
 		{"arity", []step{
 			{cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n"},
@@ -110,7 +110,7 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("SELECT", "4294967296"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"command", []step{
-			{cmd("COMMAND", "COUNT"), ":131\r\n"},
+			{cmd("COMMAND", "COUNT"), ":151\r\n"},
 			// GET's key specification as redis-server 7.0.15 sends it.
 			{cmd("COMMAND", "INFO", "get", "nosuch"), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n$-1\r\n"},
 			{cmd("COMMAND", "DOCS"), "*0\r\n"},
@@ -222,9 +222,10 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CONFIG", "GET", "d*"), "*4\r\n$9\r\ndaemonize\r\n$2\r\nno\r\n$9\r\ndatabases\r\n$1\r\n1\r\n"},
 			{cmd("CONFIG", "GET", "*of"), "*4\r\n$9\r\nreplicaof\r\n$0\r\n\r\n$7\r\nslaveof\r\n$0\r\n\r\n"},
 			{cmd("CONFIG", "GET", "bind"), "*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n"},
-			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*30\r\n" +
+			{cmd("CONFIG", "GET", "maxmemory*", "*MAX*"), "*34\r\n" +
 				"$25\r\nhash-max-listpack-entries\r\n$3\r\n128\r\n$23\r\nhash-max-listpack-value\r\n$2\r\n64\r\n" +
 				"$24\r\nhash-max-ziplist-entries\r\n$3\r\n128\r\n$22\r\nhash-max-ziplist-value\r\n$2\r\n64\r\n" +
+				"$22\r\nlist-max-listpack-size\r\n$2\r\n-2\r\n$21\r\nlist-max-ziplist-size\r\n$2\r\n-2\r\n" +
 				"$10\r\nmaxclients\r\n$5\r\n10000\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n" +
 				"$17\r\nmaxmemory-clients\r\n$1\r\n0\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n" +
 				"$17\r\nmaxmemory-samples\r\n$1\r\n5\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n" +
@@ -233,7 +234,11 @@ func TestConnectionCommands(t *testing.T) {
 				"$24\r\nzset-max-ziplist-entries\r\n$3\r\n128\r\n$22\r\nzset-max-ziplist-value\r\n$2\r\n64\r\n"},
 			{cmd("CONFIG", "GET", "client-query-buffer-limit", "timeout"), "*4\r\n$25\r\nclient-query-buffer-limit\r\n$8\r\n67108864\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"},
 			{cmd("CONFIG", "GET", "nosuch*"), "*0\r\n"},
-			{cmd("CONFIG", "SET", "save", ""), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
+			{cmd("CONFIG", "SET", "save", "900 1"), "-ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log\r\n"},
+			{cmd("CONFIG", "SET", "save", ""), "+OK\r\n"}, // no snapshots: kura's state
+			{cmd("CONFIG", "SET", "list-compress-depth", "2"), "+OK\r\n"},
+			{cmd("CONFIG", "GET", "list-compress-depth"), "*2\r\n$19\r\nlist-compress-depth\r\n$1\r\n2\r\n"},
+			{cmd("CONFIG", "SET", "list-compress-depth", "-1"), "-ERR CONFIG SET failed (possibly related to argument 'list-compress-depth') - argument must be between 0 and 2147483647 inclusive\r\n"},
 			// Immutable in Redis too: Redis's words alone.
 			{cmd("CONFIG", "SET", "daemonize", "yes"), "-ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config\r\n"},
 			{cmd("CONFIG", "SET", "replicaof", "no one"), "-ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set immutable config\r\n"},
@@ -314,11 +319,11 @@ func TestCommandListsEveryCommand(t *testing.T) {
 	s, _, addr := startServer(t, Config{})
 	c := dial(t, addr)
 	c.send(encode("COMMAND", "LIST"))
-	if got := c.line(); got != "*161\r\n" {
+	if got := c.line(); got != "*181\r\n" {
 		t.Fatalf("COMMAND LIST header %q", got)
 	}
 	var names []string
-	for range 84 + 17 + 30 + 30 { // the commands (KURA.COUNTERS among them), the 17 of sets, the 30 of sorted sets, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
+	for range 84 + 17 + 30 + 20 + 30 { // the commands (KURA.COUNTERS among them), the 17 of sets, the 30 of sorted sets, the 20 of lists, and the subcommands of CLIENT, COMMAND, CONFIG, OBJECT and MEMORY
 		c.line()
 		names = append(names, strings.TrimSpace(c.line()))
 	}
@@ -338,7 +343,7 @@ func TestCommandListsEveryCommand(t *testing.T) {
 		}
 	}
 	c.send(encode("COMMAND"))
-	if got := c.line(); got != "*131\r\n" {
+	if got := c.line(); got != "*151\r\n" {
 		t.Fatalf("COMMAND header %q", got)
 	}
 }

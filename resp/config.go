@@ -48,6 +48,10 @@ var configParams = []configParam{
 	keptIntParam("hash-max-listpack-value", func(s *Server) *atomic.Int64 { return &s.hashListpack[1] }),
 	keptIntParam("hash-max-ziplist-entries", func(s *Server) *atomic.Int64 { return &s.hashListpack[0] }),
 	keptIntParam("hash-max-ziplist-value", func(s *Server) *atomic.Int64 { return &s.hashListpack[1] }),
+	// Redis's list encoding settings, kept for CONFIG GET: kura stores a record per item.
+	keptIntParam("list-compress-depth", func(s *Server) *atomic.Int64 { return &s.lists.config[listCompressDepth] }, 0, math.MaxInt32),
+	keptIntParam("list-max-listpack-size", func(s *Server) *atomic.Int64 { return &s.lists.config[listMaxListpackSize] }, math.MinInt32, math.MaxInt32),
+	keptIntParam("list-max-ziplist-size", func(s *Server) *atomic.Int64 { return &s.lists.config[listMaxListpackSize] }, math.MinInt32, math.MaxInt32),
 	{name: "maxclients", get: fixedValue("10000"), fixed: "kura does not limit its clients"},
 	{name: "maxmemory", get: fixedValue("0"), fixed: "kura keeps its data on disk and does not limit its memory"},
 	{name: "maxmemory-clients", get: fixedValue("0"), fixed: "kura does not limit its clients' memory"},
@@ -60,7 +64,8 @@ var configParams = []configParam{
 	// A kura node is no replica of a Redis server: replicaof and its old name slaveof are
 	// empty, as on a Redis master, and immutable as in Redis.
 	{name: "replicaof", get: fixedValue("")},
-	{name: "save", get: fixedValue(""), fixed: "kura takes no snapshots: it writes every acknowledged write to its write-ahead log"},
+	// save "" (no snapshots, kura's own state) is accepted, as the suite's units set it.
+	{name: "save", get: fixedValue(""), set: setSave},
 	// Redis's threshold of a small set's intset encoding: kept, as the hash ones are.
 	keptIntParam("set-max-intset-entries", func(s *Server) *atomic.Int64 { return &s.setIntsetEntries }),
 	{name: "slaveof", get: fixedValue("")},
@@ -73,10 +78,14 @@ var configParams = []configParam{
 	keptIntParam("zset-max-ziplist-value", func(s *Server) *atomic.Int64 { return &s.zsetListpack[1] }),
 }
 
-// keptIntParam is a parameter kept in the integer at returns, any integer from 0 as Redis
-// takes it, which changes nothing but what CONFIG GET answers: the thresholds of Redis's
+// keptIntParam is a parameter kept in the integer at returns, any integer from 0 (or
+// within bounds, least and most, when given) as Redis takes it, which changes nothing but what CONFIG GET answers: the thresholds of Redis's
 // compact encodings, which kura, a record per element whatever the size, does not have.
-func keptIntParam(name string, at func(s *Server) *atomic.Int64) configParam {
+func keptIntParam(name string, at func(s *Server) *atomic.Int64, bounds ...int64) configParam {
+	least, most := int64(0), int64(math.MaxInt64)
+	if len(bounds) == 2 {
+		least, most = bounds[0], bounds[1]
+	}
 	return configParam{name: name,
 		get: func(c *conn) string { return strconv.FormatInt(at(c.s).Load(), 10) },
 		set: func(s *Server, value []byte) (func(), string) {
@@ -84,11 +93,19 @@ func keptIntParam(name string, at func(s *Server) *atomic.Int64) configParam {
 			switch {
 			case !ok:
 				return nil, "argument couldn't be parsed into an integer"
-			case n < 0:
-				return nil, "argument must be between 0 and 9223372036854775807 inclusive"
+			case n < least || n > most:
+				return nil, fmt.Sprintf("argument must be between %d and %d inclusive", least, most)
 			}
 			return func() { at(s).Store(n) }, ""
 		}}
+}
+
+// setSave is CONFIG SET save: only "", no snapshots, which is what kura does.
+func setSave(_ *Server, value []byte) (func(), string) {
+	if len(value) > 0 {
+		return nil, "can't set immutable config: kura takes no snapshots: it writes every acknowledged write to its write-ahead log"
+	}
+	return func() {}, ""
 }
 
 func fixedValue(v string) func(*conn) string { return func(*conn) string { return v } }

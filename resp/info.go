@@ -80,13 +80,15 @@ func writeServerInfo(b *strings.Builder, c *conn, info Info) {
 	infoLine(b, "kura_dc", info.DC)
 }
 
-// writeClientsInfo counts the connections. kura has no blocking commands, client-side
-// caching or client limit: those fields hold what a Redis server without them shows.
+// writeClientsInfo counts the connections, and those blocked on lists (BLPOP and the
+// like). kura has no client-side caching or client limit: those fields hold what a Redis
+// server without them shows.
 func writeClientsInfo(b *strings.Builder, c *conn, _ Info) {
 	infoLine(b, "connected_clients", c.s.connectedClients())
 	infoLine(b, "cluster_connections", 0)
 	infoLine(b, "maxclients", 10000)
-	infoLine(b, "blocked_clients", 0)
+	blocked, _ := c.s.lists.blocked()
+	infoLine(b, "blocked_clients", blocked)
 	infoLine(b, "tracking_clients", 0)
 	infoLine(b, "clients_in_timeout_table", 0)
 }

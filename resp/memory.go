@@ -38,6 +38,9 @@ func memoryUsageCommand(c *conn, args [][]byte) {
 	case !found:
 		c.w.Null()
 		return
+	case rec.Type == lww.List:
+		c.listUsage(key, rec)
+		return
 	case rec.Type == lww.String:
 		c.w.Int(int64(len(key) + len(rec.Value)))
 		return

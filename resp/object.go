@@ -61,6 +61,8 @@ func encodingOf(rec lww.Record) string {
 		return "hashtable" // a record per field or member's add, as Redis's hashtable an entry each
 	case lww.SortedSet:
 		return "skiplist"
+	case lww.List:
+		return "quicklist" // Redis 7.0's for every list; kura keeps a record per item
 	case lww.Counter:
 		return "int" // a PN counter's value is a 64-bit integer, as an INCR'd Redis string
 	}

@@ -153,6 +153,8 @@ type Server struct {
 
 	// counters holds this process's shards of PN counters.
 	counters *pnCounters
+	// lists is what the list commands share: their positions' stamp, blocked clients.
+	lists *listState
 
 	mu        sync.Mutex
 	listeners map[net.Listener]bool
@@ -209,6 +211,7 @@ func NewServer(cfg Config) *Server {
 		conns:     map[*conn]bool{},
 		warnings:  lograte.New(lograte.DefaultInterval),
 		counters:  newPNCounters(cfg.NodeID),
+		lists:     newListState(),
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))

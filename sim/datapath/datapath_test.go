@@ -108,6 +108,8 @@ type scenario struct {
 	visited map[string]int64
 	// counters are the PN counters' writers, by node and key (counter_test.go).
 	counters map[string]counter.Writer
+	// listClock stamps the list positions the list commands make (list_test.go).
+	listClock *hlc.Clock
 }
 
 // runLog is one run's record: the commands and the network's trace. The driver writes to
@@ -343,6 +345,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return s.zset(d, keyspace, arg, level(), timed)
 	case "incr", "counter", "delcounter":
 		return s.counter(d, keyspace, arg, level(), timed)
+	case "lpush", "rpush", "lpop", "lrange":
+		return s.list(d, keyspace, arg, level(), timed)
 	case "drop":
 		var kinds []string
 		if k := arg("kinds"); k != "" {

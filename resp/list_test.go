@@ -1,0 +1,291 @@
+package resp
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// arr is the RESP2 array of bulk strings.
+func arr(items ...string) string {
+	out := "*" + strconv.Itoa(len(items)) + "\r\n"
+	for _, it := range items {
+		out += "$" + strconv.Itoa(len(it)) + "\r\n" + it + "\r\n"
+	}
+	return out
+}
+
+func TestListCommands(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"push and read", []step{
+			{cmd("RPUSH", "l", "a", "b"), ":2\r\n"},
+			{cmd("LPUSH", "l", "x", "y"), ":4\r\n"}, // y x a b
+			{cmd("LRANGE", "l", "0", "-1"), arr("y", "x", "a", "b")},
+			{cmd("LRANGE", "l", "1", "2"), arr("x", "a")},
+			{cmd("LRANGE", "l", "-2", "100"), arr("a", "b")},
+			{cmd("LRANGE", "l", "3", "1"), "*0\r\n"},
+			{cmd("LRANGE", "nokey", "0", "-1"), "*0\r\n"},
+			{cmd("LRANGE", "l", "a", "1"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("LLEN", "l"), ":4\r\n"},
+			{cmd("LLEN", "nokey"), ":0\r\n"},
+			{cmd("LINDEX", "l", "0"), "$1\r\ny\r\n"},
+			{cmd("LINDEX", "l", "-1"), "$1\r\nb\r\n"},
+			{cmd("LINDEX", "l", "4"), "$-1\r\n"},
+			{cmd("TYPE", "l"), "+list\r\n"},
+			{cmd("OBJECT", "ENCODING", "l"), "$9\r\nquicklist\r\n"},
+			{cmd("LPUSHX", "nokey", "a"), ":0\r\n"},
+			{cmd("RPUSHX", "l", "c"), ":5\r\n"},
+			{cmd("EXISTS", "nokey"), ":0\r\n"},
+		}},
+		{"pops", []step{
+			{cmd("RPUSH", "l", "a", "b", "c", "d"), ":4\r\n"},
+			{cmd("LPOP", "l"), "$1\r\na\r\n"},
+			{cmd("RPOP", "l"), "$1\r\nd\r\n"},
+			{cmd("LPOP", "l", "5"), arr("b", "c")},
+			// The last pop leaves the key, an empty list (Redis deletes it): a push at that
+			// moment would be lost otherwise.
+			{cmd("EXISTS", "l"), ":1\r\n"},
+			{cmd("LLEN", "l"), ":0\r\n"},
+			{cmd("LPOP", "l"), "$-1\r\n"},
+			{cmd("LPOP", "l", "2"), "*-1\r\n"},
+			{cmd("LPOP", "l", "-1"), "-ERR value is out of range, must be positive\r\n"},
+			{cmd("RPUSH", "l", "a"), ":1\r\n"},
+			{cmd("RPOP", "l", "0"), "*0\r\n"},
+			{cmd("LPOP", "l", "1", "2"), "-ERR wrong number of arguments for 'lpop' command\r\n"},
+		}},
+		{"set, remove, insert, trim", []step{
+			{cmd("RPUSH", "l", "a", "b", "a", "c", "a"), ":5\r\n"},
+			{cmd("LSET", "l", "1", "B"), "+OK\r\n"},
+			{cmd("LSET", "l", "-1", "A"), "+OK\r\n"},
+			{cmd("LSET", "l", "9", "x"), "-ERR index out of range\r\n"},
+			{cmd("LSET", "nokey", "0", "x"), "-ERR no such key\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), arr("a", "B", "a", "c", "A")},
+			{cmd("LREM", "l", "-1", "a"), ":1\r\n"}, // from the tail
+			{cmd("LRANGE", "l", "0", "-1"), arr("a", "B", "c", "A")},
+			{cmd("LINSERT", "l", "BEFORE", "c", "x"), ":5\r\n"},
+			{cmd("LINSERT", "l", "AFTER", "c", "y"), ":6\r\n"},
+			{cmd("LINSERT", "l", "AFTER", "A", "z"), ":7\r\n"},
+			{cmd("LINSERT", "l", "BEFORE", "a", "w"), ":8\r\n"},
+			{cmd("LINSERT", "l", "BEFORE", "none", "w"), ":-1\r\n"},
+			{cmd("LINSERT", "nokey", "BEFORE", "a", "w"), ":0\r\n"},
+			{cmd("LINSERT", "l", "ASIDE", "a", "w"), "-ERR syntax error\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), arr("w", "a", "B", "x", "c", "y", "A", "z")},
+			{cmd("LTRIM", "l", "1", "-2"), "+OK\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), arr("a", "B", "x", "c", "y", "A")},
+			{cmd("LREM", "l", "0", "x"), ":1\r\n"},
+			{cmd("LTRIM", "l", "5", "1"), "+OK\r\n"}, // empties the list, which stays
+			{cmd("EXISTS", "l"), ":1\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), "*0\r\n"},
+		}},
+		{"lpos", []step{
+			{cmd("RPUSH", "l", "a", "b", "c", "a", "b", "a"), ":6\r\n"},
+			{cmd("LPOS", "l", "a"), ":0\r\n"},
+			{cmd("LPOS", "l", "a", "RANK", "2"), ":3\r\n"},
+			{cmd("LPOS", "l", "a", "RANK", "-1"), ":5\r\n"},
+			{cmd("LPOS", "l", "a", "COUNT", "0"), "*3\r\n:0\r\n:3\r\n:5\r\n"},
+			{cmd("LPOS", "l", "a", "COUNT", "2", "RANK", "-1"), "*2\r\n:5\r\n:3\r\n"},
+			{cmd("LPOS", "l", "a", "COUNT", "0", "MAXLEN", "4"), "*2\r\n:0\r\n:3\r\n"},
+			{cmd("LPOS", "l", "z"), "$-1\r\n"},
+			{cmd("LPOS", "l", "a", "RANK", "0"), "-ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list\r\n"},
+			{cmd("LPOS", "l", "a", "COUNT", "-1"), "-ERR COUNT can't be negative\r\n"},
+			{cmd("LPOS", "l", "a", "MAXLEN", "-1"), "-ERR MAXLEN can't be negative\r\n"},
+			{cmd("LPOS", "l", "a", "BOGUS", "1"), "-ERR syntax error\r\n"},
+		}},
+		{"move", []step{
+			{cmd("RPUSH", "{q}:src", "a", "b", "c"), ":3\r\n"},
+			{cmd("LMOVE", "{q}:src", "{q}:dst", "LEFT", "RIGHT"), "$1\r\na\r\n"},
+			{cmd("RPOPLPUSH", "{q}:src", "{q}:dst"), "$1\r\nc\r\n"},
+			{cmd("LRANGE", "{q}:dst", "0", "-1"), arr("c", "a")},
+			{cmd("LMOVE", "{q}:src", "{q}:src", "RIGHT", "LEFT"), "$1\r\nb\r\n"}, // a rotation
+			{cmd("LMOVE", "{q}:src", "{q}:dst", "RIGHT", "LEFT"), "$1\r\nb\r\n"},
+			{cmd("LLEN", "{q}:src"), ":0\r\n"},
+			{cmd("LMOVE", "{q}:src", "{q}:dst", "RIGHT", "LEFT"), "$-1\r\n"},
+			{cmd("LMOVE", "{q}:dst", "other", "RIGHT", "LEFT"), "-CROSSSLOT Keys in request don't hash to the same slot\r\n"},
+			{cmd("LMOVE", "{q}:dst", "{q}:x", "UP", "LEFT"), "-ERR syntax error\r\n"},
+			{cmd("LRANGE", "{q}:dst", "0", "-1"), arr("b", "c", "a")},
+		}},
+		{"types", []step{
+			{cmd("SET", "s", "1"), "+OK\r\n"},
+			{cmd("LPUSH", "s", "a"), wrongType},
+			{cmd("LRANGE", "s", "0", "-1"), wrongType},
+			{cmd("LPOP", "s"), wrongType},
+			{cmd("BLPOP", "s", "0"), wrongType},
+			{cmd("HSET", "h", "f", "v"), ":1\r\n"},
+			{cmd("LLEN", "h"), wrongType},
+			{cmd("RPUSH", "l", "a"), ":1\r\n"},
+			{cmd("GET", "l"), wrongType},
+			{cmd("HGET", "l", "f"), wrongType},
+			{cmd("INCR", "l"), wrongType},
+			{cmd("SET", "l", "x"), "+OK\r\n"}, // replaces it, as in Redis
+			{cmd("GET", "l"), "$1\r\nx\r\n"},
+			{cmd("DEL", "l"), ":1\r\n"},
+			{cmd("RPUSH", "l", "new"), ":1\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), arr("new")}, // no item of the earlier life
+			{cmd("EXPIRE", "l", "100"), ":1\r\n"},
+			{cmd("RPUSH", "l", "b"), ":2\r\n"},
+			{cmd("TTL", "l"), ":100\r\n"},
+			{cmd("DEL", "l"), ":1\r\n"},
+			{cmd("LLEN", "l"), ":0\r\n"},
+			{cmd("BLPOP", "l", "-1"), "-ERR timeout is negative\r\n"},
+			{cmd("BLPOP", "l", "x"), "-ERR timeout is not a float or out of range\r\n"},
+			{cmd("BLPOP", "l", "0.01"), "*-1\r\n"},
+			{cmd("BRPOP", "l", "m", "0.01"), "*-1\r\n"},
+			{cmd("BLMOVE", "{l}", "{l}:d", "LEFT", "LEFT", "0.01"), "$-1\r\n"},
+			{cmd("BRPOPLPUSH", "{l}", "{l}:d", "0.01"), "$-1\r\n"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, addr := startServer(t, Config{})
+			converse(t, addr, tt.steps)
+		})
+	}
+}
+
+// waitBlocked waits until n clients are blocked on lists in s.
+func waitBlocked(t *testing.T, s *Server, n int) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		got, changed := s.lists.blocked()
+		if got == n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("%d clients blocked on lists after 20s, want %d", got, n)
+		}
+	}
+}
+
+// TestGoRedisBlockingPops: BLPOP, BRPOP and BLMOVE through go-redis, in RESP2 and RESP3:
+// a client blocked on empty lists is woken by a push to any of them and takes the item;
+// of two clients blocked on one list each push wakes one; a timeout answers null.
+func TestGoRedisBlockingPops(t *testing.T) {
+	for _, protocol := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(protocol), func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			newClient := func() *redis.Client {
+				c := redis.NewClient(&redis.Options{Addr: addr, Protocol: protocol, PoolSize: 1, ReadTimeout: -1})
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			pusher := newClient()
+			type popped struct {
+				kv  []string
+				err error
+			}
+			bpop := func(c *redis.Client, right bool, keys ...string) chan popped {
+				done := make(chan popped, 1)
+				go func() {
+					var p popped
+					if right {
+						p.kv, p.err = c.BRPop(ctx, 0, keys...).Result()
+					} else {
+						p.kv, p.err = c.BLPop(ctx, 0, keys...).Result()
+					}
+					done <- p
+				}()
+				return done
+			}
+
+			// One client, blocked on two keys, woken by a push to the second.
+			waiting := bpop(newClient(), false, "{q}:a", "{q}:b")
+			waitBlocked(t, s, 1)
+			if err := pusher.RPush(ctx, "{q}:b", "x", "y").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if p := <-waiting; p.err != nil || !slices.Equal(p.kv, []string{"{q}:b", "x"}) {
+				t.Fatalf("BLPOP = %v, %v; want [{q}:b x]", p.kv, p.err)
+			}
+			waitBlocked(t, s, 0)
+			if kv, err := pusher.BRPop(ctx, 0, "{q}:a", "{q}:b").Result(); err != nil || !slices.Equal(kv, []string{"{q}:b", "y"}) {
+				t.Fatalf("BRPOP of a list with an item = %v, %v", kv, err)
+			}
+
+			// Two clients on one list: each push goes to one of them, never both.
+			first, second := bpop(newClient(), true, "{q}:a"), bpop(newClient(), true, "{q}:a")
+			waitBlocked(t, s, 2)
+			if info, err := pusher.Info(ctx, "clients").Result(); err != nil || !strings.Contains(info, "blocked_clients:2\r\n") {
+				t.Fatalf("INFO clients with two clients blocked = %q, %v", info, err)
+			}
+			if err := pusher.LPush(ctx, "{q}:a", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			select {
+			case p := <-first:
+				got, first = append(got, p.kv[1]), nil
+			case p := <-second:
+				got, second = append(got, p.kv[1]), nil
+			}
+			waitBlocked(t, s, 1)
+			if err := pusher.LPush(ctx, "{q}:a", "2").Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range []chan popped{first, second} {
+				if ch != nil {
+					p := <-ch
+					got = append(got, p.kv[1])
+				}
+			}
+			if !slices.Equal(got, []string{"1", "2"}) {
+				t.Fatalf("two blocked clients took %v, want 1 then 2", got)
+			}
+
+			// BLMOVE: woken by a push, moves the item.
+			moved := make(chan popped, 1)
+			mover := newClient()
+			go func() {
+				v, err := mover.BLMove(ctx, "{q}:src", "{q}:dst", "LEFT", "RIGHT", 0).Result()
+				moved <- popped{kv: []string{v}, err: err}
+			}()
+			waitBlocked(t, s, 1)
+			if err := pusher.RPush(ctx, "{q}:src", "m").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if p := <-moved; p.err != nil || p.kv[0] != "m" {
+				t.Fatalf("BLMOVE = %v, %v", p.kv, p.err)
+			}
+			if items, err := pusher.LRange(ctx, "{q}:dst", 0, -1).Result(); err != nil || !slices.Equal(items, []string{"m"}) {
+				t.Fatalf("destination after BLMOVE = %v, %v", items, err)
+			}
+			if n, err := pusher.LLen(ctx, "{q}:src").Result(); err != nil || n != 0 {
+				t.Fatalf("LLEN source after BLMOVE = %d, %v", n, err)
+			}
+
+			// A timeout answers null (go-redis sends at least a second).
+			if err := pusher.BLPop(ctx, time.Second, "{q}:none").Err(); err != redis.Nil {
+				t.Fatalf("BLPOP timed out: %v, want redis.Nil", err)
+			}
+		})
+	}
+}
+
+// TestBlockedClientHangsUp: a client that hangs up while blocked frees its wait, and
+// takes no item pushed after it left.
+func TestBlockedClientHangsUp(t *testing.T) {
+	s, _, addr := startServer(t, Config{})
+	c := dial(t, addr)
+	if _, err := c.nc.Write([]byte(encode("BLPOP", "q", "0"))); err != nil {
+		t.Fatal(err)
+	}
+	waitBlocked(t, s, 1)
+	c.nc.Close()
+	waitBlocked(t, s, 0)
+	converse(t, addr, []step{
+		{cmd("RPUSH", "q", "a"), ":1\r\n"},
+		{cmd("LRANGE", "q", "0", "-1"), arr("a")},
+	})
+}
