@@ -561,20 +561,17 @@ func zrankCommand(c *conn, args [][]byte) {
 	c.w.Null()
 }
 
-// removeScored removes gone, members of sorted set key as read whole (of which there
-// are total), and answers their count: their member records' and score entries'
-// tombstones, and when none is left the key's delete, its header's tombstone and a reset
-// point, as DEL writes them, since Redis deletes an empty sorted set.
-func (c *conn) removeScored(key []byte, gone []zset.Member, total int) bool {
+// removeScored removes gone, members of sorted set key as read. A sorted set left
+// without members keeps its header, as an emptied set or list does: a ZADD concurrent with
+// the removal, whose header a tombstone newer than it would hide (and whose member the
+// next ZADD's reset point would then remove), is read, not lost.
+func (c *conn) removeScored(key []byte, gone []zset.Member) bool {
 	if len(gone) == 0 {
 		return true
 	}
 	var w coord.CollectionWrite
 	for _, m := range gone {
 		w.Elements = append(w.Elements, zset.Remove(key, m)...)
-	}
-	if len(gone) == total {
-		w.Header, w.Reset = &lww.Record{Tombstone: true}, coord.ResetAt
 	}
 	if _, err := c.writeCollection(key, lww.SortedSet, coord.Collection{Found: true}, w); err != nil {
 		c.w.Error(errorReply(err))
@@ -584,7 +581,7 @@ func (c *conn) removeScored(key []byte, gone []zset.Member, total int) bool {
 }
 
 // zremCommand is ZREM key member [member ...]: the count of members it removed. It reads
-// the whole sorted set, so that removing its last members deletes the key.
+// the whole sorted set.
 func zremCommand(c *conn, args [][]byte) {
 	members, ok := c.readZset(args[1])
 	if !ok {
@@ -600,7 +597,7 @@ func zremCommand(c *conn, args [][]byte) {
 			gone = append(gone, m)
 		}
 	}
-	if c.removeScored(args[1], gone, len(members)) {
+	if c.removeScored(args[1], gone) {
 		c.w.Int(int64(len(gone)))
 	}
 }
@@ -635,7 +632,7 @@ func zremrangeCommand(c *conn, args [][]byte) {
 	} else {
 		gone = zset.Select(members, keep, false, 0, -1)
 	}
-	if c.removeScored(args[1], gone, len(members)) {
+	if c.removeScored(args[1], gone) {
 		c.w.Int(int64(len(gone)))
 	}
 }
@@ -669,7 +666,7 @@ func zpopCommand(c *conn, args [][]byte) {
 	if count > 0 {
 		popped = zset.Ranks(members, 0, count-1, string(c.lowerName) == "zpopmax")
 	}
-	if !c.removeScored(args[1], popped, len(members)) {
+	if !c.removeScored(args[1], popped) {
 		return
 	}
 	if counted {
