@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kuradb/kura/cluster"
@@ -34,6 +35,13 @@ const (
 // before it streams: time for every coordinator to learn the change, so that no write
 // misses both the stream and the pending replica (Cassandra's RING_DELAY, 30 s).
 const RingDelayRounds = 5
+
+// streamAskRingDelays is how many ring delays a moving node waits for a gainer's answer
+// to one request to stream before it asks again. A request may be lost (a one-way cut
+// drops it while gossip still holds the gainer up), and the mover would wait for ever;
+// asked again, a gainer already pulling the move's ranges answers with that pull's result
+// (gainJob), so a long stream is only asked about, not started twice.
+const streamAskRingDelays = 6
 
 // Config configures a Changer: the node's own settings that its ring changes depend on.
 type Config struct {
@@ -161,6 +169,11 @@ type Changer struct {
 	// once, unless it is a new node that took itself for the first of a new cluster
 	// (no seeds), until a peer it hears of says (checkMembership).
 	askedMembership chan struct{}
+
+	// gainsMu guards gains: this node's pulls of its gains from moving nodes, by the
+	// move they answer (gainKey), each shared by the requests that ask for it.
+	gainsMu sync.Mutex
+	gains   map[string]*gainJob
 }
 
 // New returns the ring changer of node cfg.ID.
@@ -179,7 +192,7 @@ func New(cfg Config, parts Parts) (*Changer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Changer{cfg: cfg, parts: parts, log: cfg.Logger, askedMembership: make(chan struct{})}
+	c := &Changer{cfg: cfg, parts: parts, log: cfg.Logger, askedMembership: make(chan struct{}), gains: map[string]*gainJob{}}
 	if !c.firstOfNewCluster() {
 		close(c.askedMembership)
 	}

@@ -2,9 +2,12 @@ package ringchange
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -177,4 +180,82 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 	if got, want := c.RingDelay(), RingDelayRounds*time.Second; got != want {
 		t.Errorf("default ring delay %v, want %d gossip rounds (%v)", got, RingDelayRounds, want)
 	}
+}
+
+// blockingStreamer is a Streamer whose pulls last until released, or until their context
+// ends; it counts them.
+type blockingStreamer struct {
+	parts
+	pulls   int
+	release chan struct{}
+	ended   chan error
+}
+
+func (s *blockingStreamer) Gain(ctx context.Context, _ string) (Stats, error) {
+	s.pulls++
+	select {
+	case <-s.release:
+		return Stats{Ranges: 4}, nil
+	case <-ctx.Done():
+		s.ended <- ctx.Err()
+		return Stats{}, ctx.Err()
+	}
+}
+
+// TestGainsAreSharedByTheRequestsForAMove: a request to stream that ends (the mover's
+// timeout, when an answer is slow) leaves its pull going; the mover's next request joins
+// that pull instead of starting a second, and gets its result. A pull no request has
+// waited for in streamAskTimeout is canceled (the mover gave up, or the node closes).
+func TestGainsAreSharedByTheRequestsForAMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "x", Status: cluster.StatusNormal})
+		s := &blockingStreamer{release: make(chan struct{}), ended: make(chan error, 1)}
+		c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: s, Peers: s, Streamer: s, Moves: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, cancel := context.WithCancel(context.Background())
+		answered := make(chan error, 1)
+		go func() {
+			_, err := c.gainFor(first, "m", "")
+			answered <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-answered; err == nil {
+			t.Fatal("the first request, ended, answered no error")
+		}
+		go func() {
+			st, err := c.gainFor(context.Background(), "m", "")
+			if err == nil && st.Ranges != 4 {
+				err = fmt.Errorf("stats %+v", st)
+			}
+			answered <- err
+		}()
+		synctest.Wait()
+		close(s.release)
+		if err := <-answered; err != nil || s.pulls != 1 {
+			t.Fatalf("the second request = %v after %d pulls; want the first pull's result", err, s.pulls)
+		}
+
+		s.release = make(chan struct{})
+		abandoned, cancel := context.WithCancel(context.Background())
+		go func() {
+			_, err := c.gainFor(abandoned, "m", "")
+			answered <- err
+		}()
+		synctest.Wait()
+		cancel()
+		<-answered
+		time.Sleep(c.streamAskTimeout())
+		synctest.Wait()
+		select {
+		case err := <-s.ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the abandoned pull ended with %v", err)
+			}
+		default:
+			t.Errorf("a pull no request waits for is still going after %v", c.streamAskTimeout())
+		}
+	})
 }

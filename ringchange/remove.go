@@ -197,26 +197,40 @@ func (c *Changer) askToStream(ctx context.Context, id string, req []byte) (Stats
 			}
 			return Stats{Ranges: int(resp.GetRanges()), Records: resp.GetRecords(), Bytes: resp.GetBytes(), CrossDCBytes: resp.GetCrossDcBytes()}, nil
 		}
-		c.log.Warn("a gainer could not stream yet; retrying", "gainer", id, "err", err)
+		if errors.Is(err, errNoAnswerYet) {
+			c.log.Info("a gainer has not answered yet: asking it again", "gainer", id, "after", c.streamAskTimeout())
+		} else {
+			c.log.Warn("a gainer could not stream yet; retrying", "gainer", id, "err", err)
+		}
 		if !ctxtime.Sleep(ctx, c.cfg.RingDelay) {
 			return Stats{}, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		}
 	}
 }
 
-// callGainer makes one request to node to pull its gains.
+// callGainer makes one request to node to pull its gains, for at most
+// streamAskTimeout: a request lost on the way is then asked again.
 func (c *Changer) callGainer(ctx context.Context, node cluster.Node, req []byte) ([]byte, error) {
 	if !c.parts.Directory.State(node.ID).Reachable() {
 		return nil, fmt.Errorf("%w: node %s", errGainerDown, node.ID)
 	}
 	attempt, stop := c.whileUp(ctx, node.ID)
 	defer stop()
+	attempt, cancel := context.WithTimeoutCause(attempt, c.streamAskTimeout(), errNoAnswerYet)
+	defer cancel()
 	raw, err := c.parts.Peers.StreamGains(attempt, node, req)
-	if cause := context.Cause(attempt); err != nil && errors.Is(cause, errGainerDown) {
+	if cause := context.Cause(attempt); err != nil && ctx.Err() == nil && (errors.Is(cause, errGainerDown) || errors.Is(cause, errNoAnswerYet)) {
 		err = cause
 	}
 	return raw, err
 }
+
+// streamAskTimeout is how long one request to stream waits for its answer.
+func (c *Changer) streamAskTimeout() time.Duration { return streamAskRingDelays * c.cfg.RingDelay }
+
+// errNoAnswerYet ends one request to stream that was not answered in streamAskTimeout:
+// it is asked again, and the gainer answers with the pull it has going, if any.
+var errNoAnswerYet = errors.New("no answer yet")
 
 // HandleStreamGains answers another node's request to stream (Peers.StreamGains): it
 // pulls the ranges this node gains from a moving node, once its own view shows the move
@@ -233,9 +247,69 @@ func (c *Changer) HandleStreamGains(ctx context.Context, payload []byte) ([]byte
 	if req.GetExclude() {
 		exclude = req.GetMoving()
 	}
-	st, err := c.parts.Streamer.Gain(ctx, exclude)
+	st, err := c.gainFor(ctx, req.GetMoving(), exclude)
 	if err != nil {
 		return nil, err
 	}
 	return proto.Marshal(&kurav1.StreamGainsResponse{Ranges: int64(st.Ranges), Records: st.Records, Bytes: st.Bytes, CrossDcBytes: st.CrossDCBytes})
+}
+
+// gainJob is one pull of this node's gains for a move, shared by every request that asks
+// for it: the mover asks again when an answer is slow to come (a request may be lost), and
+// a second pull of the same ranges would stream them twice.
+type gainJob struct {
+	done    chan struct{}
+	st      Stats
+	err     error
+	waiters int
+	cancel  context.CancelFunc
+	// idle cancels the pull once no request has waited for it for streamAskTimeout: the
+	// mover gave up, or this node is closing.
+	idle *time.Timer
+}
+
+// gainFor answers a request to pull this node's gains from moving (never from exclude): it
+// joins the pull of that move in progress, or starts one, and waits for it or for ctx.
+// The pull outlives the request that started it, so that a request ended by the mover's
+// timeout leaves it going for the next.
+func (c *Changer) gainFor(ctx context.Context, moving, exclude string) (Stats, error) {
+	key := moving + "\x00" + exclude
+	c.gainsMu.Lock()
+	job := c.gains[key]
+	if job == nil {
+		jobCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		job = &gainJob{done: make(chan struct{}), cancel: cancel}
+		c.gains[key] = job
+		go func() {
+			st, err := c.parts.Streamer.Gain(jobCtx, exclude)
+			c.gainsMu.Lock()
+			job.st, job.err = st, err
+			delete(c.gains, key)
+			if job.idle != nil {
+				job.idle.Stop()
+			}
+			c.gainsMu.Unlock()
+			cancel()
+			close(job.done)
+		}()
+	}
+	job.waiters++
+	if job.idle != nil {
+		job.idle.Stop()
+		job.idle = nil
+	}
+	c.gainsMu.Unlock()
+	defer func() {
+		c.gainsMu.Lock()
+		defer c.gainsMu.Unlock()
+		if job.waiters--; job.waiters == 0 && c.gains[key] == job {
+			job.idle = time.AfterFunc(c.streamAskTimeout(), job.cancel)
+		}
+	}()
+	select {
+	case <-job.done:
+		return job.st, job.err
+	case <-ctx.Done():
+		return Stats{}, ctx.Err()
+	}
 }
