@@ -53,6 +53,9 @@ const (
 	// the elements another writer creating the key at the same moment writes survive,
 	// which a reset at the write's own time would remove (acknowledged writes lost).
 	ResetCreate
+	// ResetReplace sets it just before the write's timestamp: the write replaces the key
+	// whole (a *STORE command), and no element written before it, by anyone, survives.
+	ResetReplace
 	// ResetAt sets it at the write's timestamp: the write retypes or deletes the key,
 	// and every element written before it is gone.
 	ResetAt
@@ -266,7 +269,7 @@ func resetPoint(ks schema.Keyspace, rec lww.Record, found bool) hlc.Timestamp {
 // WriteCollection writes w's records of collection key at level cl, every one stamped
 // with one timestamp t, which it returns: the elements and the reset record first,
 // together, then the header. With ResetCreate and ResetEnded the reset point becomes
-// the end of the key's previous life, with ResetAt t. The records are those of one token, on one replica set; each goes as a Put would
+// the end of the key's previous life, with ResetReplace t-1, with ResetAt t. The records are those of one token, on one replica set; each goes as a Put would
 // (hinted for replicas that miss it), and the write fails if one of them does.
 func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key []byte, w CollectionWrite, cl consistency.Level) (hlc.Timestamp, error) {
 	ks, err := c.collectionKeyspace(keyspace, key)
@@ -314,6 +317,8 @@ func (c *Coordinator) WriteCollection(ctx context.Context, keyspace string, key 
 		}
 	}
 	switch w.Reset {
+	case ResetReplace:
+		first = append(first, resetRecord(key, t-1))
 	case ResetAt:
 		first = append(first, resetRecord(key, t))
 	case ResetEnded, ResetCreate:

@@ -134,6 +134,12 @@ func (f *fakeBackend) WriteCollection(_ context.Context, keyspace string, key []
 	}
 	switch w.Reset {
 	case coord.ResetCreate:
+		// The fake has one writer at a time: a key that is not live ended before this
+		// write, and a live one keeps its elements, as the coordinator's rule says.
+		if _, live := f.live(keyspace, f.data[keyspace], string(key)); !live {
+			f.reset(elems, key, t-1)
+		}
+	case coord.ResetReplace:
 		f.reset(elems, key, t-1)
 	case coord.ResetAt:
 		f.reset(elems, key, t)

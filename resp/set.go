@@ -397,7 +397,7 @@ func sstoreCommand(c *conn, args [][]byte) {
 	}
 	// Written as a key created anew (a reset point just before it): no member, expiry or
 	// value of what destination held before survives.
-	w := coord.CollectionWrite{Header: &lww.Record{}, Tagged: set.Set{}.Add(dest, names)}
+	w := coord.CollectionWrite{Header: &lww.Record{}, Tagged: set.Set{}.Add(dest, names), Reset: coord.ResetReplace}
 	if _, err := c.writeCollection(dest, lww.Set, coord.Collection{}, w); err != nil {
 		c.w.Error(errorReply(err))
 		return

@@ -460,7 +460,7 @@ func (c *conn) storeZset(dst []byte, members []zset.Member) {
 		c.w.Int(0)
 		return
 	}
-	w := coord.CollectionWrite{Header: &lww.Record{}}
+	w := coord.CollectionWrite{Header: &lww.Record{}, Reset: coord.ResetReplace}
 	for _, m := range members {
 		w.Elements = append(w.Elements, zset.Set(dst, m.Name, m.Score, 0, false)...)
 	}
