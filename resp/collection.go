@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"math"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
@@ -194,6 +195,42 @@ func (c *conn) updateElement(key []byte, typ lww.Type, elemKey []byte, fn func(c
 		}
 	}
 	return res, true
+}
+
+// parseRandomCount reads the arguments of HRANDFIELD and ZRANDMEMBER, key [count
+// [option]]: the count (1 without one) and whether one was given. ok is false when the
+// reply is written already: Redis's errors for a bad count or option.
+func (c *conn) parseRandomCount(args [][]byte, option string) (count int64, withCount, ok bool) {
+	if len(args) > 4 || (len(args) == 4 && upper(args[3]) != option) {
+		c.w.Error(errSyntax)
+		return 0, false, false
+	}
+	if len(args) < 3 {
+		return 1, false, true
+	}
+	if count, ok = parseInt(args[2]); !ok {
+		c.w.Error(errNotInt)
+		return 0, false, false
+	}
+	if count < -math.MaxInt64/2 {
+		c.w.Error("ERR value is out of range")
+		return 0, false, false
+	}
+	return count, true, true
+}
+
+// storeNothing is a *STORE command's empty result: dst deleted as DEL deletes it (its
+// elements too, by a reset point), and the count 0 answered.
+func (c *conn) storeNothing(dst []byte) {
+	res, err := c.transact(dst, deleteIfFound)
+	if err == nil {
+		err = c.resetReplaced(dst, res)
+	}
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(0)
 }
 
 // sameSlot refuses, as Redis Cluster's CROSSSLOT, keys of more than one hash tag: a

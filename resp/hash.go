@@ -317,21 +317,9 @@ func hgetallCommand(c *conn, args [][]byte) {
 // null), count distinct fields, or for a negative count that many drawn with repeats;
 // with WITHVALUES each with its value (pairs in RESP3).
 func hrandfieldCommand(c *conn, args [][]byte) {
-	if len(args) > 4 || (len(args) == 4 && upper(args[3]) != "WITHVALUES") {
-		c.w.Error(errSyntax)
+	count, withCount, ok := c.parseRandomCount(args, "WITHVALUES")
+	if !ok {
 		return
-	}
-	count, withCount := int64(1), len(args) >= 3
-	if withCount {
-		var ok bool
-		if count, ok = parseInt(args[2]); !ok {
-			c.w.Error(errNotInt)
-			return
-		}
-		if count < -math.MaxInt64/2 {
-			c.w.Error("ERR value is out of range")
-			return
-		}
 	}
 	withValues := len(args) == 4
 	fields, _, ok := c.readHash(args[1])

@@ -384,15 +384,7 @@ func sstoreCommand(c *conn, args [][]byte) {
 	}
 	names := c.algebra(sets)
 	if len(names) == 0 {
-		res, err := c.transact(dest, deleteIfFound)
-		if err == nil {
-			err = c.resetReplaced(dest, res)
-		}
-		if err != nil {
-			c.replyTransactError(err)
-			return
-		}
-		c.w.Int(0)
+		c.storeNothing(dest)
 		return
 	}
 	// Written as a key created anew (a reset point just before it): no member, expiry or

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -449,15 +448,7 @@ func zrangeCommand(c *conn, args [][]byte, form zrangeForm) {
 // deletes it.
 func (c *conn) storeZset(dst []byte, members []zset.Member) {
 	if len(members) == 0 {
-		res, err := c.transact(dst, deleteIfFound)
-		if err == nil {
-			err = c.resetReplaced(dst, res)
-		}
-		if err != nil {
-			c.replyTransactError(err)
-			return
-		}
-		c.w.Int(0)
+		c.storeNothing(dst)
 		return
 	}
 	w := coord.CollectionWrite{Header: &lww.Record{}, Reset: coord.ResetReplace}
@@ -685,21 +676,9 @@ func zpopCommand(c *conn, args [][]byte) {
 // (or null), count distinct members, or for a negative count that many drawn with
 // repeats.
 func zrandmemberCommand(c *conn, args [][]byte) {
-	if len(args) > 4 || (len(args) == 4 && upper(args[3]) != "WITHSCORES") {
-		c.w.Error(errSyntax)
+	count, withCount, ok := c.parseRandomCount(args, "WITHSCORES")
+	if !ok {
 		return
-	}
-	count, withCount := int64(1), len(args) >= 3
-	if withCount {
-		var ok bool
-		if count, ok = parseInt(args[2]); !ok {
-			c.w.Error(errNotInt)
-			return
-		}
-		if count < -math.MaxInt64/2 {
-			c.w.Error("ERR value is out of range")
-			return
-		}
 	}
 	members, ok := c.readZset(args[1])
 	if !ok {
