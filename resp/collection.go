@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/kuradb/kura/consistency"
@@ -244,4 +245,41 @@ func (c *conn) sameSlot(keys [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// parseElementScan reads HSCAN, SSCAN and ZSCAN's key cursor [MATCH pattern] [COUNT
+// count]. The cursor is checked and not used: kura answers a collection whole, with
+// cursor 0, as Redis answers a small one, since it reads it whole anyway. ok is false
+// when the reply is written already.
+func (c *conn) parseElementScan(args [][]byte) (scanOptions, bool) {
+	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
+		c.w.Error("ERR invalid cursor")
+		return scanOptions{}, false
+	}
+	return c.parseScanOptions(args[3:], false)
+}
+
+// writeElementScan answers a *SCAN of a whole collection: cursor 0, then each element
+// whose name matches pattern (every one when nil), its name followed by value's bytes
+// when value is not nil (a hash's value, a sorted set's score).
+func writeElementScan[E any](c *conn, elems []E, pattern []byte, name, value func(E) []byte) {
+	var matched []E
+	for _, e := range elems {
+		if pattern == nil || matchGlob(pattern, name(e)) {
+			matched = append(matched, e)
+		}
+	}
+	per := 1
+	if value != nil {
+		per = 2
+	}
+	c.w.ArrayHeader(2)
+	c.w.BulkString("0")
+	c.w.ArrayHeader(per * len(matched))
+	for _, e := range matched {
+		c.w.Bulk(name(e))
+		if value != nil {
+			c.w.Bulk(value(e))
+		}
+	}
 }

@@ -380,11 +380,7 @@ func (c *conn) writeFields(fields []hashField, withValues bool) {
 // hscanCommand is HSCAN key cursor [MATCH pattern] [COUNT count]: the whole hash in one
 // reply with cursor 0, as Redis answers a small hash, since a hash is read whole anyway.
 func hscanCommand(c *conn, args [][]byte) {
-	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
-		c.w.Error("ERR invalid cursor")
-		return
-	}
-	opts, ok := c.parseScanOptions(args[3:], false)
+	opts, ok := c.parseElementScan(args)
 	if !ok {
 		return
 	}
@@ -392,19 +388,7 @@ func hscanCommand(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	matched := fields[:0]
-	for _, f := range fields {
-		if opts.pattern == nil || matchGlob(opts.pattern, f.name) {
-			matched = append(matched, f)
-		}
-	}
-	c.w.ArrayHeader(2)
-	c.w.BulkString("0")
-	c.w.ArrayHeader(2 * len(matched))
-	for _, f := range matched {
-		c.w.Bulk(f.name)
-		c.w.Bulk(f.value)
-	}
+	writeElementScan(c, fields, opts.pattern, func(f hashField) []byte { return f.name }, func(f hashField) []byte { return f.value })
 }
 
 // stringOnly refuses, as WRONGTYPE, a transaction of a string command on a key of

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kuradb/kura/lww"
 	"io"
 	"net"
 	"sort"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kuradb/kura/lww"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/kuradb/kura/collection/set"
@@ -286,11 +285,7 @@ func srandmemberCommand(c *conn, args [][]byte) {
 // sscanCommand is SSCAN key cursor [MATCH pattern] [COUNT count]: the whole set in one
 // reply with cursor 0, as Redis answers a small set, since a set is read whole anyway.
 func sscanCommand(c *conn, args [][]byte) {
-	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
-		c.w.Error("ERR invalid cursor")
-		return
-	}
-	opts, ok := c.parseScanOptions(args[3:], false)
+	opts, ok := c.parseElementScan(args)
 	if !ok {
 		return
 	}
@@ -298,18 +293,7 @@ func sscanCommand(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	var matched [][]byte
-	for _, name := range s.Names() {
-		if opts.pattern == nil || matchGlob(opts.pattern, name) {
-			matched = append(matched, name)
-		}
-	}
-	c.w.ArrayHeader(2)
-	c.w.BulkString("0")
-	c.w.ArrayHeader(len(matched))
-	for _, name := range matched {
-		c.w.Bulk(name)
-	}
+	writeElementScan(c, s.Names(), opts.pattern, func(name []byte) []byte { return name }, nil)
 }
 
 // algebra is the set operation a command names by its prefix (SINTER, SUNION, SDIFF and

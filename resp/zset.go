@@ -3,7 +3,6 @@ package resp
 import (
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/kuradb/kura/collection/zset"
@@ -714,11 +713,7 @@ func zrandmemberCommand(c *conn, args [][]byte) {
 // (filtered by MATCH) in one reply with cursor 0, member then score, as Redis answers a
 // small one, since it is read whole anyway.
 func zscanCommand(c *conn, args [][]byte) {
-	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
-		c.w.Error("ERR invalid cursor")
-		return
-	}
-	opts, ok := c.parseScanOptions(args[3:], false)
+	opts, ok := c.parseElementScan(args)
 	if !ok {
 		return
 	}
@@ -726,17 +721,6 @@ func zscanCommand(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	matched := members[:0]
-	for _, m := range members {
-		if opts.pattern == nil || matchGlob(opts.pattern, m.Name) {
-			matched = append(matched, m)
-		}
-	}
-	c.w.ArrayHeader(2)
-	c.w.BulkString("0")
-	c.w.ArrayHeader(2 * len(matched))
-	for _, m := range matched {
-		c.w.Bulk(m.Name)
-		c.w.BulkString(zset.FormatScore(m.Score))
-	}
+	writeElementScan(c, members, opts.pattern, func(m zset.Member) []byte { return m.Name },
+		func(m zset.Member) []byte { return []byte(zset.FormatScore(m.Score)) })
 }
