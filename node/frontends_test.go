@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kuradb/kura/resp"
 	"github.com/kuradb/kura/schema"
+	"github.com/redis/go-redis/v9"
 )
 
 // startFrontEndNode starts an in-memory node serving RESP and HTTP on loopback ports.
@@ -31,6 +33,30 @@ func startFrontEndNode(t *testing.T, id, dc, defaultReplication string, seeds ..
 func startFrontEndCluster(t *testing.T, replication string, dcs ...string) []*Node {
 	t.Helper()
 	return startCluster(t, startFrontEndNode, replication, dcs...)
+}
+
+// startTypedCluster starts three front-end nodes, two in dc1 and one in dc2 (dc1=2,dc2=1),
+// and waits until each counts every node as reading typed records, so that collections
+// may be written: the cluster of the Redis data types' tests.
+func startTypedCluster(t *testing.T) []*Node {
+	t.Helper()
+	nodes := startFrontEndCluster(t, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
+	for _, n := range nodes {
+		waitUntil(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
+	}
+	return nodes
+}
+
+// redisClientAtAll returns a go-redis client of node n's Redis port, its connections at
+// ALL: every replica holds a write once acknowledged, so another node's reads see it
+// whatever replica they ask. It is closed when the test ends.
+func redisClientAtAll(t *testing.T, n *Node, poolSize int) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), PoolSize: poolSize,
+		OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+			return cn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err()
+		}})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // startCluster starts nodes n1, n2 ... in the given DCs with start, joined through the

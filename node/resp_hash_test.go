@@ -14,22 +14,10 @@ import (
 // client. Fields written through either node make one hash; a DEL through one ends every
 // field, and the hash written again through the other holds only its new field.
 func TestGoRedisHashAcrossDCs(t *testing.T) {
-	nodes := startFrontEndCluster(t, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
-	for _, n := range nodes {
-		waitUntil(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
-	}
+	nodes := startTypedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := func(n *Node) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), PoolSize: 1,
-			// At ALL, every replica holds a write once acknowledged, so the other node's
-			// reads see it whatever replica they ask.
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
-				return cn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err()
-			}})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	client := func(n *Node) *redis.Client { return redisClientAtAll(t, n, 1) }
 	a, b := client(nodes[0]), client(nodes[2])
 	if err := a.HSet(ctx, "{u}:h", "name", "ann").Err(); err != nil {
 		t.Fatal(err)

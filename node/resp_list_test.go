@@ -13,27 +13,15 @@ import (
 
 // TestGoRedisListQueueAcrossDCs: a list used as a queue through two DCs' nodes. While a
 // client in each DC pushes (one at the head, one at the tail) and two clients in each DC
-// pop its head, racing for the same items, no item is popped twice, and every acknowledged push is either
-// popped or still in the list, which both nodes read in one order. The list is filled
-// first with more items than the pops take, so it never runs empty meanwhile: a push
-// racing the pop of the last item is the case docs/redis-types.md leaves open.
+// pop its head, racing for the same items, no item is popped twice, and every
+// acknowledged push is either popped or still in the list, which both nodes read in one
+// order. The list is filled first with more items than the pops take, so it never runs
+// empty meanwhile (an emptied list keeps its key: resp/list_test.go).
 func TestGoRedisListQueueAcrossDCs(t *testing.T) {
-	nodes := startFrontEndCluster(t, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
-	for _, n := range nodes {
-		waitUntil(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
-	}
+	nodes := startTypedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client := func(n *Node) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), PoolSize: 1,
-			// At ALL, every replica holds a push once acknowledged, so the other DC's
-			// reads see it whatever replica they ask.
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
-				return cn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err()
-			}})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	client := func(n *Node) *redis.Client { return redisClientAtAll(t, n, 1) }
 	const key, prefill, pushes, pops = "{q}:jobs", 50, 20, 10
 	var want []string
 	for i := range prefill {

@@ -18,22 +18,10 @@ import (
 // the STORE forms and SMOVE work on one hash tag and answer CROSSSLOT across tags; a DEL
 // ends every member, and the set written again holds only its new one.
 func TestGoRedisSetAcrossDCs(t *testing.T) {
-	nodes := startFrontEndCluster(t, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
-	for _, n := range nodes {
-		waitUntil(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
-	}
+	nodes := startTypedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := func(n *Node) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), PoolSize: 4,
-			// At ALL, every replica holds a write once acknowledged, so the other node's
-			// reads see it whatever replica they ask.
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
-				return cn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err()
-			}})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	client := func(n *Node) *redis.Client { return redisClientAtAll(t, n, 4) }
 	a, b := client(nodes[0]), client(nodes[2])
 
 	var want []string

@@ -15,22 +15,10 @@ import (
 // order; a member's score set through both is the later one's on both; ZINCRBY through
 // both adds up; a DEL through one ends every member.
 func TestGoRedisZsetAcrossDCs(t *testing.T) {
-	nodes := startFrontEndCluster(t, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
-	for _, n := range nodes {
-		waitUntil(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
-	}
+	nodes := startTypedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := func(n *Node) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), PoolSize: 1,
-			// At ALL, every replica holds a write once acknowledged, so the other node's
-			// reads see it whatever replica they ask.
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
-				return cn.Do(ctx, "KURA.CONSISTENCY", "ALL").Err()
-			}})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	client := func(n *Node) *redis.Client { return redisClientAtAll(t, n, 1) }
 	a, b := client(nodes[0]), client(nodes[2])
 	if err := a.ZAdd(ctx, "{u}:z", redis.Z{Score: 1, Member: "ann"}, redis.Z{Score: 5, Member: "bob"}).Err(); err != nil {
 		t.Fatal(err)
