@@ -211,6 +211,10 @@ func runBoth(ctx context.Context, o options, work, unit string) (unitReport, err
 		err     error
 	}
 	var results [2]result
+	basePorts, err := freeBasePorts(len(results))
+	if err != nil {
+		return unitReport{}, err
+	}
 	var wg sync.WaitGroup
 	for i, target := range []string{"redis-server", "kura"} {
 		wg.Add(1)
@@ -231,12 +235,10 @@ func runBoth(ctx context.Context, o options, work, unit string) (unitReport, err
 			}
 			defer s.stop()
 			outPath := filepath.Join(serverDir, "suite.out")
-			// Apart ranges of the suite's ports (its test server's and the ones its
-			// tests listen on) for the two runs.
-			baseport := 21111 + 3000*i
 			began := time.Now()
-			if err := runUnit(ctx, o.tclsh, filepath.Join(dir, "suite"), s.addr, unit, baseport, o.suiteArgs(), o.timeout, outPath); err != nil {
-				results[i].err = err
+			runErr := runUnit(ctx, o.tclsh, filepath.Join(dir, "suite"), s.addr, unit, basePorts[i], o.suiteArgs(), o.timeout, outPath)
+			if runErr != nil && !errors.Is(runErr, errKilled) {
+				results[i].err = runErr
 				return
 			}
 			results[i].seconds = time.Since(began).Seconds()
@@ -247,6 +249,11 @@ func runBoth(ctx context.Context, o options, work, unit string) (unitReport, err
 			}
 			defer f.Close()
 			results[i].out, results[i].err = parseOutput(f)
+			// A unit killed at --timeout (a test waiting for ever) still reports the
+			// tests it reached; the rest count as not run, with the reason.
+			if errors.Is(runErr, errKilled) && results[i].err == nil && results[i].out.Exception == "" {
+				results[i].out.Exception = fmt.Sprintf("killed after --timeout %v", o.timeout)
+			}
 		}()
 	}
 	wg.Wait()

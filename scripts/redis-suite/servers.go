@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -137,6 +138,33 @@ func (s *server) stop() {
 // runUnit runs one unit of the suite against addr in external mode and writes its
 // output to outPath. The suite's test server spawns a test client process: both run in
 // a process group of their own, killed whole when the unit passes timeout.
+// errKilled is runUnit's error for a unit it killed at the timeout; its output so far
+// is kept.
+var errKilled = errors.New("killed at --timeout")
+
+// suitePortCount is how many ports, from its base port, one run of the suite may use:
+// its test server's and the ones its tests listen on.
+const suitePortCount = 2000
+
+// freeBasePorts picks n ranges of suitePortCount ports below the ephemeral range whose
+// first port is free, each a different range, so that the two runs of a unit, and
+// another harness running beside this one, do not meet on a port.
+func freeBasePorts(n int) ([]int, error) {
+	var bases []int
+	for _, k := range rand.Perm(11) {
+		base := 10000 + k*suitePortCount
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		if bases = append(bases, base); len(bases) == n {
+			return bases, nil
+		}
+	}
+	return nil, fmt.Errorf("no %d free port ranges of %d between 10000 and 32000", n, suitePortCount)
+}
+
 func runUnit(ctx context.Context, tclsh, suiteDir, addr, unit string, baseport int, suiteArgs []string, timeout time.Duration, outPath string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -148,7 +176,7 @@ func runUnit(ctx context.Context, tclsh, suiteDir, addr, unit string, baseport i
 	}
 	defer out.Close()
 	args := append([]string{"tests/test_helper.tcl", "--host", host, "--port", port,
-		"--single", unit, "--clients", "1", "--baseport", strconv.Itoa(baseport), "--portcount", "2000",
+		"--single", unit, "--clients", "1", "--baseport", strconv.Itoa(baseport), "--portcount", strconv.Itoa(suitePortCount),
 		"--timeout", strconv.Itoa(int(timeout.Seconds()))}, suiteArgs...)
 	cmd := exec.Command(tclsh, args...)
 	cmd.Dir = suiteDir
@@ -166,7 +194,7 @@ func runUnit(ctx context.Context, tclsh, suiteDir, addr, unit string, baseport i
 	case <-time.After(timeout):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		return fmt.Errorf("%s passed %v; killed", unit, timeout)
+		return errKilled
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
