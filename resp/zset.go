@@ -15,7 +15,8 @@ import (
 // last writer wins per member, and a score entry that orders it by score; the merge rule
 // is package collection/zset's. A read folds the whole sorted set (one scan of its
 // key's replica set) and answers from it; an index-range read of the score entries alone
-// is not built.
+// is not built. A client blocked in BZPOPMIN or BZMPOP waits among the lists' blocked
+// clients (listState, by key whatever its type), woken by the writes that add members.
 
 // Redis's replies of the sorted-set commands.
 const (
