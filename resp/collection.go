@@ -42,10 +42,7 @@ func (c *conn) collectionLevel() consistency.Level {
 // reply is written already: an error, or WRONGTYPE for a key of another type than typ.
 // A missing key is an empty collection (Found false).
 func (c *conn) readCollection(key []byte, typ lww.Type) (coll coord.Collection, ok bool) {
-	start, level := time.Now(), c.collectionLevel()
-	coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, key, level)
-	c.observe("get", level, start, err)
-	c.countLookup(coll.Found, err)
+	coll, err := c.loadCollection(key)
 	switch {
 	case err != nil:
 		c.w.Error(errorReply(err))
@@ -55,6 +52,16 @@ func (c *conn) readCollection(key []byte, typ lww.Type) (coll coord.Collection, 
 		return coll, false
 	}
 	return coll, true
+}
+
+// loadCollection reads collection key whole, header and elements, whatever its type: the
+// read of readCollection, for callers that take more than one type or reply themselves.
+func (c *conn) loadCollection(key []byte) (coord.Collection, error) {
+	start, level := time.Now(), c.collectionLevel()
+	coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, key, level)
+	c.observe("get", level, start, err)
+	c.countLookup(coll.Found, err)
+	return coll, err
 }
 
 // readElements reads the element records elemKeys of collection key, with its header:
@@ -196,6 +203,24 @@ func (c *conn) updateElement(key []byte, typ lww.Type, elemKey []byte, fn func(c
 		}
 	}
 	return res, true
+}
+
+// take runs rule, a pop rule (list.Take, zset.Take), on element record elemKey as a
+// lightweight transaction at popSerial: of two pops of one element, through any nodes,
+// one applies it.
+func (c *conn) take(elemKey []byte, rule coord.UpdateFunc) (coord.UpdateResult, error) {
+	start := time.Now()
+	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, elemKey, popSerial, rule)
+	c.observe("cas", popSerial, start, err)
+	return res, err
+}
+
+// blocking marks cmd as a command that may block (BLPOP, BZPOPMIN...): watched for the
+// client hanging up, which frees its wait at once.
+func blocking(cmd *command) *command {
+	cmd.walks = true
+	cmd.flags = append(cmd.flags, "noscript", "blocking")
+	return cmd
 }
 
 // parseRandomCount reads the arguments of HRANDFIELD and ZRANDMEMBER, key [count

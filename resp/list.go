@@ -138,12 +138,6 @@ func listCommands() []*command {
 		cmd.firstKey, cmd.lastKey, cmd.keyStep = first, last, 1
 		return cmd
 	}
-	blocking := func(cmd *command) *command {
-		// Watched for the client hanging up, which frees its wait at once.
-		cmd.walks = true
-		cmd.flags = append(cmd.flags, "noscript", "blocking")
-		return cmd
-	}
 	return []*command{
 		keys(1, 1, &command{name: "lpush", arity: -3, flags: writeKey, run: pushCommand}),
 		keys(1, 1, &command{name: "rpush", arity: -3, flags: writeKey, run: pushCommand}),
@@ -240,9 +234,7 @@ const popSerial = consistency.Serial
 // if it is still there in the key's life after reset: popped reports whether this call
 // took it, and value is the value it held.
 func (c *conn) takeItem(key, pos []byte, reset hlc.Timestamp) (value []byte, popped bool, err error) {
-	start := time.Now()
-	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, itemKey(key, pos), popSerial, list.Take(reset))
-	c.observe("cas", popSerial, start, err)
+	res, err := c.take(itemKey(key, pos), list.Take(reset))
 	if err != nil || !res.Applied {
 		return nil, false, err
 	}

@@ -91,10 +91,7 @@ func (c *conn) readMembers(key []byte, names [][]byte) (coll coord.Collection, s
 func (c *conn) readSets(keys [][]byte) (sets []set.Set, ok bool) {
 	sets = make([]set.Set, len(keys))
 	err := forEach(len(keys), func(i int) error {
-		start, level := time.Now(), c.collectionLevel()
-		coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, keys[i], level)
-		c.observe("get", level, start, err)
-		c.countLookup(coll.Found, err)
+		coll, err := c.loadCollection(keys[i])
 		if err == nil && coll.Found && coll.Header.Type != lww.Set {
 			return redisError(errWrongType)
 		}

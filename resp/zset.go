@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/kuradb/kura/collection/set"
 	"github.com/kuradb/kura/collection/zset"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
@@ -14,7 +15,8 @@ import (
 // last writer wins per member, and a score entry that orders it by score; the merge rule
 // is package collection/zset's. A read folds the whole sorted set (one scan of its
 // key's replica set) and answers from it; an index-range read of the score entries alone
-// is not built.
+// is not built. A client blocked in BZPOPMIN or BZMPOP waits among the lists' blocked
+// clients (listState, by key whatever its type), woken by the writes that add members.
 
 // Redis's replies of the sorted-set commands.
 const (
@@ -24,6 +26,7 @@ const (
 	errZrangeLimit     = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
 	errZrangeLexScores = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
 	errWeight          = "ERR weight value is not a float"
+	errCountPositive   = "ERR count should be greater than 0"
 )
 
 // zsetCommands are the sorted-set commands of the table.
@@ -63,12 +66,18 @@ func zsetCommands() []*command {
 		key1(&command{name: "zremrangebylex", arity: 4, flags: []string{"write"}, run: zremrangeCommand}),
 		key1(&command{name: "zpopmin", arity: -2, flags: remove, run: zpopCommand}),
 		key1(&command{name: "zpopmax", arity: -2, flags: remove, run: zpopCommand}),
+		blocking(&command{name: "bzpopmin", arity: -3, flags: remove, firstKey: 1, lastKey: -2, keyStep: 1, run: bzpopCommand}),
+		blocking(&command{name: "bzpopmax", arity: -3, flags: remove, firstKey: 1, lastKey: -2, keyStep: 1, run: bzpopCommand}),
+		// Their keys are counted by numkeys, as ZUNION's below.
+		{name: "zmpop", arity: -4, flags: []string{"write"}, run: zmpopCommand},
+		blocking(&command{name: "bzmpop", arity: -5, flags: []string{"write"}, run: zmpopCommand}),
 		key1(&command{name: "zrandmember", arity: -2, flags: read, run: zrandmemberCommand}),
 		key1(&command{name: "zscan", arity: -3, flags: read, run: zscanCommand}),
 		// Their keys are counted by numkeys: no fixed key positions (Redis's key specs).
 		{name: "zunion", arity: -3, flags: read, run: zcombineCommand},
 		{name: "zinter", arity: -3, flags: read, run: zcombineCommand},
 		{name: "zdiff", arity: -3, flags: read, run: zcombineCommand},
+		{name: "zintercard", arity: -3, flags: read, run: zcombineCommand},
 		{name: "zunionstore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: zcombineCommand},
 		{name: "zinterstore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: zcombineCommand},
 		{name: "zdiffstore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1, run: zcombineCommand},
@@ -99,18 +108,24 @@ func (c *conn) writeScored(members []zset.Member, withScores bool) {
 			c.w.Bulk(m.Name)
 		}
 	case c.w.Version() >= 3:
-		c.w.ArrayHeader(len(members))
-		for _, m := range members {
-			c.w.ArrayHeader(2)
-			c.w.Bulk(m.Name)
-			c.writeScore(m.Score)
-		}
+		c.writePairs(members)
 	default:
 		c.w.ArrayHeader(2 * len(members))
 		for _, m := range members {
 			c.w.Bulk(m.Name)
 			c.writeScore(m.Score)
 		}
+	}
+}
+
+// writePairs answers members as an array of [member, score] pairs, whatever the
+// protocol (RESP3's WITHSCORES, and ZMPOP's in RESP2 too).
+func (c *conn) writePairs(members []zset.Member) {
+	c.w.ArrayHeader(len(members))
+	for _, m := range members {
+		c.w.ArrayHeader(2)
+		c.w.Bulk(m.Name)
+		c.writeScore(m.Score)
 	}
 }
 
@@ -225,6 +240,7 @@ flags:
 			c.w.Error(errorReply(err))
 			return
 		}
+		c.s.lists.wake(c.keyspace, key)
 	}
 	if f.CH {
 		added += updated
@@ -273,6 +289,7 @@ func (c *conn) zincr(key, member []byte, step float64, f zset.AddFlags) {
 	case outcome == zset.Skipped:
 		c.w.Null()
 	default:
+		c.s.lists.wake(c.keyspace, key)
 		c.writeScore(score)
 	}
 }
@@ -458,19 +475,20 @@ func (c *conn) storeZset(dst []byte, members []zset.Member) {
 		c.w.Error(errorReply(err))
 		return
 	}
+	c.s.lists.wake(c.keyspace, dst)
 	c.w.Int(int64(len(members)))
 }
 
 // zcombineCommand is ZUNION, ZINTER and ZDIFF numkeys key [key ...] [WEIGHTS w ...]
-// [AGGREGATE SUM|MIN|MAX] [WITHSCORES] (ZDIFF without WEIGHTS and AGGREGATE), and their
+// [AGGREGATE SUM|MIN|MAX] [WITHSCORES] (ZDIFF without WEIGHTS and AGGREGATE), their
 // *STORE forms, dst first and without WITHSCORES, which store the result in dst when
-// every key shares dst's hash tag (else CROSSSLOT). Each input is read whole; the
-// inputs are read one after the other, not as one snapshot. A set as input, which Redis
-// takes with every score 1, is refused as WRONGTYPE.
+// every key shares dst's hash tag (else CROSSSLOT), and ZINTERCARD numkeys key [key ...]
+// [LIMIT limit], the size of the intersection (at most limit when it is not 0). An input
+// is a sorted set or a set, whose members Redis scores 1 (readScoredSets).
 func zcombineCommand(c *conn, args [][]byte) {
 	name := string(c.lowerName)
-	store := strings.HasSuffix(name, "store")
-	op := map[string]zset.Op{"zunion": zset.Union, "zinter": zset.Inter, "zdiff": zset.Diff}[strings.TrimSuffix(name, "store")]
+	store, card := strings.HasSuffix(name, "store"), name == "zintercard"
+	op := map[string]zset.Op{"zunion": zset.Union, "zinter": zset.Inter, "zdiff": zset.Diff, "zintercard": zset.Inter}[strings.TrimSuffix(name, "store")]
 	var dst []byte
 	if store {
 		dst, args = args[1], args[1:]
@@ -489,10 +507,10 @@ func zcombineCommand(c *conn, args [][]byte) {
 	}
 	keys, rest := args[2:2+n], args[2+n:]
 	var weights []float64
-	agg, withScores := zset.Sum, false
+	agg, withScores, limit := zset.Sum, false, int64(0)
 	for len(rest) > 0 {
 		switch word := upper(rest[0]); {
-		case op != zset.Diff && word == "WEIGHTS" && len(rest) > int(n):
+		case op != zset.Diff && !card && word == "WEIGHTS" && len(rest) > int(n):
 			weights = make([]float64, n)
 			for i := range weights {
 				if weights[i], ok = zset.ParseScore(rest[1+i]); !ok {
@@ -501,7 +519,7 @@ func zcombineCommand(c *conn, args [][]byte) {
 				}
 			}
 			rest = rest[1+n:]
-		case op != zset.Diff && word == "AGGREGATE" && len(rest) >= 2:
+		case op != zset.Diff && !card && word == "AGGREGATE" && len(rest) >= 2:
 			switch upper(rest[1]) {
 			case "SUM":
 				agg = zset.Sum
@@ -514,8 +532,14 @@ func zcombineCommand(c *conn, args [][]byte) {
 				return
 			}
 			rest = rest[2:]
-		case !store && word == "WITHSCORES":
+		case !store && !card && word == "WITHSCORES":
 			withScores, rest = true, rest[1:]
+		case card && word == "LIMIT" && len(rest) >= 2:
+			if limit, ok = parseInt(rest[1]); !ok || limit < 0 {
+				c.w.Error(errLimitNegative)
+				return
+			}
+			rest = rest[2:]
 		default:
 			c.w.Error(errSyntax)
 			return
@@ -524,18 +548,51 @@ func zcombineCommand(c *conn, args [][]byte) {
 	if store && !c.sameSlot(append([][]byte{dst}, keys...)) {
 		return
 	}
-	sets := make([][]zset.Member, len(keys))
-	for i, key := range keys {
-		if sets[i], ok = c.readZset(key); !ok {
-			return
-		}
-	}
-	members := zset.Combine(op, sets, weights, agg)
-	if store {
-		c.storeZset(dst, members)
+	sets, ok := c.readScoredSets(keys)
+	if !ok {
 		return
 	}
-	c.writeScored(members, withScores)
+	members := zset.Combine(op, sets, weights, agg)
+	switch {
+	case card && limit > 0:
+		c.w.Int(min(int64(len(members)), limit))
+	case card:
+		c.w.Int(int64(len(members)))
+	case store:
+		c.storeZset(dst, members)
+	default:
+		c.writeScored(members, withScores)
+	}
+}
+
+// readScoredSets reads the inputs of zcombineCommand, each whole, side by side (not one
+// snapshot): a sorted set's members, or a set's, each with score 1 as Redis takes a set;
+// a missing key is empty, a key of another type WRONGTYPE. ok is false when the reply is
+// written already.
+func (c *conn) readScoredSets(keys [][]byte) (sets [][]zset.Member, ok bool) {
+	sets = make([][]zset.Member, len(keys))
+	err := forEach(len(keys), func(i int) error {
+		coll, err := c.loadCollection(keys[i])
+		switch {
+		case err != nil:
+			return err
+		case !coll.Found:
+		case coll.Header.Type == lww.SortedSet:
+			sets[i] = zset.Fold(coll.Elements)
+		case coll.Header.Type == lww.Set:
+			for _, name := range set.Fold(coll.Elements).Names() {
+				sets[i] = append(sets[i], zset.Member{Name: name, Score: 1})
+			}
+		default:
+			return redisError(errWrongType)
+		}
+		return nil
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return nil, false
+	}
+	return sets, true
 }
 
 // zrankCommand is ZRANK key member and ZREVRANK: the member's rank, or null.
@@ -627,10 +684,77 @@ func zremrangeCommand(c *conn, args [][]byte) {
 	}
 }
 
+// popMembers pops up to count members of sorted set key, of the lowest scores (the
+// highest when highest), each by a lightweight transaction on its member record (zset.Take),
+// as popItems pops a list's items: of two clients popping at once, through any nodes,
+// each member goes to one; a member another client took or moved first is skipped, and
+// the set read again when this read's members run out before count. ok is false when the
+// reply is written.
+func (c *conn) popMembers(key []byte, highest bool, count int64) (popped []zset.Member, ok bool) {
+	for {
+		coll, ok := c.readCollection(key, lww.SortedSet)
+		if !ok {
+			return nil, false
+		}
+		want := count - int64(len(popped))
+		if want == 0 {
+			return popped, true
+		}
+		read := zset.Ranks(zset.Fold(coll.Elements), 0, want-1, highest)
+		var taken []zset.Member
+		for _, m := range read {
+			res, err := c.take(zset.MemberKey(key, m.Name), zset.Take(coll.Reset, m.Score))
+			switch {
+			case err != nil && len(popped)+len(taken) == 0:
+				c.w.Error(errorReply(err))
+				return nil, false
+			case err != nil:
+				// The members taken are gone: answered, rather than lost behind an error.
+				c.dropEntries(key, taken)
+				return append(popped, taken...), true
+			case res.Applied:
+				taken = append(taken, m)
+			}
+		}
+		c.dropEntries(key, taken)
+		popped = append(popped, taken...)
+		if len(taken) == len(read) {
+			return popped, true
+		}
+	}
+}
+
+// dropEntries tombstones the score entries of members popped from sorted set key. The
+// pop itself is the member record's tombstone, so a failure here is not answered: it
+// leaves stale entries, which readers skip (zset.Fold), and answering an error would lose
+// the members popped. A ZADD of one of them at the same score between its pop and this
+// write loses its entry likewise, and is read by its member record all the same.
+func (c *conn) dropEntries(key []byte, popped []zset.Member) {
+	if len(popped) == 0 {
+		return
+	}
+	var w coord.CollectionWrite
+	for _, m := range popped {
+		w.Elements = append(w.Elements, lww.Record{Key: zset.ScoreKey(key, m.Score, m.Name), Tombstone: true})
+	}
+	_, _ = c.writeCollection(key, lww.SortedSet, coord.Collection{Found: true}, w)
+}
+
+// popFirst pops up to count members from the first of keys, in the order named, that has
+// one (popMembers); popped is empty when none has. A key of another type is WRONGTYPE
+// when no key before it had a member, as in Redis. ok is false when the reply is written.
+func (c *conn) popFirst(keys [][]byte, highest bool, count int64) (key []byte, popped []zset.Member, ok bool) {
+	for _, key := range keys {
+		if popped, ok = c.popMembers(key, highest, count); !ok || len(popped) > 0 {
+			return key, popped, ok
+		}
+	}
+	return nil, nil, true
+}
+
 // zpopCommand is ZPOPMIN key [count] and ZPOPMAX: the members of the lowest (highest)
-// scores removed and answered with their scores, flat without a count, a pair each with
-// one in RESP3. The read and the removal are not one transaction: two clients popping
-// at once may both answer the same member, which is removed once.
+// scores popped (popMembers) and answered with their scores, flat without a count, a pair
+// each with one in RESP3.
 func zpopCommand(c *conn, args [][]byte) {
 	if len(args) > 3 {
 		c.w.Error(errSyntax)
@@ -648,26 +772,106 @@ func zpopCommand(c *conn, args [][]byte) {
 			return
 		}
 	}
-	members, ok := c.readZset(args[1])
+	popped, ok := c.popMembers(args[1], string(c.lowerName) == "zpopmax", count)
+	switch {
+	case !ok:
+	case counted:
+		c.writeScored(popped, true)
+	default:
+		// Without a count the reply is flat in RESP3 too.
+		c.w.ArrayHeader(2 * len(popped))
+		for _, m := range popped {
+			c.w.Bulk(m.Name)
+			c.writeScore(m.Score)
+		}
+	}
+}
+
+// bzpopCommand is BZPOPMIN and BZPOPMAX key [key ...] timeout: the member of the lowest
+// (highest) score of the first sorted set, in the order named, that has one, as [key,
+// member, score]; it waits for one (block) when all are empty, and answers null when the
+// timeout passes.
+func bzpopCommand(c *conn, args [][]byte) {
+	deadline, forever, ok := c.parseTimeout(args[len(args)-1])
 	if !ok {
 		return
 	}
-	var popped []zset.Member
-	if count > 0 {
-		popped = zset.Ranks(members, 0, count-1, string(c.lowerName) == "zpopmax")
+	keys, highest := args[1:len(args)-1], string(c.lowerName) == "bzpopmax"
+	if c.block(keys, deadline, forever, func() bool {
+		key, popped, ok := c.popFirst(keys, highest, 1)
+		if ok && len(popped) > 0 {
+			c.w.ArrayHeader(3)
+			c.w.Bulk(key)
+			c.w.Bulk(popped[0].Name)
+			c.writeScore(popped[0].Score)
+		}
+		return !ok || len(popped) > 0
+	}) {
+		c.nullArray()
 	}
-	if !c.removeScored(args[1], popped) {
+}
+
+// zmpopCommand is ZMPOP numkeys key [key ...] MIN|MAX [COUNT count] and BZMPOP timeout
+// numkeys key [key ...] MIN|MAX [COUNT count]: up to count members popped from the first
+// sorted set that has one, as [key, [[member, score] ...]], or null when none has (BZMPOP
+// waits for one until its timeout). Redis's parsing and errors, in its order: BZMPOP's
+// timeout is read last.
+func zmpopCommand(c *conn, args [][]byte) {
+	blocks := c.lowerName[0] == 'b'
+	rest := args[1:]
+	if blocks {
+		rest = args[2:]
+	}
+	n, ok := parseInt(rest[0])
+	if !ok || n < 1 {
+		c.w.Error(errNumkeys)
 		return
 	}
-	if counted {
-		c.writeScored(popped, true)
+	if n >= int64(len(rest)-1) {
+		c.w.Error(errSyntax)
 		return
 	}
-	// Without a count the reply is flat in RESP3 too.
-	c.w.ArrayHeader(2 * len(popped))
-	for _, m := range popped {
-		c.w.Bulk(m.Name)
-		c.writeScore(m.Score)
+	keys, opts := rest[1:1+n], rest[1+n:]
+	var highest bool
+	switch upper(opts[0]) {
+	case "MIN":
+	case "MAX":
+		highest = true
+	default:
+		c.w.Error(errSyntax)
+		return
+	}
+	count := int64(-1)
+	for i := 1; i < len(opts); i++ {
+		if count != -1 || upper(opts[i]) != "COUNT" || i+1 == len(opts) {
+			c.w.Error(errSyntax)
+			return
+		}
+		i++
+		if count, ok = parseInt(opts[i]); !ok || count < 1 {
+			c.w.Error(errCountPositive)
+			return
+		}
+	}
+	count = max(count, 1)
+	try := func() bool {
+		key, popped, ok := c.popFirst(keys, highest, count)
+		if ok && len(popped) > 0 {
+			c.w.ArrayHeader(2)
+			c.w.Bulk(key)
+			c.writePairs(popped)
+		}
+		return !ok || len(popped) > 0
+	}
+	if !blocks {
+		if !try() {
+			c.nullArray()
+		}
+		return
+	}
+	deadline, forever, ok := c.parseTimeout(args[1])
+	if ok && c.block(keys, deadline, forever, try) {
+		c.nullArray()
 	}
 }
 

@@ -171,6 +171,82 @@ func TestZsetCommands(t *testing.T) {
 			{cmd("ZUNIONSTORE", "{t}u", "1", "{t}a", "WITHSCORES"), "-ERR syntax error\r\n"},
 			{cmd("ZINTER", "2", "{t}a", "{t}s2", "AGGREGATE", "avg"), "-ERR syntax error\r\n"},
 		}},
+		{"sets as inputs, scored 1", []step{
+			{cmd("ZADD", "{t}b", "1", "b", "2", "c", "3", "d"), ":3\r\n"},
+			{cmd("SADD", "{t}s", "a", "b", "c"), ":3\r\n"},
+			{cmd("ZUNIONSTORE", "{t}u", "2", "{t}s", "{t}b", "WEIGHTS", "2", "3"), ":4\r\n"},
+			{cmd("ZRANGE", "{t}u", "0", "-1", "WITHSCORES"), bulks("a", "2", "b", "5", "c", "8", "d", "9")},
+			{cmd("ZINTER", "2", "{t}s", "{t}b", "WITHSCORES"), bulks("b", "2", "c", "3")},
+			{cmd("ZDIFF", "2", "{t}s", "{t}b", "WITHSCORES"), bulks("a", "1")},
+			{cmd("ZINTERCARD", "2", "{t}s", "{t}b"), ":2\r\n"},
+			{cmd("SADD", "{t}s2", "x"), ":1\r\n"},
+			{cmd("ZINTERSTORE", "{t}i", "2", "{t}s", "{t}s2"), ":0\r\n"},
+			{cmd("HSET", "{t}h", "a", "1"), ":1\r\n"},
+			{cmd("ZUNION", "2", "{t}s", "{t}h"), wrongType},
+			{cmd("ZRANGESTORE", "{t}r", "{t}s", "0", "-1"), wrongType}, // a range's source is a sorted set only
+		}},
+		{"ZINTERCARD", []step{
+			{cmd("ZADD", "{t}a", "1", "a", "2", "b", "3", "c"), ":3\r\n"},
+			{cmd("ZADD", "{t}b", "1", "b", "2", "c", "3", "d"), ":3\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a", "{t}b"), ":2\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a", "{t}b", "LIMIT", "0"), ":2\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a", "{t}b", "limit", "1"), ":1\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a", "{t}b", "LIMIT", "10"), ":2\r\n"},
+			{cmd("ZINTERCARD", "1", "nokey"), ":0\r\n"},
+			{cmd("ZINTERCARD", "1", "{t}a", "{t}a"), "-ERR syntax error\r\n"},
+			{cmd("ZINTERCARD", "1", "{t}a", "LIMIT"), "-ERR syntax error\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a", "{t}b", "WITHSCORES"), "-ERR syntax error\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a", "{t}b", "WEIGHTS", "1", "2"), "-ERR syntax error\r\n"},
+			{cmd("ZINTERCARD", "1", "{t}a", "LIMIT", "-1"), "-ERR LIMIT can't be negative\r\n"},
+			{cmd("ZINTERCARD", "1", "{t}a", "LIMIT", "a"), "-ERR LIMIT can't be negative\r\n"},
+			{cmd("ZINTERCARD", "0", "{t}a"), "-ERR at least 1 input key is needed for 'zintercard' command\r\n"},
+			{cmd("ZINTERCARD", "x", "{t}a"), "-ERR value is not an integer or out of range\r\n"},
+			{cmd("ZINTERCARD", "2", "{t}a"), "-ERR syntax error\r\n"},
+		}},
+		{"ZMPOP", []step{
+			{cmd("ZADD", "{t}a", "1", "a", "2", "b", "3", "c"), ":3\r\n"},
+			{cmd("ZMPOP", "2", "{t}none", "{t}a", "MIN"), "*2\r\n$4\r\n{t}a\r\n*1\r\n" + bulks("a", "1")},
+			{cmd("ZMPOP", "1", "{t}a", "max", "count", "5"), "*2\r\n$4\r\n{t}a\r\n*2\r\n" + bulks("c", "3") + bulks("b", "2")},
+			{cmd("ZMPOP", "1", "{t}a", "MIN"), "*-1\r\n"}, // emptied
+			{cmd("ZMPOP", "2", "{t}none", "{t}a", "MAX", "COUNT", "1"), "*-1\r\n"},
+			{cmd("SET", "{t}s", "x"), "+OK\r\n"},
+			{cmd("ZMPOP", "2", "{t}none", "{t}s", "MIN"), wrongType},
+			{cmd("ZMPOP", "1", "{t}s", "MIN", "COUNT", "0"), "-ERR count should be greater than 0\r\n"}, // arguments first
+			{cmd("ZADD", "{t}b", "1", "b"), ":1\r\n"},
+			{cmd("ZMPOP", "2", "{t}b", "{t}s", "MIN"), "*2\r\n$4\r\n{t}b\r\n*1\r\n" + bulks("b", "1")}, // {t}s is not reached
+			{cmd("ZMPOP", "1"), "-ERR wrong number of arguments for 'zmpop' command\r\n"},
+			{cmd("ZMPOP", "1", "k"), "-ERR wrong number of arguments for 'zmpop' command\r\n"},
+			{cmd("ZMPOP", "0", "k", "MIN"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("ZMPOP", "a", "k", "MIN"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("ZMPOP", "-1", "k", "MAX"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("ZMPOP", "2", "k", "MIN"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "bad_where"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "MIN", "bar_arg"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "MAX", "MIN"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "COUNT"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "MIN", "COUNT"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "MAX", "COUNT", "1", "COUNT", "2"), "-ERR syntax error\r\n"},
+			{cmd("ZMPOP", "1", "k", "MAX", "COUNT", "a"), "-ERR count should be greater than 0\r\n"},
+			{cmd("ZMPOP", "1", "k", "MIN", "COUNT", "-1"), "-ERR count should be greater than 0\r\n"},
+		}},
+		{"blocking pops with members there", []step{
+			{cmd("ZADD", "z", "0", "a", "1", "b", "2", "c"), ":3\r\n"},
+			{cmd("BZPOPMIN", "none", "z", "0"), bulks("z", "a", "0")},
+			{cmd("BZPOPMAX", "z", "5"), bulks("z", "c", "2")},
+			{cmd("BZMPOP", "0", "2", "none", "z", "MIN", "COUNT", "10"), "*2\r\n$1\r\nz\r\n*1\r\n" + bulks("b", "1")},
+			{cmd("BZPOPMIN", "z", "0.01"), "*-1\r\n"}, // the timeout passes
+			{cmd("BZMPOP", "0.01", "1", "z", "MAX"), "*-1\r\n"},
+			{cmd("BZPOPMIN", "z", "-1"), "-ERR timeout is negative\r\n"},
+			{cmd("BZPOPMIN", "z", "x"), "-ERR timeout is not a float or out of range\r\n"},
+			{cmd("BZMPOP", "x", "1", "z", "MIN"), "-ERR timeout is not a float or out of range\r\n"},
+			{cmd("BZMPOP", "-1", "0", "z", "MIN"), "-ERR numkeys should be greater than 0\r\n"}, // numkeys before the timeout
+			{cmd("BZMPOP", "0", "1", "z", "MIN", "COUNT", "0"), "-ERR count should be greater than 0\r\n"},
+			{cmd("BZMPOP", "0", "1", "z"), "-ERR wrong number of arguments for 'bzmpop' command\r\n"},
+			{cmd("BZPOPMIN", "z"), "-ERR wrong number of arguments for 'bzpopmin' command\r\n"},
+			{cmd("SET", "s", "x"), "+OK\r\n"},
+			{cmd("BZPOPMIN", "s", "1"), wrongType},
+			{cmd("BZMPOP", "1", "2", "none", "s", "MAX", "COUNT", "1"), wrongType},
+		}},
 		{"wrong types", []step{
 			{cmd("ZADD", "z", "1", "a"), ":1\r\n"},
 			{cmd("SET", "s", "1"), "+OK\r\n"},
@@ -210,7 +286,137 @@ func TestZsetRESP3(t *testing.T) {
 		{cmd("ZRANGE", "z", "0", "-1", "WITHSCORES"), "*2\r\n*2\r\n$1\r\na\r\n,1\r\n*2\r\n$1\r\nb\r\n,inf\r\n"},
 		{cmd("ZPOPMIN", "z"), "*2\r\n$1\r\na\r\n,1\r\n"},
 		{cmd("ZPOPMAX", "z", "1"), "*1\r\n*2\r\n$1\r\nb\r\n,inf\r\n"},
+		{cmd("ZADD", "z", "1", "a", "2", "b"), ":2\r\n"},
+		{cmd("BZPOPMIN", "z", "0"), "*3\r\n$1\r\nz\r\n$1\r\na\r\n,1\r\n"},
+		{cmd("ZMPOP", "1", "z", "MIN"), "*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nb\r\n,2\r\n"},
+		{cmd("ZMPOP", "1", "z", "MIN"), "_\r\n"},
+		{cmd("BZMPOP", "0.01", "1", "z", "MIN"), "_\r\n"},
+		{cmd("BZPOPMAX", "z", "0.01"), "_\r\n"},
 	})
+}
+
+// TestBlockingZpopWakes: a client blocked in BZPOPMIN or BZMPOP on empty sorted sets is
+// woken by each command that gives one of them members, and pops from it.
+func TestBlockingZpopWakes(t *testing.T) {
+	tests := []struct {
+		name  string
+		block []string
+		setup []step // before the block
+		wake  step
+		want  string
+	}{
+		{"ZADD", cmd("BZPOPMIN", "{t}z", "{t}y", "0"), nil,
+			step{cmd("ZADD", "{t}y", "-1", "foo", "1", "bar"), ":2\r\n"}, bulks("{t}y", "foo", "-1")},
+		{"ZINCRBY", cmd("BZPOPMAX", "{t}z", "0"), nil,
+			step{cmd("ZINCRBY", "{t}z", "2.5", "m"), "$3\r\n2.5\r\n"}, bulks("{t}z", "m", "2.5")},
+		{"ZADD after the last member went", cmd("BZMPOP", "0", "1", "{t}z", "MAX", "COUNT", "2"),
+			[]step{{cmd("ZADD", "{t}z", "1", "a"), ":1\r\n"}, {cmd("ZREM", "{t}z", "a"), ":1\r\n"}},
+			step{cmd("ZADD", "{t}z", "1", "a", "2", "b", "3", "c"), ":3\r\n"}, "*2\r\n$4\r\n{t}z\r\n*2\r\n" + bulks("c", "3") + bulks("b", "2")},
+		{"ZUNIONSTORE", cmd("BZMPOP", "0", "2", "{t}z", "{t}y", "MIN"),
+			[]step{{cmd("SADD", "{t}s", "m"), ":1\r\n"}},
+			step{cmd("ZUNIONSTORE", "{t}y", "1", "{t}s"), ":1\r\n"}, "*2\r\n$4\r\n{t}y\r\n*1\r\n" + bulks("m", "1")},
+		{"ZRANGESTORE", cmd("BZPOPMIN", "{t}z", "0"),
+			[]step{{cmd("ZADD", "{t}src", "7", "m"), ":1\r\n"}},
+			step{cmd("ZRANGESTORE", "{t}z", "{t}src", "0", "-1"), ":1\r\n"}, bulks("{t}z", "m", "7")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			converse(t, addr, tt.setup)
+			blocked := dial(t, addr)
+			blocked.send(encode(tt.block...))
+			waitBlocked(t, s, 1)
+			converse(t, addr, []step{tt.wake})
+			blocked.expect(tt.want)
+			waitBlocked(t, s, 0)
+		})
+	}
+}
+
+// TestConcurrentZpopsTakeEachMemberOnce: clients popping one sorted set at once, by
+// ZPOPMIN, ZMPOP and BZPOPMIN, get every member exactly once between them, and each
+// client its members in score order (the lowest left, at each pop).
+func TestConcurrentZpopsTakeEachMemberOnce(t *testing.T) {
+	const members, clients = 60, 6
+	_, _, addr := startServer(t, Config{})
+	add := []string{"ZADD", "z"}
+	for i := range members {
+		add = append(add, strconv.Itoa(i), "m"+strconv.Itoa(i))
+	}
+	converse(t, addr, []step{{add, ":" + strconv.Itoa(members) + "\r\n"}})
+	pops := [][]string{cmd("ZPOPMIN", "z", "2"), cmd("ZMPOP", "1", "z", "MIN", "COUNT", "3"), cmd("BZPOPMIN", "z", "0.01")}
+	got := make(chan []string, clients)
+	for i := range clients {
+		go func() {
+			rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, PoolSize: 1})
+			defer rdb.Close()
+			var names []string
+			for {
+				v, err := rdb.Do(context.Background(), toAny(pops[i%len(pops)])...).Result()
+				if err == redis.Nil {
+					break
+				}
+				if err != nil {
+					t.Errorf("%v: %v", pops[i%len(pops)], err)
+					break
+				}
+				popped := poppedNames(pops[i%len(pops)][0], v)
+				if len(popped) == 0 {
+					break
+				}
+				names = append(names, popped...)
+			}
+			got <- names
+		}()
+	}
+	seen := map[string]int{}
+	for range clients {
+		last := -1
+		for _, name := range <-got {
+			seen[name]++
+			score, _ := strconv.Atoi(strings.TrimPrefix(name, "m"))
+			if score <= last {
+				t.Errorf("a client popped %s after m%d", name, last)
+			}
+			last = score
+		}
+	}
+	for i := range members {
+		if name := "m" + strconv.Itoa(i); seen[name] != 1 {
+			t.Errorf("%s popped %d times, want once", name, seen[name])
+		}
+	}
+	if len(seen) != members {
+		t.Errorf("%d members popped, want %d", len(seen), members)
+	}
+}
+
+func toAny(args []string) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
+}
+
+// poppedNames returns the members named by the RESP2 reply of pop: ZPOPMIN's flat
+// pairs, ZMPOP's key and pairs, BZPOPMIN's key, member and score.
+func poppedNames(pop string, reply any) []string {
+	items, _ := reply.([]any)
+	var names []string
+	switch pop {
+	case "BZPOPMIN":
+		names = append(names, items[1].(string))
+	case "ZMPOP":
+		for _, p := range items[1].([]any) {
+			names = append(names, p.([]any)[0].(string))
+		}
+	default:
+		for i := 0; i < len(items); i += 2 {
+			names = append(names, items[i].(string))
+		}
+	}
+	return names
 }
 
 // TestGoRedisReadsZsetReplies drives the sorted-set commands with go-redis, in RESP2 and

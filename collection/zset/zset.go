@@ -23,6 +23,7 @@ import (
 	"strconv"
 
 	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -156,6 +157,24 @@ func Remove(key []byte, m Member) []lww.Record {
 	return []lww.Record{
 		{Key: MemberKey(key, m.Name), Tombstone: true},
 		{Key: ScoreKey(key, m.Score, m.Name), Tombstone: true},
+	}
+}
+
+// Take is the pop rule (ZPOPMIN, ZMPOP, BZPOPMIN and the like), a lightweight
+// transaction's function on the member record of a member read with score: delete it if
+// it still holds that score in the sorted set's life after reset (its reset point), and
+// leave it alone otherwise, when another pop took it first or a ZADD moved it (it may no
+// longer be the lowest or highest). Of two pops of one member, through any nodes, the
+// transaction lets one delete it; the other reads again.
+func Take(reset hlc.Timestamp, score float64) func(cur lww.Record, found bool) (lww.Record, bool, error) {
+	return func(cur lww.Record, found bool) (lww.Record, bool, error) {
+		if !found || cur.Timestamp <= reset {
+			return lww.Record{}, false, nil
+		}
+		if had, ok := ParseScoreValue(cur.Value); !ok || had != score {
+			return lww.Record{}, false, nil
+		}
+		return lww.Record{Tombstone: true}, true, nil
 	}
 }
 

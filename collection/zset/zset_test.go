@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -100,6 +101,33 @@ func TestSetTombstonesTheOldEntry(t *testing.T) {
 		if got := len(recs) == 3 && recs[2].Tombstone && bytes.Equal(recs[2].Key, ScoreKey(key, tt.had, m)); got != tt.tombstoned {
 			t.Errorf("%s: tombstone of the entry at %g: %v, want %v", tt.name, tt.had, got, tt.tombstoned)
 		}
+	}
+}
+
+// TestTake: a pop deletes a member record only while it holds the score the pop read, in
+// the sorted set's current life.
+func TestTake(t *testing.T) {
+	const reset = hlc.Timestamp(10)
+	tests := []struct {
+		name  string
+		cur   lww.Record
+		found bool
+		taken bool
+	}{
+		{"there with the score read", lww.Record{Value: ScoreValue(2), Timestamp: 11}, true, true},
+		{"popped by another client", lww.Record{}, false, false},
+		{"moved by a ZADD", lww.Record{Value: ScoreValue(3), Timestamp: 12}, true, false},
+		{"of the life before the reset point", lww.Record{Value: ScoreValue(2), Timestamp: 10}, true, false},
+		{"not a score", lww.Record{Value: []byte("x"), Timestamp: 11}, true, false},
+	}
+	for _, tt := range tests {
+		next, write, err := Take(reset, 2)(tt.cur, tt.found)
+		if err != nil || write != tt.taken || (write && !next.Tombstone) {
+			t.Errorf("%s: Take = %v, %v, %v; want taken %v", tt.name, next, write, err, tt.taken)
+		}
+	}
+	if _, write, _ := Take(reset, 0)(lww.Record{Value: ScoreValue(math.Copysign(0, -1)), Timestamp: 11}, true); !write {
+		t.Error("a member read at 0 and holding -0 was not taken: Redis orders the two as one score")
 	}
 }
 
