@@ -407,7 +407,8 @@ func (q *queueRun) work(ctx context.Context, w *appWorker, deadline time.Time) {
 			return
 		}
 		w.do(ctx, func(ctx context.Context) error {
-			got, err := w.rdb.BRPop(ctx, appPopWait, q.key).Result()
+			// Sent as is: go-redis's BRPop rounds a wait under a second up to one.
+			got, err := w.rdb.Do(ctx, "BRPOP", q.key, strconv.FormatFloat(appPopWait.Seconds(), 'f', -1, 64)).StringSlice()
 			switch {
 			case errors.Is(err, redis.Nil):
 				return errAppIdle
