@@ -180,9 +180,9 @@ func runAppPattern(ctx context.Context, progress *Progress, p appPattern, entrie
 	for round := range o.repeats {
 		for turn := range entries {
 			i := (turn + round) % len(entries)
-			r, check := runAppRound(ctx, p, clients[i], o, round)
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
+			r, check, err := runAppRound(ctx, p, clients[i], o, round)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s, %s round %d: %w", p.name, entries[i].name, round+1, err)
 			}
 			rounds[i] = append(rounds[i], r)
 			if check != nil {
@@ -378,18 +378,20 @@ func medianAppRow(rounds []appRound) RedisAppsRow {
 }
 
 // AppCheck is one round of a pattern's check that the server kept what it answered:
-// the queue's exactly-once delivery.
+// the queue's exactly-once delivery, the counters' sums.
 type AppCheck struct {
 	Pattern string `json:"pattern" table:"group"`
 	Target  string `json:"target"`
 	Round   int    `json:"round"`
-	// Pushed are the items whose LPUSH was answered; Unconfirmed those whose LPUSH
-	// failed (each may or may not be in the queue).
-	Pushed      int `json:"pushed"`
+	// Writes are the writes answered (LPUSHes, INCRs); Unconfirmed those that failed,
+	// each of which may or may not have taken effect.
+	Writes      int `json:"writes"`
 	Unconfirmed int `json:"unconfirmed"`
-	Popped      int `json:"popped"`
-	// Lost are items pushed and never popped; Duplicated the pops of an item beyond its
-	// first, and of items never pushed.
+	// Found is what was read back: the items popped, the counters' growth.
+	Found int `json:"found"`
+	// Lost are answered writes not found (items never popped, increments not counted);
+	// Duplicated what was found more than written (an item popped again or never
+	// pushed, an increment counted twice).
 	Lost       int  `json:"lost"`
 	Duplicated int  `json:"duplicated"`
 	OK         bool `json:"ok"`
@@ -405,12 +407,12 @@ func redisAppsReport(rows []RedisAppsRow, checks []AppCheck, o redisAppsOptions)
 		failed := []string{}
 		for _, c := range checks {
 			if !c.OK {
-				failed = append(failed, fmt.Sprintf("%s round %d: %d lost, %d duplicated", c.Target, c.Round, c.Lost, c.Duplicated))
+				failed = append(failed, fmt.Sprintf("%s, %s round %d: %d lost, %d duplicated", c.Pattern, c.Target, c.Round, c.Lost, c.Duplicated))
 			}
 		}
-		summary["queue_exactly_once"] = fmt.Sprintf("%d of %d runs", len(checks)-len(failed), len(checks))
+		summary["checks_passed"] = fmt.Sprintf("%d of %d runs", len(checks)-len(failed), len(checks))
 		if len(failed) > 0 {
-			summary["queue_failures"] = strings.Join(failed, "; ")
+			summary["check_failures"] = strings.Join(failed, "; ")
 		}
 	}
 	// Per kura row, its CPU per op over redis-always's, lowest and highest over the
@@ -439,7 +441,7 @@ func redisAppsReport(rows []RedisAppsRow, checks []AppCheck, o redisAppsOptions)
 		Notes: []string{
 			"targets: redis = redis-server with save \"\" and appendonly no (nothing on disk); redis-always = save \"\", appendonly yes, appendfsync always (every write in the AOF, fsynced, before the reply); kura-1 = one kura server process, data on disk, WAL synced before a write is acknowledged, level ONE; kura-3 = three kura server processes on 127.0.0.2-4 in two DCs (2+1), replication dc1=2,dc2=1, level QUORUM (SERIAL for lightweight transactions), the clients spread over the three nodes; kura-1-pn and kura-3-pn = the same servers with the connections in KURA.COUNTERS PN (conflict-free counters, no Paxos)",
 			"an op is one command answered; ops_per_s the ops of a round over the time to its last answer; latencies per command (BRPOP's include its wait for an item); cpu_us_per_op the server's processes' CPU time (user+system from /proc in 10 ms ticks, every node) per op; medians of the rounds, with the slowest and fastest round's ops/s and CPU beside; cpu_ratio_always = cpu_us_per_op over redis-always's in the same pattern",
-			"the queue's check (reduction): every item whose LPUSH was answered must be popped exactly once; consumers drain after the producers stop, until every pushed item is popped or no pop came for " + strconv.Itoa(int(appDrainIdle/time.Second)) + " s",
+			"the checks (reduction): in the queue, every item whose LPUSH was answered must be popped exactly once (the consumers drain after the producers stop, until every pushed item is popped or no pop came for " + strconv.Itoa(int(appDrainIdle/time.Second)) + " s); in the counters, the sum of the counters (MGET) must grow by the INCRs answered, plus at most those that failed",
 			"the clients run in the bench's process on the same cores as the servers: on 2 cores they cap every target's throughput, so compare CPU per op more than ops/s",
 		},
 	}

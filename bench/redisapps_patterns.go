@@ -48,8 +48,8 @@ type appPattern struct {
 	commands string // for the report's scale
 	// load fills the target before the rounds (nil: nothing to load).
 	load func(ctx context.Context, c *appClient, o redisAppsOptions) error
-	// newRun makes a round's state for the entry named target.
-	newRun func(o redisAppsOptions, round int, target string) appRun
+	// newRun makes a round's state for the entry c.
+	newRun func(ctx context.Context, o redisAppsOptions, round int, c *appClient) (appRun, error)
 }
 
 // appRun is one round of a pattern against one target.
@@ -58,7 +58,7 @@ type appRun interface {
 	work(ctx context.Context, w *appWorker, deadline time.Time)
 	// check judges what the server kept once every worker is done; nil when the pattern
 	// has no check.
-	check() *AppCheck
+	check(ctx context.Context) (*AppCheck, error)
 }
 
 var appPatterns = []appPattern{
@@ -67,17 +67,12 @@ var appPatterns = []appPattern{
 	{name: patternSessions, commands: "a fifth HSET of 4 fields then EXPIRE, four fifths HGETALL", load: loadSessions,
 		newRun: stepper(sessionStep)},
 	{name: patternQueue, commands: "half the clients LPUSH, half BRPOP, every item popped exactly once",
-		newRun: func(o redisAppsOptions, round int, _ string) appRun { return newQueueRun(o, round) }},
+		newRun: func(_ context.Context, o redisAppsOptions, round int, _ *appClient) (appRun, error) {
+			return newQueueRun(o, round), nil
+		}},
 	{name: patternTags, commands: "SADD, SREM a fifth each, SISMEMBER two fifths, SINTER of two tags a fifth", load: loadTags,
 		newRun: stepper(tagsStep)},
-	{name: patternCounters, commands: "INCR",
-		newRun: func(o redisAppsOptions, _ int, target string) appRun {
-			// Each entry its own keys: a key keeps the counter kind it was made with.
-			return stepRun(func(ctx context.Context, w *appWorker) {
-				key := "counter:" + target + ":" + strconv.Itoa(w.r.IntN(o.items))
-				w.do(ctx, func(ctx context.Context) error { return w.rdb.Incr(ctx, key).Err() })
-			})
-		}},
+	{name: patternCounters, commands: "INCR, the counters' sum checked", newRun: newCounterRun},
 }
 
 func appPatternNames() []string {
@@ -150,19 +145,22 @@ func (s stepRun) work(ctx context.Context, w *appWorker, deadline time.Time) {
 	}
 }
 
-func (stepRun) check() *AppCheck { return nil }
+func (stepRun) check(context.Context) (*AppCheck, error) { return nil, nil }
 
 // stepper makes a pattern's newRun from a step that needs the options only.
-func stepper(step func(ctx context.Context, w *appWorker, o redisAppsOptions)) func(redisAppsOptions, int, string) appRun {
-	return func(o redisAppsOptions, _ int, _ string) appRun {
-		return stepRun(func(ctx context.Context, w *appWorker) { step(ctx, w, o) })
+func stepper(step func(ctx context.Context, w *appWorker, o redisAppsOptions)) func(context.Context, redisAppsOptions, int, *appClient) (appRun, error) {
+	return func(_ context.Context, o redisAppsOptions, _ int, _ *appClient) (appRun, error) {
+		return stepRun(func(ctx context.Context, w *appWorker) { step(ctx, w, o) }), nil
 	}
 }
 
 // runAppRound runs one round of p against c's server: o.clients workers for
 // o.duration, the server's processes' CPU time read around it; n is the round's number.
-func runAppRound(ctx context.Context, p appPattern, c *appClient, o redisAppsOptions, n int) (appRound, *AppCheck) {
-	run := p.newRun(o, n, c.name)
+func runAppRound(ctx context.Context, p appPattern, c *appClient, o redisAppsOptions, n int) (appRound, *AppCheck, error) {
+	run, err := p.newRun(ctx, o, n, c)
+	if err != nil {
+		return appRound{}, nil, err
+	}
 	workers := make([]*appWorker, o.clients)
 	cpuBefore := processesCPU(c.pids)
 	start := time.Now()
@@ -200,7 +198,11 @@ func runAppRound(ctx context.Context, p appPattern, c *appClient, o redisAppsOpt
 		ms := func(q float64) float64 { return round(float64(latencies.Percentile(q))/float64(time.Millisecond), 3) }
 		r.LatencyMsP50, r.LatencyMsP99, r.LatencyMsP999 = ms(0.5), ms(0.99), ms(0.999)
 	}
-	return r, run.check()
+	if ctx.Err() != nil {
+		return appRound{}, nil, ctx.Err()
+	}
+	check, err := run.check(ctx)
+	return r, check, err
 }
 
 // loadChunks fills groups (boards, tags; 1 for the sessions) of n items each, one
@@ -371,12 +373,9 @@ type queueRun struct {
 	producers int
 	deadline  time.Duration // how long the consumers drain without a pop
 	ledger    queueLedger
-	// producing counts the producers still pushing; pushed counts the pushes answered,
-	// popped every item popped; progress is when the last pop came or the producers
-	// stopped (Unix nanoseconds), for the drain's end.
+	// producing counts the producers still pushing; progress is when the last pop came
+	// or the producers stopped (Unix nanoseconds), for the drain's end.
 	producing atomic.Int64
-	pushed    atomic.Int64
-	popped    atomic.Int64
 	progress  atomic.Int64
 }
 
@@ -393,9 +392,6 @@ func (q *queueRun) work(ctx context.Context, w *appWorker, deadline time.Time) {
 			item := strconv.Itoa(w.id) + ":" + strconv.Itoa(seq)
 			err := w.do(ctx, func(ctx context.Context) error { return w.rdb.LPush(ctx, q.key, item).Err() })
 			q.ledger.push(item, err == nil)
-			if err == nil {
-				q.pushed.Add(1)
-			}
 		}
 		if q.producing.Add(-1) == 0 {
 			q.progress.Store(time.Now().UnixNano())
@@ -403,7 +399,7 @@ func (q *queueRun) work(ctx context.Context, w *appWorker, deadline time.Time) {
 		return
 	}
 	for ctx.Err() == nil {
-		if q.producing.Load() == 0 && (q.popped.Load() >= q.pushed.Load() || time.Since(time.Unix(0, q.progress.Load())) > q.deadline) {
+		if q.producing.Load() == 0 && (q.ledger.waiting() == 0 || time.Since(time.Unix(0, q.progress.Load())) > q.deadline) {
 			return
 		}
 		w.do(ctx, func(ctx context.Context) error {
@@ -418,32 +414,48 @@ func (q *queueRun) work(ctx context.Context, w *appWorker, deadline time.Time) {
 				return fmt.Errorf("BRPOP answered %q, want the key and an item", got)
 			}
 			q.ledger.pop(got[1])
-			q.popped.Add(1)
 			q.progress.Store(time.Now().UnixNano())
 			return nil
 		})
 	}
 }
 
-func (q *queueRun) check() *AppCheck { return q.ledger.check() }
+func (q *queueRun) check(context.Context) (*AppCheck, error) { return q.ledger.check(), nil }
 
 // queueLedger records a queue's pushes, answered or not, and its pops.
 type queueLedger struct {
 	mu     sync.Mutex
 	pushed map[string]bool // item -> its LPUSH was answered
 	pops   map[string]int
+	// unpopped counts the answered pushes not popped yet: the drain is done at 0.
+	unpopped int
 }
 
+// push records an item's LPUSH, which a consumer may have popped already: the
+// answer reaches the producer after the item reaches the queue.
 func (l *queueLedger) push(item string, answered bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pushed[item] = answered
+	if answered && l.pops[item] == 0 {
+		l.unpopped++
+	}
 }
 
 func (l *queueLedger) pop(item string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pops[item]++
+	if l.pops[item] == 1 && l.pushed[item] {
+		l.unpopped--
+	}
+}
+
+// waiting is how many answered pushes are not popped yet.
+func (l *queueLedger) waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unpopped
 }
 
 // check counts the items pushed and never popped (lost) and the pops of an item after
@@ -458,19 +470,94 @@ func (l *queueLedger) check() *AppCheck {
 			c.Unconfirmed++
 			continue
 		}
-		c.Pushed++
+		c.Writes++
 		if l.pops[item] == 0 {
 			c.Lost++
 		}
 	}
 	for item, n := range l.pops {
-		c.Popped += n
+		c.Found += n
 		if _, known := l.pushed[item]; !known {
 			c.Duplicated += n
 		} else {
 			c.Duplicated += n - 1
 		}
 	}
+	c.OK = c.Lost == 0 && c.Duplicated == 0
+	return c
+}
+
+// counterRun is a round of the counters: INCRs over the entry's own keys (a key keeps the
+// kind of counter it was made as), and the check that the counters' sum grew by the
+// INCRs answered.
+type counterRun struct {
+	c                *appClient
+	keys             []string
+	before           int64
+	answered, failed atomic.Int64
+}
+
+func newCounterRun(ctx context.Context, o redisAppsOptions, _ int, c *appClient) (appRun, error) {
+	r := &counterRun{c: c, keys: make([]string, o.items)}
+	for i := range r.keys {
+		r.keys[i] = "counter:" + c.name + ":" + strconv.Itoa(i)
+	}
+	var err error
+	r.before, err = r.sum(ctx, o.opTimeout)
+	return r, err
+}
+
+func (r *counterRun) work(ctx context.Context, w *appWorker, deadline time.Time) {
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		key := r.keys[w.r.IntN(len(r.keys))]
+		if w.do(ctx, func(ctx context.Context) error { return w.rdb.Incr(ctx, key).Err() }) == nil {
+			r.answered.Add(1)
+		} else if ctx.Err() == nil {
+			r.failed.Add(1)
+		}
+	}
+}
+
+// sum reads every counter through the first node (MGET, a chunk of keys at a time); a
+// missing key counts 0.
+func (r *counterRun) sum(ctx context.Context, timeout time.Duration) (int64, error) {
+	var total int64
+	for from := 0; from < len(r.keys); from += appLoadChunk {
+		octx, cancel := context.WithTimeout(ctx, timeout)
+		values, err := r.c.node(0).MGet(octx, r.keys[from:min(len(r.keys), from+appLoadChunk)]...).Result()
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("read the counters: %w", err)
+		}
+		for i, v := range values {
+			if v == nil {
+				continue
+			}
+			s, _ := v.(string)
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("counter %s holds %q, not an integer", r.keys[from+i], v)
+			}
+			total += n
+		}
+	}
+	return total, nil
+}
+
+func (r *counterRun) check(ctx context.Context) (*AppCheck, error) {
+	after, err := r.sum(ctx, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	return counterCheck(int(r.answered.Load()), int(r.failed.Load()), int(after-r.before)), nil
+}
+
+// counterCheck judges a round of INCRs by one each: the counters grew by found, which
+// must be the increments answered plus at most those that failed (each may or may not
+// have been applied).
+func counterCheck(answered, failed, found int) *AppCheck {
+	c := &AppCheck{Writes: answered, Unconfirmed: failed, Found: found,
+		Lost: max(0, answered-found), Duplicated: max(0, found-answered-failed)}
 	c.OK = c.Lost == 0 && c.Duplicated == 0
 	return c
 }

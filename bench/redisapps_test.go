@@ -13,44 +13,83 @@ import (
 )
 
 // TestQueueLedgerCheck feeds the queue's check pushes and pops as a server might answer
-// them: it passes only when every answered push is popped exactly once.
+// them: it passes only when every answered push is popped exactly once, and the drain
+// waits for exactly the answered pushes not popped yet, whichever comes first of an
+// item's pop and its push's answer.
 func TestQueueLedgerCheck(t *testing.T) {
 	tests := []struct {
-		name   string
-		pushed map[string]bool
-		pops   []string
-		want   AppCheck
+		name      string
+		pushed    map[string]bool
+		pops      []string
+		popsFirst bool // the pops reach the ledger before the pushes' answers
+		want      AppCheck
+		waiting   int
 	}{
-		{"each once", map[string]bool{"a": true, "b": true}, []string{"b", "a"},
-			AppCheck{Pushed: 2, Popped: 2, OK: true}},
-		{"one lost", map[string]bool{"a": true, "b": true}, []string{"a"},
-			AppCheck{Pushed: 2, Popped: 1, Lost: 1}},
-		{"one popped twice", map[string]bool{"a": true, "b": true}, []string{"a", "b", "a"},
-			AppCheck{Pushed: 2, Popped: 3, Duplicated: 1}},
-		{"an item never pushed", map[string]bool{"a": true}, []string{"a", "z"},
-			AppCheck{Pushed: 1, Popped: 2, Duplicated: 1}},
-		{"a failed push popped once", map[string]bool{"a": true, "b": false}, []string{"a", "b"},
-			AppCheck{Pushed: 1, Unconfirmed: 1, Popped: 2, OK: true}},
-		{"a failed push never popped", map[string]bool{"a": true, "b": false}, []string{"a"},
-			AppCheck{Pushed: 1, Unconfirmed: 1, Popped: 1, OK: true}},
-		{"a failed push popped twice", map[string]bool{"b": false}, []string{"b", "b"},
-			AppCheck{Unconfirmed: 1, Popped: 2, Duplicated: 1}},
-		{"nothing", map[string]bool{}, nil, AppCheck{OK: true}},
+		{"each once", map[string]bool{"a": true, "b": true}, []string{"b", "a"}, false,
+			AppCheck{Writes: 2, Found: 2, OK: true}, 0},
+		{"each once, popped before the push was answered", map[string]bool{"a": true, "b": true}, []string{"b", "a"}, true,
+			AppCheck{Writes: 2, Found: 2, OK: true}, 0},
+		{"one lost", map[string]bool{"a": true, "b": true}, []string{"a"}, false,
+			AppCheck{Writes: 2, Found: 1, Lost: 1}, 1},
+		{"one popped twice", map[string]bool{"a": true, "b": true}, []string{"a", "b", "a"}, false,
+			AppCheck{Writes: 2, Found: 3, Duplicated: 1}, 0},
+		{"one popped twice before the push was answered, one lost", map[string]bool{"a": true, "b": true}, []string{"a", "a"}, true,
+			AppCheck{Writes: 2, Found: 2, Lost: 1, Duplicated: 1}, 1},
+		{"an item never pushed", map[string]bool{"a": true}, []string{"a", "z"}, false,
+			AppCheck{Writes: 1, Found: 2, Duplicated: 1}, 0},
+		{"a failed push popped once", map[string]bool{"a": true, "b": false}, []string{"a", "b"}, false,
+			AppCheck{Writes: 1, Unconfirmed: 1, Found: 2, OK: true}, 0},
+		{"a failed push never popped", map[string]bool{"a": true, "b": false}, []string{"a"}, false,
+			AppCheck{Writes: 1, Unconfirmed: 1, Found: 1, OK: true}, 0},
+		{"a failed push popped twice", map[string]bool{"b": false}, []string{"b", "b"}, false,
+			AppCheck{Unconfirmed: 1, Found: 2, Duplicated: 1}, 0},
+		{"nothing", map[string]bool{}, nil, false, AppCheck{OK: true}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var l queueLedger
-			l.pushed, l.pops = map[string]bool{}, map[string]int{}
-			for item, answered := range tt.pushed {
-				l.push(item, answered)
+			l := queueLedger{pushed: map[string]bool{}, pops: map[string]int{}}
+			push := func() {
+				for item, answered := range tt.pushed {
+					l.push(item, answered)
+				}
+			}
+			if !tt.popsFirst {
+				push()
 			}
 			for _, item := range tt.pops {
 				l.pop(item)
 			}
+			if tt.popsFirst {
+				push()
+			}
 			if got := *l.check(); got != tt.want {
 				t.Errorf("check = %+v, want %+v", got, tt.want)
 			}
+			if got := l.waiting(); got != tt.waiting {
+				t.Errorf("waiting = %d, want %d", got, tt.waiting)
+			}
 		})
+	}
+}
+
+// TestCounterCheck: the counters must grow by the INCRs answered, plus at most the
+// failed ones.
+func TestCounterCheck(t *testing.T) {
+	tests := []struct {
+		name                    string
+		answered, failed, found int
+		want                    AppCheck
+	}{
+		{"every increment", 10, 0, 10, AppCheck{Writes: 10, Found: 10, OK: true}},
+		{"a failed one applied", 10, 2, 11, AppCheck{Writes: 10, Unconfirmed: 2, Found: 11, OK: true}},
+		{"the failed ones not applied", 10, 2, 10, AppCheck{Writes: 10, Unconfirmed: 2, Found: 10, OK: true}},
+		{"one lost", 10, 2, 9, AppCheck{Writes: 10, Unconfirmed: 2, Found: 9, Lost: 1}},
+		{"one counted twice", 10, 0, 11, AppCheck{Writes: 10, Found: 11, Duplicated: 1}},
+	}
+	for _, tt := range tests {
+		if got := *counterCheck(tt.answered, tt.failed, tt.found); got != tt.want {
+			t.Errorf("%s: check = %+v, want %+v", tt.name, got, tt.want)
+		}
 	}
 }
 
@@ -76,7 +115,7 @@ func TestRedisAppsFlags(t *testing.T) {
 
 // TestRedisAppsEndToEnd runs the queue and the counters briefly against every target,
 // real redis-server and kura server processes, and checks the report's shape and that
-// the queue's check found every item popped once.
+// the checks found every item popped once and every increment counted once.
 func TestRedisAppsEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed (Debian: apt-get install redis-server); .ci/run installs it")
@@ -131,15 +170,15 @@ func TestRedisAppsEndToEnd(t *testing.T) {
 	}
 
 	checks := report.Reduction.([]AppCheck)
-	if len(checks) != 8 {
-		t.Fatalf("%d queue checks, want 4 targets x 2 rounds: %+v", len(checks), checks)
+	if len(checks) != 20 {
+		t.Fatalf("%d checks, want 2 rounds of the queue on 4 targets and of the counters on 6: %+v", len(checks), checks)
 	}
 	for _, c := range checks {
-		if !c.OK || c.Pushed == 0 || c.Lost != 0 || c.Duplicated != 0 || c.Popped < c.Pushed {
-			t.Errorf("queue check %+v: every answered push should be popped exactly once", c)
+		if !c.OK || c.Writes == 0 || c.Lost != 0 || c.Duplicated != 0 || c.Found < c.Writes {
+			t.Errorf("check %+v: every answered write should be found once", c)
 		}
 	}
-	if report.Summary["queue_exactly_once"] != "8 of 8 runs" {
+	if report.Summary["checks_passed"] != "20 of 20 runs" {
 		t.Errorf("summary %v", report.Summary)
 	}
 
