@@ -24,7 +24,7 @@ import (
 func init() {
 	Register(Bench{
 		Name:    "redis-apps",
-		Summary: "five application patterns (leaderboard, sessions, queue, tags, counters) through go-redis: redis-server against kura server processes",
+		Summary: "leaderboard, sessions, queue, tags and counters through go-redis: redis-server against kura server processes",
 		Setup:   setupRedisApps,
 	})
 }
@@ -120,6 +120,8 @@ type appEntry struct {
 	setup  [][]any
 }
 
+// runRedisApps starts every target, side by side for the whole run, then runs the
+// patterns one after another (runAppPattern), and stops the targets.
 func runRedisApps(ctx context.Context, env Env, o redisAppsOptions) (*Report, error) {
 	dir, err := os.MkdirTemp("", "kura-bench-redis-apps-")
 	if err != nil {

@@ -28,9 +28,10 @@ const (
 	patternCounters    = "counters"
 )
 
-// The patterns' shapes: boards of the leaderboard, its top, the fields of a session and
-// its lifetime, the tags, how long a consumer's BRPOP waits and how long the queue's
-// drain waits without a pop before it gives up.
+// The patterns' shapes: boards of the leaderboard, its top, a session's lifetime, the
+// tags, how long a consumer's BRPOP waits, how long the queue's drain waits without a
+// pop before it gives up, the items one load command carries, and the fields
+// sessionFields writes.
 const (
 	appBoards        = 4
 	appTopN          = 10
