@@ -24,6 +24,7 @@ var tableSamples = map[string][]any{
 	"rebalance":      {RebalanceRow{Step: "decommission", Nodes: "dc1-n4, dc2-n4"}},
 	"redis":          {RedisRow{Target: "kura-3-quorum", Op: "SETNX"}},
 	"redis-races":    {RaceRow{Target: "kura-3-quorum", Check: "SETNX one winner"}},
+	"redis-apps":     {RedisAppsRow{Pattern: patternLeaderboard, Target: appKuraThree + pnSuffix, Persistence: "save off, aof always"}, AppCheck{Pattern: patternQueue, Target: appRedisAlways}},
 	"repair":         {RepairRow{Case: "rebuild wiped virginia-3"}},
 	"routing": {RoutingRow{},
 		RoutingEmulatedRow{Layout: "tokyo 10 + saopaulo 5", Protocol: "mlchord-paper"},
