@@ -310,7 +310,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		st, err := run.RemoveNode(ctx, arg("id"))
+		st, err := run.RemoveNode(ctx, arg("id"), d.HasArg("force"))
 		if err != nil {
 			return "", err
 		}
