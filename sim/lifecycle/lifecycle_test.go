@@ -263,6 +263,20 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "", err
 		}
 		records, _, err := run.StoredBytes(arg("keyspace"))
+		if of := arg("of"); of != "" && err == nil {
+			// Whether a stream is under way, not how far, which the scheduling of the
+			// stream's goroutines may move by a page.
+			want, err := strconv.Atoi(of)
+			switch {
+			case err != nil:
+				return "", err
+			case records == 0:
+				return "none of " + of, nil
+			case records < want:
+				return "part of " + of, nil
+			}
+			return "all of " + of, nil
+		}
 		return fmt.Sprintf("%d records", records), err
 	case "decommission":
 		run, err := s.c.Running(id)
