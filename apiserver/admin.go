@@ -93,7 +93,7 @@ func (s *service) Decommission(ctx context.Context, _ *kurav1.DecommissionReques
 }
 
 func (s *service) RemoveNode(ctx context.Context, req *kurav1.RemoveNodeRequest) (*kurav1.MoveResponse, error) {
-	st, err := s.cfg.Backend.RemoveNode(ctx, req.GetId())
+	st, err := s.cfg.Backend.RemoveNode(ctx, req.GetId(), req.GetForce())
 	if err != nil {
 		return nil, moveStatus(err)
 	}

@@ -81,8 +81,9 @@ type Backend interface {
 	SetPower(ctx context.Context, id, action string) (state string, err error)
 	// Decommission hands the node's ranges over and leaves the ring.
 	Decommission(ctx context.Context) (MoveStats, error)
-	// RemoveNode takes a dead node's ranges over from the other replicas.
-	RemoveNode(ctx context.Context, id string) (MoveStats, error)
+	// RemoveNode takes a dead node's ranges over from the other replicas; force removes
+	// it even when that leaves a DC short of a keyspace's replicas.
+	RemoveNode(ctx context.Context, id string, force bool) (MoveStats, error)
 	// Cleanup drops the records the node no longer holds a replica of.
 	Cleanup(ctx context.Context, keyspace string) (records, bytes int64, err error)
 	// Repair runs anti-entropy repair from the node; the answer's Seconds is left to

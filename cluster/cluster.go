@@ -529,6 +529,31 @@ func (d *Directory) Remove(id string, generation uint64) (bool, error) {
 	return true, nil
 }
 
+// Forget drops a node's entry, as if never heard of: a booting node that died before it
+// took tokens (ringchange.BootingWatch), which nothing else would ever take out. A node
+// it hears of again later comes back as any new node does. It reports whether the node
+// was known.
+func (d *Directory) Forget(id string) (bool, error) {
+	if id == d.selfID {
+		return false, fmt.Errorf("node %s cannot forget itself", id)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.nodes[id]; !ok {
+		return false, nil
+	}
+	if d.store != nil {
+		if err := d.store.DeleteNode(id); err != nil {
+			return false, fmt.Errorf("delete ring entry of %s: %w", id, err)
+		}
+	}
+	delete(d.nodes, id)
+	delete(d.states, id)
+	delete(d.power, id)
+	d.changedLocked()
+	return true, nil
+}
+
 // saveLocked persists n when the directory has a store; d.mu is held.
 func (d *Directory) saveLocked(n Node) error {
 	if d.store == nil {

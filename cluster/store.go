@@ -11,6 +11,8 @@ type Store interface {
 	SaveNode(Node) error
 	// Nodes returns every stored entry.
 	Nodes() ([]Node, error)
+	// DeleteNode drops one entry durably before it returns.
+	DeleteNode(id string) error
 }
 
 // storedNode is an entry's persisted form.

@@ -91,8 +91,8 @@ func (b apiBackend) Decommission(ctx context.Context) (apiserver.MoveStats, erro
 	return moveStats(st), refusedMove(err)
 }
 
-func (b apiBackend) RemoveNode(ctx context.Context, id string) (apiserver.MoveStats, error) {
-	st, err := b.n.RemoveNode(ctx, id)
+func (b apiBackend) RemoveNode(ctx context.Context, id string, force bool) (apiserver.MoveStats, error) {
+	st, err := b.n.RemoveNode(ctx, id, force)
 	return moveStats(st), refusedMove(err)
 }
 

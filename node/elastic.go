@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/transport"
 )
@@ -63,6 +65,21 @@ func (p ringParts) Gainers() ([]string, error) {
 	return ids, nil
 }
 
+func (p ringParts) Replications() ([]ringchange.Replication, error) {
+	var out []ringchange.Replication
+	for _, ks := range p.n.catalog.List() {
+		if ks.Erasure.Enabled() {
+			continue // one chunk per owner: no replicas to count
+		}
+		strategy, err := ring.ParseReplication(ks.Replication)
+		if err != nil {
+			return nil, fmt.Errorf("keyspace %s: %w", ks.Name, err)
+		}
+		out = append(out, ringchange.Replication{Keyspace: ks.Name, Strategy: strategy})
+	}
+	return out, nil
+}
+
 // hasSeeds reports whether the node was given seeds other than itself.
 func (n *Node) hasSeeds() bool {
 	self := n.transport.Addr()
@@ -90,9 +107,10 @@ func (n *Node) Decommission(ctx context.Context) (ringchange.MoveStats, error) {
 }
 
 // RemoveNode takes dead node id off the ring, its ranges streamed from the surviving
-// replicas to their new owners first (ringchange.Changer.RemoveNode).
-func (n *Node) RemoveNode(ctx context.Context, id string) (ringchange.MoveStats, error) {
-	return n.changer.RemoveNode(ctx, id)
+// replicas to their new owners first; with force, even when that leaves a DC short of
+// a keyspace's replicas (ringchange.Changer.RemoveNode).
+func (n *Node) RemoveNode(ctx context.Context, id string, force bool) (ringchange.MoveStats, error) {
+	return n.changer.RemoveNode(ctx, id, force)
 }
 
 // Cleanup drops the records of keyspace (every keyspace when empty) that this node no

@@ -143,7 +143,7 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 
 	e.Close()
 	waitUntil(t, "a sees e down", func() bool { return !a.View().State("e").Reachable() })
-	if _, err := a.RemoveNode(ctx, "e"); err != nil {
+	if _, err := a.RemoveNode(ctx, "e", false); err != nil {
 		t.Fatal(err)
 	}
 	checkEveryKey(t, "after a removal", keys, a, b, c, f)

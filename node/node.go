@@ -306,6 +306,8 @@ func Start(cfg Config) (*Node, error) {
 	go n.loop(time.Second, n.replayHints)
 	n.wg.Add(1)
 	go n.loop(n.feed.Interval(), n.pingClocks) // once a gossip round
+	n.wg.Add(1)
+	go n.loop(n.feed.Interval(), n.changer.ForgetDeadBooting)
 	go n.loop(time.Hour, n.collectGarbage)
 	n.wg.Add(1)
 	go n.loop(rowsInterval, n.publishRows)

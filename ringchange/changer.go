@@ -86,6 +86,7 @@ type Directory interface {
 	SetTrusted()
 	Learn(e cluster.RingEntry) (bool, error)
 	LearnDeparture(e cluster.RingEntry) (bool, error)
+	Forget(id string) (bool, error)
 }
 
 // Gossip is what a ring change tells the cluster through the node's gossip.
@@ -130,6 +131,8 @@ type Moves interface {
 	// Gainers returns the ids of the nodes that gain a range, over every keyspace, in any
 	// order.
 	Gainers() ([]string, error)
+	// Replications returns every replicated keyspace's replication (ShortOfReplicas).
+	Replications() ([]Replication, error)
 }
 
 // Parts are what a Changer works through; all are required.
@@ -174,6 +177,10 @@ type Changer struct {
 	// move they answer (gainKey), each shared by the requests that ask for it.
 	gainsMu sync.Mutex
 	gains   map[string]*gainJob
+
+	// booting watches the booting nodes that died, for ForgetDeadBooting; only its
+	// loop uses it.
+	booting BootingWatch
 }
 
 // New returns the ring changer of node cfg.ID.
@@ -221,6 +228,27 @@ func (c *Changer) SetStatus(status cluster.Status, tokens []uint64) {
 	}
 	c.parts.Gossip.SetRingStatus(status, tokens)
 	c.log.Info("ring status", "status", status)
+}
+
+// forgetBootingRingDelays is how many ring delays a booting node stays down before it is
+// forgotten (ForgetDeadBooting): six of kura's default ring delay (five 1 s rounds) are
+// the 30 s after which Cassandra drops a fat client. A node restarted in that time is
+// not forgotten; one forgotten and started later is heard of again.
+const forgetBootingRingDelays = 6
+
+// ForgetDeadBooting drops from the directory the booting nodes that have been down
+// for forgetBootingRingDelays ring delays (BootingWatch); the node calls it once a
+// gossip round.
+func (c *Changer) ForgetDeadBooting(context.Context) {
+	dir := c.parts.Directory
+	after := forgetBootingRingDelays * c.cfg.RingDelay
+	for _, id := range c.booting.Gone(dir, c.cfg.ID, time.Now(), after) {
+		if _, err := dir.Forget(id); err != nil {
+			c.log.Error("forget a booting node that died", "node", id, "err", err)
+			continue
+		}
+		c.log.Info("forgot a booting node down this long: it never took tokens", "node", id, "down_for", after)
+	}
 }
 
 // checkNoMoves refuses a ring change while another is in progress, but for those of the

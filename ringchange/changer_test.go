@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,13 +15,15 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ring"
 )
 
 // parts are a Changer's parts with no node behind them: gossip and streaming are
 // recorded, peers refuse every call.
 type parts struct {
-	removed  []string
-	excluded []string
+	removed      []string
+	excluded     []string
+	replications []Replication
 }
 
 func (p *parts) SetRingStatus(cluster.Status, []uint64) {}
@@ -29,6 +32,7 @@ func (p *parts) MarkRemoving(cluster.Node, bool)        {}
 func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
 func (p *parts) Generation() uint64                     { return 1 }
 func (p *parts) Gainers() ([]string, error)             { return nil, nil }
+func (p *parts) Replications() ([]Replication, error)   { return p.replications, nil }
 func (p *parts) PullRing(context.Context, cluster.Node) ([]byte, error) {
 	return nil, context.DeadlineExceeded
 }
@@ -147,13 +151,34 @@ func TestHandleStreamGains(t *testing.T) {
 // streams nothing and marks it removed at once.
 func TestRemoveNodeAbortsADeadJoiner(t *testing.T) {
 	c, _, p := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}, {ID: "j", DC: "x", Status: cluster.StatusJoining}}, "b")
-	st, err := c.RemoveNode(context.Background(), "j")
+	st, err := c.RemoveNode(context.Background(), "j", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Gainers) != 0 || len(p.excluded) != 0 || len(p.removed) != 1 || p.removed[0] != "j" {
 		t.Errorf("removal of a dead joiner: stats %+v, streamed %q, marked removed %q; want nothing streamed, j removed", st, p.excluded, p.removed)
 	}
+}
+
+// TestRemoveNodeShortOfReplicas: the removal of a dead node that would leave its DC with
+// fewer nodes than a keyspace's replication there is refused, saying so, and removes
+// nothing; with force it goes on.
+func TestRemoveNodeShortOfReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _, p := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}})
+		strategy, err := ring.ParseReplication("x=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.replications = []Replication{{Keyspace: "app", Strategy: strategy}}
+		_, err = c.RemoveNode(context.Background(), "b", false)
+		if !errors.Is(err, ErrBadMove) || !strings.Contains(err.Error(), "--force") || len(p.removed) != 0 {
+			t.Fatalf("removal leaving x one node for x=2: %v, marked removed %q; want a refusal naming --force, nothing removed", err, p.removed)
+		}
+		if _, err := c.RemoveNode(context.Background(), "b", true); err != nil || !slices.Equal(p.removed, []string{"b"}) {
+			t.Errorf("forced removal: %v, marked removed %q; want b removed", err, p.removed)
+		}
+	})
 }
 
 func TestNewRefusesAnIncompleteConfig(t *testing.T) {

@@ -47,11 +47,24 @@ func (c *Changer) Decommission(ctx context.Context) (MoveStats, error) {
 // join is aborted, with nothing to stream (the writes it was sent as a pending replica
 // were counted on top of the level's, so the owners hold them). A dead node that was
 // leaving is removed as a normal one is, its ranges streamed from the other replicas.
-func (c *Changer) RemoveNode(ctx context.Context, id string) (MoveStats, error) {
+// A removal that would leave a keyspace short of replicas in the node's DC is refused
+// (ShortOfReplicas) unless force.
+func (c *Changer) RemoveNode(ctx context.Context, id string, force bool) (MoveStats, error) {
 	dir := c.parts.Directory
 	how, err := Removal(dir, c.cfg.ID, id)
 	if err != nil {
 		return MoveStats{}, err
+	}
+	if how == Stream {
+		keyspaces, err := c.parts.Moves.Replications()
+		if err != nil {
+			return MoveStats{}, err
+		}
+		if err := ShortOfReplicas(dir, id, keyspaces); err != nil && !force {
+			return MoveStats{}, err
+		} else if err != nil {
+			c.log.Warn("removing a node with --force: a DC keeps fewer copies than its keyspace asks for", "node", id, "refusal", err)
+		}
 	}
 	dead, _ := dir.Node(id)
 	if how == Abort {

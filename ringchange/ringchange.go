@@ -20,8 +20,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/ring"
 )
 
 // View is what the rules read: every node the directory holds, what gossip holds each
@@ -184,6 +187,49 @@ func OtherReplacement(v View, self, dead string) error {
 	return nil
 }
 
+// BootingWatch decides when a booting node that died is forgotten: one whose join was
+// refused for good (its process exits), or that was stopped before it announced
+// itself. It never took tokens, owns nothing and is sent nothing, so nothing depends on
+// its entry; but nothing else would ever take it out (kura node remove would, by hand).
+// Cassandra drops such a gossip-only member (a fat client) the same way. A node that is
+// joining (its tokens claimed, streams perhaps in flight), on the ring, or alive is
+// never forgotten, and a booting node heard of again later comes back as a new one.
+type BootingWatch struct {
+	// since holds when each node was first seen booting and down, without a break.
+	since map[string]time.Time
+}
+
+// Gone returns the nodes of v, self aside, that have been booting and down (Alive:
+// gossip holds them dead) in every call since at least after before now, sorted by id.
+// A node seen alive, or with another status, starts again from nothing.
+func (w *BootingWatch) Gone(v View, self string, now time.Time, after time.Duration) []string {
+	seen := map[string]bool{}
+	var gone []string
+	for _, n := range v.Nodes() {
+		if n.ID == self || n.Status != cluster.StatusBooting || v.Alive(n.ID) {
+			continue
+		}
+		seen[n.ID] = true
+		if w.since == nil {
+			w.since = map[string]time.Time{}
+		}
+		first, ok := w.since[n.ID]
+		if !ok {
+			w.since[n.ID] = now
+			continue
+		}
+		if now.Sub(first) >= after {
+			gone = append(gone, n.ID)
+		}
+	}
+	for id := range w.since {
+		if !seen[id] {
+			delete(w.since, id)
+		}
+	}
+	return gone
+}
+
 // Removal says how node id may be removed by self: Abort for a dead joiner (it owned
 // nothing yet: its join is ended, nothing streams), Stream for a dead node on the ring
 // (its ranges stream from the other replicas first), or an error naming why not.
@@ -226,6 +272,64 @@ func Removal(v View, self, id string) (Kind, error) {
 		return 0, err
 	}
 	return Stream, nil
+}
+
+// Replication is one keyspace's replication, as ShortOfReplicas reads it.
+type Replication struct {
+	Keyspace string
+	Strategy ring.Strategy
+}
+
+// ShortOfReplicas refuses the removal of dead node id when it would leave a keyspace
+// with fewer nodes in id's DC than the keyspace places replicas there (its replication
+// factor, per DC for network and each, over the ring for simple): the ranges would
+// keep a copy fewer there than the keyspace asks for until a node joins that DC, a
+// write acknowledged by that one copy would die with its node, and the levels that
+// count the copies the DC lacks would be unavailable. Cassandra refuses a decommission
+// so. A replacement (kura server --replace) keeps the count; --force accepts the loss.
+// The nodes counted are those that own ranges once the moves complete (WillOwn), down
+// or not: a down replica still holds its copy.
+func ShortOfReplicas(v View, id string, keyspaces []Replication) error {
+	var gone cluster.Node
+	inDC := map[string]int{}
+	total := 0
+	for _, n := range v.Nodes() {
+		switch {
+		case n.ID == id:
+			gone = n
+		case n.Status.WillOwn():
+			inDC[n.DC]++
+			total++
+		}
+	}
+	for _, ks := range keyspaces {
+		want, left, where := 0, inDC[gone.DC], gone.DC
+		switch s := ks.Strategy.(type) {
+		case ring.DCStrategy:
+			want = s.RFPerDC()[gone.DC]
+		default:
+			if want = s.ReplicationFactor(); s.Name() != "each" {
+				left, where = total, "the cluster"
+			}
+		}
+		if left >= want {
+			continue
+		}
+		return fmt.Errorf("%w: removing %s would leave %s with %s for keyspace %s (%s), which places %d copies there: its ranges would keep %s there until a node joins %s. Replace %s instead (start a new node with kura server --replace %s), or run node remove --force to remove it anyway",
+			ErrBadMove, id, where, counted(left, "node"), ks.Keyspace, ks.Strategy, want, counted(left, "copy"), where, id, id)
+	}
+	return nil
+}
+
+// counted says n of noun, as "1 node" or "2 nodes".
+func counted(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Kind is how a removal goes.

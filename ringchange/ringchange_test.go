@@ -4,28 +4,32 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/cluster/clustertest"
+	"github.com/kuradb/kura/ring"
 )
 
 // view is a directory in a table: its members, and which are up.
 type view = clustertest.View
 
-// ringOf builds a view from "id:status" entries; the ids in up are reachable.
+// ringOf builds a view from "id:status" entries, each with ">replaced" or "@dc" after
+// it if it says so; the ids in up are reachable.
 func ringOf(up []string, entries ...string) view {
 	v := view{Up: map[string]bool{}}
 	for _, id := range up {
 		v.Up[id] = true
 	}
 	for _, e := range entries {
+		e, dc, _ := strings.Cut(e, "@")
 		id, status, _ := strings.Cut(e, ":")
 		status, replaces, _ := strings.Cut(status, ">")
 		st, err := cluster.ParseStatus(status)
 		if err != nil {
 			panic(err)
 		}
-		v.Members = append(v.Members, cluster.Node{ID: id, Status: st, Replaces: replaces})
+		v.Members = append(v.Members, cluster.Node{ID: id, DC: dc, Status: st, Replaces: replaces})
 	}
 	return v
 }
@@ -208,6 +212,97 @@ func TestRemoval(t *testing.T) {
 			got, err := Removal(tt.v, tt.self, tt.id)
 			if got != tt.want || errText(err) != tt.wantErr {
 				t.Errorf("Removal = %v, %q; want %v, %q", got, errText(err), tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestShortOfReplicas(t *testing.T) {
+	twoDCs := ringOf([]string{"a", "c", "d"}, "a:normal@dc1", "b:normal@dc1", "c:normal@dc2", "d:normal@dc2", "e:normal@dc2")
+	tests := []struct {
+		name        string
+		v           view
+		id          string
+		replication []string // keyspace=setting
+		want        string   // the error's text, "" for none
+	}{
+		{"enough nodes left in the DC", twoDCs, "e", []string{"app=dc1=2,dc2=2"}, ""},
+		{"the DC falls under its factor", twoDCs, "b", []string{"app=dc1=2,dc2=2"},
+			"invalid ring change: removing b would leave dc1 with 1 node for keyspace app (dc1=2,dc2=2), which places 2 copies there: its ranges would keep 1 copy there until a node joins dc1. Replace b instead (start a new node with kura server --replace b), or run node remove --force to remove it anyway"},
+		{"a keyspace that does not replicate to the DC", twoDCs, "b", []string{"other=dc2=3"}, ""},
+		{"the first keyspace short is named", twoDCs, "b", []string{"fine=dc2=1", "short=dc1=2"},
+			"invalid ring change: removing b would leave dc1 with 1 node for keyspace short (dc1=2), which places 2 copies there: its ranges would keep 1 copy there until a node joins dc1. Replace b instead (start a new node with kura server --replace b), or run node remove --force to remove it anyway"},
+		{"each counts per DC", twoDCs, "b", []string{"default=each=2"},
+			"invalid ring change: removing b would leave dc1 with 1 node for keyspace default (each=2), which places 2 copies there: its ranges would keep 1 copy there until a node joins dc1. Replace b instead (start a new node with kura server --replace b), or run node remove --force to remove it anyway"},
+		{"simple counts the whole ring", twoDCs, "b", []string{"s=simple=4"}, ""},
+		{"simple short", twoDCs, "b", []string{"s=simple=5"},
+			"invalid ring change: removing b would leave the cluster with 4 nodes for keyspace s (simple=5), which places 5 copies there: its ranges would keep 4 copies there until a node joins the cluster. Replace b instead (start a new node with kura server --replace b), or run node remove --force to remove it anyway"},
+		{"a DC already short loses one more: refused", ringOf([]string{"a"}, "a:normal@dc1", "b:normal@dc2"), "b", []string{"app=dc2=2"},
+			"invalid ring change: removing b would leave dc2 with 0 nodes for keyspace app (dc2=2), which places 2 copies there: its ranges would keep 0 copies there until a node joins dc2. Replace b instead (start a new node with kura server --replace b), or run node remove --force to remove it anyway"},
+		{"a joiner counts, a node gone does not", ringOf([]string{"a", "c"}, "a:normal@dc1", "b:normal@dc1", "c:joining@dc1", "d:left@dc1", "e:removed@dc1", "f:booting@dc1"), "b", []string{"app=dc1=2"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var keyspaces []Replication
+			for _, r := range tt.replication {
+				name, setting, _ := strings.Cut(r, "=")
+				strategy, err := ring.ParseReplication(setting)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keyspaces = append(keyspaces, Replication{Keyspace: name, Strategy: strategy})
+			}
+			err := ShortOfReplicas(tt.v, tt.id, keyspaces)
+			if got := errText(err); got != tt.want {
+				t.Errorf("ShortOfReplicas = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrBadMove) {
+				t.Errorf("%v is not ErrBadMove", err)
+			}
+		})
+	}
+}
+
+func TestBootingWatch(t *testing.T) {
+	const after = 30 * time.Second
+	type step struct {
+		at   time.Duration // since the first call
+		v    view
+		gone string // the ids Gone returns, comma-separated
+	}
+	deadBooting := ringOf([]string{"a"}, "a:normal", "b:booting")
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a dead booting node is forgotten after the bound, not before", []step{
+			{0, deadBooting, ""}, {29 * time.Second, deadBooting, ""}, {30 * time.Second, deadBooting, "b"}}},
+		{"an alive booting node never is", []step{
+			{0, ringOf([]string{"a", "b"}, "a:normal", "b:booting"), ""},
+			{time.Hour, ringOf([]string{"a", "b"}, "a:normal", "b:booting"), ""}}},
+		{"a dead joiner never is: its tokens are claimed, its streams may be in flight", []step{
+			{0, ringOf([]string{"a"}, "a:normal", "b:joining"), ""},
+			{time.Hour, ringOf([]string{"a"}, "a:normal", "b:joining"), ""}}},
+		{"nor a dead node that owns tokens", []step{
+			{0, ringOf([]string{"a"}, "a:normal", "b:normal", "c:leaving", "d:rebuilding"), ""},
+			{time.Hour, ringOf([]string{"a"}, "a:normal", "b:normal", "c:leaving", "d:rebuilding"), ""}}},
+		{"seen alive meanwhile: the bound starts again", []step{
+			{0, deadBooting, ""}, {20 * time.Second, ringOf([]string{"a", "b"}, "a:normal", "b:booting"), ""},
+			{25 * time.Second, deadBooting, ""}, {54 * time.Second, deadBooting, ""}, {55 * time.Second, deadBooting, "b"}}},
+		{"joining meanwhile, then booting again (it yielded): the bound starts again", []step{
+			{0, deadBooting, ""}, {20 * time.Second, ringOf([]string{"a"}, "a:normal", "b:joining"), ""},
+			{25 * time.Second, deadBooting, ""}, {54 * time.Second, deadBooting, ""}}},
+		{"never self", []step{
+			{0, ringOf(nil, "a:booting"), ""}, {time.Hour, ringOf(nil, "a:booting"), ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w BootingWatch
+			start := time.Unix(1000, 0)
+			for _, s := range tt.steps {
+				if got := strings.Join(w.Gone(s.v, "a", start.Add(s.at), after), ","); got != s.gone {
+					t.Errorf("at %v: Gone = %q, want %q", s.at, got, s.gone)
+				}
 			}
 		})
 	}

@@ -4162,8 +4162,11 @@ func (*DecommissionRequest) Descriptor() ([]byte, []int) {
 }
 
 type RemoveNodeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// force removes the node even when that leaves a DC with fewer nodes than a
+	// keyspace's replication factor there (refused otherwise, saying which).
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4203,6 +4206,13 @@ func (x *RemoveNodeRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *RemoveNodeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 // MoveResponse says what a decommission or removal moved.
@@ -5421,9 +5431,10 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12$\n" +
 	"\x0ecross_dc_bytes\x18\x05 \x01(\x03R\fcrossDcBytes\"\x15\n" +
-	"\x13DecommissionRequest\"#\n" +
+	"\x13DecommissionRequest\"9\n" +
 	"\x11RemoveNodeRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xb0\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xb0\x01\n" +
 	"\fMoveResponse\x12\x18\n" +
 	"\againers\x18\x01 \x03(\tR\againers\x12\x16\n" +
 	"\x06ranges\x18\x02 \x01(\x03R\x06ranges\x12\x18\n" +

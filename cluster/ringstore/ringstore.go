@@ -33,6 +33,16 @@ func (s *Store) SaveNode(n cluster.Node) error {
 	if err != nil {
 		return err
 	}
+	return s.apply(lww.Record{Key: []byte(n.ID), Value: value})
+}
+
+// DeleteNode drops node id's entry.
+func (s *Store) DeleteNode(id string) error {
+	return s.apply(lww.Record{Key: []byte(id), Tombstone: true})
+}
+
+// apply writes r after every earlier save or delete.
+func (s *Store) apply(r lww.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.version == 0 {
@@ -41,7 +51,8 @@ func (s *Store) SaveNode(n cluster.Node) error {
 		}
 	}
 	s.version++
-	_, err = s.engine.Apply(ringKeyspace, lww.Record{Key: []byte(n.ID), Value: value, Timestamp: s.version})
+	r.Timestamp = s.version
+	_, err := s.engine.Apply(ringKeyspace, r)
 	return err
 }
 

@@ -72,6 +72,49 @@ func TestDirectoryPersistsTheRing(t *testing.T) {
 	}
 }
 
+// TestDirectoryForgetsForGood: a node the directory forgot is gone after a reopen too,
+// and comes back when heard of again; the directory cannot forget itself.
+func TestDirectoryForgetsForGood(t *testing.T) {
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	self := cluster.Node{ID: "a", DC: "x"}
+	d, err := cluster.Open(self, New(engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusBooting}, {ID: "c", DC: "x"}} {
+		if _, err := d.Upsert(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if known, err := d.Forget("b"); !known || err != nil {
+		t.Fatalf("Forget(b) = %v, %v; want true, nil", known, err)
+	}
+	if known, err := d.Forget("b"); known || err != nil {
+		t.Errorf("Forget(b) again = %v, %v; want false, nil", known, err)
+	}
+	if _, err := d.Forget("a"); err == nil {
+		t.Error("the directory forgot itself")
+	}
+	again, err := cluster.Open(self, New(engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range again.Nodes() {
+		ids = append(ids, n.ID)
+	}
+	if !slices.Equal(ids, []string{"a", "c"}) {
+		t.Errorf("nodes after reopening = %v, want [a c]", ids)
+	}
+	if changed, _ := again.Upsert(cluster.Node{ID: "b", DC: "x", Status: cluster.StatusBooting}); !changed {
+		t.Error("a forgotten node heard of again is not known again")
+	}
+}
+
 // TestStoreKeepsTheTier: a node's power tier survives the store and the ring a seed
 // sends, and an entry stored before tiers existed (no "tier" field) reads as tier 0.
 func TestStoreKeepsTheTier(t *testing.T) {

@@ -130,7 +130,7 @@ func (f nodeFlags) adminAt(addr string, fn func(ctx context.Context, admin kurav
 
 // runNode is `kura node decommission` and `kura node remove ID`.
 func runNode(args []string, stdout, stderr io.Writer) error {
-	const usage = "node decommission | node remove ID"
+	const usage = "node decommission | node remove ID [--force]"
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
@@ -140,13 +140,14 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	sub := args[0]
 	fs := newFlagSet("node "+sub, stderr)
 	nf := addNodeFlags(fs, oneNode, time.Hour)
+	force := fs.Bool("force", false, "node remove: remove the node even when that leaves its DC with fewer nodes than a keyspace's replication factor there (refused otherwise: its ranges keep fewer copies there until a node joins that DC)")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	var resp *kurav1.MoveResponse
 	switch {
-	case sub == "decommission" && len(pos) == 0:
+	case sub == "decommission" && len(pos) == 0 && !*force:
 		err = nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
 			fmt.Fprintf(stdout, "decommissioning the node at %s: streaming its ranges to their new owners...\n", *nf.addr)
 			resp, err = admin.Decommission(ctx, &kurav1.DecommissionRequest{})
@@ -155,7 +156,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	case sub == "remove" && len(pos) == 1:
 		err = nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
 			fmt.Fprintf(stdout, "removing node %s: streaming its ranges from the surviving replicas...\n", pos[0])
-			resp, err = admin.RemoveNode(ctx, &kurav1.RemoveNodeRequest{Id: pos[0]})
+			resp, err = admin.RemoveNode(ctx, &kurav1.RemoveNodeRequest{Id: pos[0], Force: *force})
 			return err
 		})
 	default:

@@ -346,7 +346,7 @@ func (r *runner) command(st Step) error {
 		if st.Do == "decommission" {
 			_, err = run.Decommission(ctx)
 		} else {
-			_, err = run.RemoveNode(ctx, st.Target)
+			_, err = run.RemoveNode(ctx, st.Target, false)
 		}
 		outcome := "done"
 		if err != nil {

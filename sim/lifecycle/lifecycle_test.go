@@ -263,6 +263,20 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "", err
 		}
 		records, _, err := run.StoredBytes(arg("keyspace"))
+		if of := arg("of"); of != "" && err == nil {
+			// Whether a stream is under way, not how far, which the scheduling of the
+			// stream's goroutines may move by a page.
+			want, err := strconv.Atoi(of)
+			switch {
+			case err != nil:
+				return "", err
+			case records == 0:
+				return "none of " + of, nil
+			case records < want:
+				return "part of " + of, nil
+			}
+			return "all of " + of, nil
+		}
 		return fmt.Sprintf("%d records", records), err
 	case "decommission":
 		run, err := s.c.Running(id)
@@ -310,7 +324,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		st, err := run.RemoveNode(ctx, arg("id"))
+		st, err := run.RemoveNode(ctx, arg("id"), d.HasArg("force"))
 		if err != nil {
 			return "", err
 		}
