@@ -8,6 +8,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
@@ -111,6 +112,53 @@ func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
 	err := c.s.cfg.Backend.ResetCollection(c.ctx, c.keyspace, key, res.Record.Timestamp, level)
 	c.observe("put", level, start, err)
 	return err
+}
+
+// copyCollection is COPY of collection src, of type typ, to dst: 1 when dst now holds
+// src's elements, type and expiry, 0 when src is gone or dst exists and replace is
+// false. dst is first claimed by a transaction on its header (exact against another
+// client creating it), and a reset point at the claim's timestamp drops what it held;
+// then src's live element records are written under dst, with the header. A failure
+// between the two leaves dst an empty collection of typ, and the error answered.
+func (c *conn) copyCollection(src, dst []byte, typ lww.Type, replace bool) {
+	if typ == lww.Counter {
+		c.w.Error(errCopyCounter)
+		return
+	}
+	coll, ok := c.readCollection(src, typ)
+	if !ok {
+		return
+	}
+	if !coll.Found {
+		c.w.Int(0)
+		return
+	}
+	claim, err := c.transact(dst, writeIf(
+		func(_ lww.Record, found bool) bool { return replace || !found },
+		func(lww.Record, bool) lww.Record { return lww.Record{Type: typ, ExpiresAt: coll.Header.ExpiresAt} }))
+	if err == nil {
+		err = c.resetReplaced(dst, claim)
+	}
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	if !claim.Applied {
+		c.w.Int(0)
+		return
+	}
+	// Elements written to dst after the claim (a client adding to the copy) survive.
+	w := coord.CollectionWrite{Header: &lww.Record{}, Reset: coord.ResetEnded, Ended: claim.Record.Timestamp}
+	for _, rec := range coll.Elements {
+		if _, kind, suffix, ok := element.Parse(rec.Key); ok && !rec.Tombstone && kind != element.Reset {
+			w.Elements = append(w.Elements, lww.Record{Key: element.Key(dst, kind, suffix), Value: rec.Value})
+		}
+	}
+	if _, err := c.writeCollection(dst, typ, coll, w); err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(1)
 }
 
 // reservedKey reports whether a key argument of cmd in args starts with the bytes that

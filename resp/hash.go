@@ -22,9 +22,13 @@ import (
 const (
 	errHashNotInt   = "ERR hash value is not an integer"
 	errHashNotFloat = "ERR hash value is not a float"
-	// errMoveCollection refuses RENAME and COPY of a collection: its elements would
-	// have to move with it, each a record of its own.
-	errMoveCollection = "ERR kura does not RENAME or COPY a hash (or another collection) yet: only a string"
+	// errMoveCollection refuses RENAME of a collection: its elements would have to move
+	// with it, each a record of its own, and source be deleted only if no element was
+	// written to it meanwhile, which no transaction of one record can check.
+	errMoveCollection = "ERR kura does not RENAME a hash (or another collection) yet: only a string"
+	// errCopyCounter refuses COPY of a PN counter: its shards are its writers' own, each
+	// process keeping its shard's total (pnCounters), which a copy would share.
+	errCopyCounter = "ERR kura does not COPY a conflict-free (PN) counter"
 )
 
 // hashCommands are the hash commands of the table.
