@@ -115,11 +115,8 @@ func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
 }
 
 // copyCollection is COPY of collection src, of type typ, to dst: 1 when dst now holds
-// src's elements, type and expiry, 0 when src is gone or dst exists and replace is
-// false. dst is first claimed by a transaction on its header (exact against another
-// client creating it), and a reset point at the claim's timestamp drops what it held;
-// then src's live element records are written under dst, with the header. A failure
-// between the two leaves dst an empty collection of typ, and the error answered.
+// src's elements, type and expiry (storeCollection), 0 when src is gone or dst exists
+// and replace is false.
 func (c *conn) copyCollection(src, dst []byte, typ lww.Type, replace bool) {
 	if typ == lww.Counter {
 		c.w.Error(errCopyCounter)
@@ -133,32 +130,45 @@ func (c *conn) copyCollection(src, dst []byte, typ lww.Type, replace bool) {
 		c.w.Int(0)
 		return
 	}
-	claim, err := c.transact(dst, writeIf(
-		func(_ lww.Record, found bool) bool { return replace || !found },
-		func(lww.Record, bool) lww.Record { return lww.Record{Type: typ, ExpiresAt: coll.Header.ExpiresAt} }))
-	if err == nil {
-		err = c.resetReplaced(dst, claim)
-	}
-	if err != nil {
-		c.replyTransactError(err)
-		return
-	}
-	if !claim.Applied {
-		c.w.Int(0)
-		return
-	}
-	// Elements written to dst after the claim (a client adding to the copy) survive.
-	w := coord.CollectionWrite{Header: &lww.Record{}, Reset: coord.ResetEnded, Ended: claim.Record.Timestamp}
+	var w coord.CollectionWrite
 	for _, rec := range coll.Elements {
 		if _, kind, suffix, ok := element.Parse(rec.Key); ok && !rec.Tombstone && kind != element.Reset {
 			w.Elements = append(w.Elements, lww.Record{Key: element.Key(dst, kind, suffix), Value: rec.Value})
 		}
 	}
-	if _, err := c.writeCollection(dst, typ, coll, w); err != nil {
-		c.w.Error(errorReply(err))
+	applied, err := c.storeCollection(dst, typ, coll.Header.ExpiresAt, w, replace)
+	if err != nil {
+		c.replyTransactError(err)
 		return
 	}
-	c.w.Int(1)
+	c.w.Int(boolInt(applied))
+}
+
+// storeCollection makes key a collection of type typ with the deadline expiresAt and
+// w's elements (COPY, RESTORE); applied is false when key exists and replace is false.
+// key is first claimed by a transaction on its header (exact against another client
+// creating it), and a reset point at the claim's timestamp drops what it held; then the
+// elements are written, with the header. A failure between the two leaves key an empty
+// collection of typ, and the error answered. Elements another client writes to key
+// after the claim survive.
+func (c *conn) storeCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp, w coord.CollectionWrite, replace bool) (applied bool, err error) {
+	claim, err := c.transact(key, writeIf(
+		func(_ lww.Record, found bool) bool { return replace || !found },
+		func(lww.Record, bool) lww.Record { return lww.Record{Type: typ, ExpiresAt: expiresAt} }))
+	if err == nil {
+		err = c.resetReplaced(key, claim)
+	}
+	if err != nil || !claim.Applied {
+		return false, err
+	}
+	w.Header, w.Reset, w.Ended = &lww.Record{}, coord.ResetEnded, claim.Record.Timestamp
+	if _, err := c.writeCollection(key, typ, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, w); err != nil {
+		return true, err
+	}
+	if typ == lww.List {
+		c.s.lists.wake(c.keyspace, key)
+	}
+	return true, nil
 }
 
 // reservedKey reports whether a key argument of cmd in args starts with the bytes that

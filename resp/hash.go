@@ -72,12 +72,17 @@ func (c *conn) readHash(key []byte) (fields []hashField, header lww.Record, ok b
 	if !ok {
 		return nil, lww.Record{}, false
 	}
-	for _, rec := range coll.Elements {
+	return hashFields(coll.Elements), coll.Header, true
+}
+
+// hashFields are the fields a hash's live element records hold, in key order.
+func hashFields(elems []lww.Record) (fields []hashField) {
+	for _, rec := range elems {
 		if _, kind, name, ok := element.Parse(rec.Key); ok && kind == element.HashField {
 			fields = append(fields, hashField{name: name, value: rec.Value})
 		}
 	}
-	return fields, coll.Header, true
+	return fields
 }
 
 // readFields reads the named fields of hash key, with its header: one result per name.
