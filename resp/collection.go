@@ -8,6 +8,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
@@ -118,6 +119,63 @@ func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
 	err := c.s.cfg.Backend.ResetCollection(c.ctx, c.keyspace, key, res.Record.Timestamp, level)
 	c.observe("put", level, start, err)
 	return err
+}
+
+// copyCollection is COPY of collection src, of type typ, to dst: 1 when dst now holds
+// src's elements, type and expiry (storeCollection), 0 when src is gone or dst exists
+// and replace is false.
+func (c *conn) copyCollection(src, dst []byte, typ lww.Type, replace bool) {
+	if typ == lww.Counter {
+		c.w.Error(errCopyCounter)
+		return
+	}
+	coll, ok := c.readCollection(src, typ)
+	if !ok {
+		return
+	}
+	if !coll.Found {
+		c.w.Int(0)
+		return
+	}
+	var w coord.CollectionWrite
+	for _, rec := range coll.Elements {
+		if _, kind, suffix, ok := element.Parse(rec.Key); ok && !rec.Tombstone && kind != element.Reset {
+			w.Elements = append(w.Elements, lww.Record{Key: element.Key(dst, kind, suffix), Value: rec.Value})
+		}
+	}
+	applied, err := c.storeCollection(dst, typ, coll.Header.ExpiresAt, w, replace)
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(boolInt(applied))
+}
+
+// storeCollection makes key a collection of type typ with the deadline expiresAt and
+// w's elements (COPY, RESTORE); applied is false when key exists and replace is false.
+// key is first claimed by a transaction on its header (exact against another client
+// creating it), and a reset point at the claim's timestamp drops what it held; then the
+// elements are written, with the header. A failure between the two leaves key an empty
+// collection of typ, and the error answered. Elements another client writes to key
+// after the claim survive.
+func (c *conn) storeCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp, w coord.CollectionWrite, replace bool) (applied bool, err error) {
+	claim, err := c.transact(key, writeIf(
+		func(_ lww.Record, found bool) bool { return replace || !found },
+		func(lww.Record, bool) lww.Record { return lww.Record{Type: typ, ExpiresAt: expiresAt} }))
+	if err == nil {
+		err = c.resetReplaced(key, claim)
+	}
+	if err != nil || !claim.Applied {
+		return false, err
+	}
+	w.Header, w.Reset, w.Ended = &lww.Record{}, coord.ResetEnded, claim.Record.Timestamp
+	if _, err := c.writeCollection(key, typ, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, w); err != nil {
+		return true, err
+	}
+	if typ == lww.List {
+		c.s.lists.wake(c.keyspace, key)
+	}
+	return true, nil
 }
 
 // reservedKey reports whether a key argument of cmd in args starts with the bytes that

@@ -239,7 +239,13 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CONFIG", "SET", "list-compress-depth", "2"), "+OK\r\n"},
 			{cmd("CONFIG", "GET", "list-compress-depth"), "*2\r\n$19\r\nlist-compress-depth\r\n$1\r\n2\r\n"},
 			{cmd("CONFIG", "SET", "list-compress-depth", "-1"), "-ERR CONFIG SET failed (possibly related to argument 'list-compress-depth') - argument must be between 0 and 2147483647 inclusive\r\n"},
-			// Immutable in Redis too: Redis's words alone.
+			// A parameter kura fixes takes the value it has (a client restoring what it read),
+			// with a parameter kura changes; another value refuses the whole command.
+			{cmd("CONFIG", "SET", "maxmemory", "0", "appendfsync", "always", "timeout", "7"), "+OK\r\n"},
+			{cmd("CONFIG", "SET", "timeout", "8", "maxmemory", "1"), "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - can't set immutable config: kura keeps its data on disk and does not limit its memory\r\n"},
+			{cmd("CONFIG", "GET", "timeout"), "*2\r\n$7\r\ntimeout\r\n$1\r\n7\r\n"},
+			// Immutable in Redis too: Redis's words alone, whatever the value.
+			{cmd("CONFIG", "SET", "daemonize", "no"), "-ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config\r\n"},
 			{cmd("CONFIG", "SET", "daemonize", "yes"), "-ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config\r\n"},
 			{cmd("CONFIG", "SET", "replicaof", "no one"), "-ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set immutable config\r\n"},
 			{cmd("CONFIG", "SET", "foo", "1"), "-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"},

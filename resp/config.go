@@ -195,7 +195,8 @@ func configGetCommand(c *conn, args [][]byte) {
 }
 
 // configSetCommand is CONFIG SET parameter value [parameter value ...]. As in Redis it
-// changes all the parameters or, when one is refused, none.
+// changes all the parameters or, when one is refused, none. A parameter kura fixes is
+// refused unless given the value it has, as a client restoring what CONFIG GET read does.
 func configSetCommand(c *conn, args [][]byte) {
 	if len(args)%2 != 0 {
 		c.w.Error(errSyntax)
@@ -215,7 +216,8 @@ func configSetCommand(c *conn, args [][]byte) {
 		case p.set == nil && p.fixed == "":
 			failed(args[i], "can't set immutable config")
 			return
-		case p.set == nil:
+		case p.set == nil && string(args[i+1]) != p.get(c):
+			// Its own value is taken: the setting is then what the client asked for.
 			failed(args[i], "can't set immutable config: "+p.fixed)
 			return
 		}
@@ -229,6 +231,10 @@ func configSetCommand(c *conn, args [][]byte) {
 	}
 	applies := make([]func(), len(params))
 	for i, p := range params {
+		if p.set == nil { // a kura-fixed parameter given its own value
+			applies[i] = func() {}
+			continue
+		}
 		var why string
 		if applies[i], why = p.set(c.s, args[3+2*i]); why != "" {
 			failed(args[2+2*i], why)

@@ -9,13 +9,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kuradb/kura/collection/list"
+	"github.com/kuradb/kura/collection/set"
+	"github.com/kuradb/kura/collection/zset"
+	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
 )
 
-// DUMP and RESTORE of strings, in Redis's own serialization: a payload DUMP writes
-// restores on redis-server 7.0, and one redis-server writes restores on kura. A payload
-// is the value in Redis's RDB encoding (type byte, then the string), the RDB version in
-// two bytes, and Redis's CRC-64 (Jones) of all that in eight, both little-endian.
+// DUMP and RESTORE in Redis's own serialization: a payload DUMP writes restores on
+// redis-server 7.0, and one redis-server writes restores on kura when it holds a string
+// or a collection in Redis's plain encodings (a hash, set or sorted set past its compact
+// encoding's thresholds; DUMP writes those for any size). A payload is the value in
+// Redis's RDB encoding (type byte, then the value), the RDB version in two bytes, and
+// Redis's CRC-64 (Jones) of all that in eight, both little-endian.
 
 // rdbVersion is Redis 7.0's RDB version, which DUMP writes and RESTORE accepts at most.
 const rdbVersion = 10
@@ -24,6 +30,10 @@ const rdbVersion = 10
 // 8, 16 or 32 bits, or LZF-compressed bytes.
 const (
 	rdbTypeString = 0
+	rdbTypeList   = 1 // its length, then each item
+	rdbTypeSet    = 2 // its length, then each member
+	rdbTypeHash   = 4 // its length, then each field and its value
+	rdbTypeZset2  = 5 // its length, then each member and its score (a little-endian float64)
 	rdbLen6       = 0
 	rdbLen14      = 1
 	rdbLen32      = 0x80
@@ -42,8 +52,8 @@ var crcJones = crc64.MakeTable(0x95ac9329ac4bc9b5)
 // crc64 inverts both.
 func redisCRC64(p []byte) uint64 { return ^crc64.Update(math.MaxUint64, crcJones, p) }
 
-// dumpCommand is DUMP key: the key's string in Redis's serialization, null for a missing
-// key. Other types are refused: kura serializes strings only.
+// dumpCommand is DUMP key: the key's value in Redis's serialization, null for a missing
+// key. A PN counter is refused.
 func dumpCommand(c *conn, args [][]byte) {
 	rec, found, err := c.lookup(args[1])
 	switch {
@@ -51,34 +61,84 @@ func dumpCommand(c *conn, args [][]byte) {
 		c.w.Error(errorReply(err))
 	case !found:
 		c.w.Null()
-	case rec.Type != lww.String:
-		c.w.Error(fmt.Sprintf("ERR kura DUMPs strings only; %s holds a %s", clip(args[1], 128), rec.Type))
-	default:
+	case rec.Type == lww.Counter:
+		c.w.Error("ERR kura does not DUMP a conflict-free (PN) counter")
+	case rec.Type == lww.String:
 		c.w.Bulk(dumpString(rec.Value))
+	default:
+		coll, ok := c.readCollection(args[1], rec.Type)
+		switch {
+		case !ok:
+		case !coll.Found:
+			c.w.Null()
+		default:
+			c.w.Bulk(dumpCollection(rec.Type, coll.Elements))
+		}
 	}
 }
 
 // dumpString is value's DUMP payload, as redis-server 7.0 writes it with rdbcompression
-// off: an integer of at most 11 characters in its integer encoding, else the bytes after
-// their length. (redis-server compresses a string of more than 20 bytes with LZF where
-// that makes it shorter; kura does not, and RESTORE takes both.)
+// off (appendRDBString).
 func dumpString(value []byte) []byte {
-	p := []byte{rdbTypeString}
+	return withFooter(appendRDBString([]byte{rdbTypeString}, value))
+}
+
+// dumpCollection is the DUMP payload of a collection of type typ from its live element
+// records, in Redis's plain encoding of the type.
+func dumpCollection(typ lww.Type, elems []lww.Record) []byte {
+	var p []byte
+	switch typ {
+	case lww.List:
+		items := list.Items(elems)
+		p = appendRDBLen([]byte{rdbTypeList}, uint64(len(items)))
+		for _, it := range items {
+			p = appendRDBString(p, it.Value)
+		}
+	case lww.Set:
+		names := set.Fold(elems).Names()
+		p = appendRDBLen([]byte{rdbTypeSet}, uint64(len(names)))
+		for _, name := range names {
+			p = appendRDBString(p, name)
+		}
+	case lww.Hash:
+		fields := hashFields(elems)
+		p = appendRDBLen([]byte{rdbTypeHash}, uint64(len(fields)))
+		for _, f := range fields {
+			p = appendRDBString(appendRDBString(p, f.name), f.value)
+		}
+	case lww.SortedSet:
+		members := zset.Fold(elems)
+		p = appendRDBLen([]byte{rdbTypeZset2}, uint64(len(members)))
+		for _, m := range members {
+			p = binary.LittleEndian.AppendUint64(appendRDBString(p, m.Name), math.Float64bits(m.Score))
+		}
+	}
+	return withFooter(p)
+}
+
+// withFooter appends the RDB version and the checksum to a payload's body.
+func withFooter(p []byte) []byte {
+	p = binary.LittleEndian.AppendUint16(p, rdbVersion)
+	return binary.LittleEndian.AppendUint64(p, redisCRC64(p))
+}
+
+// appendRDBString appends value in the RDB's encoding of a string, as redis-server 7.0
+// writes it with rdbcompression off: an integer of at most 11 characters in its integer
+// encoding, else the bytes after their length. (redis-server compresses a string of more
+// than 20 bytes with LZF where that makes it shorter; kura does not, and RESTORE takes
+// both.)
+func appendRDBString(p, value []byte) []byte {
 	if n, err := strconv.ParseInt(string(value), 10, 64); err == nil && len(value) <= 11 &&
 		strconv.FormatInt(n, 10) == string(value) && n >= math.MinInt32 && n <= math.MaxInt32 {
 		switch {
 		case n >= math.MinInt8 && n <= math.MaxInt8:
-			p = append(p, rdbEncoded<<6|rdbEncInt8, byte(n))
+			return append(p, rdbEncoded<<6|rdbEncInt8, byte(n))
 		case n >= math.MinInt16 && n <= math.MaxInt16:
-			p = binary.LittleEndian.AppendUint16(append(p, rdbEncoded<<6|rdbEncInt16), uint16(n))
-		default:
-			p = binary.LittleEndian.AppendUint32(append(p, rdbEncoded<<6|rdbEncInt32), uint32(n))
+			return binary.LittleEndian.AppendUint16(append(p, rdbEncoded<<6|rdbEncInt16), uint16(n))
 		}
-	} else {
-		p = append(appendRDBLen(p, uint64(len(value))), value...)
+		return binary.LittleEndian.AppendUint32(append(p, rdbEncoded<<6|rdbEncInt32), uint32(n))
 	}
-	p = binary.LittleEndian.AppendUint16(p, rdbVersion)
-	return binary.LittleEndian.AppendUint64(p, redisCRC64(p))
+	return append(appendRDBLen(p, uint64(len(value))), value...)
 }
 
 // appendRDBLen appends n in the RDB's length encoding.
@@ -100,32 +160,81 @@ var (
 	errDumpFormat = errors.New("ERR Bad data format")
 )
 
-// undumpString returns the string a DUMP payload holds: one of another type, or one
-// whose version or checksum is wrong, is refused, and so is a compressed string that
-// would expand past valueMax bytes (before it is expanded).
-func undumpString(p []byte, valueMax int) ([]byte, error) {
+// dumped is the value a DUMP payload holds: its type and its strings (a string's one
+// value, a list's items in order, a set's or sorted set's members, a hash's fields and
+// values by turns), and a sorted set's scores, one per member.
+type dumped struct {
+	typ     lww.Type
+	strings [][]byte
+	scores  []float64
+}
+
+// undump returns the value a DUMP payload holds. One whose version or checksum is wrong
+// is refused, and so are a type kura does not read, a compressed string that would
+// expand past valueMax bytes (before it is expanded), and a member or field named twice.
+func undump(p []byte, valueMax int) (dumped, error) {
 	if len(p) < 10 {
-		return nil, errDumpFooter
+		return dumped{}, errDumpFooter
 	}
 	body, footer := p[:len(p)-10], p[len(p)-10:]
 	if binary.LittleEndian.Uint16(footer) > rdbVersion || binary.LittleEndian.Uint64(footer[2:]) != redisCRC64(p[:len(p)-8]) {
-		return nil, errDumpFooter
+		return dumped{}, errDumpFooter
 	}
 	if len(body) == 0 {
-		return nil, errDumpFormat
-	}
-	if body[0] != rdbTypeString {
-		return nil, fmt.Errorf("ERR kura RESTOREs strings only; the payload holds a value of Redis's RDB type %d", body[0])
+		return dumped{}, errDumpFormat
 	}
 	r := rdbReader{p: body[1:], valueMax: uint64(valueMax)}
-	value := r.string()
+	var d dumped
+	switch body[0] {
+	case rdbTypeString:
+		d = dumped{typ: lww.String, strings: [][]byte{r.string()}}
+	case rdbTypeList:
+		d = dumped{typ: lww.List, strings: r.strings(1)}
+	case rdbTypeSet:
+		d = dumped{typ: lww.Set, strings: r.strings(1)}
+	case rdbTypeHash:
+		d = dumped{typ: lww.Hash, strings: r.strings(2)}
+	case rdbTypeZset2:
+		d.typ = lww.SortedSet
+		for n := r.count(); n > 0 && r.err == nil; n-- {
+			d.strings = append(d.strings, r.string())
+			if b := r.take(8); b != nil {
+				score := math.Float64frombits(binary.LittleEndian.Uint64(b))
+				if math.IsNaN(score) {
+					r.err = errDumpFormat
+				}
+				d.scores = append(d.scores, score)
+			}
+		}
+	default:
+		return dumped{}, fmt.Errorf("ERR kura RESTOREs strings, and lists, sets, sorted sets and hashes in Redis's plain encodings; the payload holds a value of Redis's RDB type %d", body[0])
+	}
 	switch {
 	case r.err != nil:
-		return nil, r.err
+		return dumped{}, r.err
 	case len(r.p) > 0:
-		return nil, errDumpFormat
+		return dumped{}, errDumpFormat
+	case d.typ != lww.String && d.typ != lww.List && !distinctNames(d):
+		return dumped{}, errDumpFormat
 	}
-	return value, nil
+	return d, nil
+}
+
+// distinctNames reports whether no member or field of d is named twice, which Redis's
+// serialization of a set, sorted set or hash never writes.
+func distinctNames(d dumped) bool {
+	step := 1
+	if d.typ == lww.Hash {
+		step = 2
+	}
+	seen := make(map[string]bool, len(d.strings)/step)
+	for i := 0; i < len(d.strings); i += step {
+		if seen[string(d.strings[i])] {
+			return false
+		}
+		seen[string(d.strings[i])] = true
+	}
+	return true
 }
 
 // rdbReader reads the RDB encoding; err is set by the first read that fails.
@@ -172,6 +281,27 @@ func (r *rdbReader) length() (n uint64, encoded bool) {
 		r.err = errDumpFormat
 	}
 	return 0, false
+}
+
+// strings reads a length, then per items that many strings: a collection's in Redis's
+// plain encoding.
+func (r *rdbReader) strings(per int) [][]byte {
+	var out [][]byte // not sized by the length read: the payload may lie about it
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		for range per {
+			out = append(out, r.string())
+		}
+	}
+	return out
+}
+
+// count reads a collection's length, which has no special encoding.
+func (r *rdbReader) count() uint64 {
+	n, encoded := r.length()
+	if encoded {
+		r.err = errDumpFormat
+	}
+	return n
 }
 
 // string reads a string in any of its encodings.
@@ -262,7 +392,7 @@ func lzfDecompress(in []byte, size uint64) (out []byte, ok bool) {
 }
 
 // restoreCommand is RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]:
-// the string of a DUMP payload written under key, with the deadline ttl milliseconds
+// the value of a DUMP payload written under key, with the deadline ttl milliseconds
 // from now (at ttl, a Unix time in milliseconds, with ABSTTL; none for 0). A key that
 // exists is refused (BUSYKEY) unless REPLACE. IDLETIME and FREQ are checked as Redis
 // checks them and otherwise ignored: kura keeps no access times or counts. The checks
@@ -326,7 +456,7 @@ func restoreCommand(c *conn, args [][]byte) {
 		c.w.Error("ERR Invalid TTL value, must be >= 0")
 		return
 	}
-	value, err := undumpString(args[3], c.s.cfg.Limits.ValueBytesMax)
+	d, err := undump(args[3], c.s.cfg.Limits.ValueBytesMax)
 	if err != nil {
 		c.w.Error(err.Error())
 		return
@@ -340,24 +470,60 @@ func restoreCommand(c *conn, args [][]byte) {
 		}
 		deadline += now.UnixMilli()
 	}
-	next := lww.Record{Value: value, ExpiresAt: expiryOf(deadline)}
+	var applied bool
 	if deadline != 0 && deadline <= now.UnixMilli() {
-		next = lww.Record{Tombstone: true} // already expired: as Redis, OK and no key
+		// Already expired: as Redis, OK and no key.
+		applied, err = c.restoreString(key, lww.Record{Tombstone: true}, replace)
+	} else if d.typ == lww.String {
+		applied, err = c.restoreString(key, lww.Record{Value: d.strings[0], ExpiresAt: expiryOf(deadline)}, replace)
+	} else {
+		applied, err = c.storeCollection(key, d.typ, expiryOf(deadline), c.restoredElements(key, d), replace)
 	}
+	switch {
+	case err != nil:
+		c.replyTransactError(err)
+	case !applied:
+		c.w.Error(errBusyKey) // set by another client since the check above
+	default:
+		c.w.SimpleString("OK")
+	}
+}
+
+// restoreString writes next, a string or a tombstone, to key unless it exists and
+// replace is false: applied reports whether it did.
+func (c *conn) restoreString(key []byte, next lww.Record, replace bool) (applied bool, err error) {
 	res, err := c.transact(key, writeIf(
 		func(_ lww.Record, found bool) bool { return replace || !found },
 		func(lww.Record, bool) lww.Record { return next }))
 	if err == nil {
 		err = c.resetReplaced(key, res)
 	}
-	switch {
-	case err != nil:
-		c.replyTransactError(err)
-	case !res.Applied:
-		c.w.Error(errBusyKey) // set by another client since the check above
-	default:
-		c.w.SimpleString("OK")
+	return res.Applied, err
+}
+
+// restoredElements are the element records of collection key holding d, a list's
+// items at positions pushed at its tail in order.
+func (c *conn) restoredElements(key []byte, d dumped) coord.CollectionWrite {
+	var w coord.CollectionWrite
+	switch d.typ {
+	case lww.List:
+		// Positions of an empty list's tail, which Push makes for any count.
+		positions, _ := list.Push(list.Tail, nil, len(d.strings), c.listStamp())
+		for i, pos := range positions {
+			w.Elements = append(w.Elements, lww.Record{Key: itemKey(key, pos), Value: d.strings[i]})
+		}
+	case lww.Set:
+		w.Tagged = set.Set{}.Add(key, d.strings)
+	case lww.Hash:
+		for i := 0; i < len(d.strings); i += 2 {
+			w.Elements = append(w.Elements, lww.Record{Key: fieldKey(key, d.strings[i]), Value: d.strings[i+1]})
+		}
+	case lww.SortedSet:
+		for i, name := range d.strings {
+			w.Elements = append(w.Elements, zset.Set(key, name, d.scores[i], 0, false)...)
+		}
 	}
+	return w
 }
 
 const errBusyKey = "BUSYKEY Target key name already exists."

@@ -22,9 +22,13 @@ import (
 const (
 	errHashNotInt   = "ERR hash value is not an integer"
 	errHashNotFloat = "ERR hash value is not a float"
-	// errMoveCollection refuses RENAME and COPY of a collection: its elements would
-	// have to move with it, each a record of its own.
-	errMoveCollection = "ERR kura does not RENAME or COPY a hash (or another collection) yet: only a string"
+	// errMoveCollection refuses RENAME of a collection: its elements would have to move
+	// with it, each a record of its own, and source be deleted only if no element was
+	// written to it meanwhile, which no transaction of one record can check.
+	errMoveCollection = "ERR kura does not RENAME a hash (or another collection) yet: only a string"
+	// errCopyCounter refuses COPY of a PN counter: its shards are its writers' own, each
+	// process keeping its shard's total (pnCounters), which a copy would share.
+	errCopyCounter = "ERR kura does not COPY a conflict-free (PN) counter"
 )
 
 // hashCommands are the hash commands of the table.
@@ -68,12 +72,17 @@ func (c *conn) readHash(key []byte) (fields []hashField, header lww.Record, ok b
 	if !ok {
 		return nil, lww.Record{}, false
 	}
-	for _, rec := range coll.Elements {
+	return hashFields(coll.Elements), coll.Header, true
+}
+
+// hashFields are the fields a hash's live element records hold, in key order.
+func hashFields(elems []lww.Record) (fields []hashField) {
+	for _, rec := range elems {
 		if _, kind, name, ok := element.Parse(rec.Key); ok && kind == element.HashField {
 			fields = append(fields, hashField{name: name, value: rec.Value})
 		}
 	}
-	return fields, coll.Header, true
+	return fields
 }
 
 // readFields reads the named fields of hash key, with its header: one result per name.

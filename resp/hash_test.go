@@ -143,6 +143,10 @@ func (f *fakeBackend) WriteCollection(_ context.Context, keyspace string, key []
 		f.reset(elems, key, t-1)
 	case coord.ResetAt:
 		f.reset(elems, key, t)
+	case coord.ResetEnded:
+		if w.Ended != 0 {
+			f.reset(elems, key, w.Ended)
+		}
 	}
 	if w.Header != nil {
 		f.store(keyspace, f.data[keyspace], string(key), *w.Header)
@@ -293,8 +297,7 @@ func TestHashCommands(t *testing.T) {
 			{cmd("SETBIT", "h", "0", "1"), wrongType},
 			{cmd("LCS", "h", "s"), wrongType},
 			{cmd("MGET", "h", "s"), "*2\r\n$-1\r\n$1\r\n1\r\n"},
-			{cmd("RENAME", "h", "h2"), "-ERR kura does not RENAME or COPY a hash (or another collection) yet: only a string\r\n"},
-			{cmd("COPY", "h", "h2"), "-ERR kura does not RENAME or COPY a hash (or another collection) yet: only a string\r\n"},
+			{cmd("RENAME", "h", "h2"), "-ERR kura does not RENAME a hash (or another collection) yet: only a string\r\n"},
 			{cmd("HGET", "h", "f"), "$1\r\n1\r\n"},
 		}},
 		{"a delete or a retype ends the fields of the key's life", []step{

@@ -160,7 +160,8 @@ func writePersistenceInfo(b *strings.Builder, _ *conn, info Info) {
 }
 
 // writeStatsInfo reports the front end's counters since the start or CONFIG RESETSTAT.
-// kura refuses no connection for a limit, evicts nothing and has no publish/subscribe.
+// kura refuses no connection for a limit, evicts nothing, and has no publish/subscribe
+// and no MIGRATE (whose connections to other servers Redis keeps for a while).
 func writeStatsInfo(b *strings.Builder, c *conn, _ Info) {
 	st := &c.s.stats
 	infoLine(b, "total_connections_received", st.connectionsReceived.Load())
@@ -173,6 +174,7 @@ func writeStatsInfo(b *strings.Builder, c *conn, _ Info) {
 	infoLine(b, "keyspace_misses", st.keyspaceMisses.Load())
 	infoLine(b, "pubsub_channels", 0)
 	infoLine(b, "pubsub_patterns", 0)
+	infoLine(b, "migrate_cached_sockets", 0)
 	infoLine(b, "total_error_replies", st.errorReplies.Load())
 }
 

@@ -554,7 +554,7 @@ func copyCommand(c *conn, args [][]byte) {
 		return
 	}
 	if value.Type != lww.String {
-		c.w.Error(errMoveCollection)
+		c.copyCollection(src, dst, value.Type, replace)
 		return
 	}
 	wrote, err := c.transact(dst, writeIf(
