@@ -165,6 +165,9 @@ func listCommands() []*command {
 		blocking(keys(1, -2, &command{name: "brpop", arity: -3, flags: []string{"write"}, run: bpopCommand})),
 		blocking(keys(1, 2, &command{name: "blmove", arity: 6, flags: writeKey, run: lmoveCommand})),
 		blocking(keys(1, 2, &command{name: "brpoplpush", arity: 4, flags: writeKey, run: lmoveCommand})),
+		// Their keys are counted by numkeys: no fixed key positions (Redis's key specs).
+		{name: "lmpop", arity: -4, flags: []string{"write"}, run: lmpopCommand},
+		blocking(&command{name: "blmpop", arity: -5, flags: []string{"write"}, run: lmpopCommand}),
 	}
 }
 
@@ -665,6 +668,20 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 	}
 }
 
+// popFirst pops up to count items from end of the first of keys, in the order named,
+// that has any, as BLPOP, BRPOP, LMPOP and BLMPOP do: that key and its items, none when
+// every list is empty or missing. ok is false when the reply is written (an error, or
+// WRONGTYPE for the first key, in that order, of another type).
+func (c *conn) popFirst(keys [][]byte, end list.End, count int) (key []byte, values [][]byte, ok bool) {
+	for _, key := range keys {
+		values, _, ok := c.popItems(key, end, count)
+		if !ok || len(values) > 0 {
+			return key, values, ok
+		}
+	}
+	return nil, nil, true
+}
+
 // bpopCommand is BLPOP and BRPOP key [key ...] timeout: the first item of the first
 // list, in the order named, that has one, as [key, item]; it waits for one (block) when
 // all are empty, and answers null when the timeout passes.
@@ -675,20 +692,81 @@ func bpopCommand(c *conn, args [][]byte) {
 	}
 	keys, end := args[1:len(args)-1], endOf(c.lowerName[1:])
 	if c.block(keys, deadline, forever, func() bool {
-		for _, key := range keys {
-			values, _, ok := c.popItems(key, end, 1)
-			if !ok {
-				return true
-			}
-			if len(values) > 0 {
-				c.w.ArrayHeader(2)
-				c.w.Bulk(key)
-				c.w.Bulk(values[0])
-				return true
-			}
+		key, values, ok := c.popFirst(keys, end, 1)
+		if ok && len(values) > 0 {
+			c.w.ArrayHeader(2)
+			c.w.Bulk(key)
+			c.w.Bulk(values[0])
 		}
-		return false
+		return !ok || len(values) > 0
 	}) {
+		c.nullArray()
+	}
+}
+
+// lmpopCommand is LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count] and BLMPOP
+// timeout numkeys key [key ...] LEFT|RIGHT [COUNT count], as Redis 7.0: up to count
+// items (1 without COUNT) from the given end of the first list that has any, as [key,
+// [item ...]]; null when none has (LMPOP) or none had one before the timeout (BLMPOP,
+// which waits as BLPOP does). Redis's errors, in its order: numkeys, the end and the
+// options, then the timeout.
+func lmpopCommand(c *conn, args [][]byte) {
+	blocking := c.lowerName[0] == 'b'
+	at := 1 // numkeys
+	if blocking {
+		at = 2
+	}
+	numkeys, ok := parseInt(args[at])
+	switch {
+	case !ok || numkeys < 1:
+		c.w.Error(errNumkeys)
+		return
+	case numkeys >= int64(len(args)-at-1):
+		c.w.Error(errSyntax)
+		return
+	}
+	keys := args[at+1 : at+1+int(numkeys)]
+	end, ok := parseEnd(args[at+1+int(numkeys)])
+	if !ok {
+		c.w.Error(errSyntax)
+		return
+	}
+	count := int64(0) // none given
+	for rest := args[at+2+int(numkeys):]; len(rest) > 0; rest = rest[2:] {
+		if count != 0 || upper(rest[0]) != "COUNT" || len(rest) == 1 {
+			c.w.Error(errSyntax)
+			return
+		}
+		if count, ok = parseInt(rest[1]); !ok || count < 1 {
+			c.w.Error("ERR count should be greater than 0")
+			return
+		}
+	}
+	count = max(count, 1)
+	try := func() bool {
+		key, values, ok := c.popFirst(keys, end, int(count))
+		switch {
+		case !ok:
+		case len(values) > 0:
+			c.w.ArrayHeader(2)
+			c.w.Bulk(key)
+			c.w.ArrayHeader(len(values))
+			for _, v := range values {
+				c.w.Bulk(v)
+			}
+		case !blocking:
+			c.nullArray()
+		default:
+			return false
+		}
+		return true
+	}
+	if !blocking {
+		try()
+		return
+	}
+	deadline, forever, ok := c.parseTimeout(args[1])
+	if ok && c.block(keys, deadline, forever, try) {
 		c.nullArray()
 	}
 }

@@ -112,6 +112,34 @@ func TestListCommands(t *testing.T) {
 			{cmd("LMOVE", "{q}:dst", "{q}:x", "UP", "LEFT"), "-ERR syntax error\r\n"},
 			{cmd("LRANGE", "{q}:dst", "0", "-1"), arr("b", "c", "a")},
 		}},
+		{"lmpop", []step{
+			{cmd("RPUSH", "{t}:a", "a", "b", "c", "d"), ":4\r\n"},
+			{cmd("LMPOP", "2", "{t}:none", "{t}:a", "LEFT"), "*2\r\n$5\r\n{t}:a\r\n" + arr("a")},
+			{cmd("LMPOP", "2", "{t}:none", "{t}:a", "right", "COUNT", "2"), "*2\r\n$5\r\n{t}:a\r\n" + arr("d", "c")},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "count", "10"), "*2\r\n$5\r\n{t}:a\r\n" + arr("b")},
+			{cmd("LMPOP", "2", "{t}:a", "{t}:none", "LEFT"), "*-1\r\n"},
+			{cmd("BLMPOP", "0.01", "2", "{t}:a", "{t}:none", "LEFT", "COUNT", "3"), "*-1\r\n"},
+			{cmd("RPUSH", "{t}:b", "x", "y"), ":2\r\n"},
+			{cmd("BLMPOP", "0", "2", "{t}:a", "{t}:b", "RIGHT", "COUNT", "3"), "*2\r\n$5\r\n{t}:b\r\n" + arr("y", "x")},
+			// Redis's errors, in its order: numkeys, the end, the options, the timeout.
+			{cmd("LMPOP", "1"), "-ERR wrong number of arguments for 'lmpop' command\r\n"},
+			{cmd("LMPOP", "0", "{t}:a", "LEFT"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("LMPOP", "a", "{t}:a", "LEFT"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("LMPOP", "2", "{t}:a", "LEFT"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "9223372036854775807", "{t}:a", "LEFT"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "UP"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT", "1", "COUNT", "2"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "bad"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT", "0"), "-ERR count should be greater than 0\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT", "x"), "-ERR count should be greater than 0\r\n"},
+			{cmd("BLMPOP", "0", "1", "{t}:a"), "-ERR wrong number of arguments for 'blmpop' command\r\n"},
+			{cmd("BLMPOP", "-1", "0", "{t}:a", "LEFT"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("BLMPOP", "-1", "1", "{t}:a", "LEFT"), "-ERR timeout is negative\r\n"},
+			{cmd("SET", "{t}:s", "1"), "+OK\r\n"},
+			{cmd("LMPOP", "2", "{t}:none", "{t}:s", "LEFT"), wrongType},
+			{cmd("BLMPOP", "0", "2", "{t}:s", "{t}:b", "LEFT"), wrongType},
+		}},
 		{"types", []step{
 			{cmd("SET", "s", "1"), "+OK\r\n"},
 			{cmd("LPUSH", "s", "a"), wrongType},
@@ -167,7 +195,7 @@ func waitBlocked(t *testing.T, s *Server, n int) {
 	}
 }
 
-// TestGoRedisBlockingPops: BLPOP, BRPOP and BLMOVE through go-redis, in RESP2 and RESP3:
+// TestGoRedisBlockingPops: BLPOP, BRPOP, BLMOVE and BLMPOP through go-redis, in RESP2 and RESP3:
 // a client blocked on empty lists is woken by a push to any of them and takes the item;
 // of two clients blocked on one list each push wakes one; a timeout answers null.
 func TestGoRedisBlockingPops(t *testing.T) {
@@ -263,6 +291,24 @@ func TestGoRedisBlockingPops(t *testing.T) {
 			}
 			if n, err := pusher.LLen(ctx, "{q}:src").Result(); err != nil || n != 0 {
 				t.Fatalf("LLEN source after BLMOVE = %d, %v", n, err)
+			}
+
+			// BLMPOP: blocked on two lists, woken by a push to the second, takes up to
+			// its count from the end named.
+			mpopped := make(chan popped, 1)
+			go func() {
+				key, items, err := newClient().BLMPop(ctx, 0, "right", 5, "{q}:m1", "{q}:m2").Result()
+				mpopped <- popped{kv: append([]string{key}, items...), err: err}
+			}()
+			waitBlocked(t, s, 1)
+			if err := pusher.RPush(ctx, "{q}:m2", "a", "b").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if p := <-mpopped; p.err != nil || !slices.Equal(p.kv, []string{"{q}:m2", "b", "a"}) {
+				t.Fatalf("BLMPOP = %v, %v; want [{q}:m2 b a]", p.kv, p.err)
+			}
+			if _, _, err := pusher.LMPop(ctx, "left", 1, "{q}:m1", "{q}:m2").Result(); err != redis.Nil {
+				t.Fatalf("LMPOP of empty lists: %v, want redis.Nil", err)
 			}
 
 			// A timeout answers null (go-redis sends at least a second).
