@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -46,7 +47,7 @@ type listState struct {
 	writer uint64
 
 	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]bool // keyspace NUL key -> blocked clients' wake-ups
+	waiters map[string]map[*waiter]bool // keyspace NUL key -> the clients blocked on it
 	// config holds CONFIG's list-compress-depth and list-max-listpack-size, as last set.
 	config [2]atomic.Int64
 	// changed is closed, and replaced, when a client starts or stops waiting: what a
@@ -57,7 +58,7 @@ type listState struct {
 func newListState() *listState {
 	var b [8]byte
 	rand.Read(b[:])
-	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[chan struct{}]bool{}, changed: make(chan struct{})}
+	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[*waiter]bool{}, changed: make(chan struct{})}
 	l.config[listMaxListpackSize].Store(-2) // Redis 7's default
 	return l
 }
@@ -70,42 +71,87 @@ const (
 
 func waiterKey(keyspace string, key []byte) string { return keyspace + "\x00" + string(key) }
 
-// wait registers a wake-up for pushes to any of keys, and returns it with the function
+// waiter is a client blocked on lists (conn.block).
+type waiter struct {
+	// wake carries a push's wake-up: a channel to close once the client has tried again
+	// (nil when the push does not wait for that).
+	wake chan chan struct{}
+	// idle is true while the client waits between two tries; l.mu guards it.
+	idle bool
+}
+
+// wait registers a waiter for pushes to any of keys, and returns it with the function
 // that removes it.
-func (l *listState) wait(keyspace string, keys [][]byte) (chan struct{}, func()) {
-	wake := make(chan struct{}, 1)
+func (l *listState) wait(keyspace string, keys [][]byte) (*waiter, func()) {
+	w := &waiter{wake: make(chan chan struct{}, 1)}
 	l.mu.Lock()
 	for _, key := range keys {
 		k := waiterKey(keyspace, key)
 		if l.waiters[k] == nil {
-			l.waiters[k] = map[chan struct{}]bool{}
+			l.waiters[k] = map[*waiter]bool{}
 		}
-		l.waiters[k][wake] = true
+		l.waiters[k][w] = true
 	}
 	l.signal()
 	l.mu.Unlock()
-	return wake, func() {
+	return w, func() {
 		l.mu.Lock()
 		for _, key := range keys {
 			k := waiterKey(keyspace, key)
-			delete(l.waiters[k], wake)
+			delete(l.waiters[k], w)
 			if len(l.waiters[k]) == 0 {
 				delete(l.waiters, k)
 			}
 		}
 		l.signal()
 		l.mu.Unlock()
+		// A push may be waiting for a try that will not come.
+		select {
+		case served := <-w.wake:
+			if served != nil {
+				close(served)
+			}
+		default:
+		}
 	}
 }
 
-// wake tells the clients blocked on key that it was pushed to.
-func (l *listState) wake(keyspace string, key []byte) {
+// setIdle says whether w waits between two tries.
+func (l *listState) setIdle(w *waiter, idle bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for wake := range l.waiters[waiterKey(keyspace, key)] {
+	w.idle = idle
+	l.mu.Unlock()
+}
+
+// wake tells the clients blocked on key that it was pushed to, and returns once each
+// that was waiting between two tries has tried again (or ctx ends): as Redis serves its
+// blocked clients before the next command runs, the pusher's next command sees the
+// item taken, and moved on by a chain of BLMOVEs. A client that is in a try is told
+// without waiting for it: its try may itself be a push waiting here for this one (two
+// BRPOPLPUSHes feeding each other), and it tries again anyway.
+func (l *listState) wake(ctx context.Context, keyspace string, key []byte) {
+	var served []chan struct{}
+	l.mu.Lock()
+	for w := range l.waiters[waiterKey(keyspace, key)] {
+		var done chan struct{}
+		if w.idle {
+			done = make(chan struct{})
+		}
 		select {
-		case wake <- struct{}{}:
+		case w.wake <- done:
+			if done != nil {
+				w.idle = false
+				served = append(served, done)
+			}
 		default:
+		}
+	}
+	l.mu.Unlock()
+	for _, done := range served {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -121,10 +167,10 @@ func (l *listState) signal() {
 func (l *listState) blocked() (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	clients := map[chan struct{}]bool{}
+	clients := map[*waiter]bool{}
 	for _, set := range l.waiters {
-		for wake := range set {
-			clients[wake] = true
+		for w := range set {
+			clients[w] = true
 		}
 	}
 	return len(clients), l.changed
@@ -203,7 +249,7 @@ func (c *conn) pushItems(key []byte, end list.End, items []list.Item, coll coord
 	if _, err := c.writeCollection(key, lww.List, coll, w); err != nil {
 		return err
 	}
-	c.s.lists.wake(c.keyspace, key)
+	c.s.lists.wake(c.ctx, c.keyspace, key)
 	return nil
 }
 
@@ -536,7 +582,7 @@ func linsertCommand(c *conn, args [][]byte) {
 		c.w.Error(errorReply(err))
 		return
 	}
-	c.s.lists.wake(c.keyspace, key)
+	c.s.lists.wake(c.ctx, c.keyspace, key)
 	c.w.Int(int64(len(items) + 1))
 }
 
@@ -640,7 +686,7 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
 	// Registered before the first try, so that a push between the try and the wait
 	// wakes it.
-	wake, stop := c.s.lists.wait(c.keyspace, keys)
+	w, stop := c.s.lists.wait(c.keyspace, keys)
 	defer stop()
 	poll := time.NewTimer(listPollInterval)
 	defer poll.Stop()
@@ -650,12 +696,19 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 		defer t.Stop()
 		expired = t.C
 	}
+	var served chan struct{} // the wake-up of a push waiting for this try
 	for {
-		if try() {
+		done := try()
+		if served != nil {
+			close(served)
+			served = nil
+		}
+		if done {
 			return false
 		}
+		c.s.lists.setIdle(w, true)
 		select {
-		case <-wake:
+		case served = <-w.wake:
 		case <-poll.C:
 		case <-expired:
 			return true
@@ -664,6 +717,7 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 			c.w.Error(errorReply(c.ctx.Err()))
 			return false
 		}
+		c.s.lists.setIdle(w, false)
 		poll.Reset(listPollInterval)
 	}
 }
@@ -878,7 +932,7 @@ func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved
 					return nil, false, false
 				}
 			}
-			c.s.lists.wake(c.keyspace, dst)
+			c.s.lists.wake(c.ctx, c.keyspace, dst)
 			return value, true, true
 		}
 		copyRec.Value, copyRec.Tombstone = nil, true

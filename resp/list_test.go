@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -334,4 +335,118 @@ func TestBlockedClientHangsUp(t *testing.T) {
 		{cmd("RPUSH", "q", "a"), ":1\r\n"},
 		{cmd("LRANGE", "q", "0", "-1"), arr("a")},
 	})
+}
+
+// TestPushServesBlockedClients: a push answers once the clients it woke have tried
+// again, as Redis serves its blocked clients before the next command runs: the pusher's
+// next command sees the item taken, and moved on by a chain of blocked moves.
+func TestPushServesBlockedClients(t *testing.T) {
+	foo := "$3\r\nfoo\r\n"
+	tests := []struct {
+		name    string
+		blocked [][]string // sent in order, each once those before it block
+		then    []step
+		replies []string // of the blocked clients, in order
+	}{
+		{"linked BLMOVEs", [][]string{
+			cmd("BLMOVE", "{t}1", "{t}2", "RIGHT", "LEFT", "0"),
+			cmd("BLMOVE", "{t}2", "{t}3", "LEFT", "RIGHT", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), "*0\r\n"},
+			{cmd("LRANGE", "{t}2", "0", "-1"), "*0\r\n"},
+			{cmd("LRANGE", "{t}3", "0", "-1"), arr("foo")},
+		}, []string{foo, foo}},
+		{"circular BRPOPLPUSH", [][]string{
+			cmd("BRPOPLPUSH", "{t}1", "{t}2", "0"),
+			cmd("BRPOPLPUSH", "{t}2", "{t}1", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), arr("foo")},
+			{cmd("LRANGE", "{t}2", "0", "-1"), "*0\r\n"},
+		}, []string{foo, foo}},
+		{"self-referential BRPOPLPUSH", [][]string{
+			cmd("BRPOPLPUSH", "{t}1", "{t}1", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), arr("foo")},
+		}, []string{foo}},
+		{"BLPOP and BLMPOP", [][]string{
+			cmd("BLPOP", "{t}1", "0"),
+			cmd("BLMPOP", "0", "1", "{t}1", "RIGHT", "COUNT", "2"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "a", "b", "c", "d"), ":4\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), arr("b")},
+		}, []string{arr("{t}1", "a"), "*2\r\n$4\r\n{t}1\r\n" + arr("d", "c")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			var clients []*client
+			for i, args := range tt.blocked {
+				c := dial(t, addr)
+				c.send(encode(args...))
+				waitBlocked(t, s, i+1)
+				clients = append(clients, c)
+			}
+			converse(t, addr, tt.then)
+			for i, c := range clients {
+				c.expect(tt.replies[i])
+			}
+		})
+	}
+}
+
+// TestWakeWaitsForIdleClients: a push's wake returns once each client it woke between
+// two tries has tried again, not before; a client in the middle of a try is told without
+// being waited for (its try may be a push waiting on this one); a client that leaves
+// with a wake-up untaken releases the push.
+func TestWakeWaitsForIdleClients(t *testing.T) {
+	tests := []struct {
+		name string
+		idle bool
+		// leave is true when the client leaves (stop) instead of trying again.
+		leave    bool
+		waitsFor bool // wake waits until the client tried or left
+	}{
+		{"idle client tries again", true, false, true},
+		{"idle client leaves", true, true, true},
+		{"client in a try", false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newListState()
+				w, stop := l.wait("ks", [][]byte{[]byte("k")})
+				defer stop()
+				l.setIdle(w, tt.idle)
+				woke := make(chan struct{})
+				go func() {
+					l.wake(context.Background(), "ks", []byte("k"))
+					close(woke)
+				}()
+				synctest.Wait()
+				returned := func() bool {
+					select {
+					case <-woke:
+						return true
+					default:
+						return false
+					}
+				}
+				if returned() == tt.waitsFor {
+					t.Fatalf("wake returned %v before the client tried, want %v", returned(), !tt.waitsFor)
+				}
+				if tt.leave {
+					stop()
+				} else if served := <-w.wake; served != nil {
+					close(served)
+				}
+				synctest.Wait()
+				if !returned() {
+					t.Fatal("wake did not return once the client tried or left")
+				}
+			})
+		})
+	}
 }
