@@ -46,8 +46,9 @@ type listState struct {
 	// restarted with a clock set back never makes a position it made before.
 	writer uint64
 
-	mu      sync.Mutex
-	waiters map[string]map[*waiter]bool // keyspace NUL key -> the clients blocked on it
+	mu       sync.Mutex
+	waiters  map[string]map[*waiter]bool // keyspace NUL key -> the clients blocked on it
+	byClient map[int64]*waiter           // the blocked clients by connection id, for CLIENT UNBLOCK
 	// config holds CONFIG's list-compress-depth and list-max-listpack-size, as last set.
 	config [2]atomic.Int64
 	// changed is closed, and replaced, when a client starts or stops waiting: what a
@@ -58,7 +59,7 @@ type listState struct {
 func newListState() *listState {
 	var b [8]byte
 	rand.Read(b[:])
-	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[*waiter]bool{}, changed: make(chan struct{})}
+	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[*waiter]bool{}, byClient: map[int64]*waiter{}, changed: make(chan struct{})}
 	l.config[listMaxListpackSize].Store(-2) // Redis 7's default
 	return l
 }
@@ -78,13 +79,17 @@ type waiter struct {
 	wake chan chan struct{}
 	// idle is true while the client waits between two tries; l.mu guards it.
 	idle bool
+	// unblock carries CLIENT UNBLOCK's order: true to answer an error, false to answer
+	// as a timeout does.
+	unblock chan bool
 }
 
-// wait registers a waiter for pushes to any of keys, and returns it with the function
-// that removes it.
-func (l *listState) wait(keyspace string, keys [][]byte) (*waiter, func()) {
-	w := &waiter{wake: make(chan chan struct{}, 1)}
+// wait registers client id's waiter for pushes to any of keys, and returns it with the
+// function that removes it.
+func (l *listState) wait(id int64, keyspace string, keys [][]byte) (*waiter, func()) {
+	w := &waiter{wake: make(chan chan struct{}, 1), unblock: make(chan bool, 1)}
 	l.mu.Lock()
+	l.byClient[id] = w
 	for _, key := range keys {
 		k := waiterKey(keyspace, key)
 		if l.waiters[k] == nil {
@@ -96,6 +101,9 @@ func (l *listState) wait(keyspace string, keys [][]byte) (*waiter, func()) {
 	l.mu.Unlock()
 	return w, func() {
 		l.mu.Lock()
+		if l.byClient[id] == w {
+			delete(l.byClient, id)
+		}
 		for _, key := range keys {
 			k := waiterKey(keyspace, key)
 			delete(l.waiters[k], w)
@@ -114,6 +122,50 @@ func (l *listState) wait(keyspace string, keys [][]byte) (*waiter, func()) {
 		default:
 		}
 	}
+}
+
+// unblock tells client id, if it is blocked, to stop waiting (CLIENT UNBLOCK), answering
+// an error when withError, else as a timeout does; it reports whether it was blocked.
+func (l *listState) unblock(id int64, withError bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.byClient[id]
+	if w == nil {
+		return false
+	}
+	select {
+	case w.unblock <- withError:
+		return true
+	default:
+		return false // told already
+	}
+}
+
+// clientUnblockCommand is CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when that client was
+// blocked (BLPOP and the other blocking commands), which then answers as on its timeout
+// or, with ERROR, Redis's UNBLOCKED error; 0 otherwise.
+func clientUnblockCommand(c *conn, args [][]byte) {
+	if len(args) > 4 {
+		c.w.Error("ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.")
+		return
+	}
+	withError := false
+	if len(args) == 4 {
+		switch upper(args[3]) {
+		case "TIMEOUT":
+		case "ERROR":
+			withError = true
+		default:
+			c.w.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	c.w.Int(int64(btoi(c.s.lists.unblock(id, withError))))
 }
 
 // setIdle says whether w waits between two tries.
@@ -678,7 +730,8 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 	return time.Now().Add(time.Duration(secs * float64(time.Second))), secs == 0, true
 }
 
-// block runs try on keys until it has an answer, the timeout passes, or the client goes:
+// block runs try on keys until it has an answer, the timeout passes (or CLIENT UNBLOCK
+// says so), or the client goes:
 // at once, then whenever a push through this server wakes it, and at least every
 // listPollInterval for pushes through other nodes. try reports done when it answered
 // (or wrote an error). timedOut is true when nothing came in time, and the reply is the
@@ -686,7 +739,7 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
 	// Registered before the first try, so that a push between the try and the wait
 	// wakes it.
-	w, stop := c.s.lists.wait(c.keyspace, keys)
+	w, stop := c.s.lists.wait(c.id, c.keyspace, keys)
 	defer stop()
 	poll := time.NewTimer(listPollInterval)
 	defer poll.Stop()
@@ -712,6 +765,11 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 		case <-poll.C:
 		case <-expired:
 			return true
+		case withError := <-w.unblock:
+			if withError {
+				c.w.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+			}
+			return !withError
 		case <-c.ctx.Done():
 			// The client hung up or was killed: nothing to answer.
 			c.w.Error(errorReply(c.ctx.Err()))

@@ -417,7 +417,7 @@ func TestWakeWaitsForIdleClients(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newListState()
-				w, stop := l.wait("ks", [][]byte{[]byte("k")})
+				w, stop := l.wait(1, "ks", [][]byte{[]byte("k")})
 				defer stop()
 				l.setIdle(w, tt.idle)
 				woke := make(chan struct{})
@@ -447,6 +447,47 @@ func TestWakeWaitsForIdleClients(t *testing.T) {
 					t.Fatal("wake did not return once the client tried or left")
 				}
 			})
+		})
+	}
+}
+
+// TestClientUnblock: CLIENT UNBLOCK answers a blocked client as its timeout would, or
+// with Redis's UNBLOCKED error, and 1; 0 for a client that is not blocked.
+func TestClientUnblock(t *testing.T) {
+	tests := []struct {
+		name    string
+		blocked []string
+		reason  []string
+		want    string // the blocked client's reply
+	}{
+		{"BLPOP, default", cmd("BLPOP", "l", "0"), nil, "*-1\r\n"},
+		{"BLMPOP, timeout", cmd("BLMPOP", "0", "1", "l", "LEFT"), cmd("timeout"), "*-1\r\n"},
+		{"BLMOVE, timeout", cmd("BLMOVE", "l", "l", "LEFT", "LEFT", "0"), cmd("TIMEOUT"), "$-1\r\n"},
+		{"BRPOP, error", cmd("BRPOP", "l", "0"), cmd("ERROR"), "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			blocked := dial(t, addr)
+			blocked.send(encode("CLIENT", "ID"))
+			blocked.expect(":1\r\n") // the first connection
+			blocked.send(encode(tt.blocked...))
+			waitBlocked(t, s, 1)
+			converse(t, addr, []step{
+				{cmd("CLIENT", "UNBLOCK", "1", "BOGUS"), "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"},
+				{cmd("CLIENT", "UNBLOCK", "x"), "-ERR value is not an integer or out of range\r\n"},
+				{cmd("CLIENT", "UNBLOCK", "1", "ERROR", "more"), "-ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.\r\n"},
+				{append(cmd("CLIENT", "UNBLOCK", "1"), tt.reason...), ":1\r\n"},
+			})
+			blocked.expect(tt.want)
+			waitBlocked(t, s, 0)
+			converse(t, addr, []step{
+				{cmd("CLIENT", "UNBLOCK", "1"), ":0\r\n"},
+				{cmd("CLIENT", "UNBLOCK", "99"), ":0\r\n"},
+			})
+			// The client is usable again.
+			blocked.send(encode("LPUSH", "l", "x"))
+			blocked.expect(":1\r\n")
 		})
 	}
 }
