@@ -2,7 +2,6 @@ package resp
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -176,12 +175,12 @@ func (l *listState) setIdle(w *waiter, idle bool) {
 }
 
 // wake tells the clients blocked on key that it was pushed to, and returns once each
-// that was waiting between two tries has tried again (or ctx ends): as Redis serves its
+// that was waiting between two tries has tried again (or left): as Redis serves its
 // blocked clients before the next command runs, the pusher's next command sees the
 // item taken, and moved on by a chain of BLMOVEs. A client that is in a try is told
 // without waiting for it: its try may itself be a push waiting here for this one (two
 // BRPOPLPUSHes feeding each other), and it tries again anyway.
-func (l *listState) wake(ctx context.Context, keyspace string, key []byte) {
+func (l *listState) wake(keyspace string, key []byte) {
 	var served []chan struct{}
 	l.mu.Lock()
 	for w := range l.waiters[waiterKey(keyspace, key)] {
@@ -200,11 +199,7 @@ func (l *listState) wake(ctx context.Context, keyspace string, key []byte) {
 	}
 	l.mu.Unlock()
 	for _, done := range served {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return
-		}
+		<-done
 	}
 }
 
@@ -301,7 +296,7 @@ func (c *conn) pushItems(key []byte, end list.End, items []list.Item, coll coord
 	if _, err := c.writeCollection(key, lww.List, coll, w); err != nil {
 		return err
 	}
-	c.s.lists.wake(c.ctx, c.keyspace, key)
+	c.s.lists.wake(c.keyspace, key)
 	return nil
 }
 
@@ -634,7 +629,7 @@ func linsertCommand(c *conn, args [][]byte) {
 		c.w.Error(errorReply(err))
 		return
 	}
-	c.s.lists.wake(c.ctx, c.keyspace, key)
+	c.s.lists.wake(c.keyspace, key)
 	c.w.Int(int64(len(items) + 1))
 }
 
@@ -750,6 +745,12 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 		expired = t.C
 	}
 	var served chan struct{} // the wake-up of a push waiting for this try
+	defer func() {
+		// Even when the try panics: the push must not wait for ever.
+		if served != nil {
+			close(served)
+		}
+	}()
 	for {
 		done := try()
 		if served != nil {
@@ -990,7 +991,7 @@ func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved
 					return nil, false, false
 				}
 			}
-			c.s.lists.wake(c.ctx, c.keyspace, dst)
+			c.s.lists.wake(c.keyspace, dst)
 			return value, true, true
 		}
 		copyRec.Value, copyRec.Tombstone = nil, true

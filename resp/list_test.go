@@ -422,7 +422,7 @@ func TestWakeWaitsForIdleClients(t *testing.T) {
 				l.setIdle(w, tt.idle)
 				woke := make(chan struct{})
 				go func() {
-					l.wake(context.Background(), "ks", []byte("k"))
+					l.wake("ks", []byte("k"))
 					close(woke)
 				}()
 				synctest.Wait()
