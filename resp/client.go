@@ -29,6 +29,8 @@ func clientSubcommands() []*command {
 		{name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
 			usage:   "KILL (<ip:port>|<filter> <value> [<filter> <value> ...])",
 			summary: "Kill connections by address, or by the filters ID, TYPE, USER, ADDR, LADDR, SKIPME and MAXAGE.", run: clientKillCommand},
+		{name: "unblock", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"}, usage: "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+			summary: "Unblock the specified blocked client.", run: clientUnblockCommand},
 		{name: "no-evict", arity: 3, flags: []string{"admin", "noscript", "loading", "stale"}, usage: "NO-EVICT (ON|OFF)",
 			summary: "Protect the current connection from eviction (kura evicts none).", run: clientFlagCommand(func(c *conn) *bool { return &c.noEvict })},
 		{name: "no-touch", arity: 3, flags: []string{"noscript", "loading", "stale"}, usage: "NO-TOUCH (ON|OFF)",

@@ -273,6 +273,19 @@ func (c *conn) take(elemKey []byte, rule coord.UpdateFunc) (coord.UpdateResult, 
 	return res, err
 }
 
+// popFirst runs pop on each of keys, in the order named, until one pops something, as
+// the multi-key pops do (BLPOP, LMPOP, BZPOPMIN, ZMPOP...): that key and what it popped,
+// none when every key is empty or missing. ok is false when the reply is written (an
+// error, or WRONGTYPE for the first key, in that order, of another type), as in Redis.
+func popFirst[T any](keys [][]byte, pop func(key []byte) ([]T, bool)) (key []byte, popped []T, ok bool) {
+	for _, key := range keys {
+		if popped, ok = pop(key); !ok || len(popped) > 0 {
+			return key, popped, ok
+		}
+	}
+	return nil, nil, true
+}
+
 // blocking marks cmd as a command that may block (BLPOP, BZPOPMIN...): watched for the
 // client hanging up, which frees its wait at once.
 func blocking(cmd *command) *command {

@@ -45,8 +45,9 @@ type listState struct {
 	// restarted with a clock set back never makes a position it made before.
 	writer uint64
 
-	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]bool // keyspace NUL key -> blocked clients' wake-ups
+	mu       sync.Mutex
+	waiters  map[string]map[*waiter]bool // keyspace NUL key -> the clients blocked on it
+	byClient map[int64]*waiter           // the blocked clients by connection id, for CLIENT UNBLOCK
 	// config holds CONFIG's list-compress-depth and list-max-listpack-size, as last set.
 	config [2]atomic.Int64
 	// changed is closed, and replaced, when a client starts or stops waiting: what a
@@ -57,7 +58,7 @@ type listState struct {
 func newListState() *listState {
 	var b [8]byte
 	rand.Read(b[:])
-	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[chan struct{}]bool{}, changed: make(chan struct{})}
+	l := &listState{clock: hlc.NewClock(time.Now), writer: binary.BigEndian.Uint64(b[:]), waiters: map[string]map[*waiter]bool{}, byClient: map[int64]*waiter{}, changed: make(chan struct{})}
 	l.config[listMaxListpackSize].Store(-2) // Redis 7's default
 	return l
 }
@@ -70,43 +71,135 @@ const (
 
 func waiterKey(keyspace string, key []byte) string { return keyspace + "\x00" + string(key) }
 
-// wait registers a wake-up for pushes to any of keys, and returns it with the function
-// that removes it.
-func (l *listState) wait(keyspace string, keys [][]byte) (chan struct{}, func()) {
-	wake := make(chan struct{}, 1)
+// waiter is a client blocked on lists (conn.block).
+type waiter struct {
+	// wake carries a push's wake-up: a channel to close once the client has tried again
+	// (nil when the push does not wait for that).
+	wake chan chan struct{}
+	// idle is true while the client waits between two tries; l.mu guards it.
+	idle bool
+	// unblock carries CLIENT UNBLOCK's order: true to answer an error, false to answer
+	// as a timeout does.
+	unblock chan bool
+}
+
+// wait registers client id's waiter for pushes to any of keys, and returns it with the
+// function that removes it.
+func (l *listState) wait(id int64, keyspace string, keys [][]byte) (*waiter, func()) {
+	w := &waiter{wake: make(chan chan struct{}, 1), unblock: make(chan bool, 1)}
 	l.mu.Lock()
+	l.byClient[id] = w
 	for _, key := range keys {
 		k := waiterKey(keyspace, key)
 		if l.waiters[k] == nil {
-			l.waiters[k] = map[chan struct{}]bool{}
+			l.waiters[k] = map[*waiter]bool{}
 		}
-		l.waiters[k][wake] = true
+		l.waiters[k][w] = true
 	}
 	l.signal()
 	l.mu.Unlock()
-	return wake, func() {
+	return w, func() {
 		l.mu.Lock()
+		if l.byClient[id] == w {
+			delete(l.byClient, id)
+		}
 		for _, key := range keys {
 			k := waiterKey(keyspace, key)
-			delete(l.waiters[k], wake)
+			delete(l.waiters[k], w)
 			if len(l.waiters[k]) == 0 {
 				delete(l.waiters, k)
 			}
 		}
 		l.signal()
 		l.mu.Unlock()
+		// A push may be waiting for a try that will not come.
+		select {
+		case served := <-w.wake:
+			if served != nil {
+				close(served)
+			}
+		default:
+		}
 	}
 }
 
-// wake tells the clients blocked on key that it was pushed to.
-func (l *listState) wake(keyspace string, key []byte) {
+// unblock tells client id, if it is blocked, to stop waiting (CLIENT UNBLOCK), answering
+// an error when withError, else as a timeout does; it reports whether it was blocked.
+func (l *listState) unblock(id int64, withError bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for wake := range l.waiters[waiterKey(keyspace, key)] {
+	w := l.byClient[id]
+	if w == nil {
+		return false
+	}
+	select {
+	case w.unblock <- withError:
+		return true
+	default:
+		return false // told already
+	}
+}
+
+// clientUnblockCommand is CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when that client was
+// blocked (BLPOP and the other blocking commands), which then answers as on its timeout
+// or, with ERROR, Redis's UNBLOCKED error; 0 otherwise.
+func clientUnblockCommand(c *conn, args [][]byte) {
+	if len(args) > 4 {
+		c.w.Error("ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.")
+		return
+	}
+	withError := false
+	if len(args) == 4 {
+		switch upper(args[3]) {
+		case "TIMEOUT":
+		case "ERROR":
+			withError = true
+		default:
+			c.w.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	c.w.Int(int64(btoi(c.s.lists.unblock(id, withError))))
+}
+
+// setIdle says whether w waits between two tries.
+func (l *listState) setIdle(w *waiter, idle bool) {
+	l.mu.Lock()
+	w.idle = idle
+	l.mu.Unlock()
+}
+
+// wake tells the clients blocked on key that it was pushed to, and returns once each
+// that was waiting between two tries has tried again (or left): as Redis serves its
+// blocked clients before the next command runs, the pusher's next command sees the
+// item taken, and moved on by a chain of BLMOVEs. A client that is in a try is told
+// without waiting for it: its try may itself be a push waiting here for this one (two
+// BRPOPLPUSHes feeding each other), and it tries again anyway.
+func (l *listState) wake(keyspace string, key []byte) {
+	var served []chan struct{}
+	l.mu.Lock()
+	for w := range l.waiters[waiterKey(keyspace, key)] {
+		var done chan struct{}
+		if w.idle {
+			done = make(chan struct{})
+		}
 		select {
-		case wake <- struct{}{}:
+		case w.wake <- done:
+			if done != nil {
+				w.idle = false
+				served = append(served, done)
+			}
 		default:
 		}
+	}
+	l.mu.Unlock()
+	for _, done := range served {
+		<-done
 	}
 }
 
@@ -121,10 +214,10 @@ func (l *listState) signal() {
 func (l *listState) blocked() (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	clients := map[chan struct{}]bool{}
+	clients := map[*waiter]bool{}
 	for _, set := range l.waiters {
-		for wake := range set {
-			clients[wake] = true
+		for w := range set {
+			clients[w] = true
 		}
 	}
 	return len(clients), l.changed
@@ -159,6 +252,9 @@ func listCommands() []*command {
 		blocking(keys(1, -2, &command{name: "brpop", arity: -3, flags: []string{"write"}, run: bpopCommand})),
 		blocking(keys(1, 2, &command{name: "blmove", arity: 6, flags: writeKey, run: lmoveCommand})),
 		blocking(keys(1, 2, &command{name: "brpoplpush", arity: 4, flags: writeKey, run: lmoveCommand})),
+		// Their keys are counted by numkeys: no fixed key positions (Redis's key specs).
+		{name: "lmpop", arity: -4, flags: []string{"write"}, run: lmpopCommand},
+		blocking(&command{name: "blmpop", arity: -5, flags: []string{"write"}, run: lmpopCommand}),
 	}
 }
 
@@ -621,7 +717,8 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 	return time.Now().Add(time.Duration(secs * float64(time.Second))), secs == 0, true
 }
 
-// block runs try on keys until it has an answer, the timeout passes, or the client goes:
+// block runs try on keys until it has an answer, the timeout passes (or CLIENT UNBLOCK
+// says so), or the client goes:
 // at once, then whenever a push through this server wakes it, and at least every
 // listPollInterval for pushes through other nodes. try reports done when it answered
 // (or wrote an error). timedOut is true when nothing came in time, and the reply is the
@@ -629,7 +726,7 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
 	// Registered before the first try, so that a push between the try and the wait
 	// wakes it.
-	wake, stop := c.s.lists.wait(c.keyspace, keys)
+	w, stop := c.s.lists.wait(c.id, c.keyspace, keys)
 	defer stop()
 	poll := time.NewTimer(listPollInterval)
 	defer poll.Stop()
@@ -639,21 +736,48 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 		defer t.Stop()
 		expired = t.C
 	}
+	var served chan struct{} // the wake-up of a push waiting for this try
+	defer func() {
+		// Even when the try panics: the push must not wait for ever.
+		if served != nil {
+			close(served)
+		}
+	}()
 	for {
-		if try() {
+		done := try()
+		if served != nil {
+			close(served)
+			served = nil
+		}
+		if done {
 			return false
 		}
+		c.s.lists.setIdle(w, true)
 		select {
-		case <-wake:
+		case served = <-w.wake:
 		case <-poll.C:
 		case <-expired:
 			return true
+		case withError := <-w.unblock:
+			if withError {
+				c.w.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+			}
+			return !withError
 		case <-c.ctx.Done():
 			// The client hung up or was killed: nothing to answer.
 			c.w.Error(errorReply(c.ctx.Err()))
 			return false
 		}
+		c.s.lists.setIdle(w, false)
 		poll.Reset(listPollInterval)
+	}
+}
+
+// popItemsOf is popItems without its count of items left, for popFirst.
+func (c *conn) popItemsOf(end list.End, count int) func(key []byte) ([][]byte, bool) {
+	return func(key []byte) ([][]byte, bool) {
+		values, _, ok := c.popItems(key, end, count)
+		return values, ok
 	}
 }
 
@@ -667,20 +791,81 @@ func bpopCommand(c *conn, args [][]byte) {
 	}
 	keys, end := args[1:len(args)-1], endOf(c.lowerName[1:])
 	if c.block(keys, deadline, forever, func() bool {
-		for _, key := range keys {
-			values, _, ok := c.popItems(key, end, 1)
-			if !ok {
-				return true
-			}
-			if len(values) > 0 {
-				c.w.ArrayHeader(2)
-				c.w.Bulk(key)
-				c.w.Bulk(values[0])
-				return true
-			}
+		key, values, ok := popFirst(keys, c.popItemsOf(end, 1))
+		if ok && len(values) > 0 {
+			c.w.ArrayHeader(2)
+			c.w.Bulk(key)
+			c.w.Bulk(values[0])
 		}
-		return false
+		return !ok || len(values) > 0
 	}) {
+		c.nullArray()
+	}
+}
+
+// lmpopCommand is LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count] and BLMPOP
+// timeout numkeys key [key ...] LEFT|RIGHT [COUNT count], as Redis 7.0: up to count
+// items (1 without COUNT) from the given end of the first list that has any, as [key,
+// [item ...]]; null when none has (LMPOP) or none had one before the timeout (BLMPOP,
+// which waits as BLPOP does). Redis's errors, in its order: numkeys, the end and the
+// options, then the timeout.
+func lmpopCommand(c *conn, args [][]byte) {
+	blocking := c.lowerName[0] == 'b'
+	at := 1 // numkeys
+	if blocking {
+		at = 2
+	}
+	numkeys, ok := parseInt(args[at])
+	switch {
+	case !ok || numkeys < 1:
+		c.w.Error(errNumkeys)
+		return
+	case numkeys >= int64(len(args)-at-1):
+		c.w.Error(errSyntax)
+		return
+	}
+	keys := args[at+1 : at+1+int(numkeys)]
+	end, ok := parseEnd(args[at+1+int(numkeys)])
+	if !ok {
+		c.w.Error(errSyntax)
+		return
+	}
+	count := int64(0) // none given
+	for rest := args[at+2+int(numkeys):]; len(rest) > 0; rest = rest[2:] {
+		if count != 0 || upper(rest[0]) != "COUNT" || len(rest) == 1 {
+			c.w.Error(errSyntax)
+			return
+		}
+		if count, ok = parseInt(rest[1]); !ok || count < 1 {
+			c.w.Error("ERR count should be greater than 0")
+			return
+		}
+	}
+	count = max(count, 1)
+	try := func() bool {
+		key, values, ok := popFirst(keys, c.popItemsOf(end, int(count)))
+		switch {
+		case !ok:
+		case len(values) > 0:
+			c.w.ArrayHeader(2)
+			c.w.Bulk(key)
+			c.w.ArrayHeader(len(values))
+			for _, v := range values {
+				c.w.Bulk(v)
+			}
+		case !blocking:
+			c.nullArray()
+		default:
+			return false
+		}
+		return true
+	}
+	if !blocking {
+		try()
+		return
+	}
+	deadline, forever, ok := c.parseTimeout(args[1])
+	if ok && c.block(keys, deadline, forever, try) {
 		c.nullArray()
 	}
 }

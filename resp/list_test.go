@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,6 +113,34 @@ func TestListCommands(t *testing.T) {
 			{cmd("LMOVE", "{q}:dst", "{q}:x", "UP", "LEFT"), "-ERR syntax error\r\n"},
 			{cmd("LRANGE", "{q}:dst", "0", "-1"), arr("b", "c", "a")},
 		}},
+		{"lmpop", []step{
+			{cmd("RPUSH", "{t}:a", "a", "b", "c", "d"), ":4\r\n"},
+			{cmd("LMPOP", "2", "{t}:none", "{t}:a", "LEFT"), "*2\r\n$5\r\n{t}:a\r\n" + arr("a")},
+			{cmd("LMPOP", "2", "{t}:none", "{t}:a", "right", "COUNT", "2"), "*2\r\n$5\r\n{t}:a\r\n" + arr("d", "c")},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "count", "10"), "*2\r\n$5\r\n{t}:a\r\n" + arr("b")},
+			{cmd("LMPOP", "2", "{t}:a", "{t}:none", "LEFT"), "*-1\r\n"},
+			{cmd("BLMPOP", "0.01", "2", "{t}:a", "{t}:none", "LEFT", "COUNT", "3"), "*-1\r\n"},
+			{cmd("RPUSH", "{t}:b", "x", "y"), ":2\r\n"},
+			{cmd("BLMPOP", "0", "2", "{t}:a", "{t}:b", "RIGHT", "COUNT", "3"), "*2\r\n$5\r\n{t}:b\r\n" + arr("y", "x")},
+			// Redis's errors, in its order: numkeys, the end, the options, the timeout.
+			{cmd("LMPOP", "1"), "-ERR wrong number of arguments for 'lmpop' command\r\n"},
+			{cmd("LMPOP", "0", "{t}:a", "LEFT"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("LMPOP", "a", "{t}:a", "LEFT"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("LMPOP", "2", "{t}:a", "LEFT"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "9223372036854775807", "{t}:a", "LEFT"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "UP"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT", "1", "COUNT", "2"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "bad"), "-ERR syntax error\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT", "0"), "-ERR count should be greater than 0\r\n"},
+			{cmd("LMPOP", "1", "{t}:a", "LEFT", "COUNT", "x"), "-ERR count should be greater than 0\r\n"},
+			{cmd("BLMPOP", "0", "1", "{t}:a"), "-ERR wrong number of arguments for 'blmpop' command\r\n"},
+			{cmd("BLMPOP", "-1", "0", "{t}:a", "LEFT"), "-ERR numkeys should be greater than 0\r\n"},
+			{cmd("BLMPOP", "-1", "1", "{t}:a", "LEFT"), "-ERR timeout is negative\r\n"},
+			{cmd("SET", "{t}:s", "1"), "+OK\r\n"},
+			{cmd("LMPOP", "2", "{t}:none", "{t}:s", "LEFT"), wrongType},
+			{cmd("BLMPOP", "0", "2", "{t}:s", "{t}:b", "LEFT"), wrongType},
+		}},
 		{"types", []step{
 			{cmd("SET", "s", "1"), "+OK\r\n"},
 			{cmd("LPUSH", "s", "a"), wrongType},
@@ -167,7 +196,7 @@ func waitBlocked(t *testing.T, s *Server, n int) {
 	}
 }
 
-// TestGoRedisBlockingPops: BLPOP, BRPOP and BLMOVE through go-redis, in RESP2 and RESP3:
+// TestGoRedisBlockingPops: BLPOP, BRPOP, BLMOVE and BLMPOP through go-redis, in RESP2 and RESP3:
 // a client blocked on empty lists is woken by a push to any of them and takes the item;
 // of two clients blocked on one list each push wakes one; a timeout answers null.
 func TestGoRedisBlockingPops(t *testing.T) {
@@ -265,6 +294,24 @@ func TestGoRedisBlockingPops(t *testing.T) {
 				t.Fatalf("LLEN source after BLMOVE = %d, %v", n, err)
 			}
 
+			// BLMPOP: blocked on two lists, woken by a push to the second, takes up to
+			// its count from the end named.
+			mpopped := make(chan popped, 1)
+			go func() {
+				key, items, err := newClient().BLMPop(ctx, 0, "right", 5, "{q}:m1", "{q}:m2").Result()
+				mpopped <- popped{kv: append([]string{key}, items...), err: err}
+			}()
+			waitBlocked(t, s, 1)
+			if err := pusher.RPush(ctx, "{q}:m2", "a", "b").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if p := <-mpopped; p.err != nil || !slices.Equal(p.kv, []string{"{q}:m2", "b", "a"}) {
+				t.Fatalf("BLMPOP = %v, %v; want [{q}:m2 b a]", p.kv, p.err)
+			}
+			if _, _, err := pusher.LMPop(ctx, "left", 1, "{q}:m1", "{q}:m2").Result(); err != redis.Nil {
+				t.Fatalf("LMPOP of empty lists: %v, want redis.Nil", err)
+			}
+
 			// A timeout answers null (go-redis sends at least a second).
 			if err := pusher.BLPop(ctx, time.Second, "{q}:none").Err(); err != redis.Nil {
 				t.Fatalf("BLPOP timed out: %v, want redis.Nil", err)
@@ -288,4 +335,159 @@ func TestBlockedClientHangsUp(t *testing.T) {
 		{cmd("RPUSH", "q", "a"), ":1\r\n"},
 		{cmd("LRANGE", "q", "0", "-1"), arr("a")},
 	})
+}
+
+// TestPushServesBlockedClients: a push answers once the clients it woke have tried
+// again, as Redis serves its blocked clients before the next command runs: the pusher's
+// next command sees the item taken, and moved on by a chain of blocked moves.
+func TestPushServesBlockedClients(t *testing.T) {
+	foo := "$3\r\nfoo\r\n"
+	tests := []struct {
+		name    string
+		blocked [][]string // sent in order, each once those before it block
+		then    []step
+		replies []string // of the blocked clients, in order
+	}{
+		{"linked BLMOVEs", [][]string{
+			cmd("BLMOVE", "{t}1", "{t}2", "RIGHT", "LEFT", "0"),
+			cmd("BLMOVE", "{t}2", "{t}3", "LEFT", "RIGHT", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), "*0\r\n"},
+			{cmd("LRANGE", "{t}2", "0", "-1"), "*0\r\n"},
+			{cmd("LRANGE", "{t}3", "0", "-1"), arr("foo")},
+		}, []string{foo, foo}},
+		{"circular BRPOPLPUSH", [][]string{
+			cmd("BRPOPLPUSH", "{t}1", "{t}2", "0"),
+			cmd("BRPOPLPUSH", "{t}2", "{t}1", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), arr("foo")},
+			{cmd("LRANGE", "{t}2", "0", "-1"), "*0\r\n"},
+		}, []string{foo, foo}},
+		{"self-referential BRPOPLPUSH", [][]string{
+			cmd("BRPOPLPUSH", "{t}1", "{t}1", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), arr("foo")},
+		}, []string{foo}},
+		{"BLPOP and BLMPOP", [][]string{
+			cmd("BLPOP", "{t}1", "0"),
+			cmd("BLMPOP", "0", "1", "{t}1", "RIGHT", "COUNT", "2"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "a", "b", "c", "d"), ":4\r\n"},
+			{cmd("LRANGE", "{t}1", "0", "-1"), arr("b")},
+		}, []string{arr("{t}1", "a"), "*2\r\n$4\r\n{t}1\r\n" + arr("d", "c")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			var clients []*client
+			for i, args := range tt.blocked {
+				c := dial(t, addr)
+				c.send(encode(args...))
+				waitBlocked(t, s, i+1)
+				clients = append(clients, c)
+			}
+			converse(t, addr, tt.then)
+			for i, c := range clients {
+				c.expect(tt.replies[i])
+			}
+		})
+	}
+}
+
+// TestWakeWaitsForIdleClients: a push's wake returns once each client it woke between
+// two tries has tried again, not before; a client in the middle of a try is told without
+// being waited for (its try may be a push waiting on this one); a client that leaves
+// with a wake-up untaken releases the push.
+func TestWakeWaitsForIdleClients(t *testing.T) {
+	tests := []struct {
+		name string
+		idle bool
+		// leave is true when the client leaves (stop) instead of trying again.
+		leave    bool
+		waitsFor bool // wake waits until the client tried or left
+	}{
+		{"idle client tries again", true, false, true},
+		{"idle client leaves", true, true, true},
+		{"client in a try", false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newListState()
+				w, stop := l.wait(1, "ks", [][]byte{[]byte("k")})
+				defer stop()
+				l.setIdle(w, tt.idle)
+				woke := make(chan struct{})
+				go func() {
+					l.wake("ks", []byte("k"))
+					close(woke)
+				}()
+				synctest.Wait()
+				returned := func() bool {
+					select {
+					case <-woke:
+						return true
+					default:
+						return false
+					}
+				}
+				if returned() == tt.waitsFor {
+					t.Fatalf("wake returned %v before the client tried, want %v", returned(), !tt.waitsFor)
+				}
+				if tt.leave {
+					stop()
+				} else if served := <-w.wake; served != nil {
+					close(served)
+				}
+				synctest.Wait()
+				if !returned() {
+					t.Fatal("wake did not return once the client tried or left")
+				}
+			})
+		})
+	}
+}
+
+// TestClientUnblock: CLIENT UNBLOCK answers a blocked client as its timeout would, or
+// with Redis's UNBLOCKED error, and 1; 0 for a client that is not blocked.
+func TestClientUnblock(t *testing.T) {
+	tests := []struct {
+		name    string
+		blocked []string
+		reason  []string
+		want    string // the blocked client's reply
+	}{
+		{"BLPOP, default", cmd("BLPOP", "l", "0"), nil, "*-1\r\n"},
+		{"BLMPOP, timeout", cmd("BLMPOP", "0", "1", "l", "LEFT"), cmd("timeout"), "*-1\r\n"},
+		{"BLMOVE, timeout", cmd("BLMOVE", "l", "l", "LEFT", "LEFT", "0"), cmd("TIMEOUT"), "$-1\r\n"},
+		{"BRPOP, error", cmd("BRPOP", "l", "0"), cmd("ERROR"), "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			blocked := dial(t, addr)
+			blocked.send(encode("CLIENT", "ID"))
+			blocked.expect(":1\r\n") // the first connection
+			blocked.send(encode(tt.blocked...))
+			waitBlocked(t, s, 1)
+			converse(t, addr, []step{
+				{cmd("CLIENT", "UNBLOCK", "1", "BOGUS"), "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"},
+				{cmd("CLIENT", "UNBLOCK", "x"), "-ERR value is not an integer or out of range\r\n"},
+				{cmd("CLIENT", "UNBLOCK", "1", "ERROR", "more"), "-ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.\r\n"},
+				{append(cmd("CLIENT", "UNBLOCK", "1"), tt.reason...), ":1\r\n"},
+			})
+			blocked.expect(tt.want)
+			waitBlocked(t, s, 0)
+			converse(t, addr, []step{
+				{cmd("CLIENT", "UNBLOCK", "1"), ":0\r\n"},
+				{cmd("CLIENT", "UNBLOCK", "99"), ":0\r\n"},
+			})
+			// The client is usable again.
+			blocked.send(encode("LPUSH", "l", "x"))
+			blocked.expect(":1\r\n")
+		})
+	}
 }

@@ -740,18 +740,6 @@ func (c *conn) dropEntries(key []byte, popped []zset.Member) {
 	_, _ = c.writeCollection(key, lww.SortedSet, coord.Collection{Found: true}, w)
 }
 
-// popFirst pops up to count members from the first of keys, in the order named, that has
-// one (popMembers); popped is empty when none has. A key of another type is WRONGTYPE
-// when no key before it had a member, as in Redis. ok is false when the reply is written.
-func (c *conn) popFirst(keys [][]byte, highest bool, count int64) (key []byte, popped []zset.Member, ok bool) {
-	for _, key := range keys {
-		if popped, ok = c.popMembers(key, highest, count); !ok || len(popped) > 0 {
-			return key, popped, ok
-		}
-	}
-	return nil, nil, true
-}
-
 // zpopCommand is ZPOPMIN key [count] and ZPOPMAX: the members of the lowest (highest)
 // scores popped (popMembers) and answered with their scores, flat without a count, a pair
 // each with one in RESP3.
@@ -798,7 +786,7 @@ func bzpopCommand(c *conn, args [][]byte) {
 	}
 	keys, highest := args[1:len(args)-1], string(c.lowerName) == "bzpopmax"
 	if c.block(keys, deadline, forever, func() bool {
-		key, popped, ok := c.popFirst(keys, highest, 1)
+		key, popped, ok := popFirst(keys, func(key []byte) ([]zset.Member, bool) { return c.popMembers(key, highest, 1) })
 		if ok && len(popped) > 0 {
 			c.w.ArrayHeader(3)
 			c.w.Bulk(key)
@@ -855,7 +843,7 @@ func zmpopCommand(c *conn, args [][]byte) {
 	}
 	count = max(count, 1)
 	try := func() bool {
-		key, popped, ok := c.popFirst(keys, highest, count)
+		key, popped, ok := popFirst(keys, func(key []byte) ([]zset.Member, bool) { return c.popMembers(key, highest, count) })
 		if ok && len(popped) > 0 {
 			c.w.ArrayHeader(2)
 			c.w.Bulk(key)
