@@ -545,12 +545,31 @@ func (r *counterRun) sum(ctx context.Context, timeout time.Duration) (int64, err
 	return total, nil
 }
 
+// counterCommitWait bounds how long check waits for increments it has not read yet.
+const counterCommitWait = 10 * time.Second
+
+// check reads the counters until they hold every answered increment, for at most
+// counterCommitWait: kura answers an INCR once a quorum accepted it and sends the commit
+// after (docs/lwt.md), so a read through another node than the INCR's may miss the last
+// increments for about a round trip. One still missing after the wait is lost.
 func (r *counterRun) check(ctx context.Context) (*AppCheck, error) {
-	after, err := r.sum(ctx, time.Minute)
-	if err != nil {
-		return nil, err
+	answered, failed := int(r.answered.Load()), int(r.failed.Load())
+	deadline := time.Now().Add(counterCommitWait)
+	for {
+		after, err := r.sum(ctx, time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		c := counterCheck(answered, failed, int(after-r.before))
+		if c.Lost == 0 || time.Now().After(deadline) {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return counterCheck(int(r.answered.Load()), int(r.failed.Load()), int(after-r.before)), nil
 }
 
 // counterCheck judges a round of INCRs by one each: the counters grew by found, which
