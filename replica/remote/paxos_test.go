@@ -36,7 +36,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 			}
 			ctx := context.Background()
 			prepare := func(b paxos.Ballot) string {
-				p, err := r.Prepare(ctx, "ks", []byte("k"), b)
+				p, err := r.Prepare(ctx, "ks", paxos.Instance{Key: []byte("k")}, b)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +61,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 				{func() string { return propose(p5) }, fmt.Sprintf("accepted=false promised=%v", b7)},
 				{func() string { return propose(p7) }, fmt.Sprintf("accepted=true promised=%v", b7)},
 				{func() string {
-					state, err := local.PaxosState("ks", []byte("k"))
+					state, err := local.PaxosState("ks", paxos.Instance{Key: []byte("k")})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -80,7 +80,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 					t.Fatalf("step %d:\n got %s\nwant %s", i, got, st.want)
 				}
 			}
-			if state, err := local.PaxosState("ks", []byte("k")); err != nil || state.Promised != b9 || len(state.Commits) != 1 {
+			if state, err := local.PaxosState("ks", paxos.Instance{Key: []byte("k")}); err != nil || state.Promised != b9 || len(state.Commits) != 1 {
 				t.Errorf("stored state = %+v, %v", state, err)
 			}
 		})
@@ -100,7 +100,7 @@ func TestServerRefusesBallotsItCannotObserve(t *testing.T) {
 	ctx := context.Background()
 	b := paxos.Ballot{Time: 1 << 40, Node: "ahead"}
 	p := paxos.Proposal{Ballot: b, Origin: b, Record: lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 40}}
-	if _, err := remote.Prepare(ctx, "ks", []byte("k"), b); err == nil {
+	if _, err := remote.Prepare(ctx, "ks", paxos.Instance{Key: []byte("k")}, b); err == nil {
 		t.Error("a prepare from a clock too far ahead was promised")
 	}
 	if _, _, err := remote.Propose(ctx, "ks", p); err == nil {
@@ -109,11 +109,11 @@ func TestServerRefusesBallotsItCannotObserve(t *testing.T) {
 	if err := remote.Commit(ctx, "ks", p); err == nil {
 		t.Error("a commit from a clock too far ahead was applied")
 	}
-	if state, err := local.PaxosState("ks", []byte("k")); err != nil || !state.Promised.IsZero() {
+	if state, err := local.PaxosState("ks", paxos.Instance{Key: []byte("k")}); err != nil || !state.Promised.IsZero() {
 		t.Errorf("state after refusals = %+v, %v; want none", state, err)
 	}
 	net.server = NewServer(local, keepClock{})
-	if _, err := remote.Prepare(ctx, "ks", []byte("k"), paxos.Ballot{}); err == nil {
+	if _, err := remote.Prepare(ctx, "ks", paxos.Instance{Key: []byte("k")}, paxos.Ballot{}); err == nil {
 		t.Error("a prepare without a ballot was answered")
 	}
 	if _, _, err := remote.Propose(ctx, "ks", paxos.Proposal{Ballot: b, Origin: b}); err == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
@@ -319,7 +320,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	case "paxos":
 		var parts []string
 		for _, id := range s.c.Nodes() {
-			st, err := s.c.PaxosState(id, keyspace, []byte(arg("key")))
+			st, err := s.c.PaxosState(id, keyspace, paxos.Instance{Key: []byte(arg("key"))})
 			switch {
 			case err != nil:
 				parts = append(parts, id+": crashed")
