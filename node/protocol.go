@@ -127,7 +127,7 @@ func (n *Node) eachMemberState(fn func(id string, appState map[string]string)) {
 // speaks and reads.
 func announced() map[string]string {
 	return map[string]string{
-		keyProtocol:    strconv.Itoa(transport.ProtocolVersion),
+		keyProtocol:     strconv.Itoa(transport.ProtocolVersion),
 		keyRecordTypes:  strconv.Itoa(recordTypesVersion),
 		keyTransactions: strconv.Itoa(partitionTransactionsVersion),
 	}
