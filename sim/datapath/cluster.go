@@ -464,7 +464,8 @@ func (c *Cluster) SetReadPolicy(p sched.Policy) {
 
 // DropKinds loses every request of the named message kinds sent from now on, between
 // any two nodes ("paxos_commit": a coordinator that stops between two phases of a round,
-// as seen by the replicas); none delivers them all again. Their callers wait until
+// as seen by the replicas), or those one node sends ("b1:paxos_commit"); none delivers
+// them all again. Their callers wait until
 // their deadlines.
 func (c *Cluster) DropKinds(kinds ...string) { c.net.DropKinds(kinds) }
 
