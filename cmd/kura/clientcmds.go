@@ -419,6 +419,9 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 	switch sub {
 	case "create":
 		spec.Name = pos[0]
+		if erasureCode != "" && spec.Transactions != "" {
+			return fmt.Errorf("%w: --transactions with --erasure: an erasure-coded keyspace takes no lightweight transaction", errUsage)
+		}
 		if erasureCode != "" {
 			code, err := schema.ParseErasure(erasureCode)
 			if err != nil {
