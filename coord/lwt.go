@@ -85,10 +85,10 @@ func (c *Coordinator) Update(ctx context.Context, keyspace string, key []byte, s
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	res, err := l.run(ctx, func(cur []KeyRecord) ([]lww.Record, bool, error) {
+	res, err := l.run(ctx, func(cur []KeyRecord) ([]lww.Record, bool, any, error) {
 		next, write, err := fn(cur[0].Record, cur[0].Found)
 		next.Key = key
-		return []lww.Record{next}, write, err
+		return []lww.Record{next}, write, nil, err
 	})
 	if err != nil {
 		return UpdateResult{}, err
@@ -111,10 +111,12 @@ type KeyRecord struct {
 // BatchFunc computes the writes of a transaction over several keys of one partition from
 // their current records, given in the order of the keys the transaction reads. It
 // returns the records to write, each naming its Key, which must be one of the keys read
-// (so that its timestamp can be put above the record it replaces), and whether to write
-// at all; the coordinator sets the timestamps. It runs once per round that gets that far,
-// possibly more than once, so it must be pure.
-type BatchFunc func(current []KeyRecord) (next []lww.Record, write bool, err error)
+// (so that its timestamp can be put above the record it replaces), whether to write at
+// all, and a value of its own that BatchResult.Reply gives back from the round that
+// decided (what a client is answered: Redis's EXEC replies); the coordinator sets the
+// timestamps. It runs once per round that gets that far, possibly more than once, so it
+// must be pure.
+type BatchFunc func(current []KeyRecord) (next []lww.Record, write bool, reply any, err error)
 
 // BatchResult is what a transaction over several keys found and did.
 type BatchResult struct {
@@ -124,6 +126,9 @@ type BatchResult struct {
 	Previous []KeyRecord
 	// Records are the records written when Applied, with the timestamp they were given.
 	Records []lww.Record
+	// Reply is what fn returned in the round that decided: the one whose writes were
+	// chosen, which need not be the last fn ran, or the one that declined to write.
+	Reply any
 }
 
 // UpdateBatch runs a linearizable read-modify-write of several keys of one partition
@@ -372,20 +377,20 @@ func (l *lwt) run(ctx context.Context, fn BatchFunc) (BatchResult, error) {
 			l.repairBehind(pr)
 			continue
 		}
-		next, write, err := fn(cur)
+		next, write, reply, err := fn(cur)
 		switch {
 		case err != nil:
 			return l.fail(pending, err)
 		case !write && live(pending):
 			return l.fail(pending, fmt.Errorf("the update declined to write in a later round"))
 		case !write:
-			return BatchResult{Previous: cur}, nil
+			return BatchResult{Previous: cur, Reply: reply}, nil
 		}
 		p, err := l.proposal(next, ballot, s, inFlight)
 		if err != nil {
 			return l.fail(pending, err)
 		}
-		result := BatchResult{Applied: true, Previous: cur, Records: p.Records()[:len(next)]}
+		result := BatchResult{Applied: true, Previous: cur, Records: p.Records()[:len(next)], Reply: reply}
 		outcome, promised, err := l.propose(ctx, p)
 		switch outcome {
 		case accepted:

@@ -21,7 +21,7 @@ func TestUpdateBatchRefusesWhatIsNotOnePartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts.keyspaces[tx.Name] = tx
-	none := func([]KeyRecord) ([]lww.Record, bool, error) { return nil, false, nil }
+	none := func([]KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
 	tests := []struct {
 		name, keyspace string
 		keys           []string

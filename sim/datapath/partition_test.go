@@ -33,23 +33,23 @@ import (
 // must complete it whole. It prints each client's results and what the readers saw.
 
 // incrEach is the transaction that adds one to each key read (absent counts as 0).
-func incrEach(cur []coord.KeyRecord) ([]lww.Record, bool, error) {
+func incrEach(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
 	next := make([]lww.Record, len(cur))
 	for i, r := range cur {
 		n := 0
 		if r.Found {
 			var err error
 			if n, err = strconv.Atoi(string(r.Record.Value)); err != nil {
-				return nil, false, err
+				return nil, false, nil, err
 			}
 		}
 		next[i] = lww.Record{Key: r.Key, Value: []byte(strconv.Itoa(n + 1))}
 	}
-	return next, true, nil
+	return next, true, nil, nil
 }
 
 // readOnly is the transaction that writes nothing: its result is the keys as read.
-func readOnly([]coord.KeyRecord) ([]lww.Record, bool, error) { return nil, false, nil }
+func readOnly([]coord.KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
 
 // describeKeys prints records as values separated by spaces, "-" for an absent one.
 func describeKeys(records []coord.KeyRecord) string {
