@@ -371,11 +371,18 @@ func (l *lwt) run(ctx context.Context, fn BatchFunc) (BatchResult, error) {
 			go l.repairBehind(pr)
 			return BatchResult{Previous: cur}, nil
 		}
-		if len(s.Behind) > 0 && l.repairable(s) {
+		if len(s.Behind) > 0 {
 			// A value of its own is proposed only once every acceptor that promised has
 			// recorded the most recent commit (the rule Summary.Fate rests on).
-			l.repairBehind(pr)
-			continue
+			switch {
+			case l.repairable(s):
+				l.repairBehind(pr)
+				continue
+			case l.partition != nil:
+				// Every acceptor that records a partition's commit keeps it whole; none
+				// did here, which no round should leave. Refused rather than guessed.
+				return l.fail(pending, fmt.Errorf("%w: acceptors are behind on the partition's last commit, and no answer carried it whole", ErrUnavailable))
+			}
 		}
 		next, write, reply, err := fn(cur)
 		switch {
