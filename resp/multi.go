@@ -54,7 +54,8 @@ var transactional = map[string]bool{
 	"get": true, "set": true, "setnx": true, "setex": true, "psetex": true, "getset": true, "getdel": true,
 	"mget": true, "mset": true, "incr": true, "decr": true, "incrby": true, "decrby": true, "incrbyfloat": true,
 	"append": true, "strlen": true, "getrange": true, "substr": true, "setrange": true, "exists": true,
-	"del": true, "unlink": true, "ttl": true, "pttl": true, "ping": true, "echo": true, "unwatch": true,
+	"del": true, "unlink": true, "ttl": true, "pttl": true, "expire": true, "pexpire": true, "expireat": true,
+	"pexpireat": true, "persist": true, "getex": true, "ping": true, "echo": true, "unwatch": true,
 }
 
 // pnIncrements are the commands a connection in PN counter mode (KURA.COUNTERS) runs on

@@ -24,7 +24,10 @@ func TestTransactions(t *testing.T) {
 			{cmd("DEL", "{u}a", "{u}c"), "+QUEUED\r\n"},
 			{cmd("EXISTS", "{u}a"), "+QUEUED\r\n"},
 			{cmd("PING"), "+QUEUED\r\n"},
-			{cmd("EXEC"), "*8\r\n:2\r\n$-1\r\n:2\r\n$2\r\nxy\r\n*3\r\n$1\r\n2\r\n$2\r\nxy\r\n$-1\r\n:1\r\n:0\r\n+PONG\r\n"},
+			{cmd("EXPIRE", "{u}b", "100"), "+QUEUED\r\n"},
+			{cmd("PERSIST", "{u}b"), "+QUEUED\r\n"},
+			{cmd("TTL", "{u}b"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*11\r\n:2\r\n$-1\r\n:2\r\n$2\r\nxy\r\n*3\r\n$1\r\n2\r\n$2\r\nxy\r\n$-1\r\n:1\r\n:0\r\n+PONG\r\n:1\r\n:1\r\n:-1\r\n"},
 			{cmd("MGET", "{u}a", "{u}b"), "*2\r\n$-1\r\n$2\r\nxy\r\n"},
 		}},
 		{"a runtime error is its command's reply, and the others run", []step{
