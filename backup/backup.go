@@ -77,13 +77,16 @@ type Manifest struct {
 
 // Keyspace is a keyspace's definition as a snapshot keeps it.
 type Keyspace struct {
-	Name        string        `json:"name"`
-	Replication string        `json:"replication"`
-	Partitioner string        `json:"partitioner"`
-	ErasureM    int           `json:"erasure_m,omitempty"`
-	ErasureK    int           `json:"erasure_k,omitempty"`
-	Splits      [][]byte      `json:"splits,omitempty"`
-	Timestamp   hlc.Timestamp `json:"timestamp"`
+	Name        string   `json:"name"`
+	Replication string   `json:"replication"`
+	Partitioner string   `json:"partitioner"`
+	ErasureM    int      `json:"erasure_m,omitempty"`
+	ErasureK    int      `json:"erasure_k,omitempty"`
+	Splits      [][]byte `json:"splits,omitempty"`
+	// Transactions is schema.Keyspace.Transactions ("partition"; empty for per-key
+	// instances, as in snapshots taken before the option).
+	Transactions string        `json:"transactions,omitempty"`
+	Timestamp    hlc.Timestamp `json:"timestamp"`
 	// TruncatedAt is the keyspace's truncation when the snapshot was taken: records at
 	// or before it were already hidden then, and are not part of the snapshot.
 	TruncatedAt hlc.Timestamp `json:"truncated_at,omitempty"`

@@ -873,12 +873,15 @@ type KeyspaceSpec struct {
 	// keyspace will hold (schema.SplitsFromSample), so that they spread over the nodes
 	// as the sample does rather than by their first 8 bytes.
 	Splits [][]byte
+	// Transactions is where lightweight transactions run: "key" (or "") or "partition"
+	// (schema.TransactionsPartition), fixed at creation.
+	Transactions string
 }
 
 // CreateKeyspaceWith defines a keyspace as spec says. Creating an identical keyspace
 // again is not an error.
 func (c *Client) CreateKeyspaceWith(ctx context.Context, spec KeyspaceSpec) error {
-	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: spec.Name, Replication: spec.Replication, Partitioner: spec.Partitioner, Splits: spec.Splits})
+	return c.createKeyspace(ctx, &kurav1.Keyspace{Name: spec.Name, Replication: spec.Replication, Partitioner: spec.Partitioner, Splits: spec.Splits, Transactions: spec.Transactions})
 }
 
 // CreateErasureKeyspace defines an erasure-coded keyspace: each value is stored as m

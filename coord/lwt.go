@@ -1,11 +1,13 @@
 package coord
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
+	"github.com/kuradb/kura/ring"
 	"github.com/kuradb/kura/schema"
 )
 
@@ -71,14 +74,83 @@ type UpdateResult struct {
 // written only if no other write of a lightweight transaction on the key came between.
 // The written record's timestamp is above the replaced record's, so a plain write stamped
 // by a clock slightly ahead does not make it lose. Plain writes mixed with lightweight
-// transactions on one key, and SERIAL mixed with LOCAL_SERIAL, are not linearizable.
+// transactions on one key, and SERIAL mixed with LOCAL_SERIAL, are not linearizable. In a
+// keyspace whose transactions run per partition it is a batch of one on the partition's
+// instance, so that it is serialized with every transaction over the key's hash tag.
 func (c *Coordinator) Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn UpdateFunc) (UpdateResult, error) {
 	if fn == nil {
 		return UpdateResult{}, invalid("no update function")
 	}
-	l, err := c.newLWT(ctx, keyspace, key, serial)
+	l, err := c.newLWT(ctx, keyspace, [][]byte{key}, serial)
 	if err != nil {
 		return UpdateResult{}, err
+	}
+	res, err := l.run(ctx, func(cur []KeyRecord) ([]lww.Record, bool, any, error) {
+		next, write, err := fn(cur[0].Record, cur[0].Found)
+		next.Key = key
+		return []lww.Record{next}, write, nil, err
+	})
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	out := UpdateResult{Applied: res.Applied, Previous: res.Previous[0].Record, PreviousFound: res.Previous[0].Found}
+	if res.Applied {
+		out.Record = res.Records[0]
+	}
+	return out, nil
+}
+
+// KeyRecord is one key's live record as a transaction over several keys finds it: zero,
+// with Found false, when the key is absent, deleted or expired.
+type KeyRecord struct {
+	Key    []byte
+	Record lww.Record
+	Found  bool
+}
+
+// BatchFunc computes the writes of a transaction over several keys of one partition from
+// their current records, given in the order of the keys the transaction reads. It
+// returns the records to write, each naming its Key, which must be one of the keys read
+// (so that its timestamp can be put above the record it replaces), whether to write at
+// all, and a value of its own that BatchResult.Reply gives back from the round that
+// decided (what a client is answered: Redis's EXEC replies); the coordinator sets the
+// timestamps. It runs once per round that gets that far, possibly more than once, so it
+// must be pure.
+type BatchFunc func(current []KeyRecord) (next []lww.Record, write bool, reply any, err error)
+
+// BatchResult is what a transaction over several keys found and did.
+type BatchResult struct {
+	// Applied is true when fn asked for writes and they were chosen, together.
+	Applied bool
+	// Previous are the live records fn was given in the deciding round, one per key read.
+	Previous []KeyRecord
+	// Records are the records written when Applied, with the timestamp they were given.
+	Records []lww.Record
+	// Reply is what fn returned in the round that decided: the one whose writes were
+	// chosen, which need not be the last fn ran, or the one that declined to write.
+	Reply any
+}
+
+// UpdateBatch runs a linearizable read-modify-write of several keys of one partition
+// (keys sharing a hash tag) as one lightweight transaction: fn sees each key's current
+// live record and returns the records to write, which are chosen together on the
+// partition's Paxos instance and applied in one batch on each replica. Keys named twice
+// are read once. A keyspace whose transactions run per key takes only one key; keys of
+// different tags are refused (invalid argument), as is a keyspace whose transactions run
+// per key given more than one.
+func (c *Coordinator) UpdateBatch(ctx context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn BatchFunc) (BatchResult, error) {
+	if fn == nil {
+		return BatchResult{}, invalid("no update function")
+	}
+	var distinct [][]byte
+	for _, k := range keys {
+		if !slices.ContainsFunc(distinct, func(d []byte) bool { return bytes.Equal(d, k) }) {
+			distinct = append(distinct, k)
+		}
+	}
+	l, err := c.newLWT(ctx, keyspace, distinct, serial)
+	if err != nil {
+		return BatchResult{}, err
 	}
 	return l.run(ctx, fn)
 }
@@ -86,25 +158,35 @@ func (c *Coordinator) Update(ctx context.Context, keyspace string, key []byte, s
 // serialGet is a linearizable read: a prepare round, completing any proposal left in
 // progress, whose promises carry the newest record.
 func (c *Coordinator) serialGet(ctx context.Context, keyspace string, key []byte, serial consistency.Level) (lww.Record, bool, error) {
-	l, err := c.newLWT(ctx, keyspace, key, serial)
+	l, err := c.newLWT(ctx, keyspace, [][]byte{key}, serial)
 	if err != nil {
 		return lww.Record{}, false, err
 	}
 	res, err := l.run(ctx, nil)
-	return res.Previous, res.PreviousFound, err
+	if err != nil {
+		return lww.Record{}, false, err
+	}
+	return res.Previous[0].Record, res.Previous[0].Found, nil
 }
 
-// lwt is one lightweight transaction on one key: the key's replicas, the acceptors its
-// Paxos phases ask, and the levels they wait for.
+// lwt is one lightweight transaction on one Paxos instance, a key's or a partition's: the
+// keys it reads, their replicas, the acceptors its Paxos phases ask, and the levels they
+// wait for.
 type lwt struct {
 	c        *Coordinator
 	ks       schema.Keyspace
 	keyspace string
-	key      []byte
-	serial   consistency.Level
+	// keys are the keys the transaction reads; a per-key instance has one.
+	keys [][]byte
+	// partition is the partition (hash tag) whose instance the transaction runs on, nil
+	// for a per-key instance.
+	partition []byte
+	// id names the instance in lwtKeys and lwtCommits.
+	id     string
+	serial consistency.Level
 	// commit is the level the commit waits for.
 	commit consistency.Level
-	// members are every replica of the key, pending ones included: the commit goes to all.
+	// members are every replica of the keys, pending ones included: the commit goes to all.
 	members []placement.Member
 	// acceptors are the replicas the Paxos phases ask, and required what each phase
 	// waits for from them.
@@ -114,12 +196,17 @@ type lwt struct {
 
 // newLWT checks a lightweight transaction's request and finds its acceptors; it fails
 // with unavailable when they cannot meet the serial level.
-func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, serial consistency.Level) (*lwt, error) {
+func (c *Coordinator) newLWT(ctx context.Context, keyspace string, keys [][]byte, serial consistency.Level) (*lwt, error) {
 	if err := c.member(); err != nil {
 		return nil, err
 	}
-	if err := c.checkKey(key); err != nil {
-		return nil, err
+	if len(keys) == 0 {
+		return nil, invalid("a lightweight transaction names no key")
+	}
+	for _, key := range keys {
+		if err := c.checkKey(key); err != nil {
+			return nil, err
+		}
 	}
 	if !serial.IsSerial() {
 		return nil, invalid("a lightweight transaction runs at SERIAL or LOCAL_SERIAL, not %v", serial)
@@ -131,13 +218,27 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, s
 	if ks.Erasure.Enabled() {
 		return nil, invalid("keyspace %s is erasure-coded: a value has no replicas to run Paxos among, so it takes no lightweight transaction", keyspace)
 	}
-	members, err := c.replicaSet(ctx, ks, key, nil)
+	l := &lwt{c: c, ks: ks, keyspace: keyspace, keys: keys, serial: serial, commit: serial.Commit(), id: inflightKey(keyspace, keys[0])}
+	switch {
+	case ks.PartitionTransactions():
+		l.partition = ring.HashTag(keys[0])
+		for _, key := range keys[1:] {
+			if !bytes.Equal(ring.HashTag(key), l.partition) {
+				return nil, invalid("keys %q and %q have different hash tags: a transaction covers the keys of one partition", keys[0], key)
+			}
+		}
+		l.id = inflightPartition(keyspace, l.partition)
+	case len(keys) > 1:
+		return nil, invalid("keyspace %s runs its lightweight transactions per key: a transaction over several keys needs a keyspace created with transactions %s", keyspace, schema.TransactionsPartition)
+	}
+	// The keys of a partition share a token, so the first key's replicas are all of them.
+	members, err := c.replicaSet(ctx, ks, keys[0], nil)
 	if err != nil {
 		return nil, err
 	}
 	self := c.view.Self()
-	l := &lwt{c: c, ks: ks, keyspace: keyspace, key: key, serial: serial, commit: serial.Commit(), members: members,
-		required: withPending(serial.Require(countedPerDC(members), self.DC), members)}
+	l.members = members
+	l.required = withPending(serial.Require(countedPerDC(members), self.DC), members)
 	alive := map[string]int{}
 	for _, m := range members {
 		// A rebuilding replica is no acceptor: it lost its promises with its data. A
@@ -155,21 +256,28 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, key []byte, s
 	return l, nil
 }
 
+// instance is the Paxos instance the transaction runs on, with the keys its prepare reads.
+func (l *lwt) instance() paxos.Instance {
+	if l.partition == nil {
+		return paxos.Instance{Key: l.keys[0]}
+	}
+	return paxos.Instance{Key: l.partition, Partition: true, Reads: l.keys}
+}
+
 // pendingProposal is a proposal of this transaction that some acceptors accepted, or may
 // have, with no quorum known to: a later round may yet complete it.
 type pendingProposal struct {
 	proposal paxos.Proposal
-	result   UpdateResult
+	result   BatchResult
 	// dead: known never to be committed.
 	dead bool
 }
 
 // run runs rounds until one decides: with fn, the transaction; without, a serial read.
-func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
-	id := inflightKey(l.keyspace, l.key)
-	unlock, err := l.c.lwtKeys.lock(ctx, id)
+func (l *lwt) run(ctx context.Context, fn BatchFunc) (BatchResult, error) {
+	unlock, err := l.c.lwtKeys.lock(ctx, l.id)
 	if err != nil {
-		return UpdateResult{}, err
+		return BatchResult{}, err
 	}
 	defer unlock()
 	// Its ballots stamp the records it commits: a cluster snapshot holds it as a write
@@ -177,7 +285,7 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 	// background, takes over. Entered with the key's lock held, so that a hold never
 	// waits for a transaction that waits for the lock.
 	if err := l.c.gate.enter(ctx); err != nil {
-		return UpdateResult{}, err
+		return BatchResult{}, err
 	}
 	committing := false
 	defer func() {
@@ -194,7 +302,8 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 		if err != nil {
 			return l.fail(pending, err)
 		}
-		pr, err := l.prepare(ctx, ballot, l.c.lwtCommits.get(id))
+		inFlight := l.c.lwtCommits.get(l.id)
+		pr, err := l.prepare(ctx, ballot, inFlight)
 		if err != nil {
 			return l.fail(pending, err)
 		}
@@ -213,12 +322,14 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 			}
 		}
 		if !s.InProgress.IsZero() {
-			// Completed under this round's ballot, keeping its origin.
-			p := paxos.Proposal{Ballot: ballot, Origin: s.InProgress.Origin, Record: s.InProgress.Record}
+			// Completed whole under this round's ballot, keeping its origin: a batch is
+			// chosen with every record it carries, or not at all.
+			p := s.InProgress
+			p.Ballot = ballot
 			outcome, promised, _ := l.propose(ctx, p)
 			if mine := pendingWith(pending, p.Origin); outcome == accepted && mine != nil {
 				committing = true
-				l.commitInBackground(ctx, id, p)
+				l.commitInBackground(ctx, p)
 				return mine.result, nil
 			}
 			switch {
@@ -255,35 +366,38 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 				return l.fail(pending, fmt.Errorf("more writes on the key were committed since than the replicas remember"))
 			}
 		}
-		cur, found := lww.Record{}, false
-		if s.Found && visible(l.ks, s.Newest, ballot.Time) {
-			cur, found = s.Newest, true
-		}
+		cur := l.current(s, ballot)
 		if fn == nil {
 			go l.repairBehind(pr)
-			return UpdateResult{Previous: cur, PreviousFound: found}, nil
+			return BatchResult{Previous: cur}, nil
 		}
-		if len(s.Behind) > 0 && s.Found {
+		if len(s.Behind) > 0 {
 			// A value of its own is proposed only once every acceptor that promised has
 			// recorded the most recent commit (the rule Summary.Fate rests on).
-			l.repairBehind(pr)
-			continue
+			switch {
+			case l.repairable(s):
+				l.repairBehind(pr)
+				continue
+			case l.partition != nil:
+				// Every acceptor that records a partition's commit keeps it whole; none
+				// did here, which no round should leave. Refused rather than guessed.
+				return l.fail(pending, fmt.Errorf("%w: acceptors are behind on the partition's last commit, and no answer carried it whole", ErrUnavailable))
+			}
 		}
-		next, write, err := fn(cur, found)
+		next, write, reply, err := fn(cur)
 		switch {
 		case err != nil:
 			return l.fail(pending, err)
 		case !write && live(pending):
 			return l.fail(pending, fmt.Errorf("the update declined to write in a later round"))
 		case !write:
-			return UpdateResult{Previous: cur, PreviousFound: found}, nil
+			return BatchResult{Previous: cur, Reply: reply}, nil
 		}
-		rec, err := l.record(next, ballot, s)
+		p, err := l.proposal(next, ballot, s, inFlight)
 		if err != nil {
 			return l.fail(pending, err)
 		}
-		p := paxos.Proposal{Ballot: ballot, Origin: ballot, Record: rec}
-		result := UpdateResult{Applied: true, Previous: cur, PreviousFound: found, Record: rec}
+		result := BatchResult{Applied: true, Previous: cur, Records: p.Records()[:len(next)], Reply: reply}
 		outcome, promised, err := l.propose(ctx, p)
 		switch outcome {
 		case accepted:
@@ -291,7 +405,7 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 			// open or lost: none of them can be committed now. The commit goes on
 			// without the client, holding the gate in its place.
 			committing = true
-			l.commitInBackground(ctx, id, p)
+			l.commitInBackground(ctx, p)
 			return result, nil
 		case refused:
 			above = paxos.Max(above, promised)
@@ -313,13 +427,40 @@ func (l *lwt) run(ctx context.Context, fn UpdateFunc) (UpdateResult, error) {
 	return l.fail(pending, &ContentionError{Level: l.serial, Rounds: l.c.cfg.LWTRounds, Lost: lost})
 }
 
+// current is each key's live record as the promises summarised in s carry it, at the
+// round's ballot: what fn decides on.
+func (l *lwt) current(s paxos.Summary, ballot paxos.Ballot) []KeyRecord {
+	reads := s.Reads
+	if l.partition == nil {
+		reads = []paxos.Read{{Key: l.keys[0], Record: s.Newest, Found: s.Found}}
+	}
+	out := make([]KeyRecord, len(reads))
+	for i, r := range reads {
+		out[i].Key = l.keys[i]
+		if r.Found && visible(l.ks, r.Record, ballot.Time) {
+			out[i].Record, out[i].Found = r.Record, true
+		}
+	}
+	return out
+}
+
+// repairable reports whether the promises give what the acceptors behind on the most
+// recent commit must be sent: for a key, a record (none is left of a collected
+// tombstone, and nothing needs sending); for a partition, the commit's proposal whole.
+func (l *lwt) repairable(s paxos.Summary) bool {
+	if l.partition == nil {
+		return s.Found
+	}
+	return !s.Last.IsZero()
+}
+
 // fail returns err, or an UnknownOutcomeError when a proposal of this transaction may
 // still be chosen (the caller cannot know whether its write took effect).
-func (l *lwt) fail(pending []*pendingProposal, err error) (UpdateResult, error) {
+func (l *lwt) fail(pending []*pendingProposal, err error) (BatchResult, error) {
 	if live(pending) {
-		return UpdateResult{}, &UnknownOutcomeError{Level: l.serial, Cause: err}
+		return BatchResult{}, &UnknownOutcomeError{Level: l.serial, Cause: err}
 	}
-	return UpdateResult{}, err
+	return BatchResult{}, err
 }
 
 // live reports whether any pending proposal may still be chosen.
@@ -354,31 +495,69 @@ func (c *Coordinator) ballot(above paxos.Ballot) (paxos.Ballot, error) {
 	return paxos.Ballot{Time: ts, Node: c.view.Self().ID}, err
 }
 
-// record completes fn's next record: the key, no value for a tombstone, and a timestamp
-// above the record it replaces. The ballot's time is that timestamp unless the replaced
-// record was stamped later, by a clock ahead of this one (a plain write from a node a
-// little ahead): one past it then, which the clock observes, or the new record would
-// lose to the old one under last writer wins.
-func (l *lwt) record(next lww.Record, ballot paxos.Ballot, s paxos.Summary) (lww.Record, error) {
-	if err := l.c.checkValue(next.Value); err != nil {
-		return lww.Record{}, err
+// proposal makes this round's proposal of fn's next records: each completed (the key, no
+// value for a tombstone) and stamped with one timestamp above every record they replace.
+// The ballot's time is that timestamp unless a replaced record was stamped later, by a
+// clock ahead of this one (a plain write from a node a little ahead): one past it then,
+// which the clock observes, or the new record would lose to the old one under last
+// writer wins. A partition's proposal also carries the records of inFlight, a proposal
+// of this coordinator chosen on the instance whose commit is still on its way, for the
+// keys it does not write itself: this round counted that commit as arrived
+// (paxos.Promise.Learn), and once this proposal is accepted, the other is accepted
+// nowhere, so if its commit were lost its records would be too. A key's next record
+// derives from the one in flight, which needs no such care.
+func (l *lwt) proposal(next []lww.Record, ballot paxos.Ballot, s paxos.Summary, inFlight paxos.Proposal) (paxos.Proposal, error) {
+	if len(next) == 0 {
+		return paxos.Proposal{}, invalid("the update wrote no record")
 	}
-	next.Key = l.key
-	if next.Tombstone {
-		// A tombstone holds neither a value nor a type: the key is absent.
-		next.Value, next.Type = nil, lww.String
+	ts := ballot.Time
+	reads := s.Reads
+	if l.partition == nil {
+		reads = []paxos.Read{{Key: l.keys[0], Record: s.Newest, Found: s.Found}}
 	}
-	if err := l.c.checkType(next.Type); err != nil {
-		return lww.Record{}, err
+	records := make([]lww.Record, len(next))
+	for i, rec := range next {
+		if err := l.c.checkValue(rec.Value); err != nil {
+			return paxos.Proposal{}, err
+		}
+		if rec.Tombstone {
+			// A tombstone holds neither a value nor a type: the key is absent.
+			rec.Value, rec.Type = nil, lww.String
+		}
+		if err := l.c.checkType(rec.Type); err != nil {
+			return paxos.Proposal{}, err
+		}
+		read := slices.IndexFunc(reads, func(r paxos.Read) bool { return bytes.Equal(r.Key, rec.Key) })
+		switch {
+		case read < 0:
+			return paxos.Proposal{}, invalid("the update writes key %q, which the transaction did not read", rec.Key)
+		case slices.ContainsFunc(records[:i], func(r lww.Record) bool { return bytes.Equal(r.Key, rec.Key) }):
+			return paxos.Proposal{}, invalid("the update writes key %q twice", rec.Key)
+		case reads[read].Found && reads[read].Record.Timestamp >= ts:
+			ts = reads[read].Record.Timestamp + 1
+		}
+		records[i] = rec
 	}
-	next.Timestamp = ballot.Time
-	if s.Found && s.Newest.Timestamp >= next.Timestamp {
-		next.Timestamp = s.Newest.Timestamp + 1
-		if err := l.c.clock.Observe(next.Timestamp); err != nil {
-			return lww.Record{}, fmt.Errorf("%w: the key's record is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
+	if ts != ballot.Time {
+		if err := l.c.clock.Observe(ts); err != nil {
+			return paxos.Proposal{}, fmt.Errorf("%w: the key's record is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
 		}
 	}
-	return next, nil
+	for i := range records {
+		records[i].Timestamp = ts
+	}
+	p := paxos.Proposal{Ballot: ballot, Origin: ballot}
+	if l.partition == nil {
+		p.Record = records[0]
+		return p, nil
+	}
+	for _, rec := range inFlight.Batch {
+		if !slices.ContainsFunc(records, func(r lww.Record) bool { return bytes.Equal(r.Key, rec.Key) }) {
+			records = append(records, rec)
+		}
+	}
+	p.Partition, p.Batch = l.partition, records
+	return p, nil
 }
 
 // backoff waits after a lost round: a random time below a ceiling that starts at the
@@ -446,6 +625,7 @@ func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot, committing paxos
 			}
 			return false
 		}}
+	in := l.instance()
 	res, err := gather(ctx, q, func(m placement.Member, _ []target) (paxos.Promise, error) {
 		r, err := l.c.replica(m)
 		if err != nil {
@@ -453,9 +633,13 @@ func (l *lwt) prepare(ctx context.Context, ballot paxos.Ballot, committing paxos
 		}
 		rctx, cancel := l.c.replicaContext()
 		defer cancel()
-		promise, err := r.Prepare(rctx, l.keyspace, l.key, ballot)
-		if err == nil && !promise.Promised {
+		promise, err := r.Prepare(rctx, l.keyspace, in, ballot)
+		switch {
+		case err == nil && !promise.Promised:
 			return promise, &refusal{promised: promise.Ballot}
+		case err == nil && in.Partition && len(promise.Reads) != len(in.Reads):
+			// Not a read of every key: it must not pass for one that found nothing.
+			return promise, fmt.Errorf("replica %s answered %d reads for %d keys", m.ID, len(promise.Reads), len(in.Reads))
 		}
 		return promise, err
 	}, func(ts []target, p paxos.Promise) {
@@ -549,7 +733,7 @@ func (l *lwt) commitRound(ctx context.Context, p paxos.Proposal) error {
 	op.required = required
 	l.c.planWrites(op, l.members)
 	for i := range op.writes {
-		op.writes[i].record, op.writes[i].commit = p.Record, &p
+		op.writes[i].record, op.writes[i].commit = p.Records()[0], &p
 	}
 	err := l.c.applyWrites(ctx, op, l.commit, func(alive map[string]int) error {
 		return &TimeoutError{Level: l.commit, Required: required, Cause: fmt.Errorf("no replica takes writes, %s alive", consistency.CountPerDC(sumPerDC(alive), alive))}
@@ -561,20 +745,25 @@ func (l *lwt) commitRound(ctx context.Context, p paxos.Proposal) error {
 }
 
 // repairBehind sends the most recent commit to the acceptors that promised without
-// having recorded it, with the newest record the promises carried (the committed one or
-// a newer one; last writer wins keeps it right), and returns once each answered.
+// having recorded it, and returns once each answered: a key's with the newest record the
+// promises carried (the committed one or a newer one; last writer wins keeps it right),
+// a partition's whole, as an acceptor that recorded it keeps it (paxos.State.Last), since
+// the keys it wrote need not be among those this round read.
 func (l *lwt) repairBehind(pr prepared) {
 	s := pr.summary
-	if !s.Found {
-		return // no record left anywhere (a collected tombstone): nothing to send
+	if !l.repairable(s) {
+		return // a key with no record left anywhere (a collected tombstone): nothing to send
 	}
-	fix := paxos.Proposal{Ballot: s.Committed.Ballot, Origin: s.Committed.Origin, Record: s.Newest}
+	fix := s.Last
+	if l.partition == nil {
+		fix = paxos.Proposal{Ballot: s.Committed.Ballot, Origin: s.Committed.Origin, Record: s.Newest}
+	}
 	var done sync.WaitGroup
 	for _, i := range s.Behind {
 		done.Add(1)
 		go func(m placement.Member) {
 			defer done.Done()
-			if err := l.c.apply(replicaWrite{member: m, record: fix.Record, commit: &fix}, l.keyspace); err != nil {
+			if err := l.c.apply(replicaWrite{member: m, record: fix.Records()[0], commit: &fix}, l.keyspace); err != nil {
 				l.c.log.Debug("paxos commit repair", "replica", m.ID, "err", err)
 			}
 		}(pr.from[i])
@@ -582,23 +771,39 @@ func (l *lwt) repairBehind(pr prepared) {
 	done.Wait()
 }
 
-// commitInBackground commits the chosen proposal p of the transaction on key id without
-// the client waiting: it is remembered as on its way (inflightCommits) until the commit
-// is answered, then the gate the transaction entered is left. A commit short of its level
-// leaves p chosen and accepted by a quorum: the next round on the key completes it. The
-// commit is a background task, which Close waits for; once closed, none is sent, with
-// the same outcome as a commit that fell short.
-func (l *lwt) commitInBackground(ctx context.Context, id string, p paxos.Proposal) {
-	l.c.lwtCommits.add(id, p)
+// commitInBackground commits the chosen proposal p of the transaction without the client
+// waiting: it is remembered as on its way (inflightCommits), under the instance and, for
+// a partition's, each key it writes (the keys a plain read waits on), until the commit is
+// answered, then the gate the transaction entered is left. A commit short of its level
+// leaves p chosen and accepted by a quorum: the next round on the instance completes it.
+// The commit is a background task, which Close waits for; once closed, none is sent,
+// with the same outcome as a commit that fell short.
+func (l *lwt) commitInBackground(ctx context.Context, p paxos.Proposal) {
+	ids := []string{l.id}
+	if l.partition != nil {
+		for _, rec := range p.Batch {
+			if id := inflightKey(l.keyspace, rec.Key); !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for _, id := range ids {
+		l.c.lwtCommits.add(id, p)
+	}
+	arrived := func() {
+		for _, id := range ids {
+			l.c.lwtCommits.done(id, p)
+		}
+	}
 	commit := func() {
 		defer l.c.gate.exit()
-		defer l.c.lwtCommits.done(id, p)
+		defer arrived()
 		if err := l.commitRound(context.WithoutCancel(ctx), p); err != nil {
 			l.c.log.Debug("paxos commit", "keyspace", l.keyspace, "err", err)
 		}
 	}
 	if !l.c.tasks.background(commit) {
-		l.c.lwtCommits.done(id, p)
+		arrived()
 		l.c.gate.exit()
 	}
 }
@@ -687,6 +892,12 @@ func (f *inflightCommits) awaitKeyspace(ctx context.Context, keyspace string) er
 
 // inflightKey names key of keyspace in inflightCommits.
 func inflightKey(keyspace string, key []byte) string { return keyspace + "\x00" + string(key) }
+
+// inflightPartition names a partition's instance of keyspace in inflightCommits and
+// lwtKeys: apart from every key's, by a byte no keyspace name holds.
+func inflightPartition(keyspace string, partition []byte) string {
+	return keyspace + "\x01" + string(partition)
+}
 
 // await returns once no commit of this coordinator is on its way on key of keyspace, or
 // with ctx's error: a plain read after a transaction the client was answered for,

@@ -175,6 +175,15 @@ type replicaWrite struct {
 	holder *cluster.Node
 }
 
+// records are the records the write carries: a commit's (a partition's batch whole), or
+// its one record. A hint or an offload keeps each of them.
+func (w replicaWrite) records() []lww.Record {
+	if w.commit != nil {
+		return w.commit.Records()
+	}
+	return []lww.Record{w.record}
+}
+
 // acknowledged reports whether the write's acknowledgement is awaited: from a current
 // replica that takes writes, a reachable pending one (whose share the level was raised
 // by), or the offload holder of a sleeping one.
@@ -280,7 +289,7 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 		switch {
 		case w.acknowledged():
 			op.targets = append(op.targets, target{Member: w.member, slot: i})
-		case c.hint(w.member.ID, keyspace, w.record):
+		case c.hintAll(w.member.ID, keyspace, w.records()):
 			hinted++
 		}
 	}
@@ -291,7 +300,7 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 		for _, t := range op.targets {
 			w := op.writes[t.slot]
 			if !c.tasks.background(func() { c.applyOrHint(w, keyspace) }) {
-				c.hint(w.member.ID, keyspace, w.record)
+				c.hintAll(w.member.ID, keyspace, w.records())
 			}
 		}
 		return out, nil
@@ -310,7 +319,7 @@ func (c *Coordinator) gatherWrites(ctx context.Context, op *writeOp, cl consiste
 
 // applyOrHint applies one write on its replica, or hints it when that fails (hintFailed).
 func (c *Coordinator) applyOrHint(w replicaWrite, keyspace string) error {
-	return c.hintFailed(w.member.ID, keyspace, c.apply(w, keyspace), w.record)
+	return c.hintFailed(w.member.ID, keyspace, c.apply(w, keyspace), w.records()...)
 }
 
 // hintFailed stores a hint of each of records for target when err says its replica
@@ -328,6 +337,16 @@ func (c *Coordinator) hintFailed(target, keyspace string, err error, records ...
 		}
 	}
 	return err
+}
+
+// hintAll stores a hint of each of records for target, and reports whether every one was
+// stored.
+func (c *Coordinator) hintAll(target, keyspace string, records []lww.Record) bool {
+	all := true
+	for _, rec := range records {
+		all = c.hint(target, keyspace, rec) && all
+	}
+	return all
 }
 
 // hint stores a hint of rec for target, to be delivered when it can take it, and
@@ -348,7 +367,7 @@ func (c *Coordinator) apply(w replicaWrite, keyspace string) error {
 		defer cancel()
 		// The record alone, as a hint carries it: the commit reaches the sleeping
 		// replica's acceptor state when the next round on the key repairs it.
-		return c.replicas.Replica(*w.holder).Offload(ctx, w.member.ID, keyspace, []lww.Record{w.record})
+		return c.replicas.Replica(*w.holder).Offload(ctx, w.member.ID, keyspace, w.records())
 	}
 	if w.commit != nil {
 		r, err := c.replica(w.member)

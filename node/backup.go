@@ -65,6 +65,9 @@ func (n *Node) CreateSnapshot(name string, keyspaces []string, cut hlc.Timestamp
 		}
 		m.Keyspaces = append(m.Keyspaces, backup.Keyspace{Name: d.Name, Replication: d.Replication, Partitioner: d.Partitioner,
 			ErasureM: d.Erasure.M, ErasureK: d.Erasure.K, Splits: d.Splits, Timestamp: d.Timestamp, TruncatedAt: d.TruncatedAt})
+		if d.PartitionTransactions() {
+			m.Keyspaces[len(m.Keyspaces)-1].Transactions = d.Transactions
+		}
 	}
 	for _, member := range n.View().Nodes() {
 		m.Ring = append(m.Ring, backup.Member{ID: member.ID, DC: member.DC, Addr: member.Addr, Status: member.Status.String(), Tokens: len(member.Tokens)})
@@ -174,7 +177,7 @@ func snapshotProto(m backup.Manifest) *kurav1.Snapshot {
 		Timestamp: uint64(m.Timestamp), Cut: uint64(m.Cut), BeforeRestoreOf: m.Before}
 	for _, k := range m.Keyspaces {
 		def := schema.Keyspace{Name: k.Name, Replication: k.Replication, Partitioner: k.Partitioner,
-			Erasure: schema.Erasure{M: k.ErasureM, K: k.ErasureK}, Splits: k.Splits}
+			Erasure: schema.Erasure{M: k.ErasureM, K: k.ErasureK}, Splits: k.Splits, Transactions: k.Transactions}
 		out.Keyspaces = append(out.Keyspaces, &kurav1.SnapshotKeyspace{Keyspace: schemasync.KeyspaceProto(def),
 			Timestamp: uint64(k.Timestamp), TruncatedAt: uint64(k.TruncatedAt)})
 	}

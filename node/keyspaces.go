@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/hlc"
@@ -37,8 +38,13 @@ func (p schemaPeers) Pull(ctx context.Context, from cluster.Node) ([]byte, error
 }
 
 // CreateKeyspace defines a keyspace and announces it to every live node
-// (schemasync.Syncer.CreateKeyspace).
+// (schemasync.Syncer.CreateKeyspace). One whose transactions run per partition waits
+// until every member announces that it runs them (PartitionTransactionsRead).
 func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
+	if ks.Transactions == schema.TransactionsPartition && !n.PartitionTransactionsRead() {
+		return fmt.Errorf("%w %s: transactions %s need every member of a build that runs them, and some member announces none (upgrade every node first)",
+			schema.ErrInvalidKeyspace, ks.Name, ks.Transactions)
+	}
 	return n.schemas.CreateKeyspace(ctx, ks)
 }
 

@@ -29,6 +29,17 @@ const keyRecordTypes = "record_types"
 // (lww.Counter), which a build of version 1 refuses as an unknown type.
 const recordTypesVersion = 2
 
+// keyTransactions is the application state in which a node announces that it runs
+// lightweight transactions on a partition's Paxos instance (batch proposals, prepares
+// naming the keys they read: docs/lwt.md). A build from before announces nothing, and
+// would run a keyspace created with transactions partition per key, beside the others'
+// partition instances, where two values could be chosen. The value is
+// partitionTransactionsVersion.
+const keyTransactions = "transactions"
+
+// partitionTransactionsVersion is what this build announces under keyTransactions.
+const partitionTransactionsVersion = 1
+
 // recordTypesVersionFor is the version a build must announce to read records of type t.
 func recordTypesVersionFor(t lww.Type) int {
 	if t >= lww.Counter {
@@ -75,6 +86,24 @@ func (n *Node) RecordTypeRead(t lww.Type) bool {
 	return all
 }
 
+// PartitionTransactionsRead reports whether every member of the cluster, as
+// ProtocolVersions counts them, announces that it runs partition instances: the switch a
+// keyspace with transactions partition is created behind. It is false until the node
+// has started; a member that is down counts with what it last announced.
+func (n *Node) PartitionTransactionsRead() bool {
+	select {
+	case <-n.ready:
+	default:
+		return false
+	}
+	all := true
+	n.eachMemberState(func(_ string, appState map[string]string) {
+		v, err := strconv.Atoi(appState[keyTransactions])
+		all = all && err == nil && v >= partitionTransactionsVersion
+	})
+	return all
+}
+
 // eachMemberState calls fn with the id and the gossiped application state of each member
 // of the cluster: every node on the ring or moving onto or off it, down ones included,
 // but not those that left or were removed. This node's own state is the one it announces;
@@ -98,8 +127,9 @@ func (n *Node) eachMemberState(fn func(id string, appState map[string]string)) {
 // speaks and reads.
 func announced() map[string]string {
 	return map[string]string{
-		keyProtocol:    strconv.Itoa(transport.ProtocolVersion),
-		keyRecordTypes: strconv.Itoa(recordTypesVersion),
+		keyProtocol:     strconv.Itoa(transport.ProtocolVersion),
+		keyRecordTypes:  strconv.Itoa(recordTypesVersion),
+		keyTransactions: strconv.Itoa(partitionTransactionsVersion),
 	}
 }
 

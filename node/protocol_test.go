@@ -1,11 +1,14 @@
 package node
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"testing"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/schema"
 )
 
 // TestRecordTypesReadWaitsForEveryMember: a node of this build alone reads typed
@@ -27,6 +30,34 @@ func TestRecordTypesReadWaitsForEveryMember(t *testing.T) {
 	}
 	if !a.RecordTypesRead() {
 		t.Fatal("a still counts a removed member")
+	}
+}
+
+// TestPartitionTransactionsWaitForEveryMember: a keyspace whose transactions run per
+// partition is refused while a member announces nothing (an older build would run it per
+// key), and created once that member is removed.
+func TestPartitionTransactionsWaitForEveryMember(t *testing.T) {
+	a := startNode(t, "a", "dc1")
+	waitUntil(t, "a alone runs partition transactions", a.PartitionTransactionsRead)
+	if _, err := a.directory.Upsert(cluster.Node{ID: "old", DC: "dc1", Addr: "127.0.0.9:1", Status: cluster.StatusNormal}); err != nil {
+		t.Fatal(err)
+	}
+	a.directory.SetState("old", cluster.StateDown)
+	ks := schema.Keyspace{Name: "tx", Replication: "dc1=1", Transactions: schema.TransactionsPartition}
+	if err := a.CreateKeyspace(context.Background(), ks); !errors.Is(err, schema.ErrInvalidKeyspace) {
+		t.Fatalf("create with a member that announced nothing: %v, want refused", err)
+	}
+	if _, err := a.Keyspace("tx"); err == nil {
+		t.Fatal("the refused keyspace exists")
+	}
+	if _, err := a.directory.Upsert(cluster.Node{ID: "old", DC: "dc1", Addr: "127.0.0.9:1", Status: cluster.StatusRemoved}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateKeyspace(context.Background(), ks); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Keyspace("tx"); err != nil || !got.PartitionTransactions() {
+		t.Fatalf("Keyspace(tx) = %+v, %v; want transactions partition", got, err)
 	}
 }
 

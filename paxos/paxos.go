@@ -1,5 +1,6 @@
 // Package paxos owns the rules of kura's lightweight transactions: per-key Paxos among
-// the key's replicas, as Cassandra's LWT runs it. A round is a prepare (promise a
+// the key's replicas, as Cassandra's LWT runs it, or in a keyspace whose transactions run
+// per partition, one instance per hash tag whose proposals carry a batch of records. A round is a prepare (promise a
 // ballot; learn the proposal in progress, the recent commits and the replica's data), a
 // propose (accept a record under the ballot) and a commit (apply the record, last writer
 // wins, and end the instance). As in Cassandra's Paxos v2, the client is answered once a
@@ -57,10 +58,43 @@ type Proposal struct {
 	Ballot Ballot
 	Origin Ballot
 	Record lww.Record
+	// Partition, in a keyspace whose transactions run per partition, names the instance
+	// (the hash tag the keys share), and Batch holds the records of every key the
+	// transaction writes, applied together; Record is then zero. Nil in a per-key
+	// instance, whose instance is Record's key.
+	Partition []byte
+	Batch     []lww.Record
 }
 
 // IsZero reports whether p is no proposal.
 func (p Proposal) IsZero() bool { return p.Ballot.IsZero() }
+
+// Records returns the records p writes: its batch, or its one record.
+func (p Proposal) Records() []lww.Record {
+	if p.Partition != nil {
+		return p.Batch
+	}
+	return []lww.Record{p.Record}
+}
+
+// Instance returns the instance p belongs to.
+func (p Proposal) Instance() Instance {
+	if p.Partition != nil {
+		return Instance{Key: p.Partition, Partition: true}
+	}
+	return Instance{Key: p.Record.Key}
+}
+
+// Instance names the Paxos instance a round runs on: one key's, or in a keyspace whose
+// transactions run per partition, a partition's, whose rounds read several of its keys.
+type Instance struct {
+	// Key is the key, or the partition (the hash tag its keys share) when Partition.
+	Key       []byte
+	Partition bool
+	// Reads are the keys a partition instance's prepare reads, each promise answering
+	// with the replica's record of each, in this order. A per-key prepare reads Key.
+	Reads [][]byte
+}
 
 // Commit is a commit as an acceptor remembers it: its ballot and its proposal's origin.
 type Commit struct {
@@ -87,6 +121,11 @@ type State struct {
 	Accepted Proposal
 	// Commits are the HistoryLen highest-ballot commits recorded, lowest first.
 	Commits []Commit
+	// Last, in a partition instance, is the proposal of the most recent commit recorded,
+	// whole: a replica the commit did not reach is sent it, since the keys it wrote need
+	// not be among those the repairing round read. A per-key round repairs with the
+	// newest record it read instead, and leaves Last zero.
+	Last Proposal
 }
 
 // Committed returns the most recent commit, zero if none.
@@ -129,6 +168,9 @@ func (s State) Commit(p Proposal) (State, bool) {
 	if !s.Accepted.IsZero() && !p.Ballot.Less(s.Accepted.Ballot) {
 		s.Accepted, changed = Proposal{}, true
 	}
+	if p.Partition != nil && s.Last.Ballot.Less(p.Ballot) {
+		s.Last, changed = p, true
+	}
 	return s, changed
 }
 
@@ -147,7 +189,23 @@ type Promise struct {
 	// the prepare is also the round's read.
 	Record lww.Record
 	Found  bool
+	// Reads, in a partition instance, are the replica's records of the keys the prepare
+	// read, in its order, read after the promise; Last is its State.Last. Record and
+	// Found are then unset.
+	Reads []Read
+	Last  Proposal
 }
+
+// Read is a replica's record of one key a partition instance's prepare read; Found is
+// false when it has none.
+type Read struct {
+	Key    []byte
+	Record lww.Record
+	Found  bool
+}
+
+// newer reports whether r is newer than o: found where o is not, or lww.Newer.
+func (r Read) newer(o Read) bool { return r.Found && (!o.Found || lww.Newer(r.Record, o.Record)) }
 
 // Learn returns the answer the acceptor would have given had the commit of chosen
 // reached it before the prepare. A coordinator that saw chosen accepted by a quorum (so
@@ -161,10 +219,21 @@ func (p Promise) Learn(chosen Proposal) Promise {
 	if !p.Promised || chosen.IsZero() {
 		return p
 	}
-	s, _ := State{Accepted: p.Accepted, Commits: p.Commits}.Commit(chosen)
-	p.Accepted, p.Commits = s.Accepted, s.Commits
-	if !p.Found || lww.Newer(chosen.Record, p.Record) {
-		p.Record, p.Found = chosen.Record, true
+	s, _ := State{Accepted: p.Accepted, Commits: p.Commits, Last: p.Last}.Commit(chosen)
+	p.Accepted, p.Commits, p.Last = s.Accepted, s.Commits, s.Last
+	if chosen.Partition == nil {
+		if !p.Found || lww.Newer(chosen.Record, p.Record) {
+			p.Record, p.Found = chosen.Record, true
+		}
+		return p
+	}
+	p.Reads = slices.Clone(p.Reads)
+	for i, r := range p.Reads {
+		for _, rec := range chosen.Batch {
+			if string(rec.Key) == string(r.Key) && (Read{Key: r.Key, Record: rec, Found: true}).newer(r) {
+				p.Reads[i] = Read{Key: r.Key, Record: rec, Found: true}
+			}
+		}
 	}
 	return p
 }
@@ -181,6 +250,11 @@ type Summary struct {
 	// replica had one.
 	Newest lww.Record
 	Found  bool
+	// Reads, in a partition instance, are the newest record of each key read among the
+	// answers, in the prepare's order; Last is the whole proposal of Committed, from an
+	// answer that recorded it (zero if none did, or in a per-key instance).
+	Reads []Read
+	Last  Proposal
 	// Behind lists the indexes of the promises whose most recent commit is older than
 	// Committed: replicas a commit did not reach, to repair.
 	Behind []int
@@ -207,8 +281,19 @@ func Summarize(promises []Promise) Summary {
 		if p.Found && (!s.Found || lww.Newer(p.Record, s.Newest)) {
 			s.Newest, s.Found = p.Record, true
 		}
+		if s.Reads == nil && p.Reads != nil {
+			s.Reads = make([]Read, len(p.Reads))
+		}
+		for i, r := range p.Reads {
+			if i < len(s.Reads) && (s.Reads[i].Key == nil || r.newer(s.Reads[i])) {
+				s.Reads[i] = r
+			}
+		}
 	}
 	for i, p := range promises {
+		if !p.Last.IsZero() && p.Last.Ballot == s.Committed.Ballot {
+			s.Last = p.Last
+		}
 		// A proposal whose origin was committed already is a round that completed it
 		// again, racing that commit: completing it once more would only apply the same
 		// record again, and two coordinators could go on completing each other's.

@@ -371,3 +371,110 @@ func TestCrashAfterAcceptQuorum(t *testing.T) {
 		})
 	}
 }
+
+// batch is a partition's proposal under ballot, computed by origin, writing each key=value
+// pair at the ballot's time.
+func batch(ballot, origin Ballot, kv ...string) Proposal {
+	p := Proposal{Ballot: ballot, Origin: origin, Partition: []byte("tag")}
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.Batch = append(p.Batch, lww.Record{Key: []byte(kv[i]), Value: []byte(kv[i+1]), Timestamp: ballot.Time})
+	}
+	return p
+}
+
+// read is a promise's read of key: value at ts, or absent when value is "".
+func read(key, value string, ts hlc.Timestamp) Read {
+	if value == "" {
+		return Read{Key: []byte(key)}
+	}
+	return Read{Key: []byte(key), Record: lww.Record{Key: []byte(key), Value: []byte(value), Timestamp: ts}, Found: true}
+}
+
+// describeReads prints reads as key=value@ts, key=- for an absent one.
+func describeReads(reads []Read) string {
+	var out []string
+	for _, r := range reads {
+		if !r.Found {
+			out = append(out, string(r.Key)+"=-")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s=%s@%d", r.Key, r.Record.Value, r.Record.Timestamp))
+	}
+	return fmt.Sprint(out)
+}
+
+// TestPartitionCommitKeepsTheLastBatch: a partition's acceptor keeps the most recent
+// commit's proposal whole (a replica behind is sent it), an older commit arriving late
+// does not replace it, and a key's acceptor keeps none.
+func TestPartitionCommitKeepsTheLastBatch(t *testing.T) {
+	first, second := batch(b(5, "n1"), b(5, "n1"), "{tag}a", "1", "{tag}b", "1"), batch(b(9, "n2"), b(9, "n2"), "{tag}c", "2")
+	var s State
+	s, _ = s.Propose(second)
+	s, changed := s.Commit(second)
+	if !changed || s.Last.Ballot != second.Ballot || len(s.Last.Batch) != 1 || !s.Accepted.IsZero() {
+		t.Fatalf("after the commit of %v: %+v", second.Ballot, s)
+	}
+	s, _ = s.Commit(first)
+	if s.Last.Ballot != second.Ballot || len(s.Commits) != 2 {
+		t.Fatalf("an older commit replaced the last batch: %+v", s)
+	}
+	if got := second.Instance(); !got.Partition || string(got.Key) != "tag" || len(second.Records()) != 1 {
+		t.Fatalf("instance of a batch = %+v, records %v", got, second.Records())
+	}
+	var k State
+	k, _ = k.Commit(prop(b(5, "n1"), b(5, "n1"), "v"))
+	if !k.Last.IsZero() {
+		t.Fatalf("a key's acceptor kept %+v as its last batch", k.Last)
+	}
+}
+
+// TestSummarizePartitionReads: each key read takes the newest record among the promises,
+// whichever promise carries it, and the last commit's proposal comes from a promise that
+// recorded it.
+func TestSummarizePartitionReads(t *testing.T) {
+	last := batch(b(7, "n2"), b(7, "n2"), "{tag}a", "x")
+	promises := []Promise{
+		{Promised: true, Reads: []Read{read("{tag}a", "old", 3), read("{tag}b", "", 0)}, Commits: []Commit{{Ballot: b(2, "n1"), Origin: b(2, "n1")}}},
+		{Promised: true, Reads: []Read{read("{tag}a", "x", 7), read("{tag}b", "y", 4)}, Commits: []Commit{{Ballot: last.Ballot, Origin: last.Origin}}, Last: last},
+		{Promised: true, Reads: []Read{read("{tag}a", "", 0), read("{tag}b", "z", 5)}},
+	}
+	s := Summarize(promises)
+	if got, want := describeReads(s.Reads), "[{tag}a=x@7 {tag}b=z@5]"; got != want {
+		t.Errorf("reads = %s, want %s", got, want)
+	}
+	if s.Last.Ballot != last.Ballot || s.Committed.Ballot != last.Ballot {
+		t.Errorf("last = %v, committed %v; want %v", s.Last.Ballot, s.Committed.Ballot, last.Ballot)
+	}
+	if !slices.Equal(s.Behind, []int{0, 2}) {
+		t.Errorf("behind = %v, want [0 2]", s.Behind)
+	}
+}
+
+// TestLearnPartitionBatch: a promise read as its acceptor would answer once the commit of
+// a batch chosen by this coordinator lands: the keys the batch wrote read its records
+// (unless newer ones are there), the others as they were, and the batch is its last.
+func TestLearnPartitionBatch(t *testing.T) {
+	chosen := batch(b(8, "n1"), b(8, "n1"), "{tag}a", "new", "{tag}c", "c")
+	p := Promise{Promised: true, Accepted: chosen, Reads: []Read{read("{tag}a", "old", 3), read("{tag}b", "b", 2), read("{tag}c", "later", 9)}}
+	got := p.Learn(chosen)
+	if want := "[{tag}a=new@8 {tag}b=b@2 {tag}c=later@9]"; describeReads(got.Reads) != want {
+		t.Errorf("learned reads = %s, want %s", describeReads(got.Reads), want)
+	}
+	if !got.Accepted.IsZero() || got.Last.Ballot != chosen.Ballot {
+		t.Errorf("learned promise: accepted %v, last %v; want none accepted, last %v", got.Accepted.Ballot, got.Last.Ballot, chosen.Ballot)
+	}
+	if describeReads(p.Reads) != "[{tag}a=old@3 {tag}b=b@2 {tag}c=later@9]" {
+		t.Errorf("Learn changed the promise it was given: %s", describeReads(p.Reads))
+	}
+}
+
+// TestInProgressBatchIsWhole: a batch accepted by one acceptor above the last commit is
+// the proposal in progress with every record it carries, so that a round completes it
+// whole.
+func TestInProgressBatchIsWhole(t *testing.T) {
+	inProgress := batch(b(9, "n3"), b(9, "n3"), "{tag}a", "1", "{tag}b", "2")
+	s := Summarize([]Promise{{Promised: true, Accepted: inProgress}, {Promised: true}})
+	if s.InProgress.Ballot != inProgress.Ballot || len(s.InProgress.Records()) != 2 || string(s.InProgress.Partition) != "tag" {
+		t.Fatalf("in progress = %+v, want the whole batch", s.InProgress)
+	}
+}

@@ -3,6 +3,7 @@ package replica
 import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 )
 
@@ -28,7 +29,16 @@ func ProposalToProto(p paxos.Proposal) *kurav1.PaxosProposal {
 	if p.IsZero() {
 		return nil
 	}
-	return &kurav1.PaxosProposal{Ballot: BallotToProto(p.Ballot), Origin: BallotToProto(p.Origin), Record: ToProto(p.Record)}
+	out := &kurav1.PaxosProposal{Ballot: BallotToProto(p.Ballot), Origin: BallotToProto(p.Origin)}
+	if p.Partition == nil {
+		out.Record = ToProto(p.Record)
+		return out
+	}
+	out.Partition, out.Batch = p.Partition, make([]*kurav1.Record, len(p.Batch))
+	for i, r := range p.Batch {
+		out.Batch[i] = ToProto(r)
+	}
+	return out
 }
 
 // ProposalFromProto converts a proposal from its wire form.
@@ -36,7 +46,16 @@ func ProposalFromProto(p *kurav1.PaxosProposal) paxos.Proposal {
 	if p == nil {
 		return paxos.Proposal{}
 	}
-	return paxos.Proposal{Ballot: BallotFromProto(p.GetBallot()), Origin: BallotFromProto(p.GetOrigin()), Record: FromProto(p.GetRecord())}
+	out := paxos.Proposal{Ballot: BallotFromProto(p.GetBallot()), Origin: BallotFromProto(p.GetOrigin())}
+	if len(p.GetPartition()) == 0 {
+		out.Record = FromProto(p.GetRecord())
+		return out
+	}
+	out.Partition, out.Batch = p.GetPartition(), make([]lww.Record, len(p.GetBatch()))
+	for i, r := range p.GetBatch() {
+		out.Batch[i] = FromProto(r)
+	}
+	return out
 }
 
 // CommitsToProto converts an acceptor's commits to their wire form.

@@ -59,15 +59,17 @@ type Replica interface {
 	ScanKeys(ctx context.Context, req KeysRequest) (KeysPage, error)
 
 	// Prepare, Propose and Commit are the replica's side of a lightweight transaction's
-	// Paxos round on one key (package paxos), its acceptor state stored durably before
-	// it answers. Prepare promises ballot unless a higher one was promised, and answers
-	// with the acceptor state and the replica's record of the key; a refusal is an
-	// answer (Promised false, with the higher ballot), not an error.
-	Prepare(ctx context.Context, keyspace string, key []byte, ballot paxos.Ballot) (paxos.Promise, error)
+	// Paxos round on one instance, a key's or a partition's (package paxos), its acceptor
+	// state stored durably before it answers. Prepare promises ballot unless a higher one
+	// was promised, and answers with the acceptor state and the replica's record of the
+	// key, or of each key a partition's prepare reads; a refusal is an answer (Promised
+	// false, with the higher ballot), not an error.
+	Prepare(ctx context.Context, keyspace string, in paxos.Instance, ballot paxos.Ballot) (paxos.Promise, error)
 	// Propose accepts p unless a higher ballot was promised since; a refusal answers
 	// false with the promised ballot.
 	Propose(ctx context.Context, keyspace string, p paxos.Proposal) (accepted bool, promised paxos.Ballot, err error)
-	// Commit applies p's record, last writer wins, and records the commit.
+	// Commit applies p's records (a batch's together), last writer wins, and records the
+	// commit.
 	Commit(ctx context.Context, keyspace string, p paxos.Proposal) error
 
 	// Offload keeps records of keyspace, durably, for the sleeping replica named by

@@ -182,15 +182,8 @@ func (c *conn) storeCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp
 // mark element records (element.IsKey's marker): refused in a keyspace of collections,
 // where such a key would be taken for an element of another key.
 func reservedKey(cmd *command, args [][]byte) bool {
-	if cmd.firstKey <= 0 {
-		return false
-	}
-	last := cmd.lastKey
-	if last < 0 {
-		last = len(args) + last
-	}
-	for i := cmd.firstKey; i <= last && i < len(args); i += max(cmd.keyStep, 1) {
-		if bytes.HasPrefix(args[i], []byte{0x00, 0x01}) {
+	for key := range keyArgs(cmd, args) {
+		if bytes.HasPrefix(key, []byte{0x00, 0x01}) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -117,6 +118,7 @@ func commandTable() map[string]*command {
 	table = append(table, setCommands()...)
 	table = append(table, zsetCommands()...)
 	table = append(table, listCommands()...)
+	table = append(table, transactionCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
 		byName[cmd.name] = cmd
@@ -158,6 +160,7 @@ func (c *conn) execute(args [][]byte) {
 	c.lowerName = appendLower(c.lowerName[:0], args[0])
 	cmd, ok := c.s.commands[string(c.lowerName)]
 	if !ok {
+		c.refuseInMulti()
 		c.w.Error(unknownCommand(args))
 		return
 	}
@@ -165,6 +168,7 @@ func (c *conn) execute(args [][]byte) {
 		c.lowerName = appendLower(c.lowerName[:0], args[1])
 		sub, ok := cmd.subcommands[string(c.lowerName)]
 		if !ok {
+			c.refuseInMulti()
 			c.w.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", clip(args[1], 128), strings.ToUpper(cmd.name)))
 			return
 		}
@@ -173,13 +177,18 @@ func (c *conn) execute(args [][]byte) {
 	switch {
 	case cmd.arity > 0 && len(args) != cmd.arity, cmd.arity < 0 && len(args) < -cmd.arity:
 		cmd.stats.rejected.Add(1)
+		c.refuseInMulti()
 		c.w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name))
 	case !c.authenticated && !cmd.beforeAuth:
 		cmd.stats.rejected.Add(1)
+		c.refuseInMulti()
 		c.w.Error("NOAUTH Authentication required.")
 	case reservedKey(cmd, args) && c.collectionsServed():
 		cmd.stats.rejected.Add(1)
+		c.refuseInMulti()
 		c.w.Error("ERR keys starting with bytes 0x00 0x01 are reserved")
+	case c.multi != nil && !runsInMulti[cmd.name]:
+		c.queue(cmd, args)
 	default:
 		c.ran(cmd.name, 1)
 		errorsBefore, start := c.w.errorReplies, time.Now()
@@ -237,6 +246,10 @@ const (
 // tell apart: UNAVAILABLE when too few replicas are alive for the level, TIMEOUT when they
 // did not answer in time; ERR otherwise.
 func errorReply(err error) string {
+	var reply redisError
+	if errors.As(err, &reply) {
+		return string(reply) // worded as Redis's already
+	}
 	switch coord.Classify(err) {
 	case coord.ClassUnavailable:
 		return "UNAVAILABLE " + err.Error()

@@ -60,6 +60,13 @@ type conn struct {
 	// pnCounters makes INCR and its kin create PN counters (KURA.COUNTERS).
 	pnCounters bool
 
+	// multi is the transaction MULTI opened, nil outside one; watched are the keys
+	// WATCH read; txn, while EXEC runs the queue, the transaction's records, which the
+	// commands read and write instead of the coordinator (multi.go).
+	multi   *multiState
+	watched []watchedKey
+	txn     *txView
+
 	// mu guards what CLIENT LIST shows of this connection to the others. Only the
 	// connection's own goroutine changes these fields, under mu; it reads them without.
 	mu         sync.Mutex
@@ -407,6 +414,9 @@ func rawConn(nc net.Conn) syscall.RawConn {
 // The four operations the commands are made of, each reported to Config.Observe.
 
 func (c *conn) get(key []byte) (lww.Record, bool, error) {
+	if c.txn != nil {
+		return c.txn.get(key)
+	}
 	start := time.Now()
 	rec, found, err := c.s.cfg.Backend.Get(c.ctx, c.keyspace, key, c.level)
 	c.observe("get", c.level, start, err)
@@ -425,6 +435,13 @@ func (c *conn) lookup(key []byte) (lww.Record, bool, error) {
 // answer full of the values before it (coord.ErrAnswerFull), is not metered here: the
 // caller settles it (a pipeline's GET reads it alone, an MGET is refused whole).
 func (c *conn) lookupAll(keys [][]byte) []coord.GetResult {
+	if c.txn != nil {
+		results := make([]coord.GetResult, len(keys))
+		for i, key := range keys {
+			results[i].Record, results[i].Found, results[i].Err = c.txn.get(key)
+		}
+		return results
+	}
 	start := time.Now()
 	results := c.s.cfg.Backend.GetAll(c.ctx, c.keyspace, keys, c.level)
 	for _, r := range results {
@@ -451,7 +468,7 @@ func (c *conn) countLookup(found bool, err error) {
 // put writes value under key, expiring at expiresAt (0: never). At a serial level the
 // write is a lightweight transaction, so that it is ordered with the others.
 func (c *conn) put(key, value []byte, expiresAt hlc.Timestamp) error {
-	if c.level.IsSerial() {
+	if c.level.IsSerial() || c.txn != nil {
 		_, err := c.transact(key, writeIf(func(lww.Record, bool) bool { return true },
 			func(lww.Record, bool) lww.Record { return lww.Record{Value: value, ExpiresAt: expiresAt} }))
 		return err
@@ -463,6 +480,11 @@ func (c *conn) put(key, value []byte, expiresAt hlc.Timestamp) error {
 }
 
 func (c *conn) delete(key []byte) error {
+	if c.txn != nil {
+		_, err := c.transact(key, writeIf(func(lww.Record, bool) bool { return true },
+			func(lww.Record, bool) lww.Record { return lww.Record{Tombstone: true} }))
+		return err
+	}
 	start := time.Now()
 	_, err := c.s.cfg.Backend.Delete(c.ctx, c.keyspace, key, c.level)
 	c.observe("delete", c.level, start, err)

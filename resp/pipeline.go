@@ -50,7 +50,7 @@ type batched struct {
 // without options at a non-serial level. While a connection of the node monitors, none
 // does: each command runs, and is shown, in its turn.
 func (c *conn) batchable(args [][]byte) bool {
-	return !c.s.monitors.active() && (c.isRead(args) || c.isPlainSet(args))
+	return !c.s.monitors.active() && c.multi == nil && (c.isRead(args) || c.isPlainSet(args))
 }
 
 // isRead reports whether args is a GET that may join a batch.

@@ -11,6 +11,7 @@ import "time"
 // database 0). It is answered RESET.
 func resetCommand(c *conn, _ [][]byte) {
 	c.stopMonitor()
+	c.endTransaction()
 	c.repliesOff, c.skipNext = false, false
 	c.w.Suppress(false)
 	c.authenticated = c.s.cfg.Password == ""

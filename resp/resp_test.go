@@ -48,6 +48,9 @@ type fakeBackend struct {
 	// types holds the type of each key that is not a string, by keyspace and key: what a
 	// collection's header record carries.
 	types map[string]map[string]lww.Type
+	// stamps holds the timestamp of each key's last write through store, by keyspace and
+	// key (WATCH compares them); a key written otherwise reads as stamped 1.
+	stamps map[string]map[string]hlc.Timestamp
 	// elements holds collections' element records by keyspace and key, stamped by clock
 	// (hash_test.go).
 	elements map[string]map[string]lww.Record
@@ -76,12 +79,19 @@ func (f *fakeBackend) live(ks string, data map[string][]byte, key string) (lww.R
 	if !ok {
 		return lww.Record{}, false
 	}
-	return lww.Record{Key: []byte(key), Value: v, ExpiresAt: at, Timestamp: 1, Type: f.types[ks][key]}, true
+	return lww.Record{Key: []byte(key), Value: v, ExpiresAt: at, Timestamp: max(f.stamps[ks][key], 1), Type: f.types[ks][key]}, true
 }
 
 // store sets or deletes key as rec says.
 func (f *fakeBackend) store(ks string, data map[string][]byte, key string, rec lww.Record) {
 	delete(f.types[ks], key)
+	if f.stamps == nil {
+		f.stamps = map[string]map[string]hlc.Timestamp{}
+	}
+	if f.stamps[ks] == nil {
+		f.stamps[ks] = map[string]hlc.Timestamp{}
+	}
+	f.stamps[ks][key] = rec.Timestamp
 	if rec.Tombstone {
 		delete(data, key)
 		delete(f.expiry[ks], key)
@@ -129,6 +139,42 @@ func (f *fakeBackend) Update(_ context.Context, keyspace string, key []byte, ser
 	next.Key, next.Timestamp = key, f.tick()
 	f.store(keyspace, ks, string(key), next)
 	return coord.UpdateResult{Applied: true, Previous: cur, PreviousFound: found, Record: next}, nil
+}
+
+// UpdateBatch runs fn on keys under the backend's lock, as the coordinator's transaction
+// over a partition: several keys only in a keyspace whose transactions run per partition
+// (the fake's "default"), and of one hash tag.
+func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, err := f.record("casbatch", keyspace, serial)
+	if err != nil {
+		return coord.BatchResult{}, err
+	}
+	if len(keys) > 1 && keyspace != "default" {
+		return coord.BatchResult{}, fmt.Errorf("%w: keyspace %s runs its lightweight transactions per key", coord.ErrInvalidArgument, keyspace)
+	}
+	var calls []string
+	cur := make([]coord.KeyRecord, len(keys))
+	for i, key := range keys {
+		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
+			return coord.BatchResult{}, fmt.Errorf("%w: keys of different hash tags", coord.ErrInvalidArgument)
+		}
+		cur[i].Key = key
+		cur[i].Record, cur[i].Found = f.live(keyspace, ks, string(key))
+		calls = append(calls, string(key))
+	}
+	f.calls = append(f.calls, "casbatch "+strings.Join(calls, " "))
+	next, write, reply, err := fn(cur)
+	if err != nil || !write {
+		return coord.BatchResult{Previous: cur, Reply: reply}, err
+	}
+	ts := f.tick()
+	for i := range next {
+		next[i].Timestamp = ts
+		f.store(keyspace, ks, string(next[i].Key), next[i])
+	}
+	return coord.BatchResult{Applied: true, Previous: cur, Records: next, Reply: reply}, nil
 }
 
 // Truncate empties keyspace.

@@ -16,6 +16,8 @@ import (
 // (coord.Coordinator.Update): a Paxos round among the key's replicas makes the read and
 // the write one atomic step, however many clients race through however many nodes. A
 // plain SET, SETEX, MSET or DEL of keys nobody counts stays one last-writer-wins write.
+// Inside EXEC, every command is part of the transaction's update function: their reads
+// and writes go to the transaction's records instead (txView, multi.go).
 
 // redisError is a transaction function's refusal worded as a Redis error reply (a value
 // that is not an integer, an overflow), answered as it is.
@@ -35,6 +37,9 @@ func (c *conn) serialLevel() consistency.Level {
 
 // transact runs fn on key as a lightweight transaction, reported to Observe as "cas".
 func (c *conn) transact(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, error) {
+	if c.txn != nil {
+		return c.txn.update(key, fn)
+	}
 	start := time.Now()
 	serial := c.serialLevel()
 	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, key, serial, fn)
@@ -45,6 +50,9 @@ func (c *conn) transact(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, er
 // serialGet reads key linearizably: a prepare round at the connection's serial level,
 // which completes any transaction left in progress on the key.
 func (c *conn) serialGet(key []byte) (lww.Record, bool, error) {
+	if c.txn != nil {
+		return c.txn.get(key)
+	}
 	start := time.Now()
 	serial := c.serialLevel()
 	rec, found, err := c.s.cfg.Backend.Get(c.ctx, c.keyspace, key, serial)

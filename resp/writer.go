@@ -129,6 +129,19 @@ func (w *Writer) Null() {
 	w.bw.WriteString("$-1\r\n")
 }
 
+// NullArray writes the absent array: RESP2's null multi-bulk, RESP3's null (EXEC whose
+// watched keys changed).
+func (w *Writer) NullArray() {
+	if w.version == 3 {
+		w.bw.WriteString("_\r\n")
+		return
+	}
+	w.bw.WriteString("*-1\r\n")
+}
+
+// raw writes replies another Writer of the same protocol wrote (EXEC's).
+func (w *Writer) raw(replies []byte) { w.bw.Write(replies) }
+
 // ArrayHeader starts an array of n elements, which the caller writes next.
 func (w *Writer) ArrayHeader(n int) { w.header('*', int64(n)) }
 

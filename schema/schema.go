@@ -62,6 +62,12 @@ type Keyspace struct {
 	// splits.
 	Moving     bool
 	NextSplits [][]byte
+	// Transactions is where the keyspace's lightweight transactions run:
+	// TransactionsKey, one Paxos instance per key, or TransactionsPartition, one per hash
+	// tag, so that a transaction may cover several keys of a tag (docs/lwt.md). Empty
+	// means TransactionsKey. Fixed at creation: a key's instance changing under a round
+	// in flight could let two values be chosen.
+	Transactions string
 
 	strategy    ring.Strategy
 	partitioner ring.Partitioner
@@ -107,6 +113,15 @@ const ImplicitTimestamp hlc.Timestamp = 1
 // and the keys already stored stay where they are.
 const DefaultPartitioner = "grouped"
 
+// The places a keyspace's lightweight transactions run (Keyspace.Transactions).
+const (
+	// TransactionsKey runs one Paxos instance per key, as keyspaces always did.
+	TransactionsKey = "key"
+	// TransactionsPartition runs one per partition (the hash tag its keys share under
+	// the grouped partitioner), whose proposals carry every key a transaction writes.
+	TransactionsPartition = "partition"
+)
+
 // Errors callers distinguish.
 var (
 	ErrInvalidKeyspace = errors.New("invalid keyspace")
@@ -141,6 +156,10 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	if err := k.validateSplits(); err != nil {
 		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
+	if err := k.validateTransactions(); err != nil {
+		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
+	}
+	k.Transactions = cmp.Or(k.Transactions, TransactionsKey)
 	if k.Partitioner == "ordered" {
 		partitioner = ring.SplitPartitioner(k.Splits)
 	}
@@ -176,6 +195,26 @@ func (k Keyspace) validateSplits() error {
 	}
 	return nil
 }
+
+// validateTransactions checks Transactions: a partition's instance needs the keys of a
+// tag on one replica set (the grouped partitioner) and replicas to run Paxos among.
+func (k Keyspace) validateTransactions() error {
+	switch {
+	case k.Transactions == "" || k.Transactions == TransactionsKey:
+		return nil
+	case k.Transactions != TransactionsPartition:
+		return fmt.Errorf("transactions %q: want %q or %q", k.Transactions, TransactionsKey, TransactionsPartition)
+	case k.Partitioner != "grouped":
+		return fmt.Errorf("transactions %s need the grouped partitioner, which gives the keys of a hash tag one token; partitioner %s does not", k.Transactions, k.Partitioner)
+	case k.Erasure.Enabled():
+		return fmt.Errorf("transactions %s with erasure %s: an erasure-coded keyspace takes no lightweight transaction", k.Transactions, k.Erasure)
+	}
+	return nil
+}
+
+// PartitionTransactions reports whether the keyspace's lightweight transactions run per
+// partition (TransactionsPartition).
+func (k Keyspace) PartitionTransactions() bool { return k.Transactions == TransactionsPartition }
 
 func checkSplits(splits [][]byte) error {
 	if len(splits) > MaxSplits {
@@ -428,6 +467,11 @@ func (c *Catalog) Digest() uint64 {
 		if hasSplitFields(k) {
 			fmt.Fprintf(h, "%s\x00", splitFields(k))
 		}
+		if k.PartitionTransactions() {
+			// Only then: a keyspace of per-key instances digests as builds before the
+			// option did, so that those do not pull the catalog over and over.
+			fmt.Fprintf(h, "t%s\x00", k.Transactions)
+		}
 	}
 	return h.Sum64()
 }
@@ -444,10 +488,12 @@ func (c *Catalog) Digest() uint64 {
 // to others, has all four fields, the fifth ("dropped" or empty), then
 // "\x00s" and its splits in hex, comma-separated, and while it moves "\x00n" and the
 // next splits likewise: hex never holds the separator, and entries without splits keep
-// the bytes they had before splits existed.
+// the bytes they had before splits existed. A keyspace whose transactions run per
+// partition has all five fields, its split fields if any, then "\x00t" and the word;
+// one of per-key instances keeps the bytes it had before the option existed.
 func encode(k Keyspace) lww.Record {
 	value := k.Replication + "\x00" + k.Partitioner
-	extended := hasSplitFields(k)
+	extended := hasSplitFields(k) || k.PartitionTransactions()
 	if k.Erasure.Enabled() || k.TruncatedAt != 0 || k.Dropped || extended {
 		value += "\x00" + k.Erasure.String()
 	}
@@ -456,11 +502,17 @@ func encode(k Keyspace) lww.Record {
 	}
 	switch {
 	case extended && k.Dropped:
-		value += "\x00" + droppedField + "\x00" + splitFields(k)
+		value += "\x00" + droppedField
 	case extended:
-		value += "\x00\x00" + splitFields(k)
+		value += "\x00"
 	case k.Dropped:
 		value += "\x00" + droppedField
+	}
+	if hasSplitFields(k) {
+		value += "\x00" + splitFields(k)
+	}
+	if k.PartitionTransactions() {
+		value += "\x00t" + k.Transactions
 	}
 	return lww.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
 }
@@ -510,7 +562,7 @@ const droppedField = "dropped"
 
 func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
-	if len(fields) < 2 || len(fields) > 7 {
+	if len(fields) < 2 || len(fields) > 8 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
 	// An empty partitioner field was "hash" when it was written (Compile then defaulted
@@ -541,18 +593,25 @@ func decode(r lww.Record) (Keyspace, error) {
 			return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 		}
 	}
-	if len(fields) >= 6 {
+	rest := fields[min(5, len(fields)):]
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "s") {
 		var err error
-		if k.Splits, err = parseHexList(fields[5], 's'); err != nil {
+		if k.Splits, err = parseHexList(rest[0], 's'); err != nil {
 			return Keyspace{}, fmt.Errorf("keyspace %q: malformed split keys in the catalog: %w", r.Key, err)
 		}
-	}
-	if len(fields) == 7 {
-		var err error
-		if k.NextSplits, err = parseHexList(fields[6], 'n'); err != nil {
-			return Keyspace{}, fmt.Errorf("keyspace %q: malformed next split keys in the catalog: %w", r.Key, err)
+		rest = rest[1:]
+		if len(rest) > 0 && strings.HasPrefix(rest[0], "n") {
+			if k.NextSplits, err = parseHexList(rest[0], 'n'); err != nil {
+				return Keyspace{}, fmt.Errorf("keyspace %q: malformed next split keys in the catalog: %w", r.Key, err)
+			}
+			k.Moving, rest = true, rest[1:]
 		}
-		k.Moving = true
+	}
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "t") {
+		k.Transactions, rest = rest[0][1:], rest[1:]
+	}
+	if len(rest) > 0 {
+		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
 	return k.Compile()
 }

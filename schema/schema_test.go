@@ -37,6 +37,11 @@ func TestCompile(t *testing.T) {
 		{Keyspace{Name: "coded", Erasure: Erasure{M: 6, K: 0}}, ErrInvalidKeyspace},
 		{Keyspace{Name: "coded", Erasure: Erasure{M: 1, K: 1}}, ErrInvalidKeyspace},
 		{Keyspace{Name: "coded", Erasure: Erasure{M: 256, K: 4}}, ErrInvalidKeyspace},
+		{Keyspace{Name: "tx", Replication: "simple=3", Transactions: TransactionsPartition}, nil},
+		{Keyspace{Name: "tx", Replication: "simple=3", Transactions: TransactionsKey}, nil},
+		{Keyspace{Name: "tx", Replication: "simple=3", Transactions: "row"}, ErrInvalidKeyspace},
+		{Keyspace{Name: "tx", Replication: "simple=3", Partitioner: "hash", Transactions: TransactionsPartition}, ErrInvalidKeyspace},
+		{Keyspace{Name: "tx", Erasure: Erasure{M: 6, K: 4}, Partitioner: "grouped", Transactions: TransactionsPartition}, ErrInvalidKeyspace},
 	}
 	for _, tt := range tests {
 		got, err := tt.ks.Compile()
@@ -126,6 +131,59 @@ func TestCatalogPersistsErasureAndDigestsIt(t *testing.T) {
 	}
 	if other.Digest() == digest {
 		t.Fatal("catalogs differing only in the erasure code have the same digest")
+	}
+}
+
+// TestCatalogKeepsTransactions checks that a keyspace's transactions option survives the
+// catalog's encoding with every other field, that a keyspace without it keeps the bytes
+// and digest of builds before the option (which read neither), and that the option
+// tells two definitions apart.
+func TestCatalogKeepsTransactions(t *testing.T) {
+	tests := []Keyspace{
+		{Name: "tx", Replication: "simple=3", Transactions: TransactionsPartition, Timestamp: 10},
+		{Name: "tx", Replication: "simple=3", Transactions: TransactionsPartition, Timestamp: 10, TruncatedAt: 12},
+		{Name: "tx", Replication: "simple=3", Transactions: TransactionsPartition, Timestamp: 10, TruncatedAt: 12, Dropped: true},
+		{Name: "tx", Replication: "simple=3", Timestamp: 10},
+	}
+	for _, tt := range tests {
+		k, err := tt.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decode(encode(k))
+		if err != nil {
+			t.Fatalf("decode(encode(%+v)): %v", tt, err)
+		}
+		if got.Transactions != k.Transactions || got.TruncatedAt != k.TruncatedAt || got.Dropped != k.Dropped || got.Replication != k.Replication {
+			t.Errorf("decode(encode(%+v)) = %+v", k, got)
+		}
+	}
+	perKey, err := Keyspace{Name: "tx", Replication: "simple=3", Timestamp: 10}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := string(encode(perKey).Value); v != "simple=3\x00grouped" {
+		t.Errorf("a keyspace of per-key transactions encodes as %q, want the bytes of builds before the option", v)
+	}
+	digest := func(k Keyspace) uint64 {
+		e := openEngine(t, t.TempDir())
+		t.Cleanup(func() { e.Close() })
+		c, err := Open(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Apply(k); err != nil {
+			t.Fatal(err)
+		}
+		return c.Digest()
+	}
+	partition := perKey
+	partition.Transactions = TransactionsPartition
+	if digest(perKey) == digest(partition) {
+		t.Error("catalogs differing only in the transactions option have the same digest")
+	}
+	if _, err := decode(lww.Record{Key: []byte("tx"), Value: []byte("simple=3\x00grouped\x00\x00" + "0000000000000000" + "\x00\x00tpartition\x00x"), Timestamp: 10}); err == nil {
+		t.Error("decode accepted a field after the transactions option")
 	}
 }
 

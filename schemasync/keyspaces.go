@@ -46,6 +46,7 @@ func (s *Syncer) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 	}
 	if existing, err := s.catalog.Get(ks.Name); err == nil {
 		if existing.Replication == compiled.Replication && (anyPartitioner || existing.Partitioner == compiled.Partitioner) && existing.Erasure == compiled.Erasure &&
+			existing.Transactions == compiled.Transactions &&
 			(len(compiled.Splits) == 0 || slices.EqualFunc(existing.Splits, compiled.Splits, bytes.Equal)) {
 			// Creating what exists is a no-op, so scripts can re-run; without split keys
 			// that holds whatever splits a rebalance gave the keyspace since.
@@ -55,8 +56,8 @@ func (s *Syncer) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 			return fmt.Errorf("%w %s: every node defines it with %s (--default-replication); drop it first (kura keyspace drop %s) or choose another name",
 				schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), ks.Name)
 		}
-		return fmt.Errorf("%w %s: already exists with %s, partitioner %s, %d split keys",
-			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner, len(existing.Splits))
+		return fmt.Errorf("%w %s: already exists with %s, partitioner %s, %d split keys, transactions %s",
+			schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), existing.Partitioner, len(existing.Splits), existing.Transactions)
 	}
 	if err := s.checkReplication(compiled); err != nil {
 		return err
@@ -287,7 +288,7 @@ func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
 // returns it; its timestamps and drop travel beside it (kurav1.SchemaUpdate).
 func KeyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {
 	out := &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner,
-		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits}
+		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits, Transactions: ks.Transactions}
 	if ks.Erasure.Enabled() {
 		out.Erasure = &kurav1.Erasure{M: uint32(ks.Erasure.M), K: uint32(ks.Erasure.K)}
 	}
@@ -304,6 +305,8 @@ func KeyspaceFromProto(ks *kurav1.Keyspace) schema.Keyspace {
 		Splits:      ks.GetSplits(),
 		Moving:      ks.GetMoving(),
 		NextSplits:  ks.GetNextSplits(),
+		// A build before the option sends none: its keyspaces run per key.
+		Transactions: ks.GetTransactions(),
 	}
 }
 

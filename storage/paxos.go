@@ -21,8 +21,10 @@ const paxosKeyspace = "system_paxos"
 // compared and only has to be a valid one.
 const paxosStateTimestamp = 1
 
-// PaxosState returns the acceptor state stored for key of keyspace ks, nil if none.
-func (e *Engine) PaxosState(ks string, key []byte) ([]byte, error) {
+// PaxosState returns the acceptor state stored for key of keyspace ks, nil if none;
+// with partition, for the partition key names (a keyspace whose transactions run per
+// partition), which is stored apart from every key's.
+func (e *Engine) PaxosState(ks string, key []byte, partition bool) ([]byte, error) {
 	if err := validateKeyspace(ks); err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func (e *Engine) PaxosState(ks string, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer e.closeMu.RUnlock()
-	pk := paxosKey(ks, key)
+	pk := paxosKey(ks, key, partition)
 	r, found, err := readRecord(e.db, pk, encodeKey(paxosKeyspace, pk))
 	if err != nil || !found {
 		return nil, err
@@ -38,11 +40,11 @@ func (e *Engine) PaxosState(ks string, key []byte) ([]byte, error) {
 	return r.Value, nil
 }
 
-// UpdatePaxos reads the acceptor state of key in keyspace ks (nil if none), passes it to
-// fn, and stores the state fn returns, synced to the write-ahead log, unless fn returns
+// UpdatePaxos reads the acceptor state of key in keyspace ks (of the partition key names
+// with partition; nil if none), passes it to fn, and stores the state fn returns, synced to the write-ahead log, unless fn returns
 // nil. The key is locked throughout, so two concurrent updates of one key (two prepares)
 // run one after the other, the second seeing the first's state.
-func (e *Engine) UpdatePaxos(ks string, key []byte, fn func(state []byte) (next []byte, err error)) error {
+func (e *Engine) UpdatePaxos(ks string, key []byte, partition bool, fn func(state []byte) (next []byte, err error)) error {
 	if err := validateKeyspace(ks); err != nil {
 		return err
 	}
@@ -50,7 +52,7 @@ func (e *Engine) UpdatePaxos(ks string, key []byte, fn func(state []byte) (next 
 		return err
 	}
 	defer e.closeMu.RUnlock()
-	pk := paxosKey(ks, key)
+	pk := paxosKey(ks, key, partition)
 	encoded := encodeKey(paxosKeyspace, pk)
 	unlock := e.lockKeys([][]byte{encoded})
 	defer unlock()
@@ -70,7 +72,16 @@ func (e *Engine) UpdatePaxos(ks string, key []byte, fn func(state []byte) (next 
 	return nil
 }
 
-// paxosKey is the key of (ks, key)'s acceptor state inside paxosKeyspace.
-func paxosKey(ks string, key []byte) []byte {
+// paxosKey is the key of (ks, key)'s acceptor state inside paxosKeyspace. A partition's
+// is under ks followed by partitionMark, which no keyspace name holds, so that a
+// partition never shares its state with a key of the same bytes (a keyspace dropped and
+// created again with the other kind of instance).
+func paxosKey(ks string, key []byte, partition bool) []byte {
+	if partition {
+		ks += partitionMark
+	}
 	return encodeKey(ks, key)
 }
+
+// partitionMark ends the keyspace part of a partition's acceptor state key.
+const partitionMark = "\x01"

@@ -16,7 +16,7 @@ func TestPaxosStateSurvivesACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.UpdatePaxos("ks", []byte("k"), func(state []byte) ([]byte, error) {
+	if err := e.UpdatePaxos("ks", []byte("k"), false, func(state []byte) ([]byte, error) {
 		if state != nil {
 			t.Errorf("a key never updated has state %q", state)
 		}
@@ -26,7 +26,7 @@ func TestPaxosStateSurvivesACrash(t *testing.T) {
 	}
 	e = crashAndReopen(t, e, fs)
 	defer e.Close()
-	if state, err := e.PaxosState("ks", []byte("k")); err != nil || string(state) != "promised 5" {
+	if state, err := e.PaxosState("ks", []byte("k"), false); err != nil || string(state) != "promised 5" {
 		t.Errorf("after a crash: state %q, %v; want the promise", state, err)
 	}
 	// The state lives apart from the keyspace's records, and GC walks past it.
@@ -55,19 +55,19 @@ func TestUpdatePaxos(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := e.UpdatePaxos("ks", []byte("k"), func([]byte) ([]byte, error) { return tt.next, tt.err })
+			err := e.UpdatePaxos("ks", []byte("k"), false, func([]byte) ([]byte, error) { return tt.next, tt.err })
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("UpdatePaxos: %v, want %v", err, tt.wantErr)
 			}
-			if state, err := e.PaxosState("ks", []byte("k")); err != nil || string(state) != tt.want {
+			if state, err := e.PaxosState("ks", []byte("k"), false); err != nil || string(state) != tt.want {
 				t.Errorf("state %q, %v; want %q", state, err, tt.want)
 			}
 		})
 	}
-	if state, err := e.PaxosState("other", []byte("k")); err != nil || state != nil {
+	if state, err := e.PaxosState("other", []byte("k"), false); err != nil || state != nil {
 		t.Errorf("another keyspace's key has state %q, %v", state, err)
 	}
-	if err := e.UpdatePaxos("", []byte("k"), func([]byte) ([]byte, error) { return nil, nil }); !errors.Is(err, ErrInvalidKeyspace) {
+	if err := e.UpdatePaxos("", []byte("k"), false, func([]byte) ([]byte, error) { return nil, nil }); !errors.Is(err, ErrInvalidKeyspace) {
 		t.Errorf("empty keyspace: %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestUpdatePaxosSerializesAKey(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := e.UpdatePaxos("ks", []byte("k"), func(state []byte) ([]byte, error) {
+			err := e.UpdatePaxos("ks", []byte("k"), false, func(state []byte) ([]byte, error) {
 				n := 0
 				if state != nil {
 					var err error
@@ -98,7 +98,7 @@ func TestUpdatePaxosSerializesAKey(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if state, err := e.PaxosState("ks", []byte("k")); err != nil || string(state) != strconv.Itoa(writers) {
+	if state, err := e.PaxosState("ks", []byte("k"), false); err != nil || string(state) != strconv.Itoa(writers) {
 		t.Errorf("after %d increments the state is %q, %v", writers, state, err)
 	}
 }

@@ -1386,10 +1386,16 @@ func (x *Ballot) GetNode() string {
 // PaxosProposal is a record proposed under a ballot; origin is the ballot of the round that
 // computed the record, kept when another round completes it.
 type PaxosProposal struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ballot        *Ballot                `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
-	Origin        *Ballot                `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
-	Record        *Record                `protobuf:"bytes,3,opt,name=record,proto3" json:"record,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Ballot *Ballot                `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Origin *Ballot                `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	Record *Record                `protobuf:"bytes,3,opt,name=record,proto3" json:"record,omitempty"`
+	// In a keyspace whose transactions run per partition (docs/lwt.md): the partition
+	// (hash tag) whose instance this is, and the records of every key the transaction
+	// writes, applied in one batch; record is then absent. Sent only for such keyspaces,
+	// which are created once every node announces that it reads these fields.
+	Batch         []*Record `protobuf:"bytes,4,rep,name=batch,proto3" json:"batch,omitempty"`
+	Partition     []byte    `protobuf:"bytes,5,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1445,12 +1451,30 @@ func (x *PaxosProposal) GetRecord() *Record {
 	return nil
 }
 
+func (x *PaxosProposal) GetBatch() []*Record {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+func (x *PaxosProposal) GetPartition() []byte {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
 // PaxosPrepareRequest asks a replica to promise ballot for key (kind paxos_prepare).
 type PaxosPrepareRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	Ballot        *Ballot                `protobuf:"bytes,3,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Key      []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Ballot   *Ballot                `protobuf:"bytes,3,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	// partition: key names a partition's instance (keyspaces whose transactions run per
+	// partition), and the promise carries the replica's record of each of keys, in order.
+	Keys          [][]byte `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
+	Partition     bool     `protobuf:"varint,5,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1506,6 +1530,73 @@ func (x *PaxosPrepareRequest) GetBallot() *Ballot {
 	return nil
 }
 
+func (x *PaxosPrepareRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *PaxosPrepareRequest) GetPartition() bool {
+	if x != nil {
+		return x.Partition
+	}
+	return false
+}
+
+// PaxosRead is a replica's record of one key a partition's prepare read.
+type PaxosRead struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Record        *Record                `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"` // may be a tombstone
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosRead) Reset() {
+	*x = PaxosRead{}
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosRead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosRead) ProtoMessage() {}
+
+func (x *PaxosRead) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosRead.ProtoReflect.Descriptor instead.
+func (*PaxosRead) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PaxosRead) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *PaxosRead) GetRecord() *Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 // PaxosCommit is a commit as an acceptor remembers it: its ballot and its proposal's origin.
 type PaxosCommit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1517,7 +1608,7 @@ type PaxosCommit struct {
 
 func (x *PaxosCommit) Reset() {
 	*x = PaxosCommit{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1620,7 @@ func (x *PaxosCommit) String() string {
 func (*PaxosCommit) ProtoMessage() {}
 
 func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[23]
+	mi := &file_api_kurav1_internode_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1633,7 @@ func (x *PaxosCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommit.ProtoReflect.Descriptor instead.
 func (*PaxosCommit) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaxosCommit) GetBallot() *Ballot {
@@ -1562,20 +1653,24 @@ func (x *PaxosCommit) GetOrigin() *Ballot {
 // PaxosPrepareResponse is a replica's promise with its acceptor state and its data for the
 // key, or its refusal with the higher ballot it promised before.
 type PaxosPrepareResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Promised      bool                   `protobuf:"varint,1,opt,name=promised,proto3" json:"promised,omitempty"`
-	Ballot        *Ballot                `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`     // the replica's promise now: the one asked for, or a higher one
-	Accepted      *PaxosProposal         `protobuf:"bytes,3,opt,name=accepted,proto3" json:"accepted,omitempty"` // accepted and not yet committed; absent: none
-	Commits       []*PaxosCommit         `protobuf:"bytes,4,rep,name=commits,proto3" json:"commits,omitempty"`   // the most recent commits it recorded, lowest ballot first
-	Found         bool                   `protobuf:"varint,5,opt,name=found,proto3" json:"found,omitempty"`
-	Record        *Record                `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"` // the replica's data, read after the promise; may be a tombstone
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Promised bool                   `protobuf:"varint,1,opt,name=promised,proto3" json:"promised,omitempty"`
+	Ballot   *Ballot                `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`     // the replica's promise now: the one asked for, or a higher one
+	Accepted *PaxosProposal         `protobuf:"bytes,3,opt,name=accepted,proto3" json:"accepted,omitempty"` // accepted and not yet committed; absent: none
+	Commits  []*PaxosCommit         `protobuf:"bytes,4,rep,name=commits,proto3" json:"commits,omitempty"`   // the most recent commits it recorded, lowest ballot first
+	Found    bool                   `protobuf:"varint,5,opt,name=found,proto3" json:"found,omitempty"`
+	Record   *Record                `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"` // the replica's data, read after the promise; may be a tombstone
+	// A partition's prepare: the record of each key asked for, in order (found and record
+	// unset), and the proposal of the most recent commit recorded, whole.
+	Reads         []*PaxosRead   `protobuf:"bytes,7,rep,name=reads,proto3" json:"reads,omitempty"`
+	Last          *PaxosProposal `protobuf:"bytes,8,opt,name=last,proto3" json:"last,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PaxosPrepareResponse) Reset() {
 	*x = PaxosPrepareResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[24]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1682,7 @@ func (x *PaxosPrepareResponse) String() string {
 func (*PaxosPrepareResponse) ProtoMessage() {}
 
 func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[24]
+	mi := &file_api_kurav1_internode_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1695,7 @@ func (x *PaxosPrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosPrepareResponse.ProtoReflect.Descriptor instead.
 func (*PaxosPrepareResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaxosPrepareResponse) GetPromised() bool {
@@ -1645,6 +1740,20 @@ func (x *PaxosPrepareResponse) GetRecord() *Record {
 	return nil
 }
 
+func (x *PaxosPrepareResponse) GetReads() []*PaxosRead {
+	if x != nil {
+		return x.Reads
+	}
+	return nil
+}
+
+func (x *PaxosPrepareResponse) GetLast() *PaxosProposal {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
 // PaxosProposeRequest asks a replica to accept a proposal (kind paxos_propose).
 type PaxosProposeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1656,7 +1765,7 @@ type PaxosProposeRequest struct {
 
 func (x *PaxosProposeRequest) Reset() {
 	*x = PaxosProposeRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[25]
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1777,7 @@ func (x *PaxosProposeRequest) String() string {
 func (*PaxosProposeRequest) ProtoMessage() {}
 
 func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[25]
+	mi := &file_api_kurav1_internode_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1790,7 @@ func (x *PaxosProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeRequest.ProtoReflect.Descriptor instead.
 func (*PaxosProposeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaxosProposeRequest) GetKeyspace() string {
@@ -1709,7 +1818,7 @@ type PaxosProposeResponse struct {
 
 func (x *PaxosProposeResponse) Reset() {
 	*x = PaxosProposeResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1830,7 @@ func (x *PaxosProposeResponse) String() string {
 func (*PaxosProposeResponse) ProtoMessage() {}
 
 func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[26]
+	mi := &file_api_kurav1_internode_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1843,7 @@ func (x *PaxosProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosProposeResponse.ProtoReflect.Descriptor instead.
 func (*PaxosProposeResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaxosProposeResponse) GetAccepted() bool {
@@ -1763,7 +1872,7 @@ type PaxosCommitRequest struct {
 
 func (x *PaxosCommitRequest) Reset() {
 	*x = PaxosCommitRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	mi := &file_api_kurav1_internode_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1884,7 @@ func (x *PaxosCommitRequest) String() string {
 func (*PaxosCommitRequest) ProtoMessage() {}
 
 func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[27]
+	mi := &file_api_kurav1_internode_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1897,7 @@ func (x *PaxosCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosCommitRequest.ProtoReflect.Descriptor instead.
 func (*PaxosCommitRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PaxosCommitRequest) GetKeyspace() string {
@@ -1811,13 +1920,14 @@ type PaxosState struct {
 	Promised      *Ballot                `protobuf:"bytes,1,opt,name=promised,proto3" json:"promised,omitempty"`
 	Accepted      *PaxosProposal         `protobuf:"bytes,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	Commits       []*PaxosCommit         `protobuf:"bytes,3,rep,name=commits,proto3" json:"commits,omitempty"`
+	Last          *PaxosProposal         `protobuf:"bytes,4,opt,name=last,proto3" json:"last,omitempty"` // a partition's: the most recent commit's proposal, whole
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PaxosState) Reset() {
 	*x = PaxosState{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[28]
+	mi := &file_api_kurav1_internode_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +1939,7 @@ func (x *PaxosState) String() string {
 func (*PaxosState) ProtoMessage() {}
 
 func (x *PaxosState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[28]
+	mi := &file_api_kurav1_internode_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +1952,7 @@ func (x *PaxosState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosState.ProtoReflect.Descriptor instead.
 func (*PaxosState) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PaxosState) GetPromised() *Ballot {
@@ -1866,6 +1976,13 @@ func (x *PaxosState) GetCommits() []*PaxosCommit {
 	return nil
 }
 
+func (x *PaxosState) GetLast() *PaxosProposal {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
 // RebalanceStepRequest asks a node for one step of a rebalance (kind rebalance), once
 // its catalog holds the keyspace's definition of the given timestamp: the step is
 // refused before, so that no node acts on a definition it does not know yet.
@@ -1881,7 +1998,7 @@ type RebalanceStepRequest struct {
 
 func (x *RebalanceStepRequest) Reset() {
 	*x = RebalanceStepRequest{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[29]
+	mi := &file_api_kurav1_internode_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +2010,7 @@ func (x *RebalanceStepRequest) String() string {
 func (*RebalanceStepRequest) ProtoMessage() {}
 
 func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[29]
+	mi := &file_api_kurav1_internode_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +2023,7 @@ func (x *RebalanceStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStepRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceStepRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RebalanceStepRequest) GetKeyspace() string {
@@ -1949,7 +2066,7 @@ type RebalanceStepResponse struct {
 
 func (x *RebalanceStepResponse) Reset() {
 	*x = RebalanceStepResponse{}
-	mi := &file_api_kurav1_internode_proto_msgTypes[30]
+	mi := &file_api_kurav1_internode_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2078,7 @@ func (x *RebalanceStepResponse) String() string {
 func (*RebalanceStepResponse) ProtoMessage() {}
 
 func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_internode_proto_msgTypes[30]
+	mi := &file_api_kurav1_internode_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2091,7 @@ func (x *RebalanceStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStepResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceStepResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_internode_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RebalanceStepResponse) GetRows() int64 {
@@ -2105,25 +2222,34 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\twatermark\x18\x03 \x01(\x04R\twatermark\"0\n" +
 	"\x06Ballot\x12\x12\n" +
 	"\x04time\x18\x01 \x01(\x04R\x04time\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"\x8a\x01\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"\xcf\x01\n" +
 	"\rPaxosProposal\x12'\n" +
 	"\x06ballot\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x12'\n" +
 	"\x06origin\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06origin\x12'\n" +
-	"\x06record\x18\x03 \x01(\v2\x0f.kura.v1.RecordR\x06record\"l\n" +
+	"\x06record\x18\x03 \x01(\v2\x0f.kura.v1.RecordR\x06record\x12%\n" +
+	"\x05batch\x18\x04 \x03(\v2\x0f.kura.v1.RecordR\x05batch\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\fR\tpartition\"\x9e\x01\n" +
 	"\x13PaxosPrepareRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12'\n" +
-	"\x06ballot\x18\x03 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\"_\n" +
+	"\x06ballot\x18\x03 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x12\x12\n" +
+	"\x04keys\x18\x04 \x03(\fR\x04keys\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\bR\tpartition\"J\n" +
+	"\tPaxosRead\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12'\n" +
+	"\x06record\x18\x02 \x01(\v2\x0f.kura.v1.RecordR\x06record\"_\n" +
 	"\vPaxosCommit\x12'\n" +
 	"\x06ballot\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x12'\n" +
-	"\x06origin\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06origin\"\xfe\x01\n" +
+	"\x06origin\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06origin\"\xd4\x02\n" +
 	"\x14PaxosPrepareResponse\x12\x1a\n" +
 	"\bpromised\x18\x01 \x01(\bR\bpromised\x12'\n" +
 	"\x06ballot\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\x06ballot\x122\n" +
 	"\baccepted\x18\x03 \x01(\v2\x16.kura.v1.PaxosProposalR\baccepted\x12.\n" +
 	"\acommits\x18\x04 \x03(\v2\x14.kura.v1.PaxosCommitR\acommits\x12\x14\n" +
 	"\x05found\x18\x05 \x01(\bR\x05found\x12'\n" +
-	"\x06record\x18\x06 \x01(\v2\x0f.kura.v1.RecordR\x06record\"e\n" +
+	"\x06record\x18\x06 \x01(\v2\x0f.kura.v1.RecordR\x06record\x12(\n" +
+	"\x05reads\x18\a \x03(\v2\x12.kura.v1.PaxosReadR\x05reads\x12*\n" +
+	"\x04last\x18\b \x01(\v2\x16.kura.v1.PaxosProposalR\x04last\"e\n" +
 	"\x13PaxosProposeRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x122\n" +
 	"\bproposal\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\bproposal\"_\n" +
@@ -2132,12 +2258,13 @@ const file_api_kurav1_internode_proto_rawDesc = "" +
 	"\bpromised\x18\x02 \x01(\v2\x0f.kura.v1.BallotR\bpromised\"d\n" +
 	"\x12PaxosCommitRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x122\n" +
-	"\bproposal\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\bproposal\"\x9d\x01\n" +
+	"\bproposal\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\bproposal\"\xc9\x01\n" +
 	"\n" +
 	"PaxosState\x12+\n" +
 	"\bpromised\x18\x01 \x01(\v2\x0f.kura.v1.BallotR\bpromised\x122\n" +
 	"\baccepted\x18\x02 \x01(\v2\x16.kura.v1.PaxosProposalR\baccepted\x12.\n" +
-	"\acommits\x18\x03 \x03(\v2\x14.kura.v1.PaxosCommitR\acommits\"~\n" +
+	"\acommits\x18\x03 \x03(\v2\x14.kura.v1.PaxosCommitR\acommits\x12*\n" +
+	"\x04last\x18\x04 \x01(\v2\x16.kura.v1.PaxosProposalR\x04last\"~\n" +
 	"\x14RebalanceStepRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x1e\n" +
 	"\n" +
@@ -2163,7 +2290,7 @@ func file_api_kurav1_internode_proto_rawDescGZIP() []byte {
 	return file_api_kurav1_internode_proto_rawDescData
 }
 
-var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_api_kurav1_internode_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Record)(nil),                // 0: kura.v1.Record
 	(*MutateRequest)(nil),         // 1: kura.v1.MutateRequest
@@ -2188,15 +2315,16 @@ var file_api_kurav1_internode_proto_goTypes = []any{
 	(*Ballot)(nil),                // 20: kura.v1.Ballot
 	(*PaxosProposal)(nil),         // 21: kura.v1.PaxosProposal
 	(*PaxosPrepareRequest)(nil),   // 22: kura.v1.PaxosPrepareRequest
-	(*PaxosCommit)(nil),           // 23: kura.v1.PaxosCommit
-	(*PaxosPrepareResponse)(nil),  // 24: kura.v1.PaxosPrepareResponse
-	(*PaxosProposeRequest)(nil),   // 25: kura.v1.PaxosProposeRequest
-	(*PaxosProposeResponse)(nil),  // 26: kura.v1.PaxosProposeResponse
-	(*PaxosCommitRequest)(nil),    // 27: kura.v1.PaxosCommitRequest
-	(*PaxosState)(nil),            // 28: kura.v1.PaxosState
-	(*RebalanceStepRequest)(nil),  // 29: kura.v1.RebalanceStepRequest
-	(*RebalanceStepResponse)(nil), // 30: kura.v1.RebalanceStepResponse
-	(*Keyspace)(nil),              // 31: kura.v1.Keyspace
+	(*PaxosRead)(nil),             // 23: kura.v1.PaxosRead
+	(*PaxosCommit)(nil),           // 24: kura.v1.PaxosCommit
+	(*PaxosPrepareResponse)(nil),  // 25: kura.v1.PaxosPrepareResponse
+	(*PaxosProposeRequest)(nil),   // 26: kura.v1.PaxosProposeRequest
+	(*PaxosProposeResponse)(nil),  // 27: kura.v1.PaxosProposeResponse
+	(*PaxosCommitRequest)(nil),    // 28: kura.v1.PaxosCommitRequest
+	(*PaxosState)(nil),            // 29: kura.v1.PaxosState
+	(*RebalanceStepRequest)(nil),  // 30: kura.v1.RebalanceStepRequest
+	(*RebalanceStepResponse)(nil), // 31: kura.v1.RebalanceStepResponse
+	(*Keyspace)(nil),              // 32: kura.v1.Keyspace
 }
 var file_api_kurav1_internode_proto_depIdxs = []int32{
 	0,  // 0: kura.v1.MutateRequest.records:type_name -> kura.v1.Record
@@ -2208,29 +2336,34 @@ var file_api_kurav1_internode_proto_depIdxs = []int32{
 	7,  // 6: kura.v1.ScanKeysRequest.ranges:type_name -> kura.v1.TokenRange
 	0,  // 7: kura.v1.ScanKeysResponse.records:type_name -> kura.v1.Record
 	15, // 8: kura.v1.SchemaPullResponse.keyspaces:type_name -> kura.v1.SchemaUpdate
-	31, // 9: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
+	32, // 9: kura.v1.SchemaUpdate.keyspace:type_name -> kura.v1.Keyspace
 	7,  // 10: kura.v1.TreeDigestRequest.range:type_name -> kura.v1.TokenRange
 	20, // 11: kura.v1.PaxosProposal.ballot:type_name -> kura.v1.Ballot
 	20, // 12: kura.v1.PaxosProposal.origin:type_name -> kura.v1.Ballot
 	0,  // 13: kura.v1.PaxosProposal.record:type_name -> kura.v1.Record
-	20, // 14: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
-	20, // 15: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
-	20, // 16: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
-	20, // 17: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
-	21, // 18: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
-	23, // 19: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
-	0,  // 20: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
-	21, // 21: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
-	20, // 22: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
-	21, // 23: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
-	20, // 24: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
-	21, // 25: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
-	23, // 26: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	0,  // 14: kura.v1.PaxosProposal.batch:type_name -> kura.v1.Record
+	20, // 15: kura.v1.PaxosPrepareRequest.ballot:type_name -> kura.v1.Ballot
+	0,  // 16: kura.v1.PaxosRead.record:type_name -> kura.v1.Record
+	20, // 17: kura.v1.PaxosCommit.ballot:type_name -> kura.v1.Ballot
+	20, // 18: kura.v1.PaxosCommit.origin:type_name -> kura.v1.Ballot
+	20, // 19: kura.v1.PaxosPrepareResponse.ballot:type_name -> kura.v1.Ballot
+	21, // 20: kura.v1.PaxosPrepareResponse.accepted:type_name -> kura.v1.PaxosProposal
+	24, // 21: kura.v1.PaxosPrepareResponse.commits:type_name -> kura.v1.PaxosCommit
+	0,  // 22: kura.v1.PaxosPrepareResponse.record:type_name -> kura.v1.Record
+	23, // 23: kura.v1.PaxosPrepareResponse.reads:type_name -> kura.v1.PaxosRead
+	21, // 24: kura.v1.PaxosPrepareResponse.last:type_name -> kura.v1.PaxosProposal
+	21, // 25: kura.v1.PaxosProposeRequest.proposal:type_name -> kura.v1.PaxosProposal
+	20, // 26: kura.v1.PaxosProposeResponse.promised:type_name -> kura.v1.Ballot
+	21, // 27: kura.v1.PaxosCommitRequest.proposal:type_name -> kura.v1.PaxosProposal
+	20, // 28: kura.v1.PaxosState.promised:type_name -> kura.v1.Ballot
+	21, // 29: kura.v1.PaxosState.accepted:type_name -> kura.v1.PaxosProposal
+	24, // 30: kura.v1.PaxosState.commits:type_name -> kura.v1.PaxosCommit
+	21, // 31: kura.v1.PaxosState.last:type_name -> kura.v1.PaxosProposal
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_api_kurav1_internode_proto_init() }
@@ -2245,7 +2378,7 @@ func file_api_kurav1_internode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_internode_proto_rawDesc), len(file_api_kurav1_internode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

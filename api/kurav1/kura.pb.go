@@ -2559,8 +2559,13 @@ type Keyspace struct {
 	// A rebalance is in progress (kura rebalance): writes also go to the replicas keys
 	// have under next_splits (empty: no splits), until the definition switches. Set by
 	// the rebalance only; CreateKeyspace refuses it.
-	Moving        bool     `protobuf:"varint,6,opt,name=moving,proto3" json:"moving,omitempty"`
-	NextSplits    [][]byte `protobuf:"bytes,7,rep,name=next_splits,json=nextSplits,proto3" json:"next_splits,omitempty"`
+	Moving     bool     `protobuf:"varint,6,opt,name=moving,proto3" json:"moving,omitempty"`
+	NextSplits [][]byte `protobuf:"bytes,7,rep,name=next_splits,json=nextSplits,proto3" json:"next_splits,omitempty"`
+	// Where lightweight transactions run: "key" (or ""), one Paxos instance per key; or
+	// "partition", one per hash tag, so that MULTI/EXEC over keys of one tag is one
+	// transaction (docs/lwt.md). Fixed at creation; "partition" needs the grouped
+	// partitioner and every node of a build that reads it.
+	Transactions  string `protobuf:"bytes,8,opt,name=transactions,proto3" json:"transactions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2642,6 +2647,13 @@ func (x *Keyspace) GetNextSplits() [][]byte {
 		return x.NextSplits
 	}
 	return nil
+}
+
+func (x *Keyspace) GetTransactions() string {
+	if x != nil {
+		return x.Transactions
+	}
+	return ""
 }
 
 // Erasure makes a keyspace erasure-coded (LDR): each value is stored as m chunks, any k of
@@ -5293,7 +5305,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\"7\n" +
 	"\fScanResponse\x12'\n" +
-	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\xdf\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\x83\x02\n" +
 	"\bKeyspace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vreplication\x18\x02 \x01(\tR\vreplication\x12 \n" +
@@ -5302,7 +5314,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06splits\x18\x05 \x03(\fR\x06splits\x12\x16\n" +
 	"\x06moving\x18\x06 \x01(\bR\x06moving\x12\x1f\n" +
 	"\vnext_splits\x18\a \x03(\fR\n" +
-	"nextSplits\"%\n" +
+	"nextSplits\x12\"\n" +
+	"\ftransactions\x18\b \x01(\tR\ftransactions\"%\n" +
 	"\aErasure\x12\f\n" +
 	"\x01m\x18\x01 \x01(\rR\x01m\x12\f\n" +
 	"\x01k\x18\x02 \x01(\rR\x01k\"F\n" +

@@ -338,6 +338,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	erasureCode := fs.String("erasure", "", `erasure-code values instead of replicating them: "M,K" stores M chunks, any K of which rebuild a value (e.g. 6,4)`)
 	keySample := fs.String("key-sample", "", "with --partitioner ordered: a file of sample keys, one per line, to balance the nodes by (split keys at its quantiles)")
 	splits := fs.Int("splits", defaultSplits, "with --key-sample: how many split keys to take from the sample")
+	transactions := fs.String("transactions", "", "where lightweight transactions run: key (the default, a Paxos instance per key) or partition (one per hash tag, so that MULTI/EXEC covers several keys of a tag; fixed at creation, needs the grouped partitioner)")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
@@ -352,7 +353,7 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return cf.withClient(func(ctx context.Context, c *client.Client, _ consistency.Level) error {
-		err := keyspaceCommand(ctx, c, args[0], pos, *replication, *partitioner, *erasureCode, splitKeys, stdout)
+		err := keyspaceCommand(ctx, c, args[0], pos, client.KeyspaceSpec{Replication: *replication, Partitioner: *partitioner, Splits: splitKeys, Transactions: *transactions}, *erasureCode, stdout)
 		if client.IsNotFound(err) && len(pos) == 1 {
 			// Not wrapped, so that withClient does not suggest creating --keyspace.
 			return fmt.Errorf("no such keyspace %q: kura keyspace list shows the keyspaces there are", pos[0])
@@ -403,7 +404,7 @@ func splitsFromFile(path, partitioner, erasureCode string, n int) ([][]byte, err
 func checkKeyspaceArgs(sub string, pos []string, replication, erasureCode string) error {
 	switch {
 	case sub == "create" && (len(pos) != 1 || (replication == "") == (erasureCode == "")):
-		return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner grouped|hash|ordered [--key-sample FILE [--splits N]]]", errUsage)
+		return fmt.Errorf("%w: keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner grouped|hash|ordered [--key-sample FILE [--splits N]]] [--transactions key|partition]", errUsage)
 	case sub == "list" && len(pos) != 0:
 		return fmt.Errorf("%w: keyspace list takes no arguments", errUsage)
 	case sub != "create" && sub != "list" && len(pos) != 1:
@@ -412,25 +413,30 @@ func checkKeyspaceArgs(sub string, pos []string, replication, erasureCode string
 	return nil
 }
 
-// keyspaceCommand runs a keyspace subcommand whose arguments checkKeyspaceArgs accepted.
-func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []string, replication, partitioner, erasureCode string, splits [][]byte, stdout io.Writer) error {
+// keyspaceCommand runs a keyspace subcommand whose arguments checkKeyspaceArgs accepted;
+// spec holds create's options but the name.
+func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []string, spec client.KeyspaceSpec, erasureCode string, stdout io.Writer) error {
 	switch sub {
 	case "create":
+		spec.Name = pos[0]
+		if erasureCode != "" && spec.Transactions != "" {
+			return fmt.Errorf("%w: --transactions with --erasure: an erasure-coded keyspace takes no lightweight transaction", errUsage)
+		}
 		if erasureCode != "" {
 			code, err := schema.ParseErasure(erasureCode)
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
-			err = c.CreateErasureKeyspace(ctx, pos[0], code.M, code.K, partitioner)
+			err = c.CreateErasureKeyspace(ctx, pos[0], code.M, code.K, spec.Partitioner)
 			if err != nil {
 				return err
 			}
-		} else if err := c.CreateKeyspaceWith(ctx, client.KeyspaceSpec{Name: pos[0], Replication: replication, Partitioner: partitioner, Splits: splits}); err != nil {
+		} else if err := c.CreateKeyspaceWith(ctx, spec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "keyspace %s created", pos[0])
-		if len(splits) > 0 {
-			fmt.Fprintf(stdout, " with %d split keys from the sample", len(splits))
+		if len(spec.Splits) > 0 {
+			fmt.Fprintf(stdout, " with %d split keys from the sample", len(spec.Splits))
 		}
 		fmt.Fprintln(stdout)
 		return nil
@@ -459,6 +465,9 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 			return err
 		}
 		fmt.Fprintf(stdout, "name: %s\nreplication: %s\npartitioner: %s\n", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
+		if ks.GetTransactions() == schema.TransactionsPartition {
+			fmt.Fprintln(stdout, "transactions: partition (a Paxos instance per hash tag)")
+		}
 		if e := ks.GetErasure(); e != nil {
 			fmt.Fprintf(stdout, "erasure: %d,%d (%d chunks per value, any %d rebuild it)\n", e.GetM(), e.GetK(), e.GetM(), e.GetK())
 		}

@@ -16,8 +16,12 @@ import (
 // of package paxos sent to an acceptor (Remote), and the acceptor's answers (Server).
 
 // Prepare sends a paxos_prepare request.
-func (r *Remote) Prepare(ctx context.Context, keyspace string, key []byte, ballot paxos.Ballot) (paxos.Promise, error) {
-	raw, err := r.call(ctx, transport.KindPaxosPrepare, &kurav1.PaxosPrepareRequest{Keyspace: keyspace, Key: key, Ballot: replica.BallotToProto(ballot)})
+func (r *Remote) Prepare(ctx context.Context, keyspace string, in paxos.Instance, ballot paxos.Ballot) (paxos.Promise, error) {
+	req := &kurav1.PaxosPrepareRequest{Keyspace: keyspace, Key: in.Key, Ballot: replica.BallotToProto(ballot)}
+	if in.Partition {
+		req.Partition, req.Keys = true, in.Reads
+	}
+	raw, err := r.call(ctx, transport.KindPaxosPrepare, req)
 	if err != nil {
 		return paxos.Promise{}, err
 	}
@@ -25,7 +29,22 @@ func (r *Remote) Prepare(ctx context.Context, keyspace string, key []byte, ballo
 	if err := proto.Unmarshal(raw, &resp); err != nil {
 		return paxos.Promise{}, fmt.Errorf("replica %s: decode paxos_prepare: %w", r.peer.ID, err)
 	}
-	return promiseFromProto(&resp), nil
+	p := promiseFromProto(&resp)
+	if in.Partition && p.Promised {
+		// A promise answers for every key asked, in order; one that does not is no
+		// read of the partition, and must not pass for one that found nothing.
+		if len(resp.GetReads()) != len(in.Reads) {
+			return paxos.Promise{}, fmt.Errorf("replica %s: paxos_prepare answered %d reads for %d keys", r.peer.ID, len(resp.GetReads()), len(in.Reads))
+		}
+		p.Reads = make([]paxos.Read, len(in.Reads))
+		for i, read := range resp.GetReads() {
+			p.Reads[i] = paxos.Read{Key: in.Reads[i], Found: read.GetFound()}
+			if p.Reads[i].Found {
+				p.Reads[i].Record = replica.FromProto(read.GetRecord())
+			}
+		}
+	}
+	return p, nil
 }
 
 // Propose sends a paxos_propose request.
@@ -61,7 +80,11 @@ func (s *Server) handlePaxos(ctx context.Context, from transport.Peer, kind tran
 		if err := s.observeBallot(ballot); err != nil {
 			return nil, fmt.Errorf("paxos_prepare from %s: %w", from.ID, err)
 		}
-		promise, err := s.local.Prepare(ctx, req.GetKeyspace(), req.GetKey(), ballot)
+		in := paxos.Instance{Key: req.GetKey(), Partition: req.GetPartition(), Reads: req.GetKeys()}
+		if in.Partition && len(in.Reads) == 0 {
+			return nil, fmt.Errorf("paxos_prepare from %s: a partition's prepare names no key to read", from.ID)
+		}
+		promise, err := s.local.Prepare(ctx, req.GetKeyspace(), in, ballot)
 		if err != nil {
 			return nil, err
 		}
@@ -109,24 +132,47 @@ func (s *Server) observeProposal(wire *kurav1.PaxosProposal) (paxos.Proposal, er
 	if err := s.observeBallot(p.Ballot); err != nil {
 		return paxos.Proposal{}, err
 	}
-	if p.Record.Timestamp == 0 {
-		return paxos.Proposal{}, fmt.Errorf("proposal without a timestamped record")
+	if p.Partition == nil {
+		if p.Record.Timestamp == 0 {
+			return paxos.Proposal{}, fmt.Errorf("proposal without a timestamped record")
+		}
+		records, err := s.observe([]*kurav1.Record{wire.GetRecord()})
+		if err != nil {
+			return paxos.Proposal{}, err
+		}
+		p.Record = records[0]
+		return p, nil
 	}
-	records, err := s.observe([]*kurav1.Record{wire.GetRecord()})
+	if len(p.Batch) == 0 {
+		return paxos.Proposal{}, fmt.Errorf("a partition's proposal without records")
+	}
+	for _, r := range p.Batch {
+		if r.Timestamp == 0 {
+			return paxos.Proposal{}, fmt.Errorf("proposal without a timestamped record")
+		}
+	}
+	records, err := s.observe(wire.GetBatch())
 	if err != nil {
 		return paxos.Proposal{}, err
 	}
-	p.Record = records[0]
+	p.Batch = records
 	return p, nil
 }
 
 func promiseToProto(p paxos.Promise) *kurav1.PaxosPrepareResponse {
 	resp := &kurav1.PaxosPrepareResponse{
 		Promised: p.Promised, Ballot: replica.BallotToProto(p.Ballot), Accepted: replica.ProposalToProto(p.Accepted),
-		Commits: replica.CommitsToProto(p.Commits), Found: p.Found,
+		Commits: replica.CommitsToProto(p.Commits), Found: p.Found, Last: replica.ProposalToProto(p.Last),
 	}
 	if p.Found {
 		resp.Record = replica.ToProto(p.Record)
+	}
+	for _, r := range p.Reads {
+		read := &kurav1.PaxosRead{Found: r.Found}
+		if r.Found {
+			read.Record = replica.ToProto(r.Record)
+		}
+		resp.Reads = append(resp.Reads, read)
 	}
 	return resp
 }
@@ -134,7 +180,7 @@ func promiseToProto(p paxos.Promise) *kurav1.PaxosPrepareResponse {
 func promiseFromProto(resp *kurav1.PaxosPrepareResponse) paxos.Promise {
 	p := paxos.Promise{
 		Promised: resp.GetPromised(), Ballot: replica.BallotFromProto(resp.GetBallot()), Accepted: replica.ProposalFromProto(resp.GetAccepted()),
-		Commits: replica.CommitsFromProto(resp.GetCommits()), Found: resp.GetFound(),
+		Commits: replica.CommitsFromProto(resp.GetCommits()), Found: resp.GetFound(), Last: replica.ProposalFromProto(resp.GetLast()),
 	}
 	if p.Found {
 		p.Record = replica.FromProto(resp.GetRecord())

@@ -36,7 +36,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 			}
 			ctx := context.Background()
 			prepare := func(b paxos.Ballot) string {
-				p, err := r.Prepare(ctx, "ks", []byte("k"), b)
+				p, err := r.Prepare(ctx, "ks", paxos.Instance{Key: []byte("k")}, b)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +61,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 				{func() string { return propose(p5) }, fmt.Sprintf("accepted=false promised=%v", b7)},
 				{func() string { return propose(p7) }, fmt.Sprintf("accepted=true promised=%v", b7)},
 				{func() string {
-					state, err := local.PaxosState("ks", []byte("k"))
+					state, err := local.PaxosState("ks", paxos.Instance{Key: []byte("k")})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -80,7 +80,7 @@ func TestAcceptorOverTheWire(t *testing.T) {
 					t.Fatalf("step %d:\n got %s\nwant %s", i, got, st.want)
 				}
 			}
-			if state, err := local.PaxosState("ks", []byte("k")); err != nil || state.Promised != b9 || len(state.Commits) != 1 {
+			if state, err := local.PaxosState("ks", paxos.Instance{Key: []byte("k")}); err != nil || state.Promised != b9 || len(state.Commits) != 1 {
 				t.Errorf("stored state = %+v, %v", state, err)
 			}
 		})
@@ -100,7 +100,7 @@ func TestServerRefusesBallotsItCannotObserve(t *testing.T) {
 	ctx := context.Background()
 	b := paxos.Ballot{Time: 1 << 40, Node: "ahead"}
 	p := paxos.Proposal{Ballot: b, Origin: b, Record: lww.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 1 << 40}}
-	if _, err := remote.Prepare(ctx, "ks", []byte("k"), b); err == nil {
+	if _, err := remote.Prepare(ctx, "ks", paxos.Instance{Key: []byte("k")}, b); err == nil {
 		t.Error("a prepare from a clock too far ahead was promised")
 	}
 	if _, _, err := remote.Propose(ctx, "ks", p); err == nil {
@@ -109,14 +109,64 @@ func TestServerRefusesBallotsItCannotObserve(t *testing.T) {
 	if err := remote.Commit(ctx, "ks", p); err == nil {
 		t.Error("a commit from a clock too far ahead was applied")
 	}
-	if state, err := local.PaxosState("ks", []byte("k")); err != nil || !state.Promised.IsZero() {
+	if state, err := local.PaxosState("ks", paxos.Instance{Key: []byte("k")}); err != nil || !state.Promised.IsZero() {
 		t.Errorf("state after refusals = %+v, %v; want none", state, err)
 	}
 	net.server = NewServer(local, keepClock{})
-	if _, err := remote.Prepare(ctx, "ks", []byte("k"), paxos.Ballot{}); err == nil {
+	if _, err := remote.Prepare(ctx, "ks", paxos.Instance{Key: []byte("k")}, paxos.Ballot{}); err == nil {
 		t.Error("a prepare without a ballot was answered")
 	}
 	if _, _, err := remote.Propose(ctx, "ks", paxos.Proposal{Ballot: b, Origin: b}); err == nil {
 		t.Error("a proposal without a record was accepted")
+	}
+}
+
+// TestPartitionAcceptorOverTheWire: a partition's round through the Local replica and
+// through a Remote: the prepare answers each key it names, in order; the commit applies
+// the batch whole and keeps it as the last commit; the partition's state is apart from a
+// key's of the same bytes; a partition's prepare naming no key is refused.
+func TestPartitionAcceptorOverTheWire(t *testing.T) {
+	in := paxos.Instance{Key: []byte("tag"), Partition: true, Reads: [][]byte{[]byte("{tag}a"), []byte("{tag}b")}}
+	b5 := paxos.Ballot{Time: 5 << 16, Node: "a"}
+	p5 := paxos.Proposal{Ballot: b5, Origin: b5, Partition: []byte("tag"), Batch: []lww.Record{
+		{Key: []byte("{tag}a"), Value: []byte("1"), Timestamp: 5 << 16},
+		{Key: []byte("{tag}b"), Value: []byte("2"), Timestamp: 5 << 16},
+	}}
+	b6 := paxos.Ballot{Time: 6 << 16, Node: "b"}
+	for _, via := range []string{"local", "remote"} {
+		t.Run(via, func(t *testing.T) {
+			_, local, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
+			var r replica.Replica = local
+			if via == "remote" {
+				r = remote
+			}
+			ctx := context.Background()
+			if p, err := r.Prepare(ctx, "ks", in, b5); err != nil || !p.Promised || len(p.Reads) != 2 || p.Reads[0].Found || string(p.Reads[1].Key) != "{tag}b" {
+				t.Fatalf("first prepare = %+v, %v; want promised with two reads of nothing", p, err)
+			}
+			if ok, _, err := r.Propose(ctx, "ks", p5); err != nil || !ok {
+				t.Fatalf("propose = %v, %v", ok, err)
+			}
+			if err := r.Commit(ctx, "ks", p5); err != nil {
+				t.Fatal(err)
+			}
+			p, err := r.Prepare(ctx, "ks", in, b6)
+			if err != nil || !p.Promised {
+				t.Fatalf("second prepare = %+v, %v", p, err)
+			}
+			if got := fmt.Sprintf("%s@%v %s@%v", p.Reads[0].Record.Value, p.Reads[0].Record.Timestamp, p.Reads[1].Record.Value, p.Reads[1].Record.Timestamp); got != fmt.Sprintf("1@%v 2@%v", hlc.Timestamp(5<<16), hlc.Timestamp(5<<16)) {
+				t.Errorf("reads after the commit = %s", got)
+			}
+			if p.Last.Ballot != b5 || len(p.Last.Batch) != 2 || string(p.Last.Partition) != "tag" || !p.Accepted.IsZero() {
+				t.Errorf("promise after the commit: last %+v, accepted %v; want the batch whole, none accepted", p.Last, p.Accepted.Ballot)
+			}
+			if st, err := local.PaxosState("ks", paxos.Instance{Key: []byte("tag")}); err != nil || !st.Promised.IsZero() {
+				t.Errorf("the key \"tag\"'s state = %+v, %v; want none, apart from the partition's", st, err)
+			}
+		})
+	}
+	_, _, remote, _ := newReplica(t, storage.Options{}, sched.Config{})
+	if _, err := remote.Prepare(context.Background(), "ks", paxos.Instance{Key: []byte("tag"), Partition: true}, b5); err == nil {
+		t.Error("a partition's prepare naming no key was answered")
 	}
 }

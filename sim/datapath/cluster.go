@@ -464,12 +464,14 @@ func (c *Cluster) SetReadPolicy(p sched.Policy) {
 
 // DropKinds loses every request of the named message kinds sent from now on, between
 // any two nodes ("paxos_commit": a coordinator that stops between two phases of a round,
-// as seen by the replicas); none delivers them all again. Their callers wait until
+// as seen by the replicas), or those one node sends ("b1:paxos_commit"); none delivers
+// them all again. Their callers wait until
 // their deadlines.
 func (c *Cluster) DropKinds(kinds ...string) { c.net.DropKinds(kinds) }
 
-// PaxosState returns a running node's acceptor state of key.
-func (c *Cluster) PaxosState(id, keyspace string, key []byte) (paxos.State, error) {
+// PaxosState returns a running node's acceptor state of an instance (a key's, or a
+// partition's).
+func (c *Cluster) PaxosState(id, keyspace string, in paxos.Instance) (paxos.State, error) {
 	n, err := c.node(id)
 	if err != nil {
 		return paxos.State{}, err
@@ -477,7 +479,7 @@ func (c *Cluster) PaxosState(id, keyspace string, key []byte) (paxos.State, erro
 	if !n.up {
 		return paxos.State{}, fmt.Errorf("datapath: node %s is crashed", id)
 	}
-	return n.local.PaxosState(keyspace, key)
+	return n.local.PaxosState(keyspace, in)
 }
 
 // Partition blocks every message between DCs a and b; Heal lets them through again.

@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/schema"
 	"github.com/kuradb/kura/sim"
@@ -200,7 +201,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	const keyspace = "ks"
 	switch d.Cmd {
 	case "keyspace":
-		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "="), Partitioner: arg("partitioner")}
+		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "="), Partitioner: arg("partitioner"), Transactions: arg("transactions")}
 		if code := arg("erasure"); code != "" {
 			var err error
 			if ks.Erasure, err = schema.ParseErasure(strings.ReplaceAll(code, "/", ",")); err != nil {
@@ -319,7 +320,11 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	case "paxos":
 		var parts []string
 		for _, id := range s.c.Nodes() {
-			st, err := s.c.PaxosState(id, keyspace, []byte(arg("key")))
+			in := paxos.Instance{Key: []byte(arg("key"))}
+			if d.HasArg("partition") {
+				in = paxos.Instance{Key: []byte(arg("partition")), Partition: true}
+			}
+			st, err := s.c.PaxosState(id, keyspace, in)
 			switch {
 			case err != nil:
 				parts = append(parts, id+": crashed")
@@ -328,7 +333,11 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			default:
 				line := fmt.Sprintf("%s: promised %s", id, st.Promised.Node)
 				if !st.Accepted.IsZero() {
-					line += fmt.Sprintf(", accepted %q from %s", st.Accepted.Record.Value, st.Accepted.Origin.Node)
+					var values []string
+					for _, rec := range st.Accepted.Records() {
+						values = append(values, string(rec.Value))
+					}
+					line += fmt.Sprintf(", accepted %q from %s", strings.Join(values, " "), st.Accepted.Origin.Node)
 				}
 				if c := st.Committed(); !c.Ballot.IsZero() {
 					line += fmt.Sprintf(", %d commits, last from %s", len(st.Commits), c.Origin.Node)
@@ -337,6 +346,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			}
 		}
 		return strings.Join(parts, "\n"), nil
+	case "txn", "txnread", "txnrace":
+		return s.partition(d, keyspace, arg, level(), timed)
 	case "hset", "hgetall", "delkey":
 		return s.hash(d, keyspace, arg, level(), timed)
 	case "sadd", "srem", "smembers":

@@ -47,7 +47,8 @@ type Network struct {
 	callSeq uint64
 	closed  bool
 	wake    chan struct{}
-	// lost names the message kinds whose requests are lost on the way (DropKinds).
+	// lost names the message kinds whose requests are lost on the way, "node:kind" for
+	// those one node sends (DropKinds).
 	lost map[string]bool
 	// cut holds the directed node pairs whose messages are lost (Cut).
 	cut map[[2]string]bool
@@ -379,7 +380,7 @@ func (n *Network) flush() {
 			n.seq++
 			heap.Push(&n.queue, &message{from: m.from, to: m.to, kind: m.kind, call: m.call, expiry: true, at: m.deadline, seq: n.seq})
 		}
-		if dropped || n.cut[[2]string{m.from, m.to}] || (!m.response && n.lost[m.kind.String()]) {
+		if dropped || n.cut[[2]string{m.from, m.to}] || (!m.response && (n.lost[m.kind.String()] || n.lost[m.from+":"+m.kind.String()])) {
 			n.tracef(now, "drop", m)
 			continue
 		}
@@ -491,8 +492,9 @@ func (n *Network) deliver(m *message) {
 	synctest.Wait()
 }
 
-// DropKinds makes every request of the named kinds sent from now on lost; none delivers
-// them all again.
+// DropKinds makes every request of the named kinds sent from now on lost, or with a kind
+// written "node:kind", those node sends (a coordinator whose round stops between two
+// phases, as its replicas see it); none delivers them all again.
 func (n *Network) DropKinds(kinds []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

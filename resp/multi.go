@@ -1,0 +1,359 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ring"
+)
+
+// MULTI, EXEC, DISCARD, WATCH and UNWATCH: a transaction over keys of one hash tag, run as
+// one lightweight transaction (coord.Coordinator.UpdateBatch, docs/lwt.md). MULTI queues
+// commands; EXEC reads every key they and WATCH name in one Paxos round of their
+// partition, runs the queue in order against those records as the round's update
+// function, and writes what the commands wrote as one batch, chosen whole or not at all.
+// The commands run unchanged: their reads and writes go to the transaction's records
+// (txView) instead of the coordinator. Only the commands listed in transactional can be
+// queued so far; the others are refused when queued, naming them, and the EXEC aborts.
+
+// multiState is a connection's transaction between MULTI and EXEC or DISCARD.
+type multiState struct {
+	queued []queuedCommand
+	// aborted: a command was refused while queueing; EXEC answers EXECABORT.
+	aborted bool
+}
+
+// queuedCommand is one command MULTI queued, its arguments copied from the reader's.
+type queuedCommand struct {
+	cmd  *command
+	args [][]byte
+}
+
+// watchedKey is a key WATCH read: its keyspace, and its live record then (found false:
+// absent), whose timestamp EXEC compares.
+type watchedKey struct {
+	keyspace string
+	key      []byte
+	record   lww.Record
+	found    bool
+}
+
+// transactional are the commands that can be queued, by name: the string commands,
+// which read and write their keys' records alone, and a few that touch no key. A
+// collection's elements are records of their own, and a PN counter's shards another
+// node's; commands on them are refused when queued until a transaction covers them.
+var transactional = map[string]bool{
+	"get": true, "set": true, "setnx": true, "setex": true, "psetex": true, "getset": true, "getdel": true,
+	"mget": true, "mset": true, "incr": true, "decr": true, "incrby": true, "decrby": true, "incrbyfloat": true,
+	"append": true, "strlen": true, "getrange": true, "substr": true, "setrange": true, "exists": true,
+	"del": true, "unlink": true, "ttl": true, "pttl": true, "expire": true, "pexpire": true, "expireat": true,
+	"pexpireat": true, "persist": true, "getex": true, "ping": true, "echo": true, "unwatch": true,
+}
+
+// pnIncrements are the commands a connection in PN counter mode (KURA.COUNTERS) runs on
+// a counter's shard, outside any transaction: refused when queued in that mode.
+var pnIncrements = map[string]bool{"incr": true, "decr": true, "incrby": true, "decrby": true}
+
+// runsInMulti are the commands that run at once inside MULTI instead of being queued, as
+// in Redis.
+var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
+
+// transactionCommands are MULTI's and its kin's entries in the command table.
+func transactionCommands() []*command {
+	control := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
+	return []*command{
+		{name: "multi", arity: 1, flags: control, run: multiCommand},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, run: execCommand},
+		{name: "discard", arity: 1, flags: control, run: discardCommand},
+		{name: "watch", arity: -2, flags: control, firstKey: 1, lastKey: -1, keyStep: 1, run: watchCommand},
+		{name: "unwatch", arity: 1, flags: control, run: unwatchCommand},
+	}
+}
+
+// refuseInMulti marks the transaction open on c, if any, as aborted: a command was
+// refused while queueing (unknown, of the wrong arity, not authenticated), and EXEC must
+// run none of them.
+func (c *conn) refuseInMulti() {
+	if c.multi != nil {
+		c.multi.aborted = true
+	}
+}
+
+// queue queues cmd inside MULTI, answering QUEUED, or refuses a command no transaction
+// can run yet, naming it and the ones that can.
+func (c *conn) queue(cmd *command, args [][]byte) {
+	switch {
+	case !transactional[cmd.name]:
+		c.multi.aborted = true
+		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s", strings.ToUpper(cmd.name), transactionalList()))
+	case c.pnCounters && pnIncrements[cmd.name]:
+		c.multi.aborted = true
+		c.w.Error(fmt.Sprintf("ERR %s in PN counter mode (KURA.COUNTERS) adds to a counter's shard, which cannot run inside a transaction; KURA.COUNTERS EXACT first", strings.ToUpper(cmd.name)))
+	default:
+		c.multi.queued = append(c.multi.queued, queuedCommand{cmd: cmd, args: slices.Clone(args)})
+		c.w.SimpleString("QUEUED")
+	}
+}
+
+// transactionalList names the commands a transaction runs, in upper case and order.
+func transactionalList() string {
+	names := make([]string, 0, len(transactional))
+	for name := range transactional {
+		names = append(names, strings.ToUpper(name))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func multiCommand(c *conn, _ [][]byte) {
+	if c.multi != nil {
+		c.w.Error("ERR MULTI calls can not be nested")
+		return
+	}
+	c.multi = &multiState{}
+	c.w.SimpleString("OK")
+}
+
+func discardCommand(c *conn, _ [][]byte) {
+	if c.multi == nil {
+		c.w.Error("ERR DISCARD without MULTI")
+		return
+	}
+	c.endTransaction()
+	c.w.SimpleString("OK")
+}
+
+// endTransaction leaves MULTI and forgets the watched keys: what EXEC and DISCARD do,
+// whatever their outcome, and RESET.
+func (c *conn) endTransaction() {
+	c.multi, c.watched = nil, nil
+}
+
+func unwatchCommand(c *conn, _ [][]byte) {
+	if c.txn == nil {
+		c.watched = nil // inside EXEC, UNWATCH is too late to matter: EXEC forgets them after
+	}
+	c.w.SimpleString("OK")
+}
+
+// watchCommand is WATCH key [key ...]: each key's record is read linearizably (a serial
+// read, which completes any transaction in progress on it), and EXEC runs only if none of
+// them changed since. A key watched already keeps the record of its first WATCH.
+func watchCommand(c *conn, args [][]byte) {
+	if c.multi != nil {
+		c.w.Error("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	var keys [][]byte
+	for _, key := range distinct(args[1:]) {
+		if !slices.ContainsFunc(c.watched, func(w watchedKey) bool { return w.keyspace == c.keyspace && bytes.Equal(w.key, key) }) {
+			keys = append(keys, key)
+		}
+	}
+	read := make([]watchedKey, len(keys))
+	err := forEach(len(keys), func(i int) error {
+		rec, found, err := c.serialGet(keys[i])
+		read[i] = watchedKey{keyspace: c.keyspace, key: keys[i], record: rec, found: found}
+		return err
+	})
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.watched = append(c.watched, read...)
+	c.w.SimpleString("OK")
+}
+
+// execReply is what one run of the queue answered: the replies, written in the
+// connection's protocol, and how many were errors.
+type execReply struct {
+	replies []byte
+	errors  int64
+}
+
+// execCommand is EXEC: EXECABORT when a command was refused while queueing; CROSSSLOT
+// when the keys the queue and WATCH name are of more than one hash tag; otherwise the
+// queue's replies, in order, or a null array when a watched key changed. A runtime error
+// of one command (INCR of a value that is no integer) is its reply, and the others run,
+// as in Redis.
+func execCommand(c *conn, _ [][]byte) {
+	if c.multi == nil {
+		c.w.Error("ERR EXEC without MULTI")
+		return
+	}
+	m, watched := c.multi, c.watched
+	c.endTransaction()
+	if m.aborted {
+		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	var keys [][]byte
+	for _, q := range m.queued {
+		keys = slices.AppendSeq(keys, keyArgs(q.cmd, q.args))
+	}
+	for _, w := range watched {
+		if w.keyspace != c.keyspace {
+			c.w.Error(fmt.Sprintf("ERR kura: key %q was watched in keyspace %s, and EXEC runs in %s: a transaction covers one keyspace", w.key, w.keyspace, c.keyspace))
+			return
+		}
+		keys = append(keys, w.key)
+	}
+	keys = distinct(keys)
+	for _, key := range keys[min(1, len(keys)):] {
+		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
+			c.w.Error("CROSSSLOT Keys in request don't hash to the same slot")
+			return
+		}
+	}
+	run := func(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+		view := newTxView(cur)
+		for _, w := range watched {
+			if now := view.records[string(w.key)]; now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) {
+				return nil, false, nil, nil // changed since WATCH: nothing runs
+			}
+		}
+		reply := c.runQueue(m.queued, view)
+		writes := view.writes()
+		return writes, len(writes) > 0, reply, nil
+	}
+	var reply any
+	if len(keys) == 0 {
+		// Nothing to read or write (PING, ECHO): no round to run.
+		_, _, reply, _ = run(nil)
+	} else {
+		start, serial := time.Now(), c.serialLevel()
+		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, serial, run)
+		c.observe("cas", serial, start, err)
+		if err != nil {
+			c.replyTransactError(err)
+			return
+		}
+		reply = res.Reply
+	}
+	out, ok := reply.(execReply)
+	if !ok {
+		c.w.NullArray()
+		return
+	}
+	c.w.ArrayHeader(len(m.queued))
+	c.w.raw(out.replies)
+	c.w.errorReplies += out.errors
+}
+
+// runQueue runs the queued commands in order against view, their replies written in the
+// connection's protocol into a buffer of their own.
+func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	w.SetVersion(c.w.Version())
+	saved := c.w
+	c.w, c.txn = w, view
+	defer func() { c.w, c.txn = saved, nil }()
+	for _, q := range queued {
+		c.lowerName = appendLower(c.lowerName[:0], q.args[0])
+		q.cmd.run(c, q.args)
+	}
+	w.Flush() // into buf, which cannot fail
+	return execReply{replies: buf.Bytes(), errors: w.errorReplies}
+}
+
+// keyArgs yields the keys a command's arguments name, by its table entry's key
+// positions.
+func keyArgs(cmd *command, args [][]byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		if cmd.firstKey <= 0 {
+			return
+		}
+		last := cmd.lastKey
+		if last < 0 {
+			last = len(args) + last
+		}
+		for i := cmd.firstKey; i <= last && i < len(args); i += max(cmd.keyStep, 1) {
+			if !yield(args[i]) {
+				return
+			}
+		}
+	}
+}
+
+// txView is the records of a transaction's keys as its commands see them while EXEC
+// runs the queue: read by the round's prepare, changed by each command in turn. Commands
+// that run their keys in parallel (MSET, DEL) reach it from several goroutines.
+type txView struct {
+	mu      sync.Mutex
+	records map[string]coord.KeyRecord
+	// written are the keys written, in the order first written.
+	written []string
+}
+
+func newTxView(cur []coord.KeyRecord) *txView {
+	v := &txView{records: make(map[string]coord.KeyRecord, len(cur))}
+	for _, r := range cur {
+		v.records[string(r.Key)] = r
+	}
+	return v
+}
+
+// get returns key's record. A PN counter's value is its shards', which the transaction
+// did not read: refused.
+func (v *txView) get(key []byte) (lww.Record, bool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r, ok := v.records[string(key)]
+	switch {
+	case !ok:
+		return lww.Record{}, false, fmt.Errorf("resp: key %q is not among the transaction's keys", key)
+	case r.Found && r.Record.Type == lww.Counter:
+		return lww.Record{}, false, redisError(fmt.Sprintf("ERR kura: key %q is a PN counter, which a transaction does not read", key))
+	}
+	return r.Record, r.Found, nil
+}
+
+// update runs fn on key's record as a transaction would, and keeps what it writes. A
+// collection or PN counter it would replace or delete is refused: their other records
+// (elements, shards) are outside the transaction.
+func (v *txView) update(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r, ok := v.records[string(key)]
+	if !ok {
+		return coord.UpdateResult{}, fmt.Errorf("resp: key %q is not among the transaction's keys", key)
+	}
+	res := coord.UpdateResult{Previous: r.Record, PreviousFound: r.Found}
+	next, write, err := fn(r.Record, r.Found)
+	switch {
+	case err != nil || !write:
+		return res, err
+	case r.Found && r.Record.Type != lww.String:
+		return res, redisError(fmt.Sprintf("ERR kura: key %q holds a %s, which a transaction does not replace or delete yet", key, r.Record.Type))
+	}
+	next.Key = key
+	if next.Tombstone {
+		next.Value, next.ExpiresAt = nil, 0
+	}
+	v.records[string(key)] = coord.KeyRecord{Key: key, Record: next, Found: !next.Tombstone}
+	if !slices.Contains(v.written, string(key)) {
+		v.written = append(v.written, string(key))
+	}
+	res.Applied, res.Record = true, next
+	return res, nil
+}
+
+// writes are the records the commands left on the keys they wrote.
+func (v *txView) writes() []lww.Record {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]lww.Record, len(v.written))
+	for i, key := range v.written {
+		out[i] = v.records[key].Record
+	}
+	return out
+}
