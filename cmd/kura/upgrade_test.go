@@ -36,12 +36,7 @@ func buildProtocol3Kura(t *testing.T) string {
 	if err := exec.Command("git", "cat-file", "-e", lastProtocol3Commit+"^{commit}").Run(); err != nil {
 		t.Skipf("upgrade test: commit %s (the last protocol-3 build) is not in this repository's history: a shallow clone? (git fetch --unshallow)", lastProtocol3Commit)
 	}
-	src := t.TempDir()
-	// From the top of the work tree: run in a subdirectory, git archive takes only it.
-	extract := exec.Command("sh", "-c", `git -C "$(git rev-parse --show-toplevel)" archive --format=tar "$1" | tar -x -C "$2"`, "sh", lastProtocol3Commit, src)
-	if out, err := extract.CombinedOutput(); err != nil {
-		t.Fatalf("extracting commit %s: %v\n%s", lastProtocol3Commit, err, out)
-	}
+	src := protocol3Source(t)
 	// The commit must be what the test says it is, or the test upgrades from nothing.
 	code, err := os.ReadFile(filepath.Join(src, "transport", "transport.go"))
 	if err != nil || !strings.Contains(string(code), "const ProtocolVersion = 3\n") {
@@ -54,6 +49,46 @@ func buildProtocol3Kura(t *testing.T) string {
 		t.Fatalf("go build at %s: %v\n%s", lastProtocol3Commit, err, out)
 	}
 	return bin
+}
+
+// protocol3Source extracts lastProtocol3Commit once into the user's cache directory and
+// returns it: the go command's build cache keys a package by its directory, so a fresh
+// temporary directory every run compiled all of kura's packages again (25 s of CPU, two
+// minutes of the suite on a loaded 2-core machine), where the same directory finds them built.
+// Each run extracts into a directory of its own and renames it into place, so a
+// concurrent run never sees a half-extracted tree; without a cache directory it extracts
+// into the test's temporary one.
+func protocol3Source(t *testing.T) string {
+	t.Helper()
+	parent := t.TempDir()
+	final := filepath.Join(parent, "src")
+	if cache, err := os.UserCacheDir(); err == nil {
+		parent = filepath.Join(cache, "kura-test")
+		final = filepath.Join(parent, "protocol3-"+lastProtocol3Commit)
+		if _, err := os.Stat(final); err == nil {
+			return final
+		}
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, "extract-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	// From the top of the work tree: run in a subdirectory, git archive takes only it.
+	extract := exec.Command("sh", "-c", `git -C "$(git rev-parse --show-toplevel)" archive --format=tar "$1" | tar -x -C "$2"`, "sh", lastProtocol3Commit, tmp)
+	if out, err := extract.CombinedOutput(); err != nil {
+		t.Fatalf("extracting commit %s: %v\n%s", lastProtocol3Commit, err, out)
+	}
+	// A concurrent run may have renamed its own complete extraction into place first.
+	if err := os.Rename(tmp, final); err != nil {
+		if _, statErr := os.Stat(final); statErr != nil {
+			t.Fatalf("keeping the extraction of commit %s: %v", lastProtocol3Commit, err)
+		}
+	}
+	return final
 }
 
 // protocolLine returns kura status's "protocol versions: ..." line through n; "" when
