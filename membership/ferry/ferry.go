@@ -1805,9 +1805,17 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 			m = c.table.member(s.ID) // new to every core that shares the table
 		}
 		e = c.insert(c.table.versionOfDelta(m, d), d.DeadAt, now, dc)
-		if e.live() {
-			c.event(r, membership.EventJoined, e)
-		} else {
+		// A member first heard of already down or gone is news too: a restarted node
+		// holds it as it was from its stored ring, and only this tells it that the
+		// member left meanwhile (explorer seed 5235), as Cassandra tells its
+		// subscribers of every new endpoint, dead or not.
+		c.event(r, membership.EventJoined, e)
+		switch {
+		case e.isLeft():
+			c.event(r, membership.EventLeft, e)
+			c.markDown(now, e)
+		case e.down():
+			c.event(r, membership.EventDead, e)
 			c.markDown(now, e)
 		}
 		if spread {

@@ -1075,3 +1075,52 @@ func TestHintsChangeNothing(t *testing.T) {
 		t.Fatalf("%d lines with hints, %d decoded", len(hinted), len(decoded))
 	}
 }
+
+// TestFirstHeardOfReported has a core first hear of a member as it is now, live or not:
+// each is reported, so that a restarted node, which holds the member as its stored ring
+// had it, learns that it left or died meanwhile (explorer seed 5235: a restarted node
+// never learned that a node decommissioned while it was away had left, and held its
+// ranges on it).
+func TestFirstHeardOfReported(t *testing.T) {
+	const now = time.Second
+	tests := []struct {
+		name  string
+		delta func(x *Core) Delta
+		want  []membership.EventKind
+	}{
+		{"live", func(x *Core) Delta { return x.delta(x.self) },
+			[]membership.EventKind{membership.EventJoined}},
+		{"convicted", func(x *Core) Delta {
+			s := x.v(x.self).state
+			return Delta{State: s, DeadAt: s.MaxVersion()}
+		}, []membership.EventKind{membership.EventJoined, membership.EventDead}},
+		{"left", func(x *Core) Delta {
+			x.Leave(now)
+			return x.delta(x.self)
+		}, []membership.EventKind{membership.EventJoined, membership.EventLeft}},
+		{"shut down", func(x *Core) Delta {
+			x.Shutdown(now)
+			return x.delta(x.self)
+		}, []membership.EventKind{membership.EventJoined, membership.EventDead}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCore(t, "a1", "a", "a1")
+			x := newCore(t, "a2", "a", "a1")
+			r := c.Step(now, "a3", &Push{Entries: []Delta{tt.delta(x)}})
+			var got []membership.EventKind
+			for _, e := range r.Events {
+				if e.ID == "a2" {
+					got = append(got, e.Kind)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("events of a2 = %v, want %v", got, tt.want)
+			}
+			m, ok := c.Member("a2")
+			if wantAlive := tt.name == "live"; !ok || m.Alive != wantAlive {
+				t.Fatalf("a2 is %+v (known %v), want alive %v", m, ok, wantAlive)
+			}
+		})
+	}
+}

@@ -137,6 +137,10 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		return "ok", s.c.Kill(id)
 	case "wipe":
 		return "ok", s.c.Wipe(id)
+	case "partition":
+		return "ok", s.c.Partition(arg("a"), arg("b"))
+	case "heal":
+		return "ok", s.c.Heal(arg("a"), arg("b"))
 	case "run":
 		dur, err := time.ParseDuration(arg("for"))
 		if err != nil {
