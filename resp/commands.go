@@ -119,6 +119,7 @@ func commandTable() map[string]*command {
 	table = append(table, zsetCommands()...)
 	table = append(table, listCommands()...)
 	table = append(table, transactionCommands()...)
+	table = append(table, sortCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
 		byName[cmd.name] = cmd

@@ -196,6 +196,9 @@ func (c *conn) getKeys(command [][]byte, withFlags bool) {
 		return
 	}
 	refs, ok := keys.keys(command)
+	if find := keyFunctions[cmd.name]; find != nil {
+		refs, ok = find(command), true
+	}
 	if flags := variableKeyFlags[cmd.name]; flags != nil && ok {
 		for i := range refs {
 			refs[i].flags = flags(command)
@@ -222,6 +225,13 @@ func (c *conn) getKeys(command [][]byte, withFlags bool) {
 			c.w.SimpleString(f)
 		}
 	}
+}
+
+// keyFunctions find the keys of the commands whose key specifications are incomplete, as
+// Redis's getkeys functions of those commands do.
+var keyFunctions = map[string]func(args [][]byte) []keyRef{
+	"sort":    sortKeys,
+	"sort_ro": sortKeys,
 }
 
 // variableKeyFlags are the flags of the keys of the commands whose key specification

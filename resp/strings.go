@@ -238,20 +238,30 @@ func mgetCommand(c *conn, args [][]byte) {
 			return
 		}
 	}
-	for i, r := range results {
-		if r.Found && r.Record.Type == lww.Counter {
-			value, ok := c.readCounterValue(args[1+i])
-			if !ok {
-				return
-			}
-			results[i].Record.Value, results[i].Record.Type, results[i].Found = value, lww.String, value != nil
-		}
+	if !c.counterValues(args[1:], results) {
+		return
 	}
 	c.w.ArrayHeader(len(results))
 	for _, r := range results {
 		// As Redis's MGET, a key of another type than string reads as missing.
 		c.writeValue(r.Record, r.Found && r.Record.Type == lww.String)
 	}
+}
+
+// counterValues replaces each PN counter among results, the reads of keys, by its value as
+// a string, as the string commands read one. ok is false when the reply is written
+// already.
+func (c *conn) counterValues(keys [][]byte, results []coord.GetResult) bool {
+	for i, r := range results {
+		if r.Found && r.Record.Type == lww.Counter {
+			value, ok := c.readCounterValue(keys[i])
+			if !ok {
+				return false
+			}
+			results[i].Record.Value, results[i].Record.Type, results[i].Found = value, lww.String, value != nil
+		}
+	}
+	return true
 }
 
 // msetCommand writes every pair, in parallel; it is not atomic: on an error some pairs may
