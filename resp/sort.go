@@ -11,14 +11,13 @@ import (
 	"github.com/kuradb/kura/collection/zset"
 	"github.com/kuradb/kura/coord"
 	"github.com/kuradb/kura/lww"
-	"github.com/kuradb/kura/ring"
 )
 
 // SORT and SORT_RO, as Redis's src/sort.c: a list, set or sorted set sorted by its
 // elements or by the keys a BY pattern forms from them, answered (or, with STORE, written
 // as a list) element by element or as the keys GET patterns form. The patterns may form
-// only keys of the sorted key's hash tag (Redis Cluster's rule since Redis 7.4): those
-// keys share its replica set, and a SORT that works on kura works on Redis Cluster.
+// any key, as on a single redis-server: kura's coordinators read every key, as MGET does
+// (Redis Cluster refuses them, its nodes holding only their slots' keys).
 
 // sortCommands are the sort commands of the table.
 func sortCommands() []*command {
@@ -61,21 +60,6 @@ func (sp sortPattern) key(elem []byte) []byte {
 	return slices.Concat(sp.prefix, elem, sp.suffix)
 }
 
-// inTag reports whether every key the pattern forms has key's hash tag: the part before
-// the '*' holds a whole tag that is key's (ring.HashTag), whatever the element. "#" and a
-// pattern without '*' form no key.
-func (sp sortPattern) inTag(key []byte) bool {
-	if sp.self || sp.constant {
-		return true
-	}
-	open := bytes.IndexByte(sp.prefix, '{')
-	if open < 0 {
-		return false
-	}
-	closing := bytes.IndexByte(sp.prefix[open+1:], '}')
-	return closing > 0 && bytes.Equal(sp.prefix[open+1:open+1+closing], ring.HashTag(key))
-}
-
 // sortOptions are SORT's options, parsed.
 type sortOptions struct {
 	by            *sortPattern
@@ -88,10 +72,9 @@ type sortOptions struct {
 }
 
 // parseSortOptions reads SORT's options after the key in Redis's order, the first error
-// answered: a syntax error, a LIMIT that is no integer, STORE in SORT_RO, or a BY or GET
-// pattern forming keys outside key's hash tag. ok is false when the reply is written.
+// answered: a syntax error, a LIMIT that is no integer, STORE in SORT_RO. ok is false
+// when the reply is written.
 func (c *conn) parseSortOptions(args [][]byte, readonly bool) (o sortOptions, ok bool) {
-	key := args[1]
 	o.count = -1
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
@@ -120,18 +103,9 @@ func (c *conn) parseSortOptions(args [][]byte, readonly bool) (o sortOptions, ok
 			// As Redis: a BY without '*' leaves the elements unsorted, even if another BY
 			// follows.
 			o.by, o.dontSort = &sp, o.dontSort || sp.constant
-			if !sp.inTag(key) {
-				c.w.Error("ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.")
-				return o, false
-			}
 			j++
 		case word == "GET" && left >= 1:
-			sp := parseSortPattern(args[j+1])
-			if !sp.inTag(key) {
-				c.w.Error("ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.")
-				return o, false
-			}
-			o.gets = append(o.gets, sp)
+			o.gets = append(o.gets, parseSortPattern(args[j+1]))
 			j++
 		default:
 			c.w.Error(errSyntax)

@@ -62,7 +62,7 @@ func TestSortCommands(t *testing.T) {
 			{cmd("SORT", "l", "BY", "nosort", "DESC"), arr("2", "1", "4", "3", "5")},
 			{cmd("SORT", "l", "BY", "nosort", "DESC", "LIMIT", "1", "2"), arr("1", "4")},
 			// A BY without '*' leaves the elements unsorted even with another BY after it.
-			{cmd("SORT", "l", "BY", "nosort", "BY", "w_*"), "-ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
+			{cmd("SORT", "l", "BY", "nosort", "BY", "w_*"), arr("5", "3", "4", "1", "2")},
 			{cmd("SORT", "l", "BY", "nosort", "BY", "{l}w_*"), arr("5", "3", "4", "1", "2")},
 			{cmd("SORT", "l", "BY", "nosort", "GET", "#", "GET", "const"), "*10\r\n$1\r\n5\r\n$-1\r\n$1\r\n3\r\n$-1\r\n$1\r\n4\r\n$-1\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n$-1\r\n"},
 		}},
@@ -90,18 +90,16 @@ func TestSortCommands(t *testing.T) {
 			{cmd("SORT", "{t}n", "BY", "{t}w_*"), notDouble},
 			{cmd("SORT", "{t}n", "BY", "{t}w_*", "ALPHA"), arr("2", "1", "3")},
 		}},
-		{"patterns outside the tag", []step{
-			{cmd("RPUSH", "{t}n", "1"), ":1\r\n"},
-			{cmd("SORT", "{t}n", "BY", "w_*"), "-ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
-			{cmd("SORT", "{t}n", "GET", "{u}w_*"), "-ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
-			{cmd("SORT", "{t}n", "GET", "*{t}"), "-ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
-			{cmd("SORT", "{t}n", "GET", "{}{t}*"), "-ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
-			{cmd("SORT", "{t}n", "GET", "{t*}"), "-ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
-			{cmd("SORT", "{t}n", "GET", "x{t}y*"), "*1\r\n$-1\r\n"},
-			{cmd("SORT", "t", "GET", "{t}*"), "*0\r\n"}, // a key without a tag is its own
+		{"patterns of keys of any tag, read as MGET reads them", []step{
+			{cmd("RPUSH", "{t}n", "1", "2"), ":2\r\n"},
+			{cmd("MSET", "w_1", "9", "w_2", "3", "{u}g_1", "x"), "+OK\r\n"},
+			{cmd("SORT", "{t}n", "BY", "w_*"), arr("2", "1")},
+			{cmd("SORT", "{t}n", "BY", "w_*", "GET", "{u}g_*"), "*2\r\n$-1\r\n$1\r\nx\r\n"},
+			{cmd("SORT", "{t}n", "GET", "*{t}"), "*2\r\n$-1\r\n$-1\r\n"},
+			{cmd("SORT", "t", "GET", "{t}*"), "*0\r\n"},
 			// The options are read in order: the first error is answered.
 			{cmd("SORT", "{t}n", "LIMIT", "x", "1", "BY", "w_*"), "-ERR value is not an integer or out of range\r\n"},
-			{cmd("SORT", "{t}n", "BY", "w_*", "LIMIT", "x", "1"), "-ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n"},
+			{cmd("SORT", "{t}n", "BY", "w_*", "LIMIT", "x", "1"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"store", []step{
 			{cmd("RPUSH", "{d}l", "3", "1", "2"), ":3\r\n"},
