@@ -116,6 +116,7 @@ func commandTable() map[string]*command {
 	table = append(table, hashCommands()...)
 	table = append(table, setCommands()...)
 	table = append(table, zsetCommands()...)
+	table = append(table, geoCommands()...)
 	table = append(table, listCommands()...)
 	byName := make(map[string]*command, len(table))
 	for _, cmd := range table {
