@@ -170,14 +170,14 @@ func latDistance(lat1, lat2 float64) float64 {
 // Distance is the haversine distance in meters between two points, on Redis's sphere.
 func Distance(lon1, lat1, lon2, lat2 float64) float64 {
 	lon1r, lon2r := degToRad(lon1), degToRad(lon2)
-	v := math.Sin((lon2r - lon1r) / 2)
+	v := sin((lon2r - lon1r) / 2)
 	if v == 0 {
 		return latDistance(lat1, lat2)
 	}
 	lat1r, lat2r := degToRad(lat1), degToRad(lat2)
-	u := math.Sin((lat2r - lat1r) / 2)
-	a := float64(u*u) + float64(math.Cos(lat1r)*math.Cos(lat2r)*v*v)
-	return 2.0 * earthRadius_m * math.Asin(math.Sqrt(a))
+	u := sin((lat2r - lat1r) / 2)
+	a := float64(u*u) + float64(cos(lat1r)*cos(lat2r)*v*v)
+	return 2.0 * earthRadius_m * asin(math.Sqrt(a))
 }
 
 // Unit is the length in meters of a unit of GEODIST and the searches: m, km, ft or mi
@@ -237,8 +237,8 @@ func (s Shape) bounds() (lonMin, latMin, lonMax, latMax float64) {
 		height, width = s.UnitMeters*(s.Height/2), s.UnitMeters*(s.Width/2)
 	}
 	latDelta := radToDeg(height / earthRadius_m)
-	lonDeltaTop := radToDeg(width / earthRadius_m / math.Cos(degToRad(s.Lat+latDelta)))
-	lonDeltaBottom := radToDeg(width / earthRadius_m / math.Cos(degToRad(s.Lat-latDelta)))
+	lonDeltaTop := radToDeg(width / earthRadius_m / cos(degToRad(s.Lat+latDelta)))
+	lonDeltaBottom := radToDeg(width / earthRadius_m / cos(degToRad(s.Lat-latDelta)))
 	// In the southern hemisphere the box is widest at its top, in the northern at its
 	// bottom: Redis takes the other edge's width.
 	lonDelta := lonDeltaTop

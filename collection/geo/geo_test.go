@@ -3,6 +3,7 @@ package geo
 import (
 	"math"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/kuradb/kura/collection/zset"
@@ -88,6 +89,31 @@ func TestDistance(t *testing.T) {
 	}
 	if _, ok := Unit([]byte("kmm")); ok {
 		t.Error("unit kmm accepted")
+	}
+}
+
+// TestDistanceFullPrecision: distances to the last bit, as STOREDIST stores them
+// (GEOSEARCHSTORE ... STOREDIST, then ZRANGE WITHSCORES, in km): the math package's sin,
+// cos and asin miss these by an ulp.
+func TestDistanceFullPrecision(t *testing.T) {
+	palermo, catania := points[0].score, points[1].score
+	for _, c := range []struct {
+		lon, lat float64
+		score    float64
+		want     string
+	}{
+		{15, 37, palermo, "190.44242984775784"},
+		{15, 37, catania, "56.441257870158204"},
+	} {
+		lon, lat := Position(c.score)
+		if got := strconv.FormatFloat(Distance(c.lon, c.lat, lon, lat)/1000, 'g', 17, 64); got != c.want {
+			t.Errorf("distance from %v,%v: %s, want %s", c.lon, c.lat, got, c.want)
+		}
+	}
+	lon1, lat1 := Position(catania)
+	lon2, lat2 := Position(palermo)
+	if got := strconv.FormatFloat(Distance(lon1, lat1, lon2, lat2)/1000, 'g', 17, 64); got != "166.27415156960032" {
+		t.Errorf("catania-palermo: %s, want 166.27415156960032", got)
 	}
 }
 
