@@ -117,6 +117,7 @@ func commandTable() map[string]*command {
 	table = append(table, hashCommands()...)
 	table = append(table, setCommands()...)
 	table = append(table, zsetCommands()...)
+	table = append(table, geoCommands()...)
 	table = append(table, listCommands()...)
 	table = append(table, transactionCommands()...)
 	table = append(table, sortCommands()...)
