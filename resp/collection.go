@@ -266,6 +266,39 @@ func (c *conn) take(elemKey []byte, rule coord.UpdateFunc) (coord.UpdateResult, 
 	return res, err
 }
 
+// parseMultiPop reads numkeys key [key ...] END [COUNT count], the arguments of LMPOP,
+// BLMPOP, ZMPOP and BZMPOP from numkeys on, with Redis 7.0's errors in its order: numkeys,
+// then the end word (isEnd says which words are ends: LEFT|RIGHT, MIN|MAX), then COUNT.
+// count is 1 without COUNT. ok is false when the reply is written.
+func (c *conn) parseMultiPop(args [][]byte, isEnd func(word []byte) bool) (keys [][]byte, end []byte, count int64, ok bool) {
+	numkeys, ok := parseInt(args[0])
+	switch {
+	case !ok || numkeys < 1:
+		c.w.Error(errNumkeys)
+		return nil, nil, 0, false
+	case numkeys >= int64(len(args)-1):
+		c.w.Error(errSyntax)
+		return nil, nil, 0, false
+	}
+	keys, end = args[1:1+numkeys], args[1+numkeys]
+	if !isEnd(end) {
+		c.w.Error(errSyntax)
+		return nil, nil, 0, false
+	}
+	count = 0 // none given
+	for rest := args[2+numkeys:]; len(rest) > 0; rest = rest[2:] {
+		if count != 0 || upper(rest[0]) != "COUNT" || len(rest) == 1 {
+			c.w.Error(errSyntax)
+			return nil, nil, 0, false
+		}
+		if count, ok = parseInt(rest[1]); !ok || count < 1 {
+			c.w.Error(errCountPositive)
+			return nil, nil, 0, false
+		}
+	}
+	return keys, end, max(count, 1), true
+}
+
 // popFirst runs pop on each of keys, in the order named, until one pops something, as
 // the multi-key pops do (BLPOP, LMPOP, BZPOPMIN, ZMPOP...): that key and what it popped,
 // none when every key is empty or missing. ok is false when the reply is written (an

@@ -815,33 +815,11 @@ func lmpopCommand(c *conn, args [][]byte) {
 	if blocking {
 		at = 2
 	}
-	numkeys, ok := parseInt(args[at])
-	switch {
-	case !ok || numkeys < 1:
-		c.w.Error(errNumkeys)
-		return
-	case numkeys >= int64(len(args)-at-1):
-		c.w.Error(errSyntax)
-		return
-	}
-	keys := args[at+1 : at+1+int(numkeys)]
-	end, ok := parseEnd(args[at+1+int(numkeys)])
+	keys, endWord, count, ok := c.parseMultiPop(args[at:], func(word []byte) bool { _, ok := parseEnd(word); return ok })
 	if !ok {
-		c.w.Error(errSyntax)
 		return
 	}
-	count := int64(0) // none given
-	for rest := args[at+2+int(numkeys):]; len(rest) > 0; rest = rest[2:] {
-		if count != 0 || upper(rest[0]) != "COUNT" || len(rest) == 1 {
-			c.w.Error(errSyntax)
-			return
-		}
-		if count, ok = parseInt(rest[1]); !ok || count < 1 {
-			c.w.Error("ERR count should be greater than 0")
-			return
-		}
-	}
-	count = max(count, 1)
+	end, _ := parseEnd(endWord)
 	try := func() bool {
 		key, values, ok := popFirst(keys, c.popItemsOf(end, int(count)))
 		switch {

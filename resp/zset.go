@@ -810,38 +810,11 @@ func zmpopCommand(c *conn, args [][]byte) {
 	if blocks {
 		rest = args[2:]
 	}
-	n, ok := parseInt(rest[0])
-	if !ok || n < 1 {
-		c.w.Error(errNumkeys)
+	keys, end, count, ok := c.parseMultiPop(rest, func(word []byte) bool { u := upper(word); return u == "MIN" || u == "MAX" })
+	if !ok {
 		return
 	}
-	if n >= int64(len(rest)-1) {
-		c.w.Error(errSyntax)
-		return
-	}
-	keys, opts := rest[1:1+n], rest[1+n:]
-	var highest bool
-	switch upper(opts[0]) {
-	case "MIN":
-	case "MAX":
-		highest = true
-	default:
-		c.w.Error(errSyntax)
-		return
-	}
-	count := int64(-1)
-	for i := 1; i < len(opts); i++ {
-		if count != -1 || upper(opts[i]) != "COUNT" || i+1 == len(opts) {
-			c.w.Error(errSyntax)
-			return
-		}
-		i++
-		if count, ok = parseInt(opts[i]); !ok || count < 1 {
-			c.w.Error(errCountPositive)
-			return
-		}
-	}
-	count = max(count, 1)
+	highest := upper(end) == "MAX"
 	try := func() bool {
 		key, popped, ok := popFirst(keys, func(key []byte) ([]zset.Member, bool) { return c.popMembers(key, highest, count) })
 		if ok && len(popped) > 0 {
