@@ -483,10 +483,10 @@ func (c *Cluster) PaxosState(id, keyspace string, in paxos.Instance) (paxos.Stat
 }
 
 // Partition blocks every message between DCs a and b; Heal lets them through again.
-func (c *Cluster) Partition(a, b string) error { return c.net.Links().Partition(a, b) }
+func (c *Cluster) Partition(a, b string) error { return c.net.Partition(a, b) }
 
 // Heal ends a partition.
-func (c *Cluster) Heal(a, b string) error { return c.net.Links().Heal(a, b) }
+func (c *Cluster) Heal(a, b string) error { return c.net.Heal(a, b) }
 
 // Peek reads a running node's own copy of key, not through any coordinator.
 func (c *Cluster) Peek(id, keyspace string, key []byte) (lww.Record, bool, error) {
@@ -528,7 +528,7 @@ func (c *Cluster) CrashAfter(id string, d time.Duration, failed func(error)) {
 }
 
 // Counters returns the network's traffic so far, per DC pair and message kind.
-func (c *Cluster) Counters() sim.Counters { return c.net.Links().Counters() }
+func (c *Cluster) Counters() sim.Counters { return c.net.Counters() }
 
 // Nodes returns the node ids in start order.
 func (c *Cluster) Nodes() []string { return append([]string(nil), c.order...) }

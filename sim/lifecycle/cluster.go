@@ -353,10 +353,10 @@ func (c *Cluster) Cut(a, b string) { c.net.Cut(a, b) }
 func (c *Cluster) Mend(a, b string) { c.net.Mend(a, b) }
 
 // Partition blocks every message between DCs a and b; Heal lets them through again.
-func (c *Cluster) Partition(a, b string) error { return c.net.Links().Partition(a, b) }
+func (c *Cluster) Partition(a, b string) error { return c.net.Partition(a, b) }
 
 // Heal ends a partition.
-func (c *Cluster) Heal(a, b string) error { return c.net.Links().Heal(a, b) }
+func (c *Cluster) Heal(a, b string) error { return c.net.Heal(a, b) }
 
 // Run lets d of virtual time pass. Inside the bubble it takes no real time.
 func (c *Cluster) Run(d time.Duration) { time.Sleep(d) }

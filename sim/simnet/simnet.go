@@ -153,8 +153,28 @@ func New(links *sim.Network, trace func(string)) *Network {
 	}
 }
 
-// Links returns the DC links the network runs over.
-func (n *Network) Links() *sim.Network { return n.links }
+// Partition blocks every message between DCs a and b, both ways, from the next flush
+// on. It takes the network's lock: the driver reads the links as it flushes.
+func (n *Network) Partition(a, b string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links.Partition(a, b)
+}
+
+// Heal ends a Partition of DCs a and b.
+func (n *Network) Heal(a, b string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links.Heal(a, b)
+}
+
+// Counters returns a snapshot of the DC links' traffic counters, which the driver
+// updates as it flushes.
+func (n *Network) Counters() sim.Counters {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links.Counters()
+}
 
 // now is the virtual time since the network started.
 func (n *Network) now() time.Duration { return time.Since(n.start) }
