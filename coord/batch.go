@@ -57,7 +57,7 @@ func (c *Coordinator) putAllLocally(ctx context.Context, keyspace string, puts [
 			if len(members) != 1 || self.State != cluster.StateUp || self.Pending || !self.Counts() {
 				return consistency.Requirement{}, false
 			}
-			required := writeRequirement(cl, members, self.DC)
+			required := levelRequirement(cl, members, self.DC)
 			err := checkWritable([]replicaWrite{{member: self}}, required, func(map[string]int) error { return ErrUnavailable })
 			return required, err == nil
 		})
@@ -177,7 +177,7 @@ func (c *Coordinator) getAllLocally(ctx context.Context, keyspace string, keys [
 	}
 	ks, self, _, ok := c.replicaHere(ctx, keyspace, cl, len(keys), func(i int) []byte { return keys[i] },
 		func(self placement.Member, members []placement.Member) (consistency.Requirement, bool) {
-			required := readRequirement(cl, members, self.DC)
+			required := levelRequirement(cl, members, self.DC)
 			return required, self.Reads() && satisfiable([]target{{Member: self}}, required)
 		})
 	if !ok {
@@ -267,7 +267,7 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 			return false
 		}
 		if !same {
-			required := readRequirement(cl, members, self.DC)
+			required := levelRequirement(cl, members, self.DC)
 			candidates := c.readable(nil, members, len(q.groups))
 			if !satisfiable(candidates, required) {
 				placed = false

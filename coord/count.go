@@ -42,7 +42,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	for i, rg := range plan.ranges {
 		candidates := c.readable(nil, rg.Replicas, i)
 		if len(candidates) == 0 {
-			required := readRequirement(consistency.One, rg.Replicas, c.view.Self().DC)
+			required := levelRequirement(consistency.One, rg.Replicas, c.view.Self().DC)
 			return KeyCount{}, &UnavailableError{Level: consistency.One, Required: required, Alive: map[string]int{}}
 		}
 		m := candidates[0].Member

@@ -212,7 +212,7 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 	q := &quorum{self: c.view.Self().ID, workers: c.tasks, byNode: true}
 	for i, g := range groups {
 		replicas := plan.ranges[g.rangeIndex].Replicas
-		required := readRequirement(cl, replicas, localDC)
+		required := levelRequirement(cl, replicas, localDC)
 		candidates := c.readable(nil, replicas, i)
 		if err := available(cl, required, candidates); err != nil {
 			return 0, err

@@ -125,7 +125,7 @@ func (c *Coordinator) putRound(ctx context.Context, ks schema.Keyspace, puts []l
 		if err == nil && !same {
 			b = nil
 			if !slices.ContainsFunc(members, func(m placement.Member) bool { return m.State == cluster.StateAsleep }) {
-				required := writeRequirement(cl, members, self.DC)
+				required := levelRequirement(cl, members, self.DC)
 				batchKey = appendCandidatesKey(batchKey[:0], required, memberTargets(members))
 				if b = batchOf[string(batchKey)]; b == nil {
 					b = newWriteBatch(cl, required, members)

@@ -437,11 +437,12 @@ func (c *Coordinator) nearestFirst(targets []target) []target {
 }
 
 // readable returns the members that may be asked for reads, as targets of group, nearest
-// first, in buf's memory when it has room (nil is fine).
+// first, in buf's memory when it has room (nil is fine): those that serve reads, and the
+// pending ones that answer, whose answers count on top of the level (levelRequirement).
 func (c *Coordinator) readable(buf []target, members []placement.Member, group int) []target {
 	out := slices.Grow(buf[:0], len(members))
 	for i, m := range members {
-		if m.Reads() {
+		if m.Reads() || (m.Pending || m.State.Pending()) && m.State.Reachable() {
 			out = append(out, target{Member: m, group: group, slot: i})
 		}
 	}

@@ -3,9 +3,11 @@ package coord
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/placement"
 )
@@ -153,5 +155,56 @@ func TestGatherEachGroupEndsOnItsOwn(t *testing.T) {
 	}
 	if failing.met() || !waiting.met() {
 		t.Errorf("failing group met %v, waiting group met %v; want only the waiting one met", failing.met(), waiting.met())
+	}
+}
+
+// TestReadDuringMoveHearsPending: a read during a move asks the pending replicas that
+// answer, on top of the level, as a write reaches them: a coordinator that has learned
+// the move completed writes to the new replicas only, and one that has not reads the old
+// ones (explorer seed 5692).
+func TestReadDuringMoveHearsPending(t *testing.T) {
+	c, _ := stubCoordinator(t, "a=1", "n1", "n2", "n3")
+	owner := placement.Member{ID: "n1", DC: "a", State: cluster.StateUp}
+	tests := []struct {
+		name        string
+		members     []placement.Member
+		cl          consistency.Level
+		wantAsked   []string
+		wantRequire string
+		wantMet     bool
+	}{
+		{name: "no move", members: []placement.Member{owner}, cl: consistency.LocalQuorum,
+			wantAsked: []string{"n1"}, wantRequire: "1 (a: 1)", wantMet: true},
+		{name: "joiner pending", cl: consistency.LocalQuorum,
+			members:   []placement.Member{owner, {ID: "n2", DC: "a", State: cluster.StateJoining, Pending: true}},
+			wantAsked: []string{"n1", "n2"}, wantRequire: "2 (a: 2)", wantMet: true},
+		{name: "gainer of a leaving node pending", cl: consistency.One,
+			members:   []placement.Member{{ID: "n1", DC: "a", State: cluster.StateLeaving}, {ID: "n2", DC: "a", State: cluster.StateUp, Pending: true}},
+			wantAsked: []string{"n1", "n2"}, wantRequire: "2", wantMet: true},
+		{name: "pending down: unavailable, as a write is", cl: consistency.LocalQuorum,
+			members:   []placement.Member{owner, {ID: "n2", DC: "a", State: cluster.StateDown, Pending: true}},
+			wantAsked: []string{"n1"}, wantRequire: "2 (a: 2)", wantMet: false},
+		{name: "owner down: the pending alone does not meet the level", cl: consistency.LocalQuorum,
+			members:   []placement.Member{{ID: "n1", DC: "a", State: cluster.StateDown}, {ID: "n2", DC: "a", State: cluster.StateJoining, Pending: true}},
+			wantAsked: []string{"n2"}, wantRequire: "2 (a: 2)", wantMet: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			required := levelRequirement(tt.cl, tt.members, "a")
+			asked := c.readable(nil, tt.members, 0)
+			var ids []string
+			for _, a := range asked {
+				ids = append(ids, a.ID)
+			}
+			if !slices.Equal(ids, tt.wantAsked) {
+				t.Errorf("asked %v, want %v", ids, tt.wantAsked)
+			}
+			if got := required.String(); got != tt.wantRequire {
+				t.Errorf("requirement %s, want %s", got, tt.wantRequire)
+			}
+			if got := satisfiable(asked, required); got != tt.wantMet {
+				t.Errorf("satisfiable %v, want %v", got, tt.wantMet)
+			}
+		})
 	}
 }

@@ -60,7 +60,7 @@ func (c *Coordinator) gatherRead(ctx context.Context, ks schema.Keyspace, cl con
 		return out, err
 	}
 	self := c.view.Self()
-	required := readRequirement(cl, op.members, self.DC)
+	required := levelRequirement(cl, op.members, self.DC)
 	op.targets = c.readable(op.targets, op.members, 0)
 	if err := available(cl, required, op.targets); err != nil {
 		return out, err

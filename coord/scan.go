@@ -621,7 +621,7 @@ func (c *Coordinator) readRound(ctx context.Context, ks schema.Keyspace, ranges 
 		list := listOf(rg.Replicas)
 		g, ok := groupOfList[list]
 		if !ok {
-			required := readRequirement(cl, rg.Replicas, localDC)
+			required := levelRequirement(cl, rg.Replicas, localDC)
 			candidates := c.readable(nil, rg.Replicas, len(q.groups))
 			if err := available(cl, required, candidates); err != nil {
 				return roundResult{}, err

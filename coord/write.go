@@ -94,7 +94,7 @@ func (c *Coordinator) replicatedWrite(ctx context.Context, ks schema.Keyspace, r
 		op.release(outcome{})
 		return 0, err
 	}
-	required := writeRequirement(cl, op.members, c.view.Self().DC)
+	required := levelRequirement(cl, op.members, c.view.Self().DC)
 	op.required = required
 	return c.writeMembers(ctx, op, op.members, rec, cl, func(alive map[string]int) error {
 		return &UnavailableError{Level: cl, Required: required, Alive: alive}
@@ -224,21 +224,19 @@ func (c *Coordinator) offloadHolder(m placement.Member, members []placement.Memb
 	return nil
 }
 
-// readRequirement is what level cl asks of members, the replicas of a key or range read
-// by a coordinator in dc: the members whose answers count (countedPerDC).
-func readRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
-	return cl.Require(countedPerDC(members), dc)
-}
-
-// writeRequirement is what a write at level cl to members, by a coordinator in dc, must
-// reach: readRequirement raised for the pending members (withPending).
-func writeRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
-	return withPending(readRequirement(cl, members, dc), members)
+// levelRequirement is what level cl asks of members, the replicas of a key or range
+// written or read by a coordinator in dc: the members whose answers count
+// (countedPerDC), raised for the pending ones (withPending). Reads are raised as writes
+// are: a coordinator that has learned that a move completed writes to the new replicas
+// only, while one that has not yet reads the old ones, so a read during a move must
+// also hear the pending replicas, which every write reached (explorer seed 5692).
+func levelRequirement(cl consistency.Level, members []placement.Member, dc string) consistency.Requirement {
+	return withPending(cl.Require(countedPerDC(members), dc), members)
 }
 
 // withPending raises the level's requirement by every pending member (a node taking the
-// range over, or a joining one), reachable or not: a write during a move must reach the
-// level on the new replica set too, and is unavailable when it cannot.
+// range over, or a joining one), reachable or not: a write or read during a move must
+// reach the level on the new replica set too, and is unavailable when it cannot.
 func withPending(required consistency.Requirement, members []placement.Member) consistency.Requirement {
 	for _, m := range members {
 		if m.Pending || m.State.Pending() {

@@ -22,14 +22,15 @@ type Member struct {
 	State cluster.State
 	// Pending: the member will hold the data once a move in progress completes (it joins,
 	// replaces a dead node, or takes over from a leaving one). It receives writes, and
-	// the level is raised by one for it; it serves no reads.
+	// the level is raised by one for it; its read answers count only on top of the
+	// level's (coord asks it with the replicas that serve reads).
 	Pending bool
 }
 
 // Counts reports whether the member's acknowledgement of a write counts for a level.
 func (m Member) Counts() bool { return !m.Pending && m.State.Writable() }
 
-// Reads reports whether the member may be asked for reads.
+// Reads reports whether the member serves reads whose answers count for a level.
 func (m Member) Reads() bool { return !m.Pending && m.State.Readable() }
 
 // Receives reports whether the member is sent writes that do not count: a pending
