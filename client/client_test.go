@@ -407,7 +407,9 @@ func TestAttemptTimeout(t *testing.T) {
 			b.view = func() []*kurav1.NodeStatus {
 				return []*kurav1.NodeStatus{nodeStatus("f", "dc1", silent, "up"), nodeStatus("b", "dc1", b.addr, "up")}
 			}
-			opts := Options{LocalDC: "dc1", AttemptTimeout: 50 * time.Millisecond}
+			// An attempt timeout long enough that a loaded machine never takes the live node b
+			// for a silent one, and short enough to keep the test quick.
+			opts := Options{LocalDC: "dc1", AttemptTimeout: time.Second}
 			cl, err := Dial(ctx, []string{b.addr}, opts)
 			if err != nil {
 				t.Fatal(err)
