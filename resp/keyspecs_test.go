@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,6 +92,17 @@ func TestEveryKeyedCommandHasKeySpecs(t *testing.T) {
 			t.Errorf("%s has keys but no key specification", cmd.name)
 		case keys.specs[0].begin.index != cmd.firstKey:
 			t.Errorf("%s's first key is argument %d, Redis's specification's %d", cmd.name, cmd.firstKey, keys.specs[0].begin.index)
+		}
+	}
+}
+
+// TestMovableKeysComeFromKeySpecs: COMMAND adds movablekeys from a command's key
+// specification, so no command names it among its own flags (SINTERCARD did, and COMMAND
+// INFO listed it twice).
+func TestMovableKeysComeFromKeySpecs(t *testing.T) {
+	for name, cmd := range commandTable() {
+		if slices.Contains(cmd.flags, "movablekeys") {
+			t.Errorf("%s names movablekeys among its flags", name)
 		}
 	}
 }

@@ -46,8 +46,8 @@ func setCommands() []*command {
 		keys(1, -1, &command{name: "sinter", arity: -2, flags: []string{"readonly"}, run: salgebraCommand}),
 		keys(1, -1, &command{name: "sunion", arity: -2, flags: []string{"readonly"}, run: salgebraCommand}),
 		keys(1, -1, &command{name: "sdiff", arity: -2, flags: []string{"readonly"}, run: salgebraCommand}),
-		// Its keys follow numkeys: COMMAND says as Redis does (movablekeys).
-		keys(1, 1, &command{name: "sintercard", arity: -3, flags: []string{"readonly", "movablekeys"}, run: sintercardCommand}),
+		// Its keys follow numkeys: COMMAND adds movablekeys from its key specification.
+		keys(1, 1, &command{name: "sintercard", arity: -3, flags: []string{"readonly"}, run: sintercardCommand}),
 		keys(1, -1, &command{name: "sinterstore", arity: -3, flags: []string{"write", "denyoom"}, run: sstoreCommand}),
 		keys(1, -1, &command{name: "sunionstore", arity: -3, flags: []string{"write", "denyoom"}, run: sstoreCommand}),
 		keys(1, -1, &command{name: "sdiffstore", arity: -3, flags: []string{"write", "denyoom"}, run: sstoreCommand}),
