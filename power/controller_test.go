@@ -235,7 +235,7 @@ func simulate(t *testing.T, cfg ControllerConfig, seconds int, load func(second 
 	}
 	canSleep := func(id string) bool {
 		i := slices.IndexFunc(nodes, func(n *simNode) bool { return n.id == id })
-		_, short := ShortOfAwake(sets, atOne, id, func(x string) bool { return !notServing(x) })
+		short := len(ShortOfAwake(sets, atOne, id, func(x string) bool { return !notServing(x) })) > 0
 		return nodes[i].tier > 0 && !short
 	}
 	for second := range seconds {

@@ -122,19 +122,24 @@ type Shortfall struct {
 
 // String says which range falls short, of what, for an operator.
 func (s Shortfall) String() string {
+	return "keyspace " + s.Keyspace + ", " + s.rangeString()
+}
+
+// rangeString is String without the keyspace.
+func (s Shortfall) rangeString() string {
 	where := ""
 	if s.DC != "" {
 		where = " in " + s.DC
 	}
-	return fmt.Sprintf("keyspace %s, range (%d, %d]: %d of its %d replicas%s would be awake, %v needs %d",
-		s.Keyspace, s.Range.Start, s.Range.End, s.Awake, s.Replicas, where, s.Level, s.Needed)
+	return fmt.Sprintf("range (%d, %d]: %d of its %d replicas%s would be awake, %v needs %d",
+		s.Range.Start, s.Range.End, s.Awake, s.Replicas, where, s.Level, s.Needed)
 }
 
-// ShortOfAwake is the sleep rule: it returns the first range among sets (every range's
+// ShortOfAwake is the sleep rule: it returns every range among sets (every range's
 // replica set, as ring.Placement.Sets gives them) that candidate's sleep would leave
-// with fewer awake replicas than one of levels needs, or false when there is none.
-// awake says which other nodes serve reads (the candidate counts as asleep, whatever
-// awake says of it).
+// with fewer awake replicas than one of levels needs, one Shortfall per range (its first
+// level short), in ring order; none when candidate may sleep. awake says which other
+// nodes serve reads (the candidate counts as asleep, whatever awake says of it).
 //
 // Only ranges candidate holds are checked: its sleep changes no other. A level counts
 // as a read at that level would: LOCAL_ONE, LOCAL_QUORUM and LOCAL_SERIAL from a
@@ -143,18 +148,12 @@ func (s Shortfall) String() string {
 // go to its holder, whose acknowledgement counts for it. A level that the range could
 // not serve with every replica awake (TWO on one replica) is not the sleep's doing, and
 // forbids nothing.
-func ShortOfAwake(sets [][]ring.Member, levels []consistency.Level, candidate string, awake func(id string) bool) (Shortfall, bool) {
+func ShortOfAwake(sets [][]ring.Member, levels []consistency.Level, candidate string, awake func(id string) bool) []Shortfall {
 	without := func(id string) bool { return id != candidate && awake(id) }
-	for i, set := range sets {
-		if !slices.ContainsFunc(set, func(m ring.Member) bool { return m.ID == candidate }) {
-			continue
-		}
-		if s, short := rangeShort(set, levels, without); short {
-			s.Index = i
-			return s, true
-		}
+	holds := func(set []ring.Member) bool {
+		return slices.ContainsFunc(set, func(m ring.Member) bool { return m.ID == candidate })
 	}
-	return Shortfall{}, false
+	return shortRanges(sets, levels, holds, without)
 }
 
 // Short returns every range among sets that has fewer awake replicas than one of levels
@@ -162,8 +161,17 @@ func ShortOfAwake(sets [][]ring.Member, levels []consistency.Level, candidate st
 // ring order: what a stricter declaration, or a replica failed beside a sleeper, leaves.
 // It counts as ShortOfAwake does, with no candidate.
 func Short(sets [][]ring.Member, levels []consistency.Level, awake func(id string) bool) []Shortfall {
+	return shortRanges(sets, levels, func([]ring.Member) bool { return true }, awake)
+}
+
+// shortRanges returns the ranges among sets that check selects and that fall short of
+// levels with the replicas awake says.
+func shortRanges(sets [][]ring.Member, levels []consistency.Level, check func([]ring.Member) bool, awake func(id string) bool) []Shortfall {
 	var out []Shortfall
 	for i, set := range sets {
+		if !check(set) {
+			continue
+		}
 		if s, short := rangeShort(set, levels, awake); short {
 			s.Index = i
 			out = append(out, s)
@@ -292,13 +300,17 @@ func total(perDC map[string]int) int {
 	return n
 }
 
-// SleepRefused is the sleep rule's refusal: Node may not sleep, since Shortfall's range
-// would then have too few awake replicas.
+// SleepRefused is the sleep rule's refusal: Node may not sleep, since ShortRanges of
+// the Ranges ranges of Shortfall's keyspace, Shortfall's the first of them, would then
+// have too few awake replicas.
 type SleepRefused struct {
-	Node      string
-	Shortfall Shortfall
+	Node        string
+	Shortfall   Shortfall
+	ShortRanges int
+	Ranges      int
 }
 
 func (e *SleepRefused) Error() string {
-	return fmt.Sprintf("node %s may not sleep: %v", e.Node, e.Shortfall)
+	return fmt.Sprintf("node %s may not sleep: keyspace %s, %d of its %d ranges would be short of awake replicas, the first %s",
+		e.Node, e.Shortfall.Keyspace, e.ShortRanges, e.Ranges, e.Shortfall.rangeString())
 }

@@ -38,53 +38,50 @@ func TestShortOfAwake(t *testing.T) {
 		sets      [][]ring.Member
 		levels    []consistency.Level
 		candidate string
-		asleep    []string // the other nodes not awake
-		want      *Shortfall
+		asleep    []string    // the other nodes not awake
+		want      []Shortfall // every range the sleep leaves short
 	}{
 		{"QUORUM keeps two of three", oneDC, []consistency.Level{quorum}, "a", nil, nil},
 		{"QUORUM refuses the second sleeper", oneDC, []consistency.Level{quorum}, "a", []string{"b"},
-			&Shortfall{Level: quorum, Awake: 1, Needed: 2, Replicas: 3}},
+			[]Shortfall{{Level: quorum, Awake: 1, Needed: 2, Replicas: 3}}},
 		{"SERIAL needs what QUORUM does", oneDC, []consistency.Level{serial}, "a", []string{"c"},
-			&Shortfall{Level: serial, Awake: 1, Needed: 2, Replicas: 3}},
+			[]Shortfall{{Level: serial, Awake: 1, Needed: 2, Replicas: 3}}},
 		{"ONE lets the second sleep", oneDC, []consistency.Level{one}, "a", []string{"b"}, nil},
 		{"ONE refuses the last awake replica", oneDC, []consistency.Level{one}, "a", []string{"b", "c"},
-			&Shortfall{Level: one, Awake: 0, Needed: 1, Replicas: 3}},
+			[]Shortfall{{Level: one, Awake: 0, Needed: 1, Replicas: 3}}},
 		{"ANY still needs an awake replica for its reads elsewhere", oneDC, []consistency.Level{anyLevel}, "a", []string{"b", "c"},
-			&Shortfall{Level: anyLevel, Awake: 0, Needed: 1, Replicas: 3}},
+			[]Shortfall{{Level: anyLevel, Awake: 0, Needed: 1, Replicas: 3}}},
 		{"TWO as QUORUM on three", oneDC, []consistency.Level{two}, "c", []string{"a"},
-			&Shortfall{Level: two, Awake: 1, Needed: 2, Replicas: 3}},
+			[]Shortfall{{Level: two, Awake: 1, Needed: 2, Replicas: 3}}},
 		{"ALL refuses any replica", oneDC, []consistency.Level{one, all}, "b", nil,
-			&Shortfall{Level: all, DC: "dc1", Awake: 2, Needed: 3, Replicas: 3}},
+			[]Shortfall{{Level: all, DC: "dc1", Awake: 2, Needed: 3, Replicas: 3}}},
 		{"a range the candidate does not hold is not its concern", oneDC, []consistency.Level{all}, "z", []string{"a", "b", "c"}, nil},
 		{"TWO on one replica is never served: not the sleep's doing", [][]ring.Member{set("a")}, []consistency.Level{two}, "a", nil, nil},
 		{"ONE on one replica", [][]ring.Member{set("a")}, []consistency.Level{one}, "a", nil,
-			&Shortfall{Level: one, Awake: 0, Needed: 1, Replicas: 1}},
+			[]Shortfall{{Level: one, Awake: 0, Needed: 1, Replicas: 1}}},
 		{"QUORUM over two DCs counts them together", twoDCs, []consistency.Level{quorum}, "a", nil, nil},
 		{"LOCAL_QUORUM in dc1 needs both of its replicas", twoDCs, []consistency.Level{localQuorum}, "a", nil,
-			&Shortfall{Level: localQuorum, DC: "dc1", Awake: 1, Needed: 2, Replicas: 2}},
+			[]Shortfall{{Level: localQuorum, DC: "dc1", Awake: 1, Needed: 2, Replicas: 2}}},
 		{"LOCAL_SERIAL as LOCAL_QUORUM", twoDCs, []consistency.Level{localSerial}, "b", nil,
-			&Shortfall{Level: localSerial, DC: "dc1", Awake: 1, Needed: 2, Replicas: 2}},
+			[]Shortfall{{Level: localSerial, DC: "dc1", Awake: 1, Needed: 2, Replicas: 2}}},
 		{"LOCAL_ONE keeps one in dc1", twoDCs, []consistency.Level{localOne}, "a", nil, nil},
 		{"LOCAL_ONE from dc2, whose only replica would sleep", twoDCs, []consistency.Level{localOne}, "c", nil,
-			&Shortfall{Level: localOne, DC: "dc2", Awake: 0, Needed: 1, Replicas: 1}},
+			[]Shortfall{{Level: localOne, DC: "dc2", Awake: 0, Needed: 1, Replicas: 1}}},
 		{"EACH_QUORUM names the DC short", twoDCs, []consistency.Level{eachQuorum}, "c", nil,
-			&Shortfall{Level: eachQuorum, DC: "dc2", Awake: 0, Needed: 1, Replicas: 1}},
+			[]Shortfall{{Level: eachQuorum, DC: "dc2", Awake: 0, Needed: 1, Replicas: 1}}},
 		{"the first level short is reported", oneDC, []consistency.Level{one, quorum}, "a", []string{"b"},
-			&Shortfall{Level: quorum, Awake: 1, Needed: 2, Replicas: 3}},
+			[]Shortfall{{Level: quorum, Awake: 1, Needed: 2, Replicas: 3}}},
 		{"the index of the range short", [][]ring.Member{set("a", "b", "c"), set("d", "e", "f"), set("d", "a", "g")}, []consistency.Level{quorum}, "d", []string{"e"},
-			&Shortfall{Index: 1, Level: quorum, Awake: 1, Needed: 2, Replicas: 3}},
+			[]Shortfall{{Index: 1, Level: quorum, Awake: 1, Needed: 2, Replicas: 3}}},
+		{"every range short is reported, each with its first level short", [][]ring.Member{set("a", "b", "c"), set("d", "e", "f"), set("d", "e", "g"), set("d", "h", "i")}, []consistency.Level{one, quorum}, "d", []string{"e", "f"},
+			[]Shortfall{{Index: 1, Level: one, Awake: 0, Needed: 1, Replicas: 3}, {Index: 2, Level: quorum, Awake: 1, Needed: 2, Replicas: 3}}},
 		{"the candidate asleep already counts once", oneDC, []consistency.Level{quorum}, "a", []string{"a"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, short := ShortOfAwake(tt.sets, tt.levels, tt.candidate, func(id string) bool { return !slices.Contains(tt.asleep, id) })
-			switch {
-			case tt.want == nil && short:
-				t.Errorf("short %+v, want none", got)
-			case tt.want != nil && !short:
-				t.Errorf("none short, want %+v", *tt.want)
-			case tt.want != nil && got != *tt.want:
-				t.Errorf("short %+v, want %+v", got, *tt.want)
+			got := ShortOfAwake(tt.sets, tt.levels, tt.candidate, func(id string) bool { return !slices.Contains(tt.asleep, id) })
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("short %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -168,9 +165,10 @@ func TestShortfallString(t *testing.T) {
 	if got := s.String(); got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
-	err := error(&SleepRefused{Node: "n7", Shortfall: s})
-	if got := err.Error(); got != "node n7 may not sleep: "+want {
-		t.Errorf("Error = %q", got)
+	err := error(&SleepRefused{Node: "n7", Shortfall: s, ShortRanges: 7, Ranges: 256})
+	wantErr := "node n7 may not sleep: keyspace app, 7 of its 256 ranges would be short of awake replicas, the first range (10, 20]: 1 of its 2 replicas in dc1 would be awake, LOCAL_QUORUM needs 2"
+	if got := err.Error(); got != wantErr {
+		t.Errorf("Error = %q, want %q", got, wantErr)
 	}
 }
 

@@ -3,9 +3,11 @@ package powercycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -311,9 +313,25 @@ func TestMaySleepNamesTheShortfall(t *testing.T) {
 		t.Errorf("refused %+v", *refused)
 	}
 	r, _ := tc.Ring()
-	set := r.Placement(tc.keyspace.Strategy()).ReplicasFor(s.Range.End)
+	placement := r.Placement(tc.keyspace.Strategy())
+	set := placement.ReplicasFor(s.Range.End)
 	if !inSet(set, "n2") || !inSet(set, "n3") {
 		t.Errorf("the range named, %v, is held by %v: not one n2 and the sleeping n3 share", s.Range, set)
+	}
+	// The count is every range n2 shares with n3: each would keep only its tier-0 replica.
+	sets := placement.Sets()
+	shared := 0
+	for _, set := range sets {
+		if inSet(set, "n2") && inSet(set, "n3") {
+			shared++
+		}
+	}
+	if refused.ShortRanges != shared || refused.Ranges != len(sets) || shared < 2 {
+		t.Errorf("refused for %d of %d ranges, want the %d of %d n2 shares with n3 (and more than one, for the count to tell)",
+			refused.ShortRanges, refused.Ranges, shared, len(sets))
+	}
+	if want := fmt.Sprintf("keyspace app, %d of its %d ranges would be short", shared, len(sets)); !strings.Contains(refused.Error(), want) || !strings.Contains(refused.Error(), "QUORUM needs 2") {
+		t.Errorf("refusal %q does not name the keyspace, the count (%q) and the level", refused.Error(), want)
 	}
 	// n3 awake again: n2's sleep leaves two of three awake in every range.
 	tc.dir.SetPower("n3", cluster.Power{State: power.Active})

@@ -520,9 +520,10 @@ func (p *Cycle) MaySleep(id string) error {
 		return err
 	}
 	for _, d := range demands {
-		if short, ok := power.ShortOfAwake(d.Sets, d.Levels, self.ID, awake); ok {
-			short.Keyspace, short.Range = d.keyspace, r.Ranges()[short.Index]
-			return &power.SleepRefused{Node: self.ID, Shortfall: short}
+		if short := power.ShortOfAwake(d.Sets, d.Levels, self.ID, awake); len(short) > 0 {
+			first := short[0]
+			first.Keyspace, first.Range = d.keyspace, r.Ranges()[first.Index]
+			return &power.SleepRefused{Node: self.ID, Shortfall: first, ShortRanges: len(short), Ranges: len(d.Sets)}
 		}
 	}
 	return nil
