@@ -32,6 +32,7 @@ const (
 	rdbTypeString = 0
 	rdbTypeList   = 1 // its length, then each item
 	rdbTypeSet    = 2 // its length, then each member
+	rdbTypeZset   = 3 // its length, then each member and its score as text (before Redis 4.0)
 	rdbTypeHash   = 4 // its length, then each field and its value
 	rdbTypeZset2  = 5 // its length, then each member and its score (a little-endian float64)
 	rdbLen6       = 0
@@ -195,17 +196,19 @@ func undump(p []byte, valueMax int) (dumped, error) {
 		d = dumped{typ: lww.Set, strings: r.strings(1)}
 	case rdbTypeHash:
 		d = dumped{typ: lww.Hash, strings: r.strings(2)}
-	case rdbTypeZset2:
+	case rdbTypeZset, rdbTypeZset2:
 		d.typ = lww.SortedSet
+		readScore := r.binaryScore
+		if body[0] == rdbTypeZset {
+			readScore = r.textScore
+		}
 		for n := r.count(); n > 0 && r.err == nil; n-- {
 			d.strings = append(d.strings, r.string())
-			if b := r.take(8); b != nil {
-				score := math.Float64frombits(binary.LittleEndian.Uint64(b))
-				if math.IsNaN(score) {
-					r.err = errDumpFormat
-				}
-				d.scores = append(d.scores, score)
+			score := readScore()
+			if math.IsNaN(score) {
+				r.err = errDumpFormat
 			}
+			d.scores = append(d.scores, score)
 		}
 	case rdbTypeSetIntset:
 		d = dumped{typ: lww.Set, strings: r.compact(intsetMembers)}
@@ -382,6 +385,38 @@ func (r *rdbReader) quicklist(v2 bool) [][]byte {
 		r.err = errDumpFormat
 	}
 	return items
+}
+
+// binaryScore reads a sorted set's score as RDB_TYPE_ZSET_2 writes it: a little-endian
+// float64.
+func (r *rdbReader) binaryScore() float64 {
+	if b := r.take(8); b != nil {
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	return 0
+}
+
+// textScore reads a sorted set's score as RDB_TYPE_ZSET writes it: a length byte, or
+// 253, 254 or 255 for NaN, +inf and -inf, then that many bytes of its decimal text.
+func (r *rdbReader) textScore() float64 {
+	b := r.take(1)
+	if b == nil {
+		return 0
+	}
+	switch b[0] {
+	case 253:
+		return math.NaN()
+	case 254:
+		return math.Inf(1)
+	case 255:
+		return math.Inf(-1)
+	}
+	text := r.take(uint64(b[0]))
+	score, err := strconv.ParseFloat(string(text), 64)
+	if r.err == nil && err != nil {
+		r.err = errDumpFormat
+	}
+	return score
 }
 
 // count reads a collection's length, which has no special encoding.

@@ -41,13 +41,16 @@ var (
 	ziplistZset = "\x0c((\x00\x00\x00#\x00\x00\x00\x08\x00\x00\x01a\x03\xf2\x02\x01b\x03\x031.5\x05\x01c\x03\x04-inf\x06\x01d\x03\xc0\xd4\xfe\xff\x09\x00 \x06|X\xa6\xf4\xa9\x91"
 	// a 5 <300 x's> b, as one ziplist (RDB_TYPE_LIST_ZIPLIST).
 	ziplistList = "\nAFF\x01\x00\x00>\x01\x00\x00\x04\x00\x00\x01a\x03\xf6\x02A," + strings.Repeat("x", 300) + "\xfe/\x01\x00\x00\x01b\xff\x09\x00\xe0\xd2\xc0\x16\x871\xbb5"
+	// a 1.5, b -inf, c inf, d -3: a sorted set with its scores as text (RDB_TYPE_ZSET,
+	// version 7, as Redis 3.2 wrote a large one).
+	textScoresZset = "\x03\x04\x01a\x031.5\x01b\xff\x01c\xfe\x01d\x02-3\x07\x00\x94\x14\x90H\x9dm\x1aK"
 	// a b, an empty node, 3 c: a quicklist of ziplists (RDB_TYPE_LIST_QUICKLIST).
 	ziplistQuicklist = "\x0e\x03\x11\x11\x00\x00\x00\x0d\x00\x00\x00\x02\x00\x00\x01a\x03\x01b\xff\x0b\x0b\x00\x00\x00\n\x00\x00\x00\x00\x00\xff\x10\x10\x00\x00\x00\x0c\x00\x00\x00\x02\x00\x00\xf4\x02\x01c\xff\x09\x00\x85IW\x02z\x96D\xc6"
 )
 
 // TestRestoreCompactEncodings: RESTORE reads what redis-server writes for a small hash,
 // sorted set, set of integers or list (listpacks, intsets, quicklists), and what Redis
-// before 7.0 wrote (ziplists), to the values redis-server restores them to.
+// before 7.0 wrote (ziplists, text scores), to the values redis-server restores them to.
 func TestRestoreCompactEncodings(t *testing.T) {
 	tests := []struct {
 		name, payload string
@@ -65,6 +68,7 @@ func TestRestoreCompactEncodings(t *testing.T) {
 		{"ziplist hash", ziplistHash, cmd("HGETALL", "k"), bulks("after", "y", "f", "v", "i16", "-300", "i24", "70000", "i32", "2147483647", "i64", "1099511627776", "i8", "-100", "long", strings.Repeat("x", 300), "n", "12")},
 		{"ziplist sorted set", ziplistZset, cmd("ZRANGE", "k", "0", "-1", "WITHSCORES"), bulks("c", "-inf", "d", "-300", "a", "1", "b", "1.5")},
 		{"ziplist list", ziplistList, cmd("LRANGE", "k", "0", "-1"), bulks("a", "5", strings.Repeat("x", 300), "b")},
+		{"sorted set with scores as text", textScoresZset, cmd("ZRANGE", "k", "0", "-1", "WITHSCORES"), bulks("b", "-inf", "d", "-3", "a", "1.5", "c", "inf")},
 		{"quicklist of ziplists", ziplistQuicklist, cmd("LRANGE", "k", "0", "-1"), bulks("a", "b", "3", "c")},
 	}
 	_, _, addr := startServer(t, Config{NodeID: "n1"})
@@ -125,6 +129,9 @@ func TestUndumpRefusesBadCompactEncodings(t *testing.T) {
 		{"ziplist's string past its end", "\x0d" + rdbStr("\x11\x00\x00\x00\x0d\x00\x00\x00\x02\x00\x00\x01a\x03\x09b\xff")},
 		{"ziplist quicklist's node not a ziplist", "\x0e\x01" + rdbStr(good)},
 		{"the blob past the payload's end", "\x10\x20" + good},
+		{"text score NaN", "\x03\x01\x01a\xfd"},
+		{"text score a word", "\x03\x01\x01a\x03abc"},
+		{"text score past the end", "\x03\x01\x01a\x031."},
 	}
 	for _, tt := range tests {
 		if _, err := undump([]byte(footed(tt.body)), 1<<20); err == nil || err.Error() != errDumpFormat.Error() {
@@ -153,7 +160,7 @@ func FuzzUndump(f *testing.F) {
 	for _, p := range []string{
 		redisDumpHashListpack, redisDumpHashListpackLZF, redisDumpZsetListpack, redisDumpIntset32,
 		redisDumpList, redisDumpList3Nodes, ziplistHash, ziplistZset, ziplistQuicklist,
-		redisDumpHash, redisDumpSet, redisDumpZset, dumpMixed,
+		textScoresZset, redisDumpHash, redisDumpSet, redisDumpZset, dumpMixed,
 	} {
 		f.Add([]byte(p[:len(p)-10]))
 	}
