@@ -252,6 +252,10 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("CONFIG", "SET", "timeout", "abc"), "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer\r\n"},
 			{cmd("CONFIG", "SET", "timeout", "-1"), "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive\r\n"},
 			{cmd("CONFIG", "SET", "timeout", "5", "TIMEOUT", "6"), "-ERR CONFIG SET failed (possibly related to argument 'TIMEOUT') - duplicate parameter\r\n"},
+			// Names are checked before values: a duplicate or an unknown name is named
+			// before a value kura refuses, as in Redis.
+			{cmd("CONFIG", "SET", "maxmemory", "10000001", "maxmemory", "10000002"), "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter\r\n"},
+			{cmd("CONFIG", "SET", "maxmemory", "1", "foo", "1"), "-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"},
 			{cmd("CONFIG", "SET", "timeout", "abc", "foo", "1"), "-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"},
 			{cmd("CONFIG", "SET", "timeout", "1", "maxmemory"), "-ERR syntax error\r\n"},
 			{cmd("CONFIG", "SET", "timeout"), "-ERR wrong number of arguments for 'config|set' command\r\n"},

@@ -216,10 +216,6 @@ func configSetCommand(c *conn, args [][]byte) {
 		case p.set == nil && p.fixed == "":
 			failed(args[i], "can't set immutable config")
 			return
-		case p.set == nil && string(args[i+1]) != p.get(c):
-			// Its own value is taken: the setting is then what the client asked for.
-			failed(args[i], "can't set immutable config: "+p.fixed)
-			return
 		}
 		for _, earlier := range params {
 			if earlier.name == p.name {
@@ -231,7 +227,14 @@ func configSetCommand(c *conn, args [][]byte) {
 	}
 	applies := make([]func(), len(params))
 	for i, p := range params {
-		if p.set == nil { // a kura-fixed parameter given its own value
+		if p.set == nil {
+			// A parameter kura fixes takes its own value (the setting is then what the
+			// client asked for); another is refused as a value, after every name is
+			// checked, as Redis refuses a bad value (a duplicate is named first).
+			if string(args[3+2*i]) != p.get(c) {
+				failed(args[2+2*i], "can't set immutable config: "+p.fixed)
+				return
+			}
 			applies[i] = func() {}
 			continue
 		}

@@ -18,8 +18,8 @@ import (
 
 // DUMP and RESTORE in Redis's own serialization: a payload DUMP writes restores on
 // redis-server 7.0, and one redis-server writes restores on kura when it holds a string
-// or a collection in Redis's plain encodings (a hash, set or sorted set past its compact
-// encoding's thresholds; DUMP writes those for any size). A payload is the value in
+// or a collection: in Redis's plain encodings (DUMP writes those for any size) or its
+// compact ones for small collections (rdbcompact.go). A payload is the value in
 // Redis's RDB encoding (type byte, then the value), the RDB version in two bytes, and
 // Redis's CRC-64 (Jones) of all that in eight, both little-endian.
 
@@ -32,6 +32,7 @@ const (
 	rdbTypeString = 0
 	rdbTypeList   = 1 // its length, then each item
 	rdbTypeSet    = 2 // its length, then each member
+	rdbTypeZset   = 3 // its length, then each member and its score as text (before Redis 4.0)
 	rdbTypeHash   = 4 // its length, then each field and its value
 	rdbTypeZset2  = 5 // its length, then each member and its score (a little-endian float64)
 	rdbLen6       = 0
@@ -170,8 +171,9 @@ type dumped struct {
 }
 
 // undump returns the value a DUMP payload holds. One whose version or checksum is wrong
-// is refused, and so are a type kura does not read, a compressed string that would
-// expand past valueMax bytes (before it is expanded), and a member or field named twice.
+// is refused, and so are a type kura does not read (a stream, a module's), a compressed
+// string that would expand past valueMax bytes (before it is expanded), a malformed or
+// empty compact encoding, and a member or field named twice.
 func undump(p []byte, valueMax int) (dumped, error) {
 	if len(p) < 10 {
 		return dumped{}, errDumpFooter
@@ -194,20 +196,41 @@ func undump(p []byte, valueMax int) (dumped, error) {
 		d = dumped{typ: lww.Set, strings: r.strings(1)}
 	case rdbTypeHash:
 		d = dumped{typ: lww.Hash, strings: r.strings(2)}
-	case rdbTypeZset2:
+	case rdbTypeZset, rdbTypeZset2:
 		d.typ = lww.SortedSet
+		readScore := r.binaryScore
+		if body[0] == rdbTypeZset {
+			readScore = r.textScore
+		}
 		for n := r.count(); n > 0 && r.err == nil; n-- {
 			d.strings = append(d.strings, r.string())
-			if b := r.take(8); b != nil {
-				score := math.Float64frombits(binary.LittleEndian.Uint64(b))
-				if math.IsNaN(score) {
-					r.err = errDumpFormat
-				}
-				d.scores = append(d.scores, score)
+			score := readScore()
+			if math.IsNaN(score) {
+				r.err = errDumpFormat
 			}
+			d.scores = append(d.scores, score)
 		}
+	case rdbTypeSetIntset:
+		d = dumped{typ: lww.Set, strings: r.compact(intsetMembers)}
+	case rdbTypeHashZiplist, rdbTypeHashListpack:
+		d = dumped{typ: lww.Hash, strings: r.pairs(compactDecoder(body[0]))}
+	case rdbTypeZsetZiplist, rdbTypeZsetListpack:
+		d.typ = lww.SortedSet
+		pairs := r.pairs(compactDecoder(body[0]))
+		for i := 0; i+1 < len(pairs); i += 2 {
+			// Redis writes a score as an integer or as the string %.17g makes (inf too).
+			score, err := strconv.ParseFloat(string(pairs[i+1]), 64)
+			if err != nil || math.IsNaN(score) {
+				r.err = errDumpFormat
+			}
+			d.strings, d.scores = append(d.strings, pairs[i]), append(d.scores, score)
+		}
+	case rdbTypeListZiplist:
+		d = dumped{typ: lww.List, strings: r.compact(ziplistEntries)}
+	case rdbTypeListQuicklist, rdbTypeListQuicklist2:
+		d = dumped{typ: lww.List, strings: r.quicklist(body[0] == rdbTypeListQuicklist2)}
 	default:
-		return dumped{}, fmt.Errorf("ERR kura RESTOREs strings, and lists, sets, sorted sets and hashes in Redis's plain encodings; the payload holds a value of Redis's RDB type %d", body[0])
+		return dumped{}, fmt.Errorf("ERR kura RESTOREs strings, lists, sets, sorted sets and hashes; the payload holds a value of Redis's RDB type %d", body[0])
 	}
 	switch {
 	case r.err != nil:
@@ -293,6 +316,107 @@ func (r *rdbReader) strings(per int) [][]byte {
 		}
 	}
 	return out
+}
+
+// compactDecoder is the decoder of the compact encoding of RDB type typ.
+func compactDecoder(typ byte) func([]byte) ([][]byte, bool) {
+	if typ == rdbTypeHashZiplist || typ == rdbTypeZsetZiplist {
+		return ziplistEntries
+	}
+	return listpackEntries
+}
+
+// compact reads a string holding a compact encoding and returns its elements, of
+// which there must be at least one: Redis refuses an empty collection ("Bad data
+// format"), never writing one.
+func (r *rdbReader) compact(decode func([]byte) ([][]byte, bool)) [][]byte {
+	blob := r.string()
+	if r.err != nil {
+		return nil
+	}
+	elems, ok := decode(blob)
+	if !ok || len(elems) == 0 {
+		r.err = errDumpFormat
+	}
+	return elems
+}
+
+// pairs reads a compact encoding of a hash or sorted set: field and value, or member
+// and score, by turns.
+func (r *rdbReader) pairs(decode func([]byte) ([][]byte, bool)) [][]byte {
+	elems := r.compact(decode)
+	if len(elems)%2 != 0 {
+		r.err = errDumpFormat
+	}
+	return elems
+}
+
+// quicklist reads a list of Redis's quicklist encodings: a count of nodes, each a
+// ziplist (RDB_TYPE_LIST_QUICKLIST) or, in Redis 7.0's (RDB_TYPE_LIST_QUICKLIST_2), its
+// container then a listpack or one plain item. Empty nodes are skipped, as Redis skips
+// them, but the list must hold an item.
+func (r *rdbReader) quicklist(v2 bool) [][]byte {
+	var items [][]byte
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		decode := ziplistEntries
+		if v2 {
+			switch r.count() {
+			case quicklistPlain:
+				items = append(items, r.string())
+				continue
+			case quicklistPacked:
+				decode = listpackEntries
+			default:
+				r.err = errDumpFormat
+				return nil
+			}
+		}
+		blob := r.string()
+		if r.err != nil {
+			return nil
+		}
+		elems, ok := decode(blob)
+		if !ok {
+			r.err = errDumpFormat
+		}
+		items = append(items, elems...)
+	}
+	if len(items) == 0 {
+		r.err = errDumpFormat
+	}
+	return items
+}
+
+// binaryScore reads a sorted set's score as RDB_TYPE_ZSET_2 writes it: a little-endian
+// float64.
+func (r *rdbReader) binaryScore() float64 {
+	if b := r.take(8); b != nil {
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	return 0
+}
+
+// textScore reads a sorted set's score as RDB_TYPE_ZSET writes it: a length byte, or
+// 253, 254 or 255 for NaN, +inf and -inf, then that many bytes of its decimal text.
+func (r *rdbReader) textScore() float64 {
+	b := r.take(1)
+	if b == nil {
+		return 0
+	}
+	switch b[0] {
+	case 253:
+		return math.NaN()
+	case 254:
+		return math.Inf(1)
+	case 255:
+		return math.Inf(-1)
+	}
+	text := r.take(uint64(b[0]))
+	score, err := strconv.ParseFloat(string(text), 64)
+	if r.err == nil && err != nil {
+		r.err = errDumpFormat
+	}
+	return score
 }
 
 // count reads a collection's length, which has no special encoding.

@@ -156,7 +156,7 @@ func TestUndumpRefusesBadPayloads(t *testing.T) {
 		{"LZF reference before the start", withFooter("\x00\xc3\x03\x05\x20\x05\x00"), errDumpFormat.Error()},
 		{"LZF size absurd", withFooter("\x00\xc3\x02\x81\x01aa"), errDumpFormat.Error()},
 		{"LZF past the value limit", withFooter("\x00\xc3\x02\x80\x00\x10\x00\x01\x01aa"), "ERR invalid argument: the payload's string of 1048577 bytes exceeds the limit of 1048576 bytes"},
-		{"a listpack hash", withFooter("\x10\x00"), "ERR kura RESTOREs strings, and lists, sets, sorted sets and hashes in Redis's plain encodings; the payload holds a value of Redis's RDB type 16"},
+		{"a stream", withFooter("\x0f\x00"), "ERR kura RESTOREs strings, lists, sets, sorted sets and hashes; the payload holds a value of Redis's RDB type 15"},
 		{"a set's member twice", withFooter("\x02\x02\x01a\x01a"), errDumpFormat.Error()},
 		{"a hash's field twice", withFooter("\x04\x02\x01a\x01x\x01a\x01y"), errDumpFormat.Error()},
 		{"a sorted set's NaN score", withFooter("\x05\x01\x01a\x00\x00\x00\x00\x00\x00\xf8\x7f"), errDumpFormat.Error()},
