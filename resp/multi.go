@@ -47,7 +47,10 @@ type watchedKey struct {
 }
 
 // transactional are the commands that can be queued, by name: the string commands,
-// which read and write their keys' records alone, and a few that touch no key. A
+// which read and write their keys' records alone, and the commands that touch no key and
+// change nothing (INFO, CONFIG GET, COMMAND...), which run at EXEC in their turn as in
+// Redis: the update function may run more than once, so a command with a side effect
+// outside the transaction's records (CONFIG SET, KURA.KEYSPACE) is not among them. A
 // collection's elements are records of their own, and a PN counter's shards another
 // node's; commands on them are refused when queued until a transaction covers them.
 var transactional = map[string]bool{
@@ -55,7 +58,11 @@ var transactional = map[string]bool{
 	"mget": true, "mset": true, "incr": true, "decr": true, "incrby": true, "decrby": true, "incrbyfloat": true,
 	"append": true, "strlen": true, "getrange": true, "substr": true, "setrange": true, "exists": true,
 	"del": true, "unlink": true, "ttl": true, "pttl": true, "expire": true, "pexpire": true, "expireat": true,
-	"pexpireat": true, "persist": true, "getex": true, "ping": true, "echo": true, "unwatch": true,
+	"pexpireat": true, "persist": true, "getex": true, "unwatch": true,
+	"ping": true, "echo": true, "time": true, "info": true, "config|get": true, "command": true,
+	"command|count": true, "command|list": true, "command|info": true, "command|docs": true,
+	"command|getkeys": true, "command|getkeysandflags": true, "command|help": true,
+	"client|id": true, "client|getname": true, "client|info": true, "client|list": true,
 }
 
 // pnIncrements are the commands a connection in PN counter mode (KURA.COUNTERS) runs on
@@ -107,7 +114,7 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 func transactionalList() string {
 	names := make([]string, 0, len(transactional))
 	for name := range transactional {
-		names = append(names, strings.ToUpper(name))
+		names = append(names, strings.ToUpper(strings.ReplaceAll(name, "|", " ")))
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")

@@ -38,6 +38,14 @@ func TestTransactions(t *testing.T) {
 			{cmd("EXEC"), "*2\r\n-ERR value is not an integer or out of range\r\n+OK\r\n"},
 			{cmd("GET", "{u}n"), "$1\r\n5\r\n"},
 		}},
+		{"commands that touch no key run at EXEC, their replies in their place", []step{
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("SET", "{u}k", "1"), "+QUEUED\r\n"},
+			{cmd("ECHO", "hi"), "+QUEUED\r\n"},
+			{cmd("CONFIG", "GET", "proto-max-bulk-len"), "+QUEUED\r\n"},
+			{cmd("GET", "{u}k"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*4\r\n+OK\r\n$2\r\nhi\r\n*2\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n$1\r\n1\r\n"},
+		}},
 		{"an empty transaction", []step{
 			{cmd("MULTI"), "+OK\r\n"},
 			{cmd("EXEC"), "*0\r\n"},
