@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
 )
@@ -220,7 +221,7 @@ func execCommand(c *conn, _ [][]byte) {
 			return
 		}
 	}
-	run := func(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+	run := func(_ hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
 		view := newTxView(cur)
 		for _, w := range watched {
 			if now := view.records[string(w.key)]; now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) {
@@ -234,10 +235,10 @@ func execCommand(c *conn, _ [][]byte) {
 	var reply any
 	if len(keys) == 0 {
 		// Nothing to read or write (PING, ECHO): no round to run.
-		_, _, reply, _ = run(nil)
+		_, _, reply, _ = run(0, nil)
 	} else {
 		start, serial := time.Now(), c.serialLevel()
-		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, serial, run)
+		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, nil, serial, run)
 		c.observe("cas", serial, start, err)
 		if err != nil {
 			c.replyTransactError(err)

@@ -43,7 +43,7 @@ type Backend interface {
 	Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error)
 	// UpdateBatch is the coordinator's lightweight transaction over several keys of one
 	// partition (coord.Coordinator): EXEC.
-	UpdateBatch(ctx context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error)
+	UpdateBatch(ctx context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error)
 	// ReadCollection, ReadElements, WriteCollection and ResetCollection are the
 	// coordinator's operations on Redis collections (coord.Coordinator,
 	// docs/redis-types.md): a key's header and elements, read whole or a few elements,

@@ -144,7 +144,7 @@ func (f *fakeBackend) Update(_ context.Context, keyspace string, key []byte, ser
 // UpdateBatch runs fn on keys under the backend's lock, as the coordinator's transaction
 // over a partition: several keys only in a keyspace whose transactions run per partition
 // (the fake's "default"), and of one hash tag.
-func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error) {
+func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ks, err := f.record("casbatch", keyspace, serial)
@@ -165,11 +165,11 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys [][]b
 		calls = append(calls, string(key))
 	}
 	f.calls = append(f.calls, "casbatch "+strings.Join(calls, " "))
-	next, write, reply, err := fn(cur)
+	ts := f.tick()
+	next, write, reply, err := fn(ts, cur)
 	if err != nil || !write {
 		return coord.BatchResult{Previous: cur, Reply: reply}, err
 	}
-	ts := f.tick()
 	for i := range next {
 		next[i].Timestamp = ts
 		f.store(keyspace, ks, string(next[i].Key), next[i])

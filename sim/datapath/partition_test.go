@@ -14,6 +14,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -33,7 +34,7 @@ import (
 // must complete it whole. It prints each client's results and what the readers saw.
 
 // incrEach is the transaction that adds one to each key read (absent counts as 0).
-func incrEach(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+func incrEach(_ hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
 	next := make([]lww.Record, len(cur))
 	for i, r := range cur {
 		n := 0
@@ -49,7 +50,7 @@ func incrEach(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
 }
 
 // readOnly is the transaction that writes nothing: its result is the keys as read.
-func readOnly([]coord.KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
+func readOnly(hlc.Timestamp, []coord.KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
 
 // describeKeys prints records as values separated by spaces, "-" for an absent one.
 func describeKeys(records []coord.KeyRecord) string {
@@ -87,7 +88,7 @@ func (s *scenario) partition(d *datadriven.TestData, keyspace string, arg func(s
 			fn = readOnly
 		}
 		return timed(func(ctx context.Context) (string, error) {
-			res, err := co.UpdateBatch(ctx, keyspace, keys, cl, fn)
+			res, err := co.UpdateBatch(ctx, keyspace, keys, nil, cl, fn)
 			switch {
 			case err != nil:
 				return "", err
@@ -167,19 +168,19 @@ func (s *scenario) txnRace(d *datadriven.TestData, keyspace string, keys [][]byt
 				var applied bool
 				switch client.role {
 				case "exec":
-					res, err := co.UpdateBatch(ctx, keyspace, keys, cl, incrEach)
+					res, err := co.UpdateBatch(ctx, keyspace, keys, nil, cl, incrEach)
 					result, applied = describeWritten(res.Records), res.Applied
 					if err != nil {
 						result = errorKind(err)
 					}
 				case "incr":
-					res, err := co.UpdateBatch(ctx, keyspace, [][]byte{single}, cl, incrEach)
+					res, err := co.UpdateBatch(ctx, keyspace, [][]byte{single}, nil, cl, incrEach)
 					result, applied = describeWritten(res.Records), res.Applied
 					if err != nil {
 						result = errorKind(err)
 					}
 				default:
-					res, err := co.UpdateBatch(ctx, keyspace, keys, cl, readOnly)
+					res, err := co.UpdateBatch(ctx, keyspace, keys, nil, cl, readOnly)
 					result = describeKeys(res.Previous)
 					if err != nil {
 						result = errorKind(err)
