@@ -645,7 +645,9 @@ func (l *lwt) proposal(next []lww.Record, ts hlc.Timestamp, ballot paxos.Ballot,
 // stamped with the point it holds, in (0, ts]. reset reports a reset record, which keeps
 // its timestamp (resetRecord's rule: of two resets, the later point wins).
 func (l *lwt) checkWritten(rec lww.Record, ts hlc.Timestamp) (reset bool, err error) {
-	read := func(key []byte) bool { return slices.ContainsFunc(l.keys, func(k []byte) bool { return bytes.Equal(k, key) }) }
+	read := func(key []byte) bool {
+		return slices.ContainsFunc(l.keys, func(k []byte) bool { return bytes.Equal(k, key) })
+	}
 	if read(rec.Key) {
 		return false, nil
 	}

@@ -126,9 +126,11 @@ type Server struct {
 	cfg      Config
 	limits   ReadLimits
 	commands map[string]*command
-	started  time.Time
-	runID    string // random, new at each start, as Redis's run_id
-	nextID   atomic.Int64
+	// collectionCommands are the collection commands a transaction runs (txcollection.go).
+	collectionCommands map[string]bool
+	started            time.Time
+	runID              string // random, new at each start, as Redis's run_id
+	nextID             atomic.Int64
 	// idleTimeoutNs is Config.IdleTimeout, as CONFIG SET timeout last set it.
 	idleTimeoutNs atomic.Int64
 	stats         stats
@@ -205,16 +207,17 @@ func NewServer(cfg Config) *Server {
 			CommandBytesMax: max(4*bulkMax, 64<<20),
 			ArgsMax:         argsMax,
 		},
-		commands:  commandTable(),
-		started:   time.Now(),
-		runID:     hex.EncodeToString(runID),
-		ctx:       ctx,
-		cancel:    cancel,
-		listeners: map[net.Listener]bool{},
-		conns:     map[*conn]bool{},
-		warnings:  lograte.New(lograte.DefaultInterval),
-		counters:  newPNCounters(cfg.NodeID),
-		lists:     newListState(),
+		commands:           commandTable(),
+		collectionCommands: collectionCommands(),
+		started:            time.Now(),
+		runID:              hex.EncodeToString(runID),
+		ctx:                ctx,
+		cancel:             cancel,
+		listeners:          map[net.Listener]bool{},
+		conns:              map[*conn]bool{},
+		warnings:           lograte.New(lograte.DefaultInterval),
+		counters:           newPNCounters(cfg.NodeID),
+		lists:              newListState(),
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -162,7 +164,22 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, coll
 		}
 		cur[i].Key = key
 		cur[i].Record, cur[i].Found = f.live(keyspace, ks, string(key))
+		if !cur[i].Found {
+			cur[i].Ended = f.stamps[keyspace][string(key)]
+		}
 		calls = append(calls, string(key))
+		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, key) }) && cur[i].Found && cur[i].Record.Type != lww.String {
+			elems, err := f.collection(keyspace, key)
+			if err != nil {
+				return coord.BatchResult{}, err
+			}
+			cur[i].Reset = resetOf(elems, key)
+			for _, k := range slices.Sorted(maps.Keys(elems)) {
+				if strings.HasPrefix(k, string(element.Prefix(key))) && k != string(element.Key(key, element.Reset, nil)) && liveElement(elems[k], cur[i].Reset) {
+					cur[i].Elements = append(cur[i].Elements, elems[k])
+				}
+			}
+		}
 	}
 	f.calls = append(f.calls, "casbatch "+strings.Join(calls, " "))
 	ts := f.tick()
@@ -171,8 +188,20 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, coll
 		return coord.BatchResult{Previous: cur, Reply: reply}, err
 	}
 	for i := range next {
-		next[i].Timestamp = ts
-		f.store(keyspace, ks, string(next[i].Key), next[i])
+		coll, kind, _, isElement := element.Parse(next[i].Key)
+		if !isElement {
+			next[i].Timestamp = ts
+			f.store(keyspace, ks, string(next[i].Key), next[i])
+			continue
+		}
+		if kind != element.Reset {
+			next[i].Timestamp = ts
+		}
+		elems, err := f.collection(keyspace, coll)
+		if err != nil {
+			return coord.BatchResult{}, err
+		}
+		applyElement(elems, next[i])
 	}
 	return coord.BatchResult{Applied: true, Previous: cur, Records: next, Reply: reply}, nil
 }

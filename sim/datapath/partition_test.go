@@ -50,7 +50,9 @@ func incrEach(_ hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, 
 }
 
 // readOnly is the transaction that writes nothing: its result is the keys as read.
-func readOnly(hlc.Timestamp, []coord.KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
+func readOnly(hlc.Timestamp, []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+	return nil, false, nil, nil
+}
 
 // describeKeys prints records as values separated by spaces, "-" for an absent one.
 func describeKeys(records []coord.KeyRecord) string {
