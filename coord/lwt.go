@@ -258,9 +258,9 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, keys [][]byte
 	l := &lwt{c: c, ks: ks, keyspace: keyspace, keys: keys, serial: serial, commit: serial.Commit(), id: inflightKey(keyspace, keys[0])}
 	switch {
 	case ks.PartitionTransactions():
-		l.partition = partitionOf(keys[0])
+		l.partition = ring.HashTag(keys[0])
 		for _, key := range keys[1:] {
-			if !bytes.Equal(partitionOf(key), l.partition) {
+			if !bytes.Equal(ring.HashTag(key), l.partition) {
 				return nil, invalid("keys %q and %q have different hash tags: a transaction covers the keys of one partition", keys[0], key)
 			}
 		}
@@ -291,16 +291,6 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, keys [][]byte
 		return nil, &UnavailableError{Level: serial, Required: l.required, Alive: alive}
 	}
 	return l, nil
-}
-
-// partitionOf is the partition whose instance runs the transactions on key: its hash
-// tag, or for an element record (a list item a pop takes) its collection's, so that
-// they are serialized with a transaction over the collection.
-func partitionOf(key []byte) []byte {
-	if coll, _, _, ok := element.Parse(key); ok {
-		key = coll
-	}
-	return ring.HashTag(key)
 }
 
 // instance is the Paxos instance the transaction runs on, with the keys its prepare reads.
