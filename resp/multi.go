@@ -128,7 +128,7 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 	switch {
 	case !transactional[cmd.name] && !c.s.collectionCommands[cmd.name]:
 		c.multi.aborted = true
-		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s, and the hash, set, sorted set and list commands whose keys the command table names", strings.ToUpper(cmd.name), transactionalList()))
+		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s, and the hash, set, sorted set and list commands", strings.ToUpper(cmd.name), transactionalList()))
 	case c.pnCounters && pnIncrements[cmd.name]:
 		c.multi.aborted = true
 		c.w.Error(fmt.Sprintf("ERR %s in PN counter mode (KURA.COUNTERS) adds to a counter's shard, which cannot run inside a transaction; KURA.COUNTERS EXACT first", strings.ToUpper(cmd.name)))
@@ -315,10 +315,21 @@ func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 	return execReply{replies: buf.Bytes(), errors: w.errorReplies}
 }
 
-// keyArgs yields the keys a command's arguments name, by its table entry's key
-// positions.
+// keyArgs yields the keys a command's arguments name: by its key specifications when
+// they move with the arguments (LMPOP's count of keys), else by its table entry's key
+// positions. Arguments that do not fit the specifications yield none: the command
+// refuses them itself when it runs.
 func keyArgs(cmd *command, args [][]byte) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
+		if specs := redisKeySpecs[cmd.name]; specs.movable() {
+			refs, _ := specs.keys(args)
+			for _, ref := range refs {
+				if !yield(args[ref.pos]) {
+					return
+				}
+			}
+			return
+		}
 		if cmd.firstKey <= 0 {
 			return
 		}

@@ -76,7 +76,7 @@ func TestTransactions(t *testing.T) {
 		}},
 		{"a command no transaction runs yet is refused by name", []step{
 			{cmd("MULTI"), "+OK\r\n"},
-			{cmd("ZUNIONSTORE", "{u}z", "1", "{u}a"), "-ERR ZUNIONSTORE cannot run inside a transaction yet; kura's transactions run " + transactionalList() + ", and the hash, set, sorted set and list commands whose keys the command table names\r\n"},
+			{cmd("SORT", "{u}l"), "-ERR SORT cannot run inside a transaction yet; kura's transactions run " + transactionalList() + ", and the hash, set, sorted set and list commands\r\n"},
 			{cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n"},
 		}},
 		{"keys of several hash tags", []step{
@@ -270,6 +270,16 @@ func TestCollectionTransactions(t *testing.T) {
 			{cmd("RPUSH", "{l}d", "new"), "+QUEUED\r\n"},
 			{cmd("EXEC"), "*2\r\n:1\r\n:1\r\n"},
 			{cmd("LRANGE", "{l}d", "0", "-1"), "*1\r\n$3\r\nnew\r\n"},
+		}},
+		{"commands whose keys follow a count", []step{
+			{cmd("RPUSH", "{m}b", "x", "y"), ":2\r\n"},
+			{cmd("ZADD", "{m}z", "1", "a"), ":1\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LMPOP", "2", "{m}a", "{m}b", "LEFT"), "+QUEUED\r\n"},
+			{cmd("ZUNIONSTORE", "{m}d", "1", "{m}z", "WEIGHTS", "3"), "+QUEUED\r\n"},
+			{cmd("LMPOP", "0", "{m}a", "LEFT"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*3\r\n*2\r\n$4\r\n{m}b\r\n*1\r\n$1\r\nx\r\n:1\r\n-ERR numkeys should be greater than 0\r\n"},
+			{cmd("ZRANGE", "{m}d", "0", "-1", "WITHSCORES"), "*2\r\n$1\r\na\r\n$1\r\n3\r\n"},
 		}},
 		{"wrong type inside a transaction", []step{
 			{cmd("SET", "{w}s", "x"), "+OK\r\n"},

@@ -32,16 +32,12 @@ type txCollection struct {
 }
 
 // collectionCommands are the commands that run inside a transaction over collections,
-// by name: those of the collection types (the geo commands', sorted sets, included)
-// whose keys the command table names, not those whose keys follow a count (ZUNIONSTORE),
-// which EXEC cannot know before it runs them.
+// by name: those of the collection types, the geo commands' (sorted sets) included.
 func collectionCommands() map[string]bool {
 	out := map[string]bool{}
 	for _, cmds := range [][]*command{hashCommands(), setCommands(), zsetCommands(), listCommands(), geoCommands()} {
 		for _, cmd := range cmds {
-			if cmd.firstKey > 0 && !redisKeySpecs[cmd.name].movable() {
-				out[cmd.name] = true
-			}
+			out[cmd.name] = true
 		}
 	}
 	return out
