@@ -117,6 +117,12 @@ type KeyRecord struct {
 	// with a collection's type.
 	Reset    hlc.Timestamp
 	Elements []lww.Record
+	// PartitionInstances, for a key read as a collection, is whether its keyspace runs
+	// every lightweight transaction on its partition's instance. A single-command
+	// transaction on one of its element records (a pop's take, HINCRBY) is then
+	// serialized with this one when the element key's hash tag is this transaction's
+	// partition; otherwise it runs on an instance of its own, which this one does not see.
+	PartitionInstances bool
 }
 
 // BatchFunc computes the writes of a transaction over several keys of one partition from
@@ -516,6 +522,7 @@ func (l *lwt) readCollections(ctx context.Context, s paxos.Summary, ballot paxos
 		if cur[i].Found && cur[i].Record.Type != lww.String {
 			cur[i].Reset, cur[i].Elements = liveElements(l.ks, key, recs, ballot.Time)
 		}
+		cur[i].PartitionInstances = l.ks.PartitionTransactions()
 	}
 	if newest < ballot.Time {
 		return ballot.Time, nil

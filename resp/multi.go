@@ -373,7 +373,8 @@ func newTxView(at hlc.Timestamp, node string, cur []coord.KeyRecord, collections
 	for _, r := range cur {
 		v.records[string(r.Key)] = r
 		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, r.Key) }) {
-			coll := &txCollection{reset: r.Reset, elems: make(map[string]lww.Record, len(r.Elements))}
+			coll := &txCollection{reset: r.Reset, elems: make(map[string]lww.Record, len(r.Elements)),
+				partitionInstances: r.PartitionInstances}
 			for _, e := range r.Elements {
 				coll.elems[string(e.Key)] = e
 			}

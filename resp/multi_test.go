@@ -212,6 +212,12 @@ func TestTransactionReplacesCollections(t *testing.T) {
 	}
 }
 
+// elementRefused is the error a command that reads and rewrites one element of key gets
+// inside EXEC where that element's own transactions run on another Paxos instance.
+func elementRefused(key string) string {
+	return "-ERR kura: a command that reads and rewrites one element of \"" + key + "\" (a pop, HINCRBY, HSETNX, ZINCRBY...) runs outside a transaction on the element's own Paxos instance, which EXEC is not serialized with; inside MULTI it needs a keyspace created with --transactions partition and a key with a hash tag\r\n"
+}
+
 // TestCollectionTransactions: the hash, set, sorted set and list commands run inside
 // EXEC over the transaction's records, each seeing what the commands before it wrote,
 // and their writes are there after it; a blocking pop does not wait, as in Redis.
@@ -280,6 +286,19 @@ func TestCollectionTransactions(t *testing.T) {
 			{cmd("LMPOP", "0", "{m}a", "LEFT"), "+QUEUED\r\n"},
 			{cmd("EXEC"), "*3\r\n*2\r\n$4\r\n{m}b\r\n*1\r\n$1\r\nx\r\n:1\r\n-ERR numkeys should be greater than 0\r\n"},
 			{cmd("ZRANGE", "{m}d", "0", "-1", "WITHSCORES"), "*2\r\n$1\r\na\r\n$1\r\n3\r\n"},
+		}},
+		{"a read-and-rewrite of one element is refused where its own transactions run on another instance", []step{
+			{cmd("HSET", "h", "f", "1"), ":1\r\n"},
+			{cmd("RPUSH", "l", "a"), ":1\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("HINCRBY", "h", "f", "1"), "+QUEUED\r\n"},
+			{cmd("HSET", "h", "g", "2"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*2\r\n" + elementRefused("h") + ":1\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LPOP", "l"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*1\r\n" + elementRefused("l")},
+			{cmd("HGETALL", "h"), "*4\r\n$1\r\nf\r\n$1\r\n1\r\n$1\r\ng\r\n$1\r\n2\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), "*1\r\n$1\r\na\r\n"},
 		}},
 		{"wrong type inside a transaction", []step{
 			{cmd("SET", "{w}s", "x"), "+OK\r\n"},

@@ -168,6 +168,7 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, coll
 			cur[i].Ended = f.stamps[keyspace][string(key)]
 		}
 		calls = append(calls, string(key))
+		cur[i].PartitionInstances = keyspace == "default"
 		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, key) }) && cur[i].Found && cur[i].Record.Type != lww.String {
 			elems, err := f.collection(keyspace, key)
 			if err != nil {
