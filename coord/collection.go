@@ -124,20 +124,28 @@ func (c *Coordinator) ReadCollection(ctx context.Context, keyspace string, key [
 	if err := c.observeNewest(recs); err != nil {
 		return Collection{}, err
 	}
+	out.Reset, out.Elements = liveElements(ks, key, recs, c.clock.Now())
+	return out, nil
+}
+
+// liveElements returns the reset point among recs, the records of collection key's
+// element prefix in key order, and the element records live at now and newer than it.
+func liveElements(ks schema.Keyspace, key []byte, recs []lww.Record, now hlc.Timestamp) (hlc.Timestamp, []lww.Record) {
 	resetKey := element.Key(key, element.Reset, nil)
+	var reset hlc.Timestamp
 	for _, rec := range recs {
 		if bytes.Equal(rec.Key, resetKey) {
-			out.Reset = resetPoint(ks, rec, true)
+			reset = resetPoint(ks, rec, true)
 			break
 		}
 	}
-	now := c.clock.Now()
+	var elems []lww.Record
 	for _, rec := range recs {
-		if rec.Timestamp > out.Reset && !bytes.Equal(rec.Key, resetKey) && visible(ks, rec, now) {
-			out.Elements = append(out.Elements, rec)
+		if rec.Timestamp > reset && !bytes.Equal(rec.Key, resetKey) && visible(ks, rec, now) {
+			elems = append(elems, rec)
 		}
 	}
-	return out, nil
+	return reset, elems
 }
 
 // ReadElements reads key's header, its reset point and the element records of elemKeys
@@ -353,6 +361,11 @@ func (c *Coordinator) ResetCollection(ctx context.Context, keyspace string, key 
 	_, err := c.write(ctx, keyspace, resetRecord(key, at), cl)
 	return err
 }
+
+// ResetRecord is the reset record of collection key holding reset point at, as a
+// transaction writes it (BatchFunc). It is stamped at, so that of two resets the later
+// one, holding the larger point, wins.
+func ResetRecord(key []byte, at hlc.Timestamp) lww.Record { return resetRecord(key, at) }
 
 // resetRecord is the reset record of collection key holding reset point at. It is
 // stamped at, so that of two resets the later one, holding the larger point, wins.

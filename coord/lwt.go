@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/placement"
@@ -85,7 +87,7 @@ func (c *Coordinator) Update(ctx context.Context, keyspace string, key []byte, s
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	res, err := l.run(ctx, func(cur []KeyRecord) ([]lww.Record, bool, any, error) {
+	res, err := l.run(ctx, func(_ hlc.Timestamp, cur []KeyRecord) ([]lww.Record, bool, any, error) {
 		next, write, err := fn(cur[0].Record, cur[0].Found)
 		next.Key = key
 		return []lww.Record{next}, write, nil, err
@@ -106,17 +108,34 @@ type KeyRecord struct {
 	Key    []byte
 	Record lww.Record
 	Found  bool
+	// Ended, when not Found, is the timestamp of the key's last version (a tombstone, or
+	// a record whose expiry passed): the end of its previous life, Collection.Ended.
+	Ended hlc.Timestamp
+	// Reset and Elements, for a key the transaction reads as a collection (UpdateBatch's
+	// collections), are its reset point and its live element records newer than it, in
+	// key order (Collection's), read by the round after its promises; empty unless Found
+	// with a collection's type.
+	Reset    hlc.Timestamp
+	Elements []lww.Record
+	// PartitionInstances, for a key read as a collection, is whether its keyspace runs
+	// every lightweight transaction on its partition's instance. A single-command
+	// transaction on one of its element records (a pop's take, HINCRBY) is then
+	// serialized with this one when the element key's hash tag is this transaction's
+	// partition; otherwise it runs on an instance of its own, which this one does not see.
+	PartitionInstances bool
 }
 
 // BatchFunc computes the writes of a transaction over several keys of one partition from
-// their current records, given in the order of the keys the transaction reads. It
-// returns the records to write, each naming its Key, which must be one of the keys read
-// (so that its timestamp can be put above the record it replaces), whether to write at
-// all, and a value of its own that BatchResult.Reply gives back from the round that
-// decided (what a client is answered: Redis's EXEC replies); the coordinator sets the
-// timestamps. It runs once per round that gets that far, possibly more than once, so it
-// must be pure.
-type BatchFunc func(current []KeyRecord) (next []lww.Record, write bool, reply any, err error)
+// their current records, given in the order of the keys the transaction reads. at is the
+// timestamp the round's records get, above every record it read (so a collection write
+// can name its element tags and reset points). It returns the records to write, each
+// naming its Key: one of the keys read, an element record of a key read as a collection,
+// or the reset record of a key read (element.Reset kind, stamped with the point it holds,
+// at most at: coord.ResetRecord); whether to write at all; and a value of its own that
+// BatchResult.Reply gives back from the round that decided (what a client is answered:
+// Redis's EXEC replies). The coordinator stamps the other records at at. It runs once per
+// round that gets that far, possibly more than once, so it must be pure.
+type BatchFunc func(at hlc.Timestamp, current []KeyRecord) (next []lww.Record, write bool, reply any, err error)
 
 // BatchResult is what a transaction over several keys found and did.
 type BatchResult struct {
@@ -138,7 +157,16 @@ type BatchResult struct {
 // are read once. A keyspace whose transactions run per key takes only one key; keys of
 // different tags are refused (invalid argument), as is a keyspace whose transactions run
 // per key given more than one.
-func (c *Coordinator) UpdateBatch(ctx context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn BatchFunc) (BatchResult, error) {
+//
+// collections are the keys among keys that fn reads as collections (KeyRecord.Elements):
+// each round reads their element records at the serial level's commit quorum once its
+// promises are in, which every commit of the instance reached (a promiser behind on one
+// is repaired first), so fn sees the partition's records as the instance's last commit
+// left them. A transaction with collections runs on its partition's instance even in a
+// keyspace whose transactions run per key (with one key only, as there): only a
+// partition's proposal carries a batch of records and repairs a replica behind on it
+// whole.
+func (c *Coordinator) UpdateBatch(ctx context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level, fn BatchFunc) (BatchResult, error) {
 	if fn == nil {
 		return BatchResult{}, invalid("no update function")
 	}
@@ -148,10 +176,23 @@ func (c *Coordinator) UpdateBatch(ctx context.Context, keyspace string, keys [][
 			distinct = append(distinct, k)
 		}
 	}
+	for _, k := range collections {
+		if !slices.ContainsFunc(distinct, func(d []byte) bool { return bytes.Equal(d, k) }) {
+			return BatchResult{}, invalid("collection %q is not among the transaction's keys", k)
+		}
+		if _, err := c.collectionKeyspace(keyspace, k); err != nil {
+			return BatchResult{}, err
+		}
+	}
 	l, err := c.newLWT(ctx, keyspace, distinct, serial)
 	if err != nil {
 		return BatchResult{}, err
 	}
+	if len(collections) > 0 && l.partition == nil {
+		l.partition = ring.HashTag(distinct[0])
+		l.id = inflightPartition(keyspace, l.partition)
+	}
+	l.collections = collections
 	return l.run(ctx, fn)
 }
 
@@ -178,6 +219,8 @@ type lwt struct {
 	keyspace string
 	// keys are the keys the transaction reads; a per-key instance has one.
 	keys [][]byte
+	// collections are the keys among keys whose element records each round reads.
+	collections [][]byte
 	// partition is the partition (hash tag) whose instance the transaction runs on, nil
 	// for a per-key instance.
 	partition []byte
@@ -384,7 +427,11 @@ func (l *lwt) run(ctx context.Context, fn BatchFunc) (BatchResult, error) {
 				return l.fail(pending, fmt.Errorf("%w: acceptors are behind on the partition's last commit, and no answer carried it whole", ErrUnavailable))
 			}
 		}
-		next, write, reply, err := fn(cur)
+		at, err := l.readCollections(ctx, s, ballot, cur)
+		if err != nil {
+			return l.fail(pending, err)
+		}
+		next, write, reply, err := fn(at, cur)
 		switch {
 		case err != nil:
 			return l.fail(pending, err)
@@ -393,7 +440,7 @@ func (l *lwt) run(ctx context.Context, fn BatchFunc) (BatchResult, error) {
 		case !write:
 			return BatchResult{Previous: cur, Reply: reply}, nil
 		}
-		p, err := l.proposal(next, ballot, s, inFlight)
+		p, err := l.proposal(next, at, ballot, inFlight)
 		if err != nil {
 			return l.fail(pending, err)
 		}
@@ -437,11 +484,53 @@ func (l *lwt) current(s paxos.Summary, ballot paxos.Ballot) []KeyRecord {
 	out := make([]KeyRecord, len(reads))
 	for i, r := range reads {
 		out[i].Key = l.keys[i]
-		if r.Found && visible(l.ks, r.Record, ballot.Time) {
+		switch {
+		case r.Found && visible(l.ks, r.Record, ballot.Time):
 			out[i].Record, out[i].Found = r.Record, true
+		case r.Found && r.Record.Timestamp > l.ks.TruncatedAt:
+			out[i].Ended = r.Record.Timestamp
 		}
 	}
 	return out
+}
+
+// readCollections reads the element records of the transaction's collections into cur
+// (KeyRecord.Reset, Elements), at the commit level: after the round's promises, every
+// commit of the instance is on a quorum of the replicas, which such a read meets, and a
+// commit of this coordinator still on its way is waited for (scanPartition). It returns
+// the timestamp the round's records get: the ballot's, or one past the newest record the
+// round read when a clock ahead stamped that one later (observed by the clock), so that
+// every record written is newer than what it replaces, and a reset point just below it
+// covers every element read.
+func (l *lwt) readCollections(ctx context.Context, s paxos.Summary, ballot paxos.Ballot, cur []KeyRecord) (hlc.Timestamp, error) {
+	var newest hlc.Timestamp
+	if l.partition == nil {
+		newest = s.Newest.Timestamp
+	}
+	for _, r := range s.Reads {
+		newest = max(newest, r.Record.Timestamp)
+	}
+	for _, key := range l.collections {
+		i := slices.IndexFunc(cur, func(r KeyRecord) bool { return bytes.Equal(r.Key, key) })
+		recs, err := l.c.scanPartition(ctx, l.ks, key, element.Prefix(key), element.PrefixEnd(key), l.commit)
+		if err != nil {
+			return 0, err
+		}
+		for _, rec := range recs {
+			newest = max(newest, rec.Timestamp)
+		}
+		if cur[i].Found && cur[i].Record.Type != lww.String {
+			cur[i].Reset, cur[i].Elements = liveElements(l.ks, key, recs, ballot.Time)
+		}
+		cur[i].PartitionInstances = l.ks.PartitionTransactions()
+	}
+	if newest < ballot.Time {
+		return ballot.Time, nil
+	}
+	if err := l.c.clock.Observe(newest + 1); err != nil {
+		return 0, fmt.Errorf("%w: the key's record is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
+	}
+	return newest + 1, nil
 }
 
 // repairable reports whether the promises give what the acceptors behind on the most
@@ -506,14 +595,9 @@ func (c *Coordinator) ballot(above paxos.Ballot) (paxos.Ballot, error) {
 // (paxos.Promise.Learn), and once this proposal is accepted, the other is accepted
 // nowhere, so if its commit were lost its records would be too. A key's next record
 // derives from the one in flight, which needs no such care.
-func (l *lwt) proposal(next []lww.Record, ballot paxos.Ballot, s paxos.Summary, inFlight paxos.Proposal) (paxos.Proposal, error) {
+func (l *lwt) proposal(next []lww.Record, ts hlc.Timestamp, ballot paxos.Ballot, inFlight paxos.Proposal) (paxos.Proposal, error) {
 	if len(next) == 0 {
 		return paxos.Proposal{}, invalid("the update wrote no record")
-	}
-	ts := ballot.Time
-	reads := s.Reads
-	if l.partition == nil {
-		reads = []paxos.Read{{Key: l.keys[0], Record: s.Newest, Found: s.Found}}
 	}
 	records := make([]lww.Record, len(next))
 	for i, rec := range next {
@@ -527,24 +611,17 @@ func (l *lwt) proposal(next []lww.Record, ballot paxos.Ballot, s paxos.Summary, 
 		if err := l.c.checkType(rec.Type); err != nil {
 			return paxos.Proposal{}, err
 		}
-		read := slices.IndexFunc(reads, func(r paxos.Read) bool { return bytes.Equal(r.Key, rec.Key) })
-		switch {
-		case read < 0:
-			return paxos.Proposal{}, invalid("the update writes key %q, which the transaction did not read", rec.Key)
-		case slices.ContainsFunc(records[:i], func(r lww.Record) bool { return bytes.Equal(r.Key, rec.Key) }):
+		reset, err := l.checkWritten(rec, ts)
+		if err != nil {
+			return paxos.Proposal{}, err
+		}
+		if slices.ContainsFunc(records[:i], func(r lww.Record) bool { return bytes.Equal(r.Key, rec.Key) }) {
 			return paxos.Proposal{}, invalid("the update writes key %q twice", rec.Key)
-		case reads[read].Found && reads[read].Record.Timestamp >= ts:
-			ts = reads[read].Record.Timestamp + 1
+		}
+		if !reset {
+			rec.Timestamp = ts
 		}
 		records[i] = rec
-	}
-	if ts != ballot.Time {
-		if err := l.c.clock.Observe(ts); err != nil {
-			return paxos.Proposal{}, fmt.Errorf("%w: the key's record is further ahead of the cluster's clock than allowed: %w", ErrUnavailable, err)
-		}
-	}
-	for i := range records {
-		records[i].Timestamp = ts
 	}
 	p := paxos.Proposal{Ballot: ballot, Origin: ballot}
 	if l.partition == nil {
@@ -558,6 +635,31 @@ func (l *lwt) proposal(next []lww.Record, ballot paxos.Ballot, s paxos.Summary, 
 	}
 	p.Partition, p.Batch = l.partition, records
 	return p, nil
+}
+
+// checkWritten refuses a record the round may not write: one not among the keys it read,
+// nor an element record of a key read as a collection, nor a reset record of a key read
+// stamped with the point it holds, in (0, ts]. reset reports a reset record, which keeps
+// its timestamp (resetRecord's rule: of two resets, the later point wins).
+func (l *lwt) checkWritten(rec lww.Record, ts hlc.Timestamp) (reset bool, err error) {
+	read := func(key []byte) bool {
+		return slices.ContainsFunc(l.keys, func(k []byte) bool { return bytes.Equal(k, key) })
+	}
+	if read(rec.Key) {
+		return false, nil
+	}
+	coll, kind, _, ok := element.Parse(rec.Key)
+	switch {
+	case ok && kind == element.Reset && read(coll):
+		at, valid := element.ParseResetValue(rec.Value)
+		if !valid || rec.Tombstone || at != rec.Timestamp || at == 0 || at > ts {
+			return false, invalid("the update writes a reset record of %q that is not a reset point at or before its timestamp", coll)
+		}
+		return true, nil
+	case ok && slices.ContainsFunc(l.collections, func(k []byte) bool { return bytes.Equal(k, coll) }):
+		return false, nil
+	}
+	return false, invalid("the update writes key %q, which the transaction did not read", rec.Key)
 }
 
 // backoff waits after a lost round: a random time below a ceiling that starts at the

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/paxos"
 	"github.com/kuradb/kura/schema"
@@ -21,7 +23,7 @@ func TestUpdateBatchRefusesWhatIsNotOnePartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts.keyspaces[tx.Name] = tx
-	none := func([]KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
+	none := func(hlc.Timestamp, []KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
 	tests := []struct {
 		name, keyspace string
 		keys           []string
@@ -37,7 +39,7 @@ func TestUpdateBatchRefusesWhatIsNotOnePartition(t *testing.T) {
 			for _, k := range tt.keys {
 				keys = append(keys, []byte(k))
 			}
-			_, err := c.UpdateBatch(context.Background(), tt.keyspace, keys, consistency.Serial, none)
+			_, err := c.UpdateBatch(context.Background(), tt.keyspace, keys, nil, consistency.Serial, none)
 			if !errors.Is(err, ErrInvalidArgument) || err.Error() != "invalid argument: "+tt.want {
 				t.Fatalf("UpdateBatch = %v, want invalid argument: %s", err, tt.want)
 			}
@@ -70,7 +72,11 @@ func TestBatchProposal(t *testing.T) {
 	}}
 	inFlight := paxos.Proposal{Ballot: paxos.Ballot{Time: 90, Node: "n1"}, Partition: []byte("t"),
 		Batch: []lww.Record{{Key: a, Value: []byte("old"), Timestamp: 90}, {Key: w, Value: []byte("w"), Timestamp: 90}}}
-	p, err := l.proposal([]lww.Record{{Key: a, Value: []byte("2")}, {Key: b, Tombstone: true, Value: []byte("x")}}, ballot, s, inFlight)
+	at, err := l.readCollections(context.Background(), s, ballot, nil)
+	if err != nil || at != 141 {
+		t.Fatalf("round's timestamp = %v, %v; want 141, past b's record stamped ahead", at, err)
+	}
+	p, err := l.proposal([]lww.Record{{Key: a, Value: []byte("2")}, {Key: b, Tombstone: true, Value: []byte("x")}}, at, ballot, inFlight)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +98,27 @@ func TestBatchProposal(t *testing.T) {
 		{{Key: w, Value: []byte("v")}},
 		{{Key: a, Value: []byte("1")}, {Key: a, Value: []byte("2")}},
 		nil,
+		// an element of a key not read as a collection
+		{{Key: element.Key(a, element.HashField, []byte("f")), Value: []byte("v")}},
+		// reset records: of a key not read, past the round's timestamp, not holding
+		// their own timestamp
+		{ResetRecord(w, 100)},
+		{ResetRecord(a, 142)},
+		{{Key: element.Key(a, element.Reset, nil), Value: element.ResetValue(90), Timestamp: 100}},
 	} {
-		if _, err := l.proposal(next, ballot, s, paxos.Proposal{}); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := l.proposal(next, at, ballot, paxos.Proposal{}); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("proposal of %+v: %v, want invalid argument", next, err)
 		}
+	}
+	// A transaction that reads a as a collection writes its elements at the round's
+	// timestamp, and a reset record at the point it holds.
+	l.collections = [][]byte{a}
+	field := element.Key(a, element.HashField, []byte("f"))
+	p, err = l.proposal([]lww.Record{{Key: field, Value: []byte("v")}, ResetRecord(a, at-1)}, at, ballot, paxos.Proposal{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Batch[0].Timestamp != at || p.Batch[1].Timestamp != at-1 {
+		t.Errorf("batch = %+v, want the field at %v and the reset record at %v", p.Batch, at, at-1)
 	}
 }

@@ -65,17 +65,17 @@ func TestTransactionRecordType(t *testing.T) {
 	key := []byte("k")
 	l := &lwt{c: c, keys: [][]byte{key}}
 	ballot := paxos.Ballot{Time: 10, Node: "n1"}
-	if _, err := l.proposal([]lww.Record{{Key: key, Value: []byte("v"), Type: lww.Hash}}, ballot, paxos.Summary{}, paxos.Proposal{}); !errors.Is(err, ErrUnavailable) {
+	if _, err := l.proposal([]lww.Record{{Key: key, Value: []byte("v"), Type: lww.Hash}}, ballot.Time, ballot, paxos.Proposal{}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("typed proposal with the gate closed: %v, want unavailable", err)
 	}
 	// A tombstone is absent whatever the update left in its type, so the gate does not
 	// hold it.
-	p, err := l.proposal([]lww.Record{{Key: key, Tombstone: true, Value: []byte("x"), Type: lww.Hash}}, ballot, paxos.Summary{}, paxos.Proposal{})
+	p, err := l.proposal([]lww.Record{{Key: key, Tombstone: true, Value: []byte("x"), Type: lww.Hash}}, ballot.Time, ballot, paxos.Proposal{})
 	if rec := p.Record; err != nil || rec.Type != lww.String || rec.Value != nil {
 		t.Fatalf("tombstone proposal = %+v, %v; want a tombstone without value or type", rec, err)
 	}
 	c.typedRecords = func(lww.Type) bool { return true }
-	p, err = l.proposal([]lww.Record{{Key: key, Value: []byte("v"), Type: lww.Hash}}, ballot, paxos.Summary{}, paxos.Proposal{})
+	p, err = l.proposal([]lww.Record{{Key: key, Value: []byte("v"), Type: lww.Hash}}, ballot.Time, ballot, paxos.Proposal{})
 	if rec := p.Record; err != nil || rec.Type != lww.Hash || rec.Timestamp != ballot.Time {
 		t.Fatalf("typed proposal with the gate open = %+v, %v; want a hash at the ballot's time", rec, err)
 	}

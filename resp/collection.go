@@ -58,6 +58,11 @@ func (c *conn) readCollection(key []byte, typ lww.Type) (coll coord.Collection, 
 // loadCollection reads collection key whole, header and elements, whatever its type: the
 // read of readCollection, for callers that take more than one type or reply themselves.
 func (c *conn) loadCollection(key []byte) (coord.Collection, error) {
+	if c.txn != nil {
+		coll, err := c.txn.collection(key)
+		c.countLookup(coll.Found, err)
+		return coll, err
+	}
 	start, level := time.Now(), c.collectionLevel()
 	coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, key, level)
 	c.observe("get", level, start, err)
@@ -69,9 +74,14 @@ func (c *conn) loadCollection(key []byte) (coord.Collection, error) {
 // one result per key. ok is false when the reply is written already (an error,
 // WRONGTYPE for a key of another type than typ).
 func (c *conn) readElements(key []byte, typ lww.Type, elemKeys [][]byte) (coll coord.Collection, results []coord.GetResult, ok bool) {
-	start, level := time.Now(), c.collectionLevel()
-	coll, results, err := c.s.cfg.Backend.ReadElements(c.ctx, c.keyspace, key, elemKeys, level)
-	c.observe("get", level, start, err)
+	var err error
+	if c.txn != nil {
+		coll, results, err = c.txn.elements(key, elemKeys)
+	} else {
+		start, level := time.Now(), c.collectionLevel()
+		coll, results, err = c.s.cfg.Backend.ReadElements(c.ctx, c.keyspace, key, elemKeys, level)
+		c.observe("get", level, start, err)
+	}
 	c.countLookup(coll.Found, err)
 	switch {
 	case err != nil:
@@ -97,6 +107,9 @@ func (c *conn) writeCollection(key []byte, typ lww.Type, coll coord.Collection, 
 			w.Reset = coord.ResetCreate
 		}
 	}
+	if c.txn != nil {
+		return c.txn.writeCollection(key, w)
+	}
 	start, level := time.Now(), c.collectionLevel()
 	t, err := c.s.cfg.Backend.WriteCollection(c.ctx, c.keyspace, key, w, level)
 	c.observe("put", level, start, err)
@@ -114,6 +127,9 @@ func (c *conn) resetReplaced(key []byte, res coord.UpdateResult) error {
 	}
 	if res.Previous.Type == lww.Counter {
 		return c.resetCounter(key)
+	}
+	if c.txn != nil {
+		return c.txn.reset(key)
 	}
 	start, level := time.Now(), c.collectionLevel()
 	err := c.s.cfg.Backend.ResetCollection(c.ctx, c.keyspace, key, res.Record.Timestamp, level)
@@ -260,6 +276,9 @@ func (c *conn) updateElement(key []byte, typ lww.Type, elemKey []byte, fn func(c
 // lightweight transaction at popSerial: of two pops of one element, through any nodes,
 // one applies it.
 func (c *conn) take(elemKey []byte, rule coord.UpdateFunc) (coord.UpdateResult, error) {
+	if c.txn != nil {
+		return c.txn.update(elemKey, rule)
+	}
 	start := time.Now()
 	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, elemKey, popSerial, rule)
 	c.observe("cas", popSerial, start, err)

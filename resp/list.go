@@ -724,6 +724,11 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 // (or wrote an error). timedOut is true when nothing came in time, and the reply is the
 // caller's to write.
 func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
+	if c.txn != nil {
+		// Inside EXEC nothing waits, as in Redis: the command answers what it finds,
+		// as at its timeout when that is nothing.
+		return !try()
+	}
 	// Registered before the first try, so that a push between the try and the wait
 	// wakes it.
 	w, stop := c.s.lists.wait(c.id, c.keyspace, keys)

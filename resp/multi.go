@@ -2,8 +2,11 @@ package resp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 	"github.com/kuradb/kura/ring"
 )
@@ -38,16 +43,42 @@ type queuedCommand struct {
 }
 
 // watchedKey is a key WATCH read: its keyspace, and its live record then (found false:
-// absent), whose timestamp EXEC compares.
+// absent), whose timestamp EXEC compares, and for a collection the digest of its reset
+// point and live elements (elementsDigest), which an element's write changes without
+// writing the header (HDEL, SREM, a pop).
 type watchedKey struct {
 	keyspace string
 	key      []byte
 	record   lww.Record
 	found    bool
+	elements uint64
+}
+
+// isCollection reports whether w watched a collection.
+func (w watchedKey) isCollection() bool {
+	return w.found && w.record.Type != lww.String && w.record.Type != lww.Counter
+}
+
+// elementsDigest is a digest of a collection's reset point and live element records:
+// their keys and timestamps, which any write of an element changes.
+func elementsDigest(reset hlc.Timestamp, elems []lww.Record) uint64 {
+	h := fnv.New64a()
+	var buf []byte
+	buf = binary.BigEndian.AppendUint64(buf, uint64(reset))
+	for _, e := range elems {
+		buf = binary.AppendUvarint(buf, uint64(len(e.Key)))
+		buf = append(buf, e.Key...)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(e.Timestamp))
+	}
+	h.Write(buf)
+	return h.Sum64()
 }
 
 // transactional are the commands that can be queued, by name: the string commands,
-// which read and write their keys' records alone, and a few that touch no key. A
+// which read and write their keys' records alone, and the commands that touch no key and
+// change nothing (INFO, CONFIG GET, COMMAND...), which run at EXEC in their turn as in
+// Redis: the update function may run more than once, so a command with a side effect
+// outside the transaction's records (CONFIG SET, KURA.KEYSPACE) is not among them. A
 // collection's elements are records of their own, and a PN counter's shards another
 // node's; commands on them are refused when queued until a transaction covers them.
 var transactional = map[string]bool{
@@ -55,7 +86,11 @@ var transactional = map[string]bool{
 	"mget": true, "mset": true, "incr": true, "decr": true, "incrby": true, "decrby": true, "incrbyfloat": true,
 	"append": true, "strlen": true, "getrange": true, "substr": true, "setrange": true, "exists": true,
 	"del": true, "unlink": true, "ttl": true, "pttl": true, "expire": true, "pexpire": true, "expireat": true,
-	"pexpireat": true, "persist": true, "getex": true, "ping": true, "echo": true, "unwatch": true,
+	"pexpireat": true, "persist": true, "getex": true, "unwatch": true,
+	"ping": true, "echo": true, "time": true, "info": true, "config|get": true, "command": true,
+	"command|count": true, "command|list": true, "command|info": true, "command|docs": true,
+	"command|getkeys": true, "command|getkeysandflags": true, "command|help": true,
+	"client|id": true, "client|getname": true, "client|info": true, "client|list": true,
 }
 
 // pnIncrements are the commands a connection in PN counter mode (KURA.COUNTERS) runs on
@@ -91,9 +126,9 @@ func (c *conn) refuseInMulti() {
 // can run yet, naming it and the ones that can.
 func (c *conn) queue(cmd *command, args [][]byte) {
 	switch {
-	case !transactional[cmd.name]:
+	case !transactional[cmd.name] && !c.s.collectionCommands[cmd.name]:
 		c.multi.aborted = true
-		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s", strings.ToUpper(cmd.name), transactionalList()))
+		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s, and the hash, set, sorted set and list commands", strings.ToUpper(cmd.name), transactionalList()))
 	case c.pnCounters && pnIncrements[cmd.name]:
 		c.multi.aborted = true
 		c.w.Error(fmt.Sprintf("ERR %s in PN counter mode (KURA.COUNTERS) adds to a counter's shard, which cannot run inside a transaction; KURA.COUNTERS EXACT first", strings.ToUpper(cmd.name)))
@@ -107,7 +142,7 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 func transactionalList() string {
 	names := make([]string, 0, len(transactional))
 	for name := range transactional {
-		names = append(names, strings.ToUpper(name))
+		names = append(names, strings.ToUpper(strings.ReplaceAll(name, "|", " ")))
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
@@ -162,6 +197,13 @@ func watchCommand(c *conn, args [][]byte) {
 	err := forEach(len(keys), func(i int) error {
 		rec, found, err := c.serialGet(keys[i])
 		read[i] = watchedKey{keyspace: c.keyspace, key: keys[i], record: rec, found: found}
+		if err != nil || !read[i].isCollection() {
+			return err
+		}
+		// After the serial read of the header, so that the elements read are at least
+		// as new as it.
+		coll, err := c.s.cfg.Backend.ReadCollection(c.ctx, c.keyspace, keys[i], c.serialLevel().Commit())
+		read[i].elements = elementsDigest(coll.Reset, coll.Elements)
 		return err
 	})
 	if err != nil {
@@ -195,9 +237,12 @@ func execCommand(c *conn, _ [][]byte) {
 		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	var keys [][]byte
+	var keys, collections [][]byte
 	for _, q := range m.queued {
 		keys = slices.AppendSeq(keys, keyArgs(q.cmd, q.args))
+		if c.s.collectionCommands[q.cmd.name] {
+			collections = slices.AppendSeq(collections, keyArgs(q.cmd, q.args))
+		}
 	}
 	for _, w := range watched {
 		if w.keyspace != c.keyspace {
@@ -205,18 +250,23 @@ func execCommand(c *conn, _ [][]byte) {
 			return
 		}
 		keys = append(keys, w.key)
+		if w.isCollection() {
+			collections = append(collections, w.key)
+		}
 	}
-	keys = distinct(keys)
+	keys, collections = distinct(keys), distinct(collections)
 	for _, key := range keys[min(1, len(keys)):] {
 		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
 			c.w.Error("CROSSSLOT Keys in request don't hash to the same slot")
 			return
 		}
 	}
-	run := func(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
-		view := newTxView(cur)
+	run := func(at hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+		view := newTxView(at, c.s.cfg.NodeID, cur, collections)
 		for _, w := range watched {
-			if now := view.records[string(w.key)]; now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) {
+			now := view.records[string(w.key)]
+			if now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) ||
+				(w.isCollection() && elementsDigest(now.Reset, now.Elements) != w.elements) {
 				return nil, false, nil, nil // changed since WATCH: nothing runs
 			}
 		}
@@ -227,10 +277,10 @@ func execCommand(c *conn, _ [][]byte) {
 	var reply any
 	if len(keys) == 0 {
 		// Nothing to read or write (PING, ECHO): no round to run.
-		_, _, reply, _ = run(nil)
+		_, _, reply, _ = run(0, nil)
 	} else {
 		start, serial := time.Now(), c.serialLevel()
-		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, serial, run)
+		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, collections, serial, run)
 		c.observe("cas", serial, start, err)
 		if err != nil {
 			c.replyTransactError(err)
@@ -265,10 +315,21 @@ func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 	return execReply{replies: buf.Bytes(), errors: w.errorReplies}
 }
 
-// keyArgs yields the keys a command's arguments name, by its table entry's key
-// positions.
+// keyArgs yields the keys a command's arguments name: by its key specifications when
+// they move with the arguments (LMPOP's count of keys), else by its table entry's key
+// positions. Arguments that do not fit the specifications yield none: the command
+// refuses them itself when it runs.
 func keyArgs(cmd *command, args [][]byte) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
+		if specs := redisKeySpecs[cmd.name]; specs.movable() {
+			refs, _ := specs.keys(args)
+			for _, ref := range refs {
+				if !yield(args[ref.pos]) {
+					return
+				}
+			}
+			return
+		}
 		if cmd.firstKey <= 0 {
 			return
 		}
@@ -285,19 +346,40 @@ func keyArgs(cmd *command, args [][]byte) iter.Seq[[]byte] {
 }
 
 // txView is the records of a transaction's keys as its commands see them while EXEC
-// runs the queue: read by the round's prepare, changed by each command in turn. Commands
-// that run their keys in parallel (MSET, DEL) reach it from several goroutines.
+// runs the queue: read by the round, changed by each command in turn. Commands that run
+// their keys in parallel (MSET, DEL) reach it from several goroutines.
 type txView struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// at is the round's timestamp, which every record written gets (a reset record the
+	// point it holds); node names this node in a set add's tag.
+	at      hlc.Timestamp
+	node    string
 	records map[string]coord.KeyRecord
 	// written are the keys written, in the order first written.
 	written []string
+	// colls are the collections the round read whole, by key (txcollection.go);
+	// elemWrites the element records written, by key, and resets the reset points
+	// written, by collection key.
+	colls      map[string]*txCollection
+	elemWrites map[string]lww.Record
+	resets     map[string]hlc.Timestamp
 }
 
-func newTxView(cur []coord.KeyRecord) *txView {
-	v := &txView{records: make(map[string]coord.KeyRecord, len(cur))}
+// newTxView is the view of the records cur a round read at timestamp at, the keys of
+// collections read whole.
+func newTxView(at hlc.Timestamp, node string, cur []coord.KeyRecord, collections [][]byte) *txView {
+	v := &txView{at: at, node: node, records: make(map[string]coord.KeyRecord, len(cur)),
+		colls: map[string]*txCollection{}, elemWrites: map[string]lww.Record{}, resets: map[string]hlc.Timestamp{}}
 	for _, r := range cur {
 		v.records[string(r.Key)] = r
+		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, r.Key) }) {
+			coll := &txCollection{reset: r.Reset, elems: make(map[string]lww.Record, len(r.Elements)),
+				partitionInstances: r.PartitionInstances}
+			for _, e := range r.Elements {
+				coll.elems[string(e.Key)] = e
+			}
+			v.colls[string(r.Key)] = coll
+		}
 	}
 	return v
 }
@@ -317,10 +399,15 @@ func (v *txView) get(key []byte) (lww.Record, bool, error) {
 	return r.Record, r.Found, nil
 }
 
-// update runs fn on key's record as a transaction would, and keeps what it writes. A
-// collection or PN counter it would replace or delete is refused: their other records
-// (elements, shards) are outside the transaction.
+// update runs fn on key's record as a transaction would, and keeps what it writes: a
+// key's own record, or an element record of a collection the round read
+// (updateElement). A PN counter it would replace or delete is refused: its shards are
+// outside the transaction. A collection's header it replaces or deletes is kept; its
+// caller resets the collection (resetReplaced).
 func (v *txView) update(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, error) {
+	if element.IsKey(key) {
+		return v.updateElement(key, fn)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	r, ok := v.records[string(key)]
@@ -332,28 +419,40 @@ func (v *txView) update(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, er
 	switch {
 	case err != nil || !write:
 		return res, err
-	case r.Found && r.Record.Type != lww.String:
-		return res, redisError(fmt.Sprintf("ERR kura: key %q holds a %s, which a transaction does not replace or delete yet", key, r.Record.Type))
+	case r.Found && r.Record.Type == lww.Counter:
+		return res, redisError(fmt.Sprintf("ERR kura: key %q is a PN counter, whose shards a transaction does not replace or delete", key))
 	}
-	next.Key = key
+	next.Key, next.Timestamp = key, v.at
 	if next.Tombstone {
-		next.Value, next.ExpiresAt = nil, 0
+		next.Value, next.ExpiresAt, next.Type = nil, 0, lww.String
 	}
-	v.records[string(key)] = coord.KeyRecord{Key: key, Record: next, Found: !next.Tombstone}
-	if !slices.Contains(v.written, string(key)) {
-		v.written = append(v.written, string(key))
-	}
+	v.keep(key, next)
 	res.Applied, res.Record = true, next
 	return res, nil
 }
 
-// writes are the records the commands left on the keys they wrote.
+// keep makes next key's record, written by the transaction; v.mu is held.
+func (v *txView) keep(key []byte, next lww.Record) {
+	v.records[string(key)] = coord.KeyRecord{Key: key, Record: next, Found: !next.Tombstone}
+	if !slices.Contains(v.written, string(key)) {
+		v.written = append(v.written, string(key))
+	}
+}
+
+// writes are the records the commands left: on the keys they wrote, the element records
+// they wrote, in key order, and the reset records.
 func (v *txView) writes() []lww.Record {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make([]lww.Record, len(v.written))
-	for i, key := range v.written {
-		out[i] = v.records[key].Record
+	out := make([]lww.Record, 0, len(v.written)+len(v.elemWrites)+len(v.resets))
+	for _, key := range v.written {
+		out = append(out, v.records[key].Record)
+	}
+	for _, key := range slices.Sorted(maps.Keys(v.elemWrites)) {
+		out = append(out, v.elemWrites[key])
+	}
+	for _, key := range slices.Sorted(maps.Keys(v.resets)) {
+		out = append(out, coord.ResetRecord([]byte(key), v.resets[key]))
 	}
 	return out
 }

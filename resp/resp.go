@@ -43,7 +43,7 @@ type Backend interface {
 	Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn coord.UpdateFunc) (coord.UpdateResult, error)
 	// UpdateBatch is the coordinator's lightweight transaction over several keys of one
 	// partition (coord.Coordinator): EXEC.
-	UpdateBatch(ctx context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error)
+	UpdateBatch(ctx context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error)
 	// ReadCollection, ReadElements, WriteCollection and ResetCollection are the
 	// coordinator's operations on Redis collections (coord.Coordinator,
 	// docs/redis-types.md): a key's header and elements, read whole or a few elements,
@@ -126,9 +126,11 @@ type Server struct {
 	cfg      Config
 	limits   ReadLimits
 	commands map[string]*command
-	started  time.Time
-	runID    string // random, new at each start, as Redis's run_id
-	nextID   atomic.Int64
+	// collectionCommands are the collection commands a transaction runs (txcollection.go).
+	collectionCommands map[string]bool
+	started            time.Time
+	runID              string // random, new at each start, as Redis's run_id
+	nextID             atomic.Int64
 	// idleTimeoutNs is Config.IdleTimeout, as CONFIG SET timeout last set it.
 	idleTimeoutNs atomic.Int64
 	stats         stats
@@ -205,16 +207,17 @@ func NewServer(cfg Config) *Server {
 			CommandBytesMax: max(4*bulkMax, 64<<20),
 			ArgsMax:         argsMax,
 		},
-		commands:  commandTable(),
-		started:   time.Now(),
-		runID:     hex.EncodeToString(runID),
-		ctx:       ctx,
-		cancel:    cancel,
-		listeners: map[net.Listener]bool{},
-		conns:     map[*conn]bool{},
-		warnings:  lograte.New(lograte.DefaultInterval),
-		counters:  newPNCounters(cfg.NodeID),
-		lists:     newListState(),
+		commands:           commandTable(),
+		collectionCommands: collectionCommands(),
+		started:            time.Now(),
+		runID:              hex.EncodeToString(runID),
+		ctx:                ctx,
+		cancel:             cancel,
+		listeners:          map[net.Listener]bool{},
+		conns:              map[*conn]bool{},
+		warnings:           lograte.New(lograte.DefaultInterval),
+		counters:           newPNCounters(cfg.NodeID),
+		lists:              newListState(),
 	}
 	s.getCommand, s.setCommand = s.commands["get"], s.commands["set"]
 	s.idleTimeoutNs.Store(int64(max(cfg.IdleTimeout, 0)))

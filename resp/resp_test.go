@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -144,7 +146,7 @@ func (f *fakeBackend) Update(_ context.Context, keyspace string, key []byte, ser
 // UpdateBatch runs fn on keys under the backend's lock, as the coordinator's transaction
 // over a partition: several keys only in a keyspace whose transactions run per partition
 // (the fake's "default"), and of one hash tag.
-func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error) {
+func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ks, err := f.record("casbatch", keyspace, serial)
@@ -162,17 +164,45 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys [][]b
 		}
 		cur[i].Key = key
 		cur[i].Record, cur[i].Found = f.live(keyspace, ks, string(key))
+		if !cur[i].Found {
+			cur[i].Ended = f.stamps[keyspace][string(key)]
+		}
 		calls = append(calls, string(key))
+		cur[i].PartitionInstances = keyspace == "default"
+		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, key) }) && cur[i].Found && cur[i].Record.Type != lww.String {
+			elems, err := f.collection(keyspace, key)
+			if err != nil {
+				return coord.BatchResult{}, err
+			}
+			cur[i].Reset = resetOf(elems, key)
+			for _, k := range slices.Sorted(maps.Keys(elems)) {
+				if strings.HasPrefix(k, string(element.Prefix(key))) && k != string(element.Key(key, element.Reset, nil)) && liveElement(elems[k], cur[i].Reset) {
+					cur[i].Elements = append(cur[i].Elements, elems[k])
+				}
+			}
+		}
 	}
 	f.calls = append(f.calls, "casbatch "+strings.Join(calls, " "))
-	next, write, reply, err := fn(cur)
+	ts := f.tick()
+	next, write, reply, err := fn(ts, cur)
 	if err != nil || !write {
 		return coord.BatchResult{Previous: cur, Reply: reply}, err
 	}
-	ts := f.tick()
 	for i := range next {
-		next[i].Timestamp = ts
-		f.store(keyspace, ks, string(next[i].Key), next[i])
+		coll, kind, _, isElement := element.Parse(next[i].Key)
+		if !isElement {
+			next[i].Timestamp = ts
+			f.store(keyspace, ks, string(next[i].Key), next[i])
+			continue
+		}
+		if kind != element.Reset {
+			next[i].Timestamp = ts
+		}
+		elems, err := f.collection(keyspace, coll)
+		if err != nil {
+			return coord.BatchResult{}, err
+		}
+		applyElement(elems, next[i])
 	}
 	return coord.BatchResult{Applied: true, Previous: cur, Records: next, Reply: reply}, nil
 }

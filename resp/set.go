@@ -70,9 +70,14 @@ func (c *conn) readMembers(key []byte, names [][]byte) (coll coord.Collection, s
 	for i, name := range names {
 		prefixes[i] = set.AddPrefix(key, name)
 	}
-	start, level := time.Now(), c.collectionLevel()
-	coll, err := c.s.cfg.Backend.ReadPrefixes(c.ctx, c.keyspace, key, prefixes, level)
-	c.observe("get", level, start, err)
+	var err error
+	if c.txn != nil {
+		coll, err = c.txn.prefixes(key, prefixes)
+	} else {
+		start, level := time.Now(), c.collectionLevel()
+		coll, err = c.s.cfg.Backend.ReadPrefixes(c.ctx, c.keyspace, key, prefixes, level)
+		c.observe("get", level, start, err)
+	}
 	c.countLookup(coll.Found, err)
 	switch {
 	case err != nil:

@@ -346,7 +346,7 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			}
 		}
 		return strings.Join(parts, "\n"), nil
-	case "txn", "txnread", "txnrace":
+	case "txn", "txnread", "txnrace", "txnadd":
 		return s.partition(d, keyspace, arg, level(), timed)
 	case "hset", "hgetall", "delkey":
 		return s.hash(d, keyspace, arg, level(), timed)

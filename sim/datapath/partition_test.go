@@ -14,6 +14,8 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
+	"github.com/kuradb/kura/element"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
 )
 
@@ -23,6 +25,7 @@ import (
 //	txn node=ID keys=K,K,... cl=SERIAL      adds one to each key, in one transaction
 //	txnread node=ID keys=K,K,... cl=SERIAL  reads the keys in one transaction
 //	txnrace execs=ID,... incrs=ID,... readers=ID,... keys=K,K single=K each=N [crash=ID]
+//	txnadd nodes=ID,... key=K each=N         hash K gains a field per transaction
 //
 // txnrace runs, at once, a client per node of execs adding one to every key of keys in
 // one transaction, a client per node of incrs adding one to single alone (a key of the
@@ -33,7 +36,7 @@ import (
 // must complete it whole. It prints each client's results and what the readers saw.
 
 // incrEach is the transaction that adds one to each key read (absent counts as 0).
-func incrEach(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+func incrEach(_ hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
 	next := make([]lww.Record, len(cur))
 	for i, r := range cur {
 		n := 0
@@ -49,7 +52,9 @@ func incrEach(cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
 }
 
 // readOnly is the transaction that writes nothing: its result is the keys as read.
-func readOnly([]coord.KeyRecord) ([]lww.Record, bool, any, error) { return nil, false, nil, nil }
+func readOnly(hlc.Timestamp, []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+	return nil, false, nil, nil
+}
 
 // describeKeys prints records as values separated by spaces, "-" for an absent one.
 func describeKeys(records []coord.KeyRecord) string {
@@ -87,7 +92,7 @@ func (s *scenario) partition(d *datadriven.TestData, keyspace string, arg func(s
 			fn = readOnly
 		}
 		return timed(func(ctx context.Context) (string, error) {
-			res, err := co.UpdateBatch(ctx, keyspace, keys, cl, fn)
+			res, err := co.UpdateBatch(ctx, keyspace, keys, nil, cl, fn)
 			switch {
 			case err != nil:
 				return "", err
@@ -97,7 +102,82 @@ func (s *scenario) partition(d *datadriven.TestData, keyspace string, arg func(s
 			return "read " + describeKeys(res.Previous), nil
 		})
 	}
+	if d.Cmd == "txnadd" {
+		return s.txnAdd(keyspace, []byte(arg("key")), arg, cl)
+	}
 	return s.txnRace(d, keyspace, keys, arg, cl)
+}
+
+// addCountedField is the transaction that reads hash key whole (a collection of the
+// transaction) and adds the field named by the number of fields it found, with the
+// header: two transactions that read the same fields would write the same field, and
+// the hash would have fewer fields than transactions applied.
+func addCountedField(key []byte) coord.BatchFunc {
+	return func(_ hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+		field := fmt.Sprintf("f%d", len(cur[0].Elements))
+		return []lww.Record{
+			{Key: key, Type: lww.Hash},
+			{Key: element.Key(key, element.HashField, []byte(field)), Value: []byte(field)},
+		}, true, field, nil
+	}
+}
+
+// txnAdd runs, at once, a client per node of nodes running addCountedField on key each
+// times in a row, then reads the hash: it prints how many transactions were applied, how
+// many fields the hash has, and whether any field was written twice.
+func (s *scenario) txnAdd(keyspace string, key []byte, arg func(string) string, cl consistency.Level) (string, error) {
+	each, err := strconv.Atoi(arg("each"))
+	if err != nil {
+		return "", fmt.Errorf("each: %w", err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	written := map[string]int{}
+	failed := map[string]int{}
+	nodes := strings.Split(arg("nodes"), ",")
+	for i, id := range nodes {
+		co, err := s.c.Coordinator(id)
+		if err != nil {
+			return "", err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.c.Run(time.Duration(i) * 37 * time.Microsecond) // no two ballots at one instant
+			for range each {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				res, err := co.UpdateBatch(ctx, keyspace, [][]byte{key}, [][]byte{key}, cl, addCountedField(key))
+				cancel()
+				mu.Lock()
+				switch {
+				case err != nil:
+					failed[errorKind(err)]++
+				case res.Applied:
+					written[res.Reply.(string)]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	co, err := s.c.Coordinator(nodes[0])
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	coll, err := co.ReadCollection(ctx, keyspace, key, consistency.Quorum)
+	if err != nil {
+		return "", err
+	}
+	applied, twice := 0, 0
+	for _, n := range written {
+		applied += n
+		if n > 1 {
+			twice++
+		}
+	}
+	return fmt.Sprintf("applied %d, failed %v, fields %d, fields written by two transactions %d", applied, failed, len(coll.Elements), twice), nil
 }
 
 // splitKeys reads a comma-separated list of keys.
@@ -167,19 +247,19 @@ func (s *scenario) txnRace(d *datadriven.TestData, keyspace string, keys [][]byt
 				var applied bool
 				switch client.role {
 				case "exec":
-					res, err := co.UpdateBatch(ctx, keyspace, keys, cl, incrEach)
+					res, err := co.UpdateBatch(ctx, keyspace, keys, nil, cl, incrEach)
 					result, applied = describeWritten(res.Records), res.Applied
 					if err != nil {
 						result = errorKind(err)
 					}
 				case "incr":
-					res, err := co.UpdateBatch(ctx, keyspace, [][]byte{single}, cl, incrEach)
+					res, err := co.UpdateBatch(ctx, keyspace, [][]byte{single}, nil, cl, incrEach)
 					result, applied = describeWritten(res.Records), res.Applied
 					if err != nil {
 						result = errorKind(err)
 					}
 				default:
-					res, err := co.UpdateBatch(ctx, keyspace, keys, cl, readOnly)
+					res, err := co.UpdateBatch(ctx, keyspace, keys, nil, cl, readOnly)
 					result = describeKeys(res.Previous)
 					if err != nil {
 						result = errorKind(err)
