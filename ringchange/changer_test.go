@@ -15,6 +15,7 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/ring"
 )
 
@@ -26,13 +27,14 @@ type parts struct {
 	replications []Replication
 }
 
-func (p *parts) SetRingStatus(cluster.Status, []uint64) {}
-func (p *parts) SetAppState(string, string)             {}
-func (p *parts) MarkRemoving(cluster.Node, bool)        {}
-func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
-func (p *parts) Generation() uint64                     { return 1 }
-func (p *parts) Gainers() ([]string, error)             { return nil, nil }
-func (p *parts) Replications() ([]Replication, error)   { return p.replications, nil }
+func (p *parts) SetRingStatus(cluster.Status, []uint64)  {}
+func (p *parts) SetAppState(string, string)              {}
+func (p *parts) MarkRemoving(cluster.Node, bool)         {}
+func (p *parts) MarkRemoved(dead cluster.Node)           { p.removed = append(p.removed, dead.ID) }
+func (p *parts) Generation() uint64                      { return 1 }
+func (p *parts) Member(string) (membership.Member, bool) { return membership.Member{}, false }
+func (p *parts) Gainers() ([]string, error)              { return nil, nil }
+func (p *parts) Replications() ([]Replication, error)    { return p.replications, nil }
 func (p *parts) PullRing(context.Context, cluster.Node) ([]byte, error) {
 	return nil, context.DeadlineExceeded
 }
