@@ -158,6 +158,9 @@ func nodeOf(v View, id string) (cluster.Node, bool) {
 // Config.AbortJoinAfter as kura node remove does. The node calls it once a gossip round.
 func (c *Changer) ArbitrateJoins(context.Context) {
 	dir := c.parts.Directory
+	if st := dir.Self().Status; st == cluster.StatusLeft || st == cluster.StatusRemoved {
+		return // no member any more: its joiners name another arbiter (awaitPromise)
+	}
 	claims := map[string]JoinClaim{}
 	for _, n := range dir.Nodes() {
 		if n.Status != cluster.StatusJoining {
@@ -192,18 +195,31 @@ func (c *Changer) abortJoin(dead cluster.Node, why string) {
 // join (KeyJoinPromised), so that it never turns normal while its arbiter may abort it.
 // It returns ErrJoinAborted once the node learns its join was aborted, and ctx's error
 // when ctx ends first.
-func (c *Changer) awaitPromise(ctx context.Context, arbiter string) error {
-	if arbiter == "" {
+// An arbiter that left or was removed meanwhile decides nothing any more
+// (ArbitrateJoins), so the joiner names another.
+func (c *Changer) awaitPromise(ctx context.Context) error {
+	if c.arbiter == "" {
 		return nil // nobody aborts this join by itself
 	}
 	c.parts.Gossip.SetAppState(KeyJoinStreamed, "1")
 	defer c.parts.Gossip.SetAppState(KeyJoinStreamed, "")
 	wait := c.newProgress("streamed; waiting for the join's arbiter to promise it before turning normal", c.cfg.RingDelay)
 	gen := c.parts.Gossip.Generation()
+	dir := c.parts.Directory
 	for {
-		if c.parts.Directory.Self().Status == cluster.StatusRemoved {
+		if dir.Self().Status == cluster.StatusRemoved {
 			return ErrJoinAborted
 		}
+		if a, ok := dir.Node(c.arbiter); !ok || a.Status == cluster.StatusLeft || a.Status == cluster.StatusRemoved {
+			next := JoinArbiter(dir, c.cfg.ID)
+			c.log.Info("the join's arbiter is no member any more: naming another", "arbiter_before", c.arbiter, "arbiter", next)
+			c.arbiter = next
+			c.parts.Gossip.SetAppState(KeyJoinArbiter, next)
+			if next == "" {
+				return nil
+			}
+		}
+		arbiter := c.arbiter
 		if m, ok := c.parts.Gossip.Member(arbiter); ok {
 			if g, ok := ParseMarks(m.AppState[KeyJoinPromised])[c.cfg.ID]; ok && g == gen {
 				return nil

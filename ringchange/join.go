@@ -299,7 +299,7 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 		return false, err
 	}
 	if self.Status == cluster.StatusJoining {
-		if err := c.awaitPromise(ctx, c.arbiter); err != nil {
+		if err := c.awaitPromise(ctx); err != nil {
 			return false, err
 		}
 	}
