@@ -12,8 +12,9 @@
 //
 // The rules are Cassandra's consistent range movement, made to heal by themselves: one
 // range movement at a time; a movement whose node died blocks the others until an
-// operator ends it (kura node remove), and the refusal says so; two movements that
-// could not see each other when they were announced resolve by id.
+// operator ends it (kura node remove), and the refusal says so, or, for a join, until
+// the joiner's arbiter aborts it (abort.go); two movements that could not see each other
+// when they were announced resolve by id.
 package ringchange
 
 import (
