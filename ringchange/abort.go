@@ -33,6 +33,11 @@ const (
 	// KeyJoinPromised lists the joins this node arbitrates and promised, as
 	// id@generation: each may turn normal, and this node will never abort it.
 	KeyJoinPromised = "join_promised"
+	// KeyJoinArbitration is where a node announces that it arbitrates joins (value
+	// "1"). A build from before arbiters announces nothing and would never promise, so
+	// a joiner names only a node that announces it, and with none (a cluster of older
+	// builds in an upgrade) joins as before: unarbitrated, ended only by kura node remove.
+	KeyJoinArbitration = "join_arbitration"
 )
 
 // DefaultAbortJoinAfter is how long a joining node stays dead before its arbiter aborts
@@ -56,11 +61,11 @@ const abortJoinMinRingDelays = forgetBootingRingDelays
 var ErrJoinAborted = errors.New("this node's join was aborted")
 
 // JoinArbiter picks the node that decides on self's join: the smallest id among the
-// nodes gossip holds alive and normal in self's DC, else in any DC; "" when none is
-// (nobody then aborts the join by itself). One in the joiner's own DC stays with it
-// through a partition between DCs, so the join completes there rather than being
-// aborted from the other side.
-func JoinArbiter(v View, self string) string {
+// nodes gossip holds alive and normal in self's DC, else in any DC, that arbitrates
+// (announces KeyJoinArbitration); "" when none is (nobody then aborts the join by
+// itself). One in the joiner's own DC stays with it through a partition between DCs, so
+// the join completes there rather than being aborted from the other side.
+func JoinArbiter(v View, self string, arbitrates func(id string) bool) string {
 	dc, local, any := "", "", ""
 	for _, n := range v.Nodes() {
 		if n.ID == self {
@@ -68,7 +73,7 @@ func JoinArbiter(v View, self string) string {
 		}
 	}
 	for _, n := range v.Nodes() { // sorted by id: the first found is the smallest
-		if n.ID == self || n.Status != cluster.StatusNormal || !v.Alive(n.ID) {
+		if n.ID == self || n.Status != cluster.StatusNormal || !v.Alive(n.ID) || !arbitrates(n.ID) {
 			continue
 		}
 		if any == "" {
@@ -183,6 +188,12 @@ func (c *Changer) ArbitrateJoins(context.Context) {
 	}
 }
 
+// arbitrates reports whether gossip holds node id announcing that it arbitrates joins.
+func (c *Changer) arbitrates(id string) bool {
+	m, ok := c.parts.Gossip.Member(id)
+	return ok && m.AppState[KeyJoinArbitration] == "1"
+}
+
 // abortJoin ends the join of dead, a joiner that owned nothing yet: it is removed at once
 // (its join is aborted, nothing streams), and every node, itself included, learns it
 // from the gossiped removal.
@@ -211,7 +222,7 @@ func (c *Changer) awaitPromise(ctx context.Context) error {
 			return ErrJoinAborted
 		}
 		if a, ok := dir.Node(c.arbiter); !ok || a.Status == cluster.StatusLeft || a.Status == cluster.StatusRemoved {
-			next := JoinArbiter(dir, c.cfg.ID)
+			next := JoinArbiter(dir, c.cfg.ID, c.arbitrates)
 			c.log.Info("the join's arbiter is no member any more: naming another", "arbiter_before", c.arbiter, "arbiter", next)
 			c.arbiter = next
 			c.parts.Gossip.SetAppState(KeyJoinArbiter, next)

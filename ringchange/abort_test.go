@@ -21,10 +21,13 @@ func TestJoinArbiter(t *testing.T) {
 		{"none normal and alive in its DC: any DC's", ringOf([]string{"a", "c", "j"}, "a:normal@dc1", "b:normal@dc2", "c:leaving@dc2", "j:booting@dc2"), "a"},
 		{"nor a joining or rebuilding one", ringOf([]string{"a", "b", "c", "j"}, "a:joining@dc1", "b:rebuilding@dc1", "c:normal@dc2", "j:booting@dc1"), "c"},
 		{"none at all", ringOf([]string{"j"}, "a:normal@dc1", "j:booting@dc1"), ""},
+		{"only one that arbitrates (an older build does not)", ringOf([]string{"a", "old", "j"}, "a:normal@dc2", "old:normal@dc1", "j:booting@dc1"), "a"},
+		{"none that arbitrates: unarbitrated", ringOf([]string{"old", "j"}, "old:normal@dc1", "j:booting@dc1"), ""},
 	}
+	arbitrates := func(id string) bool { return id != "old" }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := JoinArbiter(tt.v, "j"); got != tt.want {
+			if got := JoinArbiter(tt.v, "j", arbitrates); got != tt.want {
 				t.Errorf("JoinArbiter = %q, want %q", got, tt.want)
 			}
 		})

@@ -35,7 +35,7 @@ func (p *parts) MarkRemoving(cluster.Node, bool)        {}
 func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
 func (p *parts) Generation() uint64                     { return 1 }
 func (p *parts) Member(id string) (membership.Member, bool) {
-	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised}}, true
+	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised, KeyJoinArbitration: "1"}}, true
 }
 func (p *parts) Gainers() ([]string, error)           { return nil, nil }
 func (p *parts) Replications() ([]Replication, error) { return p.replications, nil }

@@ -84,7 +84,7 @@ func (c *Changer) Join(ctx context.Context) error {
 		// learns who decides on it; once named, it stays for this life (generation): one
 		// named before a yield, cut off since, may still abort the join it knew.
 		if c.arbiter == "" {
-			c.arbiter = JoinArbiter(dir, c.cfg.ID)
+			c.arbiter = JoinArbiter(dir, c.cfg.ID, c.arbitrates)
 		}
 		c.parts.Gossip.SetAppState(KeyJoinArbiter, c.arbiter)
 		c.SetStatus(cluster.StatusJoining, tokens)
