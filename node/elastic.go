@@ -26,6 +26,7 @@ func (n *Node) newChanger() (*ringchange.Changer, error) {
 		Vnodes:         n.cfg.Vnodes,
 		GossipInterval: n.feed.Interval(),
 		RingDelay:      n.cfg.RingDelay,
+		AbortJoinAfter: n.cfg.AbortJoinAfter,
 		Logger:         n.log,
 	}, ringchange.Parts{Directory: n.directory, Gossip: n.feed, Peers: ringParts{n}, Streamer: ringParts{n}, Moves: ringParts{n}})
 }

@@ -144,6 +144,10 @@ type Config struct {
 	// RingDelay is how long a node waits after announcing a ring change before it streams,
 	// so every coordinator has learned the change; default five gossip rounds.
 	RingDelay time.Duration
+	// AbortJoinAfter is how long a joining node stays dead before the node it named its
+	// join's arbiter aborts the join (ringchange.Changer.ArbitrateJoins); 0 means
+	// ringchange.DefaultAbortJoinAfter, ringchange.NeverAbortJoin never.
+	AbortJoinAfter time.Duration
 	// StreamThroughput caps the bytes per second a node pulls when it streams; 0 is
 	// unthrottled.
 	StreamThroughput int64
@@ -308,6 +312,8 @@ func Start(cfg Config) (*Node, error) {
 	go n.loop(n.feed.Interval(), n.pingClocks) // once a gossip round
 	n.wg.Add(1)
 	go n.loop(n.feed.Interval(), n.changer.ForgetDeadBooting)
+	n.wg.Add(1)
+	go n.loop(n.feed.Interval(), n.changer.ArbitrateJoins)
 	go n.loop(time.Hour, n.collectGarbage)
 	n.wg.Add(1)
 	go n.loop(rowsInterval, n.publishRows)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/lww"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/transport"
 )
 
@@ -127,9 +128,10 @@ func (n *Node) eachMemberState(fn func(id string, appState map[string]string)) {
 // speaks and reads.
 func announced() map[string]string {
 	return map[string]string{
-		keyProtocol:     strconv.Itoa(transport.ProtocolVersion),
-		keyRecordTypes:  strconv.Itoa(recordTypesVersion),
-		keyTransactions: strconv.Itoa(partitionTransactionsVersion),
+		keyProtocol:                   strconv.Itoa(transport.ProtocolVersion),
+		keyRecordTypes:                strconv.Itoa(recordTypesVersion),
+		keyTransactions:               strconv.Itoa(partitionTransactionsVersion),
+		ringchange.KeyJoinArbitration: "1",
 	}
 }
 

@@ -3,6 +3,7 @@ package ringchange
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/membership"
 )
 
 // Application states of the ring's life cycle, besides the core's status: the node
@@ -71,6 +73,10 @@ type Config struct {
 	// RingDelay is the wait after announcing a ring change before streaming; 0 means
 	// RingDelayRounds gossip rounds.
 	RingDelay time.Duration
+	// AbortJoinAfter is how long a joining node that names this one its arbiter stays
+	// dead before this node aborts its join (ArbitrateJoins); 0 means
+	// DefaultAbortJoinAfter, NeverAbortJoin never. It is at least six ring delays.
+	AbortJoinAfter time.Duration
 	// Logger is where the changes are told; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -103,6 +109,9 @@ type Gossip interface {
 	MarkRemoved(dead cluster.Node)
 	// Generation is the generation the node gossips under in this life.
 	Generation() uint64
+	// Member returns another member as gossip holds it, its application states
+	// included (a joiner's arbiter, an arbiter's promises).
+	Member(id string) (membership.Member, bool)
 }
 
 // Peers makes a ring change's calls to other nodes; the node binds each to its message
@@ -181,6 +190,12 @@ type Changer struct {
 	// booting watches the booting nodes that died, for ForgetDeadBooting; only its
 	// loop uses it.
 	booting BootingWatch
+	// joins is this node's memory of the joins it arbitrates; only ArbitrateJoins's loop
+	// uses it.
+	joins JoinWatch
+	// arbiter is the node this one named to decide on its join (JoinArbiter); only
+	// Join's goroutine uses it.
+	arbiter string
 }
 
 // New returns the ring changer of node cfg.ID.
@@ -195,6 +210,14 @@ func New(cfg Config, parts Parts) (*Changer, error) {
 	}
 	if cfg.RingDelay <= 0 {
 		cfg.RingDelay = RingDelayRounds * cfg.GossipInterval
+	}
+	switch least := abortJoinMinRingDelays * cfg.RingDelay; {
+	case cfg.AbortJoinAfter == 0:
+		cfg.AbortJoinAfter = DefaultAbortJoinAfter
+	case cfg.AbortJoinAfter < 0 && cfg.AbortJoinAfter != NeverAbortJoin:
+		return nil, fmt.Errorf("ringchange: abort-join-after %v is negative", cfg.AbortJoinAfter)
+	case cfg.AbortJoinAfter > 0 && cfg.AbortJoinAfter < least:
+		return nil, fmt.Errorf("ringchange: abort-join-after %v is shorter than six ring delays (%v): a joiner restarting, or gossip flapping, would lose its join", cfg.AbortJoinAfter, least)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -15,12 +15,15 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/cluster"
+	"github.com/kuradb/kura/membership"
 	"github.com/kuradb/kura/ring"
 )
 
 // parts are a Changer's parts with no node behind them: gossip and streaming are
 // recorded, peers refuse every call.
 type parts struct {
+	// promised is the KeyJoinPromised every member gossips ("" for none).
+	promised     string
 	removed      []string
 	excluded     []string
 	replications []Replication
@@ -31,8 +34,11 @@ func (p *parts) SetAppState(string, string)             {}
 func (p *parts) MarkRemoving(cluster.Node, bool)        {}
 func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
 func (p *parts) Generation() uint64                     { return 1 }
-func (p *parts) Gainers() ([]string, error)             { return nil, nil }
-func (p *parts) Replications() ([]Replication, error)   { return p.replications, nil }
+func (p *parts) Member(id string) (membership.Member, bool) {
+	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised, KeyJoinArbitration: "1"}}, true
+}
+func (p *parts) Gainers() ([]string, error)           { return nil, nil }
+func (p *parts) Replications() ([]Replication, error) { return p.replications, nil }
 func (p *parts) PullRing(context.Context, cluster.Node) ([]byte, error) {
 	return nil, context.DeadlineExceeded
 }
@@ -192,6 +198,8 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 		{"no id", Config{GossipInterval: time.Second}, all},
 		{"no gossip interval", Config{ID: "a"}, all},
 		{"no streamer", Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: all.Directory, Gossip: p, Peers: p, Moves: p}},
+		{"a join aborted after less than six ring delays", Config{ID: "a", GossipInterval: time.Second, AbortJoinAfter: 29 * time.Second}, all},
+		{"a negative abort-join-after", Config{ID: "a", GossipInterval: time.Second, AbortJoinAfter: -time.Minute}, all},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg, tt.parts); err == nil {

@@ -80,8 +80,19 @@ func (c *Changer) Join(ctx context.Context) error {
 				return err
 			}
 		}
+		// The arbiter is named before the status, so that whoever learns this join
+		// learns who decides on it; once named, it stays for this life (generation): one
+		// named before a yield, cut off since, may still abort the join it knew.
+		if c.arbiter == "" {
+			c.arbiter = JoinArbiter(dir, c.cfg.ID, c.arbitrates)
+		}
+		c.parts.Gossip.SetAppState(KeyJoinArbiter, c.arbiter)
 		c.SetStatus(cluster.StatusJoining, tokens)
 		normal, err := c.gainThenNormal(ctx, "joined", c.cfg.Replace)
+		if errors.Is(err, ErrJoinAborted) {
+			c.log.Error("this node's join was aborted, so it never turns normal with these tokens: wipe its data dir and start it again to join anew", "arbiter", c.arbiter)
+			return fmt.Errorf("%w: it was removed (kura node remove, or its arbiter %s once it had been down too long); wipe its data dir and start it again to join anew", err, c.arbiter)
+		}
 		if errors.Is(err, ErrOverlap) || errors.Is(err, ErrYield) {
 			c.log.Warn("this join gives way to another ring change: it waits for it, then starts again", "err", err)
 			c.SetStatus(cluster.StatusBooting, tokens)
@@ -286,6 +297,11 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 	if err != nil {
 		c.log.Error("streaming stopped; it resumes at the next start", "status", dir.Self().Status, "err", err)
 		return false, err
+	}
+	if self.Status == cluster.StatusJoining {
+		if err := c.awaitPromise(ctx); err != nil {
+			return false, err
+		}
 	}
 	c.log.Info(done, "ranges", st.Ranges, "records", st.Records, "bytes", st.Bytes, "cross_dc_bytes", st.CrossDCBytes, "took", time.Since(start).Round(time.Millisecond))
 	c.markDataComplete()

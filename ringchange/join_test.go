@@ -78,7 +78,7 @@ func TestJoinOfAReplacement(t *testing.T) {
 					dir.SetState("x", cluster.StateDown)
 				}
 				var log lockedBuffer
-				p := &parts{}
+				p := &parts{promised: "r@1"} // its arbiter, a, promises its join
 				c, err := New(Config{ID: "r", Replace: "x", Fresh: true, Seeded: true, GossipInterval: time.Second,
 					Logger: slog.New(slog.NewTextHandler(&log, nil))}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p})
 				if err != nil {

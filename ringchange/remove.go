@@ -68,8 +68,7 @@ func (c *Changer) RemoveNode(ctx context.Context, id string, force bool) (MoveSt
 	}
 	dead, _ := dir.Node(id)
 	if how == Abort {
-		c.log.Warn("aborting the join of a dead node: it owned no ranges yet", "node", id)
-		c.parts.Gossip.MarkRemoved(dead)
+		c.abortJoin(dead, "kura node remove")
 		return MoveStats{}, nil
 	}
 	start := time.Now()

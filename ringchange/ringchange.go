@@ -12,8 +12,9 @@
 //
 // The rules are Cassandra's consistent range movement, made to heal by themselves: one
 // range movement at a time; a movement whose node died blocks the others until an
-// operator ends it (kura node remove), and the refusal says so; two movements that
-// could not see each other when they were announced resolve by id.
+// operator ends it (kura node remove), and the refusal says so, or, for a join, until
+// the joiner's arbiter aborts it (abort.go); two movements that could not see each other
+// when they were announced resolve by id.
 package ringchange
 
 import (
@@ -194,19 +195,34 @@ func OtherReplacement(v View, self, dead string) error {
 // Cassandra drops such a gossip-only member (a fat client) the same way. A node that is
 // joining (its tokens claimed, streams perhaps in flight), on the ring, or alive is
 // never forgotten, and a booting node heard of again later comes back as a new one.
-type BootingWatch struct {
-	// since holds when each node was first seen booting and down, without a break.
-	since map[string]time.Time
-}
+type BootingWatch struct{ down downWatch }
 
 // Gone returns the nodes of v, self aside, that have been booting and down (Alive:
 // gossip holds them dead) in every call since at least after before now, sorted by id.
 // A node seen alive, or with another status, starts again from nothing.
 func (w *BootingWatch) Gone(v View, self string, now time.Time, after time.Duration) []string {
-	seen := map[string]bool{}
 	var gone []string
+	for _, n := range w.down.over(v, now, after, func(n cluster.Node) bool { return n.ID != self && n.Status == cluster.StatusBooting }) {
+		gone = append(gone, n.ID)
+	}
+	return gone
+}
+
+// downWatch times how long the nodes a watch looks at have been dead in gossip without a
+// break, over calls made once a gossip round.
+type downWatch struct {
+	// since holds when each node was first seen matching and down, without a break.
+	since map[string]time.Time
+}
+
+// over returns the nodes of v that match and that gossip has held dead (Alive) in every
+// call since at least after before now, in v's order. A node seen alive, or not
+// matching, starts again from nothing.
+func (w *downWatch) over(v View, now time.Time, after time.Duration, match func(cluster.Node) bool) []cluster.Node {
+	seen := map[string]bool{}
+	var gone []cluster.Node
 	for _, n := range v.Nodes() {
-		if n.ID == self || n.Status != cluster.StatusBooting || v.Alive(n.ID) {
+		if !match(n) || v.Alive(n.ID) {
 			continue
 		}
 		seen[n.ID] = true
@@ -219,7 +235,7 @@ func (w *BootingWatch) Gone(v View, self string, now time.Time, after time.Durat
 			continue
 		}
 		if now.Sub(first) >= after {
-			gone = append(gone, n.ID)
+			gone = append(gone, n)
 		}
 	}
 	for id := range w.since {

@@ -18,6 +18,7 @@ import (
 	"github.com/kuradb/kura/node"
 	"github.com/kuradb/kura/power"
 	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/ringchange"
 	"github.com/kuradb/kura/sched"
 	"github.com/kuradb/kura/storage"
 	"github.com/kuradb/kura/topology"
@@ -90,6 +91,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	routingName := fs.String("routing", "onehop", "how replicas are found: onehop, chord, mlchord or mlchord-paper")
 	replace := fs.String("replace", "", "id of a dead node whose place (tokens, data) this new node takes over")
 	ringDelay := fs.Duration("ring-delay", 0, "wait after announcing a ring change before streaming, so every node has learned it (0: five gossip rounds)")
+	abortJoinAfter := fs.Duration("abort-join-after", ringchange.DefaultAbortJoinAfter, "how long a joining node stays dead before the cluster aborts its join by itself, as kura node remove would (0: never; at least six ring delays)")
 	streamMiBps := fs.Float64("stream-throughput", 0, "cap on the MiB per second this node pulls when it streams ranges (0: no cap)")
 	compactionMiBps := fs.Float64("compaction-throughput", storage.DefaultCompactionBytesPerSecond>>20, "MiB per second the storage engine's compactions write, unless they fall behind (0: no pace; Cassandra's compaction_throughput)")
 	rowCacheMiB := fs.Float64("row-cache", storage.DefaultRowCacheBytes>>20, "MiB of recently read and written records the storage engine keeps in front of Pebble (0: none); kura_storage_row_cache_reads_total shows its hits")
@@ -148,7 +150,13 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		DefaultReplication: *defaultReplication,
 		PowerTier:          *powerTier, PowerProfile: *powerProfile, NoTimeoutSuppression: *noSuppression,
 		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
-		RESPIdleTimeout: *respTimeout,
+		RESPIdleTimeout: *respTimeout, AbortJoinAfter: *abortJoinAfter,
+	}
+	switch {
+	case *abortJoinAfter < 0:
+		return fmt.Errorf("%w: --abort-join-after %v is negative (0 turns it off)", errUsage, *abortJoinAfter)
+	case *abortJoinAfter == 0:
+		cfg.AbortJoinAfter = ringchange.NeverAbortJoin
 	}
 	if cfg.PowerLevels, err = power.ParseLevels(*powerLevels); err != nil {
 		return fmt.Errorf("%w: --power-levels: %v", errUsage, err)
