@@ -34,6 +34,11 @@ func TestSnapshotCarriesRecordType(t *testing.T) {
 		if err != nil || !res.Applied {
 			t.Fatalf("write %s: %+v, %v", key, res, err)
 		}
+		// The commit follows the answer; a read through the same coordinator waits for
+		// it, so that the snapshot below finds the record on disk.
+		if _, found, err := n.Coordinator().Get(ctx, "default", []byte(key), consistency.One); err != nil || !found {
+			t.Fatalf("read %s after its write: found %v, %v", key, found, err)
+		}
 	}
 	if _, err := n.CreateSnapshot("s1", nil, 0, ""); err != nil {
 		t.Fatal(err)
