@@ -1,9 +1,11 @@
 package coord_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/coord"
@@ -28,7 +30,10 @@ func TestScanKeysWalksEveryLiveKeyOnce(t *testing.T) {
 		t.Run(tt.partitioner, func(t *testing.T) {
 			ks := schema.Keyspace{Name: "walked", Replication: "a=2,b=1", Partitioner: tt.partitioner}
 			c := startCluster(t, ks)
-			ctx := testContext(t)
+			// Up to 1,250 writes at ALL and four walks: testContext's 20 s is too short on
+			// a loaded machine (it ran out once), so a deadline of its own.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
 			writer := c.Node("a1").Coordinator()
 			live := map[string]bool{}
 			for i := range tt.keys {
