@@ -130,20 +130,32 @@ type latencyCell struct {
 	rf    int
 	level consistency.Level
 	op    model.Op
+	// incr marks a counter's INCR (a write at SERIAL that reads the key it writes, as
+	// Redis's INCR runs by default), measured on a key a first INCR just created.
+	incr bool
+}
+
+// name is the cell's operation as the report names it.
+func (c latencyCell) name() string {
+	if c.incr {
+		return "incr"
+	}
+	return c.op.String()
 }
 
 // latencyCells lists the rows of one cluster: per RF, inserts at the paper's four levels
-// and at SERIAL (a lightweight transaction that writes whatever it finds), then reads at
-// the three read levels and at SERIAL of the keys the ALL inserts wrote (so every replica
-// holds them and no read repairs).
+// and at SERIAL (a lightweight transaction that writes whatever it finds), INCRs at
+// SERIAL, then reads at the three read levels and at SERIAL of the keys the ALL inserts
+// wrote (so every replica holds them and no read repairs).
 func latencyCells() []latencyCell {
 	var cells []latencyCell
 	for rf := 1; rf <= 3; rf++ {
 		for _, level := range []consistency.Level{consistency.Any, consistency.One, consistency.Quorum, consistency.All, consistency.Serial} {
-			cells = append(cells, latencyCell{rf, level, model.Write})
+			cells = append(cells, latencyCell{rf: rf, level: level, op: model.Write})
 		}
+		cells = append(cells, latencyCell{rf: rf, level: consistency.Serial, op: model.Write, incr: true})
 		for _, level := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All, consistency.Serial} {
-			cells = append(cells, latencyCell{rf, level, model.Read})
+			cells = append(cells, latencyCell{rf: rf, level: level, op: model.Read})
 		}
 	}
 	return cells
@@ -160,7 +172,7 @@ type latencyModelRow struct {
 	P      float64  `json:"p"`
 	PaperP *float64 `json:"paper_p"`
 	// RoundTrips is how many times a request waits for the level's replies: 2 for a
-	// SERIAL insert (prepare, propose; the commit is not waited for), 1 otherwise.
+	// SERIAL insert or INCR (prepare, propose; the commit is not waited for), 1 otherwise.
 	RoundTrips int `json:"round_trips"`
 	// LatencyMsPredicted uses the calibrated t_proc and the measured round trips of the
 	// emulated links; LatencyMsNominal the same t_proc with the topology's nominal latency.
@@ -293,9 +305,10 @@ func runLatencyModel(ctx context.Context, env Env, cfg latencyModelConfig) (*Rep
 		Summary: summary,
 		Notes: []string{
 			"p: share of the key space whose request must wait on a reply from outside node 1's DC, derived from the ring; in the 3-node setup every node is its own DC, so it is the paper's \"other node\" rate. paper_p is the paper's printed value (it gives inserts only); see docs/latency-model.md for its slips.",
-			"t_proc (fits) is calibrated per setup: measured latency minus the model's network wait over the setup's 0 ms rows, per round trip (a SERIAL insert waits twice: prepare, propose; its commit is not waited for). It is the only figure fitted to the workload.",
+			"t_proc (fits) is calibrated per setup: measured latency minus the model's network wait over the setup's 0 ms rows, per round trip (a SERIAL insert or INCR waits twice: prepare, propose; its commit is not waited for). It is the only figure fitted to the workload.",
 			"latency_ms_predicted feeds the model the round trips the emulated links actually deliver, measured with bare transports before each block (fits: round_trip_ms_from_node_1, the median of the block means); latency_ms_nominal uses the topology's nominal delay. The difference is the emulator's timer lateness: Go's netpoller sleeps in whole milliseconds, so a delayed frame arrives up to 1 ms late.",
 			"Each row's operations run in blocks at different times (block 1 of every row, then block 2 ...), each block a complete stratified sample; latency_ms_measured is the median of the block means, so a few blocks slowed by another process's burst of CPU use (summary: load_average_1m at start and end) do not decide the row. latency_ms_all_ops is the plain mean.",
+			"incr rows: a counter's INCR as Redis's default INCR runs it, a lightweight transaction that reads the stored decimal and writes it plus one; each key is incremented twice back to back through node 1 and the second INCR is timed, an existing key with the first's commit perhaps still on its way. The model predicts it as a SERIAL write.",
 			"Keys change with every insert and are stratified: the i-th of n keys of a row hashes into the i-th of n equal slices of the ring, so a few hundred operations weigh each token range by its exact share, as the paper's 100,000 random keys do by volume. Operations go in a shuffled order.",
 			"Requests go straight to node 1's coordinator in this process, not through the gRPC client: the model is about the coordinator's wait on replicas, and a client hop would only add a constant and contend for the 2 cores.",
 			"within_bound: |predicted - measured| <= max(10 % of measured, 0.5 ms). Not every row tests the model: the 0 ms rows calibrate t_proc (rows_calibration), and a row measured under 5 ms is judged by the 0.5 ms floor, which a wrong model can meet too (rows_under_floor); rows_tested counts the others, rows_tested_within_bound those of them within the bound.",
@@ -430,7 +443,11 @@ func runLatencyCluster(ctx context.Context, topo *topology.Topology, cfg latency
 		for i, cell := range cells {
 			keys := written[cell.rf]
 			if cell.op == model.Write {
-				keys = stratifiedKeys(fmt.Sprintf("%s/rf%d/%v/%d", topo.Name, cell.rf, cell.level, b), cfg.ops/cfg.blocks)
+				prefix := fmt.Sprintf("%s/rf%d/%v/%d", topo.Name, cell.rf, cell.level, b)
+				if cell.incr {
+					prefix += "/incr"
+				}
+				keys = stratifiedKeys(prefix, cfg.ops/cfg.blocks)
 				if cell.level == consistency.All {
 					written[cell.rf] = keys
 				}
@@ -438,7 +455,7 @@ func runLatencyCluster(ctx context.Context, topo *topology.Topology, cfg latency
 			}
 			mean, err := measureCell(ctx, co, cell, keys, value)
 			if err != nil {
-				return latencyRun{}, fmt.Errorf("RF %d %v %v: %w", cell.rf, cell.level, cell.op, err)
+				return latencyRun{}, fmt.Errorf("RF %d %v %v: %w", cell.rf, cell.level, cell.name(), err)
 			}
 			run.blockMeans[i] = append(run.blockMeans[i], mean)
 		}
@@ -454,6 +471,9 @@ func runLatencyCluster(ctx context.Context, topo *topology.Topology, cfg latency
 func latencyKeyspace(rf int) string { return "latency_rf" + strconv.Itoa(rf) }
 
 // measureCell runs a cell's operations one after another and returns their mean latency.
+// An INCR cell increments each key twice, back to back, and times the second: an INCR of
+// an existing counter, with the first's commit perhaps still on its way, as a client's
+// INCRs of one key through one node run.
 func measureCell(ctx context.Context, co *coord.Coordinator, cell latencyCell, keys [][]byte, value []byte) (time.Duration, error) {
 	keyspace := latencyKeyspace(cell.rf)
 	var total time.Duration
@@ -461,9 +481,20 @@ func measureCell(ctx context.Context, co *coord.Coordinator, cell latencyCell, k
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		if cell.incr {
+			if _, err := co.Update(ctx, keyspace, key, cell.level, increment); err != nil {
+				return 0, err
+			}
+		}
 		start := time.Now()
 		var err error
 		switch {
+		case cell.incr:
+			var res coord.UpdateResult
+			res, err = co.Update(ctx, keyspace, key, cell.level, increment)
+			if err == nil && string(res.Record.Value) != "2" {
+				err = fmt.Errorf("key %q: the second INCR wrote %q, want 2", key, res.Record.Value)
+			}
 		case cell.op == model.Write && cell.level.IsSerial():
 			_, err = co.Update(ctx, keyspace, key, cell.level, func(lww.Record, bool) (lww.Record, bool, error) {
 				return lww.Record{Value: value}, true, nil
@@ -483,6 +514,18 @@ func measureCell(ctx context.Context, co *coord.Coordinator, cell latencyCell, k
 		}
 	}
 	return total / time.Duration(len(keys)), nil
+}
+
+// increment is INCR's transaction: the stored decimal plus one, 1 on a missing key.
+func increment(current lww.Record, found bool) (lww.Record, bool, error) {
+	var n int64
+	if found {
+		var err error
+		if n, err = strconv.ParseInt(string(current.Value), 10, 64); err != nil {
+			return lww.Record{}, false, err
+		}
+	}
+	return lww.Record{Value: strconv.AppendInt(nil, n+1, 10)}, true, nil
 }
 
 // stratifiedKeys returns n distinct keys, the i-th hashing into the i-th of n equal slices
@@ -564,7 +607,7 @@ func predictRows(setup paperSetup, run latencyRun, processing time.Duration, cfg
 			DelayMs:            run.delayMs,
 			RF:                 cell.rf,
 			Consistency:        cell.level.String(),
-			Op:                 cell.op.String(),
+			Op:                 cell.name(),
 			P:                  predicted[i].P,
 			RoundTrips:         predicted[i].RoundTrips,
 			LatencyMsPredicted: pred,

@@ -32,12 +32,15 @@ func TestLatencyModelEndToEnd(t *testing.T) {
 		t.Fatalf("%d rows, want %d (2 setups × 2 delays × %d cells)", len(rows), want, len(latencyCells()))
 	}
 	const roundTripMs = 4
+	if !slices.ContainsFunc(rows, func(r latencyModelRow) bool { return r.Op == "incr" }) {
+		t.Error("no incr rows: the default INCR's transaction is not measured")
+	}
 	for _, r := range rows {
 		if r.Op == "write" && r.Setup == "6-node-2dc" && r.Consistency != "SERIAL" && (r.PaperP == nil || math.Abs(*r.PaperP-r.P) > 1e-9) {
 			t.Errorf("%+v: p %v differs from the paper's, which is right for six nodes", r, r.P)
 		}
 		wantRoundTrips := 1
-		if r.Op == "write" && r.Consistency == "SERIAL" {
+		if r.Op == "incr" || r.Op == "write" && r.Consistency == "SERIAL" {
 			wantRoundTrips = 2 // prepare, propose; the commit is not waited for
 		}
 		if r.RoundTrips != wantRoundTrips {
