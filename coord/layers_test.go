@@ -14,7 +14,7 @@ const module = importgraph.Module
 // storageAndWire are the packages the coordinator's side of a node must not link: the
 // storage engine, Pebble under it, and the internode transport. The seams (replica,
 // hints) keep them on the far side of an interface; the assemblies link them.
-var storageAndWire = []string{module + "storage", "github.com/cockroachdb/pebble", module + "transport"}
+var storageAndWire = []string{module + "storage", "github.com/cockroachdb/pebble/v2", module + "transport"}
 
 // TestLayersKeepStorageAndTransportOut checks, with the go tool's own import graph,
 // that the coordinator, the seams it sees replicas and hints through, the life cycle

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/time/rate"
 
 	"github.com/kuradb/kura/antientropy"

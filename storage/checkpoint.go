@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // ErrCheckpointExists is returned by Checkpoint when its directory exists already.
@@ -67,6 +67,9 @@ func OpenCheckpoint(fs vfs.FS, dir string, logger *slog.Logger) (*Engine, error)
 	if _, err := fs.Stat(dir); err != nil {
 		return nil, fmt.Errorf("storage: open checkpoint %s: %w", dir, err)
 	}
+	if err := checkFormat(fs, dir); err != nil {
+		return nil, fmt.Errorf("storage: open checkpoint %s: %w", dir, err)
+	}
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:               fs,
 		ReadOnly:         true,
@@ -98,6 +101,10 @@ func OpenCheckpoint(fs vfs.FS, dir string, logger *slog.Logger) (*Engine, error)
 // was moved in aside, and says so.
 func ReplaceWithCheckpoint(dir, checkpoint, aside string, keep, skip []string) error {
 	fs := vfs.Default
+	// Before anything is moved: the node could not open an older checkpoint's files.
+	if err := checkFormat(fs, checkpoint); err != nil {
+		return fmt.Errorf("storage: restore from %s: %w", checkpoint, err)
+	}
 	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))
 	if err != nil {
 		// Another process's lock fails the fcntl; this process's own, Pebble's check

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -42,7 +43,7 @@ func TestCheckpointIsAFrozenCopy(t *testing.T) {
 	if err := live.DropKeyspace("app"); err != nil {
 		t.Fatal(err)
 	}
-	if err := live.db.Compact([]byte{0}, []byte{0xff}, true); err != nil {
+	if err := live.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 		t.Fatal(err)
 	}
 	filesBefore := listFiles(t, cpDir)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
@@ -249,18 +249,18 @@ func TestConcurrentWritesToOneKeySurviveACrash(t *testing.T) {
 	for _, batched := range []bool{false, true} {
 		for _, crashAfter := range []int{1, writers * perWriter / 3, writers * perWriter * 2 / 3} {
 			t.Run(fmt.Sprint("batched=", batched, " after ", crashAfter, " acks"), func(t *testing.T) {
-				fs := vfs.NewStrictMem()
+				fs := vfs.NewCrashableMem()
 				e, err := Open(Options{Dir: "db", FS: fs})
 				if err != nil {
 					t.Fatal(err)
 				}
-				// acked holds the records acknowledged before the crash; taken with
-				// SetIgnoreSyncs under mu, so each of them was synced before syncs stopped.
+				// acked holds the records acknowledged before the crash; the disk's crash
+				// clone is taken under mu, so each of them was synced before it.
 				var (
 					mu       sync.Mutex
 					acked    []lww.Record
 					ackedOwn []lww.Record // the batches' other records
-					crashed  bool
+					crashed  *vfs.MemFS
 				)
 				release := make(chan struct{})
 				var wg sync.WaitGroup
@@ -283,14 +283,13 @@ func TestConcurrentWritesToOneKeySurviveACrash(t *testing.T) {
 								return
 							}
 							mu.Lock()
-							if !crashed {
+							if crashed == nil {
 								acked = append(acked, r)
 								if batched {
 									ackedOwn = append(ackedOwn, own)
 								}
 								if len(acked) == crashAfter {
-									fs.SetIgnoreSyncs(true)
-									crashed = true
+									crashed = fs.CrashClone(vfs.CrashCloneCfg{})
 								}
 							}
 							mu.Unlock()
@@ -299,7 +298,7 @@ func TestConcurrentWritesToOneKeySurviveACrash(t *testing.T) {
 				}
 				close(release)
 				wg.Wait()
-				e = crashAndReopen(t, e, fs)
+				e = reopenOn(t, e, crashed)
 				defer e.Close()
 				got, found := mustGet(t, e, "ks", "hot")
 				if !found {

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/time/rate"
 )
 
@@ -138,8 +138,8 @@ type pacedFS struct {
 
 // Create is vfs.FS's Create; Pebble announces a table as a compaction's output after
 // creating it and before writing it, so the file asks at its first write.
-func (fs pacedFS) Create(name string) (vfs.File, error) {
-	f, err := fs.FS.Create(name)
+func (fs pacedFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -116,14 +117,14 @@ func TestCompactionsArePacedAndFlushesAreNot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.db.Compact([]byte{0x00}, []byte{0xff}, true); err != nil {
+	if err := e.db.Compact(context.Background(), []byte{0x00}, []byte{0xff}, true); err != nil {
 		t.Fatal(err)
 	}
 	// The compactions (the manual one, and any Pebble started on its own) waited for
 	// every byte they wrote past the burst, and the flushes for none of theirs.
 	var compacted int64
 	for _, level := range e.db.Metrics().Levels {
-		compacted += int64(level.BytesCompacted)
+		compacted += int64(level.TableBytesCompacted)
 	}
 	want := time.Duration(float64(compacted-compactionBurstBytes) / bytesPerSecond * float64(time.Second))
 	if got := waitedSoFar(); got < want-time.Millisecond || got > want+time.Millisecond {

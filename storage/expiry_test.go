@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/lww"
@@ -269,7 +269,7 @@ func TestExpiryCollectionNeverUndoesANewerWrite(t *testing.T) {
 // record's batch, must survive with it, so a collection after the restart still rewrites
 // the expired value; that rewrite must survive the next crash too.
 func TestExpiryIndexSurvivesACrash(t *testing.T) {
-	fs := vfs.NewStrictMem()
+	fs := vfs.NewCrashableMem()
 	open := func() *Engine {
 		t.Helper()
 		e, err := Open(Options{Dir: "db", FS: fs})
@@ -281,11 +281,11 @@ func TestExpiryIndexSurvivesACrash(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	e := open()
 	mustApply(t, e, "ks", expiring("k", "v", 1, hlc.FromTime(now)))
-	e = crashAndReopen(t, e, fs)
+	e, fs = crashAndReopen(t, e, fs)
 	if collected, err := e.CollectGarbage(now, nil); err != nil || collected.Expired != 1 {
 		t.Fatalf("CollectGarbage after a crash = %+v, %v; want 1 expired", collected, err)
 	}
-	e = crashAndReopen(t, e, fs)
+	e, _ = crashAndReopen(t, e, fs)
 	defer e.Close()
 	if r, found := mustGet(t, e, "ks", "k"); !found || !r.Tombstone || r.ExpiresAt != hlc.FromTime(now) {
 		t.Errorf("after the second crash = %s (found %t), want the tombstone the collection wrote", describe(r), found)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -128,7 +129,7 @@ func (e *Engine) compactLiveIndex(ks string) error {
 	}
 	defer e.closeMu.RUnlock()
 	lower, upper := liveIndexBounds(ks)
-	if err := e.db.Compact(lower, upper, false); err != nil {
+	if err := e.db.Compact(context.Background(), lower, upper, false); err != nil {
 		return err
 	}
 	e.liveStats.compactions.Add(1)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
@@ -361,7 +361,7 @@ func TestLiveIndexIsBuiltForEarlierData(t *testing.T) {
 // indexed element records, is rebuilt when the engine opens, without them; string keys,
 // one that only starts like an element key included, keep their entries.
 func TestLiveIndexVersion1IsRebuiltWithoutElements(t *testing.T) {
-	fs := vfs.NewStrictMem()
+	fs := vfs.NewCrashableMem()
 	e, err := Open(Options{Dir: "db", FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestLiveIndexVersion1IsRebuiltWithoutElements(t *testing.T) {
 	if err := e.db.Set(liveIndexMarker, []byte{1}, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	e = crashAndReopen(t, e, fs)
+	e, _ = crashAndReopen(t, e, fs)
 	defer e.Close()
 	want := []string{notElement, "a", "h"}
 	if got := indexedKeys(t, e, "ks"); !reflect.DeepEqual(got, want) {
@@ -399,7 +399,7 @@ func TestLiveIndexBuildSurvivesACrash(t *testing.T) {
 	backfillBatchBytes = 256
 	for _, syncFirstBatch := range []bool{false, true} {
 		t.Run(fmt.Sprintf("first batch synced %v", syncFirstBatch), func(t *testing.T) {
-			fs := vfs.NewStrictMem()
+			fs := vfs.NewCrashableMem()
 			e, err := Open(Options{Dir: "db", FS: fs})
 			if err != nil {
 				t.Fatal(err)
@@ -427,24 +427,24 @@ func TestLiveIndexBuildSurvivesACrash(t *testing.T) {
 			}
 
 			crash := errors.New("crash")
+			// The crash comes as the first batch is committed (and synced when
+			// syncFirstBatch): the disk is cloned then, keeping only what was synced.
+			var crashed *vfs.MemFS
 			backfillCommitted = func(db *pebble.DB) error {
 				if syncFirstBatch {
 					if err := db.LogData(nil, pebble.Sync); err != nil {
 						return err
 					}
 				}
+				crashed = fs.CrashClone(vfs.CrashCloneCfg{})
 				return crash
 			}
-			fs.SetIgnoreSyncs(!syncFirstBatch)
 			if _, err := Open(Options{Dir: "db", FS: fs}); !errors.Is(err, crash) {
 				t.Fatalf("Open with a build cut short: %v", err)
 			}
-			fs.SetIgnoreSyncs(true)
-			fs.ResetToSyncedState()
-			fs.SetIgnoreSyncs(false)
 			backfillCommitted = nil
 
-			e, err = Open(Options{Dir: "db", FS: fs})
+			e, err = Open(Options{Dir: "db", FS: crashed})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // pebbleLogger routes Pebble's log lines into slog. Pebble reports routine work
@@ -18,6 +18,12 @@ type pebbleLogger struct {
 // Infof logs a routine Pebble message at debug level.
 func (l pebbleLogger) Infof(format string, args ...any) {
 	l.logger.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Errorf logs a Pebble error at error level: Pebble goes on after it (a failed
+// deletion of an obsolete file, a corrupt table it reports), and an operator must see it.
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.logger.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 // Fatalf logs Pebble's report of a broken invariant and panics: Pebble assumes Fatalf

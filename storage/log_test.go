@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // captureLogger returns a logger that writes text records at level and above to buf.

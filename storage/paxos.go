@@ -3,7 +3,7 @@ package storage
 import (
 	"fmt"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kuradb/kura/lww"
 )

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func TestPaxosStateSurvivesACrash(t *testing.T) {
-	fs := vfs.NewStrictMem()
+	fs := vfs.NewCrashableMem()
 	e, err := Open(Options{Dir: "db", FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestPaxosStateSurvivesACrash(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e = crashAndReopen(t, e, fs)
+	e, _ = crashAndReopen(t, e, fs)
 	defer e.Close()
 	if state, err := e.PaxosState("ks", []byte("k"), false); err != nil || string(state) != "promised 5" {
 		t.Errorf("after a crash: state %q, %v; want the promise", state, err)

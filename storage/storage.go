@@ -16,9 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/bloom"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/hlc"
 )
@@ -85,20 +86,14 @@ type Options struct {
 // (docs/performance-log.md).
 const memTableBytes = 32 << 20
 
-// formatMajorVersion is the on-disk format every store this build opens is ratcheted to:
-// the oldest Pebble v2 opens (its FormatMinSupported), so that a later build on Pebble
-// v2 opens the stores of this one. Pebble v1.1, which every earlier build links, reads it
-// too, so a node can still be rolled back. Pebble's own default would leave a store in
-// the format it was created with, which v2 refuses.
-const formatMajorVersion = pebble.FormatFlushableIngest
-
 // DefaultCacheBytes is the block cache of an engine that names none: enough to keep a
 // small node's working set of blocks decoded in memory.
 const DefaultCacheBytes = 128 << 20
 
 // Stats holds approximate figures for metrics and gossiped load.
 type Stats struct {
-	// DiskBytes is the space the database's files take (Pebble's DiskSpaceUsage).
+	// DiskBytes is the space the database's files take (Pebble's DiskSpaceUsage, the
+	// write-ahead log counted as written).
 	DiskBytes uint64
 	// CompactionPaced is how long compactions were made to wait by their pace (see
 	// compactionpace.go) since the engine opened.
@@ -164,6 +159,9 @@ func Open(opts Options) (*Engine, error) {
 		if err := createDir(fs, dir); err != nil {
 			return nil, fmt.Errorf("storage: open %q: %w", dir, err)
 		}
+		if err := checkFormat(fs, dir); err != nil {
+			return nil, fmt.Errorf("storage: open %q: %w", dir, err)
+		}
 	}
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = DefaultCacheBytes
@@ -188,7 +186,6 @@ func Open(opts Options) (*Engine, error) {
 		Cache:         cache,
 		Logger:        pebbleLogger{logger: opts.Logger},
 		EventListener: listener,
-		Levels:        make([]pebble.LevelOptions, 7),
 		MemTableSize:  uint64(cmp.Or(opts.MemTableBytes, memTableBytes)),
 		// Open ratchets an older store up to it.
 		FormatMajorVersion: formatMajorVersion,
@@ -200,7 +197,7 @@ func Open(opts Options) (*Engine, error) {
 		pebbleOpts.Levels[i].BlockSize = opts.BlockBytes
 		if opts.InMemory {
 			// Memory is not the bottleneck there, CPU is: keep blocks uncompressed.
-			pebbleOpts.Levels[i].Compression = pebble.NoCompression
+			pebbleOpts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		}
 	}
 	db, err := pebble.Open(dir, pebbleOpts)
@@ -971,7 +968,13 @@ func (e *Engine) Stats() Stats {
 		return Stats{}
 	}
 	defer e.closeMu.RUnlock()
-	stats := Stats{DiskBytes: e.db.Metrics().DiskSpaceUsage(), RowCache: e.rows.stats()}
+	m := e.db.Metrics()
+	stats := Stats{DiskBytes: m.DiskSpaceUsage(), RowCache: e.rows.stats()}
+	// Pebble v2 counts a log file at the size it had when it became the log (zero, or a
+	// recycled file's), not as it grows: add the bytes written past that, as v1 did.
+	if m.WAL.Size > m.WAL.PhysicalSize {
+		stats.DiskBytes += m.WAL.Size - m.WAL.PhysicalSize
+	}
 	if e.pacer != nil {
 		stats.CompactionPaced = time.Duration(e.pacer.paced.Load())
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/element"
 	"github.com/kuradb/kura/hlc"
@@ -74,18 +74,23 @@ func mustApply(t *testing.T, e *Engine, ks string, rs ...lww.Record) {
 }
 
 // mustGet returns the record of key in ks, or fails the test.
-// crashAndReopen closes e as a crash would leave it on fs, a strict in-memory
-// filesystem: nothing written from now on reaches "disk", whatever was not synced is
-// forgotten, and the engine is opened again from what remains.
-func crashAndReopen(t *testing.T, e *Engine, fs *vfs.MemFS) *Engine {
+// crashAndReopen crashes e now on fs, a crashable in-memory filesystem: whatever was not
+// synced is forgotten, and the engine is opened again from what remains, on the disk it
+// returns (fs.CrashClone; what e writes as it closes goes to fs, which is dropped).
+func crashAndReopen(t *testing.T, e *Engine, fs *vfs.MemFS) (*Engine, *vfs.MemFS) {
 	t.Helper()
-	fs.SetIgnoreSyncs(true)
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	return reopenOn(t, e, crashed), crashed
+}
+
+// reopenOn closes e and opens the engine again on crashed, the disk as a crash left it
+// (a CrashClone of e's disk taken then).
+func reopenOn(t *testing.T, e *Engine, crashed *vfs.MemFS) *Engine {
+	t.Helper()
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fs.ResetToSyncedState()
-	fs.SetIgnoreSyncs(false)
-	e, err := Open(Options{Dir: "db", FS: fs})
+	e, err := Open(Options{Dir: "db", FS: crashed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,7 +775,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := vfs.NewStrictMem()
+			fs := vfs.NewCrashableMem()
 			e, err := Open(Options{Dir: "db", FS: fs})
 			if err != nil {
 				t.Fatal(err)
@@ -778,7 +783,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 			if err := tt.write(e); err != nil {
 				t.Fatalf("write: %v", err)
 			}
-			e = crashAndReopen(t, e, fs)
+			e, _ = crashAndReopen(t, e, fs)
 			defer e.Close()
 			if _, found := mustGet(t, e, "ks", "k"); found != tt.wantFound {
 				t.Errorf("after crash found = %t, want %t", found, tt.wantFound)
@@ -793,7 +798,7 @@ func TestSyncedWritesSurviveLosingUnsyncedData(t *testing.T) {
 // of one timestamp and value that differ only in type keep the larger type, as
 // lww.Newer orders them.
 func TestTypedRecordsSurviveCrash(t *testing.T) {
-	fs := vfs.NewStrictMem()
+	fs := vfs.NewCrashableMem()
 	e, err := Open(Options{Dir: "db", FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -817,7 +822,7 @@ func TestTypedRecordsSurviveCrash(t *testing.T) {
 	if err := e.db.Set(encodeKey("ks", []byte("old")), old, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	e = crashAndReopen(t, e, fs)
+	e, _ = crashAndReopen(t, e, fs)
 	defer e.Close()
 	got, err := e.Scan("ks", nil, nil, 0, true, nil)
 	if err != nil {
@@ -997,42 +1002,4 @@ func holdOpen(dir string) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = e.Close()
 	os.Exit(0)
-}
-
-// TestOpenRatchetsTheFormat: a store in Pebble's oldest format, as every build before
-// this one created, is ratcheted on open to the format Pebble v2 opens, with its records
-// intact; a new store is created in it.
-func TestOpenRatchetsTheFormat(t *testing.T) {
-	fs := vfs.NewMem()
-	old, err := pebble.Open("old", &pebble.Options{FS: fs, FormatMajorVersion: pebble.FormatMostCompatible})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Set(encodeKey("ks", []byte("k")), []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 'v'}, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{"old", "new"} {
-		e, err := Open(Options{Dir: dir, FS: fs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dir == "old" {
-			if rec, found, err := e.Get("ks", []byte("k")); err != nil || !found || string(rec.Value) != "v" {
-				t.Errorf("Get after the ratchet = %v, %t, %v; want v", rec, found, err)
-			}
-		}
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		desc, err := pebble.Peek(dir, fs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if desc.FormatMajorVersion < pebble.FormatFlushableIngest {
-			t.Errorf("%s store's format = %v, want at least %v (Pebble v2's oldest)", dir, desc.FormatMajorVersion, pebble.FormatFlushableIngest)
-		}
-	}
 }

@@ -23,7 +23,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/antientropy"
 	"github.com/kuradb/kura/clockguard"
@@ -133,7 +133,7 @@ func Start(cfg Config) (*Cluster, error) {
 		if _, dup := c.nodes[spec.ID]; dup {
 			return nil, fmt.Errorf("datapath: node %s listed twice", spec.ID)
 		}
-		c.nodes[spec.ID] = &Node{spec: spec, fs: vfs.NewStrictMem()}
+		c.nodes[spec.ID] = &Node{spec: spec, fs: vfs.NewCrashableMem()}
 		c.order = append(c.order, spec.ID)
 	}
 	for _, id := range c.order {
@@ -304,11 +304,12 @@ func (c *Cluster) Crash(id string) error {
 	}
 	n.up = false
 	n.ep.Close()
-	n.fs.SetIgnoreSyncs(true)
+	// The disk as the power loss leaves it; what the closing engine writes after it goes
+	// to the old one, which is dropped.
+	crashed := n.fs.CrashClone(vfs.CrashCloneCfg{})
 	n.stage.Close()
 	err = n.engine.Close()
-	n.fs.ResetToSyncedState()
-	n.fs.SetIgnoreSyncs(false)
+	n.fs = crashed
 	return err
 }
 
@@ -335,7 +336,7 @@ func (c *Cluster) Wipe(id string) error {
 	if n.up {
 		return fmt.Errorf("datapath: node %s is running; crash it first", id)
 	}
-	n.fs = vfs.NewStrictMem()
+	n.fs = vfs.NewCrashableMem()
 	return nil
 }
 

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/faults"
@@ -136,7 +136,7 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 			c.mu.Unlock()
 			return fmt.Errorf("lifecycle: node %s: no DC %q", spec.ID, spec.DC)
 		}
-		n = &Node{fs: vfs.NewStrictMem()}
+		n = &Node{fs: vfs.NewCrashableMem()}
 		c.nodes[spec.ID] = n
 		c.order = append(c.order, spec.ID)
 	}
@@ -314,10 +314,11 @@ func (c *Cluster) Kill(id string) error {
 	}
 	defer c.stopped(n)
 	n.ep.Close()
-	n.fs.SetIgnoreSyncs(true)
+	// The disk as the power loss leaves it; what the closing node writes after it goes to
+	// the old one, which is dropped.
+	crashed := n.fs.CrashClone(vfs.CrashCloneCfg{})
 	n.run.Close() // a dead process's errors go nowhere
-	n.fs.ResetToSyncedState()
-	n.fs.SetIgnoreSyncs(false)
+	n.fs = crashed
 	return nil
 }
 
@@ -332,7 +333,7 @@ func (c *Cluster) Wipe(id string) error {
 	case n.run != nil || n.busy:
 		return fmt.Errorf("lifecycle: node %s is running; stop or kill it first", id)
 	}
-	n.fs = vfs.NewStrictMem()
+	n.fs = vfs.NewCrashableMem()
 	return nil
 }
 
