@@ -31,6 +31,9 @@ const (
 	// without seeds, as the first node of a new cluster would be), and reads nothing from
 	// it until it has rebuilt.
 	KeyNewData = "new_data"
+	// KeyBorn is the generation of the life that began the node's data dir
+	// (cluster.Node.Born): a removal mark of an earlier data dir does not apply to it.
+	KeyBorn = "born"
 )
 
 // RingDelayRounds is how many gossip rounds a node waits after announcing a ring change
