@@ -193,9 +193,10 @@ type Changer struct {
 	// booting watches the booting nodes that died, for ForgetDeadBooting; only its
 	// loop uses it.
 	booting BootingWatch
-	// joins is this node's memory of the joins it arbitrates; only ArbitrateJoins's loop
-	// uses it.
-	joins JoinWatch
+	// joinsMu guards joins, this node's memory of the joins it arbitrates: its
+	// ArbitrateJoins loop and an operator's abort (abortByOperator) decide under it.
+	joinsMu sync.Mutex
+	joins   JoinWatch
 	// arbiter is the node this one named to decide on its join (JoinArbiter); only
 	// Join's goroutine uses it.
 	arbiter string
