@@ -36,6 +36,12 @@ type Node struct {
 	// Generation is the node's gossip generation when this entry was learned: a removed
 	// node stays removed until it comes back with a newer one.
 	Generation uint64
+	// Born is the generation of the life that began the node's data dir (its first start
+	// on an empty one), which every later life on that data dir gossips: a removal of an
+	// earlier life covers the data dir's later lives, not a data dir begun since (the
+	// node wiped and started again, a new node under the same id). 0 is unknown: a data
+	// dir begun by a build that kept none, or an entry learned before it was heard.
+	Born uint64
 	// Tier is the node's power tier (kura server --power-tier): 0 never sleeps, 1 and
 	// above may sleep; the ring keeps one tier-0 replica of every range.
 	Tier int
@@ -57,8 +63,17 @@ func (n Node) RingTokens(vnodes int) []ring.Token {
 // Equal reports whether two entries are identical.
 func (n Node) Equal(o Node) bool {
 	return n.ID == o.ID && n.DC == o.DC && n.Addr == o.Addr && n.ClientAddr == o.ClientAddr && slices.Equal(n.Tokens, o.Tokens) &&
-		n.Status == o.Status && n.Replaces == o.Replaces && n.Generation == o.Generation && n.Tier == o.Tier
+		n.Status == o.Status && n.Replaces == o.Replaces && n.Generation == o.Generation && n.Born == o.Born && n.Tier == o.Tier
 }
+
+// RemovalCovers reports whether a removal of the node at generation gen (kura node
+// remove, an aborted join or a completed replacement, gossiped as id@gen) applies to the
+// life this entry holds. It applies to the removed life, to every earlier one, and to
+// every later life on the same data dir (restarted, not wiped), which holds what the
+// removed life held and, for an aborted joiner, streamed under a join that no longer
+// counts. A data dir begun after gen is a new node that may join. Born unknown counts
+// as the same data dir: when in doubt, the removal stands.
+func (n Node) RemovalCovers(gen uint64) bool { return n.Born == 0 || n.Born <= gen }
 
 // Status is a node's place on the ring. It is independent of liveness: a normal node may
 // be down, and stays on the ring, so its replicas do not move.
@@ -270,7 +285,7 @@ func Open(self Node, store Store) (*Directory, error) {
 			}
 			// The tier, like the tokens, is the one the node first started with: it
 			// decided where replicas live.
-			d.self.Status, d.self.Replaces, d.self.Tier = n.Status, n.Replaces, n.Tier
+			d.self.Status, d.self.Replaces, d.self.Tier, d.self.Born = n.Status, n.Replaces, n.Tier, n.Born
 			if len(n.Tokens) > 0 {
 				d.self.Tokens = n.Tokens
 			}
@@ -318,6 +333,25 @@ func (d *Directory) SetSelf(status Status, tokens []uint64) error {
 	if n.Equal(d.self) {
 		return nil
 	}
+	if err := d.saveLocked(n); err != nil {
+		return err
+	}
+	d.self = n
+	d.nodes[n.ID] = n
+	d.changedLocked()
+	return nil
+}
+
+// SetBorn records, once, the generation of the life that began the local node's data dir
+// (Node.Born), and persists it before returning; a data dir that has one keeps it.
+func (d *Directory) SetBorn(generation uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.self.Born != 0 || generation == 0 {
+		return nil
+	}
+	n := d.self
+	n.Born = generation
 	if err := d.saveLocked(n); err != nil {
 		return err
 	}
@@ -505,8 +539,9 @@ func (d *Directory) LearnDeparture(e RingEntry) (bool, error) {
 }
 
 // Remove takes a node off the ring for good (kura node remove, or a replacement that
-// completed): it is removed at generation and every older one. It reports whether that
-// changed anything.
+// completed): it is removed at generation, every older one, and every later life on the
+// same data dir (Node.RemovalCovers). An entry of a data dir begun after generation is a
+// new node under the same id, and stays. It reports whether that changed anything.
 func (d *Directory) Remove(id string, generation uint64) (bool, error) {
 	if id == d.selfID {
 		return false, fmt.Errorf("node %s cannot remove itself; decommission it instead", id)
@@ -517,7 +552,7 @@ func (d *Directory) Remove(id string, generation uint64) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("node %s is not in the cluster", id)
 	}
-	if n.Status == StatusRemoved && n.Generation >= generation {
+	if n.Status == StatusRemoved && n.Generation >= generation || !n.RemovalCovers(generation) {
 		return false, nil
 	}
 	n.Status, n.Generation = StatusRemoved, max(n.Generation, generation)

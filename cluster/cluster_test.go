@@ -117,3 +117,54 @@ func TestLearnDeparture(t *testing.T) {
 		t.Error("a node never heard of was recorded: Learn adds those")
 	}
 }
+
+// TestRemove: a removal at a generation takes off the life it names, every older one and
+// every later life on the same data dir; a data dir begun after it is a new node under
+// the same id, which stays.
+func TestRemove(t *testing.T) {
+	tests := []struct {
+		name    string
+		held    Node
+		gen     uint64
+		want    Status
+		changed bool
+	}{
+		{"the life named", Node{ID: "a", Status: StatusJoining, Generation: 5, Born: 5}, 5, StatusRemoved, true},
+		{"an older life", Node{ID: "a", Status: StatusNormal, Generation: 4, Born: 2}, 5, StatusRemoved, true},
+		{"a later life on the same data dir", Node{ID: "a", Status: StatusJoining, Generation: 8, Born: 5}, 5, StatusRemoved, true},
+		{"a later life, born unknown", Node{ID: "a", Status: StatusJoining, Generation: 8}, 5, StatusRemoved, true},
+		{"a data dir begun since", Node{ID: "a", Status: StatusBooting, Generation: 9, Born: 9}, 5, StatusBooting, false},
+		{"a data dir begun since, normal", Node{ID: "a", Status: StatusNormal, Generation: 12, Born: 9}, 5, StatusNormal, false},
+		{"removed already", Node{ID: "a", Status: StatusRemoved, Generation: 5, Born: 5}, 5, StatusRemoved, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDirectory(Node{ID: "self", DC: "x"})
+			upsert(t, d, tt.held)
+			changed, err := d.Remove("a", tt.gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := d.Node("a")
+			if got.Status != tt.want || changed != tt.changed {
+				t.Errorf("status %v, changed %v; want %v, %v", got.Status, changed, tt.want, tt.changed)
+			}
+			if got.Status == StatusRemoved && got.Generation < tt.held.Generation {
+				t.Errorf("removed at generation %d, under the life held (%d)", got.Generation, tt.held.Generation)
+			}
+		})
+	}
+}
+
+// TestSetBorn: the local node's data dir keeps the generation it was begun in.
+func TestSetBorn(t *testing.T) {
+	d := NewDirectory(Node{ID: "self", DC: "x"})
+	for _, gen := range []uint64{0, 7, 9} {
+		if err := d.SetBorn(gen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.Self().Born; got != 7 {
+		t.Errorf("born %d, want 7: the first generation recorded", got)
+	}
+}

@@ -25,6 +25,7 @@ type storedNode struct {
 	Status     string   `json:"status"`
 	Replaces   string   `json:"replaces,omitempty"`
 	Generation uint64   `json:"generation,omitempty"`
+	Born       uint64   `json:"born,omitempty"`
 	// Tier is omitted at 0, so entries stored before tiers existed read as tier 0.
 	Tier int `json:"tier,omitempty"`
 }
@@ -45,7 +46,7 @@ func DecodeNode(key, data []byte) (Node, error) {
 
 func toStored(n Node) storedNode {
 	return storedNode{ID: n.ID, DC: n.DC, Addr: n.Addr, ClientAddr: n.ClientAddr, Tokens: n.Tokens,
-		Status: n.Status.String(), Replaces: n.Replaces, Generation: n.Generation, Tier: n.Tier}
+		Status: n.Status.String(), Replaces: n.Replaces, Generation: n.Generation, Born: n.Born, Tier: n.Tier}
 }
 
 func (sn storedNode) node() (Node, error) {
@@ -54,7 +55,7 @@ func (sn storedNode) node() (Node, error) {
 		return Node{}, fmt.Errorf("ring entry %q: %w", sn.ID, err)
 	}
 	return Node{ID: sn.ID, DC: sn.DC, Addr: sn.Addr, ClientAddr: sn.ClientAddr, Tokens: sn.Tokens,
-		Status: status, Replaces: sn.Replaces, Generation: sn.Generation, Tier: sn.Tier}, nil
+		Status: status, Replaces: sn.Replaces, Generation: sn.Generation, Born: sn.Born, Tier: sn.Tier}, nil
 }
 
 // RingEntry is a ring entry with its node's liveness, as one node tells another.

@@ -34,6 +34,7 @@ func newFeed(n *Node) (*feed.Feed, error) {
 		Seeds:    n.cfg.Seeds,
 		Named:    n.cfg.Peers,
 		Seed:     n.cfg.Seed,
+		Fresh:    n.fresh,
 		TierKey:  powercycle.KeyTier,
 		AppState: appState,
 		Logger:   n.cfg.Logger,

@@ -175,6 +175,8 @@ func (c *Changer) ArbitrateJoins(context.Context) {
 			claims[n.ID] = JoinClaim{Arbiter: m.AppState[KeyJoinArbiter], Streamed: m.AppState[KeyJoinStreamed] != ""}
 		}
 	}
+	c.joinsMu.Lock()
+	defer c.joinsMu.Unlock()
 	before := FormatMarks(c.joins.Marks())
 	promise, abort := c.joins.Arbitrate(dir, c.cfg.ID, claims, time.Now(), c.cfg.AbortJoinAfter)
 	if marks := FormatMarks(c.joins.Marks()); marks != before {
@@ -192,6 +194,81 @@ func (c *Changer) ArbitrateJoins(context.Context) {
 func (c *Changer) arbitrates(id string) bool {
 	m, ok := c.parts.Gossip.Member(id)
 	return ok && m.AppState[KeyJoinArbitration] == "1"
+}
+
+// JoinArbitration is what a node knows of the arbitration of a dead joiner's join, in
+// the joiner's generation, when an operator asks it to abort the join (MayAbort).
+type JoinArbitration struct {
+	// Claim is what the joiner gossips about its join; Heard says this node has it.
+	Claim JoinClaim
+	Heard bool
+	// Promised says its arbiter promised the join: as it gossips (KeyJoinPromised), or,
+	// when this node is the arbiter, as it holds.
+	Promised bool
+	// ArbiterMember says the arbiter may be a member: not known to have left or been
+	// removed. ArbiterUp says gossip holds it reachable.
+	ArbiterMember, ArbiterUp bool
+}
+
+// MayAbort decides whether node self may abort the join of dead joiner id (kura node
+// remove), given what it knows of its arbitration. A joiner turns normal only with its
+// arbiter's promise, and the arbiter decides once, promise or abort: so a promised join
+// is never aborted (the joiner may own its ranges by now, and the old owners may have
+// dropped them), and only the arbiter aborts one, unless it is no member any more, or,
+// with force, down (the operator accepts that it may have promised out of this node's
+// sight, cut off rather than dead). A join that names no arbiter (older builds) is
+// aborted by any node, as before.
+func MayAbort(self, id string, a JoinArbitration, force bool) error {
+	arbiter := a.Claim.Arbiter
+	switch {
+	case !a.Heard:
+		return fmt.Errorf("%w: this node has not heard yet which node arbitrates the join of %s: run node remove again shortly, or through another node", ErrBadMove, id)
+	case arbiter == "":
+		return nil
+	case a.Promised:
+		return fmt.Errorf("%w: node %s's arbiter %s promised its join, so it may have turned normal and own its ranges: a promised join is never aborted. Start %s again to complete its join, then decommission it; once the cluster shows it normal, node remove streams its ranges as for any dead node",
+			ErrBadMove, id, arbiter, id)
+	case arbiter == self || !a.ArbiterMember:
+		return nil
+	case a.ArbiterUp:
+		return fmt.Errorf("%w: the join of %s is decided by its arbiter %s alone, so that a join it promised is never aborted: run node remove %s through %s (kura status shows its client address); %s also aborts it by itself once %s has been down --abort-join-after",
+			ErrBadMove, id, arbiter, id, arbiter, arbiter, id)
+	case !force:
+		return fmt.Errorf("%w: the join of %s is decided by its arbiter %s alone, which is down or cut off from this node (it may have promised the join out of this node's sight): start %s again, or, if %s is dead for good, run node remove --force %s",
+			ErrBadMove, id, arbiter, arbiter, arbiter, id)
+	}
+	return nil
+}
+
+// abortByOperator aborts the join of dead, a dead joiner, for kura node remove, if
+// MayAbort lets it. It decides under joinsMu, so that this node, as the join's arbiter,
+// never promises it after deciding to abort it, nor aborts one it just promised.
+func (c *Changer) abortByOperator(dead cluster.Node, force bool) error {
+	c.joinsMu.Lock()
+	defer c.joinsMu.Unlock()
+	var a JoinArbitration
+	if m, ok := c.parts.Gossip.Member(dead.ID); ok && m.Generation == dead.Generation {
+		a.Claim = JoinClaim{Arbiter: m.AppState[KeyJoinArbiter], Streamed: m.AppState[KeyJoinStreamed] != ""}
+		a.Heard = true
+	}
+	if arbiter := a.Claim.Arbiter; arbiter == c.cfg.ID {
+		a.Promised = c.joins.Promised(dead)
+	} else if arbiter != "" {
+		if m, ok := c.parts.Gossip.Member(arbiter); ok {
+			g, ok := ParseMarks(m.AppState[KeyJoinPromised])[dead.ID]
+			a.Promised = ok && g == dead.Generation
+		}
+		n, ok := c.parts.Directory.Node(arbiter)
+		// An arbiter this node does not know may be a member it has not heard of: only
+		// one it holds departed decides nothing any more.
+		a.ArbiterMember = !ok || n.Status != cluster.StatusLeft && n.Status != cluster.StatusRemoved
+		a.ArbiterUp = c.parts.Directory.State(arbiter).Reachable()
+	}
+	if err := MayAbort(c.cfg.ID, dead.ID, a, force); err != nil {
+		return err
+	}
+	c.abortJoin(dead, "kura node remove")
+	return nil
 }
 
 // abortJoin ends the join of dead, a joiner that owned nothing yet: it is removed at once

@@ -31,6 +31,9 @@ const (
 	// without seeds, as the first node of a new cluster would be), and reads nothing from
 	// it until it has rebuilt.
 	KeyNewData = "new_data"
+	// KeyBorn is the generation of the life that began the node's data dir
+	// (cluster.Node.Born): a removal mark of an earlier data dir does not apply to it.
+	KeyBorn = "born"
 )
 
 // RingDelayRounds is how many gossip rounds a node waits after announcing a ring change
@@ -190,9 +193,10 @@ type Changer struct {
 	// booting watches the booting nodes that died, for ForgetDeadBooting; only its
 	// loop uses it.
 	booting BootingWatch
-	// joins is this node's memory of the joins it arbitrates; only ArbitrateJoins's loop
-	// uses it.
-	joins JoinWatch
+	// joinsMu guards joins, this node's memory of the joins it arbitrates: its
+	// ArbitrateJoins loop and an operator's abort (abortByOperator) decide under it.
+	joinsMu sync.Mutex
+	joins   JoinWatch
 	// arbiter is the node this one named to decide on its join (JoinArbiter); only
 	// Join's goroutine uses it.
 	arbiter string

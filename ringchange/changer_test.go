@@ -23,7 +23,9 @@ import (
 // recorded, peers refuse every call.
 type parts struct {
 	// promised is the KeyJoinPromised every member gossips ("" for none).
-	promised     string
+	promised string
+	// arbiters is the KeyJoinArbiter each member gossips (none when absent).
+	arbiters     map[string]string
 	removed      []string
 	excluded     []string
 	replications []Replication
@@ -35,7 +37,7 @@ func (p *parts) MarkRemoving(cluster.Node, bool)        {}
 func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
 func (p *parts) Generation() uint64                     { return 1 }
 func (p *parts) Member(id string) (membership.Member, bool) {
-	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised, KeyJoinArbitration: "1"}}, true
+	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised, KeyJoinArbitration: "1", KeyJoinArbiter: p.arbiters[id]}}, true
 }
 func (p *parts) Gainers() ([]string, error)           { return nil, nil }
 func (p *parts) Replications() ([]Replication, error) { return p.replications, nil }
@@ -154,15 +156,59 @@ func TestHandleStreamGains(t *testing.T) {
 }
 
 // TestRemoveNodeAbortsADeadJoiner: a dead joiner owned nothing yet, so its removal
-// streams nothing and marks it removed at once.
+// streams nothing and marks it removed at once, when this node may decide on its join:
+// it names no arbiter, or this node as its arbiter, which did not promise it, or an
+// arbiter that is no member any more (or, with force, down). A promised join is never
+// aborted, another arbiter that is up decides alone, and a join whose claim this node
+// has not heard in the joiner's generation is left alone; each refusal says why and
+// what to do.
 func TestRemoveNodeAbortsADeadJoiner(t *testing.T) {
-	c, _, p := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}, {ID: "j", DC: "x", Status: cluster.StatusJoining}}, "b")
-	st, err := c.RemoveNode(context.Background(), "j", false)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name         string
+		arbiter      string // the joiner j's claim
+		generation   uint64 // j's generation in the directory; gossip holds 1
+		promised     string // what every member gossips as promised
+		selfPromised bool   // this node, a, holds j's join promised
+		force        bool
+		refused      string // "" when removed
+	}{
+		{name: "no arbiter (older builds)", generation: 1},
+		{name: "this node arbitrates, no promise", arbiter: "a", generation: 1},
+		{name: "this node promised", arbiter: "a", generation: 1, selfPromised: true, refused: "promised its join"},
+		{name: "arbiter up promised", arbiter: "b", generation: 1, promised: "j@1", refused: "promised its join"},
+		{name: "arbiter up promised, force", arbiter: "b", generation: 1, promised: "j@1", force: true, refused: "promised its join"},
+		{name: "arbiter up decides", arbiter: "b", generation: 1, refused: "run node remove j through b"},
+		{name: "arbiter promised an older life", arbiter: "b", generation: 1, promised: "j@0", refused: "run node remove j through b"},
+		{name: "arbiter down", arbiter: "d", generation: 1, refused: "run node remove --force j"},
+		{name: "arbiter down, force", arbiter: "d", generation: 1, force: true},
+		{name: "arbiter removed", arbiter: "r", generation: 1},
+		{name: "arbiter unknown to this node", arbiter: "zz", generation: 1, refused: "run node remove --force j"},
+		{name: "claim not heard in this generation", arbiter: "a", generation: 2, refused: "has not heard yet"},
 	}
-	if len(st.Gainers) != 0 || len(p.excluded) != 0 || len(p.removed) != 1 || p.removed[0] != "j" {
-		t.Errorf("removal of a dead joiner: stats %+v, streamed %q, marked removed %q; want nothing streamed, j removed", st, p.excluded, p.removed)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, p := newChanger(t, []cluster.Node{
+				{ID: "b", DC: "x", Status: cluster.StatusNormal},
+				{ID: "d", DC: "x", Status: cluster.StatusNormal},
+				{ID: "r", DC: "x", Status: cluster.StatusRemoved},
+				{ID: "j", DC: "x", Status: cluster.StatusJoining, Generation: tt.generation},
+			}, "b")
+			p.arbiters, p.promised = map[string]string{"j": tt.arbiter}, tt.promised
+			if tt.selfPromised {
+				c.joins.promised = map[string]uint64{"j": tt.generation}
+			}
+			st, err := c.RemoveNode(context.Background(), "j", tt.force)
+			switch {
+			case tt.refused == "" && err != nil:
+				t.Fatal(err)
+			case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || !errors.Is(err, ErrBadMove)):
+				t.Fatalf("err %v, want a refusal saying %q", err, tt.refused)
+			case tt.refused != "" && len(p.removed) != 0:
+				t.Fatalf("refused, yet marked removed %q", p.removed)
+			case tt.refused == "" && (len(st.Gainers) != 0 || len(p.excluded) != 0 || !slices.Equal(p.removed, []string{"j"})):
+				t.Errorf("removal of a dead joiner: stats %+v, streamed %q, marked removed %q; want nothing streamed, j removed", st, p.excluded, p.removed)
+			}
+		})
 	}
 }
 

@@ -45,7 +45,9 @@ func (c *Changer) Decommission(ctx context.Context) (MoveStats, error) {
 // RemoveNode takes a dead node off the ring: its ranges are streamed from the surviving
 // replicas to their new owners first. A dead node that was joining owned nothing yet: its
 // join is aborted, with nothing to stream (the writes it was sent as a pending replica
-// were counted on top of the level's, so the owners hold them). A dead node that was
+// were counted on top of the level's, so the owners hold them), if its arbiter has not
+// promised it and this node may decide (MayAbort; force also lets it decide for an
+// arbiter that is down). A dead node that was
 // leaving is removed as a normal one is, its ranges streamed from the other replicas.
 // A removal that would leave a keyspace short of replicas in the node's DC is refused
 // (ShortOfReplicas) unless force.
@@ -67,7 +69,12 @@ func (c *Changer) RemoveNode(ctx context.Context, id string, force bool) (MoveSt
 		}
 	}
 	dead, _ := dir.Node(id)
+	if how == Abort && dead.Status == cluster.StatusJoining {
+		// Its arbiter may have promised it (MayAbort).
+		return MoveStats{}, c.abortByOperator(dead, force)
+	}
 	if how == Abort {
+		// Booting: it claimed no tokens in this life, so no promise stands.
 		c.abortJoin(dead, "kura node remove")
 		return MoveStats{}, nil
 	}

@@ -39,6 +39,9 @@ func TestDirectoryPersistsTheRing(t *testing.T) {
 	if err := d.SetSelf(cluster.StatusLeaving, []uint64{1, 2}); err != nil {
 		t.Fatal(err)
 	}
+	if err := d.SetBorn(11); err != nil {
+		t.Fatal(err)
+	}
 
 	again, err := cluster.Open(self, New(engine))
 	if err != nil {
@@ -47,8 +50,8 @@ func TestDirectoryPersistsTheRing(t *testing.T) {
 	if !again.Trusted() {
 		t.Error("a directory reopened with its ring is not trusted")
 	}
-	if got := again.Self(); got.Status != cluster.StatusLeaving || !slices.Equal(got.Tokens, []uint64{1, 2}) {
-		t.Errorf("self after reopening = %+v, want leaving with tokens 1, 2", got)
+	if got := again.Self(); got.Status != cluster.StatusLeaving || !slices.Equal(got.Tokens, []uint64{1, 2}) || got.Born != 11 {
+		t.Errorf("self after reopening = %+v, want leaving with tokens 1, 2, born 11", got)
 	}
 	tests := []struct {
 		id     string

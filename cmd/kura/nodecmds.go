@@ -140,7 +140,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	sub := args[0]
 	fs := newFlagSet("node "+sub, stderr)
 	nf := addNodeFlags(fs, oneNode, time.Hour)
-	force := fs.Bool("force", false, "node remove: remove the node even when that leaves its DC with fewer nodes than a keyspace's replication factor there (refused otherwise: its ranges keep fewer copies there until a node joins that DC)")
+	force := fs.Bool("force", false, "node remove: remove the node even when that leaves its DC with fewer nodes than a keyspace's replication factor there (refused otherwise: its ranges keep fewer copies there until a node joins that DC), or abort the join of a dead joiner whose arbiter is down too")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err

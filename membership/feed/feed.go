@@ -97,6 +97,10 @@ type Config struct {
 	// (powercycle.KeyTier), which the feed mirrors into the directory: a key of the
 	// power cycle's, passed in so that this package does not depend on it.
 	TierKey string
+	// Fresh says the node started this life with an empty data dir: the data dir is
+	// born in this life's generation (cluster.Node.Born), which the node keeps and
+	// gossips in every later life.
+	Fresh bool
 	// AppState holds the application states the node gossips from its start besides
 	// those the feed derives from its directory entry (client address, ring status and
 	// tokens, replaced node, power tier) and its catalog's digest.
@@ -123,6 +127,7 @@ type Directory interface {
 	Upsert(n cluster.Node) (bool, error)
 	Remove(id string, generation uint64) (bool, error)
 	SetState(id string, state cluster.State) bool
+	SetBorn(generation uint64) error
 }
 
 // Catalog gives the digest of the node's keyspace catalog; *schema.Catalog is one.
@@ -221,29 +226,40 @@ func New(cfg Config, parts Parts) (*Feed, error) {
 			f.members = append(f.members, transport.Peer{ID: other.ID, DC: other.DC, Addr: other.Addr})
 		}
 	}
+	generation := newGeneration()
+	if cfg.Fresh {
+		if err := parts.Directory.SetBorn(generation); err != nil {
+			return nil, err
+		}
+	}
+	if born := parts.Directory.Self().Born; born != 0 {
+		appState[ringchange.KeyBorn] = strconv.FormatUint(born, 10)
+	}
 	var err error
-	if f.driver, err = f.newDriver(appState); err != nil {
+	if f.driver, err = f.newDriver(appState, generation); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// newDriver builds a membership driver that gossips appState under a new generation.
-func (f *Feed) newDriver(appState map[string]string) (*driver.Driver, error) {
-	generation := uint64(time.Now().UnixMilli())
+// newGeneration draws the generation of a new life of the node: milliseconds, not the
+// usual seconds, so that a node restarted within the same second still comes back with
+// a newer one.
+func newGeneration() uint64 { return uint64(time.Now().UnixMilli()) }
+
+// newDriver builds a membership driver that gossips appState under generation.
+func (f *Feed) newDriver(appState map[string]string, generation uint64) (*driver.Driver, error) {
 	f.gen.Store(generation)
 	var seed uint64
 	if f.cfg.Seed != 0 {
 		seed = f.cfg.Seed ^ generation // each life of a simulated node draws anew
 	}
 	return driver.New(driver.Config{
-		Protocol:  f.protocol,
-		Transport: f.parts.Endpoint,
-		Seeds:     f.seeds,
-		Members:   f.members,
-		AppState:  appState,
-		// Milliseconds, not the usual seconds: a node restarted within the same second
-		// must still come back with a newer generation.
+		Protocol:   f.protocol,
+		Transport:  f.parts.Endpoint,
+		Seeds:      f.seeds,
+		Members:    f.members,
+		AppState:   appState,
 		Generation: generation,
 		Seed:       seed,
 		Interval:   f.cfg.Interval,
@@ -286,7 +302,7 @@ func (f *Feed) Rejoin(set map[string]string) error {
 		maps.Copy(appState, self.AppState)
 	}
 	maps.Copy(appState, set)
-	d, err := f.newDriver(appState)
+	d, err := f.newDriver(appState, newGeneration())
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,12 @@ func (d *fakeDirectory) Remove(id string, generation uint64) (bool, error) {
 	d.removed[id] = generation
 	return true, nil
 }
+func (d *fakeDirectory) SetBorn(generation uint64) error {
+	if d.self.Born == 0 {
+		d.self.Born = generation
+	}
+	return nil
+}
 func (d *fakeDirectory) SetState(id string, state cluster.State) bool {
 	changed := d.states[id] != state
 	d.states[id] = state
@@ -175,5 +181,97 @@ func TestOnChangeAppliesRemovalMarks(t *testing.T) {
 	}
 	if !slices.Equal(obs.removedSelfBy, []string{"b"}) {
 		t.Fatalf("this node's removal told as by %v, want b", obs.removedSelfBy)
+	}
+}
+
+// A member the directory holds removed is recorded removed again, whatever it says,
+// while it runs on the data dir the removal covers; one whose data dir was begun since
+// (wiped and started again) is a new node, with the status it gossips. A build that
+// gossips no born generation is judged by whether it is new (booting, new data).
+func TestOnChangeKeepsARemovedDataDirRemoved(t *testing.T) {
+	tests := []struct {
+		name    string
+		born    string // KeyBorn; "" gossips none
+		status  cluster.Status
+		newData bool
+		want    cluster.Status
+	}{
+		{"restarted on its data dir", "5", cluster.StatusJoining, false, cluster.StatusRemoved},
+		{"restarted on its data dir, booting after a yield", "5", cluster.StatusBooting, false, cluster.StatusRemoved},
+		{"restarted, born before the removed life", "3", cluster.StatusNormal, false, cluster.StatusRemoved},
+		{"wiped and started again", "9", cluster.StatusBooting, true, cluster.StatusBooting},
+		{"wiped, a later life of the new data dir", "9", cluster.StatusNormal, false, cluster.StatusNormal},
+		{"older build, restarted", "", cluster.StatusJoining, false, cluster.StatusRemoved},
+		{"older build, wiped", "", cluster.StatusBooting, true, cluster.StatusBooting},
+		{"bad born counts as unknown", "x", cluster.StatusJoining, false, cluster.StatusRemoved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, dir, _ := newTestFeed(t)
+			dir.nodes["c"] = cluster.Node{ID: "c", Status: cluster.StatusRemoved, Generation: 5, Born: 5}
+			app := map[string]string{}
+			if tt.born != "" {
+				app[ringchange.KeyBorn] = tt.born
+			}
+			if tt.newData {
+				app[ringchange.KeyNewData] = "1"
+			}
+			ch := member("c", 10, app)
+			ch.Member.Status = membership.Status(tt.status.String())
+			f.onChange(ch)
+			if got := dir.nodes["c"].Status; got != tt.want {
+				t.Errorf("c recorded %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A removal mark naming this node concerns it only if it covers its data dir: one of a
+// life before this data dir was begun is another node's, which had this id.
+func TestOnChangeRemovedSelfByDataDir(t *testing.T) {
+	tests := []struct {
+		name      string
+		born, gen uint64
+		removed   bool
+	}{
+		{"this data dir's life", 5, 5, true},
+		{"a later life of this data dir", 5, 8, true},
+		{"born unknown", 0, 1, true},
+		{"a data dir wiped since", 9, 5, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, dir, obs := newTestFeed(t)
+			dir.self.Born = tt.born
+			f.onChange(member("b", 7, map[string]string{ringchange.KeyRemoved: ringchange.FormatMarks(map[string]uint64{"a": tt.gen})}))
+			if got := len(obs.removedSelfBy) > 0; got != tt.removed {
+				t.Errorf("removed self: %v, want %v", got, tt.removed)
+			}
+		})
+	}
+}
+
+// A node started on an empty data dir records its data dir's birth, its
+// generation in this life; a node restarted keeps the one it recorded.
+func TestNewRecordsTheBornGeneration(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fresh  bool
+		stored uint64
+	}{{"fresh", true, 0}, {"restarted", false, 42}, {"restarted, from a build that kept none", false, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := &fakeDirectory{self: cluster.Node{ID: "a", DC: "dc1", Born: tc.stored}, nodes: map[string]cluster.Node{}, states: map[string]cluster.State{}}
+			f, err := New(Config{ID: "a", TierKey: "power_tier", Fresh: tc.fresh}, Parts{Directory: dir, Catalog: fakeCatalog(1), Endpoint: fakeEndpoint{}, Observers: &fakeObservers{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.stored
+			if tc.fresh {
+				want = f.Generation()
+			}
+			if dir.self.Born != want {
+				t.Errorf("born %d, want %d", dir.self.Born, want)
+			}
+		})
 	}
 }

@@ -24,6 +24,12 @@ func (f *Feed) onChange(ch driver.Change) {
 			f.log.Warn("member gossips bad tokens", "member", m.ID, "err", err)
 			return
 		}
+		born, err := strconv.ParseUint(cmp.Or(m.AppState[ringchange.KeyBorn], "0"), 10, 64)
+		if err != nil {
+			// Unknown, as from a build that gossips none: a removal of the node stands.
+			f.log.Warn("member gossips a bad born generation", "member", m.ID, "err", err)
+			born = 0
+		}
 		status, err := cluster.ParseStatus(string(m.Status))
 		old, known := dir.Node(m.ID)
 		switch {
@@ -37,10 +43,10 @@ func (f *Feed) onChange(ch driver.Change) {
 			// A status only liveness cares about (a node shutting down): its place on the
 			// ring does not change.
 			status = old.Status
-		case known && old.Status == cluster.StatusRemoved && status != cluster.StatusBooting && m.AppState[ringchange.KeyNewData] == "":
+		case known && old.Status == cluster.StatusRemoved && sameDataDir(born, old.Generation, status, m.AppState[ringchange.KeyNewData] != ""):
 			// A removed node back with the data dir it had: it stays removed, whatever
 			// it says (it learns of its removal from the gossiped marks, and stops
-			// serving). Only with an empty data dir does it join again, as a new node.
+			// serving). Only with a data dir begun since does it join again, as a new node.
 			status, tokens = cluster.StatusRemoved, old.Tokens
 		case status == cluster.StatusBooting && known && old.Status.OnRing():
 			// A member back with an empty data dir: it lost its data. It stays on the
@@ -60,7 +66,7 @@ func (f *Feed) onChange(ch driver.Change) {
 		}
 		f.mu.Lock()
 		f.upsertLocked(cluster.Node{ID: m.ID, DC: m.DC, Addr: m.Addr, ClientAddr: m.AppState[KeyClientAddr], Tokens: tokens,
-			Status: status, Replaces: m.AppState[ringchange.KeyReplaces], Generation: m.Generation, Tier: tier})
+			Status: status, Replaces: m.AppState[ringchange.KeyReplaces], Generation: m.Generation, Born: born, Tier: tier})
 		f.applyMarksLocked(m.ID, ringchange.KeyRemoving, m.AppState[ringchange.KeyRemoving])
 		f.applyMarksLocked(m.ID, ringchange.KeyRemoved, m.AppState[ringchange.KeyRemoved])
 		f.mu.Unlock()
@@ -105,7 +111,11 @@ func (f *Feed) applyMarksLocked(from, key, value string) {
 	case ringchange.KeyRemoved:
 		for id, gen := range marks {
 			if id == f.cfg.ID {
-				f.parts.Observers.RemovedSelf(from)
+				// A mark of an earlier data dir's life (this node was wiped and started
+				// again since) is not about this node.
+				if f.parts.Directory.Self().RemovalCovers(gen) {
+					f.parts.Observers.RemovedSelf(from)
+				}
 				continue
 			}
 			if _, err := f.parts.Directory.Remove(id, gen); err != nil {
@@ -128,4 +138,16 @@ func (f *Feed) applyMarksLocked(from, key, value string) {
 			}
 		}
 	}
+}
+
+// sameDataDir reports whether a member heard of in a life born in generation born (0:
+// unknown), with ring status status, still runs on the data dir of the life this node
+// holds removed at generation removedAt: its removal covers it (cluster.Node.RemovalCovers).
+// A member that gossips no born generation (an older build) is judged as before: only
+// one booting, or with an empty data dir (newData), is a new node.
+func sameDataDir(born, removedAt uint64, status cluster.Status, newData bool) bool {
+	if born != 0 {
+		return cluster.Node{Born: born}.RemovalCovers(removedAt)
+	}
+	return status != cluster.StatusBooting && !newData
 }
