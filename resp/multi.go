@@ -97,6 +97,11 @@ var transactional = map[string]bool{
 // a counter's shard, outside any transaction: refused when queued in that mode.
 var pnIncrements = map[string]bool{"incr": true, "decr": true, "incrby": true, "decrby": true}
 
+// runAfterRound are the commands EXEC runs once, after the transaction's round has
+// decided, their replies put in their place among the others': they change the node,
+// not records, and the round's function may run more than once.
+var runAfterRound = map[string]bool{"config|set": true}
+
 // runsInMulti are the commands that run at once inside MULTI instead of being queued, as
 // in Redis.
 var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
@@ -126,7 +131,7 @@ func (c *conn) refuseInMulti() {
 // can run yet, naming it and the ones that can.
 func (c *conn) queue(cmd *command, args [][]byte) {
 	switch {
-	case !transactional[cmd.name] && !c.s.collectionCommands[cmd.name]:
+	case !transactional[cmd.name] && !c.s.collectionCommands[cmd.name] && !runAfterRound[cmd.name]:
 		c.multi.aborted = true
 		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s, and the hash, set, sorted set and list commands", strings.ToUpper(cmd.name), transactionalList()))
 	case c.pnCounters && pnIncrements[cmd.name]:
@@ -140,8 +145,11 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 
 // transactionalList names the commands a transaction runs, in upper case and order.
 func transactionalList() string {
-	names := make([]string, 0, len(transactional))
+	names := make([]string, 0, len(transactional)+len(runAfterRound))
 	for name := range transactional {
+		names = append(names, strings.ToUpper(strings.ReplaceAll(name, "|", " ")))
+	}
+	for name := range runAfterRound {
 		names = append(names, strings.ToUpper(strings.ReplaceAll(name, "|", " ")))
 	}
 	sort.Strings(names)
@@ -214,10 +222,11 @@ func watchCommand(c *conn, args [][]byte) {
 	c.w.SimpleString("OK")
 }
 
-// execReply is what one run of the queue answered: the replies, written in the
-// connection's protocol, and how many were errors.
+// execReply is what one run of the queue answered: each command's reply, written in
+// the connection's protocol (nil for a command of runAfterRound, which has not run),
+// and how many were errors.
 type execReply struct {
-	replies []byte
+	replies [][]byte
 	errors  int64
 }
 
@@ -294,12 +303,19 @@ func execCommand(c *conn, _ [][]byte) {
 		return
 	}
 	c.w.ArrayHeader(len(m.queued))
-	c.w.raw(out.replies)
+	for i, q := range m.queued {
+		if runAfterRound[q.cmd.name] {
+			c.lowerName = appendLower(c.lowerName[:0], q.args[0])
+			q.cmd.run(c, q.args)
+			continue
+		}
+		c.w.raw(out.replies[i])
+	}
 	c.w.errorReplies += out.errors
 }
 
-// runQueue runs the queued commands in order against view, their replies written in the
-// connection's protocol into a buffer of their own.
+// runQueue runs the queued commands in order against view, each reply written in the
+// connection's protocol into a buffer of its own; those of runAfterRound wait.
 func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
@@ -307,12 +323,19 @@ func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 	saved := c.w
 	c.w, c.txn = w, view
 	defer func() { c.w, c.txn = saved, nil }()
-	for _, q := range queued {
+	out := execReply{replies: make([][]byte, len(queued))}
+	for i, q := range queued {
+		if runAfterRound[q.cmd.name] {
+			continue
+		}
 		c.lowerName = appendLower(c.lowerName[:0], q.args[0])
 		q.cmd.run(c, q.args)
+		w.Flush() // into buf, which cannot fail
+		out.replies[i] = bytes.Clone(buf.Bytes())
+		buf.Reset()
 	}
-	w.Flush() // into buf, which cannot fail
-	return execReply{replies: buf.Bytes(), errors: w.errorReplies}
+	out.errors = w.errorReplies
+	return out
 }
 
 // keyArgs yields the keys a command's arguments name: by its key specifications when

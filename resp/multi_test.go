@@ -46,6 +46,14 @@ func TestTransactions(t *testing.T) {
 			{cmd("GET", "{u}k"), "+QUEUED\r\n"},
 			{cmd("EXEC"), "*4\r\n+OK\r\n$2\r\nhi\r\n*2\r\n$18\r\nproto-max-bulk-len\r\n$8\r\n16777216\r\n$1\r\n1\r\n"},
 		}},
+		{"CONFIG SET runs once, after the round, its reply in its place", []step{
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("SET", "{u}c", "1"), "+QUEUED\r\n"},
+			{cmd("CONFIG", "SET", "maxmemory", "bla"), "+QUEUED\r\n"},
+			{cmd("CONFIG", "SET", "maxmemory", "0"), "+QUEUED\r\n"},
+			{cmd("GET", "{u}c"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*4\r\n+OK\r\n-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - can't set immutable config: kura keeps its data on disk and does not limit its memory\r\n+OK\r\n$1\r\n1\r\n"},
+		}},
 		{"an empty transaction", []step{
 			{cmd("MULTI"), "+OK\r\n"},
 			{cmd("EXEC"), "*0\r\n"},

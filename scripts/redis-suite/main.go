@@ -34,7 +34,7 @@ const defaultUnits = "unit/type/string,unit/keyspace,unit/expire,unit/scan,unit/
 
 // outOfScopeTags are the suite's capability tags (tests/README.md) of the features
 // docs/redis.md lists as out of scope; each run, redis-server's too, skips them.
-const outOfScopeTags = "-needs:debug -needs:repl -needs:save"
+const outOfScopeTags = "-needs:debug -needs:repl -needs:save -needs:config-maxmemory"
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
