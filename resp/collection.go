@@ -55,6 +55,24 @@ func (c *conn) readCollection(key []byte, typ lww.Type) (coll coord.Collection, 
 	return coll, true
 }
 
+// readWaited is readCollection for the collection a pop takes from: while the client
+// waits in a blocking command (c.waiting), a key of another type reads as missing, as
+// Redis 7.0 keeps such a client waiting for a key of its type.
+func (c *conn) readWaited(key []byte, typ lww.Type) (coll coord.Collection, ok bool) {
+	if !c.waiting {
+		return c.readCollection(key, typ)
+	}
+	coll, err := c.loadCollection(key)
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+		return coll, false
+	case coll.Found && coll.Header.Type != typ:
+		return coord.Collection{}, true
+	}
+	return coll, true
+}
+
 // loadCollection reads collection key whole, header and elements, whatever its type: the
 // read of readCollection, for callers that take more than one type or reply themselves.
 func (c *conn) loadCollection(key []byte) (coord.Collection, error) {

@@ -391,22 +391,10 @@ func (c *conn) takeItem(key, pos []byte, reset hlc.Timestamp) (value []byte, pop
 	return res.Previous.Value, true, nil
 }
 
-// readSource is readList for the list a pop or move takes from: while the client
-// waits in a blocking command (c.waiting), a key of another type reads as an empty list,
-// as Redis 7.0 keeps such a client waiting for a list under that key.
+// readSource is readList for the list a pop or move takes from (readWaited).
 func (c *conn) readSource(key []byte) (items []list.Item, coll coord.Collection, ok bool) {
-	if !c.waiting {
-		return c.readList(key)
-	}
-	coll, err := c.loadCollection(key)
-	switch {
-	case err != nil:
-		c.w.Error(errorReply(err))
-		return nil, coll, false
-	case coll.Found && coll.Header.Type != lww.List:
-		return nil, coord.Collection{}, true
-	}
-	return list.Items(coll.Elements), coll, true
+	coll, ok = c.readWaited(key, lww.List)
+	return list.Items(coll.Elements), coll, ok
 }
 
 // popItems pops up to count items from end of list key, each by takeItem: an item

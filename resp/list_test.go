@@ -400,7 +400,8 @@ func TestPushServesBlockedClients(t *testing.T) {
 // TestPushServesInBlockingOrder: a push serves the clients blocked on its key in the
 // order they blocked, as Redis does, each taking what it can before the next tries; a
 // client that fails to take the item (its destination of another type) leaves it for
-// the next; and a client blocked on a key that became another type keeps waiting there.
+// the next; and a client blocked on a key that became another type keeps waiting there
+// (a list or a sorted set).
 func TestPushServesInBlockingOrder(t *testing.T) {
 	wrongType := "-" + errWrongType + "\r\n"
 	tests := []struct {
@@ -442,6 +443,12 @@ func TestPushServesInBlockingOrder(t *testing.T) {
 			{cmd("SET", "{t}1", "s"), "+OK\r\n"},
 			{cmd("RPUSH", "{t}2", "x"), ":1\r\n"},
 		}, []string{arr("{t}2", "x")}},
+		{"a key that became a list is waited on by BZPOPMIN", nil, [][]string{
+			cmd("BZPOPMIN", "{t}1", "{t}2", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "x"), ":1\r\n"},
+			{cmd("ZADD", "{t}2", "1", "m"), ":1\r\n"},
+		}, []string{arr("{t}2", "m", "1")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
