@@ -1039,6 +1039,35 @@ func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved
 	}
 }
 
+// takeRenamed takes from list src each item of coll, which RENAME copied to dst at the
+// same positions, by the pop's transaction, as moveItem does: a copy
+// whose item another client took first is tombstoned, and one whose item an LSET changed
+// meanwhile is given the value taken. An error leaves the items not yet taken in both
+// lists, never in neither.
+func (c *conn) takeRenamed(src, dst []byte, coll coord.Collection) error {
+	var fixes coord.CollectionWrite
+	var err error
+	for _, it := range list.Items(coll.Elements) {
+		var value []byte
+		var popped bool
+		if value, popped, err = c.takeItem(src, it.Pos, coll.Reset); err != nil {
+			break
+		}
+		switch {
+		case !popped:
+			fixes.Elements = append(fixes.Elements, lww.Record{Key: itemKey(dst, it.Pos), Tombstone: true})
+		case !bytes.Equal(value, it.Value):
+			fixes.Elements = append(fixes.Elements, lww.Record{Key: itemKey(dst, it.Pos), Value: value})
+		}
+	}
+	if len(fixes.Elements) > 0 {
+		if _, ferr := c.writeCollection(dst, lww.List, coord.Collection{Found: true}, fixes); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
 // listUsage is MEMORY USAGE of list key, whose header is header: the key and value bytes
 // of the header and of each item's record.
 func (c *conn) listUsage(key []byte, header lww.Record) {

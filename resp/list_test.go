@@ -443,6 +443,14 @@ func TestPushServesInBlockingOrder(t *testing.T) {
 			{cmd("SET", "{t}1", "s"), "+OK\r\n"},
 			{cmd("RPUSH", "{t}2", "x"), ":1\r\n"},
 		}, []string{arr("{t}2", "x")}},
+		{"RENAME onto the key serves it", []step{
+			{cmd("LPUSH", "{t}bob", "abc", "def", "hij"), ":3\r\n"},
+		}, [][]string{
+			cmd("BLPOP", "{t}foo", "0"),
+		}, []step{
+			{cmd("RENAME", "{t}bob", "{t}foo"), "+OK\r\n"},
+			{cmd("LRANGE", "{t}foo", "0", "-1"), arr("def", "abc")},
+		}, []string{arr("{t}foo", "hij")}},
 		{"a key that became a list is waited on by BZPOPMIN", nil, [][]string{
 			cmd("BZPOPMIN", "{t}1", "{t}2", "0"),
 		}, []step{
