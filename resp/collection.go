@@ -55,6 +55,24 @@ func (c *conn) readCollection(key []byte, typ lww.Type) (coll coord.Collection, 
 	return coll, true
 }
 
+// readWaited is readCollection for the collection a pop takes from: while the client
+// waits in a blocking command (c.waiting), a key of another type reads as missing, as
+// Redis 7.0 keeps such a client waiting for a key of its type.
+func (c *conn) readWaited(key []byte, typ lww.Type) (coll coord.Collection, ok bool) {
+	if !c.waiting {
+		return c.readCollection(key, typ)
+	}
+	coll, err := c.loadCollection(key)
+	switch {
+	case err != nil:
+		c.w.Error(errorReply(err))
+		return coll, false
+	case coll.Found && coll.Header.Type != typ:
+		return coord.Collection{}, true
+	}
+	return coll, true
+}
+
 // loadCollection reads collection key whole, header and elements, whatever its type: the
 // read of readCollection, for callers that take more than one type or reply themselves.
 func (c *conn) loadCollection(key []byte) (coord.Collection, error) {
@@ -153,18 +171,74 @@ func (c *conn) copyCollection(src, dst []byte, typ lww.Type, replace bool) {
 		c.w.Int(0)
 		return
 	}
+	applied, err := c.storeCollection(dst, typ, coll.Header.ExpiresAt, copiedElements(coll, dst), replace)
+	if err != nil {
+		c.replyTransactError(err)
+		return
+	}
+	c.w.Int(boolInt(applied))
+}
+
+// copiedElements is the write of coll's live element records under key dst, each at the
+// same kind and suffix (so a list's items keep their order, a set's adds their tags).
+func copiedElements(coll coord.Collection, dst []byte) coord.CollectionWrite {
 	var w coord.CollectionWrite
 	for _, rec := range coll.Elements {
 		if _, kind, suffix, ok := element.Parse(rec.Key); ok && !rec.Tombstone && kind != element.Reset {
 			w.Elements = append(w.Elements, lww.Record{Key: element.Key(dst, kind, suffix), Value: rec.Value})
 		}
 	}
-	applied, err := c.storeCollection(dst, typ, coll.Header.ExpiresAt, w, replace)
-	if err != nil {
-		c.replyTransactError(err)
+	return w
+}
+
+// renameCollection is RENAME (RENAMENX when nx) of src, a list or a set (typ), to dst,
+// which share a hash tag: dst is made a copy of src as one read saw it (storeCollection),
+// then exactly the records copied are removed from src, so that an element written to
+// src meanwhile, which the read did not see, stays there rather than vanish. A list's
+// items are taken one by one by the pop's transaction (takeRenamed); a set's adds, which
+// no other write ever rewrites (each add's key is its own), are tombstoned. src keeps its
+// header, as an emptied list or set does: a header tombstone could hide such a write.
+// Hashes and sorted sets are refused: their fields and members are rewritten in place,
+// and the removal of one read could hide a concurrent write to it.
+func (c *conn) renameCollection(src, dst []byte, typ lww.Type, nx bool) {
+	if typ != lww.List && typ != lww.Set {
+		c.w.Error(errMoveCollection)
 		return
 	}
-	c.w.Int(boolInt(applied))
+	if !c.sameSlot([][]byte{src, dst}) {
+		return
+	}
+	coll, ok := c.readCollection(src, typ)
+	switch {
+	case !ok:
+		return
+	case !coll.Found:
+		c.w.Error(errNoSuchKey)
+		return
+	}
+	applied, err := c.claimCollection(dst, typ, coll.Header.ExpiresAt, copiedElements(coll, dst), !nx)
+	if err == nil && applied {
+		if typ == lww.List {
+			err = c.takeRenamed(src, dst, coll)
+			c.s.lists.wake(c.keyspace, dst)
+		} else {
+			removed := coord.CollectionWrite{}
+			for _, rec := range coll.Elements {
+				if _, kind, _, ok := element.Parse(rec.Key); ok && !rec.Tombstone && kind != element.Reset {
+					removed.Elements = append(removed.Elements, lww.Record{Key: rec.Key, Tombstone: true})
+				}
+			}
+			_, err = c.writeCollection(src, typ, coll, removed)
+		}
+	}
+	switch {
+	case err != nil:
+		c.replyTransactError(err)
+	case nx:
+		c.w.Int(boolInt(applied))
+	default:
+		c.w.SimpleString("OK")
+	}
 }
 
 // storeCollection makes key a collection of type typ with the deadline expiresAt and
@@ -175,6 +249,16 @@ func (c *conn) copyCollection(src, dst []byte, typ lww.Type, replace bool) {
 // collection of typ, and the error answered. Elements another client writes to key
 // after the claim survive.
 func (c *conn) storeCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp, w coord.CollectionWrite, replace bool) (applied bool, err error) {
+	applied, err = c.claimCollection(key, typ, expiresAt, w, replace)
+	if applied && err == nil && typ == lww.List {
+		c.s.lists.wake(c.keyspace, key)
+	}
+	return applied, err
+}
+
+// claimCollection is storeCollection without waking the clients blocked on key: for
+// RENAME, which wakes them once the items are taken from the source.
+func (c *conn) claimCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp, w coord.CollectionWrite, replace bool) (applied bool, err error) {
 	claim, err := c.transact(key, writeIf(
 		func(_ lww.Record, found bool) bool { return replace || !found },
 		func(lww.Record, bool) lww.Record { return lww.Record{Type: typ, ExpiresAt: expiresAt} }))
@@ -185,13 +269,8 @@ func (c *conn) storeCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp
 		return false, err
 	}
 	w.Header, w.Reset, w.Ended = &lww.Record{}, coord.ResetEnded, claim.Record.Timestamp
-	if _, err := c.writeCollection(key, typ, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, w); err != nil {
-		return true, err
-	}
-	if typ == lww.List {
-		c.s.lists.wake(c.keyspace, key)
-	}
-	return true, nil
+	_, err = c.writeCollection(key, typ, coord.Collection{Header: lww.Record{ExpiresAt: expiresAt}, Found: true}, w)
+	return true, err
 }
 
 // reservedKey reports whether a key argument of cmd in args starts with the bytes that

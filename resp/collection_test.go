@@ -83,3 +83,61 @@ func TestCopyCollection(t *testing.T) {
 		})
 	}
 }
+
+// TestRenameCollection drives RENAME and RENAMENX of a list and a set: destination holds
+// the source's elements, in order, and its expiry; the source keeps its key, emptied
+// (only what was copied is removed from it); other keys' tags, hashes and sorted sets
+// are refused.
+func TestRenameCollection(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"list", []step{
+			{cmd("RPUSH", "{t}l", "a", "b", "c"), ":3\r\n"},
+			{cmd("EXPIRE", "{t}l", "100"), ":1\r\n"},
+			{cmd("LSET", "{t}l", "1", "B"), "+OK\r\n"},
+			{cmd("RENAME", "{t}l", "{t}l2"), "+OK\r\n"},
+			{cmd("LRANGE", "{t}l2", "0", "-1"), bulks("a", "B", "c")},
+			{cmd("TTL", "{t}l2"), ":100\r\n"},
+			{cmd("LLEN", "{t}l"), ":0\r\n"},
+			{cmd("EXISTS", "{t}l"), ":1\r\n"},
+			{cmd("RPUSH", "{t}l", "d"), ":1\r\n"},
+			{cmd("LRANGE", "{t}l2", "0", "-1"), bulks("a", "B", "c")},
+		}},
+		{"set over a string", []step{
+			{cmd("SADD", "{t}s", "m", "n"), ":2\r\n"},
+			{cmd("SET", "{t}x", "v"), "+OK\r\n"},
+			{cmd("RENAME", "{t}s", "{t}x"), "+OK\r\n"},
+			{cmd("SMEMBERS", "{t}x"), bulks("m", "n")},
+			{cmd("SCARD", "{t}s"), ":0\r\n"},
+			{cmd("SADD", "{t}s", "m"), ":1\r\n"}, // removed from the source, not hidden
+		}},
+		{"RENAMENX", []step{
+			{cmd("RPUSH", "{t}l", "a"), ":1\r\n"},
+			{cmd("RPUSH", "{t}taken", "z"), ":1\r\n"},
+			{cmd("RENAMENX", "{t}l", "{t}taken"), ":0\r\n"},
+			{cmd("LRANGE", "{t}l", "0", "-1"), bulks("a")},
+			{cmd("LRANGE", "{t}taken", "0", "-1"), bulks("z")},
+			{cmd("RENAMENX", "{t}l", "{t}new"), ":1\r\n"},
+			{cmd("LRANGE", "{t}new", "0", "-1"), bulks("a")},
+			{cmd("RENAME", "{t}new", "{t}new"), "+OK\r\n"},
+		}},
+		{"refused", []step{
+			{cmd("RPUSH", "l", "a"), ":1\r\n"},
+			{cmd("RENAME", "l", "other"), "-" + errCrossSlot + "\r\n"},
+			{cmd("LRANGE", "l", "0", "-1"), bulks("a")},
+			{cmd("HSET", "{t}h", "f", "v"), ":1\r\n"},
+			{cmd("RENAME", "{t}h", "{t}h2"), "-" + errMoveCollection + "\r\n"},
+			{cmd("ZADD", "{t}z", "1", "m"), ":1\r\n"},
+			{cmd("RENAMENX", "{t}z", "{t}z2"), "-" + errMoveCollection + "\r\n"},
+			{cmd("EXISTS", "{t}h2", "{t}z2"), ":0\r\n"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, addr := startServer(t, Config{NodeID: "n1"})
+			converse(t, addr, tt.steps)
+		})
+	}
+}

@@ -60,6 +60,10 @@ type conn struct {
 	// pnCounters makes INCR and its kin create PN counters (KURA.COUNTERS).
 	pnCounters bool
 
+	// waiting is true while a blocking command (BLPOP and the like) has tried once and
+	// waits: its lists are then read by readSource.
+	waiting bool
+
 	// multi is the transaction MULTI opened, nil outside one; watched are the keys
 	// WATCH read; txn, while EXEC runs the queue, the transaction's records, which the
 	// commands read and write instead of the coordinator (multi.go).

@@ -22,10 +22,10 @@ import (
 const (
 	errHashNotInt   = "ERR hash value is not an integer"
 	errHashNotFloat = "ERR hash value is not a float"
-	// errMoveCollection refuses RENAME of a collection: its elements would have to move
-	// with it, each a record of its own, and source be deleted only if no element was
-	// written to it meanwhile, which no transaction of one record can check.
-	errMoveCollection = "ERR kura does not RENAME a hash (or another collection) yet: only a string"
+	// errMoveCollection refuses RENAME of a hash or sorted set: their fields and members
+	// are rewritten in place, so removing from source the records one read copied could
+	// hide a write made to one of them meanwhile (renameCollection).
+	errMoveCollection = "ERR kura does not RENAME a hash or sorted set yet: only a string, list or set"
 	// errCopyCounter refuses COPY of a PN counter: its shards are its writers' own, each
 	// process keeping its shard's total (pnCounters), which a copy would share.
 	errCopyCounter = "ERR kura does not COPY a conflict-free (PN) counter"

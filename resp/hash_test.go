@@ -297,7 +297,7 @@ func TestHashCommands(t *testing.T) {
 			{cmd("SETBIT", "h", "0", "1"), wrongType},
 			{cmd("LCS", "h", "s"), wrongType},
 			{cmd("MGET", "h", "s"), "*2\r\n$-1\r\n$1\r\n1\r\n"},
-			{cmd("RENAME", "h", "h2"), "-ERR kura does not RENAME a hash (or another collection) yet: only a string\r\n"},
+			{cmd("RENAME", "h", "h2"), "-" + errMoveCollection + "\r\n"},
 			{cmd("HGET", "h", "f"), "$1\r\n1\r\n"},
 		}},
 		{"a delete or a retype ends the fields of the key's life", []step{

@@ -2,10 +2,12 @@ package resp
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,6 +49,7 @@ type listState struct {
 
 	mu       sync.Mutex
 	waiters  map[string]map[*waiter]bool // keyspace NUL key -> the clients blocked on it
+	blocks   uint64                      // counts the waits begun: the next waiter's seq
 	byClient map[int64]*waiter           // the blocked clients by connection id, for CLIENT UNBLOCK
 	// config holds CONFIG's list-compress-depth and list-max-listpack-size, as last set.
 	config [2]atomic.Int64
@@ -73,9 +76,14 @@ func waiterKey(keyspace string, key []byte) string { return keyspace + "\x00" + 
 
 // waiter is a client blocked on lists (conn.block).
 type waiter struct {
-	// wake carries a push's wake-up: a channel to close once the client has tried again
-	// (nil when the push does not wait for that).
-	wake chan chan struct{}
+	// seq orders the waiters as they blocked: a push serves the earliest first.
+	seq uint64
+	// keys are the waiterKeys the client waits on.
+	keys []string
+	// wake carries a push's wake-up: a channel on which the client, once it has tried
+	// again, says whether the push should go on to the next client (nil when the push
+	// does not wait for that).
+	wake chan chan bool
 	// idle is true while the client waits between two tries; l.mu guards it.
 	idle bool
 	// unblock carries CLIENT UNBLOCK's order: true to answer an error, false to answer
@@ -86,11 +94,14 @@ type waiter struct {
 // wait registers client id's waiter for pushes to any of keys, and returns it with the
 // function that removes it.
 func (l *listState) wait(id int64, keyspace string, keys [][]byte) (*waiter, func()) {
-	w := &waiter{wake: make(chan chan struct{}, 1), unblock: make(chan bool, 1)}
+	w := &waiter{wake: make(chan chan bool, 1), unblock: make(chan bool, 1)}
 	l.mu.Lock()
+	l.blocks++
+	w.seq = l.blocks
 	l.byClient[id] = w
 	for _, key := range keys {
 		k := waiterKey(keyspace, key)
+		w.keys = append(w.keys, k)
 		if l.waiters[k] == nil {
 			l.waiters[k] = map[*waiter]bool{}
 		}
@@ -103,8 +114,7 @@ func (l *listState) wait(id int64, keyspace string, keys [][]byte) (*waiter, fun
 		if l.byClient[id] == w {
 			delete(l.byClient, id)
 		}
-		for _, key := range keys {
-			k := waiterKey(keyspace, key)
+		for _, k := range w.keys {
 			delete(l.waiters[k], w)
 			if len(l.waiters[k]) == 0 {
 				delete(l.waiters, k)
@@ -112,11 +122,12 @@ func (l *listState) wait(id int64, keyspace string, keys [][]byte) (*waiter, fun
 		}
 		l.signal()
 		l.mu.Unlock()
-		// A push may be waiting for a try that will not come.
+		// A push may be waiting for a try that will not come: it goes on to the next
+		// client, the item untaken.
 		select {
 		case served := <-w.wake:
 			if served != nil {
-				close(served)
+				served <- true
 			}
 		default:
 		}
@@ -174,33 +185,76 @@ func (l *listState) setIdle(w *waiter, idle bool) {
 	l.mu.Unlock()
 }
 
-// wake tells the clients blocked on key that it was pushed to, and returns once each
-// that was waiting between two tries has tried again (or left): as Redis serves its
-// blocked clients before the next command runs, the pusher's next command sees the
-// item taken, and moved on by a chain of BLMOVEs. A client that is in a try is told
-// without waiting for it: its try may itself be a push waiting here for this one (two
-// BRPOPLPUSHes feeding each other), and it tries again anyway.
+// wake tells the clients blocked on key that it was pushed to, one at a time in the
+// order they blocked (Redis's rule), and returns once each it served that was waiting
+// between two tries has tried again (or left): as Redis serves its blocked clients
+// before the next command runs, the pusher's next command sees the item taken, and
+// moved on by a chain of BLMOVEs. It stops at the first client that found its lists
+// empty: those after it would too. A client that is in a try is told without waiting
+// for it: its try may itself be a push waiting here for this one (two BRPOPLPUSHes
+// feeding each other), and it tries again anyway.
 func (l *listState) wake(keyspace string, key []byte) {
-	var served []chan struct{}
+	k := waiterKey(keyspace, key)
 	l.mu.Lock()
-	for w := range l.waiters[waiterKey(keyspace, key)] {
-		var done chan struct{}
-		if w.idle {
-			done = make(chan struct{})
-		}
-		select {
-		case w.wake <- done:
-			if done != nil {
-				w.idle = false
-				served = append(served, done)
-			}
-		default:
-		}
+	queue := make([]*waiter, 0, len(l.waiters[k]))
+	for w := range l.waiters[k] {
+		queue = append(queue, w)
 	}
 	l.mu.Unlock()
-	for _, done := range served {
-		<-done
+	slices.SortFunc(queue, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	for _, w := range queue {
+		if goOn := l.serve(k, w); !goOn {
+			return
+		}
 	}
+}
+
+// serve wakes w for a push to waiterKey k, if it still waits, and when it was between
+// two tries waits for its word on whether the push should go on to the next client.
+func (l *listState) serve(k string, w *waiter) (goOn bool) {
+	l.mu.Lock()
+	if !l.waiters[k][w] {
+		l.mu.Unlock()
+		return true // it left
+	}
+	var done chan bool
+	if w.idle {
+		done = make(chan bool, 1)
+	}
+	select {
+	case w.wake <- done:
+		if done != nil {
+			w.idle = false
+		}
+	default:
+		done = nil // woken already: it tries again anyway
+	}
+	l.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	return <-done
+}
+
+// leads reports whether w blocked first among the clients waiting on one of its keys:
+// the client that tries at a poll, for pushes through other nodes, so that those too
+// go to the earliest client.
+func (l *listState) leads(w *waiter) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range w.keys {
+		first := true
+		for other := range l.waiters[k] {
+			if other.seq < w.seq {
+				first = false
+				break
+			}
+		}
+		if first {
+			return true
+		}
+	}
+	return false
 }
 
 // signal tells those watching that the blocked clients changed; l.mu is held.
@@ -337,13 +391,19 @@ func (c *conn) takeItem(key, pos []byte, reset hlc.Timestamp) (value []byte, pop
 	return res.Previous.Value, true, nil
 }
 
+// readSource is readList for the list a pop or move takes from (readWaited).
+func (c *conn) readSource(key []byte) (items []list.Item, coll coord.Collection, ok bool) {
+	coll, ok = c.readWaited(key, lww.List)
+	return list.Items(coll.Elements), coll, ok
+}
+
 // popItems pops up to count items from end of list key, each by takeItem: an item
 // another client took first is skipped, and the list read again when this read's items
 // run out before count. When every item read is gone, the key is deleted (its header's
 // tombstone). exists is false for a missing key; ok false when the reply is written.
 func (c *conn) popItems(key []byte, end list.End, count int) (values [][]byte, exists, ok bool) {
 	for {
-		items, coll, ok := c.readList(key)
+		items, coll, ok := c.readSource(key)
 		if !ok {
 			return nil, false, false
 		}
@@ -741,26 +801,34 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 		defer t.Stop()
 		expired = t.C
 	}
-	var served chan struct{} // the wake-up of a push waiting for this try
+	var served chan bool // the wake-up of a push waiting for this try
 	defer func() {
 		// Even when the try panics: the push must not wait for ever.
 		if served != nil {
-			close(served)
+			served <- true
 		}
 	}()
-	for {
-		done := try()
-		if served != nil {
-			close(served)
-			served = nil
-		}
-		if done {
-			return false
+	defer func() { c.waiting = false }()
+	for tryNow := true; ; {
+		if tryNow {
+			done := try()
+			// Once the client waits, a key that becomes another type is waited on
+			// (readSource), as Redis 7.0 does; WRONGTYPE is the first try's answer only.
+			c.waiting = true
+			if served != nil {
+				served <- done // a client that found nothing: the next would neither
+				served = nil
+			}
+			if done {
+				return false
+			}
 		}
 		c.s.lists.setIdle(w, true)
 		select {
 		case served = <-w.wake:
+			tryNow = true
 		case <-poll.C:
+			tryNow = c.s.lists.leads(w)
 		case <-expired:
 			return true
 		case withError := <-w.unblock:
@@ -921,7 +989,7 @@ func parseEnd(arg []byte) (list.End, bool) {
 // moved is false when src is empty; ok is false when the reply is written.
 func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved, ok bool) {
 	for {
-		items, coll, ok := c.readList(src)
+		items, coll, ok := c.readSource(src)
 		if !ok || len(items) == 0 {
 			return nil, false, ok
 		}
@@ -969,6 +1037,35 @@ func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved
 			return nil, false, false
 		}
 	}
+}
+
+// takeRenamed takes from list src each item of coll, which RENAME copied to dst at the
+// same positions, by the pop's transaction, as moveItem does: a copy
+// whose item another client took first is tombstoned, and one whose item an LSET changed
+// meanwhile is given the value taken. An error leaves the items not yet taken in both
+// lists, never in neither.
+func (c *conn) takeRenamed(src, dst []byte, coll coord.Collection) error {
+	var fixes coord.CollectionWrite
+	var err error
+	for _, it := range list.Items(coll.Elements) {
+		var value []byte
+		var popped bool
+		if value, popped, err = c.takeItem(src, it.Pos, coll.Reset); err != nil {
+			break
+		}
+		switch {
+		case !popped:
+			fixes.Elements = append(fixes.Elements, lww.Record{Key: itemKey(dst, it.Pos), Tombstone: true})
+		case !bytes.Equal(value, it.Value):
+			fixes.Elements = append(fixes.Elements, lww.Record{Key: itemKey(dst, it.Pos), Value: value})
+		}
+	}
+	if len(fixes.Elements) > 0 {
+		if _, ferr := c.writeCollection(dst, lww.List, coord.Collection{Found: true}, fixes); err == nil {
+			err = ferr
+		}
+	}
+	return err
 }
 
 // listUsage is MEMORY USAGE of list key, whose header is header: the key and value bytes

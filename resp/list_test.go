@@ -397,6 +397,121 @@ func TestPushServesBlockedClients(t *testing.T) {
 	}
 }
 
+// TestPushServesInBlockingOrder: a push serves the clients blocked on its key in the
+// order they blocked, as Redis does, each taking what it can before the next tries; a
+// client that fails to take the item (its destination of another type) leaves it for
+// the next; and a client blocked on a key that became another type keeps waiting there
+// (a list or a sorted set).
+func TestPushServesInBlockingOrder(t *testing.T) {
+	wrongType := "-" + errWrongType + "\r\n"
+	tests := []struct {
+		name    string
+		before  []step
+		blocked [][]string // sent in order, each once those before it block
+		then    []step
+		replies []string // of the blocked clients, in order
+	}{
+		{"three BLPOPs, two items", nil, [][]string{
+			cmd("BLPOP", "q", "0"),
+			cmd("BLPOP", "q", "0"),
+			cmd("BLPOP", "q", "0"),
+		}, []step{
+			{cmd("RPUSH", "q", "a", "b"), ":2\r\n"},
+			{cmd("LLEN", "q"), ":0\r\n"},
+			{cmd("RPUSH", "q", "c"), ":1\r\n"},
+		}, []string{arr("q", "a"), arr("q", "b"), arr("q", "c")}},
+		{"BLMPOP counts in order", nil, [][]string{
+			cmd("BLMPOP", "0", "1", "q", "LEFT", "COUNT", "2"),
+			cmd("BRPOP", "q", "0"),
+		}, []step{
+			{cmd("RPUSH", "q", "a", "b", "c", "d"), ":4\r\n"},
+			{cmd("LRANGE", "q", "0", "-1"), arr("c")},
+		}, []string{"*2\r\n$1\r\nq\r\n" + arr("a", "b"), arr("q", "d")}},
+		{"BRPOPLPUSH onto a string leaves the item", []step{
+			{cmd("SET", "{t}d1", "s"), "+OK\r\n"},
+		}, [][]string{
+			cmd("BRPOPLPUSH", "{t}q", "{t}d1", "0"),
+			cmd("BRPOPLPUSH", "{t}q", "{t}d2", "0"),
+		}, []step{
+			{cmd("LPUSH", "{t}q", "foo"), ":1\r\n"},
+			{cmd("LRANGE", "{t}d2", "0", "-1"), arr("foo")},
+			{cmd("LLEN", "{t}q"), ":0\r\n"},
+		}, []string{wrongType, "$3\r\nfoo\r\n"}},
+		{"a key that became a string is waited on", nil, [][]string{
+			cmd("BLPOP", "{t}1", "{t}2", "0"),
+		}, []step{
+			{cmd("SET", "{t}1", "s"), "+OK\r\n"},
+			{cmd("RPUSH", "{t}2", "x"), ":1\r\n"},
+		}, []string{arr("{t}2", "x")}},
+		{"RENAME onto the key serves it", []step{
+			{cmd("LPUSH", "{t}bob", "abc", "def", "hij"), ":3\r\n"},
+		}, [][]string{
+			cmd("BLPOP", "{t}foo", "0"),
+		}, []step{
+			{cmd("RENAME", "{t}bob", "{t}foo"), "+OK\r\n"},
+			{cmd("LRANGE", "{t}foo", "0", "-1"), arr("def", "abc")},
+		}, []string{arr("{t}foo", "hij")}},
+		{"a key that became a list is waited on by BZPOPMIN", nil, [][]string{
+			cmd("BZPOPMIN", "{t}1", "{t}2", "0"),
+		}, []step{
+			{cmd("RPUSH", "{t}1", "x"), ":1\r\n"},
+			{cmd("ZADD", "{t}2", "1", "m"), ":1\r\n"},
+		}, []string{arr("{t}2", "m", "1")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := startServer(t, Config{})
+			converse(t, addr, tt.before)
+			var clients []*client
+			for i, args := range tt.blocked {
+				c := dial(t, addr)
+				c.send(encode(args...))
+				waitBlocked(t, s, i+1)
+				clients = append(clients, c)
+			}
+			converse(t, addr, tt.then)
+			for i, c := range clients {
+				c.expect(tt.replies[i])
+			}
+		})
+	}
+}
+
+// TestLeads: at a poll only the client that blocked first on one of its keys tries, so
+// that an item pushed through another node goes to it.
+func TestLeads(t *testing.T) {
+	l := newListState()
+	keys := func(names ...string) [][]byte {
+		var out [][]byte
+		for _, n := range names {
+			out = append(out, []byte(n))
+		}
+		return out
+	}
+	first, stop1 := l.wait(1, "ks", keys("a"))
+	second, stop2 := l.wait(2, "ks", keys("a", "b"))
+	third, stop3 := l.wait(3, "ks", keys("a", "b"))
+	defer stop3()
+	for _, tt := range []struct {
+		name string
+		w    *waiter
+		want bool
+	}{
+		{"first on a", first, true},
+		{"second on a, first on b", second, true},
+		{"third on both", third, false},
+	} {
+		if got := l.leads(tt.w); got != tt.want {
+			t.Errorf("%s: leads = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	stop1()
+	stop2()
+	if !l.leads(third) {
+		t.Error("the last client left does not lead once the others left")
+	}
+}
+
 // TestWakeWaitsForIdleClients: a push's wake returns once each client it woke between
 // two tries has tried again, not before; a client in the middle of a try is told without
 // being waited for (its try may be a push waiting on this one); a client that leaves
@@ -440,7 +555,7 @@ func TestWakeWaitsForIdleClients(t *testing.T) {
 				if tt.leave {
 					stop()
 				} else if served := <-w.wake; served != nil {
-					close(served)
+					served <- true
 				}
 				synctest.Wait()
 				if !returned() {

@@ -484,15 +484,15 @@ func renameCommand(c *conn, args [][]byte) {
 	case !found:
 		c.w.Error("ERR no such key")
 		return
-	case moved.Type != lww.String:
-		c.w.Error(errMoveCollection)
-		return
 	case string(src) == string(dst):
 		if nx {
 			c.w.Int(0)
 		} else {
 			c.w.SimpleString("OK")
 		}
+		return
+	case moved.Type != lww.String:
+		c.renameCollection(src, dst, moved.Type, nx)
 		return
 	}
 	wrote, err := c.transact(dst, writeIf(

@@ -692,7 +692,7 @@ func zremrangeCommand(c *conn, args [][]byte) {
 // reply is written.
 func (c *conn) popMembers(key []byte, highest bool, count int64) (popped []zset.Member, ok bool) {
 	for {
-		coll, ok := c.readCollection(key, lww.SortedSet)
+		coll, ok := c.readWaited(key, lww.SortedSet)
 		if !ok {
 			return nil, false
 		}
