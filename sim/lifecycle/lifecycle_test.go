@@ -287,7 +287,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		return decommissioned(run.Decommission(ctx))
+		return decommissioned(run.Decommission(ctx, d.HasArg("force")))
 	case "decommission-async":
 		// The operator's command runs on; the script goes on without waiting for it, and
 		// reads what it answered with outcome.
@@ -302,7 +302,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		done := make(chan string, 1)
 		s.leaving[id] = done
 		go func() {
-			out, err := decommissioned(run.Decommission(alive))
+			out, err := decommissioned(run.Decommission(alive, d.HasArg("force")))
 			if err != nil {
 				out = "error: " + err.Error()
 			}
