@@ -301,8 +301,10 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		}
 		done := make(chan string, 1)
 		s.leaving[id] = done
+		// Read before the goroutine: the script's reader moves on to the next command.
+		force := d.HasArg("force")
 		go func() {
-			out, err := decommissioned(run.Decommission(alive, d.HasArg("force")))
+			out, err := decommissioned(run.Decommission(alive, force))
 			if err != nil {
 				out = "error: " + err.Error()
 			}
