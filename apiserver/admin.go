@@ -84,8 +84,8 @@ func (s *service) SetPower(ctx context.Context, req *kurav1.SetPowerRequest) (*k
 	return &kurav1.SetPowerResponse{Power: state}, nil
 }
 
-func (s *service) Decommission(ctx context.Context, _ *kurav1.DecommissionRequest) (*kurav1.MoveResponse, error) {
-	st, err := s.cfg.Backend.Decommission(ctx)
+func (s *service) Decommission(ctx context.Context, req *kurav1.DecommissionRequest) (*kurav1.MoveResponse, error) {
+	st, err := s.cfg.Backend.Decommission(ctx, req.GetForce())
 	if err != nil {
 		return nil, moveStatus(err)
 	}

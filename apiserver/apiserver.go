@@ -79,8 +79,9 @@ type Backend interface {
 	// SetPower puts a node to sleep or wakes it (action "sleep" or "wake") and returns
 	// its power state.
 	SetPower(ctx context.Context, id, action string) (state string, err error)
-	// Decommission hands the node's ranges over and leaves the ring.
-	Decommission(ctx context.Context) (MoveStats, error)
+	// Decommission hands the node's ranges over and leaves the ring; force does so even
+	// when that leaves its DC short of a keyspace's replicas.
+	Decommission(ctx context.Context, force bool) (MoveStats, error)
 	// RemoveNode takes a dead node's ranges over from the other replicas; force removes
 	// it even when that leaves a DC short of a keyspace's replicas.
 	RemoveNode(ctx context.Context, id string, force bool) (MoveStats, error)

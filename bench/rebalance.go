@@ -355,7 +355,7 @@ func runRebalance(ctx context.Context, env Env, opts rebalanceOptions) (*Report,
 	decommission := func(ctx context.Context) error {
 		all := append(append([]*node.Node(nil), originals...), joiners...)
 		for i, j := range joiners {
-			if _, err := j.Decommission(ctx); err != nil {
+			if _, err := j.Decommission(ctx, false); err != nil {
 				return fmt.Errorf("decommission %s: %w", j.ID(), err)
 			}
 			// Decommission returns once the node has announced that it left; the next

@@ -86,8 +86,8 @@ func (b apiBackend) SetPower(ctx context.Context, id, action string) (string, er
 	return state.String(), nil
 }
 
-func (b apiBackend) Decommission(ctx context.Context) (apiserver.MoveStats, error) {
-	st, err := b.n.Decommission(ctx)
+func (b apiBackend) Decommission(ctx context.Context, force bool) (apiserver.MoveStats, error) {
+	st, err := b.n.Decommission(ctx, force)
 	return moveStats(st), refusedMove(err)
 }
 

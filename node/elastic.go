@@ -102,9 +102,10 @@ func (n *Node) JoinRefused() <-chan error { return n.joinRefused }
 func (n *Node) ringDelay() time.Duration { return n.changer.RingDelay() }
 
 // Decommission hands this node's ranges to the nodes that take them over, then leaves the
-// ring (ringchange.Changer.Decommission).
-func (n *Node) Decommission(ctx context.Context) (ringchange.MoveStats, error) {
-	return n.changer.Decommission(ctx)
+// ring; with force, even when that leaves its DC short of a keyspace's replicas
+// (ringchange.Changer.Decommission).
+func (n *Node) Decommission(ctx context.Context, force bool) (ringchange.MoveStats, error) {
+	return n.changer.Decommission(ctx, force)
 }
 
 // RemoveNode takes dead node id off the ring, its ranges streamed from the surviving

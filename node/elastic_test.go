@@ -140,7 +140,7 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 	checkEveryKey(t, "after three joins", keys, all...)
 
 	w = startWriter(a, "decommission")
-	if _, err := d.Decommission(ctx); err != nil {
+	if _, err := d.Decommission(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	keys = append(keys, w.finish()...)
@@ -315,8 +315,11 @@ func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
 	b := startNode(t, "b", "dc1", a.Addr())
 	c := startNode(t, "c", "dc2", a.Addr())
 	d := startNode(t, "d", "dc2", a.Addr())
-	waitAllNormal(t, 4, a, b, c, d)
-	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "dc1=2,dc2=2"}, a, b, c, d)
+	// f makes dc1 three nodes, so that e's decommission leaves the default keyspace
+	// (each=3) its three there: one fewer is refused.
+	f := startNode(t, "f", "dc1", a.Addr())
+	waitAllNormal(t, 5, a, b, c, d, f)
+	createKeyspace(t, schema.Keyspace{Name: "app", Replication: "dc1=2,dc2=2"}, a, b, c, d, f)
 	before := putBefore(t, a)
 	ctx := context.Background()
 	// The writer's QUORUM is 3 of the 4 copies (5 while e is pending): a read at ONE may
@@ -325,8 +328,8 @@ func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
 	// meets; putBefore's, written at ALL, at ONE.
 	w := startWriter(a, "join")
 	e := startNode(t, "e", "dc1", a.Addr())
-	all := []*Node{a, b, c, d, e}
-	waitAllNormal(t, 5, all...)
+	all := []*Node{a, b, c, d, f, e}
+	waitAllNormal(t, 6, all...)
 	written := w.finish()
 	checkEveryKey(t, "after e joined dc1", before, all...)
 	checkEveryKeyAt(t, "after e joined dc1", consistency.Quorum, written, all...)
@@ -336,14 +339,14 @@ func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
 	}
 
 	w = startWriter(a, "decommission")
-	st, err := e.Decommission(ctx)
+	st, err := e.Decommission(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	written = append(written, w.finish()...)
 	e.Close()
-	checkEveryKey(t, "after e was decommissioned", before, a, b, c, d)
-	checkEveryKeyAt(t, "after e was decommissioned", consistency.Quorum, written, a, b, c, d)
+	checkEveryKey(t, "after e was decommissioned", before, a, b, c, d, f)
+	checkEveryKeyAt(t, "after e was decommissioned", consistency.Quorum, written, a, b, c, d, f)
 	if st.Records == 0 || st.CrossDCBytes != 0 {
 		t.Errorf("e's decommission streamed %d records, %d bytes of them across DCs; want some, and 0 across DCs", st.Records, st.CrossDCBytes)
 	}

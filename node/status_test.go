@@ -15,10 +15,7 @@ import (
 // (issue 43, item 8). A node that left, was removed or is down has no start time; the
 // members that are up, and the answering node, keep theirs.
 func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
-	a := startNode(t, "a", "dc1")
-	b := startJoiner(t, "b", "", a.Addr())
-	c := startJoiner(t, "c", "", a.Addr())
-	waitAllNormal(t, 3, a, b, c)
+	a, b, c := threeNodesNoKeyspace(t)
 	admin := adminOf(t, a)
 	ctx := context.Background()
 	startedAt := func() map[string]*kurav1.NodeStatus {
@@ -40,7 +37,7 @@ func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
 		}
 	}
 
-	if _, err := b.Decommission(ctx); err != nil {
+	if _, err := b.Decommission(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	// b's process still runs and gossips: only its status says it is no member.
@@ -62,10 +59,7 @@ func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
 // guard checks. Once a node left, its clock counts no more, though its process still
 // runs and gossips.
 func TestClockCountsOnlyMembers(t *testing.T) {
-	a := startNode(t, "a", "dc1")
-	b := startJoiner(t, "b", "", a.Addr())
-	c := startJoiner(t, "c", "", a.Addr())
-	waitAllNormal(t, 3, a, b, c)
+	a, b, _ := threeNodesNoKeyspace(t)
 	admin := adminOf(t, a)
 	ctx := context.Background()
 	status := func() (peers int32, measured map[string]bool) {
@@ -82,7 +76,7 @@ func TestClockCountsOnlyMembers(t *testing.T) {
 	}
 	waitUntil(t, "a measured b's and c's clocks", func() bool { peers, _ := status(); return peers == 2 })
 
-	if _, err := b.Decommission(ctx); err != nil {
+	if _, err := b.Decommission(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a sees b left", func() bool { n, ok := a.View().Node("b"); return ok && n.Status == cluster.StatusLeft })
@@ -90,4 +84,17 @@ func TestClockCountsOnlyMembers(t *testing.T) {
 		peers, measured := status()
 		return peers == 1 && measured["c"] && !measured["b"]
 	})
+}
+
+// threeNodesNoKeyspace starts nodes a, b and c in dc1 with no default keyspace, so that
+// decommissioning one leaves no keyspace short of replicas (each=3 over the two left
+// would be refused): these tests are about what is reported of a node that left.
+func threeNodesNoKeyspace(t *testing.T) (a, b, c *Node) {
+	t.Helper()
+	cfg := Config{ClientAddr: "127.0.0.1:0", DefaultReplication: NoDefaultKeyspace, RingDelay: time.Second}
+	a = mustStartNodeWith(t, "a", cfg)
+	b = mustStartNodeWith(t, "b", cfg, a.Addr())
+	c = mustStartNodeWith(t, "c", cfg, a.Addr())
+	waitAllNormal(t, 3, a, b, c)
+	return a, b, c
 }

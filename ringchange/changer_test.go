@@ -233,6 +233,23 @@ func TestRemoveNodeShortOfReplicas(t *testing.T) {
 	})
 }
 
+// TestDecommissionRefusedShortOfReplicas: a decommission that would leave its DC with
+// fewer nodes than a keyspace's replication there is refused before anything moves (the
+// node stays normal); with force it goes on and the node leaves.
+func TestDecommissionRefusedShortOfReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, dir, p := newChanger(t, []cluster.Node{{ID: "b", DC: "y", Status: cluster.StatusNormal}}, "b")
+		p.replications = replications(t, "app=x=1,y=1")
+		_, err := c.Decommission(context.Background(), false)
+		if !errors.Is(err, ErrBadMove) || !strings.Contains(err.Error(), "--force") || dir.Self().Status != cluster.StatusNormal {
+			t.Fatalf("decommission leaving x no node for x=1: %v, status %s; want a refusal naming --force, still normal", err, dir.Self().Status)
+		}
+		if _, err := c.Decommission(context.Background(), true); err != nil || dir.Self().Status != cluster.StatusLeft {
+			t.Errorf("forced decommission: %v, status %s; want it left", err, dir.Self().Status)
+		}
+	})
+}
+
 func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 	p := &parts{}
 	all := Parts{Directory: cluster.NewDirectory(cluster.Node{ID: "a"}), Gossip: p, Peers: p, Streamer: p, Moves: p}

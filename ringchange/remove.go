@@ -16,14 +16,25 @@ import (
 )
 
 // Decommission hands this node's ranges to the nodes that take them over, then leaves the
-// ring. Writes keep reaching both sides until it has left.
-func (c *Changer) Decommission(ctx context.Context) (MoveStats, error) {
+// ring. Writes keep reaching both sides until it has left. A decommission that would
+// leave a keyspace short of replicas in this node's DC is refused
+// (DecommissionShortOfReplicas) unless force.
+func (c *Changer) Decommission(ctx context.Context, force bool) (MoveStats, error) {
 	self := c.parts.Directory.Self()
 	if self.Status != cluster.StatusNormal {
 		return MoveStats{}, fmt.Errorf("%w: node %s is %s, not normal", ErrBadMove, self.ID, self.Status)
 	}
 	if err := c.checkNoMoves(); err != nil {
 		return MoveStats{}, err
+	}
+	keyspaces, err := c.parts.Moves.Replications()
+	if err != nil {
+		return MoveStats{}, err
+	}
+	if err := DecommissionShortOfReplicas(c.parts.Directory, self.ID, keyspaces); err != nil && !force {
+		return MoveStats{}, err
+	} else if err != nil {
+		c.log.Warn("decommissioning with --force: a DC keeps fewer copies than its keyspace asks for", "refusal", err)
 	}
 	start := time.Now()
 	c.SetStatus(cluster.StatusLeaving, self.Tokens)

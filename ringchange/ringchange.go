@@ -297,15 +297,55 @@ type Replication struct {
 }
 
 // ShortOfReplicas refuses the removal of dead node id when it would leave a keyspace
-// with fewer nodes in id's DC than the keyspace places replicas there (its replication
-// factor, per DC for network and each, over the ring for simple): the ranges would
-// keep a copy fewer there than the keyspace asks for until a node joins that DC, a
-// write acknowledged by that one copy would die with its node, and the levels that
-// count the copies the DC lacks would be unavailable. Cassandra refuses a decommission
-// so. A replacement (kura server --replace) keeps the count; --force accepts the loss.
-// The nodes counted are those that own ranges once the moves complete (WillOwn), down
-// or not: a down replica still holds its copy.
+// with fewer nodes in id's DC than the keyspace places replicas there (shortOf): the
+// ranges would keep a copy fewer there than the keyspace asks for until a node joins
+// that DC, a write acknowledged by that one copy would die with its node, and the
+// levels that count the copies the DC lacks would be unavailable. A replacement (kura
+// server --replace) keeps the count; --force accepts the loss.
 func ShortOfReplicas(v View, id string, keyspaces []Replication) error {
+	s, short := shortOf(v, id, keyspaces)
+	if !short {
+		return nil
+	}
+	return fmt.Errorf("%w: removing %s would leave %s. Replace %s instead (start a new node with kura server --replace %s), or run node remove --force to remove it anyway",
+		ErrBadMove, id, s, id, id)
+}
+
+// DecommissionShortOfReplicas refuses the decommission of node id, run from id's view,
+// when it would leave a keyspace with fewer nodes in id's DC than the keyspace places
+// replicas there, for the reasons ShortOfReplicas gives: a decommission drops the
+// node's copies as a removal does. Cassandra refuses such a decommission ("Not enough
+// live nodes to maintain replication factor"). A node added to the DC first keeps the
+// count; --force accepts the loss.
+func DecommissionShortOfReplicas(v View, id string, keyspaces []Replication) error {
+	s, short := shortOf(v, id, keyspaces)
+	if !short {
+		return nil
+	}
+	return fmt.Errorf("%w: decommissioning %s would leave %s. Add a node to %s first, or run kura node decommission --force to decommission it anyway",
+		ErrBadMove, id, s, s.where)
+}
+
+// shortage is a keyspace that a DC (or, for simple, the cluster) would hold fewer nodes
+// for than the copies it places there.
+type shortage struct {
+	keyspace   Replication
+	where      string // the DC, or "the cluster"
+	left, want int    // nodes left there, copies the keyspace places there
+}
+
+func (s shortage) String() string {
+	return fmt.Sprintf("%s with %s for keyspace %s (%s), which places %s there: its ranges would keep %s there until a node joins %s",
+		s.where, counted(s.left, "node"), s.keyspace.Keyspace, s.keyspace.Strategy, counted(s.want, "copy"), counted(s.left, "copy"), s.where)
+}
+
+// shortOf returns the first keyspace that node id's going (removal or decommission)
+// would leave short: with fewer nodes in id's DC than it places replicas there (its
+// replication factor, per DC for network and each, over the ring for simple). The nodes
+// counted are those that own ranges once the moves complete (WillOwn), down or not: a
+// down replica still holds its copy. Erasure-coded keyspaces are not among keyspaces
+// (one chunk per owner: no replicas to count).
+func shortOf(v View, id string, keyspaces []Replication) (shortage, bool) {
 	var gone cluster.Node
 	inDC := map[string]int{}
 	total := 0
@@ -319,22 +359,20 @@ func ShortOfReplicas(v View, id string, keyspaces []Replication) error {
 		}
 	}
 	for _, ks := range keyspaces {
-		want, left, where := 0, inDC[gone.DC], gone.DC
-		switch s := ks.Strategy.(type) {
+		s := shortage{keyspace: ks, left: inDC[gone.DC], where: gone.DC}
+		switch strategy := ks.Strategy.(type) {
 		case ring.DCStrategy:
-			want = s.RFPerDC()[gone.DC]
+			s.want = strategy.RFPerDC()[gone.DC]
 		default:
-			if want = s.ReplicationFactor(); s.Name() != "each" {
-				left, where = total, "the cluster"
+			if s.want = strategy.ReplicationFactor(); strategy.Name() != "each" {
+				s.left, s.where = total, "the cluster"
 			}
 		}
-		if left >= want {
-			continue
+		if s.left < s.want {
+			return s, true
 		}
-		return fmt.Errorf("%w: removing %s would leave %s with %s for keyspace %s (%s), which places %d copies there: its ranges would keep %s there until a node joins %s. Replace %s instead (start a new node with kura server --replace %s), or run node remove --force to remove it anyway",
-			ErrBadMove, id, where, counted(left, "node"), ks.Keyspace, ks.Strategy, want, counted(left, "copy"), where, id, id)
 	}
-	return nil
+	return shortage{}, false
 }
 
 // counted says n of noun, as "1 node" or "2 nodes".

@@ -243,18 +243,66 @@ func TestShortOfReplicas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var keyspaces []Replication
-			for _, r := range tt.replication {
-				name, setting, _ := strings.Cut(r, "=")
-				strategy, err := ring.ParseReplication(setting)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keyspaces = append(keyspaces, Replication{Keyspace: name, Strategy: strategy})
-			}
-			err := ShortOfReplicas(tt.v, tt.id, keyspaces)
+			err := ShortOfReplicas(tt.v, tt.id, replications(t, tt.replication...))
 			if got := errText(err); got != tt.want {
 				t.Errorf("ShortOfReplicas = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrBadMove) {
+				t.Errorf("%v is not ErrBadMove", err)
+			}
+		})
+	}
+}
+
+// replications parses keyspace=setting pairs, as "app=dc1=2,dc2=2".
+func replications(t *testing.T, pairs ...string) []Replication {
+	t.Helper()
+	var keyspaces []Replication
+	for _, r := range pairs {
+		name, setting, _ := strings.Cut(r, "=")
+		strategy, err := ring.ParseReplication(setting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyspaces = append(keyspaces, Replication{Keyspace: name, Strategy: strategy})
+	}
+	return keyspaces
+}
+
+func TestDecommissionShortOfReplicas(t *testing.T) {
+	// Explorer seed 6505: dc2's only node leaving dropped every range to one copy.
+	seed6505 := ringOf([]string{"n1", "n2", "n3"}, "n1:normal@dc1", "n2:normal@dc1", "n3:normal@dc2")
+	twoDCs := ringOf([]string{"a", "b", "c", "d"}, "a:normal@dc1", "b:normal@dc1", "c:normal@dc2", "d:normal@dc2")
+	tests := []struct {
+		name        string
+		v           view
+		id          string
+		replication []string // keyspace=setting
+		want        string   // the error's text, "" for none
+	}{
+		{"the DC's only node (seed 6505)", seed6505, "n3", []string{"app=dc1=1,dc2=1"},
+			"invalid ring change: decommissioning n3 would leave dc2 with 0 nodes for keyspace app (dc1=1,dc2=1), which places 1 copy there: its ranges would keep 0 copies there until a node joins dc2. Add a node to dc2 first, or run kura node decommission --force to decommission it anyway"},
+		{"a DC that keeps enough", seed6505, "n2", []string{"app=dc1=1,dc2=1"}, ""},
+		{"a second node in the DC keeps it", twoDCs, "d", []string{"app=dc1=1,dc2=1"}, ""},
+		{"the DC falls under its factor", twoDCs, "d", []string{"app=dc1=2,dc2=2"},
+			"invalid ring change: decommissioning d would leave dc2 with 1 node for keyspace app (dc1=2,dc2=2), which places 2 copies there: its ranges would keep 1 copy there until a node joins dc2. Add a node to dc2 first, or run kura node decommission --force to decommission it anyway"},
+		{"a keyspace that does not replicate to the DC", twoDCs, "d", []string{"app=dc1=2"}, ""},
+		{"each counts per DC", ringOf([]string{"a", "b", "c"}, "a:normal@dc1", "b:normal@dc1", "c:normal@dc1"), "c", []string{"default=each=3"},
+			"invalid ring change: decommissioning c would leave dc1 with 2 nodes for keyspace default (each=3), which places 3 copies there: its ranges would keep 2 copies there until a node joins dc1. Add a node to dc1 first, or run kura node decommission --force to decommission it anyway"},
+		{"each with a fourth node", ringOf([]string{"a", "b", "c", "d"}, "a:normal@dc1", "b:normal@dc1", "c:normal@dc1", "d:normal@dc1"), "d", []string{"default=each=3"}, ""},
+		{"simple counts the whole ring", twoDCs, "d", []string{"s=simple=3"}, ""},
+		{"simple short", twoDCs, "d", []string{"s=simple=4"},
+			"invalid ring change: decommissioning d would leave the cluster with 3 nodes for keyspace s (simple=4), which places 4 copies there: its ranges would keep 3 copies there until a node joins the cluster. Add a node to the cluster first, or run kura node decommission --force to decommission it anyway"},
+		{"a down node still holds its copy", ringOf([]string{"a", "b", "c"}, "a:normal@dc1", "b:normal@dc1", "c:normal@dc2", "d:normal@dc2"), "c", []string{"app=dc1=1,dc2=2"},
+			"invalid ring change: decommissioning c would leave dc2 with 1 node for keyspace app (dc1=1,dc2=2), which places 2 copies there: its ranges would keep 1 copy there until a node joins dc2. Add a node to dc2 first, or run kura node decommission --force to decommission it anyway"},
+		{"a joiner counts, a node gone does not", ringOf([]string{"a", "b", "c"}, "a:normal@dc1", "b:normal@dc2", "c:joining@dc2", "d:left@dc2", "e:removed@dc2"), "b", []string{"app=dc2=1"}, ""},
+		{"no replicated keyspace (erasure-coded ones are not counted)", seed6505, "n3", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := DecommissionShortOfReplicas(tt.v, tt.id, replications(t, tt.replication...))
+			if got := errText(err); got != tt.want {
+				t.Errorf("DecommissionShortOfReplicas = %q, want %q", got, tt.want)
 			}
 			if err != nil && !errors.Is(err, ErrBadMove) {
 				t.Errorf("%v is not ErrBadMove", err)

@@ -4138,7 +4138,10 @@ func (x *StreamProgress) GetCrossDcBytes() int64 {
 }
 
 type DecommissionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// force decommissions the node even when that leaves its DC with fewer nodes than a
+	// keyspace's replication factor there (refused otherwise, saying which).
+	Force         bool `protobuf:"varint,1,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4171,6 +4174,13 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
 	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *DecommissionRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type RemoveNodeRequest struct {
@@ -5443,8 +5453,9 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"rangesDone\x12\x18\n" +
 	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12$\n" +
-	"\x0ecross_dc_bytes\x18\x05 \x01(\x03R\fcrossDcBytes\"\x15\n" +
-	"\x13DecommissionRequest\"9\n" +
+	"\x0ecross_dc_bytes\x18\x05 \x01(\x03R\fcrossDcBytes\"+\n" +
+	"\x13DecommissionRequest\x12\x14\n" +
+	"\x05force\x18\x01 \x01(\bR\x05force\"9\n" +
 	"\x11RemoveNodeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\xb0\x01\n" +

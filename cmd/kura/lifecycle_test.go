@@ -548,7 +548,9 @@ func TestWipedSeedlessNodeRebuildsBeforeServing(t *testing.T) {
 // nothing acknowledged is lost.
 func TestRemoveAbortsDeadJoiner(t *testing.T) {
 	c := newLifecycleCluster(t)
-	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")
+	// No default keyspace: each=3 would refuse n2's decommission at the end.
+	none := []string{"--default-replication", "none"}
+	n1, n2, n3 := c.add("n1", "dc1", none...), c.add("n2", "dc1", none...), c.add("n3", "dc2", none...)
 	c.startAll(n1, n2, n3)
 	// dc1=1,dc2=1: n2's decommission at the end leaves n1 alone in dc1, still enough
 	// nodes for the keyspace, and n1 gains n2's ranges.
@@ -557,7 +559,7 @@ func TestRemoveAbortsDeadJoiner(t *testing.T) {
 	keys := putKeys(t, through1, "n1", "a", 50, consistency.Quorum)
 
 	// n4 joins dc1 with a ring delay of 30 s: it announces itself joining and waits.
-	n4 := c.add("n4", "dc1", "--ring-delay", "30s")
+	n4 := c.add("n4", "dc1", append(none, "--ring-delay", "30s")...)
 	n4.start(t)
 	joining := map[string]string{"n1": "normal up", "n2": "normal up", "n3": "normal up", "n4": "joining joining"}
 	waitViews(t, "n4 joining", 30*time.Second, []*lcNode{n1, n2, n3}, joining)

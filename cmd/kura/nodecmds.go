@@ -130,7 +130,7 @@ func (f nodeFlags) adminAt(addr string, fn func(ctx context.Context, admin kurav
 
 // runNode is `kura node decommission` and `kura node remove ID`.
 func runNode(args []string, stdout, stderr io.Writer) error {
-	const usage = "node decommission | node remove ID [--force]"
+	const usage = "node decommission [--force] | node remove ID [--force]"
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, usage)
 	}
@@ -140,17 +140,17 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	sub := args[0]
 	fs := newFlagSet("node "+sub, stderr)
 	nf := addNodeFlags(fs, oneNode, time.Hour)
-	force := fs.Bool("force", false, "node remove: remove the node even when that leaves its DC with fewer nodes than a keyspace's replication factor there (refused otherwise: its ranges keep fewer copies there until a node joins that DC), or abort the join of a dead joiner whose arbiter is down too")
+	force := fs.Bool("force", false, "decommission or remove the node even when that leaves its DC with fewer nodes than a keyspace's replication factor there (refused otherwise: its ranges keep fewer copies there until a node joins that DC); node remove: also abort the join of a dead joiner whose arbiter is down too")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	var resp *kurav1.MoveResponse
 	switch {
-	case sub == "decommission" && len(pos) == 0 && !*force:
+	case sub == "decommission" && len(pos) == 0:
 		err = nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) (err error) {
 			fmt.Fprintf(stdout, "decommissioning the node at %s: streaming its ranges to their new owners...\n", *nf.addr)
-			resp, err = admin.Decommission(ctx, &kurav1.DecommissionRequest{})
+			resp, err = admin.Decommission(ctx, &kurav1.DecommissionRequest{Force: *force})
 			return err
 		})
 	case sub == "remove" && len(pos) == 1:

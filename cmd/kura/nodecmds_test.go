@@ -71,6 +71,7 @@ func TestNodeCommandsShareTheirFlags(t *testing.T) {
 		{[]string{"ring"}, "h:1,h:2", "acts on one node"},
 		{[]string{"info"}, "h:1,h:2", "acts on one node"},
 		{[]string{"node", "decommission"}, "h:1,h:2", "acts on one node"},
+		{[]string{"node", "decommission", "--force"}, "h:1,h:2", "acts on one node"},
 		{[]string{"node", "remove", "n4"}, "h:1,h:2", "acts on one node"},
 		{[]string{"power", "status"}, "h:1,h:2", "acts on one node"},
 		{[]string{"rebalance", "--keyspace", "app"}, "h:1,h:2", "acts on one node"},

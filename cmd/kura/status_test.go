@@ -11,14 +11,19 @@ import (
 // processes; n3 is decommissioned with the CLI, and its process keeps running (still
 // gossiping, its start time too, as a decommissioned node does until it is stopped).
 // Afterwards kura status on each remaining node neither lists nor counts n3; --all lists
-// it, left, without an uptime.
+// it, left, without an uptime. The decommission leaves dc1 two nodes for the default
+// keyspace (each=3): it is refused first, saying so and naming --force, and then forced.
 func TestStatusDropsDecommissionedNode(t *testing.T) {
 	c := newLifecycleCluster(t)
 	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc1")
 	c.startAll(n1, n2, n3)
 
+	code, out, errOut := kura("node", "decommission", "--addr", n3.client, "--timeout", "20s")
+	if want := "decommissioning n3 would leave dc1 with 2 nodes for keyspace default (each=3)"; code == 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "kura node decommission --force") {
+		t.Fatalf("decommission of n3 below the default keyspace's each=3: exit %d, stdout %q, stderr %q; want a refusal saying %q and naming --force", code, out, errOut, want)
+	}
 	start := time.Now()
-	out := kuraOK(t, "node", "decommission", "--addr", n3.client, "--timeout", "20s")
+	out = kuraOK(t, "node", "decommission", "--force", "--addr", n3.client, "--timeout", "20s")
 	t.Logf("kura node decommission of n3 took %v: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(out))
 
 	// Gossip takes n3's new status to n1 and n2 within a few rounds of 200 ms; the

@@ -344,7 +344,7 @@ func (r *runner) command(st Step) error {
 		defer cancel()
 		var err error
 		if st.Do == "decommission" {
-			_, err = run.Decommission(ctx)
+			_, err = run.Decommission(ctx, false) // never forced: a refusal is an outcome like any other
 		} else {
 			_, err = run.RemoveNode(ctx, st.Target, false)
 		}

@@ -287,7 +287,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		return decommissioned(run.Decommission(ctx))
+		return decommissioned(run.Decommission(ctx, d.HasArg("force")))
 	case "decommission-async":
 		// The operator's command runs on; the script goes on without waiting for it, and
 		// reads what it answered with outcome.
@@ -301,8 +301,10 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		}
 		done := make(chan string, 1)
 		s.leaving[id] = done
+		// Read before the goroutine: the script's reader moves on to the next command.
+		force := d.HasArg("force")
 		go func() {
-			out, err := decommissioned(run.Decommission(alive))
+			out, err := decommissioned(run.Decommission(alive, force))
 			if err != nil {
 				out = "error: " + err.Error()
 			}
