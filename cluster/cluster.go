@@ -333,13 +333,7 @@ func (d *Directory) SetSelf(status Status, tokens []uint64) error {
 	if n.Equal(d.self) {
 		return nil
 	}
-	if err := d.saveLocked(n); err != nil {
-		return err
-	}
-	d.self = n
-	d.nodes[n.ID] = n
-	d.changedLocked()
-	return nil
+	return d.replaceSelfLocked(n)
 }
 
 // SetBorn records, once, the generation of the life that began the local node's data dir
@@ -352,6 +346,11 @@ func (d *Directory) SetBorn(generation uint64) error {
 	}
 	n := d.self
 	n.Born = generation
+	return d.replaceSelfLocked(n)
+}
+
+// replaceSelfLocked persists n as the local node's entry, then holds it.
+func (d *Directory) replaceSelfLocked(n Node) error {
 	if err := d.saveLocked(n); err != nil {
 		return err
 	}

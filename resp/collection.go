@@ -43,32 +43,28 @@ func (c *conn) collectionLevel() consistency.Level {
 // reply is written already: an error, or WRONGTYPE for a key of another type than typ.
 // A missing key is an empty collection (Found false).
 func (c *conn) readCollection(key []byte, typ lww.Type) (coll coord.Collection, ok bool) {
-	coll, err := c.loadCollection(key)
-	switch {
-	case err != nil:
-		c.w.Error(errorReply(err))
-		return coll, false
-	case coll.Found && coll.Header.Type != typ:
-		c.w.Error(errWrongType)
-		return coll, false
-	}
-	return coll, true
+	return c.readTyped(key, typ, false)
 }
 
 // readWaited is readCollection for the collection a pop takes from: while the client
 // waits in a blocking command (c.waiting), a key of another type reads as missing, as
 // Redis 7.0 keeps such a client waiting for a key of its type.
 func (c *conn) readWaited(key []byte, typ lww.Type) (coll coord.Collection, ok bool) {
-	if !c.waiting {
-		return c.readCollection(key, typ)
-	}
+	return c.readTyped(key, typ, c.waiting)
+}
+
+// readTyped is readCollection, a key of another type read as missing when otherMissing.
+func (c *conn) readTyped(key []byte, typ lww.Type, otherMissing bool) (coll coord.Collection, ok bool) {
 	coll, err := c.loadCollection(key)
 	switch {
 	case err != nil:
 		c.w.Error(errorReply(err))
 		return coll, false
-	case coll.Found && coll.Header.Type != typ:
+	case coll.Found && coll.Header.Type != typ && otherMissing:
 		return coord.Collection{}, true
+	case coll.Found && coll.Header.Type != typ:
+		c.w.Error(errWrongType)
+		return coll, false
 	}
 	return coll, true
 }
