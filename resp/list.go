@@ -86,6 +86,10 @@ type waiter struct {
 	wake chan chan bool
 	// idle is true while the client waits between two tries; l.mu guards it.
 	idle bool
+	// blocked is true once a try found nothing and the client waits: from then on it
+	// counts among the blocked clients (INFO's blocked_clients), as in Redis, which
+	// counts a client only once its first try failed; l.mu guards it.
+	blocked bool
 	// unblock carries CLIENT UNBLOCK's order: true to answer an error, false to answer
 	// as a timeout does.
 	unblock chan bool
@@ -182,6 +186,10 @@ func clientUnblockCommand(c *conn, args [][]byte) {
 func (l *listState) setIdle(w *waiter, idle bool) {
 	l.mu.Lock()
 	w.idle = idle
+	if idle && !w.blocked {
+		w.blocked = true
+		l.signal()
+	}
 	l.mu.Unlock()
 }
 
@@ -263,15 +271,17 @@ func (l *listState) signal() {
 	l.changed = make(chan struct{})
 }
 
-// blocked counts the clients blocked on lists, and returns the channel closed at the
-// next change.
+// blocked counts the clients blocked on lists (waiter.blocked: a try found nothing),
+// and returns the channel closed at the next change.
 func (l *listState) blocked() (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clients := map[*waiter]bool{}
 	for _, set := range l.waiters {
 		for w := range set {
-			clients[w] = true
+			if w.blocked {
+				clients[w] = true
+			}
 		}
 	}
 	return len(clients), l.changed

@@ -606,3 +606,33 @@ func TestClientUnblock(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockedCountsOnlyAfterAFailedTry: a client registered for pushes is not counted
+// among the blocked clients (INFO's blocked_clients) until its first try found nothing,
+// as in Redis: a test that waits for the count, then changes the key, must not race the
+// client's first try.
+func TestBlockedCountsOnlyAfterAFailedTry(t *testing.T) {
+	l := newListState()
+	w, stop := l.wait(1, "default", [][]byte{[]byte("k")})
+	if got, _ := l.blocked(); got != 0 {
+		t.Fatalf("registered, before its first try: %d blocked, want 0", got)
+	}
+	_, changed := l.blocked()
+	l.setIdle(w, true)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the count changed without a signal")
+	}
+	if got, _ := l.blocked(); got != 1 {
+		t.Fatalf("after a failed try: %d blocked, want 1", got)
+	}
+	l.setIdle(w, false) // trying again: still blocked
+	if got, _ := l.blocked(); got != 1 {
+		t.Fatalf("trying again: %d blocked, want 1", got)
+	}
+	stop()
+	if got, _ := l.blocked(); got != 0 {
+		t.Fatalf("gone: %d blocked, want 0", got)
+	}
+}
