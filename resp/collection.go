@@ -216,7 +216,7 @@ func (c *conn) renameCollection(src, dst []byte, typ lww.Type, nx bool) {
 	if err == nil && applied {
 		if typ == lww.List {
 			err = c.takeRenamed(src, dst, coll)
-			c.s.lists.wake(c.keyspace, dst)
+			c.wakeBlocked(dst)
 		} else {
 			removed := coord.CollectionWrite{}
 			for _, rec := range coll.Elements {
@@ -247,7 +247,7 @@ func (c *conn) renameCollection(src, dst []byte, typ lww.Type, nx bool) {
 func (c *conn) storeCollection(key []byte, typ lww.Type, expiresAt hlc.Timestamp, w coord.CollectionWrite, replace bool) (applied bool, err error) {
 	applied, err = c.claimCollection(key, typ, expiresAt, w, replace)
 	if applied && err == nil && typ == lww.List {
-		c.s.lists.wake(c.keyspace, key)
+		c.wakeBlocked(key)
 	}
 	return applied, err
 }

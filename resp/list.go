@@ -354,7 +354,7 @@ func (c *conn) pushItems(key []byte, end list.End, items []list.Item, coll coord
 	if _, err := c.writeCollection(key, lww.List, coll, w); err != nil {
 		return err
 	}
-	c.s.lists.wake(c.keyspace, key)
+	c.wakeBlocked(key)
 	return nil
 }
 
@@ -691,7 +691,7 @@ func linsertCommand(c *conn, args [][]byte) {
 		c.w.Error(errorReply(err))
 		return
 	}
-	c.s.lists.wake(c.keyspace, key)
+	c.wakeBlocked(key)
 	c.w.Int(int64(len(items) + 1))
 }
 
@@ -785,6 +785,16 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 		return time.Time{}, false, false
 	}
 	return time.Now().Add(time.Duration(secs * float64(time.Second))), secs == 0, true
+}
+
+// wakeBlocked tells the clients blocked on key that it was pushed to (listState.wake);
+// inside EXEC, once the transaction has run (txView.wakeAfter).
+func (c *conn) wakeBlocked(key []byte) {
+	if c.txn != nil {
+		c.txn.wakeAfter(key)
+		return
+	}
+	c.s.lists.wake(c.keyspace, key)
 }
 
 // block runs try on keys until it has an answer, the timeout passes (or CLIENT UNBLOCK
@@ -1038,7 +1048,7 @@ func (c *conn) moveItem(src, dst []byte, from, to list.End) (value []byte, moved
 					return nil, false, false
 				}
 			}
-			c.s.lists.wake(c.keyspace, dst)
+			c.wakeBlocked(dst)
 			return value, true, true
 		}
 		copyRec.Value, copyRec.Tombstone = nil, true

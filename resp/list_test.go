@@ -437,6 +437,27 @@ func TestPushServesInBlockingOrder(t *testing.T) {
 			{cmd("LRANGE", "{t}d2", "0", "-1"), arr("foo")},
 			{cmd("LLEN", "{t}q"), ":0\r\n"},
 		}, []string{wrongType, "$3\r\nfoo\r\n"}},
+		{"EXEC wakes once it has run: the client sees the transaction whole", nil, [][]string{
+			cmd("BLPOP", "{t}q", "0"),
+		}, []step{
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LPUSH", "{t}q", "a"), "+QUEUED\r\n"},
+			{cmd("LPUSH", "{t}q", "b"), "+QUEUED\r\n"},
+			{cmd("LPUSH", "{t}q", "c"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*3\r\n:1\r\n:2\r\n:3\r\n"},
+			{cmd("LRANGE", "{t}q", "0", "-1"), arr("b", "a")},
+		}, []string{arr("{t}q", "c")}},
+		{"a push, DEL and SET in one EXEC do not wake the client", nil, [][]string{
+			cmd("BLPOP", "{t}l", "0"),
+		}, []step{
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LPUSH", "{t}l", "a"), "+QUEUED\r\n"},
+			{cmd("DEL", "{t}l"), "+QUEUED\r\n"},
+			{cmd("SET", "{t}l", "foo"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*3\r\n:1\r\n:1\r\n+OK\r\n"},
+			{cmd("DEL", "{t}l"), ":1\r\n"},
+			{cmd("LPUSH", "{t}l", "bar"), ":1\r\n"},
+		}, []string{arr("{t}l", "bar")}},
 		{"a key that became a string is waited on", nil, [][]string{
 			cmd("BLPOP", "{t}1", "{t}2", "0"),
 		}, []step{

@@ -228,6 +228,8 @@ func watchCommand(c *conn, args [][]byte) {
 type execReply struct {
 	replies [][]byte
 	errors  int64
+	// wakes are the keys pushed to (txView.wakes).
+	wakes [][]byte
 }
 
 // execCommand is EXEC: EXECABORT when a command was refused while queueing; CROSSSLOT
@@ -312,6 +314,9 @@ func execCommand(c *conn, _ [][]byte) {
 		c.w.raw(out.replies[i])
 	}
 	c.w.errorReplies += out.errors
+	for _, key := range out.wakes {
+		c.s.lists.wake(c.keyspace, key)
+	}
 }
 
 // runQueue runs the queued commands in order against view, each reply written in the
@@ -335,6 +340,7 @@ func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 		buf.Reset()
 	}
 	out.errors = w.errorReplies
+	out.wakes = view.wakes
 	return out
 }
 
@@ -386,6 +392,18 @@ type txView struct {
 	colls      map[string]*txCollection
 	elemWrites map[string]lww.Record
 	resets     map[string]hlc.Timestamp
+	// wakes are the keys pushed to, whose blocked clients EXEC wakes once it has run:
+	// as in Redis, they see the transaction whole, never part of it.
+	wakes [][]byte
+}
+
+// wakeAfter notes that key was pushed to, for the clients blocked on it.
+func (v *txView) wakeAfter(key []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !slices.ContainsFunc(v.wakes, func(k []byte) bool { return bytes.Equal(k, key) }) {
+		v.wakes = append(v.wakes, key)
+	}
 }
 
 // newTxView is the view of the records cur a round read at timestamp at, the keys of

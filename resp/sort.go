@@ -370,7 +370,7 @@ func (c *conn) storeList(dst []byte, values [][]byte) {
 		c.w.Error(errorReply(err))
 		return
 	}
-	c.s.lists.wake(c.keyspace, dst)
+	c.wakeBlocked(dst)
 	c.w.Int(int64(len(values)))
 }
 

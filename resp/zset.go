@@ -240,7 +240,7 @@ flags:
 			c.w.Error(errorReply(err))
 			return
 		}
-		c.s.lists.wake(c.keyspace, key)
+		c.wakeBlocked(key)
 	}
 	if f.CH {
 		added += updated
@@ -289,7 +289,7 @@ func (c *conn) zincr(key, member []byte, step float64, f zset.AddFlags) {
 	case outcome == zset.Skipped:
 		c.w.Null()
 	default:
-		c.s.lists.wake(c.keyspace, key)
+		c.wakeBlocked(key)
 		c.writeScore(score)
 	}
 }
@@ -475,7 +475,7 @@ func (c *conn) storeZset(dst []byte, members []zset.Member) {
 		c.w.Error(errorReply(err))
 		return
 	}
-	c.s.lists.wake(c.keyspace, dst)
+	c.wakeBlocked(dst)
 	c.w.Int(int64(len(members)))
 }
 
