@@ -214,32 +214,21 @@ func (p *plan) keeps() bool {
 	return true
 }
 
-// goes plans id's going for good at time at, as a decommission or removal the rule
-// checks when leaves is set (a replacement's target otherwise), when every planned leave
-// still keeps its DC's replication after it; it reports whether it did.
-func (p *plan) goes(id string, at time.Duration, leaves bool) bool {
-	if !p.wouldKeep(id, at, leaves) {
-		return false
-	}
+// goes plans id's decommission or removal at time at, which the rule checks when it
+// runs; draw checks first that it would keep every DC's replication (wouldKeep).
+func (p *plan) goes(id string, at time.Duration) {
 	p.until[id], p.alive[id] = at, false
-	if leaves {
-		p.leaves = append(p.leaves, leave{id: id, at: at})
-	}
-	return true
+	p.leaves = append(p.leaves, leave{id: id, at: at})
 }
 
 // wouldKeep reports whether every planned leave would keep its DC's replication if id
-// went for good at time at (goes), leaving the plan as it was.
-func (p *plan) wouldKeep(id string, at time.Duration, leaves bool) bool {
+// went at time at too (goes), leaving the plan as it was.
+func (p *plan) wouldKeep(id string, at time.Duration) bool {
 	until, had := p.until[id]
 	p.until[id] = at
-	if leaves {
-		p.leaves = append(p.leaves, leave{id: id, at: at})
-	}
+	p.leaves = append(p.leaves, leave{id: id, at: at})
 	ok := p.keeps()
-	if leaves {
-		p.leaves = p.leaves[:len(p.leaves)-1]
-	}
+	p.leaves = p.leaves[:len(p.leaves)-1]
 	if had {
 		p.until[id] = until
 	} else {
@@ -301,6 +290,11 @@ func Generate(seed uint64) Schedule {
 			s.Actions = append(s.Actions, a)
 		}
 	}
+	// Actions are drawn in no order of time: a join drawn after a decommission short of
+	// replicas may start before it in its DC, and the rule would then allow it.
+	s.Actions = slices.DeleteFunc(s.Actions, func(a Action) bool {
+		return a.Steps[0].Short && !p.shortAt(a.Steps[0].Node, a.Steps[0].At)
+	})
 	slices.SortStableFunc(s.Actions, func(a, b Action) int { return int(a.Steps[0].At - b.Steps[0].At) })
 	s.steadySeeds()
 	return s
@@ -487,27 +481,26 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 	case 2: // decommission: one the rule allows then, or one in ten short of replicas
 		if p.short.IntN(10) == 0 {
 			// The rule must refuse it, and the node stays a member for the later actions.
-			id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.shortAt(id, at) })
-			if !ok {
-				return Action{}, false
+			// When no node would be short, one the rule allows is drawn instead.
+			if id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.shortAt(id, at) }); ok {
+				return Action{Name: "decommission short of replicas", Steps: []Step{{At: at, Do: "decommission", Node: id, Short: true}}}, true
 			}
-			return Action{Name: "decommission short of replicas", Steps: []Step{{At: at, Do: "decommission", Node: id, Short: true}}}, true
 		}
-		id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.wouldKeep(id, at, true) })
+		id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.wouldKeep(id, at) })
 		if !ok {
 			return Action{}, false
 		}
-		p.goes(id, at, true)
+		p.goes(id, at)
 		hold(id, chaos*10)
 		return Action{Name: "decommission", Steps: []Step{{At: at, Do: "decommission", Node: id}}}, true
 	case 3: // kill, then remove through another node
 		// Checked at the kill: the nodes that go between it and the removal were checked
 		// without this one.
-		id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.wouldKeep(id, at, true) })
+		id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.wouldKeep(id, at) })
 		if !ok || !p.takeLoss(at) {
 			return Action{}, false
 		}
-		p.goes(id, at, true)
+		p.goes(id, at)
 		hold(id, chaos*10)
 		via := p.seedFor()
 		if via == id {
