@@ -97,6 +97,9 @@ type command struct {
 	started time.Time
 	done    bool
 	outcome string
+	// short is a decommission the planner drew short of replicas, which the node must
+	// refuse; accepted says whether it was done.
+	short, accepted bool
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -335,7 +338,7 @@ func (r *runner) command(st Step) error {
 	if st.Do == "remove" {
 		name = "remove " + st.Target
 	}
-	cmd := &command{started: time.Now()}
+	cmd := &command{started: time.Now(), short: st.Short}
 	r.mu.Lock()
 	r.commands[name] = cmd
 	r.mu.Unlock()
@@ -358,7 +361,7 @@ func (r *runner) command(st Step) error {
 			}
 		}
 		r.mu.Lock()
-		cmd.done, cmd.outcome = true, outcome
+		cmd.done, cmd.outcome, cmd.accepted = true, outcome, err == nil
 		r.mu.Unlock()
 		r.logf("%s: %s", name, outcome)
 	}()
@@ -413,16 +416,28 @@ func (r *runner) gone(id string) bool {
 	return false
 }
 
-// plannedMember reports whether the schedule leaves id a member: not decommissioned,
-// removed or replaced.
+// plannedMember reports whether the schedule leaves id a member: not replaced, and not
+// decommissioned or removed, but for a decommission short of replicas and a ring change
+// that has ended refused.
 func (r *runner) plannedMember(id string) bool {
 	for _, st := range r.s.steps() {
 		switch {
-		case st.Do == "decommission" && st.Node == id, st.Do == "remove" && st.Target == id, st.Do == "start" && st.Spec.Replace == id:
+		case st.Do == "decommission" && !st.Short && st.Node == id && !r.refused("decommission "+id),
+			st.Do == "remove" && st.Target == id && !r.refused("remove "+id),
+			st.Do == "start" && st.Spec.Replace == id:
 			return false
 		}
 	}
 	return true
+}
+
+// refused reports whether the ring change name has ended refused or failed, which
+// leaves its node a member.
+func (r *runner) refused(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cmd, ok := r.commands[name]
+	return ok && cmd.done && !cmd.accepted
 }
 
 // client runs one client until stop: puts (each value unique), gets and deletes of a
@@ -603,7 +618,8 @@ func (r *runner) startedSpecs() []lifecycle.NodeSpec {
 	return out
 }
 
-// checkLiveness: every ring change ended (done, or refused with a reason), every running
+// checkLiveness: every ring change ended (done, or refused with a reason; refused when
+// short of replicas), every running
 // node sees every other as it is, and each is normal: no join, leave or rebuild is stuck.
 // A replacement still booting after heal restarted its target is refusing, as it must.
 func (r *runner) checkLiveness() {
@@ -614,8 +630,11 @@ func (r *runner) checkLiveness() {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if cmd := r.commands[name]; !cmd.done {
+		switch cmd := r.commands[name]; {
+		case !cmd.done:
 			r.violate("liveness", "%s has run %v and not ended", name, time.Since(cmd.started).Round(time.Second))
+		case cmd.short && cmd.accepted:
+			r.violate("refusal", "%s was accepted, though it leaves its DC fewer nodes than keyspace %s places copies there (%s)", name, keyspace, r.s.Replication)
 		}
 	}
 	r.mu.Unlock()

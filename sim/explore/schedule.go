@@ -1,7 +1,8 @@
 // Package explore searches the space of a cluster's life: from a seed it draws a
 // cluster (two or three DCs, three to nine nodes, a keyspace with its replication and a
 // consistency level), a client workload, and operator actions and faults at random
-// times — joins (several at once too), decommissions, removals, replacements, aborts of
+// times — joins (several at once too), decommissions (one in ten short of replicas, to be
+// refused), removals, replacements, aborts of
 // a dead joiner, graceful restarts (of the seedless first node too), kills, wiped disks,
 // partitions between DCs and one-way cuts between nodes — runs it on real nodes in
 // virtual time (sim/lifecycle), heals every fault, lets the cluster settle, and judges
@@ -61,6 +62,9 @@ type Step struct {
 	Target string
 	Spec   lifecycle.NodeSpec
 	Offset time.Duration
+	// Short marks a decommission the planner drew short of replicas: the rule
+	// (ringchange.DecommissionShortOfReplicas) must refuse it, and the node stays a member.
+	Short bool
 }
 
 func (s Step) String() string {
@@ -82,6 +86,9 @@ func (s Step) String() string {
 		return fmt.Sprintf("%v %s %s->%s", s.At, s.Do, s.Node, s.Target)
 	case "skew":
 		return fmt.Sprintf("%v skew %s's clock by %v", s.At, s.Node, s.Offset)
+	}
+	if s.Short {
+		return fmt.Sprintf("%v %s %s (short of replicas: to be refused)", s.At, s.Do, s.Node)
 	}
 	return fmt.Sprintf("%v %s %s", s.At, s.Do, s.Node)
 }
@@ -129,13 +136,21 @@ func (s Schedule) without(i int) Schedule {
 // drawn among nodes that will exist and keep every DC at least as large as its
 // replication.
 type plan struct {
-	rng   *rand.Rand
+	rng *rand.Rand
+	// short draws whether a decommission is to be short of replicas, from a stream of
+	// its own so that the other draws stay as they were.
+	short *rand.Rand
 	dcs   []string
 	rf    map[string]int
 	next  int               // the next new node's number
 	dcOf  map[string]string // every node ever planned
 	alive map[string]bool   // members (not left or removed) at the end of the actions so far
 	busy  map[string]time.Duration
+	// from is when each node starts (0 for the first nodes), until when the plan takes it
+	// off the ring for good (absent: never), and leaves the decommissions and removals
+	// planned to be accepted, each checked by the rule when it runs.
+	from, until map[string]time.Duration
+	leaves      []leave
 	// lossAt are the times of the actions that take a node's disk away for good (a
 	// removal, a replacement, a wipe): one such action at a time, as an operator
 	// replaces one failed machine at a time. Two at once may take every copy of a range
@@ -159,12 +174,89 @@ func (p *plan) takeLoss(at time.Duration) bool {
 	return true
 }
 
+// leave is a planned decommission or removal of node id at a time.
+type leave struct {
+	id string
+	at time.Duration
+}
+
+// joinWindow is how long after its start the plan counts a new node among its DC's
+// replicas: it must have learned the ring and announced its join first.
+const joinWindow = 30 * time.Second
+
+// surely reports whether id certainly owns ranges at time at, as the rule counts
+// (ringchange.DecommissionShortOfReplicas): one of the first nodes or started a
+// joinWindow before, and not taken off by the plan. A node down meanwhile still counts,
+// as it keeps its copy.
+func (p *plan) surely(id string, at time.Duration) bool {
+	start := p.from[id]
+	if start > 0 {
+		start += joinWindow
+	}
+	until, gone := p.until[id]
+	return start <= at && (!gone || until > at)
+}
+
+// keeps reports whether every planned leave still finds at least its DC's replication
+// among the nodes that surely own ranges when it runs, besides the node that goes.
+func (p *plan) keeps() bool {
+	for _, l := range p.leaves {
+		n := 0
+		for id, dc := range p.dcOf {
+			if dc == p.dcOf[l.id] && id != l.id && p.surely(id, l.at) {
+				n++
+			}
+		}
+		if n < p.rf[p.dcOf[l.id]] {
+			return false
+		}
+	}
+	return true
+}
+
+// goes plans id's decommission or removal at time at, which the rule checks when it
+// runs; draw checks first that it would keep every DC's replication (wouldKeep).
+func (p *plan) goes(id string, at time.Duration) {
+	p.until[id], p.alive[id] = at, false
+	p.leaves = append(p.leaves, leave{id: id, at: at})
+}
+
+// wouldKeep reports whether every planned leave would keep its DC's replication if id
+// went at time at too (goes), leaving the plan as it was.
+func (p *plan) wouldKeep(id string, at time.Duration) bool {
+	until, had := p.until[id]
+	p.until[id] = at
+	p.leaves = append(p.leaves, leave{id: id, at: at})
+	ok := p.keeps()
+	p.leaves = p.leaves[:len(p.leaves)-1]
+	if had {
+		p.until[id] = until
+	} else {
+		delete(p.until, id)
+	}
+	return ok
+}
+
+// shortAt reports whether the rule must refuse id's decommission at time at: even
+// counting every node of its DC started by then, gone or not, fewer than its
+// replication would remain.
+func (p *plan) shortAt(id string, at time.Duration) bool {
+	n := 0
+	for other, dc := range p.dcOf {
+		if dc == p.dcOf[id] && other != id && p.from[other] <= at {
+			n++
+		}
+	}
+	return n < p.rf[p.dcOf[id]]
+}
+
 // Generate draws the schedule of seed.
 func Generate(seed uint64) Schedule {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	s := Schedule{Seed: seed, Chaos: 90 * time.Second, Settle: 60 * time.Second}
 	s.DCs = []string{"dc1", "dc2", "dc3"}[:2+rng.IntN(2)]
-	p := &plan{rng: rng, dcs: s.DCs, rf: map[string]int{}, dcOf: map[string]string{}, alive: map[string]bool{}, busy: map[string]time.Duration{}}
+	p := &plan{rng: rng, short: rand.New(rand.NewPCG(seed, seed^0x5407)), dcs: s.DCs, rf: map[string]int{}, dcOf: map[string]string{}, alive: map[string]bool{},
+		busy: map[string]time.Duration{}, from: map[string]time.Duration{}, until: map[string]time.Duration{}}
 	total := max(3, len(s.DCs)+rng.IntN(4))
 	// The README's layout first (two nodes in dc1, one in dc2), or one node a DC.
 	layout := slices.Clone(s.DCs)
@@ -177,7 +269,7 @@ func Generate(seed uint64) Schedule {
 		if i < len(layout) {
 			dc = layout[i]
 		}
-		spec := lifecycle.NodeSpec{ID: p.newID(dc), DC: dc}
+		spec := lifecycle.NodeSpec{ID: p.newID(dc, 0), DC: dc}
 		if i > 0 {
 			spec.Seeds = []string{"n1"} // n1 is started without seeds
 		}
@@ -198,6 +290,11 @@ func Generate(seed uint64) Schedule {
 			s.Actions = append(s.Actions, a)
 		}
 	}
+	// Actions are drawn in no order of time: a join drawn after a decommission short of
+	// replicas may start before it in its DC, and the rule would then allow it.
+	s.Actions = slices.DeleteFunc(s.Actions, func(a Action) bool {
+		return a.Steps[0].Short && !p.shortAt(a.Steps[0].Node, a.Steps[0].At)
+	})
 	slices.SortStableFunc(s.Actions, func(a, b Action) int { return int(a.Steps[0].At - b.Steps[0].At) })
 	s.steadySeeds()
 	return s
@@ -268,7 +365,8 @@ func (s *Schedule) steadySeeds() {
 type down struct{ from, until time.Duration }
 
 // downs returns, by node, the times the schedule takes it down: a kill or stop until the
-// restart of the same action, a decommission, a removal or a replacement for good.
+// restart of the same action, a decommission (not one short of replicas: it is refused),
+// a removal or a replacement for good.
 func (s Schedule) downs() map[string][]down {
 	const forever = time.Duration(1<<63 - 1)
 	out := map[string][]down{}
@@ -284,7 +382,7 @@ func (s Schedule) downs() map[string][]down {
 					}
 				}
 				out[st.Node] = append(out[st.Node], d)
-			case st.Do == "decommission":
+			case st.Do == "decommission" && !st.Short:
 				out[st.Node] = append(out[st.Node], down{from: st.At, until: forever})
 			case st.Do == "remove":
 				out[st.Target] = append(out[st.Target], down{from: st.At, until: forever})
@@ -311,10 +409,11 @@ func (s Schedule) nodeIDs() []string {
 	return out
 }
 
-func (p *plan) newID(dc string) string {
+// newID plans a new node in dc, started at time at (0 for the first nodes).
+func (p *plan) newID(dc string, at time.Duration) string {
 	p.next++
 	id := fmt.Sprintf("n%d", p.next)
-	p.dcOf[id], p.alive[id] = dc, true
+	p.dcOf[id], p.alive[id], p.from[id] = dc, true, at
 	return id
 }
 
@@ -335,15 +434,12 @@ func (p *plan) members(dc string) []string {
 	return out
 }
 
-// pick returns a random planned member that no other action holds at time at, and
-// whose DC keeps its replication without it when shrink is set.
-func (p *plan) pick(at time.Duration, shrink bool) (string, bool) {
+// pick returns a random planned member that no other action holds at time at, and for
+// which fits, when given, holds.
+func (p *plan) pick(at time.Duration, fits func(id string) bool) (string, bool) {
 	var ok []string
 	for _, id := range p.members("") {
-		if p.busy[id] > at {
-			continue
-		}
-		if shrink && len(p.members(p.dcOf[id])) <= p.rf[p.dcOf[id]] {
+		if p.busy[id] > at || fits != nil && !fits(id) {
 			continue
 		}
 		ok = append(ok, id)
@@ -377,25 +473,34 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 			a.Name = "two joins at once"
 		}
 		for range n {
-			id := p.newID(dc)
+			id := p.newID(dc, at)
 			hold(id, at+gap())
 			a.Steps = append(a.Steps, Step{At: at, Do: "start", Spec: lifecycle.NodeSpec{ID: id, DC: dc, Seeds: []string{p.seedFor()}}})
 		}
 		return a, true
-	case 2: // decommission
-		id, ok := p.pick(at, true)
+	case 2: // decommission: one the rule allows then, or one in ten short of replicas
+		if p.short.IntN(10) == 0 {
+			// The rule must refuse it, and the node stays a member for the later actions.
+			// When no node would be short, one the rule allows is drawn instead.
+			if id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.shortAt(id, at) }); ok {
+				return Action{Name: "decommission short of replicas", Steps: []Step{{At: at, Do: "decommission", Node: id, Short: true}}}, true
+			}
+		}
+		id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.wouldKeep(id, at) })
 		if !ok {
 			return Action{}, false
 		}
-		p.alive[id] = false
+		p.goes(id, at)
 		hold(id, chaos*10)
 		return Action{Name: "decommission", Steps: []Step{{At: at, Do: "decommission", Node: id}}}, true
 	case 3: // kill, then remove through another node
-		id, ok := p.pick(at, true)
+		// Checked at the kill: the nodes that go between it and the removal were checked
+		// without this one.
+		id, ok := p.pick(at, func(id string) bool { return p.surely(id, at) && p.wouldKeep(id, at) })
 		if !ok || !p.takeLoss(at) {
 			return Action{}, false
 		}
-		p.alive[id] = false
+		p.goes(id, at)
 		hold(id, chaos*10)
 		via := p.seedFor()
 		if via == id {
@@ -403,21 +508,24 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 		}
 		return Action{Name: "kill and remove", Steps: []Step{{At: at, Do: "kill", Node: id}, {At: at + gap(), Do: "remove", Node: via, Target: id}}}, true
 	case 4: // kill, then replace with a new node
-		id, ok := p.pick(at, false)
+		id, ok := p.pick(at, nil)
 		if !ok || !p.takeLoss(at) {
 			return Action{}, false
 		}
-		p.alive[id] = false
 		hold(id, chaos*10)
 		dc := p.dcOf[id]
-		newID := p.newID(dc)
+		replaceAt := at + gap()
+		newID := p.newID(dc, replaceAt)
+		// The replacement takes its target's place: the plan counts the target until it
+		// counts the new node, so that the DC's count never dips.
+		p.alive[id], p.until[id] = false, replaceAt+joinWindow
 		hold(newID, chaos*10)
 		return Action{Name: "kill and replace", Steps: []Step{{At: at, Do: "kill", Node: id},
-			{At: at + gap(), Do: "start", Spec: lifecycle.NodeSpec{ID: newID, DC: dc, Seeds: []string{p.seedFor()}, Replace: id}}}}, true
+			{At: replaceAt, Do: "start", Spec: lifecycle.NodeSpec{ID: newID, DC: dc, Seeds: []string{p.seedFor()}, Replace: id}}}}, true
 	case 5: // a joiner dies in its ring delay; its join is aborted
 		dc := p.dcs[p.rng.IntN(len(p.dcs))]
-		id := p.newID(dc)
-		p.alive[id] = false
+		id := p.newID(dc, at)
+		p.alive[id], p.until[id] = false, at // joining until removed, yet never surely a replica
 		hold(id, chaos*10)
 		return Action{Name: "dead joiner removed", Steps: []Step{
 			{At: at, Do: "start", Spec: lifecycle.NodeSpec{ID: id, DC: dc, Seeds: []string{p.seedFor()}}},
@@ -427,7 +535,7 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 		id := "n1"
 		if kind == 7 || !p.alive[id] || p.busy[id] > at {
 			var ok bool
-			if id, ok = p.pick(at, false); !ok {
+			if id, ok = p.pick(at, nil); !ok {
 				return Action{}, false
 			}
 		}
@@ -435,7 +543,7 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 		hold(id, at+d)
 		return Action{Name: "graceful restart", Steps: []Step{{At: at, Do: "stop", Node: id}, {At: at + d, Do: "restart", Node: id}}}, true
 	case 8: // kill -9 and restart
-		id, ok := p.pick(at, false)
+		id, ok := p.pick(at, nil)
 		if !ok {
 			return Action{}, false
 		}
@@ -443,7 +551,7 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 		hold(id, at+d)
 		return Action{Name: "kill and restart", Steps: []Step{{At: at, Do: "kill", Node: id}, {At: at + d, Do: "restart", Node: id}}}, true
 	case 9: // a lost disk: kill, wipe, restart with the same command
-		id, ok := p.pick(at, false)
+		id, ok := p.pick(at, nil)
 		if !ok || !p.takeLoss(at) {
 			return Action{}, false
 		}
@@ -456,7 +564,7 @@ func (p *plan) draw(chaos time.Duration) (Action, bool) {
 		d := gap()
 		return Action{Name: "DC partition", Steps: []Step{{At: at, Do: "partition", Node: p.dcs[i], Target: p.dcs[j]}, {At: at + d, Do: "heal", Node: p.dcs[i], Target: p.dcs[j]}}}, true
 	case 12: // a node's clock steps ahead or behind, within the guard's bound or past it
-		id, ok := p.pick(at, false)
+		id, ok := p.pick(at, nil)
 		if !ok {
 			return Action{}, false
 		}
