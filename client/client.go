@@ -24,12 +24,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/ring"
-	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/workers"
+	"github.com/kuradb/kura/internal/base/workers"
+	"github.com/kuradb/kura/internal/core/cluster"
+	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/core/schema"
 )
 
 // Options configures a client.

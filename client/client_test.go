@@ -18,16 +18,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/certs/certstest"
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/embedded"
 	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/node"
-	"github.com/kuradb/kura/power"
-	"github.com/kuradb/kura/ring"
-	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/internal/assembly/embedded"
+	"github.com/kuradb/kura/internal/assembly/node"
+	"github.com/kuradb/kura/internal/core/cluster"
+	"github.com/kuradb/kura/internal/core/power"
+	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/io/certs/certstest"
+	"github.com/kuradb/kura/internal/io/topology"
 )
 
 func TestRoutesToLocalReplicaAndFailsOver(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/certs/certstest"
-	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/internal/assembly/node"
+	"github.com/kuradb/kura/internal/io/certs/certstest"
 )
 
 // TestExplainAtNamesTheWrongPort: issue 45, item 1. A client given one of a node's other

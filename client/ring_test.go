@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/placement"
-	"github.com/kuradb/kura/ring"
+	"github.com/kuradb/kura/internal/core/cluster"
+	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/data/placement"
 )
 
-// listing turns directory entries into a cluster status's nodes as ClusterStatus (node/
+// listing turns directory entries into a cluster status's nodes as ClusterStatus (internal/assembly/node/
 // api.go) fills them in, each node alive with its client address from addrs, and the
 // others dead.
 func listing(nodes []cluster.Node, addrs map[string]string) []*kurav1.NodeStatus {

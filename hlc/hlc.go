@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kuradb/kura/assert"
+	"github.com/kuradb/kura/internal/base/assert"
 )
 
 // logicalBits is the width of the logical counter in the low bits of a Timestamp.

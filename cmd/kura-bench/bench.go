@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kuradb/kura/bench"
 	"github.com/kuradb/kura/cmd/internal/cli"
+	"github.com/kuradb/kura/internal/tools/bench"
 )
 
 // runBench runs the bench args name with the flags that follow: `kura-bench NAME

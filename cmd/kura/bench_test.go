@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/cmd/internal/cli"
-	"github.com/kuradb/kura/internal/importgraph"
+	"github.com/kuradb/kura/internal/base/importgraph"
 )
 
 // TestBenchDependenciesStayOutOfTheServer checks, with the go tool's own import graph,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kuradb/kura/certs"
+	"github.com/kuradb/kura/internal/io/certs"
 )
 
 // runCerts is `kura certs`: a CA and one certificate per node, for a cluster whose nodes

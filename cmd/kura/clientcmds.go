@@ -20,8 +20,8 @@ import (
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/rebalance"
-	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/service/rebalance"
 )
 
 // clientFlags are the flags every client command takes.

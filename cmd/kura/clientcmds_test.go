@@ -10,8 +10,8 @@ import (
 
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
-	"github.com/kuradb/kura/embedded"
-	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/internal/assembly/embedded"
+	"github.com/kuradb/kura/internal/io/topology"
 )
 
 func TestKeyspaceCreateWithErasure(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kuradb/kura/embedded"
-	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/internal/assembly/embedded"
+	"github.com/kuradb/kura/internal/assembly/node"
 )
 
 func runCluster(args []string, stdout, stderr io.Writer) error {

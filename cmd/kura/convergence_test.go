@@ -28,7 +28,7 @@ type redisTypeCase struct {
 	viewA, viewB, merged string
 }
 
-// redisTypeCases mirror sim/datapath/testdata/{hash,set,zset,list,counter}-two-dcs on
+// redisTypeCases mirror internal/tools/sim/datapath/testdata/{hash,set,zset,list,counter}-two-dcs on
 // real processes: side A (dc1) writes first, side B (dc2) after it, each stamp later.
 var redisTypeCases = []redisTypeCase{
 	{

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kuradb/kura/demo"
+	"github.com/kuradb/kura/internal/tools/demo"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) error {

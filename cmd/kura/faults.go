@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/faults"
+	"github.com/kuradb/kura/internal/io/faults"
 )
 
 // runFaults injects faults into nodes started with --enable-faults, or heals them: the

@@ -3,7 +3,7 @@ package main
 // Issue 43: the cluster's life cycle as a new operator meets it, with real `kura server`
 // processes started with the README's commands (the first node without --seeds, the
 // others with --seeds pointing at it), real signals and real data dirs. The simulator
-// (sim/lifecycle) runs the same scenarios in virtual time; these tests cover what it
+// (internal/tools/sim/lifecycle) runs the same scenarios in virtual time; these tests cover what it
 // cannot see: a SIGTERM delivered to a process, a data dir deleted on disk, the CLI's
 // words. One test per defect.
 //

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/kuradb/kura/cmd/internal/cli"
-	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/internal/io/topology"
 )
 
 // command is one `kura` subcommand.

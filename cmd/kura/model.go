@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/client"
-	"github.com/kuradb/kura/cluster"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/model"
-	"github.com/kuradb/kura/ring"
-	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/internal/core/cluster"
+	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/io/topology"
+	"github.com/kuradb/kura/internal/tools/model"
 )
 
 // modelFlags are `kura model`'s settings.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuradb/kura/embedded"
-	"github.com/kuradb/kura/schema"
-	"github.com/kuradb/kura/topology"
+	"github.com/kuradb/kura/internal/assembly/embedded"
+	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/io/topology"
 )
 
 func modelJSON(t *testing.T, args ...string) modelResult {

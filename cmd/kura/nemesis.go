@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/nemesis"
+	"github.com/kuradb/kura/internal/tools/nemesis"
 )
 
 // errViolations makes main exit 1 after the report said what failed.

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/cluster"
-	"github.com/kuradb/kura/version"
+	"github.com/kuradb/kura/internal/base/version"
+	"github.com/kuradb/kura/internal/core/cluster"
 )
 
 // opsTimeout is how long status, ring and info wait for the node: they only read its state.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/schema"
+	"github.com/kuradb/kura/internal/core/schema"
 )
 
 // runRebalance balances an ordered keyspace over the nodes: the node it speaks to

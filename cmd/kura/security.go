@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kuradb/kura/certs"
 	"github.com/kuradb/kura/client"
-	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/internal/assembly/node"
+	"github.com/kuradb/kura/internal/io/certs"
 )
 
 // securityFlags are how a command that dials a node reaches a cluster that serves TLS or

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuradb/kura/certs"
-	"github.com/kuradb/kura/node"
+	"github.com/kuradb/kura/internal/assembly/node"
+	"github.com/kuradb/kura/internal/io/certs"
 )
 
 func TestSetRESPPassword(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kuradb/kura/sim/bubble"
-	"github.com/kuradb/kura/sim/explore"
+	"github.com/kuradb/kura/internal/tools/sim/bubble"
+	"github.com/kuradb/kura/internal/tools/sim/explore"
 )
 
-// runSimulate runs the schedule explorer (package sim/explore) over a range of seeds:
+// runSimulate runs the schedule explorer (package internal/tools/sim/explore) over a range of seeds:
 // each seed a whole cluster, life cycle included, in virtual time. Progress goes to
 // stderr; the verdict to stdout, as text or one JSON object.
 func runSimulate(args []string, stdout, stderr io.Writer) error {

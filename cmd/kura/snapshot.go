@@ -16,12 +16,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
-	"github.com/kuradb/kura/backup"
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
-	"github.com/kuradb/kura/lww"
-	"github.com/kuradb/kura/replica"
+	"github.com/kuradb/kura/internal/core/lww"
+	"github.com/kuradb/kura/internal/data/replica"
+	"github.com/kuradb/kura/internal/io/backup"
 )
 
 const snapshotUsage = "snapshot create NAME [--keyspace KS,...] | snapshot list | snapshot delete NAME; each on the nodes --addr names (comma-separated), or with --all on every member"

@@ -22,7 +22,7 @@ import (
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
-	"github.com/kuradb/kura/transport"
+	"github.com/kuradb/kura/internal/io/transport"
 )
 
 // lastProtocol3Commit is the last commit whose kura speaks internode protocol 3 only:

@@ -1,0 +1,88 @@
+package coord
+
+import (
+	"math"
+	"testing"
+
+	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/data/placement"
+)
+
+// A piece's share from a token: all of it from its first token, the last token alone
+// at its end, none when it does not hold the token; a wrapping piece measures across
+// the ring's end.
+func TestFromToken(t *testing.T) {
+	const top = ^ring.Token(0)
+	for _, tc := range []struct {
+		name string
+		rg   ring.Range
+		t    ring.Token
+		want float64
+	}{
+		{"first token", ring.Range{Start: 99, End: 199}, 100, 1},
+		{"middle", ring.Range{Start: 99, End: 199}, 150, 0.5},
+		{"last token", ring.Range{Start: 99, End: 199}, 199, 0.01},
+		{"before the piece", ring.Range{Start: 99, End: 199}, 50, 0},
+		{"after the piece", ring.Range{Start: 99, End: 199}, 200, 0},
+		{"wrapping, from its first token", ring.Range{Start: top - 50, End: 49}, top - 49, 1},
+		{"wrapping, from zero", ring.Range{Start: top - 50, End: 49}, 0, 0.5},
+		{"whole ring", ring.Range{Start: 7, End: 7}, 3, 0},
+	} {
+		if got := fromToken(tc.rg, tc.t); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: fromToken(%v, %d) = %v, want %v", tc.name, tc.rg, tc.t, got, tc.want)
+		}
+	}
+}
+
+// P asks the pieces the estimates say the limit needs, the first's share counted at
+// estimateDiscount; a piece of unknown rows counts as enough.
+func TestPiecesNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		est       []float64
+		remaining int
+		want      int
+	}{
+		{"the first piece is enough", []float64{40, 50, 50}, 30, 1},
+		{"the first piece counted at 7/8", []float64{40, 50, 50}, 36, 2},
+		{"the first piece empty", []float64{0, 50, 50}, 30, 2},
+		{"three pieces", []float64{20, 50, 50, 50}, 117, 3},
+		{"the others counted whole", []float64{20, 50, 50, 50}, 118, 4},
+		{"more than they all hold", []float64{20, 50, 50}, 1000, 3},
+		{"unknown rows are enough", []float64{20, math.Inf(1), 50}, 1000, 2},
+	} {
+		if got := piecesNeeded(tc.est, tc.remaining); got != tc.want {
+			t.Errorf("%s: piecesNeeded(%v, %d) = %d, want %d", tc.name, tc.est, tc.remaining, got, tc.want)
+		}
+	}
+}
+
+// Each piece of a parallel round is asked for the rows remaining less what the pieces
+// before it are counted on for; a request for several pieces takes its first one's.
+func TestPieceLimits(t *testing.T) {
+	batch := []placement.RangeReplicas{
+		{Range: ring.Range{Start: 0, End: 10}}, {Range: ring.Range{Start: 10, End: 20}}, {Range: ring.Range{Start: 20, End: 30}},
+	}
+	limits := pieceLimits(batch, []float64{16, 48, 48}, 100)
+	for _, tc := range []struct {
+		name  string
+		asked []ring.Range
+		want  int
+	}{
+		{"first", []ring.Range{batch[0].Range}, 100},
+		{"second: 16 counted at 14", []ring.Range{batch[1].Range}, 86},
+		{"third: 16 and 48 counted at 56", []ring.Range{batch[2].Range}, 44},
+		{"second and third at once", []ring.Range{batch[2].Range, batch[1].Range}, 86},
+		{"a range of no limit", []ring.Range{batch[2].Range, {Start: 30, End: 40}}, 100},
+	} {
+		if got := limits.of(tc.asked, 100); got != tc.want {
+			t.Errorf("%s: limit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if pieceLimits(batch[:1], []float64{16}, 100) != nil {
+		t.Error("a round of one piece has per-range limits; want the round's limit")
+	}
+	if got := rangeLimits(nil).of([]ring.Range{batch[1].Range}, 100); got != 100 {
+		t.Errorf("no limits: %d, want the round's 100", got)
+	}
+}

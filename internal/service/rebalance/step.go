@@ -1,0 +1,210 @@
+package rebalance
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/internal/core/lww"
+	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/core/schema"
+)
+
+// Steps of a rebalance a node is asked for (kurav1.RebalanceStepRequest's step).
+const (
+	stepSample = "sample"
+	stepCopy   = "copy"
+	stepDrop   = "drop"
+)
+
+// copyBatch is how many records a node sends a next replica in one Apply.
+const copyBatch = 256
+
+// HandleStep serves another node's request for one step of its rebalance (an encoded
+// kurav1.RebalanceStepRequest; the answer is an encoded RebalanceStepResponse), once
+// this node's catalog holds the definition the step belongs to.
+func (r *Rebalancer) HandleStep(ctx context.Context, payload []byte) ([]byte, error) {
+	var req kurav1.RebalanceStepRequest
+	if err := proto.Unmarshal(payload, &req); err != nil {
+		return nil, fmt.Errorf("decode rebalance step: %w", err)
+	}
+	ks, err := r.catalog.Get(req.GetKeyspace())
+	if err != nil {
+		return nil, err
+	}
+	if uint64(ks.Timestamp) != req.GetDefinition() {
+		return nil, fmt.Errorf("%w: node %s holds definition %d of keyspace %s, the step is for %d", errRebalance, r.cfg.Self, ks.Timestamp, ks.Name, req.GetDefinition())
+	}
+	var resp kurav1.RebalanceStepResponse
+	switch req.GetStep() {
+	case stepSample:
+		resp.Rows, resp.Keys, err = r.sampleLocal(ks, int(req.GetSample()))
+	case stepCopy:
+		if !ks.Moving {
+			return nil, fmt.Errorf("%w: keyspace %s is not moving: nothing to copy", errRebalance, ks.Name)
+		}
+		resp.Copied, err = r.copyToNext(ctx, ks)
+	case stepDrop:
+		if ks.Moving {
+			return nil, fmt.Errorf("%w: keyspace %s is moving: its records are still needed", errRebalance, ks.Name)
+		}
+		var keep func([]byte) bool
+		if keep, err = r.Keeps(ks); err == nil {
+			resp.Dropped, _, err = r.store.DropUnless(ks.Name, keep)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown step %q", errRebalance, req.GetStep())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(&resp)
+}
+
+// sampleLocal counts the live rows of ks this node holds as a replica and returns up to
+// size of their keys, a uniform sample (reservoir sampling; the seed is fixed per node
+// and keyspace, so a rebalance of the same data computes the same splits).
+func (r *Rebalancer) sampleLocal(ks schema.Keyspace, size int) (int64, [][]byte, error) {
+	replicaOf, err := r.replicaOf(ks)
+	if err != nil {
+		return 0, nil, err
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s", r.cfg.Self, ks.Name)
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0))
+	now := r.clock.Now()
+	var rows int64
+	var sample [][]byte
+	err = r.store.Each(ks.Name, false, func(rec lww.Record) error {
+		if !rec.Live(now) || rec.Timestamp <= ks.TruncatedAt || !replicaOf(rec.Key) {
+			return nil
+		}
+		rows++
+		switch {
+		case len(sample) < size:
+			sample = append(sample, rec.Key)
+		case size > 0:
+			if i := rng.Int64N(rows); i < int64(size) {
+				sample[i] = rec.Key
+			}
+		}
+		return nil
+	})
+	// The reservoir keeps the scan's order in its first keys; sampleCluster takes a
+	// prefix, which must be uniform too.
+	rng.Shuffle(len(sample), func(i, j int) { sample[i], sample[j] = sample[j], sample[i] })
+	return rows, sample, err
+}
+
+// copyToNext sends every record of ks this node holds as a replica (tombstones
+// included, so a delete is not undone by an older copy elsewhere) to the key's replicas
+// under the next split keys that are not current ones, in batches per node. It returns
+// how many records it sent.
+func (r *Rebalancer) copyToNext(ctx context.Context, ks schema.Keyspace) (int64, error) {
+	replicaOf, err := r.replicaOf(ks)
+	if err != nil {
+		return 0, err
+	}
+	batches := map[string][]lww.Record{}
+	var copied int64
+	flush := func(id string) error {
+		batch := batches[id]
+		delete(batches, id)
+		if len(batch) == 0 {
+			return nil
+		}
+		node, ok := r.view.Node(id)
+		if !ok {
+			return fmt.Errorf("next replica %s is not in the directory", id)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 4*r.cfg.ReplicaTimeout+5*time.Second)
+		defer cancel()
+		if err := r.copier.Apply(callCtx, node, ks.Name, batch); err != nil {
+			return fmt.Errorf("copy %d records to %s: %w", len(batch), id, err)
+		}
+		copied += int64(len(batch))
+		return nil
+	}
+	err = r.store.Each(ks.Name, true, func(rec lww.Record) error {
+		if !replicaOf(rec.Key) {
+			return nil // a leftover of an older placement: the replicas hold the truth
+		}
+		members, err := r.placement.Replicas(ctx, ks, rec.Key, nil)
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if !m.Pending || m.ID == r.cfg.Self {
+				continue
+			}
+			batches[m.ID] = append(batches[m.ID], rec)
+			if len(batches[m.ID]) == copyBatch {
+				if err := flush(m.ID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return copied, err
+	}
+	for _, id := range sortedIDs(batches) {
+		if err := flush(id); err != nil {
+			return copied, err
+		}
+	}
+	return copied, nil
+}
+
+// replicaOf returns whether this node is one of a key's replicas on the current ring
+// under the keyspace's current split keys.
+func (r *Rebalancer) replicaOf(ks schema.Keyspace) (func(key []byte) bool, error) {
+	current, err := r.placement.Ring()
+	if err != nil {
+		return nil, err
+	}
+	pl := current.Placement(ks.Strategy())
+	return func(key []byte) bool { return r.holdsToken(pl, ks.Partition().Token(key)) }, nil
+}
+
+// Keeps returns whether this node must keep a key's records: it is one of the key's
+// replicas on the current or the future ring, under the current split keys or, during
+// a rebalance, the next ones. Everything else is a leftover that cleanup may drop.
+func (r *Rebalancer) Keeps(ks schema.Keyspace) (func(key []byte) bool, error) {
+	current, err := r.placement.Ring()
+	if err != nil {
+		return nil, err
+	}
+	future, err := r.placement.FutureRing()
+	if err != nil {
+		return nil, err
+	}
+	placements := []*ring.Placement{current.Placement(ks.Strategy()), future.Placement(ks.Strategy())}
+	partitioners := []ring.Partitioner{ks.Partition()}
+	if next := ks.NextPartition(); next != nil {
+		partitioners = append(partitioners, next)
+	}
+	return func(key []byte) bool {
+		for _, p := range partitioners {
+			t := p.Token(key)
+			for _, pl := range placements {
+				if r.holdsToken(pl, t) {
+					return true
+				}
+			}
+		}
+		return false
+	}, nil
+}
+
+// holdsToken reports whether this node is one of token t's replicas in placement pl.
+func (r *Rebalancer) holdsToken(pl *ring.Placement, t ring.Token) bool {
+	return slices.ContainsFunc(pl.ReplicasFor(t), func(m ring.Member) bool { return m.ID == r.cfg.Self })
+}

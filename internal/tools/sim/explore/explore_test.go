@@ -1,0 +1,85 @@
+package explore
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+// seeds are the seeds TestExplore runs; CI runs the default, `go test ./internal/tools/sim/explore
+// -seeds 1-200` more (kura simulate runs thousands).
+var seeds = flag.String("seeds", "1-32", "seeds TestExplore runs, A-B")
+
+// TestExplore runs the explorer over a fixed set of seeds: each draws a cluster, a
+// workload and operator actions and faults, and must break no promise.
+func TestExplore(t *testing.T) {
+	from, to, err := ParseSeeds(*seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := from; seed <= to; seed++ {
+		explore(t, seed)
+	}
+}
+
+// fixedSeeds failed once, beyond the seeds CI runs, and were fixed: 2191 (a removal
+// asked a gainer cut off by a DC partition to stream, and waited for it for ever), 2742
+// (a decommission asked a dead gainer to stream, and never finished after it came back),
+// and the explorer's own faults 2474 and 2522 (new nodes were given a seed that was gone
+// or died at once, learned nobody and stayed booting) and 2721 (a replacement rightly
+// refused to take over the node heal had restarted), and the checker's 4108 (an
+// increment acknowledged at LOCAL_SERIAL on dc1's one copy, lost with its node, was
+// counted again from the other DC's copy: a repeat the level allows, as it allows a
+// value below), and 4218 (a decommission's request to its gainer, lost to a one-way cut
+// while gossip held the gainer up, was waited for until the operator's timeout), and
+// 5235 (a node restarted while a DC partition cut it off never learned that a node
+// decommissioned meanwhile had left: Ferry reported no member first heard of down or
+// gone, so its directory kept the node normal on the ring, and QUORUM through it failed
+// after the heal), and 5692 (a join completed and its joiner, now dc1's one replica of a
+// key, coordinated a write to itself alone; the old owner, just restarted and not yet
+// told, then read its own older copy: reads during a move now ask the pending replicas
+// too), and 6505 (the decommission of dc2's only node under app dc1=1,dc2=1 was accepted
+// and left every range one copy, dc1's; n2 then lost its disk, and with it the counters
+// it alone held: such a decommission is now refused unless --force; the planner now
+// draws a decommission the rule allows there, n1's, so 6505 no longer runs that
+// situation, which the decommissions drawn short of replicas cover instead). Each is run
+// again here.
+var fixedSeeds = []uint64{2191, 2474, 2522, 2721, 2742, 4108, 4218, 5235, 5692, 6505}
+
+// TestExploreFixedSeeds runs the seeds of defects found and fixed, so that they stay
+// fixed.
+func TestExploreFixedSeeds(t *testing.T) {
+	for _, seed := range fixedSeeds {
+		explore(t, seed)
+	}
+}
+
+// explore runs one seed as a subtest, in parallel with the others, and fails it with the
+// schedule, the violations, the log and the nodes' warnings when it breaks a promise.
+func explore(t *testing.T, seed uint64) {
+	t.Run(fmt.Sprint(seed), func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			s := Generate(seed)
+			res := Run(s)
+			if len(res.Violations) == 0 {
+				return
+			}
+			if key := os.Getenv("KURA_EXPLORE_KEY"); key != "" {
+				for _, e := range res.Events {
+					if e.Key == key {
+						t.Logf("%v %s op=%d c=%d node=%s %s %q found=%v ts=%d %s", e.Time.Sub(res.Events[0].Time), e.Type, e.Op, e.Client, e.Node, e.F, e.Value, e.Found, e.Timestamp, e.Error)
+					}
+				}
+			}
+			var why []string
+			for _, v := range res.Violations {
+				why = append(why, v.Check+": "+v.Reason)
+			}
+			t.Errorf("%s\nviolations:\n  %s\nlog:\n  %s\nnodes' warnings:\n%s", s, strings.Join(why, "\n  "), strings.Join(res.Log, "\n  "), res.NodeLog)
+		})
+	})
+}

@@ -1,0 +1,406 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/internal/assembly/node"
+	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/service/ringchange"
+	"github.com/kuradb/kura/internal/tools/sim"
+)
+
+// twoDCs is the scenarios' topology: a short hop inside a DC, 20 ms one way between
+// DCs, and jitter everywhere so that no two messages arrive at one instant by accident.
+func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
+	return Config{Seed: seed, DCs: dcs, Trace: trace, Links: sim.LinkFunc(func(from, to string) (sim.LinkSpec, error) {
+		if from == to {
+			return sim.LinkSpec{Latency: 500 * time.Microsecond, Jitter: 100 * time.Microsecond, BandwidthBps: 1e9}, nil
+		}
+		return sim.LinkSpec{Latency: 20 * time.Millisecond, Jitter: time.Millisecond, BandwidthBps: 100e6}, nil
+	})}
+}
+
+// TestScenarios runs the scripts in testdata/: each tells one cluster's life (starts,
+// restarts, kills, joins, decommissions) in virtual time, with real nodes.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		synctest.Test(t, func(t *testing.T) {
+			s := &scenario{acked: map[string]string{}, loadErrs: map[string]int{}, leaving: map[string]chan string{}}
+			defer s.close(t)
+			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+				return s.do(t, d)
+			})
+		})
+	})
+}
+
+// scenario is one script's cluster and what its clients were told.
+type scenario struct {
+	c *Cluster
+	// acked holds every acknowledged write, key to value, for check.
+	acked map[string]string
+	// loads are the background writers (load), and loadErrs how their writes failed.
+	loads    sync.WaitGroup
+	loadErrs map[string]int
+	// leaving holds, per node, the outcome of its decommission-async, for outcome.
+	leaving map[string]chan string
+	mu      sync.Mutex
+}
+
+func (s *scenario) close(t *testing.T) {
+	if s.c != nil {
+		if err := s.c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		synctest.Wait()
+	}
+}
+
+func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
+	arg := func(key string) string {
+		var v string
+		if d.HasArg(key) {
+			d.ScanArgs(t, key, &v)
+		}
+		return v
+	}
+	list := func(key string) []string {
+		if v := arg(key); v != "" {
+			return strings.Split(v, ",")
+		}
+		return nil
+	}
+	if d.Cmd == "cluster" {
+		var seed uint64
+		d.ScanArgs(t, "seed", &seed)
+		cfg := twoDCs(seed, list("dcs"), nil)
+		if os.Getenv("KURA_SIM_LOG") != "" {
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
+		c, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.c = c
+		return "ok"
+	}
+	if s.c == nil {
+		t.Fatalf("%s: no cluster yet", d.Pos)
+	}
+	out, err := s.command(d, arg, list)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return out
+}
+
+func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list func(string) []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	id := arg("node")
+	switch d.Cmd {
+	case "start":
+		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace")})
+	case "restart":
+		// The same command as the node's last start, but for a DC given anew (dc=), as an
+		// operator who edits --dc would.
+		spec, err := s.c.Spec(id)
+		if err != nil {
+			return "", err
+		}
+		spec.DC = cmp.Or(arg("dc"), spec.DC)
+		return "ok", s.c.StartNode(spec)
+	case "refused":
+		// Why the node stopped by itself, as `kura server` exits when its join is refused
+		// for good.
+		why, err := s.c.Refused(id)
+		return cmp.Or(why, "not refused"), err
+	case "stop":
+		return "ok", s.c.Stop(id)
+	case "kill":
+		return "ok", s.c.Kill(id)
+	case "wipe":
+		return "ok", s.c.Wipe(id)
+	case "partition":
+		return "ok", s.c.Partition(arg("a"), arg("b"))
+	case "heal":
+		return "ok", s.c.Heal(arg("a"), arg("b"))
+	case "run":
+		dur, err := time.ParseDuration(arg("for"))
+		if err != nil {
+			return "", err
+		}
+		s.c.Run(dur)
+		return "ok", nil
+	case "views":
+		var out []string
+		for _, other := range s.c.Nodes() {
+			if v, err := s.c.View(other); err == nil {
+				out = append(out, v)
+			} else {
+				out = append(out, other+": not running")
+			}
+		}
+		return strings.Join(out, "\n"), nil
+	case "converged":
+		if ok, why := s.c.Converged(); !ok {
+			return "no: " + why, nil
+		}
+		return "yes", nil
+	case "keyspace":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		ks := schema.Keyspace{Name: arg("name"), Replication: arg("replication"), Timestamp: hlc.FromTime(time.Now())}
+		return "ok", run.CreateKeyspace(ctx, ks)
+	case "put":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		cl, keys, err := writes(arg)
+		if err != nil {
+			return "", err
+		}
+		acked, failed := 0, map[string]int{}
+		for i := range keys {
+			if err := s.write(ctx, run, arg("keyspace"), arg("prefix"), i, cl); err != nil {
+				failed[firstLine(err)]++
+				continue
+			}
+			acked++
+		}
+		return summary(fmt.Sprintf("%d acknowledged", acked), failed), nil
+	case "load":
+		// A client writing one key every interval in the background, as the script goes
+		// on: writes through a node that stops fail, and are not acknowledged.
+		cl, keys, err := writes(arg)
+		if err != nil {
+			return "", err
+		}
+		every, err := time.ParseDuration(arg("every"))
+		if err != nil {
+			return "", err
+		}
+		ks, prefix := arg("keyspace"), arg("prefix")
+		s.loads.Add(1)
+		go func() {
+			defer s.loads.Done()
+			for i := range keys {
+				if run, err := s.c.Running(id); err == nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					if err := s.write(ctx, run, ks, prefix, i, cl); err != nil {
+						s.mu.Lock()
+						s.loadErrs[firstLine(err)]++
+						s.mu.Unlock()
+					}
+					cancel()
+				}
+				<-time.After(every) // virtual time: the bubble's clock
+			}
+		}()
+		return "started", nil
+	case "await":
+		s.loads.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := summary(fmt.Sprintf("%d acknowledged in all", len(s.acked)), s.loadErrs)
+		clear(s.loadErrs)
+		return out, nil
+	case "check":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		cl, err := consistency.Parse(arg("cl"))
+		if err != nil {
+			return "", err
+		}
+		read, failed := 0, map[string]int{}
+		var missing []string
+		s.mu.Lock()
+		acked := maps.Clone(s.acked)
+		s.mu.Unlock()
+		for name, want := range acked {
+			ks, key, _ := strings.Cut(name, "/")
+			rec, found, err := run.Coordinator().Get(ctx, ks, []byte(key), cl)
+			switch {
+			case err != nil:
+				failed[firstLine(err)]++
+			case !found:
+				failed["not found"]++
+				if len(missing) < 3 {
+					missing = append(missing, name+" on "+s.holders(ks, key))
+				}
+			case string(rec.Value) != want:
+				failed["stale"]++
+			default:
+				read++
+			}
+		}
+		out := summary(fmt.Sprintf("%d of %d read", read, len(acked)), failed)
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			out += "\nmissing " + strings.Join(missing, "\nmissing ")
+		}
+		return out, nil
+	case "stored":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		records, _, err := run.StoredBytes(arg("keyspace"))
+		if of := arg("of"); of != "" && err == nil {
+			// Whether a stream is under way, not how far, which the scheduling of the
+			// stream's goroutines may move by a page.
+			want, err := strconv.Atoi(of)
+			switch {
+			case err != nil:
+				return "", err
+			case records == 0:
+				return "none of " + of, nil
+			case records < want:
+				return "part of " + of, nil
+			}
+			return "all of " + of, nil
+		}
+		return fmt.Sprintf("%d records", records), err
+	case "decommission":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		return decommissioned(run.Decommission(ctx, d.HasArg("force")))
+	case "decommission-async":
+		// The operator's command runs on; the script goes on without waiting for it, and
+		// reads what it answered with outcome.
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		alive, err := s.c.Alive(id)
+		if err != nil {
+			return "", err
+		}
+		done := make(chan string, 1)
+		s.leaving[id] = done
+		// Read before the goroutine: the script's reader moves on to the next command.
+		force := d.HasArg("force")
+		go func() {
+			out, err := decommissioned(run.Decommission(alive, force))
+			if err != nil {
+				out = "error: " + err.Error()
+			}
+			done <- out
+		}()
+		return "started", nil
+	case "outcome":
+		// What node's decommission-async answered, once it has: a command still running
+		// holds the script until it ends, or for the command timeout at most.
+		done, ok := s.leaving[id]
+		if !ok {
+			return "", fmt.Errorf("no decommission-async of %s", id)
+		}
+		select {
+		case out := <-done:
+			delete(s.leaving, id)
+			return out, nil
+		case <-ctx.Done():
+			return "still running", nil
+		}
+	case "remove":
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		st, err := run.RemoveNode(ctx, arg("id"), d.HasArg("force"))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
+	}
+	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// decommissioned says what a decommission answered: the gainers, or why it failed.
+func decommissioned(st ringchange.MoveStats, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("left; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
+}
+
+// writes reads the level and the number of keys a put or a load names.
+func writes(arg func(string) string) (consistency.Level, int, error) {
+	cl, err := consistency.Parse(arg("cl"))
+	if err != nil {
+		return 0, 0, err
+	}
+	keys, err := strconv.Atoi(arg("keys"))
+	return cl, keys, err
+}
+
+// write puts key prefix-i through run's coordinator and, when acknowledged, remembers
+// it for check.
+func (s *scenario) write(ctx context.Context, run *node.Node, keyspace, prefix string, i int, cl consistency.Level) error {
+	key := fmt.Sprintf("%s-%04d", prefix, i)
+	value := fmt.Sprintf("%s@%s", key, time.Now().Format(time.StampMicro))
+	if _, err := run.Coordinator().Put(ctx, keyspace, []byte(key), []byte(value), 0, cl); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.acked[keyspace+"/"+key] = value
+	s.mu.Unlock()
+	return nil
+}
+
+// holders lists the running nodes that hold a copy of key.
+func (s *scenario) holders(ks, key string) string {
+	var on []string
+	for _, id := range s.c.Nodes() {
+		if run, err := s.c.Running(id); err == nil {
+			if _, found, err := run.Peek(context.Background(), ks, []byte(key)); err == nil && found {
+				on = append(on, id)
+			}
+		}
+	}
+	return strings.Join(on, ",")
+}
+
+// summary says what succeeded and, sorted, what failed how often.
+func summary(ok string, failed map[string]int) string {
+	if len(failed) == 0 {
+		return ok
+	}
+	var parts []string
+	for why, n := range failed {
+		parts = append(parts, fmt.Sprintf("%d: %s", n, why))
+	}
+	slices.Sort(parts)
+	return ok + "; failed " + strings.Join(parts, "; ")
+}
+
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
