@@ -12,9 +12,8 @@ import (
 )
 
 // TestSortCommands: SORT and SORT_RO answer as redis-server 7.0.15 does (each reply
-// compared with it), but for the BY and GET patterns, refused, as by Redis Cluster, when
-// the keys they form may lie outside the sorted key's hash tag, and STORE, refused
-// (CROSSSLOT) for a destination of another tag.
+// compared with it), their BY and GET patterns forming keys of any hash tag, but for
+// STORE, refused (CROSSSLOT) for a destination of another tag, as every *STORE command.
 func TestSortCommands(t *testing.T) {
 	const notDouble = "-ERR One or more scores can't be converted into double\r\n"
 	tests := []struct {
