@@ -128,15 +128,23 @@ func (c *conn) refuseInMulti() {
 }
 
 // queue queues cmd inside MULTI, answering QUEUED, or refuses a command no transaction
-// can run yet, naming it and the ones that can.
+// can run yet, naming it and the ones that can, and a SORT whose patterns form keys
+// (sortRefusedInMulti).
 func (c *conn) queue(cmd *command, args [][]byte) {
 	switch {
 	case !transactional[cmd.name] && !c.s.collectionCommands[cmd.name] && !runAfterRound[cmd.name]:
 		c.multi.aborted = true
-		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s, and the hash, set, sorted set and list commands", strings.ToUpper(cmd.name), transactionalList()))
+		c.w.Error(fmt.Sprintf("ERR %s cannot run inside a transaction yet; kura's transactions run %s, the hash, set, sorted set and list commands, and SORT", strings.ToUpper(cmd.name), transactionalList()))
 	case c.pnCounters && pnIncrements[cmd.name]:
 		c.multi.aborted = true
 		c.w.Error(fmt.Sprintf("ERR %s in PN counter mode (KURA.COUNTERS) adds to a counter's shard, which cannot run inside a transaction; KURA.COUNTERS EXACT first", strings.ToUpper(cmd.name)))
+	case cmd.name == "sort" || cmd.name == "sort_ro":
+		if refusal := sortRefusedInMulti(cmd.name, args); refusal != "" {
+			c.multi.aborted = true
+			c.w.Error(refusal)
+			return
+		}
+		fallthrough
 	default:
 		c.multi.queued = append(c.multi.queued, queuedCommand{cmd: cmd, args: slices.Clone(args)})
 		c.w.SimpleString("QUEUED")
@@ -344,12 +352,21 @@ func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 	return out
 }
 
-// keyArgs yields the keys a command's arguments name: by its key specifications when
-// they move with the arguments (LMPOP's count of keys), else by its table entry's key
-// positions. Arguments that do not fit the specifications yield none: the command
+// keyArgs yields the keys a command's arguments name: by its getkeys function when its
+// key specifications are incomplete (SORT's), by its key specifications when they move
+// with the arguments (LMPOP's count of keys), else by its table entry's key positions. Arguments that do not fit the specifications yield none: the command
 // refuses them itself when it runs.
 func keyArgs(cmd *command, args [][]byte) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
+		if find := keyFunctions[cmd.name]; find != nil {
+			// SORT's specifications cannot say where STORE's destination is.
+			for _, ref := range find(args) {
+				if !yield(args[ref.pos]) {
+					return
+				}
+			}
+			return
+		}
 		if specs := redisKeySpecs[cmd.name]; specs.movable() {
 			refs, _ := specs.keys(args)
 			for _, ref := range refs {

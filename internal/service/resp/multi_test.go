@@ -84,8 +84,19 @@ func TestTransactions(t *testing.T) {
 		}},
 		{"a command no transaction runs yet is refused by name", []step{
 			{cmd("MULTI"), "+OK\r\n"},
-			{cmd("SORT", "{u}l"), "-ERR SORT cannot run inside a transaction yet; kura's transactions run " + transactionalList() + ", and the hash, set, sorted set and list commands\r\n"},
+			{cmd("RENAME", "{u}a", "{u}b"), "-ERR RENAME cannot run inside a transaction yet; kura's transactions run " + transactionalList() + ", the hash, set, sorted set and list commands, and SORT\r\n"},
 			{cmd("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+			{cmd("PING"), "+PONG\r\n"}, // out of MULTI
+		}},
+		{"DISCARD after a refused command leaves MULTI", []step{
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("SET", "{u}f", "1"), "+QUEUED\r\n"},
+			{cmd("RENAME", "{u}a", "{u}b"), "-ERR RENAME cannot run inside a transaction yet; kura's transactions run " + transactionalList() + ", the hash, set, sorted set and list commands, and SORT\r\n"},
+			{cmd("DISCARD"), "+OK\r\n"},
+			{cmd("GET", "{u}f"), "$-1\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("SET", "{u}f", "2"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*1\r\n+OK\r\n"},
 		}},
 		{"keys of several hash tags", []step{
 			{cmd("MULTI"), "+OK\r\n"},

@@ -75,6 +75,17 @@ type sortOptions struct {
 // answered: a syntax error, a LIMIT that is no integer, STORE in SORT_RO. ok is false
 // when the reply is written.
 func (c *conn) parseSortOptions(args [][]byte, readonly bool) (o sortOptions, ok bool) {
+	o, refusal := parseSortArgs(args, readonly)
+	if refusal != "" {
+		c.w.Error(refusal)
+		return o, false
+	}
+	return o, true
+}
+
+// parseSortArgs reads SORT's options after the key in Redis's order; refusal is the
+// first error's reply, empty when there is none.
+func parseSortArgs(args [][]byte, readonly bool) (o sortOptions, refusal string) {
 	o.count = -1
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
@@ -91,8 +102,7 @@ func (c *conn) parseSortOptions(args [][]byte, readonly bool) (o sortOptions, ok
 				o.count, isInt = parseInt(args[j+2])
 			}
 			if !isInt {
-				c.w.Error(errNotInt)
-				return o, false
+				return o, errNotInt
 			}
 			j += 2
 		case word == "STORE" && !readonly && left >= 1:
@@ -108,11 +118,32 @@ func (c *conn) parseSortOptions(args [][]byte, readonly bool) (o sortOptions, ok
 			o.gets = append(o.gets, parseSortPattern(args[j+1]))
 			j++
 		default:
-			c.w.Error(errSyntax)
-			return o, false
+			return o, errSyntax
 		}
 	}
-	return o, true
+	return o, ""
+}
+
+// formsKeys reports whether sp reads keys formed from the elements: neither "#" nor a
+// pattern without '*'.
+func (sp sortPattern) formsKeys() bool {
+	return !sp.self && !sp.constant
+}
+
+// sortRefusedInMulti is the refusal of a SORT or SORT_RO queued inside MULTI whose BY or
+// GET patterns form keys, empty when it can be queued. The keys such a pattern forms
+// depend on the elements, unknown until EXEC runs, so the transaction's round cannot
+// read them, and reading them beside it would give a transaction that is not isolated
+// and may not see its own writes. Options that do not parse are queued: EXEC answers
+// their error, as Redis does.
+func sortRefusedInMulti(name string, args [][]byte) string {
+	o, refusal := parseSortArgs(args, name == "sort_ro")
+	// A BY pattern after a BY without '*' is not read: the elements stay unsorted.
+	byReads := o.by != nil && !o.dontSort && o.by.formsKeys()
+	if refusal != "" || !byReads && !slices.ContainsFunc(o.gets, sortPattern.formsKeys) {
+		return ""
+	}
+	return "ERR kura: SORT's BY and GET patterns with '*' read keys formed from the elements, which a transaction cannot read with its own; inside MULTI, SORT takes only BY and GET patterns without '*' (BY nosort, GET #)"
 }
 
 // sortElements are the elements of a list, set or sorted set as read, in its own order:

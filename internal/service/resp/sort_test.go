@@ -1,11 +1,19 @@
 package resp
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // TestSortCommands: SORT and SORT_RO answer as redis-server 7.0.15 does (each reply
-// compared with it), but for the BY and GET patterns, refused, as by Redis Cluster, when
-// the keys they form may lie outside the sorted key's hash tag, and STORE, refused
-// (CROSSSLOT) for a destination of another tag.
+// compared with it), their BY and GET patterns forming keys of any hash tag, but for
+// STORE, refused (CROSSSLOT) for a destination of another tag, as every *STORE command.
 func TestSortCommands(t *testing.T) {
 	const notDouble = "-ERR One or more scores can't be converted into double\r\n"
 	tests := []struct {
@@ -124,7 +132,9 @@ func TestSortCommands(t *testing.T) {
 			{cmd("LRANGE", "{d}out", "0", "-1"), arr("a", "b", "c")},
 			{cmd("SORT", "{d}s", "ALPHA", "STORE", "{d}s"), ":3\r\n"}, // over itself
 			{cmd("TYPE", "{d}s"), "+list\r\n"},
+			// Across tags, as every *STORE command: SUNIONSTORE's reply to the same keys.
 			{cmd("SORT", "{d}s", "ALPHA", "STORE", "out"), "-CROSSSLOT Keys in request don't hash to the same slot\r\n"},
+			{cmd("SUNIONSTORE", "out", "{d}s"), "-CROSSSLOT Keys in request don't hash to the same slot\r\n"},
 			{cmd("SORT", "{d}s", "STORE"), "-ERR syntax error\r\n"},
 			{cmd("SORT_RO", "{d}s", "STORE", "{d}out"), "-ERR syntax error\r\n"},
 		}},
@@ -156,4 +166,173 @@ func TestSortCommands(t *testing.T) {
 			converse(t, addr, tt.steps)
 		})
 	}
+}
+
+// TestSortInTransaction drives SORT and SORT_RO queued inside MULTI with go-redis's
+// TxPipelined, in RESP2 and RESP3: they read their key as the transaction's commands
+// before them left it, STORE writes the destination inside the transaction where it may
+// (one key, or keys of one tag in a keyspace of partition transactions) and EXEC refuses
+// it with the reason elsewhere, and a BY or GET pattern that forms keys is refused when
+// queued, aborting the EXEC.
+func TestSortInTransaction(t *testing.T) {
+	const crossSlot = "error: CROSSSLOT Keys in request don't hash to the same slot"
+	const execAbort = "error: EXECABORT Transaction discarded because of previous errors."
+	const patternRefused = "error: ERR kura: SORT's BY and GET patterns with '*' read keys formed from the elements, which a transaction cannot read with its own; inside MULTI, SORT takes only BY and GET patterns without '*' (BY nosort, GET #)"
+	// reply is one command and what it answers, printed by shown.
+	type reply struct {
+		args []any
+		want string
+	}
+	tests := []struct {
+		name string
+		// before run outside the transaction, queued inside it, and after outside again.
+		before, queued, after []reply
+		// execErr is what EXEC answers as a whole, empty when it runs the queue.
+		execErr string
+	}{
+		{name: "list, after a push in the same transaction",
+			before: []reply{{[]any{"RPUSH", "{t}l", "3", "1", "2"}, "3"}},
+			queued: []reply{
+				{[]any{"RPUSH", "{t}l", "10"}, "4"},
+				{[]any{"SORT", "{t}l"}, "[1 2 3 10]"},
+				{[]any{"SORT", "{t}l", "DESC", "LIMIT", "0", "2"}, "[10 3]"},
+				{[]any{"SORT_RO", "{t}l", "ALPHA"}, "[1 10 2 3]"},
+				{[]any{"SORT", "{t}l", "BY", "nosort"}, "[3 1 2 10]"},
+				{[]any{"SORT", "{t}l", "BY", "nosort", "DESC", "LIMIT", "1", "2"}, "[2 1]"},
+				{[]any{"SORT", "{t}l", "GET", "#", "GET", "nokey"}, "[1 <nil> 2 <nil> 3 <nil> 10 <nil>]"},
+				{[]any{"SORT", "{t}none"}, "[]"},
+			}},
+		{name: "set, after a removal in the same transaction",
+			before: []reply{{[]any{"SADD", "{t}s", "c", "a", "b"}, "3"}},
+			queued: []reply{
+				{[]any{"SREM", "{t}s", "a"}, "1"},
+				{[]any{"SORT", "{t}s", "ALPHA"}, "[b c]"},
+				{[]any{"SORT_RO", "{t}s", "ALPHA", "DESC", "LIMIT", "0", "1"}, "[c]"},
+				{[]any{"SORT", "{t}s"}, "error: ERR One or more scores can't be converted into double"},
+			}},
+		{name: "sorted set BY nosort keeps its order by score",
+			before: []reply{{[]any{"ZADD", "{t}z", "1", "a", "5", "b", "2", "c", "10", "d"}, "4"}},
+			queued: []reply{
+				{[]any{"ZADD", "{t}z", "3", "e"}, "1"},
+				{[]any{"SORT", "{t}z", "BY", "nosort", "ASC"}, "[a c e b d]"},
+				{[]any{"SORT", "{t}z", "BY", "nosort", "DESC"}, "[d b e c a]"},
+				{[]any{"SORT_RO", "{t}z", "BY", "nosort", "LIMIT", "0", "3"}, "[a c e]"},
+				{[]any{"SORT", "{t}z", "BY", "nosort", "DESC", "LIMIT", "1", "2"}, "[b e]"},
+				{[]any{"SORT", "{t}z", "ALPHA"}, "[a b c d e]"},
+			}},
+		{name: "STORE into a key of the same tag, read back in the same transaction",
+			before: []reply{{[]any{"RPUSH", "{t}src", "2", "1", "3"}, "3"}, {[]any{"SET", "{t}dst", "old"}, "OK"}},
+			queued: []reply{
+				{[]any{"SORT", "{t}src", "STORE", "{t}dst"}, "3"},
+				{[]any{"LRANGE", "{t}dst", "0", "-1"}, "[1 2 3]"},
+				{[]any{"SORT", "{t}src", "BY", "nosort", "LIMIT", "0", "2", "STORE", "{t}dst"}, "2"},
+				{[]any{"LRANGE", "{t}dst", "0", "-1"}, "[2 1]"},
+				{[]any{"SORT", "{t}src", "STORE", "{t}src"}, "3"},
+			},
+			after: []reply{
+				{[]any{"LRANGE", "{t}dst", "0", "-1"}, "[2 1]"},
+				{[]any{"LRANGE", "{t}src", "0", "-1"}, "[1 2 3]"},
+				{[]any{"TYPE", "{t}dst"}, "list"},
+			}},
+		{name: "an empty result STOREd deletes the destination inside the transaction",
+			before: []reply{{[]any{"RPUSH", "{t}dst", "x"}, "1"}},
+			queued: []reply{
+				{[]any{"SORT", "{t}none", "STORE", "{t}dst"}, "0"},
+				{[]any{"EXISTS", "{t}dst"}, "0"},
+			},
+			after: []reply{{[]any{"EXISTS", "{t}dst"}, "0"}}},
+		{name: "a wrong type is its command's reply, and the others run",
+			before: []reply{{[]any{"SET", "{t}str", "x"}, "OK"}},
+			queued: []reply{
+				{[]any{"SORT", "{t}str"}, "error: WRONGTYPE Operation against a key holding the wrong kind of value"},
+				{[]any{"SET", "{t}k", "v"}, "OK"},
+			},
+			after: []reply{{[]any{"GET", "{t}k"}, "v"}}},
+		{name: "a BY pattern after BY nosort is not read, and is queued",
+			before: []reply{{[]any{"RPUSH", "{t}l", "b", "a"}, "2"}},
+			queued: []reply{{[]any{"SORT", "{t}l", "BY", "nosort", "BY", "w_*"}, "[b a]"}}},
+		{name: "a BY pattern that forms keys is refused when queued",
+			before: []reply{{[]any{"RPUSH", "{t}l", "2", "1"}, "2"}},
+			queued: []reply{
+				{[]any{"SET", "{t}k", "v"}, execAbort},
+				{[]any{"SORT", "{t}l", "BY", "{t}w_*"}, patternRefused},
+			},
+			execErr: execAbort,
+			after: []reply{
+				{[]any{"GET", "{t}k"}, "<nil>"},
+				{[]any{"SORT", "{t}l"}, "[1 2]"}, // out of MULTI again
+			}},
+		{name: "a GET pattern that forms keys is refused when queued",
+			queued:  []reply{{[]any{"SORT_RO", "{t}l", "GET", "#", "GET", "{t}h_*->f"}, patternRefused}},
+			execErr: execAbort},
+		{name: "STORE into another tag: CROSSSLOT",
+			queued:  []reply{{[]any{"SORT", "{t}l", "STORE", "{u}d"}, crossSlot}},
+			execErr: crossSlot},
+		{name: "a keyspace of per-key transactions refuses a STORE into another key with the reason",
+			// The test backend's keyspace of per-key transactions serves no collections:
+			// the sorted key is missing, and the EXEC is refused before it reads it.
+			before: []reply{{[]any{"KURA.KEYSPACE", "other"}, "OK"}},
+			queued: []reply{{[]any{"SORT", "{t}l"}, "[]"}},
+			after: []reply{
+				{[]any{"MULTI"}, "OK"},
+				{[]any{"SORT", "{t}l", "STORE", "{t}d"}, "QUEUED"},
+				{[]any{"EXEC"}, "error: ERR invalid argument: keyspace other runs its lightweight transactions per key"},
+			}},
+	}
+	for _, protocol := range []int{2, 3} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("RESP%d/%s", protocol, tt.name), func(t *testing.T) {
+				_, _, addr := startServer(t, Config{})
+				// One connection, so that KURA.KEYSPACE and MULTI hold for what follows.
+				rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: protocol, PoolSize: 1})
+				defer rdb.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				check := func(when string, r reply, got string) {
+					t.Helper()
+					if got != r.want {
+						t.Errorf("%s %v = %s, want %s", when, r.args, got, r.want)
+					}
+				}
+				for _, r := range tt.before {
+					check("before", r, shown(rdb.Do(ctx, r.args...).Result()))
+				}
+				cmds := make([]*redis.Cmd, len(tt.queued))
+				_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					for i, r := range tt.queued {
+						cmds[i] = p.Do(ctx, r.args...)
+					}
+					return nil
+				})
+				// TxPipelined answers EXEC's own error, else the first queued command's.
+				wantErr := tt.execErr
+				for _, r := range tt.queued {
+					if wantErr == "" && strings.HasPrefix(r.want, "error: ") {
+						wantErr = r.want
+					}
+				}
+				if got := shown(nil, err); err != nil && got != wantErr || err == nil && wantErr != "" {
+					t.Errorf("EXEC = %s, want %q", got, wantErr)
+				}
+				for i, r := range tt.queued {
+					check("queued", r, shown(cmds[i].Result()))
+				}
+				for _, r := range tt.after {
+					check("after", r, shown(rdb.Do(ctx, r.args...).Result()))
+				}
+			})
+		}
+	}
+}
+
+// shown prints a go-redis reply for comparison: the error's text, or the value as fmt
+// prints it, a null reply as <nil>.
+func shown(v any, err error) string {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "<nil>"
+	case err != nil:
+		return "error: " + err.Error()
+	}
+	return fmt.Sprint(v)
 }

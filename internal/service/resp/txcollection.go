@@ -36,10 +36,11 @@ type txCollection struct {
 }
 
 // collectionCommands are the commands that run inside a transaction over collections,
-// by name: those of the collection types, the geo commands' (sorted sets) included.
+// by name: those of the collection types, the geo commands' (sorted sets) included, and
+// SORT's, which reads a list, set or sorted set and stores a list.
 func collectionCommands() map[string]bool {
 	out := map[string]bool{}
-	for _, cmds := range [][]*command{hashCommands(), setCommands(), zsetCommands(), listCommands(), geoCommands()} {
+	for _, cmds := range [][]*command{hashCommands(), setCommands(), zsetCommands(), listCommands(), geoCommands(), sortCommands()} {
 		for _, cmd := range cmds {
 			out[cmd.name] = true
 		}
