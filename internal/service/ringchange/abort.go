@@ -213,7 +213,7 @@ func (c *Changer) ArbitrateJoins(context.Context) {
 	// again next round; this node holds it promised meanwhile.
 	if marks := c.joins.Marks(); FormatMarks(marks) != c.savedMarks {
 		if err := c.parts.Promises.SavePromises(marks); err != nil {
-			c.log.Error("save the joins promised: not gossiped until saved", "err", err)
+			c.log.Error("save the joins promised: not gossiped until saved", "promised", FormatMarks(marks), "err", err)
 			promise = nil
 		} else {
 			c.savedMarks = FormatMarks(marks)
