@@ -7,6 +7,7 @@ import (
 
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/io/cluster/ringstore"
 	"github.com/kuradb/kura/internal/io/transport"
 	"github.com/kuradb/kura/internal/service/ringchange"
 )
@@ -28,7 +29,8 @@ func (n *Node) newChanger() (*ringchange.Changer, error) {
 		RingDelay:      n.cfg.RingDelay,
 		AbortJoinAfter: n.cfg.AbortJoinAfter,
 		Logger:         n.log,
-	}, ringchange.Parts{Directory: n.directory, Gossip: n.feed, Peers: ringParts{n}, Streamer: ringParts{n}, Moves: ringParts{n}})
+	}, ringchange.Parts{Directory: n.directory, Gossip: n.feed, Peers: ringParts{n}, Streamer: ringParts{n}, Moves: ringParts{n},
+		Promises: ringstore.New(n.engine)})
 }
 
 // ringParts adapts the node's transport, streamer and ring to the ring changer. It
@@ -96,6 +98,10 @@ func (n *Node) hasSeeds() bool {
 // (Config.Replace) refused for good (ringchange.ErrReplaceRefused), which no wait
 // changes, so a server process should stop with it. Nothing comes otherwise.
 func (n *Node) JoinRefused() <-chan error { return n.joinRefused }
+
+// JoinsPromised returns the joins this node promised as their arbiter and gossips so,
+// node id to generation (ringchange.Changer.JoinsPromised).
+func (n *Node) JoinsPromised() map[string]uint64 { return n.changer.JoinsPromised() }
 
 // ringDelay is the wait after announcing a ring change before acting on it, so that
 // every node has learned it (ringchange.Changer.RingDelay).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/kuradb/kura/internal/base/ctxtime"
@@ -99,12 +100,39 @@ type JoinClaim struct {
 }
 
 // JoinWatch is an arbiter's memory of the joins it decides on: which it promised, and
-// how long each joiner has been dead.
+// how long each joiner has been dead. It does no I/O: the node saves its Marks and
+// restores them with NewJoinWatch, so that a restart keeps the promises.
 type JoinWatch struct {
 	down downWatch
 	// promised holds the generation of each join promised, while its node is joining in
 	// that generation.
 	promised map[string]uint64
+}
+
+// NewJoinWatch returns the memory of an arbiter that promised the joins of marks (node
+// id to generation, as Marks returned them before a restart). The joiners have been
+// dead for no time yet.
+func NewJoinWatch(marks map[string]uint64) JoinWatch {
+	w := JoinWatch{}
+	if len(marks) > 0 {
+		w.promised = maps.Clone(marks)
+	}
+	return w
+}
+
+// promiseSpent reports whether a promise of n's join in generation gen is no longer
+// needed: n turned normal (or anything but joining) in that generation, left or was
+// removed, or is known under a newer generation, which must be promised anew. A node
+// unknown, or known only under an older generation (a view not caught up after a
+// restart), keeps its promise: a wrong drop could abort a node that owns its ranges.
+func promiseSpent(n cluster.Node, gen uint64) bool {
+	switch {
+	case n.Status == cluster.StatusLeft || n.Status == cluster.StatusRemoved:
+		return true
+	case n.Generation != gen:
+		return n.Generation > gen
+	}
+	return n.Status != cluster.StatusJoining
 }
 
 // Arbitrate decides, on node self, about the joins of v that name self their arbiter in
@@ -113,13 +141,14 @@ type JoinWatch struct {
 // has not promised (after <= 0: none). A join is promised or aborted, never both, since
 // one node decides both: the joiner turns normal only once it sees the promise, and an
 // aborted joiner is removed, for good in that generation. A joiner heard of again under
-// a newer generation (restarted) must be promised again.
+// a newer generation (restarted) must be promised again; a promise is forgotten once
+// spent (promiseSpent).
 func (w *JoinWatch) Arbitrate(v View, self string, claims map[string]JoinClaim, now time.Time, after time.Duration) (promise, abort []cluster.Node) {
 	mine := func(n cluster.Node) bool {
 		return n.ID != self && n.Status == cluster.StatusJoining && claims[n.ID].Arbiter == self
 	}
 	for id, gen := range w.promised {
-		if n, ok := nodeOf(v, id); !ok || n.Status != cluster.StatusJoining || n.Generation != gen {
+		if n, ok := nodeOf(v, id); ok && promiseSpent(n, gen) {
 			delete(w.promised, id)
 		}
 	}
@@ -145,8 +174,9 @@ func (w *JoinWatch) Promised(n cluster.Node) bool {
 	return ok && gen == n.Generation
 }
 
-// Marks returns the joins promised, for KeyJoinPromised.
-func (w *JoinWatch) Marks() map[string]uint64 { return w.promised }
+// Marks returns the joins promised, node id to generation: what KeyJoinPromised
+// gossips and what the node saves for NewJoinWatch.
+func (w *JoinWatch) Marks() map[string]uint64 { return maps.Clone(w.promised) }
 
 // nodeOf looks a node up in v.
 func nodeOf(v View, id string) (cluster.Node, bool) {
@@ -177,10 +207,21 @@ func (c *Changer) ArbitrateJoins(context.Context) {
 	}
 	c.joinsMu.Lock()
 	defer c.joinsMu.Unlock()
-	before := FormatMarks(c.joins.Marks())
 	promise, abort := c.joins.Arbitrate(dir, c.cfg.ID, claims, time.Now(), c.cfg.AbortJoinAfter)
-	if marks := FormatMarks(c.joins.Marks()); marks != before {
-		c.parts.Gossip.SetAppState(KeyJoinPromised, marks)
+	// A promise is saved before it is gossiped, since the joiner turns normal on the
+	// gossip: a restart must not forget it. One not saved is not gossiped, and saved
+	// again next round; this node holds it promised meanwhile.
+	if marks := c.joins.Marks(); FormatMarks(marks) != c.savedMarks {
+		if err := c.parts.Promises.SavePromises(marks); err != nil {
+			c.log.Error("save the joins promised: not gossiped until saved", "promised", FormatMarks(marks), "err", err)
+			promise = nil
+		} else {
+			c.savedMarks = FormatMarks(marks)
+		}
+	}
+	if c.savedMarks != c.gossipedMarks {
+		c.parts.Gossip.SetAppState(KeyJoinPromised, c.savedMarks)
+		c.gossipedMarks = c.savedMarks
 	}
 	for _, n := range promise {
 		c.log.Info("promised a join: it may turn normal, and this node will never abort it", "node", n.ID, "generation", n.Generation)
@@ -188,6 +229,14 @@ func (c *Changer) ArbitrateJoins(context.Context) {
 	for _, n := range abort {
 		c.abortJoin(n, fmt.Sprintf("it has been down %v while joining", c.cfg.AbortJoinAfter))
 	}
+}
+
+// JoinsPromised returns the joins this node gossips as promised (KeyJoinPromised), node
+// id to generation.
+func (c *Changer) JoinsPromised() map[string]uint64 {
+	c.joinsMu.Lock()
+	defer c.joinsMu.Unlock()
+	return ParseMarks(c.gossipedMarks)
 }
 
 // arbitrates reports whether gossip holds node id announcing that it arbitrates joins.

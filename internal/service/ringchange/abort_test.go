@@ -2,6 +2,7 @@ package ringchange
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -126,7 +127,7 @@ func TestJoinAborted(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &parts{} // a never promises
-		c, err := New(Config{ID: "j", Fresh: true, Seeded: true, GossipInterval: time.Second}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p})
+		c, err := New(Config{ID: "j", Fresh: true, Seeded: true, GossipInterval: time.Second}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,6 +145,117 @@ func TestJoinAborted(t *testing.T) {
 		}
 		if st := dir.Self().Status; st != cluster.StatusRemoved {
 			t.Errorf("status %s, want removed", st)
+		}
+	})
+}
+
+// TestJoinWatchRestored: an arbiter restarted with the marks it saved keeps its
+// promises: it never aborts a promised joiner that is dead, nor promises it twice, and
+// drops a mark only once it is spent (the joiner normal in that generation, departed,
+// or known under a newer generation), never for a joiner it does not know or knows only
+// under an older generation.
+func TestJoinWatchRestored(t *testing.T) {
+	const after = 5 * time.Minute
+	joining := cluster.StatusJoining
+	tests := []struct {
+		name   string
+		marks  map[string]uint64 // saved before the restart
+		j      cluster.Node      // j in the restarted arbiter's view; zero: unknown
+		up     bool              // gossip holds j alive
+		abort  bool              // aborted after the bound
+		kept   bool              // j@1 still promised after the rounds
+		remark string            // the marks left, as FormatMarks writes them
+	}{
+		{"a dead promised joiner is never aborted", map[string]uint64{"j": 1},
+			cluster.Node{ID: "j", Status: joining, Generation: 1}, false, false, true, "j@1"},
+		{"an alive promised joiner is not promised twice", map[string]uint64{"j": 1},
+			cluster.Node{ID: "j", Status: joining, Generation: 1}, true, false, true, "j@1"},
+		{"nothing saved: a dead joiner is aborted", nil,
+			cluster.Node{ID: "j", Status: joining, Generation: 1}, false, true, false, ""},
+		{"a promise of another generation does not cover this one", map[string]uint64{"j": 0},
+			cluster.Node{ID: "j", Status: joining, Generation: 1}, false, true, false, ""},
+		{"normal in that generation: spent", map[string]uint64{"j": 1},
+			cluster.Node{ID: "j", Status: cluster.StatusNormal, Generation: 1}, true, false, false, ""},
+		{"removed: spent", map[string]uint64{"j": 1},
+			cluster.Node{ID: "j", Status: cluster.StatusRemoved, Generation: 1}, false, false, false, ""},
+		{"left: spent", map[string]uint64{"j": 1},
+			cluster.Node{ID: "j", Status: cluster.StatusLeft, Generation: 1}, false, false, false, ""},
+		{"known under an older generation: kept", map[string]uint64{"j": 2},
+			cluster.Node{ID: "j", Status: joining, Generation: 1}, false, true, false, "j@2"},
+		{"unknown to the view: kept", map[string]uint64{"j": 1},
+			cluster.Node{}, false, false, true, "j@1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewJoinWatch(tt.marks)
+			members := []cluster.Node{{ID: "a", Status: cluster.StatusNormal}}
+			if tt.j.ID != "" {
+				members = append(members, tt.j)
+			}
+			v := view{Up: map[string]bool{"a": true, "j": tt.up}, Members: members}
+			claims := map[string]JoinClaim{"j": {Arbiter: "a", Streamed: true}}
+			start := time.Unix(1000, 0)
+			var promised, aborted []cluster.Node
+			for _, at := range []time.Duration{0, after, 2 * after} {
+				promise, abort := w.Arbitrate(v, "a", claims, start.Add(at), after)
+				promised, aborted = append(promised, promise...), append(aborted, abort...)
+			}
+			if len(promised) != 0 && !tt.up {
+				t.Errorf("promised %v, a dead joiner", promised)
+			}
+			if len(promised) != 0 && tt.marks["j"] == 1 && tt.j.Status == joining {
+				t.Errorf("promised %v again", promised)
+			}
+			if got := len(aborted) > 0; got != tt.abort {
+				t.Errorf("aborted %v, want j aborted: %v", aborted, tt.abort)
+			}
+			if got := w.Promised(cluster.Node{ID: "j", Generation: 1}); got != tt.kept {
+				t.Errorf("j@1 promised %v, want %v", got, tt.kept)
+			}
+			if got := FormatMarks(w.Marks()); got != tt.remark {
+				t.Errorf("marks %q, want %q", got, tt.remark)
+			}
+		})
+	}
+}
+
+// TestArbitrateJoinsKeepsPromisesOverARestart: a changer started over the promises its
+// last life saved gossips them again and never aborts their dead joiner; a new promise
+// is saved before it is gossiped, and one that cannot be saved is not gossiped.
+func TestArbitrateJoinsKeepsPromisesOverARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "x", Status: cluster.StatusNormal})
+		for _, n := range []cluster.Node{
+			{ID: "j", DC: "x", Status: cluster.StatusJoining, Generation: 1},
+			{ID: "k", DC: "x", Status: cluster.StatusJoining, Generation: 1},
+		} {
+			if _, err := dir.Upsert(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dir.SetState("j", cluster.StateDown)
+		p := &parts{saved: map[string]uint64{"j": 1}, arbiters: map[string]string{"j": "a", "k": "a"}}
+		c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ArbitrateJoins(t.Context())
+		time.Sleep(DefaultAbortJoinAfter + time.Minute)
+		c.ArbitrateJoins(t.Context())
+		if want := []string{"gossip j@1"}; !slices.Equal(p.log, want) || len(p.removed) != 0 {
+			t.Fatalf("restarted: %q, removed %q; want %q, nothing removed", p.log, p.removed, want)
+		}
+
+		p.saveErr = errors.New("disk full")
+		p.streamed = map[string]string{"k": "1"}
+		c.ArbitrateJoins(t.Context())
+		if len(p.log) != 1 || c.JoinsPromised()["k"] != 0 {
+			t.Fatalf("k promised with its save failing: %q, gossiped %v; want nothing gossiped", p.log, c.JoinsPromised())
+		}
+		p.saveErr = nil
+		c.ArbitrateJoins(t.Context())
+		if want := []string{"gossip j@1", "save j@1,k@1", "gossip j@1,k@1"}; !slices.Equal(p.log, want) {
+			t.Errorf("k promised: %q, want %q", p.log, want)
 		}
 	})
 }

@@ -147,6 +147,17 @@ type Moves interface {
 	Replications() ([]Replication, error)
 }
 
+// Promises keeps the joins this node promised as their arbiter (JoinWatch.Marks) on
+// its disk: a joiner turns normal on a promise, so an arbiter that restarted and forgot
+// it could abort a node that owns its ranges by now. The node's ringstore.Store is one.
+type Promises interface {
+	// SavePromises replaces the saved marks (node id to generation) with marks, synced
+	// before it returns.
+	SavePromises(marks map[string]uint64) error
+	// LoadPromises returns the marks saved last; none when nothing was.
+	LoadPromises() (map[string]uint64, error)
+}
+
 // Parts are what a Changer works through; all are required.
 type Parts struct {
 	Directory Directory
@@ -154,6 +165,7 @@ type Parts struct {
 	Peers     Peers
 	Streamer  Streamer
 	Moves     Moves
+	Promises  Promises
 }
 
 // Stats counts what a node streamed. It holds stream.Stats' counts, with the same JSON
@@ -197,6 +209,9 @@ type Changer struct {
 	// ArbitrateJoins loop and an operator's abort (abortByOperator) decide under it.
 	joinsMu sync.Mutex
 	joins   JoinWatch
+	// savedMarks are the promises last saved (Parts.Promises), gossipedMarks those last
+	// gossiped (KeyJoinPromised), both as FormatMarks writes them; joinsMu guards them.
+	savedMarks, gossipedMarks string
 	// arbiter is the node this one named to decide on its join (JoinArbiter); only
 	// Join's goroutine uses it.
 	arbiter string
@@ -209,7 +224,7 @@ func New(cfg Config, parts Parts) (*Changer, error) {
 		return nil, errors.New("ringchange: the node's id is required")
 	case cfg.GossipInterval <= 0:
 		return nil, errors.New("ringchange: the gossip interval is required")
-	case parts.Directory == nil || parts.Gossip == nil || parts.Peers == nil || parts.Streamer == nil || parts.Moves == nil:
+	case parts.Directory == nil || parts.Gossip == nil || parts.Peers == nil || parts.Streamer == nil || parts.Moves == nil || parts.Promises == nil:
 		return nil, errors.New("ringchange: every part is required")
 	}
 	if cfg.RingDelay <= 0 {
@@ -226,7 +241,14 @@ func New(cfg Config, parts Parts) (*Changer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Changer{cfg: cfg, parts: parts, log: cfg.Logger, askedMembership: make(chan struct{}), gains: map[string]*gainJob{}}
+	// A node that cannot read what it promised refuses to start rather than abort a join
+	// it promised.
+	marks, err := parts.Promises.LoadPromises()
+	if err != nil {
+		return nil, fmt.Errorf("ringchange: load the joins this node promised: %w", err)
+	}
+	c := &Changer{cfg: cfg, parts: parts, log: cfg.Logger, askedMembership: make(chan struct{}), gains: map[string]*gainJob{},
+		joins: NewJoinWatch(marks), savedMarks: FormatMarks(marks)}
 	if !c.firstOfNewCluster() {
 		close(c.askedMembership)
 	}

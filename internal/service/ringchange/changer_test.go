@@ -24,20 +24,32 @@ import (
 type parts struct {
 	// promised is the KeyJoinPromised every member gossips ("" for none).
 	promised string
-	// arbiters is the KeyJoinArbiter each member gossips (none when absent).
+	// arbiters is the KeyJoinArbiter each member gossips (none when absent), streamed
+	// its KeyJoinStreamed.
 	arbiters     map[string]string
+	streamed     map[string]string
 	removed      []string
 	excluded     []string
 	replications []Replication
+	// saved are the promises saved (Promises); saveErr and loadErr, when set, fail each
+	// save and load.
+	saved            map[string]uint64
+	saveErr, loadErr error
+	// log records each save of promises and each gossip of KeyJoinPromised, in order.
+	log []string
 }
 
 func (p *parts) SetRingStatus(cluster.Status, []uint64) {}
-func (p *parts) SetAppState(string, string)             {}
-func (p *parts) MarkRemoving(cluster.Node, bool)        {}
-func (p *parts) MarkRemoved(dead cluster.Node)          { p.removed = append(p.removed, dead.ID) }
-func (p *parts) Generation() uint64                     { return 1 }
+func (p *parts) SetAppState(key, value string) {
+	if key == KeyJoinPromised {
+		p.log = append(p.log, "gossip "+value)
+	}
+}
+func (p *parts) MarkRemoving(cluster.Node, bool) {}
+func (p *parts) MarkRemoved(dead cluster.Node)   { p.removed = append(p.removed, dead.ID) }
+func (p *parts) Generation() uint64              { return 1 }
 func (p *parts) Member(id string) (membership.Member, bool) {
-	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised, KeyJoinArbitration: "1", KeyJoinArbiter: p.arbiters[id]}}, true
+	return membership.Member{ID: id, Generation: 1, AppState: map[string]string{KeyJoinPromised: p.promised, KeyJoinArbitration: "1", KeyJoinArbiter: p.arbiters[id], KeyJoinStreamed: p.streamed[id]}}, true
 }
 func (p *parts) Gainers() ([]string, error)           { return nil, nil }
 func (p *parts) Replications() ([]Replication, error) { return p.replications, nil }
@@ -48,6 +60,16 @@ func (p *parts) StreamGains(context.Context, cluster.Node, []byte) ([]byte, erro
 	return nil, context.DeadlineExceeded
 }
 func (p *parts) WaitingFor() []string { return nil }
+
+func (p *parts) SavePromises(marks map[string]uint64) error {
+	if p.saveErr != nil {
+		return p.saveErr
+	}
+	p.saved = maps.Clone(marks)
+	p.log = append(p.log, "save "+FormatMarks(marks))
+	return nil
+}
+func (p *parts) LoadPromises() (map[string]uint64, error) { return maps.Clone(p.saved), p.loadErr }
 
 func (p *parts) Gain(_ context.Context, exclude string) (Stats, error) {
 	p.excluded = append(p.excluded, exclude)
@@ -69,7 +91,7 @@ func newChanger(t *testing.T, others []cluster.Node, up ...string) (*Changer, *c
 		}
 	}
 	p := &parts{}
-	c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p})
+	c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +274,7 @@ func TestDecommissionRefusedShortOfReplicas(t *testing.T) {
 
 func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 	p := &parts{}
-	all := Parts{Directory: cluster.NewDirectory(cluster.Node{ID: "a"}), Gossip: p, Peers: p, Streamer: p, Moves: p}
+	all := Parts{Directory: cluster.NewDirectory(cluster.Node{ID: "a"}), Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: p}
 	tests := []struct {
 		name  string
 		cfg   Config
@@ -261,6 +283,8 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 		{"no id", Config{GossipInterval: time.Second}, all},
 		{"no gossip interval", Config{ID: "a"}, all},
 		{"no streamer", Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: all.Directory, Gossip: p, Peers: p, Moves: p}},
+		{"no store of promises", Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: all.Directory, Gossip: p, Peers: p, Streamer: p, Moves: p}},
+		{"promises that cannot be read", Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: all.Directory, Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: &parts{loadErr: errors.New("disk error")}}},
 		{"a join aborted after less than six ring delays", Config{ID: "a", GossipInterval: time.Second, AbortJoinAfter: 29 * time.Second}, all},
 		{"a negative abort-join-after", Config{ID: "a", GossipInterval: time.Second, AbortJoinAfter: -time.Minute}, all},
 	}
@@ -306,7 +330,7 @@ func TestGainsAreSharedByTheRequestsForAMove(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "x", Status: cluster.StatusNormal})
 		s := &blockingStreamer{release: make(chan struct{}), ended: make(chan error, 1)}
-		c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: s, Peers: s, Streamer: s, Moves: s})
+		c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: s, Peers: s, Streamer: s, Moves: s, Promises: s})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func TestJoinOfAReplacement(t *testing.T) {
 				var log lockedBuffer
 				p := &parts{promised: "r@1"} // its arbiter, a, promises its join
 				c, err := New(Config{ID: "r", Replace: "x", Fresh: true, Seeded: true, GossipInterval: time.Second,
-					Logger: slog.New(slog.NewTextHandler(&log, nil))}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p})
+					Logger: slog.New(slog.NewTextHandler(&log, nil))}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: p})
 				if err != nil {
 					t.Fatal(err)
 				}

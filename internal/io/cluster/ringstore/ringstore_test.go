@@ -2,6 +2,7 @@ package ringstore
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -198,5 +199,44 @@ func TestReopenRefusesAnotherDC(t *testing.T) {
 		case !tt.refused && (again.Self().DC != "dc1" || !slices.Equal(again.Self().Tokens, []uint64{1, 2})):
 			t.Errorf("reopened in %s: self %+v, want dc1 with tokens 1, 2", tt.dc, again.Self())
 		}
+	}
+}
+
+// TestPromisesSurviveAReopen: the joins saved as promised read back as the last save
+// left them, from a new store over the same engine too, apart from the ring's entries;
+// a store that saved none reads none.
+func TestPromisesSurviveAReopen(t *testing.T) {
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	s := New(engine)
+	if got, err := s.LoadPromises(); err != nil || len(got) != 0 {
+		t.Fatalf("nothing saved: %v, %v; want none", got, err)
+	}
+	if err := s.SaveNode(cluster.Node{ID: "a", DC: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	saves := []map[string]uint64{{"j": 3}, {"j": 3, "k": 1}, {"k": 1}, {}, {"l": 9}}
+	for _, marks := range saves {
+		if err := s.SavePromises(marks); err != nil {
+			t.Fatal(err)
+		}
+		for _, from := range []*Store{s, New(engine)} {
+			if got, err := from.LoadPromises(); err != nil || !maps.Equal(got, marks) {
+				t.Fatalf("after saving %v: loaded %v, %v", marks, got, err)
+			}
+		}
+	}
+	again := New(engine)
+	if err := again.SavePromises(map[string]uint64{"m": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LoadPromises(); err != nil || !maps.Equal(got, map[string]uint64{"m": 2}) {
+		t.Errorf("a new store's save after a reopen: loaded %v, %v; want m@2", got, err)
+	}
+	if nodes, err := s.Nodes(); err != nil || len(nodes) != 1 || nodes[0].ID != "a" {
+		t.Errorf("ring entries beside the promises: %+v, %v; want a alone", nodes, err)
 	}
 }

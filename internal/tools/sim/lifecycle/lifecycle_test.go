@@ -148,6 +148,23 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		}
 		s.c.Run(dur)
 		return "ok", nil
+	case "run-until-promised":
+		// Lets time pass in steps of a millisecond until node gossips its promise of id's
+		// join, for the command timeout at most: the script's next command runs at that
+		// instant, before the joiner can have heard of the promise.
+		for {
+			run, err := s.c.Running(id)
+			if err != nil {
+				return "", err
+			}
+			if _, ok := run.JoinsPromised()[arg("id")]; ok {
+				return "promised", nil
+			}
+			if ctx.Err() != nil {
+				return "not promised", nil
+			}
+			s.c.Run(time.Millisecond)
+		}
 	case "views":
 		var out []string
 		for _, other := range s.c.Nodes() {
