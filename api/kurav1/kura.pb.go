@@ -1078,7 +1078,67 @@ func (x *RebalanceRequest) GetSplits() uint32 {
 	return 0
 }
 
-// RebalanceProgress is one step of a rebalance.
+type AlterKeyspaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keyspace      string                 `protobuf:"bytes,1,opt,name=keyspace,proto3" json:"keyspace,omitempty"`
+	Replication   string                 `protobuf:"bytes,2,opt,name=replication,proto3" json:"replication,omitempty"` // "dc1=3,dc2=1"; a DC given 0, or left out, loses its copies
+	Settle        bool                   `protobuf:"varint,3,opt,name=settle,proto3" json:"settle,omitempty"`          // instead: end a move cut short on its current placement
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterKeyspaceRequest) Reset() {
+	*x = AlterKeyspaceRequest{}
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterKeyspaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterKeyspaceRequest) ProtoMessage() {}
+
+func (x *AlterKeyspaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterKeyspaceRequest.ProtoReflect.Descriptor instead.
+func (*AlterKeyspaceRequest) Descriptor() ([]byte, []int) {
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AlterKeyspaceRequest) GetKeyspace() string {
+	if x != nil {
+		return x.Keyspace
+	}
+	return ""
+}
+
+func (x *AlterKeyspaceRequest) GetReplication() string {
+	if x != nil {
+		return x.Replication
+	}
+	return ""
+}
+
+func (x *AlterKeyspaceRequest) GetSettle() bool {
+	if x != nil {
+		return x.Settle
+	}
+	return false
+}
+
+// RebalanceProgress is one step of a rebalance or a change of replication.
 type RebalanceProgress struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Step          string                 `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`     // what was done, for people
@@ -1090,7 +1150,7 @@ type RebalanceProgress struct {
 
 func (x *RebalanceProgress) Reset() {
 	*x = RebalanceProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1162,7 @@ func (x *RebalanceProgress) String() string {
 func (*RebalanceProgress) ProtoMessage() {}
 
 func (x *RebalanceProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[17]
+	mi := &file_api_kurav1_kura_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1175,7 @@ func (x *RebalanceProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceProgress.ProtoReflect.Descriptor instead.
 func (*RebalanceProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{17}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RebalanceProgress) GetStep() string {
@@ -1150,7 +1210,7 @@ type NodeRows struct {
 
 func (x *NodeRows) Reset() {
 	*x = NodeRows{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1222,7 @@ func (x *NodeRows) String() string {
 func (*NodeRows) ProtoMessage() {}
 
 func (x *NodeRows) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[18]
+	mi := &file_api_kurav1_kura_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1235,7 @@ func (x *NodeRows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRows.ProtoReflect.Descriptor instead.
 func (*NodeRows) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{18}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeRows) GetNode() string {
@@ -1202,7 +1262,7 @@ type SetPowerRequest struct {
 
 func (x *SetPowerRequest) Reset() {
 	*x = SetPowerRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1274,7 @@ func (x *SetPowerRequest) String() string {
 func (*SetPowerRequest) ProtoMessage() {}
 
 func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[19]
+	mi := &file_api_kurav1_kura_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1287,7 @@ func (x *SetPowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerRequest.ProtoReflect.Descriptor instead.
 func (*SetPowerRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{19}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetPowerRequest) GetNodeId() string {
@@ -1253,7 +1313,7 @@ type SetPowerResponse struct {
 
 func (x *SetPowerResponse) Reset() {
 	*x = SetPowerResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1325,7 @@ func (x *SetPowerResponse) String() string {
 func (*SetPowerResponse) ProtoMessage() {}
 
 func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[20]
+	mi := &file_api_kurav1_kura_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1338,7 @@ func (x *SetPowerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerResponse.ProtoReflect.Descriptor instead.
 func (*SetPowerResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{20}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetPowerResponse) GetPower() string {
@@ -1307,7 +1367,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1379,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[21]
+	mi := &file_api_kurav1_kura_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1392,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{21}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PutRequest) GetKeyspace() string {
@@ -1386,7 +1446,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1458,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[22]
+	mi := &file_api_kurav1_kura_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1471,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{22}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutResponse) GetTimestamp() uint64 {
@@ -1432,7 +1492,7 @@ type PutManyRequest struct {
 
 func (x *PutManyRequest) Reset() {
 	*x = PutManyRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1504,7 @@ func (x *PutManyRequest) String() string {
 func (*PutManyRequest) ProtoMessage() {}
 
 func (x *PutManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[23]
+	mi := &file_api_kurav1_kura_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1517,7 @@ func (x *PutManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyRequest.ProtoReflect.Descriptor instead.
 func (*PutManyRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{23}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutManyRequest) GetKeyspace() string {
@@ -1495,7 +1555,7 @@ type PutManyItem struct {
 
 func (x *PutManyItem) Reset() {
 	*x = PutManyItem{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1567,7 @@ func (x *PutManyItem) String() string {
 func (*PutManyItem) ProtoMessage() {}
 
 func (x *PutManyItem) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[24]
+	mi := &file_api_kurav1_kura_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1580,7 @@ func (x *PutManyItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyItem.ProtoReflect.Descriptor instead.
 func (*PutManyItem) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{24}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutManyItem) GetKey() []byte {
@@ -1560,7 +1620,7 @@ type PutManyResponse struct {
 
 func (x *PutManyResponse) Reset() {
 	*x = PutManyResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1632,7 @@ func (x *PutManyResponse) String() string {
 func (*PutManyResponse) ProtoMessage() {}
 
 func (x *PutManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[25]
+	mi := &file_api_kurav1_kura_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1645,7 @@ func (x *PutManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyResponse.ProtoReflect.Descriptor instead.
 func (*PutManyResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{25}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PutManyResponse) GetResults() []*PutManyResult {
@@ -1609,7 +1669,7 @@ type PutManyResult struct {
 
 func (x *PutManyResult) Reset() {
 	*x = PutManyResult{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1681,7 @@ func (x *PutManyResult) String() string {
 func (*PutManyResult) ProtoMessage() {}
 
 func (x *PutManyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[26]
+	mi := &file_api_kurav1_kura_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1694,7 @@ func (x *PutManyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutManyResult.ProtoReflect.Descriptor instead.
 func (*PutManyResult) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{26}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PutManyResult) GetResponse() *PutResponse {
@@ -1669,7 +1729,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1741,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[27]
+	mi := &file_api_kurav1_kura_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1754,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{27}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetRequest) GetKeyspace() string {
@@ -1730,7 +1790,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1802,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[28]
+	mi := &file_api_kurav1_kura_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1815,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{28}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -1797,7 +1857,7 @@ type GetManyRequest struct {
 
 func (x *GetManyRequest) Reset() {
 	*x = GetManyRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1869,7 @@ func (x *GetManyRequest) String() string {
 func (*GetManyRequest) ProtoMessage() {}
 
 func (x *GetManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[29]
+	mi := &file_api_kurav1_kura_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1882,7 @@ func (x *GetManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyRequest.ProtoReflect.Descriptor instead.
 func (*GetManyRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{29}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetManyRequest) GetKeyspace() string {
@@ -1855,7 +1915,7 @@ type GetManyResponse struct {
 
 func (x *GetManyResponse) Reset() {
 	*x = GetManyResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1927,7 @@ func (x *GetManyResponse) String() string {
 func (*GetManyResponse) ProtoMessage() {}
 
 func (x *GetManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[30]
+	mi := &file_api_kurav1_kura_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1940,7 @@ func (x *GetManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyResponse.ProtoReflect.Descriptor instead.
 func (*GetManyResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{30}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetManyResponse) GetResults() []*GetManyResult {
@@ -1903,7 +1963,7 @@ type GetManyResult struct {
 
 func (x *GetManyResult) Reset() {
 	*x = GetManyResult{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +1975,7 @@ func (x *GetManyResult) String() string {
 func (*GetManyResult) ProtoMessage() {}
 
 func (x *GetManyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[31]
+	mi := &file_api_kurav1_kura_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +1988,7 @@ func (x *GetManyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetManyResult.ProtoReflect.Descriptor instead.
 func (*GetManyResult) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{31}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetManyResult) GetResponse() *GetResponse {
@@ -1963,7 +2023,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2035,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[32]
+	mi := &file_api_kurav1_kura_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2048,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{32}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeleteRequest) GetKeyspace() string {
@@ -2021,7 +2081,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2093,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[33]
+	mi := &file_api_kurav1_kura_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2106,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{33}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteResponse) GetTimestamp() uint64 {
@@ -2080,7 +2140,7 @@ type CompareAndSetRequest struct {
 
 func (x *CompareAndSetRequest) Reset() {
 	*x = CompareAndSetRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2152,7 @@ func (x *CompareAndSetRequest) String() string {
 func (*CompareAndSetRequest) ProtoMessage() {}
 
 func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[34]
+	mi := &file_api_kurav1_kura_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2165,7 @@ func (x *CompareAndSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetRequest.ProtoReflect.Descriptor instead.
 func (*CompareAndSetRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{34}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompareAndSetRequest) GetKeyspace() string {
@@ -2237,7 +2297,7 @@ type CompareAndSetPut struct {
 
 func (x *CompareAndSetPut) Reset() {
 	*x = CompareAndSetPut{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2309,7 @@ func (x *CompareAndSetPut) String() string {
 func (*CompareAndSetPut) ProtoMessage() {}
 
 func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[35]
+	mi := &file_api_kurav1_kura_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2322,7 @@ func (x *CompareAndSetPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetPut.ProtoReflect.Descriptor instead.
 func (*CompareAndSetPut) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{35}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CompareAndSetPut) GetValue() []byte {
@@ -2296,7 +2356,7 @@ type CompareAndSetResponse struct {
 
 func (x *CompareAndSetResponse) Reset() {
 	*x = CompareAndSetResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2368,7 @@ func (x *CompareAndSetResponse) String() string {
 func (*CompareAndSetResponse) ProtoMessage() {}
 
 func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[36]
+	mi := &file_api_kurav1_kura_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2381,7 @@ func (x *CompareAndSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSetResponse.ProtoReflect.Descriptor instead.
 func (*CompareAndSetResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{36}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CompareAndSetResponse) GetApplied() bool {
@@ -2379,7 +2439,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2451,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[37]
+	mi := &file_api_kurav1_kura_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2464,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{37}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ScanRequest) GetKeyspace() string {
@@ -2453,7 +2513,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2525,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[38]
+	mi := &file_api_kurav1_kura_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2538,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{38}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -2511,7 +2571,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2583,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[39]
+	mi := &file_api_kurav1_kura_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2596,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{39}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ScanResponse) GetItems() []*KeyValue {
@@ -2565,14 +2625,20 @@ type Keyspace struct {
 	// "partition", one per hash tag, so that MULTI/EXEC over keys of one tag is one
 	// transaction (docs/lwt.md). Fixed at creation; "partition" needs the grouped
 	// partitioner and every node of a build that reads it.
-	Transactions  string `protobuf:"bytes,8,opt,name=transactions,proto3" json:"transactions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Transactions string `protobuf:"bytes,8,opt,name=transactions,proto3" json:"transactions,omitempty"`
+	// While moving, the replication the keyspace moves to (kura keyspace alter): writes
+	// also go to the replicas it adds, until the definition switches. Empty: the move keeps
+	// the replication (a rebalance). A build before it ignores the field and refuses the
+	// move of a keyspace that is not ordered; kura keyspace alter needs every node on a
+	// build that reads it.
+	NextReplication string `protobuf:"bytes,9,opt,name=next_replication,json=nextReplication,proto3" json:"next_replication,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2584,7 +2650,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[40]
+	mi := &file_api_kurav1_kura_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2597,7 +2663,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{40}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Keyspace) GetName() string {
@@ -2656,6 +2722,13 @@ func (x *Keyspace) GetTransactions() string {
 	return ""
 }
 
+func (x *Keyspace) GetNextReplication() string {
+	if x != nil {
+		return x.NextReplication
+	}
+	return ""
+}
+
 // Erasure makes a keyspace erasure-coded (LDR): each value is stored as m chunks, any k of
 // which rebuild it, each chunk once (replication is then "simple=1").
 type Erasure struct {
@@ -2668,7 +2741,7 @@ type Erasure struct {
 
 func (x *Erasure) Reset() {
 	*x = Erasure{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2753,7 @@ func (x *Erasure) String() string {
 func (*Erasure) ProtoMessage() {}
 
 func (x *Erasure) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[41]
+	mi := &file_api_kurav1_kura_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2766,7 @@ func (x *Erasure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Erasure.ProtoReflect.Descriptor instead.
 func (*Erasure) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{41}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Erasure) GetM() uint32 {
@@ -2719,7 +2792,7 @@ type CreateKeyspaceRequest struct {
 
 func (x *CreateKeyspaceRequest) Reset() {
 	*x = CreateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2731,7 +2804,7 @@ func (x *CreateKeyspaceRequest) String() string {
 func (*CreateKeyspaceRequest) ProtoMessage() {}
 
 func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[42]
+	mi := &file_api_kurav1_kura_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2744,7 +2817,7 @@ func (x *CreateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{42}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateKeyspaceRequest) GetKeyspace() *Keyspace {
@@ -2762,7 +2835,7 @@ type CreateKeyspaceResponse struct {
 
 func (x *CreateKeyspaceResponse) Reset() {
 	*x = CreateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +2847,7 @@ func (x *CreateKeyspaceResponse) String() string {
 func (*CreateKeyspaceResponse) ProtoMessage() {}
 
 func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[43]
+	mi := &file_api_kurav1_kura_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +2860,7 @@ func (x *CreateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{43}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
 }
 
 type TruncateKeyspaceRequest struct {
@@ -2799,7 +2872,7 @@ type TruncateKeyspaceRequest struct {
 
 func (x *TruncateKeyspaceRequest) Reset() {
 	*x = TruncateKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +2884,7 @@ func (x *TruncateKeyspaceRequest) String() string {
 func (*TruncateKeyspaceRequest) ProtoMessage() {}
 
 func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[44]
+	mi := &file_api_kurav1_kura_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +2897,7 @@ func (x *TruncateKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{44}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TruncateKeyspaceRequest) GetName() string {
@@ -2843,7 +2916,7 @@ type TruncateKeyspaceResponse struct {
 
 func (x *TruncateKeyspaceResponse) Reset() {
 	*x = TruncateKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +2928,7 @@ func (x *TruncateKeyspaceResponse) String() string {
 func (*TruncateKeyspaceResponse) ProtoMessage() {}
 
 func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[45]
+	mi := &file_api_kurav1_kura_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +2941,7 @@ func (x *TruncateKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*TruncateKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{45}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TruncateKeyspaceResponse) GetTruncatedAt() uint64 {
@@ -2887,7 +2960,7 @@ type DropKeyspaceRequest struct {
 
 func (x *DropKeyspaceRequest) Reset() {
 	*x = DropKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +2972,7 @@ func (x *DropKeyspaceRequest) String() string {
 func (*DropKeyspaceRequest) ProtoMessage() {}
 
 func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[46]
+	mi := &file_api_kurav1_kura_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +2985,7 @@ func (x *DropKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{46}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DropKeyspaceRequest) GetName() string {
@@ -2931,7 +3004,7 @@ type DropKeyspaceResponse struct {
 
 func (x *DropKeyspaceResponse) Reset() {
 	*x = DropKeyspaceResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2943,7 +3016,7 @@ func (x *DropKeyspaceResponse) String() string {
 func (*DropKeyspaceResponse) ProtoMessage() {}
 
 func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[47]
+	mi := &file_api_kurav1_kura_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2956,7 +3029,7 @@ func (x *DropKeyspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropKeyspaceResponse.ProtoReflect.Descriptor instead.
 func (*DropKeyspaceResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{47}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DropKeyspaceResponse) GetDroppedAt() uint64 {
@@ -2974,7 +3047,7 @@ type ListKeyspacesRequest struct {
 
 func (x *ListKeyspacesRequest) Reset() {
 	*x = ListKeyspacesRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[48]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3059,7 @@ func (x *ListKeyspacesRequest) String() string {
 func (*ListKeyspacesRequest) ProtoMessage() {}
 
 func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[48]
+	mi := &file_api_kurav1_kura_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3072,7 @@ func (x *ListKeyspacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesRequest.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{48}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
 }
 
 type ListKeyspacesResponse struct {
@@ -3011,7 +3084,7 @@ type ListKeyspacesResponse struct {
 
 func (x *ListKeyspacesResponse) Reset() {
 	*x = ListKeyspacesResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[49]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3096,7 @@ func (x *ListKeyspacesResponse) String() string {
 func (*ListKeyspacesResponse) ProtoMessage() {}
 
 func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[49]
+	mi := &file_api_kurav1_kura_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3109,7 @@ func (x *ListKeyspacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeyspacesResponse.ProtoReflect.Descriptor instead.
 func (*ListKeyspacesResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{49}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListKeyspacesResponse) GetKeyspaces() []*Keyspace {
@@ -3055,7 +3128,7 @@ type DescribeKeyspaceRequest struct {
 
 func (x *DescribeKeyspaceRequest) Reset() {
 	*x = DescribeKeyspaceRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[50]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3140,7 @@ func (x *DescribeKeyspaceRequest) String() string {
 func (*DescribeKeyspaceRequest) ProtoMessage() {}
 
 func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[50]
+	mi := &file_api_kurav1_kura_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3153,7 @@ func (x *DescribeKeyspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeKeyspaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeKeyspaceRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{50}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DescribeKeyspaceRequest) GetName() string {
@@ -3098,7 +3171,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[51]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3183,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[51]
+	mi := &file_api_kurav1_kura_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3196,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{51}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
 }
 
 type NodeStatus struct {
@@ -3155,7 +3228,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[52]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3240,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[52]
+	mi := &file_api_kurav1_kura_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3253,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{52}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -3344,7 +3417,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[53]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3356,7 +3429,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[53]
+	mi := &file_api_kurav1_kura_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3369,7 +3442,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{53}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ClusterStatusResponse) GetSelf() string {
@@ -3429,7 +3502,7 @@ type Membership struct {
 
 func (x *Membership) Reset() {
 	*x = Membership{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[54]
+	mi := &file_api_kurav1_kura_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3441,7 +3514,7 @@ func (x *Membership) String() string {
 func (*Membership) ProtoMessage() {}
 
 func (x *Membership) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[54]
+	mi := &file_api_kurav1_kura_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3454,7 +3527,7 @@ func (x *Membership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Membership.ProtoReflect.Descriptor instead.
 func (*Membership) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{54}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Membership) GetProtocol() string {
@@ -3504,7 +3577,7 @@ type SeedStatus struct {
 
 func (x *SeedStatus) Reset() {
 	*x = SeedStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[55]
+	mi := &file_api_kurav1_kura_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3589,7 @@ func (x *SeedStatus) String() string {
 func (*SeedStatus) ProtoMessage() {}
 
 func (x *SeedStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[55]
+	mi := &file_api_kurav1_kura_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3602,7 @@ func (x *SeedStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeedStatus.ProtoReflect.Descriptor instead.
 func (*SeedStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{55}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SeedStatus) GetAddr() string {
@@ -3561,7 +3634,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[56]
+	mi := &file_api_kurav1_kura_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3573,7 +3646,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[56]
+	mi := &file_api_kurav1_kura_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3586,7 +3659,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{56}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{57}
 }
 
 // NodeInfo is one node's own account of itself.
@@ -3617,7 +3690,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[57]
+	mi := &file_api_kurav1_kura_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3702,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[57]
+	mi := &file_api_kurav1_kura_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3715,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{57}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -3787,7 +3860,7 @@ type RingRequest struct {
 
 func (x *RingRequest) Reset() {
 	*x = RingRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[58]
+	mi := &file_api_kurav1_kura_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3799,7 +3872,7 @@ func (x *RingRequest) String() string {
 func (*RingRequest) ProtoMessage() {}
 
 func (x *RingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[58]
+	mi := &file_api_kurav1_kura_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3812,7 +3885,7 @@ func (x *RingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingRequest.ProtoReflect.Descriptor instead.
 func (*RingRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{58}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RingRequest) GetKeyspace() string {
@@ -3834,7 +3907,7 @@ type RingResponse struct {
 
 func (x *RingResponse) Reset() {
 	*x = RingResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[59]
+	mi := &file_api_kurav1_kura_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3919,7 @@ func (x *RingResponse) String() string {
 func (*RingResponse) ProtoMessage() {}
 
 func (x *RingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[59]
+	mi := &file_api_kurav1_kura_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3932,7 @@ func (x *RingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingResponse.ProtoReflect.Descriptor instead.
 func (*RingResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{59}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RingResponse) GetSelf() string {
@@ -3905,7 +3978,7 @@ type RingNode struct {
 
 func (x *RingNode) Reset() {
 	*x = RingNode{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[60]
+	mi := &file_api_kurav1_kura_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3917,7 +3990,7 @@ func (x *RingNode) String() string {
 func (*RingNode) ProtoMessage() {}
 
 func (x *RingNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[60]
+	mi := &file_api_kurav1_kura_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3930,7 +4003,7 @@ func (x *RingNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RingNode.ProtoReflect.Descriptor instead.
 func (*RingNode) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{60}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RingNode) GetId() string {
@@ -3990,7 +4063,7 @@ type ClockStatus struct {
 
 func (x *ClockStatus) Reset() {
 	*x = ClockStatus{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[61]
+	mi := &file_api_kurav1_kura_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4002,7 +4075,7 @@ func (x *ClockStatus) String() string {
 func (*ClockStatus) ProtoMessage() {}
 
 func (x *ClockStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[61]
+	mi := &file_api_kurav1_kura_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4015,7 +4088,7 @@ func (x *ClockStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockStatus.ProtoReflect.Descriptor instead.
 func (*ClockStatus) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{61}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ClockStatus) GetOffsetMs() int64 {
@@ -4074,7 +4147,7 @@ type StreamProgress struct {
 
 func (x *StreamProgress) Reset() {
 	*x = StreamProgress{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[62]
+	mi := &file_api_kurav1_kura_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4159,7 @@ func (x *StreamProgress) String() string {
 func (*StreamProgress) ProtoMessage() {}
 
 func (x *StreamProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[62]
+	mi := &file_api_kurav1_kura_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4172,7 @@ func (x *StreamProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamProgress.ProtoReflect.Descriptor instead.
 func (*StreamProgress) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{62}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *StreamProgress) GetRangesTotal() int64 {
@@ -4148,7 +4221,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[63]
+	mi := &file_api_kurav1_kura_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4160,7 +4233,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[63]
+	mi := &file_api_kurav1_kura_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4173,7 +4246,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{63}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DecommissionRequest) GetForce() bool {
@@ -4195,7 +4268,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[64]
+	mi := &file_api_kurav1_kura_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4280,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[64]
+	mi := &file_api_kurav1_kura_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4293,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{64}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RemoveNodeRequest) GetId() string {
@@ -4252,7 +4325,7 @@ type MoveResponse struct {
 
 func (x *MoveResponse) Reset() {
 	*x = MoveResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[65]
+	mi := &file_api_kurav1_kura_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4264,7 +4337,7 @@ func (x *MoveResponse) String() string {
 func (*MoveResponse) ProtoMessage() {}
 
 func (x *MoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[65]
+	mi := &file_api_kurav1_kura_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4277,7 +4350,7 @@ func (x *MoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
 func (*MoveResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{65}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MoveResponse) GetGainers() []string {
@@ -4331,7 +4404,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[66]
+	mi := &file_api_kurav1_kura_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4343,7 +4416,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[66]
+	mi := &file_api_kurav1_kura_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4356,7 +4429,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{66}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CleanupRequest) GetKeyspace() string {
@@ -4376,7 +4449,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[67]
+	mi := &file_api_kurav1_kura_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4388,7 +4461,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[67]
+	mi := &file_api_kurav1_kura_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4401,7 +4474,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{67}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CleanupResponse) GetRecordsRemoved() int64 {
@@ -4428,7 +4501,7 @@ type RepairRequest struct {
 
 func (x *RepairRequest) Reset() {
 	*x = RepairRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[68]
+	mi := &file_api_kurav1_kura_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4440,7 +4513,7 @@ func (x *RepairRequest) String() string {
 func (*RepairRequest) ProtoMessage() {}
 
 func (x *RepairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[68]
+	mi := &file_api_kurav1_kura_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4453,7 +4526,7 @@ func (x *RepairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairRequest.ProtoReflect.Descriptor instead.
 func (*RepairRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{68}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RepairRequest) GetKeyspace() string {
@@ -4495,7 +4568,7 @@ type RepairResponse struct {
 
 func (x *RepairResponse) Reset() {
 	*x = RepairResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[69]
+	mi := &file_api_kurav1_kura_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4507,7 +4580,7 @@ func (x *RepairResponse) String() string {
 func (*RepairResponse) ProtoMessage() {}
 
 func (x *RepairResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[69]
+	mi := &file_api_kurav1_kura_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4520,7 +4593,7 @@ func (x *RepairResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairResponse.ProtoReflect.Descriptor instead.
 func (*RepairResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{69}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RepairResponse) GetNode() string {
@@ -4643,7 +4716,7 @@ type Faults struct {
 
 func (x *Faults) Reset() {
 	*x = Faults{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[70]
+	mi := &file_api_kurav1_kura_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4655,7 +4728,7 @@ func (x *Faults) String() string {
 func (*Faults) ProtoMessage() {}
 
 func (x *Faults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[70]
+	mi := &file_api_kurav1_kura_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4668,7 +4741,7 @@ func (x *Faults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Faults.ProtoReflect.Descriptor instead.
 func (*Faults) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{70}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Faults) GetPartitioned() []string {
@@ -4704,7 +4777,7 @@ type LinkFault struct {
 
 func (x *LinkFault) Reset() {
 	*x = LinkFault{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[71]
+	mi := &file_api_kurav1_kura_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4716,7 +4789,7 @@ func (x *LinkFault) String() string {
 func (*LinkFault) ProtoMessage() {}
 
 func (x *LinkFault) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[71]
+	mi := &file_api_kurav1_kura_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4729,7 +4802,7 @@ func (x *LinkFault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkFault.ProtoReflect.Descriptor instead.
 func (*LinkFault) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{71}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *LinkFault) GetTarget() string {
@@ -4761,7 +4834,7 @@ type GetFaultsRequest struct {
 
 func (x *GetFaultsRequest) Reset() {
 	*x = GetFaultsRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[72]
+	mi := &file_api_kurav1_kura_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4773,7 +4846,7 @@ func (x *GetFaultsRequest) String() string {
 func (*GetFaultsRequest) ProtoMessage() {}
 
 func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[72]
+	mi := &file_api_kurav1_kura_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4786,7 +4859,7 @@ func (x *GetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{72}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{73}
 }
 
 type LocalScanRequest struct {
@@ -4801,7 +4874,7 @@ type LocalScanRequest struct {
 
 func (x *LocalScanRequest) Reset() {
 	*x = LocalScanRequest{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[73]
+	mi := &file_api_kurav1_kura_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4813,7 +4886,7 @@ func (x *LocalScanRequest) String() string {
 func (*LocalScanRequest) ProtoMessage() {}
 
 func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[73]
+	mi := &file_api_kurav1_kura_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4826,7 +4899,7 @@ func (x *LocalScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanRequest.ProtoReflect.Descriptor instead.
 func (*LocalScanRequest) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{73}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *LocalScanRequest) GetKeyspace() string {
@@ -4876,7 +4949,7 @@ type LocalVersion struct {
 
 func (x *LocalVersion) Reset() {
 	*x = LocalVersion{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[74]
+	mi := &file_api_kurav1_kura_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4888,7 +4961,7 @@ func (x *LocalVersion) String() string {
 func (*LocalVersion) ProtoMessage() {}
 
 func (x *LocalVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[74]
+	mi := &file_api_kurav1_kura_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4901,7 +4974,7 @@ func (x *LocalVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVersion.ProtoReflect.Descriptor instead.
 func (*LocalVersion) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{74}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LocalVersion) GetKey() []byte {
@@ -4964,7 +5037,7 @@ type LocalScanResponse struct {
 
 func (x *LocalScanResponse) Reset() {
 	*x = LocalScanResponse{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[75]
+	mi := &file_api_kurav1_kura_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4976,7 +5049,7 @@ func (x *LocalScanResponse) String() string {
 func (*LocalScanResponse) ProtoMessage() {}
 
 func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[75]
+	mi := &file_api_kurav1_kura_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4989,7 +5062,7 @@ func (x *LocalScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalScanResponse.ProtoReflect.Descriptor instead.
 func (*LocalScanResponse) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{75}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *LocalScanResponse) GetNode() string {
@@ -5030,7 +5103,7 @@ type Redirect struct {
 
 func (x *Redirect) Reset() {
 	*x = Redirect{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[76]
+	mi := &file_api_kurav1_kura_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5042,7 +5115,7 @@ func (x *Redirect) String() string {
 func (*Redirect) ProtoMessage() {}
 
 func (x *Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[76]
+	mi := &file_api_kurav1_kura_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5055,7 +5128,7 @@ func (x *Redirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
 func (*Redirect) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{76}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Redirect) GetNodeId() string {
@@ -5092,7 +5165,7 @@ type RedirectTarget struct {
 
 func (x *RedirectTarget) Reset() {
 	*x = RedirectTarget{}
-	mi := &file_api_kurav1_kura_proto_msgTypes[77]
+	mi := &file_api_kurav1_kura_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5104,7 +5177,7 @@ func (x *RedirectTarget) String() string {
 func (*RedirectTarget) ProtoMessage() {}
 
 func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_api_kurav1_kura_proto_msgTypes[77]
+	mi := &file_api_kurav1_kura_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5117,7 +5190,7 @@ func (x *RedirectTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedirectTarget.ProtoReflect.Descriptor instead.
 func (*RedirectTarget) Descriptor() ([]byte, []int) {
-	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{77}
+	return file_api_kurav1_kura_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RedirectTarget) GetId() string {
@@ -5217,7 +5290,11 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"kept_newer\x18\x03 \x01(\x03R\tkeptNewer\"F\n" +
 	"\x10RebalanceRequest\x12\x1a\n" +
 	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12\x16\n" +
-	"\x06splits\x18\x02 \x01(\rR\x06splits\"{\n" +
+	"\x06splits\x18\x02 \x01(\rR\x06splits\"l\n" +
+	"\x14AlterKeyspaceRequest\x12\x1a\n" +
+	"\bkeyspace\x18\x01 \x01(\tR\bkeyspace\x12 \n" +
+	"\vreplication\x18\x02 \x01(\tR\vreplication\x12\x16\n" +
+	"\x06settle\x18\x03 \x01(\bR\x06settle\"{\n" +
 	"\x11RebalanceProgress\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\tR\x04step\x12)\n" +
 	"\x06before\x18\x02 \x03(\v2\x11.kura.v1.NodeRowsR\x06before\x12'\n" +
@@ -5315,7 +5392,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\"7\n" +
 	"\fScanResponse\x12'\n" +
-	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\x83\x02\n" +
+	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\xae\x02\n" +
 	"\bKeyspace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vreplication\x18\x02 \x01(\tR\vreplication\x12 \n" +
@@ -5325,7 +5402,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x06moving\x18\x06 \x01(\bR\x06moving\x12\x1f\n" +
 	"\vnext_splits\x18\a \x03(\fR\n" +
 	"nextSplits\x12\"\n" +
-	"\ftransactions\x18\b \x01(\tR\ftransactions\"%\n" +
+	"\ftransactions\x18\b \x01(\tR\ftransactions\x12)\n" +
+	"\x10next_replication\x18\t \x01(\tR\x0fnextReplication\"%\n" +
 	"\aErasure\x12\f\n" +
 	"\x01m\x18\x01 \x01(\rR\x01m\x12\f\n" +
 	"\x01k\x18\x02 \x01(\rR\x01k\"F\n" +
@@ -5551,7 +5629,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\aPutMany\x12\x17.kura.v1.PutManyRequest\x1a\x18.kura.v1.PutManyResponse\x129\n" +
 	"\x06Delete\x12\x16.kura.v1.DeleteRequest\x1a\x17.kura.v1.DeleteResponse\x123\n" +
 	"\x04Scan\x12\x14.kura.v1.ScanRequest\x1a\x15.kura.v1.ScanResponse\x12N\n" +
-	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\x9a\r\n" +
+	"\rCompareAndSet\x12\x1d.kura.v1.CompareAndSetRequest\x1a\x1e.kura.v1.CompareAndSetResponse2\xe8\r\n" +
 	"\x05Admin\x12Q\n" +
 	"\x0eCreateKeyspace\x12\x1e.kura.v1.CreateKeyspaceRequest\x1a\x1f.kura.v1.CreateKeyspaceResponse\x12N\n" +
 	"\rListKeyspaces\x12\x1d.kura.v1.ListKeyspacesRequest\x1a\x1e.kura.v1.ListKeyspacesResponse\x12G\n" +
@@ -5570,7 +5648,8 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\tGetFaults\x12\x19.kura.v1.GetFaultsRequest\x1a\x0f.kura.v1.Faults\x12B\n" +
 	"\tLocalScan\x12\x19.kura.v1.LocalScanRequest\x1a\x1a.kura.v1.LocalScanResponse\x12?\n" +
 	"\bSetPower\x12\x18.kura.v1.SetPowerRequest\x1a\x19.kura.v1.SetPowerResponse\x12D\n" +
-	"\tRebalance\x12\x19.kura.v1.RebalanceRequest\x1a\x1a.kura.v1.RebalanceProgress0\x01\x12C\n" +
+	"\tRebalance\x12\x19.kura.v1.RebalanceRequest\x1a\x1a.kura.v1.RebalanceProgress0\x01\x12L\n" +
+	"\rAlterKeyspace\x12\x1d.kura.v1.AlterKeyspaceRequest\x1a\x1a.kura.v1.RebalanceProgress0\x01\x12C\n" +
 	"\x0eCreateSnapshot\x12\x1e.kura.v1.CreateSnapshotRequest\x1a\x11.kura.v1.Snapshot\x12N\n" +
 	"\rListSnapshots\x12\x1d.kura.v1.ListSnapshotsRequest\x1a\x1e.kura.v1.ListSnapshotsResponse\x12Q\n" +
 	"\x0eDeleteSnapshot\x12\x1e.kura.v1.DeleteSnapshotRequest\x1a\x1f.kura.v1.DeleteSnapshotResponse\x12E\n" +
@@ -5593,7 +5672,7 @@ func file_api_kurav1_kura_proto_rawDescGZIP() []byte {
 }
 
 var file_api_kurav1_kura_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_api_kurav1_kura_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_api_kurav1_kura_proto_goTypes = []any{
 	(Consistency)(0),                 // 0: kura.v1.Consistency
 	(*HoldWritesRequest)(nil),        // 1: kura.v1.HoldWritesRequest
@@ -5613,170 +5692,173 @@ var file_api_kurav1_kura_proto_goTypes = []any{
 	(*RestoreRecordsRequest)(nil),    // 15: kura.v1.RestoreRecordsRequest
 	(*RestoreRecordsResponse)(nil),   // 16: kura.v1.RestoreRecordsResponse
 	(*RebalanceRequest)(nil),         // 17: kura.v1.RebalanceRequest
-	(*RebalanceProgress)(nil),        // 18: kura.v1.RebalanceProgress
-	(*NodeRows)(nil),                 // 19: kura.v1.NodeRows
-	(*SetPowerRequest)(nil),          // 20: kura.v1.SetPowerRequest
-	(*SetPowerResponse)(nil),         // 21: kura.v1.SetPowerResponse
-	(*PutRequest)(nil),               // 22: kura.v1.PutRequest
-	(*PutResponse)(nil),              // 23: kura.v1.PutResponse
-	(*PutManyRequest)(nil),           // 24: kura.v1.PutManyRequest
-	(*PutManyItem)(nil),              // 25: kura.v1.PutManyItem
-	(*PutManyResponse)(nil),          // 26: kura.v1.PutManyResponse
-	(*PutManyResult)(nil),            // 27: kura.v1.PutManyResult
-	(*GetRequest)(nil),               // 28: kura.v1.GetRequest
-	(*GetResponse)(nil),              // 29: kura.v1.GetResponse
-	(*GetManyRequest)(nil),           // 30: kura.v1.GetManyRequest
-	(*GetManyResponse)(nil),          // 31: kura.v1.GetManyResponse
-	(*GetManyResult)(nil),            // 32: kura.v1.GetManyResult
-	(*DeleteRequest)(nil),            // 33: kura.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 34: kura.v1.DeleteResponse
-	(*CompareAndSetRequest)(nil),     // 35: kura.v1.CompareAndSetRequest
-	(*CompareAndSetPut)(nil),         // 36: kura.v1.CompareAndSetPut
-	(*CompareAndSetResponse)(nil),    // 37: kura.v1.CompareAndSetResponse
-	(*ScanRequest)(nil),              // 38: kura.v1.ScanRequest
-	(*KeyValue)(nil),                 // 39: kura.v1.KeyValue
-	(*ScanResponse)(nil),             // 40: kura.v1.ScanResponse
-	(*Keyspace)(nil),                 // 41: kura.v1.Keyspace
-	(*Erasure)(nil),                  // 42: kura.v1.Erasure
-	(*CreateKeyspaceRequest)(nil),    // 43: kura.v1.CreateKeyspaceRequest
-	(*CreateKeyspaceResponse)(nil),   // 44: kura.v1.CreateKeyspaceResponse
-	(*TruncateKeyspaceRequest)(nil),  // 45: kura.v1.TruncateKeyspaceRequest
-	(*TruncateKeyspaceResponse)(nil), // 46: kura.v1.TruncateKeyspaceResponse
-	(*DropKeyspaceRequest)(nil),      // 47: kura.v1.DropKeyspaceRequest
-	(*DropKeyspaceResponse)(nil),     // 48: kura.v1.DropKeyspaceResponse
-	(*ListKeyspacesRequest)(nil),     // 49: kura.v1.ListKeyspacesRequest
-	(*ListKeyspacesResponse)(nil),    // 50: kura.v1.ListKeyspacesResponse
-	(*DescribeKeyspaceRequest)(nil),  // 51: kura.v1.DescribeKeyspaceRequest
-	(*ClusterStatusRequest)(nil),     // 52: kura.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),               // 53: kura.v1.NodeStatus
-	(*ClusterStatusResponse)(nil),    // 54: kura.v1.ClusterStatusResponse
-	(*Membership)(nil),               // 55: kura.v1.Membership
-	(*SeedStatus)(nil),               // 56: kura.v1.SeedStatus
-	(*InfoRequest)(nil),              // 57: kura.v1.InfoRequest
-	(*NodeInfo)(nil),                 // 58: kura.v1.NodeInfo
-	(*RingRequest)(nil),              // 59: kura.v1.RingRequest
-	(*RingResponse)(nil),             // 60: kura.v1.RingResponse
-	(*RingNode)(nil),                 // 61: kura.v1.RingNode
-	(*ClockStatus)(nil),              // 62: kura.v1.ClockStatus
-	(*StreamProgress)(nil),           // 63: kura.v1.StreamProgress
-	(*DecommissionRequest)(nil),      // 64: kura.v1.DecommissionRequest
-	(*RemoveNodeRequest)(nil),        // 65: kura.v1.RemoveNodeRequest
-	(*MoveResponse)(nil),             // 66: kura.v1.MoveResponse
-	(*CleanupRequest)(nil),           // 67: kura.v1.CleanupRequest
-	(*CleanupResponse)(nil),          // 68: kura.v1.CleanupResponse
-	(*RepairRequest)(nil),            // 69: kura.v1.RepairRequest
-	(*RepairResponse)(nil),           // 70: kura.v1.RepairResponse
-	(*Faults)(nil),                   // 71: kura.v1.Faults
-	(*LinkFault)(nil),                // 72: kura.v1.LinkFault
-	(*GetFaultsRequest)(nil),         // 73: kura.v1.GetFaultsRequest
-	(*LocalScanRequest)(nil),         // 74: kura.v1.LocalScanRequest
-	(*LocalVersion)(nil),             // 75: kura.v1.LocalVersion
-	(*LocalScanResponse)(nil),        // 76: kura.v1.LocalScanResponse
-	(*Redirect)(nil),                 // 77: kura.v1.Redirect
-	(*RedirectTarget)(nil),           // 78: kura.v1.RedirectTarget
+	(*AlterKeyspaceRequest)(nil),     // 18: kura.v1.AlterKeyspaceRequest
+	(*RebalanceProgress)(nil),        // 19: kura.v1.RebalanceProgress
+	(*NodeRows)(nil),                 // 20: kura.v1.NodeRows
+	(*SetPowerRequest)(nil),          // 21: kura.v1.SetPowerRequest
+	(*SetPowerResponse)(nil),         // 22: kura.v1.SetPowerResponse
+	(*PutRequest)(nil),               // 23: kura.v1.PutRequest
+	(*PutResponse)(nil),              // 24: kura.v1.PutResponse
+	(*PutManyRequest)(nil),           // 25: kura.v1.PutManyRequest
+	(*PutManyItem)(nil),              // 26: kura.v1.PutManyItem
+	(*PutManyResponse)(nil),          // 27: kura.v1.PutManyResponse
+	(*PutManyResult)(nil),            // 28: kura.v1.PutManyResult
+	(*GetRequest)(nil),               // 29: kura.v1.GetRequest
+	(*GetResponse)(nil),              // 30: kura.v1.GetResponse
+	(*GetManyRequest)(nil),           // 31: kura.v1.GetManyRequest
+	(*GetManyResponse)(nil),          // 32: kura.v1.GetManyResponse
+	(*GetManyResult)(nil),            // 33: kura.v1.GetManyResult
+	(*DeleteRequest)(nil),            // 34: kura.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 35: kura.v1.DeleteResponse
+	(*CompareAndSetRequest)(nil),     // 36: kura.v1.CompareAndSetRequest
+	(*CompareAndSetPut)(nil),         // 37: kura.v1.CompareAndSetPut
+	(*CompareAndSetResponse)(nil),    // 38: kura.v1.CompareAndSetResponse
+	(*ScanRequest)(nil),              // 39: kura.v1.ScanRequest
+	(*KeyValue)(nil),                 // 40: kura.v1.KeyValue
+	(*ScanResponse)(nil),             // 41: kura.v1.ScanResponse
+	(*Keyspace)(nil),                 // 42: kura.v1.Keyspace
+	(*Erasure)(nil),                  // 43: kura.v1.Erasure
+	(*CreateKeyspaceRequest)(nil),    // 44: kura.v1.CreateKeyspaceRequest
+	(*CreateKeyspaceResponse)(nil),   // 45: kura.v1.CreateKeyspaceResponse
+	(*TruncateKeyspaceRequest)(nil),  // 46: kura.v1.TruncateKeyspaceRequest
+	(*TruncateKeyspaceResponse)(nil), // 47: kura.v1.TruncateKeyspaceResponse
+	(*DropKeyspaceRequest)(nil),      // 48: kura.v1.DropKeyspaceRequest
+	(*DropKeyspaceResponse)(nil),     // 49: kura.v1.DropKeyspaceResponse
+	(*ListKeyspacesRequest)(nil),     // 50: kura.v1.ListKeyspacesRequest
+	(*ListKeyspacesResponse)(nil),    // 51: kura.v1.ListKeyspacesResponse
+	(*DescribeKeyspaceRequest)(nil),  // 52: kura.v1.DescribeKeyspaceRequest
+	(*ClusterStatusRequest)(nil),     // 53: kura.v1.ClusterStatusRequest
+	(*NodeStatus)(nil),               // 54: kura.v1.NodeStatus
+	(*ClusterStatusResponse)(nil),    // 55: kura.v1.ClusterStatusResponse
+	(*Membership)(nil),               // 56: kura.v1.Membership
+	(*SeedStatus)(nil),               // 57: kura.v1.SeedStatus
+	(*InfoRequest)(nil),              // 58: kura.v1.InfoRequest
+	(*NodeInfo)(nil),                 // 59: kura.v1.NodeInfo
+	(*RingRequest)(nil),              // 60: kura.v1.RingRequest
+	(*RingResponse)(nil),             // 61: kura.v1.RingResponse
+	(*RingNode)(nil),                 // 62: kura.v1.RingNode
+	(*ClockStatus)(nil),              // 63: kura.v1.ClockStatus
+	(*StreamProgress)(nil),           // 64: kura.v1.StreamProgress
+	(*DecommissionRequest)(nil),      // 65: kura.v1.DecommissionRequest
+	(*RemoveNodeRequest)(nil),        // 66: kura.v1.RemoveNodeRequest
+	(*MoveResponse)(nil),             // 67: kura.v1.MoveResponse
+	(*CleanupRequest)(nil),           // 68: kura.v1.CleanupRequest
+	(*CleanupResponse)(nil),          // 69: kura.v1.CleanupResponse
+	(*RepairRequest)(nil),            // 70: kura.v1.RepairRequest
+	(*RepairResponse)(nil),           // 71: kura.v1.RepairResponse
+	(*Faults)(nil),                   // 72: kura.v1.Faults
+	(*LinkFault)(nil),                // 73: kura.v1.LinkFault
+	(*GetFaultsRequest)(nil),         // 74: kura.v1.GetFaultsRequest
+	(*LocalScanRequest)(nil),         // 75: kura.v1.LocalScanRequest
+	(*LocalVersion)(nil),             // 76: kura.v1.LocalVersion
+	(*LocalScanResponse)(nil),        // 77: kura.v1.LocalScanResponse
+	(*Redirect)(nil),                 // 78: kura.v1.Redirect
+	(*RedirectTarget)(nil),           // 79: kura.v1.RedirectTarget
 }
 var file_api_kurav1_kura_proto_depIdxs = []int32{
 	7,  // 0: kura.v1.Snapshot.keyspaces:type_name -> kura.v1.SnapshotKeyspace
 	8,  // 1: kura.v1.Snapshot.ring:type_name -> kura.v1.SnapshotMember
-	41, // 2: kura.v1.SnapshotKeyspace.keyspace:type_name -> kura.v1.Keyspace
+	42, // 2: kura.v1.SnapshotKeyspace.keyspace:type_name -> kura.v1.Keyspace
 	6,  // 3: kura.v1.ListSnapshotsResponse.snapshots:type_name -> kura.v1.Snapshot
-	75, // 4: kura.v1.SnapshotPage.versions:type_name -> kura.v1.LocalVersion
-	75, // 5: kura.v1.RestoreRecordsRequest.records:type_name -> kura.v1.LocalVersion
+	76, // 4: kura.v1.SnapshotPage.versions:type_name -> kura.v1.LocalVersion
+	76, // 5: kura.v1.RestoreRecordsRequest.records:type_name -> kura.v1.LocalVersion
 	0,  // 6: kura.v1.RestoreRecordsRequest.consistency:type_name -> kura.v1.Consistency
-	19, // 7: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
-	19, // 8: kura.v1.RebalanceProgress.after:type_name -> kura.v1.NodeRows
+	20, // 7: kura.v1.RebalanceProgress.before:type_name -> kura.v1.NodeRows
+	20, // 8: kura.v1.RebalanceProgress.after:type_name -> kura.v1.NodeRows
 	0,  // 9: kura.v1.PutRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 10: kura.v1.PutManyRequest.consistency:type_name -> kura.v1.Consistency
-	25, // 11: kura.v1.PutManyRequest.items:type_name -> kura.v1.PutManyItem
-	27, // 12: kura.v1.PutManyResponse.results:type_name -> kura.v1.PutManyResult
-	23, // 13: kura.v1.PutManyResult.response:type_name -> kura.v1.PutResponse
+	26, // 11: kura.v1.PutManyRequest.items:type_name -> kura.v1.PutManyItem
+	28, // 12: kura.v1.PutManyResponse.results:type_name -> kura.v1.PutManyResult
+	24, // 13: kura.v1.PutManyResult.response:type_name -> kura.v1.PutResponse
 	0,  // 14: kura.v1.GetRequest.consistency:type_name -> kura.v1.Consistency
 	0,  // 15: kura.v1.GetManyRequest.consistency:type_name -> kura.v1.Consistency
-	32, // 16: kura.v1.GetManyResponse.results:type_name -> kura.v1.GetManyResult
-	29, // 17: kura.v1.GetManyResult.response:type_name -> kura.v1.GetResponse
+	33, // 16: kura.v1.GetManyResponse.results:type_name -> kura.v1.GetManyResult
+	30, // 17: kura.v1.GetManyResult.response:type_name -> kura.v1.GetResponse
 	0,  // 18: kura.v1.DeleteRequest.consistency:type_name -> kura.v1.Consistency
-	36, // 19: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
+	37, // 19: kura.v1.CompareAndSetRequest.put:type_name -> kura.v1.CompareAndSetPut
 	0,  // 20: kura.v1.CompareAndSetRequest.serial_consistency:type_name -> kura.v1.Consistency
 	0,  // 21: kura.v1.ScanRequest.consistency:type_name -> kura.v1.Consistency
-	39, // 22: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
-	42, // 23: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
-	41, // 24: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
-	41, // 25: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
-	53, // 26: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
-	63, // 27: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
-	62, // 28: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
-	55, // 29: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
-	56, // 30: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
-	62, // 31: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
-	55, // 32: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
-	61, // 33: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
-	72, // 34: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
-	75, // 35: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
-	78, // 36: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
-	22, // 37: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
-	28, // 38: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
-	30, // 39: kura.v1.KV.GetMany:input_type -> kura.v1.GetManyRequest
-	24, // 40: kura.v1.KV.PutMany:input_type -> kura.v1.PutManyRequest
-	33, // 41: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
-	38, // 42: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
-	35, // 43: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
-	43, // 44: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
-	49, // 45: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
-	51, // 46: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
-	45, // 47: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
-	47, // 48: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
-	52, // 49: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
-	57, // 50: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
-	59, // 51: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
-	64, // 52: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
-	65, // 53: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
-	67, // 54: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
-	69, // 55: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
-	71, // 56: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
-	73, // 57: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
-	74, // 58: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
-	20, // 59: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
+	40, // 22: kura.v1.ScanResponse.items:type_name -> kura.v1.KeyValue
+	43, // 23: kura.v1.Keyspace.erasure:type_name -> kura.v1.Erasure
+	42, // 24: kura.v1.CreateKeyspaceRequest.keyspace:type_name -> kura.v1.Keyspace
+	42, // 25: kura.v1.ListKeyspacesResponse.keyspaces:type_name -> kura.v1.Keyspace
+	54, // 26: kura.v1.ClusterStatusResponse.nodes:type_name -> kura.v1.NodeStatus
+	64, // 27: kura.v1.ClusterStatusResponse.streaming:type_name -> kura.v1.StreamProgress
+	63, // 28: kura.v1.ClusterStatusResponse.clock:type_name -> kura.v1.ClockStatus
+	56, // 29: kura.v1.ClusterStatusResponse.membership:type_name -> kura.v1.Membership
+	57, // 30: kura.v1.Membership.seeds:type_name -> kura.v1.SeedStatus
+	63, // 31: kura.v1.NodeInfo.clock:type_name -> kura.v1.ClockStatus
+	56, // 32: kura.v1.NodeInfo.membership:type_name -> kura.v1.Membership
+	62, // 33: kura.v1.RingResponse.nodes:type_name -> kura.v1.RingNode
+	73, // 34: kura.v1.Faults.links:type_name -> kura.v1.LinkFault
+	76, // 35: kura.v1.LocalScanResponse.versions:type_name -> kura.v1.LocalVersion
+	79, // 36: kura.v1.Redirect.targets:type_name -> kura.v1.RedirectTarget
+	23, // 37: kura.v1.KV.Put:input_type -> kura.v1.PutRequest
+	29, // 38: kura.v1.KV.Get:input_type -> kura.v1.GetRequest
+	31, // 39: kura.v1.KV.GetMany:input_type -> kura.v1.GetManyRequest
+	25, // 40: kura.v1.KV.PutMany:input_type -> kura.v1.PutManyRequest
+	34, // 41: kura.v1.KV.Delete:input_type -> kura.v1.DeleteRequest
+	39, // 42: kura.v1.KV.Scan:input_type -> kura.v1.ScanRequest
+	36, // 43: kura.v1.KV.CompareAndSet:input_type -> kura.v1.CompareAndSetRequest
+	44, // 44: kura.v1.Admin.CreateKeyspace:input_type -> kura.v1.CreateKeyspaceRequest
+	50, // 45: kura.v1.Admin.ListKeyspaces:input_type -> kura.v1.ListKeyspacesRequest
+	52, // 46: kura.v1.Admin.DescribeKeyspace:input_type -> kura.v1.DescribeKeyspaceRequest
+	46, // 47: kura.v1.Admin.TruncateKeyspace:input_type -> kura.v1.TruncateKeyspaceRequest
+	48, // 48: kura.v1.Admin.DropKeyspace:input_type -> kura.v1.DropKeyspaceRequest
+	53, // 49: kura.v1.Admin.ClusterStatus:input_type -> kura.v1.ClusterStatusRequest
+	58, // 50: kura.v1.Admin.Info:input_type -> kura.v1.InfoRequest
+	60, // 51: kura.v1.Admin.Ring:input_type -> kura.v1.RingRequest
+	65, // 52: kura.v1.Admin.Decommission:input_type -> kura.v1.DecommissionRequest
+	66, // 53: kura.v1.Admin.RemoveNode:input_type -> kura.v1.RemoveNodeRequest
+	68, // 54: kura.v1.Admin.Cleanup:input_type -> kura.v1.CleanupRequest
+	70, // 55: kura.v1.Admin.Repair:input_type -> kura.v1.RepairRequest
+	72, // 56: kura.v1.Admin.SetFaults:input_type -> kura.v1.Faults
+	74, // 57: kura.v1.Admin.GetFaults:input_type -> kura.v1.GetFaultsRequest
+	75, // 58: kura.v1.Admin.LocalScan:input_type -> kura.v1.LocalScanRequest
+	21, // 59: kura.v1.Admin.SetPower:input_type -> kura.v1.SetPowerRequest
 	17, // 60: kura.v1.Admin.Rebalance:input_type -> kura.v1.RebalanceRequest
-	5,  // 61: kura.v1.Admin.CreateSnapshot:input_type -> kura.v1.CreateSnapshotRequest
-	9,  // 62: kura.v1.Admin.ListSnapshots:input_type -> kura.v1.ListSnapshotsRequest
-	11, // 63: kura.v1.Admin.DeleteSnapshot:input_type -> kura.v1.DeleteSnapshotRequest
-	13, // 64: kura.v1.Admin.ReadSnapshot:input_type -> kura.v1.ReadSnapshotRequest
-	15, // 65: kura.v1.Admin.RestoreRecords:input_type -> kura.v1.RestoreRecordsRequest
-	1,  // 66: kura.v1.Admin.HoldWrites:input_type -> kura.v1.HoldWritesRequest
-	3,  // 67: kura.v1.Admin.ReleaseWrites:input_type -> kura.v1.ReleaseWritesRequest
-	23, // 68: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
-	29, // 69: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
-	31, // 70: kura.v1.KV.GetMany:output_type -> kura.v1.GetManyResponse
-	26, // 71: kura.v1.KV.PutMany:output_type -> kura.v1.PutManyResponse
-	34, // 72: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
-	40, // 73: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
-	37, // 74: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
-	44, // 75: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
-	50, // 76: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
-	41, // 77: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
-	46, // 78: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
-	48, // 79: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
-	54, // 80: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
-	58, // 81: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
-	60, // 82: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
-	66, // 83: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
-	66, // 84: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
-	68, // 85: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
-	70, // 86: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
-	71, // 87: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
-	71, // 88: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
-	76, // 89: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
-	21, // 90: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
-	18, // 91: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
-	6,  // 92: kura.v1.Admin.CreateSnapshot:output_type -> kura.v1.Snapshot
-	10, // 93: kura.v1.Admin.ListSnapshots:output_type -> kura.v1.ListSnapshotsResponse
-	12, // 94: kura.v1.Admin.DeleteSnapshot:output_type -> kura.v1.DeleteSnapshotResponse
-	14, // 95: kura.v1.Admin.ReadSnapshot:output_type -> kura.v1.SnapshotPage
-	16, // 96: kura.v1.Admin.RestoreRecords:output_type -> kura.v1.RestoreRecordsResponse
-	2,  // 97: kura.v1.Admin.HoldWrites:output_type -> kura.v1.HoldWritesResponse
-	4,  // 98: kura.v1.Admin.ReleaseWrites:output_type -> kura.v1.ReleaseWritesResponse
-	68, // [68:99] is the sub-list for method output_type
-	37, // [37:68] is the sub-list for method input_type
+	18, // 61: kura.v1.Admin.AlterKeyspace:input_type -> kura.v1.AlterKeyspaceRequest
+	5,  // 62: kura.v1.Admin.CreateSnapshot:input_type -> kura.v1.CreateSnapshotRequest
+	9,  // 63: kura.v1.Admin.ListSnapshots:input_type -> kura.v1.ListSnapshotsRequest
+	11, // 64: kura.v1.Admin.DeleteSnapshot:input_type -> kura.v1.DeleteSnapshotRequest
+	13, // 65: kura.v1.Admin.ReadSnapshot:input_type -> kura.v1.ReadSnapshotRequest
+	15, // 66: kura.v1.Admin.RestoreRecords:input_type -> kura.v1.RestoreRecordsRequest
+	1,  // 67: kura.v1.Admin.HoldWrites:input_type -> kura.v1.HoldWritesRequest
+	3,  // 68: kura.v1.Admin.ReleaseWrites:input_type -> kura.v1.ReleaseWritesRequest
+	24, // 69: kura.v1.KV.Put:output_type -> kura.v1.PutResponse
+	30, // 70: kura.v1.KV.Get:output_type -> kura.v1.GetResponse
+	32, // 71: kura.v1.KV.GetMany:output_type -> kura.v1.GetManyResponse
+	27, // 72: kura.v1.KV.PutMany:output_type -> kura.v1.PutManyResponse
+	35, // 73: kura.v1.KV.Delete:output_type -> kura.v1.DeleteResponse
+	41, // 74: kura.v1.KV.Scan:output_type -> kura.v1.ScanResponse
+	38, // 75: kura.v1.KV.CompareAndSet:output_type -> kura.v1.CompareAndSetResponse
+	45, // 76: kura.v1.Admin.CreateKeyspace:output_type -> kura.v1.CreateKeyspaceResponse
+	51, // 77: kura.v1.Admin.ListKeyspaces:output_type -> kura.v1.ListKeyspacesResponse
+	42, // 78: kura.v1.Admin.DescribeKeyspace:output_type -> kura.v1.Keyspace
+	47, // 79: kura.v1.Admin.TruncateKeyspace:output_type -> kura.v1.TruncateKeyspaceResponse
+	49, // 80: kura.v1.Admin.DropKeyspace:output_type -> kura.v1.DropKeyspaceResponse
+	55, // 81: kura.v1.Admin.ClusterStatus:output_type -> kura.v1.ClusterStatusResponse
+	59, // 82: kura.v1.Admin.Info:output_type -> kura.v1.NodeInfo
+	61, // 83: kura.v1.Admin.Ring:output_type -> kura.v1.RingResponse
+	67, // 84: kura.v1.Admin.Decommission:output_type -> kura.v1.MoveResponse
+	67, // 85: kura.v1.Admin.RemoveNode:output_type -> kura.v1.MoveResponse
+	69, // 86: kura.v1.Admin.Cleanup:output_type -> kura.v1.CleanupResponse
+	71, // 87: kura.v1.Admin.Repair:output_type -> kura.v1.RepairResponse
+	72, // 88: kura.v1.Admin.SetFaults:output_type -> kura.v1.Faults
+	72, // 89: kura.v1.Admin.GetFaults:output_type -> kura.v1.Faults
+	77, // 90: kura.v1.Admin.LocalScan:output_type -> kura.v1.LocalScanResponse
+	22, // 91: kura.v1.Admin.SetPower:output_type -> kura.v1.SetPowerResponse
+	19, // 92: kura.v1.Admin.Rebalance:output_type -> kura.v1.RebalanceProgress
+	19, // 93: kura.v1.Admin.AlterKeyspace:output_type -> kura.v1.RebalanceProgress
+	6,  // 94: kura.v1.Admin.CreateSnapshot:output_type -> kura.v1.Snapshot
+	10, // 95: kura.v1.Admin.ListSnapshots:output_type -> kura.v1.ListSnapshotsResponse
+	12, // 96: kura.v1.Admin.DeleteSnapshot:output_type -> kura.v1.DeleteSnapshotResponse
+	14, // 97: kura.v1.Admin.ReadSnapshot:output_type -> kura.v1.SnapshotPage
+	16, // 98: kura.v1.Admin.RestoreRecords:output_type -> kura.v1.RestoreRecordsResponse
+	2,  // 99: kura.v1.Admin.HoldWrites:output_type -> kura.v1.HoldWritesResponse
+	4,  // 100: kura.v1.Admin.ReleaseWrites:output_type -> kura.v1.ReleaseWritesResponse
+	69, // [69:101] is the sub-list for method output_type
+	37, // [37:69] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name
@@ -5787,7 +5869,7 @@ func file_api_kurav1_kura_proto_init() {
 	if File_api_kurav1_kura_proto != nil {
 		return
 	}
-	file_api_kurav1_kura_proto_msgTypes[34].OneofWrappers = []any{
+	file_api_kurav1_kura_proto_msgTypes[35].OneofWrappers = []any{
 		(*CompareAndSetRequest_IfAbsent)(nil),
 		(*CompareAndSetRequest_IfPresent)(nil),
 		(*CompareAndSetRequest_IfEquals)(nil),
@@ -5800,7 +5882,7 @@ func file_api_kurav1_kura_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_kurav1_kura_proto_rawDesc), len(file_api_kurav1_kura_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   78,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -400,6 +400,7 @@ const (
 	Admin_LocalScan_FullMethodName        = "/kura.v1.Admin/LocalScan"
 	Admin_SetPower_FullMethodName         = "/kura.v1.Admin/SetPower"
 	Admin_Rebalance_FullMethodName        = "/kura.v1.Admin/Rebalance"
+	Admin_AlterKeyspace_FullMethodName    = "/kura.v1.Admin/AlterKeyspace"
 	Admin_CreateSnapshot_FullMethodName   = "/kura.v1.Admin/CreateSnapshot"
 	Admin_ListSnapshots_FullMethodName    = "/kura.v1.Admin/ListSnapshots"
 	Admin_DeleteSnapshot_FullMethodName   = "/kura.v1.Admin/DeleteSnapshot"
@@ -466,6 +467,12 @@ type AdminClient interface {
 	// without losing an acknowledged write (kura rebalance). It streams its progress; the
 	// last message carries every node's row count before and after.
 	Rebalance(ctx context.Context, in *RebalanceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RebalanceProgress], error)
+	// AlterKeyspace changes a keyspace's replication through the steps of a rebalance
+	// (kura keyspace alter): writes also reach the new replicas, every node copies what it
+	// holds to them, reads switch, then the old copies are dropped; or, with settle, ends
+	// a move that was cut short on its current placement. It streams its progress; the
+	// last message carries every node's row count before and after.
+	AlterKeyspace(ctx context.Context, in *AlterKeyspaceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RebalanceProgress], error)
 	// CreateSnapshot checkpoints this node's storage as a named snapshot in its data
 	// directory, with a manifest (kura snapshot create; docs/backup.md). Refused on a node
 	// that keeps its data in memory, and for a name the node has already.
@@ -677,6 +684,25 @@ func (c *adminClient) Rebalance(ctx context.Context, in *RebalanceRequest, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_RebalanceClient = grpc.ServerStreamingClient[RebalanceProgress]
 
+func (c *adminClient) AlterKeyspace(ctx context.Context, in *AlterKeyspaceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RebalanceProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[1], Admin_AlterKeyspace_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AlterKeyspaceRequest, RebalanceProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_AlterKeyspaceClient = grpc.ServerStreamingClient[RebalanceProgress]
+
 func (c *adminClient) CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Snapshot)
@@ -709,7 +735,7 @@ func (c *adminClient) DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequ
 
 func (c *adminClient) ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotPage], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[1], Admin_ReadSnapshot_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[2], Admin_ReadSnapshot_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -813,6 +839,12 @@ type AdminServer interface {
 	// without losing an acknowledged write (kura rebalance). It streams its progress; the
 	// last message carries every node's row count before and after.
 	Rebalance(*RebalanceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error
+	// AlterKeyspace changes a keyspace's replication through the steps of a rebalance
+	// (kura keyspace alter): writes also reach the new replicas, every node copies what it
+	// holds to them, reads switch, then the old copies are dropped; or, with settle, ends
+	// a move that was cut short on its current placement. It streams its progress; the
+	// last message carries every node's row count before and after.
+	AlterKeyspace(*AlterKeyspaceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error
 	// CreateSnapshot checkpoints this node's storage as a named snapshot in its data
 	// directory, with a manifest (kura snapshot create; docs/backup.md). Refused on a node
 	// that keeps its data in memory, and for a name the node has already.
@@ -895,6 +927,9 @@ func (UnimplementedAdminServer) SetPower(context.Context, *SetPowerRequest) (*Se
 }
 func (UnimplementedAdminServer) Rebalance(*RebalanceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error {
 	return status.Error(codes.Unimplemented, "method Rebalance not implemented")
+}
+func (UnimplementedAdminServer) AlterKeyspace(*AlterKeyspaceRequest, grpc.ServerStreamingServer[RebalanceProgress]) error {
+	return status.Error(codes.Unimplemented, "method AlterKeyspace not implemented")
 }
 func (UnimplementedAdminServer) CreateSnapshot(context.Context, *CreateSnapshotRequest) (*Snapshot, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateSnapshot not implemented")
@@ -1237,6 +1272,17 @@ func _Admin_Rebalance_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_RebalanceServer = grpc.ServerStreamingServer[RebalanceProgress]
 
+func _Admin_AlterKeyspace_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(AlterKeyspaceRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).AlterKeyspace(m, &grpc.GenericServerStream[AlterKeyspaceRequest, RebalanceProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_AlterKeyspaceServer = grpc.ServerStreamingServer[RebalanceProgress]
+
 func _Admin_CreateSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateSnapshotRequest)
 	if err := dec(in); err != nil {
@@ -1456,6 +1502,11 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Rebalance",
 			Handler:       _Admin_Rebalance_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "AlterKeyspace",
+			Handler:       _Admin_AlterKeyspace_Handler,
 			ServerStreams: true,
 		},
 		{

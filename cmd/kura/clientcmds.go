@@ -314,12 +314,13 @@ func printable(b []byte) string {
 const keyspaceUsage = `keyspace create NAME (--replication dc1=2,dc2=1 | --erasure M,K) [--partitioner grouped|hash|ordered]
        keyspace list
        keyspace describe NAME
+       keyspace alter NAME (--replication dc1=3,dc2=1 | --settle)
        keyspace truncate NAME
        keyspace drop NAME
 Run 'kura keyspace SUBCOMMAND --help' for its flags.`
 
 // keyspaceSubcommands are the subcommands runKeyspace knows.
-var keyspaceSubcommands = []string{"create", "list", "describe", "truncate", "drop"}
+var keyspaceSubcommands = []string{"create", "list", "describe", "alter", "truncate", "drop"}
 
 func runKeyspace(args []string, stdout, stderr io.Writer) error {
 	switch {
@@ -330,6 +331,8 @@ func runKeyspace(args []string, stdout, stderr io.Writer) error {
 		return flag.ErrHelp
 	case !slices.Contains(keyspaceSubcommands, args[0]):
 		return fmt.Errorf("%w: unknown keyspace subcommand %q: want one of %s", errUsage, args[0], strings.Join(keyspaceSubcommands, ", "))
+	case args[0] == "alter":
+		return runKeyspaceAlter(args[1:], stdout, stderr)
 	}
 	fs := newFlagSet("keyspace "+args[0], stderr)
 	cf := addClientFlags(fs)
@@ -474,7 +477,10 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 		if splits := ks.GetSplits(); len(splits) > 0 {
 			fmt.Fprintf(stdout, "split keys: %d, from %s to %s\n", len(splits), printable(splits[0]), printable(splits[len(splits)-1]))
 		}
-		if ks.GetMoving() {
+		switch {
+		case ks.GetNextReplication() != "":
+			fmt.Fprintf(stdout, "altering: writes also go to the replicas under replication %s\n", ks.GetNextReplication())
+		case ks.GetMoving():
 			fmt.Fprintf(stdout, "rebalancing: writes also go to the replicas under %d next split keys\n", len(ks.GetNextSplits()))
 		}
 		return nil

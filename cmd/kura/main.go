@@ -31,7 +31,7 @@ var commands = map[string]command{
 	"del":       {"delete a key: del KEY", runDel},
 	"cas":       {"compare-and-set a key, atomically: cas KEY [VALUE] --if-absent|--if-present|--if-equals OLD [--delete]", runCas},
 	"scan":      {"list keys in order: scan [--start K] [--end K] [--limit N] [--values] [--hex]", runScan},
-	"keyspace":  {"manage keyspaces: keyspace create|list|describe|truncate|drop", runKeyspace},
+	"keyspace":  {"manage keyspaces: keyspace create|list|describe|alter|truncate|drop", runKeyspace},
 	"status":    {"show the cluster's members as one node sees them: state, load, ownership, uptime (--all: departed nodes too)", runStatus},
 	"ring":      {"show every node's tokens and ownership, of a keyspace too: ring [--keyspace KS]", runRing},
 	"info":      {"show one node: version, uptime, storage, hints, clock, gossip", runInfo},

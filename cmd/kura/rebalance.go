@@ -33,29 +33,34 @@ func runRebalance(args []string, stdout, stderr io.Writer) error {
 	case *splits < 1 || *splits > schema.MaxSplits:
 		return fmt.Errorf("%w: --splits %d: want 1 to %d", errUsage, *splits, schema.MaxSplits)
 	}
-	var last *kurav1.RebalanceProgress
-	err = nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
+	return nf.withAdmin(func(ctx context.Context, admin kurav1.AdminClient) error {
 		stream, err := admin.Rebalance(ctx, &kurav1.RebalanceRequest{Keyspace: *keyspace, Splits: uint32(*splits)})
 		if err != nil {
 			return err
 		}
-		start := time.Now()
-		for {
-			p, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "[%5.1fs] %s\n", time.Since(start).Seconds(), p.GetStep())
-			last = p
-		}
+		return printMove(stream, stdout)
 	})
-	if err != nil {
-		return err
+}
+
+// printMove prints each step of a move (a rebalance or an alter) as it arrives, then
+// the rows per node before and after.
+func printMove(stream interface {
+	Recv() (*kurav1.RebalanceProgress, error)
+}, stdout io.Writer) error {
+	var last *kurav1.RebalanceProgress
+	start := time.Now()
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "[%5.1fs] %s\n", time.Since(start).Seconds(), p.GetStep())
+		last = p
 	}
-	if last != nil {
+	if last != nil && len(last.GetBefore()) > 0 {
 		printRowSpread(stdout, last.GetBefore(), last.GetAfter())
 	}
 	return nil

@@ -74,6 +74,21 @@ func (n *Node) Rebalance(ctx context.Context, name string, splits int, report fu
 	return n.balancer.Rebalance(ctx, name, splits, report)
 }
 
+// AlterKeyspace changes keyspace name's replication (rebalance.Rebalancer.Alter), or
+// with settle ends a move cut short (Settle); report is called after each step.
+func (n *Node) AlterKeyspace(ctx context.Context, name, replication string, settle bool, report func(rebalance.Progress)) error {
+	if settle {
+		return n.balancer.Settle(ctx, name, report)
+	}
+	return n.balancer.Alter(ctx, name, replication, report)
+}
+
+// AlterKeyspace serves the Admin API's AlterKeyspace: each step as the client API
+// reports it.
+func (b apiBackend) AlterKeyspace(ctx context.Context, keyspace, replication string, settle bool, report func(apiserver.RebalanceStep)) error {
+	return refusedMove(b.n.AlterKeyspace(ctx, keyspace, replication, settle, func(p rebalance.Progress) { report(apiserver.RebalanceStep(p)) }))
+}
+
 // Rebalance serves the Admin API's Rebalance: each step as the client API reports it.
 func (b apiBackend) Rebalance(ctx context.Context, keyspace string, splits int, report func(apiserver.RebalanceStep)) error {
 	return refusedMove(b.n.Rebalance(ctx, keyspace, splits, func(p rebalance.Progress) { report(apiserver.RebalanceStep(p)) }))

@@ -55,13 +55,17 @@ type Keyspace struct {
 	// that keys spread over the ring as the sample did. Empty: the token is a key's first
 	// 8 bytes, as before splits existed, so data placed that way stays where it is.
 	Splits [][]byte
-	// Moving marks a rebalance in progress (kura rebalance, internal/assembly/node/rebalance.go): reads
-	// and the level use the replicas keys have under Splits, and writes also go to those
-	// they have under NextSplits, as pending replicas, until every record has been copied
-	// there and the definition switches. NextSplits may be empty: the partitioner without
-	// splits.
+	// Moving marks a move in progress (kura rebalance, kura keyspace alter;
+	// internal/service/rebalance): reads and the level use the replicas keys have under
+	// Splits and Replication, and writes also go to those they have under NextSplits and
+	// NextReplication, as pending replicas, until every record has been copied there and
+	// the definition switches. NextSplits may be empty: the partitioner without splits
+	// (an alter of an ordered keyspace keeps its splits in NextSplits).
 	Moving     bool
 	NextSplits [][]byte
+	// NextReplication is the replication a keyspace moves to (kura keyspace alter), only
+	// while Moving; empty means Replication (a rebalance, which moves split keys only).
+	NextReplication string
 	// Transactions is where the keyspace's lightweight transactions run:
 	// TransactionsKey, one Paxos instance per key, or TransactionsPartition, one per hash
 	// tag, so that a transaction may cover several keys of a tag (docs/lwt.md). Empty
@@ -69,9 +73,10 @@ type Keyspace struct {
 	// in flight could let two values be chosen.
 	Transactions string
 
-	strategy    ring.Strategy
-	partitioner ring.Partitioner
-	next        ring.Partitioner // nil unless Moving
+	strategy     ring.Strategy
+	partitioner  ring.Partitioner
+	next         ring.Partitioner // nil unless Moving
+	nextStrategy ring.Strategy    // nil unless Moving
 }
 
 // Bounds of a keyspace's splits, which every definition carries to every node (and the
@@ -153,6 +158,10 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	if err != nil {
 		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
+	nextStrategy, err := k.compileNextReplication(strategy)
+	if err != nil {
+		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
+	}
 	if err := k.validateSplits(); err != nil {
 		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
@@ -163,23 +172,57 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	if k.Partitioner == "ordered" {
 		partitioner = ring.SplitPartitioner(k.Splits)
 	}
-	k.next = nil
+	k.next, k.nextStrategy = nil, nil
 	if k.Moving {
-		k.next = ring.SplitPartitioner(k.NextSplits)
+		k.next, k.nextStrategy = partitioner, nextStrategy
+		if k.Partitioner == "ordered" {
+			k.next = ring.SplitPartitioner(k.NextSplits)
+		}
 	}
 	k.Replication = strategy.String()
 	k.strategy, k.partitioner = strategy, partitioner
 	return k, nil
 }
 
+// compileNextReplication checks NextReplication, normalises it (empty when it is the
+// current replication, so that a move of split keys alone reads as a rebalance) and
+// returns the strategy keys move to: current when the move keeps the replication.
+func (k *Keyspace) compileNextReplication(current ring.Strategy) (ring.Strategy, error) {
+	if k.NextReplication == "" {
+		return current, nil
+	}
+	switch {
+	case !k.Moving:
+		return nil, errors.New("next replication without a move in progress")
+	case k.Erasure.Enabled():
+		return nil, fmt.Errorf("next replication with erasure %s: an erasure-coded keyspace stores each chunk once", k.Erasure)
+	}
+	next, err := ring.ParseReplication(k.NextReplication)
+	if err != nil {
+		return nil, fmt.Errorf("next replication: %v", err)
+	}
+	k.NextReplication = next.String()
+	if k.NextReplication == current.String() {
+		k.NextReplication = ""
+		return current, nil
+	}
+	return next, nil
+}
+
 // validateSplits checks Splits and NextSplits: only an ordered, replicated keyspace has
 // them (an erasure-coded one places chunks by their own hash), each sorted, distinct and
-// within the bounds.
+// within the bounds. A keyspace of another partitioner moves only to another
+// replication.
 func (k Keyspace) validateSplits() error {
 	if len(k.Splits) == 0 && !k.Moving && len(k.NextSplits) == 0 {
 		return nil
 	}
 	switch {
+	case k.Moving && k.Partitioner != "ordered" && len(k.Splits) == 0 && len(k.NextSplits) == 0:
+		if k.NextReplication == "" {
+			return fmt.Errorf("moving with neither next split keys nor a next replication; partitioner %s has no split keys", k.Partitioner)
+		}
+		return nil
 	case k.Partitioner != "ordered":
 		return fmt.Errorf("split keys balance the ordered partitioner; partitioner %s places keys by their hash", k.Partitioner)
 	case k.Erasure.Enabled():
@@ -285,9 +328,19 @@ func (k Keyspace) Strategy() ring.Strategy { return k.strategy }
 // Keyspace.
 func (k Keyspace) Partition() ring.Partitioner { return k.partitioner }
 
-// NextPartition is the partitioner under NextSplits while a rebalance is in progress
-// (Moving), else nil; valid only on a compiled Keyspace.
+// NextPartition is the partitioner keys move to while a move is in progress (Moving):
+// under NextSplits for an ordered keyspace, else the keyspace's own; nil when not
+// moving. Valid only on a compiled Keyspace.
 func (k Keyspace) NextPartition() ring.Partitioner { return k.next }
+
+// NextStrategy is the placement strategy keys move to while a move is in progress
+// (Moving): NextReplication's, or the current one when the move keeps the replication;
+// nil when not moving. Valid only on a compiled Keyspace.
+func (k Keyspace) NextStrategy() ring.Strategy { return k.nextStrategy }
+
+// ChangesReplication reports whether a move in progress changes the replication (kura
+// keyspace alter) rather than only the split keys (kura rebalance).
+func (k Keyspace) ChangesReplication() bool { return k.Moving && k.NextReplication != "" }
 
 // Records is where a catalog keeps its definitions, one record a keyspace in its own
 // keyspace of the node's storage engine; *storage.Engine is one. The catalog takes it
@@ -487,8 +540,11 @@ func (c *Catalog) Digest() uint64 {
 // entry has all four fields, then "\x00dropped". A keyspace with split keys, or moving
 // to others, has all four fields, the fifth ("dropped" or empty), then
 // "\x00s" and its splits in hex, comma-separated, and while it moves "\x00n" and the
-// next splits likewise: hex never holds the separator, and entries without splits keep
-// the bytes they had before splits existed. A keyspace whose transactions run per
+// next splits likewise, then, while the move changes the replication (kura keyspace
+// alter), "\x00r" and the next replication (a build before alter reads the field as
+// malformed and refuses the entry rather than place keys without it): hex never holds
+// the separator, and entries without splits keep the bytes they had before splits
+// existed. A keyspace whose transactions run per
 // partition has all five fields, its split fields if any, then "\x00t" and the word;
 // one of per-key instances keeps the bytes it had before the option existed.
 func encode(k Keyspace) lww.Record {
@@ -520,11 +576,15 @@ func encode(k Keyspace) lww.Record {
 // hasSplitFields reports whether k's catalog entry carries split fields.
 func hasSplitFields(k Keyspace) bool { return len(k.Splits) > 0 || k.Moving }
 
-// splitFields is the "s..." field, then "\x00n..." while the keyspace moves.
+// splitFields is the "s..." field, then "\x00n..." while the keyspace moves, and
+// "\x00r" and the next replication while the move changes it.
 func splitFields(k Keyspace) string {
 	out := "s" + hexList(k.Splits)
 	if k.Moving {
 		out += "\x00n" + hexList(k.NextSplits)
+	}
+	if k.ChangesReplication() {
+		out += "\x00r" + k.NextReplication
 	}
 	return out
 }
@@ -562,7 +622,7 @@ const droppedField = "dropped"
 
 func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
-	if len(fields) < 2 || len(fields) > 8 {
+	if len(fields) < 2 || len(fields) > 9 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
 	// An empty partitioner field was "hash" when it was written (Compile then defaulted
@@ -605,6 +665,9 @@ func decode(r lww.Record) (Keyspace, error) {
 				return Keyspace{}, fmt.Errorf("keyspace %q: malformed next split keys in the catalog: %w", r.Key, err)
 			}
 			k.Moving, rest = true, rest[1:]
+		}
+		if k.Moving && len(rest) > 0 && strings.HasPrefix(rest[0], "r") {
+			k.NextReplication, rest = rest[0][1:], rest[1:]
 		}
 	}
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "t") {

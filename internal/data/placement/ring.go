@@ -152,9 +152,10 @@ func (p *Ring) placement(r *rings, s ring.Strategy) *ring.Placement {
 
 // Replicas returns the strategy's replica set of key's token on the current ring, then
 // the replicas that will hold it once the moves in progress complete, as pending ones:
-// those of the future ring, and during a rebalance of the keyspace (schema.Keyspace's
-// Moving) those of its token under the next split keys, which receive writes until
-// every record has been copied there and the definition switches.
+// those of the future ring, and during a move of the keyspace (schema.Keyspace's
+// Moving: a rebalance or a change of replication) those of its token under the next
+// split keys and the next strategy, which receive writes until every record has been
+// copied there and the definition switches.
 func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte, buf []Member) ([]Member, error) {
 	current, future, err := p.rings()
 	if err != nil {
@@ -166,7 +167,7 @@ func (p *Ring) Replicas(_ context.Context, ks schema.Keyspace, key []byte, buf [
 		members = p.withPending(members, p.placement(future, ks.Strategy()).ReplicasFor(token))
 	}
 	if next := ks.NextPartition(); next != nil {
-		members = p.withPending(members, p.placement(current, ks.Strategy()).ReplicasFor(next.Token(key)))
+		members = p.withPending(members, p.placement(current, ks.NextStrategy()).ReplicasFor(next.Token(key)))
 	}
 	return members, nil
 }

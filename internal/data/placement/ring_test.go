@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -168,6 +169,61 @@ func TestRingPendingReplicasUnderNextSplits(t *testing.T) {
 	}
 	if pendingSeen == 0 {
 		t.Error("no key has a pending replica: the test moves nothing")
+	}
+}
+
+// TestRingPendingReplicasUnderNextReplication: during a change of replication a key's
+// replicas are those of the current strategy, then those the next strategy adds, pending
+// (one per DC it raises by one); a lowering adds none until the switch, after which the
+// replicas it drops are the pending ones.
+func TestRingPendingReplicasUnderNextReplication(t *testing.T) {
+	dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "dc1"})
+	for _, n := range []cluster.Node{{ID: "b", DC: "dc1"}, {ID: "c", DC: "dc1"}, {ID: "d", DC: "dc1"}, {ID: "x", DC: "dc2"}, {ID: "y", DC: "dc2"}} {
+		if _, err := dir.Upsert(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := NewRing(dir, 16)
+	tests := []struct {
+		name, replication, next string
+		// current and pending replicas per DC, for every key
+		wantCurrent, wantPending map[string]int
+	}{
+		{"raise dc1 and add dc2", "dc1=2", "dc1=3,dc2=1", map[string]int{"dc1": 2}, map[string]int{"dc1": 1, "dc2": 1}},
+		{"lower before the switch", "dc1=3,dc2=1", "dc1=2", map[string]int{"dc1": 3, "dc2": 1}, map[string]int{}},
+		{"lower after the switch", "dc1=2", "dc1=3,dc2=1", map[string]int{"dc1": 2}, map[string]int{"dc1": 1, "dc2": 1}},
+		{"not moving", "dc1=2", "", map[string]int{"dc1": 2}, map[string]int{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ks, err := schema.Keyspace{Name: "ks", Replication: tt.replication, Moving: tt.next != "", NextReplication: tt.next}.Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 50 {
+				key := []byte(fmt.Sprintf("key%d", i))
+				members, err := p.Replicas(context.Background(), ks, key, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				current, pending := map[string]int{}, map[string]int{}
+				seen := map[string]bool{}
+				for _, m := range members {
+					if seen[m.ID] {
+						t.Errorf("%s: %s listed twice in %v", key, m.ID, members)
+					}
+					seen[m.ID] = true
+					if m.Pending {
+						pending[m.DC]++
+					} else {
+						current[m.DC]++
+					}
+				}
+				if !maps.Equal(current, tt.wantCurrent) || !maps.Equal(pending, tt.wantPending) {
+					t.Fatalf("%s: current %v pending %v, want %v and %v", key, current, pending, tt.wantCurrent, tt.wantPending)
+				}
+			}
+		})
 	}
 }
 

@@ -135,6 +135,21 @@ func (s *service) Rebalance(req *kurav1.RebalanceRequest, stream grpc.ServerStre
 	return nil
 }
 
+// AlterKeyspace serves the Admin API's AlterKeyspace, streaming each step.
+func (s *service) AlterKeyspace(req *kurav1.AlterKeyspaceRequest, stream grpc.ServerStreamingServer[kurav1.RebalanceProgress]) error {
+	if req.GetSettle() == (req.GetReplication() != "") {
+		return status.Error(codes.InvalidArgument, "alter keyspace: give a replication, or settle, not both")
+	}
+	err := s.cfg.Backend.AlterKeyspace(stream.Context(), req.GetKeyspace(), req.GetReplication(), req.GetSettle(), func(p RebalanceStep) {
+		// A client gone away ends the stream's context, which stops the move.
+		_ = stream.Send(&kurav1.RebalanceProgress{Step: p.Step, Before: nodeRows(p.Before), After: nodeRows(p.After)})
+	})
+	if err != nil {
+		return moveStatus(err)
+	}
+	return nil
+}
+
 func nodeRows(rows map[string]int64) []*kurav1.NodeRows {
 	out := make([]*kurav1.NodeRows, 0, len(rows))
 	for _, id := range slices.Sorted(maps.Keys(rows)) {

@@ -92,6 +92,9 @@ type Backend interface {
 	Repair(ctx context.Context, keyspace, dc string) (*kurav1.RepairResponse, error)
 	// Rebalance moves an ordered keyspace's split keys, reporting each step.
 	Rebalance(ctx context.Context, keyspace string, splits int, report func(RebalanceStep)) error
+	// AlterKeyspace changes a keyspace's replication, or with settle ends a move cut
+	// short, reporting each step.
+	AlterKeyspace(ctx context.Context, keyspace, replication string, settle bool, report func(RebalanceStep)) error
 
 	// Faults returns the faults injected into the node; enabled is false on a node not
 	// started for fault injection.

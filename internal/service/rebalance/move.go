@@ -38,8 +38,21 @@ type Progress struct {
 	Before, After map[string]int64
 }
 
+// moveKind names a kind of move in what it reports: rebalance or alter.
+type moveKind struct {
+	// err prefixes every refusal and failure of the move.
+	err error
+	// to names the placement it moves to, for progress: "the new split keys".
+	to string
+	// resume tells the operator how to end a move cut short.
+	resume string
+}
+
 // errRebalance prefixes every refusal and failure of a rebalance.
 var errRebalance = errors.New("rebalance")
+
+// rebalanceMove is kura rebalance.
+var rebalanceMove = moveKind{err: errRebalance, to: "the new split keys", resume: "run it again to settle and retry"}
 
 // Rebalance balances keyspace name, of the ordered partitioner, over the nodes: it
 // samples the keys every node holds, computes splits split keys from the sample
@@ -76,12 +89,16 @@ func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, rep
 	if err != nil {
 		return err
 	}
-	if err := r.check(ks); err != nil {
+	if err := r.check(ks, errRebalance); err != nil {
 		return err
 	}
+	if ks.Partitioner != "ordered" {
+		return fmt.Errorf("%w: %w: keyspace %s has partitioner %s, which spreads keys by their hash; split keys balance the ordered one",
+			errRebalance, coord.ErrInvalidArgument, ks.Name, ks.Partitioner)
+	}
 	if ks.Moving {
-		report(Progress{Step: "an earlier rebalance did not finish: settling on the current split keys first"})
-		if ks, err = r.settle(ctx, ks, report); err != nil {
+		report(Progress{Step: "an earlier move did not finish: settling on the current placement first"})
+		if ks, err = r.settle(ctx, ks, rebalanceMove, report); err != nil {
 			return err
 		}
 	}
@@ -95,29 +112,40 @@ func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, rep
 		report(Progress{Step: "the keyspace holds no rows: nothing to balance", Before: before, After: before})
 		return nil
 	}
+	old := ks.Splits
+	return r.move(ctx, ks, rebalanceMove, before,
+		func(k *schema.Keyspace) { k.Moving, k.NextSplits = true, next },
+		func(k *schema.Keyspace) { k.Splits, k.NextSplits = next, old }, report)
+}
 
-	if ks, err = r.publishDefinition(ctx, ks, func(k *schema.Keyspace) { k.Moving, k.NextSplits = true, next }); err != nil {
+// move walks ks to its next placement, steps 1 to 4 of Rebalance: start makes the
+// definition Moving with the next placement, swap makes the next placement the current
+// one and the current one the next. before is the rows per node the last report
+// compares with.
+func (r *Rebalancer) move(ctx context.Context, ks schema.Keyspace, kind moveKind, before map[string]int64,
+	start, swap func(*schema.Keyspace), report func(Progress)) error {
+	ks, err := r.publishDefinition(ctx, ks, start)
+	if err != nil {
 		return err
 	}
-	report(Progress{Step: fmt.Sprintf("writes also go to the replicas under the new split keys; waiting a ring delay (%s) for every coordinator to learn it", r.cfg.RingDelay)})
+	report(Progress{Step: fmt.Sprintf("writes also go to the replicas under %s; waiting a ring delay (%s) for every coordinator to learn it", kind.to, r.cfg.RingDelay)})
 	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
-		return cutShort(ctx.Err())
+		return cutShort(kind, ctx.Err())
 	}
 	copied, err := r.stepEveryNode(ctx, ks, stepCopy, 0)
 	if err != nil {
-		return cutShort(err)
+		return cutShort(kind, err)
 	}
 	report(Progress{Step: fmt.Sprintf("copied %d records to their new replicas", sumCopied(copied))})
 
-	old := ks.Splits
-	if ks, err = r.publishDefinition(ctx, ks, func(k *schema.Keyspace) { k.Splits, k.NextSplits = next, old }); err != nil {
-		return cutShort(err)
+	if ks, err = r.publishDefinition(ctx, ks, swap); err != nil {
+		return cutShort(kind, err)
 	}
-	report(Progress{Step: fmt.Sprintf("switched: reads use the new split keys, writes still reach the old replicas; waiting a ring delay (%s)", r.cfg.RingDelay)})
+	report(Progress{Step: fmt.Sprintf("switched: reads use %s, writes still reach the old replicas; waiting a ring delay (%s)", kind.to, r.cfg.RingDelay)})
 	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
-		return cutShort(ctx.Err())
+		return cutShort(kind, ctx.Err())
 	}
-	if ks, err = r.settle(ctx, ks, report); err != nil {
+	if ks, err = r.settle(ctx, ks, kind, report); err != nil {
 		return err
 	}
 	after, _, err := r.sampleCluster(ctx, ks, 0)
@@ -128,17 +156,15 @@ func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, rep
 	return nil
 }
 
-// check refuses a keyspace or a cluster a rebalance cannot move safely.
-func (r *Rebalancer) check(ks schema.Keyspace) error {
+// check refuses a keyspace or a cluster that no move can run on safely; kindErr names
+// the move refused.
+func (r *Rebalancer) check(ks schema.Keyspace, kindErr error) error {
 	switch {
 	case r.cfg.DHT != "":
-		return fmt.Errorf("%w: %w: with routing %s a key's replicas follow the DHT, which has no pending replicas for split keys; rebalance needs onehop routing",
-			errRebalance, coord.ErrInvalidArgument, r.cfg.DHT)
-	case ks.Partitioner != "ordered":
-		return fmt.Errorf("%w: %w: keyspace %s has partitioner %s, which spreads keys by their hash; split keys balance the ordered one",
-			errRebalance, coord.ErrInvalidArgument, ks.Name, ks.Partitioner)
+		return fmt.Errorf("%w: %w: with routing %s a key's replicas follow the DHT, which has no pending replicas for a move; it needs onehop routing",
+			kindErr, coord.ErrInvalidArgument, r.cfg.DHT)
 	case ks.Erasure.Enabled():
-		return fmt.Errorf("%w: %w: keyspace %s is erasure-coded: each chunk is placed by its own hash", errRebalance, coord.ErrInvalidArgument, ks.Name)
+		return fmt.Errorf("%w: %w: keyspace %s is erasure-coded: each chunk is placed once, by its own hash", kindErr, coord.ErrInvalidArgument, ks.Name)
 	}
 	if err := ringchange.NoMoves(r.view); err != nil {
 		return err
@@ -147,24 +173,24 @@ func (r *Rebalancer) check(ks schema.Keyspace) error {
 		if other.Status.OnRing() && r.view.State(other.ID) != cluster.StateUp {
 			// A replica that cannot copy its records might hold the only copy of a write.
 			return fmt.Errorf("%w: %w: node %s is %s; every node on the ring must be up to copy what it holds",
-				errRebalance, coord.ErrUnavailable, other.ID, r.view.State(other.ID))
+				kindErr, coord.ErrUnavailable, other.ID, r.view.State(other.ID))
 		}
 	}
 	return nil
 }
 
 // cutShort explains the state a failed move leaves behind.
-func cutShort(err error) error {
-	return fmt.Errorf("%w cut short (the keyspace stays moving: writes reach both placements, reads the current one; run it again to settle and retry): %w", errRebalance, err)
+func cutShort(kind moveKind, err error) error {
+	return fmt.Errorf("%w cut short (the keyspace stays moving: writes reach both placements, reads the current one; %s): %w", kind.err, kind.resume, err)
 }
 
-// settle ends a move on the current split keys: Moving off, a ring delay so every
-// coordinator has stopped reading with the other splits, then every node drops what it
-// no longer holds.
-func (r *Rebalancer) settle(ctx context.Context, ks schema.Keyspace, report func(Progress)) (schema.Keyspace, error) {
-	ks, err := r.publishDefinition(ctx, ks, func(k *schema.Keyspace) { k.Moving, k.NextSplits = false, nil })
+// settle ends a move on the current placement: Moving off, a ring delay so every
+// coordinator has stopped reading with the other one, then every node drops what it no
+// longer holds.
+func (r *Rebalancer) settle(ctx context.Context, ks schema.Keyspace, kind moveKind, report func(Progress)) (schema.Keyspace, error) {
+	ks, err := r.publishDefinition(ctx, ks, func(k *schema.Keyspace) { k.Moving, k.NextSplits, k.NextReplication = false, nil, "" })
 	if err != nil {
-		return ks, cutShort(err)
+		return ks, cutShort(kind, err)
 	}
 	report(Progress{Step: fmt.Sprintf("settled: writes go to the new replicas only; waiting a ring delay (%s) before dropping the old copies", r.cfg.RingDelay)})
 	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
@@ -172,7 +198,7 @@ func (r *Rebalancer) settle(ctx context.Context, ks schema.Keyspace, report func
 	}
 	dropped, err := r.stepEveryNode(ctx, ks, stepDrop, 0)
 	if err != nil {
-		return ks, fmt.Errorf("%w: dropping the old copies (the move itself is complete; kura cleanup drops them later): %w", errRebalance, err)
+		return ks, fmt.Errorf("%w: dropping the old copies (the move itself is complete; kura cleanup drops them later): %w", kind.err, err)
 	}
 	var total int64
 	for _, d := range dropped {
@@ -194,7 +220,7 @@ func (r *Rebalancer) publishDefinition(ctx context.Context, ks schema.Keyspace, 
 	if current, err := r.catalog.Get(ks.Name); err != nil {
 		return ks, err
 	} else if current.Timestamp != ks.Timestamp {
-		return ks, fmt.Errorf("%w: keyspace %s changed meanwhile (another rebalance?)", errRebalance, ks.Name)
+		return ks, fmt.Errorf("%w: keyspace %s changed meanwhile (another move?)", errRebalance, ks.Name)
 	}
 	updated := ks
 	// Later than the definition, even one stamped by a node whose clock runs ahead.
@@ -208,7 +234,7 @@ func (r *Rebalancer) publishDefinition(ctx context.Context, ks schema.Keyspace, 
 		return ks, err
 	}
 	if got.Timestamp != updated.Timestamp {
-		return ks, fmt.Errorf("%w: keyspace %s changed meanwhile (another rebalance?)", errRebalance, ks.Name)
+		return ks, fmt.Errorf("%w: keyspace %s changed meanwhile (another move?)", errRebalance, ks.Name)
 	}
 	return got, r.publisher.Publish(ctx, got)
 }

@@ -1,10 +1,11 @@
-// Package rebalance moves an ordered keyspace to new split keys without losing an
-// acknowledged write (kura rebalance): it samples the keys every node holds, computes
-// split keys from the sample, and walks the cluster through the move, each step a new
+// Package rebalance moves a keyspace to a new placement without losing an acknowledged
+// write: an ordered keyspace to new split keys (kura rebalance), which it computes from
+// a sample of the keys every node holds, or any replicated keyspace to a new replication
+// (kura keyspace alter). Both walk the cluster through the same move, each step a new
 // keyspace definition announced to every node, followed by a ring delay so that every
-// coordinator has learned it. It also serves the steps other nodes' rebalances ask of
-// this one (sample, copy, drop), and tells which records this node must keep (Keeps),
-// which cleanup shares.
+// coordinator has learned it. It also serves the steps other nodes' moves ask of this
+// one (sample, copy, drop), and tells which records this node must keep (Keeps), which
+// cleanup shares.
 //
 // The runtime sees the rest of the node only through small interfaces (Parts): the
 // cluster view, the keyspace catalog, the schema propagation that announces a
@@ -25,7 +26,6 @@ import (
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/core/schema"
-	"github.com/kuradb/kura/internal/data/placement"
 	"github.com/kuradb/kura/internal/service/ringchange"
 )
 
@@ -75,13 +75,11 @@ type Copier interface {
 	Apply(ctx context.Context, to cluster.Node, keyspace string, records []lww.Record) error
 }
 
-// Placement is the ring: the current one, the future one while the ring changes, and a
-// key's replicas with the pending ones under a moving keyspace's next split keys;
+// Placement is the ring: the current one and the future one while the ring changes;
 // *placement.Ring is one.
 type Placement interface {
 	Ring() (*ring.Ring, error)
 	FutureRing() (*ring.Ring, error)
-	Replicas(ctx context.Context, ks schema.Keyspace, key []byte, buf []placement.Member) ([]placement.Member, error)
 }
 
 // Parts are what a Rebalancer works with; every one is required.

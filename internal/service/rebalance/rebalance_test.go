@@ -17,7 +17,6 @@ import (
 	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
-	"github.com/kuradb/kura/internal/data/placement"
 )
 
 // view is a directory in a table: its members, and which are up.
@@ -63,10 +62,6 @@ func (u unused) Apply(context.Context, cluster.Node, string, []lww.Record) error
 }
 func (u unused) Ring() (*ring.Ring, error)       { u.t.Fatal("read the ring"); return nil, nil }
 func (u unused) FutureRing() (*ring.Ring, error) { u.t.Fatal("read the future ring"); return nil, nil }
-func (u unused) Replicas(context.Context, schema.Keyspace, []byte, []placement.Member) ([]placement.Member, error) {
-	u.t.Fatal("placed a key")
-	return nil, nil
-}
 
 func keyspace(t *testing.T, ks schema.Keyspace) schema.Keyspace {
 	t.Helper()

@@ -104,13 +104,18 @@ func (r *Rebalancer) sampleLocal(ks schema.Keyspace, size int) (int64, [][]byte,
 
 // copyToNext sends every record of ks this node holds as a replica (tombstones
 // included, so a delete is not undone by an older copy elsewhere) to the key's replicas
-// under the next split keys that are not current ones, in batches per node. It returns
-// how many records it sent.
+// under the next placement, in batches per node. A rebalance sends to those that are not
+// current ones. A change of replication sends to every one but this node: a next replica
+// that is a current one may have missed a write the others acknowledged, and once the
+// replication is lowered the replicas that held it may be gone from the replica set
+// (a QUORUM write of 3 replicas, read at the QUORUM of the 1 left).
 func (r *Rebalancer) copyToNext(ctx context.Context, ks schema.Keyspace) (int64, error) {
-	replicaOf, err := r.replicaOf(ks)
+	current, err := r.placement.Ring()
 	if err != nil {
 		return 0, err
 	}
+	now, next := current.Placement(ks.Strategy()), current.Placement(ks.NextStrategy())
+	toEveryNext := ks.ChangesReplication()
 	batches := map[string][]lww.Record{}
 	var copied int64
 	flush := func(id string) error {
@@ -132,15 +137,12 @@ func (r *Rebalancer) copyToNext(ctx context.Context, ks schema.Keyspace) (int64,
 		return nil
 	}
 	err = r.store.Each(ks.Name, true, func(rec lww.Record) error {
-		if !replicaOf(rec.Key) {
+		replicas := now.ReplicasFor(ks.Partition().Token(rec.Key))
+		if !slices.ContainsFunc(replicas, r.isSelf) {
 			return nil // a leftover of an older placement: the replicas hold the truth
 		}
-		members, err := r.placement.Replicas(ctx, ks, rec.Key, nil)
-		if err != nil {
-			return err
-		}
-		for _, m := range members {
-			if !m.Pending || m.ID == r.cfg.Self {
+		for _, m := range next.ReplicasFor(ks.NextPartition().Token(rec.Key)) {
+			if m.ID == r.cfg.Self || !toEveryNext && slices.ContainsFunc(replicas, func(c ring.Member) bool { return c.ID == m.ID }) {
 				continue
 			}
 			batches[m.ID] = append(batches[m.ID], rec)
@@ -175,8 +177,9 @@ func (r *Rebalancer) replicaOf(ks schema.Keyspace) (func(key []byte) bool, error
 }
 
 // Keeps returns whether this node must keep a key's records: it is one of the key's
-// replicas on the current or the future ring, under the current split keys or, during
-// a rebalance, the next ones. Everything else is a leftover that cleanup may drop.
+// replicas on the current or the future ring, under the current placement (split keys
+// and replication) or, during a move, the next one. Everything else is a leftover that
+// cleanup may drop.
 func (r *Rebalancer) Keeps(ks schema.Keyspace) (func(key []byte) bool, error) {
 	current, err := r.placement.Ring()
 	if err != nil {
@@ -186,15 +189,21 @@ func (r *Rebalancer) Keeps(ks schema.Keyspace) (func(key []byte) bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	placements := []*ring.Placement{current.Placement(ks.Strategy()), future.Placement(ks.Strategy())}
-	partitioners := []ring.Partitioner{ks.Partition()}
-	if next := ks.NextPartition(); next != nil {
-		partitioners = append(partitioners, next)
+	type placed struct {
+		partitioner ring.Partitioner
+		placements  []*ring.Placement
+	}
+	under := func(p ring.Partitioner, s ring.Strategy) placed {
+		return placed{p, []*ring.Placement{current.Placement(s), future.Placement(s)}}
+	}
+	all := []placed{under(ks.Partition(), ks.Strategy())}
+	if ks.Moving {
+		all = append(all, under(ks.NextPartition(), ks.NextStrategy()))
 	}
 	return func(key []byte) bool {
-		for _, p := range partitioners {
-			t := p.Token(key)
-			for _, pl := range placements {
+		for _, p := range all {
+			t := p.partitioner.Token(key)
+			for _, pl := range p.placements {
 				if r.holdsToken(pl, t) {
 					return true
 				}
@@ -206,5 +215,8 @@ func (r *Rebalancer) Keeps(ks schema.Keyspace) (func(key []byte) bool, error) {
 
 // holdsToken reports whether this node is one of token t's replicas in placement pl.
 func (r *Rebalancer) holdsToken(pl *ring.Placement, t ring.Token) bool {
-	return slices.ContainsFunc(pl.ReplicasFor(t), func(m ring.Member) bool { return m.ID == r.cfg.Self })
+	return slices.ContainsFunc(pl.ReplicasFor(t), r.isSelf)
 }
+
+// isSelf reports whether m is this node.
+func (r *Rebalancer) isSelf(m ring.Member) bool { return m.ID == r.cfg.Self }

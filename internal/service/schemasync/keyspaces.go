@@ -33,8 +33,8 @@ const (
 // the catalog). It refuses replication that names a datacenter the cluster does not
 // have, the usual typo.
 func (s *Syncer) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
-	if ks.Moving || len(ks.NextSplits) > 0 {
-		return fmt.Errorf("%w %s: a keyspace is created with its split keys; moving to others is kura rebalance's", schema.ErrInvalidKeyspace, ks.Name)
+	if ks.Moving || len(ks.NextSplits) > 0 || ks.NextReplication != "" {
+		return fmt.Errorf("%w %s: a keyspace is created with its split keys and replication; moving to others is kura rebalance's and kura keyspace alter's", schema.ErrInvalidKeyspace, ks.Name)
 	}
 	ks.Timestamp = s.clock.Now()
 	// A creation that names no partitioner matches an existing keyspace of any: a script
@@ -288,7 +288,7 @@ func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
 // returns it; its timestamps and drop travel beside it (kurav1.SchemaUpdate).
 func KeyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {
 	out := &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner,
-		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits, Transactions: ks.Transactions}
+		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits, Transactions: ks.Transactions, NextReplication: ks.NextReplication}
 	if ks.Erasure.Enabled() {
 		out.Erasure = &kurav1.Erasure{M: uint32(ks.Erasure.M), K: uint32(ks.Erasure.K)}
 	}
@@ -306,7 +306,8 @@ func KeyspaceFromProto(ks *kurav1.Keyspace) schema.Keyspace {
 		Moving:      ks.GetMoving(),
 		NextSplits:  ks.GetNextSplits(),
 		// A build before the option sends none: its keyspaces run per key.
-		Transactions: ks.GetTransactions(),
+		Transactions:    ks.GetTransactions(),
+		NextReplication: ks.GetNextReplication(),
 	}
 }
 

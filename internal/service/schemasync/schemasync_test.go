@@ -258,10 +258,10 @@ func TestTruncateRefusedOnABadClock(t *testing.T) {
 
 func TestKeyspaceProtoRoundTrip(t *testing.T) {
 	ks := schema.Keyspace{Name: "app", Replication: "dc1=2", Partitioner: "ordered", Erasure: schema.Erasure{M: 4, K: 2},
-		Splits: [][]byte{[]byte("m")}, Moving: true, NextSplits: [][]byte{[]byte("g"), []byte("t")}}
+		Splits: [][]byte{[]byte("m")}, Moving: true, NextSplits: [][]byte{[]byte("g"), []byte("t")}, NextReplication: "dc1=3"}
 	got := KeyspaceFromProto(KeyspaceProto(ks))
 	if got.Name != ks.Name || got.Replication != ks.Replication || got.Partitioner != ks.Partitioner || got.Erasure != ks.Erasure ||
-		got.Moving != ks.Moving || len(got.Splits) != 1 || len(got.NextSplits) != 2 {
+		got.Moving != ks.Moving || len(got.Splits) != 1 || len(got.NextSplits) != 2 || got.NextReplication != ks.NextReplication {
 		t.Fatalf("round trip: %+v, want %+v", got, ks)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/internal/assembly/node"
 	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/service/rebalance"
 	"github.com/kuradb/kura/internal/service/ringchange"
 	"github.com/kuradb/kura/internal/tools/sim"
 )
@@ -41,7 +43,7 @@ func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		synctest.Test(t, func(t *testing.T) {
-			s := &scenario{acked: map[string]string{}, loadErrs: map[string]int{}, leaving: map[string]chan string{}}
+			s := &scenario{acked: map[string]string{}, ackedAt: map[string]time.Time{}, loadErrs: map[string]int{}, leaving: map[string]chan string{}}
 			defer s.close(t)
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 				return s.do(t, d)
@@ -53,8 +55,10 @@ func TestScenarios(t *testing.T) {
 // scenario is one script's cluster and what its clients were told.
 type scenario struct {
 	c *Cluster
-	// acked holds every acknowledged write, key to value, for check.
-	acked map[string]string
+	// acked holds every acknowledged write, key to value, for check, and ackedAt when
+	// it was acknowledged.
+	acked   map[string]string
+	ackedAt map[string]time.Time
 	// loads are the background writers (load), and loadErrs how their writes failed.
 	loads    sync.WaitGroup
 	loadErrs map[string]int
@@ -250,34 +254,45 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		if err != nil {
 			return "", err
 		}
-		read, failed := 0, map[string]int{}
-		var missing []string
-		s.mu.Lock()
-		acked := maps.Clone(s.acked)
-		s.mu.Unlock()
-		for name, want := range acked {
-			ks, key, _ := strings.Cut(name, "/")
-			rec, found, err := run.Coordinator().Get(ctx, ks, []byte(key), cl)
-			switch {
-			case err != nil:
-				failed[firstLine(err)]++
-			case !found:
-				failed["not found"]++
-				if len(missing) < 3 {
-					missing = append(missing, name+" on "+s.holders(ks, key))
-				}
-			case string(rec.Value) != want:
-				failed["stale"]++
-			default:
-				read++
-			}
-		}
-		out := summary(fmt.Sprintf("%d of %d read", read, len(acked)), failed)
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			out += "\nmissing " + strings.Join(missing, "\nmissing ")
-		}
+		_, _, out := s.check(ctx, run, cl, 0)
 		return out, nil
+	case "alter":
+		// kura keyspace alter through node, which reads every acknowledged write through
+		// each node of via at ONE, QUORUM and ALL after each step it reports: at ONE
+		// those acknowledged a second before or more, since a QUORUM write may still be
+		// on its way to the replica a read at ONE asks (that is ONE's contract, move or
+		// not). The counts a step reports depend on the load's timing: they read as #.
+		// The reads take virtual time, a cross-DC round trip each: the move gets an hour.
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		var out []string
+		err = run.AlterKeyspace(ctx, arg("name"), arg("replication"), false, func(p rebalance.Progress) {
+			out = append(out, counts.ReplaceAllString(p.Step, "#"))
+			for _, via := range list("via") {
+				viaRun, err := s.c.Running(via)
+				if err != nil {
+					out = append(out, "  "+err.Error())
+					continue
+				}
+				for _, cl := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All} {
+					settled := time.Duration(0)
+					if cl == consistency.One {
+						settled = time.Second
+					}
+					if read, acked, why := s.check(ctx, viaRun, cl, settled); read != acked {
+						out = append(out, fmt.Sprintf("  through %s at %s: %s", via, cl, why))
+					}
+				}
+			}
+		})
+		if err != nil {
+			out = append(out, "error: "+err.Error())
+		}
+		return strings.Join(out, "\n"), nil
 	case "stored":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -356,6 +371,48 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
 
+// counts matches the figures of a move's progress that depend on the load's timing.
+var counts = regexp.MustCompile(`\d+ (rows|records|nodes)`)
+
+// check reads every write acknowledged settled ago or earlier through run at cl, and
+// returns how many it read of how many, with what failed how (and up to three keys not
+// found, with the nodes that hold them).
+func (s *scenario) check(ctx context.Context, run *node.Node, cl consistency.Level, settled time.Duration) (read, total int, out string) {
+	failed := map[string]int{}
+	var missing []string
+	s.mu.Lock()
+	acked := maps.Clone(s.acked)
+	for name, at := range s.ackedAt {
+		if time.Since(at) < settled {
+			delete(acked, name)
+		}
+	}
+	s.mu.Unlock()
+	for name, want := range acked {
+		ks, key, _ := strings.Cut(name, "/")
+		rec, found, err := run.Coordinator().Get(ctx, ks, []byte(key), cl)
+		switch {
+		case err != nil:
+			failed[firstLine(err)]++
+		case !found:
+			failed["not found"]++
+			if len(missing) < 3 {
+				missing = append(missing, name+" on "+s.holders(ks, key))
+			}
+		case string(rec.Value) != want:
+			failed["stale"]++
+		default:
+			read++
+		}
+	}
+	out = summary(fmt.Sprintf("%d of %d read", read, len(acked)), failed)
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		out += "\nmissing " + strings.Join(missing, "\nmissing ")
+	}
+	return read, len(acked), out
+}
+
 // decommissioned says what a decommission answered: the gainers, or why it failed.
 func decommissioned(st ringchange.MoveStats, err error) (string, error) {
 	if err != nil {
@@ -384,6 +441,7 @@ func (s *scenario) write(ctx context.Context, run *node.Node, keyspace, prefix s
 	}
 	s.mu.Lock()
 	s.acked[keyspace+"/"+key] = value
+	s.ackedAt[keyspace+"/"+key] = time.Now()
 	s.mu.Unlock()
 	return nil
 }

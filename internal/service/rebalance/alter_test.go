@@ -1,0 +1,98 @@
+package rebalance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuradb/kura/internal/core/cluster"
+	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/data/coord"
+)
+
+// TestAlterRefusesWhatItCannotMoveSafely: each refusal of a change of replication says
+// why, and comes before the move touches anything (the unused parts fail the test if it
+// does). The cluster: a, b, c in dc1 and x in dc2, up and normal, unless the case says.
+func TestAlterRefusesWhatItCannotMoveSafely(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cfg         Config
+		change      func(*view) // of the cluster
+		keyspace    string
+		replication string
+		want        error
+		says        string
+	}{
+		{name: "no such keyspace", keyspace: "nothing", replication: "dc1=3", want: schema.ErrNoKeyspace},
+		{name: "erasure-coded", keyspace: "coded", replication: "simple=2", want: coord.ErrInvalidArgument, says: "erasure-coded"},
+		{name: "a DHT", cfg: Config{DHT: "chord"}, keyspace: "app", replication: "dc1=3", want: coord.ErrInvalidArgument, says: "onehop"},
+		{name: "an unknown datacenter", keyspace: "app", replication: "dc1=2,dc3=1", want: coord.ErrInvalidArgument,
+			says: `names datacenter "dc3", which has no normal node; the cluster has dc1, dc2`},
+		{name: "more replicas than nodes", keyspace: "app", replication: "dc1=2,dc2=2", want: coord.ErrInvalidArgument,
+			says: "asks for 2 replicas in dc2, which has 1 normal nodes"},
+		{name: "more replicas than nodes, simple", keyspace: "app", replication: "simple=5", want: coord.ErrInvalidArgument,
+			says: "asks for 5 replicas; the ring has 4 normal nodes"},
+		{name: "more replicas than nodes in some DC, each", keyspace: "app", replication: "each=2", want: coord.ErrInvalidArgument,
+			says: "asks for 2 replicas in dc2, which has 1 normal nodes"},
+		{name: "the same replication", keyspace: "app", replication: "dc1=2, dc2=0", want: coord.ErrInvalidArgument, says: "nothing to change"},
+		{name: "no replica left", keyspace: "app", replication: "dc1=0,dc2=0", want: coord.ErrInvalidArgument, says: "no replica anywhere"},
+		{name: "bad syntax", keyspace: "app", replication: "dc1", want: coord.ErrInvalidArgument, says: "replication"},
+		{name: "already moving", keyspace: "moving", replication: "dc1=3", want: coord.ErrInvalidArgument, says: "is moving"},
+		{name: "a node down", change: func(v *view) { v.Up["b"] = false }, keyspace: "app", replication: "dc1=3",
+			want: coord.ErrUnavailable, says: "node b is down"},
+		{name: "a ring change", change: func(v *view) {
+			v.Members = append(v.Members, cluster.Node{ID: "d", DC: "dc1", Status: cluster.StatusJoining})
+			v.Up["d"] = true
+		}, keyspace: "app", replication: "dc1=3", says: "node d is joining"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newAlterer(t, tc.cfg, tc.change)
+			err := r.Alter(context.Background(), tc.keyspace, tc.replication, func(p Progress) { t.Fatalf("reported %q", p.Step) })
+			if err == nil || tc.want != nil && !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("got %v, want %v saying %q", err, tc.want, tc.says)
+			}
+		})
+	}
+}
+
+// TestSettleRefusesAKeyspaceNotMoving: settling is for a move cut short.
+func TestSettleRefusesAKeyspaceNotMoving(t *testing.T) {
+	r := newAlterer(t, Config{}, nil)
+	err := r.Settle(context.Background(), "app", func(p Progress) { t.Fatalf("reported %q", p.Step) })
+	if !errors.Is(err, coord.ErrInvalidArgument) || !strings.Contains(err.Error(), "nothing to settle") {
+		t.Fatalf("got %v, want a refusal saying nothing to settle", err)
+	}
+}
+
+// newAlterer is node a's, of a, b, c in dc1 and x in dc2, all up and normal before
+// change, whose catalog holds app (dc1=2), moving (an alter under way) and coded.
+func newAlterer(t *testing.T, cfg Config, change func(*view)) *Rebalancer {
+	t.Helper()
+	v := view{Up: map[string]bool{}}
+	for _, n := range []cluster.Node{{ID: "a", DC: "dc1"}, {ID: "b", DC: "dc1"}, {ID: "c", DC: "dc1"}, {ID: "x", DC: "dc2"}} {
+		n.Status = cluster.StatusNormal
+		v.Members = append(v.Members, n)
+		v.Up[n.ID] = true
+	}
+	if change != nil {
+		change(&v)
+	}
+	c := catalog{}
+	for _, ks := range []schema.Keyspace{
+		{Name: "app", Replication: "dc1=2", Timestamp: 7},
+		{Name: "moving", Replication: "dc1=2", Timestamp: 7, Moving: true, NextReplication: "dc1=3"},
+		{Name: "coded", Erasure: schema.Erasure{M: 2, K: 1}, Timestamp: 7},
+	} {
+		c[ks.Name] = keyspace(t, ks)
+	}
+	cfg.Self = "a"
+	cfg.RingDelay, cfg.RetryInterval = time.Second, time.Second
+	u := unused{t}
+	r, err := New(cfg, Parts{View: v, Catalog: c, Publisher: u, Clock: u, Peers: u, Store: u, Copier: u, Placement: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
