@@ -69,7 +69,9 @@ func TestEmptiedCollectionReadsAsAbsent(t *testing.T) {
 	// otherType writes a collection of another type over the emptied key.
 	otherType := map[string]do{
 		"hash": func(ctx context.Context, rdb *redis.Client, key string) error { return rdb.RPush(ctx, key, "x").Err() },
-		"set":  func(ctx context.Context, rdb *redis.Client, key string) error { return rdb.HSet(ctx, key, "x", "1").Err() },
+		"set": func(ctx context.Context, rdb *redis.Client, key string) error {
+			return rdb.HSet(ctx, key, "x", "1").Err()
+		},
 		"zset": func(ctx context.Context, rdb *redis.Client, key string) error { return rdb.SAdd(ctx, key, "x").Err() },
 		"list": func(ctx context.Context, rdb *redis.Client, key string) error {
 			return rdb.ZAdd(ctx, key, redis.Z{Score: 1, Member: "x"}).Err()
