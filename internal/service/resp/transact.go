@@ -88,12 +88,17 @@ func (collectionHeader) Error() string {
 	return "resp: a collection's header, whose members are read before the transaction decides"
 }
 
-// runUpdate runs fn on key as one lightweight transaction.
+// runUpdate runs fn on key as one lightweight transaction. A round stopped at a
+// collection's header is reported as a success: it is no failure of the cluster's.
 func (c *conn) runUpdate(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, error) {
 	start := time.Now()
 	serial := c.serialLevel()
 	res, err := c.s.cfg.Backend.Update(c.ctx, c.keyspace, key, serial, fn)
-	c.observe("cas", serial, start, err)
+	observed := err
+	if errors.As(err, new(collectionHeader)) {
+		observed = nil
+	}
+	c.observe("cas", serial, start, observed)
 	return res, err
 }
 
