@@ -16,7 +16,8 @@ import (
 // pop its head, racing for the same items, no item is popped twice, and every
 // acknowledged push is either popped or still in the list, which both nodes read in one
 // order. The list is filled first with more items than the pops take, so it never runs
-// empty meanwhile (an emptied list keeps its key: internal/service/resp/list_test.go).
+// empty meanwhile (an emptied list keeps its header and reads as absent:
+// internal/service/resp/list_test.go).
 func TestGoRedisListQueueAcrossDCs(t *testing.T) {
 	nodes := startTypedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

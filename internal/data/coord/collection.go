@@ -26,7 +26,8 @@ import (
 // Collection is what a read of a collection key finds.
 type Collection struct {
 	// Header is the key's own record when Found: live, of any type (a string's too, which
-	// a command of a collection answers WRONGTYPE).
+	// a command of a collection answers WRONGTYPE). ReadCollection answers a collection
+	// without a live member (HoldsMembers) not Found: emptied, it reads as absent.
 	Header lww.Record
 	Found  bool
 	// Reset is the collection's reset point: elements at or before it are gone.
@@ -107,6 +108,8 @@ func (c *Coordinator) collectionKeyspace(keyspace string, key []byte) (schema.Ke
 
 // ReadCollection reads key's header at level cl and, when it is a collection's, every
 // element record of it: one scan of the key's partition, on the replicas the level asks.
+// A collection without a live element of its type (emptied by removals, its header kept)
+// is answered absent, Found false.
 // A collection whose records pass Limits.AnswerBytesMax is refused with ErrAnswerFull.
 func (c *Coordinator) ReadCollection(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (Collection, error) {
 	ks, err := c.collectionKeyspace(keyspace, key)
@@ -125,7 +128,71 @@ func (c *Coordinator) ReadCollection(ctx context.Context, keyspace string, key [
 		return Collection{}, err
 	}
 	out.Reset, out.Elements = liveElements(ks, key, recs, c.clock.Now())
+	if !HoldsMembers(out.Header.Type, out.Elements) {
+		// Emptied: absent to its reader, so that a write creates it anew (with no reset
+		// point: its header is live, and so is no element of it).
+		return Collection{Reset: out.Reset}, nil
+	}
 	return out, nil
+}
+
+// HoldsMembers reports whether a collection of type typ whose live element records
+// (newer than its reset point) are elems holds a member: false when removals emptied
+// it, and it reads as absent. A string and a counter hold their value.
+func HoldsMembers(typ lww.Type, elems []lww.Record) bool {
+	kind, ok := MemberKind(typ)
+	return !ok || slices.ContainsFunc(elems, func(rec lww.Record) bool {
+		_, k, _, ok := element.Parse(rec.Key)
+		return ok && k == kind && !rec.Tombstone
+	})
+}
+
+// MemberKind returns the element kind of which one live record makes a collection of
+// type typ non-empty: a hash's fields, a set's adds, a sorted set's member records (a
+// score entry may be stale), a list's items. ok is false for a string and a counter,
+// whose header is their value.
+func MemberKind(typ lww.Type) (kind element.Kind, ok bool) {
+	switch typ {
+	case lww.Hash:
+		return element.HashField, true
+	case lww.Set:
+		return element.SetAdd, true
+	case lww.SortedSet:
+		return element.SortedMember, true
+	case lww.List:
+		return element.ListItem, true
+	}
+	return 0, false
+}
+
+// HasMembers reports whether collection key, whose header a read found live with type
+// typ, holds a live element of that type newer than its reset point, read at level cl:
+// false means the collection was emptied, and reads as absent (docs/redis-types.md, "An
+// emptied collection reads as absent"). It reads the reset record, then the key's
+// elements of typ's kind in pages of 1, 2, 4... records, tombstones included, and stops
+// at the first live one. A string or a counter always holds its value.
+func (c *Coordinator) HasMembers(ctx context.Context, keyspace string, key []byte, typ lww.Type, cl consistency.Level) (bool, error) {
+	kind, ok := MemberKind(typ)
+	if !ok {
+		return true, nil
+	}
+	ks, err := c.collectionKeyspace(keyspace, key)
+	if err != nil {
+		return false, err
+	}
+	resetRec, found, err := c.Get(ctx, keyspace, element.Key(key, element.Reset, nil), cl)
+	if err != nil {
+		return false, err
+	}
+	reset := resetPoint(ks, resetRec, found)
+	prefix := element.KindPrefix(key, kind)
+	live := false
+	err = c.walkPartition(ctx, ks, key, prefix, element.End(prefix), cl, 1, func(page []lww.Record) (bool, error) {
+		now := c.clock.Now()
+		live = slices.ContainsFunc(page, func(rec lww.Record) bool { return rec.Timestamp > reset && visible(ks, rec, now) })
+		return !live, nil
+	})
+	return live, err
 }
 
 // liveElements returns the reset point among recs, the records of collection key's
@@ -393,38 +460,50 @@ func (c *Coordinator) writeTogether(ctx context.Context, keyspace string, recs [
 // keys that all have key's token, as a collection's element records do under the
 // grouped partitioner.
 func (c *Coordinator) scanPartition(ctx context.Context, ks schema.Keyspace, key, start, end []byte, cl consistency.Level) ([]lww.Record, error) {
+	var out []lww.Record
+	answered := 0
+	err := c.walkPartition(ctx, ks, key, start, end, cl, c.cfg.Limits.ScanLimitMax, func(page []lww.Record) (bool, error) {
+		for _, rec := range page {
+			answered += len(rec.Key) + len(rec.Value)
+		}
+		if answered > c.cfg.Limits.AnswerBytesMax {
+			return false, fmt.Errorf("%w: collection %q passes %d bytes of elements", ErrAnswerFull, key, c.cfg.Limits.AnswerBytesMax)
+		}
+		out = append(out, page...)
+		return true, nil
+	})
+	return out, err
+}
+
+// walkPartition reads the records scanPartition reads a page at a time, the first of up
+// to limit records and each next one twice as many (at most Limits.ScanLimitMax), and
+// gives each page to visit until it answers false or an error, or the range ends.
+func (c *Coordinator) walkPartition(ctx context.Context, ks schema.Keyspace, key, start, end []byte, cl consistency.Level, limit int, visit func(page []lww.Record) (bool, error)) error {
 	if cl == consistency.Any || cl.IsSerial() {
-		return nil, invalid("%v is not a read level; read a collection at ONE to ALL", cl)
+		return invalid("%v is not a read level; read a collection at ONE to ALL", cl)
 	}
 	if err := c.lwtCommits.awaitKeyspace(ctx, ks.Name); err != nil {
-		return nil, err
+		return err
 	}
 	members, err := c.replicaSet(ctx, ks, key, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	token := ks.Partition().Token(key)
 	// The range holding exactly key's token: (token-1, token], the whole of which wraps
 	// to {0} for token 0.
 	part := []placement.RangeReplicas{{Range: ring.Range{Start: token - 1, End: token}, Replicas: members}}
 	tag := scanTag{id: c.nextScanID(), ras: c.readPolicy().RaS}
-	var out []lww.Record
-	answered := 0
+	limit = min(limit, c.cfg.Limits.ScanLimitMax)
 	for cursor := start; ; {
-		round, err := c.scanRound(ctx, ks, part, cursor, end, c.cfg.Limits.ScanLimitMax, cl, tag, nil)
+		round, err := c.scanRound(ctx, ks, part, cursor, end, limit, cl, tag, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, rec := range round.records {
-			answered += len(rec.Key) + len(rec.Value)
-		}
-		if answered > c.cfg.Limits.AnswerBytesMax {
-			return nil, fmt.Errorf("%w: collection %q passes %d bytes of elements", ErrAnswerFull, key, c.cfg.Limits.AnswerBytesMax)
-		}
-		out = append(out, round.records...)
-		if round.complete {
-			return out, nil
+		if more, err := visit(round.records); err != nil || !more || round.complete {
+			return err
 		}
 		cursor = append(append([]byte(nil), round.cutoff...), 0)
+		limit = min(2*limit, c.cfg.Limits.ScanLimitMax)
 	}
 }

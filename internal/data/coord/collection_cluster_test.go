@@ -3,6 +3,7 @@ package coord_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -171,5 +172,102 @@ func TestCollectionsRefusedOutsideGroupedKeyspaces(t *testing.T) {
 		if !errors.Is(err, coord.ErrInvalidArgument) {
 			t.Errorf("WriteCollection in %s: %v, want an invalid argument", tt.keyspace, err)
 		}
+	}
+}
+
+// TestHasMembersStopsAtTheFirstLiveMember: a collection whose header is live holds a
+// member only while an element record of its type's member kind is live and newer than
+// its reset point (docs/redis-types.md, "An emptied collection reads as absent"). One
+// live field after many tombstones is found across pages; a sorted set's stale score
+// entry is no member; ReadCollection answers an emptied collection not found.
+func TestHasMembersStopsAtTheFirstLiveMember(t *testing.T) {
+	c := startCluster(t, spread)
+	ctx := testContext(t)
+	for _, n := range c.Nodes {
+		eventually(t, "node "+n.ID()+" counts every node as reading typed records", n.RecordTypesRead)
+	}
+	co := c.Nodes[0].Coordinator()
+	fields := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("f%02d", i), "v")
+		}
+		return out
+	}
+	tombstones := func(key []byte, kind element.Kind, names ...string) coord.CollectionWrite {
+		w := coord.CollectionWrite{}
+		for _, name := range names {
+			w.Elements = append(w.Elements, lww.Record{Key: element.Key(key, kind, []byte(name)), Tombstone: true})
+		}
+		return w
+	}
+	tests := []struct {
+		name  string
+		typ   lww.Type
+		write func(key []byte) error
+		want  bool
+	}{
+		{"live fields", lww.Hash, func(key []byte) error {
+			_, err := co.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, fields(2)...), consistency.All)
+			return err
+		}, true},
+		{"one live field after 19 tombstones", lww.Hash, func(key []byte) error {
+			if _, err := co.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, fields(20)...), consistency.All); err != nil {
+				return err
+			}
+			var names []string
+			for i := range 19 {
+				names = append(names, fmt.Sprintf("f%02d", i))
+			}
+			_, err := co.WriteCollection(ctx, "spread", key, tombstones(key, element.HashField, names...), consistency.All)
+			return err
+		}, true},
+		{"every field removed", lww.Hash, func(key []byte) error {
+			if _, err := co.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, fields(3)...), consistency.All); err != nil {
+				return err
+			}
+			_, err := co.WriteCollection(ctx, "spread", key, tombstones(key, element.HashField, "f00", "f01", "f02"), consistency.All)
+			return err
+		}, false},
+		{"every field before the reset point", lww.Hash, func(key []byte) error {
+			at, err := co.WriteCollection(ctx, "spread", key, hashWrite(key, coord.ResetCreate, fields(3)...), consistency.All)
+			if err != nil {
+				return err
+			}
+			return co.ResetCollection(ctx, "spread", key, at, consistency.All)
+		}, false},
+		{"a sorted set's stale score entry is no member", lww.SortedSet, func(key []byte) error {
+			w := coord.CollectionWrite{Header: &lww.Record{Type: lww.SortedSet}, Reset: coord.ResetCreate, Elements: []lww.Record{
+				{Key: element.Key(key, element.SortedMember, []byte("m")), Value: []byte("score")},
+				{Key: element.Key(key, element.SortedScore, []byte("stale-entry")), Value: nil},
+			}}
+			if _, err := co.WriteCollection(ctx, "spread", key, w, consistency.All); err != nil {
+				return err
+			}
+			_, err := co.WriteCollection(ctx, "spread", key, tombstones(key, element.SortedMember, "m"), consistency.All)
+			return err
+		}, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := []byte(fmt.Sprintf("{members%d}:k", i))
+			if err := tt.write(key); err != nil {
+				t.Fatal(err)
+			}
+			has, err := co.HasMembers(ctx, "spread", key, tt.typ, consistency.All)
+			if err != nil || has != tt.want {
+				t.Fatalf("HasMembers = %v, %v, want %v", has, err, tt.want)
+			}
+			coll, err := co.ReadCollection(ctx, "spread", key, consistency.All)
+			if err != nil || coll.Found != tt.want {
+				t.Fatalf("ReadCollection found %v, %v, want %v", coll.Found, err, tt.want)
+			}
+			if rec, found, err := co.Get(ctx, "spread", key, consistency.All); err != nil || !found || rec.Type != tt.typ {
+				t.Fatalf("the header reads %+v, %v, %v: want it kept, live", rec, found, err)
+			}
+		})
+	}
+	if has, err := co.HasMembers(ctx, "spread", []byte("{members}:string"), lww.String, consistency.All); err != nil || !has {
+		t.Fatalf("HasMembers of a string = %v, %v, want true: it holds its value", has, err)
 	}
 }

@@ -95,6 +95,9 @@ func (c *conn) readElements(key []byte, typ lww.Type, elemKeys [][]byte) (coll c
 		start, level := time.Now(), c.collectionLevel()
 		coll, results, err = c.s.cfg.Backend.ReadElements(c.ctx, c.keyspace, key, elemKeys, level)
 		c.observe("get", level, start, err)
+		if coll, err = c.settleCollection(key, typ, coll, err); !coll.Found {
+			clear(results)
+		}
 	}
 	c.countLookup(coll.Found, err)
 	switch {
@@ -106,6 +109,21 @@ func (c *conn) readElements(key []byte, typ lww.Type, elemKeys [][]byte) (coll c
 		return coll, nil, false
 	}
 	return coll, results, true
+}
+
+// settleCollection is settle for a read of a few elements of collection key, whose
+// caller takes type typ: coll, found with another type or an expiry, is read absent when
+// it holds no member, so that a write of typ creates the key anew (no WRONGTYPE, no
+// inherited deadline). Of typ and without an expiry, an emptied collection answers as an
+// absent one does (its elements read are not live), and its members are not read.
+func (c *conn) settleCollection(key []byte, typ lww.Type, coll coord.Collection, err error) (coord.Collection, error) {
+	if err != nil || !coll.Found || (coll.Header.Type == typ && coll.Header.ExpiresAt == 0) {
+		return coll, err
+	}
+	if _, found, err := c.settle(key, coll.Header, coll.Found, nil); err != nil || !found {
+		return coord.Collection{Reset: coll.Reset}, err
+	}
+	return coll, nil
 }
 
 // writeCollection writes w to collection key of type typ; the header, when w has one,

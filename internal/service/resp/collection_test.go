@@ -85,8 +85,8 @@ func TestCopyCollection(t *testing.T) {
 }
 
 // TestRenameCollection drives RENAME and RENAMENX of a list and a set: destination holds
-// the source's elements, in order, and its expiry; the source keeps its key, emptied
-// (only what was copied is removed from it); other keys' tags, hashes and sorted sets
+// the source's elements, in order, and its expiry; the source keeps its header, emptied
+// and read as absent (only what was copied is removed from it); other keys' tags, hashes and sorted sets
 // are refused.
 func TestRenameCollection(t *testing.T) {
 	tests := []struct {
@@ -101,7 +101,7 @@ func TestRenameCollection(t *testing.T) {
 			{cmd("LRANGE", "{t}l2", "0", "-1"), bulks("a", "B", "c")},
 			{cmd("TTL", "{t}l2"), ":100\r\n"},
 			{cmd("LLEN", "{t}l"), ":0\r\n"},
-			{cmd("EXISTS", "{t}l"), ":1\r\n"},
+			{cmd("EXISTS", "{t}l"), ":0\r\n"}, // emptied: its header stays, and reads as absent
 			{cmd("RPUSH", "{t}l", "d"), ":1\r\n"},
 			{cmd("LRANGE", "{t}l2", "0", "-1"), bulks("a", "B", "c")},
 		}},

@@ -424,7 +424,24 @@ func (c *conn) get(key []byte) (lww.Record, bool, error) {
 	start := time.Now()
 	rec, found, err := c.s.cfg.Backend.Get(c.ctx, c.keyspace, key, c.level)
 	c.observe("get", c.level, start, err)
-	return rec, found, err
+	return c.settle(key, rec, found, err)
+}
+
+// settle is what a key's own record, read with err, says to the commands: a collection
+// emptied by removals (its header kept, no live member) is absent, as Redis deletes an
+// emptied key (docs/redis-types.md, "An emptied collection reads as absent"). Every read
+// of a key's own record outside a transaction goes through it; inside one, txView's.
+func (c *conn) settle(key []byte, rec lww.Record, found bool, err error) (lww.Record, bool, error) {
+	if _, collection := coord.MemberKind(rec.Type); err != nil || !found || !collection {
+		return rec, found, err
+	}
+	start, level := time.Now(), c.collectionLevel()
+	has, err := c.s.cfg.Backend.HasMembers(c.ctx, c.keyspace, key, rec.Type, level)
+	c.observe("scan", level, start, err)
+	if err != nil || !has {
+		return lww.Record{}, false, err
+	}
+	return rec, true, nil
 }
 
 // lookup is get for a command that reads the key for the client (GET, EXISTS, STRLEN...),
@@ -447,7 +464,7 @@ func (c *conn) lookupAll(keys [][]byte) []coord.GetResult {
 		return results
 	}
 	start := time.Now()
-	results := c.s.cfg.Backend.GetAll(c.ctx, c.keyspace, keys, c.level)
+	results := c.getAll(keys)
 	for _, r := range results {
 		if errors.Is(r.Err, coord.ErrAnswerFull) {
 			continue
@@ -455,6 +472,24 @@ func (c *conn) lookupAll(keys [][]byte) []coord.GetResult {
 		c.observe("get", c.level, start, r.Err)
 		c.countLookup(r.Found, r.Err)
 	}
+	return results
+}
+
+// getAll reads keys through Backend.GetAll at the connection's level, each settled: an
+// emptied collection is absent.
+func (c *conn) getAll(keys [][]byte) []coord.GetResult {
+	results := c.s.cfg.Backend.GetAll(c.ctx, c.keyspace, keys, c.level)
+	var collections []int // only these need a read of their members
+	for i, r := range results {
+		if _, ok := coord.MemberKind(r.Record.Type); ok && r.Found && r.Err == nil {
+			collections = append(collections, i)
+		}
+	}
+	_ = forEach(len(collections), func(j int) error {
+		r := &results[collections[j]]
+		r.Record, r.Found, r.Err = c.settle(keys[collections[j]], r.Record, r.Found, nil)
+		return nil
+	})
 	return results
 }
 

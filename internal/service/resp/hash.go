@@ -257,8 +257,9 @@ func hstrlenCommand(c *conn, args [][]byte) {
 }
 
 // hdelCommand is HDEL key field [field ...]: the count of fields it removed, each
-// tombstoned. It reads the whole hash, so that the delete of its last fields deletes the
-// key, as Redis does: the header's tombstone and a reset point, as DEL writes them.
+// tombstoned. The delete of the last fields keeps the header, and the emptied hash reads
+// as absent (settle): a header tombstone and a reset point, as DEL writes them, would
+// also remove a field another DC sets at that moment, an acknowledged write lost.
 func hdelCommand(c *conn, args [][]byte) {
 	key := args[1]
 	fields, _, ok := c.readHash(key)
@@ -278,9 +279,6 @@ func hdelCommand(c *conn, args [][]byte) {
 	if len(w.Elements) == 0 {
 		c.w.Int(0)
 		return
-	}
-	if len(w.Elements) == len(fields) {
-		w.Header, w.Reset = &lww.Record{Tombstone: true}, coord.ResetAt
 	}
 	if _, err := c.writeHash(key, coord.Collection{Found: true}, w); err != nil {
 		c.w.Error(errorReply(err))

@@ -83,14 +83,47 @@ func (f *fakeBackend) ReadCollection(_ context.Context, keyspace string, key []b
 	if out.Header, out.Found, err = f.get(keyspace, key, cl); err != nil || !out.Found || out.Header.Type == lww.String {
 		return out, err
 	}
-	out.Reset = resetOf(elems, key)
-	reset := string(element.Key(key, element.Reset, nil))
-	for _, k := range slices.Sorted(maps.Keys(elems)) {
-		if strings.HasPrefix(k, string(element.Prefix(key))) && k != reset && liveElement(elems[k], out.Reset) {
-			out.Elements = append(out.Elements, elems[k])
-		}
+	out.Reset, out.Elements = liveElements(elems, key)
+	if !coord.HoldsMembers(out.Header.Type, out.Elements) {
+		return coord.Collection{Reset: out.Reset}, nil // emptied, as the coordinator answers
 	}
 	return out, nil
+}
+
+// liveElements returns collection key's reset point and its live element records
+// newer than it, in key order.
+func liveElements(elems map[string]lww.Record, key []byte) (reset hlc.Timestamp, live []lww.Record) {
+	reset = resetOf(elems, key)
+	resetKey := string(element.Key(key, element.Reset, nil))
+	for _, k := range slices.Sorted(maps.Keys(elems)) {
+		if strings.HasPrefix(k, string(element.Prefix(key))) && k != resetKey && liveElement(elems[k], reset) {
+			live = append(live, elems[k])
+		}
+	}
+	return reset, live
+}
+
+// storeHeld makes key a collection of typ holding one member: its header and a live
+// element record of the type's member kind (a header alone is an emptied collection,
+// which reads as absent).
+func (f *fakeBackend) storeHeld(key string, typ lww.Type) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.store("default", f.data["default"], key, lww.Record{Value: []byte("header"), Type: typ})
+	kind, _ := coord.MemberKind(typ)
+	elems, _ := f.collection("default", []byte(key))
+	applyElement(elems, lww.Record{Key: element.Key([]byte(key), kind, []byte("m")), Timestamp: f.tick()})
+}
+
+func (f *fakeBackend) HasMembers(_ context.Context, keyspace string, key []byte, typ lww.Type, _ consistency.Level) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	elems, err := f.collection(keyspace, key)
+	if err != nil {
+		return false, err
+	}
+	_, live := liveElements(elems, key)
+	return coord.HoldsMembers(typ, live), nil
 }
 
 func (f *fakeBackend) ReadElements(_ context.Context, keyspace string, key []byte, elemKeys [][]byte, cl consistency.Level) (coord.Collection, []coord.GetResult, error) {

@@ -51,9 +51,9 @@ func TestListCommands(t *testing.T) {
 			{cmd("LPOP", "l"), "$1\r\na\r\n"},
 			{cmd("RPOP", "l"), "$1\r\nd\r\n"},
 			{cmd("LPOP", "l", "5"), arr("b", "c")},
-			// The last pop leaves the key, an empty list (Redis deletes it): a push at that
-			// moment would be lost otherwise.
-			{cmd("EXISTS", "l"), ":1\r\n"},
+			// The last pop leaves the header (a push at that moment would be lost
+			// otherwise), and the emptied list reads as absent, as Redis deletes it.
+			{cmd("EXISTS", "l"), ":0\r\n"},
 			{cmd("LLEN", "l"), ":0\r\n"},
 			{cmd("LPOP", "l"), "$-1\r\n"},
 			{cmd("LPOP", "l", "2"), "*-1\r\n"},
@@ -82,8 +82,8 @@ func TestListCommands(t *testing.T) {
 			{cmd("LTRIM", "l", "1", "-2"), "+OK\r\n"},
 			{cmd("LRANGE", "l", "0", "-1"), arr("a", "B", "x", "c", "y", "A")},
 			{cmd("LREM", "l", "0", "x"), ":1\r\n"},
-			{cmd("LTRIM", "l", "5", "1"), "+OK\r\n"}, // empties the list, which stays
-			{cmd("EXISTS", "l"), ":1\r\n"},
+			{cmd("LTRIM", "l", "5", "1"), "+OK\r\n"}, // empties the list, which reads as absent
+			{cmd("EXISTS", "l"), ":0\r\n"},
 			{cmd("LRANGE", "l", "0", "-1"), "*0\r\n"},
 		}},
 		{"lpos", []step{

@@ -211,7 +211,7 @@ func watchCommand(c *conn, args [][]byte) {
 	}
 	read := make([]watchedKey, len(keys))
 	err := forEach(len(keys), func(i int) error {
-		rec, found, err := c.serialGet(keys[i])
+		rec, found, err := c.serialHeader(keys[i])
 		read[i] = watchedKey{keyspace: c.keyspace, key: keys[i], record: rec, found: found}
 		if err != nil || !read[i].isCollection() {
 			return err
@@ -447,7 +447,7 @@ func newTxView(at hlc.Timestamp, node string, cur []coord.KeyRecord, collections
 func (v *txView) get(key []byte) (lww.Record, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	r, ok := v.records[string(key)]
+	r, ok := v.recordLocked(key)
 	switch {
 	case !ok:
 		return lww.Record{}, false, fmt.Errorf("resp: key %q is not among the transaction's keys", key)
@@ -468,7 +468,7 @@ func (v *txView) update(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, er
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	r, ok := v.records[string(key)]
+	r, ok := v.recordLocked(key)
 	if !ok {
 		return coord.UpdateResult{}, fmt.Errorf("resp: key %q is not among the transaction's keys", key)
 	}
@@ -487,6 +487,22 @@ func (v *txView) update(key []byte, fn coord.UpdateFunc) (coord.UpdateResult, er
 	v.keep(key, next)
 	res.Applied, res.Record = true, next
 	return res, nil
+}
+
+// recordLocked is key's own record as the commands see it, v.mu held: a collection the
+// round read whole and that holds no member now is absent, as outside a transaction
+// (conn.settle). A collection the round did not read (no collection command names it)
+// is taken as it is.
+func (v *txView) recordLocked(key []byte) (coord.KeyRecord, bool) {
+	r, ok := v.records[string(key)]
+	coll, read := v.colls[string(key)]
+	if !ok || !r.Found || !read {
+		return r, ok
+	}
+	if !coord.HoldsMembers(r.Record.Type, slices.Collect(maps.Values(coll.elems))) {
+		r.Record, r.Found = lww.Record{}, false
+	}
+	return r, true
 }
 
 // keep makes next key's record, written by the transaction; v.mu is held.

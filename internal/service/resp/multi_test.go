@@ -54,6 +54,15 @@ func TestTransactions(t *testing.T) {
 			{cmd("GET", "{u}c"), "+QUEUED\r\n"},
 			{cmd("EXEC"), "*4\r\n+OK\r\n-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - can't set immutable config: kura keeps its data on disk and does not limit its memory\r\n+OK\r\n$1\r\n1\r\n"},
 		}},
+		{"a collection emptied inside the transaction reads as absent there and after", []step{
+			{cmd("RPUSH", "{u}l", "a"), ":1\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LPOP", "{u}l"), "+QUEUED\r\n"},
+			{cmd("EXISTS", "{u}l"), "+QUEUED\r\n"},
+			{cmd("SET", "{u}l", "s", "NX"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*3\r\n$1\r\na\r\n:0\r\n+OK\r\n"},
+			{cmd("GET", "{u}l"), "$1\r\ns\r\n"},
+		}},
 		{"an empty transaction", []step{
 			{cmd("MULTI"), "+OK\r\n"},
 			{cmd("EXEC"), "*0\r\n"},

@@ -55,6 +55,9 @@ type Backend interface {
 	// ReadPrefixes reads a key's header and the element records under each prefix: a
 	// set's adds of a few members (coord.Coordinator).
 	ReadPrefixes(ctx context.Context, keyspace string, key []byte, prefixes [][]byte, cl consistency.Level) (coord.Collection, error)
+	// HasMembers reports whether a collection whose header is live holds a live member,
+	// reading up to its first one (coord.Coordinator): an emptied one reads as absent.
+	HasMembers(ctx context.Context, keyspace string, key []byte, typ lww.Type, cl consistency.Level) (bool, error)
 	// ReadCounter and WriteCounter are the coordinator's operations on PN counters
 	// (coord.Coordinator, internal/core/collection/counter).
 	ReadCounter(ctx context.Context, keyspace string, key []byte, cl consistency.Level) (coord.CounterRead, error)

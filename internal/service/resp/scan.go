@@ -227,7 +227,21 @@ func (c *conn) scanKeys(cursor uint64, count int) ([][]byte, uint64, error) {
 	began := time.Now()
 	keys, next, err := c.s.cfg.Backend.ScanKeys(c.ctx, c.keyspace, cursor, count, c.level)
 	c.observe("scan", c.level, began, err)
-	return keys, next, err
+	if err != nil || len(keys) == 0 || !c.collectionsServed() {
+		return keys, next, err
+	}
+	// The walk lists every key whose own record is live, an emptied collection's too:
+	// the page's records are read again, and such a key is left out (settle).
+	var live [][]byte
+	for i, r := range c.getAll(keys) {
+		if r.Err != nil && !errors.Is(r.Err, coord.ErrAnswerFull) {
+			return nil, 0, r.Err
+		}
+		if r.Found || r.Err != nil {
+			live = append(live, keys[i])
+		}
+	}
+	return live, next, nil
 }
 
 func (c *conn) countKeys() (coord.KeyCount, error) {

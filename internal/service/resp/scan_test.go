@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestScanWalksEveryKeyOnce(t *testing.T) {
 	for _, k := range all {
 		fake.data["default"][k] = []byte("v")
 	}
-	fake.types = map[string]map[string]lww.Type{"default": {"item:1": lww.Hash}}
+	fake.storeHeld("item:1", lww.Hash)
 	sort.Strings(all)
 	var strs []string
 	for _, k := range all {
@@ -106,8 +107,10 @@ func TestScanCursorsNeedNoState(t *testing.T) {
 	if next[0] != "0" || len(next[1].([]any)) != 10 {
 		t.Errorf("continuing on another connection: %v, want the other 10 keys and the end", next)
 	}
-	if ops := fake.takeOps(); !reflect.DeepEqual(ops, []string{"scankeys default ONE"}) {
-		t.Errorf("the second call made %q, want one scankeys", ops)
+	// Besides the walk, the page's records are read again (an emptied collection's key is
+	// left out): nothing the first call left.
+	if ops := walks(fake.takeOps()); !reflect.DeepEqual(ops, []string{"scankeys default ONE"}) {
+		t.Errorf("the second call walked %q, want one scankeys", ops)
 	}
 	// The largest cursor a client can send is a position like any other.
 	if reply := dial(t, addr).call("SCAN", "18446744073709551615").([]any); reply[0] != "0" {
@@ -160,6 +163,12 @@ func TestScanCountIsCappedAtTheScanLimit(t *testing.T) {
 	}
 }
 
+// walks are the key walks among a fake backend's ops: its reads of the keys a walk
+// found (settle's) left out.
+func walks(ops []string) []string {
+	return slices.DeleteFunc(ops, func(op string) bool { return strings.HasPrefix(op, "get ") })
+}
+
 func TestKeys(t *testing.T) {
 	_, fake, addr := startServer(t, Config{Limits: coord.Limits{ScanLimitMax: 100}})
 	var all, users []string
@@ -195,7 +204,7 @@ func TestKeys(t *testing.T) {
 			t.Errorf("KEYS %s = %q, want %q", tt.pattern, got, tt.want)
 		}
 		// Pages of the scan limit: three for 252 keys.
-		if ops := fake.takeOps(); len(ops) != 3 {
+		if ops := walks(fake.takeOps()); len(ops) != 3 {
 			t.Errorf("KEYS %s walked %d pages, want 3", tt.pattern, len(ops))
 		}
 	}

@@ -77,6 +77,7 @@ func (c *conn) readMembers(key []byte, names [][]byte) (coll coord.Collection, s
 		start, level := time.Now(), c.collectionLevel()
 		coll, err = c.s.cfg.Backend.ReadPrefixes(c.ctx, c.keyspace, key, prefixes, level)
 		c.observe("get", level, start, err)
+		coll, err = c.settleCollection(key, lww.Set, coll, err)
 	}
 	c.countLookup(coll.Found, err)
 	switch {

@@ -271,7 +271,7 @@ func TestStringCommands(t *testing.T) {
 func TestTypedKeys(t *testing.T) {
 	_, fake, addr := startServer(t, Config{})
 	for key, typ := range map[string]lww.Type{"h": lww.Hash, "s": lww.Set, "z": lww.SortedSet, "l": lww.List} {
-		fake.store("default", fake.data["default"], key, lww.Record{Value: []byte("header"), Type: typ})
+		fake.storeHeld(key, typ)
 	}
 	converse(t, addr, []step{
 		{cmd("SET", "str", "v"), "+OK\r\n"},

@@ -58,7 +58,7 @@ func (v *txView) collection(key []byte) (coord.Collection, error) {
 // collectionLocked is collection with v.mu held, keeping the elements whose keys keep
 // accepts.
 func (v *txView) collectionLocked(key []byte, keep func(elemKey []byte) bool) (coord.Collection, error) {
-	r, ok := v.records[string(key)]
+	r, ok := v.recordLocked(key)
 	if !ok {
 		return coord.Collection{}, fmt.Errorf("resp: key %q is not among the transaction's keys", key)
 	}

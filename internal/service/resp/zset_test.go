@@ -109,14 +109,14 @@ func TestZsetCommands(t *testing.T) {
 			{cmd("ZRANGE", "z", "0", "-1"), bulks("c", "d", "e")},
 			{cmd("ZREMRANGEBYLEX", "z", "[d", "+"), ":2\r\n"},
 			{cmd("ZPOPMAX", "z"), bulks("c", "3")},
-			{cmd("EXISTS", "z"), ":1\r\n"}, // the last member gone, the key stays, empty (Redis deletes it)
+			{cmd("EXISTS", "z"), ":0\r\n"}, // the last member gone, the header stays and reads as absent
 			{cmd("ZADD", "z", "1", "a", "2", "b", "3", "c"), ":3\r\n"},
 			{cmd("ZPOPMIN", "z", "2"), bulks("a", "1", "b", "2")},
 			{cmd("ZPOPMIN", "z", "0"), "*0\r\n"},
 			{cmd("ZPOPMIN", "z", "-1"), "-ERR value is out of range, must be positive\r\n"},
 			{cmd("ZPOPMIN", "nokey"), "*0\r\n"},
 			{cmd("ZREM", "z", "c"), ":1\r\n"},
-			{cmd("TYPE", "z"), "+zset\r\n"}, // empty, kept
+			{cmd("TYPE", "z"), "+none\r\n"}, // emptied
 			{cmd("ZREMRANGEBYRANK", "z", "0", "x"), "-ERR value is not an integer or out of range\r\n"},
 		}},
 		{"a delete ends the members of the key's life", []step{

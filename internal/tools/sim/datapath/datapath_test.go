@@ -283,6 +283,24 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 			}
 			return string(rec.Value) + expiry(rec), err
 		})
+	case "exists":
+		// As the Redis front end decides EXISTS and TYPE: the key's own record, and for a
+		// collection whether it holds a member (an emptied one reads as absent).
+		co, err := s.c.Coordinator(arg("node"))
+		if err != nil {
+			return "", err
+		}
+		key := []byte(arg("key"))
+		return timed(func(ctx context.Context) (string, error) {
+			rec, found, err := co.Get(ctx, keyspace, key, level())
+			if err != nil || !found {
+				return "absent", err
+			}
+			if has, err := co.HasMembers(ctx, keyspace, key, rec.Type, level()); err != nil || !has {
+				return "absent (emptied " + rec.Type.String() + ")", err
+			}
+			return "exists, " + rec.Type.String(), nil
+		})
 	case "scan":
 		co, err := s.c.Coordinator(arg("node"))
 		if err != nil {
