@@ -314,6 +314,18 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "all of " + of, nil
 		}
 		return fmt.Sprintf("%d records", records), err
+	case "replicas":
+		// Every acknowledged write of keyspace, read from the own storage of each replica
+		// node's ring names for its key (no coordinator, so no read repair). Run once the
+		// load stopped and its last writes landed: the simulator loses no message, and
+		// the nodes run no background repair, so only the write itself, a hint of it
+		// (which goes to a replica the write was sent to) or a move's copy can have put a
+		// record there.
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		return s.replicas(ctx, run, arg("keyspace"))
 	case "decommission":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -411,6 +423,53 @@ func (s *scenario) check(ctx context.Context, run *node.Node, cl consistency.Lev
 		out += "\nmissing " + strings.Join(missing, "\nmissing ")
 	}
 	return read, len(acked), out
+}
+
+// replicas checks that every replica run's ring names for each acknowledged write of
+// keyspace holds that write in its own storage, and says how many keys do, with up to
+// three copies missing or stale.
+func (s *scenario) replicas(ctx context.Context, run *node.Node, keyspace string) (string, error) {
+	s.mu.Lock()
+	acked := maps.Clone(s.acked)
+	s.mu.Unlock()
+	held, total := 0, 0
+	var lacking []string
+	for _, name := range slices.Sorted(maps.Keys(acked)) {
+		ks, key, _ := strings.Cut(name, "/")
+		if ks != keyspace {
+			continue
+		}
+		total++
+		ids, err := run.Replicas(ctx, ks, []byte(key))
+		if err != nil {
+			return "", err
+		}
+		all := true
+		for _, id := range ids {
+			replica, err := s.c.Running(id)
+			if err != nil {
+				return "", err
+			}
+			rec, found, err := replica.Peek(ctx, ks, []byte(key))
+			switch {
+			case err != nil:
+				return "", err
+			case !found || string(rec.Value) != acked[name]:
+				all = false
+				if len(lacking) < 3 {
+					lacking = append(lacking, fmt.Sprintf("%s lacks %s (replicas %s)", id, name, strings.Join(ids, ",")))
+				}
+			}
+		}
+		if all {
+			held++
+		}
+	}
+	out := fmt.Sprintf("%d of %d keys on every replica", held, total)
+	if len(lacking) > 0 {
+		out += "\n" + strings.Join(lacking, "\n")
+	}
+	return out, nil
 }
 
 // decommissioned says what a decommission answered: the gainers, or why it failed.
