@@ -12,6 +12,7 @@ import (
 	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
+	"github.com/kuradb/kura/internal/service/ringchange"
 )
 
 // errAlter prefixes every refusal and failure of a change of replication.
@@ -73,13 +74,15 @@ func (r *Rebalancer) Alter(ctx context.Context, name, replication string, report
 // Settle ends a move of keyspace name that was cut short on its current placement (a
 // rebalance's or an alter's; the placement reads use), as a rerun of Rebalance does
 // first. The operator runs it only when no move runs any more: one still running fails
-// at its next step, since the definition changed under it.
+// at its next step, since the definition changed under it. Unlike a move, it runs with
+// a node down (only that node's drop fails): it copies nothing, and a node that died
+// during a move can be removed or replaced only once the keyspace no longer moves.
 func (r *Rebalancer) Settle(ctx context.Context, name string, report func(Progress)) error {
 	ks, err := r.catalog.Get(name)
 	if err != nil {
 		return err
 	}
-	if err := r.check(ks, errAlter); err != nil {
+	if err := ringchange.NoMoves(r.view); err != nil {
 		return err
 	}
 	if !ks.Moving {

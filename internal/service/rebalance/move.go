@@ -132,6 +132,17 @@ func (r *Rebalancer) move(ctx context.Context, ks schema.Keyspace, kind moveKind
 	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
 		return cutShort(kind, ctx.Err())
 	}
+	if err := ringchange.NoMoves(r.view); err != nil {
+		// A ring change announced in the same ring delay as this move: each gives way
+		// when it sees the other a ring delay after its own announcement
+		// (ringchange.NoKeyspaceMoves), so at least one does. This one settles back on
+		// the placement it started from, which every write reached.
+		if _, serr := r.settle(ctx, ks, kind, report); serr != nil {
+			return serr
+		}
+		return fmt.Errorf("%w: %w: a ring change started with this move, which gave way and settled on the placement it started from; run it again once the change completes: %w",
+			kind.err, coord.ErrUnavailable, err)
+	}
 	copied, err := r.stepEveryNode(ctx, ks, stepCopy, 0)
 	if err != nil {
 		return cutShort(kind, err)
