@@ -76,8 +76,9 @@ var rebalanceMove = moveKind{err: errRebalance, to: "the new split keys", resume
 // A rebalance cut short leaves the keyspace Moving: both placements receive every
 // write, and reads use the current one, which holds everything. Running it again first
 // settles on the current splits (step 4), then starts over. Ring changes (joins,
-// decommissions) must not run during a rebalance: it refuses to start during one, and
-// streaming follows the current splits only.
+// decommissions) stream by the current splits only, so none runs during a move: it
+// refuses to start during one, a ring change waits for it (ringchange.NoKeyspaceMoves),
+// and of a move and a ring change announced together, at least one gives way (move).
 func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, report func(Progress)) error {
 	if splits == 0 {
 		splits = DefaultSplits
