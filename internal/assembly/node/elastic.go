@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kuradb/kura/internal/core/cluster"
@@ -81,6 +82,17 @@ func (p ringParts) Replications() ([]ringchange.Replication, error) {
 		out = append(out, ringchange.Replication{Keyspace: ks.Name, Strategy: strategy})
 	}
 	return out, nil
+}
+
+func (p ringParts) MovingKeyspaces() []string {
+	var names []string
+	for _, ks := range p.n.catalog.List() {
+		if ks.Moving {
+			names = append(names, ks.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // hasSeeds reports whether the node was given seeds other than itself.

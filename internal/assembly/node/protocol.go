@@ -6,6 +6,7 @@ import (
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/io/transport"
+	"github.com/kuradb/kura/internal/service/rebalance"
 	"github.com/kuradb/kura/internal/service/ringchange"
 )
 
@@ -132,6 +133,7 @@ func announced() map[string]string {
 		keyRecordTypes:                strconv.Itoa(recordTypesVersion),
 		keyTransactions:               strconv.Itoa(partitionTransactionsVersion),
 		ringchange.KeyJoinArbitration: "1",
+		rebalance.KeyAlter:            "1",
 	}
 }
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/schema"
+	"github.com/kuradb/kura/internal/data/coord"
+	"github.com/kuradb/kura/internal/service/rebalance"
 )
 
 // TestRecordTypesReadWaitsForEveryMember: a node of this build alone reads typed
@@ -58,6 +61,28 @@ func TestPartitionTransactionsWaitForEveryMember(t *testing.T) {
 	}
 	if got, err := a.Keyspace("tx"); err != nil || !got.PartitionTransactions() {
 		t.Fatalf("Keyspace(tx) = %+v, %v; want transactions partition", got, err)
+	}
+}
+
+// TestAlterWaitsForEveryMember: kura keyspace alter is refused, naming the member, while
+// one announces nothing (an older build would place the keyspace's writes under the old
+// replication only), even while it is down, and nothing changes.
+func TestAlterWaitsForEveryMember(t *testing.T) {
+	a := startNode(t, "a", "dc1")
+	waitUntil(t, "a alone reads typed records", a.RecordTypesRead)
+	if err := a.CreateKeyspace(context.Background(), schema.Keyspace{Name: "app", Replication: "dc1=1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.directory.Upsert(cluster.Node{ID: "old", DC: "dc1", Addr: "127.0.0.9:1", Status: cluster.StatusNormal}); err != nil {
+		t.Fatal(err)
+	}
+	a.directory.SetState("old", cluster.StateDown)
+	err := a.AlterKeyspace(context.Background(), "app", "dc1=2", false, func(p rebalance.Progress) { t.Errorf("reported %q", p.Step) })
+	if !errors.Is(err, coord.ErrUnavailable) || !strings.Contains(err.Error(), "node old does not announce") {
+		t.Fatalf("alter with a member that announced nothing: %v, want refused naming it", err)
+	}
+	if ks, err := a.Keyspace("app"); err != nil || ks.Moving || ks.Replication != "dc1=1" {
+		t.Fatalf("Keyspace(app) = %+v, %v; want dc1=1, not moving", ks, err)
 	}
 }
 

@@ -80,6 +80,11 @@ func (n *Node) AlterKeyspace(ctx context.Context, name, replication string, sett
 	if settle {
 		return n.balancer.Settle(ctx, name, report)
 	}
+	members := map[string]map[string]string{}
+	n.eachMemberState(func(id string, appState map[string]string) { members[id] = appState })
+	if err := rebalance.AlterAnnounced(members); err != nil {
+		return err
+	}
 	return n.balancer.Alter(ctx, name, replication, report)
 }
 

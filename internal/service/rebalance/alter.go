@@ -12,10 +12,43 @@ import (
 	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
+	"github.com/kuradb/kura/internal/service/ringchange"
 )
 
 // errAlter prefixes every refusal and failure of a change of replication.
 var errAlter = errors.New("keyspace alter")
+
+// KeyAlter is the application state in which a node announces (value "1") that it
+// follows a change of replication: it sends a moving keyspace's writes to the replicas
+// of its next replication too (schema.Keyspace.NextReplication). A build from before
+// announces nothing; it refuses the definition of a moving keyspace that is not
+// ordered, and places an ordered one's writes under the old replication only, so that
+// the new replicas would miss them.
+const KeyAlter = "keyspace_alter"
+
+// AlterAnnounced refuses a change of replication unless every member of the cluster
+// announces KeyAlter. members holds each member's gossiped application state by id
+// (empty for one gossip has not told of yet); a member that is down counts with what
+// it last announced, since it may come back in the build it last ran. The error names
+// the members that announce nothing.
+func AlterAnnounced(members map[string]map[string]string) error {
+	var older []string
+	for id, state := range members {
+		if state[KeyAlter] != "1" {
+			older = append(older, id)
+		}
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	slices.Sort(older)
+	which := "node " + older[0] + " does"
+	if len(older) > 1 {
+		which = "nodes " + strings.Join(older, ", ") + " do"
+	}
+	return fmt.Errorf("%w: %w: %s not announce that it follows a change of replication (a build from before kura keyspace alter, or one gossip has not told of yet), and would place the keyspace's writes under the old replication only: upgrade it first, or remove it if it is gone for good",
+		errAlter, coord.ErrUnavailable, which)
+}
 
 // alterMove is kura keyspace alter.
 func alterMove(replication string) moveKind {
@@ -73,13 +106,15 @@ func (r *Rebalancer) Alter(ctx context.Context, name, replication string, report
 // Settle ends a move of keyspace name that was cut short on its current placement (a
 // rebalance's or an alter's; the placement reads use), as a rerun of Rebalance does
 // first. The operator runs it only when no move runs any more: one still running fails
-// at its next step, since the definition changed under it.
+// at its next step, since the definition changed under it. Unlike a move, it runs with
+// a node down (only that node's drop fails): it copies nothing, and a node that died
+// during a move can be removed or replaced only once the keyspace no longer moves.
 func (r *Rebalancer) Settle(ctx context.Context, name string, report func(Progress)) error {
 	ks, err := r.catalog.Get(name)
 	if err != nil {
 		return err
 	}
-	if err := r.check(ks, errAlter); err != nil {
+	if err := ringchange.NoMoves(r.view); err != nil {
 		return err
 	}
 	if !ks.Moving {

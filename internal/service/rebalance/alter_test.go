@@ -57,6 +57,33 @@ func TestAlterRefusesWhatItCannotMoveSafely(t *testing.T) {
 	}
 }
 
+// TestAlterAnnounced: a change of replication waits for every member to announce that
+// it follows one; those that do not (an older build, or one gossip has not told of)
+// are named, sorted.
+func TestAlterAnnounced(t *testing.T) {
+	this := map[string]string{KeyAlter: "1", "protocol": "9"}
+	for _, tc := range []struct {
+		name    string
+		members map[string]map[string]string
+		says    string // "" when allowed
+	}{
+		{name: "every member announces", members: map[string]map[string]string{"a": this, "b": this}},
+		{name: "an older build", members: map[string]map[string]string{"a": this, "b": {"protocol": "9"}}, says: "node b does not announce"},
+		{name: "one gossip has not told of", members: map[string]map[string]string{"a": this, "c": nil, "b": {KeyAlter: "1"}}, says: "node c does not announce"},
+		{name: "several, sorted", members: map[string]map[string]string{"n2": {}, "a": this, "n10": {KeyAlter: "0"}}, says: "nodes n10, n2 do not announce"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := AlterAnnounced(tc.members)
+			switch {
+			case tc.says == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.says != "" && (!errors.Is(err, coord.ErrUnavailable) || !strings.Contains(err.Error(), tc.says)):
+				t.Fatalf("got %v, want unavailable saying %q", err, tc.says)
+			}
+		})
+	}
+}
+
 // TestSettleRefusesAKeyspaceNotMoving: settling is for a move cut short.
 func TestSettleRefusesAKeyspaceNotMoving(t *testing.T) {
 	r := newAlterer(t, Config{}, nil)

@@ -76,8 +76,9 @@ var rebalanceMove = moveKind{err: errRebalance, to: "the new split keys", resume
 // A rebalance cut short leaves the keyspace Moving: both placements receive every
 // write, and reads use the current one, which holds everything. Running it again first
 // settles on the current splits (step 4), then starts over. Ring changes (joins,
-// decommissions) must not run during a rebalance: it refuses to start during one, and
-// streaming follows the current splits only.
+// decommissions) stream by the current splits only, so none runs during a move: it
+// refuses to start during one, a ring change waits for it (ringchange.NoKeyspaceMoves),
+// and of a move and a ring change announced together, at least one gives way (move).
 func (r *Rebalancer) Rebalance(ctx context.Context, name string, splits int, report func(Progress)) error {
 	if splits == 0 {
 		splits = DefaultSplits
@@ -131,6 +132,17 @@ func (r *Rebalancer) move(ctx context.Context, ks schema.Keyspace, kind moveKind
 	report(Progress{Step: fmt.Sprintf("writes also go to the replicas under %s; waiting a ring delay (%s) for every coordinator to learn it", kind.to, r.cfg.RingDelay)})
 	if !ctxtime.Sleep(ctx, r.cfg.RingDelay) {
 		return cutShort(kind, ctx.Err())
+	}
+	if err := ringchange.NoMoves(r.view); err != nil {
+		// A ring change announced in the same ring delay as this move: each gives way
+		// when it sees the other a ring delay after its own announcement
+		// (ringchange.NoKeyspaceMoves), so at least one does. This one settles back on
+		// the placement it started from, which every write reached.
+		if _, serr := r.settle(ctx, ks, kind, report); serr != nil {
+			return serr
+		}
+		return fmt.Errorf("%w: %w: a ring change started with this move, which gave way and settled on the placement it started from; run it again once the change completes: %w",
+			kind.err, coord.ErrUnavailable, err)
 	}
 	copied, err := r.stepEveryNode(ctx, ks, stepCopy, 0)
 	if err != nil {

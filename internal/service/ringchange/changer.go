@@ -145,6 +145,9 @@ type Moves interface {
 	Gainers() ([]string, error)
 	// Replications returns every replicated keyspace's replication (ShortOfReplicas).
 	Replications() ([]Replication, error)
+	// MovingKeyspaces returns the names of the keyspaces moving to a new placement
+	// (NoKeyspaceMoves), sorted.
+	MovingKeyspaces() []string
 }
 
 // Promises keeps the joins this node promised as their arbiter (JoinWatch.Marks) on
@@ -301,9 +304,25 @@ func (c *Changer) ForgetDeadBooting(context.Context) {
 }
 
 // checkNoMoves refuses a ring change while another is in progress, but for those of the
-// nodes named (NoMoves).
+// nodes named (NoMoves), or while a keyspace moves (NoKeyspaceMoves).
 func (c *Changer) checkNoMoves(except ...string) error {
-	return NoMoves(c.parts.Directory, except...)
+	if err := NoMoves(c.parts.Directory, except...); err != nil {
+		return err
+	}
+	return NoKeyspaceMoves(c.parts.Moves.MovingKeyspaces())
+}
+
+// giveWayToKeyspaces is run a ring delay after this node announced its ring change: a
+// keyspace move announced meanwhile, which the change could not see when it started,
+// makes it give way (ErrOverlap), as the move gives way to it (the rebalancer checks
+// for ring changes a ring delay after announcing its own): each saw what the other
+// announced first, so at least one of the two gives way, and neither streams under a
+// placement the other is changing.
+func (c *Changer) giveWayToKeyspaces() error {
+	if err := NoKeyspaceMoves(c.parts.Moves.MovingKeyspaces()); err != nil {
+		return fmt.Errorf("%w: it started at the same time as a keyspace's move: %w", ErrOverlap, err)
+	}
+	return nil
 }
 
 // FormatMarks writes a KeyRemoving or KeyRemoved list: id@generation, sorted by id.

@@ -37,6 +37,11 @@ type parts struct {
 	saveErr, loadErr error
 	// log records each save of promises and each gossip of KeyJoinPromised, in order.
 	log []string
+	// moving is the keyspaces MovingKeyspaces names from its movingFrom-th call on (0:
+	// never), so that a keyspace can start moving after a ring change started;
+	// movingCalls counts the calls.
+	moving                  []string
+	movingFrom, movingCalls int
 }
 
 func (p *parts) SetRingStatus(cluster.Status, []uint64) {}
@@ -53,6 +58,13 @@ func (p *parts) Member(id string) (membership.Member, bool) {
 }
 func (p *parts) Gainers() ([]string, error)           { return nil, nil }
 func (p *parts) Replications() ([]Replication, error) { return p.replications, nil }
+func (p *parts) MovingKeyspaces() []string {
+	p.movingCalls++
+	if p.movingFrom == 0 || p.movingCalls < p.movingFrom {
+		return nil
+	}
+	return p.moving
+}
 func (p *parts) PullRing(context.Context, cluster.Node) ([]byte, error) {
 	return nil, context.DeadlineExceeded
 }
@@ -270,6 +282,52 @@ func TestDecommissionRefusedShortOfReplicas(t *testing.T) {
 			t.Errorf("forced decommission: %v, status %s; want it left", err, dir.Self().Status)
 		}
 	})
+}
+
+// TestRingChangesWaitForKeyspaceMoves: a decommission or a removal does not start
+// while a keyspace moves (its streams would follow the current placement only), saying
+// which and how to end it; one that sees a keyspace start moving a ring delay after it
+// announced itself gives way (the mover, seeing it, gives way too), and the node stays
+// normal, the dead node on the ring. With no keyspace moving, each completes.
+func TestRingChangesWaitForKeyspaceMoves(t *testing.T) {
+	tests := []struct {
+		name       string
+		remove     bool // remove the dead node d, else decommission a
+		movingFrom int  // MovingKeyspaces' call from which app moves; 0 never
+		want       error
+		says       string
+	}{
+		{name: "decommission, nothing moves"},
+		{name: "decommission while app moves", movingFrom: 1, want: ErrBadMove,
+			says: "keyspace app is moving (a rebalance or kura keyspace alter; a ring change streams under the current placement only): wait until it completes, or, if none runs any more, end it with kura keyspace alter app --settle"},
+		{name: "decommission, app starts moving with it", movingFrom: 2, want: ErrOverlap, says: "it started at the same time as a keyspace's move"},
+		{name: "removal, nothing moves", remove: true},
+		{name: "removal while app moves", remove: true, movingFrom: 1, want: ErrBadMove, says: "end it with kura keyspace alter app --settle"},
+		{name: "removal, app starts moving with it", remove: true, movingFrom: 2, want: ErrOverlap, says: "run it again once that one completes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, dir, p := newChanger(t, []cluster.Node{{ID: "b", DC: "x", Status: cluster.StatusNormal}, {ID: "d", DC: "x", Status: cluster.StatusNormal}}, "b")
+				p.moving, p.movingFrom = []string{"app"}, tt.movingFrom
+				var err error
+				if tt.remove {
+					_, err = c.RemoveNode(context.Background(), "d", false)
+				} else {
+					_, err = c.Decommission(context.Background(), false)
+				}
+				done := dir.Self().Status == cluster.StatusLeft || slices.Contains(p.removed, "d")
+				switch {
+				case tt.want == nil && (err != nil || !done):
+					t.Fatalf("err %v, status %s, removed %q; want it done", err, dir.Self().Status, p.removed)
+				case tt.want != nil && (!errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.says)):
+					t.Fatalf("err %v; want %v saying %q", err, tt.want, tt.says)
+				case tt.want != nil && (dir.Self().Status != cluster.StatusNormal || len(p.removed) != 0):
+					t.Errorf("refused, yet status %s, removed %q; want a normal, nothing removed", dir.Self().Status, p.removed)
+				}
+			})
+		})
+	}
 }
 
 func TestNewRefusesAnIncompleteConfig(t *testing.T) {

@@ -282,6 +282,9 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 		if err := Overlap(dir, self.ID, c.cfg.ID); err != nil {
 			return false, err
 		}
+		if err := c.giveWayToKeyspaces(); err != nil {
+			return false, err
+		}
 		// This join goes first: the others yield. Once they have, the ranges it gains
 		// are those of its move alone, and every coordinator must learn that (a ring
 		// delay) before it streams, or a write would miss both it and the stream.

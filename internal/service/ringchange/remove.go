@@ -69,6 +69,9 @@ func (c *Changer) RemoveNode(ctx context.Context, id string, force bool) (MoveSt
 		return MoveStats{}, err
 	}
 	if how == Stream {
+		if err := NoKeyspaceMoves(c.parts.Moves.MovingKeyspaces()); err != nil {
+			return MoveStats{}, err
+		}
 		keyspaces, err := c.parts.Moves.Replications()
 		if err != nil {
 			return MoveStats{}, err
@@ -156,6 +159,9 @@ func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) 
 				return MoveStats{}, err
 			}
 			if !others {
+				if err := c.giveWayToKeyspaces(); err != nil {
+					return MoveStats{}, fmt.Errorf("%w; run it again once that one completes", err)
+				}
 				break
 			}
 			wait.still(c.checkNoMoves(moving).Error())

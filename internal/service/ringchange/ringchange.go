@@ -73,6 +73,24 @@ func NoMoves(v View, except ...string) error {
 	return nil
 }
 
+// NoKeyspaceMoves refuses a ring change while a keyspace moves (a rebalance or a
+// change of replication: schema.Keyspace's Moving), moving naming those that do: a ring
+// change streams each range under the keyspace's current placement only, so the
+// replicas of the next one, on the changed ring, would lack the copies streamed. A
+// move whose command was cut short stays moving until an operator settles it, and the
+// error says how.
+func NoKeyspaceMoves(moving []string) error {
+	if len(moving) == 0 {
+		return nil
+	}
+	which := "keyspace " + moving[0] + " is"
+	if len(moving) > 1 {
+		which = "keyspaces " + strings.Join(moving, ", ") + " are"
+	}
+	return fmt.Errorf("%w: %s moving (a rebalance or kura keyspace alter; a ring change streams under the current placement only): wait until it completes, or, if none runs any more, end it with kura keyspace alter %s --settle",
+		ErrBadMove, which, moving[0])
+}
+
 // Overlap decides between changes announced at the same time. Run a ring delay after the
 // move of node mover was announced, when every node has learned it, by self (the mover
 // itself, or the node running a removal): it refuses the move if another node moves

@@ -62,6 +62,31 @@ func TestNoMoves(t *testing.T) {
 	}
 }
 
+func TestNoKeyspaceMoves(t *testing.T) {
+	tests := []struct {
+		name   string
+		moving []string
+		want   string // the error's text, "" for none
+	}{
+		{"none moves", nil, ""},
+		{"one moves: wait, or settle it", []string{"app"},
+			"invalid ring change: keyspace app is moving (a rebalance or kura keyspace alter; a ring change streams under the current placement only): wait until it completes, or, if none runs any more, end it with kura keyspace alter app --settle"},
+		{"two move: both named", []string{"app", "logs"},
+			"invalid ring change: keyspaces app, logs are moving (a rebalance or kura keyspace alter; a ring change streams under the current placement only): wait until it completes, or, if none runs any more, end it with kura keyspace alter app --settle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := NoKeyspaceMoves(tt.moving)
+			if got := errText(err); got != tt.want {
+				t.Errorf("NoKeyspaceMoves = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrBadMove) {
+				t.Errorf("%v is not ErrBadMove", err)
+			}
+		})
+	}
+}
+
 func TestOverlap(t *testing.T) {
 	v := ringOf([]string{"n1", "n5", "n6"}, "n1:normal", "n5:joining", "n6:joining")
 	tests := []struct {

@@ -43,7 +43,7 @@ func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		synctest.Test(t, func(t *testing.T) {
-			s := &scenario{acked: map[string]string{}, ackedAt: map[string]time.Time{}, loadErrs: map[string]int{}, leaving: map[string]chan string{}}
+			s := &scenario{acked: map[string]string{}, ackedAt: map[string]time.Time{}, loadErrs: map[string]int{}, pending: map[string]chan string{}}
 			defer s.close(t)
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 				return s.do(t, d)
@@ -62,8 +62,9 @@ type scenario struct {
 	// loads are the background writers (load), and loadErrs how their writes failed.
 	loads    sync.WaitGroup
 	loadErrs map[string]int
-	// leaving holds, per node, the outcome of its decommission-async, for outcome.
-	leaving map[string]chan string
+	// pending holds, per node, the outcome of its decommission-async or alter async,
+	// for outcome.
+	pending map[string]chan string
 	mu      sync.Mutex
 }
 
@@ -263,36 +264,20 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		// on its way to the replica a read at ONE asks (that is ONE's contract, move or
 		// not). The counts a step reports depend on the load's timing: they read as #.
 		// The reads take virtual time, a cross-DC round trip each: the move gets an hour.
+		// With async, the script goes on while it runs, and reads what it printed with
+		// outcome.
 		run, err := s.c.Running(id)
 		if err != nil {
 			return "", err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-		defer cancel()
-		var out []string
-		err = run.AlterKeyspace(ctx, arg("name"), arg("replication"), false, func(p rebalance.Progress) {
-			out = append(out, counts.ReplaceAllString(p.Step, "#"))
-			for _, via := range list("via") {
-				viaRun, err := s.c.Running(via)
-				if err != nil {
-					out = append(out, "  "+err.Error())
-					continue
-				}
-				for _, cl := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All} {
-					settled := time.Duration(0)
-					if cl == consistency.One {
-						settled = time.Second
-					}
-					if read, acked, why := s.check(ctx, viaRun, cl, settled); read != acked {
-						out = append(out, fmt.Sprintf("  through %s at %s: %s", via, cl, why))
-					}
-				}
-			}
-		})
-		if err != nil {
-			out = append(out, "error: "+err.Error())
+		name, replication, via := arg("name"), arg("replication"), list("via")
+		if d.HasArg("async") {
+			done := make(chan string, 1)
+			s.pending[id] = done
+			go func() { done <- s.alter(run, name, replication, via) }()
+			return "started", nil
 		}
-		return strings.Join(out, "\n"), nil
+		return s.alter(run, name, replication, via), nil
 	case "stored":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -314,6 +299,18 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "all of " + of, nil
 		}
 		return fmt.Sprintf("%d records", records), err
+	case "replicas":
+		// Every acknowledged write of keyspace, read from the own storage of each replica
+		// node's ring names for its key (no coordinator, so no read repair). Run once the
+		// load stopped and its last writes landed: the simulator loses no message, and
+		// the nodes run no background repair, so only the write itself, a hint of it
+		// (which goes to a replica the write was sent to) or a move's copy can have put a
+		// record there.
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		return s.replicas(ctx, run, arg("keyspace"))
 	case "decommission":
 		run, err := s.c.Running(id)
 		if err != nil {
@@ -332,7 +329,7 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "", err
 		}
 		done := make(chan string, 1)
-		s.leaving[id] = done
+		s.pending[id] = done
 		// Read before the goroutine: the script's reader moves on to the next command.
 		force := d.HasArg("force")
 		go func() {
@@ -344,15 +341,16 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		}()
 		return "started", nil
 	case "outcome":
-		// What node's decommission-async answered, once it has: a command still running
-		// holds the script until it ends, or for the command timeout at most.
-		done, ok := s.leaving[id]
+		// What node's decommission-async or alter async answered, once it has: a command
+		// still running holds the script until it ends, or for the command timeout at
+		// most.
+		done, ok := s.pending[id]
 		if !ok {
-			return "", fmt.Errorf("no decommission-async of %s", id)
+			return "", fmt.Errorf("no decommission-async or alter async of %s", id)
 		}
 		select {
 		case out := <-done:
-			delete(s.leaving, id)
+			delete(s.pending, id)
 			return out, nil
 		case <-ctx.Done():
 			return "still running", nil
@@ -369,6 +367,37 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// alter runs kura keyspace alter through run, reading every acknowledged write through
+// each node of via after each step (the alter command), and returns what it printed.
+func (s *scenario) alter(run *node.Node, name, replication string, via []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	var out []string
+	err := run.AlterKeyspace(ctx, name, replication, false, func(p rebalance.Progress) {
+		out = append(out, counts.ReplaceAllString(p.Step, "#"))
+		for _, via := range via {
+			viaRun, err := s.c.Running(via)
+			if err != nil {
+				out = append(out, "  "+err.Error())
+				continue
+			}
+			for _, cl := range []consistency.Level{consistency.One, consistency.Quorum, consistency.All} {
+				settled := time.Duration(0)
+				if cl == consistency.One {
+					settled = time.Second
+				}
+				if read, acked, why := s.check(ctx, viaRun, cl, settled); read != acked {
+					out = append(out, fmt.Sprintf("  through %s at %s: %s", via, cl, why))
+				}
+			}
+		}
+	})
+	if err != nil {
+		out = append(out, "error: "+err.Error())
+	}
+	return strings.Join(out, "\n")
 }
 
 // counts matches the figures of a move's progress that depend on the load's timing.
@@ -411,6 +440,53 @@ func (s *scenario) check(ctx context.Context, run *node.Node, cl consistency.Lev
 		out += "\nmissing " + strings.Join(missing, "\nmissing ")
 	}
 	return read, len(acked), out
+}
+
+// replicas checks that every replica run's ring names for each acknowledged write of
+// keyspace holds that write in its own storage, and says how many keys do, with up to
+// three copies missing or stale.
+func (s *scenario) replicas(ctx context.Context, run *node.Node, keyspace string) (string, error) {
+	s.mu.Lock()
+	acked := maps.Clone(s.acked)
+	s.mu.Unlock()
+	held, total := 0, 0
+	var lacking []string
+	for _, name := range slices.Sorted(maps.Keys(acked)) {
+		ks, key, _ := strings.Cut(name, "/")
+		if ks != keyspace {
+			continue
+		}
+		total++
+		ids, err := run.Replicas(ctx, ks, []byte(key))
+		if err != nil {
+			return "", err
+		}
+		all := true
+		for _, id := range ids {
+			replica, err := s.c.Running(id)
+			if err != nil {
+				return "", err
+			}
+			rec, found, err := replica.Peek(ctx, ks, []byte(key))
+			switch {
+			case err != nil:
+				return "", err
+			case !found || string(rec.Value) != acked[name]:
+				all = false
+				if len(lacking) < 3 {
+					lacking = append(lacking, fmt.Sprintf("%s lacks %s (replicas %s)", id, name, strings.Join(ids, ",")))
+				}
+			}
+		}
+		if all {
+			held++
+		}
+	}
+	out := fmt.Sprintf("%d of %d keys on every replica", held, total)
+	if len(lacking) > 0 {
+		out += "\n" + strings.Join(lacking, "\n")
+	}
+	return out, nil
 }
 
 // decommissioned says what a decommission answered: the gainers, or why it failed.
