@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -434,6 +435,56 @@ func TestGainsAreSharedByTheRequestsForAMove(t *testing.T) {
 			}
 		default:
 			t.Errorf("a pull no request waits for is still going after %v", c.streamAskTimeout())
+		}
+	})
+}
+
+// settlingMove is a keyspace app moving until settled, and a streamer counting its
+// pulls, safe to share between the test and the changer's goroutine.
+type settlingMove struct {
+	*parts
+	settled atomic.Bool
+	pulls   atomic.Int32
+}
+
+func (m *settlingMove) MovingKeyspaces() []string {
+	if m.settled.Load() {
+		return nil
+	}
+	return []string{"app"}
+}
+
+func (m *settlingMove) Gain(context.Context, string) (Stats, error) {
+	m.pulls.Add(1)
+	return Stats{}, nil
+}
+
+// A rebuilding node streams only once no keyspace moves: its streaming follows the
+// current placement, and the move's copy may have reached it before it lost its data.
+func TestRebuildWaitsForKeyspaceMoves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := cluster.NewDirectory(cluster.Node{ID: "a", DC: "x", Status: cluster.StatusRebuilding})
+		m := &settlingMove{parts: &parts{}}
+		c, err := New(Config{ID: "a", GossipInterval: time.Second}, Parts{Directory: dir, Gossip: m, Peers: m, Streamer: m, Moves: m, Promises: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan bool)
+		go func() {
+			normal, err := c.gainThenNormal(context.Background(), "rebuilt", "")
+			if err != nil {
+				t.Errorf("gainThenNormal: %v", err)
+			}
+			done <- normal
+		}()
+		time.Sleep(10 * c.RingDelay())
+		synctest.Wait()
+		if pulls, st := m.pulls.Load(), dir.Self().Status; pulls != 0 || st != cluster.StatusRebuilding {
+			t.Fatalf("while app moves: %d pulls, status %s; want none, rebuilding", pulls, st)
+		}
+		m.settled.Store(true)
+		if normal := <-done; !normal || m.pulls.Load() != 1 || dir.Self().Status != cluster.StatusNormal {
+			t.Fatalf("after the move: normal %v, %d pulls, status %s; want one pull, then normal", normal, m.pulls.Load(), dir.Self().Status)
 		}
 	})
 }

@@ -292,6 +292,9 @@ func (c *Changer) gainThenNormal(ctx context.Context, done, exclude string) (nor
 			return false, ctx.Err()
 		}
 	}
+	if self.Status == cluster.StatusRebuilding && !c.awaitNoKeyspaceMoves(ctx) {
+		return false, ctx.Err()
+	}
 	start := time.Now()
 	st, err := c.gain(ctx, self.Status, exclude)
 	if errors.Is(err, ErrYield) {
@@ -380,9 +383,25 @@ func (c *Changer) awaitTurn(ctx context.Context) bool {
 // awaitNoMoves waits until no other node is joining or leaving, saying why it waits when
 // the reason changes and every progressEvery; it reports false when ctx ends first.
 func (c *Changer) awaitNoMoves(ctx context.Context) bool {
-	wait := c.newProgress("waiting to join until a ring change in progress completes", 0)
+	return c.awaitNo(ctx, "waiting to join until a ring change in progress completes", func() error { return c.checkNoMoves(c.cfg.ID) })
+}
+
+// awaitNoKeyspaceMoves holds a rebuilding node's streaming while a keyspace moves
+// (NoKeyspaceMoves): the move's copy may have reached this node before it lost its data,
+// and its streaming follows the current placement only, so it would miss the ranges the
+// next placement gives it. It keeps taking writes meanwhile.
+func (c *Changer) awaitNoKeyspaceMoves(ctx context.Context) bool {
+	return c.awaitNo(ctx, "waiting to rebuild until a keyspace's move completes", func() error {
+		return NoKeyspaceMoves(c.parts.Moves.MovingKeyspaces())
+	})
+}
+
+// awaitNo waits until check passes, saying why it waits (msg, and check's error) when the
+// reason changes and every progressEvery; it reports false when ctx ends first.
+func (c *Changer) awaitNo(ctx context.Context, msg string, check func() error) bool {
+	wait := c.newProgress(msg, 0)
 	for {
-		err := c.checkNoMoves(c.cfg.ID)
+		err := check()
 		if err == nil {
 			return true
 		}
