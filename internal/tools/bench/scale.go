@@ -178,8 +178,9 @@ type ScaleRow struct {
 	WallS           float64  `json:"wall_s"`
 	// CPUS is the process's CPU time (user and system, every thread, the
 	// collector's too) during the run: on a shared machine wall time
-	// includes waiting for a core, CPU time does not.
-	CPUS          float64 `json:"cpu_s"`
+	// includes waiting for a core, CPU time does not. The table, which has no room
+	// for it, shows it by size in the summary (cpu_s_at_N).
+	CPUS          float64 `json:"cpu_s" table:"-"`
 	PeakRSSBytes  uint64  `json:"peak_rss_bytes"`
 	PeakHeapBytes uint64  `json:"peak_heap_bytes" table:"-"`
 }
