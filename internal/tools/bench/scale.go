@@ -374,7 +374,7 @@ func scaleReport(rows []ScaleRow, o scaleOptions) *Report {
 		Rows:    rows,
 		Summary: scaleSummary(rows),
 		Notes: []string{
-			"cpu_s is the process's CPU time (user+system) during the run: steadier than wall_s on a shared machine; " +
+			"cpu_s (in the JSON rows; by size, cpu_s_at_N) is the process's CPU time (user+system) during the run: steadier than wall_s on a shared machine; " +
 				"peak_rss_bytes is the process's peak resident set during the run (Linux VmHWM, reset as the run starts); peak_heap_bytes the Go heap's, sampled every 20 ms",
 			"wan_link_bps_max is the busiest DC pair's membership traffic, both ways; wan_links (JSON) has every pair",
 			"failure_detection_s: from a kill until every live node holds the node dead; false_suspicions: suspect or dead verdicts about running nodes in the steady window",
