@@ -23,8 +23,8 @@ func TestScaleBenchTinyRun(t *testing.T) {
 	var got []string
 	for _, row := range rows {
 		got = append(got, row.Part+" "+row.Protocol)
-		if row.WallS <= 0 || row.PeakRSSBytes == 0 || row.PeakHeapBytes == 0 {
-			t.Errorf("%s %s: wall %v s, peak RSS %d, peak heap %d", row.Part, row.Protocol, row.WallS, row.PeakRSSBytes, row.PeakHeapBytes)
+		if row.WallS <= 0 || row.CPUS <= 0 || row.PeakRSSBytes == 0 || row.PeakHeapBytes == 0 {
+			t.Errorf("%s %s: wall %v s, CPU %v s, peak RSS %d, peak heap %d", row.Part, row.Protocol, row.WallS, row.CPUS, row.PeakRSSBytes, row.PeakHeapBytes)
 		}
 		switch row.Part {
 		case scalePartGossip:
@@ -50,7 +50,7 @@ func TestScaleBenchTinyRun(t *testing.T) {
 	if strings.Join(got, ", ") != want {
 		t.Fatalf("rows %q, want %q", strings.Join(got, ", "), want)
 	}
-	if r.Summary["mlchord_interdc_hops_max_at_120"] == nil || r.Summary["wall_s_at_60"] == nil {
+	if r.Summary["mlchord_interdc_hops_max_at_120"] == nil || r.Summary["wall_s_at_60"] == nil || r.Summary["cpu_s_at_60"] == nil {
 		t.Errorf("summary %v", r.Summary)
 	}
 	if err := r.Plot(filepath.Join(t.TempDir(), "scale.png")); err != nil {
