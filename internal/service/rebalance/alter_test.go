@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/schema"
@@ -106,20 +105,9 @@ func newAlterer(t *testing.T, cfg Config, change func(*view)) *Rebalancer {
 	if change != nil {
 		change(&v)
 	}
-	c := catalog{}
-	for _, ks := range []schema.Keyspace{
+	return rebalancerOver(t, cfg, v, []schema.Keyspace{
 		{Name: "app", Replication: "dc1=2", Timestamp: 7},
 		{Name: "moving", Replication: "dc1=2", Timestamp: 7, Moving: true, NextReplication: "dc1=3"},
 		{Name: "coded", Erasure: schema.Erasure{M: 2, K: 1}, Timestamp: 7},
-	} {
-		c[ks.Name] = keyspace(t, ks)
-	}
-	cfg.Self = "a"
-	cfg.RingDelay, cfg.RetryInterval = time.Second, time.Second
-	u := unused{t}
-	r, err := New(cfg, Parts{View: v, Catalog: c, Publisher: u, Clock: u, Peers: u, Store: u, Copier: u, Placement: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	})
 }

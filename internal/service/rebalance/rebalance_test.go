@@ -84,12 +84,19 @@ func newRebalancer(t *testing.T, cfg Config, down ...string) *Rebalancer {
 	for _, id := range down {
 		v.Up[id] = false
 	}
-	c := catalog{}
-	for _, ks := range []schema.Keyspace{
+	return rebalancerOver(t, cfg, v, []schema.Keyspace{
 		{Name: "ordered", Replication: "simple=2", Partitioner: "ordered", Timestamp: 7},
 		{Name: "hashed", Replication: "simple=2", Timestamp: 7},
 		{Name: "coded", Partitioner: "ordered", Erasure: schema.Erasure{M: 2, K: 1}, Timestamp: 7},
-	} {
+	})
+}
+
+// rebalancerOver is node a's over view v, whose catalog holds keyspaces; its other
+// parts fail the test if used, so a test of refusals shows that nothing was touched.
+func rebalancerOver(t *testing.T, cfg Config, v view, keyspaces []schema.Keyspace) *Rebalancer {
+	t.Helper()
+	c := catalog{}
+	for _, ks := range keyspaces {
 		c[ks.Name] = keyspace(t, ks)
 	}
 	cfg.Self = "a"
