@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kuradb/kura/internal/core/lww"
-	"github.com/kuradb/kura/internal/io/storage"
 )
 
 // TestCompileNextReplication: a move may change the replication of a replicated
@@ -71,15 +70,7 @@ func TestCompileNextReplication(t *testing.T) {
 // TestCatalogPersistsNextReplication: a move of the replication survives a reopen, is in
 // the digest, and its settling leaves the bytes a keyspace had before alter existed.
 func TestCatalogPersistsNextReplication(t *testing.T) {
-	engine, err := storage.Open(storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer engine.Close()
-	c, err := Open(engine)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, engine := openCatalog(t)
 	tests := []struct {
 		name string
 		ks   Keyspace

@@ -138,15 +138,7 @@ func TestCompileWithoutSplitsKeepsTheOrderedTokens(t *testing.T) {
 }
 
 func TestCatalogPersistsSplitsAndDigestsThem(t *testing.T) {
-	engine, err := storage.Open(storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer engine.Close()
-	c, err := Open(engine)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, engine := openCatalog(t)
 	plain := Keyspace{Name: "plain", Replication: "simple=1", Partitioner: "ordered", Timestamp: 10}
 	if _, err := c.Apply(plain); err != nil {
 		t.Fatal(err)
@@ -294,4 +286,20 @@ func TestSplitsBalanceYCSBKeys(t *testing.T) {
 			t.Errorf("%s: with splits max/mean = %.2f, want within 10%% of the hash partitioner's %.2f and at most %.2f", tt.name, with, hashed, tt.bound)
 		}
 	}
+}
+
+// openCatalog opens a catalog on a new in-memory engine, closed when the test ends; the
+// engine is returned for the tests that open the catalog again.
+func openCatalog(t *testing.T) (*Catalog, *storage.Engine) {
+	t.Helper()
+	engine, err := storage.Open(storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	c, err := Open(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, engine
 }
