@@ -83,10 +83,18 @@ func TestGoRedisPNCounterAcrossACut(t *testing.T) {
 		readers[i] = client(n, "ALL", 1)
 	}
 	for i, r := range readers {
-		waitUntil(t, "node "+nodes[i].ID()+" reads the sum of every acknowledged step, "+want, func() bool {
-			v, err := r.Get(ctx, key).Result()
-			return err == nil && v == want
-		})
+		// The last answer goes in the failure message: a wrong sum and a read refused
+		// (a peer still down in gossip) fail this wait for different reasons.
+		var v string
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if v, err = r.Get(ctx, key).Result(); err == nil && v == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s never read the sum of every acknowledged step, %s: last read %q, %v", nodes[i].ID(), want, v, err)
+			}
+		}
 	}
 	// A pipeline's GETs are read together (coord.GetAll), then the counter summed.
 	pipe := readers[1].Pipeline()
