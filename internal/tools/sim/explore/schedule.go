@@ -162,6 +162,7 @@ type plan struct {
 	// replication before it.
 	altered []alteration
 	local   bool // the workload's level keeps to the coordinator's DC
+
 	next  int               // the next new node's number
 	dcOf  map[string]string // every node ever planned
 	alive map[string]bool   // members (not left or removed) at the end of the actions so far
