@@ -57,6 +57,46 @@ func TestExploreFixedSeeds(t *testing.T) {
 	}
 }
 
+// alterSeed plans two changes of replication of app (dc1=1,dc2=1 at QUORUM; n1, n2, n5
+// in dc1, n3, n4 in dc2): at 14.9s dc1=1,dc2=3, more copies than dc2's two nodes, to be
+// refused; at 19.3s dc1=1,dc2=2, followed by a settle at 59.3s; then four joins into
+// dc1 (two at once) and a joiner that dies and is removed.
+const alterSeed = 9058
+
+// TestExploreAlterSeed runs alterSeed twice: its schedule must be the same byte for
+// byte, each run must break no promise, and the operator commands' outcomes must be the
+// same byte for byte: the alter short of nodes refused, the other accepted, nothing
+// left to settle. (Runs are the same in their schedule and outcomes, not in every
+// event: the interleaving of goroutines within one virtual instant is the scheduler's.)
+func TestExploreAlterSeed(t *testing.T) {
+	var plans, outcomes [2]string
+	for i := range 2 {
+		synctest.Test(t, func(t *testing.T) {
+			s := Generate(alterSeed)
+			res := Run(s)
+			plans[i], outcomes[i] = s.String(), strings.Join(res.Outcomes, "\n")
+			if len(res.Violations) > 0 {
+				t.Errorf("run %d: violations %v\n%s\nlog:\n  %s", i+1, res.Violations, s, strings.Join(res.Log, "\n  "))
+			}
+		})
+	}
+	if plans[0] != plans[1] {
+		t.Errorf("the schedule differs between two runs:\n%s\n---\n%s", plans[0], plans[1])
+	}
+	if outcomes[0] != outcomes[1] {
+		t.Errorf("the outcomes differ between two runs:\n%s\n---\n%s", outcomes[0], outcomes[1])
+	}
+	for _, want := range []string{
+		"alter app to dc1=1,dc2=3 through n1 at 14.919316078s: refused or failed: keyspace alter: invalid argument: replication dc1=1,dc2=3 asks for 3 replicas in dc2, which has 2 normal nodes",
+		"alter app to dc1=1,dc2=2 through n1 at 19.280760864s: accepted: replication dc1=1,dc2=2",
+		"settle app through n1 at 59.280760864s: app is not moving: nothing to settle",
+	} {
+		if !strings.Contains(outcomes[0], want) {
+			t.Errorf("outcomes lack %q:\n%s", want, outcomes[0])
+		}
+	}
+}
+
 // explore runs one seed as a subtest, in parallel with the others, and fails it with the
 // schedule, the violations, the log and the nodes' warnings when it breaks a promise.
 func explore(t *testing.T, seed uint64) {

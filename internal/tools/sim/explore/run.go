@@ -45,6 +45,8 @@ type Result struct {
 	Operations   int
 	// Events is the history the checker judged.
 	Events []nemesis.Event
+	// Outcomes are the operator commands' outcomes, "name: outcome", sorted by name.
+	Outcomes []string
 }
 
 // Keyspace is the workload's keyspace.
@@ -646,6 +648,7 @@ func (r *runner) checkLiveness() {
 	}
 	slices.Sort(names)
 	for _, name := range names {
+		r.res.Outcomes = append(r.res.Outcomes, name+": "+r.commands[name].outcome)
 		switch cmd := r.commands[name]; {
 		case !cmd.done:
 			r.violate("liveness", "%s has run %v and not ended", name, time.Since(cmd.started).Round(time.Second))
