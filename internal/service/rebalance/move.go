@@ -28,7 +28,17 @@ const (
 	// stepAttempts bounds how often a step is asked of a node that has not learned the
 	// definition it belongs to yet, a gossip interval apart.
 	stepAttempts = 40
+	// stepAskRingDelays is how many ring delays one request for a step waits for its
+	// answer before it is asked again: a request or its answer may be lost (a partition
+	// or a one-way cut drops it while gossip still holds the node up), and the move would
+	// wait for ever. Asked again, a node still running the step answers with that run's
+	// result (HandleStep), so a long copy is only asked about, not started twice.
+	stepAskRingDelays = 6
 )
+
+// errNoAnswerYet ends one request for a step that was not answered in
+// stepAskRingDelays ring delays: the step is asked again.
+var errNoAnswerYet = errors.New("no answer yet")
 
 // Progress is one step of a rebalance as Rebalance reports it. Before is set once the
 // keys were sampled, After on the last step: live rows per node, counted where each
@@ -311,28 +321,45 @@ func (r *Rebalancer) stepEveryNode(ctx context.Context, ks schema.Keyspace, step
 
 // askStep asks one node for a step, again a gossip interval later when it fails: a
 // node that missed the definition's announcement learns it from gossip (the step is
-// refused until then), and a copy that failed half-way is redone, last writer wins.
+// refused until then), and a copy that failed half-way is redone, last writer wins. A
+// request not answered in stepAskRingDelays ring delays is asked again, as often as it
+// takes until ctx ends: it may have been lost, or the step may still run.
 func (r *Rebalancer) askStep(ctx context.Context, node cluster.Node, req []byte) (*kurav1.RebalanceStepResponse, error) {
-	for attempt := 1; ; attempt++ {
+	for attempt := 1; ; {
 		var raw []byte
 		var err error
 		if node.ID == r.cfg.Self {
 			raw, err = r.HandleStep(ctx, req)
 		} else {
-			raw, err = r.peers.Step(ctx, node, req)
+			raw, err = r.callStep(ctx, node, req)
 		}
 		if err == nil {
 			var resp kurav1.RebalanceStepResponse
 			return &resp, proto.Unmarshal(raw, &resp)
 		}
-		if attempt == stepAttempts {
-			return nil, err
+		if !errors.Is(err, errNoAnswerYet) {
+			if attempt == stepAttempts {
+				return nil, err
+			}
+			attempt++
 		}
 		r.log.Warn("a rebalance step failed; retrying", "node", node.ID, "err", err)
 		if !ctxtime.Sleep(ctx, r.cfg.RetryInterval) {
 			return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		}
 	}
+}
+
+// callStep makes one request for a step to node, for at most stepAskRingDelays ring
+// delays.
+func (r *Rebalancer) callStep(ctx context.Context, node cluster.Node, req []byte) ([]byte, error) {
+	call, cancel := context.WithTimeoutCause(ctx, stepAskRingDelays*r.cfg.RingDelay, errNoAnswerYet)
+	defer cancel()
+	raw, err := r.peers.Step(call, node, req)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(call), errNoAnswerYet) {
+		err = fmt.Errorf("node %s: %w in %s", node.ID, errNoAnswerYet, stepAskRingDelays*r.cfg.RingDelay)
+	}
+	return raw, err
 }
 
 func sortedIDs[V any](m map[string]V) []string {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kuradb/kura/hlc"
@@ -148,6 +149,11 @@ type Rebalancer struct {
 	store     Store
 	copier    Copier
 	placement Placement
+
+	// stepsMu guards steps: the steps this node runs for other nodes' moves, by request
+	// (HandleStep).
+	stepsMu sync.Mutex
+	steps   map[string]*stepJob
 }
 
 // New returns a Rebalancer for one node, or the error of an invalid Config or Parts.
@@ -163,5 +169,5 @@ func New(cfg Config, parts Parts) (*Rebalancer, error) {
 		log = slog.Default()
 	}
 	return &Rebalancer{cfg: cfg, log: log, view: parts.View, catalog: parts.Catalog, publisher: parts.Publisher,
-		clock: parts.Clock, peers: parts.Peers, store: parts.Store, copier: parts.Copier, placement: parts.Placement}, nil
+		clock: parts.Clock, peers: parts.Peers, store: parts.Store, copier: parts.Copier, placement: parts.Placement, steps: map[string]*stepJob{}}, nil
 }

@@ -28,8 +28,44 @@ const copyBatch = 256
 
 // HandleStep serves another node's request for one step of its rebalance (an encoded
 // kurav1.RebalanceStepRequest; the answer is an encoded RebalanceStepResponse), once
-// this node's catalog holds the definition the step belongs to.
+// this node's catalog holds the definition the step belongs to. The step runs apart
+// from the request and outlives it: a request asked again while the step runs (its
+// asker had no answer yet, askStep) waits for that run, so a copy is not started twice.
 func (r *Rebalancer) HandleStep(ctx context.Context, payload []byte) ([]byte, error) {
+	key := string(payload) // the keyspace, its definition, the step and its sample size
+	r.stepsMu.Lock()
+	job := r.steps[key]
+	if job == nil {
+		job = &stepJob{done: make(chan struct{})}
+		r.steps[key] = job
+		// Each step ends on its own: a scan of this node's records, and a copy whose every
+		// batch has its timeout.
+		go func() {
+			job.resp, job.err = r.runStep(context.WithoutCancel(ctx), payload)
+			r.stepsMu.Lock()
+			delete(r.steps, key)
+			r.stepsMu.Unlock()
+			close(job.done)
+		}()
+	}
+	r.stepsMu.Unlock()
+	select {
+	case <-job.done:
+		return job.resp, job.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stepJob is one run of a step this node serves, shared by the requests that ask for it.
+type stepJob struct {
+	done chan struct{}
+	resp []byte
+	err  error
+}
+
+// runStep runs one step of another node's rebalance (HandleStep).
+func (r *Rebalancer) runStep(ctx context.Context, payload []byte) ([]byte, error) {
 	var req kurav1.RebalanceStepRequest
 	if err := proto.Unmarshal(payload, &req); err != nil {
 		return nil, fmt.Errorf("decode rebalance step: %w", err)

@@ -379,12 +379,36 @@ func (f freshness) binds(r, w *op) bool {
 // freshReads works out, from the run's level and replication, which reads must overlap
 // which writes: every read every write (QUORUM, EACH_QUORUM, ALL), those coordinated in
 // the same DC (LOCAL_QUORUM with per-DC replication), or none (ONE); and says which
-// levels and replication it judged.
+// levels and replication it judged. With replications an alter may have given the
+// keyspace (Meta.Altered), a pair must overlap under each of them: a read may run under
+// one and the write it must see under another.
 func (h *history) freshReads() (freshness, string) {
-	level, rf, strategy, err := h.levelOn()
+	levels, err := h.levelsOn()
 	if err != nil {
 		return freshness{}, err.Error()
 	}
+	var f freshness
+	var whys []string
+	for i, on := range levels {
+		fi, why := on.fresh(h.meta)
+		whys = append(whys, why)
+		if i == 0 {
+			f = fi
+			continue
+		}
+		for pair := range f.pairs {
+			if !fi.pairs[pair] {
+				delete(f.pairs, pair)
+			}
+		}
+		f.all = f.all && fi.all
+	}
+	return f, strings.Join(whys, "; ")
+}
+
+// fresh is freshReads under one replication.
+func (on levelOn) fresh(meta *Meta) (freshness, string) {
+	level, rf, strategy := on.level, on.rf, on.strategy
 	what := fmt.Sprintf("%s on %s", level, strategy)
 	if _, perDC := strategy.(ring.DCStrategy); !perDC && (level == consistency.LocalOne || level == consistency.LocalQuorum) {
 		// Simple placement puts replicas in any DC: two local levels need not meet.
@@ -393,9 +417,9 @@ func (h *history) freshReads() (freshness, string) {
 	f := freshness{pairs: map[[2]string]bool{}}
 	if _, perDC := strategy.(ring.DCStrategy); perDC {
 		f.dcOf = map[string]string{}
-		for i, node := range h.meta.Nodes {
-			if i < len(h.meta.DCs) {
-				f.dcOf[node] = h.meta.DCs[i]
+		for i, node := range meta.Nodes {
+			if i < len(meta.DCs) {
+				f.dcOf[node] = meta.DCs[i]
 			}
 		}
 	}
@@ -426,39 +450,54 @@ func (h *history) lostToWipe(o *op) bool {
 	return h.wipedAfter(o) && h.oneCopy()
 }
 
-// oneCopy reports whether the run's level acknowledges a write held by a single node.
+// oneCopy reports whether the run's level acknowledges a write held by a single node,
+// under any of the run's replications.
 func (h *history) oneCopy() bool {
-	level, rf, _, err := h.levelOn()
+	levels, err := h.levelsOn()
 	if err != nil {
 		return false
 	}
-	for dc := range rf {
-		if w := level.Require(rf, dc); w.Hinted || w.Total <= 1 {
-			return true
+	for _, on := range levels {
+		for dc := range on.rf {
+			if w := on.level.Require(on.rf, dc); w.Hinted || w.Total <= 1 {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// levelOn parses the run's level and replication; rf counts replicas per DC ("" for
-// simple placement, which ignores DCs).
-func (h *history) levelOn() (consistency.Level, map[string]int, ring.Strategy, error) {
+// levelOn is the run's level on one of its replications; rf counts replicas per DC (""
+// for simple placement, which ignores DCs).
+type levelOn struct {
+	level    consistency.Level
+	rf       map[string]int
+	strategy ring.Strategy
+}
+
+// levelsOn parses the run's level and its replications: the keyspace's first, then
+// those an alter may have given it (Meta.Altered).
+func (h *history) levelsOn() ([]levelOn, error) {
 	if h.meta == nil {
-		return 0, nil, nil, errors.New("no meta line: levels unknown")
+		return nil, errors.New("no meta line: levels unknown")
 	}
 	level, err := consistency.Parse(h.meta.Consistency)
 	if err != nil {
-		return 0, nil, nil, err
+		return nil, err
 	}
-	strategy, err := ring.ParseReplication(h.meta.Replication)
-	if err != nil {
-		return 0, nil, nil, err
+	var out []levelOn
+	for _, replication := range append([]string{h.meta.Replication}, h.meta.Altered...) {
+		strategy, err := ring.ParseReplication(replication)
+		if err != nil {
+			return nil, err
+		}
+		rf := map[string]int{"": strategy.ReplicationFactor()}
+		if dcs, ok := strategy.(ring.DCStrategy); ok {
+			rf = dcs.RFPerDC()
+		}
+		out = append(out, levelOn{level: level, rf: rf, strategy: strategy})
 	}
-	rf := map[string]int{"": strategy.ReplicationFactor()}
-	if dcs, ok := strategy.(ring.DCStrategy); ok {
-		rf = dcs.RFPerDC()
-	}
-	return level, rf, strategy, nil
+	return out, nil
 }
 
 // overlap reports whether any replicas meeting r and any meeting w share one.

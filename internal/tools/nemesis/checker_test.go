@@ -374,24 +374,30 @@ func TestCheckSaysLinearizabilityIsNotChecked(t *testing.T) {
 func TestFreshReads(t *testing.T) {
 	for _, tc := range []struct {
 		level, replication string
+		altered            []string // the replications an alter may have given the keyspace
 		want               bool
 	}{
-		{"QUORUM", "dc1=2,dc2=1", true},
-		{"QUORUM", "dc1=3,dc2=2", true},
-		{"ALL", "dc1=2,dc2=1", true},
-		{"EACH_QUORUM", "dc1=2,dc2=1", true},
-		{"TWO", "simple=3", true},
-		{"QUORUM", "simple=3", true},
-		{"ONE", "dc1=2,dc2=1", false},
-		{"ANY", "simple=1", false},
-		{"LOCAL_QUORUM", "dc1=2,dc2=1", true}, // within each DC; each DC's local quorum misses the other's
-		{"LOCAL_QUORUM", "dc1=3", true},
-		{"LOCAL_QUORUM", "simple=3", false},
-		{"TWO", "dc1=2,dc2=2", false},
+		{"QUORUM", "dc1=2,dc2=1", nil, true},
+		{"QUORUM", "dc1=3,dc2=2", nil, true},
+		{"ALL", "dc1=2,dc2=1", nil, true},
+		{"EACH_QUORUM", "dc1=2,dc2=1", nil, true},
+		{"TWO", "simple=3", nil, true},
+		{"QUORUM", "simple=3", nil, true},
+		{"ONE", "dc1=2,dc2=1", nil, false},
+		{"ANY", "simple=1", nil, false},
+		{"LOCAL_QUORUM", "dc1=2,dc2=1", nil, true}, // within each DC; each DC's local quorum misses the other's
+		{"LOCAL_QUORUM", "dc1=3", nil, true},
+		{"LOCAL_QUORUM", "simple=3", nil, false},
+		{"TWO", "dc1=2,dc2=2", nil, false},
+		{"ONE", "dc1=1", nil, true},
+		{"ONE", "dc1=1", []string{"dc1=2"}, false}, // ONE of two copies misses ONE of the other
+		{"QUORUM", "dc1=2,dc2=1", []string{"dc1=3", "dc1=1,dc2=2"}, true},
+		{"LOCAL_QUORUM", "dc1=2,dc2=1", []string{"dc1=3,dc2=1"}, true},
+		{"ALL", "dc1=2,dc2=1", []string{"dc1=2"}, true},
 	} {
-		hist := &history{meta: &Meta{Consistency: tc.level, Replication: tc.replication}}
+		hist := &history{meta: &Meta{Consistency: tc.level, Replication: tc.replication, Altered: tc.altered}}
 		if got, why := hist.freshReads(); got.any() != tc.want {
-			t.Errorf("%s on %s: fresh %v (%s), want %v", tc.level, tc.replication, got, why, tc.want)
+			t.Errorf("%s on %s then %v: fresh %v (%s), want %v", tc.level, tc.replication, tc.altered, got, why, tc.want)
 		}
 	}
 }

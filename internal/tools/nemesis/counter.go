@@ -171,9 +171,10 @@ func lastRead(obs []observation) *observation {
 }
 
 // serialOneCopy reports whether the run's serial level acknowledged o, coordinated by its
-// node, once a single acceptor accepted it (LOCAL_SERIAL in a DC of one replica).
+// node, once a single acceptor accepted it (LOCAL_SERIAL in a DC of one replica), under
+// any of the run's replications.
 func (h *history) serialOneCopy(o *op) bool {
-	_, rf, _, err := h.levelOn()
+	levels, err := h.levelsOn()
 	if err != nil || h.meta.Serial == "" {
 		return false
 	}
@@ -187,5 +188,10 @@ func (h *history) serialOneCopy(o *op) bool {
 			dc = h.meta.DCs[i]
 		}
 	}
-	return serial.Require(rf, dc).Total <= 1
+	for _, on := range levels {
+		if serial.Require(on.rf, dc).Total <= 1 {
+			return true
+		}
+	}
+	return false
 }

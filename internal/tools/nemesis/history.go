@@ -131,6 +131,11 @@ type Meta struct {
 	// Serial is the level of the increments and of the reads of their counters (SERIAL,
 	// or LOCAL_SERIAL through the coordinators of one DC); empty when there are none.
 	Serial string `json:"serial,omitempty"`
+	// Altered are the replications a change of replication (kura keyspace alter) may have
+	// given the keyspace during the run, beside Replication: a read is held to freshness
+	// only where every one of them promises it, and a write counts as held by one copy
+	// where any of them acknowledges one.
+	Altered []string `json:"altered,omitempty"`
 }
 
 // Recorder appends events to a history as JSON lines, safely from many goroutines, and

@@ -46,14 +46,62 @@ func TestExplore(t *testing.T) {
 // it alone held: such a decommission is now refused unless --force; the planner now
 // draws a decommission the rule allows there, n1's, so 6505 no longer runs that
 // situation, which the decommissions drawn short of replicas cover instead). Each is run
-// again here.
-var fixedSeeds = []uint64{2191, 2474, 2522, 2721, 2742, 4108, 4218, 5235, 5692, 6505}
+// again here, as are 9015 and 9118, found once the planner drew alters: kura keyspace
+// alter asked n3 for its drop step while a DC partition dropped the request (9015), or
+// for its sample while a one-way cut n1->n3 did (9118), and waited for the answer until
+// the operator's timeout; a step not answered in six ring delays is now asked again
+// (seed 26, among those CI runs, was another). Since the planner draws alters, 2191,
+// 2522, 2742 (two, one short of nodes), 5235 (short of nodes) and 6505 also plan one;
+// each is refused before it changes anything, as a ring change is in progress (n4
+// leaving and down, n6 joining, n5 leaving, n1 leaving) or a node rebuilds (6505's n2),
+// so these seeds still run the situation they were kept for.
+var fixedSeeds = []uint64{2191, 2474, 2522, 2721, 2742, 4108, 4218, 5235, 5692, 6505, 9015, 9118}
 
 // TestExploreFixedSeeds runs the seeds of defects found and fixed, so that they stay
 // fixed.
 func TestExploreFixedSeeds(t *testing.T) {
 	for _, seed := range fixedSeeds {
 		explore(t, seed)
+	}
+}
+
+// alterSeed plans two changes of replication of app (dc1=1,dc2=1 at QUORUM; n1, n2, n5
+// in dc1, n3, n4 in dc2): at 14.9s dc1=1,dc2=3, more copies than dc2's two nodes, to be
+// refused; at 19.3s dc1=1,dc2=2, followed by a settle at 59.3s; then four joins into
+// dc1 (two at once) and a joiner that dies and is removed.
+const alterSeed = 9058
+
+// TestExploreAlterSeed runs alterSeed twice: its schedule must be the same byte for
+// byte, each run must break no promise, and the operator commands' outcomes must be the
+// same byte for byte: the alter short of nodes refused, the other accepted, nothing
+// left to settle. (Runs are the same in their schedule and outcomes, not in every
+// event: the interleaving of goroutines within one virtual instant is the scheduler's.)
+func TestExploreAlterSeed(t *testing.T) {
+	var plans, outcomes [2]string
+	for i := range 2 {
+		synctest.Test(t, func(t *testing.T) {
+			s := Generate(alterSeed)
+			res := Run(s)
+			plans[i], outcomes[i] = s.String(), strings.Join(res.Outcomes, "\n")
+			if len(res.Violations) > 0 {
+				t.Errorf("run %d: violations %v\n%s\nlog:\n  %s", i+1, res.Violations, s, strings.Join(res.Log, "\n  "))
+			}
+		})
+	}
+	if plans[0] != plans[1] {
+		t.Errorf("the schedule differs between two runs:\n%s\n---\n%s", plans[0], plans[1])
+	}
+	if outcomes[0] != outcomes[1] {
+		t.Errorf("the outcomes differ between two runs:\n%s\n---\n%s", outcomes[0], outcomes[1])
+	}
+	for _, want := range []string{
+		"alter app to dc1=1,dc2=3 through n1 at 14.919316078s: refused or failed: keyspace alter: invalid argument: replication dc1=1,dc2=3 asks for 3 replicas in dc2, which has 2 normal nodes",
+		"alter app to dc1=1,dc2=2 through n1 at 19.280760864s: accepted: replication dc1=1,dc2=2",
+		"settle app through n1 at 59.280760864s: app is not moving: nothing to settle",
+	} {
+		if !strings.Contains(outcomes[0], want) {
+			t.Errorf("outcomes lack %q:\n%s", want, outcomes[0])
+		}
 	}
 }
 

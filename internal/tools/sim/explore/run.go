@@ -45,6 +45,8 @@ type Result struct {
 	Operations   int
 	// Events is the history the checker judged.
 	Events []nemesis.Event
+	// Outcomes are the operator commands' outcomes, "name: outcome", sorted by name.
+	Outcomes []string
 }
 
 // Keyspace is the workload's keyspace.
@@ -97,9 +99,12 @@ type command struct {
 	started time.Time
 	done    bool
 	outcome string
-	// short is a decommission the planner drew short of replicas, which the node must
-	// refuse; accepted says whether it was done.
-	short, accepted bool
+	// mustRefuse says why the node must refuse the command, drawn short of nodes (empty
+	// when it may accept it); accepted says whether it was done, and wrong why its
+	// outcome breaks a promise.
+	mustRefuse string
+	accepted   bool
+	wrong      string
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -273,6 +278,8 @@ func (r *runner) do(st Step) {
 		}
 	case "decommission", "remove":
 		err = r.command(st)
+	case "alter", "settle":
+		err = r.alter(st)
 	case "partition":
 		err = c.Partition(st.Node, st.Target)
 		r.fault("partition "+st.Node+"-"+st.Target, "start", false)
@@ -338,7 +345,10 @@ func (r *runner) command(st Step) error {
 	if st.Do == "remove" {
 		name = "remove " + st.Target
 	}
-	cmd := &command{started: time.Now(), short: st.Short}
+	cmd := &command{started: time.Now()}
+	if st.Short {
+		cmd.mustRefuse = fmt.Sprintf("it leaves its DC fewer nodes than keyspace %s places copies there (%s)", keyspace, r.s.Replication)
+	}
 	r.mu.Lock()
 	r.commands[name] = cmd
 	r.mu.Unlock()
@@ -397,6 +407,13 @@ func (r *runner) heal() {
 		}
 		r.revived[id] = true
 		r.logf("heal: restarted %s", id)
+	}
+	if len(r.s.altered()) > 0 {
+		// An alter cut short, whose settle failed too (its node died), leaves the keyspace
+		// moving: the operator settles it once no alter runs.
+		if err := r.alter(Step{Do: "settle"}); err != nil {
+			r.logf("heal: settle: %v", err)
+		}
 	}
 	r.logf("healed")
 }
@@ -599,7 +616,8 @@ func (r *runner) complete(invoke nemesis.Event, err error, ok func(*nemesis.Even
 // recordMeta writes the history's first line: the level, the replication and the nodes
 // the checker's freshness rules need.
 func (r *runner) recordMeta() {
-	meta := &nemesis.Meta{Seed: int64(r.s.Seed), Keyspace: keyspace, Replication: r.s.Replication, Consistency: r.s.Level.String(), Serial: r.s.Serial.String()}
+	meta := &nemesis.Meta{Seed: int64(r.s.Seed), Keyspace: keyspace, Replication: r.s.Replication, Consistency: r.s.Level.String(), Serial: r.s.Serial.String(),
+		Altered: r.s.altered()}
 	for _, st := range append(r.s.Nodes, r.startedSpecs()...) {
 		meta.Nodes = append(meta.Nodes, st.ID)
 		meta.DCs = append(meta.DCs, st.DC)
@@ -630,17 +648,21 @@ func (r *runner) checkLiveness() {
 	}
 	slices.Sort(names)
 	for _, name := range names {
+		r.res.Outcomes = append(r.res.Outcomes, name+": "+r.commands[name].outcome)
 		switch cmd := r.commands[name]; {
 		case !cmd.done:
 			r.violate("liveness", "%s has run %v and not ended", name, time.Since(cmd.started).Round(time.Second))
-		case cmd.short && cmd.accepted:
-			r.violate("refusal", "%s was accepted, though it leaves its DC fewer nodes than keyspace %s places copies there (%s)", name, keyspace, r.s.Replication)
+		case cmd.mustRefuse != "" && cmd.accepted:
+			r.violate("refusal", "%s was accepted, though %s", name, cmd.mustRefuse)
+		case cmd.wrong != "":
+			r.violate("refusal", "%s: %s", name, cmd.wrong)
 		}
 	}
 	r.mu.Unlock()
 	if ok, why := r.c.Converged(); !ok {
 		r.violate("convergence", "views differ after healing and %v: %s", r.s.Settle, why)
 	}
+	r.checkKeyspace()
 	for _, id := range r.c.Nodes() {
 		run, err := r.c.Running(id)
 		if err != nil {

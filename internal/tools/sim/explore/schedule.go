@@ -4,7 +4,9 @@
 // times — joins (several at once too), decommissions (one in ten short of replicas, to be
 // refused), removals, replacements, aborts of
 // a dead joiner, graceful restarts (of the seedless first node too), kills, wiped disks,
-// partitions between DCs and one-way cuts between nodes — runs it on real nodes in
+// partitions between DCs, one-way cuts between nodes, and changes of the keyspace's
+// replication (kura keyspace alter: one in ten asking more copies of a DC than it has
+// nodes, to be refused; each followed by --settle should it be cut short) — runs it on real nodes in
 // virtual time (internal/tools/sim/lifecycle), heals every fault, lets the cluster settle, and judges
 // the history with the pure checker of package nemesis and the explorer's own liveness
 // checks. A seed that fails is shrunk to the fewest actions that still fail.
@@ -56,14 +58,18 @@ type Step struct {
 	// (with the command it was last started with), wipe (its disk; it is down),
 	// decommission, remove (Node removes Target), partition and heal (DCs Node and
 	// Target), cut and mend (Node to Target, one way), skew (Node's clock by Offset;
-	// 0 ends it).
-	Do     string
-	Node   string
-	Target string
-	Spec   lifecycle.NodeSpec
-	Offset time.Duration
-	// Short marks a decommission the planner drew short of replicas: the rule
-	// (ringchange.DecommissionShortOfReplicas) must refuse it, and the node stays a member.
+	// 0 ends it), alter (keyspace app's replication to Replication, through Node), settle
+	// (through Node, once no alter runs, should one have left the keyspace moving).
+	Do          string
+	Node        string
+	Target      string
+	Spec        lifecycle.NodeSpec
+	Offset      time.Duration
+	Replication string
+	// Short marks a command the planner drew short of nodes, which the node must refuse,
+	// changing nothing: a decommission short of replicas
+	// (ringchange.DecommissionShortOfReplicas; the node stays a member), or an alter that
+	// asks more copies of a DC than it has nodes.
 	Short bool
 }
 
@@ -86,6 +92,14 @@ func (s Step) String() string {
 		return fmt.Sprintf("%v %s %s->%s", s.At, s.Do, s.Node, s.Target)
 	case "skew":
 		return fmt.Sprintf("%v skew %s's clock by %v", s.At, s.Node, s.Offset)
+	case "alter":
+		short := ""
+		if s.Short {
+			short = " (more copies than a DC has nodes: to be refused)"
+		}
+		return fmt.Sprintf("%v keyspace alter app --replication %s (through %s)%s", s.At, s.Replication, s.Node, short)
+	case "settle":
+		return fmt.Sprintf("%v keyspace alter app --settle (through %s), once no alter runs, if one left app moving", s.At, s.Node)
 	}
 	if s.Short {
 		return fmt.Sprintf("%v %s %s (short of replicas: to be refused)", s.At, s.Do, s.Node)
@@ -137,11 +151,18 @@ func (s Schedule) without(i int) Schedule {
 // replication.
 type plan struct {
 	rng *rand.Rand
-	// short draws whether a decommission is to be short of replicas, from a stream of
-	// its own so that the other draws stay as they were.
-	short *rand.Rand
-	dcs   []string
-	rf    map[string]int
+	// short draws whether a decommission is to be short of replicas, and alters whatever
+	// concerns changes of replication, each from a stream of its own so that the other
+	// draws stay as they were.
+	short, alters *rand.Rand
+	dcs           []string
+	rf            map[string]int // the keyspace's replication when it is created
+	// altered are the changes of replication planned to be possible, in time order; each
+	// may still be refused when it runs (a ring change, a node down), which leaves the
+	// replication before it.
+	altered []alteration
+	local   bool // the workload's level keeps to the coordinator's DC
+
 	next  int               // the next new node's number
 	dcOf  map[string]string // every node ever planned
 	alive map[string]bool   // members (not left or removed) at the end of the actions so far
@@ -207,7 +228,7 @@ func (p *plan) keeps() bool {
 				n++
 			}
 		}
-		if n < p.rf[p.dcOf[l.id]] {
+		if _, hi := p.rfAt(p.dcOf[l.id], l.at); n < hi {
 			return false
 		}
 	}
@@ -247,7 +268,28 @@ func (p *plan) shortAt(id string, at time.Duration) bool {
 			n++
 		}
 	}
-	return n < p.rf[p.dcOf[id]]
+	lo, _ := p.rfAt(p.dcOf[id], at)
+	return n < lo
+}
+
+// alteration is a planned change of replication: from time at, the keyspace may have
+// rf (a DC absent has no copies).
+type alteration struct {
+	at time.Duration
+	rf map[string]int
+}
+
+// rfAt returns the fewest and the most copies the keyspace may place in dc at time at:
+// its first replication, or that of any alter planned by then, since each may be
+// refused.
+func (p *plan) rfAt(dc string, at time.Duration) (lo, hi int) {
+	lo, hi = p.rf[dc], p.rf[dc]
+	for _, a := range p.altered {
+		if a.at <= at {
+			lo, hi = min(lo, a.rf[dc]), max(hi, a.rf[dc])
+		}
+	}
+	return lo, hi
 }
 
 // Generate draws the schedule of seed.
@@ -255,7 +297,7 @@ func Generate(seed uint64) Schedule {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	s := Schedule{Seed: seed, Chaos: 90 * time.Second, Settle: 60 * time.Second}
 	s.DCs = []string{"dc1", "dc2", "dc3"}[:2+rng.IntN(2)]
-	p := &plan{rng: rng, short: rand.New(rand.NewPCG(seed, seed^0x5407)), dcs: s.DCs, rf: map[string]int{}, dcOf: map[string]string{}, alive: map[string]bool{},
+	p := &plan{rng: rng, short: rand.New(rand.NewPCG(seed, seed^0x5407)), alters: rand.New(rand.NewPCG(seed, seed^0xa17e)), dcs: s.DCs, rf: map[string]int{}, dcOf: map[string]string{}, alive: map[string]bool{},
 		busy: map[string]time.Duration{}, from: map[string]time.Duration{}, until: map[string]time.Duration{}}
 	total := max(3, len(s.DCs)+rng.IntN(4))
 	// The README's layout first (two nodes in dc1, one in dc2), or one node a DC.
@@ -285,6 +327,7 @@ func Generate(seed uint64) Schedule {
 	levels := []consistency.Level{consistency.Quorum, consistency.Quorum, consistency.LocalQuorum, consistency.One, consistency.All}
 	s.Level = levels[rng.IntN(len(levels))]
 	s.Serial = serialFor(s.Level)
+	p.local = s.Serial == consistency.LocalSerial
 	for range 2 + rng.IntN(4) {
 		if a, ok := p.draw(s.Chaos); ok {
 			s.Actions = append(s.Actions, a)
@@ -295,6 +338,9 @@ func Generate(seed uint64) Schedule {
 	s.Actions = slices.DeleteFunc(s.Actions, func(a Action) bool {
 		return a.Steps[0].Short && !p.shortAt(a.Steps[0].Node, a.Steps[0].At)
 	})
+	// Alters come last, from their own stream, so that the actions above are those the
+	// seed drew before the explorer drew alters; each must keep them as they were drawn.
+	s.Actions = append(s.Actions, p.drawAlters(s.Chaos, s.Actions)...)
 	slices.SortStableFunc(s.Actions, func(a, b Action) int { return int(a.Steps[0].At - b.Steps[0].At) })
 	s.steadySeeds()
 	return s
