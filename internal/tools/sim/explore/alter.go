@@ -203,13 +203,11 @@ func (r *runner) alter(st Step) error {
 	if st.Do == "alter" {
 		name = fmt.Sprintf("alter %s to %s through %s at %v", keyspace, st.Replication, id, st.At)
 	}
-	cmd := &command{started: time.Now()}
+	mustRefuse := ""
 	if st.Short {
-		cmd.mustRefuse = "it asks more copies of a DC than the DC has nodes"
+		mustRefuse = "it asks more copies of a DC than the DC has nodes"
 	}
-	r.mu.Lock()
-	r.commands[name] = cmd
-	r.mu.Unlock()
+	cmd := r.startCommand(name, mustRefuse)
 	go func() {
 		ctx, cancel := context.WithTimeout(alive, commandLimit)
 		defer cancel()

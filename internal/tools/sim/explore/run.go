@@ -107,6 +107,16 @@ type command struct {
 	wrong      string
 }
 
+// startCommand records operator command name as started now; mustRefuse says why the
+// node must refuse it (empty when it may accept it).
+func (r *runner) startCommand(name, mustRefuse string) *command {
+	cmd := &command{started: time.Now(), mustRefuse: mustRefuse}
+	r.mu.Lock()
+	r.commands[name] = cmd
+	r.mu.Unlock()
+	return cmd
+}
+
 func (r *runner) logf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -345,13 +355,11 @@ func (r *runner) command(st Step) error {
 	if st.Do == "remove" {
 		name = "remove " + st.Target
 	}
-	cmd := &command{started: time.Now()}
+	mustRefuse := ""
 	if st.Short {
-		cmd.mustRefuse = fmt.Sprintf("it leaves its DC fewer nodes than keyspace %s places copies there (%s)", keyspace, r.s.Replication)
+		mustRefuse = fmt.Sprintf("it leaves its DC fewer nodes than keyspace %s places copies there (%s)", keyspace, r.s.Replication)
 	}
-	r.mu.Lock()
-	r.commands[name] = cmd
-	r.mu.Unlock()
+	cmd := r.startCommand(name, mustRefuse)
 	go func() {
 		ctx, cancel := context.WithTimeout(alive, commandLimit)
 		defer cancel()
