@@ -36,6 +36,12 @@ func buildKura(t *testing.T) string {
 	return bin
 }
 
+// handedOut holds every address freeAddrOn returned in this test binary, none twice.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
 // freeAddrOn returns a free port on one loopback address (127.0.0.x): each node gets its
 // own address, and a port outside the kernel's ephemeral range, so a port taken by
 // another program between the check and the bind, or between kill and restart, is
@@ -48,12 +54,21 @@ func freeAddrOn(t *testing.T, host string) string {
 	// ever taken on purpose.
 	const low, high = 20000, 32768
 	for range 1000 {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(low+rand.IntN(high-low))))
+		addr := net.JoinHostPort(host, strconv.Itoa(low+rand.IntN(high-low)))
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue // taken: try another
 		}
-		defer l.Close()
-		return l.Addr().String()
+		l.Close()
+		// Free now, but perhaps handed out already and not bound yet by its server: one
+		// test's n2 and n3 once drew the same port.
+		handedOut.Lock()
+		taken := handedOut.addrs[addr]
+		handedOut.addrs[addr] = true
+		handedOut.Unlock()
+		if !taken {
+			return addr
+		}
 	}
 	t.Fatalf("no free port on %s in [%d, %d)", host, low, high)
 	return ""
