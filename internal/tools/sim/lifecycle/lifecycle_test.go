@@ -74,6 +74,10 @@ func (s *scenario) close(t *testing.T) {
 		if err := s.c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
+		// A script that failed before its await leaves its loads writing: they end on
+		// the stopped cluster, or the bubble would end with them blocked and panic,
+		// hiding the failure.
+		s.loads.Wait()
 		synctest.Wait()
 	}
 }
