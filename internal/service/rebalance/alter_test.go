@@ -3,9 +3,16 @@ package rebalance
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
@@ -110,4 +117,126 @@ func newAlterer(t *testing.T, cfg Config, change func(*view)) *Rebalancer {
 		{Name: "moving", Replication: "dc1=2", Timestamp: 7, Moving: true, NextReplication: "dc1=3"},
 		{Name: "coded", Erasure: schema.Erasure{M: 2, K: 1}, Timestamp: 7},
 	})
+}
+
+// changingView is a cluster view that changes while a move runs.
+type changingView struct {
+	mu sync.Mutex
+	v  view
+}
+
+func (c *changingView) Nodes() []cluster.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.v.Nodes())
+}
+
+func (c *changingView) Node(id string) (cluster.Node, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v.Node(id)
+}
+
+func (c *changingView) State(id string) cluster.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v.State(id)
+}
+
+func (c *changingView) Alive(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v.Alive(id)
+}
+
+// set gives node id status, adding it up in dc1 if the view lacks it.
+func (c *changingView) set(id string, status cluster.Status) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.v.Members, func(n cluster.Node) bool { return n.ID == id })
+	if i < 0 {
+		c.v.Members = append(c.v.Members, cluster.Node{ID: id, DC: "dc1"})
+		c.v.Up[id] = true
+		i = len(c.v.Members) - 1
+	}
+	c.v.Members[i].Status = status
+}
+
+// hookPublisher calls published with each definition this node announces.
+type hookPublisher struct{ published func(schema.Keyspace) }
+
+func (p hookPublisher) Publish(_ context.Context, ks schema.Keyspace) error {
+	p.published(ks)
+	return nil
+}
+
+// tickingClock stamps each definition later than the last.
+type tickingClock struct {
+	mu   sync.Mutex
+	last hlc.Timestamp
+}
+
+func (c *tickingClock) Stamp() (hlc.Timestamp, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last += 10
+	return c.last, nil
+}
+
+func (c *tickingClock) Now() hlc.Timestamp { return 1 }
+
+// emptyPeers answers every step with nothing: no rows, nothing dropped.
+type emptyPeers struct{}
+
+func (emptyPeers) Step(context.Context, cluster.Node, []byte) ([]byte, error) {
+	return proto.Marshal(&kurav1.RebalanceStepResponse{})
+}
+
+// TestAlterGivesWayToARingChange: a node that starts joining after the alter checked
+// the ring, and before the alter announced its move, is seen a ring delay later: the
+// alter copies nothing, settles back on the replication it started from, and fails,
+// unavailable, saying what to do next: wait for the join, or, when no ring change is in
+// progress by the time it has settled (the other gave way too), just run it again.
+func TestAlterGivesWayToARingChange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// settled is what becomes of the join once the alter settled back.
+		settled cluster.Status
+		says    string
+	}{
+		{"the join goes on", cluster.StatusJoining, "run it again once the change completes: invalid ring change: node d is joining"},
+		{"the join gave way too", cluster.StatusBooting, "that change is no longer in progress (it completed, or gave way too): run it again (when this move looked: invalid ring change: node d is joining"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newAlterer(t, Config{}, nil)
+				v := &changingView{v: r.view.(view)}
+				r.view = v
+				r.publisher = hookPublisher{published: func(ks schema.Keyspace) {
+					if ks.Moving {
+						v.set("d", cluster.StatusJoining)
+					} else {
+						v.set("d", tc.settled)
+					}
+				}}
+				r.clock, r.peers, r.placement = &tickingClock{last: 7}, emptyPeers{}, thirdsRing{}
+				r.store = &listStore{unused: unused{t}}
+				var steps []string
+				err := r.Alter(context.Background(), "app", "dc1=3", func(p Progress) { steps = append(steps, p.Step) })
+				if !errors.Is(err, coord.ErrUnavailable) || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("got %v, want unavailable saying %q", err, tc.says)
+				}
+				ks, err := r.catalog.Get("app")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ks.Moving || ks.Replication != "dc1=2" {
+					t.Errorf("app after the alter: replication %s, moving %v; want dc1=2, not moving", ks.Replication, ks.Moving)
+				}
+				if !slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, "settled") }) {
+					t.Errorf("steps %q: none settled", steps)
+				}
+			})
+		})
+	}
 }

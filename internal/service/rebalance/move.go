@@ -151,6 +151,12 @@ func (r *Rebalancer) move(ctx context.Context, ks schema.Keyspace, kind moveKind
 		if _, serr := r.settle(ctx, ks, kind, report); serr != nil {
 			return serr
 		}
+		// The ring change may have given way too (a decommission does, and its operator
+		// is told to wait for this move): then nothing the operator would wait for comes.
+		if ringchange.NoMoves(r.view) == nil {
+			return fmt.Errorf("%w: %w: a ring change started with this move, which gave way and settled on the placement it started from; that change is no longer in progress (it completed, or gave way too): run it again (when this move looked: %w)",
+				kind.err, coord.ErrUnavailable, err)
+		}
 		return fmt.Errorf("%w: %w: a ring change started with this move, which gave way and settled on the placement it started from; run it again once the change completes: %w",
 			kind.err, coord.ErrUnavailable, err)
 	}

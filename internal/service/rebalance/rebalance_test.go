@@ -33,8 +33,14 @@ func (c catalog) Get(name string) (schema.Keyspace, error) {
 	return ks, nil
 }
 
+// Apply compiles ks, as schema.Catalog does, so that a move's next definition places
+// keys.
 func (c catalog) Apply(ks schema.Keyspace) (bool, error) {
-	c[ks.Name] = ks
+	compiled, err := ks.Compile()
+	if err != nil {
+		return false, err
+	}
+	c[ks.Name] = compiled
 	return true, nil
 }
 

@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -31,6 +32,8 @@ const copyBatch = 256
 // this node's catalog holds the definition the step belongs to. The step runs apart
 // from the request and outlives it: a request asked again while the step runs (its
 // asker had no answer yet, askStep) waits for that run, so a copy is not started twice.
+// A run stops early once the catalog's definition is no longer the step's (the move
+// settled back, or a new one started), which no requester's end would tell it.
 func (r *Rebalancer) HandleStep(ctx context.Context, payload []byte) ([]byte, error) {
 	key := string(payload) // the keyspace, its definition, the step and its sample size
 	r.stepsMu.Lock()
@@ -90,10 +93,7 @@ func (r *Rebalancer) runStep(ctx context.Context, payload []byte) ([]byte, error
 		if ks.Moving {
 			return nil, fmt.Errorf("%w: keyspace %s is moving: its records are still needed", errRebalance, ks.Name)
 		}
-		var keep func([]byte) bool
-		if keep, err = r.Keeps(ks); err == nil {
-			resp.Dropped, _, err = r.store.DropUnless(ks.Name, keep)
-		}
+		resp.Dropped, err = r.dropLeftovers(ks)
 	default:
 		return nil, fmt.Errorf("%w: unknown step %q", errRebalance, req.GetStep())
 	}
@@ -101,6 +101,39 @@ func (r *Rebalancer) runStep(ctx context.Context, payload []byte) ([]byte, error
 		return nil, err
 	}
 	return proto.Marshal(&resp)
+}
+
+// changed returns an error once this node's catalog no longer holds definition ks of
+// the keyspace: a step for it must stop, since what it does was planned for ks.
+func (r *Rebalancer) changed(ks schema.Keyspace) error {
+	current, err := r.catalog.Get(ks.Name)
+	if err != nil {
+		return err
+	}
+	if current.Timestamp != ks.Timestamp {
+		return fmt.Errorf("%w: keyspace %s changed meanwhile on node %s (definition %d, the step is for %d): the step stops",
+			errRebalance, ks.Name, r.cfg.Self, current.Timestamp, ks.Timestamp)
+	}
+	return nil
+}
+
+// dropLeftovers drops the records of ks this node no longer holds (Keeps) and returns
+// how many. Once the definition changes it keeps every record it has not dropped yet
+// and fails: a new move may have started, whose pending replicas this node may be for
+// keys it would drop, and those records carry writes that move counted.
+func (r *Rebalancer) dropLeftovers(ks schema.Keyspace) (int64, error) {
+	keeps, err := r.Keeps(ks)
+	if err != nil {
+		return 0, err
+	}
+	var stopped error
+	dropped, _, err := r.store.DropUnless(ks.Name, func(key []byte) bool {
+		if stopped == nil {
+			stopped = r.changed(ks)
+		}
+		return stopped != nil || keeps(key)
+	})
+	return dropped, cmp.Or(err, stopped)
 }
 
 // sampleLocal counts the live rows of ks this node holds as a replica and returns up to
@@ -163,6 +196,11 @@ func (r *Rebalancer) copyToNext(ctx context.Context, ks schema.Keyspace) (int64,
 		node, ok := r.view.Node(id)
 		if !ok {
 			return fmt.Errorf("next replica %s is not in the directory", id)
+		}
+		// A copy the move no longer needs (it settled back, or was settled) would leave
+		// records where the settle's drop has already run.
+		if err := r.changed(ks); err != nil {
+			return err
 		}
 		callCtx, cancel := context.WithTimeout(ctx, 4*r.cfg.ReplicaTimeout+5*time.Second)
 		defer cancel()

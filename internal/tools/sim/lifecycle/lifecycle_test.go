@@ -21,6 +21,7 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/internal/assembly/node"
+	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/service/rebalance"
 	"github.com/kuradb/kura/internal/service/ringchange"
@@ -73,6 +74,10 @@ func (s *scenario) close(t *testing.T) {
 		if err := s.c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
+		// A script that failed before its await leaves its loads writing: they end on
+		// the stopped cluster, or the bubble would end with them blocked and panic,
+		// hiding the failure.
+		s.loads.Wait()
 		synctest.Wait()
 	}
 }
@@ -154,22 +159,47 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		s.c.Run(dur)
 		return "ok", nil
 	case "run-until-promised":
-		// Lets time pass in steps of a millisecond until node gossips its promise of id's
-		// join, for the command timeout at most: the script's next command runs at that
-		// instant, before the joiner can have heard of the promise.
-		for {
-			run, err := s.c.Running(id)
-			if err != nil {
-				return "", err
-			}
-			if _, ok := run.JoinsPromised()[arg("id")]; ok {
-				return "promised", nil
-			}
-			if ctx.Err() != nil {
-				return "not promised", nil
-			}
-			s.c.Run(time.Millisecond)
+		// Lets time pass until node gossips its promise of id's join: the script's next
+		// command runs at that instant, before the joiner can have heard of the promise.
+		return s.runUntil(ctx, id, "promised", func(run *node.Node) bool {
+			_, ok := run.JoinsPromised()[arg("id")]
+			return ok
+		})
+	case "run-until-status":
+		// Lets time pass until node sees id (itself when id is node) with status: the
+		// script's next command runs at that instant, before gossip has told the other
+		// nodes, as an operator's command run at the same time on another node would.
+		status, err := cluster.ParseStatus(arg("status"))
+		if err != nil {
+			return "", err
 		}
+		return s.runUntil(ctx, id, status.String(), func(run *node.Node) bool {
+			other, ok := run.View().Node(arg("id"))
+			return ok && other.Status == status
+		})
+	case "describe":
+		// Keyspace name as each running node's catalog defines it, as kura keyspace
+		// describe would show it through that node: its replication and, during a move,
+		// where writes also go.
+		var out []string
+		for _, other := range s.c.Nodes() {
+			run, err := s.c.Running(other)
+			if err != nil {
+				continue
+			}
+			ks, err := run.Keyspace(arg("name"))
+			switch {
+			case err != nil:
+				out = append(out, fmt.Sprintf("%s: %v", other, err))
+			case ks.NextReplication != "":
+				out = append(out, fmt.Sprintf("%s: replication %s, altering to %s", other, ks.Replication, ks.NextReplication))
+			case ks.Moving:
+				out = append(out, fmt.Sprintf("%s: replication %s, rebalancing", other, ks.Replication))
+			default:
+				out = append(out, fmt.Sprintf("%s: replication %s", other, ks.Replication))
+			}
+		}
+		return strings.Join(out, "\n"), nil
 	case "views":
 		var out []string
 		for _, other := range s.c.Nodes() {
@@ -367,6 +397,24 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// runUntil lets time pass in steps of a millisecond until cond holds on node id, for
+// ctx's time at most, and says whether it did: what, or "not " what.
+func (s *scenario) runUntil(ctx context.Context, id, what string, cond func(*node.Node) bool) (string, error) {
+	for {
+		run, err := s.c.Running(id)
+		if err != nil {
+			return "", err
+		}
+		if cond(run) {
+			return what, nil
+		}
+		if ctx.Err() != nil {
+			return "not " + what, nil
+		}
+		s.c.Run(time.Millisecond)
+	}
 }
 
 // alter runs kura keyspace alter through run, reading every acknowledged write through
