@@ -304,7 +304,7 @@ func TestRingChangesWaitForKeyspaceMoves(t *testing.T) {
 		{name: "decommission, app starts moving with it", movingFrom: 2, want: ErrOverlap, says: "it started at the same time as a keyspace's move"},
 		{name: "removal, nothing moves", remove: true},
 		{name: "removal while app moves", remove: true, movingFrom: 1, want: ErrBadMove, says: "end it with kura keyspace alter app --settle"},
-		{name: "removal, app starts moving with it", remove: true, movingFrom: 2, want: ErrOverlap, says: "run it again once that one completes"},
+		{name: "removal, app starts moving with it", remove: true, movingFrom: 2, want: ErrOverlap, says: "run it again once the keyspace no longer moves"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -160,7 +160,9 @@ func (c *Changer) streamGains(ctx context.Context, moving string, exclude bool) 
 			}
 			if !others {
 				if err := c.giveWayToKeyspaces(); err != nil {
-					return MoveStats{}, fmt.Errorf("%w; run it again once that one completes", err)
+					// The move gives way too when it sees this change (an alter settles
+					// back), so it may end at once rather than complete.
+					return MoveStats{}, fmt.Errorf("%w; run it again once the keyspace no longer moves (kura keyspace describe; a move started in the same ring delay settles back by itself)", err)
 				}
 				break
 			}
