@@ -447,6 +447,29 @@ func TestPushServesInBlockingOrder(t *testing.T) {
 			{cmd("EXEC"), "*3\r\n:1\r\n:2\r\n:3\r\n"},
 			{cmd("LRANGE", "{t}q", "0", "-1"), arr("b", "a")},
 		}, []string{arr("{t}q", "c")}},
+		// The suite's "BLMPOP with multiple blocked clients", in a keyspace whose
+		// transactions run per partition (the fake's default): the default keyspace of a
+		// node refuses this EXEC over two keys, and its four clients then stay blocked.
+		{"EXEC over two lists serves four BLMPOPs in order", nil, [][]string{
+			cmd("BLMPOP", "0", "2", "{t}1", "{t}2", "LEFT", "COUNT", "1"),
+			cmd("BLMPOP", "0", "2", "{t}1", "{t}2", "RIGHT", "COUNT", "10"),
+			cmd("BLMPOP", "0", "2", "{t}1", "{t}2", "LEFT", "COUNT", "10"),
+			cmd("BLMPOP", "0", "2", "{t}1", "{t}2", "RIGHT", "COUNT", "1"),
+		}, []step{
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LPUSH", "{t}1", "a", "b", "c", "d", "e"), "+QUEUED\r\n"},
+			{cmd("LPUSH", "{t}2", "1", "2", "3", "4", "5"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*2\r\n:5\r\n:5\r\n"},
+			{cmd("LLEN", "{t}1"), ":0\r\n"},
+			{cmd("LLEN", "{t}2"), ":0\r\n"},
+			{cmd("LPUSH", "{t}2", "1", "2", "3"), ":3\r\n"},
+			{cmd("LRANGE", "{t}2", "0", "-1"), arr("3", "2")},
+		}, []string{
+			"*2\r\n$4\r\n{t}1\r\n" + arr("e"),
+			"*2\r\n$4\r\n{t}1\r\n" + arr("a", "b", "c", "d"),
+			"*2\r\n$4\r\n{t}2\r\n" + arr("5", "4", "3", "2", "1"),
+			"*2\r\n$4\r\n{t}2\r\n" + arr("1"),
+		}},
 		{"a push, DEL and SET in one EXEC do not wake the client", nil, [][]string{
 			cmd("BLPOP", "{t}l", "0"),
 		}, []step{
