@@ -22,7 +22,7 @@ func TestInfo(t *testing.T) {
 	all := c.call("INFO").(string)
 	for _, want := range []string{
 		"# Server\r\n", "redis_version:7.0.0\r\n", "redis_mode:standalone\r\n", "arch_bits:", "run_id:",
-		"tcp_port:" + addr[strings.LastIndex(addr, ":")+1:] + "\r\n", "kura_node_id:n1\r\n", "kura_dc:dc1\r\n",
+		"tcp_port:" + addr[strings.LastIndex(addr, ":")+1:] + "\r\n", "kura_node_id:n1\r\n", "kura_dc:dc1\r\n", "kura_resp_keyspace:default\r\n",
 		"\r\n\r\n# Clients\r\nconnected_clients:2\r\ncluster_connections:0\r\nmaxclients:10000\r\n",
 		"\r\n\r\n# Memory\r\nused_memory:", "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n",
 		"\r\n\r\n# Persistence\r\nloading:0\r\n", "aof_enabled:1\r\n",
