@@ -55,12 +55,51 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--max-key-bytes", "0"}, "--max-key-bytes and --max-value-bytes must be positive"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-timeout", "-1s"}, "--resp-timeout must not be negative"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-no-password", "--resp-password-file", passwordFile}, "give --resp-password-file or --resp-no-password, not both"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-keyspace", ""}, `--resp-keyspace: invalid keyspace: name "" must be 1-48 letters`},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-keyspace", "my-app"}, `--resp-keyspace: invalid keyspace: name "my-app" must be 1-48 letters`},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-keyspace", "system_paxos"}, `--resp-keyspace: invalid keyspace: name "system_paxos": names starting with "system" are reserved`},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)
 		if code == 0 || !strings.Contains(errOut, tt.text) {
 			t.Errorf("kura %v: exit %d, stderr %q; want a failure mentioning %q", tt.args, code, errOut, tt.text)
 		}
+	}
+}
+
+// TestServerRESPKeyspace: --resp-keyspace reaches the Redis front end. A connection
+// starts in that keyspace, whose absence each command names with the flag; once it is
+// created with per-partition transactions, MULTI over two keys of one hash tag commits
+// on a connection that never sent KURA.KEYSPACE.
+func TestServerRESPKeyspace(t *testing.T) {
+	respAddr, clientAddr := freeAddr(t), freeAddr(t)
+	startServer(t, &serverProcess{args: []string{"--id", "n1", "--dc", "dc1", "--in-memory", "--log-level", "warn",
+		"--listen", freeAddr(t), "--client", clientAddr, "--resp", respAddr, "--resp-keyspace", "tx"}})
+	waitFor(t, "the node answers", "status", "--addr", clientAddr)
+
+	converse := func(commands string, want ...string) {
+		t.Helper()
+		nc, err := net.Dial("tcp", respAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		io.WriteString(nc, commands)
+		r := bufio.NewReader(nc)
+		for _, w := range want {
+			if line, err := r.ReadString('\n'); line != w {
+				t.Fatalf("reply %q (%v), want %q", line, err, w)
+			}
+		}
+	}
+	converse("KURA.KEYSPACE\r\nGET {u}a\r\n", "$2\r\n", "tx\r\n",
+		"-ERR no such keyspace \"tx\": create it (kura keyspace create) or choose another with KURA.KEYSPACE; a new connection starts in the node's --resp-keyspace\r\n")
+	waitFor(t, "create tx", "keyspace", "create", "tx", "--replication", "dc1=1", "--transactions", "partition", "--addr", clientAddr)
+	converse("MULTI\r\nSET {u}a 1\r\nSET {u}b 2\r\nEXEC\r\nMGET {u}a {u}b\r\n",
+		"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n", "+OK\r\n", "+OK\r\n", "*2\r\n", "$1\r\n", "1\r\n", "$1\r\n", "2\r\n")
+	if out := waitFor(t, "read through the API", "get", "--addr", clientAddr, "--keyspace", "tx", "{u}b"); out != "2" {
+		t.Errorf("kura get --keyspace tx {u}b = %q, want the value EXEC wrote there", out)
 	}
 }
 

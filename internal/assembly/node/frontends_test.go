@@ -133,6 +133,7 @@ func TestFrontEndListenErrors(t *testing.T) {
 	}{
 		{Config{RESPAddr: "127.0.0.1:-1"}, "listen for Redis clients"},
 		{Config{HTTPAddr: "127.0.0.1:-1"}, "listen for HTTP"},
+		{Config{RESPAddr: "127.0.0.1:0", RESPKeyspace: "9lives"}, `the Redis connections' keyspace (RESPKeyspace): invalid keyspace: name "9lives" must be 1-48 letters`},
 	}
 	for _, tt := range tests {
 		cfg := tt.cfg

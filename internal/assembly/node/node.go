@@ -108,6 +108,10 @@ type Config struct {
 	// RESPIdleTimeout closes a Redis connection whose client sends nothing for that long
 	// (Redis's timeout; CONFIG SET timeout changes it); 0 never does.
 	RESPIdleTimeout time.Duration
+	// RESPKeyspace is the keyspace a new Redis connection starts in, and RESET returns
+	// to; default schema.DefaultKeyspace. It need not exist yet: commands on it are
+	// refused with its name until it is created. It should be the same on every node.
+	RESPKeyspace string
 	// HTTPAddr serves the web console (/), /metrics, /healthz and /status on this address;
 	// empty serves none.
 	HTTPAddr string

@@ -18,6 +18,11 @@ func (n *Node) startRESP() error {
 	if n.cfg.RESPAddr == "" {
 		return nil
 	}
+	if n.cfg.RESPKeyspace != "" {
+		if err := schema.ValidateName(n.cfg.RESPKeyspace); err != nil {
+			return fmt.Errorf("the Redis connections' keyspace (RESPKeyspace): %w", err)
+		}
+	}
 	l, err := n.power.Gate().Listen(n.cfg.RESPAddr)
 	if err != nil {
 		return fmt.Errorf("listen for Redis clients: %w", err)
@@ -26,11 +31,12 @@ func (n *Node) startRESP() error {
 		l = tls.NewListener(l, n.clientTLS())
 	}
 	server := resp.NewServer(resp.Config{
-		Backend:      respBackend{Coordinator: n.coord, node: n},
-		Limits:       n.coord.Limits(),
-		Password:     n.cfg.RESPPassword,
-		IdleTimeout:  n.cfg.RESPIdleTimeout,
-		DefaultLevel: n.cfg.RESPConsistency,
+		Backend:         respBackend{Coordinator: n.coord, node: n},
+		Limits:          n.coord.Limits(),
+		Password:        n.cfg.RESPPassword,
+		IdleTimeout:     n.cfg.RESPIdleTimeout,
+		DefaultLevel:    n.cfg.RESPConsistency,
+		DefaultKeyspace: n.cfg.RESPKeyspace,
 		Observe: func(op string, cl consistency.Level, elapsed time.Duration, err error) {
 			n.metrics.Observe("resp", op, cl, elapsed, err)
 			n.power.ObserveRequest(elapsed)

@@ -133,13 +133,23 @@ var (
 	ErrNoKeyspace      = errors.New("no such keyspace")
 )
 
+// ValidateName returns an error wrapping ErrInvalidKeyspace unless name may name a
+// keyspace an operator creates: the check of Compile, for settings that name a keyspace
+// before it exists (a node's --resp-keyspace).
+func ValidateName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("%w: name %q must be 1-48 letters, digits or _ and start with a letter", ErrInvalidKeyspace, name)
+	}
+	if strings.HasPrefix(strings.ToLower(name), SystemPrefix) {
+		return fmt.Errorf("%w: name %q: names starting with %q are reserved", ErrInvalidKeyspace, name, SystemPrefix)
+	}
+	return nil
+}
+
 // Compile validates the definition and prepares its strategy and partitioner.
 func (k Keyspace) Compile() (Keyspace, error) {
-	if !namePattern.MatchString(k.Name) {
-		return k, fmt.Errorf("%w: name %q must be 1-48 letters, digits or _ and start with a letter", ErrInvalidKeyspace, k.Name)
-	}
-	if strings.HasPrefix(strings.ToLower(k.Name), SystemPrefix) {
-		return k, fmt.Errorf("%w: name %q: names starting with %q are reserved", ErrInvalidKeyspace, k.Name, SystemPrefix)
+	if err := ValidateName(k.Name); err != nil {
+		return k, err
 	}
 	if k.Erasure.Enabled() && k.Replication == "" {
 		k.Replication = "simple=1"

@@ -258,7 +258,10 @@ func errorReply(err error) string {
 	case coord.ClassTimeout:
 		return "TIMEOUT " + err.Error()
 	case coord.ClassNoKeyspace:
-		return "ERR " + err.Error() + ": create it (kura keyspace create) or choose another with KURA.KEYSPACE"
+		// A connection is in a keyspace that does not exist only when it was dropped
+		// after KURA.KEYSPACE, which checks, or when the node's --resp-keyspace, where
+		// every connection starts, names one not created yet: say both ways out.
+		return "ERR " + err.Error() + ": create it (kura keyspace create) or choose another with KURA.KEYSPACE; a new connection starts in the node's --resp-keyspace"
 	}
 	return "ERR " + err.Error()
 }

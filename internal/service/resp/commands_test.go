@@ -297,6 +297,31 @@ func TestConnectionCommands(t *testing.T) {
 	}
 }
 
+// TestConnectionsStartInTheConfiguredKeyspace: Config.DefaultKeyspace (a node's
+// --resp-keyspace) is where every new connection starts and where RESET returns one that
+// switched away, and INFO and CLIENT INFO show it.
+func TestConnectionsStartInTheConfiguredKeyspace(t *testing.T) {
+	_, fake, addr := startServer(t, Config{DefaultKeyspace: "other"})
+	converse(t, addr, []step{
+		{cmd("KURA.KEYSPACE"), "$5\r\nother\r\n"},
+		{cmd("SET", "k", "v"), "+OK\r\n"},
+		{cmd("KURA.KEYSPACE", "default"), "+OK\r\n"},
+		{cmd("GET", "k"), "$-1\r\n"},
+		{cmd("RESET"), "+RESET\r\n"},
+		{cmd("KURA.KEYSPACE"), "$5\r\nother\r\n"},
+		{cmd("GET", "k"), "$1\r\nv\r\n"},
+	})
+	if ops, want := fake.takeOps(), []string{"put other ONE", "get default ONE", "get other ONE"}; !slices.Equal(ops, want) {
+		t.Errorf("backend saw %q, want %q", ops, want)
+	}
+	c := dial(t, addr)
+	_, fields := clientFields(t, c.call("CLIENT", "INFO").(string))
+	checkFields(t, "a second connection", fields, map[string]string{"kura-keyspace": "other"})
+	if info := c.call("INFO", "server").(string); !strings.Contains(info, "\r\nkura_resp_keyspace:other\r\n") {
+		t.Errorf("INFO server lacks kura_resp_keyspace:other:\n%s", info)
+	}
+}
+
 func TestPassword(t *testing.T) {
 	_, _, addr := startServer(t, Config{Password: "s3cret"})
 	converse(t, addr, []step{
@@ -383,7 +408,7 @@ func TestErrorReply(t *testing.T) {
 			"TIMEOUT timeout: ALL needs 0 acknowledgements, 1 received; it may have taken effect on some replicas: retry it, and look for down or slow nodes with kura status"},
 		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), "TIMEOUT get: context deadline exceeded"},
 		{"no keyspace", fmt.Errorf("%w %q", schema.ErrNoKeyspace, "nope"),
-			`ERR no such keyspace "nope": create it (kura keyspace create) or choose another with KURA.KEYSPACE`},
+			`ERR no such keyspace "nope": create it (kura keyspace create) or choose another with KURA.KEYSPACE; a new connection starts in the node's --resp-keyspace`},
 		{"invalid argument", fmt.Errorf("%w: empty key", coord.ErrInvalidArgument), "ERR invalid argument: empty key"},
 		{"canceled", context.Canceled, "ERR context canceled"},
 		{"internal", errors.New("disk on fire"), "ERR disk on fire"},

@@ -78,6 +78,7 @@ func writeServerInfo(b *strings.Builder, c *conn, info Info) {
 	infoLine(b, "config_file", "")
 	infoLine(b, "kura_node_id", info.NodeID)
 	infoLine(b, "kura_dc", info.DC)
+	infoLine(b, "kura_resp_keyspace", c.s.cfg.DefaultKeyspace)
 }
 
 // writeClientsInfo counts the connections, and those blocked on lists (BLPOP and the

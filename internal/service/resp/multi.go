@@ -236,6 +236,11 @@ func watchCommand(c *conn, args [][]byte) {
 type execReply struct {
 	replies [][]byte
 	errors  int64
+	// elapsed and failed are each command's time and whether it answered an error (1 or
+	// 0), for INFO commandstats, which counts the commands EXEC ran as Redis does; they
+	// are counted once EXEC answers, as the round may run the queue more than once.
+	elapsed []time.Duration
+	failed  []int64
 	// wakes are the keys pushed to (txView.wakes).
 	wakes [][]byte
 }
@@ -316,10 +321,13 @@ func execCommand(c *conn, _ [][]byte) {
 	for i, q := range m.queued {
 		if runAfterRound[q.cmd.name] {
 			c.lowerName = appendLower(c.lowerName[:0], q.args[0])
+			errorsBefore, start := c.w.errorReplies, time.Now()
 			q.cmd.run(c, q.args)
+			q.cmd.stats.ran(1, time.Since(start), min(c.w.errorReplies-errorsBefore, 1))
 			continue
 		}
 		c.w.raw(out.replies[i])
+		q.cmd.stats.ran(1, out.elapsed[i], out.failed[i])
 	}
 	c.w.errorReplies += out.errors
 	for _, key := range out.wakes {
@@ -336,13 +344,15 @@ func (c *conn) runQueue(queued []queuedCommand, view *txView) execReply {
 	saved := c.w
 	c.w, c.txn = w, view
 	defer func() { c.w, c.txn = saved, nil }()
-	out := execReply{replies: make([][]byte, len(queued))}
+	out := execReply{replies: make([][]byte, len(queued)), elapsed: make([]time.Duration, len(queued)), failed: make([]int64, len(queued))}
 	for i, q := range queued {
 		if runAfterRound[q.cmd.name] {
 			continue
 		}
 		c.lowerName = appendLower(c.lowerName[:0], q.args[0])
+		errorsBefore, start := w.errorReplies, time.Now()
 		q.cmd.run(c, q.args)
+		out.elapsed[i], out.failed[i] = time.Since(start), min(w.errorReplies-errorsBefore, 1)
 		w.Flush() // into buf, which cannot fail
 		out.replies[i] = bytes.Clone(buf.Bytes())
 		buf.Reset()

@@ -293,7 +293,7 @@ func TestTypedKeys(t *testing.T) {
 func TestNoKeyspaceErrorSaysWhatToDo(t *testing.T) {
 	_, fake, addr := startServer(t, Config{DefaultKeyspace: "missing"})
 	converse(t, addr, []step{
-		{cmd("GET", "k"), "-ERR no such keyspace \"missing\": create it (kura keyspace create) or choose another with KURA.KEYSPACE\r\n"},
+		{cmd("GET", "k"), "-ERR no such keyspace \"missing\": create it (kura keyspace create) or choose another with KURA.KEYSPACE; a new connection starts in the node's --resp-keyspace\r\n"},
 	})
 	if ops := fake.takeOps(); !reflect.DeepEqual(ops, []string{"get missing ONE"}) {
 		t.Fatalf("backend saw %q", ops)

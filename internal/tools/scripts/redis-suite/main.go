@@ -51,6 +51,7 @@ type options struct {
 	units                     []string
 	tags                      string
 	ignoreEncoding, inMemory  bool
+	transactions              string // --kura-transactions: key or partition
 	jsonOut                   bool
 	printFile                 string
 	timeout                   time.Duration
@@ -74,6 +75,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.tags, "tags", outOfScopeTags, "the suite's --tags: tags to skip (prefixed -) or to run only")
 	fs.BoolVar(&o.ignoreEncoding, "ignore-encoding", true, "pass --ignore-encoding: skip the checks of Redis's internal encodings")
 	fs.BoolVar(&o.inMemory, "in-memory", false, "run kura --in-memory (default: durable, its data dir in a temporary directory)")
+	fs.StringVar(&o.transactions, "kura-transactions", transactionsKey, "key: Redis connections in kura's default keyspace, which runs a transaction per key (kura's default configuration); "+
+		"partition: in a keyspace \""+partitionKeyspace+"\" created with --transactions partition (kura --resp-keyspace "+partitionKeyspace+"), where MULTI covers several keys of one hash tag; the report labels it")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.printFile, "print", "", "print a report saved by --json as tables, and run nothing")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest run of one unit against one server")
@@ -94,6 +97,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.timeout < time.Second {
 		return o, errors.New("--timeout must be at least 1s")
+	}
+	if o.transactions != transactionsKey && o.transactions != transactionsPartition {
+		return o, fmt.Errorf("--kura-transactions is %s or %s, not %q", transactionsKey, transactionsPartition, o.transactions)
 	}
 	return o, nil
 }
@@ -152,12 +158,12 @@ func run(args []string, stdout io.Writer) error {
 	if o.kuraGiven {
 		kuraBuild = "the binary " + o.kura
 	}
-	env.AddPeer(bench.PeerBuild{Name: "kura", Version: kuraBuild, Config: "one node, " + mode})
+	env.AddPeer(bench.PeerBuild{Name: "kura", Version: kuraBuild, Config: "one node, " + mode + ", " + keyspaceLabel(o.transactions)})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep := report{Environment: env, SuiteRevision: revision, SuiteFrameworkPatched: patched,
-		SuiteArgs: o.suiteArgs(), KuraMode: mode}
+		SuiteArgs: o.suiteArgs(), KuraMode: mode, KuraTransactions: o.transactions}
 	started := time.Now()
 	for _, unit := range o.units {
 		fmt.Fprintf(os.Stderr, "redis-suite: %s\n", unit)
@@ -225,7 +231,7 @@ func runBoth(ctx context.Context, o options, work, unit string) (unitReport, err
 			var s *server
 			var err error
 			if target == "kura" {
-				s, err = startKura(o.kura, serverDir, o.inMemory)
+				s, err = startKura(o.kura, serverDir, o.inMemory, o.transactions)
 			} else {
 				s, err = startRedis(o.redisServer, filepath.Join(dir, "suite"), serverDir)
 			}
@@ -273,12 +279,16 @@ type report struct {
 	SuiteRevision string `json:"suite_revision"`
 	// SuiteFrameworkPatched says FUNCTION FLUSH was allowed to fail in the suite's
 	// framework (the only change to the suite).
-	SuiteFrameworkPatched bool         `json:"suite_framework_patched"`
-	SuiteArgs             []string     `json:"suite_args"`
-	KuraMode              string       `json:"kura_mode"`
-	DurationSeconds       float64      `json:"duration_s"`
-	Units                 []unitReport `json:"units"`
-	Totals                unitReport   `json:"totals"`
+	SuiteFrameworkPatched bool     `json:"suite_framework_patched"`
+	SuiteArgs             []string `json:"suite_args"`
+	KuraMode              string   `json:"kura_mode"`
+	// KuraTransactions is --kura-transactions: "key" for kura's default configuration,
+	// "partition" for Redis connections in a keyspace of per-partition transactions.
+	// Reports written before the option have none: they ran "key".
+	KuraTransactions string       `json:"kura_transactions,omitempty"`
+	DurationSeconds  float64      `json:"duration_s"`
+	Units            []unitReport `json:"units"`
+	Totals           unitReport   `json:"totals"`
 	// Causes groups kura's failures over every unit, most tests first.
 	Causes []causeCount `json:"causes"`
 }
@@ -415,8 +425,9 @@ func (r *report) summarize() {
 // had for a cause other than a missing command.
 func (r *report) print(w io.Writer) {
 	e := r.Environment
-	fmt.Fprintf(w, "Redis test suite %s, external mode (%s); kura %s (one node, %s) beside %s; %.0f s\n\n",
+	fmt.Fprintf(w, "Redis test suite %s, external mode (%s); kura %s (one node, %s) beside %s; %.0f s\n",
 		orUnknown(r.SuiteRevision), strings.Join(r.SuiteArgs, " "), peerVersion(e, "kura"), r.KuraMode, peerVersion(e, "redis-server"), r.DurationSeconds)
+	fmt.Fprintf(w, "kura's configuration: --kura-transactions %s: %s\n\n", orKey(r.KuraTransactions), keyspaceLabel(orKey(r.KuraTransactions)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "unit\ttests\tskipped\tredis-server passed\tkura passed\tkura failed\tkura not run\tredis-server s\tkura s\t")
 	for _, u := range append(append([]unitReport(nil), r.Units...), r.Totals) {
@@ -459,6 +470,30 @@ func printSaved(path string, w io.Writer) error {
 	}
 	r.print(w)
 	return nil
+}
+
+// The values of --kura-transactions.
+const (
+	transactionsKey       = "key"
+	transactionsPartition = "partition"
+)
+
+// keyspaceLabel says where kura's Redis connections run under --kura-transactions
+// transactions, so that a report of the partition configuration is not taken for one of
+// kura's default configuration.
+func keyspaceLabel(transactions string) string {
+	if transactions == transactionsPartition {
+		return "NOT the default configuration: connections in keyspace " + partitionKeyspace + ", created with --transactions partition (kura server --resp-keyspace " + partitionKeyspace + ")"
+	}
+	return "the default configuration: connections in keyspace default, a transaction per key"
+}
+
+// orKey is a report's --kura-transactions, "key" for one written before the option.
+func orKey(transactions string) string {
+	if transactions == "" {
+		return transactionsKey
+	}
+	return transactions
 }
 
 func orUnknown(s string) string {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kuradb/kura/internal/tools/bench"
+)
+
+func TestParseFlagsKuraTransactions(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // the option's value, or the error's text
+	}{
+		{nil, "key"},
+		{[]string{"--kura-transactions", "key"}, "key"},
+		{[]string{"--kura-transactions", "partition"}, "partition"},
+		{[]string{"--kura-transactions", "row"}, `--kura-transactions is key or partition, not "row"`},
+		{[]string{"--kura-transactions", ""}, `--kura-transactions is key or partition, not ""`},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(tt.args)
+		got := o.transactions
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("parseFlags(%q): %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestPrintLabelsTheConfiguration: a report of the partition configuration says it is
+// not kura's default one, and a report saved before --kura-transactions existed reads
+// as the default one, which it ran.
+func TestPrintLabelsTheConfiguration(t *testing.T) {
+	tests := []struct {
+		transactions string
+		want         string
+	}{
+		{"partition", "kura's configuration: --kura-transactions partition: NOT the default configuration: connections in keyspace redis, created with --transactions partition (kura server --resp-keyspace redis)\n"},
+		{"key", "kura's configuration: --kura-transactions key: the default configuration: connections in keyspace default, a transaction per key\n"},
+		{"", "kura's configuration: --kura-transactions key: the default configuration"},
+	}
+	for _, tt := range tests {
+		r := report{Environment: &bench.Environment{}, KuraTransactions: tt.transactions}
+		r.summarize()
+		var b strings.Builder
+		r.print(&b)
+		if !strings.Contains(b.String(), tt.want) {
+			t.Errorf("%q: the report\n%s\nlacks %q", tt.transactions, b.String(), tt.want)
+		}
+	}
+}
