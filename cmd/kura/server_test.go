@@ -55,6 +55,7 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--max-key-bytes", "0"}, "--max-key-bytes and --max-value-bytes must be positive"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-timeout", "-1s"}, "--resp-timeout must not be negative"},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-no-password", "--resp-password-file", passwordFile}, "give --resp-password-file or --resp-no-password, not both"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--emulate-disk-shared"}, "--emulate-disk-shared needs --emulate-disk"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -64,4 +65,53 @@ func (d Device) Time(bytesRead int) time.Duration {
 // over them, pro rata, since Time is linear in the bytes.
 func (d Device) Work(reads, bytesRead uint64) time.Duration {
 	return time.Duration(reads)*d.Access + time.Duration(int64(d.PerKiB)*int64(bytesRead)/1024)
+}
+
+// sharedDevice is one emulated device that all of a node's workers share, as the
+// paper's 32 read threads shared one disk: a worker that ran its read waits its turn in
+// arrival order, the disk's own queue, whatever the read policy, then holds the device
+// for the read's time. Its methods are safe for concurrent use.
+type sharedDevice struct {
+	mu      sync.Mutex
+	busy    bool
+	waiting []chan struct{} // reads waiting for the device, oldest first
+	wait    [NumClasses]time.Duration
+}
+
+// hold waits until the device is free and every read that reached it before has had
+// it, then holds it for d. It does not watch a context: the read was issued, and a real
+// device serves it whether or not its caller still wants the answer.
+func (sd *sharedDevice) hold(c Class, d time.Duration) {
+	arrived := time.Now()
+	sd.mu.Lock()
+	if sd.busy {
+		turn := make(chan struct{})
+		sd.waiting = append(sd.waiting, turn)
+		sd.mu.Unlock()
+		<-turn // the holder before hands the device over: busy stays set
+		sd.mu.Lock()
+	}
+	sd.busy = true
+	sd.wait[c] += time.Since(arrived)
+	sd.mu.Unlock()
+
+	time.Sleep(d)
+
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	if len(sd.waiting) == 0 {
+		sd.busy = false
+		return
+	}
+	close(sd.waiting[0])
+	sd.waiting[0] = nil
+	sd.waiting = sd.waiting[1:]
+}
+
+// stats returns the time the reads of each class waited for the device and how many
+// reads wait for it now.
+func (sd *sharedDevice) stats() (wait [NumClasses]time.Duration, queued int) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	return sd.wait, len(sd.waiting)
 }
