@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -9,6 +10,9 @@ import (
 
 // Device emulates a storage device's service time per read, held by the worker after the
 // real Pebble read: Access per read plus PerKiB per KiB read. The zero Device adds nothing.
+// IOKiB matters only for a device the workers share (Config.SharedDevice): a read holds
+// it for one IO of at most IOKiB at a time, then queues again for the next, as a
+// thread reading sequentially has one IO outstanding at a time; 0 is one IO per read.
 //
 // It exists because on one machine the rows of a bench sit in the page cache, so a read
 // costs microseconds and a read stage never queues; the paper's nodes read from disk.
@@ -17,14 +21,24 @@ import (
 type Device struct {
 	Access time.Duration // per read: a seek or a flash read
 	PerKiB time.Duration // per KiB the read returned: the transfer
+	IOKiB  int           // the largest transfer of one IO; 0: a read is one IO
 }
 
-// ParseDevice reads "ACCESS+PERKIB", e.g. "2ms+20us", or "ACCESS" alone; "" or "0" is
-// none. Both are Go durations, not negative.
+// ParseDevice reads "ACCESS+PERKIB", e.g. "2ms+20us", or "ACCESS" alone, optionally
+// followed by "/IOKiB", e.g. "2ms+20us/64KiB"; "" or "0" is none. ACCESS and PERKIB are
+// Go durations, not negative; IO is a positive whole number of KiB.
 func ParseDevice(s string) (Device, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "0" {
 		return Device{}, nil
+	}
+	var io int
+	if times, ioText, ok := strings.Cut(s, "/"); ok {
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(ioText), "KiB"))
+		if err != nil || n < 1 || !strings.HasSuffix(strings.TrimSpace(ioText), "KiB") {
+			return Device{}, fmt.Errorf("sched: device %q: want an IO size in KiB after /, e.g. 2ms+20us/64KiB", s)
+		}
+		s, io = strings.TrimSpace(times), n
 	}
 	parts := strings.Split(s, "+")
 	if len(parts) > 2 {
@@ -41,15 +55,24 @@ func ParseDevice(s string) (Device, error) {
 		}
 		ds[i] = d
 	}
-	return Device{Access: ds[0], PerKiB: ds[1]}, nil
+	d := Device{Access: ds[0], PerKiB: ds[1], IOKiB: io}
+	if io > 0 && d.Access == 0 && d.PerKiB == 0 {
+		return Device{}, fmt.Errorf("sched: device %q: no device time", s)
+	}
+	return d, nil
 }
 
-// String is the form ParseDevice reads: "0" for none, else "ACCESS+PERKIB".
+// String is the form ParseDevice reads: "0" for none, else "ACCESS+PERKIB", with
+// "/IOKiB" when IOKiB is set.
 func (d Device) String() string {
 	if d == (Device{}) {
 		return "0"
 	}
-	return d.Access.String() + "+" + d.PerKiB.String()
+	s := d.Access.String() + "+" + d.PerKiB.String()
+	if d.IOKiB > 0 {
+		s += "/" + strconv.Itoa(d.IOKiB) + "KiB"
+	}
+	return s
 }
 
 // Time is how long a read of bytesRead bytes holds the device: Access plus PerKiB per
@@ -59,6 +82,27 @@ func (d Device) Time(bytesRead int) time.Duration {
 		bytesRead = 0
 	}
 	return d.Access + time.Duration(int64(d.PerKiB)*int64(bytesRead)/1024)
+}
+
+// IOs returns the device time of each IO of a read of bytesRead bytes, which add up to
+// Time(bytesRead): the first carries Access and at most IOKiB of transfer, each next
+// one at most IOKiB more. A read is one IO when IOKiB is 0. Access is paid once: the
+// reads of other workers that come between two IOs cost the device no extra seek here,
+// so that the device's work does not depend on how reads interleave.
+func (d Device) IOs(bytesRead int) []time.Duration {
+	bytesRead = max(bytesRead, 0)
+	if d.IOKiB <= 0 || bytesRead <= d.IOKiB<<10 {
+		return []time.Duration{d.Time(bytesRead)}
+	}
+	transfer := func(bytes int) time.Duration { return time.Duration(int64(d.PerKiB) * int64(bytes) / 1024) }
+	var out []time.Duration
+	for done := 0; done < bytesRead; {
+		next := min(done+d.IOKiB<<10, bytesRead)
+		out = append(out, transfer(next)-transfer(done))
+		done = next
+	}
+	out[0] += d.Access
+	return out
 }
 
 // Work is the device time of reads reads that read bytesRead bytes in all: Time summed
@@ -78,10 +122,18 @@ type sharedDevice struct {
 	wait    [NumClasses]time.Duration
 }
 
-// hold waits until the device is free and every read that reached it before has had
-// it, then holds it for d. It does not watch a context: the read was issued, and a real
+// hold runs a read's IOs on the device, each for its time: it waits for the device
+// until every IO that reached it before has had it, holds it for the IO, then queues
+// again for the next. It does not watch a context: the read was issued, and a real
 // device serves it whether or not its caller still wants the answer.
-func (sd *sharedDevice) hold(c Class, d time.Duration) {
+func (sd *sharedDevice) hold(c Class, ios []time.Duration) {
+	for _, d := range ios {
+		sd.io(c, d)
+	}
+}
+
+// io waits for the device in arrival order and holds it for d.
+func (sd *sharedDevice) io(c Class, d time.Duration) {
 	arrived := time.Now()
 	sd.mu.Lock()
 	if sd.busy {

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -13,7 +14,9 @@ import (
 // per worker or one shared device, in virtual time (synctest), and checks when each
 // ends and where it waited. The device takes 10 ms per read plus 1 ms per KiB.
 // A shared device serves one read at a time in the order reads reached it, whatever
-// the policy; a device per worker serves as many at once as there are workers.
+// the policy; a device per worker serves as many at once as there are workers. With
+// IOs of 2 KiB, a read of 4 KiB goes back to the end of the device's queue after its
+// first 2 KiB.
 func TestSharedDevice(t *testing.T) {
 	type read struct {
 		class Class
@@ -26,6 +29,7 @@ func TestSharedDevice(t *testing.T) {
 		policy  string
 		workers int
 		shared  bool
+		ioKiB   int
 		reads   []read
 		// wantEnd is when each read's Do returns; wantWait and wantDeviceWait the
 		// stage's and the device's waits by class.
@@ -44,6 +48,11 @@ func TestSharedDevice(t *testing.T) {
 		{name: "one worker: ReS reorders the device's reads", policy: "res", workers: 1, reads: []read{scan4, scan2, get2},
 			wantEnd:  []time.Duration{14 * ms, 38 * ms, 26 * ms},
 			wantWait: [NumClasses]time.Duration{LocalGet: 14 * ms, ScanPage: 26 * ms}},
+		{name: "shared, IOs of 2 KiB: the 4 KiB read queues again after its first IO", policy: "fifo", workers: 3, shared: true, ioKiB: 2, reads: []read{scan4, remote0, get2},
+			wantEnd:        []time.Duration{36 * ms, 22 * ms, 34 * ms},
+			wantDeviceWait: [NumClasses]time.Duration{LocalGet: 22 * ms, RemoteGet: 12 * ms, ScanPage: 22 * ms}},
+		{name: "a device per worker, IOs of 2 KiB: one worker's IOs follow each other", policy: "fifo", workers: 3, ioKiB: 2, reads: []read{scan4, remote0, get2},
+			wantEnd: []time.Duration{14 * ms, 10 * ms, 12 * ms}},
 		{name: "shared, fewer workers than reads: the third waits for a worker, then the device", policy: "fifo", workers: 2, shared: true, reads: []read{scan4, remote0, scan2},
 			wantEnd:        []time.Duration{14 * ms, 24 * ms, 36 * ms},
 			wantWait:       [NumClasses]time.Duration{ScanPage: 14 * ms},
@@ -55,7 +64,7 @@ func TestSharedDevice(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := NewStage(Config{Workers: tc.workers, Policy: p, Device: Device{Access: 10 * ms, PerKiB: ms}, SharedDevice: tc.shared})
+				s, err := NewStage(Config{Workers: tc.workers, Policy: p, Device: Device{Access: 10 * ms, PerKiB: ms, IOKiB: tc.ioKiB}, SharedDevice: tc.shared})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,14 +113,17 @@ func TestSharedDevice(t *testing.T) {
 // read at a time and never idles while one waits, so the last read ends exactly when
 // the device times of all of them, back to back, are over.
 func TestSharedDeviceKeepsBusy(t *testing.T) {
-	for _, policy := range []string{"fifo", "A", "kura"} {
-		t.Run(policy, func(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		ioKiB  int
+	}{{"fifo", 0}, {"A", 0}, {"kura", 0}, {"fifo", 4}, {"A", 4}} {
+		t.Run(fmt.Sprintf("%s io %d KiB", tc.policy, tc.ioKiB), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p, err := ParsePolicy(policy)
+				p, err := ParsePolicy(tc.policy)
 				if err != nil {
 					t.Fatal(err)
 				}
-				dev := Device{Access: 3 * time.Millisecond, PerKiB: 100 * time.Microsecond}
+				dev := Device{Access: 3 * time.Millisecond, PerKiB: 100 * time.Microsecond, IOKiB: tc.ioKiB}
 				s, err := NewStage(Config{Workers: 8, Policy: p, Device: dev, SharedDevice: true})
 				if err != nil {
 					t.Fatal(err)

@@ -73,8 +73,8 @@ func NewStage(cfg Config) (*Stage, error) {
 	switch {
 	case cfg.Workers < 0:
 		return nil, fmt.Errorf("sched: %d read workers: want 0 (default %d) or more", cfg.Workers, DefaultWorkers)
-	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0:
-		return nil, fmt.Errorf("sched: device %v: negative time", cfg.Device)
+	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0 || cfg.Device.IOKiB < 0:
+		return nil, fmt.Errorf("sched: device %v: negative time or IO size", cfg.Device)
 	case cfg.SharedDevice && cfg.Device == Device{}:
 		return nil, errors.New("sched: a shared device needs a device time")
 	case cfg.Fair.ScanWait < 0 || cfg.Fair.RemoteSlack < 0 || cfg.Fair.ScanPass < 0:
@@ -118,7 +118,7 @@ func (s *Stage) Do(ctx context.Context, t Task, fn func() (bytesRead int)) error
 	switch {
 	case d <= 0:
 	case s.shared != nil:
-		s.shared.hold(c, d)
+		s.shared.hold(c, s.device.IOs(n))
 	default:
 		time.Sleep(d)
 	}

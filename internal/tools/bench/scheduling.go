@@ -105,7 +105,7 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 	rf3 := fs.String("rf3-clients", "1000", "client counts of the run with three replicas read at ONE, comma-separated; none to skip it")
 	variants := fs.String("variants", "all", "read policies compared, comma-separated: the paper's O, ReS, P, ReS+P, P+RaS, A, kura's own kura, or any policy kura --read-policy reads (fair+parallel); O, the baseline, always runs")
 	fs.IntVar(&o.readWorkers, "read-workers", 1, "read stage workers per node, each with its own emulated device unless --emulate-disk-shared (1: the disk of the paper's nodes, which served their 32 read threads one read at a time)")
-	device := fs.String("emulate-disk", "3.5ms+350us", "device time each read holds its worker: ACCESS+PERKIB (the paper's nodes read from disk; here the rows sit in memory)")
+	device := fs.String("emulate-disk", "3.5ms+350us", "device time each read holds its worker: ACCESS+PERKIB, and /IOKiB for IOs of that size at a shared device (the paper's nodes read from disk; here the rows sit in memory)")
 	fs.BoolVar(&o.sharedDevice, "emulate-disk-shared", false, "a node's read workers share one emulated device, each waiting its turn in arrival order, as the paper's 32 read threads shared a disk (use with --read-workers 32; default: a device per worker)")
 	fs.IntVar(&o.repeat, "repeat", 3, "runs of each point, the variants' order rotated between them; a row gives each figure's median over the runs and its spread (the paper kept the best of 10)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the keys and of the queries; every variant of a point runs the same queries")
