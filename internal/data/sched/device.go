@@ -115,49 +115,51 @@ func (d Device) Work(reads, bytesRead uint64) time.Duration {
 // paper's 32 read threads shared one disk: a worker that ran its read waits its turn in
 // arrival order, the disk's own queue, whatever the read policy, then holds the device
 // for the read's time. Its methods are safe for concurrent use.
+//
+// It keeps the device's timeline rather than handing the device from one goroutine to
+// the next: an IO starts when the one before it ends, as a disk starts the next
+// request it holds, not when the Go scheduler wakes its worker, which on a loaded
+// machine would leave the device idle between IOs and take its throughput.
 type sharedDevice struct {
-	mu      sync.Mutex
-	busy    bool
-	waiting []chan struct{} // reads waiting for the device, oldest first
-	wait    [NumClasses]time.Duration
+	mu     sync.Mutex
+	freeAt time.Time // when the last IO given the device ends
+	queued int       // IOs given the device that have not started
+	wait   [NumClasses]time.Duration
 }
 
-// hold runs a read's IOs on the device, each for its time: it waits for the device
-// until every IO that reached it before has had it, holds it for the IO, then queues
-// again for the next. It does not watch a context: the read was issued, and a real
-// device serves it whether or not its caller still wants the answer.
+// hold runs a read's IOs on the device, each for its time: an IO starts once every IO
+// that reached the device before it has ended, and the read's next IO queues again
+// after it. It does not watch a context: the read was issued, and a real device serves
+// it whether or not its caller still wants the answer.
 func (sd *sharedDevice) hold(c Class, ios []time.Duration) {
 	for _, d := range ios {
 		sd.io(c, d)
 	}
 }
 
-// io waits for the device in arrival order and holds it for d.
+// io queues an IO of d at the device and returns when the device has served it.
 func (sd *sharedDevice) io(c Class, d time.Duration) {
-	arrived := time.Now()
 	sd.mu.Lock()
-	if sd.busy {
-		turn := make(chan struct{})
-		sd.waiting = append(sd.waiting, turn)
-		sd.mu.Unlock()
-		<-turn // the holder before hands the device over: busy stays set
-		sd.mu.Lock()
+	now := time.Now()
+	start := now
+	if sd.freeAt.After(now) {
+		start = sd.freeAt
 	}
-	sd.busy = true
-	sd.wait[c] += time.Since(arrived)
+	sd.freeAt = start.Add(d)
+	sd.wait[c] += start.Sub(now)
+	waits := start.After(now)
+	if waits {
+		sd.queued++
+	}
 	sd.mu.Unlock()
 
-	time.Sleep(d)
-
-	sd.mu.Lock()
-	defer sd.mu.Unlock()
-	if len(sd.waiting) == 0 {
-		sd.busy = false
-		return
+	if waits {
+		time.Sleep(time.Until(start))
+		sd.mu.Lock()
+		sd.queued--
+		sd.mu.Unlock()
 	}
-	close(sd.waiting[0])
-	sd.waiting[0] = nil
-	sd.waiting = sd.waiting[1:]
+	time.Sleep(time.Until(start.Add(d)))
 }
 
 // stats returns the time the reads of each class waited for the device and how many
@@ -165,5 +167,5 @@ func (sd *sharedDevice) io(c Class, d time.Duration) {
 func (sd *sharedDevice) stats() (wait [NumClasses]time.Duration, queued int) {
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
-	return sd.wait, len(sd.waiting)
+	return sd.wait, sd.queued
 }
