@@ -113,7 +113,8 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	readPolicy := fs.String("read-policy", "fifo", "how waiting reads are ordered and scans sent: fifo, res, fair, with +parallel and +ras, or O, ReS, P, ReS+P, P+RaS, A, kura (docs/scheduling.md)")
 	gcHeapFloorMiB := fs.Float64("gc-heap-floor", defaultGCHeapFloorMiB, "MiB of allocation the Go heap may grow by between collections however little of it is live, at most this much more memory (0: Go's default, GOGC=100; a GOGC in the environment wins)")
 	spareGoProcs := fs.Int("spare-go-procs", defaultSpareGoProcs, "Go schedulers (GOMAXPROCS) beyond the CPUs, so that one held in a WAL sync leaves no core idle (0: Go's default; a GOMAXPROCS in the environment wins)")
-	emulateDisk := fs.String("emulate-disk", "", "hold a read worker for an emulated device time after each read, ACCESS+PER_KIB (e.g. 2ms+20us): benches on data held in memory")
+	emulateDisk := fs.String("emulate-disk", "", "hold a read worker for an emulated device time after each read, ACCESS+PER_KIB (e.g. 2ms+20us), and /IOKiB for IOs of that size at a shared device (--emulate-disk-shared): benches on data held in memory")
+	sharedDisk := fs.Bool("emulate-disk-shared", false, "with --emulate-disk: the read workers share one emulated device, each waiting its turn in arrival order, as threads share a disk (default: a device per worker)")
 	printConfig, err := parseServerFlags(fs, args)
 	if err != nil {
 		return err
@@ -142,9 +143,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: --emulate-disk: %v", errUsage, err)
 	}
+	if *sharedDisk && device == (sched.Device{}) {
+		return fmt.Errorf("%w: --emulate-disk-shared needs --emulate-disk", errUsage)
+	}
 	cfg := node.Config{
 		ID: *id, DC: *dc, Listen: *listen, ClientAddr: *clientAddr,
-		ReadWorkers: *readWorkers, ReadPolicy: policy, ReadDevice: device,
+		ReadWorkers: *readWorkers, ReadPolicy: policy, ReadDevice: device, ReadDeviceShared: *sharedDisk,
 		RESPAddr: *respAddr, HTTPAddr: *httpAddr, EnablePprof: *enablePprof,
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,

@@ -219,10 +219,12 @@ type Config struct {
 	// sched.DefaultWorkers. ReadPolicy orders the reads waiting for a worker and says
 	// whether scans are sent in parallel (docs/scheduling.md); the zero value is FIFO
 	// with sequential scans. ReadDevice, when set, holds a worker for an emulated
-	// storage device's time after each read (benches on data that sits in memory).
-	ReadWorkers int
-	ReadPolicy  sched.Policy
-	ReadDevice  sched.Device
+	// storage device's time after each read (benches on data that sits in memory);
+	// ReadDeviceShared makes the workers share one such device, in arrival order.
+	ReadWorkers      int
+	ReadPolicy       sched.Policy
+	ReadDevice       sched.Device
+	ReadDeviceShared bool
 
 	// Limits bound a request's key and value (and a scan's length); zero fields take
 	// coord.DefaultLimits. A key and a value at their limits must fit a replica message
@@ -481,7 +483,7 @@ func (n *Node) open() error {
 		n.ring = placement.NewRing(n.directory, n.cfg.Vnodes)
 		place = n.ring
 	}
-	dp, err := AssembleDataPath(DataPathConfig{ID: n.cfg.ID, Reads: sched.Config{Workers: n.cfg.ReadWorkers, Policy: n.cfg.ReadPolicy, Device: n.cfg.ReadDevice},
+	dp, err := AssembleDataPath(DataPathConfig{ID: n.cfg.ID, Reads: sched.Config{Workers: n.cfg.ReadWorkers, Policy: n.cfg.ReadPolicy, Device: n.cfg.ReadDevice, SharedDevice: n.cfg.ReadDeviceShared},
 		Limits: n.cfg.Limits, ReplicaTimeout: n.cfg.ReplicaTimeout, Logger: n.log}, DataPathParts{
 		Engine:    n.engine,
 		Keyspaces: n.catalog,

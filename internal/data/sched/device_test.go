@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,14 @@ func TestParseDevice(t *testing.T) {
 		{in: "2+20us", wantErr: "missing unit"},
 		{in: "-2ms", wantErr: "negative duration"},
 		{in: "2ms+-1us", wantErr: "negative duration"},
+		{in: "2ms+20us/64KiB", want: Device{Access: 2 * time.Millisecond, PerKiB: 20 * time.Microsecond, IOKiB: 64}},
+		{in: " 2ms + 20us / 4KiB ", want: Device{Access: 2 * time.Millisecond, PerKiB: 20 * time.Microsecond, IOKiB: 4}},
+		{in: "2ms/4KiB", want: Device{Access: 2 * time.Millisecond, IOKiB: 4}},
+		{in: "2ms+20us/0KiB", wantErr: "IO size in KiB"},
+		{in: "2ms+20us/4", wantErr: "IO size in KiB"},
+		{in: "2ms+20us/4MiB", wantErr: "IO size in KiB"},
+		{in: "2ms+20us/4KiB/8KiB", wantErr: "IO size in KiB"},
+		{in: "0/4KiB", wantErr: "no device time"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseDevice(tc.in)
@@ -83,5 +92,34 @@ func TestDeviceWork(t *testing.T) {
 	}
 	if got := (Device{}).Work(10, 1<<20); got != 0 {
 		t.Errorf("no device: Work = %v, want 0", got)
+	}
+}
+
+// IOs splits a read into IOs of at most IOKiB, the first carrying the access, and they
+// add up to Time.
+func TestDeviceIOs(t *testing.T) {
+	ms := time.Millisecond
+	d := Device{Access: 10 * ms, PerKiB: ms, IOKiB: 2}
+	for _, tc := range []struct {
+		dev   Device
+		bytes int
+		want  []time.Duration
+	}{
+		{d, 0, []time.Duration{10 * ms}},
+		{d, -3, []time.Duration{10 * ms}},
+		{d, 2048, []time.Duration{12 * ms}},
+		{d, 4096, []time.Duration{12 * ms, 2 * ms}},
+		{d, 5 * 1024, []time.Duration{12 * ms, 2 * ms, ms}},
+		{d, 2049, []time.Duration{12 * ms, ms / 1024}},
+		{Device{Access: 10 * ms, PerKiB: ms}, 1 << 20, []time.Duration{10*ms + 1024*ms}},
+	} {
+		got := tc.dev.IOs(tc.bytes)
+		var sum time.Duration
+		for _, io := range got {
+			sum += io
+		}
+		if !slices.Equal(got, tc.want) || sum != tc.dev.Time(tc.bytes) {
+			t.Errorf("%v.IOs(%d) = %v (sum %v), want %v (sum %v)", tc.dev, tc.bytes, got, sum, tc.want, tc.dev.Time(tc.bytes))
+		}
 	}
 }

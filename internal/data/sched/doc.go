@@ -121,7 +121,12 @@
 // Stage.Do queues a read, waits for a worker in the policy's order, runs the read, then
 // holds the worker for the Device's emulated service time of the bytes it read (a
 // production feature the benches switch on, like the transport's WAN emulation: on one
-// machine the rows sit in the page cache). A worker is a slot rather than a goroutine:
+// machine the rows sit in the page cache). With Config.SharedDevice the workers share
+// one device instead, as threads share a disk: after its read a worker waits its turn
+// at the device in arrival order, whatever the policy, so the policy orders only the
+// reads beyond the W that hold a worker (R above then includes that turn: at most W-1
+// other reads' device times, or with Device.IOKiB at most W-1 other IOs before each of
+// its own). A worker is a slot rather than a goroutine:
 // the read runs on its caller's goroutine, and the stage starts none. SetPolicy
 // re-orders the queued reads at run time; Stats reports per class the reads queued now,
 // served and their total wait.

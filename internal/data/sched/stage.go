@@ -35,7 +35,12 @@ type Config struct {
 	Workers int // bounded pool size; 0 means DefaultWorkers (Cassandra's concurrent_reads: 32)
 	Policy  Policy
 	Device  Device
-	Fair    Fairness // tunes the Fair discipline; zero fields are the defaults
+	// SharedDevice makes the workers share one Device, as the paper's read threads
+	// shared a disk: a worker that ran its read waits its turn at the device in arrival
+	// order, then holds it for the read's time. False (the default) gives each worker a
+	// device of its own. It needs a Device.
+	SharedDevice bool
+	Fair         Fairness // tunes the Fair discipline; zero fields are the defaults
 }
 
 // Stage is a node's read stage: a bounded pool of workers fed by a Queue ordered by the
@@ -49,6 +54,7 @@ type Config struct {
 type Stage struct {
 	workers int
 	device  Device
+	shared  *sharedDevice // nil: each worker holds a device of its own
 
 	mu      sync.Mutex
 	q       *Queue
@@ -58,6 +64,7 @@ type Stage struct {
 	served  [NumClasses]uint64
 	wait    [NumClasses]time.Duration
 	read    [NumClasses]uint64 // bytes
+	held    time.Duration      // device time of the reads that ran
 }
 
 // NewStage returns a read stage configured by cfg; it rejects negative workers, device
@@ -66,8 +73,10 @@ func NewStage(cfg Config) (*Stage, error) {
 	switch {
 	case cfg.Workers < 0:
 		return nil, fmt.Errorf("sched: %d read workers: want 0 (default %d) or more", cfg.Workers, DefaultWorkers)
-	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0:
-		return nil, fmt.Errorf("sched: device %v: negative time", cfg.Device)
+	case cfg.Device.Access < 0 || cfg.Device.PerKiB < 0 || cfg.Device.IOKiB < 0:
+		return nil, fmt.Errorf("sched: device %v: negative time or IO size", cfg.Device)
+	case cfg.SharedDevice && cfg.Device == Device{}:
+		return nil, errors.New("sched: a shared device needs a device time")
 	case cfg.Fair.ScanWait < 0 || cfg.Fair.RemoteSlack < 0 || cfg.Fair.ScanPass < 0:
 		return nil, fmt.Errorf("sched: fairness %+v: negative", cfg.Fair)
 	case cfg.Policy.Queue > Fair:
@@ -76,17 +85,22 @@ func NewStage(cfg Config) (*Stage, error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
 	}
-	return &Stage{
+	s := &Stage{
 		workers: cfg.Workers,
 		device:  cfg.Device,
 		q:       NewQueue(cfg.Policy, cfg.Fair),
 		idle:    cfg.Workers,
 		waiting: map[*Item]chan bool{},
-	}, nil
+	}
+	if cfg.SharedDevice {
+		s.shared = &sharedDevice{}
+	}
+	return s, nil
 }
 
 // Do queues t, waits for a worker as the policy orders, runs fn on it, then holds the
-// worker for the device time of the bytes fn reports. A ctx done while queued removes t
+// worker for the device time of the bytes fn reports (with a shared device, for its turn
+// at the device too). A ctx done while queued removes t
 // and returns ctx.Err() without running fn. It returns ErrClosed, without running fn,
 // when the stage is or gets closed before t has a worker.
 func (s *Stage) Do(ctx context.Context, t Task, fn func() (bytesRead int)) error {
@@ -95,11 +109,17 @@ func (s *Stage) Do(ctx context.Context, t Task, fn func() (bytesRead int)) error
 	}
 	defer s.release()
 	n := fn()
+	c, d := min(t.Class, ScanPage), s.device.Time(n)
 	s.mu.Lock()
-	s.read[min(t.Class, ScanPage)] += uint64(max(n, 0))
+	s.read[c] += uint64(max(n, 0))
+	s.held += d
 	s.mu.Unlock()
 	// The device is held even if ctx ends meanwhile: a real device would be busy too.
-	if d := s.device.Time(n); d > 0 {
+	switch {
+	case d <= 0:
+	case s.shared != nil:
+		s.shared.hold(c, s.device.IOs(n))
+	default:
 		time.Sleep(d)
 	}
 	return nil
@@ -200,6 +220,10 @@ type ClassStats struct {
 	// work they cost a device (Device.Work), which a scan's parallel rounds can make
 	// larger than its limit needs.
 	ReadBytes uint64
+	// DeviceWait is, with a shared device, the total time the ones that ran waited for
+	// it after their read, holding their workers: the device's own queue, in arrival
+	// order whatever the policy.
+	DeviceWait time.Duration
 }
 
 // Stats is a snapshot of the read stage, for metrics.
@@ -210,15 +234,27 @@ type Stats struct {
 	// ScanPagesOverdue counts the scan pages served past their Fair deadline since the
 	// stage started: served by deadline, not in RaS's order.
 	ScanPagesOverdue uint64
+	// SharedDevice says the workers share one device (Config.SharedDevice);
+	// DeviceQueued is then how many reads wait for it now.
+	SharedDevice bool
+	DeviceQueued int
+	// DeviceTime is the device time of the reads that ran: each holds its worker's
+	// device, or the shared one, that long after its read.
+	DeviceTime time.Duration
 }
 
 // Stats returns a snapshot of the stage's counters.
 func (s *Stage) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Workers: s.workers, Busy: s.workers - s.idle, ScanPagesOverdue: s.q.OverduePops()}
+	st := Stats{Workers: s.workers, Busy: s.workers - s.idle, ScanPagesOverdue: s.q.OverduePops(), DeviceTime: s.held}
+	var deviceWait [NumClasses]time.Duration
+	if s.shared != nil {
+		st.SharedDevice = true
+		deviceWait, st.DeviceQueued = s.shared.stats()
+	}
 	for c := range st.ByClass {
-		st.ByClass[c] = ClassStats{Queued: s.q.Queued(Class(c)), Served: s.served[c], Wait: s.wait[c], ReadBytes: s.read[c]}
+		st.ByClass[c] = ClassStats{Queued: s.q.Queued(Class(c)), Served: s.served[c], Wait: s.wait[c], ReadBytes: s.read[c], DeviceWait: deviceWait[c]}
 	}
 	return st
 }

@@ -282,6 +282,8 @@ func TestNewStage(t *testing.T) {
 		{name: "negative slack", cfg: Config{Fair: Fairness{RemoteSlack: -time.Millisecond}}, wantErr: "negative"},
 		{name: "negative scan wait", cfg: Config{Fair: Fairness{ScanWait: -time.Second}}, wantErr: "negative"},
 		{name: "unknown discipline", cfg: Config{Policy: Policy{Queue: 7}}, wantErr: "unknown queue discipline"},
+		{name: "shared device", cfg: Config{Device: Device{Access: time.Millisecond}, SharedDevice: true}, workers: DefaultWorkers},
+		{name: "shared device without a device time", cfg: Config{SharedDevice: true}, wantErr: "needs a device time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewStage(tc.cfg)

@@ -78,8 +78,10 @@ type schedOptions struct {
 	variants    []sched.Variant
 	readWorkers int
 	device      sched.Device
-	repeat      int
-	seed        uint64
+	// sharedDevice: a node's workers share one device (--emulate-disk-shared).
+	sharedDevice bool
+	repeat       int
+	seed         uint64
 }
 
 // schedQuickSettings are the values --quick gives the flags not set explicitly: a
@@ -102,8 +104,9 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 	mixes := fs.String("mixes", "9:1,5:5", "single:scan mixes, comma-separated, of the paper's 9:1 and 5:5 (one alone makes a cheaper run to iterate on)")
 	rf3 := fs.String("rf3-clients", "1000", "client counts of the run with three replicas read at ONE, comma-separated; none to skip it")
 	variants := fs.String("variants", "all", "read policies compared, comma-separated: the paper's O, ReS, P, ReS+P, P+RaS, A, kura's own kura, or any policy kura --read-policy reads (fair+parallel); O, the baseline, always runs")
-	fs.IntVar(&o.readWorkers, "read-workers", 1, "read stage workers per node, each with its own emulated device (1: the disk of the paper's nodes, which served their 32 read threads one read at a time)")
-	device := fs.String("emulate-disk", "3.5ms+350us", "device time each read holds its worker: ACCESS+PERKIB (the paper's nodes read from disk; here the rows sit in memory)")
+	fs.IntVar(&o.readWorkers, "read-workers", 1, "read stage workers per node, each with its own emulated device unless --emulate-disk-shared (1: the disk of the paper's nodes, which served their 32 read threads one read at a time)")
+	device := fs.String("emulate-disk", "3.5ms+350us", "device time each read holds its worker: ACCESS+PERKIB, and /IOKiB for IOs of that size at a shared device (the paper's nodes read from disk; here the rows sit in memory)")
+	fs.BoolVar(&o.sharedDevice, "emulate-disk-shared", false, "a node's read workers share one emulated device, each waiting its turn in arrival order, as the paper's 32 read threads shared a disk (use with --read-workers 32; default: a device per worker)")
 	fs.IntVar(&o.repeat, "repeat", 3, "runs of each point, the variants' order rotated between them; a row gives each figure's median over the runs and its spread (the paper kept the best of 10)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the keys and of the queries; every variant of a point runs the same queries")
 	quick := fs.Bool("quick", false, "a structural run in seconds: small values for every flag not set explicitly")
@@ -136,6 +139,8 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 			return nil, fmt.Errorf("--rows must be at least %d, a row per node", schedNodes)
 		case o.limitMax < 1 || o.queries < 1 || o.readWorkers < 1 || o.repeat < 1:
 			return nil, errors.New("--limit-max, --queries, --read-workers and --repeat must be positive")
+		case o.sharedDevice && o.device == sched.Device{}:
+			return nil, errors.New("--emulate-disk-shared needs a device time (--emulate-disk)")
 		}
 		return runScheduling(ctx, env, *o)
 	}
@@ -248,6 +253,12 @@ type SchedulingFigures struct {
 	// ScanPagesMean is how many pages the read stages served per scan: P reads the
 	// ranges its estimate names at once, and the limit may not need all of them.
 	ScanPagesMean float64 `json:"scan_pages_mean" table:"-"`
+	// GetDeviceWaitMsMean and ScanPageDeviceWaitMsMean are, with a shared device, the
+	// mean wait of a get and of a scan page for the device after their read, holding
+	// their worker: the device's own queue, in arrival order (0 with a device per
+	// worker).
+	GetDeviceWaitMsMean      float64 `json:"get_device_wait_ms_mean" table:"-"`
+	ScanPageDeviceWaitMsMean float64 `json:"scan_page_device_wait_ms_mean" table:"-"`
 	// ScanDeviceMsMean is the emulated device time a scan's pages cost, summed over
 	// the nodes (sched.Device.Work of what they read): the work a scan costs the read
 	// stages, whatever it waited and however loaded the machine. P's estimate can make
@@ -274,6 +285,7 @@ func (f *SchedulingFigures) figures() []schedFigure {
 		{"scan_latency_ms_mean", &f.ScanLatencyMsMean}, {"scan_latency_ms_p99", &f.ScanLatencyMsP99},
 		{"throughput_qps", &f.ThroughputQPS}, {"get_stage_wait_ms_mean", &f.GetStageWaitMsMean},
 		{"scan_page_stage_wait_ms_mean", &f.ScanPageStageWaitMsMean}, {"go_sched_wait_ms_mean", &f.GoSchedWaitMsMean},
+		{"get_device_wait_ms_mean", &f.GetDeviceWaitMsMean}, {"scan_page_device_wait_ms_mean", &f.ScanPageDeviceWaitMsMean},
 		{"scan_pages_mean", &f.ScanPagesMean}, {"scan_device_ms_mean", &f.ScanDeviceMsMean},
 		{"scan_pages_overdue_pct", &f.ScanPagesOverduePct},
 	}
@@ -430,6 +442,9 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	summary := map[string]any{
 		"done_when":         doneWhen(reductions, o.clients, o.rf3Clients),
 		"repeats":           o.repeat,
+		"read_workers":      o.readWorkers,
+		"emulate_disk":      o.device.String(),
+		"device_model":      schedDeviceModel(o),
 		"variant_order":     fmt.Sprintf("rotated: repeat r (from 0) runs the variants from the r-th of %s on, wrapping around; each run's position is in its row's repeats", strings.Join(variantNames, ",")),
 		"variants":          variantPolicies,
 		"rows_per_node_min": slices.Min(spread),
@@ -462,12 +477,20 @@ func schedScale(o schedOptions) string {
 		"%d rows of %d bytes, keys user+FNV digits as YCSB's (the paper: 10 M rows in 1000 column families of 10,000, a scan reading one family; here one keyspace of %d rows stands for a family); "+
 		"scan limit uniform in 1..%d (the paper: 1..10,000, a family's rows; scaled with the rows, so that a scan spans as many nodes), scan start a random loaded key; "+
 		"%d queries per point (the paper: 2000) from %s concurrent clients, each bound to a random node as YCSB's threads are, gets and scans at ONE. "+
-		"Read stage: %d worker(s) per node, each read holding its worker for an emulated device time of %s (access + per KiB read). "+
+		"Read stage: %d worker(s) per node, %s, each read holding it for an emulated device time of %s (access + per KiB read). "+
 		"The paper's nodes read from one disk each with the page cache cleared, so they served reads about one at a time whatever their 32 read threads, and a scan's share of a node cost many gets; "+
 		"here the rows sit in memory, and the emulated device puts the bottleneck back in each node's read stage rather than in the CPUs (see the JSON rows' stage and Go scheduler waits). "+
 		"Each figure is the median over %d runs per point, the variants' order rotated between runs (the paper kept the best of 10); seed %d",
 		schedNodes, runtime.NumCPU(), schedSplits, rf3,
-		o.rows, schedValueBytes, o.rows, o.limitMax, o.queries, joinInts(o.clients), o.readWorkers, o.device, o.repeat, o.seed)
+		o.rows, schedValueBytes, o.rows, o.limitMax, o.queries, joinInts(o.clients), o.readWorkers, schedDeviceModel(o), o.device, o.repeat, o.seed)
+}
+
+// schedDeviceModel says how a node's workers hold the emulated device.
+func schedDeviceModel(o schedOptions) string {
+	if o.sharedDevice {
+		return "sharing one device: a worker that ran its read waits its turn at the device in arrival order, the disk's own queue, whatever the policy (--emulate-disk-shared)"
+	}
+	return "each with its own device"
 }
 
 func schedNotes() []string {
@@ -477,7 +500,7 @@ func schedNotes() []string {
 		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
 		"reduction: 100 x (O - variant) / O of the median mean and p99 latency at the same point, as are the done_when checks; positive is faster than O. The paper at 1000 clients: ReS gets -25 % (9:1) and -80 % (5:5), A scans -10 % and -17 %, P gets 2.4 x slower",
 		"throughput_qps: the point's queries over the time from the first sent to the last answered",
-		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need); scan_device_ms_mean, the emulated device time a scan's pages cost in all, the work it took from the read stages",
+		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; get_device_wait_ms_mean and scan_page_device_wait_ms_mean, with a shared device (--emulate-disk-shared), its mean wait for the device after its read, holding its worker; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need); scan_device_ms_mean, the emulated device time a scan's pages cost in all, the work it took from the read stages",
 		"scans_wrong_rows counts scans that did not return exactly min(limit, rows from the start key on) rows starting at the start key",
 	}
 }
@@ -534,6 +557,7 @@ func startSchedCluster(env Env, o schedOptions) (*schedCluster, error) {
 			ReadWorkers:        o.readWorkers,
 			ReadPolicy:         o.variants[0].Policy,
 			ReadDevice:         o.device,
+			ReadDeviceShared:   o.sharedDevice,
 			// A replica read may wait in a saturated read stage far longer than the
 			// default 10 s; it must not time out and fail the query.
 			ReplicaTimeout: schedOpTimeout,
@@ -547,7 +571,7 @@ func startSchedCluster(env Env, o schedOptions) (*schedCluster, error) {
 	for _, n := range c.Nodes {
 		sc.addrs = append(sc.addrs, n.ClientAddr())
 	}
-	env.Progressf("scheduling: %d nodes up in %.1f s, %d read workers each, device %s", len(c.Nodes), time.Since(start).Seconds(), o.readWorkers, o.device)
+	env.Progressf("scheduling: %d nodes up in %.1f s, %d read workers each, device %s, shared %v", len(c.Nodes), time.Since(start).Seconds(), o.readWorkers, o.device, o.sharedDevice)
 	return sc, nil
 }
 
@@ -852,17 +876,17 @@ func (sc *schedCluster) waitIdle(ctx context.Context) error {
 // served, the pages served per scan, their device time per scan, and the share of them
 // served past Fair's deadline.
 func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int, device sched.Device) {
-	var getWait, pageWait time.Duration
+	var getWait, pageWait, getDeviceWait, pageDeviceWait time.Duration
 	var gets, pages, pageBytes, overdue uint64
 	for i := range after {
 		overdue += after[i].ScanPagesOverdue - before[i].ScanPagesOverdue
 		for class, c := range after[i].ByClass {
 			b := before[i].ByClass[class]
-			wait, served := c.Wait-b.Wait, c.Served-b.Served
+			wait, deviceWait, served := c.Wait-b.Wait, c.DeviceWait-b.DeviceWait, c.Served-b.Served
 			if sched.Class(class) == sched.ScanPage {
-				pageWait, pages, pageBytes = pageWait+wait, pages+served, pageBytes+c.ReadBytes-b.ReadBytes
+				pageWait, pageDeviceWait, pages, pageBytes = pageWait+wait, pageDeviceWait+deviceWait, pages+served, pageBytes+c.ReadBytes-b.ReadBytes
 			} else {
-				getWait, gets = getWait+wait, gets+served
+				getWait, getDeviceWait, gets = getWait+wait, getDeviceWait+deviceWait, gets+served
 			}
 		}
 	}
@@ -873,6 +897,7 @@ func (f *SchedulingFigures) stageFigures(before, after []sched.Stats, scans int,
 		return ms(total / time.Duration(n))
 	}
 	f.GetStageWaitMsMean, f.ScanPageStageWaitMsMean = mean(getWait, gets), mean(pageWait, pages)
+	f.GetDeviceWaitMsMean, f.ScanPageDeviceWaitMsMean = mean(getDeviceWait, gets), mean(pageDeviceWait, pages)
 	f.ScanPagesMean = round(float64(pages)/float64(max(1, scans)), 1)
 	f.ScanDeviceMsMean = mean(device.Work(pages, pageBytes), uint64(scans))
 	if pages > 0 {

@@ -293,6 +293,12 @@ func TestSchedulingQuick(t *testing.T) {
 		if r.GetLatencyMsMean <= 0 || r.ScanLatencyMsMean <= 0 || r.GetLatencyMsP99 < r.GetLatencyMsMean || r.ThroughputQPS <= 0 || r.ScanDeviceMsMean <= 0 {
 			t.Fatalf("row %+v lacks a measurement", r)
 		}
+		if r.GetDeviceWaitMsMean != 0 || r.ScanPageDeviceWaitMsMean != 0 {
+			t.Fatalf("row %+v: reads waited for a device of their own", r)
+		}
+	}
+	if got := report.Summary["device_model"]; got != "each with its own device" {
+		t.Fatalf("device model %q, want each with its own device", got)
 	}
 	if got := len(report.Reduction.([]SchedulingReduction)); got != len(rows)*(variants-1)/variants {
 		t.Fatalf("%d reductions for %d rows", got, len(rows))
@@ -332,5 +338,51 @@ func TestSchedulingQuick(t *testing.T) {
 	}
 	if data, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(data, []byte("\x89PNG")) {
 		t.Fatalf("%s is not a PNG (err %v)", path, err)
+	}
+}
+
+// TestSchedulingSharedDevice runs one mix of the bench at --quick with a node's workers
+// sharing one device, and checks that the report says so and that every query was
+// answered right; and that the flag without a device time is refused.
+func TestSchedulingSharedDevice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 12-node cluster")
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "shared", args: []string{"--quick", "--repeat", "1", "--mixes", "5:5", "--rf3-clients", "none", "--variants", "ReS,A", "--read-workers", "4", "--emulate-disk-shared"}},
+		{name: "no device time", args: []string{"--quick", "--emulate-disk", "0", "--emulate-disk-shared"}, wantErr: "--emulate-disk-shared needs a device time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("scheduling", flag.ContinueOnError)
+			runner := setupScheduling(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			report, err := runner(ctx, Env{})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if model, _ := report.Summary["device_model"].(string); !strings.HasPrefix(model, "sharing one device") || !strings.Contains(report.Scale, "4 worker(s) per node, sharing one device") {
+				t.Fatalf("device model %q, scale %q: want the shared device named", model, report.Scale)
+			}
+			if rows := report.Rows.([]SchedulingRow); len(rows) != 2*3 {
+				t.Fatalf("%d rows, want 2 client counts x 3 variants", len(rows))
+			}
+			if report.Summary["queries_failed"] != 0 || report.Summary["scans_wrong_rows"] != 0 {
+				t.Fatalf("failed %v, wrong scans %v", report.Summary["queries_failed"], report.Summary["scans_wrong_rows"])
+			}
+		})
 	}
 }
