@@ -106,6 +106,7 @@ type powerOptions struct {
 	controllerProfile    string
 	controllerValueBytes int
 	gossipInterval       time.Duration
+	dataDir              string
 	quick                bool
 }
 
@@ -146,6 +147,7 @@ func setupPower(fs *flag.FlagSet) Runner {
 	fs.StringVar(&o.controllerProfile, "controller-profile", "s1", "controller run: energy profile (s1 fits a compressed day; s4's 18 s to enter needs a --day of tens of minutes)")
 	fs.IntVar(&o.controllerValueBytes, "controller-value-bytes", 1024, "controller run: size of an object")
 	fs.DurationVar(&o.gossipInterval, "gossip-interval", 0, "every node's gossip round; a sleep and a wake each wait a ring delay of five rounds (0: the node's default, 1 s)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "each run's nodes keep their storage in a new directory under this one, removed after the run (e.g. /dev/shm: in memory, outside the bench's Go heap); empty: Pebble's in-memory files, inside the bench process's Go heap, which its collector then marks with the 16 nodes' every request")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run in about two minutes: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
@@ -240,6 +242,14 @@ type PowerRow struct {
 	Failed        int     `json:"failed"`
 	// Timeouts counts requests that waited at least one attempt timeout.
 	Timeouts int `json:"timeouts"`
+	// GCCPUPct, GCPauseMsMax, GoSchedWaitMsMax and HeapLiveMB break the window's latency
+	// down by what the nodes and clients of this one process share: the Go collector's
+	// share of its CPU, its longest stop-the-world pause, the longest a goroutine ready
+	// to run waited for a CPU, and the live heap (runtimeBreakdown).
+	GCCPUPct         float64 `json:"gc_cpu_pct"`
+	GCPauseMsMax     float64 `json:"gc_pause_ms_max"`
+	GoSchedWaitMsMax float64 `json:"go_sched_wait_ms_max"`
+	HeapLiveMB       float64 `json:"heap_live_mb" table:"-"`
 	// Events are the power transitions seen in the window, and the bench's own steps.
 	Events string `json:"events"`
 }
@@ -322,12 +332,16 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 
 func powerScale(o powerOptions) string {
 	enter := func(name string) time.Duration { p, _ := power.ProfileByName(name); return p.Enter }
-	return fmt.Sprintf("16 real nodes in one process (topology %s: one DC, 0.05 ms one-way, 1 Gbps, emulated), keyspace %s, %d tier-0 nodes that never sleep, gossip %s; %d cores shared by every node and client. "+
+	storage := "Pebble's in-memory files, in the process's Go heap"
+	if o.dataDir != "" {
+		storage = "Pebble on disk under " + o.dataDir
+	}
+	return fmt.Sprintf("16 real nodes in one process (topology %s: one DC, 0.05 ms one-way, 1 Gbps, emulated), keyspace %s, %d tier-0 nodes that never sleep, gossip %s, storage: %s; %d cores shared by every node and client. "+
 		"Exp. 1: %d objects of %d bytes (the paper: 12,000 of 64 KB, 2.3 GB with its replicas, scaled down so that the load fits this machine's memory and loads in seconds), %d clients each updating (QUORUM) and reading (ONE; QUORUM in the quorum run) a random object every %v (the timeline starts after a row's length of load, a warm-up), "+
 		"%d nodes put to sleep %v apart (the paper: 3 nodes, 3 min apart), profile %s (%v to enter sleep), rows of %v. "+
 		"Exp. 2: %d requests from %d clients, one per %v each, a node put to sleep at %v (the paper: 1,600 requests, 30 s), an attempt at a node that does not answer costs %v (the paper: TCP timeouts of seconds to tens of seconds). "+
 		"Controller: 24 hours of load in %v, %.0f %% to 100 %% of %.0f requests/s, %d-byte objects, profile %s (%v to enter sleep), %.1f requests/s per node of capacity, latency target %v",
-		powerTopology, powerReplication, powerTier0Nodes, orDefault(o.gossipInterval, "1s (default)"), runtime.NumCPU(),
+		powerTopology, powerReplication, powerTier0Nodes, orDefault(o.gossipInterval, "1s (default)"), storage, runtime.NumCPU(),
 		o.objects, o.valueBytes, o.clients, exp1Period,
 		o.sleepers, o.interval, o.profile, enter(o.profile), o.bucket,
 		o.requests, o.clients, exp2Period, o.sleepAt, o.attemptTimeout,
@@ -352,6 +366,7 @@ func powerNotes(o powerOptions) []string {
 		"exp2 clients (client.Options.StaticNodes) load the node list once and never refresh it; each request goes where the client's routing sends it first (a replica of the key), which spreads the requests over the 16 nodes as round-robin would; paced_s = (requests per client - 1) x 200 ms, what the pacing alone takes",
 		"the controller wakes a node through its HTTP admin port, which the bench's nodes serve; the load pauses while exp1 reads every object back, so that the check's reads weigh on no request's latency",
 		"exp1 clients write at QUORUM and read at ONE, and the cluster declares ONE for the keyspace (--power-levels power=ONE), as do exp2's and the controller's; the checks read at QUORUM: a range with two of its three replicas asleep (ranges_one_replica_awake) has a single awake replica, too few for QUORUM, so its objects count as unreadable (not lost) in check_asleep",
+		"the latency breakdown of each row (the JSON's gc_cpu_pct, gc_pause_ms_max, go_sched_wait_ms_max, heap_live_mb): the 16 nodes and the clients share one process, so its Go collector and its CPUs are every request's; go_sched_wait_ms_max is the longest a goroutine ready to run waited for a CPU in the row, gc_pause_ms_max the collector's longest stop-the-world pause (each the upper bound of a runtime histogram's bucket)",
 		"quorum: exp1 with clients reading and writing at QUORUM and the cluster declaring QUORUM (power=QUORUM): each sleep asks the tier-1 nodes in turn until one accepts; a node whose sleep would leave a range with one awake replica refuses (sleeps_refused, refusals), so asleep may be fewer than sleeps_asked, and no request may fail",
 	}
 }
@@ -368,6 +383,7 @@ type runResult struct {
 // powerCluster is one embedded cluster of the bench, with what the runs need of it.
 type powerCluster struct {
 	*embedded.Cluster
+	dataDir string // the nodes' storage, removed by Close; empty when in memory
 	profile power.Profile
 	tier1   []*node.Node // the nodes that may sleep, in topology order
 	addrs   []string     // every node's client address
@@ -386,8 +402,15 @@ func startPowerCluster(ctx context.Context, env Env, topo *topology.Topology, o 
 	if configure != nil {
 		configure(&cfg)
 	}
+	var dataDir string
+	if o.dataDir != "" {
+		if dataDir, err = os.MkdirTemp(o.dataDir, "kura-power-"); err != nil {
+			return nil, fmt.Errorf("--data-dir: %w", err)
+		}
+	}
 	start := time.Now()
 	c, err := embedded.Start(topo, embedded.Options{
+		DataDir:    dataDir,
 		ClientAPI:  true,
 		EmulateWAN: true,
 		// A sleeping node is woken through its HTTP admin port, which stays up while it
@@ -399,9 +422,10 @@ func startPowerCluster(ctx context.Context, env Env, topo *topology.Topology, o 
 		},
 	})
 	if err != nil {
+		os.RemoveAll(dataDir)
 		return nil, err
 	}
-	pc := &powerCluster{Cluster: c, profile: p}
+	pc := &powerCluster{Cluster: c, dataDir: dataDir, profile: p}
 	for i, n := range c.Nodes {
 		if tierOf(i, len(c.Nodes)) > 0 {
 			pc.tier1 = append(pc.tier1, n)
@@ -409,17 +433,26 @@ func startPowerCluster(ctx context.Context, env Env, topo *topology.Topology, o 
 		pc.addrs = append(pc.addrs, n.ClientAddr())
 	}
 	if err := c.CreateKeyspace(ctx, schema.Keyspace{Name: powerKeyspace, Replication: powerReplication}); err != nil {
-		c.Close()
+		pc.Close()
 		return nil, err
 	}
 	convCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := c.WaitConverged(convCtx); err != nil {
-		c.Close()
+		pc.Close()
 		return nil, err
 	}
 	env.Progressf("power: %d nodes up in %.1f s (%d of tier 1), profile %s", len(c.Nodes), time.Since(start).Seconds(), len(pc.tier1), p.Name)
 	return pc, nil
+}
+
+// Close stops the nodes and removes their storage.
+func (pc *powerCluster) Close() error {
+	err := pc.Cluster.Close()
+	if pc.dataDir != "" {
+		err = errors.Join(err, os.RemoveAll(pc.dataDir))
+	}
+	return err
 }
 
 // tierOf spreads powerTier0Nodes nodes of tier 0 evenly over n nodes in topology order:
@@ -785,6 +818,7 @@ type powerSample struct {
 	// without them.
 	raplJoules float64
 	states     []power.State
+	runtime    runtimeSample // the bench process's, shared by every node and client
 }
 
 func (s powerSample) asleep() int {
@@ -865,6 +899,7 @@ func (s *sampler) sample() {
 	if s.rapl != nil {
 		cur.raplJoules = s.rapl.read()
 	}
+	cur.runtime = readRuntime()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k := len(s.samples); k > 0 {
@@ -1111,11 +1146,14 @@ func (s *sampler) window(run string, start, from, to time.Time, ops []opRecord, 
 	s.mu.Lock()
 	pct := powerPct(s.samples, from, to)
 	s.mu.Unlock()
+	last := s.nearest(to)
+	rt := breakdown(s.nearest(from).runtime, last.runtime)
 	return PowerRow{
 		Run: run, FromS: round(from.Sub(start).Seconds(), 1), toS: round(to.Sub(start).Seconds(), 1),
-		Asleep: s.nearest(to).asleep(), PowerPct: round(pct, 2),
+		Asleep: last.asleep(), PowerPct: round(pct, 2),
 		Ops: st.ops, LatencyMsMean: st.meanMs, LatencyMsMax: st.maxMs, Failed: st.failed, Timeouts: st.timeouts,
-		Events: s.eventsBetween(from, to),
+		Events:   s.eventsBetween(from, to),
+		GCCPUPct: rt.GCCPUPct, GCPauseMsMax: rt.GCPauseMsMax, GoSchedWaitMsMax: rt.GoSchedWaitMsMax, HeapLiveMB: rt.HeapLiveMB,
 	}
 }
 
@@ -1271,8 +1309,8 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 
 	rows := smp.timeline(v.name, start, end, o.bucket, log, o.attemptTimeout)
 	for _, r := range rows {
-		env.Progressf("%s %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d %s",
-			v.name, r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.Events)
+		env.Progressf("%s %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d; gc %4.1f%% of cpu, pause max %5.2f ms, cpu wait max %6.2f ms, heap %6.0f MB %s",
+			v.name, r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.GCCPUPct, r.GCPauseMsMax, r.GoSchedWaitMsMax, r.HeapLiveMB, r.Events)
 	}
 	samples := smp.all()
 	all := summarise(log.between(start, end), o.attemptTimeout, 0)
