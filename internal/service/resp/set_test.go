@@ -140,7 +140,7 @@ func TestSetCommands(t *testing.T) {
 			{cmd("SUNIONSTORE", "{t}d", "{t}1", "{t}2"), ":4\r\n"},
 			{cmd("SMEMBERS", "{t}d"), members("a", "b", "c", "d")},
 			{cmd("SDIFFSTORE", "{t}d", "{t}1", "{t}2"), ":1\r\n"},
-			{cmd("SMEMBERS", "{t}d"), members("a")}, // the result replaces what it held
+			{cmd("SMEMBERS", "{t}d"), members("a")},                   // the result replaces what it held
 			{cmd("SINTERSTORE", "{t}d", "{t}1", "{t}none"), ":0\r\n"}, // an empty result deletes it
 			{cmd("EXISTS", "{t}d"), ":0\r\n"},
 			{cmd("SET", "{t}str", "x"), "+OK\r\n"},
