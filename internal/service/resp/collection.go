@@ -16,8 +16,8 @@ import (
 
 // Redis's replies shared by the collection commands.
 const (
-	// errCrossSlot refuses a command that writes one key from others of another hash
-	// tag, as Redis Cluster does: a write of one partition from others is no transaction.
+	// errCrossSlot refuses, inside EXEC, a command whose keys are of more than one hash
+	// tag, as Redis Cluster does: a transaction covers one tag's partition.
 	errCrossSlot   = "CROSSSLOT Keys in request don't hash to the same slot"
 	errNotPositive = "ERR value is out of range, must be positive"
 )
@@ -206,20 +206,18 @@ func copiedElements(coll coord.Collection, dst []byte) coord.CollectionWrite {
 }
 
 // renameCollection is RENAME (RENAMENX when nx) of src, a list or a set (typ), to dst,
-// which share a hash tag: dst is made a copy of src as one read saw it (storeCollection),
-// then exactly the records copied are removed from src, so that an element written to
-// src meanwhile, which the read did not see, stays there rather than vanish. A list's
-// items are taken one by one by the pop's transaction (takeRenamed); a set's adds, which
-// no other write ever rewrites (each add's key is its own), are tombstoned. src keeps its
-// header, as an emptied list or set does: a header tombstone could hide such a write.
-// Hashes and sorted sets are refused: their fields and members are rewritten in place,
-// and the removal of one read could hide a concurrent write to it.
+// of any hash tag (each step reads or writes its own key): dst is made a copy of src as
+// one read saw it (storeCollection), then exactly the records copied are removed from
+// src, so that an element written to src meanwhile, which the read did not see, stays
+// there rather than vanish. A list's items are taken one by one by the pop's transaction
+// (takeRenamed); a set's adds, which no other write ever rewrites (each add's key is its
+// own), are tombstoned. src keeps its header, as an emptied list or set does: a header
+// tombstone could hide such a write. Hashes and sorted sets are refused: their fields and
+// members are rewritten in place, and the removal of one read could hide a concurrent
+// write to it.
 func (c *conn) renameCollection(src, dst []byte, typ lww.Type, nx bool) {
 	if typ != lww.List && typ != lww.Set {
 		c.w.Error(errMoveCollection)
-		return
-	}
-	if !c.sameSlot([][]byte{src, dst}) {
 		return
 	}
 	coll, ok := c.readCollection(src, typ)
@@ -468,10 +466,17 @@ func (c *conn) storeNothing(dst []byte) {
 	c.w.Int(0)
 }
 
-// sameSlot refuses, as Redis Cluster's CROSSSLOT, keys of more than one hash tag: a
-// command that writes them needs them on one replica set (the grouped partitioner places
-// a tag's keys together). ok is false when the reply is written already.
+// sameSlot refuses inside EXEC, as Redis Cluster's CROSSSLOT, a command whose keys are
+// of more than one hash tag: the transaction's round reads and writes one tag's
+// partition. EXEC refuses such keys before it runs, as its command table finds them; this
+// holds the rule where a command's own parsing finds another key (GEORADIUS's last STORE
+// of two). Outside a transaction every key is its own read or write, on its own replica
+// set, whatever the tags (docs/redis.md), so keys of any tags are taken. ok is false when
+// the reply is written already.
 func (c *conn) sameSlot(keys [][]byte) bool {
+	if c.txn == nil {
+		return true
+	}
 	for _, key := range keys[1:] {
 		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
 			c.w.Error(errCrossSlot)

@@ -943,8 +943,8 @@ func lmpopCommand(c *conn, args [][]byte) {
 
 // lmoveCommand is LMOVE source destination LEFT|RIGHT LEFT|RIGHT, RPOPLPUSH source
 // destination, and their blocking forms BLMOVE (timeout last) and BRPOPLPUSH. The two
-// keys must share a hash tag (one replica set). The move is not one atomic step: the
-// item is pushed onto the destination first, then taken from the source by its
+// keys may be of any hash tags, except inside EXEC (sameSlot). The move is not one atomic
+// step: the item is pushed onto the destination first, then taken from the source by its
 // transaction; when another client took it first, the copy is tombstoned and the next
 // item tried. So the item is never lost (a failure between the two steps leaves it in
 // both lists), and no item is moved twice.

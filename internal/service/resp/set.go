@@ -357,8 +357,8 @@ func sintercardCommand(c *conn, args [][]byte) {
 
 // sstoreCommand is SINTERSTORE, SUNIONSTORE and SDIFFSTORE destination key [key ...]:
 // the result replaces destination whole (of any type, without its expiry), and an empty
-// result deletes it, as DEL does; the count of its members. The keys must share a hash
-// tag (CROSSSLOT otherwise). As a DEL, the replacement is ordered by time: a member
+// result deletes it, as DEL does; the count of its members. The keys may be of any hash
+// tags, except inside EXEC (sameSlot). As a DEL, the replacement is ordered by time: a member
 // another DC adds to destination at the same moment with an earlier timestamp is gone.
 func sstoreCommand(c *conn, args [][]byte) {
 	if !c.sameSlot(args[1:]) {
@@ -385,8 +385,8 @@ func sstoreCommand(c *conn, args [][]byte) {
 }
 
 // smoveCommand is SMOVE source destination member: 1 when member was in source and is
-// now in destination, 0 when it was not in source. The keys must share a hash tag
-// (CROSSSLOT otherwise). Not atomic: the add to destination is written before the
+// now in destination, 0 when it was not in source. The keys may be of any hash tags,
+// except inside EXEC (sameSlot). Not atomic: the add to destination is written before the
 // removal from source, so a failure between leaves the member in both, never in neither.
 func smoveCommand(c *conn, args [][]byte) {
 	if !c.sameSlot(args[1:3]) {

@@ -179,8 +179,8 @@ func (c *conn) sortElements(key []byte) (elems [][]byte, typ lww.Type, ok bool) 
 // sortCommand is SORT key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC]
 // [ALPHA] [STORE destination] and SORT_RO (no STORE), as Redis 7.0's sortCommandGeneric:
 // the same order of elements and checks, and its replies. STORE writes the result as a
-// new life of destination, a list (an empty result deletes it), only when destination
-// shares key's hash tag (CROSSSLOT otherwise). The key and the keys the patterns form are
+// new life of destination, a list (an empty result deletes it), of any hash tag except
+// inside EXEC (sameSlot). The key and the keys the patterns form are
 // read one after the other, not at one instant.
 func sortCommand(c *conn, args [][]byte) {
 	o, ok := c.parseSortOptions(args, string(c.lowerName) == "sort_ro")

@@ -481,8 +481,8 @@ func (c *conn) storeZset(dst []byte, members []zset.Member) {
 
 // zcombineCommand is ZUNION, ZINTER and ZDIFF numkeys key [key ...] [WEIGHTS w ...]
 // [AGGREGATE SUM|MIN|MAX] [WITHSCORES] (ZDIFF without WEIGHTS and AGGREGATE), their
-// *STORE forms, dst first and without WITHSCORES, which store the result in dst when
-// every key shares dst's hash tag (else CROSSSLOT), and ZINTERCARD numkeys key [key ...]
+// *STORE forms, dst first and without WITHSCORES, which store the result in dst (keys of
+// any hash tags, except inside EXEC: sameSlot), and ZINTERCARD numkeys key [key ...]
 // [LIMIT limit], the size of the intersection (at most limit when it is not 0). An input
 // is a sorted set or a set, whose members Redis scores 1 (readScoredSets).
 func zcombineCommand(c *conn, args [][]byte) {
