@@ -14,6 +14,7 @@ import (
 // command itself before any read could repair a copy, and all 300 read at ALL through
 // the new DC.
 func TestKeyspaceAlterAcrossDCs(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")
 	c.startAll(n1, n2, n3)

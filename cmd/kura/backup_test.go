@@ -22,6 +22,7 @@ import (
 // restore keyspace app. Every acknowledged key must read at QUORUM with its value, and a
 // second restore must write nothing anew (the keys it finds are its own).
 func TestRestoreBringsBackADroppedKeyspace(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")
 	c.startAll(n1, n2, n3)
@@ -72,6 +73,7 @@ func TestRestoreBringsBackADroppedKeyspace(t *testing.T) {
 // on until each has had writes acknowledged after the command returned, so the test
 // sees writes on both sides of the cut.
 func TestClusterSnapshotIsACut(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")
 	c.startAll(n1, n2, n3)

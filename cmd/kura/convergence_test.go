@@ -160,6 +160,7 @@ func expectInt(cmd *redis.IntCmd, want int64) error {
 // lost. The replicas across the cut catch up by hints; the wait for it has a generous
 // deadline and no fixed sleep.
 func TestRedisTypesConvergeAcrossACutBetweenDCs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process test: runs four servers")
 	}

@@ -213,6 +213,7 @@ func waitAllNormal(t *testing.T, what string, nodes []*crashNode) {
 // once dc1 has acknowledged writes alone) while the client keeps writing, and then reads every acknowledged write (before, during and after the
 // crash) at ALL.
 func TestEveryAcknowledgedWriteSurvivesKill9OfTheWholeCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process crash test: builds kura and runs five servers")
 	}

@@ -26,6 +26,7 @@ import (
 // and for a few seconds after it has left. No write may fail, and every acknowledged key
 // must read at QUORUM through n1.
 func TestDecommissionLosesNoClientWrites(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	// A ring delay of 2 s: the window, after n4 has marked itself left and before its
 	// decommission returns, in which the writes failed.

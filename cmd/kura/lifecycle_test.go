@@ -380,6 +380,7 @@ func (c *lcCluster) startAll(nodes ...*lcNode) {
 // SIGTERM and started again with the same command. It must rejoin: every node's kura
 // status shows all three normal and up, and a write through n1 is read through n2.
 func TestGracefulRestartOfFirstNodeRejoins(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")
 	c.startAll(n1, n2, n3)
@@ -403,6 +404,7 @@ func TestGracefulRestartOfFirstNodeRejoins(t *testing.T) {
 // with its original command (--seeds n1) must find the cluster from its stored ring: it
 // sees n3 and n4 up, they see it, and QUORUM writes through it succeed.
 func TestRestartWithSeedDownFindsClusterFromStoredRing(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1, n2, n3, n4 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc1"), c.add("n4", "dc2")
 	c.startAll(n1, n2, n3, n4)
@@ -447,12 +449,32 @@ func kuraInfo(addr string) (lcInfo, error) {
 	return info, nil
 }
 
+// waitStorageKeys polls kura info on each node until its storage holds want keys: the
+// copies a write sent to every replica, past the ones that acknowledged it, have landed.
+func waitStorageKeys(t *testing.T, want int, nodes ...*lcNode) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range nodes {
+		for {
+			info, err := kuraInfo(n.client)
+			if err == nil && info.StorageKeys == int64(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's storage never held the %d keys written: last kura info %+v (%v)", n.id, want, info, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // Issue 43, item 3: n1, started without --seeds, loses its disk (kill -9, its data dir
 // deleted, the same command). It must not serve reads from nothing: from its restart on,
 // no read at ONE through it answers "not found" for an acknowledged key, and once it
 // reports itself normal its own storage holds every key again, as kura info counts them
 // and as it alone serves them with the other nodes killed.
 func TestWipedSeedlessNodeRebuildsBeforeServing(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1, n2, n3 := c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")
 	c.startAll(n1, n2, n3)
@@ -461,7 +483,7 @@ func TestWipedSeedlessNodeRebuildsBeforeServing(t *testing.T) {
 	keys := putKeys(t, mustDialPinned(t, n2), "n2", "a", 200, consistency.Quorum)
 	// Each write went to all three replicas; QUORUM answered at two. Let the third copies
 	// land before n1 dies, so that whichever replica n1 rebuilds a range from holds it.
-	time.Sleep(500 * time.Millisecond)
+	waitStorageKeys(t, len(keys), n1, n2, n3)
 
 	n1.kill9()
 	if err := os.RemoveAll(n1.dataDir); err != nil {
@@ -547,6 +569,7 @@ func TestWipedSeedlessNodeRebuildsBeforeServing(t *testing.T) {
 // (kura node remove n4); the removal succeeds; then a decommission proceeds, and
 // nothing acknowledged is lost.
 func TestRemoveAbortsDeadJoiner(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	// No default keyspace: each=3 would refuse n2's decommission at the end.
 	none := []string{"--default-replication", "none"}

@@ -14,6 +14,13 @@ import (
 
 // The test binary doubles as the kura binary: with KURA_AS_MAIN set it runs the command
 // line it was given, so the multi-process test needs no separate build.
+//
+// The tests that start clusters call t.Parallel: they spend most of their time waiting
+// on gossip, ring delays and restarts, not computing, and each has its own ports
+// (freeAddrOn) and data dirs, so go test runs -parallel (GOMAXPROCS) of them at once,
+// after the serial ones. Their waits have deadlines that bound a hang, never a speed.
+// TestConcurrentJoinsLoseNoReads stays serial: it means to start its second join inside
+// the first's ring delay of 2 s, which a busier machine would make less likely.
 func TestMain(m *testing.M) {
 	if os.Getenv("KURA_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -74,6 +81,7 @@ func waitFor(t *testing.T, what string, args ...string) string {
 }
 
 func TestMultiProcessClusterSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var servers []*serverProcess
 	var seed string

@@ -13,6 +13,7 @@ import (
 // same with `kura nemesis check`. No assertion depends on timing: a loaded machine only
 // makes more operations indeterminate.
 func TestNemesisFindsNoViolationUnderKillPausePartition(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process nemesis run: builds kura and runs three servers")
 	}

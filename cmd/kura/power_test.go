@@ -17,6 +17,7 @@ import (
 // first by tier and id, n1 to n4, and a holder keeps the sleeper's writes, so it is not
 // put to sleep whatever the levels.
 func TestPowerSleepRefusesWhatQuorumNeeds(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	n1 := c.add("n1", "dc1")
 	var tier1 []*lcNode

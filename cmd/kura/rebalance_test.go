@@ -16,6 +16,7 @@ import (
 // refuses the samples that make no sense, and rebalances a loaded keyspace, printing
 // the steps and the rows per node before and after.
 func TestKeySampleAndRebalance(t *testing.T) {
+	t.Parallel()
 	c := startThreeDC(t)
 	addr := c.Nodes[0].ClientAddr()
 	dir := t.TempDir()

@@ -76,6 +76,7 @@ func waitView(t *testing.T, what string, addrs []string, ok func(map[string]*kur
 // while the replacement joins): a client that put both on its ring failed every command
 // with "ring: duplicate token" (issue 43, item 4).
 func TestClientCommandsWorkAfterReplace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four server processes")
 	}
@@ -161,6 +162,7 @@ func TestClientCommandsWorkAfterReplace(t *testing.T) {
 // process running as if it would join some day. It now exits with status 1 and the
 // reason on stderr.
 func TestServerExitsWhenItsReplacementIsRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts two server processes")
 	}

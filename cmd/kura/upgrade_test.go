@@ -292,6 +292,7 @@ func upgradeEach(t *testing.T, nodes []*lcNode, writers []*upgradeWriter, bin st
 // and a node rolled back to the last build on Pebble v1 must open what this build wrote
 // and read every key at ONE.
 func TestRollingUpgradeFromProtocol3(t *testing.T) {
+	t.Parallel()
 	c := newLifecycleCluster(t)
 	protocol3, pebbleV1 := buildProtocol3Kura(t), buildPebbleV1Kura(t)
 	nodes := []*lcNode{c.add("n1", "dc1"), c.add("n2", "dc1"), c.add("n3", "dc2")}

@@ -199,6 +199,7 @@ func consoleReport(t *testing.T, n *Node) console.Report {
 // n1 and from n4 itself (whose admin port stays up while it sleeps): each names itself,
 // both see n4 asleep and the others up, with the ring and the keyspaces.
 func TestConsoleReportShowsEachNodesView(t *testing.T) {
+	t.Parallel()
 	nodes := startPowerCluster(t, true)
 	n1, n4 := nodes[0], nodes[3]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -73,18 +73,26 @@ func checkEveryKey(t *testing.T, step string, keys []string, nodes ...*Node) {
 }
 
 // checkEveryKeyAt reads every key at level through every node and fails on any not found.
+// The nodes read at once, each its keys in turn: a writer running flat out leaves tens of
+// thousands of keys, and one node after another took most of the elastic test's time.
 func checkEveryKeyAt(t *testing.T, step string, level consistency.Level, keys []string, nodes ...*Node) {
 	t.Helper()
-	for _, n := range nodes {
-		missing := 0
-		for _, k := range keys {
-			_, found, err := n.Coordinator().Get(context.Background(), "app", []byte(k), level)
-			if err != nil || !found {
-				missing++
+	missing := make([]int, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			for _, k := range keys {
+				_, found, err := n.Coordinator().Get(context.Background(), "app", []byte(k), level)
+				if err != nil || !found {
+					missing[i]++
+				}
 			}
-		}
-		if missing > 0 {
-			t.Errorf("%s: %d of %d keys missing at %s through %s", step, missing, len(keys), level, n.ID())
+		})
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		if missing[i] > 0 {
+			t.Errorf("%s: %d of %d keys missing at %s through %s", step, missing[i], len(keys), level, n.ID())
 		}
 	}
 }
@@ -127,6 +135,7 @@ func waitAllNormal(t *testing.T, want int, nodes ...*Node) {
 // removed, a dead one is replaced; after every step each acknowledged key is read at ONE
 // through every node.
 func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
+	t.Parallel()
 	a, b, c, keys := threeNodesWithKeys(t, "dc1=2")
 	ctx := context.Background()
 
@@ -219,6 +228,7 @@ func TestRestartedNodeCoordinatesOnItsPersistedRing(t *testing.T) {
 // with its peers given. It must come back rebuilding (its reads served by the others),
 // pull its ranges, and only then serve reads of its own.
 func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
+	t.Parallel()
 	for _, founding := range []bool{false, true} {
 		t.Run(fmt.Sprintf("founding=%v", founding), func(t *testing.T) {
 			a := startNode(t, "a", "dc1")
@@ -286,6 +296,7 @@ func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 // would wait for ever): each pulls from the intact replica and from the other rebuilding
 // one, and both come back normal with every key.
 func TestTwoWipedNodesRebuildAtOnce(t *testing.T) {
+	t.Parallel()
 	a, b, c, keys := threeNodesWithKeys(t, "simple=3")
 	for _, n := range []*Node{b, c} {
 		if err := n.Close(); err != nil {
@@ -311,6 +322,7 @@ func TestTwoWipedNodesRebuildAtOnce(t *testing.T) {
 // from, and to, dc1 alone (the copy it takes over, the one it hands over), and every
 // acknowledged key stays readable at ONE through every node.
 func TestJoinAndDecommissionInADCThatHoldsEveryKeyCrossNoWAN(t *testing.T) {
+	t.Parallel()
 	a := startNode(t, "a", "dc1")
 	b := startNode(t, "b", "dc1", a.Addr())
 	c := startNode(t, "c", "dc2", a.Addr())

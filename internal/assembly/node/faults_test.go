@@ -68,6 +68,7 @@ func adminOf(t *testing.T, n *Node) kurav1.AdminClient {
 // unavailable, saying why), store no future timestamp, and a write through a correct node
 // afterwards must be what every level reads.
 func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
+	t.Parallel()
 	nodes := startFaultyCluster(t)
 	a, c := nodes[0], nodes[2]
 	ctx := context.Background()
@@ -151,6 +152,7 @@ func TestSkewedNodeRefusesToCoordinateAndNothingItStampedWins(t *testing.T) {
 // the levels it would be needed for are unavailable; after the heal, the write it missed
 // reaches it by hint.
 func TestPartitionAndHeal(t *testing.T) {
+	t.Parallel()
 	nodes := startFaultyCluster(t)
 	a, c := nodes[0], nodes[2]
 	ctx := context.Background()

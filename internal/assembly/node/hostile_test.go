@@ -54,6 +54,7 @@ func startAllPortsNode(t *testing.T, id, dc, defaultReplication string, seeds ..
 // still serves reads and writes on every port and that every acknowledged value reads
 // back. Half-open connections stay open, idle, until the end.
 func TestHostileBytesOnEveryPort(t *testing.T) {
+	t.Parallel()
 	// dc1=2,dc2=1 over three nodes: every node holds every key.
 	nodes := startCluster(t, startAllPortsNode, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
 	victim, peer := nodes[0], nodes[1]

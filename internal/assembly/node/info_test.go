@@ -11,6 +11,7 @@ import (
 // ports) never joins, and says why for each seed: a client port speaks HTTP/2, the others
 // answer nothing. A wrong --seeds must not look like a healthy cluster of one.
 func TestInfoReportsSeedsThatAreNotKuraNodes(t *testing.T) {
+	t.Parallel()
 	good := startAllPortsNode(t, "good", "dc1", "")
 	wrong := map[string]string{
 		good.ClientAddr(): "--client port",

@@ -51,6 +51,7 @@ func TestCheckLimits(t *testing.T) {
 // replica, and back from it, in one frame. One byte more is refused with a clear error,
 // and the RESP connection goes on.
 func TestRecordAtTheLimitsCrossesEveryHop(t *testing.T) {
+	t.Parallel()
 	if raceDetector {
 		// Seconds per 32 MiB apply on a loaded machine would test the failure detector's
 		// patience, not the limits; the plain run (go test ./...) covers them.

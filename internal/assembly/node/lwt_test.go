@@ -18,6 +18,7 @@ import (
 // three-node cluster over loopback: put-if-absent has one winner, and counters
 // incremented by read-then-compare-and-set loops lose no increment.
 func TestCompareAndSetOverGRPC(t *testing.T) {
+	t.Parallel()
 	nodes := startCluster(t, startAllPortsNode, "simple=3", "dc1", "dc1", "dc1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

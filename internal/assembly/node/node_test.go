@@ -40,6 +40,11 @@ func normalNodes(n *Node) int {
 	return count
 }
 
+// waitUntil polls cond until it holds, failing the test after 30 s. The tests whose
+// clusters spend seconds waiting on gossip, joins and streams call t.Parallel, so a wait
+// may share the machine with another test's cluster: the deadline bounds a hang, never a
+// speed. Two stay serial: the browser test (Chromium beside another cluster) and
+// TestLeftNodeRedirectsItsClients, which asserts that a refusal comes within 2 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

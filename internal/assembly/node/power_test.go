@@ -70,6 +70,7 @@ func startPowerCluster(t *testing.T, suppress bool) []*Node {
 // delivered), and a tier-0 node, or a second sleeper holding the first one's writes, is
 // refused.
 func TestSleepAndWakeLoseNothing(t *testing.T) {
+	t.Parallel()
 	nodes := startPowerCluster(t, true)
 	n1, n4 := nodes[0], nodes[3]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -146,6 +147,7 @@ func TestSleepAndWakeLoseNothing(t *testing.T) {
 // consistent hashing), three of four nodes at simple=3 asleep would leave ranges with no
 // awake replica, so the third sleep is refused, whoever asks.
 func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
+	t.Parallel()
 	nodes := []*Node{startPowerNode(t, "n1", 1, true)}
 	for i := 2; i <= 4; i++ {
 		nodes = append(nodes, startPowerNode(t, fmt.Sprintf("n%d", i), 1, true, nodes[0].Addr()))
@@ -197,6 +199,7 @@ func TestSleepRefusedWhenARangeWouldLoseItsLastAwakeReplica(t *testing.T) {
 // ranges from the other replicas before it serves reads, so every acknowledged write
 // reads back through it.
 func TestWakeRepairsWhenAHolderIsGone(t *testing.T) {
+	t.Parallel()
 	nodes := startPowerCluster(t, true)
 	n1, n2, n4 := nodes[0], nodes[1], nodes[3]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

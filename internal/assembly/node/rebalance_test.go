@@ -47,6 +47,7 @@ func maxOverMean(rows []*kurav1.NodeRows) float64 {
 // spread the rows, and afterwards every acknowledged key, and every scan, reads at ALL
 // through every node; keys deleted before are still deleted.
 func TestRebalanceMovesWithoutLosingAWrite(t *testing.T) {
+	t.Parallel()
 	a := startNode(t, "a", "dc1")
 	nodes := []*Node{a, startNode(t, "b", "dc1", a.Addr()), startNode(t, "c", "dc1", a.Addr()), startNode(t, "d", "dc1", a.Addr())}
 	waitAllNormal(t, 4, nodes...)

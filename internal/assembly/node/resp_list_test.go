@@ -19,6 +19,7 @@ import (
 // empty meanwhile (an emptied list keeps its header and reads as absent:
 // internal/service/resp/list_test.go).
 func TestGoRedisListQueueAcrossDCs(t *testing.T) {
+	t.Parallel()
 	nodes := startTypedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 // which must neither lose nor make money, and the refusals: keys of two tags, and several
 // keys in the default keyspace, whose transactions run per key.
 func TestRedisTransactionsAcrossDCs(t *testing.T) {
+	t.Parallel()
 	nodes := startTypedCluster(t)
 	for _, n := range nodes {
 		waitUntil(t, "node "+n.ID()+" counts every node as running partition transactions", n.PartitionTransactionsRead)

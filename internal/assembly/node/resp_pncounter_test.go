@@ -19,6 +19,7 @@ import (
 // node reads the sum of every acknowledged step. A DEL then removes the counter on every
 // node, and the next INCR starts a new one.
 func TestGoRedisPNCounterAcrossACut(t *testing.T) {
+	t.Parallel()
 	// startConsoleNode: front ends and fault injection, to cut the DCs apart.
 	nodes := startCluster(t, startConsoleNode, "dc1=2,dc2=1", "dc1", "dc1", "dc2")
 	for _, n := range nodes {

@@ -186,6 +186,7 @@ func TestRedisCLIPrintsWhatRedisPrints(t *testing.T) {
 }
 
 func TestGoRedisPipelinesAndScansAThreeNodeCluster(t *testing.T) {
+	t.Parallel()
 	nodes := startFrontEndCluster(t, "simple=3", "dc1", "dc1", "dc1")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -403,6 +404,7 @@ func TestMalformedRESPLeavesTheNodeServing(t *testing.T) {
 // deleted ones: SCAN pages hand their cursor from node to node, go-redis's iterator, KEYS,
 // DBSIZE and INFO all see exactly the ten.
 func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
+	t.Parallel()
 	nodes := startFrontEndCluster(t, "simple=2", "dc1", "dc1", "dc1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -455,6 +457,7 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 // whose default keyspace has the grouped partitioner, so each tag's keys share a token:
 // SCAN pages handed from node to node return each key once, and KEYS and DBSIZE agree.
 func TestRedisScanOverHashTags(t *testing.T) {
+	t.Parallel()
 	nodes := startFrontEndCluster(t, "simple=2", "dc1", "dc1", "dc1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -502,6 +505,7 @@ func retryContended(do func() error) error {
 // exactly one GETDEL takes a value, no INCR is lost, and a key's deadline set through
 // one node is the one every node reports.
 func TestRedisConditionalWritesRaceThroughEveryNode(t *testing.T) {
+	t.Parallel()
 	nodes := startFrontEndCluster(t, "simple=3", "dc1", "dc1", "dc1")
 	ctx := context.Background()
 	var clients []*redis.Client

@@ -21,6 +21,7 @@ import (
 // through it. The nodes start together, so they all join through the node that founds
 // the ring, at once.
 func TestDHTRoutingServesTheStore(t *testing.T) {
+	t.Parallel()
 	for _, protocol := range []string{"chord", "mlchord"} {
 		t.Run(protocol, func(t *testing.T) {
 			topo, err := topology.Example("three-dc")

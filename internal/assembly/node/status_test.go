@@ -15,6 +15,7 @@ import (
 // (issue 43, item 8). A node that left, was removed or is down has no start time; the
 // members that are up, and the answering node, keep theirs.
 func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
+	t.Parallel()
 	a, b, c := threeNodesNoKeyspace(t)
 	admin := adminOf(t, a)
 	ctx := context.Background()
@@ -59,6 +60,7 @@ func TestClusterStatusReportsNoUptimeForDepartedOrDownNodes(t *testing.T) {
 // guard checks. Once a node left, its clock counts no more, though its process still
 // runs and gossips.
 func TestClockCountsOnlyMembers(t *testing.T) {
+	t.Parallel()
 	a, b, _ := threeNodesNoKeyspace(t)
 	admin := adminOf(t, a)
 	ctx := context.Background()

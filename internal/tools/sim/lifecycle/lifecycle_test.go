@@ -40,9 +40,12 @@ func twoDCs(seed uint64, dcs []string, trace func(string)) Config {
 }
 
 // TestScenarios runs the scripts in testdata/: each tells one cluster's life (starts,
-// restarts, kills, joins, decommissions) in virtual time, with real nodes.
+// restarts, kills, joins, decommissions) in virtual time, with real nodes. The scripts
+// run in parallel: each has its own bubble, cluster and virtual clock, which a busier
+// machine slows down as a whole, never one timer against another.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
 			s := &scenario{acked: map[string]string{}, ackedAt: map[string]time.Time{}, loadErrs: map[string]int{}, pending: map[string]chan string{}}
 			defer s.close(t)
