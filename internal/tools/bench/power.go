@@ -246,9 +246,10 @@ type PowerRow struct {
 	// down by what the nodes and clients of this one process share: the Go collector's
 	// share of its CPU, its longest stop-the-world pause, the longest a goroutine ready
 	// to run waited for a CPU, and the live heap (runtimeBreakdown).
-	GCCPUPct         float64 `json:"gc_cpu_pct"`
-	GCPauseMsMax     float64 `json:"gc_pause_ms_max"`
-	GoSchedWaitMsMax float64 `json:"go_sched_wait_ms_max"`
+	// They are in the JSON and the progress lines: the table has no room for them.
+	GCCPUPct         float64 `json:"gc_cpu_pct" table:"-"`
+	GCPauseMsMax     float64 `json:"gc_pause_ms_max" table:"-"`
+	GoSchedWaitMsMax float64 `json:"go_sched_wait_ms_max" table:"-"`
 	HeapLiveMB       float64 `json:"heap_live_mb" table:"-"`
 	// Events are the power transitions seen in the window, and the bench's own steps.
 	Events string `json:"events"`
