@@ -86,7 +86,7 @@ func TestCopyCollection(t *testing.T) {
 
 // TestRenameCollection drives RENAME and RENAMENX of a list and a set: destination holds
 // the source's elements, in order, and its expiry; the source keeps its header, emptied
-// and read as absent (only what was copied is removed from it); other keys' tags, hashes and sorted sets
+// and read as absent (only what was copied is removed from it); hashes and sorted sets
 // are refused.
 func TestRenameCollection(t *testing.T) {
 	tests := []struct {

@@ -147,7 +147,7 @@ func setupPower(fs *flag.FlagSet) Runner {
 	fs.StringVar(&o.controllerProfile, "controller-profile", "s1", "controller run: energy profile (s1 fits a compressed day; s4's 18 s to enter needs a --day of tens of minutes)")
 	fs.IntVar(&o.controllerValueBytes, "controller-value-bytes", 1024, "controller run: size of an object")
 	fs.DurationVar(&o.gossipInterval, "gossip-interval", 0, "every node's gossip round; a sleep and a wake each wait a ring delay of five rounds (0: the node's default, 1 s)")
-	fs.StringVar(&o.dataDir, "data-dir", "", "each run's nodes keep their storage in a new directory under this one, removed after the run (e.g. /dev/shm: in memory, outside the bench's Go heap); empty: Pebble's in-memory files, inside the bench process's Go heap, which its collector then marks with the 16 nodes' every request")
+	fs.StringVar(&o.dataDir, "data-dir", "", "each run's nodes keep their storage in a new directory under this one, removed after the run (e.g. /dev/shm: in memory, outside the bench's Go heap); empty: Pebble's in-memory files, inside the bench process's Go heap")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run in about two minutes: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
