@@ -68,7 +68,8 @@ func alterMove(replication string) moveKind {
 // It refuses, before it changes anything: a keyspace that is erasure-coded or already
 // moving, a ring change in progress or a node on the ring not up (as Rebalance does), a
 // replication that names a datacenter without nodes or asks more replicas of one than
-// it has normal nodes, and the replication the keyspace has ("nothing to change").
+// it has normal nodes. The replication the keyspace has is no change: it reports
+// "nothing to change" and succeeds.
 func (r *Rebalancer) Alter(ctx context.Context, name, replication string, report func(Progress)) error {
 	next, err := parseAltered(replication)
 	if err != nil {
@@ -78,15 +79,18 @@ func (r *Rebalancer) Alter(ctx context.Context, name, replication string, report
 	if err != nil {
 		return err
 	}
+	if !ks.Moving && next.String() == ks.Replication {
+		// Asking for what the keyspace has succeeds without a step, whatever the ring's
+		// state, as creating what exists does: a script that alters re-runs.
+		report(Progress{Step: fmt.Sprintf("done: keyspace %s already has replication %s: nothing to change", ks.Name, ks.Replication)})
+		return nil
+	}
 	if err := r.check(ks, errAlter); err != nil {
 		return err
 	}
-	switch {
-	case ks.Moving:
+	if ks.Moving {
 		return fmt.Errorf("%w: %w: keyspace %s is moving (a rebalance or alter is under way, or was cut short: if none runs any more, kura keyspace alter --settle ends it)",
 			errAlter, coord.ErrInvalidArgument, ks.Name)
-	case next.String() == ks.Replication:
-		return fmt.Errorf("%w: %w: keyspace %s already has replication %s: nothing to change", errAlter, coord.ErrInvalidArgument, ks.Name, ks.Replication)
 	}
 	if err := r.checkNodes(next); err != nil {
 		return err

@@ -42,7 +42,6 @@ func TestAlterRefusesWhatItCannotMoveSafely(t *testing.T) {
 			says: "asks for 5 replicas; the ring has 4 normal nodes"},
 		{name: "more replicas than nodes in some DC, each", keyspace: "app", replication: "each=2", want: coord.ErrInvalidArgument,
 			says: "asks for 2 replicas in dc2, which has 1 normal nodes"},
-		{name: "the same replication", keyspace: "app", replication: "dc1=2, dc2=0", want: coord.ErrInvalidArgument, says: "nothing to change"},
 		{name: "no replica left", keyspace: "app", replication: "dc1=0,dc2=0", want: coord.ErrInvalidArgument, says: "no replica anywhere"},
 		{name: "bad syntax", keyspace: "app", replication: "dc1", want: coord.ErrInvalidArgument, says: "replication"},
 		{name: "already moving", keyspace: "moving", replication: "dc1=3", want: coord.ErrInvalidArgument, says: "is moving"},
@@ -85,6 +84,37 @@ func TestAlterAnnounced(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			case tc.says != "" && (!errors.Is(err, coord.ErrUnavailable) || !strings.Contains(err.Error(), tc.says)):
 				t.Fatalf("got %v, want unavailable saying %q", err, tc.says)
+			}
+		})
+	}
+}
+
+// TestAlterToTheSameReplicationSucceeds: asking for the replication a keyspace has is
+// no change, so it succeeds at once, even with a node down or a ring change under way,
+// and publishes nothing; a script that alters can run again.
+func TestAlterToTheSameReplicationSucceeds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*view)
+	}{
+		{name: "all up"},
+		{name: "a node down", change: func(v *view) { v.Up["b"] = false }},
+		{name: "a ring change", change: func(v *view) {
+			v.Members = append(v.Members, cluster.Node{ID: "d", DC: "dc1", Status: cluster.StatusJoining})
+			v.Up["d"] = true
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newAlterer(t, Config{}, tc.change)
+			var steps []string
+			if err := r.Alter(context.Background(), "app", "dc1=2, dc2=0", func(p Progress) { steps = append(steps, p.Step) }); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if len(steps) != 1 || !strings.Contains(steps[0], "nothing to change") {
+				t.Fatalf("reported %q, want one step saying nothing to change", steps)
+			}
+			if ks, _ := r.catalog.Get("app"); ks.Timestamp != 7 || ks.Moving || ks.Replication != "dc1=2" {
+				t.Fatalf("the keyspace changed: %+v", ks)
 			}
 		})
 	}

@@ -247,7 +247,7 @@ func (r *runner) runAlter(ctx context.Context, run *node.Node, name string, cmd 
 	case st.Short && (aerr != nil || after.Replication != before.Replication || after.Moving != before.Moving) && !r.othersRun(name, "alter ", "settle "):
 		wrong = fmt.Sprintf("it was refused, yet changed the keyspace: replication %s, moving %v before; %s, moving %v after (%v)",
 			before.Replication, before.Moving, after.Replication, after.Moving, aerr)
-	case !st.Short && errors.Is(err, coord.ErrInvalidArgument) && !strings.Contains(err.Error(), "is moving") && !strings.Contains(err.Error(), "nothing to change"):
+	case !st.Short && errors.Is(err, coord.ErrInvalidArgument) && !strings.Contains(err.Error(), "is moving"):
 		wrong = "it was refused, though within the nodes the plan counts in each DC then: " + err.Error()
 	}
 	r.mu.Lock()
