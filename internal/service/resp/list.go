@@ -943,11 +943,12 @@ func lmpopCommand(c *conn, args [][]byte) {
 
 // lmoveCommand is LMOVE source destination LEFT|RIGHT LEFT|RIGHT, RPOPLPUSH source
 // destination, and their blocking forms BLMOVE (timeout last) and BRPOPLPUSH. The two
-// keys may be of any hash tags, except inside EXEC (sameSlot). The move is not one atomic
-// step: the item is pushed onto the destination first, then taken from the source by its
-// transaction; when another client took it first, the copy is tombstoned and the next
-// item tried. So the item is never lost (a failure between the two steps leaves it in
-// both lists), and no item is moved twice.
+// keys may be of any hash tags, except inside EXEC (sameSlot). Two keys of one tag in a
+// keyspace of partition transactions move the item in one transaction (oneTransaction).
+// Otherwise the move is not one atomic step: the item is pushed onto the destination
+// first, then taken from the source by its transaction; when another client took it
+// first, the copy is tombstoned and the next item tried. So the item is never lost (a
+// failure between the two steps leaves it in both lists), and no item is moved twice.
 func lmoveCommand(c *conn, args [][]byte) {
 	src, dst := args[1], args[2]
 	from, to := list.Tail, list.Head // RPOPLPUSH
@@ -972,7 +973,18 @@ func lmoveCommand(c *conn, args [][]byte) {
 	if !c.sameSlot([][]byte{src, dst}) {
 		return
 	}
+	moveArgs := [][]byte{[]byte("lmove"), src, dst, endName(from), endName(to)}
 	try := func() bool {
+		if reply, done := c.oneTransaction(moveArgs); done {
+			switch {
+			case reply == nil: // its error is written
+			case blocking && isNull(reply):
+				return false
+			default:
+				c.w.raw(reply)
+			}
+			return true
+		}
 		value, moved, ok := c.moveItem(src, dst, from, to)
 		switch {
 		case !ok:
@@ -992,6 +1004,14 @@ func lmoveCommand(c *conn, args [][]byte) {
 	if c.block([][]byte{src}, deadline, forever, try) {
 		c.w.Null()
 	}
+}
+
+// endName is parseEnd's inverse.
+func endName(end list.End) []byte {
+	if end == list.Head {
+		return []byte("LEFT")
+	}
+	return []byte("RIGHT")
 }
 
 // parseEnd reads LEFT or RIGHT.

@@ -17,6 +17,7 @@ import (
 	"github.com/kuradb/kura/internal/core/element"
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/ring"
+	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
 )
 
@@ -285,35 +286,11 @@ func execCommand(c *conn, _ [][]byte) {
 			return
 		}
 	}
-	run := func(at hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
-		view := newTxView(at, c.s.cfg.NodeID, cur, collections)
-		for _, w := range watched {
-			now := view.records[string(w.key)]
-			if now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) ||
-				(w.isCollection() && elementsDigest(now.Reset, now.Elements) != w.elements) {
-				return nil, false, nil, nil // changed since WATCH: nothing runs
-			}
-		}
-		reply := c.runQueue(m.queued, view)
-		writes := view.writes()
-		return writes, len(writes) > 0, reply, nil
-	}
-	var reply any
-	if len(keys) == 0 {
-		// Nothing to read or write (PING, ECHO): no round to run.
-		_, _, reply, _ = run(0, nil)
-	} else {
-		start, serial := time.Now(), c.serialLevel()
-		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, collections, serial, run)
-		c.observe("cas", serial, start, err)
-		if err != nil {
-			c.replyTransactError(err)
-			return
-		}
-		reply = res.Reply
-	}
-	out, ok := reply.(execReply)
-	if !ok {
+	out, ran, ok := c.runTransaction(m.queued, watched, keys, collections)
+	switch {
+	case !ok:
+		return
+	case !ran:
 		c.w.NullArray()
 		return
 	}
@@ -333,6 +310,74 @@ func execCommand(c *conn, _ [][]byte) {
 	for _, key := range out.wakes {
 		c.s.lists.wake(c.keyspace, key)
 	}
+}
+
+// runTransaction runs queued, after checking watched, as one lightweight transaction
+// over keys (of one hash tag; collections are those it reads as collections), and
+// returns the replies of the round whose writes were chosen. ran is false when a
+// watched key changed, so nothing ran; ok is false when the transaction failed, its
+// error written.
+func (c *conn) runTransaction(queued []queuedCommand, watched []watchedKey, keys, collections [][]byte) (out execReply, ran, ok bool) {
+	run := func(at hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
+		view := newTxView(at, c.s.cfg.NodeID, cur, collections)
+		for _, w := range watched {
+			now := view.records[string(w.key)]
+			if now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) ||
+				(w.isCollection() && elementsDigest(now.Reset, now.Elements) != w.elements) {
+				return nil, false, nil, nil // changed since WATCH: nothing runs
+			}
+		}
+		reply := c.runQueue(queued, view)
+		writes := view.writes()
+		return writes, len(writes) > 0, reply, nil
+	}
+	var reply any
+	if len(keys) == 0 {
+		// Nothing to read or write (PING, ECHO): no round to run.
+		_, _, reply, _ = run(0, nil)
+	} else {
+		start, serial := time.Now(), c.serialLevel()
+		res, err := c.s.cfg.Backend.UpdateBatch(c.ctx, c.keyspace, keys, collections, serial, run)
+		c.observe("cas", serial, start, err)
+		if err != nil {
+			c.replyTransactError(err)
+			return execReply{}, false, false
+		}
+		reply = res.Reply
+	}
+	out, ran = reply.(execReply)
+	return out, ran, true
+}
+
+// oneTransaction runs the command args, which moves an element between keys
+// (LMOVE, RPOPLPUSH, SMOVE), as a transaction of its keys' partition when it can: outside
+// MULTI, both keys of one hash tag, in a keyspace whose transactions run per partition.
+// Otherwise the command takes its steps one after the other, the element added to
+// destination before it is taken from source, so a failure between the two leaves it in
+// both; in one transaction both steps are chosen whole or not at all. done is false when
+// it cannot, and the caller runs its steps; otherwise reply is the command's reply, or
+// nil when an error reply is written.
+func (c *conn) oneTransaction(args [][]byte) (reply []byte, done bool) {
+	cmd := c.s.commands[strings.ToLower(string(args[0]))]
+	keys := slices.Collect(keyArgs(cmd, args))
+	if c.txn != nil || cmd == nil || len(keys) < 2 || !bytes.Equal(ring.HashTag(keys[0]), ring.HashTag(keys[1])) {
+		return nil, false
+	}
+	if ks, err := c.s.cfg.Backend.Keyspace(c.keyspace); err != nil || ks.Transactions != schema.TransactionsPartition {
+		return nil, false
+	}
+	keys = distinct(keys)
+	name := bytes.Clone(c.lowerName)
+	out, _, ok := c.runTransaction([]queuedCommand{{cmd: cmd, args: args}}, nil, keys, keys)
+	c.lowerName = append(c.lowerName[:0], name...) // runQueue named the command it ran
+	if !ok {
+		return nil, true
+	}
+	c.w.errorReplies += out.errors
+	for _, key := range out.wakes {
+		c.s.lists.wake(c.keyspace, key)
+	}
+	return out.replies[0], true
 }
 
 // runQueue runs the queued commands in order against view, each reply written in the

@@ -390,7 +390,11 @@ func (f *fakeBackend) Keyspace(name string) (schema.Keyspace, error) {
 	if _, ok := f.data[name]; !ok {
 		return schema.Keyspace{}, fmt.Errorf("%w %q", schema.ErrNoKeyspace, name)
 	}
-	return schema.Keyspace{Name: name, Replication: "dc1=2,dc2=1", Partitioner: fakePartitioner(name)}, nil
+	ks := schema.Keyspace{Name: name, Replication: "dc1=2,dc2=1", Partitioner: fakePartitioner(name), Transactions: schema.TransactionsKey}
+	if name == "default" {
+		ks.Transactions = schema.TransactionsPartition // as UpdateBatch runs them
+	}
+	return ks, nil
 }
 
 func (f *fakeBackend) Info() Info {

@@ -386,10 +386,18 @@ func sstoreCommand(c *conn, args [][]byte) {
 
 // smoveCommand is SMOVE source destination member: 1 when member was in source and is
 // now in destination, 0 when it was not in source. The keys may be of any hash tags,
-// except inside EXEC (sameSlot). Not atomic: the add to destination is written before the
-// removal from source, so a failure between leaves the member in both, never in neither.
+// except inside EXEC (sameSlot). Two keys of one tag in a keyspace of partition
+// transactions move the member in one transaction (oneTransaction). Otherwise it is not
+// atomic: the add to destination is written before the removal from source, so a
+// failure between leaves the member in both, never in neither.
 func smoveCommand(c *conn, args [][]byte) {
 	if !c.sameSlot(args[1:3]) {
+		return
+	}
+	if reply, done := c.oneTransaction(args); done {
+		if reply != nil {
+			c.w.raw(reply)
+		}
 		return
 	}
 	src, dst, member := args[1], args[2], args[3:4]

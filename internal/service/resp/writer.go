@@ -129,6 +129,11 @@ func (w *Writer) Null() {
 	w.bw.WriteString("$-1\r\n")
 }
 
+// isNull reports whether reply, as a Writer wrote it, is Null's.
+func isNull(reply []byte) bool {
+	return string(reply) == "$-1\r\n" || string(reply) == "_\r\n"
+}
+
 // NullArray writes the absent array: RESP2's null multi-bulk, RESP3's null (EXEC whose
 // watched keys changed).
 func (w *Writer) NullArray() {
