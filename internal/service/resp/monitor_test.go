@@ -175,3 +175,39 @@ func TestClientKillMaxAge(t *testing.T) {
 	old.expectClosed()
 	a.do(":0\r\n", "CLIENT", "KILL", "MAXAGE", "3000", "SKIPME", "no")
 }
+
+// TestMonitorShowsTransactions: MONITOR shows MULTI, then the commands EXEC ran, then
+// EXEC, as Redis does (the suite's "MONITOR correctly handles multi-exec cases"); a
+// queued command is not shown when queued, nor one refused while queueing, nor those
+// of an EXEC that ran nothing.
+func TestMonitorShowsTransactions(t *testing.T) {
+	_, _, addr := startServer(t, Config{})
+	m, b, w := dial(t, addr), dial(t, addr), dial(t, addr)
+	m.do("+OK\r\n", "MONITOR")
+
+	b.do("+OK\r\n", "MULTI")
+	b.do("+QUEUED\r\n", "SET", "foo", "bar")
+	b.do("+QUEUED\r\n", "GET", "foo")
+	b.do("*2\r\n+OK\r\n$3\r\nbar\r\n", "EXEC")
+	for _, want := range []string{`"MULTI"`, `"SET" "foo" "bar"`, `"GET" "foo"`, `"EXEC"`} {
+		expectMonitor(t, m, b, want)
+	}
+
+	b.do("+OK\r\n", "MULTI")
+	b.call("SYNTAX", "ERROR")
+	b.do("-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
+	expectMonitor(t, m, b, `"MULTI"`)
+	expectMonitor(t, m, b, `"EXEC"`)
+
+	b.do("+OK\r\n", "WATCH", "foo")
+	w.do("+OK\r\n", "SET", "foo", "baz")
+	b.do("+OK\r\n", "MULTI")
+	b.do("+QUEUED\r\n", "GET", "foo")
+	b.do("*-1\r\n", "EXEC")
+	for _, step := range []struct {
+		from *client
+		args string
+	}{{b, `"WATCH" "foo"`}, {w, `"SET" "foo" "baz"`}, {b, `"MULTI"`}, {b, `"EXEC"`}} {
+		expectMonitor(t, m, step.from, step.args)
+	}
+}

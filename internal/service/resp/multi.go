@@ -310,6 +310,14 @@ func execCommand(c *conn, _ [][]byte) {
 	for _, key := range out.wakes {
 		c.s.lists.wake(c.keyspace, key)
 	}
+	if c.s.monitors.active() {
+		// Redis shows each command EXEC ran, then EXEC; here once the round has decided,
+		// since its function may run the queue more than once, and after EXEC's whole
+		// reply, which a monitoring connection's own lines must not split.
+		for _, q := range m.queued {
+			c.s.feedMonitors(c, q.cmd, q.args)
+		}
+	}
 }
 
 // runTransaction runs queued, after checking watched, as one lightweight transaction
