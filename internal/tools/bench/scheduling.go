@@ -82,6 +82,8 @@ type schedOptions struct {
 	sharedDevice bool
 	repeat       int
 	seed         uint64
+	// virtual runs the cluster in virtual time on the simulated network (--virtual).
+	virtual bool
 }
 
 // schedQuickSettings are the values --quick gives the flags not set explicitly: a
@@ -109,6 +111,7 @@ func setupScheduling(fs *flag.FlagSet) Runner {
 	fs.BoolVar(&o.sharedDevice, "emulate-disk-shared", false, "a node's read workers share one emulated device, each waiting its turn in arrival order, as the paper's 32 read threads shared a disk (use with --read-workers 32; default: a device per worker)")
 	fs.IntVar(&o.repeat, "repeat", 3, "runs of each point, the variants' order rotated between them; a row gives each figure's median over the runs and its spread (the paper kept the best of 10)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the keys and of the queries; every variant of a point runs the same queries")
+	fs.BoolVar(&o.virtual, "virtual", false, "not the default: run the cluster in virtual time on the simulated network, so that the figures are the emulated disk's alone, CPU free, whatever the machine's load (the Go client's hop, the CPUs, the Go scheduler and the GC are left out)")
 	quick := fs.Bool("quick", false, "a structural run in seconds: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if *quick {
@@ -366,13 +369,28 @@ func (o schedOptions) runs() []schedRun {
 }
 
 func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error) {
+	if o.virtual {
+		return runSchedulingVirtual(ctx, env, o)
+	}
+	return measureScheduling(ctx, env, o, startSchedCluster, func(points int) (func(string), func()) {
+		progress := env.StartProgress("scheduling", float64(points))
+		return func(status string) { progress.Add(1, "%s", status) }, progress.Done
+	})
+}
+
+// schedProgress starts telling the progress through points once the cluster is loaded:
+// pointDone says what each point measured as it ends, done that the run ended.
+type schedProgress func(points int) (pointDone func(status string), done func())
+
+// measureScheduling starts the cluster, loads it and measures every point.
+func measureScheduling(ctx context.Context, env Env, o schedOptions, start func(Env, schedOptions) (*schedCluster, error), startProgress schedProgress) (*Report, error) {
 	started := time.Now()
 	keys := schedKeys(o.rows, o.seed)
-	sc, err := startSchedCluster(env, o)
+	sc, err := start(env, o)
 	if err != nil {
 		return nil, err
 	}
-	defer sc.Close()
+	defer sc.close()
 	loadStart := time.Now()
 	for _, run := range o.runs() {
 		if err := sc.load(ctx, run, keys); err != nil {
@@ -383,15 +401,12 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	env.Progressf("scheduling: %d rows loaded into %d keyspace(s) in %.1f s; rows per node %v", o.rows, len(o.runs()), time.Since(loadStart).Seconds(), spread)
-	pool, err := sc.dial(ctx, slices.Max(slices.Concat(o.clients, o.rf3Clients)), o.seed)
+	env.Progressf("scheduling: %d rows loaded into %d keyspace(s) in %.1f s%s; rows per node %v", o.rows, len(o.runs()), time.Since(loadStart).Seconds(), sc.clock, spread)
+	clients, err := sc.connect(ctx, slices.Max(slices.Concat(o.clients, o.rf3Clients)), o, keys)
 	if err != nil {
 		return nil, err
 	}
-	defer pool.Close()
-	if err := warmUp(ctx, pool.all(), o.runs(), keys); err != nil {
-		return nil, err
-	}
+	defer clients.Close()
 
 	var rows []SchedulingRow
 	var failed, wrong int
@@ -401,33 +416,33 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	for _, run := range o.runs() {
 		points += len(o.mixes) * len(run.clients) * len(o.variants) * o.repeat
 	}
-	progress := env.StartProgress("scheduling", float64(points))
-	defer progress.Done()
+	pointDone, done := startProgress(points)
+	defer done()
 	for _, run := range o.runs() {
 		for _, mix := range o.mixes {
-			for _, clients := range run.clients {
-				plan := planQueries(o, mix, clients)
+			for _, clientCount := range run.clients {
+				plan := planQueries(o, mix, clientCount)
 				runs := make([][]SchedulingRun, len(o.variants))
 				for r := range o.repeat {
 					for position, i := range schedOrder(len(o.variants), r) {
 						v := o.variants[i]
-						figures, res, err := sc.measure(ctx, pool, run, v, keys, plan, clients)
+						figures, res, err := sc.measure(ctx, clients, run, v, keys, plan, clientCount)
 						if err != nil {
 							return nil, err
 						}
 						runs[i] = append(runs[i], SchedulingRun{Repeat: r, Position: position, SchedulingFigures: figures})
 						failed, wrong = failed+res.failed, wrong+res.wrong
 						scanRows = append(scanRows, res.scanRows...)
-						point := fmt.Sprintf("rf %d, %s, %d clients, repeat %d, %s", run.rf, mix.name, clients, r+1, v.Name)
+						point := fmt.Sprintf("rf %d, %s, %d clients, repeat %d, %s", run.rf, mix.name, clientCount, r+1, v.Name)
 						if res.failed > 0 {
 							env.Progressf("scheduling %s: %d queries failed (last error: %v)", point, res.failed, res.lastErr)
 						}
-						progress.Add(1, "%s: gets %s ms, scans %s ms, %s q/s", point, formatFixed(figures.GetLatencyMsMean),
-							formatFixed(figures.ScanLatencyMsMean), formatNumber("throughput_qps", figures.ThroughputQPS, false))
+						pointDone(fmt.Sprintf("%s: gets %s ms, scans %s ms, %s q/s", point, formatFixed(figures.GetLatencyMsMean),
+							formatFixed(figures.ScanLatencyMsMean), formatNumber("throughput_qps", figures.ThroughputQPS, false)))
 					}
 				}
 				for i, v := range o.variants {
-					rows = append(rows, schedMedianRow(run.rf, mix.name, clients, v.Name, runs[i]))
+					rows = append(rows, schedMedianRow(run.rf, mix.name, clientCount, v.Name, runs[i]))
 				}
 			}
 		}
@@ -441,6 +456,7 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 	}
 	summary := map[string]any{
 		"done_when":         doneWhen(reductions, o.clients, o.rf3Clients),
+		"virtual":           o.virtual,
 		"repeats":           o.repeat,
 		"read_workers":      o.readWorkers,
 		"emulate_disk":      o.device.String(),
@@ -460,7 +476,7 @@ func runScheduling(ctx context.Context, env Env, o schedOptions) (*Report, error
 		Rows:      rows,
 		Reduction: reductions,
 		Summary:   summary,
-		Notes:     schedNotes(),
+		Notes:     schedNotes(o),
 		Plot: func(path string) error {
 			return SavePanels(path, 2, schedFigures(rows)...)
 		},
@@ -472,7 +488,14 @@ func schedScale(o schedOptions) string {
 	if len(o.rf3Clients) > 0 {
 		rf3 = fmt.Sprintf(", and one run with three replicas (simple=3) read at ONE, at %s clients", joinInts(o.rf3Clients))
 	}
-	return fmt.Sprintf("%d nodes in one process on %d cores (one DC over loopback, no emulated network), one evenly spaced token each (ring.EvenTokens), "+
+	cluster := fmt.Sprintf("%d nodes in one process on %d cores (one DC over loopback, no emulated network)", schedNodes, runtime.NumCPU())
+	if o.virtual {
+		cluster = fmt.Sprintf("VIRTUAL TIME (--virtual, not the default): the disk model alone, CPU free. %d nodes in one process in a testing/synctest bubble, "+
+			"whose clock moves only while every goroutine waits (on an emulated device, the simulated network, a timer): the time the CPUs take is none of the figures', "+
+			"so neither the machine's cores nor its load enter them; one DC on the simulated network (%s), each client goroutine calling its node's coordinator directly, "+
+			"without the Go client and its connection", schedNodes, schedLANText)
+	}
+	return fmt.Sprintf("%s, one evenly spaced token each (ring.EvenTokens), "+
 		"ordered partitioner balanced by %d split keys of the loaded keys; no replication (simple=1) as in the paper%s. "+
 		"%d rows of %d bytes, keys user+FNV digits as YCSB's (the paper: 10 M rows in 1000 column families of 10,000, a scan reading one family; here one keyspace of %d rows stands for a family); "+
 		"scan limit uniform in 1..%d (the paper: 1..10,000, a family's rows; scaled with the rows, so that a scan spans as many nodes), scan start a random loaded key; "+
@@ -481,20 +504,24 @@ func schedScale(o schedOptions) string {
 		"The paper's nodes read from one disk each with the page cache cleared, so they served reads about one at a time whatever their 32 read threads, and a scan's share of a node cost many gets; "+
 		"here the rows sit in memory, and the emulated device puts the bottleneck back in each node's read stage rather than in the CPUs (see the JSON rows' stage and Go scheduler waits). "+
 		"Each figure is the median over %d runs per point, the variants' order rotated between runs (the paper kept the best of 10); seed %d",
-		schedNodes, runtime.NumCPU(), schedSplits, rf3,
+		cluster, schedSplits, rf3,
 		o.rows, schedValueBytes, o.rows, o.limitMax, o.queries, joinInts(o.clients), o.readWorkers, schedDeviceModel(o), o.device, o.repeat, o.seed)
 }
 
-// schedDeviceModel says how a node's workers hold the emulated device.
+// schedDeviceModel says how a node's workers hold the emulated device, and in what time.
 func schedDeviceModel(o schedOptions) string {
+	model := "each with its own device"
 	if o.sharedDevice {
-		return "sharing one device: a worker that ran its read waits its turn at the device in arrival order, the disk's own queue, whatever the policy (--emulate-disk-shared)"
+		model = "sharing one device: a worker that ran its read waits its turn at the device in arrival order, the disk's own queue, whatever the policy (--emulate-disk-shared)"
 	}
-	return "each with its own device"
+	if o.virtual {
+		model += "; in virtual time, the disk model alone, CPU free (--virtual)"
+	}
+	return model
 }
 
-func schedNotes() []string {
-	return []string{
+func schedNotes(o schedOptions) []string {
+	notes := []string{
 		"variants (sched.Variants): O = fifo, the paper's original; ReS = gets before scan pages; P = a scan's sub-requests sent at once, to the nodes the gossiped row counts say it needs; RaS = scan pages ordered by the nodes their scan still waits for, then its limit, raised as its other nodes answer; A = ReS+P+RaS; kura = fair+parallel+ras, ordered as A until a scan page is past its deadline at a node, sched.DefaultScanWait per node its scan waits for: overdue pages then go before other scans, earliest deadline first, and alternate with gets once sched.DefaultScanPass gets have gone ahead of them, so that no stream of gets or of smaller scans starves a scan",
 		"every variant of a point runs the same queries on the same cluster and data; the policy is switched on every node between runs (node.SetReadPolicy)",
 		"repeats: every point runs each variant --repeat times; repeat r runs them in the order of --variants rotated by r, so no variant always runs first. A row's figures are the medians over the repeats, get_mean_spread_pct and scan_mean_spread_pct the (max - min) / median of the mean latencies; the JSON rows have every figure's [min, max] (spread) and each run as measured (repeats, with its position in its repeat's order)",
@@ -503,6 +530,13 @@ func schedNotes() []string {
 		"where the time went, in the JSON rows: get_stage_wait_ms_mean and scan_page_stage_wait_ms_mean, the mean wait of a read in a read stage's queue; get_device_wait_ms_mean and scan_page_device_wait_ms_mean, with a shared device (--emulate-disk-shared), its mean wait for the device after its read, holding its worker; go_sched_wait_ms_mean, of a goroutine ready to run for a CPU; scan_pages_mean, the pages read per scan (P reads the ranges its estimate names at once, some of which the limit may not need); scan_device_ms_mean, the emulated device time a scan's pages cost in all, the work it took from the read stages",
 		"scans_wrong_rows counts scans that did not return exactly min(limit, rows from the start key on) rows starting at the start key",
 	}
+	if o.virtual {
+		notes = append(notes, "virtual time (--virtual, not the default): every latency and throughput is in virtual time, the emulated devices' and the simulated network's alone; "+
+			"what the default run measures besides, the CPUs, the Go scheduler, the GC, the Go client and its HTTP/2 connection, costs nothing here (go_sched_wait_ms_mean is 0, not measured). "+
+			"Goroutines that run at one virtual instant run in the Go scheduler's order, so repeats may still differ (their spread says by how much). "+
+			"The summary's wall_s is the run's real time, virtual_s its virtual time")
+	}
+	return notes
 }
 
 // ---- keys, cluster and load
@@ -530,19 +564,68 @@ func schedKeys(n int, seed uint64) [][]byte {
 	return keys
 }
 
-// schedCluster is the bench's embedded cluster and every node's client address.
+// schedCluster is the bench's 12 nodes, however they run: in this process over loopback
+// (startSchedCluster), or in virtual time on the simulated network (--virtual,
+// startVirtualSchedCluster).
 type schedCluster struct {
-	*embedded.Cluster
-	addrs  []string
+	nodes  []*node.Node
 	device sched.Device
+	// virtual: the nodes run in virtual time, where the CPU costs nothing and the Go
+	// scheduler's waits are none of the figures'.
+	virtual bool
+	// clock names the seconds the progress lines give: "" for real ones.
+	clock string
+	// connect returns the clients of up to clients query goroutines, each bound to a
+	// random node as YCSB binds each of its threads to a random host: that node
+	// coordinates the goroutine's gets and scans, reading other nodes' rows as remote
+	// reads. Routing to a replica instead, as the Go client does when it knows every
+	// node, would send all the gets of a range to the same one of its replicas, the
+	// first in node order, and the run with three replicas would measure that node.
+	connect func(ctx context.Context, clients int, o schedOptions, keys [][]byte) (schedClients, error)
+	close   func() error
 }
 
-// startSchedCluster starts 12 nodes of one DC, one evenly spaced token each, with the
-// read stage configured.
+// schedClients sends the query goroutines' queries, each goroutine's to its node.
+type schedClients interface {
+	get(ctx context.Context, w int, keyspace string, key []byte) error
+	// scan returns how many rows the scan returned and the first one's key.
+	scan(ctx context.Context, w int, keyspace string, start []byte, limit int) (rows int, first []byte, err error)
+	Close()
+}
+
+// configureNode sets what the bench gives every node: the read stage, and a replica
+// timeout no saturated read stage reaches.
+func (o schedOptions) configureNode(cfg *node.Config) {
+	cfg.DefaultReplication = node.NoDefaultKeyspace
+	cfg.ReadWorkers = o.readWorkers
+	cfg.ReadPolicy = o.variants[0].Policy
+	cfg.ReadDevice = o.device
+	cfg.ReadDeviceShared = o.sharedDevice
+	// A replica read may wait in a saturated read stage far longer than the default
+	// 10 s; it must not time out and fail the query.
+	cfg.ReplicaTimeout = schedOpTimeout
+}
+
+// schedNodeID names node i (from 0).
+func schedNodeID(i int) string { return fmt.Sprintf("node-%02d", i+1) }
+
+// bindClients draws the node each of clients query goroutines is bound to.
+func bindClients(clients int, seed uint64) []int {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	nodeOf := make([]int, clients)
+	for w := range nodeOf {
+		nodeOf[w] = rng.IntN(schedNodes)
+	}
+	return nodeOf
+}
+
+// startSchedCluster starts 12 nodes of one DC in this process, over loopback, one
+// evenly spaced token each, with the read stage configured; the queries go through the
+// Go client.
 func startSchedCluster(env Env, o schedOptions) (*schedCluster, error) {
 	dc := topology.Datacenter{Name: "lan"}
 	for i := range schedNodes {
-		dc.Nodes = append(dc.Nodes, topology.Node{ID: fmt.Sprintf("node-%02d", i+1)})
+		dc.Nodes = append(dc.Nodes, topology.Node{ID: schedNodeID(i)})
 	}
 	topo := &topology.Topology{Name: "sched-12", Description: "paper 004's cluster: 12 nodes on one LAN", Datacenters: []topology.Datacenter{dc}}
 	if err := topo.Validate(); err != nil {
@@ -550,32 +633,35 @@ func startSchedCluster(env Env, o schedOptions) (*schedCluster, error) {
 	}
 	tokens := ring.EvenTokens(schedNodes)
 	start := time.Now()
-	c, err := embedded.Start(topo, embedded.Options{
+	opts := embedded.Options{
 		ClientAPI: true,
-		Node: node.Config{
-			DefaultReplication: node.NoDefaultKeyspace,
-			ReadWorkers:        o.readWorkers,
-			ReadPolicy:         o.variants[0].Policy,
-			ReadDevice:         o.device,
-			ReadDeviceShared:   o.sharedDevice,
-			// A replica read may wait in a saturated read stage far longer than the
-			// default 10 s; it must not time out and fail the query.
-			ReplicaTimeout: schedOpTimeout,
-		},
-		Tokens: func(i int, _ topology.NodeInDC) []uint64 { return []uint64{uint64(tokens[i])} },
-	})
+		Tokens:    func(i int, _ topology.NodeInDC) []uint64 { return []uint64{uint64(tokens[i])} },
+	}
+	o.configureNode(&opts.Node)
+	c, err := embedded.Start(topo, opts)
 	if err != nil {
 		return nil, err
 	}
-	sc := &schedCluster{Cluster: c, device: o.device}
+	var addrs []string
 	for _, n := range c.Nodes {
-		sc.addrs = append(sc.addrs, n.ClientAddr())
+		addrs = append(addrs, n.ClientAddr())
 	}
 	env.Progressf("scheduling: %d nodes up in %.1f s, %d read workers each, device %s, shared %v", len(c.Nodes), time.Since(start).Seconds(), o.readWorkers, o.device, o.sharedDevice)
-	return sc, nil
+	return &schedCluster{nodes: c.Nodes, device: o.device, close: c.Close,
+		connect: func(ctx context.Context, clients int, o schedOptions, keys [][]byte) (schedClients, error) {
+			pool, err := dial(ctx, addrs, clients, o.seed)
+			if err != nil {
+				return nil, err
+			}
+			if err := warmUp(ctx, pool.all(), o.runs(), keys); err != nil {
+				pool.Close()
+				return nil, err
+			}
+			return pool, nil
+		}}, nil
 }
 
-// schedPool is the clients the query goroutines share: byNode[i] are bound to node i.
+// schedPool is the Go clients the query goroutines share: byNode[i] are bound to node i.
 type schedPool struct {
 	byNode [][]*client.Client
 	// nodeOf is the node each query goroutine sends its queries to.
@@ -584,14 +670,10 @@ type schedPool struct {
 
 // dial connects schedConnsPerNode clients to each node, each knowing that node alone
 // (StaticNodes keeps it so), and binds each of up to clients query goroutines to a
-// random node, as YCSB binds each of its threads to a random host: a node coordinates
-// the gets and scans of its goroutines, reading other nodes' rows as remote reads.
-// Routing to a replica instead, as the client does when it knows every node, would
-// send all the gets of a range to the same one of its replicas, the first in node
-// order, and the run with three replicas would measure that node.
-func (sc *schedCluster) dial(ctx context.Context, clients int, seed uint64) (*schedPool, error) {
-	pool := &schedPool{byNode: make([][]*client.Client, len(sc.addrs))}
-	for i, addr := range sc.addrs {
+// random node (bindClients).
+func dial(ctx context.Context, addrs []string, clients int, seed uint64) (*schedPool, error) {
+	pool := &schedPool{byNode: make([][]*client.Client, len(addrs)), nodeOf: bindClients(clients, seed)}
+	for i, addr := range addrs {
 		for range schedConnsPerNode {
 			c, err := client.Dial(ctx, []string{addr}, client.Options{StaticNodes: true, AttemptTimeout: schedOpTimeout})
 			if err != nil {
@@ -601,10 +683,6 @@ func (sc *schedCluster) dial(ctx context.Context, clients int, seed uint64) (*sc
 			pool.byNode[i] = append(pool.byNode[i], c)
 		}
 	}
-	rng := rand.New(rand.NewPCG(seed, 2))
-	for range clients {
-		pool.nodeOf = append(pool.nodeOf, rng.IntN(len(sc.addrs)))
-	}
 	return pool, nil
 }
 
@@ -612,6 +690,19 @@ func (sc *schedCluster) dial(ctx context.Context, clients int, seed uint64) (*sc
 func (p *schedPool) client(w int) *client.Client {
 	conns := p.byNode[p.nodeOf[w]]
 	return conns[w%len(conns)]
+}
+
+func (p *schedPool) get(ctx context.Context, w int, keyspace string, key []byte) error {
+	_, _, err := p.client(w).Get(ctx, keyspace, key, consistency.One)
+	return err
+}
+
+func (p *schedPool) scan(ctx context.Context, w int, keyspace string, start []byte, limit int) (int, []byte, error) {
+	got, err := p.client(w).Scan(ctx, keyspace, start, nil, limit, consistency.One)
+	if err != nil || len(got) == 0 {
+		return 0, nil, err
+	}
+	return len(got), got[0].Key, nil
 }
 
 // all returns every client of the pool.
@@ -626,23 +717,26 @@ func (p *schedPool) all() []*client.Client {
 // Close closes every client.
 func (p *schedPool) Close() { closeClients(p.all()) }
 
-// load creates the run's keyspace through the Go client, ordered and balanced by split
-// keys of the bench's keys, then writes every key once at ALL, a few at a time.
+// load creates the run's keyspace through the first node, ordered and balanced by split
+// keys of the bench's keys, waits until every node knows it, then writes every key once
+// at ALL through the first node's coordinator, a few at a time.
 func (sc *schedCluster) load(ctx context.Context, run schedRun, keys [][]byte) error {
-	c, err := client.Dial(ctx, sc.addrs, client.Options{})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	spec := client.KeyspaceSpec{Name: run.keyspace, Replication: fmt.Sprintf("simple=%d", run.rf), Partitioner: "ordered",
+	first := sc.nodes[0]
+	ks := schema.Keyspace{Name: run.keyspace, Replication: fmt.Sprintf("simple=%d", run.rf), Partitioner: "ordered",
 		Splits: schema.SplitsFromSample(keys, schedSplits)}
-	if err := c.CreateKeyspaceWith(ctx, spec); err != nil {
+	if err := first.CreateKeyspace(ctx, ks); err != nil {
 		return err
 	}
-	convCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	known, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := sc.WaitConverged(convCtx); err != nil {
-		return err
+	for i := 0; i < len(sc.nodes); {
+		if _, err := sc.nodes[i].Keyspace(run.keyspace); err == nil {
+			i++
+			continue
+		}
+		if !ctxtime.Sleep(known, 20*time.Millisecond) {
+			return fmt.Errorf("keyspace %s: not known to %s within a minute: %w", run.keyspace, sc.nodes[i].ID(), known.Err())
+		}
 	}
 	const workers = 16
 	var next atomic.Int64
@@ -662,7 +756,7 @@ func (sc *schedCluster) load(ctx context.Context, run schedRun, keys [][]byte) e
 				// Random bytes, so that the storage engine's compression does not shrink
 				// what a read returns.
 				random.Read(value)
-				if _, err := c.Put(ctx, run.keyspace, keys[i], value, consistency.All); err != nil {
+				if _, err := first.Coordinator().Put(ctx, run.keyspace, keys[i], value, 0, consistency.All); err != nil {
 					errs <- fmt.Errorf("load %s row %d: %w", run.keyspace, i, err)
 					return
 				}
@@ -676,8 +770,8 @@ func (sc *schedCluster) load(ctx context.Context, run schedRun, keys [][]byte) e
 
 // rowsPerNode returns how many rows of keyspace each node stores.
 func (sc *schedCluster) rowsPerNode(keyspace string) ([]int, error) {
-	out := make([]int, len(sc.Nodes))
-	for i, n := range sc.Nodes {
+	out := make([]int, len(sc.nodes))
+	for i, n := range sc.nodes {
 		records, _, err := n.StoredBytes(keyspace)
 		if err != nil {
 			return nil, err
@@ -737,21 +831,25 @@ func planQueries(o schedOptions, mix schedMix, clients int) []schedQuery {
 
 // measure switches every node to variant v once their read stages are idle, runs one
 // point's queries and returns its figures: what the clients saw, and where the time went.
-func (sc *schedCluster) measure(ctx context.Context, pool *schedPool, run schedRun, v sched.Variant, keys [][]byte, plan []schedQuery, clients int) (SchedulingFigures, pointResult, error) {
-	for _, n := range sc.Nodes {
+func (sc *schedCluster) measure(ctx context.Context, clients schedClients, run schedRun, v sched.Variant, keys [][]byte, plan []schedQuery, clientCount int) (SchedulingFigures, pointResult, error) {
+	for _, n := range sc.nodes {
 		n.SetReadPolicy(v.Policy)
 	}
 	if err := sc.waitIdle(ctx); err != nil {
 		return SchedulingFigures{}, pointResult{}, err
 	}
 	stagesBefore, schedBefore := sc.readStages(), goSchedLatencies()
-	res := runPoint(ctx, pool, run.keyspace, keys, plan, clients)
+	res := runPoint(ctx, clients, run.keyspace, keys, plan, clientCount)
 	if err := ctx.Err(); err != nil {
 		return SchedulingFigures{}, pointResult{}, err
 	}
 	row := res.figures()
 	row.stageFigures(stagesBefore, sc.readStages(), len(res.scans), sc.device)
-	row.GoSchedWaitMsMean = goSchedWaitMs(schedBefore, goSchedLatencies())
+	// In virtual time no goroutine waits for a CPU: the runtime's figure would be the
+	// simulation's own, none of the cluster's.
+	if !sc.virtual {
+		row.GoSchedWaitMsMean = goSchedWaitMs(schedBefore, goSchedLatencies())
+	}
 	return row, res, nil
 }
 
@@ -767,7 +865,7 @@ type pointResult struct {
 // runPoint runs plan from clients goroutines, each sending its share of the queries one
 // after another (client i: queries i, i+clients, ...), all starting at once, as YCSB's
 // threads do.
-func runPoint(ctx context.Context, pool *schedPool, keyspace string, keys [][]byte, plan []schedQuery, clients int) pointResult {
+func runPoint(ctx context.Context, pool schedClients, keyspace string, keys [][]byte, plan []schedQuery, clients int) pointResult {
 	var mu sync.Mutex
 	var res pointResult
 	var wg sync.WaitGroup
@@ -776,7 +874,6 @@ func runPoint(ctx context.Context, pool *schedPool, keyspace string, keys [][]by
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := pool.client(w)
 			var mine pointResult
 			<-begin
 			for i := w; i < len(plan); i += clients {
@@ -785,17 +882,18 @@ func runPoint(ctx context.Context, pool *schedPool, keyspace string, keys [][]by
 				t := time.Now()
 				var err error
 				if q.scan {
-					var got []client.KeyValue
-					got, err = c.Scan(opCtx, keyspace, keys[q.key], nil, q.limit, consistency.One)
+					var rows int
+					var first []byte
+					rows, first, err = pool.scan(opCtx, w, keyspace, keys[q.key], q.limit)
 					if err == nil {
 						mine.scans = append(mine.scans, time.Since(t))
-						mine.scanRows = append(mine.scanRows, len(got))
-						if want := min(q.limit, len(keys)-q.key); len(got) != want || !bytes.Equal(got[0].Key, keys[q.key]) {
+						mine.scanRows = append(mine.scanRows, rows)
+						if want := min(q.limit, len(keys)-q.key); rows != want || !bytes.Equal(first, keys[q.key]) {
 							mine.wrong++
 						}
 					}
 				} else {
-					_, _, err = c.Get(opCtx, keyspace, keys[q.key], consistency.One)
+					err = pool.get(opCtx, w, keyspace, keys[q.key])
 					if err == nil {
 						mine.gets = append(mine.gets, time.Since(t))
 					}
@@ -843,8 +941,8 @@ func (r pointResult) figures() SchedulingFigures {
 
 // readStages snapshots every node's read stage.
 func (sc *schedCluster) readStages() []sched.Stats {
-	out := make([]sched.Stats, len(sc.Nodes))
-	for i, n := range sc.Nodes {
+	out := make([]sched.Stats, len(sc.nodes))
+	for i, n := range sc.nodes {
 		out[i] = n.ReadStage()
 	}
 	return out

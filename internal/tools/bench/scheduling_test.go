@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -385,4 +386,49 @@ func TestSchedulingSharedDevice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSchedulingVirtual runs the bench at --quick's size in virtual time, as --virtual
+// does (here in the test's own bubble, as bubble.Run gives one to kura-bench), and checks
+// that every query was answered right, that the report says it ran in virtual time, and
+// that the cluster leaves no goroutine behind (synctest.Test fails if one is left).
+func TestSchedulingVirtual(t *testing.T) {
+	device, err := sched.ParseDevice(schedQuickSettings["emulate-disk"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := schedOptions{rows: 240, limitMax: 200, queries: 40, clients: []int{4, 8}, rf3Clients: []int{8}, mixes: schedMixes,
+		variants: sched.Variants(), readWorkers: 1, device: device, repeat: 2, seed: 1, virtual: true}
+	synctest.Test(t, func(t *testing.T) {
+		points := 0
+		report, err := measureScheduling(context.Background(), Env{}, o, startVirtualSchedCluster, func(total int) (func(string), func()) {
+			return func(string) { points++ }, func() {
+				if points != total {
+					t.Errorf("%d points told done of %d", points, total)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := report.Rows.([]SchedulingRow)
+		if want := (2*2 + 2*1) * len(sched.Variants()); len(rows) != want {
+			t.Fatalf("%d rows, want %d", len(rows), want)
+		}
+		for _, r := range rows {
+			if r.GetLatencyMsMean <= 0 || r.ScanLatencyMsMean <= 0 || r.ThroughputQPS <= 0 || r.ScanDeviceMsMean <= 0 {
+				t.Fatalf("row %+v lacks a measurement", r)
+			}
+			if r.GoSchedWaitMsMean != 0 {
+				t.Fatalf("row %+v: a wait for a CPU in virtual time", r)
+			}
+		}
+		if report.Summary["queries_failed"] != 0 || report.Summary["scans_wrong_rows"] != 0 {
+			t.Fatalf("failed %v, wrong scans %v", report.Summary["queries_failed"], report.Summary["scans_wrong_rows"])
+		}
+		if report.Summary["virtual"] != true || !strings.HasPrefix(report.Scale, "VIRTUAL TIME (--virtual, not the default)") ||
+			!strings.HasSuffix(report.Summary["device_model"].(string), "CPU free (--virtual)") {
+			t.Fatalf("virtual %v, scale %q, device model %q: want the virtual time named", report.Summary["virtual"], report.Scale, report.Summary["device_model"])
+		}
+	})
 }

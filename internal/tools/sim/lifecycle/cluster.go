@@ -50,6 +50,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Trace, when set, sees every message delivered, lost or dropped.
 	Trace func(string)
+	// Configure, when set, changes a node's settings at each start, after the simulation
+	// filled in its own: for what an experiment sets and the scenarios leave at the
+	// node's defaults (tokens placed by hand, the read stage). It must leave the
+	// identity, storage and network fields as they are, which the simulation needs.
+	Configure func(spec NodeSpec, cfg *node.Config)
 }
 
 // NodeSpec is how a node is started, as the flags of `kura server` would say it.
@@ -160,7 +165,7 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var ep transport.Endpoint
-	run, err := node.Start(node.Config{
+	config := node.Config{
 		ID: spec.ID, DC: spec.DC, Listen: Addr(spec.ID), Seeds: seeds, Replace: spec.Replace,
 		DataDir: "data", FS: fs, Vnodes: c.cfg.Vnodes,
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
@@ -187,7 +192,11 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 			ep, err = c.net.Listen(cfg)
 			return ep, err
 		},
-	})
+	}
+	if c.cfg.Configure != nil {
+		c.cfg.Configure(spec, &config)
+	}
+	run, err := node.Start(config)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n.busy = false
