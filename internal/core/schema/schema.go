@@ -515,7 +515,7 @@ func (c *Catalog) Proposal(name string) (Keyspace, bool) {
 
 // ErrNotSettled: the keyspace's definition is this node's own proposal, not yet settled
 // (see SettledTimestamp), so it runs no lightweight transaction in it.
-var ErrNotSettled = errors.New("not settled")
+var ErrNotSettled = errors.New("its transactions wait until it is settled")
 
 // TransactionsReady refuses the lightweight transactions of keyspace name while this
 // node may still change the keyspace's definition under them: its own proposal, not
@@ -530,12 +530,12 @@ func (c *Catalog) TransactionsReady(name string) error {
 	case !ok || k.Timestamp > SettledTimestamp:
 		return nil
 	case k.Timestamp == ImplicitTimestamp:
-		return fmt.Errorf("%w: this node has not learned keyspace %s's definition from the cluster yet", ErrNotSettled, name)
+		return fmt.Errorf("this node has not learned keyspace %s's definition from the cluster yet (%w)", name, ErrNotSettled)
 	}
 	if other, ok := c.conflicts[name]; ok {
-		return fmt.Errorf("%w: this node settled keyspace %s with %s, and another node with %s, which wins: "+
-			"this node keeps its own and runs no transaction in it; wipe this node and start it again with --seeds (and the cluster's --default-replication and --default-transactions)",
-			ErrNotSettled, name, DescribeImplicit(k), DescribeImplicit(other))
+		return fmt.Errorf("this node settled keyspace %s with %s, and another node with %s, which wins: "+
+			"this node keeps its own and runs no transaction in it; wipe this node and start it again with --seeds (and the cluster's --default-replication and --default-transactions) (%w)",
+			name, DescribeImplicit(k), DescribeImplicit(other), ErrNotSettled)
 	}
 	return nil
 }
@@ -555,7 +555,7 @@ func (c *Catalog) Truncate(name string, truncatedAt hlc.Timestamp) (Keyspace, er
 	}
 	if k.Timestamp == ImplicitTimestamp {
 		// The truncation travels with the definition, which must not before it settles.
-		return Keyspace{}, fmt.Errorf("%w: this node has not learned keyspace %s's definition from the cluster yet, so it cannot truncate it", ErrNotSettled, name)
+		return Keyspace{}, fmt.Errorf("this node has not learned keyspace %s's definition from the cluster yet, so it cannot truncate it (%w)", name, ErrNotSettled)
 	}
 	k.TruncatedAt = truncatedAt
 	if _, err := c.Apply(k); err != nil {

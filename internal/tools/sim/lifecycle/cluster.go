@@ -59,6 +59,9 @@ type NodeSpec struct {
 	Seeds []string
 	// Replace names a dead node this new node replaces (--replace).
 	Replace string
+	// DefaultTransactions is its --default-transactions: where the lightweight
+	// transactions of the default keyspace it defines run; empty is the default.
+	DefaultTransactions string
 }
 
 // Cluster is a simulated cluster. Start it, and use it, inside synctest.Test.
@@ -166,6 +169,7 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
 		CompactionThroughput: -1,
 		DefaultReplication:   c.cfg.DefaultReplication,
+		DefaultTransactions:  spec.DefaultTransactions,
 		// Pebble pools the write tasks of a table's data blocks, each with a channel,
 		// across the process: a table of two blocks or more built in one synctest bubble
 		// leaves a channel of that bubble in the pool, and the next bubble to draw it (the
