@@ -13,7 +13,8 @@ import (
 // The default keyspace's definition settles (internal/core/schema/settle.go): a node
 // that founds the cluster settles its own proposal as it starts, any other one adopts
 // the cluster's settled definition when it pulls the catalog, or settles its own once
-// it is on the ring and no member holds one (settleDefault). Until then the coordinator
+// it knows the members and none holds one nor, with a smaller id, proposes one
+// (settleDefault). Until then the coordinator
 // refuses the keyspace's lightweight transactions (schema.Catalog.TransactionsReady).
 
 // settleAtStart settles the node's proposal when it founds a new cluster; it runs
@@ -27,9 +28,15 @@ func (n *Node) settleAtStart() error {
 	return err
 }
 
+// keyDefaultProposal is the application state in which a node gossips that it holds a
+// proposal of its own for the default keyspace, not settled yet ("1"; empty once
+// settled): of the members that propose, the one of the smallest id settles its own
+// (schema.SettleOwn).
+const keyDefaultProposal = "default_proposal"
+
 // settleDefaultLoop runs settleDefault once a gossip round until the default keyspace
 // holds no proposal any more (settled here, or adopted from the cluster), or the node
-// stops.
+// stops; newFeed gossips meanwhile that the node proposes one.
 func (n *Node) settleDefaultLoop() {
 	defer n.wg.Done()
 	ctx, cancel := n.stopContext()
@@ -38,6 +45,7 @@ func (n *Node) settleDefaultLoop() {
 	defer ticker.Stop()
 	for {
 		if _, ok := n.catalog.Proposal(schema.DefaultKeyspace); !ok {
+			n.feed.SetAppState(keyDefaultProposal, "")
 			return
 		}
 		n.settleDefault(ctx)
@@ -64,12 +72,13 @@ func (n *Node) settleDefault(ctx context.Context) {
 		p := schema.Peer{ID: m.ID, Up: n.directory.State(m.ID).Reachable()}
 		if g, ok := n.feed.Member(m.ID); ok {
 			p.Digest, p.DigestKnown = feed.SchemaDigest(g)
+			p.Proposes = g.AppState[keyDefaultProposal] != ""
 			v, err := strconv.Atoi(g.AppState[keyTransactions])
 			p.PartitionTransactions = err == nil && v >= partitionTransactionsVersion
 		}
 		peers = append(peers, p)
 	}
-	settle, why := schema.SettleOwn(proposal, n.Self().Status == cluster.StatusNormal, n.catalog.Digest(), peers)
+	settle, why := schema.SettleOwn(n.cfg.ID, proposal, n.directory.Trusted(), n.catalog.Digest(), peers)
 	if why != "" {
 		n.log.Debug("default keyspace not settled yet", "why", why)
 		return

@@ -36,27 +36,30 @@ type Peer struct {
 	// gossiped one yet.
 	Digest      uint64
 	DigestKnown bool
+	// Proposes: it gossips that it holds a proposal of its own, not settled yet.
+	Proposes bool
 	// PartitionTransactions: it announces that it runs partition instances (the gossip
 	// feature "transactions"); a build that does not reads a definition with
 	// transactions partition as per key.
 	PartitionTransactions bool
 }
 
-// SettleOwn decides whether a node settles its own proposal for a keyspace, and on
-// what: once the node is on the ring (it found the ring, or joined it) and every other
-// member that is up gossips the digest of this node's catalog, which lacks the
-// proposal (Catalog.Definitions): none of them holds a settled definition of the
-// keyspace, so there is none to adopt. This is how nodes that found a cluster together
-// (each started with the others as seeds, or a topology file's addresses) settle without
-// waiting for one another: each settles its own, the same when their flags are, and one
-// that settles later adopts the first one it hears of instead. A member that holds a
-// settled definition gossips another digest, and this node pulls its catalog and adopts
-// it (Merge) rather than settle. The definition settled keeps the proposal's transactions,
-// unless a member does not run partition instances: then per key, the instances every
-// build runs. It returns the definition to settle, or why not yet.
-func SettleOwn(proposal Keyspace, onRing bool, digest uint64, peers []Peer) (Keyspace, string) {
-	if !onRing {
-		return Keyspace{}, "not on the ring yet"
+// SettleOwn decides whether node self settles its own proposal for a keyspace, and on
+// what: once it has learned the ring (ringKnown: it knows the members), every other
+// member that is up gossips the digest of this node's catalog, which lacks the proposal
+// (Catalog.Definitions), so none of them holds a settled definition to adopt, and no
+// member up with a smaller id proposes one of its own. That member settles first, and
+// this one adopts its definition when it pulls the changed catalog (Merge): nodes that
+// found a cluster together (each started with the others as seeds, or a topology file's
+// addresses) settle on one definition without waiting for a node that is down, or that
+// proposes none (--default-replication none, a build before settling). A member that
+// holds a settled definition gossips another digest, and this node pulls its catalog
+// and adopts it rather than settle. The definition settled keeps the proposal's
+// transactions, unless a member does not run partition instances: then per key, the
+// instances every build runs. It returns the definition to settle, or why not yet.
+func SettleOwn(self string, proposal Keyspace, ringKnown bool, digest uint64, peers []Peer) (Keyspace, string) {
+	if !ringKnown {
+		return Keyspace{}, "this node has not learned the ring yet"
 	}
 	partition := true
 	for _, p := range peers {
@@ -67,6 +70,8 @@ func SettleOwn(proposal Keyspace, onRing bool, digest uint64, peers []Peer) (Key
 			return Keyspace{}, fmt.Sprintf("member %s has not gossiped its catalog yet", p.ID)
 		case p.Digest != digest:
 			return Keyspace{}, fmt.Sprintf("member %s holds another catalog, which this node pulls", p.ID)
+		case p.Proposes && p.ID < self:
+			return Keyspace{}, fmt.Sprintf("member %s proposes a definition too, and settles first", p.ID)
 		}
 	}
 	if proposal.PartitionTransactions() && !partition {

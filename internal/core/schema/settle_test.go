@@ -38,14 +38,22 @@ func TestSettleOwn(t *testing.T) {
 	}
 	older := up("n3", digest)
 	older.PartitionTransactions = false
+	proposer := up("n1", digest)
+	proposer.Proposes = true
+	later := up("n3", digest)
+	later.Proposes = true
+	downProposer := Peer{ID: "n1", Proposes: true, PartitionTransactions: true}
 	tests := []struct {
-		name   string
-		onRing bool
-		peers  []Peer
-		want   string // the transactions settled on, or a part of why not
+		name      string
+		ringKnown bool
+		peers     []Peer
+		want      string // the transactions settled on, or a part of why not
 	}{
-		{"alone on the ring", true, nil, TransactionsPartition},
-		{"not on the ring yet", false, nil, "not on the ring"},
+		{"alone", true, nil, TransactionsPartition},
+		{"the ring not learned yet", false, nil, "not learned the ring"},
+		{"a member of a smaller id proposes", true, []Peer{proposer, up("n3", digest)}, "n1 proposes a definition too"},
+		{"a member of a larger id proposes", true, []Peer{later}, TransactionsPartition},
+		{"the member of a smaller id that proposes is down", true, []Peer{downProposer, later}, TransactionsPartition},
 		{"founding together, every member agreeing", true, []Peer{up("n2", digest), up("n3", digest)}, TransactionsPartition},
 		{"a member holds another catalog", true, []Peer{up("n2", digest), up("n3", 9)}, "n3 holds another catalog"},
 		{"a member not heard yet", true, []Peer{{ID: "n2", Up: true, PartitionTransactions: true}}, "n2 has not gossiped"},
@@ -54,7 +62,7 @@ func TestSettleOwn(t *testing.T) {
 		{"a member down that runs none", true, []Peer{{ID: "n3"}}, TransactionsKey},
 	}
 	for _, tt := range tests {
-		got, why := SettleOwn(proposal, tt.onRing, digest, tt.peers)
+		got, why := SettleOwn("n2", proposal, tt.ringKnown, digest, tt.peers)
 		switch {
 		case why == "" && got.Transactions != tt.want:
 			t.Errorf("%s: settles %s, want %s", tt.name, got.Transactions, tt.want)

@@ -137,7 +137,13 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 	id := arg("node")
 	switch d.Cmd {
 	case "start":
-		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace"), DefaultTransactions: arg("default-transactions")})
+		// founders=n1@dc1,n2@dc1: a topology file's nodes, which found the cluster together.
+		var founders []cluster.Node
+		for _, f := range list("founders") {
+			id, dc, _ := strings.Cut(f, "@")
+			founders = append(founders, cluster.Node{ID: id, DC: dc})
+		}
+		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace"), DefaultTransactions: arg("default-transactions"), Founders: founders})
 	case "restart":
 		// The same command as the node's last start, but for a DC given anew (dc=), as an
 		// operator who edits --dc would.
