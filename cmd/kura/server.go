@@ -75,7 +75,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	respAddr := fs.String("resp", "", "Redis protocol address, e.g. 127.0.0.1:6379 (empty: none)")
 	respLevel := fs.String("resp-consistency", "ONE", "consistency level of a new Redis connection (KURA.CONSISTENCY changes it)")
 	respCounters := fs.String("resp-counters", "exact", "what INCR makes of a missing key on a new Redis connection: exact (a lightweight transaction) or pn (a conflict-free counter, no Paxos; KURA.COUNTERS changes it)")
-	respKeyspace := fs.String("resp-keyspace", schema.DefaultKeyspace, "keyspace a new Redis connection starts in and RESET returns to (KURA.KEYSPACE switches one connection): one created with --transactions partition lets clients that never send KURA.KEYSPACE run MULTI over several keys of one hash tag. It may be created after the node starts. Per node: give every node the same, or a client reconnecting through another node changes keyspace")
+	respKeyspace := fs.String("resp-keyspace", schema.DefaultKeyspace, "keyspace a new Redis connection starts in and RESET returns to (KURA.KEYSPACE switches one connection): one created with --transactions partition lets clients that never send KURA.KEYSPACE run MULTI over several keys of one hash tag (as default does in a cluster created with --default-transactions partition). It may be created after the node starts. Per node: give every node the same, or a client reconnecting through another node changes keyspace")
 	respTimeout := fs.Duration("resp-timeout", 0, "close a Redis connection idle for this long, as Redis's timeout (0: never; CONFIG SET timeout changes it)")
 	defaultLimits := coord.DefaultLimits()
 	maxKeyBytes := fs.Int("max-key-bytes", defaultLimits.KeyBytesMax, "largest key accepted, in bytes")
