@@ -92,8 +92,13 @@ const (
 // users cannot create keyspaces with it.
 const SystemPrefix = "system"
 
-// catalogKeyspace is where a node stores its catalog.
-const catalogKeyspace = SystemPrefix + "_schema"
+// catalogKeyspace is where a node stores its catalog, and conflictKeyspace the settled
+// implicit definitions that won over this node's own (Catalog.conflicts), so that it
+// refuses their transactions after a restart too, before it meets them again.
+const (
+	catalogKeyspace  = SystemPrefix + "_schema"
+	conflictKeyspace = SystemPrefix + "_schema_conflicts"
+)
 
 var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
@@ -386,7 +391,8 @@ type Catalog struct {
 	keyspaces map[string]Keyspace
 	// conflicts holds, by name, a settled implicit definition met that differs from
 	// this node's settled one and wins over it (ImplicitConflict): this node keeps its
-	// own and refuses transactions in the keyspace (TransactionsReady).
+	// own and refuses transactions in the keyspace (TransactionsReady). Persisted in
+	// conflictKeyspace, until an operator's definition ends it.
 	conflicts map[string]Keyspace
 }
 
@@ -412,6 +418,19 @@ func Open(engine Records) (*Catalog, error) {
 		}
 		c.keyspaces[k.Name] = k
 	}
+	conflicts, err := engine.Scan(conflictKeyspace, nil, nil, 0, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load schema conflicts: %w", err)
+	}
+	for _, r := range conflicts {
+		k, err := decode(r)
+		if err != nil {
+			return nil, fmt.Errorf("load schema conflicts: %w", err)
+		}
+		if own, ok := c.keyspaces[k.Name]; ok && own.Timestamp == SettledTimestamp {
+			c.conflicts[k.Name] = k
+		}
+	}
 	return c, nil
 }
 
@@ -433,11 +452,8 @@ func (c *Catalog) Apply(k Keyspace) (bool, error) {
 	if old, ok := c.keyspaces[k.Name]; ok {
 		truncatedAt := max(old.TruncatedAt, k.TruncatedAt)
 		merged, conflict := Merge(old, k)
-		switch {
-		case conflict:
-			c.conflicts[k.Name] = k
-		case merged.Timestamp > SettledTimestamp:
-			delete(c.conflicts, k.Name) // an operator's definition ends it
+		if err := c.recordConflictLocked(k, merged, conflict); err != nil {
+			return false, err
 		}
 		k = merged
 		k.TruncatedAt = truncatedAt
@@ -449,6 +465,26 @@ func (c *Catalog) Apply(k Keyspace) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// recordConflictLocked persists and keeps in, a settled implicit definition that wins
+// over this node's own (conflict), and forgets a conflict once an operator's definition
+// was merged; c.mu is held.
+func (c *Catalog) recordConflictLocked(in, merged Keyspace, conflict bool) error {
+	switch _, known := c.conflicts[in.Name]; {
+	case conflict && !known:
+		if _, err := c.engine.Apply(conflictKeyspace, encode(in)); err != nil {
+			return fmt.Errorf("store the conflict of keyspace %s: %w", in.Name, err)
+		}
+		c.conflicts[in.Name] = in
+	case known && merged.Timestamp > SettledTimestamp:
+		end := lww.Record{Key: []byte(in.Name), Timestamp: merged.Timestamp, Tombstone: true}
+		if _, err := c.engine.Apply(conflictKeyspace, end); err != nil {
+			return fmt.Errorf("end the conflict of keyspace %s: %w", in.Name, err)
+		}
+		delete(c.conflicts, in.Name)
+	}
+	return nil
 }
 
 // storeLocked persists k, unless it is this node's own implicit proposal, and keeps it;

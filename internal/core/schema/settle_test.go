@@ -158,13 +158,27 @@ func TestCatalogSettles(t *testing.T) {
 	if changed, err := c.Apply(cluster); changed || err != nil {
 		t.Fatalf("a settled definition was replaced by another: %v, %v", changed, err)
 	}
-	if err := c.TransactionsReady(DefaultKeyspace); !errors.Is(err, ErrNotSettled) || !strings.Contains(err.Error(), "transactions key, which wins") {
-		t.Fatalf("TransactionsReady after a conflict lost = %v", err)
+	reopen := func() {
+		t.Helper()
+		e.Close()
+		e = openEngine(t, dir)
+		if c, err = Open(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, when := range []string{"met", "after a restart"} {
+		if err := c.TransactionsReady(DefaultKeyspace); !errors.Is(err, ErrNotSettled) || !strings.Contains(err.Error(), "transactions key, which wins") {
+			t.Fatalf("TransactionsReady once a conflict lost was %s = %v", when, err)
+		}
+		reopen()
 	}
 	if _, err := c.Apply(Keyspace{Name: DefaultKeyspace, Replication: "each=3", Timestamp: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.TransactionsReady(DefaultKeyspace); err != nil {
-		t.Fatalf("a created definition did not end the conflict: %v", err)
+	for _, when := range []string{"created", "after a restart"} {
+		if err := c.TransactionsReady(DefaultKeyspace); err != nil {
+			t.Fatalf("a created definition did not end the conflict (%s): %v", when, err)
+		}
+		reopen()
 	}
 }
