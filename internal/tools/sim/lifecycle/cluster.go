@@ -12,6 +12,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,9 @@ type NodeSpec struct {
 	Seeds []string
 	// Replace names a dead node this new node replaces (--replace).
 	Replace string
+	// DefaultReplication is its --default-replication; empty is the cluster's
+	// (Config.DefaultReplication).
+	DefaultReplication string
 	// DefaultTransactions is its --default-transactions: where the lightweight
 	// transactions of the default keyspace it defines run; empty is the default.
 	DefaultTransactions string
@@ -173,7 +177,7 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 		DataDir: "data", FS: fs, Vnodes: c.cfg.Vnodes,
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
 		CompactionThroughput: -1,
-		DefaultReplication:   c.cfg.DefaultReplication,
+		DefaultReplication:   cmp.Or(spec.DefaultReplication, c.cfg.DefaultReplication),
 		DefaultTransactions:  spec.DefaultTransactions,
 		// Pebble pools the write tasks of a table's data blocks, each with a channel,
 		// across the process: a table of two blocks or more built in one synctest bubble

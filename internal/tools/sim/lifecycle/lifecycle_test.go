@@ -143,7 +143,8 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			id, dc, _ := strings.Cut(f, "@")
 			founders = append(founders, cluster.Node{ID: id, DC: dc})
 		}
-		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace"), DefaultTransactions: arg("default-transactions"), Founders: founders})
+		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace"),
+			DefaultReplication: arg("default-replication"), DefaultTransactions: arg("default-transactions"), Founders: founders})
 	case "restart":
 		// The same command as the node's last start, but for a DC given anew (dc=), as an
 		// operator who edits --dc would.
