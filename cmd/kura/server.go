@@ -75,7 +75,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	respAddr := fs.String("resp", "", "Redis protocol address, e.g. 127.0.0.1:6379 (empty: none)")
 	respLevel := fs.String("resp-consistency", "ONE", "consistency level of a new Redis connection (KURA.CONSISTENCY changes it)")
 	respCounters := fs.String("resp-counters", "exact", "what INCR makes of a missing key on a new Redis connection: exact (a lightweight transaction) or pn (a conflict-free counter, no Paxos; KURA.COUNTERS changes it)")
-	respKeyspace := fs.String("resp-keyspace", schema.DefaultKeyspace, "keyspace a new Redis connection starts in and RESET returns to (KURA.KEYSPACE switches one connection): one created with --transactions partition lets clients that never send KURA.KEYSPACE run MULTI over several keys of one hash tag. It may be created after the node starts. Per node: give every node the same, or a client reconnecting through another node changes keyspace")
+	respKeyspace := fs.String("resp-keyspace", schema.DefaultKeyspace, "keyspace a new Redis connection starts in and RESET returns to (KURA.KEYSPACE switches one connection): one created with --transactions partition lets clients that never send KURA.KEYSPACE run MULTI over several keys of one hash tag (as default does in a cluster created with --default-transactions partition). It may be created after the node starts. Per node: give every node the same, or a client reconnecting through another node changes keyspace")
 	respTimeout := fs.Duration("resp-timeout", 0, "close a Redis connection idle for this long, as Redis's timeout (0: never; CONFIG SET timeout changes it)")
 	defaultLimits := coord.DefaultLimits()
 	maxKeyBytes := fs.Int("max-key-bytes", defaultLimits.KeyBytesMax, "largest key accepted, in bytes")
@@ -101,6 +101,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	repairInterval := fs.Duration("repair-interval", time.Hour, "length of one background anti-entropy repair of every keyspace, its ranges spread over it (0: none)")
 	maxClockOffset := fs.Duration("max-clock-offset", clockguard.DefaultMaxOffset, "how far this node's clock may be from its peers' before it refuses to coordinate writes")
 	defaultReplication := fs.String("default-replication", node.DefaultReplication, "replication of the default keyspace a new node defines (e.g. each=3, dc1=3,dc2=2; none: no default keyspace)")
+	defaultTransactions := fs.String("default-transactions", node.DefaultTransactions, "where the lightweight transactions of the default keyspace a new node defines run: partition (a MULTI/EXEC may cover several keys of one hash tag) or key (one Paxos instance per key, so keys of one tag do not contend); give every node the same: where they differ, a node adopts the definition its cluster settled on, and a node that founded the cluster with another one refuses transactions in default, saying why")
 	enableFaults := fs.Bool("enable-faults", false, "let the admin API inject faults into this node (kura faults, kura nemesis): test clusters only")
 	powerTier := fs.Int("power-tier", 0, "power tier, fixed at the first start: 0 never sleeps, 1 may sleep (kura power; docs/power.md)")
 	powerProfile := fs.String("power-profile", "s4", "sleep state whose draw and transition times model the node's energy: s4 or s1")
@@ -153,8 +154,8 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		DataDir: *dataDir, InMemory: *inMemory, Logger: logger,
 		Membership: *membershipName, GossipInterval: *gossipInterval, Routing: *routingName,
 		RepairInterval: *repairInterval, MaxClockOffset: *maxClockOffset, EnableFaults: *enableFaults,
-		DefaultReplication: *defaultReplication,
-		PowerTier:          *powerTier, PowerProfile: *powerProfile, NoTimeoutSuppression: *noSuppression,
+		DefaultReplication: *defaultReplication, DefaultTransactions: *defaultTransactions,
+		PowerTier: *powerTier, PowerProfile: *powerProfile, NoTimeoutSuppression: *noSuppression,
 		Replace: *replace, RingDelay: *ringDelay, StreamThroughput: int64(*streamMiBps * (1 << 20)),
 		RESPIdleTimeout: *respTimeout, AbortJoinAfter: *abortJoinAfter,
 		RESPKeyspace: *respKeyspace,
@@ -176,6 +177,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		if _, err := ring.ParseReplication(*defaultReplication); err != nil {
 			return fmt.Errorf("%w: --default-replication: %v", errUsage, err)
 		}
+	}
+	if t := *defaultTransactions; t != schema.TransactionsKey && t != schema.TransactionsPartition {
+		return fmt.Errorf("%w: --default-transactions %q: want %s or %s", errUsage, t, schema.TransactionsKey, schema.TransactionsPartition)
 	}
 	if *maxKeyBytes <= 0 || *maxValueBytes <= 0 {
 		return fmt.Errorf("%w: --max-key-bytes and --max-value-bytes must be positive", errUsage)

@@ -59,6 +59,7 @@ func TestServerFrontEndFlagErrors(t *testing.T) {
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-keyspace", "my-app"}, `--resp-keyspace: invalid keyspace: name "my-app" must be 1-48 letters`},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--resp-keyspace", "system_paxos"}, `--resp-keyspace: invalid keyspace: name "system_paxos": names starting with "system" are reserved`},
 		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--emulate-disk-shared"}, "--emulate-disk-shared needs --emulate-disk"},
+		{[]string{"server", "--id", "a", "--dc", "x", "--in-memory", "--default-transactions", "tag"}, `--default-transactions "tag": want key or partition`},
 	}
 	for _, tt := range tests {
 		code, _, errOut := kura(tt.args...)

@@ -97,6 +97,8 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 		Workers:   parts.Workers,
 		// The simulator's data path passes none: it writes no typed record.
 		TypedRecords: parts.TypedRecords,
+		// The default keyspace takes none until its definition is settled.
+		TransactionsReady: parts.Keyspaces.TransactionsReady,
 	})
 	// The repairer runs over the coordinator's placement, so that it compares the
 	// replicas the coordinator writes to.

@@ -89,8 +89,10 @@ func startCluster(t *testing.T, start func(t *testing.T, id, dc, defaultReplicat
 	// normal, and a write before that reaches the other DC by streaming, not as a write.
 	waitAllNormal(t, len(nodes), nodes...)
 	for _, n := range nodes {
-		if ks, err := n.Keyspace(schema.DefaultKeyspace); err != nil || ks.Replication != replication {
-			t.Fatalf("%s: default keyspace %+v, %v; want replication %s", n.ID(), ks, err, replication)
+		// The joiners adopt the first node's definition, which it settled as it started.
+		waitUntil(t, "node "+n.ID()+" settled the default keyspace", func() bool { return n.catalog.TransactionsReady(schema.DefaultKeyspace) == nil })
+		if ks, err := n.Keyspace(schema.DefaultKeyspace); err != nil || ks.Replication != replication || !ks.PartitionTransactions() {
+			t.Fatalf("%s: default keyspace %+v, %v; want replication %s, transactions partition", n.ID(), ks, err, replication)
 		}
 	}
 	return nodes

@@ -8,6 +8,7 @@ import (
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/membership"
 	"github.com/kuradb/kura/internal/core/power"
+	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/io/transport"
 	"github.com/kuradb/kura/internal/service/membership/feed"
 	"github.com/kuradb/kura/internal/service/powercycle"
@@ -26,6 +27,9 @@ func newFeed(n *Node) (*feed.Feed, error) {
 	appState[powercycle.KeyLevels] = n.cfg.PowerLevels.String()
 	if n.fresh && !n.cfg.Founding {
 		appState[ringchange.KeyNewData] = "1"
+	}
+	if _, ok := n.catalog.Proposal(schema.DefaultKeyspace); ok {
+		appState[keyDefaultProposal] = "1" // until settleDefaultLoop settles it
 	}
 	return feed.New(feed.Config{
 		ID:       n.cfg.ID,

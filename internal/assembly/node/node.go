@@ -22,6 +22,7 @@ import (
 	"github.com/kuradb/kura/internal/base/workers"
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/lww"
+	"github.com/kuradb/kura/internal/core/paxos"
 	"github.com/kuradb/kura/internal/core/power"
 	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/core/routing/chord"
@@ -185,8 +186,16 @@ type Config struct {
 	// its first start (schema.DefaultKeyspace), so clients that name no keyspace work on
 	// a fresh cluster: default "each=3" (three replicas in every DC, all of a smaller
 	// DC's nodes); NoDefaultKeyspace defines none. It should be the same on every node;
-	// where nodes differ, they all settle on one of the definitions.
+	// a node that joins adopts the cluster's settled definition (DefaultTransactions).
 	DefaultReplication string
+	// DefaultTransactions is where the lightweight transactions of the default keyspace
+	// a node defines run (schema.Keyspace.Transactions): "partition" (the default,
+	// DefaultTransactions: a transaction may cover several keys of one hash tag, as
+	// Redis's MULTI/EXEC does) or "key" (one Paxos instance per key). It should be the
+	// same on every node; a node runs no transaction in the keyspace until its
+	// definition is settled, and a node that joins adopts the cluster's settled one,
+	// whatever its own setting (docs/lwt.md, "The switch, per keyspace").
+	DefaultTransactions string
 
 	// PowerTier is the node's power tier (paper 003; docs/power.md): 0, the default,
 	// never sleeps; 1 and above may. The ring keeps one replica of every range on tier 0.
@@ -240,6 +249,8 @@ type Config struct {
 const (
 	DefaultReplication = "each=3"
 	NoDefaultKeyspace  = "none"
+	// DefaultTransactions is Config.DefaultTransactions's default.
+	DefaultTransactions = schema.TransactionsPartition
 )
 
 // Node is one running kura node.
@@ -327,6 +338,8 @@ func Start(cfg Config) (*Node, error) {
 	go n.loop(loadInterval, n.publishStored)
 	n.wg.Add(1)
 	go n.dropTruncatedLoop()
+	n.wg.Add(1)
+	go n.settleDefaultLoop()
 	if n.dht != nil {
 		n.wg.Add(1)
 		go n.loop(dhtTick, n.dht.tick)
@@ -380,7 +393,8 @@ func (n *Node) open() error {
 		return err
 	}
 	if n.cfg.DefaultReplication != NoDefaultKeyspace {
-		if err := n.catalog.EnsureDefault(cmp.Or(n.cfg.DefaultReplication, DefaultReplication)); err != nil {
+		proposal := schema.Keyspace{Replication: cmp.Or(n.cfg.DefaultReplication, DefaultReplication), Transactions: cmp.Or(n.cfg.DefaultTransactions, DefaultTransactions)}
+		if err := n.catalog.EnsureDefault(proposal); err != nil {
 			return err
 		}
 	}
@@ -453,6 +467,9 @@ func (n *Node) open() error {
 		// Its own ring is the whole ring: trust it before Start returns, not in the
 		// background, so the first request already has one.
 		n.directory.SetTrusted()
+	}
+	if err := n.settleAtStart(); err != nil {
+		return err
 	}
 	if n.feed, err = newFeed(n); err != nil {
 		return err
@@ -566,6 +583,12 @@ func (n *Node) StoredBytes(keyspace string) (records int, total int64, err error
 // checks compare between replicas.
 func (n *Node) Peek(ctx context.Context, keyspace string, key []byte) (lww.Record, bool, error) {
 	return n.local.Get(ctx, keyspace, key)
+}
+
+// PaxosState returns this node's own acceptor state of a Paxos instance (a key's or a
+// partition's): what the simulator's checks read to tell which instances ran.
+func (n *Node) PaxosState(keyspace string, in paxos.Instance) (paxos.State, error) {
+	return n.local.PaxosState(keyspace, in)
 }
 
 // Replicas returns the ids of the nodes that hold key of keyspace on this node's ring,

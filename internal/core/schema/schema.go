@@ -92,8 +92,13 @@ const (
 // users cannot create keyspaces with it.
 const SystemPrefix = "system"
 
-// catalogKeyspace is where a node stores its catalog.
-const catalogKeyspace = SystemPrefix + "_schema"
+// catalogKeyspace is where a node stores its catalog, and conflictKeyspace the settled
+// implicit definitions that won over this node's own (Catalog.conflicts), so that it
+// refuses their transactions after a restart too, before it meets them again.
+const (
+	catalogKeyspace  = SystemPrefix + "_schema"
+	conflictKeyspace = SystemPrefix + "_schema_conflicts"
+)
 
 var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
@@ -102,10 +107,22 @@ var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 // does, has somewhere to write.
 const DefaultKeyspace = "default"
 
-// ImplicitTimestamp versions the default keyspace a node defines by itself. It is below
-// any clock reading, so a keyspace an operator creates under that name wins over it,
-// and the same on every node, so nodes that define it alike agree from the start.
+// ImplicitTimestamp versions the default keyspace a node defines by itself, until the
+// node settles it (SettledTimestamp): its own proposal, which it neither persists nor
+// sends to other nodes, and runs no lightweight transaction in (TransactionsReady). It
+// is below any clock reading, so a keyspace an operator creates under that name wins
+// over it. Builds before settling persisted and sent their definition at this timestamp
+// and ran transactions in it: such a definition, read from the disk or from a peer,
+// counts as settled.
 const ImplicitTimestamp hlc.Timestamp = 1
+
+// SettledTimestamp versions an implicit definition of the default keyspace that a node
+// settled on: its own, when it founded the cluster (Settle), or the cluster's, which it
+// adopted (Apply). A settled definition is persisted, travels, and is never replaced by
+// another implicit one, settled or not: a key's Paxos instance changing under a round in
+// flight could let two values be chosen (docs/lwt.md). Below any clock reading, so a
+// keyspace an operator creates under that name still wins over it.
+const SettledTimestamp hlc.Timestamp = 2
 
 // DefaultPartitioner is the partitioner of a keyspace created without one: keys of one
 // Redis hash tag share a replica set, and keys without a tag place as under "hash".
@@ -372,11 +389,16 @@ type Catalog struct {
 
 	mu        sync.RWMutex
 	keyspaces map[string]Keyspace
+	// conflicts holds, by name, a settled implicit definition met that differs from
+	// this node's settled one and wins over it (ImplicitConflict): this node keeps its
+	// own and refuses transactions in the keyspace (TransactionsReady). Persisted in
+	// conflictKeyspace, until an operator's definition ends it.
+	conflicts map[string]Keyspace
 }
 
 // Open loads the catalog persisted in engine.
 func Open(engine Records) (*Catalog, error) {
-	c := &Catalog{engine: engine, keyspaces: map[string]Keyspace{}}
+	c := &Catalog{engine: engine, keyspaces: map[string]Keyspace{}, conflicts: map[string]Keyspace{}}
 	records, err := engine.Scan(catalogKeyspace, nil, nil, 0, false, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load schema: %w", err)
@@ -386,52 +408,178 @@ func Open(engine Records) (*Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load schema: %w", err)
 		}
+		if k.Timestamp == ImplicitTimestamp {
+			// An older build persisted it and ran transactions in it: settled. Stored
+			// again at SettledTimestamp, so that it travels as settled.
+			k.Timestamp = SettledTimestamp
+			if _, err := engine.Apply(catalogKeyspace, encode(k)); err != nil {
+				return nil, fmt.Errorf("settle keyspace %s: %w", k.Name, err)
+			}
+		}
 		c.keyspaces[k.Name] = k
+	}
+	conflicts, err := engine.Scan(conflictKeyspace, nil, nil, 0, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load schema conflicts: %w", err)
+	}
+	for _, r := range conflicts {
+		k, err := decode(r)
+		if err != nil {
+			return nil, fmt.Errorf("load schema conflicts: %w", err)
+		}
+		if own, ok := c.keyspaces[k.Name]; ok && own.Timestamp == SettledTimestamp {
+			c.conflicts[k.Name] = k
+		}
 	}
 	return c, nil
 }
 
-// Apply merges a definition: it replaces the stored one when its timestamp is newer,
-// and the later of the two truncations is kept either way. The result is persisted
-// before Apply returns. It reports whether the catalog changed.
+// Apply merges a definition another node sent, or one created here: it replaces the
+// stored one as Merge says, and the later of the two truncations is kept either way.
+// The result is persisted before Apply returns. It reports whether the catalog changed.
+// A definition at ImplicitTimestamp comes from a build before settling, which ran
+// transactions in it: it is applied as settled.
 func (c *Catalog) Apply(k Keyspace) (bool, error) {
 	k, err := k.Compile()
 	if err != nil {
 		return false, err
 	}
+	if k.Timestamp == ImplicitTimestamp {
+		k.Timestamp = SettledTimestamp
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.keyspaces[k.Name]; ok {
 		truncatedAt := max(old.TruncatedAt, k.TruncatedAt)
-		if !newerDefinition(k, old) {
-			k = old
+		merged, conflict := Merge(old, k)
+		if err := c.recordConflictLocked(k, merged, conflict); err != nil {
+			return false, err
 		}
+		k = merged
 		k.TruncatedAt = truncatedAt
 		if k.Timestamp == old.Timestamp && bytes.Equal(encode(k).Value, encode(old).Value) {
 			return false, nil
 		}
 	}
-	if _, err := c.engine.Apply(catalogKeyspace, encode(k)); err != nil {
-		return false, fmt.Errorf("store keyspace %s: %w", k.Name, err)
+	if err := c.storeLocked(k); err != nil {
+		return false, err
 	}
-	c.keyspaces[k.Name] = k
 	return true, nil
 }
 
-// EnsureDefault defines DefaultKeyspace with replication, at ImplicitTimestamp, unless
-// the catalog already holds a definition of it (implicit or created), which it never
-// replaces: a restart with another --default-replication must not move data.
-func (c *Catalog) EnsureDefault(replication string) error {
-	c.mu.RLock()
-	_, ok := c.keyspaces[DefaultKeyspace]
-	c.mu.RUnlock()
-	if ok {
-		return nil
-	}
-	if _, err := c.Apply(Keyspace{Name: DefaultKeyspace, Replication: replication, Timestamp: ImplicitTimestamp}); err != nil {
-		return fmt.Errorf("define the default keyspace: %w", err)
+// recordConflictLocked persists and keeps in, a settled implicit definition that wins
+// over this node's own (conflict), and forgets a conflict once an operator's definition
+// was merged; c.mu is held.
+func (c *Catalog) recordConflictLocked(in, merged Keyspace, conflict bool) error {
+	switch _, known := c.conflicts[in.Name]; {
+	case conflict && !known:
+		if _, err := c.engine.Apply(conflictKeyspace, encode(in)); err != nil {
+			return fmt.Errorf("store the conflict of keyspace %s: %w", in.Name, err)
+		}
+		c.conflicts[in.Name] = in
+	case known && merged.Timestamp > SettledTimestamp:
+		end := lww.Record{Key: []byte(in.Name), Timestamp: merged.Timestamp, Tombstone: true}
+		if _, err := c.engine.Apply(conflictKeyspace, end); err != nil {
+			return fmt.Errorf("end the conflict of keyspace %s: %w", in.Name, err)
+		}
+		delete(c.conflicts, in.Name)
 	}
 	return nil
+}
+
+// storeLocked persists k, unless it is this node's own implicit proposal, and keeps it;
+// c.mu is held.
+func (c *Catalog) storeLocked(k Keyspace) error {
+	if k.Timestamp != ImplicitTimestamp {
+		if _, err := c.engine.Apply(catalogKeyspace, encode(k)); err != nil {
+			return fmt.Errorf("store keyspace %s: %w", k.Name, err)
+		}
+	}
+	c.keyspaces[k.Name] = k
+	return nil
+}
+
+// EnsureDefault proposes ks (its replication and transactions) as DefaultKeyspace's
+// definition, at ImplicitTimestamp, unless the catalog already holds a definition of it
+// (implicit or created), which it never replaces: a restart with another
+// --default-replication must not move data, nor another --default-transactions switch
+// instances. The proposal is neither persisted nor sent to other nodes; Settle settles
+// it, and a settled definition learned from another node replaces it.
+func (c *Catalog) EnsureDefault(ks Keyspace) error {
+	ks.Name, ks.Timestamp = DefaultKeyspace, ImplicitTimestamp
+	ks, err := ks.Compile()
+	if err != nil {
+		return fmt.Errorf("define the default keyspace: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.keyspaces[DefaultKeyspace]; !ok {
+		c.keyspaces[DefaultKeyspace] = ks
+	}
+	return nil
+}
+
+// Settle settles this node's own proposal for keyspace name, as ks says (the proposal,
+// or the proposal with per-key transactions; see SettleOwn): it is stamped
+// SettledTimestamp and persisted, and from then on travels. It returns the settled
+// definition and whether it changed anything: false when name holds no proposal (it was
+// settled, or created, meanwhile), which Settle never replaces.
+func (c *Catalog) Settle(ks Keyspace) (Keyspace, bool, error) {
+	ks.Timestamp = SettledTimestamp
+	ks, err := ks.Compile()
+	if err != nil {
+		return Keyspace{}, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.keyspaces[ks.Name]; !ok || old.Timestamp != ImplicitTimestamp {
+		return old, false, nil
+	}
+	if err := c.storeLocked(ks); err != nil {
+		return Keyspace{}, false, err
+	}
+	return ks, true, nil
+}
+
+// Proposal returns this node's unsettled proposal for keyspace name, if it holds one.
+func (c *Catalog) Proposal(name string) (Keyspace, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.keyspaces[name]
+	return k, ok && k.Timestamp == ImplicitTimestamp
+}
+
+// ErrNotSettled: the keyspace's definition is this node's own proposal, not yet settled
+// (see SettledTimestamp), so it runs no lightweight transaction in it.
+var ErrNotSettled = errors.New("its transactions wait until it is settled")
+
+// TransactionsReady refuses the lightweight transactions of keyspace name while this
+// node may still change the keyspace's definition under them: its own proposal, not
+// settled yet (ErrNotSettled), or a settled definition that another node settled
+// differently and whose definition wins (ImplicitConflict). Any other keyspace, and one
+// the catalog lacks, is ready (Get refuses the latter).
+func (c *Catalog) TransactionsReady(name string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.keyspaces[name]
+	switch {
+	case !ok || k.Timestamp > SettledTimestamp:
+		return nil
+	case k.Timestamp == ImplicitTimestamp:
+		return fmt.Errorf("this node has not learned keyspace %s's definition from the cluster yet (%w)", name, ErrNotSettled)
+	}
+	if other, ok := c.conflicts[name]; ok {
+		return fmt.Errorf("this node settled keyspace %s with %s, and another node with %s, which wins: "+
+			"this node keeps its own and runs no transaction in it; wipe this node and start it again with --seeds (and the cluster's --default-replication and --default-transactions) (%w)",
+			name, DescribeImplicit(k), DescribeImplicit(other), ErrNotSettled)
+	}
+	return nil
+}
+
+// DescribeImplicit says what distinguishes one implicit definition from another, for
+// messages.
+func DescribeImplicit(k Keyspace) string {
+	return fmt.Sprintf("replication %s, partitioner %s, transactions %s", k.Replication, k.Partitioner, k.Transactions)
 }
 
 // Truncate records a truncation of keyspace name at truncatedAt (merged as Apply does)
@@ -440,6 +588,10 @@ func (c *Catalog) Truncate(name string, truncatedAt hlc.Timestamp) (Keyspace, er
 	k, err := c.Get(name)
 	if err != nil {
 		return Keyspace{}, err
+	}
+	if k.Timestamp == ImplicitTimestamp {
+		// The truncation travels with the definition, which must not before it settles.
+		return Keyspace{}, fmt.Errorf("this node has not learned keyspace %s's definition from the cluster yet, so it cannot truncate it (%w)", name, ErrNotSettled)
 	}
 	k.TruncatedAt = truncatedAt
 	if _, err := c.Apply(k); err != nil {
@@ -463,9 +615,8 @@ func (c *Catalog) Truncations() map[string]hlc.Timestamp {
 }
 
 // newerDefinition reports whether a's definition replaces b's, truncations aside (they
-// merge by max): the later timestamp wins, and of two with one timestamp (two nodes
-// whose implicit defaults differ) every node keeps the same one, as replicas keep the
-// same record.
+// merge by max): the later timestamp wins, and of two with one timestamp every node
+// keeps the same one, as replicas keep the same record.
 func newerDefinition(a, b Keyspace) bool {
 	a.TruncatedAt, b.TruncatedAt = 0, 0
 	return lww.Newer(encode(a), encode(b))
@@ -497,14 +648,23 @@ func (c *Catalog) Get(name string) (Keyspace, error) {
 	return k, nil
 }
 
-// List returns every keyspace sorted by name.
+// List returns every keyspace sorted by name, this node's unsettled proposal of the
+// default keyspace included (it serves reads and writes).
 func (c *Catalog) List() []Keyspace {
-	return slices.DeleteFunc(c.Definitions(), func(k Keyspace) bool { return k.Dropped })
+	return slices.DeleteFunc(c.all(), func(k Keyspace) bool { return k.Dropped })
 }
 
 // Definitions returns every definition sorted by name, those of dropped keyspaces
-// included: what nodes exchange, so that a node that missed a drop learns it.
+// included: what nodes exchange, so that a node that missed a drop learns it. This
+// node's unsettled proposal is not one: it must not reach a node that would settle on
+// it, nor one of a build before settling, which would take it for settled.
 func (c *Catalog) Definitions() []Keyspace {
+	return slices.DeleteFunc(c.all(), func(k Keyspace) bool { return k.Timestamp == ImplicitTimestamp })
+}
+
+// all returns every definition sorted by name, this node's unsettled proposals and
+// dropped keyspaces included.
+func (c *Catalog) all() []Keyspace {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := make([]Keyspace, 0, len(c.keyspaces))
@@ -515,8 +675,8 @@ func (c *Catalog) Definitions() []Keyspace {
 	return out
 }
 
-// Digest summarises the catalog, drops included, in 8 bytes so two nodes can tell
-// cheaply whether theirs differ.
+// Digest summarises the catalog's Definitions, drops included, in 8 bytes so two nodes
+// can tell cheaply whether theirs differ.
 func (c *Catalog) Digest() uint64 {
 	h := fnv.New64a()
 	for _, k := range c.Definitions() {

@@ -245,48 +245,57 @@ func TestCatalogMergesNewestAndPersists(t *testing.T) {
 	}
 }
 
-// TestDefaultKeyspaceIsImplicitAndYields checks the implicit default keyspace: defined
-// once, never replaced by another implicit definition of the same node, chosen alike by
-// two nodes whose definitions differ, and replaced by any created one.
+// TestDefaultKeyspaceIsImplicitAndYields checks the default keyspace a node proposes:
+// served at once, kept across EnsureDefault calls, neither persisted nor sent (nor in
+// the digest) until settled, replaced by a settled definition another node sends, and
+// by any created one.
 func TestDefaultKeyspaceIsImplicitAndYields(t *testing.T) {
-	catalog := func() *Catalog {
-		e := openEngine(t, t.TempDir())
-		t.Cleanup(func() { e.Close() })
-		c, err := Open(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	a, b := catalog(), catalog()
-	if err := a.EnsureDefault("each=3"); err != nil {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	a, err := Open(e)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.EnsureDefault("simple=1"); err != nil {
+	empty := a.Digest()
+	if err := a.EnsureDefault(Keyspace{Replication: "each=3", Transactions: TransactionsPartition}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EnsureDefault(Keyspace{Replication: "simple=1"}); err != nil {
 		t.Fatal(err)
 	}
 	if ks, err := a.Get(DefaultKeyspace); err != nil || ks.Replication != "each=3" || ks.Timestamp != ImplicitTimestamp {
-		t.Fatalf("default keyspace = %+v, %v; want the first implicit definition, each=3", ks, err)
+		t.Fatalf("default keyspace = %+v, %v; want the first proposal, each=3", ks, err)
 	}
-	if err := b.EnsureDefault("simple=1"); err != nil {
+	if len(a.Definitions()) != 0 || a.Digest() != empty || !errors.Is(a.TransactionsReady(DefaultKeyspace), ErrNotSettled) {
+		t.Fatalf("a proposal travels (definitions %v, digest changed %t) or is ready (%v)", a.Definitions(), a.Digest() != empty, a.TransactionsReady(DefaultKeyspace))
+	}
+	if _, err := a.Truncate(DefaultKeyspace, 50); !errors.Is(err, ErrNotSettled) {
+		t.Fatalf("truncating a proposal: %v, want ErrNotSettled", err)
+	}
+	e.Close()
+	e = openEngine(t, dir)
+	defer func() { e.Close() }()
+	if a, err = Open(e); err != nil {
 		t.Fatal(err)
 	}
-	// Each node learns the other's implicit definition: both keep the same one.
-	aDefault, _ := a.Get(DefaultKeyspace)
-	bDefault, _ := b.Get(DefaultKeyspace)
-	if _, err := a.Apply(bDefault); err != nil {
+	if _, err := a.Get(DefaultKeyspace); err == nil {
+		t.Fatal("a proposal was persisted")
+	}
+	if err := a.EnsureDefault(Keyspace{Replication: "each=3", Transactions: TransactionsPartition}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Apply(aDefault); err != nil {
-		t.Fatal(err)
+	// The cluster's settled definition replaces the proposal.
+	cluster := Keyspace{Name: DefaultKeyspace, Replication: "simple=1", Timestamp: SettledTimestamp}
+	if changed, err := a.Apply(cluster); err != nil || !changed {
+		t.Fatalf("the cluster's settled definition did not replace the proposal: %v, %v", changed, err)
 	}
-	if a.Digest() != b.Digest() {
-		t.Fatalf("two nodes with different implicit defaults disagree: %v and %v", a.List(), b.List())
+	if ks, _ := a.Get(DefaultKeyspace); ks.Replication != "simple=1" || ks.PartitionTransactions() || a.TransactionsReady(DefaultKeyspace) != nil {
+		t.Fatalf("after adoption: %+v, ready %v", ks, a.TransactionsReady(DefaultKeyspace))
 	}
 	if changed, err := a.Apply(Keyspace{Name: DefaultKeyspace, Replication: "dc1=2", Timestamp: 100}); err != nil || !changed {
 		t.Fatalf("a created default keyspace did not replace the implicit one: %v, %v", changed, err)
 	}
-	if err := a.EnsureDefault("each=3"); err != nil {
+	if err := a.EnsureDefault(Keyspace{Replication: "each=3"}); err != nil {
 		t.Fatal(err)
 	}
 	if ks, _ := a.Get(DefaultKeyspace); ks.Replication != "dc1=2" {
@@ -294,6 +303,54 @@ func TestDefaultKeyspaceIsImplicitAndYields(t *testing.T) {
 	}
 	if _, err := a.Apply(Keyspace{Name: DefaultKeyspace, Replication: "bad", Timestamp: ImplicitTimestamp}); err == nil {
 		t.Fatal("an invalid definition was accepted")
+	}
+	if err := a.EnsureDefault(Keyspace{Replication: "bad"}); err == nil {
+		t.Fatal("an invalid proposal was accepted")
+	}
+}
+
+// TestOlderBuildsDefaultIsSettled checks the upgrade of a node whose default keyspace
+// an older build persisted at ImplicitTimestamp, as it ran transactions in it: it reads
+// as settled, keeps its per-key transactions against this build's proposal, and a
+// definition at ImplicitTimestamp another node (an older build) sends settles a
+// proposal as well.
+func TestOlderBuildsDefaultIsSettled(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir)
+	older := Keyspace{Name: DefaultKeyspace, Replication: "each=3", Timestamp: ImplicitTimestamp}
+	older, err := older.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Apply(catalogKeyspace, encode(older)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureDefault(Keyspace{Replication: "each=3", Transactions: TransactionsPartition}); err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := c.Get(DefaultKeyspace)
+	if ks.Timestamp != SettledTimestamp || ks.PartitionTransactions() || c.TransactionsReady(DefaultKeyspace) != nil || len(c.Definitions()) != 1 {
+		t.Fatalf("an older build's default reads as %+v, ready %v, definitions %v; want it settled, per key", ks, c.TransactionsReady(DefaultKeyspace), c.Definitions())
+	}
+	e.Close()
+
+	e = openEngine(t, t.TempDir())
+	defer e.Close()
+	if c, err = Open(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureDefault(Keyspace{Replication: "each=3", Transactions: TransactionsPartition}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(older); err != nil {
+		t.Fatal(err)
+	}
+	if ks, _ := c.Get(DefaultKeyspace); ks.Timestamp != SettledTimestamp || ks.PartitionTransactions() || c.TransactionsReady(DefaultKeyspace) != nil {
+		t.Fatalf("after an older build's definition: %+v, ready %v; want it adopted, settled", ks, c.TransactionsReady(DefaultKeyspace))
 	}
 }
 
@@ -489,7 +546,7 @@ func TestImplicitDefaultKeepsAClustersHashPartitioner(t *testing.T) {
 			}
 			cluster := Keyspace{Name: DefaultKeyspace, Replication: "each=3", Partitioner: "hash", Timestamp: ImplicitTimestamp}
 			if newFirst {
-				if err := c.EnsureDefault("each=3"); err != nil {
+				if err := c.EnsureDefault(Keyspace{Replication: "each=3"}); err != nil {
 					t.Fatal(err)
 				}
 				if ks, _ := c.Get(DefaultKeyspace); ks.Partitioner != DefaultPartitioner {

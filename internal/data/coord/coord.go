@@ -128,6 +128,11 @@ type Parts struct {
 	// (lww.Record.Type other than String): until then a write of one is refused as
 	// unavailable. Nil: never.
 	TypedRecords func(lww.Type) bool
+	// TransactionsReady refuses the lightweight transactions of a keyspace whose
+	// definition this node may still change under them (schema.Catalog.TransactionsReady:
+	// the default keyspace before it is settled); they then fail as unavailable. Nil:
+	// none refused.
+	TransactionsReady func(keyspace string) error
 }
 
 // ReadPolicy gives the node's current read policy; *sched.Stage is one.
@@ -168,6 +173,8 @@ type Coordinator struct {
 	gate *writeGate
 	// typedRecords is Parts.TypedRecords.
 	typedRecords func(lww.Type) bool
+	// transactionsReady is Parts.TransactionsReady.
+	transactionsReady func(keyspace string) error
 }
 
 // New returns a coordinator over the node's parts.
@@ -222,6 +229,8 @@ func New(cfg Config, parts Parts) *Coordinator {
 		gate:      newWriteGate(),
 		// Nil leaves typed records refused: a coordinator assembled without a switch.
 		typedRecords: parts.TypedRecords,
+
+		transactionsReady: parts.TransactionsReady,
 	}
 }
 

@@ -254,6 +254,13 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, keys [][]byte
 	if !serial.IsSerial() {
 		return nil, invalid("a lightweight transaction runs at SERIAL or LOCAL_SERIAL, not %v", serial)
 	}
+	if c.transactionsReady != nil {
+		// Before the definition is read: once ready, the definition no longer changes
+		// but by an operator's, so the one read below is the one every node runs on.
+		if err := c.transactionsReady(keyspace); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
 	ks, err := c.keyspaces.Get(keyspace)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package schemasync
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -52,7 +53,7 @@ func (s *Syncer) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 			// that holds whatever splits a rebalance gave the keyspace since.
 			return nil
 		}
-		if existing.Timestamp == schema.ImplicitTimestamp {
+		if existing.Timestamp <= schema.SettledTimestamp {
 			return fmt.Errorf("%w %s: every node defines it with %s (--default-replication); drop it first (kura keyspace drop %s) or choose another name",
 				schema.ErrInvalidKeyspace, ks.Name, describePlacement(existing), ks.Name)
 		}
@@ -119,6 +120,9 @@ func (s *Syncer) Truncate(ctx context.Context, name string) (hlc.Timestamp, erro
 		return 0, fmt.Errorf("%w: truncate keyspace %s: %w", coord.ErrUnavailable, name, err)
 	}
 	ks, err := s.catalog.Truncate(name, ts)
+	if errors.Is(err, schema.ErrNotSettled) {
+		return 0, fmt.Errorf("%w: truncate keyspace %s: %w", coord.ErrUnavailable, name, err)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -383,6 +383,13 @@ func (f *Feed) MarkRemoved(dead cluster.Node) {
 
 func digestString(d uint64) string { return strconv.FormatUint(d, 16) }
 
+// SchemaDigest returns the catalog digest a member gossips (schemasync.Digests), and
+// whether it gossiped one.
+func SchemaDigest(m membership.Member) (uint64, bool) {
+	d, err := strconv.ParseUint(m.AppState[keySchema], 16, 64)
+	return d, err == nil
+}
+
 func formatTokens(tokens []uint64) string {
 	parts := make([]string, len(tokens))
 	for i, t := range tokens {

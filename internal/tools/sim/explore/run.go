@@ -2,12 +2,10 @@ package explore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/internal/core/cluster"
-	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
 	"github.com/kuradb/kura/internal/tools/nemesis"
@@ -535,7 +532,7 @@ func (r *runner) counterClient(id int, stop <-chan struct{}) {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		if rng.Float64() < 0.8 {
 			invoke := r.invoke(nemesis.Event{Type: nemesis.TypeInvoke, Client: id, Node: via, F: nemesis.Incr, Key: key})
-			res, err := run.Coordinator().Update(ctx, keyspace, []byte(key), r.s.Serial, increment)
+			res, err := run.Coordinator().Update(ctx, keyspace, []byte(key), r.s.Serial, nemesis.Increment)
 			r.completeIncrement(invoke, res, err)
 		} else {
 			r.serialRead(ctx, id, via, run.Coordinator(), key)
@@ -556,35 +553,9 @@ func (r *runner) counterNodes() []string {
 	return out
 }
 
-// increment is INCR's transaction: the counter plus one, absent counting as 0.
-func increment(cur lww.Record, found bool) (lww.Record, bool, error) {
-	n := 0
-	if found {
-		var err error
-		if n, err = strconv.Atoi(string(cur.Value)); err != nil {
-			return lww.Record{}, false, err
-		}
-	}
-	return lww.Record{Value: []byte(strconv.Itoa(n + 1))}, true, nil
-}
-
-// completeIncrement records an increment's end: ok with the value it wrote; indeterminate
-// when the coordinator says its outcome is unknown; failed on any other error, which
-// the coordinator returns only when no proposal of the transaction can be chosen.
+// completeIncrement records an increment's end (nemesis.IncrementDone).
 func (r *runner) completeIncrement(invoke nemesis.Event, res coord.UpdateResult, err error) {
-	e := nemesis.Event{Type: nemesis.TypeOK, Op: invoke.Op, Client: invoke.Client, Node: invoke.Node, F: invoke.F, Key: invoke.Key}
-	var unknown *coord.UnknownOutcomeError
-	switch {
-	case errors.As(err, &unknown):
-		e.Type, e.Error = nemesis.TypeInfo, err.Error()
-	case err != nil:
-		e.Type, e.Error = nemesis.TypeFail, err.Error()
-	case !res.Applied:
-		e.Type, e.Error = nemesis.TypeFail, "not applied"
-	default:
-		e.Value, e.Timestamp = string(res.Record.Value), uint64(res.Record.Timestamp)
-	}
-	r.rec.Record(e)
+	r.rec.Record(nemesis.IncrementDone(invoke, res, err))
 }
 
 // serialRead reads a counter at the schedule's serial level through co and records it;

@@ -12,6 +12,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +65,16 @@ type NodeSpec struct {
 	Seeds []string
 	// Replace names a dead node this new node replaces (--replace).
 	Replace string
+	// DefaultReplication is its --default-replication; empty is the cluster's
+	// (Config.DefaultReplication).
+	DefaultReplication string
+	// DefaultTransactions is its --default-transactions: where the lightweight
+	// transactions of the default keyspace it defines run; empty is the default.
+	DefaultTransactions string
+	// Founders, when set, are the nodes of a topology file that lists their addresses,
+	// as `kura server --topology` is given one: they found the cluster together
+	// (node.Config.Founding), each knowing the others from the start.
+	Founders []cluster.Node
 }
 
 // Cluster is a simulated cluster. Start it, and use it, inside synctest.Test.
@@ -167,10 +178,12 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 	var ep transport.Endpoint
 	config := node.Config{
 		ID: spec.ID, DC: spec.DC, Listen: Addr(spec.ID), Seeds: seeds, Replace: spec.Replace,
+		Founding: len(spec.Founders) > 0 && spec.Replace == "", Peers: peers(spec),
 		DataDir: "data", FS: fs, Vnodes: c.cfg.Vnodes,
 		// The simulator runs on virtual time: no compaction may wait on the real clock.
 		CompactionThroughput: -1,
-		DefaultReplication:   c.cfg.DefaultReplication,
+		DefaultReplication:   cmp.Or(spec.DefaultReplication, c.cfg.DefaultReplication),
+		DefaultTransactions:  spec.DefaultTransactions,
 		// Pebble pools the write tasks of a table's data blocks, each with a channel,
 		// across the process: a table of two blocks or more built in one synctest bubble
 		// leaves a channel of that bubble in the pool, and the next bubble to draw it (the
@@ -208,6 +221,18 @@ func (c *Cluster) StartNode(spec NodeSpec) error {
 	n.refused = ""
 	go c.exitIfRefused(spec.ID, n, run.JoinRefused(), n.alive)
 	return nil
+}
+
+// peers are the founders other than the node itself, with their addresses, as
+// `kura server` makes a topology file's nodes known peers.
+func peers(spec NodeSpec) []cluster.Node {
+	var out []cluster.Node
+	for _, f := range spec.Founders {
+		if f.ID != spec.ID {
+			out = append(out, cluster.Node{ID: f.ID, DC: f.DC, Addr: Addr(f.ID)})
+		}
+	}
+	return out
 }
 
 // exitIfRefused stops node id, as `kura server` exits, if its node will never join,

@@ -25,6 +25,7 @@ import (
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/service/rebalance"
 	"github.com/kuradb/kura/internal/service/ringchange"
+	"github.com/kuradb/kura/internal/tools/nemesis"
 	"github.com/kuradb/kura/internal/tools/sim"
 )
 
@@ -47,7 +48,8 @@ func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			s := &scenario{acked: map[string]string{}, ackedAt: map[string]time.Time{}, loadErrs: map[string]int{}, pending: map[string]chan string{}}
+			s := &scenario{acked: map[string]string{}, ackedAt: map[string]time.Time{}, loadErrs: map[string]int{}, pending: map[string]chan string{},
+				rec: nemesis.NewRecorder(nil)}
 			defer s.close(t)
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 				return s.do(t, d)
@@ -69,7 +71,11 @@ type scenario struct {
 	// pending holds, per node, the outcome of its decommission-async or alter async,
 	// for outcome.
 	pending map[string]chan string
-	mu      sync.Mutex
+	// rec records the increments and serial reads of counters (increments, counters),
+	// for nemesis's checker; opID numbers them.
+	rec  *nemesis.Recorder
+	opID int64
+	mu   sync.Mutex
 }
 
 func (s *scenario) close(t *testing.T) {
@@ -103,6 +109,8 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 		var seed uint64
 		d.ScanArgs(t, "seed", &seed)
 		cfg := twoDCs(seed, list("dcs"), nil)
+		// default=: every node's --default-replication (the nodes define none without).
+		cfg.DefaultReplication = arg("default")
 		if os.Getenv("KURA_SIM_LOG") != "" {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 		}
@@ -129,7 +137,14 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 	id := arg("node")
 	switch d.Cmd {
 	case "start":
-		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace")})
+		// founders=n1@dc1,n2@dc1: a topology file's nodes, which found the cluster together.
+		var founders []cluster.Node
+		for _, f := range list("founders") {
+			id, dc, _ := strings.Cut(f, "@")
+			founders = append(founders, cluster.Node{ID: id, DC: dc})
+		}
+		return "ok", s.c.StartNode(NodeSpec{ID: id, DC: arg("dc"), Seeds: list("seeds"), Replace: arg("replace"),
+			DefaultReplication: arg("default-replication"), DefaultTransactions: arg("default-transactions"), Founders: founders})
 	case "restart":
 		// The same command as the node's last start, but for a DC given anew (dc=), as an
 		// operator who edits --dc would.
@@ -398,6 +413,9 @@ func (s *scenario) command(d *datadriven.TestData, arg func(string) string, list
 			return "", err
 		}
 		return fmt.Sprintf("removed; gainers %s", cmp.Or(strings.Join(st.Gainers, ","), "none")), nil
+	}
+	if out, ok, err := s.transactionCommand(ctx, d, arg, list); ok {
+		return out, err
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
