@@ -75,8 +75,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.tags, "tags", outOfScopeTags, "the suite's --tags: tags to skip (prefixed -) or to run only")
 	fs.BoolVar(&o.ignoreEncoding, "ignore-encoding", true, "pass --ignore-encoding: skip the checks of Redis's internal encodings")
 	fs.BoolVar(&o.inMemory, "in-memory", false, "run kura --in-memory (default: durable, its data dir in a temporary directory)")
-	fs.StringVar(&o.transactions, "kura-transactions", transactionsKey, "key: Redis connections in kura's default keyspace, which runs a transaction per key (kura's default configuration); "+
-		"partition: in a keyspace \""+partitionKeyspace+"\" created with --transactions partition (kura --resp-keyspace "+partitionKeyspace+"), where MULTI covers several keys of one hash tag; the report labels it")
+	fs.StringVar(&o.transactions, "kura-transactions", transactionsPartition, "kura server --default-transactions: partition, kura's default, where MULTI covers several keys of one hash tag in the default keyspace; "+
+		"key: a transaction per key, as the default keyspace of a cluster begun before 7 December 2026 keeps (the report labels it)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.printFile, "print", "", "print a report saved by --json as tables, and run nothing")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest run of one unit against one server")
@@ -478,17 +478,18 @@ const (
 	transactionsPartition = "partition"
 )
 
-// keyspaceLabel says where kura's Redis connections run under --kura-transactions
-// transactions, so that a report of the partition configuration is not taken for one of
-// kura's default configuration.
+// keyspaceLabel says how kura's default keyspace, where its Redis connections run, runs
+// its transactions under --kura-transactions transactions, so that a report of the
+// per-key configuration is not taken for one of kura's default configuration.
 func keyspaceLabel(transactions string) string {
-	if transactions == transactionsPartition {
-		return "NOT the default configuration: connections in keyspace " + partitionKeyspace + ", created with --transactions partition (kura server --resp-keyspace " + partitionKeyspace + ")"
+	if transactions == transactionsKey {
+		return "NOT the default configuration: kura server --default-transactions key, the default keyspace a transaction per key (as a cluster begun before 7 December 2026 keeps it)"
 	}
-	return "the default configuration: connections in keyspace default, a transaction per key"
+	return "the default configuration: connections in the default keyspace, whose transactions run per partition (kura server --default-transactions partition)"
 }
 
-// orKey is a report's --kura-transactions, "key" for one written before the option.
+// orKey is a report's --kura-transactions, "key" for one written before the option,
+// when the default keyspace ran a transaction per key.
 func orKey(transactions string) string {
 	if transactions == "" {
 		return transactionsKey

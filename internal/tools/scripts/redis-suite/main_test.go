@@ -12,7 +12,7 @@ func TestParseFlagsKuraTransactions(t *testing.T) {
 		args []string
 		want string // the option's value, or the error's text
 	}{
-		{nil, "key"},
+		{nil, "partition"},
 		{[]string{"--kura-transactions", "key"}, "key"},
 		{[]string{"--kura-transactions", "partition"}, "partition"},
 		{[]string{"--kura-transactions", "row"}, `--kura-transactions is key or partition, not "row"`},
@@ -30,17 +30,17 @@ func TestParseFlagsKuraTransactions(t *testing.T) {
 	}
 }
 
-// TestPrintLabelsTheConfiguration: a report of the partition configuration says it is
+// TestPrintLabelsTheConfiguration: a report of the per-key configuration says it is
 // not kura's default one, and a report saved before --kura-transactions existed reads
-// as the default one, which it ran.
+// as per key, which it ran.
 func TestPrintLabelsTheConfiguration(t *testing.T) {
 	tests := []struct {
 		transactions string
 		want         string
 	}{
-		{"partition", "kura's configuration: --kura-transactions partition: NOT the default configuration: connections in keyspace redis, created with --transactions partition (kura server --resp-keyspace redis)\n"},
-		{"key", "kura's configuration: --kura-transactions key: the default configuration: connections in keyspace default, a transaction per key\n"},
-		{"", "kura's configuration: --kura-transactions key: the default configuration"},
+		{"partition", "kura's configuration: --kura-transactions partition: the default configuration: connections in the default keyspace, whose transactions run per partition (kura server --default-transactions partition)\n"},
+		{"key", "kura's configuration: --kura-transactions key: NOT the default configuration: kura server --default-transactions key, the default keyspace a transaction per key (as a cluster begun before 7 December 2026 keeps it)\n"},
+		{"", "kura's configuration: --kura-transactions key: NOT the default configuration"},
 	}
 	for _, tt := range tests {
 		r := report{Environment: &bench.Environment{}, KuraTransactions: tt.transactions}

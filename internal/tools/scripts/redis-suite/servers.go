@@ -52,15 +52,9 @@ func startRedis(bin, suiteDir, dir string) (*server, error) {
 		"--pidfile", filepath.Join(dir, "redis.pid"), "--logfile", "")
 }
 
-// partitionKeyspace is the keyspace --kura-transactions partition creates, with
-// transactions per partition, and starts every Redis connection in (--resp-keyspace).
-const partitionKeyspace = "redis"
-
 // startKura starts a one-node kura with the Redis protocol on, durable in dir unless
-// inMemory. With transactions "partition" its Redis connections start in
-// partitionKeyspace, which it creates through the node's client API once the node
-// answers; with "key" they start in the default keyspace and the node serves no client
-// API, as before that option existed.
+// inMemory, its default keyspace's transactions as transactions says
+// (--default-transactions); Redis connections start in the default keyspace.
 func startKura(bin, dir string, inMemory bool, transactions string) (*server, error) {
 	nodePort, err := freePort()
 	if err != nil {
@@ -71,35 +65,14 @@ func startKura(bin, dir string, inMemory bool, transactions string) (*server, er
 		return nil, err
 	}
 	resp := "127.0.0.1:" + strconv.Itoa(respPort)
-	client := ""
-	if transactions == transactionsPartition {
-		clientPort, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		client = "127.0.0.1:" + strconv.Itoa(clientPort)
-	}
 	args := []string{"server", "--id", "suite", "--dc", "dc1",
-		"--listen", "127.0.0.1:" + strconv.Itoa(nodePort), "--client", client, "--resp", resp}
-	if client != "" {
-		args = append(args, "--resp-keyspace", partitionKeyspace)
-	}
+		"--listen", "127.0.0.1:" + strconv.Itoa(nodePort), "--resp", resp, "--default-transactions", transactions}
 	if inMemory {
 		args = append(args, "--in-memory")
 	} else {
 		args = append(args, "--data-dir", filepath.Join(dir, "data"))
 	}
-	s, err := start("kura", resp, dir, bin, args...)
-	if err != nil || client == "" {
-		return s, err
-	}
-	create := exec.Command(bin, "keyspace", "create", partitionKeyspace, "--replication", "dc1=1",
-		"--transactions", transactionsPartition, "--addr", client)
-	if out, err := create.CombinedOutput(); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("kura keyspace create %s: %v: %s", partitionKeyspace, err, out)
-	}
-	return s, nil
+	return start("kura", resp, dir, bin, args...)
 }
 
 // start runs bin with its output in dir/NAME.log and waits until addr answers PING.
