@@ -84,17 +84,31 @@ func (p *pendingReads) leastFirst(targets []target, scan bool, local func(target
 	}
 }
 
-// asked counts a read asked of node when policy is kura's and returns what to call once
-// it is answered (nothing to undo under any other policy).
-func (p *pendingReads) asked(policy sched.Policy, node string, scanLimit int, scan bool) (answered func()) {
+// pendingRead is one read counted in pendingReads, until done.
+type pendingRead struct {
+	counter *atomic.Int64 // nil: not counted
+	work    int64
+}
+
+// done uncounts the read, once answered (or failed).
+func (r pendingRead) done() {
+	if r.counter != nil {
+		r.counter.Add(-r.work)
+	}
+}
+
+// asked counts a read asked of node when policy is kura's (a scan request when scan, of
+// limit rows), and returns it to call done on once answered; under any other policy
+// nothing is counted.
+func (p *pendingReads) asked(policy sched.Policy, node string, limit int, scan bool) pendingRead {
 	if policy.Queue != sched.Fair {
-		return func() {}
+		return pendingRead{}
 	}
 	w := p.of(node)
-	counter, work := &w.gets, int64(1)
+	r := pendingRead{counter: &w.gets, work: 1}
 	if scan {
-		counter, work = &w.scans, scanWork(scanLimit)
+		r = pendingRead{counter: &w.scans, work: scanWork(limit)}
 	}
-	counter.Add(work)
-	return func() { counter.Add(-work) }
+	r.counter.Add(r.work)
+	return r
 }

@@ -87,7 +87,7 @@ func TestReadableLeastPendingFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := stubCoordinator(t, "a=3", "n1", "n2", "n3")
 			c.reads = kuraPolicy{tc.policy}
-			var answered []func()
+			var answered []pendingRead
 			for _, r := range tc.pending {
 				answered = append(answered, c.pending.asked(c.readPolicy(), r.node, r.limit, r.scan))
 			}
@@ -101,8 +101,8 @@ func TestReadableLeastPendingFirst(t *testing.T) {
 			if got := order(); !slices.Equal(got, tc.wantOrder) {
 				t.Errorf("order %v, want %v", got, tc.wantOrder)
 			}
-			for _, done := range answered {
-				done()
+			for _, r := range answered {
+				r.done()
 			}
 			if got, want := order(), []string{"n1", "n2", "n3", "far"}; !slices.Equal(got, want) {
 				t.Errorf("once all were answered: order %v, want %v", got, want)
@@ -116,8 +116,7 @@ func TestReadableLeastPendingFirst(t *testing.T) {
 func TestKuraGetAsksLeastPending(t *testing.T) {
 	c, parts := stubCoordinator(t, "a=3", "n1", "n2", "n3")
 	c.reads = kuraPolicy{sched.Policy{Queue: sched.Fair, Parallel: true, RaS: true}}
-	busy := c.pending.asked(c.readPolicy(), "n1", 0, false)
-	defer busy()
+	defer c.pending.asked(c.readPolicy(), "n1", 0, false).done()
 	if _, _, err := c.Get(t.Context(), "ks", []byte("k"), consistency.One); err != nil {
 		t.Fatal(err)
 	}

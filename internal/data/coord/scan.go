@@ -241,7 +241,7 @@ const estimateDiscount = 7.0 / 8
 // asks a range more whenever the estimates hold, and the rows it cannot use are read at a
 // node where every queued read waits for them: under load (kura bench scheduling --virtual
 // at 1000 clients, RF 1) it cost A 4 % more device time per scan than O, and kura's
-// scans, asking for whole estimates, came out 3 to 5 % faster than A's, at O's device
+// scans, asking for whole estimates, came out 2 to 5 % faster than A's, at O's device
 // time. A range with fewer rows than estimated costs that scan a second round instead.
 func discountFor(p sched.Policy) float64 {
 	if p.Queue == sched.Fair {
@@ -764,7 +764,7 @@ func (c *Coordinator) scanReplica(m placement.Member, req replica.ScanRequest) (
 	}
 	ctx, cancel := c.replicaContext()
 	defer cancel()
-	defer c.pending.asked(c.readPolicy(), m.ID, req.Limit, true)()
+	defer c.pending.asked(c.readPolicy(), m.ID, req.Limit, true).done()
 	return r.Scan(ctx, req)
 }
 
