@@ -268,7 +268,7 @@ func (c *Coordinator) getAllTogether(ctx context.Context, keyspace string, keys 
 		}
 		if !same {
 			required := levelRequirement(cl, members, self.DC)
-			candidates := c.readable(nil, members, len(q.groups))
+			candidates := c.readable(nil, members, len(q.groups), false)
 			if !satisfiable(candidates, required) {
 				placed = false
 				return false

@@ -165,6 +165,8 @@ type Coordinator struct {
 	lwtKeys keyQueue
 	// lwtCommits are the commits of its transactions' chosen proposals still on their way.
 	lwtCommits inflightCommits
+	// pending is the reads this coordinator awaits from each node (kura's replica choice).
+	pending pendingReads
 	// scans numbers this coordinator's scans (nextScanID).
 	scans atomic.Uint64
 	// scanRereads counts the scan rounds read again after a digest mismatch.

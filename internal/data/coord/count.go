@@ -40,7 +40,7 @@ func (c *Coordinator) CountKeys(ctx context.Context, keyspace string) (KeyCount,
 	chosen := map[string]*counting{}
 	owner := make([]*counting, len(plan.ranges))
 	for i, rg := range plan.ranges {
-		candidates := c.readable(nil, rg.Replicas, i)
+		candidates := c.readable(nil, rg.Replicas, i, true)
 		if len(candidates) == 0 {
 			required := levelRequirement(consistency.One, rg.Replicas, c.view.Self().DC)
 			return KeyCount{}, &UnavailableError{Level: consistency.One, Required: required, Alive: map[string]int{}}

@@ -213,7 +213,7 @@ func (c *Coordinator) keysRound(ctx context.Context, plan *keysPlan, groups []*k
 	for i, g := range groups {
 		replicas := plan.ranges[g.rangeIndex].Replicas
 		required := levelRequirement(cl, replicas, localDC)
-		candidates := c.readable(nil, replicas, i)
+		candidates := c.readable(nil, replicas, i, true)
 		if err := available(cl, required, candidates); err != nil {
 			return 0, err
 		}

@@ -75,6 +75,7 @@ func (op *readOp) askReplica(m placement.Member, _ []target) (readAnswer, error)
 	}
 	rctx, cancel := op.c.callContext(m.ID)
 	defer cancel()
+	defer op.c.pending.asked(op.c.readPolicy(), m.ID, 0, false).done()
 	rec, found, err := r.Get(rctx, op.keyspace, op.key)
 	return readAnswer{member: m, record: rec, found: found}, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,11 +27,16 @@ type stubReplica struct {
 
 	mu      sync.Mutex
 	applied []lww.Record
+	asked   atomic.Int64 // gets
 }
 
 func (s *stubReplica) Get(context.Context, string, []byte) (lww.Record, bool, error) {
+	s.asked.Add(1)
 	return s.rec, true, nil
 }
+
+// gets is how many gets the replica was asked.
+func (s *stubReplica) gets() int64 { return s.asked.Load() }
 
 func (s *stubReplica) Apply(_ context.Context, _ string, records []lww.Record) error {
 	s.mu.Lock()

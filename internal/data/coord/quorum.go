@@ -10,6 +10,7 @@ import (
 	"github.com/kuradb/kura/internal/base/assert"
 	"github.com/kuradb/kura/internal/data/placement"
 	"github.com/kuradb/kura/internal/data/replica"
+	"github.com/kuradb/kura/internal/data/sched"
 )
 
 // The quorum gatherer is the one loop every operation runs to reach its replicas: writes,
@@ -439,14 +440,21 @@ func (c *Coordinator) nearestFirst(targets []target) []target {
 // readable returns the members that may be asked for reads, as targets of group, nearest
 // first, in buf's memory when it has room (nil is fine): those that serve reads, and the
 // pending ones that answer, whose answers count on top of the level (levelRequirement).
-func (c *Coordinator) readable(buf []target, members []placement.Member, group int) []target {
+// Under kura's read policy, those of this node's DC go least pending first (a scan's
+// reads when scan: see pendingReads).
+func (c *Coordinator) readable(buf []target, members []placement.Member, group int, scan bool) []target {
 	out := slices.Grow(buf[:0], len(members))
 	for i, m := range members {
 		if m.Reads() || (m.Pending || m.State.Pending()) && m.State.Reachable() {
 			out = append(out, target{Member: m, group: group, slot: i})
 		}
 	}
-	return c.nearestFirst(out)
+	out = c.nearestFirst(out)
+	if c.readPolicy().Queue == sched.Fair {
+		dc := c.view.Self().DC
+		c.pending.leastFirst(out, scan, func(t target) bool { return t.DC == dc })
+	}
+	return out
 }
 
 // satisfiable reports whether targets, counted per DC, could meet required: without the

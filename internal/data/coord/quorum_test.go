@@ -191,7 +191,7 @@ func TestReadDuringMoveHearsPending(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			required := levelRequirement(tt.cl, tt.members, "a")
-			asked := c.readable(nil, tt.members, 0)
+			asked := c.readable(nil, tt.members, 0, false)
 			var ids []string
 			for _, a := range asked {
 				ids = append(ids, a.ID)

@@ -61,7 +61,7 @@ func (c *Coordinator) gatherRead(ctx context.Context, ks schema.Keyspace, cl con
 	}
 	self := c.view.Self()
 	required := levelRequirement(cl, op.members, self.DC)
-	op.targets = c.readable(op.targets, op.members, 0)
+	op.targets = c.readable(op.targets, op.members, 0, false)
 	if err := available(cl, required, op.targets); err != nil {
 		return out, err
 	}

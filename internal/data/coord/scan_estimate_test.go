@@ -6,6 +6,7 @@ import (
 
 	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/data/placement"
+	"github.com/kuradb/kura/internal/data/sched"
 )
 
 // A piece's share from a token: all of it from its first token, the last token alone
@@ -35,24 +36,41 @@ func TestFromToken(t *testing.T) {
 }
 
 // P asks the pieces the estimates say the limit needs, the first's share counted at
-// estimateDiscount; a piece of unknown rows counts as enough.
+// the policy's discount (7/8 for P and A, whole for kura); a piece of unknown rows
+// counts as enough.
 func TestPiecesNeeded(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		est       []float64
 		remaining int
+		discount  float64
 		want      int
 	}{
-		{"the first piece is enough", []float64{40, 50, 50}, 30, 1},
-		{"the first piece counted at 7/8", []float64{40, 50, 50}, 36, 2},
-		{"the first piece empty", []float64{0, 50, 50}, 30, 2},
-		{"three pieces", []float64{20, 50, 50, 50}, 117, 3},
-		{"the others counted whole", []float64{20, 50, 50, 50}, 118, 4},
-		{"more than they all hold", []float64{20, 50, 50}, 1000, 3},
-		{"unknown rows are enough", []float64{20, math.Inf(1), 50}, 1000, 2},
+		{"the first piece is enough", []float64{40, 50, 50}, 30, estimateDiscount, 1},
+		{"the first piece counted at 7/8", []float64{40, 50, 50}, 36, estimateDiscount, 2},
+		{"the first piece counted whole", []float64{40, 50, 50}, 36, 1, 1},
+		{"the first piece empty", []float64{0, 50, 50}, 30, estimateDiscount, 2},
+		{"three pieces", []float64{20, 50, 50, 50}, 117, estimateDiscount, 3},
+		{"the others counted whole", []float64{20, 50, 50, 50}, 118, estimateDiscount, 4},
+		{"every piece counted whole", []float64{20, 50, 50, 50}, 120, 1, 3},
+		{"more than they all hold", []float64{20, 50, 50}, 1000, estimateDiscount, 3},
+		{"unknown rows are enough", []float64{20, math.Inf(1), 50}, 1000, estimateDiscount, 2},
 	} {
-		if got := piecesNeeded(tc.est, tc.remaining); got != tc.want {
-			t.Errorf("%s: piecesNeeded(%v, %d) = %d, want %d", tc.name, tc.est, tc.remaining, got, tc.want)
+		if got := piecesNeeded(tc.est, tc.remaining, tc.discount); got != tc.want {
+			t.Errorf("%s: piecesNeeded(%v, %d, %v) = %d, want %d", tc.name, tc.est, tc.remaining, tc.discount, got, tc.want)
+		}
+	}
+}
+
+// kura's policy counts on whole estimates; every other policy on estimateDiscount.
+func TestDiscountFor(t *testing.T) {
+	for _, v := range sched.Variants() {
+		want := estimateDiscount
+		if v.Name == "kura" {
+			want = 1
+		}
+		if got := discountFor(v.Policy); got != want {
+			t.Errorf("%s: discount %v, want %v", v.Name, got, want)
 		}
 	}
 }
@@ -63,23 +81,25 @@ func TestPieceLimits(t *testing.T) {
 	batch := []placement.RangeReplicas{
 		{Range: ring.Range{Start: 0, End: 10}}, {Range: ring.Range{Start: 10, End: 20}}, {Range: ring.Range{Start: 20, End: 30}},
 	}
-	limits := pieceLimits(batch, []float64{16, 48, 48}, 100)
 	for _, tc := range []struct {
-		name  string
-		asked []ring.Range
-		want  int
+		name     string
+		discount float64
+		asked    []ring.Range
+		want     int
 	}{
-		{"first", []ring.Range{batch[0].Range}, 100},
-		{"second: 16 counted at 14", []ring.Range{batch[1].Range}, 86},
-		{"third: 16 and 48 counted at 56", []ring.Range{batch[2].Range}, 44},
-		{"second and third at once", []ring.Range{batch[2].Range, batch[1].Range}, 86},
-		{"a range of no limit", []ring.Range{batch[2].Range, {Start: 30, End: 40}}, 100},
+		{"first", estimateDiscount, []ring.Range{batch[0].Range}, 100},
+		{"second: 16 counted at 14", estimateDiscount, []ring.Range{batch[1].Range}, 86},
+		{"third: 16 and 48 counted at 56", estimateDiscount, []ring.Range{batch[2].Range}, 44},
+		{"second and third at once", estimateDiscount, []ring.Range{batch[2].Range, batch[1].Range}, 86},
+		{"a range of no limit", estimateDiscount, []ring.Range{batch[2].Range, {Start: 30, End: 40}}, 100},
+		{"third, estimates counted whole", 1, []ring.Range{batch[2].Range}, 36},
 	} {
+		limits := pieceLimits(batch, []float64{16, 48, 48}, 100, tc.discount)
 		if got := limits.of(tc.asked, 100); got != tc.want {
 			t.Errorf("%s: limit %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	if pieceLimits(batch[:1], []float64{16}, 100) != nil {
+	if pieceLimits(batch[:1], []float64{16}, 100, estimateDiscount) != nil {
 		t.Error("a round of one piece has per-range limits; want the round's limit")
 	}
 	if got := rangeLimits(nil).of([]ring.Range{batch[1].Range}, 100); got != 100 {

@@ -23,7 +23,7 @@ const (
 const (
 	DefaultScanWait    = 5 * time.Second
 	DefaultScanPass    = 64
-	DefaultRemoteSlack = time.Millisecond
+	DefaultRemoteSlack = 250 * time.Millisecond
 )
 
 // Fairness tunes the Fair discipline; the zero Fairness is the defaults, and other
