@@ -1,12 +1,6 @@
 package resp
 
-import (
-	"context"
-	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
-)
+import "testing"
 
 // TestWritesAcrossHashTags: the commands that write one key from others (the *STORE
 // forms, SMOVE, the list moves, RENAME of a list or set) take keys of different hash
@@ -120,38 +114,6 @@ func TestWritesAcrossHashTags(t *testing.T) {
 			_, _, addr := startServer(t, Config{})
 			converse(t, addr, tt.steps)
 		})
-	}
-}
-
-// TestBlockedMoveAcrossHashTags: a BLMOVE from one tag to another takes the item pushed
-// to its source by another client, whether it was blocked already or not.
-func TestBlockedMoveAcrossHashTags(t *testing.T) {
-	_, _, addr := startServer(t, Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	waiter := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
-	defer waiter.Close()
-	pusher := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
-	defer pusher.Close()
-	moved := make(chan string, 1)
-	go func() {
-		v, err := waiter.BLMove(ctx, "{a}q", "{b}q", "LEFT", "RIGHT", 0).Result()
-		if err != nil {
-			v = "error: " + err.Error()
-		}
-		moved <- v
-	}()
-	if err := pusher.RPush(ctx, "{a}q", "x").Err(); err != nil {
-		t.Fatalf("RPUSH: %v", err)
-	}
-	if v := <-moved; v != "x" {
-		t.Fatalf("BLMOVE = %q, want x", v)
-	}
-	if got, err := pusher.LRange(ctx, "{b}q", 0, -1).Result(); err != nil || len(got) != 1 || got[0] != "x" {
-		t.Errorf("LRANGE of the destination = %v, %v, want [x]", got, err)
-	}
-	if n, err := pusher.LLen(ctx, "{a}q").Result(); err != nil || n != 0 {
-		t.Errorf("LLEN of the source = %d, %v, want 0", n, err)
 	}
 }
 

@@ -52,34 +52,43 @@ func TestMovesInOneTransaction(t *testing.T) {
 	}
 }
 
-// TestBlockedMoveInOneTransaction: a BLMOVE blocked on an empty source of its
-// destination's tag takes, in one transaction, the item another client pushes.
-func TestBlockedMoveInOneTransaction(t *testing.T) {
-	_, _, addr := startServer(t, Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	waiter := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
-	defer waiter.Close()
-	pusher := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
-	defer pusher.Close()
-	moved := make(chan string, 1)
-	go func() {
-		v, err := waiter.BLMove(ctx, "{q}in", "{q}out", "LEFT", "RIGHT", 0).Result()
-		if err != nil {
-			v = "error: " + err.Error()
-		}
-		moved <- v
-	}()
-	if err := pusher.RPush(ctx, "{q}in", "x").Err(); err != nil {
-		t.Fatalf("RPUSH: %v", err)
-	}
-	if v := <-moved; v != "x" {
-		t.Fatalf("BLMOVE = %q, want x", v)
-	}
-	if got, err := pusher.LRange(ctx, "{q}out", 0, -1).Result(); err != nil || !slices.Equal(got, []string{"x"}) {
-		t.Errorf("LRANGE of the destination = %v, %v, want [x]", got, err)
-	}
-	if n, err := pusher.LLen(ctx, "{q}in").Result(); err != nil || n != 0 {
-		t.Errorf("LLEN of the source = %d, %v, want 0", n, err)
+// TestBlockedMove: a BLMOVE blocked on an empty source takes the item another client
+// pushes to it, whether it was blocked already or not: across hash tags, its steps one
+// after the other; within one tag of a keyspace of partition transactions, in one
+// transaction.
+func TestBlockedMove(t *testing.T) {
+	for _, tc := range []struct{ name, src, dst string }{
+		{"across tags", "{a}q", "{b}q"},
+		{"in one tag", "{q}in", "{q}out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, addr := startServer(t, Config{})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			waiter := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+			defer waiter.Close()
+			pusher := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+			defer pusher.Close()
+			moved := make(chan string, 1)
+			go func() {
+				v, err := waiter.BLMove(ctx, tc.src, tc.dst, "LEFT", "RIGHT", 0).Result()
+				if err != nil {
+					v = "error: " + err.Error()
+				}
+				moved <- v
+			}()
+			if err := pusher.RPush(ctx, tc.src, "x").Err(); err != nil {
+				t.Fatalf("RPUSH: %v", err)
+			}
+			if v := <-moved; v != "x" {
+				t.Fatalf("BLMOVE = %q, want x", v)
+			}
+			if got, err := pusher.LRange(ctx, tc.dst, 0, -1).Result(); err != nil || !slices.Equal(got, []string{"x"}) {
+				t.Errorf("LRANGE of the destination = %v, %v, want [x]", got, err)
+			}
+			if n, err := pusher.LLen(ctx, tc.src).Result(); err != nil || n != 0 {
+				t.Errorf("LLEN of the source = %d, %v, want 0", n, err)
+			}
+		})
 	}
 }

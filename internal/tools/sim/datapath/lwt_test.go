@@ -15,6 +15,7 @@ import (
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/coord"
+	"github.com/kuradb/kura/internal/tools/nemesis"
 	"github.com/kuradb/kura/internal/tools/sim"
 )
 
@@ -93,16 +94,7 @@ func putIfAbsent(level consistency.Level) func(ctx context.Context, i int, co *c
 // increment adds one to a decimal counter and reports the value it wrote.
 func increment(level consistency.Level) func(ctx context.Context, i int, co *coord.Coordinator) outcome {
 	return func(ctx context.Context, i int, co *coord.Coordinator) outcome {
-		res, err := co.Update(ctx, "ks", []byte("counter"), level, func(cur lww.Record, found bool) (lww.Record, bool, error) {
-			n := 0
-			if found {
-				var err error
-				if n, err = strconv.Atoi(string(cur.Value)); err != nil {
-					return lww.Record{}, false, err
-				}
-			}
-			return lww.Record{Value: []byte(strconv.Itoa(n + 1))}, true, nil
-		})
+		res, err := co.Update(ctx, "ks", []byte("counter"), level, nemesis.Increment)
 		return outcome{applied: res.Applied, value: string(res.Record.Value), err: err}
 	}
 }
