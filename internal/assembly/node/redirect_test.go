@@ -125,6 +125,19 @@ func TestLeftNodeRedirectsItsClients(t *testing.T) {
 	if msg := status.Convert(err).Message(); msg != (&coord.LeftRingError{Node: "a", Status: cluster.StatusLeft}).Error() {
 		t.Errorf("put through a after it left: message %q, want the coordinator's words", msg)
 	}
+	// The batch calls the Go client makes of requests waiting behind one in flight are
+	// refused whole, with the redirect, not item by item: per item, the client handed the
+	// refusal to its callers instead of sending the requests elsewhere.
+	kv := kurav1.NewKVClient(conn)
+	_, err = kv.PutMany(ctx, &kurav1.PutManyRequest{Keyspace: "app", Consistency: kurav1.Consistency_QUORUM,
+		Items: []*kurav1.PutManyItem{{Key: []byte("raw"), Value: []byte("v")}, {Key: []byte("raw-2"), Value: []byte("v")}}})
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !slices.Equal(targetIDs(redirectDetail(err)), []string{"b", "c"}) {
+		t.Errorf("PutMany through a after it left: %v (details %v), want codes.Unavailable with a redirect to [b c]", err, st.Details())
+	}
+	_, err = kv.GetMany(ctx, &kurav1.GetManyRequest{Keyspace: "app", Consistency: kurav1.Consistency_QUORUM, Keys: [][]byte{[]byte("before"), []byte("raw")}})
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !slices.Equal(targetIDs(redirectDetail(err)), []string{"b", "c"}) {
+		t.Errorf("GetMany through a after it left: %v (details %v), want codes.Unavailable with a redirect to [b c]", err, st.Details())
+	}
 	// Refused before anything was written: the coordinator's own words (above), not a
 	// replica's timeout, and no replica holds the key.
 	for _, n := range []*Node{a, b, c} {

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,6 +76,9 @@ func (s *service) PutMany(ctx context.Context, req *kurav1.PutManyRequest) (*kur
 			resp.Results[i].Code, resp.Results[i].Message = itemStatus(err)
 		}
 	}
+	if err := leftRing(errs); err != nil {
+		return nil, err
+	}
 	return resp, nil
 }
 
@@ -110,8 +114,10 @@ func (s *service) GetMany(ctx context.Context, req *kurav1.GetManyRequest) (*kur
 	results := s.cfg.Coordinator.GetAll(ctx, req.GetKeyspace(), keys, cl)
 	elapsed := time.Since(start)
 	resp := &kurav1.GetManyResponse{Results: make([]*kurav1.GetManyResult, len(results))}
+	errs := make([]error, len(results))
 	for i, r := range results {
 		s.cfg.Observe("get", cl, elapsed, r.Err)
+		errs[i] = r.Err
 		out := &kurav1.GetManyResult{}
 		switch {
 		case r.Err != nil:
@@ -123,7 +129,31 @@ func (s *service) GetMany(ctx context.Context, req *kurav1.GetManyRequest) (*kur
 		}
 		resp.Results[i] = out
 	}
+	if err := leftRing(errs); err != nil {
+		return nil, err
+	}
 	return resp, nil
+}
+
+// leftRing returns the coordinator's refusal when it refused every request of a batch
+// (errs, one per request) because this node has left the ring (coord.LeftRingError,
+// before any replica was asked), else nil. The batch call then fails whole, as a single
+// request does, so that redirectLeft names the members that serve instead and the Go
+// client sends each request there. Answered per item, the refusal went back to the
+// client's callers as an error, though nothing was done and the requests could go to
+// another node (internal/tools/scripts/readme-sequence saw a write fail so during a
+// decommission).
+func leftRing(errs []error) error {
+	var left *coord.LeftRingError
+	for _, err := range errs {
+		if !errors.As(err, &left) {
+			return nil
+		}
+	}
+	if left == nil {
+		return nil
+	}
+	return statusOf(left)
 }
 
 // getResponse is the answer to a Get that found rec.

@@ -91,3 +91,32 @@ func TestRedirectLeft(t *testing.T) {
 		t.Errorf("with no member to send to: got %v, want the refusal unchanged", err)
 	}
 }
+
+// TestLeftRing: a batch fails whole only when the coordinator refused every request of
+// it for having left the ring; a batch of which any request went on (answered, or
+// failed for another reason) is answered item by item.
+func TestLeftRing(t *testing.T) {
+	left := statusOf(&coord.LeftRingError{Node: "a", Status: cluster.StatusLeft})
+	other := statusOf(coord.ErrUnavailable)
+	tests := []struct {
+		name string
+		errs []error
+		want bool // the batch fails whole
+	}{
+		{"every request refused", []error{left, left}, true},
+		{"one request, refused", []error{left}, true},
+		{"one answered", []error{left, nil}, false},
+		{"one failed otherwise", []error{other, left}, false},
+		{"none refused", []error{nil, other}, false},
+		{"an empty batch", nil, false},
+	}
+	for _, tt := range tests {
+		err := leftRing(tt.errs)
+		if got := err != nil; got != tt.want {
+			t.Errorf("%s: leftRing = %v, want failing whole %v", tt.name, err, tt.want)
+		}
+		if err != nil && status.Code(err) != codes.Unavailable {
+			t.Errorf("%s: %v, want codes.Unavailable", tt.name, err)
+		}
+	}
+}
