@@ -25,7 +25,7 @@ type slowTracer struct {
 	slow chan time.Time
 	done chan struct{}
 	// written counts the snapshots written; no more than slowTracesMax are.
-	written atomic.Int32
+	written  atomic.Int32
 	progress func(format string, args ...any)
 }
 
