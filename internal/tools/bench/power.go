@@ -152,7 +152,7 @@ func setupPower(fs *flag.FlagSet) Runner {
 	fs.IntVar(&o.controllerValueBytes, "controller-value-bytes", 1024, "controller run: size of an object")
 	fs.DurationVar(&o.gossipInterval, "gossip-interval", 0, "every node's gossip round; a sleep and a wake each wait a ring delay of five rounds (0: the node's default, 1 s)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "each run's nodes keep their storage in a new directory under this one, removed after the run (e.g. /dev/shm: in memory, outside the bench's Go heap); empty: Pebble's in-memory files, inside the bench process's Go heap")
-	fs.StringVar(&o.tracePrefix, "trace", "", "keep the Go execution trace of the last 2 s in a flight recorder, and write it to PREFIX.N.trace after each client request slower than --trace-over (at most 30 files; read them with go tool trace)")
+	fs.StringVar(&o.tracePrefix, "trace", "", "keep the Go execution trace of the last 2 s in a flight recorder, and write it to PREFIX.N.trace after each client request slower than --trace-over (at most 100 files; read them with go tool trace); the summary lists every request over it with the wait of the process's threads for a CPU meanwhile")
 	fs.DurationVar(&o.traceOver, "trace-over", 50*time.Millisecond, "with --trace: the latency above which a request's trace is written")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run in about two minutes: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
@@ -331,6 +331,9 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 			summary[runController] = r.summary
 		}
 		progress.Add(planned[run].Seconds(), "%s: done", run)
+	}
+	if o.slow != nil {
+		summary["slow_requests"] = o.slow.slowRequests()
 	}
 	return &Report{
 		Bench:   "power",
@@ -1247,6 +1250,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 	// check's own reads weigh on no client's latency.
 	var pause sync.RWMutex
 	var wg sync.WaitGroup
+	o.slow.startRun(v.name, time.Now().Add(o.bucket)) // the timeline's start, after the warm-up
 	for w, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -1277,6 +1281,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		return nil, ctx.Err()
 	}
 	start = time.Now()
+	o.slow.startRun(v.name, start)
 
 	// The sleeps, an interval apart after an interval of all nodes awake. Each asks the
 	// tier-1 nodes in turn, spread ones first, until one accepts: a node the sleep rule
@@ -1487,6 +1492,7 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 		wg.Wait()
 	}()
 	start := time.Now()
+	o.slow.startRun(name, start)
 	for w, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -1577,6 +1583,7 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 	var wg sync.WaitGroup
 	const workers = 32
 	start := time.Now()
+	o.slow.startRun(runController, start)
 	for w := range workers {
 		wg.Add(1)
 		go func() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/trace"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -27,6 +29,28 @@ type slowTracer struct {
 	// written counts the snapshots written; no more than slowTracesMax are.
 	written  atomic.Int32
 	progress func(format string, args ...any)
+
+	mu      sync.Mutex
+	run     string        // the run under way (startRun)
+	started time.Time     // when its timeline starts
+	slowest []SlowRequest // every request over the threshold, in the order they ended
+}
+
+// startRun names the run whose requests follow, and when its timeline starts.
+func (t *slowTracer) startRun(run string, start time.Time) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.run, t.started = run, start
+}
+
+// slowRequests returns the requests over the threshold so far.
+func (t *slowTracer) slowRequests() []SlowRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.slowest)
 }
 
 // The flight recorder's window and bounds: the window covers a request slower than the
@@ -35,7 +59,7 @@ type slowTracer struct {
 const (
 	slowTraceWindow   = 2 * time.Second
 	slowTraceBytesMax = 64 << 20
-	slowTracesMax     = 30
+	slowTracesMax     = 100
 )
 
 // startSlowTracer starts the flight recorder; each snapshot goes to prefix.N.trace.
@@ -95,6 +119,20 @@ func (t *slowTracer) stop() {
 	t.fr.Stop()
 }
 
+// SlowRequest is a request slower than --trace-over, as the report lists it.
+type SlowRequest struct {
+	// Run is the run it belongs to, AtS when it was sent, in seconds into that run's
+	// timeline, as the rows' from_s (negative in the warm-up before it).
+	Run       string  `json:"run"`
+	AtS       float64 `json:"at_s"`
+	Kind      string  `json:"kind"`
+	LatencyMs float64 `json:"latency_ms"`
+	// OSRunWaitMs is how long the process's threads waited, summed, for a CPU of the
+	// operating system while the request ran (osRunWait): when it is near the latency
+	// or above it, the machine, not the process, held the request up.
+	OSRunWaitMs float64 `json:"os_run_wait_ms"`
+}
+
 // request starts a traced request of kind; end records its latency, and asks for a
 // snapshot when it is above the threshold.
 func (t *slowTracer) request(ctx context.Context, kind string) (context.Context, func(latency time.Duration)) {
@@ -102,10 +140,20 @@ func (t *slowTracer) request(ctx context.Context, kind string) (context.Context,
 		return ctx, func(time.Duration) {}
 	}
 	ctx, task := trace.NewTask(ctx, kind)
+	sent, waitBefore := time.Now(), osRunWait()
 	return ctx, func(latency time.Duration) {
+		wait := osRunWait() - waitBefore
 		trace.Log(ctx, "latency", latency.String())
+		trace.Log(ctx, "os_run_wait", wait.String())
 		task.End()
-		if latency > t.over && t.written.Load() < slowTracesMax {
+		if latency <= t.over {
+			return
+		}
+		t.mu.Lock()
+		t.slowest = append(t.slowest, SlowRequest{Run: t.run, AtS: round(sent.Sub(t.started).Seconds(), 2), Kind: kind,
+			LatencyMs: round(float64(latency)/float64(time.Millisecond), 1), OSRunWaitMs: round(float64(wait)/float64(time.Millisecond), 1)})
+		t.mu.Unlock()
+		if t.written.Load() < slowTracesMax {
 			select {
 			case t.slow <- time.Now():
 			default: // a snapshot is asked for already, which will hold this request

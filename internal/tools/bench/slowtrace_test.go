@@ -29,9 +29,14 @@ func TestSlowTracerWritesOnlyForSlowRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr.startRun("exp1", time.Now())
 	_, end = tr.request(context.Background(), "update")
 	end(60 * time.Millisecond)
 	tr.stop()
+	slow := tr.slowRequests()
+	if len(slow) != 1 || slow[0].Run != "exp1" || slow[0].Kind != "update" || slow[0].LatencyMs != 60 {
+		t.Errorf("slow requests listed: %+v, want the one update of exp1 at 60 ms", slow)
+	}
 	b, err := os.ReadFile(prefix + ".1.trace")
 	if err != nil {
 		t.Fatalf("a request over the threshold left no trace: %v", err)
