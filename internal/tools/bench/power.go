@@ -783,9 +783,9 @@ func summarise(ops []opRecord, attemptTimeout, target time.Duration) opStats {
 
 // update writes a new value of object i at QUORUM and records it.
 func update(ctx context.Context, c *client.Client, objs *objects, log *opLog, i int, writer, seq uint64) {
+	tctx, traced := log.slow.request(ctx, "update")
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, powerOpTimeout)
-	rctx, traced := log.slow.request(rctx, "update")
+	rctx, cancel := context.WithTimeout(tctx, powerOpTimeout)
 	ts, err := c.Put(rctx, powerKeyspace, objectKey(i), objs.value(i, writer, seq), consistency.Quorum)
 	cancel()
 	latency := time.Since(start)
@@ -799,9 +799,9 @@ func update(ctx context.Context, c *client.Client, objs *objects, log *opLog, i 
 // read reads object i at level and records it; a read that finds no value of the object
 // failed (every object was loaded).
 func read(ctx context.Context, c *client.Client, log *opLog, i int, level consistency.Level) {
+	tctx, traced := log.slow.request(ctx, "read")
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, powerOpTimeout)
-	rctx, traced := log.slow.request(rctx, "read")
+	rctx, cancel := context.WithTimeout(tctx, powerOpTimeout)
 	item, found, err := c.Get(rctx, powerKeyspace, objectKey(i), level)
 	cancel()
 	latency := time.Since(start)

@@ -134,7 +134,9 @@ type SlowRequest struct {
 }
 
 // request starts a traced request of kind; end records its latency, and asks for a
-// snapshot when it is above the threshold.
+// snapshot when it is above the threshold. Both read the process's scheduler statistics
+// (osRunWait), which takes system calls: the caller starts its clock after request and
+// stops it before end, so that the tracer's work is no part of the latency.
 func (t *slowTracer) request(ctx context.Context, kind string) (context.Context, func(latency time.Duration)) {
 	if t == nil {
 		return ctx, func(time.Duration) {}
