@@ -723,7 +723,7 @@ type opRecord struct {
 
 // opLog keeps every request of a run.
 type opLog struct {
-	// slow traces the requests, nil but with --trace.
+	// slow traces the requests; nil without --trace.
 	slow *slowTracer
 	mu   sync.Mutex
 	ops  []opRecord

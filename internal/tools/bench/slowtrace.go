@@ -55,7 +55,7 @@ func (t *slowTracer) slowRequests() []SlowRequest {
 
 // The flight recorder's window and bounds: the window covers a request slower than the
 // bench's bound (100 ms) many times over, and the snapshot's size stays within what a
-// few dozen files may take on disk.
+// hundred files may take on disk.
 const (
 	slowTraceWindow   = 2 * time.Second
 	slowTraceBytesMax = 64 << 20
