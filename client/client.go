@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -598,7 +599,11 @@ func (c *Client) routeFor(ctx context.Context, keyspace string, key []byte) []st
 	stale := time.Since(c.refreshed) > c.opts.RefreshInterval
 	c.mu.Unlock()
 	if stale {
-		_ = c.refresh(ctx, explainAnywhere) // keep the old view if no node answers; the call will say why
+		// A region of the execution trace, when one is recorded, so that a request slowed
+		// by the refresh says so.
+		trace.WithRegion(ctx, "kura.client.refresh", func() {
+			_ = c.refresh(ctx, explainAnywhere) // keep the old view if no node answers; the call will say why
+		})
 	}
 	return c.route(keyspace, key)
 }
@@ -609,6 +614,7 @@ func (c *Client) callOn(ctx context.Context, addrs []string, mayResend bool, fn 
 	q := newTries(addrs)
 	for addr, ok := q.next(); ok; addr, ok = q.next() {
 		err := c.attempt(ctx, addr, fn)
+		traceAttempt(ctx, addr, err)
 		redirect := redirectOf(err)
 		switch {
 		case redirect != nil:
@@ -631,6 +637,19 @@ func (c *Client) callOn(ctx context.Context, addrs []string, mayResend bool, fn 
 		}
 	}
 	return fmt.Errorf("client: no node reachable: %w", lastErr)
+}
+
+// traceAttempt logs an attempt and its outcome to the execution trace when one is
+// recorded (runtime/trace), so that a slow request's trace tells which nodes it tried.
+func traceAttempt(ctx context.Context, addr string, err error) {
+	if !trace.IsEnabled() {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = err.Error()
+	}
+	trace.Log(ctx, "kura.client.attempt", addr+": "+outcome)
 }
 
 // redirectOf returns the redirect a sleeping node's stand-in answered with, or nil.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -10,10 +11,22 @@ import (
 )
 
 // loadInterval is how often a node counts what it stores and gossips it for kura status
-// and the console. Counting walks every keyspace's live-key index, so it runs less often
-// than the row counts of ordered keyspaces that scans size their rounds by; Cassandra's
-// nodetool status load is as stale.
+// and the console. Counting walks every record of every keyspace, values included
+// (storage.Engine.CountLive), so it runs less often than the row counts of ordered
+// keyspaces that scans size their rounds by; Cassandra's nodetool status load is as
+// stale.
 const loadInterval = 10 * time.Second
+
+// loadPhase is when a node counts what it stores a second time, its first count being
+// at start; it counts every loadInterval from then. The phase is a point of the interval
+// fixed by the node's id, so that nodes started together (an embedded cluster: kura
+// bench power's 16 in one process, on two cores) do not all walk their storage at once:
+// four such walks at once held Exp. 1's requests near 100 ms (docs/power.md).
+func loadPhase(id string) time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return 1 + time.Duration(h.Sum64()%uint64(loadInterval-1))
+}
 
 // Application states of a node's load and uptime, gossiped besides the ring's.
 const (

@@ -335,7 +335,7 @@ func Start(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.loop(rowsInterval, n.publishRows)
 	n.wg.Add(1)
-	go n.loop(loadInterval, n.publishStored)
+	go n.loopFrom(loadPhase(n.cfg.ID), loadInterval, n.publishStored)
 	n.wg.Add(1)
 	go n.dropTruncatedLoop()
 	n.wg.Add(1)
@@ -684,19 +684,29 @@ func (n *Node) stopContext() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// loop runs fn every interval until the node stops.
+// loop runs fn at once, then every interval until the node stops.
 func (n *Node) loop(interval time.Duration, fn func(context.Context)) {
+	n.loopFrom(interval, interval, fn)
+}
+
+// loopFrom runs fn at once, again after first, then every interval from there until
+// the node stops.
+func (n *Node) loopFrom(first, interval time.Duration, fn func(context.Context)) {
 	defer n.wg.Done()
 	ctx, cancel := n.stopContext()
 	defer cancel()
-	ticker := time.NewTicker(interval)
+	ticker := time.NewTicker(first)
 	defer ticker.Stop()
-	for {
+	for started := false; ; {
 		if !n.power.Quiet() {
 			fn(ctx)
 		}
 		select {
 		case <-ticker.C:
+			if !started {
+				ticker.Reset(interval)
+				started = true
+			}
 		case <-n.stop:
 			return
 		}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"runtime/trace"
 	"time"
 
 	"google.golang.org/grpc"
@@ -31,6 +32,14 @@ func (s *service) observeUnary(ctx context.Context, req any, info *grpc.UnarySer
 	op, metered := grpcOps[info.FullMethod]
 	if !metered {
 		return handler(ctx, req)
+	}
+	if trace.IsEnabled() {
+		// Each request is a task of the execution trace when one is recorded, named by
+		// the node that serves it, so that where a slow request waited can be read there.
+		var task *trace.Task
+		ctx, task = trace.NewTask(ctx, "kura."+op)
+		trace.Log(ctx, "node", s.cfg.NodeID)
+		defer task.End()
 	}
 	start := time.Now()
 	reply, err := handler(ctx, req)

@@ -107,7 +107,11 @@ type powerOptions struct {
 	controllerValueBytes int
 	gossipInterval       time.Duration
 	dataDir              string
+	tracePrefix          string
+	traceOver            time.Duration
 	quick                bool
+	// slow is the tracer runPower starts when --trace asks for one; nil otherwise.
+	slow *slowTracer
 }
 
 // quickSettings are the values --quick gives the flags not set explicitly: a smoke run
@@ -148,6 +152,8 @@ func setupPower(fs *flag.FlagSet) Runner {
 	fs.IntVar(&o.controllerValueBytes, "controller-value-bytes", 1024, "controller run: size of an object")
 	fs.DurationVar(&o.gossipInterval, "gossip-interval", 0, "every node's gossip round; a sleep and a wake each wait a ring delay of five rounds (0: the node's default, 1 s)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "each run's nodes keep their storage in a new directory under this one, removed after the run (e.g. /dev/shm: in memory, outside the bench's Go heap); empty: Pebble's in-memory files, inside the bench process's Go heap")
+	fs.StringVar(&o.tracePrefix, "trace", "", "keep the Go execution trace of the last 2 s in a flight recorder, and write it to PREFIX.N.trace after each client request slower than --trace-over (at most 100 files; read them with go tool trace); the summary lists every request over it with the wait of the process's threads for a CPU meanwhile")
+	fs.DurationVar(&o.traceOver, "trace-over", 50*time.Millisecond, "with --trace: the latency above which a request's trace is written")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run in about two minutes: small values for every flag not set explicitly")
 	return func(ctx context.Context, env Env) (*Report, error) {
 		if o.quick {
@@ -195,8 +201,8 @@ func (o powerOptions) validate() error {
 		return fmt.Errorf("--objects and --clients must be positive, --value-bytes and --controller-value-bytes at least %d", objectHeaderBytes)
 	case o.sleepers < 1 || o.sleepers > topologyNodes-powerTier0Nodes:
 		return fmt.Errorf("--sleepers must be between 1 and %d (the nodes of tier 1)", topologyNodes-powerTier0Nodes)
-	case o.interval <= 0 || o.bucket <= 0 || o.attemptTimeout <= 0 || o.day <= 0 || o.latencyTarget <= 0 || o.gossipInterval < 0:
-		return errors.New("--interval, --bucket, --attempt-timeout, --day and --latency-target must be positive")
+	case o.interval <= 0 || o.bucket <= 0 || o.attemptTimeout <= 0 || o.day <= 0 || o.latencyTarget <= 0 || o.gossipInterval < 0 || o.traceOver <= 0:
+		return errors.New("--interval, --bucket, --attempt-timeout, --day, --latency-target and --trace-over must be positive")
 	case o.requests < o.clients:
 		return errors.New("--requests must be at least --clients")
 	case o.sleepAt <= 0 || o.sleepAt >= time.Duration(o.requests/o.clients)*exp2Period:
@@ -251,6 +257,11 @@ type PowerRow struct {
 	GCPauseMsMax     float64 `json:"gc_pause_ms_max" table:"-"`
 	GoSchedWaitMsMax float64 `json:"go_sched_wait_ms_max" table:"-"`
 	HeapLiveMB       float64 `json:"heap_live_mb" table:"-"`
+	// OSRunWaitMsMax is what the Go runtime cannot see: the most the process's threads
+	// waited, summed, for a CPU of the operating system within one sampler tick
+	// (samplerTick) of the window, while other processes, or more threads than cores,
+	// held the CPUs (osRunWait; 0 where the system does not say).
+	OSRunWaitMsMax float64 `json:"os_run_wait_ms_max" table:"-"`
 	// Events are the power transitions seen in the window, and the bench's own steps.
 	Events string `json:"events"`
 }
@@ -276,6 +287,12 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 	}
 	progress := env.StartProgress("power", total.Seconds())
 	defer progress.Done()
+	if o.tracePrefix != "" {
+		if o.slow, err = startSlowTracer(o.tracePrefix, o.traceOver, env.Progressf); err != nil {
+			return nil, err
+		}
+		defer o.slow.stop()
+	}
 	for _, run := range o.runs {
 		progress.Add(0, "%s: running, about %v planned", run, planned[run])
 		switch run {
@@ -314,6 +331,9 @@ func runPower(ctx context.Context, env Env, o powerOptions) (*Report, error) {
 			summary[runController] = r.summary
 		}
 		progress.Add(planned[run].Seconds(), "%s: done", run)
+	}
+	if o.slow != nil {
+		summary["slow_requests"] = o.slow.slowRequests()
 	}
 	return &Report{
 		Bench:   "power",
@@ -703,8 +723,10 @@ type opRecord struct {
 
 // opLog keeps every request of a run.
 type opLog struct {
-	mu  sync.Mutex
-	ops []opRecord
+	// slow traces the requests; nil without --trace.
+	slow *slowTracer
+	mu   sync.Mutex
+	ops  []opRecord
 }
 
 func (l *opLog) add(r opRecord) {
@@ -761,11 +783,14 @@ func summarise(ops []opRecord, attemptTimeout, target time.Duration) opStats {
 
 // update writes a new value of object i at QUORUM and records it.
 func update(ctx context.Context, c *client.Client, objs *objects, log *opLog, i int, writer, seq uint64) {
+	tctx, traced := log.slow.request(ctx, "update")
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, powerOpTimeout)
+	rctx, cancel := context.WithTimeout(tctx, powerOpTimeout)
 	ts, err := c.Put(rctx, powerKeyspace, objectKey(i), objs.value(i, writer, seq), consistency.Quorum)
 	cancel()
-	log.add(opRecord{at: start, latency: time.Since(start), write: true, failed: err != nil})
+	latency := time.Since(start)
+	traced(latency)
+	log.add(opRecord{at: start, latency: latency, write: true, failed: err != nil})
 	if err == nil {
 		objs.ack(i, ts)
 	}
@@ -774,11 +799,14 @@ func update(ctx context.Context, c *client.Client, objs *objects, log *opLog, i 
 // read reads object i at level and records it; a read that finds no value of the object
 // failed (every object was loaded).
 func read(ctx context.Context, c *client.Client, log *opLog, i int, level consistency.Level) {
+	tctx, traced := log.slow.request(ctx, "read")
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, powerOpTimeout)
+	rctx, cancel := context.WithTimeout(tctx, powerOpTimeout)
 	item, found, err := c.Get(rctx, powerKeyspace, objectKey(i), level)
 	cancel()
-	log.add(opRecord{at: start, latency: time.Since(start), failed: err != nil || !found || !belongs(item.Value, i)})
+	latency := time.Since(start)
+	traced(latency)
+	log.add(opRecord{at: start, latency: latency, failed: err != nil || !found || !belongs(item.Value, i)})
 }
 
 // paced calls step every period until step returns false or stop closes; a step that
@@ -1147,14 +1175,21 @@ func (s *sampler) window(run string, start, from, to time.Time, ops []opRecord, 
 	s.mu.Lock()
 	pct := powerPct(s.samples, from, to)
 	s.mu.Unlock()
-	last := s.nearest(to)
-	rt := breakdown(s.nearest(from).runtime, last.runtime)
+	first, last := s.nearest(from), s.nearest(to)
+	rt := breakdown(first.runtime, last.runtime)
+	var ticks []runtimeSample
+	for _, smp := range s.all() {
+		if !smp.at.Before(first.at) && !smp.at.After(last.at) {
+			ticks = append(ticks, smp.runtime)
+		}
+	}
 	return PowerRow{
 		Run: run, FromS: round(from.Sub(start).Seconds(), 1), toS: round(to.Sub(start).Seconds(), 1),
 		Asleep: last.asleep(), PowerPct: round(pct, 2),
 		Ops: st.ops, LatencyMsMean: st.meanMs, LatencyMsMax: st.maxMs, Failed: st.failed, Timeouts: st.timeouts,
 		Events:   s.eventsBetween(from, to),
 		GCCPUPct: rt.GCCPUPct, GCPauseMsMax: rt.GCPauseMsMax, GoSchedWaitMsMax: rt.GoSchedWaitMsMax, HeapLiveMB: rt.HeapLiveMB,
+		OSRunWaitMsMax: round(float64(osRunWaitMax(ticks))/float64(time.Millisecond), 1),
 	}
 }
 
@@ -1208,13 +1243,14 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 
 	smp := startSampler(pc)
 	defer smp.finish()
-	log := &opLog{}
+	log := &opLog{slow: o.slow}
 	stop := make(chan struct{})
 	// The clients hold pause for reading while they update and read; a check holds it
 	// for writing, so the load pauses while the bench reads every object back, and the
 	// check's own reads weigh on no client's latency.
 	var pause sync.RWMutex
 	var wg sync.WaitGroup
+	o.slow.startRun(v.name, time.Now().Add(o.bucket)) // the timeline's start, after the warm-up
 	for w, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -1245,6 +1281,7 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 		return nil, ctx.Err()
 	}
 	start = time.Now()
+	o.slow.startRun(v.name, start)
 
 	// The sleeps, an interval apart after an interval of all nodes awake. Each asks the
 	// tier-1 nodes in turn, spread ones first, until one accepts: a node the sleep rule
@@ -1310,8 +1347,8 @@ func runExp1Sleeps(ctx context.Context, env Env, topo *topology.Topology, o powe
 
 	rows := smp.timeline(v.name, start, end, o.bucket, log, o.attemptTimeout)
 	for _, r := range rows {
-		env.Progressf("%s %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d; gc %4.1f%% of cpu, pause max %5.2f ms, cpu wait max %6.2f ms, heap %6.0f MB %s",
-			v.name, r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.GCCPUPct, r.GCPauseMsMax, r.GoSchedWaitMsMax, r.HeapLiveMB, r.Events)
+		env.Progressf("%s %5.1f-%5.1fs asleep %d power %6.2f%% ops %4d latency mean %6.2f ms max %7.2f ms failed %d; gc %4.1f%% of cpu, pause max %5.2f ms, cpu wait max %6.2f ms, os cpu wait max %6.1f ms, heap %6.0f MB %s",
+			v.name, r.FromS, r.toS, r.Asleep, r.PowerPct, r.Ops, r.LatencyMsMean, r.LatencyMsMax, r.Failed, r.GCCPUPct, r.GCPauseMsMax, r.GoSchedWaitMsMax, r.OSRunWaitMsMax, r.HeapLiveMB, r.Events)
 	}
 	samples := smp.all()
 	all := summarise(log.between(start, end), o.attemptTimeout, 0)
@@ -1445,7 +1482,7 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 
 	smp := startSampler(pc)
 	defer smp.finish()
-	log := &opLog{}
+	log := &opLog{slow: o.slow}
 	perClient := o.requests / o.clients
 	// The clients stop early only when the run fails.
 	clientCtx, cancel := context.WithCancel(ctx)
@@ -1455,6 +1492,7 @@ func runExp2StaleClients(ctx context.Context, env Env, topo *topology.Topology, 
 		wg.Wait()
 	}()
 	start := time.Now()
+	o.slow.startRun(name, start)
 	for w, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -1538,13 +1576,14 @@ func runControllerDay(ctx context.Context, env Env, topo *topology.Topology, o p
 
 	smp := startSampler(pc)
 	defer smp.finish()
-	log := &opLog{}
+	log := &opLog{slow: o.slow}
 	offered := &opLog{} // every request the load asked for, sent or not
 	tokens := make(chan struct{})
 	var dropped atomic.Int64
 	var wg sync.WaitGroup
 	const workers = 32
 	start := time.Now()
+	o.slow.startRun(runController, start)
 	for w := range workers {
 		wg.Add(1)
 		go func() {

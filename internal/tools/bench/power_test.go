@@ -234,7 +234,7 @@ func TestApplyQuick(t *testing.T) {
 func TestPowerOptionsValidate(t *testing.T) {
 	good := powerOptions{objects: 10, valueBytes: 1024, clients: 4, interval: time.Second, sleepers: 3, bucket: time.Second,
 		profile: "s4", requests: 40, sleepAt: time.Second, attemptTimeout: time.Second, day: time.Minute,
-		peakOpsPerSecond: 100, troughPct: 10, latencyTarget: time.Second, controllerProfile: "s1", controllerValueBytes: 64}
+		peakOpsPerSecond: 100, troughPct: 10, latencyTarget: time.Second, controllerProfile: "s1", controllerValueBytes: 64, traceOver: time.Millisecond}
 	if err := good.validate(); err != nil {
 		t.Fatalf("valid options refused: %v", err)
 	}
@@ -248,6 +248,7 @@ func TestPowerOptionsValidate(t *testing.T) {
 		// 40 requests from 4 clients last 10 x 200 ms.
 		{"sleep after the requests", func(o *powerOptions) { o.sleepAt = 2 * time.Second }},
 		{"trough above the peak", func(o *powerOptions) { o.troughPct = 120 }},
+		{"no trace threshold", func(o *powerOptions) { o.traceOver = 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

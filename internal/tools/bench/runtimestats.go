@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"runtime/metrics"
+	"time"
 )
 
 // runtimeSample is what the Go runtime says of the whole bench process at one moment:
@@ -13,6 +14,9 @@ type runtimeSample struct {
 	gcCPUSeconds, cpuSeconds float64
 	gcPauses, schedLatencies *metrics.Float64Histogram
 	heapLiveBytes            uint64
+	// osRunWait is the operating system's side: how long the process's threads have
+	// waited for a CPU so far (osRunWait).
+	osRunWait time.Duration
 }
 
 // The runtime metrics a runtimeSample reads.
@@ -42,7 +46,8 @@ func readRuntime() runtimeSample {
 		}
 		return v.Float64Histogram()
 	}
-	r := runtimeSample{gcCPUSeconds: float(s[0].Value), cpuSeconds: float(s[1].Value), gcPauses: hist(s[2].Value), schedLatencies: hist(s[3].Value)}
+	r := runtimeSample{gcCPUSeconds: float(s[0].Value), cpuSeconds: float(s[1].Value), gcPauses: hist(s[2].Value), schedLatencies: hist(s[3].Value),
+		osRunWait: osRunWait()}
 	if s[4].Value.Kind() == metrics.KindUint64 {
 		r.heapLiveBytes = s[4].Value.Uint64()
 	}
@@ -87,4 +92,15 @@ func histogramMax(before, after *metrics.Float64Histogram) float64 {
 		}
 	}
 	return 0
+}
+
+// osRunWaitMax is the largest wait for a CPU of the operating system that the process's
+// threads accumulated, summed, between two consecutive samples; a thread that exited
+// takes its wait with it, so a drop counts as none.
+func osRunWaitMax(samples []runtimeSample) time.Duration {
+	var worst time.Duration
+	for i := 1; i < len(samples); i++ {
+		worst = max(worst, samples[i].osRunWait-samples[i-1].osRunWait)
+	}
+	return worst
 }

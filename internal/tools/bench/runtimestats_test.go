@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 func TestHistogramMax(t *testing.T) {
@@ -53,5 +54,50 @@ func TestReadRuntime(t *testing.T) {
 	r := readRuntime()
 	if r.cpuSeconds <= 0 || r.gcPauses == nil || r.schedLatencies == nil || r.heapLiveBytes == 0 {
 		t.Errorf("readRuntime = %+v: a metric is missing", r)
+	}
+}
+
+func TestRunQueueWait(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		schedstat string
+		want      time.Duration
+	}{
+		{"run time, wait, slices", "211049182 697725317 1080\n", 697725317},
+		{"no wait field", "211049182\n", 0},
+		{"not a number", "211049182 x 1080\n", 0},
+		{"empty", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := runQueueWait([]byte(tc.schedstat)); got != tc.want {
+				t.Errorf("runQueueWait(%q) = %v, want %v", tc.schedstat, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOSRunWaitMax(t *testing.T) {
+	at := func(waits ...time.Duration) []runtimeSample {
+		var out []runtimeSample
+		for _, w := range waits {
+			out = append(out, runtimeSample{osRunWait: w})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []runtimeSample
+		want    time.Duration
+	}{
+		{"largest step between samples", at(10, 30, 35, 95), 60},
+		{"a thread that exited takes its wait away: no negative step", at(100, 40, 50), 10},
+		{"one sample: no step", at(7), 0},
+		{"none", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := osRunWaitMax(tc.samples); got != tc.want {
+				t.Errorf("osRunWaitMax = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
