@@ -14,7 +14,7 @@ import (
 // and the console. Counting walks every record of every keyspace, values included
 // (storage.Engine.CountLive), so it runs less often than the row counts of ordered
 // keyspaces that scans size their rounds by; Cassandra's nodetool status load is as
-// stale.
+// stale. walkBudget keeps it to walkShare of the time on a node holding much.
 const loadInterval = 10 * time.Second
 
 // loadPhase is when a node counts what it stores a second time, its first count being
@@ -44,9 +44,14 @@ type NodeLoad struct {
 }
 
 // publishStored counts the records and disk bytes this node stores and gossips them when
-// they changed.
+// they changed; it skips a count its walkBudget does not allow yet.
 func (n *Node) publishStored(context.Context) {
+	start := time.Now()
+	if !n.storedBudget.due(start) {
+		return
+	}
 	bytes, keys := n.storedLoad()
+	n.storedBudget.spent(start, time.Since(start))
 	d := n.feed
 	for key, value := range map[string]string{
 		membership.KeyLoadBytes: strconv.FormatInt(bytes, 10),

@@ -269,14 +269,16 @@ type Node struct {
 	hints     *hints.Store
 	stage     *sched.Stage // the read stage every read of local data passes through
 	rows      rowCounts    // rows per node and ordered keyspace, as gossiped
-	power     *powercycle.Cycle
-	replicas  *remote.Server
-	coord     *coord.Coordinator
-	hold      writeHold // a cluster snapshot's hold of the writes it coordinates
-	feed      *feed.Feed
-	dht       *dhtRuntime // nil with onehop routing
-	streamer  *stream.Streamer
-	fresh     bool // started with no ring of its own: a new node
+	// storedBudget spaces publishStored's counts; touched by its loop alone.
+	storedBudget walkBudget
+	power        *powercycle.Cycle
+	replicas     *remote.Server
+	coord        *coord.Coordinator
+	hold         writeHold // a cluster snapshot's hold of the writes it coordinates
+	feed         *feed.Feed
+	dht          *dhtRuntime // nil with onehop routing
+	streamer     *stream.Streamer
+	fresh        bool // started with no ring of its own: a new node
 	// changer runs the ring's life cycle: join, rebuild, decommission, removal.
 	changer  *ringchange.Changer
 	started  time.Time

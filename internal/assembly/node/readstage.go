@@ -15,7 +15,8 @@ import (
 
 // rowsInterval is how often a node counts the rows it holds of each ordered keyspace
 // and gossips them: the estimates parallel scans size their first round by (paper 004's
-// P) follow the data within seconds, and a count walks only the live-key index.
+// P) follow the data within seconds; a count reads every live record, so a node whose
+// count takes longer than walkShare of the interval counts less often (walkBudget).
 const rowsInterval = 2 * time.Second
 
 // SetReadPolicy switches the node's read policy at once: the read stage's queue
@@ -39,21 +40,24 @@ func (n *Node) ReadStage() sched.Stats {
 // node from gossip. Only ordered keyspaces need them: a hash-partitioned scan reads
 // every range whatever the counts.
 func (n *Node) publishRows(context.Context) {
-	var parts []string
-	for _, ks := range n.catalog.List() {
-		if ks.Partitioner != "ordered" || ks.Erasure.Enabled() {
-			continue
+	if start := time.Now(); n.rows.budget.due(start) {
+		var parts []string
+		for _, ks := range n.catalog.List() {
+			if ks.Partitioner != "ordered" || ks.Erasure.Enabled() {
+				continue
+			}
+			live, err := n.countLive(ks)
+			if err != nil {
+				n.log.Debug("count rows", "keyspace", ks.Name, "err", err)
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s=%d", ks.Name, live))
 		}
-		live, err := n.countLive(ks)
-		if err != nil {
-			n.log.Debug("count rows", "keyspace", ks.Name, "err", err)
-			continue
+		n.rows.budget.spent(start, time.Since(start))
+		if rows := strings.Join(parts, ","); rows != n.rows.published {
+			n.feed.SetAppState(membership.KeyLoadRows, rows)
+			n.rows.published = rows
 		}
-		parts = append(parts, fmt.Sprintf("%s=%d", ks.Name, live))
-	}
-	if rows := strings.Join(parts, ","); rows != n.rows.published {
-		n.feed.SetAppState(membership.KeyLoadRows, rows)
-		n.rows.published = rows
 	}
 	all := map[string]map[string]int64{}
 	for _, m := range n.feed.Members() {
@@ -89,7 +93,8 @@ func parseRows(s string) map[string]int64 {
 // rowCounts are the rows per node and keyspace as gossiped, for the coordinator's
 // estimates (coord.RowEstimates).
 type rowCounts struct {
-	published string // this node's last gossiped value; touched by publishRows alone
+	published string     // this node's last gossiped value; touched by publishRows alone
+	budget    walkBudget // spaces its counts; touched by publishRows alone
 	known     atomic.Pointer[map[string]map[string]int64]
 }
 
