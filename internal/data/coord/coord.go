@@ -230,8 +230,7 @@ func New(cfg Config, parts Parts) *Coordinator {
 		log:       cfg.Logger,
 		gate:      newWriteGate(),
 		// Nil leaves typed records refused: a coordinator assembled without a switch.
-		typedRecords: parts.TypedRecords,
-
+		typedRecords:      parts.TypedRecords,
 		transactionsReady: parts.TransactionsReady,
 	}
 }
