@@ -37,7 +37,11 @@ import (
 type Options struct {
 	// LocalDC is the caller's datacenter; empty means the DC of the first node reached.
 	LocalDC string
-	// RefreshInterval is how often the cluster view is refreshed; default 10 s.
+	// RefreshInterval is how often the cluster view is refreshed; default 10 s. A call
+	// that finds the view older than this refreshes it in the background and goes on
+	// with it, so that a busy client's requests never wait for a refresh; a call that
+	// finds it older than viewAgeMax intervals (a client idle that long) refreshes it
+	// first, since the nodes may have changed since.
 	RefreshInterval time.Duration
 	// MaxMessageBytes bounds a message in either direction; default 64 MiB, enough for
 	// the largest value the server accepts by default.
@@ -248,13 +252,18 @@ func (c *Client) refresh(ctx context.Context, explain func(addr string, err erro
 	return fmt.Errorf("client: no node answered: %w", errors.Join(errs...))
 }
 
-// refreshSoon refreshes the view in the background, unless a refresh is under way or
-// the view is static: a node turned a request away because it sleeps, so the view is
-// out of date.
+// refreshSoon refreshes the view in the background, unless the view is static: a node
+// turned a request away because it sleeps, so the view is out of date.
 func (c *Client) refreshSoon() {
 	if c.opts.StaticNodes {
 		return
 	}
+	c.refreshBehind()
+}
+
+// refreshBehind refreshes the view on a goroutine of its own, unless a refresh is under
+// way or the client is closed.
+func (c *Client) refreshBehind() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.refreshing || c.closed {
@@ -593,17 +602,30 @@ func (c *Client) call(ctx context.Context, keyspace string, key []byte, mayResen
 	return c.callOn(ctx, c.routeFor(ctx, keyspace, key), mayResend, fn)
 }
 
-// routeFor is route on a view refreshed first if it is stale.
+// viewAgeMax is the age, in refresh intervals, past which a call refreshes the view
+// before it routes, rather than in the background: a view that old was not refreshed
+// behind the calls (the client was idle, or no node answered), and routing by it may
+// send the call to nodes that have left.
+const viewAgeMax = 3
+
+// routeFor is route on the client's view: refreshed in the background once it is older
+// than the refresh interval, and first, in the call's path, once it is older than
+// viewAgeMax intervals. A busy client's refresh every 10 s used to run in the path of
+// whichever call found the view stale, a round trip and a ring rebuilt added to that
+// call's latency (paper 003's bench saw it every 10 s).
 func (c *Client) routeFor(ctx context.Context, keyspace string, key []byte) []string {
 	c.mu.Lock()
-	stale := time.Since(c.refreshed) > c.opts.RefreshInterval
+	age := time.Since(c.refreshed)
 	c.mu.Unlock()
-	if stale {
+	switch {
+	case age > viewAgeMax*c.opts.RefreshInterval:
 		// A region of the execution trace, when one is recorded, so that a request slowed
 		// by the refresh says so.
 		trace.WithRegion(ctx, "kura.client.refresh", func() {
 			_ = c.refresh(ctx, explainAnywhere) // keep the old view if no node answers; the call will say why
 		})
+	case age > c.opts.RefreshInterval:
+		c.refreshBehind()
 	}
 	return c.route(keyspace, key)
 }
