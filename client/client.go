@@ -610,9 +610,8 @@ const viewAgeMax = 3
 
 // routeFor is route on the client's view: refreshed in the background once it is older
 // than the refresh interval, and first, in the call's path, once it is older than
-// viewAgeMax intervals. A busy client's refresh every 10 s used to run in the path of
-// whichever call found the view stale, a round trip and a ring rebuilt added to that
-// call's latency (paper 003's bench saw it every 10 s).
+// viewAgeMax intervals, so that a busy client's periodic refresh (a round trip and a
+// ring rebuilt) adds to no call's latency.
 func (c *Client) routeFor(ctx context.Context, keyspace string, key []byte) []string {
 	c.mu.Lock()
 	age := time.Since(c.refreshed)
