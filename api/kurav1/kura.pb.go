@@ -2632,8 +2632,15 @@ type Keyspace struct {
 	// move of a keyspace that is not ordered; kura keyspace alter needs every node on a
 	// build that reads it.
 	NextReplication string `protobuf:"bytes,9,opt,name=next_replication,json=nextReplication,proto3" json:"next_replication,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// With transactions "partition": a collection's element records (a list's items, a
+	// hash's fields) run their lightweight transactions on their collection key's
+	// partition instance, so that a pop and a MULTI/EXEC over the list are serialized
+	// whatever the key's hash tag (docs/lwt.md). False: each runs on its own hash tag's.
+	// Set by the node that creates the keyspace when every member runs it (a request's
+	// value is not read); fixed at creation.
+	CollectionInstances bool `protobuf:"varint,10,opt,name=collection_instances,json=collectionInstances,proto3" json:"collection_instances,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Keyspace) Reset() {
@@ -2727,6 +2734,13 @@ func (x *Keyspace) GetNextReplication() string {
 		return x.NextReplication
 	}
 	return ""
+}
+
+func (x *Keyspace) GetCollectionInstances() bool {
+	if x != nil {
+		return x.CollectionInstances
+	}
+	return false
 }
 
 // Erasure makes a keyspace erasure-coded (LDR): each value is stored as m chunks, any k of
@@ -5392,7 +5406,7 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\x04R\ttimestamp\"7\n" +
 	"\fScanResponse\x12'\n" +
-	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\xae\x02\n" +
+	"\x05items\x18\x01 \x03(\v2\x11.kura.v1.KeyValueR\x05items\"\xe1\x02\n" +
 	"\bKeyspace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vreplication\x18\x02 \x01(\tR\vreplication\x12 \n" +
@@ -5403,7 +5417,9 @@ const file_api_kurav1_kura_proto_rawDesc = "" +
 	"\vnext_splits\x18\a \x03(\fR\n" +
 	"nextSplits\x12\"\n" +
 	"\ftransactions\x18\b \x01(\tR\ftransactions\x12)\n" +
-	"\x10next_replication\x18\t \x01(\tR\x0fnextReplication\"%\n" +
+	"\x10next_replication\x18\t \x01(\tR\x0fnextReplication\x121\n" +
+	"\x14collection_instances\x18\n" +
+	" \x01(\bR\x13collectionInstances\"%\n" +
 	"\aErasure\x12\f\n" +
 	"\x01m\x18\x01 \x01(\rR\x01m\x12\f\n" +
 	"\x01k\x18\x02 \x01(\rR\x01k\"F\n" +

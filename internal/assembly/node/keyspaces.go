@@ -39,12 +39,17 @@ func (p schemaPeers) Pull(ctx context.Context, from cluster.Node) ([]byte, error
 
 // CreateKeyspace defines a keyspace and announces it to every live node
 // (schemasync.Syncer.CreateKeyspace). One whose transactions run per partition waits
-// until every member announces that it runs them (PartitionTransactionsRead).
+// until every member announces that it runs them (PartitionTransactionsRead), and runs
+// its element records on their collection's instance when every member announces that
+// it runs those (CollectionInstancesRead); otherwise on their own, as every build of
+// partition instances does. That is this build's choice, whatever the request says.
 func (n *Node) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
-	if ks.Transactions == schema.TransactionsPartition && !n.PartitionTransactionsRead() {
+	partition := ks.Transactions == schema.TransactionsPartition
+	if partition && !n.PartitionTransactionsRead() {
 		return fmt.Errorf("%w %s: transactions %s need every member of a build that runs them, and some member announces none (upgrade every node first)",
 			schema.ErrInvalidKeyspace, ks.Name, ks.Transactions)
 	}
+	ks.CollectionInstances = partition && n.CollectionInstancesRead()
 	return n.schemas.CreateKeyspace(ctx, ks)
 }
 

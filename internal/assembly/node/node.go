@@ -395,7 +395,11 @@ func (n *Node) open() error {
 		return err
 	}
 	if n.cfg.DefaultReplication != NoDefaultKeyspace {
-		proposal := schema.Keyspace{Replication: cmp.Or(n.cfg.DefaultReplication, DefaultReplication), Transactions: cmp.Or(n.cfg.DefaultTransactions, DefaultTransactions)}
+		transactions := cmp.Or(n.cfg.DefaultTransactions, DefaultTransactions)
+		// This build runs element records on their collection's instance; settling
+		// keeps that only when every member does (schema.SettleOwn).
+		proposal := schema.Keyspace{Replication: cmp.Or(n.cfg.DefaultReplication, DefaultReplication), Transactions: transactions,
+			CollectionInstances: transactions == schema.TransactionsPartition}
 		if err := n.catalog.EnsureDefault(proposal); err != nil {
 			return err
 		}

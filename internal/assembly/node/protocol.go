@@ -36,11 +36,19 @@ const recordTypesVersion = 2
 // naming the keys they read: docs/lwt.md). A build from before announces nothing, and
 // would run a keyspace created with transactions partition per key, beside the others'
 // partition instances, where two values could be chosen. The value is
-// partitionTransactionsVersion.
+// transactionsVersion.
 const keyTransactions = "transactions"
 
-// partitionTransactionsVersion is what this build announces under keyTransactions.
-const partitionTransactionsVersion = 1
+// The versions a build announces under keyTransactions: partitionTransactionsVersion
+// since it runs partition instances, collectionInstancesVersion since it runs a
+// collection's element records on their collection key's partition instance in a
+// keyspace that says so (schema.Keyspace.CollectionInstances); a build of version 1
+// runs them on their own instances. transactionsVersion is this build's.
+const (
+	partitionTransactionsVersion = 1
+	collectionInstancesVersion   = 2
+	transactionsVersion          = collectionInstancesVersion
+)
 
 // recordTypesVersionFor is the version a build must announce to read records of type t.
 func recordTypesVersionFor(t lww.Type) int {
@@ -93,6 +101,20 @@ func (n *Node) RecordTypeRead(t lww.Type) bool {
 // keyspace with transactions partition is created behind. It is false until the node
 // has started; a member that is down counts with what it last announced.
 func (n *Node) PartitionTransactionsRead() bool {
+	return n.transactionsRead(partitionTransactionsVersion)
+}
+
+// CollectionInstancesRead reports whether every member of the cluster, as
+// PartitionTransactionsRead counts them, announces that it runs a collection's element
+// records on their collection's partition instance: the switch a keyspace with
+// schema.Keyspace.CollectionInstances is created behind.
+func (n *Node) CollectionInstancesRead() bool {
+	return n.transactionsRead(collectionInstancesVersion)
+}
+
+// transactionsRead reports whether every member announces keyTransactions at version
+// need or later; false until the node has started.
+func (n *Node) transactionsRead(need int) bool {
 	select {
 	case <-n.ready:
 	default:
@@ -100,10 +122,16 @@ func (n *Node) PartitionTransactionsRead() bool {
 	}
 	all := true
 	n.eachMemberState(func(_ string, appState map[string]string) {
-		v, err := strconv.Atoi(appState[keyTransactions])
-		all = all && err == nil && v >= partitionTransactionsVersion
+		all = all && announcesTransactions(appState, need)
 	})
 	return all
+}
+
+// announcesTransactions reports whether a member's gossiped state announces
+// keyTransactions at version need or later.
+func announcesTransactions(appState map[string]string, need int) bool {
+	v, err := strconv.Atoi(appState[keyTransactions])
+	return err == nil && v >= need
 }
 
 // eachMemberState calls fn with the id and the gossiped application state of each member
@@ -131,7 +159,7 @@ func announced() map[string]string {
 	return map[string]string{
 		keyProtocol:                   strconv.Itoa(transport.ProtocolVersion),
 		keyRecordTypes:                strconv.Itoa(recordTypesVersion),
-		keyTransactions:               strconv.Itoa(partitionTransactionsVersion),
+		keyTransactions:               strconv.Itoa(transactionsVersion),
 		ringchange.KeyJoinArbitration: "1",
 		rebalance.KeyAlter:            "1",
 	}

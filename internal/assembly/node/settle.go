@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/kuradb/kura/internal/core/cluster"
@@ -73,8 +72,8 @@ func (n *Node) settleDefault(ctx context.Context) {
 		if g, ok := n.feed.Member(m.ID); ok {
 			p.Digest, p.DigestKnown = feed.SchemaDigest(g)
 			p.Proposes = g.AppState[keyDefaultProposal] != ""
-			v, err := strconv.Atoi(g.AppState[keyTransactions])
-			p.PartitionTransactions = err == nil && v >= partitionTransactionsVersion
+			p.PartitionTransactions = announcesTransactions(g.AppState, partitionTransactionsVersion)
+			p.CollectionInstances = announcesTransactions(g.AppState, collectionInstancesVersion)
 		}
 		peers = append(peers, p)
 	}

@@ -87,9 +87,16 @@ type groupedPartitioner struct{}
 func (groupedPartitioner) Name() string { return "grouped" }
 
 func (groupedPartitioner) Token(key []byte) Token {
+	return Token(xxhash.Sum64(GroupTag(key)))
+}
+
+// GroupTag returns the part of key that decides its token under GroupedPartitioner: the
+// hash tag (HashTag) of key, or of its collection key when key is an element record's
+// (package element), so that a collection's records share its tag.
+func GroupTag(key []byte) []byte {
 	// A collection key may itself look like an element key (front ends refuse such
 	// keys once collections are served, but a key written before is stored): unwrapping
-	// until none is left gives a key and its element records one token. Each step
+	// until none is left gives a key and its element records one tag. Each step
 	// shortens the key, so the loop ends.
 	for {
 		collection, _, _, ok := element.Parse(key)
@@ -98,7 +105,7 @@ func (groupedPartitioner) Token(key []byte) Token {
 		}
 		key = collection
 	}
-	return Token(xxhash.Sum64(HashTag(key)))
+	return HashTag(key)
 }
 
 type orderedPartitioner struct{}

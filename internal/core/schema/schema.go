@@ -72,6 +72,15 @@ type Keyspace struct {
 	// means TransactionsKey. Fixed at creation: a key's instance changing under a round
 	// in flight could let two values be chosen.
 	Transactions string
+	// CollectionInstances, in a keyspace of TransactionsPartition, runs the lightweight
+	// transactions of a collection's element records (package element: a list's item, a
+	// hash's field) on the instance of their collection key's partition, so that a
+	// command that rewrites one element (a pop, HINCRBY) and a MULTI/EXEC over the
+	// collection are serialized whatever the key's hash tag. False: each element record
+	// runs on its own hash tag's instance, as before the option existed (docs/lwt.md,
+	// "Element records on their collection's instance"). Set by the node that creates the keyspace when every member
+	// runs it; fixed at creation, as Transactions is.
+	CollectionInstances bool
 
 	strategy     ring.Strategy
 	partitioner  ring.Partitioner
@@ -195,6 +204,9 @@ func (k Keyspace) Compile() (Keyspace, error) {
 	if err := k.validateTransactions(); err != nil {
 		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
 	}
+	if err := k.validateCollectionInstances(); err != nil {
+		return k, fmt.Errorf("%w %s: %v", ErrInvalidKeyspace, k.Name, err)
+	}
 	k.Transactions = cmp.Or(k.Transactions, TransactionsKey)
 	if k.Partitioner == "ordered" {
 		partitioner = ring.SplitPartitioner(k.Splits)
@@ -280,6 +292,27 @@ func (k Keyspace) validateTransactions() error {
 		return fmt.Errorf("transactions %s with erasure %s: an erasure-coded keyspace takes no lightweight transaction", k.Transactions, k.Erasure)
 	}
 	return nil
+}
+
+// validateCollectionInstances checks CollectionInstances: only a keyspace whose
+// transactions run per partition has a collection's partition instance to run them on.
+func (k Keyspace) validateCollectionInstances() error {
+	if k.CollectionInstances && k.Transactions != TransactionsPartition {
+		return fmt.Errorf("element records on their collection's instance need transactions %s, not %s", TransactionsPartition, cmp.Or(k.Transactions, TransactionsKey))
+	}
+	return nil
+}
+
+// TransactionPartition returns the partition whose Paxos instance runs key's lightweight
+// transactions when the keyspace runs them per partition: key's hash tag
+// (ring.HashTag), or, with CollectionInstances, its collection key's when key is an
+// element record's (ring.GroupTag). Every node must compute the same for a keyspace: a
+// key on two instances is two Paxos histories, where two values can be chosen.
+func (k Keyspace) TransactionPartition(key []byte) []byte {
+	if k.CollectionInstances {
+		return ring.GroupTag(key)
+	}
+	return ring.HashTag(key)
 }
 
 // PartitionTransactions reports whether the keyspace's lightweight transactions run per
@@ -579,7 +612,11 @@ func (c *Catalog) TransactionsReady(name string) error {
 // DescribeImplicit says what distinguishes one implicit definition from another, for
 // messages.
 func DescribeImplicit(k Keyspace) string {
-	return fmt.Sprintf("replication %s, partitioner %s, transactions %s", k.Replication, k.Partitioner, k.Transactions)
+	out := fmt.Sprintf("replication %s, partitioner %s, transactions %s", k.Replication, k.Partitioner, k.Transactions)
+	if k.CollectionInstances {
+		out += ", element records on their collection's instance"
+	}
+	return out
 }
 
 // Truncate records a truncation of keyspace name at truncatedAt (merged as Apply does)
@@ -695,6 +732,9 @@ func (c *Catalog) Digest() uint64 {
 			// option did, so that those do not pull the catalog over and over.
 			fmt.Fprintf(h, "t%s\x00", k.Transactions)
 		}
+		if k.CollectionInstances {
+			fmt.Fprintf(h, "e%s\x00", collectionInstancesWord)
+		}
 	}
 	return h.Sum64()
 }
@@ -716,7 +756,10 @@ func (c *Catalog) Digest() uint64 {
 // the separator, and entries without splits keep the bytes they had before splits
 // existed. A keyspace whose transactions run per
 // partition has all five fields, its split fields if any, then "\x00t" and the word;
-// one of per-key instances keeps the bytes it had before the option existed.
+// one of per-key instances keeps the bytes it had before the option existed. One whose
+// element records run on their collection's instance (CollectionInstances) then has
+// "\x00e" and collectionInstancesWord: a build before the option reads the field as
+// malformed and refuses the entry rather than run its elements on other instances.
 func encode(k Keyspace) lww.Record {
 	value := k.Replication + "\x00" + k.Partitioner
 	extended := hasSplitFields(k) || k.PartitionTransactions()
@@ -739,6 +782,9 @@ func encode(k Keyspace) lww.Record {
 	}
 	if k.PartitionTransactions() {
 		value += "\x00t" + k.Transactions
+	}
+	if k.CollectionInstances {
+		value += "\x00e" + collectionInstancesWord
 	}
 	return lww.Record{Key: []byte(k.Name), Value: []byte(value), Timestamp: k.Timestamp}
 }
@@ -790,9 +836,14 @@ func parseHexList(field string, tag byte) ([][]byte, error) {
 // droppedField ends the catalog entry of a dropped keyspace.
 const droppedField = "dropped"
 
+// collectionInstancesWord follows "e" in the catalog entry of a keyspace whose element
+// records run on their collection's instance (CollectionInstances): a word, so that
+// another rule could be another word.
+const collectionInstancesWord = "collection"
+
 func decode(r lww.Record) (Keyspace, error) {
 	fields := strings.Split(string(r.Value), "\x00")
-	if len(fields) < 2 || len(fields) > 9 {
+	if len(fields) < 2 || len(fields) > 10 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)
 	}
 	// An empty partitioner field was "hash" when it was written (Compile then defaulted
@@ -842,6 +893,12 @@ func decode(r lww.Record) (Keyspace, error) {
 	}
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "t") {
 		k.Transactions, rest = rest[0][1:], rest[1:]
+	}
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "e") {
+		if rest[0][1:] != collectionInstancesWord {
+			return Keyspace{}, fmt.Errorf("keyspace %q: malformed element instances %q in the catalog", r.Key, rest[0][1:])
+		}
+		k.CollectionInstances, rest = true, rest[1:]
 	}
 	if len(rest) > 0 {
 		return Keyspace{}, fmt.Errorf("keyspace %q: malformed catalog entry", r.Key)

@@ -42,6 +42,10 @@ type Peer struct {
 	// feature "transactions"); a build that does not reads a definition with
 	// transactions partition as per key.
 	PartitionTransactions bool
+	// CollectionInstances: it announces that it runs element records on their
+	// collection's instance (Keyspace.CollectionInstances); a build that does not runs
+	// them on their own.
+	CollectionInstances bool
 }
 
 // SettleOwn decides whether node self settles its own proposal for a keyspace, and on
@@ -56,14 +60,17 @@ type Peer struct {
 // holds a settled definition gossips another digest, and this node pulls its catalog
 // and adopts it rather than settle. The definition settled keeps the proposal's
 // transactions, unless a member does not run partition instances: then per key, the
-// instances every build runs. It returns the definition to settle, or why not yet.
+// instances every build runs; and its element records' instances, unless a member does
+// not run them on their collection's: then their own. It returns the definition to
+// settle, or why not yet.
 func SettleOwn(self string, proposal Keyspace, ringKnown bool, digest uint64, peers []Peer) (Keyspace, string) {
 	if !ringKnown {
 		return Keyspace{}, "this node has not learned the ring yet"
 	}
-	partition := true
+	partition, collection := true, true
 	for _, p := range peers {
 		partition = partition && p.PartitionTransactions
+		collection = collection && p.CollectionInstances
 		switch {
 		case !p.Up:
 		case !p.DigestKnown:
@@ -76,6 +83,9 @@ func SettleOwn(self string, proposal Keyspace, ringKnown bool, digest uint64, pe
 	}
 	if proposal.PartitionTransactions() && !partition {
 		proposal.Transactions = TransactionsKey
+	}
+	if !partition || !collection {
+		proposal.CollectionInstances = false
 	}
 	return proposal, ""
 }
@@ -109,12 +119,16 @@ func Merge(old, in Keyspace) (keep Keyspace, conflict bool) {
 
 // ImplicitConflict reports whether, of two settled implicit definitions that differ,
 // mine loses to theirs: the one of per-key transactions wins (every cluster before
-// settling had it, and a node that meets it is the newcomer), then, as records do, the
-// larger encoding (which keeps an older build's "hash" partitioner over
-// DefaultPartitioner).
+// settling had it, and a node that meets it is the newcomer), then the one whose element
+// records run on their own instances (likewise: every cluster before
+// CollectionInstances), then, as records do, the larger encoding (which keeps an older
+// build's "hash" partitioner over DefaultPartitioner).
 func ImplicitConflict(mine, theirs Keyspace) bool {
 	if mine.PartitionTransactions() != theirs.PartitionTransactions() {
 		return mine.PartitionTransactions()
+	}
+	if mine.CollectionInstances != theirs.CollectionInstances {
+		return mine.CollectionInstances
 	}
 	return newerDefinition(theirs, mine)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/kuradb/kura/internal/core/element"
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/paxos"
-	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/core/schema"
 	"github.com/kuradb/kura/internal/data/placement"
 )
@@ -78,7 +77,10 @@ type UpdateResult struct {
 // by a clock slightly ahead does not make it lose. Plain writes mixed with lightweight
 // transactions on one key, and SERIAL mixed with LOCAL_SERIAL, are not linearizable. In a
 // keyspace whose transactions run per partition it is a batch of one on the partition's
-// instance, so that it is serialized with every transaction over the key's hash tag.
+// instance, so that it is serialized with every transaction over the key's hash tag: for
+// an element record of a keyspace of schema.Keyspace.CollectionInstances, its collection
+// key's (schema.Keyspace.TransactionPartition), so that a pop and a transaction over the
+// collection are serialized whatever the collection key's tag.
 func (c *Coordinator) Update(ctx context.Context, keyspace string, key []byte, serial consistency.Level, fn UpdateFunc) (UpdateResult, error) {
 	if fn == nil {
 		return UpdateResult{}, invalid("no update function")
@@ -117,12 +119,6 @@ type KeyRecord struct {
 	// with a collection's type.
 	Reset    hlc.Timestamp
 	Elements []lww.Record
-	// PartitionInstances, for a key read as a collection, is whether its keyspace runs
-	// every lightweight transaction on its partition's instance. A single-command
-	// transaction on one of its element records (a pop's take, HINCRBY) is then
-	// serialized with this one when the element key's hash tag is this transaction's
-	// partition; otherwise it runs on an instance of its own, which this one does not see.
-	PartitionInstances bool
 }
 
 // BatchFunc computes the writes of a transaction over several keys of one partition from
@@ -170,6 +166,16 @@ func (c *Coordinator) UpdateBatch(ctx context.Context, keyspace string, keys, co
 	if fn == nil {
 		return BatchResult{}, invalid("no update function")
 	}
+	l, err := c.newBatchLWT(ctx, keyspace, keys, collections, serial)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return l.run(ctx, fn)
+}
+
+// newBatchLWT is newLWT for UpdateBatch: its keys once each, and its collections, which
+// put the transaction on its partition's instance in any keyspace.
+func (c *Coordinator) newBatchLWT(ctx context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level) (*lwt, error) {
 	var distinct [][]byte
 	for _, k := range keys {
 		if !slices.ContainsFunc(distinct, func(d []byte) bool { return bytes.Equal(d, k) }) {
@@ -178,22 +184,22 @@ func (c *Coordinator) UpdateBatch(ctx context.Context, keyspace string, keys, co
 	}
 	for _, k := range collections {
 		if !slices.ContainsFunc(distinct, func(d []byte) bool { return bytes.Equal(d, k) }) {
-			return BatchResult{}, invalid("collection %q is not among the transaction's keys", k)
+			return nil, invalid("collection %q is not among the transaction's keys", k)
 		}
 		if _, err := c.collectionKeyspace(keyspace, k); err != nil {
-			return BatchResult{}, err
+			return nil, err
 		}
 	}
 	l, err := c.newLWT(ctx, keyspace, distinct, serial)
 	if err != nil {
-		return BatchResult{}, err
+		return nil, err
 	}
 	if len(collections) > 0 && l.partition == nil {
-		l.partition = ring.HashTag(distinct[0])
+		l.partition = l.ks.TransactionPartition(distinct[0])
 		l.id = inflightPartition(keyspace, l.partition)
 	}
 	l.collections = collections
-	return l.run(ctx, fn)
+	return l, nil
 }
 
 // serialGet is a linearizable read: a prepare round, completing any proposal left in
@@ -271,9 +277,9 @@ func (c *Coordinator) newLWT(ctx context.Context, keyspace string, keys [][]byte
 	l := &lwt{c: c, ks: ks, keyspace: keyspace, keys: keys, serial: serial, commit: serial.Commit(), id: inflightKey(keyspace, keys[0])}
 	switch {
 	case ks.PartitionTransactions():
-		l.partition = ring.HashTag(keys[0])
+		l.partition = ks.TransactionPartition(keys[0])
 		for _, key := range keys[1:] {
-			if !bytes.Equal(ring.HashTag(key), l.partition) {
+			if !bytes.Equal(ks.TransactionPartition(key), l.partition) {
 				return nil, invalid("keys %q and %q have different hash tags: a transaction covers the keys of one partition", keys[0], key)
 			}
 		}
@@ -529,7 +535,6 @@ func (l *lwt) readCollections(ctx context.Context, s paxos.Summary, ballot paxos
 		if cur[i].Found && cur[i].Record.Type != lww.String {
 			cur[i].Reset, cur[i].Elements = liveElements(l.ks, key, recs, ballot.Time)
 		}
-		cur[i].PartitionInstances = l.ks.PartitionTransactions()
 	}
 	if newest < ballot.Time {
 		return ballot.Time, nil

@@ -326,8 +326,12 @@ func execCommand(c *conn, _ [][]byte) {
 // watched key changed, so nothing ran; ok is false when the transaction failed, its
 // error written.
 func (c *conn) runTransaction(queued []queuedCommand, watched []watchedKey, keys, collections [][]byte) (out execReply, ran, ok bool) {
+	// Read before the round: a keyspace's transaction instances never change (schema's
+	// Transactions and CollectionInstances are fixed at creation). None read, the view
+	// refuses what needs them (txView.updateElement).
+	ks, _ := c.s.cfg.Backend.Keyspace(c.keyspace)
 	run := func(at hlc.Timestamp, cur []coord.KeyRecord) ([]lww.Record, bool, any, error) {
-		view := newTxView(at, c.s.cfg.NodeID, cur, collections)
+		view := newTxView(at, c.s.cfg.NodeID, ks, cur, collections)
 		for _, w := range watched {
 			now := view.records[string(w.key)]
 			if now.Found != w.found || (w.found && now.Record.Timestamp != w.record.Timestamp) ||
@@ -461,8 +465,10 @@ type txView struct {
 	mu sync.Mutex
 	// at is the round's timestamp, which every record written gets (a reset record the
 	// point it holds); node names this node in a set add's tag.
-	at      hlc.Timestamp
-	node    string
+	at   hlc.Timestamp
+	node string
+	// ks is the keyspace's definition: where its transactions run.
+	ks      schema.Keyspace
 	records map[string]coord.KeyRecord
 	// written are the keys written, in the order first written.
 	written []string
@@ -486,16 +492,15 @@ func (v *txView) wakeAfter(key []byte) {
 	}
 }
 
-// newTxView is the view of the records cur a round read at timestamp at, the keys of
-// collections read whole.
-func newTxView(at hlc.Timestamp, node string, cur []coord.KeyRecord, collections [][]byte) *txView {
-	v := &txView{at: at, node: node, records: make(map[string]coord.KeyRecord, len(cur)),
+// newTxView is the view of the records cur a round read at timestamp at in keyspace ks,
+// the keys of collections read whole.
+func newTxView(at hlc.Timestamp, node string, ks schema.Keyspace, cur []coord.KeyRecord, collections [][]byte) *txView {
+	v := &txView{at: at, node: node, ks: ks, records: make(map[string]coord.KeyRecord, len(cur)),
 		colls: map[string]*txCollection{}, elemWrites: map[string]lww.Record{}, resets: map[string]hlc.Timestamp{}}
 	for _, r := range cur {
 		v.records[string(r.Key)] = r
 		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, r.Key) }) {
-			coll := &txCollection{reset: r.Reset, elems: make(map[string]lww.Record, len(r.Elements)),
-				partitionInstances: r.PartitionInstances}
+			coll := &txCollection{reset: r.Reset, elems: make(map[string]lww.Record, len(r.Elements))}
 			for _, e := range r.Elements {
 				coll.elems[string(e.Key)] = e
 			}

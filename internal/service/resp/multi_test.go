@@ -243,7 +243,7 @@ func TestTransactionReplacesCollections(t *testing.T) {
 // elementRefused is the error a command that reads and rewrites one element of key gets
 // inside EXEC where that element's own transactions run on another Paxos instance.
 func elementRefused(key string) string {
-	return "-ERR kura: a command that reads and rewrites one element of \"" + key + "\" (a pop, HINCRBY, HSETNX, ZINCRBY...) runs outside a transaction on the element's own Paxos instance, which EXEC is not serialized with; inside MULTI it needs a keyspace created with --transactions partition and a key with a hash tag\r\n"
+	return "-ERR kura: a command that reads and rewrites one element of \"" + key + "\" (a pop, HINCRBY, HSETNX, ZINCRBY...) runs outside a transaction on the element's own Paxos instance, which EXEC is not serialized with; inside MULTI it needs a keyspace created with --transactions partition, and a key with a hash tag unless the keyspace runs element records on their collection's instance (docs/lwt.md)\r\n"
 }
 
 // TestCollectionTransactions: the hash, set, sorted set and list commands run inside
@@ -315,7 +315,22 @@ func TestCollectionTransactions(t *testing.T) {
 			{cmd("EXEC"), "*3\r\n*2\r\n$4\r\n{m}b\r\n*1\r\n$1\r\nx\r\n:1\r\n-ERR numkeys should be greater than 0\r\n"},
 			{cmd("ZRANGE", "{m}d", "0", "-1", "WITHSCORES"), "*2\r\n$1\r\na\r\n$1\r\n3\r\n"},
 		}},
+		{"a read-and-rewrite of one element of a key without a tag, on its collection's instance", []step{
+			{cmd("HSET", "h", "f", "1"), ":1\r\n"},
+			{cmd("RPUSH", "xlist", "a", "b", "c"), ":3\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("HINCRBY", "h", "f", "1"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*1\r\n:2\r\n"},
+			{cmd("MULTI"), "+OK\r\n"},
+			{cmd("LPOP", "xlist"), "+QUEUED\r\n"},
+			{cmd("BLPOP", "xlist", "0"), "+QUEUED\r\n"},
+			{cmd("BLMPOP", "0", "1", "xlist", "LEFT"), "+QUEUED\r\n"},
+			{cmd("EXEC"), "*3\r\n$1\r\na\r\n*2\r\n$5\r\nxlist\r\n$1\r\nb\r\n*2\r\n$5\r\nxlist\r\n*1\r\n$1\r\nc\r\n"},
+			{cmd("HGET", "h", "f"), "$1\r\n2\r\n"},
+			{cmd("EXISTS", "xlist"), ":0\r\n"},
+		}},
 		{"a read-and-rewrite of one element is refused where its own transactions run on another instance", []step{
+			{cmd("KURA.KEYSPACE", "upgraded"), "+OK\r\n"},
 			{cmd("HSET", "h", "f", "1"), ":1\r\n"},
 			{cmd("RPUSH", "l", "a"), ":1\r\n"},
 			{cmd("MULTI"), "+OK\r\n"},

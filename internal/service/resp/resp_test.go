@@ -64,8 +64,8 @@ type fakeBackend struct {
 
 func newFakeBackend() *fakeBackend {
 	return &fakeBackend{
-		data:   map[string]map[string][]byte{"default": {}, "other": {}},
-		expiry: map[string]map[string]hlc.Timestamp{"default": {}, "other": {}},
+		data:   map[string]map[string][]byte{"default": {}, "other": {}, "upgraded": {}},
+		expiry: map[string]map[string]hlc.Timestamp{"default": {}, "other": {}, "upgraded": {}},
 	}
 }
 
@@ -145,7 +145,8 @@ func (f *fakeBackend) Update(_ context.Context, keyspace string, key []byte, ser
 
 // UpdateBatch runs fn on keys under the backend's lock, as the coordinator's transaction
 // over a partition: several keys only in a keyspace whose transactions run per partition
-// (the fake's "default"), and of one hash tag.
+// (the fake's "default" and "upgraded"), and of one partition as the keyspace's
+// definition says (schema.Keyspace.TransactionPartition).
 func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, collections [][]byte, serial consistency.Level, fn coord.BatchFunc) (coord.BatchResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -153,13 +154,14 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, coll
 	if err != nil {
 		return coord.BatchResult{}, err
 	}
-	if len(keys) > 1 && keyspace != "default" {
+	def := fakeDefinition(keyspace)
+	if len(keys) > 1 && !def.PartitionTransactions() {
 		return coord.BatchResult{}, fmt.Errorf("%w: keyspace %s runs its lightweight transactions per key", coord.ErrInvalidArgument, keyspace)
 	}
 	var calls []string
 	cur := make([]coord.KeyRecord, len(keys))
 	for i, key := range keys {
-		if !bytes.Equal(ring.HashTag(key), ring.HashTag(keys[0])) {
+		if !bytes.Equal(def.TransactionPartition(key), def.TransactionPartition(keys[0])) {
 			return coord.BatchResult{}, fmt.Errorf("%w: keys of different hash tags", coord.ErrInvalidArgument)
 		}
 		cur[i].Key = key
@@ -168,7 +170,6 @@ func (f *fakeBackend) UpdateBatch(_ context.Context, keyspace string, keys, coll
 			cur[i].Ended = f.stamps[keyspace][string(key)]
 		}
 		calls = append(calls, string(key))
-		cur[i].PartitionInstances = keyspace == "default"
 		if slices.ContainsFunc(collections, func(k []byte) bool { return bytes.Equal(k, key) }) && cur[i].Found && cur[i].Record.Type != lww.String {
 			elems, err := f.collection(keyspace, key)
 			if err != nil {
@@ -390,11 +391,22 @@ func (f *fakeBackend) Keyspace(name string) (schema.Keyspace, error) {
 	if _, ok := f.data[name]; !ok {
 		return schema.Keyspace{}, fmt.Errorf("%w %q", schema.ErrNoKeyspace, name)
 	}
+	return fakeDefinition(name), nil
+}
+
+// fakeDefinition is the definition of the fake's keyspace name, as UpdateBatch runs its
+// transactions: "default" per partition with element records on their collection's
+// instance, as a new cluster's; "upgraded" per partition with each element record on
+// its own hash tag's, as a cluster's created before that; "other" per key.
+func fakeDefinition(name string) schema.Keyspace {
 	ks := schema.Keyspace{Name: name, Replication: "dc1=2,dc2=1", Partitioner: fakePartitioner(name), Transactions: schema.TransactionsKey}
-	if name == "default" {
-		ks.Transactions = schema.TransactionsPartition // as UpdateBatch runs them
+	switch name {
+	case "default":
+		ks.Transactions, ks.CollectionInstances = schema.TransactionsPartition, true
+	case "upgraded":
+		ks.Transactions = schema.TransactionsPartition
 	}
-	return ks, nil
+	return ks
 }
 
 func (f *fakeBackend) Info() Info {

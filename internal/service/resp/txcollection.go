@@ -9,7 +9,6 @@ import (
 	"github.com/kuradb/kura/hlc"
 	"github.com/kuradb/kura/internal/core/element"
 	"github.com/kuradb/kura/internal/core/lww"
-	"github.com/kuradb/kura/internal/core/ring"
 	"github.com/kuradb/kura/internal/data/coord"
 )
 
@@ -30,9 +29,6 @@ type txCollection struct {
 	// reset is the reset point the commands see; elems the live element records, by key.
 	reset hlc.Timestamp
 	elems map[string]lww.Record
-	// partitionInstances: the keyspace runs every lightweight transaction on its
-	// partition's instance (coord.KeyRecord.PartitionInstances).
-	partitionInstances bool
 }
 
 // collectionCommands are the commands that run inside a transaction over collections,
@@ -217,10 +213,11 @@ func (v *txView) updateElement(key []byte, fn coord.UpdateFunc) (coord.UpdateRes
 		return coord.UpdateResult{}, fmt.Errorf("resp: collection %q was not read by the transaction", collKey)
 	}
 	// Outside a transaction this command is a lightweight transaction on the element's
-	// own record. Unless that runs on this transaction's instance, the two are not
-	// serialized: an increment could be lost, an item popped twice. Refused instead.
-	if !coll.partitionInstances || !bytes.Equal(ring.HashTag(key), ring.HashTag(collKey)) {
-		return coord.UpdateResult{}, redisError(fmt.Sprintf("ERR kura: a command that reads and rewrites one element of %q (a pop, HINCRBY, HSETNX, ZINCRBY...) runs outside a transaction on the element's own Paxos instance, which EXEC is not serialized with; inside MULTI it needs a keyspace created with --transactions partition and a key with a hash tag", collKey))
+	// record (coord.Coordinator.Update). Unless that runs on this transaction's instance,
+	// the two are not serialized: an increment could be lost, an item popped twice.
+	// Refused instead. This transaction runs on its collection key's partition instance.
+	if !v.ks.PartitionTransactions() || !bytes.Equal(v.ks.TransactionPartition(key), v.ks.TransactionPartition(collKey)) {
+		return coord.UpdateResult{}, redisError(fmt.Sprintf("ERR kura: a command that reads and rewrites one element of %q (a pop, HINCRBY, HSETNX, ZINCRBY...) runs outside a transaction on the element's own Paxos instance, which EXEC is not serialized with; inside MULTI it needs a keyspace created with --transactions partition, and a key with a hash tag unless the keyspace runs element records on their collection's instance (docs/lwt.md)", collKey))
 	}
 	cur, found := coll.elems[string(key)]
 	res := coord.UpdateResult{Previous: cur, PreviousFound: found}

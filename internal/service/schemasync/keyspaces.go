@@ -50,7 +50,9 @@ func (s *Syncer) CreateKeyspace(ctx context.Context, ks schema.Keyspace) error {
 			existing.Transactions == compiled.Transactions &&
 			(len(compiled.Splits) == 0 || slices.EqualFunc(existing.Splits, compiled.Splits, bytes.Equal)) {
 			// Creating what exists is a no-op, so scripts can re-run; without split keys
-			// that holds whatever splits a rebalance gave the keyspace since.
+			// that holds whatever splits a rebalance gave the keyspace since. The element
+			// records' instances are not compared: the build chose them, not the operator
+			// (node.Node.CreateKeyspace), and an existing keyspace keeps its own.
 			return nil
 		}
 		if existing.Timestamp <= schema.SettledTimestamp {
@@ -292,7 +294,8 @@ func schemaUpdate(ks schema.Keyspace) *kurav1.SchemaUpdate {
 // returns it; its timestamps and drop travel beside it (kurav1.SchemaUpdate).
 func KeyspaceProto(ks schema.Keyspace) *kurav1.Keyspace {
 	out := &kurav1.Keyspace{Name: ks.Name, Replication: ks.Replication, Partitioner: ks.Partitioner,
-		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits, Transactions: ks.Transactions, NextReplication: ks.NextReplication}
+		Splits: ks.Splits, Moving: ks.Moving, NextSplits: ks.NextSplits, Transactions: ks.Transactions, NextReplication: ks.NextReplication,
+		CollectionInstances: ks.CollectionInstances}
 	if ks.Erasure.Enabled() {
 		out.Erasure = &kurav1.Erasure{M: uint32(ks.Erasure.M), K: uint32(ks.Erasure.K)}
 	}
@@ -312,6 +315,9 @@ func KeyspaceFromProto(ks *kurav1.Keyspace) schema.Keyspace {
 		// A build before the option sends none: its keyspaces run per key.
 		Transactions:    ks.GetTransactions(),
 		NextReplication: ks.GetNextReplication(),
+		// A build before the option sends none: its keyspaces run element records on
+		// their own instances.
+		CollectionInstances: ks.GetCollectionInstances(),
 	}
 }
 

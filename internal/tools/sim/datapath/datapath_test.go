@@ -201,7 +201,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 	const keyspace = "ks"
 	switch d.Cmd {
 	case "keyspace":
-		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "="), Partitioner: arg("partitioner"), Transactions: arg("transactions")}
+		ks := schema.Keyspace{Name: keyspace, Replication: strings.ReplaceAll(arg("replication"), ":", "="), Partitioner: arg("partitioner"), Transactions: arg("transactions"),
+			CollectionInstances: arg("elements") == "collection"}
 		if code := arg("erasure"); code != "" {
 			var err error
 			if ks.Erasure, err = schema.ParseErasure(strings.ReplaceAll(code, "/", ",")); err != nil {
@@ -374,6 +375,8 @@ func (s *scenario) command(t *testing.T, d *datadriven.TestData) (string, error)
 		return s.zset(d, keyspace, arg, level(), timed)
 	case "incr", "counter", "delcounter":
 		return s.counter(d, keyspace, arg, level(), timed)
+	case "poprace":
+		return s.popRace(keyspace, []byte(arg("key")), arg)
 	case "lpush", "rpush", "lpop", "lrange":
 		return s.list(d, keyspace, arg, level(), timed)
 	case "drop":

@@ -61,16 +61,14 @@ func (s *scenario) list(d *datadriven.TestData, keyspace string, arg func(string
 			_, err = co.WriteCollection(ctx, keyspace, key, w, cl)
 			return "ok", err
 		case "lpop":
-			for _, it := range items {
-				res, err := co.Update(ctx, keyspace, element.Key(key, element.ListItem, it.Pos), consistency.Serial, list.Take(coll.Reset))
-				if err != nil {
-					return "", err
-				}
-				if res.Applied {
-					return "popped " + string(res.Previous.Value), nil
-				}
+			value, popped, err := takeHead(ctx, co, keyspace, key, coll)
+			switch {
+			case err != nil:
+				return "", err
+			case !popped:
+				return "empty", nil
 			}
-			return "empty", nil
+			return "popped " + value, nil
 		}
 		if !coll.Found {
 			return "absent", nil
@@ -81,4 +79,20 @@ func (s *scenario) list(d *datadriven.TestData, keyspace string, arg func(string
 		}
 		return coll.Header.Type.String() + " " + strings.Join(values, " "), nil
 	})
+}
+
+// takeHead pops the head of list key, read as coll, as a pop outside a transaction does:
+// a transaction at SERIAL on the head item's record, the next item's when another pop
+// took it first. popped is false when every item read was taken.
+func takeHead(ctx context.Context, co *coord.Coordinator, keyspace string, key []byte, coll coord.Collection) (value string, popped bool, err error) {
+	for _, it := range list.Items(coll.Elements) {
+		res, err := co.Update(ctx, keyspace, element.Key(key, element.ListItem, it.Pos), consistency.Serial, list.Take(coll.Reset))
+		if err != nil {
+			return "", false, err
+		}
+		if res.Applied {
+			return string(res.Previous.Value), true, nil
+		}
+	}
+	return "", false, nil
 }
