@@ -468,8 +468,11 @@ func keyspaceCommand(ctx context.Context, c *client.Client, sub string, pos []st
 			return err
 		}
 		fmt.Fprintf(stdout, "name: %s\nreplication: %s\npartitioner: %s\n", ks.GetName(), ks.GetReplication(), ks.GetPartitioner())
-		if ks.GetTransactions() == schema.TransactionsPartition {
-			fmt.Fprintln(stdout, "transactions: partition (a Paxos instance per hash tag)")
+		switch {
+		case ks.GetCollectionInstances():
+			fmt.Fprintln(stdout, "transactions: partition (a Paxos instance per hash tag; a collection's elements on their collection's)")
+		case ks.GetTransactions() == schema.TransactionsPartition:
+			fmt.Fprintln(stdout, "transactions: partition (a Paxos instance per hash tag; a collection's elements each on their own)")
 		}
 		if e := ks.GetErasure(); e != nil {
 			fmt.Fprintf(stdout, "erasure: %d,%d (%d chunks per value, any %d rebuild it)\n", e.GetM(), e.GetK(), e.GetM(), e.GetK())

@@ -234,7 +234,11 @@ func definitionAt(ctx context.Context, n *node) (string, error) {
 	if transactions == "" {
 		transactions = "key"
 	}
-	return "replication " + ks.GetReplication() + ", partitioner " + ks.GetPartitioner() + ", transactions " + transactions, nil
+	out := "replication " + ks.GetReplication() + ", partitioner " + ks.GetPartitioner() + ", transactions " + transactions
+	if ks.GetCollectionInstances() {
+		out += ", element records on their collection's instance"
+	}
+	return out, nil
 }
 
 // errStopped ends polling when the run is interrupted.
