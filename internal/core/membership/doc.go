@@ -141,7 +141,15 @@
 // nobody there) admits it, pushes its state and sends it the full state
 // once; a seed of another DC redirects it to the gateways of its own DC, so
 // the full state does not cross a DC link. Seeds that start together keep
-// asking each other until each knows the others, so the DCs meet.
+// asking each other until each knows the others, so the DCs meet. A burst
+// of joins (a batch of nodes started together) is announced rather than
+// left to the rumours, which carry MaxHot changes per summary, and to
+// anti-entropy, whose exchanges compare whole buckets while views differ:
+// at each tick the admitting node sends the members it admitted since the
+// last (at most MaxBurst, 256) in one Push to every live member of its DC,
+// and the node of another DC that first hears of them from across (a
+// gateway the Push was ferried to) does the same in its DC. Its burst queue
+// holds 4×MaxBurst members; a larger burst's rest spreads as before.
 //
 // Departures: Leave sets status left, tells the monitors to stop and
 // gossips a few rounds more; others never suspect a node that left.

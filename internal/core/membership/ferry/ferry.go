@@ -30,6 +30,12 @@ type Options struct {
 	HotFanout int
 	// MaxHot caps the changes pushed in one Summary, keeping it O(1).
 	MaxHot int
+	// MaxBurst caps the new members a node announces in one Push to every
+	// live member of its DC (see markBurst): the joiners it admits and,
+	// first of its DC to hear of them, another DC's new members. Up to four
+	// times as many wait for the next ticks; beyond that a burst of joins
+	// is left to the rumours and anti-entropy.
+	MaxBurst int
 	// TickInterval is how often the core is ticked (Core.TickInterval): the
 	// rounds (heartbeats, gossip) run once per membership.Round, and the
 	// failure detectors decide at every tick, so that a probe times out in
@@ -81,6 +87,7 @@ var DefaultOptions = Options{
 	HotRounds:          3,
 	HotFanout:          3,
 	MaxHot:             16,
+	MaxBurst:           256,
 	TickInterval:       250 * time.Millisecond,
 	ProbeTimeout:       500 * time.Millisecond,
 	IndirectProbes:     3,
@@ -153,7 +160,8 @@ type entry struct {
 // entryFlags are an entry's bits: whether it is dead, left or shut down,
 // derived from its version and deadAt (see Table.set) so that the scans of
 // the DC views need not read the version; whether it is queued for
-// forwarding; whether it was removed while queued (see Core.remove).
+// forwarding or for announcing; whether it was removed while queued (see
+// Core.remove).
 type entryFlags uint8
 
 const (
@@ -165,6 +173,9 @@ const (
 	flagForward
 	// flagDetached marks a removed entry that a queue still holds.
 	flagDetached
+	// flagBurst marks a new member queued to be announced to the DC (see
+	// markBurst).
+	flagBurst
 )
 
 func (e *entry) isLeft() bool   { return e.flags&flagLeft != 0 }
@@ -420,6 +431,9 @@ type Core struct {
 	// lists own-DC changes a gateway still has to ferry.
 	hot     []*entry
 	forward []*entry
+	// burst lists, by member number, the new members to announce to the DC
+	// at the next ticks, oldest first (see markBurst).
+	burst []uint32
 	// down lists dead or departed entries awaiting removal.
 	down []downEntry
 	// watched are the nodes heartbeating to this one, sorted by ID;
@@ -471,7 +485,7 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
-	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
+	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.MaxBurst < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
 		opts.HotRounds > math.MaxInt8 || opts.Buckets > math.MaxUint16+1 || opts.ProbeAttempts < 1 || opts.IndirectProbes < 0 ||
 		opts.TickInterval <= 0 || opts.TickInterval > membership.Round || membership.Round%opts.TickInterval != 0 ||
 		opts.ProbeTimeout <= 0 || opts.SuspectTimeout < 0 || opts.RemoteProbeTimeout <= 0 {
@@ -671,6 +685,7 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 			c.watchRemoteDCs(now, &r)
 		}
 		c.expireRelays(now)
+		c.announceBurst(&r)
 		c.flush(&r)
 		return r
 	}
@@ -685,6 +700,7 @@ func (c *Core) Tick(now time.Duration) membership.Ready {
 	c.rounds++
 	c.round(now, &r)
 	c.expireRelays(now)
+	c.announceBurst(&r)
 	c.flush(&r)
 	return r
 }
@@ -1060,6 +1076,57 @@ func (c *Core) markHot(e *entry) {
 		c.hot = append(c.hot, e)
 	}
 	e.hot = int8(c.opts.HotRounds)
+}
+
+// markBurst queues a member new to this node, which it is the first of its
+// DC to know (it admitted the member, or heard of it from another DC), to be
+// announced at its next tick to every live member of its DC (see
+// announceBurst). A burst of joins (a batch of nodes started together) then
+// reaches the DC in a LAN hop, one Push per member per tick, where the
+// rumours carry only MaxHot changes per summary and leave the rest to
+// anti-entropy, whose exchanges compare whole buckets while the views
+// differ. The queue holds at most 4×MaxBurst members; the rest of a larger
+// burst is still pushed as rumours and repaired by anti-entropy.
+func (c *Core) markBurst(e *entry) {
+	if e.flags&flagBurst != 0 || len(c.burst) >= 4*c.opts.MaxBurst {
+		return
+	}
+	e.flags |= flagBurst
+	c.burst = append(c.burst, uint32(c.v(e).member.num))
+}
+
+// announceBurst sends the oldest MaxBurst members of the burst queue (see
+// markBurst), as they are now, in one Push to every live member of this
+// DC. The DC's gateways get it with everyone and ferry those of their own
+// DC across, as any change they learn; a member that lost the Push learns
+// them from the rumours or anti-entropy.
+func (c *Core) announceBurst(r *membership.Ready) {
+	if len(c.burst) == 0 {
+		return
+	}
+	push := &Push{}
+	taken := 0
+	for _, num := range c.burst {
+		if len(push.Entries) == c.opts.MaxBurst {
+			break
+		}
+		taken++
+		// A member removed since it was queued (its slot emptied, or
+		// filled again by its next generation, unflagged) is not news.
+		if e := c.slot(int(num)); e != nil && e.flags&flagBurst != 0 {
+			e.flags &^= flagBurst
+			push.Entries = append(push.Entries, c.delta(e))
+		}
+	}
+	c.burst = c.burst[:copy(c.burst, c.burst[taken:])]
+	if len(push.Entries) == 0 {
+		return
+	}
+	for m := range c.ownDC().all() {
+		if m != c.self && m.live() {
+			send(r, c.idOf(m), push)
+		}
+	}
 }
 
 // markForward queues an own-DC change for the other DCs.
@@ -1711,6 +1778,7 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 	}
 	if e := c.learn(now, Delta{State: m.State}, false, r); e != nil {
 		c.originate(e, r)
+		c.markBurst(e)
 	}
 	welcome := &Welcome{Entries: make([]Delta, 0, c.known)}
 	for _, v := range c.dcs {
@@ -1729,7 +1797,8 @@ func (c *Core) onJoin(now time.Duration, from string, m *Join, r *membership.Rea
 // DC went dark and another DC's gateways judged it first, in the repairs
 // between gateways or a rumour); and, at a gateway, every verdict it
 // learns, which it echoes to its DC: a member that lost one notice then
-// has another within a LAN hop, from another sender.
+// has another within a LAN hop, from another sender. A member new to this
+// node that comes from across is queued for announcing too (markBurst).
 func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membership.Ready) []*entry {
 	if len(deltas) == 0 {
 		// Most summaries carry no rumour: spare them the gateway check.
@@ -1744,6 +1813,11 @@ func (c *Core) learnAll(now time.Duration, deltas []Delta, remote bool, r *membe
 		before := c.entryOf(d.hint, d.State.ID)
 		wasDown := before != nil && before.down()
 		e := c.learn(now, d, true, r)
+		if e != nil && before == nil && remote && e.live() && c.viewOf(e) != c.ownDC() {
+			// A new member of another DC, heard of from across: this node
+			// is the first of its DC to know it.
+			c.markBurst(e)
+		}
 		if e == nil || !e.down() || e.isLeft() || wasDown {
 			continue
 		}

@@ -417,11 +417,21 @@ func TestLeaveStopsMonitorsAndGoesQuiet(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	opts := DefaultOptions
-	opts.Gateways = 0
-	_, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1, Rand: rand.New(rand.NewPCG(1, 1))}, opts)
-	if !errors.Is(err, membership.ErrBadConfig) {
-		t.Fatalf("err = %v, want ErrBadConfig", err)
+	for _, tc := range []struct {
+		name string
+		bad  func(*Options)
+	}{
+		{"no gateway", func(o *Options) { o.Gateways = 0 }},
+		{"no burst", func(o *Options) { o.MaxBurst = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions
+			tc.bad(&opts)
+			_, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1, Rand: rand.New(rand.NewPCG(1, 1))}, opts)
+			if !errors.Is(err, membership.ErrBadConfig) {
+				t.Fatalf("err = %v, want ErrBadConfig", err)
+			}
+		})
 	}
 }
 
@@ -1122,5 +1132,101 @@ func TestFirstHeardOfReported(t *testing.T) {
 				t.Fatalf("a2 is %+v (known %v), want alive %v", m, ok, wantAlive)
 			}
 		})
+	}
+}
+
+// announced lists, by recipient, the members each Push in r carries.
+func announced(r membership.Ready) map[string][]string {
+	out := map[string][]string{}
+	for _, o := range r.Messages {
+		if p, ok := o.Msg.(*Push); ok {
+			for _, d := range p.Entries {
+				out[o.To] = append(out[o.To], d.State.ID)
+			}
+		}
+	}
+	return out
+}
+
+// admit has seed admit new members of DC a, a<from> to a<to-1>, one Join
+// each, and returns their IDs.
+func admit(t *testing.T, seed *Core, now time.Duration, from, to int) []string {
+	t.Helper()
+	var ids []string
+	for i := from; i < to; i++ {
+		j := newCore(t, fmt.Sprintf("a%d", i), "a", seed.ID())
+		seed.Step(now, j.ID(), only(t, j.Tick(now)).Msg)
+		ids = append(ids, j.ID())
+	}
+	return ids
+}
+
+// TestJoinBurstIsAnnounced has a seed admit a batch of joiners: at its next
+// tick it announces them all, in one Push, to every live member of its DC
+// (the joiners among them), and not again. A node of another DC that hears
+// of them from across announces them in its own DC; a member told by an
+// announcement announces nothing.
+func TestJoinBurstIsAnnounced(t *testing.T) {
+	a1, a2, a3 := newCore(t, "a1", "a", "a1"), newCore(t, "a2", "a", "a1"), newCore(t, "a3", "a", "a1")
+	know(a1, 0, a2, a3)
+	tick := DefaultOptions.TickInterval
+	joiners := admit(t, a1, time.Second, 4, 10)
+	got := announced(a1.Tick(time.Second + tick))
+	want := map[string][]string{}
+	for _, id := range append([]string{"a2", "a3"}, joiners...) {
+		want[id] = joiners
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the seed's tick after the joins pushed %v, want %v", got, want)
+	}
+	if got := announced(a1.Tick(time.Second + 2*tick)); len(got) != 0 {
+		t.Fatalf("the next tick pushed %v again", got)
+	}
+
+	b1, b2 := newCore(t, "b1", "b", "a1"), newCore(t, "b2", "b", "a1")
+	know(b1, 0, a1, b2)
+	know(b2, 0, a1, b1)
+	e := a1.entry("a4")
+	b1.Step(time.Second, "a1", &Push{Entries: []Delta{a1.delta(e)}})
+	r := b1.Tick(time.Second + tick)
+	if got := announced(r); !reflect.DeepEqual(got, map[string][]string{"b2": {"a4"}}) {
+		t.Fatalf("b1, told of a4 from across, pushed %v, want a4 to b2", got)
+	}
+	var push membership.Message
+	for _, o := range r.Messages {
+		if o.To == "b2" && o.Msg.Kind() == "push" {
+			push = o.Msg
+		}
+	}
+	b2.Step(time.Second, "b1", push)
+	if _, ok := b2.Member("a4"); !ok {
+		t.Fatal("b2 did not take the announcement")
+	}
+	if got := announced(b2.Tick(time.Second + tick)); len(got) != 0 {
+		t.Fatalf("b2, told by b1, pushed %v", got)
+	}
+}
+
+// TestJoinBurstIsBounded admits more joiners than the burst queue holds:
+// each tick announces MaxBurst of them, oldest first, up to 4×MaxBurst in
+// all; the rest is left to the rumours and anti-entropy.
+func TestJoinBurstIsBounded(t *testing.T) {
+	opts := DefaultOptions
+	opts.MaxBurst = 2
+	seed, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1700000000, Seeds: []string{"a1"},
+		Rand: rand.New(rand.NewPCG(7, 2))}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiners := admit(t, seed, time.Second, 2, 13)
+	var perTick []int
+	var all []string
+	for i := 1; i <= 6; i++ {
+		got := announced(seed.Tick(time.Second + time.Duration(i)*opts.TickInterval))
+		perTick = append(perTick, len(got["a2"]))
+		all = append(all, got["a2"]...)
+	}
+	if !slices.Equal(perTick, []int{2, 2, 2, 2, 0, 0}) || !slices.Equal(all, joiners[:8]) {
+		t.Fatalf("ticks announced %v: %v, want 2 a tick of the first 8 of %v", perTick, all, joiners)
 	}
 }

@@ -268,7 +268,7 @@ func (t *Table) set(e *entry, ver uint32, deadAt uint64) {
 	}
 	v := t.versions[ver]
 	e.ver, e.deadAt = ver, deadAt
-	e.flags &= flagForward | flagDetached
+	e.flags &= flagForward | flagDetached | flagBurst
 	if deadAt >= v.maxVersion {
 		e.flags |= flagDead
 	}
