@@ -11,8 +11,8 @@ import (
 )
 
 // loadInterval is how often a node counts what it stores and gossips it for kura status
-// and the console. Counting walks every record of every keyspace, values included
-// (storage.Engine.CountLive), so it runs less often than the row counts of ordered
+// and the console. Counting walks every keyspace's live-key index, an entry per live
+// record (storage.Engine.CountLive), so it runs less often than the row counts of ordered
 // keyspaces that scans size their rounds by; Cassandra's nodetool status load is as
 // stale. walkBudget keeps it to walkShare of the time on a node holding much.
 const loadInterval = 10 * time.Second

@@ -15,8 +15,9 @@ import (
 
 // rowsInterval is how often a node counts the rows it holds of each ordered keyspace
 // and gossips them: the estimates parallel scans size their first round by (paper 004's
-// P) follow the data within seconds; a count reads every live record, so a node whose
-// count takes longer than walkShare of the interval counts less often (walkBudget).
+// P) follow the data within seconds; a count reads an index entry per live record, so a
+// node whose count takes longer than walkShare of the interval counts less often
+// (walkBudget).
 const rowsInterval = 2 * time.Second
 
 // SetReadPolicy switches the node's read policy at once: the read stage's queue
@@ -69,8 +70,8 @@ func (n *Node) publishRows(context.Context) {
 }
 
 // countLive counts the live records this node holds of keyspace ks: one walk of its
-// records in key order (storage.Engine.CountLive), which costs a small share of a point
-// read per record through the live-key index; the counts run every few seconds.
+// live-key index, whose entries hold their records' headers (storage.Engine.CountLive),
+// so no record is read; the counts run every few seconds.
 func (n *Node) countLive(ks schema.Keyspace) (int64, error) {
 	return n.engine.CountLive(ks.Name, n.guard.Now(), ks.TruncatedAt)
 }

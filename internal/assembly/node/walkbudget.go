@@ -4,8 +4,8 @@ import "time"
 
 // walkShare is the share of the time a node's periodic walks of its storage may take:
 // the counts of the records it stores (publishStored) and of the rows of its ordered
-// keyspaces (publishRows) each read every live record, values included, so their cost
-// grows with the data while their intervals do not. A node holding little counts at
+// keyspaces (publishRows) each read an index entry per live record, so their cost grows
+// with the records stored while their intervals do not. A node holding little counts at
 // every interval; one whose count takes longer than walkShare of its interval counts
 // less often, and its gossiped counts get older in proportion, rather than the walks
 // taking its CPU and device from the requests.

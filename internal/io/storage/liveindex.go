@@ -25,16 +25,22 @@ import (
 // partitioner, so that a walk's cursor is one 64-bit number that any node understands.
 //
 //	entry key    0x00 's' <keyspace> 0x00 <position, 8 bytes big-endian> <user key>
-//	entry value  empty
+//	entry value  a record header (see record.go): the stored value, without its value
+//	             bytes, of the write that set the entry
 //
 // applyBatch keeps the entries in the same batch as the records, under the same stripe
-// locks: a live record written over none or a tombstone sets the entry, a tombstone
-// written over a live record deletes it. A deleted key therefore has no entry, and a
-// walk never steps on it, except on the deletions Pebble has not compacted away yet:
-// the engine compacts an index span once enough of its entries were deleted (see
-// liveCompactor). Expired records keep their entry until garbage collection turns them
-// into tombstones (which must call unindexLive); a walk reads each entry's record and
-// skips those not Live at its time.
+// locks: a live record written over none, a tombstone, or a live record of another
+// deadline or type sets the entry to its header; a tombstone written over a live record
+// deletes it. A live record written over one of the same deadline and type, the common
+// overwrite, leaves the entry as it is, so that it costs no second key. An entry's
+// deadline and type are therefore its record's, and its timestamp is at or before the
+// record's (lww.Newer never lets a write of a smaller timestamp win). A deleted key has
+// no entry, and a walk never steps on it, except on the deletions Pebble has not
+// compacted away yet: the engine compacts an index span once enough of its entries were
+// deleted (see liveCompactor). Expired records keep their entry until garbage collection
+// turns them into tombstones (which must call unindexLive); ScanLive reads each entry's
+// record and skips those not Live at its time, CountLive reads the record only when the
+// entry's header cannot tell (see there).
 //
 // Node-local keyspaces (schema's "system" prefix: hints, the ring, the catalog,
 // watermarks) are never scanned by clients and are not indexed. Nor are the element
@@ -47,8 +53,11 @@ const (
 	liveIndexTag = 's'
 	// liveIndexVersion is the index's format, stored in its marker. Open (re)builds the
 	// index when the marker is absent or names another version. Version 2 leaves element
-	// records out, so a node opening data indexed by version 1 drops their entries.
-	liveIndexVersion = 2
+	// records out, so a node opening data indexed by version 1 drops their entries;
+	// version 3 keeps a record header in each entry, for CountLive. A build of
+	// version 2 opening an index of version 3 rebuilds it too, so each may follow the
+	// other.
+	liveIndexVersion = 3
 	// nodeLocalPrefix starts the names of node-local keyspaces (schema.SystemPrefix,
 	// which storage cannot import); users cannot create keyspaces with it in any case.
 	nodeLocalPrefix = "system"
@@ -83,12 +92,17 @@ func KeyPosition(key []byte) uint64 {
 	return uint64(ring.HashPartitioner().Token(key))
 }
 
-// liveIndexPrefix returns the prefix of every entry of keyspace ks.
+// liveIndexPrefix returns the prefix of every entry of keyspace ks, with room for a
+// position.
 func liveIndexPrefix(ks string) []byte {
-	prefix := make([]byte, 0, 3+len(ks)+positionBytes)
-	prefix = append(prefix, internalKeyPrefix, liveIndexTag)
-	prefix = append(prefix, ks...)
-	return append(prefix, keySeparator)
+	return appendLiveIndexPrefix(make([]byte, 0, 3+len(ks)+positionBytes), ks)
+}
+
+// appendLiveIndexPrefix appends the prefix of every entry of keyspace ks to dst.
+func appendLiveIndexPrefix(dst []byte, ks string) []byte {
+	dst = append(dst, internalKeyPrefix, liveIndexTag)
+	dst = append(dst, ks...)
+	return append(dst, keySeparator)
 }
 
 // liveIndexBounds returns the Pebble key range holding exactly the entries of ks.
@@ -99,23 +113,27 @@ func liveIndexBounds(ks string) (lower, upper []byte) {
 	return lower, upper
 }
 
-// liveIndexKey returns the entry key of userKey in keyspace ks.
+// liveIndexKey returns the entry key of userKey in keyspace ks, in one allocation: the
+// write of a new key makes one.
 func liveIndexKey(ks string, userKey []byte) []byte {
-	key := binary.BigEndian.AppendUint64(liveIndexPrefix(ks), KeyPosition(userKey))
+	key := appendLiveIndexPrefix(make([]byte, 0, 3+len(ks)+positionBytes+len(userKey)), ks)
+	key = binary.BigEndian.AppendUint64(key, KeyPosition(userKey))
 	return append(key, userKey...)
 }
 
-// reindex keeps ks's index in step with a record of key written to b over one that was
-// (wasLive) or was not a live entry of the index; isLive says whether the new record is
-// not a tombstone. Overwriting a live record with another one leaves the entry as it is.
-func (e *Engine) reindex(b *pebble.Batch, ks string, key []byte, wasLive, isLive bool) error {
+// reindex keeps ks's index in step with record r, whose stored form is encoded, written
+// to b over current, the record stored before it (found says whether there was one).
+func (e *Engine) reindex(b *pebble.Batch, ks string, r lww.Record, encoded []byte, current lww.Record, found bool) error {
+	wasLive := found && !current.Tombstone
 	switch {
-	case wasLive == isLive || !indexedKey(ks, key):
+	case r.Tombstone && !wasLive,
+		!r.Tombstone && wasLive && r.ExpiresAt == current.ExpiresAt && r.Type == current.Type,
+		!indexedKey(ks, r.Key):
 		return nil
-	case isLive:
-		return b.Set(liveIndexKey(ks, key), nil, nil)
+	case r.Tombstone:
+		return e.unindexLive(b, ks, r.Key)
 	}
-	return e.unindexLive(b, ks, key)
+	return b.Set(liveIndexKey(ks, r.Key), encoded[:len(encoded)-len(r.Value)], nil)
 }
 
 // unindexLive deletes key's entry from keyspace ks's live-key index in batch b. Every
@@ -130,7 +148,7 @@ func (e *Engine) unindexLive(b *pebble.Batch, ks string, key []byte) error {
 	if err := b.Delete(entry, nil); err != nil {
 		return err
 	}
-	e.compactor.owe(e, ks, int64(len(entry)))
+	e.compactor.owe(e, ks, int64(len(entry)+valueHeaderSize)) // its key and (about) its header
 	return nil
 }
 
@@ -225,34 +243,68 @@ func (e *Engine) ScanLive(ks string, req LiveScan) (LivePage, error) {
 }
 
 // CountLive counts the records of keyspace ks Live at now and written after truncatedAt:
-// what ScanLive counts with CountOnly over every position, by one walk of the records in
-// key order instead of a point read of the record behind each index entry. It is what a
-// node's periodic count of its rows runs; a count over every position reads every record
-// either way, and in key order Pebble reads each block once.
+// what ScanLive counts with CountOnly over every position, from the index's entries
+// rather than the records. An entry's header holds its record's deadline, which says
+// whether the record is Live at now, and a timestamp at or before the record's: one
+// after truncatedAt says the record was written after it too. Only an entry whose
+// timestamp is at or before truncatedAt has its record read, whose own timestamp may be
+// later: after a truncation, until this node's Truncate has removed the records it
+// hides, and then for the keys written again since without a change of deadline or type.
+// A count is otherwise a walk of the keys of the live records and a header each, a few
+// dozen bytes whatever the size of their values. It is what a node's periodic counts of
+// its rows run.
 func (e *Engine) CountLive(ks string, now, truncatedAt hlc.Timestamp) (int64, error) {
-	if !indexed(ks) {
-		return 0, validateKeyspace(ks) // as ScanLive: a node-local keyspace has no live keys to count
+	if err := validateKeyspace(ks); err != nil || !indexed(ks) {
+		return 0, err // as ScanLive: a node-local keyspace has no live keys to count
 	}
-	var live int64
-	prefixLen := len(ks) + 1
-	err := e.walkStored(ks, func(iter *pebble.Iterator) error {
-		userKey := iter.Key()[prefixLen:]
-		if element.IsKey(userKey) {
-			return nil // as the index, which has no entry for it
-		}
-		r, _, err := decodeHeader(userKey, iter.Value())
-		if err != nil {
-			return err
-		}
-		if r.Live(now) && r.Timestamp > truncatedAt {
-			live++
-		}
-		return nil
-	})
+	if err := e.enter(); err != nil {
+		return 0, err
+	}
+	defer e.closeMu.RUnlock()
+	// The entries, and the records read behind some of them, as of one moment.
+	snap := e.db.NewSnapshot()
+	defer snap.Close()
+	lower, upper := liveIndexBounds(ks)
+	iter, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return 0, fmt.Errorf("storage: count live keys of keyspace %q: %w", ks, err)
 	}
+	var live int64
+	for valid := iter.First(); valid && err == nil; valid = iter.Next() {
+		var counted bool
+		counted, err = countEntry(snap, ks, iter.Key()[len(lower):], iter.Value(), now, truncatedAt)
+		if counted {
+			live++
+		}
+	}
+	if err = errors.Join(err, iter.Error(), iter.Close()); err != nil {
+		return 0, fmt.Errorf("storage: count live keys of keyspace %q: %w", ks, err)
+	}
 	return live, nil
+}
+
+// countEntry reports whether the record behind an entry of ks's index (its key after the
+// keyspace's prefix, and its header) is Live at now and written after truncatedAt, from
+// the header, and from the record as snap holds it when the header's timestamp is at or
+// before truncatedAt.
+func countEntry(snap *pebble.Snapshot, ks string, entry, header []byte, now, truncatedAt hlc.Timestamp) (bool, error) {
+	if len(entry) < positionBytes {
+		return false, fmt.Errorf("%w: live-key index entry %q is too short", ErrCorrupt, entry)
+	}
+	userKey := entry[positionBytes:]
+	r, value, err := decodeHeader(userKey, header)
+	switch {
+	case err != nil:
+		return false, err
+	case r.Tombstone || len(value) > 0:
+		return false, fmt.Errorf("%w: live-key index entry of key %q holds no live record's header", ErrCorrupt, userKey)
+	case !r.Live(now):
+		return false, nil
+	case r.Timestamp > truncatedAt:
+		return true, nil
+	}
+	r, found, err := readRecord(snap, userKey, encodeKey(ks, userKey))
+	return found && r.Live(now) && r.Timestamp > truncatedAt, err
 }
 
 // Count counts the records stored in keyspace ks, tombstones included, from their keys
@@ -451,12 +503,13 @@ func writeLiveEntries(db *pebble.DB, iter *pebble.Iterator) (entries int, err er
 			valid = iter.SeekGE(upper)
 			continue
 		}
-		r, err := decodeValue(userKey, iter.Value())
+		encoded := iter.Value()
+		r, value, err := decodeHeader(userKey, encoded)
 		if err != nil {
 			return entries, fmt.Errorf("keyspace %q: %w", ks, err)
 		}
 		if !r.Tombstone && !element.IsKey(userKey) {
-			if err := batch.Set(liveIndexKey(ks, userKey), nil, nil); err != nil {
+			if err := batch.Set(liveIndexKey(ks, userKey), encoded[:len(encoded)-len(value)], nil); err != nil {
 				return entries, err
 			}
 			entries++

@@ -399,7 +399,7 @@ func (e *Engine) applyOps(ops []*applyOp) error {
 				return fmt.Errorf("storage: index the expiry of key %q of keyspace %q: %w", r.Key, ks, err)
 			}
 		}
-		if err := e.reindex(batch, ks, r.Key, found && !current.Tombstone, !r.Tombstone); err != nil {
+		if err := e.reindex(batch, ks, r, value, current, found); err != nil {
 			return fmt.Errorf("storage: index key %q of keyspace %q: %w", r.Key, ks, err)
 		}
 		written[string(op.key)] = writtenRecord{record: r, value: value, throughCache: op.throughCache}
