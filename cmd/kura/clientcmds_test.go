@@ -11,6 +11,7 @@ import (
 	"github.com/kuradb/kura/api/kurav1"
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/internal/assembly/embedded"
+	"github.com/kuradb/kura/internal/assembly/node"
 	"github.com/kuradb/kura/internal/io/topology"
 )
 
@@ -126,11 +127,17 @@ func startThreeDC(t *testing.T) *embedded.Cluster { return startExample(t, "thre
 // converged, and closes it when the test ends.
 func startExample(t *testing.T, name string) *embedded.Cluster {
 	t.Helper()
+	return startExampleWith(t, name, node.Config{})
+}
+
+// startExampleWith is startExample with every node's settings from cfg.
+func startExampleWith(t *testing.T, name string, cfg node.Config) *embedded.Cluster {
+	t.Helper()
 	topo, err := topology.Example(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true})
+	c, err := embedded.Start(topo, embedded.Options{ClientAPI: true, Node: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,11 @@ func TestRedisTypesConvergeAcrossACutBetweenDCs(t *testing.T) {
 		s.client = freeAddr(t)
 		s.args = []string{"--id", id, "--dc", dc, "--listen", listen, "--client", s.client, "--resp", s.resp,
 			"--data-dir", filepath.Join(dir, id), "--log-level", "warn", "--enable-faults",
-			"--default-replication", "each=2", "--resp-counters", "pn"}
+			"--default-replication", "each=2", "--resp-counters", "pn",
+			// The three joins, one after another before any write, wait a second each
+			// rather than the default five gossip rounds of 1 s; gossip, and with it failure
+			// detection across the cut, keeps its default round.
+			"--ring-delay", "1s"}
 		if seed == "" {
 			seed = listen
 		} else {

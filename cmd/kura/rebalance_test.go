@@ -7,17 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/internal/assembly/node"
 )
 
 // TestKeySampleAndRebalance creates ordered keyspaces with and without a key sample,
 // refuses the samples that make no sense, and rebalances a loaded keyspace, printing
-// the steps and the rows per node before and after.
+// the steps and the rows per node before and after. The nodes gossip every 200 ms, so
+// that the rebalance's three ring delays (five rounds each) take 3 s rather than 15 s.
 func TestKeySampleAndRebalance(t *testing.T) {
 	t.Parallel()
-	c := startThreeDC(t)
+	c := startExampleWith(t, "three-dc", node.Config{GossipInterval: 200 * time.Millisecond})
 	addr := c.Nodes[0].ClientAddr()
 	dir := t.TempDir()
 	sample := filepath.Join(dir, "sample.txt")

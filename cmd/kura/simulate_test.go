@@ -9,8 +9,11 @@ import (
 )
 
 // TestSimulateCommand runs kura simulate as the README does, on a few seeds, in a child
-// process (its bubbles need a process of their own), and reads its one JSON object.
+// process (its bubbles need a process of their own), and reads its one JSON object. It
+// runs beside the tests that wait on clusters (t.Parallel), computing while they wait,
+// rather than before them all.
 func TestSimulateCommand(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0], "simulate", "--seeds", "1-3", "--json")
 	cmd.Env = append(os.Environ(), "KURA_AS_MAIN=1")
 	var stderr strings.Builder

@@ -271,9 +271,15 @@ func upgradeEach(t *testing.T, nodes []*lcNode, writers []*upgradeWriter, bin st
 		w.mu.Unlock()
 		waitViews(t, "after upgrading "+n.id, 60*time.Second, nodes, allNormalUp(nodes...))
 		w.waitAcked(t, before, "after upgrading "+n.id)
-		// A stretch of writes through every node of the mixed cluster before the next step.
-		for _, o := range writers {
-			o.waitAcked(t, o.ackedCount()+mixedWrites, "after upgrading "+n.id)
+		// A stretch of writes through every node of the mixed cluster before the next step:
+		// each writer's count is taken before any wait, as the writers write at once (one
+		// after another, each step waited three stretches, 6 s, for one).
+		targets := make([]int, len(writers))
+		for j, o := range writers {
+			targets[j] = o.ackedCount() + mixedWrites
+		}
+		for j, o := range writers {
+			o.waitAcked(t, targets[j], "after upgrading "+n.id)
 		}
 		want := protocolLine(i + 1)
 		waitProtocolLine(t, nodes[:i+1], want)

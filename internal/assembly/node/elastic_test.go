@@ -39,15 +39,24 @@ type writer struct {
 	done  chan struct{}
 }
 
+// writerPace spaces a writer's writes: a write a millisecond at most still leaves
+// thousands of keys written through every join and decommission, where a writer running
+// flat out wrote 50,000 during the elastic test's three joins alone, on a core the joins
+// needed, and reading them all back through every node after each step took most of
+// the test's time.
+const writerPace = time.Millisecond
+
 func startWriter(n *Node, prefix string) *writer {
 	w := &writer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		pace := time.NewTicker(writerPace)
+		defer pace.Stop()
 		for i := 0; ; i++ {
 			select {
 			case <-w.stop:
 				return
-			default:
+			case <-pace.C:
 			}
 			key := fmt.Sprintf("%s-%05d", prefix, i)
 			if _, err := n.Coordinator().Put(context.Background(), "app", []byte(key), []byte("v"), 0, consistency.Quorum); err == nil {
@@ -73,8 +82,8 @@ func checkEveryKey(t *testing.T, step string, keys []string, nodes ...*Node) {
 }
 
 // checkEveryKeyAt reads every key at level through every node and fails on any not found.
-// The nodes read at once, each its keys in turn: a writer running flat out leaves tens of
-// thousands of keys, and one node after another took most of the elastic test's time.
+// The nodes read at once, each its keys in turn: a writer leaves thousands of keys, and
+// one node after another took most of the elastic test's time.
 func checkEveryKeyAt(t *testing.T, step string, level consistency.Level, keys []string, nodes ...*Node) {
 	t.Helper()
 	missing := make([]int, len(nodes))
@@ -146,6 +155,7 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 	all := []*Node{a, b, c, d, e, f}
 	waitAllNormal(t, 6, all...)
 	keys = append(keys, w.finish()...)
+	t.Logf("%d keys acknowledged before and during the joins", len(keys))
 	checkEveryKey(t, "after three joins", keys, all...)
 
 	w = startWriter(a, "decommission")
@@ -153,6 +163,7 @@ func TestRingGrowsAndShrinksWithoutLosingAWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys = append(keys, w.finish()...)
+	t.Logf("%d keys acknowledged by the end of the decommission", len(keys))
 	d.Close()
 	checkEveryKey(t, "after a decommission", keys, a, b, c, e, f)
 
@@ -226,11 +237,13 @@ func TestRestartedNodeCoordinatesOnItsPersistedRing(t *testing.T) {
 // TestWipedNodeRebuildsBeforeItServesReads restarts a member with an empty data dir, as
 // after a disk loss, both ways a node can start: joining through a seed, and founding
 // with its peers given. It must come back rebuilding (its reads served by the others),
-// pull its ranges, and only then serve reads of its own.
+// pull its ranges, and only then serve reads of its own. Each way has a cluster of its
+// own: the two run in parallel.
 func TestWipedNodeRebuildsBeforeItServesReads(t *testing.T) {
 	t.Parallel()
 	for _, founding := range []bool{false, true} {
 		t.Run(fmt.Sprintf("founding=%v", founding), func(t *testing.T) {
+			t.Parallel()
 			a := startNode(t, "a", "dc1")
 			b := startJoiner(t, "b", "", a.Addr())
 			c := startJoiner(t, "c", "", a.Addr())

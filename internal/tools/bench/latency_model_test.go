@@ -17,8 +17,10 @@ import (
 // TestLatencyModelEndToEnd runs both setups at a tiny scale: 6 operations per row, one
 // block, delays 0 and 2 ms. Six stratified keys give each of the six-node ring's ranges
 // exactly one key (and each of the three-node ring's two), so every row's mean must
-// include p × the 4 ms round trip the emulator can only lengthen.
+// include p × the 4 ms round trip the emulator can only lengthen. It runs in parallel
+// with the package's other end-to-end runs (TestRedisBenchEndToEnd says why).
 func TestLatencyModelEndToEnd(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	report, err := runLatencyModel(ctx, Env{}, latencyModelConfig{

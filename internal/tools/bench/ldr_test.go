@@ -166,8 +166,11 @@ func TestGridAndSweepLayout(t *testing.T) {
 
 // TestLDRBenchSmallRun runs the whole bench on a small cluster and checks what the
 // report must show: exact storage, no WAN for gets with k local chunks, and inter-DC
-// bytes that are the placed expectation plus bounded protocol overhead.
+// bytes that are the placed expectation plus bounded protocol overhead (its cluster's own
+// counters). It runs in parallel with the package's other end-to-end runs
+// (TestRedisBenchEndToEnd says why).
 func TestLDRBenchSmallRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts several clusters")
 	}

@@ -115,8 +115,10 @@ func TestRedisAppsFlags(t *testing.T) {
 
 // TestRedisAppsEndToEnd runs the queue and the counters briefly against every target,
 // real redis-server and kura server processes, and checks the report's shape and that
-// the checks found every item popped once and every increment counted once.
+// the checks found every item popped once and every increment counted once. It runs in
+// parallel with the package's other end-to-end runs (TestRedisBenchEndToEnd says why).
 func TestRedisAppsEndToEnd(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed (Debian: apt-get install redis-server); .ci/run installs it")
 	}

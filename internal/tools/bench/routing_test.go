@@ -105,7 +105,10 @@ func TestRoutingBenchRejectsFlags(t *testing.T) {
 
 // The emulated mode on the paper's 2 + 1 nodes, one DHT and a few lookups: real nodes
 // over the emulated Tokyo / São Paulo WAN find the true owner within one inter-DC hop.
+// It runs in parallel with the package's other end-to-end runs (TestRedisBenchEndToEnd
+// says why).
 func TestRoutingBenchEmulated(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a cluster over the emulated WAN")
 	}

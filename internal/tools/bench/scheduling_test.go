@@ -264,8 +264,10 @@ func TestSchedReductionsAndDoneWhen(t *testing.T) {
 // report's shape: a row per point and variant, its repeats in rotated places, measured latencies, a reduction per
 // variant but O, no failed or wrong query, a table that fits 120 columns, the JSON and
 // the figure. It asserts nothing about which variant is faster: that needs the default
-// scale.
+// scale. It runs in parallel with the package's other end-to-end runs
+// (TestRedisBenchEndToEnd says why), as does TestSchedulingSharedDevice.
 func TestSchedulingQuick(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 12-node cluster")
 	}
@@ -346,6 +348,7 @@ func TestSchedulingQuick(t *testing.T) {
 // sharing one device, and checks that the report says so and that every query was
 // answered right; and that the flag without a device time is refused.
 func TestSchedulingSharedDevice(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 12-node cluster")
 	}
