@@ -107,7 +107,8 @@ function renderTiles(r) {
   $("tile-hints").textContent = fmtInt(r.hints_pending);
   $("tile-hints").className = "value" + (r.hints_pending > 0 ? " warn" : "");
   const off = r.self.clock_offset_seconds;
-  $("tile-power").textContent = r.self.power + " · " + (off >= 0 ? "+" : "−") + fmtSeconds(Math.abs(off));
+  // The offset's number and unit stay together when the tile wraps.
+  $("tile-power").textContent = r.self.power + " · " + (off >= 0 ? "+" : "−") + fmtSeconds(Math.abs(off)).replace(" ", "\u00a0");
 }
 
 function renderNodes(r, colours) {
