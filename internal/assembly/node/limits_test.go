@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kuradb/kura/api/kurav1"
+	"github.com/kuradb/kura/internal/base/racedetector"
 	"github.com/kuradb/kura/internal/data/coord"
 	"github.com/kuradb/kura/internal/io/transport"
 )
@@ -52,7 +53,7 @@ func TestCheckLimits(t *testing.T) {
 // and the RESP connection goes on.
 func TestRecordAtTheLimitsCrossesEveryHop(t *testing.T) {
 	t.Parallel()
-	if raceDetector {
+	if racedetector.Enabled {
 		// Seconds per 32 MiB apply on a loaded machine would test the failure detector's
 		// patience, not the limits; the plain run (go test ./...) covers them.
 		t.Skip("32 MiB values under the race detector")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kuradb/kura/client"
 	"github.com/kuradb/kura/consistency"
+	"github.com/kuradb/kura/internal/base/racedetector"
 	"github.com/kuradb/kura/internal/base/waitingtests"
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/schema"
@@ -21,7 +22,7 @@ import (
 // TestMain runs clustersAtOnce of the parallel tests at once (waitUntil says which),
 // except under the race detector.
 func TestMain(m *testing.M) {
-	if !raceDetector {
+	if !racedetector.Enabled {
 		waitingtests.AtOnce(clustersAtOnce)
 	}
 	os.Exit(m.Run())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/internal/base/racedetector"
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/lww"
 	"github.com/kuradb/kura/internal/core/schema"
@@ -141,7 +142,7 @@ func stubCoordinator(t testing.TB, replication string, nodes ...string) (*Coordi
 // write only the replica's batch of one record. Storage's own allocations are not
 // counted: the replica is a stub.
 func TestPointPathAllocations(t *testing.T) {
-	if raceDetector {
+	if racedetector.Enabled {
 		t.Skip("the race detector's sync.Pool drops pooled ops at random")
 	}
 	c, _ := stubCoordinator(t, "a=1", "n1")

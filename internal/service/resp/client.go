@@ -119,6 +119,7 @@ func clientKillCommand(c *conn, args [][]byte) {
 			c.quit = true
 		default:
 			other.cancel()
+			c.s.monitors.removeConn(other)
 			other.nc.Close() // its read fails, so its goroutine ends
 		}
 		killed++

@@ -56,6 +56,20 @@ func (ms *monitors) remove(m *monitorOut) {
 	ms.count.Store(int32(len(ms.set)))
 }
 
+// removeConn forgets c's monitor, if it has one, from another connection's goroutine
+// (CLIENT KILL): a killed monitor is fed no line from the moment the kill answers, not
+// from the later moment its own goroutine sees the closed socket and ends it.
+func (ms *monitors) removeConn(c *conn) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for m := range ms.set {
+		if m.c == c {
+			delete(ms.set, m)
+		}
+	}
+	ms.count.Store(int32(len(ms.set)))
+}
+
 func (ms *monitors) all() []*monitorOut {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
