@@ -165,21 +165,9 @@ func TestCatalogKeepsTransactions(t *testing.T) {
 	if v := string(encode(perKey).Value); v != "simple=3\x00grouped" {
 		t.Errorf("a keyspace of per-key transactions encodes as %q, want the bytes of builds before the option", v)
 	}
-	digest := func(k Keyspace) uint64 {
-		e := openEngine(t, t.TempDir())
-		t.Cleanup(func() { e.Close() })
-		c, err := Open(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Apply(k); err != nil {
-			t.Fatal(err)
-		}
-		return c.Digest()
-	}
 	partition := perKey
 	partition.Transactions = TransactionsPartition
-	if digest(perKey) == digest(partition) {
+	if catalogDigest(t, perKey) == catalogDigest(t, partition) {
 		t.Error("catalogs differing only in the transactions option have the same digest")
 	}
 	if _, err := decode(lww.Record{Key: []byte("tx"), Value: []byte("simple=3\x00grouped\x00\x00" + "0000000000000000" + "\x00\x00tpartition\x00x"), Timestamp: 10}); err == nil {
@@ -569,4 +557,19 @@ func TestImplicitDefaultKeepsAClustersHashPartitioner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// catalogDigest is the digest of a catalog that holds k alone.
+func catalogDigest(t *testing.T, k Keyspace) uint64 {
+	t.Helper()
+	e := openEngine(t, t.TempDir())
+	t.Cleanup(func() { e.Close() })
+	c, err := Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(k); err != nil {
+		t.Fatal(err)
+	}
+	return c.Digest()
 }

@@ -160,13 +160,7 @@ func (s *scenario) txnAdd(keyspace string, key []byte, arg func(string) string, 
 		}()
 	}
 	wg.Wait()
-	co, err := s.c.Coordinator(nodes[0])
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	coll, err := co.ReadCollection(ctx, keyspace, key, consistency.Quorum)
+	coll, err := s.readAtQuorum(nodes[0], keyspace, key)
 	if err != nil {
 		return "", err
 	}
@@ -299,4 +293,16 @@ func (s *scenario) txnRace(d *datadriven.TestData, keyspace string, keys [][]byt
 	}
 	out = append(out, fmt.Sprintf("reads that saw the keys differ: %d", torn))
 	return strings.Join(out, "\n"), nil
+}
+
+// readAtQuorum reads collection key of keyspace at QUORUM through node's coordinator,
+// once a race is over, for what it left.
+func (s *scenario) readAtQuorum(node, keyspace string, key []byte) (coord.Collection, error) {
+	co, err := s.c.Coordinator(node)
+	if err != nil {
+		return coord.Collection{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return co.ReadCollection(ctx, keyspace, key, consistency.Quorum)
 }

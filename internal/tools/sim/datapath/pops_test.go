@@ -112,13 +112,7 @@ func (s *scenario) popRace(keyspace string, key []byte, arg func(string) string)
 			twice++
 		}
 	}
-	co, err := s.c.Coordinator(clients[0].node)
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	coll, err := co.ReadCollection(ctx, keyspace, key, consistency.Quorum)
+	coll, err := s.readAtQuorum(clients[0].node, keyspace, key)
 	if err != nil {
 		return "", err
 	}
