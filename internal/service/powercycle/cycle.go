@@ -659,8 +659,12 @@ func (p *Cycle) SetPower(ctx context.Context, id, action string) (power.State, e
 	case id == p.cfg.ID:
 		return p.State(), fmt.Errorf("node %s is %v: it answered, so it is awake", id, p.State())
 	case action == "sleep":
-		err := p.askPower(ctx, id, "sleep")
-		return p.parts.Directory.Power(id).State, err
+		// The node answers once it has announced that it sleeps; this node's directory
+		// may not have heard the announcement yet, and would say draining.
+		if err := p.askPower(ctx, id, "sleep"); err != nil {
+			return p.parts.Directory.Power(id).State, err
+		}
+		return power.Asleep, nil
 	}
 	member, _ := p.parts.Gossip.Member(id)
 	addr := member.AppState[KeyWakeAddr]
