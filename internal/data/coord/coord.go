@@ -27,6 +27,7 @@ import (
 	"github.com/kuradb/kura/internal/data/placement"
 	"github.com/kuradb/kura/internal/data/replica"
 	"github.com/kuradb/kura/internal/data/sched"
+	"github.com/kuradb/kura/internal/io/storage"
 )
 
 // Limits bound what a request may carry.
@@ -67,7 +68,12 @@ type Config struct {
 	// copies, read repairs, a scan's progress notes); once that many run, the next
 	// request to leave one waits for a slot. Default 1024.
 	BackgroundTasksMax int
-	Logger             *slog.Logger
+	// TombstoneGrace is how long the replicas' storage keeps a tombstone or an expired
+	// record before removing it (storage.Options.TombstoneGrace): a counter's increment
+	// that finds no header reads it as the bound of an earlier life's death
+	// (CounterRead.DiedAt). Default storage's.
+	TombstoneGrace time.Duration
+	Logger         *slog.Logger
 }
 
 // Keyspaces looks keyspace definitions up; *schema.Catalog is one.
@@ -208,6 +214,9 @@ func New(cfg Config, parts Parts) *Coordinator {
 	}
 	if cfg.LWTBackoffMax <= 0 {
 		cfg.LWTBackoffMax = time.Second
+	}
+	if cfg.TombstoneGrace <= 0 {
+		cfg.TombstoneGrace = storage.DefaultTombstoneGrace
 	}
 	if cfg.BackgroundTasksMax <= 0 {
 		cfg.BackgroundTasksMax = backgroundTasksMax
