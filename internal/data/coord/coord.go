@@ -27,7 +27,6 @@ import (
 	"github.com/kuradb/kura/internal/data/placement"
 	"github.com/kuradb/kura/internal/data/replica"
 	"github.com/kuradb/kura/internal/data/sched"
-	"github.com/kuradb/kura/internal/io/storage"
 )
 
 // Limits bound what a request may carry.
@@ -71,10 +70,16 @@ type Config struct {
 	// TombstoneGrace is how long the replicas' storage keeps a tombstone or an expired
 	// record before removing it (storage.Options.TombstoneGrace): a counter's increment
 	// that finds no header reads it as the bound of an earlier life's death
-	// (CounterRead.DiedAt). Default storage's.
+	// (CounterRead.DiedAt). Default storage's default, 10 days; a node passes its
+	// engine's (internal/assembly/node/datapath.go).
 	TombstoneGrace time.Duration
 	Logger         *slog.Logger
 }
+
+// defaultTombstoneGrace is storage.DefaultTombstoneGrace, which the coordinator may not
+// link (layers_test.go keeps storage out of it): Config.TombstoneGrace's default, for a
+// coordinator built without an engine's.
+const defaultTombstoneGrace = 10 * 24 * time.Hour
 
 // Keyspaces looks keyspace definitions up; *schema.Catalog is one.
 type Keyspaces interface {
@@ -216,7 +221,7 @@ func New(cfg Config, parts Parts) *Coordinator {
 		cfg.LWTBackoffMax = time.Second
 	}
 	if cfg.TombstoneGrace <= 0 {
-		cfg.TombstoneGrace = storage.DefaultTombstoneGrace
+		cfg.TombstoneGrace = defaultTombstoneGrace
 	}
 	if cfg.BackgroundTasksMax <= 0 {
 		cfg.BackgroundTasksMax = backgroundTasksMax
