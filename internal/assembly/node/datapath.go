@@ -84,7 +84,8 @@ func AssembleDataPath(cfg DataPathConfig, parts DataPathParts) (*DataPath, error
 	}
 	local := local.NewLocal(parts.Engine, parts.Keyspaces, hinted, stage)
 	replicas := remote.NewSet(cfg.ID, local, parts.Network)
-	co := coord.New(coord.Config{Limits: cfg.Limits, ReplicaTimeout: cfg.ReplicaTimeout, Logger: cfg.Logger}, coord.Parts{
+	co := coord.New(coord.Config{Limits: cfg.Limits, ReplicaTimeout: cfg.ReplicaTimeout,
+		TombstoneGrace: parts.Engine.TombstoneGrace(), Logger: cfg.Logger}, coord.Parts{
 		View:      parts.View,
 		Keyspaces: parts.Keyspaces,
 		Placement: parts.Placement,

@@ -67,8 +67,19 @@ type Config struct {
 	// copies, read repairs, a scan's progress notes); once that many run, the next
 	// request to leave one waits for a slot. Default 1024.
 	BackgroundTasksMax int
-	Logger             *slog.Logger
+	// TombstoneGrace is how long the replicas' storage keeps a tombstone or an expired
+	// record before removing it (storage.Options.TombstoneGrace): a counter's increment
+	// that finds no header reads it as the bound of an earlier life's death
+	// (CounterRead.DiedAt). Default storage's default, 10 days; a node passes its
+	// engine's (internal/assembly/node/datapath.go).
+	TombstoneGrace time.Duration
+	Logger         *slog.Logger
 }
+
+// defaultTombstoneGrace is storage.DefaultTombstoneGrace, which the coordinator may not
+// link (layers_test.go keeps storage out of it): Config.TombstoneGrace's default, for a
+// coordinator built without an engine's.
+const defaultTombstoneGrace = 10 * 24 * time.Hour
 
 // Keyspaces looks keyspace definitions up; *schema.Catalog is one.
 type Keyspaces interface {
@@ -208,6 +219,9 @@ func New(cfg Config, parts Parts) *Coordinator {
 	}
 	if cfg.LWTBackoffMax <= 0 {
 		cfg.LWTBackoffMax = time.Second
+	}
+	if cfg.TombstoneGrace <= 0 {
+		cfg.TombstoneGrace = defaultTombstoneGrace
 	}
 	if cfg.BackgroundTasksMax <= 0 {
 		cfg.BackgroundTasksMax = backgroundTasksMax

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sync"
+	"time"
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
@@ -28,15 +29,26 @@ type CounterRead struct {
 	// Elements are the key's live element records newer than its reset point (left by
 	// a hash or another collection the key was before), in key order.
 	Elements []lww.Record
+	// CollectedBy bounds, when no header is found, when an earlier life's could have
+	// died: the read's time less the tombstone grace, since storage removes a tombstone
+	// (or an expired header) only that long after it (see DiedAt).
+	CollectedBy hlc.Timestamp
 }
 
 // DiedAt is when the key's previous life ended, for an increment that finds it dead: the
-// tombstone's timestamp, the expired header's deadline, or zero (no header: every
-// element belongs to an earlier life).
+// tombstone's timestamp, the expired header's deadline, or, with no header, CollectedBy.
+//
+// No header is not "every element is an earlier life's": the header and the shard are
+// separate records of one write (writeTogether), so the replicas read may hold a live
+// counter's shard without its header yet, when the header's copy is late or lost (a
+// hint owed, a cut between DCs). Offsetting that shard would remove its acknowledged
+// increments for good. A header that is gone for good was removed by garbage collection,
+// at least the tombstone grace after the death, so the earlier life's shards are older
+// than CollectedBy, and a shard newer than it is the live counter's.
 func (r CounterRead) DiedAt() hlc.Timestamp {
 	switch {
 	case !r.Found:
-		return 0
+		return r.CollectedBy
 	case r.Header.Tombstone:
 		return r.Header.Timestamp
 	}
@@ -68,8 +80,8 @@ func (c *Coordinator) ReadCounter(ctx context.Context, keyspace string, key []by
 	if err != nil {
 		return CounterRead{}, err
 	}
-	var out CounterRead
 	now := c.clock.Now()
+	out := CounterRead{CollectedBy: collectedBy(now, c.cfg.TombstoneGrace)}
 	for _, rec := range headers {
 		if bytes.Equal(rec.Key, key) && rec.Timestamp > ks.TruncatedAt {
 			out.Header, out.Found, out.Live = rec, true, visible(ks, rec, now)
@@ -88,6 +100,13 @@ func (c *Coordinator) ReadCounter(ctx context.Context, keyspace string, key []by
 		}
 	}
 	return out, nil
+}
+
+// collectedBy is the newest death a garbage collection at now can have removed the
+// header of: now less grace, and at least the first timestamp, as Reset takes zero for
+// "no bound".
+func collectedBy(now hlc.Timestamp, grace time.Duration) hlc.Timestamp {
+	return max(hlc.FromTime(now.WallTime().Add(-grace)), 1)
 }
 
 // CounterWrite is a write of a counter's records.

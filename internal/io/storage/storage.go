@@ -754,6 +754,10 @@ type Collected struct {
 	Removed int
 }
 
+// TombstoneGrace is how long the engine keeps a tombstone, or a record whose ExpiresAt
+// passed, before CollectGarbage removes it.
+func (e *Engine) TombstoneGrace() time.Duration { return e.tombstoneGrace }
+
 // CollectGarbage collects what no replica needs any more, in every keyspace:
 //   - through the expiry index (no walk of the store), the records whose ExpiresAt has
 //     passed at now are rewritten as tombstones with the same timestamp;

@@ -217,7 +217,8 @@ type Batch struct {
 // Increment plans w's write of steps to counter key, as read found it: the shard's new
 // total, and each step's answer, the counter after it (the other shards as read, plus
 // w's through that step). On a key that is not live it starts a new life: offsets for
-// every shard of the earlier one (written up to its death) and w's own whole total.
+// every shard of the earlier one (written up to its death), w's own whole total among
+// them when w wrote it up to the death.
 // ErrSum refuses the whole batch.
 func (w Writer) Increment(key []byte, read Read, steps []int64) (Batch, error) {
 	shards := Fold(key, read.Elements)
@@ -229,7 +230,9 @@ func (w Writer) Increment(key []byte, read Read, steps []int64) (Batch, error) {
 	if !read.Live {
 		b.Offsets = Reset(key, shards, w.Actor, read.DiedAt)
 		shards = Fold(key, append(append([]lww.Record(nil), read.Elements...), b.Offsets...))
-		if w.At != 0 {
+		// w's own shard too only up to the death, as the others': a total written after
+		// it (its header not among what this read found) is the new life's.
+		if w.At != 0 && (read.DiedAt == 0 || w.At <= read.DiedAt) {
 			b.Offsets = append(b.Offsets, Offset(key, w.Actor, w.Total, w.At))
 			ownOffset = w.Total
 		}

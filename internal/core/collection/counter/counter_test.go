@@ -200,6 +200,10 @@ func TestIncrement(t *testing.T) {
 			Read{DiedAt: 20, Elements: []lww.Record{shard("c", "a", 5, 10), shard("c", "b", 7, 15), shard("c", "x", 2, 25)}}, []int64{1},
 			[]int64{3}, []error{nil}, true, 6,
 			[]lww.Record{offset("c", "a", 5, 10), offset("c", "b", 7, 15)}},
+		{"this writer's total written after the death is the new life's", Writer{Actor: "a", Total: 5, At: 30},
+			Read{DiedAt: 20, Elements: []lww.Record{shard("c", "b", 7, 15)}}, []int64{1},
+			[]int64{6}, []error{nil}, true, 6,
+			[]lww.Record{offset("c", "b", 7, 15)}},
 		{"zero makes a new counter too", Writer{Actor: "a"}, Read{}, []int64{0},
 			[]int64{0}, []error{nil}, true, 0, nil},
 	}

@@ -15,9 +15,12 @@ import (
 
 // counter runs the commands of conflict-free counters (docs/redis-types.md "Counters")
 // through the coordinator as the Redis front end does, by internal/core/collection/counter's rule:
-// incr node=ID key=K [by=N] is a batch of one step by the node's writer (its actor the
-// node, incarnation 1): a read of the counter, then one write of the header, the shard
-// and any offsets, answering the counter after the step; counter node=ID key=K prints the
+// incr node=ID key=K [by=N] [without=header] is a batch of one step by the node's writer
+// (its actor the node, incarnation 1): a read of the counter, then one write of the
+// header, the shard and any offsets, answering the counter after the step; without=header
+// leaves the header out of the write, as when the header's copies have not reached the
+// replicas yet (coord.WriteCounter writes the header and the shard as separate records);
+// counter node=ID key=K prints the
 // value, or absent; delcounter node=ID key=K deletes as DEL does, the header by a
 // transaction at SERIAL, then an offset for every shard a read finds.
 func (s *scenario) counter(d *datadriven.TestData, keyspace string, arg func(string) string, cl consistency.Level,
@@ -37,7 +40,10 @@ func (s *scenario) counter(d *datadriven.TestData, keyspace string, arg func(str
 					return "", err
 				}
 			}
-			return s.increment(ctx, co, keyspace, node, key, step, cl)
+			if without := arg("without"); without != "" && without != "header" {
+				return "", fmt.Errorf("incr leaves out only the header, not %q", without)
+			}
+			return s.increment(ctx, co, keyspace, node, key, step, arg("without") == "", cl)
 		case "delcounter":
 			res, err := co.Update(ctx, keyspace, key, consistency.Serial, func(_ lww.Record, found bool) (lww.Record, bool, error) {
 				return lww.Record{Tombstone: true}, found, nil
@@ -65,8 +71,9 @@ func (s *scenario) counter(d *datadriven.TestData, keyspace string, arg func(str
 	})
 }
 
-// increment is one batch of node's writer of key, step its only increment.
-func (s *scenario) increment(ctx context.Context, co *coord.Coordinator, keyspace, node string, key []byte, step int64, cl consistency.Level) (string, error) {
+// increment is one batch of node's writer of key, step its only increment; withHeader
+// false leaves the header out of its write.
+func (s *scenario) increment(ctx context.Context, co *coord.Coordinator, keyspace, node string, key []byte, step int64, withHeader bool, cl consistency.Level) (string, error) {
 	id := node + "\x00" + string(key)
 	if s.counters == nil {
 		s.counters = map[string]counter.Writer{}
@@ -94,11 +101,14 @@ func (s *scenario) increment(ctx context.Context, co *coord.Coordinator, keyspac
 		if read.Live {
 			header.ExpiresAt = read.Header.ExpiresAt
 		}
-		t, err := co.WriteCounter(ctx, keyspace, key, coord.CounterWrite{
-			Header:   &header,
+		write := coord.CounterWrite{
 			Elements: []lww.Record{{Key: counter.ShardKey(key, w.Actor), Value: counter.EncodeTotal(plan.Total)}},
 			Stamped:  plan.Offsets,
-		}, cl)
+		}
+		if withHeader {
+			write.Header = &header
+		}
+		t, err := co.WriteCounter(ctx, keyspace, key, write, cl)
 		if t != 0 {
 			// Written or perhaps written: the writer's next total carries it.
 			w.Total, w.At = plan.Total, t
