@@ -63,6 +63,9 @@ type conn struct {
 	// waiting is true while a blocking command (BLPOP and the like) has tried once and
 	// waits: its lists are then read by readSource.
 	waiting bool
+	// blocking is true while a blocking command runs its tries: a push one of them
+	// makes does not wait for another client's try (listState.wake).
+	blocking bool
 
 	// multi is the transaction MULTI opened, nil outside one; watched are the keys
 	// WATCH read; txn, while EXEC runs the queue, the transaction's records, which the

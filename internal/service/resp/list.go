@@ -194,14 +194,17 @@ func (l *listState) setIdle(w *waiter, idle bool) {
 }
 
 // wake tells the clients blocked on key that it was pushed to, one at a time in the
-// order they blocked (Redis's rule), and returns once each it served that was waiting
-// between two tries has tried again (or left): as Redis serves its blocked clients
-// before the next command runs, the pusher's next command sees the item taken, and
-// moved on by a chain of BLMOVEs. It stops at the first client that found its lists
-// empty: those after it would too. A client that is in a try is told without waiting
-// for it: its try may itself be a push waiting here for this one (two BRPOPLPUSHes
-// feeding each other), and it tries again anyway.
-func (l *listState) wake(keyspace string, key []byte) {
+// order they blocked (Redis's rule), and returns once each it served has tried again
+// (or left): as Redis serves its blocked clients before the next command runs, the
+// pusher's next command sees the item taken, and moved on by a chain of BLMOVEs. It
+// stops at the first client that found its lists empty: those after it would too.
+//
+// A client in the middle of a try (its first, still reading the list as it was before
+// the push) is waited for too, so that the push goes to it before those that blocked
+// after it. Only when the push is itself a blocked client's try (fromTry) is such a
+// client told without waiting for it: its try may be a push waiting here for this one
+// (two BRPOPLPUSHes feeding each other), and it tries again anyway.
+func (l *listState) wake(keyspace string, key []byte, fromTry bool) {
 	k := waiterKey(keyspace, key)
 	l.mu.Lock()
 	queue := make([]*waiter, 0, len(l.waiters[k]))
@@ -211,29 +214,28 @@ func (l *listState) wake(keyspace string, key []byte) {
 	l.mu.Unlock()
 	slices.SortFunc(queue, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
 	for _, w := range queue {
-		if goOn := l.serve(k, w); !goOn {
+		if goOn := l.serve(k, w, fromTry); !goOn {
 			return
 		}
 	}
 }
 
-// serve wakes w for a push to waiterKey k, if it still waits, and when it was between
-// two tries waits for its word on whether the push should go on to the next client.
-func (l *listState) serve(k string, w *waiter) (goOn bool) {
+// serve wakes w for a push to waiterKey k, if it still waits, and waits for its word on
+// whether the push should go on to the next client: unless the push is a try (fromTry)
+// and w is in one too (wake).
+func (l *listState) serve(k string, w *waiter, fromTry bool) (goOn bool) {
 	l.mu.Lock()
 	if !l.waiters[k][w] {
 		l.mu.Unlock()
 		return true // it left
 	}
 	var done chan bool
-	if w.idle {
+	if w.idle || !fromTry {
 		done = make(chan bool, 1)
 	}
 	select {
 	case w.wake <- done:
-		if done != nil {
-			w.idle = false
-		}
+		w.idle = false
 	default:
 		done = nil // woken already: it tries again anyway
 	}
@@ -787,23 +789,32 @@ func (c *conn) parseTimeout(arg []byte) (deadline time.Time, forever, ok bool) {
 	return time.Now().Add(time.Duration(secs * float64(time.Second))), secs == 0, true
 }
 
-// wakeBlocked tells the clients blocked on key that it was pushed to (listState.wake);
-// inside EXEC, once the transaction has run (txView.wakeAfter).
+// wakeBlocked tells the clients blocked on key that it was pushed to (wakeNow); inside
+// EXEC, once the transaction has run (txView.wakeAfter).
 func (c *conn) wakeBlocked(key []byte) {
 	if c.txn != nil {
 		c.txn.wakeAfter(key)
 		return
 	}
-	c.s.lists.wake(c.keyspace, key)
+	c.wakeNow(key)
 }
 
-// block runs try on keys until it has an answer, the timeout passes (or CLIENT UNBLOCK
-// says so), or the client goes:
-// at once, then whenever a push through this server wakes it, and at least every
-// listPollInterval for pushes through other nodes. try reports done when it answered
-// (or wrote an error). timedOut is true when nothing came in time, and the reply is the
-// caller's to write.
-func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
+// wakeNow tells the clients blocked on key that it was pushed to (listState.wake).
+func (c *conn) wakeNow(key []byte) {
+	c.s.lists.wake(c.keyspace, key, c.blocking)
+}
+
+// block runs try on keys, collections of type typ, until it has an answer, the timeout
+// passes (or CLIENT UNBLOCK says so), or the client goes: at once, then whenever a push
+// through this server wakes it, and at least every listPollInterval for pushes through
+// other nodes. try reports done when it answered (or wrote an error). timedOut is true
+// when nothing came in time, and the reply is the caller's to write.
+//
+// A client that blocked after another one on a key it waits on does not take at once
+// what it finds (firstTryWaits): Redis serves clients in the order their commands came,
+// and a push arriving while this client's first try runs would otherwise go to it
+// before the one that waits already.
+func (c *conn) block(keys [][]byte, typ lww.Type, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
 	if c.txn != nil {
 		// Inside EXEC nothing waits, as in Redis: the command answers what it finds,
 		// as at its timeout when that is nothing.
@@ -813,6 +824,8 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 	// wakes it.
 	w, stop := c.s.lists.wait(c.id, c.keyspace, keys)
 	defer stop()
+	c.blocking = true
+	defer func() { c.blocking = false }()
 	poll := time.NewTimer(listPollInterval)
 	defer poll.Stop()
 	var expired <-chan time.Time
@@ -829,7 +842,7 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 		}
 	}()
 	defer func() { c.waiting = false }()
-	for tryNow := true; ; {
+	for tryNow := !c.firstTryWaits(w, keys, typ); ; {
 		if tryNow {
 			done := try()
 			// Once the client waits, a key that becomes another type is waited on
@@ -866,6 +879,23 @@ func (c *conn) block(keys [][]byte, deadline time.Time, forever bool, try func()
 	}
 }
 
+// firstTryWaits reports whether a client that just blocked (w) should wait before its
+// first try: when it leads on none of its keys (listState.leads), another client waits
+// on each already, and is served first. A key of another type than typ is answered at
+// once, WRONGTYPE, as Redis's first try does; reading the keys costs only the clients that
+// do not lead, which are rare.
+func (c *conn) firstTryWaits(w *waiter, keys [][]byte, typ lww.Type) bool {
+	if c.s.lists.leads(w) {
+		return false
+	}
+	for _, key := range keys {
+		if coll, err := c.loadCollection(key); err != nil || coll.Found && coll.Header.Type != typ {
+			return false // the try answers the error, or WRONGTYPE
+		}
+	}
+	return true
+}
+
 // popItemsOf is popItems without its count of items left, for popFirst.
 func (c *conn) popItemsOf(end list.End, count int) func(key []byte) ([][]byte, bool) {
 	return func(key []byte) ([][]byte, bool) {
@@ -883,7 +913,7 @@ func bpopCommand(c *conn, args [][]byte) {
 		return
 	}
 	keys, end := args[1:len(args)-1], endOf(c.lowerName[1:])
-	if c.block(keys, deadline, forever, func() bool {
+	if c.block(keys, lww.List, deadline, forever, func() bool {
 		key, values, ok := popFirst(keys, c.popItemsOf(end, 1))
 		if ok && len(values) > 0 {
 			c.w.ArrayHeader(2)
@@ -936,7 +966,7 @@ func lmpopCommand(c *conn, args [][]byte) {
 		return
 	}
 	deadline, forever, ok := c.parseTimeout(args[1])
-	if ok && c.block(keys, deadline, forever, try) {
+	if ok && c.block(keys, lww.List, deadline, forever, try) {
 		c.nullArray()
 	}
 }
@@ -1001,7 +1031,7 @@ func lmoveCommand(c *conn, args [][]byte) {
 		try()
 		return
 	}
-	if c.block([][]byte{src}, deadline, forever, try) {
+	if c.block([][]byte{src}, lww.List, deadline, forever, try) {
 		c.w.Null()
 	}
 }

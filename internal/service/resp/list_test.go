@@ -555,21 +555,58 @@ func TestLeads(t *testing.T) {
 	}
 }
 
-// TestWakeWaitsForIdleClients: a push's wake returns once each client it woke between
-// two tries has tried again, not before; a client in the middle of a try is told without
-// being waited for (its try may be a push waiting on this one); a client that leaves
-// with a wake-up untaken releases the push.
-func TestWakeWaitsForIdleClients(t *testing.T) {
+// TestLaterClientLeavesTheItemToTheEarlier: a client that blocks behind another on a
+// list does not take at its first try an item the earlier one has not seen yet (pushed
+// through another node, here another server on the same backend): the earlier takes it
+// at its poll, as Redis serves clients in the order they blocked. A client behind
+// another on a key of another type is answered WRONGTYPE at once, as in Redis.
+func TestLaterClientLeavesTheItemToTheEarlier(t *testing.T) {
+	s, fake, addr := startServer(t, Config{})
+	_, _, other := startServer(t, Config{Backend: fake})
+	earlier := dial(t, addr)
+	earlier.send(encode("BLPOP", "{t}q", "0"))
+	waitBlocked(t, s, 1)
+	converse(t, other, []step{
+		{cmd("RPUSH", "{t}q", "x"), ":1\r\n"},
+	})
+	later := dial(t, addr)
+	later.send(encode("BLPOP", "{t}q", "0"))
+	earlier.expect(arr("{t}q", "x"))
+	waitBlocked(t, s, 1)
+	converse(t, addr, []step{{cmd("RPUSH", "{t}q", "y"), ":1\r\n"}})
+	later.expect(arr("{t}q", "y"))
+
+	waiting := dial(t, addr)
+	waiting.send(encode("BLPOP", "{t}s", "0"))
+	waitBlocked(t, s, 1)
+	converse(t, addr, []step{
+		{cmd("SET", "{t}s", "string"), "+OK\r\n"},
+		{cmd("BLPOP", "{t}s", "0"), "-" + errWrongType + "\r\n"},
+	})
+}
+
+// TestWakeWaitsForClients: a push's wake returns once each client it woke has tried
+// again, not before, even one that was in the middle of a try (its first, which may have
+// read the list before the push: the suite's "BRPOPLPUSH with multiple blocked clients"
+// hung when the push went past it); only a push that is itself a try tells a client in a
+// try without waiting for it (its try may be a push waiting on this one); a client that
+// leaves with a wake-up untaken releases the push.
+func TestWakeWaitsForClients(t *testing.T) {
 	tests := []struct {
 		name string
 		idle bool
+		// fromTry is true when the push is itself a blocked client's try.
+		fromTry bool
 		// leave is true when the client leaves (stop) instead of trying again.
 		leave    bool
 		waitsFor bool // wake waits until the client tried or left
 	}{
-		{"idle client tries again", true, false, true},
-		{"idle client leaves", true, true, true},
-		{"client in a try", false, false, false},
+		{"idle client tries again", true, false, false, true},
+		{"idle client leaves", true, false, true, true},
+		{"client in a try", false, false, false, true},
+		{"client in a try leaves", false, false, true, true},
+		{"idle client, pushed by a try", true, true, false, true},
+		{"client in a try, pushed by a try", false, true, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -580,7 +617,7 @@ func TestWakeWaitsForIdleClients(t *testing.T) {
 				l.setIdle(w, tt.idle)
 				woke := make(chan struct{})
 				go func() {
-					l.wake("ks", []byte("k"))
+					l.wake("ks", []byte("k"), tt.fromTry)
 					close(woke)
 				}()
 				synctest.Wait()

@@ -308,7 +308,7 @@ func execCommand(c *conn, _ [][]byte) {
 	}
 	c.w.errorReplies += out.errors
 	for _, key := range out.wakes {
-		c.s.lists.wake(c.keyspace, key)
+		c.wakeNow(key)
 	}
 	if c.s.monitors.active() {
 		// Redis shows each command EXEC ran, then EXEC; here once the round has decided,
@@ -387,7 +387,7 @@ func (c *conn) oneTransaction(args [][]byte) (reply []byte, done bool) {
 	}
 	c.w.errorReplies += out.errors
 	for _, key := range out.wakes {
-		c.s.lists.wake(c.keyspace, key)
+		c.wakeNow(key)
 	}
 	return out.replies[0], true
 }

@@ -785,7 +785,7 @@ func bzpopCommand(c *conn, args [][]byte) {
 		return
 	}
 	keys, highest := args[1:len(args)-1], string(c.lowerName) == "bzpopmax"
-	if c.block(keys, deadline, forever, func() bool {
+	if c.block(keys, lww.SortedSet, deadline, forever, func() bool {
 		key, popped, ok := popFirst(keys, func(key []byte) ([]zset.Member, bool) { return c.popMembers(key, highest, 1) })
 		if ok && len(popped) > 0 {
 			c.w.ArrayHeader(3)
@@ -831,7 +831,7 @@ func zmpopCommand(c *conn, args [][]byte) {
 		return
 	}
 	deadline, forever, ok := c.parseTimeout(args[1])
-	if ok && c.block(keys, deadline, forever, try) {
+	if ok && c.block(keys, lww.SortedSet, deadline, forever, try) {
 		c.nullArray()
 	}
 }

@@ -433,8 +433,11 @@ func (c *Changer) newProgress(msg string, quiet time.Duration) *progress {
 }
 
 // still says the wait goes on for reason, with the details in args, if it is time to:
-// details that change do not make it log sooner.
+// details that change do not make it log sooner. A nil progress is a wait not said.
 func (p *progress) still(reason string, args ...any) {
+	if p == nil {
+		return
+	}
 	now := time.Now()
 	if now.Sub(p.started) < p.quiet || reason == p.said && now.Sub(p.saidAt) < progressEvery {
 		return
@@ -478,7 +481,12 @@ func (c *Changer) waitForRing(ctx context.Context) error {
 func (c *Changer) pullRingFromAMember(ctx context.Context, settled bool) (self cluster.RingEntry, known bool, from string, err error) {
 	dir := c.parts.Directory
 	// A few rounds are how long gossip takes to find the first member: said only if longer.
-	wait := c.newProgress("waiting to learn the ring from a member", progressEvery)
+	// A node asking whether it was a member (settled) may well be the only one, the first
+	// of a new cluster: its wait is normal and not said.
+	var wait *progress
+	if !settled {
+		wait = c.newProgress("waiting to learn the ring from a member", progressEvery)
+	}
 	for {
 		reason := "no member is up: are the seeds (--seeds) other nodes' internode addresses, and are they running?"
 		var last []any

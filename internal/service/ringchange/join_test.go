@@ -112,3 +112,54 @@ func TestJoinOfAReplacement(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitForAMemberIsSaidOnlyWhenNeeded: a node that joins and hears of no member says
+// every 30 s in the log what it waits for; the first node of a new cluster, which only
+// listens for a member that might say it was one before (checkMembership), said the same
+// warning every 30 s for ever, on every one-node cluster. Virtual time.
+func TestWaitForAMemberIsSaidOnlyWhenNeeded(t *testing.T) {
+	const wait = "waiting to learn the ring from a member"
+	for _, tt := range []struct {
+		name   string
+		seeded bool
+		says   int
+	}{
+		{name: "first node of a new cluster", seeded: false, says: 0},
+		{name: "seeded joiner", seeded: true, says: 4}, // at 30, 60, 90 and 120 s
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// An empty store: the directory is trusted only once a member gave the ring.
+				dir, err := cluster.Open(cluster.Node{ID: "r", DC: "dc1", Status: cluster.StatusBooting}, noStore{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var log lockedBuffer
+				p := &parts{}
+				c, err := New(Config{ID: "r", Fresh: true, Seeded: tt.seeded, GossipInterval: time.Second,
+					Logger: slog.New(slog.NewTextHandler(&log, nil))}, Parts{Directory: dir, Gossip: p, Peers: p, Streamer: p, Moves: p, Promises: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute+time.Second)
+				defer cancel()
+				if !tt.seeded {
+					dir.SetTrusted() // a seedless node trusts its directory as it opens
+				}
+				if err := c.Join(ctx); err != nil {
+					t.Fatalf("Join = %v", err)
+				}
+				if got := strings.Count(log.String(), wait); got != tt.says {
+					t.Errorf("the log says %d times %q, want %d:\n%s", got, wait, tt.says, log.String())
+				}
+			})
+		})
+	}
+}
+
+// noStore is a ring store that keeps nothing.
+type noStore struct{}
+
+func (noStore) SaveNode(cluster.Node) error    { return nil }
+func (noStore) Nodes() ([]cluster.Node, error) { return nil, nil }
+func (noStore) DeleteNode(string) error        { return nil }

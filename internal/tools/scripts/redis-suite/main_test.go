@@ -30,6 +30,35 @@ func TestParseFlagsKuraTransactions(t *testing.T) {
 	}
 }
 
+// TestSkipTests: both runs skip the out-of-scope tests that would wait for ever, each by
+// the suite's --skiptest, which the report's suite_args show; --skip-tests "" skips none.
+func TestSkipTests(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // the --skiptest options of suiteArgs
+	}{
+		{nil, "--skiptest BRPOPLPUSH with multiple blocked clients"},
+		{[]string{"--skip-tests", ""}, ""},
+		{[]string{"--skip-tests", "a, b c"}, "--skiptest a --skiptest b c"},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := o.suiteArgs()
+		var skips []string
+		for i, a := range args {
+			if a == "--skiptest" {
+				skips = append(skips, a, args[i+1])
+			}
+		}
+		if got := strings.Join(skips, " "); got != tt.want {
+			t.Errorf("parseFlags(%q): %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
 // TestPrintLabelsTheConfiguration: a report of the per-key configuration says it is
 // not kura's default one, and a report saved before --kura-transactions existed reads
 // as per key, which it ran.
