@@ -149,7 +149,10 @@
 // last (at most MaxBurst, 256) in one Push to every live member of its DC,
 // and the node of another DC that first hears of them from across (a
 // gateway the Push was ferried to) does the same in its DC. Its burst queue
-// holds 4×MaxBurst members; a larger burst's rest spreads as before.
+// holds 4×MaxBurst members; a larger burst's rest spreads as before. A tick's
+// Push, times the members it goes to, stays within MaxBurstBytes (16 MiB), so
+// that a DC of thousands of members restarting at once does not flood its
+// announcer's link; what the cap holds back goes at the next ticks.
 //
 // Departures: Leave sets status left, tells the monitors to stop and
 // gossips a few rounds more; others never suspect a node that left.

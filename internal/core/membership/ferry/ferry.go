@@ -36,6 +36,13 @@ type Options struct {
 	// times as many wait for the next ticks; beyond that a burst of joins
 	// is left to the rumours and anti-entropy.
 	MaxBurst int
+	// MaxBurstBytes caps the bytes one tick's burst sends, summed over the
+	// members it goes to (the Push's size times their number): a DC of
+	// thousands restarting at once, each state a kilobyte, would otherwise
+	// have its announcer send hundreds of megabytes a tick. The members the
+	// cap holds back wait for the next ticks; one goes each tick whatever
+	// its size.
+	MaxBurstBytes int
 	// TickInterval is how often the core is ticked (Core.TickInterval): the
 	// rounds (heartbeats, gossip) run once per membership.Round, and the
 	// failure detectors decide at every tick, so that a probe times out in
@@ -79,7 +86,8 @@ type Options struct {
 // soon as its other monitor suspects it too (or after 1 s alone). A node
 // dies in about 2.5 s from its last heartbeat, and one lost message never
 // convicts a live node. A silent DC is probed twice, 1 s apart, before its
-// members are convicted.
+// members are convicted. A burst of joins goes out at 16 MiB a tick at
+// most: 64 MiB/s, half a gigabit, from its announcer.
 var DefaultOptions = Options{
 	Gateways:           2,
 	Monitors:           2,
@@ -88,6 +96,7 @@ var DefaultOptions = Options{
 	HotFanout:          3,
 	MaxHot:             16,
 	MaxBurst:           256,
+	MaxBurstBytes:      16 << 20,
 	TickInterval:       250 * time.Millisecond,
 	ProbeTimeout:       500 * time.Millisecond,
 	IndirectProbes:     3,
@@ -485,7 +494,7 @@ func New(cfg membership.Config, opts Options) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
-	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.MaxBurst < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
+	if opts.Gateways < 1 || opts.Monitors < 1 || opts.Buckets < 1 || opts.MaxHot < 1 || opts.MaxBurst < 1 || opts.MaxBurstBytes < 1 || opts.HotFanout < 1 || opts.DCProbes < 1 ||
 		opts.HotRounds > math.MaxInt8 || opts.Buckets > math.MaxUint16+1 || opts.ProbeAttempts < 1 || opts.IndirectProbes < 0 ||
 		opts.TickInterval <= 0 || opts.TickInterval > membership.Round || membership.Round%opts.TickInterval != 0 ||
 		opts.ProbeTimeout <= 0 || opts.SuspectTimeout < 0 || opts.RemoteProbeTimeout <= 0 {
@@ -1095,37 +1104,51 @@ func (c *Core) markBurst(e *entry) {
 	c.burst = append(c.burst, uint32(c.v(e).member.num))
 }
 
-// announceBurst sends the oldest MaxBurst members of the burst queue (see
+// announceBurst sends the oldest members of the burst queue (see
 // markBurst), as they are now, in one Push to every live member of this
-// DC. The DC's gateways get it with everyone and ferry those of their own
-// DC across, as any change they learn; a member that lost the Push learns
-// them from the rumours or anti-entropy.
+// DC: MaxBurst of them, fewer when their bytes times the receivers would
+// pass MaxBurstBytes. The DC's gateways get it with everyone and ferry
+// those of their own DC across, as any change they learn; a member that
+// lost the Push learns them from the rumours or anti-entropy.
 func (c *Core) announceBurst(r *membership.Ready) {
 	if len(c.burst) == 0 {
 		return
 	}
+	var to []*entry
+	for m := range c.ownDC().all() {
+		if m != c.self && m.live() {
+			to = append(to, m)
+		}
+	}
 	push := &Push{}
-	taken := 0
+	taken, bytes := 0, 0
 	for _, num := range c.burst {
 		if len(push.Entries) == c.opts.MaxBurst {
 			break
 		}
-		taken++
 		// A member removed since it was queued (its slot emptied, or
 		// filled again by its next generation, unflagged) is not news.
-		if e := c.slot(int(num)); e != nil && e.flags&flagBurst != 0 {
-			e.flags &^= flagBurst
-			push.Entries = append(push.Entries, c.delta(e))
+		e := c.slot(int(num))
+		if e == nil || e.flags&flagBurst == 0 {
+			taken++
+			continue
 		}
+		d := c.delta(e)
+		size := deltaCodec.size(&d)
+		if len(push.Entries) > 0 && (bytes+size)*len(to) > c.opts.MaxBurstBytes {
+			break
+		}
+		taken++
+		e.flags &^= flagBurst
+		push.Entries = append(push.Entries, d)
+		bytes += size
 	}
 	c.burst = c.burst[:copy(c.burst, c.burst[taken:])]
 	if len(push.Entries) == 0 {
 		return
 	}
-	for m := range c.ownDC().all() {
-		if m != c.self && m.live() {
-			send(r, c.idOf(m), push)
-		}
+	for _, m := range to {
+		send(r, c.idOf(m), push)
 	}
 }
 

@@ -423,6 +423,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}{
 		{"no gateway", func(o *Options) { o.Gateways = 0 }},
 		{"no burst", func(o *Options) { o.MaxBurst = 0 }},
+		{"no burst bytes", func(o *Options) { o.MaxBurstBytes = 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := DefaultOptions
@@ -1228,5 +1229,45 @@ func TestJoinBurstIsBounded(t *testing.T) {
 	}
 	if !slices.Equal(perTick, []int{2, 2, 2, 2, 0, 0}) || !slices.Equal(all, joiners[:8]) {
 		t.Fatalf("ticks announced %v: %v, want 2 a tick of the first 8 of %v", perTick, all, joiners)
+	}
+}
+
+// TestJoinBurstKeepsToItsBytes: a tick's burst stops before its Push, times
+// the members it goes to, passes MaxBurstBytes; the members held back go at
+// the next ticks, oldest first, and one goes each tick even when alone it
+// passes the cap.
+func TestJoinBurstKeepsToItsBytes(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		entries int // how many deltas the cap holds, to every receiver
+		want    []int
+	}{
+		{"three a tick", 3, []int{3, 3, 2, 0}},
+		{"one even when it passes the cap alone", 0, []int{1, 1, 1, 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := DefaultOptions
+			seed, err := New(membership.Config{ID: "a1", DC: "a", Generation: 1700000000, Seeds: []string{"a1"},
+				Rand: rand.New(rand.NewPCG(7, 2))}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			joiners := admit(t, seed, time.Second, 2, 10) // 8 joiners, each a receiver too
+			d := seed.delta(seed.entry(joiners[0]))
+			seed.opts.MaxBurstBytes = tt.entries * deltaCodec.size(&d) * len(joiners)
+			if tt.entries == 0 {
+				seed.opts.MaxBurstBytes = 1
+			}
+			var perTick []int
+			var all []string
+			for i := 1; i <= len(tt.want); i++ {
+				got := announced(seed.Tick(time.Second + time.Duration(i)*opts.TickInterval))
+				perTick = append(perTick, len(got["a2"]))
+				all = append(all, got["a2"]...)
+			}
+			if !slices.Equal(perTick, tt.want) || !slices.Equal(all, joiners[:len(all)]) {
+				t.Fatalf("ticks announced %v: %v, want %v of %v, oldest first", perTick, all, tt.want, joiners)
+			}
+		})
 	}
 }
