@@ -842,7 +842,13 @@ func (c *conn) block(keys [][]byte, typ lww.Type, deadline time.Time, forever bo
 		}
 	}()
 	defer func() { c.waiting = false }()
-	for tryNow := !c.firstTryWaits(w, keys, typ); ; {
+	tryNow := true
+	if c.firstTryWaits(w, keys, typ) {
+		// Its check of the keys' types was the first try: from now on a key that
+		// becomes another type is waited on, as after a try.
+		c.waiting, tryNow = true, false
+	}
+	for {
 		if tryNow {
 			done := try()
 			// Once the client waits, a key that becomes another type is waited on

@@ -559,7 +559,8 @@ func TestLeads(t *testing.T) {
 // list does not take at its first try an item the earlier one has not seen yet (pushed
 // through another node, here another server on the same backend): the earlier takes it
 // at its poll, as Redis serves clients in the order they blocked. A client behind
-// another on a key of another type is answered WRONGTYPE at once, as in Redis.
+// another on a key of another type is answered WRONGTYPE at once, as in Redis; one that
+// waited without a first try then waits on a key that becomes another type.
 func TestLaterClientLeavesTheItemToTheEarlier(t *testing.T) {
 	s, fake, addr := startServer(t, Config{})
 	_, _, other := startServer(t, Config{Backend: fake})
@@ -583,6 +584,21 @@ func TestLaterClientLeavesTheItemToTheEarlier(t *testing.T) {
 		{cmd("SET", "{t}s", "string"), "+OK\r\n"},
 		{cmd("BLPOP", "{t}s", "0"), "-" + errWrongType + "\r\n"},
 	})
+
+	// Once it waits, the later client waits on a key that became another type, as a
+	// client whose first try found nothing does.
+	first, second := dial(t, addr), dial(t, addr)
+	first.send(encode("BLPOP", "{t}a", "{t}b", "0"))
+	waitBlocked(t, s, 2)
+	second.send(encode("BLPOP", "{t}a", "{t}b", "0"))
+	waitBlocked(t, s, 3)
+	converse(t, addr, []step{
+		{cmd("SET", "{t}a", "string"), "+OK\r\n"},
+		{cmd("RPUSH", "{t}b", "x"), ":1\r\n"},
+	})
+	first.expect(arr("{t}b", "x"))
+	converse(t, addr, []step{{cmd("RPUSH", "{t}b", "y"), ":1\r\n"}})
+	second.expect(arr("{t}b", "y"))
 }
 
 // TestWakeWaitsForClients: a push's wake returns once each client it woke has tried
