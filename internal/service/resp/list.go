@@ -810,10 +810,10 @@ func (c *conn) wakeNow(key []byte) {
 // other nodes. try reports done when it answered (or wrote an error). timedOut is true
 // when nothing came in time, and the reply is the caller's to write.
 //
-// A client that blocked after another one on a key it waits on does not take at once
+// A client that blocked after others on every key it waits on does not take at once
 // what it finds (firstTryWaits): Redis serves clients in the order their commands came,
 // and a push arriving while this client's first try runs would otherwise go to it
-// before the one that waits already.
+// before the ones that wait already.
 func (c *conn) block(keys [][]byte, typ lww.Type, deadline time.Time, forever bool, try func() (done bool)) (timedOut bool) {
 	if c.txn != nil {
 		// Inside EXEC nothing waits, as in Redis: the command answers what it finds,
