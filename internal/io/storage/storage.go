@@ -68,8 +68,9 @@ type Options struct {
 	// (4 KiB).
 	BlockBytes int
 	// MemTableBytes is the size of a memtable, and so of a write-ahead log before it is
-	// rotated; zero means memTableBytes. The simulator keeps it small: its strict
-	// in-memory filesystem copies a whole log on every sync.
+	// rotated; zero means memTableBytes, or inMemoryMemTableBytes when InMemory. The
+	// simulator keeps it small: its strict in-memory filesystem copies a whole log on
+	// every sync.
 	MemTableBytes int
 
 	// FS replaces the filesystem under Dir (default: the operating system's). The crash
@@ -85,6 +86,21 @@ type Options struct {
 // under pipelined Redis SETs; at 32 MiB that node spent 28 % less CPU per SET
 // (docs/performance-log.md).
 const memTableBytes = 32 << 20
+
+// inMemoryMemTableBytes is the memtable size of an in-memory engine. Its write-ahead log
+// is an in-memory file that grows by copying itself into a new allocation twice its
+// size, in one step that cannot be preempted and that pays the collector's assist for
+// the whole allocation: at 32 MiB one such step held a P for 106 ms in the power bench
+// (docs/power.md). Logs of at most 8 MiB keep that step a few milliseconds.
+const inMemoryMemTableBytes = 8 << 20
+
+// defaultMemTableBytes is the memtable size of an engine that names none.
+func defaultMemTableBytes(inMemory bool) int {
+	if inMemory {
+		return inMemoryMemTableBytes
+	}
+	return memTableBytes
+}
 
 // DefaultCacheBytes is the block cache of an engine that names none: enough to keep a
 // small node's working set of blocks decoded in memory.
@@ -186,7 +202,7 @@ func Open(opts Options) (*Engine, error) {
 		Cache:         cache,
 		Logger:        pebbleLogger{logger: opts.Logger},
 		EventListener: listener,
-		MemTableSize:  uint64(cmp.Or(opts.MemTableBytes, memTableBytes)),
+		MemTableSize:  uint64(cmp.Or(opts.MemTableBytes, defaultMemTableBytes(opts.InMemory))),
 		// Open ratchets an older store up to it.
 		FormatMajorVersion: formatMajorVersion,
 	}
