@@ -189,7 +189,9 @@ type Config struct {
 	View []EndpointState
 	// Shared, when set, is what the cores of one simulated cluster share, so
 	// that n cores do not each hold a copy of what is the same in all of them
-	// (Protocol.NewShared makes it). Real nodes leave it nil.
+	// (Protocol.NewShared makes it). Real nodes leave it nil. The Ready a
+	// core of a shared cluster returns is valid until the next call to any
+	// core that shares it: the caller handles it before driving another.
 	Shared any
 }
 

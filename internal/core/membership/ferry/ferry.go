@@ -476,9 +476,6 @@ type Core struct {
 	// changes (gatewayKnown: there is an answer).
 	gateway, gatewayKnown bool
 	gatewayAt             uint64
-	// unsorted: insert appends new members to their rings, which
-	// sortRings then sorts (see Step's Welcome).
-	unsorted bool
 }
 
 // downEntry is an entry awaiting removal, and since when it is down.
@@ -605,25 +602,9 @@ func (c *Core) insert(ver uint32, deadAt uint64, now time.Duration, dc string) *
 	c.table.set(e, ver, deadAt)
 	v := c.view(dc)
 	e.dc = uint16(v.index)
-	if c.unsorted {
-		v.append(e)
-	} else {
-		v.add(e)
-	}
+	v.add(e)
 	c.known++
 	return e
-}
-
-// sortRings puts the members that insert appended while unsorted in ring
-// order, and ends that mode.
-func (c *Core) sortRings() {
-	if !c.unsorted {
-		return
-	}
-	c.unsorted = false
-	for _, v := range c.views {
-		v.sort()
-	}
 }
 
 // ownDC is the node's own DC view.
@@ -665,6 +646,28 @@ func send(r *membership.Ready, to string, m membership.Message) {
 }
 
 // event appends an event about e.
+// ready starts the Ready of one call. The cores of a shared table append
+// their events to the table's array, kept from one call to the next: in a
+// cold start every core learns every member, n² events that were otherwise
+// n² slices grown and collected (see Table.events).
+func (c *Core) ready() membership.Ready {
+	if c.table.interned == nil {
+		return membership.Ready{}
+	}
+	return membership.Ready{Events: c.table.events[:0]}
+}
+
+// done ends the call ready started: the table keeps the array as it grew,
+// and a call with no event returns none, as a core's own table does.
+func (c *Core) done(r *membership.Ready) {
+	if c.table.interned != nil {
+		c.table.events = r.Events[:0]
+	}
+	if len(r.Events) == 0 {
+		r.Events = nil
+	}
+}
+
 func (c *Core) event(r *membership.Ready, kind membership.EventKind, e *entry) {
 	v := c.v(e)
 	r.Events = append(r.Events, membership.Event{Kind: kind, ID: v.state.ID, Generation: v.state.Generation})
@@ -679,8 +682,9 @@ func (c *Core) TickInterval() time.Duration { return c.opts.TickInterval }
 // failure checks (of other DCs too, at gateways), anti-entropy inside the
 // DC, summaries to other DCs (gateways only), removals. At every other tick
 // it only runs the failure detectors, whose probes time out between rounds.
-func (c *Core) Tick(now time.Duration) membership.Ready {
-	var r membership.Ready
+func (c *Core) Tick(now time.Duration) (r membership.Ready) {
+	r = c.ready()
+	defer c.done(&r)
 	if c.quiet() {
 		return r
 	}
@@ -1378,8 +1382,9 @@ func (c *Core) dropDetached(e *entry) {
 }
 
 // Step handles one message.
-func (c *Core) Step(now time.Duration, from string, m membership.Message) membership.Ready {
-	var r membership.Ready
+func (c *Core) Step(now time.Duration, from string, m membership.Message) (r membership.Ready) {
+	r = c.ready()
+	defer c.done(&r)
 	if c.quiet() {
 		return r
 	}
@@ -1444,19 +1449,10 @@ func (c *Core) Step(now time.Duration, from string, m membership.Message) member
 	case *Join:
 		c.onJoin(now, from, m, &r)
 	case *Welcome:
-		// The full state is news to this node only: nothing to push. Its
-		// members join the rings unsorted and are sorted once at the end,
-		// where inserting them in turn would move half a ring each; the
-		// node's own entry is the one delta whose learning reads a ring (a
-		// refutation picks gateways), so the rings are sorted before it.
-		c.unsorted = true
+		// The full state is news to this node only: nothing to push.
 		for _, d := range m.Entries {
-			if d.State.ID == c.cfg.ID {
-				c.sortRings()
-			}
 			c.learn(now, d, false, &r)
 		}
-		c.sortRings()
 		c.joined = true
 		c.markSynced(c.entry(from), &r)
 	case *Redirect:
@@ -1920,6 +1916,12 @@ func (c *Core) learn(now time.Duration, d Delta, spread bool, r *membership.Read
 		}
 		return e
 	}
+	if d.hint.ver == e.ver && d.hint.table == c.table && c.table.interned != nil && d.DeadAt <= e.deadAt {
+		// The very version this node holds, from a core sharing its table:
+		// most of the deltas a burst of joins spreads are news to nobody by
+		// the time they arrive, and need no merge to say so.
+		return nil
+	}
 	wasDown, wasLeft := e.down(), e.isLeft()
 	// Versions are shared and immutable: merge into a copy.
 	state := c.v(e).state
@@ -2008,8 +2010,9 @@ func (c *Core) syncSelf() {
 }
 
 // SetAppState changes one of the node's own application states.
-func (c *Core) SetAppState(_ time.Duration, key, value string) membership.Ready {
-	var r membership.Ready
+func (c *Core) SetAppState(_ time.Duration, key, value string) (r membership.Ready) {
+	r = c.ready()
+	defer c.done(&r)
 	c.local.Set(key, value)
 	c.syncSelf()
 	c.originate(c.self, &r)
@@ -2019,8 +2022,9 @@ func (c *Core) SetAppState(_ time.Duration, key, value string) membership.Ready 
 
 // Leave announces a graceful leave: status left, pushed to the gateways,
 // monitors told to stop watching, gossip for LeaveRounds more rounds.
-func (c *Core) Leave(_ time.Duration) membership.Ready {
-	var r membership.Ready
+func (c *Core) Leave(_ time.Duration) (r membership.Ready) {
+	r = c.ready()
+	defer c.done(&r)
 	if c.leaving || c.stopped {
 		return r
 	}
@@ -2042,8 +2046,9 @@ func (c *Core) Leave(_ time.Duration) membership.Ready {
 // its DC at once, as a verdict.
 // Unlike Leave it keeps the node in the cluster: peers hold it down until
 // it restarts with a newer generation.
-func (c *Core) Shutdown(_ time.Duration) membership.Ready {
-	var r membership.Ready
+func (c *Core) Shutdown(_ time.Duration) (r membership.Ready) {
+	r = c.ready()
+	defer c.done(&r)
 	if c.leaving || c.stopped {
 		return r
 	}

@@ -49,8 +49,10 @@ type dcView struct {
 	// index is the view's place in Core.views, which entries keep.
 	index int
 	// members are the member numbers of the DC's members (see at), in ring
-	// order, ties by ID.
+	// order, ties by ID, the first ordered of them (see order); the rest
+	// were added since and are put in their places when the order is read.
 	members []uint32
+	ordered int
 	// bucketAt[i] is the bucket of members[i], and sizes[b] how many
 	// members bucket b holds: byBucket groups the members by bucket from
 	// these rather than from each member's entry.
@@ -79,10 +81,14 @@ func newDCView(name string, table *Table, entries *entrySlots, index, buckets in
 func (v *dcView) member(e *entry) *member { return v.table.versions[e.ver].member }
 
 // at is the entry of the ith member in ring order.
-func (v *dcView) at(i int) *entry { return v.entries.of(v.members[i]) }
+func (v *dcView) at(i int) *entry {
+	v.order()
+	return v.entries.of(v.members[i])
+}
 
 // all yields the members' entries in ring order.
 func (v *dcView) all() iter.Seq[*entry] {
+	v.order()
 	return func(yield func(*entry) bool) {
 		for _, num := range v.members {
 			if !yield(v.entries.of(num)) {
@@ -98,6 +104,7 @@ func (v *dcView) bucketOf(e *entry) int { return int(v.member(e).ring % uint64(l
 // position is where e is, or would go, in members: in ring order, ties by
 // ID.
 func (v *dcView) position(e *entry) int {
+	v.order()
 	m := v.member(e)
 	rings := v.table.rings
 	return sort.Search(len(v.members), func(i int) bool {
@@ -106,19 +113,9 @@ func (v *dcView) position(e *entry) int {
 	})
 }
 
-// add inserts a member and folds in its hash.
+// add adds a member at the end of members, out of ring order until the
+// next read of the order (see order), and folds in its hash.
 func (v *dcView) add(e *entry) {
-	i := v.position(e)
-	b := v.bucketOf(e)
-	v.members = slices.Insert(v.members, i, uint32(v.member(e).num))
-	v.bucketAt = slices.Insert(v.bucketAt, i, uint16(b))
-	v.sizes[b]++
-	v.link(e)
-}
-
-// append adds a member at the end of members, out of ring order until sort,
-// and folds in its hash.
-func (v *dcView) append(e *entry) {
 	b := v.bucketOf(e)
 	v.members = append(v.members, uint32(v.member(e).num))
 	v.bucketAt = append(v.bucketAt, uint16(b))
@@ -126,15 +123,57 @@ func (v *dcView) append(e *entry) {
 	v.link(e)
 }
 
-// sort puts members in ring order, ties by ID, as position keeps it.
-func (v *dcView) sort() {
-	t := v.table
-	slices.SortFunc(v.members, func(a, b uint32) int {
-		return cmp.Or(cmp.Compare(t.rings[a], t.rings[b]), strings.Compare(t.byNum[a].id, t.byNum[b].id))
-	})
-	for i, num := range v.members {
-		v.bucketAt[i] = uint16(t.rings[num] % uint64(len(v.buckets)))
+// order puts the members added since the order was last read in their
+// places: ring order, ties by ID. A node learning a burst of joins adds
+// hundreds of members between two reads of a ring, and inserting each in
+// turn moved half a ring each time (issue 48's cold start); sorting the
+// newcomers and moving the ring's stretches between them once moves it once.
+func (v *dcView) order() {
+	n := len(v.members)
+	if v.ordered == n {
+		return
 	}
+	t := v.table
+	// The newcomers carry their places on the ring, so that sorting them
+	// reads no other array; IDs break ties.
+	added := t.newcomers[:0]
+	for _, num := range v.members[v.ordered:] {
+		added = append(added, newcomer{ring: t.rings[num], num: num})
+	}
+	slices.SortFunc(added, func(a, b newcomer) int {
+		if c := cmp.Compare(a.ring, b.ring); c != 0 {
+			return c
+		}
+		return strings.Compare(t.byNum[a.num].id, t.byNum[b.num].id)
+	})
+	after := func(num uint32, a newcomer) int {
+		if c := cmp.Compare(t.rings[num], a.ring); c != 0 {
+			return c
+		}
+		return strings.Compare(t.byNum[num].id, t.byNum[a.num].id)
+	}
+	// From the last newcomer back: the members after its place move up by
+	// the newcomers still to place, in one copy per stretch.
+	hi, k := v.ordered, n
+	for j := len(added) - 1; j >= 0; j-- {
+		p, _ := slices.BinarySearchFunc(v.members[:hi], added[j], after)
+		k -= hi - p
+		copy(v.members[k:], v.members[p:hi])
+		copy(v.bucketAt[k:], v.bucketAt[p:hi])
+		k--
+		v.members[k] = added[j].num
+		v.bucketAt[k] = uint16(added[j].ring % uint64(len(v.buckets)))
+		hi = p
+	}
+	t.newcomers = added
+	v.ordered = n
+}
+
+// newcomer is a member added to a view and not yet in its place (see
+// dcView.order), with its place on the ring.
+type newcomer struct {
+	ring uint64
+	num  uint32
 }
 
 // remove takes a member out and its hash with it.
@@ -144,6 +183,7 @@ func (v *dcView) remove(e *entry) {
 		v.sizes[v.bucketAt[i]]--
 		v.members = slices.Delete(v.members, i, i+1)
 		v.bucketAt = slices.Delete(v.bucketAt, i, i+1)
+		v.ordered = len(v.members)
 		v.unlink(e)
 	}
 }
@@ -234,6 +274,7 @@ func (v *dcView) bucketHash(b int) uint64 {
 // a scan per bucket would make a comparison of all of them cost Buckets
 // passes. Both slices are the table's, valid until its next byBucket.
 func (v *dcView) byBucket() (order, start []int32) {
+	v.order()
 	t := v.table
 	start = append(t.bucketStart[:0], 0)
 	for _, n := range v.sizes {

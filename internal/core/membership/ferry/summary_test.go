@@ -87,21 +87,45 @@ func TestDCViewKeepsSummariesIncrementally(t *testing.T) {
 	}
 }
 
-// TestAppendedThenSortedIsAdded: members appended out of order and sorted once
-// (a Welcome's) leave the view as inserting each in ring order does.
-func TestAppendedThenSortedIsAdded(t *testing.T) {
-	added, appended := testView(8), testView(8)
-	appended.table, appended.entries = added.table, added.entries
-	for i := range 100 {
-		e := testEntry(added, fmt.Sprintf("n%d", (i*37)%100), 1)
-		added.add(e)
-		appended.append(e)
-	}
-	appended.sort()
-	if !slices.Equal(added.members, appended.members) || !slices.Equal(added.bucketAt, appended.bucketAt) ||
-		!slices.Equal(added.sizes, appended.sizes) || !slices.Equal(added.buckets, appended.buckets) ||
-		!slices.Equal(added.checks, appended.checks) || added.hash != appended.hash || added.changes != appended.changes {
-		t.Fatal("appending then sorting leaves another view than adding")
+// TestOrderIsTheSameWheneverItIsRead: members added out of ring order are put in
+// their places when the order is read, and the view is the same whether it is
+// read after every add, at some of them, or once at the end, removals among them.
+func TestOrderIsTheSameWheneverItIsRead(t *testing.T) {
+	for _, readEvery := range []int{1, 7, 1000} {
+		t.Run(fmt.Sprintf("read every %d", readEvery), func(t *testing.T) {
+			want, got := testView(8), testView(8)
+			got.table, got.entries = want.table, want.entries
+			var entries []*entry
+			for i := range 100 {
+				e := testEntry(want, fmt.Sprintf("n%d", (i*37)%100), 1)
+				entries = append(entries, e)
+				want.add(e)
+				want.order()
+				got.add(e)
+				if i%readEvery == 0 {
+					got.order()
+				}
+				if i%10 == 9 {
+					gone := entries[i-5]
+					want.remove(gone)
+					got.remove(gone)
+				}
+			}
+			got.order()
+			if !slices.Equal(want.members, got.members) || !slices.Equal(want.bucketAt, got.bucketAt) ||
+				!slices.Equal(want.sizes, got.sizes) || !slices.Equal(want.buckets, got.buckets) ||
+				!slices.Equal(want.checks, got.checks) || want.hash != got.hash || want.changes != got.changes {
+				t.Fatal("reading the order at other times leaves another view")
+			}
+			if len(got.members) != 90 {
+				t.Fatalf("%d members, want 90", len(got.members))
+			}
+			for i := 1; i < len(got.members); i++ {
+				if a, b := got.member(got.at(i-1)), got.member(got.at(i)); a.ring > b.ring || a.ring == b.ring && a.id >= b.id {
+					t.Fatal("members out of ring order")
+				}
+			}
+		})
 	}
 }
 

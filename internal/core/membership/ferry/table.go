@@ -76,21 +76,26 @@ type Table struct {
 	interned map[versionKey][]uint32
 	// free lists the indices a core's own table may reuse.
 	free []uint32
-	// digestAt, digestNums and digestCurrent are onDigests' index of
-	// the digests it was sent (see indexDigests), and bucketOrder,
-	// bucketStart and bucketNext dcView.byBucket's groups: scratch space
-	// kept from one message to the next, for all the cores that share the
-	// table.
 	// saved is the last starting view the cores sharing the table were
 	// given, made ready (see savedView); nil in a core's own table.
 	saved *savedView
 	// lists holds the digest lists of buckets that cores sharing the table
 	// sent lately (see sharedDigests); nil in a core's own table.
-	lists                                map[bucketKey]*[listWays]digestList
+	lists map[bucketKey]*[listWays]digestList
+	// events holds the events of the last call to a core sharing the
+	// table (see Core.ready): a Ready's Events are valid until the next
+	// call to any of them, and the simulator is done with them by then.
+	events []membership.Event
+	// digestAt, digestNums and digestCurrent are onDigests' index of
+	// the digests it was sent (see indexDigests), bucketOrder,
+	// bucketStart and bucketNext dcView.byBucket's groups, and newcomers
+	// dcView.order's: scratch space kept from one message to the next, for
+	// all the cores that share the table.
 	digestAt                             []int32
 	digestNums                           []int32
 	digestCurrent                        []bool
 	bucketOrder, bucketStart, bucketNext []int32
+	newcomers                            []newcomer
 }
 
 // NewTable returns a table to share between the cores of one simulated

@@ -77,7 +77,7 @@ func (t *Table) prepare(view []membership.EndpointState, buckets int) *savedView
 	}
 	for _, v := range s.views {
 		v.bucketAt = make([]uint16, len(v.members))
-		v.sort()
+		v.order()
 		for i, num := range v.members {
 			v.sizes[v.bucketAt[i]]++
 			v.link(s.entries.of(num))
@@ -126,7 +126,7 @@ func (c *Core) load(s *savedView) error {
 		// c has no view yet, so each gets the index it has in s.views,
 		// which the copied entries hold.
 		v := c.view(sv.name)
-		v.members, v.bucketAt = slices.Clone(sv.members), slices.Clone(sv.bucketAt)
+		v.members, v.bucketAt, v.ordered = slices.Clone(sv.members), slices.Clone(sv.bucketAt), sv.ordered
 		copy(v.sizes, sv.sizes)
 		copy(v.buckets, sv.buckets)
 		copy(v.checks, sv.checks)
