@@ -645,7 +645,6 @@ func send(r *membership.Ready, to string, m membership.Message) {
 	r.Messages = append(r.Messages, membership.Outbound{To: to, Msg: m})
 }
 
-// event appends an event about e.
 // ready starts the Ready of one call. The cores of a shared table append
 // their events to the table's array, kept from one call to the next: in a
 // cold start every core learns every member, n² events that were otherwise
@@ -668,6 +667,7 @@ func (c *Core) done(r *membership.Ready) {
 	}
 }
 
+// event appends an event about e.
 func (c *Core) event(r *membership.Ready, kind membership.EventKind, e *entry) {
 	v := c.v(e)
 	r.Events = append(r.Events, membership.Event{Kind: kind, ID: v.state.ID, Generation: v.state.Generation})
