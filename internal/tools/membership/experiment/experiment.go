@@ -87,7 +87,8 @@ type Config struct {
 	// of the sweep's last DC is killed at once, then the lone node. Needs
 	// at least two DCs.
 	CrossDC bool
-	// Progress, if set, is called as the sweep advances.
+	// Progress, if set, is called as the sweep advances: when a run enters
+	// a phase, and again at every virtual second within it.
 	Progress func(Progress)
 }
 
@@ -406,19 +407,44 @@ func wanLinks(window sim.Counters, dcs []string, seconds float64) []WANLink {
 	return out
 }
 
-// runUntil runs the simulation until virtual time t, a virtual second at a
-// time, so that canceling ctx stops a long run promptly. The events run in
-// the same order as one s.RunUntil(t).
-func runUntil(ctx context.Context, s *sim.Simulator, t time.Duration) error {
+// runner advances one run's simulation a virtual second at a time, so that
+// canceling ctx stops a long run promptly, and reports the phase it is in
+// at each step: a cold start of 10,000 nodes spends minutes of wall time
+// in its joins, and its progress should show the virtual time reached.
+type runner struct {
+	ctx context.Context
+	s   *sim.Simulator
+	// report, when set, is given the phase and the virtual time reached.
+	report func(phase string, now time.Duration)
+	phase  string
+}
+
+// enter starts a phase and reports it.
+func (r *runner) enter(phase string) {
+	r.phase = phase
+	r.tell()
+}
+
+// tell reports the phase and the virtual time reached.
+func (r *runner) tell() {
+	if r.report != nil {
+		r.report(r.phase, r.s.Now())
+	}
+}
+
+// until runs the simulation until virtual time t. The events run in the
+// same order as one s.RunUntil(t).
+func (r *runner) until(t time.Duration) error {
 	for {
-		if err := ctx.Err(); err != nil {
+		if err := r.ctx.Err(); err != nil {
 			return err
 		}
-		next := min(t, s.Now()+time.Second)
-		s.RunUntil(next)
+		next := min(t, r.s.Now()+time.Second)
+		r.s.RunUntil(next)
 		if next >= t {
 			return nil
 		}
+		r.tell()
 	}
 }
 
@@ -482,21 +508,22 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 	}
 	obs.cluster = c
 	s := c.Sim()
-	progress := func(phase string) {
+	report := func(phase string, now time.Duration) {
 		if cfg.Progress != nil {
-			cfg.Progress(Progress{Protocol: p.Name, N: n, Phase: phase, VirtualTime: s.Now(), Run: run, Runs: runs, Wall: time.Since(wallStart)})
+			cfg.Progress(Progress{Protocol: p.Name, N: n, Phase: phase, VirtualTime: now, Run: run, Runs: runs, Wall: time.Since(wallStart)})
 		}
 	}
+	clock := &runner{ctx: ctx, s: s, report: report}
 
 	if cfg.Warm {
-		if err := startWarm(ctx, cfg, c, obs, dealt, dcs, progress); err != nil {
+		if err := startWarm(cfg, c, clock, obs, dealt, dcs); err != nil {
 			return Row{}, err
 		}
 	} else {
-		progress("joining")
+		clock.enter("joining")
 		per := (n + cfg.Batches - 1) / cfg.Batches
 		for b := 0; b*per < n; b++ {
-			if err := runUntil(ctx, s, time.Duration(b)*cfg.BatchInterval); err != nil {
+			if err := clock.until(time.Duration(b) * cfg.BatchInterval); err != nil {
 				return Row{}, err
 			}
 			for i := b * per; i < min(n, (b+1)*per); i++ {
@@ -507,13 +534,13 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 			}
 		}
 	}
-	if err := runUntil(ctx, s, cfg.WindowStart); err != nil {
+	if err := clock.until(cfg.WindowStart); err != nil {
 		return Row{}, err
 	}
-	progress("steady")
+	clock.enter("steady")
 	obs.steady = true
 	before := s.Network().Counters()
-	if err := runUntil(ctx, s, cfg.WindowEnd); err != nil {
+	if err := clock.until(cfg.WindowEnd); err != nil {
 		return Row{}, err
 	}
 	window := s.Network().Counters().Sub(before)
@@ -537,27 +564,23 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 		row.Joiners = n - obs.from
 	}
 
-	progress("detecting")
+	clock.enter("detecting")
 	obs.kill(c, cfg.Kills, firsts, cfg.Seed)
 	deadline := s.Now() + cfg.DetectTimeout
 	for !obs.allDetected() && s.Now() < deadline {
-		if err := runUntil(ctx, s, s.Now()+time.Second); err != nil {
+		if err := clock.until(s.Now() + time.Second); err != nil {
 			return Row{}, err
 		}
 	}
 	row.FailureDetectionSP50, row.FailureDetectionSMax, row.FailuresUndetected = obs.detectTimes()
 	row.FalseSuspicions, row.FalseSuspicionsTotal = obs.falseSteady, obs.falseTotal
 	if cfg.CrossDC {
-		if err := runCrossDC(ctx, cfg, p, n, &row, func(phase string, now time.Duration) {
-			if cfg.Progress != nil {
-				cfg.Progress(Progress{Protocol: p.Name, N: n, Phase: phase, VirtualTime: now, Run: run, Runs: runs, Wall: time.Since(wallStart)})
-			}
-		}); err != nil {
+		if err := runCrossDC(ctx, cfg, p, n, &row, report); err != nil {
 			return Row{}, err
 		}
 	}
 	row.WallS = time.Since(wallStart).Seconds()
-	progress("done")
+	clock.enter("done")
 	return row, nil
 }
 
@@ -565,10 +588,10 @@ func runOne(ctx context.Context, cfg Config, p membership.Protocol, n, run, runs
 // time 0, then the joiners at once at JoinAt. The nodes are dealt to the
 // DCs interleaved, so the last ones, the joiners, keep the DCs'
 // proportions, and the seeds, the first of each DC, start converged.
-func startWarm(ctx context.Context, cfg Config, c *simcluster.Cluster, obs *observer, dealt deal, dcs []string, progress func(string)) error {
+func startWarm(cfg Config, c *simcluster.Cluster, clock *runner, obs *observer, dealt deal, dcs []string) error {
 	n := len(dealt)
 	warm := n - cfg.Joiners
-	progress("converged start")
+	clock.enter("converged start")
 	ids, homes := make([]string, warm), make([]string, warm)
 	for i := range warm {
 		ids[i], homes[i] = nodeID(i), dcs[dealt[i]]
@@ -578,10 +601,10 @@ func startWarm(ctx context.Context, cfg Config, c *simcluster.Cluster, obs *obse
 	}
 	obs.from = warm
 	s := c.Sim()
-	if err := runUntil(ctx, s, cfg.JoinAt); err != nil {
+	if err := clock.until(cfg.JoinAt); err != nil {
 		return err
 	}
-	progress("joining")
+	clock.enter("joining")
 	for i := warm; i < n; i++ {
 		obs.started(i, s.Now())
 		if err := c.Start(nodeID(i), dcs[dealt[i]]); err != nil {
@@ -597,7 +620,7 @@ func startWarm(ctx context.Context, cfg Config, c *simcluster.Cluster, obs *obse
 // node, a seed, in the first batch), measures the steady window, then kills
 // every node of the sweep's last DC at once and waits until every live node
 // holds them all dead, then kills the lone node and waits again.
-func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, row *Row, progress func(string, time.Duration)) error {
+func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, row *Row, report func(phase string, now time.Duration)) error {
 	dcs := make([]string, cfg.DCs+1)
 	for i := range dcs {
 		dcs[i] = fmt.Sprintf("dc%d", i+1)
@@ -628,8 +651,9 @@ func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, r
 	}
 	obs.cluster = c
 	s := c.Sim()
+	clock := &runner{ctx: ctx, s: s, report: report}
 
-	progress("cross-dc joining", s.Now())
+	clock.enter("cross-dc joining")
 	order := make([]int, 0, n)
 	order = append(order, lone)
 	for i := range lone {
@@ -637,7 +661,7 @@ func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, r
 	}
 	per := (n + cfg.Batches - 1) / cfg.Batches
 	for b := 0; b*per < n; b++ {
-		if err := runUntil(ctx, s, time.Duration(b)*cfg.BatchInterval); err != nil {
+		if err := clock.until(time.Duration(b) * cfg.BatchInterval); err != nil {
 			return err
 		}
 		for _, i := range order[b*per : min(n, (b+1)*per)] {
@@ -646,13 +670,13 @@ func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, r
 			}
 		}
 	}
-	if err := runUntil(ctx, s, cfg.WindowStart); err != nil {
+	if err := clock.until(cfg.WindowStart); err != nil {
 		return err
 	}
-	progress("cross-dc steady", s.Now())
+	clock.enter("cross-dc steady")
 	obs.steady = true
 	before := s.Network().Counters()
-	if err := runUntil(ctx, s, cfg.WindowEnd); err != nil {
+	if err := clock.until(cfg.WindowEnd); err != nil {
 		return err
 	}
 	obs.steady = false
@@ -663,13 +687,13 @@ func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, r
 	wait := func(victims []int) error {
 		deadline := s.Now() + cfg.DetectTimeout
 		for !obs.detectedAll(victims) && s.Now() < deadline {
-			if err := runUntil(ctx, s, s.Now()+time.Second); err != nil {
+			if err := clock.until(s.Now() + time.Second); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	progress("dark dc", s.Now())
+	clock.enter("dark dc")
 	var dark []int
 	for i := range lone {
 		if dcOf(i) == dcs[cfg.DCs-1] {
@@ -685,7 +709,7 @@ func runCrossDC(ctx context.Context, cfg Config, p membership.Protocol, n int, r
 	darkBps := float64(s.Network().Counters().Sub(before).InterDC().Bytes) * 8 / (s.Now() - blackout).Seconds()
 	darkP50, darkMax, darkMissed := obs.detectTimesOf(dark)
 
-	progress("lone node", s.Now())
+	clock.enter("lone node")
 	obs.killSet(c, []int{lone}, s.Now())
 	if err := wait([]int{lone}); err != nil {
 		return err
