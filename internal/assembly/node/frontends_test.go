@@ -72,6 +72,23 @@ func startCluster(t *testing.T, start func(t *testing.T, id, dc, defaultReplicat
 		}
 		nodes = append(nodes, start(t, "n"+string(rune('1'+i)), dc, replication, seeds...))
 	}
+	waitAllReachable(t, nodes)
+	// Reachable is not enough: a node joined through a seed owns its ranges only once
+	// normal, and a write before that reaches the other DC by streaming, not as a write.
+	waitAllNormal(t, len(nodes), nodes...)
+	for _, n := range nodes {
+		// The joiners adopt the first node's definition, which it settled as it started.
+		waitUntil(t, "node "+n.ID()+" settled the default keyspace", func() bool { return n.catalog.TransactionsReady(schema.DefaultKeyspace) == nil })
+		if ks, err := n.Keyspace(schema.DefaultKeyspace); err != nil || ks.Replication != replication || !ks.PartitionTransactions() {
+			t.Fatalf("%s: default keyspace %+v, %v; want replication %s, transactions partition", n.ID(), ks, err, replication)
+		}
+	}
+	return nodes
+}
+
+// waitAllReachable waits until every node knows every other and sees it alive.
+func waitAllReachable(t *testing.T, nodes []*Node) {
+	t.Helper()
 	waitUntil(t, "every node sees every other alive", func() bool {
 		for _, n := range nodes {
 			if len(n.View().Nodes()) != len(nodes) {
@@ -85,17 +102,6 @@ func startCluster(t *testing.T, start func(t *testing.T, id, dc, defaultReplicat
 		}
 		return true
 	})
-	// Reachable is not enough: a node joined through a seed owns its ranges only once
-	// normal, and a write before that reaches the other DC by streaming, not as a write.
-	waitAllNormal(t, len(nodes), nodes...)
-	for _, n := range nodes {
-		// The joiners adopt the first node's definition, which it settled as it started.
-		waitUntil(t, "node "+n.ID()+" settled the default keyspace", func() bool { return n.catalog.TransactionsReady(schema.DefaultKeyspace) == nil })
-		if ks, err := n.Keyspace(schema.DefaultKeyspace); err != nil || ks.Replication != replication || !ks.PartitionTransactions() {
-			t.Fatalf("%s: default keyspace %+v, %v; want replication %s, transactions partition", n.ID(), ks, err, replication)
-		}
-	}
-	return nodes
 }
 
 func TestFrontEndsStartOnlyWhenConfigured(t *testing.T) {

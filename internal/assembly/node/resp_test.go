@@ -417,23 +417,21 @@ func TestRedisScanAmongDeletedKeysResumesOnAnyNode(t *testing.T) {
 		func(p redis.Pipeliner, k string) { p.Del(ctx, k) },
 	} {
 		for start := 0; start < deleted; start += batch {
-			pipe := clients[0].Pipeline()
-			for i := start; i < start+batch; i++ {
-				write(pipe, fmt.Sprintf("gone:%05d", i))
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
+			execUntilAvailable(ctx, t, nodes, clients[0], func(pipe redis.Pipeliner) {
+				for i := start; i < start+batch; i++ {
+					write(pipe, fmt.Sprintf("gone:%05d", i))
+				}
+			})
 		}
 	}
 	want := map[string]bool{}
-	for i := range 10 {
-		k := fmt.Sprintf("live:%d", i)
-		want[k] = true
-		if err := clients[0].Set(ctx, k, "v", 0).Err(); err != nil {
-			t.Fatal(err)
+	execUntilAvailable(ctx, t, nodes, clients[0], func(pipe redis.Pipeliner) {
+		for i := range 10 {
+			k := fmt.Sprintf("live:%d", i)
+			want[k] = true
+			pipe.Set(ctx, k, "v", 0)
 		}
-	}
+	})
 
 	scanEachOnce(t, clients, 3, 20, want)
 	var iterated []string
@@ -629,6 +627,29 @@ func scanEachOnce(t *testing.T, clients []*redis.Client, count int64, callsMax i
 		if !want[k] || n != 1 {
 			t.Errorf("SCAN returned %q %d times", k, n)
 		}
+	}
+}
+
+// execUntilAvailable sends the pipeline fill makes through c, and sends it again after
+// an UNAVAILABLE reply once every node sees every other alive, at most 5 times in all:
+// on a loaded machine a node may judge a peer down for a moment (CI saw it in
+// TestRedisScanAmongDeletedKeysResumesOnAnyNode), and its coordinator then refuses at
+// once, as it should. Only for pipelines of idempotent writes (SET of a fixed value, DEL),
+// which may run twice.
+func execUntilAvailable(ctx context.Context, t *testing.T, nodes []*Node, c *redis.Client, fill func(redis.Pipeliner)) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		pipe := c.Pipeline()
+		fill(pipe)
+		_, err := pipe.Exec(ctx)
+		if err == nil {
+			return
+		}
+		if !strings.HasPrefix(err.Error(), "UNAVAILABLE") || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; sending it again once every node sees every other alive", attempt, err)
+		waitAllReachable(t, nodes)
 	}
 }
 
