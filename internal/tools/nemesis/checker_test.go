@@ -484,6 +484,26 @@ func TestCheckCountsStaleReadsDuringAWipeApart(t *testing.T) {
 	}
 }
 
+// TestCheckCountsAReadAtTheWipesEndApart: a wipe left open until the end closes at the
+// instant of the run's final reads (explorer seed 11722, a write at LOCAL_QUORUM on one
+// replica per DC whose only copy was wiped); a stale read invoked at that instant is
+// counted with the wipe's, not as a violation.
+func TestCheckCountsAReadAtTheWipesEndApart(t *testing.T) {
+	r := Check(h(put(1, "a", "v1", 0, ok(1), 10), nemesis("wipe n2", "start", 2, true), get(2, "a", 5, ok(5), "", 0),
+		nemesis("wipe n2", "heal", 5, true), everywhere("a", "v1", 10, false)))
+	if !r.OK() {
+		t.Fatalf("a stale read at the instant a wipe ends is a violation: %+v", r.Verdicts)
+	}
+	if v := r.Verdicts[2]; !strings.Contains(v.Summary, "1 during a wiped node's rebuild (1 of them stale, allowed)") {
+		t.Errorf("%s: %s", v.Check, v.Summary)
+	}
+	// A read invoked after the wipe ended is held to the write again.
+	if r := Check(h(put(1, "a", "v1", 0, ok(1), 10), nemesis("wipe n2", "start", 2, true), nemesis("wipe n2", "heal", 5, true),
+		get(2, "a", 6, ok(6), "", 0), everywhere("a", "v1", 10, false))); r.OK() {
+		t.Error("a stale read after a wipe ended is no violation")
+	}
+}
+
 // TestCheckCounterAfterAWipe: a counter read below an increment acknowledged before a
 // wipe is a violation at SERIAL, but not at LOCAL_SERIAL in a DC of one replica, whose
 // acknowledgement may rest on the wiped node alone.

@@ -264,7 +264,9 @@ func (h *history) newestAcknowledged(key string) *op {
 // and not yet repaired.
 func (h *history) inWipe(o *op) bool {
 	for _, w := range h.wipes {
-		if o.invoke.Before(w.end) && o.complete.After(w.start) {
+		// A wipe left open until the end closes at the instant of the run's final reads:
+		// they fall in it too.
+		if !o.invoke.After(w.end) && o.complete.After(w.start) {
 			return true
 		}
 	}
