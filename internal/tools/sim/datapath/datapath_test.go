@@ -15,6 +15,7 @@ import (
 
 	"github.com/kuradb/kura/consistency"
 	"github.com/kuradb/kura/hlc"
+	"github.com/kuradb/kura/internal/base/racedetector"
 	"github.com/kuradb/kura/internal/core/cluster"
 	"github.com/kuradb/kura/internal/core/collection/counter"
 	"github.com/kuradb/kura/internal/core/collection/zset"
@@ -53,10 +54,11 @@ func threeDCs(seed uint64, trace func(string)) Config {
 
 // TestScenarios runs the scripts in testdata/: each reads like a story of one cluster
 // (writes, crashes, hints, repair, partitions), in virtual time. Every script runs twice
-// with its seed, and the two runs must agree byte for byte, every message included.
+// with its seed (seedRuns), and the two runs must agree byte for byte, every message
+// included.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		var runs [2]string
+		runs := make([]string, seedRuns())
 		for i := range runs {
 			synctest.Test(t, func(t *testing.T) {
 				log := &runLog{}
@@ -70,10 +72,29 @@ func TestScenarios(t *testing.T) {
 				runs[i] = log.String()
 			})
 		}
-		if runs[0] != runs[1] {
-			t.Errorf("%s: two runs from one seed differ:\n%s", filepath.Base(path), firstDifference(runs[0], runs[1]))
-		}
+		checkRunsAgree(t, filepath.Base(path), runs)
 	})
+}
+
+// seedRuns is how many times a scenario runs from its seed: twice, so that the runs
+// can be compared, but once under the race detector, which needs the code run, not
+// repeated (the suite without it compares the runs), and makes each run ten times
+// slower.
+func seedRuns() int {
+	if racedetector.Enabled {
+		return 1
+	}
+	return 2
+}
+
+// checkRunsAgree fails the test where the runs of one scenario from one seed differ.
+func checkRunsAgree(t *testing.T, name string, runs []string) {
+	t.Helper()
+	for _, run := range runs[1:] {
+		if run != runs[0] {
+			t.Errorf("%s: two runs from one seed differ:\n%s", name, firstDifference(runs[0], run))
+		}
+	}
 }
 
 // expiry describes a record's deadline against the bubble's clock: "" for none,

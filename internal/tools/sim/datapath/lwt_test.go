@@ -99,13 +99,13 @@ func increment(level consistency.Level) func(ctx context.Context, i int, co *coo
 	}
 }
 
-// raceTwice runs one race scenario twice from its seed, with the nodes down crashed
-// first, checks that the two runs agree outcome for outcome, and returns the outcomes
-// and the key's serial value afterwards.
+// raceTwice runs one race scenario twice from its seed (seedRuns), with the nodes down
+// crashed first, checks that the two runs agree outcome for outcome, and returns the
+// outcomes and the key's serial value afterwards.
 func raceTwice(t *testing.T, cfg Config, replication string, down []string, key string, level consistency.Level, clients int, coordinators []string,
 	op func(ctx context.Context, i int, co *coord.Coordinator) outcome) ([]outcome, string) {
 	t.Helper()
-	var runs [2]string
+	runs := make([]string, seedRuns())
 	var outcomes []outcome
 	var final string
 	for run := range runs {
@@ -146,9 +146,7 @@ func raceTwice(t *testing.T, cfg Config, replication string, down []string, key 
 			runs[run] = fmt.Sprintf("%s\nfinal %s after %v\n", transcript(outcomes), final, took)
 		})
 	}
-	if runs[0] != runs[1] {
-		t.Errorf("two runs from one seed differ:\n%s", firstDifference(runs[0], runs[1]))
-	}
+	checkRunsAgree(t, t.Name(), runs)
 	t.Logf("%s", runs[0])
 	return outcomes, final
 }
