@@ -99,6 +99,20 @@ func (l *Layout) StableNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// following returns the k members after sorted[at] in ring order. Where they do not wrap
+// around the ring's end it is a window of sorted, not a copy: a stable layout of 100,000
+// nodes asks each node for up to GapListMax of them, and trimSuccessors keeps a few.
+func following(sorted []Peer, at, k int) []Peer {
+	if at+1+k <= len(sorted) {
+		return sorted[at+1 : at+1+k : at+1+k]
+	}
+	out := make([]Peer, 0, k)
+	for i := 1; i <= k; i++ {
+		out = append(out, sorted[(at+i)%len(sorted)])
+	}
+	return out
+}
+
 // installStable fills one ring's tables from the sorted members of that ring.
 func (n *Node) installStable(layer Layer, members []Peer) {
 	r := &n.rings[layer]
@@ -108,11 +122,7 @@ func (n *Node) installStable(layer Layer, members []Peer) {
 		return // alone: no predecessor, successors or fingers
 	}
 	r.pred = members[(at-1+count)%count]
-	following := make([]Peer, 0, min(count-1, n.cfg.GapListMax))
-	for k := 1; k < count && len(following) < cap(following); k++ {
-		following = append(following, members[(at+k)%count])
-	}
-	r.succs = n.trimSuccessors(layer, following)
+	r.succs = n.trimSuccessors(layer, following(members, at, min(count-1, n.cfg.GapListMax)))
 	for i := range r.fingers {
 		f := members[successorIndex(members, fingerStart(n.self.ID, i, n.cfg.IDBits))]
 		if f.Name != n.self.Name {

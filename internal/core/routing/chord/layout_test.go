@@ -31,6 +31,28 @@ func TestLayoutOwner(t *testing.T) {
 	}
 }
 
+func TestFollowingRunsOnPastTheRingsEnd(t *testing.T) {
+	sorted := []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}
+	tests := []struct {
+		at, k int
+		want  []ID
+	}{
+		{at: 0, k: 3, want: []ID{2, 3, 4}},
+		{at: 1, k: 2, want: []ID{3, 4}},
+		{at: 2, k: 3, want: []ID{4, 1, 2}},
+		{at: 3, k: 1, want: []ID{1}},
+	}
+	for _, tt := range tests {
+		var got []ID
+		for _, p := range following(sorted, tt.at, tt.k) {
+			got = append(got, p.ID)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("following(at %d, k %d) = %v, want %v", tt.at, tt.k, got, tt.want)
+		}
+	}
+}
+
 func TestStableNode(t *testing.T) {
 	layout := smallLayout(t, map[string][]ID{"A": {1, 5, 10, 12}, "B": {3, 7, 9, 15}})
 	rng := rand.New(rand.NewPCG(1, 1))
